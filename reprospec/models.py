@@ -1,0 +1,248 @@
+"""The plain data objects that flow between the pipeline's stages.
+
+    load -> validate -> expand -> plan -> execute -> classify -> judge -> store -> render
+    Spec    (schema)    Cell      AttemptPlan  Execution  Outcome   Verdict  RunResult
+
+Every object is a frozen dataclass and JSON-serializable through `to_dict`.
+A stage knows only the objects to its left: runners know nothing of
+expectations, the renderer knows nothing of processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+OutcomeKind = Literal["pass", "error", "crash", "hang"]
+ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail"]
+VerdictKind = Literal["reproduced", "not-reproduced", "infra-error"]
+Where = Literal["main", "worker"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A loaded, schema-valid spec: the document with defaults applied, not interpolated.
+
+    `locations` maps a JSON path (tuple of keys/indexes) to (line, column), both
+    1-based, so later stages can point at the source of a problem.
+    """
+
+    path: Path
+    name: str
+    document: Mapping[str, Any]
+    source_text: str
+    locations: Mapping[tuple[str | int, ...], tuple[int, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One matrix combination. `matrix` keeps axis order (include-only keys last)."""
+
+    id: str
+    index: int
+    matrix: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An output regex that turns a matching line into a progress event."""
+
+    pattern: str
+    phase: str | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class StepRange:
+    low: int
+    high: int
+
+    def __contains__(self, step: object) -> bool:
+        return isinstance(step, int) and self.low <= step <= self.high
+
+    def __str__(self) -> str:
+        return str(self.low) if self.low == self.high else f"{self.low}..{self.high}"
+
+
+@dataclass(frozen=True)
+class RateBound:
+    """`">=0.3"`: the fraction of attempts that must match."""
+
+    op: Literal[">=", ">", "<=", "<", "=="]
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What "reproduced" means for one cell, after `expect.cases` were applied."""
+
+    outcome: ExpectedOutcome
+    signal: str | None = None
+    exit_code: int | None = None
+    exception: str | None = None
+    message: str | None = None
+    phase: str | None = None
+    step: StepRange | None = None
+    rate: RateBound | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"outcome": self.outcome}
+        for key in ("signal", "exit_code", "exception", "message", "phase"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.step is not None:
+            out["step"] = str(self.step)
+        if self.rate is not None:
+            out["rate"] = str(self.rate)
+        return out
+
+
+@dataclass(frozen=True)
+class AttemptPlan:
+    """Exactly what one attempt runs: everything interpolated for this cell and attempt.
+
+    `argv` is the final argument vector (a string command becomes
+    `["/bin/sh", "-c", command]`; for a workload it is filled in by the runner,
+    which knows where the harness lives). `workload` is the resolved workload
+    section (None for command specs). `environment` is the resolved
+    `environment` section (device, gpus, shm_size, memory, image, ...).
+    """
+
+    spec_name: str
+    cell: Cell
+    attempt: int
+    argv: tuple[str, ...] | None
+    workload: Mapping[str, Any] | None
+    env: Mapping[str, str]
+    workdir: Path
+    timeout_s: float
+    markers: tuple[Marker, ...]
+    environment: Mapping[str, Any]
+    expectation: Expectation
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a runner observed of one attempt: raw facts, no interpretation.
+
+    `returncode` follows subprocess: negative means killed by that signal.
+    `infra_error` is set when the attempt could not be run at all (interpreter
+    missing, image missing); then nothing else is meaningful.
+    """
+
+    cell_id: str
+    attempt: int
+    log_dir: Path
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+    started: str
+    finished: str
+    stdout_path: Path
+    stderr_path: Path
+    events_path: Path
+    stack_path: Path | None = None
+    env_path: Path | None = None
+    gpu_slot: tuple[str, ...] = ()
+    infra_error: str | None = None
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened in one attempt, classified."""
+
+    kind: OutcomeKind
+    signal: str | None = None
+    exit_code: int | None = None
+    where: Where | None = None
+    exception: str | None = None
+    message: str | None = None
+    phase: str | None = None
+    step: int | None = None
+    duration_s: float = 0.0
+    signature: str = ""
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """matched / attempts with a Wilson 95% interval."""
+
+    matched: int
+    attempts: int
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """One attempt as stored: the execution facts, the outcome, whether it matched."""
+
+    attempt: int
+    duration_s: float
+    outcome: Outcome | None
+    matched: bool
+    mismatches: tuple[str, ...]
+    logs: str
+    started: str = ""
+    finished: str = ""
+    gpu_slot: tuple[str, ...] = ()
+    infra_error: str | None = None
+    warnings: tuple[str, ...] = ()
+    stack: str | None = None
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    expected: Expectation
+    verdict: VerdictKind
+    reason: str
+    rate: Rate
+    attempts: tuple[AttemptResult, ...]
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything about one run: written as results.json, into the store, into reports."""
+
+    run_id: str
+    spec_name: str
+    spec_path: str
+    spec_text: str
+    runner: str
+    started: str
+    finished: str
+    environment: Mapping[str, Any]
+    cells: tuple[CellResult, ...]
+    command_line: str = ""
+    title: str = ""
+    description: str = ""
+    warnings: tuple[str, ...] = ()
+    interrupted: bool = False
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return {
+            "cells": len(self.cells),
+            "reproduced": sum(c.verdict == "reproduced" for c in self.cells),
+            "not_reproduced": sum(c.verdict == "not-reproduced" for c in self.cells),
+            "infra_error": sum(c.verdict == "infra-error" for c in self.cells),
+        }

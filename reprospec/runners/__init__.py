@@ -1,0 +1,20 @@
+"""Runners: the one interface with several implementations (local, docker)."""
+
+from __future__ import annotations
+
+from reprospec.runners.base import Runner
+
+
+def get_runner(name: str, *, python: str | None = None, **options: object) -> Runner:
+    """The runner called `name`; imports its module only when asked for."""
+    if name == "local":
+        from reprospec.runners.local import LocalRunner
+
+        return LocalRunner(python=python)
+    if name == "docker":
+        from reprospec.runners.docker import DockerRunner
+
+        return DockerRunner(**options)  # type: ignore[arg-type]
+    from reprospec.errors import UsageError
+
+    raise UsageError(f"unknown runner {name!r}: expected 'local' or 'docker'")
