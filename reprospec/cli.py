@@ -1,0 +1,166 @@
+"""Argument parsing and dispatch, inside one error handler.
+
+Importing this module stays cheap (no yaml, jsonschema, jinja2, rich, torch):
+each verb imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from reprospec import __version__
+from reprospec.errors import EXIT_INTERRUPTED, FatalError
+
+COMMANDS = (
+    "validate", "plan", "run", "report", "env", "doctor", "schema",
+    "materialize", "history", "compare", "merge",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one clear line, never a traceback."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"reprospec: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="reprospec",
+        description="Turn a machine- and configuration-dependent crash into a rerunnable spec.",
+    )
+    parser.add_argument("--version", action="version", version=f"reprospec {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("validate", help="check spec files (or every *.yaml in folders)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+
+    p = sub.add_parser("plan", help="show the cells and exactly what each would run")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("--format", choices=("text", "json", "github"), default="text")
+    _add_selection_options(p)
+
+    p = sub.add_parser("run", help="run a spec: every cell, a table, a report")
+    p.add_argument("spec", metavar="SPEC", nargs="?")
+    _add_selection_options(p)
+    p.add_argument("--runner", choices=("local", "docker"), default="local")
+    p.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N")
+    p.add_argument("--repeat", type=_positive_int, default=None, metavar="N")
+    p.add_argument("--timeout", default=None, metavar="DURATION")
+    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument("--format", choices=("md", "json", "junit"), default=None,
+                   help="also print the report in this format to stdout")
+    p.add_argument("--python", default=None, metavar="PATH",
+                   help="local runner's interpreter (default: this one)")
+    p.add_argument("--gpus", default=None, metavar="LIST",
+                   help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)")
+    p.add_argument("--shard", default=None, metavar="K/N")
+    p.add_argument("--resume", default=None, metavar="RUN",
+                   help="finish an interrupted run without redoing finished attempts")
+    p.add_argument("--find-links", type=Path, default=None, metavar="DIR",
+                   help="docker runner: a wheelhouse for images built offline")
+
+    p = sub.add_parser("report", help="render a finished run again")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--format", choices=("md", "junit", "json"), default="md")
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
+    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+
+    p = sub.add_parser("env", help="this machine as the harness sees it (runs in a child)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--python", default=None, metavar="PATH")
+
+    p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
+    p.add_argument("spec", nargs="?", metavar="SPEC")
+    p.add_argument("--python", default=None, metavar="PATH")
+    p.add_argument("--json", action="store_true")
+
+    sub.add_parser("schema", help="print the JSON Schema of the spec format")
+
+    p = sub.add_parser("materialize", help="write a self-contained docker bundle for a spec")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    _add_selection_options(p)
+    p.add_argument("--find-links", type=Path, default=None, metavar="DIR")
+
+    p = sub.add_parser("history", help="past runs and their verdicts")
+    p.add_argument("spec", nargs="?", metavar="SPEC")
+    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+
+    p = sub.add_parser("compare", help="cells whose verdict changed between two runs")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+
+    p = sub.add_parser("merge", help="merge shard runs into one run and one report")
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument("--format", choices=("md", "json", "junit"), default=None)
+    return parser
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-m", "--matrix", action="append", default=[], metavar="AXIS=VALUE",
+                   help="keep only cells with this value (repeatable)")
+    p.add_argument("--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE",
+                   help="override a spec field before expansion, value parsed as YAML")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(f"reprospec.commands.{args.command}")
+    result: int = module.run(args)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `reprospec` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return _dispatch(args)
+    except FatalError as exc:
+        print(f"reprospec: {exc}" if "\n" not in str(exc) else str(exc), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("reprospec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face
+        log = _write_crash_log()
+        print(f"reprospec: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
+        return 3
+
+
+def _write_crash_log() -> Path:
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "reprospec-internal-error.log"
+    path.write_text(traceback.format_exc(), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""`reprospec plan SPEC`: the cells and exactly what each would run; runs nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any
+
+from reprospec.engine import RunOptions, plan_run
+
+
+def run(args: argparse.Namespace) -> int:
+    from reprospec.plan import describe
+    from reprospec.spec import load_spec
+
+    options = RunOptions(matrix_filters=tuple(args.matrix), overrides=tuple(args.overrides))
+    spec = load_spec(args.spec, options.all_overrides())
+    planned = plan_run(spec, options)
+    first_attempts = [plan for plan in planned.attempts if plan.attempt == 1]
+    if args.format == "json":
+        doc = {"spec": spec.name, "cells": [describe(plan) for plan in first_attempts]}
+        json.dump(doc, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    elif args.format == "github":
+        include = [_github_entry(args.spec, plan.cell.id, plan.cell.matrix) for plan in first_attempts]
+        json.dump({"include": include}, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_text(spec.name, planned.repeat, [describe(plan) for plan in first_attempts])
+    return 0
+
+
+def _github_entry(spec_path: str, cell_id: str, matrix: Any) -> dict[str, Any]:
+    """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
+    from reprospec.matrix import format_value
+
+    filters = " ".join(
+        shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
+    )
+    return {"cell": cell_id, "args": filters, **{k: format_value(v) for k, v in matrix.items()}}
+
+
+def _print_text(name: str, repeat: int, cells: list[dict[str, Any]]) -> None:
+    out = sys.stdout
+    out.write(f"spec {name}: {len(cells)} cell(s) x {repeat} attempt(s)\n")
+    for doc in cells:
+        out.write(f"\n[{doc['id']}]\n")
+        for key, value in doc.items():
+            if key in ("id",):
+                continue
+            if isinstance(value, dict | list):
+                rendered = json.dumps(value, default=str)
+            else:
+                rendered = str(value)
+            out.write(f"  {key}: {rendered}\n")

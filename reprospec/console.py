@@ -1,0 +1,33 @@
+"""Where human output goes: rich consoles that respect NO_COLOR and non-terminals."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def make_console(stream: IO[str] | None = None) -> Console:
+    """A rich Console on `stream` (stdout by default); plain text unless it is a colour tty."""
+    from rich.console import Console
+
+    stream = stream or sys.stdout
+    no_color = "NO_COLOR" in os.environ
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(
+        file=stream,
+        no_color=no_color,
+        color_system=None if (no_color or not is_tty) else "auto",
+        highlight=False,
+        soft_wrap=not is_tty,
+        width=None if is_tty else 160,
+    )
+
+
+def live_progress_enabled(stream: IO[str] | None = None) -> bool:
+    """Live progress only for a terminal, and never with NO_COLOR (CLI.md)."""
+    stream = stream or sys.stderr
+    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()

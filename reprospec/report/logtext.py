@@ -1,0 +1,77 @@
+"""Log text made fit for a bug report: control noise removed, the relevant lines kept."""
+
+from __future__ import annotations
+
+import re
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks), two-byte escapes.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[@-Z\\-_]"
+)
+# C0 controls other than tab and newline; \r is handled before this runs.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_ANCHORS = ("Traceback (most recent call last):", "Fatal Python error:")
+
+
+def clean_log(text: str) -> str:
+    """Drop ANSI escapes, NUL and control bytes; collapse `\\r` redraws to their final state."""
+    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    lines = []
+    for line in text.split("\n"):
+        if "\r" in line:
+            # A progress bar redraws after each \r: a terminal shows the last non-empty draw.
+            parts = [part for part in line.split("\r") if part.strip()]
+            line = parts[-1] if parts else ""
+        lines.append(_CONTROL.sub("", line).rstrip())
+    return "\n".join(lines)
+
+
+def _trim(line: str, width: int) -> str:
+    if len(line) <= width:
+        return line
+    return f"{line[:width]}… (+{len(line) - width} chars)"
+
+
+def _collapse_repeats(lines: list[str]) -> list[str]:
+    """Identical consecutive lines become one line and a count: a flood cannot fill the excerpt."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        out.append(lines[i])
+        if j > i:
+            out.append(f"[previous line repeated {j - i} more times]")
+        i = j + 1
+    return out
+
+
+def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
+    """The most relevant lines of a log: the last traceback and the tail, cleaned and trimmed."""
+    lines = _collapse_repeats(clean_log(text).split("\n"))
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    anchor = max(
+        (i for i, line in enumerate(lines) if line.lstrip().startswith(_ANCHORS)), default=None
+    )
+    if len(lines) <= max_lines:
+        kept = lines
+    elif anchor is not None and len(lines) - anchor > max_lines:
+        # A traceback longer than the budget: its start says where, its end says what.
+        head = max_lines // 2
+        tail = max_lines - head
+        omitted = len(lines) - anchor - head - tail
+        kept = [
+            *(["…"] if anchor else []),
+            *lines[anchor : anchor + head],
+            f"… ({omitted} lines omitted)",
+            *lines[-tail:],
+        ]
+    else:
+        kept = [f"… ({len(lines) - max_lines} earlier lines omitted)", *lines[-max_lines:]]
+    return "\n".join(_trim(line, width) for line in kept)

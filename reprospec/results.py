@@ -1,0 +1,264 @@
+"""`RunResult` <-> results.json (CLI.md), the run folder, run ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from reprospec.errors import FatalError, UsageError
+from reprospec.models import (
+    AttemptResult,
+    Cell,
+    CellResult,
+    Expectation,
+    Outcome,
+    Rate,
+    RateBound,
+    RunResult,
+    StepRange,
+)
+
+FORMAT = 1
+_OUTCOME_KEYS = ("kind", "signal", "exit_code", "where", "exception", "message", "phase", "step")
+_RATE_BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+)\s*$")
+
+
+def new_run_id(spec_name: str, now: datetime | None = None) -> str:
+    """A sortable, unique run id: `20261121-214512-val-segfault-3f9a`."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{spec_name[:48]}-{secrets.token_hex(2)}"
+
+
+def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
+    """The results.json `outcome` object: the contract keys first, then the extras."""
+    out = {key: getattr(outcome, key) for key in _OUTCOME_KEYS}
+    out["signature"] = outcome.signature
+    out["duration_s"] = outcome.duration_s
+    if outcome.detail is not None:
+        out["detail"] = outcome.detail
+    return out
+
+
+def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
+    """Inverse of `outcome_to_dict`."""
+    return Outcome(
+        kind=d["kind"],
+        **{key: d.get(key) for key in _OUTCOME_KEYS[1:]},
+        duration_s=float(d.get("duration_s") or 0.0),
+        signature=d.get("signature") or "",
+        detail=d.get("detail"),
+    )
+
+
+def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
+    """One entry of a cell's `attempts`; an infra-error attempt has `outcome: null`."""
+    out: dict[str, Any] = {
+        "attempt": a.attempt,
+        "duration_s": a.duration_s,
+        "outcome": outcome_to_dict(a.outcome) if a.outcome is not None else None,
+        "logs": a.logs,
+        "matched": a.matched,
+        "mismatches": list(a.mismatches),
+        "started": a.started,
+        "finished": a.finished,
+        "gpu_slot": list(a.gpu_slot),
+        "infra_error": a.infra_error,
+        "warnings": list(a.warnings),
+    }
+    if a.stack is not None:
+        out["stack"] = a.stack
+    return out
+
+
+def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
+    """Inverse of `attempt_to_dict`."""
+    outcome = d.get("outcome")
+    return AttemptResult(
+        attempt=int(d["attempt"]),
+        duration_s=float(d.get("duration_s") or 0.0),
+        outcome=outcome_from_dict(outcome) if outcome else None,
+        matched=bool(d.get("matched", False)),
+        mismatches=tuple(d.get("mismatches") or ()),
+        logs=d.get("logs") or "",
+        started=d.get("started") or "",
+        finished=d.get("finished") or "",
+        gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
+        infra_error=d.get("infra_error"),
+        warnings=tuple(d.get("warnings") or ()),
+        stack=d.get("stack"),
+    )
+
+
+def expectation_from_dict(d: Mapping[str, Any]) -> Expectation:
+    """Inverse of `Expectation.to_dict` (`step: "6..8"`, `rate: ">=0.3"`)."""
+    step = d.get("step")
+    rate = d.get("rate")
+    return Expectation(
+        outcome=d["outcome"],
+        signal=d.get("signal"),
+        exit_code=d.get("exit_code"),
+        exception=d.get("exception"),
+        message=d.get("message"),
+        phase=d.get("phase"),
+        step=_step_range(step) if step is not None else None,
+        rate=_rate_bound(rate) if rate is not None else None,
+    )
+
+
+def _step_range(value: Any) -> StepRange:
+    low, _, high = str(value).partition("..")
+    return StepRange(int(low), int(high or low))
+
+
+def _rate_bound(value: Any) -> RateBound:
+    match = _RATE_BOUND.match(str(value))
+    if not match:
+        raise FatalError(f"results.json: bad rate bound {value!r}")
+    return RateBound(match.group(1), float(match.group(2)))  # type: ignore[arg-type]
+
+
+def cell_to_dict(c: CellResult) -> dict[str, Any]:
+    """One entry of `cells`."""
+    return {
+        "id": c.cell.id,
+        "index": c.cell.index,
+        "matrix": dict(c.cell.matrix),
+        "verdict": c.verdict,
+        "reason": c.reason,
+        "expected": c.expected.to_dict(),
+        "rate": c.rate.to_dict(),
+        "command": c.command,
+        "attempts": [attempt_to_dict(a) for a in c.attempts],
+    }
+
+
+def cell_from_dict(d: Mapping[str, Any], index: int = 0) -> CellResult:
+    """Inverse of `cell_to_dict`."""
+    return CellResult(
+        cell=Cell(id=d["id"], index=int(d.get("index", index)), matrix=dict(d.get("matrix") or {})),
+        expected=expectation_from_dict(d["expected"]),
+        verdict=d["verdict"],
+        reason=d.get("reason") or "",
+        rate=Rate(**d["rate"]),
+        attempts=tuple(attempt_from_dict(a) for a in d.get("attempts") or ()),
+        command=d.get("command") or "",
+    )
+
+
+def run_to_dict(run: RunResult) -> dict[str, Any]:
+    """The whole run in the results.json shape of CLI.md (contract keys plus extras)."""
+    return {
+        "format": FORMAT,
+        "run_id": run.run_id,
+        "spec": {"name": run.spec_name, "path": run.spec_path, "text": run.spec_text},
+        "runner": run.runner,
+        "started": run.started,
+        "finished": run.finished,
+        "environment": dict(run.environment),
+        "cells": [cell_to_dict(c) for c in run.cells],
+        "summary": run.summary,
+        "command_line": run.command_line,
+        "title": run.title,
+        "description": run.description,
+        "warnings": list(run.warnings),
+        "interrupted": run.interrupted,
+    }
+
+
+def run_from_dict(d: Mapping[str, Any]) -> RunResult:
+    """Inverse of `run_to_dict`; refuses a results format it does not know."""
+    if d.get("format") != FORMAT:
+        found = d.get("format")
+        raise FatalError(f"results.json: unsupported format {found!r} (expected {FORMAT})")
+    spec = d.get("spec") or {}
+    return RunResult(
+        run_id=d["run_id"],
+        spec_name=spec.get("name", ""),
+        spec_path=spec.get("path", ""),
+        spec_text=spec.get("text", ""),
+        runner=d.get("runner", ""),
+        started=d.get("started", ""),
+        finished=d.get("finished", ""),
+        environment=dict(d.get("environment") or {}),
+        cells=tuple(cell_from_dict(c, i) for i, c in enumerate(d.get("cells") or ())),
+        command_line=d.get("command_line", ""),
+        title=d.get("title", ""),
+        description=d.get("description", ""),
+        warnings=tuple(d.get("warnings") or ()),
+        interrupted=bool(d.get("interrupted", False)),
+    )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` so readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(run_dir: Path, run: RunResult) -> Path:
+    """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path."""
+    write_atomic(run_dir / "spec.yaml", run.spec_text)
+    results = run_dir / "results.json"
+    write_atomic(results, json.dumps(run_to_dict(run), indent=2, ensure_ascii=False) + "\n")
+    return results
+
+
+def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
+    """The results.json of a run folder, a results.json path, or a run id (or unique prefix)."""
+    path = Path(path_or_id)
+    if path.is_dir() and (path / "results.json").is_file():
+        return path / "results.json"
+    if path.is_file():
+        return path
+    runs = out_root / "runs"
+    name = str(path_or_id)
+    if "/" not in name and runs.is_dir():
+        if (runs / name / "results.json").is_file():
+            return runs / name / "results.json"
+        matches = sorted(p for p in runs.glob(f"{name}*/results.json"))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            ids = ", ".join(p.parent.name for p in matches[:5])
+            raise UsageError(f"run id {name!r} is ambiguous: {ids}")
+    if path.is_dir():
+        raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
+    raise UsageError(
+        f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}"
+    )
+
+
+def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> RunResult:
+    """Load a finished run (see `find_run` for what `path_or_id` may be)."""
+    path = find_run(path_or_id, out_root)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FatalError(f"{path}: cannot read results: {exc}") from exc
+    if not isinstance(data, dict):
+        raise FatalError(f"{path}: not a reprospec results file")
+    try:
+        run = run_from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FatalError(f"{path}: not a reprospec results file ({exc!r})") from exc
+    spec_file = path.parent / "spec.yaml"
+    if not run.spec_text and spec_file.is_file():
+        run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))
+    return run
