@@ -1,11 +1,78 @@
-"""Resource limits for local attempts: `memory` and `shm_size` (placeholder, see issue 3)."""
+"""Resource limits for local attempts: `memory` (RLIMIT_AS) and `shm_size` (a private /dev/shm).
+
+`wrap_argv` prefixes the attempt's argv with `reprospec/launch.py`, which applies
+the limits in the child and execs the attempt. A limit this machine cannot apply
+becomes a warning for the report and the attempt runs without it.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+LAUNCH = Path(__file__).with_name("launch.py")
+UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+# Measured: under about 650 MB of address space `import torch` itself fails.
+TORCH_IMPORT_FLOOR = 650 * 2**20
+
+
+def parse_size(value: Any) -> int:
+    """`64m`, `4g`, `512MiB`, `1.5g` or a byte count -> bytes (binary units, as docker uses)."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value).lower())
+    if not match:
+        raise ValueError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
+    return int(float(match.group(1)) * UNITS[match.group(2)])
+
+
+@functools.cache
+def namespaces_permitted() -> str | None:
+    """None if this machine lets us mount a private /dev/shm, else why not."""
+    if not sys.platform.startswith("linux"):
+        return f"private mount namespaces need Linux (this is {sys.platform})"
+    probe = [sys.executable, "-S", "-E", str(LAUNCH), "--probe", "--shm-size", str(2**20)]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return None
+    return done.stderr.strip().removeprefix("reprospec: shm_size not applied: ") or "probe failed"
 
 
 def wrap_argv(argv: Sequence[str], environment: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """Return (argv that applies the limits of `environment`, warnings for limits not applied)."""
-    return list(argv), []
+    options: list[str] = []
+    warnings: list[str] = []
+    shm = environment.get("shm_size")
+    if shm is not None:
+        refused = namespaces_permitted()
+        if refused is None:
+            options += ["--shm-size", str(parse_size(shm))]
+        else:
+            warnings.append(f"shm_size {shm} not applied (/dev/shm is the machine's own): {refused}; "
+                            "run as root or use the docker runner")
+    memory = environment.get("memory")
+    if memory is not None:
+        size = parse_size(memory)
+        device = str(environment.get("device") or "cpu")
+        if device.startswith("cuda") or int(environment.get("gpus") or 0) > 0:
+            # CUDA reserves tens of GB of virtual address space: RLIMIT_AS would break CUDA init.
+            warnings.append(f"memory {memory} not applied: RLIMIT_AS breaks CUDA initialization; "
+                            "use the docker runner for a memory limit on GPU attempts")
+        else:
+            options += ["--memory", str(size)]
+            if size < TORCH_IMPORT_FLOOR:
+                warnings.append(f"memory {memory} is below ~650 MB of address space: "
+                                "`import torch` itself is likely to fail")
+    if not options:
+        return list(argv), warnings
+    return [sys.executable, "-S", "-E", str(LAUNCH), *options, "--", *argv], warnings

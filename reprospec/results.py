@@ -240,9 +240,12 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
             raise UsageError(f"run id {name!r} is ambiguous: {ids}")
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
-    raise UsageError(
-        f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}"
-    )
+    raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def run_dir_of(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
+    """The run folder of a run reference (where its logs and stacks are)."""
+    return find_run(path_or_id, out_root).parent
 
 
 def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> RunResult:

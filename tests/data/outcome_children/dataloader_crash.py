@@ -1,6 +1,9 @@
-"""Child: a DataLoader worker dies of a real signal while fetching item 5.
+"""Child: a DataLoader worker dies of a real signal while fetching one item.
 
-Usage: python dataloader_crash.py segv|bus|fpe|abort
+Usage: python dataloader_crash.py MODE [BATCH_SIZE ITEM_SIZE CRASH_INDEX]
+MODE is segv (a real invalid read), bus, fpe (the signal sent to itself) or abort.
+Small items mostly end in "exited unexpectedly"; large items with batch size 1
+race the dead worker's fd sharing and end in ConnectionResetError or EOFError.
 """
 
 from __future__ import annotations
@@ -14,28 +17,33 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "segv"
+BATCH_SIZE, ITEM_SIZE, CRASH_INDEX = (int(a) for a in (sys.argv[2:5] or ("2", "4", "5")))
 
 
 class Crashing(Dataset):
     def __len__(self) -> int:
-        return 32
+        return 64
 
     def __getitem__(self, index: int) -> torch.Tensor:
-        if index == 5:
+        if index == CRASH_INDEX:
             if MODE == "segv":
-                ctypes.string_at(0)  # a real invalid read
+                ctypes.string_at(0)
             elif MODE == "bus":
                 os.kill(os.getpid(), signal.SIGBUS)
             elif MODE == "fpe":
                 os.kill(os.getpid(), signal.SIGFPE)
             elif MODE == "abort":
                 os.abort()
-        return torch.zeros(4)
+        return torch.zeros(ITEM_SIZE)
 
 
 def main() -> None:
-    loader = DataLoader(Crashing(), batch_size=2, num_workers=2)
+    events = os.environ.get("REPROSPEC_EVENTS")
+    fd = os.open(events, os.O_WRONLY | os.O_APPEND | os.O_CREAT) if events else None
+    loader = DataLoader(Crashing(), batch_size=BATCH_SIZE, num_workers=2)
     for step, _batch in enumerate(loader):
+        if fd is not None:
+            os.write(fd, f'{{"event": "step", "phase": "validation", "step": {step}}}\n'.encode())
         print(f"validation step {step}", flush=True)
 
 

@@ -1,0 +1,47 @@
+"""`reprospec doctor [SPEC]`: compatibility checks for this machine (and what SPEC needs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from reprospec import doctor, limits
+from reprospec.envprobe import probe_environment
+
+MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
+
+
+def run(args: argparse.Namespace) -> int:
+    needs = _needs(args.spec) if getattr(args, "spec", None) else None
+    python = getattr(args, "python", None) or sys.executable
+    env = probe_environment(python, needs.packages if needs else (), cuda=True)
+    checks = doctor.run_checks(env, needs)
+    if getattr(args, "json", False):
+        json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + "\n")
+        width = max(len(check.name) for check in checks)
+        for check in checks:
+            sys.stdout.write(f"  {MARKS[check.status]}  {check.name:<{width}}  {check.why}\n")
+            if check.todo and check.status != "pass":
+                sys.stdout.write(f"  {'':4}  {'':<{width}}  -> {check.todo}\n")
+        counts = {status: sum(c.status == status for c in checks) for status in MARKS}
+        sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
+    return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _needs(path: str) -> doctor.Needs:
+    """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
+    from dataclasses import replace
+
+    from reprospec.engine import RunOptions, plan_run
+    from reprospec.spec import load_spec
+
+    planned = plan_run(load_spec(path), RunOptions())
+    cells = [(plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1]
+    needs = doctor.needs_of(cells, limits.parse_size)
+    if needs.shm_size is not None:
+        needs = replace(needs, shm_refused=limits.namespaces_permitted())
+    return needs

@@ -1,0 +1,65 @@
+"""`reprospec env [--json]`: this machine as the harness sees it (captured in a child)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from reprospec.envprobe import probe_environment
+
+
+def run(args: argparse.Namespace) -> int:
+    env = probe_environment(getattr(args, "python", None) or sys.executable, cuda=True)
+    if getattr(args, "json", False):
+        json.dump(env, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        width = max(len(key) for key, _ in summary(env))
+        for key, value in summary(env):
+            sys.stdout.write(f"{key:<{width}}  {value}\n")
+    return 0
+
+
+def _size(value: Any) -> str:
+    return f"{value / 2**30:.1f} GiB" if isinstance(value, (int, float)) else "?"
+
+
+def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The environment as (label, value) lines, in the order a bug report wants them."""
+    python, os_, cpu = env.get("python") or {}, env.get("os") or {}, env.get("cpu") or {}
+    memory, shm, torch = env.get("memory") or {}, env.get("shm") or {}, env.get("torch") or {}
+    nvidia, nvcc = env.get("nvidia") or {}, env.get("nvcc") or {}
+    if torch.get("installed") is False:
+        torch_line = "not installed"
+    elif torch.get("error"):
+        torch_line = f"broken: {torch['error']}"
+    else:
+        torch_line = f"{torch.get('version')} (CUDA {torch.get('cuda') or 'none'}, cuDNN {torch.get('cudnn') or 'none'})"
+    gpus = torch.get("gpus") or nvidia.get("gpus") or []
+    lines = [
+        ("python", f"{python.get('version')} ({python.get('executable')})"),
+        ("os", f"{os_.get('distribution') or os_.get('system')}, kernel {os_.get('kernel')} {os_.get('machine')}"
+               + (f", {os_['wsl']}" if os_.get("wsl") else "") + (f", in {os_['container']}" if os_.get("container") else "")),
+        ("cpu", f"{cpu.get('model')}, {cpu.get('usable_cores')}/{cpu.get('cores')} cores, "
+                f"flags {' '.join(cpu.get('flags') or []) or 'none'}"),
+        ("memory", f"{_size(memory.get('total'))} total, {_size(memory.get('available'))} available"
+                   + (f", cgroup limit {_size(memory['cgroup_limit'])}" if memory.get("cgroup_limit") else "")),
+        ("/dev/shm", f"{_size(shm.get('size'))}" if shm.get("present", True) else "missing"),
+        ("torch", torch_line),
+        ("cpu capability", str(torch.get("cpu_capability"))),
+        ("cuda arch list", " ".join(torch.get("arch_list") or []) or "none"),
+        ("gpus", "; ".join(f"{g.get('name')} (cc {g.get('capability')}, {g.get('memory_mib')} MiB)" for g in gpus)
+                 or "none"),
+        ("driver", f"{nvidia.get('driver_version')} (CUDA {nvidia.get('cuda_version')})"
+                   if nvidia.get("driver_version") else "none (no nvidia-smi)"),
+        ("nvcc", f"{nvcc.get('version')} ({nvcc.get('path')})" if nvcc.get("path") else "none"),
+        ("start method", str((env.get("multiprocessing") or {}).get("start_method"))),
+        ("packages", ", ".join(f"{k} {v or 'missing'}" for k, v in (env.get("packages") or {}).items())),
+    ]
+    variables = env.get("env") or {}
+    if variables:
+        lines.append(("env", " ".join(f"{k}={v}" for k, v in variables.items())))
+    return lines

@@ -1,0 +1,128 @@
+"""Two runs side by side (`compare`), and shard runs of one spec made one (`merge`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from reprospec.errors import UsageError
+from reprospec.models import AttemptResult, CellResult, Expectation, Rate, RunResult
+
+JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], tuple[Any, str, Rate]]
+
+
+# Fields that change from one run to the next on the same machine: differences there are noise.
+VOLATILE_ENV_FIELDS = frozenset({"memory.available", "shm.free", "python.executable"})
+
+
+def flatten_environment(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys: a difference names its exact field (`packages.torch`)."""
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten_environment(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def environment_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Environment fields that differ, as `{"key", "a", "b"}` (a missing side is None)."""
+    flat_a, flat_b = flatten_environment(a), flatten_environment(b)
+    keys = [k for k in dict.fromkeys([*flat_a, *flat_b]) if k not in VOLATILE_ENV_FIELDS]
+    return [
+        {"key": key, "a": flat_a.get(key), "b": flat_b.get(key)}
+        for key in keys
+        if flat_a.get(key) != flat_b.get(key)
+    ]
+
+
+def compare(run_a: RunResult, run_b: RunResult) -> dict[str, Any]:
+    """Cells whose verdict changed from `run_a` to `run_b`, cells in one run only, env changes."""
+    verdicts_a = {c.cell.id: c.verdict for c in run_a.cells}
+    verdicts_b = {c.cell.id: c.verdict for c in run_b.cells}
+    return {
+        "run_a": run_a.run_id,
+        "run_b": run_b.run_id,
+        "changed": [
+            {"cell": cell, "before": before, "after": verdicts_b[cell]}
+            for cell, before in verdicts_a.items()
+            if cell in verdicts_b and verdicts_b[cell] != before
+        ],
+        "only_a": [cell for cell in verdicts_a if cell not in verdicts_b],
+        "only_b": [cell for cell in verdicts_b if cell not in verdicts_a],
+        "environment": environment_diff(run_a.environment, run_b.environment),
+    }
+
+
+def _default_judge() -> JudgeCell:
+    from reprospec.judge import judge_cell
+
+    return judge_cell
+
+
+def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResult:
+    """One cell from its shards: attempts by number (a repeated number is an error), re-judged."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    by_number: dict[int, AttemptResult] = {}
+    for part in parts:
+        if part.expected != first.expected:
+            raise UsageError(f"cannot merge cell {first.cell.id!r}: shards expect different things")
+        for attempt in part.attempts:
+            if attempt.attempt in by_number:
+                raise UsageError(
+                    f"cannot merge: cell {first.cell.id!r} attempt {attempt.attempt} "
+                    "is in more than one shard (the same shard given twice?)"
+                )
+            by_number[attempt.attempt] = attempt
+    attempts = tuple(by_number[n] for n in sorted(by_number))
+    verdict, reason, rate = judge_cell(first.expected, attempts)
+    return replace(first, verdict=verdict, reason=reason, rate=rate, attempts=attempts)
+
+
+def merge(
+    runs: Sequence[RunResult],
+    *,
+    run_id: str | None = None,
+    judge_cell: JudgeCell | None = None,
+) -> RunResult:
+    """Shard runs of one spec as one run: cells combined by id, attempts combined and re-judged."""
+    if not runs:
+        raise UsageError("merge needs at least one run")
+    first = runs[0]
+    for run in runs[1:]:
+        if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
+            raise UsageError(
+                f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
+                f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
+            )
+    parts: dict[str, list[CellResult]] = {}
+    for run in runs:
+        for cell in run.cells:
+            parts.setdefault(cell.cell.id, []).append(cell)
+    judge = judge_cell or (_default_judge() if any(len(p) > 1 for p in parts.values()) else None)
+    cells = [_merge_cell(p, judge) if judge else p[0] for p in parts.values()]
+    cells.sort(key=lambda c: c.cell.index)
+    warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
+    differing = {
+        row["key"]
+        for run in runs[1:]
+        for row in environment_diff(first.environment, run.environment)
+    }
+    if differing:
+        warnings.append(
+            "shards ran in different environments (the report shows the first): "
+            + ", ".join(sorted(differing))
+        )
+    return replace(
+        first,
+        run_id=run_id or first.run_id,
+        runner="+".join(dict.fromkeys(run.runner for run in runs)),
+        started=min(run.started for run in runs),
+        finished=max(run.finished for run in runs),
+        cells=tuple(cells),
+        warnings=tuple(warnings),
+        interrupted=any(run.interrupted for run in runs),
+    )

@@ -1,0 +1,76 @@
+"""Capture an interpreter's environment by running `python -m reprospec_harness.envinfo` in a child.
+
+The parent never imports torch: the child does, and may even crash doing it,
+which is reported in the result instead of failing the probe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+from reprospec.errors import InfraError
+from reprospec.harness import HARNESS_ROOT
+
+TIMEOUT_S = 120.0
+
+
+def _run(python: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HARNESS_ROOT), env.get("PYTHONPATH")) if p)
+    try:
+        return subprocess.run([python, "-m", "reprospec_harness.envinfo", *args], capture_output=True,
+                              text=True, errors="replace", env=env, timeout=TIMEOUT_S)
+    except FileNotFoundError as exc:
+        raise InfraError(f"interpreter not found: {python}") from exc
+    except PermissionError as exc:
+        raise InfraError(f"interpreter not executable: {python}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InfraError(f"environment capture with {python} timed out after {TIMEOUT_S:g}s") from exc
+
+
+def _died(done: subprocess.CompletedProcess[str]) -> str:
+    if done.returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-done.returncode).name}"
+        except ValueError:
+            return f"killed by signal {-done.returncode}"
+    last = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+    return last[0]
+
+
+def probe_environment(python: str, packages: Sequence[str] = (), *, cuda: bool = False) -> dict[str, Any]:
+    """The environment of `python` as the harness sees it; `cuda` also asks torch for GPU properties."""
+    args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
+    done = _run(python, args)
+    if done.returncode != 0:
+        # Importing torch crashed or failed the whole capture: capture without it, say why.
+        reason = _died(done)
+        done = _run(python, [*args, "--no-torch"])
+        if done.returncode != 0:
+            raise InfraError(f"environment capture with {python} failed: {_died(done)}")
+        info = _parse(done.stdout, python)
+        info["torch"] = {"installed": True, "error": f"import torch failed: {reason}"}
+        return info
+    return _parse(done.stdout, python)
+
+
+def _parse(stdout: str, python: str) -> dict[str, Any]:
+    try:
+        info = json.loads(stdout)
+    except ValueError as exc:
+        raise InfraError(f"environment capture with {python} printed no JSON: {exc}") from exc
+    if not isinstance(info, dict):
+        raise InfraError(f"environment capture with {python} printed no JSON object")
+    # The harness folder on PYTHONPATH is ours, not the machine's.
+    variables = info.get("env") or {}
+    kept = [p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HARNESS_ROOT)]
+    if kept:
+        variables["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        variables.pop("PYTHONPATH", None)
+    return info

@@ -1,0 +1,193 @@
+"""Datasets and the DataLoader: synthetic or entry-point data, items tagged with their phase and step.
+
+Every dataset index travels with the phase and step of the batch it belongs to,
+so a worker can fire a fault at `{phase, step}` or `{index}` and records the
+item it is fetching in shared memory: when a worker dies, the main process can
+say which item killed it (prefetching makes the main loop's own step differ).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator, Mapping, Sequence
+from multiprocessing.sharedctypes import RawArray
+from typing import Any
+
+import torch
+from torch.utils import data as tud
+
+from . import entrypoints, events, stackdump
+from .injection import FaultPlan
+
+DTYPES = {
+    "float32": torch.float32, "float": torch.float32, "float64": torch.float64,
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8,
+    "int64": torch.int64, "long": torch.int64, "int32": torch.int32,
+}
+
+
+class SyntheticDataset(tud.Dataset):
+    """`size` items of `shape`, each generated from its index alone (cheap to send to any worker).
+
+    Integer dtypes give token ids in [1, classes) with a zero-padded tail of random length.
+    """
+
+    def __init__(self, size: int = 256, shape: Sequence[int] = (3, 32, 32), classes: int = 10,
+                 dtype: str = "float32", seed: int = 0) -> None:
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+        self.size, self.shape, self.classes = int(size), tuple(int(n) for n in shape), int(classes)
+        self.dtype, self.seed = DTYPES[dtype], int(seed)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + index)
+        label = torch.randint(self.classes, (), generator=generator)
+        if self.dtype == torch.uint8:
+            x = torch.randint(256, self.shape, generator=generator, dtype=torch.uint8)
+        elif not self.dtype.is_floating_point:
+            x = torch.randint(1, max(self.classes, 2), self.shape, generator=generator, dtype=self.dtype)
+            length = self.shape[-1]
+            keep = int(torch.randint(1, length + 1, (), generator=generator))
+            x[..., keep:] = 0
+        else:
+            x = torch.randn(self.shape, generator=generator).to(self.dtype)
+        return x, label
+
+
+class FetchTracker:
+    """Per worker, in shared memory: (phase number, step, dataset index) of the item being fetched."""
+
+    def __init__(self, workers: int) -> None:
+        self.slots = RawArray("q", 3 * max(workers, 1))
+        for i in range(len(self.slots)):
+            self.slots[i] = -1
+
+    def record(self, worker: int, phase: int, step: int, index: int) -> None:
+        self.slots[3 * worker: 3 * worker + 3] = [phase, step, index]
+
+    def fetching(self, worker: int) -> tuple[int, int, int] | None:
+        phase, step, index = self.slots[3 * worker: 3 * worker + 3]
+        return None if index < 0 else (phase, step, index)
+
+
+class TaggedBatchSampler(tud.Sampler):
+    """Batches of `(phase number, step, index)`; `start(phase, step)` is set before each new iterator."""
+
+    def __init__(self, sampler: tud.Sampler, batch_size: int, drop_last: bool) -> None:
+        self.batches = tud.BatchSampler(sampler, batch_size, drop_last)
+        self.phase, self.first_step = 0, 1
+
+    def start(self, phase: int, step: int) -> None:
+        self.phase, self.first_step = phase, step
+
+    def __iter__(self) -> Iterator[list[tuple[int, int, int]]]:
+        phase, step = self.phase, self.first_step
+        for batch in self.batches:
+            yield [(phase, step, index) for index in batch]
+            step += 1
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+_worker_id: int | None = None
+
+
+class WorkerInit:
+    """DataLoader `worker_init_fn`: the worker's own stack-dump file and its id for the tracker."""
+
+    def __call__(self, worker_id: int) -> None:
+        global _worker_id
+        _worker_id = worker_id
+        stackdump.register()
+
+
+class TaggedDataset(tud.Dataset):
+    """Unwraps tagged indexes; in a worker, records the item and fires the worker faults."""
+
+    def __init__(self, inner: tud.Dataset, tracker: FetchTracker, faults: FaultPlan,
+                 phases: Sequence[str]) -> None:
+        self.inner, self.tracker, self.faults, self.phases = inner, tracker, faults, list(phases)
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
+
+    def __getitem__(self, tag: tuple[int, int, int]) -> Any:
+        phase, step, index = tag
+        if _worker_id is not None:
+            self.tracker.record(_worker_id, phase, step, index)
+            self.faults.fire_worker(worker=_worker_id, phase=self.phases[phase], step=step, index=index)
+        return self.inner[index]
+
+
+def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
+    """The spec's `data.dataset`: `builtin: synthetic` or an entry point returning a Dataset."""
+    if section.get("entrypoint"):
+        dataset = entrypoints.call(section)
+        if not isinstance(dataset, tud.Dataset):
+            raise TypeError(f"dataset entrypoint {section['entrypoint']!r} returned {type(dataset).__name__}")
+        return dataset
+    if section.get("builtin", "synthetic") != "synthetic":
+        raise ValueError(f"unknown builtin dataset {section.get('builtin')!r}: expected 'synthetic'")
+    options = {k: section[k] for k in ("size", "shape", "classes", "dtype") if k in section}
+    return SyntheticDataset(seed=seed, **options)
+
+
+def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int], int]:
+    """(input shape, number of classes) for sizing the built-in models."""
+    x = dataset[0][0] if isinstance(dataset[0], (tuple, list)) else dataset[0]
+    shape = list(x.shape) if isinstance(x, torch.Tensor) else [1]
+    classes = int(section.get("classes") or getattr(dataset, "classes", 0) or 10)
+    return shape, classes
+
+
+def build_loader(dataset: tud.Dataset, options: Mapping[str, Any], faults: FaultPlan,
+                 phases: Sequence[str], seed: int) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
+    """The DataLoader with every argument of the spec's `data.loader`."""
+    workers = int(options.get("num_workers") or 0)
+    generator = torch.Generator().manual_seed(seed)
+    sampler = (tud.RandomSampler(dataset, generator=generator) if options.get("shuffle")
+               else tud.SequentialSampler(dataset))
+    batches = TaggedBatchSampler(sampler, int(options.get("batch_size") or 1), bool(options.get("drop_last")))
+    tracker = FetchTracker(workers)
+    extra: dict[str, Any] = {}
+    if workers > 0:
+        # With no workers torch refuses these two; a matrix over num_workers should not have to care.
+        for key in ("prefetch_factor", "persistent_workers"):
+            if options.get(key) is not None:
+                extra[key] = options[key]
+        context = options.get("multiprocessing_context")
+        if context:
+            extra["multiprocessing_context"] = _context(str(context))
+    loader = tud.DataLoader(
+        TaggedDataset(dataset, tracker, faults, phases),
+        batch_sampler=batches,
+        num_workers=workers,
+        pin_memory=bool(options.get("pin_memory")),
+        timeout=float(options.get("timeout") or 0),
+        worker_init_fn=WorkerInit(),
+        **extra,
+    )
+    events.emit("loader", num_workers=workers, batches=len(batches),
+                multiprocessing_context=str(options.get("multiprocessing_context") or
+                                            multiprocessing.get_start_method(allow_none=True) or "default"))
+    return loader, batches, tracker
+
+
+def _context(name: str) -> Any:
+    context = multiprocessing.get_context(name)
+    if name == "forkserver":
+        # Without it each forkserver worker imports torch again (~2 s), and CPython 3.11's
+        # own __main__ preload is broken; with it a worker starts in ~0.07 s.
+        context.set_forkserver_preload(["torch", __name__])
+    return context
+
+
+def epoch_steps(loader: tud.DataLoader) -> int:
+    """Steps in one pass over the data (the default for a phase without `steps`)."""
+    return max(1, len(loader))

@@ -1,0 +1,307 @@
+"""Environment capture, in the target interpreter: stdlib only, torch optional (missing or broken is reported).
+
+`python -m reprospec_harness.envinfo [--package NAME]... [--no-torch] [--cuda]` prints the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import multiprocessing
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+ENV_PREFIXES = ("CUDA_", "CUDNN_", "CUBLAS_", "TORCH_", "NCCL_", "PYTORCH_", "OMP_", "MKL_", "KMP_",
+                "OPENBLAS_", "NVIDIA_", "ATEN_", "TORCHINDUCTOR_")
+ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
+SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
+CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl",
+             "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+             "asimd", "sve", "sve2")
+GPU_FIELDS = ("index", "name", "driver_version", "memory.total", "compute_cap")
+DEFAULT_PACKAGES = ("torch", "numpy")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _run(argv: Sequence[str], timeout: float = 15) -> tuple[int, str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+    return done.returncode, done.stdout + done.stderr
+
+
+# ---- parsers (pure: tested on recorded real outputs) -------------------------------------------
+
+def parse_cpuinfo(text: str) -> dict[str, Any]:
+    """CPU model and the flags that matter to torch, from /proc/cpuinfo."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    model = fields.get("model name") or fields.get("Model") or fields.get("cpu model") or fields.get("Hardware")
+    return {"model": model, "vendor": fields.get("vendor_id"),
+            "flags": [flag for flag in CPU_FLAGS if flag in flags]}
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """MemTotal / MemAvailable / SwapTotal in bytes."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("MemTotal", "MemAvailable", "SwapTotal") and value.split():
+            out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = GPU_FIELDS) -> list[dict[str, Any]]:
+    """Rows of `nvidia-smi --query-gpu=<fields> --format=csv[,noheader]` as dicts."""
+    gpus = []
+    for line in text.strip().splitlines():
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) != len(fields) or [c.split(" [")[0] for c in cells] == list(fields):
+            continue  # the header, or a line that is not a row
+        row: dict[str, Any] = dict(zip(fields, cells))
+        if "memory.total" in row:
+            match = re.match(r"(\d+)", row.pop("memory.total"))
+            row["memory_mib"] = int(match.group(1)) if match else None
+        if "compute_cap" in row:
+            row["capability"] = row.pop("compute_cap")
+        if "index" in row and row["index"].isdigit():
+            row["index"] = int(row["index"])
+        gpus.append(row)
+    return gpus
+
+
+def parse_nvidia_smi_banner(text: str) -> dict[str, str]:
+    """Driver version and the newest CUDA it supports, from plain `nvidia-smi` (old and new banners)."""
+    out = {}
+    driver = re.search(r"(?:Driver|KMD) Version:\s*([\d.]+)", text)
+    cuda = re.search(r"CUDA (?:UMD )?Version:\s*([\d.]+)", text)
+    if driver:
+        out["driver_version"] = driver.group(1)
+    if cuda:
+        out["cuda_version"] = cuda.group(1)
+    return out
+
+
+def parse_nvcc_version(text: str) -> str | None:
+    """`release 12.1` from `nvcc --version`."""
+    match = re.search(r"release (\d+\.\d+)", text)
+    return match.group(1) if match else None
+
+
+def requirement_name(requirement: str) -> str:
+    """`torch==2.13.0` -> `torch`."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return match.group(1) if match else requirement.strip()
+
+
+# ---- capture ---------------------------------------------------------------------------------
+
+def _os_info() -> dict[str, Any]:
+    release = _read("/etc/os-release") or ""
+    pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', release, re.MULTILINE)
+    kernel = platform.release()
+    osrelease = (_read("/proc/sys/kernel/osrelease") or kernel).lower()
+    wsl = "WSL2" if "wsl2" in osrelease else ("WSL1" if "microsoft" in osrelease else None)
+    if wsl is None and os.environ.get("WSL_DISTRO_NAME"):
+        wsl = "WSL"
+    return {"system": platform.system(), "distribution": pretty.group(1) if pretty else None,
+            "kernel": kernel, "machine": platform.machine(), "wsl": wsl, "container": _container()}
+
+
+def _container() -> str | None:
+    if os.path.exists("/.dockerenv"):
+        return "docker"
+    if os.path.exists("/run/.containerenv"):
+        return "podman"
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    cgroup = _read("/proc/1/cgroup") or ""
+    for name in ("kubepods", "docker", "containerd", "lxc", "podman"):
+        if name in cgroup:
+            return name
+    return os.environ.get("container") or None
+
+
+def _memory_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        text = (_read(path) or "").strip()
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+    return None
+
+
+def _limit(which: int) -> int | None:
+    soft = resource.getrlimit(which)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _shm() -> dict[str, Any]:
+    try:
+        stats = os.statvfs("/dev/shm")
+    except OSError:
+        return {"present": False}
+    return {"present": True, "size": stats.f_blocks * stats.f_frsize, "free": stats.f_bavail * stats.f_frsize}
+
+
+def _nvidia() -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return {"nvidia_smi": None, "gpus": []}
+    fields: Sequence[str] = GPU_FIELDS
+    code, out = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"])
+    if code != 0 and "compute_cap" in out:  # drivers before ~510 do not know the field
+        fields = GPU_FIELDS[:-1]
+        code, out = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"])
+    info: dict[str, Any] = {"nvidia_smi": smi, "gpus": parse_nvidia_smi_csv(out, fields) if code == 0 else []}
+    if code != 0:
+        info["error"] = out.strip()[-500:]
+    code, banner = _run([smi])
+    info.update(parse_nvidia_smi_banner(banner) if code == 0 else {})
+    return info
+
+
+def _nvcc() -> dict[str, Any]:
+    candidates = [shutil.which("nvcc")] + [
+        os.path.join(root, "bin", "nvcc")
+        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if root
+    ]
+    for path in candidates:
+        if path and os.path.exists(path):
+            code, out = _run([path, "--version"])
+            return {"path": path, "version": parse_nvcc_version(out) if code == 0 else None}
+    return {"path": None, "version": None}
+
+
+def _packages(names: Iterable[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in dict.fromkeys([*DEFAULT_PACKAGES, *(requirement_name(n) for n in names)]):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _env_vars() -> dict[str, str]:
+    return {key: ("<redacted>" if SECRET.search(key) else value) for key, value in sorted(os.environ.items())
+            if (key.startswith(ENV_PREFIXES) or key in ENV_NAMES)}
+
+
+def capture_system(packages: Iterable[str] = ()) -> dict[str, Any]:
+    """Everything that does not need torch."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = None
+    memory = parse_meminfo(_read("/proc/meminfo") or "")
+    return {
+        "format": 1,
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                   "executable": sys.executable},
+        "os": _os_info(),
+        "cpu": {**parse_cpuinfo(_read("/proc/cpuinfo") or ""), "cores": os.cpu_count(), "usable_cores": usable},
+        "memory": {"total": memory.get("MemTotal"), "available": memory.get("MemAvailable"),
+                   "swap": memory.get("SwapTotal"), "cgroup_limit": _memory_limit(),
+                   "rlimit_as": _limit(resource.RLIMIT_AS)},
+        "shm": _shm(),
+        "nvidia": _nvidia(),
+        "nvcc": _nvcc(),
+        "packages": _packages(packages),
+        "env": _env_vars(),
+        "multiprocessing": {"start_method": multiprocessing.get_start_method(allow_none=True)
+                            or multiprocessing.get_context().get_start_method()},
+    }
+
+
+def capture_torch(init_cuda: bool = False) -> dict[str, Any]:
+    """torch, CUDA runtime, cuDNN, CPU capability, arch list; GPU properties only if `init_cuda`.
+
+    The harness asks for GPU properties only when the workload runs on CUDA anyway:
+    they initialize CUDA, which would change what a later fork does.
+    """
+    try:
+        import torch
+    except ModuleNotFoundError as exc:
+        if exc.name == "torch":
+            return {"installed": False}
+        return {"installed": True, "error": f"{type(exc).__name__}: {exc}"}
+    except BaseException as exc:  # a broken install raises anything (OSError for a missing .so, ...)
+        return {"installed": True, "error": f"{type(exc).__name__}: {exc}"}
+    info: dict[str, Any] = {"installed": True, "version": torch.__version__, "debug": torch.version.debug,
+                            "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None)}
+    probes = {
+        "cudnn": lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "cpu_capability": lambda: torch.backends.cpu.get_cpu_capability(),
+        "arch_list": lambda: torch.cuda.get_arch_list(),
+        "cuda_available": lambda: torch.cuda.is_available(),
+        "device_count": lambda: torch.cuda.device_count(),
+        "num_threads": lambda: torch.get_num_threads(),
+        "mkl": lambda: torch.backends.mkl.is_available(),
+        "mkldnn": lambda: torch.backends.mkldnn.is_available(),
+        "openmp": lambda: torch.backends.openmp.is_available(),
+    }
+    for key, probe in probes.items():
+        try:
+            info[key] = probe()
+        except Exception as exc:  # one failed probe must not lose the others
+            info[key] = None
+            info.setdefault("errors", {})[key] = f"{type(exc).__name__}: {exc}"
+    if init_cuda and info.get("cuda_available"):
+        info["gpus"] = [_torch_gpu(torch, i) for i in range(int(info.get("device_count") or 0))]
+    return info
+
+
+def _torch_gpu(torch: Any, index: int) -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(index)
+    return {"index": index, "name": props.name, "capability": f"{props.major}.{props.minor}",
+            "memory_mib": props.total_memory // 2**20, "multiprocessors": props.multi_processor_count}
+
+
+def capture(packages: Iterable[str] = (), *, with_torch: bool = True, init_cuda: bool = False) -> dict[str, Any]:
+    """The whole capture, as written to env.json and printed by `reprospec env`."""
+    info = capture_system(packages)
+    info["torch"] = capture_torch(init_cuda) if with_torch else {"captured": False}
+    return info
+
+
+def write(path: str, info: dict[str, Any]) -> None:
+    """Write atomically: a crash mid-write must not leave half a JSON document."""
+    temporary = f"{path}.tmp{os.getpid()}"
+    with open(temporary, "w") as handle:
+        json.dump(info, handle, indent=2, default=str)
+    os.replace(temporary, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reprospec_harness.envinfo")
+    parser.add_argument("--package", action="append", default=[], help="also report this package's version")
+    parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    parser.add_argument("--cuda", action="store_true", help="query GPU properties through torch (inits CUDA)")
+    args = parser.parse_args(argv)
+    info = capture(args.package, with_torch=not args.no_torch, init_cuda=args.cuda)
+    print(json.dumps(info, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

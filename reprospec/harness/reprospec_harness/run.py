@@ -1,0 +1,127 @@
+"""Run one cell's workload: imports, setup, phases; every move an event, every failure real.
+
+Exit codes: the workload's own (0, 1 for an exception, a signal for a crash), and
+EXIT_INFRA (3) with an `infra_error` event when this machine cannot run the cell at all
+(no CUDA device, torch not installed): the engine turns that into an infra-error verdict.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import os
+import random
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from . import cell as cell_module
+from . import envinfo, events, stackdump
+
+EXIT_INFRA = 3
+
+# Switches that only work as environment variables read when CUDA initializes: set before any import.
+DEBUG_ENV = {
+    "cuda_launch_blocking": ("CUDA_LAUNCH_BLOCKING", "1"),
+    "device_side_assertions": ("TORCH_USE_CUDA_DSA", "1"),
+    "deterministic": ("CUBLAS_WORKSPACE_CONFIG", ":4096:8"),
+}
+
+
+class InfraError(Exception):
+    """This machine cannot run the cell; not the incident."""
+
+
+def main() -> int:
+    cell = cell_module.load()
+    workload: Mapping[str, Any] = cell["workload"]
+    environment: Mapping[str, Any] = cell["environment"]
+    stackdump.register()
+    if not faulthandler.is_enabled():
+        faulthandler.enable(all_threads=True)
+    debug = workload.get("debug") or {}
+    for switch, (name, value) in DEBUG_ENV.items():
+        if debug.get(switch):
+            os.environ.setdefault(name, value)
+    events.emit("start", cell=cell.get("cell_id"), attempt=cell["attempt"], pid=os.getpid())
+    env_path = os.environ.get("REPROSPEC_ENV_JSON")
+    packages = environment.get("packages") or []
+    info = envinfo.capture(packages, with_torch=False)  # written now: an import may hang or crash
+    if env_path:
+        envinfo.write(env_path, info)
+    try:
+        import_modules(workload.get("imports") or [])
+        device = resolve_device(workload.get("device") or environment.get("device") or "cpu")
+    except InfraError as exc:
+        events.emit("infra_error", reason=str(exc))
+        sys.stderr.write(f"reprospec harness: infrastructure error: {exc}\n")
+        return EXIT_INFRA
+    finally:
+        if env_path:
+            info["torch"] = envinfo.capture_torch(init_cuda=_on_cuda(workload, environment))
+            info["workload"] = _workload_facts(workload)
+            envinfo.write(env_path, info)
+    from .setup import build  # imports torch-dependent modules only after the spec's own imports
+    from .training import run_phases
+
+    events.emit("phase", phase="setup")
+    work = build(workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"]))
+    run_phases(work)
+    return 0
+
+
+def import_modules(modules: list[str]) -> None:
+    """The spec's imports in order, each an event (an import-time hang is located); torch last if unlisted."""
+    order = list(modules) + ([] if "torch" in modules else ["torch"])
+    for name in order:
+        events.emit("import", module=name, phase="import")
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if name == "torch" and exc.name == "torch":
+                raise InfraError(f"torch is not installed in {sys.executable}") from exc
+            raise
+
+
+def resolve_device(requested: str) -> Any:
+    """`cpu` | `cuda` | `cuda:N` | `auto`; a missing GPU is an InfraError, never a crash."""
+    import torch
+
+    requested = str(requested)
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(requested)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "a CPU-only build"
+            raise InfraError(f"device {requested} requested but no CUDA device is visible "
+                             f"(torch {torch.__version__}, {build})")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise InfraError(f"device {requested} requested but only {count} CUDA device(s) are visible")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise InfraError("device mps requested but MPS is not available on this machine")
+    elif device.type not in ("cpu", "mps"):
+        raise InfraError(f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    numpy = sys.modules.get("numpy")  # seeded if the workload uses it; never imported for it
+    if numpy is not None:
+        numpy.random.seed(seed)
+
+
+def _on_cuda(workload: Mapping[str, Any], environment: Mapping[str, Any]) -> bool:
+    return str(workload.get("device") or environment.get("device") or "cpu").startswith("cuda")
+
+
+def _workload_facts(workload: Mapping[str, Any]) -> dict[str, Any]:
+    loader = (workload.get("data") or {}).get("loader") or {}
+    return {key: loader.get(key) for key in ("num_workers", "pin_memory", "multiprocessing_context")}

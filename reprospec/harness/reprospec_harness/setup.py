@@ -1,0 +1,57 @@
+"""Build the workload from the spec: seed, debug switches, faults, data, model, loss, optimizer, amp, compile."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from . import data, models, training
+from .injection import FaultPlan
+from .run import seed_everything
+
+DEFAULT_PHASES = ({"name": "train", "steps": 10},)
+
+
+def build(workload: Mapping[str, Any], device: torch.device, seed: int, attempt: int) -> training.Workload:
+    """Everything `training.run_phases` needs; main-process faults with no `at` fire at its end."""
+    seed_everything(seed)
+    debug = workload.get("debug") or {}
+    if debug.get("anomaly_detection"):
+        torch.autograd.set_detect_anomaly(True)
+    if debug.get("deterministic"):
+        torch.use_deterministic_algorithms(True)
+    faults = FaultPlan.from_spec(workload.get("faults") or [], seed=seed, attempt=attempt)
+    faults.device = str(device)
+    phases = list(workload.get("phases") or DEFAULT_PHASES)
+    data_section = workload.get("data") or {}
+    dataset_section = data_section.get("dataset") or {"builtin": "synthetic"}
+    loader_options = data_section.get("loader") or {}
+    dataset = data.build_dataset(dataset_section, seed)
+    shape, classes = data.describe(dataset, dataset_section)
+    model_section = workload.get("model") or {"builtin": "mlp"}
+    model: torch.nn.Module = models.build(model_section, shape, classes).to(device)
+    optimizer = training.build_optimizer(workload.get("optimizer"), model)
+    compile_options = workload.get("compile")
+    if compile_options:
+        model = torch.compile(model, **(compile_options if isinstance(compile_options, Mapping) else {}))
+    loader, batches, tracker = data.build_loader(
+        dataset, loader_options, faults, [str(p["name"]) for p in phases], seed
+    )
+    amp = workload.get("amp")
+    work = training.Workload(
+        model=model,
+        loader=loader,
+        batches=batches,
+        tracker=tracker,
+        loss=training.build_loss(model_section.get("loss")),
+        optimizer=optimizer,
+        device=device,
+        amp=training.AMP_DTYPES[str(amp)] if amp else None,
+        faults=faults,
+        phases=phases,
+        non_blocking=bool(loader_options.get("pin_memory")) and device.type == "cuda",
+    )
+    faults.fire_main()
+    return work

@@ -1,0 +1,29 @@
+"""SIGUSR1 -> every thread's stack into `$REPROSPEC_STACK_DIR/stack-<pid>.txt` (hang reports)."""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+from typing import IO
+
+_files: dict[int, IO[str]] = {}
+
+
+def register() -> None:
+    """Register this process's own dump file; call again in a forked child (it inherits the parent's)."""
+    folder = os.environ.get("REPROSPEC_STACK_DIR")
+    pid = os.getpid()
+    if not folder or pid in _files or not hasattr(signal, "SIGUSR1"):
+        return
+    path = os.path.join(folder, f"stack-{pid}.txt")
+    if os.path.exists(path):
+        # The file exists once this pid registered a dump (the engine's sitecustomize
+        # does so in every Python process, forked ones included): nothing to add.
+        return
+    try:
+        handle = open(path, "w")  # noqa: SIM115 - kept open for faulthandler
+    except OSError:
+        return
+    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
+    _files[pid] = handle

@@ -1,0 +1,204 @@
+"""Loss, optimizer, autocast and the phases run step by step, with an event at every phase, step and stage."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils import data as tud
+
+from . import entrypoints, events
+from .data import FetchTracker, TaggedBatchSampler, epoch_steps
+from .injection import FaultPlan
+from .workers import report_dead_workers
+
+LossFn = Callable[[torch.Tensor, Any], torch.Tensor]
+
+
+def _as_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Class labels become one-hot floats for the regression-style losses."""
+    if not target.is_floating_point() and output.dim() == target.dim() + 1:
+        return F.one_hot(target.long(), output.shape[-1]).to(output.dtype)
+    return target.to(output.dtype)
+
+
+BUILTIN_LOSSES: dict[str, LossFn] = {
+    "cross-entropy": lambda out, y: F.cross_entropy(out, y),
+    "mse": lambda out, y: F.mse_loss(out, _as_target(out, y)),
+    "bce": lambda out, y: F.binary_cross_entropy_with_logits(out, _as_target(out, y)),
+}
+
+
+def build_loss(name: str | None) -> LossFn:
+    """`cross-entropy` | `mse` | `bce`, or `module:callable`: a loss function, or a class such as
+    `torch.nn:CrossEntropyLoss` (instantiated without arguments)."""
+    if name is None or name in BUILTIN_LOSSES:
+        return BUILTIN_LOSSES[name or "cross-entropy"]
+    if ":" not in str(name):
+        raise ValueError(f"unknown loss {name!r}: expected one of {', '.join(BUILTIN_LOSSES)} or an entrypoint")
+    loss = entrypoints.resolve(str(name))
+    return loss() if isinstance(loss, type) else loss
+
+
+def build_optimizer(section: Any, model: nn.Module) -> torch.optim.Optimizer | None:
+    """`sgd` | `adam` or `{name, lr}`; None when the model has nothing to train."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    if not parameters:
+        return None
+    options = dict(section) if isinstance(section, Mapping) else {"name": section or "sgd"}
+    name = str(options.get("name") or "sgd")
+    decay = float(options.get("weight_decay") or 0)
+    if name == "sgd":
+        return torch.optim.SGD(parameters, lr=float(options.get("lr", 0.01)),
+                               momentum=float(options.get("momentum") or 0), weight_decay=decay)
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=float(options.get("lr", 1e-3)), weight_decay=decay)
+    raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
+
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+
+
+@dataclass
+class Workload:
+    """Everything the phases need, built once by `run.setup`."""
+
+    model: nn.Module
+    loader: tud.DataLoader
+    batches: TaggedBatchSampler
+    tracker: FetchTracker
+    loss: LossFn
+    optimizer: torch.optim.Optimizer | None
+    device: torch.device
+    amp: torch.dtype | None
+    faults: FaultPlan
+    phases: Sequence[Mapping[str, Any]]
+    non_blocking: bool = False
+
+    @property
+    def phase_names(self) -> list[str]:
+        return [str(p["name"]) for p in self.phases]
+
+
+class Position:
+    """Where the main loop is; every move is an event (the classifier reads the last one)."""
+
+    def __init__(self, faults: FaultPlan) -> None:
+        self.faults = faults
+        self.phase: str | None = None
+        self.step: int | None = None
+
+    def enter_phase(self, phase: str) -> None:
+        self.phase, self.step = phase, None
+        events.emit("phase", phase=phase)
+        self.faults.fire_main(phase=phase)
+
+    def enter_step(self, step: int) -> None:
+        self.step = step
+        events.emit("step", phase=self.phase, step=step)
+        self.faults.fire_main(phase=self.phase, step=step, stage="start")
+
+    def enter_stage(self, stage: str) -> None:
+        events.emit("stage", phase=self.phase, step=self.step, stage=stage)
+        self.faults.fire_main(phase=self.phase, step=self.step, stage=stage)
+
+
+def _to(value: Any, device: torch.device, non_blocking: bool) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=non_blocking)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to(v, device, non_blocking) for v in value)
+    if isinstance(value, Mapping):
+        return {k: _to(v, device, non_blocking) for k, v in value.items()}
+    return value
+
+
+def _split(batch: Any) -> tuple[Any, Any]:
+    """(input, target) from a `(x, y)` pair or an `{"input", "target"}` mapping."""
+    if isinstance(batch, Mapping):
+        return batch["input"], batch.get("target")
+    if isinstance(batch, (list, tuple)) and len(batch) == 2:
+        return batch[0], batch[1]
+    return batch, None
+
+
+def run_phases(work: Workload) -> None:
+    """Every phase, step by step; a DataLoader failure is reported per dead worker, then re-raised."""
+    position = Position(work.faults)
+    iterator: Iterator[Any] | None = None
+    scaler = torch.amp.GradScaler(work.device.type) if work.amp == torch.float16 and work.device.type == "cuda" else None
+    try:
+        for number, phase in enumerate(work.phases):
+            name = str(phase["name"])
+            train = str(phase.get("mode") or ("train" if name == "train" else "eval")) == "train"
+            position.enter_phase(name)
+            work.model.train(train)
+            iterator = None  # each phase starts its own pass, as a validation loader does
+            steps = epoch_steps(work.loader) if phase.get("steps") is None else int(phase["steps"])
+            with contextlib.nullcontext() if train else torch.no_grad():
+                for step in range(1, steps + 1):
+                    position.enter_step(step)
+                    position.enter_stage("data")
+                    if iterator is None:
+                        work.batches.start(number, step)
+                        iterator = iter(work.loader)
+                    try:
+                        batch = next(iterator)
+                    except StopIteration:  # more steps than one pass: start the next epoch
+                        work.batches.start(number, step)
+                        iterator = iter(work.loader)
+                        batch = next(iterator)
+                    _step(work, position, batch, train, scaler)
+        events.emit("done")
+    except BaseException as error:
+        _report_workers(work, iterator, position, error)
+        raise
+
+
+# What the main process sees when a worker dies: torch's own error, or the broken pipe first.
+WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
+
+
+def _report_workers(work: Workload, iterator: Any, position: Position, error: BaseException) -> None:
+    if iterator is None or not getattr(iterator, "_workers", None):
+        return
+    grace = 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0
+    for _ in range(3):  # a late SIGCHLD from another worker may interrupt the first try
+        try:
+            report_dead_workers(iterator, work.tracker, work.phase_names, position.phase, position.step,
+                                grace=grace)
+            return
+        except RuntimeError:
+            continue
+
+
+def _step(work: Workload, position: Position, batch: Any, train: bool,
+          scaler: torch.amp.GradScaler | None) -> None:
+    x, y = _split(_to(batch, work.device, work.non_blocking))
+    autocast = (torch.autocast(work.device.type, dtype=work.amp) if work.amp is not None
+                else contextlib.nullcontext())
+    with autocast:
+        position.enter_stage("forward")
+        output = work.model(x)
+        if y is None:
+            return
+        position.enter_stage("loss")
+        loss = work.loss(output, y)
+    if not train or work.optimizer is None:
+        return
+    position.enter_stage("backward")
+    work.optimizer.zero_grad(set_to_none=True)
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        position.enter_stage("optimizer")
+        scaler.step(work.optimizer)
+        scaler.update()
+    else:
+        loss.backward()
+        position.enter_stage("optimizer")
+        work.optimizer.step()

@@ -1,0 +1,54 @@
+"""After a DataLoader failure: which worker died, of which signal, fetching which item."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from . import events
+from .data import FetchTracker
+
+
+def report_dead_workers(iterator: Any, tracker: FetchTracker, phases: Sequence[str],
+                        main_phase: str | None, main_step: int | None, grace: float = 0.0
+                        ) -> list[dict[str, Any]]:
+    """Emit one `worker_exit` event per worker that exited non-zero; returns them.
+
+    `grace`: how long to wait for a dying worker. The main process can see the
+    broken pipe (ConnectionResetError, EOFError) before the worker has finished dying.
+    """
+    # torch's SIGCHLD handler raises again inside our except block: default it first.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    workers = list(getattr(iterator, "_workers", None) or [])
+    deadline = time.monotonic() + grace
+    # exitcode is waitpid(WNOHANG): a dead worker is still an unreaped zombie until then.
+    while not any(p.exitcode for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    found = []
+    for worker, process in enumerate(workers):
+        code = process.exitcode
+        if not code:
+            continue
+        record: dict[str, Any] = {"worker": worker, "pid": process.pid}
+        if code < 0:
+            record["signal"] = _signal_name(-code)
+        else:
+            record["exit_code"] = code
+        fetching = tracker.fetching(worker)
+        if fetching is not None:
+            phase, step, index = fetching
+            # The bad item's own phase and step: the main loop is steps behind or ahead of it.
+            record.update(index=index, phase=phases[phase], step=step)
+        record.update(main_phase=main_phase, main_step=main_step)
+        events.emit("worker_exit", **record)
+        found.append(record)
+    return found
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

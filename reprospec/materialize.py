@@ -1,0 +1,285 @@
+"""A self-contained bundle of a spec: Dockerfiles, resolved cells and a plain `docker run` script.
+
+Someone without reprospec rebuilds the image and reruns every cell with `./run.sh`;
+the containers get what the docker runner gives them (init, shm size, memory,
+network, env, the workdir at the same path, the child protocol's variables).
+
+    DIR/
+      README.md            what this is, how to run it, what each cell should do
+      run.sh               builds the image(s) if missing, runs the cells: ./run.sh [N...]
+      spec.yaml            the spec as it was given
+      cells/N/plan.json    the resolved cell: command or workload, env, expectation
+      cells/N/cell.json    (workload cells) what the harness reads
+      images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
+      workdirs/K/          a copy of each distinct workdir
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprospec import dockerimage
+from reprospec.errors import UsageError
+from reprospec.models import AttemptPlan, Spec
+from reprospec.runners.docker import IN_ATTEMPT, attempt_argv, container_workdir, write_cell
+
+IN_CELL = "/reprospec/cell.json"
+# Copying a workdir bigger than this is probably a mistake (a dataset, a checkout).
+MAX_WORKDIR_BYTES = 200 << 20
+_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache", ".venv"}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What was written: the folder, its cells and its images."""
+
+    root: Path
+    cells: tuple[str, ...]
+    images: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _json(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def _dump(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
+
+
+def _bundle_recipe(
+    environment: Mapping[str, Any], spec_dir: Path, find_links: Path | None
+) -> dockerimage.BuildRecipe:
+    """Always a build: the bundle's image must carry the harness, whatever the base."""
+    recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+    if recipe.build is not None:
+        return recipe.build
+    files = [("harness", dockerimage.HARNESS_DIR), ("stackdump", dockerimage.STACKDUMP_DIR)]
+    return dockerimage.BuildRecipe(
+        dockerfile=dockerimage.render_dockerfile(recipe.tag, packages=False, wheels=False),
+        files=tuple(files),
+        bases=(recipe.tag,),
+        folders=("certs", "harness", "stackdump"),
+    )
+
+
+def _without_certs(build: dockerimage.BuildRecipe) -> dockerimage.BuildRecipe:
+    # This machine's proxy CAs are not the reader's: run.sh adds the reader's own.
+    files = tuple((dest, src) for dest, src in build.files if not dest.startswith("certs/"))
+    return dockerimage.BuildRecipe(
+        dockerfile=build.dockerfile,
+        files=files,
+        texts=build.texts,
+        bases=build.bases,
+        folders=build.folders,
+        dockerfile_name=build.dockerfile_name,
+    )
+
+
+def _copy_workdir(source: Path, target: Path) -> int:
+    size = 0
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if any(part in _SKIP for part in rel.parts) or not path.is_file():
+            continue
+        size += path.stat().st_size
+        out = target / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, out)
+    target.mkdir(parents=True, exist_ok=True)
+    return size
+
+
+def write_bundle(
+    spec: Spec,
+    plans: Sequence[AttemptPlan],
+    out: Path,
+    *,
+    find_links: Path | None = None,
+) -> Bundle:
+    """Write the bundle of `plans` (one per cell) into the new or empty folder `out`."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    spec_dir = Path(spec.path).resolve().parent
+    warnings: list[str] = []
+    (out / "spec.yaml").write_text(spec.source_text, encoding="utf-8")
+    images: dict[str, int] = {}
+    workdirs: dict[Path, int] = {}
+    cells: list[str] = []
+    script: list[str] = []
+    for number, plan in enumerate(plans, start=1):
+        build = _without_certs(_bundle_recipe(plan.environment, spec_dir, find_links))
+        key = dockerimage.content_hash(build)
+        if key not in images:
+            images[key] = len(images) + 1
+            dockerimage.write_context(build, out / "images" / str(images[key]))
+        if plan.workdir not in workdirs:
+            workdirs[plan.workdir] = len(workdirs) + 1
+            target = out / "workdirs" / str(workdirs[plan.workdir])
+            size = _copy_workdir(plan.workdir, target) if plan.workdir.is_dir() else 0
+            if size > MAX_WORKDIR_BYTES:
+                warnings.append(f"workdir {plan.workdir} is {size >> 20} MB: the bundle copies it")
+        cell_dir = out / "cells" / str(number)
+        cell_dir.mkdir(parents=True)
+        from reprospec.plan import describe
+
+        _dump(cell_dir / "plan.json", describe(plan))
+        if plan.workload is not None:
+            write_cell(plan, cell_dir / "cell.json")
+        cells.append(plan.cell.id)
+        image = f"reprospec-bundle/{spec.name}:{images[key]}"
+        script.append(_cell_function(number, plan, image, images[key], workdirs[plan.workdir]))
+    _write_run_sh(out / "run.sh", spec, plans, script)
+    _write_readme(out / "README.md", spec, plans, len(images))
+    return Bundle(
+        root=out,
+        cells=tuple(cells),
+        images=tuple(f"images/{k}" for k in images.values()),
+        warnings=tuple(warnings),
+    )
+
+
+def _docker_run_args(plan: AttemptPlan, number: int, workdir_key: int) -> list[str]:
+    """`docker run` options for one cell, as the docker runner would create the container."""
+    from reprospec.runners.docker import docker_size
+
+    environment = plan.environment
+    inside = container_workdir(plan.workdir)
+    args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
+    args += ["--network", "bridge" if environment.get("network") else "none"]
+    shm = docker_size(environment.get("shm_size"))
+    if shm is not None:
+        args += ["--shm-size", str(shm)]
+    memory = docker_size(environment.get("memory"))
+    if memory is not None:
+        args += ["--memory", str(memory)]
+    gpus = int(environment.get("gpus") or 0)
+    if gpus:
+        args += ["--gpus", str(gpus)]
+    args += ["-v", f'"$HERE/workdirs/{workdir_key}:{inside}"', "-w", shlex.quote(inside)]
+    args += ["-v", f'"$OUT/{number}:{IN_ATTEMPT}"']
+    env = {str(k): str(v) for k, v in plan.env.items()}
+    env["REPROSPEC_EVENTS"] = f"{IN_ATTEMPT}/events.jsonl"
+    env["REPROSPEC_ENV_JSON"] = f"{IN_ATTEMPT}/env.json"
+    env["REPROSPEC_STACK_DIR"] = f"{IN_ATTEMPT}/stacks"
+    env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    if plan.workload is not None:
+        args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
+        env["REPROSPEC_CELL"] = IN_CELL
+    for name, value in env.items():
+        args += ["-e", shlex.quote(f"{name}={value}")]
+    return args
+
+
+def _cell_function(number: int, plan: AttemptPlan, image: str, image_key: int,
+                   workdir_key: int) -> str:
+    argv = attempt_argv(plan) or ["true"]
+    expect = json.dumps(plan.expectation.to_dict(), default=_json)
+    args = _docker_run_args(plan, number, workdir_key)
+    lines = [
+        f"# cell {number}: {plan.cell.id or '(the only cell)'}",
+        f"# expected: {expect}",
+        f"cell_{number}() {{",
+        f"    build_image {shlex.quote(image)} \"$HERE/images/{image_key}\" || return 125",
+        f'    mkdir -p "$OUT/{number}/stacks"',
+        f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
+    ]
+    lines += [f"        {' '.join(args[i:i + 2])} \\" for i in range(0, len(args), 2)]
+    lines += [
+        f"        {shlex.quote(image)} \\",
+        f"        {' '.join(shlex.quote(a) for a in argv)} \\",
+        f'        2>&1 | tee "$OUT/{number}/output.log"',
+        "    local status=${PIPESTATUS[0]}",
+        f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
+        f"    report {number} \"$status\" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}",
+        "}",
+    ]
+    return "\n".join(lines)
+
+
+_RUN_SH_HEAD = r"""#!/usr/bin/env bash
+# Reruns the cells of the reprospec spec __NAME__ with plain `docker run`; reprospec is
+# not needed. Usage: ./run.sh [CELL...]   (cell numbers; default: all __COUNT__)
+# Each cell's output, events.jsonl and env.json go to results/CELL/.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${OUT:-$HERE/results}
+
+# Builds the image once; the host's local CA certificates are added for HTTPS proxies.
+build_image() {
+    docker image inspect "$1" >/dev/null 2>&1 && return 0
+    mkdir -p "$2/certs"
+    cp /usr/local/share/ca-certificates/*.crt "$2/certs/" 2>/dev/null || true
+    DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build -t "$1" "$2"
+}
+
+# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N.
+report() {
+    local what="exit $2"
+    if [ "$2" = 124 ]; then what="hang (past the timeout)"
+    elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then what="docker could not run the cell (exit $2)"
+    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then what="killed by SIG$(kill -l $(( $2 - 128 )))"
+    fi
+    echo "== cell $1 [$3]: $what; expected: $4"
+}
+"""
+
+
+def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: list[str]) -> None:
+    head = _RUN_SH_HEAD.replace("__NAME__", spec.name).replace("__COUNT__", str(len(plans)))
+    numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
+    tail = (
+        f"cells=(\"$@\"); [ $# -gt 0 ] || cells=({numbers})\n"
+        'for n in "${cells[@]}"; do\n'
+        f'    case " {numbers} " in\n'
+        f'        *" $n "*) "cell_$n" ;;\n'
+        '        *) echo "no cell $n" >&2; exit 2 ;;\n'
+        "    esac\n"
+        "done\n"
+    )
+    path.write_text(head + "\n" + "\n\n".join(cells) + "\n\n" + tail, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def _write_readme(path: Path, spec: Spec, plans: Sequence[AttemptPlan], images: int) -> None:
+    title = str(spec.document.get("title") or spec.name)
+    rows = []
+    for number, plan in enumerate(plans, start=1):
+        expect = ", ".join(f"{k}: {v}" for k, v in plan.expectation.to_dict().items())
+        rows.append(f"| {number} | `{plan.cell.id or '-'}` | {expect} |")
+    text = f"""# {title}
+
+A self-contained bundle of the reprospec spec `{spec.name}` (`spec.yaml`): every
+cell resolved, with the Docker image(s) to build and a script that runs each
+cell with plain `docker run`. reprospec itself is not needed.
+
+    ./run.sh          # build the image(s) if missing, run every cell
+    ./run.sh 2        # only cell 2
+
+Images are built from `images/K/` (`Dockerfile`, the reprospec harness, any
+wheels). Nothing is pulled except the base images those Dockerfiles name.
+Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
+A cell "reproduces" when its outcome matches the expectation below
+(a crash is a container killed by a signal: exit status 128 + the signal).
+
+| cell | matrix | expected |
+|---|---|---|
+{chr(10).join(rows)}
+
+{images} image(s); the resolved configuration of cell N is `cells/N/plan.json`
+(and `cells/N/cell.json` for the PyTorch harness).
+"""
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,105 @@
+"""JUnit XML: one testsuite per run, one testcase per cell, every attempt recorded."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from reprospec.models import CellResult, RunResult
+from reprospec.report.markdown import attempt_text, expectation_text
+
+# Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _x(text: object) -> str:
+    return _NOT_XML.sub("", str(text))
+
+
+def is_flaky(cell: CellResult) -> bool:
+    """Attempts that disagree: some matched and some did not, or outcomes of different kinds."""
+    ran = [a for a in cell.attempts if a.outcome is not None]
+    return (
+        len({a.matched for a in ran}) > 1
+        or len({a.outcome.kind for a in ran if a.outcome is not None}) > 1
+    )
+
+
+def _properties(parent: ET.Element, items: list[tuple[str, object]]) -> None:
+    props = ET.SubElement(parent, "properties")
+    for name, value in items:
+        ET.SubElement(props, "property", name=_x(name), value=_x(value))
+
+
+def _attempt_lines(cell: CellResult) -> str:
+    lines = []
+    for a in cell.attempts:
+        matched = "as expected" if a.matched else "unexpected"
+        line = f"attempt {a.attempt}: {attempt_text(a)}; {matched}; {a.duration_s:.2f}s"
+        if a.gpu_slot:
+            line += f"; gpu {','.join(a.gpu_slot)}"
+        if a.mismatches:
+            line += f"; {'; '.join(a.mismatches)}"
+        if a.logs:
+            line += f"; logs {a.logs}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        name=_x(cell.cell.id),
+        classname=_x(run.spec_name),
+        time=f"{sum(a.duration_s for a in cell.attempts):.3f}",
+    )
+    rate = cell.rate
+    props: list[tuple[str, object]] = [
+        ("verdict", cell.verdict),
+        ("expected", expectation_text(cell.expected)),
+        ("rate", f"{rate.matched}/{rate.attempts}"),
+        ("rate_low", f"{rate.low:.3f}"),
+        ("rate_high", f"{rate.high:.3f}"),
+    ]
+    if is_flaky(cell):
+        props.append(("flaky", "true"))
+    props += [(f"attempt.{a.attempt}", attempt_text(a)) for a in cell.attempts]
+    _properties(case, props)
+    details = _attempt_lines(cell)
+    if cell.verdict == "not-reproduced":
+        ET.SubElement(case, "failure", message=_x(cell.reason), type="not-reproduced").text = _x(
+            details
+        )
+    elif cell.verdict == "infra-error":
+        ET.SubElement(case, "error", message=_x(cell.reason), type="infra-error").text = _x(details)
+    ET.SubElement(case, "system-out").text = _x(details)
+
+
+def render_junit(run: RunResult) -> str:
+    """The run as JUnit XML (a `<testsuites>` holding one `<testsuite>`)."""
+    s = run.summary
+    counts = {
+        "tests": str(s["cells"]),
+        "failures": str(s["not_reproduced"]),
+        "errors": str(s["infra_error"]),
+        "skipped": "0",
+        "time": f"{sum(a.duration_s for c in run.cells for a in c.attempts):.3f}",
+    }
+    root = ET.Element("testsuites", {"name": "reprospec", **counts})
+    suite = ET.SubElement(
+        root, "testsuite", {"name": _x(run.spec_name), "timestamp": _x(run.started), **counts}
+    )
+    _properties(
+        suite,
+        [
+            ("run_id", run.run_id),
+            ("runner", run.runner),
+            ("spec", run.spec_path),
+            ("interrupted", str(run.interrupted).lower()),
+        ],
+    )
+    for cell in run.cells:
+        _testcase(suite, run, cell)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

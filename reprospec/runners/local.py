@@ -1,0 +1,283 @@
+"""The local runner: each attempt is a subprocess of the chosen interpreter on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reprospec import limits, process
+from reprospec.capture import CappedLog, EventWriter, compile_markers, output_sink
+from reprospec.errors import FatalError, InfraError
+from reprospec.models import AttemptPlan, Execution
+
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
+ENVINFO_TIMEOUT_S = 120.0
+_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+def _resolve_python(python: str | None) -> str:
+    """The interpreter as an absolute path, symlinks kept (a venv's python stays in its venv)."""
+    if python is None:
+        return sys.executable
+    if os.sep not in python:
+        return shutil.which(python) or python
+    return os.path.abspath(os.path.expanduser(python))
+
+
+def _prepend_path(value: str | None, *entries: str) -> str:
+    parts = [*entries]
+    if value:
+        parts.append(value)
+    return os.pathsep.join(parts)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+class LocalRunner:
+    """Runs attempts as child processes of `python` (default: the engine's own interpreter)."""
+
+    name = "local"
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = _resolve_python(python)
+        self._lock = threading.Lock()
+        self._version: str | None = None
+        self._shim_dir: Path | None = None
+
+    # -- interpreter -----------------------------------------------------------------
+
+    def prepare(self, plans: Sequence[AttemptPlan]) -> None:
+        """Check that the interpreter exists and runs; raises InfraError otherwise."""
+        self._check_interpreter()
+        self._shims()
+
+    def _check_interpreter(self) -> str:
+        with self._lock:
+            if self._version is not None:
+                return self._version
+            path = self.python
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise InfraError(f"interpreter not found: {path}")
+            try:
+                done = subprocess.run(
+                    [path, "-c", _VERSION_CODE],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=60,
+                    start_new_session=True,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise InfraError(f"interpreter not found: {path} (does not run: {exc})") from exc
+            if done.returncode != 0:
+                detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+                raise InfraError(
+                    f"interpreter not found: {path} (exit {done.returncode}: {detail[0]})"
+                )
+            self._version = done.stdout.decode().strip()
+            return self._version
+
+    def _shims(self) -> Path:
+        """A folder whose `python` and `python3` run the chosen interpreter (put first on PATH).
+
+        They are tiny exec scripts, not symlinks: through a symlink the child's
+        sys.executable would be the link and a venv interpreter would lose its venv
+        (pyvenv.cfg is looked up next to the path that was run).
+        """
+        with self._lock:
+            if self._shim_dir is not None:
+                return self._shim_dir
+            folder = Path(tempfile.mkdtemp(prefix="reprospec-python-"))
+            script = f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
+            for name in ("python", "python3"):
+                path = folder / name
+                path.write_text(script)
+                path.chmod(0o755)
+            weakref.finalize(self, shutil.rmtree, folder, True)
+            self._shim_dir = folder
+            return folder
+
+    # -- attempts --------------------------------------------------------------------
+
+    def run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+    ) -> Execution:
+        """Run one attempt to its end, timeout or cancel; no process of it survives."""
+        log_dir.mkdir(parents=True, exist_ok=True)
+        events_path = log_dir / "events.jsonl"
+        events_path.touch()
+        env_json = log_dir / "env.json"
+        base: dict[str, Any] = {
+            "cell_id": plan.cell.id,
+            "attempt": plan.attempt,
+            "log_dir": log_dir,
+            "stdout_path": log_dir / "stdout.log",
+            "stderr_path": log_dir / "stderr.log",
+            "events_path": events_path,
+            "gpu_slot": tuple(gpu_slot),
+        }
+
+        def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
+            now = process.utc_now()
+            return Execution(
+                returncode=None,
+                timed_out=False,
+                duration_s=0.0,
+                started=now,
+                finished=now,
+                infra_error=reason,
+                warnings=tuple(warnings),
+                **base,
+            )
+
+        try:
+            self._check_interpreter()
+            shims = self._shims()
+        except InfraError as exc:
+            return infra(str(exc))
+        if not plan.workdir.is_dir():
+            return infra(f"workdir not found: {plan.workdir}")
+        if plan.workload is not None:
+            argv = [self.python, "-m", "reprospec_harness"]
+            self._write_cell(plan, log_dir / "cell.json")
+        elif plan.argv:
+            argv = list(plan.argv)
+        else:
+            return infra("nothing to run: the plan has neither a command nor a workload")
+        warnings: list[str] = []
+        try:
+            argv, limit_warnings = limits.wrap_argv(argv, plan.environment)
+        except FatalError as exc:
+            return infra(str(exc))
+        warnings.extend(limit_warnings)
+        env = self._child_env(plan, log_dir, shims, gpu_slot)
+        markers, marker_warnings = compile_markers(plan.markers)
+        warnings.extend(marker_warnings)
+        events = EventWriter(events_path) if markers else None
+        try:
+            result = process.run_process(
+                argv,
+                env=env,
+                cwd=plan.workdir,
+                stdout=output_sink(base["stdout_path"], markers, events),
+                stderr=output_sink(base["stderr_path"], markers, events),
+                timeout_s=plan.timeout_s,
+                stack_dir=log_dir / "stacks",
+                stack_path=log_dir / "stack.txt",
+                cancel=cancel,
+            )
+        except OSError as exc:
+            return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
+        finally:
+            if events is not None:
+                events.close()
+        return Execution(
+            returncode=result.returncode,
+            timed_out=result.timed_out,
+            duration_s=result.duration_s,
+            started=result.started,
+            finished=result.finished,
+            stack_path=result.stack_path,
+            env_path=env_json if env_json.is_file() and env_json.stat().st_size else None,
+            interrupted=result.interrupted,
+            warnings=(*warnings, *result.warnings),
+            **base,
+        )
+
+    def _write_cell(self, plan: AttemptPlan, path: Path) -> None:
+        cell = {
+            "spec": plan.spec_name,
+            "cell_id": plan.cell.id,
+            "matrix": plan.cell.matrix,
+            "attempt": plan.attempt,
+            "workload": plan.workload,
+            "environment": plan.environment,
+        }
+        path.write_text(json.dumps(cell, indent=2, default=_json_default), encoding="utf-8")
+
+    def _child_env(
+        self, plan: AttemptPlan, log_dir: Path, shims: Path, gpu_slot: tuple[str, ...]
+    ) -> dict[str, str]:
+        """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
+        env = {**os.environ, **{str(k): str(v) for k, v in plan.env.items()}}
+        # An engine running inside another attempt must not hand its own cell down.
+        env.pop("REPROSPEC_CELL", None)
+        env["PATH"] = _prepend_path(
+            env.get("PATH", os.defpath), str(shims), os.path.dirname(self.python)
+        )
+        paths = [str(process.STACKDUMP_DIR)]
+        if plan.workload is not None:
+            paths.append(str(HARNESS_DIR))
+            env["REPROSPEC_CELL"] = str(log_dir / "cell.json")
+        env["PYTHONPATH"] = _prepend_path(env.get("PYTHONPATH"), *paths)
+        env["REPROSPEC_EVENTS"] = str(log_dir / "events.jsonl")
+        env["REPROSPEC_ENV_JSON"] = str(log_dir / "env.json")
+        env["PYTHONFAULTHANDLER"] = "1"
+        env["PYTHONUNBUFFERED"] = "1"
+        if gpu_slot:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_slot)
+        return env
+
+    # -- environment -----------------------------------------------------------------
+
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+        """`python -m reprospec_harness.envinfo` in a child; on any failure a minimal dict."""
+        try:
+            version: str | None = self._check_interpreter()
+        except InfraError as exc:
+            return {"python": None, "error": str(exc)}
+        log_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **{str(k): str(v) for k, v in plan.env.items()}}
+        env["PYTHONPATH"] = _prepend_path(env.get("PYTHONPATH"), str(HARNESS_DIR))
+        out = log_dir / "envinfo.stdout.log"
+        err = log_dir / "envinfo.stderr.log"
+        cwd = plan.workdir if plan.workdir.is_dir() else log_dir
+        try:
+            result = process.run_process(
+                [self.python, "-m", "reprospec_harness.envinfo"],
+                env=env,
+                cwd=cwd,
+                stdout=CappedLog(out),
+                stderr=CappedLog(err),
+                timeout_s=ENVINFO_TIMEOUT_S,
+                stack_dir=log_dir / "envinfo-stacks",
+                stack_path=log_dir / "envinfo-stack.txt",
+            )
+        except OSError as exc:
+            return {"python": version, "error": f"environment capture did not start: {exc}"}
+        if result.timed_out:
+            timeout = f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"
+            return {"python": version, "error": timeout}
+        if result.returncode != 0:
+            last = err.read_bytes().decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            return {
+                "python": version,
+                "error": f"environment capture exited with {result.returncode}: {last[0]}",
+            }
+        try:
+            data = json.loads(out.read_bytes())
+        except (OSError, ValueError) as exc:
+            return {"python": version, "error": f"environment capture printed no JSON: {exc}"}
+        if not isinstance(data, dict):
+            return {"python": version, "error": "environment capture printed no JSON object"}
+        return data

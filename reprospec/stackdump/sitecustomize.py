@@ -1,0 +1,98 @@
+"""reprospec stack dumps: SIGUSR1 -> all threads' stacks in $REPROSPEC_STACK_DIR/stack-<pid>.txt.
+
+Put on a child's PYTHONPATH by the runner, so every Python process of an
+attempt (forked workers and spawned interpreters too) can tell where it hangs
+when the engine asks, just before a timed-out attempt is killed. Standard
+library only; never raises; chains to the sitecustomize it shadows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_state = {"fd": -1}
+
+
+def _register() -> None:
+    """(Re)register the SIGUSR1 dump into a file named for the current pid."""
+    import faulthandler
+    import signal
+
+    folder = os.environ.get("REPROSPEC_STACK_DIR")
+    if not folder or not hasattr(signal, "SIGUSR1"):
+        return
+    path = os.path.join(folder, f"stack-{os.getpid()}.txt")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # chain=False: the default action of SIGUSR1 would terminate the process.
+    faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True, chain=False)
+    old, _state["fd"] = _state["fd"], fd
+    if old >= 0:
+        # After a fork this is the child's copy of the parent's file: the parent keeps its own.
+        os.close(old)
+
+
+def _after_fork() -> None:
+    # A forked worker inherits the parent's registration, which would write into the
+    # parent's file; give it its own. (No contextlib: every Python process of the attempt
+    # imports this module, so it imports as little as it can.)
+    try:  # noqa: SIM105
+        _register()
+    except Exception:
+        pass
+
+
+def _install() -> None:
+    try:
+        _register()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork)
+    except Exception:
+        pass
+
+
+def _chain() -> None:
+    """Import the sitecustomize this one shadows (a user's, or the distribution's)."""
+    import importlib
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    ours = sys.modules.get("sitecustomize")
+    saved = list(sys.path)
+
+    def elsewhere(entry: str) -> bool:
+        try:
+            return os.path.realpath(entry or os.curdir) != here
+        except Exception:
+            return True
+
+    sys.path[:] = [entry for entry in sys.path if elsewhere(entry)]
+    sys.modules.pop("sitecustomize", None)
+    try:
+        importlib.import_module("sitecustomize")
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "sitecustomize":
+            _report(exc)
+    except Exception as exc:
+        _report(exc)
+    finally:
+        sys.path[:] = saved
+        if "sitecustomize" not in sys.modules and ours is not None:
+            sys.modules["sitecustomize"] = ours
+
+
+def _report(exc: BaseException) -> None:
+    # Same wording site.py uses for a failing sitecustomize: the user's, not ours.
+    try:  # noqa: SIM105
+        name = type(exc).__name__
+        sys.stderr.write(
+            f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{name}: {exc}\n"
+        )
+    except Exception:
+        pass
+
+
+_install()
+try:  # noqa: SIM105
+    _chain()
+except Exception:
+    pass

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install everything the tests need into .venv, then run ruff, mypy and pytest.
+# In CI (CI=true) or with REPROSPEC_DOCKER=1 it also installs and starts a Docker
+# engine and builds the test images, so the docker runner is tested for real.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# torch is not a dependency of the engine: the tests install it to drive the
+# workload harness in child processes (2.13.0 is a CPU build on these machines).
+.venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
+
+if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
+  bash scripts/docker-setup.sh
+fi
+
+.venv/bin/ruff check reprospec tests benchmarks
+.venv/bin/mypy reprospec
+.venv/bin/python -m pytest -q -rs "$@"

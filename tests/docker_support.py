@@ -1,0 +1,96 @@
+"""Helpers for the docker tests: the engine (or why it is absent), hand-built plans, wheels."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec import dockerimage
+from reprospec.errors import InfraError
+from reprospec.models import AttemptPlan, Cell, Expectation, Marker
+from reprospec.runners.docker import connect, engine_url
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _engine() -> tuple[Any, str]:
+    try:
+        return connect(), ""
+    except InfraError:
+        return None, f"skipped: no docker engine answered at {engine_url()}"
+
+
+CLIENT, NO_ENGINE = _engine()
+needs_engine = pytest.mark.skipif(CLIENT is None and not IN_CI, reason=NO_ENGINE)
+
+
+def make_plan(
+    argv: Sequence[str] | None,
+    workdir: Path,
+    *,
+    timeout_s: float = 60.0,
+    env: Mapping[str, str] | None = None,
+    environment: Mapping[str, Any] | None = None,
+    workload: Mapping[str, Any] | None = None,
+    markers: tuple[Marker, ...] = (),
+    cell_id: str = "c",
+) -> AttemptPlan:
+    """A hand-built plan, as plan.plan_attempt would give it."""
+    return AttemptPlan(
+        spec_name="docker-test",
+        cell=Cell(id=cell_id, index=0, matrix={}),
+        attempt=1,
+        argv=tuple(argv) if argv is not None else None,
+        workload=workload,
+        env=dict(env or {}),
+        workdir=workdir,
+        timeout_s=timeout_s,
+        markers=markers,
+        environment=dict(environment or {}),
+        expectation=Expectation(outcome="pass"),
+    )
+
+
+def py(code: str) -> list[str]:
+    return ["python3", "-c", code]
+
+
+def require_image(client: Any, image: str) -> None:
+    """Skip (fail in CI) when `image` is not on the engine."""
+    if client is None:
+        pytest.fail(NO_ENGINE)
+    if not dockerimage.image_present(client, image):
+        reason = f"{image} is missing: run scripts/docker-setup.sh"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(f"skipped: {reason}")
+
+
+def make_wheel(folder: Path, name: str = "reprospec_probe", version: str = "0.1") -> Path:
+    """A minimal pure-Python wheel, so builds need no package index."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": f"VALUE = {version!r}\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel

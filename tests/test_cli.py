@@ -1,0 +1,198 @@
+"""The command line end to end, as a user runs it: real children, real signals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT, SPECS
+
+
+def test_version_and_help(cli):
+    result = cli("--version")
+    assert result.code == 0
+    assert result.stdout.startswith("reprospec ")
+    assert cli("--help").code == 0
+
+
+def test_import_cli_never_imports_torch_or_heavy_libraries():
+    code = (
+        "import sys, reprospec, reprospec.cli, reprospec.engine;"
+        "heavy = [m for m in ('torch', 'jsonschema', 'jinja2', 'docker') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_segfault_matrix_reproduces_in_its_corner_only(cli):
+    result = cli("run", str(SPECS / "segfault.yaml"))
+    assert result.code == 0, result.stderr + result.stdout
+    data = result.results()
+    cells = {cell["id"]: cell for cell in data["cells"]}
+    assert list(cells) == [
+        "num_workers=0,pin_memory=false",
+        "num_workers=0,pin_memory=true",
+        "num_workers=2,pin_memory=false",
+        "num_workers=2,pin_memory=true",
+    ]
+    assert all(cell["verdict"] == "reproduced" for cell in cells.values())
+    crashed = cells["num_workers=2,pin_memory=true"]["attempts"][0]["outcome"]
+    assert crashed["kind"] == "crash"
+    assert crashed["signal"] == "SIGSEGV"
+    assert crashed["phase"] == "validation"
+    assert crashed["step"] == 7
+    for cell_id in list(cells)[:3]:
+        assert cells[cell_id]["attempts"][0]["outcome"]["kind"] == "pass"
+    assert data["summary"] == {"cells": 4, "reproduced": 4, "not_reproduced": 0, "infra_error": 0}
+    # the table names the crash
+    assert "crash SIGSEGV @ validation:7" in result.stdout
+
+
+def test_results_json_shape_is_the_documented_contract(cli):
+    result = cli("run", str(SPECS / "exception.yaml"))
+    assert result.code == 0, result.stderr
+    data = result.results()
+    for key in ("format", "run_id", "spec", "runner", "started", "finished", "environment",
+                "cells", "summary"):
+        assert key in data, key
+    assert data["format"] == 1
+    assert data["runner"] == "local"
+    assert set(data["spec"]) >= {"name", "path"}
+    cell = next(c for c in data["cells"] if c["matrix"]["lr"] == "10")
+    assert set(cell) >= {"id", "matrix", "verdict", "expected", "rate", "attempts"}
+    assert set(cell["rate"]) >= {"matched", "attempts", "low", "high"}
+    attempt = cell["attempts"][0]
+    assert set(attempt) >= {"attempt", "duration_s", "outcome", "logs"}
+    outcome = attempt["outcome"]
+    assert set(outcome) >= {"kind", "signal", "exit_code", "where", "exception", "message",
+                            "phase", "step", "signature"}
+    assert outcome["kind"] == "error"
+    assert outcome["exception"] == "ValueError"
+    assert "loss is nan at train step 3" in outcome["message"]
+    run_dir = result.latest_run()
+    logs = run_dir / attempt["logs"]
+    for name in ("stdout.log", "stderr.log", "events.jsonl"):
+        assert (logs / name).exists(), name
+    assert (run_dir / "spec.yaml").read_text() == (SPECS / "exception.yaml").read_text()
+
+
+def test_hang_is_reported_with_stacks_and_rerunnable_report(cli):
+    result = cli("run", str(SPECS / "hang.yaml"))
+    assert result.code == 0, result.stderr
+    data = result.results()
+    attempt = data["cells"][0]["attempts"][0]
+    assert attempt["outcome"]["kind"] == "hang"
+    assert attempt["outcome"]["phase"] == "validation"
+    assert attempt["outcome"]["step"] == 4
+    stack = (result.latest_run() / attempt["logs"] / "stack.txt").read_text()
+    assert "deadlock" in stack
+    report = (result.latest_run() / "report.md").read_text()
+    assert "<details>" in report and "deadlock" in report
+    # the report embeds the spec: running the report runs the spec again
+    again = cli("run", str(result.latest_run() / "report.md"))
+    assert again.code == 0, again.stderr
+    assert again.results()["cells"][0]["attempts"][0]["outcome"]["kind"] == "hang"
+
+
+def test_not_reproduced_exits_1(cli):
+    result = cli("run", str(SPECS / "segfault.yaml"), "--set", "expect.signal=SIGBUS",
+                 "-m", "num_workers=2", "-m", "pin_memory=true")
+    assert result.code == 1, result.stderr
+    cell = result.results()["cells"][0]
+    assert cell["verdict"] == "not-reproduced"
+    assert "SIGBUS" in cell["reason"] and "SIGSEGV" in cell["reason"]
+
+
+def test_bad_spec_exits_2_with_location_and_no_traceback(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reprospec: 1\nname: x\ncommand: 'true'\nrun:\n  timout: 5s\nexpect: {outcome: pass}\n")
+    for verb in ("run", "validate", "plan"):
+        result = cli(verb, str(bad))
+        assert result.code == 2, (verb, result.stderr)
+        assert f"{bad}:5:3" in result.stderr
+        assert "did you mean 'timeout'" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_missing_spec_file_is_a_usage_error(cli, tmp_path):
+    result = cli("run", str(tmp_path / "nope.yaml"))
+    assert result.code == 2
+    assert "nope.yaml" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_validate_folder_reports_every_file(cli):
+    result = cli("validate", str(SPECS))
+    assert result.code == 0, result.stderr
+    assert "valid" in result.stdout
+
+
+def test_plan_text_json_github(cli):
+    text = cli("plan", str(SPECS / "segfault.yaml"))
+    assert text.code == 0, text.stderr
+    assert "num_workers=2,pin_memory=true" in text.stdout
+    assert "--pin-memory true" in text.stdout
+    js = cli("plan", str(SPECS / "segfault.yaml"), "--format", "json")
+    doc = json.loads(js.stdout)
+    assert doc["spec"] == "val-segfault-pinned-workers"
+    assert [c["id"] for c in doc["cells"]][-1] == "num_workers=2,pin_memory=true"
+    assert doc["cells"][0]["matrix"] == {"num_workers": 0, "pin_memory": False}
+    gh = json.loads(cli("plan", str(SPECS / "segfault.yaml"), "--format", "github").stdout)
+    assert len(gh["include"]) == 4
+    assert gh["include"][3]["cell"] == "num_workers=2,pin_memory=true"
+
+
+def test_matrix_filter_and_set_override(cli):
+    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0",
+                 "--set", "run.repeat=2")
+    assert result.code == 0, result.stderr
+    data = result.results()
+    assert [c["id"] for c in data["cells"]] == [
+        "num_workers=0,pin_memory=false", "num_workers=0,pin_memory=true"]
+    assert all(len(c["attempts"]) == 2 for c in data["cells"])
+    unknown = cli("run", str(SPECS / "segfault.yaml"), "-m", "workers=0")
+    assert unknown.code == 2
+    assert "num_workers" in unknown.stderr
+
+
+def test_report_command_renders_md_junit_json(cli):
+    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "pin_memory=true")
+    run_dir = result.latest_run()
+    md = cli("report", str(run_dir))
+    assert md.code == 0 and "SIGSEGV" in md.stdout
+    junit = cli("report", str(run_dir), "--format", "junit")
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(junit.stdout)
+    assert len(root.findall(".//testcase")) == 2
+    js = cli("report", run_dir.name, "--format", "json")
+    assert json.loads(js.stdout)["run_id"] == run_dir.name
+
+
+def test_schema_command_prints_the_shipped_schema(cli):
+    result = cli("schema")
+    assert result.code == 0
+    assert json.loads(result.stdout) == json.loads((ROOT / "schemas/reprospec.schema.json").read_text())
+
+
+def test_no_color_output_has_no_escape_codes(cli):
+    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0")
+    assert "\x1b[" not in result.stdout + result.stderr
+
+
+def test_python_option_picks_the_interpreter(cli, tmp_path):
+    spec = tmp_path / "which.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: which-python\n"
+        "command: python -c 'import sys; print(\"EXE\", sys.executable)'\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec), "--python", sys.executable)
+    assert result.code == 0, result.stderr
+    log = result.latest_run() / result.results()["cells"][0]["attempts"][0]["logs"] / "stdout.log"
+    assert "EXE" in log.read_text()
+    missing = cli("run", str(spec), "--python", str(tmp_path / "no-python"))
+    assert missing.code == 3
+    assert "no-python" in missing.stderr

@@ -1,0 +1,344 @@
+"""The docker runner against a real engine: real containers, real signals, real files.
+
+Without an engine every test here that needs one is skipped with a one-line reason;
+in CI (CI=true) a missing engine or image is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from docker_support import CLIENT, make_plan, needs_engine, py, require_image  # noqa: E402
+
+from reprospec import dockerimage  # noqa: E402
+from reprospec.errors import InfraError  # noqa: E402
+from reprospec.models import Marker  # noqa: E402
+from reprospec.runners.docker import (  # noqa: E402
+    LABEL,
+    DockerRunner,
+    container_config,
+    container_workdir,
+    docker_size,
+    returncode_from_status,
+)
+
+
+def our_containers() -> list[Any]:
+    return CLIENT.containers.list(all=True, filters={"label": LABEL})
+
+
+@pytest.fixture(scope="module")
+def runner() -> DockerRunner:
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    return DockerRunner(client=CLIENT)
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    """Every container an attempt made is gone when the attempt returns."""
+    before = {c.id for c in our_containers()}
+    yield
+    left = [c.name for c in our_containers() if c.id not in before]
+    assert not left, f"containers left behind: {left}"
+
+
+# -- without an engine -----------------------------------------------------------------
+
+
+def test_no_engine_is_an_infra_error_with_the_address() -> None:
+    runner = DockerRunner(base_url="unix:///nonexistent/docker.sock")
+    with pytest.raises(InfraError) as err:
+        runner.prepare([])
+    assert str(err.value) == (
+        "no Docker engine answered at unix:///nonexistent/docker.sock; is dockerd running?"
+    )
+    assert err.value.exit_code == 3
+
+
+def test_no_engine_run_is_an_infra_execution(tmp_path: Path) -> None:
+    runner = DockerRunner(base_url="unix:///nonexistent/docker.sock")
+    execution = runner.run(make_plan(["true"], tmp_path), tmp_path / "a")
+    assert execution.returncode is None
+    assert execution.infra_error is not None
+    assert "no Docker engine answered" in execution.infra_error
+
+
+@pytest.mark.parametrize(
+    ("status", "oom", "expected"),
+    [(0, False, 0), (3, False, 3), (139, False, -11), (134, False, -6), (135, False, -7),
+     (137, False, -9), (137, True, -9), (1, True, -9), (200, False, 200), (128, False, 128)],
+)
+def test_exit_status_becomes_a_subprocess_returncode(status: int, oom: bool, expected: int) -> None:
+    assert returncode_from_status(status, oom) == expected
+
+
+def test_sizes() -> None:
+    assert docker_size("64m") == 64 << 20
+    assert docker_size("4GiB") == 4 << 30
+    assert docker_size("1.5g") == int(1.5 * (1 << 30))
+    assert docker_size(1024) == 1024
+    assert docker_size(None) is None
+    with pytest.raises(InfraError):
+        docker_size("lots")
+
+
+def test_workdir_keeps_its_path_unless_it_shadows_the_system() -> None:
+    assert container_workdir(Path("/home/me/proj")) == "/home/me/proj"
+    assert container_workdir(Path("/tmp/x")) == "/tmp/x"
+    assert container_workdir(Path("/usr/src/app")) == "/work"
+    assert container_workdir(Path("/")) == "/work"
+
+
+def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
+    plan = make_plan(
+        ["python3", "x.py"], tmp_path, env={"A": "1", "PYTHONPATH": "/mine"},
+        environment={"shm_size": "64m", "memory": "1g", "network": False, "gpus": 2},
+    )
+    config = container_config(plan, image="img", argv=["python3", "x.py"], log_dir=tmp_path,
+                              token="t" * 32, gpu_slot=("3", "5"), image_pythonpath="/img")
+    assert config["init"] is True
+    assert config["network_mode"] == "none"
+    assert config["shm_size"] == 64 << 20 and config["mem_limit"] == 1 << 30
+    request = config["device_requests"][0]
+    assert request["DeviceIDs"] == ["3", "5"] and request["Capabilities"] == [["gpu"]]
+    env = config["environment"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert env["PYTHONPATH"] == "/reprospec/stackdump:/mine:/img"
+    assert env["REPROSPEC_EVENTS"] == "/reprospec/attempt/events.jsonl"
+    assert "REPROSPEC_CELL" not in env
+    assert config["entrypoint"] == ["python3"] and config["command"] == ["x.py"]
+    counted = container_config(make_plan(["true"], tmp_path, environment={"gpus": 1}),
+                               image="img", argv=["true"], log_dir=tmp_path, token="t" * 32)
+    assert counted["device_requests"][0]["Count"] == 1
+    assert container_config(make_plan(["true"], tmp_path, environment={"network": True}),
+                            image="img", argv=["true"], log_dir=tmp_path,
+                            token="t" * 32)["network_mode"] == "bridge"
+
+
+# -- real containers -------------------------------------------------------------------
+
+
+@needs_engine
+def test_pass_and_output(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+    code = "import sys; print('hello out'); print('hello err', file=sys.stderr)"
+    execution = runner.run(make_plan(py(code), tmp_path), tmp_path / "a")
+    assert execution.infra_error is None
+    assert execution.returncode == 0 and not execution.timed_out
+    assert execution.stdout_path.read_text() == "hello out\n"
+    assert execution.stderr_path.read_text() == "hello err\n"
+    assert execution.stdout_path.parent == (tmp_path / "a").resolve()
+
+
+@needs_engine
+def test_exit_code(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+    execution = runner.run(make_plan(["sh", "-c", "exit 3"], tmp_path), tmp_path / "a")
+    assert execution.returncode == 3 and execution.infra_error is None
+
+
+@needs_engine
+def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path,
+                                    no_leftovers: None) -> None:
+    execution = runner.run(make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path),
+                           tmp_path / "a")
+    assert execution.returncode == -11
+    assert "Segmentation fault" in execution.stderr_path.read_text()
+
+
+@needs_engine
+def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+    execution = runner.run(make_plan(py("import os; os.abort()"), tmp_path), tmp_path / "a")
+    assert execution.returncode == -6
+
+
+@needs_engine
+def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path,
+                                    no_leftovers: None) -> None:
+    code = (
+        "import time\n"
+        "def stuck_here():\n"
+        "    print('waiting', flush=True)\n"
+        "    time.sleep(600)\n"
+        "stuck_here()\n"
+    )
+    begin = time.monotonic()
+    execution = runner.run(make_plan(py(code), tmp_path, timeout_s=3.0), tmp_path / "a")
+    elapsed = time.monotonic() - begin
+    assert execution.timed_out and execution.returncode == -9
+    assert elapsed < 3.0 + 5.0, elapsed
+    assert execution.stack_path is not None
+    stack = execution.stack_path.read_text()
+    assert "stuck_here" in stack and "[in container]" in stack
+    assert execution.stdout_path.read_text() == "waiting\n"
+    assert not (tmp_path / "a" / "stacks").exists()
+
+
+@needs_engine
+def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path,
+                                  no_leftovers: None) -> None:
+    cancel = threading.Event()
+    threading.Timer(1.5, cancel.set).start()
+    execution = runner.run(make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
+                           tmp_path / "a", cancel=cancel)
+    assert execution.interrupted and not execution.timed_out
+    assert execution.duration_s < 10
+
+
+@needs_engine
+def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path,
+                                        no_leftovers: None) -> None:
+    (tmp_path / "data.txt").write_text("from the workdir")
+    code = (
+        "import json, os, socket\n"
+        "st = os.statvfs('/dev/shm')\n"
+        "mem = '/sys/fs/cgroup/memory/memory.limit_in_bytes'\n"
+        "if not os.path.exists(mem): mem = '/sys/fs/cgroup/memory.max'\n"
+        "print(json.dumps({'cwd': os.getcwd(), 'data': open('data.txt').read(),\n"
+        "  'flag': os.environ.get('MY_FLAG'), 'shm': st.f_blocks * st.f_frsize,\n"
+        "  'mem': open(mem).read().strip(), 'ifaces': [n for _, n in socket.if_nameindex()],\n"
+        "  'events': os.environ['REPROSPEC_EVENTS'], 'pid1': open('/proc/1/cmdline').read()}))\n"
+    )
+    plan = make_plan(py(code), tmp_path, env={"MY_FLAG": "on"},
+                     environment={"shm_size": "32m", "memory": "256m"})
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.returncode == 0, execution.stderr_path.read_text()
+    seen = json.loads(execution.stdout_path.read_text())
+    assert seen["cwd"] == str(tmp_path)
+    assert seen["data"] == "from the workdir"
+    assert seen["flag"] == "on"
+    assert seen["shm"] == 32 << 20
+    assert int(seen["mem"]) == 256 << 20
+    assert seen["ifaces"] == ["lo"]
+    assert seen["events"] == "/reprospec/attempt/events.jsonl"
+    assert "init" in seen["pid1"]
+
+
+@needs_engine
+def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path,
+                                       no_leftovers: None) -> None:
+    code = (
+        "import json, os\n"
+        "fd = os.open(os.environ['REPROSPEC_EVENTS'], os.O_WRONLY | os.O_APPEND)\n"
+        "os.write(fd, (json.dumps({'event': 'phase', 'phase': 'train'}) + '\\n').encode())\n"
+        "print('Validation step 7')\n"
+    )
+    markers = (Marker(pattern=r"Validation step (?P<step>\d+)", phase="validation"),)
+    execution = runner.run(make_plan(py(code), tmp_path, markers=markers), tmp_path / "a")
+    events = [json.loads(line) for line in execution.events_path.read_text().splitlines()]
+    assert {"event": "phase", "phase": "train"} in events
+    marker = [e for e in events if e.get("event") == "marker"]
+    assert marker and marker[0]["phase"] == "validation" and marker[0]["step"] == 7
+
+
+@needs_engine
+def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path,
+                                             no_leftovers: None) -> None:
+    execution = runner.run(make_plan(["no-such-program"], tmp_path), tmp_path / "a")
+    assert execution.returncode is None
+    assert execution.infra_error is not None and "exit 127" in execution.infra_error
+
+
+@needs_engine
+def test_missing_image_is_never_pulled(runner: DockerRunner, tmp_path: Path,
+                                       no_leftovers: None) -> None:
+    plan = make_plan(["true"], tmp_path, environment={"image": "reprospec-absent:nope"})
+    execution = DockerRunner(client=CLIENT).run(plan, tmp_path / "a")
+    assert execution.infra_error is not None
+    assert "reprospec-absent:nope is missing" in execution.infra_error
+    assert "docker pull reprospec-absent:nope" in execution.infra_error
+    with pytest.raises(InfraError, match="never pulls"):
+        DockerRunner(client=CLIENT).prepare([plan])
+
+
+@needs_engine
+def test_parallel_attempts(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+    results: dict[int, Any] = {}
+
+    def one(i: int) -> None:
+        plan = make_plan(["sh", "-c", f"exit {i}"], tmp_path, cell_id=f"c{i}")
+        results[i] = runner.run(plan, tmp_path / f"a{i}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {i: r.returncode for i, r in results.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+@needs_engine
+def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+    info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
+    assert "error" not in info, info
+    assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
+
+
+SHM_CACHE = '''
+"""A dataset caching samples in one shared-memory block, as many real pipelines do."""
+import math
+from multiprocessing import shared_memory
+
+import torch
+
+
+class ShmCache(torch.utils.data.Dataset):
+    def __init__(self, size=256, shape=(3, 64, 64), classes=10):
+        self.size, self.shape, self.classes = size, tuple(shape), classes
+        self.count = math.prod(self.shape)
+        # Sized with ftruncate: /dev/shm hands out pages only when first written.
+        self.block = shared_memory.SharedMemory(create=True, size=size * self.count * 4)
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        view = torch.frombuffer(self.block.buf, dtype=torch.float32, count=self.count,
+                                offset=index * self.count * 4).view(self.shape)
+        view.fill_(float(index))
+        return view[:, :8, :8].clone(), index % self.classes
+
+
+def build(**params):
+    return ShmCache(**params)
+'''
+
+
+@needs_engine
+@pytest.mark.parametrize(("shm_size", "fails"), [("2m", True), ("64m", False)])
+def test_workload_with_small_shm_is_a_worker_bus_error(
+    runner: DockerRunner, tmp_path: Path, no_leftovers: None, shm_size: str, fails: bool
+) -> None:
+    (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
+    workload = {
+        "seed": 0,
+        "model": {"builtin": "mlp", "params": {}},
+        "data": {
+            "dataset": {"entrypoint": "shm_cache:build", "params": {"size": 256}},
+            "loader": {"batch_size": 16, "num_workers": 2, "multiprocessing_context": "fork"},
+        },
+        "phases": [{"name": "train", "steps": 8}],
+    }
+    plan = make_plan(None, tmp_path, workload=workload, environment={"shm_size": shm_size},
+                     timeout_s=120)
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.infra_error is None
+    cell = json.loads((tmp_path / "a" / "cell.json").read_text())
+    assert cell["workload"] == workload and cell["environment"] == {"shm_size": shm_size}
+    stderr = execution.stderr_path.read_text()
+    if not fails:
+        assert execution.returncode == 0, stderr[-2000:]
+        return
+    assert execution.returncode == 1
+    assert "is killed by signal: Bus error" in stderr
+    assert "insufficient shared memory (shm)" in stderr
+    outcome = pytest.importorskip("reprospec.outcome")
+    classified = outcome.classify(execution)
+    assert (classified.kind, classified.signal, classified.where) == ("crash", "SIGBUS", "worker")

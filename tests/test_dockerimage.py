@@ -1,0 +1,164 @@
+"""Image resolution and building: rendered Dockerfiles, the content-hash cache, no pulls."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from docker_support import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
+
+from reprospec import dockerimage  # noqa: E402
+from reprospec.errors import InfraError  # noqa: E402
+from reprospec.runners.docker import DockerRunner  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def default_image() -> str:
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    return dockerimage.DEFAULT_IMAGE
+
+
+def _forget(tag: str) -> None:
+    if dockerimage.image_present(CLIENT, tag):
+        CLIENT.images.remove(tag, force=True)
+
+
+# -- recipes (no engine) ---------------------------------------------------------------
+
+
+def test_image_alone_is_used_as_is() -> None:
+    recipe = dockerimage.recipe_for({"image": "python:3.11-slim"})
+    assert recipe.tag == "python:3.11-slim" and recipe.build is None
+    assert dockerimage.recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
+
+
+def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
+    one = dockerimage.recipe_for({"packages": ["six==1.16.0"]})
+    again = dockerimage.recipe_for({"packages": ["six==1.16.0"]})
+    other = dockerimage.recipe_for({"packages": ["six==1.17.0"]})
+    assert one.build is not None and one.tag.startswith("reprospec-env:")
+    assert one.tag == again.tag != other.tag
+    assert f"FROM {dockerimage.DEFAULT_IMAGE}" in one.build.dockerfile
+    assert "--no-index" not in one.build.dockerfile
+    offline = dockerimage.recipe_for({"packages": ["six"]}, find_links=tmp_path)
+    assert offline.build is not None and "--no-index --find-links" in offline.build.dockerfile
+    assert offline.tag != dockerimage.recipe_for({"packages": ["six"]}).tag
+
+
+def test_a_new_wheel_changes_the_hash(tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wh", version="0.1")
+    before = dockerimage.recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag
+    make_wheel(tmp_path / "wh", version="0.2")
+    assert dockerimage.recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag != before
+
+
+def test_image_reference_cannot_inject_instructions() -> None:
+    with pytest.raises(InfraError, match="not a valid image reference"):
+        dockerimage.recipe_for({"image": "base\nRUN rm -rf /", "packages": ["x"]})
+
+
+def test_from_images_skips_stages_and_args() -> None:
+    text = "ARG B=x\nFROM a:1 AS build\nFROM build\nFROM ${B}\nFROM --platform=linux/amd64 c\n"
+    assert dockerimage.from_images(text) == ("a:1", "c")
+
+
+def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile.gpu").write_text("FROM reprospec-base:bookworm\n")
+    recipe = dockerimage.recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
+    assert recipe.source == "dockerfile" and recipe.build is not None
+    assert recipe.build.bases == ("reprospec-base:bookworm",)
+    assert recipe.build.dockerfile_name == "Dockerfile.gpu"
+    with pytest.raises(InfraError, match="not found"):
+        dockerimage.recipe_for({"dockerfile": "nope"}, spec_dir=tmp_path)
+
+
+def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wh")
+    recipe = dockerimage.recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh")
+    assert recipe.build is not None
+    dockerimage.write_context(recipe.build, tmp_path / "ctx")
+    ctx = tmp_path / "ctx"
+    assert (ctx / "Dockerfile").read_text() == recipe.build.dockerfile
+    assert (ctx / "requirements.txt").read_text() == "reprospec_probe\n"
+    assert (ctx / "wheels" / "reprospec_probe-0.1-py3-none-any.whl").is_file()
+    assert (ctx / "harness" / "reprospec_harness" / "__init__.py").is_file()
+    assert (ctx / "stackdump" / "sitecustomize.py").is_file()
+    assert (ctx / "certs").is_dir()
+    assert sorted(p.name for p in (ctx / "certs").iterdir()) == sorted(
+        p.name for p in dockerimage.ca_certificates()
+    )
+
+
+# -- real builds -----------------------------------------------------------------------
+
+
+@needs_engine
+def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels)
+    environment = {"packages": ["reprospec_probe==0.1"]}
+    recipe = dockerimage.recipe_for(environment, find_links=wheels)
+    _forget(recipe.tag)
+    try:
+        begin = time.monotonic()
+        assert dockerimage.ensure_image(CLIENT, recipe) == recipe.tag
+        built_s = time.monotonic() - begin
+        begin = time.monotonic()
+        runner = DockerRunner(client=CLIENT, find_links=wheels)
+        plan = make_plan(py("import reprospec_probe, torch; print(reprospec_probe.VALUE)"),
+                         tmp_path, environment=environment)
+        runner.prepare([plan])
+        cached_s = time.monotonic() - begin
+        assert cached_s < 1.0 and cached_s < built_s, (built_s, cached_s)
+        execution = runner.run(plan, tmp_path / "a")
+        assert execution.returncode == 0, execution.stderr_path.read_text()
+        assert execution.stdout_path.read_text() == "0.1\n"
+    finally:
+        _forget(recipe.tag)
+
+
+@needs_engine
+def test_build_failure_is_an_infra_error_with_the_log_tail(default_image: str,
+                                                           tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wheels")
+    recipe = dockerimage.recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
+                                    find_links=tmp_path / "wheels")
+    with pytest.raises(InfraError) as err:
+        dockerimage.ensure_image(CLIENT, recipe)
+    message = str(err.value)
+    assert message.startswith(f"docker build of {recipe.tag} failed; build log tail:")
+    assert "no-such-package-reprospec" in message
+    assert not dockerimage.image_present(CLIENT, recipe.tag)
+
+
+@needs_engine
+def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
+    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    (tmp_path / "hello.txt").write_text("from the context\n")
+    (tmp_path / "Dockerfile.mine").write_text(
+        f"FROM {dockerimage.BASE_IMAGE}\nCOPY hello.txt /hello.txt\n"
+    )
+    runner = DockerRunner(client=CLIENT, spec_dir=tmp_path)
+    environment = {"dockerfile": "Dockerfile.mine"}
+    tag = dockerimage.recipe_for(environment, spec_dir=tmp_path).tag
+    try:
+        execution = runner.run(make_plan(["cat", "/hello.txt"], tmp_path,
+                                         environment=environment), tmp_path / "a")
+        assert execution.returncode == 0, execution.infra_error
+        assert execution.stdout_path.read_text() == "from the context\n"
+    finally:
+        _forget(tag)
+
+
+@needs_engine
+def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-absent-base:1\nRUN true\n")
+    recipe = dockerimage.recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    with pytest.raises(InfraError) as err:
+        dockerimage.ensure_image(CLIENT, recipe)
+    assert "reprospec-absent-base:1" in str(err.value)
+    assert "docker pull reprospec-absent-base:1" in str(err.value)

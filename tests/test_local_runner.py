@@ -1,0 +1,345 @@
+"""The local runner against real child processes: exits, signals, hangs, orphans, output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from reprospec.errors import InfraError
+from reprospec.models import AttemptPlan, Cell, Expectation, Marker
+from reprospec.process import TOKEN_VAR
+from reprospec.runners import local
+from reprospec.runners.local import LocalRunner
+
+CHILDREN = Path(__file__).parent / "data" / "children"
+PY = sys.executable
+
+
+def make_plan(
+    argv: list[str] | str | None,
+    *,
+    workdir: Path | None = None,
+    timeout_s: float = 30.0,
+    env: dict[str, str] | None = None,
+    markers: tuple[Marker, ...] = (),
+    workload: dict[str, Any] | None = None,
+) -> AttemptPlan:
+    if isinstance(argv, str):
+        argv = ["/bin/sh", "-c", argv]
+    return AttemptPlan(
+        spec_name="test-spec",
+        cell=Cell(id="a=1", index=0, matrix={"a": 1}),
+        attempt=1,
+        argv=tuple(argv) if argv is not None else None,
+        workload=workload,
+        env=env or {},
+        workdir=workdir or CHILDREN,
+        timeout_s=timeout_s,
+        markers=markers,
+        environment={"device": "cpu"},
+        expectation=Expectation(outcome="pass"),
+    )
+
+
+def child(name: str, *args: str) -> list[str]:
+    return [PY, str(CHILDREN / name), *args]
+
+
+def wait_for(path: Path, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def token_holders(token: str) -> list[int]:
+    """Pids of the processes that carry this attempt token."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Dead and reaped: a zombie left behind counts as a survivor."""
+    return not psutil.pid_exists(pid)
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    r = LocalRunner()
+    r.prepare([])
+    return r
+
+
+def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan([PY, "-c", "print('hello')"]), tmp_path)
+    assert ex.returncode == 0 and not ex.timed_out and ex.infra_error is None
+    assert ex.stdout_path.read_text() == "hello\n"
+    assert ex.events_path.exists() and ex.stack_path is None and ex.env_path is None
+    assert ex.started.endswith("+00:00") and ex.started <= ex.finished
+    assert ex.duration_s < 10 and ex.warnings == ()
+
+
+def test_exit_code_and_child_events(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(child("events.py")), tmp_path)
+    assert ex.returncode == 3
+    events = [json.loads(line) for line in ex.events_path.read_text().splitlines()]
+    assert [e["step"] for e in events] == [0, 1, 2]
+
+
+def test_segfault_is_a_real_signal(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(child("crash.py")), tmp_path)
+    assert ex.returncode == -11
+    assert "about to crash" in ex.stdout_path.read_text()
+    # PYTHONFAULTHANDLER=1: the crash prints the Python stack.
+    assert "Segmentation fault" in ex.stderr_path.read_text()
+
+
+def test_abort(runner: LocalRunner, tmp_path: Path) -> None:
+    assert runner.run(make_plan(child("crash.py", "abort")), tmp_path).returncode == -6
+
+
+def test_shell_wrapper(runner: LocalRunner, tmp_path: Path) -> None:
+    # sh may exec its last command (then the signal shows through) or report 128+N.
+    ex = runner.run(make_plan(f"python {CHILDREN / 'crash.py'}"), tmp_path / "a")
+    assert ex.returncode in (-11, 139)
+    ex = runner.run(make_plan(f"python {CHILDREN / 'crash.py'}; exit $?"), tmp_path / "b")
+    assert ex.returncode == 139
+
+
+def test_string_and_list_commands_env_and_workdir(runner: LocalRunner, tmp_path: Path) -> None:
+    plan = make_plan(
+        'echo "$GREETING" "$PWD" > out.txt', workdir=tmp_path, env={"GREETING": "hi there"}
+    )
+    assert runner.run(plan, tmp_path / "logs").returncode == 0
+    assert (tmp_path / "out.txt").read_text() == f"hi there {tmp_path}\n"
+    plan = make_plan(["/bin/echo", "$GREETING", "a b"], env={"GREETING": "x"})
+    ex = runner.run(plan, tmp_path / "logs2")
+    assert ex.stdout_path.read_text() == "$GREETING a b\n"
+
+
+def test_child_protocol_environment(tmp_path: Path) -> None:
+    runner = LocalRunner()
+    plan = make_plan(child("show_env.py"), env={"PYTHONPATH": "/user/path", "MINE": "1"})
+    ex = runner.run(plan, tmp_path, gpu_slot=("2", "3"))
+    seen = json.loads(ex.stdout_path.read_text())
+    env = seen["env"]
+    assert env["MINE"] == "1"
+    assert env["REPROSPEC_EVENTS"] == str(tmp_path / "events.jsonl")
+    assert env["REPROSPEC_ENV_JSON"] == str(tmp_path / "env.json")
+    assert env["REPROSPEC_STACK_DIR"] and len(env[TOKEN_VAR]) == 32
+    assert env["PYTHONFAULTHANDLER"] == "1" and env["PYTHONUNBUFFERED"] == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    parts = env["PYTHONPATH"].split(os.pathsep)
+    assert parts[0].endswith("stackdump") and parts[-1] == "/user/path"
+    assert "REPROSPEC_CELL" not in env
+
+
+def test_python_in_command_is_the_chosen_interpreter(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "python3.11-fake"
+    fake.parent.mkdir()
+    fake.symlink_to(sys.executable)
+    runner = LocalRunner(python=str(fake))
+    runner.prepare([])
+    for command in ("python", "python3"):
+        plan = make_plan(f"{command} -c 'import sys; print(sys.executable)'")
+        ex = runner.run(plan, tmp_path / command)
+        assert ex.stdout_path.read_text().strip() == str(fake)
+
+
+def test_workload_runs_the_harness_with_cell_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = tmp_path / "harness" / "reprospec_harness"
+    harness.mkdir(parents=True)
+    (harness / "__init__.py").write_text("")
+    (harness / "__main__.py").write_text(
+        "import json, os, sys\n"
+        "cell = json.load(open(os.environ['REPROSPEC_CELL']))\n"
+        "open(os.environ['REPROSPEC_ENV_JSON'], 'w').write(json.dumps({'python': '3'}))\n"
+        "print(json.dumps({'cell': cell, 'argv0': sys.argv[0]}))\n"
+    )
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
+    plan = make_plan(None, workload={"seed": 0, "phases": [{"name": "train", "steps": 2}]})
+    ex = LocalRunner().run(plan, tmp_path / "logs")
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    cell = json.loads(ex.stdout_path.read_text())["cell"]
+    assert cell == {
+        "spec": "test-spec",
+        "cell_id": "a=1",
+        "matrix": {"a": 1},
+        "attempt": 1,
+        "workload": {"seed": 0, "phases": [{"name": "train", "steps": 2}]},
+        "environment": {"device": "cpu"},
+    }
+    assert ex.env_path == tmp_path / "logs" / "env.json"
+
+
+def test_markers_from_output(runner: LocalRunner, tmp_path: Path) -> None:
+    markers = (
+        Marker(pattern=r"\[PreSegmenter\] Running (?P<phase>\w+)"),
+        Marker(pattern=r"^Validation step (?P<step>\d+)", phase="validation"),
+    )
+    ex = runner.run(make_plan(child("progress.py"), markers=markers), tmp_path)
+    events = [json.loads(line) for line in ex.events_path.read_text().splitlines()]
+    got = sorted((e["phase"], e["step"]) for e in events)
+    assert got == sorted(
+        [("train", None), ("validation", 7), ("validation", 8), ("validation", 9), ("eval", None)]
+    )
+    assert all(e["event"] == "marker" and e["t"] > 0 for e in events)
+    assert {e["line"] for e in events if e["step"] == 7} == {"Validation step 7"}
+
+
+def test_output_flood_is_capped(runner: LocalRunner, tmp_path: Path) -> None:
+    me = psutil.Process()
+    before = me.memory_info().rss
+    ex = runner.run(make_plan(child("flood.py", "300")), tmp_path)
+    assert ex.returncode == 0
+    size = ex.stdout_path.stat().st_size
+    assert size < 2 * (1 << 20) + 200
+    data = ex.stdout_path.read_bytes()
+    assert data.startswith(b"HEAD-START\n") and data.endswith(b"TAIL-END\n")
+    assert b"bytes omitted]" in data
+    assert me.memory_info().rss - before < 64 << 20
+
+
+def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    plan = make_plan(child("hang.py", str(ready)), timeout_s=1.5)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out and ex.returncode == -9
+    assert ex.duration_s < 1.5 + 2.0
+    assert ready.exists()
+    assert ex.stack_path == tmp_path / "logs" / "stack.txt"
+    stack = ex.stack_path.read_text()
+    assert f"--- pid {ready.read_text()} (" in stack and "hang.py" in stack
+    assert "deep_hang" in stack and "other_thread_wait" in stack
+    assert not (tmp_path / "logs" / "stacks").exists()
+    assert not psutil.pid_exists(int(ready.read_text()))
+
+
+def test_forked_multiprocessing_worker_gets_its_own_stack(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    plan = make_plan(child("mp_hang.py", str(tmp_path)), timeout_s=2.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out and ex.stack_path is not None
+    stack = ex.stack_path.read_text()
+    parent, worker = ((tmp_path / n).read_text() for n in ("parent.pid", "worker.pid"))
+    assert f"--- pid {parent} (" in stack and f"--- pid {worker} (" in stack
+    worker_part = stack.split(f"--- pid {worker} (")[1]
+    assert "worker_hang" in worker_part and "parent_hang" not in worker_part
+    assert "parent_hang" in stack.split(f"--- pid {parent} (")[1].split("--- pid")[0]
+
+
+@pytest.mark.parametrize("mode", ["exit", "hang"])
+def test_no_orphans_survive(runner: LocalRunner, tmp_path: Path, mode: str) -> None:
+    plan = make_plan(child("escape.py", str(tmp_path), mode), timeout_s=3.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    pids = {p.stem: int(p.read_text()) for p in tmp_path.glob("*.pid")}
+    assert {"setsid", "daemon", "noenv"} <= set(pids)
+    for name, pid in pids.items():
+        assert gone(pid), f"{name} ({pid}) survived"
+    assert token_holders((tmp_path / "token").read_text()) == []
+    if mode == "exit":
+        assert ex.returncode == 0 and not ex.timed_out
+        assert any("left behind" in w for w in ex.warnings), ex.warnings
+    else:
+        assert ex.timed_out and ex.duration_s < 3.0 + 2.0
+
+
+def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    cancel = threading.Event()
+
+    def cancel_when_ready() -> None:
+        wait_for(ready)
+        cancel.set()
+
+    helper = threading.Thread(target=cancel_when_ready)
+    helper.start()
+    begin = time.monotonic()
+    ex = runner.run(
+        make_plan(child("wait_cancel.py", str(ready)), timeout_s=60), tmp_path / "l", cancel=cancel
+    )
+    helper.join()
+    assert ex.interrupted and not ex.timed_out
+    assert time.monotonic() - begin < 10
+    assert ex.returncode == -9
+
+
+def test_concurrent_attempts(runner: LocalRunner, tmp_path: Path) -> None:
+    results: dict[int, int | None] = {}
+
+    def one(i: int) -> None:
+        plan = make_plan([PY, "-c", f"import sys; sys.exit({i})"])
+        results[i] = runner.run(plan, tmp_path / str(i)).returncode
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+def test_missing_workdir_is_an_infra_error(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(["true"], workdir=tmp_path / "nope"), tmp_path / "logs")
+    assert ex.infra_error == f"workdir not found: {tmp_path / 'nope'}"
+    assert ex.returncode is None
+
+
+def test_unstartable_program_is_an_infra_error(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan([str(tmp_path / "no-such-program")]), tmp_path / "logs")
+    assert ex.infra_error is not None and "cannot start" in ex.infra_error
+
+
+def test_missing_interpreter(tmp_path: Path) -> None:
+    missing = tmp_path / "python9"
+    runner = LocalRunner(python=str(missing))
+    with pytest.raises(InfraError, match=f"interpreter not found: {missing}"):
+        runner.prepare([])
+    ex = runner.run(make_plan(["true"]), tmp_path / "logs")
+    assert ex.infra_error is not None and ex.infra_error.startswith("interpreter not found")
+    env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
+    assert env["python"] is None and "error" in env
+
+
+def test_capture_environment_never_crashes(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "no-harness")
+    env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
+    assert env["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "reprospec_harness" in env["error"]
+
+
+def test_capture_environment_parses_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "harness" / "reprospec_harness"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "envinfo.py").write_text(
+        "import json, sys\nprint(json.dumps({'python': sys.version}))\n"
+    )
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
+    env = LocalRunner().capture_environment(make_plan(["true"]), tmp_path / "env")
+    assert env == {"python": sys.version}

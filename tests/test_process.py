@@ -1,0 +1,330 @@
+"""The process layer: capped logs, markers, the stack-dump sitecustomize, process trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reprospec import process
+from reprospec.capture import (
+    CappedLog,
+    EventWriter,
+    MarkerScanner,
+    compile_markers,
+    output_sink,
+)
+from reprospec.models import Marker
+
+CHILDREN = Path(__file__).parent / "data" / "children"
+
+
+# -- capped logs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 7, 10, 11, 64, 1000])
+def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int) -> None:
+    rng = random.Random(size)
+    data = bytes(rng.randrange(256) for _ in range(size))  # NUL bytes included
+    log = CappedLog(tmp_path / "log", head=4, tail=6)
+    pos = 0
+    while pos < len(data):
+        step = rng.randint(1, 9)
+        log.write(data[pos : pos + step])
+        pos += step
+    log.close()
+    got = (tmp_path / "log").read_bytes()
+    if size <= 10:
+        assert got == data
+    else:
+        assert got == data[:4] + f"\n[reprospec: {size - 10} bytes omitted]\n".encode() + data[-6:]
+    assert log.total == size
+
+
+def test_capped_log_head_is_on_disk_while_running(tmp_path: Path) -> None:
+    log = CappedLog(tmp_path / "log", head=5, tail=5)
+    log.write(b"abcdefgh")
+    assert (tmp_path / "log").read_bytes() == b"abcde"
+    log.close()
+    assert (tmp_path / "log").read_bytes() == b"abcdefgh"
+
+
+# -- markers -----------------------------------------------------------------------------
+
+
+def scan(chunks: list[bytes], markers: list[Marker], tmp_path: Path, max_line: int = 1 << 16):
+    compiled, warnings = compile_markers(markers)
+    assert warnings == []
+    events = EventWriter(tmp_path / "events.jsonl")
+    scanner = MarkerScanner(compiled, events, max_line=max_line)
+    for chunk in chunks:
+        scanner.write(chunk)
+    scanner.close()
+    events.close()
+    return [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+
+
+STEP = Marker(pattern=r"^step (?P<step>\d+)$", phase="train")
+
+
+def test_markers_split_across_chunks_and_crlf(tmp_path: Path) -> None:
+    stream = b"step 1\r\nstep 2\nnoise\nstep 3\r\n"
+    chunks = [stream[i : i + 1] for i in range(len(stream))]
+    events = scan(chunks, [STEP], tmp_path)
+    assert [(e["phase"], e["step"], e["line"]) for e in events] == [
+        ("train", 1, "step 1"),
+        ("train", 2, "step 2"),
+        ("train", 3, "step 3"),
+    ]
+
+
+def test_markers_see_the_text_after_the_last_carriage_return(tmp_path: Path) -> None:
+    events = scan([b" 10%|#\r", b" 50%|###\rstep 4", b"\n\x1b[1mstep 5\x1b[0m"], [STEP], tmp_path)
+    assert [e["step"] for e in events] == [4, 5]
+
+
+def test_markers_cap_the_line_length(tmp_path: Path) -> None:
+    events = scan(
+        [b"x" * 100_000, b"\rstep 6\n", b"step 7", b"y" * 100_000, b"\n"],
+        [Marker(pattern=r"^step (?P<step>\d+)")],
+        tmp_path,
+        max_line=32,
+    )
+    assert [e["step"] for e in events] == [6, 7]
+    assert len(events[1]["line"]) == 32
+
+
+def test_marker_named_groups_and_fixed_fields(tmp_path: Path) -> None:
+    markers = [
+        Marker(pattern=r"Running (?P<phase>\w+)"),
+        Marker(pattern=r"epoch done", phase="train", step=99),
+        Marker(pattern=r"step (?P<step>\w+)", phase="eval"),
+    ]
+    events = scan([b"Running validation\nepoch done\nstep abc\n"], markers, tmp_path)
+    assert [(e["phase"], e["step"]) for e in events] == [
+        ("validation", None),
+        ("train", 99),
+        ("eval", None),
+    ]
+
+
+def test_invalid_marker_is_a_warning() -> None:
+    compiled, warnings = compile_markers([Marker(pattern="(unclosed"), STEP])
+    assert len(compiled) == 1 and "(unclosed" in warnings[0]
+
+
+def test_event_writer_keeps_lines_whole_across_threads(tmp_path: Path) -> None:
+    events = EventWriter(tmp_path / "events.jsonl")
+
+    def many(n: int) -> None:
+        for i in range(300):
+            events.write({"writer": n, "i": i, "pad": "z" * 500})
+
+    threads = [threading.Thread(target=many, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    events.close()
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 1200 and all(json.loads(line)["pad"] for line in lines)
+
+
+# -- the stack-dump sitecustomize --------------------------------------------------------
+
+
+def python_with_stackdump(
+    code: str, tmp_path: Path, extra_path: str = "", stack_dir: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPROSPEC_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(process.STACKDUMP_DIR), extra_path) if p)
+    if stack_dir is not None:
+        env["REPROSPEC_STACK_DIR"] = stack_dir
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30
+    )
+
+
+SELF_DUMP = """
+import os, signal, time
+path = os.path.join(os.environ["REPROSPEC_STACK_DIR"], "stack-%d.txt" % os.getpid())
+def marker_function():
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(0.1)
+marker_function()
+print(open(path).read())
+"""
+
+
+def test_sitecustomize_dumps_on_sigusr1(tmp_path: Path) -> None:
+    done = python_with_stackdump(SELF_DUMP, tmp_path, stack_dir=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "marker_function" in done.stdout and done.stderr == ""
+
+
+def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("USER_SITE = True\nprint('user sitecustomize ran')\n")
+    code = SELF_DUMP + "import sitecustomize; print(sitecustomize.USER_SITE)\n"
+    done = python_with_stackdump(code, tmp_path, extra_path=str(user), stack_dir=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("user sitecustomize ran\n")
+    assert "marker_function" in done.stdout and done.stdout.rstrip().endswith("True")
+
+
+def test_sitecustomize_reports_a_broken_user_sitecustomize(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("raise ValueError('boom')\n")
+    done = python_with_stackdump("print('alive')", tmp_path, extra_path=str(user))
+    assert done.returncode == 0 and done.stdout == "alive\n"
+    assert "ValueError: boom" in done.stderr
+
+
+def test_sitecustomize_is_harmless_without_a_usable_folder(tmp_path: Path) -> None:
+    sigcgt = (
+        "import signal\n"
+        "line = [l for l in open('/proc/self/status') if l.startswith('SigCgt')][0]\n"
+        "print(bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1))))\n"
+    )
+    done = python_with_stackdump(sigcgt, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
+    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path / "missing"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
+    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
+
+
+def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, time\n"
+        "def in_parent(): pass\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    def in_child():\n"
+        "        os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.1)\n"
+        "    in_child(); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print(pid)\n"
+    )
+    done = python_with_stackdump(code, tmp_path, stack_dir=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout)
+    assert "in_child" in (tmp_path / f"stack-{child}.txt").read_text()
+    parent = [p for p in tmp_path.glob("stack-*.txt") if p.name != f"stack-{child}.txt"]
+    assert len(parent) == 1 and parent[0].read_text() == ""
+
+
+# -- process trees -----------------------------------------------------------------------
+
+
+def test_orphans_reparent_to_the_engine() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("Linux only")
+    assert process.become_subreaper() is True
+    code = (
+        "import os, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    null = os.open(os.devnull, os.O_RDWR)\n"
+        "    os.dup2(null, 1); os.dup2(null, 2)\n"
+        "    time.sleep(60)\n"
+        "print(pid, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    orphan = int(done.stdout)
+    try:
+        # Its parent is gone: it is our child now, so we (and only we) can reap it.
+        stat = Path(f"/proc/{orphan}/stat").read_bytes()
+        assert int(stat[stat.rfind(b")") + 2 :].split()[1]) == os.getpid()
+    finally:
+        os.kill(orphan, 9)
+    assert os.waitpid(orphan, 0)[0] == orphan
+
+
+def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(process.STACKDUMP_DIR)
+    result = process.run_process(
+        [sys.executable, str(CHILDREN / "hang.py"), str(ready)],
+        env=env,
+        cwd=tmp_path,
+        stdout=output_sink(tmp_path / "out.log"),
+        stderr=output_sink(tmp_path / "err.log"),
+        timeout_s=1.0,
+        stack_dir=tmp_path / "stacks",
+        stack_path=tmp_path / "stack.txt",
+    )
+    assert result.timed_out and not result.interrupted and result.returncode == -9
+    assert result.stack_path == tmp_path / "stack.txt"
+    assert "deep_hang" in result.stack_path.read_text()
+    assert (tmp_path / "out.log").read_text() == "hanging\n"
+    assert 1.0 <= result.duration_s < 3.0
+    assert not (tmp_path / "stacks").exists()
+
+
+def test_find_and_kill_processes_by_token(tmp_path: Path) -> None:
+    token = process.new_token()
+    env = {**os.environ, process.TOKEN_VAR: token}
+    # Its own session and its parent gone: only the token finds it.
+    done = subprocess.run(
+        ["/bin/sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    stray = int(done.stdout)
+    try:
+        deadline = time.monotonic() + 10
+        # Until `setsid` has exec'd `sleep`, the cmdline still names setsid.
+        while (found := process.find_attempt_processes(token))[stray].cmdline != "sleep 60":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert set(found) == {stray}
+        process.kill_attempt(token, None, None)
+        assert not Path(f"/proc/{stray}").exists()
+        assert process.find_attempt_processes(token) == {}
+    finally:
+        if Path(f"/proc/{stray}").exists():
+            os.kill(stray, 9)
+
+
+def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
+    log = CappedLog(tmp_path / "out.log")
+    with pytest.raises(OSError):
+        process.run_process(
+            [str(tmp_path / "missing")],
+            env=dict(os.environ),
+            cwd=tmp_path,
+            stdout=log,
+            stderr=CappedLog(tmp_path / "err.log"),
+            timeout_s=5,
+            stack_dir=tmp_path / "stacks",
+            stack_path=tmp_path / "stack.txt",
+        )
+    assert log._file.closed and not (tmp_path / "stacks").exists()
+
+
+def test_engine_modules_do_not_import_torch() -> None:
+    code = (
+        "import sys, reprospec.runners.local, reprospec.process, reprospec.capture\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.stdout == "False\n", done.stderr
+
+
+def test_iso_timestamps() -> None:
+    stamp = process.utc_now()
+    assert stamp.endswith("+00:00") and "T" in stamp
+    assert time.time() > 0

@@ -1,0 +1,244 @@
+"""results.json: the CLI.md shape, round trips, the run folder, run ids, compare and merge."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from test_report import error_run, hang_run, infra_run, segfault_matrix
+
+from reprospec.compare import compare, merge
+from reprospec.errors import FatalError, UsageError
+from reprospec.models import AttemptResult, Expectation, Rate, RunResult
+from reprospec.results import (
+    find_run,
+    load_run,
+    new_run_id,
+    run_dir_of,
+    run_from_dict,
+    run_to_dict,
+    write_atomic,
+    write_run,
+)
+
+RUNS = [segfault_matrix, hang_run, error_run, infra_run]
+
+
+@pytest.mark.parametrize("build", RUNS)
+def test_round_trip(build: Callable[[], RunResult]) -> None:
+    run = build()
+    data = json.loads(json.dumps(run_to_dict(run)))
+    assert run_from_dict(data) == run
+
+
+def test_results_json_has_the_contract_keys() -> None:
+    data = run_to_dict(segfault_matrix())
+    assert {
+        "format",
+        "run_id",
+        "spec",
+        "runner",
+        "started",
+        "finished",
+        "environment",
+        "cells",
+        "summary",
+    } <= set(data)
+    assert data["format"] == 1
+    assert data["spec"]["name"] == "val-segfault" and data["spec"]["path"] == "specs/segfault.yaml"
+    assert data["summary"] == {"cells": 4, "reproduced": 1, "not_reproduced": 3, "infra_error": 0}
+    cell = data["cells"][3]
+    assert cell["id"] == "num_workers=2,pin_memory=true"
+    assert cell["matrix"] == {"num_workers": 2, "pin_memory": True}
+    assert cell["verdict"] == "reproduced"
+    assert cell["expected"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "phase": "validation",
+        "step": "6..8",
+    }
+    assert set(cell["rate"]) == {"matched", "attempts", "low", "high"}
+    attempt = cell["attempts"][0]
+    assert {"attempt", "duration_s", "outcome", "logs"} <= set(attempt)
+    assert set(attempt["outcome"]) >= {
+        "kind",
+        "signal",
+        "exit_code",
+        "where",
+        "exception",
+        "message",
+        "phase",
+        "step",
+        "signature",
+    }
+    assert attempt["outcome"]["where"] == "worker" and attempt["outcome"]["step"] == 7
+
+
+def test_infra_error_attempt_has_null_outcome() -> None:
+    attempt = run_to_dict(infra_run())["cells"][0]["attempts"][0]
+    assert attempt["outcome"] is None
+    assert attempt["infra_error"] == "docker engine not reachable"
+
+
+def test_unknown_format_is_refused() -> None:
+    data = run_to_dict(infra_run())
+    data["format"] = 2
+    with pytest.raises(FatalError, match="unsupported format 2"):
+        run_from_dict(data)
+
+
+def test_write_and_load_run_folder(tmp_path: Path) -> None:
+    run = error_run()
+    run_dir = tmp_path / "runs" / run.run_id
+    path = write_run(run_dir, run)
+    assert path == run_dir / "results.json"
+    assert (run_dir / "spec.yaml").read_text() == run.spec_text
+    assert [p.name for p in run_dir.iterdir() if p.name.startswith(".")] == []
+    # A run folder, its results.json, its id, and a unique prefix of its id all find it.
+    for ref in (run_dir, path, run.run_id, run.run_id[:20]):
+        assert load_run(ref, tmp_path) == run
+    assert run_dir_of(run.run_id, tmp_path) == run_dir
+
+
+def test_load_run_falls_back_to_spec_yaml(tmp_path: Path) -> None:
+    run = hang_run()
+    write_run(tmp_path, run)
+    data = json.loads((tmp_path / "results.json").read_text())
+    del data["spec"]["text"]
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    assert load_run(tmp_path).spec_text == run.spec_text
+
+
+def test_load_run_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no run 'nope'"):
+        load_run("nope", tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="has no results.json"):
+        load_run(tmp_path / "empty", tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(FatalError, match="cannot read results"):
+        load_run(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"format": 1}')
+    with pytest.raises(FatalError, match="not a reprospec results file"):
+        load_run(tmp_path / "other.json")
+    for suffix in ("a", "b"):
+        write_run(tmp_path / "runs" / f"20261121-x-{suffix}", infra_run())
+    with pytest.raises(UsageError, match="ambiguous"):
+        find_run("20261121-x", tmp_path)
+
+
+def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "results.json"
+    write_atomic(target, "old")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_new_run_id_sorts_by_time_and_is_unique() -> None:
+    first = new_run_id("val-segfault", datetime(2026, 11, 21, 21, 45, 12))
+    assert re.fullmatch(r"20261121-214512-val-segfault-[0-9a-f]{4}", first)
+    later = new_run_id("a", datetime(2026, 11, 21, 21, 45, 13))
+    assert sorted([later, first]) == [first, later]
+    assert len({new_run_id("x") for _ in range(50)}) > 45
+
+
+def test_compare_reports_verdict_and_environment_changes() -> None:
+    a = segfault_matrix()
+    cells = list(a.cells)
+    cells[0] = replace(cells[0], verdict="reproduced")
+    b = replace(
+        a,
+        run_id="b",
+        cells=tuple(cells[:3]),
+        environment={
+            **a.environment,
+            "torch": {**a.environment["torch"], "version": "2.5.0"},
+            "memory": {**a.environment["memory"], "available": 1},
+            "packages": {"torch": "2.5.0"},
+        },
+    )
+    diff = compare(a, b)
+    assert diff["changed"] == [
+        {
+            "cell": "num_workers=0,pin_memory=false",
+            "before": "not-reproduced",
+            "after": "reproduced",
+        }
+    ]
+    assert diff["only_a"] == ["num_workers=2,pin_memory=true"] and diff["only_b"] == []
+    assert {"key": "torch.version", "a": "2.13.0+cpu", "b": "2.5.0"} in diff["environment"]
+    assert {"key": "packages.numpy", "a": "2.1.0", "b": None} in diff["environment"]
+    # Free memory changes from run to run on any machine: not a difference worth showing.
+    assert all(row["key"] != "memory.available" for row in diff["environment"])
+    assert compare(a, a)["changed"] == [] and compare(a, a)["environment"] == []
+
+
+def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> tuple[str, str, Rate]:
+    matched = sum(a.matched for a in attempts)
+    verdict = "reproduced" if matched == len(attempts) else "not-reproduced"
+    return verdict, f"{matched}/{len(attempts)} matched", Rate(matched, len(attempts), 0.0, 1.0)
+
+
+def _shard(run: RunResult, keep: set[tuple[str, int]], run_id: str) -> RunResult:
+    """The part of `run` a shard holding those (cell, attempt) pairs would have produced."""
+    cells = []
+    for cell in run.cells:
+        attempts = tuple(a for a in cell.attempts if (cell.cell.id, a.attempt) in keep)
+        if attempts:
+            cells.append(replace(cell, attempts=attempts))
+    return replace(run, run_id=run_id, cells=tuple(cells))
+
+
+def test_merge_shards_gives_the_unsharded_run() -> None:
+    whole = hang_run()
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        _shard(whole, {(cell_id, 1), (cell_id, 3)}, "s1"),
+        _shard(whole, {(cell_id, 2)}, "s2"),
+    ]
+    merged = merge(list(reversed(shards)), run_id="m", judge_cell=_count_judge)
+    assert merged.run_id == "m"
+    assert merged.cells[0].attempts == whole.cells[0].attempts
+    assert merged.cells[0].verdict == "not-reproduced"  # rejudged by the given judge
+    # Cells held by one shard only are kept as they are, in matrix order.
+    matrix = segfault_matrix()
+    halves = [
+        _shard(matrix, {(c.cell.id, 1) for c in matrix.cells[2:]}, "s1"),
+        _shard(matrix, {(c.cell.id, 1) for c in matrix.cells[:2]}, "s2"),
+    ]
+    assert merge(halves).cells == matrix.cells
+
+
+def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
+    with pytest.raises(UsageError, match="different specs"):
+        merge([segfault_matrix(), hang_run()])
+    with pytest.raises(UsageError, match="more than one shard"):
+        merge([hang_run(), hang_run()], judge_cell=_count_judge)
+    with pytest.raises(UsageError, match="at least one run"):
+        merge([])
+
+
+def test_merge_warns_about_different_environments() -> None:
+    whole = error_run()
+    a = replace(whole, cells=whole.cells[:1])
+    b = replace(
+        whole,
+        run_id="b",
+        cells=whole.cells[1:],
+        environment={**whole.environment, "os": {"kernel": "5.15"}},
+    )
+    merged = merge([a, b])
+    assert any("kernel" in w for w in merged.warnings)

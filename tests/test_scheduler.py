@@ -1,0 +1,163 @@
+"""The scheduler through the CLI: -j, GPU slots, stop_on, shards and merge, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def write_spec(path: Path, body: str) -> Path:
+    path.write_text("reprospec: 1\n" + body)
+    return path
+
+
+def test_two_jobs_run_attempts_at_the_same_time(cli, tmp_path):
+    # Each child announces itself, then waits for the other one: with -j 1 this
+    # would time out (hang), with -j 2 both pass. No sleeps, a real rendezvous.
+    spec = write_spec(tmp_path / "pair.yaml", f"""
+name: pair
+matrix:
+  who: [a, b]
+command: >-
+  python -c "import os, sys, time, pathlib;
+  d = pathlib.Path('{tmp_path}');
+  (d / '${{{{ matrix.who }}}}.here').touch();
+  other = d / ('b.here' if '${{{{ matrix.who }}}}' == 'a' else 'a.here');
+  [time.sleep(0.05) for _ in range(200) if not other.exists()];
+  sys.exit(0 if other.exists() else 1)"
+run: {{timeout: 30s}}
+expect: {{outcome: pass}}
+""")
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 0, result.stderr + result.stdout
+    assert result.results()["summary"]["reproduced"] == 2
+
+
+def test_gpu_slots_each_attempt_sees_its_own_devices(cli, tmp_path):
+    spec = write_spec(tmp_path / "gpus.yaml", """
+name: gpu-slots
+matrix:
+  n: [1, 2, 3, 4, 5, 6]
+environment: {gpus: 1}
+command: python -c "import os; print('SAW', os.environ.get('CUDA_VISIBLE_DEVICES'))"
+expect: {outcome: pass}
+""")
+    # The outer CUDA_VISIBLE_DEVICES is respected: ids come from it, not 0..N.
+    result = cli("run", str(spec), "-j", "2", env={"CUDA_VISIBLE_DEVICES": "5,7"})
+    assert result.code == 0, result.stderr
+    run_dir = result.latest_run()
+    seen = []
+    for cell in result.results()["cells"]:
+        attempt = cell["attempts"][0]
+        out = (run_dir / attempt["logs"] / "stdout.log").read_text()
+        device = out.split("SAW", 1)[1].strip()
+        assert [device] == attempt["gpu_slot"]
+        seen.append(device)
+    assert set(seen) == {"5", "7"}
+
+
+def test_gpu_cells_without_gpus_are_skipped_as_infra_error(cli, tmp_path):
+    spec = write_spec(tmp_path / "needs-gpu.yaml", """
+name: needs-gpu
+environment: {gpus: 1}
+command: "true"
+expect: {outcome: pass}
+""")
+    result = cli("run", str(spec), "--gpus", "")
+    assert result.code == 3, result.stderr
+    cell = result.results()["cells"][0]
+    assert cell["verdict"] == "infra-error"
+    assert "skipped: needs 1 GPU" in cell["attempts"][0]["infra_error"]
+
+
+def test_stop_on_first_reproduction_skips_remaining_attempts(cli, tmp_path):
+    spec = write_spec(tmp_path / "stop.yaml", """
+name: stop-early
+command: python -c "import os; os.abort()"
+run: {repeat: 5, stop_on: first-reproduction}
+expect: {outcome: crash, signal: SIGABRT}
+""")
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr
+    cell = result.results()["cells"][0]
+    assert len(cell["attempts"]) == 1
+    assert cell["attempts"][0]["outcome"]["signal"] == "SIGABRT"
+
+
+def test_shards_merge_into_the_same_cells_and_verdicts(cli, tmp_path):
+    spec = write_spec(tmp_path / "twelve.yaml", """
+name: twelve
+matrix:
+  a: [1, 2, 3, 4]
+  b: [x, y, z]
+command: python -c "import sys; sys.exit(3 if '${{ matrix.b }}' == 'z' else 0)"
+expect:
+  outcome: pass
+  cases:
+    - when: {b: z}
+      outcome: error
+      exit_code: 3
+""")
+    whole = cli("run", str(spec))
+    assert whole.code == 0, whole.stderr
+    reference = {c["id"]: c["verdict"] for c in whole.results()["cells"]}
+    shard_dirs = []
+    for k in (1, 2, 3):
+        shard = cli("run", str(spec), "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}"))
+        assert shard.code in (0, 1), shard.stderr
+        shard_dirs.append(str(next((tmp_path / f"s{k}" / "runs").iterdir())))
+    merged = cli("merge", *shard_dirs)
+    assert merged.code == 0, merged.stderr
+    merged_cells = {c["id"]: c["verdict"] for c in merged.results()["cells"]}
+    assert merged_cells == reference
+    assert sum(len(c["attempts"]) for c in merged.results()["cells"]) == 12
+
+
+def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path):
+    # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs.
+    gate = tmp_path / "gate"
+    spec = write_spec(tmp_path / "resume.yaml", f"""
+name: resume-me
+command: >-
+  python -c "import os, time, pathlib;
+  n = int(os.environ['ATTEMPT']);
+  pathlib.Path('{tmp_path}', f'started-{{n}}').touch();
+  open('{tmp_path}/ran.log', 'a').write(f'{{n}}\\n');
+  [time.sleep(0.05) for _ in range(600) if n == 4 and not pathlib.Path('{gate}').exists()]"
+environment:
+  env: {{ATTEMPT: "${{{{ attempt }}}}"}}
+run: {{repeat: 6, timeout: 60s}}
+expect: {{outcome: pass}}
+""")
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1"}
+    engine = subprocess.Popen([sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started-4").exists():
+        assert time.monotonic() < deadline, "attempt 4 never started"
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGKILL)
+    engine.wait()
+    gate.touch()
+    run_id = next((out / "runs").iterdir()).name
+    resumed = subprocess.run([sys.executable, "-m", "reprospec", "run", "--resume", run_id,
+                              "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    data = json.loads((out / "runs" / run_id / "results.json").read_text())
+    attempts = data["cells"][0]["attempts"]
+    assert [a["attempt"] for a in attempts] == [1, 2, 3, 4, 5, 6]
+    # attempts 1-3 finished before the kill and ran once; 4 was cut off and ran again
+    ran = (tmp_path / "ran.log").read_text().split()
+    assert sorted(ran) == ["1", "2", "3", "4", "4", "5", "6"]
+    history = subprocess.run([sys.executable, "-m", "reprospec", "history", "--out", str(out)],
+                             cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run_id in history.stdout

@@ -1,0 +1,203 @@
+"""The SQLite store: runs, cells and attempts written and read back, resume data, kill safety."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_report import hang_run, infra_run, segfault_matrix
+
+from reprospec.errors import FatalError
+from reprospec.models import RunResult
+from reprospec.store import SCHEMA_VERSION, Store, environment_fingerprint
+
+OPTIONS = {"runner": "local", "jobs": 2, "repeat": None}
+
+
+def _record(store: Store, run: RunResult, status: str = "finished") -> None:
+    store.begin_run(
+        run.run_id,
+        run.spec_name,
+        run.spec_path,
+        run.spec_text,
+        run.runner,
+        OPTIONS,
+        {},
+        started=run.started,
+    )
+    for cell in run.cells:
+        for attempt in cell.attempts:
+            store.record_attempt(run.run_id, cell.cell.id, attempt)
+        store.finish_cell(run.run_id, cell)
+    store.finish_run(run.run_id, status, environment=run.environment, finished=run.finished)
+
+
+def test_write_and_read_back(tmp_path: Path) -> None:
+    run = segfault_matrix()
+    with Store(tmp_path) as store:
+        _record(store, run)
+        info = store.run_info(run.run_id)
+        assert info is not None
+        assert info["spec_text"] == run.spec_text and info["options"] == OPTIONS
+        assert info["status"] == "finished" and info["environment"] == dict(run.environment)
+        assert info["env_fingerprint"] == environment_fingerprint(run.environment)
+        assert store.run_info("missing") is None
+        attempts = store.finished_attempts(run.run_id)
+    assert attempts == {(cell.cell.id, a.attempt): a for cell in run.cells for a in cell.attempts}
+
+
+def test_attempts_round_trip_with_infra_errors_and_stacks(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for run in (hang_run(), infra_run()):
+        _record(store, run)
+        stored = store.finished_attempts(run.run_id, include_infra_errors=True)
+        assert list(stored.values()) == list(run.cells[0].attempts)
+    infra_id = infra_run().run_id
+    assert (
+        store.finished_attempts(infra_id, include_infra_errors=True)[("default", 1)].outcome is None
+    )
+    # An attempt that never ran is not finished: a resumed run retries it.
+    assert store.finished_attempts(infra_id) == {}
+
+
+def test_history_lists_runs_newest_first_with_verdict_counts(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    old = segfault_matrix()
+    new = replace(old, run_id="20261122-new", started="2026-11-22T00:00:00")
+    _record(store, old)
+    _record(store, new, status="interrupted")
+    _record(store, hang_run())
+    rows = store.runs(spec_name="val-segfault")
+    assert [r["run_id"] for r in rows] == ["20261122-new", old.run_id]
+    assert rows[1]["status"] == "finished" and rows[0]["status"] == "interrupted"
+    assert (
+        rows[1]["cells"],
+        rows[1]["reproduced"],
+        rows[1]["not_reproduced"],
+        rows[1]["infra_error"],
+        rows[1]["attempts"],
+    ) == (4, 1, 3, 0, 4)
+    assert len(store.runs()) == 3
+
+
+def test_running_run_and_bad_status(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.begin_run("r1", "s", "s.yaml", "name: s\n", "local", ["run", "s.yaml"], {})
+    assert store.runs()[0]["status"] == "running" and store.runs()[0]["finished"] is None
+    with pytest.raises(ValueError, match="run status"):
+        store.finish_run("r1", "done")
+
+
+def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
+    run = hang_run()
+    attempt = run.cells[0].attempts[0]
+    store = Store(tmp_path)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+
+    def write(worker: int) -> None:
+        for n in range(25):
+            store.record_attempt(run.run_id, f"cell-{worker}", replace(attempt, attempt=n))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.finished_attempts(run.run_id)) == 100
+
+
+def test_schema_is_versioned(tmp_path: Path) -> None:
+    Store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(FatalError, match="newer reprospec"):
+        Store(tmp_path)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "results.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(FatalError, match="not a usable results store"):
+        Store(tmp_path / "junk")
+
+
+def test_environment_fingerprint_ignores_volatile_keys() -> None:
+    env = {
+        "python": {"version": "3.11.7", "executable": "/usr/bin/python3"},
+        "torch": {"version": "2.13.0", "cuda": None},
+        "nvidia": {"gpus": [{"name": "A100", "capability": "8.0"}]},
+        "memory": {"total": 1 << 34, "available": 1 << 33},
+    }
+    same = {
+        **env,
+        "python": {"version": "3.11.7", "executable": "/opt/venv/bin/python"},
+        "memory": {"total": 1 << 34, "available": 1 << 30},
+        "env": {"OMP_NUM_THREADS": "4"},
+    }
+    assert environment_fingerprint(env) == environment_fingerprint(same)
+    other_torch = {**env, "torch": {"version": "2.5.0", "cuda": None}}
+    assert environment_fingerprint(env) != environment_fingerprint(other_torch)
+    other_gpu = {**env, "nvidia": {"gpus": [{"name": "H100", "capability": "9.0"}]}}
+    assert environment_fingerprint(env) != environment_fingerprint(other_gpu)
+    assert len(environment_fingerprint({})) == 16
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, {tests!r})
+    from test_report import hang_run
+    from reprospec.store import Store
+
+    run = hang_run()
+    store = Store(Path({root!r}))
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {{}}, {{}})
+    for attempt in run.cells[0].attempts[:2]:
+        store.record_attempt(run.run_id, "default", attempt)
+    # An attempt being written when the engine dies: begun, never committed.
+    store._db.execute("BEGIN IMMEDIATE")
+    store._db.execute("INSERT INTO attempts (run_id, cell_id, attempt, started, finished, "
+                      "duration_s, matched, mismatches, gpu_slot, logs, warnings) "
+                      "VALUES (?, 'default', 3, '', '', 0, 0, '[]', '[]', '', '[]')",
+                      (run.run_id,))
+    Path({marker!r}).write_text("ready")
+    time.sleep(60)
+    """
+)
+
+
+def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ready"
+    code = CHILD.format(tests=str(Path(__file__).parent), root=str(tmp_path), marker=str(marker))
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert child.poll() is None, "child died before recording its attempts"
+            assert time.monotonic() < deadline, "child never got ready"
+            time.sleep(0.01)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=10)
+    assert child.returncode == -signal.SIGKILL
+    store = Store(tmp_path)
+    run = hang_run()
+    assert store.finished_attempts(run.run_id) == {
+        ("default", a.attempt): a for a in run.cells[0].attempts[:2]
+    }
+    info = store.run_info(run.run_id)
+    assert info is not None and info["status"] == "running"
+    # The store is writable again after the crash: the resumed run finishes it.
+    store.record_attempt(run.run_id, "default", run.cells[0].attempts[2])
+    store.finish_run(run.run_id, "finished")
+    assert len(store.finished_attempts(run.run_id)) == 3

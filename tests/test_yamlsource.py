@@ -1,0 +1,143 @@
+"""yamlsource.py: safe loading, locations of every node, duplicate keys, foreign tags."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.yamlsource import (
+    MAX_NODES,
+    Problem,
+    YamlSourceError,
+    format_path,
+    load_value,
+    load_yaml,
+    locate,
+)
+
+TEXT = """\
+# comment
+matrix:
+  num_workers: [0, 2]
+  include:
+    - {num_workers: 4}
+    - num_workers: 8
+      pin_memory: true
+command: echo
+"""
+
+
+def problems(text: str, offset: int = 0) -> list[str]:
+    with pytest.raises(YamlSourceError) as caught:
+        load_yaml(text, line_offset=offset)
+    return [p.format("f.yaml") for p in caught.value.problems]
+
+
+def test_locations_of_values_and_keys() -> None:
+    doc = load_yaml(TEXT)
+    assert doc.data["matrix"]["include"][1] == {"num_workers": 8, "pin_memory": True}
+    assert doc.locations[()] == (2, 1)
+    assert doc.locations[("matrix",)] == (3, 3)
+    assert doc.locations[("matrix", "num_workers", 1)] == (3, 20)
+    assert doc.locations[("matrix", "include", 0, "num_workers")] == (5, 21)
+    assert doc.locations[("matrix", "include", 2 - 1, "pin_memory")] == (7, 19)
+    assert doc.key_locations[("matrix", "include", 1, "pin_memory")] == (7, 7)
+    assert doc.key_locations[("command",)] == (8, 1)
+
+
+def test_line_offset_shifts_every_line() -> None:
+    doc = load_yaml(TEXT, line_offset=10)
+    assert doc.locations[("command",)] == (18, 10)
+    assert problems("a: 1\na: 2\n", offset=5) == [
+        "f.yaml:7:1: (top level): duplicate key 'a' (first given on line 6)"
+    ]
+
+
+def test_types_follow_pyyaml() -> None:
+    data = load_yaml("a: 1\nb: 1.5\nc: yes\nd: off\ne: null\nf: '1'\ng: 3.10\n").data
+    assert data == {"a": 1, "b": 1.5, "c": True, "d": False, "e": None, "f": "1", "g": 3.1}
+
+
+def test_duplicate_keys_nested_all_reported() -> None:
+    assert problems("run:\n  timeout: 1m\n  timeout: 2m\nexpect: {a: 1, a: 2}\n") == [
+        "f.yaml:3:3: run: duplicate key 'timeout' (first given on line 2)",
+        "f.yaml:4:16: expect: duplicate key 'a' (first given on line 4)",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x: !!python/object/apply:os.system ['ls']\n",
+        "x: !!python/name:os.system\n",
+        "x: !!python/tuple [1, 2]\n",
+        "x: !custom 1\n",
+    ],
+)
+def test_foreign_tags_refused(text: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith("f.yaml:1:4: x: tag '!")
+    assert message.endswith("' is not allowed: a spec is plain data")
+
+
+def test_safe_tags_still_work() -> None:
+    assert load_yaml("a: !!str 1\nb: !!int '2'\n").data == {"a": "1", "b": 2}
+
+
+def test_syntax_errors_are_located() -> None:
+    assert problems("a: [1, 2\nb: 3\n") == [
+        "f.yaml:2:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence)"
+    ]
+    assert problems("a: 1\n b: 2\n") == [
+        "f.yaml:2:3: invalid YAML: mapping values are not allowed here"
+    ]
+    assert problems("a: 1\n---\nb: 2\n") == [
+        "f.yaml:2:1: invalid YAML: expected a single document in the stream,"
+        " but found another document"
+    ]
+
+
+def test_boolean_and_collection_keys() -> None:
+    assert problems("on: push\n") == [
+        "f.yaml:1:1: (top level): key on is read as the boolean true; quote it: 'on'"
+    ]
+    assert problems("1: x\n") == ["f.yaml:1:1: (top level): key 1 is not a string; quote it: '1'"]
+    assert problems("? [a]\n: x\n") == [
+        "f.yaml:1:3: (top level): a mapping key must be a plain value, not a collection"
+    ]
+
+
+def test_anchors_and_merge_keys() -> None:
+    doc = load_yaml("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n")
+    assert doc.data["other"] == {"x": 1, "y": 3}
+
+
+def test_recursive_alias_refused() -> None:
+    assert problems("a: &x [*x]\n") == [
+        "f.yaml:1:4: a[0]: recursive alias (a node that contains itself)"
+    ]
+
+
+def test_alias_bomb_is_capped() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 8):
+        prev = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([prev] * 10)}]")
+    found = problems("\n".join(lines) + "\n")
+    assert len(found) == 1
+    assert f"document too large (more than {MAX_NODES} nodes)" in found[0]
+
+
+def test_empty_document() -> None:
+    doc = load_yaml("# only a comment\n")
+    assert doc.data is None
+    assert doc.locations[()] == (1, 1)
+
+
+def test_load_value_and_path_helpers() -> None:
+    assert load_value("[1, true, a]") == [1, True, "a"]
+    assert load_value("") is None
+    assert format_path(()) == "(top level)"
+    assert format_path(("matrix", "include", 2, "pin_memory")) == "matrix.include[2].pin_memory"
+    assert locate({(): (1, 1), ("a",): (2, 3)}, ("a", "b", 0)) == (2, 3)
+    assert locate({}, ("a",)) == (1, 1)
+    assert Problem(3, 4, None, "m").format("f") == "f:3:4: m"
