@@ -152,6 +152,9 @@ def plan_run(spec: Spec, options: RunOptions) -> PlannedRun:
     if options.shard is not None:
         k, n = options.shard
         attempts = tuple(a for i, a in enumerate(attempts) if i % n == k - 1)
+        # A shard reports only the cells it ran; `reprospec merge` puts them together.
+        in_shard = {plan.cell.id for plan in attempts}
+        cells = tuple(cell for cell in cells if cell.id in in_shard)
     parallel = options.jobs or int(run_section.get("parallel", 1) or 1)
     return PlannedRun(
         spec=spec,

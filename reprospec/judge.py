@@ -124,7 +124,7 @@ def judge_cell(
 
 def describe_expectation(expectation: Expectation) -> str:
     """`crash SIGSEGV in validation step 6..8`: what the spec asked for, in words."""
-    words = [expectation.outcome]
+    words: list[str] = [expectation.outcome]
     if expectation.signal:
         words.append(canonical_signal(expectation.signal) or expectation.signal)
     if expectation.exception:
@@ -139,7 +139,7 @@ def describe_expectation(expectation: Expectation) -> str:
 
 def describe_outcome(outcome: Outcome, expectation: Expectation | None = None) -> str:
     """`crash SIGSEGV in validation step 7`: an outcome in the terms of an expectation."""
-    words = [outcome.kind]
+    words: list[str] = [outcome.kind]
     if outcome.signal:
         words.append(outcome.signal)
     # A worker crash's RuntimeError is noise unless the expectation asks for an exception.
@@ -161,7 +161,7 @@ def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: R
     misses = [a for a in usable if not a.matched]
     actual, count = _most_common(misses, expectation)
     reason = f"expected {describe_expectation(expectation)}, got {actual} in {count}/{n} attempts"
-    if len(misses) == 1 and misses[0].mismatches and not _kind_only(misses[0]):
+    if len(misses) == 1 and misses[0].mismatches and not _kind_differs(misses[0]):
         reason += f" ({misses[0].mismatches[0]})"
     if rate.matched:
         reason += f"; {rate.matched}/{n} matched"
@@ -210,9 +210,9 @@ def _most_common(misses: list[AttemptResult], expectation: Expectation) -> tuple
     return counts.most_common(1)[0]
 
 
-def _kind_only(attempt: AttemptResult) -> bool:
-    # "expected outcome crash, got pass" adds nothing to "expected crash, got pass".
-    return all(m.startswith("expected outcome ") for m in attempt.mismatches)
+def _kind_differs(attempt: AttemptResult) -> bool:
+    # "got pass" says it all; a detail helps only when the kind was right.
+    return any(m.startswith("expected outcome ") for m in attempt.mismatches)
 
 
 def _where_words(phase: str | None, step: object, expectation: Expectation | None) -> list[str]:

@@ -36,6 +36,14 @@ class Spec:
     locations: Mapping[tuple[str | int, ...], tuple[int, int]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # The spec file a report was made from, when `path` is that report (report.md):
+    # relative paths in the spec (workdir) keep meaning what they meant there.
+    origin: Path | None = None
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths in the spec are resolved against."""
+        return (self.origin or self.path).parent
 
 
 @dataclass(frozen=True)

@@ -300,9 +300,7 @@ def worker_death(stderr: str, worker_exit: dict[str, Any] | None = None) -> Work
     if worker_exit is not None:
         signal = canonical_signal(worker_exit["signal"]) if worker_exit.get("signal") else None
         pid = worker_exit.get("pid")
-        return WorkerDeath(
-            signal, None, pid if isinstance(pid, int) else None, "worker_exit event"
-        )
+        return WorkerDeath(signal, None, pid if isinstance(pid, int) else None, "worker_exit event")
     kills = list(_WORKER_KILLED.finditer(stderr))
     if kills:
         killed = kills[-1]
@@ -332,6 +330,11 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
             return None  # interleaved output: not a traceback we can trust
         message_lines = [match["message"]] if match["message"] is not None else []
         for extra in lines[index + 1 : index + _MAX_MESSAGE_LINES]:
+            if group:
+                # Inside a group every message line is prefixed; "+-+----" starts a member.
+                if not _GROUP_PREFIX.match(extra):
+                    break
+                extra = _GROUP_PREFIX.sub("", extra)
             if not extra.strip() or _TB_HEADER.match(extra) or _MESSAGE_END.match(extra):
                 break
             if not message_lines:
@@ -344,7 +347,14 @@ def _exception_after(lines: list[str], header: int) -> PythonException | None:
 
 def _traceback_context(lines: list[str], header: int) -> str:
     previous = lines[header - 1] if header > 0 else ""
-    if previous.startswith("Exception ignored"):
+    first_frame = lines[header + 1] if header + 1 < len(lines) else ""
+    # Reports printed while the interpreter shuts down come after the real one:
+    # "Exception ignored in ...", atexit errors, and weakref finalizers (which
+    # print through sys.excepthook with no header at all).
+    if (
+        previous.startswith(("Exception ignored", "Error in atexit"))
+        or "in _exitfunc" in first_frame
+    ):
         return "ignored"
     if previous.startswith("Exception in thread"):
         return "thread"

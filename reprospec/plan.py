@@ -121,7 +121,7 @@ def plan_attempt(
     else:
         workload = section("workload", {})
     env = {str(k): render(v) for k, v in (environment.get("env") or {}).items()}
-    workdir = Path(spec.path).parent / render(environment.get("workdir", "."))
+    workdir = spec.base_dir / render(environment.get("workdir", "."))
     try:
         timeout_s = parse_duration(run.get("timeout", "10m"))
     except ValueError as exc:

@@ -45,6 +45,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem."""
     file = str(path)
     text, yaml_text, offset = _read(Path(path))
+    origin = _report_origin(text) if Path(path).suffix.lower() == ".md" else None
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
@@ -61,7 +62,20 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         document=apply_defaults(data),
         source_text=yaml_text,
         locations=dict(source.locations),
+        origin=origin,
     )
+
+
+_ORIGIN = re.compile(r"<!-- reprospec:spec path=(.+?) -->")
+
+
+def _report_origin(text: str) -> Path | None:
+    """The spec file a report was rendered from, when it is still there (relative to cwd)."""
+    match = _ORIGIN.search(text)
+    if match is None:
+        return None
+    origin = Path(match.group(1).strip())
+    return origin if origin.is_file() else None
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[str]:

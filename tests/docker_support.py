@@ -94,3 +94,34 @@ def make_wheel(folder: Path, name: str = "reprospec_probe", version: str = "0.1"
         for path, text in files.items():
             archive.writestr(path, text)
     return wheel
+
+
+# A dataset caching samples in one shared-memory block: small /dev/shm -> SIGBUS in workers.
+SHM_CACHE = '''
+"""A dataset caching samples in one shared-memory block, as many real pipelines do."""
+import math
+from multiprocessing import shared_memory
+
+import torch
+
+
+class ShmCache(torch.utils.data.Dataset):
+    def __init__(self, size=256, shape=(3, 64, 64), classes=10):
+        self.size, self.shape, self.classes = size, tuple(shape), classes
+        self.count = math.prod(self.shape)
+        # Sized with ftruncate: /dev/shm hands out pages only when first written.
+        self.block = shared_memory.SharedMemory(create=True, size=size * self.count * 4)
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        view = torch.frombuffer(self.block.buf, dtype=torch.float32, count=self.count,
+                                offset=index * self.count * 4).view(self.shape)
+        view.fill_(float(index))
+        return view[:, :8, :8].clone(), index % self.classes
+
+
+def build(**params):
+    return ShmCache(**params)
+'''

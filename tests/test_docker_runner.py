@@ -17,7 +17,14 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import CLIENT, make_plan, needs_engine, py, require_image  # noqa: E402
+from docker_support import (  # noqa: E402
+    CLIENT,
+    SHM_CACHE,
+    make_plan,
+    needs_engine,
+    py,
+    require_image,
+)
 
 from reprospec import dockerimage  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
@@ -281,34 +288,6 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers:
     assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
 
 
-SHM_CACHE = '''
-"""A dataset caching samples in one shared-memory block, as many real pipelines do."""
-import math
-from multiprocessing import shared_memory
-
-import torch
-
-
-class ShmCache(torch.utils.data.Dataset):
-    def __init__(self, size=256, shape=(3, 64, 64), classes=10):
-        self.size, self.shape, self.classes = size, tuple(shape), classes
-        self.count = math.prod(self.shape)
-        # Sized with ftruncate: /dev/shm hands out pages only when first written.
-        self.block = shared_memory.SharedMemory(create=True, size=size * self.count * 4)
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        view = torch.frombuffer(self.block.buf, dtype=torch.float32, count=self.count,
-                                offset=index * self.count * 4).view(self.shape)
-        view.fill_(float(index))
-        return view[:, :8, :8].clone(), index % self.classes
-
-
-def build(**params):
-    return ShmCache(**params)
-'''
 
 
 @needs_engine

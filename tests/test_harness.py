@@ -177,8 +177,7 @@ def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
     })
     started = time.monotonic()
     done = child.run()
-    assert done.returncode == 1
-    assert "exited unexpectedly" in done.stderr or "exit code 7" in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 1  # the main loop's own error varies; the event does not
     exit_ = child.last("worker_exit")
     assert exit_["exit_code"] == 7 and exit_["index"] == 9 and exit_["phase"] == "validation"
     assert child.last("loader")["multiprocessing_context"] == "forkserver"
@@ -243,9 +242,9 @@ def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
 def test_small_shm_exhausts_shared_memory_without_any_fault(tmp_path: Path) -> None:
     child = Child(tmp_path, {
         "model": {"builtin": "mlp", "params": {"hidden": 8, "layers": 1}},
-        "data": {"dataset": {"size": 64, "shape": [3, 256, 256]},
-                 "loader": {"batch_size": 32, "num_workers": 2}},
-        "phases": [{"name": "train", "steps": 2}],
+        "data": {"dataset": {"size": 256, "shape": [3, 256, 256]},
+                 "loader": {"batch_size": 32, "num_workers": 2}},  # 4 batches of 24 MiB in flight
+        "phases": [{"name": "train", "steps": 4}],
     }, {"shm_size": "64m"})
     assert child.warnings == []
     done = child.run()

@@ -101,11 +101,12 @@ def execute(
     runner.prepare(planned.attempts)
     resumed = run_id is not None
     run_id = run_id or new_run_id(spec.name)
-    run_dir = options.out_root / "runs" / run_id
+    # Absolute: children run in their own workdir and must find the events file.
+    run_dir = options.out_root.resolve() / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     started = now_iso()
     if not resumed:
-        store.begin_run(run_id, spec.name, str(spec.path), _spec_text(spec, options),
+        store.begin_run(run_id, spec.name, str(spec.origin or spec.path), _spec_text(spec, options),
                         options.runner, options.to_dict(), {})
     env_holder: dict[str, Any] = {}
     env_thread = _capture_environment_in_background(runner, planned.attempts[0], run_dir,
@@ -130,7 +131,7 @@ def execute(
     result = RunResult(
         run_id=run_id,
         spec_name=spec.name,
-        spec_path=str(spec.path),
+        spec_path=str(spec.origin or spec.path),
         spec_text=_spec_text(spec, options),
         runner=options.runner,
         started=started,

@@ -554,6 +554,7 @@ def context(run: RunResult, run_dir: Path | None = None) -> dict[str, Any]:
         "command": _command(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
         "spec_text": spec_text,
+        "spec_path": run.spec_path,
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,

@@ -1,0 +1,324 @@
+"""Judging: each expectation field matching and missing, cell verdicts, rates with Wilson."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.judge import (
+    describe_expectation,
+    exception_matches,
+    judge_attempt,
+    judge_cell,
+    rate_decided,
+    rate_of,
+    rate_satisfied,
+    wilson,
+)
+from reprospec.models import AttemptResult, Expectation, Outcome, RateBound, StepRange
+
+SEGV_WORKER = Outcome(
+    kind="crash",
+    signal="SIGSEGV",
+    where="worker",
+    exception="RuntimeError",
+    message="DataLoader worker (pid 4242) is killed by signal: Segmentation fault.",
+    phase="validation",
+    step=7,
+    signature="crash:SIGSEGV:worker:validation",
+)
+CUDA_ERROR = Outcome(
+    kind="error",
+    exit_code=1,
+    exception="torch.AcceleratorError",
+    message="CUDA error: an illegal memory access was encountered\nmore text",
+    phase="train",
+    step=2,
+    signature="error:torch.AcceleratorError:train",
+)
+PASSED = Outcome(kind="pass", exit_code=0, phase="validation", step=9, signature="pass")
+HUNG = Outcome(kind="hang", phase="import", signature="hang:import")
+
+
+def attempt(outcome: Outcome | None, expectation: Expectation, number: int = 1) -> AttemptResult:
+    """An AttemptResult judged the way the engine does it."""
+    if outcome is None:
+        return AttemptResult(
+            attempt=number,
+            duration_s=0.0,
+            outcome=None,
+            matched=False,
+            mismatches=(),
+            logs="",
+            infra_error="docker engine not available",
+        )
+    matched, mismatches = judge_attempt(outcome, expectation)
+    return AttemptResult(number, 1.0, outcome, matched, mismatches, logs="")
+
+
+# --- judge_attempt: one field at a time -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expected", "outcome", "matched"),
+    [
+        ("crash", SEGV_WORKER, True),
+        ("error", SEGV_WORKER, False),
+        ("fail", SEGV_WORKER, True),
+        ("fail", CUDA_ERROR, True),
+        ("fail", HUNG, True),
+        ("fail", PASSED, False),
+        ("pass", PASSED, True),
+        ("hang", HUNG, True),
+        ("hang", PASSED, False),
+    ],
+)
+def test_outcome_kind(expected: str, outcome: Outcome, matched: bool) -> None:
+    result = judge_attempt(outcome, Expectation(outcome=expected))  # type: ignore[arg-type]
+    assert result[0] is matched
+    if not matched:
+        assert result[1] == (f"expected outcome {expected}, got {outcome.kind}",)
+
+
+def test_signal() -> None:
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGSEGV")) == (True, ())
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="segv"))[0]
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGBUS")) == (
+        False,
+        ("expected signal SIGBUS, got SIGSEGV",),
+    )
+    assert judge_attempt(CUDA_ERROR, Expectation("fail", signal="SIGSEGV")) == (
+        False,
+        ("expected signal SIGSEGV, got none (exit code 1)",),
+    )
+
+
+def test_exit_code() -> None:
+    exited = Outcome(kind="error", exit_code=3, signature="error:exit-3")
+    assert judge_attempt(exited, Expectation("error", exit_code=3)) == (True, ())
+    assert judge_attempt(exited, Expectation("error", exit_code=2)) == (
+        False,
+        ("expected exit code 2, got 3",),
+    )
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", exit_code=1))[1] == (
+        "expected exit code 1, got none",
+    )
+
+
+def test_exception_exact_or_last_dotted_component() -> None:
+    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="AcceleratorError"))[0]
+    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="torch.AcceleratorError"))[0]
+    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="RuntimeError")) == (
+        False,
+        ("expected exception RuntimeError, got torch.AcceleratorError",),
+    )
+    assert exception_matches("torch.AcceleratorError", "AcceleratorError")
+    assert not exception_matches("other.AcceleratorError", "torch.AcceleratorError")
+    assert not exception_matches("Error", "RuntimeError")  # a suffix is not a component
+    assert not exception_matches("ValueError", None)
+
+
+def test_message_in_exception_then_output_tail() -> None:
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"illegal memory"))[0]
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"^more text"))[0] is False
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"(?m)^more text"))[0]
+    # Not in the exception message, but printed: the output tail counts.
+    expectation = Expectation("error", message=r"Validation step \d+")
+    assert judge_attempt(CUDA_ERROR, expectation, output_tail="Validation step 7\n")[0]
+    matched, misses = judge_attempt(CUDA_ERROR, expectation, output_tail="nothing")
+    assert not matched
+    assert misses == (
+        "expected message matching 'Validation step \\\\d+', "
+        "got 'CUDA error: an illegal memory access was encountered'",
+    )
+    assert judge_attempt(PASSED, Expectation("pass", message="x"))[1] == (
+        "expected message matching 'x', got no message",
+    )
+
+
+def test_invalid_message_regex_is_a_mismatch_not_a_crash() -> None:
+    matched, misses = judge_attempt(CUDA_ERROR, Expectation("error", message="(unclosed"))
+    assert not matched
+    assert "no valid regex" in misses[0]
+
+
+def test_phase_and_step_range() -> None:
+    expectation = Expectation("crash", phase="validation", step=StepRange(6, 8))
+    assert judge_attempt(SEGV_WORKER, expectation) == (True, ())
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", step=StepRange(7, 7)))[0]
+    early = Outcome(kind="crash", signal="SIGSEGV", phase="train", step=3, signature="x")
+    assert judge_attempt(early, expectation) == (
+        False,
+        ("expected phase validation, got train", "expected step 6..8, got 3"),
+    )
+    assert judge_attempt(HUNG, Expectation("hang", step=StepRange(1, 2)))[1] == (
+        "expected step 1..2, got none",
+    )
+
+
+def test_every_miss_is_listed() -> None:
+    expectation = Expectation(
+        "crash", signal="SIGSEGV", exception="MemoryError", phase="validation"
+    )
+    matched, misses = judge_attempt(PASSED, expectation)
+    assert not matched
+    assert misses == (
+        "expected outcome crash, got pass",
+        "expected signal SIGSEGV, got none (pass)",
+        "expected exception MemoryError, got none",
+    )
+
+
+# --- Wilson interval and rates ------------------------------------------------------------------
+
+
+def test_wilson() -> None:
+    assert wilson(0, 0) == (0.0, 1.0)
+    low, high = wilson(3, 3)
+    assert round(low, 2) == 0.44 and high == 1.0
+    low, high = wilson(6, 20)
+    assert (round(low, 2), round(high, 2)) == (0.15, 0.52)
+    low, high = wilson(0, 10)
+    assert low == 0.0 and round(high, 3) == 0.278
+    low, high = wilson(50, 100)
+    assert low == pytest.approx(1 - high)
+
+
+def test_rate_decided_and_satisfied() -> None:
+    at_least = RateBound(">=", 0.3)
+    assert not rate_decided(rate_of(6, 20), at_least)  # 0.15-0.52 contains 0.3
+    assert rate_decided(rate_of(18, 20), at_least)  # low 0.70 > 0.3
+    assert rate_decided(rate_of(0, 20), at_least)  # high 0.16 < 0.3
+    assert not rate_decided(rate_of(0, 0), at_least)
+    assert rate_satisfied(rate_of(6, 20), at_least)
+    assert not rate_satisfied(rate_of(5, 20), at_least)
+    assert not rate_satisfied(rate_of(0, 0), at_least)
+    assert rate_satisfied(rate_of(1, 10), RateBound("<", 0.2))
+    assert rate_satisfied(rate_of(1, 2), RateBound("==", 0.5))
+    assert not rate_satisfied(rate_of(3, 10), RateBound(">", 0.3))
+
+
+# --- judge_cell --------------------------------------------------------------------------------
+
+
+def test_cell_reproduced_every_attempt() -> None:
+    expectation = Expectation("crash", signal="SIGSEGV", phase="validation")
+    attempts = [attempt(SEGV_WORKER, expectation, n) for n in (1, 2, 3)]
+    verdict, reason, rate = judge_cell(expectation, attempts)
+    assert verdict == "reproduced"
+    assert (rate.matched, rate.attempts, round(rate.low, 2), rate.high) == (3, 3, 0.44, 1.0)
+    assert reason == (
+        "3/3 attempts crashed with SIGSEGV in a DataLoader worker in validation step 7 as expected"
+    )
+
+
+def test_cell_not_reproduced() -> None:
+    expectation = Expectation("crash", signal="SIGSEGV")
+    verdict, reason, rate = judge_cell(
+        expectation, [attempt(PASSED, expectation, n) for n in (1, 2)]
+    )
+    assert verdict == "not-reproduced"
+    assert reason == "expected crash SIGSEGV, got pass in 2/2 attempts"
+    assert (rate.matched, rate.attempts) == (0, 2)
+
+
+def test_cell_one_miss_out_of_three_is_not_reproduced_without_a_rate() -> None:
+    expectation = Expectation("crash", signal="SIGSEGV")
+    attempts = [attempt(o, expectation, n) for n, o in enumerate([SEGV_WORKER, HUNG, SEGV_WORKER])]
+    verdict, reason, _ = judge_cell(expectation, attempts)
+    assert verdict == "not-reproduced"
+    assert reason == "expected crash SIGSEGV, got hang in 1/3 attempts; 2/3 matched"
+
+
+def test_cell_miss_on_a_detail_says_which() -> None:
+    expectation = Expectation("crash", signal="SIGSEGV", phase="validation", step=StepRange(1, 2))
+    verdict, reason, _ = judge_cell(expectation, [attempt(SEGV_WORKER, expectation)])
+    assert verdict == "not-reproduced"
+    assert reason == (
+        "expected crash SIGSEGV in validation step 1..2, got crash SIGSEGV in validation step 7"
+        " in 1/1 attempts (expected step 1..2, got 7)"
+    )
+
+
+def test_cell_pass_expected() -> None:
+    expectation = Expectation("pass")
+    verdict, reason, _ = judge_cell(expectation, [attempt(PASSED, expectation)])
+    assert (verdict, reason) == (
+        "reproduced",
+        "1/1 attempts passed in validation step 9 as expected",
+    )
+
+
+def test_cell_error_reason_names_the_exception() -> None:
+    expectation = Expectation("error", exception="AcceleratorError")
+    verdict, reason, _ = judge_cell(expectation, [attempt(CUDA_ERROR, expectation)])
+    assert verdict == "reproduced"
+    assert reason == "1/1 attempts failed with torch.AcceleratorError in train step 2 as expected"
+    verdict, reason, _ = judge_cell(expectation, [attempt(PASSED, expectation)])
+    assert reason == "expected error AcceleratorError, got pass in 1/1 attempts"
+
+
+def test_cell_infra_error() -> None:
+    expectation = Expectation("crash")
+    verdict, reason, rate = judge_cell(expectation, [attempt(None, expectation)])
+    assert verdict == "infra-error"
+    assert reason == "could not run: docker engine not available"
+    assert (rate.attempts, rate.low, rate.high) == (0, 0.0, 1.0)
+    assert judge_cell(expectation, [])[0] == "infra-error"
+
+
+def test_cell_with_some_infra_attempts_judges_the_rest() -> None:
+    expectation = Expectation("crash")
+    attempts = [attempt(SEGV_WORKER, expectation, 1), attempt(None, expectation, 2)]
+    verdict, reason, rate = judge_cell(expectation, attempts)
+    assert verdict == "reproduced"
+    assert (rate.matched, rate.attempts) == (1, 1)
+    assert reason.endswith("(1 more could not run)")
+
+
+def _rate_cell(matched: int, n: int, bound: str) -> tuple[str, str]:
+    op, value = bound[:2], float(bound[2:])
+    expectation = Expectation("crash", signal="SIGSEGV", rate=RateBound(op, value))  # type: ignore[arg-type]
+    outcomes = [SEGV_WORKER] * matched + [PASSED] * (n - matched)
+    verdict, reason, rate = judge_cell(
+        expectation, [attempt(o, expectation, i) for i, o in enumerate(outcomes)]
+    )
+    assert (rate.matched, rate.attempts) == (matched, n)
+    return verdict, reason
+
+
+def test_rate_straddling_threshold_is_flagged() -> None:
+    verdict, reason = _rate_cell(6, 20, ">=0.3")
+    assert verdict == "reproduced"  # the point estimate decides the verdict
+    assert reason == (
+        "intermittent: 6/20 = 0.30, 95% CI 0.15-0.52 straddles >=0.3; run more attempts"
+        " (crash SIGSEGV)"
+    )
+
+
+def test_rate_clearly_met_and_clearly_missed() -> None:
+    verdict, reason = _rate_cell(18, 20, ">=0.3")
+    assert verdict == "reproduced"
+    assert reason == "18/20 = 0.90, 95% CI 0.70-0.97 meets >=0.3 (crash SIGSEGV)"
+    verdict, reason = _rate_cell(0, 20, ">=0.3")
+    assert verdict == "not-reproduced"
+    assert reason == "0/20 = 0.00, 95% CI 0.00-0.16 fails >=0.3 (crash SIGSEGV)"
+
+
+def test_rate_below_threshold_but_undecided() -> None:
+    verdict, reason = _rate_cell(2, 10, ">=0.3")
+    assert verdict == "not-reproduced"
+    assert reason.startswith("intermittent: 2/10 = 0.20")
+
+
+def test_describe_expectation() -> None:
+    expectation = Expectation(
+        "error",
+        exception="ValueError",
+        exit_code=1,
+        message="bad.*",
+        phase="train",
+        step=StepRange(2, 4),
+    )
+    assert describe_expectation(expectation) == (
+        "error ValueError exit code 1 matching 'bad.*' in train step 2..4"
+    )

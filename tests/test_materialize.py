@@ -1,0 +1,138 @@
+"""`reprospec materialize`: a bundle that reruns a spec with plain `docker run`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from docker_support import CLIENT, needs_engine, require_image  # noqa: E402
+
+from reprospec import dockerimage  # noqa: E402
+
+SPEC = """\
+reprospec: 1
+name: bundle-demo
+title: Crashes only with the flag on
+environment:
+  workdir: app
+  shm_size: 32m
+  env: {MODE: "${{ matrix.mode }}"}
+matrix:
+  mode: [calm, crash]
+command: python main.py
+run:
+  timeout: 30s
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: calm}
+      outcome: pass
+"""
+
+MAIN = """\
+import ctypes, os
+print("shm", os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize)
+print("mode", os.environ["MODE"], flush=True)
+if os.environ["MODE"] == "crash":
+    ctypes.string_at(0)
+"""
+
+WORKLOAD_SPEC = """\
+reprospec: 1
+name: bundle-workload
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}
+    loader: {batch_size: 8}
+  phases: [{name: train, steps: 2}]
+expect: {outcome: pass}
+"""
+
+
+def materialize(tmp_path: Path, text: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
+                                                                  Path]:
+    (tmp_path / "app").mkdir(exist_ok=True)
+    (tmp_path / "app" / "main.py").write_text(MAIN)
+    (tmp_path / "spec.yaml").write_text(text)
+    out = tmp_path / "bundle"
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "materialize", str(tmp_path / "spec.yaml"),
+         "-o", str(out), *extra],
+        capture_output=True, text=True, timeout=120,
+    )
+    return done, out
+
+
+def test_bundle_layout(tmp_path: Path) -> None:
+    done, out = materialize(tmp_path, SPEC)
+    assert done.returncode == 0, done.stderr
+    assert "2 cell(s), 1 image(s)" in done.stdout
+    assert (out / "spec.yaml").read_text() == SPEC
+    assert (out / "workdirs" / "1" / "main.py").read_text() == MAIN
+    dockerfile = (out / "images" / "1" / "Dockerfile").read_text()
+    assert f"FROM {dockerimage.DEFAULT_IMAGE}" in dockerfile
+    assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
+    assert list((out / "images" / "1" / "certs").iterdir()) == []
+    plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
+    assert plan["matrix"] == {"mode": "crash"} and plan["env"] == {"MODE": "crash"}
+    assert plan["expect"] == {"outcome": "crash", "signal": "SIGSEGV"}
+    script = (out / "run.sh").read_text()
+    assert "docker run" in script and "--init" in script and "--network none" in script
+    assert f"--shm-size {32 << 20}" in script
+    assert "reprospec run" not in script and "python -m reprospec" not in script
+    assert subprocess.run(["bash", "-n", str(out / "run.sh")]).returncode == 0
+    again = materialize(tmp_path, SPEC)[0]
+    assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
+    done, out = materialize(tmp_path, WORKLOAD_SPEC)
+    assert done.returncode == 0, done.stderr
+    cell = json.loads((out / "cells" / "1" / "cell.json").read_text())
+    assert set(cell) == {"spec", "cell_id", "matrix", "attempt", "workload", "environment"}
+    assert "python3 -m reprospec_harness" in (out / "run.sh").read_text()
+
+
+@needs_engine
+def test_bundle_runs_with_plain_docker(tmp_path: Path) -> None:
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    done, out = materialize(tmp_path, SPEC)
+    assert done.returncode == 0, done.stderr
+    tag = "reprospec-bundle/bundle-demo:1"
+    try:
+        ran = subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
+                             timeout=300, cwd=tmp_path)
+        assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout + ran.stderr
+        assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
+        assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
+        assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
+        names = [c.name for c in CLIENT.containers.list(all=True)]
+        assert not [n for n in names if n.startswith("reprospec-bundle-")]
+    finally:
+        if dockerimage.image_present(CLIENT, tag):
+            CLIENT.images.remove(tag, force=True)
+
+
+@needs_engine
+def test_workload_bundle_runs(tmp_path: Path) -> None:
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    done, out = materialize(tmp_path, WORKLOAD_SPEC)
+    assert done.returncode == 0, done.stderr
+    tag = "reprospec-bundle/bundle-workload:1"
+    try:
+        ran = subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
+                             timeout=300)
+        assert "== cell 1 [" in ran.stdout and ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
+        events = (out / "results" / "1" / "events.jsonl").read_text()
+        assert '"phase": "train"' in events
+    finally:
+        if dockerimage.image_present(CLIENT, tag):
+            CLIENT.images.remove(tag, force=True)
