@@ -19,15 +19,38 @@ MIB = 2**20
 TORCH_IMPORT_FLOOR = 650 * MIB
 # Minimum Linux driver per CUDA toolkit (NVIDIA's CUDA release notes); used when
 # nvidia-smi's banner (which states the newest CUDA the driver supports) is unavailable.
-MIN_DRIVER = {
-    (13, 0): "580.65.06", (12, 9): "575.51.03", (12, 8): "570.26", (12, 6): "560.28.03",
-    (12, 5): "555.42.02", (12, 4): "550.54.14", (12, 3): "545.23.06", (12, 2): "535.54.03",
-    (12, 1): "530.30.02", (12, 0): "525.60.13", (11, 8): "520.61.05", (11, 7): "515.43.04",
-    (11, 6): "510.39.01", (11, 5): "495.29.05", (11, 4): "470.42.01", (11, 3): "465.19.01",
-    (11, 2): "460.27.03", (11, 1): "455.23", (11, 0): "450.36.06",
+MIN_DRIVER: dict[tuple[int, ...], str] = {
+    (13, 0): "580.65.06",
+    (12, 9): "575.51.03",
+    (12, 8): "570.26",
+    (12, 6): "560.28.03",
+    (12, 5): "555.42.02",
+    (12, 4): "550.54.14",
+    (12, 3): "545.23.06",
+    (12, 2): "535.54.03",
+    (12, 1): "530.30.02",
+    (12, 0): "525.60.13",
+    (11, 8): "520.61.05",
+    (11, 7): "515.43.04",
+    (11, 6): "510.39.01",
+    (11, 5): "495.29.05",
+    (11, 4): "470.42.01",
+    (11, 3): "465.19.01",
+    (11, 2): "460.27.03",
+    (11, 1): "455.23",
+    (11, 0): "450.36.06",
 }
-ITEM_BYTES = {"float64": 8, "int64": 8, "long": 8, "float32": 4, "float": 4, "int32": 4,
-              "float16": 2, "bfloat16": 2, "uint8": 1}
+ITEM_BYTES = {
+    "float64": 8,
+    "int64": 8,
+    "long": 8,
+    "float32": 4,
+    "float": 4,
+    "int32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "uint8": 1,
+}
 
 
 @dataclass(frozen=True)
@@ -67,7 +90,7 @@ def version_tuple(text: str | None) -> tuple[int, ...]:
 
 
 def satisfies(installed: str, requirement: str) -> bool | None:
-    """Whether `installed` meets `requirement`'s specifiers (==, !=, >=, <=, >, <, ~=); None if unknown."""
+    """Whether `installed` meets `requirement`'s specifiers (== != >= <= > < ~=); None: unknown."""
     specifiers = re.findall(r"(==|!=|>=|<=|~=|>|<)\s*([\w.*+!-]+)", requirement)
     if not specifiers:
         return True
@@ -87,7 +110,11 @@ def satisfies(installed: str, requirement: str) -> bool | None:
             a, b = ours + (0,) * (size - len(ours)), want + (0,) * (size - len(want))
             ok = {
                 "==": a == b if "+" not in wanted else installed == wanted,
-                "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b,
+                "!=": a != b,
+                ">=": a >= b,
+                "<=": a <= b,
+                ">": a > b,
+                "<": a < b,
                 "~=": a >= b and a[: len(want) - 1] == b[: len(want) - 1],
             }[op]
         if not ok:
@@ -100,8 +127,12 @@ def environment_mismatches(env: Mapping[str, Any], environment: Mapping[str, Any
     out = []
     wanted_python = environment.get("python")
     actual_python = str((env.get("python") or {}).get("version") or "")
-    if wanted_python and actual_python and not (
-        actual_python == str(wanted_python) or actual_python.startswith(f"{wanted_python}.")
+    if (
+        wanted_python
+        and actual_python
+        and not (
+            actual_python == str(wanted_python) or actual_python.startswith(f"{wanted_python}.")
+        )
     ):
         out.append(f"python {actual_python} ran; the spec names {wanted_python}")
     installed = env.get("packages") or {}
@@ -134,14 +165,23 @@ def _torch(env: Mapping[str, Any]) -> Mapping[str, Any]:
 
 # ---- the checks ----------------------------------------------------------------------------
 
+
 def check_torch(env: Mapping[str, Any]) -> Check:
     torch = _torch(env)
     if torch.get("installed") is False:
-        return Check("torch", "fail", "torch is not installed in this interpreter",
-                     "pip install torch (CI: pip install torch==2.13.0)")
+        return Check(
+            "torch",
+            "fail",
+            "torch is not installed in this interpreter",
+            "pip install torch (CI: pip install torch==2.13.0)",
+        )
     if torch.get("error"):
-        return Check("torch", "fail", f"import torch fails: {torch['error']}",
-                     "reinstall torch in a clean environment; check LD_LIBRARY_PATH")
+        return Check(
+            "torch",
+            "fail",
+            f"import torch fails: {torch['error']}",
+            "reinstall torch in a clean environment; check LD_LIBRARY_PATH",
+        )
     if not torch.get("version"):
         return Check("torch", "skipped", "torch was not captured")
     build = f"CUDA {torch['cuda']}" if torch.get("cuda") else "CPU-only"
@@ -153,54 +193,86 @@ def check_cuda_available(env: Mapping[str, Any]) -> Check:
     gpus = _gpus(env)
     if not gpus and not torch.get("device_count"):
         return Check("cuda", "skipped", NO_GPU)
-    names = ", ".join(sorted({str(g.get("name")) for g in gpus})) or f"{torch.get('device_count')} device(s)"
+    names = (
+        ", ".join(sorted({str(g.get("name")) for g in gpus}))
+        or f"{torch.get('device_count')} device(s)"
+    )
     if torch.get("version") and not torch.get("cuda"):
-        return Check("cuda", "fail", f"GPU present ({names}) but torch {torch['version']} is a CPU-only build",
-                     "install a CUDA wheel, e.g. pip install torch --index-url https://download.pytorch.org/whl/cu126")
+        return Check(
+            "cuda",
+            "fail",
+            f"GPU present ({names}) but torch {torch['version']} is a CPU-only build",
+            "install a CUDA wheel, e.g. pip install torch --index-url https://download.pytorch.org/whl/cu126",
+        )
     if torch.get("cuda_available") is False:
-        return Check("cuda", "fail", f"GPU present ({names}) but torch.cuda.is_available() is False",
-                     "check the driver (nvidia-smi), CUDA_VISIBLE_DEVICES, and the driver/runtime check below")
-    return Check("cuda", "pass", f"torch sees {torch.get('device_count') or len(gpus)} CUDA device(s): {names}")
+        return Check(
+            "cuda",
+            "fail",
+            f"GPU present ({names}) but torch.cuda.is_available() is False",
+            "check the driver (nvidia-smi), CUDA_VISIBLE_DEVICES and the cuda-driver check",
+        )
+    return Check(
+        "cuda",
+        "pass",
+        f"torch sees {torch.get('device_count') or len(gpus)} CUDA device(s): {names}",
+    )
 
 
 def check_driver(env: Mapping[str, Any]) -> Check:
     torch, nvidia = _torch(env), env.get("nvidia") or {}
     if not _gpus(env):
         return Check("cuda-driver", "skipped", NO_GPU)
-    runtime = version_tuple(torch.get("cuda"))[:2]
+    runtime: tuple[int, ...] = version_tuple(torch.get("cuda"))[:2]
     if not runtime:
-        return Check("cuda-driver", "skipped", "torch is a CPU-only build: no CUDA runtime to match")
-    supported = version_tuple(nvidia.get("cuda_version"))[:2]
+        return Check(
+            "cuda-driver", "skipped", "torch is a CPU-only build: no CUDA runtime to match"
+        )
+    supported: tuple[int, ...] = version_tuple(nvidia.get("cuda_version"))[:2]
     driver = nvidia.get("driver_version")
     if not supported and driver:
         # No banner: the newest toolkit whose minimum driver this driver meets.
-        fits = [cuda for cuda, need in MIN_DRIVER.items() if version_tuple(driver) >= version_tuple(need)]
+        fits = [
+            cuda
+            for cuda, need in MIN_DRIVER.items()
+            if version_tuple(driver) >= version_tuple(need)
+        ]
         supported = max(fits) if fits else (0, 0)
     if not supported:
         return Check("cuda-driver", "skipped", "driver version unknown (nvidia-smi not found)")
     have = ".".join(map(str, supported))
     want = ".".join(map(str, runtime))
     if runtime[0] > supported[0]:
-        return Check("cuda-driver", "fail",
-                     f"torch needs CUDA {want} but driver {driver} supports at most CUDA {have}",
-                     f"upgrade the driver to >= {MIN_DRIVER.get(runtime, 'a newer release')}, "
-                     f"or install a torch wheel built for CUDA {supported[0]}.x")
+        return Check(
+            "cuda-driver",
+            "fail",
+            f"torch needs CUDA {want} but driver {driver} supports at most CUDA {have}",
+            f"upgrade the driver to >= {MIN_DRIVER.get(runtime, 'a newer release')}, "
+            f"or install a torch wheel built for CUDA {supported[0]}.x",
+        )
     if runtime > supported:
-        return Check("cuda-driver", "warn",
-                     f"torch's CUDA {want} is newer than driver {driver}'s CUDA {have}: "
-                     "minor-version compatibility only (PTX JIT and newer APIs fail)",
-                     f"upgrade the driver to >= {MIN_DRIVER.get(runtime, 'a newer release')}")
-    return Check("cuda-driver", "pass", f"driver {driver} supports CUDA {have} >= torch's CUDA {want}")
+        return Check(
+            "cuda-driver",
+            "warn",
+            f"torch's CUDA {want} is newer than driver {driver}'s CUDA {have}: "
+            "minor-version compatibility only (PTX JIT and newer APIs fail)",
+            f"upgrade the driver to >= {MIN_DRIVER.get(runtime, 'a newer release')}",
+        )
+    return Check(
+        "cuda-driver", "pass", f"driver {driver} supports CUDA {have} >= torch's CUDA {want}"
+    )
 
 
 def _arch_ok(capability: str, arch_list: Sequence[str]) -> Status:
     """pass: a cubin runs it; warn: only PTX (JIT-compiled at start-up); fail: nothing runs it."""
     major, minor = (version_tuple(capability) + (0, 0))[:2]
-    cubins, ptx = [], []
+    cubins: list[tuple[int, int]] = []
+    ptx: list[tuple[int, int]] = []
     for arch in arch_list:
         match = re.fullmatch(r"(sm|compute)_(\d+)(\d)[af]?", arch)
         if match:
-            (cubins if match.group(1) == "sm" else ptx).append((int(match.group(2)), int(match.group(3))))
+            (cubins if match.group(1) == "sm" else ptx).append(
+                (int(match.group(2)), int(match.group(3)))
+            )
     # A cubin runs on the same major with an equal or higher minor; PTX on any later GPU.
     if any(m == major and n <= minor for m, n in cubins):
         return "pass"
@@ -215,27 +287,40 @@ def check_arch_list(env: Mapping[str, Any]) -> Check:
         return Check("gpu-arch", "skipped", NO_GPU)
     arch_list = _torch(env).get("arch_list") or []
     if not arch_list:
-        return Check("gpu-arch", "skipped", "torch reports no compiled CUDA architectures (CPU-only build?)")
+        return Check(
+            "gpu-arch", "skipped", "torch reports no compiled CUDA architectures (CPU-only build?)"
+        )
     results = []
     for gpu in gpus:
         if not gpu.get("capability"):
-            return Check("gpu-arch", "skipped", f"compute capability of {gpu.get('name')} unknown "
-                         "(driver too old for nvidia-smi's compute_cap)")
+            return Check(
+                "gpu-arch",
+                "skipped",
+                f"compute capability of {gpu.get('name')} unknown "
+                "(driver too old for nvidia-smi's compute_cap)",
+            )
         results.append((gpu, _arch_ok(str(gpu["capability"]), arch_list)))
     compiled = " ".join(arch_list)
     for gpu, status in results:
         if status == "fail":
             sm = "sm_" + str(gpu["capability"]).replace(".", "")
-            return Check("gpu-arch", "fail",
-                         f"{gpu.get('name')} is {sm}, not in torch's compiled architectures ({compiled}): "
-                         "'no kernel image is available for execution on the device'",
-                         f"install a torch build that includes {sm} (newer CUDA wheel) or build with "
-                         f"TORCH_CUDA_ARCH_LIST={gpu['capability']}")
+            return Check(
+                "gpu-arch",
+                "fail",
+                f"{gpu.get('name')} is {sm}, not in torch's compiled architectures ({compiled}): "
+                "'no kernel image is available for execution on the device'",
+                f"install a torch build that includes {sm} (newer CUDA wheel) or build with "
+                f"TORCH_CUDA_ARCH_LIST={gpu['capability']}",
+            )
     for gpu, status in results:
         if status == "warn":
-            return Check("gpu-arch", "warn", f"{gpu.get('name')} ({gpu['capability']}) runs only through PTX JIT "
-                         f"({compiled}): slow first start, and it fails if the driver is older than the PTX",
-                         "use a torch build with a matching sm_ cubin")
+            return Check(
+                "gpu-arch",
+                "warn",
+                f"{gpu.get('name')} ({gpu['capability']}) runs only through PTX JIT "
+                f"({compiled}): slow first start, and it fails if the driver is older than the PTX",
+                "use a torch build with a matching sm_ cubin",
+            )
     caps = ", ".join(f"{g.get('name')} {g['capability']}" for g, _ in results)
     return Check("gpu-arch", "pass", f"{caps} covered by {compiled}")
 
@@ -255,49 +340,99 @@ def check_cpu_capability(env: Mapping[str, Any]) -> Check:
         return Check("cpu-capability", "pass", f"torch uses {capability} kernels")
     missing = [flag for flag in CAPABILITY_FLAGS[capability] if flag not in flags]
     if missing:
-        return Check("cpu-capability", "fail",
-                     f"torch dispatches {capability} kernels but the CPU lacks {', '.join(missing)}: "
-                     "expect SIGILL (illegal instruction)",
-                     "set ATEN_CPU_CAPABILITY=default (or avx2) and report the misdetection")
-    best = next((cap for cap, need in CAPABILITY_FLAGS.items() if all(f in flags for f in need)), None)
+        return Check(
+            "cpu-capability",
+            "fail",
+            f"torch dispatches {capability} kernels but the CPU lacks {', '.join(missing)}: "
+            "expect SIGILL (illegal instruction)",
+            "set ATEN_CPU_CAPABILITY=default (or avx2) and report the misdetection",
+        )
+    best = next(
+        (cap for cap, need in CAPABILITY_FLAGS.items() if all(f in flags for f in need)), None
+    )
     forced = (env.get("env") or {}).get("ATEN_CPU_CAPABILITY")
-    if best and best != capability and list(CAPABILITY_FLAGS).index(best) < list(CAPABILITY_FLAGS).index(capability):
-        return Check("cpu-capability", "warn",
-                     f"the CPU supports {best} but torch uses {capability}"
-                     + (f" (ATEN_CPU_CAPABILITY={forced})" if forced else ""),
-                     "unset ATEN_CPU_CAPABILITY unless the lower level is the point of the test")
-    return Check("cpu-capability", "pass", f"torch uses {capability}; the CPU has {', '.join(CAPABILITY_FLAGS[capability])}")
+    if (
+        best
+        and best != capability
+        and list(CAPABILITY_FLAGS).index(best) < list(CAPABILITY_FLAGS).index(capability)
+    ):
+        return Check(
+            "cpu-capability",
+            "warn",
+            f"the CPU supports {best} but torch uses {capability}"
+            + (f" (ATEN_CPU_CAPABILITY={forced})" if forced else ""),
+            "unset ATEN_CPU_CAPABILITY unless the lower level is the point of the test",
+        )
+    return Check(
+        "cpu-capability",
+        "pass",
+        f"torch uses {capability}; the CPU has {', '.join(CAPABILITY_FLAGS[capability])}",
+    )
 
 
 def check_shm(env: Mapping[str, Any], needs: Needs) -> Check:
     shm = env.get("shm") or {}
-    size = needs.shm_size if needs.shm_size is not None and needs.shm_refused is None else shm.get("size")
+    size = (
+        needs.shm_size
+        if needs.shm_size is not None and needs.shm_refused is None
+        else shm.get("size")
+    )
     if not shm.get("present", True) and needs.shm_size is None:
-        return Check("shm", "fail", "/dev/shm is missing: DataLoader workers cannot share tensors",
-                     "mount a tmpfs on /dev/shm (docker: --shm-size=2g or --ipc=host)")
+        return Check(
+            "shm",
+            "fail",
+            "/dev/shm is missing: DataLoader workers cannot share tensors",
+            "mount a tmpfs on /dev/shm (docker: --shm-size=2g or --ipc=host)",
+        )
     if size is None:
         return Check("shm", "skipped", "/dev/shm size unknown")
     human = _bytes(size)
-    where = "the spec's shm_size" if needs.shm_size is not None and needs.shm_refused is None else "/dev/shm"
+    where = (
+        "the spec's shm_size"
+        if needs.shm_size is not None and needs.shm_refused is None
+        else "/dev/shm"
+    )
     if needs.num_workers == 0:
         if needs.batch_bytes is None and size < 1024 * MIB:
-            return Check("shm", "warn", f"/dev/shm is {human}: DataLoader workers passing big batches "
-                         "will run out of shared memory", "docker: --shm-size=2g or --ipc=host")
-        return Check("shm", "pass", f"{where} is {human}" + ("; the spec uses no DataLoader workers"
-                                                            if needs.batch_bytes is not None else ""))
+            return Check(
+                "shm",
+                "warn",
+                f"/dev/shm is {human}: DataLoader workers passing big batches "
+                "will run out of shared memory",
+                "docker: --shm-size=2g or --ipc=host",
+            )
+        return Check(
+            "shm",
+            "pass",
+            f"{where} is {human}"
+            + ("; the spec uses no DataLoader workers" if needs.batch_bytes is not None else ""),
+        )
     in_flight = needs.num_workers * needs.prefetch_factor
     if needs.batch_bytes is None:
         status: Status = "warn" if size < 1024 * MIB else "pass"
-        return Check("shm", status, f"{where} is {human} for {needs.num_workers} DataLoader workers",
-                     "" if status == "pass" else "give it >= 1g (docker: --shm-size=2g or --ipc=host)")
+        return Check(
+            "shm",
+            status,
+            f"{where} is {human} for {needs.num_workers} DataLoader workers",
+            "" if status == "pass" else "give it >= 1g (docker: --shm-size=2g or --ipc=host)",
+        )
     need = in_flight * needs.batch_bytes
-    detail = (f"{where} is {human}; {needs.num_workers} workers x prefetch {needs.prefetch_factor} "
-              f"batches of {_bytes(needs.batch_bytes)} need about {_bytes(need)}")
+    detail = (
+        f"{where} is {human}; {needs.num_workers} workers x prefetch {needs.prefetch_factor} "
+        f"batches of {_bytes(needs.batch_bytes)} need about {_bytes(need)}"
+    )
     if size < need:
-        return Check("shm", "fail", detail + ": expect 'unable to allocate shared memory(shm)' "
-                     "(or SIGBUS in workers on older torch)", f"give /dev/shm >= {_bytes(2 * need)}, or fewer workers")
+        return Check(
+            "shm",
+            "fail",
+            detail + ": expect 'unable to allocate shared memory(shm)' "
+            "(or SIGBUS in workers on older torch)",
+            f"give /dev/shm >= {_bytes(2 * need)}, or fewer workers",
+        )
     if size < 2 * need:
-        return Check("shm", "warn", detail + ": little headroom", f"give /dev/shm >= {_bytes(2 * need)}")
+        return Check(
+            "shm", "warn", detail + ": little headroom", f"give /dev/shm >= {_bytes(2 * need)}"
+        )
     return Check("shm", "pass", detail)
 
 
@@ -305,9 +440,13 @@ def check_wsl(env: Mapping[str, Any]) -> Check:
     wsl = (env.get("os") or {}).get("wsl")
     if not wsl:
         return Check("wsl", "pass", "not running under WSL")
-    return Check("wsl", "warn", f"running under {wsl}: pinned memory is limited, /dev/shm and GPU access go "
-                 "through the WSL layer (CUDA needs the Windows driver, not a Linux one)",
-                 "compare with a native Linux run before blaming torch")
+    return Check(
+        "wsl",
+        "warn",
+        f"running under {wsl}: pinned memory is limited, /dev/shm and GPU access go "
+        "through the WSL layer (CUDA needs the Windows driver, not a Linux one)",
+        "compare with a native Linux run before blaming torch",
+    )
 
 
 def check_nvcc(env: Mapping[str, Any]) -> Check:
@@ -315,13 +454,24 @@ def check_nvcc(env: Mapping[str, Any]) -> Check:
     runtime = _torch(env).get("cuda")
     if not nvcc.get("path"):
         if runtime:
-            return Check("nvcc", "warn", "nvcc not found: only needed to build CUDA extensions (torch ships its runtime)",
-                         "install the CUDA toolkit matching torch's CUDA " + str(runtime) + " if you build extensions")
+            return Check(
+                "nvcc",
+                "warn",
+                "nvcc not found: only needed to build CUDA extensions (torch ships its runtime)",
+                "install the CUDA toolkit matching torch's CUDA "
+                + str(runtime)
+                + " if you build extensions",
+            )
         return Check("nvcc", "skipped", "nvcc not found; torch is a CPU-only build")
     version = nvcc.get("version") or "unknown"
     if runtime and version_tuple(version)[:1] != version_tuple(runtime)[:1]:
-        return Check("nvcc", "warn", f"nvcc {version} vs torch's CUDA {runtime}: extensions built with it "
-                     "fail to load or to compile", f"use a CUDA {version_tuple(runtime)[0]}.x toolkit for extensions")
+        return Check(
+            "nvcc",
+            "warn",
+            f"nvcc {version} vs torch's CUDA {runtime}: extensions built with it "
+            "fail to load or to compile",
+            f"use a CUDA {version_tuple(runtime)[0]}.x toolkit for extensions",
+        )
     suffix = "" if runtime else " (torch is a CPU-only build: not used by torch)"
     return Check("nvcc", "pass", f"nvcc {version} at {nvcc['path']}{suffix}")
 
@@ -330,8 +480,13 @@ def check_device(env: Mapping[str, Any], needs: Needs) -> Check:
     if not needs.device.startswith("cuda"):
         return Check("device", "pass", f"the spec runs on {needs.device}")
     if not _gpus(env) and not _torch(env).get("device_count"):
-        return Check("device", "fail", f"the spec asks for {needs.device} but this machine has {NO_GPU}: "
-                     "its cells will end as infra-error", "run it on a GPU machine, or with device: auto")
+        return Check(
+            "device",
+            "fail",
+            f"the spec asks for {needs.device} but this machine has {NO_GPU}: "
+            "its cells will end as infra-error",
+            "run it on a GPU machine, or with device: auto",
+        )
     return Check("device", "pass", f"the spec asks for {needs.device}; a CUDA device is visible")
 
 
@@ -340,11 +495,20 @@ def check_memory(env: Mapping[str, Any], needs: Needs) -> Check:
         return Check("memory", "skipped", "the spec sets no memory limit")
     total = (env.get("memory") or {}).get("total")
     if needs.memory < TORCH_IMPORT_FLOOR:
-        return Check("memory", "fail", f"memory {_bytes(needs.memory)} is below ~650 MB of address space: "
-                     "`import torch` itself fails under RLIMIT_AS", "give it >= 1g")
+        return Check(
+            "memory",
+            "fail",
+            f"memory {_bytes(needs.memory)} is below ~650 MB of address space: "
+            "`import torch` itself fails under RLIMIT_AS",
+            "give it >= 1g",
+        )
     if total and needs.memory > total:
-        return Check("memory", "warn", f"memory {_bytes(needs.memory)} exceeds this machine's {_bytes(total)}",
-                     "lower it, or expect the kernel's OOM killer rather than a clean allocation failure")
+        return Check(
+            "memory",
+            "warn",
+            f"memory {_bytes(needs.memory)} exceeds this machine's {_bytes(total)}",
+            "lower it, or expect the kernel's OOM killer rather than a clean allocation failure",
+        )
     return Check("memory", "pass", f"memory limit {_bytes(needs.memory)} (RLIMIT_AS, per process)")
 
 
@@ -352,36 +516,63 @@ def check_limits(needs: Needs) -> Check:
     if needs.shm_size is None:
         return Check("limits", "skipped", "the spec sets no shm_size")
     if needs.shm_refused:
-        return Check("limits", "warn", f"shm_size cannot be applied here: {needs.shm_refused}",
-                     "run as root (private mount namespace) or with --runner docker")
-    return Check("limits", "pass", f"a private {_bytes(needs.shm_size)} /dev/shm can be mounted for each attempt")
+        return Check(
+            "limits",
+            "warn",
+            f"shm_size cannot be applied here: {needs.shm_refused}",
+            "run as root (private mount namespace) or with --runner docker",
+        )
+    return Check(
+        "limits",
+        "pass",
+        f"a private {_bytes(needs.shm_size)} /dev/shm can be mounted for each attempt",
+    )
 
 
 def check_spec_environment(env: Mapping[str, Any], needs: Needs) -> Check:
     if needs.python is None and not needs.packages:
         return Check("spec-environment", "skipped", "the spec names no python version or packages")
-    mismatches = environment_mismatches(env, {"python": needs.python, "packages": list(needs.packages)})
+    mismatches = environment_mismatches(
+        env, {"python": needs.python, "packages": list(needs.packages)}
+    )
     if mismatches:
-        return Check("spec-environment", "warn", "; ".join(mismatches),
-                     "run with --python PATH of a matching interpreter, or --runner docker")
+        return Check(
+            "spec-environment",
+            "warn",
+            "; ".join(mismatches),
+            "run with --python PATH of a matching interpreter, or --runner docker",
+        )
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 
 
 def run_checks(env: Mapping[str, Any], needs: Needs | None = None) -> list[Check]:
     """Every check, machine first, then what the spec needs (when a spec was given)."""
     checks = [
-        check_torch(env), check_cuda_available(env), check_driver(env), check_arch_list(env),
-        check_cpu_capability(env), check_shm(env, needs or Needs()), check_wsl(env), check_nvcc(env),
+        check_torch(env),
+        check_cuda_available(env),
+        check_driver(env),
+        check_arch_list(env),
+        check_cpu_capability(env),
+        check_shm(env, needs or Needs()),
+        check_wsl(env),
+        check_nvcc(env),
     ]
     if needs is not None:
-        checks += [check_device(env, needs), check_memory(env, needs), check_limits(needs),
-                   check_spec_environment(env, needs)]
+        checks += [
+            check_device(env, needs),
+            check_memory(env, needs),
+            check_limits(needs),
+            check_spec_environment(env, needs),
+        ]
     return checks
 
 
 # ---- what a spec needs -----------------------------------------------------------------------
 
-def needs_of(cells: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]], parse_size: Any) -> Needs:
+
+def needs_of(
+    cells: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]], parse_size: Any
+) -> Needs:
     """The most demanding of the resolved cells, each `(workload, environment)`."""
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     python, packages = None, ()
@@ -403,8 +594,16 @@ def needs_of(cells: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]], parse
             memory = parse_size(environment["memory"])
         python = environment.get("python") or python
         packages = tuple(environment.get("packages") or packages)
-    return Needs(device=device, num_workers=workers, prefetch_factor=prefetch, batch_bytes=batch,
-                 shm_size=shm, memory=memory, python=python, packages=packages)
+    return Needs(
+        device=device,
+        num_workers=workers,
+        prefetch_factor=prefetch,
+        batch_bytes=batch,
+        shm_size=shm,
+        memory=memory,
+        python=python,
+        packages=packages,
+    )
 
 
 def batch_bytes(data: Mapping[str, Any]) -> int | None:
@@ -412,7 +611,9 @@ def batch_bytes(data: Mapping[str, Any]) -> int | None:
     dataset = data.get("dataset") or {}
     if dataset.get("entrypoint") or "shape" not in dataset:
         return None
-    item = math.prod(int(n) for n in dataset["shape"]) * ITEM_BYTES.get(str(dataset.get("dtype", "float32")), 4)
+    item = math.prod(int(n) for n in dataset["shape"]) * ITEM_BYTES.get(
+        str(dataset.get("dtype", "float32")), 4
+    )
     return item * int((data.get("loader") or {}).get("batch_size") or 1)
 
 

@@ -23,14 +23,22 @@ def _run(python: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HARNESS_ROOT), env.get("PYTHONPATH")) if p)
     try:
-        return subprocess.run([python, "-m", "reprospec_harness.envinfo", *args], capture_output=True,
-                              text=True, errors="replace", env=env, timeout=TIMEOUT_S)
+        return subprocess.run(
+            [python, "-m", "reprospec_harness.envinfo", *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=env,
+            timeout=TIMEOUT_S,
+        )
     except FileNotFoundError as exc:
         raise InfraError(f"interpreter not found: {python}") from exc
     except PermissionError as exc:
         raise InfraError(f"interpreter not executable: {python}") from exc
     except subprocess.TimeoutExpired as exc:
-        raise InfraError(f"environment capture with {python} timed out after {TIMEOUT_S:g}s") from exc
+        raise InfraError(
+            f"environment capture with {python} timed out after {TIMEOUT_S:g}s"
+        ) from exc
 
 
 def _died(done: subprocess.CompletedProcess[str]) -> str:
@@ -43,8 +51,10 @@ def _died(done: subprocess.CompletedProcess[str]) -> str:
     return last[0]
 
 
-def probe_environment(python: str, packages: Sequence[str] = (), *, cuda: bool = False) -> dict[str, Any]:
-    """The environment of `python` as the harness sees it; `cuda` also asks torch for GPU properties."""
+def probe_environment(
+    python: str, packages: Sequence[str] = (), *, cuda: bool = False
+) -> dict[str, Any]:
+    """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too."""
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
     done = _run(python, args)
     if done.returncode != 0:
@@ -68,7 +78,9 @@ def _parse(stdout: str, python: str) -> dict[str, Any]:
         raise InfraError(f"environment capture with {python} printed no JSON object")
     # The harness folder on PYTHONPATH is ours, not the machine's.
     variables = info.get("env") or {}
-    kept = [p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HARNESS_ROOT)]
+    kept = [
+        p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HARNESS_ROOT)
+    ]
     if kept:
         variables["PYTHONPATH"] = os.pathsep.join(kept)
     else:

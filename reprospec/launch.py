@@ -1,4 +1,4 @@
-"""`python -m reprospec.launch [--shm-size BYTES] [--memory BYTES] -- ARGV...`: apply limits, then exec ARGV.
+"""`python -m reprospec.launch [--shm-size N] [--memory N] -- ARGV...`: apply limits, exec ARGV.
 
 Stdlib only and tiny, because it runs before every limited attempt. `shm_size`:
 a private mount namespace with its own tmpfs on /dev/shm (needs CAP_SYS_ADMIN;
@@ -19,7 +19,9 @@ CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 
 
-USAGE = "usage: python -m reprospec.launch [--shm-size BYTES] [--memory BYTES] [--probe] -- COMMAND..."
+USAGE = (
+    "usage: python -m reprospec.launch [--shm-size BYTES] [--memory BYTES] [--probe] -- COMMAND..."
+)
 
 
 def _libc() -> ctypes.CDLL:
@@ -34,7 +36,7 @@ def _libc() -> ctypes.CDLL:
 def _check(result: int, what: str) -> None:
     if result != 0:
         errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+        raise OSError(f"{what}: {os.strerror(errno)}")
 
 
 def private_shm(size: int) -> None:
@@ -44,7 +46,10 @@ def private_shm(size: int) -> None:
     # Without this, the tmpfs mount would propagate back to the host's /dev/shm.
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     options = f"size={size},mode=1777".encode()
-    _check(libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount tmpfs /dev/shm")
+    _check(
+        libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options),
+        "mount tmpfs /dev/shm",
+    )
 
 
 def limit_memory(size: int) -> None:
@@ -53,7 +58,7 @@ def limit_memory(size: int) -> None:
 
 
 def parse(argv: Sequence[str]) -> tuple[dict[str, int], bool, list[str]]:
-    """(limits, probe, command); hand-rolled because argparse costs more than the rest of the launch."""
+    """(limits, probe, command); by hand: argparse costs more than the rest of the launch."""
     limits: dict[str, int] = {}
     probe = False
     args = list(argv)
@@ -77,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, size in limits.items():
         try:
             APPLY[name](size)
-        except Exception as exc:  # whatever went wrong, the attempt still runs, unlimited and said so
+        except (
+            Exception
+        ) as exc:  # whatever went wrong, the attempt still runs, unlimited and said so
             failed = True
             sys.stderr.write(f"reprospec: {name} not applied: {exc}\n")
     if probe:

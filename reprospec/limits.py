@@ -58,21 +58,27 @@ def wrap_argv(argv: Sequence[str], environment: Mapping[str, Any]) -> tuple[list
         if refused is None:
             options += ["--shm-size", str(parse_size(shm))]
         else:
-            warnings.append(f"shm_size {shm} not applied (/dev/shm is the machine's own): {refused}; "
-                            "run as root or use the docker runner")
+            warnings.append(
+                f"shm_size {shm} not applied (/dev/shm is the machine's own): {refused}; "
+                "run as root or use the docker runner"
+            )
     memory = environment.get("memory")
     if memory is not None:
         size = parse_size(memory)
         device = str(environment.get("device") or "cpu")
         if device.startswith("cuda") or int(environment.get("gpus") or 0) > 0:
             # CUDA reserves tens of GB of virtual address space: RLIMIT_AS would break CUDA init.
-            warnings.append(f"memory {memory} not applied: RLIMIT_AS breaks CUDA initialization; "
-                            "use the docker runner for a memory limit on GPU attempts")
+            warnings.append(
+                f"memory {memory} not applied: RLIMIT_AS breaks CUDA initialization; "
+                "use the docker runner for a memory limit on GPU attempts"
+            )
         else:
             options += ["--memory", str(size)]
             if size < TORCH_IMPORT_FLOOR:
-                warnings.append(f"memory {memory} is below ~650 MB of address space: "
-                                "`import torch` itself is likely to fail")
+                warnings.append(
+                    f"memory {memory} is below ~650 MB of address space: "
+                    "`import torch` itself is likely to fail"
+                )
     if not options:
         return list(argv), warnings
     return [sys.executable, "-S", "-E", str(LAUNCH), *options, "--", *argv], warnings

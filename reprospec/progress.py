@@ -119,7 +119,20 @@ def results_table(run: RunResult) -> Table:
 
 def _expected_text(cell: CellResult) -> str:
     expected = cell.expected.to_dict()
-    return " ".join(f"{v}" if k == "outcome" else f"{k}={v}" for k, v in expected.items())
+    parts = []
+    for key, value in expected.items():
+        if key == "outcome":
+            parts.append(str(value))
+        elif key == "rate":
+            parts.append(f"rate{value}")
+        else:
+            parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def actual_text(cell: CellResult) -> str:
+    """What the cell's attempts did: one phrase, or counts of each when they differ."""
+    return _actual_text(cell)
 
 
 def _actual_text(cell: CellResult) -> str:

@@ -243,7 +243,8 @@ class _Translator:
         relevant = [
             i for i, b in enumerate(branches) if not _is_expr(b) and _accepts_type(b, value)
         ]
-        if len(relevant) == 1:
+        # A lone literal branch ('auto') would hide the others: describe them all instead.
+        if len(relevant) == 1 and "const" not in _resolve(branches[relevant[0]]):
             suberrors = [e for e in error.context or () if e.relative_schema_path[0] == relevant[0]]
             problems = [p for e in suberrors for p in self.translate(e)]
             if problems:

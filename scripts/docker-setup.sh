@@ -82,8 +82,9 @@ else
     $SUDO mmdebstrap --quiet --variant=apt --include=python3,python3-pip,ca-certificates \
         --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
         --aptopt='Acquire::Check-Valid-Until "false"' \
-        bookworm - "$MIRROR" \
-        | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+        bookworm - "$MIRROR" 2>/tmp/reprospec-mmdebstrap.log \
+        | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null \
+        || { tail -n 20 /tmp/reprospec-mmdebstrap.log >&2; exit 1; }
     step_done "$BASE_IMAGE" "built with mmdebstrap from $MIRROR"
 fi
 

@@ -24,35 +24,70 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "specs" / "fixtures"
-TINY_DATA = {"dataset": {"builtin": "synthetic", "size": 64, "shape": [3, 8, 8], "classes": 4},
-             "loader": {"batch_size": 4}}
+TINY_DATA = {
+    "dataset": {"builtin": "synthetic", "size": 64, "shape": [3, 8, 8], "classes": 4},
+    "loader": {"batch_size": 4},
+}
 
 
 class Child:
     """One attempt's folder: cell.json in, events / env.json / stacks / logs out."""
 
-    def __init__(self, folder: Path, workload: dict[str, Any], environment: dict[str, Any] | None = None,
-                 attempt: int = 1) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        workload: dict[str, Any],
+        environment: dict[str, Any] | None = None,
+        attempt: int = 1,
+    ) -> None:
         self.folder = folder
         (folder / "stacks").mkdir(parents=True)
-        cell = {"spec": "t", "cell_id": "c", "matrix": {}, "attempt": attempt,
-                "workload": workload, "environment": environment or {}}
+        cell = {
+            "spec": "t",
+            "cell_id": "c",
+            "matrix": {},
+            "attempt": attempt,
+            "workload": workload,
+            "environment": environment or {},
+        }
         (folder / "cell.json").write_text(json.dumps(cell))
-        self.env = {**os.environ, "PYTHONPATH": str(HARNESS_ROOT), "PYTHONFAULTHANDLER": "1",
-                    "REPROSPEC_CELL": str(folder / "cell.json"),
-                    "REPROSPEC_EVENTS": str(folder / "events.jsonl"),
-                    "REPROSPEC_ENV_JSON": str(folder / "env.json"),
-                    "REPROSPEC_STACK_DIR": str(folder / "stacks")}
-        argv, self.warnings = limits.wrap_argv([sys.executable, "-m", "reprospec_harness"], environment or {})
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(HARNESS_ROOT),
+            "PYTHONFAULTHANDLER": "1",
+            "REPROSPEC_CELL": str(folder / "cell.json"),
+            "REPROSPEC_EVENTS": str(folder / "events.jsonl"),
+            "REPROSPEC_ENV_JSON": str(folder / "env.json"),
+            "REPROSPEC_STACK_DIR": str(folder / "stacks"),
+        }
+        argv, self.warnings = limits.wrap_argv(
+            [sys.executable, "-m", "reprospec_harness"], environment or {}
+        )
         self.argv = argv
 
-    def run(self, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv, capture_output=True, text=True, errors="replace", env=self.env,
-                              timeout=timeout, cwd=cwd or self.folder)
+    def run(
+        self, timeout: float = 120, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=self.env,
+            timeout=timeout,
+            cwd=cwd or self.folder,
+        )
 
     def start(self, cwd: Path | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env=self.env, cwd=cwd or self.folder, start_new_session=True)
+        return subprocess.Popen(
+            self.argv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            cwd=cwd or self.folder,
+            start_new_session=True,
+        )
 
     def events(self) -> list[dict[str, Any]]:
         path = self.folder / "events.jsonl"
@@ -79,14 +114,28 @@ def located(events: list[dict[str, Any]]) -> tuple[Any, Any]:
 
 
 def test_worker_segfault_names_the_worker_signal_and_item(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "seed": 0, "imports": ["json"],
-        "model": {"builtin": "cnn", "params": {"channels": 4}},
-        "data": {**TINY_DATA, "loader": {"batch_size": 4, "num_workers": 2, "pin_memory": True}},
-        "phases": [{"name": "train", "steps": 2}, {"name": "validation", "steps": 10}],
-        "faults": [{"kind": "segfault", "where": "worker", "at": {"phase": "validation", "step": 7},
-                    "when": True}],
-    }, {"packages": ["torch==2.13.0"]})
+    child = Child(
+        tmp_path,
+        {
+            "seed": 0,
+            "imports": ["json"],
+            "model": {"builtin": "cnn", "params": {"channels": 4}},
+            "data": {
+                **TINY_DATA,
+                "loader": {"batch_size": 4, "num_workers": 2, "pin_memory": True},
+            },
+            "phases": [{"name": "train", "steps": 2}, {"name": "validation", "steps": 10}],
+            "faults": [
+                {
+                    "kind": "segfault",
+                    "where": "worker",
+                    "at": {"phase": "validation", "step": 7},
+                    "when": True,
+                }
+            ],
+        },
+        {"packages": ["torch==2.13.0"]},
+    )
     done = child.run()
     assert done.returncode == 1  # the main process re-raises the DataLoader's RuntimeError
     assert "Unexpected segmentation fault encountered in worker" in done.stderr
@@ -110,13 +159,24 @@ def test_worker_segfault_names_the_worker_signal_and_item(tmp_path: Path) -> Non
 
 
 def test_same_fault_without_workers_never_fires_and_the_run_passes(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "model": {"builtin": "transformer-decoder"}, "amp": "bf16", "optimizer": {"name": "adam", "lr": 1e-3},
-        "data": {"dataset": {"size": 32, "shape": [12], "dtype": "int64", "classes": 20},
-                 "loader": {"batch_size": 4, "num_workers": 0, "prefetch_factor": 2}},
-        "phases": [{"name": "train", "steps": 9}, {"name": "test", "steps": 2}, {"name": "probe", "mode": "eval"}],
-        "faults": [{"kind": "segfault", "where": "worker", "at": {"index": 3}}],
-    })
+    child = Child(
+        tmp_path,
+        {
+            "model": {"builtin": "transformer-decoder"},
+            "amp": "bf16",
+            "optimizer": {"name": "adam", "lr": 1e-3},
+            "data": {
+                "dataset": {"size": 32, "shape": [12], "dtype": "int64", "classes": 20},
+                "loader": {"batch_size": 4, "num_workers": 0, "prefetch_factor": 2},
+            },
+            "phases": [
+                {"name": "train", "steps": 9},
+                {"name": "test", "steps": 2},
+                {"name": "probe", "mode": "eval"},
+            ],
+            "faults": [{"kind": "segfault", "where": "worker", "at": {"index": 3}}],
+        },
+    )
     done = child.run()
     assert done.returncode == 0, done.stderr
     events = child.events()
@@ -124,19 +184,31 @@ def test_same_fault_without_workers_never_fires_and_the_run_passes(tmp_path: Pat
     assert not [e for e in events if e["event"] in ("fault", "worker_exit")]
     steps = [(e["phase"], e["step"]) for e in events if e["event"] == "step"]
     # 9 train steps over 8 batches: the loader starts a second epoch; `probe` runs one epoch (8)
-    assert steps[8] == ("train", 9) and steps[9:11] == [("test", 1), ("test", 2)] and len(steps) == 19
-    stages = [e["stage"] for e in events if e["event"] == "stage" and e["step"] == 1 and e["phase"] == "train"]
+    assert (
+        steps[8] == ("train", 9) and steps[9:11] == [("test", 1), ("test", 2)] and len(steps) == 19
+    )
+    stages = [
+        e["stage"]
+        for e in events
+        if e["event"] == "stage" and e["step"] == 1 and e["phase"] == "train"
+    ]
     assert stages == ["data", "forward", "loss", "backward", "optimizer"]
     assert [e["stage"] for e in events if e["event"] == "stage" and e["phase"] == "test"][:3] == [
-        "data", "forward", "loss"]  # eval phases: no backward, no optimizer step
+        "data",
+        "forward",
+        "loss",
+    ]  # eval phases: no backward, no optimizer step
 
 
 def test_main_segfault_at_validation_step_dies_of_sigsegv_there(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "data": TINY_DATA,
-        "phases": [{"name": "train", "steps": 2}, {"name": "validation", "steps": 10}],
-        "faults": [{"kind": "segfault", "at": {"phase": "validation", "step": 7}}],
-    })
+    child = Child(
+        tmp_path,
+        {
+            "data": TINY_DATA,
+            "phases": [{"name": "train", "steps": 2}, {"name": "validation", "steps": 10}],
+            "faults": [{"kind": "segfault", "at": {"phase": "validation", "step": 7}}],
+        },
+    )
     done = child.run()
     assert done.returncode == -signal.SIGSEGV
     assert "Fatal Python error: Segmentation fault" in done.stderr
@@ -145,17 +217,32 @@ def test_main_segfault_at_validation_step_dies_of_sigsegv_there(tmp_path: Path) 
 
 
 def test_exception_at_the_loss_stage_and_a_loss_entrypoint(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "model": {"builtin": "mlp", "loss": "losses:finite_cross_entropy"},
-        "data": TINY_DATA, "phases": [{"name": "train", "steps": 5}],
-        "faults": [{"kind": "raise", "exception": "ValueError", "message": "injected at loss",
-                    "at": {"phase": "train", "step": 3, "stage": "loss"}}],
-    })
+    child = Child(
+        tmp_path,
+        {
+            "model": {"builtin": "mlp", "loss": "losses:finite_cross_entropy"},
+            "data": TINY_DATA,
+            "phases": [{"name": "train", "steps": 5}],
+            "faults": [
+                {
+                    "kind": "raise",
+                    "exception": "ValueError",
+                    "message": "injected at loss",
+                    "at": {"phase": "train", "step": 3, "stage": "loss"},
+                }
+            ],
+        },
+    )
     done = child.run(cwd=FIXTURES)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == "ValueError: injected at loss"
     last = child.events()[-1]
-    assert (last["event"], last["phase"], last["step"], last["stage"]) == ("fault", "train", 3, "loss")
+    assert (last["event"], last["phase"], last["step"], last["stage"]) == (
+        "fault",
+        "train",
+        3,
+        "loss",
+    )
 
 
 def test_cuda_without_a_gpu_is_an_infra_error_not_a_crash(tmp_path: Path) -> None:
@@ -169,12 +256,29 @@ def test_cuda_without_a_gpu_is_an_infra_error_not_a_crash(tmp_path: Path) -> Non
 
 
 def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "data": {**TINY_DATA, "loader": {"batch_size": 4, "num_workers": 2,
-                                         "multiprocessing_context": "forkserver", "persistent_workers": True}},
-        "phases": [{"name": "train", "steps": 3}, {"name": "validation", "steps": 4}],
-        "faults": [{"kind": "exit", "code": 7, "where": "worker", "at": {"phase": "validation", "index": 9}}],
-    })
+    child = Child(
+        tmp_path,
+        {
+            "data": {
+                **TINY_DATA,
+                "loader": {
+                    "batch_size": 4,
+                    "num_workers": 2,
+                    "multiprocessing_context": "forkserver",
+                    "persistent_workers": True,
+                },
+            },
+            "phases": [{"name": "train", "steps": 3}, {"name": "validation", "steps": 4}],
+            "faults": [
+                {
+                    "kind": "exit",
+                    "code": 7,
+                    "where": "worker",
+                    "at": {"phase": "validation", "index": 9},
+                }
+            ],
+        },
+    )
     started = time.monotonic()
     done = child.run()
     assert done.returncode == 1  # the main loop's own error varies; the event does not
@@ -202,7 +306,11 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
     last = child.events()[-1]
-    assert (last["event"], last["module"], last["phase"]) == ("import", "deadlock_on_import", "import")
+    assert (last["event"], last["module"], last["phase"]) == (
+        "import",
+        "deadlock_on_import",
+        "import",
+    )
     dump = stack.read_text()
     assert "in _warm_up" in dump and "in join" in dump
     env = json.loads((tmp_path / "env.json").read_text())  # written before the imports
@@ -210,11 +318,14 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
 
 
 def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "data": {**TINY_DATA, "loader": {"batch_size": 4, "num_workers": 2}},
-        "phases": [{"name": "train", "steps": 6}],
-        "faults": [{"kind": "hang", "where": "worker", "at": {"index": 9}}],
-    })
+    child = Child(
+        tmp_path,
+        {
+            "data": {**TINY_DATA, "loader": {"batch_size": 4, "num_workers": 2}},
+            "phases": [{"name": "train", "steps": 6}],
+            "faults": [{"kind": "hang", "where": "worker", "at": {"index": 9}}],
+        },
+    )
     process = child.start()
     try:
         fault = None
@@ -238,14 +349,22 @@ def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
     assert "in hang" not in main_dump  # each process dumps into its own file
 
 
-@pytest.mark.skipif(limits.namespaces_permitted() is not None, reason="private /dev/shm not permitted here")
+@pytest.mark.skipif(
+    limits.namespaces_permitted() is not None, reason="private /dev/shm not permitted here"
+)
 def test_small_shm_exhausts_shared_memory_without_any_fault(tmp_path: Path) -> None:
-    child = Child(tmp_path, {
-        "model": {"builtin": "mlp", "params": {"hidden": 8, "layers": 1}},
-        "data": {"dataset": {"size": 256, "shape": [3, 256, 256]},
-                 "loader": {"batch_size": 32, "num_workers": 2}},  # 4 batches of 24 MiB in flight
-        "phases": [{"name": "train", "steps": 4}],
-    }, {"shm_size": "64m"})
+    child = Child(
+        tmp_path,
+        {
+            "model": {"builtin": "mlp", "params": {"hidden": 8, "layers": 1}},
+            "data": {
+                "dataset": {"size": 256, "shape": [3, 256, 256]},
+                "loader": {"batch_size": 32, "num_workers": 2},
+            },  # 4 batches of 24 MiB in flight
+            "phases": [{"name": "train", "steps": 4}],
+        },
+        {"shm_size": "64m"},
+    )
     assert child.warnings == []
     done = child.run()
     assert done.returncode == 1
@@ -256,9 +375,15 @@ def test_small_shm_exhausts_shared_memory_without_any_fault(tmp_path: Path) -> N
 
 
 def test_oom_fault_under_the_spec_memory_limit(tmp_path: Path) -> None:
-    child = Child(tmp_path, {"data": TINY_DATA, "phases": [{"name": "train", "steps": 3}],
-                             "faults": [{"kind": "oom", "at": {"phase": "train", "step": 2}}]},
-                  {"memory": "3g"})
+    child = Child(
+        tmp_path,
+        {
+            "data": TINY_DATA,
+            "phases": [{"name": "train", "steps": 3}],
+            "faults": [{"kind": "oom", "at": {"phase": "train", "step": 2}}],
+        },
+        {"memory": "3g"},
+    )
     done = child.run()
     assert done.returncode == 1
     assert "DefaultCPUAllocator: can't allocate memory" in done.stderr

@@ -1,4 +1,4 @@
-"""Each fault is real: a child process really dies of the signal (no torch needed, except for oom)."""
+"""Each fault is real: a child really dies of the signal (no torch needed, except for oom)."""
 
 from __future__ import annotations
 
@@ -18,20 +18,29 @@ from reprospec_harness import injection  # noqa: E402 - needs HARNESS_ROOT on sy
 from reprospec_harness.faults import exception_class  # noqa: E402
 
 
-def fire(kind: str, *, timeout: float = 20, extra: str = "", env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
+def fire(
+    kind: str, *, timeout: float = 20, extra: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     code = f"from reprospec_harness import faults; faults.TRIGGERS[{kind!r}]({{{extra}}})"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT), **(env or {})},
+    )
 
 
-@pytest.mark.parametrize(("kind", "sig"), [
-    ("segfault", signal.SIGSEGV),
-    ("abort", signal.SIGABRT),
-    ("bus_error", signal.SIGBUS),
-    ("illegal_instruction", signal.SIGILL),
-    ("fpe", signal.SIGFPE),
-])
+@pytest.mark.parametrize(
+    ("kind", "sig"),
+    [
+        ("segfault", signal.SIGSEGV),
+        ("abort", signal.SIGABRT),
+        ("bus_error", signal.SIGBUS),
+        ("illegal_instruction", signal.SIGILL),
+        ("fpe", signal.SIGFPE),
+    ],
+)
 def test_signal_faults_kill_with_their_real_signal(kind: str, sig: signal.Signals) -> None:
     done = fire(kind, env={"PYTHONFAULTHANDLER": "1"})
     assert done.returncode == -sig, done.stderr
@@ -43,11 +52,17 @@ def test_signal_faults_kill_with_their_real_signal(kind: str, sig: signal.Signal
 
 def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> None:
     dump = tmp_path / "stack.txt"
-    code = ("import faulthandler, signal; from reprospec_harness import faults;"
-            f"faulthandler.register(signal.SIGUSR1, file=open({str(dump)!r}, 'w'), all_threads=True);"
-            "print('ready', flush=True); faults.hang({})")
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT)})
+    code = (
+        "import faulthandler, signal; from reprospec_harness import faults;"
+        f"faulthandler.register(signal.SIGUSR1, file=open({str(dump)!r}, 'w'), all_threads=True);"
+        "print('ready', flush=True); faults.hang({})"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT)},
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         with pytest.raises(subprocess.TimeoutExpired):
@@ -93,8 +108,11 @@ def test_oom_is_a_real_allocation_failure_even_without_a_limit() -> None:
 
 # ---- which faults fire where (pure) --------------------------------------------------------
 
+
 def plan(*faults: dict, attempt: int = 1, seed: int = 0) -> injection.FaultPlan:
-    return injection.FaultPlan([injection.decide(n, f, seed, attempt) for n, f in enumerate(faults)])
+    return injection.FaultPlan(
+        [injection.decide(n, f, seed, attempt) for n, f in enumerate(faults)]
+    )
 
 
 def test_probability_is_decided_once_per_seed_attempt_and_fault() -> None:
@@ -132,9 +150,13 @@ def test_main_matching_rules() -> None:
 def test_worker_faults_match_every_given_key_and_fire_once(monkeypatch: pytest.MonkeyPatch) -> None:
     fired: list[dict] = []
     monkeypatch.setitem(injection.TRIGGERS, "segfault", lambda spec: fired.append(dict(spec)))
-    faults = plan({"kind": "segfault", "where": "worker", "at": {"phase": "validation", "index": 5}})
+    faults = plan(
+        {"kind": "segfault", "where": "worker", "at": {"phase": "validation", "index": 5}}
+    )
     faults.fire_worker(worker=0, phase="train", step=1, index=5)
-    faults.fire_main(phase="validation", step=1, stage="start")  # a worker fault never fires in main
+    faults.fire_main(
+        phase="validation", step=1, stage="start"
+    )  # a worker fault never fires in main
     assert fired == []
     faults.fire_worker(worker=1, phase="validation", step=1, index=5)
     faults.fire_worker(worker=1, phase="validation", step=2, index=5)

@@ -161,3 +161,41 @@ expect: {{outcome: pass}}
     history = subprocess.run([sys.executable, "-m", "reprospec", "history", "--out", str(out)],
                              cwd=ROOT, env=env, capture_output=True, text=True)
     assert run_id in history.stdout
+
+
+def test_ctrl_c_stops_everything_writes_a_partial_report_and_exits_130(tmp_path):
+    import psutil
+
+    marker = f"reprospec-ctrl-c-{os.getpid()}"
+    spec = write_spec(tmp_path / "slow.yaml", f"""
+name: slow
+matrix:
+  n: [1, 2, 3]
+command: >-
+  python -c "import pathlib, subprocess, time;
+  pathlib.Path('{tmp_path}', 'started').touch();
+  child = subprocess.Popen(['sleep', '300', '--{marker}']);
+  time.sleep(300)"
+run: {{timeout: 120s}}
+expect: {{outcome: pass}}
+""")
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "2"],
+        cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "no attempt started"
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGINT)
+    stdout, stderr = engine.communicate(timeout=30)
+    assert engine.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    run_dir = next((out / "runs").iterdir())
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["interrupted"] is True
+    assert (run_dir / "report.md").exists()
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if any(marker in part for part in (p.info["cmdline"] or []))]
+    assert leftovers == []

@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + "\n")
+        sys.stdout.write(
+            f"reprospec doctor: {python}" + (f" for {args.spec}" if needs else "") + "\n"
+        )
         width = max(len(check.name) for check in checks)
         for check in checks:
             sys.stdout.write(f"  {MARKS[check.status]}  {check.name:<{width}}  {check.why}\n")
@@ -40,7 +42,9 @@ def _needs(path: str) -> doctor.Needs:
     from reprospec.spec import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())
-    cells = [(plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1]
+    cells = [
+        (plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1
+    ]
     needs = doctor.needs_of(cells, limits.parse_size)
     if needs.shm_size is not None:
         needs = replace(needs, shm_refused=limits.namespaces_permitted())

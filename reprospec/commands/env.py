@@ -37,27 +37,56 @@ def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     elif torch.get("error"):
         torch_line = f"broken: {torch['error']}"
     else:
-        torch_line = f"{torch.get('version')} (CUDA {torch.get('cuda') or 'none'}, cuDNN {torch.get('cudnn') or 'none'})"
+        cuda, cudnn = torch.get("cuda") or "none", torch.get("cudnn") or "none"
+        torch_line = f"{torch.get('version')} (CUDA {cuda}, cuDNN {cudnn})"
     gpus = torch.get("gpus") or nvidia.get("gpus") or []
     lines = [
         ("python", f"{python.get('version')} ({python.get('executable')})"),
-        ("os", f"{os_.get('distribution') or os_.get('system')}, kernel {os_.get('kernel')} {os_.get('machine')}"
-               + (f", {os_['wsl']}" if os_.get("wsl") else "") + (f", in {os_['container']}" if os_.get("container") else "")),
-        ("cpu", f"{cpu.get('model')}, {cpu.get('usable_cores')}/{cpu.get('cores')} cores, "
-                f"flags {' '.join(cpu.get('flags') or []) or 'none'}"),
-        ("memory", f"{_size(memory.get('total'))} total, {_size(memory.get('available'))} available"
-                   + (f", cgroup limit {_size(memory['cgroup_limit'])}" if memory.get("cgroup_limit") else "")),
+        (
+            "os",
+            f"{os_.get('distribution') or os_.get('system')}, "
+            f"kernel {os_.get('kernel')} {os_.get('machine')}"
+            + (f", {os_['wsl']}" if os_.get("wsl") else "")
+            + (f", in {os_['container']}" if os_.get("container") else ""),
+        ),
+        (
+            "cpu",
+            f"{cpu.get('model')}, {cpu.get('usable_cores')}/{cpu.get('cores')} cores, "
+            f"flags {' '.join(cpu.get('flags') or []) or 'none'}",
+        ),
+        (
+            "memory",
+            f"{_size(memory.get('total'))} total, {_size(memory.get('available'))} available"
+            + (
+                f", cgroup limit {_size(memory['cgroup_limit'])}"
+                if memory.get("cgroup_limit")
+                else ""
+            ),
+        ),
         ("/dev/shm", f"{_size(shm.get('size'))}" if shm.get("present", True) else "missing"),
         ("torch", torch_line),
         ("cpu capability", str(torch.get("cpu_capability"))),
         ("cuda arch list", " ".join(torch.get("arch_list") or []) or "none"),
-        ("gpus", "; ".join(f"{g.get('name')} (cc {g.get('capability')}, {g.get('memory_mib')} MiB)" for g in gpus)
-                 or "none"),
-        ("driver", f"{nvidia.get('driver_version')} (CUDA {nvidia.get('cuda_version')})"
-                   if nvidia.get("driver_version") else "none (no nvidia-smi)"),
+        (
+            "gpus",
+            "; ".join(
+                f"{g.get('name')} (cc {g.get('capability')}, {g.get('memory_mib')} MiB)"
+                for g in gpus
+            )
+            or "none",
+        ),
+        (
+            "driver",
+            f"{nvidia.get('driver_version')} (CUDA {nvidia.get('cuda_version')})"
+            if nvidia.get("driver_version")
+            else "none (no nvidia-smi)",
+        ),
         ("nvcc", f"{nvcc.get('version')} ({nvcc.get('path')})" if nvcc.get("path") else "none"),
         ("start method", str((env.get("multiprocessing") or {}).get("start_method"))),
-        ("packages", ", ".join(f"{k} {v or 'missing'}" for k, v in (env.get("packages") or {}).items())),
+        (
+            "packages",
+            ", ".join(f"{k} {v or 'missing'}" for k, v in (env.get("packages") or {}).items()),
+        ),
     ]
     variables = env.get("env") or {}
     if variables:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -145,6 +146,7 @@ def execute(
         interrupted=interrupted,
     )
     _write_outputs(run_dir, result)
+    append_github_summary(result)
     for cell in result.cells:
         store.finish_cell(run_id, cell)
     store.finish_run(run_id, "interrupted" if interrupted else "finished",
@@ -200,6 +202,28 @@ def _write_outputs(run_dir: Path, result: RunResult) -> None:
     tmp = run_dir / "report.md.tmp"
     tmp.write_text(report, encoding="utf-8")
     tmp.replace(run_dir / "report.md")
+
+
+def append_github_summary(result: RunResult) -> None:
+    """In GitHub Actions, add the run's summary and results table to the job summary page."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    from reprospec.progress import VERDICT_MARKS, actual_text
+    from reprospec.report.markdown import summary_line
+
+    lines = [f"### reprospec: {result.title or result.spec_name}", "",
+             f"**{summary_line(result)}**", "",
+             "| | cell | actual | attempts | verdict |", "|---|---|---|---|---|"]
+    for cell in result.cells:
+        rate = cell.rate
+        lines.append(
+            f"| {VERDICT_MARKS.get(cell.verdict, '?')} | `{cell.cell.id}` | "
+            f"{actual_text(cell).replace('|', '/')} | {rate.matched}/{rate.attempts} | "
+            f"{cell.verdict} |"
+        )
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n\n")
 
 
 def _print_outcome(result: RunResult, fmt: str | None, out_root: Path) -> None:

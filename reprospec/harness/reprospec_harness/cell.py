@@ -1,4 +1,4 @@
-"""The resolved cell the engine hands the harness: `$REPROSPEC_CELL` (a path to cell.json, or the JSON itself)."""
+"""The resolved cell the engine hands the harness: `$REPROSPEC_CELL` (cell.json's path, or JSON)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ def load() -> dict[str, Any]:
     """`{"spec", "cell_id", "matrix", "attempt", "workload", "environment"}`."""
     value = os.environ.get("REPROSPEC_CELL")
     if not value:
-        raise SystemExit("reprospec harness: REPROSPEC_CELL is not set (run through `reprospec run`)")
+        raise SystemExit(
+            "reprospec harness: REPROSPEC_CELL is not set (run through `reprospec run`)"
+        )
     if value.lstrip().startswith("{"):
         cell = json.loads(value)
     else:

@@ -1,4 +1,4 @@
-"""Datasets and the DataLoader: synthetic or entry-point data, items tagged with their phase and step.
+"""Datasets and the DataLoader: synthetic or entry-point data, items tagged with phase and step.
 
 Every dataset index travels with the phase and step of the batch it belongs to,
 so a worker can fire a fault at `{phase, step}` or `{index}` and records the
@@ -9,9 +9,9 @@ say which item killed it (prefetching makes the main loop's own step differ).
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Sized
 from multiprocessing.sharedctypes import RawArray
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import data as tud
@@ -20,9 +20,15 @@ from . import entrypoints, events, stackdump
 from .injection import FaultPlan
 
 DTYPES = {
-    "float32": torch.float32, "float": torch.float32, "float64": torch.float64,
-    "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8,
-    "int64": torch.int64, "long": torch.int64, "int32": torch.int32,
+    "float32": torch.float32,
+    "float": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "uint8": torch.uint8,
+    "int64": torch.int64,
+    "long": torch.int64,
+    "int32": torch.int32,
 }
 
 
@@ -32,8 +38,14 @@ class SyntheticDataset(tud.Dataset):
     Integer dtypes give token ids in [1, classes) with a zero-padded tail of random length.
     """
 
-    def __init__(self, size: int = 256, shape: Sequence[int] = (3, 32, 32), classes: int = 10,
-                 dtype: str = "float32", seed: int = 0) -> None:
+    def __init__(
+        self,
+        size: int = 256,
+        shape: Sequence[int] = (3, 32, 32),
+        classes: int = 10,
+        dtype: str = "float32",
+        seed: int = 0,
+    ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
         self.size, self.shape, self.classes = int(size), tuple(int(n) for n in shape), int(classes)
@@ -50,7 +62,9 @@ class SyntheticDataset(tud.Dataset):
         if self.dtype == torch.uint8:
             x = torch.randint(256, self.shape, generator=generator, dtype=torch.uint8)
         elif not self.dtype.is_floating_point:
-            x = torch.randint(1, max(self.classes, 2), self.shape, generator=generator, dtype=self.dtype)
+            x = torch.randint(
+                1, max(self.classes, 2), self.shape, generator=generator, dtype=self.dtype
+            )
             length = self.shape[-1]
             keep = int(torch.randint(1, length + 1, (), generator=generator))
             x[..., keep:] = 0
@@ -60,7 +74,7 @@ class SyntheticDataset(tud.Dataset):
 
 
 class FetchTracker:
-    """Per worker, in shared memory: (phase number, step, dataset index) of the item being fetched."""
+    """Per worker, in shared memory: (phase number, step, index) of the item being fetched."""
 
     def __init__(self, workers: int) -> None:
         self.slots = RawArray("q", 3 * max(workers, 1))
@@ -68,15 +82,15 @@ class FetchTracker:
             self.slots[i] = -1
 
     def record(self, worker: int, phase: int, step: int, index: int) -> None:
-        self.slots[3 * worker: 3 * worker + 3] = [phase, step, index]
+        self.slots[3 * worker : 3 * worker + 3] = [phase, step, index]
 
     def fetching(self, worker: int) -> tuple[int, int, int] | None:
-        phase, step, index = self.slots[3 * worker: 3 * worker + 3]
+        phase, step, index = self.slots[3 * worker : 3 * worker + 3]
         return None if index < 0 else (phase, step, index)
 
 
 class TaggedBatchSampler(tud.Sampler):
-    """Batches of `(phase number, step, index)`; `start(phase, step)` is set before each new iterator."""
+    """Batches of `(phase number, step, index)`; `start(phase, step)` before each new iterator."""
 
     def __init__(self, sampler: tud.Sampler, batch_size: int, drop_last: bool) -> None:
         self.batches = tud.BatchSampler(sampler, batch_size, drop_last)
@@ -110,8 +124,9 @@ class WorkerInit:
 class TaggedDataset(tud.Dataset):
     """Unwraps tagged indexes; in a worker, records the item and fires the worker faults."""
 
-    def __init__(self, inner: tud.Dataset, tracker: FetchTracker, faults: FaultPlan,
-                 phases: Sequence[str]) -> None:
+    def __init__(
+        self, inner: tud.Dataset, tracker: FetchTracker, faults: FaultPlan, phases: Sequence[str]
+    ) -> None:
         self.inner, self.tracker, self.faults, self.phases = inner, tracker, faults, list(phases)
 
     def __len__(self) -> int:
@@ -121,7 +136,9 @@ class TaggedDataset(tud.Dataset):
         phase, step, index = tag
         if _worker_id is not None:
             self.tracker.record(_worker_id, phase, step, index)
-            self.faults.fire_worker(worker=_worker_id, phase=self.phases[phase], step=step, index=index)
+            self.faults.fire_worker(
+                worker=_worker_id, phase=self.phases[phase], step=step, index=index
+            )
         return self.inner[index]
 
 
@@ -130,10 +147,14 @@ def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
     if section.get("entrypoint"):
         dataset = entrypoints.call(section)
         if not isinstance(dataset, tud.Dataset):
-            raise TypeError(f"dataset entrypoint {section['entrypoint']!r} returned {type(dataset).__name__}")
+            raise TypeError(
+                f"dataset entrypoint {section['entrypoint']!r} returned {type(dataset).__name__}"
+            )
         return dataset
     if section.get("builtin", "synthetic") != "synthetic":
-        raise ValueError(f"unknown builtin dataset {section.get('builtin')!r}: expected 'synthetic'")
+        raise ValueError(
+            f"unknown builtin dataset {section.get('builtin')!r}: expected 'synthetic'"
+        )
     options = {k: section[k] for k in ("size", "shape", "classes", "dtype") if k in section}
     return SyntheticDataset(seed=seed, **options)
 
@@ -146,18 +167,28 @@ def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int
     return shape, classes
 
 
-def build_loader(dataset: tud.Dataset, options: Mapping[str, Any], faults: FaultPlan,
-                 phases: Sequence[str], seed: int) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
+def build_loader(
+    dataset: tud.Dataset,
+    options: Mapping[str, Any],
+    faults: FaultPlan,
+    phases: Sequence[str],
+    seed: int,
+) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
     """The DataLoader with every argument of the spec's `data.loader`."""
     workers = int(options.get("num_workers") or 0)
     generator = torch.Generator().manual_seed(seed)
-    sampler = (tud.RandomSampler(dataset, generator=generator) if options.get("shuffle")
-               else tud.SequentialSampler(dataset))
-    batches = TaggedBatchSampler(sampler, int(options.get("batch_size") or 1), bool(options.get("drop_last")))
+    sampler = (
+        tud.RandomSampler(cast(Sized, dataset), generator=generator)
+        if options.get("shuffle")
+        else tud.SequentialSampler(cast(Sized, dataset))
+    )
+    batches = TaggedBatchSampler(
+        sampler, int(options.get("batch_size") or 1), bool(options.get("drop_last"))
+    )
     tracker = FetchTracker(workers)
     extra: dict[str, Any] = {}
     if workers > 0:
-        # With no workers torch refuses these two; a matrix over num_workers should not have to care.
+        # With no workers torch refuses these two; a matrix over num_workers should not care.
         for key in ("prefetch_factor", "persistent_workers"):
             if options.get(key) is not None:
                 extra[key] = options[key]
@@ -173,9 +204,16 @@ def build_loader(dataset: tud.Dataset, options: Mapping[str, Any], faults: Fault
         worker_init_fn=WorkerInit(),
         **extra,
     )
-    events.emit("loader", num_workers=workers, batches=len(batches),
-                multiprocessing_context=str(options.get("multiprocessing_context") or
-                                            multiprocessing.get_start_method(allow_none=True) or "default"))
+    events.emit(
+        "loader",
+        num_workers=workers,
+        batches=len(batches),
+        multiprocessing_context=str(
+            options.get("multiprocessing_context")
+            or multiprocessing.get_start_method(allow_none=True)
+            or "default"
+        ),
+    )
     return loader, batches, tracker
 
 

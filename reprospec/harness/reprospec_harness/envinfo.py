@@ -1,4 +1,4 @@
-"""Environment capture, in the target interpreter: stdlib only, torch optional (missing or broken is reported).
+"""Environment capture in the target interpreter: stdlib only; torch missing or broken is reported.
 
 `python -m reprospec_harness.envinfo [--package NAME]... [--no-torch] [--cuda]` prints the JSON.
 """
@@ -19,13 +19,44 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-ENV_PREFIXES = ("CUDA_", "CUDNN_", "CUBLAS_", "TORCH_", "NCCL_", "PYTORCH_", "OMP_", "MKL_", "KMP_",
-                "OPENBLAS_", "NVIDIA_", "ATEN_", "TORCHINDUCTOR_")
+ENV_PREFIXES = (
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS_",
+    "TORCH_",
+    "NCCL_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "OPENBLAS_",
+    "NVIDIA_",
+    "ATEN_",
+    "TORCHINDUCTOR_",
+)
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
 SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
-CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl",
-             "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
-             "asimd", "sve", "sve2")
+CPU_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512dq",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "sve",
+    "sve2",
+)
 GPU_FIELDS = ("index", "name", "driver_version", "memory.total", "compute_cap")
 DEFAULT_PACKAGES = ("torch", "numpy")
 
@@ -40,13 +71,16 @@ def _read(path: str) -> str | None:
 
 def _run(argv: Sequence[str], timeout: float = 15) -> tuple[int, str]:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, errors="replace"
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
     return done.returncode, done.stdout + done.stderr
 
 
 # ---- parsers (pure: tested on recorded real outputs) -------------------------------------------
+
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
     """CPU model and the flags that matter to torch, from /proc/cpuinfo."""
@@ -56,9 +90,17 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
         if sep and key.strip() not in fields:
             fields[key.strip()] = value.strip()
     flags = set((fields.get("flags") or fields.get("Features") or "").split())
-    model = fields.get("model name") or fields.get("Model") or fields.get("cpu model") or fields.get("Hardware")
-    return {"model": model, "vendor": fields.get("vendor_id"),
-            "flags": [flag for flag in CPU_FLAGS if flag in flags]}
+    model = (
+        fields.get("model name")
+        or fields.get("Model")
+        or fields.get("cpu model")
+        or fields.get("Hardware")
+    )
+    return {
+        "model": model,
+        "vendor": fields.get("vendor_id"),
+        "flags": [flag for flag in CPU_FLAGS if flag in flags],
+    }
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
@@ -78,7 +120,7 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = GPU_FIELDS) -> list[
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(fields) or [c.split(" [")[0] for c in cells] == list(fields):
             continue  # the header, or a line that is not a row
-        row: dict[str, Any] = dict(zip(fields, cells))
+        row: dict[str, Any] = dict(zip(fields, cells, strict=True))
         if "memory.total" in row:
             match = re.match(r"(\d+)", row.pop("memory.total"))
             row["memory_mib"] = int(match.group(1)) if match else None
@@ -91,7 +133,7 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = GPU_FIELDS) -> list[
 
 
 def parse_nvidia_smi_banner(text: str) -> dict[str, str]:
-    """Driver version and the newest CUDA it supports, from plain `nvidia-smi` (old and new banners)."""
+    """Driver version and the newest CUDA it supports, from `nvidia-smi`'s banner (old and new)."""
     out = {}
     driver = re.search(r"(?:Driver|KMD) Version:\s*([\d.]+)", text)
     cuda = re.search(r"CUDA (?:UMD )?Version:\s*([\d.]+)", text)
@@ -116,6 +158,7 @@ def requirement_name(requirement: str) -> str:
 
 # ---- capture ---------------------------------------------------------------------------------
 
+
 def _os_info() -> dict[str, Any]:
     release = _read("/etc/os-release") or ""
     pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', release, re.MULTILINE)
@@ -124,8 +167,14 @@ def _os_info() -> dict[str, Any]:
     wsl = "WSL2" if "wsl2" in osrelease else ("WSL1" if "microsoft" in osrelease else None)
     if wsl is None and os.environ.get("WSL_DISTRO_NAME"):
         wsl = "WSL"
-    return {"system": platform.system(), "distribution": pretty.group(1) if pretty else None,
-            "kernel": kernel, "machine": platform.machine(), "wsl": wsl, "container": _container()}
+    return {
+        "system": platform.system(),
+        "distribution": pretty.group(1) if pretty else None,
+        "kernel": kernel,
+        "machine": platform.machine(),
+        "wsl": wsl,
+        "container": _container(),
+    }
 
 
 def _container() -> str | None:
@@ -139,7 +188,7 @@ def _container() -> str | None:
     for name in ("kubepods", "docker", "containerd", "lxc", "podman"):
         if name in cgroup:
             return name
-    return os.environ.get("container") or None
+    return os.environ.get("container") or None  # noqa: SIM112 - systemd/podman spell it lowercase
 
 
 def _memory_limit() -> int | None:
@@ -160,7 +209,11 @@ def _shm() -> dict[str, Any]:
         stats = os.statvfs("/dev/shm")
     except OSError:
         return {"present": False}
-    return {"present": True, "size": stats.f_blocks * stats.f_frsize, "free": stats.f_bavail * stats.f_frsize}
+    return {
+        "present": True,
+        "size": stats.f_blocks * stats.f_frsize,
+        "free": stats.f_bavail * stats.f_frsize,
+    }
 
 
 def _nvidia() -> dict[str, Any]:
@@ -172,7 +225,10 @@ def _nvidia() -> dict[str, Any]:
     if code != 0 and "compute_cap" in out:  # drivers before ~510 do not know the field
         fields = GPU_FIELDS[:-1]
         code, out = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"])
-    info: dict[str, Any] = {"nvidia_smi": smi, "gpus": parse_nvidia_smi_csv(out, fields) if code == 0 else []}
+    info: dict[str, Any] = {
+        "nvidia_smi": smi,
+        "gpus": parse_nvidia_smi_csv(out, fields) if code == 0 else [],
+    }
     if code != 0:
         info["error"] = out.strip()[-500:]
     code, banner = _run([smi])
@@ -183,7 +239,8 @@ def _nvidia() -> dict[str, Any]:
 def _nvcc() -> dict[str, Any]:
     candidates = [shutil.which("nvcc")] + [
         os.path.join(root, "bin", "nvcc")
-        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if root
+        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+        if root
     ]
     for path in candidates:
         if path and os.path.exists(path):
@@ -203,8 +260,11 @@ def _packages(names: Iterable[str]) -> dict[str, str | None]:
 
 
 def _env_vars() -> dict[str, str]:
-    return {key: ("<redacted>" if SECRET.search(key) else value) for key, value in sorted(os.environ.items())
-            if (key.startswith(ENV_PREFIXES) or key in ENV_NAMES)}
+    return {
+        key: ("<redacted>" if SECRET.search(key) else value)
+        for key, value in sorted(os.environ.items())
+        if (key.startswith(ENV_PREFIXES) or key in ENV_NAMES)
+    }
 
 
 def capture_system(packages: Iterable[str] = ()) -> dict[str, Any]:
@@ -216,20 +276,33 @@ def capture_system(packages: Iterable[str] = ()) -> dict[str, Any]:
     memory = parse_meminfo(_read("/proc/meminfo") or "")
     return {
         "format": 1,
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
         "os": _os_info(),
-        "cpu": {**parse_cpuinfo(_read("/proc/cpuinfo") or ""), "cores": os.cpu_count(), "usable_cores": usable},
-        "memory": {"total": memory.get("MemTotal"), "available": memory.get("MemAvailable"),
-                   "swap": memory.get("SwapTotal"), "cgroup_limit": _memory_limit(),
-                   "rlimit_as": _limit(resource.RLIMIT_AS)},
+        "cpu": {
+            **parse_cpuinfo(_read("/proc/cpuinfo") or ""),
+            "cores": os.cpu_count(),
+            "usable_cores": usable,
+        },
+        "memory": {
+            "total": memory.get("MemTotal"),
+            "available": memory.get("MemAvailable"),
+            "swap": memory.get("SwapTotal"),
+            "cgroup_limit": _memory_limit(),
+            "rlimit_as": _limit(resource.RLIMIT_AS),
+        },
         "shm": _shm(),
         "nvidia": _nvidia(),
         "nvcc": _nvcc(),
         "packages": _packages(packages),
         "env": _env_vars(),
-        "multiprocessing": {"start_method": multiprocessing.get_start_method(allow_none=True)
-                            or multiprocessing.get_context().get_start_method()},
+        "multiprocessing": {
+            "start_method": multiprocessing.get_start_method(allow_none=True)
+            or multiprocessing.get_context().get_start_method()
+        },
     }
 
 
@@ -245,12 +318,21 @@ def capture_torch(init_cuda: bool = False) -> dict[str, Any]:
         if exc.name == "torch":
             return {"installed": False}
         return {"installed": True, "error": f"{type(exc).__name__}: {exc}"}
-    except BaseException as exc:  # a broken install raises anything (OSError for a missing .so, ...)
+    except (
+        BaseException
+    ) as exc:  # a broken install raises anything (OSError for a missing .so, ...)
         return {"installed": True, "error": f"{type(exc).__name__}: {exc}"}
-    info: dict[str, Any] = {"installed": True, "version": torch.__version__, "debug": torch.version.debug,
-                            "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None)}
+    info: dict[str, Any] = {
+        "installed": True,
+        "version": torch.__version__,
+        "debug": torch.version.debug,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+    }
     probes = {
-        "cudnn": lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "cudnn": lambda: (
+            torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        ),
         "cpu_capability": lambda: torch.backends.cpu.get_cpu_capability(),
         "arch_list": lambda: torch.cuda.get_arch_list(),
         "cuda_available": lambda: torch.cuda.is_available(),
@@ -273,11 +355,18 @@ def capture_torch(init_cuda: bool = False) -> dict[str, Any]:
 
 def _torch_gpu(torch: Any, index: int) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(index)
-    return {"index": index, "name": props.name, "capability": f"{props.major}.{props.minor}",
-            "memory_mib": props.total_memory // 2**20, "multiprocessors": props.multi_processor_count}
+    return {
+        "index": index,
+        "name": props.name,
+        "capability": f"{props.major}.{props.minor}",
+        "memory_mib": props.total_memory // 2**20,
+        "multiprocessors": props.multi_processor_count,
+    }
 
 
-def capture(packages: Iterable[str] = (), *, with_torch: bool = True, init_cuda: bool = False) -> dict[str, Any]:
+def capture(
+    packages: Iterable[str] = (), *, with_torch: bool = True, init_cuda: bool = False
+) -> dict[str, Any]:
     """The whole capture, as written to env.json and printed by `reprospec env`."""
     info = capture_system(packages)
     info["torch"] = capture_torch(init_cuda) if with_torch else {"captured": False}
@@ -294,9 +383,13 @@ def write(path: str, info: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reprospec_harness.envinfo")
-    parser.add_argument("--package", action="append", default=[], help="also report this package's version")
+    parser.add_argument(
+        "--package", action="append", default=[], help="also report this package's version"
+    )
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
-    parser.add_argument("--cuda", action="store_true", help="query GPU properties through torch (inits CUDA)")
+    parser.add_argument(
+        "--cuda", action="store_true", help="query GPU properties through torch (inits CUDA)"
+    )
     args = parser.parse_args(argv)
     info = capture(args.package, with_torch=not args.no_torch, init_cuda=args.cuda)
     print(json.dumps(info, indent=2, default=str))

@@ -1,4 +1,4 @@
-"""Progress events: one JSON line per `os.write` on an O_APPEND fd, so the last one survives a crash."""
+"""Progress events: one JSON line per `os.write` on an O_APPEND fd (the last survives a crash)."""
 
 from __future__ import annotations
 

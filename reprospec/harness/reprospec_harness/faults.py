@@ -1,8 +1,9 @@
-"""The faults themselves: each one real (an invalid read, a real SIGBUS, a real deadlock), never a message."""
+"""The faults themselves, each one real: an invalid read, a real SIGBUS, a real deadlock."""
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import ctypes
 import importlib
 import mmap
@@ -18,7 +19,9 @@ from typing import Any, NoReturn
 
 # x86-64 machine code run from an executable page: real faults raised by the CPU.
 _UD2 = b"\x0f\x0b"  # ud2: undefined instruction -> SIGILL
-_IDIV_BY_ZERO = b"\x31\xc9\xb8\x01\x00\x00\x00\x99\xf7\xf9\xc3"  # xor ecx,ecx; mov eax,1; cdq; idiv ecx; ret
+_IDIV_BY_ZERO = (
+    b"\x31\xc9\xb8\x01\x00\x00\x00\x99\xf7\xf9\xc3"  # xor ecx,ecx; mov eax,1; cdq; idiv ecx; ret
+)
 
 
 def _say(message: str) -> None:
@@ -28,17 +31,17 @@ def _say(message: str) -> None:
 
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
 
 
 def _run_machine_code(code: bytes, fallback: signal.Signals) -> NoReturn:
     """Execute `code` on x86-64; elsewhere (or if W^X forbids it) send `fallback` and say so."""
     if platform.machine().lower() in ("x86_64", "amd64"):
         try:
-            page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            page = mmap.mmap(
+                -1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC
+            )
             page.write(code)
             address = ctypes.addressof(ctypes.c_char.from_buffer(page))
             _flush()

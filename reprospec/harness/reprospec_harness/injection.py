@@ -1,4 +1,4 @@
-"""Which faults fire where: `when`, `probability` (seeded per attempt and fault), and `at` matching."""
+"""Which faults fire where: `when`, `probability` (seeded per attempt and fault), `at`."""
 
 from __future__ import annotations
 
@@ -44,16 +44,20 @@ def _truthy(value: Any) -> bool:
 
 
 def decide(number: int, spec: Mapping[str, Any], seed: int, attempt: int) -> Fault:
-    """Arm a fault or not: `when` must hold, and the attempt's coin must fall under `probability`."""
+    """Arm a fault or not: `when` must hold and the attempt's coin fall under `probability`."""
     if spec.get("kind") not in TRIGGERS:
-        raise ValueError(f"unknown fault kind {spec.get('kind')!r}: expected one of {', '.join(TRIGGERS)}")
+        raise ValueError(
+            f"unknown fault kind {spec.get('kind')!r}: expected one of {', '.join(TRIGGERS)}"
+        )
     if "when" in spec and not _truthy(spec["when"]):
         return Fault(number, spec, False, "when is false")
     probability = float(spec.get("probability", 1.0))
     # One coin per (seed, attempt, fault): rerunning attempt 3 does what attempt 3 did.
     coin = random.Random(f"{seed}:{attempt}:{number}").random()
     if coin >= probability:
-        return Fault(number, spec, False, f"probability {probability:g}: not this attempt ({coin:.3f})")
+        return Fault(
+            number, spec, False, f"probability {probability:g}: not this attempt ({coin:.3f})"
+        )
     return Fault(number, spec, True, "armed")
 
 
@@ -68,17 +72,31 @@ class FaultPlan:
     def from_spec(cls, specs: Sequence[Mapping[str, Any]], seed: int, attempt: int) -> FaultPlan:
         plan = cls([decide(n, spec, seed, attempt) for n, spec in enumerate(specs)])
         if plan.faults:
-            events.emit("faults", faults=[
-                {"number": f.number, "kind": f.kind, "where": f.where, "armed": f.armed, "reason": f.reason}
-                for f in plan.faults
-            ])
+            events.emit(
+                "faults",
+                faults=[
+                    {
+                        "number": f.number,
+                        "kind": f.kind,
+                        "where": f.where,
+                        "armed": f.armed,
+                        "reason": f.reason,
+                    }
+                    for f in plan.faults
+                ],
+            )
         return plan
 
-    def fire_main(self, phase: str | None = None, step: int | None = None, stage: str | None = None) -> None:
+    def fire_main(
+        self, phase: str | None = None, step: int | None = None, stage: str | None = None
+    ) -> None:
         """Fire the armed main-process faults whose `at` matches this point of the loop."""
         for fault in self.faults:
-            if fault.armed and not fault.fired and fault.where == "main" and _main_matches(
-                fault.at, phase, step, stage
+            if (
+                fault.armed
+                and not fault.fired
+                and fault.where == "main"
+                and _main_matches(fault.at, phase, step, stage)
             ):
                 self._fire(fault, where="main", phase=phase, step=step, stage=stage)
 
@@ -86,19 +104,31 @@ class FaultPlan:
         """Fire the armed worker faults whose `at` matches the item being fetched."""
         position = {"phase": phase, "step": step, "index": index}
         for fault in self.faults:
-            if fault.armed and not fault.fired and fault.where == "worker" and all(
-                position.get(key) == value for key, value in fault.at.items()
+            if (
+                fault.armed
+                and not fault.fired
+                and fault.where == "worker"
+                and all(position.get(key) == value for key, value in fault.at.items())
             ):
-                self._fire(fault, where="worker", worker=worker, phase=phase, step=step, index=index)
+                self._fire(
+                    fault, where="worker", worker=worker, phase=phase, step=step, index=index
+                )
 
     def _fire(self, fault: Fault, **position: Any) -> None:
         fault.fired = True
-        events.emit("fault", kind=fault.kind, number=fault.number, pid=os.getpid(),
-                    **{k: v for k, v in position.items() if v is not None})
+        events.emit(
+            "fault",
+            kind=fault.kind,
+            number=fault.number,
+            pid=os.getpid(),
+            **{k: v for k, v in position.items() if v is not None},
+        )
         TRIGGERS[fault.kind]({"device": self.device, **fault.spec, "where": position["where"]})
 
 
-def _main_matches(at: Mapping[str, Any], phase: str | None, step: int | None, stage: str | None) -> bool:
+def _main_matches(
+    at: Mapping[str, Any], phase: str | None, step: int | None, stage: str | None
+) -> bool:
     """`{}`: after setup; `{phase}`: at the phase start; `{phase, step[, stage]}`: at that step."""
     if "phase" in at and at["phase"] != phase:
         return False

@@ -1,4 +1,4 @@
-"""Built-in models (`mlp`, `cnn`, `transformer-decoder`), each mapping a batch to `[batch, classes]` logits."""
+"""Built-in models (`mlp`, `cnn`, `transformer-decoder`): a batch to `[batch, classes]` logits."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from . import entrypoints
 class MLP(nn.Module):
     """Flatten, then `layers` hidden ReLU layers."""
 
-    def __init__(self, shape: Sequence[int], classes: int, hidden: int = 64, layers: int = 2) -> None:
+    def __init__(
+        self, shape: Sequence[int], classes: int, hidden: int = 64, layers: int = 2
+    ) -> None:
         super().__init__()
         width = math.prod(shape)
         stack: list[nn.Module] = [nn.Flatten()]
@@ -68,7 +70,9 @@ class TransformerDecoder(nn.Module):
         self.length = shape[-1]
         self.embed = nn.Embedding(vocab or max(classes, 2), d_model)
         self.position = nn.Parameter(torch.zeros(self.length, d_model))
-        layer = nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=2 * d_model, batch_first=True)
+        layer = nn.TransformerDecoderLayer(
+            d_model, nhead, dim_feedforward=2 * d_model, batch_first=True
+        )
         self.decoder = nn.TransformerDecoder(layer, layers)
         self.head = nn.Linear(d_model, classes)
 
@@ -79,8 +83,12 @@ class TransformerDecoder(nn.Module):
         padding = tokens == 0
         causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).triu(1)
         h = self.decoder(
-            x, x, tgt_mask=causal, tgt_is_causal=True,
-            tgt_key_padding_mask=padding, memory_key_padding_mask=padding,
+            x,
+            x,
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            tgt_key_padding_mask=padding,
+            memory_key_padding_mask=padding,
         )
         keep = (~padding).unsqueeze(-1).to(h.dtype)
         pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1)
@@ -99,7 +107,9 @@ def build(section: Mapping[str, Any], shape: Sequence[int], classes: int) -> nn.
     if section.get("entrypoint"):
         model = entrypoints.call(section)
         if not isinstance(model, nn.Module):
-            raise TypeError(f"model entrypoint {section['entrypoint']!r} returned {type(model).__name__}")
+            raise TypeError(
+                f"model entrypoint {section['entrypoint']!r} returned {type(model).__name__}"
+            )
         return model
     name = str(section.get("builtin", "mlp"))
     if name not in BUILTINS:

@@ -20,7 +20,7 @@ from . import envinfo, events, stackdump
 
 EXIT_INFRA = 3
 
-# Switches that only work as environment variables read when CUDA initializes: set before any import.
+# Switches that are environment variables read when CUDA initializes: set before any import.
 DEBUG_ENV = {
     "cuda_launch_blocking": ("CUDA_LAUNCH_BLOCKING", "1"),
     "device_side_assertions": ("TORCH_USE_CUDA_DSA", "1"),
@@ -65,13 +65,15 @@ def main() -> int:
     from .training import run_phases
 
     events.emit("phase", phase="setup")
-    work = build(workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"]))
+    work = build(
+        workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"])
+    )
     run_phases(work)
     return 0
 
 
 def import_modules(modules: list[str]) -> None:
-    """The spec's imports in order, each an event (an import-time hang is located); torch last if unlisted."""
+    """The spec's imports in order, each an event (locates an import hang); then torch."""
     order = list(modules) + ([] if "torch" in modules else ["torch"])
     for name in order:
         events.emit("import", module=name, phase="import")
@@ -96,15 +98,21 @@ def resolve_device(requested: str) -> Any:
     if device.type == "cuda":
         if not torch.cuda.is_available():
             build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "a CPU-only build"
-            raise InfraError(f"device {requested} requested but no CUDA device is visible "
-                             f"(torch {torch.__version__}, {build})")
+            raise InfraError(
+                f"device {requested} requested but no CUDA device is visible "
+                f"(torch {torch.__version__}, {build})"
+            )
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
-            raise InfraError(f"device {requested} requested but only {count} CUDA device(s) are visible")
+            raise InfraError(
+                f"device {requested} requested but only {count} CUDA device(s) are visible"
+            )
     elif device.type == "mps" and not torch.backends.mps.is_available():
         raise InfraError("device mps requested but MPS is not available on this machine")
     elif device.type not in ("cpu", "mps"):
-        raise InfraError(f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto")
+        raise InfraError(
+            f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto"
+        )
     return device
 
 
@@ -124,4 +132,6 @@ def _on_cuda(workload: Mapping[str, Any], environment: Mapping[str, Any]) -> boo
 
 def _workload_facts(workload: Mapping[str, Any]) -> dict[str, Any]:
     loader = (workload.get("data") or {}).get("loader") or {}
-    return {key: loader.get(key) for key in ("num_workers", "pin_memory", "multiprocessing_context")}
+    return {
+        key: loader.get(key) for key in ("num_workers", "pin_memory", "multiprocessing_context")
+    }

@@ -1,9 +1,9 @@
-"""Build the workload from the spec: seed, debug switches, faults, data, model, loss, optimizer, amp, compile."""
+"""Build the workload: seed, debug switches, faults, data, model, loss, optimizer, amp, compile."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -14,7 +14,9 @@ from .run import seed_everything
 DEFAULT_PHASES = ({"name": "train", "steps": 10},)
 
 
-def build(workload: Mapping[str, Any], device: torch.device, seed: int, attempt: int) -> training.Workload:
+def build(
+    workload: Mapping[str, Any], device: torch.device, seed: int, attempt: int
+) -> training.Workload:
     """Everything `training.run_phases` needs; main-process faults with no `at` fire at its end."""
     seed_everything(seed)
     debug = workload.get("debug") or {}
@@ -35,7 +37,8 @@ def build(workload: Mapping[str, Any], device: torch.device, seed: int, attempt:
     optimizer = training.build_optimizer(workload.get("optimizer"), model)
     compile_options = workload.get("compile")
     if compile_options:
-        model = torch.compile(model, **(compile_options if isinstance(compile_options, Mapping) else {}))
+        options = compile_options if isinstance(compile_options, Mapping) else {}
+        model = cast(torch.nn.Module, torch.compile(model, **options))
     loader, batches, tracker = data.build_loader(
         dataset, loader_options, faults, [str(p["name"]) for p in phases], seed
     )

@@ -11,7 +11,7 @@ _files: dict[int, IO[str]] = {}
 
 
 def register() -> None:
-    """Register this process's own dump file; call again in a forked child (it inherits the parent's)."""
+    """Register this process's own dump file; again in a forked child (it inherits the parent's)."""
     folder = os.environ.get("REPROSPEC_STACK_DIR")
     pid = os.getpid()
     if not folder or pid in _files or not hasattr(signal, "SIGUSR1"):

@@ -1,4 +1,4 @@
-"""Loss, optimizer, autocast and the phases run step by step, with an event at every phase, step and stage."""
+"""Loss, optimizer, autocast, and the phases step by step: an event at every phase, step, stage."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def build_loss(name: str | None) -> LossFn:
     if name is None or name in BUILTIN_LOSSES:
         return BUILTIN_LOSSES[name or "cross-entropy"]
     if ":" not in str(name):
-        raise ValueError(f"unknown loss {name!r}: expected one of {', '.join(BUILTIN_LOSSES)} or an entrypoint")
+        raise ValueError(
+            f"unknown loss {name!r}: expected one of {', '.join(BUILTIN_LOSSES)} or an entrypoint"
+        )
     loss = entrypoints.resolve(str(name))
     return loss() if isinstance(loss, type) else loss
 
@@ -54,14 +56,23 @@ def build_optimizer(section: Any, model: nn.Module) -> torch.optim.Optimizer | N
     name = str(options.get("name") or "sgd")
     decay = float(options.get("weight_decay") or 0)
     if name == "sgd":
-        return torch.optim.SGD(parameters, lr=float(options.get("lr", 0.01)),
-                               momentum=float(options.get("momentum") or 0), weight_decay=decay)
+        return torch.optim.SGD(
+            parameters,
+            lr=float(options.get("lr", 0.01)),
+            momentum=float(options.get("momentum") or 0),
+            weight_decay=decay,
+        )
     if name == "adam":
         return torch.optim.Adam(parameters, lr=float(options.get("lr", 1e-3)), weight_decay=decay)
     raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
 
 
-AMP_DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
+AMP_DTYPES = {
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+}
 
 
 @dataclass
@@ -128,10 +139,14 @@ def _split(batch: Any) -> tuple[Any, Any]:
 
 
 def run_phases(work: Workload) -> None:
-    """Every phase, step by step; a DataLoader failure is reported per dead worker, then re-raised."""
+    """Every phase, step by step; a DataLoader failure is reported per dead worker, re-raised."""
     position = Position(work.faults)
     iterator: Iterator[Any] | None = None
-    scaler = torch.amp.GradScaler(work.device.type) if work.amp == torch.float16 and work.device.type == "cuda" else None
+    scaler = (
+        torch.amp.GradScaler(work.device.type)
+        if work.amp == torch.float16 and work.device.type == "cuda"
+        else None
+    )
     try:
         for number, phase in enumerate(work.phases):
             name = str(phase["name"])
@@ -164,24 +179,31 @@ def run_phases(work: Workload) -> None:
 WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
 
 
-def _report_workers(work: Workload, iterator: Any, position: Position, error: BaseException) -> None:
+def _report_workers(
+    work: Workload, iterator: Any, position: Position, error: BaseException
+) -> None:
     if iterator is None or not getattr(iterator, "_workers", None):
         return
     grace = 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0
     for _ in range(3):  # a late SIGCHLD from another worker may interrupt the first try
         try:
-            report_dead_workers(iterator, work.tracker, work.phase_names, position.phase, position.step,
-                                grace=grace)
+            report_dead_workers(
+                iterator, work.tracker, work.phase_names, position.phase, position.step, grace=grace
+            )
             return
         except RuntimeError:
             continue
 
 
-def _step(work: Workload, position: Position, batch: Any, train: bool,
-          scaler: torch.amp.GradScaler | None) -> None:
+def _step(
+    work: Workload, position: Position, batch: Any, train: bool, scaler: torch.amp.GradScaler | None
+) -> None:
     x, y = _split(_to(batch, work.device, work.non_blocking))
-    autocast = (torch.autocast(work.device.type, dtype=work.amp) if work.amp is not None
-                else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(work.device.type, dtype=work.amp)
+        if work.amp is not None
+        else contextlib.nullcontext()
+    )
     with autocast:
         position.enter_stage("forward")
         output = work.model(x)

@@ -11,9 +11,14 @@ from . import events
 from .data import FetchTracker
 
 
-def report_dead_workers(iterator: Any, tracker: FetchTracker, phases: Sequence[str],
-                        main_phase: str | None, main_step: int | None, grace: float = 0.0
-                        ) -> list[dict[str, Any]]:
+def report_dead_workers(
+    iterator: Any,
+    tracker: FetchTracker,
+    phases: Sequence[str],
+    main_phase: str | None,
+    main_step: int | None,
+    grace: float = 0.0,
+) -> list[dict[str, Any]]:
     """Emit one `worker_exit` event per worker that exited non-zero; returns them.
 
     `grace`: how long to wait for a dying worker. The main process can see the

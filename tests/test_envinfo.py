@@ -1,0 +1,154 @@
+"""Environment capture: parsers on recorded outputs; real children (torch ok, missing, broken)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec.envprobe import probe_environment
+from reprospec.errors import InfraError
+from reprospec.harness import HARNESS_ROOT
+
+sys.path.insert(0, str(HARNESS_ROOT))
+from reprospec_harness import envinfo  # noqa: E402 - needs HARNESS_ROOT on sys.path
+
+NVIDIA = Path(__file__).parent / "data" / "nvidia"
+
+
+def test_query_gpu_csv_with_header_and_any_field_order() -> None:
+    text = (NVIDIA / "query-gpu-compute_cap-titanv-rtx5880.csv").read_text()
+    gpus = envinfo.parse_nvidia_smi_csv(
+        text, ("compute_cap", "compute_mode", "driver_version", "name", "index")
+    )
+    assert gpus == [
+        {
+            "capability": "7.0",
+            "compute_mode": "Default",
+            "driver_version": "570.86.15",
+            "name": "NVIDIA TITAN V",
+            "index": 0,
+        },
+        {
+            "capability": "8.9",
+            "compute_mode": "Default",
+            "driver_version": "570.86.15",
+            "name": "NVIDIA RTX 5880 Ada Generation",
+            "index": 1,
+        },
+    ]
+    only = envinfo.parse_nvidia_smi_csv(
+        (NVIDIA / "query-gpu-compute_cap-only.csv").read_text(), ("compute_cap",)
+    )
+    assert only == [{"capability": "8.9"}]
+
+
+def test_invalid_field_error_parses_to_no_gpu() -> None:
+    assert (
+        envinfo.parse_nvidia_smi_csv((NVIDIA / "query-gpu-compute_cap-invalid-470.txt").read_text())
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "driver", "cuda"),
+    [
+        ("nvidia-smi-450.57-titan-xp.txt", "450.57", "11.0"),
+        ("nvidia-smi-470.256.02-a10g.txt", "470.256.02", "11.4"),
+        ("nvidia-smi-550.40.07-rtx4070.txt", "550.40.07", "12.4"),
+        (
+            "nvidia-smi-610.43.03-kmd-umd.txt",
+            "610.43.03",
+            "13.3",
+        ),  # the newer KMD / CUDA UMD banner
+    ],
+)
+def test_nvidia_smi_banner(name: str, driver: str, cuda: str) -> None:
+    assert envinfo.parse_nvidia_smi_banner((NVIDIA / name).read_text()) == {
+        "driver_version": driver,
+        "cuda_version": cuda,
+    }
+
+
+def test_nvcc_version() -> None:
+    assert envinfo.parse_nvcc_version((NVIDIA / "nvcc-11.1.txt").read_text()) == "11.1"
+    assert envinfo.parse_nvcc_version((NVIDIA / "nvcc-10.1.txt").read_text()) == "10.1"
+    assert envinfo.parse_nvcc_version("nvcc: command not found") is None
+
+
+def test_cpuinfo_and_meminfo() -> None:
+    cpu = envinfo.parse_cpuinfo(
+        "vendor_id\t: GenuineIntel\nmodel name\t: Xeon\nflags\t\t: fpu sse4_2 avx avx2 fma\n\n"
+        "model name\t: second core ignored\n"
+    )
+    assert cpu == {
+        "model": "Xeon",
+        "vendor": "GenuineIntel",
+        "flags": ["sse4_2", "avx", "avx2", "fma"],
+    }
+    assert envinfo.parse_meminfo("MemTotal:  1024 kB\nMemFree: 1 kB\n") == {"MemTotal": 1024 * 1024}
+    assert envinfo.requirement_name("torch==2.13.0") == "torch"
+    assert envinfo.requirement_name("scikit-learn >=1.4; python_version>'3'") == "scikit-learn"
+
+
+def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("WANDB_API_KEY", "secret")
+    monkeypatch.setenv("TORCH_HUB_TOKEN", "secret")
+    info = envinfo.capture_system(["pyyaml>=6", "surely-not-installed-pkg"])
+    assert info["python"]["version"].count(".") == 2
+    assert info["os"]["kernel"] and info["cpu"]["cores"] >= 1 and info["memory"]["total"] > 0
+    assert info["shm"]["present"] in (True, False)
+    assert info["packages"]["pyyaml"] and info["packages"]["surely-not-installed-pkg"] is None
+    assert info["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
+    assert "WANDB_API_KEY" not in info["env"] and info["env"]["TORCH_HUB_TOKEN"] == "<redacted>"
+    assert info["multiprocessing"]["start_method"] in ("fork", "spawn", "forkserver")
+    json.dumps(info)
+
+
+@pytest.mark.torch
+def test_probe_with_torch() -> None:
+    pytest.importorskip("torch")
+    env = probe_environment(sys.executable, ["pyyaml"])
+    torch = env["torch"]
+    assert torch["version"].startswith("2.") and torch["cpu_capability"]
+    assert isinstance(torch["arch_list"], list) and torch["cuda_available"] in (True, False)
+    assert "PYTHONPATH" not in env["env"] or str(HARNESS_ROOT) not in env["env"]["PYTHONPATH"]
+
+
+def test_probe_with_torch_missing(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    env = probe_environment(str(venv / "bin" / "python"))
+    assert env["torch"] == {"installed": False}
+    assert env["packages"]["torch"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "raise OSError('libcudnn.so.9: cannot open shared object file')",
+            "OSError: libcudnn.so.9",
+        ),
+        ("import ctypes; ctypes.string_at(0)", "import torch failed: killed by SIGSEGV"),
+    ],
+)
+def test_probe_with_torch_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, expected: str
+) -> None:
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(body + "\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    env = probe_environment(sys.executable)
+    assert env["torch"]["installed"] is True and expected in env["torch"]["error"]
+    assert env["python"]["version"]
+
+
+def test_probe_with_a_missing_interpreter() -> None:
+    with pytest.raises(InfraError, match="interpreter not found: /nonexistent/python"):
+        probe_environment("/nonexistent/python")

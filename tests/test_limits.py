@@ -1,0 +1,115 @@
+"""Limits for local attempts: a real private /dev/shm and a real RLIMIT_AS in the child."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from reprospec import limits
+
+PRINT_LIMITS = (
+    "import os, resource; s = os.statvfs('/dev/shm');"
+    "print(s.f_blocks * s.f_frsize, resource.getrlimit(resource.RLIMIT_AS)[0])"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("64m", 64 * 2**20),
+        ("4g", 4 * 2**30),
+        ("512MiB", 512 * 2**20),
+        ("1.5g", 3 * 2**29),
+        ("100", 100),
+        (2048, 2048),
+        ("2kb", 2048),
+    ],
+)
+def test_parse_size(text: object, size: int) -> None:
+    assert limits.parse_size(text) == size
+
+
+def test_parse_size_refuses_garbage() -> None:
+    with pytest.raises(ValueError, match="not a size"):
+        limits.parse_size("lots")
+
+
+def test_no_limits_leaves_argv_alone() -> None:
+    assert limits.wrap_argv(["python", "-c", "pass"], {"device": "cpu"}) == (
+        ["python", "-c", "pass"],
+        [],
+    )
+
+
+needs_namespaces = pytest.mark.skipif(
+    limits.namespaces_permitted() is not None,
+    reason=f"private mounts not permitted: {limits.namespaces_permitted()}",
+)
+
+
+@needs_namespaces
+def test_child_gets_its_own_shm_and_address_space_limit() -> None:
+    argv, warnings = limits.wrap_argv(
+        [sys.executable, "-c", PRINT_LIMITS], {"shm_size": "8m", "memory": "2g"}
+    )
+    assert warnings == []
+    shm, rlimit = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+    assert int(shm) == 8 * 2**20 and int(rlimit) == 2 * 2**30
+    # the machine's own /dev/shm is untouched
+    assert os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize != 8 * 2**20
+
+
+def test_memory_limit_is_not_applied_to_cuda_attempts() -> None:
+    argv, warnings = limits.wrap_argv(["x"], {"memory": "8g", "device": "cuda:0"})
+    assert argv == ["x"] and "RLIMIT_AS breaks CUDA" in warnings[0]
+
+
+def test_tiny_memory_limit_warns_about_import_torch() -> None:
+    argv, warnings = limits.wrap_argv(["x"], {"memory": "256m"})
+    assert "--memory" in argv and "import torch" in warnings[0]
+
+
+def test_shm_refused_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        limits, "namespaces_permitted", lambda: "unshare(CLONE_NEWNS): Operation not permitted"
+    )
+    argv, warnings = limits.wrap_argv(["x"], {"shm_size": "64m"})
+    assert argv == ["x"]
+    assert warnings == [
+        "shm_size 64m not applied (/dev/shm is the machine's own): unshare(CLONE_NEWNS): "
+        "Operation not permitted; run as root or use the docker runner"
+    ]
+
+
+@needs_namespaces
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="setpriv (util-linux) not installed")
+def test_launch_without_privileges_still_runs_the_command_and_says_why() -> None:
+    drop = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+    argv = [
+        *drop,
+        sys.executable,
+        "-S",
+        "-E",
+        str(limits.LAUNCH),
+        "--shm-size",
+        str(2**20),
+        "--",
+        sys.executable,
+        "-S",
+        "-c",
+        "print('ran')",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.stdout.strip() == "ran"
+    assert "shm_size not applied: unshare(CLONE_NEWNS): Operation not permitted" in done.stderr
+
+
+def test_launch_usage_errors() -> None:
+    done = subprocess.run(
+        [sys.executable, str(limits.LAUNCH), "--bogus"], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "unexpected argument '--bogus'" in done.stderr
