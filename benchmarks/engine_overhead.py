@@ -25,8 +25,9 @@ def timed(argv: list[str], rounds: int, cwd: Path | None = None) -> float:
     samples = []
     for _ in range(rounds):
         start = time.perf_counter()
-        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       cwd=cwd)
+        subprocess.run(
+            argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd
+        )
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
@@ -76,17 +77,27 @@ def main() -> None:
         spec.write_text(
             "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
         )
-        whole_run = timed([exe, "run", str(spec), "--out", str(Path(tmp) / "out")],
-                          max(3, args.rounds // 4), cwd=Path(tmp))
+        whole_run = timed(
+            [exe, "run", str(spec), "--out", str(Path(tmp) / "out")],
+            max(3, args.rounds // 4),
+            cwd=Path(tmp),
+        )
 
     print(f"rounds: {args.rounds} (medians)")
     print(f"python -c 'import yaml'        {baseline_yaml * 1000:8.1f} ms  (1.00x)")
-    print(f"python -c 'import reprospec.cli' {import_cli * 1000:6.1f} ms  "
-          f"({import_cli / baseline_yaml:.2f}x)")
-    print(f"reprospec --version             {version * 1000:7.1f} ms  ({version / baseline_yaml:.2f}x)")
+    print(
+        f"python -c 'import reprospec.cli' {import_cli * 1000:6.1f} ms  "
+        f"({import_cli / baseline_yaml:.2f}x)"
+    )
+    print(
+        f"reprospec --version             {version * 1000:7.1f} ms  "
+        f"({version / baseline_yaml:.2f}x)"
+    )
     print(f"bare child: python -c pass      {bare * 1000:7.1f} ms  (1.00x)")
-    print(f"same child through LocalRunner  {through_runner * 1000:7.1f} ms  "
-          f"({through_runner / bare:.2f}x, +{(through_runner - bare) * 1000:.1f} ms per attempt)")
+    print(
+        f"same child through LocalRunner  {through_runner * 1000:7.1f} ms  "
+        f"({through_runner / bare:.2f}x, +{(through_runner - bare) * 1000:.1f} ms per attempt)"
+    )
     print(f"whole `reprospec run` (1 cell)  {whole_run * 1000:7.1f} ms  ({whole_run / bare:.2f}x)")
 
 

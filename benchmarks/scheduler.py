@@ -23,7 +23,10 @@ def spec_text(cells: int, work: float) -> str:
 name: bench-matrix
 matrix:
   n: {list(range(cells))}
-command: [python, -c, "import time; end = time.process_time() + {work}\\nwhile time.process_time() < end: pass"]
+command:
+  - python
+  - -c
+  - "import time; end = time.process_time() + {work}\\nwhile time.process_time() < end: pass"
 expect: {{outcome: pass}}
 """
 
@@ -32,7 +35,10 @@ def run(spec: Path, out: Path, jobs: int) -> float:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "reprospec", "run", str(spec), "-j", str(jobs), "--out", str(out)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
     )
     if proc.returncode != 0:
@@ -48,8 +54,14 @@ def store_cost(rounds: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp))
         store.begin_run("bench", "bench", "bench.yaml", "", "local", {}, {})
-        result = AttemptResult(attempt=1, duration_s=0.1, outcome=Outcome(kind="pass"),
-                               matched=True, mismatches=(), logs="cells/x/1/")
+        result = AttemptResult(
+            attempt=1,
+            duration_s=0.1,
+            outcome=Outcome(kind="pass"),
+            matched=True,
+            mismatches=(),
+            logs="cells/x/1/",
+        )
         start = time.perf_counter()
         for i in range(rounds):
             store.record_attempt("bench", f"cell-{i}", result)

@@ -16,8 +16,17 @@ from reprospec import __version__
 from reprospec.errors import EXIT_INTERRUPTED, FatalError
 
 COMMANDS = (
-    "validate", "plan", "run", "report", "env", "doctor", "schema",
-    "materialize", "history", "compare", "merge",
+    "validate",
+    "plan",
+    "run",
+    "report",
+    "env",
+    "doctor",
+    "schema",
+    "materialize",
+    "history",
+    "compare",
+    "merge",
 )
 
 
@@ -54,17 +63,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=_positive_int, default=None, metavar="N")
     p.add_argument("--timeout", default=None, metavar="DURATION")
     p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
-    p.add_argument("--format", choices=("md", "json", "junit"), default=None,
-                   help="also print the report in this format to stdout")
-    p.add_argument("--python", default=None, metavar="PATH",
-                   help="local runner's interpreter (default: this one)")
-    p.add_argument("--gpus", default=None, metavar="LIST",
-                   help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)")
+    p.add_argument(
+        "--format",
+        choices=("md", "json", "junit"),
+        default=None,
+        help="also print the report in this format to stdout",
+    )
+    p.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="local runner's interpreter (default: this one)",
+    )
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="LIST",
+        help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)",
+    )
     p.add_argument("--shard", default=None, metavar="K/N")
-    p.add_argument("--resume", default=None, metavar="RUN",
-                   help="finish an interrupted run without redoing finished attempts")
-    p.add_argument("--find-links", type=Path, default=None, metavar="DIR",
-                   help="docker runner: a wheelhouse for images built offline")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="finish an interrupted run without redoing finished attempts",
+    )
+    p.add_argument(
+        "--find-links",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="docker runner: a wheelhouse for images built offline",
+    )
 
     p = sub.add_parser("report", help="render a finished run again")
     p.add_argument("run", metavar="RUN")
@@ -106,10 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_selection_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-m", "--matrix", action="append", default=[], metavar="AXIS=VALUE",
-                   help="keep only cells with this value (repeatable)")
-    p.add_argument("--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE",
-                   help="override a spec field before expansion, value parsed as YAML")
+    p.add_argument(
+        "-m",
+        "--matrix",
+        action="append",
+        default=[],
+        metavar="AXIS=VALUE",
+        help="keep only cells with this value (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="overrides",
+        metavar="PATH=VALUE",
+        help="override a spec field before expansion, value parsed as YAML",
+    )
 
 
 def _positive_int(text: str) -> int:

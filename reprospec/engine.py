@@ -145,9 +145,7 @@ def plan_run(spec: Spec, options: RunOptions) -> PlannedRun:
     expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
     # Round-robin over cells so the repeats of a flaky cell interleave with the others.
     attempts = tuple(
-        plan_attempt(spec, cell, number)
-        for number in range(1, repeat + 1)
-        for cell in cells
+        plan_attempt(spec, cell, number) for number in range(1, repeat + 1) for cell in cells
     )
     if options.shard is not None:
         k, n = options.shard
@@ -200,7 +198,8 @@ class Scheduler:
             if cell_id in self._states:
                 self._states[cell_id].results[number] = result
         self._queue: list[AttemptPlan] = [
-            plan for plan in planned.attempts
+            plan
+            for plan in planned.attempts
             if plan.attempt not in self._states[plan.cell.id].results
         ]
         self.total = len(self._queue)
@@ -309,9 +308,12 @@ class Scheduler:
 
     def _apply_stop_on(self, state: _CellState, result: AttemptResult) -> None:
         stop_on = self.planned.stop_on
-        if stop_on == "first-reproduction" and result.matched:
-            state.stopped = True
-        elif stop_on == "first-miss" and not result.matched:
+        if (
+            stop_on == "first-reproduction"
+            and result.matched
+            or stop_on == "first-miss"
+            and not result.matched
+        ):
             state.stopped = True
 
     def _maybe_extend(self, plan: AttemptPlan, state: _CellState) -> None:

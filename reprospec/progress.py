@@ -22,7 +22,7 @@ def describe_outcome(outcome: Outcome | None, infra_error: str | None = None) ->
     """`crash SIGSEGV (worker) @ validation:7` — one short phrase for tables and logs."""
     if outcome is None:
         return f"infra-error: {infra_error}" if infra_error else "infra-error"
-    text = outcome.kind
+    text: str = outcome.kind
     if outcome.signal:
         text += f" {outcome.signal}"
     elif outcome.kind == "error":
@@ -58,16 +58,22 @@ class Progress:
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(
-                TextColumn("[bold]running[/]"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TextColumn("{task.description}"),
-                console=make_console(self.stream), transient=True,
+                TextColumn("[bold]running[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=make_console(self.stream),
+                transient=True,
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=self.total)
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         if self._bar is not None:
@@ -86,7 +92,10 @@ class Progress:
             assert result is not None
             phrase = describe_outcome(result.outcome, result.infra_error)
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
-            line = f"[{finished}/{total}] {cell.id} #{result.attempt}: {phrase} ({mark}, {result.duration_s:.1f}s)"
+            line = (
+                f"[{finished}/{total}] {cell.id} #{result.attempt}: {phrase} "
+                f"({mark}, {result.duration_s:.1f}s)"
+            )
             if self._bar is not None:
                 self._bar.update(self._task, completed=finished, total=total)
                 self._bar.console.print(line, markup=False, highlight=False)

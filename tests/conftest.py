@@ -41,7 +41,8 @@ def cli(tmp_path: Path):
                cwd: Path | None = None) -> CliResult:
         out = tmp_path / "out"
         argv = [sys.executable, "-m", "reprospec", *args]
-        if args and args[0] in ("run", "report", "history", "compare", "merge") and "--out" not in args:
+        takes_out = ("run", "report", "history", "compare", "merge")
+        if args and args[0] in takes_out and "--out" not in args:
             argv += ["--out", str(out)]
         child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,

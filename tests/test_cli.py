@@ -54,8 +54,17 @@ def test_results_json_shape_is_the_documented_contract(cli):
     result = cli("run", str(SPECS / "exception.yaml"))
     assert result.code == 0, result.stderr
     data = result.results()
-    for key in ("format", "run_id", "spec", "runner", "started", "finished", "environment",
-                "cells", "summary"):
+    for key in (
+        "format",
+        "run_id",
+        "spec",
+        "runner",
+        "started",
+        "finished",
+        "environment",
+        "cells",
+        "summary",
+    ):
         assert key in data, key
     assert data["format"] == 1
     assert data["runner"] == "local"
@@ -66,8 +75,17 @@ def test_results_json_shape_is_the_documented_contract(cli):
     attempt = cell["attempts"][0]
     assert set(attempt) >= {"attempt", "duration_s", "outcome", "logs"}
     outcome = attempt["outcome"]
-    assert set(outcome) >= {"kind", "signal", "exit_code", "where", "exception", "message",
-                            "phase", "step", "signature"}
+    assert set(outcome) >= {
+        "kind",
+        "signal",
+        "exit_code",
+        "where",
+        "exception",
+        "message",
+        "phase",
+        "step",
+        "signature",
+    }
     assert outcome["kind"] == "error"
     assert outcome["exception"] == "ValueError"
     assert "loss is nan at train step 3" in outcome["message"]
@@ -97,8 +115,16 @@ def test_hang_is_reported_with_stacks_and_rerunnable_report(cli):
 
 
 def test_not_reproduced_exits_1(cli):
-    result = cli("run", str(SPECS / "segfault.yaml"), "--set", "expect.signal=SIGBUS",
-                 "-m", "num_workers=2", "-m", "pin_memory=true")
+    result = cli(
+        "run",
+        str(SPECS / "segfault.yaml"),
+        "--set",
+        "expect.signal=SIGBUS",
+        "-m",
+        "num_workers=2",
+        "-m",
+        "pin_memory=true",
+    )
     assert result.code == 1, result.stderr
     cell = result.results()["cells"][0]
     assert cell["verdict"] == "not-reproduced"
@@ -107,7 +133,9 @@ def test_not_reproduced_exits_1(cli):
 
 def test_bad_spec_exits_2_with_location_and_no_traceback(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("reprospec: 1\nname: x\ncommand: 'true'\nrun:\n  timout: 5s\nexpect: {outcome: pass}\n")
+    bad.write_text(
+        "reprospec: 1\nname: x\ncommand: 'true'\nrun:\n  timout: 5s\nexpect: {outcome: pass}\n"
+    )
     for verb in ("run", "validate", "plan"):
         result = cli(verb, str(bad))
         assert result.code == 2, (verb, result.stderr)
@@ -145,12 +173,15 @@ def test_plan_text_json_github(cli):
 
 
 def test_matrix_filter_and_set_override(cli):
-    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0",
-                 "--set", "run.repeat=2")
+    result = cli(
+        "run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0", "--set", "run.repeat=2"
+    )
     assert result.code == 0, result.stderr
     data = result.results()
     assert [c["id"] for c in data["cells"]] == [
-        "num_workers=0,pin_memory=false", "num_workers=0,pin_memory=true"]
+        "num_workers=0,pin_memory=false",
+        "num_workers=0,pin_memory=true",
+    ]
     assert all(len(c["attempts"]) == 2 for c in data["cells"])
     unknown = cli("run", str(SPECS / "segfault.yaml"), "-m", "workers=0")
     assert unknown.code == 2
@@ -174,7 +205,9 @@ def test_report_command_renders_md_junit_json(cli):
 def test_schema_command_prints_the_shipped_schema(cli):
     result = cli("schema")
     assert result.code == 0
-    assert json.loads(result.stdout) == json.loads((ROOT / "schemas/reprospec.schema.json").read_text())
+    assert json.loads(result.stdout) == json.loads(
+        (ROOT / "schemas/reprospec.schema.json").read_text()
+    )
 
 
 def test_no_color_output_has_no_escape_codes(cli):

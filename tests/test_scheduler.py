@@ -21,7 +21,9 @@ def write_spec(path: Path, body: str) -> Path:
 def test_two_jobs_run_attempts_at_the_same_time(cli, tmp_path):
     # Each child announces itself, then waits for the other one: with -j 1 this
     # would time out (hang), with -j 2 both pass. No sleeps, a real rendezvous.
-    spec = write_spec(tmp_path / "pair.yaml", f"""
+    spec = write_spec(
+        tmp_path / "pair.yaml",
+        f"""
 name: pair
 matrix:
   who: [a, b]
@@ -34,21 +36,25 @@ command: >-
   sys.exit(0 if other.exists() else 1)"
 run: {{timeout: 30s}}
 expect: {{outcome: pass}}
-""")
+""",
+    )
     result = cli("run", str(spec), "-j", "2")
     assert result.code == 0, result.stderr + result.stdout
     assert result.results()["summary"]["reproduced"] == 2
 
 
 def test_gpu_slots_each_attempt_sees_its_own_devices(cli, tmp_path):
-    spec = write_spec(tmp_path / "gpus.yaml", """
+    spec = write_spec(
+        tmp_path / "gpus.yaml",
+        """
 name: gpu-slots
 matrix:
   n: [1, 2, 3, 4, 5, 6]
 environment: {gpus: 1}
 command: python -c "import os; print('SAW', os.environ.get('CUDA_VISIBLE_DEVICES'))"
 expect: {outcome: pass}
-""")
+""",
+    )
     # The outer CUDA_VISIBLE_DEVICES is respected: ids come from it, not 0..N.
     result = cli("run", str(spec), "-j", "2", env={"CUDA_VISIBLE_DEVICES": "5,7"})
     assert result.code == 0, result.stderr
@@ -64,12 +70,15 @@ expect: {outcome: pass}
 
 
 def test_gpu_cells_without_gpus_are_skipped_as_infra_error(cli, tmp_path):
-    spec = write_spec(tmp_path / "needs-gpu.yaml", """
+    spec = write_spec(
+        tmp_path / "needs-gpu.yaml",
+        """
 name: needs-gpu
 environment: {gpus: 1}
 command: "true"
 expect: {outcome: pass}
-""")
+""",
+    )
     result = cli("run", str(spec), "--gpus", "")
     assert result.code == 3, result.stderr
     cell = result.results()["cells"][0]
@@ -78,12 +87,15 @@ expect: {outcome: pass}
 
 
 def test_stop_on_first_reproduction_skips_remaining_attempts(cli, tmp_path):
-    spec = write_spec(tmp_path / "stop.yaml", """
+    spec = write_spec(
+        tmp_path / "stop.yaml",
+        """
 name: stop-early
 command: python -c "import os; os.abort()"
 run: {repeat: 5, stop_on: first-reproduction}
 expect: {outcome: crash, signal: SIGABRT}
-""")
+""",
+    )
     result = cli("run", str(spec))
     assert result.code == 0, result.stderr
     cell = result.results()["cells"][0]
@@ -92,7 +104,9 @@ expect: {outcome: crash, signal: SIGABRT}
 
 
 def test_shards_merge_into_the_same_cells_and_verdicts(cli, tmp_path):
-    spec = write_spec(tmp_path / "twelve.yaml", """
+    spec = write_spec(
+        tmp_path / "twelve.yaml",
+        """
 name: twelve
 matrix:
   a: [1, 2, 3, 4]
@@ -104,7 +118,8 @@ expect:
     - when: {b: z}
       outcome: error
       exit_code: 3
-""")
+""",
+    )
     whole = cli("run", str(spec))
     assert whole.code == 0, whole.stderr
     reference = {c["id"]: c["verdict"] for c in whole.results()["cells"]}
@@ -123,7 +138,9 @@ expect:
 def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path):
     # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs.
     gate = tmp_path / "gate"
-    spec = write_spec(tmp_path / "resume.yaml", f"""
+    spec = write_spec(
+        tmp_path / "resume.yaml",
+        f"""
 name: resume-me
 command: >-
   python -c "import os, time, pathlib;
@@ -135,11 +152,17 @@ environment:
   env: {{ATTEMPT: "${{{{ attempt }}}}"}}
 run: {{repeat: 6, timeout: 60s}}
 expect: {{outcome: pass}}
-""")
+""",
+    )
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1"}
-    engine = subprocess.Popen([sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / "started-4").exists():
         assert time.monotonic() < deadline, "attempt 4 never started"
@@ -148,9 +171,14 @@ expect: {{outcome: pass}}
     engine.wait()
     gate.touch()
     run_id = next((out / "runs").iterdir()).name
-    resumed = subprocess.run([sys.executable, "-m", "reprospec", "run", "--resume", run_id,
-                              "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=120)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads((out / "runs" / run_id / "results.json").read_text())
     attempts = data["cells"][0]["attempts"]
@@ -158,8 +186,13 @@ expect: {{outcome: pass}}
     # attempts 1-3 finished before the kill and ran once; 4 was cut off and ran again
     ran = (tmp_path / "ran.log").read_text().split()
     assert sorted(ran) == ["1", "2", "3", "4", "4", "5", "6"]
-    history = subprocess.run([sys.executable, "-m", "reprospec", "history", "--out", str(out)],
-                             cwd=ROOT, env=env, capture_output=True, text=True)
+    history = subprocess.run(
+        [sys.executable, "-m", "reprospec", "history", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert run_id in history.stdout
 
 
@@ -167,7 +200,9 @@ def test_ctrl_c_stops_everything_writes_a_partial_report_and_exits_130(tmp_path)
     import psutil
 
     marker = f"reprospec-ctrl-c-{os.getpid()}"
-    spec = write_spec(tmp_path / "slow.yaml", f"""
+    spec = write_spec(
+        tmp_path / "slow.yaml",
+        f"""
 name: slow
 matrix:
   n: [1, 2, 3]
@@ -178,12 +213,17 @@ command: >-
   time.sleep(300)"
 run: {{timeout: 120s}}
 expect: {{outcome: pass}}
-""")
+""",
+    )
     out = tmp_path / "out"
     engine = subprocess.Popen(
         [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "2"],
-        cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline, "no attempt started"
@@ -196,6 +236,9 @@ expect: {{outcome: pass}}
     data = json.loads((run_dir / "results.json").read_text())
     assert data["interrupted"] is True
     assert (run_dir / "report.md").exists()
-    leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if any(marker in part for part in (p.info["cmdline"] or []))]
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any(marker in part for part in (p.info["cmdline"] or []))
+    ]
     assert leftovers == []

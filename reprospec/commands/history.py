@@ -19,14 +19,29 @@ def run(args: argparse.Namespace) -> int:
         spec_name = load_spec(args.spec).name
     runs = Store(Path(args.out)).runs(spec_name=spec_name)
     table = Table(title=f"runs in {args.out}", title_justify="left")
-    for column in ("run", "spec", "runner", "started", "status", "cells", "reproduced",
-                   "not reproduced", "infra-error"):
+    for column in (
+        "run",
+        "spec",
+        "runner",
+        "started",
+        "status",
+        "cells",
+        "reproduced",
+        "not reproduced",
+        "infra-error",
+    ):
         table.add_column(column)
     for row in runs:
         table.add_row(
-            row["run_id"], row["spec_name"], row["runner"], row["started"], row["status"],
-            str(row.get("cells", "")), str(row.get("reproduced", "")),
-            str(row.get("not_reproduced", "")), str(row.get("infra_error", "")),
+            row["run_id"],
+            row["spec_name"],
+            row["runner"],
+            row["started"],
+            row["status"],
+            str(row.get("cells", "")),
+            str(row.get("reproduced", "")),
+            str(row.get("not_reproduced", "")),
+            str(row.get("infra_error", "")),
         )
     console = make_console()
     if not runs:

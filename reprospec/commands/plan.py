@@ -24,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
-        include = [_github_entry(args.spec, plan.cell.id, plan.cell.matrix) for plan in first_attempts]
+        include = [
+            _github_entry(args.spec, plan.cell.id, plan.cell.matrix) for plan in first_attempts
+        ]
         json.dump({"include": include}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:

@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
     planned = plan_run(spec, options)
     if not planned.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    result = execute(planned, options, store, run_id=resume_id, done=done,
-                     command_line=_command_line(args))
+    result = execute(
+        planned, options, store, run_id=resume_id, done=done, command_line=_command_line(args)
+    )
     _print_outcome(result, args.format, Path(args.out))
     return exit_code_for(result)
 
@@ -98,7 +99,9 @@ def execute(
     from reprospec.runners import get_runner
 
     spec = planned.spec
-    runner = get_runner(options.runner, python=options.python, find_links=options.find_links)
+    runner = get_runner(
+        options.runner, python=options.python, find_links=options.find_links, spec_dir=spec.base_dir
+    )
     runner.prepare(planned.attempts)
     resumed = run_id is not None
     run_id = run_id or new_run_id(spec.name)
@@ -107,19 +110,34 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     started = now_iso()
     if not resumed:
-        store.begin_run(run_id, spec.name, str(spec.origin or spec.path), _spec_text(spec, options),
-                        options.runner, options.to_dict(), {})
+        store.begin_run(
+            run_id,
+            spec.name,
+            str(spec.origin or spec.path),
+            _spec_text(spec, options),
+            options.runner,
+            options.to_dict(),
+            {},
+        )
     env_holder: dict[str, Any] = {}
-    env_thread = _capture_environment_in_background(runner, planned.attempts[0], run_dir,
-                                                    env_holder)
+    env_thread = _capture_environment_in_background(
+        runner, planned.attempts[0], run_dir, env_holder
+    )
     gpu_pool = GpuPool(visible_gpus(options.gpus))
 
     def record(plan: AttemptPlan, result: AttemptResult) -> None:
         store.record_attempt(run_id, plan.cell.id, result)
 
     progress = Progress(planned, stream=sys.stderr)
-    scheduler = Scheduler(planned, runner, run_dir, gpu_pool=gpu_pool, on_attempt=record,
-                          progress=progress.update, done=done)
+    scheduler = Scheduler(
+        planned,
+        runner,
+        run_dir,
+        gpu_pool=gpu_pool,
+        on_attempt=record,
+        progress=progress.update,
+        done=done,
+    )
     interrupted = False
     install_sigterm_as_interrupt()
     with progress:
@@ -149,8 +167,9 @@ def execute(
     append_github_summary(result)
     for cell in result.cells:
         store.finish_cell(run_id, cell)
-    store.finish_run(run_id, "interrupted" if interrupted else "finished",
-                     environment=result.environment)
+    store.finish_run(
+        run_id, "interrupted" if interrupted else "finished", environment=result.environment
+    )
     return result
 
 
@@ -212,9 +231,14 @@ def append_github_summary(result: RunResult) -> None:
     from reprospec.progress import VERDICT_MARKS, actual_text
     from reprospec.report.markdown import summary_line
 
-    lines = [f"### reprospec: {result.title or result.spec_name}", "",
-             f"**{summary_line(result)}**", "",
-             "| | cell | actual | attempts | verdict |", "|---|---|---|---|---|"]
+    lines = [
+        f"### reprospec: {result.title or result.spec_name}",
+        "",
+        f"**{summary_line(result)}**",
+        "",
+        "| | cell | actual | attempts | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for cell in result.cells:
         rate = cell.rate
         lines.append(
