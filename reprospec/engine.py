@@ -286,10 +286,10 @@ class Scheduler:
             self.gpu_pool.give_back(slot)
         if execution.interrupted:
             return None
-        reason = infra_reason(execution)
-        if reason is not None:
-            return _infra_result(plan, logs, reason, execution)
-        outcome = classify(execution)
+        infra = infra_reason(execution)
+        outcome = classify(execution) if infra is None else None
+        if outcome is None:
+            return _infra_result(plan, logs, infra or "the runner reported no outcome", execution)
         output_tail = _tail_text(execution.stderr_path) + _tail_text(execution.stdout_path)
         matched, mismatches = judge_attempt(outcome, plan.expectation, output_tail=output_tail)
         return AttemptResult(

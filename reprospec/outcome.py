@@ -172,6 +172,8 @@ def classify(execution: Execution) -> Outcome | None:
 
 def infra_reason(execution: Execution) -> str | None:
     """Why the attempt could not run at all (runner or harness says so); None if it ran."""
+    # Contract with the engine: when this is None and the attempt was not
+    # interrupted, `classify` returns an Outcome.
     if execution.infra_error:
         return execution.infra_error
     reason = _summarize_events(execution.events_path).infra_error
