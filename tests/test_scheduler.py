@@ -242,3 +242,44 @@ expect: {{outcome: pass}}
         if any(marker in part for part in (p.info["cmdline"] or []))
     ]
     assert leftovers == []
+
+
+def test_intermittent_rate_and_interval_everywhere(cli):
+    from tests.conftest import SPECS
+
+    result = cli("run", str(SPECS / "intermittent.yaml"), "--repeat", "20", "-j", "2",
+                 "--format", "junit")
+    assert result.code == 0, result.stderr
+    cell = result.results()["cells"][0]
+    rate = cell["rate"]
+    assert rate["attempts"] == 20
+    assert 0 < rate["matched"] < 20
+    # the true crash probability is 0.3: the Wilson interval must hold it
+    assert rate["low"] <= 0.3 <= rate["high"]
+    interval = f"{rate['low']:.2f}-{rate['high']:.2f}"
+    assert interval in result.stderr  # the table (stdout carries the junit here)
+    report = (result.latest_run() / "report.md").read_text()
+    assert f"{rate['matched']}/20" in report
+    import xml.etree.ElementTree as ET
+
+    case = ET.fromstring(result.stdout).find(".//testcase")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props.get("flaky") == "true"
+    assert sum(1 for name in props if name and name.startswith("attempt")) >= 20
+
+
+def test_adaptive_repeat_stops_once_the_interval_decides(cli, tmp_path):
+    spec = write_spec(tmp_path / "auto.yaml", """
+name: adaptive
+command: python -c "import os; os.abort()"
+run: {repeat: auto, max_repeat: 40}
+expect: {outcome: crash, signal: SIGABRT, rate: ">=0.5"}
+""")
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 0, result.stderr
+    rate = result.results()["cells"][0]["rate"]
+    # every attempt crashes: the interval clears 0.5 long before the cap of 40
+    assert rate["matched"] == rate["attempts"]
+    assert 5 <= rate["attempts"] < 40
+    assert rate["low"] > 0.5
