@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -72,10 +73,14 @@ def workload(workers: int) -> dict:
     }
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s of the child and its workers): CPU time is steadier on a busy box."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -114,14 +119,15 @@ def main() -> int:
             plain.append(timed([sys.executable, str(script)], dict(os.environ)))
             harness.append(timed([sys.executable, "-m", "reprospec_harness"], env))
         events = len((work / "events.jsonl").read_text().splitlines()) // args.repeat
-    p, h = statistics.median(plain), statistics.median(harness)
+    p, h = statistics.median(w for w, _ in plain), statistics.median(w for w, _ in harness)
+    pc, hc = statistics.median(c for _, c in plain), statistics.median(c for _, c in harness)
     print(
         f"loop: cnn, {STEPS} train + {VAL_STEPS} validation steps, batch {BATCH}, "
         f"num_workers {args.workers}, {args.repeat} runs each (median, fresh interpreter)"
     )
-    print(f"plain script  {p:6.2f} s")
-    print(f"harness       {h:6.2f} s   ({events} events per run)")
-    print(f"ratio         {h / p:6.2f}x   (+{h - p:.2f} s)")
+    print(f"plain script  {p:6.2f} s wall  {pc:6.2f} s cpu")
+    print(f"harness       {h:6.2f} s wall  {hc:6.2f} s cpu   ({events} events per run)")
+    print(f"ratio         {h / p:6.2f}x wall  {hc / pc:5.2f}x cpu")
     return 0
 
 

@@ -10,18 +10,27 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
+# The local runner puts this on every child's PYTHONPATH; it is ours, not the machine's.
+STACKDUMP_DIR = Path(__file__).resolve().parent / "stackdump"
+
 TIMEOUT_S = 120.0
 
 
-def _run(python: str, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HARNESS_ROOT), env.get("PYTHONPATH")) if p)
+def _run(
+    python: str,
+    args: Sequence[str],
+    harness_root: Path = HARNESS_ROOT,
+    extra_env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(harness_root), env.get("PYTHONPATH")) if p)
     try:
         return subprocess.run(
             [python, "-m", "reprospec_harness.envinfo", *args],
@@ -52,24 +61,32 @@ def _died(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def probe_environment(
-    python: str, packages: Sequence[str] = (), *, cuda: bool = False
+    python: str,
+    packages: Sequence[str] = (),
+    *,
+    cuda: bool = False,
+    harness_root: Path = HARNESS_ROOT,
+    extra_env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too."""
+    """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too.
+
+    `extra_env` is the spec's `environment.env`, so CUDA_*/TORCH_* settings show as they ran.
+    """
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
-    done = _run(python, args)
+    done = _run(python, args, harness_root, extra_env)
     if done.returncode != 0:
         # Importing torch crashed or failed the whole capture: capture without it, say why.
         reason = _died(done)
-        done = _run(python, [*args, "--no-torch"])
+        done = _run(python, [*args, "--no-torch"], harness_root, extra_env)
         if done.returncode != 0:
             raise InfraError(f"environment capture with {python} failed: {_died(done)}")
-        info = _parse(done.stdout, python)
+        info = _parse(done.stdout, python, harness_root)
         info["torch"] = {"installed": True, "error": f"import torch failed: {reason}"}
         return info
-    return _parse(done.stdout, python)
+    return _parse(done.stdout, python, harness_root)
 
 
-def _parse(stdout: str, python: str) -> dict[str, Any]:
+def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> dict[str, Any]:
     try:
         info = json.loads(stdout)
     except ValueError as exc:
@@ -78,9 +95,8 @@ def _parse(stdout: str, python: str) -> dict[str, Any]:
         raise InfraError(f"environment capture with {python} printed no JSON object")
     # The harness folder on PYTHONPATH is ours, not the machine's.
     variables = info.get("env") or {}
-    kept = [
-        p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HARNESS_ROOT)
-    ]
+    ours = (str(harness_root), str(STACKDUMP_DIR))
+    kept = [p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
     if kept:
         variables["PYTHONPATH"] = os.pathsep.join(kept)
     else:

@@ -27,7 +27,7 @@ def test_import_cli_never_imports_torch_or_heavy_libraries():
 
 
 def test_segfault_matrix_reproduces_in_its_corner_only(cli):
-    result = cli("run", str(SPECS / "segfault.yaml"))
+    result = cli("run", str(SPECS / "segfault-command.yaml"))
     assert result.code == 0, result.stderr + result.stdout
     data = result.results()
     cells = {cell["id"]: cell for cell in data["cells"]}
@@ -117,7 +117,7 @@ def test_hang_is_reported_with_stacks_and_rerunnable_report(cli):
 def test_not_reproduced_exits_1(cli):
     result = cli(
         "run",
-        str(SPECS / "segfault.yaml"),
+        str(SPECS / "segfault-command.yaml"),
         "--set",
         "expect.signal=SIGBUS",
         "-m",
@@ -158,23 +158,23 @@ def test_validate_folder_reports_every_file(cli):
 
 
 def test_plan_text_json_github(cli):
-    text = cli("plan", str(SPECS / "segfault.yaml"))
+    text = cli("plan", str(SPECS / "segfault-command.yaml"))
     assert text.code == 0, text.stderr
     assert "num_workers=2,pin_memory=true" in text.stdout
     assert "--pin-memory true" in text.stdout
-    js = cli("plan", str(SPECS / "segfault.yaml"), "--format", "json")
+    js = cli("plan", str(SPECS / "segfault-command.yaml"), "--format", "json")
     doc = json.loads(js.stdout)
-    assert doc["spec"] == "val-segfault-pinned-workers"
+    assert doc["spec"] == "val-segfault-pinned-workers-command"
     assert [c["id"] for c in doc["cells"]][-1] == "num_workers=2,pin_memory=true"
     assert doc["cells"][0]["matrix"] == {"num_workers": 0, "pin_memory": False}
-    gh = json.loads(cli("plan", str(SPECS / "segfault.yaml"), "--format", "github").stdout)
+    gh = json.loads(cli("plan", str(SPECS / "segfault-command.yaml"), "--format", "github").stdout)
     assert len(gh["include"]) == 4
     assert gh["include"][3]["cell"] == "num_workers=2,pin_memory=true"
 
 
 def test_matrix_filter_and_set_override(cli):
     result = cli(
-        "run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0", "--set", "run.repeat=2"
+        "run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=0", "--set", "run.repeat=2"
     )
     assert result.code == 0, result.stderr
     data = result.results()
@@ -183,13 +183,13 @@ def test_matrix_filter_and_set_override(cli):
         "num_workers=0,pin_memory=true",
     ]
     assert all(len(c["attempts"]) == 2 for c in data["cells"])
-    unknown = cli("run", str(SPECS / "segfault.yaml"), "-m", "workers=0")
+    unknown = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "workers=0")
     assert unknown.code == 2
     assert "num_workers" in unknown.stderr
 
 
 def test_report_command_renders_md_junit_json(cli):
-    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "pin_memory=true")
+    result = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "pin_memory=true")
     run_dir = result.latest_run()
     md = cli("report", str(run_dir))
     assert md.code == 0 and "SIGSEGV" in md.stdout
@@ -211,7 +211,7 @@ def test_schema_command_prints_the_shipped_schema(cli):
 
 
 def test_no_color_output_has_no_escape_codes(cli):
-    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=0")
+    result = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=0")
     assert "\x1b[" not in result.stdout + result.stderr
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import limits, process
-from reprospec.capture import CappedLog, EventWriter, compile_markers, output_sink
+from reprospec.capture import EventWriter, compile_markers, output_sink
+from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
-ENVINFO_TIMEOUT_S = 120.0
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
 
@@ -246,38 +246,13 @@ class LocalRunner:
             version: str | None = self._check_interpreter()
         except InfraError as exc:
             return {"python": None, "error": str(exc)}
-        log_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **{str(k): str(v) for k, v in plan.env.items()}}
-        env["PYTHONPATH"] = _prepend_path(env.get("PYTHONPATH"), str(HARNESS_DIR))
-        out = log_dir / "envinfo.stdout.log"
-        err = log_dir / "envinfo.stderr.log"
-        cwd = plan.workdir if plan.workdir.is_dir() else log_dir
+        packages = [str(p) for p in plan.environment.get("packages") or ()]
         try:
-            result = process.run_process(
-                [self.python, "-m", "reprospec_harness.envinfo"],
-                env=env,
-                cwd=cwd,
-                stdout=CappedLog(out),
-                stderr=CappedLog(err),
-                timeout_s=ENVINFO_TIMEOUT_S,
-                stack_dir=log_dir / "envinfo-stacks",
-                stack_path=log_dir / "envinfo-stack.txt",
+            return probe_environment(
+                self.python,
+                packages,
+                harness_root=HARNESS_DIR,
+                extra_env={str(k): str(v) for k, v in plan.env.items()},
             )
-        except OSError as exc:
-            return {"python": version, "error": f"environment capture did not start: {exc}"}
-        if result.timed_out:
-            timeout = f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"
-            return {"python": version, "error": timeout}
-        if result.returncode != 0:
-            last = err.read_bytes().decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return {
-                "python": version,
-                "error": f"environment capture exited with {result.returncode}: {last[0]}",
-            }
-        try:
-            data = json.loads(out.read_bytes())
-        except (OSError, ValueError) as exc:
-            return {"python": version, "error": f"environment capture printed no JSON: {exc}"}
-        if not isinstance(data, dict):
-            return {"python": version, "error": "environment capture printed no JSON object"}
-        return data
+        except InfraError as exc:
+            return {"python": version, "error": str(exc)}

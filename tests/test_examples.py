@@ -1,0 +1,49 @@
+"""Every example spec in specs/: valid against the shipped schema, and reproduces as it says."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.conftest import ROOT, SPECS
+
+EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
+SCHEMA = json.loads((ROOT / "schemas" / "reprospec.schema.json").read_text())
+
+
+def test_the_schema_in_schemas_is_the_one_the_package_ships():
+    shipped = ROOT / "reprospec" / "data" / "reprospec.schema.json"
+    assert shipped.read_bytes() == (ROOT / "schemas" / "reprospec.schema.json").read_bytes()
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_validates_against_the_json_schema(name):
+    document = yaml.safe_load((SPECS / name).read_text())
+    jsonschema.Draft202012Validator(SCHEMA).validate(document)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_reproduces_as_its_expect_says(cli, name):
+    pytest.importorskip("torch") if "workload:" in (SPECS / name).read_text() else None
+    result = cli("run", str(SPECS / name), "-j", "2", timeout=300)
+    data = result.results()
+    verdicts = {cell["id"]: (cell["verdict"], cell["reason"]) for cell in data["cells"]}
+    assert result.code == 0, verdicts
+    assert data["summary"]["reproduced"] == data["summary"]["cells"] > 0
+
+
+def test_workload_segfault_names_the_worker_signal_phase_and_step(cli):
+    pytest.importorskip("torch")
+    result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=2", "-j", "2")
+    assert result.code == 0, result.stderr
+    cells = {cell["id"]: cell for cell in result.results()["cells"]}
+    crashed = cells["num_workers=2,pin_memory=true"]["attempts"][0]["outcome"]
+    assert (crashed["kind"], crashed["signal"], crashed["where"]) == ("crash", "SIGSEGV", "worker")
+    assert (crashed["phase"], crashed["step"]) == ("validation", 7)
+    assert cells["num_workers=2,pin_memory=false"]["attempts"][0]["outcome"]["kind"] == "pass"
+    assert "crash SIGSEGV (worker) @ validation:7" in result.stdout
+    report = (result.latest_run() / "report.md").read_text()
+    assert "SIGSEGV" in report and "worker" in report
