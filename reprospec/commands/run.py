@@ -180,8 +180,15 @@ def _capture_environment_in_background(
     import threading
 
     def capture() -> None:
+        from reprospec.doctor import environment_mismatches
+
         try:
-            holder["env"] = dict(runner.capture_environment(plan, run_dir))
+            env = dict(runner.capture_environment(plan, run_dir))
+            # What the spec says the incident needs vs what actually ran here.
+            mismatches = environment_mismatches(env, plan.environment)
+            if mismatches:
+                env["environment_mismatch"] = mismatches
+            holder["env"] = env
         except Exception as exc:  # the environment table is worth less than the run
             holder["env"] = {"error": f"environment capture failed: {exc}"}
 
