@@ -67,23 +67,68 @@ def probe_environment(
     cuda: bool = False,
     harness_root: Path = HARNESS_ROOT,
     extra_env: Mapping[str, str] | None = None,
+    torch_cache: Path | None = None,
 ) -> dict[str, Any]:
     """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too.
 
     `extra_env` is the spec's `environment.env`, so CUDA_*/TORCH_* settings show as they ran.
+    With `torch_cache` (a folder), the torch part (2 s of CPU to import torch) is reused
+    while the same torch build, driver and CUDA/TORCH variables are seen; the machine
+    part (memory, /dev/shm, CPU, GPUs) is captured fresh every time.
     """
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
+    if torch_cache is not None and not cuda:
+        fresh = _capture(python, [*args, "--package", "torch", "--no-torch"], harness_root,
+                         extra_env)
+        cache_file = torch_cache / f"torch-{_torch_key(python, fresh, extra_env)}.json"
+        try:
+            fresh["torch"] = json.loads(cache_file.read_text())
+            return fresh
+        except (OSError, ValueError):
+            pass
+        info = _capture_with_torch(python, args, harness_root, extra_env)
+        if "error" not in info.get("torch", {}):
+            torch_cache.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(info.get("torch", {})))
+            os.replace(tmp, cache_file)
+        return info
+    return _capture_with_torch(python, args, harness_root, extra_env)
+
+
+def _capture_with_torch(
+    python: str, args: Sequence[str], harness_root: Path, extra_env: Mapping[str, str] | None
+) -> dict[str, Any]:
     done = _run(python, args, harness_root, extra_env)
     if done.returncode != 0:
         # Importing torch crashed or failed the whole capture: capture without it, say why.
         reason = _died(done)
-        done = _run(python, [*args, "--no-torch"], harness_root, extra_env)
-        if done.returncode != 0:
-            raise InfraError(f"environment capture with {python} failed: {_died(done)}")
-        info = _parse(done.stdout, python, harness_root)
+        info = _capture(python, [*args, "--no-torch"], harness_root, extra_env)
         info["torch"] = {"installed": True, "error": f"import torch failed: {reason}"}
         return info
     return _parse(done.stdout, python, harness_root)
+
+
+def _capture(
+    python: str, args: Sequence[str], harness_root: Path, extra_env: Mapping[str, str] | None
+) -> dict[str, Any]:
+    done = _run(python, args, harness_root, extra_env)
+    if done.returncode != 0:
+        raise InfraError(f"environment capture with {python} failed: {_died(done)}")
+    return _parse(done.stdout, python, harness_root)
+
+
+def _torch_key(python: str, fresh: Mapping[str, Any], extra_env: Mapping[str, str] | None) -> str:
+    """What the torch part depends on: interpreter, torch build, driver, CUDA/TORCH variables."""
+    import hashlib
+
+    env = {**os.environ, **(extra_env or {})}
+    relevant = sorted(
+        (k, v) for k, v in env.items() if k.startswith(("CUDA_", "TORCH_", "PYTORCH_", "OMP_"))
+    )
+    gpus = (fresh.get("nvidia") or {}).get("gpus")
+    parts = [os.path.realpath(python), (fresh.get("packages") or {}).get("torch"), gpus, relevant]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
 def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> dict[str, Any]:

@@ -100,7 +100,11 @@ def execute(
 
     spec = planned.spec
     runner = get_runner(
-        options.runner, python=options.python, find_links=options.find_links, spec_dir=spec.base_dir
+        options.runner,
+        python=options.python,
+        find_links=options.find_links,
+        spec_dir=spec.base_dir,
+        cache_dir=options.out_root.resolve() / "cache",
     )
     runner.prepare(planned.attempts)
     resumed = run_id is not None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reprospec.runners.base import Runner
 
 
-def get_runner(name: str, *, python: str | None = None, **options: object) -> Runner:
+def get_runner(
+    name: str, *, python: str | None = None, cache_dir: Path | None = None, **options: object
+) -> Runner:
     """The runner called `name`; imports its module only when asked for."""
     if name == "local":
         from reprospec.runners.local import LocalRunner
 
-        return LocalRunner(python=python)
+        return LocalRunner(python=python, cache_dir=cache_dir)
     if name == "docker":
         from reprospec.runners.docker import DockerRunner
 

@@ -54,8 +54,10 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, cache_dir: Path | None = None) -> None:
         self.python = _resolve_python(python)
+        # Where the torch part of the environment capture is kept between runs.
+        self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
@@ -253,6 +255,7 @@ class LocalRunner:
                 packages,
                 harness_root=HARNESS_DIR,
                 extra_env={str(k): str(v) for k, v in plan.env.items()},
+                torch_cache=self.cache_dir,
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
