@@ -96,6 +96,11 @@ class WorkerDeath:
     exit_code: int | None
     pid: int | None
     evidence: str
+    # From the harness's worker_exit event: which worker, fetching which dataset item.
+    worker: int | None = None
+    index: int | None = None
+    item_phase: str | None = None
+    item_step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -302,7 +307,17 @@ def worker_death(stderr: str, worker_exit: dict[str, Any] | None = None) -> Work
     if worker_exit is not None:
         signal = canonical_signal(worker_exit["signal"]) if worker_exit.get("signal") else None
         pid = worker_exit.get("pid")
-        return WorkerDeath(signal, None, pid if isinstance(pid, int) else None, "worker_exit event")
+        code = worker_exit.get("exit_code")
+        return WorkerDeath(
+            signal,
+            code if isinstance(code, int) and signal is None else None,
+            pid if isinstance(pid, int) else None,
+            "worker_exit event",
+            worker=_int_or_none(worker_exit.get("worker")),
+            index=_int_or_none(worker_exit.get("index")),
+            item_phase=phase if isinstance(phase := worker_exit.get("phase"), str) else None,
+            item_step=_int_or_none(worker_exit.get("step")),
+        )
     kills = list(_WORKER_KILLED.finditer(stderr))
     if kills:
         killed = kills[-1]
@@ -396,12 +411,25 @@ def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
 
 
 def _describe_worker(worker: WorkerDeath) -> str:
-    who = f"DataLoader worker pid {worker.pid}" if worker.pid else "a DataLoader worker"
+    """`DataLoader worker 1 (pid 42) died of SIGSEGV (...) fetching item 37 (validation step 7)`."""
+    who = "a DataLoader worker" if worker.worker is None else f"DataLoader worker {worker.worker}"
+    if worker.pid:
+        who += f" (pid {worker.pid})" if worker.worker is not None else f" pid {worker.pid}"
     if worker.signal:
-        return f"{who} killed by {worker.signal} ({describe_signal(worker.signal)})"
-    if worker.exit_code is not None:
-        return f"{who} exited with code {worker.exit_code}"
-    return f"{who} exited unexpectedly"
+        text = f"{who} died of {worker.signal} ({describe_signal(worker.signal)})"
+    elif worker.exit_code is not None:
+        text = f"{who} exited with code {worker.exit_code}"
+    else:
+        text = f"{who} exited unexpectedly"
+    if worker.index is not None:
+        text += f" fetching item {worker.index}"
+        if worker.item_phase and worker.item_step is not None:
+            text += f" ({worker.item_phase} step {worker.item_step})"
+    return text
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _last_line(text: str) -> str | None:

@@ -600,3 +600,17 @@ def test_fences_outgrow_backticks() -> None:
     assert inline_code("a`b") == "``a`b``"
     assert inline_code("`x`") == "`` `x` ``"
     assert inline_code("plain") == "`plain`"
+
+
+def test_excerpt_keeps_the_dying_workers_line_far_above_the_window():
+    from reprospec.report.logtext import excerpt
+
+    text = "\n".join(
+        ["epoch 1", "ERROR: Unexpected segmentation fault encountered in worker.\0"]
+        + [f"noise line {i}" for i in range(100)]
+        + ["Traceback (most recent call last):", '  File "x.py", line 1', "EOFError"]
+    )
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert lines[0] == "ERROR: Unexpected segmentation fault encountered in worker."
+    assert lines[-1] == "EOFError"
+    assert "noise line 5" not in lines

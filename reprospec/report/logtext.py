@@ -49,6 +49,9 @@ def _collapse_repeats(lines: list[str]) -> list[str]:
     return out
 
 
+_KEY_LINES = ("ERROR: Unexpected ", "Fatal Python error:")
+
+
 def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     """The most relevant lines of a log: the last traceback and the tail, cleaned and trimmed."""
     lines = _collapse_repeats(clean_log(text).split("\n"))
@@ -74,4 +77,9 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
         ]
     else:
         kept = [f"… ({len(lines) - max_lines} earlier lines omitted)", *lines[-max_lines:]]
+    # The one line a DataLoader worker prints as it dies says more than the main
+    # process's varying last exception: keep it even when it is far above the window.
+    missing = [line for line in lines if line.lstrip().startswith(_KEY_LINES) and line not in kept]
+    if missing:
+        kept = [*dict.fromkeys(missing[:3]), *kept]
     return "\n".join(_trim(line, width) for line in kept)
