@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,3 +41,68 @@ class Runner(Protocol):
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The target environment as the harness sees it (run in a child, never here)."""
         ...
+
+
+def json_default(value: object) -> object:
+    """JSON for the mappings and tuples that frozen plans hold."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    return str(value)
+
+
+def write_cell(plan: AttemptPlan, path: Path) -> None:
+    """cell.json: what the harness reads through REPROSPEC_CELL (same shape for every runner)."""
+    cell = {
+        "spec": plan.spec_name,
+        "cell_id": plan.cell.id,
+        "matrix": plan.cell.matrix,
+        "attempt": plan.attempt,
+        "workload": plan.workload,
+        "environment": plan.environment,
+    }
+    path.write_text(json.dumps(cell, indent=2, default=json_default), encoding="utf-8")
+
+
+def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> dict[str, Any]:
+    """The Execution fields every runner fills the same way: the attempt's files and slot.
+
+    Creates the folder and an empty events.jsonl, so a child that writes no event
+    still leaves the file the run folder promises.
+    """
+    log_dir.mkdir(parents=True, exist_ok=True)
+    events_path = log_dir / "events.jsonl"
+    events_path.touch()
+    return {
+        "cell_id": plan.cell.id,
+        "attempt": plan.attempt,
+        "log_dir": log_dir,
+        "stdout_path": log_dir / "stdout.log",
+        "stderr_path": log_dir / "stderr.log",
+        "events_path": events_path,
+        "gpu_slot": tuple(gpu_slot),
+    }
+
+
+def infra_execution(
+    files: Mapping[str, Any],
+    reason: str,
+    *,
+    started: str,
+    finished: str,
+    warnings: Sequence[str] = (),
+) -> Execution:
+    """An attempt that could not run at all: no exit status, only the reason."""
+    for key in ("stdout_path", "stderr_path"):
+        Path(files[key]).touch()
+    return Execution(
+        returncode=None,
+        timed_out=False,
+        duration_s=0.0,
+        started=started,
+        finished=finished,
+        infra_error=reason,
+        warnings=tuple(warnings),
+        **files,
+    )

@@ -26,6 +26,7 @@ from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.process import utc_now
+from reprospec.runners.base import attempt_files, infra_execution, json_default, write_cell
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
 IN_ATTEMPT = "/reprospec/attempt"
@@ -149,27 +150,6 @@ def container_workdir(host: Path) -> str:
     if text == "/" or any(text == r or text.startswith(r + "/") for r in _SYSTEM_ROOTS):
         return "/work"
     return text
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(value)
-    return str(value)
-
-
-def write_cell(plan: AttemptPlan, path: Path) -> None:
-    """cell.json for the harness, in the local runner's shape."""
-    cell = {
-        "spec": plan.spec_name,
-        "cell_id": plan.cell.id,
-        "matrix": plan.cell.matrix,
-        "attempt": plan.attempt,
-        "workload": plan.workload,
-        "environment": plan.environment,
-    }
-    path.write_text(json.dumps(cell, indent=2, default=_json_default), encoding="utf-8")
 
 
 def spec_dir_of(plan: AttemptPlan) -> Path | None:
@@ -361,7 +341,7 @@ class DockerRunner:
 
     def _image_for(self, client: Any, plan: AttemptPlan) -> str:
         environment = plan.environment
-        key = json.dumps(environment, sort_keys=True, default=_json_default)
+        key = json.dumps(environment, sort_keys=True, default=json_default)
         with self._lock:
             # One build at a time: parallel attempts of one environment wait for it.
             if key not in self._images:
@@ -393,33 +373,12 @@ class DockerRunner:
     ) -> Execution:
         """Run one attempt in a fresh container to its end, timeout or cancel."""
         log_dir = log_dir.resolve()
-        log_dir.mkdir(parents=True, exist_ok=True)
-        events_path = log_dir / "events.jsonl"
-        events_path.touch()
-        base: dict[str, Any] = {
-            "cell_id": plan.cell.id,
-            "attempt": plan.attempt,
-            "log_dir": log_dir,
-            "stdout_path": log_dir / "stdout.log",
-            "stderr_path": log_dir / "stderr.log",
-            "events_path": events_path,
-            "gpu_slot": tuple(gpu_slot),
-        }
+        base = attempt_files(plan, log_dir, gpu_slot)
+        events_path = base["events_path"]
 
         def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
             now = utc_now()
-            for path in (base["stdout_path"], base["stderr_path"]):
-                path.touch()
-            return Execution(
-                returncode=None,
-                timed_out=False,
-                duration_s=0.0,
-                started=now,
-                finished=now,
-                infra_error=reason,
-                warnings=tuple(warnings),
-                **base,
-            )
+            return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
 
         argv = attempt_argv(plan)
         if argv is None:
@@ -535,15 +494,7 @@ class DockerRunner:
 
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
-        return Execution(
-            returncode=None,
-            timed_out=False,
-            duration_s=0.0,
-            started=started,
-            finished=utc_now(),
-            infra_error=reason,
-            **base,
-        )
+        return infra_execution(base, reason, started=started, finished=utc_now())
 
     # -- environment -------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -20,6 +19,7 @@ from reprospec.capture import EventWriter, compile_markers, output_sink
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
+from reprospec.runners.base import attempt_files, infra_execution, write_cell
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
@@ -39,14 +39,6 @@ def _prepend_path(value: str | None, *entries: str) -> str:
     if value:
         parts.append(value)
     return os.pathsep.join(parts)
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(value)
-    return str(value)
 
 
 class LocalRunner:
@@ -125,32 +117,13 @@ class LocalRunner:
         cancel: threading.Event | None = None,
     ) -> Execution:
         """Run one attempt to its end, timeout or cancel; no process of it survives."""
-        log_dir.mkdir(parents=True, exist_ok=True)
-        events_path = log_dir / "events.jsonl"
-        events_path.touch()
+        base = attempt_files(plan, log_dir, gpu_slot)
+        events_path = base["events_path"]
         env_json = log_dir / "env.json"
-        base: dict[str, Any] = {
-            "cell_id": plan.cell.id,
-            "attempt": plan.attempt,
-            "log_dir": log_dir,
-            "stdout_path": log_dir / "stdout.log",
-            "stderr_path": log_dir / "stderr.log",
-            "events_path": events_path,
-            "gpu_slot": tuple(gpu_slot),
-        }
 
         def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
             now = process.utc_now()
-            return Execution(
-                returncode=None,
-                timed_out=False,
-                duration_s=0.0,
-                started=now,
-                finished=now,
-                infra_error=reason,
-                warnings=tuple(warnings),
-                **base,
-            )
+            return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
 
         try:
             self._check_interpreter()
@@ -161,7 +134,7 @@ class LocalRunner:
             return infra(f"workdir not found: {plan.workdir}")
         if plan.workload is not None:
             argv = [self.python, "-m", "reprospec_harness"]
-            self._write_cell(plan, log_dir / "cell.json")
+            write_cell(plan, log_dir / "cell.json")
         elif plan.argv:
             argv = list(plan.argv)
         else:
@@ -205,17 +178,6 @@ class LocalRunner:
             warnings=(*warnings, *result.warnings),
             **base,
         )
-
-    def _write_cell(self, plan: AttemptPlan, path: Path) -> None:
-        cell = {
-            "spec": plan.spec_name,
-            "cell_id": plan.cell.id,
-            "matrix": plan.cell.matrix,
-            "attempt": plan.attempt,
-            "workload": plan.workload,
-            "environment": plan.environment,
-        }
-        path.write_text(json.dumps(cell, indent=2, default=_json_default), encoding="utf-8")
 
     def _child_env(
         self, plan: AttemptPlan, log_dir: Path, shims: Path, gpu_slot: tuple[str, ...]
