@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reprospec import __version__
-from reprospec.errors import EXIT_INTERRUPTED, FatalError
+from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
 
 COMMANDS = (
     "validate",
@@ -182,13 +182,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except FatalError as exc:
-        print(f"reprospec: {exc}" if "\n" not in str(exc) else str(exc), file=sys.stderr)
+        print(_format_fatal(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A path the user gave that cannot be used (--out is a file, -o is a folder,
+        # no permission): their input, not our bug.
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face
         log = _write_crash_log()
         print(f"reprospec: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -196,12 +202,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
 
 
+def _format_fatal(exc: FatalError) -> str:
+    """Located spec problems one per line (`file:line:col: ...`); anything else `reprospec: ...`."""
+    if isinstance(exc, SpecError):
+        return "\n".join(exc.problems)
+    return f"reprospec: {exc}"
+
+
 def _write_crash_log() -> Path:
+    import os
     import tempfile
 
-    path = Path(tempfile.gettempdir()) / "reprospec-internal-error.log"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return path
+    fd, name = tempfile.mkstemp(prefix="reprospec-internal-error-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(traceback.format_exc())
+    return Path(name)
 
 
 if __name__ == "__main__":

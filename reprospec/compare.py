@@ -92,6 +92,7 @@ def merge(
     if not runs:
         raise UsageError("merge needs at least one run")
     first = runs[0]
+    _check_shards(runs)
     for run in runs[1:]:
         if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
             raise UsageError(
@@ -125,4 +126,35 @@ def merge(
         cells=tuple(cells),
         warnings=tuple(warnings),
         interrupted=any(run.interrupted for run in runs),
+        shard="",
+        command_line=_without_shard(first.command_line),
     )
+
+
+def _check_shards(runs: Sequence[RunResult]) -> None:
+    """Sharded runs merge only as a complete set: a lost shard must not look like green."""
+    shards = [run.shard for run in runs if run.shard]
+    if not shards:
+        return
+    if len(shards) != len(runs):
+        raise UsageError("cannot merge sharded and unsharded runs of a spec")
+    totals = {int(shard.split("/")[1]) for shard in shards}
+    if len(totals) != 1:
+        raise UsageError(f"these runs come from different splits: {', '.join(shards)}")
+    total = totals.pop()
+    seen = [int(shard.split("/")[0]) for shard in shards]
+    duplicated = sorted({k for k in seen if seen.count(k) > 1})
+    if duplicated:
+        raise UsageError(f"shard {duplicated[0]}/{total} is given more than once")
+    missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
+    if missing:
+        raise UsageError(
+            f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
+        )
+
+
+def _without_shard(command_line: str) -> str:
+    """The command that reruns everything: the shard's own `--shard K/N` removed."""
+    import re
+
+    return re.sub(r"\s--shard(?:=|\s+)\S+", "", command_line)

@@ -245,6 +245,7 @@ class RunResult:
     description: str = ""
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
+    shard: str = ""  # "K/N" when this run holds one shard of the attempts
 
     @property
     def summary(self) -> dict[str, int]:

@@ -170,6 +170,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "description": run.description,
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
+        "shard": run.shard or None,
     }
 
 
@@ -194,6 +195,7 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         description=d.get("description", ""),
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
+        shard=d.get("shard") or "",
     )
 
 

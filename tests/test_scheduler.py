@@ -133,6 +133,11 @@ expect:
     merged_cells = {c["id"]: c["verdict"] for c in merged.results()["cells"]}
     assert merged_cells == reference
     assert sum(len(c["attempts"]) for c in merged.results()["cells"]) == 12
+    assert "--shard" not in (merged.latest_run() / "report.md").read_text()
+    # a lost shard must not merge into a green run
+    partial = cli("merge", *shard_dirs[:2], "--out", str(tmp_path / "partial"))
+    assert partial.code == 2
+    assert "missing shard(s) 3/3" in partial.stderr
 
 
 def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path):

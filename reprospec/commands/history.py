@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -16,7 +17,11 @@ def run(args: argparse.Namespace) -> int:
     if args.spec:
         from reprospec.spec import load_spec
 
-        spec_name = load_spec(args.spec).name
+        # A spec file, or just the spec's name as it appears in the table.
+        spec_name = load_spec(args.spec).name if Path(args.spec).exists() else args.spec
+    if not (Path(args.out) / "results.db").is_file():
+        print(f"no runs recorded in {args.out} yet", file=sys.stderr)
+        return 0
     runs = Store(Path(args.out)).runs(spec_name=spec_name)
     table = Table(title=f"runs in {args.out}", title_justify="left")
     for column in (

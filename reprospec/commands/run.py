@@ -29,8 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.spec import load_spec
     from reprospec.store import Store
 
-    store = Store(args.out)
     resume_id: str | None = args.resume
+    if resume_id is not None and Path(resume_id).is_dir():
+        # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
+        folder = Path(resume_id).resolve()
+        resume_id, args.out = folder.name, folder.parent.parent
+    store = Store(args.out)
     if resume_id is not None:
         options, spec_path, done = _resume_state(store, resume_id, args)
     else:
@@ -73,14 +77,38 @@ def _resume_state(
     info = store.run_info(run_id)
     if info is None:
         raise UsageError(f"--resume {run_id}: no such run in {Path(args.out) / 'results.db'}")
+    if args.spec is not None and Path(args.spec).resolve() != Path(info["spec_path"]).resolve():
+        raise UsageError(
+            f"--resume {run_id} ran {info['spec_path']}, not {args.spec}: "
+            "leave the spec out to resume it"
+        )
     options = RunOptions.from_dict(info["options"], Path(args.out))
     if args.jobs:
         options = RunOptions.from_dict({**options.to_dict(), "jobs": args.jobs}, Path(args.out))
     return options, info["spec_path"], store.finished_attempts(run_id)
 
 
+# Options that only say where this machine keeps things or how it prints them:
+# a person reproducing the bug elsewhere needs none of them.
+_LOCAL_OPTIONS = ("--out", "--format", "--resume", "--python", "--find-links")
+
+
 def _command_line(args: argparse.Namespace) -> str:
-    return "reprospec " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "reprospec run"
+    """The command to show under "How to reproduce"."""
+    words: list[str] = []
+    skip = False
+    for word in sys.argv[1:]:
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in _LOCAL_OPTIONS:
+            skip = "=" not in word
+            continue
+        words.append(word)
+    if args.resume is not None and args.spec is None:
+        return ""  # the report falls back to `reprospec run <spec path>`
+    return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
 def execute(
@@ -117,7 +145,7 @@ def execute(
         store.begin_run(
             run_id,
             spec.name,
-            str(spec.origin or spec.path),
+            str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
             _spec_text(spec, options),
             options.runner,
             options.to_dict(),
@@ -166,6 +194,7 @@ def execute(
         description=str(spec.document.get("description") or ""),
         warnings=tuple(env_holder.get("warnings", ())),
         interrupted=interrupted,
+        shard=f"{options.shard[0]}/{options.shard[1]}" if options.shard else "",
     )
     _write_outputs(run_dir, result)
     append_github_summary(result)
@@ -257,8 +286,12 @@ def append_github_summary(result: RunResult) -> None:
             f"{actual_text(cell).replace('|', '/')} | {rate.matched}/{rate.attempts} | "
             f"{cell.verdict} |"
         )
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n\n")
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n\n")
+    except OSError as exc:  # the run and its report are written: a summary is a bonus
+        print(f"reprospec: warning: cannot append to GITHUB_STEP_SUMMARY ({path}): "
+              f"{exc.strerror or exc}", file=sys.stderr)
 
 
 def _print_outcome(result: RunResult, fmt: str | None, out_root: Path) -> None:

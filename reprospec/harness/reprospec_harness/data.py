@@ -16,7 +16,7 @@ from typing import Any, cast
 import torch
 from torch.utils import data as tud
 
-from . import entrypoints, events, stackdump
+from . import config, entrypoints, events, stackdump
 from .injection import FaultPlan
 
 DTYPES = {
@@ -145,18 +145,43 @@ class TaggedDataset(tud.Dataset):
 def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
     """The spec's `data.dataset`: `builtin: synthetic` or an entry point returning a Dataset."""
     if section.get("entrypoint"):
-        dataset = entrypoints.call(section)
+        dataset = entrypoints.call(section, "workload.data.dataset")
         if not isinstance(dataset, tud.Dataset):
             raise TypeError(
                 f"dataset entrypoint {section['entrypoint']!r} returned {type(dataset).__name__}"
             )
         return dataset
-    if section.get("builtin", "synthetic") != "synthetic":
-        raise ValueError(
-            f"unknown builtin dataset {section.get('builtin')!r}: expected 'synthetic'"
+    return SyntheticDataset(seed=seed, **synthetic_options(section))
+
+
+def synthetic_options(section: Mapping[str, Any]) -> dict[str, Any]:
+    """`size`, `shape`, `classes`, `dtype` of `builtin: synthetic`, checked (ConfigError)."""
+    field = "workload.data.dataset"
+    config.choice(
+        section.get("builtin", "synthetic"), f"{field}.builtin", "dataset", ("synthetic",)
+    )
+    if section.get("params"):
+        raise config.ConfigError(
+            f"{field}.params",
+            "the synthetic dataset takes size, shape, classes and dtype directly, not params",
         )
-    options = {k: section[k] for k in ("size", "shape", "classes", "dtype") if k in section}
-    return SyntheticDataset(seed=seed, **options)
+    options: dict[str, Any] = {}
+    if section.get("size") is not None:
+        options["size"] = config.integer(section["size"], f"{field}.size", 1)
+    if section.get("classes") is not None:
+        options["classes"] = config.integer(section["classes"], f"{field}.classes", 1)
+    if section.get("shape") is not None:
+        shape = section["shape"]
+        if not isinstance(shape, (list, tuple)) or not shape:
+            raise config.ConfigError(
+                f"{field}.shape", f"expected a non-empty list of sizes, got {shape!r}"
+            )
+        options["shape"] = [
+            config.integer(n, f"{field}.shape[{i}]", 1) for i, n in enumerate(shape)
+        ]
+    if section.get("dtype") is not None:
+        options["dtype"] = config.choice(section["dtype"], f"{field}.dtype", "dtype", DTYPES)
+    return options
 
 
 def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int], int]:
@@ -175,35 +200,50 @@ def build_loader(
     seed: int,
 ) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
     """The DataLoader with every argument of the spec's `data.loader`."""
-    workers = int(options.get("num_workers") or 0)
+    field = "workload.data.loader"
+    workers = config.integer(options.get("num_workers") or 0, f"{field}.num_workers", 0)
+    batch_size = config.integer(options.get("batch_size") or 1, f"{field}.batch_size", 1)
+    flags = {
+        key: config.boolean(options.get(key), f"{field}.{key}")
+        for key in ("shuffle", "pin_memory", "persistent_workers", "drop_last")
+    }
+    timeout = config.number(options.get("timeout") or 0, f"{field}.timeout", 0)
     generator = torch.Generator().manual_seed(seed)
     sampler = (
         tud.RandomSampler(cast(Sized, dataset), generator=generator)
-        if options.get("shuffle")
+        if flags["shuffle"]
         else tud.SequentialSampler(cast(Sized, dataset))
     )
-    batches = TaggedBatchSampler(
-        sampler, int(options.get("batch_size") or 1), bool(options.get("drop_last"))
-    )
+    batches = TaggedBatchSampler(sampler, batch_size, flags["drop_last"])
     tracker = FetchTracker(workers)
     extra: dict[str, Any] = {}
     if workers > 0:
         # With no workers torch refuses these two; a matrix over num_workers should not care.
-        for key in ("prefetch_factor", "persistent_workers"):
-            if options.get(key) is not None:
-                extra[key] = options[key]
+        if options.get("prefetch_factor") is not None:
+            extra["prefetch_factor"] = config.integer(
+                options["prefetch_factor"], f"{field}.prefetch_factor", 1
+            )
+        if options.get("persistent_workers") is not None:
+            extra["persistent_workers"] = flags["persistent_workers"]
         context = options.get("multiprocessing_context")
         if context:
-            extra["multiprocessing_context"] = _context(str(context))
-    loader = tud.DataLoader(
-        TaggedDataset(dataset, tracker, faults, phases),
-        batch_sampler=batches,
-        num_workers=workers,
-        pin_memory=bool(options.get("pin_memory")),
-        timeout=float(options.get("timeout") or 0),
-        worker_init_fn=WorkerInit(),
-        **extra,
-    )
+            methods = tuple(multiprocessing.get_all_start_methods())
+            name = config.choice(
+                context, f"{field}.multiprocessing_context", "start method", methods
+            )
+            extra["multiprocessing_context"] = _context(name)
+    try:
+        loader = tud.DataLoader(
+            TaggedDataset(dataset, tracker, faults, phases),
+            batch_sampler=batches,
+            num_workers=workers,
+            pin_memory=flags["pin_memory"],
+            timeout=timeout,
+            worker_init_fn=WorkerInit(tracker),
+            **extra,
+        )
+    except (TypeError, ValueError) as exc:  # torch's own argument checks; no user code runs here
+        raise config.ConfigError(field, str(exc)) from None
     events.emit(
         "loader",
         num_workers=workers,

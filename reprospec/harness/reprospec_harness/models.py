@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import entrypoints
+from . import config, entrypoints
 
 
 class MLP(nn.Module):
@@ -102,16 +102,43 @@ BUILTINS: dict[str, type[nn.Module]] = {
 }
 
 
+# Smallest value of each integer parameter of the built-ins (None allowed where the default is).
+MINIMUMS: dict[str, int] = {
+    "hidden": 1,
+    "layers": 0,
+    "channels": 1,
+    "d_model": 1,
+    "nhead": 1,
+    "vocab": 1,
+}
+
+
 def build(section: Mapping[str, Any], shape: Sequence[int], classes: int) -> nn.Module:
-    """The model of the spec's `model:` section, sized for the dataset."""
+    """The model of the spec's `model:` section, sized for the dataset.
+
+    A built-in's bad `params` are a ConfigError; an entrypoint's errors are its own.
+    """
     if section.get("entrypoint"):
-        model = entrypoints.call(section)
+        model = entrypoints.call(section, "workload.model")
         if not isinstance(model, nn.Module):
             raise TypeError(
                 f"model entrypoint {section['entrypoint']!r} returned {type(model).__name__}"
             )
         return model
-    name = str(section.get("builtin", "mlp"))
-    if name not in BUILTINS:
-        raise ValueError(f"unknown builtin model {name!r}: expected one of {', '.join(BUILTINS)}")
-    return BUILTINS[name](shape, classes, **dict(section.get("params") or {}))
+    name = config.choice(section.get("builtin", "mlp"), "workload.model.builtin", "model", BUILTINS)
+    params = dict(config.mapping(section.get("params"), "workload.model.params"))
+    field = "workload.model.params"
+    for reserved in ("shape", "classes"):
+        if reserved in params:
+            raise config.ConfigError(
+                f"{field}.{reserved}", f"{name}'s {reserved} comes from the dataset, not params"
+            )
+    config.bind(BUILTINS[name], name, field, shape, classes, **params)
+    for key, value in params.items():
+        if key in MINIMUMS and not (value is None and key == "vocab"):
+            config.integer(value, f"{field}.{key}", MINIMUMS[key])
+    try:
+        return BUILTINS[name](shape, classes, **params)
+    except (TypeError, ValueError, AssertionError) as exc:
+        # e.g. "embed_dim must be divisible by num_heads" (d_model vs nhead)
+        raise config.ConfigError(field, f"{name}(): {exc}") from None
