@@ -379,17 +379,30 @@ def _read_text(path: Path | None) -> str | None:
 
 
 def judge_cells(
-    planned: PlannedRun, attempts_by_cell: Mapping[str, Sequence[AttemptResult]]
+    planned: PlannedRun,
+    attempts_by_cell: Mapping[str, Sequence[AttemptResult]],
+    *,
+    interrupted: bool = False,
 ) -> tuple[CellResult, ...]:
     """Turn each cell's attempts into its verdict."""
     from reprospec.judge import judge_cell
 
     commands = {plan.cell.id: _command_text(plan) for plan in reversed(planned.attempts)}
+    planned_count = {cell.id: 0 for cell in planned.cells}
+    for plan in planned.attempts:
+        planned_count[plan.cell.id] += 1
     cells = []
     for cell in planned.cells:
         attempts = tuple(attempts_by_cell.get(cell.id, ()))
         expectation = planned.expectations[cell.id]
         verdict, reason, rate = judge_cell(expectation, attempts)
+        if interrupted and not attempts:
+            reason = "not run: the run was interrupted first (--resume finishes it)"
+        elif interrupted and len(attempts) < planned_count[cell.id]:
+            reason += (
+                f" (interrupted after {len(attempts)} of {planned_count[cell.id]} attempts;"
+                " --resume finishes it)"
+            )
         cells.append(
             CellResult(
                 cell=cell,

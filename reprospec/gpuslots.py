@@ -8,10 +8,14 @@ The parent never touches CUDA: it only counts devices with `nvidia-smi -L`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+
+# What CUDA_VISIBLE_DEVICES accepts: an index, or a GPU/MIG UUID.
+_GPU_ID = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
 
 
 def parse_gpu_list(text: str) -> tuple[str, ...]:
@@ -24,7 +28,16 @@ def parse_gpu_list(text: str) -> tuple[str, ...]:
 def visible_gpus(cli_value: str | None, environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
     """The GPU ids this run may hand out: --gpus, else CUDA_VISIBLE_DEVICES, else nvidia-smi."""
     if cli_value is not None:
-        return parse_gpu_list(cli_value)
+        slots = parse_gpu_list(cli_value)
+        bad = [slot for slot in slots if not _GPU_ID.match(slot)]
+        if bad:
+            from reprospec.errors import UsageError
+
+            raise UsageError(
+                f"--gpus {cli_value}: {bad[0]!r} is not a GPU id "
+                "(expected indexes like 0,1,3 or UUIDs like GPU-8f3c...)"
+            )
+        return slots
     if "CUDA_VISIBLE_DEVICES" in environ:
         return parse_gpu_list(environ["CUDA_VISIBLE_DEVICES"])
     return _nvidia_smi_ids()

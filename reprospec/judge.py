@@ -177,7 +177,9 @@ def _rate_reason(
     )
     what = describe_expectation(expectation)
     if not rate_decided(rate, bound):
-        return f"intermittent: {observed} straddles {bound}; run more attempts ({what})"
+        # "intermittent" only when it did happen sometimes and not always.
+        label = "intermittent" if 0 < rate.matched < rate.attempts else "undecided"
+        return f"{label}: {observed} straddles {bound}; run more attempts ({what})"
     if rate_satisfied(rate, bound):
         return f"{observed} meets {bound} ({what})"
     return f"{observed} fails {bound} ({what})"

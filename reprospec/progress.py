@@ -109,7 +109,7 @@ def results_table(run: RunResult) -> Table:
 
     table = Table(title=f"{run.spec_name}: {run.run_id}", title_justify="left")
     table.add_column("", no_wrap=True)
-    table.add_column("cell")
+    table.add_column("cell", no_wrap=True)
     table.add_column("expected")
     table.add_column("actual")
     table.add_column("attempts", justify="right", no_wrap=True)

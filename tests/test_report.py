@@ -456,18 +456,18 @@ def test_junit_matches_golden(name: str) -> None:
 
 def test_summary_line_names_failure_and_counts() -> None:
     assert summary_line(segfault_matrix()) == (
-        "SIGSEGV (worker) in validation step 7: reproduced in 1 of 4 cells, "
-        "1/4 attempts as expected"
+        "SIGSEGV (worker) in validation step 7 in 1 of 4 cells; "
+        "as expected in 1 of 4 cells (1/4 attempts)"
     )
     assert summary_line(infra_run()).endswith(", 1 infra-error")
-    assert summary_line(infra_run()).startswith("Could not run:")
+    assert summary_line(infra_run()).startswith("Could not run;")
 
 
 def test_markdown_sections(tmp_path: Path) -> None:
     text = render(segfault_matrix(), "md", run_dir=write_logs(tmp_path))
     assert text.startswith("# Segfault in validation when DataLoader workers pin memory\n")
     assert "| num_workers \\ pin_memory | false | true |" in text
-    assert "| 2 | ❌ | ✅ |" in text
+    assert "| 2 | pass ❌ | crash SIGSEGV ✅ |" in text
     assert "`crash SIGSEGV (worker) @ validation:7`" in text
     assert "`num_workers=2, pin_memory=true` together" in text
     assert "python: spec says 3.10, ran 3.11.7" in text

@@ -188,7 +188,7 @@ def execute(
         started=started,
         finished=now_iso(),
         environment=env_holder.get("env", {}),
-        cells=judge_cells(planned, attempts_by_cell),
+        cells=judge_cells(planned, attempts_by_cell, interrupted=interrupted),
         command_line=command_line,
         title=str(spec.document.get("title") or spec.name),
         description=str(spec.document.get("description") or ""),

@@ -186,17 +186,29 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary_line(run: RunResult) -> str:
-    """`SIGSEGV in validation step 7: reproduced in 2 of 4 cells, 6/6 attempts`."""
+    """`SIGSEGV in validation step 7 in 1 of 4 cells; as expected in every cell (4/4 attempts)`."""
     failure = first_failure(run)
     s = run.summary
+    # Two different facts: where the failure happened, and whether every cell did
+    # what the spec expects ("reproduced"); a pass cell can be reproduced too.
     if failure and failure[1].outcome:
-        head = _headline(failure[1].outcome)
+        signature = failure[1].outcome.signature
+        failing = sum(
+            any(a.outcome is not None and a.outcome.signature == signature for a in c.attempts)
+            for c in run.cells
+        )
+        head = f"{_headline(failure[1].outcome)} in {failing} of {_plural(s['cells'], 'cell')}"
     else:
         head = "Could not run" if s["infra_error"] else "No failure"
     attempts = [a for c in run.cells for a in c.attempts]
+    held = (
+        "every cell"
+        if s["reproduced"] == s["cells"]
+        else f"{s['reproduced']} of {_plural(s['cells'], 'cell')}"
+    )
     text = (
-        f"{head}: reproduced in {s['reproduced']} of {_plural(s['cells'], 'cell')}, "
-        f"{sum(a.matched for a in attempts)}/{len(attempts)} attempts as expected"
+        f"{head}; as expected in {held} "
+        f"({sum(a.matched for a in attempts)}/{len(attempts)} attempts)"
     )
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
@@ -373,8 +385,11 @@ def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> dict[str, Any] | 
     row_axis, col_axis = axes
     rows = list(dict.fromkeys(show_value(c.cell.matrix[row_axis]) for c in cells))
     cols = list(dict.fromkeys(show_value(c.cell.matrix[col_axis]) for c in cells))
+    # What happened in each corner (the news), with the verdict mark beside it.
     marks = {
-        (show_value(c.cell.matrix[row_axis]), show_value(c.cell.matrix[col_axis])): MARKS[c.verdict]
+        (show_value(c.cell.matrix[row_axis]), show_value(c.cell.matrix[col_axis])): (
+            f"{_cell_outcome(c)} {MARKS[c.verdict]}"
+        )
         for c in cells
     }
     return {
@@ -383,6 +398,20 @@ def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> dict[str, Any] | 
         "cols": cols,
         "rows": [(r, [marks.get((r, c), "—") for c in cols]) for r in rows],
     }
+
+
+def _cell_outcome(cell: CellResult) -> str:
+    """`crash SIGSEGV`, `pass`, or `crash SIGSEGV 3/5` when the attempts differ."""
+    kinds = [
+        " ".join(p for p in (a.outcome.kind, a.outcome.signal or a.outcome.exception or "") if p)
+        if a.outcome is not None
+        else "not run"
+        for a in cell.attempts
+    ]
+    if not kinds:
+        return "not run"
+    top = max(dict.fromkeys(kinds), key=kinds.count)
+    return top if kinds.count(top) == len(kinds) else f"{top} {kinds.count(top)}/{len(kinds)}"
 
 
 def separators(run: RunResult) -> list[str] | None:

@@ -66,8 +66,10 @@ class LocalRunner:
             if self._version is not None:
                 return self._version
             path = self.python
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            if not os.path.exists(path):
                 raise InfraError(f"interpreter not found: {path}")
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise InfraError(f"not an executable interpreter: {path}")
             try:
                 done = subprocess.run(
                     [path, "-c", _VERSION_CODE],
@@ -77,11 +79,11 @@ class LocalRunner:
                     start_new_session=True,
                 )
             except (OSError, subprocess.TimeoutExpired) as exc:
-                raise InfraError(f"interpreter not found: {path} (does not run: {exc})") from exc
+                raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
             if done.returncode != 0:
                 detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
                 raise InfraError(
-                    f"interpreter not found: {path} (exit {done.returncode}: {detail[0]})"
+                    f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
                 )
             self._version = done.stdout.decode().strip()
             return self._version
