@@ -107,7 +107,8 @@ class Expectation:
             if value is not None:
                 out[key] = value
         if self.step is not None:
-            out["step"] = str(self.step)
+            # One step stays an integer, as the outcome's step is; a range is "A..B".
+            out["step"] = self.step.low if self.step.low == self.step.high else str(self.step)
         if self.rate is not None:
             out["rate"] = str(self.rate)
         return out

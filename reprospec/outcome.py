@@ -2,7 +2,8 @@
 
 The rules, in order:
 
-1. `timed_out` -> `hang`.
+1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
+   `worker_busy` event with no `worker_free`) makes it `where: worker`, named in the detail.
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -27,6 +28,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,8 @@ class _EventSummary:
     step: int | None
     worker_exit: dict[str, Any] | None
     infra_error: str | None
+    # `worker_busy` events with no `worker_free` after them: items a worker was stuck on.
+    busy: tuple[dict[str, Any], ...] = ()
 
 
 def classify(execution: Execution) -> Outcome | None:
@@ -130,6 +134,9 @@ def classify(execution: Execution) -> Outcome | None:
         detail = f"no exit within the timeout; killed after {execution.duration_s:.1f}s"
         if worker is not None:
             detail += f"; {_describe_worker(worker)}"
+        elif events.busy:
+            where = "worker"
+            detail += f"; {_describe_busy(events.busy, execution.finished)}"
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
@@ -383,10 +390,15 @@ def _summarize_events(path: Path | None) -> _EventSummary:
     step: int | None = None
     worker_exit: dict[str, Any] | None = None
     infra_error: str | None = None
+    busy: dict[tuple[object, object], dict[str, Any]] = {}
     for event in iter_events(path):
         name = event.get("event")
         if name == "worker_exit" and event.get("signal"):
             worker_exit = event
+        elif name == "worker_busy":
+            busy[event.get("pid"), event.get("index")] = event
+        elif name == "worker_free":
+            busy.pop((event.get("pid"), event.get("index")), None)
         elif name == "infra_error":
             infra_error = str(event.get("reason") or "infrastructure error")
         new_phase = event.get("phase")
@@ -395,7 +407,7 @@ def _summarize_events(path: Path | None) -> _EventSummary:
             phase, step = new_phase, None  # a new phase starts with no step yet
         if isinstance(new_step, int) and not isinstance(new_step, bool):
             step = new_step
-    return _EventSummary(phase, step, worker_exit, infra_error)
+    return _EventSummary(phase, step, worker_exit, infra_error, tuple(busy.values()))
 
 
 def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
@@ -426,6 +438,39 @@ def _describe_worker(worker: WorkerDeath) -> str:
         if worker.item_phase and worker.item_step is not None:
             text += f" ({worker.item_phase} step {worker.item_step})"
     return text
+
+
+def _describe_busy(busy: tuple[dict[str, Any], ...], finished: str) -> str:
+    """`DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 8.1 s`."""
+    first = min(busy, key=lambda e: _number(e.get("since")) or _number(e.get("t")) or 0.0)
+    worker, pid, index = (_int_or_none(first.get(k)) for k in ("worker", "pid", "index"))
+    text = "a DataLoader worker" if worker is None else f"DataLoader worker {worker}"
+    if pid is not None:
+        text += f" (pid {pid})" if worker is not None else f" pid {pid}"
+    text += " stuck fetching"
+    text += " an item" if index is None else f" item {index}"
+    phase, step = first.get("phase"), _int_or_none(first.get("step"))
+    if isinstance(phase, str) and step is not None:
+        text += f" ({phase} step {step})"
+    seconds = _number(first.get("seconds"))
+    since = _number(first.get("since"))
+    try:
+        end = datetime.fromisoformat(finished).timestamp()
+    except (TypeError, ValueError):
+        end = None
+    if since is not None and end is not None and end > since:
+        text += f" for {end - since:.1f}s"
+    elif seconds is not None:
+        text += f" for over {seconds:.1f}s"
+    if len(busy) > 1:
+        text += f" (and {len(busy) - 1} more stuck item(s))"
+    return text
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _int_or_none(value: object) -> int | None:

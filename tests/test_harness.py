@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import pytest
 
 from reprospec import limits
 from reprospec.harness import HARNESS_ROOT
+from reprospec.models import Execution
+from reprospec.outcome import classify, infra_reason
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -255,6 +258,35 @@ def test_cuda_without_a_gpu_is_an_infra_error_not_a_crash(tmp_path: Path) -> Non
     assert json.loads((tmp_path / "env.json").read_text())["torch"]["cuda_available"] is False
 
 
+def test_a_typo_in_a_builtin_is_an_infra_error_not_the_expected_error(tmp_path: Path) -> None:
+    child = Child(tmp_path, {"model": {"builtin": "mlp", "params": {"bogus_param": 3}}})
+    done = child.run()
+    assert done.returncode == 3  # EXIT_INFRA, as for a missing GPU
+    reason = child.last("infra_error")["reason"]
+    assert reason == "workload.model.params: mlp() got an unexpected keyword argument 'bogus_param'"
+    assert "Traceback" not in done.stderr
+    execution = _execution(tmp_path, done.returncode, timed_out=False)
+    assert infra_reason(execution) == reason  # the engine's cell verdict: infra-error
+
+
+def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Execution:
+    (folder / "stdout.log").touch()
+    (folder / "stderr.log").touch()
+    return Execution(
+        cell_id="c",
+        attempt=1,
+        log_dir=folder,
+        returncode=returncode,
+        timed_out=timed_out,
+        duration_s=1.0,
+        started="",
+        finished=datetime.now(timezone.utc).isoformat(),
+        stdout_path=folder / "stdout.log",
+        stderr_path=folder / "stderr.log",
+        events_path=folder / "events.jsonl",
+    )
+
+
 def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
     child = Child(
         tmp_path,
@@ -317,7 +349,7 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
     assert env["python"]["version"] and env["torch"] == {"captured": False}
 
 
-def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
+def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path) -> None:
     child = Child(
         tmp_path,
         {
@@ -340,6 +372,8 @@ def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
         deadline = time.monotonic() + 10
         while "in hang" not in stack.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
+        # Past BUSY_AFTER (2 s) the worker's watch says which item it is stuck on.
+        child.wait_for(lambda e: e["event"] == "worker_busy", timeout=10)
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
@@ -347,6 +381,19 @@ def test_hung_worker_dumps_its_own_stack(tmp_path: Path) -> None:
     assert "in hang" in dump and "in __getitem__" in dump and "in other_thread" in dump
     main_dump = (tmp_path / "stacks" / f"stack-{process.pid}.txt").read_text()
     assert "in hang" not in main_dump  # each process dumps into its own file
+    busy = child.last("worker_busy")
+    assert (busy["pid"], busy["index"], busy["phase"], busy["step"]) == (
+        fault["pid"],
+        9,
+        "train",
+        3,
+    )
+    outcome = classify(_execution(tmp_path, None, timed_out=True))
+    assert outcome is not None and (outcome.kind, outcome.where) == ("hang", "worker")
+    assert (outcome.phase, outcome.step) == ("train", 3)
+    assert f"DataLoader worker {busy['worker']} (pid {fault['pid']}) stuck fetching item 9" in (
+        outcome.detail or ""
+    )
 
 
 @pytest.mark.skipif(

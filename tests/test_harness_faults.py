@@ -15,6 +15,7 @@ from reprospec.harness import HARNESS_ROOT
 
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import injection  # noqa: E402 - needs HARNESS_ROOT on sys.path
+from reprospec_harness.config import ConfigError  # noqa: E402
 from reprospec_harness.faults import exception_class  # noqa: E402
 
 
@@ -131,7 +132,7 @@ def test_when_false_disarms() -> None:
 
 
 def test_unknown_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown fault kind 'boom'"):
+    with pytest.raises(ConfigError, match=r"^workload.faults\[0\].kind: unknown fault kind 'boom'"):
         plan({"kind": "boom"})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -512,3 +513,44 @@ def test_signal_helpers() -> None:
     assert exit_status_signal(138, any_signal=True) == "SIGUSR1"
     assert exit_status_signal(1) is None
     assert exit_status_signal(128) is None
+
+
+def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
+    lines = [
+        {"event": "step", "phase": "train", "step": 6},
+        {"event": "worker_busy", "worker": 1, "pid": 77, "index": 5, "seconds": 2.1, "since": 1.0},
+        {"event": "worker_free", "worker": 1, "pid": 77, "index": 5, "seconds": 2.5},
+        {"event": "stage", "phase": "train", "step": 6, "stage": "data"},
+        {
+            "event": "worker_busy",
+            "worker": 0,
+            "pid": 42,
+            "index": 37,
+            "phase": "train",
+            "step": 6,
+            "seconds": 2.0,
+            "since": 100.0,
+        },
+    ]
+    events = "".join(json.dumps(e) + "\n" for e in lines)
+    execution = recorded_execution(tmp_path, b"", 0, events)
+    hung = dataclasses.replace(
+        execution, returncode=None, timed_out=True, finished="1970-01-01T00:01:45+00:00"
+    )
+    outcome = classify(hung)
+    assert outcome is not None
+    assert (outcome.kind, outcome.where, outcome.phase, outcome.step) == (
+        "hang",
+        "worker",
+        "train",
+        6,
+    )
+    assert outcome.signature == "hang:train"
+    assert "DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 5.0s" in (
+        outcome.detail or ""
+    )
+    # The slow item that was done after all is not blamed.
+    freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
+    (tmp_path / "events.jsonl").write_text(freed)
+    outcome = classify(hung)
+    assert outcome is not None and outcome.where is None and "worker" not in (outcome.detail or "")

@@ -9,6 +9,9 @@ say which item killed it (prefetching makes the main loop's own step differ).
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence, Sized
 from multiprocessing.sharedctypes import RawArray
 from typing import Any, cast
@@ -21,14 +24,14 @@ from .injection import FaultPlan
 
 DTYPES = {
     "float32": torch.float32,
-    "float": torch.float32,
-    "float64": torch.float64,
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
-    "uint8": torch.uint8,
+    "float64": torch.float64,
     "int64": torch.int64,
-    "long": torch.int64,
     "int32": torch.int32,
+    "uint8": torch.uint8,
+    "float": torch.float32,
+    "long": torch.int64,
 }
 
 
@@ -111,14 +114,90 @@ class TaggedBatchSampler(tud.Sampler):
 
 _worker_id: int | None = None
 
+# A worker still fetching one item after this long says so: a `worker_busy` event.
+BUSY_AFTER = 2.0
+
+
+class _Fetch:
+    """The item a worker is fetching: when it started, and whether it was reported busy."""
+
+    __slots__ = ("index", "phase", "reported", "started", "started_wall", "step")
+
+    def __init__(self, phase: str, step: int, index: int) -> None:
+        self.phase, self.step, self.index = phase, step, index
+        self.started, self.started_wall = time.monotonic(), time.time()
+        self.reported = False
+
+
+class BusyWatch:
+    """In a worker: a daemon thread that reports an item fetched for longer than BUSY_AFTER.
+
+    `{"event": "worker_busy", "worker", "pid", "phase", "step", "index", "seconds", "since"}`
+    once per slow item, and `{"event": "worker_free", "worker", "pid", "index", "seconds"}`
+    when that item is done after all: a `worker_busy` with no `worker_free` is an item the
+    worker was still stuck on when the attempt ended (the classifier names it for a hang).
+    A worker blocked while holding the GIL cannot report (its stack dump still shows it).
+    """
+
+    def __init__(self, worker: int, interval: float = 0.25) -> None:
+        self.worker, self.interval = worker, interval
+        self.lock = threading.Lock()
+        self.current: _Fetch | None = None
+        thread = threading.Thread(target=self._watch, name="reprospec-busy-watch", daemon=True)
+        thread.start()
+
+    def begin(self, phase: str, step: int, index: int) -> _Fetch:
+        fetch = _Fetch(phase, step, index)
+        self.current = fetch
+        return fetch
+
+    def end(self, fetch: _Fetch) -> None:
+        with self.lock:  # so an item is never reported busy after it was done
+            self.current = None
+            if fetch.reported:
+                events.emit(
+                    "worker_free",
+                    worker=self.worker,
+                    pid=os.getpid(),
+                    index=fetch.index,
+                    seconds=round(time.monotonic() - fetch.started, 2),
+                )
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(self.interval)
+            with self.lock:
+                fetch = self.current
+                if fetch is None or fetch.reported:
+                    continue
+                seconds = time.monotonic() - fetch.started
+                if seconds < BUSY_AFTER:
+                    continue
+                fetch.reported = True
+                events.emit(
+                    "worker_busy",
+                    worker=self.worker,
+                    pid=os.getpid(),
+                    phase=fetch.phase,
+                    step=fetch.step,
+                    index=fetch.index,
+                    seconds=round(seconds, 2),
+                    since=round(fetch.started_wall, 4),
+                )
+
+
+_busy: BusyWatch | None = None
+
 
 class WorkerInit:
-    """DataLoader `worker_init_fn`: the worker's own stack-dump file and its id for the tracker."""
+    """DataLoader `worker_init_fn`: the worker's own stack-dump file, its id for the tracker,
+    and its busy watch."""
 
     def __call__(self, worker_id: int) -> None:
-        global _worker_id
+        global _worker_id, _busy
         _worker_id = worker_id
         stackdump.register()
+        _busy = BusyWatch(worker_id)
 
 
 class TaggedDataset(tud.Dataset):
@@ -134,12 +213,19 @@ class TaggedDataset(tud.Dataset):
 
     def __getitem__(self, tag: tuple[int, int, int]) -> Any:
         phase, step, index = tag
-        if _worker_id is not None:
-            self.tracker.record(_worker_id, phase, step, index)
+        if _worker_id is None:
+            return self.inner[index]
+        self.tracker.record(_worker_id, phase, step, index)
+        watch = _busy
+        fetch = watch.begin(self.phases[phase], step, index) if watch is not None else None
+        try:
             self.faults.fire_worker(
                 worker=_worker_id, phase=self.phases[phase], step=step, index=index
             )
-        return self.inner[index]
+            return self.inner[index]
+        finally:
+            if watch is not None and fetch is not None:
+                watch.end(fetch)
 
 
 def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
@@ -201,13 +287,13 @@ def build_loader(
 ) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
     """The DataLoader with every argument of the spec's `data.loader`."""
     field = "workload.data.loader"
-    workers = config.integer(options.get("num_workers") or 0, f"{field}.num_workers", 0)
-    batch_size = config.integer(options.get("batch_size") or 1, f"{field}.batch_size", 1)
+    workers = config.integer(_given(options, "num_workers", 0), f"{field}.num_workers", 0)
+    batch_size = config.integer(_given(options, "batch_size", 1), f"{field}.batch_size", 1)
     flags = {
         key: config.boolean(options.get(key), f"{field}.{key}")
         for key in ("shuffle", "pin_memory", "persistent_workers", "drop_last")
     }
-    timeout = config.number(options.get("timeout") or 0, f"{field}.timeout", 0)
+    timeout = config.number(_given(options, "timeout", 0), f"{field}.timeout", 0)
     generator = torch.Generator().manual_seed(seed)
     sampler = (
         tud.RandomSampler(cast(Sized, dataset), generator=generator)
@@ -239,7 +325,7 @@ def build_loader(
             num_workers=workers,
             pin_memory=flags["pin_memory"],
             timeout=timeout,
-            worker_init_fn=WorkerInit(tracker),
+            worker_init_fn=WorkerInit(),
             **extra,
         )
     except (TypeError, ValueError) as exc:  # torch's own argument checks; no user code runs here
@@ -255,6 +341,12 @@ def build_loader(
         ),
     )
     return loader, batches, tracker
+
+
+def _given(options: Mapping[str, Any], key: str, default: Any) -> Any:
+    """The option, or `default` when it is absent or null (0 stays 0, and is checked)."""
+    value = options.get(key)
+    return default if value is None else value
 
 
 def _context(name: str) -> Any:

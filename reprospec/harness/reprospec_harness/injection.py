@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import events
+from . import config, events
 from .faults import TRIGGERS
 
 STAGES = ("start", "data", "forward", "loss", "backward", "optimizer")
@@ -45,13 +45,16 @@ def _truthy(value: Any) -> bool:
 
 def decide(number: int, spec: Mapping[str, Any], seed: int, attempt: int) -> Fault:
     """Arm a fault or not: `when` must hold and the attempt's coin fall under `probability`."""
-    if spec.get("kind") not in TRIGGERS:
-        raise ValueError(
-            f"unknown fault kind {spec.get('kind')!r}: expected one of {', '.join(TRIGGERS)}"
-        )
+    field = f"workload.faults[{number}]"
+    config.choice(spec.get("kind"), f"{field}.kind", "fault kind", TRIGGERS)
+    config.choice(spec.get("where") or "main", f"{field}.where", "fault place", ("main", "worker"))
     if "when" in spec and not _truthy(spec["when"]):
         return Fault(number, spec, False, "when is false")
-    probability = float(spec.get("probability", 1.0))
+    probability = config.number(spec.get("probability", 1.0), f"{field}.probability")
+    if probability > 1:
+        raise config.ConfigError(
+            f"{field}.probability", f"expected a number between 0 and 1, got {probability:g}"
+        )
     # One coin per (seed, attempt, fault): rerunning attempt 3 does what attempt 3 did.
     coin = random.Random(f"{seed}:{attempt}:{number}").random()
     if coin >= probability:

@@ -2,7 +2,9 @@
 
 Exit codes: the workload's own (0, 1 for an exception, a signal for a crash), and
 EXIT_INFRA (3) with an `infra_error` event when this machine cannot run the cell at all
-(no CUDA device, torch not installed): the engine turns that into an infra-error verdict.
+(no CUDA device, torch not installed) or the spec's built-in configuration is wrong
+(`config.ConfigError`: a bad model parameter, an unknown dtype, an entrypoint that does not
+exist): the engine turns that into an infra-error verdict.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from . import cell as cell_module
 from . import envinfo, events, stackdump
+from .config import ConfigError, InfraError
 
 EXIT_INFRA = 3
 
@@ -26,10 +29,6 @@ DEBUG_ENV = {
     "device_side_assertions": ("TORCH_USE_CUDA_DSA", "1"),
     "deterministic": ("CUBLAS_WORKSPACE_CONFIG", ":4096:8"),
 }
-
-
-class InfraError(Exception):
-    """This machine cannot run the cell; not the incident."""
 
 
 def main() -> int:
@@ -53,9 +52,7 @@ def main() -> int:
         import_modules(workload.get("imports") or [])
         device = resolve_device(workload.get("device") or environment.get("device") or "cpu")
     except InfraError as exc:
-        events.emit("infra_error", reason=str(exc))
-        sys.stderr.write(f"reprospec harness: infrastructure error: {exc}\n")
-        return EXIT_INFRA
+        return _infra_error(exc)
     finally:
         if env_path:
             info["torch"] = envinfo.capture_torch(init_cuda=_on_cuda(workload, environment))
@@ -65,11 +62,22 @@ def main() -> int:
     from .training import run_phases
 
     events.emit("phase", phase="setup")
-    work = build(
-        workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"])
-    )
+    try:
+        work = build(
+            workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"])
+        )
+    except ConfigError as exc:  # a mistake in the spec's built-in configuration, not the incident
+        return _infra_error(exc)
     run_phases(work)
     return 0
+
+
+def _infra_error(exc: InfraError) -> int:
+    """The `infra_error` event and EXIT_INFRA: the engine makes the cell `infra-error`."""
+    events.emit("infra_error", reason=str(exc))
+    what = "invalid workload" if isinstance(exc, ConfigError) else "infrastructure error"
+    sys.stderr.write(f"reprospec harness: {what}: {exc}\n")
+    return EXIT_INFRA
 
 
 def import_modules(modules: list[str]) -> None:

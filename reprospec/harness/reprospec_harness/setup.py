@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import torch
 
-from . import data, models, training
+from . import config, data, models, training
 from .injection import FaultPlan
 from .run import seed_everything
 
@@ -34,21 +34,25 @@ def build(
     shape, classes = data.describe(dataset, dataset_section)
     model_section = workload.get("model") or {"builtin": "mlp"}
     model: torch.nn.Module = models.build(model_section, shape, classes).to(device)
+    loss = training.build_loss(model_section.get("loss"))
     optimizer = training.build_optimizer(workload.get("optimizer"), model)
+    amp = workload.get("amp")
+    if amp:
+        config.choice(amp, "workload.amp", "amp dtype", training.AMP_DTYPES)
     compile_options = workload.get("compile")
     if compile_options:
         options = compile_options if isinstance(compile_options, Mapping) else {}
+        config.bind(torch.compile, "torch.compile", "workload.compile", model, **options)
         model = cast(torch.nn.Module, torch.compile(model, **options))
     loader, batches, tracker = data.build_loader(
         dataset, loader_options, faults, [str(p["name"]) for p in phases], seed
     )
-    amp = workload.get("amp")
     work = training.Workload(
         model=model,
         loader=loader,
         batches=batches,
         tracker=tracker,
-        loss=training.build_loss(model_section.get("loss")),
+        loss=loss,
         optimizer=optimizer,
         device=device,
         amp=training.AMP_DTYPES[str(amp)] if amp else None,

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils import data as tud
 
-from . import entrypoints, events
+from . import config, entrypoints, events
 from .data import FetchTracker, TaggedBatchSampler, epoch_steps
 from .injection import FaultPlan
 from .workers import report_dead_workers
@@ -34,37 +34,48 @@ BUILTIN_LOSSES: dict[str, LossFn] = {
 }
 
 
-def build_loss(name: str | None) -> LossFn:
+def build_loss(name: Any) -> LossFn:
     """`cross-entropy` | `mse` | `bce`, or `module:callable`: a loss function, or a class such as
     `torch.nn:CrossEntropyLoss` (instantiated without arguments)."""
+    field = "workload.model.loss"
     if name is None or name in BUILTIN_LOSSES:
         return BUILTIN_LOSSES[name or "cross-entropy"]
-    if ":" not in str(name):
-        raise ValueError(
-            f"unknown loss {name!r}: expected one of {', '.join(BUILTIN_LOSSES)} or an entrypoint"
+    if not isinstance(name, str) or ":" not in name:
+        raise config.ConfigError(
+            field,
+            f"unknown loss {name!r} (expected one of {', '.join(BUILTIN_LOSSES)} "
+            "or an entrypoint 'module:callable')",
         )
-    loss = entrypoints.resolve(str(name))
+    loss = entrypoints.resolve(name, field)
     return loss() if isinstance(loss, type) else loss
 
 
+OPTIMIZERS = ("sgd", "adam")
+
+
 def build_optimizer(section: Any, model: nn.Module) -> torch.optim.Optimizer | None:
-    """`sgd` | `adam` or `{name, lr}`; None when the model has nothing to train."""
+    """`sgd` | `adam` or `{name, lr, momentum, weight_decay}`; None when nothing is trainable."""
+    field = "workload.optimizer"
+    options = dict(section) if isinstance(section, Mapping) else {"name": section or "sgd"}
+    unknown = sorted(set(options) - {"name", "lr", "momentum", "weight_decay"})
+    if unknown:
+        raise config.ConfigError(
+            f"{field}.{unknown[0]}", "unknown option (expected name, lr, momentum, weight_decay)"
+        )
+    name_field = f"{field}.name" if isinstance(section, Mapping) else field
+    name = config.choice(options.get("name") or "sgd", name_field, "optimizer", OPTIMIZERS)
+    default_lr = 0.01 if name == "sgd" else 1e-3
+    lr = config.number(options.get("lr", default_lr), f"{field}.lr", 0, exclusive=True)
+    decay = config.number(options.get("weight_decay") or 0, f"{field}.weight_decay")
+    momentum = config.number(options.get("momentum") or 0, f"{field}.momentum")
+    if momentum and name != "sgd":
+        raise config.ConfigError(f"{field}.momentum", f"{name} has no momentum option")
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
         return None
-    options = dict(section) if isinstance(section, Mapping) else {"name": section or "sgd"}
-    name = str(options.get("name") or "sgd")
-    decay = float(options.get("weight_decay") or 0)
     if name == "sgd":
-        return torch.optim.SGD(
-            parameters,
-            lr=float(options.get("lr", 0.01)),
-            momentum=float(options.get("momentum") or 0),
-            weight_decay=decay,
-        )
-    if name == "adam":
-        return torch.optim.Adam(parameters, lr=float(options.get("lr", 1e-3)), weight_decay=decay)
-    raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
+        return torch.optim.SGD(parameters, lr=lr, momentum=momentum, weight_decay=decay)
+    return torch.optim.Adam(parameters, lr=lr, weight_decay=decay)
 
 
 AMP_DTYPES = {
