@@ -167,6 +167,8 @@ def classify(execution: Execution) -> Outcome | None:
 
     exception_type = (exception.type or None) if exception else None
     message = exception.message if exception else None
+    if where is None and kind != "pass":
+        where = "main"  # CLI.md: a failure happened in the main process or in a worker
     return Outcome(
         kind=kind,
         signal=signal,
