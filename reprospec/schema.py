@@ -38,9 +38,17 @@ def load_schema() -> dict[str, Any]:
 
 @functools.cache
 def _validator() -> Any:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(load_schema())
+    # JSON Schema counts 2.0 as an integer; a spec that says `repeat: 2.0` or
+    # `reprospec: 1.0` is a typo or a misunderstanding, so refuse floats there.
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    return strict(load_schema())
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
 
 
 def validate(

@@ -2,20 +2,26 @@
 semantic checks -> defaults -> a frozen `Spec`.
 
 Every problem of a file is collected and raised at once as a SpecError, each
-line `FILE:LINE:COL: PATH: MESSAGE` with FILE the path as given.
+line `FILE:LINE:COL: PATH: MESSAGE` with FILE the path as given. A problem that
+comes from a `--set` ends with `(from --set PATH=VALUE)`; when the file has no
+line for it (a key only the override brings) it is `FILE: PATH: MESSAGE (from --set ...)`.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprospec import expr, schema
 from reprospec.errors import SpecError, UsageError
-from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix
+from reprospec.expr import same
+from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix, render_value
 from reprospec.models import Spec
 from reprospec.plan import parse_duration, parse_step
 from reprospec.yamlsource import (
@@ -45,17 +51,28 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem."""
     file = str(path)
     text, yaml_text, offset = _read(Path(path))
-    origin = _report_origin(text) if Path(path).suffix.lower() == ".md" else None
+    report = Path(path).suffix.lower() == ".md"
+    origin = _report_origin(text) if report else None
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
         raise SpecError([p.format(file) for p in exc.problems]) from None
     data = copy.deepcopy(source.data)
-    for override in overrides:
+    # Paths an override brings that the file does not have are located at
+    # (0, N): "from the Nth --set", so a problem there never points at line 1.
+    locations = dict(source.locations)
+    targets: list[JsonPath | None] = []
+    for index, override in enumerate(overrides):
         data = apply_override(data, override)
-    problems = check(data, source.locations, source.key_locations)
+        target = _override_target(data, override)
+        targets.append(target)
+        for depth in range(1, len(target or ()) + 1):
+            locations.setdefault(tuple(target or ())[:depth], (0, index + 1))
+    # A report without its original spec has no folder to resolve relative paths against.
+    base_dir = (origin.parent if origin else None) if report else Path(path).parent
+    problems = check(data, locations, source.key_locations, base_dir=base_dir)
     if problems:
-        raise SpecError([p.format(file) for p in _annotate(problems, overrides)])
+        raise SpecError(_annotate(file, problems, overrides, targets))
     return Spec(
         path=Path(path),
         name=data["name"],
@@ -90,19 +107,49 @@ def spec_files(paths: Iterable[str | Path]) -> list[str]:
     return files
 
 
-def validate_paths(paths: Iterable[str | Path]) -> list[str]:
-    """The problems of every spec in `paths` (files, or folders searched recursively)."""
-    problems: list[str] = []
+@dataclass
+class Validation:
+    """What `validate` found: every problem, the files checked, which of them are bad."""
+
+    problems: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    bad_files: list[str] = field(default_factory=list)
+    empty_folders: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: how many problems, in how many files (and folders without specs)."""
+        if not self.problems:
+            return f"{len(self.files)} spec file(s) valid"
+        if not self.files:
+            return f"{len(self.problems)} problem(s): no spec files found"
+        bad, files = len(self.bad_files), len(self.files)
+        text = f"{len(self.problems)} problem(s) in {bad} of {files} file(s)"
+        if self.empty_folders:
+            text += f", and {len(self.empty_folders)} folder(s) without spec files"
+        return text
+
+
+def validate(paths: Iterable[str | Path]) -> Validation:
+    """Check every spec in `paths` (files, or folders searched recursively)."""
+    found = Validation()
     for path in paths:
         files = spec_files([path])
         if not files:
-            problems.append(f"{path}: no *.yaml or *.yml files in this folder")
+            found.problems.append(f"{path}: no *.yaml or *.yml files in this folder")
+            found.empty_folders.append(str(path))
         for file in files:
+            found.files.append(file)
             try:
                 load_spec(file)
             except SpecError as exc:
-                problems.extend(exc.problems)
-    return problems
+                found.problems.extend(exc.problems)
+                found.bad_files.append(file)
+    return found
+
+
+def validate_paths(paths: Iterable[str | Path]) -> list[str]:
+    """The problems of every spec in `paths` (files, or folders searched recursively)."""
+    return validate(paths).problems
 
 
 def _read(path: Path) -> tuple[str, str, int]:
@@ -156,6 +203,7 @@ def apply_override(data: Any, override: str) -> Any:
     if override.startswith("~"):
         return _delete(data, override)
     dotted, sep, raw = override.partition("=")
+    _no_brackets(override, dotted)
     parts = [p.strip() for p in dotted.split(".")]
     if not sep or not all(parts):
         raise UsageError(f"--set {override}: expected PATH=VALUE, like run.timeout=5m")
@@ -191,6 +239,7 @@ def apply_override(data: Any, override: str) -> Any:
 
 def _delete(data: Any, override: str) -> Any:
     """`~PATH` removes a key or list item (Hydra style), e.g. `~workload` to swap in a command."""
+    _no_brackets(override, override[1:])
     parts = [p.strip() for p in override[1:].split(".")]
     node: Any = data
     for depth, part in enumerate(parts):
@@ -210,15 +259,52 @@ def _delete(data: Any, override: str) -> Any:
     return data
 
 
-def _annotate(problems: list[Problem], overrides: Sequence[str]) -> list[Problem]:
-    """Say which `--set` a problem comes from, since its location is the original file's."""
+_BRACKETS = re.compile(r"\[([^\]]*)\]")
+
+
+def _no_brackets(override: str, dotted: str) -> None:
+    """`matrix.mode[9]=x` is a natural guess; say the dotted spelling instead of 'not found'."""
+    if _BRACKETS.search(dotted):
+        fixed = override.replace(dotted, _BRACKETS.sub(r".\1", dotted), 1)
+        raise UsageError(f"--set {override}: use dots for list indexes, like {fixed}")
+
+
+def _override_target(data: Any, override: str) -> JsonPath | None:
+    """The JSON path an applied `--set PATH=VALUE` wrote (list indexes as ints); None for `~`."""
+    if override.startswith("~"):
+        return None
+    node: Any = data
+    path: list[Any] = []
+    for part in (p.strip() for p in override.partition("=")[0].split(".")):
+        key: Any = int(part) if isinstance(node, list) and part.isdigit() else part
+        path.append(key)
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return tuple(path)
+
+
+def _annotate(
+    file: str,
+    problems: list[Problem],
+    overrides: Sequence[str],
+    targets: Sequence[JsonPath | None],
+) -> list[str]:
+    """Format problems, saying which `--set` a problem comes from.
+
+    A problem located at (0, N) is at a path only the Nth override has (an
+    unknown key it created): it has no line in the file, so none is shown.
+    """
     out = []
     for problem in problems:
-        for override in overrides:
-            dotted = override.partition("=")[0].strip()
-            if problem.path is not None and format_path(problem.path).replace("[", ".").replace(
-                "]", ""
-            ).startswith(dotted):
+        if problem.line == 0 and 0 < problem.col <= len(overrides):
+            where = format_path(problem.path) if problem.path is not None else "(top level)"
+            override = overrides[problem.col - 1]
+            out.append(f"{file}: {where}: {problem.message} (from --set {override})")
+            continue
+        for override, target in reversed(list(zip(overrides, targets, strict=True))):
+            if target and problem.path is not None and problem.path[: len(target)] == target:
                 problem = Problem(
                     problem.line,
                     problem.col,
@@ -226,7 +312,7 @@ def _annotate(problems: list[Problem], overrides: Sequence[str]) -> list[Problem
                     f"{problem.message} (from --set {override})",
                 )
                 break
-        out.append(problem)
+        out.append(problem.format(file))
     return out
 
 
@@ -248,14 +334,19 @@ def check(
     data: Any,
     locations: Mapping[JsonPath, Location],
     key_locations: Mapping[JsonPath, Location],
+    *,
+    base_dir: Path | None = None,
 ) -> list[Problem]:
-    """Every schema and semantic problem of a document, sorted by position."""
+    """Every schema and semantic problem of a document, sorted by position.
+
+    `base_dir` is the folder relative paths resolve against (None: unknown, not checked).
+    """
     if not isinstance(data, dict):
         line, col = locate(locations, ())
         what = "empty" if data is None else f"a {type(data).__name__}"
         return [Problem(line, col, (), f"expected a mapping of spec keys, the file is {what}")]
     problems = schema.validate(data, locations, key_locations)
-    semantics = _Semantics(data, locations, key_locations)
+    semantics = _Semantics(data, locations, key_locations, base_dir)
     problems.extend(semantics.problems())
     if not problems:
         # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide)
@@ -272,8 +363,10 @@ class _Semantics:
         data: dict[str, Any],
         locations: Mapping[JsonPath, Location],
         key_locations: Mapping[JsonPath, Location],
+        base_dir: Path | None = None,
     ) -> None:
         self.data = data
+        self.base_dir = base_dir
         self.locations = locations
         self.key_locations = key_locations
         matrix = data.get("matrix")
@@ -298,6 +391,7 @@ class _Semantics:
         self.run()
         self.markers()
         self.faults()
+        self.workdir()
         return self.found
 
     def matrix_problems(self) -> list[Problem]:
@@ -364,16 +458,123 @@ class _Semantics:
         if not isinstance(expect, dict):
             return
         self.step(("expect", "step"), expect.get("step"))
+        outcome = expect.get("outcome")
+        self.contradictions(("expect",), expect, outcome)
+        self.expected_phase(("expect", "phase"), expect.get("phase"))
         cases = expect.get("cases")
         for index, case in enumerate(cases if isinstance(cases, list) else ()):
             if not isinstance(case, dict):
                 continue
-            self.step(("expect", "cases", index, "step"), case.get("step"))
+            path = ("expect", "cases", index)
+            self.step((*path, "step"), case.get("step"))
+            # Merged as plan.expectation_for does: a case with its own outcome drops the
+            # base's details, one without keeps them (those are checked with the base).
+            if "outcome" in case:
+                self.contradictions(path, case, case["outcome"])
+            else:
+                self.contradictions(path, case, outcome, inherited=True)
+            self.expected_phase((*path, "phase"), case.get("phase"))
             when = case.get("when")
-            for key in when if isinstance(when, dict) else ():
+            for key, value in when.items() if isinstance(when, dict) else ():
                 if key not in self.all_axes:
-                    path = ("expect", "cases", index, "when", key)
-                    self.add(path, self.unknown_axis(key, self.all_axes), key=True)
+                    self.add((*path, "when", key), self.unknown_axis(key, self.all_axes), key=True)
+                else:
+                    self.when_value((*path, "when", key), key, value)
+
+    def axis_values(self, axis: str) -> list[Any] | None:
+        """Every value `axis` can take: its list, then what include entries give it."""
+        if self.matrix is None:
+            return None
+        values: list[Any] = []
+        if axis in self.axes:
+            listed = self.matrix.get(axis)
+            if not isinstance(listed, list):
+                return None
+            values.extend(listed)
+        include = self.matrix.get("include")
+        for entry in include if isinstance(include, list) else ():
+            if isinstance(entry, dict) and axis in entry:
+                values.append(entry[axis])
+        unique: list[Any] = []
+        for value in values:
+            if not any(same(value, seen) for seen in unique):
+                unique.append(value)
+        return unique
+
+    def when_value(self, path: JsonPath, axis: str, value: Any) -> None:
+        """A `when` value no cell can have makes its case dead: compared as the matrix does."""
+        values = self.axis_values(axis)
+        if not values or any(same(value, v) for v in values):
+            return
+        # Strings bare ("values: ok, crash") unless a number or boolean could be mistaken for one.
+        bare = isinstance(value, (str, list, dict)) and all(isinstance(v, str) for v in values)
+        shown = ", ".join(v if bare else _show(v) for v in values)
+        if isinstance(value, (list, dict)) and not any(isinstance(v, (list, dict)) for v in values):
+            got = schema.render_instance(value)
+            self.add(path, f"expected one value of axis '{axis}' ({shown}), got {got}")
+            return
+        alike = [v for v in values if render_value(v) == render_value(value)]
+        if alike:
+            fix = (
+                f"write {render_value(alike[0])} without quotes"
+                if isinstance(value, str)
+                else f"quote it: {_show(alike[0])}"
+            )
+            self.add(
+                path, f"{_show(value)} is {_kind(value)}, but axis '{axis}' holds {shown} ({fix})"
+            )
+            return
+        close = isinstance(value, str) and difflib.get_close_matches(
+            value, [v for v in values if isinstance(v, str)], n=1, cutoff=0.6
+        )
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        self.add(path, f"{_show(value)} is not a value of axis '{axis}' (values: {shown}{hint})")
+
+    def contradictions(
+        self, path: JsonPath, fields: Mapping[str, Any], outcome: Any, *, inherited: bool = False
+    ) -> None:
+        """Details that can never come with the outcome they are merged with."""
+        if outcome not in _OUTCOMES:
+            return  # the schema reported it (or a case inherits an invalid one)
+        source = " (the outcome of expect)" if inherited else ""
+        for key, (allowed, what) in _DETAIL_OUTCOMES.items():
+            if key in fields and outcome not in allowed:
+                self.add((*path, key), f"{what}, not '{outcome}'{source}")
+
+    def workload_phases(self) -> list[tuple[str, Any]] | None:
+        """(name, steps) of the workload's phases; None when not a workload or not known."""
+        workload = self.data.get("workload")
+        if not isinstance(workload, dict):
+            return None
+        phases = workload.get("phases", _DEFAULT_PHASES)
+        if not isinstance(phases, list):
+            return None
+        return [
+            (p["name"], p.get("steps"))
+            for p in phases
+            if isinstance(p, dict) and isinstance(p.get("name"), str)
+        ]
+
+    def expected_phase(self, path: JsonPath, phase: Any) -> None:
+        """`expect.phase` of a workload: one of its phases, the harness's own, or a marker's."""
+        phases = self.workload_phases()
+        if phases is None or not isinstance(phase, str) or expr.OPEN in phase:
+            return
+        names = list(dict.fromkeys([name for name, _ in phases] + list(_HARNESS_PHASES)))
+        markers = self.data.get("markers")
+        for marker in markers if isinstance(markers, list) else ():
+            if not isinstance(marker, dict):
+                continue
+            pattern, fixed = marker.get("pattern"), marker.get("phase")
+            if not isinstance(pattern, str) or expr.OPEN in pattern or "phase" in _groups(pattern):
+                return  # a marker can report any phase
+            if isinstance(fixed, str):
+                if expr.OPEN in fixed:
+                    return
+                names.append(fixed)
+        if phase not in names:
+            hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
+            self.add(path, f"unknown phase '{phase}'{hint}")
 
     def step(self, path: JsonPath, value: Any) -> None:
         if isinstance(value, str) and ".." in value:
@@ -398,32 +599,115 @@ class _Semantics:
         markers = self.data.get("markers")
         for index, marker in enumerate(markers if isinstance(markers, list) else ()):
             pattern = marker.get("pattern") if isinstance(marker, dict) else None
-            if isinstance(pattern, str) and expr.OPEN not in pattern:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    self.add(("markers", index, "pattern"), f"bad regular expression: {exc}")
+            if not isinstance(pattern, str) or expr.OPEN in pattern:
+                continue
+            try:
+                groups = list(re.compile(pattern).groupindex)
+            except re.error as exc:
+                self.add(("markers", index, "pattern"), f"bad regular expression: {exc}")
+                continue
+            for group in groups:
+                if group not in _MARKER_GROUPS:
+                    hint = schema.suggest(group, _MARKER_GROUPS)
+                    self.add(
+                        ("markers", index, "pattern"),
+                        f"unknown group '{group}'{hint}; markers understand (?P<phase>...)"
+                        " and (?P<step>...)",
+                    )
+            if not groups and marker.get("phase") is None and marker.get("step") is None:
+                self.add(
+                    ("markers", index),
+                    "this marker does nothing: give its pattern a (?P<phase>...) or"
+                    " (?P<step>...) group, or the marker a fixed phase or step",
+                )
 
     def faults(self) -> None:
         workload = self.data.get("workload")
-        if not isinstance(workload, dict):
+        phases = self.workload_phases()
+        if not isinstance(workload, dict) or phases is None:
             return
-        phases = workload.get("phases")
-        names = (
-            [
-                str(p["name"])
-                for p in phases
-                if isinstance(p, dict) and isinstance(p.get("name"), str)
-            ]
-            if isinstance(phases, list)
-            else []
-        )
+        names = [name for name, _ in phases]
         faults = workload.get("faults")
         for index, fault in enumerate(faults if isinstance(faults, list) else ()):
             at = fault.get("at") if isinstance(fault, dict) else None
-            phase = at.get("phase") if isinstance(at, dict) else None
-            if names and isinstance(phase, str) and expr.OPEN not in phase and phase not in names:
+            if not isinstance(at, dict):
+                continue
+            path = ("workload", "faults", index, "at")
+            phase = at.get("phase")
+            if isinstance(phase, str) and expr.OPEN in phase:
+                continue
+            if names and isinstance(phase, str) and phase not in names:
                 hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
-                self.add(
-                    ("workload", "faults", index, "at", "phase"), f"unknown phase '{phase}'{hint}"
-                )
+                self.add((*path, "phase"), f"unknown phase '{phase}'{hint}")
+                continue
+            step = at.get("step")
+            if not _is_int(step):
+                continue
+            # Steps count from 1 to `steps`; a phase without `steps` runs one pass of the data.
+            counts = [steps for name, steps in phases if phase is None or name == phase]
+            if not counts or not all(_is_int(n) for n in counts):
+                continue
+            most = max(counts)
+            if step > most:
+                where = f"phase '{phase}' has" if phase is not None else "no phase has more than"
+                self.add((*path, "step"), f"step {step} never comes: {where} {most} steps")
+
+    def workdir(self) -> None:
+        environment = self.data.get("environment")
+        workdir = environment.get("workdir") if isinstance(environment, dict) else None
+        if self.base_dir is None or not isinstance(workdir, str) or not workdir:
+            return
+        if expr.OPEN in workdir:
+            return
+        folder = os.path.abspath(self.base_dir / workdir)
+        if not os.path.isdir(folder):
+            what = "not a folder" if os.path.exists(folder) else "folder not found"
+            self.add(("environment", "workdir"), f"{what}: {folder}")
+
+
+_OUTCOMES = ("pass", "error", "crash", "hang", "fail")
+# expect keys that only some outcomes can have, and what to say otherwise.
+_DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "signal": (("crash", "fail"), "a signal only happens with outcome crash (or fail)"),
+    "exit_code": (("error", "fail"), "an exit code only happens with outcome error (or fail)"),
+    "exception": (
+        ("error", "crash", "fail"),
+        "an exception only happens with outcome error or crash (or fail)",
+    ),
+    "message": (
+        ("error", "crash", "hang", "fail"),
+        "a message is only looked for with outcome error, crash or hang (or fail)",
+    ),
+}
+# Phases the harness reports before the workload's own (reprospec_harness/run.py).
+_HARNESS_PHASES = ("import", "setup")
+# What the harness runs when `workload.phases` is not given (reprospec_harness/setup.py).
+_DEFAULT_PHASES = [{"name": "train", "steps": 10}]
+_MARKER_GROUPS = ("phase", "step")
+
+
+def _groups(pattern: str) -> list[str]:
+    """The named groups of a regex (none when it does not compile: reported elsewhere)."""
+    try:
+        return list(re.compile(pattern).groupindex)
+    except re.error:
+        return []
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "null" if value is None else "a collection"
+
+
+def _show(value: Any) -> str:
+    """A matrix value in a message: strings quoted, others as a cell id shows them."""
+    return repr(value) if isinstance(value, str) else render_value(value)

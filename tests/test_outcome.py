@@ -553,4 +553,5 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
     freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
     (tmp_path / "events.jsonl").write_text(freed)
     outcome = classify(hung)
-    assert outcome is not None and outcome.where == "main" and "worker" not in (outcome.detail or "")
+    assert outcome is not None and outcome.where == "main"
+    assert "worker" not in (outcome.detail or "")

@@ -208,3 +208,28 @@ def test_importing_schema_and_package_does_not_import_jsonschema() -> None:
 
 def test_schema_file_is_json_and_yaml_loadable() -> None:
     assert yaml.safe_load(schema_text()) == json.loads(schema_text())
+
+
+def test_integers_are_integers_not_integral_floats() -> None:
+    # JSON Schema 2020-12 counts 2.0 as an integer; a spec may not.
+    text = (
+        "reprospec: 1.0\nname: s\ncommand: x\nexpect: {outcome: error, exit_code: 2.0}\n"
+        "run: {repeat: 2.0, parallel: 4.0}\nenvironment: {gpus: 1.0}\n"
+        "workload: {seed: 0.0}\n"
+    )
+    assert [p for p in problems(text) if "exactly one" not in p] == [
+        "s.yaml:1:12: reprospec: expected 1 (the spec format version), got 1.0",
+        "s.yaml:4:37: expect.exit_code: expected an integer from 0 to 255, got 2.0",
+        "s.yaml:5:15: run.repeat: expected an integer >= 1, got 2.0",
+        "s.yaml:5:30: run.parallel: expected an integer >= 1, got 4.0",
+        "s.yaml:6:21: environment.gpus: expected an integer >= 0, got 1.0",
+        "s.yaml:7:18: workload.seed: expected an integer >= 0, got 0.0",
+    ]
+    assert problems(BASE + "command: x\nrun: {repeat: 2, timeout: 1.5}\n") == []
+
+
+def test_phase_steps_start_at_one() -> None:
+    assert problems(BASE + "workload: {phases: [{name: train, steps: 0}]}\n") == [
+        "s.yaml:4:42: workload.phases[0].steps: expected an integer >= 1, got 0"
+    ]
+    assert problems(BASE + "workload: {phases: [{name: train, steps: 1}]}\n") == []

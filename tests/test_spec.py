@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -14,6 +15,7 @@ from reprospec.spec import (
     extract_markdown_spec,
     load_spec,
     spec_files,
+    validate,
     validate_paths,
 )
 
@@ -26,9 +28,13 @@ BAD_SPECS = sorted(p.name for p in BAD.iterdir())
 
 
 def expected_problems(path: Path) -> list[str]:
-    """The fixture's own `# expect: LINE:COL: PATH: MESSAGE` lines, prefixed with its path."""
+    """The fixture's own `# expect: LINE:COL: PATH: MESSAGE` lines, prefixed with its path.
+
+    `{here}` stands for the fixture's folder as an absolute path.
+    """
     found = re.findall(r"^(?:# |<!-- )expect: (.*?)(?: -->)?$", path.read_text(), re.MULTILINE)
-    return [f"{path}:{line}" for line in found]
+    here = os.path.abspath(path.parent)
+    return [f"{path}:{line}".replace("{here}", here) for line in found]
 
 
 @pytest.mark.parametrize("name", BAD_SPECS)
@@ -75,14 +81,14 @@ def test_overrides_apply_before_validation() -> None:
     spec = load_spec(
         EXAMPLE,
         [
-            "workload.phases.1.steps=3",
+            "workload.phases.1.steps=8",
             "workload.data.loader.batch_size=2",
             "run.timeout=5s",
             "labels=[a, b]",
             "environment.env.NEW=x",
         ],
     )
-    assert spec.document["workload"]["phases"][1] == {"name": "validation", "steps": 3}
+    assert spec.document["workload"]["phases"][1] == {"name": "validation", "steps": 8}
     assert spec.document["workload"]["data"]["loader"]["batch_size"] == 2
     assert spec.document["run"]["timeout"] == "5s"
     assert spec.document["labels"] == ["a", "b"]
@@ -213,3 +219,176 @@ def test_no_matrix_axis_reference_without_matrix(tmp_path: Path) -> None:
         f"{path}:3:10: command: unknown matrix axis 'x' (the spec has no matrix)"
         " in '${{ matrix.x }}'"
     ]
+
+
+# ---------------------------------------------------------------- semantic checks
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def problems_of(path: Path, overrides: list[str] | None = None) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        load_spec(path, overrides or [])
+    return caught.value.problems
+
+
+def test_case_when_values_compare_as_the_matrix_does(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\n"
+        "matrix:\n  n: [1, 2]\n  v: ['1', '2']\n  f: [1.0]\n  include:\n    - {n: 3, tag: x}\n"
+        "command: echo hi\n"
+        "expect:\n  outcome: pass\n  cases:\n"
+        "    - {when: {n: 3}, outcome: crash}\n"  # from include: fine
+        "    - {when: {tag: x}, outcome: crash}\n"
+        "    - {when: {f: 1}, outcome: crash}\n"  # 1 and 1.0 are the same number
+        "    - {when: {v: 1}, outcome: crash}\n"
+        "    - {when: {tag: y}, outcome: crash}\n",
+    )
+    assert problems_of(path) == [
+        f"{path}:16:18: expect.cases[3].when.v: 1 is a number, but axis 'v' holds '1', '2'"
+        " (quote it: '1')",
+        f"{path}:17:20: expect.cases[4].when.tag: 'y' is not a value of axis 'tag' (values: x)",
+    ]
+
+
+def test_a_case_with_an_outcome_drops_the_base_details(tmp_path: Path) -> None:
+    # As plan.expectation_for merges: the pass case does not inherit the base's signal.
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nmatrix: {m: [a, b]}\ncommand: echo hi\n"
+        "expect:\n  outcome: fail\n  signal: SIGSEGV\n  exit_code: 1\n  message: x\n"
+        "  cases:\n    - {when: {m: a}, outcome: pass}\n"
+        "    - {when: {m: b}, outcome: hang, message: stuck}\n",
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_expect_phase_of_a_workload_may_be_a_harness_or_marker_phase(tmp_path: Path) -> None:
+    base = "reprospec: 1\nname: s\nworkload: {phases: [{name: train, steps: 2}]}\n"
+    for phase in ("train", "import", "setup", "${{ 'x' }}"):
+        path = write(tmp_path / "s.yaml", base + f'expect: {{outcome: crash, phase: "{phase}"}}\n')
+        assert load_spec(path).name == "s", phase
+    path = write(
+        tmp_path / "s.yaml",
+        base + "markers: [{pattern: 'x', phase: warmup}]\n"
+        "expect: {outcome: crash, phase: warmup}\n",
+    )
+    assert load_spec(path).name == "s"
+    path = write(
+        tmp_path / "s.yaml",
+        base + "markers: [{pattern: '(?P<phase>\\w+)'}]\nexpect: {outcome: crash, phase: any}\n",
+    )
+    assert load_spec(path).name == "s"
+    # Without `phases` the harness runs its default: one `train` phase of 10 steps.
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nworkload: {faults: [{kind: abort, at: {phase: train, step: 11}}]}\n"
+        "expect: {outcome: crash, phase: validation}\n",
+    )
+    assert problems_of(path) == [
+        f"{path}:3:60: workload.faults[0].at.step: step 11 never comes: phase 'train' has 10 steps",
+        f"{path}:4:33: expect.phase: unknown phase 'validation' (phases: train, import, setup)",
+    ]
+
+
+def test_command_spec_phase_is_not_checked(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: crash, phase: anything}\n",
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_workdir_resolves_against_the_spec_folder(tmp_path: Path) -> None:
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "file").write_text("")
+    text = "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: pass}\n"
+    good = write(tmp_path / "good.yaml", text + "environment: {workdir: fixtures}\n")
+    assert load_spec(good).name == "s"
+    templated = write(tmp_path / "t.yaml", text + "environment: {workdir: '${{ env.HOME }}'}\n")
+    assert load_spec(templated).name == "s"
+    afile = write(tmp_path / "f.yaml", text + "environment: {workdir: file}\n")
+    assert problems_of(afile) == [
+        f"{afile}:5:24: environment.workdir: not a folder: {tmp_path / 'file'}"
+    ]
+
+
+def test_workdir_of_a_report_resolves_against_its_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs" / "fixtures").mkdir(parents=True)
+    body = (
+        "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: pass}\n"
+        "environment: {workdir: fixtures}\n"
+    )
+    write(tmp_path / "specs" / "s.yaml", body)
+    (tmp_path / "runs").mkdir()
+    report = tmp_path / "runs" / "report.md"
+    fenced = "```yaml\n" + body + "```\n"
+    report.write_text("<!-- reprospec:spec path=specs/s.yaml -->\n" + fenced)
+    assert load_spec(report).base_dir == Path("specs")
+    # Without its origin a report's folder is unknown: workdir is not checked.
+    report.write_text("<!-- reprospec:spec path=gone.yaml -->\n" + fenced)
+    assert load_spec(report).origin is None
+    # With an origin whose folder lacks the workdir, the problem is reported.
+    write(tmp_path / "other.yaml", body)
+    report.write_text("<!-- reprospec:spec path=other.yaml -->\n" + fenced)
+    assert problems_of(report) == [
+        f"{report}:7:24: environment.workdir: folder not found: {tmp_path / 'fixtures'}"
+    ]
+
+
+def test_problem_at_a_key_an_override_created_names_the_override() -> None:
+    assert problems_of(EXAMPLE, ["runn.timeout=3s"]) == [
+        f"{EXAMPLE}: (top level): unknown key 'runn' (did you mean 'run'?)"
+        " (from --set runn.timeout=3s)"
+    ]
+    assert problems_of(EXAMPLE, ["run.timeout=5s", "run.timout=3s"]) == [
+        f"{EXAMPLE}: run: unknown key 'timout' (did you mean 'timeout'?) (from --set run.timout=3s)"
+    ]
+    assert problems_of(EXAMPLE, ["expect.phase=valdation"]) == [
+        f"{EXAMPLE}:52:10: expect.phase: unknown phase 'valdation' (did you mean 'validation'?)"
+        " (from --set expect.phase=valdation)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "matrix.mode[9]=x",
+            "--set matrix.mode[9]=x: use dots for list indexes, like matrix.mode.9=x",
+        ),
+        (
+            "workload.phases[1].steps=3",
+            "--set workload.phases[1].steps=3: use dots for list indexes,"
+            " like workload.phases.1.steps=3",
+        ),
+        (
+            "~expect.cases[0]",
+            "--set ~expect.cases[0]: use dots for list indexes, like ~expect.cases.0",
+        ),
+    ],
+)
+def test_brackets_in_set_paths_are_a_usage_error(override: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        load_spec(EXAMPLE, [override])
+    assert str(caught.value) == message
+
+
+def test_validation_summary_counts_files_and_empty_folders(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    found = validate([empty])
+    assert found.problems == [f"{empty}: no *.yaml or *.yml files in this folder"]
+    assert found.summary() == "1 problem(s): no spec files found"
+    shutil.copy(EXAMPLE, tmp_path / "good.yaml")
+    shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "bad.yaml")
+    found = validate([tmp_path / "good.yaml", tmp_path / "bad.yaml", empty])
+    assert found.summary() == ("2 problem(s) in 1 of 2 file(s), and 1 folder(s) without spec files")
+    assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file(s) valid"

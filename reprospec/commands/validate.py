@@ -9,15 +9,13 @@ from reprospec.errors import EXIT_OK, EXIT_USAGE
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.spec import spec_files, validate_paths
+    from reprospec.spec import validate
 
-    problems = validate_paths(args.paths)
-    for line in problems:
+    found = validate(args.paths)
+    for line in found.problems:
         print(line, file=sys.stderr)
-    files = spec_files(args.paths)
-    if problems:
-        bad = len({line.split(":", 1)[0] for line in problems})
-        print(f"{len(problems)} problem(s) in {bad} of {len(files)} file(s)", file=sys.stderr)
+    if found.problems:
+        print(found.summary(), file=sys.stderr)
         return EXIT_USAGE
-    print(f"{len(files)} spec file(s) valid")
+    print(found.summary())
     return EXIT_OK
