@@ -60,6 +60,32 @@ def runner_attempts(rounds: int) -> float:
         return statistics.median(samples)
 
 
+def hang_report_delay(rounds: int) -> float:
+    """Median seconds between a hang's timeout and the attempt's end (stacks taken, tree killed)."""
+    from reprospec.matrix import expand
+    from reprospec.plan import plan_attempt
+    from reprospec.runners.local import LocalRunner
+    from reprospec.spec import load_spec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path = Path(tmp) / "hang.yaml"
+        spec_path.write_text(
+            "reprospec: 1\nname: hang\n"
+            "command: [python, -c, 'import threading; l = threading.Lock(); l.acquire(); "
+            "l.acquire()']\nrun: {timeout: 1s}\nexpect: {outcome: hang}\n"
+        )
+        spec = load_spec(spec_path)
+        cell = expand(spec)[0]
+        runner = LocalRunner(python=sys.executable)
+        samples = []
+        for n in range(1, rounds + 1):
+            plan = plan_attempt(spec, cell, n)
+            log_dir = Path(tmp) / str(n)
+            log_dir.mkdir()
+            samples.append(runner.run(plan, log_dir).duration_s - plan.timeout_s)
+        return statistics.median(samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
@@ -98,6 +124,8 @@ def main() -> None:
         f"same child through LocalRunner  {through_runner * 1000:7.1f} ms  "
         f"({through_runner / bare:.2f}x, +{(through_runner - bare) * 1000:.1f} ms per attempt)"
     )
+    delay = hang_report_delay(max(3, args.rounds // 4))
+    print(f"hang: end of attempt after the timeout {delay * 1000:7.1f} ms  (budget 2000 ms)")
     print(f"whole `reprospec run` (1 cell)  {whole_run * 1000:7.1f} ms  ({whole_run / bare:.2f}x)")
 
 

@@ -268,7 +268,7 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     assert result.stack_path == tmp_path / "stack.txt"
     assert "deep_hang" in result.stack_path.read_text()
     assert (tmp_path / "out.log").read_text() == "hanging\n"
-    assert 1.0 <= result.duration_s < 3.0
+    assert 1.0 <= result.duration_s < 1.0 + 10  # killed at the timeout, not waited out
     assert not (tmp_path / "stacks").exists()
 
 
