@@ -229,3 +229,19 @@ def test_python_option_picks_the_interpreter(cli, tmp_path):
     missing = cli("run", str(spec), "--python", str(tmp_path / "no-python"))
     assert missing.code == 3
     assert "no-python" in missing.stderr
+
+
+def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli):
+    first = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2")
+    second = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2",
+                 "--set", "expect.signal=SIGBUS")
+    assert (first.code, second.code) == (0, 1)
+    run_a, run_b = sorted(p.name for p in (first.out / "runs").iterdir())
+    same = cli("compare", run_a, run_b)
+    assert same.code == 0, same.stderr
+    assert "num_workers=2,pin_memory=true: reproduced -> not-reproduced" in same.stdout
+    assert "warning" in same.stdout  # --set changed the spec text
+    other = cli("run", str(SPECS / "exception.yaml"))
+    run_c = next(p.name for p in (other.out / "runs").iterdir() if "nan-loss" in p.name)
+    different = cli("compare", run_a, run_c)
+    assert "ran different specs" in different.stdout

@@ -16,6 +16,13 @@ def run(args: argparse.Namespace) -> int:
     diff = compare(a, b)
     console = make_console()
     console.print(f"{a.run_id} -> {b.run_id} ({a.spec_name})", markup=False)
+    if a.spec_name != b.spec_name or a.spec_text != b.spec_text:
+        # Comparing two different incidents is allowed, but cells then mean other things.
+        console.print(
+            f"warning: the runs ran different specs ({a.spec_name!r} and {b.spec_name!r}, "
+            "or the same name with other text)",
+            markup=False,
+        )
     changed = diff["changed"]
     if changed:
         console.print("cells whose verdict changed:", markup=False)
