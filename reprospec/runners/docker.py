@@ -361,6 +361,23 @@ class DockerRunner:
                 self._pythonpaths[image] = found[0] if found else ""
             return self._pythonpaths[image]
 
+    def _container_config(
+        self, plan: AttemptPlan, argv: Sequence[str], log_dir: Path, **options: Any
+    ) -> tuple[Any, str, dict[str, Any]]:
+        """(client, image, config) for one fresh container of the plan's image, with its token."""
+        client = self.client
+        image = self._image_for(client, plan)
+        config = container_config(
+            plan,
+            image=image,
+            argv=argv,
+            log_dir=log_dir,
+            token=uuid.uuid4().hex,
+            image_pythonpath=self._image_pythonpath(client, image),
+            **options,
+        )
+        return client, image, config
+
     # -- attempts ----------------------------------------------------------------------
 
     def run(
@@ -386,18 +403,7 @@ class DockerRunner:
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         try:
-            client = self.client
-            image = self._image_for(client, plan)
-            token = uuid.uuid4().hex
-            config = container_config(
-                plan,
-                image=image,
-                argv=argv,
-                log_dir=log_dir,
-                token=token,
-                gpu_slot=gpu_slot,
-                image_pythonpath=self._image_pythonpath(client, image),
-            )
+            client, _, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
         except FatalError as exc:
             return infra(str(exc))
         if plan.workload is not None:
@@ -503,23 +509,12 @@ class DockerRunner:
         import docker.errors
 
         try:
-            client = self.client
-            image = self._image_for(client, plan)
-            token = uuid.uuid4().hex
             log_dir = log_dir.resolve()
             log_dir.mkdir(parents=True, exist_ok=True)
             argv = ["python3", "-m", "reprospec_harness.envinfo"]
-            config = container_config(
-                plan,
-                image=image,
-                argv=argv,
-                log_dir=log_dir,
-                token=token,
-                harness=True,
-                image_pythonpath=self._image_pythonpath(client, image),
-            )
+            client, image, config = self._container_config(plan, argv, log_dir, harness=True)
             config["environment"].pop("REPROSPEC_CELL", None)
-            config["labels"] = {LABEL: token, "org.reprospec.envinfo": "1"}
+            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
             with fresh_container(client, config) as container:
                 container.start()
                 status = _wait(container, ENVINFO_TIMEOUT_S, None)
