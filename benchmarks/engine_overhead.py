@@ -15,7 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,19 +34,16 @@ def timed(argv: list[str], rounds: int, cwd: Path | None = None) -> float:
     return statistics.median(samples)
 
 
-def runner_attempts(rounds: int) -> float:
-    """Median wall time of one trivial attempt through LocalRunner.run + classify."""
+def timed_attempts(spec_text: str, rounds: int, measure: Callable[[Any], float]) -> float:
+    """Median of `measure(execution)` over `rounds` attempts of a one-cell spec, LocalRunner."""
     from reprospec.matrix import expand
-    from reprospec.outcome import classify
     from reprospec.plan import plan_attempt
     from reprospec.runners.local import LocalRunner
     from reprospec.spec import load_spec
 
     with tempfile.TemporaryDirectory() as tmp:
-        spec_path = Path(tmp) / "trivial.yaml"
-        spec_path.write_text(
-            "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
-        )
+        spec_path = Path(tmp) / "bench.yaml"
+        spec_path.write_text(spec_text)
         spec = load_spec(spec_path)
         cell = expand(spec)[0]
         runner = LocalRunner(python=sys.executable)
@@ -55,35 +54,33 @@ def runner_attempts(rounds: int) -> float:
             log_dir = Path(tmp) / "logs" / str(plan.attempt)
             log_dir.mkdir(parents=True)
             start = time.perf_counter()
-            classify(runner.run(plan, log_dir))
-            samples.append(time.perf_counter() - start)
+            execution = runner.run(plan, log_dir)
+            samples.append(measure((execution, plan, time.perf_counter() - start)))
         return statistics.median(samples)
+
+
+def runner_attempts(rounds: int) -> float:
+    """Median wall time of one trivial attempt through LocalRunner.run + classify."""
+    from reprospec.outcome import classify
+
+    def wall_with_classify(facts: Any) -> float:
+        execution, _, wall = facts
+        start = time.perf_counter()
+        classify(execution)
+        return wall + time.perf_counter() - start
+
+    spec = "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
+    return timed_attempts(spec, rounds, wall_with_classify)
 
 
 def hang_report_delay(rounds: int) -> float:
     """Median seconds between a hang's timeout and the attempt's end (stacks taken, tree killed)."""
-    from reprospec.matrix import expand
-    from reprospec.plan import plan_attempt
-    from reprospec.runners.local import LocalRunner
-    from reprospec.spec import load_spec
-
-    with tempfile.TemporaryDirectory() as tmp:
-        spec_path = Path(tmp) / "hang.yaml"
-        spec_path.write_text(
-            "reprospec: 1\nname: hang\n"
-            "command: [python, -c, 'import threading; l = threading.Lock(); l.acquire(); "
-            "l.acquire()']\nrun: {timeout: 1s}\nexpect: {outcome: hang}\n"
-        )
-        spec = load_spec(spec_path)
-        cell = expand(spec)[0]
-        runner = LocalRunner(python=sys.executable)
-        samples = []
-        for n in range(1, rounds + 1):
-            plan = plan_attempt(spec, cell, n)
-            log_dir = Path(tmp) / str(n)
-            log_dir.mkdir()
-            samples.append(runner.run(plan, log_dir).duration_s - plan.timeout_s)
-        return statistics.median(samples)
+    spec = (
+        "reprospec: 1\nname: hang\n"
+        "command: [python, -c, 'import threading; l = threading.Lock(); l.acquire(); "
+        "l.acquire()']\nrun: {timeout: 1s}\nexpect: {outcome: hang}\n"
+    )
+    return timed_attempts(spec, rounds, lambda facts: facts[0].duration_s - facts[1].timeout_s)
 
 
 def main() -> None:
