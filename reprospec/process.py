@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -246,6 +246,28 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float) -> dict[int, str]:
     return dumps
 
 
+def wait_for_stack_files(
+    stack_dir: Path, pids: Iterable[int], pause: Callable[[float], object] = time.sleep
+) -> None:
+    """Wait (at most STACK_WAIT_S) until each pid's `stack-PID.txt` is written out.
+
+    `pause` passes the time: a plain sleep, or a step of the output pump so a
+    child blocked on a full pipe can still write its dump.
+    """
+    pending = list(pids)
+    sizes: dict[int, int] = {}
+    done: set[int] = set()
+    deadline = time.monotonic() + STACK_WAIT_S
+    while len(done) < len(pending) and time.monotonic() < deadline:
+        pause(0.02)
+        for pid in pending:
+            size = _file_size(stack_dir / f"stack-{pid}.txt")
+            # Non-empty and unchanged since the last look: faulthandler has finished writing.
+            if size and size == sizes.get(pid):
+                done.add(pid)
+            sizes[pid] = size
+
+
 def collect_stacks(
     procs: Mapping[int, ProcInfo],
     stack_dir: Path,
@@ -266,20 +288,7 @@ def collect_stacks(
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGUSR1)
                 asked.append(pid)
-    sizes: dict[int, int] = {}
-    done: set[int] = set()
-    deadline = time.monotonic() + STACK_WAIT_S
-    while len(done) < len(asked) and time.monotonic() < deadline:
-        if pump is not None:
-            pump.step(0.02)
-        else:
-            time.sleep(0.02)
-        for pid in asked:
-            size = _file_size(stack_dir / f"stack-{pid}.txt")
-            # Non-empty and unchanged since the last look: faulthandler has finished writing.
-            if size and size == sizes.get(pid):
-                done.add(pid)
-            sizes[pid] = size
+    wait_for_stack_files(stack_dir, asked, pump.step if pump is not None else time.sleep)
     dumps: dict[int, str] = {}
     for pid in asked:
         with contextlib.suppress(OSError):

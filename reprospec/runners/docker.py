@@ -25,7 +25,7 @@ from reprospec import dockerimage
 from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
-from reprospec.process import utc_now
+from reprospec.process import utc_now, wait_for_stack_files
 from reprospec.runners.base import attempt_files, infra_execution, json_default, write_cell
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
@@ -34,7 +34,6 @@ IN_HARNESS = "/reprospec/harness"
 IN_STACKDUMP = "/reprospec/stackdump"
 LABEL = "org.reprospec.attempt"
 ENVINFO_TIMEOUT_S = 120.0
-STACK_WAIT_S = 1.0
 DRAIN_WAIT_S = 2.0
 # One wait() call per slice, so `cancel` is noticed within a slice.
 WAIT_SLICE_S = 0.5
@@ -573,17 +572,7 @@ def collect_stacks(container: Any, log_dir: Path) -> Path | None:
     if not asked:
         return None
     stack_dir = log_dir / "stacks"
-    sizes: dict[int, int] = {}
-    done: set[int] = set()
-    deadline = time.monotonic() + STACK_WAIT_S
-    while len(done) < len(asked) and time.monotonic() < deadline:
-        time.sleep(0.02)
-        for pid in asked:
-            size = _size(stack_dir / f"stack-{pid}.txt")
-            # Non-empty and unchanged since the last look: faulthandler has finished.
-            if size and size == sizes.get(pid):
-                done.add(pid)
-            sizes[pid] = size
+    wait_for_stack_files(stack_dir, asked)
     parts: list[str] = []
     for pid in sorted(asked):
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
@@ -596,13 +585,6 @@ def collect_stacks(container: Any, log_dir: Path) -> Path | None:
     out = log_dir / "stack.txt"
     out.write_text("\n".join(parts), encoding="utf-8")
     return out
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _last_line(path: Path) -> str:
