@@ -231,12 +231,7 @@ class TaggedDataset(tud.Dataset):
 def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
     """The spec's `data.dataset`: `builtin: synthetic` or an entry point returning a Dataset."""
     if section.get("entrypoint"):
-        dataset = entrypoints.call(section, "workload.data.dataset")
-        if not isinstance(dataset, tud.Dataset):
-            raise TypeError(
-                f"dataset entrypoint {section['entrypoint']!r} returned {type(dataset).__name__}"
-            )
-        return dataset
+        return entrypoints.build(section, "workload.data.dataset", "dataset", tud.Dataset)
     return SyntheticDataset(seed=seed, **synthetic_options(section))
 
 

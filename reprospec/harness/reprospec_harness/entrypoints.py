@@ -60,3 +60,13 @@ def call(section: Mapping[str, Any], path: str) -> Any:
     params = dict(mapping(section.get("params"), f"{path}.params"))
     bind(function, reference.partition(":")[2], f"{path}.params", **params)
     return function(**params)
+
+
+def build(section: Mapping[str, Any], path: str, kind: str, expected: type) -> Any:
+    """`call`, then insist on an instance of `expected` (a model, a dataset)."""
+    built = call(section, path)
+    if not isinstance(built, expected):
+        raise TypeError(
+            f"{kind} entrypoint {section['entrypoint']!r} returned {type(built).__name__}"
+        )
+    return built

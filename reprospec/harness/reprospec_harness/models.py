@@ -119,12 +119,7 @@ def build(section: Mapping[str, Any], shape: Sequence[int], classes: int) -> nn.
     A built-in's bad `params` are a ConfigError; an entrypoint's errors are its own.
     """
     if section.get("entrypoint"):
-        model = entrypoints.call(section, "workload.model")
-        if not isinstance(model, nn.Module):
-            raise TypeError(
-                f"model entrypoint {section['entrypoint']!r} returned {type(model).__name__}"
-            )
-        return model
+        return entrypoints.build(section, "workload.model", "model", nn.Module)
     name = config.choice(section.get("builtin", "mlp"), "workload.model.builtin", "model", BUILTINS)
     params = dict(config.mapping(section.get("params"), "workload.model.params"))
     field = "workload.model.params"
