@@ -10,13 +10,13 @@ expectations, the renderer knows nothing of processes.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from reprospec.sections import Command, Environment, Job, JsonObject, Workload
 from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
@@ -43,6 +43,14 @@ class Spec:
     # The spec file a report was made from, when `path` is that report (report.md):
     # relative paths in the spec (workdir) keep meaning what they meant there.
     origin: Path | None = None
+
+    @property
+    def title(self) -> str:
+        return str(self.document.get("title") or self.name)
+
+    @property
+    def description(self) -> str:
+        return str(self.document.get("description") or "")
 
     @property
     def base_dir(self) -> Path:
@@ -98,38 +106,50 @@ class Expectation:
 class AttemptPlan:
     """Exactly what one attempt runs: everything interpolated for this cell and attempt.
 
-    `argv` is the final argument vector (a string command becomes
-    `["/bin/sh", "-c", command]`; for a workload it is filled in by the runner,
-    which knows where the harness lives). `workload` is the resolved workload
-    section (None for command specs). `environment` is the resolved
-    `environment` section (device, gpus, shm_size, memory, image, ...).
+    `job` is the command (a string command is `("/bin/sh", "-c", command)`) or
+    the workload the harness runs; `environment` is the cell's resolved, typed
+    `environment` section.
     """
 
     spec_name: str
     cell: Cell
     attempt: int
-    argv: tuple[str, ...] | None
-    workload: Mapping[str, Any] | None
-    env: Mapping[str, str]
-    workdir: Path
+    job: Job
     timeout_s: float
     markers: tuple[Marker, ...]
-    environment: Mapping[str, Any]
+    environment: Environment
     expectation: Expectation
+
+    @property
+    def argv(self) -> tuple[str, ...] | None:
+        """The command's argument vector; None for a workload (the runner builds its argv)."""
+        return self.job.argv if isinstance(self.job, Command) else None
+
+    @property
+    def workload(self) -> JsonObject | None:
+        """The resolved workload section the harness reads; None for a command."""
+        return self.job.document if isinstance(self.job, Workload) else None
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The spec's environment variables for this cell (`environment.env`)."""
+        return self.environment.env
+
+    @property
+    def workdir(self) -> Path:
+        return self.environment.workdir
 
     @property
     def command_text(self) -> str:
         """What the attempt runs, for people: the command, or the harness for a workload."""
-        if self.argv is None:
-            return "python -m reprospec_harness  (built-in PyTorch workload)"
-        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
-            return self.argv[2]
-        return shlex.join(self.argv)
+        if isinstance(self.job, Command):
+            return self.job.text
+        return "python -m reprospec_harness  (built-in PyTorch workload)"
 
     @property
     def gpus(self) -> int:
         """How many GPU slots the attempt takes (`environment.gpus`)."""
-        return int(self.environment.get("gpus", 0) or 0)
+        return self.environment.gpus
 
 
 @dataclass(frozen=True)

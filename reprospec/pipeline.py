@@ -119,8 +119,8 @@ def execute(
             environment=environment,
             cells=judge_cells(plan, attempts_by_cell, interrupted=interrupted),
             command_line=options.command_line,
-            title=str(spec.document.get("title") or spec.name),
-            description=str(spec.document.get("description") or ""),
+            title=spec.title,
+            description=spec.description,
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
@@ -155,7 +155,7 @@ class EnvironmentCapture:
             self._warnings = (f"environment capture failed: {exc}",)
             return
         # What the spec says the incident needs vs what actually ran here.
-        mismatches = environment_mismatches(env, attempt.environment)
+        mismatches = environment_mismatches(env, attempt.environment.to_json())
         if mismatches:
             env["environment_mismatch"] = mismatches
         self._environment = env

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import threading
 import time
@@ -23,15 +22,22 @@ from typing import Any
 
 from reprospec import dockerimage
 from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
+from reprospec.childprotocol import child_env, write_cell
+from reprospec.container import (
+    IN_ATTEMPT,
+    IN_HARNESS,
+    IN_STACKDUMP,
+    PATHS,
+    attempt_argv,
+    container_workdir,
+)
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.process import utc_now, wait_for_stack_files
-from reprospec.runners.base import attempt_files, infra_execution, json_default, write_cell
+from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.units import format_size
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
-IN_ATTEMPT = "/reprospec/attempt"
-IN_HARNESS = "/reprospec/harness"
-IN_STACKDUMP = "/reprospec/stackdump"
 LABEL = "org.reprospec.attempt"
 ENVINFO_TIMEOUT_S = 120.0
 DRAIN_WAIT_S = 2.0
@@ -61,24 +67,6 @@ FATAL_SIGNALS = frozenset(
         signal.SIGSYS,
     )
 )
-# Paths a workdir must not shadow inside the container: such a workdir goes to /work.
-_SYSTEM_ROOTS = (
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib64",
-    "/opt",
-    "/proc",
-    "/reprospec",
-    "/root",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/usr",
-    "/var",
-)
 # Runs inside the container at a timeout: SIGUSR1 to every Python process that
 # catches it (our sitecustomize registered faulthandler there); prints "PID CMDLINE".
 _ASK_STACKS = r"""
@@ -95,7 +83,6 @@ for d in /proc/[0-9]*; do
   echo "$pid $(tr '\0\n' '  ' < "$d/cmdline" 2>/dev/null)"
 done
 """
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
 def engine_url() -> str:
@@ -120,20 +107,6 @@ def connect(base_url: str | None = None) -> Any:
     return client
 
 
-def docker_size(value: Any) -> str | int | None:
-    """`64m`, `4GiB`, `1.5g`, 1024 -> what the engine accepts (bytes or `<n><unit>`)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    found = _SIZE.match(str(value))
-    if found is None:
-        raise InfraError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
-    number, unit = found.groups()
-    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[unit.lower()]
-    return int(float(number) * scale)
-
-
 def returncode_from_status(status: int, oom_killed: bool = False) -> int:
     """The container's exit status as subprocess would give it: negative for a fatal signal."""
     if oom_killed:
@@ -141,32 +114,6 @@ def returncode_from_status(status: int, oom_killed: bool = False) -> int:
     if status > 128 and status - 128 in FATAL_SIGNALS:
         return -(status - 128)
     return status
-
-
-def container_workdir(host: Path) -> str:
-    """The workdir's path inside the container: the same path unless it would shadow the system."""
-    text = host.as_posix()
-    if text == "/" or any(text == r or text.startswith(r + "/") for r in _SYSTEM_ROOTS):
-        return "/work"
-    return text
-
-
-def spec_dir_of(plan: AttemptPlan) -> Path | None:
-    """The spec's folder, worked back from the workdir (which is relative to the spec)."""
-    workdir = Path(str(plan.environment.get("workdir") or "."))
-    if workdir.is_absolute() or ".." in workdir.parts:
-        return None
-    folder = plan.workdir
-    for _ in workdir.parts:
-        folder = folder.parent
-    return folder
-
-
-def attempt_argv(plan: AttemptPlan) -> list[str] | None:
-    """What the container runs: the harness for a workload, else the plan's argv."""
-    if plan.workload is not None:
-        return ["python3", "-m", "reprospec_harness"]
-    return list(plan.argv) if plan.argv else None
 
 
 def container_config(
@@ -194,29 +141,21 @@ def container_config(
         Mount(IN_STACKDUMP, str(dockerimage.STACKDUMP_DIR), type="bind", read_only=True),
         Mount(workdir, str(plan.workdir), type="bind"),
     ]
-    env = {str(k): str(v) for k, v in plan.env.items()}
-    paths = [IN_STACKDUMP]
-    if harness or (harness is None and plan.workload is not None):
-        paths.append(IN_HARNESS)
-    if plan.workload is not None:
-        env["REPROSPEC_CELL"] = f"{IN_ATTEMPT}/cell.json"
-    # Our PYTHONPATH replaces the image's: keep the image's entries after ours.
-    paths += [p for p in (env.get("PYTHONPATH", ""), image_pythonpath) if p]
-    env["PYTHONPATH"] = ":".join(paths)
-    env["REPROSPEC_EVENTS"] = f"{IN_ATTEMPT}/events.jsonl"
-    env["REPROSPEC_ENV_JSON"] = f"{IN_ATTEMPT}/env.json"
-    env["REPROSPEC_STACK_DIR"] = f"{IN_ATTEMPT}/stacks"
-    env["REPROSPEC_ATTEMPT_TOKEN"] = token
-    env["PYTHONFAULTHANDLER"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
+    # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
+    # image's, so the image's entries are kept after ours.
+    env = child_env(
+        plan,
+        PATHS,
+        gpu_ids=[str(i) for i in range(len(gpu_slot))],
+        token=token,
+        pythonpath_after=[image_pythonpath],
+        harness=harness,
+    )
     device_requests = []
     if gpu_slot:
         device_requests.append(DeviceRequest(device_ids=list(gpu_slot), capabilities=[["gpu"]]))
-        # The engine renumbers the GPUs it hands over from 0.
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(gpu_slot)))
-    elif int(environment.get("gpus") or 0) > 0:
-        count = int(environment["gpus"])
-        device_requests.append(DeviceRequest(count=count, capabilities=[["gpu"]]))
+    elif environment.gpus > 0:
+        device_requests.append(DeviceRequest(count=environment.gpus, capabilities=[["gpu"]]))
     config: dict[str, Any] = {
         "image": image,
         # The plan's argv runs as is, whatever ENTRYPOINT the image declares.
@@ -230,17 +169,15 @@ def container_config(
         "environment": env,
         "working_dir": workdir,
         "mounts": mounts,
-        "network_mode": "bridge" if environment.get("network") else "none",
+        "network_mode": "bridge" if environment.network else "none",
         "labels": {LABEL: token, "org.reprospec.cell": plan.cell.id},
         # The daemon keeps a copy of the output too: bound it (we read the stream live).
         "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
     }
-    shm = docker_size(environment.get("shm_size"))
-    if shm is not None:
-        config["shm_size"] = shm
-    memory = docker_size(environment.get("memory"))
-    if memory is not None:
-        config["mem_limit"] = memory
+    if environment.shm_size is not None:
+        config["shm_size"] = environment.shm_size
+    if environment.memory is not None:
+        config["mem_limit"] = environment.memory
     if device_requests:
         config["device_requests"] = device_requests
     if os.getuid() != 0:
@@ -340,13 +277,13 @@ class DockerRunner:
 
     def _image_for(self, client: Any, plan: AttemptPlan) -> str:
         environment = plan.environment
-        key = json.dumps(environment, sort_keys=True, default=json_default)
+        key = json.dumps(environment.to_json(), sort_keys=True)
         with self._lock:
             # One build at a time: parallel attempts of one environment wait for it.
             if key not in self._images:
                 recipe = dockerimage.recipe_for(
                     environment,
-                    spec_dir=self.spec_dir or spec_dir_of(plan),
+                    spec_dir=self.spec_dir,
                     find_links=self.find_links,
                 )
                 self._images[key] = dockerimage.ensure_image(client, recipe)
@@ -474,7 +411,7 @@ class DockerRunner:
         if oom:
             warnings.append(
                 f"the container was killed by the kernel's OOM killer "
-                f"(memory limit {plan.environment.get('memory')})"
+                f"(memory limit {format_size(plan.environment.memory)})"
             )
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
