@@ -23,8 +23,10 @@ WATCHED = ("stdout.log", "stderr.log", "events.jsonl", "stack.txt", "env.json")
 
 def count_opens(spec: Path, repeat: int) -> tuple[Counter[tuple[str, str]], int]:
     """((file name, "read" | "write") -> opens, attempts) for one `reprospec run` in-process."""
+    sys.path.insert(0, str(ROOT))  # this checkout's engine, not whichever one is installed
     import reprospec
 
+    print(f"engine: {reprospec.__file__}")
     counts: Counter[tuple[str, str]] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"

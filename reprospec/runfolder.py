@@ -90,5 +90,5 @@ class RunFolder:
         from reprospec.results import write_atomic, write_run
 
         write_run(self.path, result)
-        write_atomic(self.report_md, render(result, "md", run_dir=self.path))
+        write_atomic(self.report_md, render(result, "md"))
 
