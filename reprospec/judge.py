@@ -19,13 +19,13 @@ from reprospec.models import (
     Expectation,
     Outcome,
     Rate,
-    RateBound,
     RunResult,
     VerdictKind,
 )
 from reprospec.plan import RunPlan
 from reprospec.rates import rate_decided, rate_of, rate_satisfied
 from reprospec.signals import canonical_signal
+from reprospec.units import RateBound
 
 
 def judge_attempt(
