@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reprospec.envfields import environment_diff
+from reprospec.envfacts import environment_diff
 from reprospec.errors import UsageError
 from reprospec.models import AttemptResult, CellResult, Expectation, RunResult, Verdict
 

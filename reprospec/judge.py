@@ -35,16 +35,6 @@ from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import expectation_phrase, outcome_phrase, rate_phrase, shorten
 
-__all__ = [
-    "exception_matches",
-    "exit_code_for",
-    "judge_attempt",
-    "judge_cell",
-    "judge_cells",
-    "rate_decided",
-    "rate_of",
-]
-
 
 def judge_attempt(
     outcome: Outcome | NotRun, expectation: Expectation, evidence: Evidence | None = None

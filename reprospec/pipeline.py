@@ -125,7 +125,7 @@ def execute(
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
         )
-        folder.write(result)
+        write_outputs(folder, result)
         for cell in result.cells:
             store.finish_cell(run_id, cell)
         store.finish_run(
@@ -168,6 +168,15 @@ class EnvironmentCapture:
         return self._environment, self._warnings
 
 
+def write_outputs(folder: RunFolder, result: RunResult) -> None:
+    """results.json, spec.yaml and report.md into the run folder, each replaced atomically."""
+    from reprospec.report import render
+    from reprospec.results import write_atomic, write_run
+
+    write_run(folder.path, result)
+    write_atomic(folder.report_md, render(result, "md"))
+
+
 def spec_text_of(spec: Spec, options: RunOptions) -> str:
     """The spec that ran: its own text, or the overridden document when --set was used."""
     if not options.overrides:
@@ -186,4 +195,4 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of"]
+__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of", "write_outputs"]

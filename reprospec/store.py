@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from reprospec.envfields import flatten_environment
+from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, outcome_to_dict

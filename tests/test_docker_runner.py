@@ -18,13 +18,13 @@ import pytest
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
+from reprospec.container import container_workdir  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
 from reprospec.models import Marker  # noqa: E402
-from reprospec.runners.docker import (  # noqa: E402
+from reprospec.runners.docker import DockerRunner  # noqa: E402
+from reprospec.runners.dockerengine import (  # noqa: E402
     LABEL,
-    DockerRunner,
     container_config,
-    container_workdir,
     returncode_from_status,
 )
 from tests.support.docker import (  # noqa: E402
