@@ -22,7 +22,7 @@ from reprospec import limits
 from reprospec.harness import HARNESS_ROOT
 from reprospec.models import Execution, NotRun, Outcome
 from reprospec.outcome import classify
-from reprospec.sections import Workload
+from reprospec.sections import Environment, Workload
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -65,9 +65,8 @@ class Child:
             "REPROSPEC_ENV_JSON": str(folder / "env.json"),
             "REPROSPEC_STACK_DIR": str(folder / "stacks"),
         }
-        argv, self.warnings = limits.wrap_argv(
-            [sys.executable, "-m", "reprospec_harness"], environment or {}
-        )
+        typed = Environment.from_section(environment or {}, folder)
+        argv, self.warnings = limits.wrap_argv([sys.executable, "-m", "reprospec_harness"], typed)
         self.argv = argv
 
     def run(
