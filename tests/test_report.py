@@ -213,3 +213,40 @@ def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
     assert lines[0] == "ERROR: Unexpected segmentation fault encountered in worker."
     assert lines[-1] == "EOFError"
     assert "noise line 5" not in lines
+
+
+def test_every_view_words_an_outcome_and_an_expectation_the_same() -> None:
+    import io
+
+    from reprospec.console import make_console
+    from reprospec.progress import Progress, results_table
+
+    run = segfault_matrix()
+    crash, expected = "crash SIGSEGV (worker) @ validation:7", "crash SIGSEGV @ validation:6..8"
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run))
+    table = stream.getvalue()
+    lines = io.StringIO()
+    cell = run.cells[3]
+    Progress(4, stream=lines).update("attempt", cell.cell, cell.attempts[0], 4, 4)
+    views = {
+        "md": render(run, "md"),
+        "junit": render(run, "junit"),
+        "github": render(run, "github"),
+        "table": table,
+        "progress": lines.getvalue(),
+    }
+    for name, text in views.items():
+        assert crash in text, name
+    for name in ("md", "junit", "table"):
+        assert expected in views[name], name
+    assert lines.getvalue() == f"[4/4] {cell.cell.id} #1: {crash} (match, 1.50s)\n"
+
+
+def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
+    text = render(hang_run(), "github")
+    assert text.startswith("### reprospec: import wandb hangs\n\n**hang @ import in 1 of 1 cell;")
+    assert (
+        "| ✅ | `default` | 2× hang @ import, 1× pass | 2/3 (95% CI 0.21–0.94) | reproduced |"
+        in text
+    )
