@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reprospec import __version__
 from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.runners import RUNNERS
 
 COMMANDS = (
     "validate",
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection_options(p)
     p.add_argument(
         "--runner",
-        choices=("local", "docker"),
+        choices=tuple(RUNNERS),
         default="local",
         help="run attempts as local processes (default) or in fresh docker containers",
     )
