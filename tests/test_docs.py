@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -265,3 +265,40 @@ def test_readme_links_only_to_files_in_the_repository() -> None:
 @pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")), ids=lambda p: p.name)
 def test_doc_links_resolve_inside_the_repository(page: Path) -> None:
     assert _link_problems(page) == []
+
+
+# ---- the Python API ---------------------------------------------------------------------
+
+
+def _unordered(lines: Iterable[str]) -> list[str]:
+    """Lines sorted, progress counters (`[3/4]`) blanked: attempts end in any order."""
+    return sorted(re.sub(r"\[\d+/\d+\]", "[k/n]", line) for line in lines)
+
+
+def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -> None:
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    (script,) = [
+        m["body"]
+        for m in _FENCE.finditer(page)
+        if m["info"] == "python" and "reprospec.run(" in m["body"]
+    ]
+    printed = page.split("It prints", 1)[1].split("\n\n", 1)[1].split("\n\nand exits 0")[0]
+    documented = _unordered(line[4:] for line in printed.splitlines())
+    (tmp_path / "example.py").write_text(script, encoding="utf-8")
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "example.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    # The progress lines come from worker threads, in any order; the rest is fixed.
+    assert _unordered(done.stdout.splitlines()) == documented
+    (results,) = (tmp_path / ".reprospec" / "runs").glob("*/results.json")
+    assert json.loads(results.read_text())["summary"]["reproduced"] == 2
+    assert (tmp_path / ".reprospec" / "results.db").is_file()
+    junit = (tmp_path / "junit.xml").read_text()
+    assert junit.count("<testcase ") == 2
