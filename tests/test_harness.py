@@ -65,8 +65,10 @@ class Child:
             "REPROSPEC_ENV_JSON": str(folder / "env.json"),
             "REPROSPEC_STACK_DIR": str(folder / "stacks"),
         }
-        typed = Environment.from_section(environment or {}, folder)
-        argv, self.warnings = limits.wrap_argv([sys.executable, "-m", "reprospec_harness"], typed)
+        argv, self.warnings = limits.wrap_argv(
+            [sys.executable, "-m", "reprospec_harness"],
+            Environment.from_section(environment or {}, folder),
+        )
         self.argv = argv
 
     def run(
