@@ -61,7 +61,8 @@ def run(
 ) -> RunResult:
     """Run every attempt of every selected cell; returns the judged, stored `RunResult`.
 
-    `spec` is a loaded Spec or a path (loaded with `options.overrides`).
+    `spec` is a loaded Spec (its own overrides apply; `options.overrides` is ignored)
+    or a path (loaded with `options.overrides`).
     `progress(event, cell, result, finished, total)` is called from worker threads
     when an attempt starts ("start", result None) and ends ("attempt").
     Setting `cancel` stops the run like Ctrl-C: attempts in flight are killed, the

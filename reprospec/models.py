@@ -43,6 +43,8 @@ class Spec:
     # The spec file a report was made from, when `path` is that report (report.md):
     # relative paths in the spec (workdir) keep meaning what they meant there.
     origin: Path | None = None
+    # The `--set PATH=VALUE` overrides applied to the file, in order.
+    overrides: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
