@@ -15,7 +15,7 @@ from reprospec.errors import InfraError
 from reprospec.evidence import Evidence
 from reprospec.judge import judge_attempt
 from reprospec.models import AttemptPlan, AttemptResult, Execution, Outcome
-from reprospec.outcome import classify
+from reprospec.outcome import classify, crash_stack
 from reprospec.runfolder import RunFolder
 from reprospec.runners.base import Runner
 
@@ -45,9 +45,13 @@ def attempt_result(
     plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
 ) -> AttemptResult:
     """Classify and judge one finished execution from its evidence."""
-    outcome = classify(execution, evidence)
+    outcome = classify(execution, evidence, packages=plan.environment.packages)
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
+    stack = evidence.stack if isinstance(outcome, Outcome) else None
+    if isinstance(outcome, Outcome) and outcome.where == "child":
+        # A child's crash: its own stack, which the main process's traceback is not.
+        stack = crash_stack(execution, evidence) or stack
     return AttemptResult(
         attempt=plan.attempt,
         duration_s=round(execution.duration_s, 3),
@@ -59,7 +63,7 @@ def attempt_result(
         finished=execution.finished,
         gpu_slot=execution.gpu_slot,
         warnings=execution.warnings,
-        stack=evidence.stack if isinstance(outcome, Outcome) else None,
+        stack=stack,
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=evidence.excerpt() if failed else None,
     )

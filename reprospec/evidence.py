@@ -41,6 +41,9 @@ class Events:
     """What events.jsonl says, from one pass over it: where the attempt got to, what went wrong.
 
     `phase`/`step`: the last event with either (a new phase starts with no step).
+    `stage`: the stage (`forward`, `backward`, `optimizer`, ...) the last step
+    had reached; a new step or phase starts with none. `module`: the module of
+    the last `import` event while the attempt is still in that event's phase.
     `worker_exit`: the last `worker_exit` event with a signal. `infra_error`: the
     reason of the last `infra_error` event. `busy`: `worker_busy` events with no
     `worker_free` after them (items a DataLoader worker was stuck on).
@@ -51,12 +54,16 @@ class Events:
     worker_exit: Event | None = None
     infra_error: str | None = None
     busy: tuple[Event, ...] = ()
+    stage: str | None = None
+    module: str | None = None
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
         """The summary of a sequence of events, in the order they were written."""
         phase: str | None = None
         step: int | None = None
+        stage: str | None = None
+        module: tuple[str, str | None] | None = None  # (module, the phase it was imported in)
         worker_exit: Event | None = None
         infra_error: str | None = None
         busy: dict[tuple[object, object], Event] = {}
@@ -73,10 +80,24 @@ class Events:
             new_phase = event.get("phase")
             new_step = event.get("step")
             if isinstance(new_phase, str) and new_phase != phase:
-                phase, step = new_phase, None  # a new phase starts with no step yet
+                phase, step, stage = new_phase, None, None  # a new phase starts with no step yet
             if isinstance(new_step, int) and not isinstance(new_step, bool):
+                if new_step != step:
+                    stage = None
                 step = new_step
-        return cls(phase, step, worker_exit, infra_error, tuple(busy.values()))
+            if isinstance(event.get("stage"), str):
+                stage = event["stage"]
+            if name == "import" and isinstance(event.get("module"), str):
+                module = (event["module"], phase)
+        return cls(
+            phase,
+            step,
+            worker_exit,
+            infra_error,
+            tuple(busy.values()),
+            stage=stage,
+            module=module[0] if module is not None and module[1] == phase else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Judge outcomes against an expectation: per attempt (`AttemptVerdict`) and per cell (`Verdict`).
 
 A cell without `expect.rate` is reproduced when every attempt matched. With a
-rate (`">=0.3"`) the verdict follows the observed fraction; when the Wilson 95%
-interval still contains the threshold the reason says the result is
-intermittent and undecided, so nobody mistakes 6/20 for proof. Attempts that
-did not run (`NotRun`) are no evidence either way: a cell of only those is
+rate (`">=0.3"`) the verdict follows the Wilson 95% interval of the match
+rate (rates.judge_rate): `reproduced` when all of it meets the bound,
+`not-reproduced` when none of it does, `undecided` while it straddles the
+threshold, so nobody mistakes 2/6 for proof either way. Attempts that did not
+run (`NotRun`) are no evidence either way: a cell of only those is
 `infra-error`. Reasons are worded with words.py, like every other view.
 """
 
@@ -15,7 +16,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.errors import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_REPRODUCED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+)
 from reprospec.evidence import Evidence
 from reprospec.models import (
     AttemptResult,
@@ -30,10 +37,22 @@ from reprospec.models import (
     VerdictKind,
 )
 from reprospec.plan import RunPlan
-from reprospec.rates import rate_decided, rate_of, rate_satisfied
+from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
-from reprospec.words import expectation_phrase, outcome_phrase, rate_phrase, shorten
+from reprospec.words import (
+    expectation_phrase,
+    outcome_phrase,
+    rate_phrase,
+    shorten,
+    signals_phrase,
+)
+
+_RATE_VERDICTS: dict[RateJudgement, VerdictKind] = {
+    "met": "reproduced",
+    "failed": "not-reproduced",
+    "undecided": "undecided",
+}
 
 
 def judge_attempt(
@@ -41,8 +60,10 @@ def judge_attempt(
 ) -> AttemptVerdict:
     """Whether one attempt's outcome meets the expectation, and each way it does not.
 
-    `expect.message` is looked for in the exception message, then in the end of
-    the attempt's output (`evidence`). An attempt that did not run matches nothing.
+    `signal` may list several signals (any of them matches). `exception` and
+    `message` match any exception of the chain (the primary, a link, or the last
+    one); `message` is then looked for in the end of the attempt's output
+    (`evidence`). An attempt that did not run matches nothing.
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
@@ -50,22 +71,24 @@ def judge_attempt(
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
         misses.append(f"expected outcome {expected_kind}, got {outcome.kind}")
-    if expectation.signal is not None:
-        want = canonical_signal(expectation.signal) or expectation.signal
+    if expectation.signals:
+        wanted = [canonical_signal(s) or s for s in expectation.signals]
         got = canonical_signal(outcome.signal) if outcome.signal else None
-        if want != got:
-            misses.append(f"expected signal {want}, got {got or _no_signal(outcome)}")
+        if got not in wanted:
+            misses.append(
+                f"expected signal {signals_phrase(wanted)}, got {got or _no_signal(outcome)}"
+            )
     if expectation.exit_code is not None and expectation.exit_code != outcome.exit_code:
         got_code = "none" if outcome.exit_code is None else str(outcome.exit_code)
         misses.append(f"expected exit code {expectation.exit_code}, got {got_code}")
-    if expectation.exception is not None and not exception_matches(
-        expectation.exception, outcome.exception
+    if expectation.exception is not None and not any(
+        exception_matches(expectation.exception, link.type) for link in outcome.exceptions
     ):
         misses.append(
             f"expected exception {expectation.exception}, got {outcome.exception or 'none'}"
         )
     if expectation.message is not None:
-        miss = _message_miss(expectation.message, outcome.message, evidence)
+        miss = _message_miss(expectation.message, outcome, evidence)
         if miss:
             misses.append(miss)
     if expectation.phase is not None and expectation.phase != outcome.phase:
@@ -73,6 +96,10 @@ def judge_attempt(
     if expectation.step is not None and outcome.step not in expectation.step:
         got_step = "none" if outcome.step is None else str(outcome.step)
         misses.append(f"expected step {expectation.step}, got {got_step}")
+    for key in ("module", "stage"):
+        want_value, got_value = getattr(expectation, key), getattr(outcome, key)
+        if want_value is not None and want_value != got_value:
+            misses.append(f"expected {key} {want_value}, got {got_value or 'none'}")
     return AttemptVerdict(not misses, tuple(misses))
 
 
@@ -98,7 +125,7 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
         kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
         reason = _plain_reason(expectation, usable, rate)
     else:
-        kind = "reproduced" if rate_satisfied(rate, expectation.rate) else "not-reproduced"
+        kind = _RATE_VERDICTS[judge_rate(rate, expectation.rate)]
         reason = _rate_reason(expectation, expectation.rate, rate)
     if broken:
         reason += f" ({len(broken)} more could not run)"
@@ -126,11 +153,12 @@ def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: R
 def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate) -> str:
     observed = rate_phrase(rate, fraction=True)
     what = expectation_phrase(expectation, rate=False)
-    if not rate_decided(rate, bound):
-        # "intermittent" only when it did happen sometimes and not always.
-        label = "intermittent" if 0 < rate.matched < rate.attempts else "undecided"
-        return f"{label}: {observed} straddles {bound}; run more attempts ({what})"
-    if rate_satisfied(rate, bound):
+    judged = judge_rate(rate, bound)
+    if judged == "undecided":
+        # "intermittent" when it did happen sometimes and not always.
+        flaky = " (intermittent)" if 0 < rate.matched < rate.attempts else ""
+        return f"undecided{flaky}: {observed} straddles {bound}; run more attempts ({what})"
+    if judged == "met":
         return f"{observed} meets {bound} ({what})"
     return f"{observed} fails {bound} ({what})"
 
@@ -138,7 +166,7 @@ def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate) -> str:
 def _common_phrase(outcomes: list[Outcome]) -> str:
     """The phrase every outcome shares: in full, else without where; '' when they differ."""
     for where in (True, False):
-        phrases = {outcome_phrase(o, where=where) for o in outcomes}
+        phrases = {outcome_phrase(o, where=where, pid=False) for o in outcomes}
         if len(phrases) == 1:
             return phrases.pop()
     return ""
@@ -149,7 +177,9 @@ def _most_common(misses: list[AttemptResult], expectation: Expectation) -> tuple
     # only when it asks for one: otherwise misses at different steps split the count.
     where = expectation.phase is not None or expectation.step is not None
     message = expectation.message is not None
-    counts = Counter(outcome_phrase(a.outcome, where=where, message=message) for a in misses)
+    counts = Counter(
+        outcome_phrase(a.outcome, where=where, message=message, pid=False) for a in misses
+    )
     return counts.most_common(1)[0]
 
 
@@ -162,11 +192,14 @@ def _kind_matches(expected: str, got: str) -> bool:
     return got != "pass" if expected == "fail" else expected == got
 
 
-def _message_miss(pattern: str, message: str | None, evidence: Evidence | None) -> str | None:
+def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> str | None:
     try:
         regex = re.compile(pattern)
     except re.error as error:
         return f"expected message matching {pattern!r}, but that is no valid regex ({error})"
+    if any(link.message and regex.search(link.message) for link in outcome.exceptions):
+        return None
+    message = outcome.message
     if message and regex.search(message):
         return None
     if evidence is not None and regex.search(evidence.output_tail()):
@@ -189,6 +222,10 @@ def judge_cells(
 ) -> tuple[CellResult, ...]:
     """Turn each planned cell's attempts into its verdict."""
     commands = {attempt.cell.id: attempt.command_text for attempt in reversed(plan.attempts)}
+    # What each cell ran with (the first attempt's: an environment is per cell, not per attempt).
+    environments = {
+        attempt.cell.id: attempt.environment.to_json() for attempt in reversed(plan.attempts)
+    }
     planned_count = Counter(attempt.cell.id for attempt in plan.attempts)
     cells = []
     for cell in plan.cells:
@@ -206,13 +243,23 @@ def judge_cells(
                 f"{planned_count[cell.id]} attempts; --resume finishes it)",
             )
         cells.append(
-            CellResult.judged(cell, expectation, verdict, attempts, commands.get(cell.id, ""))
+            CellResult.judged(
+                cell,
+                expectation,
+                verdict,
+                attempts,
+                commands.get(cell.id, ""),
+                environments.get(cell.id),
+            )
         )
     return tuple(cells)
 
 
 def exit_code_for(run: RunResult) -> int:
-    """0 every cell reproduced; 3 any infra-error; 1 some cell not reproduced; 130 interrupted."""
+    """0 all reproduced; 3 any infra-error; 1 any not reproduced; 4 any undecided; 130 interrupted.
+
+    The first that applies, in that order (interrupted first).
+    """
     if run.interrupted:
         return EXIT_INTERRUPTED
     summary = run.summary
@@ -220,4 +267,6 @@ def exit_code_for(run: RunResult) -> int:
         return EXIT_INFRA
     if summary["not_reproduced"]:
         return EXIT_NOT_REPRODUCED
+    if summary["undecided"]:
+        return EXIT_UNDECIDED
     return EXIT_OK

@@ -21,8 +21,9 @@ from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail"]
-VerdictKind = Literal["reproduced", "not-reproduced", "infra-error"]
-Where = Literal["main", "worker"]
+VerdictKind = Literal["reproduced", "not-reproduced", "undecided", "infra-error"]
+# main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
+Where = Literal["main", "worker", "child"]
 
 
 @dataclass(frozen=True)
@@ -80,25 +81,44 @@ class Marker:
 
 @dataclass(frozen=True)
 class Expectation:
-    """What "reproduced" means for one cell, after `expect.cases` were applied."""
+    """What "reproduced" means for one cell, after `expect.cases` were applied.
+
+    `signal` is one signal name or several (`("SIGSEGV", "SIGBUS")`: any of them).
+    """
 
     outcome: ExpectedOutcome
-    signal: str | None = None
+    signal: str | tuple[str, ...] | None = None
     exit_code: int | None = None
     exception: str | None = None
     message: str | None = None
     phase: str | None = None
     step: StepRange | None = None
     rate: RateBound | None = None
+    module: str | None = None
+    stage: str | None = None
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """The accepted signals, as written (empty: any or none)."""
+        if self.signal is None:
+            return ()
+        return (self.signal,) if isinstance(self.signal, str) else tuple(self.signal)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"outcome": self.outcome}
-        for key in ("signal", "exit_code", "exception", "message", "phase"):
+        if self.signal is not None:
+            signals = self.signals
+            out["signal"] = signals[0] if len(signals) == 1 else list(signals)
+        for key in ("exit_code", "exception", "message", "phase"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
         if self.step is not None:
             out["step"] = self.step.to_json()
+        for key in ("module", "stage"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
         if self.rate is not None:
             out["rate"] = str(self.rate)
         return out
@@ -155,6 +175,20 @@ class AttemptPlan:
 
 
 @dataclass(frozen=True)
+class ChildExit:
+    """A descendant of the attempt whose wait status the engine reaped (as the subreaper).
+
+    `signal` when it was killed by a signal, else `exit_code`; `cmdline` as /proc
+    showed it (a zombie's is only `[comm]`).
+    """
+
+    pid: int
+    cmdline: str
+    signal: str | None = None
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True)
 class Execution:
     """What a runner observed of one attempt: raw facts, no interpretation.
 
@@ -180,11 +214,37 @@ class Execution:
     infra_error: str | None = None
     interrupted: bool = False
     warnings: tuple[str, ...] = ()
+    # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
+    child_exits: tuple[ChildExit, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One exception of a chain: its type and message, and how it led to the next one.
+
+    `link` says how this exception is tied to the one printed after it: "cause"
+    (`raise ... from`: "The above exception was the direct cause") or "context"
+    ("During handling of the above exception"); None for the last one.
+    """
+
+    type: str
+    message: str | None = None
+    link: Literal["cause", "context"] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "link": self.link}
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened in one attempt, classified."""
+    """What happened in one attempt, classified.
+
+    `exception`/`message` are the exception that ended the process; `chain` the
+    whole chain it ended (primary first) when it had more than one. `pid` and
+    `cmdline` name the crashed process for `where: child`. `module` is the module
+    being imported when the attempt stopped in the import phase; `stage` the
+    stage of the step it was in (forward, backward, optimizer, ...).
+    """
 
     kind: OutcomeKind
     signal: str | None = None
@@ -197,9 +257,23 @@ class Outcome:
     duration_s: float = 0.0
     signature: str = ""
     detail: str | None = None
+    module: str | None = None
+    stage: str | None = None
+    chain: tuple[ChainLink, ...] = ()
+    pid: int | None = None
+    cmdline: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def exceptions(self) -> tuple[ChainLink, ...]:
+        """Every exception of the chain, primary first (just the one when there is no chain)."""
+        if self.chain:
+            return self.chain
+        if self.exception:
+            return (ChainLink(self.exception, self.message),)
+        return ()
 
 
 @dataclass(frozen=True)
@@ -302,7 +376,12 @@ class AttemptResult:
 
 @dataclass(frozen=True)
 class CellResult:
-    """One cell as stored: its expectation, its attempts and the verdict judged from them."""
+    """One cell as stored: its expectation, its attempts and the verdict judged from them.
+
+    `environment` is the cell's resolved `environment` section as JSON
+    (`sections.Environment.to_json()`): what this cell ran with, which a toggle
+    may change from cell to cell (env variables, packages, image).
+    """
 
     cell: Cell
     expected: Expectation
@@ -311,6 +390,7 @@ class CellResult:
     rate: Rate
     attempts: tuple[AttemptResult, ...]
     command: str = ""
+    environment: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def judged(
@@ -320,9 +400,19 @@ class CellResult:
         verdict: Verdict,
         attempts: tuple[AttemptResult, ...],
         command: str = "",
+        environment: Mapping[str, Any] | None = None,
     ) -> CellResult:
         """A cell from the judge's `Verdict` of its attempts."""
-        return cls(cell, expected, verdict.kind, verdict.reason, verdict.rate, attempts, command)
+        return cls(
+            cell,
+            expected,
+            verdict.kind,
+            verdict.reason,
+            verdict.rate,
+            attempts,
+            command,
+            dict(environment or {}),
+        )
 
     @property
     def judgement(self) -> Verdict:
@@ -356,5 +446,6 @@ class RunResult:
             "cells": len(self.cells),
             "reproduced": sum(c.verdict == "reproduced" for c in self.cells),
             "not_reproduced": sum(c.verdict == "not-reproduced" for c in self.cells),
+            "undecided": sum(c.verdict == "undecided" for c in self.cells),
             "infra_error": sum(c.verdict == "infra-error" for c in self.cells),
         }

@@ -17,20 +17,30 @@ rules, in order:
    worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
    encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
-6. anything else -> `error` with the exit code.
+6. any other descendant crashed (children.py: a wait status the engine reaped,
+   a shell's or subprocess's report, the child's faulthandler report, a broken
+   process pool) -> `crash`, `where: child`, with its pid and command line when
+   known.
+7. anything else -> `error` with the exit code.
 
-Exception type and message come from the last uncaught Python traceback on
-stderr (tracebacks.py); phase and step from the last event that has either.
+Before these, a command that never started (setupfail.py: not found, not
+executable, a declared package missing) is `NotRun`. Exception type and message
+come from the last uncaught Python traceback on stderr, and the chain it ended
+(tracebacks.py); phase, step, stage and module from the events.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
+from reprospec.children import ChildCrash, child_crash
 from reprospec.evidence import Event, Evidence
-from reprospec.models import Execution, NotRun, Outcome, OutcomeKind, Where
+from reprospec.models import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
+from reprospec.setupfail import setup_failure
 from reprospec.signals import (
     canonical_signal,
     describe_signal,
@@ -38,7 +48,7 @@ from reprospec.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.tracebacks import PythonException, last_line, parse_exception
+from reprospec.tracebacks import PythonException, last_line, parse_chain
 
 _WORKER_KILLED = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
@@ -74,18 +84,23 @@ class WorkerDeath:
     item_step: int | None = None
 
 
-def classify(execution: Execution, evidence: Evidence | None = None) -> Outcome | NotRun:
+def classify(
+    execution: Execution, evidence: Evidence | None = None, *, packages: Sequence[str] = ()
+) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
     `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
+    `packages`: the cell's `environment.packages` (a ModuleNotFoundError for one of
+    them before any progress means the environment lacks it: `NotRun`).
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
-    not_run = _not_run(execution, evidence)
+    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, packages)
     if not_run is not None:
         return not_run
     stderr = evidence.stderr
     events = evidence.events
-    exception = parse_exception(stderr)
+    chain = parse_chain(stderr)
+    exception = chain[-1] if chain else None
     worker = worker_death(stderr, events.worker_exit)
     returncode = execution.returncode
 
@@ -93,6 +108,7 @@ def classify(execution: Execution, evidence: Evidence | None = None) -> Outcome 
     signal: str | None = None
     exit_code: int | None = None
     where: Where | None = None
+    child: ChildCrash | None = None
     if execution.timed_out:
         kind = "hang"
         detail = f"no exit within the timeout; killed after {execution.duration_s:.1f}s"
@@ -118,6 +134,9 @@ def classify(execution: Execution, evidence: Evidence | None = None) -> Outcome 
         elif worker is not None and worker.exit_code is None:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
+        elif worker is None and (child := child_crash(execution, evidence)) is not None:
+            kind, signal, where = "crash", child.signal, "child"
+            detail = f"{child.describe()}; the main process exited {returncode}"
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
@@ -133,6 +152,7 @@ def classify(execution: Execution, evidence: Evidence | None = None) -> Outcome 
     message = exception.message if exception else None
     if where is None and kind != "pass":
         where = "main"  # CLI.md: a failure happened in the main process or in a worker
+    failed = kind != "pass"
     return Outcome(
         kind=kind,
         signal=signal,
@@ -145,7 +165,27 @@ def classify(execution: Execution, evidence: Evidence | None = None) -> Outcome 
         duration_s=execution.duration_s,
         signature=failure_signature(kind, signal, where, exception_type, exit_code, events.phase),
         detail=detail,
+        # Where a failure stopped inside a step or an import; a pass ran to its end.
+        module=events.module if failed else None,
+        stage=events.stage if failed else None,
+        chain=_chain(chain) if failed and len(chain) > 1 else (),
+        pid=child.pid if child is not None else None,
+        cmdline=child.cmdline if child is not None else None,
     )
+
+
+def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:
+    links: dict[str | None, Literal["cause", "context"] | None] = {
+        "cause": "cause",
+        "context": "context",
+    }
+    return tuple(ChainLink(e.type, e.message, links.get(e.link)) for e in chain)
+
+
+def crash_stack(execution: Execution, evidence: Evidence) -> str | None:
+    """The crashed child's own stack (its faulthandler report), for `where: child`."""
+    child = child_crash(execution, evidence)
+    return child.stack if child is not None else None
 
 
 def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:

@@ -129,7 +129,7 @@ def matching_case(spec: Spec, cell: Cell) -> int | None:
     return None
 
 
-_DETAILS = ("signal", "exit_code", "exception", "message", "phase", "step")
+_DETAILS = ("signal", "exit_code", "exception", "message", "phase", "step", "module", "stage")
 
 
 def expectation_for(
@@ -137,8 +137,10 @@ def expectation_for(
 ) -> Expectation:
     """The expectation of one cell: `expect` with the first matching case's keys on top.
 
-    A case that sets `outcome` starts from the base's `rate` only; otherwise it
-    overrides single keys of the base.
+    A case that sets `outcome` starts afresh: none of the base's keys apply, not
+    even its `rate` (a cell expected to pass is judged on every attempt unless the
+    case gives its own rate). A case without `outcome` overrides single keys of
+    the base.
     """
     expect = spec.document["expect"]
     fields = {k: v for k, v in expect.items() if k != "cases"}
@@ -148,8 +150,9 @@ def expectation_for(
         case = expect["cases"][index]
         if "outcome" in case:
             # A new outcome is a different expectation: the base's signal, step, ...
-            # describe the base failure, not this one. The rate still applies.
-            for key in _DETAILS:
+            # describe the base failure, not this one, and its rate how often that
+            # failure shows ("GPU 0 always passes" must not pass on 1 attempt in 3).
+            for key in (*_DETAILS, "rate"):
                 fields.pop(key, None)
         for key, value in case.items():
             if key != "when":
@@ -165,15 +168,18 @@ def expectation_for(
         rate = parse_rate(fields["rate"]) if fields.get("rate") is not None else None
     except ValueError as exc:
         raise _located(spec, origin["rate"], str(exc)) from None
+    signal = fields.get("signal")
     return Expectation(
         outcome=cast(ExpectedOutcome, fields["outcome"]),
-        signal=fields.get("signal"),
+        signal=tuple(str(s) for s in signal) if isinstance(signal, list) else signal,
         exit_code=fields.get("exit_code"),
         exception=fields.get("exception"),
         message=fields.get("message"),
         phase=fields.get("phase"),
         step=step,
         rate=rate,
+        module=fields.get("module"),
+        stage=fields.get("stage"),
     )
 
 

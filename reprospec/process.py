@@ -28,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reprospec.capture import Sink
+from reprospec.models import ChildExit
+from reprospec.signals import signal_name
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -73,6 +75,8 @@ class ProcessResult:
     finished: str
     stack_path: Path | None
     warnings: tuple[str, ...]
+    # Descendants that died as orphans of ours (the subreaper) before the attempt ended.
+    child_exits: tuple[ChildExit, ...] = ()
 
 
 def utc_now() -> str:
@@ -337,6 +341,32 @@ def kill_attempt(token: str, root_pid: int | None, pgid: int | None) -> dict[int
     return seen
 
 
+def reap_orphans(procs: Mapping[int, ProcInfo], root_pid: int | None) -> tuple[ChildExit, ...]:
+    """Reap the attempt's dead processes re-parented to us, and say how each one ended.
+
+    A descendant whose parent exited before it died is ours to wait for (the
+    subreaper): its wait status is the only record of a crash nobody printed.
+    Call it before killing anything, so the statuses are the attempt's own doing.
+    """
+    me = os.getpid()
+    exits: list[ChildExit] = []
+    for pid in sorted(procs):
+        info = procs[pid]
+        if pid == root_pid or info.alive or info.ppid != me:
+            continue
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if done != pid:
+            continue
+        if os.WIFSIGNALED(status):
+            exits.append(ChildExit(pid, info.cmdline, signal=signal_name(os.WTERMSIG(status))))
+        elif os.WIFEXITED(status):
+            exits.append(ChildExit(pid, info.cmdline, exit_code=os.WEXITSTATUS(status)))
+    return tuple(exits)
+
+
 def _reap(pids: set[int], wait_s: float) -> set[int]:
     """waitpid() each pid that became our child (subreaper); returns those still around."""
     left = set(pids)
@@ -453,6 +483,7 @@ def run_process(
     warnings: list[str] = []
     timed_out = interrupted = False
     stack: Path | None = None
+    child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
@@ -470,6 +501,7 @@ def run_process(
             pump.step(min(wait, 3600.0))
         if timed_out or interrupted:
             procs = find_attempt_processes(token, proc.pid)
+            child_exits = reap_orphans(procs, proc.pid)
             stack = collect_stacks(procs, stack_dir, stack_path, root_pid=proc.pid, pump=pump)
             kill_attempt(token, proc.pid, proc.pid)
             proc.wait()
@@ -477,11 +509,9 @@ def run_process(
         else:
             proc.wait()
             duration = time.monotonic() - begin
-            leftovers = {
-                pid: info
-                for pid, info in find_attempt_processes(token, proc.pid).items()
-                if info.alive
-            }
+            procs = find_attempt_processes(token, proc.pid)
+            child_exits = reap_orphans(procs, proc.pid)
+            leftovers = {pid: info for pid, info in procs.items() if info.alive}
             if leftovers:
                 kill_attempt(token, proc.pid, proc.pid)
                 names = ", ".join(
@@ -519,4 +549,5 @@ def run_process(
         finished=utc_now(),
         stack_path=stack,
         warnings=tuple(warnings),
+        child_exits=child_exits,
     )

@@ -1,11 +1,21 @@
-"""Reproduction rates: matched/attempts with a Wilson 95% score interval, and bounds on them."""
+"""Reproduction rates: matched/attempts with a Wilson 95% score interval, and bounds on them.
+
+A bound is judged on the interval, not on the observed fraction: `>=0.3` is
+met when the whole interval lies at or above 0.3, failed when the whole
+interval lies below it, and undecided while the interval straddles it (more
+attempts narrow it). `==` is exact (`==1`: every attempt): it is judged on the
+observed fraction, since no interval is ever a single point.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from reprospec.models import Rate
 from reprospec.units import RateBound
+
+RateJudgement = Literal["met", "failed", "undecided"]
 
 
 def wilson(matched: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -32,11 +42,32 @@ def rate_satisfied(rate: Rate, bound: RateBound) -> bool:
     return bound.holds(rate.matched / rate.attempts)
 
 
+def judge_rate(rate: Rate, bound: RateBound) -> RateJudgement:
+    """`met` or `failed` when the whole 95% interval is on one side of the bound, else `undecided`.
+
+    `==` bounds compare the observed fraction (always decided once something ran).
+    """
+    if rate.attempts == 0:
+        return "undecided"
+    if bound.op == "==":
+        return "met" if rate_satisfied(rate, bound) else "failed"
+    low, high, value = rate.low, rate.high, bound.value
+    met = {">=": low >= value, ">": low > value, "<=": high <= value, "<": high < value}[bound.op]
+    failed = {">=": high < value, ">": high <= value, "<=": low > value, "<": low >= value}[
+        bound.op
+    ]
+    if met:
+        return "met"
+    if failed:
+        return "failed"
+    return "undecided"
+
+
 def rate_decided(rate: Rate, bound: RateBound) -> bool:
     """Whether the interval lies wholly on one side of the threshold: more attempts won't flip it.
 
     For `run.repeat: auto`: keep adding attempts while this is False (up to a cap).
     """
-    return bound.value < rate.low or bound.value > rate.high
+    return judge_rate(rate, bound) != "undecided"
 
 

@@ -17,6 +17,7 @@ from reprospec.models import (
     AttemptResult,
     Cell,
     CellResult,
+    ChainLink,
     Expectation,
     NotRun,
     Outcome,
@@ -26,7 +27,18 @@ from reprospec.models import (
 from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
-_OUTCOME_KEYS = ("kind", "signal", "exit_code", "where", "exception", "message", "phase", "step")
+_OUTCOME_KEYS = (
+    "kind",
+    "signal",
+    "exit_code",
+    "where",
+    "exception",
+    "message",
+    "phase",
+    "step",
+    "stage",
+    "module",
+)
 
 
 def new_run_id(spec_name: str, now: datetime | None = None) -> str:
@@ -42,6 +54,12 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
     out["duration_s"] = outcome.duration_s
     if outcome.detail is not None:
         out["detail"] = outcome.detail
+    if outcome.chain:
+        out["chain"] = [link.to_dict() for link in outcome.chain]
+    if outcome.pid is not None:
+        out["pid"] = outcome.pid
+    if outcome.cmdline is not None:
+        out["cmdline"] = outcome.cmdline
     return out
 
 
@@ -49,10 +67,24 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
     """Inverse of `outcome_to_dict`."""
     return Outcome(
         kind=d["kind"],
-        **{key: d.get(key) for key in _OUTCOME_KEYS[1:]},
+        signal=d.get("signal"),
+        exit_code=d.get("exit_code"),
+        where=d.get("where"),
+        exception=d.get("exception"),
+        message=d.get("message"),
+        phase=d.get("phase"),
+        step=d.get("step"),
+        stage=d.get("stage"),
+        module=d.get("module"),
         duration_s=float(d.get("duration_s") or 0.0),
         signature=d.get("signature") or "",
         detail=d.get("detail"),
+        chain=tuple(
+            ChainLink(str(link["type"]), link.get("message"), link.get("link"))
+            for link in d.get("chain") or ()
+        ),
+        pid=d.get("pid"),
+        cmdline=d.get("cmdline"),
     )
 
 
@@ -103,15 +135,18 @@ def expectation_from_dict(d: Mapping[str, Any]) -> Expectation:
     """Inverse of `Expectation.to_dict` (`step: "6..8"`, `rate: ">=0.3"`)."""
     step = d.get("step")
     rate = d.get("rate")
+    signal = d.get("signal")
     return Expectation(
         outcome=d["outcome"],
-        signal=d.get("signal"),
+        signal=tuple(signal) if isinstance(signal, list) else signal,
         exit_code=d.get("exit_code"),
         exception=d.get("exception"),
         message=d.get("message"),
         phase=d.get("phase"),
         step=parse_step(step) if step is not None else None,
         rate=parse_rate(rate) if rate is not None else None,
+        module=d.get("module"),
+        stage=d.get("stage"),
     )
 
 
@@ -126,6 +161,7 @@ def cell_to_dict(c: CellResult) -> dict[str, Any]:
         "expected": c.expected.to_dict(),
         "rate": c.rate.to_dict(),
         "command": c.command,
+        "environment": dict(c.environment),
         "attempts": [attempt_to_dict(a) for a in c.attempts],
     }
 
@@ -140,6 +176,7 @@ def cell_from_dict(d: Mapping[str, Any], index: int = 0) -> CellResult:
         rate=Rate(**d["rate"]),
         attempts=tuple(attempt_from_dict(a) for a in d.get("attempts") or ()),
         command=d.get("command") or "",
+        environment=dict(d.get("environment") or {}),
     )
 
 

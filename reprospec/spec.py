@@ -663,6 +663,15 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
         ("error", "crash", "hang", "fail"),
         "a message is only looked for with outcome error, crash or hang (or fail)",
     ),
+    # A pass ran to its end: it stopped in no import and no step's stage.
+    "module": (
+        ("error", "crash", "hang", "fail"),
+        "a module is only recorded with outcome error, crash or hang (or fail)",
+    ),
+    "stage": (
+        ("error", "crash", "hang", "fail"),
+        "a stage is only recorded with outcome error, crash or hang (or fail)",
+    ),
 }
 # Phases the harness reports before the workload's own (reprospec_harness/run.py).
 _HARNESS_PHASES = ("import", "setup")

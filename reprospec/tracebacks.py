@@ -1,10 +1,16 @@
-"""Python tracebacks in a log: the exception that ended the process, its type and message.
+"""Python tracebacks in a log: the exception that ended the process, its chain, fatal errors.
 
 CPython prints an uncaught exception as a `Traceback (most recent call last):`
-block ending in `Type: message`; chained exceptions print several blocks (the
-last one is what ended the process), exception groups prefix every line with
-`| `, and shutdown noise ("Exception ignored in ...", atexit errors, threads)
-prints blocks of its own that must not pose as the real one.
+block ending in `Type: message`; chained exceptions print several blocks joined
+by "During handling of the above exception, another exception occurred:" or
+"The above exception was the direct cause of the following exception:" (the
+first is the primary, the last one is what ended the process), exception groups
+prefix every line with `| `, and shutdown noise ("Exception ignored in ...",
+atexit errors, threads) prints blocks of its own that must not pose as the real one.
+
+faulthandler prints a crash as `Fatal Python error: Segmentation fault` and
+the stacks of the crashing process's threads (`Current thread 0x...`, `Thread
+0x...`); such a block names no pid.
 """
 
 from __future__ import annotations
@@ -30,35 +36,106 @@ _OBJECT_DUMP_TYPE = re.compile(r"^object type name: (?P<type>\S+)\s*$", re.M)
 _OBJECT_DUMP_REPR = re.compile(r"^object repr\s*: (?P<repr>.*)$", re.M)
 
 
+_LINKS = {
+    "During handling of the above exception, another exception occurred:": "context",
+    "The above exception was the direct cause of the following exception:": "cause",
+}
+_FATAL = re.compile(r"^Fatal Python error: (?P<description>.+?)\s*$")
+# The lines of a faulthandler dump after its header: thread headers, frames, notes.
+_FATAL_BODY = re.compile(
+    r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |  File \"|  <no Python frame>"
+    r"|  \.\.\.|  Garbage-collecting|Extension modules: |Python runtime state: )"
+)
+
+
 @dataclass(frozen=True)
 class PythonException:
-    """The exception line of a printed traceback: type as printed, message (may span lines)."""
+    """The exception line of a printed traceback: type as printed, message (may span lines).
+
+    `link`: how this exception led to the next one of its chain, "cause" (`raise
+    ... from`) or "context" (raised while handling it); None for the last one.
+    """
 
     type: str
     message: str | None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class FatalError:
+    """A faulthandler report: `Fatal Python error: <description>` and the stacks under it."""
+
+    description: str
+    stack: str
 
 
 def parse_exception(text: str) -> PythonException | None:
     """The exception of the last uncaught traceback in `text` (chained: the last one)."""
+    chain = parse_chain(text)
+    return chain[-1] if chain else None
+
+
+def parse_chain(text: str) -> tuple[PythonException, ...]:
+    """The exceptions of the last uncaught traceback's chain, primary first; () when none."""
     lines = text.splitlines()
-    found: dict[str, PythonException] = {}
+    found: dict[str, list[PythonException]] = {}
+    chain: list[PythonException] = []
+    context = ""
     for index, line in enumerate(lines):
         if not _TB_HEADER.match(line):
             continue
         exception = _exception_after(lines, index)
-        if exception is not None:
-            found[_traceback_context(lines, index)] = exception
+        if exception is None:
+            continue
+        link = _link_before(lines, index)
+        if link is not None and chain:
+            chain[-1] = PythonException(chain[-1].type, chain[-1].message, link)
+            chain.append(exception)
+        else:
+            # A new chain: it is what its first block is (uncaught, a thread's, ignored).
+            chain = [exception]
+            context = _traceback_context(lines, index)
+        found[context] = chain
     if "uncaught" in found:
-        return found["uncaught"]
+        return tuple(found["uncaught"])
     # An exception in a thread does not end the process, but when nothing else was
     # printed it is the best clue; "Exception ignored" reports never are.
     if "thread" in found:
-        return found["thread"]
+        return tuple(found["thread"])
     dumped = _OBJECT_DUMP_TYPE.search(text)
     if dumped:
         shown = _OBJECT_DUMP_REPR.search(text)
-        return PythonException(dumped["type"], shown["repr"].strip() if shown else None)
-    return None
+        return (PythonException(dumped["type"], shown["repr"].strip() if shown else None),)
+    return ()
+
+
+def fatal_errors(text: str) -> list[FatalError]:
+    """Every faulthandler report in `text`, in order, each with the stacks printed under it."""
+    lines = text.splitlines()
+    found: list[FatalError] = []
+    index = 0
+    while index < len(lines):
+        match = _FATAL.match(lines[index])
+        if match is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and _FATAL_BODY.match(lines[end]) and not _FATAL.match(lines[end]):
+            end += 1
+        stack = "\n".join(lines[index:end]).rstrip()
+        found.append(FatalError(match["description"], stack))
+        index = end
+    return found
+
+
+def _link_before(lines: list[str], header: int) -> str | None:
+    """How the traceback at `header` continues a chain ("context", "cause"); None: it starts one."""
+    index = header - 1
+    while index >= 0 and not _GROUP_PREFIX.sub("", lines[index]).strip():
+        index -= 1
+    if index < 0:
+        return None
+    return _LINKS.get(_GROUP_PREFIX.sub("", lines[index]).strip())
 
 
 def _exception_after(lines: list[str], header: int) -> PythonException | None:

@@ -5,8 +5,10 @@ table, the markdown report, JUnit, the GitHub summary, the judge's reasons), so
 a crash reads the same wherever it is shown:
 
     outcome       crash SIGSEGV (worker) @ validation:7     error exit 1 ValueError @ train:3
+                  crash SIGSEGV (child pid 4242: ./test_ops)  hang @ import (wandb)
+                  crash SIGBUS @ train:3 (backward)
     not run       infra-error: docker engine not reachable
-    expectation   crash SIGSEGV @ validation:6..8 rate >=0.3
+    expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
     rate          3/4 (95% CI 0.30–0.95)
     attempts      2× hang @ import, 1× pass
 
@@ -32,27 +34,50 @@ from reprospec.units import format_size
 VERDICT_MARKS: dict[VerdictKind, str] = {
     "reproduced": "✅",
     "not-reproduced": "❌",
+    "undecided": "❔",
     "infra-error": "⚠️",
 }
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
+# Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
+_CMDLINE_WIDTH = 60
 
 
-def location(phase: str | None, step: object) -> str:
-    """`validation:7`, `validation`, `step 7` or ''."""
+def verdict_legend(verdicts: Iterable[VerdictKind] = ()) -> str:
+    """The marks' legend; `❔ undecided` only when some cell is."""
+    if "undecided" in set(verdicts):
+        return "✅ reproduced · ❌ not reproduced · ❔ undecided · ⚠️ infra-error"
+    return VERDICT_LEGEND
+
+
+def location(
+    phase: str | None, step: object, stage: str | None = None, module: str | None = None
+) -> str:
+    """`validation:7`, `train:3 (backward)`, `import (wandb)`, `validation`, `step 7` or ''."""
     if phase and step is not None:
-        return f"{phase}:{step}"
-    if phase:
-        return phase
-    return f"step {step}" if step is not None else ""
+        spot = f"{phase}:{step}"
+    elif phase:
+        spot = phase
+    else:
+        spot = f"step {step}" if step is not None else ""
+    detail = module or stage
+    if detail:
+        spot = f"{spot} ({detail})" if spot else f"({detail})"
+    return spot
+
+
+def signals_phrase(signals: Iterable[str]) -> str:
+    """`SIGSEGV`, `SIGSEGV or SIGBUS`: the signals an expectation accepts, canonical."""
+    return " or ".join(canonical_signal(s) or s for s in signals)
 
 
 def outcome_phrase(
-    outcome: Outcome | NotRun, *, where: bool = True, message: bool = False
+    outcome: Outcome | NotRun, *, where: bool = True, message: bool = False, pid: bool = True
 ) -> str:
     """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words.
 
     `where=False` leaves out the phase and step (a grid cell, or a reason whose
-    expectation does not ask where); `message=True` adds the message's first line.
+    expectation does not ask where); `message=True` adds the message's first line;
+    `pid=False` leaves a crashed child's pid out (to count alike attempts together).
     """
     if isinstance(outcome, NotRun):
         return f"infra-error: {outcome.reason}" if where else "infra-error"
@@ -68,29 +93,50 @@ def outcome_phrase(
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
     if outcome.where == "worker":
         parts.append("(worker)")
-    spot = location(outcome.phase, outcome.step) if where else ""
+    elif outcome.where == "child":
+        parts.append(_child(outcome, pid=pid and where))
+    spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")
     return " ".join(p for p in parts if p)
 
 
-def attempt_phrase(attempt: AttemptResult, *, where: bool = True) -> str:
+def _child(outcome: Outcome, *, pid: bool) -> str:
+    """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
+    who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
+    if outcome.cmdline:
+        return f"({who}: {shorten(outcome.cmdline, _CMDLINE_WIDTH)})"
+    return f"({who})"
+
+
+def attempt_phrase(attempt: AttemptResult, *, where: bool = True, pid: bool = True) -> str:
     """An attempt's outcome, or why it did not run."""
-    return outcome_phrase(attempt.outcome, where=where)
+    return outcome_phrase(attempt.outcome, where=where, pid=pid)
+
+
+def chain_phrase(outcome: Outcome) -> str:
+    """`ZeroDivisionError → (during handling) RuntimeError`: an exception chain, primary first."""
+    words = {"cause": "(direct cause)", "context": "(during handling)"}
+    text = ""
+    for link in outcome.exceptions:
+        text += link.type
+        if link.link:
+            text += f" → {words[link.link]} "
+    return text
 
 
 def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
     """`crash SIGSEGV @ validation:6..8 rate >=0.3`: what a cell was expected to do."""
     parts: list[str] = [expected.outcome]
-    if expected.signal:
-        parts.append(canonical_signal(expected.signal) or expected.signal)
+    if expected.signals:
+        parts.append(signals_phrase(expected.signals))
     if expected.exit_code is not None:
         parts.append(f"exit {expected.exit_code}")
     if expected.exception:
         parts.append(expected.exception)
     if expected.message:
         parts.append(f"/{expected.message}/")
-    spot = location(expected.phase, expected.step)
+    spot = location(expected.phase, expected.step, expected.stage, expected.module)
     if spot:
         parts.append(f"@ {spot}")
     if rate and expected.rate is not None:
@@ -113,7 +159,7 @@ def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
 
 def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:
     """What a cell's attempts did: one phrase, or how many did each (`2× hang, 1× pass`)."""
-    counts = Counter(attempt_phrase(a) for a in attempts)
+    counts = Counter(attempt_phrase(a, pid=False) for a in attempts)
     if not counts:
         return "not run"
     if len(counts) == 1:
@@ -146,6 +192,7 @@ __all__ = [
     "VERDICT_MARKS",
     "attempt_phrase",
     "attempts_phrase",
+    "chain_phrase",
     "expectation_phrase",
     "location",
     "outcome_phrase",
@@ -153,5 +200,7 @@ __all__ = [
     "rate_phrase",
     "seconds",
     "shorten",
+    "signals_phrase",
     "size",
+    "verdict_legend",
 ]

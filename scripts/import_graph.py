@@ -43,6 +43,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks",
+        "reprospec.children", "reprospec.setupfail",
     )),
     ("judge", ("reprospec.judge", "reprospec.verdicts")),
     ("store", (

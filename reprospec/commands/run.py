@@ -141,6 +141,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     summary = result.summary
     console.print(
         f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
+        + (f", {summary['undecided']} undecided" if summary["undecided"] else "")
         + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
         + (" (interrupted: partial results)" if result.interrupted else "")
     )

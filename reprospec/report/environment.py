@@ -1,10 +1,20 @@
-"""The environment table of the bug report: the harness's capture as (label, value) rows."""
+"""The environment of the bug report: the harness's capture as (label, value) rows, and
+what differs from cell to cell.
+
+The capture is taken once per run, with one cell's environment. When a toggle
+changes the environment (`env` variables, `packages`, `image`), the cells did
+not all run with what the capture shows: those values are shown next to each
+cell instead, and the run-level table keeps only what every cell shared.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from reprospec.models import CellResult
 from reprospec.words import size
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.
@@ -101,7 +111,153 @@ def _gpus(torch: Mapping[str, Any], nvidia: Mapping[str, Any]) -> str:
     return "none (no nvidia-smi)" if "nvidia_smi" in nvidia and not nvidia["nvidia_smi"] else ""
 
 
-def environment_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+# Environment variables whose value the capture reports in a row of its own.
+_THREAD_VARS = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
+# Rows that describe the software an image or interpreter brings: a cell-varying
+# image or python makes them one cell's, not the run's.
+_SOFTWARE_ROWS = frozenset(
+    {
+        "Python",
+        "OS",
+        "Container",
+        "torch",
+        "CUDA",
+        "cuDNN",
+        "CUDA arch list",
+        "nvcc",
+        "Start method",
+        "Packages",
+    }
+)
+_TORCH_ROWS = frozenset({"torch", "CUDA", "cuDNN", "CUDA arch list"})
+_SOFTWARE_KEYS = frozenset({"image", "dockerfile", "python"})
+_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass(frozen=True)
+class CellEnvironments:
+    """What differs between the cells' environments: the settings, and each cell's values.
+
+    `varying`: keys like `env:OMP_NUM_THREADS`, `package:torch`, `image`;
+    `per_cell`: cell id -> that cell's values of them (`OMP_NUM_THREADS=1`).
+    """
+
+    varying: frozenset[str] = frozenset()
+    per_cell: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def env_vars(self) -> frozenset[str]:
+        return frozenset(k[4:] for k in self.varying if k.startswith("env:"))
+
+    @property
+    def packages(self) -> frozenset[str]:
+        return frozenset(k[8:] for k in self.varying if k.startswith("package:"))
+
+
+def cell_environments(cells: Sequence[CellResult]) -> CellEnvironments:
+    """The settings whose value differs between cells (every cell must know its environment)."""
+    if len(cells) < 2 or not all(c.environment for c in cells):
+        return CellEnvironments()
+    settings = [_settings(c.environment) for c in cells]
+    keys = list(dict.fromkeys(k for each in settings for k in each))
+    varying = [k for k in keys if len({each.get(k, ("", None))[1] for each in settings}) > 1]
+    if not varying:
+        return CellEnvironments()
+    per_cell = {
+        cell.cell.id: tuple(each.get(k, (_absent(k), None))[0] for k in varying)
+        for cell, each in zip(cells, settings, strict=True)
+    }
+    return CellEnvironments(frozenset(varying), per_cell)
+
+
+def _settings(environment: Mapping[str, Any]) -> dict[str, tuple[str, str | None]]:
+    """key -> (how it reads next to a cell, the value compared) of one cell's environment."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for key, value in environment.items():
+        if key == "env" and isinstance(value, Mapping):
+            for name, text in value.items():
+                out[f"env:{name}"] = (f"{name}={text}", str(text))
+        elif key == "packages" and isinstance(value, (list, tuple)):
+            for requirement in value:
+                name = _package_name(str(requirement))
+                out[f"package:{name}"] = (str(requirement), str(requirement))
+        elif key in ("shm_size", "memory"):
+            out[key] = (f"{key}: {size(value)}", str(value))
+        elif key != "workdir":
+            out[key] = (f"{key}: {env_value(value) or value}", str(value))
+    return out
+
+
+def _absent(key: str) -> str:
+    kind, _, name = key.partition(":")
+    if kind == "env":
+        return f"{name} unset"
+    if kind == "package":
+        return f"no {name}"
+    return f"{key}: none"
+
+
+def _package_name(requirement: str) -> str:
+    match = _REQUIREMENT_NAME.match(requirement)
+    name = match.group(1) if match else requirement
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def environment_rows(
+    env: Mapping[str, Any], differs: CellEnvironments | None = None
+) -> list[tuple[str, str]]:
+    """(label, value) rows for the environment table, from the harness capture; nothing empty.
+
+    With `differs`, rows (and parts of rows) that hold a value some cells did not
+    run with are left out: those values are shown next to each cell.
+    """
+    rows = _capture_rows(env)
+    if differs is None or not differs.varying:
+        return rows
+    drop: set[str] = set()
+    if differs.varying & _SOFTWARE_KEYS:
+        drop |= _SOFTWARE_ROWS
+    if "torch" in differs.packages:
+        drop |= _TORCH_ROWS
+    torch = _section(env, "torch")
+    kept: list[tuple[str, str]] = []
+    for label, value in rows:
+        if label in drop:
+            continue
+        if label == "torch" and (
+            "ATEN_CPU_CAPABILITY" in differs.env_vars or differs.env_vars & _THREAD_VARS
+        ):
+            value = _torch_version(torch, differs)
+        elif label == "Packages":
+            value = ", ".join(
+                f"{k} {v or 'not installed'}"
+                for k, v in _section(env, "packages").items()
+                if _package_name(str(k)) not in differs.packages
+            )
+        if value:
+            kept.append((label, value))
+    return kept
+
+
+def _torch_version(torch: Mapping[str, Any], differs: CellEnvironments) -> str:
+    """The torch row without the details a cell-varying variable sets."""
+    details = ", ".join(
+        part
+        for part in (
+            f"CPU capability {torch['cpu_capability']}"
+            if torch.get("cpu_capability") and "ATEN_CPU_CAPABILITY" not in differs.env_vars
+            else "",
+            "debug build" if torch.get("debug") else "",
+            f"{torch['num_threads']} threads"
+            if torch.get("num_threads") and not differs.env_vars & _THREAD_VARS
+            else "",
+        )
+        if part
+    )
+    return _words(torch.get("version"), f"({details})" if details else "")
+
+
+def _capture_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(label, value) rows for the environment table, from the harness capture; nothing empty."""
     py, system, cpu = _section(env, "python"), _section(env, "os"), _section(env, "cpu")
     memory, shm, torch = _section(env, "memory"), _section(env, "shm"), _section(env, "torch")
@@ -155,9 +311,17 @@ def environment_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(label, value) for label, value in rows if value]
 
 
-def env_vars(env: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(name, value) of the environment variables the capture recorded, sorted."""
-    return [(str(k), str(v)) for k, v in sorted(_section(env, "env").items())]
+def env_vars(
+    env: Mapping[str, Any], differs: CellEnvironments | None = None
+) -> list[tuple[str, str]]:
+    """(name, value) of the environment variables the capture recorded, sorted.
+
+    With `differs`, the variables whose value differs between cells are left out.
+    """
+    varying = differs.env_vars if differs is not None else frozenset()
+    return [
+        (str(k), str(v)) for k, v in sorted(_section(env, "env").items()) if str(k) not in varying
+    ]
 
 
 def mismatches(env: Mapping[str, Any]) -> list[str]:

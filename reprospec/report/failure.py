@@ -11,8 +11,8 @@ from typing import Any
 
 from reprospec.logtext import clean_log
 from reprospec.models import AttemptResult, CellResult, Outcome, RunResult
-from reprospec.report.markup import fence_for
-from reprospec.words import outcome_phrase, plural
+from reprospec.report.markup import fence_for, inline_code
+from reprospec.words import outcome_phrase, plural, shorten
 
 STACK_LINES = 300
 
@@ -37,19 +37,22 @@ def first_failure(run: RunResult) -> tuple[CellResult, AttemptResult, Outcome] |
 def summary_line(run: RunResult) -> str:
     """The headline: what failed in how many cells, and how many cells did as expected.
 
-    e.g. `hang @ import in 1 of 1 cell; as expected in every cell (2/3 attempts)`
+    e.g. `hang @ import in 1 of 1 cell; as expected in every cell (2/3 attempts)`, or
+    with several failures `2 of 4 cells failed: crash SIGSEGV (worker) @ validation:7 in 1,
+    error exit 1 ValueError @ train:3 in 1; ...` (most cells first).
     """
-    failure = first_failure(run)
     s = run.summary
+    signatures = failure_signatures(run)
     # Two different facts: where the failure happened, and whether every cell did
     # what the spec expects ("reproduced"); a pass cell can be reproduced too.
-    if failure is not None:
-        signature = failure[2].signature
-        failing = sum(
-            any(a.ran is not None and a.ran.signature == signature for a in c.attempts)
-            for c in run.cells
+    if len(signatures) == 1:
+        phrase, count = signatures[0]
+        head = f"{phrase} in {count} of {plural(s['cells'], 'cell')}"
+    elif signatures:
+        failed = sum(any(a.failed for a in c.attempts) for c in run.cells)
+        head = f"{failed} of {plural(s['cells'], 'cell')} failed: " + ", ".join(
+            f"{phrase} in {count}" for phrase, count in signatures
         )
-        head = f"{outcome_phrase(failure[2])} in {failing} of {plural(s['cells'], 'cell')}"
     else:
         head = "Could not run" if s["infra_error"] else "No failure"
     attempts = [a for c in run.cells for a in c.attempts]
@@ -62,11 +65,34 @@ def summary_line(run: RunResult) -> str:
         f"{head}; as expected in {held} "
         f"({sum(a.matched for a in attempts)}/{len(attempts)} attempts)"
     )
+    if s["undecided"]:
+        text += f", {s['undecided']} undecided"
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
     if run.interrupted:
         text += " (interrupted)"
     return text
+
+
+def failure_signatures(run: RunResult) -> list[tuple[str, int]]:
+    """(phrase, cells) of each failure signature, most cells first, then the first seen first.
+
+    The first failure (`first_failure`) leads a tie; a cell counts once per signature.
+    """
+    first = first_failure(run)
+    cells: dict[str, set[str]] = {}
+    phrases: dict[str, str] = {}
+    outcomes = [(c.cell.id, a.ran) for c in run.cells for a in c.attempts if a.failed]
+    if first is not None:
+        outcomes.insert(0, (first[0].cell.id, first[2]))
+    for cell_id, outcome in outcomes:
+        assert outcome is not None
+        key = outcome.signature or outcome_phrase(outcome, pid=False)
+        phrases.setdefault(key, outcome_phrase(outcome, pid=False))
+        cells.setdefault(key, set()).add(cell_id)
+    order = list(cells)
+    ranked = sorted(order, key=lambda key: (-len(cells[key]), order.index(key)))
+    return [(phrases[key], len(cells[key])) for key in ranked]
 
 
 def failure_section(run: RunResult) -> dict[str, Any] | None:
@@ -84,6 +110,7 @@ def failure_section(run: RunResult) -> dict[str, Any] | None:
     log = attempt.excerpt or ""
     message = clean_log(outcome.message or "").strip()
     return {
+        "chain": chain_lines(outcome),
         "signatures": signatures.most_common(),
         "cell": cell.cell.id,
         "attempt": attempt.attempt,
@@ -97,12 +124,34 @@ def failure_section(run: RunResult) -> dict[str, Any] | None:
     }
 
 
+def chain_lines(outcome: Outcome) -> list[str]:
+    """The exception chain, primary first, one markdown line each; [] for a lone exception."""
+    if len(outcome.chain) < 2:
+        return []
+    lines: list[str] = []
+    previous: str | None = None
+    for link in outcome.chain:
+        message = clean_log(link.message or "").strip().split("\n")[0]
+        text = inline_code(link.type)
+        if message:
+            text += f": {inline_code(shorten(message, 200))}"
+        if previous == "cause":
+            text = f"raised from it (direct cause): {text}"
+        elif previous == "context":
+            text = f"raised while handling it: {text}"
+        lines.append(text)
+        previous = link.link
+    return lines
+
+
 def stack_sections(run: RunResult) -> list[dict[str, Any]]:
-    """The first hang of each cell with its stacks."""
+    """The first hang of each cell with its stacks, and the first crash of a child with its own."""
     out = []
     for cell in run.cells:
         for a in cell.attempts:
-            if a.ran is None or a.ran.kind != "hang":
+            if a.ran is None or not (
+                a.ran.kind == "hang" or (a.ran.kind == "crash" and a.ran.where == "child")
+            ):
                 continue
             lines = clean_log(a.stack or "").strip().split("\n")
             if len(lines) > STACK_LINES:
@@ -113,9 +162,20 @@ def stack_sections(run: RunResult) -> list[dict[str, Any]]:
                     {
                         "cell": cell.cell.id,
                         "attempt": a.attempt,
+                        "what": "" if a.ran.kind == "hang" else f", {_child_of(a.ran)}",
                         "text": text,
                         "fence": fence_for(text),
                     }
                 )
                 break
     return out
+
+
+def _child_of(outcome: Outcome) -> str:
+    """`the crashed child pid 4242 (./test_ops)`: whose stack a child crash shows."""
+    who = "the crashed child"
+    if outcome.pid is not None:
+        who += f" pid {outcome.pid}"
+    if outcome.cmdline:
+        who += f" ({inline_code(shorten(outcome.cmdline, 80))})"
+    return who

@@ -67,8 +67,9 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
     props += [(f"attempt.{a.attempt}", attempt_phrase(a)) for a in cell.attempts]
     _properties(case, props)
     details = _attempt_lines(cell)
-    if cell.verdict == "not-reproduced":
-        ET.SubElement(case, "failure", message=_x(cell.reason), type="not-reproduced").text = _x(
+    if cell.verdict in ("not-reproduced", "undecided"):
+        # Undecided fails the test case too: the spec's claim is not established yet.
+        ET.SubElement(case, "failure", message=_x(cell.reason), type=cell.verdict).text = _x(
             details
         )
     elif cell.verdict == "infra-error":
@@ -81,7 +82,7 @@ def render_junit(run: RunResult) -> str:
     s = run.summary
     counts = {
         "tests": str(s["cells"]),
-        "failures": str(s["not_reproduced"]),
+        "failures": str(s["not_reproduced"] + s["undecided"]),
         "errors": str(s["infra_error"]),
         "skipped": "0",
         "time": f"{sum(a.duration_s for c in run.cells for a in c.attempts):.3f}",

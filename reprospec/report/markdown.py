@@ -15,17 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.models import AttemptResult, CellResult, RunResult
-from reprospec.report.environment import env_vars, environment_rows, mismatches
+from reprospec.report.environment import (
+    CellEnvironments,
+    cell_environments,
+    env_vars,
+    environment_rows,
+    mismatches,
+)
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.words import (
-    VERDICT_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
     attempts_phrase,
     expectation_phrase,
     rate_phrase,
     seconds,
+    verdict_legend,
 )
 
 __all__ = ["context", "render_markdown", "separators"]
@@ -141,9 +147,16 @@ def _command(run: RunResult) -> str:
     return f"reprospec run {shlex.quote(run.spec_path or run.spec_name + '.yaml')}"
 
 
+def _differs_note(differs: CellEnvironments) -> str:
+    """`OMP_NUM_THREADS, torch`: the settings the cells did not share, for the note."""
+    names = sorted(key.partition(":")[2] or key for key in differs.varying)
+    return ", ".join(inline_code(name) for name in names)
+
+
 def context(run: RunResult) -> dict[str, Any]:
     """Everything the template shows, computed here so the template only lays it out."""
     axes = axes_of(run.cells)
+    differs = cell_environments(run.cells)
     cells = [
         {
             "mark": VERDICT_MARKS[c.verdict],
@@ -154,6 +167,7 @@ def context(run: RunResult) -> dict[str, Any]:
             "rate": rate_phrase(c.rate),
             "verdict": c.verdict,
             "reason": c.reason,
+            "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
         }
         for c in run.cells
     ]
@@ -164,8 +178,9 @@ def context(run: RunResult) -> dict[str, Any]:
         "description": run.description.strip(),
         "run": run,
         "warnings": list(run.warnings),
-        "environment": environment_rows(run.environment),
-        "env_vars": env_vars(run.environment),
+        "environment": environment_rows(run.environment, differs),
+        "env_vars": env_vars(run.environment, differs),
+        "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
         "command": _command(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
@@ -174,7 +189,7 @@ def context(run: RunResult) -> dict[str, Any]:
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,
-        "legend": VERDICT_LEGEND,
+        "legend": verdict_legend(c.verdict for c in run.cells),
         "grid": _grid(run.cells, axes),
         "separators": separators(run),
         "failure": failure_section(run),

@@ -178,6 +178,7 @@ class LocalRunner:
             env_path=env_json if env_json.is_file() and env_json.stat().st_size else None,
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
+            child_exits=result.child_exits,
             **base,
         )
 

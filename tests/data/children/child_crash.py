@@ -1,0 +1,72 @@
+"""A main process that survives its child's real crash and exits 1, as MODE says.
+
+Usage: python child_crash.py MODE [ARGS...]
+
+    mp-fork, mp-spawn  a multiprocessing.Process segfaults; the main raises RuntimeError
+    pool               a ProcessPoolExecutor worker segfaults; the main gets BrokenProcessPool
+    subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
+    orphan             a child segfaults; the main exits without reaping it (the engine does)
+    main               the main process itself segfaults (a main crash, for contrast)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+
+def crash(*_: object) -> None:
+    ctypes.string_at(0)
+
+
+def run_process(method: str) -> None:
+    process = multiprocessing.get_context(method).Process(target=crash, name="crasher")
+    process.start()
+    process.join()
+    if process.exitcode != 0:
+        raise RuntimeError(f"worker process failed with exit code {process.exitcode}")
+
+
+def run_pool() -> None:
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        list(pool.map(crash, [1]))
+
+
+def orphan() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import ctypes; ctypes.string_at(0)", "orphan-crasher"]
+    )
+    # Wait until the child is dead but not reaped (a zombie), then leave it to the
+    # engine: our exit re-parents it to the subreaper, which reaps its wait status.
+    while True:
+        with open(f"/proc/{child.pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        if state == b"Z":
+            break
+        time.sleep(0.01)
+    sys.stderr.write("the launcher gives up\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode.startswith("mp-"):
+        run_process(mode[3:])
+    elif mode == "pool":
+        run_pool()
+    elif mode == "subprocess":
+        subprocess.run(sys.argv[2:], check=True)
+    elif mode == "orphan":
+        orphan()
+    elif mode == "main":
+        crash()
+
+
+if __name__ == "__main__":
+    main()
