@@ -13,7 +13,7 @@ from reprospec.models import (
     NotRun,
     Outcome,
 )
-from reprospec.rates import rate_decided, rate_of, rate_satisfied, wilson
+from reprospec.rates import judge_rate, rate_decided, rate_of, rate_satisfied, wilson
 from reprospec.units import RateBound, StepRange
 from reprospec.words import expectation_phrase
 
@@ -304,13 +304,24 @@ def _rate_cell(matched: int, n: int, bound: str) -> tuple[str, str]:
     return verdict.kind, verdict.reason
 
 
-def test_rate_straddling_threshold_is_flagged() -> None:
+def test_rate_straddling_threshold_is_undecided_whatever_the_point_estimate() -> None:
+    # 6/20 = 0.30 meets >=0.3, 2/10 = 0.20 does not: both intervals contain 0.3.
     verdict, reason = _rate_cell(6, 20, ">=0.3")
-    assert verdict == "reproduced"  # the point estimate decides the verdict
+    assert verdict == "undecided"
     assert reason == (
-        "intermittent: 6/20 = 0.30 (95% CI 0.15–0.52) straddles >=0.3; run more attempts"
-        " (crash SIGSEGV)"
+        "undecided (intermittent): 6/20 = 0.30 (95% CI 0.15–0.52) straddles >=0.3;"
+        " run more attempts (crash SIGSEGV)"
     )
+    verdict, reason = _rate_cell(2, 10, ">=0.3")
+    assert verdict == "undecided"
+    assert reason.startswith("undecided (intermittent): 2/10 = 0.20")
+
+
+def test_one_in_three_is_no_proof_of_a_30_percent_rate() -> None:
+    # Judged on the observed fraction this was "reproduced"; the interval is 0.06-0.79.
+    verdict, reason = _rate_cell(1, 3, ">=0.3")
+    assert verdict == "undecided"
+    assert "1/3 = 0.33 (95% CI 0.06–0.79) straddles >=0.3" in reason
 
 
 def test_rate_clearly_met_and_clearly_missed() -> None:
@@ -322,10 +333,51 @@ def test_rate_clearly_met_and_clearly_missed() -> None:
     assert reason == "0/20 = 0.00 (95% CI 0.00–0.16) fails >=0.3 (crash SIGSEGV)"
 
 
-def test_rate_below_threshold_but_undecided() -> None:
-    verdict, reason = _rate_cell(2, 10, ">=0.3")
-    assert verdict == "not-reproduced"
-    assert reason.startswith("intermittent: 2/10 = 0.20")
+@pytest.mark.parametrize(
+    ("matched", "n", "bound", "judged"),
+    [
+        (4, 6, ">=0.2", "met"),  # low 0.30
+        (4, 6, ">=0.3", "undecided"),  # low 0.29998...
+        (1, 1, ">0", "met"),  # low 0.21 > 0
+        (0, 20, ">0", "undecided"),  # no interval excludes a rate of 0.01
+        (0, 20, "<0.2", "met"),  # high 0.16
+        (10, 20, "<0.2", "failed"),  # low 0.30
+        (5, 5, "==1", "met"),  # exact: every attempt
+        (4, 5, "==1", "failed"),
+        (0, 0, ">=0.3", "undecided"),
+        (9, 20, "<=0.5", "undecided"),
+        (20, 20, ">0.8", "met"),  # low 0.84
+    ],
+)
+def test_judge_rate_on_the_interval(matched: int, n: int, bound: str, judged: str) -> None:
+    op = bound[:2] if bound[1] == "=" else bound[:1]
+    parsed = RateBound(op, float(bound[len(op) :]))  # type: ignore[arg-type]
+    assert judge_rate(rate_of(matched, n), parsed) == judged
+    assert rate_decided(rate_of(matched, n), parsed) == (judged != "undecided")
+
+
+def test_exit_code_4_when_a_cell_is_undecided_and_none_failed() -> None:
+    from reprospec.judge import exit_code_for
+    from reprospec.models import Cell, CellResult, RunResult
+
+    judged = {"undecided": (1, 3), "reproduced": (18, 20), "not-reproduced": (0, 20)}
+
+    def run(*kinds: str) -> RunResult:
+        cells = []
+        for index, kind in enumerate(kinds):
+            matched, n = judged[kind]
+            expectation = Expectation("crash", signal="SIGSEGV", rate=RateBound(">=", 0.3))
+            outcomes = [SEGV_WORKER] * matched + [PASSED] * (n - matched)
+            attempts = tuple(attempt(o, expectation, i) for i, o in enumerate(outcomes, 1))
+            verdict = judge_cell(expectation, attempts)
+            assert verdict.kind == kind
+            cells.append(CellResult.judged(Cell(kind, index, {}), expectation, verdict, attempts))
+        return RunResult("r", "s", "", "", "local", "", "", {}, tuple(cells))
+
+    assert exit_code_for(run("reproduced", "undecided")) == 4
+    assert exit_code_for(run("undecided", "not-reproduced")) == 1  # a definite miss says more
+    assert exit_code_for(run("reproduced")) == 0
+    assert run("undecided", "reproduced").summary["undecided"] == 1
 
 
 def test_expectation_phrase() -> None:

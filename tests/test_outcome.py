@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from reprospec.evidence import Evidence, iter_events, read_log
-from reprospec.models import Execution, NotRun, Outcome
+from reprospec.judge import judge_attempt
+from reprospec.models import Execution, Expectation, NotRun, Outcome
 from reprospec.outcome import classify, fine_signature, normalize_message, worker_death
 from reprospec.signals import (
     canonical_signal,
@@ -26,6 +27,7 @@ from reprospec.signals import (
     signal_number,
 )
 from reprospec.tracebacks import parse_exception
+from reprospec.words import outcome_phrase
 
 DATA = Path(__file__).resolve().parent / "data"
 CHILDREN = DATA / "outcome_children"
@@ -126,6 +128,113 @@ def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
     assert isinstance(outcome, Outcome)
     assert outcome.exception == "RuntimeError"
     assert outcome.message == "loss is NaN at step 3\nsecond line of the message"
+
+
+def test_exception_chain_is_kept_primary_first(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "accelerator-chain"))
+    assert isinstance(outcome, Outcome)
+    # What ended the process stays the outcome's exception...
+    assert (outcome.exception, outcome.message) == ("RuntimeError", "emergency checkpoint failed")
+    # ...and the whole chain is kept, primary first, with how each led to the next.
+    assert [(link.type, link.link) for link in outcome.chain] == [
+        ("AcceleratorError", "context"),
+        ("FileNotFoundError", "cause"),
+        ("RuntimeError", None),
+    ]
+    assert outcome.chain[0].message == "CUDA error: an illegal memory access was encountered"
+    assert "No such file or directory" in (outcome.chain[1].message or "")
+    assert outcome.exceptions == outcome.chain
+    # A lone exception has no chain.
+    (tmp_path / "single").mkdir()
+    single = classify(behave(tmp_path / "single", "raise"))
+    assert isinstance(single, Outcome) and single.chain == ()
+    assert [link.type for link in single.exceptions] == ["Boom"]
+
+
+def test_expect_exception_and_message_match_any_link_of_the_chain(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "accelerator-chain"))
+    assert isinstance(outcome, Outcome)
+
+    def matched(**keys: str) -> bool:
+        # No evidence given: the chain alone must carry the match, not the log's tail.
+        return judge_attempt(outcome, Expectation("error", **keys)).matched  # type: ignore[arg-type]
+
+    assert matched(exception="AcceleratorError", message="illegal memory access")
+    assert matched(exception="FileNotFoundError", message="No such file")
+    assert matched(exception="RuntimeError", message="emergency checkpoint")
+    assert not matched(exception="KeyError")
+    verdict = judge_attempt(outcome, Expectation("error", exception="KeyError"))
+    assert verdict.mismatches == ("expected exception KeyError, got RuntimeError",)
+    assert not matched(message="out of memory")
+
+
+def test_report_shows_the_exception_chain(tmp_path: Path) -> None:
+    from reprospec.judge import judge_cell
+    from reprospec.models import AttemptResult, Cell, CellResult, RunResult
+    from reprospec.report import render
+
+    execution = behave(tmp_path, "accelerator-chain")
+    evidence = Evidence.read(execution)
+    outcome = classify(execution, evidence)
+    expectation = Expectation("error", exception="AcceleratorError")
+    verdict = judge_attempt(outcome, expectation, evidence)
+    attempt = AttemptResult(1, 1.0, outcome, verdict.matched, verdict.mismatches, "cells/x/1/")
+    cell = CellResult.judged(
+        Cell("default", 0, {}), expectation, judge_cell(expectation, [attempt]), (attempt,)
+    )
+    run = RunResult("r1", "chain", "chain.yaml", "", "local", "", "", {}, (cell,))
+    report = render(run, "md")
+    assert cell.verdict == "reproduced"
+    assert (
+        "Exception chain, primary first:\n\n"
+        "- `AcceleratorError`: `CUDA error: an illegal memory access was encountered`\n"
+        "- raised while handling it: `FileNotFoundError`: `[Errno 2] No such file or directory:"
+    ) in report
+    assert "- raised from it (direct cause): `RuntimeError`: `emergency checkpoint failed`" in report
+
+
+def test_stage_of_the_step_is_in_the_outcome_and_can_be_expected(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "backward-segv"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.phase, outcome.step, outcome.stage) == (
+        "crash",
+        "SIGSEGV",
+        "validation",
+        3,
+        "backward",
+    )
+    assert outcome.module is None
+    assert outcome_phrase(outcome) == "crash SIGSEGV @ validation:3 (backward)"
+    assert judge_attempt(outcome, Expectation("crash", stage="backward")).matched
+    assert judge_attempt(outcome, Expectation("crash", stage="forward")).mismatches == (
+        "expected stage forward, got backward",
+    )
+    # SIGSEGV-or-SIGBUS: a list of signals matches any of them.
+    assert judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGSEGV"))).matched
+    verdict = judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGABRT")))
+    assert verdict.mismatches == ("expected signal SIGBUS or SIGABRT, got SIGSEGV",)
+
+
+def test_hang_at_import_names_the_module(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "import-hang", timeout=3.0))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.phase, outcome.module, outcome.stage) == (
+        "hang",
+        "import",
+        "wandb",
+        None,
+    )
+    assert outcome_phrase(outcome) == "hang @ import (wandb)"
+    assert judge_attempt(outcome, Expectation("hang", phase="import", module="wandb")).matched
+    assert judge_attempt(outcome, Expectation("hang", module="json")).mismatches == (
+        "expected module json, got wandb",
+    )
+
+
+def test_a_pass_has_no_stage_or_module(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "pass"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.stage, outcome.module, outcome.chain) == (None, None, ())
 
 
 def test_system_exit_message(tmp_path: Path) -> None:
@@ -393,6 +502,21 @@ def test_new_phase_resets_the_step(tmp_path: Path) -> None:
     outcome = classify(recorded_execution(tmp_path, b"", 1, events + "\n"))
     assert isinstance(outcome, Outcome)
     assert (outcome.phase, outcome.step) == ("validation", None)
+
+
+def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
+    from reprospec.evidence import Events
+
+    train = [
+        {"event": "import", "module": "wandb", "phase": "import"},
+        {"event": "phase", "phase": "train"},
+        {"event": "step", "phase": "train", "step": 1},
+        {"event": "stage", "phase": "train", "step": 1, "stage": "backward"},
+        {"event": "step", "phase": "train", "step": 2},
+    ]
+    assert (Events.of(train).stage, Events.of(train).module) == (None, None)
+    assert Events.of(train[:4]).stage == "backward"
+    assert Events.of(train[:1]).module == "wandb"
 
 
 def test_missing_logs_and_events(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,8 +140,38 @@ def test_case_keys_override_single_base_keys(tmp_path: Path) -> None:
     assert expectations == [
         {"outcome": "crash", "signal": "SIGSEGV", "rate": ">=0.5"},
         {"outcome": "crash", "signal": "SIGABRT", "rate": ">=0.5"},  # first match wins
-        {"outcome": "hang", "rate": ">=0.5"},
+        {"outcome": "hang"},  # a new outcome starts afresh: not even the base's rate
     ]
+
+
+def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
+    tmp_path: Path,
+) -> None:
+    # "GPU 0 always passes": with the base's rate it passed on 1 attempt in 3.
+    path = write(
+        tmp_path,
+        "reprospec: 1\nname: c\ncommand: 'true'\n"
+        "matrix:\n  gpu: [0, 1, 2]\n"
+        "expect:\n  outcome: crash\n  signal: [SIGSEGV, SIGBUS]\n  rate: '>=0.3'\n"
+        "  stage: backward\n  cases:\n"
+        "    - when: {gpu: 0}\n      outcome: pass\n"
+        "    - when: {gpu: 2}\n      outcome: pass\n      rate: '>=0.9'\n",
+    )
+    spec = load_spec(path)
+    gpu1, gpu0, gpu2 = (expectation_for(spec, c) for c in sorted(expand(spec), key=_gpu1_first))
+    assert gpu0.to_dict() == {"outcome": "pass"} and gpu0.rate is None
+    assert gpu2.to_dict() == {"outcome": "pass", "rate": ">=0.9"}
+    assert gpu1.to_dict() == {
+        "outcome": "crash",
+        "signal": ["SIGSEGV", "SIGBUS"],
+        "stage": "backward",
+        "rate": ">=0.3",
+    }
+    assert gpu1.signals == ("SIGSEGV", "SIGBUS")
+
+
+def _gpu1_first(cell: Any) -> int:
+    return {1: 0, 0: 1, 2: 2}[cell.matrix["gpu"]]
 
 
 def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:

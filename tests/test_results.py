@@ -60,7 +60,13 @@ def test_results_json_has_the_contract_keys() -> None:
     } <= set(data)
     assert data["format"] == 1
     assert data["spec"]["name"] == "val-segfault" and data["spec"]["path"] == "specs/segfault.yaml"
-    assert data["summary"] == {"cells": 4, "reproduced": 1, "not_reproduced": 3, "infra_error": 0}
+    assert data["summary"] == {
+        "cells": 4,
+        "reproduced": 1,
+        "not_reproduced": 3,
+        "undecided": 0,
+        "infra_error": 0,
+    }
     cell = data["cells"][3]
     assert cell["id"] == "num_workers=2,pin_memory=true"
     assert cell["matrix"] == {"num_workers": 2, "pin_memory": True}
@@ -83,6 +89,8 @@ def test_results_json_has_the_contract_keys() -> None:
         "message",
         "phase",
         "step",
+        "stage",
+        "module",
         "signature",
     }
     assert attempt["outcome"]["where"] == "worker" and attempt["outcome"]["step"] == 7

@@ -42,6 +42,40 @@ def during_handling() -> None:
         raise RuntimeError("loss is NaN at step 3\nsecond line of the message")  # noqa: B904
 
 
+class AcceleratorError(RuntimeError):
+    """As torch.AcceleratorError: the primary error of a chain a handler then buries."""
+
+
+def save_checkpoint() -> None:
+    with open("/nonexistent/reprospec/checkpoint.pt", "wb") as f:
+        f.write(b"")
+
+
+def accelerator_chain() -> None:
+    """AcceleratorError -> (during handling) FileNotFoundError -> (direct cause) RuntimeError."""
+    try:
+        raise AcceleratorError("CUDA error: an illegal memory access was encountered")
+    except AcceleratorError:
+        try:
+            save_checkpoint()  # the handler's own mistake
+        except FileNotFoundError as exc:
+            raise RuntimeError("emergency checkpoint failed") from exc
+
+
+def backward_segv() -> None:
+    """As the harness does: a stage event inside the step, then the crash in that stage."""
+    event(event="stage", phase="validation", step=3, stage="forward")
+    event(event="stage", phase="validation", step=3, stage="backward")
+    ctypes.string_at(0)
+
+
+def import_hang() -> None:
+    """As the harness's imports: one event per module, then a module that never returns."""
+    event(event="import", module="json", phase="import")
+    event(event="import", module="wandb", phase="import")
+    time.sleep(60)
+
+
 def traceback_then_segv() -> None:
     try:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -56,6 +90,9 @@ MODES = {
     "exit3": lambda: sys.exit(3),
     "raise": boom,
     "chained": during_handling,
+    "accelerator-chain": accelerator_chain,
+    "backward-segv": backward_segv,
+    "import-hang": import_hang,
     "systemexit": lambda: sys.exit("fatal: no dataset found"),
     "segv": lambda: ctypes.string_at(0),
     "abort": os.abort,
