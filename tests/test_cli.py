@@ -245,3 +245,52 @@ def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli):
     run_c = next(p.name for p in (other.out / "runs").iterdir() if "nan-loss" in p.name)
     different = cli("compare", run_a, run_c)
     assert "ran different specs" in different.stdout
+
+
+def test_a_case_that_expects_pass_is_judged_on_every_attempt(cli, tmp_path):
+    # gpu=0 passes on attempt 3 only: with the base's rate >=0.3 inherited, 1 pass in 3
+    # made "GPU 0 always passes" reproduced.
+    spec = tmp_path / "gpu-rate.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: gpu-rate\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "matrix: {gpu: [0, 1]}\n"
+        "command: >-\n"
+        "  python -c \"import sys; sys.exit(0 if ${{ matrix.gpu }} == 0 and ${{ attempt }} == 3"
+        " else 1)\"\n"
+        "run: {repeat: 3}\n"
+        "expect:\n  outcome: error\n  rate: '>=0.3'\n"
+        "  cases:\n    - when: {gpu: 0}\n      outcome: pass\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 1, result.stdout + result.stderr
+    cells = {c["id"]: c for c in result.results()["cells"]}
+    assert cells["gpu=0"]["expected"] == {"outcome": "pass"}
+    assert cells["gpu=0"]["verdict"] == "not-reproduced"
+    assert cells["gpu=0"]["reason"].startswith("expected pass, got error exit 1 in 2/3 attempts")
+    assert cells["gpu=1"]["verdict"] == "reproduced"  # 3/3: 0.44-1.00 is all >= 0.3
+
+
+def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli, tmp_path):
+    spec = tmp_path / "flaky.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: flaky\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"
+        "run: {repeat: 2}\n"
+        "expect: {outcome: error, rate: '>=0.5'}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 4, result.stdout + result.stderr
+    assert "0/1 cell(s) reproduced, 1 undecided" in result.stdout
+    data = result.results()
+    cell = data["cells"][0]
+    assert cell["verdict"] == "undecided"
+    assert cell["reason"].startswith(
+        "undecided (intermittent): 1/2 = 0.50 (95% CI 0.09–0.91) straddles >=0.5"
+    )
+    assert data["summary"]["undecided"] == 1
+    report = (result.latest_run() / "report.md").read_text()
+    assert "| ❔ | `default` |" in report and "❔ undecided" in report
+    junit = cli("report", str(result.latest_run()), "--format", "junit").stdout
+    assert 'type="undecided"' in junit and 'failures="1"' in junit
