@@ -43,9 +43,10 @@ CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
 _SHELL_DESCRIPTIONS = "|".join(
     re.escape(describe_signal(name)) for name in sorted(CRASH_SIGNALS, key=len, reverse=True)
 )
-# bash: `./run.sh: line 3: 4242 Segmentation fault      (core dumped) ./test_ops --x`
+# bash: `./run.sh: line 3:  4242 Segmentation fault      (core dumped) ./test_ops --x`
+# (the pid right-aligned in 5 columns)
 _SHELL_REPORT = re.compile(
-    rf"^(?:[^\n]*?: )?(?:line \d+: )?(?P<pid>\d+) (?P<desc>{_SHELL_DESCRIPTIONS})"
+    rf"^(?:[^\n]*?: )?(?:line \d+: )?[ \t]*(?P<pid>\d+) (?P<desc>{_SHELL_DESCRIPTIONS})"
     r"(?:\s+\(core dumped\))?\s+(?P<cmd>\S[^\n]*?)\s*$",
     re.M,
 )

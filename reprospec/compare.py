@@ -55,7 +55,12 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
             by_number[attempt.attempt] = attempt
     attempts = tuple(by_number[n] for n in sorted(by_number))
     return CellResult.judged(
-        first.cell, first.expected, judge_cell(first.expected, attempts), attempts, first.command
+        first.cell,
+        first.expected,
+        judge_cell(first.expected, attempts),
+        attempts,
+        first.command,
+        first.environment,
     )
 
 

@@ -323,6 +323,8 @@ class Store:
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'not-reproduced') AS not_reproduced,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'undecided') AS undecided,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}

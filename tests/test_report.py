@@ -13,9 +13,9 @@ import pytest
 from reprospec.errors import UsageError
 from reprospec.evidence import Evidence
 from reprospec.judge import judge_attempt, judge_cell
+from reprospec.logtext import clean_log, excerpt
 from reprospec.models import AttemptResult, Cell, CellResult, Expectation, Rate, RunResult
 from reprospec.outcome import classify
-from reprospec.logtext import clean_log, excerpt
 from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.report.markdown import separators

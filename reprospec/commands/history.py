@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         "cells",
         "reproduced",
         "not reproduced",
+        "undecided",
         "infra-error",
     ):
         table.add_column(column)
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
             str(row.get("cells", "")),
             str(row.get("reproduced", "")),
             str(row.get("not_reproduced", "")),
+            str(row.get("undecided", "")),
             str(row.get("infra_error", "")),
         )
     console = make_console()
