@@ -482,7 +482,9 @@ def run_process(
             procs = find_attempt_processes(token, proc.pid)
             stack = collect_stacks(procs, stack_dir, stack_path, root_pid=proc.pid, pump=pump)
             if timed_out and native is not None:
-                alive = {pid: info.cmdline for pid, info in procs.items() if info.alive}
+                # The root first: at the deadline the processes gdb did not reach go without.
+                order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
+                alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
                 hang_native = native.hang(alive, timed_out_at=deadline)
             kill_attempt(token, proc.pid, proc.pid)
             proc.wait()
