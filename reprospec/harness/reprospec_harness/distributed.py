@@ -1,9 +1,10 @@
 """Distributed workloads: the built-in training loop on N ranks under torch.distributed.
 
 `workload.distributed: {world_size: N, backend: gloo|nccl}`. The harness process becomes a
-supervisor: it hosts the rendezvous (a TCPStore on a free port of 127.0.0.1), spawns one
-process per rank, and watches them. Each rank runs the usual phases with a
-DistributedSampler and the model in DistributedDataParallel; its events say `"rank": N`.
+supervisor: it hosts the rendezvous (a TCPStore on a free port of 127.0.0.1), starts one
+process per rank (forked on CPU, spawned for CUDA), and watches them. Each rank runs the
+usual phases with a DistributedSampler and the model in DistributedDataParallel; its
+events say `"rank": N`.
 
 Every step starts with a step agreement: a one-number all-reduce on a second process
 group. A rank that left out a collective of the default group (the `skip_allreduce`
@@ -90,8 +91,6 @@ def check_backend(dist: Settings, requested_device: str) -> None:
     if dist.backend == "gloo" and not torch.distributed.is_gloo_available():
         raise InfraError(f"torch {torch.__version__} was built without the gloo backend")
     if dist.backend == "nccl":
-        if str(requested_device).startswith(("cpu", "mps")):
-            raise ConfigError("workload.device", "backend nccl runs on CUDA devices: use cuda")
         build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "a CPU-only build"
         visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if visible < dist.world_size:
@@ -101,6 +100,8 @@ def check_backend(dist: Settings, requested_device: str) -> None:
             )
         if not torch.distributed.is_nccl_available():
             raise InfraError(f"torch {torch.__version__} was built without NCCL")
+        if str(requested_device).startswith(("cpu", "mps")):
+            raise ConfigError("workload.device", "backend nccl runs on CUDA devices: use cuda")
 
 
 # -- in a rank ---------------------------------------------------------------------------
@@ -164,7 +165,7 @@ class Rank:
 def rank_main(
     rank: int, dist: Settings, port: int, slots: Any, phases: Sequence[str], report_dir: str
 ) -> None:
-    """One rank (a spawned process): rendezvous, build the workload, run the phases."""
+    """One rank (a forked or spawned process): rendezvous, build the workload, run the phases."""
     os.environ.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),
@@ -177,23 +178,40 @@ def rank_main(
     if not faulthandler.is_enabled():
         faulthandler.enable(all_threads=True)
     me = Rank(rank, dist.world_size, dist.backend, slots, list(phases))
+    code = 1
     try:
         code = _run_rank(me, port)
+    except SystemExit as done:  # a fault's exit, or the harness's own
+        if isinstance(done.code, str):
+            sys.stderr.write(done.code + "\n")
+        code = done.code if isinstance(done.code, int) else int(done.code is not None)
     except BaseException as error:
-        if isinstance(error, SystemExit):
-            raise
         # Said before the traceback is printed: the supervisor tells who failed first.
         slots[rank * SLOT + _FAILED] = int(time.time() * 1000)
+        text = traceback.format_exc()
         with (
             contextlib.suppress(OSError),
             open(os.path.join(report_dir, f"rank-{rank}.txt"), "w") as handle,
         ):
-            handle.write(traceback.format_exc())
+            handle.write(text)
         events.emit("rank_error", exception=type(error).__name__, message=str(error)[:500])
-        raise
-    if code:
+        sys.stderr.write(f"reprospec harness: rank {rank} failed:\n{text}")
+        code = 1
+    if code and not slots[rank * SLOT + _FAILED]:
         slots[rank * SLOT + _FAILED] = int(time.time() * 1000)
-    sys.exit(code)
+    _leave(code)
+
+
+def _leave(code: int) -> None:
+    """End this rank now: no destructors (a process group torn down after its peer has gone
+    can wait for it forever), no DataLoader worker left behind."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    for pid in _children([os.getpid()]):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    os._exit(code)
 
 
 def _run_rank(me: Rank, port: int) -> int:
@@ -244,8 +262,8 @@ def _run_rank(me: Rank, port: int) -> int:
         return _infra_error(exc)
     run_phases(work)
     me.track(me.phases[-1] if me.phases else None, None, "finish")
+    # Every rank leaves together; the process group is not torn down (see _leave).
     tdist.barrier(group=me.agreement)
-    tdist.destroy_process_group()
     return 0
 
 
@@ -276,11 +294,23 @@ class _Ranks:
         return tuple(self.slots[r * SLOT + _SEQ] for r in range(len(self.processes)))
 
 
-def supervise(dist: Settings, phases: Sequence[str]) -> int:
-    """Spawn the ranks, watch them, end as the job did: 0, a rank's exit code, or its signal."""
+def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> int:
+    """Start the ranks, watch them, end as the job did: 0, a rank's exit code, or its signal.
+
+    On CPU the ranks are forked from this process, which has imported torch and DDP
+    but run nothing in parallel yet (one thread): a rank starts in milliseconds instead
+    of importing torch again, which on a busy 2-core machine took 10 s per rank. CUDA
+    cannot be forked: with nccl or a CUDA device the ranks are spawned.
+    """
     import torch.distributed as tdist
 
-    context = multiprocessing.get_context("spawn")
+    on_cuda = dist.backend == "nccl" or str(requested_device).startswith("cuda")
+    context = multiprocessing.get_context("spawn" if on_cuda else "fork")
+    if not on_cuda:
+        # Imported once here rather than in every rank: DDP's constructor imports
+        # torch._dynamo, several seconds of CPU (and still one thread: safe to fork).
+        import torch._dynamo  # noqa: F401
+        from torch.nn.parallel import DistributedDataParallel  # noqa: F401
     store = tdist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     slots = context.RawArray("q", SLOT * dist.world_size)
     for index in range(len(slots)):
@@ -292,6 +322,7 @@ def supervise(dist: Settings, phases: Sequence[str]) -> int:
         backend=dist.backend,
         master_addr="127.0.0.1",
         master_port=store.port,
+        start_method=context.get_start_method(),
     )
     processes = [
         context.Process(
@@ -373,11 +404,22 @@ def _report_stuck(ranks: _Ranks, seconds: float) -> None:
 
 def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str) -> int:
     """Kill the other ranks; end as the rank that failed first did."""
-    for process in ranks.processes:
+    killed: set[int] = set()
+    for rank, process in enumerate(ranks.processes):
         if process.exitcode is None:
             _kill_tree([process.pid])
+            killed.add(rank)
     for process in ranks.processes:
         process.join()
+    # A rank that died of a signal may be reaped after the peer it took down (the peer
+    # sees the closed connection while the kernel still writes the core): look again.
+    seen = {rank for rank, _ in failed}
+    failed = [
+        (rank, process.exitcode)
+        for rank, process in enumerate(ranks.processes)
+        if rank in seen
+        or (process.exitcode and not (rank in killed and process.exitcode == -signal.SIGKILL))
+    ]
 
     def when(item: tuple[int, int]) -> int:
         stamp = ranks.slots[item[0] * SLOT + _FAILED]

@@ -69,7 +69,7 @@ def main() -> int:
     if ranks is not None:
         # This process supervises the ranks (distributed.py); they build and train.
         phases = [str(phase["name"]) for phase in workload.get("phases") or DEFAULT_PHASES]
-        return distributed.supervise(ranks, phases)
+        return distributed.supervise(ranks, phases, str(requested))
 
     events.emit("phase", phase="setup")
     try:
