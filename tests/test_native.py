@@ -244,8 +244,9 @@ def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
         sleeper.kill()
         sleeper.wait()
     (process,) = stacks.processes
-    assert process.error is not None and "within 0.01s" in process.error
-    assert stacks.notes and "0.01s" in stacks.notes[0]
+    # Cut before it reached the process, or (a fast gdb) while it printed its stacks.
+    assert process.error is not None and "0.01s" in process.error, stacks
+    assert stacks.notes and "0.01s" in stacks.notes[0], stacks
 
 
 # -- pure functions ----------------------------------------------------------------------
