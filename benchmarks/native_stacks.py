@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import tempfile
@@ -74,47 +75,56 @@ def plan(argv: list[str], workdir: Path, timeout_s: float) -> AttemptPlan:
     )
 
 
-def crash_cost(kind: str, rounds: int, native: bool) -> float:
-    """Median wall seconds of one crashing attempt."""
+def cpu() -> float:
+    """CPU seconds of this process's reaped children (the attempts' processes, gdb, c++filt)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def crash_cost(kind: str, rounds: int, native: bool) -> tuple[float, float]:
+    """Median wall seconds and children's CPU seconds of one crashing attempt."""
     from reprospec.runners.local import LocalRunner
 
     runner = LocalRunner(native_stacks=native)
     runner.prepare([])
-    samples = []
+    samples, cpus = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(rounds):
             work = Path(tmp) / f"w{n}"
             work.mkdir()
-            start = time.perf_counter()
+            start, used = time.perf_counter(), cpu()
             ex = runner.run(plan([sys.executable, "-c", CRASH, kind], work, 120), work / "logs")
             samples.append(time.perf_counter() - start)
+            cpus.append(cpu() - used)
             assert ex.returncode == -11, ex.stderr_path.read_text()
-    return statistics.median(samples)
+    return statistics.median(samples), statistics.median(cpus)
 
 
-def hang_delay(kind: str, rounds: int, native: bool, timeout_s: float) -> tuple[float, int]:
-    """Median seconds from the timeout to the attempt's end; processes with native stacks."""
+def hang_delay(kind: str, rounds: int, native: bool, timeout_s: float) -> tuple[float, float, int]:
+    """Median seconds from the timeout to the attempt's end and children's CPU seconds;
+    the fewest processes gdb read in a round."""
     from reprospec import native as native_stacks
     from reprospec.runners.local import LocalRunner
 
     runner = LocalRunner(native_stacks=native)
     runner.prepare([])
-    samples = []
+    samples, cpus = [], []
     reached = [0]
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(rounds):
             work = Path(tmp) / f"w{n}"
             work.mkdir()
             argv = [sys.executable, "-c", TREE, kind, str(work)]
-            start = time.perf_counter()
+            start, used = time.perf_counter(), cpu()
             ex = runner.run(plan(argv, work, timeout_s), work / "logs")
             samples.append(time.perf_counter() - start - timeout_s)
+            cpus.append(cpu() - used)
             ready = len(list(work.glob("*.ready")))
             assert ex.timed_out and ready == 10, f"{ready} of 10 processes reached the deadlock"
             stacks = native_stacks.read(work / "logs")
             if stacks is not None:
                 reached.append(sum(1 for p in stacks.processes if p.threads and not p.error))
-    return statistics.median(samples), min(reached[1:] or reached)
+    return statistics.median(samples), statistics.median(cpus), min(reached[1:] or reached)
 
 
 def main() -> None:
@@ -136,20 +146,22 @@ def main() -> None:
             kinds.append("torch")
     print(f"median of {args.rounds} rounds")
     for kind in kinds:
-        bare = crash_cost(kind, args.rounds, native=False)
-        full = crash_cost(kind, args.rounds, native=True)
+        bare, bare_cpu = crash_cost(kind, args.rounds, native=False)
+        full, full_cpu = crash_cost(kind, args.rounds, native=True)
         print(
             f"crash ({kind}): {bare * 1000:.0f} ms bare, {full * 1000:.0f} ms with native stacks: "
-            f"+{(full - bare) * 1000:.0f} ms ({full / bare:.2f}x)"
+            f"+{(full - bare) * 1000:.0f} ms ({full / bare:.2f}x); "
+            f"+{(full_cpu - bare_cpu) * 1000:.0f} ms of CPU (gdb, core)"
         )
     timeout_s = 3.0 if args.no_torch else 8.0  # 10 processes importing torch need a while
     for kind in kinds:
-        bare, _ = hang_delay(kind, args.rounds, native=False, timeout_s=timeout_s)
-        full, reached = hang_delay(kind, args.rounds, native=True, timeout_s=timeout_s)
+        bare, bare_cpu, _ = hang_delay(kind, args.rounds, native=False, timeout_s=timeout_s)
+        full, full_cpu, reached = hang_delay(kind, args.rounds, native=True, timeout_s=timeout_s)
         print(
             f"hang report, 10-process tree ({kind}): {bare * 1000:.0f} ms after the timeout "
             f"without native stacks, {full * 1000:.0f} ms with them (budget 5000 ms); "
-            f"gdb read at least {reached} of 10 processes in every round"
+            f"gdb used {(full_cpu - bare_cpu) * 1000:.0f} ms of CPU and read at least "
+            f"{reached} of 10 processes in every round"
         )
 
 
