@@ -138,6 +138,19 @@ def test_nccl_without_gpus_is_an_infra_error(cli: Any, tmp_path: Path) -> None:
     )
 
 
+def test_a_fault_for_a_rank_that_does_not_exist_is_a_config_error(tmp_path: Path) -> None:
+    workload = {
+        "distributed": {"world_size": 2},
+        "faults": [{"kind": "segfault", "rank": 2}],
+    }
+    child = Child(tmp_path, workload)
+    done = child.run()
+    assert done.returncode == 3
+    assert child.last("infra_error")["reason"] == (
+        "workload.faults[0].rank: rank 2 does not exist: world_size is 2 (ranks 0..1)"
+    )
+
+
 def test_rank_faults_need_a_distributed_workload(tmp_path: Path) -> None:
     workload = textwrap.dedent(
         """\

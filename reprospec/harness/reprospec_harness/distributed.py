@@ -78,6 +78,13 @@ def settings(workload: Mapping[str, Any]) -> Settings | None:
     backend = config.choice(
         fields.get("backend") or "gloo", "workload.distributed.backend", "backend", BACKENDS
     )
+    for number, fault in enumerate(workload.get("faults") or ()):
+        rank = fault.get("rank") if isinstance(fault, Mapping) else None
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= world:
+            raise ConfigError(
+                f"workload.faults[{number}].rank",
+                f"rank {rank} does not exist: world_size is {world} (ranks 0..{world - 1})",
+            )
     return Settings(world, backend)
 
 
