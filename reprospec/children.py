@@ -7,6 +7,8 @@ the child's death, strongest first:
 
 1. a wait status the engine reaped itself (the subreaper adopts orphans):
    pid, command line and signal (`Execution.child_exits`);
+   the core it left, when native stacks are on (native.py read it): pid,
+   command line and signal, as the kernel recorded them;
 2. what the parent printed about it: a shell's `line 3: 4242 Segmentation
    fault   ./test_ops --gtest_filter=...` (pid, command, signal), Python's
    `CalledProcessError: Command '[...]' died with <Signals.SIGSEGV: 11>`
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from reprospec.evidence import Evidence
 from reprospec.models import ChildExit, Execution
+from reprospec.native import NativeStacks
 from reprospec.signals import (
     SHELL_FATAL_SIGNALS,
     canonical_signal,
@@ -95,6 +98,11 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
             "reaped by the engine",
             _stack_for(fatal, reaped.signal),
         )
+    cored = _cored(evidence.native)
+    if cored is not None:
+        return ChildCrash(
+            cored[0], cored[1], _short(cored[2]), "as its core says", _stack_for(fatal, cored[0])
+        )
     reported = _reported(stderr) or _reported(evidence.stdout)
     if reported is not None:
         signal, pid, cmdline, how = reported
@@ -113,6 +121,16 @@ def _reaped(exits: tuple[ChildExit, ...]) -> ChildExit | None:
     for child in exits:
         if child.signal is not None and canonical_signal(child.signal) in CRASH_SIGNALS:
             return child
+    return None
+
+
+def _cored(stacks: NativeStacks | None) -> tuple[str, int, str] | None:
+    """(signal, pid, command) of the first descendant that left a core (not the main process)."""
+    for process in stacks.processes if stacks is not None else ():
+        signal = canonical_signal(process.signal) if process.signal else None
+        if process.source == "core" and not process.root and signal in CRASH_SIGNALS:
+            assert signal is not None
+            return signal, process.pid, process.command
     return None
 
 

@@ -42,7 +42,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.packages",
     )),
     ("classify", (
-        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks",
+        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
         "reprospec.children", "reprospec.setupfail",
     )),
     ("judge", ("reprospec.judge", "reprospec.verdicts")),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from reprospec import native
 from reprospec.attempt import attempt_result
 from reprospec.evidence import Evidence
 from reprospec.models import AttemptResult, Execution, Expectation, Outcome
@@ -31,7 +32,9 @@ SEGV = Expectation("crash", signal="SIGSEGV")
 
 @pytest.fixture(scope="module")
 def runner() -> LocalRunner:
-    r = LocalRunner()
+    # Without native stacks (no cores): what the attempt printed and what the engine reaped
+    # must be enough. test_a_core_names_the_crashed_child covers the cores.
+    r = LocalRunner(native_stacks=False)
     r.prepare([])
     return r
 
@@ -51,7 +54,8 @@ def crashed(result: AttemptResult) -> Outcome:
     outcome = result.ran
     assert outcome is not None, result.infra_error
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "child"), outcome
-    assert outcome.signature == "crash:SIGSEGV:child"
+    # With native stacks the signature gains the crashing native frame (`:strlen@libc`).
+    assert outcome.signature.startswith("crash:SIGSEGV:child")
     assert result.matched, result.mismatches
     return outcome
 
@@ -143,14 +147,33 @@ def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli, tmp_path:
     )
     result = cli("run", str(spec))
     assert result.code == 0, result.stdout + result.stderr
-    assert "crash SIGSEGV (child)" in result.stdout
     outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
     assert (outcome["kind"], outcome["signal"], outcome["where"]) == ("crash", "SIGSEGV", "child")
+    # Named by its pid when its core was read (native stacks on, gdb there), else "(child)".
+    child = f"(child pid {outcome['pid']}: " if outcome.get("pid") else "(child)"
+    assert f"default #1: crash SIGSEGV {child}" in result.stdout + result.stderr  # progress line
     report = (result.latest_run() / "report.md").read_text()
-    assert "**crash SIGSEGV (child) in 1 of 1 cell;" in report
+    assert "**crash SIGSEGV (child" in report and " in 1 of 1 cell;" in report
     stacks = report.split("<summary>Stacks</summary>", 1)[1]
-    assert "attempt 1, the crashed child:" in stacks
+    assert "attempt 1, the crashed child" in stacks
     assert "Fatal Python error: Segmentation fault" in stacks and "in crash" in stacks
+
+
+@pytest.mark.skipif(
+    native.gdb_path() is None or native.core_pattern().piped,
+    reason="needs gdb and cores written to the working directory",
+)
+def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
+    runner = LocalRunner(native_stacks=True)
+    runner.prepare([])
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "mp-fork"], tmp_path)
+    outcome = crashed(result)
+    assert outcome.pid is not None
+    assert "as its core says" in (outcome.detail or "")
+    # A forked child's command line is its parent's, as the kernel recorded it (80 bytes).
+    assert outcome.cmdline and f"{PY} {CHILD_CRASH} mp-fork".startswith(outcome.cmdline)
+    assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
+    assert result.stack is not None and "in crash" in result.stack
 
 
 @pytest.mark.parametrize(

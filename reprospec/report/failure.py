@@ -121,6 +121,8 @@ def failure_section(run: RunResult) -> dict[str, Any] | None:
         "detail": clean_log(outcome.detail or "").strip(),
         "excerpt": log,
         "fence": fence_for(log),
+        # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
+        "native": attempt.native or "",
     }
 
 
@@ -165,6 +167,7 @@ def stack_sections(run: RunResult) -> list[dict[str, Any]]:
                         "what": "" if a.ran.kind == "hang" else f", {_child_of(a.ran)}",
                         "text": text,
                         "fence": fence_for(text),
+                        "native": a.native or "",
                     }
                 )
                 break
