@@ -37,7 +37,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages",
+        "reprospec.packages", "reprospec.scratch",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks",
@@ -48,6 +48,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("render", (
         "reprospec.report", "reprospec.progress", "reprospec.words", "reprospec.doctor",
+        "reprospec.slots",
     )),
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",

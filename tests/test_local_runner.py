@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -338,3 +340,97 @@ def test_capture_environment_parses_the_json(
     monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
     env = LocalRunner().capture_environment(make_plan(["true"]), tmp_path / "env")
     assert env == {"python": sys.version}
+
+
+# -- private temporary places (scratch.py) ------------------------------------------
+
+
+def scratch_plan(argv: list[str], attempt: int, **environment: Any) -> AttemptPlan:
+    return attempt_plan(
+        argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
+    )
+
+
+def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    name = f"reprospec-torn-{uuid.uuid4().hex}.json"
+    argv = child("torn_tmp.py", name)
+    first = runner.run(scratch_plan(argv, 1), tmp_path / "1")
+    assert first.returncode == 0, first.stderr_path.read_text()
+    # The child's TMPDIR was its attempt folder's own, and it is gone with what it held.
+    assert first.stdout_path.read_text() == f"cache: {tmp_path / '1' / 'tmp' / name}\n"
+    assert not (tmp_path / "1" / "tmp").exists() and not (tmp_path / "1" / "cache").exists()
+    assert not (Path(tempfile.gettempdir()) / name).exists()
+    (warning,) = first.warnings
+    assert warning.startswith("removed what the attempt left in its private TMPDIR")
+    assert f"tmp/: 1 file(s), 19 B ({name})" in warning
+    second = runner.run(scratch_plan(argv, 2), tmp_path / "2")
+    assert second.returncode == 0, second.stderr_path.read_text()
+
+
+def test_shared_tmp_opts_back_in(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))
+    argv = child("torn_tmp.py", "cache.json")
+    first = runner.run(scratch_plan(argv, 1, shared_tmp=True), tmp_path / "1")
+    assert first.returncode == 0 and first.warnings == ()
+    assert (shared / "cache.json").is_file() and not (tmp_path / "1" / "tmp").exists()
+    # The incident as it was: the second attempt dies on the first one's torn file.
+    second = runner.run(scratch_plan(argv, 2, shared_tmp=True), tmp_path / "2")
+    assert second.returncode == 1
+    assert "JSONDecodeError" in second.stderr_path.read_text()
+
+
+def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    import _multiprocessing
+
+    tag = uuid.uuid4().hex[:12]
+    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+    # Made while the attempt runs, by a process that is still alive (as another attempt
+    # running beside it with -j 2 would be): it must be left alone.
+    held_name = f"/mp-held-{tag}"
+    go = tmp_path / "go"
+    done: list[Any] = []
+    plan = scratch_plan(child("shm_leak.py", f"leak-{tag}", str(go)), 1)
+    thread = threading.Thread(target=lambda: done.append(runner.run(plan, tmp_path / "a")))
+    thread.start()
+    held = None
+    try:
+        wait_for(Path(str(go) + ".ready"))
+        held = _multiprocessing.SemLock(1, 1, 1, held_name, False)
+        go.touch()
+        thread.join(60)
+        (ex,) = done
+        assert ex.returncode == 0
+        assert not leaked.exists()
+        assert Path(f"/dev/shm/sem.{held_name[1:]}").exists()
+        assert f"removed 1 leaked /dev/shm file(s): sem.mp-leak-{tag}" in ex.warnings
+    finally:
+        go.touch()
+        thread.join(60)
+        leaked.unlink(missing_ok=True)
+        if held is not None:
+            _multiprocessing.sem_unlink(held_name)
+
+
+def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+    try:
+        ex = runner.run(
+            scratch_plan(child("shm_leak.py", f"leak-{tag}"), 1, shared_tmp=True), tmp_path
+        )
+        assert ex.returncode == 0 and leaked.exists()
+        assert ex.warnings == (
+            f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {leaked.name}",
+        )
+    finally:
+        leaked.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ is -11, not 139), so classification is the same for both runners.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage
+from reprospec import dockerimage, scratch
 from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
 from reprospec.childprotocol import child_env, write_cell
 from reprospec.container import (
@@ -345,12 +346,17 @@ class DockerRunner:
         if plan.workload is not None:
             write_cell(plan, log_dir / "cell.json")
         (log_dir / "stacks").mkdir(exist_ok=True)
+        # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
+        # The container's /dev/shm is its own and goes with it: no leak to look for.
+        shared_tmp = plan.environment.shared_tmp
+        if not shared_tmp:
+            scratch.prepare(log_dir)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
         stdout = output_sink(base["stdout_path"], markers, events)
         stderr = output_sink(base["stderr_path"], markers, events)
         try:
-            return self._run_container(
+            execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
             )
         finally:
@@ -359,6 +365,10 @@ class DockerRunner:
             if events is not None:
                 events.close()
             _remove_tree(log_dir / "stacks")
+        if shared_tmp:
+            return execution
+        cleaned = scratch.clean(log_dir)
+        return dataclasses.replace(execution, warnings=(*execution.warnings, *cleaned))
 
     def _run_container(
         self,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, process
+from reprospec import limits, process, scratch
 from reprospec.capture import EventWriter, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -151,6 +151,10 @@ class LocalRunner:
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
+        shared_tmp = plan.environment.shared_tmp
+        if not shared_tmp:
+            scratch.prepare(log_dir)
+        shm = scratch.shm_snapshot()
         try:
             result = process.run_process(
                 argv,
@@ -168,6 +172,10 @@ class LocalRunner:
         finally:
             if events is not None:
                 events.close()
+            # Every process of the attempt is gone: what it left is no one's.
+            if not shared_tmp:
+                warnings.extend(scratch.clean(log_dir))
+            warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
