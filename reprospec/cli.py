@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reprospec import __version__
 from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.runners import RUNNERS
 
 COMMANDS = (
     "validate",
@@ -58,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a spec: every cell, a table, a report")
     p.add_argument("spec", metavar="SPEC", nargs="?")
     _add_selection_options(p)
-    p.add_argument("--runner", choices=("local", "docker"), default="local")
+    p.add_argument("--runner", choices=tuple(RUNNERS), default="local")
     p.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N")
     p.add_argument("--repeat", type=_positive_int, default=None, metavar="N")
     p.add_argument("--timeout", default=None, metavar="DURATION")

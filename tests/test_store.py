@@ -178,7 +178,8 @@ CHILD = textwrap.dedent(
 
 def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     marker = tmp_path / "ready"
-    code = CHILD.format(tests=str(Path(__file__).parent.parent), root=str(tmp_path), marker=str(marker))
+    root = str(Path(__file__).parent.parent)
+    code = CHILD.format(tests=root, root=str(tmp_path), marker=str(marker))
     child = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.monotonic() + 30

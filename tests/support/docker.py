@@ -15,7 +15,7 @@ import pytest
 from reprospec import dockerimage
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan, Cell, Marker
-from reprospec.runners.docker import connect, engine_url
+from reprospec.runners.dockerengine import connect, engine_url
 from tests.support.plans import attempt_plan
 
 IN_CI = os.environ.get("CI") == "true"
