@@ -51,6 +51,8 @@ class ChildPaths:
     attempt_dir: str
     harness_dir: str = str(HARNESS_DIR)
     stackdump_dir: str = str(STACKDUMP_DIR)
+    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets).
+    tmp_dir: str | None = None
 
     def file(self, name: str) -> str:
         return f"{self.attempt_dir}/{name}"
@@ -85,7 +87,7 @@ def child_env(
     env["PYTHONUNBUFFERED"] = "1"
     if not plan.environment.shared_tmp:
         # The spec's own env wins: an incident may need a particular TMPDIR.
-        env.setdefault("TMPDIR", paths.file(TMP_DIR))
+        env.setdefault("TMPDIR", paths.tmp_dir or paths.file(TMP_DIR))
         env.setdefault("XDG_CACHE_HOME", paths.file(CACHE_DIR))
     if token is not None:
         env[TOKEN_VAR] = token

@@ -10,7 +10,9 @@ attempt gets
 
 (childprotocol.child_env sets the variables, with the child's view of the
 attempt folder), and both folders are removed after the attempt, their size
-and file count recorded as a warning of the attempt.
+and file count recorded as a warning of the attempt. A local attempt whose
+folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH) gets a
+fresh `reprospec-tmp-*` folder of the machine's temporary directory instead.
 
 /dev/shm is the machine's (the local runner; a container has its own): the
 named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
@@ -26,6 +28,7 @@ import contextlib
 import fnmatch
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,41 +44,63 @@ SHM_PATTERNS = ("sem.mp-*", "torch_*")
 _CLOCK_SLACK_NS = 2_000_000_000
 # How many names a warning lists.
 _NAMES_SHOWN = 5
+# A Unix socket's path has at most 107 bytes, and multiprocessing puts its listener at
+# TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX (32 more): a DataLoader with workers fails with
+# "AF_UNIX path too long" under a deep run folder. Longer attempt paths get a short TMPDIR.
+MAX_TMPDIR_LENGTH = 60
 
 
-def scratch_dirs(attempt_dir: Path) -> tuple[Path, Path]:
-    """(TMPDIR, XDG_CACHE_HOME) of an attempt, as the engine sees them."""
-    return attempt_dir / TMP, attempt_dir / CACHE
+@dataclass(frozen=True)
+class Scratch:
+    """An attempt's TMPDIR and XDG_CACHE_HOME, as the engine sees them."""
+
+    tmp: Path
+    cache: Path
+
+    def folders(self) -> tuple[tuple[str, Path], ...]:
+        return (("TMPDIR", self.tmp), ("XDG_CACHE_HOME", self.cache))
 
 
-def prepare(attempt_dir: Path) -> None:
-    """Create the attempt's empty TMPDIR and XDG_CACHE_HOME before the child starts."""
-    for folder in scratch_dirs(attempt_dir):
-        folder.mkdir(parents=True, exist_ok=True)
+def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
+    """Create the attempt's empty TMPDIR and XDG_CACHE_HOME before the child starts.
+
+    TMPDIR is `ATTEMPT/tmp` unless that path is too long for the Unix sockets programs
+    make in it (`socket_safe`; a container sees the short /reprospec/attempt/tmp): then
+    a fresh folder of the machine's temporary directory, as private, removed the same way.
+    """
+    cache = attempt_dir / CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = attempt_dir / TMP
+    if socket_safe and len(str(tmp.absolute())) > MAX_TMPDIR_LENGTH:
+        return Scratch(Path(tempfile.mkdtemp(prefix="reprospec-tmp-", dir=_short_tmp())), cache)
+    tmp.mkdir(parents=True, exist_ok=True)
+    return Scratch(tmp, cache)
 
 
-def clean(attempt_dir: Path) -> tuple[str, ...]:
+def _short_tmp() -> str:
+    system = tempfile.gettempdir()
+    return system if len(system) <= 40 else "/tmp"
+
+
+def clean(scratch: Scratch) -> tuple[str, ...]:
     """Remove the attempt's TMPDIR and XDG_CACHE_HOME; a warning saying what they held."""
     parts: list[str] = []
     left: list[str] = []
-    for folder in scratch_dirs(attempt_dir):
+    for variable, folder in scratch.folders():
         if not folder.exists():
             continue
         files, size, names = _contents(folder)
         if files:
             shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if files > _NAMES_SHOWN else "")
-            parts.append(f"{folder.name}/: {files} file(s), {format_size(size)} ({shown})")
+            parts.append(f"{variable}: {files} file(s), {format_size(size)} ({shown})")
         shutil.rmtree(folder, ignore_errors=True)
         if folder.exists():
-            left.append(f"{folder.name}/")
+            left.append(str(folder))
     warnings = []
     if parts:
-        warnings.append(
-            "removed what the attempt left in its private TMPDIR/XDG_CACHE_HOME: "
-            + "; ".join(parts)
-        )
+        warnings.append("removed what the attempt left in its private " + "; ".join(parts))
     if left:
-        warnings.append(f"could not remove all of {', '.join(left)} in {attempt_dir}")
+        warnings.append(f"could not remove all of {', '.join(left)}")
     return tuple(warnings)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -351,22 +352,49 @@ def scratch_plan(argv: list[str], attempt: int, **environment: Any) -> AttemptPl
     )
 
 
-def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(
-    runner: LocalRunner, tmp_path: Path
-) -> None:
+def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunner) -> None:
     name = f"reprospec-torn-{uuid.uuid4().hex}.json"
     argv = child("torn_tmp.py", name)
-    first = runner.run(scratch_plan(argv, 1), tmp_path / "1")
-    assert first.returncode == 0, first.stderr_path.read_text()
-    # The child's TMPDIR was its attempt folder's own, and it is gone with what it held.
-    assert first.stdout_path.read_text() == f"cache: {tmp_path / '1' / 'tmp' / name}\n"
-    assert not (tmp_path / "1" / "tmp").exists() and not (tmp_path / "1" / "cache").exists()
-    assert not (Path(tempfile.gettempdir()) / name).exists()
-    (warning,) = first.warnings
-    assert warning.startswith("removed what the attempt left in its private TMPDIR")
-    assert f"tmp/: 1 file(s), 19 B ({name})" in warning
-    second = runner.run(scratch_plan(argv, 2), tmp_path / "2")
-    assert second.returncode == 0, second.stderr_path.read_text()
+    # A run folder near the root: TMPDIR is the attempt folder's own tmp/.
+    runs = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
+    try:
+        first = runner.run(scratch_plan(argv, 1), runs / "1")
+        assert first.returncode == 0, first.stderr_path.read_text()
+        assert first.stdout_path.read_text() == f"cache: {runs / '1' / 'tmp' / name}\n"
+        # Gone with what it held, and recorded.
+        assert not (runs / "1" / "tmp").exists() and not (runs / "1" / "cache").exists()
+        assert not (Path(tempfile.gettempdir()) / name).exists()
+        assert first.warnings == (
+            f"removed what the attempt left in its private TMPDIR: 1 file(s), 19 B ({name})",
+        )
+        second = runner.run(scratch_plan(argv, 2), runs / "2")
+        assert second.returncode == 0, second.stderr_path.read_text()
+    finally:
+        shutil.rmtree(runs)
+
+
+def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # multiprocessing (a DataLoader with workers) listens on TMPDIR/pymp-*/listener-*:
+    # under a deep run folder that path is too long for a Unix socket.
+    code = (
+        "import os\n"
+        "from multiprocessing.connection import Listener\n"
+        "with Listener(family='AF_UNIX') as listener:\n"
+        "    print(listener.address)\n"
+        "open(os.path.join(os.environ['XDG_CACHE_HOME'], 'kept'), 'w').close()\n"
+    )
+    attempt_dir = tmp_path / ("run-" + "d" * 80) / "cells" / "c" / "1"
+    ex = runner.run(scratch_plan([PY, "-c", code], 1), attempt_dir)
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    address = Path(ex.stdout_path.read_text().strip())
+    tmpdir = address.parent.parent
+    assert tmpdir.name.startswith("reprospec-tmp-") and not tmpdir.exists()
+    assert not (attempt_dir / "tmp").exists() and not (attempt_dir / "cache").exists()
+    assert ex.warnings == (
+        "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
+    )
 
 
 def test_shared_tmp_opts_back_in(

@@ -154,9 +154,9 @@ class DockerRunner:
         (log_dir / "stacks").mkdir(exist_ok=True)
         # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
         # The container's /dev/shm is its own and goes with it: no leak to look for.
-        shared_tmp = plan.environment.shared_tmp
-        if not shared_tmp:
-            scratch.prepare(log_dir)
+        scratch_dirs = None
+        if not plan.environment.shared_tmp:
+            scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
         stdout = output_sink(base["stdout_path"], markers, events)
@@ -171,9 +171,9 @@ class DockerRunner:
             if events is not None:
                 events.close()
             _remove_tree(log_dir / "stacks")
-        if shared_tmp:
+        if scratch_dirs is None:
             return execution
-        cleaned = scratch.clean(log_dir)
+        cleaned = scratch.clean(scratch_dirs)
         return dataclasses.replace(execution, warnings=(*execution.warnings, *cleaned))
 
     def _run_container(

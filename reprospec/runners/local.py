@@ -147,13 +147,12 @@ class LocalRunner:
         except FatalError as exc:
             return infra(str(exc))
         warnings.extend(limit_warnings)
-        env = self._child_env(plan, log_dir, shims, gpu_slot)
+        shared_tmp = plan.environment.shared_tmp
+        scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
+        env = self._child_env(plan, log_dir, shims, gpu_slot, scratch_dirs)
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
-        shared_tmp = plan.environment.shared_tmp
-        if not shared_tmp:
-            scratch.prepare(log_dir)
         shm = scratch.shm_snapshot()
         try:
             result = process.run_process(
@@ -173,8 +172,8 @@ class LocalRunner:
             if events is not None:
                 events.close()
             # Every process of the attempt is gone: what it left is no one's.
-            if not shared_tmp:
-                warnings.extend(scratch.clean(log_dir))
+            if scratch_dirs is not None:
+                warnings.extend(scratch.clean(scratch_dirs))
             warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
         return Execution(
             returncode=result.returncode,
@@ -190,7 +189,12 @@ class LocalRunner:
         )
 
     def _child_env(
-        self, plan: AttemptPlan, log_dir: Path, shims: Path, gpu_slot: tuple[str, ...]
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        shims: Path,
+        gpu_slot: tuple[str, ...],
+        scratch_dirs: scratch.Scratch | None = None,
     ) -> dict[str, str]:
         """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
         outer = dict(os.environ)
@@ -198,7 +202,11 @@ class LocalRunner:
         outer.pop(CELL_VAR, None)
         ours = child_env(
             plan,
-            ChildPaths(attempt_dir=str(log_dir), harness_dir=str(HARNESS_DIR)),
+            ChildPaths(
+                attempt_dir=str(log_dir),
+                harness_dir=str(HARNESS_DIR),
+                tmp_dir=str(scratch_dirs.tmp) if scratch_dirs is not None else None,
+            ),
             gpu_ids=gpu_slot,
             pythonpath_after=[outer.get("PYTHONPATH", "")] if "PYTHONPATH" not in plan.env else [],
         )
