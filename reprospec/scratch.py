@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 import shutil
 import tempfile
@@ -72,9 +73,41 @@ def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
     cache.mkdir(parents=True, exist_ok=True)
     tmp = attempt_dir / TMP
     if socket_safe and len(str(tmp.absolute())) > MAX_TMPDIR_LENGTH:
-        return Scratch(Path(tempfile.mkdtemp(prefix="reprospec-tmp-", dir=_short_tmp())), cache)
+        base = _short_tmp()
+        _sweep_orphans(base)
+        prefix = f"{ORPHAN_PREFIX}{os.getpid()}-"
+        return Scratch(Path(tempfile.mkdtemp(prefix=prefix, dir=base)), cache)
     tmp.mkdir(parents=True, exist_ok=True)
     return Scratch(tmp, cache)
+
+
+# A short TMPDIR is named after the engine's pid, so a later engine can tell the
+# folders of an engine that was killed (SIGKILL: no cleanup ran) and remove them.
+ORPHAN_PREFIX = "reprospec-tmp-"
+
+
+def sweep_orphans(base: str) -> None:
+    """Remove the short TMPDIRs in `base` of engines (of this user) that are gone."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        pid_text = name.removeprefix(ORPHAN_PREFIX).partition("-")[0]
+        if not name.startswith(ORPHAN_PREFIX) or not pid_text.isdigit():
+            continue
+        path = Path(base, name)
+        try:
+            if path.lstat().st_uid != os.getuid() or not path.is_dir():
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+_sweep_orphans = functools.cache(sweep_orphans)  # once per engine and folder
 
 
 def _short_tmp() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -395,6 +396,27 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
     assert ex.warnings == (
         "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
     )
+
+
+def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
+    from reprospec import scratch
+
+    gone = subprocess.Popen([PY, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        orphan = tmp_path / f"reprospec-tmp-{gone.pid}-abc"
+        in_use = tmp_path / f"reprospec-tmp-{alive.pid}-def"
+        for folder in (orphan, in_use):
+            (folder / "pymp-x").mkdir(parents=True)
+        (tmp_path / "reprospec-tmp-notapid").mkdir()
+        scratch.sweep_orphans(str(tmp_path))
+        assert not orphan.exists()
+        assert in_use.is_dir() and (tmp_path / "reprospec-tmp-notapid").is_dir()
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait()
 
 
 def test_shared_tmp_opts_back_in(
