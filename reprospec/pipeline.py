@@ -73,12 +73,14 @@ def execute(
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
     gpu_pool = GpuPool(visible_gpus(options.gpus))
+    # The spec carries the overrides it was loaded with: those are the ones that ran.
+    options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
     runner.prepare(plan.attempts)
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
-    spec_text = spec_text_of(spec, options)
+    spec_text = spec_text_of(spec)
     started = _now()
     with Store(options.out) as store:
         if resume is None:
@@ -176,19 +178,19 @@ def write_outputs(folder: RunFolder, result: RunResult) -> None:
     from reprospec.results import write_atomic, write_run
 
     write_run(folder.path, result)
-    write_atomic(folder.report_md, render(result, "md", run_dir=folder.path))
+    write_atomic(folder.report_md, render(result, "md"))
 
 
-def spec_text_of(spec: Spec, options: RunOptions) -> str:
+def spec_text_of(spec: Spec) -> str:
     """The spec that ran: its own text, or the overridden document when --set was used."""
-    if not options.overrides:
+    if not spec.overrides:
         return spec.source_text
     import yaml
 
     from reprospec.spec import plain
 
     header = "# resolved from {} with: {}\n".format(
-        spec.path.name, " ".join(f"--set {o}" for o in options.overrides)
+        spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
     )
     return header + yaml.safe_dump(plain(spec.document), sort_keys=False, allow_unicode=True)
 

@@ -75,6 +75,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         source_text=yaml_text,
         locations=dict(source.locations),
         origin=origin,
+        overrides=tuple(overrides),
     )
 
 
