@@ -9,7 +9,7 @@ partition) shows only when attempts are told apart by the slot they got
                                (0 of 3 attempts)" | None
 
 An attempt fails when its outcome is not `pass`; attempts that could not run
-(no outcome) say nothing. Only cells that failed at least once and ran on
+(`NotRun`) say nothing. Only cells that failed at least once and ran on
 two or more slots are looked at: a cell that never fails says nothing about
 slots, and a cell that ran on one slot cannot tell its toggles from its slot.
 """
@@ -31,7 +31,7 @@ def slot_separation(cells: Iterable[CellResult]) -> str | None:
     tally: dict[str, list[int]] = {}  # slot -> [failed, attempts]
     informative = 0
     for cell in cells:
-        ran = [a for a in cell.attempts if a.outcome is not None and a.gpu_slot]
+        ran = [a for a in cell.attempts if a.ran is not None and a.gpu_slot]
         if len({a.gpu_slot for a in ran}) < 2 or not any(_failed(a) for a in ran):
             continue
         informative += 1
@@ -57,7 +57,8 @@ def slot_separation(cells: Iterable[CellResult]) -> str | None:
 
 
 def _failed(attempt: AttemptResult) -> bool:
-    return attempt.outcome is not None and attempt.outcome.kind != "pass"
+    outcome = attempt.ran
+    return outcome is not None and outcome.kind != "pass"
 
 
 def _slots(labels: Sequence[str]) -> str:

@@ -24,7 +24,15 @@ from reprospec.gpuslots import (
     parse_nvidia_smi_list,
     visible_gpus,
 )
-from reprospec.models import AttemptResult, Cell, CellResult, Expectation, Outcome, Rate
+from reprospec.models import (
+    AttemptResult,
+    Cell,
+    CellResult,
+    Expectation,
+    NotRun,
+    Outcome,
+    Rate,
+)
 from reprospec.results import load_run
 from reprospec.slots import slot_label, slot_separation
 from tests.support.cli import ROOT
@@ -139,8 +147,8 @@ def test_slots_reach_the_attempts_and_separate_the_failing_gpu(tmp_path: Path) -
     for slot, attempt in by_slot.items():
         log = tmp_path / "out" / "runs" / run.run_id / attempt.logs / "stdout.log"
         assert log.read_text() == f"on {slot[0]}\n"
-        assert attempt.outcome is not None
-        assert attempt.outcome.kind == ("pass" if slot == ("0",) else "crash")
+        assert attempt.ran is not None
+        assert attempt.ran.kind == ("pass" if slot == ("0",) else "crash")
     assert slot_separation(run.cells) == (
         "fails on GPU slots 1-3 (3 of 3 attempts), never on slot 0 (0 of 1 attempt)"
     )
@@ -207,10 +215,10 @@ def test_recorded_listings_parse() -> None:
 
 
 def attempt(number: int, slot: tuple[str, ...], kind: str | None) -> AttemptResult:
-    outcome = None if kind is None else Outcome(kind=kind)  # type: ignore[arg-type]
+    outcome = NotRun("no image") if kind is None else Outcome(kind=kind)  # type: ignore[arg-type]
     return AttemptResult(
         attempt=number, duration_s=1.0, outcome=outcome, matched=False, mismatches=(),
-        logs="", gpu_slot=slot, infra_error=None if kind else "not run",
+        logs="", gpu_slot=slot,
     )
 
 
