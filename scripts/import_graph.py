@@ -42,7 +42,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.packages", "reprospec.scratch",
     )),
     ("classify", (
-        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks",
+        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
     )),
     ("judge", ("reprospec.judge", "reprospec.verdicts")),
     ("store", (

@@ -18,6 +18,21 @@ if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
   bash scripts/docker-setup.sh
 fi
 
+# Native stacks of crashes and hangs (reprospec/native.py) need gdb, and c++filt from
+# binutils for C++ names. In CI, or as root, install them when missing; elsewhere the
+# native-stack tests say "skipped: gdb not installed".
+if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev/null \
+   && ! { command -v gdb >/dev/null && command -v c++filt >/dev/null; }; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y --no-install-recommends gdb binutils >/tmp/reprospec-apt-gdb.log 2>&1; then
+    $SUDO apt-get update >>/tmp/reprospec-apt-gdb.log 2>&1  # stale package lists: refresh once
+    $SUDO apt-get install -y --no-install-recommends gdb binutils >>/tmp/reprospec-apt-gdb.log 2>&1 \
+      || { tail -n 20 /tmp/reprospec-apt-gdb.log >&2; exit 1; }
+  fi
+fi
+
 .venv/bin/ruff check reprospec tests benchmarks
 .venv/bin/mypy reprospec
 .venv/bin/python -m pytest -q -rs "$@"

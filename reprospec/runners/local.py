@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, process, scratch
+from reprospec import limits, native, process, scratch
 from reprospec.capture import EventWriter, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -46,10 +46,20 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, python: str | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        python: str | None = None,
+        cache_dir: Path | None = None,
+        *,
+        native_stacks: bool = True,
+        keep_cores: bool = False,
+    ) -> None:
         self.python = _resolve_python(python)
         # Where the torch part of the environment capture is kept between runs.
         self.cache_dir = cache_dir
+        # gdb stacks of crashes (from cores) and hangs (attached): native.py.
+        self.native_stacks = native_stacks
+        self.keep_cores = keep_cores
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
@@ -165,6 +175,9 @@ class LocalRunner:
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
                 cancel=cancel,
+                native=native.Capture(log_dir, keep_cores=self.keep_cores)
+                if self.native_stacks
+                else None,
             )
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)

@@ -98,11 +98,17 @@ class TaggedBatchSampler(tud.Sampler):
     """Batches of `(phase number, step, index)`; `start(phase, step)` before each new iterator."""
 
     def __init__(self, sampler: tud.Sampler, batch_size: int, drop_last: bool) -> None:
+        self.sampler = sampler
         self.batches = tud.BatchSampler(sampler, batch_size, drop_last)
         self.phase, self.first_step = 0, 1
+        self.passes = 0
 
     def start(self, phase: int, step: int) -> None:
         self.phase, self.first_step = phase, step
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if set_epoch is not None:  # DistributedSampler: a new shuffle for every pass
+            set_epoch(self.passes)
+        self.passes += 1
 
     def __iter__(self) -> Iterator[list[tuple[int, int, int]]]:
         phase, step = self.phase, self.first_step
@@ -376,8 +382,13 @@ def build_loader(
     faults: FaultPlan,
     phases: Sequence[str],
     seed: int,
+    ranks: tuple[int, int] | None = None,
 ) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
-    """The DataLoader with every argument of the spec's `data.loader`."""
+    """The DataLoader with every argument of the spec's `data.loader`.
+
+    `ranks`: (rank, world size) of a distributed workload: each rank loads its own part
+    of the data (DistributedSampler).
+    """
     field = "workload.data.loader"
     workers = config.integer(_given(options, "num_workers", 0), f"{field}.num_workers", 0)
     batch_size = config.integer(_given(options, "batch_size", 1), f"{field}.batch_size", 1)
@@ -387,11 +398,20 @@ def build_loader(
     }
     timeout = config.number(_given(options, "timeout", 0), f"{field}.timeout", 0)
     generator = torch.Generator().manual_seed(seed)
-    sampler = (
-        tud.RandomSampler(cast(Sized, dataset), generator=generator)
-        if flags["shuffle"]
-        else tud.SequentialSampler(cast(Sized, dataset))
-    )
+    sampler: tud.Sampler
+    if ranks is not None:
+        sampler = tud.DistributedSampler(
+            dataset,
+            num_replicas=ranks[1],
+            rank=ranks[0],
+            shuffle=flags["shuffle"],
+            seed=seed,
+            drop_last=flags["drop_last"],
+        )
+    elif flags["shuffle"]:
+        sampler = tud.RandomSampler(cast(Sized, dataset), generator=generator)
+    else:
+        sampler = tud.SequentialSampler(cast(Sized, dataset))
     batches = TaggedBatchSampler(sampler, batch_size, flags["drop_last"])
     tracker = FetchTracker(workers)
     extra: dict[str, Any] = {}
