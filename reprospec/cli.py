@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="docker runner: a wheelhouse for images built offline",
     )
 
+    p.add_argument(
+        "--keep-cores",
+        action="store_true",
+        help="keep crashed processes' core files in their attempt folders (gdb read them)",
+    )
+
     p = sub.add_parser("report", help="render a finished run again")
     p.add_argument(
         "run",

@@ -13,7 +13,7 @@ that died, and how) and `rank_error` (a rank's exception). `read` turns them int
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +118,12 @@ def _position(event: Mapping[str, Any], rank: int) -> RankPosition:
 
 
 def read(events_path: Path) -> RankReport | None:
-    """The ranks of a distributed attempt; None when the attempt was not distributed."""
+    """The ranks of a distributed attempt, from its events file; None when not distributed."""
+    return from_events(_events(events_path))
+
+
+def from_events(events: Iterable[Mapping[str, Any]]) -> RankReport | None:
+    """The ranks of a distributed attempt, from its events; None when not distributed."""
     world = 0
     backend = ""
     last: dict[int, RankPosition] = {}
@@ -126,7 +131,7 @@ def read(events_path: Path) -> RankReport | None:
     exited: RankExit | None = None
     errors: dict[int, str] = {}
     faults: list[RankFault] = []
-    for event in _events(events_path):
+    for event in events:
         name = event.get("event")
         rank = _int(event.get("rank"))
         if name == "distributed":

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reprospec import native, ranks
-from tests.conftest import SPECS
+from tests.support.cli import SPECS
 from tests.test_harness import Child
 
 pytest.importorskip("torch")

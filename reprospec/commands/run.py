@@ -72,6 +72,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
         gpus=args.gpus,
         shard=Shard.parse(args.shard) if args.shard else None,
         find_links=args.find_links,
+        keep_cores=args.keep_cores,
         command_line=command_line,
     )
 
@@ -79,6 +80,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
 # Options that only say where this machine keeps things or how it prints them:
 # a person reproducing the bug elsewhere needs none of them.
 _LOCAL_OPTIONS = ("--out", "--format", "--resume", "--python", "--find-links")
+_LOCAL_FLAGS = ("--keep-cores",)
 
 
 def _command_line() -> str:
@@ -90,6 +92,8 @@ def _command_line() -> str:
             skip = False
             continue
         name = word.split("=", 1)[0]
+        if name in _LOCAL_FLAGS:
+            continue
         if name in _LOCAL_OPTIONS:
             skip = "=" not in word
             continue
