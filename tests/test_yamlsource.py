@@ -52,9 +52,36 @@ def test_line_offset_shifts_every_line() -> None:
     ]
 
 
-def test_types_follow_pyyaml() -> None:
-    data = load_yaml("a: 1\nb: 1.5\nc: yes\nd: off\ne: null\nf: '1'\ng: 3.10\n").data
-    assert data == {"a": 1, "b": 1.5, "c": True, "d": False, "e": None, "f": "1", "g": 3.1}
+def test_types_follow_the_yaml_1_2_core_schema() -> None:
+    data = load_yaml("a: 1\nb: 1.5\nc: yes\nd: off\ne: null\nf: '1'\ng: 3.10\nh: True\n").data
+    assert data == {
+        "a": 1,
+        "b": 1.5,
+        "c": "yes",
+        "d": "off",
+        "e": None,
+        "f": "1",
+        "g": 3.1,
+        "h": True,
+    }
+    # YAML 1.1 (pyyaml's default) read these as booleans, octal, sexagesimal and dates.
+    data = load_yaml(
+        "m: [on, off, y, n, No, TRUE, false]\no: 0755\np: 0o17\nq: 0x1f\nr: 1:30\n"
+        "s: 1e3\nt: 1_000\nu: 2024-01-01\nv: ~\nw: -.inf\nx: +12\n"
+    ).data
+    assert data == {
+        "m": ["on", "off", "y", "n", "No", True, False],
+        "o": 755,
+        "p": 15,
+        "q": 31,
+        "r": "1:30",
+        "s": 1000.0,
+        "t": "1_000",
+        "u": "2024-01-01",
+        "v": None,
+        "w": float("-inf"),
+        "x": 12,
+    }
 
 
 def test_duplicate_keys_nested_all_reported() -> None:
@@ -97,8 +124,9 @@ def test_syntax_errors_are_located() -> None:
 
 
 def test_boolean_and_collection_keys() -> None:
-    assert problems("on: push\n") == [
-        "f.yaml:1:1: (top level): key on is read as the boolean true; quote it: 'on'"
+    assert load_yaml("on: push\n").data == {"on": "push"}
+    assert problems("true: push\n") == [
+        "f.yaml:1:1: (top level): key true is read as the boolean true; quote it: 'true'"
     ]
     assert problems("1: x\n") == ["f.yaml:1:1: (top level): key 1 is not a string; quote it: '1'"]
     assert problems("? [a]\n: x\n") == [
