@@ -23,8 +23,12 @@ MAX_EXPRESSION_DEPTH = 32
 
 # Cells of a matrix, after exclude and include.
 MAX_CELLS = 10_000
+# Axes of a matrix (include-only keys not counted).
+MAX_MATRIX_AXES = 64
 # Entries of matrix.include and of matrix.exclude (each).
-MAX_MATRIX_ENTRIES = 1000
+MAX_MATRIX_ENTRIES = 256
+# Steps spent counting the cells that exclude leaves (a few per axis value in practice).
+MAX_MATRIX_STEPS = 200_000
 # Attempts per cell (run.repeat, run.max_repeat, --repeat).
 MAX_REPEAT = 10_000
 # Attempts a run may plan: cells x repeat (max_repeat for `repeat: auto`).

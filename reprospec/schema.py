@@ -225,6 +225,10 @@ class _Translator:
                     path, f"expected {describe(error.schema)}, got {render_instance(value)}{hint}"
                 )
             ]
+        if "propertyNames" in error.absolute_schema_path and isinstance(value, str):
+            # The error is about a key: point at that key, not at its mapping.
+            message = f"expected {describe(error.schema)}, got {render_instance(value)}"
+            return [self._at((*path, value), message, key=True)]
         if kind == "minProperties":
             return [self._at(path, f"expected {describe(error.schema)} with at least one key")]
         if kind in _EXPECTED_KINDS:

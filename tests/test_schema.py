@@ -138,7 +138,7 @@ def test_expressions_allowed_where_typed_scalars_are_expected() -> None:
         ),
         (
             "environment: {env: {1A: x}}\ncommand: x",
-            ["s.yaml:4:20: environment.env: expected an environment variable name, got '1A'"],
+            ["s.yaml:4:21: environment.env: expected an environment variable name, got '1A'"],
         ),
         (
             "environment: {env: {A: [1]}}\ncommand: x",
