@@ -10,6 +10,7 @@ is -11, not 139), so classification is the same for both runners.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import dockerimage
-from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
+from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.process import utc_now, wait_for_stack_files
@@ -410,18 +411,26 @@ class DockerRunner:
         (log_dir / "stacks").mkdir(exist_ok=True)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
-        stdout = output_sink(base["stdout_path"], markers, events)
-        stderr = output_sink(base["stderr_path"], markers, events)
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
+        stdout = output_sink(base["stdout_path"], matcher=matcher)
+        stderr = output_sink(base["stderr_path"], matcher=matcher)
+        late: list[str] = []
         try:
-            return self._run_container(
+            execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
             )
         finally:
             stdout.close()
             stderr.close()
+            if matcher is not None:
+                late = matcher.close()
             if events is not None:
                 events.close()
             _remove_tree(log_dir / "stacks")
+        if late:
+            execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
+        return execution
 
     def _run_container(
         self,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import limits, process
-from reprospec.capture import EventWriter, compile_markers, output_sink
+from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
@@ -151,13 +151,15 @@ class LocalRunner:
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
         try:
             result = process.run_process(
                 argv,
                 env=env,
                 cwd=plan.workdir,
-                stdout=output_sink(base["stdout_path"], markers, events),
-                stderr=output_sink(base["stderr_path"], markers, events),
+                stdout=output_sink(base["stdout_path"], matcher=matcher),
+                stderr=output_sink(base["stderr_path"], matcher=matcher),
                 timeout_s=plan.timeout_s,
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
@@ -166,6 +168,8 @@ class LocalRunner:
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
+            if matcher is not None:
+                warnings.extend(matcher.close())
             if events is not None:
                 events.close()
         return Execution(
