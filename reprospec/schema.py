@@ -297,3 +297,69 @@ _EXPECTED_KINDS = frozenset(
         "minItems",
     }
 )
+
+
+# ---------------------------------------------------------------- values of expressions
+
+
+def subschema(path: JsonPath) -> Any | None:
+    """The part of the schema that governs `path` (None: nothing constrains it)."""
+    node: Any = load_schema()
+    for key in path:
+        node = _child(node, key)
+        if node is None:
+            return None
+    return node
+
+
+def _child(schema: Any, key: Any) -> Any | None:
+    schema = _resolve(schema)
+    if not isinstance(schema, dict):
+        return None
+    found = [
+        child for branch in schema.get("anyOf", ()) if (child := _child(branch, key)) is not None
+    ]
+    if isinstance(key, str):
+        properties = schema.get("properties") or {}
+        if key in properties:
+            found.append(properties[key])
+        elif isinstance(schema.get("additionalProperties"), dict):
+            found.append(schema["additionalProperties"])
+    elif isinstance(key, int) and isinstance(schema.get("items"), dict):
+        found.append(schema["items"])
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else {"anyOf": found}
+
+
+def _literal_only(schema: Any) -> Any:
+    """`schema` without its `${{ }}` alternatives: what an evaluated expression must be."""
+    schema = _resolve(schema)
+    if isinstance(schema, dict) and "anyOf" in schema:
+        branches = [_literal_only(b) for b in schema["anyOf"] if not _is_expr(b)]
+        return {**schema, "anyOf": branches} if branches else {}
+    return schema
+
+
+@functools.cache
+def _value_validator(path: JsonPath) -> Any | None:
+    sub = subschema(path)
+    if sub is None:
+        return None
+    literal = _literal_only(sub)
+    if not literal:
+        return None
+    return type(_validator())({**literal, "$defs": load_schema()["$defs"]})
+
+
+def value_problems(path: JsonPath, value: Any) -> list[tuple[JsonPath, str]]:
+    """What the schema says of `value` at `path` (an evaluated `${{ }}`): (path, message) pairs."""
+    validator = _value_validator(tuple(path))
+    if validator is None:
+        return []
+    translator = _Translator({}, {})
+    out: list[tuple[JsonPath, str]] = []
+    for error in validator.iter_errors(value):
+        for problem in translator.translate(error):
+            out.append(((*path, *(problem.path or ())), problem.message))
+    return out
