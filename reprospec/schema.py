@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from reprospec.yamlsource import JsonPath, Location, Problem, locate
+from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -244,7 +244,8 @@ class _Translator:
             if key in allowed:
                 continue
             hint = suggest(str(key), allowed) or f" (expected one of {', '.join(allowed)})"
-            out.append(self._at((*path, key), f"unknown key '{key}'{hint}", key=True))
+            message = f"unknown key '{shorten(str(key))}'{hint}"
+            out.append(self._at((*path, key), message, key=True))
         return out
 
     def _alternatives(self, path: JsonPath, error: ValidationError) -> list[Problem]:

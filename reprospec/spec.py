@@ -36,6 +36,7 @@ from reprospec.yamlsource import (
     load_value,
     load_yaml,
     locate,
+    shorten,
 )
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -493,9 +494,9 @@ class _Semantics:
 
     def unknown_axis(self, name: str, choices: list[str]) -> str:
         if not choices:
-            return f"unknown matrix axis '{name}' (the spec has no matrix)"
+            return f"unknown matrix axis '{shorten(name)}' (the spec has no matrix)"
         hint = schema.suggest(name, choices) or f" (axes: {', '.join(choices)})"
-        return f"unknown matrix axis '{name}'{hint}"
+        return f"unknown matrix axis '{shorten(name)}'{hint}"
 
     def expressions(self, path: JsonPath, value: Any) -> None:
         if isinstance(value, dict):

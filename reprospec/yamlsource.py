@@ -179,8 +179,13 @@ def format_path(path: JsonPath) -> str:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{shorten(str(part))}" if out else shorten(str(part))
     return out
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """`text` cut to `limit` characters with `...`: a key from a stranger's file may be huge."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def locate(locations: Mapping[JsonPath, Location], path: JsonPath) -> Location:
@@ -340,7 +345,7 @@ class _Walk:
             if key in seen:
                 first = seen[key].start_mark.line + 1 + self.offset
                 self._problem(
-                    key_node, path, f"duplicate key '{key}' (first given on line {first})"
+                    key_node, path, f"duplicate key '{shorten(key)}' (first given on line {first})"
                 )
                 continue
             seen[key] = key_node
