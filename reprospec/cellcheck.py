@@ -25,7 +25,7 @@ from reprospec.limits import parse_size
 from reprospec.matrix import canonical
 from reprospec.models import Cell, Spec
 from reprospec.plan import parse_duration, parse_step
-from reprospec.yamlsource import JsonPath, Location, Problem, locate
+from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
 
 # Sections shown in the report, never evaluated (as spec.py's _NOT_INTERPOLATED).
 NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
@@ -257,7 +257,9 @@ class _Checker:
             return [f"cannot evaluate '{site.text[:60]}': {exc}"]
         shown = None
         if site.env_names:
-            shown = "the value of " + " / ".join(site.env_names)
+            # The engine's environment may hold secrets: say where the value came from instead.
+            names = " / ".join(site.env_names)
+            shown = f"null (is {names} set?)" if value is None else f"the value of {names}"
         return value_problems(site.path, value, shown)
 
     def problems(self, locations: Mapping[JsonPath, Location]) -> list[Problem]:
@@ -268,8 +270,13 @@ class _Checker:
         return out
 
 
+def _printable(text: str) -> str:
+    """Control characters of a matrix value as escapes: a message must not drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _cells(labels: Sequence[str]) -> str:
-    shown = [label if len(label) <= 80 else label[:77] + "..." for label in labels[:SHOWN_CELLS]]
+    shown = [_printable(shorten(label, 80)) for label in labels[:SHOWN_CELLS]]
     if len(labels) == 1:
         return f"(in cell {shown[0]})"
     more = f" and {len(labels) - SHOWN_CELLS} more" if len(labels) > SHOWN_CELLS else ""

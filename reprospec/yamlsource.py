@@ -174,6 +174,10 @@ def format_path(path: JsonPath) -> str:
     """`("matrix", "include", 2, "pin_memory")` -> `matrix.include[2].pin_memory`."""
     if not path:
         return "(top level)"
+    if len(path) > 12:
+        # A path 100 levels deep says no more than its two ends.
+        head, tail = format_path(path[:6]), format_path(path[-4:])
+        return f"{head}...{tail if tail.startswith('[') else '.' + tail}"
     out = ""
     for part in path:
         if isinstance(part, int) and not isinstance(part, bool):
