@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from reprospec.bounds import MAX_YAML_CHARS
 from reprospec.yamlsource import (
+    MAX_DEPTH,
     MAX_NODES,
     Problem,
     YamlSourceError,
@@ -169,3 +171,77 @@ def test_load_value_and_path_helpers() -> None:
     assert locate({(): (1, 1), ("a",): (2, 3)}, ("a", "b", 0)) == (2, 3)
     assert locate({}, ("a",)) == (1, 1)
     assert Problem(3, 4, None, "m").format("f") == "f:3:4: m"
+
+
+# -- bounded input (issue 16 item 6) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a: " + "[" * 10_000 + "]" * 10_000 + "\n", "f.yaml:1:103:"),
+        ("a: " + "[" * 100_000 + "\n", "f.yaml:1:103:"),
+        ("a: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n", "f.yaml:1:397:"),
+        (
+            "a:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(120)) + "  x\n",
+            "f.yaml:100:199:",
+        ),
+    ],
+)
+def test_deep_nesting_is_a_located_problem_not_a_recursion_error(text: str, where: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(where)
+    assert message.endswith(f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
+
+
+def test_nesting_through_aliases_and_merge_keys_is_bounded() -> None:
+    aliases = "d0: &d0 [x]\n" + "".join(f"d{i}: &d{i} [[[*d{i - 1}]]]\n" for i in range(1, 60))
+    (message,) = problems(aliases)
+    assert f"nested deeper than {MAX_DEPTH} levels (through aliases)" in message
+    merges = "m0: &m0 {k: 0}\n" + "".join(f"m{i}: &m{i} {{<<: *m{i - 1}}}\n" for i in range(1, 150))
+    (message,) = problems(merges)
+    assert f"nested deeper than {MAX_DEPTH} levels (through aliases)" in message
+    # Within the bound both load.
+    assert load_yaml("a: &a {x: 1}\nb: &b {<<: *a}\nc: {<<: *b}\n").data["c"] == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: b\x00c\n", "f.yaml:1:5: control character U+0000"),
+        ("a: 1\nb: \x07\n", "f.yaml:2:4: control character U+0007"),
+        ("a: 1\n\nc: x\x1b[2J\n", "f.yaml:3:5: control character U+001B"),
+        ("a: \u009b31m\n", "f.yaml:1:4: control character U+009B"),
+        ("a: \x7f\n", "f.yaml:1:4: control character U+007F"),
+        ("a: \udcff\n", "f.yaml:1:4: control character U+DCFF"),
+    ],
+)
+def test_control_characters_are_located(text: str, expected: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(expected + " is not allowed in YAML text")
+
+
+def test_escaped_control_characters_and_tabs_are_fine() -> None:
+    assert load_yaml('a: "x\\0y\\x1b"\nb: "\t1"\n').data == {"a": "x\x00y\x1b", "b": "\t1"}
+
+
+def test_size_and_integer_length_are_bounded() -> None:
+    (message,) = problems("a: " + "x" * MAX_YAML_CHARS + "\n", offset=4)
+    assert message.startswith("f.yaml:5:1: the YAML text is")
+    (message,) = problems("a: " + "9" * 5000 + "\n")
+    assert message == "f.yaml:1:4: invalid YAML: integer too long (5000 digits)"
+    assert load_yaml("a: " + "9" * 100 + "\n").data == {"a": int("9" * 100)}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: !!float soon\n", "f.yaml:1:4: invalid YAML: cannot read this float:"),
+        ("a: !!int three\n", "f.yaml:1:4: invalid YAML: cannot read this int:"),
+        ("a: !!timestamp 2024-13-45\n", "f.yaml:1:4: invalid YAML: cannot read this timestamp:"),
+        ("a: !!binary 'x!'\n", "f.yaml:1:4: invalid YAML: failed to decode base64"),
+    ],
+)
+def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(expected)
