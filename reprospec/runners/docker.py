@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import dockerimage, scratch
-from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
+from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
     attempt_argv,
@@ -159,8 +159,11 @@ class DockerRunner:
             scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
-        stdout = output_sink(base["stdout_path"], markers, events)
-        stderr = output_sink(base["stderr_path"], markers, events)
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
+        stdout = output_sink(base["stdout_path"], matcher=matcher)
+        stderr = output_sink(base["stderr_path"], matcher=matcher)
+        late: list[str] = []
         try:
             execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
@@ -168,9 +171,13 @@ class DockerRunner:
         finally:
             stdout.close()
             stderr.close()
+            if matcher is not None:
+                late = matcher.close()
             if events is not None:
                 events.close()
             _remove_tree(log_dir / "stacks")
+        if late:
+            execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
         if scratch_dirs is None:
             return execution
         cleaned = scratch.clean(scratch_dirs)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import limits, native, process, scratch
-from reprospec.capture import EventWriter, compile_markers, output_sink
+from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
@@ -164,13 +164,15 @@ class LocalRunner:
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
         shm = scratch.shm_snapshot()
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
         try:
             result = process.run_process(
                 argv,
                 env=env,
                 cwd=plan.workdir,
-                stdout=output_sink(base["stdout_path"], markers, events),
-                stderr=output_sink(base["stderr_path"], markers, events),
+                stdout=output_sink(base["stdout_path"], matcher=matcher),
+                stderr=output_sink(base["stderr_path"], matcher=matcher),
                 timeout_s=plan.timeout_s,
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
@@ -182,6 +184,8 @@ class LocalRunner:
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
+            if matcher is not None:
+                warnings.extend(matcher.close())
             if events is not None:
                 events.close()
             # Every process of the attempt is gone: what it left is no one's.
