@@ -27,6 +27,7 @@ COMMANDS = (
     "history",
     "compare",
     "merge",
+    "slurm",
 )
 
 
@@ -132,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN")
     p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
     p.add_argument("--format", choices=("md", "json", "junit"), default=None)
+
+    from reprospec.commands.slurm import add_arguments as add_slurm_arguments
+
+    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+    _add_selection_options(p)
+    add_slurm_arguments(p)
     return parser
 
 
