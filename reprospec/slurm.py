@@ -50,8 +50,13 @@ EXIT_LINE = re.compile(r"^reprospec-slurm: exit (\d+)$", re.MULTILINE)
 # DUE TO TIME LIMIT ***` (no "DUE TO" when a person ran scancel).
 CANCELLED_LINE = re.compile(
     r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
-    r"(?: DUE TO (?P<cause>[A-Z ]+?))?(?: \(?[^*]*\)?)? \*\*\*"
+    r"(?: DUE TO (?P<cause>[A-Z][A-Z ]*[A-Z]))?(?: \([^)]*\))? \*\*\*"
 )
+# Signals that end an attempt when Slurm ends its whole job (SIGTERM, SIGKILL after KillWait).
+KILL_SIGNALS = frozenset({"SIGTERM", "SIGKILL", "SIGHUP", "SIGINT", "SIGCONT"})
+# How long before slurmstepd's "CANCELLED AT" an attempt may have ended of that same kill
+# (clock skew between nodes, KillWait): generous, since forgetting one costs only a rerun.
+KILL_SLACK_S = 120.0
 _CAUSES = {
     "TIME LIMIT": "time limit",
     "NODE FAILURE": "node failure",
@@ -675,21 +680,37 @@ def death_cause(log_text: str) -> str | None:
 
 
 def _cancel_line(log_text: str) -> str:
-    lines = [line for line in log_text.splitlines() if CANCELLED_LINE.search(line)]
-    return lines[-1].strip() if lines else ""
+    """slurmstepd's own words: `*** JOB 13 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***`."""
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    return matches[-1].group(0) if matches else ""
 
 
 def _last_error_line(log_text: str) -> str:
-    """The last line that says what went wrong (reprospec's own, else the last one)."""
+    """The last line that says what went wrong: reprospec's own, else an error, else the last."""
     lines = [
         line.strip()
         for line in log_text.splitlines()
         if line.strip() and not EXIT_LINE.match(line.strip())
     ]
-    for line in reversed(lines):
-        if line.startswith("reprospec:") or "error" in line.lower():
-            return line
+    for pick in (
+        lambda line: line.startswith(("reprospec:", "reprospec-slurm: not")),
+        lambda line: "error" in line.lower(),
+    ):
+        for line in reversed(lines):
+            if pick(line):
+                return line
     return lines[-1] if lines else ""
+
+
+def cancel_time(log_text: str) -> datetime | None:
+    """When slurmstepd ended the task (its node's local time, as Slurm prints it)."""
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    if not matches:
+        return None
+    try:
+        return datetime.fromisoformat(matches[-1].group("at")).astimezone()
+    except ValueError:
+        return None
 
 
 def _read(path: Path | None) -> str:
@@ -769,7 +790,7 @@ def shard_status(
     text = _read(log)
     cause = death_cause(text)
     if cause is not None:
-        return status("died", f"{cause}: {_cancel_line(text)}")
+        return status("died", f"{cause} ({_cancel_line(text)})")
     if entry is not None and entry.state in _ENDED_STATES and entry.state != "COMPLETED":
         return status("died", f"{_ENDED_STATES[entry.state]} (Slurm state {entry.state})")
     if results is not None:  # interrupted: SIGTERM reached the engine, it wrote what it had
@@ -894,3 +915,51 @@ def set_aside_unresumable(run: SlurmRun, shard: int) -> Path | None:
     target = stale / f"shard-{shard}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     shutil.move(str(run.shard_dir(shard)), target)
     return target
+
+
+def forget_killed_attempts(run: SlurmRun, shard: int) -> tuple[tuple[str, int], ...]:
+    """Attempts Slurm killed together with their shard, removed from its store.
+
+    A time limit or scancel sends SIGTERM to every process of the job at once, so an
+    attempt can end by it and be recorded before its engine notices it is being stopped.
+    That end says nothing about the spec: the resumed shard runs those attempts again.
+    Returns the (cell id, attempt) pairs forgotten.
+    """
+    folder, _ = _shard_run(run, shard)
+    sub = run.latest_submission(shard)
+    if folder is None or sub is None:
+        return ()
+    log = run.shard_log(shard, sub.array_job)
+    text = _read(log)
+    if death_cause(text) is None:
+        return ()
+    killed = cancel_time(text)
+    if killed is None:
+        try:
+            killed = datetime.fromtimestamp(log.stat().st_mtime).astimezone()
+        except OSError:
+            return ()
+    from reprospec.store import Store
+
+    with Store(run.shard_dir(shard)) as store:
+        if store.run_info(folder.name) is None:
+            return ()
+        doomed = tuple(
+            key
+            for key, attempt in store.finished_attempts(folder.name).items()
+            if attempt.outcome is not None
+            and attempt.outcome.signal in KILL_SIGNALS
+            and _ended_after(attempt.finished, killed.timestamp() - KILL_SLACK_S)
+        )
+        store.forget_attempts(folder.name, doomed)
+    return doomed
+
+
+def _ended_after(finished: str, threshold: float) -> bool:
+    try:
+        stamp = datetime.fromisoformat(finished)
+    except ValueError:
+        return True  # no usable time: rerunning it is the safe side
+    if stamp.tzinfo is None:
+        stamp = stamp.astimezone()
+    return stamp.timestamp() >= threshold

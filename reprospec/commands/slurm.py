@@ -208,7 +208,13 @@ def _print_status(status: RunStatus) -> None:
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:
-    from reprospec.slurm import load, run_status, set_aside_unresumable, submit
+    from reprospec.slurm import (
+        forget_killed_attempts,
+        load,
+        run_status,
+        set_aside_unresumable,
+        submit,
+    )
 
     run = load(ref, args.out)
     status = run_status(run)
@@ -236,6 +242,10 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         if moved is not None:
             print(f"shard {shard}: its run never reached the store; set aside in {moved}",
                   file=sys.stderr)
+            continue
+        for cell_id, number in forget_killed_attempts(run, shard):
+            print(f"shard {shard}: {cell_id} attempt {number} ended when Slurm killed the "
+                  "shard: it runs again", file=sys.stderr)
     run = submit(run, missing, time=args.time)
     sub = run.submissions[-1]
     print(
