@@ -8,29 +8,17 @@ becomes a warning for the report and the attempt runs without it.
 from __future__ import annotations
 
 import functools
-import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reprospec.units import parse_size
+
 LAUNCH = Path(__file__).with_name("launch.py")
-UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 # Measured: under about 650 MB of address space `import torch` itself fails.
 TORCH_IMPORT_FLOOR = 650 * 2**20
-
-
-def parse_size(value: Any) -> int:
-    """`64m`, `4g`, `512MiB`, `1.5g` or a byte count -> bytes (binary units, as docker uses)."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
-    if isinstance(value, (int, float)):
-        return int(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value).lower())
-    if not match:
-        raise ValueError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
-    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 @functools.cache

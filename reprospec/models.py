@@ -10,10 +10,14 @@ expectations, the renderer knows nothing of processes.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
+
+from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail"]
@@ -65,29 +69,6 @@ class Marker:
 
 
 @dataclass(frozen=True)
-class StepRange:
-    low: int
-    high: int
-
-    def __contains__(self, step: object) -> bool:
-        return isinstance(step, int) and self.low <= step <= self.high
-
-    def __str__(self) -> str:
-        return str(self.low) if self.low == self.high else f"{self.low}..{self.high}"
-
-
-@dataclass(frozen=True)
-class RateBound:
-    """`">=0.3"`: the fraction of attempts that must match."""
-
-    op: Literal[">=", ">", "<=", "<", "=="]
-    value: float
-
-    def __str__(self) -> str:
-        return f"{self.op}{self.value:g}"
-
-
-@dataclass(frozen=True)
 class Expectation:
     """What "reproduced" means for one cell, after `expect.cases` were applied."""
 
@@ -107,8 +88,7 @@ class Expectation:
             if value is not None:
                 out[key] = value
         if self.step is not None:
-            # One step stays an integer, as the outcome's step is; a range is "A..B".
-            out["step"] = self.step.low if self.step.low == self.step.high else str(self.step)
+            out["step"] = self.step.to_json()
         if self.rate is not None:
             out["rate"] = str(self.rate)
         return out
@@ -136,6 +116,20 @@ class AttemptPlan:
     markers: tuple[Marker, ...]
     environment: Mapping[str, Any]
     expectation: Expectation
+
+    @property
+    def command_text(self) -> str:
+        """What the attempt runs, for people: the command, or the harness for a workload."""
+        if self.argv is None:
+            return "python -m reprospec_harness  (built-in PyTorch workload)"
+        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
+            return self.argv[2]
+        return shlex.join(self.argv)
+
+    @property
+    def gpus(self) -> int:
+        """How many GPU slots the attempt takes (`environment.gpus`)."""
+        return int(self.environment.get("gpus", 0) or 0)
 
 
 @dataclass(frozen=True)
@@ -215,6 +209,22 @@ class AttemptResult:
     infra_error: str | None = None
     warnings: tuple[str, ...] = ()
     stack: str | None = None
+
+    @classmethod
+    def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
+        """An attempt the engine could not run: no outcome, and the reason why."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return cls(
+            attempt=attempt,
+            duration_s=0.0,
+            outcome=None,
+            matched=False,
+            mismatches=(),
+            logs=logs,
+            started=now,
+            finished=now,
+            infra_error=reason,
+        )
 
 
 @dataclass(frozen=True)

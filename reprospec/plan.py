@@ -7,9 +7,9 @@ rate bounds) and `describe`, the JSON-able view `reprospec plan` prints.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,49 +21,11 @@ from reprospec.models import (
     Expectation,
     ExpectedOutcome,
     Marker,
-    RateBound,
     Spec,
-    StepRange,
 )
+from reprospec.options import RunOptions
+from reprospec.units import parse_duration, parse_rate, parse_step
 from reprospec.yamlsource import JsonPath, Problem, locate
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-_STEP = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
-_RATE = re.compile(r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$")
-
-
-def parse_duration(value: str | float | int) -> float:
-    """`'90s'`, `'5m'`, `'1h'`, `'1.5s'`, `'250ms'` or a number of seconds -> seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
-
-def parse_step(value: int | str) -> StepRange:
-    """`7` or `'7'` -> 7..7; `'6..8'` -> 6..8; a reversed range is an error."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return StepRange(value, value)
-    match = _STEP.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"expected a step N or a range A..B, got {value!r}")
-    low = int(match.group(1))
-    high = int(match.group(2)) if match.group(2) is not None else low
-    if high < low:
-        raise ValueError(f"step range {low}..{high} is reversed (expected A..B with A <= B)")
-    return StepRange(low, high)
-
-
-def parse_rate(value: str) -> RateBound:
-    """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
-    match = _RATE.match(value) if isinstance(value, str) else None
-    if match is None or not 0.0 <= float(match.group(2)) <= 1.0:
-        raise ValueError(f"expected a rate bound like '>=0.3', got {value!r}")
-    op = cast(Any, match.group(1))
-    return RateBound(op, float(match.group(2)))
 
 
 def context_for(
@@ -99,7 +61,12 @@ def resolve(spec: Spec, path: JsonPath, value: Any, context: Mapping[str, Any]) 
 
 
 def plan_attempt(
-    spec: Spec, cell: Cell, attempt: int, *, base_env: Mapping[str, str] = os.environ
+    spec: Spec,
+    cell: Cell,
+    attempt: int,
+    *,
+    base_env: Mapping[str, str] = os.environ,
+    expectation: Expectation | None = None,
 ) -> AttemptPlan:
     """Exactly what attempt `attempt` of `cell` runs, with every `${{ }}` evaluated."""
     doc = spec.document
@@ -140,7 +107,7 @@ def plan_attempt(
         timeout_s=timeout_s,
         markers=markers,
         environment=environment,
-        expectation=expectation_for(spec, cell, base_env=base_env),
+        expectation=expectation or expectation_for(spec, cell, base_env=base_env),
     )
 
 
@@ -224,3 +191,77 @@ def describe(plan: AttemptPlan) -> dict[str, Any]:
     out["environment"] = {k: v for k, v in plan.environment.items() if k != "env"}
     out["expect"] = plan.expectation.to_dict()
     return out
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A spec expanded into cells and the attempts this invocation will run (nothing ran)."""
+
+    spec: Spec
+    cells: tuple[Cell, ...]
+    expectations: Mapping[str, Expectation]
+    attempts: tuple[AttemptPlan, ...]
+    repeat: int
+    max_repeat: int
+    adaptive: bool
+    stop_on: str
+    parallel: int
+
+    def extra_attempt(self, cell: Cell, number: int) -> AttemptPlan:
+        """Attempt `number` of `cell`, beyond the planned ones (`repeat: auto` adds them)."""
+        return plan_attempt(self.spec, cell, number)
+
+    def first_attempts(self) -> tuple[AttemptPlan, ...]:
+        """Attempt 1 of every cell: what `reprospec plan` shows."""
+        return tuple(a for a in self.attempts if a.attempt == 1)
+
+
+def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
+    """Expand the matrix, apply -m filters, and plan attempt 1..repeat of every cell.
+
+    `options.repeat`, `timeout_s` and `stop_on` replace the spec's `run` values for
+    this run; they are applied here, after validation, never written back as YAML.
+    """
+    from reprospec.matrix import expand, select
+
+    cells = tuple(select(expand(spec), list(options.matrix_filters)))
+    run_section = spec.document.get("run", {}) or {}
+    repeat_value = options.repeat if options.repeat is not None else run_section.get("repeat", 1)
+    adaptive = repeat_value == "auto"
+    max_repeat = int(run_section.get("max_repeat", 30)) if adaptive else int(repeat_value)
+    # Adaptive repeats start with a handful of attempts and add more while the
+    # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).
+    repeat = min(5, max_repeat) if adaptive else max_repeat
+    expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
+    # Round-robin over cells so the repeats of a flaky cell interleave with the others.
+    attempts = tuple(
+        _with_options(plan_attempt(spec, cell, number, expectation=expectations[cell.id]), options)
+        for number in range(1, repeat + 1)
+        for cell in cells
+    )
+    if options.shard is not None:
+        k, n = options.shard.index, options.shard.count
+        attempts = tuple(a for i, a in enumerate(attempts) if i % n == k - 1)
+        # A shard reports only the cells it ran; `reprospec merge` puts them together.
+        in_shard = {attempt.cell.id for attempt in attempts}
+        cells = tuple(cell for cell in cells if cell.id in in_shard)
+    parallel = options.jobs or int(run_section.get("parallel", 1) or 1)
+    return RunPlan(
+        spec=spec,
+        cells=cells,
+        expectations=expectations,
+        attempts=attempts,
+        repeat=repeat,
+        max_repeat=max_repeat,
+        adaptive=adaptive,
+        stop_on=options.stop_on or str(run_section.get("stop_on", "never")),
+        parallel=max(1, parallel),
+    )
+
+
+def _with_options(attempt: AttemptPlan, options: RunOptions) -> AttemptPlan:
+    if options.timeout_s is None:
+        return attempt
+    from dataclasses import replace
+
+    return replace(attempt, timeout_s=options.timeout_s)

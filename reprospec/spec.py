@@ -23,7 +23,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
 from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix, render_value
 from reprospec.models import Spec
-from reprospec.plan import parse_duration, parse_step
+from reprospec.units import parse_duration, parse_step
 from reprospec.yamlsource import (
     JsonPath,
     Location,
@@ -711,3 +711,12 @@ def _kind(value: Any) -> str:
 def _show(value: Any) -> str:
     """A matrix value in a message: strings quoted, others as a cell id shows them."""
     return repr(value) if isinstance(value, str) else render_value(value)
+
+
+def plain(value: Any) -> Any:
+    """Mappings and sequences as plain dicts and lists (for yaml.safe_dump and JSON)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

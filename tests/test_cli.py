@@ -18,7 +18,7 @@ def test_version_and_help(cli):
 
 def test_import_cli_never_imports_torch_or_heavy_libraries():
     code = (
-        "import sys, reprospec, reprospec.cli, reprospec.engine;"
+        "import sys, reprospec, reprospec.cli, reprospec.pipeline;"
         "heavy = [m for m in ('torch', 'jsonschema', 'jinja2', 'docker') if m in sys.modules];"
         "print(','.join(heavy))"
     )

@@ -10,15 +10,9 @@ import pytest
 from reprospec.errors import SpecError
 from reprospec.matrix import expand
 from reprospec.models import RateBound, StepRange
-from reprospec.plan import (
-    describe,
-    expectation_for,
-    parse_duration,
-    parse_rate,
-    parse_step,
-    plan_attempt,
-)
+from reprospec.plan import describe, expectation_for, plan_attempt
 from reprospec.spec import load_spec
+from reprospec.units import parse_duration, parse_rate, parse_step
 
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
 

@@ -38,7 +38,8 @@ def _needs(path: str) -> doctor.Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
     from dataclasses import replace
 
-    from reprospec.engine import RunOptions, plan_run
+    from reprospec.options import RunOptions
+    from reprospec.plan import plan_run
     from reprospec.spec import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())
