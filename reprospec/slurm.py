@@ -670,12 +670,10 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
 
 def death_cause(log_text: str) -> str | None:
     """Why slurmstepd ended a task, from its output file: "time limit", "cancelled", ..."""
-    match = None
-    for match in CANCELLED_LINE.finditer(log_text):
-        pass
-    if match is None:
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    if not matches:
         return None
-    cause = match.group("cause")
+    cause = matches[-1].group("cause")
     return _CAUSES.get(cause.strip(), cause.strip().lower()) if cause else "cancelled"
 
 

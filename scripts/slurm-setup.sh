@@ -81,7 +81,11 @@ case "${1:-start}" in
     *) die "unknown subcommand ${1}: use start (default), stop or status" ;;
 esac
 
-[ "$(id -u)" = 0 ] || die "run as root (it installs packages, writes /etc/slurm and starts daemons)"
+if [ "$(id -u)" != 0 ]; then
+    # It installs packages, writes /etc/slurm and starts daemons as root.
+    command -v sudo >/dev/null || die "run as root (or with sudo available)"
+    exec sudo -E bash "$0" start
+fi
 T0=$(date +%s)
 mkdir -p "$STATE"/{run,log,spool/ctld,spool/d,dev}
 
@@ -92,6 +96,12 @@ if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v
 else
     export DEBIAN_FRONTEND=noninteractive
     pkgs=(slurmctld slurmd slurm-client munge)
+    # Without systemd, maintainer scripts may try init scripts that cannot work before
+    # the config exists: deny service starts during the install (we start the daemons).
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
     if ! apt-get install -y --no-install-recommends "${pkgs[@]}" >"$STATE/log/apt.log" 2>&1; then
         # Stale or missing package lists: refresh once, then retry.
         apt-get update >>"$STATE/log/apt.log" 2>&1

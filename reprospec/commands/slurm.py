@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
-    from reprospec.engine import RunOptions, plan_run
+    from reprospec import api
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
@@ -88,7 +88,7 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         submit,
         write_scripts,
     )
-    from reprospec.spec import load_spec
+    from reprospec.units import parse_duration
 
     if args.shards is None:
         raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")
@@ -110,15 +110,19 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     )
     # Validate and plan here, on the login node: a bad spec fails now, located, not
     # N times in N task logs; and we know how many attempts each shard holds.
-    options = RunOptions(
+    try:
+        timeout_s = parse_duration(args.timeout) if args.timeout is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    options = api.RunOptions(
         runner=args.runner,
         repeat=args.repeat,
-        timeout=args.timeout,
+        timeout_s=timeout_s,
         matrix_filters=tuple(args.matrix),
         overrides=tuple(args.overrides),
     )
-    spec = load_spec(spec_ref, options.all_overrides())
-    total = len(plan_run(spec, options).attempts)
+    spec = api.load_spec(spec_ref, options.overrides)
+    total = len(api.plan_run(spec, options).attempts)
     if args.shards > total:
         raise UsageError(
             f"--shards {args.shards}: the spec plans only {total} attempt(s) "
