@@ -20,6 +20,7 @@ Run folder, under `<out>/slurm/<run-id>/`:
     logs/shard-<K>-<job>.out  task K's Slurm output (stdout and stderr)
     logs/merge-<job>.out      the merge job's output
     merged/runs/<id>/         the merged run: results.json, report.md
+    cache/                    the environment-capture cache every shard shares
     stale/                    shard folders set aside by a resume (never merged)
 """
 
@@ -453,7 +454,10 @@ set -u
 RUN={shlex.quote(str(run.run_dir))}
 K=${{SLURM_ARRAY_TASK_ID:?run this script with sbatch --array}}
 OUT="$RUN/shards/$K"
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$RUN/cache"
+# One environment-capture cache for all shards (keyed by torch build, written atomically):
+# only the first task on a kind of node pays the torch import.
+[ -e "$OUT/cache" ] || ln -s ../../cache "$OUT/cache"
 echo "reprospec-slurm: shard $K/{n} job ${{SLURM_ARRAY_JOB_ID:-?}}_$K on $(hostname)" \\
      "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES-unset}}"
 # A shard that died before (time limit, node failure) continues its own run: the

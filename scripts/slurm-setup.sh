@@ -182,6 +182,8 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/builtin
+# Start the next array task as soon as one ends (the defaults wait up to 3 s between rounds).
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 GresTypes=gpu
 MpiDefault=none
 ReturnToService=2
