@@ -350,8 +350,13 @@ class SpecItem(pytest.Item):
     def setup(self) -> None:
         from reprospec import api
 
+        from reprospec.errors import FatalError
+
         settings = self.config.stash[SETTINGS]
-        result: RunResult = api.run(self.spec, self._options(settings))
+        try:
+            result: RunResult = api.run(self.spec, self._options(settings))
+        except FatalError as exc:  # no runner, no interpreter, bad options: nothing ran
+            raise CouldNotRun(f"{self.cell.id}: could not run: {exc}") from None
         if result.interrupted:
             raise KeyboardInterrupt  # Ctrl-C reached the engine first: stop pytest too
         cells = [c for c in result.cells if c.cell.id == self.cell.id]
@@ -381,8 +386,10 @@ class SpecItem(pytest.Item):
         cell = self.result
         assert cell is not None
         rate = cell.rate
+        path, line, _ = self.location  # relative to the rootdir, line 0-based
+        where = f"{path}:{line + 1}" if line is not None else path
         lines = [
-            f"{self.cell.id}: {headline}: {cell.reason}",
+            f"{where}: {self.cell.id}: {headline}: {cell.reason}",
             f"  expected: {expectation_text(cell.expected)}",
             f"  actual:   {actual_text(cell)}",
             f"  rate:     {rate.matched}/{rate.attempts} matched, 95% interval "
