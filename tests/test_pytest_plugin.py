@@ -7,6 +7,7 @@ SIGSEGV included); outcomes are read back from its JUnit XML.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -261,23 +262,37 @@ def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path
     assert "could not run" in broken.output and "Traceback" not in broken.output
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_every_example_gives_the_verdict_reprospec_run_gives(cli, tmp_path, workers):
-    """`pytest --reprospec specs/` (also with -n 2) against `reprospec run` on each example."""
+@pytest.fixture(scope="module")
+def run_verdicts(tmp_path_factory):
+    """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to."""
     pytest.importorskip("torch")
-    if workers != "0" and not HAVE_XDIST:
-        pytest.skip("skipped: pytest-xdist is not installed")
+    out = tmp_path_factory.mktemp("examples")
     expected = {}
     for name in EXAMPLES:
-        result = cli("run", str(SPECS / name), "-j", "2", timeout=600)
-        for cell in result.results()["cells"]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reprospec", "run", str(SPECS / name), "-j", "2",
+             "--out", str(out / name), "--format", "json"],
+            capture_output=True, text=True, timeout=600, cwd=ROOT,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        assert proc.returncode in (0, 1, 3), proc.stderr
+        for cell in json.loads(proc.stdout)["cells"]:
             reasons = [a.get("infra_error") or "" for a in cell["attempts"]]
             outcome = {"reproduced": "passed", "not-reproduced": "failed"}.get(cell["verdict"])
             if outcome is None:
-                outcome = "skipped" if all(r.startswith("skipped: needs") for r in reasons) \
-                    else "error"
+                skipped = reasons and all(r.startswith("skipped: needs") for r in reasons)
+                outcome = "skipped" if skipped else "error"
             expected[f"specs.{name}::{cell['id']}"] = outcome
+    return expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_every_example_gives_the_verdict_reprospec_run_gives(run_verdicts, tmp_path, workers):
+    """`pytest --reprospec specs/` (also with -n 2) against `reprospec run` on each example."""
+    if workers != "0" and not HAVE_XDIST:
+        pytest.skip("skipped: pytest-xdist is not installed")
     args = ["--reprospec", "specs/"] + (["-n", workers] if workers != "0" else [])
     run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
-    assert {node: case[0] for node, case in run.cases.items()} == expected, run.output[-3000:]
+    got = {node: case[0] for node, case in run.cases.items()}
+    assert got == run_verdicts, run.output[-3000:]
