@@ -184,8 +184,8 @@ def _hold_spec(tmp_path: Path, name: str) -> Path:
     )
 
 
-def _resume_and_check(cli, run_dir: Path, *extra: str) -> None:
-    resumed = cli("slurm", "resume", str(run_dir), *extra)
+def _resume_and_check(cli, run_dir: Path, *argv: str) -> None:
+    resumed = cli(*argv)
     assert resumed.code == 0, resumed.stderr
     assert "resubmitted shard(s) 1 of 2" in resumed.stdout
     # The attempt Slurm killed with its shard is not a crash of the spec: it runs again.
@@ -225,7 +225,7 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     shown = cli("slurm", "status", str(run_dir))
     assert shown.code == 3 and "reprospec slurm resume" in shown.stdout
     assert "died" in shown.stdout and "cancelled" in shown.stdout
-    _resume_and_check(cli, run_dir)
+    _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
 
 
 @needs_cluster
@@ -247,7 +247,7 @@ def test_a_shard_past_its_time_limit_is_reported_and_resumed(cli, tmp_path):
     data = json.loads(shown.stdout)
     assert data["missing"] == [1]
     assert data["shards"][0]["state"] == "died"
-    _resume_and_check(cli, run_dir, "--time", "5")
+    _resume_and_check(cli, run_dir, "slurm", "resume", str(run_dir), "--time", "5")
 
 
 GRES_SPEC = """\
@@ -312,3 +312,21 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path):
     status = run_status(load(run.run_dir), ask_queue=False)
     assert [s.state for s in status.shards] == ["not-submitted", "not-submitted"]
     assert status.missing == (1, 2) and status.merge.state == "not-submitted"
+
+
+def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path):
+    """Killed between making its run folder and its first store write: it cannot --resume."""
+    from reprospec.slurm import ShardArgs, SlurmOptions, new_run, set_aside_unresumable
+    from reprospec.store import Store
+
+    run = new_run(
+        SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
+        (2, 2), chdir=ROOT,
+    )
+    orphan = run.shard_dir(1) / "runs" / "20260101-000000-x-0000"
+    orphan.mkdir(parents=True)
+    Store(run.shard_dir(1)).close()  # the store exists, without that run
+    moved = set_aside_unresumable(run, 1)
+    assert moved is not None and moved.parent == run.run_dir / "stale"
+    assert (moved / "runs" / orphan.name).is_dir() and not run.shard_dir(1).exists()
+    assert set_aside_unresumable(run, 2) is None  # nothing there: nothing to move
