@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -188,8 +189,6 @@ def _resume_and_check(cli, run_dir: Path, *argv: str) -> None:
     resumed = cli(*argv)
     assert resumed.code == 0, resumed.stderr
     assert "resubmitted shard(s) 1 of 2" in resumed.stdout
-    # The attempt Slurm killed with its shard is not a crash of the spec: it runs again.
-    assert "part=hold attempt 1 ended when Slurm killed the shard" in resumed.stderr
     run = load(run_dir)
     assert run.submissions[-1].shards == (1,)
     status = wait_settled(run_dir)
@@ -199,6 +198,8 @@ def _resume_and_check(cli, run_dir: Path, *argv: str) -> None:
         "part=hold": "reproduced",
         "part=quick": "reproduced",
     }
+    # Slurm's SIGTERM reached the attempt too: whether the engine recorded that as the
+    # attempt's end or not, it is no crash of the spec, and the resumed shard ran it again.
     hold = {c["id"]: c for c in merged["cells"]}["part=hold"]
     assert [a["outcome"]["kind"] for a in hold["attempts"]] == ["pass"]
 
@@ -330,3 +331,54 @@ def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path):
     assert moved is not None and moved.parent == run.run_dir / "stale"
     assert (moved / "runs" / orphan.name).is_dir() and not run.shard_dir(1).exists()
     assert set_aside_unresumable(run, 2) is None  # nothing there: nothing to move
+
+
+def test_attempts_killed_with_their_shard_are_forgotten_older_crashes_kept(cli, tmp_path):
+    """An attempt that ended by SIGTERM when slurmstepd cancelled the task runs again."""
+    from datetime import datetime, timedelta
+
+    from reprospec.slurm import (
+        ShardArgs,
+        SlurmOptions,
+        Submission,
+        forget_killed_attempts,
+        new_run,
+        save,
+    )
+    from reprospec.store import Store
+
+    spec = _write_spec(tmp_path / "term.yaml", """\
+reprospec: 1
+name: killed-by-term
+command: kill -TERM $$
+run: {repeat: 2}
+expect: {outcome: crash, signal: SIGTERM}
+""")
+    run = new_run(spec, "killed-by-term", tmp_path, SlurmOptions(shards=1), ShardArgs(), (2,),
+                  chdir=ROOT)
+    ran = cli("run", str(spec), "--shard", "1/1", "--out", str(run.shard_dir(1)))
+    assert ran.code == 0, ran.stderr
+    (folder,) = (run.shard_dir(1) / "runs").iterdir()
+    with Store(run.shard_dir(1)) as store:
+        attempts = store.finished_attempts(folder.name)
+    assert [a.outcome.signal for a in attempts.values()] == ["SIGTERM", "SIGTERM"]
+    # Slurm cancelled the task right after attempt 2 ended, and 10 minutes after attempt 1.
+    second = datetime.fromisoformat(attempts[("default", 2)].finished).astimezone()
+    killed = second + timedelta(seconds=1)
+    run = replace(run, submissions=(Submission("41", "42", (1,), "now"),))
+    save(run)
+    run.shard_log(1, "41").parent.mkdir(parents=True, exist_ok=True)
+    run.shard_log(1, "41").write_text(
+        f"slurmstepd-vm: error: *** JOB 43 ON vm CANCELLED AT "
+        f"{killed.replace(tzinfo=None).isoformat(timespec='seconds')} DUE TO TIME LIMIT ***\n"
+    )
+    with Store(run.shard_dir(1)) as store:
+        store.forget_attempts(folder.name, [("default", 1)])
+        old = replace(
+            attempts[("default", 1)], finished=(second - timedelta(minutes=10)).isoformat()
+        )
+        store.record_attempt(folder.name, "default", old)
+    assert forget_killed_attempts(run, 1) == (("default", 2),)
+    with Store(run.shard_dir(1)) as store:
+        assert sorted(store.finished_attempts(folder.name)) == [("default", 1)]
+
