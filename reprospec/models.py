@@ -10,13 +10,13 @@ expectations, the renderer knows nothing of processes.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from reprospec.sections import Command, Environment, Job, JsonObject, Workload
 from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
@@ -43,6 +43,16 @@ class Spec:
     # The spec file a report was made from, when `path` is that report (report.md):
     # relative paths in the spec (workdir) keep meaning what they meant there.
     origin: Path | None = None
+    # The `--set PATH=VALUE` overrides applied to the file, in order.
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return str(self.document.get("title") or self.name)
+
+    @property
+    def description(self) -> str:
+        return str(self.document.get("description") or "")
 
     @property
     def base_dir(self) -> Path:
@@ -98,38 +108,50 @@ class Expectation:
 class AttemptPlan:
     """Exactly what one attempt runs: everything interpolated for this cell and attempt.
 
-    `argv` is the final argument vector (a string command becomes
-    `["/bin/sh", "-c", command]`; for a workload it is filled in by the runner,
-    which knows where the harness lives). `workload` is the resolved workload
-    section (None for command specs). `environment` is the resolved
-    `environment` section (device, gpus, shm_size, memory, image, ...).
+    `job` is the command (a string command is `("/bin/sh", "-c", command)`) or
+    the workload the harness runs; `environment` is the cell's resolved, typed
+    `environment` section.
     """
 
     spec_name: str
     cell: Cell
     attempt: int
-    argv: tuple[str, ...] | None
-    workload: Mapping[str, Any] | None
-    env: Mapping[str, str]
-    workdir: Path
+    job: Job
     timeout_s: float
     markers: tuple[Marker, ...]
-    environment: Mapping[str, Any]
+    environment: Environment
     expectation: Expectation
+
+    @property
+    def argv(self) -> tuple[str, ...] | None:
+        """The command's argument vector; None for a workload (the runner builds its argv)."""
+        return self.job.argv if isinstance(self.job, Command) else None
+
+    @property
+    def workload(self) -> JsonObject | None:
+        """The resolved workload section the harness reads; None for a command."""
+        return self.job.document if isinstance(self.job, Workload) else None
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The spec's environment variables for this cell (`environment.env`)."""
+        return self.environment.env
+
+    @property
+    def workdir(self) -> Path:
+        return self.environment.workdir
 
     @property
     def command_text(self) -> str:
         """What the attempt runs, for people: the command, or the harness for a workload."""
-        if self.argv is None:
-            return "python -m reprospec_harness  (built-in PyTorch workload)"
-        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
-            return self.argv[2]
-        return shlex.join(self.argv)
+        if isinstance(self.job, Command):
+            return self.job.text
+        return "python -m reprospec_harness  (built-in PyTorch workload)"
 
     @property
     def gpus(self) -> int:
         """How many GPU slots the attempt takes (`environment.gpus`)."""
-        return int(self.environment.get("gpus", 0) or 0)
+        return self.environment.gpus
 
 
 @dataclass(frozen=True)
@@ -181,6 +203,21 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class NotRun:
+    """An attempt that never ran what the spec asks (no interpreter, no GPU, no image): why.
+
+    It is no outcome of the workload, so it never counts as a miss: a cell
+    whose attempts are all NotRun is `infra-error`.
+    """
+
+    reason: str
+
+
+# What classifying an attempt gives: what happened, or why nothing could happen.
+Classified = Outcome | NotRun
+
+
+@dataclass(frozen=True)
 class Rate:
     """matched / attempts with a Wilson 95% interval."""
 
@@ -194,21 +231,58 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class AttemptVerdict:
+    """One attempt judged against its expectation: matched, or each way it did not."""
+
+    matched: bool
+    mismatches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cell judged from its attempts: the verdict, a one-line reason, the match rate."""
+
+    kind: VerdictKind
+    reason: str
+    rate: Rate
+
+
+@dataclass(frozen=True)
 class AttemptResult:
-    """One attempt as stored: the execution facts, the outcome, whether it matched."""
+    """One attempt as stored: the execution facts, the outcome, whether it matched.
+
+    `stack` (a hang's thread stacks) and `excerpt` (the relevant lines of a
+    failure's log) are taken from the attempt's files when it ends, so reports
+    are made from the result alone.
+    """
 
     attempt: int
     duration_s: float
-    outcome: Outcome | None
+    outcome: Outcome | NotRun
     matched: bool
     mismatches: tuple[str, ...]
     logs: str
     started: str = ""
     finished: str = ""
     gpu_slot: tuple[str, ...] = ()
-    infra_error: str | None = None
     warnings: tuple[str, ...] = ()
     stack: str | None = None
+    excerpt: str | None = None
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the attempt ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def infra_error(self) -> str | None:
+        """Why the attempt could not run; None when it ran."""
+        return self.outcome.reason if isinstance(self.outcome, NotRun) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
 
     @classmethod
     def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
@@ -217,18 +291,19 @@ class AttemptResult:
         return cls(
             attempt=attempt,
             duration_s=0.0,
-            outcome=None,
+            outcome=NotRun(reason),
             matched=False,
             mismatches=(),
             logs=logs,
             started=now,
             finished=now,
-            infra_error=reason,
         )
 
 
 @dataclass(frozen=True)
 class CellResult:
+    """One cell as stored: its expectation, its attempts and the verdict judged from them."""
+
     cell: Cell
     expected: Expectation
     verdict: VerdictKind
@@ -236,6 +311,23 @@ class CellResult:
     rate: Rate
     attempts: tuple[AttemptResult, ...]
     command: str = ""
+
+    @classmethod
+    def judged(
+        cls,
+        cell: Cell,
+        expected: Expectation,
+        verdict: Verdict,
+        attempts: tuple[AttemptResult, ...],
+        command: str = "",
+    ) -> CellResult:
+        """A cell from the judge's `Verdict` of its attempts."""
+        return cls(cell, expected, verdict.kind, verdict.reason, verdict.rate, attempts, command)
+
+    @property
+    def judgement(self) -> Verdict:
+        """The verdict as one object (kind, reason, rate)."""
+        return Verdict(self.verdict, self.reason, self.rate)
 
 
 @dataclass(frozen=True)

@@ -71,12 +71,14 @@ def execute(
     from reprospec.results import new_run_id
 
     spec = plan.spec
+    # The spec carries the overrides it was loaded with: those are the ones that ran.
+    options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
     runner.prepare(plan.attempts)
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
-    spec_text = spec_text_of(spec, options)
+    spec_text = spec_text_of(spec)
     started = _now()
     with Store(options.out) as store:
         if resume is None:
@@ -119,13 +121,13 @@ def execute(
             environment=environment,
             cells=judge_cells(plan, attempts_by_cell, interrupted=interrupted),
             command_line=options.command_line,
-            title=str(spec.document.get("title") or spec.name),
-            description=str(spec.document.get("description") or ""),
+            title=spec.title,
+            description=spec.description,
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
         )
-        folder.write(result)
+        write_outputs(folder, result)
         for cell in result.cells:
             store.finish_cell(run_id, cell)
         store.finish_run(
@@ -155,7 +157,7 @@ class EnvironmentCapture:
             self._warnings = (f"environment capture failed: {exc}",)
             return
         # What the spec says the incident needs vs what actually ran here.
-        mismatches = environment_mismatches(env, attempt.environment)
+        mismatches = environment_mismatches(env, attempt.environment.to_json())
         if mismatches:
             env["environment_mismatch"] = mismatches
         self._environment = env
@@ -168,16 +170,25 @@ class EnvironmentCapture:
         return self._environment, self._warnings
 
 
-def spec_text_of(spec: Spec, options: RunOptions) -> str:
+def write_outputs(folder: RunFolder, result: RunResult) -> None:
+    """results.json, spec.yaml and report.md into the run folder, each replaced atomically."""
+    from reprospec.report import render
+    from reprospec.results import write_atomic, write_run
+
+    write_run(folder.path, result)
+    write_atomic(folder.report_md, render(result, "md"))
+
+
+def spec_text_of(spec: Spec) -> str:
     """The spec that ran: its own text, or the overridden document when --set was used."""
-    if not options.overrides:
+    if not spec.overrides:
         return spec.source_text
     import yaml
 
     from reprospec.spec import plain
 
     header = "# resolved from {} with: {}\n".format(
-        spec.path.name, " ".join(f"--set {o}" for o in options.overrides)
+        spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
     )
     return header + yaml.safe_dump(plain(spec.document), sort_keys=False, allow_unicode=True)
 
@@ -186,4 +197,4 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of"]
+__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of", "write_outputs"]

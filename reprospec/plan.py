@@ -7,10 +7,8 @@ rate bounds) and `describe`, the JSON-able view `reprospec plan` prints.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from reprospec.errors import SpecError
@@ -24,7 +22,8 @@ from reprospec.models import (
     Spec,
 )
 from reprospec.options import RunOptions
-from reprospec.units import parse_duration, parse_rate, parse_step
+from reprospec.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
+from reprospec.units import parse_rate, parse_step
 from reprospec.yamlsource import JsonPath, Problem, locate
 
 
@@ -72,27 +71,23 @@ def plan_attempt(
     doc = spec.document
     context = context_for(spec, cell, attempt, base_env)
 
-    def section(key: str, default: Any) -> Any:
+    def section(key: str, default: object) -> Any:
         return resolve(spec, (key,), doc.get(key, default), context)
 
-    environment = section("environment", {})
-    run = section("run", {})
-    argv: tuple[str, ...] | None = None
-    workload = None
+    job: Job
     if "command" in doc:
         command = section("command", None)
         if isinstance(command, list):
-            argv = tuple(render(part) for part in command)
+            job = Command(tuple(render(part) for part in command))
         else:
-            argv = ("/bin/sh", "-c", render(command))
+            job = Command(("/bin/sh", "-c", render(command)))
     else:
-        workload = section("workload", {})
-    env = {str(k): render(v) for k, v in (environment.get("env") or {}).items()}
-    workdir = spec.base_dir / render(environment.get("workdir", "."))
+        job = Workload.from_section(section("workload", {}))
     try:
-        timeout_s = parse_duration(run.get("timeout", "10m"))
-    except ValueError as exc:
-        raise _located(spec, ("run", "timeout"), str(exc)) from None
+        environment = Environment.from_section(section("environment", {}), spec.base_dir)
+        policy = RunPolicy.from_section(section("run", {}))
+    except SectionError as exc:
+        raise _located(spec, exc.path, f"{exc} (in cell {cell.id})") from None
     markers = tuple(
         Marker(str(m["pattern"]), m.get("phase"), m.get("step")) for m in section("markers", [])
     )
@@ -100,15 +95,28 @@ def plan_attempt(
         spec_name=spec.name,
         cell=cell,
         attempt=attempt,
-        argv=argv,
-        workload=workload,
-        env=env,
-        workdir=Path(os.path.abspath(workdir)),
-        timeout_s=timeout_s,
+        job=job,
+        timeout_s=policy.timeout_s,
         markers=markers,
         environment=environment,
         expectation=expectation or expectation_for(spec, cell, base_env=base_env),
     )
+
+
+def run_policy(spec: Spec) -> RunPolicy:
+    """The spec's `run` section for the whole run (repeat, stop_on, parallel).
+
+    A timeout written as an expression may differ per cell: each AttemptPlan
+    carries its own; here it is left at the default.
+    """
+    section = dict(spec.document.get("run") or {})
+    timeout = section.get("timeout")
+    if isinstance(timeout, str) and "${{" in timeout:
+        section.pop("timeout")
+    try:
+        return RunPolicy.from_section(section)
+    except SectionError as exc:
+        raise _located(spec, exc.path, str(exc)) from None
 
 
 def matching_case(spec: Spec, cell: Cell) -> int | None:
@@ -177,18 +185,19 @@ def describe(plan: AttemptPlan) -> dict[str, Any]:
         "matrix": dict(plan.cell.matrix),
         "attempt": plan.attempt,
     }
-    if plan.argv is not None:
-        shell = plan.argv[:2] == ("/bin/sh", "-c") and len(plan.argv) == 3
-        out["command"] = plan.argv[2] if shell else shlex.join(plan.argv)
-        out["argv"] = list(plan.argv)
+    if isinstance(plan.job, Command):
+        out["command"] = plan.job.text
+        out["argv"] = list(plan.job.argv)
     else:
-        out["workload"] = plan.workload
+        out["workload"] = plan.job.document
     out["env"] = dict(plan.env)
     out["workdir"] = str(plan.workdir)
     out["timeout_s"] = plan.timeout_s
     if plan.markers:
         out["markers"] = [{k: v for k, v in vars(m).items() if v is not None} for m in plan.markers]
-    out["environment"] = {k: v for k, v in plan.environment.items() if k != "env"}
+    out["environment"] = {
+        k: v for k, v in plan.environment.to_json().items() if k not in ("env", "workdir")
+    }
     out["expect"] = plan.expectation.to_dict()
     return out
 
@@ -225,13 +234,13 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     from reprospec.matrix import expand, select
 
     cells = tuple(select(expand(spec), list(options.matrix_filters)))
-    run_section = spec.document.get("run", {}) or {}
-    repeat_value = options.repeat if options.repeat is not None else run_section.get("repeat", 1)
-    adaptive = repeat_value == "auto"
-    max_repeat = int(run_section.get("max_repeat", 30)) if adaptive else int(repeat_value)
+    policy = run_policy(spec)
+    if options.repeat is not None:
+        policy = replace(policy, repeat=options.repeat)
+    adaptive, max_repeat = policy.adaptive, policy.most_attempts
     # Adaptive repeats start with a handful of attempts and add more while the
     # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).
-    repeat = min(5, max_repeat) if adaptive else max_repeat
+    repeat = policy.first_attempts
     expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
     # Round-robin over cells so the repeats of a flaky cell interleave with the others.
     attempts = tuple(
@@ -245,7 +254,7 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
         # A shard reports only the cells it ran; `reprospec merge` puts them together.
         in_shard = {attempt.cell.id for attempt in attempts}
         cells = tuple(cell for cell in cells if cell.id in in_shard)
-    parallel = options.jobs or int(run_section.get("parallel", 1) or 1)
+    parallel = options.jobs or policy.parallel
     return RunPlan(
         spec=spec,
         cells=cells,
@@ -254,7 +263,7 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
         repeat=repeat,
         max_repeat=max_repeat,
         adaptive=adaptive,
-        stop_on=options.stop_on or str(run_section.get("stop_on", "never")),
+        stop_on=options.stop_on or policy.stop_on,
         parallel=max(1, parallel),
     )
 
@@ -262,6 +271,4 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
 def _with_options(attempt: AttemptPlan, options: RunOptions) -> AttemptPlan:
     if options.timeout_s is None:
         return attempt
-    from dataclasses import replace
-
     return replace(attempt, timeout_s=options.timeout_s)

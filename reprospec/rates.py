@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from reprospec.models import Rate, RateBound
+from reprospec.models import Rate
+from reprospec.units import RateBound
 
 
 def wilson(matched: int, n: int, z: float = 1.96) -> tuple[float, float]:

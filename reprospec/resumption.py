@@ -40,7 +40,7 @@ def load(
     if jobs is not None:
         options = options.with_changes(jobs=jobs)
     spec = load_spec(stored_path, options.overrides)
-    if spec_text_of(spec, options) != info["spec_text"]:
+    if spec_text_of(spec) != info["spec_text"]:
         raise UsageError(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"

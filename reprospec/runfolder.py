@@ -17,8 +17,6 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec.models import RunResult
-
 _FOLDER_CHARS = "=,._-+"
 
 
@@ -83,12 +81,3 @@ class RunFolder:
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
-
-    def write(self, result: RunResult) -> None:
-        """results.json, spec.yaml and report.md, each replaced atomically."""
-        from reprospec.report import render
-        from reprospec.results import write_atomic, write_run
-
-        write_run(self.path, result)
-        write_atomic(self.report_md, render(result, "md", run_dir=self.path))
-

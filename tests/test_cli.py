@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS
 
 
 def test_version_and_help(cli):

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
-
 from reprospec import dockerimage  # noqa: E402
+from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -83,7 +83,7 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert last.env == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert last.workdir == EXAMPLE.parent.resolve()
     assert last.timeout_s == 60.0
-    assert last.environment["shm_size"] == "64m"
+    assert last.environment.shm_size == 64 * 2**20
     assert [p.expectation.outcome for p in plans] == ["pass", "pass", "pass", "crash"]
     assert last.expectation.signal == "SIGSEGV"
     assert last.expectation.step == StepRange(6, 8)
@@ -154,6 +154,7 @@ def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:
         plan_attempt(spec, expand(spec)[0], 1)
     assert caught.value.problems == [
         f"{path}:7:12: run.timeout: expected a duration like 90s, 5m or 1h, got 'soon'"
+        " (in cell t=soon)"
     ]
 
 

@@ -46,7 +46,7 @@ def _needs(path: str) -> doctor.Needs:
     cells = [
         (plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1
     ]
-    needs = doctor.needs_of(cells, limits.parse_size)
+    needs = doctor.needs_of(cells)
     if needs.shm_size is not None:
         needs = replace(needs, shm_refused=limits.namespaces_permitted())
     return needs

@@ -12,6 +12,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.commands.run import print_outcome
     from reprospec.compare import merge
     from reprospec.judge import exit_code_for
+    from reprospec.pipeline import write_outputs
     from reprospec.results import load_run, new_run_id, run_dir_of
     from reprospec.runfolder import RunFolder
 
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         cells = RunFolder(run_dir_of(ref, out)).cells
         if cells.is_dir():
             shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
-    folder.write(merged)
+    write_outputs(folder, merged)
     print(f"merged {len(shards)} run(s) into {folder.path}", file=sys.stderr)
     print_outcome(merged, args.format, out)
     return exit_code_for(merged)

@@ -17,6 +17,7 @@ from reprospec.options import RunOptions, Shard
 def run(args: argparse.Namespace) -> int:
     from reprospec import pipeline, resumption
     from reprospec.judge import exit_code_for
+    from reprospec.plan import plan_run
     from reprospec.progress import Progress
     from reprospec.spec import load_spec
 
@@ -36,10 +37,12 @@ def run(args: argparse.Namespace) -> int:
         options = options_from_args(args, command_line=_command_line())
         # The spec is validated before anything is written: a bad spec creates no store.
         spec = load_spec(args.spec, options.overrides)
-    plan_total = len(pipeline.plan_run(spec, options).attempts)
+    plan = plan_run(spec, options)
+    if not plan.attempts:
+        raise UsageError("nothing to run: this shard holds no attempts")
     install_sigterm_as_interrupt()
-    with Progress(plan_total, stream=sys.stderr) as progress:
-        result = pipeline.run(spec, options, progress=progress.update, resume=resume)
+    with Progress(len(plan.attempts), stream=sys.stderr) as progress:
+        result = pipeline.execute(plan, options, progress=progress.update, resume=resume)
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
@@ -143,6 +146,6 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     )
     console.print(f"report: {folder.report_md}")
     if fmt:
-        sys.stdout.write(render(result, fmt, run_dir=folder.path))
+        sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
 
