@@ -382,7 +382,7 @@ class SpecItem(pytest.Item):
             raise NotReproduced(self._explain("not reproduced"))
 
     def _explain(self, headline: str) -> str:
-        from reprospec.report.markdown import actual_text, attempt_text, expectation_text
+        from reprospec.words import attempt_phrase, attempts_phrase, expectation_phrase
 
         cell = self.result
         assert cell is not None
@@ -391,12 +391,12 @@ class SpecItem(pytest.Item):
         where = f"{path}:{line + 1}" if line is not None else path
         lines = [
             f"{where}: {self.cell.id}: {headline}: {cell.reason}",
-            f"  expected: {expectation_text(cell.expected)}",
-            f"  actual:   {actual_text(cell)}",
+            f"  expected: {expectation_phrase(cell.expected)}",
+            f"  actual:   {attempts_phrase(cell.attempts)}",
             f"  rate:     {rate.matched}/{rate.attempts} matched, 95% interval "
             f"{rate.low:.2f}..{rate.high:.2f}",
         ]
-        lines += [f"  attempt {a.attempt}: {attempt_text(a)}" for a in cell.attempts[:10]]
+        lines += [f"  attempt {a.attempt}: {attempt_phrase(a)}" for a in cell.attempts[:10]]
         if len(cell.attempts) > 10:
             lines.append(f"  ... {len(cell.attempts) - 10} more attempt(s)")
         lines.append(f"  report:   {self.report_path}")
@@ -414,15 +414,15 @@ class SpecItem(pytest.Item):
 
 def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[str, object]]:
     """What `--junitxml` records for a cell: verdict, rate, interval, signature, report."""
-    from reprospec.report.markdown import expectation_text
+    from reprospec.words import expectation_phrase
 
     rate = cell.rate
     signatures = dict.fromkeys(
-        a.outcome.signature for a in cell.attempts if a.outcome is not None and a.outcome.signature
+        a.ran.signature for a in cell.attempts if a.ran is not None and a.ran.signature
     )
     return [
         ("verdict", cell.verdict),
-        ("expected", expectation_text(cell.expected)),
+        ("expected", expectation_phrase(cell.expected)),
         ("rate", f"{rate.matched}/{rate.attempts}"),
         ("interval", f"{rate.low:.3f}..{rate.high:.3f}"),
         ("signature", " ".join(signatures)),

@@ -949,8 +949,8 @@ def forget_killed_attempts(run: SlurmRun, shard: int) -> tuple[tuple[str, int], 
         doomed = tuple(
             key
             for key, attempt in store.finished_attempts(folder.name).items()
-            if attempt.outcome is not None
-            and attempt.outcome.signal in KILL_SIGNALS
+            if attempt.ran is not None
+            and attempt.ran.signal in KILL_SIGNALS
             and _ended_after(attempt.finished, killed.timestamp() - KILL_SLACK_S)
         )
         store.forget_attempts(folder.name, doomed)

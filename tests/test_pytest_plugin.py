@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.pytest_plugin import cell_lines, marker_name, worker_gpus
-from tests.conftest import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS
 
 EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 HAVE_XDIST = importlib.util.find_spec("xdist") is not None

@@ -15,22 +15,20 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from slurm_support import (  # noqa: E402
+from reprospec.slurm import (
+    cancel_time,
+    death_cause,
+    load,
+    run_status,
+)
+from tests.support.cli import ROOT, SPECS
+from tests.support.slurm import (
     needs_cluster,
     only_run,
     require_cluster,
     wait_for,
     wait_settled,
 )
-
-from reprospec.slurm import (  # noqa: E402
-    cancel_time,
-    death_cause,
-    load,
-    run_status,
-)
-from tests.conftest import ROOT, SPECS  # noqa: E402
 
 # Real slurmstepd lines, from the Slurm 22.05 test cluster's output files.
 TIME_LIMIT_LINE = (
@@ -361,7 +359,7 @@ expect: {outcome: crash, signal: SIGTERM}
     (folder,) = (run.shard_dir(1) / "runs").iterdir()
     with Store(run.shard_dir(1)) as store:
         attempts = store.finished_attempts(folder.name)
-    assert [a.outcome.signal for a in attempts.values()] == ["SIGTERM", "SIGTERM"]
+    assert [a.ran.signal for a in attempts.values() if a.ran] == ["SIGTERM", "SIGTERM"]
     # Slurm cancelled the task right after attempt 2 ended, and 10 minutes after attempt 1.
     second = datetime.fromisoformat(attempts[("default", 2)].finished).astimezone()
     killed = second + timedelta(seconds=1)
