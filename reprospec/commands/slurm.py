@@ -23,17 +23,22 @@ if TYPE_CHECKING:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of `reprospec slurm` (cli.py adds -m/--set, shared with `run`)."""
     p.add_argument(
-        "words",
-        nargs="+",
-        metavar="SPEC | status RUN | resume RUN",
-        help="a spec to submit, or `status RUN` / `resume RUN` of a submitted run",
+        "target",
+        metavar="SPEC|status|resume",
+        help="a spec to submit; or `status RUN`, `resume RUN` of a submitted run",
+    )
+    p.add_argument(
+        "run_ref",
+        nargs="?",
+        metavar="RUN",
+        help="with status or resume: the run folder under SHARED/slurm/, or its id",
     )
     p.add_argument("--shards", type=int, default=None, metavar="N", help="array tasks")
     p.add_argument("--gpus-per-shard", type=int, default=0, metavar="K", help="GRES gpu:K")
     p.add_argument(
         "--cpus-per-shard", type=int, default=None, metavar="C", help="default: -j, else Slurm's"
     )
-    p.add_argument("--partition", default=None, metavar="P")
+    p.add_argument("--partition", default=None, metavar="P", help="the Slurm partition")
     p.add_argument("--time", default=None, metavar="T", help="per task, Slurm's format")
     p.add_argument(
         "--sbatch-arg",
@@ -47,30 +52,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="resubmit the missing shards of RUN")
     p.add_argument("--json", action="store_true", help="status: as JSON")
     p.add_argument(
-        "--out", type=Path, default=Path(".reprospec"), metavar="SHARED",
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="SHARED",
         help="a folder every node sees (the run folder goes under SHARED/slurm/)",
     )
-    p.add_argument("--runner", choices=("local", "docker"), default="local")
-    p.add_argument("--python", default=None, metavar="PATH")
-    p.add_argument("--repeat", type=int, default=None, metavar="N")
-    p.add_argument("--timeout", default=None, metavar="DURATION")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N")
-    p.add_argument("--find-links", default=None, metavar="DIR")
+    p.add_argument(
+        "--runner",
+        choices=("local", "docker"),
+        default="local",
+        help="each shard's runner, as `run --runner`",
+    )
+    p.add_argument(
+        "--python", default=None, metavar="PATH", help="each shard's interpreter, as `run --python`"
+    )
+    p.add_argument(
+        "--repeat", type=int, default=None, metavar="N", help="attempts per cell, as `run --repeat`"
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="DURATION",
+        help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)",
+    )
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, metavar="N", help="attempts at once in a shard"
+    )
+    p.add_argument(
+        "--find-links", default=None, metavar="DIR", help="docker runner: a wheelhouse, as `run`"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    words: list[str] = list(args.words)
-    if words[0] in ("status", "resume") and len(words) == 2:
-        verb, ref = words
-        return _status(args, ref) if verb == "status" else _resume(args, ref)
-    if len(words) != 1:
+    target: str = args.target
+    ref: str | None = args.run_ref
+    if target in ("status", "resume") and ref is not None:
+        return _status(args, ref) if target == "status" else _resume(args, ref)
+    if ref is not None:
         raise UsageError(
-            "slurm takes one SPEC, or `status RUN`, or `resume RUN` "
-            f"(got {' '.join(words)!r})"
+            f"slurm takes one SPEC, or `status RUN`, or `resume RUN` (got {target} {ref})"
         )
     if args.resume:
-        return _resume(args, words[0])
-    return _submit(args, words[0])
+        return _resume(args, target)
+    return _submit(args, target)
 
 
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
