@@ -29,6 +29,7 @@ COMMANDS = (
     "history",
     "compare",
     "merge",
+    "slurm",
 )
 
 
@@ -269,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also print the merged report in this format to stdout",
     )
+
+    from reprospec.commands.slurm import add_arguments as add_slurm_arguments
+
+    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+    _add_selection_options(p)
+    add_slurm_arguments(p)
     return parser
 
 

@@ -281,7 +281,7 @@ def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
 class _Walk:
     """Walk the composed node graph: record locations, find duplicates and foreign tags."""
 
-    def __init__(self, loader: _SpecLoader, line_offset: int) -> None:
+    def __init__(self, loader: Any, line_offset: int) -> None:
         self.loader = loader
         self.offset = line_offset
         self.locations: dict[JsonPath, Location] = {}
