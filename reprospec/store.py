@@ -12,7 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -262,6 +262,21 @@ class Store:
                     attempt.excerpt,
                     attempt.native,
                 ),
+            )
+
+    def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
+        """Delete stored attempts so `--resume` runs them again; returns how many went.
+
+        For attempts whose end says nothing about the spec: killed together with their
+        engine (a Slurm time limit signals every process of the job at once).
+        """
+        with self._write() as db:
+            return sum(
+                db.execute(
+                    "DELETE FROM attempts WHERE run_id = ? AND cell_id = ? AND attempt = ?",
+                    (run_id, cell_id, number),
+                ).rowcount
+                for cell_id, number in keys
             )
 
     def finish_cell(self, run_id: str, cell: CellResult) -> None:

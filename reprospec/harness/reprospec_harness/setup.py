@@ -46,8 +46,12 @@ def build(
     dataset_section = data_section.get("dataset") or {"builtin": "synthetic"}
     loader_options = data_section.get("loader") or {}
     dataset = data.build_dataset(dataset_section, seed)
-    shape, classes = data.describe(dataset, dataset_section)
     model_section = workload.get("model") or {"builtin": "mlp"}
+    # Only a built-in model is sized for the data; an entrypoint model sizes itself.
+    # `describe` never reads an item in this process (docs/ARCHITECTURE.md).
+    shape, classes = (
+        ([], 0) if model_section.get("entrypoint") else data.describe(dataset, dataset_section)
+    )
     model: torch.nn.Module = models.build(model_section, shape, classes).to(device)
     if rank is not None:
         model = rank.wrap(model)
