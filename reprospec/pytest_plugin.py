@@ -380,6 +380,9 @@ class SpecItem(pytest.Item):
         assert self.result is not None
         if self.result.verdict == "not-reproduced":
             raise NotReproduced(self._explain("not reproduced"))
+        if self.result.verdict == "undecided":
+            # The rate's interval straddles the bound: nothing is shown yet, either way.
+            raise NotReproduced(self._explain("undecided (run more attempts)"))
 
     def _explain(self, headline: str) -> str:
         from reprospec.words import attempt_phrase, attempts_phrase, expectation_phrase

@@ -296,3 +296,15 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(run_verdicts, tmp_p
     run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
     got = {node: case[0] for node, case in run.cases.items()}
     assert got == run_verdicts, run.output[-3000:]
+
+
+def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path):
+    # 1 match in 2: the 95% interval 0.09-0.91 straddles >=0.5, nothing is shown either way.
+    write(tmp_path / "flaky.repro.yaml", "reprospec: 1\nname: flaky\n"
+          "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"
+          "run: {repeat: 2}\nexpect: {outcome: error, rate: '>=0.5'}\n")
+    run = run_pytest(tmp_path, "--reprospec")
+    assert run.code == 1, run.output
+    outcome, props, text = run.cases["flaky.repro.yaml::default"]
+    assert outcome == "failed" and props["verdict"] == "undecided"
+    assert "default: undecided (run more attempts): undecided (intermittent): 1/2" in text
