@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    install_sigterm_as_interrupt()
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
-        result = pipeline.execute(plan, options, progress=progress.update, resume=resume)
+        result = pipeline.execute(
+            plan, options, progress=progress.update, resume=resume, cancel=cancel
+        )
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
@@ -101,14 +104,18 @@ def _command_line() -> str:
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
-def install_sigterm_as_interrupt() -> None:
-    """SIGTERM (CI cancelling a job) stops a run like Ctrl-C: partial report, exit 130."""
+def install_stop_handlers(cancel: threading.Event) -> None:
+    """SIGTERM (CI cancelling a job, a Slurm time limit) and Ctrl-C stop a run: partial
+    report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
+    signal killed is known to have been stopped, not to have crashed."""
 
     def handler(signum: int, frame: object) -> None:
+        cancel.set()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 def write_github_summary(result: RunResult) -> None:
