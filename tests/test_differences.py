@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reprospec.differences import (
+from reprospec.isolation.differences import (
     MISSING,
     Difference,
     configuration,

@@ -15,12 +15,12 @@ from reprospec.isolation import (
     Probe,
     Settings,
     Tally,
-    chunk_size,
     clean_needed,
     clean_needed_at,
     clean_probability,
     isolate,
 )
+from reprospec.isolation.evidence import chunk_size
 
 Failure = Callable[[frozenset[int]], bool]
 
