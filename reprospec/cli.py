@@ -28,6 +28,7 @@ COMMANDS = (
     "history",
     "compare",
     "merge",
+    "isolate",
 )
 
 
@@ -262,6 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also print the merged report in this format to stdout",
     )
+
+    from reprospec.commands import isolate
+
+    isolate.add_parser(sub)
     return parser
 
 

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reprospec.expr import same
+
 MATRIX = "matrix."
 
 
@@ -182,5 +184,4 @@ def key(config: Mapping[str, Any]) -> str:
 def _same(a: Any, b: Any) -> bool:
     if a is MISSING or b is MISSING:
         return a is b
-    # As JSON: true and 1 are different spec values, though Python compares them equal.
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    return same(a, b)  # true and 1 are different spec values, 2 and 2.0 the same

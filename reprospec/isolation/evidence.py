@@ -22,6 +22,7 @@ Status = Literal[
     "base-reproduces",  # the passing configuration fails the same way
     "inconclusive",  # the observations contradict differences acting together
     "infra-error",  # a candidate could not be run
+    "interrupted",  # stopped (Ctrl-C) before the answer was checked
 ]
 ATTEMPT_KINDS: tuple[AttemptKind, ...] = ("match", "pass", "other", "infra")
 _CHECK_ROLES = ("minimal", "one-smaller")

@@ -155,6 +155,12 @@ class Isolation:
             self._started = True
         return ()
 
+    def interrupt(self) -> None:
+        """Stop here (Ctrl-C): the result says so and names the smallest set seen failing."""
+        if self.result is None:
+            self._outstanding.clear()
+            self._finish_smallest("interrupted", "interrupted before the answer was checked")
+
     def record(self, probe: Probe, kinds: Sequence[AttemptKind], infra_reason: str = "") -> None:
         """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots)."""
         self._outstanding.remove(probe)
@@ -413,13 +419,18 @@ class Isolation:
         )
 
     def _finish_budget(self) -> None:
+        self._finish_smallest(
+            "budget",
+            f"the budget of {self.settings.budget} attempts ran out before the answer was checked",
+        )
+
+    def _finish_smallest(self, status: Status, why: str) -> None:
         reproducing = [c for c, t in self.tallies.items() if t.matched]
         smallest = min(reproducing, key=lambda c: (len(c), sorted(c)), default=self.full)
         self._finish(
-            "budget",
+            status,
             tuple(sorted(smallest)),
-            f"the budget of {self.settings.budget} attempts ran out before the answer was "
-            f"checked; the smallest set seen failing is {_name(smallest)}",
+            f"{why}; the smallest set seen failing is {_name(smallest)}",
         )
 
     def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:
