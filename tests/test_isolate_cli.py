@@ -93,7 +93,8 @@ def test_a_flaky_pair(tmp_path: Path) -> None:
 
 
 def test_a_single_culprit(tmp_path: Path) -> None:
-    code, data, stderr = isolate(tmp_path, "--set", "environment.env.RULE=c")
+    # -j 2: the candidates of a round run at the same time.
+    code, data, stderr = isolate(tmp_path, "--set", "environment.env.RULE=c", "-j", "2")
     assert code == 0, stderr
     assert culprits(data) == [("matrix.c", True)]
     assert data["sentence"].startswith("crashes when c=true; without it, it passes (0/")
@@ -135,6 +136,22 @@ def test_a_failing_cell_that_does_not_fail_is_refused(tmp_path: Path) -> None:
     assert data["culprits"] == []
     assert "did not fail as expected in 20 attempts (0/20)" in data["sentence"]
     assert data["attempts"] == 20
+
+
+def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
+    # Without cases every cell is expected to crash: which one passes is seen, not read.
+    from reprospec import RunOptions
+    from reprospec.isolation.driver import IsolateOptions, isolate_spec
+
+    said: list[str] = []
+    options = IsolateOptions(
+        run=RunOptions(overrides=("~expect.cases",), out=tmp_path / "out", purpose="isolate")
+    )
+    found = isolate_spec(SPEC, options, progress=said.append)
+    assert said[0].startswith("running the matrix once (2 cell(s))")
+    assert found.passing.cell.matrix["setup"] == "minimal"
+    assert [d.name for d in found.culprits] == ["b", "e"]
+    assert found.result.status == "isolated" and not found.interrupted
 
 
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:

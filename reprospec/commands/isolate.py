@@ -63,19 +63,18 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
             "stored run, and running the same command again resumes."
         ),
     )
-    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("spec", metavar="SPEC", help="a spec file, or a report.md that embeds one")
     p.add_argument(
         "--failing",
         default=None,
         metavar="CELL",
-        help="the failing cell: its id or AXIS=VALUE,... (default: the first "
-        "cell expected to fail)",
+        help="the failing cell: its id or AXIS=VALUE,... (default: the first expected to fail)",
     )
     p.add_argument(
         "--passing",
         default=None,
         metavar="CELL",
-        help="the passing cell (default: the first cell expected to pass)",
+        help="the passing cell: its id or AXIS=VALUE,... (default: the first expected to pass)",
     )
     p.add_argument(
         "--set",
@@ -83,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=[],
         dest="overrides",
         metavar="PATH=VALUE",
-        help="override a spec field on both sides",
+        help="override a spec field on both sides, value parsed as YAML",
     )
     p.add_argument(
         "--failing-set",
@@ -91,7 +90,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=[],
         dest="failing_sets",
         metavar="PATH=VALUE",
-        help="set a field on the failing side only",
+        help="set a field on the failing side only (~PATH unsets it): one more difference",
     )
     p.add_argument(
         "--passing-set",
@@ -99,21 +98,69 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=[],
         dest="passing_sets",
         metavar="PATH=VALUE",
-        help="set a field on the passing side only",
+        help="set a field on the passing side only (~PATH unsets it)",
     )
     p.add_argument(
-        "--budget", type=_positive, default=100, metavar="N", help="attempts in all (default 100)"
+        "--budget",
+        type=_positive,
+        default=100,
+        metavar="N",
+        help="attempts in all, infra errors included (default: 100)",
     )
-    p.add_argument("-j", "--jobs", type=_positive, default=None, metavar="N")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="attempts at once, shared by a round's candidates (default: run.parallel, else 1)",
+    )
     from reprospec.runners import RUNNERS
 
-    p.add_argument("--runner", choices=tuple(RUNNERS), default="local")
-    p.add_argument("--timeout", default=None, metavar="DURATION")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
-    p.add_argument("--python", default=None, metavar="PATH")
-    p.add_argument("--gpus", default=None, metavar="LIST")
-    p.add_argument("--find-links", type=Path, default=None, metavar="DIR")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--runner",
+        choices=tuple(RUNNERS),
+        default="local",
+        help="run attempts as local processes (default) or in fresh docker containers",
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="DURATION",
+        help="per-attempt timeout like 90s or 5m (overrides run.timeout)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="the results store, run folders and isolate folders (default: .reprospec)",
+    )
+    p.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="local runner's interpreter (default: this one)",
+    )
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="LIST",
+        help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)",
+    )
+    p.add_argument(
+        "--find-links",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="docker runner: a wheelhouse for images built offline",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): the answer and its evidence; json: the same as JSON",
+    )
 
 
 def _positive(text: str) -> int:

@@ -189,7 +189,9 @@ def _verdict(evidence: Evidence) -> str:
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
-        return f"passes (0/{evidence.clean_evidence})" if evidence.clean_evidence else "passes"
+        if evidence.role == "one-smaller" and evidence.clean_evidence:
+            return f"passes (0/{evidence.clean_evidence} in its check)"
+        return "passes"
     return "undecided"
 
 
