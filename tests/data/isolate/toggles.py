@@ -37,7 +37,8 @@ given = dict(arg.split("=", 1) for arg in sys.argv[1:])
 time.sleep(float(os.environ.get("SLEEP") or 0))
 rule = [n for n in os.environ.get("RULE", "").split(",") if n]
 rate = float(os.environ.get("RATE") or 1)
-draw = random.Random(next_number(os.environ["COUNTER"])).random() if os.environ.get("COUNTER") else 0
+counter = os.environ.get("COUNTER")
+draw = random.Random(next_number(counter)).random() if counter else 0
 if rule and all(truthy(n, given) for n in rule) and draw < rate:
     ctypes.string_at(0)  # a real invalid read: SIGSEGV
 other = [n for n in os.environ.get("OTHER", "").split(",") if n]
