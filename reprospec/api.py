@@ -93,15 +93,14 @@ def resume(
     )
 
 
-def render(result: RunResult, fmt: str = "md", run_dir: Path | None = None) -> str:
-    """The report of a run: "md" (the bug report), "json" (results.json) or "junit".
+def render(result: RunResult, fmt: str = "md") -> str:
+    """The report of a run: "md" (the bug report), "json" (results.json), "junit" or "github".
 
-    `run_dir` (default: the run's own folder when it exists) lets the markdown
-    report quote log excerpts and stacks from the attempt folders.
+    Made from the result alone (its attempts carry their log excerpts and stacks).
     """
     from reprospec.report import render as render_report
 
-    return render_report(result, fmt, run_dir=run_dir)
+    return render_report(result, fmt)
 
 
 def load_result(run: str | Path, out: Path = Path(".reprospec")) -> RunResult:

@@ -1,19 +1,21 @@
-"""One attempt end to end: execute it with a runner, classify what happened, judge it.
+"""One attempt end to end: execute it with a runner, read its evidence once, classify, judge.
 
 `AttemptExecutor` is the `RunAttempt` function the scheduler is given for a
-real run; tests give the scheduler other functions.
+real run; tests give the scheduler other functions. The attempt's files are
+read here, once (`Evidence.read`); what the report needs later (a hang's
+stacks, a failure's log excerpt) goes into the `AttemptResult`, so nothing
+downstream opens them again.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 
 from reprospec.errors import InfraError
+from reprospec.evidence import Evidence
 from reprospec.judge import judge_attempt
-from reprospec.models import AttemptPlan, AttemptResult, Execution
-from reprospec.outcome import classify, infra_reason
+from reprospec.models import AttemptPlan, AttemptResult, Execution, Outcome
+from reprospec.outcome import classify
 from reprospec.runfolder import RunFolder
 from reprospec.runners.base import Runner
 
@@ -36,53 +38,28 @@ class AttemptExecutor:
             return AttemptResult.not_run(plan.attempt, str(exc), logs)
         if execution.interrupted:
             return None
-        infra = infra_reason(execution)
-        outcome = classify(execution) if infra is None else None
-        if outcome is None:
-            return _not_run(plan, logs, infra or "the runner reported no outcome", execution)
-        output_tail = _tail_text(execution.stderr_path) + _tail_text(execution.stdout_path)
-        matched, mismatches = judge_attempt(outcome, plan.expectation, output_tail=output_tail)
-        return AttemptResult(
-            attempt=plan.attempt,
-            duration_s=round(execution.duration_s, 3),
-            outcome=outcome,
-            matched=matched,
-            mismatches=tuple(mismatches),
-            logs=logs,
-            started=execution.started,
-            finished=execution.finished,
-            gpu_slot=execution.gpu_slot,
-            warnings=execution.warnings,
-            stack=_read_text(execution.stack_path),
-        )
+        return attempt_result(plan, execution, Evidence.read(execution), logs)
 
 
-def _not_run(plan: AttemptPlan, logs: str, reason: str, execution: Execution) -> AttemptResult:
+def attempt_result(
+    plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
+) -> AttemptResult:
+    """Classify and judge one finished execution from its evidence."""
+    outcome = classify(execution, evidence)
+    verdict = judge_attempt(outcome, plan.expectation, evidence)
+    failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
     return AttemptResult(
         attempt=plan.attempt,
         duration_s=round(execution.duration_s, 3),
-        outcome=None,
-        matched=False,
-        mismatches=(),
+        outcome=outcome,
+        matched=verdict.matched,
+        mismatches=verdict.mismatches,
         logs=logs,
         started=execution.started,
         finished=execution.finished,
         gpu_slot=execution.gpu_slot,
-        infra_error=reason,
         warnings=execution.warnings,
+        stack=evidence.stack if isinstance(outcome, Outcome) else None,
+        # Only a failure's log is quoted in a report; "" says there was nothing to quote.
+        excerpt=evidence.excerpt() if failed else None,
     )
-
-
-def _tail_text(path: Path | None, limit: int = 64 * 1024) -> str:
-    if path is None or not path.exists():
-        return ""
-    with path.open("rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - limit))
-        return fh.read().replace(b"\0", b"").decode("utf-8", errors="replace")
-
-
-def _read_text(path: Path | None) -> str | None:
-    if path is None or not path.exists():
-        return None
-    return path.read_text(encoding="utf-8", errors="replace")

@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from reprospec.envfacts import environment_diff
 from reprospec.errors import UsageError
-from reprospec.models import AttemptResult, CellResult, Expectation, Rate, RunResult
+from reprospec.models import AttemptResult, CellResult, Expectation, RunResult, Verdict
 
-JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], tuple[Any, str, Rate]]
-
-
-# Fields that change from one run to the next on the same machine: differences there are noise.
-VOLATILE_ENV_FIELDS = frozenset({"memory.available", "shm.free", "python.executable"})
-
-
-def flatten_environment(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys: a difference names its exact field (`packages.torch`)."""
-    if isinstance(value, Mapping) and value:
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(flatten_environment(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: value}
-
-
-def environment_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Environment fields that differ, as `{"key", "a", "b"}` (a missing side is None)."""
-    flat_a, flat_b = flatten_environment(a), flatten_environment(b)
-    keys = [k for k in dict.fromkeys([*flat_a, *flat_b]) if k not in VOLATILE_ENV_FIELDS]
-    return [
-        {"key": key, "a": flat_a.get(key), "b": flat_b.get(key)}
-        for key in keys
-        if flat_a.get(key) != flat_b.get(key)
-    ]
+JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
 
 def compare(run_a: RunResult, run_b: RunResult) -> dict[str, Any]:
@@ -78,8 +54,9 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
                 )
             by_number[attempt.attempt] = attempt
     attempts = tuple(by_number[n] for n in sorted(by_number))
-    verdict, reason, rate = judge_cell(first.expected, attempts)
-    return replace(first, verdict=verdict, reason=reason, rate=rate, attempts=attempts)
+    return CellResult.judged(
+        first.cell, first.expected, judge_cell(first.expected, attempts), attempts, first.command
+    )
 
 
 def merge(

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from reprospec.sections import Environment
+from reprospec.units import format_size
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
@@ -388,7 +389,7 @@ def check_shm(env: Mapping[str, Any], needs: Needs) -> Check:
         )
     if size is None:
         return Check("shm", "skipped", "/dev/shm size unknown")
-    human = _bytes(size)
+    human = format_size(size)
     where = (
         "the spec's shm_size"
         if needs.shm_size is not None and needs.shm_refused is None
@@ -421,7 +422,7 @@ def check_shm(env: Mapping[str, Any], needs: Needs) -> Check:
     need = in_flight * needs.batch_bytes
     detail = (
         f"{where} is {human}; {needs.num_workers} workers x prefetch {needs.prefetch_factor} "
-        f"batches of {_bytes(needs.batch_bytes)} need about {_bytes(need)}"
+        f"batches of {format_size(needs.batch_bytes)} need about {format_size(need)}"
     )
     if size < need:
         return Check(
@@ -429,11 +430,11 @@ def check_shm(env: Mapping[str, Any], needs: Needs) -> Check:
             "fail",
             detail + ": expect 'unable to allocate shared memory(shm)' "
             "(or SIGBUS in workers on older torch)",
-            f"give /dev/shm >= {_bytes(2 * need)}, or fewer workers",
+            f"give /dev/shm >= {format_size(2 * need)}, or fewer workers",
         )
     if size < 2 * need:
         return Check(
-            "shm", "warn", detail + ": little headroom", f"give /dev/shm >= {_bytes(2 * need)}"
+            "shm", "warn", detail + ": little headroom", f"give /dev/shm >= {format_size(2 * need)}"
         )
     return Check("shm", "pass", detail)
 
@@ -500,7 +501,7 @@ def check_memory(env: Mapping[str, Any], needs: Needs) -> Check:
         return Check(
             "memory",
             "fail",
-            f"memory {_bytes(needs.memory)} is below ~650 MB of address space: "
+            f"memory {format_size(needs.memory)} is below ~650 MB of address space: "
             "`import torch` itself fails under RLIMIT_AS",
             "give it >= 1g",
         )
@@ -508,10 +509,12 @@ def check_memory(env: Mapping[str, Any], needs: Needs) -> Check:
         return Check(
             "memory",
             "warn",
-            f"memory {_bytes(needs.memory)} exceeds this machine's {_bytes(total)}",
+            f"memory {format_size(needs.memory)} exceeds this machine's {format_size(total)}",
             "lower it, or expect the kernel's OOM killer rather than a clean allocation failure",
         )
-    return Check("memory", "pass", f"memory limit {_bytes(needs.memory)} (RLIMIT_AS, per process)")
+    return Check(
+        "memory", "pass", f"memory limit {format_size(needs.memory)} (RLIMIT_AS, per process)"
+    )
 
 
 def check_limits(needs: Needs) -> Check:
@@ -527,7 +530,7 @@ def check_limits(needs: Needs) -> Check:
     return Check(
         "limits",
         "pass",
-        f"a private {_bytes(needs.shm_size)} /dev/shm can be mounted for each attempt",
+        f"a private {format_size(needs.shm_size)} /dev/shm can be mounted for each attempt",
     )
 
 
@@ -586,7 +589,7 @@ def needs_of(cells: Iterable[tuple[Mapping[str, Any], Environment]]) -> Needs:
         if int(loader.get("num_workers") or 0) >= workers:
             workers = int(loader.get("num_workers") or 0)
             prefetch = int(loader.get("prefetch_factor") or 2)
-        size = batch_bytes(data)
+        size = batchformat_size(data)
         if size is not None:
             batch = max(batch or 0, size)
         if environment.shm_size is not None:
@@ -607,7 +610,7 @@ def needs_of(cells: Iterable[tuple[Mapping[str, Any], Environment]]) -> Needs:
     )
 
 
-def batch_bytes(data: Mapping[str, Any]) -> int | None:
+def batchformat_size(data: Mapping[str, Any]) -> int | None:
     """Bytes of one batch of the synthetic dataset (None for entry-point datasets)."""
     dataset = data.get("dataset") or {}
     if dataset.get("entrypoint") or "shape" not in dataset:
@@ -616,11 +619,3 @@ def batch_bytes(data: Mapping[str, Any]) -> int | None:
         str(dataset.get("dtype", "float32")), 4
     )
     return item * int((data.get("loader") or {}).get("batch_size") or 1)
-
-
-def _bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}".replace(".0 ", " ")
-        size /= 1024
-    return f"{size} B"

@@ -1,9 +1,11 @@
-"""Judge outcomes against an expectation: per attempt (matched?) and per cell (verdict, rate).
+"""Judge outcomes against an expectation: per attempt (`AttemptVerdict`) and per cell (`Verdict`).
 
 A cell without `expect.rate` is reproduced when every attempt matched. With a
 rate (`">=0.3"`) the verdict follows the observed fraction; when the Wilson 95%
 interval still contains the threshold the reason says the result is
-intermittent and undecided, so nobody mistakes 6/20 for proof.
+intermittent and undecided, so nobody mistakes 6/20 for proof. Attempts that
+did not run (`NotRun`) are no evidence either way: a cell of only those is
+`infra-error`. Reasons are worded with words.py, like every other view.
 """
 
 from __future__ import annotations
@@ -11,27 +13,39 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.evidence import Evidence
 from reprospec.models import (
     AttemptResult,
+    AttemptVerdict,
     CellResult,
     Expectation,
+    NotRun,
     Outcome,
     Rate,
     RunResult,
+    Verdict,
     VerdictKind,
 )
 from reprospec.plan import RunPlan
 from reprospec.rates import rate_decided, rate_of, rate_satisfied
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
+from reprospec.words import expectation_phrase, outcome_phrase, rate_phrase, shorten
 
 
 def judge_attempt(
-    outcome: Outcome, expectation: Expectation, output_tail: str = ""
-) -> tuple[bool, tuple[str, ...]]:
-    """Whether one attempt's outcome meets the expectation, and each way it does not."""
+    outcome: Outcome | NotRun, expectation: Expectation, evidence: Evidence | None = None
+) -> AttemptVerdict:
+    """Whether one attempt's outcome meets the expectation, and each way it does not.
+
+    `expect.message` is looked for in the exception message, then in the end of
+    the attempt's output (`evidence`). An attempt that did not run matches nothing.
+    """
+    if isinstance(outcome, NotRun):
+        return AttemptVerdict(False)
     misses: list[str] = []
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
@@ -51,7 +65,7 @@ def judge_attempt(
             f"expected exception {expectation.exception}, got {outcome.exception or 'none'}"
         )
     if expectation.message is not None:
-        miss = _message_miss(expectation.message, outcome.message, output_tail)
+        miss = _message_miss(expectation.message, outcome.message, evidence)
         if miss:
             misses.append(miss)
     if expectation.phase is not None and expectation.phase != outcome.phase:
@@ -59,7 +73,7 @@ def judge_attempt(
     if expectation.step is not None and outcome.step not in expectation.step:
         got_step = "none" if outcome.step is None else str(outcome.step)
         misses.append(f"expected step {expectation.step}, got {got_step}")
-    return not misses, tuple(misses)
+    return AttemptVerdict(not misses, tuple(misses))
 
 
 def exception_matches(expected: str, got: str | None) -> bool:
@@ -69,69 +83,39 @@ def exception_matches(expected: str, got: str | None) -> bool:
     return expected == got or got.endswith("." + expected) or expected.endswith("." + got)
 
 
-def judge_cell(
-    expectation: Expectation, attempts: Sequence[AttemptResult]
-) -> tuple[VerdictKind, str, Rate]:
+def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
     """A cell's verdict, a one-line human reason, and its rate of matching attempts."""
-    usable = [a for a in attempts if a.outcome is not None and a.infra_error is None]
-    broken = [a for a in attempts if a.outcome is None or a.infra_error is not None]
+    usable = [a for a in attempts if isinstance(a.outcome, Outcome)]
+    broken = [a.outcome for a in attempts if isinstance(a.outcome, NotRun)]
     rate = rate_of(sum(a.matched for a in usable), len(usable))
     if not usable:
         if broken:
-            reason = broken[0].infra_error or "the attempt produced no outcome"
-            return "infra-error", f"could not run: {reason}", rate
-        return "infra-error", "no attempt ran", rate
+            return Verdict("infra-error", f"could not run: {broken[0].reason}", rate)
+        return Verdict("infra-error", "no attempt ran", rate)
 
+    kind: VerdictKind
     if expectation.rate is None:
-        verdict: VerdictKind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
+        kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
         reason = _plain_reason(expectation, usable, rate)
     else:
-        verdict = "reproduced" if rate_satisfied(rate, expectation.rate) else "not-reproduced"
-        reason = _rate_reason(expectation, expectation.rate, usable, rate)
+        kind = "reproduced" if rate_satisfied(rate, expectation.rate) else "not-reproduced"
+        reason = _rate_reason(expectation, expectation.rate, rate)
     if broken:
         reason += f" ({len(broken)} more could not run)"
-    return verdict, reason, rate
-
-
-def describe_expectation(expectation: Expectation) -> str:
-    """`crash SIGSEGV in validation step 6..8`: what the spec asked for, in words."""
-    words: list[str] = [expectation.outcome]
-    if expectation.signal:
-        words.append(canonical_signal(expectation.signal) or expectation.signal)
-    if expectation.exception:
-        words.append(expectation.exception)
-    if expectation.exit_code is not None:
-        words.append(f"exit code {expectation.exit_code}")
-    if expectation.message:
-        words.append(f"matching {expectation.message!r}")
-    words += _where_words(expectation.phase, expectation.step, expectation)
-    return " ".join(words)
-
-
-def describe_outcome(outcome: Outcome, expectation: Expectation | None = None) -> str:
-    """`crash SIGSEGV in validation step 7`: an outcome in the terms of an expectation."""
-    words: list[str] = [outcome.kind]
-    if outcome.signal:
-        words.append(outcome.signal)
-    # A worker crash's RuntimeError is noise unless the expectation asks for an exception.
-    wants_exception = expectation is None or expectation.exception is not None
-    if outcome.exception and (outcome.kind == "error" or wants_exception):
-        words.append(outcome.exception)
-    elif outcome.kind == "error" and outcome.exit_code is not None:
-        words.append(f"exit code {outcome.exit_code}")
-    if expectation is not None and expectation.message and outcome.message:
-        words.append(repr(_shorten(outcome.message.splitlines()[0], 60)))
-    words += _where_words(outcome.phase, outcome.step, expectation)
-    return " ".join(words)
+    return Verdict(kind, reason, rate)
 
 
 def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: Rate) -> str:
     n = rate.attempts
     if rate.matched == n:
-        return f"{n}/{n} attempts {_as_expected(usable, expectation)} as expected"
+        same = _common_phrase([a.outcome for a in usable if isinstance(a.outcome, Outcome)])
+        return f"{n}/{n} attempts as expected" + (f": {same}" if same else "")
     misses = [a for a in usable if not a.matched]
     actual, count = _most_common(misses, expectation)
-    reason = f"expected {describe_expectation(expectation)}, got {actual} in {count}/{n} attempts"
+    reason = (
+        f"expected {expectation_phrase(expectation, rate=False)}, got {actual} "
+        f"in {count}/{n} attempts"
+    )
     if len(misses) == 1 and misses[0].mismatches and not _kind_differs(misses[0]):
         reason += f" ({misses[0].mismatches[0]})"
     if rate.matched:
@@ -139,14 +123,9 @@ def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: R
     return reason
 
 
-def _rate_reason(
-    expectation: Expectation, bound: RateBound, usable: list[AttemptResult], rate: Rate
-) -> str:
-    fraction = rate.matched / rate.attempts
-    observed = (
-        f"{rate.matched}/{rate.attempts} = {fraction:.2f}, 95% CI {rate.low:.2f}-{rate.high:.2f}"
-    )
-    what = describe_expectation(expectation)
+def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate) -> str:
+    observed = rate_phrase(rate, fraction=True)
+    what = expectation_phrase(expectation, rate=False)
     if not rate_decided(rate, bound):
         # "intermittent" only when it did happen sometimes and not always.
         label = "intermittent" if 0 < rate.matched < rate.attempts else "undecided"
@@ -156,30 +135,21 @@ def _rate_reason(
     return f"{observed} fails {bound} ({what})"
 
 
-def _as_expected(usable: list[AttemptResult], expectation: Expectation) -> str:
-    outcomes = [a.outcome for a in usable if a.outcome is not None]
-    signatures = {o.signature for o in outcomes}
-    if len(signatures) != 1:
-        return "matched"
-    first = outcomes[0]
-    verb = {"pass": "passed", "error": "failed", "crash": "crashed", "hang": "hung"}[first.kind]
-    words = [verb]
-    if first.kind == "crash" and first.signal:
-        words.append(f"with {first.signal}")
-        if first.where == "worker":
-            words.append("in a DataLoader worker")
-    elif first.kind == "error":
-        words.append(f"with {first.exception}" if first.exception else f"exit {first.exit_code}")
-    steps = {o.step for o in outcomes}
-    step = first.step if len(steps) == 1 else None
-    words += _where_words(first.phase, step, None)
-    return " ".join(words)
+def _common_phrase(outcomes: list[Outcome]) -> str:
+    """The phrase every outcome shares: in full, else without where; '' when they differ."""
+    for where in (True, False):
+        phrases = {outcome_phrase(o, where=where) for o in outcomes}
+        if len(phrases) == 1:
+            return phrases.pop()
+    return ""
 
 
 def _most_common(misses: list[AttemptResult], expectation: Expectation) -> tuple[str, int]:
-    counts = Counter(
-        describe_outcome(a.outcome, expectation) if a.outcome else "no outcome" for a in misses
-    )
+    # Against an expectation, say where only when it asks where, and the message
+    # only when it asks for one: otherwise misses at different steps split the count.
+    where = expectation.phase is not None or expectation.step is not None
+    message = expectation.message is not None
+    counts = Counter(outcome_phrase(a.outcome, where=where, message=message) for a in misses)
     return counts.most_common(1)[0]
 
 
@@ -188,32 +158,20 @@ def _kind_differs(attempt: AttemptResult) -> bool:
     return any(m.startswith("expected outcome ") for m in attempt.mismatches)
 
 
-def _where_words(phase: str | None, step: object, expectation: Expectation | None) -> list[str]:
-    # Against an expectation, show where only when the expectation cares where.
-    if expectation is not None and expectation.phase is None and expectation.step is None:
-        return []
-    words = []
-    if phase:
-        words.append(f"in {phase}")
-    if step is not None:
-        words.append(f"step {step}")
-    return words
-
-
 def _kind_matches(expected: str, got: str) -> bool:
     return got != "pass" if expected == "fail" else expected == got
 
 
-def _message_miss(pattern: str, message: str | None, output_tail: str) -> str | None:
+def _message_miss(pattern: str, message: str | None, evidence: Evidence | None) -> str | None:
     try:
         regex = re.compile(pattern)
     except re.error as error:
         return f"expected message matching {pattern!r}, but that is no valid regex ({error})"
     if message and regex.search(message):
         return None
-    if output_tail and regex.search(output_tail):
+    if evidence is not None and regex.search(evidence.output_tail()):
         return None
-    shown = repr(_shorten(message.splitlines()[0], 80)) if message else "no message"
+    shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
     return f"expected message matching {pattern!r}, got {shown}"
 
 
@@ -221,10 +179,6 @@ def _no_signal(outcome: Outcome) -> str:
     if outcome.kind == "error" and outcome.exit_code is not None:
         return f"none (exit code {outcome.exit_code})"
     return f"none ({outcome.kind})"
-
-
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def judge_cells(
@@ -240,24 +194,19 @@ def judge_cells(
     for cell in plan.cells:
         attempts = tuple(attempts_by_cell.get(cell.id, ()))
         expectation = plan.expectations[cell.id]
-        verdict, reason, rate = judge_cell(expectation, attempts)
+        verdict = judge_cell(expectation, attempts)
         if interrupted and not attempts:
-            reason = "not run: the run was interrupted first (--resume finishes it)"
+            verdict = replace(
+                verdict, reason="not run: the run was interrupted first (--resume finishes it)"
+            )
         elif interrupted and len(attempts) < planned_count[cell.id]:
-            reason += (
-                f" (interrupted after {len(attempts)} of {planned_count[cell.id]} attempts;"
-                " --resume finishes it)"
+            verdict = replace(
+                verdict,
+                reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
+                f"{planned_count[cell.id]} attempts; --resume finishes it)",
             )
         cells.append(
-            CellResult(
-                cell=cell,
-                expected=expectation,
-                verdict=verdict,
-                reason=reason,
-                rate=rate,
-                attempts=attempts,
-                command=commands.get(cell.id, ""),
-            )
+            CellResult.judged(cell, expectation, verdict, attempts, commands.get(cell.id, ""))
         )
     return tuple(cells)
 

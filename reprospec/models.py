@@ -203,6 +203,21 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class NotRun:
+    """An attempt that never ran what the spec asks (no interpreter, no GPU, no image): why.
+
+    It is no outcome of the workload, so it never counts as a miss: a cell
+    whose attempts are all NotRun is `infra-error`.
+    """
+
+    reason: str
+
+
+# What classifying an attempt gives: what happened, or why nothing could happen.
+Classified = Outcome | NotRun
+
+
+@dataclass(frozen=True)
 class Rate:
     """matched / attempts with a Wilson 95% interval."""
 
@@ -216,21 +231,58 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class AttemptVerdict:
+    """One attempt judged against its expectation: matched, or each way it did not."""
+
+    matched: bool
+    mismatches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cell judged from its attempts: the verdict, a one-line reason, the match rate."""
+
+    kind: VerdictKind
+    reason: str
+    rate: Rate
+
+
+@dataclass(frozen=True)
 class AttemptResult:
-    """One attempt as stored: the execution facts, the outcome, whether it matched."""
+    """One attempt as stored: the execution facts, the outcome, whether it matched.
+
+    `stack` (a hang's thread stacks) and `excerpt` (the relevant lines of a
+    failure's log) are taken from the attempt's files when it ends, so reports
+    are made from the result alone.
+    """
 
     attempt: int
     duration_s: float
-    outcome: Outcome | None
+    outcome: Outcome | NotRun
     matched: bool
     mismatches: tuple[str, ...]
     logs: str
     started: str = ""
     finished: str = ""
     gpu_slot: tuple[str, ...] = ()
-    infra_error: str | None = None
     warnings: tuple[str, ...] = ()
     stack: str | None = None
+    excerpt: str | None = None
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the attempt ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def infra_error(self) -> str | None:
+        """Why the attempt could not run; None when it ran."""
+        return self.outcome.reason if isinstance(self.outcome, NotRun) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
 
     @classmethod
     def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
@@ -239,18 +291,19 @@ class AttemptResult:
         return cls(
             attempt=attempt,
             duration_s=0.0,
-            outcome=None,
+            outcome=NotRun(reason),
             matched=False,
             mismatches=(),
             logs=logs,
             started=now,
             finished=now,
-            infra_error=reason,
         )
 
 
 @dataclass(frozen=True)
 class CellResult:
+    """One cell as stored: its expectation, its attempts and the verdict judged from them."""
+
     cell: Cell
     expected: Expectation
     verdict: VerdictKind
@@ -258,6 +311,23 @@ class CellResult:
     rate: Rate
     attempts: tuple[AttemptResult, ...]
     command: str = ""
+
+    @classmethod
+    def judged(
+        cls,
+        cell: Cell,
+        expected: Expectation,
+        verdict: Verdict,
+        attempts: tuple[AttemptResult, ...],
+        command: str = "",
+    ) -> CellResult:
+        """A cell from the judge's `Verdict` of its attempts."""
+        return cls(cell, expected, verdict.kind, verdict.reason, verdict.rate, attempts, command)
+
+    @property
+    def judgement(self) -> Verdict:
+        """The verdict as one object (kind, reason, rate)."""
+        return Verdict(self.verdict, self.reason, self.rate)
 
 
 @dataclass(frozen=True)

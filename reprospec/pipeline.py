@@ -176,7 +176,7 @@ def write_outputs(folder: RunFolder, result: RunResult) -> None:
     from reprospec.results import write_atomic, write_run
 
     write_run(folder.path, result)
-    write_atomic(folder.report_md, render(result, "md", run_dir=folder.path))
+    write_atomic(folder.report_md, render(result, "md"))
 
 
 def spec_text_of(spec: Spec) -> str:

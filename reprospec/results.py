@@ -18,6 +18,7 @@ from reprospec.models import (
     Cell,
     CellResult,
     Expectation,
+    NotRun,
     Outcome,
     Rate,
     RunResult,
@@ -56,11 +57,11 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
 
 
 def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
-    """One entry of a cell's `attempts`; an infra-error attempt has `outcome: null`."""
+    """One entry of a cell's `attempts`; an attempt that did not run has `outcome: null`."""
     out: dict[str, Any] = {
         "attempt": a.attempt,
         "duration_s": a.duration_s,
-        "outcome": outcome_to_dict(a.outcome) if a.outcome is not None else None,
+        "outcome": outcome_to_dict(a.outcome) if isinstance(a.outcome, Outcome) else None,
         "logs": a.logs,
         "matched": a.matched,
         "mismatches": list(a.mismatches),
@@ -72,6 +73,8 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
     }
     if a.stack is not None:
         out["stack"] = a.stack
+    if a.excerpt is not None:
+        out["excerpt"] = a.excerpt
     return out
 
 
@@ -81,16 +84,18 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
     return AttemptResult(
         attempt=int(d["attempt"]),
         duration_s=float(d.get("duration_s") or 0.0),
-        outcome=outcome_from_dict(outcome) if outcome else None,
+        outcome=(
+            outcome_from_dict(outcome) if outcome else NotRun(d.get("infra_error") or "not run")
+        ),
         matched=bool(d.get("matched", False)),
         mismatches=tuple(d.get("mismatches") or ()),
         logs=d.get("logs") or "",
         started=d.get("started") or "",
         finished=d.get("finished") or "",
         gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
-        infra_error=d.get("infra_error"),
         warnings=tuple(d.get("warnings") or ()),
         stack=d.get("stack"),
+        excerpt=d.get("excerpt"),
     )
 
 
@@ -251,4 +256,27 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
     spec_file = path.parent / "spec.yaml"
     if not run.spec_text and spec_file.is_file():
         run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))
-    return run
+    return with_excerpts(run, path.parent)
+
+
+def with_excerpts(run: RunResult, run_dir: Path) -> RunResult:
+    """Results written before attempts kept their log excerpt: take it from the logs, once.
+
+    A failed attempt without an `excerpt` gets one from its files in `run_dir`;
+    newer results already hold theirs and are returned unchanged.
+    """
+    if all(a.excerpt is not None or not a.failed for c in run.cells for a in c.attempts):
+        return run
+    from reprospec.evidence import Evidence, read_log
+
+    def fill(attempt: AttemptResult) -> AttemptResult:
+        if attempt.excerpt is not None or not attempt.failed or not attempt.logs:
+            return attempt
+        folder = run_dir / attempt.logs
+        evidence = Evidence(
+            stdout=read_log(folder / "stdout.log"), stderr=read_log(folder / "stderr.log")
+        )
+        return replace(attempt, excerpt=evidence.excerpt())
+
+    cells = tuple(replace(c, attempts=tuple(fill(a) for a in c.attempts)) for c in run.cells)
+    return replace(run, cells=cells)

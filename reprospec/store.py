@@ -1,4 +1,9 @@
-"""The results store: `.reprospec/results.db` (SQLite, WAL), written as each attempt ends."""
+"""The results store: `.reprospec/results.db` (SQLite, WAL), written as each attempt ends.
+
+Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
+(a failure's log excerpt, so a resumed run's report needs no log files). An
+older store is migrated in place when opened; a newer one is refused.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from reprospec.compare import flatten_environment
+from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError
-from reprospec.models import AttemptResult, CellResult
+from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, outcome_to_dict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -89,9 +94,30 @@ CREATE TABLE attempts (
     logs TEXT NOT NULL,
     warnings TEXT NOT NULL,
     stack TEXT,
+    excerpt TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
+# Each step takes the schema from version N (the key) to N + 1.
+_MIGRATIONS = {1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",)}
+_ATTEMPT_COLUMNS = (
+    "run_id",
+    "cell_id",
+    "attempt",
+    "shard",
+    "started",
+    "finished",
+    "duration_s",
+    "outcome",
+    "matched",
+    "mismatches",
+    "gpu_slot",
+    "infra_error",
+    "logs",
+    "warnings",
+    "stack",
+    "excerpt",
+)
 
 
 def _json(value: Any) -> str:
@@ -146,7 +172,11 @@ class Store:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            else:
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in _MIGRATIONS[step]:
+                        self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.commit()
         except BaseException:
             self._db.rollback()
@@ -202,9 +232,11 @@ class Store:
         self, run_id: str, cell_id: str, attempt: AttemptResult, *, shard: str | None = None
     ) -> None:
         """Store one finished attempt, committed at once (a killed engine keeps it)."""
+        outcome = attempt.outcome
         with self._write() as db:
             db.execute(
-                f"INSERT OR REPLACE INTO attempts VALUES ({', '.join('?' * 15)})",
+                f"INSERT OR REPLACE INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})",
                 (
                     run_id,
                     cell_id,
@@ -213,7 +245,7 @@ class Store:
                     attempt.started,
                     attempt.finished,
                     attempt.duration_s,
-                    _json(outcome_to_dict(attempt.outcome)) if attempt.outcome else None,
+                    _json(outcome_to_dict(outcome)) if isinstance(outcome, Outcome) else None,
                     int(attempt.matched),
                     _json(list(attempt.mismatches)),
                     _json(list(attempt.gpu_slot)),
@@ -221,6 +253,7 @@ class Store:
                     attempt.logs,
                     _json(list(attempt.warnings)),
                     attempt.stack,
+                    attempt.excerpt,
                 ),
             )
 
@@ -328,5 +361,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "infra_error": row["infra_error"],
             "warnings": json.loads(row["warnings"]),
             "stack": row["stack"],
+            "excerpt": row["excerpt"],
         }
     )

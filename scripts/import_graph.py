@@ -26,6 +26,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
+        # The vocabulary: the judge words its reasons as every renderer words results.
+        "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
@@ -47,7 +49,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.results", "reprospec.store", "reprospec.runfolder", "reprospec.compare",
     )),
     ("render", (
-        "reprospec.report", "reprospec.progress", "reprospec.words", "reprospec.doctor",
+        "reprospec.report", "reprospec.progress", "reprospec.doctor",
     )),
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",

@@ -184,7 +184,7 @@ def test_shm_against_workers_and_batches() -> None:
     shm = by_name(docker_default, needs)["shm"]
     assert (
         shm.status == "fail"
-        and "2 workers x prefetch 2 batches of 24 MiB need about 96 MiB" in shm.why
+        and "2 workers x prefetch 2 batches of 24.0 MiB need about 96.0 MiB" in shm.why
     )
     assert by_name(machine(), needs)["shm"].status == "pass"
     assert (

@@ -20,8 +20,8 @@ import pytest
 
 from reprospec import limits
 from reprospec.harness import HARNESS_ROOT
-from reprospec.models import Execution
-from reprospec.outcome import classify, infra_reason
+from reprospec.models import Execution, NotRun, Outcome
+from reprospec.outcome import classify
 from reprospec.sections import Environment, Workload
 
 pytest.importorskip("torch")
@@ -269,7 +269,7 @@ def test_a_typo_in_a_builtin_is_an_infra_error_not_the_expected_error(tmp_path: 
     assert reason == "workload.model.params: mlp() got an unexpected keyword argument 'bogus_param'"
     assert "Traceback" not in done.stderr
     execution = _execution(tmp_path, done.returncode, timed_out=False)
-    assert infra_reason(execution) == reason  # the engine's cell verdict: infra-error
+    assert classify(execution) == NotRun(reason)  # the engine's cell verdict: infra-error
 
 
 def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Execution:
@@ -392,7 +392,7 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
         3,
     )
     outcome = classify(_execution(tmp_path, None, timed_out=True))
-    assert outcome is not None and (outcome.kind, outcome.where) == ("hang", "worker")
+    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.where) == ("hang", "worker")
     assert (outcome.phase, outcome.step) == ("train", 3)
     assert f"DataLoader worker {busy['worker']} (pid {fault['pid']}) stuck fetching item 9" in (
         outcome.detail or ""

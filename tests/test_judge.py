@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from reprospec.judge import describe_expectation, exception_matches, judge_attempt, judge_cell
-from reprospec.models import AttemptResult, Expectation, Outcome, RateBound, StepRange
+from reprospec.evidence import Evidence
+from reprospec.judge import exception_matches, judge_attempt, judge_cell
+from reprospec.models import (
+    AttemptResult,
+    AttemptVerdict,
+    Expectation,
+    NotRun,
+    Outcome,
+)
 from reprospec.rates import rate_decided, rate_of, rate_satisfied, wilson
+from reprospec.units import RateBound, StepRange
+from reprospec.words import expectation_phrase
 
 SEGV_WORKER = Outcome(
     kind="crash",
@@ -34,17 +43,9 @@ HUNG = Outcome(kind="hang", phase="import", signature="hang:import")
 def attempt(outcome: Outcome | None, expectation: Expectation, number: int = 1) -> AttemptResult:
     """An AttemptResult judged the way the engine does it."""
     if outcome is None:
-        return AttemptResult(
-            attempt=number,
-            duration_s=0.0,
-            outcome=None,
-            matched=False,
-            mismatches=(),
-            logs="",
-            infra_error="docker engine not available",
-        )
-    matched, mismatches = judge_attempt(outcome, expectation)
-    return AttemptResult(number, 1.0, outcome, matched, mismatches, logs="")
+        return AttemptResult.not_run(number, "docker engine not available")
+    verdict = judge_attempt(outcome, expectation)
+    return AttemptResult(number, 1.0, outcome, verdict.matched, verdict.mismatches, logs="")
 
 
 # --- judge_attempt: one field at a time -----------------------------------------------------
@@ -66,19 +67,24 @@ def attempt(outcome: Outcome | None, expectation: Expectation, number: int = 1) 
 )
 def test_outcome_kind(expected: str, outcome: Outcome, matched: bool) -> None:
     result = judge_attempt(outcome, Expectation(outcome=expected))  # type: ignore[arg-type]
-    assert result[0] is matched
+    assert result.matched is matched
     if not matched:
-        assert result[1] == (f"expected outcome {expected}, got {outcome.kind}",)
+        assert result.mismatches == (f"expected outcome {expected}, got {outcome.kind}",)
+
+
+def test_an_attempt_that_did_not_run_matches_nothing() -> None:
+    assert judge_attempt(NotRun("no GPU"), Expectation("fail")) == AttemptVerdict(False, ())
 
 
 def test_signal() -> None:
-    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGSEGV")) == (True, ())
-    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="segv"))[0]
-    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGBUS")) == (
+    segv = Expectation("crash", signal="SIGSEGV")
+    assert judge_attempt(SEGV_WORKER, segv) == AttemptVerdict(True)
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="segv")).matched
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGBUS")) == AttemptVerdict(
         False,
         ("expected signal SIGBUS, got SIGSEGV",),
     )
-    assert judge_attempt(CUDA_ERROR, Expectation("fail", signal="SIGSEGV")) == (
+    assert judge_attempt(CUDA_ERROR, Expectation("fail", signal="SIGSEGV")) == AttemptVerdict(
         False,
         ("expected signal SIGSEGV, got none (exit code 1)",),
     )
@@ -86,20 +92,22 @@ def test_signal() -> None:
 
 def test_exit_code() -> None:
     exited = Outcome(kind="error", exit_code=3, signature="error:exit-3")
-    assert judge_attempt(exited, Expectation("error", exit_code=3)) == (True, ())
-    assert judge_attempt(exited, Expectation("error", exit_code=2)) == (
+    assert judge_attempt(exited, Expectation("error", exit_code=3)) == AttemptVerdict(True)
+    assert judge_attempt(exited, Expectation("error", exit_code=2)) == AttemptVerdict(
         False,
         ("expected exit code 2, got 3",),
     )
-    assert judge_attempt(SEGV_WORKER, Expectation("crash", exit_code=1))[1] == (
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", exit_code=1)).mismatches == (
         "expected exit code 1, got none",
     )
 
 
 def test_exception_exact_or_last_dotted_component() -> None:
-    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="AcceleratorError"))[0]
-    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="torch.AcceleratorError"))[0]
-    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="RuntimeError")) == (
+    assert judge_attempt(CUDA_ERROR, Expectation("error", exception="AcceleratorError")).matched
+    dotted = Expectation("error", exception="torch.AcceleratorError")
+    assert judge_attempt(CUDA_ERROR, dotted).matched
+    other = Expectation("error", exception="RuntimeError")
+    assert judge_attempt(CUDA_ERROR, other) == AttemptVerdict(
         False,
         ("expected exception RuntimeError, got torch.AcceleratorError",),
     )
@@ -110,39 +118,41 @@ def test_exception_exact_or_last_dotted_component() -> None:
 
 
 def test_message_in_exception_then_output_tail() -> None:
-    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"illegal memory"))[0]
-    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"^more text"))[0] is False
-    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"(?m)^more text"))[0]
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"illegal memory")).matched
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"^more text")).matched is False
+    assert judge_attempt(CUDA_ERROR, Expectation("error", message=r"(?m)^more text")).matched
     # Not in the exception message, but printed: the output tail counts.
     expectation = Expectation("error", message=r"Validation step \d+")
-    assert judge_attempt(CUDA_ERROR, expectation, output_tail="Validation step 7\n")[0]
-    matched, misses = judge_attempt(CUDA_ERROR, expectation, output_tail="nothing")
+    assert judge_attempt(CUDA_ERROR, expectation, Evidence(stdout="Validation step 7\n")).matched
+    verdict = judge_attempt(CUDA_ERROR, expectation, Evidence(stderr="nothing"))
+    matched, misses = verdict.matched, verdict.mismatches
     assert not matched
     assert misses == (
         "expected message matching 'Validation step \\\\d+', "
         "got 'CUDA error: an illegal memory access was encountered'",
     )
-    assert judge_attempt(PASSED, Expectation("pass", message="x"))[1] == (
+    assert judge_attempt(PASSED, Expectation("pass", message="x")).mismatches == (
         "expected message matching 'x', got no message",
     )
 
 
 def test_invalid_message_regex_is_a_mismatch_not_a_crash() -> None:
-    matched, misses = judge_attempt(CUDA_ERROR, Expectation("error", message="(unclosed"))
+    verdict = judge_attempt(CUDA_ERROR, Expectation("error", message="(unclosed"))
+    matched, misses = verdict.matched, verdict.mismatches
     assert not matched
     assert "no valid regex" in misses[0]
 
 
 def test_phase_and_step_range() -> None:
     expectation = Expectation("crash", phase="validation", step=StepRange(6, 8))
-    assert judge_attempt(SEGV_WORKER, expectation) == (True, ())
-    assert judge_attempt(SEGV_WORKER, Expectation("crash", step=StepRange(7, 7)))[0]
+    assert judge_attempt(SEGV_WORKER, expectation) == AttemptVerdict(True)
+    assert judge_attempt(SEGV_WORKER, Expectation("crash", step=StepRange(7, 7))).matched
     early = Outcome(kind="crash", signal="SIGSEGV", phase="train", step=3, signature="x")
-    assert judge_attempt(early, expectation) == (
+    assert judge_attempt(early, expectation) == AttemptVerdict(
         False,
         ("expected phase validation, got train", "expected step 6..8, got 3"),
     )
-    assert judge_attempt(HUNG, Expectation("hang", step=StepRange(1, 2)))[1] == (
+    assert judge_attempt(HUNG, Expectation("hang", step=StepRange(1, 2))).mismatches == (
         "expected step 1..2, got none",
     )
 
@@ -151,7 +161,8 @@ def test_every_miss_is_listed() -> None:
     expectation = Expectation(
         "crash", signal="SIGSEGV", exception="MemoryError", phase="validation"
     )
-    matched, misses = judge_attempt(PASSED, expectation)
+    verdict = judge_attempt(PASSED, expectation)
+    matched, misses = verdict.matched, verdict.mismatches
     assert not matched
     assert misses == (
         "expected outcome crash, got pass",
@@ -195,94 +206,109 @@ def test_rate_decided_and_satisfied() -> None:
 def test_cell_reproduced_every_attempt() -> None:
     expectation = Expectation("crash", signal="SIGSEGV", phase="validation")
     attempts = [attempt(SEGV_WORKER, expectation, n) for n in (1, 2, 3)]
-    verdict, reason, rate = judge_cell(expectation, attempts)
-    assert verdict == "reproduced"
+    verdict = judge_cell(expectation, attempts)
+    assert verdict.kind == "reproduced"
+    rate = verdict.rate
     assert (rate.matched, rate.attempts, round(rate.low, 2), rate.high) == (3, 3, 0.44, 1.0)
-    assert reason == (
-        "3/3 attempts crashed with SIGSEGV in a DataLoader worker in validation step 7 as expected"
-    )
+    assert verdict.reason == "3/3 attempts as expected: crash SIGSEGV (worker) @ validation:7"
 
 
 def test_cell_not_reproduced() -> None:
     expectation = Expectation("crash", signal="SIGSEGV")
-    verdict, reason, rate = judge_cell(
-        expectation, [attempt(PASSED, expectation, n) for n in (1, 2)]
-    )
-    assert verdict == "not-reproduced"
-    assert reason == "expected crash SIGSEGV, got pass in 2/2 attempts"
-    assert (rate.matched, rate.attempts) == (0, 2)
+    verdict = judge_cell(expectation, [attempt(PASSED, expectation, n) for n in (1, 2)])
+    assert verdict.kind == "not-reproduced"
+    # The expectation does not ask where, so where the passes ended is left out.
+    assert verdict.reason == "expected crash SIGSEGV, got pass in 2/2 attempts"
+    assert (verdict.rate.matched, verdict.rate.attempts) == (0, 2)
 
 
 def test_cell_one_miss_out_of_three_is_not_reproduced_without_a_rate() -> None:
     expectation = Expectation("crash", signal="SIGSEGV")
     attempts = [attempt(o, expectation, n) for n, o in enumerate([SEGV_WORKER, HUNG, SEGV_WORKER])]
-    verdict, reason, _ = judge_cell(expectation, attempts)
-    assert verdict == "not-reproduced"
-    assert reason == "expected crash SIGSEGV, got hang in 1/3 attempts; 2/3 matched"
+    verdict = judge_cell(expectation, attempts)
+    assert verdict.kind == "not-reproduced"
+    assert verdict.reason == "expected crash SIGSEGV, got hang in 1/3 attempts; 2/3 matched"
 
 
 def test_cell_miss_on_a_detail_says_which() -> None:
     expectation = Expectation("crash", signal="SIGSEGV", phase="validation", step=StepRange(1, 2))
-    verdict, reason, _ = judge_cell(expectation, [attempt(SEGV_WORKER, expectation)])
-    assert verdict == "not-reproduced"
-    assert reason == (
-        "expected crash SIGSEGV in validation step 1..2, got crash SIGSEGV in validation step 7"
+    verdict = judge_cell(expectation, [attempt(SEGV_WORKER, expectation)])
+    assert verdict.kind == "not-reproduced"
+    assert verdict.reason == (
+        "expected crash SIGSEGV @ validation:1..2, got crash SIGSEGV (worker) @ validation:7"
         " in 1/1 attempts (expected step 1..2, got 7)"
     )
 
 
 def test_cell_pass_expected() -> None:
     expectation = Expectation("pass")
-    verdict, reason, _ = judge_cell(expectation, [attempt(PASSED, expectation)])
-    assert (verdict, reason) == (
+    verdict = judge_cell(expectation, [attempt(PASSED, expectation)])
+    assert (verdict.kind, verdict.reason) == (
         "reproduced",
-        "1/1 attempts passed in validation step 9 as expected",
+        "1/1 attempts as expected: pass @ validation:9",
     )
 
 
 def test_cell_error_reason_names_the_exception() -> None:
     expectation = Expectation("error", exception="AcceleratorError")
-    verdict, reason, _ = judge_cell(expectation, [attempt(CUDA_ERROR, expectation)])
-    assert verdict == "reproduced"
-    assert reason == "1/1 attempts failed with torch.AcceleratorError in train step 2 as expected"
-    verdict, reason, _ = judge_cell(expectation, [attempt(PASSED, expectation)])
-    assert reason == "expected error AcceleratorError, got pass in 1/1 attempts"
+    verdict = judge_cell(expectation, [attempt(CUDA_ERROR, expectation)])
+    assert verdict.kind == "reproduced"
+    assert verdict.reason == (
+        "1/1 attempts as expected: error exit 1 torch.AcceleratorError @ train:2"
+    )
+    verdict = judge_cell(expectation, [attempt(PASSED, expectation)])
+    assert verdict.reason == "expected error AcceleratorError, got pass in 1/1 attempts"
+
+
+def test_cell_asking_for_a_message_names_the_one_it_got() -> None:
+    expectation = Expectation("error", message="out of memory")
+    verdict = judge_cell(expectation, [attempt(CUDA_ERROR, expectation)])
+    assert verdict.reason.startswith(
+        "expected error /out of memory/, got error exit 1 torch.AcceleratorError"
+        " 'CUDA error: an illegal memory access was encountered' in 1/1 attempts"
+    )
+
+
+def test_cell_attempts_that_agree_but_for_the_step_share_a_phrase() -> None:
+    expectation = Expectation("crash")
+    later = Outcome(**{**SEGV_WORKER.to_dict(), "step": 8})
+    attempts = [attempt(SEGV_WORKER, expectation), attempt(later, expectation)]
+    verdict = judge_cell(expectation, attempts)
+    assert verdict.reason == "2/2 attempts as expected: crash SIGSEGV (worker)"
 
 
 def test_cell_infra_error() -> None:
     expectation = Expectation("crash")
-    verdict, reason, rate = judge_cell(expectation, [attempt(None, expectation)])
-    assert verdict == "infra-error"
-    assert reason == "could not run: docker engine not available"
-    assert (rate.attempts, rate.low, rate.high) == (0, 0.0, 1.0)
-    assert judge_cell(expectation, [])[0] == "infra-error"
+    verdict = judge_cell(expectation, [attempt(None, expectation)])
+    assert verdict.kind == "infra-error"
+    assert verdict.reason == "could not run: docker engine not available"
+    assert (verdict.rate.attempts, verdict.rate.low, verdict.rate.high) == (0, 0.0, 1.0)
+    assert judge_cell(expectation, []).kind == "infra-error"
 
 
 def test_cell_with_some_infra_attempts_judges_the_rest() -> None:
     expectation = Expectation("crash")
     attempts = [attempt(SEGV_WORKER, expectation, 1), attempt(None, expectation, 2)]
-    verdict, reason, rate = judge_cell(expectation, attempts)
-    assert verdict == "reproduced"
-    assert (rate.matched, rate.attempts) == (1, 1)
-    assert reason.endswith("(1 more could not run)")
+    verdict = judge_cell(expectation, attempts)
+    assert verdict.kind == "reproduced"
+    assert (verdict.rate.matched, verdict.rate.attempts) == (1, 1)
+    assert verdict.reason.endswith("(1 more could not run)")
 
 
 def _rate_cell(matched: int, n: int, bound: str) -> tuple[str, str]:
     op, value = bound[:2], float(bound[2:])
     expectation = Expectation("crash", signal="SIGSEGV", rate=RateBound(op, value))  # type: ignore[arg-type]
     outcomes = [SEGV_WORKER] * matched + [PASSED] * (n - matched)
-    verdict, reason, rate = judge_cell(
-        expectation, [attempt(o, expectation, i) for i, o in enumerate(outcomes)]
-    )
-    assert (rate.matched, rate.attempts) == (matched, n)
-    return verdict, reason
+    verdict = judge_cell(expectation, [attempt(o, expectation, i) for i, o in enumerate(outcomes)])
+    assert (verdict.rate.matched, verdict.rate.attempts) == (matched, n)
+    return verdict.kind, verdict.reason
 
 
 def test_rate_straddling_threshold_is_flagged() -> None:
     verdict, reason = _rate_cell(6, 20, ">=0.3")
     assert verdict == "reproduced"  # the point estimate decides the verdict
     assert reason == (
-        "intermittent: 6/20 = 0.30, 95% CI 0.15-0.52 straddles >=0.3; run more attempts"
+        "intermittent: 6/20 = 0.30 (95% CI 0.15–0.52) straddles >=0.3; run more attempts"
         " (crash SIGSEGV)"
     )
 
@@ -290,10 +316,10 @@ def test_rate_straddling_threshold_is_flagged() -> None:
 def test_rate_clearly_met_and_clearly_missed() -> None:
     verdict, reason = _rate_cell(18, 20, ">=0.3")
     assert verdict == "reproduced"
-    assert reason == "18/20 = 0.90, 95% CI 0.70-0.97 meets >=0.3 (crash SIGSEGV)"
+    assert reason == "18/20 = 0.90 (95% CI 0.70–0.97) meets >=0.3 (crash SIGSEGV)"
     verdict, reason = _rate_cell(0, 20, ">=0.3")
     assert verdict == "not-reproduced"
-    assert reason == "0/20 = 0.00, 95% CI 0.00-0.16 fails >=0.3 (crash SIGSEGV)"
+    assert reason == "0/20 = 0.00 (95% CI 0.00–0.16) fails >=0.3 (crash SIGSEGV)"
 
 
 def test_rate_below_threshold_but_undecided() -> None:
@@ -302,7 +328,7 @@ def test_rate_below_threshold_but_undecided() -> None:
     assert reason.startswith("intermittent: 2/10 = 0.20")
 
 
-def test_describe_expectation() -> None:
+def test_expectation_phrase() -> None:
     expectation = Expectation(
         "error",
         exception="ValueError",
@@ -310,7 +336,10 @@ def test_describe_expectation() -> None:
         message="bad.*",
         phase="train",
         step=StepRange(2, 4),
+        rate=RateBound(">=", 0.3),
     )
-    assert describe_expectation(expectation) == (
-        "error ValueError exit code 1 matching 'bad.*' in train step 2..4"
+    assert expectation_phrase(expectation) == (
+        "error exit 1 ValueError /bad.*/ @ train:2..4 rate >=0.3"
     )
+    assert expectation_phrase(expectation, rate=False).endswith("@ train:2..4")
+    assert expectation_phrase(Expectation("crash", signal="segv")) == "crash SIGSEGV"

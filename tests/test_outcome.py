@@ -14,18 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.models import Execution
-from reprospec.outcome import (
-    classify,
-    fine_signature,
-    infra_reason,
-    iter_events,
-    normalize_message,
-    output_tail,
-    parse_exception,
-    read_log,
-    worker_death,
-)
+from reprospec.evidence import Evidence, iter_events, read_log
+from reprospec.models import Execution, NotRun, Outcome
+from reprospec.outcome import classify, fine_signature, normalize_message, worker_death
 from reprospec.signals import (
     canonical_signal,
     describe_signal,
@@ -34,6 +25,7 @@ from reprospec.signals import (
     signal_name,
     signal_number,
 )
+from reprospec.tracebacks import parse_exception
 
 DATA = Path(__file__).resolve().parent / "data"
 CHILDREN = DATA / "outcome_children"
@@ -106,14 +98,14 @@ def behave(tmp_path: Path, mode: str, timeout: float = 30.0) -> Execution:
 
 def test_pass(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "pass"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.signature) == ("pass", 0, "pass")
     assert (outcome.phase, outcome.step) == ("validation", 3)
 
 
 def test_exit_code(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "exit3"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 3, None)
     assert outcome.exception is None
     assert outcome.signature == "error:exit-3:validation"
@@ -121,7 +113,7 @@ def test_exit_code(tmp_path: Path) -> None:
 
 def test_uncaught_exception(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "raise"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code) == ("error", 1)
     assert outcome.exception == "Boom"
     assert outcome.message == "widget 7 exploded at 0xdeadbeef"
@@ -131,14 +123,14 @@ def test_uncaught_exception(tmp_path: Path) -> None:
 
 def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "chained"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert outcome.exception == "RuntimeError"
     assert outcome.message == "loss is NaN at step 3\nsecond line of the message"
 
 
 def test_system_exit_message(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "systemexit"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code) == ("error", 1)
     assert outcome.exception is None
     assert outcome.message == "fatal: no dataset found"
@@ -146,7 +138,7 @@ def test_system_exit_message(tmp_path: Path) -> None:
 
 def test_real_segfault(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "segv"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
     assert outcome.exit_code is None
     assert (outcome.phase, outcome.step) == ("validation", 3)
@@ -157,13 +149,13 @@ def test_real_segfault(tmp_path: Path) -> None:
 
 def test_real_abort(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "abort"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGABRT", "main")
 
 
 def test_traceback_then_segfault_is_a_crash_with_the_exception(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "traceback-segv"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGSEGV")
     assert outcome.exception == "RuntimeError"
     assert outcome.message == "CUDA error: an illegal memory access was encountered"
@@ -174,7 +166,7 @@ def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:
     execution = run_child(tmp_path, ["/bin/sh", "-c", command])
     assert execution.returncode == 139
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
     assert "139" in (outcome.detail or "")
 
@@ -182,13 +174,13 @@ def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:
 def test_shell_wrapper_134_is_sigabrt(tmp_path: Path) -> None:
     execution = run_child(tmp_path, ["/bin/sh", "-c", f"{sys.executable} {BEHAVE} abort; exit $?"])
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGABRT")
 
 
 def test_keyboard_interrupt_is_a_sigint_crash(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "keyboardinterrupt"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGINT")
     assert outcome.exception == "KeyboardInterrupt"
     assert outcome.message is None
@@ -196,7 +188,7 @@ def test_keyboard_interrupt_is_a_sigint_crash(tmp_path: Path) -> None:
 
 def test_sigkill(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "sigkill"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
 
 
@@ -204,7 +196,7 @@ def test_hang(tmp_path: Path) -> None:
     execution = behave(tmp_path, "hang", timeout=1.0)
     assert execution.timed_out
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.exit_code) == ("hang", None, None)
     assert (outcome.phase, outcome.step) == ("validation", 3)
     assert outcome.signature == "hang:validation"
@@ -212,7 +204,7 @@ def test_hang(tmp_path: Path) -> None:
 
 
 def test_output_tail_has_stdout_and_stderr(tmp_path: Path) -> None:
-    tail = output_tail(behave(tmp_path, "raise"))
+    tail = Evidence.read(behave(tmp_path, "raise")).output_tail()
     assert "validation step 3, mode raise" in tail
     assert "Boom: widget 7" in tail
 
@@ -220,23 +212,33 @@ def test_output_tail_has_stdout_and_stderr(tmp_path: Path) -> None:
 # --- infrastructure errors --------------------------------------------------------------
 
 
-def test_infra_error_is_not_classified(tmp_path: Path) -> None:
+def test_infra_error_is_not_run(tmp_path: Path) -> None:
     execution = make_execution(tmp_path, None, infra_error="interpreter /nope not found")
-    assert classify(execution) is None
-    assert infra_reason(execution) == "interpreter /nope not found"
+    assert classify(execution) == NotRun("interpreter /nope not found")
 
 
-def test_infra_error_event(tmp_path: Path) -> None:
+def test_infra_error_event_is_not_run_whatever_the_exit(tmp_path: Path) -> None:
     event = {"event": "infra_error", "reason": "device cuda requested but no CUDA device"}
     execution = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n")
-    assert infra_reason(execution) == "device cuda requested but no CUDA device"
-    assert classify(execution) is not None  # the engine decides; classify still describes
+    assert classify(execution) == NotRun("device cuda requested but no CUDA device")
 
 
-def test_no_exit_status_is_infra_unless_interrupted(tmp_path: Path) -> None:
-    assert infra_reason(make_execution(tmp_path, None)) == "the runner recorded no exit status"
-    assert infra_reason(make_execution(tmp_path, None, interrupted=True)) is None
-    assert infra_reason(make_execution(tmp_path, 0)) is None
+def test_no_exit_status_is_not_run(tmp_path: Path) -> None:
+    assert classify(make_execution(tmp_path, None)) == NotRun("the runner recorded no exit status")
+    interrupted = classify(make_execution(tmp_path, None, interrupted=True))
+    assert interrupted == NotRun("interrupted before it finished")
+    assert isinstance(classify(make_execution(tmp_path, 0)), Outcome)
+
+
+def test_evidence_is_read_once_and_classified_from_memory(tmp_path: Path) -> None:
+    execution = run_child(tmp_path, [sys.executable, str(BEHAVE), "raise"])
+    evidence = Evidence.read(execution)
+    for name in ("stdout.log", "stderr.log", "events.jsonl"):
+        (tmp_path / name).unlink()
+    outcome = classify(execution, evidence)
+    assert isinstance(outcome, Outcome) and outcome.exception == "Boom"
+    assert (outcome.phase, outcome.step) == ("validation", 3)
+    assert "Boom: widget 7" in evidence.excerpt()
 
 
 # --- DataLoader worker crashes: recorded real output, and live ----------------------------
@@ -249,7 +251,7 @@ def test_recorded_dataloader_worker_crash(tmp_path: Path, name: str) -> None:
     entry = MANIFEST[name]
     execution = recorded_execution(tmp_path, (RECORDED / name).read_bytes(), entry["returncode"])
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", entry["signal"], "worker")
     assert outcome.exit_code is None
     assert outcome.signature == f"crash:{entry['signal']}:worker"
@@ -306,7 +308,7 @@ def test_worker_exit_event_is_preferred(tmp_path: Path) -> None:
         ]
     )
     outcome = classify(recorded_execution(tmp_path, stderr, 1, events + "\n"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.signal, outcome.where, outcome.phase, outcome.step) == (
         "SIGBUS",
         "worker",
@@ -324,7 +326,7 @@ def test_worker_exited_with_exit_code_is_an_error(tmp_path: Path) -> None:
         b"Details are lost due to multiprocessing.\n"
     )
     outcome = classify(recorded_execution(tmp_path, stderr, 1))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "worker")
     assert outcome.signature == "error:RuntimeError:worker"
 
@@ -339,7 +341,7 @@ def test_worker_exited_unexpectedly_without_a_code_is_a_crash() -> None:
 def test_worker_crash_when_main_also_segfaults_is_a_main_crash(tmp_path: Path) -> None:
     stderr = (RECORDED / "dataloader-bus-1.stderr.log").read_bytes()
     outcome = classify(recorded_execution(tmp_path, stderr, -11))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.signal, outcome.where) == ("SIGSEGV", "main")
     assert "SIGBUS" in (outcome.detail or "")
 
@@ -354,7 +356,7 @@ def test_live_dataloader_worker_crash(tmp_path: Path) -> None:
     )
     assert execution.returncode == 1
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", expected, "worker")
     assert outcome.phase == "validation"
     assert outcome.signature == f"crash:{expected}:worker:validation"
@@ -375,7 +377,7 @@ def test_events_skip_malformed_and_truncated_lines(tmp_path: Path) -> None:
     assert [e.get("step") for e in iter_events(path)] == [None, 4]
     execution = recorded_execution(tmp_path, b"", 0, path.read_text())
     outcome = classify(execution)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.phase, outcome.step) == ("train", 4)
 
 
@@ -389,13 +391,13 @@ def test_new_phase_resets_the_step(tmp_path: Path) -> None:
         ]
     )
     outcome = classify(recorded_execution(tmp_path, b"", 1, events + "\n"))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.phase, outcome.step) == ("validation", None)
 
 
 def test_missing_logs_and_events(tmp_path: Path) -> None:
     outcome = classify(make_execution(tmp_path / "nothing-here", 5))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.phase, outcome.message) == (
         "error",
         5,
@@ -415,7 +417,7 @@ def test_huge_log_keeps_head_and_tail(tmp_path: Path) -> None:
     assert len(text) < 400_000
     assert "bytes omitted" in text
     outcome = classify(make_execution(tmp_path, 1))
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGBUS", "worker")
     assert outcome.exception == "torch.AcceleratorError"
     assert outcome.message == "CUDA error: misaligned address"
@@ -472,12 +474,12 @@ def test_interleaved_output_is_not_an_exception() -> None:
 def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
     # 138 = 128 + SIGUSR1 is no conventional crash code: an error unless the output proves it.
     outcome = classify(recorded_execution(tmp_path, b"done\n", 138))
-    assert outcome is not None and (outcome.kind, outcome.exit_code) == ("error", 138)
+    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.exit_code) == ("error", 138)
     proof = b"sh: 1: 4242 User defined signal 1\n"
     outcome = classify(recorded_execution(tmp_path, proof, 138))
-    assert outcome is not None and (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
+    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
     outcome = classify(recorded_execution(tmp_path, b"", 137))
-    assert outcome is not None and (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
+    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
 
 
 def test_normalize_message() -> None:
@@ -538,7 +540,7 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
         execution, returncode=None, timed_out=True, finished="1970-01-01T00:01:45+00:00"
     )
     outcome = classify(hung)
-    assert outcome is not None
+    assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.where, outcome.phase, outcome.step) == (
         "hang",
         "worker",
@@ -553,5 +555,5 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
     freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
     (tmp_path / "events.jsonl").write_text(freed)
     outcome = classify(hung)
-    assert outcome is not None and outcome.where == "main"
+    assert isinstance(outcome, Outcome) and outcome.where == "main"
     assert "worker" not in (outcome.detail or "")

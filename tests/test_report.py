@@ -5,427 +5,29 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from reprospec.errors import UsageError
-from reprospec.models import (
-    AttemptResult,
-    Cell,
-    CellResult,
-    Expectation,
-    Outcome,
-    Rate,
-    RateBound,
-    RunResult,
-    StepRange,
-)
+from reprospec.logtext import clean_log, excerpt
 from reprospec.report import render
-from reprospec.report.logtext import clean_log, excerpt
-from reprospec.report.markdown import (
-    fence_for,
-    inline_code,
-    separators,
-    summary_line,
-    table_cell,
-)
+from reprospec.report.failure import summary_line
+from reprospec.report.markdown import separators
+from reprospec.report.markup import fence_for, inline_code, table_cell
 from reprospec.results import run_to_dict
+from tests.support.runs import (
+    ERROR_SPEC,
+    SEGFAULT_SPEC,
+    error_run,
+    hang_run,
+    infra_run,
+    segfault_matrix,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
-T0 = "2026-11-21T21:45:12+00:00"
-T1 = "2026-11-21T21:45:40+00:00"
-
-SEGFAULT_SPEC = """\
-reprospec: 1
-name: val-segfault
-title: Segfault in validation when DataLoader workers pin memory
-matrix:
-  num_workers: [0, 2]
-  pin_memory: [false, true]
-command: python crash.py --workers ${{ matrix.num_workers }} --pin ${{ matrix.pin_memory }}
-expect:
-  outcome: crash
-  signal: SIGSEGV
-  phase: validation
-  step: 6..8
-"""
-
-HANG_SPEC = """\
-reprospec: 1
-name: import-hang
-title: import wandb hangs
-command: python -c "import wandb"
-run: {timeout: 5s, repeat: 3}
-expect: {outcome: hang, phase: import, rate: ">=0.5"}
-"""
-
-# A description with its own fenced block: the report's yaml fence must be longer.
-ERROR_SPEC = """\
-reprospec: 1
-name: nan-loss
-title: Loss becomes NaN with a large learning rate
-description: |
-  Training diverges:
-  ```
-  RuntimeError: loss is nan
-  ```
-matrix:
-  lr: [0.1, 1.0]
-command: python train.py --lr ${{ matrix.lr }}
-expect: {outcome: error, exception: RuntimeError, message: "loss is nan"}
-"""
-
-INFRA_SPEC = """\
-reprospec: 1
-name: docker-only
-environment: {image: "python:3.11-slim"}
-command: python -c "import sys; sys.exit(0)"
-expect: {outcome: pass}
-"""
-
-# The shape the harness captures (reprospec_harness.envinfo), trimmed.
-ENV = {
-    "format": 1,
-    "python": {"version": "3.11.7", "implementation": "CPython", "executable": "/usr/bin/python3"},
-    "os": {
-        "system": "Linux",
-        "distribution": "Debian GNU/Linux 12 (bookworm)",
-        "kernel": "6.8.0-45-generic",
-        "machine": "x86_64",
-        "wsl": None,
-        "container": "docker",
-    },
-    "cpu": {
-        "model": "AMD EPYC 7B13",
-        "vendor": "AuthenticAMD",
-        "flags": ["avx2", "avx512f"],
-        "cores": 8,
-        "usable_cores": 2,
-    },
-    "memory": {
-        "total": 33_554_432_000,
-        "available": 30_000_000_000,
-        "swap": 0,
-        "cgroup_limit": 4_294_967_296,
-        "rlimit_as": None,
-    },
-    "shm": {"present": True, "size": 67_108_864, "free": 67_000_000},
-    "nvidia": {"nvidia_smi": None, "gpus": []},
-    "nvcc": {"path": None, "version": None},
-    "packages": {"torch": "2.13.0+cpu", "numpy": "2.1.0", "wandb": None},
-    "env": {"OMP_NUM_THREADS": "1", "CUDA_LAUNCH_BLOCKING": "1"},
-    "multiprocessing": {"start_method": "fork"},
-    "torch": {
-        "installed": True,
-        "version": "2.13.0+cpu",
-        "debug": False,
-        "cuda": None,
-        "hip": None,
-        "cudnn": None,
-        "cpu_capability": "AVX512",
-        "arch_list": [],
-        "cuda_available": False,
-        "device_count": 0,
-        "num_threads": 2,
-    },
-}
-GPU_ENV = {
-    "python": {"version": "3.11.7", "implementation": "CPython"},
-    "nvidia": {
-        "nvidia_smi": "/usr/bin/nvidia-smi",
-        "gpus": [
-            {
-                "index": 0,
-                "name": "NVIDIA A100-SXM4-40GB",
-                "driver_version": "550.54.15",
-                "memory_mib": 40960,
-                "capability": "8.0",
-            },
-            {
-                "index": 1,
-                "name": "NVIDIA A100-SXM4-40GB",
-                "driver_version": "550.54.15",
-                "memory_mib": 40960,
-                "capability": "8.0",
-            },
-        ],
-        "driver_version": "550.54.15",
-        "cuda_version": "12.4",
-    },
-    "torch": {
-        "installed": True,
-        "version": "2.13.0+cu124",
-        "cuda": "12.4",
-        "cudnn": 90100,
-        "arch_list": ["sm_80", "sm_90"],
-        "cuda_available": True,
-        "device_count": 2,
-    },
-}
-
-
-def _attempt(n: int, outcome: Outcome | None, matched: bool, **kw: object) -> AttemptResult:
-    defaults: dict[str, object] = {
-        "duration_s": 1.5 * n,
-        "mismatches": (),
-        "logs": "",
-        "started": T0,
-        "finished": T1,
-    }
-    defaults.update(kw)
-    return AttemptResult(attempt=n, outcome=outcome, matched=matched, **defaults)  # type: ignore[arg-type]
-
-
-def _cell(
-    index: int,
-    matrix: Mapping[str, object],
-    expected: Expectation,
-    verdict: str,
-    reason: str,
-    attempts: list[AttemptResult],
-    rate: Rate,
-) -> CellResult:
-    cell_id = ",".join(f"{k}={json.dumps(v)}" for k, v in matrix.items())
-    return CellResult(
-        cell=Cell(id=cell_id, index=index, matrix=matrix),
-        expected=expected,
-        verdict=verdict,  # type: ignore[arg-type]
-        reason=reason,
-        rate=rate,
-        attempts=tuple(attempts),
-        command="python crash.py",
-    )
-
-
-def segfault_matrix() -> RunResult:
-    """A 2x2 matrix where only the num_workers=2, pin_memory=true corner crashes."""
-    expected = Expectation("crash", signal="SIGSEGV", phase="validation", step=StepRange(6, 8))
-    passed = Outcome("pass", exit_code=0, phase="validation", step=10, signature="pass")
-    crash = Outcome(
-        "crash",
-        signal="SIGSEGV",
-        exit_code=None,
-        where="worker",
-        exception="RuntimeError",
-        message="DataLoader worker (pid 4242) is killed by signal: Segmentation fault.",
-        phase="validation",
-        step=7,
-        duration_s=4.2,
-        signature="crash:SIGSEGV:worker:validation",
-    )
-    cells = []
-    for index, (workers, pin) in enumerate([(0, False), (0, True), (2, False), (2, True)]):
-        matrix = {"num_workers": workers, "pin_memory": pin}
-        cell_dir = f"cells/num_workers={workers},pin_memory={str(pin).lower()}/1/"
-        if workers and pin:
-            attempts = [_attempt(1, crash, True, logs=cell_dir)]
-            cells.append(
-                _cell(
-                    index,
-                    matrix,
-                    expected,
-                    "reproduced",
-                    "1/1 attempts matched",
-                    attempts,
-                    Rate(1, 1, 0.21, 1.0),
-                )
-            )
-        else:
-            attempts = [
-                _attempt(
-                    1,
-                    passed,
-                    False,
-                    logs=cell_dir,
-                    mismatches=("outcome: expected crash, got pass",),
-                )
-            ]
-            cells.append(
-                _cell(
-                    index,
-                    matrix,
-                    expected,
-                    "not-reproduced",
-                    "expected crash SIGSEGV, got pass",
-                    attempts,
-                    Rate(0, 1, 0.0, 0.79),
-                )
-            )
-    env = {**ENV, "environment_mismatch": ["python: spec says 3.10, ran 3.11.7"]}
-    return RunResult(
-        run_id="20261121-214512-val-segfault-3f9a",
-        spec_name="val-segfault",
-        spec_path="specs/segfault.yaml",
-        spec_text=SEGFAULT_SPEC,
-        runner="local",
-        started=T0,
-        finished=T1,
-        environment=env,
-        cells=tuple(cells),
-        title="Segfault in validation when DataLoader workers pin memory",
-        description="Seen on the CI box since the upgrade to torch 2.13.",
-    )
-
-
-SEGFAULT_STDERR = (
-    "\x1b[32mEpoch 1\x1b[0m\n"
-    + "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}|" for p in range(0, 101, 10))
-    + "\n"
-    + "ERROR: Unexpected segmentation fault encountered in worker.\n\x00"
-    + "Traceback (most recent call last):\n"
-    + '  File "crash.py", line 40, in <module>\n'
-    + "    for batch in loader:\n"
-    + "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault.\n"
-)
-
-
-def hang_run() -> RunResult:
-    """One cell, three attempts on two GPU slots: two hangs and a pass (flaky, rate judged)."""
-    expected = Expectation("hang", phase="import", rate=RateBound(">=", 0.5))
-    hang = Outcome("hang", phase="import", duration_s=5.0, signature="hang:import")
-    passed = Outcome("pass", exit_code=0, signature="pass")
-    attempts = [
-        _attempt(1, hang, True, logs="cells/default/1/", gpu_slot=("0",), duration_s=5.02),
-        _attempt(
-            2,
-            passed,
-            False,
-            logs="cells/default/2/",
-            gpu_slot=("1",),
-            duration_s=0.8,
-            mismatches=("outcome: expected hang, got pass",),
-        ),
-        _attempt(
-            3,
-            hang,
-            True,
-            logs="cells/default/3/",
-            gpu_slot=("0",),
-            duration_s=5.01,
-            stack='Thread 0x7f (most recent call first):\n  File "wandb/__init__.py", line 3',
-        ),
-    ]
-    cell = CellResult(
-        cell=Cell(id="default", index=0, matrix={}),
-        expected=expected,
-        verdict="reproduced",
-        reason="2/3 attempts matched (rate >=0.5)",
-        rate=Rate(2, 3, 0.21, 0.94),
-        attempts=tuple(attempts),
-        command='python -c "import wandb"',
-    )
-    return RunResult(
-        run_id="20261121-214512-import-hang-0b1c",
-        spec_name="import-hang",
-        spec_path="specs/hang.yaml",
-        spec_text=HANG_SPEC,
-        runner="local",
-        started=T0,
-        finished=T1,
-        environment=GPU_ENV,
-        cells=(cell,),
-        command_line="reprospec run specs/hang.yaml -j 2 --gpus 0,1",
-        title="import wandb hangs",
-    )
-
-
-HANG_STACK = (
-    "Thread 0x00007f3a (most recent call first):\n"
-    '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
-    '  File "wandb/sdk/lib/sock_client.py", line 88 in recv\n'
-    "\n"
-    "Current thread 0x00007f3b (most recent call first):\n"
-    '  File "wandb/__init__.py", line 3 in <module>\n'
-)
-
-
-def error_run() -> RunResult:
-    """A one-axis matrix: lr=1.0 raises the expected RuntimeError, lr=0.1 trains fine."""
-    expected = Expectation("error", exception="RuntimeError", message="loss is nan")
-    error = Outcome(
-        "error",
-        exit_code=1,
-        where="main",
-        exception="RuntimeError",
-        message="loss is nan at step 3 | lr=1.0",
-        phase="train",
-        step=3,
-        signature="error:RuntimeError:train",
-    )
-    passed = Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
-    cells = [
-        _cell(
-            0,
-            {"lr": 0.1},
-            expected,
-            "not-reproduced",
-            "expected error RuntimeError, got pass",
-            [_attempt(1, passed, False)],
-            Rate(0, 1, 0.0, 0.79),
-        ),
-        _cell(
-            1,
-            {"lr": 1.0},
-            expected,
-            "reproduced",
-            "1/1 attempts matched",
-            [_attempt(1, error, True)],
-            Rate(1, 1, 0.21, 1.0),
-        ),
-    ]
-    return RunResult(
-        run_id="20261121-214512-nan-loss-77aa",
-        spec_name="nan-loss",
-        spec_path="specs/nan loss.yaml",
-        spec_text=ERROR_SPEC,
-        runner="local",
-        started=T0,
-        finished=T1,
-        environment=ENV,
-        cells=tuple(cells),
-        title="Loss becomes NaN with a large learning rate",
-        description="Training diverges:\n```\nRuntimeError: loss is nan\n```",
-    )
-
-
-def infra_run() -> RunResult:
-    """The docker runner could not reach an engine: the cell is an infra-error."""
-    attempt = _attempt(1, None, False, infra_error="docker engine not reachable", duration_s=0.0)
-    cell = CellResult(
-        cell=Cell(id="default", index=0, matrix={}),
-        expected=Expectation("pass"),
-        verdict="infra-error",
-        reason="docker engine not reachable",
-        rate=Rate(0, 1, 0.0, 0.79),
-        attempts=(attempt,),
-    )
-    return RunResult(
-        run_id="20261121-214512-docker-only-aaaa",
-        spec_name="docker-only",
-        spec_path="specs/docker-only.yaml",
-        spec_text=INFRA_SPEC,
-        runner="docker",
-        started=T0,
-        finished=T1,
-        environment={},
-        cells=(cell,),
-    )
-
-
-def write_logs(run_dir: Path) -> Path:
-    """The run folder files the reports read: a worker crash's stderr, a hang's stack dump."""
-    crash = run_dir / "cells/num_workers=2,pin_memory=true/1"
-    crash.mkdir(parents=True)
-    (crash / "stderr.log").write_bytes(SEGFAULT_STDERR.encode())
-    hang = run_dir / "cells/default/1"
-    hang.mkdir(parents=True)
-    (hang / "stack.txt").write_text(HANG_STACK)
-    return run_dir
-
 
 CASES = {
     "segfault-matrix": segfault_matrix,
@@ -444,9 +46,8 @@ def _check_golden(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_markdown_matches_golden(name: str, tmp_path: Path) -> None:
-    text = render(CASES[name](), "md", run_dir=write_logs(tmp_path))
-    _check_golden(f"{name}.md", text)
+def test_markdown_matches_golden(name: str) -> None:
+    _check_golden(f"{name}.md", render(CASES[name](), "md"))
 
 
 @pytest.mark.parametrize("name", ["segfault-matrix", "hang", "infra-error"])
@@ -456,18 +57,18 @@ def test_junit_matches_golden(name: str) -> None:
 
 def test_summary_line_names_failure_and_counts() -> None:
     assert summary_line(segfault_matrix()) == (
-        "SIGSEGV (worker) in validation step 7 in 1 of 4 cells; "
+        "crash SIGSEGV (worker) @ validation:7 in 1 of 4 cells; "
         "as expected in 1 of 4 cells (1/4 attempts)"
     )
     assert summary_line(infra_run()).endswith(", 1 infra-error")
     assert summary_line(infra_run()).startswith("Could not run;")
 
 
-def test_markdown_sections(tmp_path: Path) -> None:
-    text = render(segfault_matrix(), "md", run_dir=write_logs(tmp_path))
+def test_markdown_sections() -> None:
+    text = render(segfault_matrix(), "md")
     assert text.startswith("# Segfault in validation when DataLoader workers pin memory\n")
     assert "| num_workers \\ pin_memory | false | true |" in text
-    assert "| 2 | pass ❌ | crash SIGSEGV ✅ |" in text
+    assert "| 2 | pass ❌ | crash SIGSEGV (worker) ✅ |" in text
     assert "`crash SIGSEGV (worker) @ validation:7`" in text
     assert "`num_workers=2, pin_memory=true` together" in text
     assert "python: spec says 3.10, ran 3.11.7" in text
@@ -514,15 +115,13 @@ def test_spec_strings_are_data_never_template_source() -> None:
     assert "49" not in text
 
 
-def test_hang_stacks_from_run_folder_or_attempt(tmp_path: Path) -> None:
-    with_folder = render(hang_run(), "md", run_dir=write_logs(tmp_path))
-    assert "<details><summary>Stacks</summary>" in with_folder
-    assert "sock_client.py" in with_folder
-    without = render(hang_run(), "md")
-    assert "<details><summary>Stacks</summary>" in without
-    assert 'File "wandb/__init__.py", line 3' in without and "sock_client.py" not in without
-    assert "2/3 (95% CI 0.21–0.94)" in without
-    assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in without
+def test_hang_stacks_come_from_the_attempt() -> None:
+    text = render(hang_run(), "md")
+    assert "<details><summary>Stacks</summary>" in text
+    assert "sock_client.py" in text  # attempt 1's stacks: the first hang of the cell
+    assert 'File "wandb/__init__.py", line 3 in <module>' in text
+    assert "2/3 (95% CI 0.21–0.94)" in text
+    assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
 
 
 def test_separators_single_axis() -> None:
@@ -602,8 +201,8 @@ def test_fences_outgrow_backticks() -> None:
     assert inline_code("plain") == "`plain`"
 
 
-def test_excerpt_keeps_the_dying_workers_line_far_above_the_window():
-    from reprospec.report.logtext import excerpt
+def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
+    from reprospec.logtext import excerpt
 
     text = "\n".join(
         ["epoch 1", "ERROR: Unexpected segmentation fault encountered in worker.\0"]
@@ -614,3 +213,40 @@ def test_excerpt_keeps_the_dying_workers_line_far_above_the_window():
     assert lines[0] == "ERROR: Unexpected segmentation fault encountered in worker."
     assert lines[-1] == "EOFError"
     assert "noise line 5" not in lines
+
+
+def test_every_view_words_an_outcome_and_an_expectation_the_same() -> None:
+    import io
+
+    from reprospec.console import make_console
+    from reprospec.progress import Progress, results_table
+
+    run = segfault_matrix()
+    crash, expected = "crash SIGSEGV (worker) @ validation:7", "crash SIGSEGV @ validation:6..8"
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run))
+    table = stream.getvalue()
+    lines = io.StringIO()
+    cell = run.cells[3]
+    Progress(4, stream=lines).update("attempt", cell.cell, cell.attempts[0], 4, 4)
+    views = {
+        "md": render(run, "md"),
+        "junit": render(run, "junit"),
+        "github": render(run, "github"),
+        "table": table,
+        "progress": lines.getvalue(),
+    }
+    for name, text in views.items():
+        assert crash in text, name
+    for name in ("md", "junit", "table"):
+        assert expected in views[name], name
+    assert lines.getvalue() == f"[4/4] {cell.cell.id} #1: {crash} (match, 1.50s)\n"
+
+
+def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
+    text = render(hang_run(), "github")
+    assert text.startswith("### reprospec: import wandb hangs\n\n**hang @ import in 1 of 1 cell;")
+    assert (
+        "| ✅ | `default` | 2× hang @ import, 1× pass | 2/3 (95% CI 0.21–0.94) | reproduced |"
+        in text
+    )

@@ -14,7 +14,15 @@ import pytest
 
 from reprospec.compare import compare, merge
 from reprospec.errors import FatalError, UsageError
-from reprospec.models import AttemptResult, Expectation, Rate, RunResult
+from reprospec.models import (
+    AttemptResult,
+    Expectation,
+    NotRun,
+    Rate,
+    RunResult,
+    Verdict,
+    VerdictKind,
+)
 from reprospec.results import (
     find_run,
     load_run,
@@ -25,7 +33,7 @@ from reprospec.results import (
     write_atomic,
     write_run,
 )
-from tests.test_report import error_run, hang_run, infra_run, segfault_matrix
+from tests.support.runs import error_run, hang_run, infra_run, segfault_matrix
 
 RUNS = [segfault_matrix, hang_run, error_run, infra_run]
 
@@ -84,6 +92,26 @@ def test_infra_error_attempt_has_null_outcome() -> None:
     attempt = run_to_dict(infra_run())["cells"][0]["attempts"][0]
     assert attempt["outcome"] is None
     assert attempt["infra_error"] == "docker engine not reachable"
+    # Read back, the attempt is NotRun with its reason, as the engine made it.
+    loaded = run_from_dict(run_to_dict(infra_run())).cells[0].attempts[0]
+    assert loaded.outcome == NotRun("docker engine not reachable")
+    assert loaded == infra_run().cells[0].attempts[0]
+
+
+def test_old_results_get_their_excerpt_from_the_logs(tmp_path: Path) -> None:
+    run = segfault_matrix()
+    data = run_to_dict(run)
+    crash = data["cells"][3]["attempts"][0]
+    assert "ERROR: Unexpected segmentation fault" in crash.pop("excerpt")  # as older versions wrote
+    run_dir = tmp_path / "runs" / run.run_id
+    logs = run_dir / crash["logs"]
+    logs.mkdir(parents=True)
+    (logs / "stderr.log").write_text("noise\nTraceback (most recent call last):\nEOFError\n")
+    (run_dir / "results.json").write_text(json.dumps(data))
+    loaded = load_run(run_dir)
+    excerpt = loaded.cells[3].attempts[0].excerpt
+    assert excerpt == "noise\nTraceback (most recent call last):\nEOFError"
+    assert loaded.cells[0].attempts[0].excerpt is None  # a pass has nothing to quote
 
 
 def test_unknown_format_is_refused() -> None:
@@ -186,10 +214,10 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
     assert compare(a, a)["changed"] == [] and compare(a, a)["environment"] == []
 
 
-def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> tuple[str, str, Rate]:
+def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
     matched = sum(a.matched for a in attempts)
-    verdict = "reproduced" if matched == len(attempts) else "not-reproduced"
-    return verdict, f"{matched}/{len(attempts)} matched", Rate(matched, len(attempts), 0.0, 1.0)
+    kind: VerdictKind = "reproduced" if matched == len(attempts) else "not-reproduced"
+    return Verdict(kind, f"{matched}/{len(attempts)} matched", Rate(matched, len(attempts), 0, 1))
 
 
 def _shard(run: RunResult, keep: set[tuple[str, int]], run_id: str) -> RunResult:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.gpuslots import GpuPool
-from reprospec.models import AttemptPlan, AttemptResult, Outcome
+from reprospec.models import AttemptPlan, AttemptResult, NotRun, Outcome
 from reprospec.options import RunOptions, Shard
 from reprospec.plan import RunPlan, plan_run
 from reprospec.scheduler import Scheduler
@@ -129,7 +129,7 @@ def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> Non
     results = Scheduler(plan, recorder, gpu_pool=GpuPool(("0",))).run()
     assert recorder.calls == []
     (only,) = results["default"]
-    assert only.outcome is None
+    assert only.outcome == NotRun("skipped: needs 2 GPU(s), 1 visible to this run")
     assert only.infra_error == "skipped: needs 2 GPU(s), 1 visible to this run"
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import FatalError
-from reprospec.models import RunResult
-from reprospec.store import SCHEMA_VERSION, Store, environment_fingerprint
-from tests.test_report import hang_run, infra_run, segfault_matrix
+from reprospec.models import NotRun, RunResult
+from reprospec.store import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
+from tests.support.runs import hang_run, infra_run, segfault_matrix
 
 OPTIONS = {"runner": "local", "jobs": 2, "repeat": None}
 
@@ -62,9 +62,8 @@ def test_attempts_round_trip_with_infra_errors_and_stacks(tmp_path: Path) -> Non
         stored = store.finished_attempts(run.run_id, include_infra_errors=True)
         assert list(stored.values()) == list(run.cells[0].attempts)
     infra_id = infra_run().run_id
-    assert (
-        store.finished_attempts(infra_id, include_infra_errors=True)[("default", 1)].outcome is None
-    )
+    stored_infra = store.finished_attempts(infra_id, include_infra_errors=True)[("default", 1)]
+    assert stored_infra.outcome == NotRun("docker engine not reachable")
     # An attempt that never ran is not finished: a resumed run retries it.
     assert store.finished_attempts(infra_id) == {}
 
@@ -130,6 +129,34 @@ def test_schema_is_versioned(tmp_path: Path) -> None:
         Store(tmp_path / "junk")
 
 
+def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) -> None:
+    run = segfault_matrix()
+    crash = run.cells[3].attempts[0]
+    assert crash.excerpt
+    # A store as the first schema made it: no `excerpt` column.
+    db = sqlite3.connect(tmp_path / "results.db")
+    db.executescript(_SCHEMA.replace("    excerpt TEXT,\n", "") + "PRAGMA user_version = 1;")
+    db.execute(
+        "INSERT INTO runs VALUES (?, 's', 's.yaml', 'h', '', 'local', '', NULL, 'running',"
+        " '{}', '{}', 'f')",
+        (run.run_id,),
+    )
+    db.execute(
+        "INSERT INTO attempts VALUES (?, ?, 1, NULL, '', '', 1.0, NULL, 1, '[]', '[]', NULL,"
+        " '', '[]', NULL)",
+        (run.run_id, "old"),
+    )
+    db.commit()
+    db.close()
+    with Store(tmp_path) as store:
+        (old,) = store.finished_attempts(run.run_id).values()
+        assert old.excerpt is None
+        store.record_attempt(run.run_id, "new", crash)
+        assert store.finished_attempts(run.run_id)[("new", 1)] == crash
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+
+
 def test_environment_fingerprint_ignores_volatile_keys() -> None:
     env = {
         "python": {"version": "3.11.7", "executable": "/usr/bin/python3"},
@@ -156,7 +183,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from tests.test_report import hang_run
+    from tests.support.runs import hang_run
     from reprospec.store import Store
 
     run = hang_run()
@@ -178,8 +205,8 @@ CHILD = textwrap.dedent(
 
 def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     marker = tmp_path / "ready"
-    root = str(Path(__file__).parent.parent)
-    code = CHILD.format(tests=root, root=str(tmp_path), marker=str(marker))
+    root = Path(__file__).parent.parent
+    code = CHILD.format(tests=str(root), root=str(tmp_path), marker=str(marker))
     child = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.monotonic() + 30

@@ -9,10 +9,10 @@ from pathlib import Path
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.report import render
-    from reprospec.results import load_run, run_dir_of
+    from reprospec.results import load_run
 
     run_result = load_run(args.run, Path(args.out))
-    text = render(run_result, args.format, run_dir=run_dir_of(args.run, Path(args.out)))
+    text = render(run_result, args.format)
     if args.output is None:
         sys.stdout.write(text)
     else:

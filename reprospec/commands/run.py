@@ -146,6 +146,6 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     )
     console.print(f"report: {folder.report_md}")
     if fmt:
-        sys.stdout.write(render(result, fmt, run_dir=folder.path))
+        sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
 

@@ -1,9 +1,12 @@
-"""Render a RunResult as a markdown bug report, JUnit XML, or results.json text."""
+"""Render a RunResult as a markdown bug report, JUnit XML, a GitHub summary, or results.json.
+
+A report is made from the result alone: the attempts carry what it quotes
+(log excerpts, stacks), so no run folder is read.
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprospec.errors import UsageError
 from reprospec.models import RunResult
@@ -11,12 +14,12 @@ from reprospec.models import RunResult
 FORMATS = ("md", "junit", "json", "github")
 
 
-def render(run: RunResult, fmt: str, *, run_dir: Path | None = None) -> str:
-    """The run in `fmt` (md | junit | json | github); `run_dir` holds its logs and stacks."""
+def render(run: RunResult, fmt: str) -> str:
+    """The run in `fmt` (md | junit | json | github)."""
     if fmt == "md":
         from reprospec.report.markdown import render_markdown
 
-        return render_markdown(run, run_dir)
+        return render_markdown(run)
     if fmt == "junit":
         from reprospec.report.junit import render_junit
 

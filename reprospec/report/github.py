@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from reprospec.models import RunResult
+from reprospec.report.failure import summary_line
+from reprospec.words import VERDICT_MARKS, attempts_phrase, rate_phrase
 
 
 def render_github_summary(run: RunResult) -> str:
     """Markdown for the job summary page: the headline and the results table."""
-    from reprospec.progress import VERDICT_MARKS, actual_text
-    from reprospec.report.markdown import summary_line
-
     lines = [
         f"### reprospec: {run.title or run.spec_name}",
         "",
@@ -19,10 +18,14 @@ def render_github_summary(run: RunResult) -> str:
         "|---|---|---|---|---|",
     ]
     for cell in run.cells:
-        rate = cell.rate
         lines.append(
-            f"| {VERDICT_MARKS.get(cell.verdict, '?')} | `{cell.cell.id}` | "
-            f"{actual_text(cell).replace('|', '/')} | {rate.matched}/{rate.attempts} | "
+            f"| {VERDICT_MARKS[cell.verdict]} | `{cell.cell.id}` | "
+            f"{_cell(attempts_phrase(cell.attempts))} | {_cell(rate_phrase(cell.rate))} | "
             f"{cell.verdict} |"
         )
     return "\n".join(lines) + "\n\n"
+
+
+def _cell(text: str) -> str:
+    # A pipe would end the table cell; a newline the row.
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from reprospec.models import CellResult, RunResult
-from reprospec.report.markdown import attempt_text, expectation_text
+from reprospec.words import attempt_phrase, expectation_phrase, seconds
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -18,10 +18,10 @@ def _x(text: object) -> str:
 
 def is_flaky(cell: CellResult) -> bool:
     """Attempts that disagree: some matched and some did not, or outcomes of different kinds."""
-    ran = [a for a in cell.attempts if a.outcome is not None]
+    ran = [a for a in cell.attempts if a.ran is not None]
     return (
         len({a.matched for a in ran}) > 1
-        or len({a.outcome.kind for a in ran if a.outcome is not None}) > 1
+        or len({a.ran.kind for a in ran if a.ran is not None}) > 1
     )
 
 
@@ -35,7 +35,7 @@ def _attempt_lines(cell: CellResult) -> str:
     lines = []
     for a in cell.attempts:
         matched = "as expected" if a.matched else "unexpected"
-        line = f"attempt {a.attempt}: {attempt_text(a)}; {matched}; {a.duration_s:.2f}s"
+        line = f"attempt {a.attempt}: {attempt_phrase(a)}; {matched}; {seconds(a.duration_s)}"
         if a.gpu_slot:
             line += f"; gpu {','.join(a.gpu_slot)}"
         if a.mismatches:
@@ -57,14 +57,14 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
     rate = cell.rate
     props: list[tuple[str, object]] = [
         ("verdict", cell.verdict),
-        ("expected", expectation_text(cell.expected)),
+        ("expected", expectation_phrase(cell.expected)),
         ("rate", f"{rate.matched}/{rate.attempts}"),
         ("rate_low", f"{rate.low:.3f}"),
         ("rate_high", f"{rate.high:.3f}"),
     ]
     if is_flaky(cell):
         props.append(("flaky", "true"))
-    props += [(f"attempt.{a.attempt}", attempt_text(a)) for a in cell.attempts]
+    props += [(f"attempt.{a.attempt}", attempt_phrase(a)) for a in cell.attempts]
     _properties(case, props)
     details = _attempt_lines(cell)
     if cell.verdict == "not-reproduced":

@@ -54,11 +54,13 @@ _KEY_LINES = ("ERROR: Unexpected ", "Fatal Python error:")
 
 def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     """The most relevant lines of a log: the last traceback and the tail, cleaned and trimmed."""
-    lines = _collapse_repeats(clean_log(text).split("\n"))
+    lines = clean_log(text).split("\n")
+    # Blank lines around the log first: collapsed, they would read as a repeated line.
     while lines and not lines[-1].strip():
         lines.pop()
     while lines and not lines[0].strip():
         lines.pop(0)
+    lines = _collapse_repeats(lines)
     anchor = max(
         (i for i, line in enumerate(lines) if line.lstrip().startswith(_ANCHORS)), default=None
     )

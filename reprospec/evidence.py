@@ -1,0 +1,163 @@
+"""What an attempt left behind, read once: the input of classify, judge and the report.
+
+A runner's `Execution` names the attempt's files (stdout.log, stderr.log,
+events.jsonl, stack.txt). `Evidence.read` opens each of them once, keeps what
+later stages use (the logs' head and tail as text, the events boiled down to
+what they say, the stack dump) and nothing downstream opens them again:
+
+    Execution -> Evidence.read -> outcome.classify -> judge.judge_attempt
+                                -> AttemptResult.stack / .excerpt -> report
+
+Logs are capped by the runner, but a reader must not trust that: the verdict
+needs the first lines (a dying worker's message) and the last (the traceback),
+so a long log keeps its head and tail with a marker between them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprospec.logtext import excerpt
+from reprospec.models import Execution
+
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 256 * 1024
+# Where `expect.message` looks past the exception message: the end of each log.
+MESSAGE_TAIL_BYTES = 64 * 1024
+# A stack dump of many processes and threads stays whole up to here.
+STACK_BYTES = 1024 * 1024
+_MAX_EVENT_LINE = 64 * 1024
+
+Event = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Events:
+    """What events.jsonl says, from one pass over it: where the attempt got to, what went wrong.
+
+    `phase`/`step`: the last event with either (a new phase starts with no step).
+    `worker_exit`: the last `worker_exit` event with a signal. `infra_error`: the
+    reason of the last `infra_error` event. `busy`: `worker_busy` events with no
+    `worker_free` after them (items a DataLoader worker was stuck on).
+    """
+
+    phase: str | None = None
+    step: int | None = None
+    worker_exit: Event | None = None
+    infra_error: str | None = None
+    busy: tuple[Event, ...] = ()
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Events:
+        """The summary of a sequence of events, in the order they were written."""
+        phase: str | None = None
+        step: int | None = None
+        worker_exit: Event | None = None
+        infra_error: str | None = None
+        busy: dict[tuple[object, object], Event] = {}
+        for event in events:
+            name = event.get("event")
+            if name == "worker_exit" and event.get("signal"):
+                worker_exit = event
+            elif name == "worker_busy":
+                busy[event.get("pid"), event.get("index")] = event
+            elif name == "worker_free":
+                busy.pop((event.get("pid"), event.get("index")), None)
+            elif name == "infra_error":
+                infra_error = str(event.get("reason") or "infrastructure error")
+            new_phase = event.get("phase")
+            new_step = event.get("step")
+            if isinstance(new_phase, str) and new_phase != phase:
+                phase, step = new_phase, None  # a new phase starts with no step yet
+            if isinstance(new_step, int) and not isinstance(new_step, bool):
+                step = new_step
+        return cls(phase, step, worker_exit, infra_error, tuple(busy.values()))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An attempt's logs, events and stack dump, as read once when the attempt ended."""
+
+    stdout: str = ""
+    stderr: str = ""
+    events: Events = field(default_factory=Events)
+    stack: str | None = None
+
+    @classmethod
+    def read(cls, execution: Execution) -> Evidence:
+        """Read the files an execution names, each once (missing files read as empty)."""
+        stack = None
+        if execution.stack_path is not None:
+            stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
+        return cls(
+            stdout=read_log(execution.stdout_path),
+            stderr=read_log(execution.stderr_path),
+            events=Events.of(iter_events(execution.events_path)),
+            stack=stack,
+        )
+
+    def output_tail(self) -> str:
+        """The end of stderr and of stdout: where `expect.message` looks past the exception."""
+        return "\n".join(
+            text[-MESSAGE_TAIL_BYTES:] for text in (self.stderr, self.stdout) if text
+        )
+
+    def excerpt(self) -> str:
+        """The lines of the log a bug report quotes: stderr's, else stdout's ('' when silent)."""
+        for text in (self.stderr, self.stdout):
+            lines = excerpt(text)
+            if lines.strip():
+                return lines
+        return ""
+
+
+def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
+    """A log file's head and tail as text: bytes decoded leniently, NUL bytes dropped."""
+    if path is None:
+        return ""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below; open errors mean "no log"
+    except OSError:
+        return ""
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= head + tail:
+            data = handle.read()
+        else:
+            first = handle.read(head)
+            handle.seek(size - tail)
+            last = handle.read()
+            # Cut at line ends so a half line cannot pose as an exception line.
+            first = first[: first.rfind(b"\n") + 1] or first
+            last = last[last.find(b"\n") + 1 :]
+            omitted = size - len(first) - len(last)
+            data = first + f"[... {omitted} bytes omitted ...]\n".encode() + last
+    return data.replace(b"\0", b"").decode("utf-8", errors="replace")
+
+
+def iter_events(path: Path | None) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an events file; malformed or truncated lines are skipped."""
+    if path is None:
+        return
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - a generator closes it in the with below
+    except OSError:
+        return
+    with handle:
+        for raw in handle:
+            if len(raw) > _MAX_EVENT_LINE:
+                continue
+            try:
+                event = json.loads(raw.replace(b"\0", b"").decode("utf-8", errors="replace"))
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                yield event
+
+
+__all__ = ["Event", "Events", "Evidence", "iter_events", "read_log"]

@@ -1,0 +1,407 @@
+"""Hand-built runs for the report, results and store tests: a segfault matrix, a flaky hang,
+an error under one toggle, an infra error. Each is the shape the engine produces."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from reprospec.logtext import excerpt
+from reprospec.models import (
+    AttemptResult,
+    Cell,
+    CellResult,
+    Expectation,
+    NotRun,
+    Outcome,
+    Rate,
+    RunResult,
+)
+from reprospec.units import RateBound, StepRange
+
+T0 = "2026-11-21T21:45:12+00:00"
+T1 = "2026-11-21T21:45:40+00:00"
+
+SEGFAULT_SPEC = """\
+reprospec: 1
+name: val-segfault
+title: Segfault in validation when DataLoader workers pin memory
+matrix:
+  num_workers: [0, 2]
+  pin_memory: [false, true]
+command: python crash.py --workers ${{ matrix.num_workers }} --pin ${{ matrix.pin_memory }}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  phase: validation
+  step: 6..8
+"""
+
+HANG_SPEC = """\
+reprospec: 1
+name: import-hang
+title: import wandb hangs
+command: python -c "import wandb"
+run: {timeout: 5s, repeat: 3}
+expect: {outcome: hang, phase: import, rate: ">=0.5"}
+"""
+
+# A description with its own fenced block: the report's yaml fence must be longer.
+ERROR_SPEC = """\
+reprospec: 1
+name: nan-loss
+title: Loss becomes NaN with a large learning rate
+description: |
+  Training diverges:
+  ```
+  RuntimeError: loss is nan
+  ```
+matrix:
+  lr: [0.1, 1.0]
+command: python train.py --lr ${{ matrix.lr }}
+expect: {outcome: error, exception: RuntimeError, message: "loss is nan"}
+"""
+
+INFRA_SPEC = """\
+reprospec: 1
+name: docker-only
+environment: {image: "python:3.11-slim"}
+command: python -c "import sys; sys.exit(0)"
+expect: {outcome: pass}
+"""
+
+# The shape the harness captures (reprospec_harness.envinfo), trimmed.
+ENV = {
+    "format": 1,
+    "python": {"version": "3.11.7", "implementation": "CPython", "executable": "/usr/bin/python3"},
+    "os": {
+        "system": "Linux",
+        "distribution": "Debian GNU/Linux 12 (bookworm)",
+        "kernel": "6.8.0-45-generic",
+        "machine": "x86_64",
+        "wsl": None,
+        "container": "docker",
+    },
+    "cpu": {
+        "model": "AMD EPYC 7B13",
+        "vendor": "AuthenticAMD",
+        "flags": ["avx2", "avx512f"],
+        "cores": 8,
+        "usable_cores": 2,
+    },
+    "memory": {
+        "total": 33_554_432_000,
+        "available": 30_000_000_000,
+        "swap": 0,
+        "cgroup_limit": 4_294_967_296,
+        "rlimit_as": None,
+    },
+    "shm": {"present": True, "size": 67_108_864, "free": 67_000_000},
+    "nvidia": {"nvidia_smi": None, "gpus": []},
+    "nvcc": {"path": None, "version": None},
+    "packages": {"torch": "2.13.0+cpu", "numpy": "2.1.0", "wandb": None},
+    "env": {"OMP_NUM_THREADS": "1", "CUDA_LAUNCH_BLOCKING": "1"},
+    "multiprocessing": {"start_method": "fork"},
+    "torch": {
+        "installed": True,
+        "version": "2.13.0+cpu",
+        "debug": False,
+        "cuda": None,
+        "hip": None,
+        "cudnn": None,
+        "cpu_capability": "AVX512",
+        "arch_list": [],
+        "cuda_available": False,
+        "device_count": 0,
+        "num_threads": 2,
+    },
+}
+GPU_ENV = {
+    "python": {"version": "3.11.7", "implementation": "CPython"},
+    "nvidia": {
+        "nvidia_smi": "/usr/bin/nvidia-smi",
+        "gpus": [
+            {
+                "index": 0,
+                "name": "NVIDIA A100-SXM4-40GB",
+                "driver_version": "550.54.15",
+                "memory_mib": 40960,
+                "capability": "8.0",
+            },
+            {
+                "index": 1,
+                "name": "NVIDIA A100-SXM4-40GB",
+                "driver_version": "550.54.15",
+                "memory_mib": 40960,
+                "capability": "8.0",
+            },
+        ],
+        "driver_version": "550.54.15",
+        "cuda_version": "12.4",
+    },
+    "torch": {
+        "installed": True,
+        "version": "2.13.0+cu124",
+        "cuda": "12.4",
+        "cudnn": 90100,
+        "arch_list": ["sm_80", "sm_90"],
+        "cuda_available": True,
+        "device_count": 2,
+    },
+}
+
+
+def _attempt(n: int, outcome: Outcome | NotRun, matched: bool, **kw: object) -> AttemptResult:
+    defaults: dict[str, object] = {
+        "duration_s": 1.5 * n,
+        "mismatches": (),
+        "logs": "",
+        "started": T0,
+        "finished": T1,
+    }
+    defaults.update(kw)
+    return AttemptResult(attempt=n, outcome=outcome, matched=matched, **defaults)  # type: ignore[arg-type]
+
+
+def _cell(
+    index: int,
+    matrix: Mapping[str, object],
+    expected: Expectation,
+    verdict: str,
+    reason: str,
+    attempts: list[AttemptResult],
+    rate: Rate,
+) -> CellResult:
+    cell_id = ",".join(f"{k}={json.dumps(v)}" for k, v in matrix.items())
+    return CellResult(
+        cell=Cell(id=cell_id, index=index, matrix=matrix),
+        expected=expected,
+        verdict=verdict,  # type: ignore[arg-type]
+        reason=reason,
+        rate=rate,
+        attempts=tuple(attempts),
+        command="python crash.py",
+    )
+
+
+def segfault_matrix() -> RunResult:
+    """A 2x2 matrix where only the num_workers=2, pin_memory=true corner crashes."""
+    expected = Expectation("crash", signal="SIGSEGV", phase="validation", step=StepRange(6, 8))
+    passed = Outcome("pass", exit_code=0, phase="validation", step=10, signature="pass")
+    crash = Outcome(
+        "crash",
+        signal="SIGSEGV",
+        exit_code=None,
+        where="worker",
+        exception="RuntimeError",
+        message="DataLoader worker (pid 4242) is killed by signal: Segmentation fault.",
+        phase="validation",
+        step=7,
+        duration_s=4.2,
+        signature="crash:SIGSEGV:worker:validation",
+    )
+    cells = []
+    for index, (workers, pin) in enumerate([(0, False), (0, True), (2, False), (2, True)]):
+        matrix = {"num_workers": workers, "pin_memory": pin}
+        cell_dir = f"cells/num_workers={workers},pin_memory={str(pin).lower()}/1/"
+        if workers and pin:
+            attempts = [_attempt(1, crash, True, logs=cell_dir, excerpt=excerpt(SEGFAULT_STDERR))]
+            cells.append(
+                _cell(
+                    index,
+                    matrix,
+                    expected,
+                    "reproduced",
+                    "1/1 attempts matched",
+                    attempts,
+                    Rate(1, 1, 0.21, 1.0),
+                )
+            )
+        else:
+            attempts = [
+                _attempt(
+                    1,
+                    passed,
+                    False,
+                    logs=cell_dir,
+                    mismatches=("outcome: expected crash, got pass",),
+                )
+            ]
+            cells.append(
+                _cell(
+                    index,
+                    matrix,
+                    expected,
+                    "not-reproduced",
+                    "expected crash SIGSEGV, got pass",
+                    attempts,
+                    Rate(0, 1, 0.0, 0.79),
+                )
+            )
+    env = {**ENV, "environment_mismatch": ["python: spec says 3.10, ran 3.11.7"]}
+    return RunResult(
+        run_id="20261121-214512-val-segfault-3f9a",
+        spec_name="val-segfault",
+        spec_path="specs/segfault.yaml",
+        spec_text=SEGFAULT_SPEC,
+        runner="local",
+        started=T0,
+        finished=T1,
+        environment=env,
+        cells=tuple(cells),
+        title="Segfault in validation when DataLoader workers pin memory",
+        description="Seen on the CI box since the upgrade to torch 2.13.",
+    )
+
+
+SEGFAULT_STDERR = (
+    "\x1b[32mEpoch 1\x1b[0m\n"
+    + "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}|" for p in range(0, 101, 10))
+    + "\n"
+    + "ERROR: Unexpected segmentation fault encountered in worker.\n\x00"
+    + "Traceback (most recent call last):\n"
+    + '  File "crash.py", line 40, in <module>\n'
+    + "    for batch in loader:\n"
+    + "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault.\n"
+)
+
+
+def hang_run() -> RunResult:
+    """One cell, three attempts on two GPU slots: two hangs and a pass (flaky, rate judged)."""
+    expected = Expectation("hang", phase="import", rate=RateBound(">=", 0.5))
+    hang = Outcome("hang", phase="import", duration_s=5.0, signature="hang:import")
+    passed = Outcome("pass", exit_code=0, signature="pass")
+    attempts = [
+        _attempt(
+            1,
+            hang,
+            True,
+            logs="cells/default/1/",
+            gpu_slot=("0",),
+            duration_s=5.02,
+            stack=HANG_STACK,
+        ),
+        _attempt(
+            2,
+            passed,
+            False,
+            logs="cells/default/2/",
+            gpu_slot=("1",),
+            duration_s=0.8,
+            mismatches=("outcome: expected hang, got pass",),
+        ),
+        _attempt(
+            3,
+            hang,
+            True,
+            logs="cells/default/3/",
+            gpu_slot=("0",),
+            duration_s=5.01,
+            stack='Thread 0x7f (most recent call first):\n  File "wandb/__init__.py", line 3',
+        ),
+    ]
+    cell = CellResult(
+        cell=Cell(id="default", index=0, matrix={}),
+        expected=expected,
+        verdict="reproduced",
+        reason="2/3 attempts matched (rate >=0.5)",
+        rate=Rate(2, 3, 0.21, 0.94),
+        attempts=tuple(attempts),
+        command='python -c "import wandb"',
+    )
+    return RunResult(
+        run_id="20261121-214512-import-hang-0b1c",
+        spec_name="import-hang",
+        spec_path="specs/hang.yaml",
+        spec_text=HANG_SPEC,
+        runner="local",
+        started=T0,
+        finished=T1,
+        environment=GPU_ENV,
+        cells=(cell,),
+        command_line="reprospec run specs/hang.yaml -j 2 --gpus 0,1",
+        title="import wandb hangs",
+    )
+
+
+HANG_STACK = (
+    "Thread 0x00007f3a (most recent call first):\n"
+    '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+    '  File "wandb/sdk/lib/sock_client.py", line 88 in recv\n'
+    "\n"
+    "Current thread 0x00007f3b (most recent call first):\n"
+    '  File "wandb/__init__.py", line 3 in <module>\n'
+)
+
+
+def error_run() -> RunResult:
+    """A one-axis matrix: lr=1.0 raises the expected RuntimeError, lr=0.1 trains fine."""
+    expected = Expectation("error", exception="RuntimeError", message="loss is nan")
+    error = Outcome(
+        "error",
+        exit_code=1,
+        where="main",
+        exception="RuntimeError",
+        message="loss is nan at step 3 | lr=1.0",
+        phase="train",
+        step=3,
+        signature="error:RuntimeError:train",
+    )
+    passed = Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
+    cells = [
+        _cell(
+            0,
+            {"lr": 0.1},
+            expected,
+            "not-reproduced",
+            "expected error RuntimeError, got pass",
+            [_attempt(1, passed, False)],
+            Rate(0, 1, 0.0, 0.79),
+        ),
+        _cell(
+            1,
+            {"lr": 1.0},
+            expected,
+            "reproduced",
+            "1/1 attempts matched",
+            [_attempt(1, error, True)],
+            Rate(1, 1, 0.21, 1.0),
+        ),
+    ]
+    return RunResult(
+        run_id="20261121-214512-nan-loss-77aa",
+        spec_name="nan-loss",
+        spec_path="specs/nan loss.yaml",
+        spec_text=ERROR_SPEC,
+        runner="local",
+        started=T0,
+        finished=T1,
+        environment=ENV,
+        cells=tuple(cells),
+        title="Loss becomes NaN with a large learning rate",
+        description="Training diverges:\n```\nRuntimeError: loss is nan\n```",
+    )
+
+
+def infra_run() -> RunResult:
+    """The docker runner could not reach an engine: the cell is an infra-error."""
+    attempt = _attempt(1, NotRun("docker engine not reachable"), False, duration_s=0.0)
+    cell = CellResult(
+        cell=Cell(id="default", index=0, matrix={}),
+        expected=Expectation("pass"),
+        verdict="infra-error",
+        reason="docker engine not reachable",
+        rate=Rate(0, 1, 0.0, 0.79),
+        attempts=(attempt,),
+    )
+    return RunResult(
+        run_id="20261121-214512-docker-only-aaaa",
+        spec_name="docker-only",
+        spec_path="specs/docker-only.yaml",
+        spec_text=INFRA_SPEC,
+        runner="docker",
+        started=T0,
+        finished=T1,
+        environment={},
+        cells=(cell,),
+    )
