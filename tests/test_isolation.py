@@ -20,7 +20,7 @@ from reprospec.isolation import (
     clean_probability,
     isolate,
 )
-from reprospec.isolation.evidence import chunk_size
+from reprospec.isolation.candidates import chunk_size
 
 Failure = Callable[[frozenset[int]], bool]
 
@@ -69,7 +69,7 @@ def test_deterministic_pair_is_found_and_checked() -> None:
     assert result.culprits == (3, 11)
     assert result.attempts == oracle.attempts < 40
     assert result.minimal is not None and result.minimal.reproduces
-    assert [e.candidate for e in result.one_smaller] == [(11,), (3,)]
+    assert [e.applied for e in result.one_smaller] == [(11,), (3,)]
     for evidence in result.one_smaller:
         assert evidence.reproduces is False
         assert evidence.tally.matched == 0
@@ -95,7 +95,7 @@ def test_single_culprit_checks_against_the_base() -> None:
     result = run(8, oracle)
     assert result.status == "isolated"
     assert result.culprits == (5,)
-    assert [e.candidate for e in result.one_smaller] == [()]
+    assert [e.applied for e in result.one_smaller] == [()]
     assert result.base is not None and result.base.reproduces is False
     assert result.base.tally.matched == 0
 

@@ -2,7 +2,7 @@
 
 - `search.py`: the search, a pure state machine over numbered differences
   (`Isolation`, `isolate`), flaky-aware; no processes.
-- `evidence.py`: what it runs and concludes (`Probe`, `Tally`, `Evidence`,
+- `candidates.py`: what it runs and concludes (`Probe`, `Tally`, `Candidate`,
   `IsolationResult`) and the passing rule.
 - `differences.py`: configurations as flat path -> value mappings, what differs
   between two, and the `--set` overrides that run a mix of them.
@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
-from reprospec.isolation.evidence import (
+from reprospec.isolation.candidates import (
     AttemptKind,
-    Evidence,
+    Candidate,
     IsolationResult,
     Probe,
     Rate,
@@ -28,7 +28,7 @@ from reprospec.isolation.search import Isolation, ProbeRunner, isolate
 
 __all__ = [
     "AttemptKind",
-    "Evidence",
+    "Candidate",
     "Isolation",
     "IsolationResult",
     "Probe",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.errors import UsageError
+from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
     MISSING,
     Difference,
@@ -33,10 +34,9 @@ from reprospec.isolation.differences import (
     mix,
     overrides,
 )
-from reprospec.isolation.evidence import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
-from reprospec.models import Cell, Expectation, RunResult, Spec
+from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
 from reprospec.options import RunOptions
 
 Progress = Callable[[str], None]
@@ -312,7 +312,7 @@ class _CandidateRunner:
         reason = ""
         if result is not None:
             for attempt in sorted(result.cells[0].attempts, key=lambda a: a.attempt):
-                kinds.append(_kind(attempt.matched, attempt.outcome, attempt.infra_error))
+                kinds.append(_kind(attempt))
                 reason = attempt.infra_error or reason
         return StoredProbe(
             key=key(config),
@@ -325,10 +325,11 @@ class _CandidateRunner:
         )
 
 
-def _kind(matched: bool, outcome: Any, infra_error: str | None) -> AttemptKind:
-    if outcome is None or infra_error:
-        return "infra"
-    if matched:
+def _kind(attempt: AttemptResult) -> AttemptKind:
+    outcome = attempt.ran
+    if outcome is None:
+        return "infra"  # never ran what the spec asks: counts neither way
+    if attempt.matched:
         return "match"
     return "pass" if outcome.kind == "pass" else "other"
 
@@ -392,16 +393,13 @@ def _observe(
     if result.interrupted:
         raise KeyboardInterrupt
     for cell in result.cells:
-        attempts = [a for a in cell.attempts if a.outcome is not None]
-        if not attempts:
+        ran = [a.ran for a in cell.attempts if a.ran is not None]
+        if not ran:
             continue
-        if failing is None and cell.expected.outcome != "pass" and all(a.matched for a in attempts):
+        matched = all(a.matched for a in cell.attempts if a.ran is not None)
+        if failing is None and cell.expected.outcome != "pass" and matched:
             failing = cell.cell
-        elif (
-            passing is None
-            and cell.cell != failing
-            and all(a.outcome is not None and a.outcome.kind == "pass" for a in attempts)
-        ):
+        elif passing is None and cell.cell != failing and all(o.kind == "pass" for o in ran):
             passing = cell.cell
     if failing is None:
         raise UsageError(

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from reprospec.isolation.evidence import Evidence, pass_rule
+from reprospec.isolation.candidates import Candidate, pass_rule
 
 if TYPE_CHECKING:
     from reprospec.isolation.driver import IsolateResult
@@ -147,7 +147,7 @@ def markdown(found: IsolateResult) -> str:
     for evidence in result.tested:
         t = evidence.tally
         out.append(
-            f"| {describe_set(found, evidence.candidate)} | {t.attempts} | {t.matched} | "
+            f"| {describe_set(found, evidence.applied)} | {t.attempts} | {t.matched} | "
             f"{t.other} | {t.infra} |"
         )
     if found.runs:
@@ -167,25 +167,25 @@ def write(found: IsolateResult) -> None:
         os.replace(temporary, found.folder / name)
 
 
-def _key_evidence(found: IsolateResult) -> list[tuple[str, Evidence]]:
+def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
     result = found.result
-    rows: list[tuple[str, Evidence]] = []
+    rows: list[tuple[str, Candidate]] = []
     if result.minimal is not None:
-        rows.append((describe_set(found, result.minimal.candidate) + " (culprits)", result.minimal))
+        rows.append((describe_set(found, result.minimal.applied) + " (culprits)", result.minimal))
     # In the culprits' order: "a alone" is the set that leaves out the other one.
     for evidence in reversed(result.one_smaller) if len(result.one_smaller) == 2 else ():
-        rows.append((describe_set(found, evidence.candidate) + " alone", evidence))
+        rows.append((describe_set(found, evidence.applied) + " alone", evidence))
     for evidence in result.one_smaller if len(result.one_smaller) != 2 else ():
-        if evidence.candidate:
-            rows.append((describe_set(found, evidence.candidate), evidence))
+        if evidence.applied:
+            rows.append((describe_set(found, evidence.applied), evidence))
     if result.base is not None:
         rows.append((describe_set(found, ()), result.base))
     if result.failing is not None:
-        rows.append((describe_set(found, result.failing.candidate), result.failing))
+        rows.append((describe_set(found, result.failing.applied), result.failing))
     return rows
 
 
-def _verdict(evidence: Evidence) -> str:
+def _verdict(evidence: Candidate) -> str:
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
@@ -195,23 +195,23 @@ def _verdict(evidence: Evidence) -> str:
     return "undecided"
 
 
-def _figure(evidence: Evidence) -> str:
+def _figure(evidence: Candidate) -> str:
     return f"{evidence.tally.matched}/{evidence.clean_evidence + evidence.tally.matched}"
 
 
 def _expected(found: IsolateResult) -> str:
-    from reprospec.judge import describe_expectation
+    from reprospec.words import expectation_phrase
 
-    return describe_expectation(found.expectation)
+    return expectation_phrase(found.expectation, rate=False)
 
 
 def _with_names(found: IsolateResult, value: Any) -> Any:
     if isinstance(value, list):
         return [_with_names(found, v) for v in value]
-    if isinstance(value, dict) and "candidate" in value:
+    if isinstance(value, dict) and "applied" in value:
         return {
-            "set": describe_set(found, value["candidate"]),
-            "differences": [found.differences[i].path for i in value["candidate"]],
+            "set": describe_set(found, value["applied"]),
+            "differences": [found.differences[i].path for i in value["applied"]],
             **value,
         }
     return value

@@ -72,9 +72,9 @@ import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reprospec.isolation.evidence import (
+from reprospec.isolation.candidates import (
     AttemptKind,
-    Evidence,
+    Candidate,
     IsolationResult,
     Level,
     Probe,
@@ -404,13 +404,13 @@ class Isolation:
 
     # -- the answer ----------------------------------------------------------
 
-    def _evidence(self, candidate: frozenset[int], role: Role | None = None) -> Evidence | None:
+    def _evidence(self, candidate: frozenset[int], role: Role | None = None) -> Candidate | None:
         tally = self.tallies.get(candidate)
         if tally is None and role != "one-smaller":
             return None
         decided = True if self._reproduces(candidate) else self.verdicts.get(candidate)
         level: Level = "final" if role in _CHECK_ROLES or role == "failing" else "search"
-        return Evidence(
+        return Candidate(
             tuple(sorted(candidate)),
             role or self.roles.get(candidate, "search"),
             tally or Tally(),
@@ -437,7 +437,7 @@ class Isolation:
         matched, clean = self._rate()
         low, high = wilson(matched, matched + clean)
         chosen = frozenset(culprits)
-        one_smaller: list[Evidence] = []
+        one_smaller: list[Candidate] = []
         confidence = 0.0
         if status == "isolated":
             confidence = 1.0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprospec.isolation.evidence import ATTEMPT_KINDS, AttemptKind
+from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
 
 FORMAT = 1
 

@@ -1,4 +1,4 @@
-"""What isolation runs and what it concludes: probes, tallies, evidence, the passing rule.
+"""What isolation runs and what it concludes: probes, tallies, candidates, the passing rule.
 
 Plain frozen values and pure functions; the search that uses them is `search.py`.
 """
@@ -103,10 +103,10 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One tested candidate: the differences applied, what its attempts did, its verdict."""
+class Candidate:
+    """One candidate set: the differences it applies, what its attempts did, its verdict."""
 
-    candidate: tuple[int, ...]
+    applied: tuple[int, ...]
     role: Role
     tally: Tally
     reproduces: bool | None  # None: not decided
@@ -114,7 +114,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "candidate": list(self.candidate),
+            "applied": list(self.applied),
             "role": self.role,
             "reproduces": self.reproduces,
             "clean_evidence": self.clean_evidence,
@@ -158,11 +158,11 @@ class IsolationResult:
     confidence: float
     clean_needed: int  # clean attempts a check's passing verdict needed at the end
     alpha: float
-    failing: Evidence | None
-    base: Evidence | None
-    minimal: Evidence | None
-    one_smaller: tuple[Evidence, ...]
-    tested: tuple[Evidence, ...]
+    failing: Candidate | None
+    base: Candidate | None
+    minimal: Candidate | None
+    one_smaller: tuple[Candidate, ...]
+    tested: tuple[Candidate, ...]
 
     def to_dict(self) -> dict[str, Any]:
         return {
