@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_selection_options(p)
     p.add_argument(
+        "--observe",
+        action="store_true",
+        help="ignore expect: record what each cell does and group cells by outcome (exit 0 "
+        "unless something could not run); a spec without expect always observes",
+    )
+    p.add_argument(
         "--runner",
         choices=tuple(RUNNERS),
         default="local",

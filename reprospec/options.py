@@ -62,6 +62,8 @@ class RunOptions:
     shard: Shard | None = None
     find_links: Path | None = None
     purpose: str = "run"
+    # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
+    observe: bool = False
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
 
@@ -95,6 +97,7 @@ class RunOptions:
             "shard": [self.shard.index, self.shard.count] if self.shard else None,
             "find_links": str(self.find_links) if self.find_links else None,
             "purpose": self.purpose,
+            "observe": self.observe,
         }
 
     @classmethod
@@ -117,6 +120,7 @@ class RunOptions:
             shard=Shard(*(int(str(x)) for x in _list(shard))) if shard else None,
             find_links=Path(str(find_links)) if find_links else None,
             purpose=str(data.get("purpose") or "run"),
+            observe=bool(data.get("observe", False)),
         )
 
     def with_changes(self, **changes: object) -> RunOptions:

@@ -125,6 +125,11 @@ def isolate_spec(
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
     failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
     expectation = plan.expectations[failing_cell.id]
+    if expectation.observes:
+        raise UsageError(
+            "isolate needs the spec's expect: it says how the failing cell fails (the same "
+            "signature, not any failure); `run --observe` shows what each cell does"
+        )
     if expectation.outcome == "pass":
         raise UsageError(
             f"the failing cell {failing_cell.id} is expected to pass: isolate needs a cell "
