@@ -33,7 +33,13 @@ from reprospec.plan import RunPlan
 from reprospec.rates import rate_decided, rate_of, rate_satisfied
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
-from reprospec.words import expectation_phrase, outcome_phrase, rate_phrase, shorten
+from reprospec.words import (
+    attempts_phrase,
+    expectation_phrase,
+    outcome_phrase,
+    rate_phrase,
+    shorten,
+)
 
 
 def judge_attempt(
@@ -46,6 +52,8 @@ def judge_attempt(
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
+    if expectation.observes:
+        return AttemptVerdict(True)  # observe mode: recorded, not judged
     misses: list[str] = []
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
@@ -93,6 +101,11 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
             return Verdict("infra-error", f"could not run: {broken[0].reason}", rate)
         return Verdict("infra-error", "no attempt ran", rate)
 
+    if expectation.observes:
+        reason = attempts_phrase(usable)
+        if broken:
+            reason += f" ({len(broken)} more could not run)"
+        return Verdict("observed", reason, rate)
     kind: VerdictKind
     if expectation.rate is None:
         kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
@@ -212,7 +225,8 @@ def judge_cells(
 
 
 def exit_code_for(run: RunResult) -> int:
-    """0 every cell reproduced; 3 any infra-error; 1 some cell not reproduced; 130 interrupted."""
+    """0 every cell reproduced (or observed); 3 any infra-error; 1 some cell not reproduced;
+    130 interrupted."""
     if run.interrupted:
         return EXIT_INTERRUPTED
     summary = run.summary

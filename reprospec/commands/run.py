@@ -77,6 +77,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
         find_links=args.find_links,
         keep_cores=args.keep_cores,
         command_line=command_line,
+        observe=bool(getattr(args, "observe", False)),
     )
 
 
@@ -150,13 +151,24 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     console.print(results_table(result))
     folder = RunFolder.of(out, result.run_id)
     summary = result.summary
-    console.print(
-        f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
-        + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
-        + (" (interrupted: partial results)" if result.interrupted else "")
-    )
+    if result.observes:
+        from reprospec.report.signatures import outcome_groups, outcome_lines
+
+        groups = outcome_groups(result)
+        console.print(
+            f"{summary['cells']} cell(s) observed, {len(groups)} outcome(s)"
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
+        for line in outcome_lines(groups):
+            console.print(line, markup=False, highlight=False)
+    else:
+        console.print(
+            f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
     console.print(f"report: {folder.report_md}")
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
-
