@@ -19,6 +19,7 @@ from reprospec.capture import EventWriter, compile_markers, output_sink
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
+from reprospec.pkgcheck import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution, write_cell
 
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
@@ -53,6 +54,8 @@ class LocalRunner:
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
+        # The cell's `packages`, checked against what the interpreter has (once per key).
+        self._packages = PackageCheck()
 
     # -- interpreter -----------------------------------------------------------------
 
@@ -148,6 +151,13 @@ class LocalRunner:
             return infra(str(exc))
         warnings.extend(limit_warnings)
         env = self._child_env(plan, log_dir, shims, gpu_slot)
+        packages = [str(p) for p in plan.environment.get("packages") or ()]
+        if packages:
+            # Never a verdict on the wrong environment: a cell whose packages this
+            # interpreter does not satisfy is not run (issue 9).
+            refused = self._packages.reason(self.python, packages, env=env, cwd=plan.workdir)
+            if refused:
+                return infra(refused, warnings)
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
