@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a spec: every cell, a table, a report")
     p.add_argument("spec", metavar="SPEC", nargs="?")
     _add_selection_options(p)
-    p.add_argument("--runner", choices=("local", "docker"), default="local")
+    p.add_argument("--runner", choices=("local", "docker", "venv"), default="local")
     p.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N")
     p.add_argument("--repeat", type=_positive_int, default=None, metavar="N")
     p.add_argument("--timeout", default=None, metavar="DURATION")

@@ -19,6 +19,10 @@ def get_runner(
         from reprospec.runners.docker import DockerRunner
 
         return DockerRunner(**options)  # type: ignore[arg-type]
+    if name == "venv":  # issue 11; minimal registration until the runner registry lands
+        from reprospec.runners.venv import VenvRunner
+
+        return VenvRunner(python=python, cache_dir=cache_dir, **options)  # type: ignore[arg-type]
     from reprospec.errors import UsageError
 
-    raise UsageError(f"unknown runner {name!r}: expected 'local' or 'docker'")
+    raise UsageError(f"unknown runner {name!r}: expected 'local', 'docker' or 'venv'")
