@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reprospec.models import AttemptPlan, Cell, Expectation  # noqa: E402
+from reprospec.sections import Command, Environment, Job, Workload  # noqa: E402
 
 WORKLOAD = {
     "seed": 0,
@@ -38,10 +39,11 @@ WORKLOAD = {
 
 def plan(workdir: Path, n: int, argv: Sequence[str] | None, workload: Mapping[str, Any] | None
          ) -> AttemptPlan:
+    job: Job = Workload(dict(workload)) if workload is not None else Command(tuple(argv or ()))
     return AttemptPlan(
-        spec_name="bench", cell=Cell(id="c", index=0, matrix={}), attempt=n,
-        argv=tuple(argv) if argv else None, workload=workload, env={}, workdir=workdir,
-        timeout_s=120.0, markers=(), environment={}, expectation=Expectation(outcome="pass"),
+        spec_name="bench", cell=Cell(id="c", index=0, matrix={}), attempt=n, job=job,
+        timeout_s=120.0, markers=(), environment=Environment(workdir=workdir),
+        expectation=Expectation(outcome="pass"),
     )
 
 

@@ -1,7 +1,76 @@
 """reprospec: turn a machine- and configuration-dependent crash into a rerunnable YAML spec.
 
 Importing this package must stay cheap and must never import torch: the parent
-process stays light and CUDA-free whatever the child does.
+process stays light and CUDA-free whatever the child does. The Python API
+(`reprospec.run`, `reprospec.load_spec`, ...; see `reprospec/api.py` and
+docs/python-api.md) is loaded on first use.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from reprospec.api import (
+        RunOptions,
+        RunPlan,
+        RunResult,
+        Shard,
+        Spec,
+        Validation,
+        exit_code,
+        load_result,
+        load_spec,
+        plan_run,
+        render,
+        resume,
+        run,
+        validate,
+    )
+
+_API = (
+    "RunOptions",
+    "RunPlan",
+    "RunResult",
+    "Shard",
+    "Spec",
+    "Validation",
+    "exit_code",
+    "load_result",
+    "load_spec",
+    "plan_run",
+    "render",
+    "resume",
+    "run",
+    "validate",
+)
+
+
+def __getattr__(name: str) -> object:
+    # Lazy: `import reprospec` (and the CLI's start-up) must not load yaml, jsonschema or rich.
+    if name in _API:
+        from reprospec import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'reprospec' has no attribute {name!r}")
+
+
+__all__ = [
+    "RunOptions",
+    "RunPlan",
+    "RunResult",
+    "Shard",
+    "Spec",
+    "Validation",
+    "__version__",
+    "exit_code",
+    "load_result",
+    "load_spec",
+    "plan_run",
+    "render",
+    "resume",
+    "run",
+    "validate",
+]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reprospec import __version__
 from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.runners import RUNNERS
 
 COMMANDS = (
     "validate",
@@ -48,21 +49,65 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("validate", help="check spec files (or every *.yaml in folders)")
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="spec files, or folders searched for *.yaml and *.yml files",
+    )
 
     p = sub.add_parser("plan", help="show the cells and exactly what each would run")
-    p.add_argument("spec", metavar="SPEC")
-    p.add_argument("--format", choices=("text", "json", "github"), default="text")
+    p.add_argument("spec", metavar="SPEC", help="a spec file, or a report.md that embeds one")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text (default), json (every cell's plan) or github (a CI job matrix)",
+    )
     _add_selection_options(p)
 
     p = sub.add_parser("run", help="run a spec: every cell, a table, a report")
-    p.add_argument("spec", metavar="SPEC", nargs="?")
+    p.add_argument(
+        "spec",
+        metavar="SPEC",
+        nargs="?",
+        help="a spec file, or a report.md that embeds one (optional with --resume)",
+    )
     _add_selection_options(p)
-    p.add_argument("--runner", choices=("local", "docker", "venv"), default="local")
-    p.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N")
-    p.add_argument("--repeat", type=_positive_int, default=None, metavar="N")
-    p.add_argument("--timeout", default=None, metavar="DURATION")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument(
+        "--runner",
+        choices=tuple(RUNNERS),
+        default="local",
+        help="run attempts as local processes (default) or in fresh docker containers",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="attempts at once (default: the spec's run.parallel, else 1)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="attempts per cell (overrides run.repeat)",
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="DURATION",
+        help="per-attempt timeout like 90s or 5m (overrides run.timeout)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="the results store and run folders (default: .reprospec)",
+    )
     p.add_argument(
         "--format",
         choices=("md", "json", "junit"),
@@ -81,7 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)",
     )
-    p.add_argument("--shard", default=None, metavar="K/N")
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="run only shard K of N of the attempts (K from 1); `merge` joins the shards",
+    )
     p.add_argument(
         "--resume",
         default=None,
@@ -97,41 +147,121 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser("report", help="render a finished run again")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--format", choices=("md", "junit", "json"), default="md")
-    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
+    )
+    p.add_argument(
+        "--format",
+        choices=("md", "junit", "json"),
+        default="md",
+        help="markdown bug report (default), JUnit XML or JSON",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead of stdout",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="where run ids are looked up (default: .reprospec)",
+    )
 
     p = sub.add_parser("env", help="this machine as the harness sees it (runs in a child)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--python", default=None, metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print the whole capture as JSON")
+    p.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter to look through (default: this one)",
+    )
 
     p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
-    p.add_argument("spec", nargs="?", metavar="SPEC")
-    p.add_argument("--python", default=None, metavar="PATH")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("spec", nargs="?", metavar="SPEC", help="also check what this spec's cells need")
+    p.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter to check (default: this one)",
+    )
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
 
     sub.add_parser("schema", help="print the JSON Schema of the spec format")
 
     p = sub.add_parser("materialize", help="write a self-contained docker bundle for a spec")
-    p.add_argument("spec", metavar="SPEC")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("spec", metavar="SPEC", help="a spec file, or a report.md that embeds one")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="the folder to write the bundle into",
+    )
     _add_selection_options(p)
-    p.add_argument("--find-links", type=Path, default=None, metavar="DIR")
+    p.add_argument(
+        "--find-links",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a wheelhouse the bundle's image builds install packages from, offline",
+    )
 
     p = sub.add_parser("history", help="past runs and their verdicts")
-    p.add_argument("spec", nargs="?", metavar="SPEC")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument(
+        "spec",
+        nargs="?",
+        metavar="SPEC",
+        help="only the runs of this spec (a spec file, or a spec's name)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="the results store to read (default: .reprospec)",
+    )
 
     p = sub.add_parser("compare", help="cells whose verdict changed between two runs")
-    p.add_argument("run_a", metavar="RUN_A")
-    p.add_argument("run_b", metavar="RUN_B")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
+    p.add_argument(
+        "run_a", metavar="RUN_A", help="the first run: a run folder, results.json or run id"
+    )
+    p.add_argument("run_b", metavar="RUN_B", help="the second run, compared with the first")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="where run ids are looked up (default: .reprospec)",
+    )
 
     p = sub.add_parser("merge", help="merge shard runs into one run and one report")
-    p.add_argument("runs", nargs="+", metavar="RUN")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR")
-    p.add_argument("--format", choices=("md", "json", "junit"), default=None)
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="the shard runs: run folders, results.json files or run ids",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="where run ids are looked up and the merged run is written (default: .reprospec)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("md", "json", "junit"),
+        default=None,
+        help="also print the merged report in this format to stdout",
+    )
     return parser
 
 

@@ -18,12 +18,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprospec.errors import InfraError
+from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = PACKAGE_DIR / "harness"
@@ -83,20 +84,20 @@ def _how_to_get(image: str) -> str:
 
 
 def recipe_for(
-    environment: Mapping[str, Any],
+    environment: Environment,
     *,
     spec_dir: Path | None = None,
     find_links: Path | None = None,
 ) -> ImageRecipe:
     """The image recipe for one resolved `environment` section."""
-    dockerfile = environment.get("dockerfile")
+    dockerfile = environment.dockerfile
     if dockerfile:
-        path = Path(str(dockerfile)).expanduser()
+        path = Path(dockerfile).expanduser()
         if not path.is_absolute():
             path = (spec_dir or Path.cwd()) / path
         return _user_dockerfile(path.resolve())
-    image = _check_ref(str(environment.get("image") or DEFAULT_IMAGE), "environment.image")
-    packages = [str(p) for p in environment.get("packages") or ()]
+    image = _check_ref(environment.image or DEFAULT_IMAGE, "environment.image")
+    packages = list(environment.packages)
     if not packages:
         return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
     return _rendered(image, packages, find_links)

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from reprospec.sections import Environment
+
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
 MIB = 2**20
@@ -570,14 +572,13 @@ def run_checks(env: Mapping[str, Any], needs: Needs | None = None) -> list[Check
 # ---- what a spec needs -----------------------------------------------------------------------
 
 
-def needs_of(
-    cells: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]], parse_size: Any
-) -> Needs:
+def needs_of(cells: Iterable[tuple[Mapping[str, Any], Environment]]) -> Needs:
     """The most demanding of the resolved cells, each `(workload, environment)`."""
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
-    python, packages = None, ()
+    python: str | None = None
+    packages: tuple[str, ...] = ()
     for workload, environment in cells:
-        wanted = str((workload or {}).get("device") or environment.get("device") or "cpu")
+        wanted = str((workload or {}).get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted
         data = (workload or {}).get("data") or {}
@@ -588,12 +589,12 @@ def needs_of(
         size = batch_bytes(data)
         if size is not None:
             batch = max(batch or 0, size)
-        if environment.get("shm_size") is not None:
-            shm = parse_size(environment["shm_size"])
-        if environment.get("memory") is not None:
-            memory = parse_size(environment["memory"])
-        python = environment.get("python") or python
-        packages = tuple(environment.get("packages") or packages)
+        if environment.shm_size is not None:
+            shm = environment.shm_size
+        if environment.memory is not None:
+            memory = environment.memory
+        python = environment.python or python
+        packages = environment.packages or packages
     return Needs(
         device=device,
         num_workers=workers,

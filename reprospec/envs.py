@@ -7,7 +7,7 @@ asking for the same thing, reuses it: a warm switch costs one `stat`.
 
 Building is atomic and happens once: under a per-hash file lock, the venv is
 made in `<root>/.tmp/`, filled with `uv pip install`, checked (every requirement
-satisfied by what actually got installed, through `pkgcheck`: a resolver that
+satisfied by what actually got installed, through `packages`: a resolver that
 silently picked another version is an InfraError naming both), described in
 `reprospec-env.json`, then renamed into place. The venv is `--relocatable`, so
 the rename breaks no script.
@@ -37,8 +37,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from reprospec import pkgcheck
+from reprospec import packages
 from reprospec.errors import InfraError
+from reprospec.sections import Environment
 
 FORMAT = 1
 # Where environments are kept when a runner is not told: a folder shared by projects.
@@ -432,9 +433,9 @@ def _build(
             say("install", "installing " + " ".join(request.packages))
             _install(request, python, say, cwd)
         say("check", "checking the installed versions")
-        names = pkgcheck.requirement_names(request.packages)
-        installed = pkgcheck.probe_installed(str(python), names)
-        problems = pkgcheck.mismatches(request.packages, installed)
+        names = packages.requirement_names(request.packages)
+        installed = packages.probe_installed(str(python), names)
+        problems = packages.mismatches(request.packages, installed)
         if problems:
             raise EnvBuildError(
                 "the installer picked other versions than the spec asks: " + "; ".join(problems)
@@ -486,10 +487,10 @@ def _freeze(python: Path) -> dict[str, str]:
     for line in done.stdout.splitlines():
         name, sep, version = line.partition("==")
         if sep:
-            installed[pkgcheck.normalize(name)] = version.strip()
+            installed[packages.normalize(name)] = version.strip()
         elif " @ " in line:
             name, _, url = line.partition(" @ ")
-            installed[pkgcheck.normalize(name)] = url.strip()
+            installed[packages.normalize(name)] = url.strip()
     return installed
 
 
@@ -660,7 +661,7 @@ def describe_request(request: EnvRequest) -> str:
 
 
 def env_request(
-    environment: Mapping[str, Any],
+    environment: Environment,
     *,
     python: str | None = None,
     index: IndexConfig | None = None,
@@ -671,10 +672,9 @@ def env_request(
     The interpreter is `python` (the run's --python) when given, else the spec's
     `environment.python` version found on this machine, else reprospec's own.
     """
-    wanted = python or (str(environment["python"]) if environment.get("python") else None)
     return EnvRequest(
-        python=find_interpreter(wanted),
-        packages=tuple(str(p) for p in environment.get("packages") or ()),
+        python=find_interpreter(python or environment.python),
+        packages=environment.packages,
         index=index if index is not None else user_index_config(),
         exclude_newer=exclude_newer,
     )

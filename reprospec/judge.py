@@ -8,21 +8,24 @@ intermittent and undecided, so nobody mistakes 6/20 for proof.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from reprospec.models import AttemptResult, Expectation, Outcome, Rate, RateBound, VerdictKind
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.models import (
+    AttemptResult,
+    CellResult,
+    Expectation,
+    Outcome,
+    Rate,
+    RunResult,
+    VerdictKind,
+)
+from reprospec.plan import RunPlan
+from reprospec.rates import rate_decided, rate_of, rate_satisfied
 from reprospec.signals import canonical_signal
-
-_COMPARE = {
-    ">=": lambda a, b: a >= b,
-    ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b,
-    "<": lambda a, b: a < b,
-    "==": lambda a, b: math.isclose(a, b, abs_tol=1e-9),
-}
+from reprospec.units import RateBound
 
 
 def judge_attempt(
@@ -64,38 +67,6 @@ def exception_matches(expected: str, got: str | None) -> bool:
     if got is None:
         return False
     return expected == got or got.endswith("." + expected) or expected.endswith("." + got)
-
-
-def wilson(matched: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for matched/n; (0, 1) when nothing was observed."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = matched / n
-    denominator = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, center - half), min(1.0, center + half)
-
-
-def rate_of(matched: int, n: int) -> Rate:
-    """matched/n with its Wilson 95% interval."""
-    low, high = wilson(matched, n)
-    return Rate(matched=matched, attempts=n, low=low, high=high)
-
-
-def rate_satisfied(rate: Rate, bound: RateBound) -> bool:
-    """Whether the observed fraction meets the bound (no attempts: never)."""
-    if rate.attempts == 0:
-        return False
-    return bool(_COMPARE[bound.op](rate.matched / rate.attempts, bound.value))
-
-
-def rate_decided(rate: Rate, bound: RateBound) -> bool:
-    """Whether the interval lies wholly on one side of the threshold: more attempts won't flip it.
-
-    For `run.repeat: auto`: keep adding attempts while this is False (up to a cap).
-    """
-    return bound.value < rate.low or bound.value > rate.high
 
 
 def judge_cell(
@@ -254,3 +225,50 @@ def _no_signal(outcome: Outcome) -> str:
 
 def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def judge_cells(
+    plan: RunPlan,
+    attempts_by_cell: Mapping[str, Sequence[AttemptResult]],
+    *,
+    interrupted: bool = False,
+) -> tuple[CellResult, ...]:
+    """Turn each planned cell's attempts into its verdict."""
+    commands = {attempt.cell.id: attempt.command_text for attempt in reversed(plan.attempts)}
+    planned_count = Counter(attempt.cell.id for attempt in plan.attempts)
+    cells = []
+    for cell in plan.cells:
+        attempts = tuple(attempts_by_cell.get(cell.id, ()))
+        expectation = plan.expectations[cell.id]
+        verdict, reason, rate = judge_cell(expectation, attempts)
+        if interrupted and not attempts:
+            reason = "not run: the run was interrupted first (--resume finishes it)"
+        elif interrupted and len(attempts) < planned_count[cell.id]:
+            reason += (
+                f" (interrupted after {len(attempts)} of {planned_count[cell.id]} attempts;"
+                " --resume finishes it)"
+            )
+        cells.append(
+            CellResult(
+                cell=cell,
+                expected=expectation,
+                verdict=verdict,
+                reason=reason,
+                rate=rate,
+                attempts=attempts,
+                command=commands.get(cell.id, ""),
+            )
+        )
+    return tuple(cells)
+
+
+def exit_code_for(run: RunResult) -> int:
+    """0 every cell reproduced; 3 any infra-error; 1 some cell not reproduced; 130 interrupted."""
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    summary = run.summary
+    if summary["infra_error"]:
+        return EXIT_INFRA
+    if summary["not_reproduced"]:
+        return EXIT_NOT_REPRODUCED
+    return EXIT_OK

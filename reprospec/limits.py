@@ -8,29 +8,17 @@ becomes a warning for the report and the attempt runs without it.
 from __future__ import annotations
 
 import functools
-import re
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from reprospec.sections import Environment
+from reprospec.units import format_size
 
 LAUNCH = Path(__file__).with_name("launch.py")
-UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 # Measured: under about 650 MB of address space `import torch` itself fails.
 TORCH_IMPORT_FLOOR = 650 * 2**20
-
-
-def parse_size(value: Any) -> int:
-    """`64m`, `4g`, `512MiB`, `1.5g` or a byte count -> bytes (binary units, as docker uses)."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
-    if isinstance(value, (int, float)):
-        return int(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value).lower())
-    if not match:
-        raise ValueError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
-    return int(float(match.group(1)) * UNITS[match.group(2)])
 
 
 @functools.cache
@@ -48,25 +36,25 @@ def namespaces_permitted() -> str | None:
     return done.stderr.strip().removeprefix("reprospec: shm_size not applied: ") or "probe failed"
 
 
-def wrap_argv(argv: Sequence[str], environment: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def wrap_argv(argv: Sequence[str], environment: Environment) -> tuple[list[str], list[str]]:
     """Return (argv that applies the limits of `environment`, warnings for limits not applied)."""
     options: list[str] = []
     warnings: list[str] = []
-    shm = environment.get("shm_size")
+    shm = environment.shm_size
     if shm is not None:
         refused = namespaces_permitted()
         if refused is None:
-            options += ["--shm-size", str(parse_size(shm))]
+            options += ["--shm-size", str(shm)]
         else:
             warnings.append(
-                f"shm_size {shm} not applied (/dev/shm is the machine's own): {refused}; "
+                f"shm_size {format_size(shm)} not applied (/dev/shm is the machine's own): "
+                f"{refused}; "
                 "run as root or use the docker runner"
             )
-    memory = environment.get("memory")
-    if memory is not None:
-        size = parse_size(memory)
-        device = str(environment.get("device") or "cpu")
-        if device.startswith("cuda") or int(environment.get("gpus") or 0) > 0:
+    size = environment.memory
+    if size is not None:
+        memory = format_size(size)
+        if environment.wants_gpu:
             # CUDA reserves tens of GB of virtual address space: RLIMIT_AS would break CUDA init.
             warnings.append(
                 f"memory {memory} not applied: RLIMIT_AS breaks CUDA initialization; "

@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import dockerimage
+from reprospec.childprotocol import CELL_VAR, child_env, write_cell
+from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
 from reprospec.models import AttemptPlan, Spec
-from reprospec.runners.docker import IN_ATTEMPT, attempt_argv, container_workdir, write_cell
+from reprospec.sections import Environment
 
+# A bundle mounts each cell's cell.json read-only beside the attempt folder.
 IN_CELL = "/reprospec/cell.json"
 # Copying a workdir bigger than this is probably a mistake (a dataset, a checkout).
 MAX_WORKDIR_BYTES = 200 << 20
@@ -59,7 +62,7 @@ def _dump(path: Path, data: Any) -> None:
 
 
 def _bundle_recipe(
-    environment: Mapping[str, Any], spec_dir: Path, find_links: Path | None
+    environment: Environment, spec_dir: Path, find_links: Path | None
 ) -> dockerimage.BuildRecipe:
     """Always a build: the bundle's image must carry the harness, whatever the base."""
     recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
@@ -153,32 +156,21 @@ def write_bundle(
 
 def _docker_run_args(plan: AttemptPlan, number: int, workdir_key: int) -> list[str]:
     """`docker run` options for one cell, as the docker runner would create the container."""
-    from reprospec.runners.docker import docker_size
-
-    environment = plan.environment
     inside = container_workdir(plan.workdir)
     args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
-    args += ["--network", "bridge" if environment.get("network") else "none"]
-    shm = docker_size(environment.get("shm_size"))
-    if shm is not None:
-        args += ["--shm-size", str(shm)]
-    memory = docker_size(environment.get("memory"))
-    if memory is not None:
-        args += ["--memory", str(memory)]
-    gpus = int(environment.get("gpus") or 0)
-    if gpus:
-        args += ["--gpus", str(gpus)]
+    for option, value in run_options(plan.environment).items():
+        args += [f"--{option.replace('_', '-')}", str(value)]
     args += ["-v", f'"$HERE/workdirs/{workdir_key}:{inside}"', "-w", shlex.quote(inside)]
     args += ["-v", f'"$OUT/{number}:{IN_ATTEMPT}"']
-    env = {str(k): str(v) for k, v in plan.env.items()}
-    env["REPROSPEC_EVENTS"] = f"{IN_ATTEMPT}/events.jsonl"
-    env["REPROSPEC_ENV_JSON"] = f"{IN_ATTEMPT}/env.json"
-    env["REPROSPEC_STACK_DIR"] = f"{IN_ATTEMPT}/stacks"
-    env["PYTHONFAULTHANDLER"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
+    # The image carries the harness and the stack dumper on its own PYTHONPATH.
+    env = child_env(plan, PATHS)
+    if plan.env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = plan.env["PYTHONPATH"]
+    else:
+        del env["PYTHONPATH"]
     if plan.workload is not None:
         args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
-        env["REPROSPEC_CELL"] = IN_CELL
+        env[CELL_VAR] = IN_CELL
     for name, value in env.items():
         args += ["-e", shlex.quote(f"{name}={value}")]
     return args
@@ -255,7 +247,7 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
 
 
 def _write_readme(path: Path, spec: Spec, plans: Sequence[AttemptPlan], images: int) -> None:
-    title = str(spec.document.get("title") or spec.name)
+    title = spec.title
     rows = []
     for number, plan in enumerate(plans, start=1):
         expect = ", ".join(f"{k}: {v}" for k, v in plan.expectation.to_dict().items())

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
+
+from reprospec.sections import Command, Environment, Job, JsonObject, Workload
+from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail"]
@@ -39,6 +43,16 @@ class Spec:
     # The spec file a report was made from, when `path` is that report (report.md):
     # relative paths in the spec (workdir) keep meaning what they meant there.
     origin: Path | None = None
+    # The `--set PATH=VALUE` overrides applied to the file, in order.
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return str(self.document.get("title") or self.name)
+
+    @property
+    def description(self) -> str:
+        return str(self.document.get("description") or "")
 
     @property
     def base_dir(self) -> Path:
@@ -65,29 +79,6 @@ class Marker:
 
 
 @dataclass(frozen=True)
-class StepRange:
-    low: int
-    high: int
-
-    def __contains__(self, step: object) -> bool:
-        return isinstance(step, int) and self.low <= step <= self.high
-
-    def __str__(self) -> str:
-        return str(self.low) if self.low == self.high else f"{self.low}..{self.high}"
-
-
-@dataclass(frozen=True)
-class RateBound:
-    """`">=0.3"`: the fraction of attempts that must match."""
-
-    op: Literal[">=", ">", "<=", "<", "=="]
-    value: float
-
-    def __str__(self) -> str:
-        return f"{self.op}{self.value:g}"
-
-
-@dataclass(frozen=True)
 class Expectation:
     """What "reproduced" means for one cell, after `expect.cases` were applied."""
 
@@ -107,8 +98,7 @@ class Expectation:
             if value is not None:
                 out[key] = value
         if self.step is not None:
-            # One step stays an integer, as the outcome's step is; a range is "A..B".
-            out["step"] = self.step.low if self.step.low == self.step.high else str(self.step)
+            out["step"] = self.step.to_json()
         if self.rate is not None:
             out["rate"] = str(self.rate)
         return out
@@ -118,24 +108,50 @@ class Expectation:
 class AttemptPlan:
     """Exactly what one attempt runs: everything interpolated for this cell and attempt.
 
-    `argv` is the final argument vector (a string command becomes
-    `["/bin/sh", "-c", command]`; for a workload it is filled in by the runner,
-    which knows where the harness lives). `workload` is the resolved workload
-    section (None for command specs). `environment` is the resolved
-    `environment` section (device, gpus, shm_size, memory, image, ...).
+    `job` is the command (a string command is `("/bin/sh", "-c", command)`) or
+    the workload the harness runs; `environment` is the cell's resolved, typed
+    `environment` section.
     """
 
     spec_name: str
     cell: Cell
     attempt: int
-    argv: tuple[str, ...] | None
-    workload: Mapping[str, Any] | None
-    env: Mapping[str, str]
-    workdir: Path
+    job: Job
     timeout_s: float
     markers: tuple[Marker, ...]
-    environment: Mapping[str, Any]
+    environment: Environment
     expectation: Expectation
+
+    @property
+    def argv(self) -> tuple[str, ...] | None:
+        """The command's argument vector; None for a workload (the runner builds its argv)."""
+        return self.job.argv if isinstance(self.job, Command) else None
+
+    @property
+    def workload(self) -> JsonObject | None:
+        """The resolved workload section the harness reads; None for a command."""
+        return self.job.document if isinstance(self.job, Workload) else None
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The spec's environment variables for this cell (`environment.env`)."""
+        return self.environment.env
+
+    @property
+    def workdir(self) -> Path:
+        return self.environment.workdir
+
+    @property
+    def command_text(self) -> str:
+        """What the attempt runs, for people: the command, or the harness for a workload."""
+        if isinstance(self.job, Command):
+            return self.job.text
+        return "python -m reprospec_harness  (built-in PyTorch workload)"
+
+    @property
+    def gpus(self) -> int:
+        """How many GPU slots the attempt takes (`environment.gpus`)."""
+        return self.environment.gpus
 
 
 @dataclass(frozen=True)
@@ -215,6 +231,22 @@ class AttemptResult:
     infra_error: str | None = None
     warnings: tuple[str, ...] = ()
     stack: str | None = None
+
+    @classmethod
+    def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
+        """An attempt the engine could not run: no outcome, and the reason why."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return cls(
+            attempt=attempt,
+            duration_s=0.0,
+            outcome=None,
+            matched=False,
+            mismatches=(),
+            logs=logs,
+            started=now,
+            finished=now,
+            infra_error=reason,
+        )
 
 
 @dataclass(frozen=True)

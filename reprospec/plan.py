@@ -7,10 +7,8 @@ rate bounds) and `describe`, the JSON-able view `reprospec plan` prints.
 from __future__ import annotations
 
 import os
-import re
-import shlex
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from reprospec.errors import SpecError
@@ -21,49 +19,12 @@ from reprospec.models import (
     Expectation,
     ExpectedOutcome,
     Marker,
-    RateBound,
     Spec,
-    StepRange,
 )
+from reprospec.options import RunOptions
+from reprospec.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
+from reprospec.units import parse_rate, parse_step
 from reprospec.yamlsource import JsonPath, Problem, locate
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-_STEP = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
-_RATE = re.compile(r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$")
-
-
-def parse_duration(value: str | float | int) -> float:
-    """`'90s'`, `'5m'`, `'1h'`, `'1.5s'`, `'250ms'` or a number of seconds -> seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
-
-def parse_step(value: int | str) -> StepRange:
-    """`7` or `'7'` -> 7..7; `'6..8'` -> 6..8; a reversed range is an error."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return StepRange(value, value)
-    match = _STEP.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(f"expected a step N or a range A..B, got {value!r}")
-    low = int(match.group(1))
-    high = int(match.group(2)) if match.group(2) is not None else low
-    if high < low:
-        raise ValueError(f"step range {low}..{high} is reversed (expected A..B with A <= B)")
-    return StepRange(low, high)
-
-
-def parse_rate(value: str) -> RateBound:
-    """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
-    match = _RATE.match(value) if isinstance(value, str) else None
-    if match is None or not 0.0 <= float(match.group(2)) <= 1.0:
-        raise ValueError(f"expected a rate bound like '>=0.3', got {value!r}")
-    op = cast(Any, match.group(1))
-    return RateBound(op, float(match.group(2)))
 
 
 def context_for(
@@ -99,33 +60,34 @@ def resolve(spec: Spec, path: JsonPath, value: Any, context: Mapping[str, Any]) 
 
 
 def plan_attempt(
-    spec: Spec, cell: Cell, attempt: int, *, base_env: Mapping[str, str] = os.environ
+    spec: Spec,
+    cell: Cell,
+    attempt: int,
+    *,
+    base_env: Mapping[str, str] = os.environ,
+    expectation: Expectation | None = None,
 ) -> AttemptPlan:
     """Exactly what attempt `attempt` of `cell` runs, with every `${{ }}` evaluated."""
     doc = spec.document
     context = context_for(spec, cell, attempt, base_env)
 
-    def section(key: str, default: Any) -> Any:
+    def section(key: str, default: object) -> Any:
         return resolve(spec, (key,), doc.get(key, default), context)
 
-    environment = section("environment", {})
-    run = section("run", {})
-    argv: tuple[str, ...] | None = None
-    workload = None
+    job: Job
     if "command" in doc:
         command = section("command", None)
         if isinstance(command, list):
-            argv = tuple(render(part) for part in command)
+            job = Command(tuple(render(part) for part in command))
         else:
-            argv = ("/bin/sh", "-c", render(command))
+            job = Command(("/bin/sh", "-c", render(command)))
     else:
-        workload = section("workload", {})
-    env = {str(k): render(v) for k, v in (environment.get("env") or {}).items()}
-    workdir = spec.base_dir / render(environment.get("workdir", "."))
+        job = Workload.from_section(section("workload", {}))
     try:
-        timeout_s = parse_duration(run.get("timeout", "10m"))
-    except ValueError as exc:
-        raise _located(spec, ("run", "timeout"), str(exc)) from None
+        environment = Environment.from_section(section("environment", {}), spec.base_dir)
+        policy = RunPolicy.from_section(section("run", {}))
+    except SectionError as exc:
+        raise _located(spec, exc.path, f"{exc} (in cell {cell.id})") from None
     markers = tuple(
         Marker(str(m["pattern"]), m.get("phase"), m.get("step")) for m in section("markers", [])
     )
@@ -133,15 +95,28 @@ def plan_attempt(
         spec_name=spec.name,
         cell=cell,
         attempt=attempt,
-        argv=argv,
-        workload=workload,
-        env=env,
-        workdir=Path(os.path.abspath(workdir)),
-        timeout_s=timeout_s,
+        job=job,
+        timeout_s=policy.timeout_s,
         markers=markers,
         environment=environment,
-        expectation=expectation_for(spec, cell, base_env=base_env),
+        expectation=expectation or expectation_for(spec, cell, base_env=base_env),
     )
+
+
+def run_policy(spec: Spec) -> RunPolicy:
+    """The spec's `run` section for the whole run (repeat, stop_on, parallel).
+
+    A timeout written as an expression may differ per cell: each AttemptPlan
+    carries its own; here it is left at the default.
+    """
+    section = dict(spec.document.get("run") or {})
+    timeout = section.get("timeout")
+    if isinstance(timeout, str) and "${{" in timeout:
+        section.pop("timeout")
+    try:
+        return RunPolicy.from_section(section)
+    except SectionError as exc:
+        raise _located(spec, exc.path, str(exc)) from None
 
 
 def matching_case(spec: Spec, cell: Cell) -> int | None:
@@ -210,17 +185,90 @@ def describe(plan: AttemptPlan) -> dict[str, Any]:
         "matrix": dict(plan.cell.matrix),
         "attempt": plan.attempt,
     }
-    if plan.argv is not None:
-        shell = plan.argv[:2] == ("/bin/sh", "-c") and len(plan.argv) == 3
-        out["command"] = plan.argv[2] if shell else shlex.join(plan.argv)
-        out["argv"] = list(plan.argv)
+    if isinstance(plan.job, Command):
+        out["command"] = plan.job.text
+        out["argv"] = list(plan.job.argv)
     else:
-        out["workload"] = plan.workload
+        out["workload"] = plan.job.document
     out["env"] = dict(plan.env)
     out["workdir"] = str(plan.workdir)
     out["timeout_s"] = plan.timeout_s
     if plan.markers:
         out["markers"] = [{k: v for k, v in vars(m).items() if v is not None} for m in plan.markers]
-    out["environment"] = {k: v for k, v in plan.environment.items() if k != "env"}
+    out["environment"] = {
+        k: v for k, v in plan.environment.to_json().items() if k not in ("env", "workdir")
+    }
     out["expect"] = plan.expectation.to_dict()
     return out
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A spec expanded into cells and the attempts this invocation will run (nothing ran)."""
+
+    spec: Spec
+    cells: tuple[Cell, ...]
+    expectations: Mapping[str, Expectation]
+    attempts: tuple[AttemptPlan, ...]
+    repeat: int
+    max_repeat: int
+    adaptive: bool
+    stop_on: str
+    parallel: int
+
+    def extra_attempt(self, cell: Cell, number: int) -> AttemptPlan:
+        """Attempt `number` of `cell`, beyond the planned ones (`repeat: auto` adds them)."""
+        return plan_attempt(self.spec, cell, number)
+
+    def first_attempts(self) -> tuple[AttemptPlan, ...]:
+        """Attempt 1 of every cell: what `reprospec plan` shows."""
+        return tuple(a for a in self.attempts if a.attempt == 1)
+
+
+def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
+    """Expand the matrix, apply -m filters, and plan attempt 1..repeat of every cell.
+
+    `options.repeat`, `timeout_s` and `stop_on` replace the spec's `run` values for
+    this run; they are applied here, after validation, never written back as YAML.
+    """
+    from reprospec.matrix import expand, select
+
+    cells = tuple(select(expand(spec), list(options.matrix_filters)))
+    policy = run_policy(spec)
+    if options.repeat is not None:
+        policy = replace(policy, repeat=options.repeat)
+    adaptive, max_repeat = policy.adaptive, policy.most_attempts
+    # Adaptive repeats start with a handful of attempts and add more while the
+    # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).
+    repeat = policy.first_attempts
+    expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
+    # Round-robin over cells so the repeats of a flaky cell interleave with the others.
+    attempts = tuple(
+        _with_options(plan_attempt(spec, cell, number, expectation=expectations[cell.id]), options)
+        for number in range(1, repeat + 1)
+        for cell in cells
+    )
+    if options.shard is not None:
+        k, n = options.shard.index, options.shard.count
+        attempts = tuple(a for i, a in enumerate(attempts) if i % n == k - 1)
+        # A shard reports only the cells it ran; `reprospec merge` puts them together.
+        in_shard = {attempt.cell.id for attempt in attempts}
+        cells = tuple(cell for cell in cells if cell.id in in_shard)
+    parallel = options.jobs or policy.parallel
+    return RunPlan(
+        spec=spec,
+        cells=cells,
+        expectations=expectations,
+        attempts=attempts,
+        repeat=repeat,
+        max_repeat=max_repeat,
+        adaptive=adaptive,
+        stop_on=options.stop_on or policy.stop_on,
+        parallel=max(1, parallel),
+    )
+
+
+def _with_options(attempt: AttemptPlan, options: RunOptions) -> AttemptPlan:
+    if options.timeout_s is None:
+        return attempt
+    return replace(attempt, timeout_s=options.timeout_s)

@@ -99,7 +99,7 @@ def become_subreaper() -> bool:
             return False
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            _subreaper_done = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            _subreaper_done = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
         except (OSError, AttributeError):
             return False
         return _subreaper_done

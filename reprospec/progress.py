@@ -13,8 +13,6 @@ from reprospec.models import AttemptResult, Cell, CellResult, Outcome, RunResult
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from reprospec.engine import PlannedRun
-
 VERDICT_MARKS = {"reproduced": "✅", "not-reproduced": "❌", "infra-error": "⚠️"}
 
 
@@ -43,10 +41,10 @@ def describe_outcome(outcome: Outcome | None, infra_error: str | None = None) ->
 class Progress:
     """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
 
-    def __init__(self, planned: PlannedRun, stream: IO[str] | None = None) -> None:
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = live_progress_enabled(self.stream)
-        self.total = len(planned.attempts)
+        self.total = total
         self._lock = threading.Lock()
         self._bar: Any = None
         self._task: Any = None

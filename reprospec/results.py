@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import tempfile
 from collections.abc import Mapping
@@ -21,14 +20,12 @@ from reprospec.models import (
     Expectation,
     Outcome,
     Rate,
-    RateBound,
     RunResult,
-    StepRange,
 )
+from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
 _OUTCOME_KEYS = ("kind", "signal", "exit_code", "where", "exception", "message", "phase", "step")
-_RATE_BOUND = re.compile(r"^\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+)\s*$")
 
 
 def new_run_id(spec_name: str, now: datetime | None = None) -> str:
@@ -108,21 +105,9 @@ def expectation_from_dict(d: Mapping[str, Any]) -> Expectation:
         exception=d.get("exception"),
         message=d.get("message"),
         phase=d.get("phase"),
-        step=_step_range(step) if step is not None else None,
-        rate=_rate_bound(rate) if rate is not None else None,
+        step=parse_step(step) if step is not None else None,
+        rate=parse_rate(rate) if rate is not None else None,
     )
-
-
-def _step_range(value: Any) -> StepRange:
-    low, _, high = str(value).partition("..")
-    return StepRange(int(low), int(high or low))
-
-
-def _rate_bound(value: Any) -> RateBound:
-    match = _RATE_BOUND.match(str(value))
-    if not match:
-        raise FatalError(f"results.json: bad rate bound {value!r}")
-    return RateBound(match.group(1), float(match.group(2)))  # type: ignore[arg-type]
 
 
 def cell_to_dict(c: CellResult) -> dict[str, Any]:

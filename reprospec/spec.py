@@ -23,7 +23,8 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
 from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix, render_value
 from reprospec.models import Spec
-from reprospec.plan import parse_duration, parse_step
+from reprospec.sections import DEFAULT_PHASES
+from reprospec.units import parse_duration, parse_step
 from reprospec.yamlsource import (
     JsonPath,
     Location,
@@ -36,12 +37,6 @@ from reprospec.yamlsource import (
 )
 
 SPEC_SUFFIXES = (".yaml", ".yml")
-
-# Applied after validation, so a spec on disk stays as short as its author wrote it.
-DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    "environment": {"workdir": ".", "env": {}, "gpus": 0},
-    "run": {"timeout": "10m", "repeat": 1, "stop_on": "never"},
-}
 
 # Sections shown in the report, never evaluated: `${{` there is just text.
 _NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
@@ -76,10 +71,11 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     return Spec(
         path=Path(path),
         name=data["name"],
-        document=apply_defaults(data),
+        document=data,
         source_text=yaml_text,
         locations=dict(source.locations),
         origin=origin,
+        overrides=tuple(overrides),
     )
 
 
@@ -316,17 +312,6 @@ def _annotate(
     return out
 
 
-def apply_defaults(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a valid document with the defaults of SPEC-FORMAT.md filled in."""
-    out = copy.deepcopy(dict(data))
-    for section, defaults in DEFAULTS.items():
-        merged = dict(defaults)
-        merged.update(out.get(section) or {})
-        out[section] = merged
-    out.setdefault("markers", [])
-    return out
-
-
 # ---------------------------------------------------------------- checks
 
 
@@ -546,7 +531,7 @@ class _Semantics:
         workload = self.data.get("workload")
         if not isinstance(workload, dict):
             return None
-        phases = workload.get("phases", _DEFAULT_PHASES)
+        phases = workload.get("phases", list(DEFAULT_PHASES))
         if not isinstance(phases, list):
             return None
         return [
@@ -681,8 +666,6 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
 }
 # Phases the harness reports before the workload's own (reprospec_harness/run.py).
 _HARNESS_PHASES = ("import", "setup")
-# What the harness runs when `workload.phases` is not given (reprospec_harness/setup.py).
-_DEFAULT_PHASES = [{"name": "train", "steps": 10}]
 _MARKER_GROUPS = ("phase", "step")
 
 
@@ -711,3 +694,12 @@ def _kind(value: Any) -> str:
 def _show(value: Any) -> str:
     """A matrix value in a message: strings quoted, others as a cell id shows them."""
     return repr(value) if isinstance(value, str) else render_value(value)
+
+
+def plain(value: Any) -> Any:
+    """Mappings and sequences as plain dicts and lists (for yaml.safe_dump and JSON)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

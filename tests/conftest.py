@@ -1,36 +1,15 @@
-"""Shared test helpers: run the real CLI in a child process, find the run folder."""
+"""Fixtures shared by the tests; helpers live in the tests.support package."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SPECS = ROOT / "specs"
-
-
-@dataclass(frozen=True)
-class CliResult:
-    code: int
-    stdout: str
-    stderr: str
-    out: Path
-
-    def latest_run(self) -> Path:
-        runs = sorted((self.out / "runs").iterdir())
-        assert runs, "no run folder written"
-        return runs[-1]
-
-    def results(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.latest_run() / "results.json").read_text())
-        return data
+from tests.support.cli import ROOT, CliResult
 
 
 @pytest.fixture

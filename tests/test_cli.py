@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS
 
 
 def test_version_and_help(cli):
@@ -18,7 +18,7 @@ def test_version_and_help(cli):
 
 def test_import_cli_never_imports_torch_or_heavy_libraries():
     code = (
-        "import sys, reprospec, reprospec.cli, reprospec.engine;"
+        "import sys, reprospec, reprospec.cli, reprospec.pipeline;"
         "heavy = [m for m in ('torch', 'jsonschema', 'jinja2', 'docker') if m in sys.modules];"
         "print(','.join(heavy))"
     )

@@ -9,9 +9,8 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
-
 from reprospec import dockerimage  # noqa: E402
+from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

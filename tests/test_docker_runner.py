@@ -17,25 +17,24 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import (  # noqa: E402
+from reprospec import dockerimage  # noqa: E402
+from reprospec.container import container_workdir  # noqa: E402
+from reprospec.errors import InfraError  # noqa: E402
+from reprospec.models import Marker  # noqa: E402
+from reprospec.runners.docker import DockerRunner  # noqa: E402
+from reprospec.runners.dockerengine import (  # noqa: E402
+    LABEL,
+    container_config,
+    returncode_from_status,
+)
+from reprospec.units import parse_size  # noqa: E402
+from tests.support.docker import (  # noqa: E402
     CLIENT,
     SHM_CACHE,
     make_plan,
     needs_engine,
     py,
     require_image,
-)
-
-from reprospec import dockerimage  # noqa: E402
-from reprospec.errors import InfraError  # noqa: E402
-from reprospec.models import Marker  # noqa: E402
-from reprospec.runners.docker import (  # noqa: E402
-    LABEL,
-    DockerRunner,
-    container_config,
-    container_workdir,
-    docker_size,
-    returncode_from_status,
 )
 
 
@@ -88,14 +87,6 @@ def test_exit_status_becomes_a_subprocess_returncode(status: int, oom: bool, exp
     assert returncode_from_status(status, oom) == expected
 
 
-def test_sizes() -> None:
-    assert docker_size("64m") == 64 << 20
-    assert docker_size("4GiB") == 4 << 30
-    assert docker_size("1.5g") == int(1.5 * (1 << 30))
-    assert docker_size(1024) == 1024
-    assert docker_size(None) is None
-    with pytest.raises(InfraError):
-        docker_size("lots")
 
 
 def test_workdir_keeps_its_path_unless_it_shadows_the_system() -> None:
@@ -310,7 +301,9 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
     execution = runner.run(plan, tmp_path / "a")
     assert execution.infra_error is None
     cell = json.loads((tmp_path / "a" / "cell.json").read_text())
-    assert cell["workload"] == workload and cell["environment"] == {"shm_size": shm_size}
+    assert cell["workload"] == plan.workload
+    assert cell["environment"] == plan.environment.to_json()
+    assert cell["environment"]["shm_size"] == parse_size(shm_size)
     stderr = execution.stderr_path.read_text()
     if not fails:
         assert execution.returncode == 0, stderr[-2000:]

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
-
 from reprospec import dockerimage  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
+from reprospec.sections import Environment  # noqa: E402
+from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
+
+
+def recipe_for(section: dict[str, Any], **options: Any) -> dockerimage.ImageRecipe:
+    """The recipe of a resolved `environment` section, typed as the plan stage types it."""
+    return dockerimage.recipe_for(Environment.from_section(section, Path.cwd()), **options)
 
 
 @pytest.fixture(scope="module")
@@ -31,34 +37,34 @@ def _forget(tag: str) -> None:
 
 
 def test_image_alone_is_used_as_is() -> None:
-    recipe = dockerimage.recipe_for({"image": "python:3.11-slim"})
+    recipe = recipe_for({"image": "python:3.11-slim"})
     assert recipe.tag == "python:3.11-slim" and recipe.build is None
-    assert dockerimage.recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
+    assert recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
 
 
 def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
-    one = dockerimage.recipe_for({"packages": ["six==1.16.0"]})
-    again = dockerimage.recipe_for({"packages": ["six==1.16.0"]})
-    other = dockerimage.recipe_for({"packages": ["six==1.17.0"]})
+    one = recipe_for({"packages": ["six==1.16.0"]})
+    again = recipe_for({"packages": ["six==1.16.0"]})
+    other = recipe_for({"packages": ["six==1.17.0"]})
     assert one.build is not None and one.tag.startswith("reprospec-env:")
     assert one.tag == again.tag != other.tag
     assert f"FROM {dockerimage.DEFAULT_IMAGE}" in one.build.dockerfile
     assert "--no-index" not in one.build.dockerfile
-    offline = dockerimage.recipe_for({"packages": ["six"]}, find_links=tmp_path)
+    offline = recipe_for({"packages": ["six"]}, find_links=tmp_path)
     assert offline.build is not None and "--no-index --find-links" in offline.build.dockerfile
-    assert offline.tag != dockerimage.recipe_for({"packages": ["six"]}).tag
+    assert offline.tag != recipe_for({"packages": ["six"]}).tag
 
 
 def test_a_new_wheel_changes_the_hash(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wh", version="0.1")
-    before = dockerimage.recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag
+    before = recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag
     make_wheel(tmp_path / "wh", version="0.2")
-    assert dockerimage.recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag != before
+    assert recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag != before
 
 
 def test_image_reference_cannot_inject_instructions() -> None:
     with pytest.raises(InfraError, match="not a valid image reference"):
-        dockerimage.recipe_for({"image": "base\nRUN rm -rf /", "packages": ["x"]})
+        recipe_for({"image": "base\nRUN rm -rf /", "packages": ["x"]})
 
 
 def test_from_images_skips_stages_and_args() -> None:
@@ -68,17 +74,17 @@ def test_from_images_skips_stages_and_args() -> None:
 
 def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile.gpu").write_text("FROM reprospec-base:bookworm\n")
-    recipe = dockerimage.recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
+    recipe = recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
     assert recipe.source == "dockerfile" and recipe.build is not None
     assert recipe.build.bases == ("reprospec-base:bookworm",)
     assert recipe.build.dockerfile_name == "Dockerfile.gpu"
     with pytest.raises(InfraError, match="not found"):
-        dockerimage.recipe_for({"dockerfile": "nope"}, spec_dir=tmp_path)
+        recipe_for({"dockerfile": "nope"}, spec_dir=tmp_path)
 
 
 def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wh")
-    recipe = dockerimage.recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh")
+    recipe = recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh")
     assert recipe.build is not None
     dockerimage.write_context(recipe.build, tmp_path / "ctx")
     ctx = tmp_path / "ctx"
@@ -101,7 +107,7 @@ def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> 
     wheels = tmp_path / "wheels"
     make_wheel(wheels)
     environment = {"packages": ["reprospec_probe==0.1"]}
-    recipe = dockerimage.recipe_for(environment, find_links=wheels)
+    recipe = recipe_for(environment, find_links=wheels)
     _forget(recipe.tag)
     try:
         begin = time.monotonic()
@@ -125,7 +131,7 @@ def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> 
 def test_build_failure_is_an_infra_error_with_the_log_tail(default_image: str,
                                                            tmp_path: Path) -> None:
     make_wheel(tmp_path / "wheels")
-    recipe = dockerimage.recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
+    recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
                                     find_links=tmp_path / "wheels")
     with pytest.raises(InfraError) as err:
         dockerimage.ensure_image(CLIENT, recipe)
@@ -144,7 +150,7 @@ def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
     )
     runner = DockerRunner(client=CLIENT, spec_dir=tmp_path)
     environment = {"dockerfile": "Dockerfile.mine"}
-    tag = dockerimage.recipe_for(environment, spec_dir=tmp_path).tag
+    tag = recipe_for(environment, spec_dir=tmp_path).tag
     try:
         execution = runner.run(make_plan(["cat", "/hello.txt"], tmp_path,
                                          environment=environment), tmp_path / "a")
@@ -157,7 +163,7 @@ def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
 @needs_engine
 def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM reprospec-absent-base:1\nRUN true\n")
-    recipe = dockerimage.recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    recipe = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
     with pytest.raises(InfraError) as err:
         dockerimage.ensure_image(CLIENT, recipe)
     assert "reprospec-absent-base:1" in str(err.value)

@@ -13,6 +13,7 @@ import pytest
 
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
+from reprospec.sections import Environment
 
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import envinfo  # noqa: E402 - needs HARNESS_ROOT on sys.path
@@ -255,10 +256,13 @@ def test_needs_of_takes_the_most_demanding_cell() -> None:
         "loader": {"batch_size": 32},
     }
     cells = [
-        ({"data": {**data, "loader": {"batch_size": 32, "num_workers": n}}}, {"shm_size": "64m"})
+        (
+            {"data": {**data, "loader": {"batch_size": 32, "num_workers": n}}},
+            Environment(workdir=Path.cwd(), shm_size=64 * 2**20),
+        )
         for n in (0, 2)
     ]
-    needs = doctor.needs_of(cells, lambda size: 64 * 2**20)
+    needs = doctor.needs_of(cells)
     assert (needs.num_workers, needs.batch_bytes, needs.shm_size) == (2, 24 * 2**20, 64 * 2**20)
 
 

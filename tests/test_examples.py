@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS
 
 EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 SCHEMA = json.loads((ROOT / "schemas" / "reprospec.schema.json").read_text())

@@ -22,6 +22,7 @@ from reprospec import limits
 from reprospec.harness import HARNESS_ROOT
 from reprospec.models import Execution
 from reprospec.outcome import classify, infra_reason
+from reprospec.sections import Environment, Workload
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -50,7 +51,8 @@ class Child:
             "cell_id": "c",
             "matrix": {},
             "attempt": attempt,
-            "workload": workload,
+            # As the engine writes it: with its defaults (the phases) filled in.
+            "workload": Workload.from_section(workload).document,
             "environment": environment or {},
         }
         (folder / "cell.json").write_text(json.dumps(cell))
@@ -64,7 +66,8 @@ class Child:
             "REPROSPEC_STACK_DIR": str(folder / "stacks"),
         }
         argv, self.warnings = limits.wrap_argv(
-            [sys.executable, "-m", "reprospec_harness"], environment or {}
+            [sys.executable, "-m", "reprospec_harness"],
+            Environment.from_section(environment or {}, folder),
         )
         self.argv = argv
 

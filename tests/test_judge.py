@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from reprospec.judge import (
-    describe_expectation,
-    exception_matches,
-    judge_attempt,
-    judge_cell,
-    rate_decided,
-    rate_of,
-    rate_satisfied,
-    wilson,
-)
+from reprospec.judge import describe_expectation, exception_matches, judge_attempt, judge_cell
 from reprospec.models import AttemptResult, Expectation, Outcome, RateBound, StepRange
+from reprospec.rates import rate_decided, rate_of, rate_satisfied, wilson
 
 SEGV_WORKER = Outcome(
     kind="crash",

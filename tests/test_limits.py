@@ -6,15 +6,23 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from reprospec import limits
+from reprospec.sections import Environment
+from reprospec.units import parse_size
 
 PRINT_LIMITS = (
     "import os, resource; s = os.statvfs('/dev/shm');"
     "print(s.f_blocks * s.f_frsize, resource.getrlimit(resource.RLIMIT_AS)[0])"
 )
+
+
+def wrap(argv: list[str], section: dict[str, object]) -> tuple[list[str], list[str]]:
+    """limits.wrap_argv on a resolved `environment` section, typed as the plan stage types it."""
+    return limits.wrap_argv(argv, Environment.from_section(section, Path.cwd()))
 
 
 @pytest.mark.parametrize(
@@ -30,16 +38,16 @@ PRINT_LIMITS = (
     ],
 )
 def test_parse_size(text: object, size: int) -> None:
-    assert limits.parse_size(text) == size
+    assert parse_size(text) == size
 
 
 def test_parse_size_refuses_garbage() -> None:
     with pytest.raises(ValueError, match="not a size"):
-        limits.parse_size("lots")
+        parse_size("lots")
 
 
 def test_no_limits_leaves_argv_alone() -> None:
-    assert limits.wrap_argv(["python", "-c", "pass"], {"device": "cpu"}) == (
+    assert wrap(["python", "-c", "pass"], {"device": "cpu"}) == (
         ["python", "-c", "pass"],
         [],
     )
@@ -53,7 +61,7 @@ needs_namespaces = pytest.mark.skipif(
 
 @needs_namespaces
 def test_child_gets_its_own_shm_and_address_space_limit() -> None:
-    argv, warnings = limits.wrap_argv(
+    argv, warnings = wrap(
         [sys.executable, "-c", PRINT_LIMITS], {"shm_size": "8m", "memory": "2g"}
     )
     assert warnings == []
@@ -64,12 +72,12 @@ def test_child_gets_its_own_shm_and_address_space_limit() -> None:
 
 
 def test_memory_limit_is_not_applied_to_cuda_attempts() -> None:
-    argv, warnings = limits.wrap_argv(["x"], {"memory": "8g", "device": "cuda:0"})
+    argv, warnings = wrap(["x"], {"memory": "8g", "device": "cuda:0"})
     assert argv == ["x"] and "RLIMIT_AS breaks CUDA" in warnings[0]
 
 
 def test_tiny_memory_limit_warns_about_import_torch() -> None:
-    argv, warnings = limits.wrap_argv(["x"], {"memory": "256m"})
+    argv, warnings = wrap(["x"], {"memory": "256m"})
     assert "--memory" in argv and "import torch" in warnings[0]
 
 
@@ -77,10 +85,10 @@ def test_shm_refused_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         limits, "namespaces_permitted", lambda: "unshare(CLONE_NEWNS): Operation not permitted"
     )
-    argv, warnings = limits.wrap_argv(["x"], {"shm_size": "64m"})
+    argv, warnings = wrap(["x"], {"shm_size": "64m"})
     assert argv == ["x"]
     assert warnings == [
-        "shm_size 64m not applied (/dev/shm is the machine's own): unshare(CLONE_NEWNS): "
+        "shm_size 64.0 MiB not applied (/dev/shm is the machine's own): unshare(CLONE_NEWNS): "
         "Operation not permitted; run as root or use the docker runner"
     ]
 

@@ -14,10 +14,11 @@ import psutil
 import pytest
 
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Cell, Expectation, Marker
+from reprospec.models import AttemptPlan, Marker
 from reprospec.process import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
+from tests.support.plans import attempt_plan
 
 CHILDREN = Path(__file__).parent / "data" / "children"
 PY = sys.executable
@@ -32,20 +33,14 @@ def make_plan(
     markers: tuple[Marker, ...] = (),
     workload: dict[str, Any] | None = None,
 ) -> AttemptPlan:
-    if isinstance(argv, str):
-        argv = ["/bin/sh", "-c", argv]
-    return AttemptPlan(
-        spec_name="test-spec",
-        cell=Cell(id="a=1", index=0, matrix={"a": 1}),
-        attempt=1,
-        argv=tuple(argv) if argv is not None else None,
-        workload=workload,
-        env=env or {},
-        workdir=workdir or CHILDREN,
+    return attempt_plan(
+        argv,
+        workdir or CHILDREN,
         timeout_s=timeout_s,
-        markers=markers,
+        env=env,
         environment={"device": "cpu"},
-        expectation=Expectation(outcome="pass"),
+        workload=workload,
+        markers=markers,
     )
 
 
@@ -187,7 +182,7 @@ def test_workload_runs_the_harness_with_cell_json(
         "matrix": {"a": 1},
         "attempt": 1,
         "workload": {"seed": 0, "phases": [{"name": "train", "steps": 2}]},
-        "environment": {"device": "cpu"},
+        "environment": plan.environment.to_json(),
     }
     assert ex.env_path == tmp_path / "logs" / "env.json"
 

@@ -11,9 +11,8 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from docker_support import CLIENT, needs_engine, require_image  # noqa: E402
-
 from reprospec import dockerimage  # noqa: E402
+from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
 
 SPEC = """\
 reprospec: 1

@@ -10,15 +10,9 @@ import pytest
 from reprospec.errors import SpecError
 from reprospec.matrix import expand
 from reprospec.models import RateBound, StepRange
-from reprospec.plan import (
-    describe,
-    expectation_for,
-    parse_duration,
-    parse_rate,
-    parse_step,
-    plan_attempt,
-)
+from reprospec.plan import describe, expectation_for, plan_attempt
 from reprospec.spec import load_spec
+from reprospec.units import parse_duration, parse_rate, parse_step
 
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
 
@@ -89,7 +83,7 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert last.env == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert last.workdir == EXAMPLE.parent.resolve()
     assert last.timeout_s == 60.0
-    assert last.environment["shm_size"] == "64m"
+    assert last.environment.shm_size == 64 * 2**20
     assert [p.expectation.outcome for p in plans] == ["pass", "pass", "pass", "crash"]
     assert last.expectation.signal == "SIGSEGV"
     assert last.expectation.step == StepRange(6, 8)
@@ -160,6 +154,7 @@ def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:
         plan_attempt(spec, expand(spec)[0], 1)
     assert caught.value.problems == [
         f"{path}:7:12: run.timeout: expected a duration like 90s, 5m or 1h, got 'soon'"
+        " (in cell t=soon)"
     ]
 
 

@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from test_report import error_run, hang_run, infra_run, segfault_matrix
 
 from reprospec.compare import compare, merge
 from reprospec.errors import FatalError, UsageError
@@ -26,6 +25,7 @@ from reprospec.results import (
     write_atomic,
     write_run,
 )
+from tests.test_report import error_run, hang_run, infra_run, segfault_matrix
 
 RUNS = [segfault_matrix, hang_run, error_run, infra_run]
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.cli import ROOT
 
 
 def write_spec(path: Path, body: str) -> Path:
@@ -250,7 +250,7 @@ expect: {{outcome: pass}}
 
 
 def test_intermittent_rate_and_interval_everywhere(cli):
-    from tests.conftest import SPECS
+    from tests.support.cli import SPECS
 
     result = cli("run", str(SPECS / "intermittent.yaml"), "--repeat", "20", "-j", "2",
                  "--format", "junit")

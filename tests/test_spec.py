@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import SpecError, UsageError
+from reprospec.matrix import expand
+from reprospec.plan import plan_attempt, run_policy
+from reprospec.sections import Environment, RunPolicy
 from reprospec.spec import (
     apply_override,
     extract_markdown_spec,
@@ -62,19 +65,21 @@ def test_file_is_named_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_spec_format_example_loads_with_defaults() -> None:
     spec = load_spec(EXAMPLE)
     assert spec.name == "val-segfault-pinned-workers"
-    assert spec.document["run"] == {"timeout": "60s", "repeat": 1, "stop_on": "never"}
-    assert spec.document["environment"]["workdir"] == "."
-    assert spec.document["markers"] == []
+    assert spec.document["run"] == {"timeout": "60s", "repeat": 1}
     assert spec.locations[("matrix", "pin_memory")] == (23, 15)
     assert spec.source_text == EXAMPLE.read_text()
 
 
 def test_defaults_fill_missing_sections(tmp_path: Path) -> None:
+    # The document stays as written; the typed sections carry the defaults (sections.py).
     path = tmp_path / "s.yaml"
     path.write_text("reprospec: 1\nname: s\ncommand: [echo, hi]\nexpect: {outcome: pass}\n")
-    doc = load_spec(path).document
-    assert doc["run"] == {"timeout": "10m", "repeat": 1, "stop_on": "never"}
-    assert doc["environment"] == {"workdir": ".", "env": {}, "gpus": 0}
+    spec = load_spec(path)
+    assert "run" not in spec.document
+    plan = plan_attempt(spec, expand(spec)[0], 1)
+    assert plan.timeout_s == 600.0
+    assert plan.environment == Environment(workdir=tmp_path.resolve())
+    assert run_policy(spec) == RunPolicy(timeout_s=600.0, repeat=1, stop_on="never", parallel=1)
 
 
 def test_overrides_apply_before_validation() -> None:

@@ -14,11 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_report import hang_run, infra_run, segfault_matrix
 
 from reprospec.errors import FatalError
 from reprospec.models import RunResult
 from reprospec.store import SCHEMA_VERSION, Store, environment_fingerprint
+from tests.test_report import hang_run, infra_run, segfault_matrix
 
 OPTIONS = {"runner": "local", "jobs": 2, "repeat": None}
 
@@ -156,7 +156,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from test_report import hang_run
+    from tests.test_report import hang_run
     from reprospec.store import Store
 
     run = hang_run()
@@ -178,7 +178,8 @@ CHILD = textwrap.dedent(
 
 def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     marker = tmp_path / "ready"
-    code = CHILD.format(tests=str(Path(__file__).parent), root=str(tmp_path), marker=str(marker))
+    root = str(Path(__file__).parent.parent)
+    code = CHILD.format(tests=root, root=str(tmp_path), marker=str(marker))
     child = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.monotonic() + 30

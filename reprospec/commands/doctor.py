@@ -38,14 +38,15 @@ def _needs(path: str) -> doctor.Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
     from dataclasses import replace
 
-    from reprospec.engine import RunOptions, plan_run
+    from reprospec.options import RunOptions
+    from reprospec.plan import plan_run
     from reprospec.spec import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())
     cells = [
         (plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1
     ]
-    needs = doctor.needs_of(cells, limits.parse_size)
+    needs = doctor.needs_of(cells)
     if needs.shm_size is not None:
         needs = replace(needs, shm_refused=limits.namespaces_permitted())
     return needs

@@ -8,15 +8,16 @@ import sys
 
 def run(args: argparse.Namespace) -> int:
     """Plan every selected cell (attempt 1) and write the bundle; prints where it went."""
-    from reprospec.engine import RunOptions, plan_run
     from reprospec.materialize import write_bundle
+    from reprospec.options import RunOptions
+    from reprospec.plan import plan_run
     from reprospec.spec import load_spec
 
     options = RunOptions(
         matrix_filters=tuple(getattr(args, "matrix", ()) or ()),
         overrides=tuple(getattr(args, "overrides", ()) or ()),
     )
-    spec = load_spec(args.spec, options.all_overrides())
+    spec = load_spec(args.spec, options.overrides)
     planned = plan_run(spec, options)
     plans = [plan for plan in planned.attempts if plan.attempt == 1]
     bundle = write_bundle(spec, plans, args.output, find_links=getattr(args, "find_links", None))

@@ -9,23 +9,24 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.commands.run import _print_outcome, _write_outputs
+    from reprospec.commands.run import print_outcome
     from reprospec.compare import merge
-    from reprospec.engine import exit_code_for
+    from reprospec.judge import exit_code_for
+    from reprospec.pipeline import write_outputs
     from reprospec.results import load_run, new_run_id, run_dir_of
+    from reprospec.runfolder import RunFolder
 
     out = Path(args.out)
     shards = [load_run(ref, out) for ref in args.runs]
     merged = merge(shards, run_id=new_run_id(shards[0].spec_name))
-    run_dir = out / "runs" / merged.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder.of(out, merged.run_id).create()
     # Attempt logs keep their relative paths (cells/<cell>/<n>/): bring them along so
     # the merged report has its excerpts and stacks. Shards hold disjoint attempts.
     for ref in args.runs:
-        cells = run_dir_of(ref, out) / "cells"
+        cells = RunFolder(run_dir_of(ref, out)).cells
         if cells.is_dir():
-            shutil.copytree(cells, run_dir / "cells", dirs_exist_ok=True)
-    _write_outputs(run_dir, merged)
-    print(f"merged {len(shards)} run(s) into {run_dir}", file=sys.stderr)
-    _print_outcome(merged, args.format, out)
+            shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
+    write_outputs(folder, merged)
+    print(f"merged {len(shards)} run(s) into {folder.path}", file=sys.stderr)
+    print_outcome(merged, args.format, out)
     return exit_code_for(merged)

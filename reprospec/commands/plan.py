@@ -8,7 +8,8 @@ import shlex
 import sys
 from typing import Any
 
-from reprospec.engine import RunOptions, plan_run
+from reprospec.options import RunOptions
+from reprospec.plan import plan_run
 
 
 def run(args: argparse.Namespace) -> int:
@@ -16,9 +17,9 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.spec import load_spec
 
     options = RunOptions(matrix_filters=tuple(args.matrix), overrides=tuple(args.overrides))
-    spec = load_spec(args.spec, options.all_overrides())
+    spec = load_spec(args.spec, options.overrides)
     planned = plan_run(spec, options)
-    first_attempts = [plan for plan in planned.attempts if plan.attempt == 1]
+    first_attempts = planned.first_attempts()
     if args.format == "json":
         doc = {"spec": spec.name, "cells": [describe(plan) for plan in first_attempts]}
         json.dump(doc, sys.stdout, indent=2, default=str)

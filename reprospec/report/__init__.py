@@ -8,11 +8,11 @@ from pathlib import Path
 from reprospec.errors import UsageError
 from reprospec.models import RunResult
 
-FORMATS = ("md", "junit", "json")
+FORMATS = ("md", "junit", "json", "github")
 
 
 def render(run: RunResult, fmt: str, *, run_dir: Path | None = None) -> str:
-    """The run in `fmt` (md | junit | json); `run_dir` lets the report read logs and stacks."""
+    """The run in `fmt` (md | junit | json | github); `run_dir` holds its logs and stacks."""
     if fmt == "md":
         from reprospec.report.markdown import render_markdown
 
@@ -21,6 +21,10 @@ def render(run: RunResult, fmt: str, *, run_dir: Path | None = None) -> str:
         from reprospec.report.junit import render_junit
 
         return render_junit(run)
+    if fmt == "github":
+        from reprospec.report.github import render_github_summary
+
+        return render_github_summary(run)
     if fmt == "json":
         from reprospec.results import run_to_dict
 

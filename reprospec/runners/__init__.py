@@ -1,28 +1,53 @@
-"""Runners: the one interface with several implementations (local, docker)."""
+"""Runners: one interface (`base.Runner`), several implementations, chosen by name.
+
+`RUNNERS` is the registry the CLI reads its `--runner` choices from. Each entry
+builds its runner from the run's options; a runner's module is imported only
+when it is asked for (the docker SDK is an optional dependency).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from reprospec.errors import UsageError
+from reprospec.options import RunOptions
 from reprospec.runners.base import Runner
 
+RunnerFactory = Callable[[RunOptions, Path], Runner]
 
-def get_runner(
-    name: str, *, python: str | None = None, cache_dir: Path | None = None, **options: object
-) -> Runner:
-    """The runner called `name`; imports its module only when asked for."""
-    if name == "local":
-        from reprospec.runners.local import LocalRunner
 
-        return LocalRunner(python=python, cache_dir=cache_dir)
-    if name == "docker":
-        from reprospec.runners.docker import DockerRunner
+def _local(options: RunOptions, spec_dir: Path) -> Runner:
+    from reprospec.runners.local import LocalRunner
 
-        return DockerRunner(**options)  # type: ignore[arg-type]
-    if name == "venv":  # issue 11; minimal registration until the runner registry lands
-        from reprospec.runners.venv import VenvRunner
+    return LocalRunner(python=options.python, cache_dir=options.cache_dir)
 
-        return VenvRunner(python=python, cache_dir=cache_dir, **options)  # type: ignore[arg-type]
-    from reprospec.errors import UsageError
 
-    raise UsageError(f"unknown runner {name!r}: expected 'local', 'docker' or 'venv'")
+def _docker(options: RunOptions, spec_dir: Path) -> Runner:
+    from reprospec.runners.docker import DockerRunner
+
+    return DockerRunner(find_links=options.find_links, spec_dir=spec_dir)
+
+
+def _venv(options: RunOptions, spec_dir: Path) -> Runner:
+    # Issue 11: each cell in a venv built for its packages (minimal registration).
+    from reprospec.runners.venv import VenvRunner
+
+    return VenvRunner(python=options.python, cache_dir=options.cache_dir,
+                      find_links=options.find_links, spec_dir=spec_dir)
+
+
+RUNNERS: Mapping[str, RunnerFactory] = {
+    "local": _local,
+    "docker": _docker,
+    "venv": _venv,
+}
+
+
+def create_runner(options: RunOptions, spec_dir: Path) -> Runner:
+    """The runner `options.runner` names, built for this run."""
+    factory = RUNNERS.get(options.runner)
+    if factory is None:
+        names = ", ".join(repr(name) for name in RUNNERS)
+        raise UsageError(f"unknown runner {options.runner!r}: expected one of {names}")
+    return factory(options, spec_dir)

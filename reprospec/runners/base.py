@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,28 +40,6 @@ class Runner(Protocol):
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The target environment as the harness sees it (run in a child, never here)."""
         ...
-
-
-def json_default(value: object) -> object:
-    """JSON for the mappings and tuples that frozen plans hold."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    return str(value)
-
-
-def write_cell(plan: AttemptPlan, path: Path) -> None:
-    """cell.json: what the harness reads through REPROSPEC_CELL (same shape for every runner)."""
-    cell = {
-        "spec": plan.spec_name,
-        "cell_id": plan.cell.id,
-        "matrix": plan.cell.matrix,
-        "attempt": plan.attempt,
-        "workload": plan.workload,
-        "environment": plan.environment,
-    }
-    path.write_text(json.dumps(cell, indent=2, default=json_default), encoding="utf-8")
 
 
 def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> dict[str, Any]:

@@ -16,13 +16,13 @@ from typing import Any
 
 from reprospec import limits, process
 from reprospec.capture import EventWriter, compile_markers, output_sink
+from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
-from reprospec.pkgcheck import PackageCheck
-from reprospec.runners.base import attempt_files, infra_execution, write_cell
+from reprospec.packages import PackageCheck
+from reprospec.runners.base import attempt_files, infra_execution
 
-HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
 
@@ -151,7 +151,7 @@ class LocalRunner:
             return infra(str(exc))
         warnings.extend(limit_warnings)
         env = self._child_env(plan, log_dir, shims, gpu_slot)
-        packages = [str(p) for p in plan.environment.get("packages") or ()]
+        packages = plan.environment.packages
         if packages:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
@@ -195,23 +195,19 @@ class LocalRunner:
         self, plan: AttemptPlan, log_dir: Path, shims: Path, gpu_slot: tuple[str, ...]
     ) -> dict[str, str]:
         """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
-        env = {**os.environ, **{str(k): str(v) for k, v in plan.env.items()}}
+        outer = dict(os.environ)
         # An engine running inside another attempt must not hand its own cell down.
-        env.pop("REPROSPEC_CELL", None)
+        outer.pop(CELL_VAR, None)
+        ours = child_env(
+            plan,
+            ChildPaths(attempt_dir=str(log_dir), harness_dir=str(HARNESS_DIR)),
+            gpu_ids=gpu_slot,
+            pythonpath_after=[outer.get("PYTHONPATH", "")] if "PYTHONPATH" not in plan.env else [],
+        )
+        env = {**outer, **ours}
         env["PATH"] = _prepend_path(
             env.get("PATH", os.defpath), str(shims), os.path.dirname(self.python)
         )
-        paths = [str(process.STACKDUMP_DIR)]
-        if plan.workload is not None:
-            paths.append(str(HARNESS_DIR))
-            env["REPROSPEC_CELL"] = str(log_dir / "cell.json")
-        env["PYTHONPATH"] = _prepend_path(env.get("PYTHONPATH"), *paths)
-        env["REPROSPEC_EVENTS"] = str(log_dir / "events.jsonl")
-        env["REPROSPEC_ENV_JSON"] = str(log_dir / "env.json")
-        env["PYTHONFAULTHANDLER"] = "1"
-        env["PYTHONUNBUFFERED"] = "1"
-        if gpu_slot:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_slot)
         return env
 
     # -- environment -----------------------------------------------------------------
@@ -222,7 +218,7 @@ class LocalRunner:
             version: str | None = self._check_interpreter()
         except InfraError as exc:
             return {"python": None, "error": str(exc)}
-        packages = [str(p) for p in plan.environment.get("packages") or ()]
+        packages = list(plan.environment.packages)
         try:
             return probe_environment(
                 self.python,

@@ -89,10 +89,7 @@ class VenvRunner:
     @staticmethod
     def _section_key(plan: AttemptPlan) -> str:
         environment = plan.environment
-        return json.dumps(
-            [environment.get("python"), [str(p) for p in environment.get("packages") or ()]],
-            default=str,
-        )
+        return json.dumps([environment.python, list(environment.packages)])
 
     def prepare(self, plans: Sequence[AttemptPlan]) -> None:
         """Build (or find) the environment of every distinct cell environment, once.

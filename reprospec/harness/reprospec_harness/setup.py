@@ -11,8 +11,6 @@ from . import config, data, models, training
 from .injection import FaultPlan
 from .run import seed_everything
 
-DEFAULT_PHASES = ({"name": "train", "steps": 10},)
-
 
 def build(
     workload: Mapping[str, Any], device: torch.device, seed: int, attempt: int
@@ -26,7 +24,8 @@ def build(
         torch.use_deterministic_algorithms(True)
     faults = FaultPlan.from_spec(workload.get("faults") or [], seed=seed, attempt=attempt)
     faults.device = str(device)
-    phases = list(workload.get("phases") or DEFAULT_PHASES)
+    # The engine fills in the default phases when the spec gives none (sections.py).
+    phases = list(workload["phases"])
     data_section = workload.get("data") or {}
     dataset_section = data_section.get("dataset") or {"builtin": "synthetic"}
     loader_options = data_section.get("loader") or {}

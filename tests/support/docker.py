@@ -14,8 +14,9 @@ import pytest
 
 from reprospec import dockerimage
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Cell, Expectation, Marker
-from reprospec.runners.docker import connect, engine_url
+from reprospec.models import AttemptPlan, Cell, Marker
+from reprospec.runners.dockerengine import connect, engine_url
+from tests.support.plans import attempt_plan
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -43,18 +44,16 @@ def make_plan(
     cell_id: str = "c",
 ) -> AttemptPlan:
     """A hand-built plan, as plan.plan_attempt would give it."""
-    return AttemptPlan(
-        spec_name="docker-test",
-        cell=Cell(id=cell_id, index=0, matrix={}),
-        attempt=1,
-        argv=tuple(argv) if argv is not None else None,
-        workload=workload,
-        env=dict(env or {}),
-        workdir=workdir,
+    return attempt_plan(
+        argv,
+        workdir,
         timeout_s=timeout_s,
+        env=env,
+        environment=environment,
+        workload=dict(workload) if workload is not None else None,
         markers=markers,
-        environment=dict(environment or {}),
-        expectation=Expectation(outcome="pass"),
+        cell=Cell(id=cell_id, index=0, matrix={}),
+        spec_name="docker-test",
     )
 
 

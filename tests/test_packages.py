@@ -7,8 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reprospec import pkgcheck
-from reprospec.pkgcheck import Installed, PackageCheck, mismatches, probe_installed
+from reprospec import packages
+from reprospec.packages import Installed, PackageCheck, mismatches, probe_installed
 
 PYYAML = importlib.metadata.version("pyyaml")
 
@@ -36,7 +36,7 @@ def test_mismatches_name_both_sides() -> None:
     assert mismatches(["./w/numpy-1.26.4-cp311-cp311-linux_x86_64.whl"], have) == (
         "numpy 2.1.0 is installed (the cell needs ./w/numpy-1.26.4-cp311-cp311-linux_x86_64.whl)",
     )
-    assert pkgcheck.unchecked(["git+https://example.invalid/x.git", "six"]) == (
+    assert packages.unchecked(["git+https://example.invalid/x.git", "six"]) == (
         "git+https://example.invalid/x.git",
     )
 

@@ -1,0 +1,134 @@
+"""The Python API: what the CLI does, for code that drives the engine (isolate, bisect, pytest).
+
+    import reprospec
+
+    spec = reprospec.load_spec("specs/segfault.yaml")
+    result = reprospec.run(spec, reprospec.RunOptions(repeat=3, jobs=2))
+    for cell in result.cells:
+        print(cell.cell.id, cell.verdict, cell.rate.matched, "/", cell.rate.attempts)
+    print(reprospec.render(result, "md"))
+
+Every function here is also reachable as `reprospec.NAME`. Errors are the
+`reprospec.errors` classes: `SpecError` (bad spec, located), `UsageError`,
+`InfraError` (nothing could run); each carries the CLI's exit code.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from reprospec.judge import exit_code_for
+from reprospec.models import RunResult, Spec
+from reprospec.options import RunOptions, Shard
+from reprospec.plan import RunPlan
+from reprospec.scheduler import ProgressCallback
+from reprospec.spec import Validation
+
+
+def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
+    """Read, override (`PATH=VALUE` as `--set` takes them) and validate one spec file.
+
+    A spec file (`.yaml`) or a report (`report.md`) that embeds one. Raises
+    SpecError listing every problem as `file:line:col: path: message`.
+    """
+    from reprospec import spec
+
+    return spec.load_spec(path, overrides)
+
+
+def validate(paths: Iterable[str | Path]) -> Validation:
+    """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs."""
+    from reprospec import spec
+
+    return spec.validate(paths)
+
+
+def plan_run(spec: Spec, options: RunOptions | None = None) -> RunPlan:
+    """The cells and every attempt `run` would execute with these options; runs nothing."""
+    from reprospec import plan
+
+    return plan.plan_run(spec, options or RunOptions())
+
+
+def run(
+    spec: Spec | str | Path,
+    options: RunOptions | None = None,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """Run every attempt of every selected cell; returns the judged, stored `RunResult`.
+
+    `spec` is a loaded Spec (its own overrides apply; `options.overrides` is ignored)
+    or a path (loaded with `options.overrides`).
+    `progress(event, cell, result, finished, total)` is called from worker threads
+    when an attempt starts ("start", result None) and ends ("attempt").
+    Setting `cancel` stops the run like Ctrl-C: attempts in flight are killed, the
+    partial result is stored and returned with `interrupted=True`.
+    """
+    from reprospec import pipeline
+
+    options = options or RunOptions()
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec, options.overrides)
+    return pipeline.run(spec, options, progress=progress, cancel=cancel)
+
+
+def resume(
+    run_id: str,
+    *,
+    out: Path = Path(".reprospec"),
+    jobs: int | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """Finish an interrupted run under its own id, without redoing its finished attempts."""
+    from reprospec import pipeline, resumption
+
+    spec, options, done = resumption.load(run_id, out, jobs=jobs)
+    return pipeline.run(
+        spec, options, progress=progress, cancel=cancel, resume=pipeline.Resume(run_id, done)
+    )
+
+
+def render(result: RunResult, fmt: str = "md", run_dir: Path | None = None) -> str:
+    """The report of a run: "md" (the bug report), "json" (results.json) or "junit".
+
+    `run_dir` (default: the run's own folder when it exists) lets the markdown
+    report quote log excerpts and stacks from the attempt folders.
+    """
+    from reprospec.report import render as render_report
+
+    return render_report(result, fmt, run_dir=run_dir)
+
+
+def load_result(run: str | Path, out: Path = Path(".reprospec")) -> RunResult:
+    """A finished run: a run folder, its results.json, or a run id (or unique prefix) in `out`."""
+    from reprospec.results import load_run
+
+    return load_run(run, out)
+
+
+def exit_code(result: RunResult) -> int:
+    """The CLI's exit code for a result: 0 reproduced, 1 not, 3 infra-error, 130 interrupted."""
+    return exit_code_for(result)
+
+
+__all__ = [
+    "RunOptions",
+    "RunPlan",
+    "RunResult",
+    "Shard",
+    "Spec",
+    "Validation",
+    "exit_code",
+    "load_result",
+    "load_spec",
+    "plan_run",
+    "render",
+    "resume",
+    "run",
+    "validate",
+]

@@ -1,0 +1,112 @@
+"""The contract between the engine and every child it runs, whatever the runner.
+
+A child (local process, container, or a materialized bundle's `docker run`)
+gets the same variables and writes the same files into its attempt folder;
+only the paths differ, as the child sees them. This module is the one place
+that builds those variables and names those files.
+
+    REPROSPEC_EVENTS      events.jsonl: one JSON object per line (progress, faults, infra errors)
+    REPROSPEC_ENV_JSON    env.json: the environment the harness captured
+    REPROSPEC_STACK_DIR   stacks/: each Python process dumps stack-<pid>.txt on SIGUSR1
+    REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
+    REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
+    PYTHONFAULTHANDLER=1  a Python crash prints every thread's stack
+    PYTHONPATH            stackdump/ (and the harness for a workload) first
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.models import AttemptPlan
+
+STDOUT = "stdout.log"
+STDERR = "stderr.log"
+EVENTS = "events.jsonl"
+ENV_JSON = "env.json"
+CELL_JSON = "cell.json"
+STACKS = "stacks"
+STACK_TXT = "stack.txt"
+
+TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
+STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
+CELL_VAR = "REPROSPEC_CELL"
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+HARNESS_DIR = PACKAGE_DIR / "harness"
+STACKDUMP_DIR = PACKAGE_DIR / "stackdump"
+
+
+@dataclass(frozen=True)
+class ChildPaths:
+    """Where the child finds the attempt folder, the harness and the stack dumper."""
+
+    attempt_dir: str
+    harness_dir: str = str(HARNESS_DIR)
+    stackdump_dir: str = str(STACKDUMP_DIR)
+
+    def file(self, name: str) -> str:
+        return f"{self.attempt_dir}/{name}"
+
+
+def child_env(
+    plan: AttemptPlan,
+    paths: ChildPaths,
+    *,
+    gpu_ids: Sequence[str] = (),
+    token: str | None = None,
+    pythonpath_after: Sequence[str] = (),
+    harness: bool | None = None,
+) -> dict[str, str]:
+    """The spec's `env` for the cell plus the protocol's variables, as the child must see them.
+
+    `pythonpath_after`: entries kept after ours (the caller's or the image's own).
+    `harness`: put the harness on PYTHONPATH (default: for a workload).
+    """
+    env = dict(plan.env)
+    ours = [paths.stackdump_dir]
+    if harness or (harness is None and plan.workload is not None):
+        ours.append(paths.harness_dir)
+    if plan.workload is not None:
+        env[CELL_VAR] = paths.file(CELL_JSON)
+    theirs = [p for p in (env.get("PYTHONPATH", ""), *pythonpath_after) if p]
+    env["PYTHONPATH"] = ":".join([*ours, *theirs])
+    env["REPROSPEC_EVENTS"] = paths.file(EVENTS)
+    env["REPROSPEC_ENV_JSON"] = paths.file(ENV_JSON)
+    env[STACK_DIR_VAR] = paths.file(STACKS)
+    env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    if token is not None:
+        env[TOKEN_VAR] = token
+    if gpu_ids:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_ids)
+    return env
+
+
+def cell_document(plan: AttemptPlan) -> dict[str, object]:
+    """cell.json: what the harness reads through REPROSPEC_CELL (the same for every runner)."""
+    return {
+        "spec": plan.spec_name,
+        "cell_id": plan.cell.id,
+        "matrix": dict(plan.cell.matrix),
+        "attempt": plan.attempt,
+        "workload": plan.workload,
+        "environment": plan.environment.to_json(),
+    }
+
+
+def write_cell(plan: AttemptPlan, path: Path) -> None:
+    """Write cell.json for `plan` at `path`."""
+    path.write_text(json.dumps(cell_document(plan), indent=2, default=_json_default), "utf-8")
+
+
+def _json_default(value: object) -> object:
+    """JSON for the mappings and tuples that frozen plans hold."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)

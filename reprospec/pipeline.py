@@ -1,0 +1,200 @@
+"""A run from a loaded spec to a `RunResult`: the stages in order, and nothing else.
+
+    load -> validate -> expand -> plan -> execute -> classify -> judge -> store -> render
+    spec.py             matrix.py  plan.py  scheduler.py  outcome.py  judge.py  store.py  report/
+                                            attempt.py                          runfolder.py
+
+This module owns what a run holds while it goes: the runner, the run id and
+folder, the store, the environment capture in the background, the GPU pool
+and cancellation. It prints nothing and installs no signal handlers: the CLI
+(commands/run.py) does that, and the Python API (api.py) calls in here too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reprospec.attempt import AttemptExecutor
+from reprospec.errors import UsageError
+from reprospec.gpuslots import GpuPool, visible_gpus
+from reprospec.judge import judge_cells
+from reprospec.models import AttemptPlan, AttemptResult, RunResult, Spec
+from reprospec.options import RunOptions
+from reprospec.plan import RunPlan, plan_run
+from reprospec.runfolder import RunFolder
+from reprospec.runners import create_runner
+from reprospec.runners.base import Runner
+from reprospec.scheduler import ProgressCallback, Scheduler
+from reprospec.store import Store
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What an interrupted run already finished, to continue it under its own id."""
+
+    run_id: str
+    done: Mapping[tuple[str, int], AttemptResult] = field(default_factory=dict)
+
+
+def run(
+    spec: Spec,
+    options: RunOptions,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    resume: Resume | None = None,
+) -> RunResult:
+    """Plan and execute `spec`; returns the judged result, already stored and written.
+
+    Interrupted (KeyboardInterrupt, or `cancel` set): the attempts in flight are
+    stopped, the partial result is stored and written, `interrupted` is True.
+    """
+    plan = plan_run(spec, options)
+    if not plan.attempts:
+        raise UsageError("nothing to run: this shard holds no attempts")
+    return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
+
+
+def execute(
+    plan: RunPlan,
+    options: RunOptions,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    resume: Resume | None = None,
+) -> RunResult:
+    """Run a planned spec end to end and write its run folder and store rows."""
+    from reprospec.results import new_run_id
+
+    spec = plan.spec
+    # The spec carries the overrides it was loaded with: those are the ones that ran.
+    options = options.with_changes(overrides=spec.overrides)
+    runner = create_runner(options, spec_dir=spec.base_dir)
+    runner.prepare(plan.attempts)
+    run_id = resume.run_id if resume else new_run_id(spec.name)
+    # Absolute: children run in their own workdir and must find the events file.
+    folder = RunFolder.of(options.out.resolve(), run_id).create()
+    spec_text = spec_text_of(spec)
+    started = _now()
+    with Store(options.out) as store:
+        if resume is None:
+            store.begin_run(
+                run_id,
+                spec.name,
+                str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
+                spec_text,
+                options.runner,
+                options.to_dict(),
+                {},
+            )
+        capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+        scheduler = Scheduler(
+            plan,
+            AttemptExecutor(runner, folder),
+            gpu_pool=GpuPool(visible_gpus(options.gpus)),
+            on_attempt=lambda attempt, result: store.record_attempt(
+                run_id, attempt.cell.id, result
+            ),
+            progress=progress,
+            done=resume.done if resume else None,
+            cancel=cancel,
+        )
+        try:
+            attempts_by_cell = scheduler.run()
+            interrupted = scheduler.cancel.is_set()
+        except KeyboardInterrupt:
+            interrupted = True
+            attempts_by_cell = scheduler.results_so_far()
+        environment, warnings = capture.result(timeout=5 if interrupted else None)
+        result = RunResult(
+            run_id=run_id,
+            spec_name=spec.name,
+            spec_path=str(spec.origin or spec.path),
+            spec_text=spec_text,
+            runner=options.runner,
+            started=started,
+            finished=_now(),
+            environment=environment,
+            cells=judge_cells(plan, attempts_by_cell, interrupted=interrupted),
+            command_line=options.command_line,
+            title=spec.title,
+            description=spec.description,
+            warnings=warnings,
+            interrupted=interrupted,
+            shard=str(options.shard) if options.shard else "",
+        )
+        write_outputs(folder, result)
+        for cell in result.cells:
+            store.finish_cell(run_id, cell)
+        store.finish_run(
+            run_id, "interrupted" if interrupted else "finished", environment=result.environment
+        )
+    return result
+
+
+class EnvironmentCapture:
+    """The target environment, captured in a child on a thread while the attempts run."""
+
+    def __init__(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
+        self._environment: dict[str, object] = {}
+        self._warnings: tuple[str, ...] = ()
+        self._thread = threading.Thread(
+            target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
+        )
+        self._thread.start()
+
+    def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
+        from reprospec.doctor import environment_mismatches
+
+        try:
+            env = dict(runner.capture_environment(attempt, run_dir))
+        except Exception as exc:  # the environment table is worth less than the run
+            self._environment = {"error": f"environment capture failed: {exc}"}
+            self._warnings = (f"environment capture failed: {exc}",)
+            return
+        # What the spec says the incident needs vs what actually ran here.
+        mismatches = environment_mismatches(env, attempt.environment.to_json())
+        if mismatches:
+            env["environment_mismatch"] = mismatches
+        self._environment = env
+
+    def result(self, timeout: float | None = None) -> tuple[dict[str, object], tuple[str, ...]]:
+        """(environment, warnings); waits up to `timeout` seconds for the capture."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return {"error": "environment capture did not finish"}, ()
+        return self._environment, self._warnings
+
+
+def write_outputs(folder: RunFolder, result: RunResult) -> None:
+    """results.json, spec.yaml and report.md into the run folder, each replaced atomically."""
+    from reprospec.report import render
+    from reprospec.results import write_atomic, write_run
+
+    write_run(folder.path, result)
+    write_atomic(folder.report_md, render(result, "md", run_dir=folder.path))
+
+
+def spec_text_of(spec: Spec) -> str:
+    """The spec that ran: its own text, or the overridden document when --set was used."""
+    if not spec.overrides:
+        return spec.source_text
+    import yaml
+
+    from reprospec.spec import plain
+
+    header = "# resolved from {} with: {}\n".format(
+        spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
+    )
+    return header + yaml.safe_dump(plain(spec.document), sort_keys=False, allow_unicode=True)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of", "write_outputs"]

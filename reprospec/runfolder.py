@@ -1,0 +1,83 @@
+"""The run folder: the one place that knows where a run's files live.
+
+    OUT/                          --out (default .reprospec/)
+      results.db                  the SQLite store (store.py)
+      cache/                      environment-capture cache (envprobe.py)
+      runs/RUN_ID/
+        spec.yaml                 the spec that ran (after --set)
+        results.json              the whole RunResult (results.py)
+        report.md                 the bug report (report/)
+        cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
+                                  env.json, stack.txt, cell.json (runners/base.py)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+_FOLDER_CHARS = "=,._-+"
+
+
+def cell_folder(cell_id: str) -> str:
+    """A cell id as a folder name: readable, and unique even where characters were replaced.
+
+    `p=a/b` and `p=a:b` both read `p=a_b`; a short hash of the id keeps them apart.
+    """
+    keep = "".join(ch if ch.isalnum() or ch in _FOLDER_CHARS else "_" for ch in cell_id)[:200]
+    if keep == cell_id and keep:
+        return keep
+    digest = hashlib.sha256(cell_id.encode("utf-8")).hexdigest()[:8]
+    return f"{keep or 'cell'}-{digest}"
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The folder of one run under `out/runs/` (absolute while a run goes: children write in it)."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, out: Path, run_id: str) -> RunFolder:
+        """The folder of `run_id` in the output folder `out`."""
+        return cls(out / "runs" / run_id)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def out(self) -> Path:
+        """The `--out` folder this run belongs to."""
+        return self.path.parent.parent
+
+    @property
+    def results_json(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def spec_yaml(self) -> Path:
+        return self.path / "spec.yaml"
+
+    @property
+    def report_md(self) -> Path:
+        return self.path / "report.md"
+
+    @property
+    def cells(self) -> Path:
+        return self.path / "cells"
+
+    def attempt_logs(self, cell_id: str, attempt: int) -> str:
+        """Where attempt `attempt` of `cell_id` keeps its files, relative to the run folder."""
+        return f"cells/{cell_folder(cell_id)}/{attempt}/"
+
+    def attempt_dir(self, cell_id: str, attempt: int) -> Path:
+        """The attempt's folder (absolute), created."""
+        folder = self.path / self.attempt_logs(cell_id, attempt)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def create(self) -> RunFolder:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self

@@ -1,0 +1,278 @@
+"""Talking to a Docker engine: connect, a container's config, its life, its output, its stacks.
+
+The docker runner (runners/docker.py) runs attempts with these; nothing here
+knows about verdicts. The in-container view (paths, workdir, limits) is
+container.py, shared with `reprospec materialize`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reprospec import dockerimage
+from reprospec.capture import Sink
+from reprospec.childprotocol import STACK_TXT, STACKS, child_env
+from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
+from reprospec.errors import InfraError
+from reprospec.models import AttemptPlan
+from reprospec.process import wait_for_stack_files
+
+DEFAULT_URL = "unix:///var/run/docker.sock"
+LABEL = "org.reprospec.attempt"
+ENVINFO_TIMEOUT_S = 120.0
+DRAIN_WAIT_S = 2.0
+# One wait() call per slice, so `cancel` is noticed within a slice.
+WAIT_SLICE_S = 0.5
+# docker run's own failures: 125 the daemon, 126 not executable, 127 not found.
+DOCKER_START_FAILURES = (125, 126, 127)
+# 128+N from the init process means "killed by signal N" for these.
+FATAL_SIGNALS = frozenset(
+    int(s)
+    for s in (
+        signal.SIGHUP,
+        signal.SIGINT,
+        signal.SIGQUIT,
+        signal.SIGILL,
+        signal.SIGTRAP,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGKILL,
+        signal.SIGSEGV,
+        signal.SIGPIPE,
+        signal.SIGALRM,
+        signal.SIGTERM,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+        signal.SIGSYS,
+    )
+)
+# Runs inside the container at a timeout: SIGUSR1 to every Python process that
+# catches it (our sitecustomize registered faulthandler there); prints "PID CMDLINE".
+_ASK_STACKS = r"""
+for d in /proc/[0-9]*; do
+  pid=${d#/proc/}
+  [ "$pid" = "$$" ] && continue
+  mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "$d/status" 2>/dev/null)
+  [ -n "$mask" ] || continue
+  low=$(printf '%s' "$mask" | tail -c 8)
+  [ $(( 0x$low & 0x200 )) -ne 0 ] || continue
+  exe=$(readlink "$d/exe" 2>/dev/null)
+  case "${exe##*/}" in python*|pypy*) ;; *) continue ;; esac
+  kill -USR1 "$pid" 2>/dev/null || continue
+  echo "$pid $(tr '\0\n' '  ' < "$d/cmdline" 2>/dev/null)"
+done
+"""
+
+
+def engine_url() -> str:
+    """Where the engine is expected to answer (DOCKER_HOST, else the default socket)."""
+    return os.environ.get("DOCKER_HOST") or DEFAULT_URL
+
+
+def connect(base_url: str | None = None) -> Any:
+    """A client of an engine that answered a ping; InfraError (exit 3) otherwise."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise InfraError(
+            "the docker runner needs the docker package: pip install 'reprospec[docker]'"
+        ) from exc
+    url = base_url or engine_url()
+    try:
+        client = docker.DockerClient(base_url=url, version="auto", max_pool_size=32, timeout=120)
+        client.ping()
+    except Exception as exc:  # the SDK raises DockerException, requests and OS errors alike
+        raise InfraError(f"no Docker engine answered at {url}; is dockerd running?") from exc
+    return client
+
+
+def returncode_from_status(status: int, oom_killed: bool = False) -> int:
+    """The container's exit status as subprocess would give it: negative for a fatal signal."""
+    if oom_killed:
+        return -int(signal.SIGKILL)
+    if status > 128 and status - 128 in FATAL_SIGNALS:
+        return -(status - 128)
+    return status
+
+
+def container_config(
+    plan: AttemptPlan,
+    *,
+    image: str,
+    argv: Sequence[str],
+    log_dir: Path,
+    token: str,
+    gpu_slot: tuple[str, ...] = (),
+    image_pythonpath: str = "",
+    harness: bool | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments of `containers.create` for one attempt (no engine needed).
+
+    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload).
+    """
+    from docker.types import DeviceRequest, LogConfig, Mount
+
+    environment = plan.environment
+    workdir = container_workdir(plan.workdir)
+    mounts = [
+        Mount(IN_ATTEMPT, str(log_dir), type="bind"),
+        Mount(IN_HARNESS, str(dockerimage.HARNESS_DIR), type="bind", read_only=True),
+        Mount(IN_STACKDUMP, str(dockerimage.STACKDUMP_DIR), type="bind", read_only=True),
+        Mount(workdir, str(plan.workdir), type="bind"),
+    ]
+    # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
+    # image's, so the image's entries are kept after ours.
+    env = child_env(
+        plan,
+        PATHS,
+        gpu_ids=[str(i) for i in range(len(gpu_slot))],
+        token=token,
+        pythonpath_after=[image_pythonpath],
+        harness=harness,
+    )
+    device_requests = []
+    if gpu_slot:
+        device_requests.append(DeviceRequest(device_ids=list(gpu_slot), capabilities=[["gpu"]]))
+    elif environment.gpus > 0:
+        device_requests.append(DeviceRequest(count=environment.gpus, capabilities=[["gpu"]]))
+    config: dict[str, Any] = {
+        "image": image,
+        # The plan's argv runs as is, whatever ENTRYPOINT the image declares.
+        "entrypoint": list(argv[:1]),
+        "command": list(argv[1:]),
+        "name": f"reprospec-{token[:12]}",
+        "init": True,
+        "detach": True,
+        "stdin_open": False,
+        "tty": False,
+        "environment": env,
+        "working_dir": workdir,
+        "mounts": mounts,
+        "network_mode": "bridge" if environment.network else "none",
+        "labels": {LABEL: token, "org.reprospec.cell": plan.cell.id},
+        # The daemon keeps a copy of the output too: bound it (we read the stream live).
+        "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
+    }
+    if environment.shm_size is not None:
+        config["shm_size"] = environment.shm_size
+    if environment.memory is not None:
+        config["mem_limit"] = environment.memory
+    if device_requests:
+        config["device_requests"] = device_requests
+    if os.getuid() != 0:
+        # Files in the run folder stay the user's; HOME must then be writable.
+        config["user"] = f"{os.getuid()}:{os.getgid()}"
+        env.setdefault("HOME", "/tmp")
+    return config
+
+
+@contextlib.contextmanager
+def fresh_container(client: Any, config: Mapping[str, Any]) -> Iterator[Any]:
+    """A created (not started) container, force-removed on leaving whatever happened."""
+    import docker.errors
+
+    name = str(config["name"])
+    container = None
+    try:
+        container = client.containers.create(**config)
+        yield container
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            try:
+                (container or client.containers.get(name)).remove(force=True, v=True)
+            except docker.errors.APIError:
+                # "removal already in progress" and the like: give the engine a moment, once.
+                time.sleep(0.2)
+                with contextlib.suppress(docker.errors.APIError):
+                    client.containers.get(name).remove(force=True, v=True)
+
+
+class OutputPump:
+    """Moves the container's demultiplexed output into the stdout and stderr sinks."""
+
+    def __init__(self, stream: Any, stdout: Sink, stderr: Sink) -> None:
+        self._stream = stream
+        self._stdout = stdout
+        self._stderr = stderr
+        self.thread = threading.Thread(
+            target=self._run, name="reprospec-docker-output", daemon=True
+        )
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):  # a closed stream ends the pump, nothing else
+            for out, err in self._stream:
+                if out:
+                    self._stdout.write(out)
+                if err:
+                    self._stderr.write(err)
+
+    def finish(self, timeout: float) -> bool:
+        """Wait for the end of the output; False when it had to be cut."""
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                self._stream.close()
+            self.thread.join(1.0)
+            return False
+        return True
+
+
+def wait_for_exit(
+    container: Any, timeout_s: float | None, cancel: threading.Event | None
+) -> int | None:
+    """The container's exit status, or None at the timeout or on cancel."""
+    import requests.exceptions
+
+    deadline = time.monotonic() + timeout_s if timeout_s and timeout_s > 0 else float("inf")
+    while True:
+        if cancel is not None and cancel.is_set():
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        piece = min(left, WAIT_SLICE_S) if cancel is not None else min(left, 3600.0)
+        try:
+            # The SDK's wait timeout surfaces as a requests error, not a TimeoutError.
+            result = container.wait(timeout=max(piece, 0.05))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            continue
+        return int(result.get("StatusCode", -1))
+
+
+def collect_stacks(container: Any, log_dir: Path) -> Path | None:
+    """SIGUSR1 to the container's Python processes; their dumps gathered into stack.txt."""
+    import docker.errors
+
+    try:
+        result = container.exec_run(["sh", "-c", _ASK_STACKS], stdout=True, stderr=False)
+    except docker.errors.APIError:
+        return None
+    asked: dict[int, str] = {}
+    for line in result.output.decode("utf-8", "replace").splitlines():
+        pid, _, cmd = line.strip().partition(" ")
+        if pid.isdigit():
+            asked[int(pid)] = cmd.strip()
+    if not asked:
+        return None
+    stack_dir = log_dir / STACKS
+    wait_for_stack_files(stack_dir, asked)
+    parts: list[str] = []
+    for pid in sorted(asked):
+        cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
+        try:
+            text = (stack_dir / f"stack-{pid}.txt").read_text("utf-8", "replace").rstrip()
+        except OSError:
+            text = ""
+        body = text or "(no Python stack: the process did not answer)"
+        parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
+    out = log_dir / STACK_TXT
+    out.write_text("\n".join(parts), encoding="utf-8")
+    return out

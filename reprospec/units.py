@@ -1,0 +1,134 @@
+"""The spec format's small values, parsed once and formatted by the same module.
+
+Durations (`90s`, `5m`), sizes (`64m`, `4g`), step ranges (`7`, `6..8`) and
+rate bounds (`>=0.3`) are read here from the spec, the command line and
+results.json, and written back here for reports and results, so a value
+reads the same everywhere it appears.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal, cast
+
+RateOp = Literal[">=", ">", "<=", "<", "=="]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*")
+_SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_STEP = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+_RATE = re.compile(r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class StepRange:
+    """`7` or `6..8`: the steps an expectation accepts (both ends included)."""
+
+    low: int
+    high: int
+
+    def __contains__(self, step: object) -> bool:
+        return isinstance(step, int) and self.low <= step <= self.high
+
+    def __str__(self) -> str:
+        return str(self.low) if self.low == self.high else f"{self.low}..{self.high}"
+
+    def to_json(self) -> int | str:
+        """One step stays an integer (as an outcome's step is); a range is `"A..B"`."""
+        return self.low if self.low == self.high else str(self)
+
+
+@dataclass(frozen=True)
+class RateBound:
+    """`">=0.3"`: the fraction of attempts that must match."""
+
+    op: RateOp
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.value:g}"
+
+    def holds(self, fraction: float) -> bool:
+        """Whether `fraction` satisfies the bound."""
+        return {
+            ">=": fraction >= self.value,
+            ">": fraction > self.value,
+            "<=": fraction <= self.value,
+            "<": fraction < self.value,
+            "==": math.isclose(fraction, self.value, abs_tol=1e-9),
+        }[self.op]
+
+
+def parse_duration(value: object) -> float:
+    """`'90s'`, `'5m'`, `'1h'`, `'1.5s'`, `'250ms'` or a number of seconds -> seconds (> 0)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as the spec writes them: `250ms`, `90s`, `5m`, `1h`, `1.5s`."""
+    if seconds < 1 and seconds * 1000 == int(seconds * 1000):
+        return f"{int(seconds * 1000)}ms"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def parse_size(value: object) -> int:
+    """`64m`, `4g`, `512MiB`, `1.5g` or a byte count -> bytes (binary units, as docker uses)."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"not a size: {value!r}")
+        return int(value)
+    match = _SIZE.fullmatch(str(value).lower())
+    if not match:
+        raise ValueError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+
+
+def format_size(n: object) -> str:
+    """Bytes for people: `512 B`, `64.0 MiB`, `1.5 GiB` (empty for anything not a number)."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return ""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def parse_step(value: object) -> StepRange:
+    """`7` or `'7'` -> 7..7; `'6..8'` -> 6..8; a reversed range is an error."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return StepRange(value, value)
+    match = _STEP.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"expected a step N or a range A..B, got {value!r}")
+    low = int(match.group(1))
+    high = int(match.group(2)) if match.group(2) is not None else low
+    if high < low:
+        raise ValueError(f"step range {low}..{high} is reversed (expected A..B with A <= B)")
+    return StepRange(low, high)
+
+
+def parse_rate(value: object) -> RateBound:
+    """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
+    match = _RATE.match(value) if isinstance(value, str) else None
+    if match is None or not 0.0 <= float(match.group(2)) <= 1.0:
+        raise ValueError(f"expected a rate bound like '>=0.3', got {value!r}")
+    return RateBound(cast(RateOp, match.group(1)), float(match.group(2)))

@@ -1,0 +1,40 @@
+"""Run the real CLI in a child process, as a user would, and find what it wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SPECS = ROOT / "specs"
+_REPORT_LINE = re.compile(r"^report: (.+)/report\.md\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+    out: Path
+
+    def latest_run(self) -> Path:
+        """The run folder this command wrote (it prints `report: .../report.md`).
+
+        Folder names sort by second only, so two runs in one second cannot be told
+        apart by name: the printed path decides, then the newest results.json.
+        """
+        printed = _REPORT_LINE.findall(self.stdout + "\n" + self.stderr)
+        if printed:
+            folder = Path(printed[-1])
+            if folder.is_absolute() and (folder / "results.json").is_file():
+                return folder
+        runs = [p for p in (self.out / "runs").iterdir() if (p / "results.json").is_file()]
+        assert runs, "no run folder written"
+        return max(runs, key=lambda p: (p / "results.json").stat().st_mtime_ns)
+
+    def results(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.latest_run() / "results.json").read_text())
+        return data

@@ -1,0 +1,192 @@
+"""The scheduler's policy in-process: an injected attempt function instead of processes.
+
+These cover what `reprospec run` decides before any child starts (order,
+stop_on, resume, shards, adaptive repeats, GPU slots, cancellation); the
+real-process behaviour of the same options is in test_scheduler.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from reprospec.gpuslots import GpuPool
+from reprospec.models import AttemptPlan, AttemptResult, Outcome
+from reprospec.options import RunOptions, Shard
+from reprospec.plan import RunPlan, plan_run
+from reprospec.scheduler import Scheduler
+from reprospec.spec import load_spec
+
+CRASH = Outcome(kind="crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
+PASS = Outcome(kind="pass", exit_code=0, signature="pass")
+
+
+def make_plan(tmp_path: Path, body: str, **options: object) -> RunPlan:
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text("reprospec: 1\nname: policy\ncommand: 'true'\n" + body)
+    return plan_run(load_spec(spec_file), RunOptions(out=tmp_path, **options))  # type: ignore[arg-type]
+
+
+class Recorder:
+    """An attempt function: decides each attempt's outcome from (cell id, attempt number)."""
+
+    def __init__(self, crashes: Callable[[str, int], bool]) -> None:
+        self.crashes = crashes
+        self.calls: list[tuple[str, int, tuple[str, ...]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(
+        self, plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event
+    ) -> AttemptResult:
+        with self._lock:
+            self.calls.append((plan.cell.id, plan.attempt, slot))
+        crashed = self.crashes(plan.cell.id, plan.attempt)
+        outcome = CRASH if crashed else PASS
+        matched = outcome.kind == plan.expectation.outcome
+        return AttemptResult(plan.attempt, 0.0, outcome, matched, (), logs="")
+
+
+def test_repeats_interleave_round_robin_over_cells(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "matrix: {n: [1, 2]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n")
+    recorder = Recorder(lambda cell, n: False)
+    results = Scheduler(plan, recorder).run()
+    order = [(c, n) for c, n, _ in recorder.calls]
+    assert order == [("n=1", 1), ("n=2", 1), ("n=1", 2), ("n=2", 2)]
+    assert {cell: len(r) for cell, r in results.items()} == {"n=1": 2, "n=2": 2}
+
+
+def test_stop_on_first_reproduction_stops_only_that_cell(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path,
+        "matrix: {n: [1, 2]}\nrun: {repeat: 5, stop_on: first-reproduction}\n"
+        "expect: {outcome: crash}\n",
+    )
+    # n=1 crashes on its 2nd attempt; n=2 never does.
+    results = Scheduler(plan, Recorder(lambda cell, n: cell == "n=1" and n == 2)).run()
+    assert [r.attempt for r in results["n=1"]] == [1, 2]
+    assert [r.attempt for r in results["n=2"]] == [1, 2, 3, 4, 5]
+
+
+def test_stop_on_first_miss(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "run: {repeat: 6, stop_on: first-miss}\nexpect: {outcome: crash}\n")
+    results = Scheduler(plan, Recorder(lambda cell, n: n < 3)).run()
+    assert [r.matched for r in results["default"]] == [True, True, False]
+
+
+def test_options_stop_on_overrides_the_spec(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "run: {repeat: 6}\nexpect: {outcome: crash}\n", stop_on="first-reproduction"
+    )
+    results = Scheduler(plan, Recorder(lambda cell, n: True)).run()
+    assert len(results["default"]) == 1
+
+
+def test_resume_runs_only_the_missing_attempts(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "matrix: {n: [1, 2]}\nrun: {repeat: 3}\nexpect: {outcome: pass}\n")
+    done = {
+        ("n=1", 1): AttemptResult(1, 0.0, PASS, True, (), logs=""),
+        ("n=2", 2): AttemptResult(2, 0.0, PASS, True, (), logs=""),
+    }
+    recorder = Recorder(lambda cell, n: False)
+    results = Scheduler(plan, recorder, done=done).run()
+    ran = sorted((c, n) for c, n, _ in recorder.calls)
+    assert ran == [("n=1", 2), ("n=1", 3), ("n=2", 1), ("n=2", 3)]
+    assert all([r.attempt for r in rs] == [1, 2, 3] for rs in results.values())
+
+
+def test_shards_split_attempts_disjointly_and_completely(tmp_path: Path) -> None:
+    body = "matrix: {n: [1, 2, 3, 4, 5]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
+    whole = {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body).attempts}
+    parts = [
+        {(a.cell.id, a.attempt) for a in make_plan(tmp_path, body, shard=Shard(k, 3)).attempts}
+        for k in (1, 2, 3)
+    ]
+    assert set().union(*parts) == whole
+    assert sum(len(p) for p in parts) == len(whole)
+    assert all(parts)
+
+
+def test_adaptive_repeats_stop_once_the_interval_decides(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
+    )
+    assert plan.adaptive and plan.repeat == 5
+    # Always crashing: the interval leaves 0.3 behind quickly, far before 40.
+    always = Scheduler(plan, Recorder(lambda cell, n: True)).run()["default"]
+    assert 5 <= len(always) < 40
+    # Crashing at about the threshold: undecided until the cap.
+    edge = Scheduler(plan, Recorder(lambda cell, n: n % 10 < 3)).run()["default"]
+    assert len(edge) == 40
+
+
+def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "environment: {gpus: 2}\nexpect: {outcome: pass}\n")
+    recorder = Recorder(lambda cell, n: False)
+    results = Scheduler(plan, recorder, gpu_pool=GpuPool(("0",))).run()
+    assert recorder.calls == []
+    (only,) = results["default"]
+    assert only.outcome is None
+    assert only.infra_error == "skipped: needs 2 GPU(s), 1 visible to this run"
+
+
+def test_gpu_slots_are_handed_out_exclusively(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2, 3, 4]}\nenvironment: {gpus: 1}\nexpect: {outcome: pass}\n",
+        jobs=2,
+    )
+    in_use: set[str] = set()
+    overlaps: list[str] = []
+    lock = threading.Lock()
+    both_running = threading.Barrier(2, timeout=5)
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        with lock:
+            overlaps.extend(s for s in slot if s in in_use)
+            in_use.update(slot)
+        if plan.cell.id in ("n=1", "n=2"):
+            both_running.wait()  # the first two really run at the same time
+        with lock:
+            in_use.difference_update(slot)
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="", gpu_slot=slot)
+
+    results = Scheduler(plan, attempt, gpu_pool=GpuPool(("5", "7"))).run()
+    assert overlaps == []
+    slots = [r.gpu_slot for rs in results.values() for r in rs]
+    assert sorted(set(slots)) == [("5",), ("7",)]
+
+
+def test_cancel_stops_before_the_next_attempt(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "run: {repeat: 10}\nexpect: {outcome: pass}\n")
+    cancel = threading.Event()
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+        if plan.attempt == 3:
+            stop.set()
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    results = Scheduler(plan, attempt, cancel=cancel).run()
+    assert cancel.is_set()
+    assert [r.attempt for r in results["default"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_progress_reports_every_start_and_end(tmp_path: Path, jobs: int) -> None:
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2, 3]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n", jobs=jobs
+    )
+    events: list[tuple[str, int, int]] = []
+    lock = threading.Lock()
+
+    def progress(event: str, cell: object, result: object, finished: int, total: int) -> None:
+        with lock:
+            events.append((event, finished, total))
+
+    Scheduler(plan, Recorder(lambda cell, n: False), progress=progress).run()
+    assert sum(e == "start" for e, _, _ in events) == 6
+    ends = sorted(f for e, f, _ in events if e == "attempt")
+    assert ends == [1, 2, 3, 4, 5, 6]
+    assert {t for _, _, t in events} == {6}
