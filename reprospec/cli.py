@@ -28,6 +28,8 @@ COMMANDS = (
     "history",
     "compare",
     "merge",
+    "bisect",
+    "envs",
 )
 
 
@@ -262,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also print the merged report in this format to stdout",
     )
+
+    # Verbs that define their own arguments (their modules import only argparse at the top).
+    from reprospec.commands import bisect, envs
+
+    bisect.add_parser(sub)
+    envs.add_parser(sub)
     return parser
 
 

@@ -350,7 +350,7 @@ def _locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[N
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _read_meta(folder: Path) -> dict[str, Any] | None:
+def read_meta(folder: Path) -> dict[str, Any] | None:
     try:
         data = json.loads((folder / META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -393,11 +393,11 @@ def ensure_env(
         if progress is not None:
             progress(EnvProgress(key, stage, message, time.monotonic() - started))
 
-    meta = _read_meta(final)
+    meta = read_meta(final)
     if meta is None:
         lock = root / LOCKS / f"{key}.lock"
         with _locked(lock, lambda: say("waiting", "another run is building it; waiting")):
-            meta = _read_meta(final)  # built by someone else while we waited
+            meta = read_meta(final)  # built by someone else while we waited
             if meta is None:
                 meta = _build(request, root, final, say, cwd)
                 _mark_used(final, user)
@@ -548,7 +548,7 @@ def list_envs(root: Path) -> list[EnvInfo]:
     for folder in root.iterdir():
         if folder.name.startswith(".") or not folder.is_dir():
             continue
-        meta = _read_meta(folder)
+        meta = read_meta(folder)
         if meta is None:
             continue
         request = meta.get("request") or {}

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 
 import pytest
 
-from reprospec.bisection import RateModel, Trial, attempts_to_see, bisect, wilson_upper
+from reprospec.bisection import (
+    DEFAULT_ERROR,
+    RateModel,
+    Trial,
+    attempts_to_see,
+    bisect,
+    wilson_lower,
+    wilson_upper,
+)
 
 VERSIONS = [f"1.{i}" for i in range(20)]
 
@@ -38,9 +47,10 @@ def test_a_deterministic_regression_is_found_in_a_binary_search() -> None:
     result = bisect(VERSIONS, oracle_for(13, calls=calls), min_rate=0.2)
     assert result.status == "found"
     assert (result.last_good, result.first_bad) == ("1.12", "1.13")
-    assert result.confidence >= 0.99
+    assert result.confidence >= 1 - DEFAULT_ERROR
     # Both ends first: the bad end until its failure, the good end as long as that took.
-    assert calls[0] == ("1.19", attempts_to_see(0.2)) and calls[1] == ("1.0", 1)
+    assert calls[0] == ("1.19", attempts_to_see(0.2, DEFAULT_ERROR / 5))
+    assert calls[1] == ("1.0", 1)
     states = {v.version: v.state for v in result.versions}
     assert states["1.13"] == "bad" and states["1.12"] == "good"
     assert result.attempts == sum(v.attempts for v in result.versions) < 40
@@ -48,10 +58,11 @@ def test_a_deterministic_regression_is_found_in_a_binary_search() -> None:
 
 def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     result = bisect(VERSIONS, oracle_for(99), min_rate=0.3)
+    expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
     assert result.status == "refused" and result.first_bad is None
-    assert result.reason.startswith(
-        f"the bad end 1.19 did not reproduce in {attempts_to_see(0.3)} attempt(s); seen: pass x")
-    assert result.attempts == attempts_to_see(0.3)
+    assert result.reason == (f"the bad end 1.19 did not reproduce in {expected} attempt(s); "
+                             f"seen: pass x{expected}")
+    assert result.attempts == expected
 
 
 def test_the_good_end_that_fails_is_refused() -> None:
@@ -111,22 +122,37 @@ def test_a_resumed_search_asks_for_nothing_twice() -> None:
 
 
 def test_the_budget_gives_an_undecided_answer_with_its_best_guess() -> None:
-    result = bisect(VERSIONS, oracle_for(11, 0.25, seed=1), budget=25)
+    result = bisect(VERSIONS, oracle_for(11, 0.3, seed=1), budget=25)
     assert result.status == "undecided"
-    assert result.attempts <= 25 + attempts_to_see(0.2)
+    assert result.attempts <= 25
     assert "budget of 25 attempts spent; best guess" in result.reason
 
 
 def test_a_rate_below_the_assumption_is_flagged() -> None:
-    result = bisect(VERSIONS, oracle_for(3, 0.05, seed=2), min_rate=0.5, end_attempts=200)
+    # The bad end needed 30 attempts for its one failure: far rarer than assumed.
+    known = {"1.19": Trial("1.19", 30, 1)}
+    result = bisect(VERSIONS, oracle_for(3), min_rate=0.5, known=known)
     assert result.warnings and "below the assumed minimum rate 0.5" in result.warnings[0]
 
 
 def test_rate_model_and_helpers() -> None:
-    exact, grid = RateModel(0.0), RateModel(0.0 + 1e-9)
-    assert exact.marginal(3, 4) == pytest.approx(grid.marginal(3, 4), rel=1e-2)
-    assert RateModel(0.2).mean(0, 50) > 0.2 and exact.mean(0, 50) < 0.05
+    model = RateModel(0.3)
+    assert model.marginal(2, 3) == pytest.approx(2 * math.log(0.3) + 3 * math.log(0.7))
+    assert model.mean(5, 0) == 0.3
     assert attempts_to_see(0.3, 0.01) == 13 and attempts_to_see(1.0) == 1
     assert wilson_upper(0, 10) == pytest.approx(0.2775, abs=1e-3)
+    assert wilson_lower(10, 10, 3.29) == pytest.approx(10 / (10 + 3.29**2), abs=1e-3)
     with pytest.raises(ValueError):
         bisect(["1.0"], oracle_for(0))
+    with pytest.raises(ValueError):
+        bisect(VERSIONS, oracle_for(3), min_rate=0.0)
+
+
+def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
+    # Said so (--min-rate 0.9): a handful of clean attempts settle the last good version.
+    result = bisect(VERSIONS, oracle_for(9), min_rate=0.9)
+    assert (result.last_good, result.first_bad) == ("1.8", "1.9")
+    assert result.attempts <= 12
+    # Not said: the measured rate (every bad version failed at once) lowers the cost.
+    slow = bisect(VERSIONS, oracle_for(9), min_rate=0.3)
+    assert slow.first_bad == "1.9" and slow.attempts < 40

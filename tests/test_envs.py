@@ -14,7 +14,7 @@ import pytest
 
 from reprospec import envs
 from reprospec.envs import EnvBuildError, EnvRequest, IndexConfig
-from tests.envs_support import envs_root, make_broken_sdist, make_wheel, uv_environment
+from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-envdemo"
 

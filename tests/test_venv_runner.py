@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import envs
-from tests.envs_support import envs_root, make_broken_sdist, make_wheel, uv_environment
+from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-venvdemo"
 
