@@ -93,6 +93,10 @@ class BisectReport:
         result = self.result
         if result.status == "found":
             last = f" (last good {result.last_good})" if result.last_good else ""
+            if self.request.by_date:
+                changed = ", ".join(f"{n} {a or '-'} -> {b or '-'}" for n, a, b in self.changed)
+                return f"first bad day: {result.first_bad}{last}" + (
+                    f": {changed}" if changed else "")
             return f"first bad: {what} {result.first_bad}{last}"
         if result.status == "undecided":
             return f"undecided: {result.reason}"

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from reprospec import envs
+from reprospec.bisection import DEFAULT_ERROR, attempts_to_see
 from tests.support.cli import ROOT, SPECS
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
@@ -70,8 +71,10 @@ def test_both_ends_are_checked_and_refused_with_what_was_seen(cli, tmp_path: Pat
                      "--bad", "0.3.0", "--min-rate", "0.5", "--out", out, env=shared_envs(),
                      timeout=600)
     assert bad_passes.code == 1, bad_passes.stderr
-    assert "refused: the bad end 0.3.0 did not reproduce in 7 attempt(s); seen: pass x7" in \
-        bad_passes.stdout
+    # Enough attempts to see a rate of 0.5 with the stated error (0.5% / 5).
+    n = attempts_to_see(0.5, DEFAULT_ERROR / 5)
+    assert f"refused: the bad end 0.3.0 did not reproduce in {n} attempt(s); seen: pass x{n}" \
+        in bad_passes.stdout
 
 
 def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -> tuple[Path,
@@ -196,3 +199,19 @@ def test_envs_list_and_prune(cli, tmp_path: Path) -> None:
     assert kept.code == 0 and env.path.exists()
     gone = cli("envs", "prune", "--all", env=variables)
     assert gone.code == 0 and f"removed {env.key}" in gone.stdout and not env.path.exists()
+
+
+def test_by_date_names_the_day_and_what_changed(cli, tmp_path: Path) -> None:
+    """sqlparse 0.3.1 was uploaded on 2020-02-29: the first day whose environment reproduces."""
+    spec = tmp_path / "by-date.yaml"
+    spec.write_text(SQLPARSE_SPEC.read_text().replace('["sqlparse==0.4.2"]', '["sqlparse"]'))
+    (tmp_path / "sqlparse_reindent.py").write_text(
+        (SQLPARSE_SPEC.parent / "sqlparse_reindent.py").read_text())
+    done = cli("bisect", str(spec), "--package", "sqlparse", "--by-date",
+               "2020-02-25..2020-03-04", "--format", "json", "--out", str(tmp_path / "out"),
+               env=shared_envs(), timeout=600)
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["last_good"], result["first_bad"]) == ("2020-02-28", "2020-02-29")
+    assert result["changed"] == [
+        {"package": "sqlparse", "last_good": "0.3.0", "first_bad": "0.3.1"}]
