@@ -13,7 +13,8 @@ from typing import Any
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """The `envs` verb's arguments (kept here so cli.py stays one line per verb)."""
     p = sub.add_parser("envs", help="list or prune the cached per-cell environments")
-    p.add_argument("action", choices=("list", "prune"), help="list them, or remove unused ones")
+    p.add_argument("action", choices=("list", "prune"), metavar="ACTION",
+                   help="list: show them; prune: remove unused ones")
     p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR",
                    help="environments are in DIR/envs (or $REPROSPEC_ENVS when set)")
     p.add_argument("--json", action="store_true", help="list: print JSON")

@@ -31,6 +31,8 @@ def print_progress(stream: TextIO = sys.stderr) -> envs.EnvProgressCallback:
 
     def show(event: envs.EnvProgress) -> None:
         if event.stage == "output":
+            if event.message.startswith("Using Python"):
+                return  # the temporary build folder: noise
             print(f"reprospec:     {event.message}", file=stream, flush=True)
         elif event.stage != "reused":
             print(f"reprospec: env {event.key}: {event.message}", file=stream, flush=True)
