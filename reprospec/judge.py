@@ -41,6 +41,7 @@ from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import (
+    attempts_phrase,
     expectation_phrase,
     outcome_phrase,
     rate_phrase,
@@ -67,6 +68,8 @@ def judge_attempt(
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
+    if expectation.observes:
+        return AttemptVerdict(True)  # observe mode: recorded, not judged
     misses: list[str] = []
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
@@ -120,6 +123,11 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
             return Verdict("infra-error", f"could not run: {broken[0].reason}", rate)
         return Verdict("infra-error", "no attempt ran", rate)
 
+    if expectation.observes:
+        reason = attempts_phrase(usable)
+        if broken:
+            reason += f" ({len(broken)} more could not run)"
+        return Verdict("observed", reason, rate)
     kind: VerdictKind
     if expectation.rate is None:
         kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
@@ -256,9 +264,9 @@ def judge_cells(
 
 
 def exit_code_for(run: RunResult) -> int:
-    """0 all reproduced; 3 any infra-error; 1 any not reproduced; 4 any undecided; 130 interrupted.
+    """0 all reproduced (or observed); 3 any infra-error; 1 any not reproduced; 4 any undecided.
 
-    The first that applies, in that order (interrupted first).
+    The first that applies, in that order; 130 before all of them when interrupted.
     """
     if run.interrupted:
         return EXIT_INTERRUPTED

@@ -779,6 +779,7 @@ def shard_status(
             "{} of {} cell(s) reproduced".format(
                 summary.get("reproduced", "?"), summary.get("cells", "?")
             )
+            + (f", {summary['undecided']} undecided" if summary.get("undecided") else "")
             + (f", {summary['infra_error']} infra-error" if summary.get("infra_error") else ""),
         )
     if sub is None:

@@ -36,8 +36,10 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "not-reproduced": "❌",
     "undecided": "❔",
     "infra-error": "⚠️",
+    "observed": "🔍",
 }
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
+OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
 _CMDLINE_WIDTH = 60
 
@@ -127,6 +129,8 @@ def chain_phrase(outcome: Outcome) -> str:
 
 def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
     """`crash SIGSEGV @ validation:6..8 rate >=0.3`: what a cell was expected to do."""
+    if expected.observes:
+        return "anything (observed)"
     parts: list[str] = [expected.outcome]
     if expected.signals:
         parts.append(signals_phrase(expected.signals))
@@ -188,6 +192,7 @@ def shorten(text: str, width: int) -> str:
 
 
 __all__ = [
+    "OBSERVE_LEGEND",
     "VERDICT_LEGEND",
     "VERDICT_MARKS",
     "attempt_phrase",

@@ -30,6 +30,9 @@ from tests.support.slurm import (
     wait_settled,
 )
 
+# Real-engine tests (a running slurmctld/slurmd): `-m "not docker and not slurm"` skips them.
+pytestmark = pytest.mark.slurm
+
 # Real slurmstepd lines, from the Slurm 22.05 test cluster's output files.
 TIME_LIMIT_LINE = (
     "slurmstepd-vm: error: *** JOB 13 ON vm CANCELLED AT 2026-11-23T14:42:40 DUE TO TIME LIMIT ***"

@@ -41,6 +41,8 @@ def summary_line(run: RunResult) -> str:
     with several failures `2 of 4 cells failed: crash SIGSEGV (worker) @ validation:7 in 1,
     error exit 1 ValueError @ train:3 in 1; ...` (most cells first).
     """
+    if run.observes:
+        return _observed_line(run)
     s = run.summary
     signatures = failure_signatures(run)
     # Two different facts: where the failure happened, and whether every cell did
@@ -93,6 +95,20 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int]]:
     order = list(cells)
     ranked = sorted(order, key=lambda key: (-len(cells[key]), order.index(key)))
     return [(phrases[key], len(cells[key])) for key in ranked]
+
+
+def _observed_line(run: RunResult) -> str:
+    """`Observed 4 cells: crash SIGSEGV (worker) @ validation:7 in 1, pass in 3`."""
+    from reprospec.report.signatures import outcome_groups
+
+    s = run.summary
+    groups = ", ".join(f"{g.phrase} in {len(g.cells)}" for g in outcome_groups(run))
+    text = f"Observed {plural(s['cells'], 'cell')}" + (f": {groups}" if groups else "")
+    if s["infra_error"]:
+        text += f"; {s['infra_error']} infra-error"
+    if run.interrupted:
+        text += " (interrupted)"
+    return text
 
 
 def failure_section(run: RunResult) -> dict[str, Any] | None:

@@ -24,7 +24,9 @@ from reprospec.report.environment import (
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
+from reprospec.report.signatures import outcome_groups
 from reprospec.words import (
+    OBSERVE_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
     attempts_phrase,
@@ -189,9 +191,11 @@ def context(run: RunResult) -> dict[str, Any]:
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,
-        "legend": verdict_legend(c.verdict for c in run.cells),
+        "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
         "grid": _grid(run.cells, axes),
-        "separators": separators(run),
+        # Observe runs explain every outcome (both ways); others what separates the failure.
+        "outcomes": outcome_groups(run) if run.observes else [],
+        "separators": None if run.observes else separators(run),
         "failure": failure_section(run),
         "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
