@@ -7,6 +7,7 @@ the cell `not-reproduced`.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from reprospec.attempt import attempt_result
 from reprospec.evidence import Evidence
 from reprospec.judge import judge_cell
-from reprospec.models import AttemptResult, Expectation, NotRun, Outcome
+from reprospec.models import AttemptResult, Execution, Expectation, NotRun, Outcome
+from reprospec.outcome import classify
 from reprospec.runners.local import LocalRunner
 from tests.support.plans import attempt_plan
 
@@ -74,13 +76,31 @@ def test_python_cannot_open_the_script(runner: LocalRunner, tmp_path: Path) -> N
 
 
 def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
+    # The local runner checks the cell's packages before it starts anything; whichever
+    # layer notices, the attempt did not run what the spec asks.
     argv = [PY, "-c", "import reprospec_absent_pkg.sub"]
     result = run_attempt(runner, argv, tmp_path, packages=("reprospec-absent-pkg==1.2",))
-    reason = not_run(result)
-    assert reason == (
+    assert "reprospec-absent-pkg" in not_run(result)
+
+
+def test_declared_package_missing_at_import_is_not_run(tmp_path: Path) -> None:
+    # Where no runner checked (or its check was fooled, as by a distribution whose files
+    # are gone), the child's own ModuleNotFoundError before any progress tells the same.
+    events, stdout, stderr = (tmp_path / n for n in ("events.jsonl", "stdout.log", "stderr.log"))
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        code = subprocess.call(
+            [PY, "-c", "import reprospec_absent_pkg.sub"], stdout=out, stderr=err
+        )
+    events.write_text("")
+    execution = Execution("c", 1, tmp_path, code, False, 0.1, "", "", stdout, stderr, events)
+    declared = ("numpy>=1", "reprospec-absent-pkg==1.2")
+    outcome = classify(execution, Evidence.read(execution), packages=declared)
+    assert outcome == NotRun(
         "package reprospec-absent-pkg==1.2 (environment.packages) is not installed where the "
         "attempt ran: ModuleNotFoundError: No module named 'reprospec_absent_pkg'"
     )
+    # Not declared: the program's own error.
+    assert isinstance(classify(execution, Evidence.read(execution), packages=("numpy",)), Outcome)
 
 
 def test_undeclared_module_missing_is_the_programs_error(
@@ -119,3 +139,22 @@ def test_run_exits_3_with_the_reason(cli, tmp_path: Path) -> None:
     assert cell["attempts"][0]["infra_error"] == (
         "command not found: trainer_that_is_not_installed (exit 127)"
     )
+
+
+@pytest.mark.parametrize(
+    ("packages", "module", "declared"),
+    [
+        (["torch==2.5.1"], "torch", "torch==2.5.1"),
+        (["Pillow>=10"], "PIL", "Pillow>=10"),
+        (["scikit-learn"], "sklearn", "scikit-learn"),
+        (["opencv-python-headless==4.9"], "cv2", "opencv-python-headless==4.9"),
+        (["lightning_utilities[cli]"], "lightning_utilities", "lightning_utilities[cli]"),
+        (["numpy"], "wandb", None),
+    ],
+)
+def test_which_declared_package_provides_a_module(
+    packages: list[str], module: str, declared: str | None
+) -> None:
+    from reprospec.setupfail import _declaring
+
+    assert _declaring(packages, module) == declared
