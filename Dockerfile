@@ -1,7 +1,8 @@
 # The default reprospec runner image: Python 3.11 + torch (CPU) + reprospec's harness.
 #
 # No registry is needed: the base is built from Debian packages with mmdebstrap and
-# `docker import`, and torch comes from a local wheelhouse. scripts/docker-setup.sh
+# `docker import` (python3, gdb and binutils for native stacks), and torch comes from a
+# local wheelhouse. scripts/docker-setup.sh
 # does all of it (base, context, build); by hand, with a build context holding
 #   certs/      the host's local CA certificates (*.crt; may be empty)
 #   wheels/     `pip download torch==2.13.0 numpy -d wheels` (with their dependencies)

@@ -10,11 +10,13 @@ downstream opens them again.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
+from reprospec import native, ranks
 from reprospec.errors import InfraError
 from reprospec.evidence import Evidence
 from reprospec.judge import judge_attempt
-from reprospec.models import AttemptPlan, AttemptResult, Execution, Outcome
+from reprospec.models import AttemptPlan, AttemptResult, Execution, NotRun, Outcome
 from reprospec.outcome import classify
 from reprospec.runfolder import RunFolder
 from reprospec.runners.base import Runner
@@ -45,7 +47,7 @@ def attempt_result(
     plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
 ) -> AttemptResult:
     """Classify and judge one finished execution from its evidence."""
-    outcome = classify(execution, evidence)
+    outcome = with_native_and_ranks(classify(execution, evidence), evidence)
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
     return AttemptResult(
@@ -62,4 +64,25 @@ def attempt_result(
         stack=evidence.stack if isinstance(outcome, Outcome) else None,
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=evidence.excerpt() if failed else None,
+        native=native.render_markdown(evidence.native)
+        if failed and evidence.native is not None
+        else None,
     )
+
+
+def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outcome | NotRun:
+    """A crash's signature gains its top in-library native frame, so two different
+    segfaults are told apart; a distributed hang's detail names the rank out of step."""
+    if not isinstance(outcome, Outcome):
+        return outcome
+    if outcome.kind == "crash" and evidence.native is not None:
+        outcome = replace(
+            outcome, signature=native.with_native_frame(outcome.signature, evidence.native)
+        )
+    if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
+        said = ranks.describe(evidence.ranks)
+        if said and said not in (outcome.detail or ""):
+            detail = f"{outcome.detail}; {said}" if outcome.detail else said
+            outcome = replace(outcome, detail=detail)
+    return outcome
+

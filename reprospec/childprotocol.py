@@ -12,6 +12,8 @@ that builds those variables and names those files.
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONFAULTHANDLER=1  a Python crash prints every thread's stack
     PYTHONPATH            stackdump/ (and the harness for a workload) first
+    TMPDIR, XDG_CACHE_HOME  tmp/ and cache/: the attempt's own, unless environment.shared_tmp
+                          (the runner creates them and removes them after: scratch.py)
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ ENV_JSON = "env.json"
 CELL_JSON = "cell.json"
 STACKS = "stacks"
 STACK_TXT = "stack.txt"
+TMP_DIR = "tmp"
+CACHE_DIR = "cache"
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
@@ -47,6 +51,8 @@ class ChildPaths:
     attempt_dir: str
     harness_dir: str = str(HARNESS_DIR)
     stackdump_dir: str = str(STACKDUMP_DIR)
+    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets).
+    tmp_dir: str | None = None
 
     def file(self, name: str) -> str:
         return f"{self.attempt_dir}/{name}"
@@ -79,6 +85,10 @@ def child_env(
     env[STACK_DIR_VAR] = paths.file(STACKS)
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    if not plan.environment.shared_tmp:
+        # The spec's own env wins: an incident may need a particular TMPDIR.
+        env.setdefault("TMPDIR", paths.tmp_dir or paths.file(TMP_DIR))
+        env.setdefault("XDG_CACHE_HOME", paths.file(CACHE_DIR))
     if token is not None:
         env[TOKEN_VAR] = token
     if gpu_ids:

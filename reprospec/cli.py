@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reprospec import __version__
+from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
 from reprospec.runners import RUNNERS
 
@@ -28,6 +29,7 @@ COMMANDS = (
     "history",
     "compare",
     "merge",
+    "slurm",
     "isolate",
 )
 
@@ -90,14 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-j",
         "--jobs",
-        type=_positive_int,
+        type=_at_most(MAX_PARALLEL),
         default=None,
         metavar="N",
         help="attempts at once (default: the spec's run.parallel, else 1)",
     )
     p.add_argument(
         "--repeat",
-        type=_positive_int,
+        type=_at_most(MAX_REPEAT),
         default=None,
         metavar="N",
         help="attempts per cell (overrides run.repeat)",
@@ -151,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="docker runner: a wheelhouse for images built offline",
+    )
+
+    p.add_argument(
+        "--keep-cores",
+        action="store_true",
+        help="keep crashed processes' core files in their attempt folders (gdb read them)",
     )
 
     p = sub.add_parser("report", help="render a finished run again")
@@ -270,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print the merged report in this format to stdout",
     )
 
+    from reprospec.commands.slurm import add_arguments as add_slurm_arguments
+
+    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+    _add_selection_options(p)
+    add_slurm_arguments(p)
+
     from reprospec.commands import isolate
 
     isolate.add_parser(sub)
@@ -303,6 +317,20 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
     return value
+
+
+def _at_most(most: int) -> Callable[[str], int]:
+    """A whole number from 1 to `most` (docs/limits.md), for argparse."""
+
+    def parse(text: str) -> int:
+        value = _positive_int(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(
+                f"expected a number from 1 to {most}, got {value} (docs/limits.md)"
+            )
+        return value
+
+    return parse
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -166,6 +166,18 @@ def _torch(env: Mapping[str, Any]) -> Mapping[str, Any]:
     return env.get("torch") or {}
 
 
+def _torch_state(env: Mapping[str, Any]) -> str:
+    """torch when it brings no CUDA runtime: not installed, broken, not captured, or a CPU build."""
+    torch = _torch(env)
+    if torch.get("installed") is False:
+        return "torch is not installed"
+    if torch.get("error"):
+        return "torch does not import"
+    if not torch.get("version"):
+        return "torch was not captured"
+    return "torch is a CPU-only build"
+
+
 # ---- the checks ----------------------------------------------------------------------------
 
 
@@ -227,9 +239,7 @@ def check_driver(env: Mapping[str, Any]) -> Check:
         return Check("cuda-driver", "skipped", NO_GPU)
     runtime: tuple[int, ...] = version_tuple(torch.get("cuda"))[:2]
     if not runtime:
-        return Check(
-            "cuda-driver", "skipped", "torch is a CPU-only build: no CUDA runtime to match"
-        )
+        return Check("cuda-driver", "skipped", f"{_torch_state(env)}: no CUDA runtime to match")
     supported: tuple[int, ...] = version_tuple(nvidia.get("cuda_version"))[:2]
     driver = nvidia.get("driver_version")
     if not supported and driver:
@@ -290,9 +300,10 @@ def check_arch_list(env: Mapping[str, Any]) -> Check:
         return Check("gpu-arch", "skipped", NO_GPU)
     arch_list = _torch(env).get("arch_list") or []
     if not arch_list:
-        return Check(
-            "gpu-arch", "skipped", "torch reports no compiled CUDA architectures (CPU-only build?)"
-        )
+        why = _torch_state(env)
+        if why == "torch is a CPU-only build":
+            why = "torch reports no compiled CUDA architectures (CPU-only build?)"
+        return Check("gpu-arch", "skipped", why)
     results = []
     for gpu in gpus:
         if not gpu.get("capability"):
@@ -338,6 +349,9 @@ def check_cpu_capability(env: Mapping[str, Any]) -> Check:
     capability = _torch(env).get("cpu_capability")
     flags = set((env.get("cpu") or {}).get("flags") or [])
     if not capability:
+        torch = _torch(env)
+        if torch.get("installed") is False or torch.get("error"):
+            return Check("cpu-capability", "skipped", _torch_state(env))
         return Check("cpu-capability", "skipped", "torch's CPU capability was not captured")
     if capability not in CAPABILITY_FLAGS:
         return Check("cpu-capability", "pass", f"torch uses {capability} kernels")
@@ -465,7 +479,7 @@ def check_nvcc(env: Mapping[str, Any]) -> Check:
                 + str(runtime)
                 + " if you build extensions",
             )
-        return Check("nvcc", "skipped", "nvcc not found; torch is a CPU-only build")
+        return Check("nvcc", "skipped", f"nvcc not found; {_torch_state(env)}")
     version = nvcc.get("version") or "unknown"
     if runtime and version_tuple(version)[:1] != version_tuple(runtime)[:1]:
         return Check(
@@ -475,7 +489,9 @@ def check_nvcc(env: Mapping[str, Any]) -> Check:
             "fail to load or to compile",
             f"use a CUDA {version_tuple(runtime)[0]}.x toolkit for extensions",
         )
-    suffix = "" if runtime else " (torch is a CPU-only build: not used by torch)"
+    why = _torch_state(env)
+    used = ": not used by torch" if why == "torch is a CPU-only build" else ""
+    suffix = "" if runtime else f" ({why}{used})"
     return Check("nvcc", "pass", f"nvcc {version} at {nvcc['path']}{suffix}")
 
 

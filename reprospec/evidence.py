@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprospec import native, ranks
 from reprospec.logtext import excerpt
 from reprospec.models import Execution
+from reprospec.native import NativeStacks
+from reprospec.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -87,6 +90,10 @@ class Evidence:
     stderr: str = ""
     events: Events = field(default_factory=Events)
     stack: str | None = None
+    # gdb's stacks of crashed or hung processes (native-stacks.json), when taken.
+    native: NativeStacks | None = None
+    # The ranks of a distributed workload, from the same pass over the events.
+    ranks: RankReport | None = None
 
     @classmethod
     def read(cls, execution: Execution) -> Evidence:
@@ -94,11 +101,14 @@ class Evidence:
         stack = None
         if execution.stack_path is not None:
             stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
+        events = list(iter_events(execution.events_path))
         return cls(
             stdout=read_log(execution.stdout_path),
             stderr=read_log(execution.stderr_path),
-            events=Events.of(iter_events(execution.events_path)),
+            events=Events.of(events),
             stack=stack,
+            native=native.read(execution.log_dir),
+            ranks=ranks.from_events(events),
         )
 
     def output_tail(self) -> str:

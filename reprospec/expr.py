@@ -16,6 +16,10 @@ only read names from the context it is given. Grammar (lowest precedence first):
 booleans with numbers (`true == 1` is false). Rendered inside a longer string,
 booleans are `true`/`false`, null is the empty string (both as GitHub does),
 lists and mappings are compact JSON.
+
+An expression is at most MAX_EXPRESSION_CHARS long and MAX_EXPRESSION_DEPTH
+levels deep (parentheses, lists, `not`, chained operators): the parser and the
+evaluator recurse, and a spec from a ticket must not exhaust the stack.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from reprospec.bounds import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
 
 # Names an expression may read, and the fields each allows (None: any field).
 ROOTS: Mapping[str, frozenset[str] | None] = {
@@ -45,7 +51,8 @@ class ExprError(ValueError):
         self.message = message
         self.text = text
         self.offset = offset
-        super().__init__(f"'{text}' at column {offset + 1}: {message}")
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        super().__init__(f"'{shown}' at column {offset + 1}: {message}")
 
 
 @dataclass(frozen=True)
@@ -166,8 +173,22 @@ _KEYWORDS = {"true": True, "false": False, "null": None}
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
+        if len(text) > MAX_EXPRESSION_CHARS:
+            raise ExprError(
+                f"the expression is {len(text)} characters long; "
+                f"at most {MAX_EXPRESSION_CHARS} are allowed",
+                text,
+                0,
+            )
         self.tokens = tokenize(text)
         self.pos = 0
+        self.depth = 0
+
+    def nest(self, token: Token) -> None:
+        """Enter one level of nesting (a parenthesis, list or `not`); refuse too many."""
+        self.depth += 1
+        if self.depth > MAX_EXPRESSION_DEPTH:
+            raise self.error(f"nested deeper than {MAX_EXPRESSION_DEPTH} levels", token)
 
     def peek(self) -> Token:
         return self.tokens[self.pos]
@@ -208,8 +229,10 @@ class _Parser:
 
     def parse_not(self) -> Node:
         if self.at("name", "not"):
-            self.take()
-            return Not(self.parse_not())
+            self.nest(self.take())
+            node = Not(self.parse_not())
+            self.depth -= 1
+            return node
         return self.parse_compare()
 
     def parse_compare(self) -> Node:
@@ -242,11 +265,16 @@ class _Parser:
         if token.kind in ("num", "str"):
             return Literal(token.value)
         if token.kind == "op" and token.value == "(":
+            self.nest(token)
             node = self.parse_or()
             self.expect(")")
+            self.depth -= 1
             return node
         if token.kind == "op" and token.value == "[":
-            return self.parse_list()
+            self.nest(token)
+            listed = self.parse_list()
+            self.depth -= 1
+            return listed
         if token.kind == "name" and token.value in _KEYWORDS:
             return Literal(_KEYWORDS[token.value])
         if token.kind == "name" and token.value not in ("and", "or", "not", "in"):
@@ -305,7 +333,31 @@ def _check_name(parts: list[str], text: str, offset: int) -> None:
 
 def parse(text: str) -> Node:
     """Parse the inside of one `${{ }}`; raise ExprError with the column of the problem."""
-    return _Parser(text).parse()
+    node = _Parser(text).parse()
+    # `a or b or c ...` nests without parentheses: the tree, not the text, must be shallow.
+    if depth(node) > MAX_EXPRESSION_DEPTH:
+        raise ExprError(
+            f"nested deeper than {MAX_EXPRESSION_DEPTH} levels (split the chain of operators)",
+            text,
+            0,
+        )
+    return node
+
+
+def depth(node: Node) -> int:
+    """Levels of a parsed expression (a literal or name is 1), computed without recursion."""
+    deepest = 0
+    stack: list[tuple[Node, int]] = [(node, 1)]
+    while stack:
+        current, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(current, ListLit):
+            stack.extend((item, level + 1) for item in current.items)
+        elif isinstance(current, Not):
+            stack.append((current.operand, level + 1))
+        elif isinstance(current, (BoolOp, Compare)):
+            stack.extend(((current.left, level + 1), (current.right, level + 1)))
+    return deepest
 
 
 # ---------------------------------------------------------------- evaluation

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import dockerimage
-from reprospec.childprotocol import CELL_VAR, child_env, write_cell
+from reprospec.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, child_env, write_cell
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
 from reprospec.models import AttemptPlan, Spec
@@ -181,12 +181,20 @@ def _cell_function(number: int, plan: AttemptPlan, image: str, image_key: int,
     argv = attempt_argv(plan) or ["true"]
     expect = json.dumps(plan.expectation.to_dict(), default=_json)
     args = _docker_run_args(plan, number, workdir_key)
+    folders = [f'"$OUT/{number}/stacks"']
+    cleanup: list[str] = []
+    if not plan.environment.shared_tmp:
+        # The container's TMPDIR and XDG_CACHE_HOME (childprotocol), removed after it
+        # as the runners do: the next cell must not see this one's leftovers.
+        private = [f'"$OUT/{number}/{TMP_DIR}"', f'"$OUT/{number}/{CACHE_DIR}"']
+        folders += private
+        cleanup.append(f"    rm -rf {' '.join(private)}")
     lines = [
         f"# cell {number}: {plan.cell.id or '(the only cell)'}",
         f"# expected: {expect}",
         f"cell_{number}() {{",
         f"    build_image {shlex.quote(image)} \"$HERE/images/{image_key}\" || return 125",
-        f'    mkdir -p "$OUT/{number}/stacks"',
+        f'    mkdir -p {" ".join(folders)}',
         f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
     ]
     lines += [f"        {' '.join(args[i:i + 2])} \\" for i in range(0, len(args), 2)]
@@ -196,6 +204,7 @@ def _cell_function(number: int, plan: AttemptPlan, image: str, image_key: int,
         f'        2>&1 | tee "$OUT/{number}/output.log"',
         "    local status=${PIPESTATUS[0]}",
         f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
+        *cleanup,
         f"    report {number} \"$status\" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}",
         "}",
     ]
@@ -264,6 +273,9 @@ cell with plain `docker run`. reprospec itself is not needed.
 Images are built from `images/K/` (`Dockerfile`, the reprospec harness, any
 wheels). Nothing is pulled except the base images those Dockerfiles name.
 Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
+Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
+and `results/N/cache`, removed after it (unless the spec says
+`environment.shared_tmp: true`).
 A cell "reproduces" when its outcome matches the expectation below
 (a crash is a container killed by a signal: exit status 128 + the signal).
 

@@ -6,15 +6,20 @@
    combination where it overwrites no original axis value (values added by
    earlier includes may be overwritten); if it fits none, it becomes a new cell,
    appended after the product.
+
+The cells are counted before any is built (`count_cells`): exclude entries are
+bitmasks over the axes' values, so a product of 10^9 combinations that exclude
+trims to a few cells costs a few steps, and a matrix past MAX_CELLS is refused
+without being expanded. `iter_cells` then walks only the surviving combinations.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
+from reprospec.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
 from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
 from reprospec.models import Cell, Spec
@@ -68,53 +73,264 @@ def cell_id(values: Mapping[str, Any]) -> str:
     return ",".join(f"{key}={render_value(value)}" for key, value in values.items())
 
 
-def _matches(combination: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
-    return all(key in combination and same(combination[key], v) for key, v in entry.items())
+def canonical(value: Any) -> Hashable:
+    """A hashable key with `canonical(a) == canonical(b)` exactly when `same(a, b)`."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)  # 1 == 1.0 and hash alike, as `same` wants
+    if isinstance(value, str):
+        return ("str", value)
+    if value is None:
+        return ("null",)
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(canonical(item) for item in value))
+    if isinstance(value, Mapping):
+        return ("map", frozenset((key, canonical(item)) for key, item in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return ("other", type(value).__name__, repr(value))
+    return ("other", type(value).__name__, value)
 
 
-def expand_matrix(section: Mapping[str, Any] | None) -> list[Cell]:
-    """The cells of a `matrix` section (None: one cell `default`); raise MatrixError."""
-    if section is None:
-        return [Cell(DEFAULT_ID, 0, {})]
+class _Product:
+    """The product of the axes minus `exclude`, counted and walked without being built.
+
+    Exclude entry `b` is bit `1 << b`. `alive` is the set of entries whose keys
+    matched every value chosen so far; an entry whose last axis matches too
+    removes the combination. Counts are memoised on (axis, alive): that state
+    space, not the product, is what the work grows with, and it is bounded by
+    MAX_MATRIX_STEPS.
+    """
+
+    def __init__(self, lists: Sequence[Sequence[Any]], exclude: Sequence[Mapping[int, Any]]):
+        self.lists = lists
+        count = len(lists)
+        self.canons = [[canonical(v) for v in values] for values in lists]
+        self.mention = [0] * count
+        self.last = [0] * count
+        matches = [[0] * len(values) for values in lists]
+        self.empty_entry = any(not entry for entry in exclude)
+        for bit, entry in enumerate(exclude):
+            if not entry:
+                continue
+            for axis, value in entry.items():
+                self.mention[axis] |= 1 << bit
+                wanted = canonical(value)
+                for index, canon in enumerate(self.canons[axis]):
+                    if canon == wanted:
+                        matches[axis][index] |= 1 << bit
+            self.last[max(entry)] |= 1 << bit
+        # Values of an axis that match the same exclude entries behave alike: one group each.
+        self.groups: list[list[tuple[int, list[int]]]] = []
+        for axis in range(count):
+            grouped: dict[int, list[int]] = {}
+            for index, mask in enumerate(matches[axis]):
+                grouped.setdefault(mask, []).append(index)
+            self.groups.append(list(grouped.items()))
+        self.matches = matches
+        self.later_mention = [0] * (count + 1)
+        self.later_size = [1] * (count + 1)
+        for axis in range(count - 1, -1, -1):
+            self.later_mention[axis] = self.later_mention[axis + 1] | self.mention[axis]
+            self.later_size[axis] = self.later_size[axis + 1] * len(lists[axis])
+        self._counts: dict[tuple[int, int], int] = {}
+        self.steps = 0
+
+    def _step(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_MATRIX_STEPS:
+            raise MatrixError(
+                "the exclude entries combine in too many ways to count the cells "
+                f"(more than {MAX_MATRIX_STEPS} steps); use fewer entries or axes",
+                ("matrix", "exclude"),
+            )
+
+    def _next_alive(self, axis: int, alive: int, mask: int) -> int | None:
+        """The entries still alive after choosing a value with `mask`; None: excluded."""
+        if alive & mask & self.last[axis]:
+            return None
+        return alive & (~self.mention[axis] | mask)
+
+    def total(self) -> int:
+        """Combinations that no exclude entry removes."""
+        return 0 if self.empty_entry else self.count(0, ~0)
+
+    def count(self, axis: int, alive: int) -> int:
+        """Combinations of the axes from `axis` on that no `alive` entry removes."""
+        if not alive & self.later_mention[axis]:
+            return self.later_size[axis]
+        key = (axis, alive & self.later_mention[axis])
+        if key in self._counts:
+            return self._counts[key]
+        total = 0
+        for mask, indices in self.groups[axis]:
+            self._step()
+            after = self._next_alive(axis, alive, mask)
+            if after is not None:
+                total += len(indices) * self.count(axis + 1, after)
+        self._counts[key] = total
+        return total
+
+    def exists(self, required: Mapping[int, Hashable]) -> bool:
+        """Whether some combination has the `required` canonical value on each of those axes."""
+        if self.empty_entry:
+            return False
+        seen: dict[tuple[int, int], bool] = {}
+
+        def search(axis: int, alive: int) -> bool:
+            if axis == len(self.lists):
+                return True
+            key = (axis, alive & self.later_mention[axis])
+            if key in seen:
+                return seen[key]
+            found = False
+            for mask, indices in self.groups[axis]:
+                self._step()
+                if axis in required and not any(
+                    self.canons[axis][i] == required[axis] for i in indices
+                ):
+                    continue
+                after = self._next_alive(axis, alive, mask)
+                if after is not None and search(axis + 1, after):
+                    found = True
+                    break
+            seen[key] = found
+            return found
+
+        return search(0, ~0)
+
+    def walk(self) -> Iterator[tuple[int, ...]]:
+        """Value indices of every surviving combination, first axis slowest."""
+        if self.total() == 0:
+            return
+        size = len(self.lists)
+        chosen: list[int] = []
+        # One frame per axis: (axis, alive, value indices left to try).
+        frames: list[tuple[int, int, Iterator[int]]] = [(0, ~0, iter(range(len(self.lists[0]))))]
+        while frames:
+            axis, alive, values = frames[-1]
+            index = next(values, None)
+            if index is None:
+                frames.pop()
+                if chosen:
+                    chosen.pop()
+                continue
+            after = self._next_alive(axis, alive, self.matches[axis][index])
+            if after is None or self.count(axis + 1, after) == 0:
+                continue
+            if axis + 1 == size:
+                yield (*chosen, index)
+                continue
+            chosen.append(index)
+            frames.append((axis + 1, after, iter(range(len(self.lists[axis + 1])))))
+
+
+def _checked(section: Mapping[str, Any]) -> tuple[list[str], list[Any], list[Any]]:
+    """(original axes, include, exclude) of a section, or MatrixError for a shape it cannot have."""
+    if not isinstance(section, Mapping):
+        raise MatrixError("the matrix must be a mapping of axis names to lists of values")
     original = axes(section)
     for axis in original:
         values = section[axis]
         if not isinstance(values, list) or not values:
             raise MatrixError(f"axis '{axis}' must be a non-empty list of values", ("matrix", axis))
-    include = list(section.get("include") or ())
-    exclude = list(section.get("exclude") or ())
+    include = section.get("include") or []
+    exclude = section.get("exclude") or []
+    for key, entries in (("include", include), ("exclude", exclude)):
+        if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+            raise MatrixError(f"{key} must be a list of mappings", ("matrix", key))
+        if len(entries) > MAX_MATRIX_ENTRIES:
+            raise MatrixError(
+                f"{key} has {len(entries)} entries; at most {MAX_MATRIX_ENTRIES} are allowed",
+                ("matrix", key),
+            )
     if not original and not include:
         raise MatrixError("the matrix is empty: give at least one axis or an include entry")
+    if len(original) > MAX_MATRIX_AXES:
+        raise MatrixError(
+            f"the matrix has {len(original)} axes; at most {MAX_MATRIX_AXES} are allowed"
+        )
     for index, entry in enumerate(exclude):
         for key in entry:
             if key not in original:
                 raise MatrixError(
                     f"exclude key '{key}' is not a matrix axis", ("matrix", "exclude", index, key)
                 )
+    return original, list(include), list(exclude)
 
-    combos: list[dict[str, Any]] = []
-    if original:
-        for values in itertools.product(*(section[a] for a in original)):
-            combo = dict(zip(original, values, strict=True))
-            if not any(_matches(combo, entry) for entry in exclude):
-                combos.append(combo)
-    extra: list[dict[str, Any]] = []
-    for entry in include:
-        fitted = False
-        for combo in combos:
-            # Only the original axes are protected; keys from earlier includes may change.
-            if all(same(combo[k], v) for k, v in entry.items() if k in original):
-                combo.update(entry)
-                fitted = True
-        if not fitted:
-            extra.append(dict(entry))
 
-    if not combos and not extra:
-        raise MatrixError("the matrix has no cells: every combination is excluded")
-    order = {key: i for i, key in enumerate(all_axes(section))}
-    cells: list[Cell] = []
+class _Plan:
+    """What expansion needs, computed before any cell is built."""
+
+    def __init__(self, section: Mapping[str, Any]) -> None:
+        self.section = section
+        self.original, self.include, exclude = _checked(section)
+        position = {axis: i for i, axis in enumerate(self.original)}
+        self.product = _Product(
+            [section[a] for a in self.original],
+            [{position[k]: v for k, v in entry.items()} for entry in exclude],
+        )
+        # Each include entry's values on original axes: the combinations it may extend.
+        self.required = [
+            {position[k]: canonical(v) for k, v in entry.items() if k in position}
+            for entry in self.include
+        ]
+        self.combos = self.product.total() if self.original else 0
+        if self.combos > MAX_CELLS:
+            raise MatrixError(
+                f"the matrix has {self.combos} cells; at most {MAX_CELLS} are allowed "
+                "(use fewer axis values, or exclude)"
+            )
+        self.fits = [self.combos > 0 and self.product.exists(r) for r in self.required]
+        self.count = self.combos + self.fits.count(False)
+        if self.count > MAX_CELLS:
+            raise MatrixError(
+                f"the matrix has {self.count} cells; at most {MAX_CELLS} are allowed "
+                "(use fewer axis values or include entries)"
+            )
+        if self.count == 0:
+            raise MatrixError("the matrix has no cells: every combination is excluded")
+
+    def combinations(self) -> Iterator[dict[str, Any]]:
+        """Every cell's values in order, includes merged, before ids are given."""
+        lists = self.product.lists
+        canons = self.product.canons
+        fitting = [i for i, fits in enumerate(self.fits) if fits]
+        for indices in self.product.walk() if self.original else ():
+            combo = {
+                a: lists[n][i] for n, (a, i) in enumerate(zip(self.original, indices, strict=True))
+            }
+            for entry in fitting:
+                # Only the original axes are protected; keys from earlier includes may change.
+                if all(canons[n][indices[n]] == c for n, c in self.required[entry].items()):
+                    combo.update(self.include[entry])
+            yield combo
+        for entry, fits in zip(self.include, self.fits, strict=True):
+            if not fits:
+                yield dict(entry)
+
+
+def count_cells(section: Mapping[str, Any] | None) -> int:
+    """How many cells a `matrix` section has, without building them; raise MatrixError."""
+    if section is None:
+        return 1
+    return _Plan(section).count
+
+
+def iter_cells(section: Mapping[str, Any] | None) -> Iterator[Cell]:
+    """The cells of a `matrix` section one at a time; MatrixError (before the first) when bad."""
+    if section is None:
+        return iter([Cell(DEFAULT_ID, 0, {})])
+    plan = _Plan(section)
+    return _cells(plan)
+
+
+def _cells(plan: _Plan) -> Iterator[Cell]:
+    order = {key: i for i, key in enumerate(all_axes(plan.section))}
     seen: dict[str, int] = {}
-    for index, combo in enumerate(combos + extra):
+    for index, combo in enumerate(plan.combinations()):
         ordered = {k: combo[k] for k in sorted(combo, key=lambda k: order[k])}
         ident = cell_id(ordered)
         if ident in seen:
@@ -123,8 +339,12 @@ def expand_matrix(section: Mapping[str, Any] | None) -> list[Cell]:
                 "(a repeated value, or values that render alike such as 1 and '1')"
             )
         seen[ident] = index
-        cells.append(Cell(ident, index, ordered))
-    return cells
+        yield Cell(ident, index, ordered)
+
+
+def expand_matrix(section: Mapping[str, Any] | None) -> list[Cell]:
+    """The cells of a `matrix` section (None: one cell `default`); raise MatrixError."""
+    return list(iter_cells(section))
 
 
 def expand(spec: Spec) -> list[Cell]:

@@ -275,6 +275,8 @@ class AttemptResult:
     warnings: tuple[str, ...] = ()
     stack: str | None = None
     excerpt: str | None = None
+    # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
+    native: str | None = None
 
     @property
     def ran(self) -> Outcome | None:

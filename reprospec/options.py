@@ -62,6 +62,8 @@ class RunOptions:
     shard: Shard | None = None
     find_links: Path | None = None
     purpose: str = "run"
+    # Keep the core files of crashed processes in their attempt folders (gdb read them).
+    keep_cores: bool = False
     # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
     observe: bool = False
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
@@ -97,6 +99,7 @@ class RunOptions:
             "shard": [self.shard.index, self.shard.count] if self.shard else None,
             "find_links": str(self.find_links) if self.find_links else None,
             "purpose": self.purpose,
+            "keep_cores": self.keep_cores,
             "observe": self.observe,
         }
 
@@ -120,6 +123,7 @@ class RunOptions:
             shard=Shard(*(int(str(x)) for x in _list(shard))) if shard else None,
             find_links=Path(str(find_links)) if find_links else None,
             purpose=str(data.get("purpose") or "run"),
+            keep_cores=bool(data.get("keep_cores", False)),
             observe=bool(data.get("observe", False)),
         )
 

@@ -71,6 +71,8 @@ def execute(
     from reprospec.results import new_run_id
 
     spec = plan.spec
+    # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
+    gpu_pool = GpuPool(visible_gpus(options.gpus))
     # The spec carries the overrides it was loaded with: those are the ones that ran.
     options = options.with_changes(overrides=spec.overrides)
     runner = create_runner(options, spec_dir=spec.base_dir)
@@ -95,7 +97,7 @@ def execute(
         scheduler = Scheduler(
             plan,
             AttemptExecutor(runner, folder),
-            gpu_pool=GpuPool(visible_gpus(options.gpus)),
+            gpu_pool=gpu_pool,
             on_attempt=lambda attempt, result: store.record_attempt(
                 run_id, attempt.cell.id, result
             ),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reprospec import native as native_stacks
 from reprospec.capture import Sink
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
@@ -73,6 +74,8 @@ class ProcessResult:
     finished: str
     stack_path: Path | None
     warnings: tuple[str, ...]
+    # native-stacks.txt, when native stacks were asked for and something was found (native.py)
+    native_path: Path | None = None
 
 
 def utc_now() -> str:
@@ -423,10 +426,13 @@ def run_process(
     stack_dir: Path,
     stack_path: Path,
     cancel: threading.Event | None = None,
+    native: native_stacks.Capture | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
     Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR to `env`. Closes both sinks.
+    With `native`, the attempt may dump core (read, then deleted, after it ends) and a
+    hang's processes get gdb attached before they are killed (native.py).
     Raises OSError when the program cannot be started.
     """
     become_subreaper()
@@ -434,6 +440,7 @@ def run_process(
     stack_dir.mkdir(parents=True, exist_ok=True)
     child_env = {**env, TOKEN_VAR: token, STACK_DIR_VAR: str(stack_dir)}
     started = utc_now()
+    started_wall = time.time()
     begin = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -444,6 +451,8 @@ def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            # RLIMIT_CORE for the child only (one setrlimit between fork and exec).
+            preexec_fn=native.preexec() if native is not None else None,
         )
     except BaseException:
         stdout.close()
@@ -453,6 +462,7 @@ def run_process(
     warnings: list[str] = []
     timed_out = interrupted = False
     stack: Path | None = None
+    hang_native: native_stacks.NativeStacks | None = None
     pump = _Pump(proc, stdout, stderr)
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
@@ -471,6 +481,11 @@ def run_process(
         if timed_out or interrupted:
             procs = find_attempt_processes(token, proc.pid)
             stack = collect_stacks(procs, stack_dir, stack_path, root_pid=proc.pid, pump=pump)
+            if timed_out and native is not None:
+                # The root first: at the deadline the processes gdb did not reach go without.
+                order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
+                alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
+                hang_native = native.hang(alive, timed_out_at=deadline)
             kill_attempt(token, proc.pid, proc.pid)
             proc.wait()
             duration = time.monotonic() - begin
@@ -510,13 +525,28 @@ def run_process(
         stdout.close()
         stderr.close()
         shutil.rmtree(stack_dir, ignore_errors=True)
+    finished = utc_now()
+    native_path: Path | None = None
+    if native is not None:
+        # Every process is gone: each core is complete, and the attempt's to claim.
+        found = native_stacks.merge(
+            hang_native,
+            native.crash(
+                token, cwd, proc.pid, proc.returncode, started_wall, read_cores=not interrupted
+            ),
+        )
+        if found is not None:
+            native_path = native_stacks.write(found, native.out_dir)
+            if found.unavailable and native_stacks.say_once(found.unavailable):
+                warnings.append(found.unavailable)
     return ProcessResult(
         returncode=proc.returncode,
         timed_out=timed_out,
         interrupted=interrupted,
         duration_s=round(duration, 6),
         started=started,
-        finished=utc_now(),
+        finished=finished,
         stack_path=stack,
         warnings=tuple(warnings),
+        native_path=native_path,
     )

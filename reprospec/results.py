@@ -75,6 +75,8 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out["stack"] = a.stack
     if a.excerpt is not None:
         out["excerpt"] = a.excerpt
+    if a.native is not None:
+        out["native_stacks"] = a.native
     return out
 
 
@@ -96,6 +98,7 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         warnings=tuple(d.get("warnings") or ()),
         stack=d.get("stack"),
         excerpt=d.get("excerpt"),
+        native=d.get("native_stacks"),
     )
 
 

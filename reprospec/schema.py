@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from reprospec.yamlsource import JsonPath, Location, Problem, locate
+from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -225,6 +225,10 @@ class _Translator:
                     path, f"expected {describe(error.schema)}, got {render_instance(value)}{hint}"
                 )
             ]
+        if "propertyNames" in error.absolute_schema_path and isinstance(value, str):
+            # The error is about a key: point at that key, not at its mapping.
+            message = f"expected {describe(error.schema)}, got {render_instance(value)}"
+            return [self._at((*path, value), message, key=True)]
         if kind == "minProperties":
             return [self._at(path, f"expected {describe(error.schema)} with at least one key")]
         if kind in _EXPECTED_KINDS:
@@ -240,7 +244,8 @@ class _Translator:
             if key in allowed:
                 continue
             hint = suggest(str(key), allowed) or f" (expected one of {', '.join(allowed)})"
-            out.append(self._at((*path, key), f"unknown key '{key}'{hint}", key=True))
+            message = f"unknown key '{shorten(str(key))}'{hint}"
+            out.append(self._at((*path, key), message, key=True))
         return out
 
     def _alternatives(self, path: JsonPath, error: ValidationError) -> list[Problem]:
@@ -293,3 +298,69 @@ _EXPECTED_KINDS = frozenset(
         "minItems",
     }
 )
+
+
+# ---------------------------------------------------------------- values of expressions
+
+
+def subschema(path: JsonPath) -> Any | None:
+    """The part of the schema that governs `path` (None: nothing constrains it)."""
+    node: Any = load_schema()
+    for key in path:
+        node = _child(node, key)
+        if node is None:
+            return None
+    return node
+
+
+def _child(schema: Any, key: Any) -> Any | None:
+    schema = _resolve(schema)
+    if not isinstance(schema, dict):
+        return None
+    found = [
+        child for branch in schema.get("anyOf", ()) if (child := _child(branch, key)) is not None
+    ]
+    if isinstance(key, str):
+        properties = schema.get("properties") or {}
+        if key in properties:
+            found.append(properties[key])
+        elif isinstance(schema.get("additionalProperties"), dict):
+            found.append(schema["additionalProperties"])
+    elif isinstance(key, int) and isinstance(schema.get("items"), dict):
+        found.append(schema["items"])
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else {"anyOf": found}
+
+
+def _literal_only(schema: Any) -> Any:
+    """`schema` without its `${{ }}` alternatives: what an evaluated expression must be."""
+    schema = _resolve(schema)
+    if isinstance(schema, dict) and "anyOf" in schema:
+        branches = [_literal_only(b) for b in schema["anyOf"] if not _is_expr(b)]
+        return {**schema, "anyOf": branches} if branches else {}
+    return schema
+
+
+@functools.cache
+def _value_validator(path: JsonPath) -> Any | None:
+    sub = subschema(path)
+    if sub is None:
+        return None
+    literal = _literal_only(sub)
+    if not literal:
+        return None
+    return type(_validator())({**literal, "$defs": load_schema()["$defs"]})
+
+
+def value_problems(path: JsonPath, value: Any) -> list[tuple[JsonPath, str]]:
+    """What the schema says of `value` at `path` (an evaluated `${{ }}`): (path, message) pairs."""
+    validator = _value_validator(tuple(path))
+    if validator is None:
+        return []
+    translator = _Translator({}, {})
+    out: list[tuple[JsonPath, str]] = []
+    for error in validator.iter_errors(value):
+        for problem in translator.translate(error):
+            out.append(((*path, *(problem.path or ())), problem.message))
+    return out

@@ -60,6 +60,9 @@ class Environment:
     memory: int | None = None  # bytes
     network: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
+    # False: the attempt gets its own TMPDIR and XDG_CACHE_HOME in its folder, cleaned
+    # after it, and its /dev/shm leaks are removed (scratch.py); True: shared, as a script's.
+    shared_tmp: bool = False
 
     @property
     def wants_gpu(self) -> bool:
@@ -77,6 +80,8 @@ class Environment:
             out["packages"] = list(self.packages)
         if self.network:
             out["network"] = True
+        if self.shared_tmp:
+            out["shared_tmp"] = True
         out["env"] = dict(self.env)
         return out
 
@@ -106,6 +111,7 @@ class Environment:
             shm_size=_size(section, "shm_size"),
             memory=_size(section, "memory"),
             network=_flag(section, "network"),
+            shared_tmp=_flag(section, "shared_tmp"),
             env={str(k): render(v) for k, v in env.items()},
         )
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprospec import expr, schema
+from reprospec import cellcheck, expr, patterns, schema
+from reprospec.bounds import MAX_FILE_BYTES
 from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
 from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix, render_value
-from reprospec.models import Spec
+from reprospec.models import Cell, Spec
 from reprospec.sections import DEFAULT_PHASES
 from reprospec.units import parse_duration, parse_step
 from reprospec.yamlsource import (
@@ -34,9 +37,12 @@ from reprospec.yamlsource import (
     load_value,
     load_yaml,
     locate,
+    shorten,
 )
 
 SPEC_SUFFIXES = (".yaml", ".yml")
+# The store's database: a folder holding one is a store, not specs (store.py).
+STORE_DB = "results.db"
 
 # Sections shown in the report, never evaluated: `${{` there is just text.
 _NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
@@ -92,15 +98,30 @@ def _report_origin(text: str) -> Path | None:
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[str]:
-    """The files `validate` checks: files as given, folders' *.yaml/*.yml recursively."""
+    """The files `validate` checks: files as given, folders' *.yaml/*.yml recursively.
+
+    A folder search skips hidden folders (`.reprospec/`, `.git/`, `.venv/`) and
+    folders holding a `results.db` (a store, whose runs keep copies of specs).
+    """
     files: list[str] = []
     for path in paths:
         if Path(path).is_dir():
-            found = sorted(p for p in Path(path).rglob("*") if p.suffix in SPEC_SUFFIXES)
-            files.extend(str(p) for p in found)
+            files.extend(str(p) for p in sorted(_search(Path(path))))
         else:
             files.append(str(path))
     return files
+
+
+def _search(root: Path) -> Iterable[Path]:
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if not name.startswith(".") and not os.path.exists(os.path.join(folder, name, STORE_DB))
+        ]
+        for name in names:
+            if Path(name).suffix in SPEC_SUFFIXES:
+                yield Path(folder) / name
 
 
 @dataclass
@@ -150,18 +171,77 @@ def validate_paths(paths: Iterable[str | Path]) -> list[str]:
 
 def _read(path: Path) -> tuple[str, str, int]:
     """(whole text, the YAML part, lines before the YAML part)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError([f"{path}: no such file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([f"{path}: cannot read: {exc}"]) from None
+    text = decode_spec(path, read_spec_bytes(path))
     if path.suffix.lower() != ".md":
         return text, text, 0
     block = extract_markdown_spec(text)
     if block is None:
         raise SpecError([f"{path}: no ```yaml block with a top-level 'reprospec:' key"])
     return text, block[0], block[1]
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_spec_bytes(path: Path) -> bytes:
+    """The bytes of a spec file: a regular file of at most MAX_FILE_BYTES, else SpecError.
+
+    Opened non-blocking, so a FIFO cannot hang us waiting for a writer; `/dev/zero`
+    and other devices are refused before a byte is read.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise SpecError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise SpecError([f"{path}: is a folder, not a spec file"]) from None
+    except OSError as exc:
+        raise SpecError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        for test, kind in _FILE_KINDS:
+            if test(mode):
+                raise SpecError([f"{path}: is {kind}, not a spec file"])
+        if not stat.S_ISREG(mode):
+            raise SpecError([f"{path}: not a regular file"])
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SpecError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise SpecError(
+            [f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB; not read (docs/limits.md)"]
+        )
+    return b"".join(chunks)
+
+
+def decode_spec(path: Path, data: bytes) -> str:
+    """UTF-8 text of a spec file; SpecError at the line and column of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = len(data[line_start : exc.start].decode("utf-8")) + 1
+        byte = data[exc.start]
+        raise SpecError(
+            [f"{path}:{line}:{col}: not UTF-8 text: byte 0x{byte:02x} ({exc.reason})"]
+        ) from None
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
@@ -333,10 +413,16 @@ def check(
     problems = schema.validate(data, locations, key_locations)
     semantics = _Semantics(data, locations, key_locations, base_dir)
     problems.extend(semantics.problems())
+    problems.extend(cellcheck.run_value_problems(data, locations))
     if not problems:
-        # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide)
-        # belong in `validate` too, not just in `run`.
+        # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide,
+        # too many cells: counted, never expanded) belong in `validate` too, not just in `run`.
         problems.extend(semantics.matrix_problems())
+    if not problems and semantics.cells is not None:
+        problems.extend(cellcheck.run_size_problems(data, locations, len(semantics.cells)))
+    if not problems and semantics.cells is not None:
+        # Every `${{ }}` of every cell, evaluated as plan will: bad values name their cells.
+        problems.extend(cellcheck.cell_problems(data, locations, semantics.cells))
     return schema.sort_problems(problems)
 
 
@@ -361,6 +447,7 @@ class _Semantics:
         self.axes = axes(self.matrix)
         self.all_axes = all_axes(self.matrix) if sane else self.axes
         self.found: list[Problem] = []
+        self.cells: list[Cell] | None = None
 
     def add(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         where = self.key_locations.get(path) if key else None
@@ -375,13 +462,16 @@ class _Semantics:
         self.expect()
         self.run()
         self.markers()
+        self.messages()
         self.faults()
         self.workdir()
+        self.nul_characters()
         return self.found
 
     def matrix_problems(self) -> list[Problem]:
+        """Problems of the matrix as a whole; without any, `self.cells` holds its cells."""
         try:
-            expand_matrix(self.matrix)
+            self.cells = expand_matrix(self.matrix)
         except MatrixError as exc:
             line, col = locate(self.locations, exc.path)
             return [Problem(line, col, exc.path, exc.message)]
@@ -389,9 +479,9 @@ class _Semantics:
 
     def unknown_axis(self, name: str, choices: list[str]) -> str:
         if not choices:
-            return f"unknown matrix axis '{name}' (the spec has no matrix)"
+            return f"unknown matrix axis '{shorten(name)}' (the spec has no matrix)"
         hint = schema.suggest(name, choices) or f" (axes: {', '.join(choices)})"
-        return f"unknown matrix axis '{name}'{hint}"
+        return f"unknown matrix axis '{shorten(name)}'{hint}"
 
     def expressions(self, path: JsonPath, value: Any) -> None:
         if isinstance(value, dict):
@@ -572,6 +662,11 @@ class _Semantics:
     def run(self) -> None:
         run = self.data.get("run")
         timeout = run.get("timeout") if isinstance(run, dict) else None
+        if isinstance(timeout, float) and not math.isfinite(timeout):
+            # .nan and .inf pass the schema's `> 0` and would disable the timeout.
+            shown = schema.render_instance(timeout)
+            self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
+            return
         if isinstance(timeout, (str, int, float)) and not isinstance(timeout, bool):
             try:
                 seconds = parse_duration(timeout)
@@ -579,6 +674,10 @@ class _Semantics:
                 return  # the schema reported it
             if seconds <= 0:
                 self.add(("run", "timeout"), f"expected a duration > 0, got {timeout!r}")
+            elif not math.isfinite(seconds):
+                # .nan and .inf pass the schema's `> 0` and would disable the timeout.
+                shown = schema.render_instance(timeout)
+                self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
 
     def markers(self) -> None:
         markers = self.data.get("markers")
@@ -586,11 +685,11 @@ class _Semantics:
             pattern = marker.get("pattern") if isinstance(marker, dict) else None
             if not isinstance(pattern, str) or expr.OPEN in pattern:
                 continue
-            try:
-                groups = list(re.compile(pattern).groupindex)
-            except re.error as exc:
-                self.add(("markers", index, "pattern"), f"bad regular expression: {exc}")
+            bad = patterns.problem(pattern)
+            if bad is not None:
+                self.add(("markers", index, "pattern"), bad)
                 continue
+            groups = _groups(pattern)
             for group in groups:
                 if group not in _MARKER_GROUPS:
                     hint = schema.suggest(group, _MARKER_GROUPS)
@@ -605,6 +704,41 @@ class _Semantics:
                     "this marker does nothing: give its pattern a (?P<phase>...) or"
                     " (?P<step>...) group, or the marker a fixed phase or step",
                 )
+
+    def messages(self) -> None:
+        """`expect.message` (and each case's) is a regex: one that cannot compile never matches."""
+        expect = self.data.get("expect")
+        if not isinstance(expect, dict):
+            return
+        paths: list[tuple[JsonPath, Any]] = [(("expect", "message"), expect.get("message"))]
+        cases = expect.get("cases")
+        for index, case in enumerate(cases if isinstance(cases, list) else ()):
+            if isinstance(case, dict):
+                paths.append((("expect", "cases", index, "message"), case.get("message")))
+        for path, message in paths:
+            if isinstance(message, str) and expr.OPEN not in message:
+                bad = patterns.problem(message)
+                if bad is not None:
+                    self.add(path, bad)
+
+    def nul_characters(self) -> None:
+        """A NUL (a `\\0` escape) cannot be in an argv, an environment variable or a path."""
+        environment = self.data.get("environment")
+        environment = environment if isinstance(environment, dict) else {}
+        env = environment.get("env")
+        command = self.data.get("command")
+        places: list[tuple[JsonPath, Any]] = [
+            (("environment", "workdir"), environment.get("workdir"))
+        ]
+        if isinstance(command, list):
+            places += [(("command", i), part) for i, part in enumerate(command)]
+        else:
+            places.append((("command",), command))
+        if isinstance(env, dict):
+            places += [(("environment", "env", key), value) for key, value in env.items()]
+        for path, value in places:
+            if isinstance(value, str) and "\0" in value:
+                self.add(path, "contains a NUL character, which no argv, variable or path can hold")
 
     def faults(self) -> None:
         workload = self.data.get("workload")

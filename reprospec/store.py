@@ -1,8 +1,9 @@
 """The results store: `.reprospec/results.db` (SQLite, WAL), written as each attempt ends.
 
 Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
-(a failure's log excerpt, so a resumed run's report needs no log files). An
-older store is migrated in place when opened; a newer one is refused.
+(a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
+`attempts.native` (gdb's native stacks of a failure, as markdown). An older
+store is migrated in place when opened; a newer one is refused.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, outcome_to_dict
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -95,11 +96,15 @@ CREATE TABLE attempts (
     warnings TEXT NOT NULL,
     stack TEXT,
     excerpt TEXT,
+    native TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
 # Each step takes the schema from version N (the key) to N + 1.
-_MIGRATIONS = {1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",)}
+_MIGRATIONS = {
+    1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
+    2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+}
 _ATTEMPT_COLUMNS = (
     "run_id",
     "cell_id",
@@ -117,6 +122,7 @@ _ATTEMPT_COLUMNS = (
     "warnings",
     "stack",
     "excerpt",
+    "native",
 )
 
 
@@ -254,7 +260,23 @@ class Store:
                     _json(list(attempt.warnings)),
                     attempt.stack,
                     attempt.excerpt,
+                    attempt.native,
                 ),
+            )
+
+    def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
+        """Delete stored attempts so `--resume` runs them again; returns how many went.
+
+        For attempts whose end says nothing about the spec: killed together with their
+        engine (a Slurm time limit signals every process of the job at once).
+        """
+        with self._write() as db:
+            return sum(
+                db.execute(
+                    "DELETE FROM attempts WHERE run_id = ? AND cell_id = ? AND attempt = ?",
+                    (run_id, cell_id, number),
+                ).rowcount
+                for cell_id, number in keys
             )
 
     def finish_cell(self, run_id: str, cell: CellResult) -> None:
@@ -362,5 +384,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "warnings": json.loads(row["warnings"]),
             "stack": row["stack"],
             "excerpt": row["excerpt"],
+            "native_stacks": row["native"],
         }
     )

@@ -3,22 +3,35 @@
 Specs are data, never code: only the tags SafeLoader knows are accepted, so
 `!!python/object` and friends are refused with a located problem. Duplicate
 keys are refused too (pyyaml silently keeps the last one, which hides typos).
+
+Plain scalars are read with the YAML 1.2 core schema, not pyyaml's YAML 1.1:
+only `true`/`false` (any case variant of those) are booleans, so `[on, off]`
+and `yes`/`no` stay strings; `0755` is the integer 755, `1e3` a float, `1_000`
+and `2024-01-01` strings. Nesting, size and node count are bounded
+(`reprospec/bounds.py`), and a text the YAML reader refuses (control
+characters) is a located problem, never an internal error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+
+from reprospec.bounds import MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 JsonPath = tuple[Any, ...]
 Location = tuple[int, int]
 
 # Aliases can make a tiny file expand into a huge tree ("billion laughs"):
 # we walk every node to record locations, so cap the walk.
-MAX_NODES = 200_000
+MAX_NODES = MAX_YAML_NODES
+MAX_DEPTH = MAX_YAML_DEPTH
 
 
 @dataclass(frozen=True)
@@ -54,21 +67,129 @@ class Document:
     key_locations: Mapping[JsonPath, Location] = field(default_factory=dict)
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader without any extension: the place to add restrictions, never powers."""
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """Implicit tags of the YAML 1.2 core schema (plus `<<` merge keys, which specs use)."""
+
+
+_CORE_IMPLICIT = (
+    ("bool", "^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", "^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+    ("null", "^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("merge", "^(?:<<)$", "<"),
+)
+for _name, _pattern, _first in _CORE_IMPLICIT:
+    _CoreResolver.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_name}", re.compile(_pattern), list(_first)
+    )
+
+
+class _SpecLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    yaml.constructor.SafeConstructor,
+    _CoreResolver,
+):
+    """SafeLoader with core-schema scalars: the place for restrictions, never powers."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        _CoreResolver.__init__(self)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        # pyyaml composes recursively: bound the depth before Python's stack is.
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except yaml.MarkedYAMLError:
+            raise
+        except Exception as exc:  # an explicit tag on a value it cannot read (`!!float x`)
+            raise ConstructorError(
+                None,
+                None,
+                f"cannot read this {node.tag.rsplit(':', 1)[-1]}: {exc}",
+                node.start_mark,
+            ) from None
+
+
+def _construct_core_int(loader: _SpecLoader, node: yaml.Node) -> int:
+    text = str(loader.construct_scalar(node)).strip()  # type: ignore[arg-type]
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-")
+    base = 10
+    if digits[:2] in ("0o", "0x"):
+        base, digits = (8 if digits[1] == "o" else 16), digits[2:]
+    if len(digits) > 100:
+        # Python refuses to convert more than 4300 digits; no spec field wants more than a few.
+        raise ConstructorError(
+            None, None, f"integer too long ({len(digits)} digits)", node.start_mark
+        )
+    return sign * int(digits, base)
+
+
+def _construct_core_float(loader: _SpecLoader, node: yaml.Node) -> float:
+    text = str(loader.construct_scalar(node)).strip().lower()  # type: ignore[arg-type]
+    if text.lstrip("+-") == ".inf":
+        return float("-inf") if text.startswith("-") else float("inf")
+    if text == ".nan":
+        return float("nan")
+    return float(text)
+
+
+_SpecLoader.yaml_constructors = {
+    **yaml.constructor.SafeConstructor.yaml_constructors,
+    "tag:yaml.org,2002:int": _construct_core_int,
+    "tag:yaml.org,2002:float": _construct_core_float,
+}
+
+# What the YAML reader refuses (pyyaml's Reader.NON_PRINTABLE): C0 and C1 controls but
+# tab, newlines and NEL, lone surrogates, U+FFFE and U+FFFF.
+_NON_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 
 def format_path(path: JsonPath) -> str:
     """`("matrix", "include", 2, "pin_memory")` -> `matrix.include[2].pin_memory`."""
     if not path:
         return "(top level)"
+    if len(path) > 12:
+        # A path 100 levels deep says no more than its two ends.
+        head, tail = format_path(path[:6]), format_path(path[-4:])
+        return f"{head}...{tail if tail.startswith('[') else '.' + tail}"
     out = ""
     for part in path:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{shorten(str(part))}" if out else shorten(str(part))
     return out
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """`text` cut to `limit` characters with `...`: a key from a stranger's file may be huge."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def locate(locations: Mapping[JsonPath, Location], path: JsonPath) -> Location:
@@ -81,14 +202,51 @@ def locate(locations: Mapping[JsonPath, Location], path: JsonPath) -> Location:
     return locations.get((), (1, 1))
 
 
+def line_col(text: str, index: int) -> Location:
+    """1-based (line, column) of character `index` in `text`, lines split at newlines."""
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
 def load_yaml(text: str, *, line_offset: int = 0) -> Document:
     """Parse one YAML document safely; raise YamlSourceError with every located problem."""
+    if len(text) > MAX_YAML_CHARS:
+        raise YamlSourceError(
+            [
+                Problem(
+                    1 + line_offset,
+                    1,
+                    None,
+                    f"the YAML text is {len(text)} characters long; "
+                    f"at most {MAX_YAML_CHARS} are read",
+                )
+            ]
+        )
+    bad = _NON_PRINTABLE.search(text)
+    if bad is not None:
+        line, col = line_col(text, bad.start())
+        char = f"U+{ord(bad.group()):04X}"
+        raise YamlSourceError(
+            [
+                Problem(
+                    line + line_offset,
+                    col,
+                    None,
+                    f"control character {char} is not allowed in YAML text "
+                    '(write it as an escape in a double-quoted string, like "\\x07")',
+                )
+            ]
+        )
     loader = _SpecLoader(text)
     try:
         try:
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
             raise YamlSourceError([_from_marked(exc, line_offset)]) from None
+        except yaml.YAMLError as exc:  # the reader's own errors carry no mark
+            raise YamlSourceError(
+                [Problem(1 + line_offset, 1, None, f"invalid YAML: {exc}")]
+            ) from None
         if node is None:
             return Document(None, {(): (1 + line_offset, 1)}, {})
         walk = _Walk(loader, line_offset)
@@ -123,13 +281,14 @@ def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
 class _Walk:
     """Walk the composed node graph: record locations, find duplicates and foreign tags."""
 
-    def __init__(self, loader: _SpecLoader, line_offset: int) -> None:
+    def __init__(self, loader: Any, line_offset: int) -> None:
         self.loader = loader
         self.offset = line_offset
         self.locations: dict[JsonPath, Location] = {}
         self.key_locations: dict[JsonPath, Location] = {}
         self.problems: list[Problem] = []
         self.count = 0
+        self.stopped = False
 
     def _loc(self, node: yaml.Node) -> Location:
         return (node.start_mark.line + 1 + self.offset, node.start_mark.column + 1)
@@ -142,10 +301,15 @@ class _Walk:
         self.count += 1
         if self.count == MAX_NODES:
             self._problem(node, path, f"document too large (more than {MAX_NODES} nodes)")
-        if self.count >= MAX_NODES:
+        if self.count >= MAX_NODES or self.stopped:
             return
         if id(node) in stack:
             self._problem(node, path, "recursive alias (a node that contains itself)")
+            return
+        if len(stack) >= MAX_DEPTH:
+            # Aliases and merge keys can nest what the composer saw as shallow.
+            self._problem(node, path, f"nested deeper than {MAX_DEPTH} levels (through aliases)")
+            self.stopped = True  # one such problem is enough
             return
         self.locations.setdefault(path, self._loc(node))
         if node.tag not in _SpecLoader.yaml_constructors:
@@ -185,7 +349,7 @@ class _Walk:
             if key in seen:
                 first = seen[key].start_mark.line + 1 + self.offset
                 self._problem(
-                    key_node, path, f"duplicate key '{key}' (first given on line {first})"
+                    key_node, path, f"duplicate key '{shorten(key)}' (first given on line {first})"
                 )
                 continue
             seen[key] = key_node
@@ -195,6 +359,5 @@ class _Walk:
 
 def _non_string_key(raw: str, key: Any) -> str:
     if isinstance(key, bool):
-        # YAML 1.1 reads on/off/yes/no as booleans, a classic surprise in keys.
         return f"key {raw} is read as the boolean {str(key).lower()}; quote it: '{raw}'"
     return f"key {raw} is not a string; quote it: '{raw}'"

@@ -79,7 +79,7 @@ if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     step_done "$BASE_IMAGE" "ok (present)"
 else
     MIRROR=$(debian_mirror)
-    $SUDO mmdebstrap --quiet --variant=apt --include=python3,python3-pip,ca-certificates \
+    $SUDO mmdebstrap --quiet --variant=apt --include=python3,python3-pip,ca-certificates,gdb,binutils \
         --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
         --aptopt='Acquire::Check-Valid-Until "false"' \
         bookworm - "$MIRROR" 2>/tmp/reprospec-mmdebstrap.log \

@@ -26,12 +26,13 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
+        "reprospec.bounds", "reprospec.patterns",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.limits_check",
+        "reprospec.checks", "reprospec.cellcheck",
     )),
     ("plan", ("reprospec.plan",)),
     ("execute", (
@@ -39,17 +40,17 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages",
+        "reprospec.packages", "reprospec.scratch",
     )),
     ("classify", (
-        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks",
+        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
     )),
     ("judge", ("reprospec.judge", "reprospec.verdicts")),
     ("store", (
         "reprospec.results", "reprospec.store", "reprospec.runfolder", "reprospec.compare",
     )),
     ("render", (
-        "reprospec.report", "reprospec.progress", "reprospec.doctor",
+        "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",
     )),
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need into .venv, then run ruff, mypy and pytest.
 # In CI (CI=true) or with REPROSPEC_DOCKER=1 it also installs and starts a Docker
-# engine and builds the test images, so the docker runner is tested for real.
+# engine and builds the test images, so the docker runner is tested for real; in CI
+# (or with REPROSPEC_SLURM=1) it sets up a one-host Slurm cluster for the Slurm tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,25 @@ fi
 
 if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
   bash scripts/docker-setup.sh
+fi
+# A one-host Slurm cluster (slurmctld, slurmd, munge, two fake GPUs) for tests/test_slurm.py.
+if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_SLURM:-}" = "1" ]; then
+  bash scripts/slurm-setup.sh
+fi
+
+# Native stacks of crashes and hangs (reprospec/native.py) need gdb, and c++filt from
+# binutils for C++ names. In CI, or as root, install them when missing; elsewhere the
+# native-stack tests say "skipped: gdb not installed".
+if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev/null \
+   && ! { command -v gdb >/dev/null && command -v c++filt >/dev/null; }; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y --no-install-recommends gdb binutils >/tmp/reprospec-apt-gdb.log 2>&1; then
+    $SUDO apt-get update >>/tmp/reprospec-apt-gdb.log 2>&1  # stale package lists: refresh once
+    $SUDO apt-get install -y --no-install-recommends gdb binutils >>/tmp/reprospec-apt-gdb.log 2>&1 \
+      || { tail -n 20 /tmp/reprospec-apt-gdb.log >&2; exit 1; }
+  fi
 fi
 
 .venv/bin/ruff check reprospec tests benchmarks

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
@@ -314,3 +316,18 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
     outcome = pytest.importorskip("reprospec.outcome")
     classified = outcome.classify(execution)
     assert (classified.kind, classified.signal, classified.where) == ("crash", "SIGBUS", "worker")
+
+
+@needs_engine
+def test_private_tmpdir_in_the_attempt_folder_removed_after(
+    runner: DockerRunner, tmp_path: Path, no_leftovers: None
+) -> None:
+    children = Path(__file__).parent / "data" / "children"
+    plan = make_plan(["python3", "torn_tmp.py", "cache.json"], children)
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.returncode == 0, execution.stderr_path.read_text()
+    assert execution.stdout_path.read_text() == "cache: /reprospec/attempt/tmp/cache.json\n"
+    assert not (tmp_path / "a" / "tmp").exists() and not (tmp_path / "a" / "cache").exists()
+    assert execution.warnings == (
+        "removed what the attempt left in its private TMPDIR: 1 file(s), 19 B (cache.json)",
+    )

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402

@@ -283,3 +283,26 @@ def test_doctor_command_on_this_machine_and_a_spec(cli: Any) -> None:
     assert "FAIL  shm" in lines and result.code == 1  # 64m for 2 workers x 24 MiB batches
     env = cli("env", "--json")
     assert env.code == 0 and json.loads(env.stdout)["torch"]["version"]
+
+
+def test_doctor_on_an_interpreter_without_torch_says_so(cli: Any, tmp_path: Path) -> None:
+    # A real interpreter without torch: a fresh venv (issue 9 item 14: it said "CPU-only build").
+    venv = [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")]
+    subprocess.run(venv, check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    result = cli("doctor", "--python", str(python))
+    assert "torch is not installed in this interpreter" in result.stdout
+    assert "CPU-only" not in result.stdout
+    nvcc = next(line for line in result.stdout.splitlines() if " nvcc " in line)
+    assert "torch is not installed" in nvcc
+
+
+def test_gpu_checks_say_why_there_is_no_cuda_runtime() -> None:
+    for torch, why in (
+        ({"installed": False}, "torch is not installed"),
+        ({"installed": True, "error": "ImportError: libcudart.so"}, "torch does not import"),
+        ({"installed": True, "version": "2.13.0", "cuda": None}, "torch is a CPU-only build"),
+    ):
+        gpu = by_name(machine("nvidia-smi-550.40.07-rtx4070.txt", ADA, ADA_FIELDS, torch=torch))
+        assert gpu["cuda-driver"].why == f"{why}: no CUDA runtime to match"
+        assert gpu["nvcc"].why.endswith(f"; {why}")

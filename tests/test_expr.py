@@ -226,3 +226,32 @@ def test_render_and_same() -> None:
     assert not same({"a": [1, True]}, {"a": [1, 1]})
     assert not same([1], [1, 2])
     assert not same("1", 1)
+
+
+# -- bounded expressions (issue 16 item 6) -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("(" * 10_000 + "1" + ")" * 10_000, "at most 2000 are allowed"),
+        ("[" * 100_000, "at most 2000 are allowed"),
+        ("'" + "x" * 3000 + "'", "the expression is 3002 characters long"),
+        ("(" * 40 + "1" + ")" * 40, "nested deeper than 32 levels"),
+        ("[" * 40 + "]" * 40, "nested deeper than 32 levels"),
+        ("not " * 40 + "true", "nested deeper than 32 levels"),
+        (" or ".join(["false"] * 100), "nested deeper than 32 levels (split the chain"),
+    ],
+)
+def test_deep_or_long_expressions_are_expr_errors(text: str, message: str) -> None:
+    with pytest.raises(ExprError) as caught:
+        parse(text)
+    assert message in caught.value.message
+    # The message quotes the expression cut short, never 100,000 characters of it.
+    assert len(str(caught.value)) < 300
+
+
+def test_expressions_within_the_bounds_evaluate() -> None:
+    assert evaluate("(" * 30 + "1" + ")" * 30, {}) == 1
+    assert evaluate(" or ".join(["false"] * 30) + " or 7", {}) == 7
+    assert evaluate("not " * 30 + "true", {}) is True

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -338,3 +342,145 @@ def test_capture_environment_parses_the_json(
     monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
     env = LocalRunner().capture_environment(make_plan(["true"]), tmp_path / "env")
     assert env == {"python": sys.version}
+
+
+# -- private temporary places (scratch.py) ------------------------------------------
+
+
+def scratch_plan(argv: list[str], attempt: int, **environment: Any) -> AttemptPlan:
+    return attempt_plan(
+        argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
+    )
+
+
+def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunner) -> None:
+    name = f"reprospec-torn-{uuid.uuid4().hex}.json"
+    argv = child("torn_tmp.py", name)
+    # A run folder near the root: TMPDIR is the attempt folder's own tmp/.
+    runs = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
+    try:
+        first = runner.run(scratch_plan(argv, 1), runs / "1")
+        assert first.returncode == 0, first.stderr_path.read_text()
+        assert first.stdout_path.read_text() == f"cache: {runs / '1' / 'tmp' / name}\n"
+        # Gone with what it held, and recorded.
+        assert not (runs / "1" / "tmp").exists() and not (runs / "1" / "cache").exists()
+        assert not (Path(tempfile.gettempdir()) / name).exists()
+        assert first.warnings == (
+            f"removed what the attempt left in its private TMPDIR: 1 file(s), 19 B ({name})",
+        )
+        second = runner.run(scratch_plan(argv, 2), runs / "2")
+        assert second.returncode == 0, second.stderr_path.read_text()
+    finally:
+        shutil.rmtree(runs)
+
+
+def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # multiprocessing (a DataLoader with workers) listens on TMPDIR/pymp-*/listener-*:
+    # under a deep run folder that path is too long for a Unix socket.
+    code = (
+        "import os\n"
+        "from multiprocessing.connection import Listener\n"
+        "with Listener(family='AF_UNIX') as listener:\n"
+        "    print(listener.address)\n"
+        "open(os.path.join(os.environ['XDG_CACHE_HOME'], 'kept'), 'w').close()\n"
+    )
+    attempt_dir = tmp_path / ("run-" + "d" * 80) / "cells" / "c" / "1"
+    ex = runner.run(scratch_plan([PY, "-c", code], 1), attempt_dir)
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    address = Path(ex.stdout_path.read_text().strip())
+    tmpdir = address.parent.parent
+    assert tmpdir.name.startswith("reprospec-tmp-") and not tmpdir.exists()
+    assert not (attempt_dir / "tmp").exists() and not (attempt_dir / "cache").exists()
+    assert ex.warnings == (
+        "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
+    )
+
+
+def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
+    from reprospec import scratch
+
+    gone = subprocess.Popen([PY, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        orphan = tmp_path / f"reprospec-tmp-{gone.pid}-abc"
+        in_use = tmp_path / f"reprospec-tmp-{alive.pid}-def"
+        for folder in (orphan, in_use):
+            (folder / "pymp-x").mkdir(parents=True)
+        (tmp_path / "reprospec-tmp-notapid").mkdir()
+        scratch.sweep_orphans(str(tmp_path))
+        assert not orphan.exists()
+        assert in_use.is_dir() and (tmp_path / "reprospec-tmp-notapid").is_dir()
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait()
+
+
+def test_shared_tmp_opts_back_in(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))
+    argv = child("torn_tmp.py", "cache.json")
+    first = runner.run(scratch_plan(argv, 1, shared_tmp=True), tmp_path / "1")
+    assert first.returncode == 0 and first.warnings == ()
+    assert (shared / "cache.json").is_file() and not (tmp_path / "1" / "tmp").exists()
+    # The incident as it was: the second attempt dies on the first one's torn file.
+    second = runner.run(scratch_plan(argv, 2, shared_tmp=True), tmp_path / "2")
+    assert second.returncode == 1
+    assert "JSONDecodeError" in second.stderr_path.read_text()
+
+
+def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    import _multiprocessing
+
+    tag = uuid.uuid4().hex[:12]
+    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+    # Made while the attempt runs, by a process that is still alive (as another attempt
+    # running beside it with -j 2 would be): it must be left alone.
+    held_name = f"/mp-held-{tag}"
+    go = tmp_path / "go"
+    done: list[Any] = []
+    plan = scratch_plan(child("shm_leak.py", f"leak-{tag}", str(go)), 1)
+    thread = threading.Thread(target=lambda: done.append(runner.run(plan, tmp_path / "a")))
+    thread.start()
+    held = None
+    try:
+        wait_for(Path(str(go) + ".ready"))
+        held = _multiprocessing.SemLock(1, 1, 1, held_name, False)
+        go.touch()
+        thread.join(60)
+        (ex,) = done
+        assert ex.returncode == 0
+        assert not leaked.exists()
+        assert Path(f"/dev/shm/sem.{held_name[1:]}").exists()
+        assert f"removed 1 leaked /dev/shm file(s): sem.mp-leak-{tag}" in ex.warnings
+    finally:
+        go.touch()
+        thread.join(60)
+        leaked.unlink(missing_ok=True)
+        if held is not None:
+            _multiprocessing.sem_unlink(held_name)
+
+
+def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+    try:
+        ex = runner.run(
+            scratch_plan(child("shm_leak.py", f"leak-{tag}"), 1, shared_tmp=True), tmp_path
+        )
+        assert ex.returncode == 0 and leaked.exists()
+        assert ex.warnings == (
+            f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {leaked.name}",
+        )
+    finally:
+        leaked.unlink(missing_ok=True)

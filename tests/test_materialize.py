@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
@@ -36,8 +38,9 @@ expect:
 """
 
 MAIN = """\
-import ctypes, os
+import ctypes, os, tempfile
 print("shm", os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize)
+print("tmp", tempfile.mkstemp()[1].rsplit("/", 1)[0])
 print("mode", os.environ["MODE"], flush=True)
 if os.environ["MODE"] == "crash":
     ctypes.string_at(0)
@@ -88,8 +91,20 @@ def test_bundle_layout(tmp_path: Path) -> None:
     assert f"--shm-size {32 << 20}" in script
     assert "reprospec run" not in script and "python -m reprospec" not in script
     assert subprocess.run(["bash", "-n", str(out / "run.sh")]).returncode == 0
+    # Each cell's private TMPDIR and XDG_CACHE_HOME, made before and removed after it.
+    assert "-e TMPDIR=/reprospec/attempt/tmp" in script
+    assert "-e XDG_CACHE_HOME=/reprospec/attempt/cache" in script
+    assert 'rm -rf "$OUT/2/tmp" "$OUT/2/cache"' in script
     again = materialize(tmp_path, SPEC)[0]
     assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_shared_tmp_bundle_keeps_the_machine_tmpdir(tmp_path: Path) -> None:
+    shared = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  shared_tmp: true\n")
+    done, out = materialize(tmp_path, shared)
+    assert done.returncode == 0, done.stderr
+    script = (out / "run.sh").read_text()
+    assert "TMPDIR" not in script and "XDG_CACHE_HOME" not in script and "rm -rf" not in script
 
 
 def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
@@ -113,6 +128,8 @@ def test_bundle_runs_with_plain_docker(tmp_path: Path) -> None:
         assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
         assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
         assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
+        assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
+        assert not (out / "results" / "1" / "tmp").exists()
         names = [c.name for c in CLIENT.containers.list(all=True)]
         assert not [n for n in names if n.startswith("reprospec-bundle-")]
     finally:

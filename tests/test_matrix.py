@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reprospec.errors import SpecError, UsageError
+from reprospec.expr import same
 from reprospec.matrix import (
     MatrixError,
     cell_id,
+    count_cells,
     expand,
     expand_matrix,
     format_value,
+    iter_cells,
     render_value,
     select,
 )
@@ -227,3 +232,105 @@ def test_select_errors(filters: list[str], message: str) -> None:
     with pytest.raises(UsageError) as caught:
         select(CELLS, filters)
     assert message in str(caught.value)
+
+
+# -- counted, never expanded (issue 16 item 5) -------------------------------------------
+
+
+def _reference(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The matrix semantics the slow, obvious way: the product, then exclude, then include."""
+    original = [k for k in section if k not in ("include", "exclude")]
+    combos = (
+        [
+            dict(zip(original, values, strict=True))
+            for values in itertools.product(*(section[a] for a in original))
+        ]
+        if original
+        else []
+    )
+    combos = [
+        c
+        for c in combos
+        if not any(all(same(c[k], v) for k, v in e.items()) for e in section.get("exclude", ()))
+    ]
+    extra = []
+    for entry in section.get("include", ()):
+        fits = [c for c in combos if all(same(c[k], v) for k, v in entry.items() if k in original)]
+        for combo in fits:
+            combo.update(entry)
+        if not fits:
+            extra.append(dict(entry))
+    return combos + extra
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_counting_and_lazy_expansion_agree_with_the_product(seed: int) -> None:
+    rng = random.Random(seed)
+    values = [0, 1, 2, True, False, "a", 1.0, None, [1], {"k": 1}]
+    section: dict[str, Any] = {
+        f"x{i}": rng.sample(values, rng.randint(1, 4)) for i in range(rng.randint(1, 4))
+    }
+    names = list(section)
+    section["exclude"] = [
+        {k: rng.choice(values) for k in rng.sample(names, rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 6))
+    ]
+    section["include"] = [
+        {k: rng.choice(values) for k in rng.sample([*names, "y"], rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 4))
+    ]
+    try:
+        cells = expand_matrix(section)
+    except MatrixError as exc:
+        assert "same id" in exc.message or "no cells" in exc.message
+        return
+    assert [sorted(map(repr, c.matrix.items())) for c in cells] == [
+        sorted(map(repr, c.items())) for c in _reference(section)
+    ]
+    assert count_cells(section) == len(cells)
+
+
+@pytest.mark.parametrize(
+    ("section", "message", "path"),
+    [
+        ({f"a{i}": list(range(10)) for i in range(9)}, "1000000000 cells", ("matrix",)),
+        ({"a": list(range(101)), "b": list(range(100))}, "10100 cells", ("matrix",)),
+        (
+            {"a": list(range(100)), "b": list(range(100)), "include": [{"a": -1}]},
+            "10001 cells",
+            ("matrix",),
+        ),
+        ({f"a{i}": [1] for i in range(65)}, "65 axes; at most 64", ("matrix",)),
+        (
+            {"a": [1], "include": [{"b": i} for i in range(257)]},
+            "include has 257 entries",
+            ("matrix", "include"),
+        ),
+        (
+            {
+                **{f"a{i}": [0, 1] for i in range(40)},
+                "z": [0, 1],
+                "exclude": [{f"a{i}": 0, "z": 0} for i in range(40)],
+            },
+            "too many ways to count",
+            ("matrix", "exclude"),
+        ),
+    ],
+)
+def test_too_big_matrices_are_refused_before_any_cell_is_built(
+    section: dict[str, Any], message: str, path: tuple[Any, ...]
+) -> None:
+    with pytest.raises(MatrixError) as caught:
+        count_cells(section)
+    assert message in caught.value.message and caught.value.path == path
+    with pytest.raises(MatrixError):
+        next(iter_cells(section))
+
+
+def test_exclude_that_leaves_few_of_a_huge_product_is_counted_exactly() -> None:
+    # 10^9 combinations; 81 exclude entries leave one: counted in steps, not by walking 10^9.
+    section: dict[str, Any] = {f"a{i}": list(range(10)) for i in range(9)}
+    section["exclude"] = [{f"a{i}": v} for i in range(2, 9) for v in range(1, 10)]
+    section["exclude"] += [{"a0": v} for v in range(1, 10)] + [{"a1": v} for v in range(1, 10)]
+    assert count_cells(section) == 1
+    assert [c.id for c in expand_matrix(section)] == [",".join(f"a{i}=0" for i in range(9))]

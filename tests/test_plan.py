@@ -149,9 +149,9 @@ def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:
         "reprospec: 1\nname: t\ncommand: 'true'\nmatrix:\n  t: [soon]\n"
         "run:\n  timeout: ${{ matrix.t }}\nexpect: {outcome: pass}\n",
     )
-    spec = load_spec(path)
+    # Caught when the spec is loaded (validate, plan, run), before any attempt is planned.
     with pytest.raises(SpecError) as caught:
-        plan_attempt(spec, expand(spec)[0], 1)
+        load_spec(path)
     assert caught.value.problems == [
         f"{path}:7:12: run.timeout: expected a duration like 90s, 5m or 1h, got 'soon'"
         " (in cell t=soon)"
@@ -164,12 +164,11 @@ def test_evaluation_error_is_located(tmp_path: Path) -> None:
         "reprospec: 1\nname: t\nmatrix:\n  n: [x]\n"
         "command: echo ${{ matrix.n > 1 }}\nexpect: {outcome: pass}\n",
     )
-    spec = load_spec(path)
     with pytest.raises(SpecError) as caught:
-        plan_attempt(spec, expand(spec)[0], 1)
+        load_spec(path)
     assert caught.value.problems == [
         f"{path}:5:10: command: cannot evaluate 'matrix.n > 1' at column 10: "
-        "cannot compare 'x' > '1' (only two numbers or two strings)"
+        "cannot compare 'x' > '1' (only two numbers or two strings) (in cell n=x)"
     ]
 
 

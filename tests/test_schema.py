@@ -138,7 +138,7 @@ def test_expressions_allowed_where_typed_scalars_are_expected() -> None:
         ),
         (
             "environment: {env: {1A: x}}\ncommand: x",
-            ["s.yaml:4:20: environment.env: expected an environment variable name, got '1A'"],
+            ["s.yaml:4:21: environment.env: expected an environment variable name, got '1A'"],
         ),
         (
             "environment: {env: {A: [1]}}\ncommand: x",
@@ -166,7 +166,7 @@ def test_messages(snippet: str, expected: list[str]) -> None:
 
 
 def test_all_problems_reported_sorted_by_position() -> None:
-    text = "name: BAD\nreprospec: 3\nrun: {repeat: 0, stop_on: no, parallel: x}\n"
+    text = "name: BAD\nreprospec: 3\nrun: {repeat: 0, stop_on: false, parallel: x}\n"
     assert problems(text) == [
         "s.yaml:1:1: (top level): missing 'workload' or 'command' (exactly one is required)",
         "s.yaml:1:7: name: expected a slug of lowercase letters, digits, '.', '_' and '-'"
@@ -175,7 +175,7 @@ def test_all_problems_reported_sorted_by_position() -> None:
         "s.yaml:3:15: run.repeat: expected an integer >= 1, got 0",
         "s.yaml:3:27: run.stop_on: expected one of never, first-reproduction, first-miss,"
         " got false",
-        "s.yaml:3:41: run.parallel: expected an integer >= 1, got 'x'",
+        "s.yaml:3:44: run.parallel: expected an integer >= 1, got 'x'",
     ]
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +25,7 @@ from reprospec.spec import (
     validate_paths,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad_specs"
 EXAMPLE = DATA / "spec_format_example.yaml"
@@ -397,3 +401,136 @@ def test_validation_summary_counts_files_and_empty_folders(tmp_path: Path) -> No
     found = validate([tmp_path / "good.yaml", tmp_path / "bad.yaml", empty])
     assert found.summary() == ("2 problem(s) in 1 of 2 file(s), and 1 folder(s) without spec files")
     assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file(s) valid"
+
+
+# -- reading a spec file, bounded (issue 16 item 6) ---------------------------------------
+
+SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}\n"
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.yaml")
+    with pytest.raises(SpecError) as caught:
+        load_spec(tmp_path / "f.yaml")
+    assert caught.value.problems == [f"{tmp_path / 'f.yaml'}: is a FIFO, not a spec file"]
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda p: p.symlink_to("/dev/zero"), "is a character device, not a spec file"),
+        (lambda p: p.mkdir(), "is a folder, not a spec file"),
+        (lambda p: p.write_text(SMALL + "#" * (9 << 20)), "larger than 8 MiB; not read"),
+    ],
+)
+def test_devices_folders_and_huge_files_are_refused_unread(
+    tmp_path: Path, make: Any, what: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    make(path)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems[0].startswith(f"{path}: {what}")
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        (b"a: 1\nb: caf\xe9\n", "2:7: not UTF-8 text: byte 0xe9 (invalid continuation byte)"),
+        ("a: 1\nb: \u00e9\u00e9".encode() + b"\xff\n", "2:6: not UTF-8 text: byte 0xff"),
+        (b"\n\n\xc0\x80", "3:1: not UTF-8 text: byte 0xc0 (invalid start byte)"),
+        (b"a: \xf0\x9f\x98", "1:4: not UTF-8 text: byte 0xf0 (unexpected end of data)"),
+    ],
+)
+def test_non_utf8_is_located_at_the_first_bad_byte(tmp_path: Path, data: bytes, where: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_bytes(data)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems[0].startswith(f"{path}:{where}")
+
+
+# -- accepted but wrong (issue 16 item 7) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("run: {timeout: .nan}\n", "5:16: run.timeout: expected a finite duration > 0, got nan"),
+        ("run: {timeout: .inf}\n", "5:16: run.timeout: expected a finite duration > 0, got inf"),
+        (
+            "matrix: {a: [1], include: [{'a b': 2}]}\n",
+            "5:29: matrix.include[0]: expected an axis name (letters, digits, '_' and '-';"
+            " not include or exclude), got 'a b'",
+        ),
+        (
+            "run: {repeat: 10001}\n",
+            "5:15: run.repeat: 10001 attempts per cell; at most 10000 are allowed (docs/limits.md)",
+        ),
+        (
+            "run: {parallel: 100000}\n",
+            "5:17: run.parallel: 100000 parallel attempts; at most 256 are allowed"
+            " (docs/limits.md)",
+        ),
+        (
+            "matrix: {a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], b: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+            "run: {repeat: 201}\n",
+            "6:15: run.repeat: the run asks for 20100 attempts (100 cell(s) x 201); at most"
+            " 20000 are allowed (docs/limits.md)",
+        ),
+        (
+            'environment: {env: {X: "a\\0b"}}\n',
+            "5:24: environment.env.X: contains a NUL character, which no argv, variable or"
+            " path can hold",
+        ),
+    ],
+)
+def test_values_that_would_run_wrongly_are_refused(
+    tmp_path: Path, extra: str, expected: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL + extra)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == [f"{path}:{expected}"]
+
+
+def test_expect_message_must_be_a_regex(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\ncommand: 'false'\nmatrix: {a: [1]}\n"
+        "expect:\n  outcome: error\n  message: 'cuda error: ('\n"
+        "  cases:\n    - {when: {a: 1}, message: '\\p{L}'}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == [
+        f"{path}:7:12: expect.message: bad regular expression: missing ), unterminated"
+        " subpattern at position 12",
+        f"{path}:9:31: expect.cases[0].message: bad regular expression: bad escape \\p at"
+        " position 0",
+    ]
+
+
+# -- validate of a folder (issue 9 item 14) ----------------------------------------------
+
+
+def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(SMALL.replace("touch EXECUTED", "'true'"))
+    for out in (".reprospec", "store"):
+        done = subprocess.run(
+            [sys.executable, "-m", "reprospec", "run", "s.yaml", "--out", out],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert done.returncode == 0, done.stderr
+        # The run keeps a copy of the spec: the very file `validate .` used to pick up.
+        assert list((tmp_path / out / "runs").glob("*/spec.yaml"))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.yaml").write_text("not: a spec\n")
+    found = validate([tmp_path])
+    assert found.files == [str(tmp_path / "s.yaml")] and found.problems == []
+    # A store or hidden folder named on the command line is still searched.
+    assert validate([tmp_path / "store"]).files

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from reprospec.bounds import MAX_YAML_CHARS
 from reprospec.yamlsource import (
+    MAX_DEPTH,
     MAX_NODES,
     Problem,
     YamlSourceError,
@@ -52,9 +54,36 @@ def test_line_offset_shifts_every_line() -> None:
     ]
 
 
-def test_types_follow_pyyaml() -> None:
-    data = load_yaml("a: 1\nb: 1.5\nc: yes\nd: off\ne: null\nf: '1'\ng: 3.10\n").data
-    assert data == {"a": 1, "b": 1.5, "c": True, "d": False, "e": None, "f": "1", "g": 3.1}
+def test_types_follow_the_yaml_1_2_core_schema() -> None:
+    data = load_yaml("a: 1\nb: 1.5\nc: yes\nd: off\ne: null\nf: '1'\ng: 3.10\nh: True\n").data
+    assert data == {
+        "a": 1,
+        "b": 1.5,
+        "c": "yes",
+        "d": "off",
+        "e": None,
+        "f": "1",
+        "g": 3.1,
+        "h": True,
+    }
+    # YAML 1.1 (pyyaml's default) read these as booleans, octal, sexagesimal and dates.
+    data = load_yaml(
+        "m: [on, off, y, n, No, TRUE, false]\no: 0755\np: 0o17\nq: 0x1f\nr: 1:30\n"
+        "s: 1e3\nt: 1_000\nu: 2024-01-01\nv: ~\nw: -.inf\nx: +12\n"
+    ).data
+    assert data == {
+        "m": ["on", "off", "y", "n", "No", True, False],
+        "o": 755,
+        "p": 15,
+        "q": 31,
+        "r": "1:30",
+        "s": 1000.0,
+        "t": "1_000",
+        "u": "2024-01-01",
+        "v": None,
+        "w": float("-inf"),
+        "x": 12,
+    }
 
 
 def test_duplicate_keys_nested_all_reported() -> None:
@@ -97,8 +126,9 @@ def test_syntax_errors_are_located() -> None:
 
 
 def test_boolean_and_collection_keys() -> None:
-    assert problems("on: push\n") == [
-        "f.yaml:1:1: (top level): key on is read as the boolean true; quote it: 'on'"
+    assert load_yaml("on: push\n").data == {"on": "push"}
+    assert problems("true: push\n") == [
+        "f.yaml:1:1: (top level): key true is read as the boolean true; quote it: 'true'"
     ]
     assert problems("1: x\n") == ["f.yaml:1:1: (top level): key 1 is not a string; quote it: '1'"]
     assert problems("? [a]\n: x\n") == [
@@ -141,3 +171,77 @@ def test_load_value_and_path_helpers() -> None:
     assert locate({(): (1, 1), ("a",): (2, 3)}, ("a", "b", 0)) == (2, 3)
     assert locate({}, ("a",)) == (1, 1)
     assert Problem(3, 4, None, "m").format("f") == "f:3:4: m"
+
+
+# -- bounded input (issue 16 item 6) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a: " + "[" * 10_000 + "]" * 10_000 + "\n", "f.yaml:1:103:"),
+        ("a: " + "[" * 100_000 + "\n", "f.yaml:1:103:"),
+        ("a: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n", "f.yaml:1:397:"),
+        (
+            "a:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(120)) + "  x\n",
+            "f.yaml:100:199:",
+        ),
+    ],
+)
+def test_deep_nesting_is_a_located_problem_not_a_recursion_error(text: str, where: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(where)
+    assert message.endswith(f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
+
+
+def test_nesting_through_aliases_and_merge_keys_is_bounded() -> None:
+    aliases = "d0: &d0 [x]\n" + "".join(f"d{i}: &d{i} [[[*d{i - 1}]]]\n" for i in range(1, 60))
+    (message,) = problems(aliases)
+    assert f"nested deeper than {MAX_DEPTH} levels (through aliases)" in message
+    merges = "m0: &m0 {k: 0}\n" + "".join(f"m{i}: &m{i} {{<<: *m{i - 1}}}\n" for i in range(1, 150))
+    (message,) = problems(merges)
+    assert f"nested deeper than {MAX_DEPTH} levels (through aliases)" in message
+    # Within the bound both load.
+    assert load_yaml("a: &a {x: 1}\nb: &b {<<: *a}\nc: {<<: *b}\n").data["c"] == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: b\x00c\n", "f.yaml:1:5: control character U+0000"),
+        ("a: 1\nb: \x07\n", "f.yaml:2:4: control character U+0007"),
+        ("a: 1\n\nc: x\x1b[2J\n", "f.yaml:3:5: control character U+001B"),
+        ("a: \u009b31m\n", "f.yaml:1:4: control character U+009B"),
+        ("a: \x7f\n", "f.yaml:1:4: control character U+007F"),
+        ("a: \udcff\n", "f.yaml:1:4: control character U+DCFF"),
+    ],
+)
+def test_control_characters_are_located(text: str, expected: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(expected + " is not allowed in YAML text")
+
+
+def test_escaped_control_characters_and_tabs_are_fine() -> None:
+    assert load_yaml('a: "x\\0y\\x1b"\nb: "\t1"\n').data == {"a": "x\x00y\x1b", "b": "\t1"}
+
+
+def test_size_and_integer_length_are_bounded() -> None:
+    (message,) = problems("a: " + "x" * MAX_YAML_CHARS + "\n", offset=4)
+    assert message.startswith("f.yaml:5:1: the YAML text is")
+    (message,) = problems("a: " + "9" * 5000 + "\n")
+    assert message == "f.yaml:1:4: invalid YAML: integer too long (5000 digits)"
+    assert load_yaml("a: " + "9" * 100 + "\n").data == {"a": int("9" * 100)}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: !!float soon\n", "f.yaml:1:4: invalid YAML: cannot read this float:"),
+        ("a: !!int three\n", "f.yaml:1:4: invalid YAML: cannot read this int:"),
+        ("a: !!timestamp 2024-13-45\n", "f.yaml:1:4: invalid YAML: cannot read this timestamp:"),
+        ("a: !!binary 'x!'\n", "f.yaml:1:4: invalid YAML: failed to decode base64"),
+    ],
+)
+def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str) -> None:
+    (message,) = problems(text)
+    assert message.startswith(expected)

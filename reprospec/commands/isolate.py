@@ -13,7 +13,9 @@ from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.commands.run import install_sigterm_as_interrupt, options_from_args
+    import threading
+
+    from reprospec.commands.run import install_stop_handlers, options_from_args
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
     from reprospec.isolation.report import text, to_dict
 
@@ -29,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         command_line="reprospec " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "",
     )
     quiet = args.format == "json"
-    install_sigterm_as_interrupt()
+    # SIGTERM stops isolate like Ctrl-C; the stored candidate runs let it resume.
+    install_stop_handlers(threading.Event())
     found = isolate_spec(
         args.spec,
         options,

@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    install_sigterm_as_interrupt()
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
-        result = pipeline.execute(plan, options, progress=progress.update, resume=resume)
+        result = pipeline.execute(
+            plan, options, progress=progress.update, resume=resume, cancel=cancel
+        )
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
@@ -72,6 +75,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
         gpus=args.gpus,
         shard=Shard.parse(args.shard) if args.shard else None,
         find_links=args.find_links,
+        keep_cores=args.keep_cores,
         command_line=command_line,
         observe=bool(getattr(args, "observe", False)),
     )
@@ -80,6 +84,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
 # Options that only say where this machine keeps things or how it prints them:
 # a person reproducing the bug elsewhere needs none of them.
 _LOCAL_OPTIONS = ("--out", "--format", "--resume", "--python", "--find-links")
+_LOCAL_FLAGS = ("--keep-cores",)
 
 
 def _command_line() -> str:
@@ -91,6 +96,8 @@ def _command_line() -> str:
             skip = False
             continue
         name = word.split("=", 1)[0]
+        if name in _LOCAL_FLAGS:
+            continue
         if name in _LOCAL_OPTIONS:
             skip = "=" not in word
             continue
@@ -98,14 +105,18 @@ def _command_line() -> str:
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
-def install_sigterm_as_interrupt() -> None:
-    """SIGTERM (CI cancelling a job) stops a run like Ctrl-C: partial report, exit 130."""
+def install_stop_handlers(cancel: threading.Event) -> None:
+    """SIGTERM (CI cancelling a job, a Slurm time limit) and Ctrl-C stop a run: partial
+    report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
+    signal killed is known to have been stopped, not to have crashed."""
 
     def handler(signum: int, frame: object) -> None:
+        cancel.set()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 def write_github_summary(result: RunResult) -> None:

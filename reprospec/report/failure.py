@@ -110,6 +110,8 @@ def failure_section(run: RunResult) -> dict[str, Any] | None:
         "detail": clean_log(outcome.detail or "").strip(),
         "excerpt": log,
         "fence": fence_for(log),
+        # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
+        "native": attempt.native or "",
     }
 
 
@@ -131,6 +133,7 @@ def stack_sections(run: RunResult) -> list[dict[str, Any]]:
                         "attempt": a.attempt,
                         "text": text,
                         "fence": fence_for(text),
+                        "native": a.native or "",
                     }
                 )
                 break

@@ -20,7 +20,9 @@ RunnerFactory = Callable[[RunOptions, Path], Runner]
 def _local(options: RunOptions, spec_dir: Path) -> Runner:
     from reprospec.runners.local import LocalRunner
 
-    return LocalRunner(python=options.python, cache_dir=options.cache_dir)
+    return LocalRunner(
+        python=options.python, cache_dir=options.cache_dir, keep_cores=options.keep_cores
+    )
 
 
 def _docker(options: RunOptions, spec_dir: Path) -> Runner:

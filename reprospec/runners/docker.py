@@ -10,6 +10,7 @@ is -11, not 139), so classification is the same for both runners.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -18,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage
-from reprospec.capture import EventWriter, Sink, compile_markers, output_sink
+from reprospec import dockerimage, scratch
+from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
     attempt_argv,
@@ -151,20 +152,36 @@ class DockerRunner:
         if plan.workload is not None:
             write_cell(plan, log_dir / "cell.json")
         (log_dir / "stacks").mkdir(exist_ok=True)
+        # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
+        # The container's /dev/shm is its own and goes with it: no leak to look for.
+        scratch_dirs = None
+        if not plan.environment.shared_tmp:
+            scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
-        stdout = output_sink(base["stdout_path"], markers, events)
-        stderr = output_sink(base["stderr_path"], markers, events)
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
+        stdout = output_sink(base["stdout_path"], matcher=matcher)
+        stderr = output_sink(base["stderr_path"], matcher=matcher)
+        late: list[str] = []
         try:
-            return self._run_container(
+            execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
             )
         finally:
             stdout.close()
             stderr.close()
+            if matcher is not None:
+                late = matcher.close()
             if events is not None:
                 events.close()
             _remove_tree(log_dir / "stacks")
+        if late:
+            execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
+        if scratch_dirs is None:
+            return execution
+        cleaned = scratch.clean(scratch_dirs)
+        return dataclasses.replace(execution, warnings=(*execution.warnings, *cleaned))
 
     def _run_container(
         self,

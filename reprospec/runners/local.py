@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, process
-from reprospec.capture import EventWriter, compile_markers, output_sink
+from reprospec import limits, native, process, scratch
+from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
@@ -46,10 +46,20 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, python: str | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        python: str | None = None,
+        cache_dir: Path | None = None,
+        *,
+        native_stacks: bool = True,
+        keep_cores: bool = False,
+    ) -> None:
         self.python = _resolve_python(python)
         # Where the torch part of the environment capture is kept between runs.
         self.cache_dir = cache_dir
+        # gdb stacks of crashes (from cores) and hangs (attached): native.py.
+        self.native_stacks = native_stacks
+        self.keep_cores = keep_cores
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
@@ -147,27 +157,41 @@ class LocalRunner:
         except FatalError as exc:
             return infra(str(exc))
         warnings.extend(limit_warnings)
-        env = self._child_env(plan, log_dir, shims, gpu_slot)
+        shared_tmp = plan.environment.shared_tmp
+        scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
+        env = self._child_env(plan, log_dir, shims, gpu_slot, scratch_dirs)
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
+        shm = scratch.shm_snapshot()
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
         try:
             result = process.run_process(
                 argv,
                 env=env,
                 cwd=plan.workdir,
-                stdout=output_sink(base["stdout_path"], markers, events),
-                stderr=output_sink(base["stderr_path"], markers, events),
+                stdout=output_sink(base["stdout_path"], matcher=matcher),
+                stderr=output_sink(base["stderr_path"], matcher=matcher),
                 timeout_s=plan.timeout_s,
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
                 cancel=cancel,
+                native=native.Capture(log_dir, keep_cores=self.keep_cores)
+                if self.native_stacks
+                else None,
             )
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
+            if matcher is not None:
+                warnings.extend(matcher.close())
             if events is not None:
                 events.close()
+            # Every process of the attempt is gone: what it left is no one's.
+            if scratch_dirs is not None:
+                warnings.extend(scratch.clean(scratch_dirs))
+            warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
@@ -182,7 +206,12 @@ class LocalRunner:
         )
 
     def _child_env(
-        self, plan: AttemptPlan, log_dir: Path, shims: Path, gpu_slot: tuple[str, ...]
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        shims: Path,
+        gpu_slot: tuple[str, ...],
+        scratch_dirs: scratch.Scratch | None = None,
     ) -> dict[str, str]:
         """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
         outer = dict(os.environ)
@@ -190,7 +219,11 @@ class LocalRunner:
         outer.pop(CELL_VAR, None)
         ours = child_env(
             plan,
-            ChildPaths(attempt_dir=str(log_dir), harness_dir=str(HARNESS_DIR)),
+            ChildPaths(
+                attempt_dir=str(log_dir),
+                harness_dir=str(HARNESS_DIR),
+                tmp_dir=str(scratch_dirs.tmp) if scratch_dirs is not None else None,
+            ),
             gpu_ids=gpu_slot,
             pythonpath_after=[outer.get("PYTHONPATH", "")] if "PYTHONPATH" not in plan.env else [],
         )

@@ -8,8 +8,10 @@ say which item killed it (prefetching makes the main loop's own step differ).
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence, Sized
@@ -96,11 +98,17 @@ class TaggedBatchSampler(tud.Sampler):
     """Batches of `(phase number, step, index)`; `start(phase, step)` before each new iterator."""
 
     def __init__(self, sampler: tud.Sampler, batch_size: int, drop_last: bool) -> None:
+        self.sampler = sampler
         self.batches = tud.BatchSampler(sampler, batch_size, drop_last)
         self.phase, self.first_step = 0, 1
+        self.passes = 0
 
     def start(self, phase: int, step: int) -> None:
         self.phase, self.first_step = phase, step
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if set_epoch is not None:  # DistributedSampler: a new shuffle for every pass
+            set_epoch(self.passes)
+        self.passes += 1
 
     def __iter__(self) -> Iterator[list[tuple[int, int, int]]]:
         phase, step = self.phase, self.first_step
@@ -266,11 +274,106 @@ def synthetic_options(section: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int], int]:
-    """(input shape, number of classes) for sizing the built-in models."""
-    x = dataset[0][0] if isinstance(dataset[0], (tuple, list)) else dataset[0]
-    shape = list(x.shape) if isinstance(x, torch.Tensor) else [1]
-    classes = int(section.get("classes") or getattr(dataset, "classes", 0) or 10)
-    return shape, classes
+    """(input shape, number of classes) for sizing a built-in model; never reads an item here.
+
+    A real training script does not read its dataset in the main process before the
+    DataLoader forks its workers, so neither does the harness: whatever a dataset
+    initialises lazily on first access (an LMDB handle, a CUDA context, a CFFI library)
+    would otherwise be created here and inherited by every forked worker. The synthetic
+    dataset's shape and classes come from the spec; an entrypoint dataset's from its
+    declared `shape`/`classes`, else from `probe`, a spawned process that reads item 0.
+    """
+    if isinstance(dataset, SyntheticDataset):
+        return list(dataset.shape), dataset.classes
+    field = "workload.data.dataset"
+    shape = _declared_shape(section.get("shape"), f"{field}.shape")
+    classes = (
+        config.integer(section["classes"], f"{field}.classes", 1)
+        if section.get("classes") is not None
+        else _plain_classes(dataset)
+    )
+    if shape is None:
+        shape, probed = probe(section)
+        classes = classes or probed
+    return shape, classes or DEFAULT_CLASSES
+
+
+DEFAULT_CLASSES = 10
+
+
+def _declared_shape(value: Any, field: str) -> list[int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value:
+        raise config.ConfigError(field, f"expected a non-empty list of sizes, got {value!r}")
+    return [config.integer(n, f"{field}[{i}]", 1) for i, n in enumerate(value)]
+
+
+def _plain_classes(dataset: tud.Dataset) -> int | None:
+    """`dataset.classes` when it is a plain int attribute: read without running user code
+    (no property, no `__getattr__`)."""
+    value = inspect.getattr_static(dataset, "classes", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def probe(section: Mapping[str, Any]) -> tuple[list[int], int | None]:
+    """(shape of item 0's input, the dataset's `classes` if it has one), read in a spawned
+    process that builds the dataset itself: nothing it initialises reaches this process.
+
+    A probe that fails (the item raises, the process dies) is a ConfigError telling the
+    user to declare `shape` and `classes`: the training never ran, so it is no verdict.
+    """
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(
+        target=_probe_child, args=(dict(section), send), name="reprospec-dataset-probe"
+    )
+    process.start()
+    send.close()
+    events.emit("dataset_probe", pid=process.pid)
+    try:
+        answer: dict[str, Any] | None = receive.recv()
+    except EOFError:  # the probe died before answering
+        answer = None
+    finally:
+        receive.close()
+        process.join()
+    if answer is not None and "shape" in answer:
+        return [int(n) for n in answer["shape"]], answer.get("classes")
+    if answer is not None:
+        reason = str(answer.get("error"))
+    elif process.exitcode is not None and process.exitcode < 0:
+        reason = f"the probe process died of {_signal_name(-process.exitcode)}"
+    else:
+        reason = f"the probe process exited with {process.exitcode}"
+    raise config.ConfigError(
+        "workload.data.dataset",
+        f"cannot size the built-in model: reading item 0 in a probe process failed ({reason}); "
+        "declare `shape` and `classes` under workload.data.dataset",
+    )
+
+
+def _probe_child(section: dict[str, Any], send: Any) -> None:
+    """In the spawned probe: build the dataset, read item 0, send back its input's shape."""
+    try:
+        dataset = build_dataset(section, 0)
+        item = dataset[0]
+        x = item[0] if isinstance(item, (tuple, list)) else item
+        shape = list(x.shape) if isinstance(x, torch.Tensor) else [1]
+        classes = getattr(dataset, "classes", None)
+        valid = isinstance(classes, int) and not isinstance(classes, bool) and classes > 0
+        send.send({"shape": shape, "classes": classes if valid else None})
+    except BaseException as exc:  # reported to the harness, which names it in the error
+        send.send({"error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        send.close()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def build_loader(
@@ -279,8 +382,13 @@ def build_loader(
     faults: FaultPlan,
     phases: Sequence[str],
     seed: int,
+    ranks: tuple[int, int] | None = None,
 ) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
-    """The DataLoader with every argument of the spec's `data.loader`."""
+    """The DataLoader with every argument of the spec's `data.loader`.
+
+    `ranks`: (rank, world size) of a distributed workload: each rank loads its own part
+    of the data (DistributedSampler).
+    """
     field = "workload.data.loader"
     workers = config.integer(_given(options, "num_workers", 0), f"{field}.num_workers", 0)
     batch_size = config.integer(_given(options, "batch_size", 1), f"{field}.batch_size", 1)
@@ -290,11 +398,20 @@ def build_loader(
     }
     timeout = config.number(_given(options, "timeout", 0), f"{field}.timeout", 0)
     generator = torch.Generator().manual_seed(seed)
-    sampler = (
-        tud.RandomSampler(cast(Sized, dataset), generator=generator)
-        if flags["shuffle"]
-        else tud.SequentialSampler(cast(Sized, dataset))
-    )
+    sampler: tud.Sampler
+    if ranks is not None:
+        sampler = tud.DistributedSampler(
+            dataset,
+            num_replicas=ranks[1],
+            rank=ranks[0],
+            shuffle=flags["shuffle"],
+            seed=seed,
+            drop_last=flags["drop_last"],
+        )
+    elif flags["shuffle"]:
+        sampler = tud.RandomSampler(cast(Sized, dataset), generator=generator)
+    else:
+        sampler = tud.SequentialSampler(cast(Sized, dataset))
     batches = TaggedBatchSampler(sampler, batch_size, flags["drop_last"])
     tracker = FetchTracker(workers)
     extra: dict[str, Any] = {}

@@ -1,4 +1,8 @@
-"""Progress events: one JSON line per `os.write` on an O_APPEND fd (the last survives a crash)."""
+"""Progress events: one JSON line per `os.write` on an O_APPEND fd (the last survives a crash).
+
+In a distributed workload every event of a rank (and of its DataLoader workers) carries
+`"rank": N`; the supervising harness process writes events without one.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,16 @@ import time
 from typing import Any
 
 _fd: int | None = None
+RANK_VAR = "REPROSPEC_RANK"
+# Set by `set_rank` in a rank; inherited (environment) by its spawned DataLoader workers.
+_rank: int | None = int(os.environ[RANK_VAR]) if os.environ.get(RANK_VAR, "").isdigit() else None
+
+
+def set_rank(rank: int) -> None:
+    """From now on every event of this process and its children says `"rank": rank`."""
+    global _rank
+    _rank = rank
+    os.environ[RANK_VAR] = str(rank)
 
 
 def _open() -> int | None:
@@ -28,6 +42,8 @@ def emit(event: str, **fields: Any) -> None:
         fd = _open()
         if fd is None:
             return
+        if _rank is not None:
+            fields.setdefault("rank", _rank)
         line = json.dumps({"t": round(time.time(), 4), "event": event, **fields}, default=str)
         os.write(fd, (line + "\n").encode())
     except OSError:

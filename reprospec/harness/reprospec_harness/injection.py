@@ -12,6 +12,9 @@ from . import config, events
 from .faults import TRIGGERS
 
 STAGES = ("start", "data", "forward", "loss", "backward", "optimizer")
+# Faults that are not a trigger but a change of what the training loop does.
+SKIP_ALLREDUCE = "skip_allreduce"
+KINDS = (*TRIGGERS, SKIP_ALLREDUCE)
 
 
 @dataclass
@@ -43,11 +46,33 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
-def decide(number: int, spec: Mapping[str, Any], seed: int, attempt: int) -> Fault:
-    """Arm a fault or not: `when` must hold and the attempt's coin fall under `probability`."""
+def decide(
+    number: int, spec: Mapping[str, Any], seed: int, attempt: int, rank: int | None = None
+) -> Fault:
+    """Arm a fault or not: `when` must hold, `rank` be this one, the coin fall under `probability`.
+
+    `rank` is this process's rank in a distributed workload (None otherwise).
+    """
     field = f"workload.faults[{number}]"
-    config.choice(spec.get("kind"), f"{field}.kind", "fault kind", TRIGGERS)
-    config.choice(spec.get("where") or "main", f"{field}.where", "fault place", ("main", "worker"))
+    kind = config.choice(spec.get("kind"), f"{field}.kind", "fault kind", KINDS)
+    where = config.choice(
+        spec.get("where") or "main", f"{field}.where", "fault place", ("main", "worker")
+    )
+    if kind == SKIP_ALLREDUCE:
+        if rank is None:
+            raise config.ConfigError(f"{field}.kind", "skip_allreduce needs workload.distributed")
+        if where != "main" or "step" not in (spec.get("at") or {}):
+            raise config.ConfigError(
+                f"{field}.at",
+                "skip_allreduce happens in a rank's main process at a step: "
+                "give at: {phase, step} and no where: worker",
+            )
+    if "rank" in spec:
+        wanted = config.integer(spec["rank"], f"{field}.rank", 0)
+        if rank is None:
+            raise config.ConfigError(f"{field}.rank", "rank needs workload.distributed")
+        if wanted != rank:
+            return Fault(number, spec, False, f"rank {wanted} only")
     if "when" in spec and not _truthy(spec["when"]):
         return Fault(number, spec, False, "when is false")
     probability = config.number(spec.get("probability", 1.0), f"{field}.probability")
@@ -72,8 +97,10 @@ class FaultPlan:
     device: str = "cpu"
 
     @classmethod
-    def from_spec(cls, specs: Sequence[Mapping[str, Any]], seed: int, attempt: int) -> FaultPlan:
-        plan = cls([decide(n, spec, seed, attempt) for n, spec in enumerate(specs)])
+    def from_spec(
+        cls, specs: Sequence[Mapping[str, Any]], seed: int, attempt: int, rank: int | None = None
+    ) -> FaultPlan:
+        plan = cls([decide(n, spec, seed, attempt, rank) for n, spec in enumerate(specs)])
         if plan.faults:
             events.emit(
                 "faults",
@@ -99,9 +126,34 @@ class FaultPlan:
                 fault.armed
                 and not fault.fired
                 and fault.where == "main"
+                and fault.kind != SKIP_ALLREDUCE
                 and _main_matches(fault.at, phase, step, stage)
             ):
                 self._fire(fault, where="main", phase=phase, step=step, stage=stage)
+
+    def skips_allreduce(self, phase: str | None, step: int | None) -> bool:
+        """Whether this rank leaves out this step's gradient all-reduce (said as a fault event)."""
+        for fault in self.faults:
+            at = fault.at
+            if (
+                fault.armed
+                and not fault.fired
+                and fault.kind == SKIP_ALLREDUCE
+                and at.get("phase", phase) == phase
+                and at.get("step") == step
+            ):
+                fault.fired = True
+                events.emit(
+                    "fault",
+                    kind=fault.kind,
+                    number=fault.number,
+                    pid=os.getpid(),
+                    where="main",
+                    phase=phase,
+                    step=step,
+                )
+                return True
+        return False
 
     def fire_worker(self, worker: int, phase: str, step: int, index: int) -> None:
         """Fire the armed worker faults whose `at` matches the item being fetched."""

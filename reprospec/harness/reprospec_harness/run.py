@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import cell as cell_module
-from . import envinfo, events, stackdump
+from . import distributed, envinfo, events, stackdump
 from .config import ConfigError, InfraError
 
 EXIT_INFRA = 3
@@ -48,9 +48,14 @@ def main() -> int:
     info = envinfo.capture(packages, with_torch=False)  # written now: an import may hang or crash
     if env_path:
         envinfo.write(env_path, info)
+    requested = workload.get("device") or environment.get("device") or "cpu"
     try:
         import_modules(workload.get("imports") or [])
-        device = resolve_device(workload.get("device") or environment.get("device") or "cpu")
+        ranks = distributed.settings(workload)
+        if ranks is None:
+            device = resolve_device(requested)
+        else:
+            distributed.check_backend(ranks, requested)
     except InfraError as exc:
         return _infra_error(exc)
     finally:
@@ -58,8 +63,13 @@ def main() -> int:
             info["torch"] = envinfo.capture_torch(init_cuda=_on_cuda(workload, environment))
             info["workload"] = _workload_facts(workload)
             envinfo.write(env_path, info)
-    from .setup import build  # imports torch-dependent modules only after the spec's own imports
+    from .setup import build  # torch-dependent: after the spec's own imports
     from .training import run_phases
+
+    if ranks is not None:
+        # This process supervises the ranks (distributed.py); they build and train.
+        phases = [str(phase["name"]) for phase in workload["phases"]]
+        return distributed.supervise(ranks, phases, str(requested))
 
     events.emit("phase", phase="setup")
     try:

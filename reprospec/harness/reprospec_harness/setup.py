@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -11,18 +11,34 @@ from . import config, data, models, training
 from .injection import FaultPlan
 from .run import seed_everything
 
+if TYPE_CHECKING:
+    from .distributed import Rank
+
 
 def build(
-    workload: Mapping[str, Any], device: torch.device, seed: int, attempt: int
+    workload: Mapping[str, Any],
+    device: torch.device,
+    seed: int,
+    attempt: int,
+    rank: Rank | None = None,
 ) -> training.Workload:
-    """Everything `training.run_phases` needs; main-process faults with no `at` fire at its end."""
+    """Everything `training.run_phases` needs; main-process faults with no `at` fire at its end.
+
+    `rank`: this process's rank of a distributed workload (its own part of the data, the
+    model in DistributedDataParallel, the faults meant for it).
+    """
     seed_everything(seed)
     debug = workload.get("debug") or {}
     if debug.get("anomaly_detection"):
         torch.autograd.set_detect_anomaly(True)
     if debug.get("deterministic"):
         torch.use_deterministic_algorithms(True)
-    faults = FaultPlan.from_spec(workload.get("faults") or [], seed=seed, attempt=attempt)
+    faults = FaultPlan.from_spec(
+        workload.get("faults") or [],
+        seed=seed,
+        attempt=attempt,
+        rank=rank.rank if rank is not None else None,
+    )
     faults.device = str(device)
     # The engine fills in the default phases when the spec gives none (sections.py).
     phases = list(workload["phases"])
@@ -30,9 +46,15 @@ def build(
     dataset_section = data_section.get("dataset") or {"builtin": "synthetic"}
     loader_options = data_section.get("loader") or {}
     dataset = data.build_dataset(dataset_section, seed)
-    shape, classes = data.describe(dataset, dataset_section)
     model_section = workload.get("model") or {"builtin": "mlp"}
+    # Only a built-in model is sized for the data; an entrypoint model sizes itself.
+    # `describe` never reads an item in this process (docs/ARCHITECTURE.md).
+    shape, classes = (
+        ([], 0) if model_section.get("entrypoint") else data.describe(dataset, dataset_section)
+    )
     model: torch.nn.Module = models.build(model_section, shape, classes).to(device)
+    if rank is not None:
+        model = rank.wrap(model)
     loss = training.build_loss(model_section.get("loss"))
     optimizer = training.build_optimizer(workload.get("optimizer"), model)
     amp = workload.get("amp")
@@ -44,7 +66,12 @@ def build(
         config.bind(torch.compile, "torch.compile", "workload.compile", model, **options)
         model = cast(torch.nn.Module, torch.compile(model, **options))
     loader, batches, tracker = data.build_loader(
-        dataset, loader_options, faults, [str(p["name"]) for p in phases], seed
+        dataset,
+        loader_options,
+        faults,
+        [str(p["name"]) for p in phases],
+        seed,
+        ranks=(rank.rank, rank.world_size) if rank is not None else None,
     )
     work = training.Workload(
         model=model,
@@ -58,6 +85,7 @@ def build(
         faults=faults,
         phases=phases,
         non_blocking=bool(loader_options.get("pin_memory")) and device.type == "cuda",
+        rank=rank,
     )
     faults.fire_main()
     return work

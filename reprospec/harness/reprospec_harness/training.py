@@ -101,6 +101,11 @@ class Workload:
     faults: FaultPlan
     phases: Sequence[Mapping[str, Any]]
     non_blocking: bool = False
+    rank: Any = None  # distributed.Rank of a distributed workload
+
+    @property
+    def tracked(self) -> Callable[[str | None, int | None, str], None] | None:
+        return self.rank.track if self.rank is not None else None
 
     @property
     def phase_names(self) -> list[str]:
@@ -110,22 +115,31 @@ class Workload:
 class Position:
     """Where the main loop is; every move is an event (the classifier reads the last one)."""
 
-    def __init__(self, faults: FaultPlan) -> None:
+    def __init__(
+        self,
+        faults: FaultPlan,
+        track: Callable[[str | None, int | None, str], None] | None = None,
+    ) -> None:
         self.faults = faults
+        # A rank of a distributed workload also tells its supervisor where it is.
+        self.track = track or (lambda phase, step, stage: None)
         self.phase: str | None = None
         self.step: int | None = None
 
     def enter_phase(self, phase: str) -> None:
         self.phase, self.step = phase, None
+        self.track(phase, None, "phase")
         events.emit("phase", phase=phase)
         self.faults.fire_main(phase=phase)
 
     def enter_step(self, step: int) -> None:
         self.step = step
+        self.track(self.phase, step, "start")
         events.emit("step", phase=self.phase, step=step)
         self.faults.fire_main(phase=self.phase, step=step, stage="start")
 
     def enter_stage(self, stage: str) -> None:
+        self.track(self.phase, self.step, stage)
         events.emit("stage", phase=self.phase, step=self.step, stage=stage)
         self.faults.fire_main(phase=self.phase, step=self.step, stage=stage)
 
@@ -151,7 +165,7 @@ def _split(batch: Any) -> tuple[Any, Any]:
 
 def run_phases(work: Workload) -> None:
     """Every phase, step by step; a DataLoader failure is reported per dead worker, re-raised."""
-    position = Position(work.faults)
+    position = Position(work.faults, work.tracked)
     iterator: Iterator[Any] | None = None
     scaler = (
         torch.amp.GradScaler(work.device.type)
@@ -169,6 +183,8 @@ def run_phases(work: Workload) -> None:
             with contextlib.nullcontext() if train else torch.no_grad():
                 for step in range(1, steps + 1):
                     position.enter_step(step)
+                    if work.rank is not None:
+                        work.rank.agree(position.phase, step)
                     position.enter_stage("data")
                     if iterator is None:
                         work.batches.start(number, step)
@@ -179,11 +195,23 @@ def run_phases(work: Workload) -> None:
                         work.batches.start(number, step)
                         iterator = iter(work.loader)
                         batch = next(iterator)
-                    _step(work, position, batch, train, scaler)
+                    with _collectives(work, position, train):
+                        _step(work, position, batch, train, scaler)
         events.emit("done")
     except BaseException as error:
         _report_workers(work, iterator, position, error)
         raise
+
+
+def _collectives(work: Workload, position: Position, train: bool) -> Any:
+    """DDP's no_sync() when this rank leaves out this step's gradient all-reduce (the fault)."""
+    if (
+        train
+        and work.rank is not None
+        and work.faults.skips_allreduce(position.phase, position.step)
+    ):
+        return work.model.no_sync()
+    return contextlib.nullcontext()
 
 
 # What the main process sees when a worker dies: torch's own error, or the broken pipe first.

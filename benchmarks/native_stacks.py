@@ -1,0 +1,169 @@
+"""Native stacks: what a crash costs for its gdb stacks, and how late a hang report arrives.
+
+1. Crash cost: one attempt that dies of SIGSEGV in libc's strlen (plain Python, and a
+   torch op on a bad pointer when torch is installed), through the local runner with
+   native stacks (core dumped, claimed, read by gdb, deleted) and without; the median
+   wall time of each and the difference.
+2. Hang report delay: a tree of 10 processes deadlocked in C (pthread mutexes through
+   ctypes; plain Python, and the same after `import torch`), timed out; the median time
+   from the timeout to the attempt's end (Python stacks, gdb attached to every process,
+   tree killed), with native stacks and without. The budget is timeout + 5 s.
+
+    python benchmarks/native_stacks.py [--rounds 5] [--no-torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from reprospec.models import AttemptPlan
+
+CRASH = """
+import ctypes, sys
+if sys.argv[1] == "torch":
+    import torch
+    torch.set_num_threads(1)
+    floats = (ctypes.c_float * (1 << 20)).from_address(4096)
+    torch.frombuffer(floats, dtype=torch.float32).sum()
+libc = ctypes.CDLL(None)
+libc.strlen.argtypes = [ctypes.c_void_p]
+libc.strlen(4096)
+"""
+
+# 10 processes: the root forks 9 children; each locks a mutex twice (self-deadlock).
+TREE = """
+import ctypes, os, sys
+if sys.argv[1] == "torch":
+    import torch
+for _ in range(9):
+    if os.fork() == 0:
+        break
+libc = ctypes.CDLL(None)
+mutex = ctypes.create_string_buffer(64)
+libc.pthread_mutex_lock(mutex)
+open(os.path.join(sys.argv[2], f"{os.getpid()}.ready"), "w").close()
+libc.pthread_mutex_lock(mutex)
+"""
+
+
+def plan(argv: list[str], workdir: Path, timeout_s: float) -> AttemptPlan:
+    from reprospec.models import AttemptPlan, Cell, Expectation
+
+    return AttemptPlan(
+        spec_name="bench",
+        cell=Cell(id="c", index=0, matrix={}),
+        attempt=1,
+        argv=tuple(argv),
+        workload=None,
+        env={},
+        workdir=workdir,
+        timeout_s=timeout_s,
+        markers=(),
+        environment={},
+        expectation=Expectation(outcome="crash"),
+    )
+
+
+def cpu() -> float:
+    """CPU seconds of this process's reaped children (the attempts' processes, gdb, c++filt)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def crash_cost(kind: str, rounds: int, native: bool) -> tuple[float, float]:
+    """Median wall seconds and children's CPU seconds of one crashing attempt."""
+    from reprospec.runners.local import LocalRunner
+
+    runner = LocalRunner(native_stacks=native)
+    runner.prepare([])
+    samples, cpus = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(rounds):
+            work = Path(tmp) / f"w{n}"
+            work.mkdir()
+            start, used = time.perf_counter(), cpu()
+            ex = runner.run(plan([sys.executable, "-c", CRASH, kind], work, 120), work / "logs")
+            samples.append(time.perf_counter() - start)
+            cpus.append(cpu() - used)
+            assert ex.returncode == -11, ex.stderr_path.read_text()
+    return statistics.median(samples), statistics.median(cpus)
+
+
+def hang_delay(kind: str, rounds: int, native: bool, timeout_s: float) -> tuple[float, float, int]:
+    """Median seconds from the timeout to the attempt's end and children's CPU seconds;
+    the fewest processes gdb read in a round."""
+    from reprospec import native as native_stacks
+    from reprospec.runners.local import LocalRunner
+
+    runner = LocalRunner(native_stacks=native)
+    runner.prepare([])
+    samples, cpus = [], []
+    reached = [0]
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(rounds):
+            work = Path(tmp) / f"w{n}"
+            work.mkdir()
+            argv = [sys.executable, "-c", TREE, kind, str(work)]
+            start, used = time.perf_counter(), cpu()
+            ex = runner.run(plan(argv, work, timeout_s), work / "logs")
+            samples.append(time.perf_counter() - start - timeout_s)
+            cpus.append(cpu() - used)
+            ready = len(list(work.glob("*.ready")))
+            assert ex.timed_out and ready == 10, f"{ready} of 10 processes reached the deadlock"
+            stacks = native_stacks.read(work / "logs")
+            if stacks is not None:
+                reached.append(sum(1 for p in stacks.processes if p.threads and not p.error))
+    return statistics.median(samples), statistics.median(cpus), min(reached[1:] or reached)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args()
+    from reprospec import native
+
+    if native.gdb_path() is None:
+        raise SystemExit("gdb not found (apt-get install gdb): nothing to measure")
+    kinds = ["python"]
+    if not args.no_torch:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            print("torch not installed: plain Python only")
+        else:
+            kinds.append("torch")
+    print(f"median of {args.rounds} rounds")
+    for kind in kinds:
+        bare, bare_cpu = crash_cost(kind, args.rounds, native=False)
+        full, full_cpu = crash_cost(kind, args.rounds, native=True)
+        print(
+            f"crash ({kind}): {bare * 1000:.0f} ms bare, {full * 1000:.0f} ms with native stacks: "
+            f"+{(full - bare) * 1000:.0f} ms ({full / bare:.2f}x); "
+            f"+{(full_cpu - bare_cpu) * 1000:.0f} ms of CPU (gdb, core)"
+        )
+    timeout_s = 3.0 if args.no_torch else 8.0  # 10 processes importing torch need a while
+    for kind in kinds:
+        bare, bare_cpu, _ = hang_delay(kind, args.rounds, native=False, timeout_s=timeout_s)
+        full, full_cpu, reached = hang_delay(kind, args.rounds, native=True, timeout_s=timeout_s)
+        print(
+            f"hang report, 10-process tree ({kind}): {bare * 1000:.0f} ms after the timeout "
+            f"without native stacks, {full * 1000:.0f} ms with them (budget 5000 ms); "
+            f"gdb used {(full_cpu - bare_cpu) * 1000:.0f} ms of CPU and read at least "
+            f"{reached} of 10 processes in every round"
+        )
+
+
+if __name__ == "__main__":
+    main()

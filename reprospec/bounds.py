@@ -1,0 +1,42 @@
+"""How big a spec may be and how much it may ask for (docs/limits.md, "Input bounds").
+
+Specs come from bug tickets: a stranger's file must be refused with a located
+error, in bounded time and memory, before it can make the engine spin. Every
+number here is documented in docs/limits.md; each is checked without building
+the thing it bounds (the cell count is counted, not expanded).
+"""
+
+from __future__ import annotations
+
+# Bytes of a spec file (or a report.md) read at all; past it the file is refused unread.
+MAX_FILE_BYTES = 8 << 20
+# Characters of YAML text parsed: the pure-Python parser costs ~20 us per token.
+MAX_YAML_CHARS = 128 << 10
+# Levels of nesting of YAML collections (aliases and merge keys count as levels).
+MAX_YAML_DEPTH = 100
+# YAML nodes visited, aliases counted each time they are used ("billion laughs").
+MAX_YAML_NODES = 200_000
+
+# Characters inside one `${{ }}`, and its levels of parentheses, lists, `not` and operators.
+MAX_EXPRESSION_CHARS = 2000
+MAX_EXPRESSION_DEPTH = 32
+
+# Cells of a matrix, after exclude and include.
+MAX_CELLS = 10_000
+# Axes of a matrix (include-only keys not counted).
+MAX_MATRIX_AXES = 64
+# Entries of matrix.include and of matrix.exclude (each).
+MAX_MATRIX_ENTRIES = 256
+# Steps spent counting the cells that exclude leaves (a few per axis value in practice).
+MAX_MATRIX_STEPS = 200_000
+# Attempts per cell (run.repeat, run.max_repeat, --repeat).
+MAX_REPEAT = 10_000
+# Attempts a run may plan: cells x repeat (max_repeat for `repeat: auto`).
+MAX_ATTEMPTS = 20_000
+# Attempts run at once (run.parallel, -j).
+MAX_PARALLEL = 256
+
+# Characters of one output line that markers are matched against, and the time one
+# marker may spend on one line before it is abandoned for the rest of the attempt.
+MAX_MARKER_LINE_CHARS = 4096
+MARKER_MATCH_TIMEOUT_S = 0.25

@@ -1,0 +1,285 @@
+"""`reprospec slurm SPEC --shards N`: a Slurm job array of shards, then a merge job.
+
+    reprospec slurm SPEC --shards N [--gpus-per-shard K] [--partition P] [--time T]
+                   [--sbatch-arg ARG]... [--dry-run] [--out SHARED] [run options]
+    reprospec slurm status RUN [--json]
+    reprospec slurm resume RUN [--time T]        (also: reprospec slurm RUN --resume)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.errors import EXIT_INFRA, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from reprospec.slurm import RunStatus, SlurmRun
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `reprospec slurm` (cli.py adds -m/--set, shared with `run`)."""
+    p.add_argument(
+        "target",
+        metavar="SPEC|status|resume",
+        help="a spec to submit; or `status RUN`, `resume RUN` of a submitted run",
+    )
+    p.add_argument(
+        "run_ref",
+        nargs="?",
+        metavar="RUN",
+        help="with status or resume: the run folder under SHARED/slurm/, or its id",
+    )
+    p.add_argument("--shards", type=int, default=None, metavar="N", help="array tasks")
+    p.add_argument("--gpus-per-shard", type=int, default=0, metavar="K", help="GRES gpu:K")
+    p.add_argument(
+        "--cpus-per-shard", type=int, default=None, metavar="C", help="default: -j, else Slurm's"
+    )
+    p.add_argument("--partition", default=None, metavar="P", help="the Slurm partition")
+    p.add_argument("--time", default=None, metavar="T", help="per task, Slurm's format")
+    p.add_argument(
+        "--sbatch-arg",
+        action="append",
+        default=[],
+        dest="sbatch_args",
+        metavar="ARG",
+        help="passed to both sbatch calls, e.g. --sbatch-arg=--account=lab (repeatable)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
+    p.add_argument("--resume", action="store_true", help="resubmit the missing shards of RUN")
+    p.add_argument("--json", action="store_true", help="status: as JSON")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="SHARED",
+        help="a folder every node sees (the run folder goes under SHARED/slurm/)",
+    )
+    p.add_argument(
+        "--runner",
+        choices=("local", "docker"),
+        default="local",
+        help="each shard's runner, as `run --runner`",
+    )
+    p.add_argument(
+        "--python", default=None, metavar="PATH", help="each shard's interpreter, as `run --python`"
+    )
+    p.add_argument(
+        "--repeat", type=int, default=None, metavar="N", help="attempts per cell, as `run --repeat`"
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="DURATION",
+        help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)",
+    )
+    p.add_argument(
+        "-j", "--jobs", type=int, default=None, metavar="N", help="attempts at once in a shard"
+    )
+    p.add_argument(
+        "--find-links", default=None, metavar="DIR", help="docker runner: a wheelhouse, as `run`"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    target: str = args.target
+    ref: str | None = args.run_ref
+    if target in ("status", "resume") and ref is not None:
+        return _status(args, ref) if target == "status" else _resume(args, ref)
+    if ref is not None:
+        raise UsageError(
+            f"slurm takes one SPEC, or `status RUN`, or `resume RUN` (got {target} {ref})"
+        )
+    if args.resume:
+        return _resume(args, target)
+    return _submit(args, target)
+
+
+def _submit(args: argparse.Namespace, spec_ref: str) -> int:
+    from reprospec import api
+    from reprospec.slurm import (
+        ShardArgs,
+        SlurmOptions,
+        array_argv,
+        array_script,
+        attempts_per_shard,
+        merge_argv,
+        merge_script,
+        new_run,
+        save,
+        submit,
+        write_scripts,
+    )
+    from reprospec.units import parse_duration
+
+    if args.shards is None:
+        raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")
+    for name in ("shards", "repeat", "jobs", "cpus_per_shard"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.gpus_per_shard < 0:
+        raise UsageError(f"--gpus-per-shard must be 0 or more, got {args.gpus_per_shard}")
+    shard_args = ShardArgs(
+        runner=args.runner,
+        python=args.python,
+        matrix=tuple(args.matrix),
+        overrides=tuple(args.overrides),
+        repeat=args.repeat,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        find_links=args.find_links,
+    )
+    # Validate and plan here, on the login node: a bad spec fails now, located, not
+    # N times in N task logs; and we know how many attempts each shard holds.
+    try:
+        timeout_s = parse_duration(args.timeout) if args.timeout is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    options = api.RunOptions(
+        runner=args.runner,
+        repeat=args.repeat,
+        timeout_s=timeout_s,
+        matrix_filters=tuple(args.matrix),
+        overrides=tuple(args.overrides),
+    )
+    spec = api.load_spec(spec_ref, options.overrides)
+    total = len(api.plan_run(spec, options).attempts)
+    if args.shards > total:
+        raise UsageError(
+            f"--shards {args.shards}: the spec plans only {total} attempt(s) "
+            f"(cells x repeat), so at most --shards {total}"
+        )
+    run = new_run(
+        spec.origin or spec.path,
+        spec.name,
+        args.out,
+        SlurmOptions(
+            shards=args.shards,
+            gpus_per_shard=args.gpus_per_shard,
+            cpus_per_shard=args.cpus_per_shard or args.jobs,
+            partition=args.partition,
+            time=args.time,
+            sbatch_args=tuple(args.sbatch_args),
+        ),
+        shard_args,
+        attempts_per_shard(total, args.shards),
+    )
+    if args.dry_run:
+        print(f"# {run.run_dir}/array.sbatch")
+        print(array_script(run))
+        print(f"# {run.run_dir}/merge.sbatch")
+        print(merge_script(run))
+        print("# would submit:")
+        print("#   " + " ".join(array_argv(run)))
+        print("#   " + " ".join(merge_argv(run, "<array job>")))
+        return EXIT_OK
+    write_scripts(run)
+    save(run)
+    run = submit(run)
+    sub = run.submissions[-1]
+    print(
+        f"submitted {run.spec_name}: array job {sub.array_job} ({run.shards} shard(s), "
+        f"{total} attempt(s)), merge job {sub.merge_job} after it"
+    )
+    _print_follow(run, sub.array_job, sub.merge_job)
+    return EXIT_OK
+
+
+def _print_follow(run: SlurmRun, array_job: str, merge_job: str) -> None:
+    first = min(run.submissions[-1].shards or (1,))
+    print(f"run folder: {run.run_dir}")
+    print("follow it:")
+    print(f"  reprospec slurm status {run.run_dir}")
+    print(f"  squeue -j {','.join(j for j in (array_job, merge_job) if j)}")
+    if array_job:
+        print(f"  tail -f {run.shard_log(first, array_job)}")
+    print(f"report, once merged: {run.run_dir}/merged/runs/<id>/report.md")
+
+
+def _status(args: argparse.Namespace, ref: str) -> int:
+    from reprospec.slurm import load, run_status, status_to_dict
+
+    status = run_status(load(ref, args.out))
+    if args.json:
+        print(json.dumps(status_to_dict(status), indent=2))
+    else:
+        _print_status(status)
+    bad = status.missing or status.merge.state == "failed"
+    return EXIT_INFRA if bad else EXIT_OK
+
+
+def _print_status(status: RunStatus) -> None:
+    run = status.run
+    print(f"{run.run_id}: {run.spec_name}, {run.shards} shard(s)  ({run.run_dir})")
+    width = len(str(run.shards))
+    for s in status.shards:
+        progress = f"{s.attempts_started}/{s.attempts_planned} attempts"
+        job = f"job {s.job}" if s.job else ""
+        print(f"  shard {s.shard:>{width}}/{run.shards}  {s.state:<8} {progress:<16} {job:<12} "
+              f"{s.detail}")
+        if s.state in ("died", "failed") and s.log is not None:
+            print(f"  {'':>{width * 2 + 7}}log: {s.log}")
+    merge = status.merge
+    print(f"  merge{'':>{width * 2 + 2}} {merge.state:<8} {'':<16} "
+          f"{'job ' + merge.job if merge.job else '':<12} {merge.detail}")
+    if merge.report is not None:
+        print(f"report: {merge.report}")
+    for warning in status.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if status.missing:
+        shards = ", ".join(str(k) for k in status.missing)
+        print(f"shard(s) {shards} have no complete results: "
+              f"reprospec slurm resume {run.run_dir}")
+
+
+def _resume(args: argparse.Namespace, ref: str) -> int:
+    from reprospec.slurm import (
+        forget_killed_attempts,
+        load,
+        run_status,
+        set_aside_unresumable,
+        submit,
+    )
+
+    run = load(ref, args.out)
+    status = run_status(run)
+    if status.active:
+        busy = ", ".join(
+            f"{s.shard} ({s.state}, job {s.job})" for s in status.shards if s.shard in status.active
+        )
+        raise UsageError(f"shard(s) {busy} are still in Slurm: wait for them (or scancel), "
+                         "then resume")
+    missing = status.missing
+    if not missing:
+        if status.merge.state == "done":
+            print(f"nothing to resume: every shard finished and merged: {status.merge.report}")
+            return EXIT_OK
+        if status.merge.state in ("queued", "running"):
+            print(f"nothing to resume: the merge job {status.merge.job} is {status.merge.state}")
+            return EXIT_OK
+        run = submit(run, merge_only=True)
+        sub = run.submissions[-1]
+        print(f"every shard has its results: submitted merge job {sub.merge_job}")
+        _print_follow(run, "", sub.merge_job)
+        return EXIT_OK
+    for shard in missing:
+        moved = set_aside_unresumable(run, shard)
+        if moved is not None:
+            print(f"shard {shard}: its run never reached the store; set aside in {moved}",
+                  file=sys.stderr)
+            continue
+        for cell_id, number in forget_killed_attempts(run, shard):
+            print(f"shard {shard}: {cell_id} attempt {number} ended when Slurm killed the "
+                  "shard: it runs again", file=sys.stderr)
+    run = submit(run, missing, time=args.time)
+    sub = run.submissions[-1]
+    print(
+        f"resubmitted shard(s) {', '.join(str(k) for k in missing)} of {run.shards}: "
+        f"array job {sub.array_job}, merge job {sub.merge_job} after it"
+    )
+    _print_follow(run, sub.array_job, sub.merge_job)
+    return EXIT_OK

@@ -1,0 +1,431 @@
+"""The pytest plugin: each matrix cell of a spec is a test item, run by the engine.
+
+Opt-in. Registered through the `pytest11` entry point `reprospec.pytest_plugin`, it
+collects nothing until one of these is given:
+
+    pytest --reprospec                 spec files matching `reprospec_pattern` (*.repro.yaml)
+    pytest --reprospec specs/          ... and every spec file under specs/ (any *.yaml that
+                                       has a top-level `reprospec:` key); with no other path
+                                       on the command line, only those folders are collected
+    reprospec = true                   (ini) the same as --reprospec
+    pytest -p reprospec.pytest_plugin  (where plugin autoload is off) the same as --reprospec
+
+One item per cell, node id `specs/x.repro.yaml::num_workers=2,pin_memory=true`. Setup
+runs the cell's attempts through `reprospec.run` (each attempt in its own process
+group: a segfaulting child never takes pytest down, no `--forked` needed), repeats
+being the spec's `run.repeat` or `--reprospec-repeat`. Then:
+
+    reproduced      -> passed
+    not-reproduced  -> failed: expected vs actual, rate and interval, the report's path
+    infra-error     -> error (raised in setup); "skipped: needs ..." (a missing GPU) -> skipped
+
+Spec `labels` are markers (`-m segfault`), registered so `--strict-markers` accepts
+them (a label other plugins would act on, such as `flaky` or `skip`, is `label_flaky`);
+`-k` matches cell ids and `axis:value` keywords. Under pytest-xdist each worker
+hands out its own share of the GPU ids of the outer CUDA_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from reprospec.models import Cell, CellResult, RunResult, Spec
+
+DEFAULT_PATTERN = "*.repro.yaml"
+PLUGIN_NAME = "reprospec.pytest_plugin"
+SKIP_PREFIX = "skipped: needs"
+# Files under a --reprospec folder are specs when they say so at the top level.
+_SPEC_KEY = re.compile(rb"^reprospec\s*:", re.MULTILINE)
+_SNIFF_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the plugin was asked for; absent from the stash when it is not active."""
+
+    patterns: tuple[str, ...]
+    folders: tuple[Path, ...]
+    repeat: int | None
+    out: Path
+    runner: str
+    python: str | None
+    gpus: str | None  # this worker's share under xdist; None: the engine's own default
+
+    def wants(self, path: Path) -> bool:
+        """A spec file to collect: matches a pattern, or is a spec under a --reprospec path."""
+        if path.suffix not in (".yaml", ".yml"):
+            return False
+        if any(fnmatch.fnmatch(path.name, pattern) for pattern in self.patterns):
+            return True
+        resolved = path.resolve()
+        inside = any(resolved == f or f in resolved.parents for f in self.folders)
+        return inside and looks_like_spec(path)
+
+
+SETTINGS = pytest.StashKey[Settings]()
+
+
+def looks_like_spec(path: Path) -> bool:
+    """A YAML file with a top-level `reprospec:` key (read no further than needed)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return _SPEC_KEY.search(head) is not None
+
+
+def worker_gpus(environ: Mapping[str, str]) -> str | None:
+    """Under xdist, worker gwK of N takes every N-th GPU id from the K-th; else None."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    count = environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit() or not count.isdigit():
+        return None
+    from reprospec.gpuslots import visible_gpus
+
+    slots = visible_gpus(None, environ)
+    return ",".join(slots[int(worker[2:]) :: max(1, int(count))])
+
+
+# Markers other plugins act on: a spec labelled `flaky` must not be rerun by flaky or
+# pytest-rerunfailures, nor one labelled `skip` skipped. Such labels get a `label_` prefix.
+# fmt: off
+ACTING_MARKERS = frozenset({
+    "skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "flaky",
+    "timeout", "forked", "repeat", "order", "run", "dependency", "asyncio", "anyio",
+    "tryfirst", "trylast", "no_cover", "django_db", "xdist_group", "reprospec",
+})
+# fmt: on
+
+
+def marker_name(label: str) -> str:
+    """A label as a marker `-m` can name: characters outside [A-Za-z0-9_] become `_`."""
+    name = re.sub(r"\W", "_", label)
+    if name[:1].isdigit() or name in ACTING_MARKERS:
+        name = f"label_{name}"
+    return name
+
+
+# -- hooks ----------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("reprospec", "reprospec specs as tests")
+    group.addoption(
+        "--reprospec",
+        action="append",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help=f"collect reprospec specs ({DEFAULT_PATTERN}, and every spec under PATH)",
+    )
+    group.addoption(
+        "--reprospec-repeat",
+        type=int,
+        default=None,
+        metavar="N",
+        help="attempts per cell (default: the spec's run.repeat)",
+    )
+    group.addoption(
+        "--reprospec-out",
+        default=None,
+        metavar="DIR",
+        help="where runs and their reports go (default: .reprospec under the rootdir)",
+    )
+    group.addoption("--reprospec-runner", choices=("local", "docker"), default="local")
+    group.addoption("--reprospec-python", default=None, metavar="PATH")
+    parser.addini("reprospec", type="bool", default=False, help="collect reprospec specs")
+    parser.addini(
+        "reprospec_pattern",
+        type="args",
+        default=[DEFAULT_PATTERN],
+        help=f"file name patterns of spec files (default {DEFAULT_PATTERN})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    values: list[str] | None = config.getoption("reprospec")
+    if not (values is not None or config.getini("reprospec") or _loaded_explicitly(config)):
+        return
+    folders = tuple(Path(v).resolve() for v in values or () if v)
+    for folder in folders:
+        if not folder.exists():
+            raise pytest.UsageError(f"--reprospec {folder}: no such file or folder")
+    repeat = config.getoption("reprospec_repeat")
+    if repeat is not None and repeat < 1:
+        raise pytest.UsageError(f"--reprospec-repeat must be at least 1, got {repeat}")
+    out = config.getoption("reprospec_out")
+    config.stash[SETTINGS] = Settings(
+        patterns=tuple(config.getini("reprospec_pattern")),
+        folders=folders,
+        repeat=repeat,
+        out=Path(out).resolve() if out else config.rootpath / ".reprospec",
+        runner=config.getoption("reprospec_runner"),
+        python=config.getoption("reprospec_python"),
+        gpus=worker_gpus(os.environ),
+    )
+    config.addinivalue_line("markers", "reprospec: a matrix cell of a reprospec spec")
+    if folders and config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --reprospec specs/` means "the specs in specs/", not also `testpaths`.
+        config.args = [str(f) for f in folders]
+
+
+def _loaded_explicitly(config: pytest.Config) -> bool:
+    """`-p reprospec.pytest_plugin` on the command line, in PYTEST_ADDOPTS or in addopts."""
+    words = [
+        *config.invocation_params.args,
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *config.getini("addopts"),
+    ]
+    for i, word in enumerate(words):
+        if word in (f"-p{PLUGIN_NAME}", f"-p={PLUGIN_NAME}"):
+            return True
+        if word == "-p" and i + 1 < len(words) and words[i + 1] == PLUGIN_NAME:
+            return True
+    return False
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SpecFile | None:
+    settings = parent.config.stash.get(SETTINGS, None)
+    if settings is None or not settings.wants(file_path):
+        return None
+    spec_file: SpecFile = SpecFile.from_parent(parent, path=file_path)
+    return spec_file
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    # A skip raised by the plugin points at the cell's line in the spec, not at this file.
+    if isinstance(item, SpecItem) and report.skipped and isinstance(report.longrepr, tuple):
+        _, _, reason = report.longrepr
+        report.longrepr = (str(item.path), item.line or 1, reason)
+    return report
+
+
+# -- collection -----------------------------------------------------------------------------
+
+
+class SpecFile(pytest.File):
+    """A spec file: validated when collected, one item per matrix cell."""
+
+    def collect(self) -> Iterator[SpecItem]:
+        from reprospec import api
+        from reprospec.errors import SpecError, UsageError
+        from reprospec.matrix import expand
+
+        try:
+            spec = api.load_spec(self.path)
+            # The cells only: planning every attempt here would cost 5x the whole collection.
+            cells = expand(spec)
+        except SpecError as exc:
+            # Located problems, one per line; no traceback of ours.
+            raise self.CollectError("\n".join(exc.problems)) from None
+        except UsageError as exc:
+            raise self.CollectError(f"{self.path}: {exc}") from None
+        labels = [str(label) for label in spec.document.get("labels") or ()]
+        markers = list(dict.fromkeys(marker_name(label) for label in labels))
+        _register_markers(self.config, markers)
+        lines = cell_lines(spec, cells)
+        for cell in cells:
+            item: SpecItem = SpecItem.from_parent(
+                self, name=cell.id, spec=spec, cell=cell, line=lines.get(cell.id)
+            )
+            item.add_marker("reprospec")
+            for name in markers:
+                item.add_marker(name)
+            yield item
+
+
+def _register_markers(config: pytest.Config, names: Sequence[str]) -> None:
+    """Spec labels as known markers, so `--strict-markers` accepts them."""
+    known = {line.split(":", 1)[0].split("(", 1)[0].strip() for line in config.getini("markers")}
+    for name in names:
+        if name not in known:
+            config.addinivalue_line("markers", f"{name}: reprospec spec label")
+
+
+def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
+    """Each cell's own line in the spec (1-based): its `include` entry, else its last axis value.
+
+    A spec without a matrix points at its `command` or `workload`.
+    """
+    from reprospec.expr import same
+
+    locations = spec.locations
+    section = spec.document.get("matrix") or {}
+    includes = list(section.get("include") or ()) if isinstance(section, Mapping) else []
+    out: dict[str, int] = {}
+    for cell in cells:
+        line: int | None = None
+        for index, entry in enumerate(includes):
+            if all(k in cell.matrix and same(cell.matrix[k], v) for k, v in entry.items()):
+                line = _line(locations, ("matrix", "include", index))
+        if line is None:
+            for axis in reversed(list(cell.matrix)):
+                values = section.get(axis) if isinstance(section, Mapping) else None
+                if isinstance(values, list):
+                    found = [i for i, v in enumerate(values) if same(v, cell.matrix[axis])]
+                    if found:
+                        line = _line(locations, ("matrix", axis, found[0]))
+                        break
+        if line is None:
+            for key in ("command", "workload", "matrix"):
+                if key in spec.document:
+                    line = _line(locations, (key,))
+                    break
+        out[cell.id] = line or 1
+    return out
+
+
+def _line(
+    locations: Mapping[tuple[Any, ...], tuple[int, int]], path: tuple[Any, ...]
+) -> int | None:
+    found = locations.get(path)
+    return found[0] if found else None
+
+
+# -- the item ---------------------------------------------------------------------------------
+
+
+class NotReproduced(Exception):
+    """The cell ran and did not do what `expect` says."""
+
+
+class CouldNotRun(Exception):
+    """The cell's attempts could not run (infra-error): the test errors, it does not fail."""
+
+
+class SpecItem(pytest.Item):
+    """One matrix cell: setup runs its attempts, the call judges them."""
+
+    def __init__(
+        self, *, spec: Spec, cell: Cell, line: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.cell = cell
+        self.line = line
+        self.result: CellResult | None = None
+        self.report_path: Path | None = None
+        from reprospec.matrix import render_value
+
+        # `-k num_workers:2` (`=` and `,` are not allowed in -k expressions).
+        for axis, value in cell.matrix.items():
+            self.extra_keyword_matches.add(f"{axis}:{render_value(value)}")
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, (self.line - 1) if self.line else None, f"{self.spec.name}::{self.name}"
+
+    def _options(self, settings: Settings) -> Any:
+        from reprospec import api
+        from reprospec.matrix import render_value
+
+        filters = tuple(f"{axis}={render_value(v)}" for axis, v in self.cell.matrix.items())
+        rerun = shlex.join(
+            ["reprospec", "run", str(self.path), *[w for f in filters for w in ("-m", f)]]
+        )
+        return api.RunOptions(
+            runner=settings.runner,
+            repeat=settings.repeat,
+            matrix_filters=filters,
+            out=settings.out,
+            python=settings.python,
+            gpus=settings.gpus,
+            purpose="pytest",
+            command_line=rerun,
+        )
+
+    def setup(self) -> None:
+        from reprospec import api
+        from reprospec.errors import FatalError
+
+        settings = self.config.stash[SETTINGS]
+        try:
+            result: RunResult = api.run(self.spec, self._options(settings))
+        except FatalError as exc:  # no runner, no interpreter, bad options: nothing ran
+            raise CouldNotRun(f"{self.cell.id}: could not run: {exc}") from None
+        if result.interrupted:
+            raise KeyboardInterrupt  # Ctrl-C reached the engine first: stop pytest too
+        cells = [c for c in result.cells if c.cell.id == self.cell.id]
+        if not cells:
+            raise CouldNotRun(f"the run {result.run_id} holds no cell {self.cell.id!r}")
+        cell = self.result = cells[0]
+        self.report_path = settings.out / "runs" / result.run_id / "report.md"
+        properties = junit_properties(cell, result.run_id, self.report_path)
+        # A rerun (pytest-rerunfailures, flaky) replaces what the previous run recorded.
+        names = {name for name, _ in properties}
+        self.user_properties[:] = [p for p in self.user_properties if p[0] not in names]
+        self.user_properties.extend(properties)
+        if cell.verdict == "infra-error":
+            reasons = [a.infra_error or "" for a in cell.attempts]
+            if reasons and all(r.startswith(SKIP_PREFIX) for r in reasons):
+                pytest.skip(reasons[0])
+            raise CouldNotRun(self._explain("could not run"))
+
+    def runtest(self) -> None:
+        assert self.result is not None
+        if self.result.verdict == "not-reproduced":
+            raise NotReproduced(self._explain("not reproduced"))
+
+    def _explain(self, headline: str) -> str:
+        from reprospec.words import attempt_phrase, attempts_phrase, expectation_phrase
+
+        cell = self.result
+        assert cell is not None
+        rate = cell.rate
+        path, line, _ = self.location  # relative to the rootdir, line 0-based
+        where = f"{path}:{line + 1}" if line is not None else path
+        lines = [
+            f"{where}: {self.cell.id}: {headline}: {cell.reason}",
+            f"  expected: {expectation_phrase(cell.expected)}",
+            f"  actual:   {attempts_phrase(cell.attempts)}",
+            f"  rate:     {rate.matched}/{rate.attempts} matched, 95% interval "
+            f"{rate.low:.2f}..{rate.high:.2f}",
+        ]
+        lines += [f"  attempt {a.attempt}: {attempt_phrase(a)}" for a in cell.attempts[:10]]
+        if len(cell.attempts) > 10:
+            lines.append(f"  ... {len(cell.attempts) - 10} more attempt(s)")
+        lines.append(f"  report:   {self.report_path}")
+        return "\n".join(lines)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> Any:
+        if isinstance(excinfo.value, (NotReproduced, CouldNotRun)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[str, object]]:
+    """What `--junitxml` records for a cell: verdict, rate, interval, signature, report."""
+    from reprospec.words import expectation_phrase
+
+    rate = cell.rate
+    signatures = dict.fromkeys(
+        a.ran.signature for a in cell.attempts if a.ran is not None and a.ran.signature
+    )
+    return [
+        ("verdict", cell.verdict),
+        ("expected", expectation_phrase(cell.expected)),
+        ("rate", f"{rate.matched}/{rate.attempts}"),
+        ("interval", f"{rate.low:.3f}..{rate.high:.3f}"),
+        ("signature", " ".join(signatures)),
+        ("report", str(report)),
+        ("run_id", run_id),
+    ]

@@ -1,0 +1,279 @@
+"""An attempt's private temporary places, and what it leaves behind in /dev/shm.
+
+Attempts must not see each other's leftovers: a torn file in `/tmp` from an
+earlier attempt (or an earlier run) can make a later one crash, and removing it
+make it pass. So, unless the spec says `environment.shared_tmp: true`, each
+attempt gets
+
+    ATTEMPT/tmp/     as TMPDIR          (Python's tempfile, torch.compile's caches, mktemp)
+    ATTEMPT/cache/   as XDG_CACHE_HOME  (pip, torch hub, and the like)
+
+(childprotocol.child_env sets the variables, with the child's view of the
+attempt folder), and both folders are removed after the attempt, their size
+and file count recorded as a warning of the attempt. A local attempt whose
+folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH) gets a
+fresh `reprospec-tmp-*` folder of the machine's temporary directory instead.
+
+/dev/shm is the machine's (the local runner; a container has its own): the
+named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
+files (`torch_*`) of a process killed at the wrong time stay there, filling a
+tmpfs that the next attempt needs. After an attempt, such files that are new
+since it started, are ours, and that no live process holds open or mapped are
+removed and counted. With `shared_tmp: true` they are only counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import functools
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.childprotocol import CACHE_DIR as CACHE
+from reprospec.childprotocol import TMP_DIR as TMP
+from reprospec.units import format_size
+
+SHM = Path("/dev/shm")
+SHM_PATTERNS = ("sem.mp-*", "torch_*")
+# File times come from the kernel's coarse clock, which may lag time.time_ns().
+_CLOCK_SLACK_NS = 2_000_000_000
+# How many names a warning lists.
+_NAMES_SHOWN = 5
+# A Unix socket's path has at most 107 bytes, and multiprocessing puts its listener at
+# TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX (32 more): a DataLoader with workers fails with
+# "AF_UNIX path too long" under a deep run folder. Longer attempt paths get a short TMPDIR.
+MAX_TMPDIR_LENGTH = 60
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """An attempt's TMPDIR and XDG_CACHE_HOME, as the engine sees them."""
+
+    tmp: Path
+    cache: Path
+
+    def folders(self) -> tuple[tuple[str, Path], ...]:
+        return (("TMPDIR", self.tmp), ("XDG_CACHE_HOME", self.cache))
+
+
+def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
+    """Create the attempt's empty TMPDIR and XDG_CACHE_HOME before the child starts.
+
+    TMPDIR is `ATTEMPT/tmp` unless that path is too long for the Unix sockets programs
+    make in it (`socket_safe`; a container sees the short /reprospec/attempt/tmp): then
+    a fresh folder of the machine's temporary directory, as private, removed the same way.
+    """
+    cache = attempt_dir / CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = attempt_dir / TMP
+    if socket_safe and len(str(tmp.absolute())) > MAX_TMPDIR_LENGTH:
+        base = _short_tmp()
+        _sweep_orphans(base)
+        prefix = f"{ORPHAN_PREFIX}{os.getpid()}-"
+        return Scratch(Path(tempfile.mkdtemp(prefix=prefix, dir=base)), cache)
+    tmp.mkdir(parents=True, exist_ok=True)
+    return Scratch(tmp, cache)
+
+
+# A short TMPDIR is named after the engine's pid, so a later engine can tell the
+# folders of an engine that was killed (SIGKILL: no cleanup ran) and remove them.
+ORPHAN_PREFIX = "reprospec-tmp-"
+
+
+def sweep_orphans(base: str) -> None:
+    """Remove the short TMPDIRs in `base` of engines (of this user) that are gone."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        pid_text = name.removeprefix(ORPHAN_PREFIX).partition("-")[0]
+        if not name.startswith(ORPHAN_PREFIX) or not pid_text.isdigit():
+            continue
+        path = Path(base, name)
+        try:
+            if path.lstat().st_uid != os.getuid() or not path.is_dir():
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+_sweep_orphans = functools.cache(sweep_orphans)  # once per engine and folder
+
+
+def _short_tmp() -> str:
+    system = tempfile.gettempdir()
+    return system if len(system) <= 40 else "/tmp"
+
+
+def clean(scratch: Scratch) -> tuple[str, ...]:
+    """Remove the attempt's TMPDIR and XDG_CACHE_HOME; a warning saying what they held."""
+    parts: list[str] = []
+    left: list[str] = []
+    for variable, folder in scratch.folders():
+        if not folder.exists():
+            continue
+        files, size, names = _contents(folder)
+        if files:
+            shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if files > _NAMES_SHOWN else "")
+            parts.append(f"{variable}: {files} file(s), {format_size(size)} ({shown})")
+        shutil.rmtree(folder, ignore_errors=True)
+        if folder.exists():
+            left.append(str(folder))
+    warnings = []
+    if parts:
+        warnings.append("removed what the attempt left in its private " + "; ".join(parts))
+    if left:
+        warnings.append(f"could not remove all of {', '.join(left)}")
+    return tuple(warnings)
+
+
+def _contents(folder: Path) -> tuple[int, int, list[str]]:
+    """(files, bytes, relative names) under `folder`, symlinks not followed."""
+    files = size = 0
+    names: list[str] = []
+    for root, dirs, filenames in os.walk(folder):
+        dirs.sort()
+        for name in sorted(filenames):
+            path = Path(root, name)
+            files += 1
+            names.append(str(path.relative_to(folder)))
+            with contextlib.suppress(OSError):
+                size += path.lstat().st_size
+    return files, size, names
+
+
+@dataclass(frozen=True)
+class ShmSnapshot:
+    """The /dev/shm files of interest when an attempt started, and when that was."""
+
+    started_ns: int
+    names: frozenset[str]
+    root: Path = SHM
+
+
+def shm_snapshot(root: Path = SHM) -> ShmSnapshot:
+    """Take the snapshot just before an attempt starts."""
+    return ShmSnapshot(time.time_ns(), frozenset(_shm_names(root)), root)
+
+
+def shm_leaks(before: ShmSnapshot) -> list[Path]:
+    """Files of SHM_PATTERNS created since `before`, owned by us, held by no live process."""
+    uid = os.getuid()
+    candidates: list[tuple[Path, tuple[int, int]]] = []
+    for name in _shm_names(before.root):
+        if name in before.names:
+            continue
+        path = before.root / name
+        try:
+            info = path.lstat()
+        except OSError:
+            continue  # gone already
+        if info.st_uid != uid or info.st_ctime_ns < before.started_ns - _CLOCK_SLACK_NS:
+            continue
+        candidates.append((path, (info.st_dev, info.st_ino)))
+    if not candidates:
+        return []
+    held = held_files(before.root)
+    return [path for path, key in candidates if key not in held]
+
+
+def remove_shm_leaks(before: ShmSnapshot, *, remove: bool = True) -> tuple[str, ...]:
+    """Remove (or with `remove=False` only count) the attempt's /dev/shm leaks; a warning."""
+    leaks = shm_leaks(before)
+    if not leaks:
+        return ()
+    removed = []
+    for path in leaks:
+        if not remove:
+            removed.append(path.name)
+            continue
+        try:
+            path.unlink()
+        except OSError:  # gone already, or not ours to remove after all
+            continue
+        removed.append(path.name)
+    if not removed:
+        return ()
+    names = ", ".join(removed[:_NAMES_SHOWN]) + (", ..." if len(removed) > _NAMES_SHOWN else "")
+    if remove:
+        return (f"removed {len(removed)} leaked {before.root} file(s): {names}",)
+    return (
+        f"{len(removed)} leaked {before.root} file(s) left in place "
+        f"(environment.shared_tmp): {names}",
+    )
+
+
+def held_files(root: Path = SHM, proc: Path = Path("/proc")) -> set[tuple[int, int]]:
+    """(device, inode) of every file under `root` some live process has open or mapped.
+
+    By inode, not by name: glibc's sem_open maps a temporary file and only then
+    links it under its name, so /proc/PID/maps shows `sem.XXXXXX (deleted)`.
+    """
+    prefix = str(root) + "/"
+    held: set[tuple[int, int]] = set()
+    for entry in _pids(proc):
+        held.update(_mapped(proc / entry / "maps", prefix))
+        held.update(_open_fds(proc / entry / "fd", prefix))
+    return held
+
+
+def _pids(proc: Path) -> Iterable[str]:
+    try:
+        return [entry for entry in os.listdir(proc) if entry.isdigit()]
+    except OSError:
+        return []
+
+
+def _mapped(maps: Path, prefix: str) -> Iterable[tuple[int, int]]:
+    """`ADDR PERMS OFFSET MAJOR:MINOR INODE PATH` lines whose path is under `prefix`."""
+    try:
+        text = maps.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    found = []
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) < 6 or not fields[5].startswith(prefix):
+            continue
+        major, _, minor = fields[3].partition(":")
+        try:
+            found.append((os.makedev(int(major, 16), int(minor, 16)), int(fields[4])))
+        except ValueError:
+            continue
+    return found
+
+
+def _open_fds(fd_dir: Path, prefix: str) -> Iterable[tuple[int, int]]:
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return ()
+    found = []
+    for fd in fds:
+        link = fd_dir / fd
+        try:
+            if not os.readlink(link).startswith(prefix):
+                continue
+            info = os.stat(link)  # the open file itself, even when unlinked
+        except OSError:
+            continue
+        found.append((info.st_dev, info.st_ino))
+    return found
+
+
+def _shm_names(root: Path) -> Sequence[str]:
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return ()
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in SHM_PATTERNS)]

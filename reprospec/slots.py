@@ -1,0 +1,89 @@
+"""Whether the GPU slot an attempt ran on separates failing attempts from passing ones.
+
+A crash on one GPU of four (a bad card, a slot on another PCIe switch, a MIG
+partition) shows only when attempts are told apart by the slot they got
+(`AttemptResult.gpu_slot`). Pure functions over judged cells, for the report:
+
+    slot_label(("1",)) -> "1";  slot_label(("0", "1")) -> "0+1";  slot_label(()) -> ""
+    slot_separation(cells) -> "fails on GPU slots 1-3 (6 of 6 attempts), never on slot 0
+                               (0 of 3 attempts)" | None
+
+An attempt fails when its outcome is not `pass`; attempts that could not run
+(`NotRun`) say nothing. Only cells that failed at least once and ran on
+two or more slots are looked at: a cell that never fails says nothing about
+slots, and a cell that ran on one slot cannot tell its toggles from its slot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from reprospec.models import AttemptResult, CellResult
+
+
+def slot_label(slot: Sequence[str]) -> str:
+    """The slot as the attempts table shows it: `1`, `0+1` (two GPUs), `` (none)."""
+    return "+".join(slot)
+
+
+def slot_separation(cells: Iterable[CellResult]) -> str | None:
+    """A sentence when some slots fail and others never do; None when the slot separates nothing."""
+    tally: dict[str, list[int]] = {}  # slot -> [failed, attempts]
+    informative = 0
+    for cell in cells:
+        ran = [a for a in cell.attempts if a.ran is not None and a.gpu_slot]
+        if len({a.gpu_slot for a in ran}) < 2 or not any(_failed(a) for a in ran):
+            continue
+        informative += 1
+        for attempt in ran:
+            counts = tally.setdefault(slot_label(attempt.gpu_slot), [0, 0])
+            counts[0] += _failed(attempt)
+            counts[1] += 1
+    failing = [slot for slot, (failed, _) in tally.items() if failed]
+    clean = [slot for slot, (failed, _) in tally.items() if not failed]
+    if not failing or not clean:
+        return None
+    failed = sum(tally[s][0] for s in failing)
+    attempts_failing = sum(tally[s][1] for s in failing)
+    attempts_clean = sum(tally[s][1] for s in clean)
+    text = (
+        f"fails on GPU {_slots(failing)} ({failed} of {attempts_failing} attempts), "
+        f"never on {_slots(clean)} (0 of {attempts_clean} attempt"
+        f"{'s' if attempts_clean != 1 else ''})"
+    )
+    if informative > 1:
+        text += f", over {informative} cells"
+    return text
+
+
+def _failed(attempt: AttemptResult) -> bool:
+    outcome = attempt.ran
+    return outcome is not None and outcome.kind != "pass"
+
+
+def _slots(labels: Sequence[str]) -> str:
+    """`slot 0`, `slots 1-3`, `slots 0, 2`, `slots 0+1, 2+3`: numbers in order, runs joined."""
+    numeric = sorted(int(s) for s in labels if s.isdigit())
+    other = sorted(s for s in labels if not s.isdigit())
+    parts: list[str] = []
+    start = previous = None
+    for number in numeric:
+        if previous is not None and number == previous + 1:
+            previous = number
+            continue
+        if start is not None:
+            parts.append(_run(start, previous))
+        start = previous = number
+    if start is not None:
+        parts.append(_run(start, previous))
+    parts += other
+    noun = "slot" if len(labels) == 1 else "slots"
+    return f"{noun} {', '.join(parts)}"
+
+
+def _run(start: int, end: int | None) -> str:
+    if end is None or end == start:
+        return str(start)
+    if end == start + 1:
+        return f"{start}, {end}"
+    return f"{start}-{end}"

@@ -1,0 +1,21 @@
+"""A program that trusts a cache file in the temporary folder, as real ones do.
+
+argv[1]: the cache's file name. The first run finds no cache, writes half of one
+(a torn write: the JSON is cut off) and exits 0; a run that finds the torn cache
+dies parsing it (exit 1, json.JSONDecodeError), as the incident did.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+path = os.path.join(tempfile.gettempdir(), sys.argv[1])
+print(f"cache: {path}", flush=True)
+if os.path.exists(path):
+    with open(path) as fh:
+        json.load(fh)
+else:
+    with open(path, "w") as fh:
+        fh.write('{"kernels": [1, 2, ')  # the writer died here
+os.makedirs(os.path.join(os.environ.get("XDG_CACHE_HOME", "/nonexistent"), "tool"), exist_ok=True)

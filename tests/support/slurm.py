@@ -1,0 +1,74 @@
+"""Helpers for the Slurm tests: does a cluster answer (and why not), wait for a run to settle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from reprospec.slurm import RunStatus, load, run_status
+
+IN_CI = os.environ.get("CI") == "true"
+SETTLE_TIMEOUT_S = 600.0
+
+
+def _cluster() -> str:
+    """"" when sinfo shows a usable node, else why not."""
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        return "skipped: no Slurm here (sinfo/sbatch not found; run scripts/slurm-setup.sh)"
+    try:
+        proc = subprocess.run(
+            ["sinfo", "--noheader", "--Node", "--format=%T"],
+            capture_output=True, text=True, timeout=15, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "skipped: sinfo did not answer within 15 s (run scripts/slurm-setup.sh)"
+    states = proc.stdout.split()
+    if proc.returncode != 0 or not states:
+        reason = (proc.stderr.strip().splitlines() or ["no node"])[-1]
+        return f"skipped: no Slurm controller answers ({reason}); run scripts/slurm-setup.sh"
+    if not any(s.rstrip("*~#") in ("idle", "mixed", "allocated", "completing") for s in states):
+        return f"skipped: no usable Slurm node (states: {', '.join(states)})"
+    return ""
+
+
+NO_CLUSTER = _cluster()
+# Outside CI a machine without Slurm skips; in CI the cluster is set up, so a missing one fails.
+needs_cluster = pytest.mark.skipif(bool(NO_CLUSTER) and not IN_CI, reason=NO_CLUSTER)
+
+
+def require_cluster() -> None:
+    if NO_CLUSTER:
+        pytest.fail(NO_CLUSTER)
+
+
+def only_run(shared: Path) -> Path:
+    """The one Slurm run folder under a shared `--out`."""
+    runs = sorted((shared / "slurm").iterdir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def wait_settled(run_dir: Path, timeout: float = SETTLE_TIMEOUT_S) -> RunStatus:
+    """Poll until no shard and no merge of the run is queued or running (or `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = run_status(load(run_dir))
+        settled = not status.active and status.merge.state not in ("queued", "running", "unknown")
+        if settled or time.monotonic() > deadline:
+            return status
+        time.sleep(0.5)
+
+
+def wait_for(predicate: object, timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """Poll a no-argument callable until it returns true; fail after `timeout` seconds."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:.0f} s for {getattr(predicate, '__name__', predicate)}")
+        time.sleep(0.2)

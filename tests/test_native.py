@@ -1,0 +1,383 @@
+"""Native stacks: real crashes leave real cores that gdb reads; gdb attaches to real C deadlocks."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec import native
+from reprospec.native import CorePattern, Frame, NativeStacks, ProcessStacks, Thread
+from reprospec.runners.local import LocalRunner
+from tests.test_local_runner import child, make_plan
+
+needs_gdb = pytest.mark.skipif(
+    native.gdb_path() is None, reason="gdb not installed (apt-get install gdb)"
+)
+needs_plain_cores = pytest.mark.skipif(
+    native.core_pattern().piped, reason="kernel.core_pattern pipes cores to a handler"
+)
+WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    r = LocalRunner()
+    r.prepare([])
+    return r
+
+
+def crash(runner: LocalRunner, tmp_path: Path, kind: str) -> tuple[NativeStacks, Path, Path]:
+    """Run native_crash.py KIND in its own workdir; (stacks, workdir, attempt folder)."""
+    workdir, logs = tmp_path / f"work-{kind}", tmp_path / f"logs-{kind}"
+    workdir.mkdir()
+    ex = runner.run(make_plan(child("native_crash.py", kind), workdir=workdir), logs)
+    assert ex.returncode == (1 if kind == "child" else -11), ex.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None, sorted(p.name for p in logs.iterdir())
+    return stacks, workdir, logs
+
+
+# -- crashes -----------------------------------------------------------------------------
+
+
+@needs_gdb
+@needs_plain_cores
+def test_segfault_in_strlen_shows_strlen_on_top(runner: LocalRunner, tmp_path: Path) -> None:
+    stacks, workdir, logs = crash(runner, tmp_path, "strlen")
+    assert stacks.unavailable is None
+    (process,) = stacks.processes
+    assert process.source == "core" and process.signal == "SIGSEGV" and process.error is None
+    assert process.root
+    thread = process.crashing_thread
+    assert thread is not None and thread.lwp == process.pid  # the main thread took the signal
+    assert len(process.threads) >= 2  # the sleeping thread too: all threads
+    top = native.top_frames(stacks)
+    assert top is not None and top.startswith("strlen (libc.so"), top
+    assert native.signature_frame(stacks) == "strlen@libc"
+    # The signal handler (faulthandler's re-raise) is above the fault, not in the top frames.
+    assert any(frame.signal_handler for frame in thread.frames)
+    assert "raise" not in top
+    text = (logs / native.TEXT_NAME).read_text()
+    assert "(crashed)" in text and "strlen" in text
+    helper = Path(os.path.realpath(sys.executable) + "-gdb.py")
+    if helper.is_file():  # CPython's gdb extension sits next to this interpreter: py-bt works
+        assert "native_crash.py" in process.python and "in crash" in process.python
+    # The core was moved out of the workdir, read, and deleted.
+    assert list(workdir.iterdir()) == []
+    assert not list(logs.glob("core*"))
+
+
+@needs_gdb
+@needs_plain_cores
+def test_two_different_segfaults_get_different_signature_frames(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    strlen, _, _ = crash(runner, tmp_path, "strlen")
+    memmove, _, _ = crash(runner, tmp_path, "memmove")
+    top = native.top_frames(memmove)
+    # glibc's memmove and memcpy share one implementation; gdb names either.
+    assert top is not None and top.split(" ")[0] in ("memmove", "memcpy"), top
+    assert native.signature_frame(memmove) != native.signature_frame(strlen)
+    signature = native.with_native_frame("crash:SIGSEGV:main", memmove)
+    assert signature.startswith("crash:SIGSEGV:main:mem") and signature.endswith("@libc")
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_crashed_child_process_is_read_from_its_own_core(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    stacks, workdir, logs = crash(runner, tmp_path, "child")
+    died = (logs / "stdout.log").read_text().split("child ")[1].split()[0]
+    (process,) = stacks.processes  # the parent exited 1: no core of its own
+    assert process.pid == int(died) and process.signal == "SIGSEGV" and not process.root
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+def test_keep_cores_keeps_the_core_in_the_attempt_folder(tmp_path: Path) -> None:
+    keeper = LocalRunner(keep_cores=True)
+    stacks, workdir, logs = crash(keeper, tmp_path, "strlen")
+    (process,) = stacks.processes
+    assert process.core == str(logs / f"core.{process.pid}")
+    info = native.read_core(Path(process.core))
+    assert info is not None and (info.pid, info.signal) == (process.pid, "SIGSEGV")
+    assert info.executable == os.path.realpath(sys.executable)
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+def test_crash_inside_a_torch_op_shows_a_torch_symbol(runner: LocalRunner, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    stacks, _, _ = crash(runner, tmp_path, "torch")
+    process = native.crashed_process(stacks)
+    assert process is not None and process.crashing_thread is not None
+    top = native.fault_frames(process.crashing_thread)[0]
+    assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
+    assert "at::" in top.symbol and "(" not in top.symbol.replace("(anonymous namespace)", "")
+    assert "@libtorch" in (native.signature_frame(stacks) or "")
+
+
+@needs_gdb
+@needs_plain_cores
+def test_cores_of_other_processes_are_left_alone(runner: LocalRunner, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    # A real core of a process that is not the attempt's, in the attempt's workdir.
+    subprocess.run(
+        [sys.executable, "-c", "import ctypes; ctypes.string_at(8)"],
+        cwd=workdir,
+        preexec_fn=native.allow_cores,
+        capture_output=True,
+        check=False,
+    )
+    foreign = sorted(workdir.iterdir())
+    assert foreign and native.read_core(foreign[0]) is not None
+    before = foreign[0].read_bytes()
+    ex = runner.run(
+        make_plan([sys.executable, "-c", "print('fine')"], workdir=workdir), tmp_path / "a"
+    )
+    assert ex.returncode == 0 and native.read(tmp_path / "a") is None
+    assert sorted(workdir.iterdir()) == foreign and foreign[0].read_bytes() == before
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_crash_that_cannot_leave_a_core_says_why(runner: LocalRunner, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    (workdir / "core").mkdir(parents=True)  # the kernel cannot write a core over a folder
+    if native.core_pattern().raw != "core":
+        pytest.skip("kernel.core_pattern is not 'core'")
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None and stacks.processes == ()
+    assert stacks.unavailable is not None and "left no core" in stacks.unavailable
+    assert str(workdir) in stacks.unavailable
+
+
+def test_without_gdb_the_report_says_why(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert native.gdb_path() is None
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable == "native stacks unavailable: gdb not found (apt-get install gdb)"
+    assert list(workdir.iterdir()) == []  # nothing could read a core, so none was written
+    assert native.render_markdown(stacks) == f"_{stacks.unavailable}_\n"
+
+
+def test_only_the_child_gets_a_core_limit(runner: LocalRunner, tmp_path: Path) -> None:
+    ours = resource.getrlimit(resource.RLIMIT_CORE)
+    code = "import resource; print(*resource.getrlimit(resource.RLIMIT_CORE))"
+    ex = runner.run(make_plan([sys.executable, "-c", code], workdir=tmp_path), tmp_path / "a")
+    soft, hard = (int(n) for n in ex.stdout_path.read_text().split())
+    assert resource.getrlimit(resource.RLIMIT_CORE) == ours
+    if native.gdb_path() is not None and not native.core_pattern().piped:
+        assert soft == hard == ours[1]
+    else:
+        assert (soft, hard) == ours
+
+
+# -- hangs -------------------------------------------------------------------------------
+
+
+@needs_gdb
+def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    plan = make_plan(child("native_deadlock.py", str(ready), "fork"), timeout_s=3.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    pids = {int(p.stem) for p in ready.glob("*.ready")}
+    assert len(pids) == 2, "both processes reached the deadlock before the timeout"
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None and stacks.unavailable is None
+    attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
+    assert set(attached) == pids
+    for process in attached.values():
+        assert process.error is None and len(process.threads) == 2
+        for thread in process.threads:
+            symbols = [frame.symbol for frame in thread.frames[:5]]
+            assert WAITING & set(symbols), (process.pid, thread.id, symbols)
+    lines = native.thread_tops(stacks)
+    assert len(lines) == 4 and all("lock" in line or "futex" in line for line in lines)
+    # The Python stacks are still taken first, next to the native ones.
+    assert ex.stack_path is not None and "deadlock" in ex.stack_path.read_text()
+    markdown = native.render_markdown(stacks)
+    assert "Native frames of every thread" in markdown and "<details>" in markdown
+
+
+@needs_gdb
+def test_attach_reports_processes_it_could_not_read(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stacks = native.attach_stacks({gone.pid: "python -c pass"}, budget_s=20)
+    (process,) = stacks.processes
+    assert process.threads == () and process.error is not None and "ptrace" in process.error
+
+
+@needs_gdb
+def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
+    """A budget too short for gdb: the call returns at it, and says what was not done."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stacks = native.attach_stacks({sleeper.pid: "sleeper"}, budget_s=0.01)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    (process,) = stacks.processes
+    # Cut before it reached the process, or (a fast gdb) while it printed its stacks.
+    assert process.error is not None and "0.01s" in process.error, stacks
+    assert stacks.notes and "0.01s" in stacks.notes[0], stacks
+
+
+# -- pure functions ----------------------------------------------------------------------
+
+
+def test_core_pattern_kinds() -> None:
+    piped = CorePattern("|/usr/share/apport/apport -p%p -s%s")
+    assert piped.piped and piped.handler == "/usr/share/apport/apport"
+    assert piped.globs(Path("/w")) == []
+    assert CorePattern("core").globs(Path("/w")) == ["/w/core"]
+    assert CorePattern("core", uses_pid=True).globs(Path("/w")) == ["/w/core", "/w/core.*"]
+    assert CorePattern("core.%e.%p").globs(Path("/w")) == ["/w/core.*.*"]
+    assert CorePattern("/var/crash/%e-%%.core").globs(Path("/w")) == ["/var/crash/*-%.core"]
+    assert CorePattern("core").globs(Path("/w[1]")) == ["/w[[]1]/core"]
+
+
+@pytest.mark.parametrize(
+    ("function", "library", "short"),
+    [
+        ("__strlen_evex", "libc.so.6", "strlen"),
+        ("__memmove_avx_unaligned_erms", "libc.so.6", "memmove"),
+        ("___pthread_mutex_lock", "libc.so.6", "pthread_mutex_lock"),
+        ("__GI___lll_lock_wait", "libc.so.6", "lll_lock_wait"),
+        ("_private_helper", "libfoo.so", "_private_helper"),
+        (
+            "at::native::add(at::Tensor const&, c10::Scalar const&)",
+            "libtorch_cpu.so",
+            "at::native::add",
+        ),
+        (
+            "void at::native::(anonymous namespace)::inner<float, X<int> >(char**, long)",
+            "libtorch_cpu.so",
+            "at::native::(anonymous namespace)::inner",
+        ),
+        (
+            "f(int)::{lambda(long, long)#1}::operator()(long, long) const",
+            "a.so",
+            "f::{lambda#1}::operator()",
+        ),
+        ("std::vector<int>::operator[](unsigned long)", "a.so", "std::vector::operator[]"),
+        ("operator new(unsigned long)", "libstdc++.so.6", "operator new"),
+        ("g [clone .cold]", "a.so", "g"),
+    ],
+)
+def test_short_symbol(function: str, library: str, short: str) -> None:
+    assert native.short_symbol(function, library) == short
+
+
+def test_short_library() -> None:
+    assert native.short_library("libc.so.6") == "libc"
+    assert native.short_library("/usr/lib/libffi.so.8.1.2") == "libffi"
+    assert native.short_library("libgomp-a34b3233.so.1") == "libgomp"
+    assert native.short_library("_C.cpython-311-x86_64-linux-gnu.so") == "_C"
+    assert native.short_library("python3.11") == "python3.11"
+
+
+def _stacks(*frames: Frame) -> NativeStacks:
+    thread = Thread("1", 10, None, frames)
+    return NativeStacks((ProcessStacks(10, "core", "prog", "SIGSEGV", 10, (thread,)),))
+
+
+def test_signature_frame_names_the_library_that_called_into_libc() -> None:
+    stacks = _stacks(
+        Frame(0, "__pthread_kill_implementation", "libc.so.6"),
+        Frame(1, "raise", "libc.so.6"),
+        Frame(2, None, None, signal_handler=True),
+        Frame(3, "___pthread_mutex_lock", "libc.so.6"),
+        Frame(4, "libnvJitLink_static_0d1e", "libnvJitLink.so.12"),
+        Frame(5, "_cffi_f_nvJitLinkCreate", "_cffi_backend.cpython-311-x86_64-linux-gnu.so"),
+    )
+    assert native.top_frames(stacks, limit=2) == (
+        "pthread_mutex_lock (libc.so.6) <- libnvJitLink_static_0d1e (libnvJitLink.so.12)"
+    )
+    assert (
+        native.signature_frame(stacks)
+        == "pthread_mutex_lock@libc<-libnvJitLink_static_0d1e@libnvJitLink"
+    )
+    assert native.with_native_frame("error:RuntimeError", stacks) == "error:RuntimeError"
+
+
+def test_signature_frame_of_an_abort_without_a_handler() -> None:
+    stacks = _stacks(
+        Frame(0, "__pthread_kill_implementation", "libc.so.6"),
+        Frame(1, "__GI_raise", "libc.so.6"),
+        Frame(2, "__GI_abort", "libc.so.6"),
+        Frame(3, "c10::detail::torchCheckFail(char const*)", "libc10.so"),
+    )
+    assert (
+        native.top_frames(stacks) == "abort (libc.so.6) <- c10::detail::torchCheckFail (libc10.so)"
+    )
+    assert native.signature_frame(stacks) == "abort@libc<-c10::detail::torchCheckFail@libc10"
+
+
+def test_written_stacks_read_back_equal(tmp_path: Path) -> None:
+    stacks = _stacks(Frame(0, "__strlen_evex", "libc.so.6", 0x7F00, "strlen.S", 79))
+    stacks = NativeStacks(stacks.processes, None, ("a note",))
+    path = native.write(stacks, tmp_path)
+    assert path == tmp_path / "native-stacks.txt"
+    assert native.read(tmp_path) == stacks
+    text = path.read_text()
+    assert "a note" in text and "#0  __strlen_evex (libc.so.6) at strlen.S:79" in text
+    assert native.read(tmp_path / "nowhere") is None
+
+
+def test_parse_backtrace_of_gdb_output() -> None:
+    text = "\n".join(
+        [
+            'Thread 2 (Thread 0x7f00 (LWP 12) "python"):',
+            "#0  0x00007f10 in futex_wait (...) at ../sysdeps/nptl/futex-internal.h:146",
+            "#1  0x00007f20 in ?? () from /lib/x86_64-linux-gnu/libffi.so.8",
+            "#2  <signal handler called>",
+            "#3  0x00007f30 in at::f(at::Tensor const&) () from /x/libtorch_cpu.so",
+            "Backtrace stopped: previous frame inner to this frame (corrupt stack?)",
+            "",
+            "Thread 3.1 (LWP 13):",
+            "#0  0x0000000000401000 in main ()",
+        ]
+    )
+    first, second = native.parse_backtrace(text, [(0x400000, 0x402000, "/usr/bin/prog")])
+    assert (first.id, first.lwp, first.name) == ("2", 12, "python")
+    futex, unknown, handler, torch_frame = first.frames
+    assert (futex.function, futex.library, futex.file, futex.line) == (
+        "futex_wait",
+        None,
+        "../sysdeps/nptl/futex-internal.h",
+        146,
+    )
+    assert (unknown.function, unknown.library) == (None, "libffi.so.8")
+    assert handler.signal_handler
+    assert (torch_frame.function, torch_frame.library) == (
+        "at::f(at::Tensor const&)",
+        "libtorch_cpu.so",
+    )
+    assert (second.id, second.lwp, second.frames[0].library) == ("3.1", 13, "prog")
