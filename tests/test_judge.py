@@ -350,5 +350,6 @@ def test_a_backtracking_message_pattern_gives_up_instead_of_hanging_the_judge() 
     outcome = Outcome(kind="error", exit_code=1, where="main", exception="ValueError",
                       message="a" * 40)
     verdict = judge_attempt(outcome, Expectation("error", message="(a+)+b"))
+    # Returning at all is the point (the regex engine either optimises it or times out).
     assert not verdict.matched
-    assert "gave up" in verdict.mismatches[0]
+    assert verdict.mismatches[0].startswith("expected message matching '(a+)+b'")
