@@ -31,6 +31,8 @@ COMMANDS = (
     "merge",
     "slurm",
     "isolate",
+    "bisect",
+    "envs",
 )
 
 
@@ -287,6 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     from reprospec.commands import isolate
 
     isolate.add_parser(sub)
+
+    # Verbs that define their own arguments (their modules import only argparse at the top).
+    from reprospec.commands import bisect, envs
+
+    bisect.add_parser(sub)
+    envs.add_parser(sub)
     return parser
 
 
