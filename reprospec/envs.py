@@ -465,16 +465,17 @@ def _install(
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)
     # uv's lines (resolved, downloading, installed) go to the progress display as they come.
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env, cwd=cwd, stdin=subprocess.DEVNULL)
     lines: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip()
-        if line:
-            lines.append(line)
-            say("output", line)
-    code = proc.wait()
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", env=env, cwd=cwd,
+                          stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            if line:
+                lines.append(line)
+                say("output", line)
+        code = proc.wait()
     if code != 0:
         raise EnvBuildError(
             f"cannot install {' '.join(request.packages)}: {_uv_error(chr(10).join(lines))}"

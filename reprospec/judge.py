@@ -11,11 +11,11 @@ run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from reprospec import patterns
 from reprospec.errors import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
@@ -200,18 +200,31 @@ def _kind_matches(expected: str, got: str) -> bool:
     return got != "pass" if expected == "fail" else expected == got
 
 
+# A spec's `expect.message` from a ticket may backtrack for hours: matching is bounded.
+MESSAGE_MATCH_TIMEOUT_S = 1.0
+
+
 def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> str | None:
-    try:
-        regex = re.compile(pattern)
-    except re.error as error:
-        return f"expected message matching {pattern!r}, but that is no valid regex ({error})"
-    if any(link.message and regex.search(link.message) for link in outcome.exceptions):
-        return None
+    """None when the pattern is in a message of the chain or the output's end; else the miss."""
+    problem = patterns.problem(pattern)
+    if problem is not None:
+        return f"expected message matching {pattern!r}, but that is no valid regex ({problem})"
     message = outcome.message
-    if message and regex.search(message):
-        return None
-    if evidence is not None and regex.search(evidence.output_tail()):
-        return None
+    messages = [link.message for link in outcome.exceptions if link.message]
+    if message and message not in messages:
+        messages.append(message)
+    try:
+        for text in messages:
+            if patterns.search(pattern, text, MESSAGE_MATCH_TIMEOUT_S):
+                return None
+        tail = evidence.output_tail() if evidence is not None else ""
+        if tail and patterns.search(pattern, tail, MESSAGE_MATCH_TIMEOUT_S):
+            return None
+    except patterns.PatternTimeout:
+        return (
+            f"expected message matching {pattern!r}: matching gave up after "
+            f"{MESSAGE_MATCH_TIMEOUT_S:g}s (the pattern backtracks too much)"
+        )
     shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
     return f"expected message matching {pattern!r}, got {shown}"
 

@@ -162,6 +162,9 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "expected PATH=VALUE" in stderr
     code, _, stderr = isolate(tmp_path, "--failing", "setup=full", "--passing", "setup=full")
     assert code == 2 and "same cell" in stderr
+    code, _, stderr = isolate(tmp_path, "--set", "~expect")
+    assert code == 2 and "isolate needs the spec's expect" in stderr
+    assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
 
 
 @pytest.mark.slow

@@ -7,7 +7,10 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reprospec.options import RunOptions
 
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
@@ -15,28 +18,30 @@ from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, 
 def run(args: argparse.Namespace) -> int:
     import threading
 
-    from reprospec.commands.run import install_stop_handlers, options_from_args
+    from reprospec.commands.run import install_stop_handlers
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
     from reprospec.isolation.report import text, to_dict
 
-    args.matrix, args.repeat, args.shard = [], None, None
-    run_options = options_from_args(args).with_changes(purpose="isolate")
     options = IsolateOptions(
         failing=args.failing,
         passing=args.passing,
         failing_sets=tuple(args.failing_sets),
         passing_sets=tuple(args.passing_sets),
         budget=args.budget,
-        run=run_options,
+        run=_run_options(args),
         command_line="reprospec " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "",
     )
     quiet = args.format == "json"
-    # SIGTERM stops isolate like Ctrl-C; the stored candidate runs let it resume.
-    install_stop_handlers(threading.Event())
+    # SIGTERM stops isolate like Ctrl-C; the stored candidate runs let it resume. The
+    # handler sets `cancel` first: the candidate runs stop, and an attempt the signal
+    # killed is known to have been stopped, not to have crashed.
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     found = isolate_spec(
         args.spec,
         options,
         progress=None if quiet else (lambda message: print(message, file=sys.stderr)),
+        cancel=cancel,
     )
     if args.format == "json":
         print(json.dumps(to_dict(found), indent=2))
@@ -159,10 +164,41 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="docker runner: a wheelhouse for images built offline",
     )
     p.add_argument(
+        "--keep-cores",
+        action="store_true",
+        help="keep crashed processes' core files in their attempt folders (gdb read them)",
+    )
+    p.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
         help="text (default): the answer and its evidence; json: the same as JSON",
+    )
+
+
+def _run_options(args: argparse.Namespace) -> RunOptions:
+    """What each candidate run is given: `run`'s options that isolate takes."""
+    from reprospec.errors import UsageError
+    from reprospec.options import RunOptions
+    from reprospec.units import parse_duration
+
+    timeout_s = None
+    if args.timeout is not None:
+        try:
+            timeout_s = parse_duration(args.timeout)
+        except ValueError as exc:
+            raise UsageError(f"--timeout: {exc}") from None
+    return RunOptions(
+        runner=args.runner,
+        jobs=args.jobs,
+        timeout_s=timeout_s,
+        overrides=tuple(args.overrides),
+        out=Path(args.out),
+        python=args.python,
+        gpus=args.gpus,
+        find_links=args.find_links,
+        keep_cores=args.keep_cores,
+        purpose="isolate",
     )
 
 

@@ -92,9 +92,6 @@ class IsolateResult:
     def culprits(self) -> tuple[Difference, ...]:
         return tuple(self.differences[i] for i in self.result.culprits)
 
-    def applied(self, candidate: Sequence[int]) -> tuple[Difference, ...]:
-        return tuple(self.differences[i] for i in candidate)
-
     def sentence(self) -> str:
         from reprospec.isolation.report import sentence
 
@@ -123,13 +120,13 @@ def isolate_spec(
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
     failing_sets = _parse_sets(options.failing_sets, "--failing-set")
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
-    failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
-    expectation = plan.expectations[failing_cell.id]
-    if expectation.observes:
+    if any(e.observes for e in plan.expectations.values()):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
             "signature, not any failure); `run --observe` shows what each cell does"
         )
+    failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
+    expectation = plan.expectations[failing_cell.id]
     if expectation.outcome == "pass":
         raise UsageError(
             f"the failing cell {failing_cell.id} is expected to pass: isolate needs a cell "
@@ -151,7 +148,8 @@ def isolate_spec(
         raise UsageError(
             f"nothing to isolate: {failing.describe()} and {passing.describe()} do not differ"
         )
-    settings = Settings(budget=options.budget)
+    # A round gives each candidate at least -j attempts, so one candidate can fill -j.
+    settings = Settings(budget=options.budget, step=max(Settings.step, plan.parallel))
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
     ident = isolation_id(
         spec.name,
