@@ -291,7 +291,10 @@ class MarkerMatcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                continue  # look at _stop again: close() may have given up on us
             if item is None:
                 return
             seen, line = item

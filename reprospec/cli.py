@@ -30,6 +30,9 @@ COMMANDS = (
     "compare",
     "merge",
     "slurm",
+    "isolate",
+    "bisect",
+    "envs",
 )
 
 
@@ -76,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a spec file, or a report.md that embeds one (optional with --resume)",
     )
     _add_selection_options(p)
+    p.add_argument(
+        "--observe",
+        action="store_true",
+        help="ignore expect: record what each cell does and group cells by outcome (exit 0 "
+        "unless something could not run); a spec without expect always observes",
+    )
     p.add_argument(
         "--runner",
         choices=tuple(RUNNERS),
@@ -276,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
     _add_selection_options(p)
     add_slurm_arguments(p)
+
+    from reprospec.commands import isolate
+
+    isolate.add_parser(sub)
+
+    # Verbs that define their own arguments (their modules import only argparse at the top).
+    from reprospec.commands import bisect, envs
+
+    bisect.add_parser(sub)
+    envs.add_parser(sub)
     return parser
 
 

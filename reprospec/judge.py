@@ -10,11 +10,11 @@ did not run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from reprospec import patterns
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 from reprospec.evidence import Evidence
 from reprospec.models import (
@@ -33,7 +33,13 @@ from reprospec.plan import RunPlan
 from reprospec.rates import rate_decided, rate_of, rate_satisfied
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
-from reprospec.words import expectation_phrase, outcome_phrase, rate_phrase, shorten
+from reprospec.words import (
+    attempts_phrase,
+    expectation_phrase,
+    outcome_phrase,
+    rate_phrase,
+    shorten,
+)
 
 
 def judge_attempt(
@@ -46,6 +52,8 @@ def judge_attempt(
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
+    if expectation.observes:
+        return AttemptVerdict(True)  # observe mode: recorded, not judged
     misses: list[str] = []
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
@@ -93,6 +101,11 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
             return Verdict("infra-error", f"could not run: {broken[0].reason}", rate)
         return Verdict("infra-error", "no attempt ran", rate)
 
+    if expectation.observes:
+        reason = attempts_phrase(usable)
+        if broken:
+            reason += f" ({len(broken)} more could not run)"
+        return Verdict("observed", reason, rate)
     kind: VerdictKind
     if expectation.rate is None:
         kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
@@ -162,15 +175,25 @@ def _kind_matches(expected: str, got: str) -> bool:
     return got != "pass" if expected == "fail" else expected == got
 
 
+# A spec's `expect.message` from a ticket may backtrack for hours: matching is bounded.
+MESSAGE_MATCH_TIMEOUT_S = 1.0
+
+
 def _message_miss(pattern: str, message: str | None, evidence: Evidence | None) -> str | None:
+    problem = patterns.problem(pattern)
+    if problem is not None:
+        return f"expected message matching {pattern!r}, but that is no valid regex ({problem})"
     try:
-        regex = re.compile(pattern)
-    except re.error as error:
-        return f"expected message matching {pattern!r}, but that is no valid regex ({error})"
-    if message and regex.search(message):
-        return None
-    if evidence is not None and regex.search(evidence.output_tail()):
-        return None
+        if message and patterns.search(pattern, message, MESSAGE_MATCH_TIMEOUT_S):
+            return None
+        tail = evidence.output_tail() if evidence is not None else ""
+        if tail and patterns.search(pattern, tail, MESSAGE_MATCH_TIMEOUT_S):
+            return None
+    except patterns.PatternTimeout:
+        return (
+            f"expected message matching {pattern!r}: matching gave up after "
+            f"{MESSAGE_MATCH_TIMEOUT_S:g}s (the pattern backtracks too much)"
+        )
     shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
     return f"expected message matching {pattern!r}, got {shown}"
 
@@ -212,7 +235,8 @@ def judge_cells(
 
 
 def exit_code_for(run: RunResult) -> int:
-    """0 every cell reproduced; 3 any infra-error; 1 some cell not reproduced; 130 interrupted."""
+    """0 every cell reproduced (or observed); 3 any infra-error; 1 some cell not reproduced;
+    130 interrupted."""
     if run.interrupted:
         return EXIT_INTERRUPTED
     summary = run.summary

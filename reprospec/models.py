@@ -20,8 +20,10 @@ from reprospec.sections import Command, Environment, Job, JsonObject, Workload
 from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
-ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail"]
-VerdictKind = Literal["reproduced", "not-reproduced", "infra-error"]
+# "any" is no spec value: it is what a cell expects in observe mode (`run --observe`, or
+# a spec without `expect`), where every attempt that ran is recorded, none judged.
+ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
+VerdictKind = Literal["reproduced", "not-reproduced", "infra-error", "observed"]
 Where = Literal["main", "worker"]
 
 
@@ -90,6 +92,11 @@ class Expectation:
     phase: str | None = None
     step: StepRange | None = None
     rate: RateBound | None = None
+
+    @property
+    def observes(self) -> bool:
+        """Observe mode: no expectation, whatever happens is recorded."""
+        return self.outcome == "any"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"outcome": self.outcome}
@@ -354,9 +361,18 @@ class RunResult:
 
     @property
     def summary(self) -> dict[str, int]:
-        return {
+        counts = {
             "cells": len(self.cells),
             "reproduced": sum(c.verdict == "reproduced" for c in self.cells),
             "not_reproduced": sum(c.verdict == "not-reproduced" for c in self.cells),
             "infra_error": sum(c.verdict == "infra-error" for c in self.cells),
         }
+        observed = sum(c.verdict == "observed" for c in self.cells)
+        if observed:  # only observe runs have the key
+            counts["observed"] = observed
+        return counts
+
+    @property
+    def observes(self) -> bool:
+        """An observe run: no cell had an expectation."""
+        return bool(self.cells) and all(c.expected.observes for c in self.cells)

@@ -64,6 +64,8 @@ class RunOptions:
     purpose: str = "run"
     # Keep the core files of crashed processes in their attempt folders (gdb read them).
     keep_cores: bool = False
+    # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
+    observe: bool = False
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
 
@@ -98,6 +100,7 @@ class RunOptions:
             "find_links": str(self.find_links) if self.find_links else None,
             "purpose": self.purpose,
             "keep_cores": self.keep_cores,
+            "observe": self.observe,
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class RunOptions:
             find_links=Path(str(find_links)) if find_links else None,
             purpose=str(data.get("purpose") or "run"),
             keep_cores=bool(data.get("keep_cores", False)),
+            observe=bool(data.get("observe", False)),
         )
 
     def with_changes(self, **changes: object) -> RunOptions:

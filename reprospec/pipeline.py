@@ -185,14 +185,14 @@ def spec_text_of(spec: Spec) -> str:
     """The spec that ran: its own text, or the overridden document when --set was used."""
     if not spec.overrides:
         return spec.source_text
-    import yaml
-
     from reprospec.spec import plain
+    from reprospec.yamlsource import dump_yaml
 
     header = "# resolved from {} with: {}\n".format(
         spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
     )
-    return header + yaml.safe_dump(plain(spec.document), sort_keys=False, allow_unicode=True)
+    # dump_yaml quotes what YAML 1.2 would read back as another type (`1e3`, `0o17`).
+    return header + dump_yaml(plain(spec.document))
 
 
 def _now() -> str:

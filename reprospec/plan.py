@@ -130,6 +130,8 @@ def matching_case(spec: Spec, cell: Cell) -> int | None:
 
 
 _DETAILS = ("signal", "exit_code", "exception", "message", "phase", "step")
+# What a cell expects in observe mode: nothing; every attempt that ran is recorded.
+OBSERVE = Expectation(outcome="any")
 
 
 def expectation_for(
@@ -140,7 +142,9 @@ def expectation_for(
     A case that sets `outcome` starts from the base's `rate` only; otherwise it
     overrides single keys of the base.
     """
-    expect = spec.document["expect"]
+    expect = spec.document.get("expect")
+    if expect is None:
+        return OBSERVE  # no expect: the run observes
     fields = {k: v for k, v in expect.items() if k != "cases"}
     origin: dict[str, JsonPath] = {k: ("expect", k) for k in fields}
     index = matching_case(spec, cell)
@@ -241,7 +245,10 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     # Adaptive repeats start with a handful of attempts and add more while the
     # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).
     repeat = policy.first_attempts
-    expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
+    if options.observe:
+        expectations = {cell.id: OBSERVE for cell in cells}
+    else:
+        expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
     # Round-robin over cells so the repeats of a flaky cell interleave with the others.
     attempts = tuple(
         _with_options(plan_attempt(spec, cell, number, expectation=expectations[cell.id]), options)

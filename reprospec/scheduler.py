@@ -26,6 +26,10 @@ ProgressEvent = Literal["start", "attempt"]
 ProgressCallback = Callable[[ProgressEvent, Cell, "AttemptResult | None", int, int], None]
 AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
 
+# Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
+_STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
+STOP_GRACE_S = 0.5
+
 
 @dataclass
 class _CellState:
@@ -115,7 +119,7 @@ class Scheduler:
             if attempt is None:
                 return
             result = self._run_one(attempt)
-            if result is None:
+            if result is None or self._killed_with_the_engine(result):
                 return
             with self._lock:
                 state = self._states[attempt.cell.id]
@@ -128,6 +132,21 @@ class Scheduler:
                 self.on_attempt(attempt, result)
             if self.progress is not None:
                 self.progress("attempt", attempt.cell, result, finished, total)
+
+    def _killed_with_the_engine(self, result: AttemptResult) -> bool:
+        """Whether the attempt died of the signal that is stopping the whole run.
+
+        SIGTERM from a batch system or CI (or Ctrl-C in a terminal) reaches the
+        attempt's processes too, often before the engine's own handler sets `cancel`:
+        such an attempt did not crash, it was stopped, and a resumed run must run it
+        again rather than keep a `crash SIGTERM` that never happened.
+        """
+        outcome = result.ran
+        if outcome is None or outcome.signal not in _STOP_SIGNALS:
+            return False
+        # Give the engine's signal handler a moment to say whether the run is stopping.
+        self.cancel.wait(STOP_GRACE_S)
+        return self.cancel.is_set()
 
     def _run_one(self, attempt: AttemptPlan) -> AttemptResult | None:
         needed = attempt.gpus

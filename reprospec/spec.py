@@ -662,6 +662,11 @@ class _Semantics:
     def run(self) -> None:
         run = self.data.get("run")
         timeout = run.get("timeout") if isinstance(run, dict) else None
+        if isinstance(timeout, float) and not math.isfinite(timeout):
+            # .nan and .inf pass the schema's `> 0` and would disable the timeout.
+            shown = schema.render_instance(timeout)
+            self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
+            return
         if isinstance(timeout, (str, int, float)) and not isinstance(timeout, bool):
             try:
                 seconds = parse_duration(timeout)

@@ -33,8 +33,10 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "reproduced": "✅",
     "not-reproduced": "❌",
     "infra-error": "⚠️",
+    "observed": "🔍",
 }
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
+OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 
 
 def location(phase: str | None, step: object) -> str:
@@ -46,9 +48,7 @@ def location(phase: str | None, step: object) -> str:
     return f"step {step}" if step is not None else ""
 
 
-def outcome_phrase(
-    outcome: Outcome | NotRun, *, where: bool = True, message: bool = False
-) -> str:
+def outcome_phrase(outcome: Outcome | NotRun, *, where: bool = True, message: bool = False) -> str:
     """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words.
 
     `where=False` leaves out the phase and step (a grid cell, or a reason whose
@@ -81,6 +81,8 @@ def attempt_phrase(attempt: AttemptResult, *, where: bool = True) -> str:
 
 def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
     """`crash SIGSEGV @ validation:6..8 rate >=0.3`: what a cell was expected to do."""
+    if expected.observes:
+        return "anything (observed)"
     parts: list[str] = [expected.outcome]
     if expected.signal:
         parts.append(canonical_signal(expected.signal) or expected.signal)
@@ -142,6 +144,7 @@ def shorten(text: str, width: int) -> str:
 
 
 __all__ = [
+    "OBSERVE_LEGEND",
     "VERDICT_LEGEND",
     "VERDICT_MARKS",
     "attempt_phrase",

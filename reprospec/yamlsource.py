@@ -202,6 +202,61 @@ def locate(locations: Mapping[JsonPath, Location], path: JsonPath) -> Location:
     return locations.get((), (1, 1))
 
 
+class _SpecDumper(
+    yaml.emitter.Emitter,
+    yaml.serializer.Serializer,
+    yaml.representer.SafeRepresenter,
+    _CoreResolver,
+):
+    """SafeDumper that quotes by the core schema: what it writes, load_yaml reads back the same."""
+
+    def __init__(self, stream: Any, **options: Any) -> None:
+        yaml.emitter.Emitter.__init__(
+            self,
+            stream,
+            canonical=options.get("canonical"),
+            indent=options.get("indent"),
+            width=options.get("width"),
+            allow_unicode=options.get("allow_unicode"),
+            line_break=options.get("line_break"),
+        )
+        yaml.serializer.Serializer.__init__(
+            self,
+            encoding=options.get("encoding"),
+            explicit_start=options.get("explicit_start"),
+            explicit_end=options.get("explicit_end"),
+            version=options.get("version"),
+            tags=options.get("tags"),
+        )
+        yaml.representer.SafeRepresenter.__init__(
+            self,
+            default_style=options.get("default_style"),
+            default_flow_style=options.get("default_flow_style", False),
+            sort_keys=options.get("sort_keys", True),
+        )
+        _CoreResolver.__init__(self)
+
+
+def _represent_str(dumper: _SpecDumper, data: str) -> yaml.Node:
+    # pyyaml writes NEL and the Unicode line separators raw inside quotes, where a reader
+    # folds them into spaces; double quotes escape them.
+    style = '"' if any(c in data for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_SpecDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text for plain data that `load_yaml` reads back equal (strings like `1e3` quoted).
+
+    pyyaml's safe_dump quotes by YAML 1.1 rules and leaves `1e3` or `0o17` plain,
+    which the core schema reads as numbers: a saved spec would not mean the same.
+    """
+    text: str = yaml.dump(data, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True)
+    return text
+
+
 def line_col(text: str, index: int) -> Location:
     """1-based (line, column) of character `index` in `text`, lines split at newlines."""
     line = text.count("\n", 0, index) + 1

@@ -20,7 +20,7 @@ from reprospec import expr
 from reprospec.expr import ExprError, same
 from reprospec.matrix import MatrixError, count_cells, expand_matrix
 from reprospec.spec import check
-from reprospec.yamlsource import YamlSourceError, load_yaml
+from reprospec.yamlsource import YamlSourceError, dump_yaml, load_yaml
 
 FAST = settings(
     max_examples=120,
@@ -298,3 +298,31 @@ def test_document_check_returns_problems_never_raises(document: dict[str, Any]) 
     for data in (document, {**base, **document}):
         problems = check(data, {(): (1, 1)}, {})
         assert all(p.line >= 0 and p.message for p in problems)
+
+
+PLAIN = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**30), 10**30),
+        st.floats(allow_nan=False),
+        st.text(max_size=12),
+        st.sampled_from(["1e3", "0o17", "0x1f", "on", "yes", "1_000", "1:30", "True", ".5", "~"]),
+    ),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@FAST
+@given(PLAIN)
+def test_dumped_yaml_reads_back_the_same(data: Any) -> None:
+    text = dump_yaml(data)
+    try:
+        loaded = load_yaml(text).data
+    except YamlSourceError as exc:
+        # Only text YAML cannot hold unescaped (dump_yaml escapes it) may be refused.
+        raise AssertionError(f"{text!r}: {exc}") from None
+    assert same(loaded, data)

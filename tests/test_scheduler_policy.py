@@ -190,3 +190,30 @@ def test_progress_reports_every_start_and_end(tmp_path: Path, jobs: int) -> None
     ends = sorted(f for e, f, _ in events if e == "attempt")
     assert ends == [1, 2, 3, 4, 5, 6]
     assert {t for _, _, t in events} == {6}
+
+
+def test_an_attempt_killed_by_the_signal_that_stops_the_run_is_not_kept(tmp_path: Path) -> None:
+    # SIGTERM from a batch system reaches the attempt too; the engine's handler sets
+    # `cancel`. That attempt was stopped, not crashed: a resume must run it again.
+    plan = make_plan(tmp_path, "run: {repeat: 3}\nexpect: {outcome: pass}\n")
+    term = Outcome(kind="crash", signal="SIGTERM", where="main", signature="crash:SIGTERM:main")
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+        if plan.attempt == 2:
+            threading.Timer(0.05, stop.set).start()  # the handler runs a moment later
+            return AttemptResult(plan.attempt, 0.0, term, False, (), logs="")
+        return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
+
+    results = Scheduler(plan, attempt).run()
+    assert [r.attempt for r in results["default"]] == [1]
+
+
+def test_a_sigterm_crash_while_the_run_goes_on_is_a_crash(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "expect: {outcome: crash, signal: SIGTERM}\n")
+    term = Outcome(kind="crash", signal="SIGTERM", where="main", signature="crash:SIGTERM:main")
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+        return AttemptResult(plan.attempt, 0.0, term, True, (), logs="")
+
+    (only,) = Scheduler(plan, attempt).run()["default"]
+    assert only.ran is not None and only.ran.signal == "SIGTERM"

@@ -169,7 +169,6 @@ def test_all_problems_reported_sorted_by_position() -> None:
     text = "name: BAD\nreprospec: 3\nrun: {repeat: 0, stop_on: false, parallel: x}\n"
     assert problems(text) == [
         "s.yaml:1:1: (top level): missing 'workload' or 'command' (exactly one is required)",
-        "s.yaml:1:1: (top level): missing required key 'expect'",
         "s.yaml:1:7: name: expected a slug of lowercase letters, digits, '.', '_' and '-'"
         " (like val-segfault), got 'BAD'",
         "s.yaml:2:12: reprospec: expected 1 (the spec format version), got 3",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from reprospec.bounds import MAX_YAML_CHARS
 from reprospec.yamlsource import (
@@ -10,6 +11,7 @@ from reprospec.yamlsource import (
     MAX_NODES,
     Problem,
     YamlSourceError,
+    dump_yaml,
     format_path,
     load_value,
     load_yaml,
@@ -245,3 +247,11 @@ def test_size_and_integer_length_are_bounded() -> None:
 def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str) -> None:
     (message,) = problems(text)
     assert message.startswith(expected)
+
+
+def test_dump_yaml_quotes_by_the_core_schema() -> None:
+    data = {"a": ["1e3", "0o17", "on", "yes", "1_000", "True", 1e25, None, True, "x\x85y"]}
+    text = dump_yaml(data)
+    assert load_yaml(text).data == data
+    # pyyaml's own dumper quotes by YAML 1.1 and leaves these plain: read back as numbers.
+    assert load_yaml(yaml.safe_dump(data)).data["a"][:2] == [1000.0, 15]

@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    install_sigterm_as_interrupt()
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
-        result = pipeline.execute(plan, options, progress=progress.update, resume=resume)
+        result = pipeline.execute(
+            plan, options, progress=progress.update, resume=resume, cancel=cancel
+        )
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
@@ -74,6 +77,7 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
         find_links=args.find_links,
         keep_cores=args.keep_cores,
         command_line=command_line,
+        observe=bool(getattr(args, "observe", False)),
     )
 
 
@@ -101,14 +105,18 @@ def _command_line() -> str:
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
-def install_sigterm_as_interrupt() -> None:
-    """SIGTERM (CI cancelling a job) stops a run like Ctrl-C: partial report, exit 130."""
+def install_stop_handlers(cancel: threading.Event) -> None:
+    """SIGTERM (CI cancelling a job, a Slurm time limit) and Ctrl-C stop a run: partial
+    report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
+    signal killed is known to have been stopped, not to have crashed."""
 
     def handler(signum: int, frame: object) -> None:
+        cancel.set()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 def write_github_summary(result: RunResult) -> None:
@@ -143,13 +151,24 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     console.print(results_table(result))
     folder = RunFolder.of(out, result.run_id)
     summary = result.summary
-    console.print(
-        f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
-        + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
-        + (" (interrupted: partial results)" if result.interrupted else "")
-    )
+    if result.observes:
+        from reprospec.report.signatures import outcome_groups, outcome_lines
+
+        groups = outcome_groups(result)
+        console.print(
+            f"{summary['cells']} cell(s) observed, {len(groups)} outcome(s)"
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
+        for line in outcome_lines(groups):
+            console.print(line, markup=False, highlight=False)
+    else:
+        console.print(
+            f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
     console.print(f"report: {folder.report_md}")
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
-

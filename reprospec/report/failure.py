@@ -39,6 +39,8 @@ def summary_line(run: RunResult) -> str:
 
     e.g. `hang @ import in 1 of 1 cell; as expected in every cell (2/3 attempts)`
     """
+    if run.observes:
+        return _observed_line(run)
     failure = first_failure(run)
     s = run.summary
     # Two different facts: where the failure happened, and whether every cell did
@@ -64,6 +66,20 @@ def summary_line(run: RunResult) -> str:
     )
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
+    if run.interrupted:
+        text += " (interrupted)"
+    return text
+
+
+def _observed_line(run: RunResult) -> str:
+    """`Observed 4 cells: crash SIGSEGV (worker) @ validation:7 in 1, pass in 3`."""
+    from reprospec.report.signatures import outcome_groups
+
+    s = run.summary
+    groups = ", ".join(f"{g.phrase} in {len(g.cells)}" for g in outcome_groups(run))
+    text = f"Observed {plural(s['cells'], 'cell')}" + (f": {groups}" if groups else "")
+    if s["infra_error"]:
+        text += f"; {s['infra_error']} infra-error"
     if run.interrupted:
         text += " (interrupted)"
     return text

@@ -18,7 +18,9 @@ from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.environment import env_vars, environment_rows, mismatches
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
+from reprospec.report.signatures import outcome_groups
 from reprospec.words import (
+    OBSERVE_LEGEND,
     VERDICT_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
@@ -174,9 +176,11 @@ def context(run: RunResult) -> dict[str, Any]:
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,
-        "legend": VERDICT_LEGEND,
+        "legend": OBSERVE_LEGEND if run.observes else VERDICT_LEGEND,
         "grid": _grid(run.cells, axes),
-        "separators": separators(run),
+        # Observe runs explain every outcome (both ways); others what separates the failure.
+        "outcomes": outcome_groups(run) if run.observes else [],
+        "separators": None if run.observes else separators(run),
         "failure": failure_section(run),
         "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage, scratch
+from reprospec import dockerimage, packages, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -65,6 +65,9 @@ class DockerRunner:
         self._lock = threading.Lock()
         self._images: dict[str, str] = {}
         self._pythonpaths: dict[str, str] = {}
+        # (image, packages) -> why the image does not satisfy them (None: it does).
+        self._package_checks: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self._check_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -149,6 +152,9 @@ class DockerRunner:
             client, _, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
         except FatalError as exc:
             return infra(str(exc))
+        refused = self._packages_refused(plan, log_dir)
+        if refused:
+            return infra(refused)
         if plan.workload is not None:
             write_cell(plan, log_dir / "cell.json")
         (log_dir / "stacks").mkdir(exist_ok=True)
@@ -256,6 +262,48 @@ class DockerRunner:
             warnings=tuple(warnings),
             **base,
         )
+
+    def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
+        """Why the plan's image does not satisfy the cell's `packages` (checked in a container).
+
+        Once per image and package list: the stdlib probe of `reprospec.packages` runs
+        with the image's python3, and its answer is compared here (issue 9: never a
+        verdict on the wrong environment, whatever the runner).
+        """
+        import docker.errors
+
+        requirements = plan.environment.packages
+        names = packages.requirement_names(requirements)
+        if not names:
+            return None
+        argv = ["python3", "-c", packages.PROBE_CODE, json.dumps(list(names))]
+        with self._check_lock:
+            try:
+                client, image, config = self._container_config(plan, argv, log_dir)
+            except FatalError as exc:
+                return str(exc)
+            key = (image, tuple(requirements))
+            if key in self._package_checks:
+                return self._package_checks[key]
+            config["environment"].pop("REPROSPEC_CELL", None)
+            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
+            reason: str | None
+            try:
+                with fresh_container(client, config) as container:
+                    container.start()
+                    status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
+                    out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+                    err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+                if status != 0:
+                    last = (err.strip().splitlines() or [f"exit {status}"])[-1]
+                    reason = f"cannot check the cell's packages in {image}: {last}"
+                else:
+                    problems = packages.mismatches(requirements, packages.parse_probe(out, image))
+                    reason = packages.describe(image, problems) if problems else None
+            except (FatalError, docker.errors.APIError) as exc:
+                reason = f"cannot check the cell's packages in {image}: {exc}"
+            self._package_checks[key] = reason
+            return reason
 
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:

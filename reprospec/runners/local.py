@@ -20,6 +20,7 @@ from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
+from reprospec.packages import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
@@ -63,6 +64,8 @@ class LocalRunner:
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
+        # The cell's `packages`, checked against what the interpreter has (once per key).
+        self._packages = PackageCheck()
 
     # -- interpreter -----------------------------------------------------------------
 
@@ -160,6 +163,15 @@ class LocalRunner:
         shared_tmp = plan.environment.shared_tmp
         scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
         env = self._child_env(plan, log_dir, shims, gpu_slot, scratch_dirs)
+        packages = plan.environment.packages
+        if packages:
+            # Never a verdict on the wrong environment: a cell whose packages this
+            # interpreter does not satisfy is not run (issue 9).
+            refused = self._packages.reason(self.python, packages, env=env, cwd=plan.workdir)
+            if refused:
+                if scratch_dirs is not None:
+                    scratch.clean(scratch_dirs)
+                return infra(refused, warnings)
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None

@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import sys
+from pathlib import Path
 
 from reprospec.cli import main
 
@@ -27,5 +28,19 @@ def drive(spec: str, out: str) -> dict[str, dict[str, object]]:
     return results
 
 
+def peak_rss_bytes() -> int:
+    """This process's own peak RSS (VmHWM).
+
+    Not wait4's ru_maxrss: on Linux that also counts the pages the child shared with its
+    parent between fork and exec, so a big pytest process would be charged to the child.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 if __name__ == "__main__":
-    json.dump(drive(sys.argv[1], sys.argv[2]), sys.stdout)
+    results: dict[str, object] = dict(drive(sys.argv[1], sys.argv[2]))
+    results["peak_rss"] = peak_rss_bytes()
+    json.dump(results, sys.stdout)

@@ -1,0 +1,45 @@
+"""Find which differences between a passing and a failing configuration make it fail.
+
+- `search.py`: the search, a pure state machine over numbered differences
+  (`Isolation`, `isolate`), flaky-aware; no processes.
+- `candidates.py`: what it runs and concludes (`Probe`, `Tally`, `Candidate`,
+  `IsolationResult`) and the passing rule.
+- `differences.py`: configurations as flat path -> value mappings, what differs
+  between two, and the `--set` overrides that run a mix of them.
+"""
+
+from __future__ import annotations
+
+from reprospec.isolation.candidates import (
+    AttemptKind,
+    Candidate,
+    IsolationResult,
+    Probe,
+    Rate,
+    Settings,
+    Status,
+    Tally,
+    clean_needed,
+    clean_needed_at,
+    clean_probability,
+    pass_rule,
+)
+from reprospec.isolation.search import Isolation, ProbeRunner, isolate
+
+__all__ = [
+    "AttemptKind",
+    "Candidate",
+    "Isolation",
+    "IsolationResult",
+    "Probe",
+    "ProbeRunner",
+    "Rate",
+    "Settings",
+    "Status",
+    "Tally",
+    "clean_needed",
+    "clean_needed_at",
+    "clean_probability",
+    "isolate",
+    "pass_rule",
+]

@@ -1,0 +1,187 @@
+"""What differs between two configurations of one spec, and the overrides that build a mix.
+
+A configuration is a flat mapping path -> value: matrix axis values as
+`matrix.AXIS`, any other spec field by its dotted path (`--set` style, list
+indexes as numbers: `workload.phases.1.steps`). `differences(passing, failing)`
+lists the paths whose values differ; `mix(passing, diffs, chosen)` is the
+passing configuration with some of them set to the failing side's values;
+`overrides(config)` is the `--set` list that makes a spec run exactly that
+configuration as one cell.
+
+Pure functions on plain values: no spec loading, no processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reprospec.expr import same
+
+MATRIX = "matrix."
+
+
+class _Missing:
+    """The path is absent on that side (applying the difference deletes or adds the key)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One path whose value differs: `base` on the passing side, `value` on the failing one."""
+
+    path: str
+    base: Any
+    value: Any
+
+    @property
+    def is_axis(self) -> bool:
+        return self.path.startswith(MATRIX)
+
+    @property
+    def name(self) -> str:
+        """How a person reads it: the axis name for matrix axes, the dotted path otherwise."""
+        return self.path[len(MATRIX) :] if self.is_axis else self.path
+
+    def describe(self, value: Any = None) -> str:
+        """`num_workers=2` (or `PATH unset`)."""
+        shown = self.value if value is None else value
+        if shown is MISSING:
+            return f"{self.name} unset"
+        return f"{self.name}={render(shown)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "value": None if self.value is MISSING else self.value,
+            "base": None if self.base is MISSING else self.base,
+            **({"unset": True} if self.value is MISSING else {}),
+            **({"base_unset": True} if self.base is MISSING else {}),
+        }
+
+
+def render(value: Any) -> str:
+    """A value as a person writes it in a cell id or `--set`: true, 2, fork, [1, 2]."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def lookup(document: Any, path: str) -> Any:
+    """The value at a dotted path of a spec document, or MISSING."""
+    node = document
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return MISSING
+    return node
+
+
+def configuration(
+    document: Mapping[str, Any],
+    matrix: Mapping[str, Any],
+    sets: Mapping[str, Any],
+    paths: Iterable[str] = (),
+) -> dict[str, Any]:
+    """One side as a flat mapping: its cell's axes, its `--set` values, `paths` from the spec.
+
+    `paths` are fields the other side sets: this side keeps the document's value
+    there (MISSING when the document has none), so the difference shows.
+    """
+    config: dict[str, Any] = {MATRIX + axis: value for axis, value in matrix.items()}
+    for path in paths:
+        if not path.startswith(MATRIX):
+            config[path] = lookup(document, path)
+    for path, value in sets.items():
+        config[path] = value
+    return config
+
+
+def differences(passing: Mapping[str, Any], failing: Mapping[str, Any]) -> tuple[Difference, ...]:
+    """Every path whose value differs, matrix axes first, each group in a stable order."""
+    paths = list(dict.fromkeys([*passing, *failing]))
+    axes = [p for p in paths if p.startswith(MATRIX)]
+    fields = [p for p in paths if not p.startswith(MATRIX)]
+    out = []
+    for path in axes + fields:
+        base, value = passing.get(path, MISSING), failing.get(path, MISSING)
+        if not _same(base, value):
+            out.append(Difference(path, base, value))
+    return tuple(out)
+
+
+def mix(
+    passing: Mapping[str, Any], diffs: Sequence[Difference], chosen: Iterable[int]
+) -> dict[str, Any]:
+    """The passing configuration with the chosen differences set to the failing side's values."""
+    config = dict(passing)
+    for index in chosen:
+        diff = diffs[index]
+        if diff.value is MISSING:
+            config.pop(diff.path, None)
+        else:
+            config[diff.path] = diff.value
+    return config
+
+
+def overrides(config: Mapping[str, Any], document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The `--set` list that makes `document` run `config` as one cell.
+
+    Fields are set (or `~`-deleted) where they differ from the document; the
+    matrix becomes one axis value per key, so the spec expands to exactly one
+    cell whose id and `${{ matrix.* }}` values are the configuration's.
+    """
+    out: list[str] = []
+    for path, value in config.items():
+        if path.startswith(MATRIX):
+            continue
+        present = lookup(document, path)
+        if value is MISSING:
+            if present is not MISSING:
+                out.append(f"~{path}")
+        elif present is MISSING or not _same(present, value):
+            out.append(f"{path}={json.dumps(value)}")
+    axes = {p[len(MATRIX) :]: v for p, v in config.items() if p.startswith(MATRIX)}
+    if axes:
+        out.append("matrix=" + json.dumps({axis: [value] for axis, value in axes.items()}))
+    elif "matrix" in document:
+        out.append("~matrix")
+    return tuple(out)
+
+
+def key(config: Mapping[str, Any]) -> str:
+    """A stable text key of a configuration (for caches of results between restarts)."""
+    return json.dumps(
+        {p: ("<unset>" if v is MISSING else v) for p, v in sorted(config.items())},
+        sort_keys=True,
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is MISSING or b is MISSING:
+        return a is b
+    return same(a, b)  # true and 1 are different spec values, 2 and 2.0 the same

@@ -1,0 +1,441 @@
+"""`reprospec isolate` as a library: the search of `search.py` driven by real runs.
+
+    from reprospec.isolation.driver import IsolateOptions, isolate_spec
+    found = isolate_spec("specs/isolate-pair.yaml", IsolateOptions(budget=100))
+    found.sentence()   # "crashes when num_workers=2 AND pin_memory=true; either alone ..."
+
+Each candidate of the search is a normal run through the Python API
+(`reprospec.run`, purpose "isolate"): the spec with the candidate's values set
+(`--set` overrides; its matrix reduced to the one cell) and the failing cell's
+expectation as `expect`, so "failing" means failing the way the failing cell
+does, not any failure. Every attempt is stored like a run's; the isolate folder
+(state.py) remembers which run answered which candidate, so an interrupted
+isolation run again replays them and runs only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from reprospec.errors import UsageError
+from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
+from reprospec.isolation.differences import (
+    MISSING,
+    Difference,
+    configuration,
+    differences,
+    key,
+    mix,
+    overrides,
+)
+from reprospec.isolation.search import Isolation
+from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
+from reprospec.options import RunOptions
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class IsolateOptions:
+    """What `reprospec isolate` is asked besides the spec."""
+
+    failing: str | None = None  # a cell: its id, or AXIS=VALUE,... that selects one
+    passing: str | None = None
+    failing_sets: tuple[str, ...] = ()  # PATH=VALUE (or ~PATH) on the failing side only
+    passing_sets: tuple[str, ...] = ()
+    budget: int = 100
+    # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
+    run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
+    command_line: str = ""  # how a person reruns this isolation (for the report)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One end of the isolation: a cell, the fields set on that side only, the flat config."""
+
+    cell: Cell
+    sets: Mapping[str, Any]
+    config: Mapping[str, Any]
+
+    def describe(self) -> str:
+        sets = ", ".join(f"{p}={json.dumps(v)}" for p, v in self.sets.items())
+        return self.cell.id + (f" with {sets}" if sets else "")
+
+
+@dataclass(frozen=True)
+class IsolateResult:
+    """The answer in the spec's terms, with the search's evidence and where it is stored."""
+
+    id: str
+    folder: Path
+    spec_name: str
+    spec_path: str
+    expectation: Expectation
+    failing: Side
+    passing: Side
+    differences: tuple[Difference, ...]
+    result: IsolationResult
+    runs: tuple[str, ...]
+    reused: int  # probes answered from an earlier, interrupted isolation
+    interrupted: bool
+    budget: int = 100
+    command_line: str = ""
+
+    @property
+    def culprits(self) -> tuple[Difference, ...]:
+        return tuple(self.differences[i] for i in self.result.culprits)
+
+    def sentence(self) -> str:
+        from reprospec.isolation.report import sentence
+
+        return sentence(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        from reprospec.isolation.report import to_dict
+
+        return to_dict(self)
+
+
+def isolate_spec(
+    spec_path: str | Path,
+    options: IsolateOptions,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> IsolateResult:
+    """Find the smallest set of differences that turns the passing side into the failing one."""
+    from reprospec import api
+
+    say = progress or (lambda message: None)
+    cancel = cancel or threading.Event()
+    run_options = options.run.with_changes(purpose="isolate")
+    spec = api.load_spec(spec_path, run_options.overrides)
+    plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
+    failing_sets = _parse_sets(options.failing_sets, "--failing-set")
+    passing_sets = _parse_sets(options.passing_sets, "--passing-set")
+    if any(e.observes for e in plan.expectations.values()):
+        raise UsageError(
+            "isolate needs the spec's expect: it says how the failing cell fails (the same "
+            "signature, not any failure); `run --observe` shows what each cell does"
+        )
+    failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
+    expectation = plan.expectations[failing_cell.id]
+    if expectation.outcome == "pass":
+        raise UsageError(
+            f"the failing cell {failing_cell.id} is expected to pass: isolate needs a cell "
+            f"whose expect says how it fails"
+        )
+    document = spec.document
+    failing = Side(
+        failing_cell,
+        failing_sets,
+        configuration(document, failing_cell.matrix, failing_sets, paths=passing_sets),
+    )
+    passing = Side(
+        passing_cell,
+        passing_sets,
+        configuration(document, passing_cell.matrix, passing_sets, paths=failing_sets),
+    )
+    diffs = differences(passing.config, failing.config)
+    if not diffs:
+        raise UsageError(
+            f"nothing to isolate: {failing.describe()} and {passing.describe()} do not differ"
+        )
+    # A round gives each candidate at least -j attempts, so one candidate can fill -j.
+    settings = Settings(budget=options.budget, step=max(Settings.step, plan.parallel))
+    expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
+    ident = isolation_id(
+        spec.name,
+        [
+            str(Path(spec.path).resolve()),
+            spec.source_text,
+            json.dumps(list(run_options.overrides)),
+            key(failing.config),
+            key(passing.config),
+            json.dumps(expect, sort_keys=True),
+            repr(settings),
+            run_options.runner,
+        ],
+    )
+    folder = run_options.out / "isolate" / ident
+    state = StateFile(
+        folder,
+        {
+            "spec": spec.name,
+            "failing": key(failing.config),
+            "passing": key(passing.config),
+            "budget": options.budget,
+        },
+    )
+    if state.stored:
+        say(f"resuming isolation {ident}: {state.stored} stored candidate result(s)")
+
+    runner = _CandidateRunner(
+        spec_path=spec.path,
+        base_overrides=run_options.overrides,
+        document=document,
+        expect=expect,
+        passing=passing.config,
+        diffs=diffs,
+        options=run_options,
+        parallel=plan.parallel,
+        state=state,
+        cancel=cancel,
+    )
+    iso = Isolation(len(diffs), settings)
+    interrupted = False
+    rounds = 0
+    while iso.result is None and not interrupted:
+        probes = iso.next_probes()
+        if not probes:
+            break
+        rounds += 1
+        say(
+            f"round {rounds}: {len(probes)} candidate(s), "
+            f"{iso.used}/{settings.budget} attempts used"
+        )
+        for probe, stored in zip(probes, runner.run_round(probes), strict=True):
+            if iso.result is None:
+                iso.record(probe, stored.kinds, stored.infra_reason)
+            interrupted = interrupted or stored.interrupted
+    found = IsolateResult(
+        id=ident,
+        folder=folder,
+        spec_name=spec.name,
+        spec_path=str(spec.path),
+        expectation=expectation,
+        failing=failing,
+        passing=passing,
+        differences=diffs,
+        result=iso.result or _interrupted(iso),
+        runs=tuple(state.runs()),
+        reused=runner.reused,
+        interrupted=interrupted,
+        budget=options.budget,
+        command_line=options.command_line,
+    )
+    from reprospec.isolation.report import write
+
+    write(found)
+    return found
+
+
+class _CandidateRunner:
+    """Runs the probes of one round, concurrently, each as a normal run (or from the state)."""
+
+    def __init__(
+        self,
+        *,
+        spec_path: Path,
+        base_overrides: Sequence[str],
+        document: Mapping[str, Any],
+        expect: Mapping[str, Any],
+        passing: Mapping[str, Any],
+        diffs: Sequence[Difference],
+        options: RunOptions,
+        parallel: int,
+        state: StateFile,
+        cancel: threading.Event,
+    ) -> None:
+        self.spec_path = spec_path
+        self.base_overrides = tuple(base_overrides)
+        self.document = document
+        self.expect = json.dumps(dict(expect))
+        self.passing = passing
+        self.diffs = diffs
+        self.options = options
+        self.parallel = max(1, parallel)
+        self.state = state
+        self.cancel = cancel
+        self.reused = 0
+
+    def run_round(self, probes: Sequence[Probe]) -> list[StoredProbe]:
+        """What each probe's attempts did, in the probes' order."""
+        answers: list[StoredProbe | None] = []
+        todo: list[tuple[int, Probe, Mapping[str, Any]]] = []
+        for index, probe in enumerate(probes):
+            config = mix(self.passing, self.diffs, sorted(probe.candidate))
+            stored = self.state.take(key(config))
+            if stored is not None:
+                # What an interrupted run did still counts; the interruption is over.
+                stored = replace(stored, interrupted=False)
+                self.reused += 1
+            else:
+                todo.append((index, probe, config))
+            answers.append(stored)
+        if todo:
+            # -j is shared: each concurrent candidate gets its part of it.
+            at_once = min(len(todo), self.parallel)
+            jobs = max(1, self.parallel // at_once)
+            with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="isolate") as pool:
+                futures = [
+                    (index, pool.submit(self._run, probe, config, jobs))
+                    for index, probe, config in todo
+                ]
+                try:
+                    for index, future in futures:
+                        answers[index] = future.result()
+                except KeyboardInterrupt:
+                    # Ctrl-C reaches this thread only: stop the runs, keep what they did.
+                    self.cancel.set()
+                    for index, future in futures:
+                        answers[index] = future.result()
+        return [a for a in answers if a is not None]
+
+    def _run(self, probe: Probe, config: Mapping[str, Any], jobs: int) -> StoredProbe:
+        from reprospec import api
+
+        sets = (*self.base_overrides, *overrides(config, self.document), "expect=" + self.expect)
+        spec = api.load_spec(self.spec_path, sets)
+        options = self.options.with_changes(
+            repeat=max(1, probe.attempts),
+            stop_on="first-reproduction" if probe.stop_after == 1 else "never",
+            jobs=jobs,
+            matrix_filters=(),
+            purpose="isolate",
+        )
+        if self.cancel.is_set():
+            return self._stored(probe, config, None)
+        result = api.run(spec, options, cancel=self.cancel)
+        stored = self._stored(probe, config, result)
+        self.state.add(stored)
+        return stored
+
+    def _stored(
+        self, probe: Probe, config: Mapping[str, Any], result: RunResult | None
+    ) -> StoredProbe:
+        kinds: list[AttemptKind] = []
+        reason = ""
+        if result is not None:
+            for attempt in sorted(result.cells[0].attempts, key=lambda a: a.attempt):
+                kinds.append(_kind(attempt))
+                reason = attempt.infra_error or reason
+        return StoredProbe(
+            key=key(config),
+            candidate=tuple(sorted(probe.candidate)),
+            role=probe.role,
+            kinds=tuple(kinds),
+            run_id=result.run_id if result is not None else "",
+            infra_reason=reason,
+            interrupted=result is None or result.interrupted,
+        )
+
+
+def _kind(attempt: AttemptResult) -> AttemptKind:
+    outcome = attempt.ran
+    if outcome is None:
+        return "infra"  # never ran what the spec asks: counts neither way
+    if attempt.matched:
+        return "match"
+    return "pass" if outcome.kind == "pass" else "other"
+
+
+def _parse_sets(items: Sequence[str], option: str) -> dict[str, Any]:
+    """`PATH=VALUE` (VALUE read as YAML) or `~PATH` (unset) -> {path: value}."""
+    from reprospec.yamlsource import YamlSourceError, load_value
+
+    out: dict[str, Any] = {}
+    for item in items:
+        if item.startswith("~"):
+            out[item[1:].strip()] = MISSING
+            continue
+        path, sep, raw = item.partition("=")
+        path = path.strip()
+        if not sep or not path or any(not part for part in path.split(".")):
+            raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
+        try:
+            out[path] = load_value(raw)
+        except YamlSourceError as exc:
+            raise UsageError(f"{option} {item}: the value is not valid YAML: {exc}") from None
+    return out
+
+
+def _choose_cells(
+    spec: Spec,
+    cells: Sequence[Cell],
+    expectations: Mapping[str, Expectation],
+    options: IsolateOptions,
+    say: Progress,
+) -> tuple[Cell, Cell]:
+    """The failing and passing cells: as asked, else from `expect`, else by running the matrix."""
+    failing = _select(cells, options.failing, "--failing") if options.failing else None
+    passing = _select(cells, options.passing, "--passing") if options.passing else None
+    if failing is None:
+        failing = next((c for c in cells if expectations[c.id].outcome != "pass"), None)
+    if passing is None:
+        passing = next(
+            (c for c in cells if expectations[c.id].outcome == "pass" and c != failing), None
+        )
+    if failing is None or passing is None:
+        failing, passing = _observe(spec, cells, options, failing, passing, say)
+    if failing == passing:
+        raise UsageError(f"the failing and passing cells are the same cell ({failing.id})")
+    return failing, passing
+
+
+def _observe(
+    spec: Spec,
+    cells: Sequence[Cell],
+    options: IsolateOptions,
+    failing: Cell | None,
+    passing: Cell | None,
+    say: Progress,
+) -> tuple[Cell, Cell]:
+    """Run every cell once: the first that fails as expected, the first that passes."""
+    from reprospec import api
+
+    say(f"running the matrix once ({len(cells)} cell(s)) to find a failing and a passing cell")
+    result = api.run(spec, options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"))
+    if result.interrupted:
+        raise KeyboardInterrupt
+    for cell in result.cells:
+        ran = [a.ran for a in cell.attempts if a.ran is not None]
+        if not ran:
+            continue
+        matched = all(a.matched for a in cell.attempts if a.ran is not None)
+        if failing is None and cell.expected.outcome != "pass" and matched:
+            failing = cell.cell
+        elif passing is None and cell.cell != failing and all(o.kind == "pass" for o in ran):
+            passing = cell.cell
+    if failing is None:
+        raise UsageError(
+            f"no cell failed as expected in one run of the matrix (run {result.run_id}): "
+            f"name one with --failing"
+        )
+    if passing is None:
+        raise UsageError(
+            f"no cell passed in one run of the matrix (run {result.run_id}): name one with "
+            f"--passing, or set fields with --passing-set"
+        )
+    return failing, passing
+
+
+def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:
+    """A cell by its id, or by AXIS=VALUE,... filters that leave exactly one."""
+    from reprospec.matrix import select
+
+    for cell in cells:
+        if cell.id == text:
+            return cell
+    filters = [part for part in text.split(",") if part.strip()]
+    try:
+        kept = select(cells, filters)
+    except UsageError as exc:
+        raise UsageError(f"{option} {text}: {str(exc).removeprefix('-m ')}") from None
+    if len(kept) != 1:
+        shown = ", ".join(c.id for c in kept[:4]) + (", ..." if len(kept) > 4 else "")
+        raise UsageError(f"{option} {text}: {len(kept)} cells match ({shown}); name one")
+    return kept[0]
+
+
+def _interrupted(iso: Isolation) -> IsolationResult:
+    iso.interrupt()
+    assert iso.result is not None
+    return iso.result

@@ -1,0 +1,239 @@
+"""The answer of an isolation in words: the sentence, the evidence table, isolate.md and .json."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from reprospec.isolation.candidates import Candidate, pass_rule
+
+if TYPE_CHECKING:
+    from reprospec.isolation.driver import IsolateResult
+
+_VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail": "fails"}
+
+
+def sentence(found: IsolateResult) -> str:
+    """ "crashes when num_workers=2 AND pin_memory=true; either alone passes (0/12, 0/12)"."""
+    result = found.result
+    if result.status != "isolated":
+        return f"not isolated ({result.status}): {result.message}"
+    verb = _VERBS.get(found.expectation.outcome, "fails")
+    names = [d.describe() for d in found.culprits]
+    # one_smaller[i] leaves out culprit i; "X alone" is the set that leaves out the other.
+    figures = [_figure(e) for e in result.one_smaller]
+    if len(names) == 1:
+        return f"{verb} when {names[0]}; without it, it passes ({figures[0]})"
+    if len(names) == 2:
+        return (
+            f"{verb} when {names[0]} AND {names[1]}; either alone passes "
+            f"({figures[1]}, {figures[0]})"
+        )
+    return (
+        f"{verb} when {' AND '.join(names)}; leaving out any one, it passes ({', '.join(figures)})"
+    )
+
+
+def describe_set(found: IsolateResult, candidate: Sequence[int]) -> str:
+    """A tested set in the spec's terms: what it applies, or what it leaves out."""
+    count = len(found.differences)
+    chosen = set(candidate)
+    if not chosen:
+        return f"passing cell (none of the {count} differences)"
+    if len(chosen) == count:
+        return f"failing cell (all {count} differences)"
+    if len(chosen) <= count / 2:
+        return ", ".join(found.differences[i].describe() for i in sorted(chosen))
+    left_out = [found.differences[i].name for i in range(count) if i not in chosen]
+    return "all but " + ", ".join(left_out)
+
+
+def text(found: IsolateResult) -> str:
+    """What `reprospec isolate` prints: the sentence, the evidence table, the figures."""
+    result = found.result
+    lines = [sentence(found), ""]
+    rows = [("set", "attempts", "failed", "verdict")]
+    for label, evidence in _key_evidence(found):
+        rows.append(
+            (
+                label,
+                str(evidence.tally.attempts),
+                str(evidence.tally.matched),
+                _verdict(evidence),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        lines.append(
+            f"  {row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}"
+        )
+    rate = result.rate
+    lines.append("")
+    lines.append(
+        f"{result.attempts} attempts of a budget of {found.budget}"
+        f"{f', {found.reused} from an earlier run' if found.reused else ''}; "
+        f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}); "
+        f"confidence {result.confidence:.3f}"
+    )
+    return "\n".join(lines)
+
+
+def to_dict(found: IsolateResult) -> dict[str, Any]:
+    """isolate.json, and what `--format json` prints."""
+    result = found.result
+    evidence = result.to_dict()
+    return {
+        "isolate": found.id,
+        "status": result.status,
+        "sentence": sentence(found),
+        "culprits": [
+            {"path": d.path, "value": d.to_dict()["value"], **_unset(d.value)}
+            for d in found.culprits
+        ],
+        "attempts": result.attempts,
+        "budget": found.budget,
+        "rate": result.rate.to_dict(),
+        "confidence": result.confidence,
+        "rule": evidence["rule"],
+        "message": result.message,
+        "spec": {"name": found.spec_name, "path": found.spec_path},
+        "expect": {k: v for k, v in found.expectation.to_dict().items() if k != "rate"},
+        "failing": {"cell": found.failing.cell.id, "sets": _plain(found.failing.sets)},
+        "passing": {"cell": found.passing.cell.id, "sets": _plain(found.passing.sets)},
+        "differences": [d.to_dict() for d in found.differences],
+        "evidence": {
+            name: _with_names(found, evidence[name])
+            for name in ("minimal", "one_smaller", "base", "failing", "tested")
+        },
+        "runs": list(found.runs),
+        "reused": found.reused,
+        "interrupted": found.interrupted,
+    }
+
+
+def markdown(found: IsolateResult) -> str:
+    """isolate.md: the report section."""
+    result = found.result
+    out = ["## Isolation", "", f"**{sentence(found)}**", ""]
+    out.append(
+        f"Between the failing cell `{found.failing.describe()}` and the passing cell "
+        f"`{found.passing.describe()}` ({len(found.differences)} differences), "
+        f'"failing" meaning: {_expected(found)}.'
+    )
+    out += ["", "| set | attempts | failed as expected | verdict |", "|---|---|---|---|"]
+    for label, evidence in _key_evidence(found):
+        out.append(
+            f"| {label} | {evidence.tally.attempts} | {evidence.tally.matched} | "
+            f"{_verdict(evidence)} |"
+        )
+    rate = result.rate
+    out += [
+        "",
+        f"- status: {result.status}" + (f" ({result.message})" if result.message else ""),
+        f"- attempts: {result.attempts} (budget {found.budget})",
+        f"- reproduction rate: {rate.matched}/{rate.attempts} ({_percent(rate.value)}, "
+        f"95% CI {_percent(rate.low)}-{_percent(rate.high)})",
+        f"- confidence: {result.confidence:.3f}",
+        f"- rule: {pass_rule(result.alpha, result.clean_needed)}",
+    ]
+    if found.command_line:
+        out += ["", "Run again (resumes from the stored results):", "", f"    {found.command_line}"]
+    out += ["", "### The differences", ""]
+    out += [f"- `{d.path}`: {_shown(d.base)} -> {_shown(d.value)}" for d in found.differences]
+    out += ["", "### Every tested set", "", "| set | attempts | failed | other failure | infra |"]
+    out.append("|---|---|---|---|---|")
+    for evidence in result.tested:
+        t = evidence.tally
+        out.append(
+            f"| {describe_set(found, evidence.applied)} | {t.attempts} | {t.matched} | "
+            f"{t.other} | {t.infra} |"
+        )
+    if found.runs:
+        out += ["", f"Runs ({len(found.runs)}): " + ", ".join(f"`{r}`" for r in found.runs)]
+    return "\n".join(out) + "\n"
+
+
+def write(found: IsolateResult) -> None:
+    """isolate.json and isolate.md into the isolate folder, each replaced atomically."""
+    found.folder.mkdir(parents=True, exist_ok=True)
+    for name, content in (
+        ("isolate.json", json.dumps(to_dict(found), indent=2) + "\n"),
+        ("isolate.md", markdown(found)),
+    ):
+        temporary = found.folder / (name + ".tmp")
+        temporary.write_text(content, encoding="utf-8")
+        os.replace(temporary, found.folder / name)
+
+
+def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
+    result = found.result
+    rows: list[tuple[str, Candidate]] = []
+    if result.minimal is not None:
+        rows.append((describe_set(found, result.minimal.applied) + " (culprits)", result.minimal))
+    # In the culprits' order: "a alone" is the set that leaves out the other one.
+    for evidence in reversed(result.one_smaller) if len(result.one_smaller) == 2 else ():
+        rows.append((describe_set(found, evidence.applied) + " alone", evidence))
+    for evidence in result.one_smaller if len(result.one_smaller) != 2 else ():
+        if evidence.applied:
+            rows.append((describe_set(found, evidence.applied), evidence))
+    if result.base is not None:
+        rows.append((describe_set(found, ()), result.base))
+    if result.failing is not None:
+        rows.append((describe_set(found, result.failing.applied), result.failing))
+    return rows
+
+
+def _verdict(evidence: Candidate) -> str:
+    if evidence.reproduces:
+        return "fails"
+    if evidence.reproduces is False:
+        if evidence.role == "one-smaller" and evidence.clean_evidence:
+            return f"passes (0/{evidence.clean_evidence} in its check)"
+        return "passes"
+    return "undecided"
+
+
+def _figure(evidence: Candidate) -> str:
+    return f"{evidence.tally.matched}/{evidence.clean_evidence + evidence.tally.matched}"
+
+
+def _expected(found: IsolateResult) -> str:
+    from reprospec.words import expectation_phrase
+
+    return expectation_phrase(found.expectation, rate=False)
+
+
+def _with_names(found: IsolateResult, value: Any) -> Any:
+    if isinstance(value, list):
+        return [_with_names(found, v) for v in value]
+    if isinstance(value, dict) and "applied" in value:
+        return {
+            "set": describe_set(found, value["applied"]),
+            "differences": [found.differences[i].path for i in value["applied"]],
+            **value,
+        }
+    return value
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _shown(value: Any) -> str:
+    from reprospec.isolation.differences import MISSING, render
+
+    return "(unset)" if value is MISSING else f"`{render(value)}`"
+
+
+def _unset(value: Any) -> dict[str, bool]:
+    from reprospec.isolation.differences import MISSING
+
+    return {"unset": True} if value is MISSING else {}
+
+
+def _plain(sets: Any) -> dict[str, Any]:
+    from reprospec.isolation.differences import MISSING
+
+    return {k: (None if v is MISSING else v) for k, v in sets.items()}

@@ -1,0 +1,123 @@
+"""The isolate folder: what an isolation ran so far, so an interrupted one resumes.
+
+    OUT/isolate/ID/
+      state.json     every probe that ran: its candidate's configuration, what its
+                     attempts did, the run that holds them (rewritten after each probe)
+      isolate.json   the answer and its evidence (written at the end)
+      isolate.md     the report section
+
+ID is the spec's name and a hash of everything the search depends on (the spec,
+both configurations, the budget): running the same `reprospec isolate` again
+finds the same folder, replays the stored probes in order (the search is
+deterministic, so it asks for exactly the same ones) and runs only what is new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class StoredProbe:
+    """One probe as it ran: the configuration's key, its attempts, the run that holds them."""
+
+    key: str
+    candidate: tuple[int, ...]
+    role: str
+    kinds: tuple[AttemptKind, ...]
+    run_id: str
+    infra_reason: str = ""
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "candidate": list(self.candidate),
+            "role": self.role,
+            "kinds": list(self.kinds),
+            "run_id": self.run_id,
+            "infra_reason": self.infra_reason,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoredProbe:
+        kinds = tuple(k for k in data.get("kinds", ()) if k in ATTEMPT_KINDS)
+        return cls(
+            key=str(data["key"]),
+            candidate=tuple(int(i) for i in data.get("candidate", ())),
+            role=str(data.get("role", "search")),
+            kinds=kinds,
+            run_id=str(data.get("run_id", "")),
+            infra_reason=str(data.get("infra_reason", "")),
+            interrupted=bool(data.get("interrupted", False)),
+        )
+
+
+def isolation_id(name: str, parts: Sequence[str]) -> str:
+    """`NAME-HASH`: the same inputs give the same folder."""
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:10]
+    return f"{name}-{digest}"
+
+
+class StateFile:
+    """The probes of one isolation, replayed in order on restart; safe across threads."""
+
+    def __init__(self, folder: Path, header: Mapping[str, Any]) -> None:
+        self.folder = folder
+        self.path = folder / "state.json"
+        self.header = dict(header)
+        self._lock = threading.Lock()
+        self._probes: list[StoredProbe] = []
+        self._replay: dict[str, deque[StoredProbe]] = {}
+        if self.path.exists():
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") == FORMAT and data.get("header") == self.header:
+                self._probes = [StoredProbe.from_dict(p) for p in data.get("probes", ())]
+        for probe in self._probes:
+            self._replay.setdefault(probe.key, deque()).append(probe)
+
+    @property
+    def stored(self) -> int:
+        """Probes found from an earlier, interrupted isolation."""
+        return sum(len(q) for q in self._replay.values())
+
+    def take(self, key: str) -> StoredProbe | None:
+        """The next stored probe of this configuration, in the order they first ran."""
+        with self._lock:
+            queue = self._replay.get(key)
+            return queue.popleft() if queue else None
+
+    def add(self, probe: StoredProbe) -> None:
+        """Record a probe that just ran (written to disk at once)."""
+        with self._lock:
+            self._probes.append(probe)
+            self._write()
+
+    def runs(self) -> list[str]:
+        """Every run this isolation used, in order."""
+        with self._lock:
+            return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))
+
+    def _write(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "format": FORMAT,
+            "header": self.header,
+            "probes": [p.to_dict() for p in self._probes],
+        }
+        temporary = self.path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(temporary, self.path)

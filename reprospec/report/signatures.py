@@ -1,0 +1,152 @@
+"""What happened, grouped: cells by outcome signature, and the toggle values that go with each.
+
+For each signature (`crash:SIGSEGV:worker:validation`, `pass`, ...) the cells
+where it happened are compared with the other cells that ran, both ways:
+values present in every cell with the outcome and in no other one (single
+values first, else pairs present together), and values present in every other
+cell and in none with the outcome (what prevents it). Observe mode
+(`run --observe`) reports this instead of verdicts; it is a pure function of
+the `RunResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from reprospec.models import CellResult, Outcome, RunResult
+from reprospec.report.markup import show_value
+from reprospec.words import outcome_phrase, plural
+
+Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value
+MAX_PAIRS = 6
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One or two toggle values, and which way they separate the outcome from the rest."""
+
+    values: tuple[tuple[str, Any], ...]
+    present: bool  # True: in every cell with the outcome; False: in every other cell
+
+    def text(self, code: bool = True) -> str:
+        names = [f"{axis}={show_value(value)}" for axis, value in self.values]
+        shown = " and ".join(f"`{n}`" if code else n for n in names)
+        if len(names) > 1:
+            if self.present:
+                return f"{shown} together: in every cell with this outcome, together in no other"
+            return f"{shown} together: in every other cell, together in none with this outcome"
+        if self.present:
+            return f"{shown}: in every cell with this outcome, in no other"
+        return f"{shown}: in every other cell, in none with this outcome"
+
+
+@dataclass(frozen=True)
+class OutcomeGroup:
+    """The cells where one outcome signature happened, and what explains it."""
+
+    signature: str
+    phrase: str  # the outcome in words, as its first attempt reads
+    cells: tuple[str, ...]
+    attempts: int
+    of_cells: int  # cells that ran at all
+    explanations: tuple[Explanation, ...]
+
+    @property
+    def failure(self) -> bool:
+        return self.signature != "pass"
+
+    def headline(self, code: bool = True) -> str:
+        phrase = f"`{self.phrase}`" if code else self.phrase
+        where = (
+            "in every cell"
+            if len(self.cells) == self.of_cells
+            else f"in {len(self.cells)} of {plural(self.of_cells, 'cell')}"
+        )
+        return f"{phrase} {where} ({plural(self.attempts, 'attempt')})"
+
+
+def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
+    """The run's outcome signatures, failures first (most cells first), `pass` last."""
+    ran = [c for c in run.cells if _outcomes(c)]
+    found: dict[str, tuple[str, list[CellResult], int]] = {}
+    for cell in ran:
+        for outcome in _outcomes(cell):
+            phrase, cells, count = found.get(outcome.signature, (outcome_phrase(outcome), [], 0))
+            if cell not in cells:
+                cells.append(cell)
+            found[outcome.signature] = (phrase, cells, count + 1)
+    groups = [
+        OutcomeGroup(
+            signature=signature,
+            phrase=phrase,
+            cells=tuple(c.cell.id for c in cells),
+            attempts=count,
+            of_cells=len(ran),
+            explanations=tuple(_explain(cells, [c for c in ran if c not in cells])),
+        )
+        for signature, (phrase, cells, count) in found.items()
+    ]
+    return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
+
+
+def _outcomes(cell: CellResult) -> list[Outcome]:
+    return [a.ran for a in cell.attempts if a.ran is not None]
+
+
+def _values(cell: CellResult) -> set[Value]:
+    return {(axis, _key(value)) for axis, value in cell.cell.matrix.items()}
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _explain(inside: Sequence[CellResult], outside: Sequence[CellResult]) -> list[Explanation]:
+    if not inside or not outside:
+        return []  # everywhere or nowhere: nothing separates it
+    values = {
+        (axis, _key(value)): value
+        for c in (*inside, *outside)
+        for axis, value in c.cell.matrix.items()
+    }
+    out = [
+        Explanation(tuple((axis, values[(axis, key)]) for axis, key in group), present)
+        for present, groups in (
+            (True, _separating([_values(c) for c in inside], [_values(c) for c in outside])),
+            (False, _separating([_values(c) for c in outside], [_values(c) for c in inside])),
+        )
+        for group in groups
+    ]
+    return out
+
+
+def _separating(
+    these: Sequence[set[Value]], those: Sequence[set[Value]]
+) -> list[tuple[Value, ...]]:
+    """Values in every one of `these` and in none of `those`; else pairs that are together."""
+    common = sorted(set.intersection(*these)) if these else []
+    singles: list[tuple[Value, ...]] = [(v,) for v in common if not any(v in t for t in those)]
+    if singles:
+        return singles
+    pairs: list[tuple[Value, ...]] = [
+        (a, b)
+        for a, b in combinations(common, 2)
+        if a[0] != b[0] and not any(a in t and b in t for t in those)
+    ]
+    return pairs[:MAX_PAIRS]
+
+
+def outcome_lines(groups: Iterable[OutcomeGroup], code: bool = False) -> list[str]:
+    """The groups as indented text lines, for the console."""
+    lines: list[str] = []
+    for group in groups:
+        lines.append(group.headline(code))
+        lines += [f"  {e.text(code)}" for e in group.explanations]
+    return lines
+
+
+__all__ = ["Explanation", "OutcomeGroup", "outcome_groups", "outcome_lines"]

@@ -1,0 +1,194 @@
+"""The venv runner: the local runner, in a virtualenv built for each cell's resolved packages.
+
+Each distinct resolved environment (interpreter + `packages` + index options,
+after `${{ matrix.* }}` interpolation) gets its own venv from `reprospec.envs`,
+cached by content hash under `.reprospec/envs/` and reused by later runs.
+Attempts then run exactly as the local runner runs them, with that venv's
+interpreter; the local runner's per-cell package check still runs in the child
+before the first attempt of each environment, so a venv that was changed after
+it was built is refused too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from reprospec import envs, process
+from reprospec.errors import InfraError
+from reprospec.models import AttemptPlan, Execution
+from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.runners.local import LocalRunner
+
+
+def print_progress(stream: TextIO = sys.stderr) -> envs.EnvProgressCallback:
+    """A progress callback that writes one line per step (and uv's own lines) to `stream`."""
+
+    def show(event: envs.EnvProgress) -> None:
+        if event.stage == "output":
+            if event.message.startswith("Using Python"):
+                return  # the temporary build folder: noise
+            print(f"reprospec:     {event.message}", file=stream, flush=True)
+        elif event.stage != "reused":
+            print(f"reprospec: env {event.key}: {event.message}", file=stream, flush=True)
+
+    return show
+
+
+class VenvRunner:
+    """Runs each attempt as a local child of the venv built for its cell's packages."""
+
+    name = "venv"
+
+    def __init__(
+        self,
+        python: str | None = None,
+        cache_dir: Path | None = None,
+        *,
+        envs_dir: Path | None = None,
+        find_links: Path | None = None,
+        spec_dir: Path | None = None,
+        exclude_newer: str | None = None,
+        progress: envs.EnvProgressCallback | None = None,
+        spec_name: str | None = None,
+        **_options: object,
+    ) -> None:
+        self.base_python = python
+        self.cache_dir = cache_dir
+        # $REPROSPEC_ENVS, else .reprospec/envs next to .reprospec/cache.
+        shared = os.environ.get(envs.ENVS_VARIABLE)
+        self.envs_dir = (envs_dir or (Path(shared) if shared else None) or (
+            cache_dir.parent / "envs" if cache_dir is not None else Path(".reprospec/envs")
+        )).resolve()
+        self.find_links = find_links
+        self.spec_dir = spec_dir
+        self.exclude_newer = exclude_newer
+        self.progress = progress if progress is not None else print_progress()
+        self.spec_name = spec_name
+        self._lock = threading.Lock()
+        self._index: envs.IndexConfig | None = None
+        # A cell's environment section (python, packages) -> its env key or its build error.
+        self._keys: dict[str, str] = {}
+        self._errors: dict[str, str] = {}
+        self._runners: dict[str, LocalRunner] = {}
+        self._envs: dict[str, envs.Env] = {}
+        self._build_lock = threading.Lock()
+
+    # -- environments ----------------------------------------------------------------
+
+    def _index_config(self) -> envs.IndexConfig:
+        with self._lock:
+            if self._index is None:
+                links = (self.find_links,) if self.find_links is not None else ()
+                self._index = envs.user_index_config(links)
+            return self._index
+
+    @staticmethod
+    def _section_key(plan: AttemptPlan) -> str:
+        environment = plan.environment
+        return json.dumps([environment.python, list(environment.packages)])
+
+    def prepare(self, plans: Sequence[AttemptPlan]) -> None:
+        """Build (or find) the environment of every distinct cell environment, once.
+
+        A cell whose environment cannot be built is not fatal to the run: its
+        attempts become infra errors with the reason. Raises InfraError only when
+        uv itself is missing.
+        """
+        envs.uv_binary()
+        distinct: dict[str, AttemptPlan] = {}
+        for plan in plans:
+            distinct.setdefault(self._section_key(plan), plan)
+        total = len(distinct)
+        for number, plan in enumerate(distinct.values(), start=1):
+            self._env_for(plan, f"{number}/{total}")
+
+    def _env_for(self, plan: AttemptPlan, label: str = "") -> tuple[LocalRunner | None, str]:
+        """The local runner of the plan's environment, or None and why it could not be had."""
+        section = self._section_key(plan)
+        with self._lock:
+            key = self._keys.get(section)
+            if key is not None:
+                return self._runners[key], ""
+            if section in self._errors:
+                return None, self._errors[section]
+        with self._build_lock:  # one build at a time; uv parallelises inside one
+            with self._lock:
+                key = self._keys.get(section)
+                if key is not None:
+                    return self._runners[key], ""
+            try:
+                request = envs.env_request(
+                    plan.environment,
+                    python=self.base_python,
+                    index=self._index_config(),
+                    exclude_newer=self.exclude_newer,
+                )
+                say = self._labelled(label, request)
+                env = envs.ensure_env(
+                    request,
+                    self.envs_dir,
+                    progress=say,
+                    user=self.spec_name or plan.spec_name,
+                    cwd=self.spec_dir,
+                )
+            except InfraError as exc:
+                reason = f"environment for {plan.cell.id or 'the cell'} not built: {exc}"
+                with self._lock:
+                    self._errors[section] = reason
+                return None, reason
+            runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
+            with self._lock:
+                self._keys[section] = env.key
+                self._envs[env.key] = env
+                self._runners.setdefault(env.key, runner)
+                return self._runners[env.key], ""
+
+    def _labelled(self, label: str, request: envs.EnvRequest) -> envs.EnvProgressCallback:
+        progress = self.progress
+        what = envs.describe_request(request)
+
+        def say(event: envs.EnvProgress) -> None:
+            if event.stage == "create":
+                message = f"building {label} ({what})".replace("  ", " ")
+                progress(envs.EnvProgress(event.key, event.stage, message, event.seconds))
+            else:
+                progress(event)
+
+        return say
+
+    def environments(self) -> Mapping[str, envs.Env]:
+        """The environments this runner has prepared, by key."""
+        with self._lock:
+            return dict(self._envs)
+
+    # -- attempts --------------------------------------------------------------------
+
+    def run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+    ) -> Execution:
+        """Run one attempt in its cell's venv (building it first if `prepare` did not)."""
+        runner, reason = self._env_for(plan)
+        if runner is None:
+            now = process.utc_now()
+            return infra_execution(attempt_files(plan, log_dir, gpu_slot), reason,
+                                   started=now, finished=now)
+        return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+        """The environment of the plan's venv as the harness sees it."""
+        runner, reason = self._env_for(plan)
+        if runner is None:
+            return {"python": None, "error": reason}
+        return runner.capture_environment(plan, log_dir)
+

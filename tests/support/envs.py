@@ -1,0 +1,79 @@
+"""Helpers for the environment and bisect tests: a reused env cache, hand-made wheels.
+
+Environments built by the tests live in `$REPROSPEC_TEST_ENVS` (default
+`.test-envs/` in the repository, ignored by git), and uv's download cache with
+them, so a CI job that keeps that one folder between runs reinstalls nothing
+and downloads nothing after its first run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def envs_root() -> Path:
+    """The folder test environments are kept in, between test runs."""
+    root = Path(os.environ.get("REPROSPEC_TEST_ENVS") or ROOT / ".test-envs").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def uv_environment() -> dict[str, str]:
+    """Variables that keep uv's cache next to the test environments."""
+    return {"UV_CACHE_DIR": str(envs_root() / "uv-cache")}
+
+
+def make_wheel(folder: Path, name: str, version: str, module: str) -> Path:
+    """A pure-Python wheel of `name` `version` whose module `name` holds `module`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    module_name = name.replace("-", "_")
+    dist = f"{module_name}-{version}.dist-info"
+    files = {
+        f"{module_name}.py": module,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: reprospec-tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    wheel = folder / f"{module_name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def make_broken_sdist(folder: Path, name: str, version: str) -> Path:
+    """An sdist whose build always fails (its in-tree backend raises): listed, not installable."""
+    import io
+    import tarfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    module_name = name.replace("-", "_")
+    base = f"{module_name}-{version}"
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n',
+        "backend.py": "def build_wheel(*args, **kwargs):\n"
+        "    raise SystemExit('this release has no wheel for this Python and cannot build')\n"
+        "def build_sdist(*args, **kwargs):\n    raise SystemExit('no')\n",
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    }
+    path = folder / f"{base}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for rel, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{base}/{rel}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path

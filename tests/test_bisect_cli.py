@@ -1,0 +1,217 @@
+"""`reprospec bisect` and `reprospec envs` from the CLI, as a new user runs them.
+
+Real venvs, real installs: sqlparse from the index the machine's pip/uv
+configuration points at (its environments kept in $REPROSPEC_TEST_ENVS between
+test runs, so after the first run only `pip index versions` touches the
+network), and a package made here, served through --find-links.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from reprospec import envs
+from reprospec.bisection import DEFAULT_ERROR, attempts_to_see
+from tests.support.cli import ROOT, SPECS
+from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
+
+DEMO = "reprospec-bisectdemo"
+SQLPARSE_SPEC = SPECS / "bisect" / "sqlparse-reindent.yaml"
+
+
+def shared_envs() -> dict[str, str]:
+    return {envs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
+
+
+def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli, tmp_path: Path) -> None:
+    """sqlparse#562: verified by hand, 0.3.0 keeps the space and 0.3.1 loses it."""
+    out = tmp_path / "out"
+    done = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.2.0",
+               "--bad", "0.4.2", "--format", "json", "--out", str(out), env=shared_envs(),
+               timeout=600)
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["package"], result["first_bad"], result["last_good"]) == \
+        ("sqlparse", "0.3.1", "0.3.0")
+    assert result["versions"] == ["0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.2.4", "0.3.0", "0.3.1",
+                                  "0.4.0", "0.4.1", "0.4.2"]
+    tested = {t["version"]: t for t in result["tested"]}
+    assert tested["0.4.2"]["state"] == tested["0.3.1"]["state"] == "bad"
+    assert tested["0.3.1"]["signatures"] == {"error:AssertionError": 1}
+    assert tested["0.3.0"]["state"] == "good" and tested["0.3.0"]["matched"] == 0
+    assert result["attempts"] == sum(t["attempts"] for t in result["tested"])
+    # Every attempt is an ordinary stored run.
+    runs = {r for t in result["tested"] for r in t["runs"]}
+    stored = 0
+    for run in runs:
+        cells = json.loads((out / "runs" / run / "results.json").read_text())["cells"]
+        stored += sum(1 for a in cells[0]["attempts"] if a["outcome"] is not None)
+    assert stored == result["attempts"]
+    report = (Path(result["folder"]) / "bisect.md").read_text()
+    assert "**first bad: sqlparse 0.3.1 (last good 0.3.0)**" in report
+    assert json.loads((Path(result["folder"]) / "bisect.json").read_text())["first_bad"] == "0.3.1"
+
+
+def test_both_ends_are_checked_and_refused_with_what_was_seen(cli, tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    good_fails = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.3.1",
+                     "--bad", "0.4.2", "--out", out, env=shared_envs(), timeout=600)
+    assert good_fails.code == 1, good_fails.stderr
+    assert good_fails.stdout.startswith(
+        "refused: the good end 0.3.1 reproduces too: 1 matching failure(s) in 1 attempt(s); "
+        "seen: error:AssertionError x1")
+    bad_passes = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.2.4",
+                     "--bad", "0.3.0", "--min-rate", "0.5", "--out", out, env=shared_envs(),
+                     timeout=600)
+    assert bad_passes.code == 1, bad_passes.stderr
+    # Enough attempts to see a rate of 0.5 with the stated error (0.5% / 5).
+    n = attempts_to_see(0.5, DEFAULT_ERROR / 5)
+    assert f"refused: the bad end 0.3.0 did not reproduce in {n} attempt(s); seen: pass x{n}" \
+        in bad_passes.stdout
+
+
+def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -> tuple[Path,
+                                                                                         Path]:
+    """A wheelhouse of 1.0..1.7 whose regression (from `first_bad`) is flaky, and its spec.
+
+    The failure shows on every second attempt at a bad version (a counter file per
+    version): flaky as seen by the engine, deterministic for the test.
+    """
+    wheels = tmp_path / "wheels"
+    for minor in range(8):
+        version = f"1.{minor}"
+        if version == broken:
+            make_broken_sdist(wheels, DEMO, version)
+            continue
+        bad = minor >= int(first_bad.split(".")[1])
+        make_wheel(wheels, DEMO, version, f"VERSION = {version!r}\nREGRESSED = {bad}\n")
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    (tmp_path / "flaky.py").write_text(textwrap.dedent("""\
+        import os, pathlib
+        import reprospec_bisectdemo as demo
+        counter = pathlib.Path(os.environ["COUNTERS"]) / demo.VERSION
+        seen = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(seen))
+        if demo.REGRESSED and seen % 2 == 0:
+            raise ValueError("the regression, attempt %d" % seen)
+        print("fine", demo.VERSION)
+        """))
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(textwrap.dedent(f"""\
+        reprospec: 1
+        name: bisect-demo
+        environment:
+          packages: ["{DEMO}==1.7"]
+          env: {{COUNTERS: "{counters}"}}
+        command: python flaky.py
+        expect:
+          outcome: error
+          exception: ValueError
+          message: the regression
+        """))
+    return spec, wheels
+
+
+def test_a_flaky_regression_with_an_uninstallable_release(cli, tmp_path: Path) -> None:
+    spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
+    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli("bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
+               "--find-links", str(wheels), "--format", "json", "--out", str(tmp_path / "out"),
+               env=env, timeout=600)
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    # 1.3 cannot be installed: the regression is 1.4, or it came with 1.3. Both are said.
+    assert (result["first_bad"], result["last_good"]) == ("1.4", "1.2")
+    assert result["untestable_between"] == ["1.3"]
+    tested = {t["version"]: t for t in result["tested"]}
+    assert tested["1.3"]["state"] == "skipped"
+    assert f"cannot install {DEMO}==1.3" in tested["1.3"]["infra_error"]
+    # Flaky: a bad version passed before it failed, and was still judged bad.
+    assert tested["1.4"]["state"] == "bad" and tested["1.4"]["attempts"] >= 2
+    assert tested["1.4"]["signatures"] == {"pass": 1, "error:ValueError": 1}
+    assert tested["1.2"]["state"] == "good" and tested["1.2"]["attempts"] >= 5
+    assert 0 < result["rate"]["matched"] < result["rate"]["attempts"]
+
+
+def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
+    spec, wheels = demo_project(tmp_path, first_bad="1.5")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "bisect", str(spec), "--package", DEMO,
+            "--good", "1.0", "--bad", "1.7", "--find-links", str(wheels), "--format", "json",
+            "--out", str(out)]
+    env = {**os.environ, "NO_COLOR": "1", envs.ENVS_VARIABLE: str(tmp_path / "envs"),
+           **uv_environment()}
+    first = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    # Rendezvous on the saved state: once one version's trial is in it, press Ctrl-C.
+    deadline = time.monotonic() + 300
+    states = out / "bisect"
+    while True:
+        saved = list(states.glob("*/state.json")) if states.is_dir() else []
+        if saved and json.loads(saved[0].read_text())["trials"]:
+            break
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline, "no state saved"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGINT)
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 130, stderr
+    assert "rerun the same command to resume" in stderr
+    before = json.loads(saved[0].read_text())["trials"]
+
+    second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert "resuming" in second.stderr
+    result = json.loads(second.stdout)
+    assert result["first_bad"] == "1.5" and result["last_good"] == "1.4"
+    # What ran before the interruption was kept, not run again.
+    tested = {t["version"]: t for t in result["tested"]}
+    for version, trial in before.items():
+        assert tested[version]["attempts"] >= trial["attempts"]
+        assert set(trial["runs"]) <= set(tested[version]["runs"])
+
+
+def test_envs_list_and_prune(cli, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
+    root = tmp_path / "envs"
+    index = envs.user_index_config([wheels])
+    request = envs.EnvRequest(envs.find_interpreter(None), (f"{DEMO}==1.0",), index)
+    env = envs.ensure_env(request, root, user="my-spec")
+    variables = {envs.ENVS_VARIABLE: str(root)}
+    listed = cli("envs", "list", "--json", env=variables)
+    assert listed.code == 0, listed.stderr
+    (entry,) = json.loads(listed.stdout)
+    assert entry["key"] == env.key and entry["used_by"] == ["my-spec"]
+    assert entry["packages"] == [f"{DEMO}==1.0"]
+    table = cli("envs", "list", env=variables)
+    assert env.key in table.stdout and "my-spec" in table.stdout
+    kept = cli("envs", "prune", env=variables)  # default: unused for 30 days
+    assert kept.code == 0 and env.path.exists()
+    gone = cli("envs", "prune", "--all", env=variables)
+    assert gone.code == 0 and f"removed {env.key}" in gone.stdout and not env.path.exists()
+
+
+def test_by_date_names_the_day_and_what_changed(cli, tmp_path: Path) -> None:
+    """sqlparse 0.3.1 was uploaded on 2020-02-29: the first day whose environment reproduces."""
+    spec = tmp_path / "by-date.yaml"
+    spec.write_text(SQLPARSE_SPEC.read_text().replace('["sqlparse==0.4.2"]', '["sqlparse"]'))
+    (tmp_path / "sqlparse_reindent.py").write_text(
+        (SQLPARSE_SPEC.parent / "sqlparse_reindent.py").read_text())
+    done = cli("bisect", str(spec), "--package", "sqlparse", "--by-date",
+               "2020-02-25..2020-03-04", "--format", "json", "--out", str(tmp_path / "out"),
+               env=shared_envs(), timeout=600)
+    assert done.code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["last_good"], result["first_bad"]) == ("2020-02-28", "2020-02-29")
+    assert result["changed"] == [
+        {"package": "sqlparse", "last_good": "0.3.0", "first_bad": "0.3.1"}]

@@ -1,0 +1,158 @@
+"""The bisect search against scripted oracles: ends, flakiness, skipped versions, resume."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import pytest
+
+from reprospec.bisection import (
+    DEFAULT_ERROR,
+    RateModel,
+    Trial,
+    attempts_to_see,
+    bisect,
+    wilson_lower,
+    wilson_upper,
+)
+
+VERSIONS = [f"1.{i}" for i in range(20)]
+
+
+def oracle_for(first_bad: int, rate: float = 1.0, *, seed: int = 0,
+               broken: set[int] = frozenset(),  # type: ignore[assignment]
+               calls: list[tuple[str, int]] | None = None) -> Callable[[str, int], Trial]:
+    rng = random.Random(seed)
+
+    def oracle(version: str, n: int) -> Trial:
+        if calls is not None:
+            calls.append((version, n))
+        index = VERSIONS.index(version)
+        if index in broken:
+            return Trial(version, infra_error="no wheel for this Python")
+        signatures: list[str] = []
+        for attempt in range(1, n + 1):
+            if index >= first_bad and rng.random() < rate:
+                return Trial(version, attempt, 1, signatures=(*signatures, "error:AssertionError"))
+            signatures.append("pass")
+        return Trial(version, n, 0, signatures=tuple(signatures))
+
+    return oracle
+
+
+def test_a_deterministic_regression_is_found_in_a_binary_search() -> None:
+    calls: list[tuple[str, int]] = []
+    result = bisect(VERSIONS, oracle_for(13, calls=calls), min_rate=0.2)
+    assert result.status == "found"
+    assert (result.last_good, result.first_bad) == ("1.12", "1.13")
+    assert result.confidence >= 1 - DEFAULT_ERROR
+    # Both ends first: the bad end until its failure, the good end as long as that took.
+    assert calls[0] == ("1.19", attempts_to_see(0.2, DEFAULT_ERROR / 5))
+    assert calls[1] == ("1.0", 1)
+    states = {v.version: v.state for v in result.versions}
+    assert states["1.13"] == "bad" and states["1.12"] == "good"
+    assert result.attempts == sum(v.attempts for v in result.versions) < 40
+
+
+def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
+    result = bisect(VERSIONS, oracle_for(99), min_rate=0.3)
+    expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
+    assert result.status == "refused" and result.first_bad is None
+    assert result.reason == (f"the bad end 1.19 did not reproduce in {expected} attempt(s); "
+                             f"seen: pass x{expected}")
+    assert result.attempts == expected
+
+
+def test_the_good_end_that_fails_is_refused() -> None:
+    result = bisect(VERSIONS, oracle_for(0))
+    assert result.status == "refused"
+    assert result.reason == ("the good end 1.0 reproduces too: 1 matching failure(s) in 1 "
+                             "attempt(s); seen: error:AssertionError x1")
+
+
+def test_a_flaky_regression_is_found_and_the_rate_measured() -> None:
+    right = 0
+    for seed in range(20):
+        result = bisect(VERSIONS, oracle_for(7, 0.4, seed=seed))
+        assert result.status == "found", result.reason
+        right += result.first_bad == "1.7"
+        matched, attempts = result.rate
+        assert 0 < matched <= attempts
+        # A version judged good saw no matching failure, ever.
+        assert all(v.matched == 0 for v in result.versions if v.state == "good")
+    assert right >= 19
+
+
+def test_untestable_versions_are_skipped_and_reported() -> None:
+    result = bisect(VERSIONS, oracle_for(9, broken={5, 8}))
+    assert result.status == "found"
+    # 1.8 could not be installed: the regression is 1.9, or came with 1.8.
+    assert (result.last_good, result.first_bad) == ("1.7", "1.9")
+    assert result.untestable_between == ("1.8",)
+    assert "1.8 could not be tested" in result.reason
+    skipped = {v.version: v.infra_error for v in result.versions if v.state == "skipped"}
+    assert set(skipped) <= {"1.5", "1.8"} and skipped["1.8"] == "no wheel for this Python"
+
+
+def test_an_end_that_cannot_be_tested_is_refused() -> None:
+    result = bisect(VERSIONS, oracle_for(9, broken={19}))
+    assert result.status == "refused"
+    assert result.reason == "the bad end 1.19 cannot be tested: no wheel for this Python"
+
+
+def test_a_resumed_search_asks_for_nothing_twice() -> None:
+    done: list[Trial] = []
+    full = bisect(VERSIONS, oracle_for(11, 0.5, seed=3), on_trial=done.append)
+    # Interrupted after half its oracle calls: those trials are the known state.
+    known: dict[str, Trial] = {}
+    for trial in done[: len(done) // 2]:
+        known[trial.version] = known[trial.version].merged(trial) if trial.version in known \
+            else trial
+    calls: list[tuple[str, int]] = []
+    again: list[Trial] = []
+    resumed = bisect(VERSIONS, oracle_for(11, 0.5, seed=4, calls=calls), known=known,
+                     on_trial=again.append)
+    assert resumed.status == "found" and resumed.first_bad == full.first_bad == "1.11"
+    # The ends were checked before the interruption: not again.
+    assert calls and calls[0][0] not in ("1.0", "1.19")
+    assert resumed.attempts == sum(t.attempts for t in known.values()) + sum(
+        t.attempts for t in again)
+
+
+def test_the_budget_gives_an_undecided_answer_with_its_best_guess() -> None:
+    result = bisect(VERSIONS, oracle_for(11, 0.3, seed=1), budget=25)
+    assert result.status == "undecided"
+    assert result.attempts <= 25
+    assert "budget of 25 attempts spent; best guess" in result.reason
+
+
+def test_a_rate_below_the_assumption_is_flagged() -> None:
+    # The bad end needed 30 attempts for its one failure: far rarer than assumed.
+    known = {"1.19": Trial("1.19", 30, 1)}
+    result = bisect(VERSIONS, oracle_for(3), min_rate=0.5, known=known)
+    assert result.warnings and "below the assumed minimum rate 0.5" in result.warnings[0]
+
+
+def test_rate_model_and_helpers() -> None:
+    model = RateModel(0.3)
+    assert model.marginal(2, 3) == pytest.approx(2 * math.log(0.3) + 3 * math.log(0.7))
+    assert model.mean(5, 0) == 0.3
+    assert attempts_to_see(0.3, 0.01) == 13 and attempts_to_see(1.0) == 1
+    assert wilson_upper(0, 10) == pytest.approx(0.2775, abs=1e-3)
+    assert wilson_lower(10, 10, 3.29) == pytest.approx(10 / (10 + 3.29**2), abs=1e-3)
+    with pytest.raises(ValueError):
+        bisect(["1.0"], oracle_for(0))
+    with pytest.raises(ValueError):
+        bisect(VERSIONS, oracle_for(3), min_rate=0.0)
+
+
+def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
+    # Said so (--min-rate 0.9): a handful of clean attempts settle the last good version.
+    result = bisect(VERSIONS, oracle_for(9), min_rate=0.9)
+    assert (result.last_good, result.first_bad) == ("1.8", "1.9")
+    assert result.attempts <= 12
+    # Not said: the measured rate (every bad version failed at once) lowers the cost.
+    slow = bisect(VERSIONS, oracle_for(9), min_rate=0.3)
+    assert slow.first_bad == "1.9" and slow.attempts < 40

@@ -1,0 +1,40 @@
+"""The docker runner refuses a cell whose image does not hold its `packages` (checked inside)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from reprospec import dockerimage  # noqa: E402
+from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+
+
+@needs_engine
+def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(cli, tmp_path: Path) -> None:
+    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    # A user Dockerfile is used as it is: the spec's `packages` are not installed by it.
+    (tmp_path / "Dockerfile").write_text(f"FROM {dockerimage.BASE_IMAGE}\n")
+    spec = tmp_path / "dockerfile.yaml"
+    spec.write_text(textwrap.dedent("""\
+        reprospec: 1
+        name: docker-packages
+        environment:
+          dockerfile: Dockerfile
+          packages: ["reprospec-not-installed-anywhere==1.0"]
+        command: python3 -c "print('ran')"
+        expect:
+          outcome: pass
+        """))
+    done = cli("run", str(spec), "--runner", "docker", "--repeat", "2", timeout=600)
+    assert done.code == 3, done.stderr
+    (cell,) = done.results()["cells"]
+    assert cell["verdict"] == "infra-error"
+    for attempt in cell["attempts"]:
+        assert "reprospec-not-installed-anywhere is not installed (the cell needs " \
+               "reprospec-not-installed-anywhere==1.0)" in attempt["infra_error"]
+        logs = done.latest_run() / attempt["logs"]
+        assert (logs / "stdout.log").read_text() == ""

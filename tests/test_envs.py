@@ -1,0 +1,177 @@
+"""Environments built with uv: content hash, build once, reuse, checks, list and prune.
+
+Real venvs and real installs: wheels made here (through --find-links), and one
+small package from the index the machine's pip/uv configuration points at.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from reprospec import envs
+from reprospec.envs import EnvBuildError, EnvRequest, IndexConfig
+from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
+
+DEMO = "reprospec-envdemo"
+
+
+@pytest.fixture(autouse=True)
+def _uv_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in uv_environment().items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def wheelhouse(tmp_path: Path) -> Path:
+    folder = tmp_path / "wheels"
+    for version in ("1.0", "1.1"):
+        make_wheel(folder, DEMO, version, f"VERSION = {version!r}\n")
+    make_broken_sdist(folder, DEMO, "1.2")
+    return folder
+
+
+def request_for(packages: list[str], wheelhouse: Path | None = None) -> EnvRequest:
+    links = (wheelhouse,) if wheelhouse is not None else ()
+    return EnvRequest(envs.find_interpreter(None), tuple(packages),
+                      envs.user_index_config(links))
+
+
+def run_in(env: envs.Env, code: str) -> str:
+    done = subprocess.run([str(env.python), "-c", code], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) -> None:
+    root = tmp_path / "envs"
+    request = request_for([f"{DEMO}==1.0"], wheelhouse)
+    events: list[envs.EnvProgress] = []
+    first = envs.ensure_env(request, root, progress=events.append, user="spec-a")
+    assert not first.reused and first.path == root / request.key()
+    assert first.installed == {DEMO: "1.0"}
+    assert run_in(first, "import reprospec_envdemo, sys; print(reprospec_envdemo.VERSION, "
+                  "sys.prefix)") == f"1.0 {first.path}"
+    stages = [e.stage for e in events]
+    assert stages[0] == "create" and "install" in stages and stages[-1] == "done"
+    assert any(e.stage == "output" and f"{DEMO}==1.0" in e.message for e in events)
+    # Nothing half-built is left beside it.
+    assert not list((root / envs.TMP).iterdir())
+
+    again = envs.ensure_env(request, root, user="spec-b")
+    assert again.reused and again.path == first.path and again.installed == first.installed
+
+    (listed,) = envs.list_envs(root)
+    assert listed.key == request.key() and listed.packages == (f"{DEMO}==1.0",)
+    assert listed.used_by == ("spec-b", "spec-a") and listed.size_bytes > 0
+    assert envs.prune_envs(root, older_than_s=3600) == []
+    assert [e.key for e in envs.prune_envs(root, dry_run=True)] == [listed.key]
+    assert first.path.exists()
+    assert [e.key for e in envs.prune_envs(root)] == [listed.key]
+    assert not first.path.exists() and envs.list_envs(root) == []
+
+
+def test_two_builders_of_one_environment_build_it_once(tmp_path: Path, wheelhouse: Path) -> None:
+    root = tmp_path / "envs"
+    request = request_for([f"{DEMO}==1.1"], wheelhouse)
+    results: list[envs.Env] = []
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            results.append(envs.ensure_env(request, root))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sorted(env.reused for env in results) == [False, True]
+    assert {env.path for env in results} == {root / request.key()}
+
+
+def test_a_resolver_that_picks_another_version_is_refused(
+    tmp_path: Path, wheelhouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An organisation-wide override file: uv installs 1.1 when 1.0 is asked, and says nothing.
+    overrides = tmp_path / "overrides.txt"
+    overrides.write_text(f"{DEMO}==1.1\n")
+    monkeypatch.setenv("UV_OVERRIDE", str(overrides))
+    root = tmp_path / "envs"
+    request = request_for([f"{DEMO}==1.0"], wheelhouse)
+    with pytest.raises(EnvBuildError) as caught:
+        envs.ensure_env(request, root)
+    assert f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)" in str(caught.value)
+    assert caught.value.exit_code == 3
+    assert envs.list_envs(root) == [] and not (root / request.key()).exists()
+    assert not list((root / envs.TMP).iterdir())
+
+
+def test_a_version_that_cannot_be_installed_says_why(tmp_path: Path, wheelhouse: Path) -> None:
+    root = tmp_path / "envs"
+    with pytest.raises(EnvBuildError) as caught:
+        envs.ensure_env(request_for([f"{DEMO}==1.2"], wheelhouse), root)
+    message = str(caught.value)
+    assert message.startswith(f"cannot install {DEMO}==1.2:")
+    assert envs.list_envs(root) == []
+
+
+def test_an_index_package_is_installed_and_kept_between_test_runs() -> None:
+    # The CI workspace keeps envs_root(): after the first run this is a reuse, no network.
+    request = request_for(["sqlparse==0.3.1"])
+    env = envs.ensure_env(request, envs_root() / "envs", user="test-envs")
+    assert env.installed["sqlparse"] == "0.3.1"
+    assert run_in(env, "import sqlparse; print(sqlparse.__version__)") == "0.3.1"
+
+
+def test_the_hash_names_what_changes_the_environment(tmp_path: Path) -> None:
+    python = envs.find_interpreter(None)
+    base = EnvRequest(python, ("a==1", "b==2"))
+    assert base.key() == EnvRequest(python, ("b==2", "a==1")).key()
+    others = [
+        EnvRequest(python, ("a==1", "b==3")),
+        EnvRequest(envs.Interpreter(python.path, "9.9.9"), ("a==1", "b==2")),
+        EnvRequest(python, ("a==1", "b==2"), IndexConfig(index_url="https://example.invalid/s")),
+        EnvRequest(python, ("a==1", "b==2"), exclude_newer="2024-01-01T00:00:00Z"),
+        EnvRequest(python, ("a==1", "b==2"), IndexConfig(uv_settings=(("UV_OVERRIDE", "o"),))),
+    ]
+    assert len({base.key(), *(o.key() for o in others)}) == 1 + len(others)
+
+
+def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.invalid/simple\n"
+                    "extra-index-url = https://a.invalid/simple https://b.invalid/simple\n"
+                    "find-links = /srv/wheels\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+                 *envs._UV_INDEX_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user uv.toml
+    envs._pip_config_cached.cache_clear()
+    try:
+        pip = envs.user_index_config([tmp_path])
+        assert pip.source == "pip"
+        assert pip.uv_args() == (
+            "--index-url", "https://mirror.invalid/simple",
+            "--extra-index-url", "https://a.invalid/simple",
+            "--extra-index-url", "https://b.invalid/simple",
+            "--index-strategy", "unsafe-best-match",
+            "--find-links", "/srv/wheels", "--find-links", str(tmp_path),
+        )
+        # pip reads its own configuration: only reprospec's --find-links is passed to it.
+        assert pip.pip_args() == ("--find-links", str(tmp_path))
+
+        monkeypatch.setenv("UV_INDEX_URL", "https://uv-mirror.invalid/simple")
+        uv = envs.user_index_config()
+        assert uv.source == "uv" and uv.uv_args() == ()
+        assert uv.pip_args() == ("--index-url", "https://uv-mirror.invalid/simple")
+        assert uv.to_dict() != pip.to_dict()
+    finally:
+        envs._pip_config_cached.cache_clear()

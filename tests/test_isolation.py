@@ -1,0 +1,267 @@
+"""The isolation search against a seeded simulated oracle: answers, evidence, flakiness, limits."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from reprospec.isolation import (
+    AttemptKind,
+    Isolation,
+    IsolationResult,
+    Probe,
+    Settings,
+    Tally,
+    clean_needed,
+    clean_needed_at,
+    clean_probability,
+    isolate,
+)
+from reprospec.isolation.candidates import chunk_size
+
+Failure = Callable[[frozenset[int]], bool]
+
+
+class Oracle:
+    """Attempts of a candidate: `match` with probability `rate` when `fails(candidate)`."""
+
+    def __init__(self, fails: Failure, rate: float, seed: int, other: float = 0.0) -> None:
+        self.fails = fails
+        self.rate = rate
+        self.other = other
+        self.rng = random.Random(seed)
+        self.attempts = 0
+        self.probes: list[Probe] = []
+
+    def probe(self, probe: Probe) -> list[AttemptKind]:
+        self.probes.append(probe)
+        kinds: list[AttemptKind] = []
+        while len(kinds) < probe.attempts and kinds.count("match") < probe.stop_after:
+            self.attempts += 1
+            if self.fails(probe.candidate) and self.rng.random() < self.rate:
+                kinds.append("match")
+            elif self.rng.random() < self.other:
+                kinds.append("other")  # a different failure: not the bug
+            else:
+                kinds.append("pass")
+        return kinds
+
+    def run(self, probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        return [(self.probe(p), "") for p in probes]
+
+
+def needs(*culprits: int) -> Failure:
+    wanted = frozenset(culprits)
+    return lambda candidate: wanted <= candidate
+
+
+def run(count: int, oracle: Oracle, **settings: float) -> IsolationResult:
+    return isolate(count, oracle.run, Settings(**settings))  # type: ignore[arg-type]
+
+
+def test_deterministic_pair_is_found_and_checked() -> None:
+    oracle = Oracle(needs(3, 11), rate=1.0, seed=1)
+    result = run(16, oracle)
+    assert result.status == "isolated"
+    assert result.culprits == (3, 11)
+    assert result.attempts == oracle.attempts < 40
+    assert result.minimal is not None and result.minimal.reproduces
+    assert [e.applied for e in result.one_smaller] == [(11,), (3,)]
+    for evidence in result.one_smaller:
+        assert evidence.reproduces is False
+        assert evidence.tally.matched == 0
+        assert evidence.clean_evidence >= result.clean_needed
+    assert result.confidence >= 1 - 2 * result.alpha
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flaky_pair_is_found_exactly(seed: int) -> None:
+    oracle = Oracle(needs(2, 9), rate=0.5, seed=seed)
+    result = run(12, oracle, budget=400)
+    assert result.status == "isolated", result.message
+    assert result.culprits == (2, 9)
+    # A check passes only on clean attempts made for it, at least n for the rate seen.
+    for evidence in result.one_smaller:
+        assert evidence.tally.matched == 0
+        assert evidence.clean_evidence >= result.clean_needed
+    assert result.confidence > 0.9
+
+
+def test_single_culprit_checks_against_the_base() -> None:
+    oracle = Oracle(needs(5), rate=0.5, seed=3)
+    result = run(8, oracle)
+    assert result.status == "isolated"
+    assert result.culprits == (5,)
+    assert [e.applied for e in result.one_smaller] == [()]
+    assert result.base is not None and result.base.reproduces is False
+    assert result.base.tally.matched == 0
+
+
+def test_one_difference_needs_no_search() -> None:
+    oracle = Oracle(needs(0), rate=1.0, seed=0)
+    result = run(1, oracle)
+    assert result.status == "isolated" and result.culprits == (0,)
+
+
+def test_different_failures_count_as_clean() -> None:
+    # Every candidate sometimes fails another way: never the bug, so never a culprit.
+    oracle = Oracle(needs(1, 6), rate=1.0, seed=4, other=0.3)
+    result = run(10, oracle)
+    assert result.status == "isolated" and result.culprits == (1, 6)
+    assert sum(e.tally.other for e in result.tested) > 0
+
+
+def test_a_failing_configuration_that_never_fails_is_refused() -> None:
+    oracle = Oracle(needs(1), rate=0.0, seed=0)
+    result = run(10, oracle)
+    assert result.status == "refused"
+    assert "0/20" in result.message
+    assert oracle.attempts == 20  # the rate phase only: nothing else ran
+
+
+def test_a_rare_failure_is_refused_with_its_rate() -> None:
+    # The failing configuration fails once in its first 15 attempts: a passing verdict
+    # would need about 45 clean attempts at that rate, far beyond the budget.
+    seen = 0
+
+    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        nonlocal seen
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for probe in probes:
+            kinds: list[AttemptKind] = []
+            while len(kinds) < probe.attempts and "match" not in kinds:
+                seen += 1
+                kinds.append("match" if seen == 15 else "pass")
+            out.append((kinds, ""))
+        return out
+
+    result = isolate(16, run_probes)
+    assert result.status == "refused"
+    assert "reproduces too rarely" in result.message
+    assert "1/15 attempts" in result.message
+    assert result.attempts == 15
+
+
+def test_a_passing_side_that_fails_too() -> None:
+    oracle = Oracle(lambda candidate: True, rate=1.0, seed=0)
+    result = run(8, oracle)
+    assert result.status == "base-reproduces"
+    assert result.culprits == ()
+
+
+def test_either_of_two_differences_gives_a_one_minimal_answer() -> None:
+    # Not a conjunction: a or b alone fails. Dropping harmless chunks together breaks;
+    # the search starts again one chunk at a time and ends one-minimal.
+    oracle = Oracle(lambda c: 1 in c or 12 in c, rate=1.0, seed=0)
+    result = run(16, oracle)
+    assert result.status == "isolated"
+    assert result.culprits in ((1,), (12,))
+
+
+def test_the_budget_stops_the_search_with_what_it_has() -> None:
+    oracle = Oracle(needs(4, 13), rate=1.0, seed=5)
+    result = run(16, oracle, budget=20)
+    assert result.status == "budget"
+    assert result.attempts == 20
+    assert "budget of 20" in result.message
+    assert set(result.culprits) >= {4, 13}  # the smallest set seen failing
+
+
+def test_infra_errors_count_neither_way_then_stop() -> None:
+    broken = frozenset({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) - {0, 1, 2, 3}
+
+    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for p in probes:
+            if p.candidate == broken:
+                out.append((["infra"] * p.attempts, "interpreter not found"))
+            else:
+                out.append((["match"], ""))
+        return out
+
+    result = isolate(16, run_probes)
+    assert result.status == "infra-error"
+    assert "interpreter not found" in result.message
+
+
+def test_sporadic_infra_errors_do_not_decide() -> None:
+    oracle = Oracle(needs(2, 5), rate=1.0, seed=0)
+    first = True
+
+    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        nonlocal first
+        out = oracle.run(probes)
+        if first:  # the very first attempt could not run
+            first = False
+            return [(["infra", *out[0][0]], "docker hiccup"), *out[1:]]
+        return out
+
+    result = isolate(8, run_probes)
+    assert result.status == "isolated" and result.culprits == (2, 5)
+    assert result.failing is not None and result.failing.tally.infra == 1
+
+
+def test_rounds_hold_distinct_candidates_and_need_recording() -> None:
+    iso = Isolation(16)
+    probes = iso.next_probes()
+    assert [p.role for p in probes] == ["failing"]
+    with pytest.raises(RuntimeError):
+        iso.next_probes()
+    iso.record(probes[0], ["match", "match"])
+    probes = iso.next_probes()
+    assert len(probes) == 4  # one per chunk of 4, run concurrently
+    assert len({p.candidate for p in probes}) == 4
+    assert all(p.stop_after == 1 and p.attempts <= Settings().step for p in probes)
+
+
+def test_the_same_results_replay_the_same_search() -> None:
+    # Resuming an interrupted isolation serves stored results again: the search must ask
+    # for exactly the same candidates, in the same order, and reach the same answer.
+    oracle = Oracle(needs(0, 7), rate=0.5, seed=11)
+    stored: list[tuple[Probe, Sequence[AttemptKind]]] = []
+
+    def first(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        out = oracle.run(probes)
+        stored.extend((p, kinds) for p, (kinds, _) in zip(probes, out, strict=True))
+        return out
+
+    result = isolate(12, first)
+    replay = iter(stored)
+
+    def again(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for probe in probes:
+            asked, kinds = next(replay)
+            assert asked == probe
+            out.append((kinds, ""))
+        return out
+
+    assert isolate(12, again) == result
+    assert next(replay, None) is None
+
+
+def test_pass_rule_arithmetic() -> None:
+    # (1 - 0.3)^13 <= 0.01 < (1 - 0.3)^12
+    assert clean_needed_at(0.3, 0.01) == 13
+    assert clean_needed_at(1.0, 0.01) == 1
+    # Averaged over the rate's uncertainty it takes more than the point estimate...
+    assert clean_needed(3, 7, 0.01) > clean_needed_at(0.3, 0.01)
+    # ...and tends to it as attempts pile up.
+    assert abs(clean_needed(3000, 7000, 0.01) - 13) <= 1
+    assert clean_probability(0, 0, 1) == pytest.approx(0.5)  # E[1 - p] for p ~ U(0, 1)
+    assert clean_probability(300, 700, 13) == pytest.approx(0.7**13, rel=0.1)
+    assert math.isclose(clean_probability(5, 5, 0), 1.0)
+
+
+def test_chunk_sizes_follow_generalized_binary_splitting() -> None:
+    assert [chunk_size(n) for n in (1, 2, 3, 8, 12, 16, 32)] == [1, 1, 1, 2, 4, 4, 8]
+
+
+def test_tally_counts_kinds() -> None:
+    tally = Tally().add(["match", "pass", "other", "infra", "pass"])
+    assert (tally.matched, tally.clean, tally.ran, tally.attempts) == (1, 3, 4, 5)
+    with pytest.raises(ValueError):
+        Tally().add(["maybe"])  # type: ignore[list-item]

@@ -1,0 +1,106 @@
+"""The venv runner from the CLI: each cell of a matrix in its own env, checked in the child."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from reprospec import envs
+from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
+
+DEMO = "reprospec-venvdemo"
+
+
+def write_spec(folder: Path, name: str, package: str, versions: list[str], module: str) -> Path:
+    spec = folder / f"{name}.yaml"
+    spec.write_text(textwrap.dedent(f"""\
+        reprospec: 1
+        name: {name}
+        environment:
+          packages: ["{package}==${{{{ matrix.version }}}}"]
+        matrix:
+          version: {json.dumps(versions)}
+        command: python -c "import sys, {module} as m; print(m.__name__, m.VERSION_SEEN)"
+        expect:
+          outcome: pass
+        """))
+    return spec
+
+
+def cells_of(cli_result: Any) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in cli_result.results()["cells"]}
+
+
+def stdout_of(cli_result: Any, cell: dict[str, Any]) -> str:
+    return (cli_result.latest_run() / cell["attempts"][0]["logs"] / "stdout.log").read_text()
+
+
+def test_each_cell_gets_its_own_version_from_the_index(cli, tmp_path: Path) -> None:
+    """sqlparse from the configured index, two versions in one matrix (envs kept between runs)."""
+    spec = tmp_path / "two-versions.yaml"
+    spec.write_text(textwrap.dedent("""\
+        reprospec: 1
+        name: two-versions
+        environment:
+          packages: ["sqlparse==${{ matrix.sqlparse }}"]
+        matrix:
+          sqlparse: ["0.3.0", "0.3.1"]
+        command: python -c "import sqlparse, sys; print(sqlparse.__version__, sys.prefix)"
+        expect:
+          outcome: pass
+        """))
+    env = {envs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
+    done = cli("run", str(spec), "--runner", "venv", env=env)
+    assert done.code == 0, done.stderr
+    cells = cells_of(done)
+    for version in ("0.3.0", "0.3.1"):
+        cell = cells[f"sqlparse={version}"]
+        seen_version, prefix = stdout_of(done, cell).split()
+        assert seen_version == version
+        # Its own environment, in the shared folder, not the engine's interpreter.
+        assert Path(prefix).parent == envs_root() / "envs"
+    prefixes = {stdout_of(done, c).split()[1] for c in cells.values()}
+    assert len(prefixes) == 2
+
+
+def test_build_failures_and_tampered_envs_are_infra_errors(cli, tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    for version in ("1.0", "1.1"):
+        make_wheel(wheels, DEMO, version, f"VERSION_SEEN = {version!r}\n")
+    make_broken_sdist(wheels, DEMO, "1.2")
+    spec = write_spec(tmp_path, "venv-demo", DEMO, ["1.0", "1.1", "1.2"], "reprospec_venvdemo")
+    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    args = ("run", str(spec), "--runner", "venv", "--find-links", str(wheels))
+
+    first = cli(*args, env=env)
+    assert first.code == 3, first.stderr
+    cells = cells_of(first)
+    assert stdout_of(first, cells["version=1.0"]).split()[1] == "1.0"
+    assert stdout_of(first, cells["version=1.1"]).split()[1] == "1.1"
+    broken = cells["version=1.2"]
+    assert broken["verdict"] == "infra-error"
+    assert f"cannot install {DEMO}==1.2" in broken["attempts"][0]["infra_error"]
+    # Progress was shown while environments built.
+    assert "building 1/3" in first.stderr and f"+ {DEMO}==1.0" in first.stderr
+
+    # Someone changes the cached environment of the 1.0 cell behind reprospec's back.
+    (env_10,) = [e for e in envs.list_envs(tmp_path / "envs") if e.packages == (f"{DEMO}==1.0",)]
+    subprocess.run(
+        [envs.uv_binary(), "pip", "install", "--python", str(env_10.path / "bin" / "python"),
+         "--find-links", str(wheels), f"{DEMO}==1.1"],
+        check=True, capture_output=True, env={**os.environ, **uv_environment()},
+    )
+    second = cli(*args, "-m", "version=1.0", "-m", "version=1.1", env=env)
+    assert second.code == 3, second.stderr
+    cells = cells_of(second)
+    tampered = cells["version=1.0"]
+    assert tampered["verdict"] == "infra-error"
+    assert f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)" in \
+        tampered["attempts"][0]["infra_error"]
+    assert cells["version=1.1"]["verdict"] == "reproduced"
+    # The second run built nothing.
+    assert "building" not in second.stderr
