@@ -168,8 +168,10 @@ def _semantic_problems(path: JsonPath, value: Any) -> list[str]:
     if path == ("run", "timeout"):
         try:
             seconds = parse_duration(value)
-        except (ValueError, TypeError, OverflowError):
-            return [f"expected a duration like 90s, 5m or 1h, got {got}"]
+        except (ValueError, TypeError, OverflowError) as exc:
+            # The unit parser's own words, with the value as the spec shows it.
+            words = str(exc).rsplit(", got ", 1)[0]
+            return [f"{words}, got {got}"]
         if not math.isfinite(seconds) or seconds <= 0:
             return [f"expected a finite duration > 0, got {got}"]
     elif path in (("environment", "memory"), ("environment", "shm_size")):

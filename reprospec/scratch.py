@@ -19,7 +19,10 @@ named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
 files (`torch_*`) of a process killed at the wrong time stay there, filling a
 tmpfs that the next attempt needs. After an attempt, such files that are new
 since it started, are ours, and that no live process holds open or mapped are
-removed and counted. With `shared_tmp: true` they are only counted.
+removed and counted. With `shared_tmp: true` they are only counted. The
+names do not say which process made them: with several engines on one machine
+at once, a leak is removed (and counted) by whichever attempt ends first after
+it appeared, which may be another engine's.
 """
 
 from __future__ import annotations

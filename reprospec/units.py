@@ -72,7 +72,7 @@ def parse_duration(value: object) -> float:
             raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
         seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
     if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
+        raise ValueError(f"expected a finite duration > 0, got {value!r}")
     return seconds
 
 

@@ -435,52 +435,71 @@ def test_shared_tmp_opts_back_in(
     assert "JSONDecodeError" in second.stderr_path.read_text()
 
 
-def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(
-    runner: LocalRunner, tmp_path: Path
-) -> None:
-    import _multiprocessing
+# Run in a private /dev/shm (launch.py's mount namespace) where this machine allows it: other
+# engines on the machine would otherwise remove (and count) the test's leak as theirs.
+SHM_DRIVER = """
+import json, sys, threading, uuid
+from pathlib import Path
+import _multiprocessing
+from reprospec.runners.local import LocalRunner
+from tests.support.plans import attempt_plan
 
-    tag = uuid.uuid4().hex[:12]
-    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
-    # Made while the attempt runs, by a process that is still alive (as another attempt
-    # running beside it with -j 2 would be): it must be left alone.
-    held_name = f"/mp-held-{tag}"
-    go = tmp_path / "go"
-    done: list[Any] = []
-    plan = scratch_plan(child("shm_leak.py", f"leak-{tag}", str(go)), 1)
-    thread = threading.Thread(target=lambda: done.append(runner.run(plan, tmp_path / "a")))
-    thread.start()
-    held = None
-    try:
-        wait_for(Path(str(go) + ".ready"))
-        held = _multiprocessing.SemLock(1, 1, 1, held_name, False)
-        go.touch()
-        thread.join(60)
-        (ex,) = done
-        assert ex.returncode == 0
-        assert not leaked.exists()
-        assert Path(f"/dev/shm/sem.{held_name[1:]}").exists()
-        assert f"removed 1 leaked /dev/shm file(s): sem.mp-leak-{tag}" in ex.warnings
-    finally:
-        go.touch()
-        thread.join(60)
-        leaked.unlink(missing_ok=True)
-        if held is not None:
-            _multiprocessing.sem_unlink(held_name)
+folder, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
+children = Path("tests/data/children").resolve()
+tag = uuid.uuid4().hex[:12]
+leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+go = folder / "go"
+argv = [sys.executable, str(children / "shm_leak.py"), f"leak-{tag}", str(go)]
+plan = attempt_plan(argv, children, environment={"device": "cpu", "shared_tmp": shared})
+runner = LocalRunner()
+runner.prepare([])
+done = []
+thread = threading.Thread(target=lambda: done.append(runner.run(plan, folder / "a")))
+thread.start()
+ready = folder / "go.ready"
+while not ready.exists() and thread.is_alive():
+    thread.join(0.01)
+assert ready.exists(), (folder / "a" / "stderr.log").read_text()
+# Made while the attempt runs by a process still alive (as another attempt running beside
+# it with -j 2 would be): it must be left alone.
+held_name = f"/mp-held-{tag}"
+held = _multiprocessing.SemLock(1, 1, 1, held_name, False)
+go.touch()
+thread.join()
+(ex,) = done
+print(json.dumps({
+    "returncode": ex.returncode, "warnings": list(ex.warnings), "leak": leaked.name,
+    "leaked_exists": leaked.exists(), "held_exists": Path(f"/dev/shm/sem.{held_name[1:]}").exists(),
+}))
+leaked.unlink(missing_ok=True)
+_multiprocessing.sem_unlink(held_name)
+"""
 
 
-def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(
-    runner: LocalRunner, tmp_path: Path
-) -> None:
-    tag = uuid.uuid4().hex[:12]
-    leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
-    try:
-        ex = runner.run(
-            scratch_plan(child("shm_leak.py", f"leak-{tag}"), 1, shared_tmp=True), tmp_path
-        )
-        assert ex.returncode == 0 and leaked.exists()
-        assert ex.warnings == (
-            f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {leaked.name}",
-        )
-    finally:
-        leaked.unlink(missing_ok=True)
+def leak_in_private_shm(tmp_path: Path, mode: str) -> dict[str, Any]:
+    from reprospec import limits
+
+    argv = [PY, "-c", SHM_DRIVER, str(tmp_path), mode]
+    if limits.namespaces_permitted() is None:
+        argv = [PY, str(limits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(tmp_path: Path) -> None:
+    seen = leak_in_private_shm(tmp_path, "remove")
+    assert seen["returncode"] == 0
+    assert seen["warnings"] == [f"removed 1 leaked /dev/shm file(s): {seen['leak']}"]
+    assert not seen["leaked_exists"] and seen["held_exists"]
+
+
+def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None:
+    seen = leak_in_private_shm(tmp_path, "shared")
+    assert seen["returncode"] == 0
+    assert seen["warnings"] == [
+        f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {seen['leak']}"
+    ]
+    assert seen["leaked_exists"] and seen["held_exists"]
