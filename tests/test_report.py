@@ -74,7 +74,7 @@ def test_markdown_sections() -> None:
     assert "| num_workers \\ pin_memory | false | true |" in text
     assert "| 2 | pass ❌ | crash SIGSEGV (worker) ✅ |" in text
     assert "`crash SIGSEGV (worker) @ validation:7`" in text
-    assert "`num_workers=2, pin_memory=true` together" in text
+    assert "`num_workers=2` and `pin_memory=true` together" in text
     assert "python: spec says 3.10, ran 3.11.7" in text
     assert "| Memory | 31.2 GiB (available: 27.9 GiB, cgroup limit 4.0 GiB) |" in text
     assert "| CUDA | none (CPU-only torch build) |" in text
@@ -129,8 +129,50 @@ def test_hang_stacks_come_from_the_attempt() -> None:
 
 
 def test_separators_single_axis() -> None:
-    assert separators(error_run()) == ["`lr=1.0`: in every failing cell, in no passing cell"]
-    assert separators(hang_run()) is None
+    assert separators(error_run()) == [
+        "`lr=1.0`: in every failing cell, in no passing cell",
+        "`lr=0.1`: in every passing cell, in no failing cell",
+    ]
+    # One cell, no toggle: only the GPU slot can separate its attempts.
+    assert separators(hang_run()) == [
+        "fails on GPU slot 0 (2 of 2 attempts), never on slot 1 (0 of 1 attempt)"
+    ]
+
+
+def test_separators_name_the_one_passing_value_and_pairs() -> None:
+    """`gpu=0` is the only passing cell: nothing is in every failing cell, its complement is."""
+    base = error_run()
+    failing, passing = (c for c in base.cells if c.verdict == "reproduced"), None
+    crashed = next(failing)
+    passing = next(c for c in base.cells if c is not crashed)
+
+    def cell(template: CellResult, **matrix: object) -> CellResult:
+        cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
+        return replace(template, cell=Cell(id=cell_id, index=0, matrix=matrix))
+
+    run = replace(
+        base,
+        cells=(
+            cell(passing, gpu=0, amp=True),
+            cell(crashed, gpu=1, amp=True),
+            cell(crashed, gpu=2, amp=False),
+            cell(crashed, gpu=3, amp=True),
+        ),
+    )
+    assert separators(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
+    # Two toggles that fail only together: the pair, in every failing cell.
+    pair = replace(
+        base,
+        cells=(
+            cell(passing, workers=0, pin=False),
+            cell(passing, workers=0, pin=True),
+            cell(passing, workers=2, pin=False),
+            cell(crashed, workers=2, pin=True),
+        ),
+    )
+    assert separators(pair) == [
+        "`workers=2` and `pin=true` together: in every failing cell, together in no passing cell"
+    ]
 
 
 def test_junit_is_valid_xml_with_every_attempt() -> None:
@@ -365,3 +407,36 @@ def test_cell_environments_of_packages_and_images() -> None:
     assert "Python" not in labels and "CPU" in labels and "Memory" in labels
     # Results without cell environments (written before they were kept) compare nothing.
     assert cell_environments([cell(0), replace(cell(1), environment={})]).varying == frozenset()
+
+
+def test_what_an_attempt_left_behind_is_in_the_report(cli, tmp_path: Path) -> None:
+    """The private TMPDIR's leftovers, removed after the attempt, are shown next to the verdict."""
+    spec = tmp_path / "litter.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: litter\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: [python, -c, \"import os, tempfile; open(os.path.join(tempfile.gettempdir(),"
+        " 'torn.json'), 'w').write('{')\"]\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    assert (
+        "### Attempt warnings\n\n- `default`, attempt 1: removed what the attempt left in its"
+        " private TMPDIR: 1 file(s), 1 B (torn.json)\n"
+    ) in report
+    assert result.results()["cells"][0]["attempts"][0]["warnings"] == [
+        "removed what the attempt left in its private TMPDIR: 1 file(s), 1 B (torn.json)"
+    ]
+
+
+def test_attempt_warnings_are_capped_in_the_report() -> None:
+    run = hang_run()
+    cell = run.cells[0]
+    many = tuple(f"warning {i}" for i in range(25))
+    attempts = (replace(cell.attempts[0], warnings=many), *cell.attempts[1:])
+    text = render(replace(run, cells=(replace(cell, attempts=attempts),)), "md")
+    assert text.count("`default`, attempt 1: warning") == 20
+    assert "- … and 5 more (results.json has them all)" in text

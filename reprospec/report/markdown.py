@@ -24,7 +24,8 @@ from reprospec.report.environment import (
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
-from reprospec.report.signatures import outcome_groups
+from reprospec.report.signatures import explain, outcome_groups
+from reprospec.slots import slot_label, slot_separation
 from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
@@ -84,35 +85,24 @@ def _passed(attempt: AttemptResult) -> bool:
 
 
 def separators(run: RunResult) -> list[str] | None:
-    """Toggle values in every failing cell and in no passing cell (None: nothing to compare)."""
+    """What tells failing cells from passing ones (None: nothing to compare).
+
+    Both ways (a value in every failing cell and no passing one, and one in every
+    passing cell and no failing one: "only gpu=0 passes"), single values, else pairs;
+    then the GPU slot, when failing attempts ran on slots that passing ones never did.
+    """
     failing = failing_cells(run)
     passing = [c for c in run.cells if c.attempts and all(_passed(a) for a in c.attempts)]
-    if not failing or not passing or not axes_of(run.cells):
+    by_slot = slot_separation(run.cells)
+    if not (failing and passing and axes_of(run.cells)) and by_slot is None:
         return None
-    first = failing[0].cell.matrix
-    common = {
-        axis: value
-        for axis, value in first.items()
-        if all(axis in c.cell.matrix and c.cell.matrix[axis] == value for c in failing)
-    }
-
-    def has(cell: CellResult, axis: str, value: Any) -> bool:
-        return axis in cell.cell.matrix and cell.cell.matrix[axis] == value
-
-    singles = [
-        f"{axis}={show_value(value)}"
-        for axis, value in common.items()
-        if not any(has(c, axis, value) for c in passing)
+    lines = [
+        e.worded("every failing cell", "no passing cell")
+        if e.present
+        else e.worded("every passing cell", "no failing cell")
+        for e in explain(failing, passing)
     ]
-    if singles:
-        return [f"{inline_code(s)}: in every failing cell, in no passing cell" for s in singles]
-    if len(common) > 1 and not any(all(has(c, a, v) for a, v in common.items()) for c in passing):
-        combo = ", ".join(f"{a}={show_value(v)}" for a, v in common.items())
-        return [
-            f"{inline_code(combo)} together: every failing cell has all of them, "
-            "no passing cell has them all"
-        ]
-    return []
+    return lines + ([by_slot] if by_slot else [])
 
 
 def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
@@ -123,11 +113,31 @@ def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
             "outcome": attempt_phrase(a),
             "matched": "yes" if a.matched else "no",
             "duration": seconds(a.duration_s),
-            "gpu": ",".join(a.gpu_slot),
+            "gpu": slot_label(a.gpu_slot),
         }
         for cell in run.cells
         for a in cell.attempts
     ]
+
+
+# The report lists this many attempt warnings; results.json keeps them all.
+MAX_ATTEMPT_WARNINGS = 20
+
+
+def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
+    """`cell, attempt N: warning` lines (at most MAX_ATTEMPT_WARNINGS), and how many were left out.
+
+    What an attempt left behind (files in its private TMPDIR, /dev/shm leaks) or could
+    not do (no native stacks) is part of what ran: a maintainer reading the report
+    must see it next to the verdict, not only in results.json.
+    """
+    lines = [
+        f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {warning}"
+        for cell in run.cells
+        for a in cell.attempts
+        for warning in a.warnings
+    ]
+    return lines[:MAX_ATTEMPT_WARNINGS], max(0, len(lines) - MAX_ATTEMPT_WARNINGS)
 
 
 def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
@@ -136,7 +146,7 @@ def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
     for cell in run.cells:
         for a in cell.attempts:
             if a.gpu_slot:
-                slots.setdefault(",".join(a.gpu_slot), []).append(a)
+                slots.setdefault(slot_label(a.gpu_slot), []).append(a)
     return [
         (slot, len(group), sum(a.failed for a in group), sum(a.matched for a in group))
         for slot, group in slots.items()
@@ -200,6 +210,7 @@ def context(run: RunResult) -> dict[str, Any]:
         "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
         "slots": _slot_rows(run),
+        "attempt_warnings": _attempt_warnings(run),
         "stacks": stack_sections(run),
     }
 

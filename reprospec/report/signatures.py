@@ -33,15 +33,18 @@ class Explanation:
     present: bool  # True: in every cell with the outcome; False: in every other cell
 
     def text(self, code: bool = True) -> str:
+        """Worded for one outcome signature against the other cells that ran."""
+        if self.present:
+            return self.worded("every cell with this outcome", "no other", code)
+        return self.worded("every other cell", "none with this outcome", code)
+
+    def worded(self, every: str, none: str, code: bool = True) -> str:
+        """`x=1: in EVERY, in NONE`; a pair says `together` on both sides."""
         names = [f"{axis}={show_value(value)}" for axis, value in self.values]
         shown = " and ".join(f"`{n}`" if code else n for n in names)
         if len(names) > 1:
-            if self.present:
-                return f"{shown} together: in every cell with this outcome, together in no other"
-            return f"{shown} together: in every other cell, together in none with this outcome"
-        if self.present:
-            return f"{shown}: in every cell with this outcome, in no other"
-        return f"{shown}: in every other cell, in none with this outcome"
+            return f"{shown} together: in {every}, together in {none}"
+        return f"{shown}: in {every}, in {none}"
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
             cells=tuple(c.cell.id for c in cells),
             attempts=count,
             of_cells=len(ran),
-            explanations=tuple(_explain(cells, [c for c in ran if c not in cells])),
+            explanations=tuple(explain(cells, [c for c in ran if c not in cells])),
         )
         for signature, (phrase, cells, count) in found.items()
     ]
@@ -106,7 +109,8 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _explain(inside: Sequence[CellResult], outside: Sequence[CellResult]) -> list[Explanation]:
+def explain(inside: Sequence[CellResult], outside: Sequence[CellResult]) -> list[Explanation]:
+    """What separates `inside` from `outside`, both ways: single values, else pairs."""
     if not inside or not outside:
         return []  # everywhere or nowhere: nothing separates it
     values = {
@@ -114,8 +118,18 @@ def _explain(inside: Sequence[CellResult], outside: Sequence[CellResult]) -> lis
         for c in (*inside, *outside)
         for axis, value in c.cell.matrix.items()
     }
+    # A pair reads in the matrix's axis order (`workers=2 and pin=true`), as the spec has it.
+    order = {
+        axis: i for i, axis in enumerate(dict.fromkeys(a for c in inside for a in c.cell.matrix))
+    }
     out = [
-        Explanation(tuple((axis, values[(axis, key)]) for axis, key in group), present)
+        Explanation(
+            tuple(
+                (axis, values[(axis, key)])
+                for axis, key in sorted(group, key=lambda v: order.get(v[0], len(order)))
+            ),
+            present,
+        )
         for present, groups in (
             (True, _separating([_values(c) for c in inside], [_values(c) for c in outside])),
             (False, _separating([_values(c) for c in outside], [_values(c) for c in inside])),
@@ -150,4 +164,4 @@ def outcome_lines(groups: Iterable[OutcomeGroup], code: bool = False) -> list[st
     return lines
 
 
-__all__ = ["Explanation", "OutcomeGroup", "outcome_groups", "outcome_lines"]
+__all__ = ["Explanation", "OutcomeGroup", "explain", "outcome_groups", "outcome_lines"]
