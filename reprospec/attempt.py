@@ -73,6 +73,8 @@ def attempt_result(
         native=native.render_markdown(evidence.native)
         if failed and evidence.native is not None
         else None,
+        launch=execution.launch,
+        launch_note=execution.launch_note,
     )
 
 

@@ -162,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep crashed processes' core files in their attempt folders (gdb read them)",
     )
+    p.add_argument(
+        "--preload",
+        default=None,
+        metavar="MOD,...",
+        help="fork each attempt from a server that imported these modules once (overrides "
+        "run.preload; 'none' turns it off); attempts a fork could change run fresh",
+    )
 
     p = sub.add_parser("report", help="render a finished run again")
     p.add_argument(

@@ -26,6 +26,8 @@ ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
 VerdictKind = Literal["reproduced", "not-reproduced", "undecided", "infra-error", "observed"]
 # main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
 Where = Literal["main", "worker", "child"]
+# fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
+Launch = Literal["fresh", "forked"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,8 @@ class AttemptPlan:
     markers: tuple[Marker, ...]
     environment: Environment
     expectation: Expectation
+    # Modules a fork server imports once, the attempt being forked from it (run.preload).
+    preload: tuple[str, ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...] | None:
@@ -223,6 +227,10 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # How the attempt's process was started, and (with preload) what to know about it:
+    # why it ran fresh, or the seed its random generators got when forked.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -351,6 +359,9 @@ class AttemptResult:
     excerpt: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
+    # Forked from a preload server, or a fresh process; the note says why or with what seed.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
 
     @property
     def ran(self) -> Outcome | None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Protocol
 
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
@@ -80,6 +81,24 @@ class ProcessResult:
     native_path: Path | None = None
     # Descendants that died as orphans of ours (the subreaper) before the attempt ended.
     child_exits: tuple[ChildExit, ...] = ()
+
+
+class ChildHandle(Protocol):
+    """The root process of an attempt as run_process drives it: a `subprocess.Popen`, or a
+    process forked by a preload server and re-parented to the engine (forkserver.py)."""
+
+    pid: int
+    returncode: int | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+# Starts the attempt's root with the environment run_process built (token and stack dir in).
+Start = Callable[[Mapping[str, str]], ChildHandle]
 
 
 def utc_now() -> str:
@@ -151,21 +170,70 @@ def _has_token(pid: int, needle: bytes) -> bool:
     return needle in environ.split(b"\0")
 
 
+def _children_of(pid: int) -> list[int]:
+    """The children of every thread of `pid` (/proc/PID/task/TID/children); [] when unreadable."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            found.extend(int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _own_tree() -> list[int] | None:
+    """Every descendant of this engine, or None when that cannot stand for the whole machine.
+
+    The engine is a subreaper: an attempt's process that outlives its parent (a daemon,
+    a setsid'd double fork) is re-parented to the engine, never to init, so all of an
+    attempt's processes stay in the engine's own tree. Walking that tree reads a handful of
+    files where a scan of /proc reads three per process of the machine (33 ms at 1,085
+    processes, more than a `python -c pass` attempt). Without the subreaper, or without
+    the kernel's `children` files, callers scan all of /proc as before.
+    """
+    here = f"/proc/self/task/{threading.get_native_id()}/children"
+    if not _subreaper_done or not os.path.exists(here):
+        return None
+    seen: list[int] = []
+    stack = _children_of(os.getpid())
+    visited: set[int] = set()
+    while stack:
+        pid = stack.pop()
+        if pid in visited:
+            continue
+        visited.add(pid)
+        seen.append(pid)
+        stack.extend(_children_of(pid))
+    return seen
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
 def find_attempt_processes(token: str, root_pid: int | None = None) -> dict[int, ProcInfo]:
-    """Every process of an attempt: the root's process group, its descendants, and token holders."""
+    """Every process of an attempt: the root's process group, its descendants, and token holders.
+
+    Looked for in the engine's own process tree (see `_own_tree`), else in all of /proc.
+    """
     needle = f"{TOKEN_VAR}={token}".encode()
     me = os.getpid()
     uid = os.getuid()
     infos: dict[int, ProcInfo] = {}
     found: set[int] = set()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return {}
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
+    candidates = _own_tree()
+    if candidates is None:
+        candidates = _all_pids()
+    elif root_pid is not None and root_pid not in candidates:
+        candidates.append(root_pid)  # not ours (a test's own Popen): read it all the same
+    for pid in candidates:
         if pid == me:
             continue
         info = _proc_info(pid)
@@ -394,7 +462,7 @@ def _reap(pids: set[int], wait_s: float) -> set[int]:
 class _Pump:
     """Moves bytes from the child's pipes to sinks, and notices when the child exits."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdout: Sink, stderr: Sink) -> None:
+    def __init__(self, proc: ChildHandle, stdout: Sink, stderr: Sink) -> None:
         self.proc = proc
         self.selector = selectors.DefaultSelector()
         self.exited = False
@@ -445,6 +513,61 @@ class _Pump:
             self.pidfd = -1
 
 
+def popen_attempt(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    native: native_stacks.Capture | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr piped."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        # RLIMIT_CORE for the child only (one setrlimit between fork and exec).
+        preexec_fn=native.preexec() if native is not None else None,
+    )
+
+
+def start_helper(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, pass_fds: Sequence[int], log: Path
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived helper of this engine (a preload fork server) in a session of its own.
+
+    Its output goes to `log`; it gets no attempt token, so no attempt's search claims it.
+    `stop_helper` ends it and everything in its process group.
+    """
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+
+
+def stop_helper(proc: subprocess.Popen[bytes], grace_s: float = 1.0) -> None:
+    """Let a helper exit on its own for `grace_s` (it was told to), else kill its group; reap it."""
+    try:
+        proc.wait(timeout=grace_s)
+        return  # it waited for its own children: nothing is left in its group
+    except subprocess.TimeoutExpired:
+        pass
+    # Still running, so its process group is still its own: no reused id is hit.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -457,12 +580,15 @@ def run_process(
     stack_path: Path,
     cancel: threading.Event | None = None,
     native: native_stacks.Capture | None = None,
+    start: Start | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
     Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR to `env`. Closes both sinks.
     With `native`, the attempt may dump core (read, then deleted, after it ends) and a
     hang's processes get gdb attached before they are killed (native.py).
+    `start` starts the root instead of `popen_attempt(argv, ...)` (a fork of a preload
+    server: forkserver.py); the root must be this engine's child, in a session of its own.
     Raises OSError when the program cannot be started.
     """
     become_subreaper()
@@ -472,18 +598,12 @@ def run_process(
     started = utc_now()
     started_wall = time.time()
     begin = time.monotonic()
+    proc: ChildHandle
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            # RLIMIT_CORE for the child only (one setrlimit between fork and exec).
-            preexec_fn=native.preexec() if native is not None else None,
-        )
+        if start is not None:
+            proc = start(child_env)
+        else:
+            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native)
     except BaseException:
         stdout.close()
         stderr.close()

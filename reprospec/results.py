@@ -109,6 +109,9 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out["excerpt"] = a.excerpt
     if a.native is not None:
         out["native_stacks"] = a.native
+    out["launch"] = a.launch
+    if a.launch_note is not None:
+        out["launch_note"] = a.launch_note
     return out
 
 
@@ -131,6 +134,8 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         stack=d.get("stack"),
         excerpt=d.get("excerpt"),
         native=d.get("native_stacks"),
+        launch="forked" if d.get("launch") == "forked" else "fresh",
+        launch_note=d.get("launch_note"),
     )
 
 

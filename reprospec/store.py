@@ -2,8 +2,16 @@
 
 Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
-`attempts.native` (gdb's native stacks of a failure, as markdown). An older
-store is migrated in place when opened; a newer one is refused.
+`attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
+`attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
+and why). An older store is migrated in place when opened; a newer one is refused.
+
+Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
+so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
+a committed transaction is in the WAL file, which the operating system keeps. Only a
+power loss or an operating-system crash may lose the last transactions (never corrupt
+the store): those are made durable at the next checkpoint, not at each commit. That
+saves an fsync per attempt (0.3 ms on a quiet disk, 4-7 ms under load).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, outcome_to_dict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -97,6 +105,8 @@ CREATE TABLE attempts (
     stack TEXT,
     excerpt TEXT,
     native TEXT,
+    launch TEXT,
+    launch_note TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -104,6 +114,10 @@ CREATE TABLE attempts (
 _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+    3: (
+        "ALTER TABLE attempts ADD COLUMN launch TEXT",
+        "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
+    ),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -123,6 +137,8 @@ _ATTEMPT_COLUMNS = (
     "stack",
     "excerpt",
     "native",
+    "launch",
+    "launch_note",
 )
 
 
@@ -156,6 +172,8 @@ class Store:
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
+            # Durable against a crash of the engine; see the module docstring.
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         except BaseException as exc:
@@ -261,6 +279,8 @@ class Store:
                     attempt.stack,
                     attempt.excerpt,
                     attempt.native,
+                    attempt.launch,
+                    attempt.launch_note,
                 ),
             )
 
@@ -387,5 +407,7 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "launch": row["launch"],
+            "launch_note": row["launch_note"],
         }
     )

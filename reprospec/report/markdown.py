@@ -32,6 +32,7 @@ from reprospec.words import (
     attempt_phrase,
     attempts_phrase,
     expectation_phrase,
+    launch_summary,
     rate_phrase,
     seconds,
     verdict_legend,
@@ -114,6 +115,7 @@ def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
             "matched": "yes" if a.matched else "no",
             "duration": seconds(a.duration_s),
             "gpu": slot_label(a.gpu_slot),
+            "launch": a.launch,
         }
         for cell in run.cells
         for a in cell.attempts
@@ -211,6 +213,8 @@ def context(run: RunResult) -> dict[str, Any]:
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
         "slots": _slot_rows(run),
         "attempt_warnings": _attempt_warnings(run),
+        "launch": launch_summary(a for c in run.cells for a in c.attempts),
+        "show_launch": any(a.launch == "forked" for c in run.cells for a in c.attempts),
         "stacks": stack_sections(run),
     }
 

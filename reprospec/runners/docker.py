@@ -268,6 +268,9 @@ class DockerRunner:
             infra_error=infra_error,
             interrupted=interrupted,
             warnings=tuple(warnings),
+            launch_note="ran fresh: the docker runner starts a new container for every attempt"
+            if plan.preload
+            else None,
             **base,
         )
 
@@ -316,6 +319,9 @@ class DockerRunner:
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
         return infra_execution(base, reason, started=started, finished=utc_now())
+
+    def close(self) -> None:
+        """Nothing to stop: every container is removed when its attempt ends."""
 
     # -- environment -------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, native, process, scratch
+from reprospec import forkserver, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -66,6 +66,23 @@ class LocalRunner:
         self._shim_dir: Path | None = None
         # The cell's `packages`, checked against what the interpreter has (once per key).
         self._packages = PackageCheck()
+        # Fork servers for `run.preload`, started when an attempt first needs one.
+        self._preloader: forkserver.Preloader | None = None
+
+    def close(self) -> None:
+        """Stop the preload servers (the run is over); attempts may not be running."""
+        with self._lock:
+            preloader, self._preloader = self._preloader, None
+        if preloader is not None:
+            preloader.close()
+
+    def _preload(self) -> forkserver.Preloader:
+        with self._lock:
+            if self._preloader is None:
+                self._preloader = forkserver.Preloader(self.python)
+                # An API user who never calls close() still leaves no server behind.
+                weakref.finalize(self, self._preloader.close)
+            return self._preloader
 
     # -- interpreter -----------------------------------------------------------------
 
@@ -172,6 +189,18 @@ class LocalRunner:
                 if scratch_dirs is not None:
                     scratch.clean(scratch_dirs)
                 return infra(refused, warnings)
+        capture = (
+            native.Capture(log_dir, keep_cores=self.keep_cores) if self.native_stacks else None
+        )
+        launcher: forkserver.Launcher | None = None
+        launch_note: str | None = None
+        if plan.preload:
+            # Forked from a server that imported the modules once (forkserver.py), or fresh.
+            launcher, reason = self._preload().launcher(
+                plan, env, fresh_argv=argv, native=capture, cancel=cancel
+            )
+            if launcher is None:
+                launch_note = f"ran fresh: {reason}"
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
@@ -189,9 +218,8 @@ class LocalRunner:
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
                 cancel=cancel,
-                native=native.Capture(log_dir, keep_cores=self.keep_cores)
-                if self.native_stacks
-                else None,
+                native=capture,
+                start=launcher,
             )
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
@@ -215,6 +243,8 @@ class LocalRunner:
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
+            launch="forked" if launcher is not None and launcher.forked else "fresh",
+            launch_note=launcher.note if launcher is not None else launch_note,
             **base,
         )
 

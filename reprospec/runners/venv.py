@@ -185,6 +185,13 @@ class VenvRunner:
                                    started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
+    def close(self) -> None:
+        """Stop each environment's local runner (their preload servers)."""
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.close()
+
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The environment of the plan's venv as the harness sees it."""
         runner, reason = self._env_for(plan)
