@@ -66,7 +66,7 @@ def attempt_result(
         started=execution.started,
         finished=execution.finished,
         gpu_slot=execution.gpu_slot,
-        warnings=execution.warnings,
+        warnings=(*execution.warnings, *preload_hint(evidence)),
         stack=stack,
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=evidence.excerpt() if failed else None,
@@ -75,6 +75,22 @@ def attempt_result(
         else None,
         launch=execution.launch,
         launch_note=execution.launch_note,
+    )
+
+
+def preload_hint(evidence: Evidence) -> tuple[str, ...]:
+    """A forked attempt that imported many modules its preload server had not: which."""
+    missed = evidence.events.preload_missed
+    if missed is None:
+        return ()
+    packages = [
+        f"{p.get('name')} ({p.get('modules')})"
+        for p in missed.get("packages") or ()
+        if isinstance(p, dict)
+    ]
+    return (
+        f"forked, then imported {missed.get('modules')} modules its preload server had not "
+        f"({', '.join(packages)}): add them to run.preload to import them once",
     )
 
 

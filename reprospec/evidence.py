@@ -59,6 +59,8 @@ class Events:
     busy: tuple[Event, ...] = ()
     stage: str | None = None
     module: str | None = None
+    # A forked attempt's `preload_missed` event: what it imported that its server had not.
+    preload_missed: Event | None = None
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -70,9 +72,12 @@ class Events:
         worker_exit: Event | None = None
         infra_error: str | None = None
         busy: dict[tuple[object, object], Event] = {}
+        preload_missed: Event | None = None
         for event in events:
             name = event.get("event")
-            if name == "worker_exit" and event.get("signal"):
+            if name == "preload_missed":
+                preload_missed = event
+            elif name == "worker_exit" and event.get("signal"):
                 worker_exit = event
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
@@ -100,6 +105,7 @@ class Events:
             tuple(busy.values()),
             stage=stage,
             module=module[0] if module is not None and module[1] == phase else None,
+            preload_missed=preload_missed,
         )
 
 

@@ -184,6 +184,20 @@ class AttemptPlan:
         """How many GPU slots the attempt takes (`environment.gpus`)."""
         return self.environment.gpus
 
+    @property
+    def uses_torch(self) -> bool:
+        """Whether the spec says it uses torch: a workload (the harness runs torch), torch
+        in `run.preload` or `environment.packages`, or a GPU.
+
+        Only then does the environment capture import torch (1-3 s and 200 MiB in a
+        child): a command that imports torch without saying so gets torch's version
+        (from its package metadata) in the report, not its build details.
+        """
+        if self.workload is not None or self.environment.wants_gpu:
+            return True
+        names = [*self.preload, *self.environment.packages]
+        return any(name.lstrip().lower().startswith("torch") for name in names)
+
 
 @dataclass(frozen=True)
 class ChildExit:

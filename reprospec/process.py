@@ -185,7 +185,7 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
-def _own_tree() -> list[int] | None:
+def own_tree() -> list[int] | None:
     """Every descendant of this engine, or None when that cannot stand for the whole machine.
 
     The engine is a subreaper: an attempt's process that outlives its parent (a daemon,
@@ -221,14 +221,14 @@ def _all_pids() -> list[int]:
 def find_attempt_processes(token: str, root_pid: int | None = None) -> dict[int, ProcInfo]:
     """Every process of an attempt: the root's process group, its descendants, and token holders.
 
-    Looked for in the engine's own process tree (see `_own_tree`), else in all of /proc.
+    Looked for in the engine's own process tree (see `own_tree`), else in all of /proc.
     """
     needle = f"{TOKEN_VAR}={token}".encode()
     me = os.getpid()
     uid = os.getuid()
     infos: dict[int, ProcInfo] = {}
     found: set[int] = set()
-    candidates = _own_tree()
+    candidates = own_tree()
     if candidates is None:
         candidates = _all_pids()
     elif root_pid is not None and root_pid not in candidates:

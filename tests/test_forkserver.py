@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -409,6 +410,41 @@ def test_random_numpy_and_torch_are_reseeded_per_attempt(
         draws.append((facts["random"], facts["torch_rand"]))
     assert len({r for r, _ in draws}) == 3
     assert len({t for _, t in draws}) == 3  # not the server's one generator state, cloned
+
+
+@needs_torch
+@pytest.mark.torch
+def test_cuda_initialised_in_the_server_is_never_forked(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    plan = make_plan(["python", "-c", "print('ran')"], preload=("cuda_initialized",))
+    for number in (1, 2):
+        execution = run(runner, replace(plan, attempt=number), tmp_path)
+        assert execution.launch == "fresh" and execution.returncode == 0
+        assert "CUDA is initialised in the preload server" in (execution.launch_note or "")
+    assert servers() == []
+
+
+def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Path) -> None:
+    from reprospec.attempt import AttemptExecutor
+    from reprospec.runfolder import RunFolder
+
+    code = (
+        "import asyncio, unittest, email.mime.multipart, http.server, xml.dom.minidom, "
+        "logging.handlers, concurrent.futures, decimal, csv, sqlite3, argparse"
+    )
+    runner = LocalRunner(python=PY, native_stacks=False)
+    try:
+        folder = RunFolder.of(tmp_path, "run").create()
+        result = AttemptExecutor(runner, folder)(
+            make_plan(["python", "-c", code]), (), threading.Event()
+        )
+    finally:
+        runner.close()
+    assert result is not None and result.launch == "forked"
+    (hint,) = [w for w in result.warnings if "preload server had not" in w]
+    assert re.search(r"imported \d+ modules its preload server had not \(", hint)
+    assert "asyncio" in hint or "email" in hint or "xml" in hint
 
 
 def test_a_shadowed_preload_runs_fresh(runner: LocalRunner, tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 _MAX_MESSAGE = 1 << 22
 # The placeholder the engine puts in the server's environment; each attempt writes its
@@ -189,6 +190,8 @@ class Job:
         self.fds = fds
         self.slot = slot
         self.argv_slot = argv_slot
+        # What the server had imported: what the attempt imports beyond it is worth telling.
+        self.preloaded = frozenset(sys.modules)
 
 
 def _fork_attempt(
@@ -372,7 +375,9 @@ def _become(job: Job) -> None:
     entry = request["entry"]
     if "-B" in entry.get("options", ()):
         sys.dont_write_bytecode = True
-    _finish(*_run_main(entry))
+    status, interrupted = _run_main(entry)
+    _say_missed(job.preloaded)
+    _finish(status, interrupted)
 
 
 def _command_line(entry: dict) -> list[str]:
@@ -456,6 +461,43 @@ def _exit_status(exc: SystemExit) -> int:
     with contextlib.suppress(Exception):
         print(code, file=sys.stderr)
     return 1
+
+
+# An attempt that imported this many modules the server had not is told which.
+MISSED_MODULES = 100
+
+
+def _say_missed(preloaded: frozenset) -> None:
+    """An event naming the packages the attempt imported that the server had not.
+
+    torch's optimizers import torch._dynamo (and sympy) at their first step: with only
+    torch preloaded, every attempt pays that import again. The engine turns the event
+    into a warning of the attempt.
+    """
+    new = [name for name in list(sys.modules) if name not in preloaded]
+    path = os.environ.get("REPROSPEC_EVENTS")
+    if len(new) < MISSED_MODULES or not path:
+        return
+    roots = {name.split(".", 1)[0] for name in preloaded}
+    counts: dict[str, int] = {}
+    for name in new:
+        parts = name.split(".")
+        # A new part of a preloaded package is named by its subpackage (torch._dynamo).
+        key = ".".join(parts[:2]) if parts[0] in roots and len(parts) > 1 else parts[0]
+        counts[key] = counts.get(key, 0) + 1
+    biggest = sorted(counts.items(), key=lambda item: -item[1])[:3]
+    event = {
+        "t": time.time(),
+        "event": "preload_missed",
+        "modules": len(new),
+        "packages": [{"name": name, "modules": n} for name, n in biggest],
+    }
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(event) + "\n").encode())
+        finally:
+            os.close(fd)
 
 
 def _finish(status: int, interrupted: bool) -> None:

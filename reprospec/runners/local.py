@@ -96,6 +96,10 @@ class LocalRunner:
             if self._version is not None:
                 return self._version
             path = self.python
+            if path == sys.executable:
+                # The engine's own interpreter runs (this is it): no child to ask.
+                self._version = ".".join(str(part) for part in sys.version_info[:3])
+                return self._version
             if not os.path.exists(path):
                 raise InfraError(f"interpreter not found: {path}")
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
@@ -292,6 +296,7 @@ class LocalRunner:
                 harness_root=HARNESS_DIR,
                 extra_env={str(k): str(v) for k, v in plan.env.items()},
                 torch_cache=self.cache_dir,
+                torch=plan.uses_torch,
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
