@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from reprospec import schemacheck
 from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ def validate(
     key_locations: Mapping[JsonPath, Location],
 ) -> list[Problem]:
     """Every schema problem of `document`, located and sorted by position."""
+    if schemacheck.valid(document, load_schema()):
+        return []  # valid: jsonschema is needed only to say what is wrong
     translator = _Translator(locations, key_locations)
     problems: list[Problem] = []
     for error in _validator().iter_errors(document):
@@ -344,17 +347,24 @@ def _literal_only(schema: Any) -> Any:
 
 @functools.cache
 def _value_validator(path: JsonPath) -> Any | None:
+    schema = _value_schema(path)
+    return None if schema is None else type(_validator())(schema)
+
+
+@functools.cache
+def _value_schema(path: JsonPath) -> dict[str, Any] | None:
     sub = subschema(path)
     if sub is None:
         return None
     literal = _literal_only(sub)
-    if not literal:
-        return None
-    return type(_validator())({**literal, "$defs": load_schema()["$defs"]})
+    return {**literal, "$defs": load_schema()["$defs"]} if literal else None
 
 
 def value_problems(path: JsonPath, value: Any) -> list[tuple[JsonPath, str]]:
     """What the schema says of `value` at `path` (an evaluated `${{ }}`): (path, message) pairs."""
+    schema = _value_schema(tuple(path))
+    if schema is None or schemacheck.valid(value, schema):
+        return []
     validator = _value_validator(tuple(path))
     if validator is None:
         return []

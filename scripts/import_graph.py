@@ -31,7 +31,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
-        "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
+        "reprospec.schema", "reprospec.schemacheck", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
         "reprospec.checks", "reprospec.cellcheck",
     )),
     ("plan", ("reprospec.plan",)),

@@ -9,10 +9,11 @@ from passing cells, the attempts) and fills the template.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.environment import (
@@ -26,6 +27,9 @@ from reprospec.report.failure import failing_cells, failure_section, stack_secti
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.slots import slot_label, slot_separation
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
@@ -219,11 +223,19 @@ def context(run: RunResult) -> dict[str, Any]:
     }
 
 
-def render_markdown(run: RunResult) -> str:
-    """The filled bug report; spec strings reach the template only as data."""
-    from jinja2 import FileSystemLoader, StrictUndefined
+@functools.cache
+def _template() -> Template:
+    """The report template, compiled once per process (isolate, bisect and the pytest plugin
+    render many reports) and its compiled code cached on disk between processes: compiling
+    it costs more than filling it in."""
+    from jinja2 import FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
+    try:
+        # Jinja's own per-user folder of the temporary directory, checked to be private.
+        cache: FileSystemBytecodeCache | None = FileSystemBytecodeCache()
+    except RuntimeError:
+        cache = None
     env = SandboxedEnvironment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=False,  # markdown, not HTML: escaping is per table cell, by the `cell` filter
@@ -231,8 +243,14 @@ def render_markdown(run: RunResult) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=cache,
     )
     env.filters["cell"] = table_cell
     env.filters["code"] = inline_code
-    text = env.get_template("report.md.j2").render(**context(run))
+    return env.get_template("report.md.j2")
+
+
+def render_markdown(run: RunResult) -> str:
+    """The filled bug report; spec strings reach the template only as data."""
+    text = _template().render(**context(run))
     return text.strip("\n") + "\n"
