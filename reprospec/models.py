@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -395,6 +394,8 @@ class AttemptResult:
     @classmethod
     def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
         """An attempt the engine could not run: no outcome, and the reason why."""
+        from datetime import datetime, timezone  # not at import: validate never needs it
+
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         return cls(
             attempt=attempt,

@@ -13,13 +13,15 @@ import functools
 import re
 from typing import Any
 
-import regex
-
+# `regex` is imported when a pattern is first checked or run: a spec without one never
+# pays for it (validate's start-up).
 PatternTimeout = TimeoutError
 
 
 def problem(pattern: str) -> str | None:
     """Why `pattern` cannot be used (as `bad regular expression: ...`), or None."""
+    import regex
+
     for engine in (re, regex):
         try:
             engine.compile(pattern)
@@ -31,6 +33,8 @@ def problem(pattern: str) -> str | None:
 @functools.lru_cache(maxsize=256)
 def compile_bounded(pattern: str) -> Any:
     """The `regex` Pattern for `pattern` (V0, the `re`-compatible flavour); raise regex.error."""
+    import regex
+
     return regex.compile(pattern)
 
 

@@ -8,11 +8,10 @@ key for a typo.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Iterable, Mapping
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprospec import schemacheck
@@ -24,10 +23,15 @@ if TYPE_CHECKING:
 EXPR_REF = "#/$defs/expr"
 
 
+SCHEMA_FILE = Path(__file__).resolve().parent / "data" / "reprospec.schema.json"
+
+
 @functools.cache
 def schema_text() -> str:
-    """The JSON Schema as shipped in the package."""
-    return resources.files("reprospec").joinpath("data/reprospec.schema.json").read_text("utf-8")
+    """The JSON Schema as shipped in the package (a file next to this module, like the
+    harness: reprospec runs from a folder, never from a zip; importlib.resources would
+    cost more than validating a spec)."""
+    return SCHEMA_FILE.read_text("utf-8")
 
 
 @functools.cache
@@ -75,6 +79,8 @@ def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for the closest choice, or an empty string."""
+    import difflib  # only to word a mistake
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -10,7 +10,6 @@ line for it (a key only the override brings) it is `FILE: PATH: MESSAGE (from --
 from __future__ import annotations
 
 import copy
-import difflib
 import math
 import os
 import re
@@ -599,6 +598,8 @@ class _Semantics:
                 path, f"{_show(value)} is {_kind(value)}, but axis '{axis}' holds {shown} ({fix})"
             )
             return
+        import difflib  # only to word a mistake
+
         close = isinstance(value, str) and difflib.get_close_matches(
             value, [v for v in values if isinstance(v, str)], n=1, cutoff=0.6
         )
