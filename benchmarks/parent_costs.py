@@ -102,7 +102,10 @@ def startup(rounds: int) -> None:
     yaml, validate, plan = paired(rounds, *sides)
     yaml_cpu, validate_cpu, plan_cpu = paired(rounds, *(cpu(side) for side in sides))
     print("                               wall               CPU (user + system)")
-    print(f"python -c 'import yaml'       {yaml * 1000:7.1f} ms  1.00x     {yaml_cpu * 1000:7.1f} ms  1.00x")
+    print(
+        f"python -c 'import yaml'       {yaml * 1000:7.1f} ms  1.00x     "
+        f"{yaml_cpu * 1000:7.1f} ms  1.00x"
+    )
     for name, took, used in (("validate", validate, validate_cpu), ("plan", plan, plan_cpu)):
         print(
             f"reprospec {name:<8} SPEC      {took * 1000:7.1f} ms  {took / yaml:.2f}x     "
@@ -170,7 +173,9 @@ def cells(rounds: int, tmp: Path, n: int = 256) -> None:
         lambda: wall(reprospec("run", str(spec), "-j", "2", "--out", str(out))),
     )
     print(f"xargs -P 2, {n} x python -c pass  {xargs:6.2f} s")
-    print(f"reprospec run, {n} cells, -j 2    {engine:6.2f} s  {engine / xargs:.2f}x (goal <= 1.2x)")
+    print(
+        f"reprospec run, {n} cells, -j 2    {engine:6.2f} s  {engine / xargs:.2f}x (goal <= 1.2x)"
+    )
 
 
 def scan(rounds: int, tmp: Path) -> None:
