@@ -27,6 +27,7 @@ signature. Engine side only: never imports torch.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import json
 import mmap
@@ -264,8 +265,13 @@ class Capture:
 
 
 def gdb_path() -> str | None:
-    """The gdb executable, or None."""
-    return shutil.which("gdb")
+    """The gdb executable, or None (looked up once per PATH: every attempt asks)."""
+    return _which("gdb", os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=16)
+def _which(name: str, path: str) -> str | None:
+    return shutil.which(name, path=path)
 
 
 _said_lock = threading.Lock()

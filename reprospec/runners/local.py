@@ -173,6 +173,9 @@ class LocalRunner:
             write_cell(plan, log_dir / "cell.json")
         elif plan.argv:
             argv = list(plan.argv)
+            if argv[0] in ("python", "python3"):
+                # What the shim on PATH would exec, without the shell in between.
+                argv[0] = self.python
         else:
             return infra("nothing to run: the plan has neither a command nor a workload")
         warnings: list[str] = []
