@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import select
 import shlex
 import socket
@@ -584,7 +583,8 @@ class Launcher:
         self.native = native
         self.forked = False
         self.note: str | None = None
-        self.seed = secrets.randbits(63)
+        # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
+        self.seed = int.from_bytes(os.urandom(8), "big") >> 1
 
     def __call__(self, env: Mapping[str, str]) -> process.ChildHandle:
         request = {

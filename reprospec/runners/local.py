@@ -12,9 +12,9 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reprospec import forkserver, limits, native, process, scratch
+from reprospec import limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -22,6 +22,9 @@ from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.packages import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution
+
+if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
+    from reprospec import forkserver
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
@@ -77,6 +80,8 @@ class LocalRunner:
             preloader.close()
 
     def _preload(self) -> forkserver.Preloader:
+        from reprospec import forkserver
+
         with self._lock:
             if self._preloader is None:
                 self._preloader = forkserver.Preloader(self.python)
