@@ -1,39 +1,27 @@
 """Preloaded fork servers (`run.preload`, `run --preload`): attempts forked from an interpreter
 that already imported torch, instead of each paying `import torch` (1-3 s) again.
 
-One server per key: the interpreter, the attempt's whole environment except its
-per-attempt variables (so PYTHONPATH and sitecustomize, OMP_*/MKL_*/OPENBLAS_*/TORCH_*/
-CUDA_* and any other variable a module reads at import are the attempt's own: a toggle
-of one of them is another server), the workdir, and the preload list. The server
+One server per key (preload.server_key): the interpreter, the attempt's whole environment
+except its per-attempt variables (so PYTHONPATH and sitecustomize, OMP_*/MKL_*/OPENBLAS_*/
+TORCH_*/CUDA_* and any other variable a module reads at import are the attempt's own: a
+toggle of one of them is another server), the workdir, and the preload list. The server
 (`harness/reprospec_forkserver.py`, stdlib only, outside the engine's import graph)
 imports the modules and nothing else, then forks one attempt per request. Each attempt
 is re-parented to the engine and run by `process.run_process` like any other: same
 pipes, timeout, stacks, kill and classification.
 
-An attempt runs fresh instead, and says why (`Execution.launch_note`), when forking
-could change what it does:
-
-- its expectation is at import (`expect.phase: import`, `expect.module`): an import-time
-  failure cannot happen in a process that imported already;
-- its command is not a plain Python entry point (`python script.py`, `python -m mod`,
-  `python -c code`; the harness is `python -m reprospec_harness`), or its workload
-  imports modules before torch that the preload list does not import first;
-- its `environment.memory`/`shm_size` must be in place before the imports;
-- the directory a fresh interpreter would put first on sys.path has another copy of a
-  preloaded module than the one the server imported;
-- the server could not import the modules, or is unsafe to fork (more than one thread,
-  CUDA initialised: checked by the server before every fork).
+Which attempts run fresh instead, and why, is preload.py; here, besides, an attempt runs
+fresh when its server could not import the modules, or is unsafe to fork (more than one
+thread, CUDA initialised: checked by the server before every fork).
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
-import hashlib
 import json
 import os
 import select
-import shlex
 import socket
 import subprocess
 import tempfile
@@ -43,28 +31,23 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO
 
 from reprospec import native as native_stacks
 from reprospec import process
-from reprospec.childprotocol import CELL_VAR, STACK_DIR_VAR, TOKEN_VAR
+from reprospec.childprotocol import TOKEN_VAR
 from reprospec.harness import HARNESS_ROOT
 from reprospec.models import AttemptPlan
+from reprospec.preload import (
+    PER_ATTEMPT_VARS,
+    EntryPoint,
+    entry_point,
+    fresh_reason,
+    server_key,
+    shadowing,
+)
 
 SERVER_SCRIPT = HARNESS_ROOT / "reprospec_forkserver.py"
-# Variables the engine sets per attempt: never in a server's environment or key; each
-# forked attempt gets its own before its entry point runs.
-PER_ATTEMPT_VARS = frozenset(
-    {
-        "REPROSPEC_EVENTS",
-        "REPROSPEC_ENV_JSON",
-        STACK_DIR_VAR,
-        CELL_VAR,
-        TOKEN_VAR,
-        "TMPDIR",
-        "XDG_CACHE_HOME",
-    }
-)
 # The server's token: as long as a real one (a uuid's hex), overwritten in each attempt.
 TOKEN_PLACEHOLDER = "-" * 32
 # A blank last argument of the server: room for a forked attempt's own command line,
@@ -76,165 +59,6 @@ MAX_SERVERS = 4
 # A server that has not imported its modules by then is given up (an import that hangs).
 READY_TIMEOUT_S = 120.0
 REPLY_TIMEOUT_S = 60.0
-
-Launch = Literal["fresh", "forked"]
-EntryKind = Literal["script", "module", "code"]
-
-_PYTHON_NAMES = ("python", "python3")
-# Python options that change nothing a forked attempt would not get as well.
-_HARMLESS_OPTIONS = ("-u", "-B")
-# Outside quotes these make /bin/sh do more than run one program with these words.
-_SHELL_SPECIAL = set("$`\\;&|<>()*?[]{}~#!\n")
-
-
-@dataclass(frozen=True)
-class EntryPoint:
-    """What `python ...` runs: a script, a module (`-m`) or code (`-c`), and its arguments."""
-
-    kind: EntryKind
-    target: str
-    args: tuple[str, ...] = ()
-    argv0: str = "python"
-    options: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "target": self.target,
-            "args": list(self.args),
-            "argv0": self.argv0,
-            "options": list(self.options),
-        }
-
-
-def shell_words(text: str) -> list[str] | None:
-    """The words of a `/bin/sh -c` line that runs one program and nothing else; else None.
-
-    Conservative: a `$`, a glob, a redirection, a pipe, a `;` or a backslash outside
-    single quotes, or a `$`, backtick or backslash inside double quotes, is shell work
-    a fork cannot stand in for.
-    """
-    quote = ""
-    for char in text:
-        if quote == "'":
-            quote = "" if char == "'" else quote
-        elif quote == '"':
-            if char in "$`\\":
-                return None
-            quote = "" if char == '"' else quote
-        elif char in "'\"":
-            quote = char
-        elif char in _SHELL_SPECIAL:
-            return None
-    if quote:
-        return None
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return None
-
-
-def entry_point(plan: AttemptPlan, python: str) -> EntryPoint | str:
-    """The Python entry point the attempt runs, or why it is none (then it runs fresh)."""
-    if plan.workload is not None:
-        return EntryPoint("module", "reprospec_harness", argv0=python)
-    argv = plan.argv
-    if not argv:
-        return "nothing to run"
-    words: list[str] | None = list(argv)
-    if argv[:2] == ("/bin/sh", "-c") and len(argv) == 3:
-        words = shell_words(argv[2])
-        if words is None:
-            return "the command is a shell line, not one Python program"
-    assert words is not None
-    if not words:
-        return "the command is empty"
-    program = words[0]
-    if program not in _PYTHON_NAMES and os.path.abspath(program) != python:
-        return f"the command runs {program}, not the run's Python interpreter"
-    options: list[str] = []
-    rest = words[1:]
-    while rest:
-        word = rest[0]
-        if word in _HARMLESS_OPTIONS:
-            options.append(rest.pop(0))
-            continue
-        flags: tuple[tuple[str, EntryKind], ...] = (("-m", "module"), ("-c", "code"))
-        for flag, kind in flags:
-            if word == flag and len(rest) > 1:
-                return EntryPoint(kind, rest[1], tuple(rest[2:]), program, tuple(options))
-            if word.startswith(flag) and len(word) > 2:
-                return EntryPoint(kind, word[2:], tuple(rest[1:]), program, tuple(options))
-        if word.startswith("-"):
-            return f"python option {word} takes effect when the interpreter starts"
-        return EntryPoint("script", word, tuple(rest[1:]), program, tuple(options))
-    return "python without a script reads its program from stdin"
-
-
-def _path0(entry: EntryPoint, cwd: Path) -> Path:
-    """What a fresh interpreter puts first on sys.path for this entry point."""
-    if entry.kind == "script":
-        return Path(os.path.realpath(cwd / entry.target)).parent
-    return cwd
-
-
-def _shadowed(module: str, folder: Path, imported: str | None) -> bool:
-    """Whether `folder`, first on a fresh interpreter's sys.path, holds another `module`
-    than the file the server imported."""
-    top = module.split(".", 1)[0]
-    found = [folder / f"{top}.py", folder / top / "__init__.py"]
-    with contextlib.suppress(OSError):
-        found += [
-            folder / n for n in os.listdir(folder) if n.startswith(f"{top}.") and n.endswith(".so")
-        ]
-    same = os.path.realpath(imported) if imported else None
-    return any(path.is_file() and os.path.realpath(path) != same for path in found)
-
-
-def shadowing(plan: AttemptPlan, entry: EntryPoint, files: Mapping[str, str | None]) -> str | None:
-    """Why a fresh interpreter would import another copy of a preloaded module; else None."""
-    folder = _path0(entry, plan.workdir)
-    for module in plan.preload:
-        if _shadowed(module, folder, files.get(module)):
-            top = module.split(".", 1)[0]
-            return f"{folder} has its own {top}, which a fresh interpreter would import instead"
-    return None
-
-
-def fresh_reason(plan: AttemptPlan, entry: EntryPoint | str) -> str | None:
-    """Why this attempt must run in a fresh interpreter although preload was asked; else None."""
-    expectation = plan.expectation
-    if expectation.phase == "import" or expectation.module is not None:
-        return (
-            "the expectation is at import: an import-time failure cannot happen in a "
-            "process that imported already"
-        )
-    if isinstance(entry, str):
-        return entry
-    environment = plan.environment
-    for key, value in (("memory", environment.memory), ("shm_size", environment.shm_size)):
-        if value is not None:
-            return f"environment.{key} must be in place before the imports"
-    workload = plan.workload
-    if workload is not None:
-        imports = [str(name) for name in workload.get("imports") or []]  # type: ignore[union-attr]
-        if imports and list(plan.preload[: len(imports)]) != imports:
-            first = ", ".join(imports)
-            return (
-                f"workload.imports ({first}) come before torch in a fresh attempt: "
-                f"list them first in run.preload to fork"
-            )
-        debug = workload.get("debug")
-        if isinstance(debug, dict) and any(debug.values()):
-            return "workload.debug sets variables torch must see before it is imported"
-    return None
-
-
-def server_key(python: str, env: Mapping[str, str], cwd: Path, preload: Sequence[str]) -> str:
-    """The key of the server an attempt can be forked from (see the module docstring)."""
-    kept = sorted((k, v) for k, v in env.items() if k not in PER_ATTEMPT_VARS)
-    text = json.dumps([python, str(cwd), list(preload), kept])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class Refused(Exception):

@@ -41,6 +41,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.forkserver",
+        "reprospec.preload",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
