@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import errno
 import json
 import os
 import select
@@ -46,6 +47,7 @@ from reprospec.preload import (
     server_key,
     shadowing,
 )
+from reprospec.scratch import ORPHAN_PREFIX
 
 SERVER_SCRIPT = HARNESS_ROOT / "reprospec_forkserver.py"
 # The server's token: as long as a real one (a uuid's hex), overwritten in each attempt.
@@ -171,8 +173,11 @@ class ForkServer:
         return None
 
     def _read(self) -> dict[str, object] | None:
+        """The server's next message; None at its end. Raises TimeoutError past the timeout."""
         try:
             data = self._sock.recv(1 << 20)
+        except TimeoutError:
+            raise
         except OSError:
             return None
         if not data:
@@ -196,19 +201,30 @@ class ForkServer:
                 if self._proc is None:
                     raise Refused("the preload server was stopped")
                 self._sock.settimeout(REPLY_TIMEOUT_S)
+                data = json.dumps(request).encode()
                 try:
                     self._sock.sendmsg(
-                        [json.dumps(request).encode()],
+                        [data],
                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out_w, err_w]))],
                     )
-                    reply = self._read()
                 except OSError as exc:
-                    reply = None
-                    if isinstance(exc, TimeoutError):
-                        self._stop_locked()
+                    if exc.errno == errno.EMSGSIZE:  # the server is fine: this one is too big
                         raise Refused(
-                            f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
+                            f"the attempt's environment and command ({len(data)} bytes) are "
+                            "too large to send to the preload server"
                         ) from None
+                    code = self._proc.poll()
+                    self._stop_locked()
+                    raise Refused(
+                        f"the preload server is gone ({exc.strerror or exc}; exit status {code})"
+                    ) from None
+                try:
+                    reply = self._read()
+                except TimeoutError:
+                    self._stop_locked()
+                    raise Refused(
+                        f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
+                    ) from None
                 if reply is None:
                     code = self._proc.poll()
                     self._stop_locked()
@@ -265,7 +281,10 @@ class Preloader:
 
     def _workspace(self) -> Path:
         if self._folder is None:
-            self._folder = Path(tempfile.mkdtemp(prefix="reprospec-preload-"))
+            # Named as scratch.py's short TMPDIRs: a later engine removes it if this one
+            # is killed before close() (scratch.sweep_orphans).
+            prefix = f"{ORPHAN_PREFIX}{os.getpid()}-preload-"
+            self._folder = Path(tempfile.mkdtemp(prefix=prefix))
         return self._folder
 
     def launcher(

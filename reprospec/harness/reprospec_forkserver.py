@@ -30,7 +30,8 @@ child that forks the attempt and exits at once, so the attempt is re-parented to
 engine (its subreaper), which waits for it like any attempt it started itself.
 
 The attempt then becomes what a fresh `python ...` would have been: its own session
-and process group, the attempt's environment, working directory and core limit,
+and process group (made, with its token, before the engine is told its pid), the
+attempt's environment, working directory and core limit,
 stdin from /dev/null and its logs on fd 1 and 2, faulthandler and the SIGUSR1 stack
 dump armed, `random`, numpy and torch reseeded from the attempt's seed, then the
 script, module (`-m`, the harness too) or code (`-c`) runs as `__main__`. It ends as
@@ -210,15 +211,25 @@ def _fork_attempt(
         # The middle process: fork the attempt and exit, so that the attempt is orphaned at
         # once and re-parented to the engine (PR_SET_CHILD_SUBREAPER), which waits for it.
         os.close(readable)
+        started, ready = os.pipe()
         try:
             pid = os.fork()
         except OSError:
             os.write(writable, b"-1")
             os._exit(1)
         if pid == 0:
+            # Its own session and process group, and its token, before the engine hears of
+            # it: the engine may kill its group or look for its token at once.
+            os.setsid()
+            _write_token(slot, request.get("token", ""))
+            os.close(started)
+            os.write(ready, b".")
+            os.close(ready)
             os.close(writable)
             sock.close()
             return Job(request, fds, slot, argv_slot)
+        os.close(ready)
+        os.read(started, 1)  # the attempt is set up (or died: end of file)
         os.write(writable, str(pid).encode())
         os._exit(0)
     os.close(writable)
@@ -342,7 +353,6 @@ def _reseed(seed: int) -> None:
 def _become(job: Job) -> None:
     """Turn this forked process into the attempt, run its entry point as `__main__`, exit."""
     request = job.request
-    os.setsid()
     if request.get("cores"):
         import resource
 
@@ -359,7 +369,6 @@ def _become(job: Job) -> None:
         if fd > 2:
             os.close(fd)
     os.chdir(request["cwd"])
-    _write_token(job.slot, request.get("token", ""))
     _write_argv(job.argv_slot, _command_line(request["entry"]))
     os.environ.clear()
     os.environ.update(request["env"])
