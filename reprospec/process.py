@@ -523,15 +523,18 @@ def popen_attempt(
 ) -> subprocess.Popen[bytes]:
     """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr piped.
 
-    With `native`, the child's RLIMIT_CORE is raised to its hard limit (native.py reads
-    the cores). That is done with prlimit(2) just after exec, not in a preexec function:
-    without one, subprocess starts the child with vfork instead of copying the engine
-    with fork (5 ms and 0.7 ms of CPU per attempt here). Only a crash of the dynamic
-    loader in the child's first microseconds would dump no core.
+    With `native`, the child's RLIMIT_CORE is raised to its hard limit between fork and
+    exec (native.py reads the cores). Raising it after exec (prlimit) would lose the race
+    against `/bin/sh -c`, which forks the command before the limit arrives. Without that
+    preexec function (no gdb, or the soft limit is already the hard one), subprocess
+    starts the child with vfork instead of copying the engine with fork.
     """
     preexec = native.preexec() if native is not None else None
-    after = preexec is not None and hasattr(resource, "prlimit")
-    proc = subprocess.Popen(
+    if preexec is not None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        if soft == hard:
+            preexec = None  # inherited as it is
+    return subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env),
@@ -539,14 +542,8 @@ def popen_attempt(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=None if after else preexec,
+        preexec_fn=preexec,
     )
-    if after:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-        if soft != hard:
-            with contextlib.suppress(OSError):
-                resource.prlimit(proc.pid, resource.RLIMIT_CORE, (hard, hard))
-    return proc
 
 
 def start_helper(
