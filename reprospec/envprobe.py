@@ -21,6 +21,8 @@ from reprospec.harness import HARNESS_ROOT
 STACKDUMP_DIR = Path(__file__).resolve().parent / "stackdump"
 
 TIMEOUT_S = 120.0
+# Bumped when the torch part of a capture gains fields, so cached captures are retaken.
+CACHE_FORMAT = 2
 
 
 def _run(
@@ -127,7 +129,9 @@ def _torch_key(python: str, fresh: Mapping[str, Any], extra_env: Mapping[str, st
         (k, v) for k, v in env.items() if k.startswith(("CUDA_", "TORCH_", "PYTORCH_", "OMP_"))
     )
     gpus = (fresh.get("nvidia") or {}).get("gpus")
-    parts = [os.path.realpath(python), (fresh.get("packages") or {}).get("torch"), gpus, relevant]
+    # CACHE_FORMAT: a capture of an older reprospec lacks fields (torch's build config).
+    parts = [CACHE_FORMAT, os.path.realpath(python), (fresh.get("packages") or {}).get("torch"),
+             gpus, relevant]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 

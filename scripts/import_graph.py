@@ -34,7 +34,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
         "reprospec.checks", "reprospec.cellcheck",
     )),
-    ("plan", ("reprospec.plan",)),
+    # What a cell needs to run elsewhere: its files, a standalone script.
+    ("plan", (
+        "reprospec.plan", "reprospec.workfiles", "reprospec.reproscript", "reprospec.standalone",
+    )),
     ("execute", (
         "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
