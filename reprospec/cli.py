@@ -33,6 +33,7 @@ COMMANDS = (
     "isolate",
     "bisect",
     "envs",
+    "bundle",
 )
 
 
@@ -76,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         "spec",
         metavar="SPEC",
         nargs="?",
-        help="a spec file, or a report.md that embeds one (optional with --resume)",
+        help="a spec file, a report.md that embeds one, or a bundle (.tar.gz from `reprospec "
+        "bundle`; optional with --resume)",
     )
     _add_selection_options(p)
     p.add_argument(
@@ -291,10 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     isolate.add_parser(sub)
 
     # Verbs that define their own arguments (their modules import only argparse at the top).
-    from reprospec.commands import bisect, envs
+    from reprospec.commands import bisect, bundle, envs
 
     bisect.add_parser(sub)
     envs.add_parser(sub)
+    bundle.add_parser(sub)
     return parser
 
 

@@ -84,12 +84,14 @@ def standalone_of(
 
 
 def _relative(path: Path, base: Path) -> str:
-    """`path` relative to the spec's folder when it is inside it, else as it is."""
+    """`path` relative to the spec's folder (up to two levels up), else absolute."""
     try:
         relative = os.path.relpath(path.resolve(), base.resolve())
     except ValueError:
-        return str(path)
-    return str(path) if relative.startswith("..") else relative
+        return str(path.resolve())
+    # `../app` reads as the spec wrote it; a path far outside is clearer absolute.
+    ups = relative.split(os.sep).count("..")
+    return str(path.resolve()) if ups > 2 else relative
 
 
 def _unapplied(plan: AttemptPlan) -> list[str]:

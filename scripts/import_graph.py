@@ -60,6 +60,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
         "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
         "reprospec.bisection", "reprospec.bisect", "reprospec.slurm", "reprospec.pytest_plugin",
+        "reprospec.bundle",
     )),
     ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
 )

@@ -47,7 +47,8 @@ def standalone_markdown(run: RunResult) -> str:
         return "\n".join(lines)
     workdir = standalone.workdir if standalone.workdir != "." else "the spec's folder"
     if standalone.kind == "command":
-        lines += [f"Without reprospec, {_cell_phrase(run, standalone)}:", ""]
+        lines += [f"Without reprospec, {_cell_phrase(run, standalone)}, from the spec's folder:",
+                  ""]
         lines += _fenced(standalone.run, "sh")
         lines += _checklist(standalone, workdir)
     else:
