@@ -123,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
-        help="also print the report in this format to stdout",
+        help="also print the report in this format to stdout (html: one self-contained page)",
     )
     p.add_argument(
         "--python",
@@ -173,9 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "junit", "json"),
+        choices=("md", "html", "junit", "json"),
         default="md",
-        help="markdown bug report (default), JUnit XML or JSON",
+        help="markdown bug report (default), a self-contained HTML page with a sortable table "
+        "and a heatmap, JUnit XML or JSON",
     )
     p.add_argument(
         "-o",
@@ -277,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
         help="also print the merged report in this format to stdout",
     )
