@@ -31,6 +31,16 @@ from reprospec.workfiles import local_imports, module_files
 HARNESS_PACKAGE = HARNESS_ROOT / "reprospec_harness"
 # A user module pasted into the script stays readable; bigger ones are imported.
 MAX_INLINE_BYTES = 24 << 10
+# Names whose values are secrets (as the harness's envinfo redacts them): a report, a bundle
+# and a script pasted into an issue name the variable, never its value.
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|^KEY$|APIKEY", re.I)
+
+
+def secret_name(name: str) -> bool:
+    """Whether the variable `name` holds a secret (its value is never written out)."""
+    return bool(_SECRET.search(name))
+
+
 # Variables the interpreter or the dynamic loader read at start: set on the command line.
 _START_VARS = re.compile(r"^(LD_|PYTHON|MALLOC_|GLIBC_TUNABLES$|OMP_PROC_BIND$)")
 # The harness's debug switches that are environment variables (run.DEBUG_ENV).
@@ -465,7 +475,7 @@ class _Writer:
         phases: list[tuple[str, bool, int | None]],
         body: list[str],
     ) -> str:
-        prefix = " ".join(f"{k}={_shell(v)}" for k, v in start_env.items())
+        prefix = " ".join(shell_assignment(k, v) for k, v in start_env.items())
         run_line = f"{prefix + ' ' if prefix else ''}python repro.py"
         where = (
             f" in a folder that holds {', '.join(self.needs)} (from the spec's workdir)"
@@ -502,7 +512,11 @@ class _Writer:
                 lines.append(
                     f"# {', '.join(start_env)} must be set before Python starts: see Run above."
                 )
-            lines += [f"os.environ[{_literal(k)}] = {_literal(v)}" for k, v in env.items()]
+            for name, value in env.items():
+                if secret_name(name):
+                    lines.append(f"# {_comment(name)}: set it yourself (its value is not written)")
+                else:
+                    lines.append(f"os.environ[{_literal(name)}] = {_literal(value)}")
             lines.append("")
         if self.needs:
             lines += ["sys.path.insert(0, os.getcwd())  # run it where the files above are", ""]
@@ -547,10 +561,11 @@ def _given(options: Mapping[str, JsonValue], key: str, default: JsonValue) -> Js
     return default if value is None else value
 
 
-def _shell(value: str) -> str:
+def shell_assignment(name: str, value: str) -> str:
+    """`NAME=value` for a command line; a secret is taken from the reader's own environment."""
     import shlex
 
-    return shlex.quote(value)
+    return f'{name}="${name}"' if secret_name(name) else f"{name}={shlex.quote(value)}"
 
 
 def _device_line(requested: str) -> str:

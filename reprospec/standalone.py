@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.models import AttemptPlan, CellResult, Standalone
 from reprospec.plan import RunPlan
-from reprospec.reproscript import Unsupported, generate
+from reprospec.reproscript import Unsupported, generate, secret_name, shell_assignment
 from reprospec.sections import Command
 from reprospec.units import format_size
 from reprospec.words import attempts_phrase
@@ -53,7 +53,7 @@ def standalone_of(
     workdir = _relative(plan.workdir, spec_dir)
     if isinstance(plan.job, Command):
         files = named_files(plan)
-        words = [f"{k}={shlex.quote(v)}" for k, v in plan.env.items()]
+        words = [shell_assignment(k, v) for k, v in plan.env.items()]
         line = " ".join([*words, plan.job.text])
         if workdir != ".":
             line = f"cd {shlex.quote(workdir)} && {line}"
@@ -61,7 +61,7 @@ def standalone_of(
             cell=plan.cell.id,
             kind="command",
             run=line,
-            env=dict(plan.env),
+            env=_masked(plan.env),
             workdir=workdir,
             files=files,
             notes=tuple(_unapplied(plan)),
@@ -70,17 +70,21 @@ def standalone_of(
         script = generate(plan, expected=expected, spec_name=spec_name)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
-    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in script.start_env.items())
+    prefix = " ".join(shell_assignment(k, v) for k, v in script.start_env.items())
     return Standalone(
         cell=plan.cell.id,
         kind="workload",
         run=f"{prefix + ' ' if prefix else ''}python {REPRO_PY}",
-        env=dict(plan.env),
+        env=_masked(plan.env),
         workdir=workdir,
         files=script.needs,
         script=script.text,
         notes=(*script.notes, *_unapplied(plan)),
     )
+
+
+def _masked(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: "<redacted>" if secret_name(k) else v for k, v in env.items()}
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -113,7 +113,7 @@ PASS_SPEC = """\
 reprospec: 1
 name: synthetic-pass
 environment:
-  env: {OMP_NUM_THREADS: "1"}
+  env: {OMP_NUM_THREADS: "1", HF_TOKEN: hf_not_for_reports}
 workload:
   seed: 3
   model: {builtin: cnn, params: {channels: 4}}
@@ -235,6 +235,10 @@ def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
     assert standalone is not None
     assert any("workload.faults" in note for note in standalone.notes)
     assert 'os.environ["OMP_NUM_THREADS"] = "1"' in standalone.script.replace("'", '"')
+    # A secret is named, never written: not in the script, the report or results.json.
+    assert "hf_not_for_reports" not in standalone.script
+    assert "# HF_TOKEN: set it yourself" in standalone.script
+    assert standalone.env["HF_TOKEN"] == "<redacted>"
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "repro.py").write_text(standalone.script)
@@ -268,7 +272,7 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "reprospec: 1\nname: cmd\nenvironment:\n  workdir: app\n  shm_size: 64m\n"
-        "  env: {MODE: crash, CONF: conf/a.yaml}\n"
+        "  env: {MODE: crash, CONF: conf/a.yaml, API_TOKEN: s3cr3t}\n"
         "command: python main.py --config=conf/a.yaml --seed 3\n"
         "expect: {outcome: crash, signal: SIGSEGV}\n"
     )
@@ -276,8 +280,10 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     standalone = result.standalone
     assert standalone is not None and standalone.kind == "command"
     assert standalone.run == (
-        "cd app && MODE=crash CONF=conf/a.yaml python main.py --config=conf/a.yaml --seed 3"
+        'cd app && MODE=crash CONF=conf/a.yaml API_TOKEN="$API_TOKEN" '
+        "python main.py --config=conf/a.yaml --seed 3"
     )
+    assert standalone.env["API_TOKEN"] == "<redacted>"
     assert standalone.files == ("conf/a.yaml", "main.py", "util.py")
     assert standalone.notes == (
         "the run gave the cell /dev/shm of 64.0 MiB; a plain command line does not",

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 # The cell's environment variables, set before torch is imported.
 os.environ['OMP_NUM_THREADS'] = '1'
+# HF_TOKEN: set it yourself (its value is not written)
 
 import torch
 import torch.nn.functional as F
