@@ -316,3 +316,37 @@ def test_materialize_refuses_more_than_one_instance(cli, tmp_path) -> None:
     assert "run.instances: a bundle runs one container per cell" in result.stderr
     assert "(cells instances=4)" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path) -> None:
+    from reprospec.models import Outcome
+    from reprospec.scheduler import Scheduler
+
+    spec = tmp_path / "places.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: places\ncommand: 'true'\n"
+        "matrix:\n  include:\n    - {cell: a, count: 1}\n    - {cell: b, count: 2}\n"
+        "    - {cell: c, count: 1}\n"
+        "run: {instances: '${{ matrix.count }}'}\nexpect: {outcome: pass}\n"
+    )
+    plan = reprospec.plan_run(reprospec.load_spec(spec), reprospec.RunOptions(out=tmp_path, jobs=2))
+    lock = threading.Condition()
+    in_flight: dict[str, int] = {}
+    seen: list[dict[str, int]] = []
+
+    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        with lock:
+            in_flight[plan.cell.id] = plan.copies
+            seen.append(dict(in_flight))
+            lock.notify_all()
+            # A one-copy attempt waits a moment for company: without the places, the
+            # two-copy attempt would join it and 3 processes would run at -j 2.
+            lock.wait_for(lambda: len(in_flight) > 1, timeout=0.5)
+            seen.append(dict(in_flight))
+            del in_flight[plan.cell.id]
+        return AttemptResult(plan.attempt, 0.0, Outcome(kind="pass"), True, (), logs="")
+
+    results = Scheduler(plan, attempt).run()
+    assert sorted(results) == ["cell=a,count=1", "cell=b,count=2", "cell=c,count=1"]
+    assert max(sum(now.values()) for now in seen) <= 2
+    assert all(now == {"cell=b,count=2": 2} for now in seen if "cell=b,count=2" in now)
