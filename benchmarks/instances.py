@@ -79,7 +79,8 @@ def overhead(folder: Path, rounds: int) -> tuple[float, float]:
         spec = _spec(
             folder,
             f"cost-{name}",
-            f"command: python -c pass\nrun: {{repeat: {rounds}{extra}}}\nexpect: {{outcome: pass}}\n",
+            f"command: python -c pass\nrun: {{repeat: {rounds}{extra}}}\n"
+            "expect: {outcome: pass}\n",
         )
         run = reprospec.run(spec, reprospec.RunOptions(out=folder / f"out-cost-{name}"))
         durations.append(statistics.median(a.duration_s for a in run.cells[0].attempts))
