@@ -101,6 +101,12 @@ def _relative(path: Path, base: Path) -> str:
 def _unapplied(plan: AttemptPlan) -> list[str]:
     """The runner settings of the cell that a plain command line does not apply."""
     environment = plan.environment
+    notes = []
+    if plan.copies > 1:
+        notes.append(
+            f"the run started {plan.copies} copies of this at the same moment "
+            "(run.instances): start as many together, one alone may not fail"
+        )
     settings = []
     if environment.image or environment.dockerfile:
         settings.append(f"the image {environment.image or environment.dockerfile}")
@@ -112,6 +118,6 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
         settings.append(f"packages {', '.join(environment.packages)}")
     if environment.python:
         settings.append(f"Python {environment.python}")
-    if not settings:
-        return []
-    return [f"the run gave the cell {', '.join(settings)}; a plain command line does not"]
+    if settings:
+        notes.append(f"the run gave the cell {', '.join(settings)}; a plain command line does not")
+    return notes
