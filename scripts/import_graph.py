@@ -26,13 +26,13 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns",
+        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.cellcheck",
+        "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
     )),
     ("plan", ("reprospec.plan",)),
     ("execute", (

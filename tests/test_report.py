@@ -97,7 +97,7 @@ def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
-    from reprospec.spec import extract_markdown_spec
+    from reprospec.specfile import extract_markdown_spec
 
     run = CASES[name]()
     block = extract_markdown_spec(render(run, "md"))

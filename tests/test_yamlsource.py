@@ -102,6 +102,11 @@ def test_duplicate_keys_nested_all_reported() -> None:
         "x: !!python/name:os.system\n",
         "x: !!python/tuple [1, 2]\n",
         "x: !custom 1\n",
+        # SafeLoader's non-JSON types: a spec holds only what JSON can (jsontypes.JsonValue).
+        "x: !!timestamp 2024-01-01\n",
+        "x: !!binary aGVsbG8=\n",
+        "x: !!set {a: null}\n",
+        "x: !!omap [a: 1]\n",
     ],
 )
 def test_foreign_tags_refused(text: str) -> None:
@@ -240,8 +245,6 @@ def test_size_and_integer_length_are_bounded() -> None:
     [
         ("a: !!float soon\n", "f.yaml:1:4: invalid YAML: cannot read this float:"),
         ("a: !!int three\n", "f.yaml:1:4: invalid YAML: cannot read this int:"),
-        ("a: !!timestamp 2024-13-45\n", "f.yaml:1:4: invalid YAML: cannot read this timestamp:"),
-        ("a: !!binary 'x!'\n", "f.yaml:1:4: invalid YAML: failed to decode base64"),
     ],
 )
 def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str) -> None:
