@@ -336,7 +336,7 @@ def _changed(request: BisectRequest, current: Sequence[str],
     """By date: the installed versions that differ between the last good and first bad day."""
     if result.status != "found" or result.last_good is None or result.first_bad is None:
         return ()
-    installed = []
+    installed: list[dict[str, str]] = []
     root = _envs_root(request)
     for day in (result.last_good, result.first_bad):
         with _exclude_newer(_end_of_day(day)):
@@ -347,7 +347,7 @@ def _changed(request: BisectRequest, current: Sequence[str],
                 index,
             )
         meta = envs.read_meta(root / env_request.key())
-        installed.append(dict((meta or {}).get("installed") or {}))
+        installed.append(envs.installed(meta) if meta is not None else {})
     names = sorted(set(installed[0]) | set(installed[1]))
     return tuple((n, installed[0].get(n), installed[1].get(n)) for n in names
                  if installed[0].get(n) != installed[1].get(n))
