@@ -157,9 +157,9 @@ def test_gpu_not_in_the_compiled_arch_list_fails() -> None:
 
 
 def test_ptx_only_is_a_warning_and_unknown_capability_is_skipped() -> None:
-    assert doctor._arch_ok("12.0", ARCH["cu118-with-ptx"]) == "warn"  # compute_37 PTX JITs forward
-    assert doctor._arch_ok("12.0", ARCH["2.11.0+cu126"]) == "fail"
-    assert doctor._arch_ok("9.0", ["sm_90a"]) == "pass"
+    assert doctor.arch_ok("12.0", ARCH["cu118-with-ptx"]) == "warn"  # compute_37 PTX JITs forward
+    assert doctor.arch_ok("12.0", ARCH["2.11.0+cu126"]) == "fail"
+    assert doctor.arch_ok("9.0", ["sm_90a"]) == "pass"
     env = machine("nvidia-smi-470.256.02-a10g.txt", torch=cuda_torch("2.11.0+cu126", "12.6"))
     env["nvidia"]["gpus"] = [
         {"name": "NVIDIA A10G", "memory_mib": 22731}
