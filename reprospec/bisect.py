@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from reprospec import bisection, envs, packages, pkgindex
 from reprospec.bisection import BisectResult, Trial
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonObject
 from reprospec.options import RunOptions
 
 STATE_FORMAT = 1
@@ -102,10 +102,10 @@ class BisectReport:
             return f"undecided: {result.reason}"
         return f"refused: {result.reason}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """`--format json`: the contract keys first, then the detail."""
         data = self.result.to_dict()
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "package": self.request.package,
             "first_bad": data.pop("first_bad"),
             "last_good": data.pop("last_good"),
@@ -366,7 +366,12 @@ def _load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[
         return {}, False
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        trials = {str(k): Trial.from_dict(v) for k, v in (data.get("trials") or {}).items()}
+        stored = data.get("trials") if isinstance(data, dict) else None
+        trials = {
+            # (an entry that is no mapping has no version: KeyError, the state is not used)
+            str(k): Trial.from_dict(v if isinstance(v, dict) else {})
+            for k, v in (stored if isinstance(stored, dict) else {}).items()
+        }
     except (OSError, ValueError, KeyError, TypeError):
         return {}, False
     # Keyed by version: a version no longer between the ends is simply not asked about.
@@ -377,7 +382,7 @@ def _load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[
 def _write_state(path: Path, request: BisectRequest, versions: Sequence[str],
                  trials: Mapping[str, Trial], result: BisectResult | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
+    data: JsonObject = {
         "format": STATE_FORMAT,
         "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "spec": str(request.spec),

@@ -19,15 +19,16 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias
 
 import regex
 
 from reprospec import patterns
 from reprospec.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.models import Marker
 
 HEAD_BYTES = 1 << 20
@@ -136,7 +137,7 @@ class EventWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._lock = threading.Lock()
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: Mapping[str, JsonValue]) -> None:
         """Append one event (a JSON object) as one line."""
         line = json.dumps(event, ensure_ascii=False, default=str) + "\n"
         with self._lock:
@@ -151,11 +152,15 @@ class EventWriter:
                 self._fd = -1
 
 
+# (named here: the marker's field `regex` would hide the module in the class body)
+Pattern: TypeAlias = regex.Pattern[str]
+
+
 @dataclass(frozen=True)
 class CompiledMarker:
     """A `Marker` with its regex compiled (a `regex` Pattern, searched with a timeout)."""
 
-    regex: Any
+    regex: Pattern
     phase: str | None
     step: int | None
 
@@ -180,7 +185,7 @@ def compile_markers(markers: Iterable[Marker]) -> tuple[tuple[CompiledMarker, ..
 
 def match_marker(
     marker: CompiledMarker, line: str, timeout_s: float = MARKER_MATCH_TIMEOUT_S
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """The marker event (without `t`) of one line, or None; PatternTimeout past `timeout_s`."""
     found = patterns.search(marker.regex, line[:MAX_MARKER_LINE_CHARS], timeout_s)
     if found is None:
@@ -196,9 +201,9 @@ def match_marker(
     return {"event": "marker", "phase": phase, "step": step, "line": line[:MAX_EVENT_LINE_CHARS]}
 
 
-def match_markers(markers: Sequence[CompiledMarker], line: str) -> list[dict[str, Any]]:
+def match_markers(markers: Sequence[CompiledMarker], line: str) -> list[JsonObject]:
     """The marker events (without `t`) that one output line produces (a stalled marker: none)."""
-    events: list[dict[str, Any]] = []
+    events: list[JsonObject] = []
     for marker in markers:
         try:
             event = match_marker(marker, line)

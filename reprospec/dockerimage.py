@@ -18,12 +18,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -251,7 +252,36 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def image_present(client: Any, ref: str) -> bool:
+class _Images(Protocol):
+    def get(self, name: str) -> object: ...
+
+
+class _BuildApi(Protocol):
+    def build(
+        self,
+        *,
+        path: str,
+        dockerfile: str,
+        tag: str,
+        rm: bool,
+        forcerm: bool,
+        pull: bool,
+        decode: bool,
+        labels: Mapping[str, str],
+    ) -> Iterable[Mapping[str, object]]: ...
+
+
+class DockerClient(Protocol):
+    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
+
+    @property
+    def images(self) -> _Images: ...
+
+    @property
+    def api(self) -> _BuildApi: ...
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether the engine has `ref` locally (never pulls)."""
     import docker.errors
 
@@ -262,7 +292,7 @@ def image_present(client: Any, ref: str) -> bool:
     return True
 
 
-def ensure_image(client: Any, recipe: ImageRecipe) -> str:
+def ensure_image(client: DockerClient, recipe: ImageRecipe) -> str:
     """The tag to run, built first when needed; InfraError when missing or the build fails."""
     if image_present(client, recipe.tag):
         return recipe.tag
@@ -281,7 +311,7 @@ def ensure_image(client: Any, recipe: ImageRecipe) -> str:
     return recipe.tag
 
 
-def build_image(client: Any, build: BuildRecipe, tag: str) -> list[str]:
+def build_image(client: DockerClient, build: BuildRecipe, tag: str) -> list[str]:
     """Build `build` as `tag` with the engine's builder; returns the build log lines."""
     import docker.errors
 
@@ -317,6 +347,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-def describe(recipe: ImageRecipe) -> dict[str, Any]:
+def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}
