@@ -13,6 +13,7 @@ import pytest
 
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 sys.path.insert(0, str(HARNESS_ROOT))
@@ -251,11 +252,11 @@ def test_satisfies(installed: str, requirement: str, ok: bool) -> None:
 
 
 def test_needs_of_takes_the_most_demanding_cell() -> None:
-    data = {
+    data: JsonObject = {
         "dataset": {"builtin": "synthetic", "shape": [3, 256, 256]},
         "loader": {"batch_size": 32},
     }
-    cells = [
+    cells: list[tuple[JsonObject, Environment]] = [
         (
             {"data": {**data, "loader": {"batch_size": 32, "num_workers": n}}},
             Environment(workdir=Path.cwd(), shm_size=64 * 2**20),
