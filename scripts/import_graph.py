@@ -56,7 +56,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
         "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
-        "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm", "reprospec.pytest_plugin",
+        "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm",
+        "reprospec.pytest_plugin",
     )),
     ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
 )
