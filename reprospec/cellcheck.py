@@ -7,7 +7,7 @@ spec is validated, naming the cells, not met by the scheduler mid-run. Plus
 the run's size: cells x attempts per cell within `bounds.MAX_ATTEMPTS`.
 
 `cell_problems` checks a whole document (what `validate`, `plan` and `run` do
-through spec.check); `check_cell_values` checks one cell of a loaded Spec (for
+through checks.check); `check_cell_values` checks one cell of a loaded Spec (for
 a pipeline that plans cells lazily). Both return located Problems.
 """
 
@@ -27,7 +27,7 @@ from reprospec.sections import DEFAULT_MAX_REPEAT
 from reprospec.units import parse_duration, parse_size, parse_step
 from reprospec.yamlsource import Location, Problem, locate, shorten
 
-# Sections shown in the report, never evaluated (as spec.py's _NOT_INTERPOLATED).
+# Sections shown in the report, never evaluated: `${{` there is just text (checks.py skips them too).
 NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3

@@ -22,7 +22,7 @@ from reprospec.models import Cell
 from reprospec.units import parse_duration
 from reprospec.yamlsource import Location, Problem, locate
 
-# Sections shown in the report, never evaluated: `${{` there is just text.
+# Sections shown in the report, never evaluated (the same as cellcheck's).
 NOT_INTERPOLATED = cellcheck.NOT_INTERPOLATED
 
 
