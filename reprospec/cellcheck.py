@@ -27,7 +27,7 @@ from reprospec.sections import DEFAULT_MAX_REPEAT
 from reprospec.units import parse_duration, parse_size, parse_step
 from reprospec.yamlsource import Location, Problem, locate, shorten
 
-# Sections shown in the report, never evaluated: `${{` there is just text (checks.py skips them too).
+# Sections shown in the report, never evaluated: `${{` there is just text (checks.py too).
 NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3
