@@ -41,7 +41,15 @@ SCANCEL_LINE = "slurmstepd-vm: error: *** JOB 21 ON vm CANCELLED AT 2026-11-23T1
 
 
 def _facts(results: dict[str, Any]) -> dict[str, Any]:
-    """What must be equal cell for cell: verdict, rate, and every attempt's outcome."""
+    """What must be equal cell for cell: verdict, rate, and every attempt's outcome.
+
+    Not a crash's `exception`: how the main process noticed a dead DataLoader worker
+    depends on timing (torch's RuntimeError, or the pin-memory thread's ConnectionResetError).
+    """
+
+    def fact(outcome: dict[str, Any], key: str) -> Any:
+        return None if key == "exception" and outcome.get("kind") == "crash" else outcome.get(key)
+
     keys = ("kind", "signal", "where", "phase", "step", "exception")
     return {
         cell["id"]: (
@@ -49,7 +57,7 @@ def _facts(results: dict[str, Any]) -> dict[str, Any]:
             cell["rate"]["matched"],
             cell["rate"]["attempts"],
             [
-                (a["attempt"], a["matched"], *((a["outcome"] or {}).get(k) for k in keys))
+                (a["attempt"], a["matched"], *(fact(a["outcome"] or {}, k) for k in keys))
                 for a in cell["attempts"]
             ],
         )
