@@ -19,12 +19,13 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -296,7 +297,36 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def image_present(client: Any, ref: str) -> bool:
+class _Images(Protocol):
+    def get(self, name: str) -> object: ...
+
+
+class _BuildApi(Protocol):
+    def build(
+        self,
+        *,
+        path: str,
+        dockerfile: str,
+        tag: str,
+        rm: bool,
+        forcerm: bool,
+        pull: bool,
+        decode: bool,
+        labels: Mapping[str, str],
+    ) -> Iterable[Mapping[str, object]]: ...
+
+
+class DockerClient(Protocol):
+    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
+
+    @property
+    def images(self) -> _Images: ...
+
+    @property
+    def api(self) -> _BuildApi: ...
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether the engine has `ref` locally (never pulls)."""
     import docker.errors
 
@@ -308,7 +338,7 @@ def image_present(client: Any, ref: str) -> bool:
 
 
 def ensure_image(
-    client: Any, recipe: ImageRecipe, say: Callable[[str], None] | None = None
+    client: DockerClient, recipe: ImageRecipe, say: Callable[[str], None] | None = None
 ) -> str:
     """The tag to run, built first when needed; InfraError when missing or the build fails.
 
@@ -338,7 +368,7 @@ def ensure_image(
 
 
 def build_image(
-    client: Any, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
+    client: DockerClient, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
 ) -> list[str]:
     """Build `build` as `tag` with the engine's builder; returns the build log lines.
 
@@ -383,6 +413,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-def describe(recipe: ImageRecipe) -> dict[str, Any]:
+def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

@@ -22,12 +22,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reprospec import dockerimage
 from reprospec.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, child_env, write_cell
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan, Spec
 from reprospec.sections import Environment
 
@@ -56,7 +56,7 @@ def _json(value: object) -> object:
     return str(value)
 
 
-def _dump(path: Path, data: Any) -> None:
+def _dump(path: Path, data: JsonValue) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
 

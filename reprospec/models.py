@@ -507,7 +507,7 @@ class Standalone:
     notes: tuple[str, ...] = ()
     unavailable: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "cell": self.cell,
             "kind": self.kind,
@@ -521,19 +521,20 @@ class Standalone:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Standalone:
+    def from_dict(cls, d: Mapping[str, object]) -> Standalone:
         kind: Literal["command", "workload"] = (
             "workload" if d.get("kind") == "workload" else "command"
         )
+        env, files, notes = d.get("env"), d.get("files"), d.get("notes")
         return cls(
             cell=str(d.get("cell", "")),
             kind=kind,
             run=str(d.get("run", "")),
-            env={str(k): str(v) for k, v in (d.get("env") or {}).items()},
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {},
             workdir=str(d.get("workdir") or "."),
-            files=tuple(str(f) for f in d.get("files") or ()),
+            files=tuple(str(f) for f in files) if isinstance(files, list) else (),
             script=str(d.get("script") or ""),
-            notes=tuple(str(n) for n in d.get("notes") or ()),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
             unavailable=str(d.get("unavailable") or ""),
         )
 

@@ -21,6 +21,7 @@ from reprospec.report.failure import summary_line
 from reprospec.report.markdown import separators
 from reprospec.report.markup import fence_for, inline_code, table_cell
 from reprospec.results import run_to_dict
+from tests.support.cli import Cli
 from tests.support.runs import (
     ERROR_SPEC,
     SEGFAULT_SPEC,
@@ -97,7 +98,7 @@ def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
-    from reprospec.spec import extract_markdown_spec
+    from reprospec.specfile import extract_markdown_spec
 
     run = CASES[name]()
     block = extract_markdown_spec(render(run, "md"))
@@ -346,7 +347,9 @@ def test_headline_counts_every_failing_cell_and_lists_signatures_by_count(
 # --- per-cell environments --------------------------------------------------------------
 
 
-def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(cli, tmp_path: Path) -> None:
+def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
+    cli: Cli, tmp_path: Path
+) -> None:
     spec = tmp_path / "threads.yaml"
     spec.write_text(
         "reprospec: 1\n"
@@ -409,7 +412,7 @@ def test_cell_environments_of_packages_and_images() -> None:
     assert cell_environments([cell(0), replace(cell(1), environment={})]).varying == frozenset()
 
 
-def test_what_an_attempt_left_behind_is_in_the_report(cli, tmp_path: Path) -> None:
+def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) -> None:
     """The private TMPDIR's leftovers, removed after the attempt, are shown next to the verdict."""
     spec = tmp_path / "litter.yaml"
     spec.write_text(

@@ -14,16 +14,11 @@ import pytest
 
 from reprospec.errors import SpecError, UsageError
 from reprospec.matrix import expand
+from reprospec.overrides import apply_override
 from reprospec.plan import plan_attempt, run_policy
 from reprospec.sections import Environment, RunPolicy
-from reprospec.spec import (
-    apply_override,
-    extract_markdown_spec,
-    load_spec,
-    spec_files,
-    validate,
-    validate_paths,
-)
+from reprospec.spec import load_spec, validate, validate_paths
+from reprospec.specfile import extract_markdown_spec, spec_files
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"

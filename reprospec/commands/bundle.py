@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
     """The `bundle` verb's arguments."""
     p = sub.add_parser(
         "bundle", help="pack a run (spec, report, logs, workdir files) into a .tar.gz to rerun"

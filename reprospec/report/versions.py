@@ -10,17 +10,20 @@ them, in collect_env's layout, so a maintainer reads what they are used to.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 NOT_COLLECTED = "Could not collect"
 
 
-def _section(env: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+def _section(env: Mapping[str, object], name: str) -> Mapping[str, object]:
     value = env.get(name)
     return value if isinstance(value, Mapping) else {}
 
 
-def _text(value: Any, default: str = NOT_COLLECTED) -> str:
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _text(value: object, default: str = NOT_COLLECTED) -> str:
     if value is None or value == "" or value == []:
         return default
     if isinstance(value, bool):
@@ -28,7 +31,7 @@ def _text(value: Any, default: str = NOT_COLLECTED) -> str:
     return str(value)
 
 
-def versions_text(env: Mapping[str, Any]) -> str | None:
+def versions_text(env: Mapping[str, object]) -> str | None:
     """collect_env's report of the captured environment; None when it was not captured."""
     extra = _section(env, "collect_env")
     if not extra:
@@ -42,7 +45,7 @@ def versions_text(env: Mapping[str, Any]) -> str | None:
         torch_version = f"N/A ({torch['error']})"
     else:
         torch_version = _text(torch.get("version"))
-    gpus = nvidia.get("gpus") or torch.get("gpus") or []
+    gpus = _list(nvidia.get("gpus")) or _list(torch.get("gpus"))
     gpu_lines = [
         f"GPU {gpu.get('index', '?')}: {gpu.get('name', '?')}"
         for gpu in gpus
@@ -73,7 +76,7 @@ def versions_text(env: Mapping[str, Any]) -> str | None:
         "CPU:",
         f"Model name: {_text(cpu.get('model'))}",
         f"CPU(s): {_text(cpu.get('cores'))} ({_text(cpu.get('usable_cores'))} usable)",
-        f"Flags: {' '.join(str(f) for f in cpu.get('flags') or ()) or NOT_COLLECTED}",
+        f"Flags: {' '.join(str(f) for f in _list(cpu.get('flags'))) or NOT_COLLECTED}",
         "",
         "Versions of all installed packages:",
     ]
