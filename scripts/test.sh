@@ -53,6 +53,6 @@ if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command 
   fi
 fi
 
-.venv/bin/ruff check reprospec tests benchmarks
-.venv/bin/mypy reprospec
+.venv/bin/ruff check reprospec tests benchmarks scripts
+.venv/bin/mypy reprospec tests
 .venv/bin/python -m pytest -q -rs "$@"

@@ -13,7 +13,7 @@ import pytest
 
 from reprospec import bundle
 from reprospec.errors import UsageError
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, Cli
 
 SPEC = """\
 reprospec: 1
@@ -53,7 +53,7 @@ def _project(root: Path) -> Path:
     return root / "specs" / "crash.yaml"
 
 
-def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli) -> None:
+def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli) -> None:
     spec = _project(tmp_path / "project")
     first = cli("run", str(spec), "--repeat", "2", "--out", str(tmp_path / "store"))
     assert first.code == 0, first.stderr
@@ -162,7 +162,7 @@ def test_size_limits_hold_before_and_while_writing(tmp_path: Path,
         bundle.unpack(archive, tmp_path / "bundles")
 
 
-def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli) -> None:
+def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "junk.tar.gz").write_bytes(b"not gzip at all")
     junk = cli("run", str(tmp_path / "junk.tar.gz"))
     assert junk.code == 2 and "not a .tar.gz archive" in junk.stderr
@@ -178,7 +178,7 @@ def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli) -
     assert refused.code == 2 and "outside the bundle" in refused.stderr
 
 
-def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli) -> None:
+def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli: Cli) -> None:
     missing = cli("bundle", "no-such-run", "-o", str(tmp_path / "x.tar.gz"), "--out",
                   str(tmp_path / "out"))
     assert missing.code == 2 and "no run 'no-such-run'" in missing.stderr

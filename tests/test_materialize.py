@@ -6,6 +6,7 @@ import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,7 @@ _BUILT: set[str] = set()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _remove_built_images():
+def _remove_built_images() -> Iterator[None]:
     yield
     import docker.errors
 
