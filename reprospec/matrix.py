@@ -369,7 +369,9 @@ def expand_matrix(section: Section) -> list[Cell]:
 def expand(spec: Spec) -> list[Cell]:
     """The cells of a loaded spec, in order; raise SpecError with a located problem."""
     try:
-        return expand_matrix(spec.document.get("matrix"))
+        section = spec.document.get("matrix")
+        # Validation made it a mapping (or left it out); anything else is no matrix.
+        return expand_matrix(section if isinstance(section, Mapping) else None)
     except MatrixError as exc:
         line, col = locate(spec.locations, exc.path)
         problem = Problem(line, col, exc.path, exc.message)

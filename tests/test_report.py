@@ -12,6 +12,7 @@ import pytest
 
 from reprospec.errors import UsageError
 from reprospec.evidence import Evidence
+from reprospec.jsontypes import JsonValue
 from reprospec.judge import judge_attempt, judge_cell
 from reprospec.logtext import clean_log, excerpt
 from reprospec.models import AttemptResult, Cell, CellResult, Expectation, Rate, RunResult
@@ -147,7 +148,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
     crashed = next(failing)
     passing = next(c for c in base.cells if c is not crashed)
 
-    def cell(template: CellResult, **matrix: object) -> CellResult:
+    def cell(template: CellResult, **matrix: JsonValue) -> CellResult:
         cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
         return replace(template, cell=Cell(id=cell_id, index=0, matrix=matrix))
 
@@ -384,7 +385,7 @@ def test_cell_environments_of_packages_and_images() -> None:
     from reprospec.report.environment import cell_environments, environment_rows
     from tests.support.runs import ENV
 
-    def cell(index: int, **environment: object) -> CellResult:
+    def cell(index: int, **environment: JsonValue) -> CellResult:
         return CellResult(
             Cell(f"c{index}", index, {"i": index}),
             Expectation("pass"),
