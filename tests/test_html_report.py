@@ -46,7 +46,8 @@ def grid_run() -> RunResult:
     """A 3x4 matrix in which each cell failed a different number of its 4 attempts."""
     expected = Expectation("crash", signal="SIGSEGV")
     cells = []
-    for index, (workers, batch) in enumerate(product([0, 2, 4], [8, 16, 32, '<b id="x">'])):
+    batches: list[int | str] = [8, 16, 32, '<b id="x">']
+    for index, (workers, batch) in enumerate(product([0, 2, 4], batches)):
         failed = (index * 7) % 5
         attempts = tuple(_attempt(n, n <= failed) for n in range(1, 5))
         matched = sum(a.matched for a in attempts)

@@ -319,4 +319,6 @@ def test_versions_block_is_captured_in_the_child(tmp_path: Path) -> None:
     assert "Libc version: glibc-" in block and "torch.__config__.show():" in block
     assert "PyTorch built with:" in block
     collect = result.environment["collect_env"]
-    assert isinstance(collect, dict) and collect["pip"]["torch"] == version
+    assert isinstance(collect, dict)
+    pip = collect["pip"]
+    assert isinstance(pip, dict) and pip["torch"] == version
