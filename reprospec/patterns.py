@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import regex
 
 # `regex` is imported when a pattern is first checked or run: a spec without one never
 # pays for it (validate's start-up).
@@ -31,14 +34,16 @@ def problem(pattern: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def compile_bounded(pattern: str) -> Any:
+def compile_bounded(pattern: str) -> regex.Pattern[str]:
     """The `regex` Pattern for `pattern` (V0, the `re`-compatible flavour); raise regex.error."""
     import regex
 
     return regex.compile(pattern)
 
 
-def search(pattern: Any, text: str, timeout_s: float) -> Any:
+def search(
+    pattern: str | regex.Pattern[str], text: str, timeout_s: float
+) -> regex.Match[str] | None:
     """`pattern.search(text)` within `timeout_s` seconds, GIL released; PatternTimeout past it."""
     compiled = compile_bounded(pattern) if isinstance(pattern, str) else pattern
     return compiled.search(text, timeout=timeout_s, concurrent=True)

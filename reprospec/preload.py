@@ -170,6 +170,8 @@ def fresh_reason(plan: AttemptPlan, entry: EntryPoint | str) -> str | None:
         )
     if isinstance(entry, str):
         return entry
+    if plan.instances is not None:
+        return "run.instances start each instance through the start barrier of launch.py"
     environment = plan.environment
     for key, value in (("memory", environment.memory), ("shm_size", environment.shm_size)):
         if value is not None:

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reprospec.expr import render
-from reprospec.units import parse_duration, parse_size
 
-# A value of a YAML/JSON document (what a spec section holds before it is typed).
-JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+# Re-exported: models.py and tests import the aliases from here.
+from reprospec.jsontypes import JsonObject as JsonObject
+from reprospec.jsontypes import JsonValue as JsonValue
+from reprospec.units import parse_duration, parse_size
 
 StopOn = Literal["never", "first-reproduction", "first-miss"]
 
@@ -162,7 +162,11 @@ Job: TypeAlias = Command | Workload
 
 @dataclass(frozen=True)
 class RunPolicy:
-    """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism."""
+    """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism.
+
+    `instances`: copies of each attempt started together at a start barrier; None when
+    the spec does not ask for instances (one plain process tree per attempt).
+    """
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     repeat: int | Literal["auto"] = 1
@@ -171,6 +175,7 @@ class RunPolicy:
     parallel: int = 1
     # Modules a fork server imports once; attempts are forked from it (forkserver.py).
     preload: tuple[str, ...] = ()
+    instances: int | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -208,9 +213,14 @@ class RunPolicy:
             raise SectionError(("run", "stop_on"), f"unknown stop_on {stop_on!r}")
         max_repeat = section.get("max_repeat", DEFAULT_MAX_REPEAT)
         parallel = section.get("parallel", 1)
+        instances = section.get("instances")
         for key, value in (("max_repeat", max_repeat), ("parallel", parallel)):
             if not _positive_int(value):
                 raise SectionError(("run", key), f"expected a whole number >= 1, got {value!r}")
+        if instances is not None and not _positive_int(instances):
+            raise SectionError(
+                ("run", "instances"), f"expected a whole number >= 1, got {instances!r}"
+            )
         preload = section.get("preload") or []
         if not isinstance(preload, list) or not all(
             isinstance(name, str) and _module_name(name) for name in preload
@@ -224,7 +234,8 @@ class RunPolicy:
             max_repeat=int(str(max_repeat)),
             stop_on=stop_on,
             parallel=int(str(parallel)),
-            preload=tuple(preload),
+            preload=tuple(str(name) for name in preload),
+            instances=None if instances is None else int(str(instances)),
         )
 
 

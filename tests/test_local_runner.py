@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -543,7 +544,11 @@ def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
         wait_for(ready)
         scans: list[int] = []
         real_pids = scratch._pids
-        monkeypatch.setattr(scratch, "_pids", lambda proc: scans.append(1) or real_pids(proc))
+        def counted(proc: Path) -> Iterable[str]:
+            scans.append(1)
+            return real_pids(proc)
+
+        monkeypatch.setattr(scratch, "_pids", counted)
         assert scratch.shm_leaks(before) == []
         assert scans == []  # found in the engine's own tree: /proc as a whole was not read
         loose.write_text("")

@@ -35,7 +35,7 @@ def documents() -> list[tuple[str, Any]]:
 
 
 def jsonschema_valid(document: Any, against: Any = None) -> bool:
-    validator = schema._validator() if against is None else type(schema._validator())(against)
+    validator = schema._validator() if against is None else schema._validator_class()(against)
     return not any(True for _ in validator.iter_errors(document))
 
 
