@@ -3,12 +3,13 @@
     python benchmarks/preload.py [--repeat 50] [--rounds 3] [--native]
 
 `benchmarks/data/torch-intermittent.yaml` is specs/intermittent.yaml with torch: a
-small training loop (torch.nn, an SGD optimizer) that dies of a real SIGSEGV at
-validation step 2 in about 30% of attempts, seeded by the attempt number. It runs
-`--repeat` attempts with `--preload none` (every attempt imports torch) and with
-`--preload torch,torch._dynamo` (torch's optimizers import torch._dynamo and sympy at
-their first step: preloading only torch leaves that import in every attempt, and the
-attempts say so). The two runs alternate, --rounds times; figures are medians.
+small loop of torch.nn steps that dies of a real SIGSEGV at validation step 2 in about
+30% of attempts, seeded by the attempt number. It runs `--repeat` attempts with
+`--preload none` (every attempt imports torch) and with `--preload torch`. With
+`--optimizer` the loop trains with SGD, whose first step imports torch._dynamo and sympy:
+then `--preload torch,torch._dynamo` (preloading only torch would leave that import in
+every attempt, and the attempts would say so). The two runs alternate, --rounds times;
+figures are medians.
 
 Printed: attempts per minute over the whole `reprospec run` (start-up, the server's
 one import and the report included; the environment cache is warm, as for the other
@@ -34,18 +35,26 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "benchmarks" / "data" / "torch-intermittent.yaml"
-PRELOAD = "torch,torch._dynamo"
+PRELOAD = "torch"
+PRELOAD_OPTIMIZER = "torch,torch._dynamo"
 
 
-def run(mode: str, repeat: int, out: Path, native: bool, empty: Path) -> dict[str, Any]:
+COMMAND = "python torch_loop.py --steps 3 --crash-probability 0.3 --seed ${{ attempt }}"
+
+
+def run(
+    mode: str, repeat: int, out: Path, native: bool, empty: Path, optimizer: bool = False
+) -> dict[str, Any]:
     """One `reprospec run`; its wall time, the attempts' window and what it decided."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(NO_COLOR="1", PYTHONPATH=str(ROOT))
     if not native:
         env["PATH"] = str(empty)  # no gdb (and nothing else: the runner finds python itself)
-    preload = PRELOAD if mode == "forked" else "none"
+    preload = (PRELOAD_OPTIMIZER if optimizer else PRELOAD) if mode == "forked" else "none"
     argv = [sys.executable, "-m", "reprospec", "run", str(SPEC), "--repeat", str(repeat)]
     argv += ["--preload", preload, "--out", str(out), "--format", "json"]
+    if optimizer:
+        argv += ["--set", f"command={COMMAND} --optimizer"]
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -75,6 +84,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--native", action="store_true", help="keep gdb (native crash stacks)")
+    parser.add_argument(
+        "--optimizer",
+        action="store_true",
+        help="train with SGD, preloading torch,torch._dynamo (more work per attempt)",
+    )
     args = parser.parse_args()
     runs: dict[str, list[dict[str, Any]]] = {"fresh": [], "forked": []}
     with tempfile.TemporaryDirectory() as folder:
@@ -84,10 +98,10 @@ def main() -> None:
         out = tmp / "out"
         # As the other -j figures: a warm environment cache (the capture's one `import
         # torch` per interpreter, cached in OUT/cache, is not what is compared here).
-        run("forked", 1, out, args.native, empty)
+        run("forked", 1, out, args.native, empty, args.optimizer)
         for r in range(args.rounds):
             for mode in ("fresh", "forked") if r % 2 == 0 else ("forked", "fresh"):
-                seen = run(mode, args.repeat, out, args.native, empty)
+                seen = run(mode, args.repeat, out, args.native, empty, args.optimizer)
                 runs[mode].append(seen)
                 rate = seen["rate"]
                 print(

@@ -1,5 +1,6 @@
-"""A small torch repro for benchmarks/preload.py: a few training steps of a tiny model, and
-a real SIGSEGV at validation step 2 in about 30% of attempts (seeded by --seed).
+"""A small torch repro for benchmarks/preload.py: a few steps of a tiny model (with
+--optimizer, trained with SGD), and a real SIGSEGV at validation step 2 in about 30% of
+attempts (seeded by --seed).
 
 Progress goes to $REPROSPEC_EVENTS as in specs/fixtures/train_loop.py.
 """
@@ -31,10 +32,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--crash-probability", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--optimizer",
+        action="store_true",
+        help="train with SGD (its first step imports torch._dynamo and sympy: preload them too)",
+    )
     args = parser.parse_args()
     crash = random.Random(args.seed).random() < args.crash_probability
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1) if args.optimizer else None
     data = torch.randn(8, 16)
     target = torch.randint(0, 4, (8,))
     for phase in ("train", "validation"):
@@ -44,7 +50,7 @@ def main() -> None:
             if phase == "validation" and step == 2 and crash:
                 ctypes.string_at(0)  # a real SIGSEGV
             loss = torch.nn.functional.cross_entropy(model(data), target)
-            if phase == "train":
+            if phase == "train" and optimizer is not None:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()

@@ -329,6 +329,23 @@ def _stack_dump() -> None:
     faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
 
 
+def _skip_import_finalizers() -> None:
+    """The weakref.finalize callbacks the preloaded modules registered stay out of the exit.
+
+    They are the imports' teardown (torch registers some 130 that unregister its operator
+    libraries): in a fork they copy-on-write what they touch, 30 ms of each attempt, and
+    the teardown is skipped anyway (`_finish`). The attempt's own finalizers, and every
+    atexit handler (logging, multiprocessing, the DataLoader's), still run.
+    """
+    weakref = sys.modules.get("weakref")
+    registry = getattr(getattr(weakref, "finalize", None), "_registry", None)
+    if not isinstance(registry, dict):
+        return
+    for finalizer in list(registry):
+        with contextlib.suppress(Exception):
+            finalizer.atexit = False
+
+
 def _reseed(seed: int) -> None:
     """Every fork would otherwise share the server's random state; a fresh process would not."""
     import random
@@ -375,6 +392,7 @@ def _become(job: Job) -> None:
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
+    _skip_import_finalizers()
     if os.environ.get("PYTHONFAULTHANDLER"):
         import faulthandler
 
@@ -512,9 +530,10 @@ def _say_missed(preloaded: frozenset) -> None:
 def _finish(status: int, interrupted: bool) -> None:
     """End as the interpreter's shutdown does, minus the teardown; never returns.
 
-    Non-daemon threads are joined, atexit handlers run and stdio is flushed (a failed flush
-    exits 120), as in Py_FinalizeEx. Then os._exit: the interpreter's module teardown and
-    final collection, and the native libraries' exit handlers, are skipped. In a fork of a
+    Non-daemon threads are joined, atexit handlers run (the finalizers the preloaded
+    modules registered excepted: `_skip_import_finalizers`) and stdio is flushed (a failed
+    flush exits 120), as in Py_FinalizeEx. Then os._exit: the interpreter's module teardown
+    and final collection, and the native libraries' exit handlers, are skipped. In a fork of a
     server holding torch they would copy-on-write most of its memory: 0.7-2 s, more than the
     attempt itself.
     """
