@@ -257,6 +257,28 @@ def test_exit_status_exceptions_and_signals_are_a_fresh_interpreters(
     assert stdout == "end\natexit ran\n"
 
 
+def test_the_preloaded_modules_finalizers_stay_out_of_the_attempts_exit(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    server_file, own_file = tmp_path / "server-finalizer", tmp_path / "own-finalizer"
+    code = (
+        "import sys, weakref\n"
+        "class Holder: pass\n"
+        "holder = Holder()\n"
+        "weakref.finalize(holder, lambda: open(sys.argv[1], 'w').write('own'))\n"
+    )
+    plan = make_plan(
+        ["python", "-c", code, str(own_file)],
+        preload=("finalizer_at_import",),
+        env={"PRELOAD_FINALIZER_FILE": str(server_file)},
+    )
+    execution = run(runner, plan, tmp_path)
+    assert execution.launch == "forked", execution.launch_note
+    assert execution.returncode == 0
+    assert own_file.read_text() == "own"  # the attempt's own finalizer ran at exit
+    assert not server_file.exists()  # the import's teardown did not (spec-format.md)
+
+
 def test_a_hang_gets_its_stacks_and_its_whole_tree_is_killed(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
