@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,9 +56,13 @@ def run(
     argv += ["--preload", preload, "--out", str(out), "--format", "json"]
     if optimizer:
         argv += ["--set", f"command={COMMAND} --optimizer"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The engine, its fork servers and every attempt (all reaped within the run).
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{mode} run failed ({done.returncode}): {done.stderr[-3000:]}")
     result = json.loads(done.stdout[done.stdout.index("{") :])
@@ -67,6 +72,7 @@ def run(
     last = max(datetime.fromisoformat(a["finished"]) for a in attempts)
     return {
         "wall": wall,
+        "cpu": cpu,
         "window": (last - first).total_seconds(),
         "attempts": len(attempts),
         "launch": sorted({a.get("launch", "fresh") for a in attempts}),
@@ -116,16 +122,22 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f}"
     )
     per_minute = {}
+    cpu = {}
     for mode, seen in runs.items():
         wall = statistics.median(s["wall"] for s in seen)
         window = statistics.median(s["window"] for s in seen)
+        cpu[mode] = statistics.median(s["cpu"] for s in seen)
         per_minute[mode] = (args.repeat / wall * 60, args.repeat / window * 60)
         print(
             f"{mode:6}  whole run {wall:7.1f} s = {per_minute[mode][0]:7.1f} attempts/min;"
-            f"  attempts alone {window:7.1f} s = {per_minute[mode][1]:7.1f} attempts/min"
+            f"  attempts alone {window:7.1f} s = {per_minute[mode][1]:7.1f} attempts/min;"
+            f"  CPU {cpu[mode]:6.1f} s"
         )
     ratios = [f / s for f, s in zip(per_minute["forked"], per_minute["fresh"], strict=True)]
-    print(f"forked / fresh: {ratios[0]:.1f}x (whole run), {ratios[1]:.1f}x (attempts alone)")
+    print(
+        f"forked / fresh: {ratios[0]:.1f}x (whole run), {ratios[1]:.1f}x (attempts alone), "
+        f"{cpu['fresh'] / cpu['forked']:.1f}x less CPU"
+    )
     same = all(
         (s["verdict"], s["rate"], s["outcomes"])
         == (runs["fresh"][0]["verdict"], runs["fresh"][0]["rate"], runs["fresh"][0]["outcomes"])

@@ -7,8 +7,10 @@ TORCH_*/CUDA_* and any other variable a module reads at import are the attempt's
 toggle of one of them is another server), the workdir, and the preload list. The server
 (`harness/reprospec_forkserver.py`, stdlib only, outside the engine's import graph)
 imports the modules and nothing else, then forks one attempt per request. Each attempt
-is re-parented to the engine and run by `process.run_process` like any other: same
-pipes, timeout, stacks, kill and classification.
+is the server's child (the server reaps it and sends its wait status), and is run by
+`process.run_process` like any other: same pipes, timeout, stacks, kill of its whole
+tree (what it leaves behind is re-parented to the engine, the subreaper) and
+classification.
 
 Which attempts run fresh instead, and why, is preload.py; here, besides, an attempt runs
 fresh when its server could not import the modules, or is unsafe to fork (more than one
@@ -22,7 +24,9 @@ import contextlib
 import errno
 import json
 import os
+import queue
 import select
+import signal
 import socket
 import subprocess
 import tempfile
@@ -68,10 +72,19 @@ class Refused(Exception):
 
 
 class ForkedChild:
-    """An attempt forked by a server and re-parented to this engine: a `Popen` to run_process."""
+    """An attempt forked by a server (its child): a `Popen` to run_process.
 
-    def __init__(self, pid: int, stdout: IO[bytes], stderr: IO[bytes]) -> None:
+    The server reaps it and sends its wait status, which `poll` and `wait` read. Should the
+    server die first, the attempt is re-parented to this engine (the subreaper), which
+    then reaps it itself.
+    """
+
+    def __init__(
+        self, server: ForkServer, pid: int, serial: int, stdout: IO[bytes], stderr: IO[bytes]
+    ) -> None:
+        self.server = server
         self.pid = pid
+        self.serial = serial
         self.returncode: int | None = None
         self.stdout: IO[bytes] | None = stdout
         self.stderr: IO[bytes] | None = stderr
@@ -81,22 +94,39 @@ class ForkedChild:
         return self.returncode
 
     def poll(self) -> int | None:
-        """The exit code (negative: the signal) once the attempt ended, reaping it; else None."""
+        """The exit code (negative: the signal) once the attempt ended; else None."""
         if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return self.returncode
-            if pid == self.pid:
+            status = self.server.exit_status(self.serial, wait=False)
+            if status is None and not self.server.alive:
+                status = self._orphan_status(wait=False)
+            if status is not None:
                 self._set(status)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the attempt to end (`timeout` is not supported: run_process never gives one)."""
-        if self.returncode is None:
-            _, status = os.waitpid(self.pid, 0)
-            return self._set(status)
+        while self.returncode is None:
+            status = self.server.exit_status(self.serial, wait=True)
+            if status is None:  # the server is gone
+                status = self._orphan_status(wait=True)
+            if status is not None:
+                self._set(status)
         return self.returncode
+
+    def _orphan_status(self, wait: bool) -> int | None:
+        """The wait status once this engine adopted the attempt (its server died)."""
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if wait else os.WNOHANG)
+            except ChildProcessError:
+                if not os.path.exists(f"/proc/{self.pid}"):
+                    # Reaped by the server, whose word of it was lost with the server.
+                    return signal.SIGKILL  # a wait status: killed by SIGKILL
+                if not wait:
+                    return None
+                time.sleep(0.01)  # not re-parented yet
+                continue
+            return status if pid == self.pid else None
 
 
 class ForkServer:
@@ -116,6 +146,11 @@ class ForkServer:
         # Where the server imported each module from (its top-level package's file).
         self.files: dict[str, str | None] = {}
         self._lock = threading.Lock()
+        # What the reader thread hears: replies to forks, and attempts' wait statuses.
+        self._replies: queue.Queue[dict[str, object] | None] = queue.Queue()
+        self._exits: dict[int, int] = {}
+        self._ended = threading.Condition()
+        self.alive = True
         server_env = {k: v for k, v in env.items() if k not in PER_ATTEMPT_VARS}
         server_env[TOKEN_VAR] = TOKEN_PLACEHOLDER
         # OpenBLAS starts its thread pool when it is loaded: one thread keeps the server
@@ -170,7 +205,37 @@ class ForkServer:
                 f"the preload server has {threads} threads after importing {names} (a module "
                 "started a thread pool or ran an op at import): forked attempts could hang"
             )
+        self._sock.settimeout(None)
+        threading.Thread(target=self._listen, name="reprospec-preload", daemon=True).start()
         return None
+
+    def _listen(self) -> None:
+        """The reader: replies go to the asking thread, wait statuses to their attempts."""
+        while True:
+            message = self._read()
+            if message is None:
+                break
+            serial, status = message.get("serial"), message.get("status")
+            if "exit" in message and isinstance(serial, int) and isinstance(status, int):
+                with self._ended:
+                    self._exits[serial] = status
+                    self._ended.notify_all()
+            else:
+                self._replies.put(message)
+        with self._ended:
+            self.alive = False
+            self._ended.notify_all()
+        self._replies.put(None)
+
+    def exit_status(self, serial: int, *, wait: bool) -> int | None:
+        """The wait status of attempt `serial` once the server reaped it; None while it runs
+        (`wait=False`) or when the server is gone."""
+        with self._ended:
+            while serial not in self._exits:
+                if not wait or not self.alive:
+                    return None
+                self._ended.wait()
+            return self._exits.pop(serial)
 
     def _read(self) -> dict[str, object] | None:
         """The server's next message; None at its end. Raises TimeoutError past the timeout."""
@@ -200,7 +265,6 @@ class ForkServer:
             with self._lock:
                 if self._proc is None:
                     raise Refused("the preload server was stopped")
-                self._sock.settimeout(REPLY_TIMEOUT_S)
                 data = json.dumps(request).encode()
                 try:
                     self._sock.sendmsg(
@@ -219,8 +283,8 @@ class ForkServer:
                         f"the preload server is gone ({exc.strerror or exc}; exit status {code})"
                     ) from None
                 try:
-                    reply = self._read()
-                except TimeoutError:
+                    reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
+                except queue.Empty:
                     self._stop_locked()
                     raise Refused(
                         f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
@@ -237,12 +301,15 @@ class ForkServer:
             for fd in (out_w, err_w):
                 os.close(fd)
         refused = reply.get("refused")
-        pid = reply.get("pid")
-        if refused is not None or not isinstance(pid, int):
+        pid, serial = reply.get("pid"), reply.get("serial")
+        if refused is not None or not isinstance(pid, int) or not isinstance(serial, int):
             for fd in (out_r, err_r):
                 os.close(fd)
             raise Refused(str(refused or f"the preload server said {reply!r}"))
-        return ForkedChild(pid, open(out_r, "rb", buffering=0), open(err_r, "rb", buffering=0))
+        # Closed by run_process with the attempt's other pipes.
+        out = open(out_r, "rb", buffering=0)  # noqa: SIM115
+        err = open(err_r, "rb", buffering=0)  # noqa: SIM115
+        return ForkedChild(self, pid, serial, out, err)
 
     def stop(self) -> None:
         """Close the socket (the server then exits) and reap it."""
@@ -250,6 +317,9 @@ class ForkServer:
             self._stop_locked()
 
     def _stop_locked(self) -> None:
+        with contextlib.suppress(OSError):
+            # Wakes the reader (a close alone may not), and the server reads its end.
+            self._sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._sock.close()
         if self._proc is not None:

@@ -205,9 +205,10 @@ def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     assert execution.returncode == 0
     assert execution.launch_note and "preloaded marked" in execution.launch_note
     facts = json.loads(out.read_text())
-    # Its own session and process group, a child of the engine (re-parented: the subreaper).
+    # Its own session and process group, a child of the server (which reaps it).
+    (server,) = servers()
     assert facts["sid"] == facts["pgid"] == facts["pid"]
-    assert facts["ppid"] == os.getpid()
+    assert facts["ppid"] == server.pid
     # What `python facts.py OUT 0` sees in PRELOAD.
     assert facts["cwd"] == str(PRELOAD)
     assert facts["argv"] == ["facts.py", str(out), "0"]
@@ -222,7 +223,6 @@ def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     assert facts["mark"] == "m1"  # read at import, in the server, from the attempt's variables
     assert (log_dir / "stdout.log").read_text() == "facts written\n"
     # The next attempt is another fork of the same server.
-    (server,) = servers()
     second = run(runner, replace(plan, attempt=2), tmp_path)
     assert second.launch == "forked" and second.returncode == 0
     again = json.loads(out.read_text())

@@ -21,13 +21,14 @@ Protocol, over the SOCK_SEQPACKET socket FD (one JSON object per message):
                        "argv0": ..., "options": [...]}, "env": {...}, "cwd": ..., "seed": N,
                        "cores": bool, "token": "..."}  with two file descriptors
                        (the attempt's stdout and stderr)
-    server -> engine  {"pid": N} or {"refused": "why this server cannot fork now"}
+    server -> engine  {"pid": N, "serial": N} or {"refused": "why this server cannot fork now"}
+    server -> engine  {"exit": PID, "serial": N, "status": WAIT_STATUS}  when an attempt ends
 
 Before every fork the server checks that it still has exactly one thread and that
 CUDA is not initialised in it; otherwise it refuses, and the engine runs that attempt
-in a fresh process and says why. Each attempt is a grandchild: the server forks a
-child that forks the attempt and exits at once, so the attempt is re-parented to the
-engine (its subreaper), which waits for it like any attempt it started itself.
+in a fresh process and says why. Each attempt is the server's child: the server reaps
+it and sends its wait status; what the attempt leaves running when it ends is
+re-parented to the engine (its subreaper), as for any attempt.
 
 The attempt then becomes what a fresh `python ...` would have been: its own session
 and process group (made, with its token, before the engine is told its pid), the
@@ -195,54 +196,73 @@ class Job:
         self.preloaded = frozenset(sys.modules)
 
 
+# The attempts running now: pid -> the serial the engine knows each one by.
+_running: dict = {}
+_serials = [0]
+
+
+def _reap(sock: socket.socket) -> None:
+    """SIGCHLD: reap the attempts that ended and tell the engine how each one did."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        serial = _running.pop(pid, None)
+        if serial is not None:
+            with contextlib.suppress(OSError):
+                _send(sock, {"exit": pid, "serial": serial, "status": status})
+
+
 def _fork_attempt(
     sock: socket.socket, request: dict, fds: list[int], slot, argv_slot
 ) -> Job | None:
-    """Fork the attempt, a grandchild: there, return its Job; here, reply and return None."""
-    readable, writable = os.pipe()
+    """Fork the attempt: there, return its Job; here, reply and return None.
+
+    The attempt is this server's child: the server reaps it (SIGCHLD) and sends the engine
+    its wait status. Its own children that outlive it are re-parented to the engine, the
+    subreaper, as any attempt's are. SIGCHLD stays blocked from the fork to the reply, so
+    the engine hears of an attempt before it hears of its end.
+    """
+    import signal
+
+    started, ready = os.pipe()
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    pid = -1
     try:
-        middle = os.fork()
-    except OSError as exc:
-        os.close(readable)
-        os.close(writable)
-        _send(sock, {"refused": f"fork failed: {exc}"})
-        return None
-    if middle == 0:
-        # The middle process: fork the attempt and exit, so that the attempt is orphaned at
-        # once and re-parented to the engine (PR_SET_CHILD_SUBREAPER), which waits for it.
-        os.close(readable)
-        started, ready = os.pipe()
         try:
             pid = os.fork()
-        except OSError:
-            os.write(writable, b"-1")
-            os._exit(1)
+        except OSError as exc:
+            os.close(started)
+            os.close(ready)
+            _send(sock, {"refused": f"fork failed: {exc}"})
+            return None
         if pid == 0:
-            # Its own session and process group, and its token, before the engine hears of
-            # it: the engine may kill its group or look for its token at once.
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            # Its own session and process group, and its token, before the engine hears
+            # of it: the engine may kill its group or look for its token at once.
             os.setsid()
             _write_token(slot, request.get("token", ""))
             os.close(started)
             os.write(ready, b".")
             os.close(ready)
-            os.close(writable)
             sock.close()
             return Job(request, fds, slot, argv_slot)
         os.close(ready)
+        for fd in fds:
+            os.close(fd)
         os.read(started, 1)  # the attempt is set up (or died: end of file)
-        os.write(writable, str(pid).encode())
-        os._exit(0)
-    os.close(writable)
-    for fd in fds:
-        os.close(fd)
-    # Once the middle process is reaped, the attempt is the engine's child: only then
-    # may the engine wait for it.
-    os.waitpid(middle, 0)
-    with os.fdopen(readable, "rb") as answer:
-        said = answer.read().decode() or "-1"
-    pid = int(said)
-    _send(sock, {"pid": pid} if pid > 0 else {"refused": "fork failed in the middle process"})
-    return None
+        os.close(started)
+        _serials[0] += 1
+        _running[pid] = _serials[0]
+        _send(sock, {"pid": pid, "serial": _serials[0]})
+        return None
+    finally:
+        if pid != 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def serve(fd: int, modules: list[str]) -> Job | None:
@@ -278,6 +298,9 @@ def serve(fd: int, modules: list[str]) -> Job | None:
     for name in modules:
         top = sys.modules.get(name.split(".", 1)[0])
         files[name] = getattr(top, "__file__", None)
+    import signal
+
+    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(sock))
     _send(
         sock,
         {
