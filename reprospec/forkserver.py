@@ -376,7 +376,8 @@ class Preloader:
             return None, reason
         assert isinstance(entry, EntryPoint)
         if not process.become_subreaper():
-            return None, "this engine cannot adopt forked attempts (no subreaper on this system)"
+            # What a forked attempt leaves behind must come back to the engine, as for any.
+            return None, "this engine cannot be a subreaper here: forked attempts' orphans escape"
         key = server_key(self.python, env, plan.workdir, plan.preload)
         server, refused = self._server(key, plan, env, cancel)
         if server is None:
