@@ -223,6 +223,9 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # The attempt's main process is reprospec's harness (a workload): only then are the
+    # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
+    harness: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from reprospec.judge import judge_cells
 from reprospec.models import AttemptPlan, AttemptResult, RunResult, Spec
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
+from reprospec.redact import Redactor
 from reprospec.runfolder import RunFolder
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
@@ -80,7 +81,10 @@ def execute(
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
-    spec_text = spec_text_of(spec)
+    # Every attempt and the run pass through it before anything is stored, printed or
+    # rendered: no output can show a secret that was missed on its way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+    spec_text = redactor.text(spec_text_of(spec))
     started = _now()
     with Store(options.out) as store:
         if resume is None:
@@ -90,13 +94,20 @@ def execute(
                 str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
                 spec_text,
                 options.runner,
-                options.to_dict(),
+                redactor.value(options.to_dict()),
                 {},
             )
         capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+        executor = AttemptExecutor(runner, folder)
+
+        def run_attempt(
+            attempt: AttemptPlan, gpu_slot: tuple[str, ...], stop: threading.Event
+        ) -> AttemptResult | None:
+            return redactor.value(executor(attempt, gpu_slot, stop))
+
         scheduler = Scheduler(
             plan,
-            AttemptExecutor(runner, folder),
+            run_attempt,
             gpu_pool=gpu_pool,
             on_attempt=lambda attempt, result: store.record_attempt(
                 run_id, attempt.cell.id, result
@@ -129,6 +140,7 @@ def execute(
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
         )
+        result = redactor.value(result)
         write_outputs(folder, result)
         for cell in result.cells:
             store.finish_cell(run_id, cell)

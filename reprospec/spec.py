@@ -26,6 +26,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
 from reprospec.matrix import MatrixError, all_axes, axes, expand_matrix, render_value
 from reprospec.models import Cell, Spec
+from reprospec.reportspec import MarkerError, find_marked_spec
 from reprospec.sections import DEFAULT_PHASES
 from reprospec.units import parse_duration, parse_step
 from reprospec.yamlsource import (
@@ -51,9 +52,9 @@ _NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "repro
 def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem."""
     file = str(path)
-    text, yaml_text, offset = _read(Path(path))
+    yaml_text, offset, hint = _read(Path(path))
     report = Path(path).suffix.lower() == ".md"
-    origin = _report_origin(text) if report else None
+    origin = report_origin(hint, Path(path)) if report else None
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
@@ -85,16 +86,24 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     )
 
 
-_ORIGIN = re.compile(r"<!-- reprospec:spec path=(.+?) -->")
+def report_origin(hint: str | None, report: Path) -> Path | None:
+    """The spec file a report was made from (its marker's `path`), when it may be used.
 
-
-def _report_origin(text: str) -> Path | None:
-    """The spec file a report was rendered from, when it is still there (relative to cwd)."""
-    match = _ORIGIN.search(text)
-    if match is None:
+    Relative paths in the spec (workdir) resolve against that file's folder, as they
+    did when the report was made. The path is the report's word, so it is honoured
+    only when it names a file under the folder `run` was started in or under the
+    report's own folder: a report cannot move the workdir to `/etc` or `../..`.
+    """
+    if not hint:
         return None
-    origin = Path(match.group(1).strip())
-    return origin if origin.is_file() else None
+    origin = Path(hint)
+    try:
+        resolved = origin.resolve()
+        roots = (Path.cwd().resolve(), report.resolve().parent)
+        inside = any(resolved.is_relative_to(root) for root in roots)
+        return origin if inside and resolved.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the path
+        return None
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[str]:
@@ -169,15 +178,21 @@ def validate_paths(paths: Iterable[str | Path]) -> list[str]:
     return validate(paths).problems
 
 
-def _read(path: Path) -> tuple[str, str, int]:
-    """(whole text, the YAML part, lines before the YAML part)."""
+def _read(path: Path) -> tuple[str, int, str | None]:
+    """(the YAML text, lines before it, the path a report's marker names)."""
     text = decode_spec(path, read_spec_bytes(path))
     if path.suffix.lower() != ".md":
-        return text, text, 0
-    block = extract_markdown_spec(text)
+        return text, 0, None
+    try:
+        marked = find_marked_spec(text)
+    except MarkerError as exc:
+        raise SpecError([f"{path}: {exc}"]) from None
+    if marked is not None:
+        return marked.text, marked.line_offset, marked.path
+    block = _first_spec_block(text)
     if block is None:
         raise SpecError([f"{path}: no ```yaml block with a top-level 'reprospec:' key"])
-    return text, block[0], block[1]
+    return block[0], block[1], None
 
 
 _FILE_KINDS = (
@@ -249,6 +264,18 @@ _SPEC_KEY = re.compile(r"^reprospec\s*:")
 
 
 def extract_markdown_spec(text: str) -> tuple[str, int] | None:
+    """The spec a markdown file embeds, and its line offset: the block a report's marker
+    names (reportspec.py), else the first fenced yaml block with a top-level `reprospec:`."""
+    try:
+        marked = find_marked_spec(text)
+    except MarkerError:
+        return None
+    if marked is not None:
+        return marked.text, marked.line_offset
+    return _first_spec_block(text)
+
+
+def _first_spec_block(text: str) -> tuple[str, int] | None:
     """The first fenced yaml block holding a top-level `reprospec:` key, and its line offset."""
     lines = text.splitlines(keepends=True)
     index = 0

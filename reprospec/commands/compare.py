@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from reprospec.logtext import printable
+
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.compare import compare
@@ -27,17 +29,18 @@ def run(args: argparse.Namespace) -> int:
     if changed:
         console.print("cells whose verdict changed:", markup=False)
         for row in changed:
-            console.print(f"  {row['cell']}: {row['before']} -> {row['after']}", markup=False)
+            line = f"  {row['cell']}: {row['before']} -> {row['after']}"
+            console.print(printable(line), markup=False)
     else:
         console.print("no cell changed verdict", markup=False)
     for label, key in (("only in the first run", "only_a"), ("only in the second run", "only_b")):
         if diff.get(key):
-            console.print(f"{label}: {', '.join(diff[key])}", markup=False)
+            console.print(printable(f"{label}: {', '.join(diff[key])}"), markup=False)
     env = diff["environment"]
     if env:
         console.print("environment differences:", markup=False)
         for row in env:
-            console.print(f"  {row['key']}: {row['a']!r} -> {row['b']!r}", markup=False)
+            console.print(printable(f"  {row['key']}: {row['a']!r} -> {row['b']!r}"), markup=False)
     else:
         console.print("same environment", markup=False)
     return 0

@@ -8,10 +8,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from reprospec.errors import UsageError
+from reprospec.logtext import printable
 from reprospec.models import RunResult
 from reprospec.options import RunOptions, Shard
+
+if TYPE_CHECKING:
+    from reprospec.plan import RunPlan
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
+    if resume is None and is_report(args.spec) and not args.yes:
+        confirm_report(args.spec, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
@@ -49,6 +56,33 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
+
+
+def is_report(path: str | None) -> bool:
+    """A markdown file: a report (or any document) that embeds the spec to run."""
+    return path is not None and Path(path).suffix.lower() == ".md"
+
+
+def confirm_report(path: str, plan: RunPlan, stdin: TextIO | None = None) -> None:
+    """Show what a report would run, then run it only when the person at the terminal
+    says yes. A report comes from a ticket: what it runs must be seen before it runs.
+    Without a terminal to ask on, nothing runs (exit 2) unless `--yes` was given."""
+    from reprospec.commands.plan import plan_text
+
+    stdin = stdin or sys.stdin
+    sys.stderr.write(
+        f"reprospec: {printable(path)} is a report: running it runs the spec it embeds:\n\n"
+        + plan_text(plan)
+    )
+    if not stdin.isatty():
+        raise UsageError(
+            f"not run: {path} is a report and there is no terminal to ask on; read the plan "
+            "above and pass --yes to run it"
+        )
+    sys.stderr.write("\nRun it? [y/N]: ")
+    sys.stderr.flush()
+    if stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError(f"not run: {path} (answered no)")
 
 
 def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOptions:
@@ -161,7 +195,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
         for line in outcome_lines(groups):
-            console.print(line, markup=False, highlight=False)
+            console.print(printable(line), markup=False, highlight=False)
     else:
         console.print(
             f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
@@ -169,7 +203,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
-    console.print(f"report: {folder.report_md}")
+    console.print(f"report: {folder.report_md}", markup=False, highlight=False)
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
