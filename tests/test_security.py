@@ -429,3 +429,47 @@ def test_a_command_cannot_call_its_own_crash_an_infra_error(tmp_path: Path) -> N
     assert (outcome["kind"], outcome["signal"], outcome["where"]) == ("crash", "SIGSEGV", "main")
     assert (outcome["phase"], outcome["step"]) == ("train", 5)
     assert "not my fault" not in (done.latest_run() / "report.md").read_text()
+
+
+def test_a_run_whose_spec_holds_a_secret_resumes(tmp_path: Path) -> None:
+    """The store keeps the spec text masked; --resume still knows it is the same spec."""
+    gate = tmp_path / "gate"
+    spec = write_spec(
+        tmp_path,
+        "resume.yaml",
+        f"""\
+        reprospec: 1
+        name: resume-secret
+        environment:
+          env:
+            N: "${{{{ attempt }}}}"
+            TORCH_AUTH: literal-auth-in-the-spec
+        command: >-
+          touch {tmp_path}/started-$N;
+          if [ "$N" = 2 ]; then while [ ! -e {gate} ]; do sleep 0.05; done; fi
+        run: {{repeat: 2}}
+        expect: {{outcome: pass}}
+        """,
+    )
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "started-2").exists():
+        assert time.monotonic() < deadline and engine.poll() is None, "attempt 2 never started"
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGKILL)
+    engine.wait()
+    gate.touch()
+    run_id = next((out / "runs").iterdir()).name
+    assert SECRET_IN_SPEC not in store_text(out / "results.db")
+    resumed = run_cli("run", "--resume", run_id, cwd=tmp_path)
+    assert resumed.code == 0, resumed.stderr
+    attempts = resumed.results()["cells"][0]["attempts"]
+    assert [a["attempt"] for a in attempts] == [1, 2]
+    assert_masked("the resumed results.json", (out / "runs" / run_id / "results.json").read_text())
