@@ -18,12 +18,14 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -251,7 +253,36 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def image_present(client: Any, ref: str) -> bool:
+class _Images(Protocol):
+    def get(self, name: str) -> object: ...
+
+
+class _BuildApi(Protocol):
+    def build(
+        self,
+        *,
+        path: str,
+        dockerfile: str,
+        tag: str,
+        rm: bool,
+        forcerm: bool,
+        pull: bool,
+        decode: bool,
+        labels: Mapping[str, str],
+    ) -> Iterable[Mapping[str, object]]: ...
+
+
+class DockerClient(Protocol):
+    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
+
+    @property
+    def images(self) -> _Images: ...
+
+    @property
+    def api(self) -> _BuildApi: ...
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether the engine has `ref` locally (never pulls)."""
     import docker.errors
 
@@ -262,8 +293,14 @@ def image_present(client: Any, ref: str) -> bool:
     return True
 
 
-def ensure_image(client: Any, recipe: ImageRecipe) -> str:
-    """The tag to run, built first when needed; InfraError when missing or the build fails."""
+def ensure_image(
+    client: DockerClient, recipe: ImageRecipe, say: Callable[[str], None] | None = None
+) -> str:
+    """The tag to run, built first when needed; InfraError when missing or the build fails.
+
+    `say` hears what is slow (a build takes minutes): the build starting, its steps,
+    the time it took.
+    """
     if image_present(client, recipe.tag):
         return recipe.tag
     if recipe.build is None:
@@ -277,12 +314,22 @@ def ensure_image(client: Any, recipe: ImageRecipe) -> str:
                 f"docker image {base} (the base of the {recipe.source} build) is missing "
                 f"(reprospec never pulls implicitly): {_how_to_get(base)}"
             )
-    build_image(client, recipe.build, recipe.tag)
+    if say is not None:
+        say(f"image {recipe.tag}: building from {recipe.source} (once; later runs reuse it)")
+    started = time.monotonic()
+    build_image(client, recipe.build, recipe.tag, say=say)
+    if say is not None:
+        say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
 
 
-def build_image(client: Any, build: BuildRecipe, tag: str) -> list[str]:
-    """Build `build` as `tag` with the engine's builder; returns the build log lines."""
+def build_image(
+    client: DockerClient, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
+) -> list[str]:
+    """Build `build` as `tag` with the engine's builder; returns the build log lines.
+
+    `say` gets each step line (`Step 2/5 : RUN pip install ...`) as the builder starts it.
+    """
     import docker.errors
 
     log: list[str] = []
@@ -302,7 +349,12 @@ def build_image(client: Any, build: BuildRecipe, tag: str) -> list[str]:
             )
             for chunk in stream:
                 if "stream" in chunk:
-                    log.extend(str(chunk["stream"]).rstrip("\n").splitlines())
+                    lines = str(chunk["stream"]).rstrip("\n").splitlines()
+                    log.extend(lines)
+                    if say is not None:
+                        for line in lines:
+                            if line.startswith("Step "):
+                                say(f"    {line}")
                 if "error" in chunk:
                     log.extend(str(chunk["error"]).rstrip("\n").splitlines())
                     raise InfraError(_build_failure(tag, log))
@@ -317,6 +369,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-def describe(recipe: ImageRecipe) -> dict[str, Any]:
+def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

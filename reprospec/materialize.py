@@ -22,12 +22,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reprospec import dockerimage
 from reprospec.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, child_env, write_cell
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan, Spec
 from reprospec.sections import Environment
 
@@ -56,7 +56,7 @@ def _json(value: object) -> object:
     return str(value)
 
 
-def _dump(path: Path, data: Any) -> None:
+def _dump(path: Path, data: JsonValue) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
 
@@ -112,6 +112,16 @@ def write_bundle(
     find_links: Path | None = None,
 ) -> Bundle:
     """Write the bundle of `plans` (one per cell) into the new or empty folder `out`."""
+    several = [plan.cell.id for plan in plans if plan.copies > 1]
+    if several:
+        # One `docker run` per cell would stand in for N copies released together: refused.
+        more = f" and {len(several) - 3} more" if len(several) > 3 else ""
+        shown = ", ".join(several[:3]) + more
+        raise UsageError(
+            f"run.instances: a bundle runs one container per cell and cannot start several "
+            f"copies of an attempt together (cells {shown}); run them with reprospec "
+            "(--runner local)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
     out.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
+from reprospec.jsontypes import JsonObject
 from reprospec.judge import judge_cells
 from reprospec.models import AttemptPlan, AttemptResult, RunResult, Spec
 from reprospec.options import RunOptions
@@ -154,7 +155,7 @@ class EnvironmentCapture:
     """The target environment, captured in a child on a thread while the attempts run."""
 
     def __init__(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
-        self._environment: dict[str, object] = {}
+        self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
         self._thread = threading.Thread(
             target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
@@ -176,7 +177,7 @@ class EnvironmentCapture:
             env["environment_mismatch"] = mismatches
         self._environment = env
 
-    def result(self, timeout: float | None = None) -> tuple[dict[str, object], tuple[str, ...]]:
+    def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:
         """(environment, warnings); waits up to `timeout` seconds for the capture."""
         self._thread.join(timeout)
         if self._thread.is_alive():

@@ -26,7 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns",
+        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes",
         # Secrets masked in every output; the spec block a report embeds, found by its marker.
         "reprospec.redact", "reprospec.reportspec",
         # The vocabulary: the judge words its reasons as every renderer words results.
@@ -34,7 +34,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("load+validate", (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.cellcheck",
+        "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
     )),
     ("plan", ("reprospec.plan",)),
     ("execute", (
@@ -42,7 +42,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex",
+        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
+        "reprospec.markers",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
@@ -54,11 +55,13 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("render", (
         "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",
+        "reprospec.instances",
     )),
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
         "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
-        "reprospec.bisection", "reprospec.bisect", "reprospec.slurm", "reprospec.pytest_plugin",
+        "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm",
+        "reprospec.pytest_plugin",
     )),
     ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
 )

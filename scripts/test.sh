@@ -38,6 +38,6 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   fi
 fi
 
-.venv/bin/ruff check reprospec tests benchmarks
-.venv/bin/mypy reprospec
+.venv/bin/ruff check reprospec tests benchmarks scripts
+.venv/bin/mypy reprospec tests
 .venv/bin/python -m pytest -q -rs "$@"

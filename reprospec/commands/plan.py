@@ -6,8 +6,9 @@ import argparse
 import json
 import shlex
 import sys
-from typing import Any
+from collections.abc import Mapping
 
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import printable
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def described(planned: RunPlan) -> list[dict[str, Any]]:
+def described(planned: RunPlan) -> list[JsonObject]:
     """`describe` of every cell's first attempt, with the run's secrets masked (redact.py)."""
     from reprospec.plan import describe
     from reprospec.redact import Redactor
@@ -44,14 +45,16 @@ def described(planned: RunPlan) -> list[dict[str, Any]]:
     return [redactor.value(describe(plan)) for plan in planned.first_attempts()]
 
 
-def _github_entry(spec_path: str, cell_id: str, matrix: Any) -> dict[str, Any]:
+def _github_entry(spec_path: str, cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
     from reprospec.matrix import format_value
 
     filters = " ".join(
         shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
     )
-    return {"cell": cell_id, "args": filters, **{k: format_value(v) for k, v in matrix.items()}}
+    entry: JsonObject = {"cell": cell_id, "args": filters}
+    entry.update((k, format_value(v)) for k, v in matrix.items())
+    return entry
 
 
 def plan_text(planned: RunPlan) -> str:
