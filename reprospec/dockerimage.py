@@ -36,6 +36,12 @@ CA_DIR = Path("/usr/local/share/ca-certificates")
 
 DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
+# Both are built on this machine (scripts/docker-setup.sh); a bundle for another machine
+# rebuilds their content from this public base and these packages instead.
+LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
+PUBLIC_BASE = "debian:bookworm-slim"
+# What scripts/docker-setup.sh installs into the runner image (REPROSPEC_PACKAGES' default).
+RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"
 HASH_LABEL = "org.reprospec.content-hash"
 BUILD_LOG_TAIL = 25
@@ -153,6 +159,44 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
         undefined=jinja2.StrictUndefined,
     )
     return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
+
+
+def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecipe:
+    """What the runner image holds (Python, gdb, RUNNER_PACKAGES, the harness) and `packages`,
+    built from PUBLIC_BASE: no image of this machine is needed. A package of `packages`
+    replaces the runner's own pin of it (`torch==2.3.0` wins over torch==2.13.0)."""
+    import jinja2
+
+    named = {_requirement_name(p) for p in packages}
+    wanted = [p for p in RUNNER_PACKAGES if _requirement_name(p) not in named] + list(packages)
+    files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
+    if find_links is not None:
+        if not find_links.is_dir():
+            raise InfraError(f"--find-links folder not found: {find_links}")
+        files.append(("wheels", find_links.resolve()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=False,  # a Dockerfile; the base is a constant, packages go to a file
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    dockerfile = env.get_template("Dockerfile.public.j2").render(
+        base=PUBLIC_BASE, wheels=find_links is not None
+    )
+    return BuildRecipe(
+        dockerfile=dockerfile,
+        files=tuple(files),
+        texts=(("requirements.txt", "".join(f"{p}\n" for p in wanted)),),
+        bases=(PUBLIC_BASE,),
+        folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
+    )
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
 
 
 def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:

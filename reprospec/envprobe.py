@@ -21,6 +21,8 @@ from reprospec.jsontypes import JsonObject, JsonValue
 STACKDUMP_DIR = Path(__file__).resolve().parent / "stackdump"
 
 TIMEOUT_S = 120.0
+# Bumped when the torch part of a capture gains fields, so cached captures are retaken.
+CACHE_FORMAT = 2
 
 
 def _run(
@@ -133,7 +135,8 @@ def _torch_key(
     nvidia, packages = fresh.get("nvidia"), fresh.get("packages")
     gpus = nvidia.get("gpus") if isinstance(nvidia, dict) else None
     torch = packages.get("torch") if isinstance(packages, dict) else None
-    parts = [os.path.realpath(python), torch, gpus, relevant]
+    # CACHE_FORMAT: a capture of an older reprospec lacks fields (torch's build config).
+    parts = [CACHE_FORMAT, os.path.realpath(python), torch, gpus, relevant]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 

@@ -492,6 +492,58 @@ class CellResult:
 
 
 @dataclass(frozen=True)
+class Standalone:
+    """How to reproduce one cell without reprospec (the report's "Standalone repro").
+
+    `kind` "command": `run` is the command line (with its variables and the `cd` into
+    the workdir) and `files` the workdir files the command names. `kind` "workload":
+    `script` is a generated self-contained repro.py and `run` how to start it.
+    `unavailable` says why there is none (then only `cell` and `kind` are set).
+    """
+
+    cell: str
+    kind: Literal["command", "workload"]
+    run: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = "."  # relative to the spec's folder
+    files: tuple[str, ...] = ()  # relative to the workdir
+    script: str = ""
+    notes: tuple[str, ...] = ()
+    unavailable: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "cell": self.cell,
+            "kind": self.kind,
+            "run": self.run,
+            "env": dict(self.env),
+            "workdir": self.workdir,
+            "files": list(self.files),
+            "script": self.script,
+            "notes": list(self.notes),
+            "unavailable": self.unavailable,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Standalone:
+        kind: Literal["command", "workload"] = (
+            "workload" if d.get("kind") == "workload" else "command"
+        )
+        env, files, notes = d.get("env"), d.get("files"), d.get("notes")
+        return cls(
+            cell=str(d.get("cell", "")),
+            kind=kind,
+            run=str(d.get("run", "")),
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {},
+            workdir=str(d.get("workdir") or "."),
+            files=tuple(str(f) for f in files) if isinstance(files, list) else (),
+            script=str(d.get("script") or ""),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+            unavailable=str(d.get("unavailable") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything about one run: written as results.json, into the store, into reports."""
 
@@ -510,6 +562,7 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
     shard: str = ""  # "K/N" when this run holds one shard of the attempts
+    standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
 
     @property
     def summary(self) -> dict[str, int]:

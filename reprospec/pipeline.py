@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
 from reprospec.jsontypes import JsonObject
 from reprospec.judge import judge_cells
-from reprospec.models import AttemptPlan, AttemptResult, RunResult, Spec
+from reprospec.models import AttemptPlan, AttemptResult, CellResult, RunResult, Spec, Standalone
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
 from reprospec.redact import Redactor
@@ -124,6 +125,7 @@ def execute(
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
+        cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,
@@ -133,13 +135,14 @@ def execute(
             started=started,
             finished=_now(),
             environment=environment,
-            cells=judge_cells(plan, attempts_by_cell, interrupted=interrupted),
+            cells=cells,
             command_line=options.command_line,
             title=spec.title,
             description=spec.description,
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
+            standalone=_standalone(plan, cells),
         )
         result = redactor.value(result)
         write_outputs(folder, result)
@@ -192,6 +195,26 @@ def write_outputs(folder: RunFolder, result: RunResult) -> None:
 
     write_run(folder.path, result)
     write_atomic(folder.report_md, render(result, "md"))
+    if result.standalone is not None and result.standalone.script:
+        write_atomic(folder.repro_py, result.standalone.script)
+
+
+def _standalone(plan: RunPlan, cells: tuple[CellResult, ...]) -> Standalone | None:
+    """The run's standalone repro; a generator that fails says so instead of losing the run."""
+    from reprospec.standalone import choose_cell, standalone_for
+
+    try:
+        return standalone_for(plan, cells)
+    except Exception as exc:  # the run's results matter more than the extra section
+        cell = choose_cell(cells)
+        kind: Literal["command", "workload"] = (
+            "workload" if plan.attempts and plan.attempts[0].workload is not None else "command"
+        )
+        return Standalone(
+            cell=cell.cell.id if cell else "",
+            kind=kind,
+            unavailable=f"could not be generated: {type(exc).__name__}: {exc}",
+        )
 
 
 def spec_text_of(spec: Spec) -> str:

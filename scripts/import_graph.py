@@ -36,7 +36,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
         "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
     )),
-    ("plan", ("reprospec.plan",)),
+    # What a cell needs to run elsewhere: its files, a standalone script.
+    ("plan", (
+        "reprospec.plan", "reprospec.workfiles", "reprospec.reproscript", "reprospec.standalone",
+    )),
     ("execute", (
         "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
@@ -61,7 +64,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
         "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
         "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm",
-        "reprospec.pytest_plugin",
+        "reprospec.pytest_plugin", "reprospec.bundle",
     )),
     ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
 )

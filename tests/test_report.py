@@ -216,8 +216,8 @@ def test_json_format_is_results_json() -> None:
 
 
 def test_unknown_format_is_usage_error() -> None:
-    with pytest.raises(UsageError, match="unknown report format 'html'"):
-        render(infra_run(), "html")
+    with pytest.raises(UsageError, match="unknown report format 'pdf'"):
+        render(infra_run(), "pdf")
 
 
 def test_clean_log_removes_ansi_carriage_returns_and_nul() -> None:

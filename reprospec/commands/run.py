@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
 from reprospec.logtext import printable
 from reprospec.models import RunResult
@@ -33,20 +34,24 @@ def run(args: argparse.Namespace) -> int:
         folder = Path(resume_id).resolve()
         resume_id, out = folder.name, folder.parent.parent
     resume: pipeline.Resume | None = None
+    # What the user named: a report or a bundle is shown and confirmed before it runs.
+    given: str | None = args.spec
     if resume_id is not None:
         spec, options, done = resumption.load(resume_id, out, jobs=args.jobs, spec_path=args.spec)
         resume = pipeline.Resume(resume_id, done)
     else:
         if args.spec is None:
             raise UsageError("run needs a SPEC (or --resume RUN)")
+        if is_bundle(args.spec):
+            from_bundle(args, out)
         options = options_from_args(args, command_line=_command_line())
         # The spec is validated before anything is written: a bad spec creates no store.
         spec = load_spec(args.spec, options.overrides)
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    if resume is None and is_report(args.spec) and not args.yes:
-        confirm_report(args.spec, plan)
+    if resume is None and given and (is_report(given) or is_bundle(given)) and not args.yes:
+        confirm_foreign(given, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
@@ -63,26 +68,45 @@ def is_report(path: str | None) -> bool:
     return path is not None and Path(path).suffix.lower() == ".md"
 
 
-def confirm_report(path: str, plan: RunPlan, stdin: TextIO | None = None) -> None:
-    """Show what a report would run, then run it only when the person at the terminal
-    says yes. A report comes from a ticket: what it runs must be seen before it runs.
+def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> None:
+    """Show what a report or a bundle would run, then run it only when the person at the
+    terminal says yes. Both come from tickets: what they run must be seen before it runs.
     Without a terminal to ask on, nothing runs (exit 2) unless `--yes` was given."""
     from reprospec.commands.plan import plan_text
 
+    what = "a report" if is_report(path) else "a bundle"
     stdin = stdin or sys.stdin
     sys.stderr.write(
-        f"reprospec: {printable(path)} is a report: running it runs the spec it embeds:\n\n"
+        f"reprospec: {printable(path)} is {what}: running it runs the spec it holds:\n\n"
         + plan_text(plan)
     )
     if not stdin.isatty():
         raise UsageError(
-            f"not run: {path} is a report and there is no terminal to ask on; read the plan "
+            f"not run: {path} is {what} and there is no terminal to ask on; read the plan "
             "above and pass --yes to run it"
         )
     sys.stderr.write("\nRun it? [y/N]: ")
     sys.stderr.flush()
     if stdin.readline().strip().lower() not in ("y", "yes"):
         raise UsageError(f"not run: {path} (answered no)")
+
+
+def from_bundle(args: argparse.Namespace, out: Path) -> None:
+    """Unpack a bundle (checked, once, under OUT/bundles/) and run its spec with the original
+    run's `-m` filters, `--repeat`, `--timeout` and observe mode unless given here."""
+    from reprospec.bundle import unpack
+
+    unpacked = unpack(Path(args.spec), out / "bundles")
+    print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
+    args.spec = str(unpacked.spec)
+    if not args.matrix:
+        args.matrix = list(unpacked.matrix_filters)
+    if args.repeat is None:
+        args.repeat = unpacked.repeat
+    if args.timeout is None and unpacked.timeout_s is not None:
+        args.timeout = f"{unpacked.timeout_s:g}"
+    args.observe = bool(getattr(args, "observe", False)) or unpacked.observe
+    args.overrides = [*unpacked.overrides, *args.overrides]
 
 
 def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOptions:

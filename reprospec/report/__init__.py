@@ -1,4 +1,5 @@
-"""Render a RunResult as a markdown bug report, JUnit XML, a GitHub summary, or results.json.
+"""Render a RunResult as a markdown bug report, a self-contained HTML page, JUnit XML, a GitHub
+summary, or results.json.
 
 A report is made from the result alone: the attempts carry what it quotes
 (log excerpts, stacks), so no run folder is read.
@@ -15,18 +16,23 @@ from reprospec.models import RunResult
 
 _UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-FORMATS = ("md", "junit", "json", "github")
+FORMATS = ("md", "html", "junit", "json", "github")
 
 
 def render(run: RunResult, fmt: str) -> str:
-    """The run in `fmt` (md | junit | json | github)."""
+    """The run in `fmt` (md | html | junit | json | github)."""
     # What a spec or a child wrote is text in every format: its control characters
-    # are written out (logtext.printable), never sent to whoever reads the output.
+    # are written out (logtext.printable), never sent to whoever reads the output
+    # (HTML escapes everything itself and runs no script but its own).
     if fmt == "md":
         from reprospec.report.markdown import render_markdown
         from reprospec.report.markup import printable_report
 
         return printable_report(render_markdown(run))
+    if fmt == "html":
+        from reprospec.report.html import render_html
+
+        return render_html(run)
     if fmt == "junit":
         from reprospec.report.junit import render_junit
 

@@ -32,6 +32,7 @@ from reprospec.report.markup import (
     table_cell,
 )
 from reprospec.report.signatures import explain, outcome_groups
+from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.reportspec import marker_line
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
@@ -248,6 +249,9 @@ def context(run: RunResult) -> dict[str, Any]:
         "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run),
         "stacks": stack_sections(run),
+        # Sections worded whole elsewhere (report/standalone.py), placed by the template.
+        "versions": versions_markdown(run),
+        "standalone": standalone_markdown(run),
     }
 
 
