@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 # Fields that change from one run to the next on the same machine: differences there are noise.
-VOLATILE_ENV_FIELDS = frozenset({"memory.available", "shm.free", "python.executable"})
+VOLATILE_ENV_FIELDS = frozenset(
+    {"memory.available", "shm.free", "python.executable", "python.prefix", "python.base_prefix"}
+)
 
 
 def flatten_environment(value: Any, prefix: str = "") -> dict[str, Any]:

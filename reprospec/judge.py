@@ -254,8 +254,9 @@ def judge_cells(
         expectation = plan.expectations[cell.id]
         verdict = judge_cell(expectation, attempts)
         if interrupted and not attempts:
-            verdict = replace(
-                verdict, reason="not run: the run was interrupted first (--resume finishes it)"
+            # Nothing went wrong in this cell: the run stopped before it (no infra-error).
+            verdict = Verdict(
+                "not-run", "not run (interrupted): --resume finishes it", verdict.rate
             )
         elif interrupted and len(attempts) < planned_count[cell.id]:
             verdict = replace(

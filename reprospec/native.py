@@ -1043,9 +1043,10 @@ def _signature_part(frame: Frame) -> str:
     return f"{name}@{lib}" if lib else name
 
 
-def with_native_frame(signature: str, stacks: NativeStacks | None) -> str:
-    """`crash:SIGSEGV:main:validation` + `:strlen@libc`, for a crash with native stacks."""
-    frame = signature_frame(stacks) if stacks is not None else None
+def with_native_frame(signature: str, stacks: NativeStacks | None, pid: int | None = None) -> str:
+    """`crash:SIGSEGV:main:validation` + `:strlen@libc`, for a crash with native stacks
+    (`pid`: the crashed process's core, when known)."""
+    frame = signature_frame(stacks, pid) if stacks is not None else None
     return f"{signature}:{frame}" if frame and signature.startswith("crash") else signature
 
 

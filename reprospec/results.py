@@ -18,6 +18,7 @@ from reprospec.models import (
     Cell,
     CellResult,
     ChainLink,
+    ChildWarning,
     Expectation,
     NotRun,
     Outcome,
@@ -60,6 +61,8 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         out["pid"] = outcome.pid
     if outcome.cmdline is not None:
         out["cmdline"] = outcome.cmdline
+    if outcome.injected is not None:
+        out["injected"] = outcome.injected
     return out
 
 
@@ -85,6 +88,7 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
         ),
         pid=d.get("pid"),
         cmdline=d.get("cmdline"),
+        injected=d.get("injected"),
     )
 
 
@@ -109,6 +113,8 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out["excerpt"] = a.excerpt
     if a.native is not None:
         out["native_stacks"] = a.native
+    if a.child_warnings:
+        out["child_warnings"] = [w.to_dict() for w in a.child_warnings]
     return out
 
 
@@ -131,6 +137,18 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         stack=d.get("stack"),
         excerpt=d.get("excerpt"),
         native=d.get("native_stacks"),
+        child_warnings=child_warnings_from_list(d.get("child_warnings")),
+    )
+
+
+def child_warnings_from_list(items: object) -> tuple[ChildWarning, ...]:
+    """The `child_warnings` list of results.json (or the store) as `ChildWarning`s."""
+    if not isinstance(items, list):
+        return ()
+    return tuple(
+        ChildWarning(str(w.get("category", "")), str(w.get("message", "")), str(w.get("where", "")))
+        for w in items
+        if isinstance(w, dict)
     )
 
 
@@ -201,6 +219,8 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "shard": run.shard or None,
+        "options": dict(run.options),
+        "paths": dict(run.paths),
     }
 
 
@@ -226,6 +246,8 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
+        options=dict(d.get("options") or {}),
+        paths={str(k): str(v) for k, v in (d.get("paths") or {}).items()},
     )
 
 

@@ -23,7 +23,7 @@ from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, outcome_to_dict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -97,6 +97,7 @@ CREATE TABLE attempts (
     stack TEXT,
     excerpt TEXT,
     native TEXT,
+    child_warnings TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -104,6 +105,7 @@ CREATE TABLE attempts (
 _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+    3: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -123,6 +125,7 @@ _ATTEMPT_COLUMNS = (
     "stack",
     "excerpt",
     "native",
+    "child_warnings",
 )
 
 
@@ -261,6 +264,7 @@ class Store:
                     attempt.stack,
                     attempt.excerpt,
                     attempt.native,
+                    _json([w.to_dict() for w in attempt.child_warnings]),
                 ),
             )
 
@@ -387,5 +391,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
         }
     )

@@ -74,6 +74,8 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
         )
     elif cell.verdict == "infra-error":
         ET.SubElement(case, "error", message=_x(cell.reason), type="infra-error").text = _x(details)
+    elif cell.verdict == "not-run":
+        ET.SubElement(case, "skipped", message=_x(cell.reason))
     ET.SubElement(case, "system-out").text = _x(details)
 
 
@@ -84,7 +86,7 @@ def render_junit(run: RunResult) -> str:
         "tests": str(s["cells"]),
         "failures": str(s["not_reproduced"] + s["undecided"]),
         "errors": str(s["infra_error"]),
-        "skipped": "0",
+        "skipped": str(s.get("not_run", 0)),
         "time": f"{sum(a.duration_s for c in run.cells for a in c.attempts):.3f}",
     }
     root = ET.Element("testsuites", {"name": "reprospec", **counts})

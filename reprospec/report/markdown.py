@@ -10,11 +10,13 @@ from passing cells, the attempts) and fills the template.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec.models import AttemptResult, CellResult, RunResult
+from reprospec.models import AttemptResult, CellResult, RunResult, VerdictKind
+from reprospec.report.cellsets import describe_cells
+from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
     CellEnvironments,
     cell_environments,
@@ -24,6 +26,7 @@ from reprospec.report.environment import (
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
+from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.slots import slot_label, slot_separation
 from reprospec.words import (
@@ -32,8 +35,10 @@ from reprospec.words import (
     attempt_phrase,
     attempts_phrase,
     expectation_phrase,
+    plural,
     rate_phrase,
     seconds,
+    shorten,
     verdict_legend,
 )
 
@@ -105,18 +110,86 @@ def separators(run: RunResult) -> list[str] | None:
     return lines + ([by_slot] if by_slot else [])
 
 
-def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
+# A run with more cells than this shows its results grouped by outcome, each group's
+# cells as patterns (cellsets.py), not one row per cell; results.json has every cell.
+LARGE_RUN_CELLS = 32
+# A table with more rows than this is folded into <details>.
+FOLD_ROWS = 16
+# Attempt rows beyond this are grouped across cells.
+MAX_ATTEMPT_ROWS = 24
+# The grid is drawn up to this many rows and columns.
+GRID_ROWS, GRID_COLS = 20, 12
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """`1–3, 5`: attempt numbers as ranges."""
+    parts: list[str] = []
+    ordered = sorted(numbers)
+    start = prev = ordered[0]
+    for n in [*ordered[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
+
+
+def _durations(attempts: Sequence[AttemptResult]) -> str:
+    """`5.02s`, or `5.01–5.40s` for several attempts."""
+    low = min(a.duration_s for a in attempts)
+    high = max(a.duration_s for a in attempts)
+    return seconds(low) if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{seconds(high)}"
+
+
+def _attempt_rows(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
+    """Identical attempts as one row with a count: per cell, or across cells when many.
+
+    Identical: the same outcome (in words, a child's pid left out), the same
+    judgement and the same GPU slot; their numbers and durations are summed up.
+    """
+    groups: dict[tuple[str, str, bool, str], list[AttemptResult]] = {}
+    for cell in run.cells:
+        for a in cell.attempts:
+            key = (cell.cell.id, attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
+            groups.setdefault(key, []).append(a)
+    if len(groups) > MAX_ATTEMPT_ROWS:
+        return _attempt_rows_across_cells(run, short)
     return [
         {
-            "cell": cell.cell.id,
-            "attempt": str(a.attempt),
-            "outcome": attempt_phrase(a),
-            "matched": "yes" if a.matched else "no",
-            "duration": seconds(a.duration_s),
-            "gpu": slot_label(a.gpu_slot),
+            "cell": inline_code(cell_id),
+            "attempts": _ranges([a.attempt for a in group]),
+            "count": str(len(group)),
+            "outcome": inline_code(short(phrase)),
+            "matched": "yes" if matched else "no",
+            "duration": _durations(group),
+            "gpu": gpu,
         }
-        for cell in run.cells
-        for a in cell.attempts
+        for (cell_id, phrase, matched, gpu), group in groups.items()
+    ]
+
+
+def _attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
+    groups: dict[tuple[str, bool, str], list[tuple[CellResult, AttemptResult]]] = {}
+    for cell in run.cells:
+        for a in cell.attempts:
+            key = (attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
+            groups.setdefault(key, []).append((cell, a))
+    return [
+        {
+            "cell": "; ".join(
+                inline_code(p)
+                for p in describe_cells(dict.fromkeys(c for c, _ in group), run.cells)
+            ),
+            "attempts": "",
+            "count": str(len(group)),
+            "outcome": inline_code(short(phrase)),
+            "matched": "yes" if matched else "no",
+            "duration": _durations([a for _, a in group]),
+            "gpu": gpu,
+        }
+        for (phrase, matched, gpu), group in groups.items()
     ]
 
 
@@ -124,7 +197,7 @@ def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
 MAX_ATTEMPT_WARNINGS = 20
 
 
-def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
+def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list[str], int]:
     """`cell, attempt N: warning` lines (at most MAX_ATTEMPT_WARNINGS), and how many were left out.
 
     What an attempt left behind (files in its private TMPDIR, /dev/shm leaks) or could
@@ -132,12 +205,48 @@ def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
     must see it next to the verdict, not only in results.json.
     """
     lines = [
-        f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {warning}"
+        f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {short(warning)}"
         for cell in run.cells
         for a in cell.attempts
         for warning in a.warnings
     ]
     return lines[:MAX_ATTEMPT_WARNINGS], max(0, len(lines) - MAX_ATTEMPT_WARNINGS)
+
+
+def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[str, Any]]:
+    """Each warning the children printed, once: where from, in which cells, what it nullifies."""
+    ran = [c for c in run.cells if c.attempts]
+    return [
+        {
+            "text": short(row.warning.text()),
+            "where": short(row.warning.where),
+            "cells": (
+                "every cell"
+                if len(row.cells) == len(ran)
+                else f"{len(row.cells)} of {plural(len(ran), 'cell')}: "
+                + "; ".join(inline_code(p) for p in describe_cells(row.cells, ran))
+            ),
+            "nullifies": ", ".join(inline_code(f"{axis}={value}") for axis, value in row.nullifies),
+        }
+        for row in warning_rows(run)
+    ]
+
+
+def _noted_separators(lines: list[str] | None, rows: Sequence[WarningRow]) -> list[str] | None:
+    """Separator lines that credit a value a warning says had no effect, flagged as such."""
+    if not lines:
+        return lines
+    quiet = nullified(rows)
+    out = []
+    for line in lines:
+        for (axis, value), warning in quiet.items():
+            if inline_code(f"{axis}={value}") in line:
+                line += (
+                    f" — ⚠️ but `{axis}={value}` had no effect, the child warned: "
+                    f"{inline_code(shorten(warning.message, 160))}"
+                )
+        out.append(line)
+    return out
 
 
 def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
@@ -165,11 +274,10 @@ def _differs_note(differs: CellEnvironments) -> str:
     return ", ".join(inline_code(name) for name in names)
 
 
-def context(run: RunResult) -> dict[str, Any]:
-    """Everything the template shows, computed here so the template only lays it out."""
-    axes = axes_of(run.cells)
-    differs = cell_environments(run.cells)
-    cells = [
+def _result_rows(
+    run: RunResult, axes: Sequence[str], differs: CellEnvironments
+) -> list[dict[str, Any]]:
+    return [
         {
             "mark": VERDICT_MARKS[c.verdict],
             "id": c.cell.id,
@@ -183,15 +291,63 @@ def context(run: RunResult) -> dict[str, Any]:
         }
         for c in run.cells
     ]
+
+
+def _result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, Any]]:
+    """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
+    groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
+    for c in run.cells:
+        key = (
+            c.verdict,
+            expectation_phrase(c.expected),
+            attempts_phrase(c.attempts),
+            rate_phrase(c.rate),
+            ", ".join(differs.per_cell.get(c.cell.id, ())),
+            c.reason if c.verdict not in ("reproduced", "observed") else "",
+        )
+        groups.setdefault(key, []).append(c)
+    # Failures first: what a reader looks for; then the most cells first.
+    order = {"not-reproduced": 0, "undecided": 1, "infra-error": 2, "not-run": 4}
+    ranked = sorted(groups.items(), key=lambda item: (order.get(item[0][0], 3), -len(item[1])))
+    return [
+        {
+            "mark": VERDICT_MARKS[verdict],
+            "expected": expected,
+            "actual": actual,
+            "rate": rate,
+            "env": env,
+            "reason": reason,
+            "count": len(cells),
+            "cells": describe_cells(cells, run.cells),
+        }
+        for (verdict, expected, actual, rate, env, reason), cells in ranked
+    ]
+
+
+def context(run: RunResult) -> dict[str, Any]:
+    """Everything the template shows, computed here so the template only lays it out."""
+    paths = PathNames(run.paths)
+    short = paths.shorten
+    axes = axes_of(run.cells)
+    differs = cell_environments(run.cells)
+    large = len(run.cells) > LARGE_RUN_CELLS
+    cells = [] if large else _result_rows(run, axes, differs)
     spec_text = run.spec_text.rstrip("\n")
+    rows = warning_rows(run)
+    grid = _grid(run.cells, axes)
+    if grid is not None and (len(grid["rows"]) > GRID_ROWS or len(grid["cols"]) > GRID_COLS):
+        grid = None
+    attempts = _attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": summary_line(run),
         "description": run.description.strip(),
         "run": run,
-        "warnings": list(run.warnings),
-        "environment": environment_rows(run.environment, differs),
-        "env_vars": env_vars(run.environment, differs),
+        "warnings": [short(w) for w in run.warnings],
+        "environment": [
+            (label, short(value)) for label, value in environment_rows(run.environment, differs)
+        ],
+        "env_vars": [(name, short(value)) for name, value in env_vars(run.environment, differs)],
         "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
         "command": _command(run),
@@ -201,17 +357,24 @@ def context(run: RunResult) -> dict[str, Any]:
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,
+        "fold_cells": len(cells) > FOLD_ROWS,
+        "cell_groups": _result_groups(run, differs) if large else [],
+        "large": large,
         "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
-        "grid": _grid(run.cells, axes),
+        "grid": grid,
         # Observe runs explain every outcome (both ways); others what separates the failure.
         "outcomes": outcome_groups(run) if run.observes else [],
-        "separators": None if run.observes else separators(run),
-        "failure": failure_section(run),
-        "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
+        "separators": None if run.observes else _noted_separators(separators(run), rows),
+        "failure": failure_section(run, paths),
+        "attempts": attempts,
+        "attempt_count": sum(len(c.attempts) for c in run.cells),
+        "fold_attempts": len(attempts) > FOLD_ROWS,
+        "attempts_per_cell": bool(attempts) and bool(attempts[0]["attempts"]),
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
         "slots": _slot_rows(run),
-        "attempt_warnings": _attempt_warnings(run),
-        "stacks": stack_sections(run),
+        "attempt_warnings": _attempt_warnings(run, short),
+        "child_warnings": _child_warnings(run, short),
+        "stacks": stack_sections(run, paths),
     }
 
 
