@@ -985,10 +985,14 @@ def crashed_process(stacks: NativeStacks, pid: int | None = None) -> ProcessStac
 
 
 def fault_frames(thread: Thread) -> tuple[Frame, ...]:
-    """The crashing thread's frames from the fault down: no signal handler, no raise()."""
+    """The crashing thread's frames from the fault down: no signal handler, no raise().
+
+    Handlers may chain (faulthandler re-raises into torch's handler, which re-raises
+    again): the fault is below the outermost `<signal handler called>`.
+    """
     frames = thread.frames
-    for index, frame in enumerate(frames):
-        if frame.signal_handler:
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index].signal_handler:
             frames = frames[index + 1 :]
             break
     start = 0

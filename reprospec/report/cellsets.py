@@ -54,6 +54,7 @@ def describe_cells(chosen: Iterable[CellResult], every: Sequence[CellResult]) ->
     items = _merge(items, len(axes))
     if not axes or len(items) > min(MAX_PATTERNS, len(chosen) - 1):
         return [cell.cell.id for cell in chosen]
+
     def rank(item: tuple[frozenset[str], ...]) -> list[list[int]]:
         return [sorted(order[a, k] for k in values) for a, values in zip(axes, item, strict=True)]
 
@@ -63,10 +64,61 @@ def describe_cells(chosen: Iterable[CellResult], every: Sequence[CellResult]) ->
         for i, (axis, values) in enumerate(zip(axes, item, strict=True)):
             if values == universe[i]:
                 continue  # any value the run has
-            names = sorted(values, key=lambda key: order[axis, key])  # noqa: B023 - used at once
-            parts.append(f"{axis}={'|'.join(shown[axis, key] for key in names)}")
+            names = sorted((order[axis, key], shown[axis, key]) for key in values)
+            parts.append(f"{axis}={'|'.join(name for _, name in names)}")
         patterns.append(", ".join(parts) or "every cell")
     return patterns
+
+
+def separating_patterns(
+    inside: Sequence[CellResult], outside: Sequence[CellResult], every: Sequence[CellResult]
+) -> list[str]:
+    """Patterns that hold every cell of `inside` and no cell of `outside`, each as wide as it
+    can be; [] when `inside` needs more than two of them (or there is nothing to tell apart).
+
+    What a single value cannot say (`num_workers` 1, 2 or 4, not 0, with float16) a
+    pattern can. Cells in neither group (a flaky cell) may fall either way.
+    """
+    if not inside or not outside:
+        return []
+    axes = list(dict.fromkeys(axis for cell in every for axis in cell.cell.matrix))
+    if not axes or not all(axis in c.cell.matrix for c in every for axis in axes):
+        return []
+    universe = [frozenset(_key(c.cell.matrix[a]) for c in every) for a in axes]
+    items = _merge(
+        {tuple(frozenset({_key(c.cell.matrix[a])}) for a in axes) for c in inside}, len(axes)
+    )
+    if len(items) > 2:
+        return []
+    outside_keys = [tuple(_key(c.cell.matrix[a]) for a in axes) for c in outside]
+
+    def holds_outside(item: tuple[frozenset[str], ...]) -> bool:
+        return any(all(k in s for k, s in zip(key, item, strict=True)) for key in outside_keys)
+
+    if any(holds_outside(item) for item in items):
+        return []
+    widened = []
+    for item in items:
+        for i in range(len(axes)):
+            wider = item[:i] + (universe[i],) + item[i + 1 :]
+            if not holds_outside(wider):
+                item = wider
+        widened.append(item)
+    shown = {
+        (axis, _key(c.cell.matrix[axis])): show_value(c.cell.matrix[axis])
+        for c in every
+        for axis in axes
+    }
+    order = {key: n for n, key in enumerate(shown)}
+    patterns = []
+    for item in widened:
+        parts = []
+        for axis, values, every_value in zip(axes, item, universe, strict=True):
+            if values != every_value:
+                names = sorted((order[axis, k], shown[axis, k]) for k in values)
+                parts.append(f"{axis}={'|'.join(name for _, name in names)}")
+        patterns.append(", ".join(parts))
+    return [p for p in dict.fromkeys(patterns) if p]
 
 
 def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[frozenset[str], ...]]:
@@ -87,4 +139,4 @@ def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[froz
     return items
 
 
-__all__ = ["describe_cells"]
+__all__ = ["describe_cells", "separating_patterns"]

@@ -44,22 +44,19 @@ class WarningRow:
 
 def warning_rows(run: RunResult) -> list[WarningRow]:
     """Every distinct warning of the run, those that nullify a toggle first, then by cells."""
-    seen: dict[tuple[str, str], tuple[ChildWarning, list[CellResult]]] = {}
+    seen: dict[tuple[str, str], tuple[ChildWarning, dict[str, CellResult]]] = {}
     for cell in run.cells:
         for attempt in cell.attempts:
             for warning in attempt.child_warnings:
-                first, cells = seen.setdefault(warning.key, (warning, []))
-                if cell not in cells:
-                    cells.append(cell)
+                _, cells = seen.setdefault(warning.key, (warning, {}))
+                cells.setdefault(cell.cell.id, cell)
     feeds = _fed_options(run.spec_text)
     rows = [
-        WarningRow(warning, tuple(cells), _nullified(warning, cells, feeds))
+        WarningRow(warning, tuple(cells.values()), _nullified(warning, list(cells.values()), feeds))
         for warning, cells in seen.values()
     ]
     order = list(seen)
-    return sorted(
-        rows, key=lambda r: (not r.nullifies, -len(r.cells), order.index(r.warning.key))
-    )
+    return sorted(rows, key=lambda r: (not r.nullifies, -len(r.cells), order.index(r.warning.key)))
 
 
 def nullified(rows: Sequence[WarningRow]) -> dict[tuple[str, str], ChildWarning]:

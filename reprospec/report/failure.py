@@ -152,6 +152,10 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str,
     log = short(attempt.excerpt or "")
     message = short(clean_log(outcome.message or "").strip())
     worker = short(attempt.stack or "") if _died_in_worker(outcome) else ""
+    native = short(attempt.native or "")
+    # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
+    cut = native.find("<details>")
+    native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
         "signatures": [(sig, n, injected[sig]) for sig, n in counts.most_common()],
@@ -169,7 +173,9 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str,
         "worker_fence": fence_for(worker),
         "worker_who": _worker_of(outcome),
         # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
-        "native": short(attempt.native or ""),
+        "native": native,
+        "native_top": native_top.strip(),
+        "native_details": native_details.strip(),
     }
 
 

@@ -20,8 +20,7 @@ def is_flaky(cell: CellResult) -> bool:
     """Attempts that disagree: some matched and some did not, or outcomes of different kinds."""
     ran = [a for a in cell.attempts if a.ran is not None]
     return (
-        len({a.matched for a in ran}) > 1
-        or len({a.ran.kind for a in ran if a.ran is not None}) > 1
+        len({a.matched for a in ran}) > 1 or len({a.ran.kind for a in ran if a.ran is not None}) > 1
     )
 
 

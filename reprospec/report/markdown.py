@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.models import AttemptResult, CellResult, RunResult, VerdictKind
-from reprospec.report.cellsets import describe_cells
+from reprospec.report.cellsets import describe_cells, separating_patterns
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
     CellEnvironments,
@@ -107,6 +107,12 @@ def separators(run: RunResult) -> list[str] | None:
         else e.worded("every passing cell", "no failing cell")
         for e in explain(failing, passing)
     ]
+    if not lines:
+        # No one value, nor a pair, tells them apart: a few values of an axis may.
+        lines = [
+            f"{inline_code(pattern)}: every failing cell is one of these, no passing cell is"
+            for pattern in separating_patterns(failing, passing, run.cells)
+        ]
     return lines + ([by_slot] if by_slot else [])
 
 
@@ -176,12 +182,13 @@ def _attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> l
         for a in cell.attempts:
             key = (attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
             groups.setdefault(key, []).append((cell, a))
+
+    def cells_of(group: list[tuple[CellResult, AttemptResult]]) -> list[CellResult]:
+        return list({c.cell.id: c for c, _ in group}.values())
+
     return [
         {
-            "cell": "; ".join(
-                inline_code(p)
-                for p in describe_cells(dict.fromkeys(c for c, _ in group), run.cells)
-            ),
+            "cell": "; ".join(inline_code(p) for p in describe_cells(cells_of(group), run.cells)),
             "attempts": "",
             "count": str(len(group)),
             "outcome": inline_code(short(phrase)),
@@ -309,6 +316,12 @@ def _result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, 
     # Failures first: what a reader looks for; then the most cells first.
     order = {"not-reproduced": 0, "undecided": 1, "infra-error": 2, "not-run": 4}
     ranked = sorted(groups.items(), key=lambda item: (order.get(item[0][0], 3), -len(item[1])))
+    described = [describe_cells(cells, run.cells) for _, cells in ranked]
+    if ranked:
+        # The biggest group, when it takes many patterns, is simply the cells no other row has.
+        biggest = max(range(len(ranked)), key=lambda n: len(ranked[n][1]))
+        if len(described[biggest]) > 2 and len(ranked) > 1:
+            described[biggest] = ["every other cell"]
     return [
         {
             "mark": VERDICT_MARKS[verdict],
@@ -318,9 +331,11 @@ def _result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, 
             "env": env,
             "reason": reason,
             "count": len(cells),
-            "cells": describe_cells(cells, run.cells),
+            "cells": patterns,
         }
-        for (verdict, expected, actual, rate, env, reason), cells in ranked
+        for ((verdict, expected, actual, rate, env, reason), cells), patterns in zip(
+            ranked, described, strict=True
+        )
     ]
 
 
