@@ -25,6 +25,7 @@ from reprospec.models import (
     Rate,
     RunResult,
 )
+from reprospec.runrefs import resolve_run_id
 from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
@@ -275,7 +276,10 @@ def write_run(run_dir: Path, run: RunResult) -> Path:
 
 
 def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
-    """The results.json of a run folder, a results.json path, or a run id (or unique prefix)."""
+    """The results.json of a run folder, a results.json path, a run id (or unique prefix),
+    or `latest` / `latest~N` (`resolve_run_id`)."""
+    if isinstance(path_or_id, str):
+        path_or_id = resolve_run_id(path_or_id, out_root)
     path = Path(path_or_id)
     if path.is_dir() and (path / "results.json").is_file():
         return path / "results.json"

@@ -337,7 +337,7 @@ class Store:
         return info
 
     def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries for `reprospec history`, newest first."""
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(
             f"""
@@ -354,7 +354,7 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.run_id DESC
+            ORDER BY r.started DESC, r.rowid DESC
             """,
             args,
         )
