@@ -179,7 +179,7 @@ def classify(
         module=events.module if failed else None,
         stage=events.stage if failed else None,
         chain=_chain(chain) if failed and len(chain) > 1 else (),
-        pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker),
+        pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
     )
@@ -218,16 +218,47 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
                 return report
     stacks = evidence.native
     process = native.crashed_process(stacks, outcome.pid) if stacks is not None else None
-    if process is not None and process.python and (
-        outcome.pid is None or process.pid == outcome.pid
+    if (
+        process is not None
+        and process.python
+        and (outcome.pid is None or process.pid == outcome.pid)
     ):
-        return FatalError("", process.python.strip())
+        return FatalError("", _crashed_thread_first(process.python.strip(), process.crashed_lwp))
     return None
 
 
-def _dead_worker_pid(kind: str, where: str | None, worker: WorkerDeath | None) -> int | None:
-    """The pid of the DataLoader worker whose death made the attempt a worker crash."""
-    return worker.pid if kind == "crash" and where == "worker" and worker is not None else None
+_PY_BT_THREAD = re.compile(r"^Thread \d+ \(", re.M)
+
+
+def _crashed_thread_first(text: str, lwp: int | None) -> str:
+    """gdb's `py-bt` of every thread, the thread that took the signal first."""
+    starts = [m.start() for m in _PY_BT_THREAD.finditer(text)]
+    if lwp is None or not starts:
+        return text
+    blocks = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    blocks.sort(key=lambda block: f"(LWP {lwp}))" not in block.split("\n", 1)[0])
+    return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
+
+
+def _dead_worker_pid(
+    kind: str, where: str | None, worker: WorkerDeath | None, evidence: Evidence
+) -> int | None:
+    """The pid of the DataLoader worker whose death made the attempt a worker crash.
+
+    torch's one-line report names none; the core the worker left does.
+    """
+    if kind != "crash" or where != "worker" or worker is None:
+        return None
+    if worker.pid is not None:
+        return worker.pid
+    cored = [
+        p
+        for p in (evidence.native.processes if evidence.native is not None else ())
+        if p.source == "core"
+        and not p.root
+        and (worker.signal is None or canonical_signal(p.signal or "") == worker.signal)
+    ]
+    return cored[0].pid if len(cored) == 1 else None
 
 
 def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:

@@ -324,3 +324,68 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
     assert "infra-error" not in _section(report, "Results").replace("⚠️ infra-error", "")
     junit = render(run, "junit")
     assert f'skipped="{len(skipped)}"' in junit
+
+
+WORKER_SCRIPT = """\
+import ctypes
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 5:
+            ctypes.string_at(0)  # a real invalid read, in the worker
+        return torch.zeros(2)
+
+
+for batch in DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_context="fork"):
+    pass
+"""
+
+
+def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
+    cli, tmp_path: Path
+) -> None:
+    """No harness in the worker: torch's handler prints one line; gdb's Python stacks of the
+    worker's core are the stack of the process that died."""
+    from reprospec import native
+
+    (tmp_path / "loader.py").write_text(WORKER_SCRIPT)
+    spec = tmp_path / "own.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: own-loader\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [{sys.executable}, loader.py]\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    run = load_run(result.latest_run())
+    attempt = run.cells[0].attempts[0]
+    assert attempt.ran is not None and attempt.ran.where == "worker"
+    assert attempt.ran.injected is None and attempt.ran.pid is not None
+    if native.unavailable_reason() is not None:
+        pytest.skip(f"no native stacks here: {native.unavailable_reason()}")
+    assert attempt.stack is not None and "in __getitem__" in attempt.stack
+    failure = _section(render(run, "md"), "Failure")
+    shown = failure.split("The stack of the process that died", 1)[1]
+    assert shown.index("loader.py") < shown.index("The main process's view:")
+
+
+def test_identical_attempts_are_counted_not_listed() -> None:
+    from dataclasses import replace
+
+    from tests.support.runs import hang_run
+
+    run = hang_run()
+    (cell,) = run.cells
+    same = [replace(cell.attempts[1], attempt=n, duration_s=0.5 + n / 1000) for n in range(1, 501)]
+    text = render(replace(run, cells=(replace(cell, attempts=tuple(same)),)), "md")
+    attempts = _section(text, "Attempts")
+    assert "| `default` | 1–500 | 500 | `pass` | no | 0.50–1.00s | 1 |" in attempts
+    assert len(text.splitlines()) < 100

@@ -172,6 +172,11 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str,
         "worker_stack": worker,
         "worker_fence": fence_for(worker),
         "worker_who": _worker_of(outcome),
+        "worker_source": (
+            "as it printed it"
+            if worker.startswith("Fatal Python error")
+            else "as gdb read it from its core"
+        ),
         # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
         "native": native,
         "native_top": native_top.strip(),
