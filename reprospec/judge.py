@@ -41,6 +41,7 @@ from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import (
+    NOT_RUN,
     attempts_phrase,
     expectation_phrase,
     outcome_phrase,
@@ -255,9 +256,7 @@ def judge_cells(
         verdict = judge_cell(expectation, attempts)
         if interrupted and not attempts:
             # Nothing went wrong in this cell: the run stopped before it (no infra-error).
-            verdict = Verdict(
-                "not-run", "not run (interrupted): --resume finishes it", verdict.rate
-            )
+            verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
         elif interrupted and len(attempts) < planned_count[cell.id]:
             verdict = replace(
                 verdict,

@@ -40,7 +40,9 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "observed": "🔍",
     "not-run": "⏸️",
 }
-NOT_RUN_LEGEND = "⏸️ not run (interrupted)"
+# A cell an interrupted run never reached: nothing went wrong in it.
+NOT_RUN = "not run (interrupted)"
+NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
@@ -109,13 +111,13 @@ def outcome_phrase(
     if spot:
         parts.append(f"@ {spot}")
     if outcome.injected:
-        parts.append(injected_phrase(outcome.injected) if where else "(injected)")
+        parts.append("— " + injected_phrase(outcome.injected) if where else "(injected)")
     return " ".join(p for p in parts if p)
 
 
 def injected_phrase(injected: str) -> str:
-    """`— injected by the spec: workload.faults[0]`: the label of a failure the spec caused."""
-    return f"— injected by the spec: {injected}"
+    """`injected by the spec: workload.faults[0]`: the label of a failure the spec caused."""
+    return f"injected by the spec: {injected}"
 
 
 def _child(outcome: Outcome, *, pid: bool) -> str:
@@ -207,6 +209,7 @@ def shorten(text: str, width: int) -> str:
 
 
 __all__ = [
+    "NOT_RUN",
     "NOT_RUN_LEGEND",
     "OBSERVE_LEGEND",
     "VERDICT_LEGEND",

@@ -15,7 +15,7 @@ from reprospec.logtext import clean_log
 from reprospec.models import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
-from reprospec.words import outcome_phrase, plural, shorten
+from reprospec.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 
 STACK_LINES = 300
 
@@ -83,14 +83,14 @@ def summary_line(run: RunResult) -> str:
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
     if not_run:
-        text += f", {not_run} not run (interrupted)"
+        text += f", {not_run} {NOT_RUN}"
     elif run.interrupted:
         text += " (interrupted)"
     return text
 
 
 def _injected(injected: str | None) -> str:
-    return f", injected by the spec: {injected}" if injected else ""
+    return f", {injected_phrase(injected)}" if injected else ""
 
 
 def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
@@ -158,7 +158,10 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str,
     native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
-        "signatures": [(sig, n, injected[sig]) for sig, n in counts.most_common()],
+        "signatures": [
+            (sig, n, injected_phrase(label) if (label := injected[sig]) else "")
+            for sig, n in counts.most_common()
+        ],
         "cell": cell.cell.id,
         "attempt": attempt.attempt,
         "outcome": outcome_phrase(outcome),
