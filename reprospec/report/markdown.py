@@ -349,6 +349,7 @@ def context(run: RunResult) -> dict[str, Any]:
     cells = [] if large else _result_rows(run, axes, differs)
     spec_text = run.spec_text.rstrip("\n")
     rows = warning_rows(run)
+    by_id = {c.cell.id: c for c in run.cells}
     grid = _grid(run.cells, axes)
     if grid is not None and (len(grid["rows"]) > GRID_ROWS or len(grid["cols"]) > GRID_COLS):
         grid = None
@@ -378,7 +379,18 @@ def context(run: RunResult) -> dict[str, Any]:
         "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
         "grid": grid,
         # Observe runs explain every outcome (both ways); others what separates the failure.
-        "outcomes": outcome_groups(run) if run.observes else [],
+        "outcomes": [
+            {
+                "headline": group.headline(),
+                # A large run names a group's cells by patterns, not one id after another.
+                "cells": describe_cells([by_id[i] for i in group.cells], run.cells)
+                if large
+                else list(group.cells),
+                "sep": "; " if large else ", ",
+                "lines": _noted_separators([e.text() for e in group.explanations], rows) or [],
+            }
+            for group in (outcome_groups(run) if run.observes else [])
+        ],
         "separators": None if run.observes else _noted_separators(separators(run), rows),
         "failure": failure_section(run, paths),
         "attempts": attempts,
