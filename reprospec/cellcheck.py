@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reprospec import expr, patterns, schema
-from reprospec.bounds import MAX_ATTEMPTS, MAX_PARALLEL, MAX_REPEAT
+from reprospec.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
 from reprospec.matrix import canonical
 from reprospec.models import Cell, Spec
 from reprospec.sections import DEFAULT_MAX_REPEAT
@@ -91,7 +91,7 @@ def attempts_per_cell(data: Mapping[str, Any]) -> int:
 def run_value_problems(
     data: Mapping[str, Any], locations: Mapping[JsonPath, Location]
 ) -> list[Problem]:
-    """`run.repeat`, `run.max_repeat` and `run.parallel` within the documented bounds."""
+    """`run.repeat`, `run.max_repeat`, `run.parallel` and `run.instances` within the bounds."""
     found: list[Problem] = []
     run = data.get("run")
     run = run if isinstance(run, Mapping) else {}
@@ -99,6 +99,7 @@ def run_value_problems(
         ("repeat", MAX_REPEAT, "attempts per cell"),
         ("max_repeat", MAX_REPEAT, "attempts per cell"),
         ("parallel", MAX_PARALLEL, "parallel attempts"),
+        ("instances", MAX_INSTANCES, "instances"),
     ):
         value = run.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > most:
@@ -174,6 +175,10 @@ def _semantic_problems(path: JsonPath, value: Any) -> list[str]:
             return [f"{words}, got {got}"]
         if not math.isfinite(seconds) or seconds <= 0:
             return [f"expected a finite duration > 0, got {got}"]
+    elif path == ("run", "instances"):
+        # The schema saw `${{ }}` text; the evaluated count is bounded like a literal one.
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INSTANCES:
+            return [f"{value} instances; at most {MAX_INSTANCES} are allowed (docs/limits.md)"]
     elif path in (("environment", "memory"), ("environment", "shm_size")):
         try:
             size = parse_size(value)

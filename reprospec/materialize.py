@@ -112,6 +112,16 @@ def write_bundle(
     find_links: Path | None = None,
 ) -> Bundle:
     """Write the bundle of `plans` (one per cell) into the new or empty folder `out`."""
+    several = [plan.cell.id for plan in plans if plan.copies > 1]
+    if several:
+        # One `docker run` per cell would stand in for N copies released together: refused.
+        more = f" and {len(several) - 3} more" if len(several) > 3 else ""
+        shown = ", ".join(several[:3]) + more
+        raise UsageError(
+            f"run.instances: a bundle runs one container per cell and cannot start several "
+            f"copies of an attempt together (cells {shown}); run them with reprospec "
+            "(--runner local)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
     out.mkdir(parents=True, exist_ok=True)

@@ -140,7 +140,8 @@ class AttemptPlan:
 
     `job` is the command (a string command is `("/bin/sh", "-c", command)`) or
     the workload the harness runs; `environment` is the cell's resolved, typed
-    `environment` section.
+    `environment` section. `instances` (`run.instances`) is how many copies of the
+    attempt start together at a start barrier; None: one plain process tree.
     """
 
     spec_name: str
@@ -151,6 +152,7 @@ class AttemptPlan:
     markers: tuple[Marker, ...]
     environment: Environment
     expectation: Expectation
+    instances: int | None = None
 
     @property
     def argv(self) -> tuple[str, ...] | None:
@@ -180,8 +182,18 @@ class AttemptPlan:
 
     @property
     def gpus(self) -> int:
-        """How many GPU slots the attempt takes (`environment.gpus`)."""
+        """How many GPU slots one process tree of the attempt takes (`environment.gpus`)."""
         return self.environment.gpus
+
+    @property
+    def copies(self) -> int:
+        """How many process trees the attempt runs at once (its instances, else one)."""
+        return self.instances or 1
+
+    @property
+    def gpu_slots_needed(self) -> int:
+        """GPU slots the whole attempt takes: `environment.gpus` for each instance."""
+        return self.environment.gpus * self.copies
 
 
 @dataclass(frozen=True)
@@ -226,6 +238,14 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # time.monotonic() when the attempt's root process ended (CLOCK_MONOTONIC: the same
+    # clock in every process of this machine); None when nothing ran.
+    ended_at: float | None = None
+    # One instance of `run.instances`: its number and when it reached the start barrier
+    # and was released from it (CLOCK_MONOTONIC seconds, as the instance itself read them).
+    instance: int | None = None
+    ready_at: float | None = None
+    released_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -360,6 +380,38 @@ class ChildWarning:
 
 
 @dataclass(frozen=True)
+class InstanceResult:
+    """One instance of an attempt with `run.instances`: how it ended, on which GPU slot.
+
+    `start_s` is when it was released from the start barrier, in seconds after the
+    first instance of its attempt was; `ready_s` when it reached the barrier (<= 0:
+    every instance waits there before any is released); `end_s` when its process
+    ended (the attempt's outcome is the failure with the smallest `end_s`), all on
+    the same scale. `logs` is its own folder, relative to the run folder.
+    """
+
+    instance: int
+    outcome: Outcome | NotRun
+    matched: bool
+    gpu_slot: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    ready_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    logs: str = ""
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the instance ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
+
+
+@dataclass(frozen=True)
 class AttemptResult:
     """One attempt as stored: the execution facts, the outcome, whether it matched.
 
@@ -382,6 +434,12 @@ class AttemptResult:
     excerpt: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
+    # `run.instances`: every instance, in instance order; `instance` is the one whose
+    # outcome is the attempt's (the first failure by time, else instance 0), and
+    # `start_spread_s` how far apart the instances were released from the start barrier.
+    instances: tuple[InstanceResult, ...] = ()
+    instance: int | None = None
+    start_spread_s: float | None = None
     # The warnings the child printed, each once, in the order first printed.
     child_warnings: tuple[ChildWarning, ...] = ()
 

@@ -100,19 +100,21 @@ def plan_attempt(
         markers=markers,
         environment=environment,
         expectation=expectation or expectation_for(spec, cell, base_env=base_env),
+        instances=policy.instances,
     )
 
 
 def run_policy(spec: Spec) -> RunPolicy:
     """The spec's `run` section for the whole run (repeat, stop_on, parallel).
 
-    A timeout written as an expression may differ per cell: each AttemptPlan
-    carries its own; here it is left at the default.
+    A timeout or instance count written as an expression may differ per cell: each
+    AttemptPlan carries its own; here it is left at the default.
     """
     section = dict(spec.document.get("run") or {})
-    timeout = section.get("timeout")
-    if isinstance(timeout, str) and "${{" in timeout:
-        section.pop("timeout")
+    for key in ("timeout", "instances"):
+        value = section.get(key)
+        if isinstance(value, str) and "${{" in value:
+            section.pop(key)
     try:
         return RunPolicy.from_section(section)
     except SectionError as exc:
@@ -203,6 +205,8 @@ def describe(plan: AttemptPlan) -> dict[str, Any]:
     out["env"] = dict(plan.env)
     out["workdir"] = str(plan.workdir)
     out["timeout_s"] = plan.timeout_s
+    if plan.instances is not None:
+        out["instances"] = plan.instances
     if plan.markers:
         out["markers"] = [{k: v for k, v in vars(m).items() if v is not None} for m in plan.markers]
     out["environment"] = {

@@ -40,7 +40,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex",
+        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
@@ -53,6 +53,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("render", (
         "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",
+        "reprospec.instances",
     )),
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",

@@ -21,7 +21,8 @@ from reprospec import native
 from reprospec.pytest_plugin import cell_lines, marker_name, worker_gpus
 from tests.support.cli import ROOT, SPECS
 
-EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
+# Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
+EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
 HAVE_XDIST = importlib.util.find_spec("xdist") is not None
 
 
@@ -274,7 +275,7 @@ def run_verdicts(tmp_path_factory):
     for name in EXAMPLES:
         proc = subprocess.run(
             [sys.executable, "-m", "reprospec", "run", str(SPECS / name), "-j", "2",
-             "--out", str(out / name), "--format", "json"],
+             "--out", str(out / name.replace("/", "-")), "--format", "json"],
             capture_output=True, text=True, timeout=600, cwd=ROOT,
             env={**os.environ, "NO_COLOR": "1"},
         )
@@ -285,7 +286,7 @@ def run_verdicts(tmp_path_factory):
             if outcome is None:
                 skipped = reasons and all(r.startswith("skipped: needs") for r in reasons)
                 outcome = "skipped" if skipped else "error"
-            expected[f"specs.{name}::{cell['id']}"] = outcome
+            expected[f"specs.{name.replace('/', '.')}::{cell['id']}"] = outcome
     return expected
 
 

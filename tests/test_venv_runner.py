@@ -104,3 +104,34 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli, tmp_path: Path) 
     assert cells["version=1.1"]["verdict"] == "reproduced"
     # The second run built nothing.
     assert "building" not in second.stderr
+
+
+def test_instances_run_in_the_cells_venv(cli, tmp_path: Path) -> None:
+    """`run.instances` through the venv runner: every instance in the cell's own env."""
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = tmp_path / "venv-instances.yaml"
+    spec.write_text(textwrap.dedent(f"""\
+        reprospec: 1
+        name: venv-instances
+        environment:
+          packages: ["{DEMO}==1.0"]
+        command: >-
+          python -c "import os, sys, reprospec_venvdemo as m;
+          print(os.environ['REPROSPEC_INSTANCE'], m.VERSION_SEEN, sys.prefix)"
+        run:
+          instances: 2
+        expect:
+          outcome: pass
+        """))
+    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
+    assert done.code == 0, done.stderr
+    (cell,) = cells_of(done).values()
+    (attempt,) = cell["attempts"]
+    said = [
+        (done.latest_run() / i["logs"] / "stdout.log").read_text().split()
+        for i in attempt["instances"]
+    ]
+    assert [s[:2] for s in said] == [["0", "1.0"], ["1", "1.0"]]
+    assert said[0][2] == said[1][2] and Path(said[0][2]).parent == tmp_path / "envs"
