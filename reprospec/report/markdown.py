@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.instances import instance_rows, instance_separation, start_spread
-from reprospec.models import AttemptResult, CellResult, RunResult, VerdictKind
+from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.cellsets import describe_cells, separating_patterns
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
@@ -29,16 +29,13 @@ from reprospec.report.failure import failing_cells, failure_section, stack_secti
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
+from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
-    attempts_phrase,
-    expectation_phrase,
     plural,
-    rate_phrase,
-    seconds,
     shorten,
     verdict_legend,
 )
@@ -118,88 +115,10 @@ def separators(run: RunResult) -> list[str] | None:
     return lines + more
 
 
-# A run with more cells than this shows its results grouped by outcome, each group's
-# cells as patterns (cellsets.py), not one row per cell; results.json has every cell.
-LARGE_RUN_CELLS = 32
 # A table with more rows than this is folded into <details>.
 FOLD_ROWS = 16
-# Attempt rows beyond this are grouped across cells.
-MAX_ATTEMPT_ROWS = 24
 # The grid is drawn up to this many rows and columns.
 GRID_ROWS, GRID_COLS = 20, 12
-
-
-def _ranges(numbers: Sequence[int]) -> str:
-    """`1–3, 5`: attempt numbers as ranges."""
-    parts: list[str] = []
-    ordered = sorted(numbers)
-    start = prev = ordered[0]
-    for n in [*ordered[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}–{prev}")
-        if n is not None:
-            start = prev = n
-    return ", ".join(parts)
-
-
-def _durations(attempts: Sequence[AttemptResult]) -> str:
-    """`5.02s`, or `5.01–5.40s` for several attempts."""
-    low = min(a.duration_s for a in attempts)
-    high = max(a.duration_s for a in attempts)
-    return seconds(low) if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{seconds(high)}"
-
-
-def _attempt_rows(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
-    """Identical attempts as one row with a count: per cell, or across cells when many.
-
-    Identical: the same outcome (in words, a child's pid left out), the same
-    judgement and the same GPU slot; their numbers and durations are summed up.
-    """
-    groups: dict[tuple[str, str, bool, str], list[AttemptResult]] = {}
-    for cell in run.cells:
-        for a in cell.attempts:
-            key = (cell.cell.id, attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
-            groups.setdefault(key, []).append(a)
-    if len(groups) > MAX_ATTEMPT_ROWS:
-        return _attempt_rows_across_cells(run, short)
-    return [
-        {
-            "cell": inline_code(cell_id),
-            "attempts": _ranges([a.attempt for a in group]),
-            "count": str(len(group)),
-            "outcome": inline_code(short(phrase)),
-            "matched": "yes" if matched else "no",
-            "duration": _durations(group),
-            "gpu": gpu,
-        }
-        for (cell_id, phrase, matched, gpu), group in groups.items()
-    ]
-
-
-def _attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
-    groups: dict[tuple[str, bool, str], list[tuple[CellResult, AttemptResult]]] = {}
-    for cell in run.cells:
-        for a in cell.attempts:
-            key = (attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
-            groups.setdefault(key, []).append((cell, a))
-
-    def cells_of(group: list[tuple[CellResult, AttemptResult]]) -> list[CellResult]:
-        return list({c.cell.id: c for c, _ in group}.values())
-
-    return [
-        {
-            "cell": "; ".join(inline_code(p) for p in describe_cells(cells_of(group), run.cells)),
-            "attempts": "",
-            "count": str(len(group)),
-            "outcome": inline_code(short(phrase)),
-            "matched": "yes" if matched else "no",
-            "duration": _durations([a for _, a in group]),
-            "gpu": gpu,
-        }
-        for (phrase, matched, gpu), group in groups.items()
-    ]
 
 
 # The report lists this many attempt warnings; results.json keeps them all.
@@ -307,64 +226,6 @@ def _differs_note(differs: CellEnvironments) -> str:
     return ", ".join(inline_code(name) for name in names)
 
 
-def _result_rows(
-    run: RunResult, axes: Sequence[str], differs: CellEnvironments
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "mark": VERDICT_MARKS[c.verdict],
-            "id": c.cell.id,
-            "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
-            "expected": expectation_phrase(c.expected),
-            "actual": attempts_phrase(c.attempts),
-            "rate": rate_phrase(c.rate),
-            "verdict": c.verdict,
-            "reason": c.reason,
-            "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
-        }
-        for c in run.cells
-    ]
-
-
-def _result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, Any]]:
-    """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
-    groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
-    for c in run.cells:
-        key = (
-            c.verdict,
-            expectation_phrase(c.expected),
-            attempts_phrase(c.attempts),
-            rate_phrase(c.rate),
-            ", ".join(differs.per_cell.get(c.cell.id, ())),
-            c.reason if c.verdict not in ("reproduced", "observed") else "",
-        )
-        groups.setdefault(key, []).append(c)
-    # Failures first: what a reader looks for; then the most cells first.
-    order = {"not-reproduced": 0, "undecided": 1, "infra-error": 2, "not-run": 4}
-    ranked = sorted(groups.items(), key=lambda item: (order.get(item[0][0], 3), -len(item[1])))
-    described = [describe_cells(cells, run.cells) for _, cells in ranked]
-    if ranked:
-        # The biggest group, when it takes many patterns, is simply the cells no other row has.
-        biggest = max(range(len(ranked)), key=lambda n: len(ranked[n][1]))
-        if len(described[biggest]) > 2 and len(ranked) > 1:
-            described[biggest] = ["every other cell"]
-    return [
-        {
-            "mark": VERDICT_MARKS[verdict],
-            "expected": expected,
-            "actual": actual,
-            "rate": rate,
-            "env": env,
-            "reason": reason,
-            "count": len(cells),
-            "cells": patterns,
-        }
-        for ((verdict, expected, actual, rate, env, reason), cells), patterns in zip(
-            ranked, described, strict=True
-        )
-    ]
-
-
 def context(run: RunResult) -> dict[str, Any]:
     """Everything the template shows, computed here so the template only lays it out."""
     paths = PathNames(run.paths)
@@ -372,14 +233,14 @@ def context(run: RunResult) -> dict[str, Any]:
     axes = axes_of(run.cells)
     differs = cell_environments(run.cells)
     large = len(run.cells) > LARGE_RUN_CELLS
-    cells = [] if large else _result_rows(run, axes, differs)
+    cells = [] if large else result_rows(run, axes, differs)
     spec_text = run.spec_text.rstrip("\n")
     rows = warning_rows(run)
     by_id = {c.cell.id: c for c in run.cells}
     grid = _grid(run.cells, axes)
     if grid is not None and (len(grid["rows"]) > GRID_ROWS or len(grid["cols"]) > GRID_COLS):
         grid = None
-    attempts = _attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
+    attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": summary_line(run),
@@ -400,7 +261,7 @@ def context(run: RunResult) -> dict[str, Any]:
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,
-        "cell_groups": _result_groups(run, differs) if large else [],
+        "cell_groups": result_groups(run, differs) if large else [],
         "large": large,
         "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
         "grid": grid,
