@@ -183,3 +183,13 @@ def test_compare_shows_an_outcome_change_per_cell(cli, tmp_path: Path) -> None:
     assert "    outcome   pass x1 -> error:exit-3 x1" in out
     assert "    expected  pass\n" in out
     assert "-command: [" in out and "+command: [" in out
+
+
+def test_slurm_runs_take_latest_too(tmp_path: Path) -> None:
+    from reprospec import slurm
+
+    for run_id in ("20261121-214512-x-aaaa", "20261121-214600-x-bbbb"):
+        (tmp_path / "slurm" / run_id).mkdir(parents=True)
+        (tmp_path / "slurm" / run_id / slurm.PLAN_FILE).write_text("{}")
+    assert slurm.find("latest", tmp_path).name == "20261121-214600-x-bbbb"
+    assert slurm.find("latest~1", tmp_path).name == "20261121-214512-x-aaaa"
