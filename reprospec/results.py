@@ -25,6 +25,7 @@ from reprospec.models import (
     Outcome,
     Rate,
     RunResult,
+    Standalone,
 )
 from reprospec.runrefs import resolve_run_id
 from reprospec.units import parse_rate, parse_step
@@ -276,6 +277,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "shard": run.shard or None,
+        "standalone": run.standalone.to_dict() if run.standalone else None,
         "options": dict(run.options),
         "paths": dict(run.paths),
     }
@@ -303,6 +305,7 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
+        standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
         options=dict(d.get("options") or {}),
         paths={str(k): str(v) for k, v in (d.get("paths") or {}).items()},
     )

@@ -11,7 +11,7 @@ import pytest
 
 from reprospec.errors import UsageError
 from reprospec.runrefs import recent_run_ids, resolve_run_id
-from tests.support.cli import SPECS
+from tests.support.cli import SPECS, Cli
 
 SEGFAULT = str(SPECS / "segfault-command.yaml")
 
@@ -27,7 +27,7 @@ def _exit_spec(tmp_path: Path, code: int) -> Path:
     return spec
 
 
-def test_history_prints_whole_run_ids_and_json(cli, tmp_path: Path) -> None:
+def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None:
     spec = _exit_spec(tmp_path, 0)
     first = cli("run", str(spec))
     second = cli("run", str(spec), "-j", "2")
@@ -53,7 +53,7 @@ def test_history_prints_whole_run_ids_and_json(cli, tmp_path: Path) -> None:
     )
 
 
-def test_latest_is_accepted_wherever_a_run_id_is(cli, tmp_path: Path) -> None:
+def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> None:
     spec = _exit_spec(tmp_path, 0)
     older, newer = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
     old_id, new_id = older.latest_run().name, newer.latest_run().name
@@ -131,7 +131,7 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
         resolve_run_id("latest", tmp_path / "empty")
 
 
-def test_compare_says_what_changed_and_why(cli, tmp_path: Path) -> None:
+def test_compare_says_what_changed_and_why(cli: Cli, tmp_path: Path) -> None:
     first = cli("run", SEGFAULT, "-m", "num_workers=2", "-m", "pin_memory=true", "-j", "1")
     second = cli(
         "run",
@@ -175,7 +175,7 @@ def test_compare_says_what_changed_and_why(cli, tmp_path: Path) -> None:
     assert data["changed"] == [{"cell": cell, "before": "reproduced", "after": "not-reproduced"}]
 
 
-def test_compare_shows_an_outcome_change_per_cell(cli, tmp_path: Path) -> None:
+def test_compare_shows_an_outcome_change_per_cell(cli: Cli, tmp_path: Path) -> None:
     passing = cli("run", str(_exit_spec(tmp_path, 0)))
     failing = cli("run", str(_exit_spec(tmp_path, 3)))
     out = cli("compare", passing.latest_run().name, failing.latest_run().name).stdout

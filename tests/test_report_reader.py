@@ -24,6 +24,7 @@ from reprospec.report.failure import summary_line
 from reprospec.report.paths import PathNames
 from reprospec.results import load_run
 from tests.support import recorded
+from tests.support.cli import Cli
 from tests.support.runs import large_matrix
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -85,7 +86,7 @@ def _section(report: str, heading: str) -> str:
     return report.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_a_real_worker_crash_report(cli, tmp_path: Path) -> None:
+def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "worker-crash.yaml"
     spec.write_text(WORKER_SPEC)
     result = cli("run", str(spec), "-j", "2")
@@ -349,7 +350,7 @@ for batch in DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_co
 
 
 def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
-    cli, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     """No harness in the worker: torch's handler prints one line; gdb's Python stacks of the
     worker's core are the stack of the process that died."""

@@ -29,6 +29,7 @@ from reprospec.report.failure import failing_cells, failure_section, stack_secti
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
+from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
@@ -291,6 +292,9 @@ def context(run: RunResult) -> dict[str, Any]:
         "attempt_warnings": _attempt_warnings(run, short),
         "child_warnings": _child_warnings(run, short),
         "stacks": stack_sections(run, paths),
+        # Sections worded whole elsewhere (report/standalone.py), placed by the template.
+        "versions": versions_markdown(run),
+        "standalone": standalone_markdown(run),
     }
 
 

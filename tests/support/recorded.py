@@ -46,7 +46,7 @@ def _strings(value: Any, change: Any) -> Any:
 
 def normalized(run: RunResult, spec_path: str) -> dict[str, Any]:
     """The run as results.json, with what differs between runs and machines made fixed."""
-    data = run_to_dict(run)
+    raw = run_to_dict(run)
     roots = sorted(run.paths.items(), key=lambda item: len(item[0]), reverse=True)
     pids: dict[str, str] = {}
 
@@ -59,7 +59,7 @@ def normalized(run: RunResult, spec_path: str) -> dict[str, Any]:
             text = text.replace(path, FAKE_ROOTS[label])
         return _HEX.sub("0x00007f0000001000", _PID.sub(pid, text))
 
-    data = _strings(data, change)
+    data: dict[str, Any] = _strings(raw, change)
     data["run_id"] = f"20261121-214512-{run.spec_name}-5e1f"
     data["started"], data["finished"] = T0, T1
     data["environment"] = ENV
