@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from reprospec import capped
+
 TEXT_NAME = "native-stacks.txt"
 JSON_NAME = "native-stacks.json"
 GDB_INSTALL_HINT = "apt-get install gdb"
@@ -318,6 +320,8 @@ def allow_cores() -> None:
 
 _ELF_MAGIC = b"\x7fELF"
 _ET_CORE = 4
+# A real core's notes (every thread's registers, the mapped files) are far below this.
+MAX_NOTE_BYTES = 64 << 20
 _PT_NOTE = 4
 _NT_PRSTATUS = 1
 _NT_PRPSINFO = 3
@@ -355,7 +359,8 @@ def read_core(path: Path) -> CoreInfo | None:
                 )
                 if p_type == _PT_NOTE:
                     handle.seek(offset)
-                    notes.extend(_notes(handle.read(filesz)))
+                    # The core may be the child's own forgery: a note is read within a bound.
+                    notes.extend(_notes(handle.read(min(filesz, MAX_NOTE_BYTES))))
     except (OSError, struct.error):
         return None
     pid: int | None = None
@@ -440,7 +445,11 @@ def find_cores(
 # -- gdb ---------------------------------------------------------------------------------
 
 _MARK = "@@reprospec:"
+# What is kept of gdb's output (head + a quarter of it as tail), and the frames it prints
+# of each thread: enough for every real crash, bounded for a runaway recursion.
+GDB_OUTPUT_BYTES = 8 << 20
 _GDB_SETTINGS = (
+    "set backtrace limit 2000",
     "set width 0",
     "set height 0",
     "set print frame-arguments presence",
@@ -472,28 +481,20 @@ class _GdbRun:
 
 
 def _run_gdb(argv: Sequence[str], timeout_s: float) -> _GdbRun:
-    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept."""
+    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept.
+
+    Head + tail and at most GDB_OUTPUT_BYTES: a crash a million frames deep (a runaway
+    recursion) makes `thread apply all bt` print a million lines.
+    """
     begin = time.monotonic()
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
     env.pop("PYTHONPATH", None)  # gdb's embedded Python must not see the engine's modules
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=env,
+    done = capped.run(
+        argv, limit=GDB_OUTPUT_BYTES, timeout_s=max(0.05, timeout_s), env=env, merge_stderr=True
     )
-    finished = True
-    try:
-        out, _ = proc.communicate(timeout=max(0.05, timeout_s))
-    except subprocess.TimeoutExpired:
-        finished = False
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        # communicate() keeps what it had read before the timeout.
-        out, _ = proc.communicate()
-    return _GdbRun(out.decode("utf-8", "replace"), finished, time.monotonic() - begin)
+    return _GdbRun(
+        done.stdout.decode("utf-8", "replace"), not done.timed_out, time.monotonic() - begin
+    )
 
 
 def _sections(output: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reprospec import capped
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
 from reprospec.models import ChildExit
@@ -41,6 +42,11 @@ PY_SPY_TIMEOUT_S = 0.8
 KILL_WAIT_S = 2.0
 DRAIN_WAIT_S = 1.0
 _READ_SIZE = 1 << 16
+# A process's stack dump is the child's to write: it is read as its head and tail, and
+# stack.txt holds at most STACKS_TOTAL_BYTES of them (a fork bomb's 300 dumps included).
+STACK_HEAD_BYTES = 512 << 10
+STACK_TAIL_BYTES = 128 << 10
+STACKS_TOTAL_BYTES = 4 << 20
 _PR_SET_CHILD_SUBREAPER = 36
 _F_SETPIPE_SZ = 1031
 
@@ -223,18 +229,22 @@ def _file_size(path: Path) -> int:
         return 0
 
 
-def _py_spy_dumps(pids: Sequence[int], budget_s: float) -> dict[int, str]:
-    """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned."""
+def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[int, str]:
+    """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned.
+
+    Each dump goes to a file in `out_dir` and is read back head + tail: a recursion a
+    million frames deep makes py-spy print a million lines.
+    """
     exe = shutil.which("py-spy")
     if exe is None or not pids or budget_s <= 0:
         return {}
     running: dict[int, subprocess.Popen[bytes]] = {}
     for pid in pids:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), open(out_dir / f"py-spy-{pid}.txt", "wb") as out:
             running[pid] = subprocess.Popen(
                 [exe, "dump", "--pid", str(pid)],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdout=out,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -242,15 +252,25 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float) -> dict[int, str]:
     dumps: dict[int, str] = {}
     for pid, spy in running.items():
         try:
-            out, _ = spy.communicate(timeout=max(0.01, deadline - time.monotonic()))
+            spy.wait(timeout=max(0.01, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 os.killpg(spy.pid, signal.SIGKILL)
-            spy.communicate()
+            spy.wait()
             continue
-        if spy.returncode == 0 and out.strip():
-            dumps[pid] = out.decode("utf-8", "replace")
+        text = read_stack_dump(out_dir / f"py-spy-{pid}.txt")
+        if spy.returncode == 0 and text.strip():
+            dumps[pid] = text
     return dumps
+
+
+def read_stack_dump(path: Path) -> str:
+    """A stack dump's head and tail as text ('' when there is none)."""
+    try:
+        data = capped.head_tail(path, STACK_HEAD_BYTES, STACK_TAIL_BYTES)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
 
 
 def wait_for_stack_files(
@@ -297,26 +317,48 @@ def collect_stacks(
                 asked.append(pid)
     wait_for_stack_files(stack_dir, asked, pump.step if pump is not None else time.sleep)
     dumps: dict[int, str] = {}
-    for pid in asked:
-        with contextlib.suppress(OSError):
-            text = (stack_dir / f"stack-{pid}.txt").read_bytes().decode("utf-8", "replace")
-            if text.strip():
-                dumps[pid] = text
-    silent = [pid for pid, info in alive.items() if pid not in dumps and _looks_like_python(info)]
-    spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S)
+    skipped: set[int] = set()
+    budget = STACKS_TOTAL_BYTES
+    for pid in sorted(asked, key=lambda pid: (pid != root_pid, pid)):
+        if budget <= 0:
+            skipped.add(pid)  # the root's and the first ones' are in; memory stays bounded
+            continue
+        text = read_stack_dump(stack_dir / f"stack-{pid}.txt")
+        if text.strip():
+            dumps[pid] = text
+            budget -= len(text)
+    silent = [
+        pid
+        for pid, info in alive.items()
+        if pid not in dumps and pid not in skipped and _looks_like_python(info)
+    ]
+    spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S, stack_dir) if budget > 0 else {}
     if not dumps and not spied:
         return None
-    order = sorted(alive, key=lambda pid: (pid != root_pid, pid))
+    shown = [
+        pid
+        for pid in sorted(alive, key=lambda pid: (pid != root_pid, pid))
+        if pid in dumps or pid in spied or pid in silent or pid in skipped
+    ]
     parts: list[str] = []
-    for pid in order:
+    budget = STACKS_TOTAL_BYTES
+    for index, pid in enumerate(shown):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(shown) - index} more process(es) omitted ...]\n")
+            break
         cmd = _short(alive[pid].cmdline, 200)
         if pid in dumps:
             parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
             parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spied[pid].rstrip()}\n")
-        elif pid in silent:
-            note = "(no Python stack: the process did not answer)"
+        else:
+            note = (
+                "(stack omitted: the dumps above reached the limit)"
+                if pid in skipped
+                else "(no Python stack: the process did not answer)"
+            )
             parts.append(f"--- pid {pid} ({cmd}) ---\n{note}\n")
+        budget -= len(parts[-1])
     out_path.write_text("\n".join(parts), encoding="utf-8")
     return out_path
 

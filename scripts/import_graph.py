@@ -26,7 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns",
+        "reprospec.bounds", "reprospec.patterns", "reprospec.capped",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),

@@ -22,7 +22,7 @@ from reprospec.childprotocol import STACK_TXT, STACKS, child_env
 from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan
-from reprospec.process import wait_for_stack_files
+from reprospec.process import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
 LABEL = "org.reprospec.attempt"
@@ -265,14 +265,18 @@ def collect_stacks(container: Any, log_dir: Path) -> Path | None:
     stack_dir = log_dir / STACKS
     wait_for_stack_files(stack_dir, asked)
     parts: list[str] = []
-    for pid in sorted(asked):
+    budget = STACKS_TOTAL_BYTES
+    order = sorted(asked)
+    for index, pid in enumerate(order):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(order) - index} more process(es) omitted ...]\n")
+            break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
-        try:
-            text = (stack_dir / f"stack-{pid}.txt").read_text("utf-8", "replace").rstrip()
-        except OSError:
-            text = ""
+        # The dump is the container's to write: read head + tail (process.py).
+        text = read_stack_dump(stack_dir / f"stack-{pid}.txt").rstrip()
         body = text or "(no Python stack: the process did not answer)"
         parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
+        budget -= len(parts[-1])
     out = log_dir / STACK_TXT
     out.write_text("\n".join(parts), encoding="utf-8")
     return out

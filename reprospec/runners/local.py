@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, native, process, scratch
+from reprospec import capped, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -84,21 +84,22 @@ class LocalRunner:
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise InfraError(f"not an executable interpreter: {path}")
             try:
-                done = subprocess.run(
-                    [path, "-c", _VERSION_CODE],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=60,
-                    start_new_session=True,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
+                # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
+                done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
+            except OSError as exc:
                 raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
+            if done.timed_out:
+                raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
             if done.returncode != 0:
                 detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
                 raise InfraError(
                     f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
                 )
-            self._version = done.stdout.decode().strip()
+            # The last thing printed is ours (what the interpreter printed first may not be).
+            found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
+            if found is None:
+                raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
+            self._version = found.group(1).decode()
             return self._version
 
     def _shims(self) -> Path:
