@@ -88,6 +88,13 @@ class ProcessResult:
     child_exits: tuple[ChildExit, ...] = ()
 
 
+class OutputLost(OSError):
+    """The attempt's output could not be written (a full disk): the attempt was stopped.
+
+    Its own class, so a runner tells it from a program that could not be started.
+    """
+
+
 def utc_now() -> str:
     """The current time as ISO-8601 UTC."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
@@ -433,6 +440,22 @@ def _reap(pids: set[int], wait_s: float) -> set[int]:
     return left
 
 
+def _lost(exc: OSError) -> OutputLost:
+    return OutputLost(exc.errno, f"its output could not be written: {exc.strerror or exc}")
+
+
+def _close_sinks(*sinks: Sink) -> None:
+    """Close every sink; a failure (the tail written to a full disk) is OutputLost."""
+    failure: OSError | None = None
+    for sink in sinks:
+        try:
+            sink.close()
+        except OSError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise _lost(failure) from failure
+
+
 class _Pump:
     """Moves bytes from the child's pipes to sinks, and notices when the child exits."""
 
@@ -472,7 +495,10 @@ class _Pump:
             except OSError:
                 chunk = b""
             if chunk:
-                key.data.write(chunk)
+                try:
+                    key.data.write(chunk)
+                except OSError as exc:
+                    raise _lost(exc) from exc
             else:
                 self.selector.unregister(key.fd)
                 self.open_pipes -= 1
@@ -594,9 +620,8 @@ def run_process(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        stdout.close()
-        stderr.close()
         shutil.rmtree(stack_dir, ignore_errors=True)
+        _close_sinks(stdout, stderr)
     finished = utc_now()
     native_path: Path | None = None
     if native is not None:

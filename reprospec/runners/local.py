@@ -194,6 +194,8 @@ class LocalRunner:
                 if self.native_stacks
                 else None,
             )
+        except process.OutputLost as exc:
+            return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
