@@ -178,5 +178,5 @@ def test_a_noisy_interpreter_cannot_flood_the_probes(tmp_path: Path) -> None:
     result = json.loads(done.stdout)
     assert 0 < result["peak"] < MAX_ENGINE_RSS, f"peak RSS {result['peak'] / 2**20:.0f} MB"
     # The version printed last is still read; the others' JSON was buried: a clear refusal.
-    assert result["version"] == "%d.%d.%d" % sys.version_info[:3]
+    assert result["version"] == ".".join(map(str, sys.version_info[:3]))
     assert result["env"] == result["packages"] == "InfraError"
