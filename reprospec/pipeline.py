@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from reprospec import leftovers
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
@@ -80,6 +81,8 @@ def execute(
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
+    # A resumed run's dead engine may have left attempts running: they end first.
+    reaped = leftovers.reap(folder.path) if resume is not None else ()
     spec_text = spec_text_of(spec)
     started = _now()
     with Store(options.out) as store:
@@ -112,7 +115,7 @@ def execute(
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
-        warnings = (*warnings, *store.warnings)
+        warnings = (*reaped, *warnings, *store.warnings)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,

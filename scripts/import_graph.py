@@ -40,7 +40,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex",
+        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.leftovers",
+        "reprospec.watchdog",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import capped, dockerimage, packages, scratch
+from reprospec import capped, dockerimage, leftovers, packages, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -208,7 +208,7 @@ class DockerRunner:
         timed_out = interrupted = False
         stack_path: Path | None = None
         try:
-            with fresh_container(client, config) as container:
+            with fresh_container(client, config, log_dir / leftovers.INFLIGHT) as container:
                 # Attached before start: not a byte of output is missed.
                 stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
                 pump = OutputPump(stream, stdout, stderr)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage
+from reprospec import dockerimage, leftovers
 from reprospec.capture import Sink
 from reprospec.childprotocol import STACK_TXT, STACKS, child_env
 from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
@@ -175,11 +175,19 @@ def container_config(
 
 
 @contextlib.contextmanager
-def fresh_container(client: Any, config: Mapping[str, Any]) -> Iterator[Any]:
-    """A created (not started) container, force-removed on leaving whatever happened."""
+def fresh_container(
+    client: Any, config: Mapping[str, Any], record: Path | None = None
+) -> Iterator[Any]:
+    """A created (not started) container, force-removed on leaving whatever happened.
+
+    While it exists the watchdog knows its name (removed if the engine is killed), and
+    `record` (an attempt's in-flight record, leftovers.py) lets `--resume` remove it.
+    """
     import docker.errors
 
     name = str(config["name"])
+    flight = leftovers.Flight(record, str(config["labels"][LABEL]), None, container=name)
+    flight.begin()
     container = None
     try:
         container = client.containers.create(**config)
@@ -193,6 +201,7 @@ def fresh_container(client: Any, config: Mapping[str, Any]) -> Iterator[Any]:
                 time.sleep(0.2)
                 with contextlib.suppress(docker.errors.APIError):
                     client.containers.get(name).remove(force=True, v=True)
+        flight.end()
 
 
 class OutputPump:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import capped, limits, native, process, scratch
+from reprospec import capped, leftovers, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
 from reprospec.envprobe import probe_environment
@@ -24,6 +24,7 @@ from reprospec.packages import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+SHIM_PREFIX = "reprospec-python-"
 
 
 def _resolve_python(python: str | None) -> str:
@@ -112,7 +113,11 @@ class LocalRunner:
         with self._lock:
             if self._shim_dir is not None:
                 return self._shim_dir
-            folder = Path(tempfile.mkdtemp(prefix="reprospec-python-"))
+            # Named after the engine's pid: a later engine removes those of a dead one
+            # (scratch.sweep_orphans), the watchdog at once.
+            scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
+            folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
+            leftovers.watch_path(folder)
             script = f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
             for name in ("python", "python3"):
                 path = folder / name
@@ -193,6 +198,7 @@ class LocalRunner:
                 native=native.Capture(log_dir, keep_cores=self.keep_cores)
                 if self.native_stacks
                 else None,
+                record=log_dir / leftovers.INFLIGHT,
             )
         except process.OutputLost as exc:
             return infra(str(exc.strerror), warnings)
