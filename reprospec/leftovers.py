@@ -31,6 +31,9 @@ from reprospec import watchdog
 from reprospec.errors import UsageError
 
 INFLIGHT = "inflight.json"
+# A container that is no attempt (the environment capture, a package check) has its
+# record beside the attempt's or the run's: `inflight-envinfo.json`, `inflight-probe.json`.
+INFLIGHT_PREFIX = "inflight-"
 WATCHDOG = Path(__file__).resolve().with_name("watchdog.py")
 
 
@@ -221,7 +224,8 @@ def reap(run_dir: Path) -> tuple[str, ...]:
     interrupted, it is running).
     """
     records: list[tuple[Path, InFlight]] = []
-    for path in sorted(run_dir.glob(f"cells/*/*/{INFLIGHT}")):
+    paths = [*run_dir.glob(f"{INFLIGHT_PREFIX}*.json"), *run_dir.glob("cells/*/*/inflight*.json")]
+    for path in sorted(paths):
         try:
             records.append((path, InFlight.from_dict(json.loads(path.read_text("utf-8")))))
         except (OSError, ValueError, KeyError, TypeError):
@@ -261,7 +265,7 @@ def reap(run_dir: Path) -> tuple[str, ...]:
     if containers:
         found.append(f"{len(containers)} container(s)")
     return (
-        f"the interrupted run's engine had left {' and '.join(found)} of its attempts running: "
+        f"the interrupted run's engine had left {' and '.join(found)} running: "
         "ended before resuming",
     )
 

@@ -270,6 +270,8 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
         c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
     ]
     assert len(dog) == 1
+    shims = list(Path("/tmp").glob(f"reprospec-python-{engine.pid}-*"))
+    assert shims
     # Both at once: nothing of the engine's side is left to clean up.
     dog[0].kill()
     engine.kill()
@@ -292,8 +294,10 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     )  # fmt: skip
     # The resumed attempt exits at once (its script sees FIRST-DONE): a pass, not the hang.
     assert resumed.returncode == 1, resumed.stderr
-    assert "left 3 process(es) of its attempts running" in resumed.stderr
+    assert "had left 3 process(es) running" in resumed.stderr
     assert not any(alive(pid) for pid in pids.values())
+    # The dead engine's interpreter shims: swept by the next engine (named after its pid).
+    assert not any(p.exists() for p in shims)
     assert not list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))
 
 
@@ -390,3 +394,59 @@ def test_an_engine_killed_with_sigkill_takes_its_container_along(
         return not CLIENT.containers.list(all=True, filters={"name": name})
 
     assert wait_until(removed, 120), f"container {name} outlived its engine"
+
+
+@pytest.mark.docker
+def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    from reprospec import dockerimage
+    from tests.support.docker import CLIENT, require_image
+
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    spec = tmp_path / "docker.yaml"
+    # The first attempt hangs; the resumed one finds STARTED and exits at once.
+    spec.write_text(textwrap.dedent("""\
+        reprospec: 1
+        name: dead-docker-engine
+        command: >-
+          python3 -c "import os, sys, time; os.path.exists('STARTED') and sys.exit(0);
+          open('STARTED', 'w').close(); time.sleep(1000)"
+        run: {timeout: 600s}
+        expect: {outcome: hang}
+        """))  # fmt: skip
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "--runner", "docker"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+    )  # fmt: skip
+    kill_after.append(engine.pid)
+    assert wait_until(lambda: (tmp_path / "STARTED").exists() or engine.poll() is not None, 300)
+    assert engine.poll() is None, engine.communicate()[1]
+    (record,) = out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
+    name = json.loads(record.read_text())["container"]
+    dog = [
+        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
+    ]
+    assert len(dog) == 1
+    dog[0].kill()
+    engine.kill()
+    engine.wait()
+    try:
+        os.waitpid(dog[0].pid, 0)
+    except ChildProcessError:
+        dog[0].wait(timeout=30)
+    assert CLIENT.containers.get(name).status == "running"
+    recorded = [json.loads(p.read_text())["container"] for p in out.rglob("inflight*.json")]
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+    resumed = subprocess.run(
+        [PY, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=ENV,
+    )  # fmt: skip
+    assert resumed.returncode == 1, resumed.stderr  # the resumed attempt passed: no hang
+    assert f"{len(recorded)} container(s) running: ended before resuming" in resumed.stderr
+    assert not list(out.glob("runs/*/inflight*.json"))
+    assert not CLIENT.containers.list(all=True, filters={"name": name})
+    # Every container the dead engine had recorded (the environment capture's too) is gone.
+    for other in recorded:
+        assert not CLIENT.containers.list(all=True, filters={"name": other}), other

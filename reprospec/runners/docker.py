@@ -289,7 +289,8 @@ class DockerRunner:
             config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
             reason: str | None
             try:
-                with fresh_container(client, config) as container:
+                record = log_dir / f"{leftovers.INFLIGHT_PREFIX}probe.json"
+                with fresh_container(client, config, record) as container:
                     container.start()
                     status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
                     out = _logs(container, stdout=True).decode("utf-8", "replace")
@@ -322,7 +323,8 @@ class DockerRunner:
             client, image, config = self._container_config(plan, argv, log_dir, harness=True)
             config["environment"].pop("REPROSPEC_CELL", None)
             config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
-            with fresh_container(client, config) as container:
+            record = log_dir / f"{leftovers.INFLIGHT_PREFIX}envinfo.json"
+            with fresh_container(client, config, record) as container:
                 container.start()
                 status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
                 if status is None:
