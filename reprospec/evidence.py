@@ -23,9 +23,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reprospec import capped, native, ranks
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import excerpt
 from reprospec.models import Execution
 from reprospec.native import NativeStacks
@@ -45,7 +45,7 @@ EVENTS_TAIL_BYTES = 16 * 1024 * 1024
 # Items a worker may be stuck on, and the like, are kept up to here (the newest).
 MAX_BUSY = 256
 
-Event = Mapping[str, Any]
+Event = Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,12 @@ class Events:
                 if new_step != step:
                     stage = None
                 step = new_step
-            if isinstance(event.get("stage"), str):
-                stage = event["stage"]
-            if name == "import" and isinstance(event.get("module"), str):
-                module = (event["module"], phase)
+            new_stage = event.get("stage")
+            if isinstance(new_stage, str):
+                stage = new_stage
+            new_module = event.get("module")
+            if name == "import" and isinstance(new_module, str):
+                module = (new_module, phase)
         return cls(
             phase,
             step,
@@ -179,7 +181,7 @@ def _events_window(path: Path | None) -> bytes:
         return b""
 
 
-def _parse_events(data: bytes) -> Iterator[dict[str, Any]]:
+def _parse_events(data: bytes) -> Iterator[JsonObject]:
     for raw in capped.lines(io.BytesIO(data), _MAX_EVENT_LINE):
         try:
             event = json.loads(raw.replace(b"\0", b"").decode("utf-8", errors="replace"))
@@ -189,7 +191,7 @@ def _parse_events(data: bytes) -> Iterator[dict[str, Any]]:
             yield event
 
 
-def iter_events(path: Path | None) -> Iterator[dict[str, Any]]:
+def iter_events(path: Path | None) -> Iterator[JsonObject]:
     """The JSON objects of an events file (its head and tail); malformed lines are skipped."""
     yield from _parse_events(_events_window(path))
 

@@ -34,6 +34,8 @@ INFLIGHT = "inflight.json"
 # A container that is no attempt (the environment capture, a package check) has its
 # record beside the attempt's or the run's: `inflight-envinfo.json`, `inflight-probe.json`.
 INFLIGHT_PREFIX = "inflight-"
+# Every container the docker runner creates carries its token under this label.
+CONTAINER_LABEL = "org.reprospec.attempt"
 WATCHDOG = Path(__file__).resolve().with_name("watchdog.py")
 
 
@@ -220,70 +222,75 @@ class Flight:
 def reap(run_dir: Path) -> tuple[str, ...]:
     """End what the interrupted run's dead engine left running; a notice of what was found.
 
-    Raises UsageError when the engine of a record is still alive (the run is not
-    interrupted, it is running).
+    A record sits in a folder the attempt's own command could write to, so nothing in
+    it is trusted to name a victim: a process is ended only if it carries the record's
+    token or tag (a recycled pid, or any pid the record names, carries neither), and a
+    container only if its label holds the record's token. Raises UsageError when the
+    engine of a record is still alive (the run is not interrupted, it is running).
     """
     records: list[tuple[Path, InFlight]] = []
-    paths = [*run_dir.glob(f"{INFLIGHT_PREFIX}*.json"), *run_dir.glob("cells/*/*/inflight*.json")]
+    paths = [
+        *run_dir.glob(f"{INFLIGHT_PREFIX}*.json"),
+        *run_dir.glob("cells/*/*/inflight*.json"),
+        *run_dir.glob("cells/*/*/instance-*/inflight*.json"),
+    ]
     for path in sorted(paths):
         try:
             records.append((path, InFlight.from_dict(json.loads(path.read_text("utf-8")))))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     me = os.getpid()
-    for _, record in records:
+    for path, record in records:
         engine = record.engine
+        # Its pid with its start time and boot: a recycled pid is not taken for the engine.
         if engine is not None and engine.pid != me and engine.alive():
             raise UsageError(
-                f"--resume {run_dir.name}: the run is still running (engine pid {engine.pid}); "
-                "stop it first"
+                f"--resume {run_dir.name}: the run is still running (engine pid {engine.pid}, "
+                f"recorded in {path}); stop it first"
             )
     tokens = {record.token for _, record in records}
-    tags = {record.tag for _, record in records if record.tag is not None}
+    tags = {record.tag for _, record in records if watchdog.is_tag(record.tag)}
     killed = watchdog.kill_tagged(tokens, tags)
-    for _, record in records:
-        # The leader carries the token too; by pid only if it is the very same process.
-        if (
-            record.leader is not None
-            and record.leader_started is not None
-            and start_time(record.leader) == record.leader_started
-            and watchdog.alive(record.leader)
-            and _ours(record.leader)
-        ):
-            with contextlib.suppress(OSError):
-                os.kill(record.leader, 9)
-                killed += 1
-    containers = [record.container for _, record in records if record.container]
-    for name in containers:
-        _remove_container(name)
+    removed = sum(
+        _remove_container(record.container, record.token)
+        for _, record in records
+        if record.container
+    )
     for path, _ in records:
         with contextlib.suppress(OSError):
             path.unlink()
-    if not killed and not containers:
+    if not killed and not removed:
         return ()
     found = [f"{killed} process(es)"] if killed else []
-    if containers:
-        found.append(f"{len(containers)} container(s)")
+    if removed:
+        found.append(f"{removed} container(s)")
     return (
         f"the interrupted run's engine had left {' and '.join(found)} running: "
         "ended before resuming",
     )
 
 
-def _remove_container(name: str) -> None:
-    """Force-remove a container by name: the Docker SDK when it is installed, else the CLI."""
+def _remove_container(name: str, token: str) -> bool:
+    """Force-remove the attempt's container `name`, if its label holds `token`; whether it did."""
     try:
         import docker
         import docker.errors
     except ImportError:
-        watchdog.remove_container(name)
-        return
-    with contextlib.suppress(docker.errors.DockerException):
+        return False
+    try:
         client = docker.from_env()
-        try:
-            client.containers.get(name).remove(force=True, v=True)
-        finally:
-            client.close()
+    except docker.errors.DockerException:
+        return False
+    try:
+        container = client.containers.get(name)
+        if container.labels.get(CONTAINER_LABEL) != token:
+            return False  # not the one the record's attempt made
+        container.remove(force=True, v=True)
+        return True
+    except docker.errors.DockerException:
+        return False
+    finally:
+        client.close()
 
 
 def _ours(pid: int) -> bool:

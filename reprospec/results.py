@@ -19,10 +19,12 @@ from reprospec.models import (
     CellResult,
     ChainLink,
     Expectation,
+    InstanceResult,
     NotRun,
     Outcome,
     Rate,
     RunResult,
+    Standalone,
 )
 from reprospec.units import parse_rate, parse_step
 
@@ -88,6 +90,55 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
     )
 
 
+def instance_to_dict(i: InstanceResult) -> dict[str, Any]:
+    """One entry of an attempt's `instances`; an instance that did not run has `outcome: null`."""
+    return {
+        "instance": i.instance,
+        "outcome": outcome_to_dict(i.outcome) if isinstance(i.outcome, Outcome) else None,
+        "infra_error": i.outcome.reason if isinstance(i.outcome, NotRun) else None,
+        "matched": i.matched,
+        "gpu_slot": list(i.gpu_slot),
+        "duration_s": i.duration_s,
+        "ready_s": i.ready_s,
+        "start_s": i.start_s,
+        "end_s": i.end_s,
+        "logs": i.logs,
+    }
+
+
+def instance_from_dict(d: Mapping[str, Any]) -> InstanceResult:
+    """Inverse of `instance_to_dict`."""
+    outcome = d.get("outcome")
+    return InstanceResult(
+        instance=int(d["instance"]),
+        outcome=(
+            outcome_from_dict(outcome) if outcome else NotRun(d.get("infra_error") or "not run")
+        ),
+        matched=bool(d.get("matched", False)),
+        gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
+        duration_s=float(d.get("duration_s") or 0.0),
+        ready_s=_float_or_none(d.get("ready_s")),
+        start_s=_float_or_none(d.get("start_s")),
+        end_s=_float_or_none(d.get("end_s")),
+        logs=d.get("logs") or "",
+    )
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def instances_to_dict(a: AttemptResult) -> dict[str, Any] | None:
+    """An attempt's `run.instances` part (None for a plain attempt): as results.json keeps it."""
+    if not a.instances:
+        return None
+    return {
+        "instance": a.instance,
+        "start_spread_s": a.start_spread_s,
+        "instances": [instance_to_dict(i) for i in a.instances],
+    }
+
+
 def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
     """One entry of a cell's `attempts`; an attempt that did not run has `outcome: null`."""
     out: dict[str, Any] = {
@@ -109,6 +160,9 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out["excerpt"] = a.excerpt
     if a.native is not None:
         out["native_stacks"] = a.native
+    instances = instances_to_dict(a)
+    if instances is not None:
+        out.update(instances)
     return out
 
 
@@ -131,6 +185,9 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         stack=d.get("stack"),
         excerpt=d.get("excerpt"),
         native=d.get("native_stacks"),
+        instances=tuple(instance_from_dict(i) for i in d.get("instances") or ()),
+        instance=d.get("instance"),
+        start_spread_s=_float_or_none(d.get("start_spread_s")),
     )
 
 
@@ -201,6 +258,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "shard": run.shard or None,
+        "standalone": run.standalone.to_dict() if run.standalone else None,
     }
 
 
@@ -226,6 +284,7 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
+        standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
     )
 
 

@@ -2,8 +2,10 @@
 
 Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
-`attempts.native` (gdb's native stacks of a failure, as markdown). An older
-store is migrated in place when opened; a newer one is refused.
+`attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
+`attempts.instances` (`run.instances`: every instance's outcome and slot, which one
+is the attempt's, the start spread; JSON as in results.json). An older store is
+migrated in place when opened; a newer one is refused.
 
 What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
 names the store and what to do, never a raw sqlite traceback:
@@ -41,9 +43,9 @@ from typing import Any
 from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptResult, CellResult, Outcome
-from reprospec.results import attempt_from_dict, outcome_to_dict
+from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -119,6 +121,7 @@ CREATE TABLE attempts (
     stack TEXT,
     excerpt TEXT,
     native TEXT,
+    instances TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -126,6 +129,7 @@ CREATE TABLE attempts (
 _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+    3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -145,6 +149,7 @@ _ATTEMPT_COLUMNS = (
     "stack",
     "excerpt",
     "native",
+    "instances",
 )
 
 
@@ -473,6 +478,7 @@ class Store:
                     attempt.stack,
                     attempt.excerpt,
                     attempt.native,
+                    _instances_json(attempt),
                 ),
             )
 
@@ -585,9 +591,16 @@ class Store:
         return {(row["cell_id"], row["attempt"]): _attempt(row) for row in rows}
 
 
+def _instances_json(attempt: AttemptResult) -> str | None:
+    instances = instances_to_dict(attempt)
+    return None if instances is None else _json(instances)
+
+
 def _attempt(row: sqlite3.Row) -> AttemptResult:
+    instances = json.loads(row["instances"]) if row["instances"] else {}
     return attempt_from_dict(
         {
+            **instances,
             "attempt": row["attempt"],
             "duration_s": row["duration_s"],
             "outcome": json.loads(row["outcome"]) if row["outcome"] else None,

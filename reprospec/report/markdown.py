@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reprospec.instances import instance_rows, instance_separation, start_spread
 from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.environment import (
     CellEnvironments,
@@ -25,7 +26,8 @@ from reprospec.report.environment import (
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.report.signatures import explain, outcome_groups
-from reprospec.slots import slot_label, slot_separation
+from reprospec.report.standalone import standalone_markdown, versions_markdown
+from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
@@ -89,12 +91,13 @@ def separators(run: RunResult) -> list[str] | None:
 
     Both ways (a value in every failing cell and no passing one, and one in every
     passing cell and no failing one: "only gpu=0 passes"), single values, else pairs;
-    then the GPU slot, when failing attempts ran on slots that passing ones never did.
+    then the GPU slot, when failing attempts ran on slots that passing ones never did,
+    and the instance of `run.instances`, when some instances fail and others never do.
     """
     failing = failing_cells(run)
     passing = [c for c in run.cells if c.attempts and all(_passed(a) for a in c.attempts)]
-    by_slot = slot_separation(run.cells)
-    if not (failing and passing and axes_of(run.cells)) and by_slot is None:
+    more = [line for line in (slot_separation(run.cells), instance_separation(run.cells)) if line]
+    if not (failing and passing and axes_of(run.cells)) and not more:
         return None
     lines = [
         e.worded("every failing cell", "no passing cell")
@@ -102,7 +105,7 @@ def separators(run: RunResult) -> list[str] | None:
         else e.worded("every passing cell", "no failing cell")
         for e in explain(failing, passing)
     ]
-    return lines + ([by_slot] if by_slot else [])
+    return lines + more
 
 
 def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
@@ -141,16 +144,40 @@ def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
 
 
 def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
-    """(slot, attempts, failed, matched) per GPU slot: a crash tied to one GPU shows here."""
-    slots: dict[str, list[AttemptResult]] = {}
+    """(slot, runs, failed, matched) per GPU slot: a crash tied to one GPU shows here.
+
+    A run is an attempt, or one instance of an attempt with `run.instances`.
+    """
+    slots: dict[str, list[tuple[bool, bool]]] = {}
     for cell in run.cells:
         for a in cell.attempts:
-            if a.gpu_slot:
-                slots.setdefault(slot_label(a.gpu_slot), []).append(a)
+            for slot_run in slot_runs(a):
+                if slot_run.gpu_slot:
+                    slots.setdefault(slot_label(slot_run.gpu_slot), []).append(
+                        (slot_run.failed, slot_run.matched)
+                    )
     return [
-        (slot, len(group), sum(a.failed for a in group), sum(a.matched for a in group))
+        (slot, len(group), sum(f for f, _ in group), sum(m for _, m in group))
         for slot, group in slots.items()
     ]
+
+
+def _slot_noun(run: RunResult) -> str:
+    """The slot table's column: `attempts`, `instances`, or `runs` when both ran."""
+    runs = [r for c in run.cells for a in c.attempts for r in slot_runs(a) if r.gpu_slot]
+    return runs_noun(runs, 2)
+
+
+def _instances(run: RunResult) -> dict[str, Any] | None:
+    """The `run.instances` section: how together they started, and each instance's record."""
+    rows = instance_rows(run.cells)
+    if not rows:
+        return None
+    return {
+        "spread": start_spread(run.cells),
+        "rows": rows,
+        "show_gpu": any(row.gpu_slots for row in rows),
+    }
 
 
 def _command(run: RunResult) -> str:
@@ -210,8 +237,13 @@ def context(run: RunResult) -> dict[str, Any]:
         "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
         "slots": _slot_rows(run),
+        "slot_noun": _slot_noun(run),
+        "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run),
         "stacks": stack_sections(run),
+        # Sections worded whole elsewhere (report/standalone.py), placed by the template.
+        "versions": versions_markdown(run),
+        "standalone": standalone_markdown(run),
     }
 
 

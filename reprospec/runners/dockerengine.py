@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from reprospec.models import AttemptPlan
 from reprospec.process import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
-LABEL = "org.reprospec.attempt"
+LABEL = leftovers.CONTAINER_LABEL
 ENVINFO_TIMEOUT_S = 120.0
 DRAIN_WAIT_S = 2.0
 # One wait() call per slice, so `cancel` is noticed within a slice.
@@ -181,27 +182,58 @@ def fresh_container(
     """A created (not started) container, force-removed on leaving whatever happened.
 
     While it exists the watchdog knows its name (removed if the engine is killed), and
-    `record` (an attempt's in-flight record, leftovers.py) lets `--resume` remove it.
+    `record` (an in-flight record, leftovers.py) lets `--resume` remove it.
     """
-    import docker.errors
-
     name = str(config["name"])
     flight = leftovers.Flight(record, str(config["labels"][LABEL]), None, container=name)
     flight.begin()
-    container = None
     try:
-        container = client.containers.create(**config)
-        yield container
+        yield client.containers.create(**config)
     finally:
-        with contextlib.suppress(docker.errors.NotFound):
-            try:
-                (container or client.containers.get(name)).remove(force=True, v=True)
-            except docker.errors.APIError:
-                # "removal already in progress" and the like: give the engine a moment, once.
-                time.sleep(0.2)
-                with contextlib.suppress(docker.errors.APIError):
-                    client.containers.get(name).remove(force=True, v=True)
-        flight.end()
+        if remove_container(client, name):
+            flight.end()
+        else:
+            # Left registered: the watchdog removes it when this engine exits.
+            print(
+                f"reprospec: container {name} was not removed within {REMOVE_WAIT_S:.0f}s "
+                f"(the engine is slow or stuck): remove it with `docker rm -f {name}`",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+# A loaded engine can take seconds to remove a container ("removal already in progress").
+REMOVE_WAIT_S = 60.0
+
+
+def remove_container(client: Any, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
+    """Force-remove `name` and wait until the engine no longer lists it; False if it stays.
+
+    An attempt's container must be gone when the attempt returns, even when the engine
+    is slow: a removal "already in progress" is waited for, not taken for done.
+    """
+    import docker.errors
+    import requests.exceptions
+
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        try:
+            client.containers.get(name).remove(force=True, v=True)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass  # in progress, or the engine did not answer in time: look again
+        try:
+            client.containers.get(name)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 class OutputPump:
