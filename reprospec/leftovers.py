@@ -249,7 +249,11 @@ def reap(run_dir: Path) -> tuple[str, ...]:
                 f"recorded in {path}); stop it first"
             )
     tokens = {record.token for _, record in records}
-    tags = {record.tag for _, record in records if watchdog.is_tag(record.tag)}
+    tags = {
+        record.tag
+        for _, record in records
+        if record.tag is not None and watchdog.is_tag(record.tag)
+    }
     killed = watchdog.kill_tagged(tokens, tags)
     removed = sum(
         _remove_container(record.container, record.token)

@@ -18,9 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec.jsontypes import JsonObject, JsonValue
-
 from reprospec import capped
+from reprospec.jsontypes import JsonObject, JsonValue
 
 _MAX_LINE = 256 * 1024
 # The events file is the child's: what is kept of it stays bounded whatever it holds.

@@ -12,6 +12,7 @@ the waits below are generous bounds for a loaded machine, not timings.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -50,6 +51,10 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def gone(pid: int) -> bool:
+    return not alive(pid)
 
 
 def read_pids(path: Path) -> dict[str, int]:
@@ -254,7 +259,7 @@ def test_an_engine_killed_with_sigkill_takes_its_attempt_and_temporary_folders_a
     engine.kill()
     engine.wait()
     for name, pid in pids.items():
-        assert wait_until(lambda pid=pid: not alive(pid)), f"{name} {pid} outlived its engine"
+        assert wait_until(functools.partial(gone, pid)), f"{name} {pid} outlived its engine"
     assert wait_until(lambda: not any(p.exists() for p in shims)), shims
     # The record stays: it is how --resume knows (and the processes are gone already).
     assert list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))
@@ -311,7 +316,7 @@ def test_resume_refuses_while_the_engine_still_runs(tmp_path: Path, kill_after: 
             capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV,
         )  # fmt: skip
         assert resumed.returncode == 2, resumed.stderr
-        assert f"the run is still running (engine pid {engine.pid})" in resumed.stderr
+        assert f"the run is still running (engine pid {engine.pid}, recorded in" in resumed.stderr
         assert engine.poll() is None
     finally:
         engine.send_signal(signal.SIGTERM)
@@ -319,27 +324,31 @@ def test_resume_refuses_while_the_engine_still_runs(tmp_path: Path, kill_after: 
 
 
 def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]) -> None:
-    # A record whose leader pid now belongs to another process (another start time, no
-    # token, no tag): the resume must leave it alone.
+    # A record naming a live process by pid, with its true start time, as a recycled pid
+    # (or a record an attempt forged in its own folder) would: a process is ended only if
+    # it carries the record's token or tag, so this one is left alone.
     stranger = subprocess.Popen(["sleep", "1000"])
     kill_after.append(stranger.pid)
-    started = leftovers.start_time(stranger.pid)
-    assert started is not None
+    tag = leftovers.new_tag()
+    setup = process._child_setup(tag, os.getpid(), None)
+    tagged = subprocess.Popen(["sleep", "1000"], preexec_fn=setup)
+    kill_after.append(tagged.pid)
     record = tmp_path / "run" / "cells" / "c" / "1" / leftovers.INFLIGHT
     record.parent.mkdir(parents=True)
     dead_engine = {"pid": 1 << 22, "started": 1, "boot": "gone"}
-    for leader_started, survives in ((started + 1, True), (started, False)):
-        record.write_text(json.dumps({
-            "token": "f" * 32, "tag": leftovers.new_tag(), "leader": stranger.pid,
-            "leader_started": leader_started, "container": None, "engine": dead_engine,
-        }))  # fmt: skip
-        leftovers.reap(tmp_path / "run")
-        assert not record.exists()
-        if survives:
-            time.sleep(0.2)  # a kill would have landed by now; the stranger must still run
-            assert stranger.poll() is None, "a recycled pid was killed"
-    # The same pid with the recorded start time is the leader itself: ended.
-    assert stranger.wait(timeout=30) == -signal.SIGKILL
+    record.write_text(json.dumps({
+        "token": "f" * 32, "tag": tag, "leader": stranger.pid,
+        "leader_started": leftovers.start_time(stranger.pid), "container": None,
+        "engine": dead_engine,
+    }))  # fmt: skip
+    said = leftovers.reap(tmp_path / "run")
+    assert not record.exists()
+    # The tagged process was the attempt's: ended, and counted.
+    assert tagged.wait(timeout=30) == -signal.SIGKILL
+    assert said == (
+        "the interrupted run's engine had left 1 process(es) running: ended before resuming",
+    )
+    assert stranger.poll() is None, "a process the record named by pid alone was killed"
 
 
 def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> None:
@@ -350,7 +359,7 @@ def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> Non
         preexec_fn=setup,
     )
     proc.wait()
-    assert wait_until(lambda: (tmp_path / "p").exists() and (tmp_path / "p").read_text().strip())
+    assert wait_until(lambda: (tmp_path / "p").exists() and bool((tmp_path / "p").read_text()))
     pid = int((tmp_path / "p").read_text())
     try:
         assert watchdog.tag_of(pid) == tag and watchdog.is_tag(tag)
