@@ -4,7 +4,8 @@ Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
 `attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
 `attempts.instances` (`run.instances`: every instance's outcome and slot, which one
-is the attempt's, the start spread; JSON as in results.json). An older store is
+is the attempt's, the start spread; JSON as in results.json); 5 adds
+`attempts.child_warnings` (the warnings the child printed, once each). An older store is
 migrated in place when opened; a newer one is refused.
 
 What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
@@ -45,7 +46,7 @@ from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -122,6 +123,7 @@ CREATE TABLE attempts (
     excerpt TEXT,
     native TEXT,
     instances TEXT,
+    child_warnings TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -130,6 +132,7 @@ _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
     3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
+    4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -150,6 +153,7 @@ _ATTEMPT_COLUMNS = (
     "excerpt",
     "native",
     "instances",
+    "child_warnings",
 )
 
 
@@ -479,6 +483,7 @@ class Store:
                     attempt.excerpt,
                     attempt.native,
                     _instances_json(attempt),
+                    _json([w.to_dict() for w in attempt.child_warnings]),
                 ),
             )
 
@@ -554,7 +559,7 @@ class Store:
         return info
 
     def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries for `reprospec history`, newest first."""
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(
             f"""
@@ -571,7 +576,7 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.run_id DESC
+            ORDER BY r.started DESC, r.rowid DESC
             """,
             args,
         )
@@ -615,5 +620,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
         }
     )
