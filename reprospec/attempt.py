@@ -5,21 +5,37 @@ real run; tests give the scheduler other functions. The attempt's files are
 read here, once (`Evidence.read`); what the report needs later (a hang's
 stacks, a failure's log excerpt) goes into the `AttemptResult`, so nothing
 downstream opens them again.
+
+An attempt with `run.instances` runs N process trees released together
+(`runners.base.InstanceRunner`); each instance is classified and judged on its
+own, and the attempt's outcome is the first failure by time (the instance whose
+process ended first among those that failed), else instance 0's pass.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 
 from reprospec import native, ranks
 from reprospec.errors import InfraError
 from reprospec.evidence import Evidence
+from reprospec.instances import first_failure
 from reprospec.judge import judge_attempt
-from reprospec.models import AttemptPlan, AttemptResult, Execution, NotRun, Outcome
-from reprospec.outcome import classify, crash_stack
+from reprospec.models import (
+    AttemptPlan,
+    AttemptResult,
+    Execution,
+    InstanceResult,
+    NotRun,
+    Outcome,
+)
+from reprospec.outcome import classify, crash_stack, worker_stack
 from reprospec.runfolder import RunFolder
-from reprospec.runners.base import Runner
+from reprospec.runners.base import InstanceRunner, Runner
+from reprospec.tracebacks import current_thread_first
 
 
 class AttemptExecutor:
@@ -34,6 +50,8 @@ class AttemptExecutor:
     ) -> AttemptResult | None:
         log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
         logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
+        if plan.instances is not None:
+            return self._instances(plan, gpu_slot, cancel)
         try:
             execution = self.runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
         except InfraError as exc:
@@ -41,6 +59,31 @@ class AttemptExecutor:
         if execution.interrupted:
             return None
         return attempt_result(plan, execution, Evidence.read(execution), logs)
+
+    def _instances(
+        self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
+    ) -> AttemptResult | None:
+        log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
+        logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
+        if not isinstance(self.runner, InstanceRunner):
+            reason = (
+                f"the {self.runner.name} runner cannot run run.instances "
+                f"({plan.copies} copies of the attempt released from one start barrier); "
+                "use --runner local or --runner venv"
+            )
+            return AttemptResult.not_run(plan.attempt, reason, logs)
+        # Each instance its own share of the attempt's slots (environment.gpus each).
+        each = plan.gpus
+        slots = [gpu_slot[n * each : (n + 1) * each] for n in range(plan.copies)]
+        try:
+            executions = self.runner.run_instances(plan, log_dir, gpu_slots=slots, cancel=cancel)
+        except InfraError as exc:
+            return AttemptResult.not_run(plan.attempt, str(exc), logs)
+        if any(execution.interrupted for execution in executions):
+            return None
+        return instances_result(
+            plan, executions, [f"{logs}instance-{n}/" for n in range(len(executions))]
+        )
 
 
 def attempt_result(
@@ -53,9 +96,15 @@ def attempt_result(
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
     stack = evidence.stack if isinstance(outcome, Outcome) else None
+    excerpt = evidence.excerpt() if failed else None
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         stack = crash_stack(execution, evidence) or stack
+    dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
+    if dead_worker is not None:
+        # The worker's own stack leads the report; the excerpt is the main process's view.
+        stack = current_thread_first(dead_worker.stack)
+        excerpt = evidence.excerpt(without=dead_worker.stack)
     return AttemptResult(
         attempt=plan.attempt,
         duration_s=round(execution.duration_s, 3),
@@ -68,9 +117,10 @@ def attempt_result(
         gpu_slot=execution.gpu_slot,
         warnings=execution.warnings,
         stack=stack,
+        child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
-        excerpt=evidence.excerpt() if failed else None,
-        native=native.render_markdown(evidence.native)
+        excerpt=excerpt,
+        native=native.render_markdown(evidence.native, pid=_pid(outcome))
         if failed and evidence.native is not None
         else None,
     )
@@ -83,7 +133,10 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
         return outcome
     if outcome.kind == "crash" and evidence.native is not None:
         outcome = replace(
-            outcome, signature=native.with_native_frame(outcome.signature, evidence.native)
+            outcome,
+            signature=native.with_native_frame(
+                outcome.signature, evidence.native, pid=_pid(outcome)
+            ),
         )
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
         said = ranks.describe(evidence.ranks)
@@ -92,3 +145,74 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
             outcome = replace(outcome, detail=detail)
     return outcome
 
+
+
+def _pid(outcome: Outcome | NotRun) -> int | None:
+    """The pid of the process that crashed (a worker or child), whose core the report shows."""
+    return outcome.pid if isinstance(outcome, Outcome) else None
+
+
+def instances_result(
+    plan: AttemptPlan, executions: Sequence[Execution], logs: Sequence[str]
+) -> AttemptResult:
+    """One attempt from its instances' executions: each classified and judged, the attempt's
+    outcome the first failure by time (else instance 0's), every instance recorded."""
+    results = [
+        attempt_result(plan, execution, Evidence.read(execution), folder)
+        for execution, folder in zip(executions, logs, strict=True)
+    ]
+    released = [e.released_at for e in executions if e.released_at is not None]
+    origin = min(released, default=None)
+
+    def since(moment: float | None) -> float | None:
+        if moment is None or origin is None:
+            return None
+        return round(moment - origin, 6)
+
+    instances = tuple(
+        InstanceResult(
+            instance=number,
+            outcome=result.outcome,
+            matched=result.matched,
+            gpu_slot=execution.gpu_slot,
+            duration_s=result.duration_s,
+            ready_s=since(execution.ready_at),
+            start_s=since(execution.released_at),
+            end_s=since(execution.ended_at),
+            logs=result.logs,
+        )
+        for number, (execution, result) in enumerate(zip(executions, results, strict=True))
+    )
+    not_run = [i for i in instances if isinstance(i.outcome, NotRun)]
+    failed = [i for i in instances if i.failed]
+    first = (
+        not_run[0]
+        if not_run
+        else min(failed, key=lambda i: (math.inf if i.end_s is None else i.end_s, i.instance))
+        if failed
+        else instances[0]
+    )
+    chosen = results[first.instance]
+    outcome = chosen.outcome
+    if isinstance(outcome, NotRun):
+        outcome = NotRun(f"instance {first.instance} of {len(instances)}: {outcome.reason}")
+    elif len(instances) > 1 and failed:
+        said = first_failure(instances, first.instance)
+        outcome = replace(outcome, detail=f"{outcome.detail}; {said}" if outcome.detail else said)
+    return replace(
+        chosen,
+        outcome=outcome,
+        matched=chosen.matched and isinstance(outcome, Outcome),
+        duration_s=max(result.duration_s for result in results),
+        started=min(result.started for result in results),
+        finished=max(result.finished for result in results),
+        gpu_slot=tuple(slot for execution in executions for slot in execution.gpu_slot),
+        # The runner says which warnings are one instance's (`instance N: ...`).
+        warnings=tuple(dict.fromkeys(w for result in results for w in result.warnings)),
+        child_warnings=tuple(
+            {w.key: w for result in results for w in result.child_warnings}.values()
+        ),
+        instances=instances,
+        instance=first.instance,
+        start_spread_s=round(max(released) - min(released), 6) if released else None,
+    )

@@ -35,6 +35,8 @@ MAX_REPEAT = 10_000
 MAX_ATTEMPTS = 20_000
 # Attempts run at once (run.parallel, -j).
 MAX_PARALLEL = 256
+# Copies of one attempt started together at a start barrier (run.instances).
+MAX_INSTANCES = 256
 
 # Characters of one output line that markers are matched against, and the time one
 # marker may spend on one line before it is abandoned for the rest of the attempt.

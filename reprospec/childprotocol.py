@@ -14,6 +14,13 @@ that builds those variables and names those files.
     PYTHONPATH            stackdump/ (and the harness for a workload) first
     TMPDIR, XDG_CACHE_HOME  tmp/ and cache/: the attempt's own, unless environment.shared_tmp
                           (the runner creates them and removes them after: scratch.py)
+
+An instance of `run.instances` (one of N copies of the attempt started together)
+also gets, as torchrun would set them for a job of N processes on one machine:
+
+    REPROSPEC_INSTANCE    its number, 0..N-1 (also RANK and LOCAL_RANK)
+    REPROSPEC_INSTANCES   N (also WORLD_SIZE and LOCAL_WORLD_SIZE)
+    MASTER_ADDR, MASTER_PORT  127.0.0.1 and a port that was free when the attempt began
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ TMP_DIR = "tmp"
 CACHE_DIR = "cache"
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
+INSTANCE_VAR = "REPROSPEC_INSTANCE"
+INSTANCES_VAR = "REPROSPEC_INSTANCES"
 STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
 CELL_VAR = "REPROSPEC_CELL"
 
@@ -51,11 +60,37 @@ class ChildPaths:
     attempt_dir: str
     harness_dir: str = str(HARNESS_DIR)
     stackdump_dir: str = str(STACKDUMP_DIR)
-    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets).
+    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets, or
+    # the attempt's folder shared by its instances, each with a folder of its own).
     tmp_dir: str | None = None
+    # XDG_CACHE_HOME when not ATTEMPT/cache (the attempt's, shared by its instances).
+    cache_dir: str | None = None
 
     def file(self, name: str) -> str:
         return f"{self.attempt_dir}/{name}"
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One of `count` copies of an attempt (`run.instances`), as its variables say it."""
+
+    number: int
+    count: int
+    master_port: int
+    master_addr: str = "127.0.0.1"
+
+    def variables(self) -> dict[str, str]:
+        """REPROSPEC_INSTANCE and the torch.distributed variables of a job of `count` processes."""
+        return {
+            INSTANCE_VAR: str(self.number),
+            INSTANCES_VAR: str(self.count),
+            "RANK": str(self.number),
+            "LOCAL_RANK": str(self.number),
+            "WORLD_SIZE": str(self.count),
+            "LOCAL_WORLD_SIZE": str(self.count),
+            "MASTER_ADDR": self.master_addr,
+            "MASTER_PORT": str(self.master_port),
+        }
 
 
 def child_env(
@@ -66,11 +101,14 @@ def child_env(
     token: str | None = None,
     pythonpath_after: Sequence[str] = (),
     harness: bool | None = None,
+    instance: Instance | None = None,
 ) -> dict[str, str]:
     """The spec's `env` for the cell plus the protocol's variables, as the child must see them.
 
     `pythonpath_after`: entries kept after ours (the caller's or the image's own).
     `harness`: put the harness on PYTHONPATH (default: for a workload).
+    `instance`: the instance of `run.instances` this child is (its variables win over
+    the spec's: only the engine knows which copy a process is).
     """
     env = dict(plan.env)
     ours = [paths.stackdump_dir]
@@ -88,7 +126,9 @@ def child_env(
     if not plan.environment.shared_tmp:
         # The spec's own env wins: an incident may need a particular TMPDIR.
         env.setdefault("TMPDIR", paths.tmp_dir or paths.file(TMP_DIR))
-        env.setdefault("XDG_CACHE_HOME", paths.file(CACHE_DIR))
+        env.setdefault("XDG_CACHE_HOME", paths.cache_dir or paths.file(CACHE_DIR))
+    if instance is not None:
+        env.update(instance.variables())
     if token is not None:
         env[TOKEN_VAR] = token
     if gpu_ids:

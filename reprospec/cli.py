@@ -33,6 +33,7 @@ COMMANDS = (
     "isolate",
     "bisect",
     "envs",
+    "bundle",
 )
 
 
@@ -76,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         "spec",
         metavar="SPEC",
         nargs="?",
-        help="a spec file, or a report.md that embeds one (optional with --resume)",
+        help="a spec file, a report.md that embeds one, or a bundle (.tar.gz from `reprospec "
+        "bundle`; optional with --resume)",
     )
     _add_selection_options(p)
     p.add_argument(
@@ -121,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
-        help="also print the report in this format to stdout",
+        help="also print the report in this format to stdout (html: one self-contained page)",
     )
     p.add_argument(
         "--python",
@@ -147,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         default=None,
         metavar="RUN",
-        help="finish an interrupted run without redoing finished attempts",
+        help="finish an interrupted run without redoing finished attempts "
+        "(its id, `latest` or `latest~N`)",
     )
     p.add_argument(
         "--find-links",
@@ -167,13 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "run",
         metavar="RUN",
-        help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
+        help="a run folder, its results.json, a run id (or a unique prefix) under --out, "
+        "`latest` (the newest run) or `latest~N` (N runs before it)",
     )
     p.add_argument(
         "--format",
-        choices=("md", "junit", "json"),
+        choices=("md", "html", "junit", "json"),
         default="md",
-        help="markdown bug report (default), JUnit XML or JSON",
+        help="markdown bug report (default), a self-contained HTML page with a sortable table "
+        "and a heatmap, JUnit XML or JSON",
     )
     p.add_argument(
         "-o",
@@ -245,10 +250,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the results store to read (default: .reprospec)",
     )
-
-    p = sub.add_parser("compare", help="cells whose verdict changed between two runs")
     p.add_argument(
-        "run_a", metavar="RUN_A", help="the first run: a run folder, results.json or run id"
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="a table (default) or JSON: every run with its id whole and its verdict counts",
+    )
+
+    p = sub.add_parser(
+        "compare", help="what changed between two runs: spec, options, environment, each cell"
+    )
+    p.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the first run: a run folder, results.json, run id, `latest` or `latest~N`",
     )
     p.add_argument("run_b", metavar="RUN_B", help="the second run, compared with the first")
     p.add_argument(
@@ -258,13 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where run ids are looked up (default: .reprospec)",
     )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="what changed, as text (default) or JSON",
+    )
 
     p = sub.add_parser("merge", help="merge shard runs into one run and one report")
     p.add_argument(
         "runs",
         nargs="+",
         metavar="RUN",
-        help="the shard runs: run folders, results.json files or run ids",
+        help="the shard runs: run folders, results.json files, run ids or `latest~N`",
     )
     p.add_argument(
         "--out",
@@ -275,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
         help="also print the merged report in this format to stdout",
     )
@@ -291,10 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     isolate.add_parser(sub)
 
     # Verbs that define their own arguments (their modules import only argparse at the top).
-    from reprospec.commands import bisect, envs
+    from reprospec.commands import bisect, bundle, envs
 
     bisect.add_parser(sub)
     envs.add_parser(sub)
+    bundle.add_parser(sub)
     return parser
 
 

@@ -18,12 +18,14 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -34,6 +36,12 @@ CA_DIR = Path("/usr/local/share/ca-certificates")
 
 DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
+# Both are built on this machine (scripts/docker-setup.sh); a bundle for another machine
+# rebuilds their content from this public base and these packages instead.
+LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
+PUBLIC_BASE = "debian:bookworm-slim"
+# What scripts/docker-setup.sh installs into the runner image (REPROSPEC_PACKAGES' default).
+RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"
 HASH_LABEL = "org.reprospec.content-hash"
 BUILD_LOG_TAIL = 25
@@ -153,6 +161,44 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
     return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
 
 
+def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecipe:
+    """What the runner image holds (Python, gdb, RUNNER_PACKAGES, the harness) and `packages`,
+    built from PUBLIC_BASE: no image of this machine is needed. A package of `packages`
+    replaces the runner's own pin of it (`torch==2.3.0` wins over torch==2.13.0)."""
+    import jinja2
+
+    named = {_requirement_name(p) for p in packages}
+    wanted = [p for p in RUNNER_PACKAGES if _requirement_name(p) not in named] + list(packages)
+    files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
+    if find_links is not None:
+        if not find_links.is_dir():
+            raise InfraError(f"--find-links folder not found: {find_links}")
+        files.append(("wheels", find_links.resolve()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=False,  # a Dockerfile; the base is a constant, packages go to a file
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    dockerfile = env.get_template("Dockerfile.public.j2").render(
+        base=PUBLIC_BASE, wheels=find_links is not None
+    )
+    return BuildRecipe(
+        dockerfile=dockerfile,
+        files=tuple(files),
+        texts=(("requirements.txt", "".join(f"{p}\n" for p in wanted)),),
+        bases=(PUBLIC_BASE,),
+        folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
+    )
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
+
+
 def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     for cert in ca_certificates():
@@ -251,7 +297,36 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def image_present(client: Any, ref: str) -> bool:
+class _Images(Protocol):
+    def get(self, name: str) -> object: ...
+
+
+class _BuildApi(Protocol):
+    def build(
+        self,
+        *,
+        path: str,
+        dockerfile: str,
+        tag: str,
+        rm: bool,
+        forcerm: bool,
+        pull: bool,
+        decode: bool,
+        labels: Mapping[str, str],
+    ) -> Iterable[Mapping[str, object]]: ...
+
+
+class DockerClient(Protocol):
+    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
+
+    @property
+    def images(self) -> _Images: ...
+
+    @property
+    def api(self) -> _BuildApi: ...
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether the engine has `ref` locally (never pulls)."""
     import docker.errors
 
@@ -262,8 +337,14 @@ def image_present(client: Any, ref: str) -> bool:
     return True
 
 
-def ensure_image(client: Any, recipe: ImageRecipe) -> str:
-    """The tag to run, built first when needed; InfraError when missing or the build fails."""
+def ensure_image(
+    client: DockerClient, recipe: ImageRecipe, say: Callable[[str], None] | None = None
+) -> str:
+    """The tag to run, built first when needed; InfraError when missing or the build fails.
+
+    `say` hears what is slow (a build takes minutes): the build starting, its steps,
+    the time it took.
+    """
     if image_present(client, recipe.tag):
         return recipe.tag
     if recipe.build is None:
@@ -277,12 +358,22 @@ def ensure_image(client: Any, recipe: ImageRecipe) -> str:
                 f"docker image {base} (the base of the {recipe.source} build) is missing "
                 f"(reprospec never pulls implicitly): {_how_to_get(base)}"
             )
-    build_image(client, recipe.build, recipe.tag)
+    if say is not None:
+        say(f"image {recipe.tag}: building from {recipe.source} (once; later runs reuse it)")
+    started = time.monotonic()
+    build_image(client, recipe.build, recipe.tag, say=say)
+    if say is not None:
+        say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
 
 
-def build_image(client: Any, build: BuildRecipe, tag: str) -> list[str]:
-    """Build `build` as `tag` with the engine's builder; returns the build log lines."""
+def build_image(
+    client: DockerClient, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
+) -> list[str]:
+    """Build `build` as `tag` with the engine's builder; returns the build log lines.
+
+    `say` gets each step line (`Step 2/5 : RUN pip install ...`) as the builder starts it.
+    """
     import docker.errors
 
     log: list[str] = []
@@ -302,7 +393,12 @@ def build_image(client: Any, build: BuildRecipe, tag: str) -> list[str]:
             )
             for chunk in stream:
                 if "stream" in chunk:
-                    log.extend(str(chunk["stream"]).rstrip("\n").splitlines())
+                    lines = str(chunk["stream"]).rstrip("\n").splitlines()
+                    log.extend(lines)
+                    if say is not None:
+                        for line in lines:
+                            if line.startswith("Step "):
+                                say(f"    {line}")
                 if "error" in chunk:
                     log.extend(str(chunk["error"]).rstrip("\n").splitlines())
                     raise InfraError(_build_failure(tag, log))
@@ -317,6 +413,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-def describe(recipe: ImageRecipe) -> dict[str, Any]:
+def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

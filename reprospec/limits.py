@@ -36,9 +36,15 @@ def namespaces_permitted() -> str | None:
     return done.stderr.strip().removeprefix("reprospec: shm_size not applied: ") or "probe failed"
 
 
-def wrap_argv(argv: Sequence[str], environment: Environment) -> tuple[list[str], list[str]]:
-    """Return (argv that applies the limits of `environment`, warnings for limits not applied)."""
-    options: list[str] = []
+def wrap_argv(
+    argv: Sequence[str], environment: Environment, launch_options: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Return (argv that applies the limits of `environment`, warnings for limits not applied).
+
+    `launch_options` are more options for launch.py (an instance's `--barrier DIR
+    --instance N`): with them, the argv always goes through launch.py.
+    """
+    options: list[str] = list(launch_options)
     warnings: list[str] = []
     shm = environment.shm_size
     if shm is not None:

@@ -14,16 +14,20 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from reprospec.sections import Command, Environment, Job, JsonObject, Workload
+from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.sections import Command, Environment, Job, Workload
 from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 # "any" is no spec value: it is what a cell expects in observe mode (`run --observe`, or
 # a spec without `expect`), where every attempt that ran is recorded, none judged.
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
-VerdictKind = Literal["reproduced", "not-reproduced", "undecided", "infra-error", "observed"]
+# "not-run": a cell an interrupted run never reached (no attempt ran, none failed to).
+VerdictKind = Literal[
+    "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
+]
 # main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
 Where = Literal["main", "worker", "child"]
 
@@ -38,7 +42,7 @@ class Spec:
 
     path: Path
     name: str
-    document: Mapping[str, Any]
+    document: Mapping[str, JsonValue]
     source_text: str
     locations: Mapping[tuple[str | int, ...], tuple[int, int]] = field(
         default_factory=dict, compare=False, repr=False
@@ -69,7 +73,7 @@ class Cell:
 
     id: str
     index: int
-    matrix: Mapping[str, Any]
+    matrix: Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -111,8 +115,8 @@ class Expectation:
         """Observe mode: no expectation, whatever happens is recorded."""
         return self.outcome == "any"
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"outcome": self.outcome}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"outcome": self.outcome}
         if self.signal is not None:
             signals = self.signals
             out["signal"] = signals[0] if len(signals) == 1 else list(signals)
@@ -137,7 +141,8 @@ class AttemptPlan:
 
     `job` is the command (a string command is `("/bin/sh", "-c", command)`) or
     the workload the harness runs; `environment` is the cell's resolved, typed
-    `environment` section.
+    `environment` section. `instances` (`run.instances`) is how many copies of the
+    attempt start together at a start barrier; None: one plain process tree.
     """
 
     spec_name: str
@@ -148,6 +153,7 @@ class AttemptPlan:
     markers: tuple[Marker, ...]
     environment: Environment
     expectation: Expectation
+    instances: int | None = None
 
     @property
     def argv(self) -> tuple[str, ...] | None:
@@ -177,8 +183,18 @@ class AttemptPlan:
 
     @property
     def gpus(self) -> int:
-        """How many GPU slots the attempt takes (`environment.gpus`)."""
+        """How many GPU slots one process tree of the attempt takes (`environment.gpus`)."""
         return self.environment.gpus
+
+    @property
+    def copies(self) -> int:
+        """How many process trees the attempt runs at once (its instances, else one)."""
+        return self.instances or 1
+
+    @property
+    def gpu_slots_needed(self) -> int:
+        """GPU slots the whole attempt takes: `environment.gpus` for each instance."""
+        return self.environment.gpus * self.copies
 
 
 @dataclass(frozen=True)
@@ -223,6 +239,14 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # time.monotonic() when the attempt's root process ended (CLOCK_MONOTONIC: the same
+    # clock in every process of this machine); None when nothing ran.
+    ended_at: float | None = None
+    # One instance of `run.instances`: its number and when it reached the start barrier
+    # and was released from it (CLOCK_MONOTONIC seconds, as the instance itself read them).
+    instance: int | None = None
+    ready_at: float | None = None
+    released_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -238,7 +262,7 @@ class ChainLink:
     message: str | None = None
     link: Literal["cause", "context"] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "message": self.message, "link": self.link}
 
 
@@ -250,7 +274,9 @@ class Outcome:
     whole chain it ended (primary first) when it had more than one. `pid` and
     `cmdline` name the crashed process for `where: child`. `module` is the module
     being imported when the attempt stopped in the import phase; `stage` the
-    stage of the step it was in (forward, backward, optimizer, ...).
+    stage of the step it was in (forward, backward, optimizer, ...). `injected` names
+    the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
+    happen, it is no bug of the code under test.
     """
 
     kind: OutcomeKind
@@ -269,8 +295,9 @@ class Outcome:
     chain: tuple[ChainLink, ...] = ()
     pid: int | None = None
     cmdline: str | None = None
+    injected: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @property
@@ -307,7 +334,7 @@ class Rate:
     low: float
     high: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -326,6 +353,63 @@ class Verdict:
     kind: VerdictKind
     reason: str
     rate: Rate
+
+
+@dataclass(frozen=True)
+class ChildWarning:
+    """A warning the attempt's processes printed (Python's `file:line: Category: message`).
+
+    `where` is the `file:line` it was issued from; the same category and message
+    from another line is the same warning.
+    """
+
+    category: str
+    message: str
+    where: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two warnings the same one."""
+        return self.category, self.message
+
+    def text(self) -> str:
+        """`UserWarning: message`."""
+        return f"{self.category}: {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"category": self.category, "message": self.message, "where": self.where}
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    """One instance of an attempt with `run.instances`: how it ended, on which GPU slot.
+
+    `start_s` is when it was released from the start barrier, in seconds after the
+    first instance of its attempt was; `ready_s` when it reached the barrier (<= 0:
+    every instance waits there before any is released); `end_s` when its process
+    ended (the attempt's outcome is the failure with the smallest `end_s`), all on
+    the same scale. `logs` is its own folder, relative to the run folder.
+    """
+
+    instance: int
+    outcome: Outcome | NotRun
+    matched: bool
+    gpu_slot: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    ready_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    logs: str = ""
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the instance ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
 
 
 @dataclass(frozen=True)
@@ -351,6 +435,14 @@ class AttemptResult:
     excerpt: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
+    # `run.instances`: every instance, in instance order; `instance` is the one whose
+    # outcome is the attempt's (the first failure by time, else instance 0), and
+    # `start_spread_s` how far apart the instances were released from the start barrier.
+    instances: tuple[InstanceResult, ...] = ()
+    instance: int | None = None
+    start_spread_s: float | None = None
+    # The warnings the child printed, each once, in the order first printed.
+    child_warnings: tuple[ChildWarning, ...] = ()
 
     @property
     def ran(self) -> Outcome | None:
@@ -399,7 +491,7 @@ class CellResult:
     rate: Rate
     attempts: tuple[AttemptResult, ...]
     command: str = ""
-    environment: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def judged(
@@ -409,7 +501,7 @@ class CellResult:
         verdict: Verdict,
         attempts: tuple[AttemptResult, ...],
         command: str = "",
-        environment: Mapping[str, Any] | None = None,
+        environment: Mapping[str, JsonValue] | None = None,
     ) -> CellResult:
         """A cell from the judge's `Verdict` of its attempts."""
         return cls(
@@ -430,6 +522,58 @@ class CellResult:
 
 
 @dataclass(frozen=True)
+class Standalone:
+    """How to reproduce one cell without reprospec (the report's "Standalone repro").
+
+    `kind` "command": `run` is the command line (with its variables and the `cd` into
+    the workdir) and `files` the workdir files the command names. `kind` "workload":
+    `script` is a generated self-contained repro.py and `run` how to start it.
+    `unavailable` says why there is none (then only `cell` and `kind` are set).
+    """
+
+    cell: str
+    kind: Literal["command", "workload"]
+    run: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = "."  # relative to the spec's folder
+    files: tuple[str, ...] = ()  # relative to the workdir
+    script: str = ""
+    notes: tuple[str, ...] = ()
+    unavailable: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "cell": self.cell,
+            "kind": self.kind,
+            "run": self.run,
+            "env": dict(self.env),
+            "workdir": self.workdir,
+            "files": list(self.files),
+            "script": self.script,
+            "notes": list(self.notes),
+            "unavailable": self.unavailable,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Standalone:
+        kind: Literal["command", "workload"] = (
+            "workload" if d.get("kind") == "workload" else "command"
+        )
+        env, files, notes = d.get("env"), d.get("files"), d.get("notes")
+        return cls(
+            cell=str(d.get("cell", "")),
+            kind=kind,
+            run=str(d.get("run", "")),
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {},
+            workdir=str(d.get("workdir") or "."),
+            files=tuple(str(f) for f in files) if isinstance(files, list) else (),
+            script=str(d.get("script") or ""),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+            unavailable=str(d.get("unavailable") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything about one run: written as results.json, into the store, into reports."""
 
@@ -440,7 +584,7 @@ class RunResult:
     runner: str
     started: str
     finished: str
-    environment: Mapping[str, Any]
+    environment: Mapping[str, JsonValue]
     cells: tuple[CellResult, ...]
     command_line: str = ""
     title: str = ""
@@ -448,6 +592,12 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
     shard: str = ""  # "K/N" when this run holds one shard of the attempts
+    standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
+    # The options the run was asked besides the spec (`RunOptions.to_dict()`), for compare.
+    options: Mapping[str, object] = field(default_factory=dict)
+    # Where the run's paths point, for reports to name them short: absolute path -> label
+    # (`<venv>`, `<python>`, `<home>`, `<harness>`; "" is the project, named relative).
+    paths: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -461,6 +611,9 @@ class RunResult:
         observed = sum(c.verdict == "observed" for c in self.cells)
         if observed:  # only observe runs have the key
             counts["observed"] = observed
+        not_run = sum(c.verdict == "not-run" for c in self.cells)
+        if not_run:  # only interrupted runs have the key
+            counts["not_run"] = not_run
         return counts
 
     @property

@@ -80,6 +80,8 @@ class ProcessResult:
     native_path: Path | None = None
     # Descendants that died as orphans of ours (the subreaper) before the attempt ended.
     child_exits: tuple[ChildExit, ...] = ()
+    # time.monotonic() when the root process was seen to end (or was killed).
+    ended_at: float | None = None
 
 
 def utc_now() -> str:
@@ -580,4 +582,5 @@ def run_process(
         warnings=tuple(warnings),
         native_path=native_path,
         child_exits=child_exits,
+        ended_at=begin + duration,
     )

@@ -18,12 +18,16 @@ from reprospec.models import (
     Cell,
     CellResult,
     ChainLink,
+    ChildWarning,
     Expectation,
+    InstanceResult,
     NotRun,
     Outcome,
     Rate,
     RunResult,
+    Standalone,
 )
+from reprospec.runrefs import resolve_run_id
 from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
@@ -60,6 +64,8 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         out["pid"] = outcome.pid
     if outcome.cmdline is not None:
         out["cmdline"] = outcome.cmdline
+    if outcome.injected is not None:
+        out["injected"] = outcome.injected
     return out
 
 
@@ -85,7 +91,57 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
         ),
         pid=d.get("pid"),
         cmdline=d.get("cmdline"),
+        injected=d.get("injected"),
     )
+
+
+def instance_to_dict(i: InstanceResult) -> dict[str, Any]:
+    """One entry of an attempt's `instances`; an instance that did not run has `outcome: null`."""
+    return {
+        "instance": i.instance,
+        "outcome": outcome_to_dict(i.outcome) if isinstance(i.outcome, Outcome) else None,
+        "infra_error": i.outcome.reason if isinstance(i.outcome, NotRun) else None,
+        "matched": i.matched,
+        "gpu_slot": list(i.gpu_slot),
+        "duration_s": i.duration_s,
+        "ready_s": i.ready_s,
+        "start_s": i.start_s,
+        "end_s": i.end_s,
+        "logs": i.logs,
+    }
+
+
+def instance_from_dict(d: Mapping[str, Any]) -> InstanceResult:
+    """Inverse of `instance_to_dict`."""
+    outcome = d.get("outcome")
+    return InstanceResult(
+        instance=int(d["instance"]),
+        outcome=(
+            outcome_from_dict(outcome) if outcome else NotRun(d.get("infra_error") or "not run")
+        ),
+        matched=bool(d.get("matched", False)),
+        gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
+        duration_s=float(d.get("duration_s") or 0.0),
+        ready_s=_float_or_none(d.get("ready_s")),
+        start_s=_float_or_none(d.get("start_s")),
+        end_s=_float_or_none(d.get("end_s")),
+        logs=d.get("logs") or "",
+    )
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def instances_to_dict(a: AttemptResult) -> dict[str, Any] | None:
+    """An attempt's `run.instances` part (None for a plain attempt): as results.json keeps it."""
+    if not a.instances:
+        return None
+    return {
+        "instance": a.instance,
+        "start_spread_s": a.start_spread_s,
+        "instances": [instance_to_dict(i) for i in a.instances],
+    }
 
 
 def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
@@ -109,6 +165,11 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out["excerpt"] = a.excerpt
     if a.native is not None:
         out["native_stacks"] = a.native
+    instances = instances_to_dict(a)
+    if instances is not None:
+        out.update(instances)
+    if a.child_warnings:
+        out["child_warnings"] = [w.to_dict() for w in a.child_warnings]
     return out
 
 
@@ -131,6 +192,21 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         stack=d.get("stack"),
         excerpt=d.get("excerpt"),
         native=d.get("native_stacks"),
+        instances=tuple(instance_from_dict(i) for i in d.get("instances") or ()),
+        instance=d.get("instance"),
+        start_spread_s=_float_or_none(d.get("start_spread_s")),
+        child_warnings=child_warnings_from_list(d.get("child_warnings")),
+    )
+
+
+def child_warnings_from_list(items: object) -> tuple[ChildWarning, ...]:
+    """The `child_warnings` list of results.json (or the store) as `ChildWarning`s."""
+    if not isinstance(items, list):
+        return ()
+    return tuple(
+        ChildWarning(str(w.get("category", "")), str(w.get("message", "")), str(w.get("where", "")))
+        for w in items
+        if isinstance(w, dict)
     )
 
 
@@ -201,6 +277,9 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "shard": run.shard or None,
+        "standalone": run.standalone.to_dict() if run.standalone else None,
+        "options": dict(run.options),
+        "paths": dict(run.paths),
     }
 
 
@@ -226,6 +305,9 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
+        standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
+        options=dict(d.get("options") or {}),
+        paths={str(k): str(v) for k, v in (d.get("paths") or {}).items()},
     )
 
 
@@ -253,7 +335,10 @@ def write_run(run_dir: Path, run: RunResult) -> Path:
 
 
 def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
-    """The results.json of a run folder, a results.json path, or a run id (or unique prefix)."""
+    """The results.json of a run folder, a results.json path, a run id (or unique prefix),
+    or `latest` / `latest~N` (`resolve_run_id`)."""
+    if isinstance(path_or_id, str):
+        path_or_id = resolve_run_id(path_or_id, out_root)
     path = Path(path_or_id)
     if path.is_dir() and (path / "results.json").is_file():
         return path / "results.json"

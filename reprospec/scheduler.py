@@ -5,6 +5,11 @@ given a `RunAttempt` function that runs one planned attempt and returns its
 judged `AttemptResult` (or None when the run was cancelled under it). That
 keeps the policy (round-robin over cells, `-j`, GPU slots, `stop_on`,
 `repeat: auto`, resume) testable in-process in milliseconds.
+
+`-j N` bounds the process trees running at once: an attempt with `run.instances: K`
+takes min(K, N) of the N places (waiting, first come first served, until they
+are free) and K x `environment.gpus` GPU slots, so its instances never race with
+attempts the scheduler happened to start beside them.
 """
 
 from __future__ import annotations
@@ -29,6 +34,38 @@ AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
 # Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
 STOP_GRACE_S = 0.5
+
+
+class _Places:
+    """The `-j` places: an attempt takes one per process tree it runs, first come first served."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free = size
+        self._turns: list[object] = []
+        self._cond = threading.Condition()
+
+    def take(self, count: int, cancel: threading.Event) -> bool:
+        """Wait for `count` places (at most all of them); False when cancelled while waiting."""
+        count = min(count, self.size)
+        turn = object()
+        with self._cond:
+            self._turns.append(turn)
+            try:
+                while self._turns[0] is not turn or self._free < count:
+                    if cancel.is_set():
+                        return False
+                    self._cond.wait(timeout=0.2)
+                self._free -= count
+                return True
+            finally:
+                self._turns.remove(turn)
+                self._cond.notify_all()
+
+    def give_back(self, count: int) -> None:
+        with self._cond:
+            self._free += min(count, self.size)
+            self._cond.notify_all()
 
 
 @dataclass
@@ -72,6 +109,7 @@ class Scheduler:
         ]
         self.total = len(self._queue)
         self.finished = 0
+        self._places = _Places(max(1, plan.parallel))
 
     def run(self) -> dict[str, list[AttemptResult]]:
         """Run everything (or until cancelled); each cell's attempt results in attempt order.
@@ -149,20 +187,30 @@ class Scheduler:
         return self.cancel.is_set()
 
     def _run_one(self, attempt: AttemptPlan) -> AttemptResult | None:
-        needed = attempt.gpus
+        needed = attempt.gpu_slots_needed
         if needed > self.gpu_pool.size:
             visible = self.gpu_pool.size or "none"
-            reason = f"skipped: needs {needed} GPU(s), {visible} visible to this run"
+            each = (
+                f" ({attempt.gpus} for each of {attempt.copies} instances)"
+                if attempt.instances is not None and attempt.copies > 1
+                else ""
+            )
+            reason = f"skipped: needs {needed} GPU(s){each}, {visible} visible to this run"
             return AttemptResult.not_run(attempt.attempt, reason)
-        slot = self.gpu_pool.take(needed, self.cancel)
-        if slot is None:
+        if not self._places.take(attempt.copies, self.cancel):
             return None
-        if self.progress is not None:
-            self.progress("start", attempt.cell, None, self.finished, self.total)
         try:
-            return self.run_attempt(attempt, slot, self.cancel)
+            slot = self.gpu_pool.take(needed, self.cancel)
+            if slot is None:
+                return None
+            if self.progress is not None:
+                self.progress("start", attempt.cell, None, self.finished, self.total)
+            try:
+                return self.run_attempt(attempt, slot, self.cancel)
+            finally:
+                self.gpu_pool.give_back(slot)
         finally:
-            self.gpu_pool.give_back(slot)
+            self._places.give_back(attempt.copies)
 
     def _apply_stop_on(self, state: _CellState, result: AttemptResult) -> None:
         stop_on = self.plan.stop_on

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reprospec.expr import render
-from reprospec.units import parse_duration, parse_size
 
-# A value of a YAML/JSON document (what a spec section holds before it is typed).
-JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+# Re-exported: models.py and tests import the aliases from here.
+from reprospec.jsontypes import JsonObject as JsonObject
+from reprospec.jsontypes import JsonValue as JsonValue
+from reprospec.units import parse_duration, parse_size
 
 StopOn = Literal["never", "first-reproduction", "first-miss"]
 
@@ -162,13 +162,18 @@ Job: TypeAlias = Command | Workload
 
 @dataclass(frozen=True)
 class RunPolicy:
-    """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism."""
+    """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism.
+
+    `instances`: copies of each attempt started together at a start barrier; None when
+    the spec does not ask for instances (one plain process tree per attempt).
+    """
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     repeat: int | Literal["auto"] = 1
     max_repeat: int = DEFAULT_MAX_REPEAT
     stop_on: StopOn = "never"
     parallel: int = 1
+    instances: int | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -206,15 +211,21 @@ class RunPolicy:
             raise SectionError(("run", "stop_on"), f"unknown stop_on {stop_on!r}")
         max_repeat = section.get("max_repeat", DEFAULT_MAX_REPEAT)
         parallel = section.get("parallel", 1)
+        instances = section.get("instances")
         for key, value in (("max_repeat", max_repeat), ("parallel", parallel)):
             if not _positive_int(value):
                 raise SectionError(("run", key), f"expected a whole number >= 1, got {value!r}")
+        if instances is not None and not _positive_int(instances):
+            raise SectionError(
+                ("run", "instances"), f"expected a whole number >= 1, got {instances!r}"
+            )
         return cls(
             timeout_s=timeout_s,
             repeat="auto" if repeat == "auto" else int(str(repeat)),
             max_repeat=int(str(max_repeat)),
             stop_on=stop_on,
             parallel=int(str(parallel)),
+            instances=None if instances is None else int(str(instances)),
         )
 
 

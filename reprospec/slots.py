@@ -12,13 +12,46 @@ An attempt fails when its outcome is not `pass`; attempts that could not run
 (`NotRun`) say nothing. Only cells that failed at least once and ran on
 two or more slots are looked at: a cell that never fails says nothing about
 slots, and a cell that ran on one slot cannot tell its toggles from its slot.
+An attempt with `run.instances` counts as its instances, each on its own slot
+("fails on GPU slots 1-3 (3 of 3 instances)").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from reprospec.models import AttemptResult, CellResult
+
+
+@dataclass(frozen=True)
+class SlotRun:
+    """One process tree on one GPU slot: a plain attempt, or one instance of an attempt."""
+
+    gpu_slot: tuple[str, ...]
+    failed: bool
+    matched: bool
+    instance: bool  # one instance of `run.instances`
+
+
+def slot_runs(attempt: AttemptResult) -> list[SlotRun]:
+    """The runs of an attempt that ran: itself, or each of its instances."""
+    if attempt.instances:
+        return [
+            SlotRun(i.gpu_slot, i.failed, i.matched, True)
+            for i in attempt.instances
+            if i.ran is not None
+        ]
+    if attempt.ran is None:
+        return []
+    return [SlotRun(attempt.gpu_slot, _failed(attempt), attempt.matched, False)]
+
+
+def runs_noun(runs: Iterable[SlotRun], count: int) -> str:
+    """`attempt(s)`, `instance(s)` or `run(s)` (both kinds), for `count` of `runs`."""
+    kinds = {run.instance for run in runs}
+    word = "run" if len(kinds) > 1 else "instance" if kinds == {True} else "attempt"
+    return word if count == 1 else word + "s"
 
 
 def slot_label(slot: Sequence[str]) -> str:
@@ -28,28 +61,30 @@ def slot_label(slot: Sequence[str]) -> str:
 
 def slot_separation(cells: Iterable[CellResult]) -> str | None:
     """A sentence when some slots fail and others never do; None when the slot separates nothing."""
-    tally: dict[str, list[int]] = {}  # slot -> [failed, attempts]
+    tally: dict[str, list[int]] = {}  # slot -> [failed, runs]
     informative = 0
+    seen: list[SlotRun] = []
     for cell in cells:
-        ran = [a for a in cell.attempts if a.ran is not None and a.gpu_slot]
-        if len({a.gpu_slot for a in ran}) < 2 or not any(_failed(a) for a in ran):
+        ran = [run for a in cell.attempts for run in slot_runs(a) if run.gpu_slot]
+        if len({run.gpu_slot for run in ran}) < 2 or not any(run.failed for run in ran):
             continue
         informative += 1
-        for attempt in ran:
-            counts = tally.setdefault(slot_label(attempt.gpu_slot), [0, 0])
-            counts[0] += _failed(attempt)
+        seen += ran
+        for run in ran:
+            counts = tally.setdefault(slot_label(run.gpu_slot), [0, 0])
+            counts[0] += run.failed
             counts[1] += 1
     failing = [slot for slot, (failed, _) in tally.items() if failed]
     clean = [slot for slot, (failed, _) in tally.items() if not failed]
     if not failing or not clean:
         return None
     failed = sum(tally[s][0] for s in failing)
-    attempts_failing = sum(tally[s][1] for s in failing)
-    attempts_clean = sum(tally[s][1] for s in clean)
+    runs_failing = sum(tally[s][1] for s in failing)
+    runs_clean = sum(tally[s][1] for s in clean)
     text = (
-        f"fails on GPU {_slots(failing)} ({failed} of {attempts_failing} attempts), "
-        f"never on {_slots(clean)} (0 of {attempts_clean} attempt"
-        f"{'s' if attempts_clean != 1 else ''})"
+        f"fails on GPU {_slots(failing)} ({failed} of {runs_failing} "
+        f"{runs_noun(seen, runs_failing)}), "
+        f"never on {_slots(clean)} (0 of {runs_clean} {runs_noun(seen, runs_clean)})"
     )
     if informative > 1:
         text += f", over {informative} cells"
@@ -63,6 +98,12 @@ def _failed(attempt: AttemptResult) -> bool:
 
 def _slots(labels: Sequence[str]) -> str:
     """`slot 0`, `slots 1-3`, `slots 0, 2`, `slots 0+1, 2+3`: numbers in order, runs joined."""
+    noun = "slot" if len(labels) == 1 else "slots"
+    return f"{noun} {number_ranges(labels)}"
+
+
+def number_ranges(labels: Sequence[str]) -> str:
+    """`0`, `1-3`, `0, 2`, `0+1, 2+3`: numbers in order with runs joined, then the others."""
     numeric = sorted(int(s) for s in labels if s.isdigit())
     other = sorted(s for s in labels if not s.isdigit())
     parts: list[str] = []
@@ -77,8 +118,7 @@ def _slots(labels: Sequence[str]) -> str:
     if start is not None:
         parts.append(_run(start, previous))
     parts += other
-    noun = "slot" if len(labels) == 1 else "slots"
-    return f"{noun} {', '.join(parts)}"
+    return ", ".join(parts)
 
 
 def _run(start: int, end: int | None) -> str:

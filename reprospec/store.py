@@ -2,8 +2,11 @@
 
 Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
-`attempts.native` (gdb's native stacks of a failure, as markdown). An older
-store is migrated in place when opened; a newer one is refused.
+`attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
+`attempts.instances` (`run.instances`: every instance's outcome and slot, which one
+is the attempt's, the start spread; JSON as in results.json); 5 adds
+`attempts.child_warnings` (the warnings the child printed, once each). An older store is
+migrated in place when opened; a newer one is refused.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from typing import Any
 from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
-from reprospec.results import attempt_from_dict, outcome_to_dict
+from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -97,6 +100,8 @@ CREATE TABLE attempts (
     stack TEXT,
     excerpt TEXT,
     native TEXT,
+    instances TEXT,
+    child_warnings TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -104,6 +109,8 @@ CREATE TABLE attempts (
 _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+    3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
+    4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -123,6 +130,8 @@ _ATTEMPT_COLUMNS = (
     "stack",
     "excerpt",
     "native",
+    "instances",
+    "child_warnings",
 )
 
 
@@ -261,6 +270,8 @@ class Store:
                     attempt.stack,
                     attempt.excerpt,
                     attempt.native,
+                    _instances_json(attempt),
+                    _json([w.to_dict() for w in attempt.child_warnings]),
                 ),
             )
 
@@ -333,7 +344,7 @@ class Store:
         return info
 
     def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries for `reprospec history`, newest first."""
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(
             f"""
@@ -350,7 +361,7 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.run_id DESC
+            ORDER BY r.started DESC, r.rowid DESC
             """,
             args,
         )
@@ -370,9 +381,16 @@ class Store:
         return {(row["cell_id"], row["attempt"]): _attempt(row) for row in rows}
 
 
+def _instances_json(attempt: AttemptResult) -> str | None:
+    instances = instances_to_dict(attempt)
+    return None if instances is None else _json(instances)
+
+
 def _attempt(row: sqlite3.Row) -> AttemptResult:
+    instances = json.loads(row["instances"]) if row["instances"] else {}
     return attempt_from_dict(
         {
+            **instances,
             "attempt": row["attempt"],
             "duration_s": row["duration_s"],
             "outcome": json.loads(row["outcome"]) if row["outcome"] else None,
@@ -387,5 +405,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
         }
     )

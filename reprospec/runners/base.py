@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from reprospec.models import AttemptPlan, Execution
 
@@ -39,6 +39,34 @@ class Runner(Protocol):
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The target environment as the harness sees it (run in a child, never here)."""
+        ...
+
+
+@runtime_checkable
+class InstanceRunner(Protocol):
+    """A runner that can run the instances of `run.instances` (local, venv).
+
+    A runner without `run_instances` refuses such attempts: they end as infra-error
+    with the reason, never as one process standing in for N.
+    """
+
+    name: str
+
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """Run `plan.copies` instances of one attempt, released from one start barrier.
+
+        `gpu_slots[I]` is instance I's slot; its files go to `log_dir/instance-I/`.
+        Returns one Execution per instance, in instance order (`instance`,
+        `ready_at`, `released_at` and `ended_at` set). Raises InfraError when the
+        instances could not all be started (nothing of the command ran then).
+        """
         ...
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,10 @@ from reprospec.runners.dockerengine import (
 from reprospec.units import format_size
 
 
+def _say_on_stderr(message: str) -> None:
+    print(f"reprospec: {message}", file=sys.stderr, flush=True)
+
+
 class DockerRunner:
     """Runs attempts in containers of a local Docker engine (docker SDK)."""
 
@@ -57,8 +62,11 @@ class DockerRunner:
         base_url: str | None = None,
         client: Any = None,
         spec_dir: Path | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.find_links = find_links
+        # Image builds take minutes: the user hears them start, step and end.
+        self.say = say if say is not None else _say_on_stderr
         self.spec_dir = spec_dir
         self._base_url = base_url
         self._client = client
@@ -96,7 +104,7 @@ class DockerRunner:
                     spec_dir=self.spec_dir,
                     find_links=self.find_links,
                 )
-                self._images[key] = dockerimage.ensure_image(client, recipe)
+                self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
             return self._images[key]
 
     def _image_pythonpath(self, client: Any, image: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -15,8 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import limits, native, process, scratch
+from reprospec.barrier import StartBarrier, free_port
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.childprotocol import CELL_VAR, HARNESS_DIR, ChildPaths, child_env, write_cell
+from reprospec.childprotocol import (
+    CELL_VAR,
+    HARNESS_DIR,
+    ChildPaths,
+    Instance,
+    child_env,
+    write_cell,
+)
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
@@ -40,6 +49,15 @@ def _prepend_path(value: str | None, *entries: str) -> str:
     if value:
         parts.append(value)
     return os.pathsep.join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class _InstanceStart:
+    """How one instance of `run.instances` runs: its variables, barrier and shared scratch."""
+
+    instance: Instance
+    launch_options: tuple[str, ...]
+    scratch: scratch.Scratch | None
 
 
 class LocalRunner:
@@ -132,6 +150,133 @@ class LocalRunner:
         cancel: threading.Event | None = None,
     ) -> Execution:
         """Run one attempt to its end, timeout or cancel; no process of it survives."""
+        return self._run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """Run `plan.copies` instances of one attempt, released together (barrier.py).
+
+        Instance I runs in `log_dir/instance-I/` with its own GPU slot and variables;
+        the instances share the attempt's TMPDIR and XDG_CACHE_HOME (copies of one
+        program on one machine share its caches). Raises InfraError when the instances
+        could not all be started; no process of any instance survives the return.
+        """
+        count = plan.copies
+        cancel = cancel or threading.Event()
+        slots = list(gpu_slots) if gpu_slots else [()] * count
+        if len(slots) != count:
+            raise InfraError(f"{count} instances need {count} GPU slots, {len(slots)} given")
+        self._check_interpreter()
+        self._shims()
+        if not plan.workdir.is_dir():
+            raise InfraError(f"workdir not found: {plan.workdir}")
+        shared_tmp = plan.environment.shared_tmp
+        scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
+        shm = scratch.shm_snapshot()
+        barrier = StartBarrier(log_dir / "barrier", count)
+        port = free_port()
+        stops = [threading.Event() for _ in range(count)]
+        done: list[Execution | None] = [None] * count
+
+        def work(number: int) -> None:
+            start = _InstanceStart(
+                Instance(number, count, port),
+                tuple(barrier.launch_options(number)),
+                scratch_dirs,
+            )
+            done[number] = self._run(
+                plan,
+                log_dir / f"instance-{number}",
+                gpu_slot=slots[number],
+                cancel=stops[number],
+                instance=start,
+            )
+
+        threads = [
+            threading.Thread(target=work, args=(n,), name=f"reprospec-instance-{n}", daemon=True)
+            for n in range(count)
+        ]
+
+        def stop() -> str | None:
+            if cancel.is_set():
+                return "the run was cancelled"
+            for number, thread in enumerate(threads):
+                if not thread.is_alive():
+                    return _never_ready(number, done[number])
+            return None
+
+        warnings: list[str] = []
+        problem: str | None = None
+        try:
+            for thread in threads:
+                thread.start()
+            problem = barrier.wait_ready(stop)
+            if problem is None:
+                barrier.release()
+            else:
+                barrier.abort()
+                for event in stops:
+                    event.set()
+            # The run's cancel reaches every instance (each watches its own event).
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(timeout=0.05)
+                if cancel.is_set():
+                    for event in stops:
+                        event.set()
+            starts = barrier.starts()
+        finally:
+            started = [thread for thread in threads if thread.ident is not None]
+            if any(thread.is_alive() for thread in started):
+                # Only on an exception in the engine itself: never leave an instance behind.
+                barrier.abort()
+                for event in stops:
+                    event.set()
+            for thread in started:
+                thread.join()
+            barrier.close()
+            # Every process of every instance is gone: what they left is no one's.
+            if scratch_dirs is not None:
+                warnings.extend(scratch.clean(scratch_dirs))
+            warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
+        executions = [execution for execution in done if execution is not None]
+        if problem is not None and not cancel.is_set():
+            raise InfraError(f"the {count} instances were not started: {problem}")
+        if len(executions) != count:
+            raise InfraError(f"{count - len(executions)} of {count} instances did not run")
+        out = []
+        for number, execution in enumerate(executions):
+            start = starts.get(number)
+            out.append(
+                dataclasses.replace(
+                    execution,
+                    instance=number,
+                    ready_at=start.ready_at if start is not None else None,
+                    released_at=start.released_at if start is not None else None,
+                    # What the instances shared is said once, with instance 0.
+                    warnings=(
+                        *(f"instance {number}: {warning}" for warning in execution.warnings),
+                        *(warnings if number == 0 else ()),
+                    ),
+                )
+            )
+        return tuple(out)
+
+    def _run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+        instance: _InstanceStart | None = None,
+    ) -> Execution:
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
         env_json = log_dir / "env.json"
@@ -156,13 +301,24 @@ class LocalRunner:
             return infra("nothing to run: the plan has neither a command nor a workload")
         warnings: list[str] = []
         try:
-            argv, limit_warnings = limits.wrap_argv(argv, plan.environment)
+            argv, limit_warnings = limits.wrap_argv(
+                argv, plan.environment, instance.launch_options if instance else ()
+            )
         except FatalError as exc:
             return infra(str(exc))
         warnings.extend(limit_warnings)
         shared_tmp = plan.environment.shared_tmp
-        scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
-        env = self._child_env(plan, log_dir, shims, gpu_slot, scratch_dirs)
+        # An instance's scratch is its attempt's, made and cleaned by run_instances.
+        own_scratch = instance is None and not shared_tmp
+        scratch_dirs = scratch.prepare(log_dir) if own_scratch else None
+        env = self._child_env(
+            plan,
+            log_dir,
+            shims,
+            gpu_slot,
+            scratch_dirs if instance is None else instance.scratch,
+            instance.instance if instance is not None else None,
+        )
         packages = plan.environment.packages
         if packages:
             # Never a verdict on the wrong environment: a cell whose packages this
@@ -175,7 +331,7 @@ class LocalRunner:
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
-        shm = scratch.shm_snapshot()
+        shm = scratch.shm_snapshot() if instance is None else None
         # Markers are matched on their own thread: a slow regex never delays the timeout.
         matcher = MarkerMatcher(markers, events) if events is not None else None
         try:
@@ -203,7 +359,8 @@ class LocalRunner:
             # Every process of the attempt is gone: what it left is no one's.
             if scratch_dirs is not None:
                 warnings.extend(scratch.clean(scratch_dirs))
-            warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
+            if shm is not None:
+                warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
@@ -215,6 +372,7 @@ class LocalRunner:
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
+            ended_at=result.ended_at,
             **base,
         )
 
@@ -225,6 +383,7 @@ class LocalRunner:
         shims: Path,
         gpu_slot: tuple[str, ...],
         scratch_dirs: scratch.Scratch | None = None,
+        instance: Instance | None = None,
     ) -> dict[str, str]:
         """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
         outer = dict(os.environ)
@@ -236,9 +395,11 @@ class LocalRunner:
                 attempt_dir=str(log_dir),
                 harness_dir=str(HARNESS_DIR),
                 tmp_dir=str(scratch_dirs.tmp) if scratch_dirs is not None else None,
+                cache_dir=str(scratch_dirs.cache) if scratch_dirs is not None else None,
             ),
             gpu_ids=gpu_slot,
             pythonpath_after=[outer.get("PYTHONPATH", "")] if "PYTHONPATH" not in plan.env else [],
+            instance=instance,
         )
         env = {**outer, **ours}
         env["PATH"] = _prepend_path(
@@ -265,3 +426,16 @@ class LocalRunner:
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
+
+
+def _never_ready(number: int, execution: Execution | None) -> str:
+    """Why instance `number`, whose run already returned, never reached the start barrier."""
+    if execution is None:
+        return f"instance {number} failed in the engine"
+    if execution.infra_error:
+        return f"instance {number}: {execution.infra_error}"
+    if execution.returncode is not None and execution.returncode < 0:
+        how = f"died of signal {-execution.returncode}"
+    else:
+        how = f"exited with code {execution.returncode}"
+    return f"instance {number} {how} before it reached the start barrier"

@@ -185,6 +185,20 @@ class VenvRunner:
                                    started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """The instances of one attempt (`run.instances`) in its cell's venv."""
+        runner, reason = self._env_for(plan)
+        if runner is None:
+            raise InfraError(reason)
+        return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
+
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The environment of the plan's venv as the harness sees it."""
         runner, reason = self._env_for(plan)
