@@ -7,6 +7,7 @@ each verb imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from reprospec import __version__
 from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
-from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, FatalError, SpecError
 from reprospec.logtext import printable
 from reprospec.runners import RUNNERS
 
@@ -397,9 +398,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            # The machine failed us (a full disk, a failing one): not the user's input.
+            print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
+            return EXIT_INFRA
         # A path the user gave that cannot be used (--out is a file, -o is a folder,
         # no permission): their input, not our bug.
-        where = f": {exc.filename}" if exc.filename else ""
         print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face

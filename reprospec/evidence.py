@@ -10,19 +10,22 @@ what they say, the stack dump) and nothing downstream opens them again:
 
 Logs are capped by the runner, but a reader must not trust that: the verdict
 needs the first lines (a dying worker's message) and the last (the traceback),
-so a long log keeps its head and tail with a marker between them.
+so a long log keeps its head and tail with a marker between them. Every file
+here is the child's to write, so each is read within a bound (capped.py): the
+events file too (its head and tail; a line past _MAX_EVENT_LINE is skipped
+unread), and the stack dump.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprospec import native, ranks
+from reprospec import capped, native, ranks
 from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import clean_log, excerpt
 from reprospec.models import ChildWarning, Execution
@@ -36,6 +39,12 @@ MESSAGE_TAIL_BYTES = 64 * 1024
 # A stack dump of many processes and threads stays whole up to here.
 STACK_BYTES = 1024 * 1024
 _MAX_EVENT_LINE = 64 * 1024
+# An events file is read as its first and last bytes: where the attempt began and
+# where it got to. Millions of progress lines in between say nothing more.
+EVENTS_HEAD_BYTES = 4 * 1024 * 1024
+EVENTS_TAIL_BYTES = 16 * 1024 * 1024
+# Items a worker may be stuck on, and the like, are kept up to here (the newest).
+MAX_BUSY = 256
 
 Event = Mapping[str, JsonValue]
 
@@ -73,10 +82,10 @@ HARNESS_EVENTS = frozenset(
 )
 
 
-def allowed_events(events: Iterable[Event], *, harness: bool) -> list[Event]:
+def allowed_events(events: Iterable[Event], *, harness: bool) -> Iterator[Event]:
     """The events this attempt's main process may write (see PROGRESS_EVENTS); others dropped."""
     kinds = PROGRESS_EVENTS | HARNESS_EVENTS if harness else PROGRESS_EVENTS
-    return [event for event in events if event.get("event") is None or event["event"] in kinds]
+    return (event for event in events if event.get("event") is None or event["event"] in kinds)
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,8 @@ class Events:
                 worker_exit = event
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
+                if len(busy) > MAX_BUSY:
+                    del busy[next(iter(busy))]
             elif name == "worker_free":
                 busy.pop((event.get("pid"), event.get("index")), None)
             elif name == "infra_error":
@@ -181,14 +192,17 @@ class Evidence:
         stack = None
         if execution.stack_path is not None:
             stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
-        events = allowed_events(iter_events(execution.events_path), harness=execution.harness)
+        # Read once, bounded; each summary takes its own pass over the bytes in memory.
+        events = _events_window(execution.events_path)
         return cls(
             stdout=read_log(execution.stdout_path),
             stderr=read_log(execution.stderr_path),
-            events=Events.of(events),
+            events=Events.of(allowed_events(_parse_events(events), harness=execution.harness)),
             stack=stack,
             native=native.read(execution.log_dir),
-            ranks=ranks.from_events(events),
+            ranks=ranks.from_events(
+                allowed_events(_parse_events(events), harness=execution.harness)
+            ),
         )
 
     def output_tail(self) -> str:
@@ -249,43 +263,34 @@ def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) 
     if path is None:
         return ""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below; open errors mean "no log"
+        data = capped.head_tail(path, head, tail)
     except OSError:
         return ""
-    with handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size <= head + tail:
-            data = handle.read()
-        else:
-            first = handle.read(head)
-            handle.seek(size - tail)
-            last = handle.read()
-            # Cut at line ends so a half line cannot pose as an exception line.
-            first = first[: first.rfind(b"\n") + 1] or first
-            last = last[last.find(b"\n") + 1 :]
-            omitted = size - len(first) - len(last)
-            data = first + f"[... {omitted} bytes omitted ...]\n".encode() + last
     return data.replace(b"\0", b"").decode("utf-8", errors="replace")
 
 
-def iter_events(path: Path | None) -> Iterator[JsonObject]:
-    """The JSON objects of an events file; malformed or truncated lines are skipped."""
+def _events_window(path: Path | None) -> bytes:
     if path is None:
-        return
+        return b""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - a generator closes it in the with below
+        return capped.head_tail(path, EVENTS_HEAD_BYTES, EVENTS_TAIL_BYTES)
     except OSError:
-        return
-    with handle:
-        for raw in handle:
-            if len(raw) > _MAX_EVENT_LINE:
-                continue
-            try:
-                event = json.loads(raw.replace(b"\0", b"").decode("utf-8", errors="replace"))
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                yield event
+        return b""
+
+
+def _parse_events(data: bytes) -> Iterator[JsonObject]:
+    for raw in capped.lines(io.BytesIO(data), _MAX_EVENT_LINE):
+        try:
+            event = json.loads(raw.replace(b"\0", b"").decode("utf-8", errors="replace"))
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def iter_events(path: Path | None) -> Iterator[JsonObject]:
+    """The JSON objects of an events file (its head and tail); malformed lines are skipped."""
+    yield from _parse_events(_events_window(path))
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from reprospec import leftovers
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
@@ -32,7 +33,7 @@ from reprospec.runfolder import RunFolder
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
 from reprospec.scheduler import ProgressCallback, Scheduler
-from reprospec.store import Store
+from reprospec.store import Store, StoreError
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ def execute(
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
+    # A resumed run's dead engine may have left attempts running: they end first.
+    reaped = leftovers.reap(folder.path) if resume is not None else ()
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
@@ -100,6 +103,7 @@ def execute(
                 {},
             )
         capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+        keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
         executor = AttemptExecutor(runner, folder)
 
         def run_attempt(
@@ -111,13 +115,12 @@ def execute(
             plan,
             run_attempt,
             gpu_pool=gpu_pool,
-            on_attempt=lambda attempt, result: store.record_attempt(
-                run_id, attempt.cell.id, result
-            ),
+            on_attempt=keeper.record,
             progress=progress,
             done=resume.done if resume else None,
             cancel=cancel,
         )
+        keeper.cancel = scheduler.cancel
         try:
             attempts_by_cell = scheduler.run()
             interrupted = scheduler.cancel.is_set()
@@ -125,6 +128,7 @@ def execute(
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
+        warnings = (*reaped, *warnings, *store.warnings)
         cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
         result = RunResult(
             run_id=run_id,
@@ -147,13 +151,71 @@ def execute(
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
         result = redactor.value(result)
-        write_outputs(folder, result)
-        for cell in result.cells:
-            store.finish_cell(run_id, cell)
-        store.finish_run(
-            run_id, "interrupted" if interrupted else "finished", environment=result.environment
-        )
+        # Each output on its own: a full disk keeps what can still be written.
+        written = False
+        try:
+            write_outputs(folder, result)
+            written = True
+        except OSError as exc:
+            keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
+        if keeper.failure is None:
+            try:
+                for cell in result.cells:
+                    store.finish_cell(run_id, cell)
+                store.finish_run(
+                    run_id,
+                    "interrupted" if interrupted else "finished",
+                    environment=result.environment,
+                )
+            except StoreError as exc:
+                keeper.failed(str(exc))
+        if keeper.failure is not None:
+            raise keeper.error(options, folder, written=written)
     return result
+
+
+class _Keeper:
+    """Stores each attempt as it ends; the first failure to store stops the run.
+
+    A full disk (or a store that fails) means nothing more can be kept: the run stops
+    (the attempts in flight are cancelled), the attempts stored so far stay, and the
+    run ends with a StoreError (exit 3) saying how to continue it.
+    """
+
+    def __init__(self, store: Store, run_id: str, *, stored: int = 0) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.cancel: threading.Event | None = None
+        self.stored = stored
+        self.failure: str | None = None
+        self._lock = threading.Lock()
+
+    def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self.store.record_attempt(self.run_id, attempt.cell.id, result)
+        except StoreError as exc:
+            self.failed(str(exc))
+            return
+        with self._lock:
+            self.stored += 1
+
+    def failed(self, reason: str) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = reason
+        if self.cancel is not None:
+            self.cancel.set()
+
+    def error(self, options: RunOptions, folder: RunFolder, *, written: bool) -> StoreError:
+        return StoreError(
+            f"{self.failure}\n"
+            f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
+            + (f", and {folder.path} holds its results so far" if written else "")
+            + ".\nreprospec: once the problem is solved, continue it with: "
+            f"reprospec run --resume {folder.run_id} --out {options.out}"
+        )
 
 
 class EnvironmentCapture:

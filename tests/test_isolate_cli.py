@@ -50,10 +50,14 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     assert data["sentence"].startswith("crashes when b=true AND e=true; either alone passes (0/")
     assert data["failing"]["cell"].startswith("setup=full")  # the first cell expected to fail
     assert data["passing"]["cell"].startswith("setup=minimal")  # the first expected to pass
-    # The one-smaller sets passed on attempts of their own, and the pair failed.
+    # The pair failed on its own; each one-smaller set stayed clean wherever it was tested
+    # (itself, or in a set that holds it without the other culprit).
     assert data["evidence"]["minimal"]["matched"] >= 1
     assert sorted(e["set"] for e in data["evidence"]["one_smaller"]) == ["b=true", "e=true"]
-    assert all(e["matched"] == 0 and e["passed"] > 0 for e in data["evidence"]["one_smaller"])
+    assert all(
+        e["matched"] == 0 and e["clean_evidence"] > 0 for e in data["evidence"]["one_smaller"]
+    )
+    assert data["confidence"] >= 1 - data["error"] and data["min_rate"] == 0.3
     # Every attempt is a stored run of its own, purpose "isolate".
     out = tmp_path / "out"
     runs = sorted(p.name for p in (out / "runs").iterdir())

@@ -231,6 +231,11 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
     console.print(f"report: {folder.report_md}", markup=False, highlight=False)
+    from reprospec.logtext import clean_log
+
+    # What went wrong around the run (the store deleted under it, the environment capture).
+    for warning in result.warnings:
+        print(f"reprospec: warning: {clean_log(warning)}", file=sys.stderr)
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()

@@ -38,6 +38,7 @@ from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
 from reprospec.options import RunOptions
+from reprospec.rates import rate_floor
 from reprospec.redact import Redactor
 
 Progress = Callable[[str], None]
@@ -52,6 +53,8 @@ class IsolateOptions:
     failing_sets: tuple[str, ...] = ()  # PATH=VALUE (or ~PATH) on the failing side only
     passing_sets: tuple[str, ...] = ()
     budget: int = 100
+    error: float | None = None  # None: Settings' default
+    min_rate: float | None = None  # None: the failing cell's expect.rate bound, else 0.3
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
@@ -156,8 +159,17 @@ def isolate_spec(
         raise UsageError(
             f"nothing to isolate: {failing.describe()} and {passing.describe()} do not differ"
         )
-    # A round gives each candidate at least -j attempts, so one candidate can fill -j.
-    settings = Settings(budget=options.budget, step=max(Settings.step, plan.parallel))
+    # A round holds -j attempts, on distinct candidates where that tells more.
+    settings = Settings(
+        budget=options.budget,
+        error=options.error if options.error is not None else Settings.error,
+        min_rate=(
+            options.min_rate
+            if options.min_rate is not None
+            else rate_floor(expectation.rate) or Settings.min_rate
+        ),
+        step=max(Settings.step, plan.parallel),
+    )
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
     ident = isolation_id(
         spec.name,

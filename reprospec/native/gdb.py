@@ -10,15 +10,13 @@ its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reprospec import capped
 from reprospec.native.backtrace import (
     CURRENT,
     LWP,
@@ -61,7 +59,11 @@ def unavailable_reason(crash: bool = True) -> str | None:
 
 
 _MARK = "@@reprospec:"
+# What is kept of gdb's output (head + a quarter of it as tail), and the frames it prints
+# of each thread: enough for every real crash, bounded for a runaway recursion.
+GDB_OUTPUT_BYTES = 8 << 20
 _GDB_SETTINGS = (
+    "set backtrace limit 2000",
     "set width 0",
     "set height 0",
     "set print frame-arguments presence",
@@ -93,28 +95,20 @@ class _GdbRun:
 
 
 def _run_gdb(argv: Sequence[str], timeout_s: float) -> _GdbRun:
-    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept."""
+    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept.
+
+    Head + tail and at most GDB_OUTPUT_BYTES: a crash a million frames deep (a runaway
+    recursion) makes `thread apply all bt` print a million lines.
+    """
     begin = time.monotonic()
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
     env.pop("PYTHONPATH", None)  # gdb's embedded Python must not see the engine's modules
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=env,
+    done = capped.run(
+        argv, limit=GDB_OUTPUT_BYTES, timeout_s=max(0.05, timeout_s), env=env, merge_stderr=True
     )
-    finished = True
-    try:
-        out, _ = proc.communicate(timeout=max(0.05, timeout_s))
-    except subprocess.TimeoutExpired:
-        finished = False
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        # communicate() keeps what it had read before the timeout.
-        out, _ = proc.communicate()
-    return _GdbRun(out.decode("utf-8", "replace"), finished, time.monotonic() - begin)
+    return _GdbRun(
+        done.stdout.decode("utf-8", "replace"), not done.timed_out, time.monotonic() - begin
+    )
 
 
 def _sections(output: str) -> dict[str, str]:

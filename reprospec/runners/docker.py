@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage, packages, scratch
+from reprospec import capped, dockerimage, leftovers, packages, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -216,7 +216,7 @@ class DockerRunner:
         timed_out = interrupted = False
         stack_path: Path | None = None
         try:
-            with fresh_container(client, config) as container:
+            with fresh_container(client, config, log_dir / leftovers.INFLIGHT) as container:
                 # Attached before start: not a byte of output is missed.
                 stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
                 pump = OutputPump(stream, stdout, stderr)
@@ -297,11 +297,12 @@ class DockerRunner:
             config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
             reason: str | None
             try:
-                with fresh_container(client, config) as container:
+                record = log_dir / f"{leftovers.INFLIGHT_PREFIX}probe.json"
+                with fresh_container(client, config, record) as container:
                     container.start()
                     status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
-                    out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-                    err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+                    out = _logs(container, stdout=True).decode("utf-8", "replace")
+                    err = _logs(container, stdout=False).decode("utf-8", "replace")
                 if status != 0:
                     last = (err.strip().splitlines() or [f"exit {status}"])[-1]
                     reason = f"cannot check the cell's packages in {image}: {last}"
@@ -330,13 +331,14 @@ class DockerRunner:
             client, image, config = self._container_config(plan, argv, log_dir, harness=True)
             config["environment"].pop("REPROSPEC_CELL", None)
             config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
-            with fresh_container(client, config) as container:
+            record = log_dir / f"{leftovers.INFLIGHT_PREFIX}envinfo.json"
+            with fresh_container(client, config, record) as container:
                 container.start()
                 status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
                 if status is None:
                     return {"error": f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"}
-                out = container.logs(stdout=True, stderr=False)
-                err = container.logs(stdout=False, stderr=True)
+                out = _logs(container, stdout=True)
+                err = _logs(container, stdout=False)
         except (FatalError, docker.errors.APIError) as exc:
             return {"error": f"environment capture failed: {exc}"}
         if status != 0:
@@ -352,13 +354,25 @@ class DockerRunner:
         return data
 
 
+# A probe's output (JSON of an environment) is far below this; an image that prints more
+# (a noisy entrypoint, a .pth file) must not take the engine's memory with it.
+PROBE_OUTPUT_BYTES = 4 << 20
+
+
+def _logs(container: Any, *, stdout: bool) -> bytes:
+    """One stream of a finished container's output, head + tail (capped.py)."""
+    kept = capped.HeadTail(PROBE_OUTPUT_BYTES, PROBE_OUTPUT_BYTES // 4)
+    for chunk in container.logs(stdout=stdout, stderr=not stdout, stream=True):
+        kept.write(chunk)
+    return kept.value()
 
 
 def _last_line(path: Path) -> str:
     try:
-        lines = path.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        data = capped.head_tail(path, 0, 64 << 10)
     except OSError:
         return ""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else "no output"
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import limits, native, process, scratch
+from reprospec import capped, leftovers, limits, native, process, scratch
 from reprospec.barrier import StartBarrier, free_port
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import (
@@ -33,6 +33,7 @@ from reprospec.packages import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+SHIM_PREFIX = "reprospec-python-"
 
 
 def _resolve_python(python: str | None) -> str:
@@ -102,21 +103,22 @@ class LocalRunner:
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise InfraError(f"not an executable interpreter: {path}")
             try:
-                done = subprocess.run(
-                    [path, "-c", _VERSION_CODE],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=60,
-                    start_new_session=True,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
+                # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
+                done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
+            except OSError as exc:
                 raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
+            if done.timed_out:
+                raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
             if done.returncode != 0:
                 detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
                 raise InfraError(
                     f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
                 )
-            self._version = done.stdout.decode().strip()
+            # The last thing printed is ours (what the interpreter printed first may not be).
+            found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
+            if found is None:
+                raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
+            self._version = found.group(1).decode()
             return self._version
 
     def _shims(self) -> Path:
@@ -129,7 +131,11 @@ class LocalRunner:
         with self._lock:
             if self._shim_dir is not None:
                 return self._shim_dir
-            folder = Path(tempfile.mkdtemp(prefix="reprospec-python-"))
+            # Named after the engine's pid: a later engine removes those of a dead one
+            # (scratch.sweep_orphans), the watchdog at once.
+            scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
+            folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
+            leftovers.watch_path(folder)
             script = f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
             for name in ("python", "python3"):
                 path = folder / name
@@ -348,7 +354,10 @@ class LocalRunner:
                 native=native.Capture(log_dir, keep_cores=self.keep_cores)
                 if self.native_stacks
                 else None,
+                record=log_dir / leftovers.INFLIGHT,
             )
+        except process.OutputLost as exc:
+            return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
