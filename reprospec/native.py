@@ -206,6 +206,7 @@ class CoreInfo:
     executable: str | None  # the mapped file holding the entry point
     command: str  # the first 80 bytes of the command line (NT_PRPSINFO)
     files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
+    ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
 
 
 @dataclass(frozen=True)
@@ -359,6 +360,7 @@ def read_core(path: Path) -> CoreInfo | None:
     except (OSError, struct.error):
         return None
     pid: int | None = None
+    ppid: int | None = None
     sig: str | None = None
     command = ""
     entry: int | None = None
@@ -368,7 +370,7 @@ def read_core(path: Path) -> CoreInfo | None:
             # The first NT_PRSTATUS is the thread that took the signal.
             cursig = struct.unpack_from("<h", desc, 12)[0]
             sig = _signal_name(cursig)
-            pid = struct.unpack_from("<I", desc, 32)[0]
+            pid, ppid = struct.unpack_from("<II", desc, 32)
         elif kind == _NT_PRPSINFO and len(desc) >= 136:
             command = desc[56:136].split(b"\0")[0].decode("utf-8", "replace").strip()
         elif kind == _NT_AUXV:
@@ -385,7 +387,7 @@ def read_core(path: Path) -> CoreInfo | None:
     executable = None
     if entry is not None:
         executable = next((name for start, end, name in files if start <= entry < end), None)
-    return CoreInfo(path, pid, sig, executable, command, tuple(files))
+    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
 
 
 def _notes(data: bytes) -> Iterable[tuple[int, bytes]]:
@@ -677,30 +679,48 @@ def core_stacks(info: CoreInfo, timeout_s: float = CORE_GDB_TIMEOUT_S) -> Proces
     if gdb is None:
         return ProcessStacks(info.pid or 0, "core", info.command, info.signal,
                              error=f"gdb not found ({GDB_INSTALL_HINT})")  # fmt: skip
+    run = _run_gdb(core_gdb_argv(info, str(info.path), gdb=gdb), timeout_s)
+    return core_gdb_stacks(info, run.output, finished=run.finished, timeout_s=timeout_s)
+
+
+def core_gdb_argv(
+    info: CoreInfo, core: str, *, gdb: str = "gdb", exists: Callable[[str], bool] = os.path.isfile
+) -> list[str]:
+    """The gdb command line that reads the core at `core` (the path where gdb runs).
+
+    `exists` says whether a path exists where gdb runs (a container's files cannot be
+    checked from here: the docker runner passes one that says yes).
+    """
     argv = _gdb_base(gdb)
     for _start, _end, name in info.files:
         # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py.
         helper = f"{name}-gdb.py"
-        if os.path.basename(name).startswith(("python", "libpython")) and os.path.isfile(helper):
+        if os.path.basename(name).startswith(("python", "libpython")) and exists(helper):
             argv += ["-iex", f"add-auto-load-safe-path {helper}"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]
     argv += [*_echo("thread"), "-ex", "thread"]
     argv += [*_echo("bt"), "-ex", "thread apply all bt"]
     argv += [*_echo("py-bt"), "-ex", "thread apply all py-bt", *_echo("end")]
-    if info.executable and os.path.isfile(info.executable):
+    if info.executable and exists(info.executable):
         argv.append(info.executable)
-    argv += ["-c", str(info.path)]
-    run = _run_gdb(argv, timeout_s)
-    parts = _sections(run.output)
-    current = _CURRENT.search(parts.get("thread", "")) or _CURRENT.search(run.output)
+    return [*argv, "-c", core]
+
+
+def core_gdb_stacks(
+    info: CoreInfo, output: str, *, finished: bool, timeout_s: float
+) -> ProcessStacks:
+    """The stacks in what gdb printed for `core_gdb_argv` (stderr included); `finished`
+    False when it was stopped at `timeout_s`."""
+    parts = _sections(output)
+    current = _CURRENT.search(parts.get("thread", "")) or _CURRENT.search(output)
     crashed = _LWP.search(current["what"]) if current else None
     threads = _demangled(parse_backtrace(parts.get("bt", ""), info.files))
     error = None
-    if not run.finished:
+    if not finished:
         error = f"gdb did not finish within {timeout_s:g}s"
     elif not threads:
-        error = _gdb_error(run.output) or "gdb printed no stack"
+        error = _gdb_error(output) or "gdb printed no stack"
     return ProcessStacks(
         pid=info.pid or 0,
         source="core",
@@ -718,6 +738,11 @@ def _proc_maps(pid: int) -> tuple[tuple[int, int, str], ...]:
         text = Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return ()
+    return parse_maps(text)
+
+
+def parse_maps(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, path) of every file-backed line of a `/proc/PID/maps` text."""
     maps = []
     for line in text.splitlines():
         fields = line.split(maxsplit=5)
@@ -734,27 +759,44 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
         return NativeStacks(unavailable=reason)
     gdb = gdb_path()
     assert gdb is not None
-    order = list(pids)
-    maps = {pid: _proc_maps(pid) for pid in order}  # read before gdb stops them
+    maps = {pid: _proc_maps(pid) for pid in pids}  # read before gdb stops them
+    run = _run_gdb(attach_gdb_argv(list(pids), gdb=gdb), budget_s)
+    return attach_gdb_stacks(pids, maps, run.output, finished=run.finished, budget_s=budget_s)
+
+
+def attach_gdb_argv(pids: Sequence[int], *, gdb: str = "gdb") -> list[str]:
+    """The command line of one gdb that attaches to each of `pids` in turn (the order given)."""
     # --readnever: no DWARF, so no file:line or inlined frames, but a third of the time
     # (function names come from the symbol tables; unwinding from .eh_frame).
     argv = [*_gdb_base(gdb), "--readnever"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]
-    for number, pid in enumerate(order, start=1):
+    for number, pid in enumerate(pids, start=1):
         if number > 1:
             argv += ["-ex", "add-inferior", "-ex", f"inferior {number}"]
         argv += [*_echo(f"pid:{pid}"), "-ex", f"attach {pid}", "-ex", f"thread apply {number}.* bt"]
-    argv += _echo("end")
-    run = _run_gdb(argv, budget_s)
-    parts = _sections(run.output)
+    return [*argv, *_echo("end")]
+
+
+def attach_gdb_stacks(
+    pids: Mapping[int, str],
+    maps: Mapping[int, Sequence[tuple[int, int, str]]],
+    output: str,
+    *,
+    finished: bool,
+    budget_s: float,
+) -> NativeStacks:
+    """The stacks in what gdb printed for `attach_gdb_argv(pids)`; `finished` False when it
+    was stopped at `budget_s`. `maps` (pid -> parse_maps) name the libraries of addresses."""
+    parts = _sections(output)
+    order = list(pids)
     reached = [pid for pid in order if f"pid:{pid}" in parts]
     # At the deadline only the last process reached can be cut short; the others are whole.
-    cut = reached[-1] if reached and not run.finished and "end" not in parts else None
+    cut = reached[-1] if reached and not finished and "end" not in parts else None
     processes = []
     for pid in order:
         text = parts.get(f"pid:{pid}")
-        threads = _demangled(parse_backtrace(text or "", maps[pid]))
+        threads = _demangled(parse_backtrace(text or "", maps.get(pid, ())))
         error = None
         if text is None:
             error = f"gdb did not reach this process within {budget_s:g}s"
@@ -768,7 +810,7 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
             ProcessStacks(pid=pid, source="attach", command=pids[pid], threads=threads, error=error)
         )
     notes: tuple[str, ...] = ()
-    if not run.finished:
+    if not finished:
         notes = (f"gdb stopped after {budget_s:g}s: the hang report does not wait longer",)
     return NativeStacks(processes=tuple(processes), notes=notes)
 
@@ -1138,9 +1180,13 @@ __all__ = [
     "ProcessStacks",
     "Thread",
     "allow_cores",
+    "attach_gdb_argv",
+    "attach_gdb_stacks",
     "attach_stacks",
     "collect_crash_stacks",
     "core_pattern",
+    "core_gdb_argv",
+    "core_gdb_stacks",
     "core_stacks",
     "crashed_process",
     "demangle",
@@ -1150,6 +1196,7 @@ __all__ = [
     "gdb_path",
     "merge",
     "parse_backtrace",
+    "parse_maps",
     "read",
     "read_core",
     "render_markdown",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage, packages, scratch
+from reprospec import dockerimage, native, packages, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -43,6 +43,7 @@ from reprospec.runners.dockerengine import (
     returncode_from_status,
     wait_for_exit,
 )
+from reprospec.runners.dockernative import ContainerNative
 from reprospec.units import format_size
 
 
@@ -63,8 +64,12 @@ class DockerRunner:
         client: Any = None,
         spec_dir: Path | None = None,
         say: Callable[[str], None] | None = None,
+        native_stacks: bool = True,
+        keep_cores: bool = False,
     ) -> None:
         self.find_links = find_links
+        # gdb stacks of crashes (cores) and hangs (attached), gdb running in the image.
+        self.native = ContainerNative(keep_cores=keep_cores) if native_stacks else None
         # Image builds take minutes: the user hears them start, step and end.
         self.say = say if say is not None else _say_on_stderr
         self.spec_dir = spec_dir
@@ -157,9 +162,13 @@ class DockerRunner:
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         try:
-            client, _, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
+            client, image, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
         except FatalError as exc:
             return infra(str(exc))
+        if self.native is not None:
+            ulimits = self.native.core_limit(client, image)
+            if ulimits:
+                config["ulimits"] = ulimits
         refused = self._packages_refused(plan, log_dir)
         if refused:
             return infra(refused)
@@ -213,14 +222,17 @@ class DockerRunner:
 
         started = utc_now()
         begin = time.monotonic()
+        started_wall = time.time()
         timed_out = interrupted = False
         stack_path: Path | None = None
+        hang_native: native.NativeStacks | None = None
         try:
             with fresh_container(client, config) as container:
                 # Attached before start: not a byte of output is missed.
                 stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
                 pump = OutputPump(stream, stdout, stderr)
                 pump.thread.start()
+                started_wall = time.time()
                 container.start()
                 begin = time.monotonic()
                 status = wait_for_exit(container, plan.timeout_s, cancel)
@@ -228,6 +240,11 @@ class DockerRunner:
                     timed_out = not (cancel is not None and cancel.is_set())
                     interrupted = not timed_out
                     stack_path = collect_stacks(container, log_dir)
+                    if timed_out and self.native is not None:
+                        hang_native = self.native.hang(
+                            client, container, str(config["image"]),
+                            timed_out_at=begin + (plan.timeout_s or 0.0),
+                        )  # fmt: skip
                     with contextlib.suppress(docker.errors.APIError):
                         container.kill()
                     status = wait_for_exit(container, 30.0, None)
@@ -245,6 +262,21 @@ class DockerRunner:
                 base, started, f"the container could not start: {exc.explanation or exc}"
             )
         finished = utc_now()
+        returncode = returncode_from_status(raw, oom)
+        if self.native is not None:
+            # The container is gone: every core is complete, and the attempt's to claim.
+            found = native.merge(
+                hang_native,
+                self.native.crash(
+                    client, config, log_dir=log_dir, workdir=plan.workdir,
+                    token=str(config["labels"][LABEL]), started=started_wall,
+                    returncode=returncode, read_cores=not interrupted,
+                ),
+            )  # fmt: skip
+            if found is not None:
+                native.write(found, log_dir)
+                if found.unavailable and native.say_once(found.unavailable):
+                    warnings.append(found.unavailable)
         if oom:
             warnings.append(
                 f"the container was killed by the kernel's OOM killer "
@@ -258,7 +290,7 @@ class DockerRunner:
             )
         env_json = log_dir / "env.json"
         return Execution(
-            returncode=None if infra_error else returncode_from_status(raw, oom),
+            returncode=None if infra_error else returncode,
             timed_out=timed_out,
             duration_s=round(duration, 6),
             started=started,
