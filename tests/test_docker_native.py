@@ -66,7 +66,8 @@ def crash(
     execution = runner.run(plan, logs)
     # The attempt's container and every gdb container are gone.
     assert our_containers() - before == set()
-    assert execution.returncode == (1 if kind == "child" else -11), execution.stderr_path.read_text()
+    expected = 1 if kind == "child" else -11
+    assert execution.returncode == expected, execution.stderr_path.read_text()
     return execution, workdir, logs
 
 

@@ -43,7 +43,14 @@ from reprospec.runners.dockerengine import (
     returncode_from_status,
     wait_for_exit,
 )
+from reprospec.runners.dockerinstances import (
+    instance_argv,
+    instance_paths,
+    join_pod,
+    run_instances,
+)
 from reprospec.runners.dockernative import ContainerNative
+from reprospec.runners.together import InstanceStart
 from reprospec.units import format_size
 
 
@@ -148,6 +155,34 @@ class DockerRunner:
         cancel: threading.Event | None = None,
     ) -> Execution:
         """Run one attempt in a fresh container to its end, timeout or cancel."""
+        return self._run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """Run `plan.copies` instances of one attempt, a container each, released together.
+
+        They share a pod's network and /dev/shm and the attempt's TMPDIR and
+        XDG_CACHE_HOME (dockerinstances.py). Raises InfraError when the instances could
+        not all be started; no container of the attempt survives the return.
+        """
+        return run_instances(self, plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
+
+    def _run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+        instance: tuple[InstanceStart, str] | None = None,
+    ) -> Execution:
+        """One container to its end; `instance`: (how it starts, the pod it joins)."""
         log_dir = log_dir.resolve()
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
@@ -161,10 +196,16 @@ class DockerRunner:
             return infra("nothing to run: the plan has neither a command nor a workload")
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
+        options: dict[str, Any] = {"gpu_slot": gpu_slot}
+        if instance is not None:
+            argv = instance_argv(argv, instance[0])
+            options.update(paths=instance_paths(instance[0]), instance=instance[0].instance)
         try:
-            client, image, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
+            client, image, config = self._container_config(plan, argv, log_dir, **options)
         except FatalError as exc:
             return infra(str(exc))
+        if instance is not None:
+            join_pod(config, *instance)
         if self.native is not None:
             ulimits = self.native.core_limit(client, image)
             if ulimits:
@@ -178,7 +219,8 @@ class DockerRunner:
         # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
         # The container's /dev/shm is its own and goes with it: no leak to look for.
         scratch_dirs = None
-        if not plan.environment.shared_tmp:
+        # An instance's scratch is its attempt's, made and cleaned by run_instances.
+        if not plan.environment.shared_tmp and instance is None:
             scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
