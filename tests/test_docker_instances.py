@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 import reprospec  # noqa: E402
-from reprospec import dockerimage  # noqa: E402
+from reprospec import dockerimage, native  # noqa: E402
 from reprospec.attempt import AttemptExecutor  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
 from reprospec.models import AttemptPlan, Outcome  # noqa: E402
@@ -56,7 +56,7 @@ def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: P
     result = reprospec.run(spec, reprospec.RunOptions(runner="docker", out=tmp_path))
     assert our_containers() - before == set()  # the instances and their pods are gone
     cells = {cell.cell.id: cell for cell in result.cells}
-    assert {cid: cell.verdict.kind for cid, cell in cells.items()} == {
+    assert {cid: cell.verdict for cid, cell in cells.items()} == {
         "instances=1": "reproduced",
         "instances=4": "reproduced",
     }, {cid: cell.attempts[0].outcome for cid, cell in cells.items()}
@@ -65,18 +65,38 @@ def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: P
     # Every instance recorded: rank 0 builds and passes, ranks 1-3 crash.
     kinds = {i.instance: i.outcome.kind for i in four.instances if isinstance(i.outcome, Outcome)}
     assert kinds == {0: "pass", 1: "crash", 2: "crash", 3: "crash"}, four.instances
+    # The attempt's outcome is the first failure by time, by the engine's clock.
+    ends = {i.instance: i.end_s for i in four.instances}
+    assert all(end is not None for end in ends.values()), ends
+    first = min((1, 2, 3), key=lambda n: (ends[n] or 0.0, n))
+    assert four.instance == first
     # Started together: every container waited at the barrier before any was released.
     ready = [i.ready_s for i in four.instances]
     start = [i.start_s for i in four.instances]
     assert all(r is not None for r in ready) and all(s is not None for s in start)
     assert max(r for r in ready if r is not None) <= min(s for s in start if s is not None)
     assert four.start_spread_s is not None
-    # Each instance's own folder; the crashing ones carry their native stacks (gdb in the image).
-    folder = tmp_path / "runs" / result.run_id
-    crashed = sorted(folder.glob("**/instance-1/native-stacks.json"))
-    if crashed:
-        stacks = json.loads(crashed[0].read_text())
-        assert stacks["processes"] and stacks["processes"][0]["signal"] == "SIGSEGV"
+    # Each instance's own folder. The crashing instances write `core` into the one workdir
+    # they share, at once: one core is left and read (gdb in the image), the instances whose
+    # core it overwrote say so, and none gets another's stack.
+    folder = tmp_path / "runs" / result.run_id / "cells" / "instances=4" / "1"
+    read = said = 0
+    for number in (1, 2, 3):
+        stacks = native.read(folder / f"instance-{number}")
+        assert stacks is not None, number
+        if stacks.processes:
+            (process,) = stacks.processes
+            # The spec's command is a string: /bin/sh -c runs python as its child.
+            assert process.signal == "SIGSEGV" and process.error is None
+            assert process.command == "python kernel_cache.py"
+            assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+            read += 1
+        else:
+            assert "another instance's core may have overwritten it" in (stacks.unavailable or "")
+            said += 1
+    assert read >= 1 and read + said == 3
+    assert native.read(folder / "instance-0") is None  # it passed: nothing to take
+    assert sorted(p.name for p in (SPECS / "fixtures").iterdir() if p.name.startswith("core")) == []
 
 
 @needs_engine

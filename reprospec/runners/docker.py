@@ -231,8 +231,9 @@ class DockerRunner:
         late: list[str] = []
         try:
             execution = self._run_container(
-                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
-            )
+                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
+                shared=instance is not None,
+            )  # fmt: skip
         finally:
             stdout.close()
             stderr.close()
@@ -259,7 +260,10 @@ class DockerRunner:
         cancel: threading.Event | None,
         warnings: list[str],
         base: dict[str, Any],
+        shared: bool = False,
     ) -> Execution:
+        """Create, start and wait for the container; `shared`: an instance's (its workdir is
+        its attempt's other instances' too)."""
         import docker.errors
 
         started = utc_now()
@@ -313,6 +317,7 @@ class DockerRunner:
                     client, config, log_dir=log_dir, workdir=plan.workdir,
                     token=str(config["labels"][LABEL]), started=started_wall,
                     returncode=returncode, read_cores=not interrupted,
+                    shared=shared,
                 ),
             )  # fmt: skip
             if found is not None:
@@ -335,6 +340,8 @@ class DockerRunner:
             returncode=None if infra_error else returncode,
             timed_out=timed_out,
             duration_s=round(duration, 6),
+            # The engine's clock (CLOCK_MONOTONIC): instances' ends are compared by it.
+            ended_at=begin + duration,
             started=started,
             finished=finished,
             stack_path=stack_path,

@@ -244,8 +244,11 @@ class ContainerNative:
         started: float,
         returncode: int | None,
         read_cores: bool = True,
+        shared: bool = False,
     ) -> native.NativeStacks | None:
         """Native stacks from the cores the container's processes left in `workdir`.
+
+        `shared`: other containers (the attempt's other instances) share the workdir.
 
         `config` is the attempt container's (its image and mounts: gdb runs in a copy);
         `started` its time.time() at start. None when there were no cores and none were
@@ -266,11 +269,14 @@ class ContainerNative:
         if not cores:
             if not dumped:
                 return None
+            why = "the folder must be writable by the container's user"
+            if shared:
+                # Each container numbers its pids from 1: `core.%p` collides as `core` does.
+                why = "another instance's core may have overwritten it, in the shared workdir"
             return native.NativeStacks(
                 unavailable=(
                     f"native stacks unavailable: the process died of {root_signal} but left no "
-                    f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder "
-                    "must be writable by the container's user)"
+                    f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; {why})"
                 )
             )
         processes: list[native.ProcessStacks] = []
