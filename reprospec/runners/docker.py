@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage, native, packages, scratch
+from reprospec import dockerimage, native, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -29,11 +29,11 @@ from reprospec.container import (
 from reprospec.errors import FatalError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.process import utc_now
+from reprospec.runners import dockerprobe
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.dockerengine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
-    ENVINFO_TIMEOUT_S,
     LABEL,
     OutputPump,
     collect_stacks,
@@ -353,46 +353,8 @@ class DockerRunner:
         )
 
     def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
-        """Why the plan's image does not satisfy the cell's `packages` (checked in a container).
-
-        Once per image and package list: the stdlib probe of `reprospec.packages` runs
-        with the image's python3, and its answer is compared here (issue 9: never a
-        verdict on the wrong environment, whatever the runner).
-        """
-        import docker.errors
-
-        requirements = plan.environment.packages
-        names = packages.requirement_names(requirements)
-        if not names:
-            return None
-        argv = ["python3", "-c", packages.PROBE_CODE, json.dumps(list(names))]
-        with self._check_lock:
-            try:
-                client, image, config = self._container_config(plan, argv, log_dir)
-            except FatalError as exc:
-                return str(exc)
-            key = (image, tuple(requirements))
-            if key in self._package_checks:
-                return self._package_checks[key]
-            config["environment"].pop("REPROSPEC_CELL", None)
-            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
-            reason: str | None
-            try:
-                with fresh_container(client, config) as container:
-                    container.start()
-                    status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
-                    out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-                    err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-                if status != 0:
-                    last = (err.strip().splitlines() or [f"exit {status}"])[-1]
-                    reason = f"cannot check the cell's packages in {image}: {last}"
-                else:
-                    problems = packages.mismatches(requirements, packages.parse_probe(out, image))
-                    reason = packages.describe(image, problems) if problems else None
-            except (FatalError, docker.errors.APIError) as exc:
-                reason = f"cannot check the cell's packages in {image}: {exc}"
-            self._package_checks[key] = reason
-            return reason
+        """Why the plan's image does not satisfy the cell's `packages` (dockerprobe.py)."""
+        return dockerprobe.packages_refused(self, plan, log_dir)
 
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
@@ -402,37 +364,7 @@ class DockerRunner:
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
-        import docker.errors
-
-        try:
-            log_dir = log_dir.resolve()
-            log_dir.mkdir(parents=True, exist_ok=True)
-            argv = ["python3", "-m", "reprospec_harness.envinfo"]
-            client, image, config = self._container_config(plan, argv, log_dir, harness=True)
-            config["environment"].pop("REPROSPEC_CELL", None)
-            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
-            with fresh_container(client, config) as container:
-                container.start()
-                status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
-                if status is None:
-                    return {"error": f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"}
-                out = container.logs(stdout=True, stderr=False)
-                err = container.logs(stdout=False, stderr=True)
-        except (FatalError, docker.errors.APIError) as exc:
-            return {"error": f"environment capture failed: {exc}"}
-        if status != 0:
-            last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return {"error": f"environment capture exited with {status}: {last[0]}"}
-        try:
-            data = json.loads(out)
-        except ValueError as exc:
-            return {"error": f"environment capture printed no JSON: {exc}"}
-        if not isinstance(data, dict):
-            return {"error": "environment capture printed no JSON object"}
-        data.setdefault("container", {"runtime": "docker", "image": image})
-        return data
-
-
+        return dockerprobe.capture_environment(self, plan, log_dir)
 
 
 def _last_line(path: Path) -> str:
