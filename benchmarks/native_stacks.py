@@ -118,13 +118,14 @@ def crash_cost(kind: str, rounds: int, native: bool, runner_name: str) -> tuple[
 
 def hang_delay(
     kind: str, rounds: int, native: bool, timeout_s: float, runner_name: str
-) -> tuple[float, float, int]:
+) -> tuple[float, float, int, float]:
     """Median seconds from the timeout to the attempt's end and children's CPU seconds;
-    the fewest processes gdb read in a round."""
+    the fewest processes gdb read in a round; the median seconds from the timeout to the
+    kill (Execution.duration_s: for docker, without creating and removing the container)."""
     from reprospec import native as native_stacks
 
     runner, python = make_runner(runner_name, native)
-    samples, cpus = [], []
+    samples, cpus, kills = [], [], []
     reached = [0]
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(rounds):
@@ -135,12 +136,18 @@ def hang_delay(
             ex = runner.run(plan(argv, work, timeout_s), work / "logs")
             samples.append(time.perf_counter() - start - timeout_s)
             cpus.append(cpu() - used)
+            kills.append(ex.duration_s - timeout_s)
             ready = len(list((work / "ready").glob("*.ready")))
             assert ex.timed_out and ready == 10, f"{ready} of 10 processes reached the deadlock"
             stacks = native_stacks.read(work / "logs")
             if stacks is not None:
                 reached.append(sum(1 for p in stacks.processes if p.threads and not p.error))
-    return statistics.median(samples), statistics.median(cpus), min(reached[1:] or reached)
+    return (
+        statistics.median(samples),
+        statistics.median(cpus),
+        min(reached[1:] or reached),
+        statistics.median(kills),
+    )
 
 
 def main() -> None:
@@ -176,13 +183,14 @@ def main() -> None:
         )
     timeout_s = 3.0 if args.no_torch else 8.0  # 10 processes importing torch need a while
     for kind in kinds:
-        bare, bare_cpu, _ = hang_delay(kind, args.rounds, False, timeout_s, args.runner)
-        full, full_cpu, reached = hang_delay(kind, args.rounds, True, timeout_s, args.runner)
+        bare, bare_cpu, _, bare_kill = hang_delay(kind, args.rounds, False, timeout_s, args.runner)
+        full, full_cpu, reached, kill = hang_delay(kind, args.rounds, True, timeout_s, args.runner)
         print(
             f"hang report, 10-process tree ({kind}): {bare * 1000:.0f} ms after the timeout "
             f"without native stacks, {full * 1000:.0f} ms with them (budget 5000 ms); "
             + (f"gdb used {(full_cpu - bare_cpu) * 1000:.0f} ms of CPU and " if local else "")
             + f"read at least {reached} of 10 processes in every round"
+            + ("" if local else f"; killed {bare_kill * 1000:.0f} / {kill * 1000:.0f} ms after it")
         )
 
 

@@ -207,6 +207,31 @@ def test_a_hang_in_an_image_without_gdb_says_so(runner: DockerRunner, tmp_path: 
     assert stacks.unavailable is not None and "gdb not found in image" in stacks.unavailable
 
 
+@needs_engine
+def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path: Path) -> None:
+    """A process that made itself non-dumpable refuses ptrace to anyone without
+    CAP_SYS_PTRACE: the runner tries again in a privileged exec. Where the engine allows
+    that, gdb reads the process; where it does not (an engine that may not grant
+    capabilities), the process says why it has no stacks: never a stack of another."""
+    code = (
+        "import ctypes, time\n"
+        "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0\n"
+        "open('ready', 'w').close()\n"
+        "time.sleep(600)\n"
+    )
+    plan = make_plan(["python3", "-c", code], tmp_path, timeout_s=3.0)
+    execution = runner.run(plan, tmp_path / "logs")
+    assert execution.timed_out and (tmp_path / "ready").exists()
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None and stacks.unavailable is None, stacks
+    (process,) = stacks.processes
+    if process.threads:
+        symbols = {frame.symbol for frame in process.threads[0].frames}
+        assert symbols & {"clock_nanosleep", "select", "__select"}, symbols
+    else:
+        assert process.error == "ptrace: Operation not permitted.", process
+
+
 # -- pure functions ----------------------------------------------------------------------
 
 

@@ -14,12 +14,13 @@ and print a wrong stack; that is never done.
 
 Hang: before the timed-out container is killed, one `docker exec` lists its processes
 (their pids as the container sees them, and their maps), and a second one runs one gdb
-that attaches to each in turn (native.attach_gdb_argv), stopped at the local runner's
-deadline (native.HANG_DEADLINE_S after the timeout). Where Yama refuses the attach (gdb
-is no ancestor of the processes), gdb runs again in a privileged exec: it gets
-CAP_SYS_PTRACE, the attempt's own processes keep the container's capabilities.
+that attaches to each in turn (native.attach_gdb_argv), stopped 4 s after the timeout
+(the container's kill and removal come after it, within timeout + 5 s). Where Yama
+refuses the attach (gdb is no ancestor of the processes), gdb runs again in a
+privileged exec: it gets CAP_SYS_PTRACE, the attempt's own processes keep the
+container's capabilities.
 
-Whether an image has gdb is asked once per image (`gdb --version` in a container).
+Whether an image has gdb is asked once per image (gdb's version, in a container).
 Without it nothing can read a core, so none is written (unless `keep_cores`), and the
 attempt folder says why native stacks are missing. The results are the local runner's
 values (`native.NativeStacks`), written to the same files, so classify, the report and
@@ -48,6 +49,10 @@ GDB_HINT = "install gdb in the image, e.g. RUN apt-get install -y gdb"
 PROBE_TIMEOUT_S = 60.0
 # However late the Python stacks came, gdb gets this long at a hang.
 MIN_BUDGET_S = 0.5
+# gdb at a hang is stopped this long after the timeout: half a second before the local
+# runner's deadline, since killing and removing a container takes longer than killing a
+# process tree, and the report must still arrive within timeout + 5 s.
+HANG_DEADLINE_S = native.HANG_DEADLINE_S - 0.5
 # gdb's environment: the image's PYTHONPATH (the harness, the stack dumper's
 # sitecustomize) must not reach gdb's embedded Python; gdb's messages in English.
 GDB_ENV = {"PYTHONPATH": "", "PYTHONFAULTHANDLER": "", "PYTHONSTARTUP": "",
@@ -192,7 +197,7 @@ class ContainerNative:
     ) -> native.NativeStacks:
         """Native stacks of every live process of the timed-out `container`, before its kill.
 
-        gdb is stopped `native.HANG_DEADLINE_S` after `timed_out_at` (time.monotonic()).
+        gdb is stopped HANG_DEADLINE_S after `timed_out_at` (time.monotonic()).
         """
         import docker.errors
 
@@ -210,16 +215,17 @@ class ContainerNative:
             return native.NativeStacks(notes=("no live process in the container to attach to",))
         pids = {p.pid: p.command for p in processes}
         maps = {p.pid: p.maps for p in processes}
-        budget = max(MIN_BUDGET_S, timed_out_at + native.HANG_DEADLINE_S - time.monotonic())
+        budget = max(MIN_BUDGET_S, timed_out_at + HANG_DEADLINE_S - time.monotonic())
         argv = native.attach_gdb_argv(list(pids))
         try:
             output, finished = _exec_bounded(client, container, argv, budget)
-            left = timed_out_at + native.HANG_DEADLINE_S - time.monotonic()
+            left = timed_out_at + HANG_DEADLINE_S - time.monotonic()
             if finished and _ptrace_refused(output) and left > MIN_BUDGET_S:
                 # Yama (ptrace_scope 1) lets only an ancestor attach, or CAP_SYS_PTRACE: a
                 # privileged exec has it, the attempt's processes keep their capabilities.
-                budget = left
-                output, finished = _exec_bounded(client, container, argv, budget, privileged=True)
+                again = _exec_bounded(client, container, argv, left, privileged=True)
+                if not _exec_failed(again[0]):  # an engine may refuse privileged execs
+                    (output, finished), budget = again, left
         except docker.errors.APIError as exc:
             return native.NativeStacks(
                 unavailable=f"native stacks unavailable: gdb could not run in the container: "
