@@ -108,6 +108,22 @@ def test_segfault_in_strlen_shows_strlen_on_top_and_in_the_signature(
 
 @needs_engine
 @needs_plain_cores
+def test_crash_inside_a_torch_op_in_a_container_shows_a_torch_symbol(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    _, _, logs = crash(runner, tmp_path, "torch")  # the runner image has torch
+    stacks = native.read(logs)
+    assert stacks is not None
+    process = native.crashed_process(stacks)
+    assert process is not None and process.crashing_thread is not None, stacks
+    top = native.fault_frames(process.crashing_thread)[0]
+    assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
+    assert "at::" in top.symbol and "(" not in top.symbol.replace("(anonymous namespace)", "")
+    assert "@libtorch" in (native.signature_frame(stacks) or "")
+
+
+@needs_engine
+@needs_plain_cores
 def test_a_crashed_child_in_a_container_is_not_the_main_process(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
