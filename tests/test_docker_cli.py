@@ -29,11 +29,20 @@ def _pipeline_ready() -> str | None:
     return None
 
 
+def _same(outcome: dict[str, Any]) -> tuple[Any, ...]:
+    # A crashed worker's exception is the main process's, and which it raises is a race in
+    # the real program: the DataLoader's "worker exited unexpectedly", or the pin-memory
+    # thread's ConnectionResetError reading a tensor from the dying worker, more often
+    # while the worker dumps its core (native stacks, either runner). The crash agrees.
+    keys = [k for k in SAME if not (k == "exception" and outcome.get("kind") == "crash")]
+    return tuple(outcome.get(k) for k in keys)
+
+
 def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
     return {
         cell["id"]: (
             cell["verdict"],
-            [tuple((a.get("outcome") or {}).get(k) for k in SAME) for a in cell["attempts"]],
+            [_same(a.get("outcome") or {}) for a in cell["attempts"]],
         )
         for cell in results["cells"]
     }
