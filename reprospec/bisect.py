@@ -22,18 +22,17 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from reprospec import bisection, envs, packages, pkgindex
+from reprospec.bisectfiles import load_state, write_reports, write_state
 from reprospec.bisection import BisectResult, Trial
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonObject
 from reprospec.options import RunOptions
 
-STATE_FORMAT = 1
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
 
@@ -102,10 +101,10 @@ class BisectReport:
             return f"undecided: {result.reason}"
         return f"refused: {result.reason}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """`--format json`: the contract keys first, then the detail."""
         data = self.result.to_dict()
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "package": self.request.package,
             "first_bad": data.pop("first_bad"),
             "last_good": data.pop("last_good"),
@@ -163,7 +162,7 @@ def bisect_spec(
     versions = _candidates(request)
     bisect_id = request.key(spec.source_text)
     folder = request.out / "bisect" / bisect_id
-    known, resumed = _load_state(folder / "state.json", versions, request.fresh)
+    known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:
         say(f"resuming {bisect_id}: {sum(t.attempts for t in known.values())} attempt(s) "
             f"already ran")
@@ -176,7 +175,7 @@ def bisect_spec(
     trials: dict[str, Trial] = dict(known)
 
     def save(result: BisectResult | None = None) -> None:
-        _write_state(folder / "state.json", request, versions, trials, result)
+        write_state(folder / "state.json", request, versions, trials, result)
 
     def oracle(version: str, attempts: int) -> Trial:
         trial, interrupted = _run_candidate(request, environment.packages, version, attempts,
@@ -208,7 +207,7 @@ def bisect_spec(
     changed = _changed(request, environment.packages, result) if request.by_date else ()
     report = BisectReport(request, bisect_id, folder, spec.name, cell.id, versions, result,
                           changed, resumed)
-    _write_reports(report)
+    write_reports(report)
     return report
 
 
@@ -336,7 +335,7 @@ def _changed(request: BisectRequest, current: Sequence[str],
     """By date: the installed versions that differ between the last good and first bad day."""
     if result.status != "found" or result.last_good is None or result.first_bad is None:
         return ()
-    installed = []
+    installed: list[dict[str, str]] = []
     root = _envs_root(request)
     for day in (result.last_good, result.first_bad):
         with _exclude_newer(_end_of_day(day)):
@@ -347,7 +346,7 @@ def _changed(request: BisectRequest, current: Sequence[str],
                 index,
             )
         meta = envs.read_meta(root / env_request.key())
-        installed.append(dict((meta or {}).get("installed") or {}))
+        installed.append(envs.installed(meta) if meta is not None else {})
     names = sorted(set(installed[0]) | set(installed[1]))
     return tuple((n, installed[0].get(n), installed[1].get(n)) for n in names
                  if installed[0].get(n) != installed[1].get(n))
@@ -356,94 +355,3 @@ def _changed(request: BisectRequest, current: Sequence[str],
 def _envs_root(request: BisectRequest) -> Path:
     shared = os.environ.get(envs.ENVS_VARIABLE)
     return Path(shared).resolve() if shared else (request.out / "envs").resolve()
-
-
-# ---- state and reports ---------------------------------------------------------------------
-
-
-def _load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[str, Trial], bool]:
-    if fresh or not path.is_file():
-        return {}, False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        trials = {str(k): Trial.from_dict(v) for k, v in (data.get("trials") or {}).items()}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}, False
-    # Keyed by version: a version no longer between the ends is simply not asked about.
-    kept = {v: t for v, t in trials.items() if v in versions}
-    return kept, bool(kept)
-
-
-def _write_state(path: Path, request: BisectRequest, versions: Sequence[str],
-                 trials: Mapping[str, Trial], result: BisectResult | None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "format": STATE_FORMAT,
-        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "spec": str(request.spec),
-        "package": request.package,
-        "good": request.good,
-        "bad": request.bad,
-        "versions": list(versions),
-        "trials": {v: t.to_dict() for v, t in trials.items()},
-        "result": result.to_dict() if result is not None else None,
-    }
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _write_reports(report: BisectReport) -> None:
-    report.folder.mkdir(parents=True, exist_ok=True)
-    (report.folder / "bisect.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
-                                               encoding="utf-8")
-    (report.folder / "bisect.md").write_text(render_markdown(report), encoding="utf-8")
-
-
-def render_markdown(report: BisectReport) -> str:
-    """bisect.md: the answer, how sure, and the evidence for every tested version."""
-    result, request = report.result, report.request
-    what = request.package or "the environment"
-    lines = [f"# Bisect: {report.spec_name}, {what} {request.good}..{request.bad}", "",
-             f"**{report.headline}**", ""]
-    if result.status == "found":
-        lines.append(f"Probability of this answer: {result.confidence:.3f} (stated error "
-                     f"{result.error:g}, assuming a bad version reproduces in at least "
-                     f"{result.min_rate:g} of attempts).")
-    if result.status == "found" and result.reason:
-        lines.append(f"Note: {result.reason}.")
-    matched, attempts = result.rate
-    if attempts:
-        lines.append(f"Reproduction rate at the bad versions: {matched}/{attempts}.")
-    for warning in result.warnings:
-        lines.append(f"Warning: {warning}.")
-    lines += ["", f"Cell: `{report.cell_id or '(the only cell)'}`; runner: {request.runner}; "
-              f"{result.attempts} attempts over {len(result.tested)} of "
-              f"{len(report.versions)} candidates.", ""]
-    if request.command_line:
-        lines += ["Rerun (resumes from the saved state):", "", f"    {request.command_line}", ""]
-    lines += ["| version | judged | matched / attempts | outcomes | runs |",
-              "|---|---|---|---|---|"]
-    for evidence in result.versions:
-        if evidence.state == "untested":
-            continue
-        outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
-        if evidence.infra_error:
-            outcomes = f"not installable: {evidence.infra_error}"
-        runs = ", ".join(f"`{r}`" for r in evidence.runs)
-        mark = " **first bad**" if evidence.version == result.first_bad else ""
-        mark = " *last good*" if evidence.version == result.last_good else mark
-        lines.append(f"| {evidence.version}{mark} | {evidence.state} | {evidence.matched} / "
-                     f"{evidence.attempts} | {outcomes.replace('|', '/')} | {runs} |")
-    if report.changed:
-        lines += ["", f"Installed versions that changed from {result.last_good} to "
-                  f"{result.first_bad}:", "", "| package | last good | first bad |",
-                  "|---|---|---|"]
-        for name, before, after in report.changed:
-            lines.append(f"| {name} | {before or '-'} | {after or '-'} |")
-    lines += ["", "A version is bad at its first attempt that fails as the spec's `expect` says; "
-              "good when the clean attempts at it and above it leave the answer's probability "
-              "above 1 - error. Versions that could not be installed are skipped, never judged.",
-              ""]
-    return "\n".join(lines)
-

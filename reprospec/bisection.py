@@ -46,7 +46,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
+
+from reprospec.jsontypes import JsonObject, JsonValue
 
 Status = Literal["found", "refused", "undecided"]
 State = Literal["bad", "good", "unsure", "untested", "skipped"]
@@ -81,7 +83,7 @@ class Trial:
             self.runs + other.runs,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "version": self.version,
             "attempts": self.attempts,
@@ -92,15 +94,31 @@ class Trial:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Trial:
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Trial:
+        """What `to_dict` wrote; KeyError or TypeError when it is not that."""
+        infra_error = data.get("infra_error")
         return cls(
             version=str(data["version"]),
-            attempts=int(data.get("attempts", 0)),
-            matched=int(data.get("matched", 0)),
-            infra_error=data.get("infra_error"),
-            signatures=tuple(str(s) for s in data.get("signatures", ())),
-            runs=tuple(str(r) for r in data.get("runs", ())),
+            attempts=_count(data.get("attempts", 0)),
+            matched=_count(data.get("matched", 0)),
+            infra_error=None if infra_error is None else str(infra_error),
+            signatures=_texts(data.get("signatures")),
+            runs=_texts(data.get("runs")),
         )
+
+
+def _count(value: JsonValue) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a count, got {value!r}")
+    return value
+
+
+def _texts(value: JsonValue) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {value!r}")
+    return tuple(str(item) for item in value)
 
 
 # (version, max_attempts) -> what ran; stops at the first matching failure.
@@ -130,7 +148,7 @@ class VersionEvidence:
             counts[signature] = counts.get(signature, 0) + 1
         return counts
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "version": self.version,
             "state": self.state,
@@ -139,7 +157,7 @@ class VersionEvidence:
             "rate": round(self.rate, 4),
             "p_good": round(self.p_good, 6),
             "infra_error": self.infra_error,
-            "signatures": self.signature_counts(),
+            "signatures": dict(self.signature_counts()),
             "runs": list(self.runs),
         }
 
@@ -166,7 +184,7 @@ class BisectResult:
     def tested(self) -> tuple[VersionEvidence, ...]:
         return tuple(v for v in self.versions if v.state != "untested")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "status": self.status,
             "first_bad": self.first_bad,

@@ -7,7 +7,7 @@ spec is validated, naming the cells, not met by the scheduler mid-run. Plus
 the run's size: cells x attempts per cell within `bounds.MAX_ATTEMPTS`.
 
 `cell_problems` checks a whole document (what `validate`, `plan` and `run` do
-through spec.check); `check_cell_values` checks one cell of a loaded Spec (for
+through checks.check); `check_cell_values` checks one cell of a loaded Spec (for
 a pipeline that plans cells lazily). Both return located Problems.
 """
 
@@ -17,17 +17,17 @@ import math
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from reprospec import expr, patterns, schema
 from reprospec.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
+from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.matrix import canonical
 from reprospec.models import Cell, Spec
 from reprospec.sections import DEFAULT_MAX_REPEAT
 from reprospec.units import parse_duration, parse_size, parse_step
-from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
+from reprospec.yamlsource import Location, Problem, locate, shorten
 
-# Sections shown in the report, never evaluated (as spec.py's _NOT_INTERPOLATED).
+# Sections shown in the report, never evaluated: `${{` there is just text (checks.py too).
 NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3
@@ -51,10 +51,10 @@ class Site:
         return tuple(n for n in self.names if n.split(".")[0] == "env")
 
 
-def find_sites(data: Mapping[str, Any]) -> list[Site]:
+def find_sites(data: Mapping[str, JsonValue]) -> list[Site]:
     """Every evaluated string holding `${{ }}`, in document order (parse errors skipped)."""
     sites: list[Site] = []
-    stack: list[tuple[JsonPath, Any]] = [
+    stack: list[tuple[JsonPath, JsonValue]] = [
         ((key,), value)
         for key, value in reversed(list(data.items()))
         if key not in NOT_INTERPOLATED
@@ -78,7 +78,7 @@ def find_sites(data: Mapping[str, Any]) -> list[Site]:
     return sites
 
 
-def attempts_per_cell(data: Mapping[str, Any]) -> int:
+def attempts_per_cell(data: Mapping[str, JsonValue]) -> int:
     """The most attempts one cell can run: `repeat`, or `max_repeat` for `repeat: auto`."""
     run = data.get("run")
     run = run if isinstance(run, Mapping) else {}
@@ -89,7 +89,7 @@ def attempts_per_cell(data: Mapping[str, Any]) -> int:
 
 
 def run_value_problems(
-    data: Mapping[str, Any], locations: Mapping[JsonPath, Location]
+    data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location]
 ) -> list[Problem]:
     """`run.repeat`, `run.max_repeat`, `run.parallel` and `run.instances` within the bounds."""
     found: list[Problem] = []
@@ -110,7 +110,7 @@ def run_value_problems(
 
 
 def run_size_problems(
-    data: Mapping[str, Any], locations: Mapping[JsonPath, Location], cells: int
+    data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location], cells: int
 ) -> list[Problem]:
     """The attempts a run may plan (cells x attempts per cell) within `MAX_ATTEMPTS`."""
     run = data.get("run")
@@ -129,7 +129,9 @@ def run_size_problems(
     return [Problem(line, col, where, message)]
 
 
-def context(name: Any, cell: Cell, attempt: int | None, env: Mapping[str, str]) -> dict[str, Any]:
+def context(
+    name: JsonValue, cell: Cell, attempt: int | None, env: Mapping[str, str]
+) -> JsonObject:
     """What an expression reads, as plan.context_for builds it."""
     return {
         "matrix": dict(cell.matrix),
@@ -140,15 +142,15 @@ def context(name: Any, cell: Cell, attempt: int | None, env: Mapping[str, str]) 
     }
 
 
-def _lookup(ctx: Mapping[str, Any], dotted: str) -> Any:
+def _lookup(ctx: Mapping[str, JsonValue], dotted: str) -> JsonValue:
     parts = dotted.split(".")
-    value: Any = ctx.get(parts[0])
+    value = ctx.get(parts[0])
     for part in parts[1:]:
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
 
 
-def value_problems(path: JsonPath, value: Any, shown: str | None = None) -> list[str]:
+def value_problems(path: JsonPath, value: JsonValue, shown: str | None = None) -> list[str]:
     """What is wrong with the evaluated value of the string at `path` (empty: nothing).
 
     `shown` replaces the value in messages (a value read from the engine's
@@ -163,7 +165,7 @@ def value_problems(path: JsonPath, value: Any, shown: str | None = None) -> list
     return out
 
 
-def _semantic_problems(path: JsonPath, value: Any) -> list[str]:
+def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
     """What the engine would refuse or misread beyond the schema's types."""
     got = schema.render_instance(value)
     if path == ("run", "timeout"):
@@ -223,7 +225,7 @@ class _Checker:
     """Evaluates sites for cells, once per distinct set of values the site reads."""
 
     def __init__(
-        self, data: Mapping[str, Any], base_env: Mapping[str, str], sites: Sequence[Site]
+        self, data: Mapping[str, JsonValue], base_env: Mapping[str, str], sites: Sequence[Site]
     ) -> None:
         self.name = data.get("name")
         self.env = dict(base_env)
@@ -253,7 +255,7 @@ class _Checker:
                     )
                     entry.cells.append(label)
 
-    def evaluate(self, site: Site, ctx: Mapping[str, Any]) -> list[str]:
+    def evaluate(self, site: Site, ctx: Mapping[str, JsonValue]) -> list[str]:
         try:
             value = expr.interpolate_string(site.text, ctx)
         except expr.ExprError as exc:
@@ -289,7 +291,7 @@ def _cells(labels: Sequence[str]) -> str:
 
 
 def cell_problems(
-    data: Mapping[str, Any],
+    data: Mapping[str, JsonValue],
     locations: Mapping[JsonPath, Location],
     cells: Iterable[Cell],
     *,

@@ -33,6 +33,7 @@ COMMANDS = (
     "isolate",
     "bisect",
     "envs",
+    "bundle",
 )
 
 
@@ -76,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         "spec",
         metavar="SPEC",
         nargs="?",
-        help="a spec file, or a report.md that embeds one (optional with --resume)",
+        help="a spec file, a report.md that embeds one, or a bundle (.tar.gz from `reprospec "
+        "bundle`; optional with --resume)",
     )
     _add_selection_options(p)
     p.add_argument(
@@ -121,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
-        help="also print the report in this format to stdout",
+        help="also print the report in this format to stdout (html: one self-contained page)",
     )
     p.add_argument(
         "--python",
@@ -171,9 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "junit", "json"),
+        choices=("md", "html", "junit", "json"),
         default="md",
-        help="markdown bug report (default), JUnit XML or JSON",
+        help="markdown bug report (default), a self-contained HTML page with a sortable table "
+        "and a heatmap, JUnit XML or JSON",
     )
     p.add_argument(
         "-o",
@@ -275,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=("md", "json", "junit"),
+        choices=("md", "html", "json", "junit"),
         default=None,
         help="also print the merged report in this format to stdout",
     )
@@ -291,10 +294,11 @@ def build_parser() -> argparse.ArgumentParser:
     isolate.add_parser(sub)
 
     # Verbs that define their own arguments (their modules import only argparse at the top).
-    from reprospec.commands import bisect, envs
+    from reprospec.commands import bisect, bundle, envs
 
     bisect.add_parser(sub)
     envs.add_parser(sub)
+    bundle.add_parser(sub)
     return parser
 
 

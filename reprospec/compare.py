@@ -8,7 +8,14 @@ from typing import Any
 
 from reprospec.envfacts import environment_diff
 from reprospec.errors import UsageError
-from reprospec.models import AttemptResult, CellResult, Expectation, RunResult, Verdict
+from reprospec.models import (
+    AttemptResult,
+    CellResult,
+    Expectation,
+    RunResult,
+    Standalone,
+    Verdict,
+)
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
@@ -110,7 +117,17 @@ def merge(
         interrupted=any(run.interrupted for run in runs),
         shard="",
         command_line=_without_shard(first.command_line),
+        standalone=_merged_standalone(runs, cells),
     )
+
+
+def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -> Standalone | None:
+    """The shards' standalone repro for the merged run's first failing cell, else the first."""
+    made = {run.standalone.cell: run.standalone for run in runs if run.standalone is not None}
+    for cell in cells:
+        if cell.cell.id in made and any(a.failed for a in cell.attempts):
+            return made[cell.cell.id]
+    return next(iter(made.values()), None)
 
 
 def _check_shards(runs: Sequence[RunResult]) -> None:

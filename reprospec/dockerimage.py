@@ -19,12 +19,13 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -35,6 +36,12 @@ CA_DIR = Path("/usr/local/share/ca-certificates")
 
 DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
+# Both are built on this machine (scripts/docker-setup.sh); a bundle for another machine
+# rebuilds their content from this public base and these packages instead.
+LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
+PUBLIC_BASE = "debian:bookworm-slim"
+# What scripts/docker-setup.sh installs into the runner image (REPROSPEC_PACKAGES' default).
+RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"
 HASH_LABEL = "org.reprospec.content-hash"
 # The ids of the FROM images a build ran on: a base built again (docker-setup.sh rebuilds
@@ -157,6 +164,44 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
     return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
 
 
+def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecipe:
+    """What the runner image holds (Python, gdb, RUNNER_PACKAGES, the harness) and `packages`,
+    built from PUBLIC_BASE: no image of this machine is needed. A package of `packages`
+    replaces the runner's own pin of it (`torch==2.3.0` wins over torch==2.13.0)."""
+    import jinja2
+
+    named = {_requirement_name(p) for p in packages}
+    wanted = [p for p in RUNNER_PACKAGES if _requirement_name(p) not in named] + list(packages)
+    files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
+    if find_links is not None:
+        if not find_links.is_dir():
+            raise InfraError(f"--find-links folder not found: {find_links}")
+        files.append(("wheels", find_links.resolve()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=False,  # a Dockerfile; the base is a constant, packages go to a file
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    dockerfile = env.get_template("Dockerfile.public.j2").render(
+        base=PUBLIC_BASE, wheels=find_links is not None
+    )
+    return BuildRecipe(
+        dockerfile=dockerfile,
+        files=tuple(files),
+        texts=(("requirements.txt", "".join(f"{p}\n" for p in wanted)),),
+        bases=(PUBLIC_BASE,),
+        folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
+    )
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
+
+
 def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     for cert in ca_certificates():
@@ -255,7 +300,44 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def image_present(client: Any, ref: str) -> bool:
+class _Image(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+class _Images(Protocol):
+    def get(self, name: str) -> _Image: ...
+
+
+class _BuildApi(Protocol):
+    def build(
+        self,
+        *,
+        path: str,
+        dockerfile: str,
+        tag: str,
+        rm: bool,
+        forcerm: bool,
+        pull: bool,
+        decode: bool,
+        labels: Mapping[str, str],
+    ) -> Iterable[Mapping[str, object]]: ...
+
+
+class DockerClient(Protocol):
+    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
+
+    @property
+    def images(self) -> _Images: ...
+
+    @property
+    def api(self) -> _BuildApi: ...
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
     """Whether the engine has `ref` locally (never pulls)."""
     import docker.errors
 
@@ -267,7 +349,7 @@ def image_present(client: Any, ref: str) -> bool:
 
 
 def ensure_image(
-    client: Any, recipe: ImageRecipe, say: Callable[[str], None] | None = None
+    client: DockerClient, recipe: ImageRecipe, say: Callable[[str], None] | None = None
 ) -> str:
     """The tag to run, built first when needed; InfraError when missing or the build fails.
 
@@ -302,27 +384,26 @@ def ensure_image(
     return recipe.tag
 
 
-def _base_ids(client: Any, bases: Sequence[str]) -> str | None:
+def _base_ids(client: DockerClient, bases: Sequence[str]) -> str | None:
     """The FROM images' ids, comma-separated; None when one is missing."""
     import docker.errors
 
     try:
-        return ",".join(str(client.images.get(base).id) for base in bases)
+        return ",".join(client.images.get(base).id for base in bases)
     except docker.errors.ImageNotFound:
         return None
 
 
-def _built_on_its_bases(client: Any, tag: str, bases: Sequence[str]) -> bool:
+def _built_on_its_bases(client: DockerClient, tag: str, bases: Sequence[str]) -> bool:
     """Whether `tag` was built on the base images as they are now (or they cannot be told)."""
     now = _base_ids(client, bases)
     if now is None:
         return True  # a base is gone: the image is all there is
-    labels = client.images.get(tag).attrs.get("Config", {}).get("Labels") or {}
-    return bool(labels.get(BASES_LABEL) == now)
+    return client.images.get(tag).labels.get(BASES_LABEL) == now
 
 
 def build_image(
-    client: Any, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
+    client: DockerClient, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
 ) -> list[str]:
     """Build `build` as `tag` with the engine's builder; returns the build log lines.
 
@@ -370,6 +451,6 @@ def _build_failure(tag: str, log: Sequence[str]) -> str:
     return f"docker build of {tag} failed; build log tail:\n{tail}"
 
 
-def describe(recipe: ImageRecipe) -> dict[str, Any]:
+def describe(recipe: ImageRecipe) -> JsonObject:
     """A JSON-friendly summary of a recipe (for plans and bundles)."""
     return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

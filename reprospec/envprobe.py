@@ -12,15 +12,17 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
+from reprospec.jsontypes import JsonObject, JsonValue
 
 # The local runner puts this on every child's PYTHONPATH; it is ours, not the machine's.
 STACKDUMP_DIR = Path(__file__).resolve().parent / "stackdump"
 
 TIMEOUT_S = 120.0
+# Bumped when the torch part of a capture gains fields, so cached captures are retaken.
+CACHE_FORMAT = 2
 
 
 def _run(
@@ -68,7 +70,7 @@ def probe_environment(
     harness_root: Path = HARNESS_ROOT,
     extra_env: Mapping[str, str] | None = None,
     torch_cache: Path | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too.
 
     `extra_env` is the spec's `environment.env`, so CUDA_*/TORCH_* settings show as they ran.
@@ -87,10 +89,12 @@ def probe_environment(
         except (OSError, ValueError):
             pass
         info = _capture_with_torch(python, args, harness_root, extra_env)
-        if "error" not in info.get("torch", {}):
+        torch = info.get("torch")
+        torch = torch if isinstance(torch, dict) else {}
+        if "error" not in torch:
             torch_cache.mkdir(parents=True, exist_ok=True)
             tmp = cache_file.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(info.get("torch", {})))
+            tmp.write_text(json.dumps(torch))
             os.replace(tmp, cache_file)
         return info
     return _capture_with_torch(python, args, harness_root, extra_env)
@@ -98,7 +102,7 @@ def probe_environment(
 
 def _capture_with_torch(
     python: str, args: Sequence[str], harness_root: Path, extra_env: Mapping[str, str] | None
-) -> dict[str, Any]:
+) -> JsonObject:
     done = _run(python, args, harness_root, extra_env)
     if done.returncode != 0:
         # Importing torch crashed or failed the whole capture: capture without it, say why.
@@ -111,14 +115,16 @@ def _capture_with_torch(
 
 def _capture(
     python: str, args: Sequence[str], harness_root: Path, extra_env: Mapping[str, str] | None
-) -> dict[str, Any]:
+) -> JsonObject:
     done = _run(python, args, harness_root, extra_env)
     if done.returncode != 0:
         raise InfraError(f"environment capture with {python} failed: {_died(done)}")
     return _parse(done.stdout, python, harness_root)
 
 
-def _torch_key(python: str, fresh: Mapping[str, Any], extra_env: Mapping[str, str] | None) -> str:
+def _torch_key(
+    python: str, fresh: Mapping[str, JsonValue], extra_env: Mapping[str, str] | None
+) -> str:
     """What the torch part depends on: interpreter, torch build, driver, CUDA/TORCH variables."""
     import hashlib
 
@@ -126,12 +132,15 @@ def _torch_key(python: str, fresh: Mapping[str, Any], extra_env: Mapping[str, st
     relevant = sorted(
         (k, v) for k, v in env.items() if k.startswith(("CUDA_", "TORCH_", "PYTORCH_", "OMP_"))
     )
-    gpus = (fresh.get("nvidia") or {}).get("gpus")
-    parts = [os.path.realpath(python), (fresh.get("packages") or {}).get("torch"), gpus, relevant]
+    nvidia, packages = fresh.get("nvidia"), fresh.get("packages")
+    gpus = nvidia.get("gpus") if isinstance(nvidia, dict) else None
+    torch = packages.get("torch") if isinstance(packages, dict) else None
+    # CACHE_FORMAT: a capture of an older reprospec lacks fields (torch's build config).
+    parts = [CACHE_FORMAT, os.path.realpath(python), torch, gpus, relevant]
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
-def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> dict[str, Any]:
+def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> JsonObject:
     try:
         info = json.loads(stdout)
     except ValueError as exc:
@@ -139,9 +148,12 @@ def _parse(stdout: str, python: str, harness_root: Path = HARNESS_ROOT) -> dict[
     if not isinstance(info, dict):
         raise InfraError(f"environment capture with {python} printed no JSON object")
     # The harness folder on PYTHONPATH is ours, not the machine's.
-    variables = info.get("env") or {}
+    variables = info.get("env")
+    if not isinstance(variables, dict):
+        return info
     ours = (str(harness_root), str(STACKDUMP_DIR))
-    kept = [p for p in variables.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
+    path = str(variables.get("PYTHONPATH") or "")
+    kept = [p for p in path.split(os.pathsep) if p and p not in ours]
     if kept:
         variables["PYTHONPATH"] = os.pathsep.join(kept)
     else:

@@ -20,9 +20,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reprospec import native, ranks
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import excerpt
 from reprospec.models import Execution
 from reprospec.native import NativeStacks
@@ -36,7 +36,7 @@ MESSAGE_TAIL_BYTES = 64 * 1024
 STACK_BYTES = 1024 * 1024
 _MAX_EVENT_LINE = 64 * 1024
 
-Event = Mapping[str, Any]
+Event = Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -88,10 +88,12 @@ class Events:
                 if new_step != step:
                     stage = None
                 step = new_step
-            if isinstance(event.get("stage"), str):
-                stage = event["stage"]
-            if name == "import" and isinstance(event.get("module"), str):
-                module = (event["module"], phase)
+            new_stage = event.get("stage")
+            if isinstance(new_stage, str):
+                stage = new_stage
+            new_module = event.get("module")
+            if name == "import" and isinstance(new_module, str):
+                module = (new_module, phase)
         return cls(
             phase,
             step,
@@ -171,7 +173,7 @@ def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) 
     return data.replace(b"\0", b"").decode("utf-8", errors="replace")
 
 
-def iter_events(path: Path | None) -> Iterator[dict[str, Any]]:
+def iter_events(path: Path | None) -> Iterator[JsonObject]:
     """The JSON objects of an events file; malformed or truncated lines are skipped."""
     if path is None:
         return

@@ -28,9 +28,10 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard, TypeVar
 
 from reprospec.bounds import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
+from reprospec.jsontypes import JsonScalar, JsonValue
 
 # Names an expression may read, and the fields each allows (None: any field).
 ROOTS: Mapping[str, frozenset[str] | None] = {
@@ -57,7 +58,7 @@ class ExprError(ValueError):
 
 @dataclass(frozen=True)
 class Literal:
-    value: Any
+    value: JsonScalar
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ Node = Literal | Name | ListLit | Not | BoolOp | Compare
 @dataclass(frozen=True)
 class Token:
     kind: str  # num, str, name, op, end
-    value: Any
+    value: str | int | float | None
     offset: int
 
 
@@ -198,7 +199,7 @@ class _Parser:
         self.pos += 1
         return token
 
-    def at(self, kind: str, value: Any = None) -> bool:
+    def at(self, kind: str, value: str | None = None) -> bool:
         token = self.peek()
         return token.kind == kind and (value is None or token.value == value)
 
@@ -363,7 +364,7 @@ def depth(node: Node) -> int:
 # ---------------------------------------------------------------- evaluation
 
 
-def evaluate(node: Node | str, context: Mapping[str, Any]) -> Any:
+def evaluate(node: Node | str, context: Mapping[str, JsonValue]) -> JsonValue:
     """The value of an expression (a parsed node or its text) in `context`."""
     if isinstance(node, str):
         text = node
@@ -372,11 +373,11 @@ def evaluate(node: Node | str, context: Mapping[str, Any]) -> Any:
 
 
 class _Evaluator:
-    def __init__(self, text: str, context: Mapping[str, Any]) -> None:
+    def __init__(self, text: str, context: Mapping[str, JsonValue]) -> None:
         self.text = text
         self.context = context
 
-    def eval(self, node: Node) -> Any:
+    def eval(self, node: Node) -> JsonValue:
         if isinstance(node, Literal):
             return node.value
         if isinstance(node, Name):
@@ -392,15 +393,15 @@ class _Evaluator:
             return left if left else self.eval(node.right)
         return self.compare(node)
 
-    def lookup(self, node: Name) -> Any:
-        value: Any = self.context.get(node.parts[0])
+    def lookup(self, node: Name) -> JsonValue:
+        value = self.context.get(node.parts[0])
         for part in node.parts[1:]:
             # A missing field is null, as in GitHub Actions: include-only axes
             # are absent from some cells, and env vars may be unset.
             value = value.get(part) if isinstance(value, Mapping) else None
         return value
 
-    def compare(self, node: Compare) -> Any:
+    def compare(self, node: Compare) -> bool:
         left, right = self.eval(node.left), self.eval(node.right)
         op = node.op
         if op == "==":
@@ -410,17 +411,18 @@ class _Evaluator:
         if op in ("in", "not in"):
             found = self.contains(right, left, node)
             return found if op == "in" else not found
-        both_numbers = _is_number(left) and _is_number(right)
-        if not both_numbers and not (isinstance(left, str) and isinstance(right, str)):
-            raise ExprError(
-                f"cannot compare {render(left)!r} {op} {render(right)!r} "
-                "(only two numbers or two strings)",
-                self.text,
-                node.offset,
-            )
-        return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+        if _is_number(left) and _is_number(right):
+            return _ordered(op, left, right)
+        if isinstance(left, str) and isinstance(right, str):
+            return _ordered(op, left, right)
+        raise ExprError(
+            f"cannot compare {render(left)!r} {op} {render(right)!r} "
+            "(only two numbers or two strings)",
+            self.text,
+            node.offset,
+        )
 
-    def contains(self, container: Any, item: Any, node: Compare) -> bool:
+    def contains(self, container: JsonValue, item: JsonValue, node: Compare) -> bool:
         if isinstance(container, str):
             return render(item) in container
         if isinstance(container, list):
@@ -436,11 +438,19 @@ class _Evaluator:
         )
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
+    # (an int is a float to the type checker; a bool is no number here)
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def same(a: Any, b: Any) -> bool:
+_Ordered = TypeVar("_Ordered", float, str)
+
+
+def _ordered(op: str, left: _Ordered, right: _Ordered) -> bool:
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+def same(a: object, b: object) -> bool:
     """Equality that never confuses booleans with numbers (`true == 1` is false)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
@@ -453,7 +463,7 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-def render(value: Any) -> str:
+def render(value: object) -> str:
     """A value as text inside a longer string: true/false, null as '', JSON for collections."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -503,7 +513,7 @@ def _closing(value: str, pos: int) -> int:
     return -1
 
 
-def interpolate_string(value: str, context: Mapping[str, Any]) -> Any:
+def interpolate_string(value: str, context: Mapping[str, JsonValue]) -> JsonValue:
     """Evaluate the `${{ }}` in a string: alone, it keeps its type; else render as text."""
     found = find_expressions(value)
     if not found:
@@ -519,7 +529,7 @@ def interpolate_string(value: str, context: Mapping[str, Any]) -> Any:
     return "".join(out)
 
 
-def interpolate(value: Any, context: Mapping[str, Any]) -> Any:
+def interpolate(value: JsonValue, context: Mapping[str, JsonValue]) -> JsonValue:
     """A copy of `value` (dicts, lists, strings) with every `${{ }}` evaluated."""
     if isinstance(value, str):
         return interpolate_string(value, context)
@@ -544,7 +554,7 @@ def iter_names(node: Node) -> Iterator[Name]:
         yield from iter_names(node.right)
 
 
-def names_used(value: Any) -> list[str]:
+def names_used(value: JsonValue) -> list[str]:
     """The dotted names (`matrix.num_workers`) read anywhere in `value`, unique, in order."""
     names: dict[str, None] = {}
     if isinstance(value, str):

@@ -22,12 +22,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reprospec import dockerimage
 from reprospec.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, child_env, write_cell
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan, Spec
 from reprospec.sections import Environment
 
@@ -56,24 +56,57 @@ def _json(value: object) -> object:
     return str(value)
 
 
-def _dump(path: Path, data: Any) -> None:
+def _dump(path: Path, data: JsonValue) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
 
 
-def _bundle_recipe(
+@dataclass(frozen=True)
+class _Image:
+    """One image of the bundle: its build, and what that build needs (for the README)."""
+
+    build: dockerimage.BuildRecipe
+    needs: str
+
+
+def _bundle_image(
     environment: Environment, spec_dir: Path, find_links: Path | None
-) -> dockerimage.BuildRecipe:
-    """Always a build: the bundle's image must carry the harness, whatever the base."""
+) -> _Image:
+    """Always a build (the image must carry the harness), never FROM an image of this machine.
+
+    The runner's default image (and its base) are built locally by docker-setup.sh: the
+    bundle rebuilds what they hold from a public Debian base instead. An `image` the spec
+    names is used as the base, and the README says the reader must have it.
+    """
+    if environment.dockerfile:
+        recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+        assert recipe.build is not None  # a dockerfile is always built
+        bases = ", ".join(f"`{b}`" for b in recipe.build.bases) or "the images its ARGs name"
+        return _Image(recipe.build, f"the spec's own Dockerfile; it builds FROM {bases}")
+    image = environment.image or dockerimage.DEFAULT_IMAGE
+    if image in dockerimage.LOCAL_IMAGES:
+        build = dockerimage.public_build(environment.packages, find_links)
+        return _Image(
+            build,
+            f"`{dockerimage.PUBLIC_BASE}` (public: `docker build` pulls it), or any Debian "
+            "bookworm image given as `BASE=IMAGE ./run.sh`",
+        )
     recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+    needs = (
+        f"`{image}`, the spec's `environment.image`: `docker pull {image}` (or build it) "
+        "before `./run.sh`"
+    )
     if recipe.build is not None:
-        return recipe.build
+        return _Image(recipe.build, needs)
     files = [("harness", dockerimage.HARNESS_DIR), ("stackdump", dockerimage.STACKDUMP_DIR)]
-    return dockerimage.BuildRecipe(
-        dockerfile=dockerimage.render_dockerfile(recipe.tag, packages=False, wheels=False),
-        files=tuple(files),
-        bases=(recipe.tag,),
-        folders=("certs", "harness", "stackdump"),
+    return _Image(
+        dockerimage.BuildRecipe(
+            dockerfile=dockerimage.render_dockerfile(recipe.tag, packages=False, wheels=False),
+            files=tuple(files),
+            bases=(recipe.tag,),
+            folders=("certs", "harness", "stackdump"),
+        ),
+        needs,
     )
 
 
@@ -129,14 +162,17 @@ def write_bundle(
     warnings: list[str] = []
     (out / "spec.yaml").write_text(spec.source_text, encoding="utf-8")
     images: dict[str, int] = {}
+    needs: dict[int, str] = {}
     workdirs: dict[Path, int] = {}
     cells: list[str] = []
     script: list[str] = []
     for number, plan in enumerate(plans, start=1):
-        build = _without_certs(_bundle_recipe(plan.environment, spec_dir, find_links))
+        image_of = _bundle_image(plan.environment, spec_dir, find_links)
+        build = _without_certs(image_of.build)
         key = dockerimage.content_hash(build)
         if key not in images:
             images[key] = len(images) + 1
+            needs[images[key]] = image_of.needs
             dockerimage.write_context(build, out / "images" / str(images[key]))
         if plan.workdir not in workdirs:
             workdirs[plan.workdir] = len(workdirs) + 1
@@ -155,7 +191,7 @@ def write_bundle(
         image = f"reprospec-bundle/{spec.name}:{images[key]}"
         script.append(_cell_function(number, plan, image, images[key], workdirs[plan.workdir]))
     _write_run_sh(out / "run.sh", spec, plans, script)
-    _write_readme(out / "README.md", spec, plans, len(images))
+    _write_readme(out / "README.md", spec, plans, needs)
     return Bundle(
         root=out,
         cells=tuple(cells),
@@ -234,7 +270,9 @@ build_image() {
     docker image inspect "$1" >/dev/null 2>&1 && return 0
     mkdir -p "$2/certs"
     cp /usr/local/share/ca-certificates/*.crt "$2/certs/" 2>/dev/null || true
-    DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build -t "$1" "$2"
+    # BASE: another Debian bookworm image for the Dockerfiles that start FROM ${BASE}.
+    DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build ${BASE:+--build-arg "BASE=$BASE"} \
+        -t "$1" "$2"
 }
 
 # 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N.
@@ -265,7 +303,9 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
     path.chmod(0o755)
 
 
-def _write_readme(path: Path, spec: Spec, plans: Sequence[AttemptPlan], images: int) -> None:
+def _write_readme(
+    path: Path, spec: Spec, plans: Sequence[AttemptPlan], needs: Mapping[int, str]
+) -> None:
     title = spec.title
     rows = []
     for number, plan in enumerate(plans, start=1):
@@ -281,7 +321,15 @@ cell with plain `docker run`. reprospec itself is not needed.
     ./run.sh 2        # only cell 2
 
 Images are built from `images/K/` (`Dockerfile`, the reprospec harness, any
-wheels). Nothing is pulled except the base images those Dockerfiles name.
+wheels). Nothing is pulled except the base images those Dockerfiles name; no image
+of the machine that wrote this bundle is needed. What each build starts from:
+
+{chr(10).join(f"- `images/{k}/`: {text}" for k, text in needs.items())}
+
+Without `--find-links` when the bundle was written, the builds install their
+packages (torch among them) from the package index pip is configured with; on
+x86_64 PyPI's torch is the CUDA build. A machine without an index: rewrite the
+bundle with `reprospec materialize ... --find-links WHEELHOUSE`.
 Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
 Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
 and `results/N/cache`, removed after it (unless the spec says
@@ -293,7 +341,7 @@ A cell "reproduces" when its outcome matches the expectation below
 |---|---|---|
 {chr(10).join(rows)}
 
-{images} image(s); the resolved configuration of cell N is `cells/N/plan.json`
+{len(needs)} image(s); the resolved configuration of cell N is `cells/N/plan.json`
 (and `cells/N/cell.json` for the PyTorch harness).
 """
     path.write_text(text, encoding="utf-8")

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import Any
 
 from reprospec.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
 from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
+from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.models import Cell, Spec
-from reprospec.yamlsource import JsonPath, Problem, YamlSourceError, load_value, locate
+from reprospec.yamlsource import Problem, YamlSourceError, load_value, locate
+
+# A `matrix` section as the spec holds it (None: the spec has none).
+Section = Mapping[str, JsonValue] | None
 
 RESERVED = ("include", "exclude")
 DEFAULT_ID = "default"
@@ -38,20 +41,22 @@ class MatrixError(ValueError):
         super().__init__(message)
 
 
-def axes(section: Mapping[str, Any] | None) -> list[str]:
+def axes(section: Section) -> list[str]:
     """The original axes (no include-only keys), in order."""
     return [k for k in (section or {}) if k not in RESERVED]
 
 
-def all_axes(section: Mapping[str, Any] | None) -> list[str]:
+def all_axes(section: Section) -> list[str]:
     """Original axes, then keys that only `include` entries bring, in order of first use."""
     names = dict.fromkeys(axes(section))
-    for entry in (section or {}).get("include") or ():
-        names.update(dict.fromkeys(entry))
+    include = (section or {}).get("include")
+    for entry in include if isinstance(include, list) else ():
+        if isinstance(entry, dict):
+            names.update(dict.fromkeys(entry))
     return list(names)
 
 
-def render_value(value: Any) -> str:
+def render_value(value: object) -> str:
     """A matrix value as it appears in a cell id: true/false, null, compact JSON for collections."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -66,14 +71,14 @@ def render_value(value: Any) -> str:
 format_value = render_value
 
 
-def cell_id(values: Mapping[str, Any]) -> str:
+def cell_id(values: Mapping[str, JsonValue]) -> str:
     """`axis=value,axis=value` in the given order; `default` for an empty matrix."""
     if not values:
         return DEFAULT_ID
     return ",".join(f"{key}={render_value(value)}" for key, value in values.items())
 
 
-def canonical(value: Any) -> Hashable:
+def canonical(value: object) -> Hashable:
     """A hashable key with `canonical(a) == canonical(b)` exactly when `same(a, b)`."""
     if isinstance(value, bool):
         return ("bool", value)
@@ -104,7 +109,9 @@ class _Product:
     MAX_MATRIX_STEPS.
     """
 
-    def __init__(self, lists: Sequence[Sequence[Any]], exclude: Sequence[Mapping[int, Any]]):
+    def __init__(
+        self, lists: Sequence[Sequence[JsonValue]], exclude: Sequence[Mapping[int, JsonValue]]
+    ) -> None:
         self.lists = lists
         count = len(lists)
         self.canons = [[canonical(v) for v in values] for values in lists]
@@ -227,25 +234,37 @@ class _Product:
             frames.append((axis + 1, after, iter(range(len(self.lists[axis + 1])))))
 
 
-def _checked(section: Mapping[str, Any]) -> tuple[list[str], list[Any], list[Any]]:
-    """(original axes, include, exclude) of a section, or MatrixError for a shape it cannot have."""
+def _entries(section: Mapping[str, JsonValue], key: str) -> list[JsonObject]:
+    """The `include` or `exclude` entries of a section; MatrixError when not a list of mappings."""
+    entries = section.get(key) or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise MatrixError(f"{key} must be a list of mappings", ("matrix", key))
+    if len(entries) > MAX_MATRIX_ENTRIES:
+        raise MatrixError(
+            f"{key} has {len(entries)} entries; at most {MAX_MATRIX_ENTRIES} are allowed",
+            ("matrix", key),
+        )
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def _checked(
+    section: Mapping[str, JsonValue],
+) -> tuple[list[str], list[list[JsonValue]], list[JsonObject], list[JsonObject]]:
+    """(original axes, their values, include, exclude) of a section.
+
+    MatrixError for a shape it cannot have.
+    """
     if not isinstance(section, Mapping):
         raise MatrixError("the matrix must be a mapping of axis names to lists of values")
     original = axes(section)
+    lists: list[list[JsonValue]] = []
     for axis in original:
         values = section[axis]
         if not isinstance(values, list) or not values:
             raise MatrixError(f"axis '{axis}' must be a non-empty list of values", ("matrix", axis))
-    include = section.get("include") or []
-    exclude = section.get("exclude") or []
-    for key, entries in (("include", include), ("exclude", exclude)):
-        if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-            raise MatrixError(f"{key} must be a list of mappings", ("matrix", key))
-        if len(entries) > MAX_MATRIX_ENTRIES:
-            raise MatrixError(
-                f"{key} has {len(entries)} entries; at most {MAX_MATRIX_ENTRIES} are allowed",
-                ("matrix", key),
-            )
+        lists.append(values)
+    include = _entries(section, "include")
+    exclude = _entries(section, "exclude")
     if not original and not include:
         raise MatrixError("the matrix is empty: give at least one axis or an include entry")
     if len(original) > MAX_MATRIX_AXES:
@@ -258,18 +277,18 @@ def _checked(section: Mapping[str, Any]) -> tuple[list[str], list[Any], list[Any
                 raise MatrixError(
                     f"exclude key '{key}' is not a matrix axis", ("matrix", "exclude", index, key)
                 )
-    return original, list(include), list(exclude)
+    return original, lists, include, exclude
 
 
 class _Plan:
     """What expansion needs, computed before any cell is built."""
 
-    def __init__(self, section: Mapping[str, Any]) -> None:
+    def __init__(self, section: Mapping[str, JsonValue]) -> None:
         self.section = section
-        self.original, self.include, exclude = _checked(section)
+        self.original, lists, self.include, exclude = _checked(section)
         position = {axis: i for i, axis in enumerate(self.original)}
         self.product = _Product(
-            [section[a] for a in self.original],
+            lists,
             [{position[k]: v for k, v in entry.items()} for entry in exclude],
         )
         # Each include entry's values on original axes: the combinations it may extend.
@@ -293,33 +312,33 @@ class _Plan:
         if self.count == 0:
             raise MatrixError("the matrix has no cells: every combination is excluded")
 
-    def combinations(self) -> Iterator[dict[str, Any]]:
+    def combinations(self) -> Iterator[JsonObject]:
         """Every cell's values in order, includes merged, before ids are given."""
         lists = self.product.lists
         canons = self.product.canons
         fitting = [i for i, fits in enumerate(self.fits) if fits]
         for indices in self.product.walk() if self.original else ():
-            combo = {
+            combo: JsonObject = {
                 a: lists[n][i] for n, (a, i) in enumerate(zip(self.original, indices, strict=True))
             }
-            for entry in fitting:
+            for number in fitting:
                 # Only the original axes are protected; keys from earlier includes may change.
-                if all(canons[n][indices[n]] == c for n, c in self.required[entry].items()):
-                    combo.update(self.include[entry])
+                if all(canons[n][indices[n]] == c for n, c in self.required[number].items()):
+                    combo.update(self.include[number])
             yield combo
         for entry, fits in zip(self.include, self.fits, strict=True):
             if not fits:
                 yield dict(entry)
 
 
-def count_cells(section: Mapping[str, Any] | None) -> int:
+def count_cells(section: Section) -> int:
     """How many cells a `matrix` section has, without building them; raise MatrixError."""
     if section is None:
         return 1
     return _Plan(section).count
 
 
-def iter_cells(section: Mapping[str, Any] | None) -> Iterator[Cell]:
+def iter_cells(section: Section) -> Iterator[Cell]:
     """The cells of a `matrix` section one at a time; MatrixError (before the first) when bad."""
     if section is None:
         return iter([Cell(DEFAULT_ID, 0, {})])
@@ -342,7 +361,7 @@ def _cells(plan: _Plan) -> Iterator[Cell]:
         yield Cell(ident, index, ordered)
 
 
-def expand_matrix(section: Mapping[str, Any] | None) -> list[Cell]:
+def expand_matrix(section: Section) -> list[Cell]:
     """The cells of a `matrix` section (None: one cell `default`); raise MatrixError."""
     return list(iter_cells(section))
 
@@ -350,7 +369,9 @@ def expand_matrix(section: Mapping[str, Any] | None) -> list[Cell]:
 def expand(spec: Spec) -> list[Cell]:
     """The cells of a loaded spec, in order; raise SpecError with a located problem."""
     try:
-        return expand_matrix(spec.document.get("matrix"))
+        section = spec.document.get("matrix")
+        # Validation made it a mapping (or left it out); anything else is no matrix.
+        return expand_matrix(section if isinstance(section, Mapping) else None)
     except MatrixError as exc:
         line, col = locate(spec.locations, exc.path)
         problem = Problem(line, col, exc.path, exc.message)
@@ -362,7 +383,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
     if not filters:
         return list(cells)
     known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
-    wanted: dict[str, list[tuple[Any, str]]] = {}
+    wanted: dict[str, list[tuple[JsonValue, str]]] = {}
     for text in filters:
         axis, sep, raw = text.partition("=")
         axis = axis.strip()
@@ -371,6 +392,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
         if axis not in known:
             names = ", ".join(known) if known else "none (the spec has no matrix)"
             raise UsageError(f"-m {text}: unknown axis '{axis}' (axes: {names})")
+        value: JsonValue
         try:
             value = load_value(raw) if raw.strip() else ""
         except YamlSourceError:
@@ -389,7 +411,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
     return kept
 
 
-def _value_matches(actual: Any, wanted: tuple[Any, str]) -> bool:
+def _value_matches(actual: JsonValue, wanted: tuple[JsonValue, str]) -> bool:
     # The rendered form also counts, so `-m python=3.10` finds "3.10" (YAML reads 3.1).
     value, raw = wanted
     return same(actual, value) or render_value(actual) == raw

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from reprospec.sections import Command, Environment, Job, JsonObject, Workload
+from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.sections import Command, Environment, Job, Workload
 from reprospec.units import RateBound, StepRange
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
@@ -38,7 +39,7 @@ class Spec:
 
     path: Path
     name: str
-    document: Mapping[str, Any]
+    document: Mapping[str, JsonValue]
     source_text: str
     locations: Mapping[tuple[str | int, ...], tuple[int, int]] = field(
         default_factory=dict, compare=False, repr=False
@@ -69,7 +70,7 @@ class Cell:
 
     id: str
     index: int
-    matrix: Mapping[str, Any]
+    matrix: Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,8 @@ class Expectation:
         """Observe mode: no expectation, whatever happens is recorded."""
         return self.outcome == "any"
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"outcome": self.outcome}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"outcome": self.outcome}
         if self.signal is not None:
             signals = self.signals
             out["signal"] = signals[0] if len(signals) == 1 else list(signals)
@@ -258,7 +259,7 @@ class ChainLink:
     message: str | None = None
     link: Literal["cause", "context"] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "message": self.message, "link": self.link}
 
 
@@ -290,7 +291,7 @@ class Outcome:
     pid: int | None = None
     cmdline: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @property
@@ -327,7 +328,7 @@ class Rate:
     low: float
     high: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -457,7 +458,7 @@ class CellResult:
     rate: Rate
     attempts: tuple[AttemptResult, ...]
     command: str = ""
-    environment: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, JsonValue] = field(default_factory=dict)
 
     @classmethod
     def judged(
@@ -467,7 +468,7 @@ class CellResult:
         verdict: Verdict,
         attempts: tuple[AttemptResult, ...],
         command: str = "",
-        environment: Mapping[str, Any] | None = None,
+        environment: Mapping[str, JsonValue] | None = None,
     ) -> CellResult:
         """A cell from the judge's `Verdict` of its attempts."""
         return cls(
@@ -488,6 +489,58 @@ class CellResult:
 
 
 @dataclass(frozen=True)
+class Standalone:
+    """How to reproduce one cell without reprospec (the report's "Standalone repro").
+
+    `kind` "command": `run` is the command line (with its variables and the `cd` into
+    the workdir) and `files` the workdir files the command names. `kind` "workload":
+    `script` is a generated self-contained repro.py and `run` how to start it.
+    `unavailable` says why there is none (then only `cell` and `kind` are set).
+    """
+
+    cell: str
+    kind: Literal["command", "workload"]
+    run: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = "."  # relative to the spec's folder
+    files: tuple[str, ...] = ()  # relative to the workdir
+    script: str = ""
+    notes: tuple[str, ...] = ()
+    unavailable: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "cell": self.cell,
+            "kind": self.kind,
+            "run": self.run,
+            "env": dict(self.env),
+            "workdir": self.workdir,
+            "files": list(self.files),
+            "script": self.script,
+            "notes": list(self.notes),
+            "unavailable": self.unavailable,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Standalone:
+        kind: Literal["command", "workload"] = (
+            "workload" if d.get("kind") == "workload" else "command"
+        )
+        env, files, notes = d.get("env"), d.get("files"), d.get("notes")
+        return cls(
+            cell=str(d.get("cell", "")),
+            kind=kind,
+            run=str(d.get("run", "")),
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {},
+            workdir=str(d.get("workdir") or "."),
+            files=tuple(str(f) for f in files) if isinstance(files, list) else (),
+            script=str(d.get("script") or ""),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+            unavailable=str(d.get("unavailable") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything about one run: written as results.json, into the store, into reports."""
 
@@ -498,7 +551,7 @@ class RunResult:
     runner: str
     started: str
     finished: str
-    environment: Mapping[str, Any]
+    environment: Mapping[str, JsonValue]
     cells: tuple[CellResult, ...]
     command_line: str = ""
     title: str = ""
@@ -506,6 +559,7 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     interrupted: bool = False
     shard: str = ""  # "K/N" when this run holds one shard of the attempts
+    standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
 
     @property
     def summary(self) -> dict[str, int]:

@@ -241,7 +241,8 @@ def normalize_message(text: str) -> str:
 def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath | None:
     """How a DataLoader worker died, from a harness event (preferred) or torch's messages."""
     if worker_exit is not None:
-        signal = canonical_signal(worker_exit["signal"]) if worker_exit.get("signal") else None
+        raw = worker_exit.get("signal")
+        signal = canonical_signal(raw) if isinstance(raw, (str, int)) and raw else None
         pid = worker_exit.get("pid")
         code = worker_exit.get("exit_code")
         return WorkerDeath(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 import regex
 
@@ -29,12 +28,14 @@ def problem(pattern: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def compile_bounded(pattern: str) -> Any:
+def compile_bounded(pattern: str) -> regex.Pattern[str]:
     """The `regex` Pattern for `pattern` (V0, the `re`-compatible flavour); raise regex.error."""
     return regex.compile(pattern)
 
 
-def search(pattern: Any, text: str, timeout_s: float) -> Any:
+def search(
+    pattern: str | regex.Pattern[str], text: str, timeout_s: float
+) -> regex.Match[str] | None:
     """`pattern.search(text)` within `timeout_s` seconds, GIL released; PatternTimeout past it."""
     compiled = compile_bounded(pattern) if isinstance(pattern, str) else pattern
     return compiled.search(text, timeout=timeout_s, concurrent=True)

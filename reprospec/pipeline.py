@@ -17,12 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
+from reprospec.jsontypes import JsonObject
 from reprospec.judge import judge_cells
-from reprospec.models import AttemptPlan, AttemptResult, RunResult, Spec
+from reprospec.models import AttemptPlan, AttemptResult, CellResult, RunResult, Spec, Standalone
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
 from reprospec.runfolder import RunFolder
@@ -112,6 +114,7 @@ def execute(
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
+        cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,
@@ -121,13 +124,14 @@ def execute(
             started=started,
             finished=_now(),
             environment=environment,
-            cells=judge_cells(plan, attempts_by_cell, interrupted=interrupted),
+            cells=cells,
             command_line=options.command_line,
             title=spec.title,
             description=spec.description,
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
+            standalone=_standalone(plan, cells),
         )
         write_outputs(folder, result)
         for cell in result.cells:
@@ -142,7 +146,7 @@ class EnvironmentCapture:
     """The target environment, captured in a child on a thread while the attempts run."""
 
     def __init__(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
-        self._environment: dict[str, object] = {}
+        self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
         self._thread = threading.Thread(
             target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
@@ -164,7 +168,7 @@ class EnvironmentCapture:
             env["environment_mismatch"] = mismatches
         self._environment = env
 
-    def result(self, timeout: float | None = None) -> tuple[dict[str, object], tuple[str, ...]]:
+    def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:
         """(environment, warnings); waits up to `timeout` seconds for the capture."""
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -179,6 +183,26 @@ def write_outputs(folder: RunFolder, result: RunResult) -> None:
 
     write_run(folder.path, result)
     write_atomic(folder.report_md, render(result, "md"))
+    if result.standalone is not None and result.standalone.script:
+        write_atomic(folder.repro_py, result.standalone.script)
+
+
+def _standalone(plan: RunPlan, cells: tuple[CellResult, ...]) -> Standalone | None:
+    """The run's standalone repro; a generator that fails says so instead of losing the run."""
+    from reprospec.standalone import choose_cell, standalone_for
+
+    try:
+        return standalone_for(plan, cells)
+    except Exception as exc:  # the run's results matter more than the extra section
+        cell = choose_cell(cells)
+        kind: Literal["command", "workload"] = (
+            "workload" if plan.attempts and plan.attempts[0].workload is not None else "command"
+        )
+        return Standalone(
+            cell=cell.cell.id if cell else "",
+            kind=kind,
+            unavailable=f"could not be generated: {type(exc).__name__}: {exc}",
+        )
 
 
 def spec_text_of(spec: Spec) -> str:

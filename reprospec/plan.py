@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, cast
 
+from reprospec import cellcheck
 from reprospec.errors import SpecError
 from reprospec.expr import ExprError, interpolate_string, render, same
+from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.models import (
     AttemptPlan,
     Cell,
@@ -24,20 +25,22 @@ from reprospec.models import (
 from reprospec.options import RunOptions
 from reprospec.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
 from reprospec.units import parse_rate, parse_step
-from reprospec.yamlsource import JsonPath, Problem, locate
+from reprospec.yamlsource import Problem, locate
+
+_EXPECTED: Mapping[str, ExpectedOutcome] = {
+    "pass": "pass",
+    "error": "error",
+    "crash": "crash",
+    "hang": "hang",
+    "fail": "fail",
+}
 
 
 def context_for(
     spec: Spec, cell: Cell, attempt: int | None, base_env: Mapping[str, str]
-) -> dict[str, Any]:
+) -> JsonObject:
     """The names an expression can read for this cell and attempt."""
-    return {
-        "matrix": dict(cell.matrix),
-        "env": dict(base_env),
-        "spec": {"name": spec.name},
-        "cell": {"id": cell.id},
-        "attempt": attempt,
-    }
+    return cellcheck.context(spec.name, cell, attempt, base_env)
 
 
 def _located(spec: Spec, path: JsonPath, message: str) -> SpecError:
@@ -45,7 +48,9 @@ def _located(spec: Spec, path: JsonPath, message: str) -> SpecError:
     return SpecError([Problem(line, col, path, message).format(str(spec.path))])
 
 
-def resolve(spec: Spec, path: JsonPath, value: Any, context: Mapping[str, Any]) -> Any:
+def resolve(
+    spec: Spec, path: JsonPath, value: JsonValue, context: Mapping[str, JsonValue]
+) -> JsonValue:
     """Interpolate `value` (found at `path`); an evaluation error is a located SpecError."""
     if isinstance(value, str):
         try:
@@ -71,37 +76,59 @@ def plan_attempt(
     doc = spec.document
     context = context_for(spec, cell, attempt, base_env)
 
-    def section(key: str, default: object) -> Any:
-        return resolve(spec, (key,), doc.get(key, default), context)
+    def section(key: str) -> JsonValue:
+        return resolve(spec, (key,), doc.get(key), context)
+
+    def mapping(key: str) -> JsonObject:
+        value = section(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):  # validation refuses it; never a silent default
+            raise _located(spec, (key,), f"expected a mapping (in cell {cell.id})")
+        return value
 
     job: Job
     if "command" in doc:
-        command = section("command", None)
+        command = section("command")
         if isinstance(command, list):
             job = Command(tuple(render(part) for part in command))
         else:
             job = Command(("/bin/sh", "-c", render(command)))
     else:
-        job = Workload.from_section(section("workload", {}))
+        job = Workload.from_section(mapping("workload"))
     try:
-        environment = Environment.from_section(section("environment", {}), spec.base_dir)
-        policy = RunPolicy.from_section(section("run", {}))
+        environment = Environment.from_section(mapping("environment"), spec.base_dir)
+        policy = RunPolicy.from_section(mapping("run"))
     except SectionError as exc:
         raise _located(spec, exc.path, f"{exc} (in cell {cell.id})") from None
-    markers = tuple(
-        Marker(str(m["pattern"]), m.get("phase"), m.get("step")) for m in section("markers", [])
-    )
+    markers = section("markers")
     return AttemptPlan(
         spec_name=spec.name,
         cell=cell,
         attempt=attempt,
         job=job,
         timeout_s=policy.timeout_s,
-        markers=markers,
+        markers=tuple(
+            _marker(spec, ("markers", i), m, cell)
+            for i, m in enumerate(markers if isinstance(markers, list) else ())
+        ),
         environment=environment,
         expectation=expectation or expectation_for(spec, cell, base_env=base_env),
         instances=policy.instances,
     )
+
+
+def _marker(spec: Spec, path: JsonPath, marker: JsonValue, cell: Cell) -> Marker:
+    """One evaluated `markers` entry (validation checked every cell's values)."""
+    fields = marker if isinstance(marker, dict) else {}
+    pattern, phase, step = fields.get("pattern"), fields.get("phase"), fields.get("step")
+    if not isinstance(pattern, str):
+        raise _located(spec, (*path, "pattern"), f"expected a string (in cell {cell.id})")
+    if phase is not None and not isinstance(phase, str):
+        raise _located(spec, (*path, "phase"), f"expected a string (in cell {cell.id})")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        raise _located(spec, (*path, "step"), f"expected an integer (in cell {cell.id})")
+    return Marker(pattern, phase, step)
 
 
 def run_policy(spec: Spec) -> RunPolicy:
@@ -110,7 +137,8 @@ def run_policy(spec: Spec) -> RunPolicy:
     A timeout or instance count written as an expression may differ per cell: each
     AttemptPlan carries its own; here it is left at the default.
     """
-    section = dict(spec.document.get("run") or {})
+    run = spec.document.get("run")
+    section: JsonObject = dict(run) if isinstance(run, dict) else {}
     for key in ("timeout", "instances"):
         value = section.get(key)
         if isinstance(value, str) and "${{" in value:
@@ -123,9 +151,12 @@ def run_policy(spec: Spec) -> RunPolicy:
 
 def matching_case(spec: Spec, cell: Cell) -> int | None:
     """Index of the first `expect.cases` entry whose `when` matches the cell, else None."""
-    cases = spec.document.get("expect", {}).get("cases") or ()
-    for index, case in enumerate(cases):
-        when = case.get("when") or {}
+    expect = spec.document.get("expect")
+    cases = expect.get("cases") if isinstance(expect, dict) else None
+    for index, case in enumerate(cases if isinstance(cases, list) else ()):
+        when = case.get("when") if isinstance(case, dict) else None
+        if not isinstance(when, dict):
+            continue
         if all(k in cell.matrix and same(cell.matrix[k], v) for k, v in when.items()):
             return index
     return None
@@ -147,13 +178,14 @@ def expectation_for(
     the base.
     """
     expect = spec.document.get("expect")
-    if expect is None:
+    if not isinstance(expect, dict):
         return OBSERVE  # no expect: the run observes
-    fields = {k: v for k, v in expect.items() if k != "cases"}
+    fields: JsonObject = {k: v for k, v in expect.items() if k != "cases"}
     origin: dict[str, JsonPath] = {k: ("expect", k) for k in fields}
     index = matching_case(spec, cell)
-    if index is not None:
-        case = expect["cases"][index]
+    cases = expect.get("cases")
+    case = cases[index] if index is not None and isinstance(cases, list) else None
+    if index is not None and isinstance(case, dict):
         if "outcome" in case:
             # A new outcome is a different expectation: the base's signal, step, ...
             # describe the base failure, not this one, and its rate how often that
@@ -174,24 +206,38 @@ def expectation_for(
         rate = parse_rate(fields["rate"]) if fields.get("rate") is not None else None
     except ValueError as exc:
         raise _located(spec, origin["rate"], str(exc)) from None
+
+    def text(key: str) -> str | None:
+        value = fields.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise _located(spec, origin[key], f"expected a string (in cell {cell.id})")
+
+    outcome = fields.get("outcome")
+    if not isinstance(outcome, str) or outcome not in _EXPECTED:
+        where = origin.get("outcome", ("expect",))
+        raise _located(spec, where, f"expected one of {', '.join(_EXPECTED)} (in cell {cell.id})")
     signal = fields.get("signal")
+    exit_code = fields.get("exit_code")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise _located(spec, origin["exit_code"], f"expected an integer (in cell {cell.id})")
     return Expectation(
-        outcome=cast(ExpectedOutcome, fields["outcome"]),
-        signal=tuple(str(s) for s in signal) if isinstance(signal, list) else signal,
-        exit_code=fields.get("exit_code"),
-        exception=fields.get("exception"),
-        message=fields.get("message"),
-        phase=fields.get("phase"),
+        outcome=_EXPECTED[outcome],
+        signal=tuple(str(s) for s in signal) if isinstance(signal, list) else text("signal"),
+        exit_code=exit_code,
+        exception=text("exception"),
+        message=text("message"),
+        phase=text("phase"),
         step=step,
         rate=rate,
-        module=fields.get("module"),
-        stage=fields.get("stage"),
+        module=text("module"),
+        stage=text("stage"),
     )
 
 
-def describe(plan: AttemptPlan) -> dict[str, Any]:
+def describe(plan: AttemptPlan) -> JsonObject:
     """The JSON-able description of a plan, as `reprospec plan --format json` prints it."""
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "id": plan.cell.id,
         "index": plan.cell.index,
         "matrix": dict(plan.cell.matrix),

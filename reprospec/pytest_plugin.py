@@ -39,7 +39,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from reprospec.jsontypes import JsonPath, JsonValue
     from reprospec.models import Cell, CellResult, RunResult, Spec
+    from reprospec.options import RunOptions
 
 DEFAULT_PATTERN = "*.repro.yaml"
 PLUGIN_NAME = "reprospec.pytest_plugin"
@@ -236,7 +240,8 @@ class SpecFile(pytest.File):
             raise self.CollectError("\n".join(exc.problems)) from None
         except UsageError as exc:
             raise self.CollectError(f"{self.path}: {exc}") from None
-        labels = [str(label) for label in spec.document.get("labels") or ()]
+        found = spec.document.get("labels")
+        labels = [str(label) for label in found] if isinstance(found, list) else []
         markers = list(dict.fromkeys(marker_name(label) for label in labels))
         _register_markers(self.config, markers)
         lines = cell_lines(spec, cells)
@@ -266,8 +271,10 @@ def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
     from reprospec.expr import same
 
     locations = spec.locations
-    section = spec.document.get("matrix") or {}
-    includes = list(section.get("include") or ()) if isinstance(section, Mapping) else []
+    document = spec.document.get("matrix")
+    section: Mapping[str, JsonValue] = document if isinstance(document, Mapping) else {}
+    listed = section.get("include")
+    includes = [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
     out: dict[str, int] = {}
     for cell in cells:
         line: int | None = None
@@ -276,7 +283,7 @@ def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
                 line = _line(locations, ("matrix", "include", index))
         if line is None:
             for axis in reversed(list(cell.matrix)):
-                values = section.get(axis) if isinstance(section, Mapping) else None
+                values = section.get(axis)
                 if isinstance(values, list):
                     found = [i for i, v in enumerate(values) if same(v, cell.matrix[axis])]
                     if found:
@@ -291,9 +298,7 @@ def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
     return out
 
 
-def _line(
-    locations: Mapping[tuple[Any, ...], tuple[int, int]], path: tuple[Any, ...]
-) -> int | None:
+def _line(locations: Mapping[JsonPath, tuple[int, int]], path: JsonPath) -> int | None:
     found = locations.get(path)
     return found[0] if found else None
 
@@ -330,7 +335,7 @@ class SpecItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1) if self.line else None, f"{self.spec.name}::{self.name}"
 
-    def _options(self, settings: Settings) -> Any:
+    def _options(self, settings: Settings) -> RunOptions:
         from reprospec import api
         from reprospec.matrix import render_value
 
@@ -408,8 +413,8 @@ class SpecItem(pytest.Item):
     def repr_failure(
         self,
         excinfo: pytest.ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> Any:
+        style: TracebackStyle | None = None,
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, (NotReproduced, CouldNotRun)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)

@@ -16,7 +16,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from reprospec.jsontypes import JsonObject, JsonValue
 
 _MAX_LINE = 256 * 1024
 # What a stage means for a rank that waits in it.
@@ -82,7 +83,7 @@ class RankReport:
     faults: tuple[RankFault, ...] = ()
 
 
-def _events(path: Path) -> Iterator[dict[str, Any]]:
+def _events(path: Path) -> Iterator[JsonObject]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError:
@@ -107,7 +108,7 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _position(event: Mapping[str, Any], rank: int) -> RankPosition:
+def _position(event: Mapping[str, JsonValue], rank: int) -> RankPosition:
     return RankPosition(
         rank=rank,
         phase=_str(event.get("phase")),
@@ -122,12 +123,12 @@ def read(events_path: Path) -> RankReport | None:
     return from_events(_events(events_path))
 
 
-def from_events(events: Iterable[Mapping[str, Any]]) -> RankReport | None:
+def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
     """The ranks of a distributed attempt, from its events; None when not distributed."""
     world = 0
     backend = ""
     last: dict[int, RankPosition] = {}
-    stuck: Mapping[str, Any] | None = None
+    stuck: Mapping[str, JsonValue] | None = None
     exited: RankExit | None = None
     errors: dict[int, str] = {}
     faults: list[RankFault] = []
@@ -177,11 +178,15 @@ def from_events(events: Iterable[Mapping[str, Any]]) -> RankReport | None:
     diverged: tuple[int, ...] = ()
     positions = tuple(last[r] for r in sorted(last))
     if stuck is not None:
-        seen = [p for p in stuck.get("ranks") or () if isinstance(p, Mapping)]
+        listed, out_of_step = stuck.get("ranks"), stuck.get("diverged")
+        seen = [p for p in listed if isinstance(p, dict)] if isinstance(listed, list) else []
         positions = tuple(
             _position(p, rank) for p in seen if (rank := _int(p.get("rank"))) is not None
         )
-        diverged = tuple(r for r in stuck.get("diverged") or () if _int(r) is not None)
+        diverged = tuple(
+            n for r in (out_of_step if isinstance(out_of_step, list) else ())
+            if (n := _int(r)) is not None
+        )
     return RankReport(
         world_size=world,
         backend=backend,

@@ -24,6 +24,7 @@ from reprospec.models import (
     Outcome,
     Rate,
     RunResult,
+    Standalone,
 )
 from reprospec.units import parse_rate, parse_step
 
@@ -257,6 +258,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "shard": run.shard or None,
+        "standalone": run.standalone.to_dict() if run.standalone else None,
     }
 
 
@@ -282,6 +284,7 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         warnings=tuple(d.get("warnings") or ()),
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
+        standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
     )
 
 

@@ -7,6 +7,7 @@
         spec.yaml                 the spec that ran (after --set)
         results.json              the whole RunResult (results.py)
         report.md                 the bug report (report/)
+        repro.py                  a workload's standalone script (standalone.py), when possible
         cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                                   env.json, stack.txt, cell.json (runners/base.py)
 """
@@ -63,6 +64,11 @@ class RunFolder:
     @property
     def report_md(self) -> Path:
         return self.path / "report.md"
+
+    @property
+    def repro_py(self) -> Path:
+        """The standalone script of a workload run (standalone.py), when there is one."""
+        return self.path / "repro.py"
 
     @property
     def cells(self) -> Path:

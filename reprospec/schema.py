@@ -11,14 +11,21 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from reprospec.yamlsource import JsonPath, Location, Problem, locate, shorten
+from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.yamlsource import Location, Problem, locate, shorten
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
+
+
+class _Validator(Protocol):
+    """What is used of a jsonschema validator (jsonschema ships no type information)."""
+
+    def iter_errors(self, instance: JsonValue) -> Iterable[ValidationError]: ...
 
 EXPR_REF = "#/$defs/expr"
 
@@ -30,29 +37,41 @@ def schema_text() -> str:
 
 
 @functools.cache
-def load_schema() -> dict[str, Any]:
+def load_schema() -> JsonObject:
     """The JSON Schema (2020-12) of a spec, as a dict."""
-    loaded: dict[str, Any] = json.loads(schema_text())
+    loaded: JsonObject = json.loads(schema_text())
     return loaded
 
 
+def _defs() -> JsonObject:
+    defs = load_schema()["$defs"]
+    return defs if isinstance(defs, dict) else {}
+
+
 @functools.cache
-def _validator() -> Any:
+def _validator_class() -> Callable[[JsonObject], _Validator]:
     from jsonschema import Draft202012Validator, validators
 
     # JSON Schema counts 2.0 as an integer; a spec that says `repeat: 2.0` or
     # `reprospec: 1.0` is a typo or a misunderstanding, so refuse floats there.
     checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
-    strict = validators.extend(Draft202012Validator, type_checker=checker)
-    return strict(load_schema())
+    strict: Callable[[JsonObject], _Validator] = validators.extend(
+        Draft202012Validator, type_checker=checker
+    )
+    return strict
 
 
-def _is_integer(checker: Any, instance: Any) -> bool:
+@functools.cache
+def _validator() -> _Validator:
+    return _validator_class()(load_schema())
+
+
+def _is_integer(checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
 def validate(
-    document: Any,
+    document: JsonValue,
     locations: Mapping[JsonPath, Location],
     key_locations: Mapping[JsonPath, Location],
 ) -> list[Problem]:
@@ -76,7 +95,7 @@ def suggest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def render_instance(value: Any) -> str:
+def render_instance(value: object) -> str:
     """A short, YAML-flavoured rendering of a bad value for a message."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -91,16 +110,27 @@ def render_instance(value: Any) -> str:
     return str(value)
 
 
-def _resolve(schema: Any) -> Any:
+def _resolve(schema: JsonValue) -> JsonValue:
     if isinstance(schema, dict) and "$ref" in schema:
         ref = schema["$ref"]
-        if ref.startswith("#/$defs/"):
-            return _resolve(load_schema()["$defs"][ref.split("/")[-1]])
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _resolve(_defs()[ref.split("/")[-1]])
     return schema
 
 
-def _is_expr(schema: Any) -> bool:
+def _is_expr(schema: JsonValue) -> bool:
     return isinstance(schema, dict) and schema.get("$ref") == EXPR_REF
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    """`value` when it is a list (`anyOf`, `enum`, `required`), else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def _keys(schema: JsonValue) -> set[str]:
+    """The keywords of a (resolved) subschema."""
+    resolved = _resolve(schema)
+    return set(resolved) if isinstance(resolved, dict) else set()
 
 
 _TYPE_WORDS = {
@@ -114,7 +144,7 @@ _TYPE_WORDS = {
 }
 
 
-def describe(schema: Any) -> str:
+def describe(schema: JsonValue) -> str:
     """What a subschema accepts, in plain words (expression alternatives left out)."""
     schema = _resolve(schema)
     if not isinstance(schema, dict):
@@ -122,16 +152,16 @@ def describe(schema: Any) -> str:
     if "x-expected" in schema:
         return str(schema["x-expected"])
     if "anyOf" in schema or "oneOf" in schema:
-        alts = [a for a in schema.get("anyOf") or schema["oneOf"] if not _is_expr(a)]
+        alts = [a for a in _list(schema.get("anyOf") or schema["oneOf"]) if not _is_expr(a)]
         return " or ".join(dict.fromkeys(describe(a) for a in alts))
     if "const" in schema:
         return render_instance(schema["const"])
     if "enum" in schema:
-        return "one of " + ", ".join(render_enum(v) for v in schema["enum"])
+        return "one of " + ", ".join(render_enum(v) for v in _list(schema["enum"]))
     types = schema.get("type")
     if isinstance(types, list):
-        return " or ".join(_TYPE_WORDS[t] for t in types)
-    if types in ("integer", "number"):
+        return " or ".join(_TYPE_WORDS[str(t)] for t in types)
+    if types == "integer" or types == "number":
         return _TYPE_WORDS[types] + _bounds(schema)
     if types == "string" and schema.get("minLength"):
         return "a non-empty string"
@@ -140,12 +170,12 @@ def describe(schema: Any) -> str:
     return _TYPE_WORDS.get(str(types), "a valid value")
 
 
-def render_enum(value: Any) -> str:
+def render_enum(value: JsonValue) -> str:
     """An enum member as the user would write it."""
     return render_instance(value) if not isinstance(value, str) else value
 
 
-def _bounds(schema: Mapping[str, Any]) -> str:
+def _bounds(schema: Mapping[str, JsonValue]) -> str:
     low, high = schema.get("minimum"), schema.get("maximum")
     if low is not None and high is not None:
         return f" from {low} to {high}"
@@ -158,7 +188,7 @@ def _bounds(schema: Mapping[str, Any]) -> str:
     return ""
 
 
-def _json_types(value: Any) -> set[str]:
+def _json_types(value: object) -> set[str]:
     if isinstance(value, bool):
         return {"boolean"}
     if isinstance(value, int):
@@ -174,20 +204,20 @@ def _json_types(value: Any) -> set[str]:
     return {"null"} if value is None else set()
 
 
-def _accepts_type(schema: Any, value: Any) -> bool:
+def _accepts_type(schema: JsonValue, value: object) -> bool:
     """Whether `schema` is about values of `value`'s JSON type (so its errors are relevant)."""
     schema = _resolve(schema)
     if not isinstance(schema, dict):
         return False
     if "anyOf" in schema:
-        return any(_accepts_type(a, value) for a in schema["anyOf"] if not _is_expr(a))
+        return any(_accepts_type(a, value) for a in _list(schema["anyOf"]) if not _is_expr(a))
     if "enum" in schema or "const" in schema:
-        members = schema.get("enum", [schema.get("const")])
+        members = _list(schema["enum"]) if "enum" in schema else [schema.get("const")]
         return any(_json_types(m) & _json_types(value) for m in members)
     types = schema.get("type")
     if types is None:
         return False
-    wanted = {types} if isinstance(types, str) else set(types)
+    wanted = {types} if isinstance(types, str) else {str(t) for t in _list(types)}
     return bool(wanted & _json_types(value))
 
 
@@ -251,13 +281,13 @@ class _Translator:
     def _alternatives(self, path: JsonPath, error: ValidationError) -> list[Problem]:
         branches = error.validator_value
         value = error.instance
-        if all(set(_resolve(b)) == {"required"} for b in branches):
+        if all(_keys(b) == {"required"} for b in branches):
             return [self._exactly_one(path, error)]
         relevant = [
             i for i, b in enumerate(branches) if not _is_expr(b) and _accepts_type(b, value)
         ]
         # A lone literal branch ('auto') would hide the others: describe them all instead.
-        if len(relevant) == 1 and "const" not in _resolve(branches[relevant[0]]):
+        if len(relevant) == 1 and "const" not in _keys(branches[relevant[0]]):
             suberrors = [e for e in error.context or () if e.relative_schema_path[0] == relevant[0]]
             problems = [p for e in suberrors for p in self.translate(e)]
             if problems:
@@ -273,7 +303,7 @@ class _Translator:
         return [self._at(path, f"expected {describe(error.schema)}, got {render_instance(value)}")]
 
     def _exactly_one(self, path: JsonPath, error: ValidationError) -> Problem:
-        keys = [k for b in error.validator_value for k in _resolve(b)["required"]]
+        keys = [str(k) for b in error.validator_value for k in _list(_required(b))]
         names = " or ".join(f"'{k}'" for k in keys)
         given = [k for k in keys if isinstance(error.instance, dict) and k in error.instance]
         if len(given) > 1:
@@ -303,9 +333,14 @@ _EXPECTED_KINDS = frozenset(
 # ---------------------------------------------------------------- values of expressions
 
 
-def subschema(path: JsonPath) -> Any | None:
+def _required(schema: JsonValue) -> JsonValue:
+    resolved = _resolve(schema)
+    return resolved.get("required") if isinstance(resolved, dict) else None
+
+
+def subschema(path: JsonPath) -> JsonValue:
     """The part of the schema that governs `path` (None: nothing constrains it)."""
-    node: Any = load_schema()
+    node: JsonValue = load_schema()
     for key in path:
         node = _child(node, key)
         if node is None:
@@ -313,16 +348,18 @@ def subschema(path: JsonPath) -> Any | None:
     return node
 
 
-def _child(schema: Any, key: Any) -> Any | None:
+def _child(schema: JsonValue, key: str | int) -> JsonValue:
     schema = _resolve(schema)
     if not isinstance(schema, dict):
         return None
-    found = [
-        child for branch in schema.get("anyOf", ()) if (child := _child(branch, key)) is not None
+    found: list[JsonValue] = [
+        child
+        for branch in _list(schema.get("anyOf"))
+        if (child := _child(branch, key)) is not None
     ]
     if isinstance(key, str):
-        properties = schema.get("properties") or {}
-        if key in properties:
+        properties = schema.get("properties")
+        if isinstance(properties, dict) and key in properties:
             found.append(properties[key])
         elif isinstance(schema.get("additionalProperties"), dict):
             found.append(schema["additionalProperties"])
@@ -333,27 +370,27 @@ def _child(schema: Any, key: Any) -> Any | None:
     return found[0] if len(found) == 1 else {"anyOf": found}
 
 
-def _literal_only(schema: Any) -> Any:
+def _literal_only(schema: JsonValue) -> JsonValue:
     """`schema` without its `${{ }}` alternatives: what an evaluated expression must be."""
     schema = _resolve(schema)
     if isinstance(schema, dict) and "anyOf" in schema:
-        branches = [_literal_only(b) for b in schema["anyOf"] if not _is_expr(b)]
+        branches = [_literal_only(b) for b in _list(schema["anyOf"]) if not _is_expr(b)]
         return {**schema, "anyOf": branches} if branches else {}
     return schema
 
 
 @functools.cache
-def _value_validator(path: JsonPath) -> Any | None:
+def _value_validator(path: JsonPath) -> _Validator | None:
     sub = subschema(path)
     if sub is None:
         return None
     literal = _literal_only(sub)
-    if not literal:
-        return None
-    return type(_validator())({**literal, "$defs": load_schema()["$defs"]})
+    if not isinstance(literal, dict) or not literal:
+        return None  # (a `true` schema, or only expressions: nothing to check)
+    return _validator_class()({**literal, "$defs": _defs()})
 
 
-def value_problems(path: JsonPath, value: Any) -> list[tuple[JsonPath, str]]:
+def value_problems(path: JsonPath, value: JsonValue) -> list[tuple[JsonPath, str]]:
     """What the schema says of `value` at `path` (an evaluated `${{ }}`): (path, message) pairs."""
     validator = _value_validator(tuple(path))
     if validator is None:

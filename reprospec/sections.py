@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reprospec.expr import render
-from reprospec.units import parse_duration, parse_size
 
-# A value of a YAML/JSON document (what a spec section holds before it is typed).
-JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+# Re-exported: models.py and tests import the aliases from here.
+from reprospec.jsontypes import JsonObject as JsonObject
+from reprospec.jsontypes import JsonValue as JsonValue
+from reprospec.units import parse_duration, parse_size
 
 StopOn = Literal["never", "first-reproduction", "first-miss"]
 

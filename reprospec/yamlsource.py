@@ -1,7 +1,10 @@
 """Safe YAML loading that remembers where every node came from.
 
-Specs are data, never code: only the tags SafeLoader knows are accepted, so
-`!!python/object` and friends are refused with a located problem. Duplicate
+Specs are data, never code: only JSON's tags are accepted (null, bool, int,
+float, str, seq, map), so `!!python/object` and friends are refused with a
+located problem, and so are SafeLoader's `!!timestamp`, `!!binary`, `!!set`,
+`!!omap` and `!!pairs`: what loads is a `JsonValue`, nothing a JSON file (or
+results.json, or an expression) could not hold. Duplicate
 keys are refused too (pyyaml silently keeps the last one, which hides typos).
 
 Plain scalars are read with the YAML 1.2 core schema, not pyyaml's YAML 1.1:
@@ -14,18 +17,18 @@ characters) is a located problem, never an internal error.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
 from reprospec.bounds import MAX_YAML_CHARS, MAX_YAML_DEPTH, MAX_YAML_NODES
+from reprospec.jsontypes import JsonPath, JsonValue
 
-JsonPath = tuple[Any, ...]
 Location = tuple[int, int]
 
 # Aliases can make a tiny file expand into a huge tree ("billion laughs"):
@@ -62,7 +65,7 @@ class YamlSourceError(Exception):
 class Document:
     """Loaded data plus the 1-based (line, col) of each value and of each mapping key."""
 
-    data: Any
+    data: JsonValue
     locations: Mapping[JsonPath, Location] = field(default_factory=dict)
     key_locations: Mapping[JsonPath, Location] = field(default_factory=dict)
 
@@ -108,7 +111,7 @@ class _SpecLoader(
         _CoreResolver.__init__(self)
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         # pyyaml composes recursively: bound the depth before Python's stack is.
         self._depth += 1
         try:
@@ -119,9 +122,10 @@ class _SpecLoader(
         finally:
             self._depth -= 1
 
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> JsonValue:
         try:
-            return super().construct_object(node, deep)
+            value: JsonValue = super().construct_object(node, deep)
+            return value
         except yaml.MarkedYAMLError:
             raise
         except Exception as exc:  # an explicit tag on a value it cannot read (`!!float x`)
@@ -157,10 +161,13 @@ def _construct_core_float(loader: _SpecLoader, node: yaml.Node) -> float:
     return float(text)
 
 
+_SAFE = yaml.constructor.SafeConstructor.yaml_constructors
 _SpecLoader.yaml_constructors = {
-    **yaml.constructor.SafeConstructor.yaml_constructors,
+    **{f"tag:yaml.org,2002:{tag}": _SAFE[f"tag:yaml.org,2002:{tag}"]
+       for tag in ("null", "bool", "str", "seq", "map")},
     "tag:yaml.org,2002:int": _construct_core_int,
     "tag:yaml.org,2002:float": _construct_core_float,
+    None: _SAFE[None],  # any other tag: refused (the walk names it first)
 }
 
 # What the YAML reader refuses (pyyaml's Reader.NON_PRINTABLE): C0 and C1 controls but
@@ -210,29 +217,12 @@ class _SpecDumper(
 ):
     """SafeDumper that quotes by the core schema: what it writes, load_yaml reads back the same."""
 
-    def __init__(self, stream: Any, **options: Any) -> None:
-        yaml.emitter.Emitter.__init__(
-            self,
-            stream,
-            canonical=options.get("canonical"),
-            indent=options.get("indent"),
-            width=options.get("width"),
-            allow_unicode=options.get("allow_unicode"),
-            line_break=options.get("line_break"),
-        )
-        yaml.serializer.Serializer.__init__(
-            self,
-            encoding=options.get("encoding"),
-            explicit_start=options.get("explicit_start"),
-            explicit_end=options.get("explicit_end"),
-            version=options.get("version"),
-            tags=options.get("tags"),
-        )
+    def __init__(self, stream: io.StringIO) -> None:
+        # Block style, keys in the order given, non-ASCII text as itself.
+        yaml.emitter.Emitter.__init__(self, stream, allow_unicode=True)
+        yaml.serializer.Serializer.__init__(self)
         yaml.representer.SafeRepresenter.__init__(
-            self,
-            default_style=options.get("default_style"),
-            default_flow_style=options.get("default_flow_style", False),
-            sort_keys=options.get("sort_keys", True),
+            self, default_flow_style=False, sort_keys=False
         )
         _CoreResolver.__init__(self)
 
@@ -247,14 +237,21 @@ def _represent_str(dumper: _SpecDumper, data: str) -> yaml.Node:
 _SpecDumper.add_representer(str, _represent_str)
 
 
-def dump_yaml(data: Any) -> str:
+def dump_yaml(data: JsonValue) -> str:
     """YAML text for plain data that `load_yaml` reads back equal (strings like `1e3` quoted).
 
     pyyaml's safe_dump quotes by YAML 1.1 rules and leaves `1e3` or `0o17` plain,
     which the core schema reads as numbers: a saved spec would not mean the same.
     """
-    text: str = yaml.dump(data, Dumper=_SpecDumper, sort_keys=False, allow_unicode=True)
-    return text
+    stream = io.StringIO()
+    dumper = _SpecDumper(stream)
+    try:
+        dumper.open()
+        dumper.represent(data)
+        dumper.close()
+    finally:
+        dumper.dispose()
+    return stream.getvalue()
 
 
 def line_col(text: str, index: int) -> Location:
@@ -317,7 +314,7 @@ def load_yaml(text: str, *, line_offset: int = 0) -> Document:
         loader.dispose()
 
 
-def load_value(text: str) -> Any:
+def load_value(text: str) -> JsonValue:
     """Parse a small YAML value (a `--set` or `-m` value) safely; raise YamlSourceError."""
     return load_yaml(text).data
 
@@ -336,7 +333,7 @@ def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
 class _Walk:
     """Walk the composed node graph: record locations, find duplicates and foreign tags."""
 
-    def __init__(self, loader: Any, line_offset: int) -> None:
+    def __init__(self, loader: _SpecLoader, line_offset: int) -> None:
         self.loader = loader
         self.offset = line_offset
         self.locations: dict[JsonPath, Location] = {}
@@ -381,7 +378,7 @@ class _Walk:
     def _visit_mapping(
         self, node: yaml.MappingNode, path: JsonPath, stack: tuple[int, ...]
     ) -> None:
-        seen: dict[Any, yaml.Node] = {}
+        seen: dict[str, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 # `<<: *defaults` legitimately repeats keys; pyyaml resolves it on construction.
@@ -412,7 +409,7 @@ class _Walk:
             self.visit(value_node, child, stack)
 
 
-def _non_string_key(raw: str, key: Any) -> str:
+def _non_string_key(raw: str, key: JsonValue) -> str:
     if isinstance(key, bool):
         return f"key {raw} is read as the boolean {str(key).lower()}; quote it: '{raw}'"
     return f"key {raw} is not a string; quote it: '{raw}'"

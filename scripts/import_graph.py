@@ -26,21 +26,25 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns",
+        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
         "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.cellcheck",
+        "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
     )),
-    ("plan", ("reprospec.plan",)),
+    # What a cell needs to run elsewhere: its files, a standalone script.
+    ("plan", (
+        "reprospec.plan", "reprospec.workfiles", "reprospec.reproscript", "reprospec.standalone",
+    )),
     ("execute", (
         "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
+        "reprospec.markers",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
@@ -57,7 +61,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("orchestrate", (
         "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
         "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
-        "reprospec.bisection", "reprospec.bisect", "reprospec.slurm", "reprospec.pytest_plugin",
+        "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm",
+        "reprospec.pytest_plugin", "reprospec.bundle",
     )),
     ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
 )

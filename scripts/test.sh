@@ -38,6 +38,21 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   fi
 fi
 
-.venv/bin/ruff check reprospec tests benchmarks
-.venv/bin/mypy reprospec
+# The HTML report is checked in a real headless browser (tests/test_html_report.py):
+# Chromium from the system packages. In CI (or with REPROSPEC_BROWSER=1) install it when
+# missing; elsewhere that test says "skipped: chromium not installed".
+if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command -v apt-get >/dev/null \
+   && ! command -v chromium >/dev/null; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $SUDO apt-get install -y --no-install-recommends chromium >/tmp/reprospec-apt-chromium.log 2>&1; then
+    $SUDO apt-get update >>/tmp/reprospec-apt-chromium.log 2>&1  # stale package lists: refresh once
+    $SUDO apt-get install -y --no-install-recommends chromium >>/tmp/reprospec-apt-chromium.log 2>&1 \
+      || { tail -n 20 /tmp/reprospec-apt-chromium.log >&2; exit 1; }
+  fi
+fi
+
+.venv/bin/ruff check reprospec tests benchmarks scripts
+.venv/bin/mypy reprospec tests
 .venv/bin/python -m pytest -q -rs "$@"

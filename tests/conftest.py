@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ROOT, CliResult
+from tests.support.cli import ROOT, Cli, CliResult
 
 
 @pytest.fixture
-def cli(tmp_path: Path):
+def cli(tmp_path: Path) -> Cli:
     """Run `python -m reprospec ARGS` as a user would; `--out` defaults into tmp_path."""
 
     def invoke(*args: str, env: dict[str, str] | None = None, timeout: float = 180,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from reprospec import envs
 from reprospec.bisection import DEFAULT_ERROR, attempts_to_see
-from tests.support.cli import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS, Cli
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-bisectdemo"
@@ -30,7 +30,7 @@ def shared_envs() -> dict[str, str]:
     return {envs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
 
 
-def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli, tmp_path: Path) -> None:
+def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_path: Path) -> None:
     """sqlparse#562: verified by hand, 0.3.0 keeps the space and 0.3.1 loses it."""
     out = tmp_path / "out"
     done = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.2.0",
@@ -59,7 +59,7 @@ def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli, tmp_path: Pa
     assert json.loads((Path(result["folder"]) / "bisect.json").read_text())["first_bad"] == "0.3.1"
 
 
-def test_both_ends_are_checked_and_refused_with_what_was_seen(cli, tmp_path: Path) -> None:
+def test_both_ends_are_checked_and_refused_with_what_was_seen(cli: Cli, tmp_path: Path) -> None:
     out = str(tmp_path / "out")
     good_fails = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.3.1",
                      "--bad", "0.4.2", "--out", out, env=shared_envs(), timeout=600)
@@ -120,7 +120,7 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
     return spec, wheels
 
 
-def test_a_flaky_regression_with_an_uninstallable_release(cli, tmp_path: Path) -> None:
+def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
     env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     done = cli("bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
@@ -180,7 +180,7 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
         assert set(trial["runs"]) <= set(tested[version]["runs"])
 
 
-def test_envs_list_and_prune(cli, tmp_path: Path) -> None:
+def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
     root = tmp_path / "envs"
@@ -201,7 +201,7 @@ def test_envs_list_and_prune(cli, tmp_path: Path) -> None:
     assert gone.code == 0 and f"removed {env.key}" in gone.stdout and not env.path.exists()
 
 
-def test_by_date_names_the_day_and_what_changed(cli, tmp_path: Path) -> None:
+def test_by_date_names_the_day_and_what_changed(cli: Cli, tmp_path: Path) -> None:
     """sqlparse 0.3.1 was uploaded on 2020-02-29: the first day whose environment reproduces."""
     spec = tmp_path / "by-date.yaml"
     spec.write_text(SQLPARSE_SPEC.read_text().replace('["sqlparse==0.4.2"]', '["sqlparse"]'))

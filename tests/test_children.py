@@ -22,6 +22,7 @@ from reprospec.evidence import Evidence
 from reprospec.models import AttemptResult, Execution, Expectation, Outcome
 from reprospec.runners.local import LocalRunner
 from reprospec.words import outcome_phrase
+from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 CHILDREN = Path(__file__).parent / "data" / "children"
@@ -136,7 +137,7 @@ def test_main_process_segfault_is_still_the_main_crash(runner: LocalRunner, tmp_
     assert outcome.pid is None and outcome.cmdline is None
 
 
-def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli, tmp_path: Path) -> None:
+def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "child.yaml"
     spec.write_text(
         "reprospec: 1\n"

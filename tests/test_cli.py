@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from tests.support.cli import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS, Cli
 
 
-def test_version_and_help(cli):
+def test_version_and_help(cli: Cli) -> None:
     result = cli("--version")
     assert result.code == 0
     assert result.stdout.startswith("reprospec ")
     assert cli("--help").code == 0
 
 
-def test_import_cli_never_imports_torch_or_heavy_libraries():
+def test_import_cli_never_imports_torch_or_heavy_libraries() -> None:
     code = (
         "import sys, reprospec, reprospec.cli, reprospec.pipeline;"
         "heavy = [m for m in ('torch', 'jsonschema', 'jinja2', 'docker') if m in sys.modules];"
@@ -26,7 +27,7 @@ def test_import_cli_never_imports_torch_or_heavy_libraries():
     assert out.stdout.strip() == ""
 
 
-def test_segfault_matrix_reproduces_in_its_corner_only(cli):
+def test_segfault_matrix_reproduces_in_its_corner_only(cli: Cli) -> None:
     result = cli("run", str(SPECS / "segfault-command.yaml"))
     assert result.code == 0, result.stderr + result.stdout
     data = result.results()
@@ -56,7 +57,7 @@ def test_segfault_matrix_reproduces_in_its_corner_only(cli):
     assert "crash SIGSEGV @ validation:7" in result.stdout
 
 
-def test_results_json_shape_is_the_documented_contract(cli):
+def test_results_json_shape_is_the_documented_contract(cli: Cli) -> None:
     result = cli("run", str(SPECS / "exception.yaml"))
     assert result.code == 0, result.stderr
     data = result.results()
@@ -102,7 +103,7 @@ def test_results_json_shape_is_the_documented_contract(cli):
     assert (run_dir / "spec.yaml").read_text() == (SPECS / "exception.yaml").read_text()
 
 
-def test_hang_is_reported_with_stacks_and_rerunnable_report(cli):
+def test_hang_is_reported_with_stacks_and_rerunnable_report(cli: Cli) -> None:
     result = cli("run", str(SPECS / "hang.yaml"))
     assert result.code == 0, result.stderr
     data = result.results()
@@ -120,7 +121,7 @@ def test_hang_is_reported_with_stacks_and_rerunnable_report(cli):
     assert again.results()["cells"][0]["attempts"][0]["outcome"]["kind"] == "hang"
 
 
-def test_not_reproduced_exits_1(cli):
+def test_not_reproduced_exits_1(cli: Cli) -> None:
     result = cli(
         "run",
         str(SPECS / "segfault-command.yaml"),
@@ -137,7 +138,7 @@ def test_not_reproduced_exits_1(cli):
     assert "SIGBUS" in cell["reason"] and "SIGSEGV" in cell["reason"]
 
 
-def test_bad_spec_exits_2_with_location_and_no_traceback(cli, tmp_path):
+def test_bad_spec_exits_2_with_location_and_no_traceback(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "reprospec: 1\nname: x\ncommand: 'true'\nrun:\n  timout: 5s\nexpect: {outcome: pass}\n"
@@ -150,20 +151,20 @@ def test_bad_spec_exits_2_with_location_and_no_traceback(cli, tmp_path):
         assert "Traceback" not in result.stderr
 
 
-def test_missing_spec_file_is_a_usage_error(cli, tmp_path):
+def test_missing_spec_file_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
     result = cli("run", str(tmp_path / "nope.yaml"))
     assert result.code == 2
     assert "nope.yaml" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_validate_folder_reports_every_file(cli):
+def test_validate_folder_reports_every_file(cli: Cli) -> None:
     result = cli("validate", str(SPECS))
     assert result.code == 0, result.stderr
     assert "valid" in result.stdout
 
 
-def test_plan_text_json_github(cli):
+def test_plan_text_json_github(cli: Cli) -> None:
     text = cli("plan", str(SPECS / "segfault-command.yaml"))
     assert text.code == 0, text.stderr
     assert "num_workers=2,pin_memory=true" in text.stdout
@@ -178,7 +179,7 @@ def test_plan_text_json_github(cli):
     assert gh["include"][3]["cell"] == "num_workers=2,pin_memory=true"
 
 
-def test_matrix_filter_and_set_override(cli):
+def test_matrix_filter_and_set_override(cli: Cli) -> None:
     result = cli(
         "run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=0", "--set", "run.repeat=2"
     )
@@ -194,7 +195,7 @@ def test_matrix_filter_and_set_override(cli):
     assert "num_workers" in unknown.stderr
 
 
-def test_report_command_renders_md_junit_json(cli):
+def test_report_command_renders_md_junit_json(cli: Cli) -> None:
     result = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "pin_memory=true")
     run_dir = result.latest_run()
     md = cli("report", str(run_dir))
@@ -208,7 +209,7 @@ def test_report_command_renders_md_junit_json(cli):
     assert json.loads(js.stdout)["run_id"] == run_dir.name
 
 
-def test_schema_command_prints_the_shipped_schema(cli):
+def test_schema_command_prints_the_shipped_schema(cli: Cli) -> None:
     result = cli("schema")
     assert result.code == 0
     assert json.loads(result.stdout) == json.loads(
@@ -216,12 +217,12 @@ def test_schema_command_prints_the_shipped_schema(cli):
     )
 
 
-def test_no_color_output_has_no_escape_codes(cli):
+def test_no_color_output_has_no_escape_codes(cli: Cli) -> None:
     result = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=0")
     assert "\x1b[" not in result.stdout + result.stderr
 
 
-def test_python_option_picks_the_interpreter(cli, tmp_path):
+def test_python_option_picks_the_interpreter(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "which.yaml"
     spec.write_text(
         "reprospec: 1\nname: which-python\n"
@@ -237,7 +238,7 @@ def test_python_option_picks_the_interpreter(cli, tmp_path):
     assert "no-python" in missing.stderr
 
 
-def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli):
+def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli: Cli) -> None:
     first = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2")
     second = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2",
                  "--set", "expect.signal=SIGBUS")
@@ -253,7 +254,7 @@ def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli):
     assert "ran different specs" in different.stdout
 
 
-def test_a_case_that_expects_pass_is_judged_on_every_attempt(cli, tmp_path):
+def test_a_case_that_expects_pass_is_judged_on_every_attempt(cli: Cli, tmp_path: Path) -> None:
     # gpu=0 passes on attempt 3 only: with the base's rate >=0.3 inherited, 1 pass in 3
     # made "GPU 0 always passes" reproduced.
     spec = tmp_path / "gpu-rate.yaml"
@@ -277,7 +278,7 @@ def test_a_case_that_expects_pass_is_judged_on_every_attempt(cli, tmp_path):
     assert cells["gpu=1"]["verdict"] == "reproduced"  # 3/3: 0.44-1.00 is all >= 0.3
 
 
-def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli, tmp_path):
+def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "flaky.yaml"
     spec.write_text(
         "reprospec: 1\nname: flaky\n"

@@ -16,8 +16,17 @@ from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image 
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What must agree between the runners, per attempt.
+# What must agree between the runners, per attempt. A crash's `exception` is how the main
+# process noticed a dead worker, which torch words by timing (the DataLoader's RuntimeError,
+# or the pin-memory thread's ConnectionResetError): not a fact of the crash.
 SAME = ("kind", "signal", "where", "exception", "phase", "step")
+
+
+def _same(outcome: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        None if k == "exception" and outcome.get("kind") == "crash" else outcome.get(k)
+        for k in SAME
+    )
 
 
 def _pipeline_ready() -> str | None:
@@ -27,15 +36,6 @@ def _pipeline_ready() -> str | None:
         except ImportError:
             return f"skipped: {module} is not there yet, so `reprospec run` cannot finish"
     return None
-
-
-def _same(outcome: dict[str, Any]) -> tuple[Any, ...]:
-    # A crashed worker's exception is the main process's, and which it raises is a race in
-    # the real program: the DataLoader's "worker exited unexpectedly", or the pin-memory
-    # thread's ConnectionResetError reading a tensor from the dying worker, more often
-    # while the worker dumps its core (native stacks, either runner). The crash agrees.
-    keys = [k for k in SAME if not (k == "exception" and outcome.get("kind") == "crash")]
-    return tuple(outcome.get(k) for k in keys)
 
 
 def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:

@@ -10,11 +10,14 @@ import pytest
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
+from tests.support.cli import Cli
 from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
 
 
 @needs_engine
-def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(cli, tmp_path: Path) -> None:
+def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(
+    cli: Cli, tmp_path: Path
+) -> None:
     require_image(CLIENT, dockerimage.BASE_IMAGE)
     # A user Dockerfile is used as it is: the spec's `packages` are not installed by it.
     (tmp_path / "Dockerfile").write_text(f"FROM {dockerimage.BASE_IMAGE}\n")
@@ -41,7 +44,7 @@ def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(cli, tmp_path
 
 
 @needs_engine
-def test_each_cells_image_is_reported_next_to_the_cell(cli, tmp_path: Path) -> None:
+def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path) -> None:
     """Two images in the matrix: the report names each cell's, the run-wide table neither."""
     for image in (dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE):
         require_image(CLIENT, image)

@@ -41,7 +41,8 @@ from tests.support.docker import (  # noqa: E402
 
 
 def our_containers() -> list[Any]:
-    return CLIENT.containers.list(all=True, filters={"label": LABEL})
+    found: list[Any] = CLIENT.containers.list(all=True, filters={"label": LABEL})
+    return found
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
+from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
 
 sys.path.insert(0, str(HARNESS_ROOT))
@@ -157,9 +158,9 @@ def test_gpu_not_in_the_compiled_arch_list_fails() -> None:
 
 
 def test_ptx_only_is_a_warning_and_unknown_capability_is_skipped() -> None:
-    assert doctor._arch_ok("12.0", ARCH["cu118-with-ptx"]) == "warn"  # compute_37 PTX JITs forward
-    assert doctor._arch_ok("12.0", ARCH["2.11.0+cu126"]) == "fail"
-    assert doctor._arch_ok("9.0", ["sm_90a"]) == "pass"
+    assert doctor.arch_ok("12.0", ARCH["cu118-with-ptx"]) == "warn"  # compute_37 PTX JITs forward
+    assert doctor.arch_ok("12.0", ARCH["2.11.0+cu126"]) == "fail"
+    assert doctor.arch_ok("9.0", ["sm_90a"]) == "pass"
     env = machine("nvidia-smi-470.256.02-a10g.txt", torch=cuda_torch("2.11.0+cu126", "12.6"))
     env["nvidia"]["gpus"] = [
         {"name": "NVIDIA A10G", "memory_mib": 22731}
@@ -251,11 +252,11 @@ def test_satisfies(installed: str, requirement: str, ok: bool) -> None:
 
 
 def test_needs_of_takes_the_most_demanding_cell() -> None:
-    data = {
+    data: JsonObject = {
         "dataset": {"builtin": "synthetic", "shape": [3, 256, 256]},
         "loader": {"batch_size": 32},
     }
-    cells = [
+    cells: list[tuple[JsonObject, Environment]] = [
         (
             {"data": {**data, "loader": {"batch_size": 32, "num_workers": n}}},
             Environment(workdir=Path.cwd(), shm_size=64 * 2**20),

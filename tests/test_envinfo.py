@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,7 +113,7 @@ def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.torch
 def test_probe_with_torch() -> None:
     pytest.importorskip("torch")
-    env = probe_environment(sys.executable, ["pyyaml"])
+    env: dict[str, Any] = probe_environment(sys.executable, ["pyyaml"])
     torch = env["torch"]
     assert torch["version"].startswith("2.") and torch["cpu_capability"]
     assert isinstance(torch["arch_list"], list) and torch["cuda_available"] in (True, False)
@@ -122,7 +123,7 @@ def test_probe_with_torch() -> None:
 def test_probe_with_torch_missing(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    env = probe_environment(str(venv / "bin" / "python"))
+    env: dict[str, Any] = probe_environment(str(venv / "bin" / "python"))
     assert env["torch"] == {"installed": False}
     assert env["packages"]["torch"] is None
 
@@ -144,7 +145,7 @@ def test_probe_with_torch_broken(
     fake.mkdir()
     (fake / "__init__.py").write_text(body + "\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    env = probe_environment(sys.executable)
+    env: dict[str, Any] = probe_environment(sys.executable)
     assert env["torch"]["installed"] is True and expected in env["torch"]["error"]
     assert env["python"]["version"]
 

@@ -14,6 +14,7 @@ import pytest
 
 from reprospec import envs
 from reprospec.envs import EnvBuildError, EnvRequest, IndexConfig
+from reprospec.envs import index as envindex
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-envdemo"
@@ -151,10 +152,10 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
                     "find-links = /srv/wheels\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                 *envs._UV_INDEX_VARIABLES):
+                 *envindex.UV_INDEX_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user uv.toml
-    envs._pip_config_cached.cache_clear()
+    envindex.pip_config_cached.cache_clear()
     try:
         pip = envs.user_index_config([tmp_path])
         assert pip.source == "pip"
@@ -174,4 +175,4 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
         assert uv.pip_args() == ("--index-url", "https://uv-mirror.invalid/simple")
         assert uv.to_dict() != pip.to_dict()
     finally:
-        envs._pip_config_cached.cache_clear()
+        envindex.pip_config_cached.cache_clear()

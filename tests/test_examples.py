@@ -8,25 +8,25 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.support.cli import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS, Cli
 
 EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 SCHEMA = json.loads((ROOT / "schemas" / "reprospec.schema.json").read_text())
 
 
-def test_the_schema_in_schemas_is_the_one_the_package_ships():
+def test_the_schema_in_schemas_is_the_one_the_package_ships() -> None:
     shipped = ROOT / "reprospec" / "data" / "reprospec.schema.json"
     assert shipped.read_bytes() == (ROOT / "schemas" / "reprospec.schema.json").read_bytes()
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_validates_against_the_json_schema(name):
+def test_example_validates_against_the_json_schema(name: str) -> None:
     document = yaml.safe_load((SPECS / name).read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_reproduces_as_its_expect_says(cli, name):
+def test_example_reproduces_as_its_expect_says(cli: Cli, name: str) -> None:
     pytest.importorskip("torch") if "workload:" in (SPECS / name).read_text() else None
     result = cli("run", str(SPECS / name), "-j", "2", timeout=300)
     data = result.results()
@@ -35,7 +35,7 @@ def test_example_reproduces_as_its_expect_says(cli, name):
     assert data["summary"]["reproduced"] == data["summary"]["cells"] > 0
 
 
-def test_workload_segfault_names_the_worker_signal_phase_and_step(cli):
+def test_workload_segfault_names_the_worker_signal_phase_and_step(cli: Cli) -> None:
     pytest.importorskip("torch")
     result = cli("run", str(SPECS / "segfault.yaml"), "-m", "num_workers=2", "-j", "2")
     assert result.code == 0, result.stderr

@@ -17,6 +17,7 @@ from reprospec.expr import (
     same,
     tokenize,
 )
+from reprospec.jsontypes import JsonObject
 
 CTX: dict[str, Any] = {
     "matrix": {"num_workers": 2, "pin_memory": True, "trainer": "ddp", "cfg": {"lr": 0.1}},
@@ -156,7 +157,7 @@ def test_tokenizer_reads_hyphenated_names() -> None:
 
 
 def test_interpolate_whole_value_keeps_type() -> None:
-    doc = {
+    doc: JsonObject = {
         "num_workers": "${{ matrix.num_workers }}",
         "pin_memory": "${{matrix.pin_memory}}",
         "when": "  ${{ matrix.num_workers > 0 }}\n",
@@ -185,7 +186,7 @@ def test_interpolate_inside_text_renders() -> None:
 
 
 def test_interpolate_does_not_mutate_input() -> None:
-    doc = {"a": ["${{ attempt }}"]}
+    doc: JsonObject = {"a": ["${{ attempt }}"]}
     interpolate(doc, CTX)
     assert doc == {"a": ["${{ attempt }}"]}
 
@@ -204,7 +205,7 @@ def test_unclosed_expression() -> None:
 
 
 def test_names_used_walks_everything_in_order() -> None:
-    doc = {
+    doc: JsonObject = {
         "a": "${{ matrix.a and env.B }} and ${{ spec.name }}",
         "b": ["${{ matrix.cfg.lr }}", {"c": "${{ attempt or matrix.a }}"}],
         "d": 3,

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reprospec import expr
+from reprospec.checks import check
 from reprospec.expr import ExprError, same
 from reprospec.matrix import MatrixError, count_cells, expand_matrix
-from reprospec.spec import check
 from reprospec.yamlsource import YamlSourceError, dump_yaml, load_yaml
 
 FAST = settings(

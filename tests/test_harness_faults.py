@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,7 +111,7 @@ def test_oom_is_a_real_allocation_failure_even_without_a_limit() -> None:
 # ---- which faults fire where (pure) --------------------------------------------------------
 
 
-def plan(*faults: dict, attempt: int = 1, seed: int = 0) -> injection.FaultPlan:
+def plan(*faults: dict[str, Any], attempt: int = 1, seed: int = 0) -> injection.FaultPlan:
     return injection.FaultPlan(
         [injection.decide(n, f, seed, attempt) for n, f in enumerate(faults)]
     )
@@ -149,7 +150,7 @@ def test_main_matching_rules() -> None:
 
 
 def test_worker_faults_match_every_given_key_and_fire_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    fired: list[dict] = []
+    fired: list[dict[str, Any]] = []
     monkeypatch.setitem(injection.TRIGGERS, "segfault", lambda spec: fired.append(dict(spec)))
     faults = plan(
         {"kind": "segfault", "where": "worker", "at": {"phase": "validation", "index": 5}}

@@ -28,7 +28,7 @@ from reprospec.results import load_run
 from reprospec.runfolder import RunFolder
 from reprospec.runners.local import LocalRunner
 from reprospec.store import Store
-from tests.support.cli import SPECS
+from tests.support.cli import SPECS, Cli
 from tests.support.plans import attempt_plan
 
 EXAMPLE = SPECS / "instances-shared-cache.yaml"
@@ -165,7 +165,7 @@ expect:
     return spec
 
 
-def test_each_instance_gets_its_own_gpu_slot_and_rank_variables(cli, tmp_path) -> None:
+def test_each_instance_gets_its_own_gpu_slot_and_rank_variables(cli: Cli, tmp_path: Path) -> None:
     # GPU ids are only strings to the engine: the outer CUDA_VISIBLE_DEVICES hands them out.
     result = cli("run", str(_slots_spec(tmp_path)), env={"CUDA_VISIBLE_DEVICES": "3,4,5,6"})
     assert result.code == 0, result.stdout + result.stderr
@@ -195,7 +195,7 @@ def test_each_instance_gets_its_own_gpu_slot_and_rank_variables(cli, tmp_path) -
     assert "| GPU | instances | failed | as expected |" in report
 
 
-def test_too_few_gpus_for_every_instance_is_said(cli, tmp_path) -> None:
+def test_too_few_gpus_for_every_instance_is_said(cli: Cli, tmp_path: Path) -> None:
     result = cli("run", str(_slots_spec(tmp_path)), env={"CUDA_VISIBLE_DEVICES": "3,4"})
     (cell,) = result.results()["cells"]
     assert cell["verdict"] == "infra-error"
@@ -223,7 +223,7 @@ def _leftovers(marker: str) -> list[str]:
     return found
 
 
-def test_a_command_that_cannot_start_releases_no_instance(tmp_path) -> None:
+def test_a_command_that_cannot_start_releases_no_instance(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run").create()
     plan = _plan(tmp_path, ["no-such-program-for-instances", "--flag"], 3)
     result = AttemptExecutor(LocalRunner(), folder)(plan, (), threading.Event())
@@ -236,7 +236,7 @@ def test_a_command_that_cannot_start_releases_no_instance(tmp_path) -> None:
     assert _leftovers(str(folder.path)) == []
 
 
-def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path) -> None:
+def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> None:
     # Instance 0 hangs until the timeout; instance 1 dies of SIGSEGV right away.
     command = (
         'python -c "import os, time, ctypes; '
@@ -277,13 +277,15 @@ def _spec(tmp_path: Path, run: str, matrix: str = "") -> Path:
         ),
     ],
 )
-def test_bad_instance_counts_are_located_errors(tmp_path, run, matrix, message) -> None:
+def test_bad_instance_counts_are_located_errors(
+    tmp_path: Path, run: str, matrix: str, message: str
+) -> None:
     with pytest.raises(SpecError) as error:
         reprospec.load_spec(_spec(tmp_path, run, matrix))
     assert any(message in problem for problem in error.value.problems), error.value.problems
 
 
-def test_the_plan_shows_each_cells_instances(tmp_path) -> None:
+def test_the_plan_shows_each_cells_instances(tmp_path: Path) -> None:
     spec = reprospec.load_spec(
         _spec(tmp_path, "  instances: ${{ matrix.n }}", "matrix:\n  n: [1, 4]\n")
     )
@@ -297,7 +299,7 @@ def test_the_plan_shows_each_cells_instances(tmp_path) -> None:
     assert plain.attempts[0].instances is None and "instances" not in describe(plain.attempts[0])
 
 
-def test_materialize_refuses_more_than_one_instance(cli, tmp_path) -> None:
+def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
     result = cli("materialize", str(EXAMPLE), "-o", str(tmp_path / "bundle"))
     assert result.code == 2
     assert "run.instances: a bundle runs one container per cell" in result.stderr
@@ -305,7 +307,7 @@ def test_materialize_refuses_more_than_one_instance(cli, tmp_path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path) -> None:
+def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> None:
     from reprospec.models import Outcome
     from reprospec.scheduler import Scheduler
 

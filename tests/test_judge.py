@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from reprospec.evidence import Evidence
@@ -271,7 +273,7 @@ def test_cell_asking_for_a_message_names_the_one_it_got() -> None:
 
 def test_cell_attempts_that_agree_but_for_the_step_share_a_phrase() -> None:
     expectation = Expectation("crash")
-    later = Outcome(**{**SEGV_WORKER.to_dict(), "step": 8})
+    later = replace(SEGV_WORKER, step=8)
     attempts = [attempt(SEGV_WORKER, expectation), attempt(later, expectation)]
     verdict = judge_cell(expectation, attempts)
     assert verdict.reason == "2/2 attempts as expected: crash SIGSEGV (worker)"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,12 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
-from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+from tests.support.docker import (  # noqa: E402
+    CLIENT,
+    needs_engine,
+    public_base,
+    runner_wheelhouse,
+)
 
 SPEC = """\
 reprospec: 1
@@ -80,7 +87,12 @@ def test_bundle_layout(tmp_path: Path) -> None:
     assert (out / "spec.yaml").read_text() == SPEC
     assert (out / "workdirs" / "1" / "main.py").read_text() == MAIN
     dockerfile = (out / "images" / "1" / "Dockerfile").read_text()
-    assert f"FROM {dockerimage.DEFAULT_IMAGE}" in dockerfile
+    # No image of this machine: the runner image's content, rebuilt from a public base.
+    assert f"ARG BASE={dockerimage.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
+    assert "reprospec-runner" not in dockerfile and "reprospec-base" not in dockerfile
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
+    readme = (out / "README.md").read_text()
+    assert f"`images/1/`: `{dockerimage.PUBLIC_BASE}` (public" in readme
     assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
     assert list((out / "images" / "1" / "certs").iterdir()) == []
     plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
@@ -115,40 +127,75 @@ def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
     assert "python3 -m reprospec_harness" in (out / "run.sh").read_text()
 
 
-@needs_engine
-def test_bundle_runs_with_plain_docker(tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    done, out = materialize(tmp_path, SPEC)
+def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
+    named = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  image: ghcr.io/acme/trainer:3\n")
+    done, out = materialize(tmp_path, named)
     assert done.returncode == 0, done.stderr
-    tag = "reprospec-bundle/bundle-demo:1"
+    assert "FROM ghcr.io/acme/trainer:3" in (out / "images" / "1" / "Dockerfile").read_text()
+    assert "`docker pull ghcr.io/acme/trainer:3`" in (out / "README.md").read_text()
+    ours = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  image: reprospec-runner:latest\n"
+                        "  packages: [torch==2.12.0, six]\n")
+    (tmp_path / "ours").mkdir()
+    done, out = materialize(tmp_path / "ours", ours)
+    assert done.returncode == 0, done.stderr
+    assert "FROM ${BASE}" in (out / "images" / "1" / "Dockerfile").read_text()
+    # The spec's pin replaces the runner's own.
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "numpy\ntorch==2.12.0\nsix\n"
+
+
+# The bundles of this module build the same image (same Dockerfile, packages and harness):
+# each test drops only its tag, so the next build is a cache hit; the module removes the image.
+_BUILT: set[str] = set()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_built_images() -> Iterator[None]:
+    yield
+    import docker.errors
+
+    for image_id in _BUILT:
+        with contextlib.suppress(docker.errors.APIError):  # already gone
+            CLIENT.images.remove(image_id, force=True)
+
+
+def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry."""
+    import os
+
     try:
-        ran = subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
-                             timeout=300, cwd=tmp_path)
-        assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout + ran.stderr
-        assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
-        assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
-        assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
-        assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
-        assert not (out / "results" / "1" / "tmp").exists()
-        names = [c.name for c in CLIENT.containers.list(all=True)]
-        assert not [n for n in names if n.startswith("reprospec-bundle-")]
+        return subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
+                              timeout=1800, cwd=cwd, env={**os.environ, "BASE": base})
     finally:
         if dockerimage.image_present(CLIENT, tag):
-            CLIENT.images.remove(tag, force=True)
+            _BUILT.add(CLIENT.images.get(tag).id)
+            CLIENT.images.remove(tag, noprune=True)
+
+
+@needs_engine
+def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: Path) -> None:
+    base = public_base(CLIENT)
+    done, out = materialize(tmp_path, SPEC, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, "reprospec-bundle/bundle-demo:1", base, tmp_path)
+    assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
+    assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
+    assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
+    assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
+    assert not (out / "results" / "1" / "tmp").exists()
+    names = [c.name for c in CLIENT.containers.list(all=True)]
+    assert not [n for n in names if n.startswith("reprospec-bundle-")]
 
 
 @needs_engine
 def test_workload_bundle_runs(tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    done, out = materialize(tmp_path, WORKLOAD_SPEC)
+    base = public_base(CLIENT)
+    done, out = materialize(tmp_path, WORKLOAD_SPEC, "--find-links", str(runner_wheelhouse()))
     assert done.returncode == 0, done.stderr
-    tag = "reprospec-bundle/bundle-workload:1"
-    try:
-        ran = subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
-                             timeout=300)
-        assert "== cell 1 [" in ran.stdout and ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
-        events = (out / "results" / "1" / "events.jsonl").read_text()
-        assert '"phase": "train"' in events
-    finally:
-        if dockerimage.image_present(CLIENT, tag):
-            CLIENT.images.remove(tag, force=True)
+    ran = _run_bundle(out, "reprospec-bundle/bundle-workload:1", base, tmp_path)
+    assert "== cell 1 [" in ran.stdout and ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
+    events = (out / "results" / "1" / "events.jsonl").read_text()
+    assert '"phase": "train"' in events
+    env = json.loads((out / "results" / "1" / "env.json").read_text())
+    assert env["os"]["distribution"].startswith("Debian GNU/Linux 12")
+    assert env["packages"]["torch"] == "2.13.0+cpu"

@@ -11,6 +11,7 @@ import pytest
 
 from reprospec.errors import SpecError, UsageError
 from reprospec.expr import same
+from reprospec.jsontypes import JsonObject
 from reprospec.matrix import (
     MatrixError,
     cell_id,
@@ -36,7 +37,7 @@ def test_no_matrix_is_one_default_cell() -> None:
 
 def test_product_first_axis_slowest() -> None:
     # GitHub's documented order for version x os.
-    section = {"version": [10, 12, 14], "os": ["ubuntu-latest", "windows-latest"]}
+    section: JsonObject = {"version": [10, 12, 14], "os": ["ubuntu-latest", "windows-latest"]}
     assert matrices(section) == [
         {"version": v, "os": o} for v in (10, 12, 14) for o in ("ubuntu-latest", "windows-latest")
     ]
@@ -45,7 +46,7 @@ def test_product_first_axis_slowest() -> None:
 
 def test_github_include_example() -> None:
     # docs.github.com "Expanding or adding matrix configurations": the exact documented result.
-    section = {
+    section: JsonObject = {
         "fruit": ["apple", "pear"],
         "animal": ["cat", "dog"],
         "include": [
@@ -68,7 +69,7 @@ def test_github_include_example() -> None:
 
 def test_github_exclude_example_partial_match() -> None:
     # docs.github.com "Excluding matrix configurations": 12 - 2 - 2 = 8 jobs.
-    section = {
+    section: JsonObject = {
         "os": ["macos-latest", "windows-latest"],
         "version": [12, 14, 16],
         "environment": ["staging", "production"],
@@ -84,7 +85,7 @@ def test_github_exclude_example_partial_match() -> None:
 
 
 def test_exclude_applies_before_include() -> None:
-    section = {
+    section: JsonObject = {
         "a": [1, 2],
         "exclude": [{"a": 2}],
         "include": [{"a": 2, "b": "x"}],
@@ -94,7 +95,7 @@ def test_exclude_applies_before_include() -> None:
 
 
 def test_exclude_compares_mappings_by_equality() -> None:
-    section = {
+    section: JsonObject = {
         "cfg": [{"lr": 0.1}, {"lr": 1}],
         "exclude": [{"cfg": {"lr": 1.0}}],
     }
@@ -102,12 +103,12 @@ def test_exclude_compares_mappings_by_equality() -> None:
 
 
 def test_exclude_never_confuses_booleans_and_numbers() -> None:
-    section = {"n": [0, 1], "flag": [False, True], "exclude": [{"flag": 1}]}
+    section: JsonObject = {"n": [0, 1], "flag": [False, True], "exclude": [{"flag": 1}]}
     assert len(matrices(section)) == 4
 
 
 def test_include_may_overwrite_values_added_by_earlier_includes() -> None:
-    section = {
+    section: JsonObject = {
         "a": [1, 2],
         "include": [{"extra": "x"}, {"a": 2, "extra": "y"}],
     }
@@ -119,13 +120,13 @@ def test_include_matching_an_existing_cell_adds_nothing() -> None:
 
 
 def test_include_only_matrix() -> None:
-    section = {"include": [{"python": "3.10"}, {"python": "3.11", "torch": "2.5"}]}
+    section: JsonObject = {"include": [{"python": "3.10"}, {"python": "3.11", "torch": "2.5"}]}
     cells = expand_matrix(section)
     assert [c.id for c in cells] == ["python=3.10", "python=3.11,torch=2.5"]
 
 
 def test_cell_ids_in_axis_order_with_include_keys_last() -> None:
-    section = {
+    section: JsonObject = {
         "num_workers": [0, 2],
         "pin_memory": [False, True],
         "include": [{"num_workers": 2, "note": "workers", "pin_memory": True}],

@@ -11,7 +11,7 @@ from reprospec.judge import judge_cell
 from reprospec.models import AttemptResult, Cell, CellResult, NotRun, Outcome, RunResult
 from reprospec.plan import OBSERVE
 from reprospec.report.signatures import outcome_groups
-from tests.support.cli import ROOT, SPECS
+from tests.support.cli import ROOT, SPECS, Cli
 
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")
 SEGV = Outcome(kind="crash", signal="SIGSEGV", signature="crash:SIGSEGV:main")
@@ -126,7 +126,7 @@ def test_no_matrix_no_explanation() -> None:
     )
 
 
-def test_run_observe_on_a_spec_with_expect(cli) -> None:
+def test_run_observe_on_a_spec_with_expect(cli: Cli) -> None:
     result = cli("run", str(SPECS / "segfault-command.yaml"), "--observe", "-j", "2")
     assert result.code == 0, result.stderr
     data = result.results()
@@ -143,7 +143,7 @@ def test_run_observe_on_a_spec_with_expect(cli) -> None:
     assert "**Observed 4 cells: crash SIGSEGV @ validation:7 in 1, pass" in report
 
 
-def test_a_spec_without_expect_observes(cli, tmp_path: Path) -> None:
+def test_a_spec_without_expect_observes(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "no-expect.yaml"
     spec.write_text(
         (ROOT / "specs" / "segfault-command.yaml")
@@ -160,7 +160,7 @@ def test_a_spec_without_expect_observes(cli, tmp_path: Path) -> None:
     assert [c["id"] for c in crashed] == ["num_workers=2,pin_memory=true"]
 
 
-def test_observe_exits_3_when_something_could_not_run(cli) -> None:
+def test_observe_exits_3_when_something_could_not_run(cli: Cli) -> None:
     result = cli(
         "run",
         str(SPECS / "segfault-command.yaml"),

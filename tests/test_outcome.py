@@ -507,8 +507,9 @@ def test_new_phase_resets_the_step(tmp_path: Path) -> None:
 
 def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
     from reprospec.evidence import Events
+    from reprospec.jsontypes import JsonValue
 
-    train = [
+    train: list[dict[str, JsonValue]] = [
         {"event": "import", "module": "wandb", "phase": "import"},
         {"event": "phase", "phase": "train"},
         {"event": "step", "phase": "train", "step": 1},

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reprospec import packages
 from reprospec.packages import Installed, PackageCheck, mismatches, probe_installed
+from tests.support.cli import Cli
 
 PYYAML = importlib.metadata.version("pyyaml")
 
@@ -67,7 +68,7 @@ def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
     assert reason is not None and "interpreter not found" in reason
 
 
-def test_matrix_over_versions_on_the_local_runner(cli, tmp_path: Path) -> None:
+def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> None:
     """The cell whose version is not installed is infra-error naming it; the other runs."""
     spec = tmp_path / "versions.yaml"
     spec.write_text(textwrap.dedent(f"""\

@@ -10,10 +10,10 @@ import pytest
 
 from reprospec.errors import SpecError
 from reprospec.matrix import expand
-from reprospec.models import RateBound, StepRange
 from reprospec.plan import describe, expectation_for, plan_attempt
 from reprospec.spec import load_spec
-from reprospec.units import parse_duration, parse_rate, parse_step
+from reprospec.units import RateBound, StepRange, parse_duration, parse_rate, parse_step
+from tests.support.data import at
 
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
 
@@ -45,7 +45,7 @@ def test_parse_duration(value: str | float, seconds: float) -> None:
 @pytest.mark.parametrize("value", ["", "5 minutes", "m", "-1s", "1d", True, None])
 def test_parse_duration_rejects(value: object) -> None:
     with pytest.raises(ValueError, match="expected a duration like 90s, 5m or 1h"):
-        parse_duration(value)  # type: ignore[arg-type]
+        parse_duration(value)
 
 
 def test_parse_step_and_rate() -> None:
@@ -77,10 +77,10 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     last = plans[-1]
     assert last.argv is None
     assert last.workload is not None
-    assert last.workload["data"]["loader"]["num_workers"] == 2
-    assert last.workload["data"]["loader"]["pin_memory"] is True
-    assert last.workload["faults"][0]["when"] is True
-    assert plans[2].workload is not None and plans[2].workload["faults"][0]["when"] is False
+    assert at(last.workload, "data", "loader", "num_workers") == 2
+    assert at(last.workload, "data", "loader", "pin_memory") is True
+    assert at(last.workload, "faults", 0, "when") is True
+    assert plans[2].workload is not None and at(plans[2].workload, "faults", 0, "when") is False
     assert last.env == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert last.workdir == EXAMPLE.parent.resolve()
     assert last.timeout_s == 60.0
@@ -210,7 +210,7 @@ def test_describe_is_json_and_complete(tmp_path: Path) -> None:
     assert json.loads(json.dumps(out)) == out
     assert out["id"] == "num_workers=2,pin_memory=true"
     assert out["matrix"] == {"num_workers": 2, "pin_memory": True}
-    assert out["workload"]["data"]["loader"]["num_workers"] == 2
+    assert at(out, "workload", "data", "loader", "num_workers") == 2
     assert "command" not in out
     assert out["env"] == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert out["workdir"] == str(EXAMPLE.parent.resolve())

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,7 +60,9 @@ def test_capped_log_head_is_on_disk_while_running(tmp_path: Path) -> None:
 # -- markers -----------------------------------------------------------------------------
 
 
-def scan(chunks: list[bytes], markers: list[Marker], tmp_path: Path, max_line: int = 1 << 16):
+def scan(
+    chunks: list[bytes], markers: list[Marker], tmp_path: Path, max_line: int = 1 << 16
+) -> list[dict[str, Any]]:
     compiled, warnings = compile_markers(markers)
     assert warnings == []
     events = EventWriter(tmp_path / "events.jsonl")

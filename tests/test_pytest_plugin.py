@@ -98,7 +98,7 @@ expect: {outcome: pass}
 # -- collection -----------------------------------------------------------------------------
 
 
-def test_collects_only_spec_files_one_item_per_cell(tmp_path):
+def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     write(tmp_path / "ci.yaml", "on: push\njobs: {}\n")  # a repository's other YAML
     write(tmp_path / "specs" / "plain.yaml", GPU_SPEC)  # a spec, but not matching the pattern
@@ -115,7 +115,7 @@ def test_collects_only_spec_files_one_item_per_cell(tmp_path):
     assert "1 test collected" in run.output  # only the folder: not also the rest of rootdir
 
 
-def test_the_plugin_is_opt_in(tmp_path):
+def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     # Loaded by a conftest (as the entry point loads it), but not asked for: nothing collected.
     write(tmp_path / "conftest.py", 'pytest_plugins = ["reprospec.pytest_plugin"]\n')
@@ -134,7 +134,7 @@ def test_the_plugin_is_opt_in(tmp_path):
     assert "4 tests collected" in proc.stdout, proc.stdout
 
 
-def test_a_bad_spec_is_a_located_collection_error(tmp_path):
+def test_a_bad_spec_is_a_located_collection_error(tmp_path: Path) -> None:
     write(tmp_path / "bad.repro.yaml", "reprospec: 1\nname: bad\ncommand: 'true'\n"
           "expect: {outcome: pas}\n")
     run = run_pytest(tmp_path, "--reprospec", "--collect-only")
@@ -143,7 +143,7 @@ def test_a_bad_spec_is_a_located_collection_error(tmp_path):
     assert "Traceback" not in run.output
 
 
-def test_labels_are_markers_and_k_selects_cells(tmp_path):
+def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
     run = run_pytest(tmp_path, "--reprospec", "--strict-markers", "-m", "segfault",
@@ -160,7 +160,7 @@ def test_labels_are_markers_and_k_selects_cells(tmp_path):
     assert marker_name("flaky") == "label_flaky" and marker_name("out-of-memory") == "out_of_memory"
 
 
-def test_each_cell_points_at_its_own_line(tmp_path):
+def test_each_cell_points_at_its_own_line(tmp_path: Path) -> None:
     from reprospec import api
 
     spec = api.load_spec(write(tmp_path / "lines.yaml", """\
@@ -181,7 +181,7 @@ expect: {outcome: pass}
     assert cell_lines(one, api.plan_run(one).cells) == {"default": 4}
 
 
-def test_xdist_workers_split_the_outer_gpu_ids():
+def test_xdist_workers_split_the_outer_gpu_ids() -> None:
     outer = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4"}
     assert worker_gpus(outer) is None  # not under xdist: the engine's own default
     shares = [
@@ -220,7 +220,7 @@ def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
     assert f"report:   {report}" in text
 
 
-def test_a_segfaulting_cell_fails_alone(tmp_path):
+def test_a_segfaulting_cell_fails_alone(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     run = run_pytest(tmp_path, "--reprospec", "-p", "no:flaky", "-p", "no:rerunfailures")
     _check_crash_run(run, tmp_path)
@@ -228,14 +228,14 @@ def test_a_segfaulting_cell_fails_alone(tmp_path):
 
 
 @pytest.mark.skipif(not HAVE_XDIST, reason="skipped: pytest-xdist is not installed")
-def test_a_segfaulting_cell_fails_alone_under_xdist(tmp_path):
+def test_a_segfaulting_cell_fails_alone_under_xdist(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     run = run_pytest(tmp_path, "--reprospec", "-n", "2")
     _check_crash_run(run, tmp_path)
     assert "2 workers [4 items]" in run.output
 
 
-def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path):
+def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -> None:
     for plugin in ("flaky", "pytest_rerunfailures"):
         if importlib.util.find_spec(plugin) is None:
             pytest.skip(f"skipped: {plugin} is not installed (it is in the test extra)")
@@ -249,7 +249,7 @@ def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path):
     assert "1 failed, 3 passed, 1 rerun" in run.output
 
 
-def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path):
+def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path: Path) -> None:
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
     write(tmp_path / "ok.repro.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n"
           "expect: {outcome: pass}\n")
@@ -267,11 +267,11 @@ def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path
 
 
 @pytest.fixture(scope="module")
-def run_verdicts(tmp_path_factory):
+def run_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("examples")
-    expected = {}
+    expected: dict[str, str] = {}
     for name in EXAMPLES:
         proc = subprocess.run(
             [sys.executable, "-m", "reprospec", "run", str(SPECS / name), "-j", "2",
@@ -292,7 +292,9 @@ def run_verdicts(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_every_example_gives_the_verdict_reprospec_run_gives(run_verdicts, tmp_path, workers):
+def test_every_example_gives_the_verdict_reprospec_run_gives(
+    run_verdicts: dict[str, str], tmp_path: Path, workers: str
+) -> None:
     """`pytest --reprospec specs/` (also with -n 2) against `reprospec run` on each example."""
     if workers != "0" and not HAVE_XDIST:
         pytest.skip("skipped: pytest-xdist is not installed")
@@ -302,7 +304,7 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(run_verdicts, tmp_p
     assert got == run_verdicts, run.output[-3000:]
 
 
-def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path):
+def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
     # 1 match in 2: the 95% interval 0.09-0.91 straddles >=0.5, nothing is shown either way.
     write(tmp_path / "flaky.repro.yaml", "reprospec: 1\nname: flaky\n"
           "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"

@@ -12,6 +12,7 @@ import pytest
 
 from reprospec.errors import UsageError
 from reprospec.evidence import Evidence
+from reprospec.jsontypes import JsonValue
 from reprospec.judge import judge_attempt, judge_cell
 from reprospec.logtext import clean_log, excerpt
 from reprospec.models import AttemptResult, Cell, CellResult, Expectation, Rate, RunResult
@@ -21,6 +22,7 @@ from reprospec.report.failure import summary_line
 from reprospec.report.markdown import separators
 from reprospec.report.markup import fence_for, inline_code, table_cell
 from reprospec.results import run_to_dict
+from tests.support.cli import Cli
 from tests.support.runs import (
     ERROR_SPEC,
     SEGFAULT_SPEC,
@@ -97,7 +99,7 @@ def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
-    from reprospec.spec import extract_markdown_spec
+    from reprospec.specfile import extract_markdown_spec
 
     run = CASES[name]()
     block = extract_markdown_spec(render(run, "md"))
@@ -146,7 +148,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
     crashed = next(failing)
     passing = next(c for c in base.cells if c is not crashed)
 
-    def cell(template: CellResult, **matrix: object) -> CellResult:
+    def cell(template: CellResult, **matrix: JsonValue) -> CellResult:
         cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
         return replace(template, cell=Cell(id=cell_id, index=0, matrix=matrix))
 
@@ -210,8 +212,8 @@ def test_json_format_is_results_json() -> None:
 
 
 def test_unknown_format_is_usage_error() -> None:
-    with pytest.raises(UsageError, match="unknown report format 'html'"):
-        render(infra_run(), "html")
+    with pytest.raises(UsageError, match="unknown report format 'pdf'"):
+        render(infra_run(), "pdf")
 
 
 def test_clean_log_removes_ansi_carriage_returns_and_nul() -> None:
@@ -346,7 +348,9 @@ def test_headline_counts_every_failing_cell_and_lists_signatures_by_count(
 # --- per-cell environments --------------------------------------------------------------
 
 
-def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(cli, tmp_path: Path) -> None:
+def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
+    cli: Cli, tmp_path: Path
+) -> None:
     spec = tmp_path / "threads.yaml"
     spec.write_text(
         "reprospec: 1\n"
@@ -381,7 +385,7 @@ def test_cell_environments_of_packages_and_images() -> None:
     from reprospec.report.environment import cell_environments, environment_rows
     from tests.support.runs import ENV
 
-    def cell(index: int, **environment: object) -> CellResult:
+    def cell(index: int, **environment: JsonValue) -> CellResult:
         return CellResult(
             Cell(f"c{index}", index, {"i": index}),
             Expectation("pass"),
@@ -409,7 +413,7 @@ def test_cell_environments_of_packages_and_images() -> None:
     assert cell_environments([cell(0), replace(cell(1), environment={})]).varying == frozenset()
 
 
-def test_what_an_attempt_left_behind_is_in_the_report(cli, tmp_path: Path) -> None:
+def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) -> None:
     """The private TMPDIR's leftovers, removed after the attempt, are shown next to the verdict."""
     spec = tmp_path / "litter.yaml"
     spec.write_text(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +14,7 @@ import pytest
 
 from reprospec.compare import compare, merge
 from reprospec.errors import FatalError, UsageError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import (
     AttemptResult,
     Expectation,
@@ -191,6 +192,12 @@ def test_new_run_id_sorts_by_time_and_is_unique() -> None:
     assert len({new_run_id("x") for _ in range(50)}) > 45
 
 
+def section(environment: Mapping[str, JsonValue], name: str) -> dict[str, JsonValue]:
+    found = environment[name]
+    assert isinstance(found, dict)
+    return found
+
+
 def test_compare_reports_verdict_and_environment_changes() -> None:
     a = segfault_matrix()
     cells = list(a.cells)
@@ -201,8 +208,8 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
         cells=tuple(cells[:3]),
         environment={
             **a.environment,
-            "torch": {**a.environment["torch"], "version": "2.5.0"},
-            "memory": {**a.environment["memory"], "available": 1},
+            "torch": {**section(a.environment, "torch"), "version": "2.5.0"},
+            "memory": {**section(a.environment, "memory"), "available": 1},
             "packages": {"torch": "2.5.0"},
         },
     )

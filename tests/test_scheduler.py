@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, Cli
 
 
 def write_spec(path: Path, body: str) -> Path:
@@ -18,7 +18,7 @@ def write_spec(path: Path, body: str) -> Path:
     return path
 
 
-def test_two_jobs_run_attempts_at_the_same_time(cli, tmp_path):
+def test_two_jobs_run_attempts_at_the_same_time(cli: Cli, tmp_path: Path) -> None:
     # Each child announces itself, then waits for the other one: with -j 1 this
     # would time out (hang), with -j 2 both pass. No sleeps, a real rendezvous.
     spec = write_spec(
@@ -43,7 +43,7 @@ expect: {{outcome: pass}}
     assert result.results()["summary"]["reproduced"] == 2
 
 
-def test_gpu_slots_each_attempt_sees_its_own_devices(cli, tmp_path):
+def test_gpu_slots_each_attempt_sees_its_own_devices(cli: Cli, tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path / "gpus.yaml",
         """
@@ -69,7 +69,7 @@ expect: {outcome: pass}
     assert set(seen) == {"5", "7"}
 
 
-def test_gpu_cells_without_gpus_are_skipped_as_infra_error(cli, tmp_path):
+def test_gpu_cells_without_gpus_are_skipped_as_infra_error(cli: Cli, tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path / "needs-gpu.yaml",
         """
@@ -86,7 +86,7 @@ expect: {outcome: pass}
     assert "skipped: needs 1 GPU" in cell["attempts"][0]["infra_error"]
 
 
-def test_stop_on_first_reproduction_skips_remaining_attempts(cli, tmp_path):
+def test_stop_on_first_reproduction_skips_remaining_attempts(cli: Cli, tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path / "stop.yaml",
         """
@@ -103,7 +103,7 @@ expect: {outcome: crash, signal: SIGABRT}
     assert cell["attempts"][0]["outcome"]["signal"] == "SIGABRT"
 
 
-def test_shards_merge_into_the_same_cells_and_verdicts(cli, tmp_path):
+def test_shards_merge_into_the_same_cells_and_verdicts(cli: Cli, tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path / "twelve.yaml",
         """
@@ -140,7 +140,7 @@ expect:
     assert "missing shard(s) 3/3" in partial.stderr
 
 
-def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path):
+def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path: Path) -> None:
     # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs.
     gate = tmp_path / "gate"
     spec = write_spec(
@@ -201,7 +201,7 @@ expect: {{outcome: pass}}
     assert run_id in history.stdout
 
 
-def test_ctrl_c_stops_everything_writes_a_partial_report_and_exits_130(tmp_path):
+def test_ctrl_c_stops_everything_writes_a_partial_report_and_exits_130(tmp_path: Path) -> None:
     import psutil
 
     marker = f"reprospec-ctrl-c-{os.getpid()}"
@@ -249,7 +249,7 @@ expect: {{outcome: pass}}
     assert leftovers == []
 
 
-def test_intermittent_rate_and_interval_everywhere(cli):
+def test_intermittent_rate_and_interval_everywhere(cli: Cli) -> None:
     from tests.support.cli import SPECS
 
     result = cli("run", str(SPECS / "intermittent.yaml"), "--repeat", "20", "-j", "2",
@@ -275,7 +275,7 @@ def test_intermittent_rate_and_interval_everywhere(cli):
     assert sum(1 for name in props if name and name.startswith("attempt")) >= 20
 
 
-def test_adaptive_repeat_stops_once_the_interval_decides(cli, tmp_path):
+def test_adaptive_repeat_stops_once_the_interval_decides(cli: Cli, tmp_path: Path) -> None:
     spec = write_spec(tmp_path / "auto.yaml", """
 name: adaptive
 command: python -c "import os; os.abort()"

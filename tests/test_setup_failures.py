@@ -20,6 +20,7 @@ from reprospec.judge import judge_cell
 from reprospec.models import AttemptResult, Execution, Expectation, NotRun, Outcome
 from reprospec.outcome import classify
 from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 PY = sys.executable
@@ -124,7 +125,7 @@ def test_exit_127_after_progress_is_an_outcome(runner: LocalRunner, tmp_path: Pa
     assert (result.outcome.kind, result.outcome.exit_code) == ("error", 127)
 
 
-def test_run_exits_3_with_the_reason(cli, tmp_path: Path) -> None:
+def test_run_exits_3_with_the_reason(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "missing.yaml"
     spec.write_text(
         "reprospec: 1\nname: missing-command\n"

@@ -14,16 +14,12 @@ import pytest
 
 from reprospec.errors import SpecError, UsageError
 from reprospec.matrix import expand
+from reprospec.overrides import apply_override
 from reprospec.plan import plan_attempt, run_policy
 from reprospec.sections import Environment, RunPolicy
-from reprospec.spec import (
-    apply_override,
-    extract_markdown_spec,
-    load_spec,
-    spec_files,
-    validate,
-    validate_paths,
-)
+from reprospec.spec import load_spec, validate, validate_paths
+from reprospec.specfile import extract_markdown_spec, spec_files
+from tests.support.data import at
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
@@ -97,11 +93,12 @@ def test_overrides_apply_before_validation() -> None:
             "environment.env.NEW=x",
         ],
     )
-    assert spec.document["workload"]["phases"][1] == {"name": "validation", "steps": 8}
-    assert spec.document["workload"]["data"]["loader"]["batch_size"] == 2
-    assert spec.document["run"]["timeout"] == "5s"
-    assert spec.document["labels"] == ["a", "b"]
-    assert spec.document["environment"]["env"] == {"CUDA_LAUNCH_BLOCKING": "1", "NEW": "x"}
+    document = dict(spec.document)
+    assert at(document, "workload", "phases", 1) == {"name": "validation", "steps": 8}
+    assert at(document, "workload", "data", "loader", "batch_size") == 2
+    assert at(document, "run", "timeout") == "5s"
+    assert document["labels"] == ["a", "b"]
+    assert at(document, "environment", "env") == {"CUDA_LAUNCH_BLOCKING": "1", "NEW": "x"}
 
 
 def test_override_that_breaks_the_spec_is_reported_as_from_set() -> None:
@@ -116,7 +113,9 @@ def test_tilde_override_removes_a_key() -> None:
     spec = load_spec(EXAMPLE, ["~workload", "command=[python, -c, 'print(1)']", "~expect.cases.0"])
     assert "workload" not in spec.document
     assert spec.document["command"] == ["python", "-c", "print(1)"]
-    assert spec.document["expect"]["cases"] == [{"when": {"pin_memory": False}, "outcome": "pass"}]
+    assert at(dict(spec.document), "expect", "cases") == [
+        {"when": {"pin_memory": False}, "outcome": "pass"}
+    ]
     with pytest.raises(UsageError, match="'run.nope' is not in the spec"):
         load_spec(EXAMPLE, ["~run.nope"])
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from reprospec import envs
+from tests.support.cli import Cli, CliResult
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-venvdemo"
@@ -35,11 +36,12 @@ def cells_of(cli_result: Any) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in cli_result.results()["cells"]}
 
 
-def stdout_of(cli_result: Any, cell: dict[str, Any]) -> str:
-    return (cli_result.latest_run() / cell["attempts"][0]["logs"] / "stdout.log").read_text()
+def stdout_of(cli_result: CliResult, cell: dict[str, Any]) -> str:
+    logs: str = cell["attempts"][0]["logs"]
+    return (cli_result.latest_run() / logs / "stdout.log").read_text()
 
 
-def test_each_cell_gets_its_own_version_from_the_index(cli, tmp_path: Path) -> None:
+def test_each_cell_gets_its_own_version_from_the_index(cli: Cli, tmp_path: Path) -> None:
     """sqlparse from the configured index, two versions in one matrix (envs kept between runs)."""
     spec = tmp_path / "two-versions.yaml"
     spec.write_text(textwrap.dedent("""\
@@ -67,7 +69,7 @@ def test_each_cell_gets_its_own_version_from_the_index(cli, tmp_path: Path) -> N
     assert len(prefixes) == 2
 
 
-def test_build_failures_and_tampered_envs_are_infra_errors(cli, tmp_path: Path) -> None:
+def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     for version in ("1.0", "1.1"):
         make_wheel(wheels, DEMO, version, f"VERSION_SEEN = {version!r}\n")
@@ -106,7 +108,7 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli, tmp_path: Path) 
     assert "building" not in second.stderr
 
 
-def test_instances_run_in_the_cells_venv(cli, tmp_path: Path) -> None:
+def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     """`run.instances` through the venv runner: every instance in the cell's own env."""
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from reprospec.bounds import MAX_YAML_CHARS
+from reprospec.jsontypes import JsonValue
 from reprospec.yamlsource import (
     MAX_DEPTH,
     MAX_NODES,
@@ -17,6 +18,7 @@ from reprospec.yamlsource import (
     load_yaml,
     locate,
 )
+from tests.support.data import at
 
 TEXT = """\
 # comment
@@ -38,7 +40,7 @@ def problems(text: str, offset: int = 0) -> list[str]:
 
 def test_locations_of_values_and_keys() -> None:
     doc = load_yaml(TEXT)
-    assert doc.data["matrix"]["include"][1] == {"num_workers": 8, "pin_memory": True}
+    assert at(doc.data, "matrix", "include", 1) == {"num_workers": 8, "pin_memory": True}
     assert doc.locations[()] == (2, 1)
     assert doc.locations[("matrix",)] == (3, 3)
     assert doc.locations[("matrix", "num_workers", 1)] == (3, 20)
@@ -102,6 +104,11 @@ def test_duplicate_keys_nested_all_reported() -> None:
         "x: !!python/name:os.system\n",
         "x: !!python/tuple [1, 2]\n",
         "x: !custom 1\n",
+        # SafeLoader's non-JSON types: a spec holds only what JSON can (jsontypes.JsonValue).
+        "x: !!timestamp 2024-01-01\n",
+        "x: !!binary aGVsbG8=\n",
+        "x: !!set {a: null}\n",
+        "x: !!omap [a: 1]\n",
     ],
 )
 def test_foreign_tags_refused(text: str) -> None:
@@ -140,7 +147,7 @@ def test_boolean_and_collection_keys() -> None:
 
 def test_anchors_and_merge_keys() -> None:
     doc = load_yaml("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n")
-    assert doc.data["other"] == {"x": 1, "y": 3}
+    assert at(doc.data, "other") == {"x": 1, "y": 3}
 
 
 def test_recursive_alias_refused() -> None:
@@ -204,7 +211,7 @@ def test_nesting_through_aliases_and_merge_keys_is_bounded() -> None:
     (message,) = problems(merges)
     assert f"nested deeper than {MAX_DEPTH} levels (through aliases)" in message
     # Within the bound both load.
-    assert load_yaml("a: &a {x: 1}\nb: &b {<<: *a}\nc: {<<: *b}\n").data["c"] == {"x": 1}
+    assert at(load_yaml("a: &a {x: 1}\nb: &b {<<: *a}\nc: {<<: *b}\n").data, "c") == {"x": 1}
 
 
 @pytest.mark.parametrize(
@@ -240,8 +247,6 @@ def test_size_and_integer_length_are_bounded() -> None:
     [
         ("a: !!float soon\n", "f.yaml:1:4: invalid YAML: cannot read this float:"),
         ("a: !!int three\n", "f.yaml:1:4: invalid YAML: cannot read this int:"),
-        ("a: !!timestamp 2024-13-45\n", "f.yaml:1:4: invalid YAML: cannot read this timestamp:"),
-        ("a: !!binary 'x!'\n", "f.yaml:1:4: invalid YAML: failed to decode base64"),
     ],
 )
 def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str) -> None:
@@ -250,8 +255,11 @@ def test_explicit_tags_on_unreadable_values_are_located(text: str, expected: str
 
 
 def test_dump_yaml_quotes_by_the_core_schema() -> None:
-    data = {"a": ["1e3", "0o17", "on", "yes", "1_000", "True", 1e25, None, True, "x\x85y"]}
+    data: JsonValue = {
+        "a": ["1e3", "0o17", "on", "yes", "1_000", "True", 1e25, None, True, "x\x85y"]
+    }
     text = dump_yaml(data)
     assert load_yaml(text).data == data
     # pyyaml's own dumper quotes by YAML 1.1 and leaves these plain: read back as numbers.
-    assert load_yaml(yaml.safe_dump(data)).data["a"][:2] == [1000.0, 15]
+    assert at(load_yaml(yaml.safe_dump(data)).data, "a", 0) == 1000.0
+    assert at(load_yaml(yaml.safe_dump(data)).data, "a", 1) == 15

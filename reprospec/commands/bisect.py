@@ -7,12 +7,15 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from reprospec.errors import EXIT_INTERRUPTED
 
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
 
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
     """The `bisect` verb's arguments (kept here so cli.py stays one line per verb)."""
     p = sub.add_parser(
         "bisect",

@@ -7,10 +7,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
     """The `envs` verb's arguments (kept here so cli.py stays one line per verb)."""
     p = sub.add_parser("envs", help="list or prune the cached per-cell environments")
     p.add_argument("action", choices=("list", "prune"), metavar="ACTION",

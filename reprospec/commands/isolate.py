@@ -7,7 +7,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from reprospec.options import RunOptions
@@ -59,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_NOT_REPRODUCED
 
 
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
     """The `isolate` verb's arguments (registered by cli.build_parser)."""
     p = sub.add_parser(
         "isolate",

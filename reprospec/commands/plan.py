@@ -6,8 +6,9 @@ import argparse
 import json
 import shlex
 import sys
-from typing import Any
+from collections.abc import Mapping
 
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.options import RunOptions
 from reprospec.plan import plan_run
 
@@ -35,17 +36,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _github_entry(spec_path: str, cell_id: str, matrix: Any) -> dict[str, Any]:
+def _github_entry(spec_path: str, cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
     from reprospec.matrix import format_value
 
     filters = " ".join(
         shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
     )
-    return {"cell": cell_id, "args": filters, **{k: format_value(v) for k, v in matrix.items()}}
+    entry: JsonObject = {"cell": cell_id, "args": filters}
+    entry.update((k, format_value(v)) for k, v in matrix.items())
+    return entry
 
 
-def _print_text(name: str, repeat: int, cells: list[dict[str, Any]]) -> None:
+def _print_text(name: str, repeat: int, cells: list[JsonObject]) -> None:
     out = sys.stdout
     out.write(f"spec {name}: {len(cells)} cell(s) x {repeat} attempt(s)\n")
     for doc in cells:

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
 from reprospec.models import RunResult
 from reprospec.options import RunOptions, Shard
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.spec is None:
             raise UsageError("run needs a SPEC (or --resume RUN)")
+        if is_bundle(args.spec):
+            from_bundle(args, out)
         options = options_from_args(args, command_line=_command_line())
         # The spec is validated before anything is written: a bad spec creates no store.
         spec = load_spec(args.spec, options.overrides)
@@ -49,6 +52,24 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
+
+
+def from_bundle(args: argparse.Namespace, out: Path) -> None:
+    """Unpack a bundle (checked, once, under OUT/bundles/) and run its spec with the original
+    run's `-m` filters, `--repeat`, `--timeout` and observe mode unless given here."""
+    from reprospec.bundle import unpack
+
+    unpacked = unpack(Path(args.spec), out / "bundles")
+    print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
+    args.spec = str(unpacked.spec)
+    if not args.matrix:
+        args.matrix = list(unpacked.matrix_filters)
+    if args.repeat is None:
+        args.repeat = unpacked.repeat
+    if args.timeout is None and unpacked.timeout_s is not None:
+        args.timeout = f"{unpacked.timeout_s:g}"
+    args.observe = bool(getattr(args, "observe", False)) or unpacked.observe
+    args.overrides = [*unpacked.overrides, *args.overrides]
 
 
 def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOptions:

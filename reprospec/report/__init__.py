@@ -1,4 +1,5 @@
-"""Render a RunResult as a markdown bug report, JUnit XML, a GitHub summary, or results.json.
+"""Render a RunResult as a markdown bug report, a self-contained HTML page, JUnit XML, a GitHub
+summary, or results.json.
 
 A report is made from the result alone: the attempts carry what it quotes
 (log excerpts, stacks), so no run folder is read.
@@ -11,15 +12,19 @@ import json
 from reprospec.errors import UsageError
 from reprospec.models import RunResult
 
-FORMATS = ("md", "junit", "json", "github")
+FORMATS = ("md", "html", "junit", "json", "github")
 
 
 def render(run: RunResult, fmt: str) -> str:
-    """The run in `fmt` (md | junit | json | github)."""
+    """The run in `fmt` (md | html | junit | json | github)."""
     if fmt == "md":
         from reprospec.report.markdown import render_markdown
 
         return render_markdown(run)
+    if fmt == "html":
+        from reprospec.report.html import render_html
+
+        return render_html(run)
     if fmt == "junit":
         from reprospec.report.junit import render_junit
 

@@ -33,6 +33,7 @@ _ENV_SECTIONS = frozenset(
         "packages",
         "env",
         "environment_mismatch",
+        "collect_env",  # its own folded block (report/versions.py)
     }
 )
 

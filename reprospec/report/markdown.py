@@ -26,6 +26,7 @@ from reprospec.report.environment import (
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
 from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
 from reprospec.report.signatures import explain, outcome_groups
+from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
     OBSERVE_LEGEND,
@@ -240,6 +241,9 @@ def context(run: RunResult) -> dict[str, Any]:
         "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run),
         "stacks": stack_sections(run),
+        # Sections worded whole elsewhere (report/standalone.py), placed by the template.
+        "versions": versions_markdown(run),
+        "standalone": standalone_markdown(run),
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -182,22 +183,51 @@ def container_config(
 @contextlib.contextmanager
 def fresh_container(client: Any, config: Mapping[str, Any]) -> Iterator[Any]:
     """A created (not started) container, force-removed on leaving whatever happened."""
-    import docker.errors
-
     name = str(config["name"])
-    container = None
     try:
-        container = client.containers.create(**config)
-        yield container
+        yield client.containers.create(**config)
     finally:
-        with contextlib.suppress(docker.errors.NotFound):
-            try:
-                (container or client.containers.get(name)).remove(force=True, v=True)
-            except docker.errors.APIError:
-                # "removal already in progress" and the like: give the engine a moment, once.
-                time.sleep(0.2)
-                with contextlib.suppress(docker.errors.APIError):
-                    client.containers.get(name).remove(force=True, v=True)
+        if not remove_container(client, name):
+            print(
+                f"reprospec: container {name} was not removed within {REMOVE_WAIT_S:.0f}s "
+                f"(the engine is slow or stuck): remove it with `docker rm -f {name}`",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+# A loaded engine can take seconds to remove a container ("removal already in progress").
+REMOVE_WAIT_S = 60.0
+
+
+def remove_container(client: Any, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
+    """Force-remove `name` and wait until the engine no longer lists it; False if it stays.
+
+    An attempt's container must be gone when the attempt returns, even when the engine
+    is slow: a removal "already in progress" is waited for, not taken for done.
+    """
+    import docker.errors
+    import requests.exceptions
+
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        try:
+            client.containers.get(name).remove(force=True, v=True)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass  # in progress, or the engine did not answer in time: look again
+        try:
+            client.containers.get(name)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 class OutputPump:

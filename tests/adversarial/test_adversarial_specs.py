@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -88,7 +89,7 @@ GENERATED: dict[str, Callable[[Path], str]] = {
 }
 
 
-def run_child(argv: list[str], cwd: Path) -> tuple[int, str, os.struct_rusage]:
+def run_child(argv: list[str], cwd: Path) -> tuple[int, str, resource.struct_rusage]:
     """Run `argv`; (exit status, stdout, that child's own rusage) via wait4."""
     out_path, err_path = cwd / ".child-stdout", cwd / ".child-stderr"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}

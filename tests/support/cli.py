@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPECS = ROOT / "specs"
@@ -38,3 +38,15 @@ class CliResult:
     def results(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.latest_run() / "results.json").read_text())
         return data
+
+
+class Cli(Protocol):
+    """The `cli` fixture: run `python -m reprospec ARGS` as a user would."""
+
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 180,
+        cwd: Path | None = None,
+    ) -> CliResult: ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import excerpt
 from reprospec.models import (
     AttemptResult,
@@ -71,7 +72,7 @@ expect: {outcome: pass}
 """
 
 # The shape the harness captures (reprospec_harness.envinfo), trimmed.
-ENV = {
+ENV: JsonObject = {
     "format": 1,
     "python": {"version": "3.11.7", "implementation": "CPython", "executable": "/usr/bin/python3"},
     "os": {
@@ -116,7 +117,7 @@ ENV = {
         "num_threads": 2,
     },
 }
-GPU_ENV = {
+GPU_ENV: JsonObject = {
     "python": {"version": "3.11.7", "implementation": "CPython"},
     "nvidia": {
         "nvidia_smi": "/usr/bin/nvidia-smi",
@@ -165,7 +166,7 @@ def _attempt(n: int, outcome: Outcome | NotRun, matched: bool, **kw: object) -> 
 
 def _cell(
     index: int,
-    matrix: Mapping[str, object],
+    matrix: Mapping[str, JsonValue],
     expected: Expectation,
     verdict: str,
     reason: str,
@@ -238,7 +239,7 @@ def segfault_matrix() -> RunResult:
                     Rate(0, 1, 0.0, 0.79),
                 )
             )
-    env = {**ENV, "environment_mismatch": ["python: spec says 3.10, ran 3.11.7"]}
+    env: JsonObject = {**ENV, "environment_mismatch": ["python: spec says 3.10, ran 3.11.7"]}
     return RunResult(
         run_id="20261121-214512-val-segfault-3f9a",
         spec_name="val-segfault",

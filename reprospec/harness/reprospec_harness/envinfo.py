@@ -267,14 +267,66 @@ def _env_vars() -> dict[str, str]:
     }
 
 
-def capture_system(packages: Iterable[str] = ()) -> dict[str, Any]:
-    """Everything that does not need torch."""
+# Compilers and build tools PyTorch's collect_env reports: (key, argv).
+COMPILERS = (
+    ("gcc", ("gcc", "--version")),
+    ("clang", ("clang", "--version")),
+    ("cmake", ("cmake", "--version")),
+)
+
+
+def _first_line(argv: Sequence[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    code, out = _run(argv, timeout=10)
+    lines = out.strip().splitlines()
+    return lines[0].strip() if code == 0 and lines else None
+
+
+def _libc() -> str | None:
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"
+    except (AttributeError, ValueError, OSError):
+        text = None
+    if text:
+        return text.replace(" ", "-", 1)
+    name, version = platform.libc_ver()
+    return f"{name}-{version}" if name else None
+
+
+def distributions() -> dict[str, str]:
+    """Every installed distribution of this interpreter, `pip list` style: name -> version."""
+    found: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name and name not in found:  # the first on sys.path is the one imported
+            found[name] = dist.version
+    return dict(sorted(found.items(), key=lambda item: item[0].lower()))
+
+
+def capture_collect_env() -> dict[str, Any]:
+    """What PyTorch's collect_env adds to a bug report besides torch: libc, compilers, pip list.
+
+    Captured only by `python -m reprospec_harness.envinfo` (the engine's probe), never in a
+    workload's main process: it runs compilers and reads every distribution's metadata.
+    """
+    return {
+        "python_full": sys.version.replace("\n", " "),
+        "platform": platform.platform(),
+        "libc": _libc(),
+        **{key: _first_line(argv) for key, argv in COMPILERS},
+        "pip": distributions(),
+    }
+
+
+def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[str, Any]:
+    """Everything that does not need torch; `full`: the collect_env part too."""
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = None
     memory = parse_meminfo(_read("/proc/meminfo") or "")
-    return {
+    info: dict[str, Any] = {
         "format": 1,
         "python": {
             "version": platform.python_version(),
@@ -304,10 +356,14 @@ def capture_system(packages: Iterable[str] = ()) -> dict[str, Any]:
             or multiprocessing.get_context().get_start_method()
         },
     }
+    if full:
+        info["collect_env"] = capture_collect_env()
+    return info
 
 
-def capture_torch(init_cuda: bool = False) -> dict[str, Any]:
-    """torch, CUDA runtime, cuDNN, CPU capability, arch list; GPU properties only if `init_cuda`.
+def capture_torch(init_cuda: bool = False, *, full: bool = False) -> dict[str, Any]:
+    """torch, CUDA runtime, cuDNN, CPU capability, arch list; GPU properties only if `init_cuda`;
+    `full`: also `torch.__config__.show()` (how the build was configured).
 
     The harness asks for GPU properties only when the workload runs on CUDA anyway:
     they initialize CUDA, which would change what a later fork does.
@@ -342,6 +398,8 @@ def capture_torch(init_cuda: bool = False) -> dict[str, Any]:
         "mkldnn": lambda: torch.backends.mkldnn.is_available(),
         "openmp": lambda: torch.backends.openmp.is_available(),
     }
+    if full:
+        probes["config"] = lambda: torch.__config__.show()
     for key, probe in probes.items():
         try:
             info[key] = probe()
@@ -365,11 +423,19 @@ def _torch_gpu(torch: Any, index: int) -> dict[str, Any]:
 
 
 def capture(
-    packages: Iterable[str] = (), *, with_torch: bool = True, init_cuda: bool = False
+    packages: Iterable[str] = (),
+    *,
+    with_torch: bool = True,
+    init_cuda: bool = False,
+    full: bool = False,
 ) -> dict[str, Any]:
-    """The whole capture, as written to env.json and printed by `reprospec env`."""
-    info = capture_system(packages)
-    info["torch"] = capture_torch(init_cuda) if with_torch else {"captured": False}
+    """The whole capture, as written to env.json and printed by `reprospec env`.
+
+    `full` adds the collect_env part (libc, compilers, every installed distribution,
+    torch's build configuration): the engine's probe asks for it, a workload does not.
+    """
+    info = capture_system(packages, full=full)
+    info["torch"] = capture_torch(init_cuda, full=full) if with_torch else {"captured": False}
     return info
 
 
@@ -390,8 +456,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cuda", action="store_true", help="query GPU properties through torch (inits CUDA)"
     )
+    parser.add_argument(
+        "--brief",
+        action="store_true",
+        help="leave out the collect_env part (libc, compilers, pip list, torch's config)",
+    )
     args = parser.parse_args(argv)
-    info = capture(args.package, with_torch=not args.no_torch, init_cuda=args.cuda)
+    info = capture(
+        args.package, with_torch=not args.no_torch, init_cuda=args.cuda, full=not args.brief
+    )
     print(json.dumps(info, indent=2, default=str))
     return 0
 

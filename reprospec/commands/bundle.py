@@ -1,0 +1,54 @@
+"""`reprospec bundle RUN -o x.tar.gz`: a finished run as one archive that `reprospec run` reruns."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TypeVar
+
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
+    """The `bundle` verb's arguments."""
+    p = sub.add_parser(
+        "bundle", help="pack a run (spec, report, logs, workdir files) into a .tar.gz to rerun"
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the archive to write (.tar.gz or .tgz); `reprospec run FILE` reruns it",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="where run ids are looked up (default: .reprospec)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Pack the run; prints where the archive went and how to rerun it."""
+    from reprospec.bundle import pack
+    from reprospec.results import load_run, run_dir_of
+
+    run_dir = run_dir_of(args.run, args.out)
+    packed = pack(load_run(run_dir), run_dir, args.output)
+    for warning in packed.warnings:
+        print(f"reprospec: warning: {warning}", file=sys.stderr)
+    print(
+        f"wrote {packed.path}: {packed.files} file(s), {len(packed.workdir_files)} of them "
+        f"from the workdir; rerun it with: reprospec run {packed.path}"
+    )
+    return 0

@@ -1,0 +1,85 @@
+"""What every doctor check is made of: a `Check`, and a captured environment read safely.
+
+A captured environment is the JSON envinfo wrote (`env.json`): every section may
+be missing or of another shape when capture failed, so it is read through
+`section`/`text`/`whole`, never indexed blindly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from reprospec.jsontypes import JsonObject, JsonValue
+
+Status = Literal["pass", "warn", "fail", "skipped"]
+NO_GPU = "no CUDA device"
+# A captured environment (envinfo's JSON), as the checks read it.
+Captured = Mapping[str, JsonValue]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    why: str
+    todo: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def section(env: Mapping[str, JsonValue], key: str) -> JsonObject:
+    """The mapping at `key` (`torch`, `nvidia`, `shm`, ...), empty when missing or not one."""
+    value = env.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def text(value: JsonValue) -> str:
+    """A captured value as text: empty for null."""
+    return "" if value is None else str(value)
+
+
+def strings(value: JsonValue) -> list[str]:
+    """A captured list as strings (empty when missing or not a list)."""
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def whole(value: JsonValue, default: int) -> int:
+    """A captured count as an int (`2`, `2.0`, `"2"`); `default` when absent, 0 or unreadable."""
+    if not value or isinstance(value, (list, dict)):
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def version_tuple(text: JsonValue) -> tuple[int, ...]:
+    """`12.4.1+cu124` -> (12, 4, 1); unparsable parts end the tuple (all of a non-string)."""
+    parts: list[int] = []
+    for part in re.split(r"[.+-]", text if isinstance(text, str) else ""):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def gpus(env: Captured) -> list[JsonObject]:
+    """GPUs as torch saw them, else as nvidia-smi did (both carry `capability` when known)."""
+    found = section(env, "torch").get("gpus") or section(env, "nvidia").get("gpus")
+    return [gpu for gpu in found if isinstance(gpu, dict)] if isinstance(found, list) else []
+
+
+def torch_state(env: Captured) -> str:
+    """torch when it brings no CUDA runtime: not installed, broken, not captured, or a CPU build."""
+    torch = section(env, "torch")
+    if torch.get("installed") is False:
+        return "torch is not installed"
+    if torch.get("error"):
+        return "torch does not import"
+    if not torch.get("version"):
+        return "torch was not captured"
+    return "torch is a CPU-only build"

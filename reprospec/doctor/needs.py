@@ -1,0 +1,308 @@
+"""What a spec needs of the machine, and the checks of it: devices, /dev/shm, memory, packages.
+
+`needs_of` takes the most demanding of the spec's resolved cells (planned by the
+engine itself, nothing run); `environment_mismatches` is also how a run notes that
+the interpreter or packages that ran are not the ones the spec names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from reprospec.doctor.check import (
+    NO_GPU,
+    Captured,
+    Check,
+    Status,
+    gpus,
+    section,
+    strings,
+    text,
+    version_tuple,
+    whole,
+)
+from reprospec.jsontypes import JsonValue
+from reprospec.sections import Environment
+from reprospec.units import format_size
+
+MIB = 2**20
+# Measured: under about 650 MB of address space `import torch` itself fails (RLIMIT_AS).
+TORCH_IMPORT_FLOOR = 650 * MIB
+ITEM_BYTES = {
+    "float64": 8,
+    "int64": 8,
+    "long": 8,
+    "float32": 4,
+    "float": 4,
+    "int32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "uint8": 1,
+}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a spec asks of the machine (the most demanding of its cells)."""
+
+    device: str = "cpu"
+    num_workers: int = 0
+    prefetch_factor: int = 2
+    batch_bytes: int | None = None
+    shm_size: int | None = None
+    memory: int | None = None
+    python: str | None = None
+    packages: tuple[str, ...] = ()
+    shm_refused: str | None = None  # why a private /dev/shm cannot be mounted here, if it cannot
+
+
+def satisfies(installed: str, requirement: str) -> bool | None:
+    """Whether `installed` meets `requirement`'s specifiers (== != >= <= > < ~=); None: unknown."""
+    specifiers = re.findall(r"(==|!=|>=|<=|~=|>|<)\s*([\w.*+!-]+)", requirement)
+    if not specifiers:
+        return True
+    have = version_tuple(installed)
+    for op, wanted in specifiers:
+        if "*" in wanted:
+            prefix = wanted.split(".*")[0]
+            ok = installed == prefix or installed.startswith(prefix + ".")
+            ok = ok if op == "==" else not ok
+        else:
+            # A local label (+cpu) is ignored unless the requirement names one (PEP 440).
+            want = version_tuple(wanted)
+            ours = have if "+" not in wanted else version_tuple(installed)
+            if not want:
+                return None
+            size = max(len(ours), len(want))
+            a, b = ours + (0,) * (size - len(ours)), want + (0,) * (size - len(want))
+            ok = {
+                "==": a == b if "+" not in wanted else installed == wanted,
+                "!=": a != b,
+                ">=": a >= b,
+                "<=": a <= b,
+                ">": a > b,
+                "<": a < b,
+                "~=": a >= b and a[: len(want) - 1] == b[: len(want) - 1],
+            }[op]
+        if not ok:
+            return False
+    return True
+
+
+def environment_mismatches(env: Captured, environment: Mapping[str, JsonValue]) -> list[str]:
+    """Differences between the spec's `environment` (python, packages) and what actually ran."""
+    out = []
+    wanted_python = environment.get("python")
+    actual_python = text(section(env, "python").get("version"))
+    if (
+        wanted_python
+        and actual_python
+        and not (
+            actual_python == str(wanted_python) or actual_python.startswith(f"{wanted_python}.")
+        )
+    ):
+        out.append(f"python {actual_python} ran; the spec names {wanted_python}")
+    installed = section(env, "packages")
+    for requirement in strings(environment.get("packages")):
+        name = _requirement_name(requirement)
+        have = installed.get(name)
+        if have is None and name not in installed:
+            continue  # not captured: nothing to compare
+        if have is None:
+            out.append(f"{name} is not installed; the spec needs {requirement}")
+        elif satisfies(str(have), requirement) is False:
+            out.append(f"{name} {have} ran; the spec needs {requirement}")
+    return out
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return match.group(1) if match else requirement.strip()
+
+
+def check_shm(env: Captured, needs: Needs) -> Check:
+    shm = section(env, "shm")
+    captured = shm.get("size")
+    size = (
+        needs.shm_size
+        if needs.shm_size is not None and needs.shm_refused is None
+        else whole(captured, 0) if captured is not None else None
+    )
+    if not shm.get("present", True) and needs.shm_size is None:
+        return Check(
+            "shm",
+            "fail",
+            "/dev/shm is missing: DataLoader workers cannot share tensors",
+            "mount a tmpfs on /dev/shm (docker: --shm-size=2g or --ipc=host)",
+        )
+    if size is None:
+        return Check("shm", "skipped", "/dev/shm size unknown")
+    human = format_size(size)
+    where = (
+        "the spec's shm_size"
+        if needs.shm_size is not None and needs.shm_refused is None
+        else "/dev/shm"
+    )
+    if needs.num_workers == 0:
+        if needs.batch_bytes is None and size < 1024 * MIB:
+            return Check(
+                "shm",
+                "warn",
+                f"/dev/shm is {human}: DataLoader workers passing big batches "
+                "will run out of shared memory",
+                "docker: --shm-size=2g or --ipc=host",
+            )
+        return Check(
+            "shm",
+            "pass",
+            f"{where} is {human}"
+            + ("; the spec uses no DataLoader workers" if needs.batch_bytes is not None else ""),
+        )
+    in_flight = needs.num_workers * needs.prefetch_factor
+    if needs.batch_bytes is None:
+        status: Status = "warn" if size < 1024 * MIB else "pass"
+        return Check(
+            "shm",
+            status,
+            f"{where} is {human} for {needs.num_workers} DataLoader workers",
+            "" if status == "pass" else "give it >= 1g (docker: --shm-size=2g or --ipc=host)",
+        )
+    need = in_flight * needs.batch_bytes
+    detail = (
+        f"{where} is {human}; {needs.num_workers} workers x prefetch {needs.prefetch_factor} "
+        f"batches of {format_size(needs.batch_bytes)} need about {format_size(need)}"
+    )
+    if size < need:
+        return Check(
+            "shm",
+            "fail",
+            detail + ": expect 'unable to allocate shared memory(shm)' "
+            "(or SIGBUS in workers on older torch)",
+            f"give /dev/shm >= {format_size(2 * need)}, or fewer workers",
+        )
+    if size < 2 * need:
+        return Check(
+            "shm", "warn", detail + ": little headroom", f"give /dev/shm >= {format_size(2 * need)}"
+        )
+    return Check("shm", "pass", detail)
+
+
+def check_device(env: Captured, needs: Needs) -> Check:
+    if not needs.device.startswith("cuda"):
+        return Check("device", "pass", f"the spec runs on {needs.device}")
+    if not gpus(env) and not section(env, "torch").get("device_count"):
+        return Check(
+            "device",
+            "fail",
+            f"the spec asks for {needs.device} but this machine has {NO_GPU}: "
+            "its cells will end as infra-error",
+            "run it on a GPU machine, or with device: auto",
+        )
+    return Check("device", "pass", f"the spec asks for {needs.device}; a CUDA device is visible")
+
+
+def check_memory(env: Captured, needs: Needs) -> Check:
+    if needs.memory is None:
+        return Check("memory", "skipped", "the spec sets no memory limit")
+    total = whole(section(env, "memory").get("total"), 0)
+    if needs.memory < TORCH_IMPORT_FLOOR:
+        return Check(
+            "memory",
+            "fail",
+            f"memory {format_size(needs.memory)} is below ~650 MB of address space: "
+            "`import torch` itself fails under RLIMIT_AS",
+            "give it >= 1g",
+        )
+    if total and needs.memory > total:
+        return Check(
+            "memory",
+            "warn",
+            f"memory {format_size(needs.memory)} exceeds this machine's {format_size(total)}",
+            "lower it, or expect the kernel's OOM killer rather than a clean allocation failure",
+        )
+    return Check(
+        "memory", "pass", f"memory limit {format_size(needs.memory)} (RLIMIT_AS, per process)"
+    )
+
+
+def check_limits(needs: Needs) -> Check:
+    if needs.shm_size is None:
+        return Check("limits", "skipped", "the spec sets no shm_size")
+    if needs.shm_refused:
+        return Check(
+            "limits",
+            "warn",
+            f"shm_size cannot be applied here: {needs.shm_refused}",
+            "run as root (private mount namespace) or with --runner docker",
+        )
+    return Check(
+        "limits",
+        "pass",
+        f"a private {format_size(needs.shm_size)} /dev/shm can be mounted for each attempt",
+    )
+
+
+def check_spec_environment(env: Captured, needs: Needs) -> Check:
+    if needs.python is None and not needs.packages:
+        return Check("spec-environment", "skipped", "the spec names no python version or packages")
+    mismatches = environment_mismatches(
+        env, {"python": needs.python, "packages": [*needs.packages]}
+    )
+    if mismatches:
+        return Check(
+            "spec-environment",
+            "warn",
+            "; ".join(mismatches),
+            "run with --python PATH of a matching interpreter, or --runner docker",
+        )
+    return Check("spec-environment", "pass", "python and packages match the spec's environment")
+
+
+def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Needs:
+    """The most demanding of the resolved cells, each `(workload, environment)`."""
+    device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
+    python: str | None = None
+    packages: tuple[str, ...] = ()
+    for workload, environment in cells:
+        wanted = str(workload.get("device") or environment.device or "cpu")
+        if wanted.startswith("cuda"):
+            device = wanted
+        data = section(workload, "data")
+        loader = section(data, "loader")
+        if whole(loader.get("num_workers"), 0) >= workers:
+            workers = whole(loader.get("num_workers"), 0)
+            prefetch = whole(loader.get("prefetch_factor"), 2)
+        size = batchformat_size(data)
+        if size is not None:
+            batch = max(batch or 0, size)
+        if environment.shm_size is not None:
+            shm = environment.shm_size
+        if environment.memory is not None:
+            memory = environment.memory
+        python = environment.python or python
+        packages = environment.packages or packages
+    return Needs(
+        device=device,
+        num_workers=workers,
+        prefetch_factor=prefetch,
+        batch_bytes=batch,
+        shm_size=shm,
+        memory=memory,
+        python=python,
+        packages=packages,
+    )
+
+
+def batchformat_size(data: Mapping[str, JsonValue]) -> int | None:
+    """Bytes of one batch of the synthetic dataset (None for entry-point datasets)."""
+    dataset = section(data, "dataset")
+    shape = dataset.get("shape")
+    if dataset.get("entrypoint") or not isinstance(shape, list):
+        return None
+    item = math.prod(whole(n, 0) for n in shape) * ITEM_BYTES.get(
+        str(dataset.get("dtype", "float32")), 4
+    )
+    return item * whole(section(data, "loader").get("batch_size"), 1)

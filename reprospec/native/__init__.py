@@ -1,0 +1,114 @@
+"""Native (C/C++) stacks of an attempt: from core dumps after a crash, from gdb attached at a hang.
+
+Crash: a process of the attempt that dies of SIGSEGV/SIGBUS/SIGABRT/... leaves a core
+(`cores.py`: where, whose, what it says), which is moved into the attempt folder and read
+with `gdb -batch` (`gdb.py`, its text parsed by `backtrace.py`). Hang: before a timed-out
+attempt is killed, one gdb attaches to every live process of the tree in turn.
+`capture.py` is what the process layer calls for both.
+
+Results are typed frozen values (`stacks.py`: `NativeStacks` -> `ProcessStacks` ->
+`Thread` -> `Frame`), written into the attempt folder as `native-stacks.txt` (for people)
+and `native-stacks.json` (read back by `read`). `render.py` gives the top frames of the
+crashing thread, the full text, and the frame that goes into the failure signature, with
+the short names of `symbols.py`. Engine side only: never imports torch.
+
+This package's namespace is its API: `native.read`, `native.Capture`, ...
+"""
+
+from __future__ import annotations
+
+from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
+from reprospec.native.capture import MAX_CORES, Capture, collect_crash_stacks, say_once
+from reprospec.native.cores import (
+    CORE_SIGNALS,
+    CoreInfo,
+    CorePattern,
+    allow_cores,
+    core_pattern,
+    find_cores,
+    read_core,
+)
+from reprospec.native.gdb import (
+    CORE_GDB_TIMEOUT_S,
+    GDB_INSTALL_HINT,
+    HANG_DEADLINE_S,
+    attach_gdb_argv,
+    attach_gdb_stacks,
+    attach_stacks,
+    core_gdb_argv,
+    core_gdb_stacks,
+    core_stacks,
+    gdb_path,
+    unavailable_reason,
+)
+from reprospec.native.render import (
+    TOP_FRAMES,
+    crashed_process,
+    fault_frames,
+    full_text,
+    render_markdown,
+    signature_frame,
+    thread_tops,
+    top_frames,
+    with_native_frame,
+    write,
+)
+from reprospec.native.stacks import (
+    JSON_NAME,
+    TEXT_NAME,
+    Frame,
+    NativeStacks,
+    ProcessStacks,
+    Thread,
+    merge,
+    read,
+)
+from reprospec.native.symbols import short_library, short_symbol
+
+__all__ = [
+    "CORE_GDB_TIMEOUT_S",
+    "CORE_SIGNALS",
+    "GDB_INSTALL_HINT",
+    "HANG_DEADLINE_S",
+    "JSON_NAME",
+    "MAX_CORES",
+    "TEXT_NAME",
+    "TOP_FRAMES",
+    "Capture",
+    "CoreInfo",
+    "CorePattern",
+    "Frame",
+    "NativeStacks",
+    "ProcessStacks",
+    "Thread",
+    "allow_cores",
+    "attach_gdb_argv",
+    "attach_gdb_stacks",
+    "attach_stacks",
+    "collect_crash_stacks",
+    "core_pattern",
+    "core_gdb_argv",
+    "core_gdb_stacks",
+    "core_stacks",
+    "crashed_process",
+    "demangle",
+    "fault_frames",
+    "find_cores",
+    "full_text",
+    "gdb_path",
+    "merge",
+    "parse_backtrace",
+    "parse_maps",
+    "read",
+    "read_core",
+    "render_markdown",
+    "say_once",
+    "short_library",
+    "short_symbol",
+    "signature_frame",
+    "thread_tops",
+    "top_frames",
+    "unavailable_reason",
+    "with_native_frame",
+    "write",
+]

@@ -1,0 +1,169 @@
+"""What the process layer does about native stacks for one attempt (`process.run_process`).
+
+Crash: the attempt's cores are claimed (cores.py), moved into the attempt folder,
+read with gdb (`thread apply all bt`, and `py-bt` where the Python gdb extensions
+load), and deleted unless kept. A core_pattern that pipes cores to a handler
+(`|/usr/share/apport/apport ...`) is said once; crashes then have no native stacks.
+Hang: before a timed-out attempt is killed, gdb attaches to every live process of
+the tree (gdb.py), stopped `hang_deadline_s` after the timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reprospec.native.cores import (
+    CORE_SIGNALS,
+    allow_cores,
+    core_pattern,
+    find_cores,
+    move_core,
+    signal_name,
+)
+from reprospec.native.gdb import (
+    CORE_GDB_TIMEOUT_S,
+    GDB_INSTALL_HINT,
+    HANG_DEADLINE_S,
+    HANG_MIN_BUDGET_S,
+    attach_stacks,
+    core_stacks,
+    gdb_path,
+    unavailable_reason,
+)
+from reprospec.native.stacks import NativeStacks, ProcessStacks
+
+# At most this many cores of one attempt are read (the first to die first); the others
+# are listed, and deleted unless kept. Eight workers dying together cost 8 cores of 150 MB.
+MAX_CORES = 3
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What the process layer does about native stacks for one attempt (process.run_process)."""
+
+    out_dir: Path
+    keep_cores: bool = False
+    hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, gdb is stopped
+    core_timeout_s: float = CORE_GDB_TIMEOUT_S
+
+    def preexec(self) -> Callable[[], None] | None:
+        """The function to run in the child before exec: raises RLIMIT_CORE; None when useless."""
+        if gdb_path() is None and not self.keep_cores:
+            return None  # nothing could read a core: do not write one
+        if core_pattern().piped:
+            return None
+        return allow_cores
+
+    def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
+        """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
+
+        `timed_out_at` is the time.monotonic() of the timeout: gdb is stopped
+        `hang_deadline_s` after it, whatever it has done by then.
+        """
+        left = timed_out_at + self.hang_deadline_s - time.monotonic()
+        return attach_stacks(pids, budget_s=max(HANG_MIN_BUDGET_S, left))
+
+    def crash(
+        self,
+        token: str,
+        workdir: Path,
+        root_pid: int,
+        returncode: int | None,
+        started: float,
+        read_cores: bool = True,
+    ) -> NativeStacks | None:
+        """Native stacks from the cores the attempt left; None when it left none and needed none.
+
+        With `read_cores` False (an interrupted run) cores are only cleared away.
+        """
+        return collect_crash_stacks(
+            self.out_dir,
+            token=token,
+            workdir=workdir,
+            root_pid=root_pid,
+            returncode=returncode,
+            started=started,
+            keep_cores=self.keep_cores,
+            timeout_s=self.core_timeout_s,
+            read_cores=read_cores,
+        )
+
+
+_said_lock = threading.Lock()
+_said: set[str] = set()
+
+
+def say_once(message: str) -> bool:
+    """True the first time this engine process sees `message` (a warning said once per run)."""
+    with _said_lock:
+        if message in _said:
+            return False
+        _said.add(message)
+        return True
+
+
+def collect_crash_stacks(
+    out_dir: Path,
+    *,
+    token: str,
+    workdir: Path,
+    root_pid: int | None,
+    returncode: int | None,
+    started: float,
+    keep_cores: bool = False,
+    timeout_s: float = CORE_GDB_TIMEOUT_S,
+    read_cores: bool = True,
+) -> NativeStacks | None:
+    """Claim the attempt's cores, move them into `out_dir`, read them; None when there were none.
+
+    `started` is the attempt's start (time.time()). A root that died of a core-dumping
+    signal but left no core gets a NativeStacks that says why.
+    """
+    pattern = core_pattern()
+    root_signal = signal_name(-returncode) if returncode is not None and returncode < 0 else None
+    dumped = root_signal in CORE_SIGNALS
+    if gdb_path() is None and not keep_cores:
+        return NativeStacks(unavailable=unavailable_reason()) if dumped else None
+    if pattern.piped:
+        return NativeStacks(unavailable=unavailable_reason()) if dumped else None
+    cores = find_cores(token, workdir, root_pid, started, pattern)
+    if not cores:
+        if not dumped:
+            return None
+        return NativeStacks(
+            unavailable=(
+                f"native stacks unavailable: the process died of {root_signal} but left no core "
+                f"(kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder must be "
+                "writable and the hard RLIMIT_CORE above 0)"
+            )
+        )
+    processes: list[ProcessStacks] = []
+    notes: list[str] = []
+    for index, info in enumerate(cores):
+        kept = move_core(info.path, out_dir, info.pid)
+        info = replace(info, path=kept)
+        if read_cores and index < MAX_CORES and gdb_path() is not None:
+            stacks = core_stacks(info, timeout_s)
+        else:
+            if not read_cores:
+                why = "not read: the run was interrupted"
+            elif gdb_path() is None:
+                why = f"not read: gdb not found ({GDB_INSTALL_HINT})"
+            else:
+                why = f"not read: only the first {MAX_CORES} cores of an attempt are read"
+            stacks = ProcessStacks(info.pid or 0, "core", info.command, info.signal, error=why)
+        stacks = replace(stacks, root=info.pid is not None and info.pid == root_pid)
+        if keep_cores:
+            stacks = replace(stacks, core=str(kept))
+        else:
+            with contextlib.suppress(OSError):
+                kept.unlink()
+        processes.append(stacks)
+    if len(cores) > MAX_CORES:
+        notes.append(f"{len(cores)} processes left cores; the first {MAX_CORES} were read")
+    return NativeStacks(processes=tuple(processes), notes=tuple(notes))

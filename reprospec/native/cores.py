@@ -1,0 +1,227 @@
+"""Core dumps: where the kernel writes them, which are an attempt's, what an ELF core says.
+
+The child runs with RLIMIT_CORE raised (its own limit only, set between fork and
+exec: `allow_cores`), so a process that dies of SIGSEGV/SIGBUS/SIGABRT/... leaves a
+core where `kernel.core_pattern` says: for a plain relative pattern (`core`,
+`core.%p`) that is the crashing process's cwd, the spec's workdir, not the attempt
+folder. Cores there are claimed by the attempt's token (every process of an attempt
+carries it in its environment, which the core holds) or by the attempt's root pid.
+"""
+
+from __future__ import annotations
+
+import glob
+import mmap
+import os
+import re
+import resource
+import shutil
+import signal
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+# Signals whose default action dumps core (signal(7)).
+CORE_SIGNALS = frozenset(
+    {"SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGXCPU",
+     "SIGXFSZ", "SIGSYS"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CorePattern:
+    """`/proc/sys/kernel/core_pattern` (+ core_uses_pid), read once."""
+
+    raw: str
+    uses_pid: bool = False
+
+    @property
+    def piped(self) -> bool:
+        return self.raw.startswith("|")
+
+    @property
+    def handler(self) -> str:
+        """The program cores are piped to (piped patterns only)."""
+        return self.raw[1:].split()[0] if self.piped and self.raw[1:].split() else ""
+
+    def globs(self, cwd: Path) -> list[str]:
+        """Where cores of processes running in `cwd` can be, as glob patterns."""
+        if self.piped or not self.raw:
+            return []
+        pattern = re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", self.raw)
+        base = pattern if os.path.isabs(pattern) else os.path.join(glob.escape(str(cwd)), pattern)
+        found = [base]
+        if self.uses_pid and "%p" not in self.raw:
+            found.append(base + ".*")
+        return found
+
+
+@dataclass(frozen=True)
+class CoreInfo:
+    """What an ELF core file says about the process that left it."""
+
+    path: Path
+    pid: int | None
+    signal: str | None
+    executable: str | None  # the mapped file holding the entry point
+    command: str  # the first 80 bytes of the command line (NT_PRPSINFO)
+    files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
+    ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
+
+
+def core_pattern() -> CorePattern:
+    """The kernel's core_pattern and core_uses_pid (Linux); `core` where they cannot be read."""
+    try:
+        raw = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+    except OSError:
+        raw = "core"
+    try:
+        uses_pid = Path("/proc/sys/kernel/core_uses_pid").read_text().strip() == "1"
+    except OSError:
+        uses_pid = False
+    return CorePattern(raw, uses_pid)
+
+
+def allow_cores() -> None:
+    """In the child, between fork and exec: RLIMIT_CORE up to its hard limit (inherited below)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+# -- ELF cores -----------------------------------------------------------------------------
+
+_ELF_MAGIC = b"\x7fELF"
+_ET_CORE = 4
+_PT_NOTE = 4
+_NT_PRSTATUS = 1
+_NT_PRPSINFO = 3
+_NT_AUXV = 6
+_NT_FILE = 0x46494C45
+_AT_ENTRY = 9
+
+
+def signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def read_core(path: Path) -> CoreInfo | None:
+    """Pid, signal, executable and mapped files of an ELF core (64-bit LE); None if not one."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
+                return None
+            (e_type,) = struct.unpack_from("<H", head, 16)
+            if e_type != _ET_CORE:
+                return None
+            phoff, phentsize, phnum = (
+                struct.unpack_from("<Q", head, 32)[0],
+                *struct.unpack_from("<HH", head, 54),
+            )
+            notes: list[tuple[int, bytes]] = []
+            for index in range(phnum):
+                handle.seek(phoff + index * phentsize)
+                p_type, _flags, offset, _vaddr, _paddr, filesz = struct.unpack(
+                    "<IIQQQQ", handle.read(40)
+                )
+                if p_type == _PT_NOTE:
+                    handle.seek(offset)
+                    notes.extend(_notes(handle.read(filesz)))
+    except (OSError, struct.error):
+        return None
+    pid: int | None = None
+    ppid: int | None = None
+    sig: str | None = None
+    command = ""
+    entry: int | None = None
+    files: list[tuple[int, int, str]] = []
+    for kind, desc in notes:
+        if kind == _NT_PRSTATUS and pid is None and len(desc) >= 48:
+            # The first NT_PRSTATUS is the thread that took the signal.
+            cursig = struct.unpack_from("<h", desc, 12)[0]
+            sig = signal_name(cursig)
+            pid, ppid = struct.unpack_from("<II", desc, 32)
+        elif kind == _NT_PRPSINFO and len(desc) >= 136:
+            command = desc[56:136].split(b"\0")[0].decode("utf-8", "replace").strip()
+        elif kind == _NT_AUXV:
+            for at in range(0, len(desc) - 15, 16):
+                key, value = struct.unpack_from("<QQ", desc, at)
+                if key == _AT_ENTRY:
+                    entry = value
+        elif kind == _NT_FILE and len(desc) >= 16:
+            count = struct.unpack_from("<Q", desc, 0)[0]
+            names = desc[16 + 24 * count :].split(b"\0")
+            for index in range(min(count, len(names))):
+                start, end, _ = struct.unpack_from("<QQQ", desc, 16 + 24 * index)
+                files.append((start, end, names[index].decode("utf-8", "replace")))
+    executable = None
+    if entry is not None:
+        executable = next((name for start, end, name in files if start <= entry < end), None)
+    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
+
+
+def _notes(data: bytes) -> Iterable[tuple[int, bytes]]:
+    at = 0
+    while at + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from("<III", data, at)
+        at += 12 + ((namesz + 3) & ~3)
+        yield kind, data[at : at + descsz]
+        at += (descsz + 3) & ~3
+
+
+def core_holds(path: Path, needle: bytes) -> bool:
+    """Whether the core's memory holds `needle` (the attempt token, in its environment)."""
+    try:
+        with (
+            open(path, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m,
+        ):
+            return m.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+def find_cores(
+    token: str, workdir: Path, root_pid: int | None, started: float, pattern: CorePattern
+) -> list[CoreInfo]:
+    """The cores this attempt left (its token in their memory, or the root's pid), oldest first."""
+    needle = f"REPROSPEC_ATTEMPT_TOKEN={token}\0".encode()
+    found: list[tuple[float, CoreInfo]] = []
+    seen: set[str] = set()
+    for pattern_glob in pattern.globs(workdir):
+        for name in glob.glob(pattern_glob):
+            if name in seen:
+                continue
+            seen.add(name)
+            path = Path(name)
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            # A core older than the attempt is someone else's; so is one we cannot read.
+            if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
+                continue
+            info = read_core(path)
+            if info is None:
+                continue
+            if core_holds(path, needle) or (root_pid is not None and info.pid == root_pid):
+                found.append((stat.st_mtime, info))
+    return [info for _, info in sorted(found, key=lambda item: item[0])]
+
+
+def move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / (f"core.{pid}" if pid else path.name)
+    try:
+        os.replace(path, target)
+    except OSError:
+        try:
+            shutil.move(str(path), target)  # another file system
+        except OSError:
+            return path  # cannot move it: read it where it lies (and delete it there)
+    return target

@@ -1,0 +1,257 @@
+"""Running gdb: `gdb -batch` on a core, and one gdb attached in turn to a hung tree's processes.
+
+One gdb rather than one per process at a hang: the processes of an attempt share
+their libraries, and gdb shares a library's symbols between the processes it
+attaches to, which is most of its cost (libtorch_cpu alone takes about 4 s of CPU
+to read; a second torch process attached in the same gdb costs about 0.1 s). Its
+output is read as it comes, so at the deadline every process finished so far keeps
+its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from reprospec.native.backtrace import (
+    CURRENT,
+    LWP,
+    demangled,
+    gdb_error,
+    parse_backtrace,
+    proc_maps,
+    python_text,
+)
+from reprospec.native.cores import CoreInfo, core_pattern
+from reprospec.native.stacks import NativeStacks, ProcessStacks
+
+GDB_INSTALL_HINT = "apt-get install gdb"
+
+# A hang report must arrive within timeout + 5 s: gdb is stopped this long after the
+# timeout (the Python stacks, taken first, usually need a few tens of ms of it; killing
+# the tree after it a few ms). One gdb attaches to the processes in turn (see above).
+HANG_DEADLINE_S = 4.5
+HANG_MIN_BUDGET_S = 0.5
+# gdb on one core: a torch process's core takes 3-10 s on a loaded 2-core machine.
+CORE_GDB_TIMEOUT_S = 60.0
+
+
+def gdb_path() -> str | None:
+    """The gdb executable, or None."""
+    return shutil.which("gdb")
+
+
+def unavailable_reason(crash: bool = True) -> str | None:
+    """Why native stacks cannot be taken here (of a crash, or of a hang); None if they can."""
+    if gdb_path() is None:
+        return f"native stacks unavailable: gdb not found ({GDB_INSTALL_HINT})"
+    pattern = core_pattern()
+    if crash and pattern.piped:
+        return (
+            "native stacks of crashes unavailable: kernel.core_pattern pipes cores to "
+            f"{pattern.handler} (`sysctl kernel.core_pattern=core` lets reprospec read them)"
+        )
+    return None
+
+
+_MARK = "@@reprospec:"
+_GDB_SETTINGS = (
+    "set width 0",
+    "set height 0",
+    "set print frame-arguments presence",
+    "set print frame-info location-and-address",
+    "set print entry-values no",
+)
+
+
+def _gdb_base(gdb: str) -> list[str]:
+    # -nx: no user or system gdbinit; no debuginfod: gdb must never go to the network.
+    # No demangling: gdb demangles every symbol of every library it loads (about 3 s of
+    # CPU for libtorch_cpu alone); c++filt demangles the few frames printed (_demangle).
+    return [
+        *(gdb, "-batch", "-nx"),
+        *("-iex", "set debuginfod enabled off", "-iex", "set confirm off"),
+        *("-iex", "set demangle-style none"),
+    ]
+
+
+def _echo(mark: str) -> list[str]:
+    return ["-ex", f"echo \\n{_MARK}{mark}@@\\n"]
+
+
+@dataclass(frozen=True)
+class _GdbRun:
+    output: str
+    finished: bool
+    seconds: float
+
+
+def _run_gdb(argv: Sequence[str], timeout_s: float) -> _GdbRun:
+    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept."""
+    begin = time.monotonic()
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+    env.pop("PYTHONPATH", None)  # gdb's embedded Python must not see the engine's modules
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=env,
+    )
+    finished = True
+    try:
+        out, _ = proc.communicate(timeout=max(0.05, timeout_s))
+    except subprocess.TimeoutExpired:
+        finished = False
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        # communicate() keeps what it had read before the timeout.
+        out, _ = proc.communicate()
+    return _GdbRun(out.decode("utf-8", "replace"), finished, time.monotonic() - begin)
+
+
+def _sections(output: str) -> dict[str, str]:
+    """gdb's output split at our `echo` marks: {mark: text after it}."""
+    parts: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in output.splitlines():
+        if line.startswith(_MARK) and line.endswith("@@"):
+            if current is not None:
+                parts[current] = "\n".join(lines)
+            current, lines = line[len(_MARK) : -2], []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        parts[current] = "\n".join(lines)
+    return parts
+
+
+def core_stacks(info: CoreInfo, timeout_s: float = CORE_GDB_TIMEOUT_S) -> ProcessStacks:
+    """`gdb -batch` on one core: every thread's backtrace, which thread crashed, and `py-bt`."""
+    gdb = gdb_path()
+    if gdb is None:
+        return ProcessStacks(info.pid or 0, "core", info.command, info.signal,
+                             error=f"gdb not found ({GDB_INSTALL_HINT})")  # fmt: skip
+    run = _run_gdb(core_gdb_argv(info, str(info.path), gdb=gdb), timeout_s)
+    return core_gdb_stacks(info, run.output, finished=run.finished, timeout_s=timeout_s)
+
+
+def core_gdb_argv(
+    info: CoreInfo, core: str, *, gdb: str = "gdb", exists: Callable[[str], bool] = os.path.isfile
+) -> list[str]:
+    """The gdb command line that reads the core at `core` (the path where gdb runs).
+
+    `exists` says whether a path exists where gdb runs (a container's files cannot be
+    checked from here: the docker runner passes one that says yes).
+    """
+    argv = _gdb_base(gdb)
+    for _start, _end, name in info.files:
+        # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py.
+        helper = f"{name}-gdb.py"
+        if os.path.basename(name).startswith(("python", "libpython")) and exists(helper):
+            argv += ["-iex", f"add-auto-load-safe-path {helper}"]
+    for setting in _GDB_SETTINGS:
+        argv += ["-ex", setting]
+    argv += [*_echo("thread"), "-ex", "thread"]
+    argv += [*_echo("bt"), "-ex", "thread apply all bt"]
+    argv += [*_echo("py-bt"), "-ex", "thread apply all py-bt", *_echo("end")]
+    if info.executable and exists(info.executable):
+        argv.append(info.executable)
+    return [*argv, "-c", core]
+
+
+def core_gdb_stacks(
+    info: CoreInfo, output: str, *, finished: bool, timeout_s: float
+) -> ProcessStacks:
+    """The stacks in what gdb printed for `core_gdb_argv` (stderr included); `finished`
+    False when it was stopped at `timeout_s`."""
+    parts = _sections(output)
+    current = CURRENT.search(parts.get("thread", "")) or CURRENT.search(output)
+    crashed = LWP.search(current["what"]) if current else None
+    threads = demangled(parse_backtrace(parts.get("bt", ""), info.files))
+    error = None
+    if not finished:
+        error = f"gdb did not finish within {timeout_s:g}s"
+    elif not threads:
+        error = gdb_error(output) or "gdb printed no stack"
+    return ProcessStacks(
+        pid=info.pid or 0,
+        source="core",
+        command=info.command,
+        signal=info.signal,
+        crashed_lwp=int(crashed.group(1)) if crashed else info.pid,
+        threads=threads,
+        python=python_text(parts.get("py-bt", "")),
+        error=error,
+    )
+
+
+def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) -> NativeStacks:
+    """Native stacks of live processes `{pid: command}`: one gdb attaches to each, bounded."""
+    reason = unavailable_reason(crash=False)
+    if reason is not None:
+        return NativeStacks(unavailable=reason)
+    gdb = gdb_path()
+    assert gdb is not None
+    maps = {pid: proc_maps(pid) for pid in pids}  # read before gdb stops them
+    run = _run_gdb(attach_gdb_argv(list(pids), gdb=gdb), budget_s)
+    return attach_gdb_stacks(pids, maps, run.output, finished=run.finished, budget_s=budget_s)
+
+
+def attach_gdb_argv(pids: Sequence[int], *, gdb: str = "gdb") -> list[str]:
+    """The command line of one gdb that attaches to each of `pids` in turn (the order given)."""
+    # --readnever: no DWARF, so no file:line or inlined frames, but a third of the time
+    # (function names come from the symbol tables; unwinding from .eh_frame).
+    argv = [*_gdb_base(gdb), "--readnever"]
+    for setting in _GDB_SETTINGS:
+        argv += ["-ex", setting]
+    for number, pid in enumerate(pids, start=1):
+        if number > 1:
+            argv += ["-ex", "add-inferior", "-ex", f"inferior {number}"]
+        argv += [*_echo(f"pid:{pid}"), "-ex", f"attach {pid}", "-ex", f"thread apply {number}.* bt"]
+    return [*argv, *_echo("end")]
+
+
+def attach_gdb_stacks(
+    pids: Mapping[int, str],
+    maps: Mapping[int, Sequence[tuple[int, int, str]]],
+    output: str,
+    *,
+    finished: bool,
+    budget_s: float,
+) -> NativeStacks:
+    """The stacks in what gdb printed for `attach_gdb_argv(pids)`; `finished` False when it
+    was stopped at `budget_s`. `maps` (pid -> parse_maps) name the libraries of addresses."""
+    parts = _sections(output)
+    order = list(pids)
+    reached = [pid for pid in order if f"pid:{pid}" in parts]
+    # At the deadline only the last process reached can be cut short; the others are whole.
+    cut = reached[-1] if reached and not finished and "end" not in parts else None
+    processes = []
+    for pid in order:
+        text = parts.get(f"pid:{pid}")
+        threads = demangled(parse_backtrace(text or "", maps.get(pid, ())))
+        error = None
+        if text is None:
+            error = f"gdb did not reach this process within {budget_s:g}s"
+        elif not threads:
+            error = gdb_error(text) or (
+                f"gdb did not finish within {budget_s:g}s" if pid == cut else "gdb printed no stack"
+            )
+        elif pid == cut:
+            error = f"gdb was stopped after {budget_s:g}s: these stacks may be incomplete"
+        processes.append(
+            ProcessStacks(pid=pid, source="attach", command=pids[pid], threads=threads, error=error)
+        )
+    notes: tuple[str, ...] = ()
+    if not finished:
+        notes = (f"gdb stopped after {budget_s:g}s: the hang report does not wait longer",)
+    return NativeStacks(processes=tuple(processes), notes=notes)

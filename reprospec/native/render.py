@@ -1,0 +1,200 @@
+"""Native stacks for people: the frames a report shows, the failure signature's frame, the text.
+
+`top_frames` is the crashing thread from the fault down (no signal handler, no
+raise()); `signature_frame` is the frame a failure signature gains (`strlen@libc`,
+and the first caller outside the C runtime and the interpreter when the fault
+landed there); `full_text` is native-stacks.txt, written beside native-stacks.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from reprospec.native.stacks import (
+    JSON_NAME,
+    TEXT_NAME,
+    Frame,
+    NativeStacks,
+    ProcessStacks,
+    Thread,
+)
+from reprospec.native.symbols import short_library
+
+TOP_FRAMES = 5
+
+# The C/C++ runtime and the Python interpreter: a frame there says where a fault landed,
+# the first frame outside says whose code it was.
+_RUNTIME = re.compile(
+    r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
+    r"|libpython[\d.]*|python[\d.]*|linux-vdso|libutil)$"
+)
+# Frames that only deliver the signal: the crash itself is below them.
+_DELIVERY = frozenset(
+    {"pthread_kill", "pthread_kill_implementation", "pthread_kill_internal", "raise", "gsignal",
+     "kill", "tgkill", "killpg"}
+)  # fmt: skip
+
+
+def crashed_process(stacks: NativeStacks, pid: int | None = None) -> ProcessStacks | None:
+    """The process whose crash the report is about: `pid`'s core, else the first to die."""
+    cores = [p for p in stacks.processes if p.source == "core" and p.threads]
+    if pid is not None:
+        cores = [p for p in cores if p.pid == pid] or cores
+    return cores[0] if cores else None
+
+
+def fault_frames(thread: Thread) -> tuple[Frame, ...]:
+    """The crashing thread's frames from the fault down: no signal handler, no raise()."""
+    frames = thread.frames
+    for index, frame in enumerate(frames):
+        if frame.signal_handler:
+            frames = frames[index + 1 :]
+            break
+    start = 0
+    while start < len(frames) and frames[start].symbol in _DELIVERY:
+        start += 1
+    return frames[start:]
+
+
+def top_frames(stacks: NativeStacks, limit: int = TOP_FRAMES, pid: int | None = None) -> str | None:
+    """`strlen (libc.so.6) <- string_at (_ctypes...so) <- ...`: the crashing thread's top."""
+    process = crashed_process(stacks, pid)
+    thread = process.crashing_thread if process else None
+    if thread is None:
+        return None
+    frames = [f for f in fault_frames(thread) if f.function or f.library][:limit]
+    return " <- ".join(frame.describe() for frame in frames) or None
+
+
+def signature_frame(stacks: NativeStacks, pid: int | None = None) -> str | None:
+    """The frame the failure signature gains: `strlen@libc`, `pthread_mutex_lock@libc<-foo@libfoo`.
+
+    The top frame where the fault landed; when that is in the C/C++ runtime or the
+    Python interpreter, the first caller outside it too (whose code called in).
+    """
+    process = crashed_process(stacks, pid)
+    thread = process.crashing_thread if process else None
+    if thread is None:
+        return None
+    frames = [f for f in fault_frames(thread) if f.function or f.library]
+    if not frames:
+        return None
+    top = frames[0]
+    text = _signature_part(top)
+    if _is_runtime(top):
+        caller = next((f for f in frames[1:] if f.library and not _is_runtime(f)), None)
+        if caller is not None:
+            text += "<-" + _signature_part(caller)
+    return text
+
+
+def _is_runtime(frame: Frame) -> bool:
+    lib = short_library(frame.library)
+    # The standard library's extension modules (_ctypes, _struct, ...) are the interpreter's.
+    return lib is None or bool(_RUNTIME.match(lib)) or lib in sys.stdlib_module_names
+
+
+def _signature_part(frame: Frame) -> str:
+    name = frame.symbol
+    if len(name) > 120:
+        name = name[:117] + "..."
+    lib = short_library(frame.library)
+    return f"{name}@{lib}" if lib else name
+
+
+def with_native_frame(signature: str, stacks: NativeStacks | None) -> str:
+    """`crash:SIGSEGV:main:validation` + `:strlen@libc`, for a crash with native stacks."""
+    frame = signature_frame(stacks) if stacks is not None else None
+    return f"{signature}:{frame}" if frame and signature.startswith("crash") else signature
+
+
+def thread_tops(stacks: NativeStacks, limit: int = 3) -> list[str]:
+    """One line per thread: `pid 12 thread 1 (LWP 12): futex_wait (libc.so.6) <- ...`."""
+    lines = []
+    for process in stacks.processes:
+        if process.error and not process.threads:
+            lines.append(f"pid {process.pid}: {process.error}")
+        for thread in process.threads:
+            named = [f for f in thread.frames if f.function or f.library]
+            where = " <- ".join(f.describe() for f in named[:limit]) or "(no frames)"
+            if all(_is_runtime(f) for f in named[:limit]):
+                # Whose code waits there: the first frame outside libc and the interpreter.
+                caller = next((f for f in named[limit:] if not _is_runtime(f)), None)
+                if caller is not None:
+                    where += f" <- ... <- {caller.describe()}"
+            lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
+            lines.append(f"pid {process.pid} thread {thread.id}{lwp}: {where}")
+    return lines
+
+
+def _frame_line(frame: Frame) -> str:
+    if frame.signal_handler:
+        return f"#{frame.number:<3}<signal handler called>"
+    where = f" at {frame.file}:{frame.line}" if frame.file else ""
+    lib = f" ({frame.library})" if frame.library else ""
+    function = frame.function or "??"
+    return f"#{frame.number:<3}{function}{lib}{where}"
+
+
+def full_text(stacks: NativeStacks) -> str:
+    """Every process's native stacks as text (native-stacks.txt; the report's `<details>`)."""
+    parts: list[str] = []
+    if stacks.unavailable:
+        parts.append(stacks.unavailable)
+    parts.extend(stacks.notes)
+    for process in stacks.processes:
+        what = "core" if process.source == "core" else "attached"
+        if process.signal:
+            what += f", {process.signal}"
+        if process.source == "core":
+            what += ", the attempt's main process" if process.root else ", a child process"
+        command = process.command if len(process.command) <= 200 else process.command[:197] + "..."
+        lines = [f"--- pid {process.pid} ({command}) [native, {what}] ---"]
+        if process.error:
+            lines.append(f"({process.error})")
+        if process.core:
+            lines.append(f"core kept: {process.core}")
+        for thread in process.threads:
+            mark = " (crashed)" if process.crashed_lwp and thread.lwp == process.crashed_lwp else ""
+            name = f' "{thread.name}"' if thread.name else ""
+            lwp = f" (LWP {thread.lwp})" if thread.lwp is not None else ""
+            lines.append(f"Thread {thread.id}{lwp}{name}{mark}:")
+            lines.extend(_frame_line(frame) for frame in thread.frames)
+            lines.append("")
+        if process.python:
+            lines += ["Python stacks (gdb py-bt):", process.python, ""]
+        parts.append("\n".join(lines).rstrip() + "\n")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def render_markdown(stacks: NativeStacks, pid: int | None = None) -> str:
+    """A report fragment: the crashing thread's top frames (each thread's at a hang), the text."""
+    lines: list[str] = []
+    if stacks.unavailable and not stacks.processes:
+        return f"_{stacks.unavailable}_\n"
+    top = top_frames(stacks, pid=pid)
+    if top:
+        lines.append(f"Native frames of the crashing thread: `{top}`")
+    else:
+        tops = thread_tops(stacks)
+        if tops:
+            lines.append("Native frames of every thread:")
+            lines += [f"- `{line}`" for line in tops[:20]]
+            if len(tops) > 20:
+                lines.append(f"- ... and {len(tops) - 20} more threads")
+    lines += ["", "<details><summary>Native stacks (gdb)</summary>", "", "```"]
+    lines.append(full_text(stacks).replace("```", "'''").rstrip())
+    lines += ["```", "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def write(stacks: NativeStacks, out_dir: Path) -> Path:
+    """`native-stacks.txt` and `native-stacks.json` in the attempt folder; the text's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / JSON_NAME).write_text(json.dumps(stacks.to_dict(), indent=1), encoding="utf-8")
+    path = out_dir / TEXT_NAME
+    path.write_text(full_text(stacks), encoding="utf-8")
+    return path

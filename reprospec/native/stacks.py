@@ -1,0 +1,242 @@
+"""Native stacks as typed frozen values: `NativeStacks` -> `ProcessStacks` -> `Thread` -> `Frame`.
+
+What gdb found, kept as data (the attempt folder's `native-stacks.json`); `render.py`
+words it, `gdb.py` and `capture.py` take it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.native.symbols import short_symbol
+
+TEXT_NAME = "native-stacks.txt"
+JSON_NAME = "native-stacks.json"
+
+Source = Literal["core", "attach"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame of a native backtrace as gdb printed it."""
+
+    number: int
+    function: str | None  # None for gdb's `??`
+    library: str | None  # basename of the shared object or executable (`libc.so.6`)
+    address: int | None = None
+    file: str | None = None
+    line: int | None = None
+    signal_handler: bool = False  # gdb's `<signal handler called>`
+
+    @property
+    def symbol(self) -> str:
+        """The function's short name: no C++ parameters, no libc `__GI_`/CPU-variant decorations."""
+        if self.signal_handler:
+            return "<signal handler called>"
+        if self.function is None:
+            return "??"
+        return short_symbol(self.function, self.library)
+
+    def describe(self) -> str:
+        """`strlen (libc.so.6)`."""
+        if self.signal_handler:
+            return self.symbol
+        return f"{self.symbol} ({self.library})" if self.library else self.symbol
+
+
+@dataclass(frozen=True)
+class Thread:
+    """One thread's frames, innermost first. `id` is gdb's thread id (`2`, or `3.1`)."""
+
+    id: str
+    lwp: int | None
+    name: str | None
+    frames: tuple[Frame, ...]
+
+
+@dataclass(frozen=True)
+class ProcessStacks:
+    """The native stacks of one process, from its core (crash) or a live attach (hang)."""
+
+    pid: int
+    source: Source
+    command: str = ""
+    signal: str | None = None  # core: the signal that killed the process
+    crashed_lwp: int | None = None  # core: the thread that took the signal
+    threads: tuple[Thread, ...] = ()
+    python: str = ""  # `py-bt` of every thread, where the Python gdb extensions loaded
+    error: str | None = None  # why there are no (or only some) stacks
+    core: str | None = None  # the kept core's path (keep_cores)
+    root: bool = False  # the attempt's own process (not a worker or other descendant)
+
+    @property
+    def crashing_thread(self) -> Thread | None:
+        """The thread that took the fatal signal (cores only)."""
+        for thread in self.threads:
+            if self.crashed_lwp is not None and thread.lwp == self.crashed_lwp:
+                return thread
+        return None
+
+
+@dataclass(frozen=True)
+class NativeStacks:
+    """All native stacks of one attempt; `unavailable` says why there are none."""
+
+    processes: tuple[ProcessStacks, ...] = ()
+    unavailable: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> JsonObject:
+        """The JSON of native-stacks.json (`from_dict` reads it back equal)."""
+        return {
+            "version": 1,
+            "processes": [_process_json(p) for p in self.processes],
+            "unavailable": self.unavailable,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> NativeStacks:
+        """What `to_dict` wrote; KeyError or TypeError when it is not that."""
+        return cls(
+            processes=tuple(_process(p) for p in _list(data.get("processes"))),
+            unavailable=_text(data.get("unavailable")),
+            notes=tuple(str(n) for n in _list(data.get("notes"))),
+        )
+
+
+def _frame_json(frame: Frame) -> JsonObject:
+    return {
+        "number": frame.number,
+        "function": frame.function,
+        "library": frame.library,
+        "address": frame.address,
+        "file": frame.file,
+        "line": frame.line,
+        "signal_handler": frame.signal_handler,
+    }
+
+
+def _process_json(process: ProcessStacks) -> JsonObject:
+    threads: list[JsonValue] = [
+        {
+            "id": t.id,
+            "lwp": t.lwp,
+            "name": t.name,
+            "frames": [_frame_json(f) for f in t.frames],
+        }
+        for t in process.threads
+    ]
+    return {
+        "pid": process.pid,
+        "source": process.source,
+        "command": process.command,
+        "signal": process.signal,
+        "crashed_lwp": process.crashed_lwp,
+        "threads": threads,
+        "python": process.python,
+        "error": process.error,
+        "core": process.core,
+        "root": process.root,
+    }
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _object(value: JsonValue) -> JsonObject:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _text(value: JsonValue) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: JsonValue) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
+def _frame(data: JsonValue) -> Frame:
+    fields = _object(data)
+    return Frame(
+        number=_int(fields["number"]) or 0,
+        function=_text(fields.get("function")),
+        library=_text(fields.get("library")),
+        address=_int(fields.get("address")),
+        file=_text(fields.get("file")),
+        line=_int(fields.get("line")),
+        signal_handler=fields.get("signal_handler") is True,
+    )
+
+
+def _thread(data: JsonValue) -> Thread:
+    fields = _object(data)
+    return Thread(
+        id=str(fields["id"]),
+        lwp=_int(fields.get("lwp")),
+        name=_text(fields.get("name")),
+        frames=tuple(_frame(f) for f in _list(fields.get("frames"))),
+    )
+
+
+def _process(data: JsonValue) -> ProcessStacks:
+    fields = _object(data)
+    source: Source
+    if fields.get("source") == "core":
+        source = "core"
+    elif fields.get("source") == "attach":
+        source = "attach"
+    else:
+        raise TypeError(f"unknown source {fields.get('source')!r}")
+    return ProcessStacks(
+        pid=_int(fields["pid"]) or 0,
+        source=source,
+        command=str(fields.get("command") or ""),
+        signal=_text(fields.get("signal")),
+        crashed_lwp=_int(fields.get("crashed_lwp")),
+        threads=tuple(_thread(t) for t in _list(fields.get("threads"))),
+        python=str(fields.get("python") or ""),
+        error=_text(fields.get("error")),
+        core=_text(fields.get("core")),
+        root=fields.get("root") is True,
+    )
+
+
+def merge(*parts: NativeStacks | None) -> NativeStacks | None:
+    """One NativeStacks from several (a hang's attach plus the cores of earlier crashes)."""
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    processes = tuple(proc for p in present for proc in p.processes)
+    reasons = [p.unavailable for p in present if p.unavailable]
+    notes = [note for p in present for note in p.notes]
+    if processes or len(reasons) > 1:
+        # Some stacks were taken: what could not be taken is a note beside them.
+        notes += reasons[0 if processes else 1 :]
+        reasons = reasons[:0] if processes else reasons[:1]
+    return NativeStacks(processes, reasons[0] if reasons else None, tuple(notes))
+
+
+def read(attempt_dir: Path) -> NativeStacks | None:
+    """The native stacks an attempt folder holds; None when it has none (or they cannot be read)."""
+    try:
+        data = json.loads((attempt_dir / JSON_NAME).read_text(encoding="utf-8"))
+        return NativeStacks.from_dict(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

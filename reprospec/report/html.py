@@ -1,0 +1,225 @@
+"""The HTML report: one self-contained file (inline CSS and JS, no network), for people who
+would rather look than read: a sortable table of the cells and a heatmap of the grid.
+
+It shows what the markdown report shows, from the RunResult alone, with the same
+words (words.py, report/failure.py, report/environment.py). Every value reaches
+the page through Jinja2's autoescaping, and the page's Content-Security-Policy
+forbids loading anything: it renders the same on an air-gapped machine.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import Markup
+
+from reprospec.models import CellResult, RunResult
+from reprospec.report.environment import env_vars, environment_rows
+from reprospec.report.failure import failure_section, summary_line
+from reprospec.report.markdown import axes_of, separators
+from reprospec.report.markup import show_value
+from reprospec.report.versions import versions_text
+from reprospec.words import (
+    attempts_phrase,
+    expectation_phrase,
+    rate_phrase,
+    seconds,
+)
+
+# Sort order of the verdict column: what needs attention first.
+_VERDICT_RANK = {
+    "not-reproduced": 0,
+    "infra-error": 1,
+    "undecided": 2,
+    "reproduced": 3,
+    "observed": 4,
+}
+_CODE = re.compile(r"(`+)(.+?)\1")
+
+
+def inline(text: str) -> Markup:
+    """Markdown-ish words (`code`, **bold**) as HTML, everything else escaped."""
+    escaped = html.escape(str(text), quote=True)
+    escaped = _CODE.sub(lambda m: f"<code>{m.group(2).strip()}</code>", escaped)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    return Markup(escaped)
+
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})[\w-]*\s*$")
+_DETAILS = re.compile(r"^<details><summary>(.*)</summary>\s*$")
+
+
+def fragment(text: str) -> Markup:
+    """A markdown fragment of the report (the native stacks' text) as HTML.
+
+    Only what those fragments use: paragraphs with `code`, bullet lists, fenced
+    blocks and `<details><summary>` folds; every piece of text is escaped.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    block: list[str] = []
+    in_list = False
+    for line in text.splitlines():
+        if fence is not None:
+            if line.strip() == fence:
+                out.append(f"<pre>{html.escape(chr(10).join(block))}</pre>")
+                fence, block = None, []
+            else:
+                block.append(line)
+            continue
+        opening = _FENCE.match(line)
+        is_item = line.startswith("- ")
+        if in_list and not is_item:
+            out.append("</ul>")
+            in_list = False
+        if opening:
+            fence = opening.group(1)
+        elif (details := _DETAILS.match(line)) is not None:
+            out.append(f"<details><summary>{inline(details.group(1))}</summary>")
+        elif line.strip() == "</details>":
+            out.append("</details>")
+        elif is_item:
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{inline(line[2:])}</li>")
+        elif line.strip():
+            out.append(f"<p>{inline(line.strip().strip('_'))}</p>")
+    if fence is not None:
+        out.append(f"<pre>{html.escape(chr(10).join(block))}</pre>")
+    if in_list:
+        out.append("</ul>")
+    return Markup("\n".join(out))
+
+
+@dataclass(frozen=True)
+class Square:
+    """One square of the heatmap: a cell (or a combination the matrix does not have)."""
+
+    label: str
+    title: str
+    css: str  # pass | fail | infra | missing
+    style: str  # the red's strength: the share of attempts that failed
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Rows are values of the first half of the axes, columns of the rest."""
+
+    row_axes: tuple[str, ...]
+    col_axes: tuple[str, ...]
+    cols: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[Square, ...]], ...]
+
+
+def _values(cell: CellResult, axes: Sequence[str]) -> str:
+    return ", ".join(show_value(cell.cell.matrix.get(a, "—")) for a in axes) or "all"
+
+
+def _square(cell: CellResult) -> Square:
+    ran = [a for a in cell.attempts if a.ran is not None]
+    failed = sum(a.failed for a in ran)
+    phrase = attempts_phrase(cell.attempts) if cell.attempts else "not run"
+    title = f"{cell.cell.id}: {phrase} ({cell.verdict})"
+    if not ran:
+        return Square("not run", title, "infra", "")
+    share = failed / len(ran)
+    css = "fail" if failed else "pass"
+    label = f"{failed}/{len(ran)} failed"
+    # Only numbers reach the style attribute. Emoji marks stay out of the page: fonts without
+    # them draw boxes; the verdict's own colour says it.
+    style = f"--share: {share:.3f}" if failed else ""
+    return Square(label, title, css, style)
+
+
+def heatmap(cells: Sequence[CellResult]) -> Heatmap | None:
+    """The grid of cells by their axes, coloured by how many attempts failed."""
+    if not cells:
+        return None
+    axes = axes_of(cells)
+    split = max(1, len(axes) // 2) if len(axes) > 1 else 0
+    row_axes, col_axes = tuple(axes[:split]), tuple(axes[split:])
+    rows = list(dict.fromkeys(_values(c, row_axes) for c in cells))
+    cols = list(dict.fromkeys(_values(c, col_axes) for c in cells))
+    squares = {(_values(c, row_axes), _values(c, col_axes)): _square(c) for c in cells}
+    missing = Square("—", "not in the matrix", "missing", "")
+    return Heatmap(
+        row_axes,
+        col_axes,
+        tuple(cols),
+        tuple((r, tuple(squares.get((r, c), missing) for c in cols)) for r in rows),
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One cell in the sortable table: (text, sort key) per column."""
+
+    verdict: str
+    columns: tuple[tuple[str, str], ...]
+
+
+def cell_rows(run: RunResult, axes: Sequence[str]) -> list[Row]:
+    rows = []
+    for cell in run.cells:
+        ran = [a for a in cell.attempts if a.ran is not None]
+        failed = sum(a.failed for a in ran)
+        duration = sum(a.duration_s for a in cell.attempts)
+        columns = [
+            (cell.verdict, str(_VERDICT_RANK.get(cell.verdict, 9))),
+            *((show_value(cell.cell.matrix.get(a, "—")), "") for a in axes),
+            (expectation_phrase(cell.expected), ""),
+            (attempts_phrase(cell.attempts) if cell.attempts else "not run", ""),
+            (rate_phrase(cell.rate), f"{cell.rate.matched / max(cell.rate.attempts, 1):.6f}"),
+            (str(failed), str(failed)),
+            (seconds(duration), f"{duration:.3f}"),
+        ]
+        rows.append(Row(cell.verdict, tuple(columns)))
+    return rows
+
+
+def context(run: RunResult) -> dict[str, object]:
+    """What the HTML template shows (computed here; the template only lays it out)."""
+    axes = axes_of(run.cells)
+    standalone = run.standalone
+    return {
+        "title": " ".join((run.title or run.spec_name).split()),
+        "summary": summary_line(run),
+        "description": run.description.strip(),
+        "run": run,
+        "warnings": list(run.warnings),
+        "environment": environment_rows(run.environment),
+        "env_vars": env_vars(run.environment),
+        "versions": versions_text(run.environment),
+        "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
+        "numeric": {"rate", "failed", "duration"},
+        "rows": cell_rows(run, axes),
+        "heatmap": heatmap(run.cells),
+        "separators": None if run.observes else separators(run),
+        "failure": failure_section(run),
+        "standalone": standalone if standalone is not None else None,
+        "spec_text": run.spec_text.rstrip("\n"),
+        "command": run.command_line or f"reprospec run {run.spec_path}",
+    }
+
+
+def render_html(run: RunResult) -> str:
+    """The self-contained HTML report of `run`."""
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["inline"] = inline
+    env.filters["fragment"] = fragment
+    return env.get_template("report.html.j2").render(**context(run))

@@ -1,0 +1,88 @@
+"""The report's "Standalone repro" section and its folded "Versions" block, as markdown.
+
+The section is computed here whole (the template only places it), so the
+markdown and HTML reports word it alike: `standalone_markdown(run)` and
+`versions_markdown(run)` return a section or "" when there is nothing to show.
+"""
+
+from __future__ import annotations
+
+from reprospec.models import RunResult, Standalone
+from reprospec.report.markup import fence_for, inline_code
+from reprospec.report.versions import versions_text
+from reprospec.words import attempts_phrase
+
+REPRO_PY = "repro.py"
+
+
+def _cell_phrase(run: RunResult, standalone: Standalone) -> str:
+    cell = next((c for c in run.cells if c.cell.id == standalone.cell), None)
+    name = inline_code(standalone.cell) if standalone.cell else "the only cell"
+    if cell is None or not cell.attempts:
+        return f"cell {name}"
+    return f"cell {name} ({inline_code(attempts_phrase(cell.attempts))})"
+
+
+def _fenced(text: str, language: str) -> list[str]:
+    fence = fence_for(text)
+    return [f"{fence}{language}", text.rstrip("\n"), fence]
+
+
+def _checklist(standalone: Standalone, where: str) -> list[str]:
+    if not standalone.files:
+        return []
+    lines = ["", f"Files it needs, from the spec's workdir ({inline_code(where)}):", ""]
+    return lines + [f"- [ ] {inline_code(name)}" for name in standalone.files]
+
+
+def standalone_markdown(run: RunResult) -> str:
+    """The "Standalone repro" section (a `##` heading and its body), or ""."""
+    standalone = run.standalone
+    if standalone is None:
+        return ""
+    lines = ["## Standalone repro", ""]
+    if standalone.unavailable:
+        lines.append(f"No standalone repro for {_cell_phrase(run, standalone)}: "
+                     f"{standalone.unavailable}.")
+        return "\n".join(lines)
+    workdir = standalone.workdir if standalone.workdir != "." else "the spec's folder"
+    if standalone.kind == "command":
+        lines += [f"Without reprospec, {_cell_phrase(run, standalone)}, from the spec's folder:",
+                  ""]
+        lines += _fenced(standalone.run, "sh")
+        lines += _checklist(standalone, workdir)
+    else:
+        self_contained = "it needs only torch" if not standalone.files else (
+            "it needs torch and the files below, in the folder it runs in"
+        )
+        lines += [
+            f"Without reprospec, {_cell_phrase(run, standalone)}: {inline_code(REPRO_PY)} "
+            f"(in the run folder) is the spec's training loop with this cell's values "
+            f"written in; {self_contained}.",
+            "",
+        ]
+        lines += _fenced(standalone.run, "sh")
+        lines += _checklist(standalone, workdir)
+        lines += ["", f"<details><summary>{REPRO_PY}</summary>", ""]
+        lines += _fenced(standalone.script, "python")
+        lines += ["", "</details>"]
+    if standalone.notes:
+        lines.append("")
+        lines += [f"> {note}" for note in standalone.notes]
+    return "\n".join(lines)
+
+
+def versions_markdown(run: RunResult) -> str:
+    """The folded "Versions" block (collect_env's facts), or "" when they were not captured."""
+    text = versions_text(run.environment)
+    if text is None:
+        return ""
+    lines = [
+        "<details><summary>Versions (as <code>python -m torch.utils.collect_env</code> "
+        "reports them; captured in the run's interpreter)</summary>",
+        "",
+        *_fenced(text, "text"),
+        "",
+        "</details>",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""What squeue (and sacct, where a cluster has accounting) says of a run's jobs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# squeue/sacct states: still going, or ended (with what that end means for us).
+ACTIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESV_DEL_HOLD",
+        "STOPPED",
+    }
+)
+ENDED_STATES = {
+    "TIMEOUT": "time limit",
+    "NODE_FAIL": "node failure",
+    "PREEMPTED": "preempted",
+    "CANCELLED": "cancelled",
+    "BOOT_FAIL": "node boot failure",
+    "DEADLINE": "deadline",
+    "OUT_OF_MEMORY": "out of memory",
+    "FAILED": "failed",
+    "COMPLETED": "completed",
+    "SPECIAL_EXIT": "special exit",
+    "REVOKED": "revoked",
+}
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """One job (or array task) as squeue/sacct shows it."""
+
+    job: str  # array job id, or the job id of a plain job
+    task: int | None
+    state: str
+    reason: str = ""
+
+
+def query_queue(jobs: Iterable[str]) -> dict[tuple[str, int | None], QueueEntry] | None:
+    """squeue (every state it still remembers), then sacct where it answers; None: no answer.
+
+    Keys are (array job id, task) for array tasks and (job id, None) for plain jobs.
+    """
+    wanted = {j for j in jobs if j}
+    if not wanted or shutil.which("squeue") is None:
+        return None
+    try:
+        proc = subprocess.run(
+            ["squeue", "--noheader", "--array", "--states=all", "--format=%F|%K|%i|%T|%r"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    entries = _parse_squeue(proc.stdout, wanted)
+    # sacct knows jobs squeue forgot (MinJobAge), but only with an accounting database.
+    for key, entry in _sacct(wanted).items():
+        entries.setdefault(key, entry)
+    return entries
+
+
+def _parse_squeue(text: str, wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
+    out: dict[tuple[str, int | None], QueueEntry] = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 5:
+            continue
+        array_job, task, job_id, state, reason = parts[:5]
+        if array_job in wanted and task.isdigit():
+            key: tuple[str, int | None] = (array_job, int(task))
+        elif job_id in wanted:
+            key = (job_id, None)
+        else:
+            continue
+        out[key] = QueueEntry(job=key[0], task=key[1], state=state, reason=reason)
+    return out
+
+
+def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
+    if shutil.which("sacct") is None:
+        return {}
+    try:
+        proc = subprocess.run(
+            ["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
+             "--jobs=" + ",".join(sorted(wanted))],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if proc.returncode != 0:  # "Slurm accounting storage is disabled": nothing to add
+        return {}
+    out: dict[tuple[str, int | None], QueueEntry] = {}
+    for line in proc.stdout.splitlines():
+        job_id, _, state = line.partition("|")
+        state = state.split()[0] if state.strip() else ""
+        job, _, task = job_id.partition("_")
+        if job in wanted and state:
+            key: tuple[str, int | None] = (job, int(task) if task.isdigit() else None)
+            out[key] = QueueEntry(job=job, task=key[1], state=state)
+    return out

@@ -1,0 +1,119 @@
+"""The two batch scripts of a Slurm run: the array (task K = shard K) and the merge after it.
+
+Both are written into the run folder (`array.sbatch`, `merge.sbatch`), so a person
+can read them and resubmit them by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from pathlib import Path
+
+from reprospec.slurm.plan import ARRAY_SCRIPT, MERGE_SCRIPT, SlurmRun
+
+
+def _sbatch_lines(run: SlurmRun, *, merge: bool) -> list[str]:
+    opts = run.options
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", run.spec_name)[:40]
+    lines = [f"#SBATCH --job-name=reprospec-{'merge-' if merge else ''}{name}"]
+    if merge:
+        lines.append(f"#SBATCH --output={run.run_dir}/logs/merge-%j.out")
+    else:
+        # %a: the task (= shard), %A: the array's job id; a resubmission gets a new file.
+        lines.append(f"#SBATCH --output={run.run_dir}/logs/shard-%a-%A.out")
+        lines.append(f"#SBATCH --array=1-{opts.shards}")
+    lines.append(f"#SBATCH --chdir={run.chdir}")
+    lines.append("#SBATCH --ntasks=1")
+    if opts.partition:
+        lines.append(f"#SBATCH --partition={opts.partition}")
+    if not merge:
+        if opts.cpus_per_shard:
+            lines.append(f"#SBATCH --cpus-per-task={opts.cpus_per_shard}")
+        if opts.gpus_per_shard:
+            # GRES: Slurm sets CUDA_VISIBLE_DEVICES per task; the engine hands those ids out.
+            lines.append(f"#SBATCH --gres=gpu:{opts.gpus_per_shard}")
+        if opts.time:
+            lines.append(f"#SBATCH --time={opts.time}")
+    return lines
+
+
+def _quote_all(words: Iterable[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def array_script(run: SlurmRun) -> str:
+    """The batch script of array task K: `reprospec run SPEC --shard K/N` into shards/K/."""
+    n = run.shards
+    fresh = _quote_all(
+        [*run.reprospec, "run", run.spec, "--shard", "@K@/" + str(n), "--out", "@OUT@"]
+        + run.shard_args.argv()
+    )
+    fresh = fresh.replace("@K@", '"$K"').replace("@OUT@", '"$OUT"')
+    resume = _quote_all([*run.reprospec, "run", "--resume"]) + ' "$previous"'
+    if run.shard_args.jobs is not None:
+        resume += f" -j {run.shard_args.jobs}"
+    header = "\n".join(_sbatch_lines(run, merge=False))
+    return f"""#!/bin/bash
+{header}
+# Written by `reprospec slurm` for spec {run.spec_name}: shard K of {n} is array task K.
+# Each shard writes into its own folder (its own results.db); the merge job reads them all.
+set -u
+RUN={shlex.quote(str(run.run_dir))}
+K=${{SLURM_ARRAY_TASK_ID:?run this script with sbatch --array}}
+OUT="$RUN/shards/$K"
+mkdir -p "$OUT" "$RUN/cache"
+# One environment-capture cache for all shards (keyed by torch build, written atomically):
+# only the first task on a kind of node pays the torch import.
+[ -e "$OUT/cache" ] || ln -s ../../cache "$OUT/cache"
+echo "reprospec-slurm: shard $K/{n} job ${{SLURM_ARRAY_JOB_ID:-?}}_$K on $(hostname)" \\
+     "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES-unset}}"
+# A shard that died before (time limit, node failure) continues its own run: the
+# attempts it finished are kept, only the others run.
+previous=$(ls -d "$OUT"/runs/*/ 2>/dev/null | tail -n 1)
+if [ -n "$previous" ]; then
+    echo "reprospec-slurm: resuming $previous"
+    {resume}
+else
+    {fresh}
+fi
+code=$?
+echo "reprospec-slurm: exit $code"
+exit $code
+"""
+
+
+def merge_script(run: SlurmRun) -> str:
+    """The batch script of the merge job: every shard's run into one run and one report."""
+    header = "\n".join(_sbatch_lines(run, merge=True))
+    status = _quote_all([*run.reprospec, "slurm", "status"]) + ' "$RUN"'
+    merge = _quote_all([*run.reprospec, "merge"]) + ' "${runs[@]}" --out "$RUN/merged"'
+    return f"""#!/bin/bash
+{header}
+# Written by `reprospec slurm` for spec {run.spec_name}: runs after every array task
+# ended (afterany), however it ended; merges only when every shard has its results.
+set -u
+RUN={shlex.quote(str(run.run_dir))}
+if ! {status}; then
+    echo "reprospec-slurm: not merging: some shard has no complete results;" \\
+         "resubmit the missing ones with: reprospec slurm resume $RUN" >&2
+    echo "reprospec-slurm: exit 3"
+    exit 3
+fi
+runs=("$RUN"/shards/*/runs/*/)
+{merge}
+code=$?
+echo "reprospec-slurm: exit $code"
+exit $code
+"""
+
+
+def write_scripts(run: SlurmRun) -> tuple[Path, Path]:
+    """array.sbatch and merge.sbatch (and the logs folder Slurm writes into)."""
+    (run.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    array = run.run_dir / ARRAY_SCRIPT
+    merge = run.run_dir / MERGE_SCRIPT
+    array.write_text(array_script(run), encoding="utf-8")
+    merge.write_text(merge_script(run), encoding="utf-8")
+    return array, merge

@@ -1,0 +1,314 @@
+"""Where a Slurm run stands: each shard and the merge, and why we think so.
+
+The shard folders are the truth (a results.json is a finished shard); then the Slurm
+output file of each task (`slurmstepd: *** JOB ... CANCELLED ... DUE TO TIME LIMIT ***`);
+then squeue/sacct for what is queued or running.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from reprospec.jsontypes import JsonObject
+from reprospec.slurm.plan import SlurmRun
+from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
+
+# The last line an array task prints: the exit status of its `reprospec run`.
+EXIT_LINE = re.compile(r"^reprospec-slurm: exit (\d+)$", re.MULTILINE)
+# slurmstepd's own words when it ends a task: `*** JOB 16 ON vm CANCELLED AT 2026-11-23T14:38:10
+# DUE TO TIME LIMIT ***` (no "DUE TO" when a person ran scancel).
+CANCELLED_LINE = re.compile(
+    r"\*\*\* (?:JOB|STEP) (?P<job>[\d.]+) ON (?P<node>\S+) CANCELLED AT (?P<at>\S+)"
+    r"(?: DUE TO (?P<cause>[A-Z][A-Z ]*[A-Z]))?(?: \([^)]*\))? \*\*\*"
+)
+# slurmstepd's causes, as a status says them.
+_CAUSES = {
+    "TIME LIMIT": "time limit",
+    "NODE FAILURE": "node failure",
+    "PREEMPTION": "preempted",
+    "JOB REQUEUE": "requeued",
+}
+
+ShardState = Literal["done", "queued", "running", "died", "failed", "unknown", "not-submitted"]
+
+
+@dataclass(frozen=True)
+class ShardStatus:
+    """Where one shard stands, and why we think so."""
+
+    shard: int
+    state: ShardState
+    detail: str
+    job: str  # `12_3`, or "" when never submitted
+    attempts_started: int
+    attempts_planned: int
+    run_dir: Path | None
+    log: Path | None
+
+
+@dataclass(frozen=True)
+class MergeStatus:
+    """Where the merge job stands; `report` once the merged run exists."""
+
+    state: Literal["done", "queued", "running", "failed", "unknown", "not-submitted"]
+    detail: str
+    job: str
+    report: Path | None
+    log: Path | None
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """The whole run: each shard, the merge, and whether squeue answered."""
+
+    run: SlurmRun
+    shards: tuple[ShardStatus, ...]
+    merge: MergeStatus
+    queue_answered: bool
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        """Shards a resume would submit again: ended without complete results."""
+        return tuple(
+            s.shard for s in self.shards if s.state in ("died", "failed", "not-submitted")
+        )
+
+    @property
+    def active(self) -> tuple[int, ...]:
+        return tuple(s.shard for s in self.shards if s.state in ("queued", "running"))
+
+    @property
+    def all_done(self) -> bool:
+        return all(s.state == "done" for s in self.shards)
+
+
+def death_cause(log_text: str) -> str | None:
+    """Why slurmstepd ended a task, from its output file: "time limit", "cancelled", ..."""
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    if not matches:
+        return None
+    cause = matches[-1].group("cause")
+    return _CAUSES.get(cause.strip(), cause.strip().lower()) if cause else "cancelled"
+
+
+def _cancel_line(log_text: str) -> str:
+    """slurmstepd's own words: `*** JOB 13 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***`."""
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    return matches[-1].group(0) if matches else ""
+
+
+def _last_error_line(log_text: str) -> str:
+    """The last line that says what went wrong: reprospec's own, else an error, else the last."""
+    lines = [
+        line.strip()
+        for line in log_text.splitlines()
+        if line.strip() and not EXIT_LINE.match(line.strip())
+    ]
+    for pick in (
+        lambda line: line.startswith(("reprospec:", "reprospec-slurm: not")),
+        lambda line: "error" in line.lower(),
+    ):
+        for line in reversed(lines):
+            if pick(line):
+                return line
+    return lines[-1] if lines else ""
+
+
+def cancel_time(log_text: str) -> datetime | None:
+    """When slurmstepd ended the task (its node's local time, as Slurm prints it)."""
+    matches = list(CANCELLED_LINE.finditer(log_text))
+    if not matches:
+        return None
+    try:
+        return datetime.fromisoformat(matches[-1].group("at")).astimezone()
+    except ValueError:
+        return None
+
+
+def read_log(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def shard_run(run: SlurmRun, shard: int) -> tuple[Path | None, JsonObject | None]:
+    """The shard's run folder (there is one per shard) and its results.json, when written."""
+    runs = sorted(p for p in (run.shard_dir(shard) / "runs").glob("*/") if p.is_dir())
+    if not runs:
+        return None, None
+    folder = runs[-1]
+    try:
+        data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return folder, None
+    return folder, data if isinstance(data, dict) else None
+
+
+def _attempts_started(folder: Path | None) -> int:
+    """Attempt folders (`cells/<cell>/<n>/`): each is made when its attempt starts."""
+    if folder is None or not (folder / "cells").is_dir():
+        return 0
+    return sum(1 for p in (folder / "cells").glob("*/*") if p.is_dir())
+
+
+def shard_status(
+    run: SlurmRun,
+    shard: int,
+    queue: Mapping[tuple[str, int | None], QueueEntry] | None,
+) -> ShardStatus:
+    """One shard: its results decide "done"; otherwise the queue, its log, its exit line."""
+    planned = run.attempts[shard - 1] if shard <= len(run.attempts) else 0
+    folder, results = shard_run(run, shard)
+    started = _attempts_started(folder)
+    sub = run.latest_submission(shard)
+    job = f"{sub.array_job}_{shard}" if sub else ""
+    log = run.shard_log(shard, sub.array_job) if sub else None
+
+    def status(state: ShardState, detail: str) -> ShardStatus:
+        return ShardStatus(
+            shard=shard,
+            state=state,
+            detail=detail,
+            job=job,
+            attempts_started=started,
+            attempts_planned=planned,
+            run_dir=folder,
+            log=log if log is not None and log.exists() else None,
+        )
+
+    expected_shard = f"{shard}/{run.shards}"
+    if results is not None and not results.get("interrupted"):
+        if results.get("shard") not in (expected_shard, None):
+            return status("failed", f"holds shard {results.get('shard')}, not {expected_shard}")
+        summary = results.get("summary")
+        summary = summary if isinstance(summary, dict) else {}
+        return status(
+            "done",
+            "{} of {} cell(s) reproduced".format(
+                summary.get("reproduced", "?"), summary.get("cells", "?")
+            )
+            + (f", {summary['undecided']} undecided" if summary.get("undecided") else "")
+            + (f", {summary['infra_error']} infra-error" if summary.get("infra_error") else ""),
+        )
+    if sub is None:
+        return status("not-submitted", "never submitted")
+    entry = queue.get((sub.array_job, shard)) if queue is not None else None
+    if entry is not None and entry.state in ACTIVE_STATES:
+        if entry.state == "PENDING":
+            reason = f" ({entry.reason})" if entry.reason and entry.reason != "None" else ""
+            return status("queued", f"pending{reason}")
+        return status("running", entry.state.lower())
+    text = read_log(log)
+    cause = death_cause(text)
+    if cause is not None:
+        return status("died", f"{cause} ({_cancel_line(text)})")
+    if entry is not None and entry.state in ENDED_STATES and entry.state != "COMPLETED":
+        return status("died", f"{ENDED_STATES[entry.state]} (Slurm state {entry.state})")
+    if results is not None:  # interrupted: SIGTERM reached the engine, it wrote what it had
+        return status("died", "interrupted: partial results only")
+    exits = EXIT_LINE.findall(text)
+    if exits:
+        line = _last_error_line(text)
+        return status(
+            "failed",
+            f"reprospec run exited {exits[-1]} without results" + (f": {line}" if line else ""),
+        )
+    if queue is None:
+        return status("unknown", "no results yet, and squeue does not answer")
+    if log is None or not log.exists():
+        return status("died", "left the queue without starting (no output file)")
+    return status("died", "ended without results: " + (_last_error_line(text) or "empty log"))
+
+
+def merge_status(
+    run: SlurmRun, queue: Mapping[tuple[str, int | None], QueueEntry] | None
+) -> MergeStatus:
+    """The merge job of the latest submission, and the merged report once written."""
+    sub = run.latest_submission()
+    merged = sorted((run.run_dir / "merged" / "runs").glob("*/results.json"))
+    newest = merged[-1].parent / "report.md" if merged else None
+    if sub is None:
+        return MergeStatus("not-submitted", "never submitted", "", None, None)
+    log = run.merge_log(sub.merge_job)
+    log_found = log if log.exists() else None
+    text = read_log(log_found)
+    exits = EXIT_LINE.findall(text)
+    if newest is not None:
+        return MergeStatus("done", "merged", sub.merge_job, newest, log_found)
+    entry = queue.get((sub.merge_job, None)) if queue is not None else None
+    if entry is not None and entry.state in ACTIVE_STATES:
+        if entry.state == "PENDING":
+            reason = f" ({entry.reason})" if entry.reason and entry.reason != "None" else ""
+            return MergeStatus("queued", f"pending{reason}", sub.merge_job, None, log_found)
+        return MergeStatus("running", entry.state.lower(), sub.merge_job, None, log_found)
+    if exits:
+        return MergeStatus(
+            "failed",
+            f"exited {exits[-1]}: {_last_error_line(text)}",
+            sub.merge_job,
+            newest,
+            log_found,
+        )
+    if entry is not None and entry.state in ENDED_STATES:
+        return MergeStatus(
+            "failed", f"Slurm state {entry.state}", sub.merge_job, newest, log_found
+        )
+    if queue is None:
+        return MergeStatus("unknown", "squeue does not answer", sub.merge_job, newest, log_found)
+    return MergeStatus("failed", "left the queue without merging", sub.merge_job, newest, log_found)
+
+
+def run_status(run: SlurmRun, *, ask_queue: bool = True) -> RunStatus:
+    """Every shard and the merge; squeue/sacct are asked once for all jobs of the run."""
+    jobs = [j for sub in run.submissions for j in (sub.array_job, sub.merge_job)]
+    queue = query_queue(jobs) if ask_queue else None
+    shards = tuple(shard_status(run, k, queue) for k in range(1, run.shards + 1))
+    warnings = () if queue is not None or not ask_queue else ("squeue does not answer",)
+    return RunStatus(
+        run=run,
+        shards=shards,
+        merge=merge_status(run, queue),
+        queue_answered=queue is not None,
+        warnings=warnings,
+    )
+
+
+def status_to_dict(status: RunStatus) -> JsonObject:
+    """`reprospec slurm status --json`."""
+    return {
+        "run_id": status.run.run_id,
+        "run_dir": str(status.run.run_dir),
+        "spec": status.run.spec,
+        "shards": [
+            {
+                "shard": s.shard,
+                "state": s.state,
+                "detail": s.detail,
+                "job": s.job,
+                "attempts_started": s.attempts_started,
+                "attempts_planned": s.attempts_planned,
+                "run_dir": str(s.run_dir) if s.run_dir else None,
+                "log": str(s.log) if s.log else None,
+            }
+            for s in status.shards
+        ],
+        "merge": {
+            "state": status.merge.state,
+            "detail": status.merge.detail,
+            "job": status.merge.job,
+            "report": str(status.merge.report) if status.merge.report else None,
+            "log": str(status.merge.log) if status.merge.log else None,
+        },
+        "missing": list(status.missing),
+        "queue_answered": status.queue_answered,
+    }
