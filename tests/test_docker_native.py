@@ -22,12 +22,9 @@ from reprospec.attempt import attempt_result  # noqa: E402
 from reprospec.evidence import Evidence  # noqa: E402
 from reprospec.models import Execution, Outcome  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
+from reprospec.runners.dockerattach import parse_listing  # noqa: E402
 from reprospec.runners.dockerengine import LABEL  # noqa: E402
-from reprospec.runners.dockernative import (  # noqa: E402
-    ContainerNative,
-    is_root,
-    parse_listing,
-)
+from reprospec.runners.dockernative import ContainerNative, is_root  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, needs_engine, require_image  # noqa: E402
 
 CHILDREN = Path(__file__).parent / "data" / "children"
