@@ -149,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         default=None,
         metavar="RUN",
-        help="finish an interrupted run without redoing finished attempts",
+        help="finish an interrupted run without redoing finished attempts "
+        "(its id, `latest` or `latest~N`)",
     )
     p.add_argument(
         "--find-links",
@@ -169,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "run",
         metavar="RUN",
-        help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
+        help="a run folder, its results.json, a run id (or a unique prefix) under --out, "
+        "`latest` (the newest run) or `latest~N` (N runs before it)",
     )
     p.add_argument(
         "--format",
@@ -248,10 +250,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the results store to read (default: .reprospec)",
     )
-
-    p = sub.add_parser("compare", help="cells whose verdict changed between two runs")
     p.add_argument(
-        "run_a", metavar="RUN_A", help="the first run: a run folder, results.json or run id"
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="a table (default) or JSON: every run with its id whole and its verdict counts",
+    )
+
+    p = sub.add_parser(
+        "compare", help="what changed between two runs: spec, options, environment, each cell"
+    )
+    p.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the first run: a run folder, results.json, run id, `latest` or `latest~N`",
     )
     p.add_argument("run_b", metavar="RUN_B", help="the second run, compared with the first")
     p.add_argument(
@@ -261,13 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where run ids are looked up (default: .reprospec)",
     )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="what changed, as text (default) or JSON",
+    )
 
     p = sub.add_parser("merge", help="merge shard runs into one run and one report")
     p.add_argument(
         "runs",
         nargs="+",
         metavar="RUN",
-        help="the shard runs: run folders, results.json files or run ids",
+        help="the shard runs: run folders, results.json files, run ids or `latest~N`",
     )
     p.add_argument(
         "--out",

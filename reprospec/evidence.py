@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprospec import native, ranks
 from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.logtext import excerpt
-from reprospec.models import Execution
+from reprospec.logtext import clean_log, excerpt
+from reprospec.models import ChildWarning, Execution
 from reprospec.native import NativeStacks
 from reprospec.ranks import RankReport
 
@@ -49,7 +50,8 @@ class Events:
     the last `import` event while the attempt is still in that event's phase.
     `worker_exit`: the last `worker_exit` event with a signal. `infra_error`: the
     reason of the last `infra_error` event. `busy`: `worker_busy` events with no
-    `worker_free` after them (items a DataLoader worker was stuck on).
+    `worker_free` after them (items a DataLoader worker was stuck on). `faults`: the
+    spec's injected faults that fired (`fault` events: number, kind, where, pid), in order.
     """
 
     phase: str | None = None
@@ -59,6 +61,7 @@ class Events:
     busy: tuple[Event, ...] = ()
     stage: str | None = None
     module: str | None = None
+    faults: tuple[Event, ...] = ()
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -70,9 +73,12 @@ class Events:
         worker_exit: Event | None = None
         infra_error: str | None = None
         busy: dict[tuple[object, object], Event] = {}
+        faults: list[Event] = []
         for event in events:
             name = event.get("event")
-            if name == "worker_exit" and event.get("signal"):
+            if name == "fault":
+                faults.append(event)
+            elif name == "worker_exit" and event.get("signal"):
                 worker_exit = event
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
@@ -102,7 +108,19 @@ class Events:
             tuple(busy.values()),
             stage=stage,
             module=module[0] if module is not None and module[1] == phase else None,
+            faults=tuple(faults),
         )
+
+    def injected(self) -> str | None:
+        """`workload.faults[0]` (or several, comma-separated): the spec's faults that fired.
+
+        Every fault but `skip_allreduce` ends the process it fires in (a signal, an
+        exception, an exit, a deadlock), so a failure after one is the fault's doing.
+        """
+        numbers = dict.fromkeys(
+            n for e in self.faults if isinstance(n := e.get("number"), int) and n >= 0
+        )
+        return ", ".join(f"workload.faults[{n}]" for n in numbers) or None
 
 
 @dataclass(frozen=True)
@@ -140,13 +158,51 @@ class Evidence:
             text[-MESSAGE_TAIL_BYTES:] for text in (self.stderr, self.stdout) if text
         )
 
-    def excerpt(self) -> str:
-        """The lines of the log a bug report quotes: stderr's, else stdout's ('' when silent)."""
+    def warnings(self) -> tuple[ChildWarning, ...]:
+        """The warnings the attempt's processes printed (stderr, then stdout), each once."""
+        found: dict[tuple[str, str], ChildWarning] = {}
         for text in (self.stderr, self.stdout):
+            for warning in python_warnings(text):
+                found.setdefault(warning.key, warning)
+        return tuple(found.values())
+
+    def excerpt(self, without: str = "") -> str:
+        """The lines of the log a bug report quotes: stderr's, else stdout's ('' when silent).
+
+        `without`: a block the report shows on its own (a dead worker's stack), left out.
+        """
+        for text in (self.stderr, self.stdout):
+            if without:
+                text = text.replace(without, "")
             lines = excerpt(text)
             if lines.strip():
                 return lines
         return ""
+
+
+# Python's `warnings` print `file:line: Category: message`, then the source line indented.
+_WARNING = re.compile(
+    r"^(?P<where>\S[^\n]*?:\d+): (?P<category>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Warning):"
+    r" (?P<message>\S[^\n]*)$",
+    re.M,
+)
+_WARNING_CHARS = 500
+
+
+def python_warnings(text: str) -> tuple[ChildWarning, ...]:
+    """The warnings printed in `text`, each (category, message) once, in first-seen order.
+
+    A warning printed in a loop, or by every DataLoader worker, is one warning: its
+    first `file:line` is kept.
+    """
+    seen: dict[tuple[str, str], ChildWarning] = {}
+    for match in _WARNING.finditer(clean_log(text)):
+        message = match["message"].strip()
+        if len(message) > _WARNING_CHARS:
+            message = message[: _WARNING_CHARS - 3] + "..."
+        warning = ChildWarning(match["category"], message, match["where"])
+        seen.setdefault(warning.key, warning)
+    return tuple(seen.values())
 
 
 def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
@@ -193,4 +249,4 @@ def iter_events(path: Path | None) -> Iterator[JsonObject]:
                 yield event
 
 
-__all__ = ["Event", "Events", "Evidence", "iter_events", "read_log"]
+__all__ = ["Event", "Events", "Evidence", "iter_events", "python_warnings", "read_log"]

@@ -132,6 +132,8 @@ def execute(
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
             standalone=_standalone(plan, cells),
+            options=options.to_dict(),
+            paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
         write_outputs(folder, result)
         for cell in result.cells:
@@ -217,6 +219,42 @@ def spec_text_of(spec: Spec) -> str:
     )
     # dump_yaml quotes what YAML 1.2 would read back as another type (`1e3`, `0o17`).
     return header + dump_yaml(plain(spec.document))
+
+
+def path_labels(
+    spec: Spec, environment: Mapping[str, object], *, docker: bool = False
+) -> dict[str, str]:
+    """absolute path -> how a report names it: the places a run's paths point into.
+
+    The target interpreter's venv (`<venv>`) and installation (`<python>`), as its
+    environment capture says; the harness (`<harness>`); the project (the git work
+    tree that holds the spec, else its folder: named relative, ""); the home folder
+    (`<home>`). A report then reads the same on every machine and leaks no user name.
+    """
+    from reprospec.childprotocol import HARNESS_DIR
+    from reprospec.container import IN_HARNESS
+
+    labels: dict[str, str] = {}
+    python = environment.get("python")
+    if isinstance(python, Mapping):
+        prefix, base = python.get("prefix"), python.get("base_prefix")
+        if isinstance(prefix, str) and isinstance(base, str) and prefix != base:
+            labels[prefix] = "<venv>"
+        if isinstance(base, str):
+            labels[base] = "<python>"
+    labels[IN_HARNESS if docker else str(HARNESS_DIR)] = "<harness>"
+    labels[str(project_root(spec.base_dir))] = ""
+    labels[str(Path.home())] = "<home>"
+    return {path: label for path, label in labels.items() if path not in ("", "/")}
+
+
+def project_root(folder: Path) -> Path:
+    """The git work tree that holds `folder`, else `folder` itself (absolute)."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
 
 
 def _now() -> str:

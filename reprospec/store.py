@@ -4,7 +4,8 @@ Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
 `attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
 `attempts.instances` (`run.instances`: every instance's outcome and slot, which one
-is the attempt's, the start spread; JSON as in results.json). An older store is
+is the attempt's, the start spread; JSON as in results.json); 5 adds
+`attempts.child_warnings` (the warnings the child printed, once each). An older store is
 migrated in place when opened; a newer one is refused.
 """
 
@@ -25,7 +26,7 @@ from reprospec.errors import FatalError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -100,6 +101,7 @@ CREATE TABLE attempts (
     excerpt TEXT,
     native TEXT,
     instances TEXT,
+    child_warnings TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -108,6 +110,7 @@ _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
     3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
+    4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -128,6 +131,7 @@ _ATTEMPT_COLUMNS = (
     "excerpt",
     "native",
     "instances",
+    "child_warnings",
 )
 
 
@@ -267,6 +271,7 @@ class Store:
                     attempt.excerpt,
                     attempt.native,
                     _instances_json(attempt),
+                    _json([w.to_dict() for w in attempt.child_warnings]),
                 ),
             )
 
@@ -339,7 +344,7 @@ class Store:
         return info
 
     def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries for `reprospec history`, newest first."""
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(
             f"""
@@ -356,7 +361,7 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.run_id DESC
+            ORDER BY r.started DESC, r.rowid DESC
             """,
             args,
         )
@@ -400,5 +405,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
         }
     )

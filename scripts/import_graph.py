@@ -53,6 +53,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judge", ("reprospec.judge", "reprospec.verdicts")),
     ("store", (
         "reprospec.results", "reprospec.store", "reprospec.runfolder", "reprospec.compare",
+        "reprospec.runrefs",
     )),
     ("render", (
         "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",

@@ -139,6 +139,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         _SCHEMA.replace("    excerpt TEXT,\n", "")
         .replace("    native TEXT,\n", "")
         .replace("    instances TEXT,\n", "")
+        .replace("    child_warnings TEXT,\n", "")
     )
     db.executescript(version_1 + "PRAGMA user_version = 1;")
     db.execute(
@@ -159,7 +160,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         store.record_attempt(run.run_id, "new", crash)
         assert store.finished_attempts(run.run_id)[("new", 1)] == crash
     db = sqlite3.connect(tmp_path / "results.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_environment_fingerprint_ignores_volatile_keys() -> None:

@@ -20,10 +20,13 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.judge import exit_code_for
     from reprospec.plan import plan_run
     from reprospec.progress import Progress
+    from reprospec.runrefs import is_latest, resolve_run_id
     from reprospec.spec import load_spec
 
     out = Path(args.out)
     resume_id: str | None = args.resume
+    if resume_id is not None and is_latest(resume_id):
+        resume_id = resolve_run_id(resume_id, out)
     if resume_id is not None and Path(resume_id).is_dir():
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(resume_id).resolve()

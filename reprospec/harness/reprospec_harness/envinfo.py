@@ -332,6 +332,9 @@ def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[
             "version": platform.python_version(),
             "implementation": platform.python_implementation(),
             "executable": sys.executable,
+            # Where its paths point: a report names them `<venv>/...` and `<python>/...`.
+            "prefix": sys.prefix,
+            "base_prefix": sys.base_prefix,
         },
         "os": _os_info(),
         "cpu": {
