@@ -102,7 +102,9 @@ def attach_all(client: Any, container: Any, deadline: float) -> native.NativeSta
     pids = {p.pid: p.command for p in processes}
     maps = {p.pid: p.maps for p in processes}
     budget = max(MIN_BUDGET_S, deadline - time.monotonic())
-    argv = native.attach_gdb_argv(list(pids))
+    # gdb's errors (`ptrace: ...`) go to stderr, which the engine streams apart from stdout:
+    # merged at the source, each stays in the section of the process it is about.
+    argv = ["sh", "-c", 'exec "$0" "$@" 2>&1', *native.attach_gdb_argv(list(pids))]
     try:
         output, finished = _exec_bounded(client, container, argv, budget)
         left = deadline - time.monotonic()
