@@ -19,7 +19,7 @@ from typing import Any
 
 from reprospec import dockerimage, leftovers
 from reprospec.capture import Sink
-from reprospec.childprotocol import STACK_TXT, STACKS, child_env
+from reprospec.childprotocol import STACK_TXT, STACKS, ChildPaths, Instance, child_env
 from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan
@@ -114,10 +114,14 @@ def container_config(
     gpu_slot: tuple[str, ...] = (),
     image_pythonpath: str = "",
     harness: bool | None = None,
+    paths: ChildPaths = PATHS,
+    instance: Instance | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of `containers.create` for one attempt (no engine needed).
 
-    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload).
+    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload);
+    `paths` are the protocol's paths as the container sees them; `instance` the
+    instance of `run.instances` it runs (its variables).
     """
     from docker.types import DeviceRequest, LogConfig, Mount
 
@@ -133,11 +137,12 @@ def container_config(
     # image's, so the image's entries are kept after ours.
     env = child_env(
         plan,
-        PATHS,
+        paths,
         gpu_ids=[str(i) for i in range(len(gpu_slot))],
         token=token,
         pythonpath_after=[image_pythonpath],
         harness=harness,
+        instance=instance,
     )
     device_requests = []
     if gpu_slot:
