@@ -158,6 +158,18 @@ def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
     assert found.result.status == "isolated" and not found.interrupted
 
 
+def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
+    code, data, stderr = isolate(tmp_path, "--budget", "6", "-j", "1")
+    assert code == 1, stderr
+    assert data["status"] == "budget" and data["attempts"] == 6
+    assert data["confidence"] == 0.0
+    # The smallest set seen failing is what `culprits` holds; the guess is only a guess.
+    assert ("matrix.b", True) in culprits(data) and ("matrix.e", True) in culprits(data)
+    assert 0 < data["best_guess"]["probability"] < 1 - data["error"]
+    assert data["sentence"].startswith("not isolated (budget): the budget of 6 attempts ran out")
+    assert "best guess: " in data["sentence"]
+
+
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = isolate(tmp_path, "--failing", "a=maybe")
     assert code == 2
@@ -168,6 +180,8 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "same cell" in stderr
     code, _, stderr = isolate(tmp_path, "--set", "~expect")
     assert code == 2 and "isolate needs the spec's expect" in stderr
+    code, _, stderr = isolate(tmp_path, "--min-rate", "1.5")
+    assert code == 2 and "--min-rate must be between 0 and 1, got 1.5" in stderr
     assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
 
 
