@@ -89,7 +89,9 @@ def join_pod(config: dict[str, Any], start: InstanceStart, pod: str) -> None:
         config["ipc_mode"] = f"container:{pod}"
 
 
-def pod_config(plan: AttemptPlan, image: str, token: str, user: str | None) -> dict[str, Any]:
+def pod_config(
+    plan: AttemptPlan, image: str, token: str, user: str | None, log_dir: Path
+) -> dict[str, Any]:
     """The pod of one attempt's instances: its network (the spec's) and its /dev/shm (the
     engine's default size: an instance with `shm_size` has its own)."""
     config: dict[str, Any] = {
@@ -101,7 +103,8 @@ def pod_config(plan: AttemptPlan, image: str, token: str, user: str | None) -> d
         "detach": True,
         "network_mode": "bridge" if plan.environment.network else "none",
         "ipc_mode": "shareable",
-        "labels": {LABEL: token, POD_LABEL: plan.cell.id},
+        # Whose pod it is: the attempt folder its instances write to.
+        "labels": {LABEL: token, POD_LABEL: str(log_dir), "org.reprospec.cell": plan.cell.id},
     }
     if user is not None:
         config["user"] = user
@@ -135,7 +138,7 @@ def run_instances(
     def cleanup() -> tuple[str, ...]:
         return scratch.clean(scratch_dirs) if scratch_dirs is not None else ()
 
-    config = pod_config(plan, image, token, user)
+    config = pod_config(plan, image, token, user, log_dir)
     name = str(config["name"])
     try:
         with fresh_container(client, config) as pod:
