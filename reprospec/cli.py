@@ -16,6 +16,7 @@ from pathlib import Path
 from reprospec import __version__
 from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.logtext import printable
 from reprospec.runners import RUNNERS
 
 COMMANDS = (
@@ -165,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-cores",
         action="store_true",
         help="keep crashed processes' core files in their attempt folders (gdb read them)",
+    )
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="run a report.md or a bundle without showing its plan and asking first (needed when "
+        "stdin is not a terminal)",
     )
 
     p = sub.add_parser("report", help="render a finished run again")
@@ -382,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except FatalError as exc:
-        print(_format_fatal(exc), file=sys.stderr)
+        print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)
@@ -401,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face
         log = _write_crash_log()
-        print(f"reprospec: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
 

@@ -48,6 +48,45 @@ MAX_BUSY = 256
 
 Event = Mapping[str, JsonValue]
 
+# Whose word each kind of event is. The events file is writable by every process of
+# the attempt, so what it may say depends on who the main process is:
+# - any child may report its progress (where it got to): a line of one of these
+#   kinds, or a line with no `event` at all, gives the phase, step, stage or the
+#   module being imported;
+# - the harness's own reports (a DataLoader worker's death, an infrastructure error,
+#   distributed ranks, faults about to fire) are believed only from a workload
+#   attempt, whose main process is the harness (`Execution.harness`). From a
+#   command they are ignored: a program cannot call its own crash an infra error,
+#   or blame a worker it never had.
+# Every other kind is ignored. An infra error also needs the harness's exit status
+# (outcome.py), so a line written by code the harness runs cannot stand alone.
+PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker"})
+HARNESS_EVENTS = frozenset(
+    {
+        "start",
+        "done",
+        "loader",
+        "faults",
+        "fault",
+        "dataset_probe",
+        "worker_exit",
+        "worker_busy",
+        "worker_free",
+        "infra_error",
+        "distributed",
+        "ranks",
+        "ranks_stuck",
+        "rank_exit",
+        "rank_error",
+    }
+)
+
+
+def allowed_events(events: Iterable[Event], *, harness: bool) -> Iterator[Event]:
+    """The events this attempt's main process may write (see PROGRESS_EVENTS); others dropped."""
+    kinds = PROGRESS_EVENTS | HARNESS_EVENTS if harness else PROGRESS_EVENTS
+    return (event for event in events if event.get("event") is None or event["event"] in kinds)
+
 
 @dataclass(frozen=True)
 class Events:
@@ -158,10 +197,12 @@ class Evidence:
         return cls(
             stdout=read_log(execution.stdout_path),
             stderr=read_log(execution.stderr_path),
-            events=Events.of(_parse_events(events)),
+            events=Events.of(allowed_events(_parse_events(events), harness=execution.harness)),
             stack=stack,
             native=native.read(execution.log_dir),
-            ranks=ranks.from_events(_parse_events(events)),
+            ranks=ranks.from_events(
+                allowed_events(_parse_events(events), harness=execution.harness)
+            ),
         )
 
     def output_tail(self) -> str:
@@ -252,4 +293,14 @@ def iter_events(path: Path | None) -> Iterator[JsonObject]:
     yield from _parse_events(_events_window(path))
 
 
-__all__ = ["Event", "Events", "Evidence", "iter_events", "python_warnings", "read_log"]
+__all__ = [
+    "HARNESS_EVENTS",
+    "PROGRESS_EVENTS",
+    "Event",
+    "Events",
+    "Evidence",
+    "allowed_events",
+    "iter_events",
+    "python_warnings",
+    "read_log",
+]

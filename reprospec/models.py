@@ -247,6 +247,9 @@ class Execution:
     instance: int | None = None
     ready_at: float | None = None
     released_at: float | None = None
+    # The attempt's main process is reprospec's harness (a workload): only then are the
+    # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
+    harness: bool = False
 
 
 @dataclass(frozen=True)

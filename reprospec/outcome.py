@@ -1,7 +1,9 @@
 """Classify one attempt: what a runner observed (`Execution` + `Evidence`) -> `Outcome | NotRun`.
 
 First, whether it ran at all: the runner's infra error, the harness's
-`infra_error` event, or no exit status make it `NotRun(reason)`. Then the
+`infra_error` event (from a workload attempt whose harness exited with
+EXIT_INFRA; evidence.py says which events a child may write), or no exit
+status make it `NotRun(reason)`. Then the
 rules, in order:
 
 1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
@@ -56,6 +58,9 @@ from reprospec.tracebacks import (
     last_line,
     parse_chain,
 )
+
+# The harness's exit status after an `infra_error` event (reprospec_harness.run.EXIT_INFRA).
+HARNESS_EXIT_INFRA = 3
 
 _WORKER_KILLED = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
@@ -265,7 +270,9 @@ def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:
     """Why the attempt did not run what the spec asks (the runner or harness says); None: it did."""
     if execution.infra_error:
         return NotRun(execution.infra_error)
-    if evidence.events.infra_error:
+    if evidence.events.infra_error and execution.returncode == HARNESS_EXIT_INFRA:
+        # The harness writes the event and exits with EXIT_INFRA; an event alone (written
+        # by code the harness ran, which then crashed) does not make a crash "not run".
         return NotRun(evidence.events.infra_error)
     if execution.returncode is None and not execution.timed_out:
         if execution.interrupted:

@@ -28,6 +28,7 @@ from reprospec.judge import judge_cells
 from reprospec.models import AttemptPlan, AttemptResult, CellResult, RunResult, Spec, Standalone
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
+from reprospec.redact import Redactor
 from reprospec.runfolder import RunFolder
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
@@ -85,7 +86,10 @@ def execute(
     folder = RunFolder.of(options.out.resolve(), run_id).create()
     # A resumed run's dead engine may have left attempts running: they end first.
     reaped = leftovers.reap(folder.path) if resume is not None else ()
-    spec_text = spec_text_of(spec)
+    # Every attempt and the run pass through it before anything is stored, printed or
+    # rendered: no output can show a secret that was missed on its way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+    spec_text = redactor.text(spec_text_of(spec))
     started = _now()
     with Store(options.out) as store:
         if resume is None:
@@ -95,14 +99,21 @@ def execute(
                 str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
                 spec_text,
                 options.runner,
-                options.to_dict(),
+                redactor.value(options.to_dict()),
                 {},
             )
         capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
+        executor = AttemptExecutor(runner, folder)
+
+        def run_attempt(
+            attempt: AttemptPlan, gpu_slot: tuple[str, ...], stop: threading.Event
+        ) -> AttemptResult | None:
+            return redactor.value(executor(attempt, gpu_slot, stop))
+
         scheduler = Scheduler(
             plan,
-            AttemptExecutor(runner, folder),
+            run_attempt,
             gpu_pool=gpu_pool,
             on_attempt=keeper.record,
             progress=progress,
@@ -139,6 +150,7 @@ def execute(
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
+        result = redactor.value(result)
         # Each output on its own: a full disk keeps what can still be written.
         written = False
         try:

@@ -27,6 +27,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
         "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes", "reprospec.capped",
+        # Secrets masked in every output; the spec block a report embeds, found by its marker.
+        "reprospec.redact", "reprospec.reportspec",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),

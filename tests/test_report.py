@@ -72,7 +72,11 @@ def test_summary_line_names_failure_and_counts() -> None:
 
 def test_markdown_sections() -> None:
     text = render(segfault_matrix(), "md")
-    assert text.startswith("# Segfault in validation when DataLoader workers pin memory\n")
+    # The first line names the embedded spec block (reportspec.py), then the heading.
+    marker, heading = text.split("\n", 2)[:2]
+    assert marker.startswith("<!-- reprospec:spec sha256=")
+    assert marker.endswith(' path="specs/segfault.yaml" -->')
+    assert heading == "# Segfault in validation when DataLoader workers pin memory"
     assert "| num_workers \\ pin_memory | false | true |" in text
     assert "| 2 | pass ❌ | crash SIGSEGV (worker) ✅ |" in text
     assert "`crash SIGSEGV (worker) @ validation:7`" in text

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reprospec.logtext import printable
+
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.compare import compare
@@ -28,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     console = make_console()
     for line in lines(diff, a.spec_name):
-        console.print(line, markup=False)
+        # Cell ids, spec text and messages are the spec's and the children's: text only.
+        console.print(printable(line), markup=False, highlight=False)
     return 0
 
 

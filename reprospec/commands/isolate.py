@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from reprospec.options import RunOptions
 
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,13 +43,13 @@ def run(args: argparse.Namespace) -> int:
     found = isolate_spec(
         args.spec,
         options,
-        progress=None if quiet else (lambda message: print(message, file=sys.stderr)),
+        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
         cancel=cancel,
     )
     if args.format == "json":
         print(json.dumps(to_dict(found), indent=2))
     else:
-        print(text(found))
+        print(printable(text(found)))
         print(f"report: {found.folder / 'isolate.md'}")
     if found.interrupted:
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)

@@ -39,6 +39,7 @@ from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
 from reprospec.options import RunOptions
 from reprospec.rates import rate_floor
+from reprospec.redact import Redactor
 
 Progress = Callable[[str], None]
 
@@ -116,10 +117,17 @@ def isolate_spec(
     """Find the smallest set of differences that turns the passing side into the failing one."""
     from reprospec import api
 
-    say = progress or (lambda message: None)
     cancel = cancel or threading.Event()
     run_options = options.run.with_changes(purpose="isolate")
     spec = api.load_spec(spec_path, run_options.overrides)
+    # The failing cell's expectation may hold a value read from the engine's environment:
+    # what isolate prints and writes is masked as every run is (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
     failing_sets = _parse_sets(options.failing_sets, "--failing-set")
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
@@ -235,6 +243,7 @@ def isolate_spec(
     )
     from reprospec.isolation.report import write
 
+    found = redactor.value(found)
     write(found)
     return found
 

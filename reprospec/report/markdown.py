@@ -26,11 +26,18 @@ from reprospec.report.environment import (
     mismatches,
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
-from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
+from reprospec.report.markup import (
+    fence_for,
+    inline_code,
+    plain_markdown,
+    show_value,
+    table_cell,
+)
 from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
+from reprospec.reportspec import marker_line
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.words import (
     OBSERVE_LEGEND,
@@ -245,7 +252,8 @@ def context(run: RunResult) -> dict[str, Any]:
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": summary_line(run),
-        "description": run.description.strip(),
+        # Shown as markdown, but unable to open a fence or a comment (markup.plain_markdown).
+        "description": plain_markdown(run.description.strip()),
         "run": run,
         "warnings": [short(w) for w in run.warnings],
         "environment": [
@@ -257,7 +265,7 @@ def context(run: RunResult) -> dict[str, Any]:
         "command": _command(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
         "spec_text": spec_text,
-        "spec_path": run.spec_path,
+        "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,

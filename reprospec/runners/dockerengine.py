@@ -27,6 +27,7 @@ from reprospec.process import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stac
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
 LABEL = leftovers.CONTAINER_LABEL
+ENGINE_LABEL = "org.reprospec.engine"
 ENVINFO_TIMEOUT_S = 120.0
 DRAIN_WAIT_S = 2.0
 # One wait() call per slice, so `cancel` is noticed within a slice.
@@ -163,7 +164,12 @@ def container_config(
         "working_dir": workdir,
         "mounts": mounts,
         "network_mode": "bridge" if environment.network else "none",
-        "labels": {LABEL: token, "org.reprospec.cell": plan.cell.id},
+        # The engine's pid: which engine made a container, when several share one daemon.
+        "labels": {
+            LABEL: token,
+            "org.reprospec.cell": plan.cell.id,
+            ENGINE_LABEL: str(os.getpid()),
+        },
         # The daemon keeps a copy of the output too: bound it (we read the stream live).
         "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
     }
