@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reprospec import scratch
+from reprospec import leftovers, scratch
 from reprospec.childprotocol import ChildPaths
 from reprospec.container import PATHS
 from reprospec.errors import InfraError
 from reprospec.limits import LAUNCH
 from reprospec.models import AttemptPlan, Execution
-from reprospec.runners.dockerengine import LABEL, fresh_container
+from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:
@@ -104,7 +104,12 @@ def pod_config(
         "network_mode": "bridge" if plan.environment.network else "none",
         "ipc_mode": "shareable",
         # Whose pod it is: the attempt folder its instances write to.
-        "labels": {LABEL: token, POD_LABEL: str(log_dir), "org.reprospec.cell": plan.cell.id},
+        "labels": {
+            LABEL: token,
+            POD_LABEL: str(log_dir),
+            "org.reprospec.cell": plan.cell.id,
+            ENGINE_LABEL: str(os.getpid()),
+        },
     }
     if user is not None:
         config["user"] = user
@@ -125,6 +130,7 @@ def run_instances(
 
     slots = instance_slots(plan, gpu_slots)
     log_dir = log_dir.resolve()
+    log_dir.mkdir(parents=True, exist_ok=True)
     if not plan.workdir.is_dir():
         raise InfraError(f"workdir not found: {plan.workdir}")
     client = runner.client
@@ -141,7 +147,9 @@ def run_instances(
     config = pod_config(plan, image, token, user, log_dir)
     name = str(config["name"])
     try:
-        with fresh_container(client, config) as pod:
+        # A record of it: `--resume` removes a pod a dead engine left (leftovers.py).
+        record = log_dir / f"{leftovers.INFLIGHT_PREFIX}pod.json"
+        with fresh_container(client, config, record) as pod:
             pod.start()
 
             def run_one(number: int, start: InstanceStart, stop: threading.Event) -> Execution:
