@@ -27,14 +27,9 @@ from reprospec.errors import InfraError  # noqa: E402
 from reprospec.models import AttemptPlan, Outcome  # noqa: E402
 from reprospec.runfolder import RunFolder  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
-from reprospec.runners.dockerengine import LABEL  # noqa: E402
 from tests.support.cli import SPECS  # noqa: E402
-from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+from tests.support.docker import CLIENT, containers_of, needs_engine, require_image  # noqa: E402
 from tests.support.plans import attempt_plan  # noqa: E402
-
-
-def our_containers() -> set[str]:
-    return {c.id for c in CLIENT.containers.list(all=True, filters={"label": LABEL})}
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +46,9 @@ def instances_plan(tmp_path: Path, command: str, copies: int) -> AttemptPlan:
 @needs_engine
 def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: Path) -> None:
     require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    before = our_containers()
     spec = reprospec.load_spec(SPECS / "instances-shared-cache.yaml")
     result = reprospec.run(spec, reprospec.RunOptions(runner="docker", out=tmp_path))
-    assert our_containers() - before == set()  # the instances and their pods are gone
+    assert containers_of(tmp_path) == set()  # the instances and their pods are gone
     cells = {cell.cell.id: cell for cell in result.cells}
     assert {cid: cell.verdict for cid, cell in cells.items()} == {
         "instances=1": "reproduced",
@@ -127,9 +121,8 @@ def test_instances_share_the_pods_network_and_shm_and_get_their_variables(
         "print(json.dumps(seen))\n"
     )
     plan = instances_plan(tmp_path, code, 2)
-    before = our_containers()
     executions = runner.run_instances(plan, tmp_path / "a", gpu_slots=[])
-    assert our_containers() - before == set()
+    assert containers_of(tmp_path) == set()
     assert [e.returncode for e in executions] == [0, 0], [
         e.stderr_path.read_text() for e in executions
     ]
@@ -159,10 +152,9 @@ def test_an_instance_that_cannot_start_releases_no_one(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
     plan = replace(attempt_plan(["no-such-program-x"], tmp_path), instances=2)
-    before = our_containers()
     with pytest.raises(InfraError) as err:
         runner.run_instances(plan, tmp_path / "a", gpu_slots=[])
-    assert our_containers() - before == set()
+    assert containers_of(tmp_path) == set()
     assert "the 2 instances were not started" in str(err.value)
     assert "cannot start no-such-program-x" in str(err.value)
 

@@ -23,9 +23,14 @@ from reprospec.evidence import Evidence  # noqa: E402
 from reprospec.models import Execution, Outcome  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
 from reprospec.runners.dockerattach import parse_listing  # noqa: E402
-from reprospec.runners.dockerengine import LABEL  # noqa: E402
 from reprospec.runners.dockernative import ContainerNative, is_root  # noqa: E402
-from tests.support.docker import CLIENT, make_plan, needs_engine, require_image  # noqa: E402
+from tests.support.docker import (  # noqa: E402
+    CLIENT,
+    containers_of,
+    make_plan,
+    needs_engine,
+    require_image,
+)
 
 CHILDREN = Path(__file__).parent / "data" / "children"
 WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
@@ -47,10 +52,6 @@ def runner() -> DockerRunner:
     return found
 
 
-def our_containers() -> set[str]:
-    return {c.id for c in CLIENT.containers.list(all=True, filters={"label": LABEL})}
-
-
 def crash(
     runner: DockerRunner, tmp_path: Path, kind: str, environment: dict[str, str] | None = None
 ) -> tuple[Execution, Path, Path]:
@@ -58,11 +59,10 @@ def crash(
     workdir, logs = tmp_path / f"work-{kind}", tmp_path / f"logs-{kind}"
     workdir.mkdir()
     shutil.copy(CHILDREN / "native_crash.py", workdir)
-    before = our_containers()
     plan = make_plan(["python3", "native_crash.py", kind], workdir, environment=environment)
     execution = runner.run(plan, logs)
     # The attempt's container and every gdb container are gone.
-    assert our_containers() - before == set()
+    assert containers_of(tmp_path) == set()
     expected = 1 if kind == "child" else -11
     assert execution.returncode == expected, execution.stderr_path.read_text()
     return execution, workdir, logs
@@ -177,10 +177,9 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
     workdir = tmp_path / "work"
     (workdir / "ready").mkdir(parents=True)
     shutil.copy(CHILDREN / "native_deadlock.py", workdir)
-    before = our_containers()
     plan = make_plan(["python3", "native_deadlock.py", "ready", "fork"], workdir, timeout_s=4.0)
     execution = runner.run(plan, tmp_path / "logs")
-    assert our_containers() - before == set()
+    assert containers_of(tmp_path) == set()
     assert execution.timed_out
     # The pids each process wrote are the container's: the ones gdb attached to.
     pids = {int(p.stem) for p in (workdir / "ready").glob("*.ready")}

@@ -316,7 +316,11 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
         assert execution.returncode == 0, stderr[-2000:]
         return
     assert execution.returncode == 1
-    assert "is killed by signal: Bus error" in stderr
+    # How the main process notices the dead worker is a race in torch (the DataLoader's
+    # "is killed by signal: Bus error", or the pin-memory thread's ConnectionResetError,
+    # more often while the worker dumps its core for native stacks); the worker's own
+    # reports are always there.
+    assert "Fatal Python error: Bus error" in stderr
     assert "insufficient shared memory (shm)" in stderr
     outcome = pytest.importorskip("reprospec.outcome")
     classified = outcome.classify(execution)

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reprospec import scratch
+from reprospec import leftovers, scratch
 from reprospec.childprotocol import ChildPaths
 from reprospec.container import PATHS
 from reprospec.errors import InfraError
 from reprospec.limits import LAUNCH
 from reprospec.models import AttemptPlan, Execution
-from reprospec.runners.dockerengine import LABEL, fresh_container
+from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:
@@ -89,7 +89,9 @@ def join_pod(config: dict[str, Any], start: InstanceStart, pod: str) -> None:
         config["ipc_mode"] = f"container:{pod}"
 
 
-def pod_config(plan: AttemptPlan, image: str, token: str, user: str | None) -> dict[str, Any]:
+def pod_config(
+    plan: AttemptPlan, image: str, token: str, user: str | None, log_dir: Path
+) -> dict[str, Any]:
     """The pod of one attempt's instances: its network (the spec's) and its /dev/shm (the
     engine's default size: an instance with `shm_size` has its own)."""
     config: dict[str, Any] = {
@@ -101,7 +103,13 @@ def pod_config(plan: AttemptPlan, image: str, token: str, user: str | None) -> d
         "detach": True,
         "network_mode": "bridge" if plan.environment.network else "none",
         "ipc_mode": "shareable",
-        "labels": {LABEL: token, POD_LABEL: plan.cell.id},
+        # Whose pod it is: the attempt folder its instances write to.
+        "labels": {
+            LABEL: token,
+            POD_LABEL: str(log_dir),
+            "org.reprospec.cell": plan.cell.id,
+            ENGINE_LABEL: str(os.getpid()),
+        },
     }
     if user is not None:
         config["user"] = user
@@ -122,6 +130,7 @@ def run_instances(
 
     slots = instance_slots(plan, gpu_slots)
     log_dir = log_dir.resolve()
+    log_dir.mkdir(parents=True, exist_ok=True)
     if not plan.workdir.is_dir():
         raise InfraError(f"workdir not found: {plan.workdir}")
     client = runner.client
@@ -135,10 +144,12 @@ def run_instances(
     def cleanup() -> tuple[str, ...]:
         return scratch.clean(scratch_dirs) if scratch_dirs is not None else ()
 
-    config = pod_config(plan, image, token, user)
+    config = pod_config(plan, image, token, user, log_dir)
     name = str(config["name"])
     try:
-        with fresh_container(client, config) as pod:
+        # A record of it: `--resume` removes a pod a dead engine left (leftovers.py).
+        record = log_dir / f"{leftovers.INFLIGHT_PREFIX}pod.json"
+        with fresh_container(client, config, record) as pod:
             pod.start()
 
             def run_one(number: int, start: InstanceStart, stop: threading.Event) -> Execution:

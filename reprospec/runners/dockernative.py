@@ -34,11 +34,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from reprospec import native
+from reprospec import leftovers, native
 from reprospec.container import IN_ATTEMPT
 from reprospec.errors import FatalError
 from reprospec.runners.dockerattach import GDB_ENV, attach_all
-from reprospec.runners.dockerengine import LABEL, fresh_container, wait_for_exit
+from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container, wait_for_exit
 
 GDB_LABEL = "org.reprospec.gdb"
 GDB_HINT = "install gdb in the image, e.g. RUN apt-get install -y gdb"
@@ -90,7 +90,7 @@ class ContainerNative:
             "detach": True,
             "environment": GDB_ENV,
             "network_mode": "none",
-            "labels": {LABEL: token, GDB_LABEL: "probe"},
+            "labels": {LABEL: token, GDB_LABEL: "probe", ENGINE_LABEL: str(os.getpid())},
         }
         missing = f"native stacks unavailable: gdb not found in image {image} ({GDB_HINT})"
         try:
@@ -243,13 +243,15 @@ class ContainerNative:
             "working_dir": IN_ATTEMPT,
             "mounts": config["mounts"],
             "network_mode": "none",
-            "labels": {LABEL: token, GDB_LABEL: "core"},
+            # The attempt's labels (its token, cell and engine): whose gdb this is.
+            "labels": {**config["labels"], GDB_LABEL: "core"},
         }
         if "user" in config:
             gdb_config["user"] = config["user"]
         finished = True
         try:
-            with fresh_container(client, gdb_config) as container:
+            record = info.path.parent / f"{leftovers.INFLIGHT_PREFIX}gdb-{index}.json"
+            with fresh_container(client, gdb_config, record) as container:
                 container.start()
                 if wait_for_exit(container, timeout_s, None) is None:
                     finished = False
