@@ -1,7 +1,7 @@
 # The default reprospec runner image: Python 3.11 + torch (CPU) + reprospec's harness.
 #
 # No registry is needed: the base is built from Debian packages with mmdebstrap and
-# `docker import` (python3, gdb and binutils for native stacks), and torch comes from a
+# `docker import` (python3; gdb, binutils and libc6-dbg for native stacks), and torch comes from a
 # local wheelhouse. scripts/docker-setup.sh
 # does all of it (base, context, build); by hand, with a build context holding
 #   certs/      the host's local CA certificates (*.crt; may be empty)

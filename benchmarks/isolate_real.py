@@ -109,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 
     cells = 2 ** len(AXES)
     failing = cells // 4  # a3 and a7 both on
-    # A factorial that calls every cell like isolate's checks: a crashing cell stops at
-    # its first crash (2 attempts on average at rate 0.5), a passing one needs n clean
-    # attempts with (1 - 0.5)^n <= 0.003.
-    clean = math.ceil(math.log(0.003) / math.log(1 - RATE))
+    # A factorial that calls every cell at isolate's stated error: a crashing cell stops
+    # at its first crash (2 attempts on average at rate 0.5), a passing one needs n clean
+    # attempts with (1 - 0.5)^n <= error (the rate known, which isolate is not told).
+    from reprospec.isolation import Settings
+
+    clean = math.ceil(math.log(Settings().error) / math.log(1 - RATE))
     checked = failing * (1 / RATE) + (cells - failing) * clean
     print()
     print("| | attempts | wall time |")

@@ -32,9 +32,10 @@ from reprospec.models import (
     NotRun,
     Outcome,
 )
-from reprospec.outcome import classify, crash_stack
+from reprospec.outcome import classify, crash_stack, worker_stack
 from reprospec.runfolder import RunFolder
 from reprospec.runners.base import InstanceRunner, Runner
+from reprospec.tracebacks import current_thread_first
 
 
 class AttemptExecutor:
@@ -95,9 +96,15 @@ def attempt_result(
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
     stack = evidence.stack if isinstance(outcome, Outcome) else None
+    excerpt = evidence.excerpt() if failed else None
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         stack = crash_stack(execution, evidence) or stack
+    dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
+    if dead_worker is not None:
+        # The worker's own stack leads the report; the excerpt is the main process's view.
+        stack = current_thread_first(dead_worker.stack)
+        excerpt = evidence.excerpt(without=dead_worker.stack)
     return AttemptResult(
         attempt=plan.attempt,
         duration_s=round(execution.duration_s, 3),
@@ -110,9 +117,10 @@ def attempt_result(
         gpu_slot=execution.gpu_slot,
         warnings=(*execution.warnings, *preload_hint(evidence)),
         stack=stack,
+        child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
-        excerpt=evidence.excerpt() if failed else None,
-        native=native.render_markdown(evidence.native)
+        excerpt=excerpt,
+        native=native.render_markdown(evidence.native, pid=_pid(outcome))
         if failed and evidence.native is not None
         else None,
         launch=execution.launch,
@@ -144,7 +152,10 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
         return outcome
     if outcome.kind == "crash" and evidence.native is not None:
         outcome = replace(
-            outcome, signature=native.with_native_frame(outcome.signature, evidence.native)
+            outcome,
+            signature=native.with_native_frame(
+                outcome.signature, evidence.native, pid=_pid(outcome)
+            ),
         )
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
         said = ranks.describe(evidence.ranks)
@@ -153,6 +164,11 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
             outcome = replace(outcome, detail=detail)
     return outcome
 
+
+
+def _pid(outcome: Outcome | NotRun) -> int | None:
+    """The pid of the process that crashed (a worker or child), whose core the report shows."""
+    return outcome.pid if isinstance(outcome, Outcome) else None
 
 
 def instances_result(
@@ -212,6 +228,9 @@ def instances_result(
         gpu_slot=tuple(slot for execution in executions for slot in execution.gpu_slot),
         # The runner says which warnings are one instance's (`instance N: ...`).
         warnings=tuple(dict.fromkeys(w for result in results for w in result.warnings)),
+        child_warnings=tuple(
+            {w.key: w for result in results for w in result.child_warnings}.values()
+        ),
         instances=instances,
         instance=first.instance,
         start_spread_s=round(max(released) - min(released), 6) if released else None,

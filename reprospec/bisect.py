@@ -32,6 +32,7 @@ from reprospec.bisection import BisectResult, Trial
 from reprospec.errors import UsageError
 from reprospec.jsontypes import JsonObject
 from reprospec.options import RunOptions
+from reprospec.redact import Redactor
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
@@ -144,7 +145,12 @@ def bisect_spec(
     """Run the bisect end to end: versions, both ends, the search, the report files."""
     import reprospec
 
-    say = progress or (lambda _line: None)
+    redactor = Redactor()  # until the spec is read: nothing to mask yet
+
+    def say(line: str) -> None:
+        if progress is not None:
+            progress(redactor.text(line))
+
     if request.runner not in INSTALLING_RUNNERS:
         raise UsageError(f"bisect installs each candidate: use --runner venv or docker, "
                          f"not {request.runner!r}")
@@ -153,6 +159,9 @@ def bisect_spec(
     if request.package is None and not request.by_date:
         raise UsageError("bisect needs --package NAME (or --by-date for the whole environment)")
     spec = reprospec.load_spec(request.spec, request.overrides)
+    # Every candidate run is masked by the pipeline; what bisect itself says and writes is
+    # masked the same way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
     plan = reprospec.plan_run(spec, RunOptions(matrix_filters=request.matrix_filters))
     if len(plan.cells) != 1:
         cells = ", ".join(cell.id for cell in plan.cells)
@@ -205,8 +214,8 @@ def bisect_spec(
             f"interrupted; rerun the same command to resume {bisect_id}") from None
     save(result)
     changed = _changed(request, environment.packages, result) if request.by_date else ()
-    report = BisectReport(request, bisect_id, folder, spec.name, cell.id, versions, result,
-                          changed, resumed)
+    report = redactor.value(BisectReport(request, bisect_id, folder, spec.name, cell.id,
+                                         versions, result, changed, resumed))
     write_reports(report)
     return report
 

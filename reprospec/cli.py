@@ -7,6 +7,7 @@ each verb imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,8 @@ from typing import Any, cast
 
 from reprospec import __version__
 from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
-from reprospec.errors import EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.logtext import printable
 from reprospec.runners import RUNNERS
 
 COMMANDS = (
@@ -198,7 +200,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--resume",
         default=None,
         metavar="RUN",
-        help="finish an interrupted run without redoing finished attempts",
+        help="finish an interrupted run without redoing finished attempts "
+        "(its id, `latest` or `latest~N`)",
     )
     p.add_argument(
         "--find-links",
@@ -220,12 +223,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="fork each attempt from a server that imported these modules once (overrides "
         "run.preload; 'none' turns it off); attempts a fork could change run fresh",
     )
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="run a report.md or a bundle without showing its plan and asking first (needed when "
+        "stdin is not a terminal)",
+    )
 
     p = sub.add_parser("report", help="render a finished run again")
     p.add_argument(
         "run",
         metavar="RUN",
-        help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
+        help="a run folder, its results.json, a run id (or a unique prefix) under --out, "
+        "`latest` (the newest run) or `latest~N` (N runs before it)",
     )
     p.add_argument(
         "--format",
@@ -304,10 +315,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="DIR",
         help="the results store to read (default: .reprospec)",
     )
-
-    p = sub.add_parser("compare", help="cells whose verdict changed between two runs")
     p.add_argument(
-        "run_a", metavar="RUN_A", help="the first run: a run folder, results.json or run id"
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="a table (default) or JSON: every run with its id whole and its verdict counts",
+    )
+
+    p = sub.add_parser(
+        "compare", help="what changed between two runs: spec, options, environment, each cell"
+    )
+    p.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the first run: a run folder, results.json, run id, `latest` or `latest~N`",
     )
     p.add_argument("run_b", metavar="RUN_B", help="the second run, compared with the first")
     p.add_argument(
@@ -317,13 +338,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="DIR",
         help="where run ids are looked up (default: .reprospec)",
     )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="what changed, as text (default) or JSON",
+    )
 
     p = sub.add_parser("merge", help="merge shard runs into one run and one report")
     p.add_argument(
         "runs",
         nargs="+",
         metavar="RUN",
-        help="the shard runs: run folders, results.json files or run ids",
+        help="the shard runs: run folders, results.json files, run ids or `latest~N`",
     )
     p.add_argument(
         "--out",
@@ -431,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except FatalError as exc:
-        print(_format_fatal(exc), file=sys.stderr)
+        print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("reprospec: interrupted", file=sys.stderr)
@@ -439,14 +466,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            # The machine failed us (a full disk, a failing one): not the user's input.
+            print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
+            return EXIT_INFRA
         # A path the user gave that cannot be used (--out is a file, -o is a folder,
         # no permission): their input, not our bug.
-        where = f": {exc.filename}" if exc.filename else ""
         print(f"reprospec: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: keep the traceback for the report, not for the user's face
         log = _write_crash_log()
-        print(f"reprospec: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
 

@@ -16,25 +16,113 @@ from reprospec.models import (
     Standalone,
     Verdict,
 )
+from reprospec.words import expectation_phrase
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
 
 def compare(run_a: RunResult, run_b: RunResult) -> dict[str, Any]:
-    """Cells whose verdict changed from `run_a` to `run_b`, cells in one run only, env changes."""
-    verdicts_a = {c.cell.id: c.verdict for c in run_a.cells}
-    verdicts_b = {c.cell.id: c.verdict for c in run_b.cells}
+    """What differs from `run_a` to `run_b`: the spec (a unified diff), the options (`-j`,
+    `--set`, ...), the environment, and per cell the verdict, the outcome signatures
+    and the expectation.
+
+    A cell whose attempts did the same (the same signatures, as often) under a
+    different expectation is "same outcome, different expectation": the spec moved,
+    the code under test did not.
+    """
+    cells_a = {c.cell.id: c for c in run_a.cells}
+    cells_b = {c.cell.id: c for c in run_b.cells}
+    cells = [
+        row
+        for cell_id, a in cells_a.items()
+        if cell_id in cells_b and (row := _cell_change(a, cells_b[cell_id])) is not None
+    ]
     return {
         "run_a": run_a.run_id,
         "run_b": run_b.run_id,
+        "spec": {
+            "names": [run_a.spec_name, run_b.spec_name],
+            "same": run_a.spec_name == run_b.spec_name and run_a.spec_text == run_b.spec_text,
+            "diff": spec_diff(run_a, run_b),
+        },
+        "options": options_diff(run_a, run_b),
         "changed": [
-            {"cell": cell, "before": before, "after": verdicts_b[cell]}
-            for cell, before in verdicts_a.items()
-            if cell in verdicts_b and verdicts_b[cell] != before
+            {"cell": row["cell"], "before": row["verdict"][0], "after": row["verdict"][1]}
+            for row in cells
+            if row["verdict"][0] != row["verdict"][1]
         ],
-        "only_a": [cell for cell in verdicts_a if cell not in verdicts_b],
-        "only_b": [cell for cell in verdicts_b if cell not in verdicts_a],
+        "cells": cells,
+        "only_a": [cell for cell in cells_a if cell not in cells_b],
+        "only_b": [cell for cell in cells_b if cell not in cells_a],
         "environment": environment_diff(run_a.environment, run_b.environment),
+    }
+
+
+def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:
+    """The unified diff from the first run's spec text to the second's ([] when equal)."""
+    import difflib
+
+    return [
+        line.rstrip("\n")
+        for line in difflib.unified_diff(
+            run_a.spec_text.splitlines(keepends=True),
+            run_b.spec_text.splitlines(keepends=True),
+            fromfile=f"{run_a.run_id}/spec.yaml",
+            tofile=f"{run_b.run_id}/spec.yaml",
+        )
+    ]
+
+
+def options_diff(run_a: RunResult, run_b: RunResult) -> list[dict[str, Any]]:
+    """Run options that differ (`jobs`, `overrides`, ...), and the command lines when they do.
+
+    A run recorded before options were kept has none: then only the command lines speak.
+    """
+    rows: list[dict[str, Any]] = []
+    if run_a.options and run_b.options:
+        keys = dict.fromkeys([*run_a.options, *run_b.options])
+        rows += [
+            {"key": key, "a": run_a.options.get(key), "b": run_b.options.get(key)}
+            for key in keys
+            if run_a.options.get(key) != run_b.options.get(key)
+        ]
+    if run_a.command_line != run_b.command_line:
+        rows.append({"key": "command_line", "a": run_a.command_line, "b": run_b.command_line})
+    return rows
+
+
+def _signatures(cell: CellResult) -> dict[str, int]:
+    """How many attempts ended with each outcome signature (`not run: reason` for the rest)."""
+    counts: dict[str, int] = {}
+    for attempt in cell.attempts:
+        key = (
+            attempt.ran.signature or attempt.ran.kind
+            if attempt.ran is not None
+            else f"infra-error: {attempt.infra_error}"
+        )
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _cell_change(a: CellResult, b: CellResult) -> dict[str, Any] | None:
+    """One cell in both runs: what changed (None when nothing did)."""
+    outcomes = [_signatures(a), _signatures(b)]
+    expected = [expectation_phrase(a.expected), expectation_phrase(b.expected)]
+    verdict = [a.verdict, b.verdict]
+    if outcomes[0] != outcomes[1]:
+        change = "outcome changed"
+    elif expected[0] != expected[1]:
+        change = "same outcome, different expectation"
+    elif verdict[0] != verdict[1]:
+        change = "verdict changed"
+    else:
+        return None
+    return {
+        "cell": a.cell.id,
+        "change": change,
+        "verdict": verdict,
+        "outcomes": outcomes,
+        "expected": expected,
     }
 
 

@@ -44,6 +44,9 @@ PUBLIC_BASE = "debian:bookworm-slim"
 RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"
 HASH_LABEL = "org.reprospec.content-hash"
+# The ids of the FROM images a build ran on: a base built again (docker-setup.sh rebuilds
+# an outdated one) makes the images built on it outdated too, whatever their content hash.
+BASES_LABEL = "org.reprospec.base-ids"
 BUILD_LOG_TAIL = 25
 # Wheels are named by version: a name and a size identify one without reading 200 MB.
 _BIG_FILE = 1 << 20
@@ -297,8 +300,16 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
+class _Image(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
 class _Images(Protocol):
-    def get(self, name: str) -> object: ...
+    def get(self, name: str) -> _Image: ...
 
 
 class _BuildApi(Protocol):
@@ -345,8 +356,11 @@ def ensure_image(
     `say` hears what is slow (a build takes minutes): the build starting, its steps,
     the time it took.
     """
+    rebuild = False
     if image_present(client, recipe.tag):
-        return recipe.tag
+        if recipe.build is None or _built_on_its_bases(client, recipe.tag, recipe.build.bases):
+            return recipe.tag
+        rebuild = True
     if recipe.build is None:
         raise InfraError(
             f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
@@ -359,12 +373,33 @@ def ensure_image(
                 f"(reprospec never pulls implicitly): {_how_to_get(base)}"
             )
     if say is not None:
-        say(f"image {recipe.tag}: building from {recipe.source} (once; later runs reuse it)")
+        if rebuild:
+            say(f"image {recipe.tag}: its base image changed since it was built; building again")
+        else:
+            say(f"image {recipe.tag}: building from {recipe.source} (once; later runs reuse it)")
     started = time.monotonic()
     build_image(client, recipe.build, recipe.tag, say=say)
     if say is not None:
         say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
+
+
+def _base_ids(client: DockerClient, bases: Sequence[str]) -> str | None:
+    """The FROM images' ids, comma-separated; None when one is missing."""
+    import docker.errors
+
+    try:
+        return ",".join(client.images.get(base).id for base in bases)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _built_on_its_bases(client: DockerClient, tag: str, bases: Sequence[str]) -> bool:
+    """Whether `tag` was built on the base images as they are now (or they cannot be told)."""
+    now = _base_ids(client, bases)
+    if now is None:
+        return True  # a base is gone: the image is all there is
+    return client.images.get(tag).labels.get(BASES_LABEL) == now
 
 
 def build_image(
@@ -389,7 +424,10 @@ def build_image(
                 forcerm=True,
                 pull=False,
                 decode=True,
-                labels={HASH_LABEL: tag.rsplit(":", 1)[-1]},
+                labels={
+                    HASH_LABEL: tag.rsplit(":", 1)[-1],
+                    BASES_LABEL: _base_ids(client, build.bases) or "",
+                },
             )
             for chunk in stream:
                 if "stream" in chunk:

@@ -11,7 +11,9 @@ from typing import TypedDict
 from reprospec.jsontypes import JsonValue
 
 # Fields that change from one run to the next on the same machine: differences there are noise.
-VOLATILE_ENV_FIELDS = frozenset({"memory.available", "shm.free", "python.executable"})
+VOLATILE_ENV_FIELDS = frozenset(
+    {"memory.available", "shm.free", "python.executable", "python.prefix", "python.base_prefix"}
+)
 
 
 def flatten_environment(

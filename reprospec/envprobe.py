@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from reprospec import capped
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 from reprospec.jsontypes import JsonObject, JsonValue
@@ -21,6 +22,8 @@ from reprospec.jsontypes import JsonObject, JsonValue
 STACKDUMP_DIR = Path(__file__).resolve().parent / "stackdump"
 
 TIMEOUT_S = 120.0
+# An environment's JSON is tens of kilobytes; more is an interpreter printing on its own.
+OUTPUT_BYTES = 4 << 20
 # Bumped when the torch part of a capture gains fields, so cached captures are retaken.
 CACHE_FORMAT = 2
 
@@ -33,23 +36,22 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(extra_env or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(harness_root), env.get("PYTHONPATH")) if p)
+    argv = [python, "-m", "reprospec_harness.envinfo", *args]
     try:
-        return subprocess.run(
-            [python, "-m", "reprospec_harness.envinfo", *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=env,
-            timeout=TIMEOUT_S,
-        )
+        # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
+        done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=TIMEOUT_S, env=env)
     except FileNotFoundError as exc:
         raise InfraError(f"interpreter not found: {python}") from exc
     except PermissionError as exc:
         raise InfraError(f"interpreter not executable: {python}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InfraError(
-            f"environment capture with {python} timed out after {TIMEOUT_S:g}s"
-        ) from exc
+    if done.timed_out:
+        raise InfraError(f"environment capture with {python} timed out after {TIMEOUT_S:g}s")
+    return subprocess.CompletedProcess(
+        argv,
+        done.returncode if done.returncode is not None else -9,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
 
 
 def _died(done: subprocess.CompletedProcess[str]) -> str:

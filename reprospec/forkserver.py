@@ -500,12 +500,14 @@ class Launcher:
         # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
         self.seed = int.from_bytes(os.urandom(8), "big") >> 1
 
-    def __call__(self, env: Mapping[str, str]) -> process.ChildHandle:
+    def __call__(self, env: Mapping[str, str], tag: int) -> process.ChildHandle:
         request = {
             "entry": self.entry.to_json(),
             "env": dict(env),
             "cwd": str(self.cwd),
             "seed": self.seed,
+            # The attempt's tag (watchdog.py): its RLIMIT_LOCKS, as a fresh attempt's.
+            "tag": tag,
             # What native.Capture.preexec does for a fresh attempt: raise RLIMIT_CORE.
             "cores": self.native is not None and self.native.preexec() is not None,
             "token": env.get(TOKEN_VAR, ""),
@@ -515,7 +517,9 @@ class Launcher:
         except Refused as exc:
             self.preloader.refuse(self.key, str(exc))
             self.note = f"ran fresh: {exc}"
-            return process.popen_attempt(self.fresh_argv, env=env, cwd=self.cwd, native=self.native)
+            return process.popen_attempt(
+                self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag
+            )
         self.forked = True
         names = ", ".join(self.server.modules)
         note = f"forked from a server that preloaded {names}; random, numpy and torch seeded "

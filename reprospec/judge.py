@@ -41,6 +41,7 @@ from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import (
+    NOT_RUN,
     attempts_phrase,
     expectation_phrase,
     outcome_phrase,
@@ -254,9 +255,8 @@ def judge_cells(
         expectation = plan.expectations[cell.id]
         verdict = judge_cell(expectation, attempts)
         if interrupted and not attempts:
-            verdict = replace(
-                verdict, reason="not run: the run was interrupted first (--resume finishes it)"
-            )
+            # Nothing went wrong in this cell: the run stopped before it (no infra-error).
+            verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
         elif interrupted and len(attempts) < planned_count[cell.id]:
             verdict = replace(
                 verdict,

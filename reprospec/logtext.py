@@ -85,3 +85,30 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     if missing:
         kept = [*dict.fromkeys(missing[:3]), *kept]
     return "\n".join(_trim(line, width) for line in kept)
+
+
+# What a terminal (or a markdown viewer) would act on instead of showing: C0 controls,
+# DEL, C1 controls (0x9b is CSI on some terminals), and the bidirectional overrides
+# and isolates that make text read in another order than it runs ("Trojan Source").
+_UNPRINTABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_UNPRINTABLE_OR_NEWLINE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    r"""`text` with every control character written out (`\x1b`, `\u202e`): shown, never obeyed.
+
+    Text from a spec or a child (a matrix value, an event's phase, an exception
+    message) reaches terminals and reports; an escape sequence in it must read as
+    text, not move the cursor, retitle the window or hide what follows. Tabs and
+    newlines stay, unless `one_line` (a table cell, a progress line) asks for them too.
+    """
+    return (_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE).sub(_escape, text)

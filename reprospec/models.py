@@ -23,7 +23,10 @@ OutcomeKind = Literal["pass", "error", "crash", "hang"]
 # "any" is no spec value: it is what a cell expects in observe mode (`run --observe`, or
 # a spec without `expect`), where every attempt that ran is recorded, none judged.
 ExpectedOutcome = Literal["pass", "error", "crash", "hang", "fail", "any"]
-VerdictKind = Literal["reproduced", "not-reproduced", "undecided", "infra-error", "observed"]
+# "not-run": a cell an interrupted run never reached (no attempt ran, none failed to).
+VerdictKind = Literal[
+    "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
+]
 # main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
 Where = Literal["main", "worker", "child"]
 # fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
@@ -265,6 +268,9 @@ class Execution:
     instance: int | None = None
     ready_at: float | None = None
     released_at: float | None = None
+    # The attempt's main process is reprospec's harness (a workload): only then are the
+    # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
+    harness: bool = False
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,9 @@ class Outcome:
     whole chain it ended (primary first) when it had more than one. `pid` and
     `cmdline` name the crashed process for `where: child`. `module` is the module
     being imported when the attempt stopped in the import phase; `stage` the
-    stage of the step it was in (forward, backward, optimizer, ...).
+    stage of the step it was in (forward, backward, optimizer, ...). `injected` names
+    the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
+    happen, it is no bug of the code under test.
     """
 
     kind: OutcomeKind
@@ -311,6 +319,7 @@ class Outcome:
     chain: tuple[ChainLink, ...] = ()
     pid: int | None = None
     cmdline: str | None = None
+    injected: str | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)
@@ -368,6 +377,31 @@ class Verdict:
     kind: VerdictKind
     reason: str
     rate: Rate
+
+
+@dataclass(frozen=True)
+class ChildWarning:
+    """A warning the attempt's processes printed (Python's `file:line: Category: message`).
+
+    `where` is the `file:line` it was issued from; the same category and message
+    from another line is the same warning.
+    """
+
+    category: str
+    message: str
+    where: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two warnings the same one."""
+        return self.category, self.message
+
+    def text(self) -> str:
+        """`UserWarning: message`."""
+        return f"{self.category}: {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"category": self.category, "message": self.message, "where": self.where}
 
 
 @dataclass(frozen=True)
@@ -434,6 +468,8 @@ class AttemptResult:
     instances: tuple[InstanceResult, ...] = ()
     instance: int | None = None
     start_spread_s: float | None = None
+    # The warnings the child printed, each once, in the order first printed.
+    child_warnings: tuple[ChildWarning, ...] = ()
 
     @property
     def ran(self) -> Outcome | None:
@@ -586,6 +622,11 @@ class RunResult:
     interrupted: bool = False
     shard: str = ""  # "K/N" when this run holds one shard of the attempts
     standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
+    # The options the run was asked besides the spec (`RunOptions.to_dict()`), for compare.
+    options: Mapping[str, object] = field(default_factory=dict)
+    # Where the run's paths point, for reports to name them short: absolute path -> label
+    # (`<venv>`, `<python>`, `<home>`, `<harness>`; "" is the project, named relative).
+    paths: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -599,6 +640,9 @@ class RunResult:
         observed = sum(c.verdict == "observed" for c in self.cells)
         if observed:  # only observe runs have the key
             counts["observed"] = observed
+        not_run = sum(c.verdict == "not-run" for c in self.cells)
+        if not_run:  # only interrupted runs have the key
+            counts["not_run"] = not_run
         return counts
 
     @property

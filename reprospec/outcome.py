@@ -1,7 +1,9 @@
 """Classify one attempt: what a runner observed (`Execution` + `Evidence`) -> `Outcome | NotRun`.
 
 First, whether it ran at all: the runner's infra error, the harness's
-`infra_error` event, or no exit status make it `NotRun(reason)`. Then the
+`infra_error` event (from a workload attempt whose harness exited with
+EXIT_INFRA; evidence.py says which events a child may write), or no exit
+status make it `NotRun(reason)`. Then the
 rules, in order:
 
 1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from reprospec import native
 from reprospec.children import ChildCrash, child_crash
 from reprospec.evidence import Event, Evidence
 from reprospec.models import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
@@ -48,7 +51,16 @@ from reprospec.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.tracebacks import PythonException, last_line, parse_chain
+from reprospec.tracebacks import (
+    FatalError,
+    PythonException,
+    fatal_errors,
+    last_line,
+    parse_chain,
+)
+
+# The harness's exit status after an `infra_error` event (reprospec_harness.run.EXIT_INFRA).
+HARNESS_EXIT_INFRA = 3
 
 _WORKER_KILLED = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
@@ -153,6 +165,7 @@ def classify(
     if where is None and kind != "pass":
         where = "main"  # CLI.md: a failure happened in the main process or in a worker
     failed = kind != "pass"
+    injected = events.injected() if failed else None
     return Outcome(
         kind=kind,
         signal=signal,
@@ -163,14 +176,17 @@ def classify(
         phase=events.phase,
         step=events.step,
         duration_s=execution.duration_s,
-        signature=failure_signature(kind, signal, where, exception_type, exit_code, events.phase),
+        signature=failure_signature(
+            kind, signal, where, exception_type, exit_code, events.phase, injected
+        ),
         detail=detail,
         # Where a failure stopped inside a step or an import; a pass ran to its end.
         module=events.module if failed else None,
         stage=events.stage if failed else None,
         chain=_chain(chain) if failed and len(chain) > 1 else (),
-        pid=child.pid if child is not None else None,
+        pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
         cmdline=child.cmdline if child is not None else None,
+        injected=injected,
     )
 
 
@@ -188,11 +204,75 @@ def crash_stack(execution: Execution, evidence: Evidence) -> str | None:
     return child.stack if child is not None else None
 
 
+def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
+    """The Python stack of the DataLoader worker that died, as the worker itself printed it.
+
+    The harness puts faulthandler back in front of torch's handlers in its workers, so
+    a dying worker prints `Fatal Python error: <signal>` and its threads' stacks (the
+    main process did not die of a signal, so such a report is a descendant's). Else,
+    gdb's Python stacks of the worker's core (`py-bt`), when native stacks were taken.
+    """
+    if outcome.kind != "crash" or outcome.where != "worker":
+        return None
+    for text in (evidence.stderr, evidence.stdout):
+        for report in fatal_errors(text):
+            if outcome.signal is None or signal_from_description(report.description) in (
+                outcome.signal,
+                None,
+            ):
+                return report
+    stacks = evidence.native
+    process = native.crashed_process(stacks, outcome.pid) if stacks is not None else None
+    if (
+        process is not None
+        and process.python
+        and (outcome.pid is None or process.pid == outcome.pid)
+    ):
+        return FatalError("", _crashed_thread_first(process.python.strip(), process.crashed_lwp))
+    return None
+
+
+_PY_BT_THREAD = re.compile(r"^Thread \d+ \(", re.M)
+
+
+def _crashed_thread_first(text: str, lwp: int | None) -> str:
+    """gdb's `py-bt` of every thread, the thread that took the signal first."""
+    starts = [m.start() for m in _PY_BT_THREAD.finditer(text)]
+    if lwp is None or not starts:
+        return text
+    blocks = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    blocks.sort(key=lambda block: f"(LWP {lwp}))" not in block.split("\n", 1)[0])
+    return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
+
+
+def _dead_worker_pid(
+    kind: str, where: str | None, worker: WorkerDeath | None, evidence: Evidence
+) -> int | None:
+    """The pid of the DataLoader worker whose death made the attempt a worker crash.
+
+    torch's one-line report names none; the core the worker left does.
+    """
+    if kind != "crash" or where != "worker" or worker is None:
+        return None
+    if worker.pid is not None:
+        return worker.pid
+    cored = [
+        p
+        for p in (evidence.native.processes if evidence.native is not None else ())
+        if p.source == "core"
+        and not p.root
+        and (worker.signal is None or canonical_signal(p.signal or "") == worker.signal)
+    ]
+    return cored[0].pid if len(cored) == 1 else None
+
+
 def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:
     """Why the attempt did not run what the spec asks (the runner or harness says); None: it did."""
     if execution.infra_error:
         return NotRun(execution.infra_error)
-    if evidence.events.infra_error:
+    if evidence.events.infra_error and execution.returncode == HARNESS_EXIT_INFRA:
+        # The harness writes the event and exits with EXIT_INFRA; an event alone (written
+        # by code the harness ran, which then crashed) does not make a crash "not run".
         return NotRun(evidence.events.infra_error)
     if execution.returncode is None and not execution.timed_out:
         if execution.interrupted:
@@ -208,8 +288,13 @@ def failure_signature(
     exception: str | None,
     exit_code: int | None,
     phase: str | None,
+    injected: str | None = None,
 ) -> str:
-    """`crash:SIGSEGV:worker:validation`, `error:RuntimeError:train`, `hang:validation`, `pass`."""
+    """`crash:SIGSEGV:worker:validation`, `error:RuntimeError:train`, `hang:validation`, `pass`.
+
+    A failure the spec injected says so (`...:validation:injected=faults[0]`): it is
+    told apart from the same failure of the code under test.
+    """
     if kind == "pass":
         return "pass"
     parts: list[str | None] = [kind]
@@ -218,6 +303,8 @@ def failure_signature(
     elif kind == "error":
         parts += [exception or f"exit-{exit_code}", "worker" if where == "worker" else None]
     parts.append(phase)
+    if injected:
+        parts.append("injected=" + injected.replace("workload.", "").replace(", ", "+"))
     return ":".join(p for p in parts if p)
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprospec import capped
 from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
@@ -69,6 +69,8 @@ print(json.dumps({"python": sys.executable, "prefix": sys.prefix,
 """
 
 PROBE_TIMEOUT_S = 60.0
+# A probe prints one JSON line; more is an interpreter printing on its own.
+OUTPUT_BYTES = 4 << 20
 # Variables that change which distributions an interpreter sees.
 _SITE_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
                    "PYTHONSAFEPATH", "VIRTUAL_ENV")
@@ -176,27 +178,20 @@ def probe_installed(
     """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see)."""
     argv = [python, "-c", PROBE_CODE, json.dumps([normalize(n) for n in names])]
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout_s,
-            start_new_session=True,
-        )
+        # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
+        done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd)
     except FileNotFoundError as exc:
         raise InfraError(f"interpreter not found: {python}") from exc
     except PermissionError as exc:
         raise InfraError(f"interpreter not executable: {python}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InfraError(f"package check with {python} timed out after {timeout_s:g}s") from exc
+    if done.timed_out:
+        raise InfraError(f"package check with {python} timed out after {timeout_s:g}s")
+    stdout = done.stdout.decode("utf-8", "replace")
+    stderr = done.stderr.decode("utf-8", "replace")
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        last = (stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         raise InfraError(f"package check with {python} failed: {last}")
-    return parse_probe(done.stdout, python)
+    return parse_probe(stdout, python)
 
 
 def describe(python: str, problems: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from reprospec import leftovers
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
@@ -27,11 +28,12 @@ from reprospec.judge import judge_cells
 from reprospec.models import AttemptPlan, AttemptResult, CellResult, RunResult, Spec, Standalone
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
+from reprospec.redact import Redactor
 from reprospec.runfolder import RunFolder
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
 from reprospec.scheduler import ProgressCallback, Scheduler
-from reprospec.store import Store
+from reprospec.store import Store, StoreError
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,12 @@ def execute(
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
     folder = RunFolder.of(options.out.resolve(), run_id).create()
-    spec_text = spec_text_of(spec)
+    # A resumed run's dead engine may have left attempts running: they end first.
+    reaped = leftovers.reap(folder.path) if resume is not None else ()
+    # Every attempt and the run pass through it before anything is stored, printed or
+    # rendered: no output can show a secret that was missed on its way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+    spec_text = redactor.text(spec_text_of(spec))
     started = _now()
     with Store(options.out) as store:
         if resume is None:
@@ -92,21 +99,28 @@ def execute(
                 str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
                 spec_text,
                 options.runner,
-                options.to_dict(),
+                redactor.value(options.to_dict()),
                 {},
             )
         capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+        keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
+        executor = AttemptExecutor(runner, folder)
+
+        def run_attempt(
+            attempt: AttemptPlan, gpu_slot: tuple[str, ...], stop: threading.Event
+        ) -> AttemptResult | None:
+            return redactor.value(executor(attempt, gpu_slot, stop))
+
         scheduler = Scheduler(
             plan,
-            AttemptExecutor(runner, folder),
+            run_attempt,
             gpu_pool=gpu_pool,
-            on_attempt=lambda attempt, result: store.record_attempt(
-                run_id, attempt.cell.id, result
-            ),
+            on_attempt=keeper.record,
             progress=progress,
             done=resume.done if resume else None,
             cancel=cancel,
         )
+        keeper.cancel = scheduler.cancel
         try:
             attempts_by_cell = scheduler.run()
             interrupted = scheduler.cancel.is_set()
@@ -117,6 +131,7 @@ def execute(
             # Every attempt is over: what the runner kept running (preload servers) goes.
             runner.close()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
+        warnings = (*reaped, *warnings, *store.warnings)
         cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
         result = RunResult(
             run_id=run_id,
@@ -135,14 +150,75 @@ def execute(
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
             standalone=_standalone(plan, cells),
+            options=options.to_dict(),
+            paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
-        write_outputs(folder, result)
-        for cell in result.cells:
-            store.finish_cell(run_id, cell)
-        store.finish_run(
-            run_id, "interrupted" if interrupted else "finished", environment=result.environment
-        )
+        result = redactor.value(result)
+        # Each output on its own: a full disk keeps what can still be written.
+        written = False
+        try:
+            write_outputs(folder, result)
+            written = True
+        except OSError as exc:
+            keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
+        if keeper.failure is None:
+            try:
+                for cell in result.cells:
+                    store.finish_cell(run_id, cell)
+                store.finish_run(
+                    run_id,
+                    "interrupted" if interrupted else "finished",
+                    environment=result.environment,
+                )
+            except StoreError as exc:
+                keeper.failed(str(exc))
+        if keeper.failure is not None:
+            raise keeper.error(options, folder, written=written)
     return result
+
+
+class _Keeper:
+    """Stores each attempt as it ends; the first failure to store stops the run.
+
+    A full disk (or a store that fails) means nothing more can be kept: the run stops
+    (the attempts in flight are cancelled), the attempts stored so far stay, and the
+    run ends with a StoreError (exit 3) saying how to continue it.
+    """
+
+    def __init__(self, store: Store, run_id: str, *, stored: int = 0) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.cancel: threading.Event | None = None
+        self.stored = stored
+        self.failure: str | None = None
+        self._lock = threading.Lock()
+
+    def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self.store.record_attempt(self.run_id, attempt.cell.id, result)
+        except StoreError as exc:
+            self.failed(str(exc))
+            return
+        with self._lock:
+            self.stored += 1
+
+    def failed(self, reason: str) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = reason
+        if self.cancel is not None:
+            self.cancel.set()
+
+    def error(self, options: RunOptions, folder: RunFolder, *, written: bool) -> StoreError:
+        return StoreError(
+            f"{self.failure}\n"
+            f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
+            + (f", and {folder.path} holds its results so far" if written else "")
+            + ".\nreprospec: once the problem is solved, continue it with: "
+            f"reprospec run --resume {folder.run_id} --out {options.out}"
+        )
 
 
 class EnvironmentCapture:
@@ -220,6 +296,42 @@ def spec_text_of(spec: Spec) -> str:
     )
     # dump_yaml quotes what YAML 1.2 would read back as another type (`1e3`, `0o17`).
     return header + dump_yaml(plain(spec.document))
+
+
+def path_labels(
+    spec: Spec, environment: Mapping[str, object], *, docker: bool = False
+) -> dict[str, str]:
+    """absolute path -> how a report names it: the places a run's paths point into.
+
+    The target interpreter's venv (`<venv>`) and installation (`<python>`), as its
+    environment capture says; the harness (`<harness>`); the project (the git work
+    tree that holds the spec, else its folder: named relative, ""); the home folder
+    (`<home>`). A report then reads the same on every machine and leaks no user name.
+    """
+    from reprospec.childprotocol import HARNESS_DIR
+    from reprospec.container import IN_HARNESS
+
+    labels: dict[str, str] = {}
+    python = environment.get("python")
+    if isinstance(python, Mapping):
+        prefix, base = python.get("prefix"), python.get("base_prefix")
+        if isinstance(prefix, str) and isinstance(base, str) and prefix != base:
+            labels[prefix] = "<venv>"
+        if isinstance(base, str):
+            labels[base] = "<python>"
+    labels[IN_HARNESS if docker else str(HARNESS_DIR)] = "<harness>"
+    labels[str(project_root(spec.base_dir))] = ""
+    labels[str(Path.home())] = "<home>"
+    return {path: label for path, label in labels.items() if path not in ("", "/")}
+
+
+def project_root(folder: Path) -> Path:
+    """The git work tree that holds `folder`, else `folder` itself (absolute)."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
 
 
 def _now() -> str:

@@ -5,6 +5,14 @@ that every descendant inherits. Its output is pumped into sinks (capture.py) by
 the calling thread; at the timeout (or on cancel) every Python process of the
 attempt is asked for its stacks before the whole tree is killed; whatever the
 outcome, no process of the attempt survives `run_process`.
+
+Escapes are closed three ways. Every process of the attempt carries its tag (a
+soft RLIMIT_LOCKS, watchdog.py), which setsid, a cleared environment and a double
+fork all keep: a descendant re-parented to the engine (the subreaper) is found by
+it. The leader dies with the thread that started it (PR_SET_PDEATHSIG), and the
+watchdog and the attempt's in-flight record (leftovers.py) end the rest when the
+engine itself is killed. Dead processes re-parented to the engine are reaped as
+they appear (their wait status kept for the attempt), not when the attempt ends.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
+from reprospec import capped, leftovers, watchdog
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
 from reprospec.models import ChildExit
@@ -43,11 +52,23 @@ PY_SPY_TIMEOUT_S = 0.8
 KILL_WAIT_S = 2.0
 DRAIN_WAIT_S = 1.0
 _READ_SIZE = 1 << 16
+# A process's stack dump is the child's to write: it is read as its head and tail, and
+# stack.txt holds at most STACKS_TOTAL_BYTES of them (a fork bomb's 300 dumps included).
+STACK_HEAD_BYTES = 512 << 10
+STACK_TAIL_BYTES = 128 << 10
+STACKS_TOTAL_BYTES = 4 << 20
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
+# How often a running attempt's dead, re-parented processes are reaped.
+ZOMBIE_SWEEP_S = 0.5
 _F_SETPIPE_SZ = 1031
 
 _subreaper_lock = threading.Lock()
 _subreaper_done = False
+# The tags of the attempts running now: a stray tagged zombie of no running attempt is
+# reaped by whichever attempt ends next.
+_running_tags: set[int] = set()
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 @dataclass(frozen=True)
@@ -100,8 +121,15 @@ class ChildHandle(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
-# Starts the attempt's root with the environment run_process built (token and stack dir in).
-Start = Callable[[Mapping[str, str]], ChildHandle]
+# Starts the attempt's root with the environment run_process built (token and stack dir
+# in) and the attempt's tag (watchdog.py), which the root must carry.
+Start = Callable[[Mapping[str, str], int], ChildHandle]
+
+class OutputLost(OSError):
+    """The attempt's output could not be written (a full disk): the attempt was stopped.
+
+    Its own class, so a runner tells it from a program that could not be started.
+    """
 
 
 def utc_now() -> str:
@@ -221,8 +249,13 @@ def _all_pids() -> list[int]:
         return []
 
 
-def find_attempt_processes(token: str, root_pid: int | None = None) -> dict[int, ProcInfo]:
+def find_attempt_processes(
+    token: str, root_pid: int | None = None, tag: int | None = None
+) -> dict[int, ProcInfo]:
     """Every process of an attempt: the root's process group, its descendants, and token holders.
+
+    With `tag`, also the engine's own children that carry it: descendants that left
+    the group and the environment (setsid, `env -i`) and were re-parented to us.
 
     Looked for in the engine's own process tree (see `own_tree`), else in all of /proc.
     """
@@ -244,6 +277,9 @@ def find_attempt_processes(token: str, root_pid: int | None = None) -> dict[int,
             continue
         infos[pid] = info
         if root_pid is not None and (pid == root_pid or info.pgid == root_pid):
+            found.add(pid)
+            continue
+        if tag is not None and info.ppid == me and watchdog.tag_of(pid) == tag:
             found.add(pid)
             continue
         with contextlib.suppress(OSError):
@@ -294,18 +330,22 @@ def _file_size(path: Path) -> int:
         return 0
 
 
-def _py_spy_dumps(pids: Sequence[int], budget_s: float) -> dict[int, str]:
-    """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned."""
+def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[int, str]:
+    """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned.
+
+    Each dump goes to a file in `out_dir` and is read back head + tail: a recursion a
+    million frames deep makes py-spy print a million lines.
+    """
     exe = shutil.which("py-spy")
     if exe is None or not pids or budget_s <= 0:
         return {}
     running: dict[int, subprocess.Popen[bytes]] = {}
     for pid in pids:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), open(out_dir / f"py-spy-{pid}.txt", "wb") as out:
             running[pid] = subprocess.Popen(
                 [exe, "dump", "--pid", str(pid)],
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdout=out,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -313,15 +353,25 @@ def _py_spy_dumps(pids: Sequence[int], budget_s: float) -> dict[int, str]:
     dumps: dict[int, str] = {}
     for pid, spy in running.items():
         try:
-            out, _ = spy.communicate(timeout=max(0.01, deadline - time.monotonic()))
+            spy.wait(timeout=max(0.01, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 os.killpg(spy.pid, signal.SIGKILL)
-            spy.communicate()
+            spy.wait()
             continue
-        if spy.returncode == 0 and out.strip():
-            dumps[pid] = out.decode("utf-8", "replace")
+        text = read_stack_dump(out_dir / f"py-spy-{pid}.txt")
+        if spy.returncode == 0 and text.strip():
+            dumps[pid] = text
     return dumps
+
+
+def read_stack_dump(path: Path) -> str:
+    """A stack dump's head and tail as text ('' when there is none)."""
+    try:
+        data = capped.head_tail(path, STACK_HEAD_BYTES, STACK_TAIL_BYTES)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
 
 
 def wait_for_stack_files(
@@ -368,31 +418,55 @@ def collect_stacks(
                 asked.append(pid)
     wait_for_stack_files(stack_dir, asked, pump.step if pump is not None else time.sleep)
     dumps: dict[int, str] = {}
-    for pid in asked:
-        with contextlib.suppress(OSError):
-            text = (stack_dir / f"stack-{pid}.txt").read_bytes().decode("utf-8", "replace")
-            if text.strip():
-                dumps[pid] = text
-    silent = [pid for pid, info in alive.items() if pid not in dumps and _looks_like_python(info)]
-    spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S)
+    skipped: set[int] = set()
+    budget = STACKS_TOTAL_BYTES
+    for pid in sorted(asked, key=lambda pid: (pid != root_pid, pid)):
+        if budget <= 0:
+            skipped.add(pid)  # the root's and the first ones' are in; memory stays bounded
+            continue
+        text = read_stack_dump(stack_dir / f"stack-{pid}.txt")
+        if text.strip():
+            dumps[pid] = text
+            budget -= len(text)
+    silent = [
+        pid
+        for pid, info in alive.items()
+        if pid not in dumps and pid not in skipped and _looks_like_python(info)
+    ]
+    spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S, stack_dir) if budget > 0 else {}
     if not dumps and not spied:
         return None
-    order = sorted(alive, key=lambda pid: (pid != root_pid, pid))
+    shown = [
+        pid
+        for pid in sorted(alive, key=lambda pid: (pid != root_pid, pid))
+        if pid in dumps or pid in spied or pid in silent or pid in skipped
+    ]
     parts: list[str] = []
-    for pid in order:
+    budget = STACKS_TOTAL_BYTES
+    for index, pid in enumerate(shown):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(shown) - index} more process(es) omitted ...]\n")
+            break
         cmd = _short(alive[pid].cmdline, 200)
         if pid in dumps:
             parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
         elif pid in spied:
             parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spied[pid].rstrip()}\n")
-        elif pid in silent:
-            note = "(no Python stack: the process did not answer)"
+        else:
+            note = (
+                "(stack omitted: the dumps above reached the limit)"
+                if pid in skipped
+                else "(no Python stack: the process did not answer)"
+            )
             parts.append(f"--- pid {pid} ({cmd}) ---\n{note}\n")
+        budget -= len(parts[-1])
     out_path.write_text("\n".join(parts), encoding="utf-8")
     return out_path
 
 
-def kill_attempt(token: str, root_pid: int | None, pgid: int | None) -> dict[int, ProcInfo]:
+def kill_attempt(
+    token: str, root_pid: int | None, pgid: int | None, tag: int | None = None
+) -> dict[int, ProcInfo]:
     """SIGKILL every process of the attempt until none is left; returns all it found."""
     seen: dict[int, ProcInfo] = {}
     deadline = time.monotonic() + KILL_WAIT_S
@@ -400,7 +474,7 @@ def kill_attempt(token: str, root_pid: int | None, pgid: int | None) -> dict[int
         if pgid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
-        procs = find_attempt_processes(token, root_pid)
+        procs = find_attempt_processes(token, root_pid, tag)
         seen.update(procs)
         alive = [pid for pid, info in procs.items() if info.alive]
         for pid in alive:
@@ -441,6 +515,76 @@ def reap_orphans(procs: Mapping[int, ProcInfo], root_pid: int | None) -> tuple[C
     return tuple(exits)
 
 
+def _own_children() -> list[int]:
+    """The pids of this process's children (every thread's), from /proc."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            pids.extend(int(p) for p in _read(f"/proc/self/task/{task}/children").split())
+    return pids
+
+
+def _exit_of(pid: int, status: int, cmdline: str) -> ChildExit | None:
+    if os.WIFSIGNALED(status):
+        return ChildExit(pid, cmdline, signal=signal_name(os.WTERMSIG(status)))
+    if os.WIFEXITED(status):
+        return ChildExit(pid, cmdline, exit_code=os.WEXITSTATUS(status))
+    return None
+
+
+def reap_tagged_zombies(tag: int | None, root_pid: int | None) -> tuple[ChildExit, ...]:
+    """Reap the dead processes re-parented to us that carry `tag`, and say how each ended.
+
+    Also reaps, without a word, the dead tagged processes of attempts no longer
+    running (any tag of no running attempt): nobody else will. Never the root (its
+    Popen waits for it) and never a process without a tag (a helper's own child).
+    """
+    exits: list[ChildExit] = []
+    for pid in _own_children():
+        if pid == root_pid:
+            continue
+        info = _proc_info(pid)
+        if info is None or info.alive:
+            continue
+        owner = watchdog.tag_of(pid)
+        if not watchdog.is_tag(owner) or (owner != tag and owner in _running_tags):
+            continue
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if done == pid and owner == tag:
+            ended = _exit_of(pid, status, info.cmdline)
+            if ended is not None:
+                exits.append(ended)
+    return tuple(exits)
+
+
+def _child_setup(tag: int, parent: int, then: Callable[[], None] | None) -> Callable[[], None]:
+    """What the attempt's leader runs between fork and exec: its tag, death with its parent.
+
+    Only async-signal-safe work here (the engine has threads): setrlimit and prctl.
+    """
+
+    def setup() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            _, hard = resource.getrlimit(watchdog.TAG_RESOURCE)
+            if hard == resource.RLIM_INFINITY or hard >= tag:
+                resource.setrlimit(watchdog.TAG_RESOURCE, (tag, hard))
+        if _LIBC is not None:
+            _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:
+                os._exit(125)  # the engine died before the line above: nothing to run for
+        if then is not None:
+            then()
+
+    return setup
+
+
 def _reap(pids: set[int], wait_s: float) -> set[int]:
     """waitpid() each pid that became our child (subreaper); returns those still around."""
     left = set(pids)
@@ -460,6 +604,22 @@ def _reap(pids: set[int], wait_s: float) -> set[int]:
             break
         time.sleep(0.005)
     return left
+
+
+def _lost(exc: OSError) -> OutputLost:
+    return OutputLost(exc.errno, f"its output could not be written: {exc.strerror or exc}")
+
+
+def _close_sinks(*sinks: Sink) -> None:
+    """Close every sink; a failure (the tail written to a full disk) is OutputLost."""
+    failure: OSError | None = None
+    for sink in sinks:
+        try:
+            sink.close()
+        except OSError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise _lost(failure) from failure
 
 
 class _Pump:
@@ -501,7 +661,10 @@ class _Pump:
             except OSError:
                 chunk = b""
             if chunk:
-                key.data.write(chunk)
+                try:
+                    key.data.write(chunk)
+                except OSError as exc:
+                    raise _lost(exc) from exc
             else:
                 self.selector.unregister(key.fd)
                 self.open_pipes -= 1
@@ -522,20 +685,10 @@ def popen_attempt(
     env: Mapping[str, str],
     cwd: Path,
     native: native_stacks.Capture | None = None,
+    tag: int,
 ) -> subprocess.Popen[bytes]:
-    """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr piped.
-
-    With `native`, the child's RLIMIT_CORE is raised to its hard limit between fork and
-    exec (native.py reads the cores). Raising it after exec (prlimit) would lose the race
-    against `/bin/sh -c`, which forks the command before the limit arrives. Without that
-    preexec function (no gdb, or the soft limit is already the hard one), subprocess
-    starts the child with vfork instead of copying the engine with fork.
-    """
-    preexec = native.preexec() if native is not None else None
-    if preexec is not None:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-        if soft == hard:
-            preexec = None  # inherited as it is
+    """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr
+    piped, the attempt's tag and death with the engine (`_child_setup`)."""
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -544,7 +697,8 @@ def popen_attempt(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=preexec,
+        # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
+        preexec_fn=_child_setup(tag, os.getpid(), native.preexec() if native is not None else None),
     )
 
 
@@ -595,42 +749,54 @@ def run_process(
     cancel: threading.Event | None = None,
     native: native_stacks.Capture | None = None,
     start: Start | None = None,
+    record: Path | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
     Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR to `env`. Closes both sinks.
     With `native`, the attempt may dump core (read, then deleted, after it ends) and a
-    hang's processes get gdb attached before they are killed (native.py).
-    `start` starts the root instead of `popen_attempt(argv, ...)` (a fork of a preload
-    server: forkserver.py); the root must be this engine's child, in a session of its own.
-    Raises OSError when the program cannot be started.
+    hang's processes get gdb attached before they are killed (native.py). `record`:
+    the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
+    if the engine dies). `start` starts the root instead of `popen_attempt(argv, ...)`
+    (a fork of a preload server: forkserver.py); the root must be in a session of its
+    own and carry the tag. Raises OSError when the program cannot be started.
     """
     become_subreaper()
     token = new_token()
+    tag = leftovers.new_tag()
     stack_dir.mkdir(parents=True, exist_ok=True)
     child_env = {**env, TOKEN_VAR: token, STACK_DIR_VAR: str(stack_dir)}
     started = utc_now()
     started_wall = time.time()
     begin = time.monotonic()
+    flight = leftovers.Flight(record, token, tag)
+    flight.begin()
+    _running_tags.add(tag)
     proc: ChildHandle
     try:
         if start is not None:
-            proc = start(child_env)
+            proc = start(child_env, tag)
         else:
-            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native)
+            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
     except BaseException:
+        _running_tags.discard(tag)
+        flight.end()
         stdout.close()
         stderr.close()
         shutil.rmtree(stack_dir, ignore_errors=True)
         raise
+    flight.leader(proc.pid)
     warnings: list[str] = []
     timed_out = interrupted = False
     stack: Path | None = None
     hang_native: native_stacks.NativeStacks | None = None
+    # Reaped while the attempt ran (re-parented to us, dead): their wait statuses.
+    reaped: tuple[ChildExit, ...] = ()
     child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
+        next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
         while not pump.exited:
             now = time.monotonic()
             if now >= deadline:
@@ -639,12 +805,15 @@ def run_process(
             if cancel is not None and cancel.is_set():
                 interrupted = True
                 break
-            wait = deadline - now
+            if now >= next_sweep:
+                reaped += reap_tagged_zombies(tag, proc.pid)
+                next_sweep = now + ZOMBIE_SWEEP_S
+            wait = min(deadline, next_sweep) - now
             if cancel is not None:
                 wait = min(wait, 0.05)
             pump.step(min(wait, 3600.0))
         if timed_out or interrupted:
-            procs = find_attempt_processes(token, proc.pid)
+            procs = find_attempt_processes(token, proc.pid, tag)
             child_exits = reap_orphans(procs, proc.pid)
             stack = collect_stacks(procs, stack_dir, stack_path, root_pid=proc.pid, pump=pump)
             if timed_out and native is not None:
@@ -652,22 +821,22 @@ def run_process(
                 order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
                 alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
                 hang_native = native.hang(alive, timed_out_at=deadline)
-            kill_attempt(token, proc.pid, proc.pid)
+            kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
             duration = time.monotonic() - begin
         else:
             proc.wait()
             duration = time.monotonic() - begin
-            procs = find_attempt_processes(token, proc.pid)
+            procs = find_attempt_processes(token, proc.pid, tag)
             child_exits = reap_orphans(procs, proc.pid)
-            leftovers = {pid: info for pid, info in procs.items() if info.alive}
-            if leftovers:
-                kill_attempt(token, proc.pid, proc.pid)
+            left = {pid: info for pid, info in procs.items() if info.alive}
+            if left:
+                kill_attempt(token, proc.pid, proc.pid, tag)
                 names = ", ".join(
-                    f"{pid} ({_short(info.cmdline, 60)})" for pid, info in leftovers.items()
+                    f"{pid} ({_short(info.cmdline, 60)})" for pid, info in left.items()
                 )
                 warnings.append(
-                    f"killed {len(leftovers)} process(es) left behind by the attempt: {names}"
+                    f"killed {len(left)} process(es) left behind by the attempt: {names}"
                 )
         drain_deadline = time.monotonic() + DRAIN_WAIT_S
         while pump.open_pipes and time.monotonic() < drain_deadline:
@@ -680,15 +849,19 @@ def run_process(
     finally:
         if proc.poll() is None:
             # Only on an exception in the engine itself: never leave the tree behind.
-            kill_attempt(token, proc.pid, proc.pid)
+            kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
+        _running_tags.discard(tag)
+        # Dead strays of attempts that already ended: nobody else will reap them.
+        reap_tagged_zombies(None, None)
+        flight.end()
         pump.close()
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        stdout.close()
-        stderr.close()
         shutil.rmtree(stack_dir, ignore_errors=True)
+        _close_sinks(stdout, stderr)
+    child_exits = (*reaped, *child_exits)
     finished = utc_now()
     native_path: Path | None = None
     if native is not None:

@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from reprospec.console import live_progress_enabled, make_console
+from reprospec.logtext import printable
 from reprospec.models import AttemptResult, Cell, RunResult
 from reprospec.words import (
     VERDICT_MARKS,
@@ -20,6 +21,7 @@ from reprospec.words import (
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from rich.text import Text
 
 class Progress:
     """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
@@ -67,14 +69,21 @@ class Progress:
             if event == "start":
                 self._running += 1
                 if self._bar is not None:
-                    self._bar.update(self._task, description=f"{cell.id}")
+                    from rich.markup import escape
+
+                    # A cell id is the spec's text: never markup (`[/tmp]`), never escapes.
+                    description = escape(printable(cell.id, one_line=True))
+                    self._bar.update(self._task, description=description)
                 return
             self._running = max(0, self._running - 1)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
-            line = (
+            # The phrase quotes the child (an exception message, an event's phase): one line
+            # of text, whatever it holds.
+            line = printable(
                 f"[{finished}/{total}] {cell.id} #{result.attempt}: {attempt_phrase(result)} "
-                f"({mark}, {seconds(result.duration_s)})"
+                f"({mark}, {seconds(result.duration_s)})",
+                one_line=True,
             )
             if self._bar is not None:
                 self._bar.update(self._task, completed=finished, total=total)
@@ -87,7 +96,7 @@ def results_table(run: RunResult) -> Table:
     """One row per cell: verdict mark, cell, expected, what happened, rate."""
     from rich.table import Table
 
-    table = Table(title=f"{run.spec_name}: {run.run_id}", title_justify="left")
+    table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
     table.add_column("", no_wrap=True)
     table.add_column("cell", no_wrap=True)
     table.add_column("expected")
@@ -97,10 +106,18 @@ def results_table(run: RunResult) -> Table:
     for cell in run.cells:
         table.add_row(
             VERDICT_MARKS[cell.verdict],
-            cell.cell.id,
-            expectation_phrase(cell.expected),
-            attempts_phrase(cell.attempts),
-            rate_phrase(cell.rate),
+            text(cell.cell.id),
+            text(expectation_phrase(cell.expected)),
+            text(attempts_phrase(cell.attempts)),
+            text(rate_phrase(cell.rate)),
             cell.verdict,
         )
     return table
+
+
+def text(value: str) -> Text:
+    """A value from a spec or a child as rich text: shown as written (`[a-z ]+` stays), its
+    control characters written out; never parsed as markup."""
+    from rich.text import Text
+
+    return Text(printable(value, one_line=True))

@@ -12,14 +12,21 @@ that died, and how) and `rank_error` (a rank's exception). `read` turns them int
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec import capped
 from reprospec.jsontypes import JsonObject, JsonValue
 
 _MAX_LINE = 256 * 1024
+# The events file is the child's: what is kept of it stays bounded whatever it holds.
+_HEAD_BYTES = 4 * 1024 * 1024
+_TAIL_BYTES = 16 * 1024 * 1024
+MAX_RANKS = 1024
+MAX_FAULTS = 64
 # What a stage means for a rank that waits in it.
 _STAGE_WORDS = {
     "sync": "step agreement",
@@ -85,19 +92,16 @@ class RankReport:
 
 def _events(path: Path) -> Iterator[JsonObject]:
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        data = capped.head_tail(path, _HEAD_BYTES, _TAIL_BYTES)
     except OSError:
         return
-    with handle:
-        for raw in handle:
-            if len(raw) > _MAX_LINE:
-                continue
-            try:
-                event = json.loads(raw.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                yield event
+    for raw in capped.lines(io.BytesIO(data), _MAX_LINE):
+        try:
+            event = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 def _int(value: object) -> int | None:
@@ -132,9 +136,14 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
     exited: RankExit | None = None
     errors: dict[int, str] = {}
     faults: list[RankFault] = []
+    known: set[int] = set()
     for event in events:
         name = event.get("event")
         rank = _int(event.get("rank"))
+        if rank is not None and rank not in known:
+            if len(known) >= MAX_RANKS:
+                continue  # more ranks than a machine runs: what they say is not kept
+            known.add(rank)
         if name == "distributed":
             world = _int(event.get("world_size")) or 0
             backend = _str(event.get("backend")) or ""
@@ -153,7 +162,7 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
             continue
         if name == "rank_error" and rank is not None:
             errors.setdefault(rank, _str(event.get("exception")) or "")
-        if name == "fault" and rank is not None:
+        if name == "fault" and rank is not None and len(faults) < MAX_FAULTS:
             faults.append(
                 RankFault(
                     rank,

@@ -18,8 +18,11 @@ from reprospec.units import RateBound
 RateJudgement = Literal["met", "failed", "undecided"]
 
 
-def wilson(matched: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for matched/n; (0, 1) when nothing was observed."""
+def wilson(matched: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for matched/n; (0, 1) when nothing was observed.
+
+    Counts may be fractional (isolate weighs attempts by the belief that they count).
+    """
     if n <= 0:
         return 0.0, 1.0
     p = matched / n
@@ -27,6 +30,13 @@ def wilson(matched: int, n: int, z: float = 1.96) -> tuple[float, float]:
     center = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, center - half), min(1.0, center + half)
+
+
+def rate_floor(bound: RateBound | None) -> float | None:
+    """`expect.rate: ">=0.3"` says a reproducing configuration fails at least that often."""
+    if bound is not None and bound.op in (">=", ">") and 0 < bound.value < 1:
+        return float(bound.value)
+    return None
 
 
 def rate_of(matched: int, n: int) -> Rate:

@@ -25,20 +25,19 @@ from pathlib import Path
 
 from reprospec.harness import HARNESS_ROOT
 from reprospec.models import AttemptPlan
+from reprospec.redact import looks_secret
 from reprospec.sections import JsonObject, JsonValue, Workload
 from reprospec.workfiles import local_imports, module_files
 
 HARNESS_PACKAGE = HARNESS_ROOT / "reprospec_harness"
 # A user module pasted into the script stays readable; bigger ones are imported.
 MAX_INLINE_BYTES = 24 << 10
-# Names whose values are secrets (as the harness's envinfo redacts them): a report, a bundle
-# and a script pasted into an issue name the variable, never its value.
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|^KEY$|APIKEY", re.I)
 
 
 def secret_name(name: str) -> bool:
-    """Whether the variable `name` holds a secret (its value is never written out)."""
-    return bool(_SECRET.search(name))
+    """Whether the variable `name` holds a secret: a report, a bundle and a script pasted
+    into an issue name the variable, never its value (the one rule: redact.looks_secret)."""
+    return looks_secret(name)
 
 
 # Variables the interpreter or the dynamic loader read at start: set on the command line.

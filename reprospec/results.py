@@ -18,6 +18,7 @@ from reprospec.models import (
     Cell,
     CellResult,
     ChainLink,
+    ChildWarning,
     Expectation,
     InstanceResult,
     NotRun,
@@ -26,6 +27,7 @@ from reprospec.models import (
     RunResult,
     Standalone,
 )
+from reprospec.runrefs import resolve_run_id
 from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
@@ -62,6 +64,8 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
         out["pid"] = outcome.pid
     if outcome.cmdline is not None:
         out["cmdline"] = outcome.cmdline
+    if outcome.injected is not None:
+        out["injected"] = outcome.injected
     return out
 
 
@@ -87,6 +91,7 @@ def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
         ),
         pid=d.get("pid"),
         cmdline=d.get("cmdline"),
+        injected=d.get("injected"),
     )
 
 
@@ -163,6 +168,8 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
     instances = instances_to_dict(a)
     if instances is not None:
         out.update(instances)
+    if a.child_warnings:
+        out["child_warnings"] = [w.to_dict() for w in a.child_warnings]
     out["launch"] = a.launch
     if a.launch_note is not None:
         out["launch_note"] = a.launch_note
@@ -191,8 +198,20 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         instances=tuple(instance_from_dict(i) for i in d.get("instances") or ()),
         instance=d.get("instance"),
         start_spread_s=_float_or_none(d.get("start_spread_s")),
+        child_warnings=child_warnings_from_list(d.get("child_warnings")),
         launch="forked" if d.get("launch") == "forked" else "fresh",
         launch_note=d.get("launch_note"),
+    )
+
+
+def child_warnings_from_list(items: object) -> tuple[ChildWarning, ...]:
+    """The `child_warnings` list of results.json (or the store) as `ChildWarning`s."""
+    if not isinstance(items, list):
+        return ()
+    return tuple(
+        ChildWarning(str(w.get("category", "")), str(w.get("message", "")), str(w.get("where", "")))
+        for w in items
+        if isinstance(w, dict)
     )
 
 
@@ -264,6 +283,8 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "interrupted": run.interrupted,
         "shard": run.shard or None,
         "standalone": run.standalone.to_dict() if run.standalone else None,
+        "options": dict(run.options),
+        "paths": dict(run.paths),
     }
 
 
@@ -290,6 +311,8 @@ def run_from_dict(d: Mapping[str, Any]) -> RunResult:
         interrupted=bool(d.get("interrupted", False)),
         shard=d.get("shard") or "",
         standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
+        options=dict(d.get("options") or {}),
+        paths={str(k): str(v) for k, v in (d.get("paths") or {}).items()},
     )
 
 
@@ -317,7 +340,10 @@ def write_run(run_dir: Path, run: RunResult) -> Path:
 
 
 def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
-    """The results.json of a run folder, a results.json path, or a run id (or unique prefix)."""
+    """The results.json of a run folder, a results.json path, a run id (or unique prefix),
+    or `latest` / `latest~N` (`resolve_run_id`)."""
+    if isinstance(path_or_id, str):
+        path_or_id = resolve_run_id(path_or_id, out_root)
     path = Path(path_or_id)
     if path.is_dir() and (path / "results.json").is_file():
         return path / "results.json"

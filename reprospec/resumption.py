@@ -14,6 +14,7 @@ from pathlib import Path
 from reprospec.errors import UsageError
 from reprospec.models import AttemptResult, Spec
 from reprospec.options import RunOptions
+from reprospec.redact import MASK, Redactor
 
 
 def load(
@@ -37,10 +38,19 @@ def load(
             f"--resume {run_id} ran {stored_path}, not {spec_path}: leave the spec out to resume it"
         )
     options = RunOptions.from_dict(info["options"], out)
+    if any(MASK in override for override in options.overrides):
+        # The store keeps what every output keeps: a secret given with --set is masked
+        # there, and resuming with `***` in its place would run something else.
+        raise UsageError(
+            f"--resume {run_id}: its --set values held a secret, which the store masks; "
+            "start a new run"
+        )
     if jobs is not None:
         options = options.with_changes(jobs=jobs)
     spec = load_spec(stored_path, options.overrides)
-    if spec_text_of(spec) != info["spec_text"]:
+    current = spec_text_of(spec)
+    # The store has the spec text with its secrets masked (redact.py).
+    if info["spec_text"] not in (current, Redactor.for_spec(spec.document).text(current)):
         raise UsageError(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec import process
+from reprospec import leftovers, process
 from reprospec.childprotocol import CACHE_DIR as CACHE
 from reprospec.childprotocol import TMP_DIR as TMP
 from reprospec.units import format_size
@@ -80,7 +80,9 @@ def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
         base = _short_tmp()
         _sweep_orphans(base)
         prefix = f"{ORPHAN_PREFIX}{os.getpid()}-"
-        return Scratch(Path(tempfile.mkdtemp(prefix=prefix, dir=base)), cache)
+        short = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        leftovers.watch_path(short)  # removed by the watchdog if the engine is killed
+        return Scratch(short, cache)
     tmp.mkdir(parents=True, exist_ok=True)
     return Scratch(tmp, cache)
 
@@ -90,15 +92,15 @@ def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
 ORPHAN_PREFIX = "reprospec-tmp-"
 
 
-def sweep_orphans(base: str) -> None:
-    """Remove the short TMPDIRs in `base` of engines (of this user) that are gone."""
+def sweep_orphans(base: str, prefix: str = ORPHAN_PREFIX) -> None:
+    """Remove the folders `PREFIX<pid>-*` in `base` of engines (of this user) that are gone."""
     try:
         names = os.listdir(base)
     except OSError:
         return
     for name in names:
-        pid_text = name.removeprefix(ORPHAN_PREFIX).partition("-")[0]
-        if not name.startswith(ORPHAN_PREFIX) or not pid_text.isdigit():
+        pid_text = name.removeprefix(prefix).partition("-")[0]
+        if not name.startswith(prefix) or not pid_text.isdigit():
             continue
         path = Path(base, name)
         try:
@@ -133,6 +135,8 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
         shutil.rmtree(folder, ignore_errors=True)
         if folder.exists():
             left.append(str(folder))
+        elif variable == "TMPDIR" and folder.name.startswith(ORPHAN_PREFIX):
+            leftovers.unwatch_path(folder)
     warnings = []
     if parts:
         warnings.append("removed what the attempt left in its private " + "; ".join(parts))

@@ -29,9 +29,9 @@ from reprospec.yamlsource import YamlSourceError, load_yaml
 def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem."""
     file = str(path)
-    text, yaml_text, offset = read_spec_text(Path(path))
+    yaml_text, offset, hint = read_spec_text(Path(path))
     report = Path(path).suffix.lower() == ".md"
-    origin = report_origin(text) if report else None
+    origin = report_origin(hint, Path(path)) if report else None
     try:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:

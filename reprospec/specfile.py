@@ -1,8 +1,9 @@
 """Spec files: which files `validate` checks, their bytes (bounded, no FIFO or device), their
 UTF-8 text, and the YAML block of a report.md.
 
-A report rendered by `reprospec run` embeds its spec in a fenced ```yaml block and names
-the spec file it came from, so `reprospec run report.md` reruns exactly what was reported.
+A report rendered by `reprospec run` embeds its spec in a fenced ```yaml block that its
+first line names (reportspec.py), with the spec file it came from, so `reprospec run
+report.md` reruns exactly what was reported, whatever else the report holds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from reprospec.bounds import MAX_FILE_BYTES
 from reprospec.errors import SpecError
+from reprospec.reportspec import MarkerError, find_marked_spec
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 # The store's database: a folder holding one is a store, not specs (store.py).
@@ -48,15 +50,22 @@ def _search(root: Path) -> Iterable[Path]:
                 yield Path(folder) / name
 
 
-def read_spec_text(path: Path) -> tuple[str, str, int]:
-    """(whole text, the YAML part, lines before the YAML part) of a spec file or report.md."""
+def read_spec_text(path: Path) -> tuple[str, int, str | None]:
+    """(the YAML text, lines before it, the spec path a report's marker names) of a spec
+    file or report.md."""
     text = decode_spec(path, read_spec_bytes(path))
     if path.suffix.lower() != ".md":
-        return text, text, 0
-    block = extract_markdown_spec(text)
+        return text, 0, None
+    try:
+        marked = find_marked_spec(text)
+    except MarkerError as exc:
+        raise SpecError([f"{path}: {exc}"]) from None
+    if marked is not None:
+        return marked.text, marked.line_offset, marked.path
+    block = _first_spec_block(text)
     if block is None:
         raise SpecError([f"{path}: no ```yaml block with a top-level 'reprospec:' key"])
-    return text, block[0], block[1]
+    return block[0], block[1], None
 
 
 _FILE_KINDS = (
@@ -128,6 +137,18 @@ _SPEC_KEY = re.compile(r"^reprospec\s*:")
 
 
 def extract_markdown_spec(text: str) -> tuple[str, int] | None:
+    """The spec a markdown file embeds, and its line offset: the block a report's marker
+    names (reportspec.py), else the first fenced yaml block with a top-level `reprospec:`."""
+    try:
+        marked = find_marked_spec(text)
+    except MarkerError:
+        return None
+    if marked is not None:
+        return marked.text, marked.line_offset
+    return _first_spec_block(text)
+
+
+def _first_spec_block(text: str) -> tuple[str, int] | None:
     """The first fenced yaml block holding a top-level `reprospec:` key, and its line offset."""
     lines = text.splitlines(keepends=True)
     index = 0
@@ -150,13 +171,21 @@ def extract_markdown_spec(text: str) -> tuple[str, int] | None:
     return None
 
 
-_ORIGIN = re.compile(r"<!-- reprospec:spec path=(.+?) -->")
+def report_origin(hint: str | None, report: Path) -> Path | None:
+    """The spec file a report was made from (its marker's `path`), when it may be used.
 
-
-def report_origin(text: str) -> Path | None:
-    """The spec file a report was rendered from, when it is still there (relative to cwd)."""
-    match = _ORIGIN.search(text)
-    if match is None:
+    Relative paths in the spec (workdir) resolve against that file's folder, as they
+    did when the report was made. The path is the report's word, so it is honoured
+    only when it names a file under the folder `run` was started in or under the
+    report's own folder: a report cannot move the workdir to `/etc` or `../..`.
+    """
+    if not hint:
         return None
-    origin = Path(match.group(1).strip())
-    return origin if origin.is_file() else None
+    origin = Path(hint)
+    try:
+        resolved = origin.resolve()
+        roots = (Path.cwd().resolve(), report.resolve().parent)
+        inside = any(resolved.is_relative_to(root) for root in roots)
+        return origin if inside and resolved.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the path
+        return None

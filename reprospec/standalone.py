@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reprospec.models import AttemptPlan, CellResult, Standalone
 from reprospec.plan import RunPlan
+from reprospec.redact import MASK
 from reprospec.reproscript import Unsupported, generate, secret_name, shell_assignment
 from reprospec.sections import Command
 from reprospec.units import format_size
@@ -84,7 +85,7 @@ def standalone_of(
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: "<redacted>" if secret_name(k) else v for k, v in env.items()}
+    return {k: MASK if secret_name(k) else v for k, v in env.items()}
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -4,9 +4,10 @@ Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 (a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
 `attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
 `attempts.instances` (`run.instances`: every instance's outcome and slot, which one
-is the attempt's, the start spread; JSON as in results.json); 5 adds `attempts.launch` and
-`attempts.launch_note` (forked from a preload server, or fresh, and why). An older store
-is migrated in place when opened; a newer one is refused.
+is the attempt's, the start spread; JSON as in results.json); 5 adds
+`attempts.child_warnings` (the warnings the child printed, once each); 6 adds
+`attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
+and why). An older store is migrated in place when opened; a newer one is refused.
 
 Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
 so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
@@ -14,14 +15,34 @@ a committed transaction is in the WAL file, which the operating system keeps. On
 power loss or an operating-system crash may lose the last transactions (never corrupt
 the store): those are made durable at the next checkpoint, not at each commit. That
 saves an fsync per attempt (0.3 ms on a quiet disk, 4-7 ms under load).
+
+What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
+names the store and what to do, never a raw sqlite traceback:
+
+- the disk is full (or fails): the rows written so far are kept (each attempt
+  commits on its own), and `--resume` continues once there is space;
+- the file is damaged: `PRAGMA quick_check` when it is opened, and any
+  "malformed" answer later, say how to set it aside and recover its rows;
+- several engines open one fresh store at once: they take turns (a lock on the
+  folder) while the first creates the schema, and wait for each other's writes
+  (the busy timeout) rather than fail with "database is locked";
+- the file is deleted while a run goes (an attempt removed `--out`): the next
+  write notices, puts the store back from the engine's still-open copy, and
+  says so in `warnings`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
+import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -29,11 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.envfacts import flatten_environment
-from reprospec.errors import FatalError
+from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# How long a write waits for another engine's (seconds): a run's rows are small.
+BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
 # Facts that define "the same machine and software" (dotted paths into the captured
 # environment, or a whole section); free memory, env vars and paths stay out.
@@ -108,6 +131,7 @@ CREATE TABLE attempts (
     excerpt TEXT,
     native TEXT,
     instances TEXT,
+    child_warnings TEXT,
     launch TEXT,
     launch_note TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
@@ -118,7 +142,8 @@ _MIGRATIONS = {
     1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
     3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
-    4: (
+    4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
+    5: (
         "ALTER TABLE attempts ADD COLUMN launch TEXT",
         "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
     ),
@@ -142,6 +167,7 @@ _ATTEMPT_COLUMNS = (
     "excerpt",
     "native",
     "instances",
+    "child_warnings",
     "launch",
     "launch_note",
 )
@@ -165,27 +191,174 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class StoreError(InfraError):
+    """The results store cannot be used or written: the disk, the file, another engine."""
+
+
+# sqlite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
+_SQLITE_BUSY = 5
+_SQLITE_READONLY = 8
+_SQLITE_IOERR = 10
+_SQLITE_CORRUPT = 11
+_SQLITE_FULL = 13
+_SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`; None when there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+# The stores (device, inode) this process found whole.
+_CHECKED: set[tuple[int, int]] = set()
+
+
+@contextmanager
+def _opening_lock(folder: Path) -> Iterator[None]:
+    """Engines opening stores in one folder take turns (an advisory lock on the folder).
+
+    Two engines creating one fresh store at once could see sqlite answer "database
+    is locked" without waiting (switching to WAL, recovering a WAL another process is
+    creating). Best effort: a filesystem without flock just goes without.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 class Store:
     """One connection to `root/results.db`; every write commits before it returns."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, check: bool = True) -> None:
         self.path = Path(root) / "results.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._os_error(exc, "cannot create its folder") from exc
         # Writes come from the scheduler's worker threads; the lock keeps them one at a time.
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
+        # What happened to the store that the run should say (store deleted and restored).
+        self.warnings: list[str] = []
+        with _opening_lock(self.path.parent):
+            self._db = self._open(check)
+
+    def _open(self, check: bool) -> sqlite3.Connection:
+        """Connect, check and migrate; retried while another process holds the file.
+
+        sqlite answers "database is locked" at once, without waiting, to a connection
+        that holds a read lock and wants to write while another one writes (it could
+        deadlock): switching a fresh file to WAL is such a moment. Such an answer is
+        waited out here, up to BUSY_TIMEOUT_S.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            db: sqlite3.Connection | None = None
+            try:
+                db = self._connect(self.path)
+                self._db = db
+                self._identity = _identity(self.path)
+                if check:
+                    self._check()
+                self._migrate()
+                return db
+            except sqlite3.Error as exc:
+                if db is not None:
+                    db.close()
+                code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+                if code != _SQLITE_BUSY or time.monotonic() > deadline:
+                    raise self.error(exc, "cannot open it") from exc
+            except BaseException:
+                if db is not None:
+                    db.close()
+                raise
+            time.sleep(random.uniform(0.02, 0.1))
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        db.row_factory = sqlite3.Row
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA journal_mode=WAL")
             # Durable against a crash of the engine; see the module docstring.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except BaseException as exc:
-            self._db.close()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise FatalError(f"{self.path}: not a usable results store: {exc}") from exc
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            db.close()
             raise
+        return db
+
+    def _check(self) -> None:
+        """`PRAGMA quick_check` of a store with a schema: a damaged one is refused, saying how
+        to recover. Once per process and file (it reads every page: 0.3 s for 100 MB), so
+        isolate's and bisect's many runs pay it once."""
+        if self._identity in _CHECKED:
+            return
+        if not self._db.execute("PRAGMA user_version").fetchone()[0]:
+            return  # fresh: nothing to check yet
+        rows = self._db.execute("PRAGMA quick_check(3)").fetchall()
+        problems = [
+            line
+            for row in rows
+            for line in str(row[0]).splitlines()
+            if line.strip() and not line.startswith("*** in database")
+        ]
+        if problems != ["ok"]:
+            raise StoreError(self._damaged("; ".join(problems[:3])))
+        if self._identity is not None:
+            _CHECKED.add(self._identity)
+
+    def _damaged(self, detail: str) -> str:
+        out = self.path.parent
+        return (
+            f"the results store {self.path} is damaged ({detail}). The run folders under "
+            f"{out / 'runs'} are intact. To go on, move the damaged store aside: "
+            f"`mv {self.path} {self.path}.damaged` (with its -wal and -shm files, if any); "
+            "the next run starts a new one. The sqlite3 tool may save the old rows: "
+            f"`sqlite3 {self.path}.damaged .recover | sqlite3 {self.path}`"
+        )
+
+    def error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        """A sqlite error as a StoreError that says what it means and what to do."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        where = f"the results store {self.path}"
+        if code == _SQLITE_FULL:
+            return StoreError(f"{where}: {doing}: the disk is full ({exc}); free some space")
+        if code == _SQLITE_NOTADB:
+            return StoreError(
+                f"{self.path}: not a usable results store ({exc}): move it aside, "
+                "or give another --out"
+            )
+        if code == _SQLITE_CORRUPT:
+            return StoreError(self._damaged(str(exc)))
+        if code == _SQLITE_BUSY:
+            return StoreError(
+                f"{where}: {doing}: another process held it for more than "
+                f"{BUSY_TIMEOUT_S:g}s ({exc})"
+            )
+        if code in (_SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CANTOPEN):
+            return StoreError(f"{where}: {doing}: the file or its disk failed ({exc})")
+        return StoreError(f"{where}: {doing}: {exc}")
+
+    def _os_error(self, exc: OSError, doing: str) -> StoreError:
+        if exc.errno in _DISK_FULL:
+            return StoreError(
+                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror})"
+            )
+        return StoreError(f"the results store {self.path}: {doing}: {exc.strerror or exc}")
 
     def _migrate(self) -> None:
         # IMMEDIATE takes the write lock first: two engines creating one store cannot both create.
@@ -224,8 +397,51 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._db:
-            yield self._db
+        with self._lock:
+            self._restore_if_deleted()
+            try:
+                with self._db:
+                    yield self._db
+            except sqlite3.Error as exc:
+                raise self.error(exc, "cannot write to it") from exc
+
+    def _restore_if_deleted(self) -> None:
+        """Put the store back when its file was deleted under the open connection.
+
+        An attempt's command may remove `--out` (a cleanup step, `rm -rf .reprospec`):
+        sqlite would go on writing into the deleted file and every row would be lost
+        when the engine exits. The connection still reads the deleted file, so its
+        pages are copied to a new file at the same path (sqlite's backup).
+        """
+        now = _identity(self.path)
+        if self._identity is None or now == self._identity:
+            return
+        if now is not None:
+            raise StoreError(
+                f"the results store {self.path} was replaced by another file while this run "
+                "went: this run's rows are not in it"
+            )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            copy = sqlite3.connect(self.path)
+            try:
+                self._db.backup(copy)
+            finally:
+                copy.close()
+            restored = self._connect(self.path)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(
+                f"the results store {self.path} was deleted while this run went, "
+                f"and could not be put back: {exc}"
+            ) from exc
+        self._db.close()
+        self._db = restored
+        self._identity = _identity(self.path)
+        self.warnings.append(
+            f"{self.path} was deleted while the run went (did an attempt remove "
+            f"{self.path.parent}?): the store was put back from the engine's open copy; "
+            "the files deleted with it (attempt logs) are gone"
+        )
 
     def begin_run(
         self,
@@ -285,6 +501,7 @@ class Store:
                     attempt.excerpt,
                     attempt.native,
                     _instances_json(attempt),
+                    _json([w.to_dict() for w in attempt.child_warnings]),
                     attempt.launch,
                     attempt.launch_note,
                 ),
@@ -346,7 +563,10 @@ class Store:
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise self.error(exc, "cannot read it") from exc
 
     def run_info(self, run_id: str) -> dict[str, Any] | None:
         """Everything stored about a run (spec text, options, environment), or None."""
@@ -359,7 +579,7 @@ class Store:
         return info
 
     def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries for `reprospec history`, newest first."""
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(
             f"""
@@ -376,7 +596,7 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.run_id DESC
+            ORDER BY r.started DESC, r.rowid DESC
             """,
             args,
         )
@@ -420,6 +640,7 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "stack": row["stack"],
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
             "launch": row["launch"],
             "launch_note": row["launch_note"],
         }

@@ -128,6 +128,42 @@ def fatal_errors(text: str) -> list[FatalError]:
     return found
 
 
+_THREAD_HEADER = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ ")
+
+
+def current_thread_first(stack: str) -> str:
+    """A faulthandler report with the crashing (`Current thread`) block first.
+
+    faulthandler prints the threads in the interpreter's order, the crashing one
+    anywhere among them; a reader wants it right under the header.
+    """
+    lines = stack.split("\n")
+    starts = [i for i, line in enumerate(lines) if _THREAD_HEADER.match(line)]
+    if not starts:
+        return stack
+    head = lines[: starts[0]]
+    blocks: list[list[str]] = []
+    tail: list[str] = []
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        block = lines[start:end]
+        if n + 1 == len(starts):
+            # What follows the last thread's frames: `Extension modules: ...` and the like.
+            body = len(block)
+            while body > 1 and not block[body - 1].startswith("  "):
+                body -= 1
+            block, tail = block[:body], block[body:]
+        while block and not block[-1].strip():
+            block.pop()
+        blocks.append(block)
+    blocks.sort(key=lambda block: not block[0].startswith("Current thread"))
+    out = list(head)
+    for block in blocks:
+        out += [*block, ""]
+    out += [line for line in tail if line.strip()]
+    return "\n".join(out).rstrip()
+
+
 def _link_before(lines: list[str], header: int) -> str | None:
     """How the traceback at `header` continues a chain ("context", "cause"); None: it starts one."""
     index = header - 1

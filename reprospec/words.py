@@ -7,6 +7,7 @@ a crash reads the same wherever it is shown:
     outcome       crash SIGSEGV (worker) @ validation:7     error exit 1 ValueError @ train:3
                   crash SIGSEGV (child pid 4242: ./test_ops)  hang @ import (wandb)
                   crash SIGBUS @ train:3 (backward)
+                  crash SIGSEGV (worker) @ validation:7 — injected by the spec: workload.faults[0]
     not run       infra-error: docker engine not reachable
     expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
     rate          3/4 (95% CI 0.30–0.95)
@@ -37,7 +38,11 @@ VERDICT_MARKS: dict[VerdictKind, str] = {
     "undecided": "❔",
     "infra-error": "⚠️",
     "observed": "🔍",
+    "not-run": "⏸️",
 }
+# A cell an interrupted run never reached: nothing went wrong in it.
+NOT_RUN = "not run (interrupted)"
+NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
@@ -45,10 +50,14 @@ _CMDLINE_WIDTH = 60
 
 
 def verdict_legend(verdicts: Iterable[VerdictKind] = ()) -> str:
-    """The marks' legend; `❔ undecided` only when some cell is."""
-    if "undecided" in set(verdicts):
-        return "✅ reproduced · ❌ not reproduced · ❔ undecided · ⚠️ infra-error"
-    return VERDICT_LEGEND
+    """The marks' legend; `❔ undecided` and `⏸️ not run` only when some cell is."""
+    seen = set(verdicts)
+    legend = VERDICT_LEGEND
+    if "undecided" in seen:
+        legend = "✅ reproduced · ❌ not reproduced · ❔ undecided · ⚠️ infra-error"
+    if "not-run" in seen:
+        legend += f" · {NOT_RUN_LEGEND}"
+    return legend
 
 
 def location(
@@ -80,6 +89,7 @@ def outcome_phrase(
     `where=False` leaves out the phase and step (a grid cell, or a reason whose
     expectation does not ask where); `message=True` adds the message's first line;
     `pid=False` leaves a crashed child's pid out (to count alike attempts together).
+    A failure the spec's `faults` caused says so, wherever it is shown: it is no bug.
     """
     if isinstance(outcome, NotRun):
         return f"infra-error: {outcome.reason}" if where else "infra-error"
@@ -100,7 +110,14 @@ def outcome_phrase(
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")
+    if outcome.injected:
+        parts.append("— " + injected_phrase(outcome.injected) if where else "(injected)")
     return " ".join(p for p in parts if p)
+
+
+def injected_phrase(injected: str) -> str:
+    """`injected by the spec: workload.faults[0]`: the label of a failure the spec caused."""
+    return f"injected by the spec: {injected}"
 
 
 def _child(outcome: Outcome, *, pid: bool) -> str:
@@ -225,6 +242,8 @@ def shorten(text: str, width: int) -> str:
 
 
 __all__ = [
+    "NOT_RUN",
+    "NOT_RUN_LEGEND",
     "OBSERVE_LEGEND",
     "VERDICT_LEGEND",
     "VERDICT_MARKS",
@@ -232,6 +251,7 @@ __all__ = [
     "attempts_phrase",
     "chain_phrase",
     "expectation_phrase",
+    "injected_phrase",
     "launch_summary",
     "location",
     "outcome_phrase",

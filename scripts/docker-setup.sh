@@ -3,10 +3,13 @@
 #
 #   1. apt-get install docker.io mmdebstrap      (only when dockerd/mmdebstrap are missing)
 #   2. start dockerd in the background            (only when no engine answers)
-#   3. reprospec-base:bookworm                    (mmdebstrap | docker import; only when missing)
-#   4. reprospec-runner:latest                    (./Dockerfile: base + torch from a wheelhouse)
+#   3. reprospec-base:bookworm                    (mmdebstrap | docker import; only when missing
+#                                                  or built with other packages: gdb came later)
+#   4. reprospec-runner:latest                    (./Dockerfile: base + torch from a wheelhouse;
+#                                                  only when missing or built on another base)
 #
-# Idempotent: a second call checks and prints "ok" for each step in about a second.
+# Idempotent: a second call checks and prints "ok" for each step in about a second. Each image
+# carries a label saying what it was built from, so an image from an older recipe is rebuilt.
 # Environment: REPROSPEC_WHEELHOUSE (default ~/.cache/reprospec/wheelhouse),
 # REPROSPEC_PACKAGES (default "torch==2.13.0 numpy"), REPROSPEC_DOCKERD_LOG (default /tmp/reprospec-dockerd.log).
 set -euo pipefail
@@ -17,12 +20,18 @@ RUNNER_IMAGE=reprospec-runner:latest
 PACKAGES=${REPROSPEC_PACKAGES:-torch==2.13.0 numpy}
 WHEELHOUSE=${REPROSPEC_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprospec/wheelhouse}
 DOCKERD_LOG=${REPROSPEC_DOCKERD_LOG:-/tmp/reprospec-dockerd.log}
+# The base's Debian packages: gdb and binutils (c++filt) read native stacks in containers;
+# libc6-dbg names libc's internal functions in them (`__strlen_evex`, `__lll_lock_wait`).
+BASE_PACKAGES=python3,python3-pip,ca-certificates,gdb,binutils,libc6-dbg
+BASE_LABEL=org.reprospec.base-packages
+RUNNER_LABEL=org.reprospec.base-id
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 T0=$(date +%s)
 step_start() { STEP_T0=$(date +%s.%N); }
 step_done() { printf 'docker-setup: %-28s %s (%.1fs)\n' "$1" "$2" "$(echo "$(date +%s.%N) - $STEP_T0" | bc)"; }
+label_of() { docker image inspect -f "{{ index .Config.Labels \"$2\" }}" "$1" 2>/dev/null || true; }
 engine_answers() { timeout 5 docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
 
 # The Debian mirror apt is configured with (deb822 *.sources or one-line sources.list).
@@ -75,22 +84,23 @@ fi
 
 # 3. base image, built from Debian packages: no registry involved
 step_start
-if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+if [ "$(label_of "$BASE_IMAGE" "$BASE_LABEL")" = "$BASE_PACKAGES" ]; then
     step_done "$BASE_IMAGE" "ok (present)"
 else
     MIRROR=$(debian_mirror)
-    $SUDO mmdebstrap --quiet --variant=apt --include=python3,python3-pip,ca-certificates,gdb,binutils \
+    $SUDO mmdebstrap --quiet --variant=apt --include="$BASE_PACKAGES" \
         --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
         --aptopt='Acquire::Check-Valid-Until "false"' \
         bookworm - "$MIRROR" 2>/tmp/reprospec-mmdebstrap.log \
-        | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null \
+        | docker import -c "LABEL $BASE_LABEL=$BASE_PACKAGES" -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null \
         || { tail -n 20 /tmp/reprospec-mmdebstrap.log >&2; exit 1; }
     step_done "$BASE_IMAGE" "built with mmdebstrap from $MIRROR"
 fi
 
 # 4. runner image: ./Dockerfile over a context holding certs, wheels, the harness
 step_start
-if docker image inspect "$RUNNER_IMAGE" >/dev/null 2>&1; then
+BASE_ID=$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE")
+if [ "$(label_of "$RUNNER_IMAGE" "$RUNNER_LABEL")" = "$BASE_ID" ]; then
     step_done "$RUNNER_IMAGE" "ok (present)"
 else
     mkdir -p "$WHEELHOUSE"
@@ -109,6 +119,7 @@ else
         fi
     done
     DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$BASE_IMAGE" --build-arg "PACKAGES=$PACKAGES" \
+        --label "$RUNNER_LABEL=$BASE_ID" \
         -t "$RUNNER_IMAGE" -f "$ROOT/Dockerfile" "$CONTEXT" >/tmp/reprospec-build.log 2>&1 \
         || { tail -n 30 /tmp/reprospec-build.log >&2; exit 1; }
     step_done "$RUNNER_IMAGE" "built from ./Dockerfile ($PACKAGES, wheelhouse $WHEELHOUSE)"

@@ -26,7 +26,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
         "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes",
+        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes", "reprospec.capped",
+        # Secrets masked in every output; the spec block a report embeds, found by its marker.
+        "reprospec.redact", "reprospec.reportspec",
         # The vocabulary: the judge words its reasons as every renderer words results.
         "reprospec.words", "reprospec.logtext",
     )),
@@ -45,7 +47,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
-        "reprospec.markers", "reprospec.forkserver", "reprospec.preload",
+        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",
+        "reprospec.preload",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
@@ -54,6 +57,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judge", ("reprospec.judge", "reprospec.verdicts")),
     ("store", (
         "reprospec.results", "reprospec.store", "reprospec.runfolder", "reprospec.compare",
+        "reprospec.runrefs",
     )),
     ("render", (
         "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",

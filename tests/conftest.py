@@ -24,8 +24,9 @@ def cli(tmp_path: Path) -> Cli:
         if args and args[0] in takes_out and "--out" not in args:
             argv += ["--out", str(out)]
         child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+        # stdin is never the developer's terminal: a command that asks must not wait for it.
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              env=child_env, cwd=cwd or ROOT)
+                              env=child_env, cwd=cwd or ROOT, stdin=subprocess.DEVNULL)
         return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
 
     return invoke

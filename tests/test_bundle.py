@@ -78,7 +78,13 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     elsewhere.mkdir()
     # This checkout's reprospec, from another folder.
     here = {"PYTHONPATH": str(ROOT)}
-    again = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=here)
+    # A bundle comes from a ticket: its plan is shown first, and without a terminal to ask
+    # on nothing runs unless --yes says so.
+    asked = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=here)
+    assert asked.code == 2 and "pass --yes" in asked.stderr, asked.stderr
+    assert "mode=calm" in asked.stderr and not (elsewhere / "out" / "runs").exists()
+    again = cli("run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere,
+                env=here)
     assert again.code == 0, again.stderr
     assert "2/2 cell(s) reproduced" in again.stdout
     results = json.loads(next((elsewhere / "out" / "runs").glob("*/results.json")).read_text())
@@ -89,7 +95,7 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     unpacked = sorted((elsewhere / "out" / "bundles").iterdir())
     assert len(unpacked) == 1 and (unpacked[0] / ".complete").is_file()
     # A second run reuses the unpacked bundle.
-    third = cli("run", str(archive), "--out", str(elsewhere / "out"), "-m", "mode=calm",
+    third = cli("run", str(archive), "--out", str(elsewhere / "out"), "-m", "mode=calm", "-y",
                 cwd=elsewhere, env=here)
     assert third.code == 0, third.stderr
     assert f"bundle unpacked in {unpacked[0]}" in third.stderr

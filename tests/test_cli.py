@@ -115,8 +115,9 @@ def test_hang_is_reported_with_stacks_and_rerunnable_report(cli: Cli) -> None:
     assert "deadlock" in stack
     report = (result.latest_run() / "report.md").read_text()
     assert "<details>" in report and "deadlock" in report
-    # the report embeds the spec: running the report runs the spec again
-    again = cli("run", str(result.latest_run() / "report.md"))
+    # the report embeds the spec: running the report runs the spec again (--yes: no
+    # terminal to show the plan and ask on)
+    again = cli("run", str(result.latest_run() / "report.md"), "--yes")
     assert again.code == 0, again.stderr
     assert again.results()["cells"][0]["attempts"][0]["outcome"]["kind"] == "hang"
 

@@ -67,7 +67,7 @@ def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path)
         dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE,
     ]
     report = (done.latest_run() / "report.md").read_text()
-    environment = report.split("## How to reproduce")[0].split("## Results")[0]
+    environment = report.split("## Environment")[1]
     assert "Not every cell ran with the same environment: `image` differ" in environment
     for image in (dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE):
         assert f"`image: {image}`" in report.split("## Results")[1]

@@ -172,3 +172,40 @@ def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
         dockerimage.ensure_image(CLIENT, recipe)
     assert "reprospec-absent-base:1" in str(err.value)
     assert "docker pull reprospec-absent-base:1" in str(err.value)
+
+
+@needs_engine
+def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
+    """docker-setup.sh rebuilds an outdated base (one without gdb): what was built on the
+    old base is outdated too, though its own content hash did not change."""
+    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    base = f"reprospec-test/dockernative-base:{tmp_path.name.lower()}"
+
+    def build_base(mark: str) -> None:
+        folder = tmp_path / f"base-{mark}"
+        folder.mkdir()
+        (folder / "Dockerfile").write_text(
+            f"FROM {dockerimage.BASE_IMAGE}\nRUN echo {mark} > /mark\n"
+        )
+        CLIENT.images.build(path=str(folder), tag=base, rm=True, forcerm=True)
+
+    (tmp_path / "Dockerfile").write_text(f"FROM {base}\nRUN cat /mark\n")
+    recipe = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    try:
+        build_base("one")
+        heard: list[str] = []
+        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard[0].endswith("building from dockerfile (once; later runs reuse it)")
+        heard.clear()
+        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard == []  # built on the base as it is: found, not built
+        build_base("two")
+        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard[0] == (
+            f"image {recipe.tag}: its base image changed since it was built; building again"
+        )
+        marked = CLIENT.containers.run(recipe.tag, ["cat", "/mark"], remove=True)
+        assert marked == b"two\n"
+    finally:
+        _forget(recipe.tag)
+        _forget(base)

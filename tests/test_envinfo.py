@@ -99,13 +99,17 @@ def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
     monkeypatch.setenv("WANDB_API_KEY", "secret")
     monkeypatch.setenv("TORCH_HUB_TOKEN", "secret")
+    monkeypatch.setenv("TORCH_AUTH", "secret")
+    monkeypatch.setenv("PYTORCH_PASSPHRASE", "secret")
     info = envinfo.capture_system(["pyyaml>=6", "surely-not-installed-pkg"])
     assert info["python"]["version"].count(".") == 2
     assert info["os"]["kernel"] and info["cpu"]["cores"] >= 1 and info["memory"]["total"] > 0
     assert info["shm"]["present"] in (True, False)
     assert info["packages"]["pyyaml"] and info["packages"]["surely-not-installed-pkg"] is None
     assert info["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
-    assert "WANDB_API_KEY" not in info["env"] and info["env"]["TORCH_HUB_TOKEN"] == "<redacted>"
+    assert "WANDB_API_KEY" not in info["env"]
+    for name in ("TORCH_HUB_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE"):
+        assert info["env"][name] == "***"
     assert info["multiprocessing"]["start_method"] in ("fork", "spawn", "forkserver")
     json.dumps(info)
 
@@ -153,3 +157,12 @@ def test_probe_with_torch_broken(
 def test_probe_with_a_missing_interpreter() -> None:
     with pytest.raises(InfraError, match="interpreter not found: /nonexistent/python"):
         probe_environment("/nonexistent/python")
+
+
+def test_the_harness_masks_the_names_the_engine_masks() -> None:
+    """The harness cannot import the engine: its copy of the pattern must stay the same."""
+    from reprospec import redact
+
+    assert envinfo.SECRET.pattern == redact.SECRET_NAME.pattern
+    assert envinfo.SECRET.flags == redact.SECRET_NAME.flags
+    assert envinfo.MASK == redact.MASK

@@ -273,6 +273,7 @@ def test_a_typo_in_a_builtin_is_an_infra_error_not_the_expected_error(tmp_path: 
 
 
 def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Execution:
+    """The harness's attempt as a runner records it (a workload: its events are believed)."""
     (folder / "stdout.log").touch()
     (folder / "stderr.log").touch()
     return Execution(
@@ -287,6 +288,7 @@ def _execution(folder: Path, returncode: int | None, timed_out: bool) -> Executi
         stdout_path=folder / "stdout.log",
         stderr_path=folder / "stderr.log",
         events_path=folder / "events.jsonl",
+        harness=True,
     )
 
 

@@ -252,19 +252,6 @@ def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> Non
     assert _leftovers(str(folder.path)) == []
 
 
-def test_the_docker_runner_refuses_instances_with_the_reason(tmp_path: Path) -> None:
-    from reprospec.runners.docker import DockerRunner
-
-    folder = RunFolder(tmp_path / "run").create()
-    plan = _plan(tmp_path, "true", 2)
-    result = AttemptExecutor(DockerRunner(), folder)(plan, (), threading.Event())
-    assert result is not None
-    assert result.infra_error == (
-        "the docker runner cannot run run.instances (2 copies of the attempt released from "
-        "one start barrier); use --runner local or --runner venv"
-    )
-
-
 def _spec(tmp_path: Path, run: str, matrix: str = "") -> Path:
     path = tmp_path / "s.yaml"
     path.write_text(

@@ -50,10 +50,14 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     assert data["sentence"].startswith("crashes when b=true AND e=true; either alone passes (0/")
     assert data["failing"]["cell"].startswith("setup=full")  # the first cell expected to fail
     assert data["passing"]["cell"].startswith("setup=minimal")  # the first expected to pass
-    # The one-smaller sets passed on attempts of their own, and the pair failed.
+    # The pair failed on its own; each one-smaller set stayed clean wherever it was tested
+    # (itself, or in a set that holds it without the other culprit).
     assert data["evidence"]["minimal"]["matched"] >= 1
     assert sorted(e["set"] for e in data["evidence"]["one_smaller"]) == ["b=true", "e=true"]
-    assert all(e["matched"] == 0 and e["passed"] > 0 for e in data["evidence"]["one_smaller"])
+    assert all(
+        e["matched"] == 0 and e["clean_evidence"] > 0 for e in data["evidence"]["one_smaller"]
+    )
+    assert data["confidence"] >= 1 - data["error"] and data["min_rate"] == 0.3
     # Every attempt is a stored run of its own, purpose "isolate".
     out = tmp_path / "out"
     runs = sorted(p.name for p in (out / "runs").iterdir())
@@ -154,6 +158,18 @@ def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
     assert found.result.status == "isolated" and not found.interrupted
 
 
+def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
+    code, data, stderr = isolate(tmp_path, "--budget", "6", "-j", "1")
+    assert code == 1, stderr
+    assert data["status"] == "budget" and data["attempts"] == 6
+    assert data["confidence"] == 0.0
+    # The smallest set seen failing is what `culprits` holds; the guess is only a guess.
+    assert ("matrix.b", True) in culprits(data) and ("matrix.e", True) in culprits(data)
+    assert 0 < data["best_guess"]["probability"] < 1 - data["error"]
+    assert data["sentence"].startswith("not isolated (budget): the budget of 6 attempts ran out")
+    assert "best guess: " in data["sentence"]
+
+
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = isolate(tmp_path, "--failing", "a=maybe")
     assert code == 2
@@ -164,6 +180,8 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "same cell" in stderr
     code, _, stderr = isolate(tmp_path, "--set", "~expect")
     assert code == 2 and "isolate needs the spec's expect" in stderr
+    code, _, stderr = isolate(tmp_path, "--min-rate", "1.5")
+    assert code == 2 and "--min-rate must be between 0 and 1, got 1.5" in stderr
     assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
 
 

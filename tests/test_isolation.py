@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
 
@@ -15,12 +14,10 @@ from reprospec.isolation import (
     Probe,
     Settings,
     Tally,
-    clean_needed,
     clean_needed_at,
-    clean_probability,
     isolate,
 )
-from reprospec.isolation.candidates import chunk_size
+from reprospec.isolation.hypotheses import Hypotheses, information, largest_size
 
 Failure = Callable[[frozenset[int]], bool]
 
@@ -73,8 +70,8 @@ def test_deterministic_pair_is_found_and_checked() -> None:
     for evidence in result.one_smaller:
         assert evidence.reproduces is False
         assert evidence.tally.matched == 0
-        assert evidence.clean_evidence >= result.clean_needed
-    assert result.confidence >= 1 - 2 * result.alpha
+        assert evidence.clean_evidence > 0  # clean attempts of sets that hold it
+    assert result.confidence >= 1 - result.error
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -83,11 +80,13 @@ def test_flaky_pair_is_found_exactly(seed: int) -> None:
     result = run(12, oracle, budget=400)
     assert result.status == "isolated", result.message
     assert result.culprits == (2, 9)
-    # A check passes only on clean attempts made for it, at least n for the rate seen.
+    # Each one-smaller set stayed clean wherever it was tested, often enough for the
+    # posterior of the pair to reach 1 - error; the pair itself failed.
+    assert result.minimal is not None and result.minimal.tally.matched >= 1
     for evidence in result.one_smaller:
         assert evidence.tally.matched == 0
-        assert evidence.clean_evidence >= result.clean_needed
-    assert result.confidence > 0.9
+        assert evidence.clean_evidence >= 3
+    assert result.confidence >= 1 - result.error
 
 
 def test_single_culprit_checks_against_the_base() -> None:
@@ -138,11 +137,32 @@ def test_a_rare_failure_is_refused_with_its_rate() -> None:
             out.append((kinds, ""))
         return out
 
-    result = isolate(16, run_probes)
+    result = isolate(16, run_probes, Settings(budget=40))
     assert result.status == "refused"
     assert "reproduces too rarely" in result.message
     assert "1/15 attempts" in result.message
     assert result.attempts == 15
+
+
+def test_a_rare_failure_with_room_in_the_budget_is_tried() -> None:
+    # The same 1/15 with a budget that could do it if the rate were at the top of what
+    # 1/15 allows (30%): no refusal (one match says little; a real 0.3 can start so).
+    seen = 0
+
+    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        nonlocal seen
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for probe in probes:
+            kinds: list[AttemptKind] = []
+            while len(kinds) < probe.attempts and "match" not in kinds:
+                seen += 1
+                kinds.append("match" if seen == 15 else "pass")
+            out.append((kinds, ""))
+        return out
+
+    result = isolate(16, run_probes, Settings(budget=120))
+    assert result.status == "budget"  # nothing fails after that one match
+    assert result.attempts == 120
 
 
 def test_a_passing_side_that_fails_too() -> None:
@@ -171,12 +191,13 @@ def test_the_budget_stops_the_search_with_what_it_has() -> None:
 
 
 def test_infra_errors_count_neither_way_then_stop() -> None:
-    broken = frozenset({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) - {0, 1, 2, 3}
+    # The failing configuration runs; every other candidate cannot.
+    full = frozenset(range(16))
 
     def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
         out: list[tuple[Sequence[AttemptKind], str]] = []
         for p in probes:
-            if p.candidate == broken:
+            if p.candidate != full:
                 out.append((["infra"] * p.attempts, "interpreter not found"))
             else:
                 out.append((["match"], ""))
@@ -185,6 +206,9 @@ def test_infra_errors_count_neither_way_then_stop() -> None:
     result = isolate(16, run_probes)
     assert result.status == "infra-error"
     assert "interpreter not found" in result.message
+    # The same candidate was asked again and again: infra errors decided nothing.
+    broken = [e for e in result.tested if e.tally.infra]
+    assert len(broken) == 1 and broken[0].tally.infra == 3 and broken[0].reproduces is None
 
 
 def test_sporadic_infra_errors_do_not_decide() -> None:
@@ -205,16 +229,18 @@ def test_sporadic_infra_errors_do_not_decide() -> None:
 
 
 def test_rounds_hold_distinct_candidates_and_need_recording() -> None:
-    iso = Isolation(16)
+    iso = Isolation(16, Settings(step=4))  # -j 4
     probes = iso.next_probes()
     assert [p.role for p in probes] == ["failing"]
     with pytest.raises(RuntimeError):
         iso.next_probes()
     iso.record(probes[0], ["match", "match"])
     probes = iso.next_probes()
-    assert len(probes) == 4  # one per chunk of 4, run concurrently
-    assert len({p.candidate for p in probes}) == 4
-    assert all(p.stop_after == 1 and p.attempts <= Settings().step for p in probes)
+    # Four attempts, each chosen as if those before it came back clean: different
+    # candidates (a clean attempt makes the same one tell less the next time).
+    assert sum(p.attempts for p in probes) == 4
+    assert len({p.candidate for p in probes}) == len(probes) > 1
+    assert all(p.stop_after == 1 and p.role == "search" for p in probes)
 
 
 def test_the_same_results_replay_the_same_search() -> None:
@@ -247,17 +273,79 @@ def test_pass_rule_arithmetic() -> None:
     # (1 - 0.3)^13 <= 0.01 < (1 - 0.3)^12
     assert clean_needed_at(0.3, 0.01) == 13
     assert clean_needed_at(1.0, 0.01) == 1
-    # Averaged over the rate's uncertainty it takes more than the point estimate...
-    assert clean_needed(3, 7, 0.01) > clean_needed_at(0.3, 0.01)
-    # ...and tends to it as attempts pile up.
-    assert abs(clean_needed(3000, 7000, 0.01) - 13) <= 1
-    assert clean_probability(0, 0, 1) == pytest.approx(0.5)  # E[1 - p] for p ~ U(0, 1)
-    assert clean_probability(300, 700, 13) == pytest.approx(0.7**13, rel=0.1)
-    assert math.isclose(clean_probability(5, 5, 0), 1.0)
 
 
-def test_chunk_sizes_follow_generalized_binary_splitting() -> None:
-    assert [chunk_size(n) for n in (1, 2, 3, 8, 12, 16, 32)] == [1, 1, 1, 2, 4, 4, 8]
+def test_the_belief_weighs_passes_and_rules_out_with_failures() -> None:
+    model = Hypotheses(4, 2)
+    assert len(model.masks) == 1 + 4 + 6  # the empty set, singles, pairs
+    prior = model.belief(0.5)
+    model.record(0b0011, matched=0, clean=2)  # {0, 1} stayed clean twice
+    after = dict(model.belief(0.5).ranked)
+    before = dict(prior.ranked)
+    inside = [i for i in model.alive if model.masks[i] & ~0b0011 == 0]
+    outside = [i for i in model.alive if i not in inside]
+    # Each set inside lost a factor (1 - 0.5)^2 against each set outside.
+    i, o = inside[1], outside[0]
+    assert after[i] / after[o] == pytest.approx(before[i] / before[o] * 0.25)
+    model.record(0b0110, matched=1, clean=0)  # {1, 2} failed: the culprits are inside it
+    assert {model.masks[i] for i in model.alive} == {0b0000, 0b0010, 0b0100, 0b0110}
+
+
+def test_information_peaks_below_one_half_for_flaky_failures() -> None:
+    # Deterministic: a candidate holding half the belief is best (bisection).
+    assert max((information(m / 100, 1.0), m) for m in range(101))[1] == 50
+    # At p = 0.3 a pass says little and a failure much: hold less than half.
+    best = max((information(m / 100, 0.3), m) for m in range(101))[1]
+    assert 35 <= best <= 42
+
+
+def test_many_differences_consider_smaller_culprit_sets() -> None:
+    assert largest_size(16, 3) == 3
+    assert largest_size(2, 3) == 2
+    assert largest_size(60, 3) == 2  # C(60, 3) alone is 34220
+    assert largest_size(5000, 3) == 1
+
+
+def test_a_culprit_larger_than_considered_is_never_a_confident_answer() -> None:
+    # Four toggles together among 10, the search considering at most 3: no set it
+    # believes in ever fails on its own, so it runs out of budget with a guess.
+    oracle = Oracle(needs(1, 3, 5, 7), rate=1.0, seed=2)
+    result = run(10, oracle, budget=150)
+    assert result.status == "budget"
+    assert result.confidence == 0.0
+    assert result.guess and set(result.guess) < {1, 3, 5, 7}
+    assert {1, 3, 5, 7} <= set(result.culprits)  # the smallest set seen failing
+
+
+def test_a_known_minimum_rate_saves_attempts() -> None:
+    # A deterministic pair: told that it fails at least 90% of the time, each clean
+    # attempt counts for more than at the default assumption of 30%.
+    assumed = run(12, Oracle(needs(2, 7), rate=1.0, seed=3))
+    told = run(12, Oracle(needs(2, 7), rate=1.0, seed=3), min_rate=0.9)
+    assert assumed.culprits == told.culprits == (2, 7)
+    assert told.attempts < assumed.attempts
+    assert told.rate_used >= 0.9
+
+
+def test_a_rate_below_the_assumption_is_warned_about() -> None:
+    # Every tenth attempt of a set holding difference 4 fails; the failing configuration
+    # is measured to its third match (3/30), far below the assumed 60%.
+    count = 0
+
+    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
+        nonlocal count
+        out: list[tuple[Sequence[AttemptKind], str]] = []
+        for probe in probes:
+            kinds: list[AttemptKind] = []
+            while len(kinds) < probe.attempts and kinds.count("match") < probe.stop_after:
+                count += 4 in probe.candidate
+                kinds.append("match" if 4 in probe.candidate and count % 10 == 0 else "pass")
+            out.append((kinds, ""))
+        return out
+
+    result = isolate(6, run_probes, Settings(min_rate=0.6, rate_matches=3, rate_attempts=40))
+    assert result.failing is not None and result.failing.tally.matched == 3
+    assert any("clearly below the assumed minimum rate 0.6" in w for w in result.warnings)
 
 
 def test_tally_counts_kinds() -> None:

@@ -139,7 +139,7 @@ def test_run_observe_on_a_spec_with_expect(cli: Cli) -> None:
         "together in no other" in result.stdout
     )
     report = (result.latest_run() / "report.md").read_text()
-    assert "### Outcomes" in report
+    assert "\n## Outcomes\n" in report
     assert "**Observed 4 cells: crash SIGSEGV @ validation:7 in 1, pass" in report
 
 

@@ -64,6 +64,7 @@ def make_execution(
     duration_s: float = 1.0,
     infra_error: str | None = None,
     interrupted: bool = False,
+    harness: bool = False,
 ) -> Execution:
     return Execution(
         cell_id="cell",
@@ -79,16 +80,18 @@ def make_execution(
         events_path=folder / "events.jsonl",
         infra_error=infra_error,
         interrupted=interrupted,
+        harness=harness,
     )
 
 
 def recorded_execution(
-    tmp_path: Path, stderr: bytes, returncode: int, events: str = ""
+    tmp_path: Path, stderr: bytes, returncode: int, events: str = "", harness: bool = True
 ) -> Execution:
+    """A recorded attempt: by default the harness's (a workload), whose events are believed."""
     (tmp_path / "stderr.log").write_bytes(stderr)
     (tmp_path / "stdout.log").write_bytes(b"")
     (tmp_path / "events.jsonl").write_text(events)
-    return make_execution(tmp_path, returncode)
+    return make_execution(tmp_path, returncode, harness=harness)
 
 
 def behave(tmp_path: Path, mode: str, timeout: float = 30.0) -> Execution:
@@ -327,10 +330,17 @@ def test_infra_error_is_not_run(tmp_path: Path) -> None:
     assert classify(execution) == NotRun("interpreter /nope not found")
 
 
-def test_infra_error_event_is_not_run_whatever_the_exit(tmp_path: Path) -> None:
+def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -> None:
     event = {"event": "infra_error", "reason": "device cuda requested but no CUDA device"}
     execution = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n")
     assert classify(execution) == NotRun("device cuda requested but no CUDA device")
+    # The event alone is not enough: the harness exits with EXIT_INFRA after writing it...
+    crashed = recorded_execution(tmp_path, b"", -11, json.dumps(event) + "\n")
+    assert isinstance(classify(crashed), Outcome)
+    # ...and only the harness may write it: a command's own claim is ignored.
+    command = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n", harness=False)
+    outcome = classify(command)
+    assert isinstance(outcome, Outcome) and outcome.exit_code == 3
 
 
 def test_no_exit_status_is_not_run(tmp_path: Path) -> None:

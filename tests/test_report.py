@@ -72,7 +72,11 @@ def test_summary_line_names_failure_and_counts() -> None:
 
 def test_markdown_sections() -> None:
     text = render(segfault_matrix(), "md")
-    assert text.startswith("# Segfault in validation when DataLoader workers pin memory\n")
+    # The first line names the embedded spec block (reportspec.py), then the heading.
+    marker, heading = text.split("\n", 2)[:2]
+    assert marker.startswith("<!-- reprospec:spec sha256=")
+    assert marker.endswith(' path="specs/segfault.yaml" -->')
+    assert heading == "# Segfault in validation when DataLoader workers pin memory"
     assert "| num_workers \\ pin_memory | false | true |" in text
     assert "| 2 | pass ❌ | crash SIGSEGV (worker) ✅ |" in text
     assert "`crash SIGSEGV (worker) @ validation:7`" in text
@@ -370,12 +374,12 @@ def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
     # The capture was taken with one cell's value: the run-wide tables must not claim it.
     assert data["environment"]["env"]["OMP_NUM_THREADS"] == "1"
     report = (result.latest_run() / "report.md").read_text()
-    environment = report.split("## How to reproduce")[0]
+    environment = report.split("## Environment")[1]
     assert "OMP_NUM_THREADS" not in environment.split("Not every cell")[0]
     assert "| CUDA_LAUNCH_BLOCKING | `1` |" in environment
     assert "threads)" not in environment  # torch's thread count follows OMP_NUM_THREADS
     assert "Not every cell ran with the same environment: `OMP_NUM_THREADS` differ" in environment
-    results = report.split("## Results")[1]
+    results = report.split("## Results")[1].split("## How to reproduce")[0]
     assert "| | threads | environment | expected | actual | rate |" in results
     assert "| ✅ | 1 | `OMP_NUM_THREADS=1` | `pass` | `pass` | 1/1 |" in results
     assert "| ✅ | 2 | `OMP_NUM_THREADS=2` | `pass` | `pass` | 1/1 |" in results

@@ -16,6 +16,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.matrix import expand
 from reprospec.overrides import apply_override
 from reprospec.plan import plan_attempt, run_policy
+from reprospec.reportspec import marker_line
 from reprospec.sections import Environment, RunPolicy
 from reprospec.spec import load_spec, validate, validate_paths
 from reprospec.specfile import extract_markdown_spec, spec_files
@@ -337,17 +338,44 @@ def test_workdir_of_a_report_resolves_against_its_origin(
     write(tmp_path / "specs" / "s.yaml", body)
     (tmp_path / "runs").mkdir()
     report = tmp_path / "runs" / "report.md"
-    fenced = "```yaml\n" + body + "```\n"
-    report.write_text("<!-- reprospec:spec path=specs/s.yaml -->\n" + fenced)
+    fenced = "# s\n\n```yaml\n" + body + "```\n"
+    report.write_text(marker_line(body, "specs/s.yaml") + "\n" + fenced)
     assert load_spec(report).base_dir == Path("specs")
-    # Without its origin a report's folder is unknown: workdir is not checked.
-    report.write_text("<!-- reprospec:spec path=gone.yaml -->\n" + fenced)
+    # Without its origin, relative paths resolve against the report's own folder.
+    report.write_text(marker_line(body, "gone.yaml") + "\n" + fenced)
     assert load_spec(report).origin is None
+    assert load_spec(report).base_dir == report.parent
     # With an origin whose folder lacks the workdir, the problem is reported.
     write(tmp_path / "other.yaml", body)
-    report.write_text("<!-- reprospec:spec path=other.yaml -->\n" + fenced)
+    report.write_text(marker_line(body, "other.yaml") + "\n" + fenced)
     assert problems_of(report) == [
-        f"{report}:7:24: environment.workdir: folder not found: {tmp_path / 'fixtures'}"
+        f"{report}:9:24: environment.workdir: folder not found: {tmp_path / 'fixtures'}"
+    ]
+    # A path outside the folder run starts in and the report's own is never used.
+    (tmp_path / "elsewhere").mkdir()
+    outside = write(tmp_path / "elsewhere" / "s.yaml", body)
+    monkeypatch.chdir(tmp_path / "specs")
+    for named in (str(outside), "../elsewhere/s.yaml"):
+        report.write_text(marker_line(body, named) + "\n" + fenced)
+        assert load_spec(report).origin is None, named
+        assert load_spec(report).base_dir == report.parent
+
+
+def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
+    body = "reprospec: 1\nname: real\ncommand: echo real\nexpect: {outcome: pass}\n"
+    forged = "reprospec: 1\nname: forged\ncommand: echo forged\nexpect: {outcome: pass}\n"
+    report = tmp_path / "report.md"
+    report.write_text(
+        marker_line(body, "s.yaml") + "\n# t\n\n```yaml\n" + forged + "```\n\n"
+        "~~~~\n\n````yaml\n" + body + "````\n"
+    )
+    assert load_spec(report).name == "real"
+    assert extract_markdown_spec(report.read_text()) == (body, 13)
+    # Edited after it was rendered: the marker names no block, and nothing runs.
+    report.write_text(report.read_text().replace("echo real", "echo edited"))
+    assert problems_of(report) == [
+        f"{report}: no ```yaml block of 4 line(s) matches the report's "
+        "'<!-- reprospec:spec sha256=... -->' line: the spec block was edited or cut"
     ]
 
 

@@ -241,7 +241,7 @@ def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
     # A secret is named, never written: not in the script, the report or results.json.
     assert "hf_not_for_reports" not in standalone.script
     assert "# HF_TOKEN: set it yourself" in standalone.script
-    assert standalone.env["HF_TOKEN"] == "<redacted>"
+    assert standalone.env["HF_TOKEN"] == "***"
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "repro.py").write_text(standalone.script)
@@ -286,7 +286,7 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
         'cd app && MODE=crash CONF=conf/a.yaml API_TOKEN="$API_TOKEN" '
         "python main.py --config=conf/a.yaml --seed 3"
     )
-    assert standalone.env["API_TOKEN"] == "<redacted>"
+    assert standalone.env["API_TOKEN"] == "***"
     assert standalone.files == ("conf/a.yaml", "main.py", "util.py")
     assert standalone.notes == (
         "the run gave the cell /dev/shm of 64.0 MiB; a plain command line does not",

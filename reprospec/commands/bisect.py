@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from reprospec.errors import EXIT_INTERRUPTED
+from reprospec.logtext import printable
 
 # The CLI's own parser class (cli._Parser): any ArgumentParser.
 _P = TypeVar("_P", bound=argparse.ArgumentParser)
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def say(line: str) -> None:
-        print(f"reprospec: {line}", file=sys.stderr, flush=True)
+        print(printable(f"reprospec: {line}"), file=sys.stderr, flush=True)
 
     try:
         report = bisect_spec(request, progress=say)
@@ -137,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
             outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
             detail = evidence.infra_error if evidence.state == "skipped" else outcomes
             print(f"  {evidence.version:<14} {evidence.state:<8} "
-                  f"{evidence.matched}/{evidence.attempts:<4} {detail}")
+                  f"{evidence.matched}/{evidence.attempts:<4} {printable(detail or '')}")
         if report.result.status == "found" and report.result.reason:
-            print(f"note: {report.result.reason}")
+            print(printable(f"note: {report.result.reason}"))
         for warning in report.result.warnings:
-            print(f"warning: {warning}")
+            print(printable(f"warning: {warning}"))
         if report.changed:
             print("changed between the last good and the first bad day:")
             for name, before, after in report.changed:

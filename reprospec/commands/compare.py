@@ -1,43 +1,88 @@
-"""`reprospec compare RUN_A RUN_B`: cells whose verdict changed, environment differences."""
+"""`reprospec compare RUN_A RUN_B`: what changed between two runs, and in which cells.
+
+The spec (a diff), the options (`-j`, `--set`, ...), the environment, and per cell
+the verdict, the outcome signatures and the expectation: a verdict that changed
+because the spec now expects something else reads "same outcome, different
+expectation", not as a change of the code under test.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Any
+
+from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.compare import compare
-    from reprospec.console import make_console
     from reprospec.results import load_run
 
     out = Path(args.out)
     a, b = load_run(args.run_a, out), load_run(args.run_b, out)
     diff = compare(a, b)
+    if args.format == "json":
+        print(json.dumps(diff, indent=2, ensure_ascii=False, default=str))
+        return 0
+    from reprospec.console import make_console
+
     console = make_console()
-    console.print(f"{a.run_id} -> {b.run_id} ({a.spec_name})", markup=False)
-    if a.spec_name != b.spec_name or a.spec_text != b.spec_text:
+    for line in lines(diff, a.spec_name):
+        # Cell ids, spec text and messages are the spec's and the children's: text only.
+        console.print(printable(line), markup=False, highlight=False)
+    return 0
+
+
+def lines(diff: dict[str, Any], spec_name: str) -> list[str]:
+    """The comparison as text lines, for people."""
+    out = [f"{diff['run_a']} -> {diff['run_b']} ({spec_name})"]
+    spec = diff["spec"]
+    if not spec["same"]:
         # Comparing two different incidents is allowed, but cells then mean other things.
-        console.print(
-            f"warning: the runs ran different specs ({a.spec_name!r} and {b.spec_name!r}, "
-            "or the same name with other text)",
-            markup=False,
-        )
-    changed = diff["changed"]
-    if changed:
-        console.print("cells whose verdict changed:", markup=False)
-        for row in changed:
-            console.print(f"  {row['cell']}: {row['before']} -> {row['after']}", markup=False)
+        name_a, name_b = spec["names"]
+        if name_a == name_b:
+            out.append(f"warning: both runs ran spec {name_a!r}, with other text:")
+        else:
+            out.append(f"warning: the runs ran different specs ({name_a!r} and {name_b!r}):")
+        out += [f"  {line}" for line in spec["diff"]]
     else:
-        console.print("no cell changed verdict", markup=False)
+        out.append("same spec")
+    if diff["options"]:
+        out.append("options that differ:")
+        out += [
+            f"  {row['key']}: {_shown(row['a'])} -> {_shown(row['b'])}" for row in diff["options"]
+        ]
+    else:
+        out.append("same options")
+    if diff["environment"]:
+        out.append("environment differences:")
+        out += [f"  {row['key']}: {row['a']!r} -> {row['b']!r}" for row in diff["environment"]]
+    else:
+        out.append("same environment")
+    if diff["cells"]:
+        out.append("cells that changed:")
+        for row in diff["cells"]:
+            before, after = row["verdict"]
+            verdict = f"{before} -> {after}" if before != after else f"{before}, both runs"
+            out.append(f"  {row['cell']}: {verdict} ({row['change']})")
+            was, now = (_outcomes(o) for o in row["outcomes"])
+            out.append(f"    outcome   {was}" + ("" if was == now else f" -> {now}"))
+            exp_a, exp_b = row["expected"]
+            out.append(f"    expected  {exp_a}" + ("" if exp_a == exp_b else f" -> {exp_b}"))
+    else:
+        out.append("no cell changed")
     for label, key in (("only in the first run", "only_a"), ("only in the second run", "only_b")):
         if diff.get(key):
-            console.print(f"{label}: {', '.join(diff[key])}", markup=False)
-    env = diff["environment"]
-    if env:
-        console.print("environment differences:", markup=False)
-        for row in env:
-            console.print(f"  {row['key']}: {row['a']!r} -> {row['b']!r}", markup=False)
-    else:
-        console.print("same environment", markup=False)
-    return 0
+            out.append(f"{label}: {', '.join(diff[key])}")
+    return out
+
+
+def _outcomes(counts: dict[str, int]) -> str:
+    """`crash:SIGSEGV:worker:validation x2, pass x1`; `no attempt` for none."""
+    return ", ".join(f"{sig} x{n}" for sig, n in counts.items()) or "no attempt"
+
+
+def _shown(value: object) -> str:
+    return "(none)" if value is None or value == [] else repr(value)

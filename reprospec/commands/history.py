@@ -1,16 +1,22 @@
-"""`reprospec history [SPEC]`: past runs and their verdicts, newest first."""
+"""`reprospec history [SPEC]`: past runs and their verdicts, newest first, ids whole."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
+
+_COUNTS = (
+    ("reproduced", "reproduced"),
+    ("not_reproduced", "not reproduced"),
+    ("undecided", "undecided"),
+    ("infra_error", "infra-error"),
+)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from reprospec.console import make_console
     from reprospec.store import Store
 
     spec_name = None
@@ -20,39 +26,51 @@ def run(args: argparse.Namespace) -> int:
         # A spec file, or just the spec's name as it appears in the table.
         spec_name = load_spec(args.spec).name if Path(args.spec).exists() else args.spec
     if not (Path(args.out) / "results.db").is_file():
+        if args.format == "json":
+            print("[]")
         print(f"no runs recorded in {args.out} yet", file=sys.stderr)
         return 0
-    runs = Store(Path(args.out)).runs(spec_name=spec_name)
-    table = Table(title=f"runs in {args.out}", title_justify="left")
-    for column in (
-        "run",
-        "spec",
-        "runner",
-        "started",
-        "status",
-        "cells",
-        "reproduced",
-        "not reproduced",
-        "undecided",
-        "infra-error",
-    ):
-        table.add_column(column)
-    for row in runs:
-        table.add_row(
-            row["run_id"],
-            row["spec_name"],
-            row["runner"],
-            row["started"],
-            row["status"],
-            str(row.get("cells", "")),
-            str(row.get("reproduced", "")),
-            str(row.get("not_reproduced", "")),
-            str(row.get("undecided", "")),
-            str(row.get("infra_error", "")),
-        )
+    with Store(Path(args.out)) as store:
+        runs = store.runs(spec_name=spec_name)
+    if args.format == "json":
+        print(json.dumps([_row(run) for run in runs], indent=2, ensure_ascii=False))
+        return 0
+    return _table(runs, args.out, spec_name)
+
+
+def _row(run: dict[str, Any]) -> dict[str, Any]:
+    """One run for `--format json`: the store's summary, the run id whole."""
+    keys = ("run_id", "spec_name", "spec_path", "runner", "started", "finished", "status")
+    out = {key: run.get(key) for key in keys}
+    out["cells"] = run.get("cells", 0)
+    out["attempts"] = run.get("attempts", 0)
+    out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
+    return out
+
+
+def _table(runs: list[dict[str, Any]], out: Path, spec_name: str | None) -> int:
+    from rich.table import Table
+
+    from reprospec.console import make_console
+
     console = make_console()
     if not runs:
         console.print("no runs recorded yet" + (f" for {spec_name}" if spec_name else ""))
         return 0
+    table = Table(title=f"runs in {out}", title_justify="left")
+    # The run id is what one copies (`reprospec report ID`): never cut, never wrapped.
+    table.add_column("run", no_wrap=True, min_width=max(len(r["run_id"]) for r in runs))
+    for column in ("started", "runner", "status", "cells", "verdicts"):
+        table.add_column(column, overflow="fold")
+    for row in runs:
+        verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
+        table.add_row(
+            row["run_id"],
+            str(row["started"]).replace("T", " ")[:19],
+            row["runner"],
+            row["status"],
+            str(row.get("cells", "")),
+            verdicts or "—",
+        )
     console.print(table)
     return 0

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from reprospec.options import RunOptions
 
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
         failing_sets=tuple(args.failing_sets),
         passing_sets=tuple(args.passing_sets),
         budget=args.budget,
+        error=_fraction(args.error, "--error"),
+        min_rate=_fraction(args.min_rate, "--min-rate"),
         run=_run_options(args),
         command_line="reprospec " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "",
     )
@@ -40,13 +43,13 @@ def run(args: argparse.Namespace) -> int:
     found = isolate_spec(
         args.spec,
         options,
-        progress=None if quiet else (lambda message: print(message, file=sys.stderr)),
+        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
         cancel=cancel,
     )
     if args.format == "json":
         print(json.dumps(to_dict(found), indent=2))
     else:
-        print(text(found))
+        print(printable(text(found)))
         print(f"report: {found.folder / 'isolate.md'}")
     if found.interrupted:
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
@@ -118,6 +121,23 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         default=100,
         metavar="N",
         help="attempts in all, infra errors included (default: 100)",
+    )
+    p.add_argument(
+        "--error",
+        type=float,
+        default=None,
+        metavar="P",
+        help="stated error probability of the answer: it is given once its posterior "
+        "probability reaches 1 - P (default: 0.005)",
+    )
+    p.add_argument(
+        "--min-rate",
+        type=float,
+        default=None,
+        metavar="P",
+        help="the culprits fail as expected in at least this fraction of attempts; clean "
+        "attempts are weighed at this rate unless more is measured (default: the failing "
+        "cell's expect.rate bound, else 0.3)",
     )
     p.add_argument(
         "-j",
@@ -204,6 +224,14 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         keep_cores=args.keep_cores,
         purpose="isolate",
     )
+
+
+def _fraction(value: float | None, option: str) -> float | None:
+    from reprospec.errors import UsageError
+
+    if value is not None and not 0 < value < 1:
+        raise UsageError(f"{option} must be between 0 and 1, got {value:g}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -17,13 +17,15 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.runfolder import RunFolder
 
     out = Path(args.out)
-    shards = [load_run(ref, out) for ref in args.runs]
+    # Resolved once: `latest` names another run as soon as the merged one's folder exists.
+    refs = [run_dir_of(ref, out) for ref in args.runs]
+    shards = [load_run(ref, out) for ref in refs]
     merged = merge(shards, run_id=new_run_id(shards[0].spec_name))
     folder = RunFolder.of(out, merged.run_id).create()
     # Attempt logs keep their relative paths (cells/<cell>/<n>/): bring them along so
     # the merged report has its excerpts and stacks. Shards hold disjoint attempts.
-    for ref in args.runs:
-        cells = RunFolder(run_dir_of(ref, out)).cells
+    for ref in refs:
+        cells = RunFolder(ref).cells
         if cells.is_dir():
             shutil.copytree(cells, folder.cells, dirs_exist_ok=True)
     write_outputs(folder, merged)

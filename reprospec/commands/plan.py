@@ -9,12 +9,12 @@ import sys
 from collections.abc import Mapping
 
 from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.logtext import printable
 from reprospec.options import RunOptions
-from reprospec.plan import plan_run
+from reprospec.plan import RunPlan, plan_run
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.plan import describe
     from reprospec.spec import load_spec
 
     options = RunOptions(matrix_filters=tuple(args.matrix), overrides=tuple(args.overrides))
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     planned = plan_run(spec, options)
     first_attempts = planned.first_attempts()
     if args.format == "json":
-        doc = {"spec": spec.name, "cells": [describe(plan) for plan in first_attempts]}
+        doc = {"spec": spec.name, "cells": described(planned)}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
@@ -32,8 +32,17 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"include": include}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
-        _print_text(spec.name, planned.repeat, [describe(plan) for plan in first_attempts])
+        sys.stdout.write(plan_text(planned))
     return 0
+
+
+def described(planned: RunPlan) -> list[JsonObject]:
+    """`describe` of every cell's first attempt, with the run's secrets masked (redact.py)."""
+    from reprospec.plan import describe
+    from reprospec.redact import Redactor
+
+    redactor = Redactor.for_spec(planned.spec.document)
+    return [redactor.value(describe(plan)) for plan in planned.first_attempts()]
 
 
 def _github_entry(spec_path: str, cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
@@ -48,11 +57,13 @@ def _github_entry(spec_path: str, cell_id: str, matrix: Mapping[str, JsonValue])
     return entry
 
 
-def _print_text(name: str, repeat: int, cells: list[JsonObject]) -> None:
-    out = sys.stdout
-    out.write(f"spec {name}: {len(cells)} cell(s) x {repeat} attempt(s)\n")
+def plan_text(planned: RunPlan) -> str:
+    """What `reprospec plan` prints: every cell and exactly what it runs, secrets masked,
+    control characters written out (a spec's values never drive the terminal)."""
+    cells = described(planned)
+    lines = [f"spec {planned.spec.name}: {len(cells)} cell(s) x {planned.repeat} attempt(s)"]
     for doc in cells:
-        out.write(f"\n[{doc['id']}]\n")
+        lines.append(f"\n[{doc['id']}]")
         for key, value in doc.items():
             if key in ("id",):
                 continue
@@ -60,4 +71,5 @@ def _print_text(name: str, repeat: int, cells: list[JsonObject]) -> None:
                 rendered = json.dumps(value, default=str)
             else:
                 rendered = str(value)
-            out.write(f"  {key}: {rendered}\n")
+            lines.append(f"  {key}: {rendered}")
+    return printable("\n".join(lines)) + "\n"

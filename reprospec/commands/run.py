@@ -8,11 +8,16 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
+from reprospec.logtext import printable
 from reprospec.models import RunResult
 from reprospec.options import RunOptions, Shard
+
+if TYPE_CHECKING:
+    from reprospec.plan import RunPlan
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,15 +25,20 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.judge import exit_code_for
     from reprospec.plan import plan_run
     from reprospec.progress import Progress
+    from reprospec.runrefs import is_latest, resolve_run_id
     from reprospec.spec import load_spec
 
     out = Path(args.out)
     resume_id: str | None = args.resume
+    if resume_id is not None and is_latest(resume_id):
+        resume_id = resolve_run_id(resume_id, out)
     if resume_id is not None and Path(resume_id).is_dir():
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(resume_id).resolve()
         resume_id, out = folder.name, folder.parent.parent
     resume: pipeline.Resume | None = None
+    # What the user named: a report or a bundle is shown and confirmed before it runs.
+    given: str | None = args.spec
     if resume_id is not None:
         spec, options, done = resumption.load(resume_id, out, jobs=args.jobs, spec_path=args.spec)
         resume = pipeline.Resume(resume_id, done)
@@ -43,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
+    if resume is None and given and (is_report(given) or is_bundle(given)) and not args.yes:
+        confirm_foreign(given, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
@@ -52,6 +64,34 @@ def run(args: argparse.Namespace) -> int:
     print_outcome(result, args.format, out)
     write_github_summary(result)
     return exit_code_for(result)
+
+
+def is_report(path: str | None) -> bool:
+    """A markdown file: a report (or any document) that embeds the spec to run."""
+    return path is not None and Path(path).suffix.lower() == ".md"
+
+
+def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> None:
+    """Show what a report or a bundle would run, then run it only when the person at the
+    terminal says yes. Both come from tickets: what they run must be seen before it runs.
+    Without a terminal to ask on, nothing runs (exit 2) unless `--yes` was given."""
+    from reprospec.commands.plan import plan_text
+
+    what = "a report" if is_report(path) else "a bundle"
+    stdin = stdin or sys.stdin
+    sys.stderr.write(
+        f"reprospec: {printable(path)} is {what}: running it runs the spec it holds:\n\n"
+        + plan_text(plan)
+    )
+    if not stdin.isatty():
+        raise UsageError(
+            f"not run: {path} is {what} and there is no terminal to ask on; read the plan "
+            "above and pass --yes to run it"
+        )
+    sys.stderr.write("\nRun it? [y/N]: ")
+    sys.stderr.flush()
+    if stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError(f"not run: {path} (answered no)")
 
 
 def from_bundle(args: argparse.Namespace, out: Path) -> None:
@@ -192,7 +232,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
         for line in outcome_lines(groups):
-            console.print(line, markup=False, highlight=False)
+            console.print(printable(line), markup=False, highlight=False)
     else:
         console.print(
             f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
@@ -200,7 +240,12 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
-    console.print(f"report: {folder.report_md}")
+    console.print(f"report: {folder.report_md}", markup=False, highlight=False)
+    from reprospec.logtext import clean_log
+
+    # What went wrong around the run (the store deleted under it, the environment capture).
+    for warning in result.warnings:
+        print(f"reprospec: warning: {clean_log(warning)}", file=sys.stderr)
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()

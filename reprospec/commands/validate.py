@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reprospec.errors import EXIT_OK, EXIT_USAGE
+from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -13,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
 
     found = validate(args.paths)
     for line in found.problems:
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
     if found.problems:
         print(found.summary(), file=sys.stderr)
         return EXIT_USAGE

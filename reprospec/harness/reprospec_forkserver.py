@@ -196,6 +196,31 @@ class Job:
         self.preloaded = frozenset(sys.modules)
 
 
+# RLIMIT_LOCKS (Python's resource module has no name for it): its soft limit carries the
+# attempt's tag, as the engine's watchdog.py sets it for a fresh attempt.
+TAG_RESOURCE = 10
+_PR_SET_PDEATHSIG = 1
+
+
+def _tag(tag, server: int) -> None:
+    """The attempt's tag, and death with the server (which ends with the engine)."""
+    import resource
+
+    if isinstance(tag, int):
+        with contextlib.suppress(OSError, ValueError):
+            _, hard = resource.getrlimit(TAG_RESOURCE)
+            if hard == resource.RLIM_INFINITY or hard >= tag:
+                resource.setrlimit(TAG_RESOURCE, (tag, hard))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
+    except Exception:
+        return
+    if os.getppid() != server:
+        os._exit(125)  # the server is gone already: nothing to run for
+
+
 # The attempts running now: pid -> the serial the engine knows each one by.
 _running: dict = {}
 _serials = [0]
@@ -229,6 +254,7 @@ def _fork_attempt(
     import signal
 
     started, ready = os.pipe()
+    server = os.getpid()
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     pid = -1
     try:
@@ -242,9 +268,10 @@ def _fork_attempt(
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-            # Its own session and process group, and its token, before the engine hears
-            # of it: the engine may kill its group or look for its token at once.
+            # Its own session and process group, its tag and its token, before the engine
+            # hears of it: the engine may kill its group or look for it at once.
             os.setsid()
+            _tag(request.get("tag"), server)
             _write_token(slot, request.get("token", ""))
             os.close(started)
             os.write(ready, b".")

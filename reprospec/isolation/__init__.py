@@ -2,6 +2,8 @@
 
 - `search.py`: the search, a pure state machine over numbered differences
   (`Isolation`, `isolate`), flaky-aware; no processes.
+- `hypotheses.py`: its belief, a posterior over the culprit sets, and the choice
+  of the next configuration to try.
 - `candidates.py`: what it runs and concludes (`Probe`, `Tally`, `Candidate`,
   `IsolationResult`) and the passing rule.
 - `differences.py`: configurations as flat path -> value mappings, what differs
@@ -19,10 +21,8 @@ from reprospec.isolation.candidates import (
     Settings,
     Status,
     Tally,
-    clean_needed,
     clean_needed_at,
-    clean_probability,
-    pass_rule,
+    rule_text,
 )
 from reprospec.isolation.search import Isolation, ProbeRunner, isolate
 
@@ -37,9 +37,7 @@ __all__ = [
     "Settings",
     "Status",
     "Tally",
-    "clean_needed",
     "clean_needed_at",
-    "clean_probability",
     "isolate",
-    "pass_rule",
+    "rule_text",
 ]

@@ -13,35 +13,35 @@ from typing import Any, Literal
 from reprospec.rates import wilson
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
-Level = Literal["rate", "search", "final"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]
 Status = Literal[
     "isolated",  # culprits found and checked
     "refused",  # the failing configuration does not reproduce often enough
     "budget",  # the attempt budget ran out before the answer was checked
     "base-reproduces",  # the passing configuration fails the same way
-    "inconclusive",  # the observations contradict differences acting together
     "infra-error",  # a candidate could not be run
     "interrupted",  # stopped (Ctrl-C) before the answer was checked
 ]
 ATTEMPT_KINDS: tuple[AttemptKind, ...] = ("match", "pass", "other", "infra")
-_CHECK_ROLES = ("minimal", "one-smaller")
+DEFAULT_ERROR = 0.005  # as bisect's
+# As bisect's: the culprits fail in at least 30% of attempts unless the spec's
+# expect.rate says otherwise; raised when the sets known to fail show clearly more.
+DEFAULT_MIN_RATE = 0.3
+RATE_Z = 2.576  # the measured rate raises the assumed one from its 99% lower bound
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The budget and error levels of one isolation."""
+    """The budget, the stated error and the rate assumption of one isolation."""
 
     budget: int = 100  # attempts in all, infra errors included
-    alpha: float = 0.003  # error of one passing verdict of the answer's checks
-    search_alpha: float = 0.1  # error of one passing verdict inside the search
+    error: float = DEFAULT_ERROR  # the answer is given at posterior probability 1 - error
+    min_rate: float = DEFAULT_MIN_RATE  # the culprits fail at least this often per attempt
+    max_culprits: int = 3  # the largest culprit set considered (lowered for many differences)
     rate_matches: int = 1  # the failing configuration runs until this many matches...
     rate_attempts: int = 20  # ...or this many attempts
-    chunk: int | None = None  # chunk size of step 2; None: sized for a pair
     max_infra: int = 3  # infra errors of one candidate in a row before giving up
-    step: int = 4  # attempts per candidate per round: a pass is decided on the rate
-    # measured by then, and a round's candidates run concurrently (the executor may
-    # run more attempts at once than one candidate's step)
+    step: int = 1  # attempts per round: -j of them run at once, on distinct candidates
 
 
 @dataclass(frozen=True)
@@ -149,20 +149,28 @@ class IsolationResult:
     """The answer and everything it rests on."""
 
     status: Status
-    culprits: tuple[int, ...]
+    culprits: tuple[int, ...]  # isolated: the answer; otherwise the smallest set seen failing
     message: str
     attempts: int
-    rate: Rate
-    # 1 - sum over the one-smaller sets of P(that many clean attempts | it reproduces):
-    # the probability that no passing check of the answer is wrong. 0 unless isolated.
+    rate: Rate  # measured over the tested sets known to reproduce
+    # Isolated: the posterior probability of the answer (>= 1 - error). Otherwise 0.
     confidence: float
-    clean_needed: int  # clean attempts a check's passing verdict needed at the end
-    alpha: float
+    error: float
+    min_rate: float
+    rate_used: float  # the p that weighed clean attempts at the end
+    max_culprits: int  # the largest culprit set the search considered
     failing: Candidate | None
     base: Candidate | None
     minimal: Candidate | None
     one_smaller: tuple[Candidate, ...]
     tested: tuple[Candidate, ...]
+    guess: tuple[int, ...] = ()  # not isolated: the most probable culprit set...
+    guess_probability: float = 0.0  # ...and its posterior probability
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def rule(self) -> str:
+        return rule_text(self.error, self.min_rate, self.rate_used, self.max_culprits)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,34 +180,19 @@ class IsolationResult:
             "attempts": self.attempts,
             "rate": self.rate.to_dict(),
             "confidence": self.confidence,
-            "rule": pass_rule(self.alpha, self.clean_needed),
+            "error": self.error,
+            "min_rate": self.min_rate,
+            "rate_used": self.rate_used,
+            "max_culprits": self.max_culprits,
+            "rule": self.rule,
+            "guess": {"culprits": list(self.guess), "probability": self.guess_probability},
+            "warnings": list(self.warnings),
             "failing": self.failing.to_dict() if self.failing else None,
             "base": self.base.to_dict() if self.base else None,
             "minimal": self.minimal.to_dict() if self.minimal else None,
             "one_smaller": [e.to_dict() for e in self.one_smaller],
             "tested": [e.to_dict() for e in self.tested],
         }
-
-
-def clean_probability(matched: int, clean: int, n: int) -> float:
-    """E[(1 - p)^n] for p ~ Beta(1 + matched, 1 + clean): n clean attempts from a reproducer."""
-    a, b = 1 + matched, 1 + clean
-    # B(a, b + n) / B(a, b) = prod_{i < n} (b + i) / (a + b + i)
-    probability = 1.0
-    for i in range(n):
-        probability *= (b + i) / (a + b + i)
-    return probability
-
-
-def clean_needed(matched: int, clean: int, alpha: float, cap: int = 100_000) -> int:
-    """Smallest n with E[(1 - p)^n] <= alpha for p ~ Beta(1 + matched, 1 + clean)."""
-    a, b = 1 + matched, 1 + clean
-    probability = 1.0
-    for n in range(cap):
-        if probability <= alpha:
-            return n
-        probability *= (b + n) / (a + b + n)
-    return cap
 
 
 def clean_needed_at(rate: float, alpha: float) -> int:
@@ -211,18 +204,18 @@ def clean_needed_at(rate: float, alpha: float) -> int:
     return max(1, math.ceil(math.log(alpha) / math.log(1 - rate) - 1e-9))
 
 
-def pass_rule(alpha: float, needed: int) -> str:
-    """The passing rule of the answer's checks in words, for reports."""
-    return (
-        f"a candidate fails at its first matching failure; a check passes after {needed} "
-        f"clean attempts, the fewest n with (1-p)^n <= {alpha:g} for the measured rate p "
-        f"(averaged over its uncertainty), so a check of a configuration that does reproduce "
-        f"passes with probability at most {alpha:g}; infra errors count neither way"
+def rule_text(error: float, min_rate: float, rate_used: float, max_culprits: int) -> str:
+    """The rule the answer rests on, in words, for reports."""
+    raised = (
+        f"p = {rate_used:.2f}, the 99% lower bound of the rate measured on the sets known to "
+        f"reproduce (above the assumed minimum {min_rate:g})"
+        if rate_used > min_rate
+        else f"p = {min_rate:g}, the assumed minimum rate"
     )
-
-
-def chunk_size(count: int, culprits: int = 2) -> int:
-    """Hwang's generalized binary splitting group size for `culprits` among `count`."""
-    if count <= 2 * culprits - 2:
-        return 1
-    return int(2 ** max(0, math.floor(math.log2((count - culprits + 1) / culprits))))
+    return (
+        f"a candidate fails at its first matching failure; each clean attempt of a set "
+        f"multiplies the odds of every culprit set it holds by 1 - p, {raised}; the answer "
+        f"is the set of at most {max_culprits} difference{'s' if max_culprits != 1 else ''} "
+        f"whose posterior probability reached 1 - {error:g} (fewer differences likelier a "
+        f"priori) and that was itself seen failing; infra errors count neither way"
+    )

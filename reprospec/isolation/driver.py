@@ -38,6 +38,8 @@ from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
 from reprospec.options import RunOptions
+from reprospec.rates import rate_floor
+from reprospec.redact import Redactor
 
 Progress = Callable[[str], None]
 
@@ -51,6 +53,8 @@ class IsolateOptions:
     failing_sets: tuple[str, ...] = ()  # PATH=VALUE (or ~PATH) on the failing side only
     passing_sets: tuple[str, ...] = ()
     budget: int = 100
+    error: float | None = None  # None: Settings' default
+    min_rate: float | None = None  # None: the failing cell's expect.rate bound, else 0.3
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
@@ -113,10 +117,17 @@ def isolate_spec(
     """Find the smallest set of differences that turns the passing side into the failing one."""
     from reprospec import api
 
-    say = progress or (lambda message: None)
     cancel = cancel or threading.Event()
     run_options = options.run.with_changes(purpose="isolate")
     spec = api.load_spec(spec_path, run_options.overrides)
+    # The failing cell's expectation may hold a value read from the engine's environment:
+    # what isolate prints and writes is masked as every run is (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
     failing_sets = _parse_sets(options.failing_sets, "--failing-set")
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
@@ -148,8 +159,17 @@ def isolate_spec(
         raise UsageError(
             f"nothing to isolate: {failing.describe()} and {passing.describe()} do not differ"
         )
-    # A round gives each candidate at least -j attempts, so one candidate can fill -j.
-    settings = Settings(budget=options.budget, step=max(Settings.step, plan.parallel))
+    # A round holds -j attempts, on distinct candidates where that tells more.
+    settings = Settings(
+        budget=options.budget,
+        error=options.error if options.error is not None else Settings.error,
+        min_rate=(
+            options.min_rate
+            if options.min_rate is not None
+            else rate_floor(expectation.rate) or Settings.min_rate
+        ),
+        step=max(Settings.step, plan.parallel),
+    )
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
     ident = isolation_id(
         spec.name,
@@ -223,6 +243,7 @@ def isolate_spec(
     )
     from reprospec.isolation.report import write
 
+    found = redactor.value(found)
     write(found)
     return found
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from reprospec.isolation.candidates import Candidate, pass_rule
+from reprospec.isolation.candidates import Candidate
 
 if TYPE_CHECKING:
     from reprospec.isolation.driver import IsolateResult
@@ -19,7 +19,7 @@ def sentence(found: IsolateResult) -> str:
     """ "crashes when num_workers=2 AND pin_memory=true; either alone passes (0/12, 0/12)"."""
     result = found.result
     if result.status != "isolated":
-        return f"not isolated ({result.status}): {result.message}"
+        return f"not isolated ({result.status}): {result.message}{_undecided(found)}"
     verb = _VERBS.get(found.expectation.outcome, "fails")
     names = [d.describe() for d in found.culprits]
     # one_smaller[i] leaves out culprit i; "X alone" is the set that leaves out the other.
@@ -34,6 +34,20 @@ def sentence(found: IsolateResult) -> str:
     return (
         f"{verb} when {' AND '.join(names)}; leaving out any one, it passes ({', '.join(figures)})"
     )
+
+
+def _undecided(found: IsolateResult) -> str:
+    """What an unfinished isolation has: its best guess, the smallest set seen failing."""
+    result = found.result
+    if result.status not in ("budget", "interrupted"):
+        return ""
+    out = ""
+    if result.guess:
+        names = " AND ".join(found.differences[i].describe() for i in result.guess)
+        out += f"; best guess: {names} ({result.guess_probability:.0%})"
+    if result.culprits:
+        out += f"; the smallest set seen failing: {describe_set(found, result.culprits)}"
+    return out
 
 
 def describe_set(found: IsolateResult, candidate: Sequence[int]) -> str:
@@ -75,8 +89,10 @@ def text(found: IsolateResult) -> str:
         f"{result.attempts} attempts of a budget of {found.budget}"
         f"{f', {found.reused} from an earlier run' if found.reused else ''}; "
         f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}); "
-        f"confidence {result.confidence:.3f}"
+        f"confidence {result.confidence:.3f} (error {result.error:g}, assumed minimum rate "
+        f"{result.min_rate:g})"
     )
+    lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines)
 
 
@@ -96,7 +112,18 @@ def to_dict(found: IsolateResult) -> dict[str, Any]:
         "budget": found.budget,
         "rate": result.rate.to_dict(),
         "confidence": result.confidence,
-        "rule": evidence["rule"],
+        "error": result.error,
+        "min_rate": result.min_rate,
+        "rate_used": result.rate_used,
+        "rule": result.rule,
+        "best_guess": {
+            "culprits": [
+                {"path": d.path, "value": d.to_dict()["value"]}
+                for d in (found.differences[i] for i in result.guess)
+            ],
+            "probability": result.guess_probability,
+        },
+        "warnings": list(result.warnings),
         "message": result.message,
         "spec": {"name": found.spec_name, "path": found.spec_path},
         "expect": {k: v for k, v in found.expectation.to_dict().items() if k != "rate"},
@@ -135,9 +162,11 @@ def markdown(found: IsolateResult) -> str:
         f"- attempts: {result.attempts} (budget {found.budget})",
         f"- reproduction rate: {rate.matched}/{rate.attempts} ({_percent(rate.value)}, "
         f"95% CI {_percent(rate.low)}-{_percent(rate.high)})",
-        f"- confidence: {result.confidence:.3f}",
-        f"- rule: {pass_rule(result.alpha, result.clean_needed)}",
+        f"- confidence: {result.confidence:.3f} (the answer's posterior probability; stated "
+        f"error {result.error:g})",
+        f"- rule: {result.rule}",
     ]
+    out += [f"- warning: {w}" for w in result.warnings]
     if found.command_line:
         out += ["", "Run again (resumes from the stored results):", "", f"    {found.command_line}"]
     out += ["", "### The differences", ""]
@@ -189,8 +218,8 @@ def _verdict(evidence: Candidate) -> str:
     if evidence.reproduces:
         return "fails"
     if evidence.reproduces is False:
-        if evidence.role == "one-smaller" and evidence.clean_evidence:
-            return f"passes (0/{evidence.clean_evidence} in its check)"
+        if evidence.role in ("one-smaller", "base") and evidence.clean_evidence:
+            return f"passes (0/{evidence.clean_evidence} on the sets holding it)"
         return "passes"
     return "undecided"
 

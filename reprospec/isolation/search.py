@@ -14,94 +14,93 @@ failures) and hands back what each attempt did: `match` (the expected failure),
             iso.record(probe, run(probe))   # e.g. ("pass", "pass", "match")
     iso.result.culprits
 
-The search assumes the failure needs a set of differences together (a
-conjunction: every configuration holding the culprits fails at the same rate,
-every other one passes) and checks its answer against that assumption at the
-end. Measured against ddmin and one-difference-at-a-time in
-benchmarks/isolate_simulation.py.
+The search is Bayesian adaptive group testing, the same rule as `bisect`'s
+(bisection.py) over a larger space of answers:
 
 1. **Rate.** The failing configuration runs until it fails as expected
-   `rate_matches` times (at most `rate_attempts` attempts). No match, or a rate
-   too low to isolate within the budget, refuses with the figure (ClusterFuzz
-   does the same before it minimizes: "crashes, but not consistently, 1/10").
-2. **Chunks** (generalized binary splitting, Hwang 1972, sized for a pair): one
-   candidate per chunk leaves that chunk out. Leaving out a chunk without a
-   culprit still fails, usually within a few attempts, so failing is the cheap
-   verdict and passing the expensive one. Every such chunk is dropped at once
-   (a conjunction survives the union of harmless removals).
-3. **Bisection** of each chunk that holds a culprit: leave out its first half;
-   if that still fails drop it, else keep bisecting the first half. The second
-   halves left untested are left out together in one candidate at the end, and
-   bisected only if that passes (two culprits in one chunk).
-4. **Check** (the one-minimality test of ddmin, "re-check each kept toggle"):
-   the set found fails, and each set one difference smaller passes at the
-   strict level, on attempts made for the check only: the passes of the search
-   are what let a harmless difference in, and must not vouch for it again. A
-   difference whose removal still fails is dropped and the check repeats. If
-   the set found passes (the failure needs one of several differences, not all),
-   the search starts again dropping one chunk at a time.
+   (`rate_matches` times, at most `rate_attempts` attempts). No match refuses;
+   so does a rate that cannot finish within the budget even by the cheapest
+   isolation (one culprit), with the figure (ClusterFuzz does the same before
+   it minimizes: "crashes, but not consistently, 1/10").
+2. **Belief.** The answer is one of the sets of at most `max_culprits`
+   differences (hypotheses.py; the empty set stands for "the passing side
+   fails too"), a priori one difference likelier than two, two than three. A
+   matching failure of a candidate rules out every set it does not hold (no
+   false positives); each clean attempt multiplies every set it holds by
+   (1 - p). Nothing is forgotten: every attempt weighs on every set, so a
+   check needs no attempts of its own (the last search's clean attempts often
+   are the check).
+3. **Choice.** Each attempt goes to the candidate with the most mutual
+   information about the culprit; with -j, a round holds -j attempts, each
+   chosen as if the ones before it came back clean. Candidates stay inside the
+   sets seen failing (the differences outside them cannot matter to a
+   conjunction, and leaving them at the base keeps a disjunction from
+   contradicting the model: the search then finds one of its minimal sets).
+4. **Answer.** It stops when one set holds at least 1 - `error` of the
+   posterior and was itself seen failing (its own matching failure: that rules
+   out every larger set at once, and it is the "minimal set fails" row of the
+   report). Its one-smaller sets then have posterior probability at most
+   `error` of reproducing, on the clean attempts of every tested set that holds
+   them. Out of budget, the answer is undecided: the most probable set with
+   its probability, and the smallest set seen failing.
 
-Flakiness. A candidate fails at its first matching failure: a configuration
-that does not reproduce never shows one, so that verdict is never wrong. It
-passes after n clean attempts (passes and different failures); infra errors
-count neither way. The rate p is measured over every tested configuration that
-holds the search's current set (if that set holds the culprits, exactly those
-reproduce). Inside the search n = ceil(ln(search_alpha) / ln(1 - p)): the
-(1 - p)^n <= alpha rule at the measured p, where a wrong pass costs attempts,
-not the answer, since step 4 removes what it let in. For the answer's checks n
-is the smallest with E[(1 - p)^n] <= alpha over the Beta(1 + matches, 1 + clean)
-posterior of p, so a one-smaller set that does reproduce at the measured rate
-passes its check with probability at most alpha however few attempts measured
-it. The measured rate runs a little high (a set is kept because it failed
-within its window, and the sets that reproduce but stayed clean that long are
-missing), which is why alpha is 0.003 and not 0.01: the simulation measures
-what that buys (99.5% exact for a pair among 16 toggles at rate 0.3).
+Flakiness. p is `min_rate`, an assumption (the spec's expect.rate bound, else
+0.3, as for bisect), raised to the 99% Wilson lower bound of the measured rate
+when that is higher. A clean attempt weighed at a rate no higher than the true
+one counts for less than it is worth, so the posterior stays honest for every
+true rate at or above p; a warning says when the measured rate is clearly
+below the assumption. The rate is measured on the sets known to reproduce
+(seen failing, or holding one that was), plus the attempts of the other tested
+sets in proportion to the belief that they hold the culprits: the known sets
+alone run high (a set holding the culprits that happened to stay clean is not
+known). It is not fitted per hypothesis: a wrong larger set would fit a higher
+rate on the very failures that made it look right (a winner's curse), which in
+the simulation bought confident wrong answers at rate 0.3. For a deterministic
+failure the 99% bound rises slowly (5 failures in 5: 43%; 10 in 10: 60%), so
+while the answer is likely, one more attempt of it is made whenever the
+failure it brings is expected to save more clean attempts of its one-smaller
+sets than it costs (never near the assumed minimum).
 
-Literature: ddmin (Zeller and Hildebrandt, TSE 2002) asks for many passing
-verdicts, the expensive kind under flakiness; ProbDD (Wang et al., FSE 2021)
-sizes deletions by each element's probability of mattering, which is what
-favouring cheap failing verdicts does here; ClusterFuzz refuses to minimize a
-testcase that crashes in fewer than half of its retries and ignores crashes
-with another state; syzkaller retries candidates a fixed number of times. Group
-testing (Hwang; Du and Hwang, Combinatorial Group Testing) gives the chunk size.
+Why not ddmin and chunks (the previous search, kept in the git history): ddmin
+(Zeller and Hildebrandt, TSE 2002) asks for many passing verdicts, the
+expensive kind under flakiness; generalized binary splitting (Hwang 1972) then
+re-checking each kept difference on attempts of its own was exact but needed
+about 94 attempts for a pair among 16 at rate 0.3, because every passing verdict
+stood alone, at a strict level, and nothing the search saw counted for the
+check. ProbDD (Wang et al., FSE 2021) keeps a probability per element and
+assumes independence between them; here the belief is over whole sets, so a
+pair that fails only together is one hypothesis, not two half-believed ones.
+`benchmarks/isolate_simulation.py` measures it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.isolation.candidates import (
+    RATE_Z,
     AttemptKind,
     Candidate,
     IsolationResult,
-    Level,
     Probe,
     Rate,
     Role,
     Settings,
     Status,
     Tally,
-    chunk_size,
-    clean_needed,
     clean_needed_at,
-    clean_probability,
+)
+from reprospec.isolation.hypotheses import (
+    NEGLIGIBLE,
+    Belief,
+    Hypotheses,
+    largest_size,
+    mask_of,
+    members,
 )
 from reprospec.rates import wilson
-
-_CHECK_ROLES = ("minimal", "one-smaller")
-
-
-@dataclass(frozen=True)
-class _Question:
-    candidate: frozenset[int]
-    level: Level
-    role: Role
-
-
-_Answers = Mapping[frozenset[int], bool]
-_Plan = Generator[tuple[_Question, ...], _Answers, None]
 
 
 @dataclass
@@ -114,20 +113,18 @@ class Isolation:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise ValueError("nothing to isolate: the configurations do not differ")
+        if not 0 < self.settings.error < 1 or not 0 < self.settings.min_rate < 1:
+            raise ValueError("error and min_rate must be between 0 and 1")
         self.full = frozenset(range(self.count))
+        self.size = largest_size(self.count, self.settings.max_culprits)
+        self.model = Hypotheses(self.count, self.size)
         self.tallies: dict[frozenset[int], Tally] = {}
         self.roles: dict[frozenset[int], Role] = {}
-        self.verdicts: dict[frozenset[int], bool] = {}
         self.used = 0
         self.result: IsolationResult | None = None
-        # Attempts made by the answer's checks, apart: their verdicts count nothing else.
-        self._checked: dict[frozenset[int], Tally] = {}
-        # The search's hypothesis: every difference the failure may need; see _rate.
-        self._current = self.full
-        self._questions: tuple[_Question, ...] = ()
+        self._universe = mask_of(self.full)  # every set seen failing holds the culprits
         self._outstanding: list[Probe] = []
-        self._plan: _Plan = self._search()
-        self._started = False
+        self._searching = False  # past the rate phase
         self._infra_reason = ""
 
     # -- the protocol --------------------------------------------------------
@@ -136,39 +133,61 @@ class Isolation:
         """The probes to run now, independent of each other; () once `result` is set."""
         if self._outstanding:
             raise RuntimeError("record every probe of the last round first")
-        while self.result is None:
-            pending = [q for q in self._questions if self._decided(q) is None]
-            if pending:
-                probes = self._probes_for(pending)
-                if not probes:
+        if self.result is not None:
+            return ()
+        left = self.settings.budget - self.used
+        if not self._searching:
+            s = self.settings
+            tally = self.tallies.get(self.full, Tally())
+            if tally.matched < s.rate_matches and tally.ran < s.rate_attempts:
+                if left <= 0:
                     self._finish_budget()
-                    break
-                self._outstanding = list(probes)
-                return probes
-            answers = {q.candidate: bool(self._decided(q)) for q in self._questions}
-            self.verdicts.update(answers)
-            try:
-                self._questions = self._plan.send(answers) if self._started else next(self._plan)
-            except StopIteration:
-                if self.result is None:  # pragma: no cover - every path of the plan finishes
-                    raise RuntimeError("the search ended without a result") from None
-            self._started = True
-        return ()
+                    return ()
+                want = min(s.rate_attempts - tally.ran, left)
+                return self._issue([Probe(self.full, want, s.rate_matches - tally.matched)])
+            refusal = self._refusal()
+            if refusal:
+                self._finish("refused", (), refusal)
+                return ()
+            self._searching = True
+        if left <= 0:
+            self._finish_budget()
+            return ()
+        rate = self._rate_used()
+        belief = self.model.belief(rate)
+        top, probability = belief.top
+        answer = self.model.masks[top]
+        if probability >= 1 - self.settings.error:
+            if self._seen_failing(answer):
+                if answer == 0:
+                    self._finish(
+                        "base-reproduces", (), "the passing configuration fails the same way"
+                    )
+                else:
+                    self._finish("isolated", tuple(sorted(members(answer))), "")
+                return ()
+            # Sure enough, but not yet seen failing itself: that is the next question.
+            return self._issue([Probe(members(answer), min(self.settings.step, left))])
+        if self._measure_first(belief, answer, rate):
+            return self._issue([Probe(members(answer), min(self.settings.step, left))])
+        return self._issue(self._round(belief, rate, min(self.settings.step, left)))
 
     def interrupt(self) -> None:
         """Stop here (Ctrl-C): the result says so and names the smallest set seen failing."""
         if self.result is None:
             self._outstanding.clear()
-            self._finish_smallest("interrupted", "interrupted before the answer was checked")
+            self._finish_undecided("interrupted", "interrupted before the answer was sure")
 
     def record(self, probe: Probe, kinds: Sequence[AttemptKind], infra_reason: str = "") -> None:
         """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots)."""
         self._outstanding.remove(probe)
-        tally = self.tallies.get(probe.candidate, Tally()).add(kinds)
-        self.tallies[probe.candidate] = tally
-        if probe.role in _CHECK_ROLES:
-            self._checked[probe.candidate] = self._checked.get(probe.candidate, Tally()).add(kinds)
+        ran = Tally().add(kinds)
+        self.tallies[probe.candidate] = self.tallies.get(probe.candidate, Tally()).add(kinds)
         self.used += len(kinds)
+        candidate = mask_of(probe.candidate)
+        self.model.record(candidate, ran.matched, ran.clean)
+        if ran.matched:
+            self._universe &= candidate
         if infra_reason:
             self._infra_reason = infra_reason
         streak = 0
@@ -176,6 +195,7 @@ class Isolation:
             if kind != "infra":
                 break
             streak += 1
+        tally = self.tallies[probe.candidate]
         if streak and streak == len(kinds) and tally.infra >= self.settings.max_infra:
             self._outstanding.clear()
             self._finish(
@@ -185,190 +205,136 @@ class Isolation:
                 f"{self._infra_reason or 'infra error'}",
             )
 
-    # -- verdicts ------------------------------------------------------------
+    # -- choosing ------------------------------------------------------------
 
-    def _rate(self) -> tuple[int, int]:
-        """(matches, clean attempts) of every tested set that holds the current set.
+    def _round(self, belief: Belief, rate: float, attempts: int) -> list[Probe]:
+        """`attempts` attempts, each on the best candidate if those before it come back clean."""
+        picks: list[int] = []
+        clean = list(self.model.clean)
+        for n in range(attempts):
+            if n:
+                belief = self.model.belief(rate, clean)
+                if belief.top[1] >= 1 - self.settings.error:
+                    break  # what the round already holds may settle it
+            candidate = self.model.choose(belief, rate, self._universe)
+            picks.append(candidate)
+            for i in self.model.alive:
+                if self.model.masks[i] & ~candidate == 0:
+                    clean[i] += 1
+        counts: dict[int, int] = {}
+        for candidate in picks:
+            counts[candidate] = counts.get(candidate, 0) + 1
+        return [Probe(members(c), n) for c, n in counts.items()]
 
-        If the current set holds the culprits, exactly the sets that hold it reproduce,
-        and all their attempts sample the rate, clean ones included.
+    def _measure_first(self, belief: Belief, answer: int, rate: float) -> bool:
+        """Whether another attempt of the likeliest set, seen failing, saves attempts.
+
+        Its sets one smaller need clean attempts, fewer the higher p is known to be,
+        and p rises only with matching failures of sets known to reproduce. A
+        deterministic failure seen 5 times is known to fail in at least 43% of
+        attempts (99% bound); seen 10 times, 60%: an attempt of the answer that
+        fails (as it will) can save more than the attempt. At a rate near the assumed
+        minimum it never pays, and this never runs.
         """
-        matched = clean = 0
+        if belief.top[1] < 0.5 or not self._seen_failing(answer):
+            return False
+        matched, ran = self._known()
+        if not ran or matched == ran and rate >= 0.99:
+            return False
+        now = self._checks_needed(belief, answer, rate)
+        seen = matched / ran
+        after = 1 + seen * self._checks_needed(
+            belief, answer, self._rate_from(matched + 1, ran + 1)
+        ) + (1 - seen) * self._checks_needed(belief, answer, self._rate_from(matched, ran + 1))
+        return after < now
+
+    def _checks_needed(self, belief: Belief, answer: int, rate: float) -> float:
+        """Clean attempts the sets one smaller than `answer` still need at `rate` (about)."""
+        mass = dict(belief.ranked)
+        top = mass[belief.top[0]]
+        share = self.settings.error * top / max(1, bin(answer).count("1"))
+        needed = 0.0
+        for x in members(answer):
+            smaller = answer & ~(1 << x)
+            rivals = sum(
+                p for i, p in belief.ranked if self.model.masks[i] & ~smaller == 0
+            )
+            if rivals > share:
+                needed += math.log(share / rivals) / math.log(1 - rate)
+        return needed
+
+    def _issue(self, probes: Sequence[Probe]) -> tuple[Probe, ...]:
+        named: list[Probe] = []
+        for probe in probes:
+            role = self._role(probe.candidate)
+            self.roles.setdefault(probe.candidate, role)  # the first role names it in reports
+            named.append(Probe(probe.candidate, probe.attempts, probe.stop_after, role))
+        self._outstanding = list(named)
+        return tuple(named)
+
+    def _role(self, candidate: frozenset[int]) -> Role:
+        if candidate == self.full:
+            return "failing"
+        if not candidate:
+            return "base"
+        return "search"
+
+    # -- evidence ------------------------------------------------------------
+
+    def _seen_failing(self, candidate: int) -> bool:
+        tally = self.tallies.get(members(candidate))
+        return tally is not None and tally.matched > 0
+
+    def _known(self) -> tuple[int, int]:
+        """(matches, attempts that ran) of the tested sets known to reproduce."""
+        failing = [c for c, t in self.tallies.items() if t.matched]
+        matched = ran = 0
         for candidate, tally in self.tallies.items():
-            if candidate >= self._current:
+            if any(f <= candidate for f in failing):
                 matched += tally.matched
-                clean += tally.clean
-        return matched, clean
+                ran += tally.ran
+        return matched, ran
 
-    def _needed(self, level: Level) -> int:
-        """Clean attempts a passing verdict needs at this level (see the module doc)."""
-        matched, clean = self._rate()
-        if level == "final":
-            return clean_needed(matched, clean, self.settings.alpha)
-        return clean_needed_at((matched + 1) / (matched + clean + 2), self.settings.search_alpha)
+    def _measured(self) -> tuple[int, float]:
+        """(matches, attempts) of the sets that hold the culprits, as far as known.
 
-    def _decided(self, q: _Question) -> bool | None:
-        """True: reproduces; False: passes at the question's level; None: needs more attempts."""
-        tally = self.tallies.get(q.candidate, Tally())
-        if q.level == "rate":
-            s = self.settings
-            done = tally.matched >= s.rate_matches or tally.ran >= s.rate_attempts
-            return bool(tally.matched) if done else None
-        if self._reproduces(q.candidate):
-            return True
-        return (
-            False if self._clean_evidence(q.candidate, q.level) >= self._needed(q.level) else None
-        )
+        The sets known to reproduce (seen failing, or holding one that was) alone run
+        high: a set that holds the culprits but happened to stay clean is missing. So
+        the attempts of every other tested set count too, in proportion to the belief
+        (at the rate of the known sets) that it holds them.
+        """
+        matched, ran = self._known()
+        extra = 0.0
+        unknown = [
+            (mask_of(c), t.ran) for c, t in self.tallies.items() if not self._reproduces(c)
+        ]
+        if matched and unknown:
+            belief = self.model.belief(self._rate_from(matched, ran))
+            live = [(self.model.masks[i], p) for i, p in belief.ranked if p >= NEGLIGIBLE]
+            for candidate, attempts in unknown:
+                extra += attempts * sum(p for m, p in live if m & ~candidate == 0)
+        return matched, ran + extra
+
+    def _rate_used(self) -> float:
+        """p: the assumed minimum, raised to the 99% lower bound of the measured rate."""
+        return self._rate_from(*self._measured())
+
+    def _rate_from(self, matched: float, ran: float) -> float:
+        low = wilson(matched, ran, z=RATE_Z)[0] if matched else 0.0
+        return min(0.99, max(self.settings.min_rate, low))
 
     def _reproduces(self, candidate: frozenset[int]) -> bool:
         """Seen failing as expected, itself or a set it holds (differences act together)."""
         return any(t.matched and c <= candidate for c, t in self.tallies.items())
 
-    def _clean_evidence(self, candidate: frozenset[int], level: Level) -> int:
-        """Clean attempts that speak against `candidate` reproducing.
+    def _clean_evidence(self, candidate: frozenset[int]) -> int:
+        """Clean attempts of every tested set that holds `candidate` and is not known to fail.
 
-        Those of every tested set that holds `candidate` and is not known to fail: had
-        `candidate` reproduced, so would each of them. The answer's checks count only the
-        attempts made for the checks.
+        Had `candidate` reproduced, so would each of them.
         """
-        pool = self._checked if level == "final" else self.tallies
-        return sum(t.clean for c, t in pool.items() if c >= candidate and not self._reproduces(c))
-
-    def _probes_for(self, pending: Sequence[_Question]) -> tuple[Probe, ...]:
-        left = self.settings.budget - self.used
-        probes: list[Probe] = []
-        for q in pending:
-            if left <= 0:
-                break
-            tally = self.tallies.get(q.candidate, Tally())
-            if q.level == "rate":
-                want = self.settings.rate_attempts - tally.ran
-                stop = self.settings.rate_matches - tally.matched
-            else:
-                want = self._needed(q.level) - self._clean_evidence(q.candidate, q.level)
-                want, stop = min(want, self.settings.step), 1
-            want = min(want, left)
-            left -= want
-            probes.append(Probe(q.candidate, want, stop, q.role))
-        return tuple(probes)
-
-    # -- the search ----------------------------------------------------------
-
-    def _ask(self, *questions: _Question) -> tuple[_Question, ...]:
-        for q in questions:
-            self.roles.setdefault(q.candidate, q.role)  # the first role names it in reports
-        return questions
-
-    def _search(self) -> _Plan:
-        yield self._ask(_Question(self.full, "rate", "failing"))
-        refusal = self._refusal()
-        if refusal:
-            self._finish("refused", (), refusal)
-            return
-        yield from self._narrow(self.full, compose=True)
-
-    def _narrow(self, start: frozenset[int], compose: bool) -> _Plan:
-        """Steps 2 and 3 from `start` (a set seen failing), then step 4."""
-        current = self._move(start)
-        order = sorted(current)
-        size = self.settings.chunk or chunk_size(len(order))
-        chunks = [frozenset(order[i : i + size]) for i in range(0, len(order), size)]
-        holding = chunks  # groups that hold a culprit, tested or inferred
-        if len(chunks) > 1:
-            answers = yield self._ask(*(self._without(current, c) for c in chunks))
-            holding = [c for c in chunks if not answers[current - c]]
-            harmless = [c for c in chunks if answers[current - c]]
-            current, needed = yield from self._drop(current, harmless, compose)
-            holding += needed
-        unsure: list[frozenset[int]] = []  # halves left untested beside a half that holds one
-        while True:
-            while any(len(g) > 1 for g in holding):
-                split = [_halves(g) for g in holding if len(g) > 1]
-                answers = yield self._ask(*(self._without(current, first) for first, _ in split))
-                next_holding = [g for g in holding if len(g) == 1]
-                harmless = []
-                for first, rest in split:
-                    if answers[current - first]:
-                        harmless.append(first)
-                        next_holding.append(rest)  # the group holds one and `first` does not
-                    else:
-                        next_holding.append(first)
-                        unsure.append(rest)  # may hold a second one: settled below, together
-                current, needed = yield from self._drop(current, harmless, compose)
-                holding = next_holding + needed
-            if not unsure:
-                break
-            rest = frozenset().union(*unsure)
-            answers = yield self._ask(self._without(current, rest))
-            if answers[current - rest]:
-                current = self._move(current - rest)
-                break
-            answers = yield self._ask(*(self._without(current, g) for g in unsure))
-            harmless = [g for g in unsure if answers[current - g]]
-            holding += [g for g in unsure if not answers[current - g]]
-            unsure = []
-            current, needed = yield from self._drop(current, harmless, compose)
-            holding += needed
-        yield from self._check(current, start, compose)
-
-    def _drop(
-        self, current: frozenset[int], harmless: list[frozenset[int]], compose: bool
-    ) -> Generator[tuple[_Question, ...], _Answers, tuple[frozenset[int], list[frozenset[int]]]]:
-        """Leave out groups whose removal alone still fails; returns (current, groups needed).
-
-        With `compose` they go all at once, untested: a conjunction survives that, and
-        step 4 tests the result. Otherwise each further group is tested on what is left.
-        """
-        if compose or len(harmless) <= 1:
-            return self._move(current - frozenset().union(*harmless)), []
-        needed: list[frozenset[int]] = []
-        for i, group in enumerate(harmless):
-            if i > 0:
-                answers = yield self._ask(self._without(current, group))
-                if not answers[current - group]:
-                    needed.append(group)
-                    continue
-            current = self._move(current - group)  # the first was tested on this very set
-        return current, needed
-
-    def _check(self, current: frozenset[int], start: frozenset[int], composed: bool) -> _Plan:
-        """Step 4: `current` must fail and every one-smaller set must pass, strictly."""
-        while True:
-            # The set found fails at once if the search was right; if not, the search's
-            # level suffices to start again.
-            questions = [_Question(current, "search", "minimal")]
-            questions += [_Question(current - {x}, "final", "one-smaller") for x in sorted(current)]
-            answers = yield self._ask(*questions)
-            if not answers[current]:
-                if composed:
-                    # Groups harmless one by one were not harmless together: the failure
-                    # needs one of several differences. Again, one group at a time.
-                    yield from self._narrow(start, compose=False)
-                else:
-                    self._finish(
-                        "inconclusive",
-                        tuple(sorted(current)),
-                        "the smallest failing set found stopped failing: the failure does not "
-                        "follow these differences",
-                    )
-                return
-            removable = [x for x in sorted(current) if answers[current - {x}]]
-            if not removable:
-                break
-            if not composed:
-                removable = removable[:1]
-            current = self._move(current - frozenset(removable))
-        if not current:
-            self._finish("base-reproduces", (), "the passing configuration fails the same way")
-            return
-        self._finish("isolated", tuple(sorted(current)), "")
-
-    def _without(self, current: frozenset[int], group: frozenset[int]) -> _Question:
-        return _Question(current - group, "search", "search")
-
-    def _move(self, current: frozenset[int]) -> frozenset[int]:
-        self._current = current
-        return current
+        return sum(
+            t.clean for c, t in self.tallies.items() if c >= candidate and not self._reproduces(c)
+        )
 
     def _refusal(self) -> str:
         """Why the failing configuration reproduces too rarely to isolate within the budget."""
@@ -380,94 +346,97 @@ class Isolation:
                 f"the failing configuration did not fail as expected in {tally.ran} attempts "
                 f"({figure}); nothing to isolate"
             )
-        matched, clean = self._rate()
-        rate = (matched + 1) / (matched + clean + 2)
-        # A projection, not a verdict: at the rate measured so far.
-        strict = clean_needed_at(rate, s.alpha)
-        loose = clean_needed_at(rate, s.search_alpha)
-        fail_cost = min(1 / rate, loose)
-        # The cheapest isolation: one culprit, a bisection whose steps pass or fail
-        # equally often, then its check.
-        steps = math.ceil(math.log2(self.count)) if self.count > 1 else 0
-        projected = math.ceil(steps * (loose + fail_cost) / 2 + strict + fail_cost)
+        # A projection, not a verdict: the cheapest isolation finds one culprit (a
+        # failure per halving, 1/p attempts each), then the clean attempts that make the
+        # base unlikely. At the rate's optimistic end (95% upper bound): one early match
+        # says little, and a real rate of 0.3 often starts 1/10.
+        low, high = wilson(tally.matched, tally.ran)
+        halvings = math.log2(self.count)
+        projected = math.ceil(halvings / high + clean_needed_at(high, s.error))
         left = s.budget - self.used
         if projected > left:
-            low, high = wilson(tally.matched, tally.ran)
             return (
                 f"the failing configuration reproduces too rarely to isolate within the budget: "
-                f"{figure} attempts ({low:.0%}-{high:.0%}); a passing check needs {strict} clean "
-                f"attempts at that rate, isolating {self.count} difference"
-                f"{'s' if self.count != 1 else ''} at least about {projected} attempts, and "
-                f"{left} of the budget of {s.budget} are left"
+                f"{figure} attempts ({low:.0%}-{high:.0%}); even at {high:.0%} isolating one of "
+                f"{self.count} difference{'s' if self.count != 1 else ''} takes about "
+                f"{projected} attempts, and {left} of the budget of {s.budget} are left"
             )
         return ""
 
     # -- the answer ----------------------------------------------------------
 
-    def _evidence(self, candidate: frozenset[int], role: Role | None = None) -> Candidate | None:
+    def _evidence(
+        self, candidate: frozenset[int], belief: Belief, role: Role | None = None
+    ) -> Candidate | None:
         tally = self.tallies.get(candidate)
-        if tally is None and role != "one-smaller":
-            return None
-        decided = True if self._reproduces(candidate) else self.verdicts.get(candidate)
-        level: Level = "final" if role in _CHECK_ROLES or role == "failing" else "search"
+        if tally is None and role is None:
+            return None  # untested: only the named rows (base, one smaller) show such sets
+        decided: bool | None = True
+        if not self._reproduces(candidate):
+            inside = self.model.inside(belief, mask_of(candidate))
+            decided = False if inside <= self.settings.error else None
         return Candidate(
             tuple(sorted(candidate)),
             role or self.roles.get(candidate, "search"),
             tally or Tally(),
             decided,
-            self._clean_evidence(candidate, level),
+            self._clean_evidence(candidate),
         )
 
     def _finish_budget(self) -> None:
-        self._finish_smallest(
+        self._finish_undecided(
             "budget",
-            f"the budget of {self.settings.budget} attempts ran out before the answer was checked",
+            f"the budget of {self.settings.budget} attempts ran out before the answer was sure",
         )
 
-    def _finish_smallest(self, status: Status, why: str) -> None:
+    def _finish_undecided(self, status: Status, why: str) -> None:
         reproducing = [c for c, t in self.tallies.items() if t.matched]
         smallest = min(reproducing, key=lambda c: (len(c), sorted(c)), default=self.full)
-        self._finish(
-            status,
-            tuple(sorted(smallest)),
-            f"{why}; the smallest set seen failing is {_name(smallest)}",
-        )
+        self._finish(status, tuple(sorted(smallest)), why)
 
     def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:
-        matched, clean = self._rate()
-        low, high = wilson(matched, matched + clean)
+        matched, ran = self._known()
+        low, high = wilson(matched, ran)
+        rate = self._rate_used()
+        belief = self.model.belief(rate)
+        top, probability = belief.top
         chosen = frozenset(culprits)
+        isolated = status == "isolated"
         one_smaller: list[Candidate] = []
-        confidence = 0.0
-        if status == "isolated":
-            confidence = 1.0
-            for x in culprits:
-                evidence = self._evidence(chosen - {x}, "one-smaller")
-                assert evidence is not None
-                one_smaller.append(evidence)
-                confidence -= clean_probability(matched, clean, evidence.clean_evidence)
-            confidence = max(0.0, confidence)
+        for x in culprits if isolated else ():
+            evidence = self._evidence(chosen - {x}, belief, "one-smaller")
+            assert evidence is not None
+            one_smaller.append(evidence)
         self.result = IsolationResult(
             status=status,
             culprits=culprits,
             message=message,
             attempts=self.used,
-            rate=Rate(matched, matched + clean, low, high),
-            confidence=confidence,
-            clean_needed=clean_needed(matched, clean, self.settings.alpha),
-            alpha=self.settings.alpha,
-            failing=self._evidence(self.full, "failing"),
-            base=self._evidence(frozenset(), "base"),
-            minimal=self._evidence(chosen, "minimal") if status == "isolated" else None,
+            rate=Rate(matched, ran, low, high),
+            confidence=probability if isolated else 0.0,
+            error=self.settings.error,
+            min_rate=self.settings.min_rate,
+            rate_used=rate,
+            max_culprits=self.size,
+            failing=self._evidence(self.full, belief, "failing"),
+            base=self._evidence(frozenset(), belief, "base"),
+            minimal=self._evidence(chosen, belief, "minimal") if isolated else None,
             one_smaller=tuple(one_smaller),
-            tested=tuple(e for c in self.tallies if (e := self._evidence(c)) is not None),
+            tested=tuple(e for c in self.tallies if (e := self._evidence(c, belief)) is not None),
+            guess=() if isolated else tuple(sorted(members(self.model.masks[top]))),
+            guess_probability=0.0 if isolated else probability,
+            warnings=self._warnings(*self._measured()),
         )
 
-
-def _halves(group: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
-    order = sorted(group)
-    middle = len(order) // 2
-    return frozenset(order[:middle]), frozenset(order[middle:])
+    def _warnings(self, matched: int, ran: float) -> tuple[str, ...]:
+        if ran and wilson(matched, ran)[1] < self.settings.min_rate:
+            return (
+                f"the sets holding the culprits reproduced in about {matched}/{ran:.0f} "
+                f"attempts, clearly below the assumed minimum rate {self.settings.min_rate:g}: "
+                f"the error may be larger than stated; rerun with a lower --min-rate (and a "
+                f"larger --budget)",
+            )
+        return ()
 
 
 def _name(candidate: frozenset[int]) -> str:

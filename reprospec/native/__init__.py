@@ -17,7 +17,7 @@ This package's namespace is its API: `native.read`, `native.Capture`, ...
 
 from __future__ import annotations
 
-from reprospec.native.backtrace import demangle, parse_backtrace
+from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
 from reprospec.native.capture import MAX_CORES, Capture, collect_crash_stacks, say_once
 from reprospec.native.cores import (
     CORE_SIGNALS,
@@ -32,7 +32,11 @@ from reprospec.native.gdb import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,
     HANG_DEADLINE_S,
+    attach_gdb_argv,
+    attach_gdb_stacks,
     attach_stacks,
+    core_gdb_argv,
+    core_gdb_stacks,
     core_stacks,
     gdb_path,
     unavailable_reason,
@@ -78,9 +82,13 @@ __all__ = [
     "ProcessStacks",
     "Thread",
     "allow_cores",
+    "attach_gdb_argv",
+    "attach_gdb_stacks",
     "attach_stacks",
     "collect_crash_stacks",
     "core_pattern",
+    "core_gdb_argv",
+    "core_gdb_stacks",
     "core_stacks",
     "crashed_process",
     "demangle",
@@ -90,6 +98,7 @@ __all__ = [
     "gdb_path",
     "merge",
     "parse_backtrace",
+    "parse_maps",
     "read",
     "read_core",
     "render_markdown",

@@ -179,6 +179,11 @@ def proc_maps(pid: int) -> tuple[tuple[int, int, str], ...]:
         text = Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return ()
+    return parse_maps(text)
+
+
+def parse_maps(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, path) of every file-backed line of a `/proc/PID/maps` text."""
     maps = []
     for line in text.splitlines():
         fields = line.split(maxsplit=5)

@@ -67,6 +67,7 @@ class CoreInfo:
     executable: str | None  # the mapped file holding the entry point
     command: str  # the first 80 bytes of the command line (NT_PRPSINFO)
     files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
+    ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
 
 
 def core_pattern() -> CorePattern:
@@ -93,6 +94,8 @@ def allow_cores() -> None:
 
 _ELF_MAGIC = b"\x7fELF"
 _ET_CORE = 4
+# A real core's notes (every thread's registers, the mapped files) are far below this.
+MAX_NOTE_BYTES = 64 << 20
 _PT_NOTE = 4
 _NT_PRSTATUS = 1
 _NT_PRPSINFO = 3
@@ -130,10 +133,12 @@ def read_core(path: Path) -> CoreInfo | None:
                 )
                 if p_type == _PT_NOTE:
                     handle.seek(offset)
-                    notes.extend(_notes(handle.read(filesz)))
+                    # The core may be the child's own forgery: a note is read within a bound.
+                    notes.extend(_notes(handle.read(min(filesz, MAX_NOTE_BYTES))))
     except (OSError, struct.error):
         return None
     pid: int | None = None
+    ppid: int | None = None
     sig: str | None = None
     command = ""
     entry: int | None = None
@@ -143,7 +148,7 @@ def read_core(path: Path) -> CoreInfo | None:
             # The first NT_PRSTATUS is the thread that took the signal.
             cursig = struct.unpack_from("<h", desc, 12)[0]
             sig = signal_name(cursig)
-            pid = struct.unpack_from("<I", desc, 32)[0]
+            pid, ppid = struct.unpack_from("<II", desc, 32)
         elif kind == _NT_PRPSINFO and len(desc) >= 136:
             command = desc[56:136].split(b"\0")[0].decode("utf-8", "replace").strip()
         elif kind == _NT_AUXV:
@@ -160,7 +165,7 @@ def read_core(path: Path) -> CoreInfo | None:
     executable = None
     if entry is not None:
         executable = next((name for start, end, name in files if start <= entry < end), None)
-    return CoreInfo(path, pid, sig, executable, command, tuple(files))
+    return CoreInfo(path, pid, sig, executable, command, tuple(files), ppid)
 
 
 def _notes(data: bytes) -> Iterable[tuple[int, bytes]]:

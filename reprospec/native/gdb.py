@@ -10,16 +10,14 @@ its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
-import signal
-import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from reprospec import capped
 from reprospec.native.backtrace import (
     CURRENT,
     LWP,
@@ -67,7 +65,11 @@ def unavailable_reason(crash: bool = True) -> str | None:
 
 
 _MARK = "@@reprospec:"
+# What is kept of gdb's output (head + a quarter of it as tail), and the frames it prints
+# of each thread: enough for every real crash, bounded for a runaway recursion.
+GDB_OUTPUT_BYTES = 8 << 20
 _GDB_SETTINGS = (
+    "set backtrace limit 2000",
     "set width 0",
     "set height 0",
     "set print frame-arguments presence",
@@ -99,28 +101,20 @@ class _GdbRun:
 
 
 def _run_gdb(argv: Sequence[str], timeout_s: float) -> _GdbRun:
-    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept."""
+    """Run gdb (stderr into stdout), killing it at the timeout; what it printed is kept.
+
+    Head + tail and at most GDB_OUTPUT_BYTES: a crash a million frames deep (a runaway
+    recursion) makes `thread apply all bt` print a million lines.
+    """
     begin = time.monotonic()
     env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
     env.pop("PYTHONPATH", None)  # gdb's embedded Python must not see the engine's modules
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=env,
+    done = capped.run(
+        argv, limit=GDB_OUTPUT_BYTES, timeout_s=max(0.05, timeout_s), env=env, merge_stderr=True
     )
-    finished = True
-    try:
-        out, _ = proc.communicate(timeout=max(0.05, timeout_s))
-    except subprocess.TimeoutExpired:
-        finished = False
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        # communicate() keeps what it had read before the timeout.
-        out, _ = proc.communicate()
-    return _GdbRun(out.decode("utf-8", "replace"), finished, time.monotonic() - begin)
+    return _GdbRun(
+        done.stdout.decode("utf-8", "replace"), not done.timed_out, time.monotonic() - begin
+    )
 
 
 def _sections(output: str) -> dict[str, str]:
@@ -146,30 +140,48 @@ def core_stacks(info: CoreInfo, timeout_s: float = CORE_GDB_TIMEOUT_S) -> Proces
     if gdb is None:
         return ProcessStacks(info.pid or 0, "core", info.command, info.signal,
                              error=f"gdb not found ({GDB_INSTALL_HINT})")  # fmt: skip
+    run = _run_gdb(core_gdb_argv(info, str(info.path), gdb=gdb), timeout_s)
+    return core_gdb_stacks(info, run.output, finished=run.finished, timeout_s=timeout_s)
+
+
+def core_gdb_argv(
+    info: CoreInfo, core: str, *, gdb: str = "gdb", exists: Callable[[str], bool] = os.path.isfile
+) -> list[str]:
+    """The gdb command line that reads the core at `core` (the path where gdb runs).
+
+    `exists` says whether a path exists where gdb runs (a container's files cannot be
+    checked from here: the docker runner passes one that says yes).
+    """
     argv = _gdb_base(gdb)
     for _start, _end, name in info.files:
         # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py.
         helper = f"{name}-gdb.py"
-        if os.path.basename(name).startswith(("python", "libpython")) and os.path.isfile(helper):
+        if os.path.basename(name).startswith(("python", "libpython")) and exists(helper):
             argv += ["-iex", f"add-auto-load-safe-path {helper}"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]
     argv += [*_echo("thread"), "-ex", "thread"]
     argv += [*_echo("bt"), "-ex", "thread apply all bt"]
     argv += [*_echo("py-bt"), "-ex", "thread apply all py-bt", *_echo("end")]
-    if info.executable and os.path.isfile(info.executable):
+    if info.executable and exists(info.executable):
         argv.append(info.executable)
-    argv += ["-c", str(info.path)]
-    run = _run_gdb(argv, timeout_s)
-    parts = _sections(run.output)
-    current = CURRENT.search(parts.get("thread", "")) or CURRENT.search(run.output)
+    return [*argv, "-c", core]
+
+
+def core_gdb_stacks(
+    info: CoreInfo, output: str, *, finished: bool, timeout_s: float
+) -> ProcessStacks:
+    """The stacks in what gdb printed for `core_gdb_argv` (stderr included); `finished`
+    False when it was stopped at `timeout_s`."""
+    parts = _sections(output)
+    current = CURRENT.search(parts.get("thread", "")) or CURRENT.search(output)
     crashed = LWP.search(current["what"]) if current else None
     threads = demangled(parse_backtrace(parts.get("bt", ""), info.files))
     error = None
-    if not run.finished:
+    if not finished:
         error = f"gdb did not finish within {timeout_s:g}s"
     elif not threads:
-        error = gdb_error(run.output) or "gdb printed no stack"
+        error = gdb_error(output) or "gdb printed no stack"
     return ProcessStacks(
         pid=info.pid or 0,
         source="core",
@@ -189,27 +201,44 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
         return NativeStacks(unavailable=reason)
     gdb = gdb_path()
     assert gdb is not None
-    order = list(pids)
-    maps = {pid: proc_maps(pid) for pid in order}  # read before gdb stops them
+    maps = {pid: proc_maps(pid) for pid in pids}  # read before gdb stops them
+    run = _run_gdb(attach_gdb_argv(list(pids), gdb=gdb), budget_s)
+    return attach_gdb_stacks(pids, maps, run.output, finished=run.finished, budget_s=budget_s)
+
+
+def attach_gdb_argv(pids: Sequence[int], *, gdb: str = "gdb") -> list[str]:
+    """The command line of one gdb that attaches to each of `pids` in turn (the order given)."""
     # --readnever: no DWARF, so no file:line or inlined frames, but a third of the time
     # (function names come from the symbol tables; unwinding from .eh_frame).
     argv = [*_gdb_base(gdb), "--readnever"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]
-    for number, pid in enumerate(order, start=1):
+    for number, pid in enumerate(pids, start=1):
         if number > 1:
             argv += ["-ex", "add-inferior", "-ex", f"inferior {number}"]
         argv += [*_echo(f"pid:{pid}"), "-ex", f"attach {pid}", "-ex", f"thread apply {number}.* bt"]
-    argv += _echo("end")
-    run = _run_gdb(argv, budget_s)
-    parts = _sections(run.output)
+    return [*argv, *_echo("end")]
+
+
+def attach_gdb_stacks(
+    pids: Mapping[int, str],
+    maps: Mapping[int, Sequence[tuple[int, int, str]]],
+    output: str,
+    *,
+    finished: bool,
+    budget_s: float,
+) -> NativeStacks:
+    """The stacks in what gdb printed for `attach_gdb_argv(pids)`; `finished` False when it
+    was stopped at `budget_s`. `maps` (pid -> parse_maps) name the libraries of addresses."""
+    parts = _sections(output)
+    order = list(pids)
     reached = [pid for pid in order if f"pid:{pid}" in parts]
     # At the deadline only the last process reached can be cut short; the others are whole.
-    cut = reached[-1] if reached and not run.finished and "end" not in parts else None
+    cut = reached[-1] if reached and not finished and "end" not in parts else None
     processes = []
     for pid in order:
         text = parts.get(f"pid:{pid}")
-        threads = demangled(parse_backtrace(text or "", maps[pid]))
+        threads = demangled(parse_backtrace(text or "", maps.get(pid, ())))
         error = None
         if text is None:
             error = f"gdb did not reach this process within {budget_s:g}s"
@@ -223,6 +252,6 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
             ProcessStacks(pid=pid, source="attach", command=pids[pid], threads=threads, error=error)
         )
     notes: tuple[str, ...] = ()
-    if not run.finished:
+    if not finished:
         notes = (f"gdb stopped after {budget_s:g}s: the hang report does not wait longer",)
     return NativeStacks(processes=tuple(processes), notes=notes)

@@ -47,10 +47,14 @@ def crashed_process(stacks: NativeStacks, pid: int | None = None) -> ProcessStac
 
 
 def fault_frames(thread: Thread) -> tuple[Frame, ...]:
-    """The crashing thread's frames from the fault down: no signal handler, no raise()."""
+    """The crashing thread's frames from the fault down: no signal handler, no raise().
+
+    Handlers may chain (faulthandler re-raises into torch's handler, which re-raises
+    again): the fault is below the outermost `<signal handler called>`.
+    """
     frames = thread.frames
-    for index, frame in enumerate(frames):
-        if frame.signal_handler:
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index].signal_handler:
             frames = frames[index + 1 :]
             break
     start = 0
@@ -105,9 +109,10 @@ def _signature_part(frame: Frame) -> str:
     return f"{name}@{lib}" if lib else name
 
 
-def with_native_frame(signature: str, stacks: NativeStacks | None) -> str:
-    """`crash:SIGSEGV:main:validation` + `:strlen@libc`, for a crash with native stacks."""
-    frame = signature_frame(stacks) if stacks is not None else None
+def with_native_frame(signature: str, stacks: NativeStacks | None, pid: int | None = None) -> str:
+    """`crash:SIGSEGV:main:validation` + `:strlen@libc`, for a crash with native stacks
+    (`pid`: the crashed process's core, when known)."""
+    frame = signature_frame(stacks, pid) if stacks is not None else None
     return f"{signature}:{frame}" if frame and signature.startswith("crash") else signature
 
 

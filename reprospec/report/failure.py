@@ -7,12 +7,15 @@ its stacks (attempt.py took them from its files when it ended).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from reprospec.logtext import clean_log
 from reprospec.models import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.report.markup import fence_for, inline_code
-from reprospec.words import outcome_phrase, plural, shorten
+from reprospec.report.paths import PathNames
+from reprospec.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 
 STACK_LINES = 300
 
@@ -39,24 +42,32 @@ def summary_line(run: RunResult) -> str:
 
     e.g. `hang @ import in 1 of 1 cell; as expected in every cell (2/3 attempts)`, or
     with several failures `2 of 4 cells failed: crash SIGSEGV (worker) @ validation:7 in 1,
-    error exit 1 ValueError @ train:3 in 1; ...` (most cells first).
+    error exit 1 ValueError @ train:3 in 1; ...` (most cells first). A failure the
+    spec's faults caused says so: `... in 1 of 4 cells, injected by the spec:
+    workload.faults[0]`. Cells an interrupted run never reached are `not run`.
     """
     if run.observes:
         return _observed_line(run)
     s = run.summary
     signatures = failure_signatures(run)
+    not_run = s.get("not_run", 0)
+    ran = s["cells"] - not_run
     # Two different facts: where the failure happened, and whether every cell did
     # what the spec expects ("reproduced"); a pass cell can be reproduced too.
     if len(signatures) == 1:
-        phrase, count = signatures[0]
-        head = f"{phrase} in {count} of {plural(s['cells'], 'cell')}"
+        phrase, count, injected = signatures[0]
+        head = f"{phrase} in {count} of {plural(s['cells'], 'cell')}" + _injected(injected)
     elif signatures:
         failed = sum(any(a.failed for a in c.attempts) for c in run.cells)
         head = f"{failed} of {plural(s['cells'], 'cell')} failed: " + ", ".join(
-            f"{phrase} in {count}" for phrase, count in signatures
+            f"{phrase} in {count}{_injected(injected)}" for phrase, count, injected in signatures
         )
+    elif s["infra_error"] and s["infra_error"] == ran:
+        head = "Could not run"
+    elif not ran:
+        head = "Nothing ran"
     else:
-        head = "Could not run" if s["infra_error"] else "No failure"
+        head = "No failure"
     attempts = [a for c in run.cells for a in c.attempts]
     held = (
         "every cell"
@@ -71,30 +82,38 @@ def summary_line(run: RunResult) -> str:
         text += f", {s['undecided']} undecided"
     if s["infra_error"]:
         text += f", {s['infra_error']} infra-error"
-    if run.interrupted:
+    if not_run:
+        text += f", {not_run} {NOT_RUN}"
+    elif run.interrupted:
         text += " (interrupted)"
     return text
 
 
-def failure_signatures(run: RunResult) -> list[tuple[str, int]]:
-    """(phrase, cells) of each failure signature, most cells first, then the first seen first.
+def _injected(injected: str | None) -> str:
+    return f", {injected_phrase(injected)}" if injected else ""
+
+
+def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
+    """(phrase, cells, injected) of each failure signature, most cells first, then first seen.
 
     The first failure (`first_failure`) leads a tie; a cell counts once per signature.
+    The phrase leaves the injected label out: the headline words it after the count.
     """
     first = first_failure(run)
     cells: dict[str, set[str]] = {}
-    phrases: dict[str, str] = {}
+    phrases: dict[str, tuple[str, str | None]] = {}
     outcomes = [(c.cell.id, a.ran) for c in run.cells for a in c.attempts if a.failed]
     if first is not None:
         outcomes.insert(0, (first[0].cell.id, first[2]))
     for cell_id, outcome in outcomes:
         assert outcome is not None
         key = outcome.signature or outcome_phrase(outcome, pid=False)
-        phrases.setdefault(key, outcome_phrase(outcome, pid=False))
+        plain = replace(outcome, injected=None)
+        phrases.setdefault(key, (outcome_phrase(plain, pid=False), outcome.injected))
         cells.setdefault(key, set()).add(cell_id)
     order = list(cells)
     ranked = sorted(order, key=lambda key: (-len(cells[key]), order.index(key)))
-    return [(phrases[key], len(cells[key])) for key in ranked]
+    return [(phrases[key][0], len(cells[key]), phrases[key][1]) for key in ranked]
 
 
 def _observed_line(run: RunResult) -> str:
@@ -111,35 +130,70 @@ def _observed_line(run: RunResult) -> str:
     return text
 
 
-def failure_section(run: RunResult) -> dict[str, Any] | None:
-    """The failure signatures, and the first failure with its message and log excerpt."""
+def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str, Any] | None:
+    """The failure signatures, and the first failure with its message and log excerpt.
+
+    A dead DataLoader worker leads with its own stack (`worker_stack`), then the main
+    process's view. `paths` names the paths short (report/paths.py).
+    """
     found = first_failure(run)
     if found is None:
         return None
+    short = (paths or PathNames({})).shorten
     cell, attempt, outcome = found
-    signatures = Counter(
-        a.ran.signature or outcome_phrase(a.ran)
-        for c in run.cells
-        for a in c.attempts
-        if a.ran is not None and a.ran.kind != "pass"
-    )
-    log = attempt.excerpt or ""
-    message = clean_log(outcome.message or "").strip()
+    counts: Counter[str] = Counter()
+    injected: dict[str, str | None] = {}
+    for c in run.cells:
+        for a in c.attempts:
+            if a.ran is not None and a.ran.kind != "pass":
+                key = a.ran.signature or outcome_phrase(a.ran)
+                counts[key] += 1
+                injected.setdefault(key, a.ran.injected)
+    log = short(attempt.excerpt or "")
+    message = short(clean_log(outcome.message or "").strip())
+    worker = short(attempt.stack or "") if _died_in_worker(outcome) else ""
+    native = short(attempt.native or "")
+    # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
+    cut = native.find("<details>")
+    native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
     return {
-        "chain": chain_lines(outcome),
-        "signatures": signatures.most_common(),
+        "chain": [short(line) for line in chain_lines(outcome)],
+        "signatures": [
+            (sig, n, injected_phrase(label) if (label := injected[sig]) else "")
+            for sig, n in counts.most_common()
+        ],
         "cell": cell.cell.id,
         "attempt": attempt.attempt,
         "outcome": outcome_phrase(outcome),
         "exception": outcome.exception,
         "message": message,
         "message_fence": fence_for(message),
-        "detail": clean_log(outcome.detail or "").strip(),
+        "detail": short(clean_log(outcome.detail or "").strip()),
         "excerpt": log,
         "fence": fence_for(log),
+        # The stack of the worker that died, as it printed it (or gdb read it from its core).
+        "worker_stack": worker,
+        "worker_fence": fence_for(worker),
+        "worker_who": _worker_of(outcome),
+        "worker_source": (
+            "as it printed it"
+            if worker.startswith("Fatal Python error")
+            else "as gdb read it from its core"
+        ),
         # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
-        "native": attempt.native or "",
+        "native": native,
+        "native_top": native_top.strip(),
+        "native_details": native_details.strip(),
     }
+
+
+def _died_in_worker(outcome: Outcome) -> bool:
+    return outcome.kind == "crash" and outcome.where == "worker"
+
+
+def _worker_of(outcome: Outcome) -> str:
+    """`the DataLoader worker pid 4242`: whose stack a worker crash shows."""
+    return "the DataLoader worker" + (f" pid {outcome.pid}" if outcome.pid is not None else "")
 
 
 def chain_lines(outcome: Outcome) -> list[str]:
@@ -162,8 +216,9 @@ def chain_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def stack_sections(run: RunResult) -> list[dict[str, Any]]:
+def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[dict[str, Any]]:
     """The first hang of each cell with its stacks, and the first crash of a child with its own."""
+    short = (paths or PathNames({})).shorten
     out = []
     for cell in run.cells:
         for a in cell.attempts:
@@ -171,7 +226,7 @@ def stack_sections(run: RunResult) -> list[dict[str, Any]]:
                 a.ran.kind == "hang" or (a.ran.kind == "crash" and a.ran.where == "child")
             ):
                 continue
-            lines = clean_log(a.stack or "").strip().split("\n")
+            lines = short(clean_log(a.stack or "")).strip().split("\n")
             if len(lines) > STACK_LINES:
                 lines = [*lines[:STACK_LINES], f"… ({len(lines) - STACK_LINES} more lines)"]
             text = "\n".join(lines)
@@ -180,21 +235,21 @@ def stack_sections(run: RunResult) -> list[dict[str, Any]]:
                     {
                         "cell": cell.cell.id,
                         "attempt": a.attempt,
-                        "what": "" if a.ran.kind == "hang" else f", {_child_of(a.ran)}",
+                        "what": "" if a.ran.kind == "hang" else f", {_child_of(a.ran, short)}",
                         "text": text,
                         "fence": fence_for(text),
-                        "native": a.native or "",
+                        "native": short(a.native or ""),
                     }
                 )
                 break
     return out
 
 
-def _child_of(outcome: Outcome) -> str:
+def _child_of(outcome: Outcome, short: Callable[[str], str]) -> str:
     """`the crashed child pid 4242 (./test_ops)`: whose stack a child crash shows."""
     who = "the crashed child"
     if outcome.pid is not None:
         who += f" pid {outcome.pid}"
     if outcome.cmdline:
-        who += f" ({inline_code(shorten(outcome.cmdline, 80))})"
+        who += f" ({inline_code(shorten(short(outcome.cmdline), 80))})"
     return who

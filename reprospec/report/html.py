@@ -22,6 +22,7 @@ from reprospec.report.environment import env_vars, environment_rows
 from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of, separators
 from reprospec.report.markup import show_value
+from reprospec.report.paths import PathNames
 from reprospec.report.versions import versions_text
 from reprospec.words import (
     attempts_phrase,
@@ -201,7 +202,7 @@ def context(run: RunResult) -> dict[str, object]:
         "rows": cell_rows(run, axes),
         "heatmap": heatmap(run.cells),
         "separators": None if run.observes else separators(run),
-        "failure": failure_section(run),
+        "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",

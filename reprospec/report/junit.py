@@ -20,8 +20,7 @@ def is_flaky(cell: CellResult) -> bool:
     """Attempts that disagree: some matched and some did not, or outcomes of different kinds."""
     ran = [a for a in cell.attempts if a.ran is not None]
     return (
-        len({a.matched for a in ran}) > 1
-        or len({a.ran.kind for a in ran if a.ran is not None}) > 1
+        len({a.matched for a in ran}) > 1 or len({a.ran.kind for a in ran if a.ran is not None}) > 1
     )
 
 
@@ -74,6 +73,8 @@ def _testcase(suite: ET.Element, run: RunResult, cell: CellResult) -> None:
         )
     elif cell.verdict == "infra-error":
         ET.SubElement(case, "error", message=_x(cell.reason), type="infra-error").text = _x(details)
+    elif cell.verdict == "not-run":
+        ET.SubElement(case, "skipped", message=_x(cell.reason))
     ET.SubElement(case, "system-out").text = _x(details)
 
 
@@ -84,7 +85,7 @@ def render_junit(run: RunResult) -> str:
         "tests": str(s["cells"]),
         "failures": str(s["not_reproduced"] + s["undecided"]),
         "errors": str(s["infra_error"]),
-        "skipped": "0",
+        "skipped": str(s.get("not_run", 0)),
         "time": f"{sum(a.duration_s for c in run.cells for a in c.attempts):.3f}",
     }
     root = ET.Element("testsuites", {"name": "reprospec", **counts})

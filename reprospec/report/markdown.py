@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprospec.instances import instance_rows, instance_separation, start_spread
 from reprospec.models import AttemptResult, CellResult, RunResult
+from reprospec.report.cellsets import describe_cells, separating_patterns
+from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
     CellEnvironments,
     cell_environments,
@@ -25,9 +27,18 @@ from reprospec.report.environment import (
     mismatches,
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
-from reprospec.report.markup import fence_for, inline_code, show_value, table_cell
+from reprospec.report.markup import (
+    fence_for,
+    inline_code,
+    plain_markdown,
+    show_value,
+    table_cell,
+)
+from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.standalone import standalone_markdown, versions_markdown
+from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
+from reprospec.reportspec import marker_line
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 
 if TYPE_CHECKING:
@@ -36,11 +47,9 @@ from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
-    attempts_phrase,
-    expectation_phrase,
     launch_summary,
-    rate_phrase,
-    seconds,
+    plural,
+    shorten,
     verdict_legend,
 )
 
@@ -110,30 +119,26 @@ def separators(run: RunResult) -> list[str] | None:
         else e.worded("every passing cell", "no failing cell")
         for e in explain(failing, passing)
     ]
+    if not lines:
+        # No one value, nor a pair, tells them apart: a few values of an axis may.
+        lines = [
+            f"{inline_code(pattern)}: every failing cell is one of these, no passing cell is"
+            for pattern in separating_patterns(failing, passing, run.cells)
+        ]
     return lines + more
 
 
-def _attempt_rows(run: RunResult) -> list[dict[str, str]]:
-    return [
-        {
-            "cell": cell.cell.id,
-            "attempt": str(a.attempt),
-            "outcome": attempt_phrase(a),
-            "matched": "yes" if a.matched else "no",
-            "duration": seconds(a.duration_s),
-            "gpu": slot_label(a.gpu_slot),
-            "launch": a.launch,
-        }
-        for cell in run.cells
-        for a in cell.attempts
-    ]
+# A table with more rows than this is folded into <details>.
+FOLD_ROWS = 16
+# The grid is drawn up to this many rows and columns.
+GRID_ROWS, GRID_COLS = 20, 12
 
 
 # The report lists this many attempt warnings; results.json keeps them all.
 MAX_ATTEMPT_WARNINGS = 20
 
 
-def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
+def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list[str], int]:
     """`cell, attempt N: warning` lines (at most MAX_ATTEMPT_WARNINGS), and how many were left out.
 
     What an attempt left behind (files in its private TMPDIR, /dev/shm leaks) or could
@@ -141,12 +146,48 @@ def _attempt_warnings(run: RunResult) -> tuple[list[str], int]:
     must see it next to the verdict, not only in results.json.
     """
     lines = [
-        f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {warning}"
+        f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {short(warning)}"
         for cell in run.cells
         for a in cell.attempts
         for warning in a.warnings
     ]
     return lines[:MAX_ATTEMPT_WARNINGS], max(0, len(lines) - MAX_ATTEMPT_WARNINGS)
+
+
+def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[str, Any]]:
+    """Each warning the children printed, once: where from, in which cells, what it nullifies."""
+    ran = [c for c in run.cells if c.attempts]
+    return [
+        {
+            "text": short(row.warning.text()),
+            "where": short(row.warning.where),
+            "cells": (
+                "every cell"
+                if len(row.cells) == len(ran)
+                else f"{len(row.cells)} of {plural(len(ran), 'cell')}: "
+                + "; ".join(inline_code(p) for p in describe_cells(row.cells, ran))
+            ),
+            "nullifies": ", ".join(inline_code(f"{axis}={value}") for axis, value in row.nullifies),
+        }
+        for row in warning_rows(run)
+    ]
+
+
+def _noted_separators(lines: list[str] | None, rows: Sequence[WarningRow]) -> list[str] | None:
+    """Separator lines that credit a value a warning says had no effect, flagged as such."""
+    if not lines:
+        return lines
+    quiet = nullified(rows)
+    out = []
+    for line in lines:
+        for (axis, value), warning in quiet.items():
+            if inline_code(f"{axis}={value}") in line:
+                line += (
+                    f" — ⚠️ but `{axis}={value}` had no effect, the child warned: "
+                    f"{inline_code(shorten(warning.message, 160))}"
+                )
+        out.append(line)
+    return out
 
 
 def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
@@ -200,55 +241,71 @@ def _differs_note(differs: CellEnvironments) -> str:
 
 def context(run: RunResult) -> dict[str, Any]:
     """Everything the template shows, computed here so the template only lays it out."""
+    paths = PathNames(run.paths)
+    short = paths.shorten
     axes = axes_of(run.cells)
     differs = cell_environments(run.cells)
-    cells = [
-        {
-            "mark": VERDICT_MARKS[c.verdict],
-            "id": c.cell.id,
-            "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
-            "expected": expectation_phrase(c.expected),
-            "actual": attempts_phrase(c.attempts),
-            "rate": rate_phrase(c.rate),
-            "verdict": c.verdict,
-            "reason": c.reason,
-            "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
-        }
-        for c in run.cells
-    ]
+    large = len(run.cells) > LARGE_RUN_CELLS
+    cells = [] if large else result_rows(run, axes, differs)
     spec_text = run.spec_text.rstrip("\n")
+    rows = warning_rows(run)
+    by_id = {c.cell.id: c for c in run.cells}
+    grid = _grid(run.cells, axes)
+    if grid is not None and (len(grid["rows"]) > GRID_ROWS or len(grid["cols"]) > GRID_COLS):
+        grid = None
+    attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": summary_line(run),
-        "description": run.description.strip(),
+        # Shown as markdown, but unable to open a fence or a comment (markup.plain_markdown).
+        "description": plain_markdown(run.description.strip()),
         "run": run,
-        "warnings": list(run.warnings),
-        "environment": environment_rows(run.environment, differs),
-        "env_vars": env_vars(run.environment, differs),
+        "warnings": [short(w) for w in run.warnings],
+        "environment": [
+            (label, short(value)) for label, value in environment_rows(run.environment, differs)
+        ],
+        "env_vars": [(name, short(value)) for name, value in env_vars(run.environment, differs)],
         "env_differs": _differs_note(differs),
         "env_mismatch": mismatches(run.environment),
         "command": _command(run),
         "spec_name": Path(run.spec_path).name if run.spec_path else f"{run.spec_name}.yaml",
         "spec_text": spec_text,
-        "spec_path": run.spec_path,
+        "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
         "axes": axes,
         "cells": cells,
+        "fold_cells": len(cells) > FOLD_ROWS,
+        "cell_groups": result_groups(run, differs) if large else [],
+        "large": large,
         "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
-        "grid": _grid(run.cells, axes),
+        "grid": grid,
         # Observe runs explain every outcome (both ways); others what separates the failure.
-        "outcomes": outcome_groups(run) if run.observes else [],
-        "separators": None if run.observes else separators(run),
-        "failure": failure_section(run),
-        "attempts": _attempt_rows(run) if any(len(c.attempts) > 1 for c in run.cells) else [],
+        "outcomes": [
+            {
+                "headline": group.headline(),
+                # A large run names a group's cells by patterns, not one id after another.
+                "cells": describe_cells([by_id[i] for i in group.cells], run.cells)
+                if large
+                else list(group.cells),
+                "sep": "; " if large else ", ",
+                "lines": _noted_separators([e.text() for e in group.explanations], rows) or [],
+            }
+            for group in (outcome_groups(run) if run.observes else [])
+        ],
+        "separators": None if run.observes else _noted_separators(separators(run), rows),
+        "failure": failure_section(run, paths),
+        "attempts": attempts,
+        "attempt_count": sum(len(c.attempts) for c in run.cells),
+        "fold_attempts": len(attempts) > FOLD_ROWS,
+        "attempts_per_cell": bool(attempts) and bool(attempts[0]["attempts"]),
         "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
         "slots": _slot_rows(run),
         "slot_noun": _slot_noun(run),
         "instances": _instances(run),
-        "attempt_warnings": _attempt_warnings(run),
+        "attempt_warnings": _attempt_warnings(run, short),
+        "child_warnings": _child_warnings(run, short),
         "launch": launch_summary(a for c in run.cells for a in c.attempts),
-        "show_launch": any(a.launch == "forked" for c in run.cells for a in c.attempts),
-        "stacks": stack_sections(run),
+        "stacks": stack_sections(run, paths),
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.
         "versions": versions_markdown(run),
         "standalone": standalone_markdown(run),

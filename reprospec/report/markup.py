@@ -36,3 +36,62 @@ def show_value(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
     return str(value)
+
+
+# A line that opens a code fence: up to 3 spaces, then ``` or ~~~ (a backtick fence's
+# info string has no backtick).
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+# HTML that runs until its own end marker, not a blank line (CommonMark HTML blocks
+# 1-5): a comment, <script>, <pre>, <style>, <textarea>, <?...?>, <!X...>.
+_LONG_HTML = re.compile(r"<(?=!|\?|(?:script|pre|style|textarea)\b)", re.IGNORECASE)
+
+
+def plain_markdown(text: str) -> str:
+    """Markdown from a spec (its description) that cannot reach past its own end.
+
+    It is shown as written (emphasis, lists, links, its own code blocks), but a code
+    fence it opens and never closes is closed where it ends, and outside its code
+    blocks `<` is written `&lt;` where it would start a comment or another HTML block
+    that runs to its own end marker. So nothing in it swallows the rest of the report
+    or hides text in a comment; and a spec block of its own is only text, since the
+    spec a report runs is found by its marker (reportspec.py), never by position.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        if fence is not None:
+            out.append(line)
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]) and len(line) - len(
+                line.lstrip(" ")
+            ) <= 3:
+                fence = None
+            continue
+        opening = _FENCE_OPEN.match(line)
+        if opening:
+            fence = opening.group(1)
+            out.append(line)
+        else:
+            out.append(_LONG_HTML.sub("&lt;", line))
+    if fence is not None:
+        out.append(fence)
+    return "\n".join(out)
+
+
+def printable_report(text: str) -> str:
+    """A rendered report with control characters written out, except inside the embedded
+    spec, which stays byte for byte what runs (YAML itself admits none of C0 or C1)."""
+    from reprospec.logtext import printable
+    from reprospec.reportspec import MarkerError, find_marked_spec
+
+    try:
+        marked = find_marked_spec(text)
+    except MarkerError:
+        marked = None
+    if marked is None:
+        return printable(text)
+    lines = text.split("\n")
+    end = marked.line_offset + marked.text.count("\n")
+    before = "\n".join(lines[: marked.line_offset])
+    after = "\n".join(lines[end:])
+    return f"{printable(before)}\n{marked.text}{printable(after)}"

@@ -31,7 +31,9 @@ def _local(options: RunOptions, spec_dir: Path) -> Runner:
 def _docker(options: RunOptions, spec_dir: Path) -> Runner:
     from reprospec.runners.docker import DockerRunner
 
-    return DockerRunner(find_links=options.find_links, spec_dir=spec_dir)
+    return DockerRunner(
+        find_links=options.find_links, spec_dir=spec_dir, keep_cores=options.keep_cores
+    )
 
 
 def _venv(options: RunOptions, spec_dir: Path) -> Runner:

@@ -92,6 +92,8 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
         "stderr_path": log_dir / "stderr.log",
         "events_path": events_path,
         "gpu_slot": tuple(gpu_slot),
+        # A workload's main process is the harness; a command's is the spec's own program.
+        "harness": plan.workload is not None,
     }
 
 

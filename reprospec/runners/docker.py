@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage, packages, scratch
+from reprospec import capped, dockerimage, leftovers, native, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import write_cell
 from reprospec.container import (
@@ -29,11 +29,11 @@ from reprospec.container import (
 from reprospec.errors import FatalError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.process import utc_now
+from reprospec.runners import dockerprobe
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.dockerengine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
-    ENVINFO_TIMEOUT_S,
     LABEL,
     OutputPump,
     collect_stacks,
@@ -43,6 +43,14 @@ from reprospec.runners.dockerengine import (
     returncode_from_status,
     wait_for_exit,
 )
+from reprospec.runners.dockerinstances import (
+    instance_argv,
+    instance_paths,
+    join_pod,
+    run_instances,
+)
+from reprospec.runners.dockernative import ContainerNative
+from reprospec.runners.together import InstanceStart
 from reprospec.units import format_size
 
 
@@ -63,8 +71,12 @@ class DockerRunner:
         client: Any = None,
         spec_dir: Path | None = None,
         say: Callable[[str], None] | None = None,
+        native_stacks: bool = True,
+        keep_cores: bool = False,
     ) -> None:
         self.find_links = find_links
+        # gdb stacks of crashes (cores) and hangs (attached), gdb running in the image.
+        self.native = ContainerNative(keep_cores=keep_cores) if native_stacks else None
         # Image builds take minutes: the user hears them start, step and end.
         self.say = say if say is not None else _say_on_stderr
         self.spec_dir = spec_dir
@@ -143,6 +155,34 @@ class DockerRunner:
         cancel: threading.Event | None = None,
     ) -> Execution:
         """Run one attempt in a fresh container to its end, timeout or cancel."""
+        return self._run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """Run `plan.copies` instances of one attempt, a container each, released together.
+
+        They share a pod's network and /dev/shm and the attempt's TMPDIR and
+        XDG_CACHE_HOME (dockerinstances.py). Raises InfraError when the instances could
+        not all be started; no container of the attempt survives the return.
+        """
+        return run_instances(self, plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
+
+    def _run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+        instance: tuple[InstanceStart, str] | None = None,
+    ) -> Execution:
+        """One container to its end; `instance`: (how it starts, the pod it joins)."""
         log_dir = log_dir.resolve()
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
@@ -156,10 +196,20 @@ class DockerRunner:
             return infra("nothing to run: the plan has neither a command nor a workload")
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
+        options: dict[str, Any] = {"gpu_slot": gpu_slot}
+        if instance is not None:
+            argv = instance_argv(argv, instance[0])
+            options.update(paths=instance_paths(instance[0]), instance=instance[0].instance)
         try:
-            client, _, config = self._container_config(plan, argv, log_dir, gpu_slot=gpu_slot)
+            client, image, config = self._container_config(plan, argv, log_dir, **options)
         except FatalError as exc:
             return infra(str(exc))
+        if instance is not None:
+            join_pod(config, *instance)
+        if self.native is not None:
+            ulimits = self.native.core_limit(client, image)
+            if ulimits:
+                config["ulimits"] = ulimits
         refused = self._packages_refused(plan, log_dir)
         if refused:
             return infra(refused)
@@ -169,7 +219,8 @@ class DockerRunner:
         # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
         # The container's /dev/shm is its own and goes with it: no leak to look for.
         scratch_dirs = None
-        if not plan.environment.shared_tmp:
+        # An instance's scratch is its attempt's, made and cleaned by run_instances.
+        if not plan.environment.shared_tmp and instance is None:
             scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
         markers, warnings = compile_markers(plan.markers)
         events = EventWriter(events_path) if markers else None
@@ -180,8 +231,9 @@ class DockerRunner:
         late: list[str] = []
         try:
             execution = self._run_container(
-                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base
-            )
+                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
+                shared=instance is not None,
+            )  # fmt: skip
         finally:
             stdout.close()
             stderr.close()
@@ -208,19 +260,25 @@ class DockerRunner:
         cancel: threading.Event | None,
         warnings: list[str],
         base: dict[str, Any],
+        shared: bool = False,
     ) -> Execution:
+        """Create, start and wait for the container; `shared`: an instance's (its workdir is
+        its attempt's other instances' too)."""
         import docker.errors
 
         started = utc_now()
         begin = time.monotonic()
+        started_wall = time.time()
         timed_out = interrupted = False
         stack_path: Path | None = None
+        hang_native: native.NativeStacks | None = None
         try:
-            with fresh_container(client, config) as container:
+            with fresh_container(client, config, log_dir / leftovers.INFLIGHT) as container:
                 # Attached before start: not a byte of output is missed.
                 stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
                 pump = OutputPump(stream, stdout, stderr)
                 pump.thread.start()
+                started_wall = time.time()
                 container.start()
                 begin = time.monotonic()
                 status = wait_for_exit(container, plan.timeout_s, cancel)
@@ -228,6 +286,11 @@ class DockerRunner:
                     timed_out = not (cancel is not None and cancel.is_set())
                     interrupted = not timed_out
                     stack_path = collect_stacks(container, log_dir)
+                    if timed_out and self.native is not None:
+                        hang_native = self.native.hang(
+                            client, container, str(config["image"]),
+                            timed_out_at=begin + (plan.timeout_s or 0.0),
+                        )  # fmt: skip
                     with contextlib.suppress(docker.errors.APIError):
                         container.kill()
                     status = wait_for_exit(container, 30.0, None)
@@ -245,6 +308,22 @@ class DockerRunner:
                 base, started, f"the container could not start: {exc.explanation or exc}"
             )
         finished = utc_now()
+        returncode = returncode_from_status(raw, oom)
+        if self.native is not None:
+            # The container is gone: every core is complete, and the attempt's to claim.
+            found = native.merge(
+                hang_native,
+                self.native.crash(
+                    client, config, log_dir=log_dir, workdir=plan.workdir,
+                    token=str(config["labels"][LABEL]), started=started_wall,
+                    returncode=returncode, read_cores=not interrupted,
+                    shared=shared,
+                ),
+            )  # fmt: skip
+            if found is not None:
+                native.write(found, log_dir)
+                if found.unavailable and native.say_once(found.unavailable):
+                    warnings.append(found.unavailable)
         if oom:
             warnings.append(
                 f"the container was killed by the kernel's OOM killer "
@@ -258,9 +337,11 @@ class DockerRunner:
             )
         env_json = log_dir / "env.json"
         return Execution(
-            returncode=None if infra_error else returncode_from_status(raw, oom),
+            returncode=None if infra_error else returncode,
             timed_out=timed_out,
             duration_s=round(duration, 6),
+            # The engine's clock (CLOCK_MONOTONIC): instances' ends are compared by it.
+            ended_at=begin + duration,
             started=started,
             finished=finished,
             stack_path=stack_path,
@@ -275,46 +356,8 @@ class DockerRunner:
         )
 
     def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
-        """Why the plan's image does not satisfy the cell's `packages` (checked in a container).
-
-        Once per image and package list: the stdlib probe of `reprospec.packages` runs
-        with the image's python3, and its answer is compared here (issue 9: never a
-        verdict on the wrong environment, whatever the runner).
-        """
-        import docker.errors
-
-        requirements = plan.environment.packages
-        names = packages.requirement_names(requirements)
-        if not names:
-            return None
-        argv = ["python3", "-c", packages.PROBE_CODE, json.dumps(list(names))]
-        with self._check_lock:
-            try:
-                client, image, config = self._container_config(plan, argv, log_dir)
-            except FatalError as exc:
-                return str(exc)
-            key = (image, tuple(requirements))
-            if key in self._package_checks:
-                return self._package_checks[key]
-            config["environment"].pop("REPROSPEC_CELL", None)
-            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
-            reason: str | None
-            try:
-                with fresh_container(client, config) as container:
-                    container.start()
-                    status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
-                    out = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-                    err = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-                if status != 0:
-                    last = (err.strip().splitlines() or [f"exit {status}"])[-1]
-                    reason = f"cannot check the cell's packages in {image}: {last}"
-                else:
-                    problems = packages.mismatches(requirements, packages.parse_probe(out, image))
-                    reason = packages.describe(image, problems) if problems else None
-            except (FatalError, docker.errors.APIError) as exc:
-                reason = f"cannot check the cell's packages in {image}: {exc}"
-            self._package_checks[key] = reason
-            return reason
+        """Why the plan's image does not satisfy the cell's `packages` (dockerprobe.py)."""
+        return dockerprobe.packages_refused(self, plan, log_dir)
 
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
@@ -327,44 +370,15 @@ class DockerRunner:
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
-        import docker.errors
-
-        try:
-            log_dir = log_dir.resolve()
-            log_dir.mkdir(parents=True, exist_ok=True)
-            argv = ["python3", "-m", "reprospec_harness.envinfo"]
-            client, image, config = self._container_config(plan, argv, log_dir, harness=True)
-            config["environment"].pop("REPROSPEC_CELL", None)
-            config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
-            with fresh_container(client, config) as container:
-                container.start()
-                status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
-                if status is None:
-                    return {"error": f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"}
-                out = container.logs(stdout=True, stderr=False)
-                err = container.logs(stdout=False, stderr=True)
-        except (FatalError, docker.errors.APIError) as exc:
-            return {"error": f"environment capture failed: {exc}"}
-        if status != 0:
-            last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            return {"error": f"environment capture exited with {status}: {last[0]}"}
-        try:
-            data = json.loads(out)
-        except ValueError as exc:
-            return {"error": f"environment capture printed no JSON: {exc}"}
-        if not isinstance(data, dict):
-            return {"error": "environment capture printed no JSON object"}
-        data.setdefault("container", {"runtime": "docker", "image": image})
-        return data
-
-
+        return dockerprobe.capture_environment(self, plan, log_dir)
 
 
 def _last_line(path: Path) -> str:
     try:
-        lines = path.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        data = capped.head_tail(path, 0, 64 << 10)
     except OSError:
         return ""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else "no output"
 
 

@@ -17,16 +17,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec import dockerimage
+from reprospec import dockerimage, leftovers
 from reprospec.capture import Sink
-from reprospec.childprotocol import STACK_TXT, STACKS, child_env
+from reprospec.childprotocol import STACK_TXT, STACKS, ChildPaths, Instance, child_env
 from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan
-from reprospec.process import wait_for_stack_files
+from reprospec.process import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
-LABEL = "org.reprospec.attempt"
+LABEL = leftovers.CONTAINER_LABEL
+ENGINE_LABEL = "org.reprospec.engine"
 ENVINFO_TIMEOUT_S = 120.0
 DRAIN_WAIT_S = 2.0
 # One wait() call per slice, so `cancel` is noticed within a slice.
@@ -114,10 +115,14 @@ def container_config(
     gpu_slot: tuple[str, ...] = (),
     image_pythonpath: str = "",
     harness: bool | None = None,
+    paths: ChildPaths = PATHS,
+    instance: Instance | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of `containers.create` for one attempt (no engine needed).
 
-    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload).
+    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload);
+    `paths` are the protocol's paths as the container sees them; `instance` the
+    instance of `run.instances` it runs (its variables).
     """
     from docker.types import DeviceRequest, LogConfig, Mount
 
@@ -133,11 +138,12 @@ def container_config(
     # image's, so the image's entries are kept after ours.
     env = child_env(
         plan,
-        PATHS,
+        paths,
         gpu_ids=[str(i) for i in range(len(gpu_slot))],
         token=token,
         pythonpath_after=[image_pythonpath],
         harness=harness,
+        instance=instance,
     )
     device_requests = []
     if gpu_slot:
@@ -158,7 +164,12 @@ def container_config(
         "working_dir": workdir,
         "mounts": mounts,
         "network_mode": "bridge" if environment.network else "none",
-        "labels": {LABEL: token, "org.reprospec.cell": plan.cell.id},
+        # The engine's pid: which engine made a container, when several share one daemon.
+        "labels": {
+            LABEL: token,
+            "org.reprospec.cell": plan.cell.id,
+            ENGINE_LABEL: str(os.getpid()),
+        },
         # The daemon keeps a copy of the output too: bound it (we read the stream live).
         "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
     }
@@ -176,13 +187,24 @@ def container_config(
 
 
 @contextlib.contextmanager
-def fresh_container(client: Any, config: Mapping[str, Any]) -> Iterator[Any]:
-    """A created (not started) container, force-removed on leaving whatever happened."""
+def fresh_container(
+    client: Any, config: Mapping[str, Any], record: Path | None = None
+) -> Iterator[Any]:
+    """A created (not started) container, force-removed on leaving whatever happened.
+
+    While it exists the watchdog knows its name (removed if the engine is killed), and
+    `record` (an in-flight record, leftovers.py) lets `--resume` remove it.
+    """
     name = str(config["name"])
+    flight = leftovers.Flight(record, str(config["labels"][LABEL]), None, container=name)
+    flight.begin()
     try:
         yield client.containers.create(**config)
     finally:
-        if not remove_container(client, name):
+        if remove_container(client, name):
+            flight.end()
+        else:
+            # Left registered: the watchdog removes it when this engine exits.
             print(
                 f"reprospec: container {name} was not removed within {REMOVE_WAIT_S:.0f}s "
                 f"(the engine is slow or stuck): remove it with `docker rm -f {name}`",
@@ -295,14 +317,18 @@ def collect_stacks(container: Any, log_dir: Path) -> Path | None:
     stack_dir = log_dir / STACKS
     wait_for_stack_files(stack_dir, asked)
     parts: list[str] = []
-    for pid in sorted(asked):
+    budget = STACKS_TOTAL_BYTES
+    order = sorted(asked)
+    for index, pid in enumerate(order):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(order) - index} more process(es) omitted ...]\n")
+            break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
-        try:
-            text = (stack_dir / f"stack-{pid}.txt").read_text("utf-8", "replace").rstrip()
-        except OSError:
-            text = ""
+        # The dump is the container's to write: read head + tail (process.py).
+        text = read_stack_dump(stack_dir / f"stack-{pid}.txt").rstrip()
         body = text or "(no Python stack: the process did not answer)"
         parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
+        budget -= len(parts[-1])
     out = log_dir / STACK_TXT
     out.write_text("\n".join(parts), encoding="utf-8")
     return out

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -15,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reprospec import limits, native, process, scratch
-from reprospec.barrier import StartBarrier, free_port
+from reprospec import capped, leftovers, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import (
     CELL_VAR,
@@ -31,11 +29,13 @@ from reprospec.errors import FatalError, InfraError
 from reprospec.models import AttemptPlan, Execution
 from reprospec.packages import PackageCheck
 from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
     from reprospec import forkserver
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+SHIM_PREFIX = "reprospec-python-"
 
 
 def _resolve_python(python: str | None) -> str:
@@ -52,15 +52,6 @@ def _prepend_path(value: str | None, *entries: str) -> str:
     if value:
         parts.append(value)
     return os.pathsep.join(parts)
-
-
-@dataclasses.dataclass(frozen=True)
-class _InstanceStart:
-    """How one instance of `run.instances` runs: its variables, barrier and shared scratch."""
-
-    instance: Instance
-    launch_options: tuple[str, ...]
-    scratch: scratch.Scratch | None
 
 
 class LocalRunner:
@@ -128,21 +119,22 @@ class LocalRunner:
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise InfraError(f"not an executable interpreter: {path}")
             try:
-                done = subprocess.run(
-                    [path, "-c", _VERSION_CODE],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=60,
-                    start_new_session=True,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
+                # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
+                done = capped.run([path, "-c", _VERSION_CODE], limit=64 << 10, timeout_s=60)
+            except OSError as exc:
                 raise InfraError(f"not a Python interpreter: {path} (does not run: {exc})") from exc
+            if done.timed_out:
+                raise InfraError(f"not a Python interpreter: {path} (no answer within 60s)")
             if done.returncode != 0:
                 detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
                 raise InfraError(
                     f"not a Python 3 interpreter: {path} (exit {done.returncode}: {detail[0]})"
                 )
-            self._version = done.stdout.decode().strip()
+            # The last thing printed is ours (what the interpreter printed first may not be).
+            found = re.search(rb"(\d+\.\d+\.\d+)\s*$", done.stdout)
+            if found is None:
+                raise InfraError(f"not a Python 3 interpreter: {path} (no version printed)")
+            self._version = found.group(1).decode()
             return self._version
 
     def _shims(self) -> Path:
@@ -155,7 +147,11 @@ class LocalRunner:
         with self._lock:
             if self._shim_dir is not None:
                 return self._shim_dir
-            folder = Path(tempfile.mkdtemp(prefix="reprospec-python-"))
+            # Named after the engine's pid: a later engine removes those of a dead one
+            # (scratch.sweep_orphans), the watchdog at once.
+            scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
+            folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
+            leftovers.watch_path(folder)
             script = f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
             for name in ("python", "python3"):
                 path = folder / name
@@ -186,18 +182,14 @@ class LocalRunner:
         gpu_slots: Sequence[tuple[str, ...]],
         cancel: threading.Event | None = None,
     ) -> tuple[Execution, ...]:
-        """Run `plan.copies` instances of one attempt, released together (barrier.py).
+        """Run `plan.copies` instances of one attempt, released together (together.py).
 
         Instance I runs in `log_dir/instance-I/` with its own GPU slot and variables;
         the instances share the attempt's TMPDIR and XDG_CACHE_HOME (copies of one
         program on one machine share its caches). Raises InfraError when the instances
         could not all be started; no process of any instance survives the return.
         """
-        count = plan.copies
-        cancel = cancel or threading.Event()
-        slots = list(gpu_slots) if gpu_slots else [()] * count
-        if len(slots) != count:
-            raise InfraError(f"{count} instances need {count} GPU slots, {len(slots)} given")
+        slots = instance_slots(plan, gpu_slots)
         self._check_interpreter()
         self._shims()
         if not plan.workdir.is_dir():
@@ -205,94 +197,19 @@ class LocalRunner:
         shared_tmp = plan.environment.shared_tmp
         scratch_dirs = None if shared_tmp else scratch.prepare(log_dir)
         shm = scratch.shm_snapshot()
-        barrier = StartBarrier(log_dir / "barrier", count)
-        port = free_port()
-        stops = [threading.Event() for _ in range(count)]
-        done: list[Execution | None] = [None] * count
 
-        def work(number: int) -> None:
-            start = _InstanceStart(
-                Instance(number, count, port),
-                tuple(barrier.launch_options(number)),
-                scratch_dirs,
-            )
-            done[number] = self._run(
-                plan,
-                log_dir / f"instance-{number}",
-                gpu_slot=slots[number],
-                cancel=stops[number],
-                instance=start,
-            )
+        def run_one(number: int, start: InstanceStart, stop: threading.Event) -> Execution:
+            folder = log_dir / f"instance-{number}"
+            return self._run(plan, folder, gpu_slot=slots[number], cancel=stop, instance=start)
 
-        threads = [
-            threading.Thread(target=work, args=(n,), name=f"reprospec-instance-{n}", daemon=True)
-            for n in range(count)
-        ]
+        def cleanup() -> list[str]:
+            said = list(scratch.clean(scratch_dirs)) if scratch_dirs is not None else []
+            return [*said, *scratch.remove_shm_leaks(shm, remove=not shared_tmp)]
 
-        def stop() -> str | None:
-            if cancel.is_set():
-                return "the run was cancelled"
-            for number, thread in enumerate(threads):
-                if not thread.is_alive():
-                    return _never_ready(number, done[number])
-            return None
-
-        warnings: list[str] = []
-        problem: str | None = None
-        try:
-            for thread in threads:
-                thread.start()
-            problem = barrier.wait_ready(stop)
-            if problem is None:
-                barrier.release()
-            else:
-                barrier.abort()
-                for event in stops:
-                    event.set()
-            # The run's cancel reaches every instance (each watches its own event).
-            while any(thread.is_alive() for thread in threads):
-                for thread in threads:
-                    thread.join(timeout=0.05)
-                if cancel.is_set():
-                    for event in stops:
-                        event.set()
-            starts = barrier.starts()
-        finally:
-            started = [thread for thread in threads if thread.ident is not None]
-            if any(thread.is_alive() for thread in started):
-                # Only on an exception in the engine itself: never leave an instance behind.
-                barrier.abort()
-                for event in stops:
-                    event.set()
-            for thread in started:
-                thread.join()
-            barrier.close()
-            # Every process of every instance is gone: what they left is no one's.
-            if scratch_dirs is not None:
-                warnings.extend(scratch.clean(scratch_dirs))
-            warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
-        executions = [execution for execution in done if execution is not None]
-        if problem is not None and not cancel.is_set():
-            raise InfraError(f"the {count} instances were not started: {problem}")
-        if len(executions) != count:
-            raise InfraError(f"{count - len(executions)} of {count} instances did not run")
-        out = []
-        for number, execution in enumerate(executions):
-            start = starts.get(number)
-            out.append(
-                dataclasses.replace(
-                    execution,
-                    instance=number,
-                    ready_at=start.ready_at if start is not None else None,
-                    released_at=start.released_at if start is not None else None,
-                    # What the instances shared is said once, with instance 0.
-                    warnings=(
-                        *(f"instance {number}: {warning}" for warning in execution.warnings),
-                        *(warnings if number == 0 else ()),
-                    ),
-                )
-            )
-        return tuple(out)
+        return run_together(
+            plan, log_dir, run_one=run_one, scratch_dirs=scratch_dirs, cancel=cancel,
+            cleanup=cleanup,
+        )  # fmt: skip
 
     def _run(
         self,
@@ -301,7 +218,7 @@ class LocalRunner:
         *,
         gpu_slot: tuple[str, ...] = (),
         cancel: threading.Event | None = None,
-        instance: _InstanceStart | None = None,
+        instance: InstanceStart | None = None,
     ) -> Execution:
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
@@ -388,7 +305,10 @@ class LocalRunner:
                 cancel=cancel,
                 native=capture,
                 start=launcher,
+                record=log_dir / leftovers.INFLIGHT,
             )
+        except process.OutputLost as exc:
+            return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
@@ -469,16 +389,3 @@ class LocalRunner:
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
-
-
-def _never_ready(number: int, execution: Execution | None) -> str:
-    """Why instance `number`, whose run already returned, never reached the start barrier."""
-    if execution is None:
-        return f"instance {number} failed in the engine"
-    if execution.infra_error:
-        return f"instance {number}: {execution.infra_error}"
-    if execution.returncode is not None and execution.returncode < 0:
-        how = f"died of signal {-execution.returncode}"
-    else:
-        how = f"exited with code {execution.returncode}"
-    return f"instance {number} {how} before it reached the start barrier"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from reprospec.errors import UsageError
 from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.runrefs import is_latest, resolve_run_id
 
 FORMAT = 1
 PLAN_FILE = "slurm.json"
@@ -286,7 +287,10 @@ def save(run: SlurmRun) -> Path:
 
 
 def find(ref: str | Path, out_root: Path) -> Path:
-    """The run folder of a Slurm run: its folder, its slurm.json, or its id (or unique prefix)."""
+    """The run folder of a Slurm run: its folder, its slurm.json, its id (or unique prefix),
+    or `latest` / `latest~N`."""
+    if isinstance(ref, str) and is_latest(ref):
+        ref = resolve_run_id(ref, out_root, under="slurm")
     path = Path(ref)
     if path.is_file() and path.name == PLAN_FILE:
         return path.parent

@@ -188,3 +188,20 @@ class ShmCache(torch.utils.data.Dataset):
 def build(**params):
     return ShmCache(**params)
 '''
+
+
+def containers_of(root: Path) -> set[str]:
+    """Ids of the reprospec containers that belong to attempts under `root`: they bind-mount
+    a folder there (attempts, gdb's containers, instances), or are the pod of an attempt
+    folder there. Other sessions' containers on a shared engine are not counted."""
+    from reprospec.runners.dockerengine import LABEL
+    from reprospec.runners.dockerinstances import POD_LABEL
+
+    prefix = str(root.resolve())
+    found: set[str] = set()
+    for container in CLIENT.containers.list(all=True, filters={"label": LABEL}):
+        sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
+        pod = str((container.labels or {}).get(POD_LABEL, ""))
+        if any(s.startswith(prefix) for s in sources) or pod.startswith(prefix):
+            found.add(str(container.id))
+    return found

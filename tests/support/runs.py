@@ -406,3 +406,133 @@ def infra_run() -> RunResult:
         environment={},
         cells=(cell,),
     )
+
+
+LARGE_SPEC = """\
+reprospec: 1
+name: fp16-worker-segfault
+title: fp16 batches crash DataLoader workers
+description: |
+  A sweep over the loader and the dtype: float16 batches make a worker segfault
+  in validation, only with workers; batch size 8 crashes less often.
+environment:
+  device: cpu
+matrix:
+  num_workers: [0, 1, 2, 4]
+  batch_size: [8, 16, 32, 64]
+  dtype: [float32, float16, bfloat16, float64]
+  prefetch_factor: [1, 2, 4, 8]
+workload:
+  model: {builtin: cnn}
+  data:
+    dataset: {builtin: synthetic, size: 512, shape: [3, 32, 32], dtype: "${{ matrix.dtype }}"}
+    loader:
+      batch_size: ${{ matrix.batch_size }}
+      num_workers: ${{ matrix.num_workers }}
+      prefetch_factor: ${{ matrix.num_workers > 0 and matrix.prefetch_factor or null }}
+  phases: [{name: train, steps: 4}, {name: validation, steps: 8}]
+run: {repeat: 3, timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  phase: validation
+  cases:
+    - {when: {num_workers: 0}, outcome: pass}
+    - {when: {dtype: float32}, outcome: pass}
+    - {when: {dtype: bfloat16}, outcome: pass}
+    - {when: {dtype: float64}, outcome: pass}
+"""
+
+
+def large_matrix() -> RunResult:
+    """256 cells x 3 attempts: fp16 with workers crashes (flaky at batch 8), one cell hangs once.
+
+    Judged by the real judge, so verdicts and reasons read as a real run's would.
+    """
+    from itertools import product
+
+    from reprospec.evidence import Evidence
+    from reprospec.judge import judge_attempt, judge_cell
+    from reprospec.models import ChildWarning
+
+    crash = Outcome(
+        "crash",
+        signal="SIGSEGV",
+        where="worker",
+        exception="RuntimeError",
+        message="DataLoader worker (pid 4242) is killed by signal: Segmentation fault.",
+        phase="validation",
+        step=5,
+        stage="data",
+        signature="crash:SIGSEGV:worker:validation",
+    )
+    passed = Outcome("pass", exit_code=0, phase="validation", step=8, signature="pass")
+    hang = Outcome("hang", where="main", phase="validation", step=6, signature="hang:validation")
+    numpy = ChildWarning(
+        "UserWarning",
+        "Failed to initialize NumPy: No module named 'numpy'",
+        "/home/alice/proj/.venv/lib/python3.11/site-packages/torch/_subclasses/functional_tensor.py:368",
+    )
+    failing = Expectation("crash", signal="SIGSEGV", phase="validation")
+    cells = []
+    axes = (
+        [0, 1, 2, 4],
+        [8, 16, 32, 64],
+        ["float32", "float16", "bfloat16", "float64"],
+        [1, 2, 4, 8],
+    )
+    for index, (workers, batch, dtype, prefetch) in enumerate(product(*axes)):
+        matrix: JsonObject = {
+            "num_workers": workers,
+            "batch_size": batch,
+            "dtype": dtype,
+            "prefetch_factor": prefetch,
+        }
+        expected = failing if workers and dtype == "float16" else Expectation("pass")
+        if workers and dtype == "float16":
+            outcomes = [crash, crash, crash] if batch > 8 else [crash, passed, passed]
+        elif (workers, batch, dtype, prefetch) == (4, 64, "float64", 8):
+            outcomes = [passed, hang, passed]
+        else:
+            outcomes = [passed, passed, passed]
+        cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
+        attempts = []
+        for n, outcome in enumerate(outcomes, 1):
+            verdict = judge_attempt(outcome, expected, Evidence())
+            attempts.append(
+                _attempt(
+                    n,
+                    outcome,
+                    verdict.matched,
+                    mismatches=verdict.mismatches,
+                    logs=f"cells/{cell_id}/{n}/",
+                    duration_s=round(2.0 + (index * 3 + n) % 7 * 0.11, 2),
+                    excerpt=excerpt(SEGFAULT_STDERR) if outcome.kind != "pass" else None,
+                    child_warnings=(numpy,),
+                )
+            )
+        judged = judge_cell(expected, attempts)
+        cells.append(
+            CellResult.judged(
+                Cell(cell_id, index, matrix),
+                expected,
+                judged,
+                tuple(attempts),
+                "python -m reprospec_harness",
+            )
+        )
+    return RunResult(
+        run_id="20261121-214512-fp16-worker-segfault-77aa",
+        spec_name="fp16-worker-segfault",
+        spec_path="specs/fp16.yaml",
+        spec_text=LARGE_SPEC,
+        runner="local",
+        started=T0,
+        finished=T1,
+        environment=ENV,
+        cells=tuple(cells),
+        command_line="reprospec run specs/fp16.yaml -j 8",
+        title="fp16 batches crash DataLoader workers",
+        description="A sweep over the loader and the dtype.",
+        paths={"/home/alice/proj/.venv": "<venv>", "/home/alice/proj": "", "/home/alice": "<home>"},
+    )

@@ -199,13 +199,34 @@ _busy: BusyWatch | None = None
 
 class WorkerInit:
     """DataLoader `worker_init_fn`: the worker's own stack-dump file, its id for the tracker,
-    and its busy watch."""
+    its busy watch, and faulthandler in front of torch's fatal-signal handlers."""
 
     def __call__(self, worker_id: int) -> None:
         global _worker_id, _busy
         _worker_id = worker_id
         stackdump.register()
         _busy = BusyWatch(worker_id)
+        rearm_faulthandler()
+
+
+def rearm_faulthandler() -> None:
+    """Let a dying worker print its own Python stack, then die as torch makes it die.
+
+    torch's worker loop replaces the fatal-signal handlers (faulthandler's, inherited
+    from the main process) with its own, which print one line and re-raise: the stack of
+    the process that died would be lost. faulthandler.enable() is a no-op while it thinks
+    it is enabled, so: disable it (back to the default action), put torch's handlers back,
+    enable it again. faulthandler then keeps torch's handlers as the previous ones and
+    calls them after its report, so torch's message and the death by the signal stay.
+    """
+    import faulthandler
+
+    set_torch_handlers = getattr(torch._C, "_set_worker_signal_handlers", None)
+    if set_torch_handlers is None:
+        return
+    faulthandler.disable()
+    set_torch_handlers()
+    faulthandler.enable(all_threads=True)
 
 
 class TaggedDataset(tud.Dataset):

@@ -35,7 +35,12 @@ ENV_PREFIXES = (
     "TORCHINDUCTOR_",
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
-SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
+# Names whose values are never captured: the same pattern as the engine's
+# reprospec.redact.SECRET_NAME (this package cannot import the engine; a test keeps them equal).
+SECRET = re.compile(
+    r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
+)
+MASK = "***"
 CPU_FLAGS = (
     "sse4_2",
     "avx",
@@ -261,7 +266,7 @@ def _packages(names: Iterable[str]) -> dict[str, str | None]:
 
 def _env_vars() -> dict[str, str]:
     return {
-        key: ("<redacted>" if SECRET.search(key) else value)
+        key: (MASK if SECRET.search(key) else value)
         for key, value in sorted(os.environ.items())
         if (key.startswith(ENV_PREFIXES) or key in ENV_NAMES)
     }
@@ -332,6 +337,9 @@ def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[
             "version": platform.python_version(),
             "implementation": platform.python_implementation(),
             "executable": sys.executable,
+            # Where its paths point: a report names them `<venv>/...` and `<python>/...`.
+            "prefix": sys.prefix,
+            "base_prefix": sys.base_prefix,
         },
         "os": _os_info(),
         "cpu": {

@@ -1,0 +1,191 @@
+"""What a child wrote, read in bounded memory: files, lines and pipes, head + tail.
+
+A stranger's spec controls every byte its children write: a 300 MB stack dump,
+a 512 MB events line, a gdb backtrace of a million frames, an interpreter whose
+`.pth` file prints a gigabyte. The engine reads all of them, so it reads them
+only through here: the first and the last bytes of a file (`head_tail`), its
+lines with overlong ones skipped without being held (`lines`), a helper
+process's output kept head + tail while it runs (`run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+_CHUNK = 1 << 16
+
+
+def omission(omitted: int) -> bytes:
+    """The line put where bytes were left out (never valid JSON: a reader skips it)."""
+    return f"[... {omitted} bytes omitted ...]\n".encode()
+
+
+def join_head_tail(first: bytes, last: bytes, total: int) -> bytes:
+    """`first` and `last` cut at line ends, with the omission line between them.
+
+    Cut at line ends so a half line cannot pose as an exception line or an event.
+    A head without any line end is kept whole (it is all there is of the start), and
+    so is a tail that is the end of one long line (it is all there is of the end).
+    """
+    first = first[: first.rfind(b"\n") + 1] or first
+    cut = last.find(b"\n")
+    if 0 <= cut < len(last.rstrip(b"\n")):
+        last = last[cut + 1 :]
+    return first + omission(total - len(first) - len(last)) + last
+
+
+def head_tail(path: Path | str, head: int, tail: int) -> bytes:
+    """The file's first `head` and last `tail` bytes, whole when it is no longer.
+
+    Raises OSError when the file cannot be opened. Only a regular file's size can
+    be trusted: anything else (a FIFO, a device) is read up to `head` bytes.
+    """
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return handle.read(head)
+        size = info.st_size
+        if size <= head + tail:
+            return handle.read(head + tail)
+        first = handle.read(head)
+        handle.seek(size - tail)
+        return join_head_tail(first, handle.read(tail), size)
+
+
+def lines(handle: BinaryIO, max_line: int) -> Iterator[bytes]:
+    """The handle's lines (each with its newline); a line past `max_line` bytes is skipped.
+
+    A skipped line is read through in chunks, never held: a newline-less flood of a
+    gigabyte costs `max_line` bytes of memory, not a gigabyte.
+    """
+    while True:
+        line = handle.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) <= max_line:
+            yield line
+            continue
+        # Too long: drop the rest of it, chunk by chunk.
+        while not line.endswith(b"\n"):
+            line = handle.readline(_CHUNK)
+            if not line:
+                return
+
+
+class HeadTail:
+    """A stream kept as its first `head` and last `tail` bytes, in memory."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._head_max = head
+        self._tail_max = tail
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_max - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self._tail_max:
+            self.tail += data
+            if len(self.tail) > 2 * self._tail_max:
+                del self.tail[: len(self.tail) - self._tail_max]
+
+    def value(self) -> bytes:
+        tail = bytes(self.tail[-self._tail_max :]) if self._tail_max else b""
+        kept = len(self.head) + len(tail)
+        if kept == self.total:
+            return bytes(self.head) + tail
+        return join_head_tail(bytes(self.head), tail, self.total)
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A helper process's end: its status and its output, each capped head + tail."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    limit: int,
+    timeout_s: float | None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+    merge_stderr: bool = False,
+    tail: int | None = None,
+) -> Completed:
+    """Run `argv` to its end (or `timeout_s`), keeping at most `limit` + `tail` bytes per stream.
+
+    The process gets its own session, so the timeout kills its whole process group;
+    what it printed before is kept. `tail` defaults to a quarter of `limit`.
+    `merge_stderr` sends stderr into stdout (gdb). Raises OSError when it cannot start.
+    """
+    keep_tail = limit // 4 if tail is None else tail
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    outputs = {"stdout": HeadTail(limit, keep_tail), "stderr": HeadTail(limit, keep_tail)}
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for name in ("stdout", "stderr"):
+            pipe = getattr(proc, name)
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ, outputs[name])
+        while selector.get_map():
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                timed_out = True
+                break
+            for key, _ in selector.select(wait):
+                chunk = os.read(key.fd, _CHUNK)
+                if chunk:
+                    key.data.write(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+    if not timed_out:
+        # Both pipes are closed; the process may still run (it closed them itself).
+        try:
+            proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    for name in ("stdout", "stderr"):
+        pipe = getattr(proc, name)
+        if pipe is not None:
+            pipe.close()
+    proc.wait()
+    return Completed(
+        proc.returncode,
+        outputs["stdout"].value(),
+        outputs["stderr"].value(),
+        timed_out=timed_out,
+    )
+
+
+__all__ = ["Completed", "head_tail", "join_head_tail", "lines", "omission", "run"]

@@ -1,0 +1,142 @@
+"""A set of matrix cells in a few words: `num_workers=2, pin_memory=true`, not 64 cell ids.
+
+A large matrix cannot list its cells row by row in a report a person reads. A set
+of cells (those with one outcome, those with a warning) is written as a union of
+patterns, each fixing some axes to one or a few values and leaving the others
+free: `lr=0.1|1.0, batch=8` holds every cell with lr 0.1 or 1.0 and batch 8,
+whatever the other axes. The patterns say exactly which cells of the run are
+meant, no more (a free axis ranges over the values the run has).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from reprospec.models import CellResult
+from reprospec.report.markup import show_value
+
+# Above this many patterns, the cell ids say it as well.
+MAX_PATTERNS = 8
+_ABSENT = "\0absent"  # an include-only axis the cell does not have
+
+
+def _key(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def describe_cells(chosen: Iterable[CellResult], every: Sequence[CellResult]) -> list[str]:
+    """`chosen` (cells of the run `every`) as patterns, one string each; [] for no cell.
+
+    `["every cell"]` when it is all of them; the cell ids themselves when the
+    patterns would not be shorter.
+    """
+    chosen = list(chosen)
+    if not chosen:
+        return []
+    if len(chosen) == len(every):
+        return ["every cell"]
+    axes = list(dict.fromkeys(axis for cell in every for axis in cell.cell.matrix))
+    shown: dict[tuple[str, str], str] = {}
+    universe: list[set[str]] = [set() for _ in axes]
+    for cell in every:
+        for i, axis in enumerate(axes):
+            key = _key(cell.cell.matrix[axis]) if axis in cell.cell.matrix else _ABSENT
+            universe[i].add(key)
+            shown[axis, key] = show_value(cell.cell.matrix[axis]) if key != _ABSENT else "—"
+    order = {
+        (axis, key): n for n, (axis, key) in enumerate(shown)
+    }  # values in the order the run first has them
+    items = {
+        tuple(frozenset({_key(c.cell.matrix[a]) if a in c.cell.matrix else _ABSENT}) for a in axes)
+        for c in chosen
+    }
+    items = _merge(items, len(axes))
+    if not axes or len(items) > min(MAX_PATTERNS, len(chosen) - 1):
+        return [cell.cell.id for cell in chosen]
+
+    def rank(item: tuple[frozenset[str], ...]) -> list[list[int]]:
+        return [sorted(order[a, k] for k in values) for a, values in zip(axes, item, strict=True)]
+
+    patterns = []
+    for item in sorted(items, key=rank):
+        parts = []
+        for i, (axis, values) in enumerate(zip(axes, item, strict=True)):
+            if values == universe[i]:
+                continue  # any value the run has
+            names = sorted((order[axis, key], shown[axis, key]) for key in values)
+            parts.append(f"{axis}={'|'.join(name for _, name in names)}")
+        patterns.append(", ".join(parts) or "every cell")
+    return patterns
+
+
+def separating_patterns(
+    inside: Sequence[CellResult], outside: Sequence[CellResult], every: Sequence[CellResult]
+) -> list[str]:
+    """Patterns that hold every cell of `inside` and no cell of `outside`, each as wide as it
+    can be; [] when `inside` needs more than two of them (or there is nothing to tell apart).
+
+    What a single value cannot say (`num_workers` 1, 2 or 4, not 0, with float16) a
+    pattern can. Cells in neither group (a flaky cell) may fall either way.
+    """
+    if not inside or not outside:
+        return []
+    axes = list(dict.fromkeys(axis for cell in every for axis in cell.cell.matrix))
+    if not axes or not all(axis in c.cell.matrix for c in every for axis in axes):
+        return []
+    universe = [frozenset(_key(c.cell.matrix[a]) for c in every) for a in axes]
+    items = _merge(
+        {tuple(frozenset({_key(c.cell.matrix[a])}) for a in axes) for c in inside}, len(axes)
+    )
+    if len(items) > 2:
+        return []
+    outside_keys = [tuple(_key(c.cell.matrix[a]) for a in axes) for c in outside]
+
+    def holds_outside(item: tuple[frozenset[str], ...]) -> bool:
+        return any(all(k in s for k, s in zip(key, item, strict=True)) for key in outside_keys)
+
+    if any(holds_outside(item) for item in items):
+        return []
+    widened = []
+    for item in items:
+        for i in range(len(axes)):
+            wider = item[:i] + (universe[i],) + item[i + 1 :]
+            if not holds_outside(wider):
+                item = wider
+        widened.append(item)
+    shown = {
+        (axis, _key(c.cell.matrix[axis])): show_value(c.cell.matrix[axis])
+        for c in every
+        for axis in axes
+    }
+    order = {key: n for n, key in enumerate(shown)}
+    patterns = []
+    for item in widened:
+        parts = []
+        for axis, values, every_value in zip(axes, item, universe, strict=True):
+            if values != every_value:
+                names = sorted((order[axis, k], shown[axis, k]) for k in values)
+                parts.append(f"{axis}={'|'.join(name for _, name in names)}")
+        patterns.append(", ".join(parts))
+    return [p for p in dict.fromkeys(patterns) if p]
+
+
+def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[frozenset[str], ...]]:
+    """Join patterns that differ on one axis only, until none do: the union stays exact."""
+    changed = True
+    while changed:
+        changed = False
+        for axis in range(width):
+            groups: dict[tuple[frozenset[str], ...], set[str]] = {}
+            for item in items:
+                rest = item[:axis] + item[axis + 1 :]
+                groups.setdefault(rest, set()).update(item[axis])
+            merged = {
+                rest[:axis] + (frozenset(values),) + rest[axis:] for rest, values in groups.items()
+            }
+            if len(merged) < len(items):
+                items, changed = merged, True
+    return items
+
+
+__all__ = ["describe_cells", "separating_patterns"]

@@ -1,0 +1,58 @@
+"""Paths in a report named the short way: `<venv>/...`, `<python>/...`, `<home>/...`, relative.
+
+A stack or a log excerpt is full of absolute paths (`/home/alice/proj/.venv/lib/...`)
+that say who ran it and where, and make two machines' reports differ where the
+failure does not. The run records where its paths point (`RunResult.paths`,
+absolute path -> label); a report shows each path under the most specific of
+them. results.json keeps the text as the child printed it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# A path starts where no path character precedes it (so `/a/b` inside `/x/a/b` is not one).
+_BEFORE = r"(?<![\w.~/-])"
+# ... and ends at a separator or at a character that cannot continue the name.
+_AFTER = r"(?=/|$|[^\w.-])"
+
+
+class PathNames:
+    """Shortens the paths of one run: `shorten(text)`; no labels, no change."""
+
+    def __init__(self, labels: Mapping[str, str]) -> None:
+        roots = sorted(
+            ((path.rstrip("/"), label) for path, label in labels.items() if path.strip("/")),
+            key=lambda item: len(item[0]),
+            reverse=True,  # the most specific first: a venv inside the project is `<venv>`
+        )
+        self._labels = dict(roots)
+        self._pattern = (
+            re.compile(
+                _BEFORE
+                + "("
+                + "|".join(re.escape(path) for path, _ in roots)
+                + ")"
+                + _AFTER
+                + "(/?)"
+            )
+            if roots
+            else None
+        )
+
+    def shorten(self, text: str) -> str:
+        """`text` with every path under a known root named by its label."""
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(self._name, text)
+
+    def _name(self, match: re.Match[str]) -> str:
+        label = self._labels[match[1]]
+        if label:
+            return label + match[2]
+        # The project: relative to it, and the project itself is `.`.
+        return "" if match[2] else "."
+
+
+__all__ = ["PathNames"]

@@ -1,0 +1,168 @@
+"""The results and attempts tables at any size: alike rows counted together.
+
+A 500-repeat cell is one attempts row (`1–500`, 500, `pass`, 0.51–0.62s), not 500;
+a run of more than LARGE_RUN_CELLS cells shows its results as one row per group of
+alike cells (verdict, expectation, outcome, rate), the cells named by patterns
+(cellsets.py). Nothing is lost: every row says how many it holds, and results.json
+keeps each cell and attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from reprospec.models import AttemptResult, CellResult, RunResult, VerdictKind
+from reprospec.report.cellsets import describe_cells
+from reprospec.report.environment import CellEnvironments
+from reprospec.report.markup import inline_code, show_value
+from reprospec.slots import slot_label
+from reprospec.words import (
+    VERDICT_MARKS,
+    attempt_phrase,
+    attempts_phrase,
+    expectation_phrase,
+    rate_phrase,
+    seconds,
+)
+
+# A run with more cells than this shows its results grouped by outcome, each group's
+# cells as patterns (cellsets.py), not one row per cell; results.json has every cell.
+LARGE_RUN_CELLS = 32
+# Attempt rows beyond this are grouped across cells.
+MAX_ATTEMPT_ROWS = 24
+
+
+def ranges(numbers: Sequence[int]) -> str:
+    """`1–3, 5`: attempt numbers as ranges."""
+    parts: list[str] = []
+    ordered = sorted(numbers)
+    start = prev = ordered[0]
+    for n in [*ordered[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(parts)
+
+
+def durations(attempts: Sequence[AttemptResult]) -> str:
+    """`5.02s`, or `5.01–5.40s` for several attempts."""
+    low = min(a.duration_s for a in attempts)
+    high = max(a.duration_s for a in attempts)
+    return seconds(low) if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}–{seconds(high)}"
+
+
+def attempt_rows(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
+    """Identical attempts as one row with a count: per cell, or across cells when many.
+
+    Identical: the same outcome (in words, a child's pid left out), the same
+    judgement and the same GPU slot; their numbers and durations are summed up.
+    """
+    groups: dict[tuple[str, str, bool, str], list[AttemptResult]] = {}
+    for cell in run.cells:
+        for a in cell.attempts:
+            key = (cell.cell.id, attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
+            groups.setdefault(key, []).append(a)
+    if len(groups) > MAX_ATTEMPT_ROWS:
+        return attempt_rows_across_cells(run, short)
+    return [
+        {
+            "cell": inline_code(cell_id),
+            "attempts": ranges([a.attempt for a in group]),
+            "count": str(len(group)),
+            "outcome": inline_code(short(phrase)),
+            "matched": "yes" if matched else "no",
+            "duration": durations(group),
+            "gpu": gpu,
+        }
+        for (cell_id, phrase, matched, gpu), group in groups.items()
+    ]
+
+
+def attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> list[dict[str, str]]:
+    groups: dict[tuple[str, bool, str], list[tuple[CellResult, AttemptResult]]] = {}
+    for cell in run.cells:
+        for a in cell.attempts:
+            key = (attempt_phrase(a, pid=False), a.matched, slot_label(a.gpu_slot))
+            groups.setdefault(key, []).append((cell, a))
+
+    def cells_of(group: list[tuple[CellResult, AttemptResult]]) -> list[CellResult]:
+        return list({c.cell.id: c for c, _ in group}.values())
+
+    return [
+        {
+            "cell": "; ".join(inline_code(p) for p in describe_cells(cells_of(group), run.cells)),
+            "attempts": "",
+            "count": str(len(group)),
+            "outcome": inline_code(short(phrase)),
+            "matched": "yes" if matched else "no",
+            "duration": durations([a for _, a in group]),
+            "gpu": gpu,
+        }
+        for (phrase, matched, gpu), group in groups.items()
+    ]
+
+
+def result_rows(
+    run: RunResult, axes: Sequence[str], differs: CellEnvironments
+) -> list[dict[str, Any]]:
+    """One row per cell: its values of `axes`, expected, actual, rate, what differs in it."""
+    return [
+        {
+            "mark": VERDICT_MARKS[c.verdict],
+            "id": c.cell.id,
+            "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
+            "expected": expectation_phrase(c.expected),
+            "actual": attempts_phrase(c.attempts),
+            "rate": rate_phrase(c.rate),
+            "verdict": c.verdict,
+            "reason": c.reason,
+            "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
+        }
+        for c in run.cells
+    ]
+
+
+def result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, Any]]:
+    """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
+    groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
+    for c in run.cells:
+        key = (
+            c.verdict,
+            expectation_phrase(c.expected),
+            attempts_phrase(c.attempts),
+            rate_phrase(c.rate),
+            ", ".join(differs.per_cell.get(c.cell.id, ())),
+            c.reason if c.verdict not in ("reproduced", "observed") else "",
+        )
+        groups.setdefault(key, []).append(c)
+    # Failures first: what a reader looks for; then the most cells first.
+    order = {"not-reproduced": 0, "undecided": 1, "infra-error": 2, "not-run": 4}
+    ranked = sorted(groups.items(), key=lambda item: (order.get(item[0][0], 3), -len(item[1])))
+    described = [describe_cells(cells, run.cells) for _, cells in ranked]
+    if ranked:
+        # The biggest group, when it takes many patterns, is simply the cells no other row has.
+        biggest = max(range(len(ranked)), key=lambda n: len(ranked[n][1]))
+        if len(described[biggest]) > 2 and len(ranked) > 1:
+            described[biggest] = ["every other cell"]
+    return [
+        {
+            "mark": VERDICT_MARKS[verdict],
+            "expected": expected,
+            "actual": actual,
+            "rate": rate,
+            "env": env,
+            "reason": reason,
+            "count": len(cells),
+            "cells": patterns,
+        }
+        for ((verdict, expected, actual, rate, env, reason), cells), patterns in zip(
+            ranked, described, strict=True
+        )
+    ]
+
+
+__all__ = ["LARGE_RUN_CELLS", "attempt_rows", "durations", "ranges", "result_groups", "result_rows"]

@@ -1,0 +1,161 @@
+"""The instances of one attempt (`run.instances`), started together: what every runner shares.
+
+A runner says how one instance runs (`RunOne`: a process tree for the local runner, a
+container for the docker runner); this module runs all of them, one thread each, and
+releases them from one start barrier (barrier.py) once every one of them waits there.
+When one cannot get there (its command cannot start, it died, the run is cancelled),
+no instance is released and the attempt did not run (InfraError). The run's cancel
+reaches every instance; no instance outlives the return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.barrier import StartBarrier, free_port
+from reprospec.childprotocol import Instance
+from reprospec.errors import InfraError
+from reprospec.models import AttemptPlan, Execution
+from reprospec.scratch import Scratch
+
+
+@dataclass(frozen=True)
+class InstanceStart:
+    """How one instance starts: its variables, the barrier it waits at, the shared scratch."""
+
+    instance: Instance
+    barrier: Path  # the barrier's folder (launch.py --barrier)
+    scratch: Scratch | None  # the attempt's TMPDIR and XDG_CACHE_HOME, shared by its instances
+
+    @property
+    def launch_options(self) -> tuple[str, ...]:
+        """launch.py's options that make this instance wait at the barrier (host paths)."""
+        return ("--barrier", str(self.barrier), "--instance", str(self.instance.number))
+
+
+# Runs instance N (its own folder, slot and stop event) to its end; blocking.
+RunOne = Callable[[int, InstanceStart, threading.Event], Execution]
+
+
+def run_together(
+    plan: AttemptPlan,
+    log_dir: Path,
+    *,
+    run_one: RunOne,
+    scratch_dirs: Scratch | None,
+    cancel: threading.Event | None = None,
+    cleanup: Callable[[], Sequence[str]] = tuple,
+) -> tuple[Execution, ...]:
+    """Run `plan.copies` instances with `run_one`, released together; one Execution each.
+
+    `cleanup` runs once every instance is gone; what it says goes with instance 0
+    (what the instances shared is said once). Raises InfraError when the instances
+    could not all be started.
+    """
+    count = plan.copies
+    cancel = cancel or threading.Event()
+    barrier = StartBarrier(log_dir / "barrier", count)
+    port = free_port()
+    stops = [threading.Event() for _ in range(count)]
+    done: list[Execution | None] = [None] * count
+
+    def work(number: int) -> None:
+        start = InstanceStart(Instance(number, count, port), barrier.folder, scratch_dirs)
+        done[number] = run_one(number, start, stops[number])
+
+    threads = [
+        threading.Thread(target=work, args=(n,), name=f"reprospec-instance-{n}", daemon=True)
+        for n in range(count)
+    ]
+
+    def stop() -> str | None:
+        if cancel.is_set():
+            return "the run was cancelled"
+        for number, thread in enumerate(threads):
+            if not thread.is_alive():
+                return _never_ready(number, done[number])
+        return None
+
+    warnings: list[str] = []
+    problem: str | None = None
+    try:
+        for thread in threads:
+            thread.start()
+        problem = barrier.wait_ready(stop)
+        if problem is None:
+            barrier.release()
+        else:
+            barrier.abort()
+            for event in stops:
+                event.set()
+        # The run's cancel reaches every instance (each watches its own event).
+        while any(thread.is_alive() for thread in threads):
+            for thread in threads:
+                thread.join(timeout=0.05)
+            if cancel.is_set():
+                for event in stops:
+                    event.set()
+        starts = barrier.starts()
+    finally:
+        started = [thread for thread in threads if thread.ident is not None]
+        if any(thread.is_alive() for thread in started):
+            # Only on an exception in the engine itself: never leave an instance behind.
+            barrier.abort()
+            for event in stops:
+                event.set()
+        for thread in started:
+            thread.join()
+        barrier.close()
+        # Every instance is gone: what they left is no one's.
+        warnings.extend(cleanup())
+    executions = [execution for execution in done if execution is not None]
+    if problem is not None and not cancel.is_set():
+        raise InfraError(f"the {count} instances were not started: {problem}")
+    if len(executions) != count:
+        raise InfraError(f"{count - len(executions)} of {count} instances did not run")
+    out = []
+    for number, execution in enumerate(executions):
+        start = starts.get(number)
+        out.append(
+            dataclasses.replace(
+                execution,
+                instance=number,
+                ready_at=start.ready_at if start is not None else None,
+                released_at=start.released_at if start is not None else None,
+                # What the instances shared is said once, with instance 0.
+                warnings=(
+                    *(f"instance {number}: {warning}" for warning in execution.warnings),
+                    *(warnings if number == 0 else ()),
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def instance_slots(
+    plan: AttemptPlan, gpu_slots: Sequence[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
+    """Each instance's GPU slot (none given: no GPUs); InfraError when the count is wrong."""
+    count = plan.copies
+    none: tuple[str, ...] = ()
+    slots = list(gpu_slots) if gpu_slots else [none] * count
+    if len(slots) != count:
+        raise InfraError(f"{count} instances need {count} GPU slots, {len(slots)} given")
+    return slots
+
+
+def _never_ready(number: int, execution: Execution | None) -> str:
+    """Why instance `number`, whose run already returned, never reached the start barrier."""
+    if execution is None:
+        return f"instance {number} failed in the engine"
+    if execution.infra_error:
+        return f"instance {number}: {execution.infra_error}"
+    if execution.returncode is not None and execution.returncode < 0:
+        how = f"died of signal {-execution.returncode}"
+    else:
+        how = f"exited with code {execution.returncode}"
+    return f"instance {number} {how} before it reached the start barrier"

@@ -1,0 +1,63 @@
+"""Run references: `latest` and `latest~N` wherever a run id is accepted, resolved in one place.
+
+`report`, `compare`, `merge` (through `results.find_run`), `run --resume` and
+`slurm status|resume` take a run id; `latest` is the newest run under `--out`,
+`latest~1` the one before it.
+The order is the store's (the last begun first) with the run folders it lacks
+(a merged run), by the second their ids were made.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from reprospec.errors import UsageError
+
+_LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
+# Run ids begin with the second they were made: `20261121-214512-...`.
+_STAMP = 15
+
+
+def recent_run_ids(out_root: Path, under: str = "runs") -> list[str]:
+    """The run ids under `out_root`, newest first; runs begun in one second in store order.
+
+    `under`: the folder of `out_root` that holds the runs (`slurm` for Slurm runs, which
+    the store does not know).
+    """
+    begun: dict[str, int] = {}
+    db = out_root / "results.db"
+    if under == "runs" and db.is_file():
+        try:
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+                rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid").fetchall()
+        except sqlite3.Error:
+            rows = []  # an unreadable store: the run folders still say which runs there are
+        begun = {str(run_id): n for n, (run_id,) in enumerate(rows, 1)}
+    runs = out_root / under
+    folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
+    ids = set(begun) | set(folders)
+    return sorted(ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, 0)), reverse=True)
+
+
+def is_latest(ref: str) -> bool:
+    """Whether `ref` is `latest` or `latest~N`."""
+    return _LATEST.match(ref.strip()) is not None
+
+
+def resolve_run_id(ref: str, out_root: Path = Path(".reprospec"), under: str = "runs") -> str:
+    """`latest` -> the newest run's id, `latest~N` -> the one N runs before it; else `ref`."""
+    match = _LATEST.match(ref.strip())
+    if match is None:
+        return ref
+    back = int(match["back"] or 0)
+    ids = recent_run_ids(out_root, under)
+    if back >= len(ids):
+        have = f"only {len(ids)} run(s)" if ids else "no runs"
+        raise UsageError(f"{ref}: {out_root} has {have}")
+    return ids[back]
+
+
+__all__ = ["is_latest", "recent_run_ids", "resolve_run_id"]

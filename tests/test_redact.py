@@ -1,0 +1,85 @@
+"""The Redactor's rules, the terminal-safe text, and the report marker, on plain values.
+
+The outputs themselves are checked end to end, with real runs, in test_security.py.
+"""
+
+from __future__ import annotations
+
+from reprospec.logtext import printable
+from reprospec.models import ChainLink, NotRun
+from reprospec.redact import MASK, Redactor, env_names_read, looks_secret
+from reprospec.report.markup import plain_markdown
+from reprospec.reportspec import MarkerError, find_marked_spec, marker_line
+
+
+def test_names_that_look_secret() -> None:
+    for name in ("HF_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE", "aws_secret_access_key",
+                 "PGPASSWORD", "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "NPM_AUTHTOKEN"):
+        assert looks_secret(name), name
+    for name in ("HOME", "PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PWD"):
+        assert not looks_secret(name), name
+
+
+def test_what_a_spec_reads_is_masked_unless_public() -> None:
+    document = {
+        "command": "curl -H 'x: ${{ env.API }}' ${{ env.DATA }} ${{ matrix.x }}",
+        "environment": {
+            "env": {"TORCH_AUTH": "literal-auth", "SHORT_KEY": "ab", "N": "${{ env.NUM }}"},
+            "public_env": ["DATA", "MY_TOKEN"],
+        },
+        "expect": {"message": "${{ env.MY_TOKEN }}"},
+    }
+    assert env_names_read(document) == ["API", "DATA", "NUM", "MY_TOKEN"]
+    environ = {"API": "api-value", "DATA": "data-value", "NUM": "1", "MY_TOKEN": "tok-value",
+               "UNREAD_SECRET": "unread-value", "HOME": "/home/me", "AUTH_ON": "true"}
+    redactor = Redactor.for_spec(document, environ)
+    # Read and not public; secret-looking (public or not, read or not); the spec's own.
+    assert set(redactor.values) == {"api-value", "tok-value", "unread-value", "literal-auth"}
+    assert redactor.text("x api-value y data-value z") == f"x {MASK} y data-value z"
+
+
+def test_longer_secrets_are_masked_whole() -> None:
+    redactor = Redactor(["abcd", "abcdefgh"])
+    assert redactor.text("abcdefgh abcd") == f"{MASK} {MASK}"
+
+
+def test_values_are_masked_inside_frozen_results_and_mappings() -> None:
+    redactor = Redactor(["hunter22"])
+    link = ChainLink("ValueError", "bad password hunter22")
+    assert redactor.value(link) == ChainLink("ValueError", f"bad password {MASK}")
+    assert redactor.value(NotRun("ok")) == NotRun("ok")
+    env = {"env": {"WANDB_API_KEY": "x", "OMP_NUM_THREADS": "4"}, "cmd": ["a", "hunter22"]}
+    assert redactor.value(env) == {
+        "env": {"WANDB_API_KEY": MASK, "OMP_NUM_THREADS": "4"},
+        "cmd": ["a", MASK],
+    }
+
+
+def test_printable_writes_control_characters_out() -> None:
+    assert printable("a\x1b]0;t\x07b\tc\nd") == "a\\x1b]0;t\\x07b\tc\nd"
+    assert printable("a\nb\x9bc\u202ed", one_line=True) == "a\\x0ab\\x9bc\\u202ed"
+    assert printable("plain [/x] ✅ ü") == "plain [/x] ✅ ü"
+
+
+def test_a_description_cannot_reach_past_its_end() -> None:
+    text = "see:\n```yaml\nreprospec: 1\n```\n<!-- hidden -->\n~~~~\nleft open"
+    assert plain_markdown(text) == (
+        "see:\n```yaml\nreprospec: 1\n```\n&lt;!-- hidden -->\n~~~~\nleft open\n~~~~"
+    )
+
+
+def test_the_marker_names_one_block() -> None:
+    spec = "reprospec: 1\nname: x\n"
+    marker = marker_line(spec, 'a "b" <c> & -->.yaml')
+    assert "-->" not in marker[:-3] and "<c>" not in marker
+    text = f"{marker}\n\n```yaml\nreprospec: 1\nname: other\n```\n\n~~~yaml\n{spec}~~~\n"
+    found = find_marked_spec(text)
+    assert found is not None
+    assert (found.text, found.line_offset, found.path) == (spec, 8, 'a "b" <c> & -->.yaml')
+    assert find_marked_spec("```yaml\nreprospec: 1\n```\n") is None
+    try:
+        find_marked_spec(text.replace("name: x", "name: y"))
+    except MarkerError:
+        pass
+    else:
+        raise AssertionError("an edited block must not match its marker")
