@@ -15,6 +15,7 @@ process ended first among those that failed), else instance 0's pass.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -128,19 +129,28 @@ def attempt_result(
     )
 
 
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:
     """A forked attempt that imported many modules its preload server had not: which."""
     missed = evidence.events.preload_missed
     if missed is None:
         return ()
-    listed = missed.get("packages")
+    listed, count = missed.get("packages"), missed.get("modules")
+    # Written inside the attempt: only module names and numbers are worded.
     packages = [
-        f"{p.get('name')} ({p.get('modules')})"
-        for p in (listed if isinstance(listed, list) else [])
+        f"{name} ({n})"
+        for p in (listed if isinstance(listed, list) else [])[:3]
         if isinstance(p, dict)
+        and isinstance(name := p.get("name"), str)
+        and _MODULE.fullmatch(name)
+        and isinstance(n := p.get("modules"), int)
     ]
+    if not isinstance(count, int) or not packages:
+        return ()
     return (
-        f"forked, then imported {missed.get('modules')} modules its preload server had not "
+        f"forked, then imported {count} modules its preload server had not "
         f"({', '.join(packages)}): add them to run.preload to import them once",
     )
 
