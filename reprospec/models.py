@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +29,8 @@ VerdictKind = Literal[
 ]
 # main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
 Where = Literal["main", "worker", "child"]
+# fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
+Launch = Literal["fresh", "forked"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ class AttemptPlan:
     markers: tuple[Marker, ...]
     environment: Environment
     expectation: Expectation
+    # Modules a fork server imports once, the attempt being forked from it (run.preload).
+    preload: tuple[str, ...] = ()
     instances: int | None = None
 
     @property
@@ -185,6 +188,20 @@ class AttemptPlan:
     def gpus(self) -> int:
         """How many GPU slots one process tree of the attempt takes (`environment.gpus`)."""
         return self.environment.gpus
+
+    @property
+    def uses_torch(self) -> bool:
+        """Whether the spec says it uses torch: a workload (the harness runs torch), torch
+        in `run.preload` or `environment.packages`, or a GPU.
+
+        Only then does the environment capture import torch (1-3 s and 200 MiB in a
+        child): a command that imports torch without saying so gets torch's version
+        (from its package metadata) in the report, not its build details.
+        """
+        if self.workload is not None or self.environment.wants_gpu:
+            return True
+        names = [*self.preload, *self.environment.packages]
+        return any(name.lstrip().lower().startswith("torch") for name in names)
 
     @property
     def copies(self) -> int:
@@ -239,6 +256,10 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # How the attempt's process was started, and (with preload) what to know about it:
+    # why it ran fresh, or the seed its random generators got when forked.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
     # time.monotonic() when the attempt's root process ended (CLOCK_MONOTONIC: the same
     # clock in every process of this machine); None when nothing ran.
     ended_at: float | None = None
@@ -438,6 +459,9 @@ class AttemptResult:
     excerpt: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
+    # Forked from a preload server, or a fresh process; the note says why or with what seed.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
     # `run.instances`: every instance, in instance order; `instance` is the one whose
     # outcome is the attempt's (the first failure by time, else instance 0), and
     # `start_spread_s` how far apart the instances were released from the start barrier.
@@ -465,6 +489,8 @@ class AttemptResult:
     @classmethod
     def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
         """An attempt the engine could not run: no outcome, and the reason why."""
+        from datetime import datetime, timezone  # not at import: validate never needs it
+
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         return cls(
             attempt=attempt,

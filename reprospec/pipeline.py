@@ -127,6 +127,9 @@ def execute(
         except KeyboardInterrupt:
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
+        finally:
+            # Every attempt is over: what the runner kept running (preload servers) goes.
+            runner.close()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         warnings = (*reaped, *warnings, *store.warnings)
         cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)

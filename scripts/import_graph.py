@@ -33,8 +33,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
-        "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
+        "reprospec.schema", "reprospec.schemacheck", "reprospec.matrix", "reprospec.spec",
+        "reprospec.overrides", "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile",
+        "reprospec.expectcheck",
     )),
     # What a cell needs to run elsewhere: its files, a standalone script.
     ("plan", (
@@ -46,7 +47,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
-        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog",
+        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",
+        "reprospec.preload",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",

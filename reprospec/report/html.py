@@ -27,6 +27,7 @@ from reprospec.report.versions import versions_text
 from reprospec.words import (
     attempts_phrase,
     expectation_phrase,
+    launch_summary,
     rate_phrase,
     seconds,
 )
@@ -205,6 +206,7 @@ def context(run: RunResult) -> dict[str, object]:
         "standalone": standalone if standalone is not None else None,
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",
+        "launch": launch_summary(a for c in run.cells for a in c.attempts),
     }
 
 

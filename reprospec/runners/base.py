@@ -41,6 +41,11 @@ class Runner(Protocol):
         """The target environment as the harness sees it (run in a child, never here)."""
         ...
 
+    def close(self) -> None:
+        """Once per run, after the last attempt: stop what the runner keeps running
+        (the local runner's preload servers)."""
+        ...
+
 
 @runtime_checkable
 class InstanceRunner(Protocol):

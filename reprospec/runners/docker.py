@@ -349,6 +349,9 @@ class DockerRunner:
             infra_error=infra_error,
             interrupted=interrupted,
             warnings=tuple(warnings),
+            launch_note="ran fresh: the docker runner starts a new container for every attempt"
+            if plan.preload
+            else None,
             **base,
         )
 
@@ -359,6 +362,9 @@ class DockerRunner:
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
         return infra_execution(base, reason, started=started, finished=utc_now())
+
+    def close(self) -> None:
+        """Nothing to stop: every container is removed when its attempt ends."""
 
     # -- environment -------------------------------------------------------------------
 

@@ -185,6 +185,12 @@ class VenvRunner:
                                    started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
+    def close(self) -> None:
+        """Stop each environment's local runner (their preload servers)."""
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.close()
     def run_instances(
         self,
         plan: AttemptPlan,
