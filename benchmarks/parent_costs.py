@@ -188,7 +188,7 @@ def cells(rounds: int, tmp: Path, n: int = 256) -> None:
 def scan(rounds: int, tmp: Path) -> None:
     sys.path.insert(0, str(ROOT))
     from reprospec import process
-    from reprospec.models import AttemptResult, Outcome
+    from reprospec.runmodels import AttemptResult, Outcome
     from reprospec.store import Store
 
     process.become_subreaper()

@@ -25,16 +25,10 @@ from reprospec.errors import InfraError
 from reprospec.evidence import Evidence
 from reprospec.instances import first_failure
 from reprospec.judge import judge_attempt
-from reprospec.models import (
-    AttemptPlan,
-    AttemptResult,
-    Execution,
-    InstanceResult,
-    NotRun,
-    Outcome,
-)
+from reprospec.models import AttemptPlan
 from reprospec.outcome import classify, crash_stack, worker_stack
 from reprospec.runfolder import RunFolder
+from reprospec.runmodels import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.runners.base import InstanceRunner, Runner
 from reprospec.tracebacks import current_thread_first
 

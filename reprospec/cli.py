@@ -89,10 +89,15 @@ class _OnlyOne:
         self.only = only
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser = self.sub.add_parser(name, **kwargs)  # listed in --help and the choices always
         if self.only is None or self.only == name:
-            return parser
+            return self.sub.add_parser(name, **kwargs)
+        # The verb being run is known, so no other verb's parser is ever asked for (each
+        # costs gettext's search for a translation): the choices hold just that verb.
         return cast(argparse.ArgumentParser, _Unused())
+
+    def wants(self, name: str) -> bool:
+        """Whether `name`'s parser is built (its module need not be imported otherwise)."""
+        return self.only is None or self.only == name
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -103,7 +108,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"reprospec {__version__}")
     actions = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub = cast("argparse._SubParsersAction[_Parser]", _OnlyOne(actions, only))
+    only_one = _OnlyOne(actions, only)
+    sub = cast("argparse._SubParsersAction[_Parser]", only_one)
 
     p = sub.add_parser("validate", help="check spec files (or every *.yaml in folders)")
     p.add_argument(
@@ -366,22 +372,30 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="also print the merged report in this format to stdout",
     )
 
-    from reprospec.commands.slurm import add_arguments as add_slurm_arguments
+    if only_one.wants("slurm"):
+        from reprospec.commands.slurm import add_arguments as add_slurm_arguments
 
-    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
-    _add_selection_options(p)
-    add_slurm_arguments(p)
-
-    from reprospec.commands import isolate
-
-    isolate.add_parser(sub)
+        p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+        _add_selection_options(p)
+        add_slurm_arguments(p)
 
     # Verbs that define their own arguments (their modules import only argparse at the top).
-    from reprospec.commands import bisect, bundle, envs
+    if only_one.wants("isolate"):
+        from reprospec.commands import isolate
 
-    bisect.add_parser(sub)
-    envs.add_parser(sub)
-    bundle.add_parser(sub)
+        isolate.add_parser(sub)
+    if only_one.wants("bisect"):
+        from reprospec.commands import bisect
+
+        bisect.add_parser(sub)
+    if only_one.wants("envs"):
+        from reprospec.commands import envs
+
+        envs.add_parser(sub)
+    if only_one.wants("bundle"):
+        from reprospec.commands import bundle
+
+        bundle.add_parser(sub)
     return parser
 
 

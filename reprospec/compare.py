@@ -8,14 +8,8 @@ from typing import Any
 
 from reprospec.envfacts import environment_diff
 from reprospec.errors import UsageError
-from reprospec.models import (
-    AttemptResult,
-    CellResult,
-    Expectation,
-    RunResult,
-    Standalone,
-    Verdict,
-)
+from reprospec.models import Expectation
+from reprospec.runmodels import AttemptResult, CellResult, RunResult, Standalone, Verdict
 from reprospec.words import expectation_phrase
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]

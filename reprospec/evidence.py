@@ -28,9 +28,9 @@ from pathlib import Path
 from reprospec import capped, native, ranks
 from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import clean_log, excerpt
-from reprospec.models import ChildWarning, Execution
 from reprospec.native import NativeStacks
 from reprospec.ranks import RankReport
+from reprospec.runmodels import ChildWarning, Execution
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024

@@ -14,14 +14,7 @@ from reprospec import cellcheck
 from reprospec.errors import SpecError
 from reprospec.expr import ExprError, interpolate_string, render, same
 from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
-from reprospec.models import (
-    AttemptPlan,
-    Cell,
-    Expectation,
-    ExpectedOutcome,
-    Marker,
-    Spec,
-)
+from reprospec.models import AttemptPlan, Cell, Expectation, ExpectedOutcome, Marker, Spec
 from reprospec.options import RunOptions
 from reprospec.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
 from reprospec.units import parse_rate, parse_step

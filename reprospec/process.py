@@ -40,7 +40,7 @@ from typing import IO, Protocol
 from reprospec import capped, leftovers, watchdog
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
-from reprospec.models import ChildExit
+from reprospec.runmodels import ChildExit
 from reprospec.signals import signal_name
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"

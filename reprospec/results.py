@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.errors import FatalError, UsageError
-from reprospec.models import (
+from reprospec.models import Cell, Expectation
+from reprospec.runmodels import (
     AttemptResult,
-    Cell,
     CellResult,
     ChainLink,
     ChildWarning,
-    Expectation,
     InstanceResult,
     NotRun,
     Outcome,

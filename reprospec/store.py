@@ -51,8 +51,8 @@ from typing import Any
 
 from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
+from reprospec.runmodels import AttemptResult, CellResult, Outcome
 
 SCHEMA_VERSION = 6
 # How long a write waits for another engine's (seconds): a run's rows are small.

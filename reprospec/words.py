@@ -21,14 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from reprospec.models import (
-    AttemptResult,
-    Expectation,
-    NotRun,
-    Outcome,
-    Rate,
-    VerdictKind,
-)
+from reprospec.models import Expectation
+from reprospec.runmodels import AttemptResult, NotRun, Outcome, Rate, VerdictKind
 from reprospec.signals import canonical_signal
 from reprospec.units import format_size
 

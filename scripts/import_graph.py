@@ -24,7 +24,8 @@ PACKAGE = ROOT / "reprospec"
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
-        "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
+        "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.runmodels",
+        "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
         "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes", "reprospec.capped",
         # Secrets masked in every output; the spec block a report embeds, found by its marker.

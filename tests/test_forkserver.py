@@ -23,8 +23,9 @@ import psutil
 import pytest
 
 from reprospec import forkserver
-from reprospec.models import AttemptPlan, Execution, Expectation
+from reprospec.models import AttemptPlan, Expectation
 from reprospec.preload import EntryPoint, entry_point, fresh_reason, server_key, shell_words
+from reprospec.runmodels import Execution
 from reprospec.runners.local import LocalRunner
 from tests.support.plans import attempt_plan
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import FatalError
-from reprospec.models import NotRun, RunResult
+from reprospec.runmodels import NotRun, RunResult
 from reprospec.store import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
 from tests.support.runs import hang_run, infra_run, segfault_matrix
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
 from reprospec.logtext import printable
-from reprospec.models import RunResult
 from reprospec.options import RunOptions, Shard
+from reprospec.runmodels import RunResult
 
 if TYPE_CHECKING:
     from reprospec.plan import RunPlan

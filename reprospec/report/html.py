@@ -17,13 +17,13 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from reprospec.models import CellResult, RunResult
 from reprospec.report.environment import env_vars, environment_rows
 from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of, separators
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.versions import versions_text
+from reprospec.runmodels import CellResult, RunResult
 from reprospec.words import (
     attempts_phrase,
     expectation_phrase,

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reprospec.instances import instance_rows, instance_separation, start_spread
-from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.cellsets import describe_cells, separating_patterns
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
@@ -39,6 +38,7 @@ from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.reportspec import marker_line
+from reprospec.runmodels import AttemptResult, CellResult, RunResult
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 
 
 class Runner(Protocol):

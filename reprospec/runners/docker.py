@@ -27,8 +27,9 @@ from reprospec.container import (
     attempt_argv,
 )
 from reprospec.errors import FatalError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
 from reprospec.process import utc_now
+from reprospec.runmodels import Execution
 from reprospec.runners import dockerprobe
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.dockerengine import (

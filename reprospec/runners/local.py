@@ -26,8 +26,9 @@ from reprospec.childprotocol import (
 )
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
 from reprospec.packages import PackageCheck
+from reprospec.runmodels import Execution
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 

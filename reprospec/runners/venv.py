@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 from reprospec import envs, process
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.local import LocalRunner
 
