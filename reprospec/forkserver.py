@@ -103,7 +103,7 @@ class ForkedChild:
                 self._set(status)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:  # noqa: ARG002 (ChildHandle protocol)
         """Wait for the attempt to end (`timeout` is not supported: run_process never gives one)."""
         while self.returncode is None:
             status = self.server.exit_status(self.serial, wait=True)

@@ -181,7 +181,7 @@ def install_stop_handlers(cancel: threading.Event) -> None:
     report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
     signal killed is known to have been stopped, not to have crashed."""
 
-    def handler(signum: int, frame: object) -> None:
+    def handler(_signum: int, _frame: object) -> None:
         cancel.set()
         raise KeyboardInterrupt
 

@@ -102,7 +102,7 @@ class LocalRunner:
 
     # -- interpreter -----------------------------------------------------------------
 
-    def prepare(self, plans: Sequence[AttemptPlan]) -> None:
+    def prepare(self, plans: Sequence[AttemptPlan]) -> None:  # noqa: ARG002 (Runner protocol)
         """Check that the interpreter exists and runs; raises InfraError otherwise."""
         self._check_interpreter()
         self._shims()
@@ -373,7 +373,11 @@ class LocalRunner:
 
     # -- environment -----------------------------------------------------------------
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
+    def capture_environment(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,  # noqa: ARG002 (Runner protocol; the probe writes nothing there)
+    ) -> Mapping[str, JsonValue]:
         """`python -m reprospec_harness.envinfo` in a child; on any failure a minimal dict."""
         try:
             version: str | None = self._check_interpreter()

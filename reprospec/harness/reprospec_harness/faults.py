@@ -55,20 +55,23 @@ def _run_machine_code(code: bytes, fallback: signal.Signals) -> NoReturn:
     raise SystemExit(128 + fallback)  # not reached: the signal's default action kills us
 
 
-def segfault(fault: Mapping[str, Any]) -> NoReturn:
+# Every trigger takes the fault's settings (TRIGGERS calls them alike); most need none.
+
+
+def segfault(_fault: Mapping[str, Any]) -> NoReturn:
     """A real invalid memory access: read address 0."""
     _flush()
     ctypes.string_at(0)
     raise AssertionError("unreachable")
 
 
-def abort(fault: Mapping[str, Any]) -> NoReturn:
+def abort(_fault: Mapping[str, Any]) -> NoReturn:
     """abort(3): SIGABRT, as a failed C++ assertion does."""
     _flush()
     os.abort()
 
 
-def bus_error(fault: Mapping[str, Any]) -> NoReturn:
+def bus_error(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGBUS: touch a mapped page of a file truncated under the mapping."""
     with tempfile.TemporaryFile() as handle:
         handle.truncate(mmap.PAGESIZE)
@@ -79,17 +82,17 @@ def bus_error(fault: Mapping[str, Any]) -> NoReturn:
     raise AssertionError("unreachable")
 
 
-def illegal_instruction(fault: Mapping[str, Any]) -> NoReturn:
+def illegal_instruction(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGILL: execute `ud2`."""
     _run_machine_code(_UD2, signal.SIGILL)
 
 
-def fpe(fault: Mapping[str, Any]) -> NoReturn:
+def fpe(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGFPE: integer division by zero in native code."""
     _run_machine_code(_IDIV_BY_ZERO, signal.SIGFPE)
 
 
-def hang(fault: Mapping[str, Any]) -> NoReturn:
+def hang(_fault: Mapping[str, Any]) -> NoReturn:
     """A real deadlock: two threads each hold the lock the other one waits for."""
     first, second = threading.Lock(), threading.Lock()
     holding = threading.Event()
