@@ -200,7 +200,7 @@ def write_github_summary(result: RunResult) -> None:
     if not path:
         return
     try:
-        with open(path, "a", encoding="utf-8") as fh:
+        with Path(path).open("a", encoding="utf-8") as fh:
             fh.write(render(result, "github"))
     except OSError as exc:  # the run and its report are written: a summary is a bonus
         print(

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
 # x86-64 machine code run from an executable page: real faults raised by the CPU.
@@ -138,7 +139,7 @@ def _cap_address_space() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
         return
-    with open("/proc/self/status") as status:
+    with Path("/proc/self/status").open() as status:
         vm_kb = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
     cap = vm_kb * 1024 + 512 * 2**20
     _say(f"no memory limit set; capping this process's address space at {cap // 2**20} MiB")
