@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import capped, leftovers, packages
 from reprospec.errors import FatalError
-from reprospec.jsontypes import JsonObject
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.runners.dockerengine import ENVINFO_TIMEOUT_S, LABEL, fresh_container, wait_for_exit
 
@@ -92,7 +92,7 @@ def capture_environment(
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return {"error": f"environment capture exited with {status}: {last[0]}"}
     try:
-        data = json.loads(out)
+        data: JsonValue = json.loads(out)
     except ValueError as exc:
         return {"error": f"environment capture printed no JSON: {exc}"}
     if not isinstance(data, dict):
