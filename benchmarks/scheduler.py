@@ -48,7 +48,7 @@ def run(spec: Path, out: Path, jobs: int) -> float:
 
 def store_cost(rounds: int) -> float:
     """Seconds per `Store.record_attempt` (one committed SQLite transaction in WAL mode)."""
-    from reprospec.models import AttemptResult, Outcome
+    from reprospec.runmodels import AttemptResult, Outcome
     from reprospec.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:

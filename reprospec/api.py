@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reprospec.judge import exit_code_for
-from reprospec.models import RunResult, Spec
+from reprospec.models import Spec
 from reprospec.options import RunOptions, Shard
 from reprospec.plan import RunPlan
+from reprospec.runmodels import RunResult
 from reprospec.scheduler import ProgressCallback
 from reprospec.spec import Validation
 

@@ -15,6 +15,7 @@ process ended first among those that failed), else instance 0's pass.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -24,16 +25,10 @@ from reprospec.errors import InfraError
 from reprospec.evidence import Evidence
 from reprospec.instances import first_failure
 from reprospec.judge import judge_attempt
-from reprospec.models import (
-    AttemptPlan,
-    AttemptResult,
-    Execution,
-    InstanceResult,
-    NotRun,
-    Outcome,
-)
+from reprospec.models import AttemptPlan
 from reprospec.outcome import classify, crash_stack, worker_stack
 from reprospec.runfolder import RunFolder
+from reprospec.runmodels import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.runners.base import InstanceRunner, Runner
 from reprospec.tracebacks import current_thread_first
 
@@ -115,7 +110,7 @@ def attempt_result(
         started=execution.started,
         finished=execution.finished,
         gpu_slot=execution.gpu_slot,
-        warnings=execution.warnings,
+        warnings=(*execution.warnings, *preload_hint(evidence)),
         stack=stack,
         child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
@@ -123,6 +118,34 @@ def attempt_result(
         native=native.render_markdown(evidence.native, pid=_pid(outcome))
         if failed and evidence.native is not None
         else None,
+        launch=execution.launch,
+        launch_note=execution.launch_note,
+    )
+
+
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def preload_hint(evidence: Evidence) -> tuple[str, ...]:
+    """A forked attempt that imported many modules its preload server had not: which."""
+    missed = evidence.events.preload_missed
+    if missed is None:
+        return ()
+    listed, count = missed.get("packages"), missed.get("modules")
+    # Written inside the attempt: only module names and numbers are worded.
+    packages = [
+        f"{name} ({n})"
+        for p in (listed if isinstance(listed, list) else [])[:3]
+        if isinstance(p, dict)
+        and isinstance(name := p.get("name"), str)
+        and _MODULE.fullmatch(name)
+        and isinstance(n := p.get("modules"), int)
+    ]
+    if not isinstance(count, int) or not packages:
+        return ()
+    return (
+        f"forked, then imported {count} modules its preload server had not "
+        f"({', '.join(packages)}): add them to run.preload to import them once",
     )
 
 

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from reprospec.errors import UsageError
-from reprospec.models import RunResult
+from reprospec.runmodels import RunResult
 
 FORMAT = 1
 MANIFEST = "bundle.json"

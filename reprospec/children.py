@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 
 from reprospec.evidence import Evidence
-from reprospec.models import ChildExit, Execution
 from reprospec.native import NativeStacks
+from reprospec.runmodels import ChildExit, Execution
 from reprospec.signals import (
     SHELL_FATAL_SIGNALS,
     canonical_signal,

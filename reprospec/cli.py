@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from reprospec import __version__
 from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
@@ -39,8 +40,32 @@ COMMANDS = (
 )
 
 
+def _columns() -> int:
+    """The terminal's width, as shutil.get_terminal_size has it (without importing shutil,
+    which imports the compression modules: argparse asks for it in every parser)."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, **options: int | None) -> None:
+        if options.get("width") is None:
+            options["width"] = _columns() - 2
+        super().__init__(prog, **options)  # type: ignore[arg-type]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one clear line, never a traceback."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -48,13 +73,43 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unused:
+    """Stands in for the parser of a verb that is not the one being run: its arguments are
+    not built (building all fifteen verbs' costs a tenth of `validate`'s start-up)."""
+
+    def add_argument(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+class _OnlyOne:
+    """The subparsers action, building only the verb `only` in full (None: every verb)."""
+
+    def __init__(self, sub: argparse._SubParsersAction[_Parser], only: str | None) -> None:
+        self.sub = sub
+        self.only = only
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if self.only is None or self.only == name:
+            return self.sub.add_parser(name, **kwargs)
+        # The verb being run is known, so no other verb's parser is ever asked for (each
+        # costs gettext's search for a translation): the choices hold just that verb.
+        return cast(argparse.ArgumentParser, _Unused())
+
+    def wants(self, name: str) -> bool:
+        """Whether `name`'s parser is built (its module need not be imported otherwise)."""
+        return self.only is None or self.only == name
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, just that verb's arguments are built."""
     parser = _Parser(
         prog="reprospec",
         description="Turn a machine- and configuration-dependent crash into a rerunnable spec.",
     )
     parser.add_argument("--version", action="version", version=f"reprospec {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    actions = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    only_one = _OnlyOne(actions, only)
+    sub = cast("argparse._SubParsersAction[_Parser]", only_one)
 
     p = sub.add_parser("validate", help="check spec files (or every *.yaml in folders)")
     p.add_argument(
@@ -166,6 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-cores",
         action="store_true",
         help="keep crashed processes' core files in their attempt folders (gdb read them)",
+    )
+    p.add_argument(
+        "--preload",
+        default=None,
+        metavar="MOD,...",
+        help="fork each attempt from a server that imported these modules once (overrides "
+        "run.preload; 'none' turns it off); attempts a fork could change run fresh",
     )
     p.add_argument(
         "-y",
@@ -310,22 +372,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print the merged report in this format to stdout",
     )
 
-    from reprospec.commands.slurm import add_arguments as add_slurm_arguments
+    if only_one.wants("slurm"):
+        from reprospec.commands.slurm import add_arguments as add_slurm_arguments
 
-    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
-    _add_selection_options(p)
-    add_slurm_arguments(p)
-
-    from reprospec.commands import isolate
-
-    isolate.add_parser(sub)
+        p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+        _add_selection_options(p)
+        add_slurm_arguments(p)
 
     # Verbs that define their own arguments (their modules import only argparse at the top).
-    from reprospec.commands import bisect, bundle, envs
+    if only_one.wants("isolate"):
+        from reprospec.commands import isolate
 
-    bisect.add_parser(sub)
-    envs.add_parser(sub)
-    bundle.add_parser(sub)
+        isolate.add_parser(sub)
+    if only_one.wants("bisect"):
+        from reprospec.commands import bisect
+
+        bisect.add_parser(sub)
+    if only_one.wants("envs"):
+        from reprospec.commands import envs
+
+        envs.add_parser(sub)
+    if only_one.wants("bundle"):
+        from reprospec.commands import bundle
+
+        bundle.add_parser(sub)
     return parser
 
 
@@ -380,10 +450,22 @@ def _dispatch(args: argparse.Namespace) -> int:
     return result
 
 
+# Verbs that read one spec and print (`validate`, `plan`): they never run attempts.
+_SHORT_VERBS = ("validate", "plan", "schema")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `reprospec` console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    verb = words[0] if words and words[0] in COMMANDS else None
+    if verb in _SHORT_VERBS and argv is None:
+        # A short-lived process with bounded input (docs/limits.md): the cyclic garbage
+        # collector would only walk the freshly imported modules, again and again.
+        import gc
+
+        gc.disable()
+    parser = build_parser(verb)
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help()
         return 2
@@ -422,8 +504,8 @@ def _format_fatal(exc: FatalError) -> str:
 
 
 def _write_crash_log() -> Path:
-    import os
     import tempfile
+    import traceback
 
     fd, name = tempfile.mkstemp(prefix="reprospec-internal-error-", suffix=".log")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

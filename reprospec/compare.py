@@ -8,10 +8,10 @@ from typing import TypedDict
 
 from reprospec.envfacts import Difference, environment_diff
 from reprospec.errors import UsageError
-from reprospec.models import (
+from reprospec.models import Expectation
+from reprospec.runmodels import (
     AttemptResult,
     CellResult,
-    Expectation,
     RunResult,
     Standalone,
     Verdict,

@@ -72,8 +72,12 @@ def probe_environment(
     harness_root: Path = HARNESS_ROOT,
     extra_env: Mapping[str, str] | None = None,
     torch_cache: Path | None = None,
+    with_torch: bool = True,
 ) -> JsonObject:
     """The environment of `python` as the harness sees it; `cuda`: GPU properties from torch too.
+
+    `with_torch=False`: torch is not imported (its version still comes from its package
+    metadata), for a spec that never uses torch: one quick child, nothing to wait for.
 
     `extra_env` is the spec's `environment.env`, so CUDA_*/TORCH_* settings show as they ran.
     With `torch_cache` (a folder), the torch part (2 s of CPU to import torch) is reused
@@ -81,6 +85,9 @@ def probe_environment(
     part (memory, /dev/shm, CPU, GPUs) is captured fresh every time.
     """
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
+    if not with_torch and not cuda:
+        return _capture(python, [*args, "--package", "torch", "--no-torch"], harness_root,
+                        extra_env)
     if torch_cache is not None and not cuda:
         fresh = _capture(python, [*args, "--package", "torch", "--no-torch"], harness_root,
                          extra_env)

@@ -28,9 +28,9 @@ from pathlib import Path
 from reprospec import capped, native, ranks
 from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import clean_log, excerpt
-from reprospec.models import ChildWarning, Execution
 from reprospec.native import NativeStacks
 from reprospec.ranks import RankReport
+from reprospec.runmodels import ChildWarning, Execution
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -82,9 +82,18 @@ HARNESS_EVENTS = frozenset(
 )
 
 
-def allowed_events(events: Iterable[Event], *, harness: bool) -> Iterator[Event]:
+# What the fork server's code writes in a forked attempt (forkserver.py): believed only
+# from a forked attempt, and only ever worded as a warning of it.
+FORKED_EVENTS = frozenset({"preload_missed"})
+
+
+def allowed_events(
+    events: Iterable[Event], *, harness: bool, forked: bool = False
+) -> Iterator[Event]:
     """The events this attempt's main process may write (see PROGRESS_EVENTS); others dropped."""
     kinds = PROGRESS_EVENTS | HARNESS_EVENTS if harness else PROGRESS_EVENTS
+    if forked:
+        kinds = kinds | FORKED_EVENTS
     return (event for event in events if event.get("event") is None or event["event"] in kinds)
 
 
@@ -109,6 +118,8 @@ class Events:
     busy: tuple[Event, ...] = ()
     stage: str | None = None
     module: str | None = None
+    # A forked attempt's `preload_missed` event: what it imported that its server had not.
+    preload_missed: Event | None = None
     faults: tuple[Event, ...] = ()
 
     @classmethod
@@ -121,10 +132,13 @@ class Events:
         worker_exit: Event | None = None
         infra_error: str | None = None
         busy: dict[tuple[object, object], Event] = {}
+        preload_missed: Event | None = None
         faults: list[Event] = []
         for event in events:
             name = event.get("event")
-            if name == "fault":
+            if name == "preload_missed":
+                preload_missed = event
+            elif name == "fault":
                 faults.append(event)
             elif name == "worker_exit" and event.get("signal"):
                 worker_exit = event
@@ -158,6 +172,7 @@ class Events:
             tuple(busy.values()),
             stage=stage,
             module=module[0] if module is not None and module[1] == phase else None,
+            preload_missed=preload_missed,
             faults=tuple(faults),
         )
 
@@ -197,7 +212,13 @@ class Evidence:
         return cls(
             stdout=read_log(execution.stdout_path),
             stderr=read_log(execution.stderr_path),
-            events=Events.of(allowed_events(_parse_events(events), harness=execution.harness)),
+            events=Events.of(
+                allowed_events(
+                    _parse_events(events),
+                    harness=execution.harness,
+                    forked=execution.launch == "forked",
+                )
+            ),
             stack=stack,
             native=native.read(execution.log_dir),
             ranks=ranks.from_events(

@@ -10,7 +10,6 @@ nothing can meet.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Protocol, TypeGuard
@@ -139,6 +138,8 @@ class ExpectChecks:
                 path, f"{_show(value)} is {_kind(value)}, but axis '{axis}' holds {shown} ({fix})"
             )
             return
+        import difflib  # only to word a mistake
+
         close = isinstance(value, str) and difflib.get_close_matches(
             value, [v for v in values if isinstance(v, str)], n=1, cutoff=0.6
         )

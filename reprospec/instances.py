@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from reprospec.models import CellResult, InstanceResult
+from reprospec.runmodels import CellResult, InstanceResult
 from reprospec.slots import number_ranges, slot_label
 from reprospec.words import outcome_phrase, plural
 

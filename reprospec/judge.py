@@ -24,11 +24,13 @@ from reprospec.errors import (
     EXIT_UNDECIDED,
 )
 from reprospec.evidence import Evidence
-from reprospec.models import (
+from reprospec.models import Expectation
+from reprospec.plan import RunPlan
+from reprospec.rates import RateJudgement, judge_rate, rate_of
+from reprospec.runmodels import (
     AttemptResult,
     AttemptVerdict,
     CellResult,
-    Expectation,
     NotRun,
     Outcome,
     Rate,
@@ -36,8 +38,6 @@ from reprospec.models import (
     Verdict,
     VerdictKind,
 )
-from reprospec.plan import RunPlan
-from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import (

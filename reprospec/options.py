@@ -66,6 +66,9 @@ class RunOptions:
     keep_cores: bool = False
     # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
     observe: bool = False
+    # Modules to preload in a fork server (`--preload`), replacing the spec's run.preload;
+    # None: the spec's; (): none.
+    preload: tuple[str, ...] | None = None
     # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
     command_line: str = field(default="", compare=False)
 
@@ -78,6 +81,9 @@ class RunOptions:
             raise UsageError(f"timeout must be > 0 seconds, got {self.timeout_s}")
         if self.stop_on is not None and self.stop_on not in STOP_ON:
             raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
+        for name in self.preload or ():
+            if not name or not all(part.isidentifier() for part in name.split(".")):
+                raise UsageError(f"preload: {name!r} is not a module name")
 
     @property
     def cache_dir(self) -> Path:
@@ -101,6 +107,7 @@ class RunOptions:
             "purpose": self.purpose,
             "keep_cores": self.keep_cores,
             "observe": self.observe,
+            "preload": list(self.preload) if self.preload is not None else None,
         }
 
     @classmethod
@@ -125,6 +132,9 @@ class RunOptions:
             purpose=str(data.get("purpose") or "run"),
             keep_cores=bool(data.get("keep_cores", False)),
             observe=bool(data.get("observe", False)),
+            preload=tuple(str(m) for m in _list(data["preload"]))
+            if data.get("preload") is not None
+            else None,
         )
 
     def with_changes(self, **changes: object) -> RunOptions:

@@ -42,7 +42,7 @@ from typing import Literal
 from reprospec import native
 from reprospec.children import ChildCrash, child_crash
 from reprospec.evidence import Event, Evidence
-from reprospec.models import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
+from reprospec.runmodels import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
 from reprospec.setupfail import setup_failure
 from reprospec.signals import (
     canonical_signal,

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
+# `regex` is imported when a pattern is first checked or run: a spec without one never
+# pays for it (validate's start-up).
 PatternTimeout = TimeoutError
 
 
 def problem(pattern: str) -> str | None:
     """Why `pattern` cannot be used (as `bad regular expression: ...`), or None."""
+    import regex
+
     for engine in (re, regex):
         try:
             engine.compile(pattern)
@@ -30,6 +36,8 @@ def problem(pattern: str) -> str | None:
 @functools.lru_cache(maxsize=256)
 def compile_bounded(pattern: str) -> regex.Pattern[str]:
     """The `regex` Pattern for `pattern` (V0, the `re`-compatible flavour); raise regex.error."""
+    import regex
+
     return regex.compile(pattern)
 
 

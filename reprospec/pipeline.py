@@ -25,11 +25,12 @@ from reprospec.errors import UsageError
 from reprospec.gpuslots import GpuPool, visible_gpus
 from reprospec.jsontypes import JsonObject
 from reprospec.judge import judge_cells
-from reprospec.models import AttemptPlan, AttemptResult, CellResult, RunResult, Spec, Standalone
+from reprospec.models import AttemptPlan, Spec
 from reprospec.options import RunOptions
 from reprospec.plan import RunPlan, plan_run
 from reprospec.redact import Redactor
 from reprospec.runfolder import RunFolder
+from reprospec.runmodels import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
 from reprospec.scheduler import ProgressCallback, Scheduler
@@ -127,6 +128,9 @@ def execute(
         except KeyboardInterrupt:
             interrupted = True
             attempts_by_cell = scheduler.results_so_far()
+        finally:
+            # Every attempt is over: what the runner kept running (preload servers) goes.
+            runner.close()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         warnings = (*reaped, *warnings, *store.warnings)
         cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)

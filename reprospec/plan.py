@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from reprospec import cellcheck
 from reprospec.errors import SpecError
 from reprospec.expr import ExprError, interpolate_string, render, same
 from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
-from reprospec.models import (
-    AttemptPlan,
-    Cell,
-    Expectation,
-    ExpectedOutcome,
-    Marker,
-    Spec,
-)
+from reprospec.models import AttemptPlan, Cell, Expectation, ExpectedOutcome, Marker, Spec
 from reprospec.options import RunOptions
 from reprospec.sections import Command, Environment, Job, RunPolicy, SectionError, Workload
 from reprospec.units import parse_rate, parse_step
@@ -114,6 +107,7 @@ def plan_attempt(
         ),
         environment=environment,
         expectation=expectation or expectation_for(spec, cell, base_env=base_env),
+        preload=policy.preload,
         instances=policy.instances,
     )
 
@@ -251,6 +245,8 @@ def describe(plan: AttemptPlan) -> JsonObject:
     out["env"] = dict(plan.env)
     out["workdir"] = str(plan.workdir)
     out["timeout_s"] = plan.timeout_s
+    if plan.preload:
+        out["preload"] = list(plan.preload)
     if plan.instances is not None:
         out["instances"] = plan.instances
     if plan.markers:
@@ -275,10 +271,13 @@ class RunPlan:
     adaptive: bool
     stop_on: str
     parallel: int
+    # The options the attempts were planned with (extra attempts get them too).
+    options: RunOptions = field(default_factory=RunOptions)
 
     def extra_attempt(self, cell: Cell, number: int) -> AttemptPlan:
         """Attempt `number` of `cell`, beyond the planned ones (`repeat: auto` adds them)."""
-        return plan_attempt(self.spec, cell, number)
+        attempt = plan_attempt(self.spec, cell, number, expectation=self.expectations.get(cell.id))
+        return _with_options(attempt, self.options)
 
     def first_attempts(self) -> tuple[AttemptPlan, ...]:
         """Attempt 1 of every cell: what `reprospec plan` shows."""
@@ -328,10 +327,13 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
         adaptive=adaptive,
         stop_on=options.stop_on or policy.stop_on,
         parallel=max(1, parallel),
+        options=options,
     )
 
 
 def _with_options(attempt: AttemptPlan, options: RunOptions) -> AttemptPlan:
-    if options.timeout_s is None:
-        return attempt
-    return replace(attempt, timeout_s=options.timeout_s)
+    if options.timeout_s is not None:
+        attempt = replace(attempt, timeout_s=options.timeout_s)
+    if options.preload is not None:
+        attempt = replace(attempt, preload=options.preload)
+    return attempt

@@ -35,11 +35,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Protocol
 
 from reprospec import capped, leftovers, watchdog
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
-from reprospec.models import ChildExit
+from reprospec.runmodels import ChildExit
 from reprospec.signals import signal_name
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
@@ -105,6 +106,24 @@ class ProcessResult:
     # time.monotonic() when the root process was seen to end (or was killed).
     ended_at: float | None = None
 
+
+class ChildHandle(Protocol):
+    """The root process of an attempt as run_process drives it: a `subprocess.Popen`, or a
+    process forked by a preload server and re-parented to the engine (forkserver.py)."""
+
+    pid: int
+    returncode: int | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+# Starts the attempt's root with the environment run_process built (token and stack dir
+# in) and the attempt's tag (watchdog.py), which the root must carry.
+Start = Callable[[Mapping[str, str], int], ChildHandle]
 
 class OutputLost(OSError):
     """The attempt's output could not be written (a full disk): the attempt was stopped.
@@ -182,6 +201,54 @@ def _has_token(pid: int, needle: bytes) -> bool:
     return needle in environ.split(b"\0")
 
 
+def _children_of(pid: int) -> list[int]:
+    """The children of every thread of `pid` (/proc/PID/task/TID/children); [] when unreadable."""
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            found.extend(int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def own_tree() -> list[int] | None:
+    """Every descendant of this engine, or None when that cannot stand for the whole machine.
+
+    The engine is a subreaper: an attempt's process that outlives its parent (a daemon,
+    a setsid'd double fork) is re-parented to the engine, never to init, so all of an
+    attempt's processes stay in the engine's own tree. Walking that tree reads a handful of
+    files where a scan of /proc reads three per process of the machine (33 ms at 1,085
+    processes, more than a `python -c pass` attempt). Without the subreaper, or without
+    the kernel's `children` files, callers scan all of /proc as before.
+    """
+    here = f"/proc/self/task/{threading.get_native_id()}/children"
+    if not _subreaper_done or not os.path.exists(here):
+        return None
+    seen: list[int] = []
+    stack = _children_of(os.getpid())
+    visited: set[int] = set()
+    while stack:
+        pid = stack.pop()
+        if pid in visited:
+            continue
+        visited.add(pid)
+        seen.append(pid)
+        stack.extend(_children_of(pid))
+    return seen
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
 def find_attempt_processes(
     token: str, root_pid: int | None = None, tag: int | None = None
 ) -> dict[int, ProcInfo]:
@@ -189,20 +256,20 @@ def find_attempt_processes(
 
     With `tag`, also the engine's own children that carry it: descendants that left
     the group and the environment (setsid, `env -i`) and were re-parented to us.
+
+    Looked for in the engine's own process tree (see `own_tree`), else in all of /proc.
     """
     needle = f"{TOKEN_VAR}={token}".encode()
     me = os.getpid()
     uid = os.getuid()
     infos: dict[int, ProcInfo] = {}
     found: set[int] = set()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return {}
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
+    candidates = own_tree()
+    if candidates is None:
+        candidates = _all_pids()
+    elif root_pid is not None and root_pid not in candidates:
+        candidates.append(root_pid)  # not ours (a test's own Popen): read it all the same
+    for pid in candidates:
         if pid == me:
             continue
         info = _proc_info(pid)
@@ -558,7 +625,7 @@ def _close_sinks(*sinks: Sink) -> None:
 class _Pump:
     """Moves bytes from the child's pipes to sinks, and notices when the child exits."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdout: Sink, stderr: Sink) -> None:
+    def __init__(self, proc: ChildHandle, stdout: Sink, stderr: Sink) -> None:
         self.proc = proc
         self.selector = selectors.DefaultSelector()
         self.exited = False
@@ -612,6 +679,63 @@ class _Pump:
             self.pidfd = -1
 
 
+def popen_attempt(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    native: native_stacks.Capture | None = None,
+    tag: int,
+) -> subprocess.Popen[bytes]:
+    """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr
+    piped, the attempt's tag and death with the engine (`_child_setup`)."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
+        preexec_fn=_child_setup(tag, os.getpid(), native.preexec() if native is not None else None),
+    )
+
+
+def start_helper(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, pass_fds: Sequence[int], log: Path
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived helper of this engine (a preload fork server) in a session of its own.
+
+    Its output goes to `log`; it gets no attempt token, so no attempt's search claims it.
+    `stop_helper` ends it and everything in its process group.
+    """
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+
+
+def stop_helper(proc: subprocess.Popen[bytes], grace_s: float = 1.0) -> None:
+    """Let a helper exit on its own for `grace_s` (it was told to), else kill its group; reap it."""
+    try:
+        proc.wait(timeout=grace_s)
+        return  # it waited for its own children: nothing is left in its group
+    except subprocess.TimeoutExpired:
+        pass
+    # Still running, so its process group is still its own: no reused id is hit.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -624,6 +748,7 @@ def run_process(
     stack_path: Path,
     cancel: threading.Event | None = None,
     native: native_stacks.Capture | None = None,
+    start: Start | None = None,
     record: Path | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
@@ -632,7 +757,9 @@ def run_process(
     With `native`, the attempt may dump core (read, then deleted, after it ends) and a
     hang's processes get gdb attached before they are killed (native.py). `record`:
     the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
-    if the engine dies). Raises OSError when the program cannot be started.
+    if the engine dies). `start` starts the root instead of `popen_attempt(argv, ...)`
+    (a fork of a preload server: forkserver.py); the root must be in a session of its
+    own and carry the tag. Raises OSError when the program cannot be started.
     """
     become_subreaper()
     token = new_token()
@@ -645,20 +772,12 @@ def run_process(
     flight = leftovers.Flight(record, token, tag)
     flight.begin()
     _running_tags.add(tag)
+    proc: ChildHandle
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
-            preexec_fn=_child_setup(
-                tag, os.getpid(), native.preexec() if native is not None else None
-            ),
-        )
+        if start is not None:
+            proc = start(child_env, tag)
+        else:
+            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
     except BaseException:
         _running_tags.discard(tag)
         flight.end()

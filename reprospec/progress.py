@@ -9,7 +9,8 @@ from typing import IO, TYPE_CHECKING
 
 from reprospec.console import live_progress_enabled, make_console
 from reprospec.logtext import printable
-from reprospec.models import AttemptResult, Cell, RunResult
+from reprospec.models import Cell
+from reprospec.runmodels import AttemptResult, RunResult
 from reprospec.words import (
     VERDICT_MARKS,
     attempt_phrase,

@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from reprospec.jsontypes import JsonPath, JsonValue
-    from reprospec.models import Cell, CellResult, RunResult, Spec
+    from reprospec.models import Cell, Spec
     from reprospec.options import RunOptions
+    from reprospec.runmodels import CellResult, RunResult
 
 DEFAULT_PATTERN = "*.repro.yaml"
 PLUGIN_NAME = "reprospec.pytest_plugin"

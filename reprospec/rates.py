@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from reprospec.models import Rate
+from reprospec.runmodels import Rate
 from reprospec.units import RateBound
 
 RateJudgement = Literal["met", "failed", "undecided"]

@@ -28,7 +28,6 @@ any report would run, and asks, before running it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -60,6 +59,10 @@ def _normal(text: str) -> str:
 
 def digest(spec_text: str) -> str:
     """The sha256 the marker gives for a spec's text (line ends as `\\n`, final newlines cut)."""
+    # Imported here: loading OpenSSL costs `validate` more than this module's other work,
+    # and only a report's spec block is ever hashed.
+    import hashlib
+
     return hashlib.sha256(_normal(spec_text).encode("utf-8")).hexdigest()
 
 

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from reprospec.errors import FatalError, UsageError
-from reprospec.models import (
+from reprospec.models import Cell, Expectation
+from reprospec.runmodels import (
     AttemptResult,
-    Cell,
     CellResult,
     ChainLink,
     ChildWarning,
-    Expectation,
     InstanceResult,
     NotRun,
     Outcome,
@@ -170,6 +169,9 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
         out.update(instances)
     if a.child_warnings:
         out["child_warnings"] = [w.to_dict() for w in a.child_warnings]
+    out["launch"] = a.launch
+    if a.launch_note is not None:
+        out["launch_note"] = a.launch_note
     return out
 
 
@@ -196,6 +198,8 @@ def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
         instance=d.get("instance"),
         start_spread_s=_float_or_none(d.get("start_spread_s")),
         child_warnings=child_warnings_from_list(d.get("child_warnings")),
+        launch="forked" if d.get("launch") == "forked" else "fresh",
+        launch_note=d.get("launch_note"),
     )
 
 

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reprospec.errors import UsageError
-from reprospec.models import AttemptResult, Spec
+from reprospec.models import Spec
 from reprospec.options import RunOptions
 from reprospec.redact import MASK, Redactor
+from reprospec.runmodels import AttemptResult
 
 
 def load(

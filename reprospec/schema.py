@@ -8,13 +8,13 @@ key for a typo.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from reprospec import schemacheck
 from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.yamlsource import Location, Problem, locate, shorten
 
@@ -30,10 +30,15 @@ class _Validator(Protocol):
 EXPR_REF = "#/$defs/expr"
 
 
+SCHEMA_FILE = Path(__file__).resolve().parent / "data" / "reprospec.schema.json"
+
+
 @functools.cache
 def schema_text() -> str:
-    """The JSON Schema as shipped in the package."""
-    return resources.files("reprospec").joinpath("data/reprospec.schema.json").read_text("utf-8")
+    """The JSON Schema as shipped in the package (a file next to this module, like the
+    harness: reprospec runs from a folder, never from a zip; importlib.resources would
+    cost more than validating a spec)."""
+    return SCHEMA_FILE.read_text("utf-8")
 
 
 @functools.cache
@@ -76,6 +81,8 @@ def validate(
     key_locations: Mapping[JsonPath, Location],
 ) -> list[Problem]:
     """Every schema problem of `document`, located and sorted by position."""
+    if schemacheck.valid(document, load_schema()):
+        return []  # valid: jsonschema is needed only to say what is wrong
     translator = _Translator(locations, key_locations)
     problems: list[Problem] = []
     for error in _validator().iter_errors(document):
@@ -91,6 +98,8 @@ def sort_problems(problems: Iterable[Problem]) -> list[Problem]:
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for the closest choice, or an empty string."""
+    import difflib  # only to word a mistake
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -381,17 +390,26 @@ def _literal_only(schema: JsonValue) -> JsonValue:
 
 @functools.cache
 def _value_validator(path: JsonPath) -> _Validator | None:
+    schema = _value_schema(path)
+    return None if schema is None else _validator_class()(schema)
+
+
+@functools.cache
+def _value_schema(path: JsonPath) -> JsonObject | None:
     sub = subschema(path)
     if sub is None:
         return None
     literal = _literal_only(sub)
     if not isinstance(literal, dict) or not literal:
         return None  # (a `true` schema, or only expressions: nothing to check)
-    return _validator_class()({**literal, "$defs": _defs()})
+    return {**literal, "$defs": _defs()}
 
 
 def value_problems(path: JsonPath, value: JsonValue) -> list[tuple[JsonPath, str]]:
     """What the schema says of `value` at `path` (an evaluated `${{ }}`): (path, message) pairs."""
+    schema = _value_schema(tuple(path))
+    if schema is None or schemacheck.valid(value, schema):
+        return []
     validator = _value_validator(tuple(path))
     if validator is None:
         return []

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec import leftovers
+from reprospec import leftovers, process
 from reprospec.childprotocol import CACHE_DIR as CACHE
 from reprospec.childprotocol import TMP_DIR as TMP
 from reprospec.units import format_size
@@ -191,6 +191,15 @@ def shm_leaks(before: ShmSnapshot) -> list[Path]:
         candidates.append((path, (info.st_dev, info.st_ino)))
     if not candidates:
         return []
+    # The engine's own processes first (another attempt of this run running now: the
+    # usual holder); all of /proc only for what they do not hold, since a process outside
+    # the engine (another engine's attempt) may hold a file too.
+    own = process.own_tree()
+    if own is not None:
+        held = held_files(before.root, pids=[str(pid) for pid in own])
+        candidates = [(path, key) for path, key in candidates if key not in held]
+        if not candidates:
+            return []
     held = held_files(before.root)
     return [path for path, key in candidates if key not in held]
 
@@ -221,15 +230,18 @@ def remove_shm_leaks(before: ShmSnapshot, *, remove: bool = True) -> tuple[str, 
     )
 
 
-def held_files(root: Path = SHM, proc: Path = Path("/proc")) -> set[tuple[int, int]]:
-    """(device, inode) of every file under `root` some live process has open or mapped.
+def held_files(
+    root: Path = SHM, proc: Path = Path("/proc"), pids: Iterable[str] | None = None
+) -> set[tuple[int, int]]:
+    """(device, inode) of every file under `root` some live process (of `pids`: all of
+    them by default) has open or mapped.
 
     By inode, not by name: glibc's sem_open maps a temporary file and only then
     links it under its name, so /proc/PID/maps shows `sem.XXXXXX (deleted)`.
     """
     prefix = str(root) + "/"
     held: set[tuple[int, int]] = set()
-    for entry in _pids(proc):
+    for entry in _pids(proc) if pids is None else pids:
         held.update(_mapped(proc / entry / "maps", prefix))
         held.update(_open_fds(proc / entry / "fd", prefix))
     return held

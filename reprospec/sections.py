@@ -173,6 +173,8 @@ class RunPolicy:
     max_repeat: int = DEFAULT_MAX_REPEAT
     stop_on: StopOn = "never"
     parallel: int = 1
+    # Modules a fork server imports once; attempts are forked from it (forkserver.py).
+    preload: tuple[str, ...] = ()
     instances: int | None = None
 
     @property
@@ -219,14 +221,27 @@ class RunPolicy:
             raise SectionError(
                 ("run", "instances"), f"expected a whole number >= 1, got {instances!r}"
             )
+        preload = section.get("preload") or []
+        if not isinstance(preload, list) or not all(
+            isinstance(name, str) and _module_name(name) for name in preload
+        ):
+            raise SectionError(
+                ("run", "preload"), f"expected a list of module names, got {preload!r}"
+            )
         return cls(
             timeout_s=timeout_s,
             repeat="auto" if repeat == "auto" else int(str(repeat)),
             max_repeat=int(str(max_repeat)),
             stop_on=stop_on,
             parallel=int(str(parallel)),
+            preload=tuple(str(name) for name in preload),
             instances=None if instances is None else int(str(instances)),
         )
+
+
+def _module_name(name: str) -> bool:
+    """`torch`, `torch.nn`: dotted Python identifiers."""
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 def _sequence(value: object) -> list[object]:

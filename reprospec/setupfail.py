@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 
 from reprospec.evidence import Evidence
-from reprospec.models import Execution, NotRun
+from reprospec.runmodels import Execution, NotRun
 from reprospec.tracebacks import parse_exception
 
 _NOT_FOUND = re.compile(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from reprospec.models import AttemptResult, CellResult
+from reprospec.runmodels import AttemptResult, CellResult
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,16 @@ Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 `attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
 `attempts.instances` (`run.instances`: every instance's outcome and slot, which one
 is the attempt's, the start spread; JSON as in results.json); 5 adds
-`attempts.child_warnings` (the warnings the child printed, once each). An older store is
-migrated in place when opened; a newer one is refused.
+`attempts.child_warnings` (the warnings the child printed, once each); 6 adds
+`attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
+and why). An older store is migrated in place when opened; a newer one is refused.
+
+Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
+so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
+a committed transaction is in the WAL file, which the operating system keeps. Only a
+power loss or an operating-system crash may lose the last transactions (never corrupt
+the store): those are made durable at the next checkpoint, not at each commit. That
+saves an fsync per attempt (0.3 ms on a quiet disk, 4-7 ms under load).
 
 What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
 names the store and what to do, never a raw sqlite traceback:
@@ -43,10 +51,10 @@ from typing import Any
 
 from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.models import AttemptResult, CellResult, Outcome
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
+from reprospec.runmodels import AttemptResult, CellResult, Outcome
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -124,6 +132,8 @@ CREATE TABLE attempts (
     native TEXT,
     instances TEXT,
     child_warnings TEXT,
+    launch TEXT,
+    launch_note TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -133,6 +143,10 @@ _MIGRATIONS = {
     2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
     3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
     4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
+    5: (
+        "ALTER TABLE attempts ADD COLUMN launch TEXT",
+        "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
+    ),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -154,6 +168,8 @@ _ATTEMPT_COLUMNS = (
     "native",
     "instances",
     "child_warnings",
+    "launch",
+    "launch_note",
 )
 
 
@@ -277,6 +293,8 @@ class Store:
         db.row_factory = sqlite3.Row
         try:
             db.execute("PRAGMA journal_mode=WAL")
+            # Durable against a crash of the engine; see the module docstring.
+            db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
         except BaseException:
             db.close()
@@ -484,6 +502,8 @@ class Store:
                     attempt.native,
                     _instances_json(attempt),
                     _json([w.to_dict() for w in attempt.child_warnings]),
+                    attempt.launch,
+                    attempt.launch_note,
                 ),
             )
 
@@ -621,5 +641,7 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "excerpt": row["excerpt"],
             "native_stacks": row["native"],
             "child_warnings": json.loads(row["child_warnings"] or "[]"),
+            "launch": row["launch"],
+            "launch_note": row["launch_note"],
         }
     )

@@ -21,14 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from reprospec.models import (
-    AttemptResult,
-    Expectation,
-    NotRun,
-    Outcome,
-    Rate,
-    VerdictKind,
-)
+from reprospec.models import Expectation
+from reprospec.runmodels import AttemptResult, NotRun, Outcome, Rate, VerdictKind
 from reprospec.signals import canonical_signal
 from reprospec.units import format_size
 
@@ -188,6 +182,39 @@ def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:
     return ", ".join(f"{n}× {text}" for text, n in counts.most_common())
 
 
+FRESH_PREFIX = "ran fresh: "
+
+
+def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
+    """How the attempts were started, when a preload was asked; None when it was not.
+
+    `40 of 50 attempts were forked from a preload server (...); 10 ran fresh: why (10)`.
+    """
+    attempts = list(attempts)
+    forked = [a for a in attempts if a.launch == "forked"]
+    reasons = Counter(
+        (a.launch_note or "").removeprefix(FRESH_PREFIX)
+        for a in attempts
+        if a.launch == "fresh" and a.launch_note
+    )
+    if not forked and not reasons:
+        return None
+    parts: list[str] = []
+    if forked:
+        parts.append(
+            f"{len(forked)} of {plural(len(attempts), 'attempt')} were forked from a server "
+            "that imported run.preload once: random, numpy and torch reseeded per attempt "
+            "(each seed is in results.json), no interpreter teardown at exit"
+        )
+        if any("OpenBLAS" in (a.launch_note or "") for a in forked):
+            parts.append("OpenBLAS ran single-threaded in them (OPENBLAS_NUM_THREADS=1)")
+    fresh = len(attempts) - len(forked)
+    if fresh:
+        why = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common())
+        parts.append(f"{fresh} ran fresh" + (f": {why}" if why else ""))
+    return "; ".join(parts)
+
+
 def seconds(value: float) -> str:
     """A measured duration: `5.02s`."""
     return f"{value:.2f}s"
@@ -219,6 +246,7 @@ __all__ = [
     "chain_phrase",
     "expectation_phrase",
     "injected_phrase",
+    "launch_summary",
     "location",
     "outcome_phrase",
     "plural",

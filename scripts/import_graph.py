@@ -24,7 +24,8 @@ PACKAGE = ROOT / "reprospec"
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
-        "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.options",
+        "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.runmodels",
+        "reprospec.options",
         "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
         "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes", "reprospec.capped",
         # Secrets masked in every output; the spec block a report embeds, found by its marker.
@@ -33,8 +34,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.words", "reprospec.logtext",
     )),
     ("load+validate", (
-        "reprospec.schema", "reprospec.matrix", "reprospec.spec", "reprospec.overrides",
-        "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile", "reprospec.expectcheck",
+        "reprospec.schema", "reprospec.schemacheck", "reprospec.matrix", "reprospec.spec",
+        "reprospec.overrides", "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile",
+        "reprospec.expectcheck",
     )),
     # What a cell needs to run elsewhere: its files, a standalone script.
     ("plan", (
@@ -46,7 +48,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.envprobe", "reprospec.dockersdk", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
-        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog",
+        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",
+        "reprospec.preload",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",

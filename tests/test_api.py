@@ -9,7 +9,7 @@ import pytest
 
 import reprospec
 from reprospec.errors import SpecError, UsageError
-from reprospec.models import Outcome
+from reprospec.runmodels import Outcome
 
 SPEC = """\
 reprospec: 1

@@ -19,7 +19,8 @@ import pytest
 from reprospec import native
 from reprospec.attempt import attempt_result
 from reprospec.evidence import Evidence
-from reprospec.models import AttemptResult, Execution, Expectation, Outcome
+from reprospec.models import Expectation
+from reprospec.runmodels import AttemptResult, Execution, Outcome
 from reprospec.runners.local import LocalRunner
 from reprospec.words import outcome_phrase
 from tests.support.cli import Cli

@@ -24,8 +24,9 @@ import reprospec  # noqa: E402
 from reprospec import dockerimage, native  # noqa: E402
 from reprospec.attempt import AttemptExecutor  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
-from reprospec.models import AttemptPlan, Outcome  # noqa: E402
+from reprospec.models import AttemptPlan  # noqa: E402
 from reprospec.runfolder import RunFolder  # noqa: E402
+from reprospec.runmodels import Outcome  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
 from tests.support.cli import SPECS  # noqa: E402
 from tests.support.docker import CLIENT, containers_of, needs_engine, require_image  # noqa: E402

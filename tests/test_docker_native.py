@@ -21,7 +21,7 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec import dockerimage, native  # noqa: E402
 from reprospec.attempt import attempt_result  # noqa: E402
 from reprospec.evidence import Evidence  # noqa: E402
-from reprospec.models import Execution, Outcome  # noqa: E402
+from reprospec.runmodels import Execution, Outcome  # noqa: E402
 from reprospec.runners.docker import DockerRunner  # noqa: E402
 from reprospec.runners.dockerattach import parse_listing  # noqa: E402
 from reprospec.runners.dockernative import ContainerNative, is_root  # noqa: E402

@@ -24,16 +24,9 @@ from reprospec.gpuslots import (
     parse_nvidia_smi_list,
     visible_gpus,
 )
-from reprospec.models import (
-    AttemptResult,
-    Cell,
-    CellResult,
-    Expectation,
-    NotRun,
-    Outcome,
-    Rate,
-)
+from reprospec.models import Cell, Expectation
 from reprospec.results import load_run
+from reprospec.runmodels import AttemptResult, CellResult, NotRun, Outcome, Rate
 from reprospec.slots import slot_label, slot_separation
 from tests.support.cli import ROOT
 

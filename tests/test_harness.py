@@ -20,8 +20,8 @@ import pytest
 
 from reprospec import limits
 from reprospec.harness import HARNESS_ROOT
-from reprospec.models import Execution, NotRun, Outcome
 from reprospec.outcome import classify
+from reprospec.runmodels import Execution, NotRun, Outcome
 from reprospec.sections import Environment, Workload
 
 pytest.importorskip("torch")

@@ -21,11 +21,12 @@ import pytest
 import reprospec
 from reprospec.attempt import AttemptExecutor
 from reprospec.errors import SpecError
-from reprospec.models import AttemptPlan, AttemptResult, RunResult
+from reprospec.models import AttemptPlan
 from reprospec.plan import describe
 from reprospec.report import render
 from reprospec.results import load_run
 from reprospec.runfolder import RunFolder
+from reprospec.runmodels import AttemptResult, RunResult
 from reprospec.runners.local import LocalRunner
 from reprospec.store import Store
 from tests.support.cli import SPECS, Cli
@@ -308,7 +309,7 @@ def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) ->
 
 
 def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> None:
-    from reprospec.models import Outcome
+    from reprospec.runmodels import Outcome
     from reprospec.scheduler import Scheduler
 
     spec = tmp_path / "places.yaml"

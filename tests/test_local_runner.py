@@ -11,6 +11,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +332,24 @@ def test_capture_environment_never_crashes(
     assert "reprospec_harness" in env["error"]
 
 
+def test_a_spec_that_never_uses_torch_is_captured_without_importing_it(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    plan = make_plan(["true"])
+    assert not plan.uses_torch
+    env = runner.capture_environment(plan, tmp_path / "env")
+    assert env["torch"] == {"captured": False}
+    # Its version still shows, from the package metadata.
+    assert "torch" in env["packages"]
+    for says in (
+        replace(plan, preload=("torch",)),
+        make_plan(None, workload={"model": {"builtin": "mlp"}}),
+        attempt_plan(["true"], CHILDREN, environment={"packages": ["torch==2.13.0"]}),
+        attempt_plan(["true"], CHILDREN, environment={"device": "cuda"}),
+    ):
+        assert says.uses_torch
+
+
 def test_capture_environment_parses_the_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -503,3 +523,37 @@ def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None
         f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {seen['leak']}"
     ]
     assert seen["leaked_exists"] and seen["held_exists"]
+
+
+def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reprospec import process, scratch
+
+    process.become_subreaper()
+    before = scratch.shm_snapshot(tmp_path)
+    held, loose = tmp_path / "torch_1_held", tmp_path / "torch_2_loose"
+    ready = tmp_path / "ready"
+    # Another attempt of this engine, running now, holds one of the new files open.
+    holder = subprocess.Popen(
+        [PY, "-c", "import sys, time; f = open(sys.argv[1], 'w'); open(sys.argv[2], 'w');"
+         " time.sleep(600)", str(held), str(ready)],
+        start_new_session=True,
+    )
+    try:
+        wait_for(ready)
+        scans: list[int] = []
+        real_pids = scratch._pids
+        def counted(proc: Path) -> Iterable[str]:
+            scans.append(1)
+            return real_pids(proc)
+
+        monkeypatch.setattr(scratch, "_pids", counted)
+        assert scratch.shm_leaks(before) == []
+        assert scans == []  # found in the engine's own tree: /proc as a whole was not read
+        loose.write_text("")
+        assert scratch.shm_leaks(before) == [loose]
+        assert scans == [1]  # held by no process of ours: only then all of /proc
+    finally:
+        holder.kill()
+        holder.wait()

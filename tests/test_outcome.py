@@ -16,8 +16,9 @@ import pytest
 
 from reprospec.evidence import Evidence, iter_events, read_log
 from reprospec.judge import judge_attempt
-from reprospec.models import Execution, Expectation, NotRun, Outcome
+from reprospec.models import Expectation
 from reprospec.outcome import classify, fine_signature, normalize_message, worker_death
+from reprospec.runmodels import Execution, NotRun, Outcome
 from reprospec.signals import (
     canonical_signal,
     describe_signal,
@@ -173,8 +174,9 @@ def test_expect_exception_and_message_match_any_link_of_the_chain(tmp_path: Path
 
 def test_report_shows_the_exception_chain(tmp_path: Path) -> None:
     from reprospec.judge import judge_cell
-    from reprospec.models import AttemptResult, Cell, CellResult, RunResult
+    from reprospec.models import Cell
     from reprospec.report import render
+    from reprospec.runmodels import AttemptResult, CellResult, RunResult
 
     execution = behave(tmp_path, "accelerator-chain")
     evidence = Evidence.read(execution)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from reprospec.jsontypes import JsonValue
 from reprospec.logtext import printable
-from reprospec.models import ChainLink, NotRun
 from reprospec.redact import MASK, Redactor, env_names_read, looks_secret
 from reprospec.report.markup import plain_markdown
 from reprospec.reportspec import MarkerError, find_marked_spec, marker_line
+from reprospec.runmodels import ChainLink, NotRun
 
 
 def test_names_that_look_secret() -> None:

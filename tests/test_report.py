@@ -15,13 +15,14 @@ from reprospec.evidence import Evidence
 from reprospec.jsontypes import JsonValue
 from reprospec.judge import judge_attempt, judge_cell
 from reprospec.logtext import clean_log, excerpt
-from reprospec.models import AttemptResult, Cell, CellResult, Expectation, Rate, RunResult
+from reprospec.models import Cell, Expectation
 from reprospec.outcome import classify
 from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.report.markdown import separators
 from reprospec.report.markup import fence_for, inline_code, table_cell
 from reprospec.results import run_to_dict
+from reprospec.runmodels import AttemptResult, CellResult, Rate, RunResult
 from tests.support.cli import Cli
 from tests.support.runs import (
     ERROR_SPEC,

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.models import Cell, CellResult, Expectation, Rate
+from reprospec.models import Cell, Expectation
 from reprospec.report import render
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.failure import summary_line
 from reprospec.report.paths import PathNames
 from reprospec.results import load_run
+from reprospec.runmodels import CellResult, Rate
 from tests.support import recorded
 from tests.support.cli import Cli
 from tests.support.runs import large_matrix

@@ -15,15 +15,7 @@ import pytest
 from reprospec.compare import compare, merge
 from reprospec.errors import FatalError, UsageError
 from reprospec.jsontypes import JsonValue
-from reprospec.models import (
-    AttemptResult,
-    Expectation,
-    NotRun,
-    Rate,
-    RunResult,
-    Verdict,
-    VerdictKind,
-)
+from reprospec.models import Expectation
 from reprospec.results import (
     find_run,
     load_run,
@@ -34,6 +26,7 @@ from reprospec.results import (
     write_atomic,
     write_run,
 )
+from reprospec.runmodels import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
 from tests.support.runs import error_run, hang_run, infra_run, segfault_matrix
 
 RUNS = [segfault_matrix, hang_run, error_run, infra_run]

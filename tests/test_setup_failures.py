@@ -17,8 +17,9 @@ import pytest
 from reprospec.attempt import attempt_result
 from reprospec.evidence import Evidence
 from reprospec.judge import judge_cell
-from reprospec.models import AttemptResult, Execution, Expectation, NotRun, Outcome
+from reprospec.models import Expectation
 from reprospec.outcome import classify
+from reprospec.runmodels import AttemptResult, Execution, NotRun, Outcome
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
 from tests.support.plans import attempt_plan

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.models import RunResult
 from reprospec.options import RunOptions
 from reprospec.plan import plan_run
+from reprospec.runmodels import RunResult
 from reprospec.standalone import standalone_of
 
 if importlib.util.find_spec("torch") is None:

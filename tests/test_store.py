@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import FatalError
-from reprospec.models import NotRun, RunResult
+from reprospec.runmodels import NotRun, RunResult
 from reprospec.store import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
 from tests.support.runs import hang_run, infra_run, segfault_matrix
 
@@ -135,12 +135,9 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
     assert crash.excerpt
     # A store as the first schema made it: no `excerpt` column.
     db = sqlite3.connect(tmp_path / "results.db")
-    version_1 = (
-        _SCHEMA.replace("    excerpt TEXT,\n", "")
-        .replace("    native TEXT,\n", "")
-        .replace("    instances TEXT,\n", "")
-        .replace("    child_warnings TEXT,\n", "")
-    )
+    version_1 = _SCHEMA
+    for column in ("excerpt", "native", "instances", "child_warnings", "launch", "launch_note"):
+        version_1 = version_1.replace(f"    {column} TEXT,\n", "")
     db.executescript(version_1 + "PRAGMA user_version = 1;")
     db.execute(
         "INSERT INTO runs VALUES (?, 's', 's.yaml', 'h', '', 'local', '', NULL, 'running',"
@@ -157,10 +154,22 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
     with Store(tmp_path) as store:
         (old,) = store.finished_attempts(run.run_id).values()
         assert old.excerpt is None
+        assert (old.launch, old.launch_note) == ("fresh", None)
         store.record_attempt(run.run_id, "new", crash)
         assert store.finished_attempts(run.run_id)[("new", 1)] == crash
+        forked = replace(crash, attempt=2, launch="forked", launch_note="seed 7")
+        store.record_attempt(run.run_id, "new", forked)
+        assert store.finished_attempts(run.run_id)[("new", 2)] == forked
     db = sqlite3.connect(tmp_path / "results.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+
+
+def test_wal_commits_without_an_fsync_each(tmp_path: Path) -> None:
+    """synchronous=NORMAL in WAL mode: a commit survives the engine's death
+    (test_store_survives_sigkill_mid_run), the fsync waits for the checkpoint."""
+    with Store(tmp_path) as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 
 def test_environment_fingerprint_ignores_volatile_keys() -> None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
 from reprospec.logtext import printable
-from reprospec.models import RunResult
 from reprospec.options import RunOptions, Shard
+from reprospec.runmodels import RunResult
 
 if TYPE_CHECKING:
     from reprospec.plan import RunPlan
@@ -139,7 +139,17 @@ def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOp
         keep_cores=args.keep_cores,
         command_line=command_line,
         observe=bool(getattr(args, "observe", False)),
+        preload=_preload(getattr(args, "preload", None)),
     )
+
+
+def _preload(text: str | None) -> tuple[str, ...] | None:
+    """`--preload torch,numpy` -> ("torch", "numpy"); `none` -> (); not given -> None."""
+    if text is None:
+        return None
+    if text.strip().lower() in ("", "none"):
+        return ()
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 # Options that only say where this machine keeps things or how it prints them:

@@ -38,10 +38,11 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.models import AttemptResult, Cell, Expectation, RunResult, Spec
+from reprospec.models import Cell, Expectation, Spec
 from reprospec.options import RunOptions
 from reprospec.rates import rate_floor
 from reprospec.redact import Redactor
+from reprospec.runmodels import AttemptResult, RunResult
 
 Progress = Callable[[str], None]
 

@@ -10,6 +10,7 @@ its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -41,8 +42,13 @@ CORE_GDB_TIMEOUT_S = 60.0
 
 
 def gdb_path() -> str | None:
-    """The gdb executable, or None."""
-    return shutil.which("gdb")
+    """The gdb executable, or None (looked up once per PATH: every attempt asks)."""
+    return _which("gdb", os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=16)
+def _which(name: str, path: str) -> str | None:
+    return shutil.which(name, path=path)
 
 
 def unavailable_reason(crash: bool = True) -> str | None:

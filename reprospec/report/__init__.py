@@ -12,7 +12,7 @@ import re
 
 from reprospec.errors import UsageError
 from reprospec.logtext import printable
-from reprospec.models import RunResult
+from reprospec.runmodels import RunResult
 
 _UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.jsontypes import JsonValue
-from reprospec.models import CellResult
+from reprospec.runmodels import CellResult
 from reprospec.words import size
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.

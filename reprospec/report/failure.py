@@ -12,9 +12,9 @@ from dataclasses import replace
 from typing import TypedDict
 
 from reprospec.logtext import clean_log
-from reprospec.models import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
+from reprospec.runmodels import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 
 STACK_LINES = 300

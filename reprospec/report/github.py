@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reprospec.models import RunResult
 from reprospec.report.failure import summary_line
+from reprospec.runmodels import RunResult
 from reprospec.words import VERDICT_MARKS, attempts_phrase, rate_phrase
 
 

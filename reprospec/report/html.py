@@ -17,16 +17,17 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from reprospec.models import CellResult, RunResult
 from reprospec.report.environment import env_vars, environment_rows
 from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of, separators
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.versions import versions_text
+from reprospec.runmodels import CellResult, RunResult
 from reprospec.words import (
     attempts_phrase,
     expectation_phrase,
+    launch_summary,
     rate_phrase,
     seconds,
 )
@@ -205,6 +206,7 @@ def context(run: RunResult) -> dict[str, object]:
         "standalone": standalone if standalone is not None else None,
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",
+        "launch": launch_summary(a for c in run.cells for a in c.attempts),
     }
 
 

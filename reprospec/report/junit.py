@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from reprospec.models import CellResult, RunResult
+from reprospec.runmodels import CellResult, RunResult
 from reprospec.words import attempt_phrase, expectation_phrase, seconds
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).

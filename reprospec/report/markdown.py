@@ -9,13 +9,13 @@ from passing cells, the attempts) and fills the template.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprospec.instances import instance_rows, instance_separation, start_spread
-from reprospec.models import AttemptResult, CellResult, RunResult
 from reprospec.report.cellsets import describe_cells, separating_patterns
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
@@ -38,11 +38,16 @@ from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.reportspec import marker_line
+from reprospec.runmodels import AttemptResult, CellResult, RunResult
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 from reprospec.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,
+    launch_summary,
     plural,
     shorten,
     verdict_legend,
@@ -299,6 +304,7 @@ def context(run: RunResult) -> dict[str, Any]:
         "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run, short),
         "child_warnings": _child_warnings(run, short),
+        "launch": launch_summary(a for c in run.cells for a in c.attempts),
         "stacks": stack_sections(run, paths),
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.
         "versions": versions_markdown(run),
@@ -306,11 +312,19 @@ def context(run: RunResult) -> dict[str, Any]:
     }
 
 
-def render_markdown(run: RunResult) -> str:
-    """The filled bug report; spec strings reach the template only as data."""
-    from jinja2 import FileSystemLoader, StrictUndefined
+@functools.cache
+def _template() -> Template:
+    """The report template, compiled once per process (isolate, bisect and the pytest plugin
+    render many reports) and its compiled code cached on disk between processes: compiling
+    it costs more than filling it in."""
+    from jinja2 import FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
+    try:
+        # Jinja's own per-user folder of the temporary directory, checked to be private.
+        cache: FileSystemBytecodeCache | None = FileSystemBytecodeCache()
+    except RuntimeError:
+        cache = None
     env = SandboxedEnvironment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=False,  # markdown, not HTML: escaping is per table cell, by the `cell` filter
@@ -318,8 +332,14 @@ def render_markdown(run: RunResult) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=cache,
     )
     env.filters["cell"] = table_cell
     env.filters["code"] = inline_code
-    text = env.get_template("report.md.j2").render(**context(run))
+    return env.get_template("report.md.j2")
+
+
+def render_markdown(run: RunResult) -> str:
+    """The filled bug report; spec strings reach the template only as data."""
+    text = _template().render(**context(run))
     return text.strip("\n") + "\n"

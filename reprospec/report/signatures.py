@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from reprospec.jsontypes import JsonValue
-from reprospec.models import CellResult, Outcome, RunResult
 from reprospec.report.markup import show_value
+from reprospec.runmodels import CellResult, Outcome, RunResult
 from reprospec.words import outcome_phrase, plural
 
 Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypedDict
 
-from reprospec.models import AttemptResult, CellResult, RunResult, VerdictKind
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.environment import CellEnvironments
 from reprospec.report.markup import inline_code, show_value
+from reprospec.runmodels import AttemptResult, CellResult, RunResult, VerdictKind
 from reprospec.slots import slot_label
 from reprospec.words import (
     VERDICT_MARKS,

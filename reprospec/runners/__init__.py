@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.errors import UsageError
-from reprospec.options import RunOptions
-from reprospec.runners.base import Runner
 
-RunnerFactory = Callable[[RunOptions, Path], Runner]
+if TYPE_CHECKING:  # the CLI reads the names at start-up: nothing more is imported then
+    from reprospec.options import RunOptions
+    from reprospec.runners.base import Runner
+
+RunnerFactory = Callable[["RunOptions", Path], "Runner"]
 
 
 def _local(options: RunOptions, spec_dir: Path) -> Runner:

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 
 
 class Runner(Protocol):
@@ -39,6 +40,11 @@ class Runner(Protocol):
 
     def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
         """The target environment as the harness sees it (run in a child, never here)."""
+        ...
+
+    def close(self) -> None:
+        """Once per run, after the last attempt: stop what the runner keeps running
+        (the local runner's preload servers)."""
         ...
 
 

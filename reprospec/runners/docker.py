@@ -26,8 +26,9 @@ from reprospec.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.container import PATHS, attempt_argv
 from reprospec.errors import FatalError
 from reprospec.jsontypes import JsonObject
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
 from reprospec.process import utc_now
+from reprospec.runmodels import Execution
 from reprospec.runners import dockerprobe
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.dockerengine import (
@@ -374,6 +375,9 @@ class DockerRunner:
             infra_error=infra_error,
             interrupted=interrupted,
             warnings=tuple(warnings),
+            launch_note="ran fresh: the docker runner starts a new container for every attempt"
+            if plan.preload
+            else None,
             **base,
         )
 
@@ -384,6 +388,9 @@ class DockerRunner:
     @staticmethod
     def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
         return infra_execution(base, reason, started=started, finished=utc_now())
+
+    def close(self) -> None:
+        """Nothing to stop: every container is removed when its attempt ends."""
 
     # -- environment -------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ from reprospec.childprotocol import ChildPaths
 from reprospec.container import PATHS
 from reprospec.errors import InfraError
 from reprospec.limits import LAUNCH
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 

@@ -12,7 +12,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprospec import capped, leftovers, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
@@ -26,10 +26,14 @@ from reprospec.childprotocol import (
 )
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
 from reprospec.packages import PackageCheck
+from reprospec.runmodels import Execution
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
+
+if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
+    from reprospec import forkserver
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SHIM_PREFIX = "reprospec-python-"
@@ -75,6 +79,25 @@ class LocalRunner:
         self._shim_dir: Path | None = None
         # The cell's `packages`, checked against what the interpreter has (once per key).
         self._packages = PackageCheck()
+        # Fork servers for `run.preload`, started when an attempt first needs one.
+        self._preloader: forkserver.Preloader | None = None
+
+    def close(self) -> None:
+        """Stop the preload servers (the run is over); attempts may not be running."""
+        with self._lock:
+            preloader, self._preloader = self._preloader, None
+        if preloader is not None:
+            preloader.close()
+
+    def _preload(self) -> forkserver.Preloader:
+        from reprospec import forkserver
+
+        with self._lock:
+            if self._preloader is None:
+                self._preloader = forkserver.Preloader(self.python)
+                # An API user who never calls close() still leaves no server behind.
+                weakref.finalize(self, self._preloader.close)
+            return self._preloader
 
     # -- interpreter -----------------------------------------------------------------
 
@@ -88,6 +111,10 @@ class LocalRunner:
             if self._version is not None:
                 return self._version
             path = self.python
+            if path == sys.executable:
+                # The engine's own interpreter runs (this is it): no child to ask.
+                self._version = ".".join(str(part) for part in sys.version_info[:3])
+                return self._version
             if not os.path.exists(path):
                 raise InfraError(f"interpreter not found: {path}")
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
@@ -214,6 +241,9 @@ class LocalRunner:
             write_cell(plan, log_dir / "cell.json")
         elif plan.argv:
             argv = list(plan.argv)
+            if argv[0] in ("python", "python3"):
+                # What the shim on PATH would exec, without the shell in between.
+                argv[0] = self.python
         else:
             return infra("nothing to run: the plan has neither a command nor a workload")
         warnings: list[str] = []
@@ -245,6 +275,18 @@ class LocalRunner:
                 if scratch_dirs is not None:
                     scratch.clean(scratch_dirs)
                 return infra(refused, warnings)
+        capture = (
+            native.Capture(log_dir, keep_cores=self.keep_cores) if self.native_stacks else None
+        )
+        launcher: forkserver.Launcher | None = None
+        launch_note: str | None = None
+        if plan.preload:
+            # Forked from a server that imported the modules once (forkserver.py), or fresh.
+            launcher, reason = self._preload().launcher(
+                plan, env, fresh_argv=argv, native=capture, cancel=cancel
+            )
+            if launcher is None:
+                launch_note = f"ran fresh: {reason}"
         markers, marker_warnings = compile_markers(plan.markers)
         warnings.extend(marker_warnings)
         events = EventWriter(events_path) if markers else None
@@ -262,9 +304,8 @@ class LocalRunner:
                 stack_dir=log_dir / "stacks",
                 stack_path=log_dir / "stack.txt",
                 cancel=cancel,
-                native=native.Capture(log_dir, keep_cores=self.keep_cores)
-                if self.native_stacks
-                else None,
+                native=capture,
+                start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
             )
         except process.OutputLost as exc:
@@ -292,6 +333,8 @@ class LocalRunner:
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
+            launch="forked" if launcher is not None and launcher.forked else "fresh",
+            launch_note=launcher.note if launcher is not None else launch_note,
             ended_at=result.ended_at,
             **base,
         )
@@ -343,6 +386,7 @@ class LocalRunner:
                 harness_root=HARNESS_DIR,
                 extra_env={str(k): str(v) for k, v in plan.env.items()},
                 torch_cache=self.cache_dir,
+                with_torch=plan.uses_torch,
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}

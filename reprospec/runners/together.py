@@ -19,7 +19,8 @@ from pathlib import Path
 from reprospec.barrier import StartBarrier, free_port
 from reprospec.childprotocol import Instance
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 from reprospec.scratch import Scratch
 
 

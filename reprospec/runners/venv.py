@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 from reprospec import envs, process
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Execution
+from reprospec.models import AttemptPlan
+from reprospec.runmodels import Execution
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.local import LocalRunner
 
@@ -185,6 +186,12 @@ class VenvRunner:
                                    started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
+    def close(self) -> None:
+        """Stop each environment's local runner (their preload servers)."""
+        with self._lock:
+            runners = list(self._runners.values())
+        for runner in runners:
+            runner.close()
     def run_instances(
         self,
         plan: AttemptPlan,

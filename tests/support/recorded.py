@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reprospec.models import RunResult
 from reprospec.results import run_from_dict, run_to_dict
+from reprospec.runmodels import RunResult
 from tests.support.runs import ENV, T0, T1
 
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "recorded" / "reports"

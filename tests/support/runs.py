@@ -8,16 +8,8 @@ from collections.abc import Mapping
 
 from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import excerpt
-from reprospec.models import (
-    AttemptResult,
-    Cell,
-    CellResult,
-    Expectation,
-    NotRun,
-    Outcome,
-    Rate,
-    RunResult,
-)
+from reprospec.models import Cell, Expectation
+from reprospec.runmodels import AttemptResult, CellResult, NotRun, Outcome, Rate, RunResult
 from reprospec.units import RateBound, StepRange
 
 T0 = "2026-11-21T21:45:12+00:00"
@@ -453,7 +445,7 @@ def large_matrix() -> RunResult:
 
     from reprospec.evidence import Evidence
     from reprospec.judge import judge_attempt, judge_cell
-    from reprospec.models import ChildWarning
+    from reprospec.runmodels import ChildWarning
 
     crash = Outcome(
         "crash",

@@ -1,0 +1,269 @@
+"""What the engine costs around its children (issue 15, part 2), as ratios measured in one run.
+
+    python benchmarks/parent_costs.py [--rounds 7] [--only startup,fixed,attempts,cells,scan]
+
+startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
+          (goal: at most 2x)
+fixed     a one-cell `reprospec run` of `python -c pass` vs that child alone, with a warm
+          environment cache and with a cold one (a new --out: the capture of a spec that
+          never uses torch must not wait for `import torch`)
+attempts  `--repeat 100` of `python -c pass` at -j 1 vs a bash loop running the same child
+          100 times: the engine's own cost per attempt
+cells     256 cells of `python -c pass` at -j 2 vs `xargs -P 2` running the same commands
+          (goal: at most 1.2x)
+scan      in-process: finding an attempt's processes in the engine's own tree vs a scan of
+          all of /proc; one store write with synchronous=NORMAL vs FULL
+
+Every figure is the median of --rounds rounds, the two sides of a ratio measured
+alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
+run them: with cached bytecode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+ENV = {
+    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    "NO_COLOR": "1",
+    "PYTHONPATH": str(ROOT),
+}
+
+
+# CPU seconds (user + system) of the last child `wall` ran, and of all its descendants.
+LAST_CPU = [0.0]
+MEDIAN_CPU: list[float] = []
+
+
+def wall(argv: Sequence[str], *, cwd: Path = ROOT, stdin: str | None = None) -> float:
+    """Seconds `argv` takes; it must succeed (exit 0). Its CPU time goes to LAST_CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=ENV,
+        input=stdin,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return took
+
+
+def paired(rounds: int, *sides: Callable[[], float]) -> list[float]:
+    """Median of each side over `rounds`, the sides taken in turn (order rotated per round).
+
+    The median CPU time of each side (LAST_CPU after each call) goes to MEDIAN_CPU.
+    """
+    samples: list[list[float]] = [[] for _ in sides]
+    used: list[list[float]] = [[] for _ in sides]
+    for r in range(rounds):
+        order = list(range(len(sides)))
+        order = order[r % len(order) :] + order[: r % len(order)]
+        for index in order:
+            samples[index].append(sides[index]())
+            used[index].append(LAST_CPU[0])
+    MEDIAN_CPU[:] = [statistics.median(u) for u in used]
+    return [statistics.median(s) for s in samples]
+
+
+def reprospec(*args: str) -> list[str]:
+    return [PY, "-m", "reprospec", *args]
+
+
+def startup(rounds: int) -> None:
+    spec = str(ROOT / "specs" / "intermittent.yaml")
+    wall(reprospec("validate", spec))  # bytecode written once
+    sides = (
+        lambda: wall([PY, "-c", "import yaml"]),
+        lambda: wall(reprospec("validate", spec)),
+        lambda: wall(reprospec("plan", spec)),
+    )
+    yaml, validate, plan = paired(rounds, *sides)
+    yaml_cpu, validate_cpu, plan_cpu = MEDIAN_CPU
+    print("                               wall               CPU (user + system)")
+    print(
+        f"python -c 'import yaml'       {yaml * 1000:7.1f} ms  1.00x     "
+        f"{yaml_cpu * 1000:7.1f} ms  1.00x"
+    )
+    for name, took, used in (("validate", validate, validate_cpu), ("plan", plan, plan_cpu)):
+        print(
+            f"reprospec {name:<8} SPEC      {took * 1000:7.1f} ms  {took / yaml:.2f}x     "
+            f"{used * 1000:7.1f} ms  {used / yaml_cpu:.2f}x (goal <= 2x)"
+        )
+
+
+TRIVIAL = "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
+
+
+def fixed(rounds: int, tmp: Path) -> None:
+    spec = tmp / "trivial.yaml"
+    spec.write_text(TRIVIAL)
+    warm_out = tmp / "warm"
+    wall(reprospec("run", str(spec), "--out", str(warm_out)))
+    counter = iter(range(10**6))
+
+    def cold() -> float:
+        return wall(reprospec("run", str(spec), "--out", str(tmp / f"cold-{next(counter)}")))
+
+    bare, warm, cold_run = paired(
+        rounds,
+        lambda: wall([PY, "-c", "pass"]),
+        lambda: wall(reprospec("run", str(spec), "--out", str(warm_out))),
+        cold,
+    )
+    print(f"bare child `python -c pass`    {bare * 1000:7.1f} ms  1.00x")
+    print(f"one-cell run, warm cache       {warm * 1000:7.1f} ms  {warm / bare:.2f}x")
+    print(
+        f"one-cell run, cold cache       {cold_run * 1000:7.1f} ms  {cold_run / bare:.2f}x "
+        f"({cold_run / warm:.2f}x the warm run)"
+    )
+
+
+def attempts(rounds: int, tmp: Path, n: int = 100) -> None:
+    spec = tmp / "trivial.yaml"
+    spec.write_text(TRIVIAL)
+    out = tmp / "attempts"
+    wall(reprospec("run", str(spec), "--out", str(out)))
+    loop = f"for i in $(seq {n}); do {PY} -c pass; done"
+    sides = (
+        lambda: wall(["bash", "-c", loop]),
+        lambda: wall(reprospec("run", str(spec), "--repeat", str(n), "-j", "1", "--out", str(out))),
+    )
+    bash, engine = paired(rounds, *sides)
+    bash_cpu, engine_cpu = MEDIAN_CPU
+    print("                                     wall               CPU (user + system)")
+    print(f"bash loop, {n} x python -c pass   {bash:6.2f} s           {bash_cpu:6.2f} s")
+    print(
+        f"reprospec run --repeat {n} -j 1  {engine:6.2f} s  {engine / bash:.2f}x     "
+        f"{engine_cpu:6.2f} s  {engine_cpu / bash_cpu:.2f}x"
+    )
+    print(
+        f"engine cost per attempt          {(engine - bash) / n * 1000:6.1f} ms"
+        f"            {(engine_cpu - bash_cpu) / n * 1000:6.1f} ms (run's fixed cost included)"
+    )
+
+
+def cells(rounds: int, tmp: Path, n: int = 256) -> None:
+    spec = tmp / "cells.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: cells\n"
+        f"matrix:\n  n: [{', '.join(str(i) for i in range(n))}]\n"
+        "command: [python, -c, pass, '${{ matrix.n }}']\nexpect: {outcome: pass}\n"
+    )
+    out = tmp / "cells"
+    wall(reprospec("run", str(spec), "--out", str(out), "-m", "n=0"))
+    lines = "".join(f"{i}\n" for i in range(n))
+    sides = (
+        lambda: wall(["xargs", "-P", "2", "-n", "1", PY, "-c", "pass"], stdin=lines),
+        lambda: wall(reprospec("run", str(spec), "-j", "2", "--out", str(out))),
+    )
+    xargs, engine = paired(rounds, *sides)
+    xargs_cpu, engine_cpu = MEDIAN_CPU
+    print("                                     wall               CPU (user + system)")
+    print(f"xargs -P 2, {n} x python -c pass  {xargs:6.2f} s           {xargs_cpu:6.2f} s")
+    print(
+        f"reprospec run, {n} cells, -j 2    {engine:6.2f} s  {engine / xargs:.2f}x     "
+        f"{engine_cpu:6.2f} s  {engine_cpu / xargs_cpu:.2f}x (goal <= 1.2x)"
+    )
+
+
+def scan(rounds: int, tmp: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from reprospec import process
+    from reprospec.runmodels import AttemptResult, Outcome
+    from reprospec.store import Store
+
+    process.become_subreaper()
+    child = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        token = process.new_token()
+
+        def timed(fn: Callable[[], object], times: int = 20) -> float:
+            start = time.perf_counter()
+            for _ in range(times):
+                fn()
+            return (time.perf_counter() - start) / times
+
+        def own() -> float:
+            return timed(lambda: process.find_attempt_processes(token, child.pid))
+
+        def everything() -> float:
+            saved = process._subreaper_done
+            process._subreaper_done = False  # as without a subreaper: all of /proc
+            try:
+                return timed(lambda: process.find_attempt_processes(token, child.pid))
+            finally:
+                process._subreaper_done = saved
+
+        tree, full = paired(rounds, own, everything)
+    finally:
+        child.kill()
+        child.wait()
+    count = sum(1 for name in os.listdir("/proc") if name.isdigit())
+    print(f"an attempt's processes, all of /proc ({count} processes)  {full * 1000:6.2f} ms")
+    print(f"an attempt's processes, the engine's own tree        {tree * 1000:6.2f} ms")
+
+    result = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), "cells/x/1/")
+
+    def writes(mode: str) -> Callable[[], float]:
+        def measure() -> float:
+            with tempfile.TemporaryDirectory(dir=tmp) as where:
+                store = Store(Path(where))
+                store._db.execute(f"PRAGMA synchronous={mode}")
+                store.begin_run("bench", "bench", "bench.yaml", "", "local", {}, {})
+                start = time.perf_counter()
+                for i in range(200):
+                    store.record_attempt("bench", f"cell-{i}", result)
+                took = (time.perf_counter() - start) / 200
+                store.close()
+                return took
+
+        return measure
+
+    normal, full_sync = paired(rounds, writes("NORMAL"), writes("FULL"))
+    print(f"store write per attempt, synchronous=FULL            {full_sync * 1000:6.2f} ms")
+    print(f"store write per attempt, synchronous=NORMAL          {normal * 1000:6.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--only", default="startup,fixed,attempts,cells,scan")
+    args = parser.parse_args()
+    chosen = set(args.only.split(","))
+    print(f"rounds: {args.rounds} (medians); load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        if "startup" in chosen:
+            startup(args.rounds)
+        if "fixed" in chosen:
+            fixed(args.rounds, tmp)
+        if "attempts" in chosen:
+            attempts(max(3, args.rounds // 2), tmp)
+        if "cells" in chosen:
+            cells(max(3, args.rounds // 2), tmp)
+        if "scan" in chosen:
+            scan(args.rounds, tmp)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,617 @@
+"""reprospec's fork server: import the preloaded modules once, then fork one attempt per request.
+
+    python reprospec_forkserver.py FD MODULE... ROOM
+
+(ROOM: a blank argument, room for an attempt's command line: see `_argv_slot`.)
+
+The engine (reprospec/forkserver.py) starts one server per key: the interpreter,
+the attempt's whole environment but for its per-attempt variables (so PYTHONPATH,
+sitecustomize, OMP_*/MKL_*/TORCH_*/CUDA_* and every other variable read at import
+time are the ones the attempt would have had), its workdir and the preload list.
+The server imports the modules and nothing else: it never runs an op of what it
+imported, because a thread pool or a CUDA context started here would be copied
+into every fork without its threads, and the forks would hang in their first op.
+
+Protocol, over the SOCK_SEQPACKET socket FD (one JSON object per message):
+
+    server -> engine  {"ready": true, "pid": N, "threads": N, "openblas": bool,
+                       "files": {module: the file its top-level package came from}}
+                      or {"error": "ModuleNotFoundError: No module named 'torch'"}
+    engine -> server  {"entry": {"kind": "script"|"module"|"code", "target": ..., "args": [...],
+                       "argv0": ..., "options": [...]}, "env": {...}, "cwd": ..., "seed": N,
+                       "cores": bool, "token": "..."}  with two file descriptors
+                       (the attempt's stdout and stderr)
+    server -> engine  {"pid": N, "serial": N} or {"refused": "why this server cannot fork now"}
+    server -> engine  {"exit": PID, "serial": N, "status": WAIT_STATUS}  when an attempt ends
+
+Before every fork the server checks that it still has exactly one thread and that
+CUDA is not initialised in it; otherwise it refuses, and the engine runs that attempt
+in a fresh process and says why. Each attempt is the server's child: the server reaps
+it and sends its wait status; what the attempt leaves running when it ends is
+re-parented to the engine (its subreaper), as for any attempt.
+
+The attempt then becomes what a fresh `python ...` would have been: its own session
+and process group (made, with its token, before the engine is told its pid), the
+attempt's environment, working directory and core limit,
+stdin from /dev/null and its logs on fd 1 and 2, faulthandler and the SIGUSR1 stack
+dump armed, `random`, numpy and torch reseeded from the attempt's seed, then the
+script, module (`-m`, the harness too) or code (`-c`) runs as `__main__`. It ends as
+the interpreter's shutdown does (threads joined, atexit handlers, stdio flushed) but
+without the teardown that follows (see `_finish`).
+
+Standard library only; it imports nothing of the engine. End of the engine's socket
+(the engine exited, even by SIGKILL) ends the server.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import socket
+import sys
+import time
+
+_MAX_MESSAGE = 1 << 22
+# The placeholder the engine puts in the server's environment; each attempt writes its
+# own token over it, in the environment block /proc/PID/environ shows (see _token_slot).
+TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
+HERE = os.path.dirname(os.path.realpath(__file__))
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
+    """The next request and the file descriptors sent with it; (None, []) at the engine's end."""
+    fds = array.array("i")
+    data, ancillary, _flags, _addr = sock.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(4 * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), list(fds)
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
+def _unsafe() -> str | None:
+    """Why forking this process now could hang or break the child; None when it is safe."""
+    threads = _threads()
+    if threads != 1:
+        return (
+            f"the preload server has {threads} threads (a preloaded module started a thread "
+            "pool or ran an op at import); a fork copies their locks but not the threads, "
+            "so the attempt could hang in its first parallel op"
+        )
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    initialized = getattr(cuda, "is_initialized", None)
+    if initialized is not None:
+        try:
+            if initialized():
+                return "CUDA is initialised in the preload server; a forked child cannot use it"
+        except Exception as exc:  # torch half-imported: do not fork what we cannot check
+            return f"cannot tell whether CUDA is initialised in the preload server: {exc}"
+    return None
+
+
+def _stat_fields() -> list[bytes]:
+    """/proc/self/stat after the command name: index N - 3 holds field N (1-based)."""
+    with open("/proc/self/stat", "rb") as f:
+        stat = f.read()
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _argv_slot() -> tuple[int, int] | None:
+    """(address, length) of the command line /proc/PID/cmdline shows (fields 48 and 49).
+
+    The engine pads the server's command line so that an attempt's fits: a forked
+    attempt (and its forked children) then show `python train.py ...` as a fresh one
+    would, in `ps`, in stack dumps and in the words of a child's crash.
+    """
+    try:
+        fields = _stat_fields()
+        start, end = int(fields[45]), int(fields[46])
+    except Exception:
+        return None
+    return (start, end - start) if 0 < start < end else None
+
+
+def _write_argv(slot: tuple[int, int] | None, words: list[str]) -> None:
+    if slot is None:
+        return
+    data = b"\0".join(os.fsencode(word) for word in words)[: slot[1] - 1]
+    try:
+        import ctypes
+
+        ctypes.memmove(slot[0], data.ljust(slot[1], b"\0"), slot[1])
+    except Exception:
+        pass
+
+
+def _token_slot() -> tuple[int, int] | None:
+    """(address, length) of the token placeholder inside the process's first environment block.
+
+    /proc/PID/environ shows that block, not what os.environ holds later: writing the
+    attempt's token over the placeholder lets the engine find the attempt's processes
+    (and claim their cores) by token, as it does for attempts it started itself.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.getenv.restype = ctypes.c_void_p
+        libc.getenv.argtypes = [ctypes.c_char_p]
+        address = libc.getenv(TOKEN_VAR.encode())
+        value = os.environ.get(TOKEN_VAR, "")
+        fields = _stat_fields()
+        # env_start and env_end are fields 50 and 51 of /proc/PID/stat (1-based).
+        env_start, env_end = int(fields[47]), int(fields[48])
+    except Exception:
+        return None
+    if not address or not value or not env_start <= address < address + len(value) <= env_end:
+        return None
+    return address, len(value)
+
+
+def _write_token(slot: tuple[int, int] | None, token: str) -> None:
+    if slot is None or len(token) != slot[1]:
+        return
+    try:
+        import ctypes
+
+        ctypes.memmove(slot[0], token.encode(), slot[1])
+    except Exception:
+        pass
+
+
+class Job:
+    """What the forked attempt runs (only ever built in the attempt's process)."""
+
+    def __init__(
+        self,
+        request: dict,
+        fds: list[int],
+        slot: tuple[int, int] | None,
+        argv_slot: tuple[int, int] | None,
+    ) -> None:
+        self.request = request
+        self.fds = fds
+        self.slot = slot
+        self.argv_slot = argv_slot
+        # What the server had imported: what the attempt imports beyond it is worth telling.
+        self.preloaded = frozenset(sys.modules)
+
+
+# RLIMIT_LOCKS (Python's resource module has no name for it): its soft limit carries the
+# attempt's tag, as the engine's watchdog.py sets it for a fresh attempt.
+TAG_RESOURCE = 10
+_PR_SET_PDEATHSIG = 1
+
+
+def _tag(tag, server: int) -> None:
+    """The attempt's tag, and death with the server (which ends with the engine)."""
+    import resource
+
+    if isinstance(tag, int):
+        with contextlib.suppress(OSError, ValueError):
+            _, hard = resource.getrlimit(TAG_RESOURCE)
+            if hard == resource.RLIM_INFINITY or hard >= tag:
+                resource.setrlimit(TAG_RESOURCE, (tag, hard))
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
+    except Exception:
+        return
+    if os.getppid() != server:
+        os._exit(125)  # the server is gone already: nothing to run for
+
+
+# The attempts running now: pid -> the serial the engine knows each one by.
+_running: dict = {}
+_serials = [0]
+
+
+def _reap(sock: socket.socket) -> None:
+    """SIGCHLD: reap the attempts that ended and tell the engine how each one did."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        serial = _running.pop(pid, None)
+        if serial is not None:
+            with contextlib.suppress(OSError):
+                _send(sock, {"exit": pid, "serial": serial, "status": status})
+
+
+def _fork_attempt(
+    sock: socket.socket, request: dict, fds: list[int], slot, argv_slot
+) -> Job | None:
+    """Fork the attempt: there, return its Job; here, reply and return None.
+
+    The attempt is this server's child: the server reaps it (SIGCHLD) and sends the engine
+    its wait status. Its own children that outlive it are re-parented to the engine, the
+    subreaper, as any attempt's are. SIGCHLD stays blocked from the fork to the reply, so
+    the engine hears of an attempt before it hears of its end.
+    """
+    import signal
+
+    started, ready = os.pipe()
+    server = os.getpid()
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    pid = -1
+    try:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(started)
+            os.close(ready)
+            _send(sock, {"refused": f"fork failed: {exc}"})
+            return None
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            # Its own session and process group, its tag and its token, before the engine
+            # hears of it: the engine may kill its group or look for it at once.
+            os.setsid()
+            _tag(request.get("tag"), server)
+            _write_token(slot, request.get("token", ""))
+            os.close(started)
+            os.write(ready, b".")
+            os.close(ready)
+            sock.close()
+            return Job(request, fds, slot, argv_slot)
+        os.close(ready)
+        for fd in fds:
+            os.close(fd)
+        os.read(started, 1)  # the attempt is set up (or died: end of file)
+        os.close(started)
+        _serials[0] += 1
+        _running[pid] = _serials[0]
+        _send(sock, {"pid": pid, "serial": _serials[0]})
+        return None
+    finally:
+        if pid != 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def serve(fd: int, modules: list[str]) -> Job | None:
+    """Import `modules`, say ready, then fork on request until the engine goes; None then."""
+    sock = socket.socket(fileno=fd)
+    # `python THIS_FILE` put this folder first on sys.path: an attempt never has it.
+    if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == HERE:
+        del sys.path[0]
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:  # the attempt would see the same: the engine runs it fresh
+            _send(sock, {"error": f"import {name} failed: {type(exc).__name__}: {exc}"})
+            return None
+    slot = _token_slot()
+    argv_slot = _argv_slot()
+    # What the imports made is never collected in a fork: a collection there would touch
+    # (and so copy) every page of it.
+    import gc
+
+    gc.freeze()
+    maps = ""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    files = {}
+    for name in modules:
+        top = sys.modules.get(name.split(".", 1)[0])
+        files[name] = getattr(top, "__file__", None)
+    import signal
+
+    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(sock))
+    _send(
+        sock,
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "threads": _threads(),
+            "openblas": "openblas" in maps,
+            "files": files,
+        },
+    )
+    while True:
+        try:
+            request, fds = _receive(sock)
+        except OSError:
+            return None
+        if request is None:
+            return None  # the engine closed its end, or died: so does the server
+        refused = _unsafe()
+        if refused is not None:
+            for each in fds:
+                os.close(each)
+            _send(sock, {"refused": refused})
+            continue
+        job = _fork_attempt(sock, request, fds, slot, argv_slot)
+        if job is not None:
+            return job
+
+
+# -- the attempt ---------------------------------------------------------------------------
+
+
+def _stack_dump() -> None:
+    """SIGUSR1 -> every thread's stack into $REPROSPEC_STACK_DIR/stack-<pid>.txt."""
+    import faulthandler
+    import signal
+
+    folder = os.environ.get("REPROSPEC_STACK_DIR")
+    if not folder or not hasattr(signal, "SIGUSR1"):
+        return
+    try:
+        handle = os.open(
+            os.path.join(folder, f"stack-{os.getpid()}.txt"),
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+            0o644,
+        )
+    except OSError:
+        return
+    # chain=False: the default action of SIGUSR1 would terminate the process.
+    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
+
+
+def _skip_import_finalizers() -> None:
+    """The weakref.finalize callbacks the preloaded modules registered stay out of the exit.
+
+    They are the imports' teardown (torch registers some 130 that unregister its operator
+    libraries): in a fork they copy-on-write what they touch, 30 ms of each attempt, and
+    the teardown is skipped anyway (`_finish`). The attempt's own finalizers, and every
+    atexit handler (logging, multiprocessing, the DataLoader's), still run.
+    """
+    weakref = sys.modules.get("weakref")
+    registry = getattr(getattr(weakref, "finalize", None), "_registry", None)
+    if not isinstance(registry, dict):
+        return
+    for finalizer in list(registry):
+        with contextlib.suppress(Exception):
+            finalizer.atexit = False
+
+
+def _reseed(seed: int) -> None:
+    """Every fork would otherwise share the server's random state; a fresh process would not."""
+    import random
+
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        with contextlib.suppress(Exception):
+            numpy.random.seed(seed % 2**32)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            # A fresh interpreter seeds torch's generator at random: so does this, from the seed.
+            torch.manual_seed(seed)
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None:
+        with contextlib.suppress(Exception):
+            # Made at import, from os.urandom: each fresh interpreter has its own.
+            multiprocessing.current_process().authkey = os.urandom(32)
+
+
+def _become(job: Job) -> None:
+    """Turn this forked process into the attempt, run its entry point as `__main__`, exit."""
+    request = job.request
+    if request.get("cores"):
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    out, err = job.fds
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    for fd in (out, err):
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    _write_argv(job.argv_slot, _command_line(request["entry"]))
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
+    _skip_import_finalizers()
+    if os.environ.get("PYTHONFAULTHANDLER"):
+        import faulthandler
+
+        faulthandler.enable(all_threads=True)
+    _stack_dump()
+    _reseed(int(request["seed"]))
+    entry = request["entry"]
+    if "-B" in entry.get("options", ()):
+        sys.dont_write_bytecode = True
+    status, interrupted = _run_main(entry)
+    _say_missed(job.preloaded)
+    _finish(status, interrupted)
+
+
+def _command_line(entry: dict) -> list[str]:
+    """The command line a fresh interpreter would have had: `python [-u] script.py ARGS`."""
+    kind, target = entry["kind"], entry["target"]
+    program = [entry.get("argv0") or sys.executable, *entry.get("options", ())]
+    what = ["-m", target] if kind == "module" else ["-c", target] if kind == "code" else [target]
+    return program + what + list(entry["args"])
+
+
+def _run_main(entry: dict) -> tuple[int, bool]:
+    """Run the entry point as `python` would; (exit status, ended by KeyboardInterrupt).
+
+    An uncaught exception is printed as the interpreter prints it (without this file's
+    frames), SystemExit's code is the status as the interpreter makes it.
+    """
+    import builtins
+    import types
+
+    kind, target, args = entry["kind"], entry["target"], list(entry["args"])
+    sys.orig_argv = _command_line(entry)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    try:
+        if kind == "module":
+            import runpy
+
+            sys.argv = ["-m", *args]
+            sys.path.insert(0, os.getcwd())
+            # As `python -m`: runs in the (new) __main__ module, sys.argv[0] its file.
+            runpy._run_module_as_main(target, alter_argv=True)  # type: ignore[attr-defined]
+        elif kind == "code":
+            sys.argv = ["-c", *args]
+            sys.path.insert(0, "")
+            main.__dict__.update(__spec__=None, __loader__=None)
+            exec(compile(target, "<string>", "exec"), main.__dict__)
+        else:
+            path = os.path.abspath(target)
+            try:
+                with open(path, "rb") as f:
+                    source = f.read()
+            except OSError as exc:
+                print(
+                    f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] "
+                    f"{exc.strerror}",
+                    file=sys.stderr,
+                )
+                return 2, False
+            sys.argv = [target, *args]
+            sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
+            from importlib.machinery import SourceFileLoader
+
+            main.__dict__.update(
+                __file__=path,
+                __spec__=None,
+                __cached__=None,
+                __loader__=SourceFileLoader("__main__", path),
+            )
+            exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
+    except SystemExit as exc:
+        return _exit_status(exc), False
+    except BaseException as exc:
+        # What the interpreter does with an uncaught exception, without this file's frames.
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        # The hook prints the exception's own __traceback__: it must be the trimmed one.
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        return 1, isinstance(exc, KeyboardInterrupt)
+    return 0, False
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The status `python` exits with for this SystemExit (None 0, an int, else printed and 1)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(Exception):
+        print(code, file=sys.stderr)
+    return 1
+
+
+# An attempt that imported this many modules the server had not is told which.
+MISSED_MODULES = 100
+
+
+def _say_missed(preloaded: frozenset) -> None:
+    """An event naming the packages the attempt imported that the server had not.
+
+    torch's optimizers import torch._dynamo (and sympy) at their first step: with only
+    torch preloaded, every attempt pays that import again. The engine turns the event
+    into a warning of the attempt.
+    """
+    new = [name for name in list(sys.modules) if name not in preloaded]
+    path = os.environ.get("REPROSPEC_EVENTS")
+    if len(new) < MISSED_MODULES or not path:
+        return
+    roots = {name.split(".", 1)[0] for name in preloaded}
+    counts: dict[str, int] = {}
+    for name in new:
+        parts = name.split(".")
+        # A new part of a preloaded package is named by its subpackage (torch._dynamo).
+        key = ".".join(parts[:2]) if parts[0] in roots and len(parts) > 1 else parts[0]
+        counts[key] = counts.get(key, 0) + 1
+    biggest = sorted(counts.items(), key=lambda item: -item[1])[:3]
+    event = {
+        "t": time.time(),
+        "event": "preload_missed",
+        "modules": len(new),
+        "packages": [{"name": name, "modules": n} for name, n in biggest],
+    }
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(event) + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+def _finish(status: int, interrupted: bool) -> None:
+    """End as the interpreter's shutdown does, minus the teardown; never returns.
+
+    Non-daemon threads are joined, atexit handlers run (the finalizers the preloaded
+    modules registered excepted: `_skip_import_finalizers`) and stdio is flushed (a failed
+    flush exits 120), as in Py_FinalizeEx. Then os._exit: the interpreter's module teardown
+    and final collection, and the native libraries' exit handlers, are skipped. In a fork of a
+    server holding torch they would copy-on-write most of its memory: 0.7-2 s, more than the
+    attempt itself.
+    """
+    threading = sys.modules.get("threading")
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        with contextlib.suppress(BaseException):
+            shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            status = status or 120
+    if interrupted:
+        import signal
+
+        # As the interpreter does after an uncaught KeyboardInterrupt: die of SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(status)
+
+
+if __name__ == "__main__":
+    # Blank arguments are the room the engine leaves for an attempt's command line.
+    _job = serve(int(sys.argv[1]), [arg for arg in sys.argv[2:] if arg.strip()])
+    if _job is not None:
+        _become(_job)
