@@ -91,7 +91,6 @@ class _OnlyOne:
     def add_parser(
         self, name: str, *, help: str, description: str | None = None
     ) -> argparse.ArgumentParser:
-        # The keywords the verbs pass (every verb has its help line: tests/test_docs.py).
         if self.only is None or self.only == name:
             return self.sub.add_parser(name, help=help, description=description)
         # The verb being run is known, so no other verb's parser is ever asked for (each

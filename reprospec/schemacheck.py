@@ -49,17 +49,23 @@ def _number(value: JsonValue) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bound(rule: JsonValue) -> int | float:
-    """A keyword's number (`minimum: 0`); a schema that gives another value is not ours."""
-    if not isinstance(rule, (int, float)):
-        raise _Unsupported(repr(rule))
+# A keyword's argument of the wrong JSON type is a schema this check does not know:
+# jsonschema decides (it would call the schema itself invalid).
+def _bound(rule: JsonValue) -> float:
+    if not _number(rule):
+        raise _Unsupported(f"bound {rule!r}")
     return rule
 
 
-def _list(rule: JsonValue) -> list[JsonValue]:
-    """A keyword's list (`enum`, `anyOf`, `required`)."""
+def _array(rule: JsonValue) -> list[JsonValue]:
     if not isinstance(rule, list):
-        raise _Unsupported(repr(rule))
+        raise _Unsupported(f"array {rule!r}")
+    return rule
+
+
+def _object(rule: JsonValue) -> JsonObject:
+    if not isinstance(rule, dict):
+        raise _Unsupported(f"object {rule!r}")
     return rule
 
 
@@ -77,9 +83,8 @@ def equal(one: JsonValue, two: JsonValue) -> bool:
 
 
 class _Check:
-    def __init__(self, root: Mapping[str, JsonValue]) -> None:
-        defs = root.get("$defs")
-        self.defs: JsonObject = defs if isinstance(defs, dict) else {}
+    def __init__(self, root: JsonObject) -> None:
+        self.defs = _object(root.get("$defs") or {})
 
     def valid(self, value: JsonValue, schema: JsonValue) -> bool:
         if schema is True:
@@ -109,13 +114,13 @@ class _Check:
         return self.valid(value, self.defs[name])
 
     def _anyOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
-        return any(self.valid(value, branch) for branch in _list(branches))
+        return any(self.valid(value, branch) for branch in _array(branches))
 
     def _allOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
-        return all(self.valid(value, branch) for branch in _list(branches))
+        return all(self.valid(value, branch) for branch in _array(branches))
 
     def _oneOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
-        return sum(1 for branch in _list(branches) if self.valid(value, branch)) == 1
+        return sum(1 for branch in _array(branches) if self.valid(value, branch)) == 1
 
     def _not(self, value: JsonValue, branch: JsonValue, schema: JsonObject) -> bool:
         return not self.valid(value, branch)
@@ -123,16 +128,14 @@ class _Check:
     # -- any value ------------------------------------------------------------------------
 
     def _type(self, value: JsonValue, kinds: JsonValue, schema: JsonObject) -> bool:
-        names = [kinds] if isinstance(kinds, str) else _list(kinds)
-        checks = []
+        names = [kinds] if isinstance(kinds, str) else _array(kinds)
         for name in names:
             if not isinstance(name, str) or name not in _TYPES:
                 raise _Unsupported(f"type {name!r}")
-            checks.append(_TYPES[name])
-        return any(check(value) for check in checks)
+        return any(_TYPES[str(name)](value) for name in names)
 
     def _enum(self, value: JsonValue, choices: JsonValue, schema: JsonObject) -> bool:
-        return any(equal(value, choice) for choice in _list(choices))
+        return any(equal(value, choice) for choice in _array(choices))
 
     def _const(self, value: JsonValue, constant: JsonValue, schema: JsonObject) -> bool:
         return equal(value, constant)
@@ -187,24 +190,21 @@ class _Check:
     # -- objects --------------------------------------------------------------------------
 
     def _properties(self, value: JsonValue, properties: JsonValue, schema: JsonObject) -> bool:
-        if not isinstance(properties, dict):
-            raise _Unsupported(f"properties {properties!r}")
         if not isinstance(value, dict):
             return True
-        return all(self.valid(value[k], sub) for k, sub in properties.items() if k in value)
+        rules = _object(properties).items()
+        return all(self.valid(value[k], sub) for k, sub in rules if k in value)
 
     def _additionalProperties(self, value: JsonValue, rule: JsonValue, schema: JsonObject) -> bool:
         if "patternProperties" in schema:
             raise _Unsupported("patternProperties")
         if not isinstance(value, dict):
             return True
-        known = schema.get("properties")
-        if not isinstance(known, dict):
-            known = {}
+        known = _object(schema.get("properties") or {})
         return all(self.valid(v, rule) for k, v in value.items() if k not in known)
 
     def _required(self, value: JsonValue, names: JsonValue, schema: JsonObject) -> bool:
-        return not isinstance(value, dict) or all(name in value for name in _list(names))
+        return not isinstance(value, dict) or all(name in value for name in _array(names))
 
     def _propertyNames(self, value: JsonValue, rule: JsonValue, schema: JsonObject) -> bool:
         return not isinstance(value, dict) or all(self.valid(key, rule) for key in value)

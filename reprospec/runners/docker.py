@@ -18,19 +18,19 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec import capped, dockerimage, leftovers, native, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.container import PATHS, attempt_argv
 from reprospec.errors import FatalError
-from reprospec.jsontypes import JsonObject
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.process import utc_now
 from reprospec.runmodels import Execution
 from reprospec.runners import dockerprobe
-from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
 from reprospec.runners.dockerengine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
@@ -281,7 +281,7 @@ class DockerRunner:
         stderr: Sink,
         cancel: threading.Event | None,
         warnings: list[str],
-        base: dict[str, Any],
+        base: AttemptFiles,
         shared: bool = False,
     ) -> Execution:
         """Create, start and wait for the container; `shared`: an instance's (its workdir is
@@ -386,7 +386,7 @@ class DockerRunner:
         return dockerprobe.packages_refused(self, plan, log_dir)
 
     @staticmethod
-    def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
+    def _infra(base: AttemptFiles, started: str, reason: str) -> Execution:
         return infra_execution(base, reason, started=started, finished=utc_now())
 
     def close(self) -> None:
@@ -394,7 +394,7 @@ class DockerRunner:
 
     # -- environment -------------------------------------------------------------------
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> JsonObject:
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
         return dockerprobe.capture_environment(self, plan, log_dir)
 
