@@ -1,4 +1,8 @@
-"""Built-in models (`mlp`, `cnn`, `transformer-decoder`): a batch to `[batch, classes]` logits."""
+"""Built-in models (`mlp`, `cnn`, `transformer-decoder`): a batch to `[batch, classes]` logits.
+
+(Each `forward` names its result `logits: torch.Tensor` before returning it: torch types a
+module's call as returning Any. The classes are pasted into a generated repro.py as written.)
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*stack)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.net(x.float())  # (torch types a module's call as Any)
+        logits: torch.Tensor = self.net(x.float())
         return logits
 
 
@@ -52,7 +56,7 @@ class CNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 3:
             x = x.unsqueeze(1)
-        logits: torch.Tensor = self.net(x.float())  # (torch types a module's call as Any)
+        logits: torch.Tensor = self.net(x.float())
         return logits
 
 
@@ -94,7 +98,7 @@ class TransformerDecoder(nn.Module):
         )
         keep = (~padding).unsqueeze(-1).to(h.dtype)
         pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1)
-        logits: torch.Tensor = self.head(pooled)  # (torch types a module's call as Any)
+        logits: torch.Tensor = self.head(pooled)
         return logits
 
 
