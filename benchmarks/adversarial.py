@@ -77,7 +77,7 @@ def main() -> None:
     for row in rows:
         flag = "" if row not in bad else "   <-- not refused"
         print(
-            f"{row['spec']:45} {str(row['codes']):14} wall {row['wall_s']:6}s "
+            f"{row['spec']:45} {row['codes']!s:14} wall {row['wall_s']:6}s "
             f"cpu {row['cpu_s']:6}s rss {row['rss_mb']:5} MB{flag}"
         )
     print(

@@ -47,9 +47,12 @@ def test_run_returns_a_judged_stored_result(tmp_path: Path) -> None:
     assert [c.cell.id for c in result.cells] == ["crash=false", "crash=true"]
     assert [c.verdict for c in result.cells] == ["reproduced", "reproduced"]
     crashed = result.cells[1].attempts[0].outcome
-    assert isinstance(crashed, Outcome) and crashed.kind == "crash" and crashed.signal == "SIGSEGV"
+    assert isinstance(crashed, Outcome)
+    assert crashed.kind == "crash"
+    assert crashed.signal == "SIGSEGV"
     assert result.cells[1].rate.matched == 2
-    assert seen.count("start") == 4 and seen.count("attempt") == 4
+    assert seen.count("start") == 4
+    assert seen.count("attempt") == 4
     assert reprospec.exit_code(result) == 0
     # Stored and written like a CLI run: the same result loads back by id.
     again = reprospec.load_result(result.run_id, out)

@@ -39,7 +39,8 @@ def _forget(tag: str) -> None:
 
 def test_image_alone_is_used_as_is() -> None:
     recipe = recipe_for({"image": "python:3.11-slim"})
-    assert recipe.tag == "python:3.11-slim" and recipe.build is None
+    assert recipe.tag == "python:3.11-slim"
+    assert recipe.build is None
     assert recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
 
 
@@ -47,12 +48,14 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
     one = recipe_for({"packages": ["six==1.16.0"]})
     again = recipe_for({"packages": ["six==1.16.0"]})
     other = recipe_for({"packages": ["six==1.17.0"]})
-    assert one.build is not None and one.tag.startswith("reprospec-env:")
+    assert one.build is not None
+    assert one.tag.startswith("reprospec-env:")
     assert one.tag == again.tag != other.tag
     assert f"FROM {dockerimage.DEFAULT_IMAGE}" in one.build.dockerfile
     assert "--no-index" not in one.build.dockerfile
     offline = recipe_for({"packages": ["six"]}, find_links=tmp_path)
-    assert offline.build is not None and "--no-index --find-links" in offline.build.dockerfile
+    assert offline.build is not None
+    assert "--no-index --find-links" in offline.build.dockerfile
     assert offline.tag != recipe_for({"packages": ["six"]}).tag
 
 
@@ -76,7 +79,8 @@ def test_from_images_skips_stages_and_args() -> None:
 def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile.gpu").write_text("FROM reprospec-base:bookworm\n")
     recipe = recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
-    assert recipe.source == "dockerfile" and recipe.build is not None
+    assert recipe.source == "dockerfile"
+    assert recipe.build is not None
     assert recipe.build.bases == ("reprospec-base:bookworm",)
     assert recipe.build.dockerfile_name == "Dockerfile.gpu"
     with pytest.raises(InfraError, match="not found"):

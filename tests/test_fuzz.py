@@ -160,7 +160,8 @@ def test_yaml_loader_on_deep_nesting(depth: int, opener: str) -> None:
 
 
 def assert_expr_error(error: ExprError) -> None:
-    assert error.message and 0 <= error.offset <= len(error.text)
+    assert error.message
+    assert 0 <= error.offset <= len(error.text)
 
 
 CONTEXT: dict[str, Any] = {
@@ -268,7 +269,8 @@ def test_matrix_expander_on_any_section(section: Any) -> None:
     try:
         cells = expand_matrix(section)
     except MatrixError as exc:
-        assert exc.message and exc.path[0] == "matrix"
+        assert exc.message
+        assert exc.path[0] == "matrix"
         return
     assert count_cells(section) == len(cells)
     if isinstance(section, dict):

@@ -85,7 +85,8 @@ def test_loader_arguments_are_checked() -> None:
     )
     assert config_error(loader, {"timeout": -1}).startswith("workload.data.loader.timeout:")
     built, batches, _ = loader({"batch_size": 4, "shuffle": "false", "num_workers": 0})
-    assert len(batches) == 2 and built.num_workers == 0
+    assert len(batches) == 2
+    assert built.num_workers == 0
 
 
 def test_optimizer_loss_and_fault_settings_are_checked() -> None:
@@ -169,5 +170,7 @@ def test_busy_watch_reports_a_slow_item_and_its_end(
     assert [e["event"] for e in lines] == ["worker_busy", "worker_free"]
     busy, free = lines
     assert (busy["worker"], busy["pid"], busy["index"]) == (1, os.getpid(), 37)
-    assert (busy["phase"], busy["step"]) == ("validation", 7) and busy["seconds"] >= 0.2
-    assert free["index"] == 37 and "phase" not in free  # the end does not move the location
+    assert (busy["phase"], busy["step"]) == ("validation", 7)
+    assert busy["seconds"] >= 0.2
+    assert free["index"] == 37
+    assert "phase" not in free  # the end does not move the location

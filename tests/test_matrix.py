@@ -323,7 +323,8 @@ def test_too_big_matrices_are_refused_before_any_cell_is_built(
 ) -> None:
     with pytest.raises(MatrixError) as caught:
         count_cells(section)
-    assert message in caught.value.message and caught.value.path == path
+    assert message in caught.value.message
+    assert caught.value.path == path
     with pytest.raises(MatrixError):
         next(iter_cells(section))
 

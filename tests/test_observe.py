@@ -111,7 +111,8 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
     )
     groups = {g.signature: g for g in outcome_groups(run)}
     assert set(groups) == {"crash:SIGSEGV:main", "crash:SIGABRT:main", "pass"}
-    assert groups["pass"].cells == ("x=0", "x=1") and groups["pass"].attempts == 3
+    assert groups["pass"].cells == ("x=0", "x=1")
+    assert groups["pass"].attempts == 3
     assert groups["crash:SIGSEGV:main"].of_cells == 3
     assert [e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations][0] == (
         "x=2: in every cell with this outcome, in no other"
@@ -122,7 +123,8 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
 def test_no_matrix_no_explanation() -> None:
     run = observed_run([({}, [SEGV, SEGV])])
     (group,) = outcome_groups(run)
-    assert group.explanations == () and group.headline(code=False).endswith(
+    assert group.explanations == ()
+    assert group.headline(code=False).endswith(
         "in every cell (2 attempts)"
     )
 

@@ -52,7 +52,8 @@ def test_parse_step_and_rate() -> None:
     assert parse_step(7) == StepRange(7, 7)
     assert parse_step("7") == StepRange(7, 7)
     assert parse_step("6..8") == StepRange(6, 8)
-    assert 7 in parse_step("6..8") and 9 not in parse_step("6..8")
+    assert 7 in parse_step("6..8")
+    assert 9 not in parse_step("6..8")
     with pytest.raises(ValueError, match=r"step range 9\.\.3 is reversed"):
         parse_step("9..3")
     with pytest.raises(ValueError, match="expected a step N or a range A..B"):
@@ -80,7 +81,8 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert at(last.workload, "data", "loader", "num_workers") == 2
     assert at(last.workload, "data", "loader", "pin_memory") is True
     assert at(last.workload, "faults", 0, "when") is True
-    assert plans[2].workload is not None and at(plans[2].workload, "faults", 0, "when") is False
+    assert plans[2].workload is not None
+    assert at(plans[2].workload, "faults", 0, "when") is False
     assert last.env == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert last.workdir == EXAMPLE.parent.resolve()
     assert last.timeout_s == 60.0
@@ -89,7 +91,8 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert last.expectation.signal == "SIGSEGV"
     assert last.expectation.step == StepRange(6, 8)
     # A case that changes the outcome does not inherit the crash's details.
-    assert plans[0].expectation.signal is None and plans[0].expectation.step is None
+    assert plans[0].expectation.signal is None
+    assert plans[0].expectation.step is None
 
 
 def test_command_string_list_and_context(tmp_path: Path) -> None:
@@ -159,7 +162,8 @@ def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
     )
     spec = load_spec(path)
     gpu1, gpu0, gpu2 = (expectation_for(spec, c) for c in sorted(expand(spec), key=_gpu1_first))
-    assert gpu0.to_dict() == {"outcome": "pass"} and gpu0.rate is None
+    assert gpu0.to_dict() == {"outcome": "pass"}
+    assert gpu0.rate is None
     assert gpu2.to_dict() == {"outcome": "pass", "rate": ">=0.9"}
     assert gpu1.to_dict() == {
         "outcome": "crash",
@@ -232,5 +236,6 @@ def test_describe_command(tmp_path: Path) -> None:
     out = describe(plan_attempt(spec, expand(spec)[0], 1, base_env={}))
     assert out["command"] == "python -c 'print(1)'"
     assert out["argv"] == ["python", "-c", "print(1)"]
-    assert out["id"] == "default" and out["matrix"] == {}
+    assert out["id"] == "default"
+    assert out["matrix"] == {}
     assert out["timeout_s"] == 600.0

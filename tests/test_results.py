@@ -53,7 +53,8 @@ def test_results_json_has_the_contract_keys() -> None:
         "summary",
     } <= set(data)
     assert data["format"] == 1
-    assert data["spec"]["name"] == "val-segfault" and data["spec"]["path"] == "specs/segfault.yaml"
+    assert data["spec"]["name"] == "val-segfault"
+    assert data["spec"]["path"] == "specs/segfault.yaml"
     assert data["summary"] == {
         "cells": 4,
         "reproduced": 1,
@@ -87,7 +88,8 @@ def test_results_json_has_the_contract_keys() -> None:
         "module",
         "signature",
     }
-    assert attempt["outcome"]["where"] == "worker" and attempt["outcome"]["step"] == 7
+    assert attempt["outcome"]["where"] == "worker"
+    assert attempt["outcome"]["step"] == 7
 
 
 def test_infra_error_attempt_has_null_outcome() -> None:
@@ -214,12 +216,14 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
             "after": "reproduced",
         }
     ]
-    assert diff["only_a"] == ["num_workers=2,pin_memory=true"] and diff["only_b"] == []
+    assert diff["only_a"] == ["num_workers=2,pin_memory=true"]
+    assert diff["only_b"] == []
     assert {"key": "torch.version", "a": "2.13.0+cpu", "b": "2.5.0"} in diff["environment"]
     assert {"key": "packages.numpy", "a": "2.1.0", "b": None} in diff["environment"]
     # Free memory changes from run to run on any machine: not a difference worth showing.
     assert all(row["key"] != "memory.available" for row in diff["environment"])
-    assert compare(a, a)["changed"] == [] and compare(a, a)["environment"] == []
+    assert compare(a, a)["changed"] == []
+    assert compare(a, a)["environment"] == []
 
 
 def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:

@@ -115,7 +115,8 @@ def test_adaptive_repeats_stop_once_the_interval_decides(tmp_path: Path) -> None
         tmp_path,
         "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
     )
-    assert plan.adaptive and plan.repeat == 5
+    assert plan.adaptive
+    assert plan.repeat == 5
     # Always crashing: the interval leaves 0.3 behind quickly, far before 40.
     always = Scheduler(plan, Recorder(lambda cell, n: True)).run()["default"]
     assert 5 <= len(always) < 40
@@ -217,4 +218,5 @@ def test_a_sigterm_crash_while_the_run_goes_on_is_a_crash(tmp_path: Path) -> Non
         return AttemptResult(plan.attempt, 0.0, term, True, (), logs="")
 
     (only,) = Scheduler(plan, attempt).run()["default"]
-    assert only.ran is not None and only.ran.signal == "SIGTERM"
+    assert only.ran is not None
+    assert only.ran.signal == "SIGTERM"

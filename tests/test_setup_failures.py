@@ -73,7 +73,8 @@ def test_command_not_executable(runner: LocalRunner, tmp_path: Path) -> None:
 
 def test_python_cannot_open_the_script(runner: LocalRunner, tmp_path: Path) -> None:
     reason = not_run(run_attempt(runner, "python no_such_train.py --epochs 1", tmp_path))
-    assert "can't open file" in reason and "no_such_train.py" in reason
+    assert "can't open file" in reason
+    assert "no_such_train.py" in reason
     assert reason.endswith("No such file or directory (exit 2)")
 
 

@@ -558,6 +558,7 @@ def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) ->
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "x.yaml").write_text("not: a spec\n")
     found = validate([tmp_path])
-    assert found.files == [str(tmp_path / "s.yaml")] and found.problems == []
+    assert found.files == [str(tmp_path / "s.yaml")]
+    assert found.problems == []
     # A store or hidden folder named on the command line is still searched.
     assert validate([tmp_path / "store"]).files
