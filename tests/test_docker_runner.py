@@ -136,7 +136,8 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
 
 
 @needs_engine
-def test_pass_and_output(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_pass_and_output(runner: DockerRunner, tmp_path: Path) -> None:
     code = "import sys; print('hello out'); print('hello err', file=sys.stderr)"
     execution = runner.run(make_plan(py(code), tmp_path), tmp_path / "a")
     assert execution.infra_error is None
@@ -148,15 +149,16 @@ def test_pass_and_output(runner: DockerRunner, tmp_path: Path, no_leftovers: Non
 
 
 @needs_engine
-def test_exit_code(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(["sh", "-c", "exit 3"], tmp_path), tmp_path / "a")
     assert execution.returncode == 3
     assert execution.infra_error is None
 
 
 @needs_engine
-def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path,
-                                    no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path),
                            tmp_path / "a")
     assert execution.returncode == -11
@@ -164,14 +166,15 @@ def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(py("import os; os.abort()"), tmp_path), tmp_path / "a")
     assert execution.returncode == -6
 
 
 @needs_engine
-def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path,
-                                    no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import time\n"
         "def stuck_here():\n"
@@ -194,8 +197,8 @@ def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path,
-                                  no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
     cancel = threading.Event()
     threading.Timer(1.5, cancel.set).start()
     execution = runner.run(make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
@@ -206,8 +209,8 @@ def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path,
-                                        no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_text("from the workdir")
     code = (
         "import json, os, socket\n"
@@ -235,8 +238,8 @@ def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path,
-                                       no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import json, os\n"
         "fd = os.open(os.environ['REPROSPEC_EVENTS'], os.O_WRONLY | os.O_APPEND)\n"
@@ -254,8 +257,8 @@ def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path,
-                                             no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(["no-such-program"], tmp_path), tmp_path / "a")
     assert execution.returncode is None
     assert execution.infra_error is not None
@@ -263,8 +266,8 @@ def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Pat
 
 
 @needs_engine
-def test_missing_image_is_never_pulled(runner: DockerRunner, tmp_path: Path,
-                                       no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_missing_image_is_never_pulled(tmp_path: Path) -> None:
     plan = make_plan(["true"], tmp_path, environment={"image": "reprospec-absent:nope"})
     execution = DockerRunner(client=CLIENT).run(plan, tmp_path / "a")
     assert execution.infra_error is not None
@@ -275,7 +278,8 @@ def test_missing_image_is_never_pulled(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_parallel_attempts(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_parallel_attempts(runner: DockerRunner, tmp_path: Path) -> None:
     results: dict[int, Any] = {}
 
     def one(i: int) -> None:
@@ -291,7 +295,8 @@ def test_parallel_attempts(runner: DockerRunner, tmp_path: Path, no_leftovers: N
 
 
 @needs_engine
-def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
     info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
     assert "error" not in info, info
     assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
@@ -301,8 +306,9 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers:
 
 @needs_engine
 @pytest.mark.parametrize(("shm_size", "fails"), [("2m", True), ("64m", False)])
+@pytest.mark.usefixtures("no_leftovers")
 def test_workload_with_small_shm_is_a_worker_bus_error(
-    runner: DockerRunner, tmp_path: Path, no_leftovers: None, shm_size: str, fails: bool
+    runner: DockerRunner, tmp_path: Path, shm_size: str, fails: bool
 ) -> None:
     (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
     workload = {
@@ -339,8 +345,9 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
 
 
 @needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_private_tmpdir_in_the_attempt_folder_removed_after(
-    runner: DockerRunner, tmp_path: Path, no_leftovers: None
+    runner: DockerRunner, tmp_path: Path
 ) -> None:
     children = Path(__file__).parent / "data" / "children"
     plan = make_plan(["python3", "torn_tmp.py", "cache.json"], children)

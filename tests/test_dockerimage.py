@@ -108,7 +108,8 @@ def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
 
 
 @needs_engine
-def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("default_image")
+def test_packages_build_once_then_cached(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels)
     environment = {"packages": ["reprospec_probe==0.1"]}
@@ -136,8 +137,8 @@ def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> 
 
 
 @needs_engine
-def test_build_failure_is_an_infra_error_with_the_log_tail(default_image: str,
-                                                           tmp_path: Path) -> None:
+@pytest.mark.usefixtures("default_image")
+def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wheels")
     recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
                                     find_links=tmp_path / "wheels")

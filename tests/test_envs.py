@@ -140,7 +140,7 @@ def test_an_index_package_is_installed_and_kept_between_test_runs() -> None:
     assert run_in(env, "import sqlparse; print(sqlparse.__version__)") == "0.3.1"
 
 
-def test_the_hash_names_what_changes_the_environment(tmp_path: Path) -> None:
+def test_the_hash_names_what_changes_the_environment() -> None:
     python = envs.find_interpreter(None)
     base = EnvRequest(python, ("a==1", "b==2"))
     assert base.key() == EnvRequest(python, ("b==2", "a==1")).key()

@@ -91,7 +91,7 @@ def test_resume_latest(tmp_path: Path) -> None:
     )
     cancel = threading.Event()
 
-    def progress(event: str, cell: object, res: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 1:
             cancel.set()
 
@@ -136,7 +136,7 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
         resolve_run_id("latest", tmp_path / "empty")
 
 
-def test_compare_says_what_changed_and_why(cli: Cli, tmp_path: Path) -> None:
+def test_compare_says_what_changed_and_why(cli: Cli) -> None:
     first = cli("run", SEGFAULT, "-m", "num_workers=2", "-m", "pin_memory=true", "-j", "1")
     second = cli(
         "run",

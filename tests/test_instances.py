@@ -330,7 +330,9 @@ def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> No
     in_flight: dict[str, int] = {}
     seen: list[dict[str, int]] = []
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+    def attempt(
+        plan: AttemptPlan, _slot: tuple[str, ...], _cancel: threading.Event
+    ) -> AttemptResult:
         with lock:
             in_flight[plan.cell.id] = plan.copies
             seen.append(dict(in_flight))

@@ -171,7 +171,7 @@ def test_a_rare_failure_with_room_in_the_budget_is_tried() -> None:
 
 
 def test_a_passing_side_that_fails_too() -> None:
-    oracle = Oracle(lambda candidate: True, rate=1.0, seed=0)
+    oracle = Oracle(lambda _candidate: True, rate=1.0, seed=0)
     result = run(8, oracle)
     assert result.status == "base-reproduces"
     assert result.culprits == ()

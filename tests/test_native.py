@@ -249,7 +249,7 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
 
 
 @needs_gdb
-def test_attach_reports_processes_it_could_not_read(tmp_path: Path) -> None:
+def test_attach_reports_processes_it_could_not_read() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     stacks = native.attach_stacks({gone.pid: "python -c pass"}, budget_s=20)
@@ -260,7 +260,7 @@ def test_attach_reports_processes_it_could_not_read(tmp_path: Path) -> None:
 
 
 @needs_gdb
-def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
+def test_attach_stops_at_its_budget() -> None:
     """A budget too short for gdb: the call returns at it, and says what was not done."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -65,7 +65,7 @@ def test_parse_step_and_rate() -> None:
             parse_rate(bad)
 
 
-def test_example_plans_every_cell(tmp_path: Path) -> None:
+def test_example_plans_every_cell() -> None:
     spec = load_spec(EXAMPLE)
     cells = expand(spec)
     plans = [plan_attempt(spec, cell, 1, base_env={}) for cell in cells]
@@ -207,7 +207,7 @@ def test_evaluation_error_is_located(tmp_path: Path) -> None:
     ]
 
 
-def test_describe_is_json_and_complete(tmp_path: Path) -> None:
+def test_describe_is_json_and_complete() -> None:
     spec = load_spec(EXAMPLE)
     cell = expand(spec)[3]
     out = describe(plan_attempt(spec, cell, 1, base_env={}))

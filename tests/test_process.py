@@ -146,7 +146,7 @@ def test_event_writer_keeps_lines_whole_across_threads(tmp_path: Path) -> None:
 
 
 def python_with_stackdump(
-    code: str, tmp_path: Path, extra_path: str = "", stack_dir: str | None = None
+    code: str, extra_path: str = "", stack_dir: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPROSPEC_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(process.STACKDUMP_DIR), extra_path) if p)
@@ -169,7 +169,7 @@ print(open(path).read())
 
 
 def test_sitecustomize_dumps_on_sigusr1(tmp_path: Path) -> None:
-    done = python_with_stackdump(SELF_DUMP, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(SELF_DUMP, stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "marker_function" in done.stdout
     assert done.stderr == ""
@@ -180,7 +180,7 @@ def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path: Path) -> None:
     user.mkdir()
     (user / "sitecustomize.py").write_text("USER_SITE = True\nprint('user sitecustomize ran')\n")
     code = SELF_DUMP + "import sitecustomize; print(sitecustomize.USER_SITE)\n"
-    done = python_with_stackdump(code, tmp_path, extra_path=str(user), stack_dir=str(tmp_path))
+    done = python_with_stackdump(code, extra_path=str(user), stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("user sitecustomize ran\n")
     assert "marker_function" in done.stdout
@@ -191,7 +191,7 @@ def test_sitecustomize_reports_a_broken_user_sitecustomize(tmp_path: Path) -> No
     user = tmp_path / "user"
     user.mkdir()
     (user / "sitecustomize.py").write_text("raise ValueError('boom')\n")
-    done = python_with_stackdump("print('alive')", tmp_path, extra_path=str(user))
+    done = python_with_stackdump("print('alive')", extra_path=str(user))
     assert done.returncode == 0
     assert done.stdout == "alive\n"
     assert "ValueError: boom" in done.stderr
@@ -203,11 +203,11 @@ def test_sitecustomize_is_harmless_without_a_usable_folder(tmp_path: Path) -> No
         "line = [l for l in open('/proc/self/status') if l.startswith('SigCgt')][0]\n"
         "print(bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1))))\n"
     )
-    done = python_with_stackdump(sigcgt, tmp_path)
+    done = python_with_stackdump(sigcgt)
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
-    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path / "missing"))
+    done = python_with_stackdump(sigcgt, stack_dir=str(tmp_path / "missing"))
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
-    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(sigcgt, stack_dir=str(tmp_path))
     assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
 
 
@@ -223,7 +223,7 @@ def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
         "os.waitpid(pid, 0)\n"
         "print(pid)\n"
     )
-    done = python_with_stackdump(code, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(code, stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     child = int(done.stdout)
     assert "in_child" in (tmp_path / f"stack-{child}.txt").read_text()
@@ -283,7 +283,7 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     assert not (tmp_path / "stacks").exists()
 
 
-def test_find_and_kill_processes_by_token(tmp_path: Path) -> None:
+def test_find_and_kill_processes_by_token() -> None:
     token = process.new_token()
     env = {**os.environ, process.TOKEN_VAR: token}
     # Its own session and its parent gone: only the token finds it.

@@ -311,7 +311,7 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
     )
     cancel = threading.Event()
 
-    def progress(event: str, cell: object, res: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 4:
             cancel.set()
 

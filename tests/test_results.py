@@ -169,7 +169,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     target = tmp_path / "results.json"
     write_atomic(target, "old")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(_src: str, _dst: str) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
@@ -226,7 +226,7 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
     assert compare(a, a)["environment"] == []
 
 
-def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
+def _count_judge(_expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
     matched = sum(a.matched for a in attempts)
     kind: VerdictKind = "reproduced" if matched == len(attempts) else "not-reproduced"
     return Verdict(kind, f"{matched}/{len(attempts)} matched", Rate(matched, len(attempts), 0, 1))

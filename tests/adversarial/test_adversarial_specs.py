@@ -80,7 +80,7 @@ def _report_too_long(tmp: Path) -> str:
 GENERATED: dict[str, Callable[[Path], str]] = {
     "fifo": _fifo,
     "dev-zero-by-symlink": _zero_link,
-    "dev-zero": lambda tmp: "/dev/zero",
+    "dev-zero": lambda _tmp: "/dev/zero",
     "folder-named-yaml": _folder,
     "symlink-loop": _symlink_loop,
     "file-past-8-mib": _huge_file,
