@@ -32,7 +32,7 @@ def measure(spec: Path, root: Path, limit_s: float) -> dict[str, object]:
         shutil.copy(spec, work / spec.name)
         env = {**os.environ, "PYTHONPATH": str(root), "NO_COLOR": "1"}
         begin = time.monotonic()
-        with open(work / ".out", "wb") as out:
+        with (work / ".out").open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, str(DRIVER), spec.name, str(work / "out")],
                 cwd=work,

@@ -35,7 +35,7 @@ RTX3090 = NVIDIA / "nvidia-smi-L-4x-rtx3090.txt"
 A100_MIG = NVIDIA / "nvidia-smi-L-a100-mig.txt"
 NO_DRIVER = NVIDIA / "nvidia-smi-no-driver.txt"
 # PATH without any nvidia-smi: the interpreter's folder and the system's.
-BARE_PATH = os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+BARE_PATH = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
 
 
 def fake_nvidia_smi(folder: Path, recording: Path, status: int = 0) -> str:

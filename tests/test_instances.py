@@ -10,7 +10,6 @@ barrier before any was released, and each program began after that.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -218,7 +217,7 @@ def _plan(
 
 def _leftovers(marker: str) -> list[str]:
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in (entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:

@@ -65,15 +65,15 @@ def token_holders(token: str) -> list[int]:
     """Pids of the processes that carry this attempt token."""
     needle = f"{TOKEN_VAR}={token}".encode()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            environ = (entry / "environ").read_bytes()
         except OSError:
             continue
         if needle in environ.split(b"\0"):
-            found.append(int(entry))
+            found.append(int(entry.name))
     return found
 
 

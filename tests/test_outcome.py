@@ -43,7 +43,7 @@ def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Executi
     stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
     env = {**os.environ, "REPROSPEC_EVENTS": str(events), "PYTHONFAULTHANDLER": "1"}
     start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+    with stdout.open("wb") as out, stderr.open("wb") as err:
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
         timed_out = False
         try:
@@ -553,7 +553,7 @@ def test_missing_logs_and_events(tmp_path: Path) -> None:
 
 def test_huge_log_keeps_head_and_tail(tmp_path: Path) -> None:
     path = tmp_path / "stderr.log"
-    with open(path, "wb") as handle:
+    with path.open("wb") as handle:
         handle.write(b"ERROR: Unexpected bus error encountered in worker.\0\n")
         handle.write(b"noise \xff\xfe line\n" * 200_000)
         handle.write(b'Traceback (most recent call last):\n  File "t.py", line 1\n')

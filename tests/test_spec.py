@@ -37,7 +37,7 @@ def expected_problems(path: Path) -> list[str]:
     `{here}` stands for the fixture's folder as an absolute path.
     """
     found = re.findall(r"^(?:# |<!-- )expect: (.*?)(?: -->)?$", path.read_text(), re.MULTILINE)
-    here = os.path.abspath(path.parent)
+    here = str(path.parent.absolute())
     return [f"{path}:{line}".replace("{here}", here) for line in found]
 
 

@@ -154,7 +154,7 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
     size = db.stat().st_size
     assert size >= 5 * 4096
     # Garbage in the middle of the file: every page after the first.
-    with open(db, "r+b") as handle:
+    with db.open("r+b") as handle:
         for page in range(1, size // 4096):
             handle.seek(page * 4096 + 8)
             handle.write(b"\x07" * 64)

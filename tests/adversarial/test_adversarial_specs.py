@@ -94,7 +94,7 @@ def run_child(argv: list[str], cwd: Path) -> tuple[int, str, resource.struct_rus
     out_path, err_path = cwd / ".child-stdout", cwd / ".child-stderr"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     env.pop("REPROSPEC_ADVERSARIAL_UNSET", None)
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with out_path.open("wb") as out, err_path.open("wb") as err:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
