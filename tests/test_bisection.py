@@ -149,9 +149,9 @@ def test_rate_model_and_helpers() -> None:
     assert attempts_to_see(1.0) == 1
     assert wilson_upper(0, 10) == pytest.approx(0.2775, abs=1e-3)
     assert wilson_lower(10, 10, 3.29) == pytest.approx(10 / (10 + 3.29**2), abs=1e-3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs at least the good and the bad version"):
         bisect(["1.0"], oracle_for(0))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="min_rate and error must be between 0 and 1"):
         bisect(VERSIONS, oracle_for(3), min_rate=0.0)
 
 

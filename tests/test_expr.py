@@ -146,7 +146,7 @@ def test_parse_errors_say_what_and_where(text: str, message: str, column: int) -
     ],
 )
 def test_evaluation_errors(text: str, message: str) -> None:
-    with pytest.raises(ExprError, match="^'") as caught:
+    with pytest.raises(ExprError, match=r"^'") as caught:
         evaluate(text, CTX)
     assert caught.value.message == message
 

@@ -362,5 +362,5 @@ def test_a_rate_below_the_assumption_is_warned_about() -> None:
 def test_tally_counts_kinds() -> None:
     tally = Tally().add(["match", "pass", "other", "infra", "pass"])
     assert (tally.matched, tally.clean, tally.ran, tally.attempts) == (1, 3, 4, 5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown attempt kind 'maybe'"):
         Tally().add(["maybe"])  # type: ignore[list-item]

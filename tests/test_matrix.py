@@ -283,7 +283,8 @@ def test_counting_and_lazy_expansion_agree_with_the_product(seed: int) -> None:
     try:
         cells = expand_matrix(section)
     except MatrixError as exc:
-        assert "same id" in exc.message or "no cells" in exc.message
+        # Raising is one allowed outcome of a random section, so not a pytest.raises.
+        assert "same id" in exc.message or "no cells" in exc.message  # noqa: PT017
         return
     assert [sorted(map(repr, c.matrix.items())) for c in cells] == [
         sorted(map(repr, c.items())) for c in _reference(section)

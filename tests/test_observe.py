@@ -114,7 +114,7 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
     assert groups["pass"].cells == ("x=0", "x=1")
     assert groups["pass"].attempts == 3
     assert groups["crash:SIGSEGV:main"].of_cells == 3
-    assert [e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations][0] == (
+    assert next(e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations) == (
         "x=2: in every cell with this outcome, in no other"
     )
     assert run.cells[3].verdict == "infra-error"

@@ -56,7 +56,7 @@ def test_parse_step_and_rate() -> None:
     assert 9 not in parse_step("6..8")
     with pytest.raises(ValueError, match=r"step range 9\.\.3 is reversed"):
         parse_step("9..3")
-    with pytest.raises(ValueError, match="expected a step N or a range A..B"):
+    with pytest.raises(ValueError, match=r"expected a step N or a range A\.\.B"):
         parse_step("6-8")
     assert parse_rate(">=0.3") == RateBound(">=", 0.3)
     assert parse_rate("== 1") == RateBound("==", 1.0)

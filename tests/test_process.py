@@ -312,7 +312,7 @@ def test_find_and_kill_processes_by_token() -> None:
 
 def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
     log = CappedLog(tmp_path / "out.log")
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError):
         process.run_process(
             [str(tmp_path / "missing")],
             env=dict(os.environ),

@@ -209,7 +209,7 @@ def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
         "x.repro.yaml::num_workers=2,pin_memory=false": "passed",
         "x.repro.yaml::num_workers=2,pin_memory=true": "failed",
     }, {node: case[2][-3000:] for node, case in run.cases.items()}  # each cell's own words
-    outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
+    _outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
     # Expected vs actual, rate and interval, the report: in the failure and in JUnit.
     assert "expected: pass" in text
     assert "actual:   crash SIGSEGV @ validation:7" in text

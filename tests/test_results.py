@@ -151,7 +151,7 @@ def test_load_run_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no run 'nope'"):
         load_run("nope", tmp_path)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UsageError, match="has no results.json"):
+    with pytest.raises(UsageError, match=r"has no results\.json"):
         load_run(tmp_path / "empty", tmp_path)
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(FatalError, match="cannot read results"):

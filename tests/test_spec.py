@@ -117,7 +117,7 @@ def test_tilde_override_removes_a_key() -> None:
     assert at(dict(spec.document), "expect", "cases") == [
         {"when": {"pin_memory": False}, "outcome": "pass"}
     ]
-    with pytest.raises(UsageError, match="'run.nope' is not in the spec"):
+    with pytest.raises(UsageError, match=r"'run\.nope' is not in the spec"):
         load_spec(EXAMPLE, ["~run.nope"])
 
 
