@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reprospec import native, ranks
-from tests.support.cli import SPECS
+from tests.support.cli import SPECS, Cli
 from tests.test_harness import Child
 
 pytest.importorskip("torch")
@@ -26,7 +26,7 @@ def attempt(cell: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Any) -> None:
+def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Cli) -> None:
     result = cli("run", str(SPECS / "distributed-skipped-allreduce.yaml"), "-j", "2", timeout=300)
     cells = {cell["id"]: cell for cell in result.results()["cells"]}
     assert result.code == 0, {k: (c["verdict"], c["reason"]) for k, c in cells.items()}
@@ -104,7 +104,7 @@ expect:
 """
 
 
-def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Any, tmp_path: Path) -> None:
+def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "dies.yaml"
     spec.write_text(SPEC.replace("BACKEND", "gloo"))
     result = cli("run", str(spec), "-j", "2", timeout=300)
@@ -129,7 +129,7 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Any, tmp_path: Path) -> N
         assert [p.pid for p in stacks.processes] == [rank_pids[1]]
 
 
-def test_nccl_without_gpus_is_an_infra_error(cli: Any, tmp_path: Path) -> None:
+def test_nccl_without_gpus_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "nccl.yaml"
     spec.write_text(SPEC.replace("BACKEND", "nccl"))
     result = cli("run", str(spec), "-m", "fault=raise", timeout=300)

@@ -18,9 +18,12 @@ from reprospec.sections import Environment  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
 
 
-def recipe_for(section: dict[str, Any], **options: Any) -> dockerimage.ImageRecipe:
+def recipe_for(
+    section: dict[str, Any], *, spec_dir: Path | None = None, find_links: Path | None = None
+) -> dockerimage.ImageRecipe:
     """The recipe of a resolved `environment` section, typed as the plan stage types it."""
-    return dockerimage.recipe_for(Environment.from_section(section, Path.cwd()), **options)
+    environment = Environment.from_section(section, Path.cwd())
+    return dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
 
 
 @pytest.fixture(scope="module")

@@ -192,7 +192,7 @@ def test_cli_md_documents_every_command_with_its_usage_and_options() -> None:
 # ---- the spec format ------------------------------------------------------------------------
 
 
-def _schema_words(node: Any, skip: Any) -> Iterator[str]:
+def _schema_words(node: object, skip: object) -> Iterator[str]:
     """Every property name and string enum value of the schema (the signal list left out)."""
     if node is skip:
         return

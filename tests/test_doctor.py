@@ -13,8 +13,9 @@ import pytest
 
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
-from reprospec.jsontypes import JsonObject
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.sections import Environment
+from tests.support.cli import Cli
 
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import envinfo
@@ -29,7 +30,7 @@ def machine(
     csv: str | None = None,
     fields: tuple[str, ...] = envinfo.GPU_FIELDS,
     torch: dict[str, Any] | None = None,
-    **extra: Any,
+    **extra: JsonValue,
 ) -> dict[str, Any]:
     """An env dict as envinfo writes it, GPU parts parsed from a recorded output."""
     nvidia: dict[str, Any] = {"gpus": []}
@@ -276,7 +277,7 @@ def test_doctor_and_env_commands_never_import_torch_in_the_parent() -> None:
 
 
 @pytest.mark.torch
-def test_doctor_command_on_this_machine_and_a_spec(cli: Any) -> None:
+def test_doctor_command_on_this_machine_and_a_spec(cli: Cli) -> None:
     pytest.importorskip("torch")
     result = cli("doctor", "specs/workload-shm-exhaustion.yaml")
     lines = result.stdout
@@ -289,7 +290,7 @@ def test_doctor_command_on_this_machine_and_a_spec(cli: Any) -> None:
     assert json.loads(env.stdout)["torch"]["version"]
 
 
-def test_doctor_on_an_interpreter_without_torch_says_so(cli: Any, tmp_path: Path) -> None:
+def test_doctor_on_an_interpreter_without_torch_says_so(cli: Cli, tmp_path: Path) -> None:
     # A real interpreter without torch: a fresh venv (issue 9 item 14: it said "CPU-only build").
     venv = [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")]
     subprocess.run(venv, check=True)

@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,19 @@ def make_plan(
     return replace(plan, preload=preload, expectation=expectation or plan.expectation)
 
 
-def facts_plan(out: Path, *args: str, **options: Any) -> AttemptPlan:
-    return make_plan(["python", "facts.py", str(out), *args], **options)
+def facts_plan(
+    out: Path,
+    *args: str,
+    preload: tuple[str, ...] = ("marked",),
+    env: dict[str, str] | None = None,
+    attempt: int = 1,
+) -> AttemptPlan:
+    argv = ["python", "facts.py", str(out), *args]
+    return make_plan(argv, preload=preload, env=env, attempt=attempt)
 
 
 @pytest.fixture
-def runner() -> Any:
+def runner() -> Iterator[LocalRunner]:
     local = LocalRunner(python=PY, native_stacks=False)
     yield local
     local.close()
@@ -98,7 +106,7 @@ def gone(pid: int) -> bool:
     return True
 
 
-def wait_until(predicate: Any, what: str, timeout: float = 60.0) -> None:
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"{what} never happened"

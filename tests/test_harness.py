@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ class Child:
     def last(self, kind: str) -> dict[str, Any]:
         return [e for e in self.events() if e["event"] == kind][-1]
 
-    def wait_for(self, predicate: Any, timeout: float = 60) -> None:
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if any(predicate(e) for e in self.events()):

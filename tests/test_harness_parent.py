@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cli import ROOT, CliResult
+from tests.support.cli import ROOT, Cli, CliResult
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -58,7 +58,7 @@ def recorded_pids(log: Path) -> list[int]:
 
 
 def test_no_item_is_read_in_the_main_process_and_a_lazy_handle_is_not_inherited(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     # No shape declared: the model is sized by a spawned probe that reads item 0.
     log = tmp_path / "getitem.pids"
@@ -78,7 +78,7 @@ def test_no_item_is_read_in_the_main_process_and_a_lazy_handle_is_not_inherited(
     assert 1 <= len(set(workers)) <= 2
 
 
-def test_a_declared_shape_needs_no_probe(cli: Any, tmp_path: Path) -> None:
+def test_a_declared_shape_needs_no_probe(cli: Cli, tmp_path: Path) -> None:
     log = tmp_path / "getitem.pids"
     dataset = {
         "entrypoint": "forkcheck:make",
@@ -96,7 +96,7 @@ def test_a_declared_shape_needs_no_probe(cli: Any, tmp_path: Path) -> None:
 
 
 def test_a_probe_that_cannot_read_the_dataset_is_an_infra_error_naming_the_remedy(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     log = tmp_path / "getitem.pids"
     dataset = {"entrypoint": "forkcheck:make", "params": {"log": str(log), "fail": True}}

@@ -389,7 +389,7 @@ def test_capture_environment_parses_the_json(
 # -- private temporary places (scratch.py) ------------------------------------------
 
 
-def scratch_plan(argv: list[str], attempt: int, **environment: Any) -> AttemptPlan:
+def scratch_plan(argv: list[str], attempt: int, **environment: object) -> AttemptPlan:
     return attempt_plan(
         argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
     )

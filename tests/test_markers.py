@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from reprospec.capture import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
 from reprospec.models import Marker
+from tests.support.cli import Cli
 
 CATASTROPHIC = [r"(a+)+b", r"(a|aa)+b"]
 
 
 def test_a_catastrophic_marker_neither_delays_the_timeout_nor_stops_other_markers(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     script = (
         "import time; print('a' * 40, flush=True); print('step 3', flush=True); time.sleep(600)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def observed_run(
     )
 
 
-def grid(rule: Any, outcome: Outcome = SEGV) -> RunResult:
+def grid(rule: Callable[[dict[str, bool]], bool], outcome: Outcome = SEGV) -> RunResult:
     """Three boolean toggles; cells where `rule(matrix)` holds end with `outcome`."""
     cells = []
     for a in (False, True):

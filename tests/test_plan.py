@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reprospec.errors import SpecError
 from reprospec.matrix import expand
+from reprospec.models import Cell
 from reprospec.plan import describe, expectation_for, plan_attempt
 from reprospec.spec import load_spec
 from reprospec.units import RateBound, StepRange, parse_duration, parse_rate, parse_step
@@ -174,8 +174,10 @@ def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
     assert gpu1.signals == ("SIGSEGV", "SIGBUS")
 
 
-def _gpu1_first(cell: Any) -> int:
-    return {1: 0, 0: 1, 2: 2}[cell.matrix["gpu"]]
+def _gpu1_first(cell: Cell) -> int:
+    gpu = cell.matrix["gpu"]
+    assert isinstance(gpu, int)
+    return {1: 0, 0: 1, 2: 2}[gpu]
 
 
 def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:

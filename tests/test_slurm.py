@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from reprospec.slurm import (
+    RunStatus,
     cancel_time,
     death_cause,
     load,
@@ -47,7 +48,7 @@ def _facts(results: dict[str, Any]) -> dict[str, Any]:
     depends on timing (torch's RuntimeError, or the pin-memory thread's ConnectionResetError).
     """
 
-    def fact(outcome: dict[str, Any], key: str) -> Any:
+    def fact(outcome: dict[str, Any], key: str) -> object:
         return None if key == "exception" and outcome.get("kind") == "crash" else outcome.get(key)
 
     keys = ("kind", "signal", "where", "phase", "step", "exception")
@@ -65,8 +66,9 @@ def _facts(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _merged_results(status: Any) -> dict[str, Any]:
+def _merged_results(status: RunStatus) -> dict[str, Any]:
     assert status.merge.state == "done", status
+    assert status.merge.report is not None, status
     data: dict[str, Any] = json.loads((status.merge.report.parent / "results.json").read_text())
     return data
 

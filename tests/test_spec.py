@@ -7,8 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -451,7 +451,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     ],
 )
 def test_devices_folders_and_huge_files_are_refused_unread(
-    tmp_path: Path, make: Any, what: str
+    tmp_path: Path, make: Callable[[Path], object], what: str
 ) -> None:
     path = tmp_path / "s.yaml"
     make(path)

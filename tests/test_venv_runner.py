@@ -32,7 +32,7 @@ def write_spec(folder: Path, name: str, package: str, versions: list[str], modul
     return spec
 
 
-def cells_of(cli_result: Any) -> dict[str, dict[str, Any]]:
+def cells_of(cli_result: CliResult) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in cli_result.results()["cells"]}
 
 

@@ -65,7 +65,7 @@ def py(code: str) -> list[str]:
     return ["python3", "-c", code]
 
 
-def require_image(client: Any, image: str) -> None:
+def require_image(client: dockerimage.DockerClient | None, image: str) -> None:
     """Skip (fail in CI) when `image` is not on the engine."""
     if client is None:
         pytest.fail(NO_ENGINE)
@@ -81,7 +81,7 @@ def require_image(client: Any, image: str) -> None:
 PUBLIC_BASE_STAND_IN = "reprospec-test/debian:bookworm-minbase"
 
 
-def public_base(client: Any) -> str:
+def public_base(client: dockerimage.DockerClient | None) -> str:
     """The stand-in for `debian:bookworm-slim` (built once with mmdebstrap, then kept)."""
     if client is None:
         pytest.fail(NO_ENGINE)
