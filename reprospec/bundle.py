@@ -151,8 +151,8 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     if (out / "results.db").is_file():
         with Store(out) as store:
             info = store.run_info(run.run_id)
-    stored = Path(info["spec_path"]) if info else Path(run.spec_path).resolve()
-    options = RunOptions.from_dict(info["options"], out) if info else RunOptions(out=out)
+    stored = Path(info.spec_path) if info else Path(run.spec_path).resolve()
+    options = RunOptions.from_dict(info.options, out) if info else RunOptions(out=out)
     kept: dict[str, object] = {
         "matrix_filters": list(options.matrix_filters),
         "repeat": options.repeat,

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from reprospec import __version__
 from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
@@ -88,9 +88,11 @@ class _OnlyOne:
         self.sub = sub
         self.only = only
 
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    def add_parser(
+        self, name: str, *, help: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
         if self.only is None or self.only == name:
-            return self.sub.add_parser(name, **kwargs)
+            return self.sub.add_parser(name, help=help, description=description)
         # The verb being run is known, so no other verb's parser is ever asked for (each
         # costs gettext's search for a translation): the choices hold just that verb.
         return cast(argparse.ArgumentParser, _Unused())

@@ -16,3 +16,51 @@ JsonObject: TypeAlias = "dict[str, JsonValue]"
 # Where a value is in a document: mapping keys and list indexes, from the top.
 JsonPath: TypeAlias = "tuple[str | int, ...]"
 
+
+
+# Reading a document back (results.json, the store's JSON columns): each accessor takes
+# whatever is at a key and gives the type the reader needs, or the default when the value
+# is absent or of another JSON type. A file written by an older or newer engine, or edited
+# by hand, is read as far as it makes sense, never trusted to hold the right types.
+
+
+def text(value: JsonValue, default: str = "") -> str:
+    """A JSON string, else `default`."""
+    return value if isinstance(value, str) else default
+
+
+def text_or_none(value: JsonValue) -> str | None:
+    """A JSON string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def integer(value: JsonValue) -> int | None:
+    """A JSON integer (a boolean is none), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def number(value: JsonValue) -> float | None:
+    """A JSON number as a float (a boolean is none), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def texts(value: JsonValue) -> tuple[str, ...]:
+    """The strings of a JSON array (other items are skipped); () for anything else."""
+    return tuple(item for item in value if isinstance(item, str)) if isinstance(value, list) else ()
+
+
+def array(value: JsonValue) -> list[JsonValue]:
+    """A JSON array, else []."""
+    return value if isinstance(value, list) else []
+
+
+def obj(value: JsonValue) -> JsonObject:
+    """A JSON object, else {}."""
+    return value if isinstance(value, dict) else {}
+
+
+def objects(value: JsonValue) -> list[JsonObject]:
+    """The objects of a JSON array (other items are skipped)."""
+    return [item for item in array(value) if isinstance(item, dict)]

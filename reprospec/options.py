@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprospec.errors import UsageError
+from reprospec.jsontypes import JsonObject
 from reprospec.units import format_duration, parse_duration
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
@@ -90,7 +91,7 @@ class RunOptions:
         """Where runs in `out` keep what they can reuse (the environment capture's torch part)."""
         return self.out.resolve() / "cache"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         """The stored form (`--resume` rebuilds the options from it)."""
         return {
             "runner": self.runner,

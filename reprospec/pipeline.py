@@ -237,7 +237,7 @@ class EnvironmentCapture:
         from reprospec.doctor import environment_mismatches
 
         try:
-            env = dict(runner.capture_environment(attempt, run_dir))
+            env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
         except Exception as exc:  # the environment table is worth less than the run
             self._environment = {"error": f"environment capture failed: {exc}"}
             self._warnings = (f"environment capture failed: {exc}",)
@@ -245,7 +245,7 @@ class EnvironmentCapture:
         # What the spec says the incident needs vs what actually ran here.
         mismatches = environment_mismatches(env, attempt.environment.to_json())
         if mismatches:
-            env["environment_mismatch"] = mismatches
+            env["environment_mismatch"] = list(mismatches)
         self._environment = env
 
     def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:

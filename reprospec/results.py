@@ -10,10 +10,22 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypeVar
 
 from reprospec.errors import FatalError, UsageError
-from reprospec.models import Cell, Expectation
+from reprospec.jsontypes import (
+    JsonObject,
+    JsonValue,
+    array,
+    integer,
+    number,
+    obj,
+    objects,
+    text,
+    text_or_none,
+    texts,
+)
+from reprospec.models import Cell, Expectation, ExpectedOutcome
 from reprospec.runmodels import (
     AttemptResult,
     CellResult,
@@ -22,14 +34,18 @@ from reprospec.runmodels import (
     InstanceResult,
     NotRun,
     Outcome,
+    OutcomeKind,
     Rate,
     RunResult,
     Standalone,
+    VerdictKind,
+    Where,
 )
 from reprospec.runrefs import resolve_run_id
 from reprospec.units import parse_rate, parse_step
 
 FORMAT = 1
+_Choice = TypeVar("_Choice", bound=str)
 _OUTCOME_KEYS = (
     "kind",
     "signal",
@@ -50,9 +66,9 @@ def new_run_id(spec_name: str, now: datetime | None = None) -> str:
     return f"{stamp}-{spec_name[:48]}-{secrets.token_hex(2)}"
 
 
-def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
+def outcome_to_dict(outcome: Outcome) -> JsonObject:
     """The results.json `outcome` object: the contract keys first, then the extras."""
-    out = {key: getattr(outcome, key) for key in _OUTCOME_KEYS}
+    out: JsonObject = {key: getattr(outcome, key) for key in _OUTCOME_KEYS}
     out["signature"] = outcome.signature
     out["duration_s"] = outcome.duration_s
     if outcome.detail is not None:
@@ -68,33 +84,60 @@ def outcome_to_dict(outcome: Outcome) -> dict[str, Any]:
     return out
 
 
-def outcome_from_dict(d: Mapping[str, Any]) -> Outcome:
+# The closed vocabularies of results.json, mapped to their typed values: a value outside
+# them is a file this engine did not write (FatalError), or an optional field left out.
+_OUTCOME_KINDS: Mapping[str, OutcomeKind] = {k: k for k in ("pass", "error", "crash", "hang")}
+_LINKS: Mapping[str, Literal["cause", "context"]] = {k: k for k in ("cause", "context")}
+_WHERE: Mapping[str, Where] = {k: k for k in ("main", "worker", "child")}
+_VERDICTS: Mapping[str, VerdictKind] = {
+    k: k
+    for k in (
+        "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
+    )
+}
+_EXPECTED: Mapping[str, ExpectedOutcome] = {
+    k: k for k in ("pass", "error", "crash", "hang", "fail", "any")
+}
+
+
+def _one_of(choices: Mapping[str, _Choice], value: JsonValue, what: str) -> _Choice:
+    found = choices.get(text(value))
+    if found is None:
+        raise ValueError(f"unknown {what} {value!r}")  # load_run: "not a results file (...)"
+    return found
+
+
+def outcome_from_dict(d: JsonObject) -> Outcome:
     """Inverse of `outcome_to_dict`."""
     return Outcome(
-        kind=d["kind"],
-        signal=d.get("signal"),
-        exit_code=d.get("exit_code"),
-        where=d.get("where"),
-        exception=d.get("exception"),
-        message=d.get("message"),
-        phase=d.get("phase"),
-        step=d.get("step"),
-        stage=d.get("stage"),
-        module=d.get("module"),
-        duration_s=float(d.get("duration_s") or 0.0),
-        signature=d.get("signature") or "",
-        detail=d.get("detail"),
+        kind=_one_of(_OUTCOME_KINDS, d.get("kind"), "outcome kind"),
+        signal=text_or_none(d.get("signal")),
+        exit_code=integer(d.get("exit_code")),
+        where=_WHERE.get(text(d.get("where"))),
+        exception=text_or_none(d.get("exception")),
+        message=text_or_none(d.get("message")),
+        phase=text_or_none(d.get("phase")),
+        step=integer(d.get("step")),
+        stage=text_or_none(d.get("stage")),
+        module=text_or_none(d.get("module")),
+        duration_s=number(d.get("duration_s")) or 0.0,
+        signature=text(d.get("signature")),
+        detail=text_or_none(d.get("detail")),
         chain=tuple(
-            ChainLink(str(link["type"]), link.get("message"), link.get("link"))
-            for link in d.get("chain") or ()
+            ChainLink(
+                text(link.get("type")),
+                text_or_none(link.get("message")),
+                _LINKS.get(text(link.get("link"))),
+            )
+            for link in objects(d.get("chain"))
         ),
-        pid=d.get("pid"),
-        cmdline=d.get("cmdline"),
-        injected=d.get("injected"),
+        pid=integer(d.get("pid")),
+        cmdline=text_or_none(d.get("cmdline")),
+        injected=text_or_none(d.get("injected")),
     )
 
 
-def instance_to_dict(i: InstanceResult) -> dict[str, Any]:
+def instance_to_dict(i: InstanceResult) -> JsonObject:
     """One entry of an attempt's `instances`; an instance that did not run has `outcome: null`."""
     return {
         "instance": i.instance,
@@ -110,29 +153,34 @@ def instance_to_dict(i: InstanceResult) -> dict[str, Any]:
     }
 
 
-def instance_from_dict(d: Mapping[str, Any]) -> InstanceResult:
-    """Inverse of `instance_to_dict`."""
+def _outcome_or_not_run(d: JsonObject) -> Outcome | NotRun:
     outcome = d.get("outcome")
+    if isinstance(outcome, dict) and outcome:
+        return outcome_from_dict(outcome)
+    return NotRun(text(d.get("infra_error")) or "not run")
+
+
+def instance_from_dict(d: JsonObject) -> InstanceResult:
+    """Inverse of `instance_to_dict`."""
     return InstanceResult(
-        instance=int(d["instance"]),
-        outcome=(
-            outcome_from_dict(outcome) if outcome else NotRun(d.get("infra_error") or "not run")
-        ),
-        matched=bool(d.get("matched", False)),
-        gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
-        duration_s=float(d.get("duration_s") or 0.0),
-        ready_s=_float_or_none(d.get("ready_s")),
-        start_s=_float_or_none(d.get("start_s")),
-        end_s=_float_or_none(d.get("end_s")),
-        logs=d.get("logs") or "",
+        instance=integer(d.get("instance")) or 0,
+        outcome=_outcome_or_not_run(d),
+        matched=d.get("matched") is True,
+        gpu_slot=_slot(d.get("gpu_slot")),
+        duration_s=number(d.get("duration_s")) or 0.0,
+        ready_s=number(d.get("ready_s")),
+        start_s=number(d.get("start_s")),
+        end_s=number(d.get("end_s")),
+        logs=text(d.get("logs")),
     )
 
 
-def _float_or_none(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _slot(value: JsonValue) -> tuple[str, ...]:
+    # GPU ids were written as strings; an old file may hold numbers.
+    return tuple(str(s) for s in array(value) if isinstance(s, (str, int)))
 
 
-def instances_to_dict(a: AttemptResult) -> dict[str, Any] | None:
+def instances_to_dict(a: AttemptResult) -> JsonObject | None:
     """An attempt's `run.instances` part (None for a plain attempt): as results.json keeps it."""
     if not a.instances:
         return None
@@ -143,9 +191,9 @@ def instances_to_dict(a: AttemptResult) -> dict[str, Any] | None:
     }
 
 
-def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
+def attempt_to_dict(a: AttemptResult) -> JsonObject:
     """One entry of a cell's `attempts`; an attempt that did not run has `outcome: null`."""
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "attempt": a.attempt,
         "duration_s": a.duration_s,
         "outcome": outcome_to_dict(a.outcome) if isinstance(a.outcome, Outcome) else None,
@@ -168,72 +216,66 @@ def attempt_to_dict(a: AttemptResult) -> dict[str, Any]:
     if instances is not None:
         out.update(instances)
     if a.child_warnings:
-        out["child_warnings"] = [w.to_dict() for w in a.child_warnings]
+        out["child_warnings"] = [dict(w.to_dict()) for w in a.child_warnings]
     out["launch"] = a.launch
     if a.launch_note is not None:
         out["launch_note"] = a.launch_note
     return out
 
 
-def attempt_from_dict(d: Mapping[str, Any]) -> AttemptResult:
+def attempt_from_dict(d: JsonObject) -> AttemptResult:
     """Inverse of `attempt_to_dict`."""
-    outcome = d.get("outcome")
     return AttemptResult(
-        attempt=int(d["attempt"]),
-        duration_s=float(d.get("duration_s") or 0.0),
-        outcome=(
-            outcome_from_dict(outcome) if outcome else NotRun(d.get("infra_error") or "not run")
-        ),
-        matched=bool(d.get("matched", False)),
-        mismatches=tuple(d.get("mismatches") or ()),
-        logs=d.get("logs") or "",
-        started=d.get("started") or "",
-        finished=d.get("finished") or "",
-        gpu_slot=tuple(str(s) for s in d.get("gpu_slot") or ()),
-        warnings=tuple(d.get("warnings") or ()),
-        stack=d.get("stack"),
-        excerpt=d.get("excerpt"),
-        native=d.get("native_stacks"),
-        instances=tuple(instance_from_dict(i) for i in d.get("instances") or ()),
-        instance=d.get("instance"),
-        start_spread_s=_float_or_none(d.get("start_spread_s")),
+        attempt=integer(d.get("attempt")) or 0,
+        duration_s=number(d.get("duration_s")) or 0.0,
+        outcome=_outcome_or_not_run(d),
+        matched=d.get("matched") is True,
+        mismatches=texts(d.get("mismatches")),
+        logs=text(d.get("logs")),
+        started=text(d.get("started")),
+        finished=text(d.get("finished")),
+        gpu_slot=_slot(d.get("gpu_slot")),
+        warnings=texts(d.get("warnings")),
+        stack=text_or_none(d.get("stack")),
+        excerpt=text_or_none(d.get("excerpt")),
+        native=text_or_none(d.get("native_stacks")),
+        instances=tuple(instance_from_dict(i) for i in objects(d.get("instances"))),
+        instance=integer(d.get("instance")),
+        start_spread_s=number(d.get("start_spread_s")),
         child_warnings=child_warnings_from_list(d.get("child_warnings")),
         launch="forked" if d.get("launch") == "forked" else "fresh",
-        launch_note=d.get("launch_note"),
+        launch_note=text_or_none(d.get("launch_note")),
     )
 
 
-def child_warnings_from_list(items: object) -> tuple[ChildWarning, ...]:
+def child_warnings_from_list(items: JsonValue) -> tuple[ChildWarning, ...]:
     """The `child_warnings` list of results.json (or the store) as `ChildWarning`s."""
-    if not isinstance(items, list):
-        return ()
     return tuple(
-        ChildWarning(str(w.get("category", "")), str(w.get("message", "")), str(w.get("where", "")))
-        for w in items
-        if isinstance(w, dict)
+        ChildWarning(text(w.get("category")), text(w.get("message")), text(w.get("where")))
+        for w in objects(items)
     )
 
 
-def expectation_from_dict(d: Mapping[str, Any]) -> Expectation:
+def expectation_from_dict(d: JsonObject) -> Expectation:
     """Inverse of `Expectation.to_dict` (`step: "6..8"`, `rate: ">=0.3"`)."""
     step = d.get("step")
     rate = d.get("rate")
     signal = d.get("signal")
     return Expectation(
-        outcome=d["outcome"],
-        signal=tuple(signal) if isinstance(signal, list) else signal,
-        exit_code=d.get("exit_code"),
-        exception=d.get("exception"),
-        message=d.get("message"),
-        phase=d.get("phase"),
-        step=parse_step(step) if step is not None else None,
-        rate=parse_rate(rate) if rate is not None else None,
-        module=d.get("module"),
-        stage=d.get("stage"),
+        outcome=_one_of(_EXPECTED, d.get("outcome"), "expected outcome"),
+        signal=texts(signal) if isinstance(signal, list) else text_or_none(signal),
+        exit_code=integer(d.get("exit_code")),
+        exception=text_or_none(d.get("exception")),
+        message=text_or_none(d.get("message")),
+        phase=text_or_none(d.get("phase")),
+        step=parse_step(step) if isinstance(step, (str, int)) else None,
+        rate=parse_rate(rate) if isinstance(rate, str) else None,
+        module=text_or_none(d.get("module")),
+        stage=text_or_none(d.get("stage")),
     )
 
 
-def cell_to_dict(c: CellResult) -> dict[str, Any]:
+def cell_to_dict(c: CellResult) -> JsonObject:
     """One entry of `cells`."""
     return {
         "id": c.cell.id,
@@ -249,22 +291,36 @@ def cell_to_dict(c: CellResult) -> dict[str, Any]:
     }
 
 
-def cell_from_dict(d: Mapping[str, Any], index: int = 0) -> CellResult:
-    """Inverse of `cell_to_dict`."""
-    return CellResult(
-        cell=Cell(id=d["id"], index=int(d.get("index", index)), matrix=dict(d.get("matrix") or {})),
-        expected=expectation_from_dict(d["expected"]),
-        verdict=d["verdict"],
-        reason=d.get("reason") or "",
-        rate=Rate(**d["rate"]),
-        attempts=tuple(attempt_from_dict(a) for a in d.get("attempts") or ()),
-        command=d.get("command") or "",
-        environment=dict(d.get("environment") or {}),
+def _rate(d: JsonObject) -> Rate:
+    return Rate(
+        matched=integer(d.get("matched")) or 0,
+        attempts=integer(d.get("attempts")) or 0,
+        low=number(d.get("low")) or 0.0,
+        high=number(d.get("high")) or 0.0,
     )
 
 
-def run_to_dict(run: RunResult) -> dict[str, Any]:
-    """The whole run in the results.json shape of CLI.md (contract keys plus extras)."""
+def cell_from_dict(d: JsonObject, index: int = 0) -> CellResult:
+    """Inverse of `cell_to_dict`."""
+    found = integer(d.get("index"))
+    return CellResult(
+        cell=Cell(
+            id=text(d.get("id")),
+            index=index if found is None else found,
+            matrix=obj(d.get("matrix")),
+        ),
+        expected=expectation_from_dict(obj(d.get("expected"))),
+        verdict=_one_of(_VERDICTS, d.get("verdict"), "verdict"),
+        reason=text(d.get("reason")),
+        rate=_rate(obj(d.get("rate"))),
+        attempts=tuple(attempt_from_dict(a) for a in objects(d.get("attempts"))),
+        command=text(d.get("command")),
+        environment=obj(d.get("environment")),
+    )
+
+
+def run_to_dict(run: RunResult) -> JsonObject:
+    """The whole run in the results.json shape of docs/cli.md (contract keys plus extras)."""
     return {
         "format": FORMAT,
         "run_id": run.run_id,
@@ -274,7 +330,7 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
         "finished": run.finished,
         "environment": dict(run.environment),
         "cells": [cell_to_dict(c) for c in run.cells],
-        "summary": run.summary,
+        "summary": {kind: count for kind, count in run.summary.items()},
         "command_line": run.command_line,
         "title": run.title,
         "description": run.description,
@@ -287,31 +343,35 @@ def run_to_dict(run: RunResult) -> dict[str, Any]:
     }
 
 
-def run_from_dict(d: Mapping[str, Any]) -> RunResult:
+def run_from_dict(d: JsonObject) -> RunResult:
     """Inverse of `run_to_dict`; refuses a results format it does not know."""
     if d.get("format") != FORMAT:
         found = d.get("format")
         raise FatalError(f"results.json: unsupported format {found!r} (expected {FORMAT})")
-    spec = d.get("spec") or {}
+    spec = obj(d.get("spec"))
+    standalone = d.get("standalone")
+    run_id = text(d.get("run_id"))
+    if not run_id or not isinstance(d.get("cells"), list):
+        raise ValueError("no run_id or no cells")  # load_run: "not a results file (...)"
     return RunResult(
-        run_id=d["run_id"],
-        spec_name=spec.get("name", ""),
-        spec_path=spec.get("path", ""),
-        spec_text=spec.get("text", ""),
-        runner=d.get("runner", ""),
-        started=d.get("started", ""),
-        finished=d.get("finished", ""),
-        environment=dict(d.get("environment") or {}),
-        cells=tuple(cell_from_dict(c, i) for i, c in enumerate(d.get("cells") or ())),
-        command_line=d.get("command_line", ""),
-        title=d.get("title", ""),
-        description=d.get("description", ""),
-        warnings=tuple(d.get("warnings") or ()),
-        interrupted=bool(d.get("interrupted", False)),
-        shard=d.get("shard") or "",
-        standalone=Standalone.from_dict(d["standalone"]) if d.get("standalone") else None,
-        options=dict(d.get("options") or {}),
-        paths={str(k): str(v) for k, v in (d.get("paths") or {}).items()},
+        run_id=run_id,
+        spec_name=text(spec.get("name")),
+        spec_path=text(spec.get("path")),
+        spec_text=text(spec.get("text")),
+        runner=text(d.get("runner")),
+        started=text(d.get("started")),
+        finished=text(d.get("finished")),
+        environment=obj(d.get("environment")),
+        cells=tuple(cell_from_dict(c, i) for i, c in enumerate(objects(d.get("cells")))),
+        command_line=text(d.get("command_line")),
+        title=text(d.get("title")),
+        description=text(d.get("description")),
+        warnings=texts(d.get("warnings")),
+        interrupted=d.get("interrupted") is True,
+        shard=text(d.get("shard")),
+        standalone=Standalone.from_dict(standalone) if isinstance(standalone, dict) else None,
+        options=obj(d.get("options")),
+        paths={k: v for k, v in obj(d.get("paths")).items() if isinstance(v, str)},
     )
 
 

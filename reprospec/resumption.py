@@ -33,12 +33,12 @@ def load(
         if info is None:
             raise UsageError(f"--resume {run_id}: no such run in {out / 'results.db'}")
         done = store.finished_attempts(run_id)
-    stored_path = Path(info["spec_path"])
+    stored_path = Path(info.spec_path)
     if spec_path is not None and Path(spec_path).resolve() != stored_path.resolve():
         raise UsageError(
             f"--resume {run_id} ran {stored_path}, not {spec_path}: leave the spec out to resume it"
         )
-    options = RunOptions.from_dict(info["options"], out)
+    options = RunOptions.from_dict(info.options, out)
     if any(MASK in override for override in options.overrides):
         # The store keeps what every output keeps: a secret given with --set is masked
         # there, and resuming with `***` in its place would run something else.
@@ -51,7 +51,7 @@ def load(
     spec = load_spec(stored_path, options.overrides)
     current = spec_text_of(spec)
     # The store has the spec text with its secrets masked (redact.py).
-    if info["spec_text"] not in (current, Redactor.for_spec(spec.document).text(current)):
+    if info.spec_text not in (current, Redactor.for_spec(spec.document).text(current)):
         raise UsageError(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"

@@ -385,7 +385,7 @@ class Standalone:
     notes: tuple[str, ...] = ()
     unavailable: str = ""
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         return {
             "cell": self.cell,
             "kind": self.kind,
@@ -438,7 +438,7 @@ class RunResult:
     shard: str = ""  # "K/N" when this run holds one shard of the attempts
     standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
     # The options the run was asked besides the spec (`RunOptions.to_dict()`), for compare.
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
     # Where the run's paths point, for reports to name them short: absolute path -> label
     # (`<venv>`, `<python>`, `<home>`, `<harness>`; "" is the project, named relative).
     paths: Mapping[str, str] = field(default_factory=dict)

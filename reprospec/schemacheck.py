@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeGuard
+
+from reprospec.jsontypes import JsonObject, JsonValue
 
 # Keywords that say nothing about validity.
 _ANNOTATIONS = frozenset(
     {"description", "title", "$schema", "$id", "$defs", "x-expected", "default", "examples"}
 )
-_TYPES: Mapping[str, Callable[[Any], bool]] = {
+_TYPES: Mapping[str, Callable[[JsonValue], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
@@ -35,7 +37,7 @@ class _Unsupported(Exception):
     """A keyword this check does not implement: jsonschema must decide."""
 
 
-def valid(document: Any, schema: Mapping[str, Any]) -> bool:
+def valid(document: JsonValue, schema: JsonObject) -> bool:
     """True only when `document` is valid against `schema` (a root with `$defs`)."""
     try:
         return _Check(schema).valid(document, schema)
@@ -43,11 +45,31 @@ def valid(document: Any, schema: Mapping[str, Any]) -> bool:
         return False
 
 
-def _number(value: Any) -> bool:
+def _number(value: JsonValue) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def equal(one: Any, two: Any) -> bool:
+# A keyword's argument of the wrong JSON type is a schema this check does not know:
+# jsonschema decides (it would call the schema itself invalid).
+def _bound(rule: JsonValue) -> float:
+    if not _number(rule):
+        raise _Unsupported(f"bound {rule!r}")
+    return rule
+
+
+def _array(rule: JsonValue) -> list[JsonValue]:
+    if not isinstance(rule, list):
+        raise _Unsupported(f"array {rule!r}")
+    return rule
+
+
+def _object(rule: JsonValue) -> JsonObject:
+    if not isinstance(rule, dict):
+        raise _Unsupported(f"object {rule!r}")
+    return rule
+
+
+def equal(one: JsonValue, two: JsonValue) -> bool:
     """JSON equality, as jsonschema has it: 1 == 1.0, but true is not 1."""
     if isinstance(one, bool) or isinstance(two, bool):
         return isinstance(one, bool) and isinstance(two, bool) and one == two
@@ -61,10 +83,10 @@ def equal(one: Any, two: Any) -> bool:
 
 
 class _Check:
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.defs = root.get("$defs") or {}
+    def __init__(self, root: JsonObject) -> None:
+        self.defs = _object(root.get("$defs") or {})
 
-    def valid(self, value: Any, schema: Any) -> bool:
+    def valid(self, value: JsonValue, schema: JsonValue) -> bool:
         if schema is True:
             return True
         if schema is False:
@@ -83,7 +105,7 @@ class _Check:
 
     # -- references and combinations ------------------------------------------------------
 
-    def _ref(self, value: Any, ref: Any, schema: Mapping[str, Any]) -> bool:
+    def _ref(self, value: JsonValue, ref: JsonValue, schema: JsonObject) -> bool:
         if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
             raise _Unsupported(f"$ref {ref!r}")
         name = ref.removeprefix("#/$defs/")
@@ -91,72 +113,74 @@ class _Check:
             raise _Unsupported(f"$ref {ref!r}")
         return self.valid(value, self.defs[name])
 
-    def _anyOf(self, value: Any, branches: Any, schema: Mapping[str, Any]) -> bool:
-        return any(self.valid(value, branch) for branch in branches)
+    def _anyOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+        return any(self.valid(value, branch) for branch in _array(branches))
 
-    def _allOf(self, value: Any, branches: Any, schema: Mapping[str, Any]) -> bool:
-        return all(self.valid(value, branch) for branch in branches)
+    def _allOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+        return all(self.valid(value, branch) for branch in _array(branches))
 
-    def _oneOf(self, value: Any, branches: Any, schema: Mapping[str, Any]) -> bool:
-        return sum(1 for branch in branches if self.valid(value, branch)) == 1
+    def _oneOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+        return sum(1 for branch in _array(branches) if self.valid(value, branch)) == 1
 
-    def _not(self, value: Any, branch: Any, schema: Mapping[str, Any]) -> bool:
+    def _not(self, value: JsonValue, branch: JsonValue, schema: JsonObject) -> bool:
         return not self.valid(value, branch)
 
     # -- any value ------------------------------------------------------------------------
 
-    def _type(self, value: Any, kinds: Any, schema: Mapping[str, Any]) -> bool:
-        names = [kinds] if isinstance(kinds, str) else list(kinds)
+    def _type(self, value: JsonValue, kinds: JsonValue, schema: JsonObject) -> bool:
+        names = [kinds] if isinstance(kinds, str) else _array(kinds)
         for name in names:
-            if name not in _TYPES:
+            if not isinstance(name, str) or name not in _TYPES:
                 raise _Unsupported(f"type {name!r}")
-        return any(_TYPES[name](value) for name in names)
+        return any(_TYPES[str(name)](value) for name in names)
 
-    def _enum(self, value: Any, choices: Any, schema: Mapping[str, Any]) -> bool:
-        return any(equal(value, choice) for choice in choices)
+    def _enum(self, value: JsonValue, choices: JsonValue, schema: JsonObject) -> bool:
+        return any(equal(value, choice) for choice in _array(choices))
 
-    def _const(self, value: Any, constant: Any, schema: Mapping[str, Any]) -> bool:
+    def _const(self, value: JsonValue, constant: JsonValue, schema: JsonObject) -> bool:
         return equal(value, constant)
 
     # -- numbers --------------------------------------------------------------------------
 
-    def _minimum(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not _number(value) or value >= bound
+    def _minimum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not _number(value) or value >= _bound(bound)
 
-    def _maximum(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not _number(value) or value <= bound
+    def _maximum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not _number(value) or value <= _bound(bound)
 
-    def _exclusiveMinimum(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not _number(value) or value > bound
+    def _exclusiveMinimum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not _number(value) or value > _bound(bound)
 
-    def _exclusiveMaximum(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not _number(value) or value < bound
+    def _exclusiveMaximum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not _number(value) or value < _bound(bound)
 
     # -- strings --------------------------------------------------------------------------
 
-    def _minLength(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, str) or len(value) >= bound
+    def _minLength(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, str) or len(value) >= _bound(bound)
 
-    def _maxLength(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, str) or len(value) <= bound
+    def _maxLength(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, str) or len(value) <= _bound(bound)
 
-    def _pattern(self, value: Any, pattern: Any, schema: Mapping[str, Any]) -> bool:
+    def _pattern(self, value: JsonValue, pattern: JsonValue, schema: JsonObject) -> bool:
+        if not isinstance(pattern, str):
+            raise _Unsupported(f"pattern {pattern!r}")
         return not isinstance(value, str) or re.search(pattern, value) is not None
 
     # -- arrays ---------------------------------------------------------------------------
 
-    def _items(self, value: Any, items: Any, schema: Mapping[str, Any]) -> bool:
+    def _items(self, value: JsonValue, items: JsonValue, schema: JsonObject) -> bool:
         if "prefixItems" in schema:
             raise _Unsupported("prefixItems")
         return not isinstance(value, list) or all(self.valid(item, items) for item in value)
 
-    def _minItems(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, list) or len(value) >= bound
+    def _minItems(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, list) or len(value) >= _bound(bound)
 
-    def _maxItems(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, list) or len(value) <= bound
+    def _maxItems(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, list) or len(value) <= _bound(bound)
 
-    def _uniqueItems(self, value: Any, unique: Any, schema: Mapping[str, Any]) -> bool:
+    def _uniqueItems(self, value: JsonValue, unique: JsonValue, schema: JsonObject) -> bool:
         if not unique or not isinstance(value, list):
             return True
         return not any(
@@ -165,33 +189,34 @@ class _Check:
 
     # -- objects --------------------------------------------------------------------------
 
-    def _properties(self, value: Any, properties: Any, schema: Mapping[str, Any]) -> bool:
+    def _properties(self, value: JsonValue, properties: JsonValue, schema: JsonObject) -> bool:
         if not isinstance(value, dict):
             return True
-        return all(self.valid(value[k], sub) for k, sub in properties.items() if k in value)
+        rules = _object(properties).items()
+        return all(self.valid(value[k], sub) for k, sub in rules if k in value)
 
-    def _additionalProperties(self, value: Any, rule: Any, schema: Mapping[str, Any]) -> bool:
+    def _additionalProperties(self, value: JsonValue, rule: JsonValue, schema: JsonObject) -> bool:
         if "patternProperties" in schema:
             raise _Unsupported("patternProperties")
         if not isinstance(value, dict):
             return True
-        known = schema.get("properties") or {}
+        known = _object(schema.get("properties") or {})
         return all(self.valid(v, rule) for k, v in value.items() if k not in known)
 
-    def _required(self, value: Any, names: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, dict) or all(name in value for name in names)
+    def _required(self, value: JsonValue, names: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, dict) or all(name in value for name in _array(names))
 
-    def _propertyNames(self, value: Any, rule: Any, schema: Mapping[str, Any]) -> bool:
+    def _propertyNames(self, value: JsonValue, rule: JsonValue, schema: JsonObject) -> bool:
         return not isinstance(value, dict) or all(self.valid(key, rule) for key in value)
 
-    def _minProperties(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, dict) or len(value) >= bound
+    def _minProperties(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, dict) or len(value) >= _bound(bound)
 
-    def _maxProperties(self, value: Any, bound: Any, schema: Mapping[str, Any]) -> bool:
-        return not isinstance(value, dict) or len(value) <= bound
+    def _maxProperties(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+        return not isinstance(value, dict) or len(value) <= _bound(bound)
 
 
-_KEYWORDS: Mapping[str, Callable[[_Check, Any, Any, Mapping[str, Any]], bool]] = {
+_KEYWORDS: Mapping[str, Callable[[_Check, JsonValue, JsonValue, JsonObject], bool]] = {
     "$ref": _Check._ref,
     "anyOf": _Check._anyOf,
     "allOf": _Check._allOf,

@@ -45,12 +45,13 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from reprospec.envfacts import flatten_environment
 from reprospec.errors import FatalError, InfraError
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.results import attempt_from_dict, instances_to_dict, outcome_to_dict
 from reprospec.runmodels import AttemptResult, CellResult, Outcome
 
@@ -173,11 +174,26 @@ _ATTEMPT_COLUMNS = (
 )
 
 
-def _json(value: Any) -> str:
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as `begin_run` recorded it: enough to resume it or bundle it."""
+
+    run_id: str
+    spec_name: str
+    spec_path: str
+    spec_text: str
+    runner: str
+    status: str
+    options: JsonObject
+    environment: JsonObject
+    env_fingerprint: str
+
+
+def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def environment_fingerprint(env: Mapping[str, Any]) -> str:
+def environment_fingerprint(env: Mapping[str, JsonValue]) -> str:
     """A short hash of the stable environment facts: equal fingerprints, same machine setup."""
     stable = {
         key: value
@@ -450,8 +466,8 @@ class Store:
         spec_path: str,
         spec_text: str,
         runner: str,
-        options: Mapping[str, Any] | list[str],
-        environment: Mapping[str, Any],
+        options: Mapping[str, JsonValue] | list[str],
+        environment: Mapping[str, JsonValue],
         *,
         started: str | None = None,
     ) -> None:
@@ -544,7 +560,7 @@ class Store:
         run_id: str,
         status: str,
         *,
-        environment: Mapping[str, Any] | None = None,
+        environment: Mapping[str, JsonValue] | None = None,
         finished: str | None = None,
     ) -> None:
         """Mark a run finished or interrupted; `environment` replaces the one given at start."""
@@ -561,24 +577,35 @@ class Store:
                     (_json(dict(environment)), environment_fingerprint(environment), run_id),
                 )
 
-    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def _read(self, sql: str, args: tuple[str | int | None, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise self.error(exc, "cannot read it") from exc
 
-    def run_info(self, run_id: str) -> dict[str, Any] | None:
-        """Everything stored about a run (spec text, options, environment), or None."""
+    def run_info(self, run_id: str) -> StoredRun | None:
+        """What the store keeps of a run's start (spec, options, environment), or None."""
         rows = self._read("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             return None
-        info = dict(rows[0])
-        for key in ("options", "environment"):
-            info[key] = json.loads(info[key])
-        return info
+        row = rows[0]
+        options = json.loads(row["options"])
+        environment = json.loads(row["environment"])
+        return StoredRun(
+            run_id=row["run_id"],
+            spec_name=row["spec_name"],
+            spec_path=row["spec_path"],
+            spec_text=row["spec_text"],
+            runner=row["runner"],
+            status=row["status"],
+            # An argv list is what the first stores kept as options.
+            options=options if isinstance(options, dict) else {},
+            environment=environment if isinstance(environment, dict) else {},
+            env_fingerprint=row["env_fingerprint"],
+        )
 
-    def runs(self, spec_name: str | None = None) -> list[dict[str, Any]]:
+    def runs(self, spec_name: str | None = None) -> list[JsonObject]:
         """Run summaries for `reprospec history`, newest first (the last begun first)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         rows = self._read(

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import FatalError
+from reprospec.jsontypes import JsonObject
 from reprospec.runmodels import NotRun, RunResult
 from reprospec.store import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
 from tests.support.runs import hang_run, infra_run, segfault_matrix
 
-OPTIONS = {"runner": "local", "jobs": 2, "repeat": None}
+OPTIONS: JsonObject = {"runner": "local", "jobs": 2, "repeat": None}
 
 
 def _record(store: Store, run: RunResult, status: str = "finished") -> None:
@@ -47,11 +48,11 @@ def test_write_and_read_back(tmp_path: Path) -> None:
         _record(store, run)
         info = store.run_info(run.run_id)
         assert info is not None
-        assert info["spec_text"] == run.spec_text
-        assert info["options"] == OPTIONS
-        assert info["status"] == "finished"
-        assert info["environment"] == dict(run.environment)
-        assert info["env_fingerprint"] == environment_fingerprint(run.environment)
+        assert info.spec_text == run.spec_text
+        assert info.options == OPTIONS
+        assert info.status == "finished"
+        assert info.environment == dict(run.environment)
+        assert info.env_fingerprint == environment_fingerprint(run.environment)
         assert store.run_info("missing") is None
         attempts = store.finished_attempts(run.run_id)
     assert attempts == {(cell.cell.id, a.attempt): a for cell in run.cells for a in cell.attempts}
@@ -177,22 +178,22 @@ def test_wal_commits_without_an_fsync_each(tmp_path: Path) -> None:
 
 
 def test_environment_fingerprint_ignores_volatile_keys() -> None:
-    env = {
+    env: JsonObject = {
         "python": {"version": "3.11.7", "executable": "/usr/bin/python3"},
         "torch": {"version": "2.13.0", "cuda": None},
         "nvidia": {"gpus": [{"name": "A100", "capability": "8.0"}]},
         "memory": {"total": 1 << 34, "available": 1 << 33},
     }
-    same = {
+    same: JsonObject = {
         **env,
         "python": {"version": "3.11.7", "executable": "/opt/venv/bin/python"},
         "memory": {"total": 1 << 34, "available": 1 << 30},
         "env": {"OMP_NUM_THREADS": "4"},
     }
     assert environment_fingerprint(env) == environment_fingerprint(same)
-    other_torch = {**env, "torch": {"version": "2.5.0", "cuda": None}}
+    other_torch: JsonObject = {**env, "torch": {"version": "2.5.0", "cuda": None}}
     assert environment_fingerprint(env) != environment_fingerprint(other_torch)
-    other_gpu = {**env, "nvidia": {"gpus": [{"name": "H100", "capability": "9.0"}]}}
+    other_gpu: JsonObject = {**env, "nvidia": {"gpus": [{"name": "H100", "capability": "9.0"}]}}
     assert environment_fingerprint(env) != environment_fingerprint(other_gpu)
     assert len(environment_fingerprint({})) == 16
 
@@ -244,7 +245,7 @@ def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     }
     info = store.run_info(run.run_id)
     assert info is not None
-    assert info["status"] == "running"
+    assert info.status == "running"
     # The store is writable again after the crash: the resumed run finishes it.
     store.record_attempt(run.run_id, "default", run.cells[0].attempts[2])
     store.finish_run(run.run_id, "finished")

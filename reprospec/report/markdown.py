@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import shlex
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec.instances import instance_rows, instance_separation, start_spread
 from reprospec.report.cellsets import describe_cells, separating_patterns
@@ -64,7 +65,17 @@ def axes_of(cells: Iterable[CellResult]) -> list[str]:
     return list(axes)
 
 
-def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Grid:
+    """A two-axis matrix as a table: each row's value with the outcome in each column."""
+
+    row_axis: str
+    col_axis: str
+    cols: list[str]
+    rows: list[tuple[str, list[str]]]
+
+
+def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> Grid | None:
     """Rows = first axis, columns = second axis, for a two-axis matrix."""
     if len(axes) != 2 or not all(all(a in c.cell.matrix for a in axes) for c in cells):
         return None
@@ -78,12 +89,12 @@ def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> dict[str, Any] | 
         )
         for c in cells
     }
-    return {
-        "row_axis": row_axis,
-        "col_axis": col_axis,
-        "cols": cols,
-        "rows": [(r, [marks.get((r, c), "—") for c in cols]) for r in rows],
-    }
+    return Grid(
+        row_axis=row_axis,
+        col_axis=col_axis,
+        cols=cols,
+        rows=[(r, [marks.get((r, c), "—") for c in cols]) for r in rows],
+    )
 
 
 def _cell_outcome(cell: CellResult) -> str:
@@ -154,7 +165,7 @@ def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list
     return lines[:MAX_ATTEMPT_WARNINGS], max(0, len(lines) - MAX_ATTEMPT_WARNINGS)
 
 
-def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[str, Any]]:
+def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[str, object]]:
     """Each warning the children printed, once: where from, in which cells, what it nullifies."""
     ran = [c for c in run.cells if c.attempts]
     return [
@@ -215,7 +226,7 @@ def _slot_noun(run: RunResult) -> str:
     return runs_noun(runs, 2)
 
 
-def _instances(run: RunResult) -> dict[str, Any] | None:
+def _instances(run: RunResult) -> dict[str, object] | None:
     """The `run.instances` section: how together they started, and each instance's record."""
     rows = instance_rows(run.cells)
     if not rows:
@@ -239,7 +250,7 @@ def _differs_note(differs: CellEnvironments) -> str:
     return ", ".join(inline_code(name) for name in names)
 
 
-def context(run: RunResult) -> dict[str, Any]:
+def context(run: RunResult) -> dict[str, object]:
     """Everything the template shows, computed here so the template only lays it out."""
     paths = PathNames(run.paths)
     short = paths.shorten
@@ -251,7 +262,7 @@ def context(run: RunResult) -> dict[str, Any]:
     rows = warning_rows(run)
     by_id = {c.cell.id: c for c in run.cells}
     grid = _grid(run.cells, axes)
-    if grid is not None and (len(grid["rows"]) > GRID_ROWS or len(grid["cols"]) > GRID_COLS):
+    if grid is not None and (len(grid.rows) > GRID_ROWS or len(grid.cols) > GRID_COLS):
         grid = None
     attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypedDict, runtime_checkable
 
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.runmodels import Execution
 
@@ -38,7 +39,7 @@ class Runner(Protocol):
         """
         ...
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """The target environment as the harness sees it (run in a child, never here)."""
         ...
 
@@ -76,7 +77,20 @@ class InstanceRunner(Protocol):
         ...
 
 
-def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> dict[str, Any]:
+class AttemptFiles(TypedDict):
+    """The `Execution` fields every runner fills the same way (`Execution(**files, ...)`)."""
+
+    cell_id: str
+    attempt: int
+    log_dir: Path
+    stdout_path: Path
+    stderr_path: Path
+    events_path: Path
+    gpu_slot: tuple[str, ...]
+    harness: bool
+
+
+def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> AttemptFiles:
     """The Execution fields every runner fills the same way: the attempt's files and slot.
 
     Creates the folder and an empty events.jsonl, so a child that writes no event
@@ -99,7 +113,7 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
 
 
 def infra_execution(
-    files: Mapping[str, Any],
+    files: AttemptFiles,
     reason: str,
     *,
     started: str,
@@ -107,8 +121,8 @@ def infra_execution(
     warnings: Sequence[str] = (),
 ) -> Execution:
     """An attempt that could not run at all: no exit status, only the reason."""
-    for key in ("stdout_path", "stderr_path"):
-        Path(files[key]).touch()
+    files["stdout_path"].touch()
+    files["stderr_path"].touch()
     return Execution(
         returncode=None,
         timed_out=False,

@@ -27,11 +27,12 @@ from reprospec.container import (
     attempt_argv,
 )
 from reprospec.errors import FatalError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.process import utc_now
 from reprospec.runmodels import Execution
 from reprospec.runners import dockerprobe
-from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
 from reprospec.runners.dockerengine import (
     DOCKER_START_FAILURES,
     DRAIN_WAIT_S,
@@ -260,7 +261,7 @@ class DockerRunner:
         stderr: Sink,
         cancel: threading.Event | None,
         warnings: list[str],
-        base: dict[str, Any],
+        base: AttemptFiles,
         shared: bool = False,
     ) -> Execution:
         """Create, start and wait for the container; `shared`: an instance's (its workdir is
@@ -361,7 +362,7 @@ class DockerRunner:
         return dockerprobe.packages_refused(self, plan, log_dir)
 
     @staticmethod
-    def _infra(base: Mapping[str, Any], started: str, reason: str) -> Execution:
+    def _infra(base: AttemptFiles, started: str, reason: str) -> Execution:
         return infra_execution(base, reason, started=started, finished=utc_now())
 
     def close(self) -> None:
@@ -369,7 +370,7 @@ class DockerRunner:
 
     # -- environment -------------------------------------------------------------------
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
         return dockerprobe.capture_environment(self, plan, log_dir)
 

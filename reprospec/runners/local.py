@@ -12,7 +12,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec import capped, leftovers, limits, native, process, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
@@ -26,6 +26,7 @@ from reprospec.childprotocol import (
 )
 from reprospec.envprobe import probe_environment
 from reprospec.errors import FatalError, InfraError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.packages import PackageCheck
 from reprospec.runmodels import Execution
@@ -372,7 +373,7 @@ class LocalRunner:
 
     # -- environment -----------------------------------------------------------------
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """`python -m reprospec_harness.envinfo` in a child; on any failure a minimal dict."""
         try:
             version: str | None = self._check_interpreter()

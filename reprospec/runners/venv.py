@@ -17,10 +17,11 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from reprospec import envs, process
 from reprospec.errors import InfraError
+from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.runmodels import Execution
 from reprospec.runners.base import attempt_files, infra_execution
@@ -206,7 +207,7 @@ class VenvRunner:
             raise InfraError(reason)
         return runner.run_instances(plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, Any]:
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
         """The environment of the plan's venv as the harness sees it."""
         runner, reason = self._env_for(plan)
         if runner is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,5 @@ def record(name: str, run: RunResult, spec_path: str) -> None:
 
 def load(name: str) -> RunResult:
     """A recorded run."""
-    data: Mapping[str, Any] = json.loads(
-        (RECORDED / f"{name}.results.json").read_text(encoding="utf-8")
-    )
+    data = json.loads((RECORDED / f"{name}.results.json").read_text(encoding="utf-8"))
     return run_from_dict(data)
