@@ -190,8 +190,7 @@ def test_crashing_dataset_repro_crashes_like_the_cell(tmp_path: Path) -> None:
     # The worker cell's script: the main process sees its worker die of the same signal.
     worker = worker_cell.attempts[0].ran
     assert worker is not None
-    assert (worker.kind, worker.signal, worker.where) == (
-        "crash", "SIGSEGV", "worker")
+    assert (worker.kind, worker.signal, worker.where) == ("crash", "SIGSEGV", "worker")
     plan = next(a for a in plan_run(reprospec.load_spec(tmp_path / "spec" / "spec.yaml"),
                                      RunOptions()).attempts if a.cell.id == "num_workers=2")
     other = standalone_of(plan, tmp_path / "spec")
