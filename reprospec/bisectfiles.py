@@ -53,7 +53,7 @@ def write_state(path: Path, request: BisectRequest, versions: Sequence[str],
     }
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    tmp.replace(path)
 
 
 def write_reports(report: BisectReport) -> None:

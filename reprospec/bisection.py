@@ -225,7 +225,9 @@ class RateModel:
             value = self._marginal[key] = f * self._log_p + s * self._log_q
         return value
 
-    def mean(self, f: int, s: int) -> float:
+    def mean(self, _f: int, _s: int) -> float:
+        # The predicted failure rate given the counts, called like `marginal`; the rate is
+        # fixed here, so the counts do not move it.
         return self.rate
 
 

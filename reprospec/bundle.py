@@ -131,7 +131,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
             for path in _log_files(run_dir / "cells"):
                 _add_file(tar, top / "logs" / path.relative_to(run_dir).as_posix(), path)
                 count += 1
-        os.replace(tmp, output)
+        tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)
     return Packed(output, count, tuple(workdir_rel), sources.warnings)
@@ -234,7 +234,7 @@ def _add_text(tar: tarfile.TarFile, name: PurePosixPath, text: str) -> None:
 
 def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path) -> None:
     # Read through the path's target: the archive holds contents, never a link.
-    with open(path, "rb") as handle:
+    with path.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         mode = 0o755 if os.access(path, os.X_OK) else 0o644
         tar.addfile(_info(name, size, mode), handle)
@@ -284,7 +284,7 @@ def unpack(archive: Path, bundles: Path) -> Unpacked:
             (staging / ".complete").write_text(digest + "\n")
             if root.exists():  # a half-unpacked leftover of an interrupted run
                 shutil.rmtree(root)
-            os.replace(staging, root)
+            staging.replace(root)
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
@@ -293,7 +293,7 @@ def unpack(archive: Path, bundles: Path) -> Unpacked:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -365,7 +365,7 @@ def _mkdirs(dest: Path, parts: Sequence[str]) -> None:
     for part in parts:
         folder = folder / part
         try:
-            os.mkdir(folder, 0o755)
+            folder.mkdir(0o755)
         except FileExistsError:
             if folder.is_symlink() or not folder.is_dir():
                 raise UsageError(f"bundle: {folder.relative_to(dest)} is not a folder") from None

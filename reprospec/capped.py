@@ -50,7 +50,7 @@ def head_tail(path: Path | str, head: int, tail: int) -> bytes:
     Raises OSError when the file cannot be opened. Only a regular file's size can
     be trusted: anything else (a FIFO, a device) is read up to `head` bytes.
     """
-    with open(path, "rb") as handle:
+    with Path(path).open("rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             return handle.read(head)

@@ -59,7 +59,7 @@ class CappedLog:
         self._ring = bytearray()
         self._ring_pos = 0
         self._ring_len = 0
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._file = path.open("wb")  # closed by close()
 
     @property
     def omitted(self) -> int:

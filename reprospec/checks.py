@@ -241,9 +241,11 @@ class _Semantics:
             return
         if expr.OPEN in workdir:
             return
-        folder = os.path.abspath(self.base_dir / workdir)
-        if not os.path.isdir(folder):
-            what = "not a folder" if os.path.exists(folder) else "folder not found"
+        # abspath, not Path.resolve: the message names the folder as the spec does (its
+        # symlinks kept). os.path's isdir/exists say False where Path's raise (EACCES).
+        folder = os.path.abspath(self.base_dir / workdir)  # noqa: PTH100
+        if not os.path.isdir(folder):  # noqa: PTH112
+            what = "not a folder" if os.path.exists(folder) else "folder not found"  # noqa: PTH110
             self.add(("environment", "workdir"), f"{what}: {folder}")
 
 

@@ -77,7 +77,7 @@ class _Unused:
     """Stands in for the parser of a verb that is not the one being run: its arguments are
     not built (building all fifteen verbs' costs a tenth of `validate`'s start-up)."""
 
-    def add_argument(self, *args: object, **kwargs: object) -> None:
+    def add_argument(self, *_args: object, **_kwargs: object) -> None:
         return None
 
 

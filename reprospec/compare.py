@@ -4,18 +4,71 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
-from reprospec.envfacts import environment_diff
+from reprospec.envfacts import Difference, environment_diff
 from reprospec.errors import UsageError
 from reprospec.models import Expectation
-from reprospec.runmodels import AttemptResult, CellResult, RunResult, Standalone, Verdict
+from reprospec.runmodels import (
+    AttemptResult,
+    CellResult,
+    RunResult,
+    Standalone,
+    Verdict,
+    VerdictKind,
+)
 from reprospec.words import expectation_phrase
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
 
-def compare(run_a: RunResult, run_b: RunResult) -> dict[str, Any]:
+class SpecChange(TypedDict):
+    """The two runs' specs: their names, whether they are the same, the unified diff."""
+
+    names: list[str]
+    same: bool
+    diff: list[str]
+
+
+class OptionChange(TypedDict):
+    """One run option (or the command line) that differs: each run's value."""
+
+    key: str
+    a: object
+    b: object
+
+
+class VerdictChange(TypedDict):
+    cell: str
+    before: VerdictKind
+    after: VerdictKind
+
+
+class CellChange(TypedDict):
+    """One cell in both runs that changed; each list holds the first run's, then the second's."""
+
+    cell: str
+    change: str
+    verdict: list[VerdictKind]
+    outcomes: list[dict[str, int]]  # outcome signature -> attempts
+    expected: list[str]
+
+
+class Comparison(TypedDict):
+    """What `compare` finds (and `compare --format json` prints)."""
+
+    run_a: str
+    run_b: str
+    spec: SpecChange
+    options: list[OptionChange]
+    changed: list[VerdictChange]
+    cells: list[CellChange]
+    only_a: list[str]
+    only_b: list[str]
+    environment: list[Difference]
+
+
+def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
     """What differs from `run_a` to `run_b`: the spec (a unified diff), the options (`-j`,
     `--set`, ...), the environment, and per cell the verdict, the outcome signatures
     and the expectation.
@@ -67,12 +120,12 @@ def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:
     ]
 
 
-def options_diff(run_a: RunResult, run_b: RunResult) -> list[dict[str, Any]]:
+def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:
     """Run options that differ (`jobs`, `overrides`, ...), and the command lines when they do.
 
     A run recorded before options were kept has none: then only the command lines speak.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[OptionChange] = []
     if run_a.options and run_b.options:
         keys = dict.fromkeys([*run_a.options, *run_b.options])
         rows += [
@@ -98,7 +151,7 @@ def _signatures(cell: CellResult) -> dict[str, int]:
     return counts
 
 
-def _cell_change(a: CellResult, b: CellResult) -> dict[str, Any] | None:
+def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
     """One cell in both runs: what changed (None when nothing did)."""
     outcomes = [_signatures(a), _signatures(b)]
     expected = [expectation_phrase(a.expected), expectation_phrase(b.expected)]

@@ -19,14 +19,17 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from reprospec.errors import InfraError
 from reprospec.jsontypes import JsonObject
 from reprospec.sections import Environment
+
+if TYPE_CHECKING:
+    from reprospec.dockersdk import DockerClient
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 HARNESS_DIR = PACKAGE_DIR / "harness"
@@ -298,43 +301,6 @@ def _link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
-
-
-class _Image(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-
-class _Images(Protocol):
-    def get(self, name: str) -> _Image: ...
-
-
-class _BuildApi(Protocol):
-    def build(
-        self,
-        *,
-        path: str,
-        dockerfile: str,
-        tag: str,
-        rm: bool,
-        forcerm: bool,
-        pull: bool,
-        decode: bool,
-        labels: Mapping[str, str],
-    ) -> Iterable[Mapping[str, object]]: ...
-
-
-class DockerClient(Protocol):
-    """What is used here of a `docker.DockerClient` (the docker SDK ships no type information)."""
-
-    @property
-    def images(self) -> _Images: ...
-
-    @property
-    def api(self) -> _BuildApi: ...
 
 
 def image_present(client: DockerClient, ref: str) -> bool:

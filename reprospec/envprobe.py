@@ -104,7 +104,7 @@ def probe_environment(
             torch_cache.mkdir(parents=True, exist_ok=True)
             tmp = cache_file.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(torch))
-            os.replace(tmp, cache_file)
+            tmp.replace(cache_file)
         return info
     return _capture_with_torch(python, args, harness_root, extra_env)
 

@@ -103,7 +103,7 @@ class ForkedChild:
                 self._set(status)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:  # noqa: ARG002 (ChildHandle protocol)
         """Wait for the attempt to end (`timeout` is not supported: run_process never gives one)."""
         while self.returncode is None:
             status = self.server.exit_status(self.serial, wait=True)
@@ -119,7 +119,7 @@ class ForkedChild:
             try:
                 pid, status = os.waitpid(self.pid, 0 if wait else os.WNOHANG)
             except ChildProcessError:
-                if not os.path.exists(f"/proc/{self.pid}"):
+                if not os.path.exists(f"/proc/{self.pid}"):  # noqa: PTH110 (as process.py)
                     # Reaped by the server, whose word of it was lost with the server.
                     return signal.SIGKILL  # a wait status: killed by SIGKILL
                 if not wait:
@@ -307,8 +307,9 @@ class ForkServer:
                 os.close(fd)
             raise Refused(str(refused or f"the preload server said {reply!r}"))
         # Closed by run_process with the attempt's other pipes.
-        out = open(out_r, "rb", buffering=0)  # noqa: SIM115
-        err = open(err_r, "rb", buffering=0)  # noqa: SIM115
+        # File descriptors, not paths: no Path can open them.
+        out = open(out_r, "rb", buffering=0)  # noqa: SIM115, PTH123
+        err = open(err_r, "rb", buffering=0)  # noqa: SIM115, PTH123
         return ForkedChild(self, pid, serial, out, err)
 
     def stop(self) -> None:

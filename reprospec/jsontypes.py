@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 JsonScalar: TypeAlias = "str | int | float | bool | None"
-JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 # Where a value is in a document: mapping keys and list indexes, from the top.
 JsonPath: TypeAlias = "tuple[str | int, ...]"

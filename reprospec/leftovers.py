@@ -47,7 +47,8 @@ def new_tag() -> int:
 def start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, /proc/PID/stat field 22)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
+        # /proc through str paths, no Path per pid (as process.py).
+        with open(f"/proc/{pid}/stat", "rb") as handle:  # noqa: PTH123
             stat = handle.read()
         return int(stat[stat.rfind(b")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
@@ -213,7 +214,7 @@ class Flight:
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(self.data.to_dict()), encoding="utf-8")
-            os.replace(tmp, self.path)
+            tmp.replace(self.path)
 
 
 # -- what a dead engine left -------------------------------------------------------------
@@ -299,7 +300,7 @@ def _remove_container(name: str, token: str) -> bool:
 
 def _ours(pid: int) -> bool:
     try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()  # noqa: PTH116 (as process.py)
     except OSError:
         return False
 

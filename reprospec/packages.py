@@ -108,7 +108,7 @@ def _parse(requirement: str) -> _Wanted:
         req = Requirement(text)
     except InvalidRequirement:
         # A wheel file (`./wheels/foo-1.0-py3-none-any.whl`): its name says what it holds.
-        match = _WHEEL_NAME.match(os.path.basename(text))
+        match = _WHEEL_NAME.match(Path(text).name)
         if match:
             return _Wanted(text, normalize(match["name"]), f"=={match['version']}")
         return _Wanted(text, None)

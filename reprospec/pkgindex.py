@@ -89,9 +89,10 @@ def between(versions: Sequence[str], good: str, bad: str, *, pre: bool = False,
 def _distance(a: object, b: object) -> float:
     from packaging.version import Version
 
-    assert isinstance(a, Version) and isinstance(b, Version)
-    parts_a = (list(a.release) + [0, 0, 0])[:3]
-    parts_b = (list(b.release) + [0, 0, 0])[:3]
+    assert isinstance(a, Version)
+    assert isinstance(b, Version)
+    parts_a = [*a.release, 0, 0, 0][:3]
+    parts_b = [*b.release, 0, 0, 0][:3]
     return sum((x - y) * 1000.0 ** (2 - i) for i, (x, y) in
                enumerate(zip(parts_a, parts_b, strict=True)))
 

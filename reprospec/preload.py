@@ -109,7 +109,8 @@ def entry_point(plan: AttemptPlan, python: str) -> EntryPoint | str:
     if not words:
         return "the command is empty"
     program = words[0]
-    if program not in _PYTHON_NAMES and os.path.abspath(program) != python:
+    # abspath, not Path.resolve: `python` keeps its symlinks (runners/local.py), so must this.
+    if program not in _PYTHON_NAMES and os.path.abspath(program) != python:  # noqa: PTH100
         return f"the command runs {program}, not the run's Python interpreter"
     options: list[str] = []
     rest = words[1:]
@@ -144,7 +145,9 @@ def _shadowed(module: str, folder: Path, imported: str | None) -> bool:
     found = [folder / f"{top}.py", folder / top / "__init__.py"]
     with contextlib.suppress(OSError):
         found += [
-            folder / n for n in os.listdir(folder) if n.startswith(f"{top}.") and n.endswith(".so")
+            path
+            for path in folder.iterdir()
+            if path.name.startswith(f"{top}.") and path.name.endswith(".so")
         ]
     same = os.path.realpath(imported) if imported else None
     return any(path.is_file() and os.path.realpath(path) != same for path in found)

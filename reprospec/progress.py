@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from reprospec.console import live_progress_enabled, make_console
 from reprospec.logtext import printable
@@ -21,6 +21,8 @@ from reprospec.words import (
 )
 
 if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
     from rich.table import Table
     from rich.text import Text
 
@@ -32,8 +34,8 @@ class Progress:
         self.live = live_progress_enabled(self.stream)
         self.total = total
         self._lock = threading.Lock()
-        self._bar: Any = None
-        self._task: Any = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
         self._running = 0
 
     def __enter__(self) -> Progress:
@@ -41,7 +43,7 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(
+            bar = RichProgress(
                 TextColumn("[bold]running[/]"),
                 BarColumn(),
                 MofNCompleteColumn(),
@@ -50,8 +52,9 @@ class Progress:
                 console=make_console(self.stream),
                 transient=True,
             )
-            self._bar.start()
-            self._task = self._bar.add_task("", total=self.total)
+            bar.start()
+            self._task = bar.add_task("", total=self.total)
+            self._bar = bar
         return self
 
     def __exit__(
@@ -69,7 +72,7 @@ class Progress:
         with self._lock:
             if event == "start":
                 self._running += 1
-                if self._bar is not None:
+                if self._bar is not None and self._task is not None:
                     from rich.markup import escape
 
                     # A cell id is the spec's text: never markup (`[/tmp]`), never escapes.
@@ -86,7 +89,7 @@ class Progress:
                 f"({mark}, {seconds(result.duration_s)})",
                 one_line=True,
             )
-            if self._bar is not None:
+            if self._bar is not None and self._task is not None:
                 self._bar.update(self._task, completed=finished, total=total)
                 self._bar.console.print(line, markup=False, highlight=False)
             else:

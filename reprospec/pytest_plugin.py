@@ -211,7 +211,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SpecFile |
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
+    item: pytest.Item,
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
     # A skip raised by the plugin points at the cell's line in the spec, not at this file.

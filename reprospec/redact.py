@@ -30,9 +30,10 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from reprospec.expr import ExprError, names_used
+from reprospec.jsontypes import JsonValue
 
 SECRET_NAME = re.compile(
     r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
@@ -49,7 +50,7 @@ def looks_secret(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
-def env_names_read(document: Mapping[str, Any]) -> list[str]:
+def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
     """The engine variables a spec reads through `${{ env.X }}`, in order."""
     try:
         dotted = names_used(dict(document))
@@ -58,7 +59,7 @@ def env_names_read(document: Mapping[str, Any]) -> list[str]:
     return [name.split(".", 2)[1] for name in dotted if name.startswith("env.") and "." in name]
 
 
-def public_env(document: Mapping[str, Any]) -> frozenset[str]:
+def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
     """`environment.public_env`: engine variables whose values the spec lets outputs show."""
     section = document.get("environment")
     names = section.get("public_env") if isinstance(section, Mapping) else None
@@ -80,7 +81,7 @@ class Redactor:
 
     @classmethod
     def for_spec(
-        cls, document: Mapping[str, Any], environ: Mapping[str, str] | None = None
+        cls, document: Mapping[str, JsonValue], environ: Mapping[str, str] | None = None
     ) -> Redactor:
         """The secrets of a run of this spec document in an engine with `environ`."""
         environ = os.environ if environ is None else environ
@@ -104,9 +105,11 @@ class Redactor:
         """A copy of `value` with secrets masked: strings, mappings (secret-looking keys'
         string values masked whole), lists, tuples and frozen dataclasses, recursively;
         other leaves are kept. Unchanged parts are returned as they are."""
-        return self._walk(value)  # type: ignore[no-any-return]
+        # _walk gives back what it was given, rebuilt where a secret was in it (a mapping
+        # as a dict, a dataclass by `replace`): a recursive walk cannot spell that type.
+        return cast("T", self._walk(value))
 
-    def _walk(self, value: Any) -> Any:
+    def _walk(self, value: object) -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -123,7 +126,7 @@ class Redactor:
         if isinstance(value, list):
             return [self._walk(item) for item in value]
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            changes = {}
+            changes: dict[str, object] = {}
             for field in dataclasses.fields(value):
                 if not field.init:
                     continue

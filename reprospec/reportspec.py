@@ -9,7 +9,7 @@ line of the report, before any other text:
     <!-- reprospec:spec sha256=HEX lines=N path="specs/segfault.yaml" -->
 
 and the spec is the fenced `yaml` block of exactly N lines whose text hashes to
-HEX (`digest`). Any other block, however it looks and wherever it sits, is not
+HEX (`digest`). Every other block, however it looks and wherever it sits, is not
 the spec; a copy of the same block is the same spec. The first line of a file is
 before anything a description or a log could add, so only the renderer (or the
 person holding the file) can write the marker. The renderer also escapes the

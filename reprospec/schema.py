@@ -71,7 +71,7 @@ def _validator() -> _Validator:
     return _validator_class()(load_schema())
 
 
-def _is_integer(checker: object, instance: object) -> bool:
+def _is_integer(_checker: object, instance: object) -> bool:  # a jsonschema type check
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 

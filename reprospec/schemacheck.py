@@ -83,6 +83,9 @@ def equal(one: JsonValue, two: JsonValue) -> bool:
 
 
 class _Check:
+    # Every keyword method has the one signature _KEYWORDS dispatches on (value, rule, schema);
+    # most ignore the enclosing schema, hence `_schema`.
+
     def __init__(self, root: JsonObject) -> None:
         self.defs = _object(root.get("$defs") or {})
 
@@ -105,7 +108,7 @@ class _Check:
 
     # -- references and combinations ------------------------------------------------------
 
-    def _ref(self, value: JsonValue, ref: JsonValue, schema: JsonObject) -> bool:
+    def _ref(self, value: JsonValue, ref: JsonValue, _schema: JsonObject) -> bool:
         if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
             raise _Unsupported(f"$ref {ref!r}")
         name = ref.removeprefix("#/$defs/")
@@ -113,56 +116,56 @@ class _Check:
             raise _Unsupported(f"$ref {ref!r}")
         return self.valid(value, self.defs[name])
 
-    def _anyOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+    def _anyOf(self, value: JsonValue, branches: JsonValue, _schema: JsonObject) -> bool:
         return any(self.valid(value, branch) for branch in _array(branches))
 
-    def _allOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+    def _allOf(self, value: JsonValue, branches: JsonValue, _schema: JsonObject) -> bool:
         return all(self.valid(value, branch) for branch in _array(branches))
 
-    def _oneOf(self, value: JsonValue, branches: JsonValue, schema: JsonObject) -> bool:
+    def _oneOf(self, value: JsonValue, branches: JsonValue, _schema: JsonObject) -> bool:
         return sum(1 for branch in _array(branches) if self.valid(value, branch)) == 1
 
-    def _not(self, value: JsonValue, branch: JsonValue, schema: JsonObject) -> bool:
+    def _not(self, value: JsonValue, branch: JsonValue, _schema: JsonObject) -> bool:
         return not self.valid(value, branch)
 
     # -- any value ------------------------------------------------------------------------
 
-    def _type(self, value: JsonValue, kinds: JsonValue, schema: JsonObject) -> bool:
+    def _type(self, value: JsonValue, kinds: JsonValue, _schema: JsonObject) -> bool:
         names = [kinds] if isinstance(kinds, str) else _array(kinds)
         for name in names:
             if not isinstance(name, str) or name not in _TYPES:
                 raise _Unsupported(f"type {name!r}")
         return any(_TYPES[str(name)](value) for name in names)
 
-    def _enum(self, value: JsonValue, choices: JsonValue, schema: JsonObject) -> bool:
+    def _enum(self, value: JsonValue, choices: JsonValue, _schema: JsonObject) -> bool:
         return any(equal(value, choice) for choice in _array(choices))
 
-    def _const(self, value: JsonValue, constant: JsonValue, schema: JsonObject) -> bool:
+    def _const(self, value: JsonValue, constant: JsonValue, _schema: JsonObject) -> bool:
         return equal(value, constant)
 
     # -- numbers --------------------------------------------------------------------------
 
-    def _minimum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _minimum(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not _number(value) or value >= _bound(bound)
 
-    def _maximum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _maximum(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not _number(value) or value <= _bound(bound)
 
-    def _exclusiveMinimum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _exclusiveMinimum(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not _number(value) or value > _bound(bound)
 
-    def _exclusiveMaximum(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _exclusiveMaximum(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not _number(value) or value < _bound(bound)
 
     # -- strings --------------------------------------------------------------------------
 
-    def _minLength(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _minLength(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, str) or len(value) >= _bound(bound)
 
-    def _maxLength(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _maxLength(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, str) or len(value) <= _bound(bound)
 
-    def _pattern(self, value: JsonValue, pattern: JsonValue, schema: JsonObject) -> bool:
+    def _pattern(self, value: JsonValue, pattern: JsonValue, _schema: JsonObject) -> bool:
         if not isinstance(pattern, str):
             raise _Unsupported(f"pattern {pattern!r}")
         return not isinstance(value, str) or re.search(pattern, value) is not None
@@ -174,13 +177,13 @@ class _Check:
             raise _Unsupported("prefixItems")
         return not isinstance(value, list) or all(self.valid(item, items) for item in value)
 
-    def _minItems(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _minItems(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, list) or len(value) >= _bound(bound)
 
-    def _maxItems(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _maxItems(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, list) or len(value) <= _bound(bound)
 
-    def _uniqueItems(self, value: JsonValue, unique: JsonValue, schema: JsonObject) -> bool:
+    def _uniqueItems(self, value: JsonValue, unique: JsonValue, _schema: JsonObject) -> bool:
         if not unique or not isinstance(value, list):
             return True
         return not any(
@@ -189,7 +192,7 @@ class _Check:
 
     # -- objects --------------------------------------------------------------------------
 
-    def _properties(self, value: JsonValue, properties: JsonValue, schema: JsonObject) -> bool:
+    def _properties(self, value: JsonValue, properties: JsonValue, _schema: JsonObject) -> bool:
         if not isinstance(value, dict):
             return True
         rules = _object(properties).items()
@@ -203,16 +206,16 @@ class _Check:
         known = _object(schema.get("properties") or {})
         return all(self.valid(v, rule) for k, v in value.items() if k not in known)
 
-    def _required(self, value: JsonValue, names: JsonValue, schema: JsonObject) -> bool:
+    def _required(self, value: JsonValue, names: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, dict) or all(name in value for name in _array(names))
 
-    def _propertyNames(self, value: JsonValue, rule: JsonValue, schema: JsonObject) -> bool:
+    def _propertyNames(self, value: JsonValue, rule: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, dict) or all(self.valid(key, rule) for key in value)
 
-    def _minProperties(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _minProperties(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, dict) or len(value) >= _bound(bound)
 
-    def _maxProperties(self, value: JsonValue, bound: JsonValue, schema: JsonObject) -> bool:
+    def _maxProperties(self, value: JsonValue, bound: JsonValue, _schema: JsonObject) -> bool:
         return not isinstance(value, dict) or len(value) <= _bound(bound)
 
 

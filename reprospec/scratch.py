@@ -95,14 +95,14 @@ ORPHAN_PREFIX = "reprospec-tmp-"
 def sweep_orphans(base: str, prefix: str = ORPHAN_PREFIX) -> None:
     """Remove the folders `PREFIX<pid>-*` in `base` of engines (of this user) that are gone."""
     try:
-        names = os.listdir(base)
+        paths = list(Path(base).iterdir())
     except OSError:
         return
-    for name in names:
+    for path in paths:
+        name = path.name
         pid_text = name.removeprefix(prefix).partition("-")[0]
         if not name.startswith(prefix) or not pid_text.isdigit():
             continue
-        path = Path(base, name)
         try:
             if path.lstat().st_uid != os.getuid() or not path.is_dir():
                 continue
@@ -248,8 +248,9 @@ def held_files(
 
 
 def _pids(proc: Path) -> Iterable[str]:
+    # Names, not a Path per entry: /proc has one per process of the machine (issue 15).
     try:
-        return [entry for entry in os.listdir(proc) if entry.isdigit()]
+        return [entry for entry in os.listdir(proc) if entry.isdigit()]  # noqa: PTH208
     except OSError:
         return []
 
@@ -275,16 +276,16 @@ def _mapped(maps: Path, prefix: str) -> Iterable[tuple[int, int]]:
 
 def _open_fds(fd_dir: Path, prefix: str) -> Iterable[tuple[int, int]]:
     try:
-        fds = os.listdir(fd_dir)
+        links = list(fd_dir.iterdir())
     except OSError:
         return ()
     found = []
-    for fd in fds:
-        link = fd_dir / fd
+    for link in links:
         try:
-            if not os.readlink(link).startswith(prefix):
+            # The target as the kernel wrote it (`/dev/shm/x (deleted)`, `socket:[N]`), a str.
+            if not os.readlink(link).startswith(prefix):  # noqa: PTH115
                 continue
-            info = os.stat(link)  # the open file itself, even when unlinked
+            info = link.stat()  # the open file itself, even when unlinked
         except OSError:
             continue
         found.append((info.st_dev, info.st_ino))
@@ -293,7 +294,7 @@ def _open_fds(fd_dir: Path, prefix: str) -> Iterable[tuple[int, int]]:
 
 def _shm_names(root: Path) -> Sequence[str]:
     try:
-        names = os.listdir(root)
+        names = [entry.name for entry in root.iterdir()]
     except OSError:
         return ()
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in SHM_PATTERNS)]

@@ -40,10 +40,12 @@ def spec_files(paths: Iterable[str | Path]) -> list[str]:
 
 def _search(root: Path) -> Iterable[Path]:
     for folder, subfolders, names in os.walk(root):
+        # os.path.exists: False for an unreadable folder, where Path.exists raises (EACCES).
         subfolders[:] = [
             name
             for name in subfolders
-            if not name.startswith(".") and not os.path.exists(os.path.join(folder, name, STORE_DB))
+            if not name.startswith(".")
+            and not os.path.exists(os.path.join(folder, name, STORE_DB))  # noqa: PTH110, PTH118
         ]
         for name in names:
             if Path(name).suffix in SPEC_SUFFIXES:

@@ -96,7 +96,7 @@ def _relative(path: Path, base: Path) -> str:
     except ValueError:
         return str(path.resolve())
     # `../app` reads as the spec wrote it; a path far outside is clearer absolute.
-    ups = relative.split(os.sep).count("..")
+    ups = Path(relative).parts.count("..")
     return str(path.resolve()) if ups > 2 else relative
 
 

@@ -225,7 +225,7 @@ _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 def _identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file at `path`; None when there is none."""
     try:
-        info = os.stat(path)
+        info = path.stat()
     except OSError:
         return None
     return info.st_dev, info.st_ino

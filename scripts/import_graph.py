@@ -45,7 +45,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("execute", (
         "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",
         "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
-        "reprospec.envprobe", "reprospec.dockerimage", "reprospec.runners",
+        "reprospec.envprobe", "reprospec.dockersdk", "reprospec.dockerimage", "reprospec.runners",
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
         "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",

@@ -7,6 +7,7 @@ import json
 from reprospec.isolation.differences import (
     MISSING,
     Difference,
+    Setting,
     configuration,
     differences,
     key,
@@ -15,8 +16,9 @@ from reprospec.isolation.differences import (
     overrides,
     render,
 )
+from reprospec.jsontypes import JsonValue
 
-DOCUMENT = {
+DOCUMENT: dict[str, JsonValue] = {
     "matrix": {"num_workers": [0, 2], "pin_memory": [False, True]},
     "workload": {
         "data": {"loader": {"batch_size": 16, "num_workers": "${{ matrix.num_workers }}"}},
@@ -26,8 +28,16 @@ DOCUMENT = {
 
 
 def test_axes_and_fields_that_differ_in_a_stable_order() -> None:
-    passing = {"matrix.num_workers": 0, "matrix.pin_memory": False, "run.timeout": "30s"}
-    failing = {"matrix.num_workers": 2, "matrix.pin_memory": True, "run.timeout": "30s"}
+    passing: dict[str, Setting] = {
+        "matrix.num_workers": 0,
+        "matrix.pin_memory": False,
+        "run.timeout": "30s",
+    }
+    failing: dict[str, Setting] = {
+        "matrix.num_workers": 2,
+        "matrix.pin_memory": True,
+        "run.timeout": "30s",
+    }
     failing["workload.seed"] = 3
     passing["workload.seed"] = MISSING
     diffs = differences(passing, failing)
@@ -57,8 +67,8 @@ def test_a_side_keeps_the_spec_value_where_only_the_other_sets_it() -> None:
 
 
 def test_a_mix_applies_the_chosen_differences_only() -> None:
-    passing = {"matrix.a": False, "matrix.b": False, "x.y": 1}
-    failing = {"matrix.a": True, "matrix.b": True, "x.y": MISSING}
+    passing: dict[str, Setting] = {"matrix.a": False, "matrix.b": False, "x.y": 1}
+    failing: dict[str, Setting] = {"matrix.a": True, "matrix.b": True, "x.y": MISSING}
     diffs = differences(passing, failing)
     assert mix(passing, diffs, [1]) == {"matrix.a": False, "matrix.b": True, "x.y": 1}
     assert mix(passing, diffs, [2]) == {"matrix.a": False, "matrix.b": False}
@@ -66,7 +76,7 @@ def test_a_mix_applies_the_chosen_differences_only() -> None:
 
 
 def test_overrides_make_one_cell_with_the_mixed_values() -> None:
-    config = {
+    config: dict[str, Setting] = {
         "matrix.num_workers": 2,
         "matrix.pin_memory": False,
         "workload.data.loader.batch_size": 16,  # as the spec has it: no override
@@ -95,7 +105,8 @@ def test_lookup_and_render() -> None:
     assert lookup(DOCUMENT, "workload.phases.1.name") == "validation"
     assert lookup(DOCUMENT, "workload.phases.7.name") is MISSING
     assert lookup(DOCUMENT, "nope.deeper") is MISSING
-    assert [render(v) for v in (True, None, 2, "fork", [1, 2])] == [
+    values: list[JsonValue] = [True, None, 2, "fork", [1, 2]]
+    assert [render(v) for v in values] == [
         "true",
         "null",
         "2",

@@ -5,6 +5,7 @@ The outputs themselves are checked end to end, with real runs, in test_security.
 
 from __future__ import annotations
 
+from reprospec.jsontypes import JsonValue
 from reprospec.logtext import printable
 from reprospec.redact import MASK, Redactor, env_names_read, looks_secret
 from reprospec.report.markup import plain_markdown
@@ -21,7 +22,7 @@ def test_names_that_look_secret() -> None:
 
 
 def test_what_a_spec_reads_is_masked_unless_public() -> None:
-    document = {
+    document: dict[str, JsonValue] = {
         "command": "curl -H 'x: ${{ env.API }}' ${{ env.DATA }} ${{ matrix.x }}",
         "environment": {
             "env": {"TORCH_AUTH": "literal-auth", "SHORT_KEY": "ab", "N": "${{ env.NUM }}"},

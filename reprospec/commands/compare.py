@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprospec.logtext import printable
+
+if TYPE_CHECKING:
+    from reprospec.compare import Comparison
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def lines(diff: dict[str, Any], spec_name: str) -> list[str]:
+def lines(diff: Comparison, spec_name: str) -> list[str]:
     """The comparison as text lines, for people."""
     out = [f"{diff['run_a']} -> {diff['run_b']} ({spec_name})"]
     spec = diff["spec"]
@@ -73,9 +76,12 @@ def lines(diff: dict[str, Any], spec_name: str) -> list[str]:
             out.append(f"    expected  {exp_a}" + ("" if exp_a == exp_b else f" -> {exp_b}"))
     else:
         out.append("no cell changed")
-    for label, key in (("only in the first run", "only_a"), ("only in the second run", "only_b")):
-        if diff.get(key):
-            out.append(f"{label}: {', '.join(diff[key])}")
+    for label, only in (
+        ("only in the first run", diff["only_a"]),
+        ("only in the second run", diff["only_b"]),
+    ):
+        if only:
+            out.append(f"{label}: {', '.join(only)}")
     return out
 
 

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
 
+from reprospec.doctor.check import section, strings
 from reprospec.envprobe import probe_environment
+from reprospec.jsontypes import JsonValue
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,15 +24,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _size(value: Any) -> str:
+def _size(value: JsonValue) -> str:
     return f"{value / 2**30:.1f} GiB" if isinstance(value, (int, float)) else "?"
 
 
-def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+def summary(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
     """The environment as (label, value) lines, in the order a bug report wants them."""
-    python, os_, cpu = env.get("python") or {}, env.get("os") or {}, env.get("cpu") or {}
-    memory, shm, torch = env.get("memory") or {}, env.get("shm") or {}, env.get("torch") or {}
-    nvidia, nvcc = env.get("nvidia") or {}, env.get("nvcc") or {}
+    python, os_, cpu = section(env, "python"), section(env, "os"), section(env, "cpu")
+    memory, shm, torch = section(env, "memory"), section(env, "shm"), section(env, "torch")
+    nvidia, nvcc = section(env, "nvidia"), section(env, "nvcc")
     if torch.get("installed") is False:
         torch_line = "not installed"
     elif torch.get("error"):
@@ -39,7 +40,8 @@ def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     else:
         cuda, cudnn = torch.get("cuda") or "none", torch.get("cudnn") or "none"
         torch_line = f"{torch.get('version')} (CUDA {cuda}, cuDNN {cudnn})"
-    gpus = torch.get("gpus") or nvidia.get("gpus") or []
+    found = torch.get("gpus") or nvidia.get("gpus")
+    gpus = [g for g in found if isinstance(g, dict)] if isinstance(found, list) else []
     lines = [
         ("python", f"{python.get('version')} ({python.get('executable')})"),
         (
@@ -52,7 +54,7 @@ def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
         (
             "cpu",
             f"{cpu.get('model')}, {cpu.get('usable_cores')}/{cpu.get('cores')} cores, "
-            f"flags {' '.join(cpu.get('flags') or []) or 'none'}",
+            f"flags {' '.join(strings(cpu.get('flags'))) or 'none'}",
         ),
         (
             "memory",
@@ -66,7 +68,7 @@ def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("/dev/shm", f"{_size(shm.get('size'))}" if shm.get("present", True) else "missing"),
         ("torch", torch_line),
         ("cpu capability", str(torch.get("cpu_capability"))),
-        ("cuda arch list", " ".join(torch.get("arch_list") or []) or "none"),
+        ("cuda arch list", " ".join(strings(torch.get("arch_list"))) or "none"),
         (
             "gpus",
             "; ".join(
@@ -82,13 +84,13 @@ def summary(env: Mapping[str, Any]) -> list[tuple[str, str]]:
             else "none (no nvidia-smi)",
         ),
         ("nvcc", f"{nvcc.get('version')} ({nvcc.get('path')})" if nvcc.get("path") else "none"),
-        ("start method", str((env.get("multiprocessing") or {}).get("start_method"))),
+        ("start method", str(section(env, "multiprocessing").get("start_method"))),
         (
             "packages",
-            ", ".join(f"{k} {v or 'missing'}" for k, v in (env.get("packages") or {}).items()),
+            ", ".join(f"{k} {v or 'missing'}" for k, v in section(env, "packages").items()),
         ),
     ]
-    variables = env.get("env") or {}
+    variables = section(env, "env")
     if variables:
         lines.append(("env", " ".join(f"{k}={v}" for k, v in variables.items())))
     return lines

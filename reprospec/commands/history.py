@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 _COUNTS = (
     ("reproduced", "reproduced"),
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     return _table(runs, args.out, spec_name)
 
 
-def _row(run: dict[str, Any]) -> dict[str, Any]:
+def _row(run: Mapping[str, object]) -> dict[str, object]:
     """One run for `--format json`: the store's summary, the run id whole."""
     keys = ("run_id", "spec_name", "spec_path", "runner", "started", "finished", "status")
     out = {key: run.get(key) for key in keys}
@@ -48,7 +48,7 @@ def _row(run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _table(runs: list[dict[str, Any]], out: Path, spec_name: str | None) -> int:
+def _table(runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None) -> int:
     from rich.table import Table
 
     from reprospec.console import make_console
@@ -59,16 +59,17 @@ def _table(runs: list[dict[str, Any]], out: Path, spec_name: str | None) -> int:
         return 0
     table = Table(title=f"runs in {out}", title_justify="left")
     # The run id is what one copies (`reprospec report ID`): never cut, never wrapped.
-    table.add_column("run", no_wrap=True, min_width=max(len(r["run_id"]) for r in runs))
+    table.add_column("run", no_wrap=True, min_width=max(len(str(r["run_id"])) for r in runs))
     for column in ("started", "runner", "status", "cells", "verdicts"):
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
         table.add_row(
-            row["run_id"],
+            # Text columns the store never leaves null (store.py's schema).
+            str(row["run_id"]),
             str(row["started"]).replace("T", " ")[:19],
-            row["runner"],
-            row["status"],
+            str(row["runner"]),
+            str(row["status"]),
             str(row.get("cells", "")),
             verdicts or "—",
         )

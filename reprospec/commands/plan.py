@@ -26,9 +26,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
-        include = [
-            _github_entry(args.spec, plan.cell.id, plan.cell.matrix) for plan in first_attempts
-        ]
+        include = [_github_entry(plan.cell.id, plan.cell.matrix) for plan in first_attempts]
         json.dump({"include": include}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
@@ -45,7 +43,7 @@ def described(planned: RunPlan) -> list[JsonObject]:
     return [redactor.value(describe(plan)) for plan in planned.first_attempts()]
 
 
-def _github_entry(spec_path: str, cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
+def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
     from reprospec.matrix import format_value
 

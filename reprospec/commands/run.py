@@ -181,7 +181,7 @@ def install_stop_handlers(cancel: threading.Event) -> None:
     report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
     signal killed is known to have been stopped, not to have crashed."""
 
-    def handler(signum: int, frame: object) -> None:
+    def handler(_signum: int, _frame: object) -> None:
         cancel.set()
         raise KeyboardInterrupt
 
@@ -200,7 +200,7 @@ def write_github_summary(result: RunResult) -> None:
     if not path:
         return
     try:
-        with open(path, "a", encoding="utf-8") as fh:
+        with Path(path).open("a", encoding="utf-8") as fh:
             fh.write(render(result, "github"))
     except OSError as exc:  # the run and its report are written: a summary is a bonus
         print(

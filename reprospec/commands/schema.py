@@ -7,7 +7,7 @@ import sys
 from importlib import resources
 
 
-def run(args: argparse.Namespace) -> int:
+def run(_args: argparse.Namespace) -> int:  # every verb is run(args); this one needs none
     text = resources.files("reprospec").joinpath("data/reprospec.schema.json").read_text("utf-8")
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

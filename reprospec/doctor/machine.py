@@ -143,7 +143,7 @@ def check_driver(env: Captured) -> Check:
 
 def arch_ok(capability: str, arch_list: Sequence[str]) -> Status:
     """pass: a cubin runs it; warn: only PTX (JIT-compiled at start-up); fail: nothing runs it."""
-    major, minor = (version_tuple(capability) + (0, 0))[:2]
+    major, minor = (*version_tuple(capability), 0, 0)[:2]
     cubins: list[tuple[int, int]] = []
     ptx: list[tuple[int, int]] = []
     for arch in arch_list:

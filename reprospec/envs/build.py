@@ -99,8 +99,10 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     among the interpreters on this machine), or None for reprospec's own interpreter."""
     if request is None:
         path = sys.executable
-    elif os.sep in request or os.path.exists(request):
-        path = os.path.abspath(os.path.expanduser(request))
+    # As runners/local.py's _resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
+    # that cannot be expanded left alone, and os.path.exists is False where Path's raises.
+    elif os.sep in request or os.path.exists(request):  # noqa: PTH110
+        path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111
     elif request.startswith("python") and shutil.which(request):
         path = str(shutil.which(request))
     else:
@@ -312,7 +314,7 @@ def _build(
             "uv": _uv_version(),
         }
         (venv / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        os.rename(venv, final)
+        venv.rename(final)
         return meta
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

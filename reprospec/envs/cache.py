@@ -52,7 +52,8 @@ def _size(folder: Path) -> int:
     for base, _dirs, files in os.walk(folder):
         for name in files:
             with contextlib.suppress(OSError):
-                stat = os.lstat(os.path.join(base, name))
+                # os.walk's strs: a Path per file made this walk 1.8x slower (a 25k-file venv).
+                stat = os.lstat(os.path.join(base, name))  # noqa: PTH118
                 total += stat.st_size
     return total
 
@@ -114,7 +115,7 @@ def prune_envs(
             with locked(root / LOCKS / f"{env.key}.lock"):
                 trash = root / TMP / f"{env.key}-pruned-{os.getpid()}"
                 trash.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(env.path, trash)  # gone at once for readers; deleted after
+                env.path.rename(trash)  # gone at once for readers; deleted after
                 shutil.rmtree(trash, ignore_errors=True)
     if not dry_run and not keys:
         _clean_tmp(root)

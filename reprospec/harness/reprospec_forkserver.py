@@ -202,7 +202,7 @@ TAG_RESOURCE = 10
 _PR_SET_PDEATHSIG = 1
 
 
-def _tag(tag, server: int) -> None:
+def _tag(tag: object, server: int) -> None:
     """The attempt's tag, and death with the server (which ends with the engine)."""
     import resource
 
@@ -242,7 +242,11 @@ def _reap(sock: socket.socket) -> None:
 
 
 def _fork_attempt(
-    sock: socket.socket, request: dict, fds: list[int], slot, argv_slot
+    sock: socket.socket,
+    request: dict,
+    fds: list[int],
+    slot: tuple[int, int] | None,
+    argv_slot: tuple[int, int] | None,
 ) -> Job | None:
     """Fork the attempt: there, return its Job; here, reply and return None.
 
@@ -327,7 +331,7 @@ def serve(fd: int, modules: list[str]) -> Job | None:
         files[name] = getattr(top, "__file__", None)
     import signal
 
-    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(sock))
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: _reap(sock))
     _send(
         sock,
         {

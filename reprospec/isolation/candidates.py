@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from reprospec.jsontypes import JsonObject
 from reprospec.rates import wilson
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
@@ -80,7 +81,7 @@ class Tally:
             infra=self.infra + counts["infra"],
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         low, high = wilson(self.matched, self.ran)
         return {
             "attempts": self.attempts,
@@ -112,7 +113,7 @@ class Candidate:
     reproduces: bool | None  # None: not decided
     clean_evidence: int = 0  # clean attempts its passing verdict rests on (see Isolation)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "applied": list(self.applied),
             "role": self.role,
@@ -135,7 +136,7 @@ class Rate:
     def value(self) -> float:
         return self.matched / self.attempts if self.attempts else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "matched": self.matched,
             "attempts": self.attempts,
@@ -172,7 +173,7 @@ class IsolationResult:
     def rule(self) -> str:
         return rule_text(self.error, self.min_rate, self.rate_used, self.max_culprits)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "status": self.status,
             "culprits": list(self.culprits),

@@ -13,34 +13,37 @@ Pure functions on plain values: no spec loading, no processes.
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Final, TypeAlias
 
 from reprospec.expr import same
+from reprospec.jsontypes import JsonValue
 
 MATRIX = "matrix."
 
 
-class _Missing:
-    """The path is absent on that side (applying the difference deletes or adds the key)."""
+class _Missing(enum.Enum):
+    """The path is absent on that side (applying the difference deletes or adds the key).
 
-    _instance: _Missing | None = None
+    A one-member enum: a singleton that pickles and copies as itself, and that
+    `value is MISSING` narrows away for the type checker.
+    """
 
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    MISSING = "MISSING"
 
     def __repr__(self) -> str:
         return "MISSING"
 
-    def __reduce__(self) -> str:
-        return "MISSING"
 
+MISSING: Final = _Missing.MISSING
 
-MISSING: Any = _Missing()
+# A configuration's value at one path: what the spec holds there, or MISSING.
+Setting: TypeAlias = "JsonValue | _Missing"
+# A configuration: path -> its value (`matrix.AXIS` for axes, dotted paths for fields).
+Config: TypeAlias = "Mapping[str, Setting]"
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,8 @@ class Difference:
     """One path whose value differs: `base` on the passing side, `value` on the failing one."""
 
     path: str
-    base: Any
-    value: Any
+    base: Setting
+    value: Setting
 
     @property
     def is_axis(self) -> bool:
@@ -60,14 +63,14 @@ class Difference:
         """How a person reads it: the axis name for matrix axes, the dotted path otherwise."""
         return self.path[len(MATRIX) :] if self.is_axis else self.path
 
-    def describe(self, value: Any = None) -> str:
+    def describe(self, value: Setting = None) -> str:
         """`num_workers=2` (or `PATH unset`)."""
         shown = self.value if value is None else value
         if shown is MISSING:
             return f"{self.name} unset"
         return f"{self.name}={render(shown)}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return {
             "path": self.path,
             "value": None if self.value is MISSING else self.value,
@@ -77,7 +80,7 @@ class Difference:
         }
 
 
-def render(value: Any) -> str:
+def render(value: JsonValue) -> str:
     """A value as a person writes it in a cell id or `--set`: true, 2, fork, [1, 2]."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -88,10 +91,13 @@ def render(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def lookup(document: Any, path: str) -> Any:
+def lookup(document: Mapping[str, JsonValue], path: str) -> Setting:
     """The value at a dotted path of a spec document, or MISSING."""
-    node = document
-    for part in path.split("."):
+    first, *rest = path.split(".")
+    if first not in document:
+        return MISSING
+    node = document[first]
+    for part in rest:
         if isinstance(node, Mapping) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -102,17 +108,17 @@ def lookup(document: Any, path: str) -> Any:
 
 
 def configuration(
-    document: Mapping[str, Any],
-    matrix: Mapping[str, Any],
-    sets: Mapping[str, Any],
+    document: Mapping[str, JsonValue],
+    matrix: Mapping[str, JsonValue],
+    sets: Config,
     paths: Iterable[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, Setting]:
     """One side as a flat mapping: its cell's axes, its `--set` values, `paths` from the spec.
 
     `paths` are fields the other side sets: this side keeps the document's value
     there (MISSING when the document has none), so the difference shows.
     """
-    config: dict[str, Any] = {MATRIX + axis: value for axis, value in matrix.items()}
+    config: dict[str, Setting] = {MATRIX + axis: value for axis, value in matrix.items()}
     for path in paths:
         if not path.startswith(MATRIX):
             config[path] = lookup(document, path)
@@ -121,7 +127,7 @@ def configuration(
     return config
 
 
-def differences(passing: Mapping[str, Any], failing: Mapping[str, Any]) -> tuple[Difference, ...]:
+def differences(passing: Config, failing: Config) -> tuple[Difference, ...]:
     """Every path whose value differs, matrix axes first, each group in a stable order."""
     paths = list(dict.fromkeys([*passing, *failing]))
     axes = [p for p in paths if p.startswith(MATRIX)]
@@ -135,8 +141,8 @@ def differences(passing: Mapping[str, Any], failing: Mapping[str, Any]) -> tuple
 
 
 def mix(
-    passing: Mapping[str, Any], diffs: Sequence[Difference], chosen: Iterable[int]
-) -> dict[str, Any]:
+    passing: Config, diffs: Sequence[Difference], chosen: Iterable[int]
+) -> dict[str, Setting]:
     """The passing configuration with the chosen differences set to the failing side's values."""
     config = dict(passing)
     for index in chosen:
@@ -148,7 +154,7 @@ def mix(
     return config
 
 
-def overrides(config: Mapping[str, Any], document: Mapping[str, Any]) -> tuple[str, ...]:
+def overrides(config: Config, document: Mapping[str, JsonValue]) -> tuple[str, ...]:
     """The `--set` list that makes `document` run `config` as one cell.
 
     Fields are set (or `~`-deleted) where they differ from the document; the
@@ -173,7 +179,7 @@ def overrides(config: Mapping[str, Any], document: Mapping[str, Any]) -> tuple[s
     return tuple(out)
 
 
-def key(config: Mapping[str, Any]) -> str:
+def key(config: Config) -> str:
     """A stable text key of a configuration (for caches of results between restarts)."""
     return json.dumps(
         {p: ("<unset>" if v is MISSING else v) for p, v in sorted(config.items())},
@@ -181,7 +187,7 @@ def key(config: Mapping[str, Any]) -> str:
     )
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Setting, b: Setting) -> bool:
     if a is MISSING or b is MISSING:
         return a is b
     return same(a, b)  # true and 1 are different spec values, 2 and 2.0 the same

@@ -21,13 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
     MISSING,
+    Config,
     Difference,
+    Setting,
     configuration,
     differences,
     key,
@@ -36,6 +37,7 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.models import Cell, Expectation, Spec
 from reprospec.options import RunOptions
 from reprospec.rates import rate_floor
@@ -66,11 +68,13 @@ class Side:
     """One end of the isolation: a cell, the fields set on that side only, the flat config."""
 
     cell: Cell
-    sets: Mapping[str, Any]
-    config: Mapping[str, Any]
+    sets: Config
+    config: Config
 
     def describe(self) -> str:
-        sets = ", ".join(f"{p}={json.dumps(v)}" for p, v in self.sets.items())
+        sets = ", ".join(
+            f"~{p}" if v is MISSING else f"{p}={json.dumps(v)}" for p, v in self.sets.items()
+        )
         return self.cell.id + (f" with {sets}" if sets else "")
 
 
@@ -102,7 +106,7 @@ class IsolateResult:
 
         return sentence(self)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         from reprospec.isolation.report import to_dict
 
         return to_dict(self)
@@ -257,9 +261,9 @@ class _CandidateRunner:
         *,
         spec_path: Path,
         base_overrides: Sequence[str],
-        document: Mapping[str, Any],
-        expect: Mapping[str, Any],
-        passing: Mapping[str, Any],
+        document: Mapping[str, JsonValue],
+        expect: Mapping[str, JsonValue],
+        passing: Config,
         diffs: Sequence[Difference],
         options: RunOptions,
         parallel: int,
@@ -281,7 +285,7 @@ class _CandidateRunner:
     def run_round(self, probes: Sequence[Probe]) -> list[StoredProbe]:
         """What each probe's attempts did, in the probes' order."""
         answers: list[StoredProbe | None] = []
-        todo: list[tuple[int, Probe, Mapping[str, Any]]] = []
+        todo: list[tuple[int, Probe, Config]] = []
         for index, probe in enumerate(probes):
             config = mix(self.passing, self.diffs, sorted(probe.candidate))
             stored = self.state.take(key(config))
@@ -311,7 +315,7 @@ class _CandidateRunner:
                         answers[index] = future.result()
         return [a for a in answers if a is not None]
 
-    def _run(self, probe: Probe, config: Mapping[str, Any], jobs: int) -> StoredProbe:
+    def _run(self, probe: Probe, config: Config, jobs: int) -> StoredProbe:
         from reprospec import api
 
         sets = (*self.base_overrides, *overrides(config, self.document), "expect=" + self.expect)
@@ -331,7 +335,7 @@ class _CandidateRunner:
         return stored
 
     def _stored(
-        self, probe: Probe, config: Mapping[str, Any], result: RunResult | None
+        self, probe: Probe, config: Config, result: RunResult | None
     ) -> StoredProbe:
         kinds: list[AttemptKind] = []
         reason = ""
@@ -359,11 +363,11 @@ def _kind(attempt: AttemptResult) -> AttemptKind:
     return "pass" if outcome.kind == "pass" else "other"
 
 
-def _parse_sets(items: Sequence[str], option: str) -> dict[str, Any]:
+def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
     """`PATH=VALUE` (VALUE read as YAML) or `~PATH` (unset) -> {path: value}."""
     from reprospec.yamlsource import YamlSourceError, load_value
 
-    out: dict[str, Any] = {}
+    out: dict[str, Setting] = {}
     for item in items:
         if item.startswith("~"):
             out[item[1:].strip()] = MISSING

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec.isolation.candidates import Candidate
+from reprospec.isolation.differences import MISSING, Config, Setting, render
+from reprospec.jsontypes import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from reprospec.isolation.driver import IsolateResult
@@ -96,10 +98,9 @@ def text(found: IsolateResult) -> str:
     return "\n".join(lines)
 
 
-def to_dict(found: IsolateResult) -> dict[str, Any]:
+def to_dict(found: IsolateResult) -> JsonObject:
     """isolate.json, and what `--format json` prints."""
     result = found.result
-    evidence = result.to_dict()
     return {
         "isolate": found.id,
         "status": result.status,
@@ -131,8 +132,11 @@ def to_dict(found: IsolateResult) -> dict[str, Any]:
         "passing": {"cell": found.passing.cell.id, "sets": _plain(found.passing.sets)},
         "differences": [d.to_dict() for d in found.differences],
         "evidence": {
-            name: _with_names(found, evidence[name])
-            for name in ("minimal", "one_smaller", "base", "failing", "tested")
+            "minimal": _with_names(found, result.minimal),
+            "one_smaller": [_with_names(found, c) for c in result.one_smaller],
+            "base": _with_names(found, result.base),
+            "failing": _with_names(found, result.failing),
+            "tested": [_with_names(found, c) for c in result.tested],
         },
         "runs": list(found.runs),
         "reused": found.reused,
@@ -234,35 +238,28 @@ def _expected(found: IsolateResult) -> str:
     return expectation_phrase(found.expectation, rate=False)
 
 
-def _with_names(found: IsolateResult, value: Any) -> Any:
-    if isinstance(value, list):
-        return [_with_names(found, v) for v in value]
-    if isinstance(value, dict) and "applied" in value:
-        return {
-            "set": describe_set(found, value["applied"]),
-            "differences": [found.differences[i].path for i in value["applied"]],
-            **value,
-        }
-    return value
+def _with_names(found: IsolateResult, candidate: Candidate | None) -> JsonValue:
+    """A candidate's evidence with the set it applies in the spec's terms."""
+    if candidate is None:
+        return None
+    return {
+        "set": describe_set(found, candidate.applied),
+        "differences": [found.differences[i].path for i in candidate.applied],
+        **candidate.to_dict(),
+    }
 
 
 def _percent(value: float) -> str:
     return f"{value:.0%}"
 
 
-def _shown(value: Any) -> str:
-    from reprospec.isolation.differences import MISSING, render
-
+def _shown(value: Setting) -> str:
     return "(unset)" if value is MISSING else f"`{render(value)}`"
 
 
-def _unset(value: Any) -> dict[str, bool]:
-    from reprospec.isolation.differences import MISSING
-
+def _unset(value: Setting) -> JsonObject:
     return {"unset": True} if value is MISSING else {}
 
 
-def _plain(sets: Any) -> dict[str, Any]:
-    from reprospec.isolation.differences import MISSING
-
+def _plain(sets: Config) -> JsonObject:
     return {k: (None if v is MISSING else v) for k, v in sets.items()}

@@ -239,7 +239,7 @@ class Isolation:
         if belief.top[1] < 0.5 or not self._seen_failing(answer):
             return False
         matched, ran = self._known()
-        if not ran or matched == ran and rate >= 0.99:
+        if not ran or (matched == ran and rate >= 0.99):
             return False
         now = self._checks_needed(belief, answer, rate)
         seen = matched / ran

@@ -22,11 +22,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+from reprospec.jsontypes import JsonObject, JsonValue
 
 FORMAT = 1
+_KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class StoredProbe:
     infra_reason: str = ""
     interrupted: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "key": self.key,
             "candidate": list(self.candidate),
@@ -53,17 +54,26 @@ class StoredProbe:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StoredProbe:
-        kinds = tuple(k for k in data.get("kinds", ()) if k in ATTEMPT_KINDS)
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> StoredProbe:
+        kinds = tuple(
+            _KINDS[k] for k in _items(data, "kinds") if isinstance(k, str) and k in _KINDS
+        )
         return cls(
             key=str(data["key"]),
-            candidate=tuple(int(i) for i in data.get("candidate", ())),
+            candidate=tuple(
+                int(i) for i in _items(data, "candidate") if isinstance(i, (int, float, str))
+            ),
             role=str(data.get("role", "search")),
             kinds=kinds,
             run_id=str(data.get("run_id", "")),
             infra_reason=str(data.get("infra_reason", "")),
             interrupted=bool(data.get("interrupted", False)),
         )
+
+
+def _items(data: Mapping[str, JsonValue], name: str) -> list[JsonValue]:
+    value = data.get(name)
+    return value if isinstance(value, list) else []
 
 
 def isolation_id(name: str, parts: Sequence[str]) -> str:
@@ -75,7 +85,7 @@ def isolation_id(name: str, parts: Sequence[str]) -> str:
 class StateFile:
     """The probes of one isolation, replayed in order on restart; safe across threads."""
 
-    def __init__(self, folder: Path, header: Mapping[str, Any]) -> None:
+    def __init__(self, folder: Path, header: Mapping[str, JsonValue]) -> None:
         self.folder = folder
         self.path = folder / "state.json"
         self.header = dict(header)

@@ -6,13 +6,12 @@ loads); the few frames printed are demangled here with `c++filt`.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reprospec.native.stacks import Frame, Thread
 
@@ -87,7 +86,7 @@ def _library_at(address: int | None, maps: Sequence[tuple[int, int, str]]) -> st
         return None
     for start, end, path in maps:
         if start <= address < end:
-            return os.path.basename(path)
+            return PurePosixPath(path).name
     return None
 
 
@@ -130,7 +129,7 @@ def parse_backtrace(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tup
         library: str | None = None
         found = _FROM.search(rest)
         if found is not None:
-            library = os.path.basename(found["lib"])
+            library = PurePosixPath(found["lib"]).name
             rest = rest[: found.start()]
         source_file: str | None = None
         source_line: int | None = None

@@ -50,7 +50,8 @@ class CorePattern:
         if self.piped or not self.raw:
             return []
         pattern = re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", self.raw)
-        base = pattern if os.path.isabs(pattern) else os.path.join(glob.escape(str(cwd)), pattern)
+        # Glob patterns, as strs, for glob.glob (find_cores): Path.glob takes no absolute one.
+        base = pattern if os.path.isabs(pattern) else os.path.join(glob.escape(str(cwd)), pattern)  # noqa: PTH117, PTH118
         found = [base]
         if self.uses_pid and "%p" not in self.raw:
             found.append(base + ".*")
@@ -114,7 +115,7 @@ def signal_name(number: int) -> str | None:
 def read_core(path: Path) -> CoreInfo | None:
     """Pid, signal, executable and mapped files of an ELF core (64-bit LE); None if not one."""
     try:
-        with open(path, "rb") as handle:
+        with path.open("rb") as handle:
             head = handle.read(64)
             if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
                 return None
@@ -181,7 +182,7 @@ def core_holds(path: Path, needle: bytes) -> bool:
     """Whether the core's memory holds `needle` (the attempt token, in its environment)."""
     try:
         with (
-            open(path, "rb") as handle,
+            path.open("rb") as handle,
             mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m,
         ):
             return m.find(needle) >= 0
@@ -197,7 +198,7 @@ def find_cores(
     found: list[tuple[float, CoreInfo]] = []
     seen: set[str] = set()
     for pattern_glob in pattern.globs(workdir):
-        for name in glob.glob(pattern_glob):
+        for name in glob.glob(pattern_glob):  # noqa: PTH207 (an absolute pattern: see globs)
             if name in seen:
                 continue
             seen.add(name)
@@ -221,7 +222,7 @@ def move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / (f"core.{pid}" if pid else path.name)
     try:
-        os.replace(path, target)
+        path.replace(target)
     except OSError:
         try:
             shutil.move(str(path), target)  # another file system

@@ -16,6 +16,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from reprospec import capped
 from reprospec.native.backtrace import (
@@ -156,7 +157,7 @@ def core_gdb_argv(
     for _start, _end, name in info.files:
         # CPython's gdb extension (py-bt) sits next to the interpreter: python3.11-gdb.py.
         helper = f"{name}-gdb.py"
-        if os.path.basename(name).startswith(("python", "libpython")) and exists(helper):
+        if PurePosixPath(name).name.startswith(("python", "libpython")) and exists(helper):
             argv += ["-iex", f"add-auto-load-safe-path {helper}"]
     for setting in _GDB_SETTINGS:
         argv += ["-ex", setting]

@@ -7,8 +7,8 @@ template arguments are dropped.
 
 from __future__ import annotations
 
-import os
 import re
+from pathlib import PurePosixPath
 
 _LIBC_LIKE = re.compile(r"^(libc|libm|libpthread|libdl|librt|ld-linux[-\w]*)$")
 # glibc runs one of several CPU-specific copies (ifuncs): `__strlen_evex`, `__memmove_avx_...`.
@@ -22,7 +22,7 @@ def short_library(name: str | None) -> str | None:
     """`libc.so.6` -> `libc`, `libgomp-a34b3233.so.1` -> `libgomp`: stable across versions."""
     if not name:
         return None
-    name = re.sub(r"\.so(\.[\w.]+)?$", "", os.path.basename(name))
+    name = re.sub(r"\.so(\.[\w.]+)?$", "", PurePosixPath(name).name)
     name = re.sub(r"\.cpython-\d+[-\w]*$", "", name)
     return re.sub(r"-[0-9a-f]{8}$", "", name)
 

@@ -100,7 +100,7 @@ def separating_patterns(
     widened = []
     for item in items:
         for i in range(len(axes)):
-            wider = item[:i] + (universe[i],) + item[i + 1 :]
+            wider = (*item[:i], universe[i], *item[i + 1:])
             if not holds_outside(wider):
                 item = wider
         widened.append(item)
@@ -132,7 +132,7 @@ def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[froz
                 rest = item[:axis] + item[axis + 1 :]
                 groups.setdefault(rest, set()).update(item[axis])
             merged = {
-                rest[:axis] + (frozenset(values),) + rest[axis:] for rest, values in groups.items()
+                (*rest[:axis], frozenset(values), *rest[axis:]) for rest, values in groups.items()
             }
             if len(merged) < len(items):
                 items, changed = merged, True

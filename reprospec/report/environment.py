@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from reprospec.jsontypes import JsonValue
 from reprospec.runmodels import CellResult
 from reprospec.words import size
 
@@ -38,13 +38,13 @@ _ENV_SECTIONS = frozenset(
 )
 
 
-def _words(*parts: Any) -> str:
+def _words(*parts: object) -> str:
     """The non-empty parts joined by spaces; '(…)' parts whose inside is empty are dropped."""
     return " ".join(str(p) for p in parts if p not in (None, "", "()", []))
 
 
-def env_value(value: Any) -> str:
-    """Any environment value as readable text ('' when there is nothing to say)."""
+def env_value(value: object) -> str:
+    """An environment value of any shape as readable text ('' when there is nothing to say)."""
     if value is None or value == "" or value == [] or value == {}:
         return ""
     if isinstance(value, bool):
@@ -58,12 +58,14 @@ def env_value(value: Any) -> str:
     return str(value)
 
 
-def _section(env: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+def _section(env: Mapping[str, JsonValue], name: str) -> Mapping[str, JsonValue]:
     value = env.get(name)
     return value if isinstance(value, Mapping) else {}
 
 
-def _torch_rows(torch: Mapping[str, Any], nvidia: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _torch_rows(
+    torch: Mapping[str, JsonValue], nvidia: Mapping[str, JsonValue]
+) -> list[tuple[str, str]]:
     if not torch or torch.get("captured") is False:
         return []
     if torch.get("installed") is False:
@@ -96,14 +98,15 @@ def _torch_rows(torch: Mapping[str, Any], nvidia: Mapping[str, Any]) -> list[tup
     ]
 
 
-def _gpus(torch: Mapping[str, Any], nvidia: Mapping[str, Any]) -> str:
+def _gpus(torch: Mapping[str, JsonValue], nvidia: Mapping[str, JsonValue]) -> str:
     gpus = nvidia.get("gpus") or torch.get("gpus") or []
     texts = []
-    for gpu in gpus:
+    for gpu in gpus if isinstance(gpus, list) else []:
         if not isinstance(gpu, Mapping):
             texts.append(str(gpu))
             continue
-        memory = size(gpu["memory_mib"] * 2**20) if gpu.get("memory_mib") else ""
+        mib = gpu.get("memory_mib")
+        memory = size(mib * 2**20) if isinstance(mib, (int, float)) and mib else ""
         cc = f"cc {gpu['capability']}" if gpu.get("capability") else ""
         inside = ", ".join(p for p in (cc, memory) if p)
         texts.append(_words(f"{gpu.get('index', '?')}:", gpu.get("name"), f"({inside})"))
@@ -171,7 +174,7 @@ def cell_environments(cells: Sequence[CellResult]) -> CellEnvironments:
     return CellEnvironments(frozenset(varying), per_cell)
 
 
-def _settings(environment: Mapping[str, Any]) -> dict[str, tuple[str, str | None]]:
+def _settings(environment: Mapping[str, JsonValue]) -> dict[str, tuple[str, str | None]]:
     """key -> (how it reads next to a cell, the value compared) of one cell's environment."""
     out: dict[str, tuple[str, str | None]] = {}
     for key, value in environment.items():
@@ -205,7 +208,7 @@ def _package_name(requirement: str) -> str:
 
 
 def environment_rows(
-    env: Mapping[str, Any], differs: CellEnvironments | None = None
+    env: Mapping[str, JsonValue], differs: CellEnvironments | None = None
 ) -> list[tuple[str, str]]:
     """(label, value) rows for the environment table, from the harness capture; nothing empty.
 
@@ -240,7 +243,7 @@ def environment_rows(
     return kept
 
 
-def _torch_version(torch: Mapping[str, Any], differs: CellEnvironments) -> str:
+def _torch_version(torch: Mapping[str, JsonValue], differs: CellEnvironments) -> str:
     """The torch row without the details a cell-varying variable sets."""
     details = ", ".join(
         part
@@ -258,7 +261,7 @@ def _torch_version(torch: Mapping[str, Any], differs: CellEnvironments) -> str:
     return _words(torch.get("version"), f"({details})" if details else "")
 
 
-def _capture_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _capture_rows(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
     """(label, value) rows for the environment table, from the harness capture; nothing empty."""
     py, system, cpu = _section(env, "python"), _section(env, "os"), _section(env, "cpu")
     memory, shm, torch = _section(env, "memory"), _section(env, "shm"), _section(env, "torch")
@@ -313,7 +316,7 @@ def _capture_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def env_vars(
-    env: Mapping[str, Any], differs: CellEnvironments | None = None
+    env: Mapping[str, JsonValue], differs: CellEnvironments | None = None
 ) -> list[tuple[str, str]]:
     """(name, value) of the environment variables the capture recorded, sorted.
 
@@ -325,7 +328,7 @@ def env_vars(
     ]
 
 
-def mismatches(env: Mapping[str, Any]) -> list[str]:
+def mismatches(env: Mapping[str, JsonValue]) -> list[str]:
     """Where the spec's environment differs from the one that ran, one line each."""
     found = env.get("environment_mismatch")
     if not found:

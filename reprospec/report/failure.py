@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
 from reprospec.logtext import clean_log
 from reprospec.report.markup import fence_for, inline_code
@@ -18,6 +18,40 @@ from reprospec.runmodels import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 
 STACK_LINES = 300
+
+
+class FailureSection(TypedDict):
+    """The report's first failure, as the templates show it (see `failure_section`)."""
+
+    chain: list[str]
+    signatures: list[tuple[str, int, str]]  # (signature, attempts, injected phrase)
+    cell: str
+    attempt: int
+    outcome: str
+    exception: str | None
+    message: str
+    message_fence: str
+    detail: str
+    excerpt: str
+    fence: str
+    worker_stack: str
+    worker_fence: str
+    worker_who: str
+    worker_source: str
+    native: str
+    native_top: str
+    native_details: str
+
+
+class StackSection(TypedDict):
+    """One cell's first hang (or child crash) with its stacks (see `stack_sections`)."""
+
+    cell: str
+    attempt: int
+    what: str
+    text: str
+    fence: str
+    native: str
 
 
 def failing_cells(run: RunResult) -> list[CellResult]:
@@ -130,7 +164,7 @@ def _observed_line(run: RunResult) -> str:
     return text
 
 
-def failure_section(run: RunResult, paths: PathNames | None = None) -> dict[str, Any] | None:
+def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSection | None:
     """The failure signatures, and the first failure with its message and log excerpt.
 
     A dead DataLoader worker leads with its own stack (`worker_stack`), then the main
@@ -216,10 +250,10 @@ def chain_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[dict[str, Any]]:
+def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[StackSection]:
     """The first hang of each cell with its stacks, and the first crash of a child with its own."""
     short = (paths or PathNames({})).shorten
-    out = []
+    out: list[StackSection] = []
     for cell in run.cells:
         for a in cell.attempts:
             if a.ran is None or not (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 
 def fence_for(text: str, char: str = "`") -> str:
@@ -27,7 +26,7 @@ def inline_code(value: object) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
-def show_value(value: Any) -> str:
+def show_value(value: object) -> str:
     """A matrix value as the spec would spell it (YAML-ish scalars, compact JSON otherwise)."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
+from reprospec.jsontypes import JsonValue
 from reprospec.report.markup import show_value
 from reprospec.runmodels import CellResult, Outcome, RunResult
 from reprospec.words import outcome_phrase, plural
@@ -29,7 +29,7 @@ MAX_PAIRS = 6
 class Explanation:
     """One or two toggle values, and which way they separate the outcome from the rest."""
 
-    values: tuple[tuple[str, Any], ...]
+    values: tuple[tuple[str, JsonValue], ...]
     present: bool  # True: in every cell with the outcome; False: in every other cell
 
     def text(self, code: bool = True) -> str:
@@ -105,7 +105,7 @@ def _values(cell: CellResult) -> set[Value]:
     return {(axis, _key(value)) for axis, value in cell.cell.matrix.items()}
 
 
-def _key(value: Any) -> str:
+def _key(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 

@@ -10,7 +10,7 @@ keeps each cell and attempt.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict
 
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.environment import CellEnvironments
@@ -31,6 +31,33 @@ from reprospec.words import (
 LARGE_RUN_CELLS = 32
 # Attempt rows beyond this are grouped across cells.
 MAX_ATTEMPT_ROWS = 24
+
+
+class ResultRow(TypedDict):
+    """One cell of the results table (see `result_rows`)."""
+
+    mark: str
+    id: str
+    values: list[str]  # the cell's value of each axis, as the spec spells it
+    expected: str
+    actual: str
+    rate: str
+    verdict: VerdictKind
+    reason: str
+    env: str  # what differs in this cell's environment
+
+
+class ResultGroup(TypedDict):
+    """Alike cells of a large run's results table, as one row (see `result_groups`)."""
+
+    mark: str
+    expected: str
+    actual: str
+    rate: str
+    env: str
+    reason: str
+    count: int
+    cells: list[str]  # patterns naming the cells (cellsets.py)
 
 
 def ranges(numbers: Sequence[int]) -> str:
@@ -108,7 +135,7 @@ def attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> li
 
 def result_rows(
     run: RunResult, axes: Sequence[str], differs: CellEnvironments
-) -> list[dict[str, Any]]:
+) -> list[ResultRow]:
     """One row per cell: its values of `axes`, expected, actual, rate, what differs in it."""
     return [
         {
@@ -126,7 +153,7 @@ def result_rows(
     ]
 
 
-def result_groups(run: RunResult, differs: CellEnvironments) -> list[dict[str, Any]]:
+def result_groups(run: RunResult, differs: CellEnvironments) -> list[ResultGroup]:
     """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
     groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
     for c in run.cells:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the CLI reads the names at start-up: nothing more is import
 RunnerFactory = Callable[["RunOptions", Path], "Runner"]
 
 
-def _local(options: RunOptions, spec_dir: Path) -> Runner:
+def _local(options: RunOptions, _spec_dir: Path) -> Runner:  # a RunnerFactory
     from reprospec.runners.local import LocalRunner
 
     return LocalRunner(

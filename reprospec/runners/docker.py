@@ -18,14 +18,12 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprospec import capped, dockerimage, leftovers, native, scratch
 from reprospec.capture import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
-from reprospec.childprotocol import write_cell
-from reprospec.container import (
-    attempt_argv,
-)
+from reprospec.childprotocol import ChildPaths, Instance, write_cell
+from reprospec.container import PATHS, attempt_argv
 from reprospec.errors import FatalError
 from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
@@ -55,6 +53,9 @@ from reprospec.runners.dockernative import ContainerNative
 from reprospec.runners.together import InstanceStart
 from reprospec.units import format_size
 
+if TYPE_CHECKING:
+    from reprospec.dockersdk import ContainerConfig, DockerClient
+
 
 def _say_on_stderr(message: str) -> None:
     print(f"reprospec: {message}", file=sys.stderr, flush=True)
@@ -70,7 +71,7 @@ class DockerRunner:
         find_links: Path | None = None,
         *,
         base_url: str | None = None,
-        client: Any = None,
+        client: DockerClient | None = None,
         spec_dir: Path | None = None,
         say: Callable[[str], None] | None = None,
         native_stacks: bool = True,
@@ -92,7 +93,7 @@ class DockerRunner:
         self._check_lock = threading.Lock()
 
     @property
-    def client(self) -> Any:
+    def client(self) -> DockerClient:
         """The engine client, connected on first use (InfraError when no engine answers)."""
         with self._lock:
             if self._client is None:
@@ -107,7 +108,7 @@ class DockerRunner:
         for plan in plans:
             self._image_for(client, plan)
 
-    def _image_for(self, client: Any, plan: AttemptPlan) -> str:
+    def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str:
         environment = plan.environment
         key = json.dumps(environment.to_json(), sort_keys=True)
         with self._lock:
@@ -121,18 +122,32 @@ class DockerRunner:
                 self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
             return self._images[key]
 
-    def _image_pythonpath(self, client: Any, image: str) -> str:
+    def _image_pythonpath(self, client: DockerClient, image: str) -> str:
         with self._lock:
             if image not in self._pythonpaths:
-                env = client.images.get(image).attrs.get("Config", {}).get("Env") or []
-                found = [e.split("=", 1)[1] for e in env if e.startswith("PYTHONPATH=")]
+                config = client.images.get(image).attrs.get("Config")
+                env = config.get("Env") if isinstance(config, dict) else None
+                found = [
+                    e.split("=", 1)[1]
+                    for e in (env if isinstance(env, list) else [])
+                    if isinstance(e, str) and e.startswith("PYTHONPATH=")
+                ]
                 self._pythonpaths[image] = found[0] if found else ""
             return self._pythonpaths[image]
 
     def _container_config(
-        self, plan: AttemptPlan, argv: Sequence[str], log_dir: Path, **options: Any
-    ) -> tuple[Any, str, dict[str, Any]]:
-        """(client, image, config) for one fresh container of the plan's image, with its token."""
+        self,
+        plan: AttemptPlan,
+        argv: Sequence[str],
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        harness: bool | None = None,
+        paths: ChildPaths = PATHS,
+        instance: Instance | None = None,
+    ) -> tuple[DockerClient, str, ContainerConfig]:
+        """(client, image, config) for one fresh container of the plan's image, with its token;
+        the keywords are `container_config`'s."""
         client = self.client
         image = self._image_for(client, plan)
         config = container_config(
@@ -142,7 +157,10 @@ class DockerRunner:
             log_dir=log_dir,
             token=uuid.uuid4().hex,
             image_pythonpath=self._image_pythonpath(client, image),
-            **options,
+            gpu_slot=gpu_slot,
+            harness=harness,
+            paths=paths,
+            instance=instance,
         )
         return client, image, config
 
@@ -198,12 +216,14 @@ class DockerRunner:
             return infra("nothing to run: the plan has neither a command nor a workload")
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
-        options: dict[str, Any] = {"gpu_slot": gpu_slot}
+        paths, number = PATHS, None
         if instance is not None:
             argv = instance_argv(argv, instance[0])
-            options.update(paths=instance_paths(instance[0]), instance=instance[0].instance)
+            paths, number = instance_paths(instance[0]), instance[0].instance
         try:
-            client, image, config = self._container_config(plan, argv, log_dir, **options)
+            client, image, config = self._container_config(
+                plan, argv, log_dir, gpu_slot=gpu_slot, paths=paths, instance=number
+            )
         except FatalError as exc:
             return infra(str(exc))
         if instance is not None:
@@ -253,9 +273,9 @@ class DockerRunner:
 
     def _run_container(
         self,
-        client: Any,
+        client: DockerClient,
         plan: AttemptPlan,
-        config: Mapping[str, Any],
+        config: ContainerConfig,
         log_dir: Path,
         stdout: Sink,
         stderr: Sink,
@@ -300,9 +320,13 @@ class DockerRunner:
                 if not pump.finish(DRAIN_WAIT_S):
                     warnings.append("the container's output was still open after it exited")
                 container.reload()
-                state = container.attrs.get("State", {})
+                inspected = container.attrs.get("State")
+                state = inspected if isinstance(inspected, dict) else {}
                 oom = bool(state.get("OOMKilled"))
-                raw = int(status if status is not None else state.get("ExitCode", -1))
+                if status is None:
+                    code = state.get("ExitCode")
+                    status = code if isinstance(code, int) else -1
+                raw = status
         except docker.errors.ImageNotFound as exc:
             return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
         except docker.errors.APIError as exc:

@@ -19,9 +19,12 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprospec import native
+
+if TYPE_CHECKING:
+    from reprospec.dockersdk import Container, DockerClient
 
 # gdb's environment: the image's PYTHONPATH (the harness, the stack dumper's
 # sitecustomize) must not reach gdb's embedded Python; gdb's messages in English.
@@ -85,7 +88,7 @@ def parse_listing(text: str) -> list[ContainerProcess]:
     return sorted(found, key=lambda p: (p.ppid != 1, p.pid))
 
 
-def attach_all(client: Any, container: Any, deadline: float) -> native.NativeStacks:
+def attach_all(client: DockerClient, container: Container, deadline: float) -> native.NativeStacks:
     """Native stacks of every live process of the running `container`; gdb is stopped at
     `deadline` (time.monotonic()), or MIN_BUDGET_S from now if that is later."""
     import docker.errors
@@ -138,7 +141,11 @@ def _exec_failed(output: str) -> bool:
 
 
 def _exec_bounded(
-    client: Any, container: Any, argv: Sequence[str], budget_s: float, privileged: bool = False
+    client: DockerClient,
+    container: Container,
+    argv: Sequence[str],
+    budget_s: float,
+    privileged: bool = False,
 ) -> tuple[str, bool]:
     """Run `argv` in the running container for at most `budget_s`: (its output so far, finished).
 

@@ -13,9 +13,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprospec import dockerimage, leftovers
 from reprospec.capture import Sink
@@ -24,6 +24,9 @@ from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, con
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan
 from reprospec.process import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
+
+if TYPE_CHECKING:
+    from reprospec.dockersdk import Container, ContainerConfig, DockerClient, OutputStream
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
 LABEL = leftovers.CONTAINER_LABEL
@@ -79,7 +82,7 @@ def engine_url() -> str:
     return os.environ.get("DOCKER_HOST") or DEFAULT_URL
 
 
-def connect(base_url: str | None = None) -> Any:
+def connect(base_url: str | None = None) -> DockerClient:
     """A client of an engine that answered a ping; InfraError (exit 3) otherwise."""
     try:
         import docker
@@ -89,7 +92,9 @@ def connect(base_url: str | None = None) -> Any:
         ) from exc
     url = base_url or engine_url()
     try:
-        client = docker.DockerClient(base_url=url, version="auto", max_pool_size=32, timeout=120)
+        client: DockerClient = docker.DockerClient(
+            base_url=url, version="auto", max_pool_size=32, timeout=120
+        )
         client.ping()
     except Exception as exc:  # the SDK raises DockerException, requests and OS errors alike
         raise InfraError(f"no Docker engine answered at {url}; is dockerd running?") from exc
@@ -117,7 +122,7 @@ def container_config(
     harness: bool | None = None,
     paths: ChildPaths = PATHS,
     instance: Instance | None = None,
-) -> dict[str, Any]:
+) -> ContainerConfig:
     """The keyword arguments of `containers.create` for one attempt (no engine needed).
 
     `harness` puts the harness on PYTHONPATH (default: when the plan has a workload);
@@ -150,7 +155,7 @@ def container_config(
         device_requests.append(DeviceRequest(device_ids=list(gpu_slot), capabilities=[["gpu"]]))
     elif environment.gpus > 0:
         device_requests.append(DeviceRequest(count=environment.gpus, capabilities=[["gpu"]]))
-    config: dict[str, Any] = {
+    config: ContainerConfig = {
         "image": image,
         # The plan's argv runs as is, whatever ENTRYPOINT the image declares.
         "entrypoint": list(argv[:1]),
@@ -188,8 +193,8 @@ def container_config(
 
 @contextlib.contextmanager
 def fresh_container(
-    client: Any, config: Mapping[str, Any], record: Path | None = None
-) -> Iterator[Any]:
+    client: DockerClient, config: ContainerConfig, record: Path | None = None
+) -> Iterator[Container]:
     """A created (not started) container, force-removed on leaving whatever happened.
 
     While it exists the watchdog knows its name (removed if the engine is killed), and
@@ -217,7 +222,7 @@ def fresh_container(
 REMOVE_WAIT_S = 60.0
 
 
-def remove_container(client: Any, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
+def remove_container(client: DockerClient, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
     """Force-remove `name` and wait until the engine no longer lists it; False if it stays.
 
     An attempt's container must be gone when the attempt returns, even when the engine
@@ -250,7 +255,7 @@ def remove_container(client: Any, name: str, wait_s: float = REMOVE_WAIT_S) -> b
 class OutputPump:
     """Moves the container's demultiplexed output into the stdout and stderr sinks."""
 
-    def __init__(self, stream: Any, stdout: Sink, stderr: Sink) -> None:
+    def __init__(self, stream: OutputStream, stdout: Sink, stderr: Sink) -> None:
         self._stream = stream
         self._stdout = stdout
         self._stderr = stderr
@@ -278,7 +283,7 @@ class OutputPump:
 
 
 def wait_for_exit(
-    container: Any, timeout_s: float | None, cancel: threading.Event | None
+    container: Container, timeout_s: float | None, cancel: threading.Event | None
 ) -> int | None:
     """The container's exit status, or None at the timeout or on cancel."""
     import requests.exceptions
@@ -296,10 +301,11 @@ def wait_for_exit(
             result = container.wait(timeout=max(piece, 0.05))
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
             continue
-        return int(result.get("StatusCode", -1))
+        code = result.get("StatusCode")
+        return code if isinstance(code, int) else -1
 
 
-def collect_stacks(container: Any, log_dir: Path) -> Path | None:
+def collect_stacks(container: Container, log_dir: Path) -> Path | None:
     """SIGUSR1 to the container's Python processes; their dumps gathered into stack.txt."""
     import docker.errors
 
@@ -309,9 +315,9 @@ def collect_stacks(container: Any, log_dir: Path) -> Path | None:
         return None
     asked: dict[int, str] = {}
     for line in result.output.decode("utf-8", "replace").splitlines():
-        pid, _, cmd = line.strip().partition(" ")
-        if pid.isdigit():
-            asked[int(pid)] = cmd.strip()
+        number, _, cmd = line.strip().partition(" ")
+        if number.isdigit():
+            asked[int(number)] = cmd.strip()
     if not asked:
         return None
     stack_dir = log_dir / STACKS

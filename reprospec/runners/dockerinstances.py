@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec import leftovers, scratch
 from reprospec.childprotocol import ChildPaths
@@ -36,6 +36,7 @@ from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:
+    from reprospec.dockersdk import ContainerConfig
     from reprospec.runners.docker import DockerRunner
 
 IN_BARRIER = "/reprospec/barrier"
@@ -72,7 +73,7 @@ def instance_paths(start: InstanceStart) -> ChildPaths:
     )
 
 
-def join_pod(config: dict[str, Any], start: InstanceStart, pod: str) -> None:
+def join_pod(config: ContainerConfig, start: InstanceStart, pod: str) -> None:
     """Make an instance's container config join `pod` and see the barrier and launch.py."""
     from docker.types import Mount
 
@@ -92,10 +93,10 @@ def join_pod(config: dict[str, Any], start: InstanceStart, pod: str) -> None:
 
 def pod_config(
     plan: AttemptPlan, image: str, token: str, user: str | None, log_dir: Path
-) -> dict[str, Any]:
+) -> ContainerConfig:
     """The pod of one attempt's instances: its network (the spec's) and its /dev/shm (the
     engine's default size: an instance with `shm_size` has its own)."""
-    config: dict[str, Any] = {
+    config: ContainerConfig = {
         "image": image,
         "entrypoint": _POD_WAIT[:1],
         "command": _POD_WAIT[1:],

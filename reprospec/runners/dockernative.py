@@ -29,16 +29,20 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprospec import leftovers, native
 from reprospec.container import IN_ATTEMPT
 from reprospec.errors import FatalError
 from reprospec.runners.dockerattach import GDB_ENV, attach_all
 from reprospec.runners.dockerengine import ENGINE_LABEL, LABEL, fresh_container, wait_for_exit
+
+if TYPE_CHECKING:
+    from docker.types import Ulimit
+
+    from reprospec.dockersdk import Container, ContainerConfig, DockerClient
 
 GDB_LABEL = "org.reprospec.gdb"
 GDB_HINT = "install gdb in the image, e.g. RUN apt-get install -y gdb"
@@ -68,7 +72,7 @@ class ContainerNative:
 
     # -- the image -----------------------------------------------------------------------
 
-    def gdb_missing(self, client: Any, image: str) -> str | None:
+    def gdb_missing(self, client: DockerClient, image: str) -> str | None:
         """Why gdb cannot run in `image` (asked once per image); None when it can."""
         with self._lock:
             if image in self._reasons:
@@ -78,11 +82,11 @@ class ContainerNative:
             self._reasons[image] = reason
         return reason
 
-    def _probe(self, client: Any, image: str) -> str | None:
+    def _probe(self, client: DockerClient, image: str) -> str | None:
         import docker.errors
 
         token = uuid.uuid4().hex
-        config = {
+        config: ContainerConfig = {
             "image": image,
             "entrypoint": ["gdb"],
             "command": ["-nx", "-batch", "-ex", "show version"],
@@ -116,7 +120,7 @@ class ContainerNative:
             return f"native stacks unavailable: gdb in {image} exits with {status}"
         return None
 
-    def core_limit(self, client: Any, image: str) -> list[Any]:
+    def core_limit(self, client: DockerClient, image: str) -> list[Ulimit]:
         """The container's `ulimits`: core size unlimited when its cores can be read (or kept)."""
         from docker.types import Ulimit
 
@@ -130,7 +134,7 @@ class ContainerNative:
     # -- a hang --------------------------------------------------------------------------
 
     def hang(
-        self, client: Any, container: Any, image: str, timed_out_at: float
+        self, client: DockerClient, container: Container, image: str, timed_out_at: float
     ) -> native.NativeStacks:
         """Native stacks of every live process of the timed-out `container`, before its kill.
 
@@ -145,8 +149,8 @@ class ContainerNative:
 
     def crash(
         self,
-        client: Any,
-        config: Mapping[str, Any],
+        client: DockerClient,
+        config: ContainerConfig,
         *,
         log_dir: Path,
         workdir: Path,
@@ -223,7 +227,12 @@ class ContainerNative:
         return native.NativeStacks(processes=tuple(processes), notes=notes)
 
     def _read_core(
-        self, client: Any, config: Mapping[str, Any], info: native.CoreInfo, token: str, index: int
+        self,
+        client: DockerClient,
+        config: ContainerConfig,
+        info: native.CoreInfo,
+        token: str,
+        index: int,
     ) -> native.ProcessStacks:
         """`gdb -batch` on one core in a fresh container of the attempt's image and mounts."""
         import docker.errors
@@ -232,7 +241,7 @@ class ContainerNative:
         argv = native.core_gdb_argv(
             info, f"{IN_ATTEMPT}/{info.path.name}", exists=lambda _path: True
         )
-        gdb_config: dict[str, Any] = {
+        gdb_config: ContainerConfig = {
             "image": config["image"],
             "entrypoint": argv[:1],
             "command": argv[1:],

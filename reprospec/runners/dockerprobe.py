@@ -7,16 +7,17 @@ plan's image (labelled, always removed) and read what it printed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reprospec import capped, leftovers, packages
 from reprospec.errors import FatalError
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.models import AttemptPlan
 from reprospec.runners.dockerengine import ENVINFO_TIMEOUT_S, LABEL, fresh_container, wait_for_exit
 
 if TYPE_CHECKING:
+    from reprospec.dockersdk import Container
     from reprospec.runners.docker import DockerRunner
 
 
@@ -66,7 +67,7 @@ def packages_refused(runner: DockerRunner, plan: AttemptPlan, log_dir: Path) -> 
 
 def capture_environment(
     runner: DockerRunner, plan: AttemptPlan, log_dir: Path
-) -> Mapping[str, Any]:
+) -> JsonObject:
     """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
     import docker.errors
 
@@ -91,7 +92,7 @@ def capture_environment(
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
         return {"error": f"environment capture exited with {status}: {last[0]}"}
     try:
-        data = json.loads(out)
+        data: JsonValue = json.loads(out)
     except ValueError as exc:
         return {"error": f"environment capture printed no JSON: {exc}"}
     if not isinstance(data, dict):
@@ -105,7 +106,7 @@ def capture_environment(
 PROBE_OUTPUT_BYTES = 4 << 20
 
 
-def _logs(container: Any, *, stdout: bool) -> bytes:
+def _logs(container: Container, *, stdout: bool) -> bytes:
     """One stream of a finished container's output, head + tail (capped.py)."""
     kept = capped.HeadTail(PROBE_OUTPUT_BYTES, PROBE_OUTPUT_BYTES // 4)
     for chunk in container.logs(stdout=stdout, stderr=not stdout, stream=True):

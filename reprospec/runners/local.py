@@ -46,7 +46,9 @@ def _resolve_python(python: str | None) -> str:
         return sys.executable
     if os.sep not in python:
         return shutil.which(python) or python
-    return os.path.abspath(os.path.expanduser(python))
+    # abspath, not Path.resolve (which follows symlinks); os.path.expanduser leaves a `~`
+    # it cannot expand where Path.expanduser raises.
+    return os.path.abspath(os.path.expanduser(python))  # noqa: PTH100, PTH111
 
 
 def _prepend_path(value: str | None, *entries: str) -> str:
@@ -102,7 +104,7 @@ class LocalRunner:
 
     # -- interpreter -----------------------------------------------------------------
 
-    def prepare(self, plans: Sequence[AttemptPlan]) -> None:
+    def prepare(self, plans: Sequence[AttemptPlan]) -> None:  # noqa: ARG002 (Runner protocol)
         """Check that the interpreter exists and runs; raises InfraError otherwise."""
         self._check_interpreter()
         self._shims()
@@ -116,9 +118,11 @@ class LocalRunner:
                 # The engine's own interpreter runs (this is it): no child to ask.
                 self._version = ".".join(str(part) for part in sys.version_info[:3])
                 return self._version
-            if not os.path.exists(path):
+            # os.path's exists/isfile say False where Path's raise (EACCES): InfraError, not a
+            # traceback.
+            if not os.path.exists(path):  # noqa: PTH110
                 raise InfraError(f"interpreter not found: {path}")
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):  # noqa: PTH113
                 raise InfraError(f"not an executable interpreter: {path}")
             try:
                 # Bounded: the interpreter may print on its own (a .pth file, a wrapper).
@@ -366,14 +370,19 @@ class LocalRunner:
             instance=instance,
         )
         env = {**outer, **ours}
+        # dirname: "" for a bare `python3.11` (found in no folder), where Path.parent gives ".".
         env["PATH"] = _prepend_path(
-            env.get("PATH", os.defpath), str(shims), os.path.dirname(self.python)
+            env.get("PATH", os.defpath), str(shims), os.path.dirname(self.python)  # noqa: PTH120
         )
         return env
 
     # -- environment -----------------------------------------------------------------
 
-    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
+    def capture_environment(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,  # noqa: ARG002 (Runner protocol; the probe writes nothing there)
+    ) -> Mapping[str, JsonValue]:
         """`python -m reprospec_harness.envinfo` in a child; on any failure a minimal dict."""
         try:
             version: str | None = self._check_interpreter()

@@ -47,8 +47,10 @@ def array_script(run: SlurmRun) -> str:
     """The batch script of array task K: `reprospec run SPEC --shard K/N` into shards/K/."""
     n = run.shards
     fresh = _quote_all(
-        [*run.reprospec, "run", run.spec, "--shard", "@K@/" + str(n), "--out", "@OUT@"]
-        + run.shard_args.argv()
+        [
+            *run.reprospec, "run", run.spec, "--shard", f"@K@/{n}", "--out", "@OUT@",
+            *run.shard_args.argv(),
+        ]
     )
     fresh = fresh.replace("@K@", '"$K"').replace("@OUT@", '"$OUT"')
     resume = _quote_all([*run.reprospec, "run", "--resume"]) + ' "$previous"'

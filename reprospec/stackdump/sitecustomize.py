@@ -82,7 +82,7 @@ def _chain() -> None:
 
 def _report(exc: BaseException) -> None:
     # Same wording site.py uses for a failing sitecustomize: the user's, not ours.
-    try:  # noqa: SIM105
+    try:
         name = type(exc).__name__
         sys.stderr.write(
             f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{name}: {exc}\n"

@@ -10,9 +10,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -33,7 +33,16 @@ def _engine() -> tuple[Any, str]:
 
 
 CLIENT, NO_ENGINE = _engine()
-needs_engine = pytest.mark.skipif(CLIENT is None and not IN_CI, reason=NO_ENGINE)
+_T = TypeVar("_T", bound=Callable[..., object])
+
+
+def needs_engine(test: _T) -> _T:
+    """A test that talks to the Docker engine: a `docker` test by construction (so
+    `pytest -m "not docker"` leaves it out), skipped with the reason when no engine answers
+    outside CI (in CI a missing engine is a failure)."""
+    skip = pytest.mark.skipif(CLIENT is None and not IN_CI, reason=NO_ENGINE)
+    marked: _T = pytest.mark.docker(skip(test))
+    return marked
 
 
 def make_plan(

@@ -6,7 +6,9 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -38,7 +40,15 @@ def _cluster() -> str:
 
 NO_CLUSTER = _cluster()
 # Outside CI a machine without Slurm skips; in CI the cluster is set up, so a missing one fails.
-needs_cluster = pytest.mark.skipif(bool(NO_CLUSTER) and not IN_CI, reason=NO_CLUSTER)
+_T = TypeVar("_T", bound=Callable[..., object])
+
+
+def needs_cluster(test: _T) -> _T:
+    """A test that talks to the Slurm cluster: a `slurm` test by construction, skipped with
+    the reason when no controller answers outside CI (in CI that is a failure)."""
+    skip = pytest.mark.skipif(bool(NO_CLUSTER) and not IN_CI, reason=NO_CLUSTER)
+    marked: _T = pytest.mark.slurm(skip(test))
+    return marked
 
 
 def require_cluster() -> None:

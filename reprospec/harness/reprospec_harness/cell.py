@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 
@@ -17,7 +18,7 @@ def load() -> dict[str, Any]:
     if value.lstrip().startswith("{"):
         cell = json.loads(value)
     else:
-        with open(value) as handle:
+        with Path(value).open() as handle:
             cell = json.load(handle)
     cell.setdefault("workload", {})
     cell["environment"] = cell.get("environment") or {}

@@ -36,6 +36,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import cell as cell_module
@@ -198,7 +199,7 @@ def rank_main(
         text = traceback.format_exc()
         with (
             contextlib.suppress(OSError),
-            open(os.path.join(report_dir, f"rank-{rank}.txt"), "w") as handle,
+            (Path(report_dir) / f"rank-{rank}.txt").open("w") as handle,
         ):
             handle.write(text)
         events.emit("rank_error", exception=type(error).__name__, message=str(error)[:500])
@@ -351,9 +352,9 @@ def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> i
                 _kill_tree([process.pid])
                 process.join()
         with contextlib.suppress(OSError):
-            for name in os.listdir(report_dir):
-                os.unlink(os.path.join(report_dir, name))
-            os.rmdir(report_dir)
+            for path in list(Path(report_dir).iterdir()):
+                path.unlink()
+            Path(report_dir).rmdir()
         del store
 
 
@@ -443,7 +444,7 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
         sys.stderr.write(f"reprospec harness: rank {rank} (pid {detail['pid']}) died of {name}\n")
         _die_of(-code)
     events.emit("rank_exit", exit_code=code, **detail)
-    with contextlib.suppress(OSError), open(os.path.join(report_dir, f"rank-{rank}.txt")) as handle:
+    with contextlib.suppress(OSError), (Path(report_dir) / f"rank-{rank}.txt").open() as handle:
         # Printed last: the classifier takes the last traceback for the cause.
         sys.stderr.write(f"reprospec harness: rank {rank} failed first:\n{handle.read()}")
     sys.stderr.flush()
@@ -468,11 +469,12 @@ def _die_of(number: int) -> None:
 def _children(pids: Sequence[int]) -> list[int]:
     """The descendants of `pids` (DataLoader workers of a rank), from /proc."""
     parents: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
+    # /proc through str paths and os calls, no Path per process of the machine (issue 15).
+    for name in os.listdir("/proc"):  # noqa: PTH208
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
+            with open(f"/proc/{name}/stat", "rb") as handle:  # noqa: PTH123
                 stat = handle.read()
         except OSError:
             continue

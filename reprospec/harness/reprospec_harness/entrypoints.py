@@ -9,9 +9,9 @@ imported or called is not: it may be the incident.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, bind, mapping
@@ -22,8 +22,9 @@ def resolve(reference: str, field: str = "entrypoint") -> Callable[..., Any]:
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
         raise ConfigError(field, f"entrypoint {reference!r} must look like 'module:callable'")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         target: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -34,7 +35,7 @@ def resolve(reference: str, field: str = "entrypoint") -> Callable[..., Any]:
             raise ConfigError(
                 field,
                 f"cannot import {reference!r}: no module named {missing!r} "
-                f"(working directory {os.getcwd()})",
+                f"(working directory {Path.cwd()})",
             ) from None
         raise
     for depth, part in enumerate(attribute.split(".")):

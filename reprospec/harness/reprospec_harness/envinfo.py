@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 ENV_PREFIXES = (
@@ -68,7 +69,7 @@ DEFAULT_PACKAGES = ("torch", "numpy")
 
 def _read(path: str) -> str | None:
     try:
-        with open(path, errors="replace") as handle:
+        with Path(path).open(errors="replace") as handle:
             return handle.read()
     except OSError:
         return None
@@ -183,9 +184,9 @@ def _os_info() -> dict[str, Any]:
 
 
 def _container() -> str | None:
-    if os.path.exists("/.dockerenv"):
+    if Path("/.dockerenv").exists():
         return "docker"
-    if os.path.exists("/run/.containerenv"):
+    if Path("/run/.containerenv").exists():
         return "podman"
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes"
@@ -242,13 +243,15 @@ def _nvidia() -> dict[str, Any]:
 
 
 def _nvcc() -> dict[str, Any]:
+    # The paths as CUDA_HOME spells them (reported so); os.path.exists is False where
+    # Path.exists raises (EACCES on someone else's CUDA_HOME).
     candidates = [shutil.which("nvcc")] + [
-        os.path.join(root, "bin", "nvcc")
+        os.path.join(root, "bin", "nvcc")  # noqa: PTH118
         for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
         if root
     ]
     for path in candidates:
-        if path and os.path.exists(path):
+        if path and os.path.exists(path):  # noqa: PTH110
             code, out = _run([path, "--version"])
             return {"path": path, "version": parse_nvcc_version(out) if code == 0 else None}
     return {"path": None, "version": None}
@@ -449,10 +452,10 @@ def capture(
 
 def write(path: str, info: dict[str, Any]) -> None:
     """Write atomically: a crash mid-write must not leave half a JSON document."""
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w") as handle:
+    temporary = Path(f"{path}.tmp{os.getpid()}")
+    with temporary.open("w") as handle:
         json.dump(info, handle, indent=2, default=str)
-    os.replace(temporary, path)
+    temporary.replace(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

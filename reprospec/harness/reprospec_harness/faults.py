@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn
 
 # x86-64 machine code run from an executable page: real faults raised by the CPU.
@@ -55,20 +56,23 @@ def _run_machine_code(code: bytes, fallback: signal.Signals) -> NoReturn:
     raise SystemExit(128 + fallback)  # not reached: the signal's default action kills us
 
 
-def segfault(fault: Mapping[str, Any]) -> NoReturn:
+# Every trigger takes the fault's settings (TRIGGERS calls them alike); most need none.
+
+
+def segfault(_fault: Mapping[str, Any]) -> NoReturn:
     """A real invalid memory access: read address 0."""
     _flush()
     ctypes.string_at(0)
     raise AssertionError("unreachable")
 
 
-def abort(fault: Mapping[str, Any]) -> NoReturn:
+def abort(_fault: Mapping[str, Any]) -> NoReturn:
     """abort(3): SIGABRT, as a failed C++ assertion does."""
     _flush()
     os.abort()
 
 
-def bus_error(fault: Mapping[str, Any]) -> NoReturn:
+def bus_error(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGBUS: touch a mapped page of a file truncated under the mapping."""
     with tempfile.TemporaryFile() as handle:
         handle.truncate(mmap.PAGESIZE)
@@ -79,17 +83,17 @@ def bus_error(fault: Mapping[str, Any]) -> NoReturn:
     raise AssertionError("unreachable")
 
 
-def illegal_instruction(fault: Mapping[str, Any]) -> NoReturn:
+def illegal_instruction(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGILL: execute `ud2`."""
     _run_machine_code(_UD2, signal.SIGILL)
 
 
-def fpe(fault: Mapping[str, Any]) -> NoReturn:
+def fpe(_fault: Mapping[str, Any]) -> NoReturn:
     """A real SIGFPE: integer division by zero in native code."""
     _run_machine_code(_IDIV_BY_ZERO, signal.SIGFPE)
 
 
-def hang(fault: Mapping[str, Any]) -> NoReturn:
+def hang(_fault: Mapping[str, Any]) -> NoReturn:
     """A real deadlock: two threads each hold the lock the other one waits for."""
     first, second = threading.Lock(), threading.Lock()
     holding = threading.Event()
@@ -135,7 +139,7 @@ def _cap_address_space() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
         return
-    with open("/proc/self/status") as status:
+    with Path("/proc/self/status").open() as status:
         vm_kb = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
     cap = vm_kb * 1024 + 512 * 2**20
     _say(f"no memory limit set; capping this process's address space at {cap // 2**20} MiB")

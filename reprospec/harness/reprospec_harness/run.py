@@ -15,6 +15,7 @@ import os
 import random
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from . import cell as cell_module
@@ -95,8 +96,9 @@ def import_modules(modules: list[str]) -> None:
     order = list(modules) + ([] if "torch" in modules else ["torch"])
     for name in order:
         events.emit("import", module=name, phase="import")
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
+        cwd = str(Path.cwd())
+        if cwd not in sys.path:
+            sys.path.insert(0, cwd)
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
+from pathlib import Path
 from typing import IO
 
 _files: dict[int, IO[str]] = {}
@@ -16,13 +17,13 @@ def register() -> None:
     pid = os.getpid()
     if not folder or pid in _files or not hasattr(signal, "SIGUSR1"):
         return
-    path = os.path.join(folder, f"stack-{pid}.txt")
-    if os.path.exists(path):
+    path = Path(folder) / f"stack-{pid}.txt"
+    if path.exists():
         # The file exists once this pid registered a dump (the engine's sitecustomize
         # does so in every Python process, forked ones included): nothing to add.
         return
     try:
-        handle = open(path, "w")  # noqa: SIM115 - kept open for faulthandler
+        handle = path.open("w")  # kept open for faulthandler
     except OSError:
         return
     faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)

@@ -122,7 +122,7 @@ class Position:
     ) -> None:
         self.faults = faults
         # A rank of a distributed workload also tells its supervisor where it is.
-        self.track = track or (lambda phase, step, stage: None)
+        self.track = track or (lambda _phase, _step, _stage: None)
         self.phase: str | None = None
         self.step: int | None = None
 
