@@ -125,12 +125,15 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
     conn.commit()
     conn.close()
     (tmp_path / "runs" / "20261121-214513-x-merged").mkdir(parents=True)
+    # A merge made in the same second as the runs it merged (no store row of its own).
+    (tmp_path / "runs" / "20261121-214512-x-1111").mkdir(parents=True)
     assert recent_run_ids(tmp_path) == [
         "20261121-214513-x-merged",
+        "20261121-214512-x-1111",
         "20261121-214512-x-0000",
         "20261121-214512-x-ffff",
     ]
-    assert resolve_run_id("latest~2", tmp_path) == "20261121-214512-x-ffff"
+    assert resolve_run_id("latest~3", tmp_path) == "20261121-214512-x-ffff"
     assert resolve_run_id("20261121", tmp_path) == "20261121"  # not a `latest`: as given
     with pytest.raises(UsageError, match="has no runs"):
         resolve_run_id("latest", tmp_path / "empty")
