@@ -32,7 +32,7 @@ def measure(spec: Path, root: Path, limit_s: float) -> dict[str, object]:
         shutil.copy(spec, work / spec.name)
         env = {**os.environ, "PYTHONPATH": str(root), "NO_COLOR": "1"}
         begin = time.monotonic()
-        with open(work / ".out", "wb") as out:
+        with (work / ".out").open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, str(DRIVER), spec.name, str(work / "out")],
                 cwd=work,
@@ -77,7 +77,7 @@ def main() -> None:
     for row in rows:
         flag = "" if row not in bad else "   <-- not refused"
         print(
-            f"{row['spec']:45} {str(row['codes']):14} wall {row['wall_s']:6}s "
+            f"{row['spec']:45} {row['codes']!s:14} wall {row['wall_s']:6}s "
             f"cpu {row['cpu_s']:6}s rss {row['rss_mb']:5} MB{flag}"
         )
     print(

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reprospec.models import AttemptPlan, Cell, Expectation  # noqa: E402
+from reprospec.runners.base import Runner  # noqa: E402
 from reprospec.sections import Command, Environment, Job, Workload  # noqa: E402
 
 WORKLOAD = {
@@ -47,7 +48,7 @@ def plan(workdir: Path, n: int, argv: Sequence[str] | None, workload: Mapping[st
     )
 
 
-def measure(runner: Any, plans: Sequence[AttemptPlan], logs: Path, jobs: int) -> list[float]:
+def measure(runner: Runner, plans: Sequence[AttemptPlan], logs: Path, jobs: int) -> list[float]:
     """Wall time of each runner.run(); with jobs > 1, attempts run that many at once."""
     samples: list[float] = []
     lock = threading.Lock()

@@ -17,7 +17,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from reprospec.models import AttemptPlan
+    from reprospec.runmodels import Execution
+
+# What one timed attempt leaves: its execution, its plan, the wall time of runner.run.
+AttemptFacts: TypeAlias = "tuple[Execution, AttemptPlan, float]"
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +41,7 @@ def timed(argv: list[str], rounds: int, cwd: Path | None = None) -> float:
     return statistics.median(samples)
 
 
-def timed_attempts(spec_text: str, rounds: int, measure: Callable[[Any], float]) -> float:
+def timed_attempts(spec_text: str, rounds: int, measure: Callable[[AttemptFacts], float]) -> float:
     """Median of `measure(execution)` over `rounds` attempts of a one-cell spec, LocalRunner."""
     from reprospec.matrix import expand
     from reprospec.plan import plan_attempt
@@ -63,7 +70,7 @@ def runner_attempts(rounds: int) -> float:
     """Median wall time of one trivial attempt through LocalRunner.run + classify."""
     from reprospec.outcome import classify
 
-    def wall_with_classify(facts: Any) -> float:
+    def wall_with_classify(facts: AttemptFacts) -> float:
         execution, _, wall = facts
         start = time.perf_counter()
         classify(execution)

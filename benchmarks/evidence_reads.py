@@ -36,8 +36,9 @@ def count_opens(spec: Path, repeat: int) -> tuple[Counter[tuple[str, str]], int]
             if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
                 return
             path = os.fsdecode(args[0])
-            name = os.path.basename(path)
-            if name not in WATCHED or runs not in os.path.abspath(path):
+            name = Path(path).name
+            # abspath, not resolve(): the hook must not touch the file system for each open.
+            if name not in WATCHED or runs not in os.path.abspath(path):  # noqa: PTH100
                 return
             mode, flags = args[1], args[2]
             if isinstance(mode, str):

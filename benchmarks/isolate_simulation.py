@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reprospec.isolation import AttemptKind, Probe, Settings, isolate  # noqa: E402
+from reprospec.isolation import AttemptKind, Probe, Settings, isolate
 
 
 @dataclass

@@ -138,7 +138,8 @@ def hang_delay(
             cpus.append(cpu() - used)
             kills.append(ex.duration_s - timeout_s)
             ready = len(list((work / "ready").glob("*.ready")))
-            assert ex.timed_out and ready == 10, f"{ready} of 10 processes reached the deadlock"
+            assert ex.timed_out, "the deadlock did not time out"
+            assert ready == 10, f"{ready} of 10 processes reached the deadlock"
             stacks = native_stacks.read(work / "logs")
             if stacks is not None:
                 reached.append(sum(1 for p in stacks.processes if p.threads and not p.error))

@@ -121,7 +121,8 @@ def main() -> int:
         for shards in sorted({n_slots, args.cells}):
             took, results = slurm_run(spec, shards, folder / f"slurm-{shards}")
             summary = results["summary"]
-            assert isinstance(summary, dict) and summary["reproduced"] == args.cells, summary
+            assert isinstance(summary, dict), summary
+            assert summary["reproduced"] == args.cells, summary
             rounds = math.ceil(shards / n_slots)
             print(f"slurm: --shards {shards}: {took:.2f} s to the merged report "
                   f"({took / local:.1f}x local; {(took - local) / rounds:.2f} s per task "

@@ -318,8 +318,10 @@ class CouldNotRun(Exception):
 class SpecItem(pytest.Item):
     """One matrix cell: setup runs its attempts, the call judges them."""
 
+    # Any: pytest constructs its nodes through `from_parent` with keywords of its own
+    # choosing, which the base class takes typed one by one; a node class passes them on.
     def __init__(
-        self, *, spec: Spec, cell: Cell, line: int | None = None, **kwargs: Any
+        self, *, spec: Spec, cell: Cell, line: int | None = None, **kwargs: Any  # noqa: ANN401
     ) -> None:
         super().__init__(**kwargs)
         self.spec = spec

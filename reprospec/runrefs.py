@@ -22,7 +22,8 @@ _STAMP = 15
 
 
 def recent_run_ids(out_root: Path, under: str = "runs") -> list[str]:
-    """The run ids under `out_root`, newest first; runs begun in one second in store order.
+    """The run ids under `out_root`, newest first; runs begun in one second in store order
+    (then the runs the store does not know).
 
     `under`: the folder of `out_root` that holds the runs (`slurm` for Slurm runs, which
     the store does not know).
@@ -39,7 +40,12 @@ def recent_run_ids(out_root: Path, under: str = "runs") -> list[str]:
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
     ids = set(begun) | set(folders)
-    return sorted(ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, 0)), reverse=True)
+    # Within one second, the store's order; a run the store does not know (a merge's, which
+    # is made from runs already there, or one copied in) counts as the newest of its second.
+    unknown = len(begun) + 1
+    return sorted(
+        ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, unknown), run_id), reverse=True
+    )
 
 
 def is_latest(ref: str) -> bool:

@@ -42,14 +42,17 @@ def test_run_returns_a_judged_stored_result(tmp_path: Path) -> None:
     result = reprospec.run(
         spec,
         reprospec.RunOptions(out=out, repeat=2, jobs=2),
-        progress=lambda event, cell, res, finished, total: seen.append(event),
+        progress=lambda event, *_: seen.append(event),
     )
     assert [c.cell.id for c in result.cells] == ["crash=false", "crash=true"]
     assert [c.verdict for c in result.cells] == ["reproduced", "reproduced"]
     crashed = result.cells[1].attempts[0].outcome
-    assert isinstance(crashed, Outcome) and crashed.kind == "crash" and crashed.signal == "SIGSEGV"
+    assert isinstance(crashed, Outcome)
+    assert crashed.kind == "crash"
+    assert crashed.signal == "SIGSEGV"
     assert result.cells[1].rate.matched == 2
-    assert seen.count("start") == 4 and seen.count("attempt") == 4
+    assert seen.count("start") == 4
+    assert seen.count("attempt") == 4
     assert reprospec.exit_code(result) == 0
     # Stored and written like a CLI run: the same result loads back by id.
     again = reprospec.load_result(result.run_id, out)
@@ -97,7 +100,7 @@ def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 50}")
     cancel = threading.Event()
 
-    def progress(event: str, cell: object, res: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 3:
             cancel.set()
 

@@ -45,7 +45,8 @@ def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_pat
     tested = {t["version"]: t for t in result["tested"]}
     assert tested["0.4.2"]["state"] == tested["0.3.1"]["state"] == "bad"
     assert tested["0.3.1"]["signatures"] == {"error:AssertionError": 1}
-    assert tested["0.3.0"]["state"] == "good" and tested["0.3.0"]["matched"] == 0
+    assert tested["0.3.0"]["state"] == "good"
+    assert tested["0.3.0"]["matched"] == 0
     assert result["attempts"] == sum(t["attempts"] for t in result["tested"])
     # Every attempt is an ordinary stored run.
     runs = {r for t in result["tested"] for r in t["runs"]}
@@ -135,9 +136,11 @@ def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Pa
     assert tested["1.3"]["state"] == "skipped"
     assert f"cannot install {DEMO}==1.3" in tested["1.3"]["infra_error"]
     # Flaky: a bad version passed before it failed, and was still judged bad.
-    assert tested["1.4"]["state"] == "bad" and tested["1.4"]["attempts"] >= 2
+    assert tested["1.4"]["state"] == "bad"
+    assert tested["1.4"]["attempts"] >= 2
     assert tested["1.4"]["signatures"] == {"pass": 1, "error:ValueError": 1}
-    assert tested["1.2"]["state"] == "good" and tested["1.2"]["attempts"] >= 5
+    assert tested["1.2"]["state"] == "good"
+    assert tested["1.2"]["attempts"] >= 5
     assert 0 < result["rate"]["matched"] < result["rate"]["attempts"]
 
 
@@ -172,7 +175,8 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert "resuming" in second.stderr
     result = json.loads(second.stdout)
-    assert result["first_bad"] == "1.5" and result["last_good"] == "1.4"
+    assert result["first_bad"] == "1.5"
+    assert result["last_good"] == "1.4"
     # What ran before the interruption was kept, not run again.
     tested = {t["version"]: t for t in result["tested"]}
     for version, trial in before.items():
@@ -191,14 +195,19 @@ def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     listed = cli("envs", "list", "--json", env=variables)
     assert listed.code == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)
-    assert entry["key"] == env.key and entry["used_by"] == ["my-spec"]
+    assert entry["key"] == env.key
+    assert entry["used_by"] == ["my-spec"]
     assert entry["packages"] == [f"{DEMO}==1.0"]
     table = cli("envs", "list", env=variables)
-    assert env.key in table.stdout and "my-spec" in table.stdout
+    assert env.key in table.stdout
+    assert "my-spec" in table.stdout
     kept = cli("envs", "prune", env=variables)  # default: unused for 30 days
-    assert kept.code == 0 and env.path.exists()
+    assert kept.code == 0
+    assert env.path.exists()
     gone = cli("envs", "prune", "--all", env=variables)
-    assert gone.code == 0 and f"removed {env.key}" in gone.stdout and not env.path.exists()
+    assert gone.code == 0
+    assert f"removed {env.key}" in gone.stdout
+    assert not env.path.exists()
 
 
 def test_by_date_names_the_day_and_what_changed(cli: Cli, tmp_path: Path) -> None:

@@ -52,14 +52,16 @@ def test_a_deterministic_regression_is_found_in_a_binary_search() -> None:
     assert calls[0] == ("1.19", attempts_to_see(0.2, DEFAULT_ERROR / 5))
     assert calls[1] == ("1.0", 1)
     states = {v.version: v.state for v in result.versions}
-    assert states["1.13"] == "bad" and states["1.12"] == "good"
+    assert states["1.13"] == "bad"
+    assert states["1.12"] == "good"
     assert result.attempts == sum(v.attempts for v in result.versions) < 40
 
 
 def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     result = bisect(VERSIONS, oracle_for(99), min_rate=0.3)
     expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
-    assert result.status == "refused" and result.first_bad is None
+    assert result.status == "refused"
+    assert result.first_bad is None
     assert result.reason == (f"the bad end 1.19 did not reproduce in {expected} attempt(s); "
                              f"seen: pass x{expected}")
     assert result.attempts == expected
@@ -93,7 +95,8 @@ def test_untestable_versions_are_skipped_and_reported() -> None:
     assert result.untestable_between == ("1.8",)
     assert "1.8 could not be tested" in result.reason
     skipped = {v.version: v.infra_error for v in result.versions if v.state == "skipped"}
-    assert set(skipped) <= {"1.5", "1.8"} and skipped["1.8"] == "no wheel for this Python"
+    assert set(skipped) <= {"1.5", "1.8"}
+    assert skipped["1.8"] == "no wheel for this Python"
 
 
 def test_an_end_that_cannot_be_tested_is_refused() -> None:
@@ -114,9 +117,11 @@ def test_a_resumed_search_asks_for_nothing_twice() -> None:
     again: list[Trial] = []
     resumed = bisect(VERSIONS, oracle_for(11, 0.5, seed=4, calls=calls), known=known,
                      on_trial=again.append)
-    assert resumed.status == "found" and resumed.first_bad == full.first_bad == "1.11"
+    assert resumed.status == "found"
+    assert resumed.first_bad == full.first_bad == "1.11"
     # The ends were checked before the interruption: not again.
-    assert calls and calls[0][0] not in ("1.0", "1.19")
+    assert calls
+    assert calls[0][0] not in ("1.0", "1.19")
     assert resumed.attempts == sum(t.attempts for t in known.values()) + sum(
         t.attempts for t in again)
 
@@ -132,19 +137,21 @@ def test_a_rate_below_the_assumption_is_flagged() -> None:
     # The bad end needed 30 attempts for its one failure: far rarer than assumed.
     known = {"1.19": Trial("1.19", 30, 1)}
     result = bisect(VERSIONS, oracle_for(3), min_rate=0.5, known=known)
-    assert result.warnings and "below the assumed minimum rate 0.5" in result.warnings[0]
+    assert result.warnings
+    assert "below the assumed minimum rate 0.5" in result.warnings[0]
 
 
 def test_rate_model_and_helpers() -> None:
     model = RateModel(0.3)
     assert model.marginal(2, 3) == pytest.approx(2 * math.log(0.3) + 3 * math.log(0.7))
     assert model.mean(5, 0) == 0.3
-    assert attempts_to_see(0.3, 0.01) == 13 and attempts_to_see(1.0) == 1
+    assert attempts_to_see(0.3, 0.01) == 13
+    assert attempts_to_see(1.0) == 1
     assert wilson_upper(0, 10) == pytest.approx(0.2775, abs=1e-3)
     assert wilson_lower(10, 10, 3.29) == pytest.approx(10 / (10 + 3.29**2), abs=1e-3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs at least the good and the bad version"):
         bisect(["1.0"], oracle_for(0))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="min_rate and error must be between 0 and 1"):
         bisect(VERSIONS, oracle_for(3), min_rate=0.0)
 
 
@@ -155,4 +162,5 @@ def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
     assert result.attempts <= 12
     # Not said: the measured rate (every bad version failed at once) lowers the cost.
     slow = bisect(VERSIONS, oracle_for(9), min_rate=0.3)
-    assert slow.first_bad == "1.9" and slow.attempts < 40
+    assert slow.first_bad == "1.9"
+    assert slow.attempts < 40

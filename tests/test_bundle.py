@@ -81,8 +81,10 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     # A bundle comes from a ticket: its plan is shown first, and without a terminal to ask
     # on nothing runs unless --yes says so.
     asked = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=here)
-    assert asked.code == 2 and "pass --yes" in asked.stderr, asked.stderr
-    assert "mode=calm" in asked.stderr and not (elsewhere / "out" / "runs").exists()
+    assert asked.code == 2, asked.stderr
+    assert "pass --yes" in asked.stderr
+    assert "mode=calm" in asked.stderr
+    assert not (elsewhere / "out" / "runs").exists()
     again = cli("run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere,
                 env=here)
     assert again.code == 0, again.stderr
@@ -93,7 +95,8 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     log = next((elsewhere / "out" / "runs").iterdir()) / crashed / "stdout.log"
     assert log.read_text().startswith("hello level: 3")
     unpacked = sorted((elsewhere / "out" / "bundles").iterdir())
-    assert len(unpacked) == 1 and (unpacked[0] / ".complete").is_file()
+    assert len(unpacked) == 1
+    assert (unpacked[0] / ".complete").is_file()
     # A second run reuses the unpacked bundle.
     third = cli("run", str(archive), "--out", str(elsewhere / "out"), "-m", "mode=calm", "-y",
                 cwd=elsewhere, env=here)
@@ -147,7 +150,8 @@ def test_unsafe_archives_are_refused_and_write_nothing_outside(
     dest = tmp_path / "bundles"
     with pytest.raises(UsageError, match=message):
         bundle.unpack(archive, dest)
-    assert not (tmp_path / "evil").exists() and not Path("/tmp/reprospec-evil").exists()
+    assert not (tmp_path / "evil").exists()
+    assert not Path("/tmp/reprospec-evil").exists()
     assert list(dest.iterdir()) == []  # the staging folder is gone too
 
 
@@ -171,26 +175,31 @@ def test_size_limits_hold_before_and_while_writing(tmp_path: Path,
 def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "junk.tar.gz").write_bytes(b"not gzip at all")
     junk = cli("run", str(tmp_path / "junk.tar.gz"))
-    assert junk.code == 2 and "not a .tar.gz archive" in junk.stderr
+    assert junk.code == 2
+    assert "not a .tar.gz archive" in junk.stderr
     assert "Traceback" not in junk.stderr
     foreign = _archive(tmp_path / "foreign.tar.gz", _file("project/readme.txt", b"hi"))
     other = cli("run", str(foreign))
-    assert other.code == 2 and "not a reprospec bundle" in other.stderr
+    assert other.code == 2
+    assert "not a reprospec bundle" in other.stderr
     escaping = _archive(
         tmp_path / "escape.tar.gz",
         _file("b/bundle.json", json.dumps({"format": 1, "spec": "../../etc/passwd"}).encode()),
     )
     refused = cli("run", str(escaping))
-    assert refused.code == 2 and "outside the bundle" in refused.stderr
+    assert refused.code == 2
+    assert "outside the bundle" in refused.stderr
 
 
 def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli: Cli) -> None:
     missing = cli("bundle", "no-such-run", "-o", str(tmp_path / "x.tar.gz"), "--out",
                   str(tmp_path / "out"))
-    assert missing.code == 2 and "no run 'no-such-run'" in missing.stderr
+    assert missing.code == 2
+    assert "no run 'no-such-run'" in missing.stderr
     spec = _project(tmp_path / "p")
     assert cli("run", str(spec), "-m", "mode=calm").code == 0
     run_dir = next((tmp_path / "out" / "runs").iterdir())
     wrong = cli("bundle", str(run_dir), "-o", str(tmp_path / "x.zip"), "--out",
                 str(tmp_path / "out"))
-    assert wrong.code == 2 and "a bundle is a .tar.gz" in wrong.stderr
+    assert wrong.code == 2
+    assert "a bundle is a .tar.gz" in wrong.stderr

@@ -77,14 +77,16 @@ def test_multiprocessing_process_segfault_is_a_child_crash_with_its_stack(
     # The child's stack, not the main's traceback: the frame that crashed is in it.
     assert result.stack is not None
     assert result.stack.startswith("Fatal Python error: Segmentation fault")
-    assert "in crash" in result.stack and "Traceback" not in result.stack
+    assert "in crash" in result.stack
+    assert "Traceback" not in result.stack
 
 
 def test_process_pool_worker_segfault_is_a_child_crash(runner: LocalRunner, tmp_path: Path) -> None:
     result, _ = run_attempt(runner, [PY, CHILD_CRASH, "pool"], tmp_path)
     outcome = crashed(result)
     assert outcome.exception == "concurrent.futures.process.BrokenProcessPool"
-    assert result.stack is not None and "_process_worker" in result.stack
+    assert result.stack is not None
+    assert "_process_worker" in result.stack
 
 
 def test_subprocess_child_is_named_by_its_command(runner: LocalRunner, tmp_path: Path) -> None:
@@ -107,7 +109,8 @@ def test_native_test_binary_under_a_shell_driver_names_pid_and_command(
     result, execution = run_attempt(runner, argv, tmp_path)
     assert execution.returncode == 1
     outcome = crashed(result)
-    assert outcome.pid is not None and outcome.pid > 0
+    assert outcome.pid is not None
+    assert outcome.pid > 0
     assert outcome.cmdline == "./test_ops --gtest_filter=Ops.Add"
     phrase = f"crash SIGSEGV (child pid {outcome.pid}: ./test_ops --gtest_filter=Ops.Add)"
     assert outcome_phrase(outcome) == phrase
@@ -123,7 +126,8 @@ def test_orphan_crash_is_known_from_the_wait_status_the_engine_reaped(
     assert len(reaped) == 1, execution.child_exits
     outcome = crashed(result)
     assert outcome.pid == reaped[0].pid
-    assert outcome.cmdline == reaped[0].cmdline and "python" in (outcome.cmdline or "")
+    assert outcome.cmdline == reaped[0].cmdline
+    assert "python" in (outcome.cmdline or "")
     assert "reaped by the engine" in (outcome.detail or "")
     assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
     # Alike crashes count together: the pid is left out where attempts are grouped.
@@ -135,7 +139,8 @@ def test_main_process_segfault_is_still_the_main_crash(runner: LocalRunner, tmp_
     outcome = result.ran
     assert outcome is not None
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
-    assert outcome.pid is None and outcome.cmdline is None
+    assert outcome.pid is None
+    assert outcome.cmdline is None
 
 
 def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:
@@ -155,10 +160,12 @@ def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_
     child = f"(child pid {outcome['pid']}: " if outcome.get("pid") else "(child)"
     assert f"default #1: crash SIGSEGV {child}" in result.stdout + result.stderr  # progress line
     report = (result.latest_run() / "report.md").read_text()
-    assert "**crash SIGSEGV (child" in report and " in 1 of 1 cell;" in report
+    assert "**crash SIGSEGV (child" in report
+    assert " in 1 of 1 cell;" in report
     stacks = report.split("<summary>Stacks</summary>", 1)[1]
     assert "attempt 1, the crashed child" in stacks
-    assert "Fatal Python error: Segmentation fault" in stacks and "in crash" in stacks
+    assert "Fatal Python error: Segmentation fault" in stacks
+    assert "in crash" in stacks
 
 
 @pytest.mark.skipif(
@@ -173,9 +180,11 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     assert outcome.pid is not None
     assert "as its core says" in (outcome.detail or "")
     # A forked child's command line is its parent's, as the kernel recorded it (80 bytes).
-    assert outcome.cmdline and f"{PY} {CHILD_CRASH} mp-fork".startswith(outcome.cmdline)
+    assert outcome.cmdline
+    assert f"{PY} {CHILD_CRASH} mp-fork".startswith(outcome.cmdline)
     assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
-    assert result.stack is not None and "in crash" in result.stack
+    assert result.stack is not None
+    assert "in crash" in result.stack
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,8 @@ def test_hang_is_reported_with_stacks_and_rerunnable_report(cli: Cli) -> None:
     stack = (result.latest_run() / attempt["logs"] / "stack.txt").read_text()
     assert "deadlock" in stack
     report = (result.latest_run() / "report.md").read_text()
-    assert "<details>" in report and "deadlock" in report
+    assert "<details>" in report
+    assert "deadlock" in report
     # the report embeds the spec: running the report runs the spec again (--yes: no
     # terminal to show the plan and ask on)
     again = cli("run", str(result.latest_run() / "report.md"), "--yes")
@@ -136,7 +137,8 @@ def test_not_reproduced_exits_1(cli: Cli) -> None:
     assert result.code == 1, result.stderr
     cell = result.results()["cells"][0]
     assert cell["verdict"] == "not-reproduced"
-    assert "SIGBUS" in cell["reason"] and "SIGSEGV" in cell["reason"]
+    assert "SIGBUS" in cell["reason"]
+    assert "SIGSEGV" in cell["reason"]
 
 
 def test_bad_spec_exits_2_with_location_and_no_traceback(cli: Cli, tmp_path: Path) -> None:
@@ -200,7 +202,8 @@ def test_report_command_renders_md_junit_json(cli: Cli) -> None:
     result = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "pin_memory=true")
     run_dir = result.latest_run()
     md = cli("report", str(run_dir))
-    assert md.code == 0 and "SIGSEGV" in md.stdout
+    assert md.code == 0
+    assert "SIGSEGV" in md.stdout
     junit = cli("report", str(run_dir), "--format", "junit")
     import xml.etree.ElementTree as ET
 
@@ -299,6 +302,8 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     )
     assert data["summary"]["undecided"] == 1
     report = (result.latest_run() / "report.md").read_text()
-    assert "| ❔ | `default` |" in report and "❔ undecided" in report
+    assert "| ❔ | `default` |" in report
+    assert "❔ undecided" in report
     junit = cli("report", str(result.latest_run()), "--format", "junit").stdout
-    assert 'type="undecided"' in junit and 'failures="1"' in junit
+    assert 'type="undecided"' in junit
+    assert 'failures="1"' in junit

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reprospec import native, ranks
-from tests.support.cli import SPECS
+from tests.support.cli import SPECS, Cli
 from tests.test_harness import Child
 
 pytest.importorskip("torch")
@@ -26,7 +26,7 @@ def attempt(cell: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Any) -> None:
+def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Cli) -> None:
     result = cli("run", str(SPECS / "distributed-skipped-allreduce.yaml"), "-j", "2", timeout=300)
     cells = {cell["id"]: cell for cell in result.results()["cells"]}
     assert result.code == 0, {k: (c["verdict"], c["reason"]) for k, c in cells.items()}
@@ -35,8 +35,10 @@ def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Any
     assert (hang["kind"], hang["phase"], hang["step"]) == ("hang", "train", 3)
     folder = result.latest_run() / "cells" / "skip=true" / "1"
     report = ranks.read(folder / "events.jsonl")
-    assert report is not None and (report.world_size, report.backend) == (2, "gloo")
-    assert report.stuck and report.diverged == (1,)
+    assert report is not None
+    assert (report.world_size, report.backend) == (2, "gloo")
+    assert report.stuck
+    assert report.diverged == (1,)
     by_rank = {p.rank: p for p in report.positions}
     assert (by_rank[0].phase, by_rank[0].step, by_rank[0].stage) == ("train", 3, "backward")
     assert (by_rank[1].phase, by_rank[1].step, by_rank[1].stage) == ("train", 4, "sync")
@@ -102,7 +104,7 @@ expect:
 """
 
 
-def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Any, tmp_path: Path) -> None:
+def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "dies.yaml"
     spec.write_text(SPEC.replace("BACKEND", "gloo"))
     result = cli("run", str(spec), "-j", "2", timeout=300)
@@ -111,7 +113,8 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Any, tmp_path: Path) -> N
     for fault in ("segfault", "raise"):
         folder = result.latest_run() / "cells" / f"fault={fault}" / "1"
         report = ranks.read(folder / "events.jsonl")
-        assert report is not None and report.exited is not None
+        assert report is not None
+        assert report.exited is not None
         assert (report.exited.rank, report.exited.position.step) == (1, 2)
     # The other rank's error about its lost peer is not taken for the cause.
     assert attempt(cells["fault=raise"])["exception"] == "ValueError"
@@ -122,15 +125,17 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Any, tmp_path: Path) -> N
     if native.gdb_path() is not None and not native.core_pattern().piped:
         stacks = native.read(crashed)
         rank_pids = next(e["pids"] for e in events(crashed) if e["event"] == "ranks")
-        assert stacks is not None and [p.pid for p in stacks.processes] == [rank_pids[1]]
+        assert stacks is not None
+        assert [p.pid for p in stacks.processes] == [rank_pids[1]]
 
 
-def test_nccl_without_gpus_is_an_infra_error(cli: Any, tmp_path: Path) -> None:
+def test_nccl_without_gpus_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "nccl.yaml"
     spec.write_text(SPEC.replace("BACKEND", "nccl"))
     result = cli("run", str(spec), "-m", "fault=raise", timeout=300)
     (cell,) = result.results()["cells"]
-    assert result.code == 3 and cell["verdict"] == "infra-error"
+    assert result.code == 3
+    assert cell["verdict"] == "infra-error"
     assert "backend nccl needs 2 CUDA device(s), one per rank; 0 visible" in cell["reason"]
     assert (
         "Traceback"

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec import dockerimage  # noqa: E402
+from tests.support.cli import Cli  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,7 @@ def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]
 
 @needs_engine
 @pytest.mark.parametrize("spec", ["segfault", "hang", "exception"])
-def test_same_verdicts_local_and_docker(cli: Any, spec: str) -> None:
+def test_same_verdicts_local_and_docker(cli: Cli, spec: str) -> None:
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)
@@ -66,7 +67,7 @@ def test_same_verdicts_local_and_docker(cli: Any, spec: str) -> None:
 
 
 @needs_engine
-def test_missing_image_is_exit_3(cli: Any, tmp_path: Path) -> None:
+def test_missing_image_is_exit_3(cli: Cli, tmp_path: Path) -> None:
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)
@@ -107,7 +108,7 @@ expect:
 
 
 @needs_engine
-def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Any, tmp_path: Path) -> None:
+def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Cli, tmp_path: Path) -> None:
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)

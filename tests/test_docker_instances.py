@@ -56,7 +56,8 @@ def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: P
         "instances=4": "reproduced",
     }, {cid: cell.attempts[0].outcome for cid, cell in cells.items()}
     (four,) = cells["instances=4"].attempts
-    assert isinstance(four.outcome, Outcome) and four.outcome.signal == "SIGSEGV"
+    assert isinstance(four.outcome, Outcome)
+    assert four.outcome.signal == "SIGSEGV"
     # Every instance recorded: rank 0 builds and passes, ranks 1-3 crash.
     kinds = {i.instance: i.outcome.kind for i in four.instances if isinstance(i.outcome, Outcome)}
     assert kinds == {0: "pass", 1: "crash", 2: "crash", 3: "crash"}, four.instances
@@ -68,7 +69,8 @@ def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: P
     # Started together: every container waited at the barrier before any was released.
     ready = [i.ready_s for i in four.instances]
     start = [i.start_s for i in four.instances]
-    assert all(r is not None for r in ready) and all(s is not None for s in start)
+    assert all(r is not None for r in ready)
+    assert all(s is not None for s in start)
     assert max(r for r in ready if r is not None) <= min(s for s in start if s is not None)
     assert four.start_spread_s is not None
     # Each instance's own folder. The crashing instances write `core` into the one workdir
@@ -82,14 +84,16 @@ def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: P
         if stacks.processes:
             (process,) = stacks.processes
             # The spec's command is a string: /bin/sh -c runs python as its child.
-            assert process.signal == "SIGSEGV" and process.error is None
+            assert process.signal == "SIGSEGV"
+            assert process.error is None
             assert process.command == "python kernel_cache.py"
             assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
             read += 1
         else:
             assert "another instance's core may have overwritten it" in (stacks.unavailable or "")
             said += 1
-    assert read >= 1 and read + said == 3
+    assert read >= 1
+    assert read + said == 3
     assert native.read(folder / "instance-0") is None  # it passed: nothing to take
     assert sorted(p.name for p in (SPECS / "fixtures").iterdir() if p.name.startswith("core")) == []
 
@@ -128,7 +132,8 @@ def test_instances_share_the_pods_network_and_shm_and_get_their_variables(
         e.stderr_path.read_text() for e in executions
     ]
     zero, one = (json.loads(e.stdout_path.read_text()) for e in executions)
-    assert zero["got"] == "hello from rank 1" and one["shm"] == "shm shared"
+    assert zero["got"] == "hello from rank 1"
+    assert one["shm"] == "shm shared"
     for number, seen in enumerate((zero, one)):
         assert seen["REPROSPEC_INSTANCE"] == seen["RANK"] == seen["LOCAL_RANK"] == str(number)
         assert seen["REPROSPEC_INSTANCES"] == seen["WORLD_SIZE"] == "2"
@@ -139,7 +144,8 @@ def test_instances_share_the_pods_network_and_shm_and_get_their_variables(
     for number, execution in enumerate(executions):
         assert execution.instance == number
         assert execution.log_dir == (tmp_path / "a" / f"instance-{number}").resolve()
-        assert execution.ready_at is not None and execution.released_at is not None
+        assert execution.ready_at is not None
+        assert execution.released_at is not None
     assert max(e.ready_at or 0 for e in executions) <= min(
         e.released_at or 0 for e in executions
     )
@@ -165,8 +171,10 @@ def test_the_attempt_executor_runs_docker_instances(runner: DockerRunner, tmp_pa
     folder = RunFolder(tmp_path / "run").create()
     plan = instances_plan(tmp_path, "import os; os._exit(3 if os.environ['RANK'] == '1' else 0)", 2)
     result = AttemptExecutor(runner, folder)(plan, (), threading.Event())
-    assert result is not None and result.infra_error is None
-    assert isinstance(result.outcome, Outcome) and result.outcome.kind == "error"
+    assert result is not None
+    assert result.infra_error is None
+    assert isinstance(result.outcome, Outcome)
+    assert result.outcome.kind == "error"
     assert result.instance == 1
     assert [i.outcome.kind for i in result.instances if isinstance(i.outcome, Outcome)] == [
         "pass",

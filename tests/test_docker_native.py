@@ -76,15 +76,20 @@ def test_segfault_in_strlen_shows_strlen_on_top_and_in_the_signature(
 ) -> None:
     execution, workdir, logs = crash(runner, tmp_path, "strlen")
     stacks = native.read(logs)
-    assert stacks is not None and stacks.unavailable is None, stacks
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
     (process,) = stacks.processes
-    assert process.source == "core" and process.signal == "SIGSEGV" and process.error is None
+    assert process.source == "core"
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
     assert process.root  # docker-init's child: the attempt's own process
     thread = process.crashing_thread
-    assert thread is not None and thread.lwp == process.pid
+    assert thread is not None
+    assert thread.lwp == process.pid
     assert len(process.threads) >= 2  # the sleeping thread too
     top = native.top_frames(stacks)
-    assert top is not None and top.startswith("strlen (libc.so"), top
+    assert top is not None
+    assert top.startswith("strlen (libc.so"), top
     assert native.signature_frame(stacks) == "strlen@libc"
     # Symbols of the container's own binaries (Debian's python3.11), resolved in its image.
     libraries = {frame.library for frame in thread.frames}
@@ -97,11 +102,13 @@ def test_segfault_in_strlen_shows_strlen_on_top_and_in_the_signature(
     plan = make_plan(["python3", "native_crash.py", "strlen"], workdir)
     result = attempt_result(plan, execution, Evidence.read(execution))
     assert isinstance(result.outcome, Outcome)
-    assert result.outcome.kind == "crash" and result.outcome.signal == "SIGSEGV"
+    assert result.outcome.kind == "crash"
+    assert result.outcome.signal == "SIGSEGV"
     assert result.outcome.signature.endswith(":strlen@libc"), result.outcome.signature
     assert result.native is not None
     assert "Native frames of the crashing thread: `strlen (libc.so.6)" in result.native
-    assert "<details>" in result.native and "(crashed)" in result.native
+    assert "<details>" in result.native
+    assert "(crashed)" in result.native
 
 
 @needs_engine
@@ -113,10 +120,12 @@ def test_crash_inside_a_torch_op_in_a_container_shows_a_torch_symbol(
     stacks = native.read(logs)
     assert stacks is not None
     process = native.crashed_process(stacks)
-    assert process is not None and process.crashing_thread is not None, stacks
+    assert process is not None, stacks
+    assert process.crashing_thread is not None, stacks
     top = native.fault_frames(process.crashing_thread)[0]
     assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
-    assert "at::" in top.symbol and "(" not in top.symbol.replace("(anonymous namespace)", "")
+    assert "at::" in top.symbol
+    assert "(" not in top.symbol.replace("(anonymous namespace)", "")
     assert "@libtorch" in (native.signature_frame(stacks) or "")
 
 
@@ -131,7 +140,9 @@ def test_a_crashed_child_in_a_container_is_not_the_main_process(
     assert stacks is not None
     (process,) = stacks.processes  # the parent exited 1: no core of its own
     # The pid as the container saw it (the child printed it there).
-    assert process.pid == int(died) and process.signal == "SIGSEGV" and not process.root
+    assert process.pid == int(died)
+    assert process.signal == "SIGSEGV"
+    assert not process.root
     assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
 
 
@@ -146,9 +157,11 @@ def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Pat
     (process,) = stacks.processes
     assert process.core == str(logs.resolve() / f"core.{process.pid}")
     info = native.read_core(Path(process.core))
-    assert info is not None and (info.pid, info.signal, info.ppid) == (process.pid, "SIGSEGV", 1)
+    assert info is not None
+    assert (info.pid, info.signal, info.ppid) == (process.pid, "SIGSEGV", 1)
     # The container's interpreter, not the host's.
-    assert info.executable is not None and info.executable.startswith("/usr/bin/python3")
+    assert info.executable is not None
+    assert info.executable.startswith("/usr/bin/python3")
     assert sorted(p.name for p in workdir.iterdir()) == ["native_crash.py"]
 
 
@@ -162,7 +175,8 @@ def test_an_image_without_gdb_says_so_and_writes_no_core(
     dockerfile.write_text(NO_GDB_DOCKERFILE)
     _, workdir, logs = crash(runner, tmp_path, "strlen", {"dockerfile": str(dockerfile)})
     stacks = native.read(logs)
-    assert stacks is not None and stacks.processes == ()
+    assert stacks is not None
+    assert stacks.processes == ()
     assert stacks.unavailable is not None
     assert stacks.unavailable.startswith("native stacks unavailable: gdb not found in image ")
     assert "apt-get install -y gdb" in stacks.unavailable
@@ -186,22 +200,26 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
     pids = {int(p.stem) for p in (workdir / "ready").glob("*.ready")}
     assert len(pids) == 2, "both processes reached the deadlock before the timeout"
     stacks = native.read(tmp_path / "logs")
-    assert stacks is not None and stacks.unavailable is None, stacks
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
     attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
     assert set(attached) == pids, stacks
     for process in attached.values():
-        assert process.error is None and len(process.threads) == 2, process
+        assert process.error is None, process
+        assert len(process.threads) == 2, process
         assert "native_deadlock.py" in process.command
         for thread in process.threads:
             symbols = [frame.symbol for frame in thread.frames[:5]]
             assert WAITING & set(symbols), (process.pid, thread.id, symbols)
     lines = native.thread_tops(stacks)
-    assert len(lines) == 4 and all("lock" in line or "futex" in line for line in lines)
+    assert len(lines) == 4
+    assert all("lock" in line or "futex" in line for line in lines)
     # The interpreter's frames are named from the container's maps.
     assert any(f.library == "python3.11" for p in attached.values() for t in p.threads
                for f in t.frames)  # fmt: skip
     # The Python stacks are still taken first, next to the native ones.
-    assert execution.stack_path is not None and "deadlock" in execution.stack_path.read_text()
+    assert execution.stack_path is not None
+    assert "deadlock" in execution.stack_path.read_text()
 
 
 @needs_engine
@@ -216,8 +234,10 @@ def test_a_hang_in_an_image_without_gdb_says_so(runner: DockerRunner, tmp_path: 
     execution = runner.run(plan, tmp_path / "logs")
     assert execution.timed_out
     stacks = native.read(tmp_path / "logs")
-    assert stacks is not None and stacks.processes == ()
-    assert stacks.unavailable is not None and "gdb not found in image" in stacks.unavailable
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert "gdb not found in image" in stacks.unavailable
 
 
 @needs_engine
@@ -234,9 +254,11 @@ def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path
     )
     plan = make_plan(["python3", "-c", code], tmp_path, timeout_s=3.0)
     execution = runner.run(plan, tmp_path / "logs")
-    assert execution.timed_out and (tmp_path / "ready").exists()
+    assert execution.timed_out
+    assert (tmp_path / "ready").exists()
     stacks = native.read(tmp_path / "logs")
-    assert stacks is not None and stacks.unavailable is None, stacks
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
     (process,) = stacks.processes
     if process.threads:
         symbols = {frame.symbol for frame in process.threads[0].frames}

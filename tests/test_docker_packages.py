@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage  # noqa: E402
+from reprospec import dockerimage
 from tests.support.cli import Cli
-from tests.support.docker import CLIENT, needs_engine, require_image  # noqa: E402
+from tests.support.docker import CLIENT, needs_engine, require_image
 
 
 @needs_engine

@@ -112,15 +112,18 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
                               token="t" * 32, gpu_slot=("3", "5"), image_pythonpath="/img")
     assert config["init"] is True
     assert config["network_mode"] == "none"
-    assert config["shm_size"] == 64 << 20 and config["mem_limit"] == 1 << 30
+    assert config["shm_size"] == 64 << 20
+    assert config["mem_limit"] == 1 << 30
     request = config["device_requests"][0]
-    assert request["DeviceIDs"] == ["3", "5"] and request["Capabilities"] == [["gpu"]]
+    assert request["DeviceIDs"] == ["3", "5"]
+    assert request["Capabilities"] == [["gpu"]]
     env = config["environment"]
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert env["PYTHONPATH"] == "/reprospec/stackdump:/mine:/img"
     assert env["REPROSPEC_EVENTS"] == "/reprospec/attempt/events.jsonl"
     assert "REPROSPEC_CELL" not in env
-    assert config["entrypoint"] == ["python3"] and config["command"] == ["x.py"]
+    assert config["entrypoint"] == ["python3"]
+    assert config["command"] == ["x.py"]
     counted = container_config(make_plan(["true"], tmp_path, environment={"gpus": 1}),
                                image="img", argv=["true"], log_dir=tmp_path, token="t" * 32)
     assert counted["device_requests"][0]["Count"] == 1
@@ -133,25 +136,29 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
 
 
 @needs_engine
-def test_pass_and_output(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_pass_and_output(runner: DockerRunner, tmp_path: Path) -> None:
     code = "import sys; print('hello out'); print('hello err', file=sys.stderr)"
     execution = runner.run(make_plan(py(code), tmp_path), tmp_path / "a")
     assert execution.infra_error is None
-    assert execution.returncode == 0 and not execution.timed_out
+    assert execution.returncode == 0
+    assert not execution.timed_out
     assert execution.stdout_path.read_text() == "hello out\n"
     assert execution.stderr_path.read_text() == "hello err\n"
     assert execution.stdout_path.parent == (tmp_path / "a").resolve()
 
 
 @needs_engine
-def test_exit_code(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(["sh", "-c", "exit 3"], tmp_path), tmp_path / "a")
-    assert execution.returncode == 3 and execution.infra_error is None
+    assert execution.returncode == 3
+    assert execution.infra_error is None
 
 
 @needs_engine
-def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path,
-                                    no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path),
                            tmp_path / "a")
     assert execution.returncode == -11
@@ -159,14 +166,15 @@ def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(py("import os; os.abort()"), tmp_path), tmp_path / "a")
     assert execution.returncode == -6
 
 
 @needs_engine
-def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path,
-                                    no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import time\n"
         "def stuck_here():\n"
@@ -177,29 +185,32 @@ def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path,
     begin = time.monotonic()
     execution = runner.run(make_plan(py(code), tmp_path, timeout_s=3.0), tmp_path / "a")
     elapsed = time.monotonic() - begin
-    assert execution.timed_out and execution.returncode == -9
+    assert execution.timed_out
+    assert execution.returncode == -9
     assert elapsed < 3.0 + 5.0, elapsed
     assert execution.stack_path is not None
     stack = execution.stack_path.read_text()
-    assert "stuck_here" in stack and "[in container]" in stack
+    assert "stuck_here" in stack
+    assert "[in container]" in stack
     assert execution.stdout_path.read_text() == "waiting\n"
     assert not (tmp_path / "a" / "stacks").exists()
 
 
 @needs_engine
-def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path,
-                                  no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
     cancel = threading.Event()
     threading.Timer(1.5, cancel.set).start()
     execution = runner.run(make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
                            tmp_path / "a", cancel=cancel)
-    assert execution.interrupted and not execution.timed_out
+    assert execution.interrupted
+    assert not execution.timed_out
     assert execution.duration_s < 10
 
 
 @needs_engine
-def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path,
-                                        no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_text("from the workdir")
     code = (
         "import json, os, socket\n"
@@ -227,8 +238,8 @@ def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path,
-                                       no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path) -> None:
     code = (
         "import json, os\n"
         "fd = os.open(os.environ['REPROSPEC_EVENTS'], os.O_WRONLY | os.O_APPEND)\n"
@@ -240,20 +251,23 @@ def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path,
     events = [json.loads(line) for line in execution.events_path.read_text().splitlines()]
     assert {"event": "phase", "phase": "train"} in events
     marker = [e for e in events if e.get("event") == "marker"]
-    assert marker and marker[0]["phase"] == "validation" and marker[0]["step"] == 7
+    assert marker
+    assert marker[0]["phase"] == "validation"
+    assert marker[0]["step"] == 7
 
 
 @needs_engine
-def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path,
-                                             no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path) -> None:
     execution = runner.run(make_plan(["no-such-program"], tmp_path), tmp_path / "a")
     assert execution.returncode is None
-    assert execution.infra_error is not None and "exit 127" in execution.infra_error
+    assert execution.infra_error is not None
+    assert "exit 127" in execution.infra_error
 
 
 @needs_engine
-def test_missing_image_is_never_pulled(runner: DockerRunner, tmp_path: Path,
-                                       no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_missing_image_is_never_pulled(tmp_path: Path) -> None:
     plan = make_plan(["true"], tmp_path, environment={"image": "reprospec-absent:nope"})
     execution = DockerRunner(client=CLIENT).run(plan, tmp_path / "a")
     assert execution.infra_error is not None
@@ -264,7 +278,8 @@ def test_missing_image_is_never_pulled(runner: DockerRunner, tmp_path: Path,
 
 
 @needs_engine
-def test_parallel_attempts(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_parallel_attempts(runner: DockerRunner, tmp_path: Path) -> None:
     results: dict[int, Any] = {}
 
     def one(i: int) -> None:
@@ -280,7 +295,8 @@ def test_parallel_attempts(runner: DockerRunner, tmp_path: Path, no_leftovers: N
 
 
 @needs_engine
-def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers: None) -> None:
+@pytest.mark.usefixtures("no_leftovers")
+def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
     info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
     assert "error" not in info, info
     assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
@@ -290,8 +306,9 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path, no_leftovers:
 
 @needs_engine
 @pytest.mark.parametrize(("shm_size", "fails"), [("2m", True), ("64m", False)])
+@pytest.mark.usefixtures("no_leftovers")
 def test_workload_with_small_shm_is_a_worker_bus_error(
-    runner: DockerRunner, tmp_path: Path, no_leftovers: None, shm_size: str, fails: bool
+    runner: DockerRunner, tmp_path: Path, shm_size: str, fails: bool
 ) -> None:
     (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
     workload = {
@@ -328,15 +345,17 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
 
 
 @needs_engine
+@pytest.mark.usefixtures("no_leftovers")
 def test_private_tmpdir_in_the_attempt_folder_removed_after(
-    runner: DockerRunner, tmp_path: Path, no_leftovers: None
+    runner: DockerRunner, tmp_path: Path
 ) -> None:
     children = Path(__file__).parent / "data" / "children"
     plan = make_plan(["python3", "torn_tmp.py", "cache.json"], children)
     execution = runner.run(plan, tmp_path / "a")
     assert execution.returncode == 0, execution.stderr_path.read_text()
     assert execution.stdout_path.read_text() == "cache: /reprospec/attempt/tmp/cache.json\n"
-    assert not (tmp_path / "a" / "tmp").exists() and not (tmp_path / "a" / "cache").exists()
+    assert not (tmp_path / "a" / "tmp").exists()
+    assert not (tmp_path / "a" / "cache").exists()
     assert execution.warnings == (
         "removed what the attempt left in its private TMPDIR: 1 file(s), 19 B (cache.json)",
     )

@@ -18,9 +18,12 @@ from reprospec.sections import Environment  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
 
 
-def recipe_for(section: dict[str, Any], **options: Any) -> dockerimage.ImageRecipe:
+def recipe_for(
+    section: dict[str, Any], *, spec_dir: Path | None = None, find_links: Path | None = None
+) -> dockerimage.ImageRecipe:
     """The recipe of a resolved `environment` section, typed as the plan stage types it."""
-    return dockerimage.recipe_for(Environment.from_section(section, Path.cwd()), **options)
+    environment = Environment.from_section(section, Path.cwd())
+    return dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +42,8 @@ def _forget(tag: str) -> None:
 
 def test_image_alone_is_used_as_is() -> None:
     recipe = recipe_for({"image": "python:3.11-slim"})
-    assert recipe.tag == "python:3.11-slim" and recipe.build is None
+    assert recipe.tag == "python:3.11-slim"
+    assert recipe.build is None
     assert recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
 
 
@@ -47,12 +51,14 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
     one = recipe_for({"packages": ["six==1.16.0"]})
     again = recipe_for({"packages": ["six==1.16.0"]})
     other = recipe_for({"packages": ["six==1.17.0"]})
-    assert one.build is not None and one.tag.startswith("reprospec-env:")
+    assert one.build is not None
+    assert one.tag.startswith("reprospec-env:")
     assert one.tag == again.tag != other.tag
     assert f"FROM {dockerimage.DEFAULT_IMAGE}" in one.build.dockerfile
     assert "--no-index" not in one.build.dockerfile
     offline = recipe_for({"packages": ["six"]}, find_links=tmp_path)
-    assert offline.build is not None and "--no-index --find-links" in offline.build.dockerfile
+    assert offline.build is not None
+    assert "--no-index --find-links" in offline.build.dockerfile
     assert offline.tag != recipe_for({"packages": ["six"]}).tag
 
 
@@ -76,7 +82,8 @@ def test_from_images_skips_stages_and_args() -> None:
 def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile.gpu").write_text("FROM reprospec-base:bookworm\n")
     recipe = recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
-    assert recipe.source == "dockerfile" and recipe.build is not None
+    assert recipe.source == "dockerfile"
+    assert recipe.build is not None
     assert recipe.build.bases == ("reprospec-base:bookworm",)
     assert recipe.build.dockerfile_name == "Dockerfile.gpu"
     with pytest.raises(InfraError, match="not found"):
@@ -104,7 +111,8 @@ def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
 
 
 @needs_engine
-def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("default_image")
+def test_packages_build_once_then_cached(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels)
     environment = {"packages": ["reprospec_probe==0.1"]}
@@ -132,8 +140,8 @@ def test_packages_build_once_then_cached(default_image: str, tmp_path: Path) -> 
 
 
 @needs_engine
-def test_build_failure_is_an_infra_error_with_the_log_tail(default_image: str,
-                                                           tmp_path: Path) -> None:
+@pytest.mark.usefixtures("default_image")
+def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wheels")
     recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
                                     find_links=tmp_path / "wheels")

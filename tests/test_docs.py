@@ -76,7 +76,8 @@ def test_the_docs_have_examples_of_both_kinds() -> None:
     # A broken fence regex would make every example test below pass vacuously.
     in_spec_format = [e for e in EXAMPLES if e.doc == "spec-format.md"]
     assert len(in_spec_format) >= 10
-    assert COMMAND_EXAMPLES and WORKLOAD_EXAMPLES
+    assert COMMAND_EXAMPLES
+    assert WORKLOAD_EXAMPLES
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.id)
@@ -191,7 +192,7 @@ def test_cli_md_documents_every_command_with_its_usage_and_options() -> None:
 # ---- the spec format ------------------------------------------------------------------------
 
 
-def _schema_words(node: Any, skip: Any) -> Iterator[str]:
+def _schema_words(node: object, skip: object) -> Iterator[str]:
     """Every property name and string enum value of the schema (the signal list left out)."""
     if node is skip:
         return

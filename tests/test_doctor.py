@@ -13,11 +13,12 @@ import pytest
 
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
-from reprospec.jsontypes import JsonObject
+from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.sections import Environment
+from tests.support.cli import Cli
 
 sys.path.insert(0, str(HARNESS_ROOT))
-from reprospec_harness import envinfo  # noqa: E402 - needs HARNESS_ROOT on sys.path
+from reprospec_harness import envinfo
 
 NVIDIA = Path(__file__).parent / "data" / "nvidia"
 ARCH = json.loads((NVIDIA / "torch-arch-lists.json").read_text())
@@ -29,7 +30,7 @@ def machine(
     csv: str | None = None,
     fields: tuple[str, ...] = envinfo.GPU_FIELDS,
     torch: dict[str, Any] | None = None,
-    **extra: Any,
+    **extra: JsonValue,
 ) -> dict[str, Any]:
     """An env dict as envinfo writes it, GPU parts parsed from a recorded output."""
     nvidia: dict[str, Any] = {"gpus": []}
@@ -71,13 +72,15 @@ def test_no_gpu_skips_every_gpu_check_never_fails() -> None:
     checks = by_name(machine())
     for name in ("cuda", "cuda-driver", "gpu-arch"):
         assert (checks[name].status, checks[name].why) == ("skipped", "no CUDA device")
-    assert checks["torch"].status == "pass" and checks["cpu-capability"].status == "pass"
+    assert checks["torch"].status == "pass"
+    assert checks["cpu-capability"].status == "pass"
     assert not [c for c in checks.values() if c.status == "fail"]
 
 
 def test_cpu_only_torch_on_a_gpu_machine_fails_cuda() -> None:
     checks = by_name(machine("nvidia-smi-550.40.07-rtx4070.txt", ADA, ADA_FIELDS))
-    assert checks["cuda"].status == "fail" and "CPU-only build" in checks["cuda"].why
+    assert checks["cuda"].status == "fail"
+    assert "CPU-only build" in checks["cuda"].why
     assert "download.pytorch.org/whl/cu" in checks["cuda"].todo
 
 
@@ -99,8 +102,10 @@ def test_healthy_gpu_machine_passes() -> None:
         torch=cuda_torch("2.10.0+cu128", "12.8"),
     )
     checks = by_name(env)
-    assert checks["cuda"].status == "pass" and "NVIDIA TITAN V" in checks["cuda"].why
-    assert checks["cuda-driver"].status == "pass" and "CUDA 13.3" in checks["cuda-driver"].why
+    assert checks["cuda"].status == "pass"
+    assert "NVIDIA TITAN V" in checks["cuda"].why
+    assert checks["cuda-driver"].status == "pass"
+    assert "CUDA 13.3" in checks["cuda-driver"].why
     # 8.9 has no sm_89 cubin, but sm_86 runs on it (same major, lower minor)
     assert checks["gpu-arch"].status == "pass", checks["gpu-arch"].why
 
@@ -128,10 +133,8 @@ def test_driver_too_old_for_the_runtime_major_fails_minor_warns() -> None:
             torch=cuda_torch("2.11.0+cu128", "12.8"),
         )
     )
-    assert (
-        minor["cuda-driver"].status == "warn"
-        and "minor-version compatibility" in minor["cuda-driver"].why
-    )
+    assert minor["cuda-driver"].status == "warn"
+    assert "minor-version compatibility" in minor["cuda-driver"].why
 
 
 def test_driver_without_banner_uses_the_minimum_driver_table() -> None:
@@ -153,7 +156,8 @@ def test_gpu_not_in_the_compiled_arch_list_fails() -> None:
         )
     )
     arch = checks["gpu-arch"]
-    assert arch.status == "fail" and "NVIDIA TITAN V is sm_70" in arch.why
+    assert arch.status == "fail"
+    assert "NVIDIA TITAN V is sm_70" in arch.why
     assert "no kernel image is available" in arch.why
 
 
@@ -170,23 +174,20 @@ def test_ptx_only_is_a_warning_and_unknown_capability_is_skipped() -> None:
 
 def test_cpu_capability_against_flags() -> None:
     lying = machine(torch={"cpu_capability": "AVX512"}, cpu={"flags": ["avx", "avx2", "fma"]})
-    assert (
-        by_name(lying)["cpu-capability"].status == "fail"
-        and "SIGILL" in by_name(lying)["cpu-capability"].why
-    )
+    assert by_name(lying)["cpu-capability"].status == "fail"
+    assert "SIGILL" in by_name(lying)["cpu-capability"].why
     forced = machine(torch={"cpu_capability": "AVX2"}, env={"ATEN_CPU_CAPABILITY": "avx2"})
     check = by_name(forced)["cpu-capability"]
-    assert check.status == "warn" and "ATEN_CPU_CAPABILITY=avx2" in check.why
+    assert check.status == "warn"
+    assert "ATEN_CPU_CAPABILITY=avx2" in check.why
 
 
 def test_shm_against_workers_and_batches() -> None:
     docker_default = machine(shm={"present": True, "size": 64 * 2**20})
     needs = doctor.Needs(num_workers=2, batch_bytes=24 * 2**20)
     shm = by_name(docker_default, needs)["shm"]
-    assert (
-        shm.status == "fail"
-        and "2 workers x prefetch 2 batches of 24.0 MiB need about 96.0 MiB" in shm.why
-    )
+    assert shm.status == "fail"
+    assert "2 workers x prefetch 2 batches of 24.0 MiB need about 96.0 MiB" in shm.why
     assert by_name(machine(), needs)["shm"].status == "pass"
     assert (
         by_name(docker_default)["shm"].status == "warn"
@@ -209,10 +210,8 @@ def test_wsl_and_nvcc() -> None:
         torch=cuda_torch("2.11.0+cu126", "12.6"),
         nvcc=nvcc,
     )
-    assert (
-        by_name(env)["nvcc"].status == "warn"
-        and "nvcc 11.1 vs torch's CUDA 12.6" in by_name(env)["nvcc"].why
-    )
+    assert by_name(env)["nvcc"].status == "warn"
+    assert "nvcc 11.1 vs torch's CUDA 12.6" in by_name(env)["nvcc"].why
     assert by_name(machine())["nvcc"].status == "skipped"
 
 
@@ -226,8 +225,10 @@ def test_spec_needs() -> None:
         shm_refused="not root",
     )
     checks = by_name(machine(packages={"torch": "2.13.0+cpu", "numpy": "2.4.6"}), needs)
-    assert checks["device"].status == "fail" and "infra-error" in checks["device"].why
-    assert checks["memory"].status == "fail" and "import torch" in checks["memory"].why
+    assert checks["device"].status == "fail"
+    assert "infra-error" in checks["device"].why
+    assert checks["memory"].status == "fail"
+    assert "import torch" in checks["memory"].why
     assert checks["limits"].status == "warn"
     assert checks["spec-environment"].why == (
         "python 3.11.7 ran; the spec names 3.10; numpy 2.4.6 ran; the spec needs numpy>=3"
@@ -276,17 +277,20 @@ def test_doctor_and_env_commands_never_import_torch_in_the_parent() -> None:
 
 
 @pytest.mark.torch
-def test_doctor_command_on_this_machine_and_a_spec(cli: Any) -> None:
+def test_doctor_command_on_this_machine_and_a_spec(cli: Cli) -> None:
     pytest.importorskip("torch")
     result = cli("doctor", "specs/workload-shm-exhaustion.yaml")
     lines = result.stdout
-    assert "SKIP  cuda " in lines and "no CUDA device" in lines
-    assert "FAIL  shm" in lines and result.code == 1  # 64m for 2 workers x 24 MiB batches
+    assert "SKIP  cuda " in lines
+    assert "no CUDA device" in lines
+    assert "FAIL  shm" in lines  # 64m for 2 workers x 24 MiB batches
+    assert result.code == 1
     env = cli("env", "--json")
-    assert env.code == 0 and json.loads(env.stdout)["torch"]["version"]
+    assert env.code == 0
+    assert json.loads(env.stdout)["torch"]["version"]
 
 
-def test_doctor_on_an_interpreter_without_torch_says_so(cli: Any, tmp_path: Path) -> None:
+def test_doctor_on_an_interpreter_without_torch_says_so(cli: Cli, tmp_path: Path) -> None:
     # A real interpreter without torch: a fresh venv (issue 9 item 14: it said "CPU-only build").
     venv = [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")]
     subprocess.run(venv, check=True)

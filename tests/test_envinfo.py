@@ -15,7 +15,7 @@ from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
 sys.path.insert(0, str(HARNESS_ROOT))
-from reprospec_harness import envinfo  # noqa: E402 - needs HARNESS_ROOT on sys.path
+from reprospec_harness import envinfo
 
 NVIDIA = Path(__file__).parent / "data" / "nvidia"
 
@@ -103,9 +103,12 @@ def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTORCH_PASSPHRASE", "secret")
     info = envinfo.capture_system(["pyyaml>=6", "surely-not-installed-pkg"])
     assert info["python"]["version"].count(".") == 2
-    assert info["os"]["kernel"] and info["cpu"]["cores"] >= 1 and info["memory"]["total"] > 0
+    assert info["os"]["kernel"]
+    assert info["cpu"]["cores"] >= 1
+    assert info["memory"]["total"] > 0
     assert info["shm"]["present"] in (True, False)
-    assert info["packages"]["pyyaml"] and info["packages"]["surely-not-installed-pkg"] is None
+    assert info["packages"]["pyyaml"]
+    assert info["packages"]["surely-not-installed-pkg"] is None
     assert info["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
     assert "WANDB_API_KEY" not in info["env"]
     for name in ("TORCH_HUB_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE"):
@@ -119,8 +122,10 @@ def test_probe_with_torch() -> None:
     pytest.importorskip("torch")
     env: dict[str, Any] = probe_environment(sys.executable, ["pyyaml"])
     torch = env["torch"]
-    assert torch["version"].startswith("2.") and torch["cpu_capability"]
-    assert isinstance(torch["arch_list"], list) and torch["cuda_available"] in (True, False)
+    assert torch["version"].startswith("2.")
+    assert torch["cpu_capability"]
+    assert isinstance(torch["arch_list"], list)
+    assert torch["cuda_available"] in (True, False)
     assert "PYTHONPATH" not in env["env"] or str(HARNESS_ROOT) not in env["env"]["PYTHONPATH"]
 
 
@@ -150,7 +155,8 @@ def test_probe_with_torch_broken(
     (fake / "__init__.py").write_text(body + "\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     env: dict[str, Any] = probe_environment(sys.executable)
-    assert env["torch"]["installed"] is True and expected in env["torch"]["error"]
+    assert env["torch"]["installed"] is True
+    assert expected in env["torch"]["error"]
     assert env["python"]["version"]
 
 

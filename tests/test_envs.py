@@ -52,27 +52,35 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     request = request_for([f"{DEMO}==1.0"], wheelhouse)
     events: list[envs.EnvProgress] = []
     first = envs.ensure_env(request, root, progress=events.append, user="spec-a")
-    assert not first.reused and first.path == root / request.key()
+    assert not first.reused
+    assert first.path == root / request.key()
     assert first.installed == {DEMO: "1.0"}
     assert run_in(first, "import reprospec_envdemo, sys; print(reprospec_envdemo.VERSION, "
                   "sys.prefix)") == f"1.0 {first.path}"
     stages = [e.stage for e in events]
-    assert stages[0] == "create" and "install" in stages and stages[-1] == "done"
+    assert stages[0] == "create"
+    assert "install" in stages
+    assert stages[-1] == "done"
     assert any(e.stage == "output" and f"{DEMO}==1.0" in e.message for e in events)
     # Nothing half-built is left beside it.
     assert not list((root / envs.TMP).iterdir())
 
     again = envs.ensure_env(request, root, user="spec-b")
-    assert again.reused and again.path == first.path and again.installed == first.installed
+    assert again.reused
+    assert again.path == first.path
+    assert again.installed == first.installed
 
     (listed,) = envs.list_envs(root)
-    assert listed.key == request.key() and listed.packages == (f"{DEMO}==1.0",)
-    assert listed.used_by == ("spec-b", "spec-a") and listed.size_bytes > 0
+    assert listed.key == request.key()
+    assert listed.packages == (f"{DEMO}==1.0",)
+    assert listed.used_by == ("spec-b", "spec-a")
+    assert listed.size_bytes > 0
     assert envs.prune_envs(root, older_than_s=3600) == []
     assert [e.key for e in envs.prune_envs(root, dry_run=True)] == [listed.key]
     assert first.path.exists()
     assert [e.key for e in envs.prune_envs(root)] == [listed.key]
-    assert not first.path.exists() and envs.list_envs(root) == []
+    assert not first.path.exists()
+    assert envs.list_envs(root) == []
 
 
 def test_two_builders_of_one_environment_build_it_once(tmp_path: Path, wheelhouse: Path) -> None:
@@ -110,7 +118,8 @@ def test_a_resolver_that_picks_another_version_is_refused(
         envs.ensure_env(request, root)
     assert f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)" in str(caught.value)
     assert caught.value.exit_code == 3
-    assert envs.list_envs(root) == [] and not (root / request.key()).exists()
+    assert envs.list_envs(root) == []
+    assert not (root / request.key()).exists()
     assert not list((root / envs.TMP).iterdir())
 
 
@@ -131,7 +140,7 @@ def test_an_index_package_is_installed_and_kept_between_test_runs() -> None:
     assert run_in(env, "import sqlparse; print(sqlparse.__version__)") == "0.3.1"
 
 
-def test_the_hash_names_what_changes_the_environment(tmp_path: Path) -> None:
+def test_the_hash_names_what_changes_the_environment() -> None:
     python = envs.find_interpreter(None)
     base = EnvRequest(python, ("a==1", "b==2"))
     assert base.key() == EnvRequest(python, ("b==2", "a==1")).key()
@@ -171,7 +180,8 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
 
         monkeypatch.setenv("UV_INDEX_URL", "https://uv-mirror.invalid/simple")
         uv = envs.user_index_config()
-        assert uv.source == "uv" and uv.uv_args() == ()
+        assert uv.source == "uv"
+        assert uv.uv_args() == ()
         assert uv.pip_args() == ("--index-url", "https://uv-mirror.invalid/simple")
         assert uv.to_dict() != pip.to_dict()
     finally:

@@ -362,7 +362,8 @@ def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> Non
     assert wait_until(lambda: (tmp_path / "p").exists() and bool((tmp_path / "p").read_text()))
     pid = int((tmp_path / "p").read_text())
     try:
-        assert watchdog.tag_of(pid) == tag and watchdog.is_tag(tag)
+        assert watchdog.tag_of(pid) == tag
+        assert watchdog.is_tag(tag)
         assert watchdog.tagged((), {tag}) == [pid]
     finally:
         assert watchdog.kill_tagged((), {tag}) == 1
@@ -395,7 +396,8 @@ def test_an_engine_killed_with_sigkill_takes_its_container_along(
     assert engine.poll() is None, engine.communicate()[1]
     (record,) = (tmp_path / "out").glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
     name = json.loads(record.read_text())["container"]
-    assert name and CLIENT.containers.get(name).status == "running"
+    assert name
+    assert CLIENT.containers.get(name).status == "running"
     engine.kill()
     engine.wait()
 

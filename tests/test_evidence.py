@@ -86,7 +86,8 @@ def test_each_attempt_file_is_read_once_by_the_engine(tmp_path: Path) -> None:
     assert seen["verdicts"] == ["reproduced", "reproduced"]  # the message came from the evidence
     # Two attempts: each log and events file read once each; the hang's stack dump once.
     assert seen["reads"] == {"stdout.log": 2, "stderr.log": 2, "events.jsonl": 2, "stack.txt": 1}
-    assert seen["report_has_excerpt"] and seen["report_has_stack"]
+    assert seen["report_has_excerpt"]
+    assert seen["report_has_stack"]
 
 
 def test_events_are_summed_up_in_one_pass() -> None:
@@ -113,5 +114,6 @@ def test_output_tail_and_excerpt_prefer_stderr(tmp_path: Path) -> None:
     evidence = Evidence(stdout="step 9\n", stderr="Traceback (most recent call last):\nEOFError\n")
     assert evidence.excerpt().endswith("EOFError")
     assert evidence.output_tail() == "Traceback (most recent call last):\nEOFError\n\nstep 9\n"
-    assert Evidence().excerpt() == "" and Evidence().output_tail() == ""
+    assert Evidence().excerpt() == ""
+    assert Evidence().output_tail() == ""
     assert read_log(tmp_path / "missing.log") == ""

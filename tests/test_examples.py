@@ -46,4 +46,5 @@ def test_workload_segfault_names_the_worker_signal_phase_and_step(cli: Cli) -> N
     assert cells["num_workers=2,pin_memory=false"]["attempts"][0]["outcome"]["kind"] == "pass"
     assert "crash SIGSEGV (worker) @ validation:7" in result.stdout
     report = (result.latest_run() / "report.md").read_text()
-    assert "SIGSEGV" in report and "worker" in report
+    assert "SIGSEGV" in report
+    assert "worker" in report

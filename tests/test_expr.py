@@ -54,7 +54,7 @@ CTX: dict[str, Any] = {
         ("attempt", 3),
     ],
 )
-def test_literals_and_names_keep_types(text: str, value: Any) -> None:
+def test_literals_and_names_keep_types(text: str, value: object) -> None:
     result = evaluate(text, CTX)
     assert result == value
     assert type(result) is type(value)
@@ -94,7 +94,7 @@ def test_literals_and_names_keep_types(text: str, value: Any) -> None:
         ("true in [1]", False),
     ],
 )
-def test_operators_and_precedence(text: str, value: Any) -> None:
+def test_operators_and_precedence(text: str, value: object) -> None:
     assert evaluate(text, CTX) == value
     assert type(evaluate(text, CTX)) is type(value)
 
@@ -146,7 +146,7 @@ def test_parse_errors_say_what_and_where(text: str, message: str, column: int) -
     ],
 )
 def test_evaluation_errors(text: str, message: str) -> None:
-    with pytest.raises(ExprError, match="^'") as caught:
+    with pytest.raises(ExprError, match=r"^'") as caught:
         evaluate(text, CTX)
     assert caught.value.message == message
 

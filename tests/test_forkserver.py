@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,19 @@ def make_plan(
     return replace(plan, preload=preload, expectation=expectation or plan.expectation)
 
 
-def facts_plan(out: Path, *args: str, **options: Any) -> AttemptPlan:
-    return make_plan(["python", "facts.py", str(out), *args], **options)
+def facts_plan(
+    out: Path,
+    *args: str,
+    preload: tuple[str, ...] = ("marked",),
+    env: dict[str, str] | None = None,
+    attempt: int = 1,
+) -> AttemptPlan:
+    argv = ["python", "facts.py", str(out), *args]
+    return make_plan(argv, preload=preload, env=env, attempt=attempt)
 
 
 @pytest.fixture
-def runner() -> Any:
+def runner() -> Iterator[LocalRunner]:
     local = LocalRunner(python=PY, native_stacks=False)
     yield local
     local.close()
@@ -98,7 +106,7 @@ def gone(pid: int) -> bool:
     return True
 
 
-def wait_until(predicate: Any, what: str, timeout: float = 60.0) -> None:
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"{what} never happened"
@@ -139,7 +147,8 @@ def test_python_entry_points_are_recognised(command: str | list[str], expected: 
 )
 def test_anything_but_one_python_program_runs_fresh(command: str, reason: str) -> None:
     said = entry_point(make_plan(command), PY)
-    assert isinstance(said, str) and reason in said
+    assert isinstance(said, str)
+    assert reason in said
     assert fresh_reason(make_plan(command), said) == said
 
 
@@ -153,7 +162,8 @@ def test_shell_words_take_quotes_as_sh_does() -> None:
 def test_the_interpreter_of_the_run_only() -> None:
     plan = make_plan(["/usr/bin/python2", "x.py"])
     said = entry_point(plan, PY)
-    assert isinstance(said, str) and "not the run's Python interpreter" in said
+    assert isinstance(said, str)
+    assert "not the run's Python interpreter" in said
     assert entry_point(make_plan([PY, "x.py"]), PY) == EntryPoint("script", "x.py", (), PY)
 
 
@@ -204,7 +214,8 @@ def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     execution = run(runner, plan, tmp_path)
     assert execution.launch == "forked", execution.launch_note
     assert execution.returncode == 0
-    assert execution.launch_note and "preloaded marked" in execution.launch_note
+    assert execution.launch_note
+    assert "preloaded marked" in execution.launch_note
     facts = json.loads(out.read_text())
     # Its own session and process group, a child of the server (which reaps it).
     (server,) = servers()
@@ -225,7 +236,8 @@ def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     assert (log_dir / "stdout.log").read_text() == "facts written\n"
     # The next attempt is another fork of the same server.
     second = run(runner, replace(plan, attempt=2), tmp_path)
-    assert second.launch == "forked" and second.returncode == 0
+    assert second.launch == "forked"
+    assert second.returncode == 0
     again = json.loads(out.read_text())
     assert again["pid"] != facts["pid"]
     assert servers() == [server]
@@ -443,7 +455,8 @@ def test_cuda_initialised_in_the_server_is_never_forked(
     plan = make_plan(["python", "-c", "print('ran')"], preload=("cuda_initialized",))
     for number in (1, 2):
         execution = run(runner, replace(plan, attempt=number), tmp_path)
-        assert execution.launch == "fresh" and execution.returncode == 0
+        assert execution.launch == "fresh"
+        assert execution.returncode == 0
         assert "CUDA is initialised in the preload server" in (execution.launch_note or "")
     assert servers() == []
 
@@ -464,7 +477,8 @@ def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Pat
         )
     finally:
         runner.close()
-    assert result is not None and result.launch == "forked"
+    assert result is not None
+    assert result.launch == "forked"
     (hint,) = [w for w in result.warnings if "preload server had not" in w]
     assert re.search(r"imported \d+ modules its preload server had not \(", hint)
     assert "asyncio" in hint or "email" in hint or "xml" in hint
@@ -488,7 +502,8 @@ def test_a_shadowed_preload_runs_fresh(runner: LocalRunner, tmp_path: Path) -> N
 def test_an_import_that_fails_in_the_server_runs_fresh(runner: LocalRunner, tmp_path: Path) -> None:
     plan = make_plan(["python", "-c", "print('ran')"], preload=("no_such_module_here",))
     execution = run(runner, plan, tmp_path)
-    assert execution.launch == "fresh" and execution.returncode == 0
+    assert execution.launch == "fresh"
+    assert execution.returncode == 0
     assert "import no_such_module_here failed: ModuleNotFoundError" in (
         execution.launch_note or ""
     )

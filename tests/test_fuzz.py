@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from reprospec import expr
 from reprospec.checks import check
 from reprospec.expr import ExprError, same
+from reprospec.jsontypes import JsonValue
 from reprospec.matrix import MatrixError, count_cells, expand_matrix
 from reprospec.yamlsource import YamlSourceError, dump_yaml, load_yaml
 
@@ -160,7 +161,8 @@ def test_yaml_loader_on_deep_nesting(depth: int, opener: str) -> None:
 
 
 def assert_expr_error(error: ExprError) -> None:
-    assert error.message and 0 <= error.offset <= len(error.text)
+    assert error.message
+    assert 0 <= error.offset <= len(error.text)
 
 
 CONTEXT: dict[str, Any] = {
@@ -226,7 +228,7 @@ AXES = st.sampled_from(["a", "b", "c", "d"])
 
 
 @st.composite
-def matrices(draw: st.DrawFn) -> Any:
+def matrices(draw: st.DrawFn) -> JsonValue:
     section: dict[str, Any] = draw(st.dictionaries(AXES, st.lists(VALUES, max_size=4), max_size=4))
     keys = [*section, "e", "include", "exclude"]
     entry = st.dictionaries(st.sampled_from(keys), VALUES, max_size=3)
@@ -235,7 +237,9 @@ def matrices(draw: st.DrawFn) -> Any:
     if draw(st.booleans()):
         section["exclude"] = draw(st.lists(entry, max_size=4))
     # Shapes the schema refuses: the expander must refuse them too, not crash.
-    return draw(st.one_of(st.just(section), st.just(None), VALUES, st.just({"a": 3, "include": 1})))
+    shapes = st.one_of(st.just(section), st.just(None), VALUES, st.just({"a": 3, "include": 1}))
+    drawn: JsonValue = draw(shapes)
+    return drawn
 
 
 def reference(section: dict[str, Any]) -> list[dict[str, Any]]:
@@ -264,13 +268,15 @@ def reference(section: dict[str, Any]) -> list[dict[str, Any]]:
 
 @FAST
 @given(matrices())
-def test_matrix_expander_on_any_section(section: Any) -> None:
+def test_matrix_expander_on_any_section(section: JsonValue) -> None:
+    # Any JSON value, shapes the schema refuses included: the expander must refuse them too.
     try:
-        cells = expand_matrix(section)
+        cells = expand_matrix(section)  # type: ignore[arg-type]
     except MatrixError as exc:
-        assert exc.message and exc.path[0] == "matrix"
+        assert exc.message
+        assert exc.path[0] == "matrix"
         return
-    assert count_cells(section) == len(cells)
+    assert count_cells(section) == len(cells)  # type: ignore[arg-type]
     if isinstance(section, dict):
         expected = reference(section)
         assert [list(c.matrix.items()) for c in cells] == [
@@ -318,7 +324,7 @@ PLAIN = st.recursive(
 
 @FAST
 @given(PLAIN)
-def test_dumped_yaml_reads_back_the_same(data: Any) -> None:
+def test_dumped_yaml_reads_back_the_same(data: JsonValue) -> None:
     text = dump_yaml(data)
     try:
         loaded = load_yaml(text).data

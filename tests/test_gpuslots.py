@@ -35,7 +35,7 @@ RTX3090 = NVIDIA / "nvidia-smi-L-4x-rtx3090.txt"
 A100_MIG = NVIDIA / "nvidia-smi-L-a100-mig.txt"
 NO_DRIVER = NVIDIA / "nvidia-smi-no-driver.txt"
 # PATH without any nvidia-smi: the interpreter's folder and the system's.
-BARE_PATH = os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"])
+BARE_PATH = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
 
 
 def fake_nvidia_smi(folder: Path, recording: Path, status: int = 0) -> str:
@@ -197,7 +197,8 @@ def test_recorded_listings_parse() -> None:
     gpus = parse_nvidia_smi_list(A100_MIG.read_text())
     assert [g.index for g in gpus] == ["0", "1", "2", "3"]
     assert gpus[0].uuid == "GPU-513536b6-7d19-9063-b049-1e69664bb298"
-    assert len(gpus[0].mig) == 4 and gpus[1].mig == ()
+    assert len(gpus[0].mig) == 4
+    assert gpus[1].mig == ()
     assert parse_nvidia_smi_list(NO_DRIVER.read_text()) == ()
     assert MachineGpus(gpus, "nvidia-smi -L").listing() == (
         "0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA A100-SXM4-80GB)"
@@ -248,4 +249,5 @@ def test_slot_separation_both_ways_and_when_it_says_nothing() -> None:
         "fails on GPU slot 2+3 (2 of 2 attempts), never on slot 0+1 (0 of 2 attempts), "
         "over 2 cells"
     )
-    assert slot_label(("0", "1")) == "0+1" and slot_label(()) == ""
+    assert slot_label(("0", "1")) == "0+1"
+    assert slot_label(()) == ""

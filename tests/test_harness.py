@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ class Child:
     def last(self, kind: str) -> dict[str, Any]:
         return [e for e in self.events() if e["event"] == kind][-1]
 
-    def wait_for(self, predicate: Any, timeout: float = 60) -> None:
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if any(predicate(e) for e in self.events()):
@@ -152,15 +153,20 @@ def test_worker_segfault_names_the_worker_signal_and_item(tmp_path: Path) -> Non
     assert kinds[:3] == ["start", "import", "import"]
     assert [e["module"] for e in events if e["event"] == "import"] == ["json", "torch"]
     fault = child.last("fault")
-    assert fault["where"] == "worker" and fault["index"] == 6 * 4  # first item of validation step 7
+    assert fault["where"] == "worker"
+    assert fault["index"] == 6 * 4  # first item of validation step 7
     exit_ = child.last("worker_exit")
-    assert exit_["signal"] == "SIGSEGV" and exit_["pid"] == fault["pid"] and exit_["index"] == 24
+    assert exit_["signal"] == "SIGSEGV"
+    assert exit_["pid"] == fault["pid"]
+    assert exit_["index"] == 24
     assert (exit_["phase"], exit_["step"]) == ("validation", 7)
-    assert exit_["main_step"] is not None and exit_["main_step"] <= 7  # prefetch: main is behind
+    assert exit_["main_step"] is not None
+    assert exit_["main_step"] <= 7  # prefetch: main is behind
     assert located(events) == ("validation", 7)
     env = json.loads((tmp_path / "env.json").read_text())
     assert env["torch"]["version"].startswith("2.")
-    assert env["packages"]["torch"] and env["workload"]["num_workers"] == 2
+    assert env["packages"]["torch"]
+    assert env["workload"]["num_workers"] == 2
     assert env["multiprocessing"]["start_method"] in ("fork", "spawn", "forkserver")
 
 
@@ -190,9 +196,9 @@ def test_same_fault_without_workers_never_fires_and_the_run_passes(tmp_path: Pat
     assert not [e for e in events if e["event"] in ("fault", "worker_exit")]
     steps = [(e["phase"], e["step"]) for e in events if e["event"] == "step"]
     # 9 train steps over 8 batches: the loader starts a second epoch; `probe` runs one epoch (8)
-    assert (
-        steps[8] == ("train", 9) and steps[9:11] == [("test", 1), ("test", 2)] and len(steps) == 19
-    )
+    assert steps[8] == ("train", 9)
+    assert steps[9:11] == [("test", 1), ("test", 2)]
+    assert len(steps) == 19
     stages = [
         e["stage"]
         for e in events
@@ -320,7 +326,9 @@ def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
     done = child.run()
     assert done.returncode == 1  # the main loop's own error varies; the event does not
     exit_ = child.last("worker_exit")
-    assert exit_["exit_code"] == 7 and exit_["index"] == 9 and exit_["phase"] == "validation"
+    assert exit_["exit_code"] == 7
+    assert exit_["index"] == 9
+    assert exit_["phase"] == "validation"
     assert child.last("loader")["multiprocessing_context"] == "forkserver"
     # torch preloaded in the forkserver: workers start fast, not one torch import each
     assert time.monotonic() - started < 30
@@ -349,9 +357,11 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
         "import",
     )
     dump = stack.read_text()
-    assert "in _warm_up" in dump and "in join" in dump
+    assert "in _warm_up" in dump
+    assert "in join" in dump
     env = json.loads((tmp_path / "env.json").read_text())  # written before the imports
-    assert env["python"]["version"] and env["torch"] == {"captured": False}
+    assert env["python"]["version"]
+    assert env["torch"] == {"captured": False}
 
 
 def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path) -> None:
@@ -383,7 +393,9 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
     dump = stack.read_text()
-    assert "in hang" in dump and "in __getitem__" in dump and "in other_thread" in dump
+    assert "in hang" in dump
+    assert "in __getitem__" in dump
+    assert "in other_thread" in dump
     main_dump = (tmp_path / "stacks" / f"stack-{process.pid}.txt").read_text()
     assert "in hang" not in main_dump  # each process dumps into its own file
     busy = child.last("worker_busy")
@@ -394,7 +406,8 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
         3,
     )
     outcome = classify(_execution(tmp_path, None, timed_out=True))
-    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.where) == ("hang", "worker")
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where) == ("hang", "worker")
     assert (outcome.phase, outcome.step) == ("train", 3)
     assert f"DataLoader worker {busy['worker']} (pid {fault['pid']}) stuck fetching item 9" in (
         outcome.detail or ""

@@ -9,8 +9,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeAlias
 
 import pytest
 
@@ -25,17 +26,23 @@ from reprospec_harness.config import ConfigError  # noqa: E402
 from reprospec_harness.injection import FaultPlan  # noqa: E402
 
 SHAPE, CLASSES = [3, 8, 8], 4
+P = ParamSpec("P")
 
 
-def config_error(call: Any, *args: Any, **kwargs: Any) -> str:
+def config_error(call: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> str:
     with pytest.raises(ConfigError) as caught:
         call(*args, **kwargs)
     return str(caught.value)
 
 
-def loader(options: dict[str, Any]) -> Any:
+# What data.build_loader returns.
+Built: TypeAlias = "tuple[data.tud.DataLoader, data.TaggedBatchSampler, data.FetchTracker]"
+
+
+def loader(options: dict[str, Any]) -> Built:
     dataset = data.SyntheticDataset(size=8, shape=[2])
-    return data.build_loader(dataset, options, FaultPlan(), ["train"], seed=0)
+    built: Built = data.build_loader(dataset, options, FaultPlan(), ["train"], seed=0)
+    return built
 
 
 def test_builtin_model_params_are_checked_and_name_the_field() -> None:
@@ -85,7 +92,8 @@ def test_loader_arguments_are_checked() -> None:
     )
     assert config_error(loader, {"timeout": -1}).startswith("workload.data.loader.timeout:")
     built, batches, _ = loader({"batch_size": 4, "shuffle": "false", "num_workers": 0})
-    assert len(batches) == 2 and built.num_workers == 0
+    assert len(batches) == 2
+    assert built.num_workers == 0
 
 
 def test_optimizer_loss_and_fault_settings_are_checked() -> None:
@@ -169,5 +177,7 @@ def test_busy_watch_reports_a_slow_item_and_its_end(
     assert [e["event"] for e in lines] == ["worker_busy", "worker_free"]
     busy, free = lines
     assert (busy["worker"], busy["pid"], busy["index"]) == (1, os.getpid(), 37)
-    assert (busy["phase"], busy["step"]) == ("validation", 7) and busy["seconds"] >= 0.2
-    assert free["index"] == 37 and "phase" not in free  # the end does not move the location
+    assert (busy["phase"], busy["step"]) == ("validation", 7)
+    assert busy["seconds"] >= 0.2
+    assert free["index"] == 37
+    assert "phase" not in free  # the end does not move the location

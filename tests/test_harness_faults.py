@@ -15,9 +15,9 @@ import pytest
 from reprospec.harness import HARNESS_ROOT
 
 sys.path.insert(0, str(HARNESS_ROOT))
-from reprospec_harness import injection  # noqa: E402 - needs HARNESS_ROOT on sys.path
-from reprospec_harness.config import ConfigError  # noqa: E402
-from reprospec_harness.faults import exception_class  # noqa: E402
+from reprospec_harness import injection
+from reprospec_harness.config import ConfigError
+from reprospec_harness.faults import exception_class
 
 
 def fire(
@@ -66,7 +66,8 @@ def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> No
         env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT)},
     )
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
         with pytest.raises(subprocess.TimeoutExpired):
             child.wait(timeout=1.0)  # still alive: deadlocked, not finished
         child.send_signal(signal.SIGUSR1)
@@ -77,7 +78,8 @@ def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> No
         child.kill()
         child.wait(timeout=10)
     stacks = dump.read_text()
-    assert "in other_thread" in stacks and "in hang" in stacks, stacks
+    assert "in other_thread" in stacks, stacks
+    assert "in hang" in stacks, stacks
 
 
 def test_raise_builtin_and_dotted_exception_with_message() -> None:
@@ -162,4 +164,5 @@ def test_worker_faults_match_every_given_key_and_fire_once(monkeypatch: pytest.M
     assert fired == []
     faults.fire_worker(worker=1, phase="validation", step=1, index=5)
     faults.fire_worker(worker=1, phase="validation", step=2, index=5)
-    assert len(fired) == 1 and fired[0]["where"] == "worker"
+    assert len(fired) == 1
+    assert fired[0]["where"] == "worker"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cli import ROOT, CliResult
+from tests.support.cli import ROOT, Cli, CliResult
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -58,7 +58,7 @@ def recorded_pids(log: Path) -> list[int]:
 
 
 def test_no_item_is_read_in_the_main_process_and_a_lazy_handle_is_not_inherited(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     # No shape declared: the model is sized by a spawned probe that reads item 0.
     log = tmp_path / "getitem.pids"
@@ -70,13 +70,15 @@ def test_no_item_is_read_in_the_main_process_and_a_lazy_handle_is_not_inherited(
     pids = recorded_pids(log)
     assert main_pid(events) not in pids
     probes = [e["pid"] for e in events if e["event"] == "dataset_probe"]
-    assert len(probes) == 1 and pids.count(probes[0]) == 1
+    assert len(probes) == 1
+    assert pids.count(probes[0]) == 1
     # Every other call was in one of the two workers: 4 steps of 4 items.
     workers = [pid for pid in pids if pid != probes[0]]
-    assert len(workers) >= 16 and 1 <= len(set(workers)) <= 2
+    assert len(workers) >= 16
+    assert 1 <= len(set(workers)) <= 2
 
 
-def test_a_declared_shape_needs_no_probe(cli: Any, tmp_path: Path) -> None:
+def test_a_declared_shape_needs_no_probe(cli: Cli, tmp_path: Path) -> None:
     log = tmp_path / "getitem.pids"
     dataset = {
         "entrypoint": "forkcheck:make",
@@ -89,11 +91,12 @@ def test_a_declared_shape_needs_no_probe(cli: Any, tmp_path: Path) -> None:
     assert result.code == 0, (attempt, result.stderr)
     assert not [e for e in events if e["event"] == "dataset_probe"]
     pids = recorded_pids(log)
-    assert main_pid(events) not in pids and 1 <= len(set(pids)) <= 2
+    assert main_pid(events) not in pids
+    assert 1 <= len(set(pids)) <= 2
 
 
 def test_a_probe_that_cannot_read_the_dataset_is_an_infra_error_naming_the_remedy(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     log = tmp_path / "getitem.pids"
     dataset = {"entrypoint": "forkcheck:make", "params": {"log": str(log), "fail": True}}

@@ -47,7 +47,8 @@ def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None
         "undecided": 0,
         "infra_error": 0,
     }
-    assert listed[0]["cells"] == 1 and listed[0]["status"] == "finished"
+    assert listed[0]["cells"] == 1
+    assert listed[0]["status"] == "finished"
     assert (
         json.loads(cli("history", "--format", "json", "--out", str(tmp_path / "none")).stdout) == []
     )
@@ -58,14 +59,18 @@ def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> No
     older, newer = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
     old_id, new_id = older.latest_run().name, newer.latest_run().name
     report = cli("report", "latest", "--format", "json")
-    assert report.code == 0 and json.loads(report.stdout)["run_id"] == new_id
+    assert report.code == 0
+    assert json.loads(report.stdout)["run_id"] == new_id
     assert json.loads(cli("report", "latest~1", "--format", "json").stdout)["run_id"] == old_id
     assert json.loads(cli("report", "latest~0", "--format", "json").stdout)["run_id"] == new_id
     too_far = cli("report", "latest~2")
-    assert too_far.code == 2 and "latest~2" in too_far.stderr and "only 2 run(s)" in too_far.stderr
+    assert too_far.code == 2
+    assert "latest~2" in too_far.stderr
+    assert "only 2 run(s)" in too_far.stderr
     assert "Traceback" not in too_far.stderr
     compared = cli("compare", "latest~1", "latest")
-    assert compared.code == 0 and f"{old_id} -> {new_id}" in compared.stdout
+    assert compared.code == 0
+    assert f"{old_id} -> {new_id}" in compared.stdout
     merged = cli("merge", "latest")
     assert merged.code == 0, merged.stderr
     # The merged run has a folder and no store row of its own: it is the latest now.
@@ -86,7 +91,7 @@ def test_resume_latest(tmp_path: Path) -> None:
     )
     cancel = threading.Event()
 
-    def progress(event: str, cell: object, res: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 1:
             cancel.set()
 
@@ -120,18 +125,21 @@ def test_recent_run_ids_order_runs_of_one_second_as_begun(tmp_path: Path) -> Non
     conn.commit()
     conn.close()
     (tmp_path / "runs" / "20261121-214513-x-merged").mkdir(parents=True)
+    # A merge made in the same second as the runs it merged (no store row of its own).
+    (tmp_path / "runs" / "20261121-214512-x-1111").mkdir(parents=True)
     assert recent_run_ids(tmp_path) == [
         "20261121-214513-x-merged",
+        "20261121-214512-x-1111",
         "20261121-214512-x-0000",
         "20261121-214512-x-ffff",
     ]
-    assert resolve_run_id("latest~2", tmp_path) == "20261121-214512-x-ffff"
+    assert resolve_run_id("latest~3", tmp_path) == "20261121-214512-x-ffff"
     assert resolve_run_id("20261121", tmp_path) == "20261121"  # not a `latest`: as given
     with pytest.raises(UsageError, match="has no runs"):
         resolve_run_id("latest", tmp_path / "empty")
 
 
-def test_compare_says_what_changed_and_why(cli: Cli, tmp_path: Path) -> None:
+def test_compare_says_what_changed_and_why(cli: Cli) -> None:
     first = cli("run", SEGFAULT, "-m", "num_workers=2", "-m", "pin_memory=true", "-j", "1")
     second = cli(
         "run",
@@ -154,7 +162,8 @@ def test_compare_says_what_changed_and_why(cli: Cli, tmp_path: Path) -> None:
     assert (
         "warning: both runs ran spec 'val-segfault-pinned-workers-command', with other text:" in out
     )
-    assert "-  signal: SIGSEGV" in out and "+  signal: SIGBUS" in out
+    assert "-  signal: SIGSEGV" in out
+    assert "+  signal: SIGBUS" in out
     # The options: -j and --set.
     assert "  jobs: 1 -> 2" in out
     assert "  overrides: (none) -> ['expect.signal=SIGBUS']" in out
@@ -164,10 +173,12 @@ def test_compare_says_what_changed_and_why(cli: Cli, tmp_path: Path) -> None:
     assert f"  {cell}: reproduced -> not-reproduced (same outcome, different expectation)" in out
     assert "    expected  crash SIGSEGV @ validation:7 -> crash SIGBUS @ validation:7" in out
     outcome_line = next(line for line in out.splitlines() if line.startswith("    outcome"))
-    assert "crash:SIGSEGV:main:validation" in outcome_line and "->" not in outcome_line
+    assert "crash:SIGSEGV:main:validation" in outcome_line
+    assert "->" not in outcome_line
 
     data = json.loads(cli("compare", a, b, "--format", "json").stdout)
-    assert data["spec"]["same"] is False and data["spec"]["diff"]
+    assert data["spec"]["same"] is False
+    assert data["spec"]["diff"]
     assert {"key": "jobs", "a": 1, "b": 2} in data["options"]
     (row,) = data["cells"]
     assert row["change"] == "same outcome, different expectation"
@@ -182,7 +193,8 @@ def test_compare_shows_an_outcome_change_per_cell(cli: Cli, tmp_path: Path) -> N
     assert "  default: reproduced -> not-reproduced (outcome changed)" in out
     assert "    outcome   pass x1 -> error:exit-3 x1" in out
     assert "    expected  pass\n" in out
-    assert "-command: [" in out and "+command: [" in out
+    assert "-command: [" in out
+    assert "+command: [" in out
 
 
 def test_slurm_runs_take_latest_too(tmp_path: Path) -> None:

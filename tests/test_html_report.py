@@ -65,11 +65,13 @@ def grid_run() -> RunResult:
 def test_html_is_self_contained_and_escaped() -> None:
     page = render(grid_run(), "html")
     assert page.startswith("<!DOCTYPE html>")
-    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "Content-Security-Policy" in page
+    assert "default-src 'none'" in page
     # Nothing is fetched: no external script, style, image or link.
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
     assert not re.search(r"<(?:link|img|iframe|object|embed)\b", page)
-    assert HOSTILE not in page and str(escape(HOSTILE)) in page
+    assert HOSTILE not in page
+    assert str(escape(HOSTILE)) in page
     assert "<script>alert(1)</script>" not in page
     assert '<b id="x">' not in page
     assert page.count("<script>") == 1  # the page's own sorter
@@ -78,7 +80,9 @@ def test_html_is_self_contained_and_escaped() -> None:
 def test_every_format_renders_the_hand_built_runs() -> None:
     page = render(segfault_matrix(), "html")
     assert "crash:SIGSEGV:worker:validation" in page
-    assert 'id="heatmap"' in page and 'class="fail"' in page and 'class="pass"' in page
+    assert 'id="heatmap"' in page
+    assert 'class="fail"' in page
+    assert 'class="pass"' in page
 
 
 def _chromium() -> str:
@@ -155,7 +159,8 @@ def test_html_report_sorts_in_a_real_browser(tmp_path: Path) -> None:
     assert [int(x) for x in result["failed_down"]] == sorted(failed, reverse=True)
     # Numbers sort as numbers (8 < 16 < 32), not as text ("16" < "32" < "8").
     batches = list(dict.fromkeys(result["batch_up"]))
-    assert [b for b in batches if b.isdigit()] == ["8", "16", "32"] and '<b id="x">' in batches
+    assert [b for b in batches if b.isdigit()] == ["8", "16", "32"]
+    assert '<b id="x">' in batches
     assert result["verdict_up"][0] == "not-reproduced"
     assert result["verdict_up"][-1] == "reproduced"
     # The hostile title and script stayed text: the title is the page's title, escaped.

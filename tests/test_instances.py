@@ -10,7 +10,6 @@ barrier before any was released, and each program began after that.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -68,7 +67,8 @@ def test_one_instance_passes_four_crash_on_instances_1_to_3(example: Ran) -> Non
         "instances=4": "reproduced",
     }, verdicts
     alone = example.attempt("instances=1")
-    assert alone.ran is not None and alone.ran.kind == "pass"
+    assert alone.ran is not None
+    assert alone.ran.kind == "pass"
     assert [i.instance for i in alone.instances] == [0]
 
     together = example.attempt("instances=4")
@@ -83,7 +83,8 @@ def test_one_instance_passes_four_crash_on_instances_1_to_3(example: Ran) -> Non
     failed = [i for i in together.instances if i.failed]
     first = min(failed, key=lambda i: (i.end_s, i.instance))
     assert together.instance == first.instance
-    assert together.ran is not None and together.ran.kind == "crash"
+    assert together.ran is not None
+    assert together.ran.kind == "crash"
     detail = together.ran.detail or ""
     assert f"instance {first.instance} of 4 crashed first" in detail
     assert "instances 1-3 crashed, instance 0 passed" in detail
@@ -99,7 +100,8 @@ def test_the_instances_really_started_together(example: Ran) -> None:
     instances = together.instances
     ready = [i.ready_s for i in instances]
     start = [i.start_s for i in instances]
-    assert None not in ready and None not in start
+    assert None not in ready
+    assert None not in start
     # As each instance recorded it: every one reached the barrier before the first was
     # released (time 0), so no copy ran its command before all four existed and waited.
     assert max(r for r in ready if r is not None) <= 0.0 <= min(s for s in start if s is not None)
@@ -186,7 +188,8 @@ def test_each_instance_gets_its_own_gpu_slot_and_rank_variables(cli: Cli, tmp_pa
         assert variables["REPROSPEC_INSTANCES"] == "3"
         assert variables["MASTER_ADDR"] == "127.0.0.1"
     ports = {variables["MASTER_PORT"] for variables in said.values()}
-    assert len(ports) == 1 and 0 < int(ports.pop()) < 65536
+    assert len(ports) == 1
+    assert 0 < int(ports.pop()) < 65536
     # Only the instance on GPU 4 crashed: the slot and the instance both separate it.
     assert attempt["gpu_slot"] == ["3", "4", "5"]
     assert [i["outcome"]["kind"] for i in attempt["instances"]] == ["pass", "crash", "pass"]
@@ -214,7 +217,7 @@ def _plan(
 
 def _leftovers(marker: str) -> list[str]:
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in (entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
@@ -246,7 +249,8 @@ def test_the_first_failure_by_time_wins_over_a_later_hang(tmp_path: Path) -> Non
     folder = RunFolder(tmp_path / "run").create()
     plan = _plan(tmp_path, command, 2, timeout_s=2.0)
     result = AttemptExecutor(LocalRunner(native_stacks=False), folder)(plan, (), threading.Event())
-    assert result is not None and result.ran is not None
+    assert result is not None
+    assert result.ran is not None
     assert [i.ran.kind for i in result.instances if i.ran] == ["hang", "crash"]
     assert (result.instance, result.ran.kind, result.ran.signal) == (1, "crash", "SIGSEGV")
     assert "instance 1 of 2 crashed first" in (result.ran.detail or "")
@@ -297,7 +301,8 @@ def test_the_plan_shows_each_cells_instances(tmp_path: Path) -> None:
         reprospec.load_spec(_spec(tmp_path, "  timeout: 5s")),
         reprospec.RunOptions(out=tmp_path / "out"),
     )
-    assert plain.attempts[0].instances is None and "instances" not in describe(plain.attempts[0])
+    assert plain.attempts[0].instances is None
+    assert "instances" not in describe(plain.attempts[0])
 
 
 def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) -> None:
@@ -324,7 +329,9 @@ def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> No
     in_flight: dict[str, int] = {}
     seen: list[dict[str, int]] = []
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+    def attempt(
+        plan: AttemptPlan, _slot: tuple[str, ...], _cancel: threading.Event
+    ) -> AttemptResult:
         with lock:
             in_flight[plan.cell.id] = plan.copies
             seen.append(dict(in_flight))

@@ -57,7 +57,8 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     assert all(
         e["matched"] == 0 and e["clean_evidence"] > 0 for e in data["evidence"]["one_smaller"]
     )
-    assert data["confidence"] >= 1 - data["error"] and data["min_rate"] == 0.3
+    assert data["confidence"] >= 1 - data["error"]
+    assert data["min_rate"] == 0.3
     # Every attempt is a stored run of its own, purpose "isolate".
     out = tmp_path / "out"
     runs = sorted(p.name for p in (out / "runs").iterdir())
@@ -155,16 +156,19 @@ def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
     assert said[0].startswith("running the matrix once (2 cell(s))")
     assert found.passing.cell.matrix["setup"] == "minimal"
     assert [d.name for d in found.culprits] == ["b", "e"]
-    assert found.result.status == "isolated" and not found.interrupted
+    assert found.result.status == "isolated"
+    assert not found.interrupted
 
 
 def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
     code, data, stderr = isolate(tmp_path, "--budget", "6", "-j", "1")
     assert code == 1, stderr
-    assert data["status"] == "budget" and data["attempts"] == 6
+    assert data["status"] == "budget"
+    assert data["attempts"] == 6
     assert data["confidence"] == 0.0
     # The smallest set seen failing is what `culprits` holds; the guess is only a guess.
-    assert ("matrix.b", True) in culprits(data) and ("matrix.e", True) in culprits(data)
+    assert ("matrix.b", True) in culprits(data)
+    assert ("matrix.e", True) in culprits(data)
     assert 0 < data["best_guess"]["probability"] < 1 - data["error"]
     assert data["sentence"].startswith("not isolated (budget): the budget of 6 attempts ran out")
     assert "best guess: " in data["sentence"]
@@ -173,15 +177,20 @@ def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = isolate(tmp_path, "--failing", "a=maybe")
     assert code == 2
-    assert "--failing a=maybe" in stderr and "Traceback" not in stderr
+    assert "--failing a=maybe" in stderr
+    assert "Traceback" not in stderr
     code, _, stderr = isolate(tmp_path, "--passing-set", "novalue")
-    assert code == 2 and "expected PATH=VALUE" in stderr
+    assert code == 2
+    assert "expected PATH=VALUE" in stderr
     code, _, stderr = isolate(tmp_path, "--failing", "setup=full", "--passing", "setup=full")
-    assert code == 2 and "same cell" in stderr
+    assert code == 2
+    assert "same cell" in stderr
     code, _, stderr = isolate(tmp_path, "--set", "~expect")
-    assert code == 2 and "isolate needs the spec's expect" in stderr
+    assert code == 2
+    assert "isolate needs the spec's expect" in stderr
     code, _, stderr = isolate(tmp_path, "--min-rate", "1.5")
-    assert code == 2 and "--min-rate must be between 0 and 1, got 1.5" in stderr
+    assert code == 2
+    assert "--min-rate must be between 0 and 1, got 1.5" in stderr
     assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
 
 

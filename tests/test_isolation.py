@@ -65,7 +65,8 @@ def test_deterministic_pair_is_found_and_checked() -> None:
     assert result.status == "isolated"
     assert result.culprits == (3, 11)
     assert result.attempts == oracle.attempts < 40
-    assert result.minimal is not None and result.minimal.reproduces
+    assert result.minimal is not None
+    assert result.minimal.reproduces
     assert [e.applied for e in result.one_smaller] == [(11,), (3,)]
     for evidence in result.one_smaller:
         assert evidence.reproduces is False
@@ -82,7 +83,8 @@ def test_flaky_pair_is_found_exactly(seed: int) -> None:
     assert result.culprits == (2, 9)
     # Each one-smaller set stayed clean wherever it was tested, often enough for the
     # posterior of the pair to reach 1 - error; the pair itself failed.
-    assert result.minimal is not None and result.minimal.tally.matched >= 1
+    assert result.minimal is not None
+    assert result.minimal.tally.matched >= 1
     for evidence in result.one_smaller:
         assert evidence.tally.matched == 0
         assert evidence.clean_evidence >= 3
@@ -95,21 +97,24 @@ def test_single_culprit_checks_against_the_base() -> None:
     assert result.status == "isolated"
     assert result.culprits == (5,)
     assert [e.applied for e in result.one_smaller] == [()]
-    assert result.base is not None and result.base.reproduces is False
+    assert result.base is not None
+    assert result.base.reproduces is False
     assert result.base.tally.matched == 0
 
 
 def test_one_difference_needs_no_search() -> None:
     oracle = Oracle(needs(0), rate=1.0, seed=0)
     result = run(1, oracle)
-    assert result.status == "isolated" and result.culprits == (0,)
+    assert result.status == "isolated"
+    assert result.culprits == (0,)
 
 
 def test_different_failures_count_as_clean() -> None:
     # Every candidate sometimes fails another way: never the bug, so never a culprit.
     oracle = Oracle(needs(1, 6), rate=1.0, seed=4, other=0.3)
     result = run(10, oracle)
-    assert result.status == "isolated" and result.culprits == (1, 6)
+    assert result.status == "isolated"
+    assert result.culprits == (1, 6)
     assert sum(e.tally.other for e in result.tested) > 0
 
 
@@ -166,7 +171,7 @@ def test_a_rare_failure_with_room_in_the_budget_is_tried() -> None:
 
 
 def test_a_passing_side_that_fails_too() -> None:
-    oracle = Oracle(lambda candidate: True, rate=1.0, seed=0)
+    oracle = Oracle(lambda _candidate: True, rate=1.0, seed=0)
     result = run(8, oracle)
     assert result.status == "base-reproduces"
     assert result.culprits == ()
@@ -208,7 +213,9 @@ def test_infra_errors_count_neither_way_then_stop() -> None:
     assert "interpreter not found" in result.message
     # The same candidate was asked again and again: infra errors decided nothing.
     broken = [e for e in result.tested if e.tally.infra]
-    assert len(broken) == 1 and broken[0].tally.infra == 3 and broken[0].reproduces is None
+    assert len(broken) == 1
+    assert broken[0].tally.infra == 3
+    assert broken[0].reproduces is None
 
 
 def test_sporadic_infra_errors_do_not_decide() -> None:
@@ -224,8 +231,10 @@ def test_sporadic_infra_errors_do_not_decide() -> None:
         return out
 
     result = isolate(8, run_probes)
-    assert result.status == "isolated" and result.culprits == (2, 5)
-    assert result.failing is not None and result.failing.tally.infra == 1
+    assert result.status == "isolated"
+    assert result.culprits == (2, 5)
+    assert result.failing is not None
+    assert result.failing.tally.infra == 1
 
 
 def test_rounds_hold_distinct_candidates_and_need_recording() -> None:
@@ -313,7 +322,8 @@ def test_a_culprit_larger_than_considered_is_never_a_confident_answer() -> None:
     result = run(10, oracle, budget=150)
     assert result.status == "budget"
     assert result.confidence == 0.0
-    assert result.guess and set(result.guess) < {1, 3, 5, 7}
+    assert result.guess
+    assert set(result.guess) < {1, 3, 5, 7}
     assert {1, 3, 5, 7} <= set(result.culprits)  # the smallest set seen failing
 
 
@@ -344,12 +354,13 @@ def test_a_rate_below_the_assumption_is_warned_about() -> None:
         return out
 
     result = isolate(6, run_probes, Settings(min_rate=0.6, rate_matches=3, rate_attempts=40))
-    assert result.failing is not None and result.failing.tally.matched == 3
+    assert result.failing is not None
+    assert result.failing.tally.matched == 3
     assert any("clearly below the assumed minimum rate 0.6" in w for w in result.warnings)
 
 
 def test_tally_counts_kinds() -> None:
     tally = Tally().add(["match", "pass", "other", "infra", "pass"])
     assert (tally.matched, tally.clean, tally.ran, tally.attempts) == (1, 3, 4, 5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown attempt kind 'maybe'"):
         Tally().add(["maybe"])  # type: ignore[list-item]

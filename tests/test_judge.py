@@ -174,11 +174,13 @@ def test_every_miss_is_listed() -> None:
 def test_wilson() -> None:
     assert wilson(0, 0) == (0.0, 1.0)
     low, high = wilson(3, 3)
-    assert round(low, 2) == 0.44 and high == 1.0
+    assert round(low, 2) == 0.44
+    assert high == 1.0
     low, high = wilson(6, 20)
     assert (round(low, 2), round(high, 2)) == (0.15, 0.52)
     low, high = wilson(0, 10)
-    assert low == 0.0 and round(high, 3) == 0.278
+    assert low == 0.0
+    assert round(high, 3) == 0.278
     low, high = wilson(50, 100)
     assert low == pytest.approx(1 - high)
 

@@ -19,7 +19,7 @@ def test_import_graph_has_no_cycle_and_no_backward_stage_import() -> None:
     assert "0 problem(s)" in done.stdout
 
 
-def test_the_check_catches_a_backward_import(tmp_path: object) -> None:
+def test_the_check_catches_a_backward_import() -> None:
     # The checker is only worth something if it fails: a store module importing
     # the renderer is flagged (the stage table is the script's own).
     sys.path.insert(0, str(ROOT / "scripts"))

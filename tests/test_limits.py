@@ -66,19 +66,22 @@ def test_child_gets_its_own_shm_and_address_space_limit() -> None:
     )
     assert warnings == []
     shm, rlimit = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
-    assert int(shm) == 8 * 2**20 and int(rlimit) == 2 * 2**30
+    assert int(shm) == 8 * 2**20
+    assert int(rlimit) == 2 * 2**30
     # the machine's own /dev/shm is untouched
     assert os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize != 8 * 2**20
 
 
 def test_memory_limit_is_not_applied_to_cuda_attempts() -> None:
     argv, warnings = wrap(["x"], {"memory": "8g", "device": "cuda:0"})
-    assert argv == ["x"] and "RLIMIT_AS breaks CUDA" in warnings[0]
+    assert argv == ["x"]
+    assert "RLIMIT_AS breaks CUDA" in warnings[0]
 
 
 def test_tiny_memory_limit_warns_about_import_torch() -> None:
     argv, warnings = wrap(["x"], {"memory": "256m"})
-    assert "--memory" in argv and "import torch" in warnings[0]
+    assert "--memory" in argv
+    assert "import torch" in warnings[0]
 
 
 def test_shm_refused_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,4 +123,5 @@ def test_launch_usage_errors() -> None:
     done = subprocess.run(
         [sys.executable, str(limits.LAUNCH), "--bogus"], capture_output=True, text=True
     )
-    assert done.returncode == 1 and "unexpected argument '--bogus'" in done.stderr
+    assert done.returncode == 1
+    assert "unexpected argument '--bogus'" in done.stderr

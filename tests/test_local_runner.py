@@ -65,15 +65,15 @@ def token_holders(token: str) -> list[int]:
     """Pids of the processes that carry this attempt token."""
     needle = f"{TOKEN_VAR}={token}".encode()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            environ = (entry / "environ").read_bytes()
         except OSError:
             continue
         if needle in environ.split(b"\0"):
-            found.append(int(entry))
+            found.append(int(entry.name))
     return found
 
 
@@ -91,11 +91,17 @@ def runner() -> LocalRunner:
 
 def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
     ex = runner.run(make_plan([PY, "-c", "print('hello')"]), tmp_path)
-    assert ex.returncode == 0 and not ex.timed_out and ex.infra_error is None
+    assert ex.returncode == 0
+    assert not ex.timed_out
+    assert ex.infra_error is None
     assert ex.stdout_path.read_text() == "hello\n"
-    assert ex.events_path.exists() and ex.stack_path is None and ex.env_path is None
-    assert ex.started.endswith("+00:00") and ex.started <= ex.finished
-    assert ex.duration_s < 10 and ex.warnings == ()
+    assert ex.events_path.exists()
+    assert ex.stack_path is None
+    assert ex.env_path is None
+    assert ex.started.endswith("+00:00")
+    assert ex.started <= ex.finished
+    assert ex.duration_s < 10
+    assert ex.warnings == ()
 
 
 def test_exit_code_and_child_events(runner: LocalRunner, tmp_path: Path) -> None:
@@ -145,11 +151,14 @@ def test_child_protocol_environment(tmp_path: Path) -> None:
     assert env["MINE"] == "1"
     assert env["REPROSPEC_EVENTS"] == str(tmp_path / "events.jsonl")
     assert env["REPROSPEC_ENV_JSON"] == str(tmp_path / "env.json")
-    assert env["REPROSPEC_STACK_DIR"] and len(env[TOKEN_VAR]) == 32
-    assert env["PYTHONFAULTHANDLER"] == "1" and env["PYTHONUNBUFFERED"] == "1"
+    assert env["REPROSPEC_STACK_DIR"]
+    assert len(env[TOKEN_VAR]) == 32
+    assert env["PYTHONFAULTHANDLER"] == "1"
+    assert env["PYTHONUNBUFFERED"] == "1"
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
     parts = env["PYTHONPATH"].split(os.pathsep)
-    assert parts[0].endswith("stackdump") and parts[-1] == "/user/path"
+    assert parts[0].endswith("stackdump")
+    assert parts[-1] == "/user/path"
     assert "REPROSPEC_CELL" not in env
 
 
@@ -216,7 +225,8 @@ def test_output_flood_is_capped(runner: LocalRunner, tmp_path: Path) -> None:
     size = ex.stdout_path.stat().st_size
     assert size < 2 * (1 << 20) + 200
     data = ex.stdout_path.read_bytes()
-    assert data.startswith(b"HEAD-START\n") and data.endswith(b"TAIL-END\n")
+    assert data.startswith(b"HEAD-START\n")
+    assert data.endswith(b"TAIL-END\n")
     assert b"bytes omitted]" in data
     assert me.memory_info().rss - before < 64 << 20
 
@@ -225,13 +235,16 @@ def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path)
     ready = tmp_path / "ready"
     plan = make_plan(child("hang.py", str(ready)), timeout_s=1.5)
     ex = runner.run(plan, tmp_path / "logs")
-    assert ex.timed_out and ex.returncode == -9
+    assert ex.timed_out
+    assert ex.returncode == -9
     assert ex.duration_s < 1.5 + 10  # killed at the timeout; the speed is a benchmark
     assert ready.exists()
     assert ex.stack_path == tmp_path / "logs" / "stack.txt"
     stack = ex.stack_path.read_text()
-    assert f"--- pid {ready.read_text()} (" in stack and "hang.py" in stack
-    assert "deep_hang" in stack and "other_thread_wait" in stack
+    assert f"--- pid {ready.read_text()} (" in stack
+    assert "hang.py" in stack
+    assert "deep_hang" in stack
+    assert "other_thread_wait" in stack
     assert not (tmp_path / "logs" / "stacks").exists()
     assert not psutil.pid_exists(int(ready.read_text()))
 
@@ -241,12 +254,15 @@ def test_forked_multiprocessing_worker_gets_its_own_stack(
 ) -> None:
     plan = make_plan(child("mp_hang.py", str(tmp_path)), timeout_s=2.0)
     ex = runner.run(plan, tmp_path / "logs")
-    assert ex.timed_out and ex.stack_path is not None
+    assert ex.timed_out
+    assert ex.stack_path is not None
     stack = ex.stack_path.read_text()
     parent, worker = ((tmp_path / n).read_text() for n in ("parent.pid", "worker.pid"))
-    assert f"--- pid {parent} (" in stack and f"--- pid {worker} (" in stack
+    assert f"--- pid {parent} (" in stack
+    assert f"--- pid {worker} (" in stack
     worker_part = stack.split(f"--- pid {worker} (")[1]
-    assert "worker_hang" in worker_part and "parent_hang" not in worker_part
+    assert "worker_hang" in worker_part
+    assert "parent_hang" not in worker_part
     assert "parent_hang" in stack.split(f"--- pid {parent} (")[1].split("--- pid")[0]
 
 
@@ -260,10 +276,12 @@ def test_no_orphans_survive(runner: LocalRunner, tmp_path: Path, mode: str) -> N
         assert gone(pid), f"{name} ({pid}) survived"
     assert token_holders((tmp_path / "token").read_text()) == []
     if mode == "exit":
-        assert ex.returncode == 0 and not ex.timed_out
+        assert ex.returncode == 0
+        assert not ex.timed_out
         assert any("left behind" in w for w in ex.warnings), ex.warnings
     else:
-        assert ex.timed_out and ex.duration_s < 3.0 + 10
+        assert ex.timed_out
+        assert ex.duration_s < 3.0 + 10
 
 
 def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> None:
@@ -281,7 +299,8 @@ def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> 
         make_plan(child("wait_cancel.py", str(ready)), timeout_s=60), tmp_path / "l", cancel=cancel
     )
     helper.join()
-    assert ex.interrupted and not ex.timed_out
+    assert ex.interrupted
+    assert not ex.timed_out
     assert time.monotonic() - begin < 10
     assert ex.returncode == -9
 
@@ -309,7 +328,8 @@ def test_missing_workdir_is_an_infra_error(runner: LocalRunner, tmp_path: Path) 
 
 def test_unstartable_program_is_an_infra_error(runner: LocalRunner, tmp_path: Path) -> None:
     ex = runner.run(make_plan([str(tmp_path / "no-such-program")]), tmp_path / "logs")
-    assert ex.infra_error is not None and "cannot start" in ex.infra_error
+    assert ex.infra_error is not None
+    assert "cannot start" in ex.infra_error
 
 
 def test_missing_interpreter(tmp_path: Path) -> None:
@@ -318,9 +338,11 @@ def test_missing_interpreter(tmp_path: Path) -> None:
     with pytest.raises(InfraError, match=f"interpreter not found: {missing}"):
         runner.prepare([])
     ex = runner.run(make_plan(["true"]), tmp_path / "logs")
-    assert ex.infra_error is not None and ex.infra_error.startswith("interpreter not found")
+    assert ex.infra_error is not None
+    assert ex.infra_error.startswith("interpreter not found")
     env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
-    assert env["python"] is None and "error" in env
+    assert env["python"] is None
+    assert "error" in env
 
 
 def test_capture_environment_never_crashes(
@@ -341,7 +363,8 @@ def test_a_spec_that_never_uses_torch_is_captured_without_importing_it(
     assert env["torch"] == {"captured": False}
     # Its version still shows, from the package metadata.
     packages = env["packages"]
-    assert isinstance(packages, dict) and "torch" in packages
+    assert isinstance(packages, dict)
+    assert "torch" in packages
     for says in (
         replace(plan, preload=("torch",)),
         make_plan(None, workload={"model": {"builtin": "mlp"}}),
@@ -368,7 +391,7 @@ def test_capture_environment_parses_the_json(
 # -- private temporary places (scratch.py) ------------------------------------------
 
 
-def scratch_plan(argv: list[str], attempt: int, **environment: Any) -> AttemptPlan:
+def scratch_plan(argv: list[str], attempt: int, **environment: object) -> AttemptPlan:
     return attempt_plan(
         argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
     )
@@ -384,7 +407,8 @@ def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunn
         assert first.returncode == 0, first.stderr_path.read_text()
         assert first.stdout_path.read_text() == f"cache: {runs / '1' / 'tmp' / name}\n"
         # Gone with what it held, and recorded.
-        assert not (runs / "1" / "tmp").exists() and not (runs / "1" / "cache").exists()
+        assert not (runs / "1" / "tmp").exists()
+        assert not (runs / "1" / "cache").exists()
         assert not (Path(tempfile.gettempdir()) / name).exists()
         assert first.warnings == (
             f"removed what the attempt left in its private TMPDIR: 1 file(s), 19 B ({name})",
@@ -412,8 +436,10 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
     assert ex.returncode == 0, ex.stderr_path.read_text()
     address = Path(ex.stdout_path.read_text().strip())
     tmpdir = address.parent.parent
-    assert tmpdir.name.startswith("reprospec-tmp-") and not tmpdir.exists()
-    assert not (attempt_dir / "tmp").exists() and not (attempt_dir / "cache").exists()
+    assert tmpdir.name.startswith("reprospec-tmp-")
+    assert not tmpdir.exists()
+    assert not (attempt_dir / "tmp").exists()
+    assert not (attempt_dir / "cache").exists()
     assert ex.warnings == (
         "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
     )
@@ -433,7 +459,8 @@ def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
         (tmp_path / "reprospec-tmp-notapid").mkdir()
         scratch.sweep_orphans(str(tmp_path))
         assert not orphan.exists()
-        assert in_use.is_dir() and (tmp_path / "reprospec-tmp-notapid").is_dir()
+        assert in_use.is_dir()
+        assert (tmp_path / "reprospec-tmp-notapid").is_dir()
     finally:
         assert alive.stdin is not None
         alive.stdin.close()
@@ -448,8 +475,10 @@ def test_shared_tmp_opts_back_in(
     monkeypatch.setenv("TMPDIR", str(shared))
     argv = child("torn_tmp.py", "cache.json")
     first = runner.run(scratch_plan(argv, 1, shared_tmp=True), tmp_path / "1")
-    assert first.returncode == 0 and first.warnings == ()
-    assert (shared / "cache.json").is_file() and not (tmp_path / "1" / "tmp").exists()
+    assert first.returncode == 0
+    assert first.warnings == ()
+    assert (shared / "cache.json").is_file()
+    assert not (tmp_path / "1" / "tmp").exists()
     # The incident as it was: the second attempt dies on the first one's torn file.
     second = runner.run(scratch_plan(argv, 2, shared_tmp=True), tmp_path / "2")
     assert second.returncode == 1
@@ -514,7 +543,8 @@ def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(tmp_path: Path) -> No
     seen = leak_in_private_shm(tmp_path, "remove")
     assert seen["returncode"] == 0
     assert seen["warnings"] == [f"removed 1 leaked /dev/shm file(s): {seen['leak']}"]
-    assert not seen["leaked_exists"] and seen["held_exists"]
+    assert not seen["leaked_exists"]
+    assert seen["held_exists"]
 
 
 def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None:
@@ -523,7 +553,8 @@ def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None
     assert seen["warnings"] == [
         f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {seen['leak']}"
     ]
-    assert seen["leaked_exists"] and seen["held_exists"]
+    assert seen["leaked_exists"]
+    assert seen["held_exists"]
 
 
 def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(

@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from reprospec.capture import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
 from reprospec.models import Marker
+from tests.support.cli import Cli
 
 CATASTROPHIC = [r"(a+)+b", r"(a|aa)+b"]
 
 
 def test_a_catastrophic_marker_neither_delays_the_timeout_nor_stops_other_markers(
-    cli: Any, tmp_path: Path
+    cli: Cli, tmp_path: Path
 ) -> None:
     script = (
         "import time; print('a' * 40, flush=True); print('step 3', flush=True); time.sleep(600)"
@@ -41,7 +41,8 @@ def test_a_catastrophic_marker_neither_delays_the_timeout_nor_stops_other_marker
     assert attempt["outcome"]["kind"] == "hang"
     assert (attempt["outcome"]["phase"], attempt["outcome"]["step"]) == ("train", 3)
     stalled = [w for w in attempt["warnings"] if "stalled" in w]
-    assert stalled and "(a|aa)+b" in stalled[0]
+    assert stalled
+    assert "(a|aa)+b" in stalled[0]
 
 
 def test_matcher_drops_a_stalled_marker_and_keeps_matching_the_others(tmp_path: Path) -> None:
@@ -58,7 +59,8 @@ def test_matcher_drops_a_stalled_marker_and_keeps_matching_the_others(tmp_path: 
     events.close()
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [1, 2]
-    assert len(found) == 1 and found[0].startswith("marker '(a|aa)+b' stalled")
+    assert len(found) == 1
+    assert found[0].startswith("marker '(a|aa)+b' stalled")
 
 
 def test_lines_are_cut_before_matching_and_a_full_queue_skips_lines(tmp_path: Path) -> None:

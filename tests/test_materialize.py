@@ -89,26 +89,32 @@ def test_bundle_layout(tmp_path: Path) -> None:
     dockerfile = (out / "images" / "1" / "Dockerfile").read_text()
     # No image of this machine: the runner image's content, rebuilt from a public base.
     assert f"ARG BASE={dockerimage.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
-    assert "reprospec-runner" not in dockerfile and "reprospec-base" not in dockerfile
+    assert "reprospec-runner" not in dockerfile
+    assert "reprospec-base" not in dockerfile
     assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
     readme = (out / "README.md").read_text()
     assert f"`images/1/`: `{dockerimage.PUBLIC_BASE}` (public" in readme
     assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
     assert list((out / "images" / "1" / "certs").iterdir()) == []
     plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
-    assert plan["matrix"] == {"mode": "crash"} and plan["env"] == {"MODE": "crash"}
+    assert plan["matrix"] == {"mode": "crash"}
+    assert plan["env"] == {"MODE": "crash"}
     assert plan["expect"] == {"outcome": "crash", "signal": "SIGSEGV"}
     script = (out / "run.sh").read_text()
-    assert "docker run" in script and "--init" in script and "--network none" in script
+    assert "docker run" in script
+    assert "--init" in script
+    assert "--network none" in script
     assert f"--shm-size {32 << 20}" in script
-    assert "reprospec run" not in script and "python -m reprospec" not in script
+    assert "reprospec run" not in script
+    assert "python -m reprospec" not in script
     assert subprocess.run(["bash", "-n", str(out / "run.sh")]).returncode == 0
     # Each cell's private TMPDIR and XDG_CACHE_HOME, made before and removed after it.
     assert "-e TMPDIR=/reprospec/attempt/tmp" in script
     assert "-e XDG_CACHE_HOME=/reprospec/attempt/cache" in script
     assert 'rm -rf "$OUT/2/tmp" "$OUT/2/cache"' in script
     again = materialize(tmp_path, SPEC)[0]
-    assert again.returncode == 2 and "not empty" in again.stderr
+    assert again.returncode == 2
+    assert "not empty" in again.stderr
 
 
 def test_shared_tmp_bundle_keeps_the_machine_tmpdir(tmp_path: Path) -> None:
@@ -116,7 +122,9 @@ def test_shared_tmp_bundle_keeps_the_machine_tmpdir(tmp_path: Path) -> None:
     done, out = materialize(tmp_path, shared)
     assert done.returncode == 0, done.stderr
     script = (out / "run.sh").read_text()
-    assert "TMPDIR" not in script and "XDG_CACHE_HOME" not in script and "rm -rf" not in script
+    assert "TMPDIR" not in script
+    assert "XDG_CACHE_HOME" not in script
+    assert "rm -rf" not in script
 
 
 def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
@@ -193,7 +201,8 @@ def test_workload_bundle_runs(tmp_path: Path) -> None:
     done, out = materialize(tmp_path, WORKLOAD_SPEC, "--find-links", str(runner_wheelhouse()))
     assert done.returncode == 0, done.stderr
     ran = _run_bundle(out, "reprospec-bundle/bundle-workload:1", base, tmp_path)
-    assert "== cell 1 [" in ran.stdout and ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
+    assert "== cell 1 [" in ran.stdout, ran.stdout + ran.stderr
+    assert ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
     events = (out / "results" / "1" / "events.jsonl").read_text()
     assert '"phase": "train"' in events
     env = json.loads((out / "results" / "1" / "env.json").read_text())

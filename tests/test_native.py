@@ -51,22 +51,28 @@ def test_segfault_in_strlen_shows_strlen_on_top(runner: LocalRunner, tmp_path: P
     stacks, workdir, logs = crash(runner, tmp_path, "strlen")
     assert stacks.unavailable is None
     (process,) = stacks.processes
-    assert process.source == "core" and process.signal == "SIGSEGV" and process.error is None
+    assert process.source == "core"
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
     assert process.root
     thread = process.crashing_thread
-    assert thread is not None and thread.lwp == process.pid  # the main thread took the signal
+    assert thread is not None
+    assert thread.lwp == process.pid  # the main thread took the signal
     assert len(process.threads) >= 2  # the sleeping thread too: all threads
     top = native.top_frames(stacks)
-    assert top is not None and top.startswith("strlen (libc.so"), top
+    assert top is not None
+    assert top.startswith("strlen (libc.so"), top
     assert native.signature_frame(stacks) == "strlen@libc"
     # The signal handler (faulthandler's re-raise) is above the fault, not in the top frames.
     assert any(frame.signal_handler for frame in thread.frames)
     assert "raise" not in top
     text = (logs / native.TEXT_NAME).read_text()
-    assert "(crashed)" in text and "strlen" in text
+    assert "(crashed)" in text
+    assert "strlen" in text
     helper = Path(os.path.realpath(sys.executable) + "-gdb.py")
     if helper.is_file():  # CPython's gdb extension sits next to this interpreter: py-bt works
-        assert "native_crash.py" in process.python and "in crash" in process.python
+        assert "native_crash.py" in process.python
+        assert "in crash" in process.python
     # The core was moved out of the workdir, read, and deleted.
     assert list(workdir.iterdir()) == []
     assert not list(logs.glob("core*"))
@@ -81,10 +87,12 @@ def test_two_different_segfaults_get_different_signature_frames(
     memmove, _, _ = crash(runner, tmp_path, "memmove")
     top = native.top_frames(memmove)
     # glibc's memmove and memcpy share one implementation; gdb names either.
-    assert top is not None and top.split(" ")[0] in ("memmove", "memcpy"), top
+    assert top is not None
+    assert top.split(" ")[0] in ("memmove", "memcpy"), top
     assert native.signature_frame(memmove) != native.signature_frame(strlen)
     signature = native.with_native_frame("crash:SIGSEGV:main", memmove)
-    assert signature.startswith("crash:SIGSEGV:main:mem") and signature.endswith("@libc")
+    assert signature.startswith("crash:SIGSEGV:main:mem")
+    assert signature.endswith("@libc")
 
 
 @needs_gdb
@@ -95,7 +103,9 @@ def test_a_crashed_child_process_is_read_from_its_own_core(
     stacks, workdir, logs = crash(runner, tmp_path, "child")
     died = (logs / "stdout.log").read_text().split("child ")[1].split()[0]
     (process,) = stacks.processes  # the parent exited 1: no core of its own
-    assert process.pid == int(died) and process.signal == "SIGSEGV" and not process.root
+    assert process.pid == int(died)
+    assert process.signal == "SIGSEGV"
+    assert not process.root
     assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
     assert list(workdir.iterdir()) == []
 
@@ -108,7 +118,8 @@ def test_keep_cores_keeps_the_core_in_the_attempt_folder(tmp_path: Path) -> None
     (process,) = stacks.processes
     assert process.core == str(logs / f"core.{process.pid}")
     info = native.read_core(Path(process.core))
-    assert info is not None and (info.pid, info.signal) == (process.pid, "SIGSEGV")
+    assert info is not None
+    assert (info.pid, info.signal) == (process.pid, "SIGSEGV")
     assert info.executable == os.path.realpath(sys.executable)
     assert list(workdir.iterdir()) == []
 
@@ -119,10 +130,12 @@ def test_crash_inside_a_torch_op_shows_a_torch_symbol(runner: LocalRunner, tmp_p
     pytest.importorskip("torch")
     stacks, _, _ = crash(runner, tmp_path, "torch")
     process = native.crashed_process(stacks)
-    assert process is not None and process.crashing_thread is not None
+    assert process is not None
+    assert process.crashing_thread is not None
     top = native.fault_frames(process.crashing_thread)[0]
     assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
-    assert "at::" in top.symbol and "(" not in top.symbol.replace("(anonymous namespace)", "")
+    assert "at::" in top.symbol
+    assert "(" not in top.symbol.replace("(anonymous namespace)", "")
     assert "@libtorch" in (native.signature_frame(stacks) or "")
 
 
@@ -140,13 +153,16 @@ def test_cores_of_other_processes_are_left_alone(runner: LocalRunner, tmp_path: 
         check=False,
     )
     foreign = sorted(workdir.iterdir())
-    assert foreign and native.read_core(foreign[0]) is not None
+    assert foreign
+    assert native.read_core(foreign[0]) is not None
     before = foreign[0].read_bytes()
     ex = runner.run(
         make_plan([sys.executable, "-c", "print('fine')"], workdir=workdir), tmp_path / "a"
     )
-    assert ex.returncode == 0 and native.read(tmp_path / "a") is None
-    assert sorted(workdir.iterdir()) == foreign and foreign[0].read_bytes() == before
+    assert ex.returncode == 0
+    assert native.read(tmp_path / "a") is None
+    assert sorted(workdir.iterdir()) == foreign
+    assert foreign[0].read_bytes() == before
 
 
 @needs_gdb
@@ -159,8 +175,10 @@ def test_a_crash_that_cannot_leave_a_core_says_why(runner: LocalRunner, tmp_path
     ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
     assert ex.returncode == -11
     stacks = native.read(tmp_path / "a")
-    assert stacks is not None and stacks.processes == ()
-    assert stacks.unavailable is not None and "left no core" in stacks.unavailable
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert "left no core" in stacks.unavailable
     assert str(workdir) in stacks.unavailable
 
 
@@ -209,33 +227,40 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
     pids = {int(p.stem) for p in ready.glob("*.ready")}
     assert len(pids) == 2, "both processes reached the deadlock before the timeout"
     stacks = native.read(tmp_path / "logs")
-    assert stacks is not None and stacks.unavailable is None
+    assert stacks is not None
+    assert stacks.unavailable is None
     attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
     assert set(attached) == pids
     for process in attached.values():
-        assert process.error is None and len(process.threads) == 2
+        assert process.error is None
+        assert len(process.threads) == 2
         for thread in process.threads:
             symbols = [frame.symbol for frame in thread.frames[:5]]
             assert WAITING & set(symbols), (process.pid, thread.id, symbols)
     lines = native.thread_tops(stacks)
-    assert len(lines) == 4 and all("lock" in line or "futex" in line for line in lines)
+    assert len(lines) == 4
+    assert all("lock" in line or "futex" in line for line in lines)
     # The Python stacks are still taken first, next to the native ones.
-    assert ex.stack_path is not None and "deadlock" in ex.stack_path.read_text()
+    assert ex.stack_path is not None
+    assert "deadlock" in ex.stack_path.read_text()
     markdown = native.render_markdown(stacks)
-    assert "Native frames of every thread" in markdown and "<details>" in markdown
+    assert "Native frames of every thread" in markdown
+    assert "<details>" in markdown
 
 
 @needs_gdb
-def test_attach_reports_processes_it_could_not_read(tmp_path: Path) -> None:
+def test_attach_reports_processes_it_could_not_read() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     stacks = native.attach_stacks({gone.pid: "python -c pass"}, budget_s=20)
     (process,) = stacks.processes
-    assert process.threads == () and process.error is not None and "ptrace" in process.error
+    assert process.threads == ()
+    assert process.error is not None
+    assert "ptrace" in process.error
 
 
 @needs_gdb
-def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
+def test_attach_stops_at_its_budget() -> None:
     """A budget too short for gdb: the call returns at it, and says what was not done."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -245,8 +270,10 @@ def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
         sleeper.wait()
     (process,) = stacks.processes
     # Cut before it reached the process, or (a fast gdb) while it printed its stacks.
-    assert process.error is not None and "0.01s" in process.error, stacks
-    assert stacks.notes and "0.01s" in stacks.notes[0], stacks
+    assert process.error is not None, stacks
+    assert "0.01s" in process.error, stacks
+    assert stacks.notes, stacks
+    assert "0.01s" in stacks.notes[0], stacks
 
 
 # -- pure functions ----------------------------------------------------------------------
@@ -254,7 +281,8 @@ def test_attach_stops_at_its_budget(tmp_path: Path) -> None:
 
 def test_core_pattern_kinds() -> None:
     piped = CorePattern("|/usr/share/apport/apport -p%p -s%s")
-    assert piped.piped and piped.handler == "/usr/share/apport/apport"
+    assert piped.piped
+    assert piped.handler == "/usr/share/apport/apport"
     assert piped.globs(Path("/w")) == []
     assert CorePattern("core").globs(Path("/w")) == ["/w/core"]
     assert CorePattern("core", uses_pid=True).globs(Path("/w")) == ["/w/core", "/w/core.*"]
@@ -347,7 +375,8 @@ def test_written_stacks_read_back_equal(tmp_path: Path) -> None:
     assert path == tmp_path / "native-stacks.txt"
     assert native.read(tmp_path) == stacks
     text = path.read_text()
-    assert "a note" in text and "#0  __strlen_evex (libc.so.6) at strlen.S:79" in text
+    assert "a note" in text
+    assert "#0  __strlen_evex (libc.so.6) at strlen.S:79" in text
     assert native.read(tmp_path / "nowhere") is None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def observed_run(
     )
 
 
-def grid(rule: Any, outcome: Outcome = SEGV) -> RunResult:
+def grid(rule: Callable[[dict[str, bool]], bool], outcome: Outcome = SEGV) -> RunResult:
     """Three boolean toggles; cells where `rule(matrix)` holds end with `outcome`."""
     cells = []
     for a in (False, True):
@@ -111,9 +111,10 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
     )
     groups = {g.signature: g for g in outcome_groups(run)}
     assert set(groups) == {"crash:SIGSEGV:main", "crash:SIGABRT:main", "pass"}
-    assert groups["pass"].cells == ("x=0", "x=1") and groups["pass"].attempts == 3
+    assert groups["pass"].cells == ("x=0", "x=1")
+    assert groups["pass"].attempts == 3
     assert groups["crash:SIGSEGV:main"].of_cells == 3
-    assert [e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations][0] == (
+    assert next(e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations) == (
         "x=2: in every cell with this outcome, in no other"
     )
     assert run.cells[3].verdict == "infra-error"
@@ -122,7 +123,8 @@ def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None
 def test_no_matrix_no_explanation() -> None:
     run = observed_run([({}, [SEGV, SEGV])])
     (group,) = outcome_groups(run)
-    assert group.explanations == () and group.headline(code=False).endswith(
+    assert group.explanations == ()
+    assert group.headline(code=False).endswith(
         "in every cell (2 attempts)"
     )
 

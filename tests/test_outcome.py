@@ -43,7 +43,7 @@ def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Executi
     stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
     env = {**os.environ, "REPROSPEC_EVENTS": str(events), "PYTHONFAULTHANDLER": "1"}
     start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+    with stdout.open("wb") as out, stderr.open("wb") as err:
         proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
         timed_out = False
         try:
@@ -151,7 +151,8 @@ def test_exception_chain_is_kept_primary_first(tmp_path: Path) -> None:
     # A lone exception has no chain.
     (tmp_path / "single").mkdir()
     single = classify(behave(tmp_path / "single", "raise"))
-    assert isinstance(single, Outcome) and single.chain == ()
+    assert isinstance(single, Outcome)
+    assert single.chain == ()
     assert [link.type for link in single.exceptions] == ["Boom"]
 
 
@@ -342,7 +343,8 @@ def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -
     # ...and only the harness may write it: a command's own claim is ignored.
     command = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n", harness=False)
     outcome = classify(command)
-    assert isinstance(outcome, Outcome) and outcome.exit_code == 3
+    assert isinstance(outcome, Outcome)
+    assert outcome.exit_code == 3
 
 
 def test_no_exit_status_is_not_run(tmp_path: Path) -> None:
@@ -358,7 +360,8 @@ def test_evidence_is_read_once_and_classified_from_memory(tmp_path: Path) -> Non
     for name in ("stdout.log", "stderr.log", "events.jsonl"):
         (tmp_path / name).unlink()
     outcome = classify(execution, evidence)
-    assert isinstance(outcome, Outcome) and outcome.exception == "Boom"
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "Boom"
     assert (outcome.phase, outcome.step) == ("validation", 3)
     assert "Boom: widget 7" in evidence.excerpt()
 
@@ -396,7 +399,8 @@ def test_recorded_stderr_has_the_nul_byte_and_still_parses() -> None:
     exception = parse_exception(text)
     assert exception is not None
     assert exception.type == "RuntimeError"
-    assert exception.message is not None and "exited unexpectedly" in exception.message
+    assert exception.message is not None
+    assert "exited unexpectedly" in exception.message
 
 
 def test_shutdown_reports_are_not_the_main_exception() -> None:
@@ -404,21 +408,24 @@ def test_shutdown_reports_are_not_the_main_exception() -> None:
     # printed at shutdown with no header line.
     text = read_log(RECORDED / "dataloader-segv-large-3.stderr.log")
     exception = parse_exception(text)
-    assert exception is not None and exception.type == "ConnectionResetError"
+    assert exception is not None
+    assert exception.type == "ConnectionResetError"
     ignored = (
         'Traceback (most recent call last):\n  File "t.py", line 1\nValueError: main\n'
         "Exception ignored in: <function f at 0x1>\n"
         'Traceback (most recent call last):\n  File "t.py", line 2\nOSError: late\n'
     )
     exception = parse_exception(ignored)
-    assert exception is not None and exception.type == "ValueError"
+    assert exception is not None
+    assert exception.type == "ValueError"
 
 
 def test_lost_stderr_object_dump_still_names_the_exception() -> None:
     text = read_log(RECORDED / "dataloader-segv-large-2.stderr.log")
     assert "lost sys.stderr" in text
     exception = parse_exception(text)
-    assert exception is not None and exception.type == "ConnectionResetError"
+    assert exception is not None
+    assert exception.type == "ConnectionResetError"
 
 
 def test_worker_exit_event_is_preferred(tmp_path: Path) -> None:
@@ -546,7 +553,7 @@ def test_missing_logs_and_events(tmp_path: Path) -> None:
 
 def test_huge_log_keeps_head_and_tail(tmp_path: Path) -> None:
     path = tmp_path / "stderr.log"
-    with open(path, "wb") as handle:
+    with path.open("wb") as handle:
         handle.write(b"ERROR: Unexpected bus error encountered in worker.\0\n")
         handle.write(b"noise \xff\xfe line\n" * 200_000)
         handle.write(b'Traceback (most recent call last):\n  File "t.py", line 1\n')
@@ -585,7 +592,8 @@ def test_thread_exception_only_when_nothing_else() -> None:
     main = 'Traceback (most recent call last):\n  File "t.py", line 2\nValueError: bad\n'
     assert parse_exception(thread + main) == parse_exception(main)
     only = parse_exception(thread)
-    assert only is not None and only.type == "ZeroDivisionError"
+    assert only is not None
+    assert only.type == "ZeroDivisionError"
 
 
 def test_exception_group() -> None:
@@ -612,12 +620,15 @@ def test_interleaved_output_is_not_an_exception() -> None:
 def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
     # 138 = 128 + SIGUSR1 is no conventional crash code: an error unless the output proves it.
     outcome = classify(recorded_execution(tmp_path, b"done\n", 138))
-    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.exit_code) == ("error", 138)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code) == ("error", 138)
     proof = b"sh: 1: 4242 User defined signal 1\n"
     outcome = classify(recorded_execution(tmp_path, proof, 138))
-    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
     outcome = classify(recorded_execution(tmp_path, b"", 137))
-    assert isinstance(outcome, Outcome) and (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
 
 
 def test_normalize_message() -> None:
@@ -693,5 +704,6 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
     freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
     (tmp_path / "events.jsonl").write_text(freed)
     outcome = classify(hung)
-    assert isinstance(outcome, Outcome) and outcome.where == "main"
+    assert isinstance(outcome, Outcome)
+    assert outcome.where == "main"
     assert "worker" not in (outcome.detail or "")

@@ -54,7 +54,8 @@ def test_check_is_cached_per_key(tmp_path: Path) -> None:
     assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
         is None
     refused = check.reason(sys.executable, ["reprospec-fake==1.2"], env={})
-    assert refused is not None and "reprospec-fake is not installed" in refused
+    assert refused is not None
+    assert "reprospec-fake is not installed" in refused
     # Cached: the folder is gone, the answer for that key stays what was probed.
     (site / "reprospec_fake-1.2.dist-info" / "METADATA").unlink()
     assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
@@ -65,7 +66,8 @@ def test_check_is_cached_per_key(tmp_path: Path) -> None:
 
 def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
     reason = PackageCheck().reason(str(tmp_path / "nope"), ["six"])
-    assert reason is not None and "interpreter not found" in reason
+    assert reason is not None
+    assert "interpreter not found" in reason
 
 
 def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> None:

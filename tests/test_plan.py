@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reprospec.errors import SpecError
 from reprospec.matrix import expand
+from reprospec.models import Cell
 from reprospec.plan import describe, expectation_for, plan_attempt
 from reprospec.spec import load_spec
 from reprospec.units import RateBound, StepRange, parse_duration, parse_rate, parse_step
@@ -52,10 +52,11 @@ def test_parse_step_and_rate() -> None:
     assert parse_step(7) == StepRange(7, 7)
     assert parse_step("7") == StepRange(7, 7)
     assert parse_step("6..8") == StepRange(6, 8)
-    assert 7 in parse_step("6..8") and 9 not in parse_step("6..8")
+    assert 7 in parse_step("6..8")
+    assert 9 not in parse_step("6..8")
     with pytest.raises(ValueError, match=r"step range 9\.\.3 is reversed"):
         parse_step("9..3")
-    with pytest.raises(ValueError, match="expected a step N or a range A..B"):
+    with pytest.raises(ValueError, match=r"expected a step N or a range A\.\.B"):
         parse_step("6-8")
     assert parse_rate(">=0.3") == RateBound(">=", 0.3)
     assert parse_rate("== 1") == RateBound("==", 1.0)
@@ -64,7 +65,7 @@ def test_parse_step_and_rate() -> None:
             parse_rate(bad)
 
 
-def test_example_plans_every_cell(tmp_path: Path) -> None:
+def test_example_plans_every_cell() -> None:
     spec = load_spec(EXAMPLE)
     cells = expand(spec)
     plans = [plan_attempt(spec, cell, 1, base_env={}) for cell in cells]
@@ -80,7 +81,8 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert at(last.workload, "data", "loader", "num_workers") == 2
     assert at(last.workload, "data", "loader", "pin_memory") is True
     assert at(last.workload, "faults", 0, "when") is True
-    assert plans[2].workload is not None and at(plans[2].workload, "faults", 0, "when") is False
+    assert plans[2].workload is not None
+    assert at(plans[2].workload, "faults", 0, "when") is False
     assert last.env == {"CUDA_LAUNCH_BLOCKING": "1"}
     assert last.workdir == EXAMPLE.parent.resolve()
     assert last.timeout_s == 60.0
@@ -89,7 +91,8 @@ def test_example_plans_every_cell(tmp_path: Path) -> None:
     assert last.expectation.signal == "SIGSEGV"
     assert last.expectation.step == StepRange(6, 8)
     # A case that changes the outcome does not inherit the crash's details.
-    assert plans[0].expectation.signal is None and plans[0].expectation.step is None
+    assert plans[0].expectation.signal is None
+    assert plans[0].expectation.step is None
 
 
 def test_command_string_list_and_context(tmp_path: Path) -> None:
@@ -159,7 +162,8 @@ def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
     )
     spec = load_spec(path)
     gpu1, gpu0, gpu2 = (expectation_for(spec, c) for c in sorted(expand(spec), key=_gpu1_first))
-    assert gpu0.to_dict() == {"outcome": "pass"} and gpu0.rate is None
+    assert gpu0.to_dict() == {"outcome": "pass"}
+    assert gpu0.rate is None
     assert gpu2.to_dict() == {"outcome": "pass", "rate": ">=0.9"}
     assert gpu1.to_dict() == {
         "outcome": "crash",
@@ -170,8 +174,10 @@ def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
     assert gpu1.signals == ("SIGSEGV", "SIGBUS")
 
 
-def _gpu1_first(cell: Any) -> int:
-    return {1: 0, 0: 1, 2: 2}[cell.matrix["gpu"]]
+def _gpu1_first(cell: Cell) -> int:
+    gpu = cell.matrix["gpu"]
+    assert isinstance(gpu, int)
+    return {1: 0, 0: 1, 2: 2}[gpu]
 
 
 def test_bad_interpolated_timeout_is_located(tmp_path: Path) -> None:
@@ -203,7 +209,7 @@ def test_evaluation_error_is_located(tmp_path: Path) -> None:
     ]
 
 
-def test_describe_is_json_and_complete(tmp_path: Path) -> None:
+def test_describe_is_json_and_complete() -> None:
     spec = load_spec(EXAMPLE)
     cell = expand(spec)[3]
     out = describe(plan_attempt(spec, cell, 1, base_env={}))
@@ -232,5 +238,6 @@ def test_describe_command(tmp_path: Path) -> None:
     out = describe(plan_attempt(spec, expand(spec)[0], 1, base_env={}))
     assert out["command"] == "python -c 'print(1)'"
     assert out["argv"] == ["python", "-c", "print(1)"]
-    assert out["id"] == "default" and out["matrix"] == {}
+    assert out["id"] == "default"
+    assert out["matrix"] == {}
     assert out["timeout_s"] == 600.0

@@ -120,7 +120,8 @@ def test_marker_named_groups_and_fixed_fields(tmp_path: Path) -> None:
 
 def test_invalid_marker_is_a_warning() -> None:
     compiled, warnings = compile_markers([Marker(pattern="(unclosed"), STEP])
-    assert len(compiled) == 1 and "(unclosed" in warnings[0]
+    assert len(compiled) == 1
+    assert "(unclosed" in warnings[0]
 
 
 def test_event_writer_keeps_lines_whole_across_threads(tmp_path: Path) -> None:
@@ -137,14 +138,15 @@ def test_event_writer_keeps_lines_whole_across_threads(tmp_path: Path) -> None:
         t.join()
     events.close()
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
-    assert len(lines) == 1200 and all(json.loads(line)["pad"] for line in lines)
+    assert len(lines) == 1200
+    assert all(json.loads(line)["pad"] for line in lines)
 
 
 # -- the stack-dump sitecustomize --------------------------------------------------------
 
 
 def python_with_stackdump(
-    code: str, tmp_path: Path, extra_path: str = "", stack_dir: str | None = None
+    code: str, extra_path: str = "", stack_dir: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPROSPEC_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(process.STACKDUMP_DIR), extra_path) if p)
@@ -167,9 +169,10 @@ print(open(path).read())
 
 
 def test_sitecustomize_dumps_on_sigusr1(tmp_path: Path) -> None:
-    done = python_with_stackdump(SELF_DUMP, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(SELF_DUMP, stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "marker_function" in done.stdout and done.stderr == ""
+    assert "marker_function" in done.stdout
+    assert done.stderr == ""
 
 
 def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path: Path) -> None:
@@ -177,18 +180,20 @@ def test_sitecustomize_chains_to_the_one_it_shadows(tmp_path: Path) -> None:
     user.mkdir()
     (user / "sitecustomize.py").write_text("USER_SITE = True\nprint('user sitecustomize ran')\n")
     code = SELF_DUMP + "import sitecustomize; print(sitecustomize.USER_SITE)\n"
-    done = python_with_stackdump(code, tmp_path, extra_path=str(user), stack_dir=str(tmp_path))
+    done = python_with_stackdump(code, extra_path=str(user), stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("user sitecustomize ran\n")
-    assert "marker_function" in done.stdout and done.stdout.rstrip().endswith("True")
+    assert "marker_function" in done.stdout
+    assert done.stdout.rstrip().endswith("True")
 
 
 def test_sitecustomize_reports_a_broken_user_sitecustomize(tmp_path: Path) -> None:
     user = tmp_path / "user"
     user.mkdir()
     (user / "sitecustomize.py").write_text("raise ValueError('boom')\n")
-    done = python_with_stackdump("print('alive')", tmp_path, extra_path=str(user))
-    assert done.returncode == 0 and done.stdout == "alive\n"
+    done = python_with_stackdump("print('alive')", extra_path=str(user))
+    assert done.returncode == 0
+    assert done.stdout == "alive\n"
     assert "ValueError: boom" in done.stderr
 
 
@@ -198,11 +203,11 @@ def test_sitecustomize_is_harmless_without_a_usable_folder(tmp_path: Path) -> No
         "line = [l for l in open('/proc/self/status') if l.startswith('SigCgt')][0]\n"
         "print(bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1))))\n"
     )
-    done = python_with_stackdump(sigcgt, tmp_path)
+    done = python_with_stackdump(sigcgt)
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
-    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path / "missing"))
+    done = python_with_stackdump(sigcgt, stack_dir=str(tmp_path / "missing"))
     assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
-    done = python_with_stackdump(sigcgt, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(sigcgt, stack_dir=str(tmp_path))
     assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
 
 
@@ -218,12 +223,13 @@ def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
         "os.waitpid(pid, 0)\n"
         "print(pid)\n"
     )
-    done = python_with_stackdump(code, tmp_path, stack_dir=str(tmp_path))
+    done = python_with_stackdump(code, stack_dir=str(tmp_path))
     assert done.returncode == 0, done.stderr
     child = int(done.stdout)
     assert "in_child" in (tmp_path / f"stack-{child}.txt").read_text()
     parent = [p for p in tmp_path.glob("stack-*.txt") if p.name != f"stack-{child}.txt"]
-    assert len(parent) == 1 and parent[0].read_text() == ""
+    assert len(parent) == 1
+    assert parent[0].read_text() == ""
 
 
 # -- process trees -----------------------------------------------------------------------
@@ -267,7 +273,9 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
         stack_dir=tmp_path / "stacks",
         stack_path=tmp_path / "stack.txt",
     )
-    assert result.timed_out and not result.interrupted and result.returncode == -9
+    assert result.timed_out
+    assert not result.interrupted
+    assert result.returncode == -9
     assert result.stack_path == tmp_path / "stack.txt"
     assert "deep_hang" in result.stack_path.read_text()
     assert (tmp_path / "out.log").read_text() == "hanging\n"
@@ -275,7 +283,7 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     assert not (tmp_path / "stacks").exists()
 
 
-def test_find_and_kill_processes_by_token(tmp_path: Path) -> None:
+def test_find_and_kill_processes_by_token() -> None:
     token = process.new_token()
     env = {**os.environ, process.TOKEN_VAR: token}
     # Its own session and its parent gone: only the token finds it.
@@ -304,7 +312,7 @@ def test_find_and_kill_processes_by_token(tmp_path: Path) -> None:
 
 def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
     log = CappedLog(tmp_path / "out.log")
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError):
         process.run_process(
             [str(tmp_path / "missing")],
             env=dict(os.environ),
@@ -315,7 +323,8 @@ def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
             stack_dir=tmp_path / "stacks",
             stack_path=tmp_path / "stack.txt",
         )
-    assert log._file.closed and not (tmp_path / "stacks").exists()
+    assert log._file.closed
+    assert not (tmp_path / "stacks").exists()
 
 
 def test_engine_modules_do_not_import_torch() -> None:
@@ -329,5 +338,6 @@ def test_engine_modules_do_not_import_torch() -> None:
 
 def test_iso_timestamps() -> None:
     stamp = process.utc_now()
-    assert stamp.endswith("+00:00") and "T" in stamp
+    assert stamp.endswith("+00:00")
+    assert "T" in stamp
     assert time.time() > 0

@@ -106,7 +106,8 @@ def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     assert run.code == 0, run.output
     assert "x.repro.yaml::num_workers=2,pin_memory=true" in run.output
     assert "4 tests collected" in run.output
-    assert "ci.yaml" not in run.output and "plain.yaml" not in run.output
+    assert "ci.yaml" not in run.output
+    assert "plain.yaml" not in run.output
     # A folder given to --reprospec adds every spec in it (and only specs).
     write(tmp_path / "specs" / "settings.yaml", "name: not a spec\n")
     run = run_pytest(tmp_path, "--reprospec", "specs", "--collect-only", "-q")
@@ -139,7 +140,8 @@ def test_a_bad_spec_is_a_located_collection_error(tmp_path: Path) -> None:
           "expect: {outcome: pas}\n")
     run = run_pytest(tmp_path, "--reprospec", "--collect-only")
     assert run.code == 2, run.output
-    assert f"{tmp_path / 'bad.repro.yaml'}:4:" in run.output and "did you mean 'pass'" in run.output
+    assert f"{tmp_path / 'bad.repro.yaml'}:4:" in run.output
+    assert "did you mean 'pass'" in run.output
     assert "Traceback" not in run.output
 
 
@@ -157,7 +159,8 @@ def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
                      "--collect-only", "-q")
     assert "x.repro.yaml::num_workers=2,pin_memory=true" in run.output
     assert "1/5 tests collected (4 deselected)" in run.output
-    assert marker_name("flaky") == "label_flaky" and marker_name("out-of-memory") == "out_of_memory"
+    assert marker_name("flaky") == "label_flaky"
+    assert marker_name("out-of-memory") == "out_of_memory"
 
 
 def test_each_cell_points_at_its_own_line(tmp_path: Path) -> None:
@@ -206,17 +209,20 @@ def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
         "x.repro.yaml::num_workers=2,pin_memory=false": "passed",
         "x.repro.yaml::num_workers=2,pin_memory=true": "failed",
     }, {node: case[2][-3000:] for node, case in run.cases.items()}  # each cell's own words
-    outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
+    _outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
     # Expected vs actual, rate and interval, the report: in the failure and in JUnit.
-    assert "expected: pass" in text and "actual:   crash SIGSEGV @ validation:7" in text
+    assert "expected: pass" in text
+    assert "actual:   crash SIGSEGV @ validation:7" in text
     assert "rate:     0/1 matched, 95% interval 0.00..0.79" in text
-    assert props["verdict"] == "not-reproduced" and props["rate"] == "0/1"
+    assert props["verdict"] == "not-reproduced"
+    assert props["rate"] == "0/1"
     assert props["interval"] == "0.000..0.793"
     # With gdb and core dumps at hand the crashing native frame joins the signature.
     native_frame = "" if native.unavailable_reason() else ":strlen@libc"
     assert props["signature"] == "crash:SIGSEGV:main:validation" + native_frame
     report = Path(props["report"])
-    assert report.is_file() and report.is_relative_to(tmp_path / "out")
+    assert report.is_file()
+    assert report.is_relative_to(tmp_path / "out")
     assert f"report:   {report}" in text
 
 
@@ -263,7 +269,8 @@ def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path
                         "-k", "ok")
     assert broken.code == 1, broken.output
     assert broken.cases["ok.repro.yaml::default"][0] == "error", broken.output
-    assert "could not run" in broken.output and "Traceback" not in broken.output
+    assert "could not run" in broken.output
+    assert "Traceback" not in broken.output
 
 
 @pytest.fixture(scope="module")
@@ -312,5 +319,6 @@ def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
     run = run_pytest(tmp_path, "--reprospec")
     assert run.code == 1, run.output
     outcome, props, text = run.cases["flaky.repro.yaml::default"]
-    assert outcome == "failed" and props["verdict"] == "undecided"
+    assert outcome == "failed"
+    assert props["verdict"] == "undecided"
     assert "default: undecided (run more attempts): undecided (intermittent): 1/2" in text

@@ -72,7 +72,8 @@ def test_a_description_cannot_reach_past_its_end() -> None:
 def test_the_marker_names_one_block() -> None:
     spec = "reprospec: 1\nname: x\n"
     marker = marker_line(spec, 'a "b" <c> & -->.yaml')
-    assert "-->" not in marker[:-3] and "<c>" not in marker
+    assert "-->" not in marker[:-3]
+    assert "<c>" not in marker
     text = f"{marker}\n\n```yaml\nreprospec: 1\nname: other\n```\n\n~~~yaml\n{spec}~~~\n"
     found = find_marked_spec(text)
     assert found is not None

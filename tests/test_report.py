@@ -86,10 +86,14 @@ def test_markdown_sections() -> None:
     assert "| Memory | 31.2 GiB (available: 27.9 GiB, cgroup limit 4.0 GiB) |" in text
     assert "| CUDA | none (CPU-only torch build) |" in text
     assert "| Packages | torch 2.13.0+cpu, numpy 2.1.0, wandb not installed |" in text
-    assert "Not specified" not in text and "None" not in text
+    assert "Not specified" not in text
+    assert "None" not in text
     # The log excerpt: colours gone, the progress bar at its final state, no NUL.
-    assert "\x1b" not in text and "\x00" not in text and "\r" not in text
-    assert "100%|##########|" in text and " 50%|" not in text
+    assert "\x1b" not in text
+    assert "\x00" not in text
+    assert "\r" not in text
+    assert "100%|##########|" in text
+    assert " 50%|" not in text
     assert "```sh\nreprospec run specs/segfault.yaml\n```" in text
     assert f"```yaml\n{SEGFAULT_SPEC}```" in text
 
@@ -108,7 +112,8 @@ def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
 
     run = CASES[name]()
     block = extract_markdown_spec(render(run, "md"))
-    assert block is not None and block[0] == run.spec_text
+    assert block is not None
+    assert block[0] == run.spec_text
 
 
 def test_spec_strings_are_data_never_template_source() -> None:
@@ -189,7 +194,9 @@ def test_junit_is_valid_xml_with_every_attempt() -> None:
     cells[0] = replace(cells[0], reason="expected crash\x00, got pass")
     root = ET.fromstring(render(replace(run, cells=tuple(cells)), "junit"))
     suite = root.find("testsuite")
-    assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "3"
+    assert suite is not None
+    assert suite.get("tests") == "4"
+    assert suite.get("failures") == "3"
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == [c.cell.id for c in run.cells]
     assert {c.get("classname") for c in cases} == {"val-segfault"}
@@ -207,7 +214,8 @@ def test_junit_marks_flaky_cells_and_infra_errors() -> None:
     infra = ET.fromstring(render(infra_run(), "junit")).find("testsuite/testcase")
     assert infra is not None
     error = infra.find("error")
-    assert error is not None and error.get("message") == "docker engine not reachable"
+    assert error is not None
+    assert error.get("message") == "docker engine not reachable"
     assert infra.find("failure") is None
 
 
@@ -408,12 +416,17 @@ def test_cell_environments_of_packages_and_images() -> None:
     assert differs.packages == {"torch"}
     assert differs.per_cell == {"c0": ("torch==2.13.0",), "c1": ("torch==2.5.1",)}
     labels = [label for label, _ in environment_rows(ENV, differs)]
-    assert "torch" not in labels and "CUDA" not in labels and "Python" in labels
+    assert "torch" not in labels
+    assert "CUDA" not in labels
+    assert "Python" in labels
     packages = dict(environment_rows(ENV, differs))["Packages"]
-    assert "torch" not in packages and "numpy 2.1.0" in packages
+    assert "torch" not in packages
+    assert "numpy 2.1.0" in packages
     images = [cell(0, image="python:3.11"), cell(1, image="python:3.12")]
     labels = [label for label, _ in environment_rows(ENV, cell_environments(images))]
-    assert "Python" not in labels and "CPU" in labels and "Memory" in labels
+    assert "Python" not in labels
+    assert "CPU" in labels
+    assert "Memory" in labels
     # Results without cell environments (written before they were kept) compare nothing.
     assert cell_environments([cell(0), replace(cell(1), environment={})]).varying == frozenset()
 

@@ -96,7 +96,8 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     crashed = run.cells[3]
     assert crashed.cell.matrix == {"num_workers": 2, "pin_memory": True}
     outcome = crashed.attempts[0].ran
-    assert outcome is not None and outcome.where == "worker"
+    assert outcome is not None
+    assert outcome.where == "worker"
 
     # 1. Injected: in results, the signature, the console table, the headline, the table.
     assert outcome.injected == "workload.faults[0]"
@@ -105,7 +106,8 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     report = (result.latest_run() / "report.md").read_text()
     assert summary_line(run).startswith(
         "crash SIGSEGV (worker) @ validation:3"
-    ) and ", injected by the spec: workload.faults[0]; as expected in every cell" in summary_line(
+    )
+    assert ", injected by the spec: workload.faults[0]; as expected in every cell" in summary_line(
         run
     )
     assert report.count("injected by the spec") >= 3  # headline, signature list, results table
@@ -134,7 +136,8 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     assert "Fatal Python error: Segmentation fault" in worker_stack
     first_frames = worker_stack.split("Current thread", 1)[1].split("\n\n")[0]
     assert '<harness>/reprospec_harness/faults.py", line' in first_frames
-    assert "in segfault" in first_frames and "in fire_worker" in first_frames
+    assert "in segfault" in first_frames
+    assert "in fire_worker" in first_frames
     # torch's own handler still ran after faulthandler's report: its message is there.
     assert (
         "ERROR: Unexpected segmentation fault encountered in worker."
@@ -145,7 +148,8 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     for place in (failure, warned):
         for root in (sys.prefix, sys.base_prefix, str(Path.home()), str(tmp_path)):
             assert root + "/" not in place, root
-    assert "<venv>/lib/python" in report and "<python>/lib/python" in report
+    assert "<venv>/lib/python" in report
+    assert "<python>/lib/python" in report
 
     if UPDATE:
         recorded.record("worker-crash", run, "specs/worker-crash.yaml")
@@ -174,7 +178,8 @@ def test_a_main_process_fault_is_labelled_on_its_error(tmp_path: Path) -> None:
     )
     run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
     outcome = run.cells[0].attempts[0].ran
-    assert outcome is not None and outcome.exception == "ValueError"
+    assert outcome is not None
+    assert outcome.exception == "ValueError"
     assert outcome.injected == "workload.faults[0]"
     assert outcome.signature == "error:ValueError:train:injected=faults[0]"
     assert summary_line(run) == (
@@ -193,13 +198,15 @@ def test_a_real_failure_without_a_fault_is_not_labelled(tmp_path: Path) -> None:
     )
     run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
     outcome = run.cells[0].attempts[0].ran
-    assert outcome is not None and outcome.injected is None
+    assert outcome is not None
+    assert outcome.injected is None
     assert "injected" not in render(run, "md")
 
 
 def test_a_large_matrix_reads_in_a_page() -> None:
     run = large_matrix()
-    assert len(run.cells) == 256 and all(len(c.attempts) == 3 for c in run.cells)
+    assert len(run.cells) == 256
+    assert all(len(c.attempts) == 3 for c in run.cells)
     text = render(run, "md")
     lines = text.splitlines()
     assert len(lines) < 150, len(lines)
@@ -304,7 +311,7 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
     )
     cancel = threading.Event()
 
-    def progress(event: str, cell: object, res: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
         if event == "attempt" and finished >= 4:
             cancel.set()
 
@@ -314,15 +321,19 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
     assert run.interrupted
     ran = [c for c in run.cells if c.attempts]
     skipped = [c for c in run.cells if not c.attempts]
-    assert 4 <= len(ran) < 8 and skipped
+    assert 4 <= len(ran) < 8
+    assert skipped
     assert {c.verdict for c in skipped} == {"not-run"}
-    assert run.summary["infra_error"] == 0 and run.summary["not_run"] == len(skipped)
+    assert run.summary["infra_error"] == 0
+    assert run.summary["not_run"] == len(skipped)
     headline = summary_line(run)
     assert headline.startswith("No failure; as expected in ")
     assert headline.endswith(f", {len(skipped)} not run (interrupted)")
-    assert "Could not run" not in headline and "infra-error" not in headline
+    assert "Could not run" not in headline
+    assert "infra-error" not in headline
     report = render(run, "md")
-    assert "| ⏸️ |" in report and "⏸️ not run (interrupted)" in report
+    assert "| ⏸️ |" in report
+    assert "⏸️ not run (interrupted)" in report
     assert "infra-error" not in _section(report, "Results").replace("⚠️ infra-error", "")
     junit = render(run, "junit")
     assert f'skipped="{len(skipped)}"' in junit
@@ -369,11 +380,14 @@ def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     assert result.code == 0, result.stdout + result.stderr
     run = load_run(result.latest_run())
     attempt = run.cells[0].attempts[0]
-    assert attempt.ran is not None and attempt.ran.where == "worker"
-    assert attempt.ran.injected is None and attempt.ran.pid is not None
+    assert attempt.ran is not None
+    assert attempt.ran.where == "worker"
+    assert attempt.ran.injected is None
+    assert attempt.ran.pid is not None
     if native.unavailable_reason() is not None:
         pytest.skip(f"no native stacks here: {native.unavailable_reason()}")
-    assert attempt.stack is not None and "in __getitem__" in attempt.stack
+    assert attempt.stack is not None
+    assert "in __getitem__" in attempt.stack
     failure = _section(render(run, "md"), "Failure")
     shown = failure.split("The stack of the process that died", 1)[1]
     assert shown.index("loader.py") < shown.index("The main process's view:")

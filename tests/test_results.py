@@ -60,7 +60,8 @@ def test_results_json_has_the_contract_keys() -> None:
         "summary",
     } <= set(data)
     assert data["format"] == 1
-    assert data["spec"]["name"] == "val-segfault" and data["spec"]["path"] == "specs/segfault.yaml"
+    assert data["spec"]["name"] == "val-segfault"
+    assert data["spec"]["path"] == "specs/segfault.yaml"
     assert data["summary"] == {
         "cells": 4,
         "reproduced": 1,
@@ -94,7 +95,8 @@ def test_results_json_has_the_contract_keys() -> None:
         "module",
         "signature",
     }
-    assert attempt["outcome"]["where"] == "worker" and attempt["outcome"]["step"] == 7
+    assert attempt["outcome"]["where"] == "worker"
+    assert attempt["outcome"]["step"] == 7
 
 
 def test_infra_error_attempt_has_null_outcome() -> None:
@@ -156,7 +158,7 @@ def test_load_run_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no run 'nope'"):
         load_run("nope", tmp_path)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UsageError, match="has no results.json"):
+    with pytest.raises(UsageError, match=r"has no results\.json"):
         load_run(tmp_path / "empty", tmp_path)
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(FatalError, match="cannot read results"):
@@ -174,7 +176,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     target = tmp_path / "results.json"
     write_atomic(target, "old")
 
-    def broken_replace(src: str, dst: str) -> None:
+    def broken_replace(_src: str, _dst: str) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
@@ -221,15 +223,17 @@ def test_compare_reports_verdict_and_environment_changes() -> None:
             "after": "reproduced",
         }
     ]
-    assert diff["only_a"] == ["num_workers=2,pin_memory=true"] and diff["only_b"] == []
+    assert diff["only_a"] == ["num_workers=2,pin_memory=true"]
+    assert diff["only_b"] == []
     assert {"key": "torch.version", "a": "2.13.0+cpu", "b": "2.5.0"} in diff["environment"]
     assert {"key": "packages.numpy", "a": "2.1.0", "b": None} in diff["environment"]
     # Free memory changes from run to run on any machine: not a difference worth showing.
     assert all(row["key"] != "memory.available" for row in diff["environment"])
-    assert compare(a, a)["changed"] == [] and compare(a, a)["environment"] == []
+    assert compare(a, a)["changed"] == []
+    assert compare(a, a)["environment"] == []
 
 
-def _count_judge(expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
+def _count_judge(_expected: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
     matched = sum(a.matched for a in attempts)
     kind: VerdictKind = "reproduced" if matched == len(attempts) else "not-reproduced"
     return Verdict(kind, f"{matched}/{len(attempts)} matched", Rate(matched, len(attempts), 0, 1))

@@ -234,7 +234,7 @@ expect: {{outcome: pass}}
         assert time.monotonic() < deadline, "no attempt started"
         time.sleep(0.05)
     engine.send_signal(signal.SIGINT)
-    stdout, stderr = engine.communicate(timeout=30)
+    _stdout, stderr = engine.communicate(timeout=30)
     assert engine.returncode == 130, stderr
     assert "Traceback" not in stderr
     run_dir = next((out / "runs").iterdir())

@@ -40,7 +40,7 @@ class Recorder:
         self._lock = threading.Lock()
 
     def __call__(
-        self, plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event
+        self, plan: AttemptPlan, slot: tuple[str, ...], _cancel: threading.Event
     ) -> AttemptResult:
         with self._lock:
             self.calls.append((plan.cell.id, plan.attempt, slot))
@@ -52,7 +52,7 @@ class Recorder:
 
 def test_repeats_interleave_round_robin_over_cells(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, "matrix: {n: [1, 2]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n")
-    recorder = Recorder(lambda cell, n: False)
+    recorder = Recorder(lambda _cell, _n: False)
     results = Scheduler(plan, recorder).run()
     order = [(c, n) for c, n, _ in recorder.calls]
     assert order == [("n=1", 1), ("n=2", 1), ("n=1", 2), ("n=2", 2)]
@@ -73,7 +73,7 @@ def test_stop_on_first_reproduction_stops_only_that_cell(tmp_path: Path) -> None
 
 def test_stop_on_first_miss(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, "run: {repeat: 6, stop_on: first-miss}\nexpect: {outcome: crash}\n")
-    results = Scheduler(plan, Recorder(lambda cell, n: n < 3)).run()
+    results = Scheduler(plan, Recorder(lambda _cell, n: n < 3)).run()
     assert [r.matched for r in results["default"]] == [True, True, False]
 
 
@@ -81,7 +81,7 @@ def test_options_stop_on_overrides_the_spec(tmp_path: Path) -> None:
     plan = make_plan(
         tmp_path, "run: {repeat: 6}\nexpect: {outcome: crash}\n", stop_on="first-reproduction"
     )
-    results = Scheduler(plan, Recorder(lambda cell, n: True)).run()
+    results = Scheduler(plan, Recorder(lambda _cell, _n: True)).run()
     assert len(results["default"]) == 1
 
 
@@ -91,7 +91,7 @@ def test_resume_runs_only_the_missing_attempts(tmp_path: Path) -> None:
         ("n=1", 1): AttemptResult(1, 0.0, PASS, True, (), logs=""),
         ("n=2", 2): AttemptResult(2, 0.0, PASS, True, (), logs=""),
     }
-    recorder = Recorder(lambda cell, n: False)
+    recorder = Recorder(lambda _cell, _n: False)
     results = Scheduler(plan, recorder, done=done).run()
     ran = sorted((c, n) for c, n, _ in recorder.calls)
     assert ran == [("n=1", 2), ("n=1", 3), ("n=2", 1), ("n=2", 3)]
@@ -115,18 +115,19 @@ def test_adaptive_repeats_stop_once_the_interval_decides(tmp_path: Path) -> None
         tmp_path,
         "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
     )
-    assert plan.adaptive and plan.repeat == 5
+    assert plan.adaptive
+    assert plan.repeat == 5
     # Always crashing: the interval leaves 0.3 behind quickly, far before 40.
-    always = Scheduler(plan, Recorder(lambda cell, n: True)).run()["default"]
+    always = Scheduler(plan, Recorder(lambda _cell, _n: True)).run()["default"]
     assert 5 <= len(always) < 40
     # Crashing at about the threshold: undecided until the cap.
-    edge = Scheduler(plan, Recorder(lambda cell, n: n % 10 < 3)).run()["default"]
+    edge = Scheduler(plan, Recorder(lambda _cell, n: n % 10 < 3)).run()["default"]
     assert len(edge) == 40
 
 
 def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, "environment: {gpus: 2}\nexpect: {outcome: pass}\n")
-    recorder = Recorder(lambda cell, n: False)
+    recorder = Recorder(lambda _cell, _n: False)
     results = Scheduler(plan, recorder, gpu_pool=GpuPool(("0",))).run()
     assert recorder.calls == []
     (only,) = results["default"]
@@ -144,7 +145,9 @@ def test_gpu_slots_are_handed_out_exclusively(tmp_path: Path) -> None:
     lock = threading.Lock()
     both_running = threading.Barrier(2, timeout=5)
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+    def attempt(
+        plan: AttemptPlan, slot: tuple[str, ...], _cancel: threading.Event
+    ) -> AttemptResult:
         with lock:
             overlaps.extend(s for s in slot if s in in_use)
             in_use.update(slot)
@@ -164,7 +167,7 @@ def test_cancel_stops_before_the_next_attempt(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, "run: {repeat: 10}\nexpect: {outcome: pass}\n")
     cancel = threading.Event()
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
         if plan.attempt == 3:
             stop.set()
         return AttemptResult(plan.attempt, 0.0, PASS, True, (), logs="")
@@ -182,11 +185,11 @@ def test_progress_reports_every_start_and_end(tmp_path: Path, jobs: int) -> None
     events: list[tuple[str, int, int]] = []
     lock = threading.Lock()
 
-    def progress(event: str, cell: object, result: object, finished: int, total: int) -> None:
+    def progress(event: str, _cell: object, _result: object, finished: int, total: int) -> None:
         with lock:
             events.append((event, finished, total))
 
-    Scheduler(plan, Recorder(lambda cell, n: False), progress=progress).run()
+    Scheduler(plan, Recorder(lambda _cell, _n: False), progress=progress).run()
     assert sum(e == "start" for e, _, _ in events) == 6
     ends = sorted(f for e, f, _ in events if e == "attempt")
     assert ends == [1, 2, 3, 4, 5, 6]
@@ -199,7 +202,7 @@ def test_an_attempt_killed_by_the_signal_that_stops_the_run_is_not_kept(tmp_path
     plan = make_plan(tmp_path, "run: {repeat: 3}\nexpect: {outcome: pass}\n")
     term = Outcome(kind="crash", signal="SIGTERM", where="main", signature="crash:SIGTERM:main")
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
         if plan.attempt == 2:
             threading.Timer(0.05, stop.set).start()  # the handler runs a moment later
             return AttemptResult(plan.attempt, 0.0, term, False, (), logs="")
@@ -213,8 +216,11 @@ def test_a_sigterm_crash_while_the_run_goes_on_is_a_crash(tmp_path: Path) -> Non
     plan = make_plan(tmp_path, "expect: {outcome: crash, signal: SIGTERM}\n")
     term = Outcome(kind="crash", signal="SIGTERM", where="main", signature="crash:SIGTERM:main")
 
-    def attempt(plan: AttemptPlan, slot: tuple[str, ...], stop: threading.Event) -> AttemptResult:
+    def attempt(
+        plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event
+    ) -> AttemptResult:
         return AttemptResult(plan.attempt, 0.0, term, True, (), logs="")
 
     (only,) = Scheduler(plan, attempt).run()["default"]
-    assert only.ran is not None and only.ran.signal == "SIGTERM"
+    assert only.ran is not None
+    assert only.ran.signal == "SIGTERM"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from reprospec.schema import describe, load_schema, schema_text, suggest, validate
-from reprospec.yamlsource import load_yaml
+from reprospec.yamlsource import YamlSourceError, load_yaml
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
@@ -156,9 +156,9 @@ def test_expressions_allowed_where_typed_scalars_are_expected() -> None:
 def test_messages(snippet: str, expected: list[str]) -> None:
     text = BASE + snippet + "\n"
     if "duplicate" in "".join(expected):
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(YamlSourceError) as caught:
             load_yaml(text)
-        assert [p.format("s.yaml") for p in caught.value.problems] == expected  # type: ignore[attr-defined]
+        assert [p.format("s.yaml") for p in caught.value.problems] == expected
         return
     if "command" not in snippet and "workload" not in snippet:
         text += "command: x\n"

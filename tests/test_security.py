@@ -159,7 +159,8 @@ def test_a_description_cannot_replace_the_spec_a_report_reruns(tmp_path: Path) -
     # The real spec ran, in a folder the description did not choose.
     assert again.results()["spec"]["name"] == "victim"
     ran_in = (tmp_path / "where.txt").read_text().strip()
-    assert ran_in != "/etc" and not ran_in.startswith("/etc/")
+    assert ran_in != "/etc"
+    assert not ran_in.startswith("/etc/")
 
 
 def test_an_unbalanced_fence_in_the_description_keeps_the_report_rerunnable(
@@ -184,7 +185,8 @@ def test_a_path_in_a_report_never_moves_the_workdir_out_of_its_folders(tmp_path:
     assert first.code == 0, first.stderr
     report = report_of(first)
     lines = report.read_text().split("\n")
-    assert lines[0].startswith("<!-- reprospec:spec sha256=") and 'path="victim.yaml"' in lines[0]
+    assert lines[0].startswith("<!-- reprospec:spec sha256=")
+    assert 'path="victim.yaml"' in lines[0]
     for forged in ('"/etc/passwd"', '"../../../../etc/passwd"'):
         lines[0] = lines[0].replace('"victim.yaml"', forged)
         report.write_text("\n".join(lines))
@@ -301,7 +303,8 @@ def test_secrets_are_masked_in_every_output(tmp_path: Path) -> None:
     for where, text in outputs.items():
         assert_masked(where, text)
     # What was masked says so, and a value the spec made public is still shown.
-    assert "failed with ***" in results and f"token *** *** *** {PUBLIC_VALUE}" in report
+    assert "failed with ***" in results
+    assert f"token *** *** *** {PUBLIC_VALUE}" in report
     attempt = json.loads(results)["cells"][0]["attempts"][0]
     assert attempt["outcome"]["kind"] == "error"
     # The child itself got the real values: only what the engine writes is masked.
@@ -365,10 +368,13 @@ def test_children_and_specs_cannot_write_markup_or_control_codes_to_the_terminal
         assert code == 0, text
         for payload in (b"pwned-by-phase", b"pwned-by-message", b"pwned-by-matrix"):
             assert b"\x1b]0;" + payload not in shown, f"{payload!r} reached the terminal raw"
-        assert b"\x1b[2J" not in shown and b"\x1b[31m[bold]" not in shown
+        assert b"\x1b[2J" not in shown
+        assert b"\x1b[31m[bold]" not in shown
         if command[0] == "run":
             # Markup in values is text: shown as written, never interpreted.
-            assert "cuda error: [a-z ]+" in text and "[/tmp]" in text and "[/x]" in text
+            assert "cuda error: [a-z ]+" in text
+            assert "[/tmp]" in text
+            assert "[/x]" in text
             assert "pwned-by-phase" in text  # shown, escaped
 
 
@@ -461,7 +467,8 @@ def test_a_run_whose_spec_holds_a_secret_resumes(tmp_path: Path) -> None:
     )
     deadline = time.monotonic() + 120
     while not (tmp_path / "started-2").exists():
-        assert time.monotonic() < deadline and engine.poll() is None, "attempt 2 never started"
+        assert time.monotonic() < deadline, "attempt 2 never started"
+        assert engine.poll() is None, "the engine exited before attempt 2 started"
         time.sleep(0.05)
     engine.send_signal(signal.SIGKILL)
     engine.wait()

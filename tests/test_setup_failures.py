@@ -73,7 +73,8 @@ def test_command_not_executable(runner: LocalRunner, tmp_path: Path) -> None:
 
 def test_python_cannot_open_the_script(runner: LocalRunner, tmp_path: Path) -> None:
     reason = not_run(run_attempt(runner, "python no_such_train.py --epochs 1", tmp_path))
-    assert "can't open file" in reason and "no_such_train.py" in reason
+    assert "can't open file" in reason
+    assert "no_such_train.py" in reason
     assert reason.endswith("No such file or directory (exit 2)")
 
 
@@ -89,7 +90,7 @@ def test_declared_package_missing_at_import_is_not_run(tmp_path: Path) -> None:
     # Where no runner checked (or its check was fooled, as by a distribution whose files
     # are gone), the child's own ModuleNotFoundError before any progress tells the same.
     events, stdout, stderr = (tmp_path / n for n in ("events.jsonl", "stdout.log", "stderr.log"))
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+    with stdout.open("wb") as out, stderr.open("wb") as err:
         code = subprocess.call(
             [PY, "-c", "import reprospec_absent_pkg.sub"], stdout=out, stderr=err
         )

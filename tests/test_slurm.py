@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from reprospec.slurm import (
+    RunStatus,
     cancel_time,
     death_cause,
     load,
@@ -47,7 +48,7 @@ def _facts(results: dict[str, Any]) -> dict[str, Any]:
     depends on timing (torch's RuntimeError, or the pin-memory thread's ConnectionResetError).
     """
 
-    def fact(outcome: dict[str, Any], key: str) -> Any:
+    def fact(outcome: dict[str, Any], key: str) -> object:
         return None if key == "exception" and outcome.get("kind") == "crash" else outcome.get(key)
 
     keys = ("kind", "signal", "where", "phase", "step", "exception")
@@ -65,8 +66,9 @@ def _facts(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _merged_results(status: Any) -> dict[str, Any]:
+def _merged_results(status: RunStatus) -> dict[str, Any]:
     assert status.merge.state == "done", status
+    assert status.merge.report is not None, status
     data: dict[str, Any] = json.loads((status.merge.report.parent / "results.json").read_text())
     return data
 
@@ -116,14 +118,19 @@ def test_dry_run_prints_the_array_and_merge_scripts_and_submits_nothing(
 def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     spec = str(SPECS / "segfault-command.yaml")
     no_shards = cli("slurm", spec, "--dry-run")
-    assert no_shards.code == 2 and "--shards" in no_shards.stderr
+    assert no_shards.code == 2
+    assert "--shards" in no_shards.stderr
     too_many = cli("slurm", spec, "--shards", "5", "--dry-run")
-    assert too_many.code == 2 and "only 4 attempt(s)" in too_many.stderr
+    assert too_many.code == 2
+    assert "only 4 attempt(s)" in too_many.stderr
     bad = _write_spec(tmp_path / "bad.yaml", "reprospec: 1\nname: x\ncommand: true\nexpect: {}\n")
     located = cli("slurm", str(bad), "--shards", "1", "--dry-run")
-    assert located.code == 2 and f"{bad}:" in located.stderr and "Traceback" not in located.stderr
+    assert located.code == 2
+    assert f"{bad}:" in located.stderr
+    assert "Traceback" not in located.stderr
     unknown = cli("slurm", "status", "no-such-run", "--out", str(tmp_path))
-    assert unknown.code == 2 and "no Slurm run 'no-such-run'" in unknown.stderr
+    assert unknown.code == 2
+    assert "no Slurm run 'no-such-run'" in unknown.stderr
 
 
 def test_slurmstepd_lines_name_why_a_task_died() -> None:
@@ -132,7 +139,8 @@ def test_slurmstepd_lines_name_why_a_task_died() -> None:
     assert death_cause(TIME_LIMIT_LINE.replace("TIME LIMIT", "NODE FAILURE")) == "node failure"
     assert death_cause("reprospec-slurm: exit 0\n") is None
     killed = cancel_time(TIME_LIMIT_LINE)
-    assert killed is not None and killed.strftime("%H:%M:%S") == "14:42:40"
+    assert killed is not None
+    assert killed.strftime("%H:%M:%S") == "14:42:40"
 
 
 # -- on the cluster ------------------------------------------------------------------------
@@ -148,7 +156,8 @@ def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
     shared = tmp_path / "shared"
     submitted = cli("slurm", str(SPECS / "segfault.yaml"), "--shards", "2", "--out", str(shared))
     assert submitted.code == 0, submitted.stderr
-    assert "array job" in submitted.stdout and "merge job" in submitted.stdout
+    assert "array job" in submitted.stdout
+    assert "merge job" in submitted.stdout
     run_dir = only_run(shared)
     status = wait_settled(run_dir)
     assert [s.state for s in status.shards] == ["done", "done"], status
@@ -236,12 +245,16 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     status = wait_settled(run_dir)
     first, second = status.shards
     assert (first.state, second.state) == ("died", "done"), status
-    assert first.detail.startswith("cancelled") and "CANCELLED AT" in first.detail
+    assert first.detail.startswith("cancelled")
+    assert "CANCELLED AT" in first.detail
     # The merge ran anyway (afterany) and refused to merge an incomplete set: no hang.
-    assert status.merge.state == "failed" and "not merging" in status.merge.detail
+    assert status.merge.state == "failed"
+    assert "not merging" in status.merge.detail
     shown = cli("slurm", "status", str(run_dir))
-    assert shown.code == 3 and "reprospec slurm resume" in shown.stdout
-    assert "died" in shown.stdout and "cancelled" in shown.stdout
+    assert shown.code == 3
+    assert "reprospec slurm resume" in shown.stdout
+    assert "died" in shown.stdout
+    assert "cancelled" in shown.stdout
     _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
 
 
@@ -258,7 +271,8 @@ def test_a_shard_past_its_time_limit_is_reported_and_resumed(cli: Cli, tmp_path:
     status = wait_settled(run_dir)
     first, second = status.shards
     assert (first.state, second.state) == ("died", "done"), status
-    assert first.detail.startswith("time limit") and "DUE TO TIME LIMIT" in first.detail
+    assert first.detail.startswith("time limit")
+    assert "DUE TO TIME LIMIT" in first.detail
     shown = cli("slurm", "status", str(run_dir), "--json")
     assert shown.code == 3
     data = json.loads(shown.stdout)
@@ -305,7 +319,8 @@ def test_each_task_hands_out_the_gpus_slurm_gave_it_through_gres(cli: Cli, tmp_p
         printed = (run_dir / attempt["logs"] / "stdout.log").read_text().split()
         fields = dict(word.split("=", 1) for word in printed)
         # The attempt's GPU is the one Slurm allocated to its task.
-        assert fields["cvd"] == fields["gres"] and fields["cvd"] in ("0", "1"), fields
+        assert fields["cvd"] == fields["gres"], fields
+        assert fields["cvd"] in ("0", "1"), fields
         assert attempt["gpu_slot"] == [fields["cvd"]]
         seen.add(fields["cvd"])
     assert seen
@@ -329,7 +344,8 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> No
     save(run)
     status = run_status(load(run.run_dir), ask_queue=False)
     assert [s.state for s in status.shards] == ["not-submitted", "not-submitted"]
-    assert status.missing == (1, 2) and status.merge.state == "not-submitted"
+    assert status.missing == (1, 2)
+    assert status.merge.state == "not-submitted"
 
 
 def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) -> None:
@@ -345,8 +361,10 @@ def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) ->
     orphan.mkdir(parents=True)
     Store(run.shard_dir(1)).close()  # the store exists, without that run
     moved = set_aside_unresumable(run, 1)
-    assert moved is not None and moved.parent == run.run_dir / "stale"
-    assert (moved / "runs" / orphan.name).is_dir() and not run.shard_dir(1).exists()
+    assert moved is not None
+    assert moved.parent == run.run_dir / "stale"
+    assert (moved / "runs" / orphan.name).is_dir()
+    assert not run.shard_dir(1).exists()
     assert set_aside_unresumable(run, 2) is None  # nothing there: nothing to move
 
 

@@ -7,8 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,7 +37,7 @@ def expected_problems(path: Path) -> list[str]:
     `{here}` stands for the fixture's folder as an absolute path.
     """
     found = re.findall(r"^(?:# |<!-- )expect: (.*?)(?: -->)?$", path.read_text(), re.MULTILINE)
-    here = os.path.abspath(path.parent)
+    here = str(path.parent.absolute())
     return [f"{path}:{line}".replace("{here}", here) for line in found]
 
 
@@ -117,7 +117,7 @@ def test_tilde_override_removes_a_key() -> None:
     assert at(dict(spec.document), "expect", "cases") == [
         {"when": {"pin_memory": False}, "outcome": "pass"}
     ]
-    with pytest.raises(UsageError, match="'run.nope' is not in the spec"):
+    with pytest.raises(UsageError, match=r"'run\.nope' is not in the spec"):
         load_spec(EXAMPLE, ["~run.nope"])
 
 
@@ -451,7 +451,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     ],
 )
 def test_devices_folders_and_huge_files_are_refused_unread(
-    tmp_path: Path, make: Any, what: str
+    tmp_path: Path, make: Callable[[Path], object], what: str
 ) -> None:
     path = tmp_path / "s.yaml"
     make(path)
@@ -558,6 +558,7 @@ def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) ->
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "x.yaml").write_text("not: a spec\n")
     found = validate([tmp_path])
-    assert found.files == [str(tmp_path / "s.yaml")] and found.problems == []
+    assert found.files == [str(tmp_path / "s.yaml")]
+    assert found.problems == []
     # A store or hidden folder named on the command line is still searched.
     assert validate([tmp_path / "store"]).files

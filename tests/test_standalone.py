@@ -165,11 +165,13 @@ def test_crashing_dataset_repro_crashes_like_the_cell(tmp_path: Path) -> None:
     result = _run(tmp_path, CRASH_SPEC, **{"crashy.py": CRASHY})
     main_cell, worker_cell = result.cells
     outcome = main_cell.attempts[0].ran
-    assert outcome is not None and (outcome.kind, outcome.signal, outcome.where) == (
-        "crash", "SIGSEGV", "main"), outcome
+    assert outcome is not None
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main"), outcome
     standalone = result.standalone
-    assert standalone is not None and standalone.cell == "num_workers=0"
-    assert standalone.kind == "workload" and standalone.run == "python repro.py"
+    assert standalone is not None
+    assert standalone.cell == "num_workers=0"
+    assert standalone.kind == "workload"
+    assert standalone.run == "python repro.py"
     # The dataset module is one file of the workdir: pasted in, so nothing else is needed.
     assert standalone.files == ()
     assert "class Crashy(Dataset):" in standalone.script
@@ -187,8 +189,8 @@ def test_crashing_dataset_repro_crashes_like_the_cell(tmp_path: Path) -> None:
     assert _last_step(ran.stdout) == f"train step {outcome.step}"
     # The worker cell's script: the main process sees its worker die of the same signal.
     worker = worker_cell.attempts[0].ran
-    assert worker is not None and (worker.kind, worker.signal, worker.where) == (
-        "crash", "SIGSEGV", "worker")
+    assert worker is not None
+    assert (worker.kind, worker.signal, worker.where) == ("crash", "SIGSEGV", "worker")
     plan = next(a for a in plan_run(reprospec.load_spec(tmp_path / "spec" / "spec.yaml"),
                                      RunOptions()).attempts if a.cell.id == "num_workers=2")
     other = standalone_of(plan, tmp_path / "spec")
@@ -201,15 +203,16 @@ def test_crashing_dataset_repro_crashes_like_the_cell(tmp_path: Path) -> None:
     assert "DataLoader worker (pid" in ran.stderr, ran.stderr[-2000:]
     assert "Unexpected segmentation fault encountered in worker" in ran.stderr
     report = (folder / "report.md").read_text()
-    assert "## Standalone repro" in report and "```python\n" in report
+    assert "## Standalone repro" in report
+    assert "```python\n" in report
     assert "cell `num_workers=0` (`crash SIGSEGV @ train:" in report
 
 
 def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path) -> None:
     result = _run(tmp_path, ERROR_SPEC, **{"net.py": NET, "helper.py": HELPER})
     outcome = result.cells[0].attempts[0].ran
-    assert outcome is not None and (outcome.kind, outcome.exception, outcome.step) == (
-        "error", "ValueError", 3), outcome
+    assert outcome is not None
+    assert (outcome.kind, outcome.exception, outcome.step) == ("error", "ValueError", 3), outcome
     standalone = result.standalone
     assert standalone is not None
     # net.py is pasted in; the helper it imports is a file the script needs next to it.
@@ -220,20 +223,23 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     alone.mkdir()
     shutil.copy(script, alone / "repro.py")
     missing = _python(alone / "repro.py", alone)
-    assert missing.returncode == 1 and "No module named 'helper'" in missing.stderr
+    assert missing.returncode == 1
+    assert "No module named 'helper'" in missing.stderr
     (alone / "helper.py").write_text(HELPER)
     ran = _python(alone / "repro.py", alone)
     assert ran.returncode == 1
     assert ran.stderr.rstrip().splitlines()[-1] == "ValueError: forward pass 3 refused"
     assert _last_step(ran.stdout) == "train step 3"
     report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
-    assert "Files it needs, from the spec's workdir" in report and "- [ ] `helper.py`" in report
+    assert "Files it needs, from the spec's workdir" in report
+    assert "- [ ] `helper.py`" in report
 
 
 def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
     result = _run(tmp_path, PASS_SPEC)
     outcome = result.cells[0].attempts[0].ran
-    assert outcome is not None and outcome.kind == "error"  # the injected exception
+    assert outcome is not None
+    assert outcome.kind == "error"  # the injected exception
     standalone = result.standalone
     assert standalone is not None
     assert any("workload.faults" in note for note in standalone.notes)
@@ -281,7 +287,8 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     )
     result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
     standalone = result.standalone
-    assert standalone is not None and standalone.kind == "command"
+    assert standalone is not None
+    assert standalone.kind == "command"
     assert standalone.run == (
         'cd app && MODE=crash CONF=conf/a.yaml API_TOKEN="$API_TOKEN" '
         "python main.py --config=conf/a.yaml --seed 3"
@@ -293,9 +300,11 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     )
     ran = subprocess.run(["sh", "-c", standalone.run], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
-    assert ran.returncode == 128 + signal.SIGSEGV and "util a: 1" in ran.stdout
+    assert ran.returncode == 128 + signal.SIGSEGV
+    assert "util a: 1" in ran.stdout
     report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
-    assert "```sh\ncd app && MODE=crash" in report and "- [ ] `conf/a.yaml`" in report
+    assert "```sh\ncd app && MODE=crash" in report
+    assert "- [ ] `conf/a.yaml`" in report
     assert not (tmp_path / "out" / "runs" / result.run_id / "repro.py").exists()
 
 
@@ -306,7 +315,8 @@ def test_distributed_workload_has_no_script_and_says_why(tmp_path: Path) -> None
     )
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     standalone = standalone_of(plan, tmp_path)
-    assert standalone.script == "" and "workload.distributed" in standalone.unavailable
+    assert standalone.script == ""
+    assert "workload.distributed" in standalone.unavailable
 
 
 def test_versions_block_is_captured_in_the_child(tmp_path: Path) -> None:
@@ -316,9 +326,11 @@ def test_versions_block_is_captured_in_the_child(tmp_path: Path) -> None:
     version = importlib.metadata.version("torch")  # the same interpreter, read without torch
     assert f"PyTorch version: {version}" in block
     assert f"[pip3] torch=={version}" in block
-    assert "Libc version: glibc-" in block and "torch.__config__.show():" in block
+    assert "Libc version: glibc-" in block
+    assert "torch.__config__.show():" in block
     assert "PyTorch built with:" in block
     collect = result.environment["collect_env"]
     assert isinstance(collect, dict)
     pip = collect["pip"]
-    assert isinstance(pip, dict) and pip["torch"] == version
+    assert isinstance(pip, dict)
+    assert pip["torch"] == version

@@ -51,7 +51,8 @@ def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def _no_traceback(result: CliResult) -> None:
-    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "internal error" not in result.stderr
 
 
 # -- a full disk ---------------------------------------------------------------------------
@@ -153,7 +154,7 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
     size = db.stat().st_size
     assert size >= 5 * 4096
     # Garbage in the middle of the file: every page after the first.
-    with open(db, "r+b") as handle:
+    with db.open("r+b") as handle:
         for page in range(1, size // 4096):
             handle.seek(page * 4096 + 8)
             handle.write(b"\x07" * 64)
@@ -162,7 +163,8 @@ def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover
         assert result.code == 3, (args, result.stderr)
         _no_traceback(result)
         assert f"the results store {db} is damaged" in result.stderr
-        assert f"mv {db} {db}.damaged" in result.stderr and ".recover" in result.stderr
+        assert f"mv {db} {db}.damaged" in result.stderr
+        assert ".recover" in result.stderr
     assert not list(tmp_path.glob("RAN-*")), "an attempt ran against a damaged store"
     # The advice works: the damaged store set aside, the next run starts a new one.
     db.rename(db.with_name("results.db.damaged"))
@@ -194,7 +196,8 @@ def test_an_engine_waits_while_another_process_creates_the_store(tmp_path: Path)
     try:
         deadline = time.monotonic() + 60
         while not Path(f"{db}.held").exists():
-            assert time.monotonic() < deadline and holder.poll() is None
+            assert time.monotonic() < deadline
+            assert holder.poll() is None
             time.sleep(0.02)
         result = _reprospec("run", str(_spec(tmp_path, QUICK)), "--out", str(out))
     finally:

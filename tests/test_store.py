@@ -48,8 +48,10 @@ def test_write_and_read_back(tmp_path: Path) -> None:
         _record(store, run)
         info = store.run_info(run.run_id)
         assert info is not None
-        assert info.spec_text == run.spec_text and info.options == OPTIONS
-        assert info.status == "finished" and info.environment == dict(run.environment)
+        assert info.spec_text == run.spec_text
+        assert info.options == OPTIONS
+        assert info.status == "finished"
+        assert info.environment == dict(run.environment)
         assert info.env_fingerprint == environment_fingerprint(run.environment)
         assert store.run_info("missing") is None
         attempts = store.finished_attempts(run.run_id)
@@ -78,7 +80,8 @@ def test_history_lists_runs_newest_first_with_verdict_counts(tmp_path: Path) -> 
     _record(store, hang_run())
     rows = store.runs(spec_name="val-segfault")
     assert [r["run_id"] for r in rows] == ["20261122-new", old.run_id]
-    assert rows[1]["status"] == "finished" and rows[0]["status"] == "interrupted"
+    assert rows[1]["status"] == "finished"
+    assert rows[0]["status"] == "interrupted"
     assert (
         rows[1]["cells"],
         rows[1]["reproduced"],
@@ -92,7 +95,8 @@ def test_history_lists_runs_newest_first_with_verdict_counts(tmp_path: Path) -> 
 def test_running_run_and_bad_status(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.begin_run("r1", "s", "s.yaml", "name: s\n", "local", ["run", "s.yaml"], {})
-    assert store.runs()[0]["status"] == "running" and store.runs()[0]["finished"] is None
+    assert store.runs()[0]["status"] == "running"
+    assert store.runs()[0]["finished"] is None
     with pytest.raises(ValueError, match="run status"):
         store.finish_run("r1", "done")
 
@@ -240,7 +244,8 @@ def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
         ("default", a.attempt): a for a in run.cells[0].attempts[:2]
     }
     info = store.run_info(run.run_id)
-    assert info is not None and info.status == "running"
+    assert info is not None
+    assert info.status == "running"
     # The store is writable again after the crash: the resumed run finishes it.
     store.record_attempt(run.run_id, "default", run.cells[0].attempts[2])
     store.finish_run(run.run_id, "finished")

@@ -32,7 +32,7 @@ def write_spec(folder: Path, name: str, package: str, versions: list[str], modul
     return spec
 
 
-def cells_of(cli_result: Any) -> dict[str, dict[str, Any]]:
+def cells_of(cli_result: CliResult) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in cli_result.results()["cells"]}
 
 
@@ -87,7 +87,8 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
     assert broken["verdict"] == "infra-error"
     assert f"cannot install {DEMO}==1.2" in broken["attempts"][0]["infra_error"]
     # Progress was shown while environments built.
-    assert "building 1/3" in first.stderr and f"+ {DEMO}==1.0" in first.stderr
+    assert "building 1/3" in first.stderr
+    assert f"+ {DEMO}==1.0" in first.stderr
 
     # Someone changes the cached environment of the 1.0 cell behind reprospec's back.
     (env_10,) = [e for e in envs.list_envs(tmp_path / "envs") if e.packages == (f"{DEMO}==1.0",)]
@@ -136,4 +137,5 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
         for i in attempt["instances"]
     ]
     assert [s[:2] for s in said] == [["0", "1.0"], ["1", "1.0"]]
-    assert said[0][2] == said[1][2] and Path(said[0][2]).parent == tmp_path / "envs"
+    assert said[0][2] == said[1][2]
+    assert Path(said[0][2]).parent == tmp_path / "envs"

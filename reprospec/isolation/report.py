@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -197,7 +196,7 @@ def write(found: IsolateResult) -> None:
     ):
         temporary = found.folder / (name + ".tmp")
         temporary.write_text(content, encoding="utf-8")
-        os.replace(temporary, found.folder / name)
+        temporary.replace(found.folder / name)
 
 
 def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -130,4 +129,4 @@ class StateFile:
         }
         temporary = self.path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(temporary, self.path)
+        temporary.replace(self.path)

@@ -125,7 +125,7 @@ class ContainerNative:
         from docker.types import Ulimit
 
         pattern = native.core_pattern()
-        if pattern.piped or os.path.isabs(pattern.raw):
+        if pattern.piped or Path(pattern.raw).is_absolute():
             return []  # cores would not reach the workdir: write none
         if self.gdb_missing(client, image) is not None and not self.keep_cores:
             return []  # nothing could read a core: write none
@@ -174,7 +174,7 @@ class ContainerNative:
         dumped = root_signal in native.CORE_SIGNALS
         if pattern.piped:
             return native.NativeStacks(unavailable=_piped(pattern)) if dumped else None
-        if os.path.isabs(pattern.raw):
+        if Path(pattern.raw).is_absolute():
             return native.NativeStacks(unavailable=_absolute(pattern)) if dumped else None
         missing = self.gdb_missing(client, image)
         if missing is not None and not self.keep_cores:
@@ -309,7 +309,7 @@ def _move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / (f"core.{pid}" if pid else path.name)
     try:
-        os.replace(path, target)
+        path.replace(target)
     except OSError:
         import shutil
 

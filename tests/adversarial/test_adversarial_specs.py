@@ -80,7 +80,7 @@ def _report_too_long(tmp: Path) -> str:
 GENERATED: dict[str, Callable[[Path], str]] = {
     "fifo": _fifo,
     "dev-zero-by-symlink": _zero_link,
-    "dev-zero": lambda tmp: "/dev/zero",
+    "dev-zero": lambda _tmp: "/dev/zero",
     "folder-named-yaml": _folder,
     "symlink-loop": _symlink_loop,
     "file-past-8-mib": _huge_file,
@@ -94,7 +94,7 @@ def run_child(argv: list[str], cwd: Path) -> tuple[int, str, resource.struct_rus
     out_path, err_path = cwd / ".child-stdout", cwd / ".child-stderr"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     env.pop("REPROSPEC_ADVERSARIAL_UNSET", None)
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with out_path.open("wb") as out, err_path.open("wb") as err:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -130,7 +130,8 @@ def check(spec: str, tmp_path: Path) -> None:
         assert lines, f"{verb} {spec}: no problem reported"
         for line in lines:
             assert located.match(line), f"{verb} {spec}: not located: {line[:300]!r}"
-        assert "Traceback" not in stderr and "internal error" not in stderr
+        assert "Traceback" not in stderr
+        assert "internal error" not in stderr
     assert peak_rss < MAX_RSS_BYTES, f"peak RSS {peak_rss >> 20} MB"
     cpu = usage.ru_utime + usage.ru_stime
     assert cpu < MAX_CPU_S, f"{cpu:.1f}s of CPU for validate + plan + run"

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 
 from reprospec import dockerimage
+from reprospec.dockersdk import DockerClient
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan, Cell, Marker
 from reprospec.runners.dockerengine import connect, engine_url
@@ -74,7 +75,7 @@ def py(code: str) -> list[str]:
     return ["python3", "-c", code]
 
 
-def require_image(client: Any, image: str) -> None:
+def require_image(client: DockerClient | None, image: str) -> None:
     """Skip (fail in CI) when `image` is not on the engine."""
     if client is None:
         pytest.fail(NO_ENGINE)
@@ -90,7 +91,7 @@ def require_image(client: Any, image: str) -> None:
 PUBLIC_BASE_STAND_IN = "reprospec-test/debian:bookworm-minbase"
 
 
-def public_base(client: Any) -> str:
+def public_base(client: DockerClient | None) -> str:
     """The stand-in for `debian:bookworm-slim` (built once with mmdebstrap, then kept)."""
     if client is None:
         pytest.fail(NO_ENGINE)

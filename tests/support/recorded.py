@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reprospec.jsontypes import JsonValue
 from reprospec.results import run_from_dict, run_to_dict
 from reprospec.runmodels import RunResult
 from tests.support.runs import ENV, T0, T1
@@ -33,7 +35,7 @@ _PID = re.compile(r"\b(pid(?:\(s\))?|LWP|pids) (\d+)")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 
 
-def _strings(value: Any, change: Any) -> Any:
+def _strings(value: JsonValue, change: Callable[[str], str]) -> JsonValue:
     if isinstance(value, str):
         return change(value)
     if isinstance(value, list):
@@ -58,7 +60,9 @@ def normalized(run: RunResult, spec_path: str) -> dict[str, Any]:
             text = text.replace(path, FAKE_ROOTS[label])
         return _HEX.sub("0x00007f0000001000", _PID.sub(pid, text))
 
-    data: dict[str, Any] = _strings(raw, change)
+    changed = _strings(raw, change)
+    assert isinstance(changed, dict)
+    data: dict[str, Any] = changed
     data["run_id"] = f"20261121-214512-{run.spec_name}-5e1f"
     data["started"], data["finished"] = T0, T1
     data["environment"] = ENV

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 
 def crash(*_: object) -> None:
@@ -44,8 +45,7 @@ def orphan() -> None:
     # Wait until the child is dead but not reaped (a zombie), then leave it to the
     # engine: our exit re-parents it to the subreaper, which reaps its wait status.
     while True:
-        with open(f"/proc/{child.pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
+        state = Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
         if state == b"Z":
             break
         time.sleep(0.01)

@@ -8,20 +8,21 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
+from typing import NoReturn
 
-folder = sys.argv[1]
-with open(os.path.join(folder, "token"), "w") as f:
-    f.write(os.environ["REPROSPEC_ATTEMPT_TOKEN"])
-
-
-def note(name):
-    path = os.path.join(folder, name + ".pid")
-    with open(path + ".tmp", "w") as f:
-        f.write(str(os.getpid()))
-    os.rename(path + ".tmp", path)
+folder = Path(sys.argv[1])
+(folder / "token").write_text(os.environ["REPROSPEC_ATTEMPT_TOKEN"])
 
 
-def linger():
+def note(name: str) -> None:
+    path = folder / f"{name}.pid"
+    partial = folder / f"{name}.pid.tmp"
+    partial.write_text(str(os.getpid()))
+    partial.rename(path)
+
+
+def linger() -> NoReturn:
     while True:
         time.sleep(0.05)
 
@@ -44,7 +45,7 @@ if os.fork() == 0:
     os.execve("/bin/sh", ["/bin/sh", "-c", f"echo $$ > {folder}/noenv.pid; exec sleep 1000"], {})
 
 for name in ("setsid", "daemon", "noenv"):
-    while not os.path.exists(os.path.join(folder, name + ".pid")):
+    while not (folder / f"{name}.pid").exists():
         time.sleep(0.01)
 print("children ready", flush=True)
 if sys.argv[2] == "exit":

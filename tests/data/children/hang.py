@@ -4,15 +4,16 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
+from typing import NoReturn
 
 
-def other_thread_wait(event):
+def other_thread_wait(event: threading.Event) -> None:
     event.wait()
 
 
-def deep_hang(ready):
-    with open(ready, "w") as f:
-        f.write(str(os.getpid()))
+def deep_hang(ready: str) -> NoReturn:
+    Path(ready).write_text(str(os.getpid()))
     while True:
         time.sleep(0.05)
 

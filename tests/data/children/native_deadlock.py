@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 
 def deadlock(ready_dir: str) -> None:
@@ -19,8 +20,7 @@ def deadlock(ready_dir: str) -> None:
     waiter = threading.Thread(target=libc.pthread_mutex_lock, args=(mutex,), name="waiter")
     waiter.start()
     time.sleep(0.05)  # let the waiter reach the lock (the rendezvous is the ready file)
-    with open(os.path.join(ready_dir, f"{os.getpid()}.ready"), "w") as handle:
-        handle.write(str(os.getpid()))
+    (Path(ready_dir) / f"{os.getpid()}.ready").write_text(str(os.getpid()))
     libc.pthread_mutex_lock(mutex)
 
 

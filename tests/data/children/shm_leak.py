@@ -4,14 +4,14 @@ argv[2] + ".ready" and waits for the file argv[2] (written by the test), then le
 at once: the leak lives only between this exit and the engine's cleanup."""
 
 import _multiprocessing
-import os
 import sys
 import time
+from pathlib import Path
 
 SEMAPHORE = 1  # multiprocessing.synchronize.SEMAPHORE
 if len(sys.argv) > 2:
-    open(sys.argv[2] + ".ready", "w").close()
-    while not os.path.exists(sys.argv[2]):
+    Path(sys.argv[2] + ".ready").write_text("")
+    while not Path(sys.argv[2]).exists():
         time.sleep(0.01)
 # unlink=False: the name stays in /dev/shm after this process is gone.
 _multiprocessing.SemLock(SEMAPHORE, 1, 1, "/mp-" + sys.argv[1], False)

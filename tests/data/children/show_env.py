@@ -3,8 +3,14 @@
 import json
 import os
 import sys
+from pathlib import Path
 
 json.dump(
-    {"executable": sys.executable, "cwd": os.getcwd(), "env": dict(os.environ), "argv": sys.argv},
+    {
+        "executable": sys.executable,
+        "cwd": str(Path.cwd()),
+        "env": dict(os.environ),
+        "argv": sys.argv,
+    },
     sys.stdout,
 )

@@ -9,13 +9,14 @@ import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 
-path = os.path.join(tempfile.gettempdir(), sys.argv[1])
+path = Path(tempfile.gettempdir()) / sys.argv[1]
 print(f"cache: {path}", flush=True)
-if os.path.exists(path):
-    with open(path) as fh:
+if path.exists():
+    with path.open() as fh:
         json.load(fh)
 else:
-    with open(path, "w") as fh:
+    with path.open("w") as fh:
         fh.write('{"kernels": [1, 2, ')  # the writer died here
-os.makedirs(os.path.join(os.environ.get("XDG_CACHE_HOME", "/nonexistent"), "tool"), exist_ok=True)
+(Path(os.environ.get("XDG_CACHE_HOME", "/nonexistent")) / "tool").mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,8 @@
 
 import sys
 import time
+from pathlib import Path
 
-with open(sys.argv[1], "w") as f:
-    f.write("ready")
+Path(sys.argv[1]).write_text("ready")
 while True:
     time.sleep(0.05)

@@ -16,18 +16,19 @@ import random
 import signal
 import sys
 import time
+from pathlib import Path
 
 
-def truthy(name, given):
+def truthy(name: str, given: dict[str, str]) -> bool:
     value = given.get(name, os.environ.get(name, "false"))
     return value.lower() in ("true", "1")
 
 
-def next_number(folder):
+def next_number(folder: str) -> int:
     number = 0
     while True:
         try:
-            os.close(os.open(os.path.join(folder, str(number)), os.O_CREAT | os.O_EXCL))
+            os.close(os.open(Path(folder) / str(number), os.O_CREAT | os.O_EXCL))
             return number
         except FileExistsError:
             number += 1

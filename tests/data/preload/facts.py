@@ -4,6 +4,7 @@ import json
 import os
 import random
 import sys
+from pathlib import Path
 
 if sys.argv[3:] == ["torch"]:
     import torch
@@ -16,7 +17,7 @@ facts = {
     "ppid": os.getppid(),
     "sid": os.getsid(0),
     "pgid": os.getpgid(0),
-    "cwd": os.getcwd(),
+    "cwd": str(Path.cwd()),
     "argv": sys.argv,
     "path0": sys.path[0],
     "file": __file__,
@@ -28,7 +29,7 @@ facts = {
     "torch_rand": torch.rand(1).item() if torch is not None else None,
     "torch_threads": torch.get_num_threads() if torch is not None else None,
 }
-with open(sys.argv[1], "w") as f:
+with Path(sys.argv[1]).open("w") as f:
     json.dump(facts, f)
 print("facts written", flush=True)
 sys.exit(int(sys.argv[2]) if len(sys.argv) > 2 else 0)

@@ -2,6 +2,7 @@
 
 import os
 import weakref
+from pathlib import Path
 
 
 class _Holder:
@@ -12,8 +13,7 @@ _holder = _Holder()
 
 
 def _write(path: str) -> None:
-    with open(path, "w") as f:
-        f.write("the server's finalizer ran")
+    Path(path).write_text("the server's finalizer ran")
 
 
 weakref.finalize(_holder, _write, os.environ["PRELOAD_FINALIZER_FILE"])

@@ -6,7 +6,7 @@ import threading
 _stop = threading.Event()
 
 
-def _start(signum, frame):
+def _start(_signum: int, _frame: object) -> None:
     threading.Thread(target=_stop.wait, daemon=True).start()
 
 
