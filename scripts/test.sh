@@ -55,4 +55,10 @@ fi
 
 .venv/bin/ruff check reprospec tests benchmarks scripts
 .venv/bin/mypy reprospec tests
+# The child-side programs (reprospec/harness/: the `reprospec_harness` package and
+# reprospec_forkserver.py) import themselves as top-level modules, so they are checked in a
+# run of their own, from their folder (pyproject's `exclude` keeps them out of the run above;
+# matched against paths relative to here, it does not match them), with the same settings
+# and torch's own types (installed above).
+(cd reprospec/harness && ../../.venv/bin/mypy --cache-dir ../../.mypy_cache -p reprospec_harness -m reprospec_forkserver)
 .venv/bin/python -m pytest -q -rs "$@"

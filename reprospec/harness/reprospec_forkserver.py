@@ -53,6 +53,37 @@ import socket
 import sys
 import time
 
+# typing's constant without importing typing: the server imports no more than it must (what
+# it has imported, every attempt starts with). Type checkers read the block below.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class _EntryBase(TypedDict):
+        kind: str  # "script" | "module" | "code"
+        target: str
+        args: list[str]
+
+    class Entry(_EntryBase, total=False):
+        """What the attempt runs (reprospec/preload.py's EntryPoint.to_json)."""
+
+        argv0: str
+        options: list[str]
+
+    class _RequestBase(TypedDict):
+        entry: Entry
+        env: dict[str, str]
+        cwd: str
+        seed: int
+
+    class Request(_RequestBase, total=False):
+        """One attempt to fork, as the engine's reprospec/forkserver.py sends it."""
+
+        tag: int
+        cores: bool
+        token: str
+
+
 _MAX_MESSAGE = 1 << 22
 # The placeholder the engine puts in the server's environment; each attempt writes its
 # own token over it, in the environment block /proc/PID/environ shows (see _token_slot).
@@ -60,11 +91,11 @@ TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
 HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-def _send(sock: socket.socket, message: dict) -> None:
+def _send(sock: socket.socket, message: dict[str, object]) -> None:
     sock.send(json.dumps(message).encode())
 
 
-def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
+def _receive(sock: socket.socket) -> tuple[Request | None, list[int]]:
     """The next request and the file descriptors sent with it; (None, []) at the engine's end."""
     fds = array.array("i")
     data, ancillary, _flags, _addr = sock.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(4 * fds.itemsize))
@@ -75,7 +106,8 @@ def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
         for fd in fds:
             os.close(fd)
         return None, []
-    return json.loads(data), list(fds)
+    request: Request = json.loads(data)  # the engine's own message: trusted as it is
+    return request, list(fds)
 
 
 def _threads() -> int:
@@ -183,7 +215,7 @@ class Job:
 
     def __init__(
         self,
-        request: dict,
+        request: Request,
         fds: list[int],
         slot: tuple[int, int] | None,
         argv_slot: tuple[int, int] | None,
@@ -222,7 +254,7 @@ def _tag(tag: object, server: int) -> None:
 
 
 # The attempts running now: pid -> the serial the engine knows each one by.
-_running: dict = {}
+_running: dict[int, int] = {}
 _serials = [0]
 
 
@@ -243,7 +275,7 @@ def _reap(sock: socket.socket) -> None:
 
 def _fork_attempt(
     sock: socket.socket,
-    request: dict,
+    request: Request,
     fds: list[int],
     slot: tuple[int, int] | None,
     argv_slot: tuple[int, int] | None,
@@ -325,7 +357,7 @@ def serve(fd: int, modules: list[str]) -> Job | None:
         pass
     sys.stdout.flush()
     sys.stderr.flush()
-    files = {}
+    files: dict[str, str | None] = {}
     for name in modules:
         top = sys.modules.get(name.split(".", 1)[0])
         files[name] = getattr(top, "__file__", None)
@@ -443,8 +475,9 @@ def _become(job: Job) -> None:
     _write_argv(job.argv_slot, _command_line(request["entry"]))
     os.environ.clear()
     os.environ.update(request["env"])
-    tempfile = sys.modules.get("tempfile")
-    if tempfile is not None:
+    if "tempfile" in sys.modules:  # (imported already: the import only names it here)
+        import tempfile
+
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
     _skip_import_finalizers()
     if os.environ.get("PYTHONFAULTHANDLER"):
@@ -461,7 +494,7 @@ def _become(job: Job) -> None:
     _finish(status, interrupted)
 
 
-def _command_line(entry: dict) -> list[str]:
+def _command_line(entry: Entry) -> list[str]:
     """The command line a fresh interpreter would have had: `python [-u] script.py ARGS`."""
     kind, target = entry["kind"], entry["target"]
     program = [entry.get("argv0") or sys.executable, *entry.get("options", ())]
@@ -469,7 +502,7 @@ def _command_line(entry: dict) -> list[str]:
     return program + what + list(entry["args"])
 
 
-def _run_main(entry: dict) -> tuple[int, bool]:
+def _run_main(entry: Entry) -> tuple[int, bool]:
     """Run the entry point as `python` would; (exit status, ended by KeyboardInterrupt).
 
     An uncaught exception is printed as the interpreter prints it (without this file's
@@ -548,7 +581,7 @@ def _exit_status(exc: SystemExit) -> int:
 MISSED_MODULES = 100
 
 
-def _say_missed(preloaded: frozenset) -> None:
+def _say_missed(preloaded: frozenset[str]) -> None:
     """An event naming the packages the attempt imported that the server had not.
 
     torch's optimizers import torch._dynamo (and sympy) at their first step: with only

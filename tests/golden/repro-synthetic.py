@@ -46,7 +46,7 @@ DTYPES = {
 }
 
 
-class SyntheticDataset(tud.Dataset):
+class SyntheticDataset(tud.Dataset[tuple[torch.Tensor, torch.Tensor]]):
     """`size` items of `shape`, each generated from its index alone (cheap to send to any worker).
 
     Integer dtypes give token ids in [1, classes) with a zero-padded tail of random length.
@@ -107,7 +107,8 @@ class CNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 3:
             x = x.unsqueeze(1)
-        return self.net(x.float())
+        logits: torch.Tensor = self.net(x.float())
+        return logits
 
 
 def to_device(value, device, non_blocking):

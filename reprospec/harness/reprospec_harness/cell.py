@@ -4,23 +4,40 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from .values import JsonObject, JsonValue, obj, to_int
 
 
-def load() -> dict[str, Any]:
-    """`{"spec", "cell_id", "matrix", "attempt", "workload", "environment"}`."""
+@dataclass(frozen=True)
+class Cell:
+    """What the harness reads of cell.json (`{"spec", "cell_id", "matrix", "attempt",
+    "workload", "environment"}`): the workload and environment sections (`{}` when absent)."""
+
+    cell_id: JsonValue
+    attempt: int
+    workload: JsonObject
+    environment: JsonObject
+
+
+def load() -> Cell:
+    """The cell named by `$REPROSPEC_CELL`; SystemExit when it is not set."""
     value = os.environ.get("REPROSPEC_CELL")
     if not value:
         raise SystemExit(
             "reprospec harness: REPROSPEC_CELL is not set (run through `reprospec run`)"
         )
+    document: JsonValue
     if value.lstrip().startswith("{"):
-        cell = json.loads(value)
+        document = json.loads(value)
     else:
         with Path(value).open() as handle:
-            cell = json.load(handle)
-    cell.setdefault("workload", {})
-    cell["environment"] = cell.get("environment") or {}
-    cell.setdefault("attempt", 1)
-    return cell
+            document = json.load(handle)
+    cell = obj(document)
+    return Cell(
+        cell_id=cell.get("cell_id"),
+        attempt=to_int(cell.get("attempt", 1)),
+        workload=obj(cell.get("workload")),
+        environment=obj(cell.get("environment")),
+    )

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+
+from .values import JsonValue
 
 
 class InfraError(Exception):
@@ -29,7 +30,7 @@ class ConfigError(InfraError):
         self.field = field
 
 
-def integer(value: Any, field: str, minimum: int | None = None) -> int:
+def integer(value: object, field: str, minimum: int | None = None) -> int:
     """An integer (not a bool, not a string), at least `minimum`."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(field, f"expected an integer, got {value!r}")
@@ -38,7 +39,7 @@ def integer(value: Any, field: str, minimum: int | None = None) -> int:
     return value
 
 
-def number(value: Any, field: str, minimum: float = 0.0, exclusive: bool = False) -> float:
+def number(value: object, field: str, minimum: float = 0.0, exclusive: bool = False) -> float:
     """A real number (int or float, not a bool) above `minimum` (or at it unless `exclusive`)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(field, f"expected a number, got {value!r}")
@@ -52,7 +53,7 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0", "")
 
 
-def boolean(value: Any, field: str) -> bool:
+def boolean(value: object, field: str) -> bool:
     """true/false (also 0/1 and their spellings as text, from `${{ env.X }}`); None is false."""
     if value is None or isinstance(value, bool):
         return bool(value)
@@ -63,7 +64,7 @@ def boolean(value: Any, field: str) -> bool:
     raise ConfigError(field, f"expected true or false, got {value!r}")
 
 
-def mapping(value: Any, field: str) -> Mapping[str, Any]:
+def mapping(value: JsonValue, field: str) -> Mapping[str, JsonValue]:
     """A mapping (None is empty)."""
     if value is None:
         return {}
@@ -72,7 +73,9 @@ def mapping(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
-def choice(value: Any, field: str, what: str, choices: Mapping[str, Any] | tuple[str, ...]) -> str:
+def choice(
+    value: object, field: str, what: str, choices: Mapping[str, object] | tuple[str, ...]
+) -> str:
     """One of `choices`, else `unknown WHAT 'x' (expected one of a, b, c)`."""
     if not isinstance(value, str) or value not in choices:
         raise ConfigError(
@@ -81,7 +84,9 @@ def choice(value: Any, field: str, what: str, choices: Mapping[str, Any] | tuple
     return value
 
 
-def bind(function: Callable[..., Any], name: str, field: str, *args: Any, **kwargs: Any) -> None:
+def bind(
+    function: Callable[..., object], name: str, field: str, *args: object, **kwargs: object
+) -> None:
     """Do these arguments fit `function`'s signature? Checked without calling it.
 
     `mlp() got an unexpected keyword argument 'x'`. A callable whose signature

@@ -15,14 +15,19 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence, Sized
+from multiprocessing.context import BaseContext
 from multiprocessing.sharedctypes import RawArray
-from typing import Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import torch
 from torch.utils import data as tud
 
 from . import config, entrypoints, events, stackdump
 from .injection import FaultPlan
+from .values import Int64Array, JsonValue
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 DTYPES = {
     "float32": torch.float32,
@@ -37,7 +42,7 @@ DTYPES = {
 }
 
 
-class SyntheticDataset(tud.Dataset):
+class SyntheticDataset(tud.Dataset[tuple[torch.Tensor, torch.Tensor]]):
     """`size` items of `shape`, each generated from its index alone (cheap to send to any worker).
 
     Integer dtypes give token ids in [1, classes) with a zero-padded tail of random length.
@@ -82,7 +87,7 @@ class FetchTracker:
     """Per worker, in shared memory: (phase number, step, index) of the item being fetched."""
 
     def __init__(self, workers: int) -> None:
-        self.slots = RawArray("q", 3 * max(workers, 1))
+        self.slots: Int64Array = RawArray("q", 3 * max(workers, 1))
         for i in range(len(self.slots)):
             self.slots[i] = -1
 
@@ -94,10 +99,10 @@ class FetchTracker:
         return None if index < 0 else (phase, step, index)
 
 
-class TaggedBatchSampler(tud.Sampler):
+class TaggedBatchSampler(tud.Sampler[list[tuple[int, int, int]]]):
     """Batches of `(phase number, step, index)`; `start(phase, step)` before each new iterator."""
 
-    def __init__(self, sampler: tud.Sampler, batch_size: int, drop_last: bool) -> None:
+    def __init__(self, sampler: tud.Sampler[int], batch_size: int, drop_last: bool) -> None:
         self.sampler = sampler
         self.batches = tud.BatchSampler(sampler, batch_size, drop_last)
         self.phase, self.first_step = 0, 1
@@ -229,18 +234,23 @@ def rearm_faulthandler() -> None:
     faulthandler.enable(all_threads=True)
 
 
-class TaggedDataset(tud.Dataset):
+class TaggedDataset(tud.Dataset[object]):
     """Unwraps tagged indexes; in a worker, records the item and fires the worker faults."""
 
     def __init__(
-        self, inner: tud.Dataset, tracker: FetchTracker, faults: FaultPlan, phases: Sequence[str]
+        self,
+        inner: tud.Dataset[object],
+        tracker: FetchTracker,
+        faults: FaultPlan,
+        phases: Sequence[str],
     ) -> None:
         self.inner, self.tracker, self.faults, self.phases = inner, tracker, faults, list(phases)
 
     def __len__(self) -> int:
-        return len(self.inner)  # type: ignore[arg-type]
+        # A map-style dataset has a length; torch's Dataset does not declare one.
+        return len(cast(Sized, self.inner))
 
-    def __getitem__(self, tag: tuple[int, int, int]) -> Any:
+    def __getitem__(self, tag: tuple[int, int, int]) -> object:
         phase, step, index = tag
         if _worker_id is None:
             return self.inner[index]
@@ -257,14 +267,23 @@ class TaggedDataset(tud.Dataset):
                 watch.end(fetch)
 
 
-def build_dataset(section: Mapping[str, Any], seed: int) -> tud.Dataset:
+def build_dataset(section: Mapping[str, JsonValue], seed: int) -> tud.Dataset[object]:
     """The spec's `data.dataset`: `builtin: synthetic` or an entry point returning a Dataset."""
     if section.get("entrypoint"):
         return entrypoints.build(section, "workload.data.dataset", "dataset", tud.Dataset)
     return SyntheticDataset(seed=seed, **synthetic_options(section))
 
 
-def synthetic_options(section: Mapping[str, Any]) -> dict[str, Any]:
+class SyntheticOptions(TypedDict, total=False):
+    """The spec's settings of `builtin: synthetic`: SyntheticDataset's keyword arguments."""
+
+    size: int
+    shape: list[int]
+    classes: int
+    dtype: str
+
+
+def synthetic_options(section: Mapping[str, JsonValue]) -> SyntheticOptions:
     """`size`, `shape`, `classes`, `dtype` of `builtin: synthetic`, checked (ConfigError)."""
     field = "workload.data.dataset"
     config.choice(
@@ -275,7 +294,7 @@ def synthetic_options(section: Mapping[str, Any]) -> dict[str, Any]:
             f"{field}.params",
             "the synthetic dataset takes size, shape, classes and dtype directly, not params",
         )
-    options: dict[str, Any] = {}
+    options: SyntheticOptions = {}
     if section.get("size") is not None:
         options["size"] = config.integer(section["size"], f"{field}.size", 1)
     if section.get("classes") is not None:
@@ -294,7 +313,9 @@ def synthetic_options(section: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int], int]:
+def describe(
+    dataset: tud.Dataset[object], section: Mapping[str, JsonValue]
+) -> tuple[list[int], int]:
     """(input shape, number of classes) for sizing a built-in model; never reads an item here.
 
     A real training script does not read its dataset in the main process before the
@@ -322,7 +343,7 @@ def describe(dataset: tud.Dataset, section: Mapping[str, Any]) -> tuple[list[int
 DEFAULT_CLASSES = 10
 
 
-def _declared_shape(value: Any, field: str) -> list[int] | None:
+def _declared_shape(value: JsonValue, field: str) -> list[int] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not value:
@@ -330,14 +351,25 @@ def _declared_shape(value: Any, field: str) -> list[int] | None:
     return [config.integer(n, f"{field}[{i}]", 1) for i, n in enumerate(value)]
 
 
-def _plain_classes(dataset: tud.Dataset) -> int | None:
+def _plain_classes(dataset: tud.Dataset[object]) -> int | None:
     """`dataset.classes` when it is a plain int attribute: read without running user code
     (no property, no `__getattr__`)."""
-    value = inspect.getattr_static(dataset, "classes", None)
+    return _positive_int(inspect.getattr_static(dataset, "classes", None))
+
+
+def _positive_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def probe(section: Mapping[str, Any]) -> tuple[list[int], int | None]:
+class _ProbeAnswer(TypedDict, total=False):
+    """What the probe process sends back: item 0's input shape and the classes, or the error."""
+
+    shape: list[int]
+    classes: int | None
+    error: str
+
+
+def probe(section: Mapping[str, JsonValue]) -> tuple[list[int], int | None]:
     """(shape of item 0's input, the dataset's `classes` if it has one), read in a spawned
     process that builds the dataset itself: nothing it initialises reaches this process.
 
@@ -345,6 +377,8 @@ def probe(section: Mapping[str, Any]) -> tuple[list[int], int | None]:
     user to declare `shape` and `classes`: the training never ran, so it is no verdict.
     """
     context = multiprocessing.get_context("spawn")
+    receive: Connection[object, _ProbeAnswer]
+    send: Connection[_ProbeAnswer, object]
     receive, send = context.Pipe(duplex=False)
     process = context.Process(
         target=_probe_child, args=(dict(section), send), name="reprospec-dataset-probe"
@@ -353,7 +387,7 @@ def probe(section: Mapping[str, Any]) -> tuple[list[int], int | None]:
     send.close()
     events.emit("dataset_probe", pid=process.pid)
     try:
-        answer: dict[str, Any] | None = receive.recv()
+        answer: _ProbeAnswer | None = receive.recv()
     except EOFError:  # the probe died before answering
         answer = None
     finally:
@@ -374,16 +408,14 @@ def probe(section: Mapping[str, Any]) -> tuple[list[int], int | None]:
     )
 
 
-def _probe_child(section: dict[str, Any], send: Any) -> None:
+def _probe_child(section: dict[str, JsonValue], send: Connection[_ProbeAnswer, object]) -> None:
     """In the spawned probe: build the dataset, read item 0, send back its input's shape."""
     try:
         dataset = build_dataset(section, 0)
         item = dataset[0]
         x = item[0] if isinstance(item, (tuple, list)) else item
         shape = list(x.shape) if isinstance(x, torch.Tensor) else [1]
-        classes = getattr(dataset, "classes", None)
-        valid = isinstance(classes, int) and not isinstance(classes, bool) and classes > 0
-        send.send({"shape": shape, "classes": classes if valid else None})
+        send.send({"shape": shape, "classes": _positive_int(getattr(dataset, "classes", None))})
     except BaseException as exc:  # reported to the harness, which names it in the error
         send.send({"error": f"{type(exc).__name__}: {exc}"})
     finally:
@@ -398,13 +430,13 @@ def _signal_name(number: int) -> str:
 
 
 def build_loader(
-    dataset: tud.Dataset,
-    options: Mapping[str, Any],
+    dataset: tud.Dataset[object],
+    options: Mapping[str, JsonValue],
     faults: FaultPlan,
     phases: Sequence[str],
     seed: int,
     ranks: tuple[int, int] | None = None,
-) -> tuple[tud.DataLoader, TaggedBatchSampler, FetchTracker]:
+) -> tuple[tud.DataLoader[object], TaggedBatchSampler, FetchTracker]:
     """The DataLoader with every argument of the spec's `data.loader`.
 
     `ranks`: (rank, world size) of a distributed workload: each rank loads its own part
@@ -419,7 +451,7 @@ def build_loader(
     }
     timeout = config.number(_given(options, "timeout", 0), f"{field}.timeout", 0)
     generator = torch.Generator().manual_seed(seed)
-    sampler: tud.Sampler
+    sampler: tud.Sampler[int]
     if ranks is not None:
         sampler = tud.DistributedSampler(
             dataset,
@@ -435,7 +467,7 @@ def build_loader(
         sampler = tud.SequentialSampler(cast(Sized, dataset))
     batches = TaggedBatchSampler(sampler, batch_size, flags["drop_last"])
     tracker = FetchTracker(workers)
-    extra: dict[str, Any] = {}
+    extra: _LoaderOptions = {}
     if workers > 0:
         # With no workers torch refuses these two; a matrix over num_workers should not care.
         if options.get("prefetch_factor") is not None:
@@ -476,13 +508,21 @@ def build_loader(
     return loader, batches, tracker
 
 
-def _given(options: Mapping[str, Any], key: str, default: Any) -> Any:
+class _LoaderOptions(TypedDict, total=False):
+    """The DataLoader arguments given only with workers (torch refuses them without)."""
+
+    prefetch_factor: int
+    persistent_workers: bool
+    multiprocessing_context: BaseContext
+
+
+def _given(options: Mapping[str, JsonValue], key: str, default: JsonValue) -> JsonValue:
     """The option, or `default` when it is absent or null (0 stays 0, and is checked)."""
     value = options.get(key)
     return default if value is None else value
 
 
-def _context(name: str) -> Any:
+def _context(name: str) -> BaseContext:
     context = multiprocessing.get_context(name)
     if name == "forkserver":
         # Without it each forkserver worker imports torch again (~2 s), and CPython 3.11's
@@ -491,6 +531,6 @@ def _context(name: str) -> Any:
     return context
 
 
-def epoch_steps(loader: tud.DataLoader) -> int:
+def epoch_steps(loader: tud.DataLoader[object]) -> int:
     """Steps in one pass over the data (the default for a phase without `steps`)."""
     return max(1, len(loader))

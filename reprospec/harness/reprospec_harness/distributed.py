@@ -36,12 +36,19 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from . import cell as cell_module
 from . import config, events, stackdump
 from .config import ConfigError, InfraError
+from .values import Int64Array, JsonValue, array, to_int
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+    from torch.distributed import ProcessGroup
 
 BACKENDS = ("gloo", "nccl")
 # A rank's position in shared memory: a counter bumped at every move, phase index
@@ -66,7 +73,7 @@ class Settings:
     backend: str
 
 
-def settings(workload: Mapping[str, Any]) -> Settings | None:
+def settings(workload: Mapping[str, JsonValue]) -> Settings | None:
     """The workload's `distributed` section, or None for a single process."""
     section = workload.get("distributed")
     if section is None:
@@ -79,7 +86,7 @@ def settings(workload: Mapping[str, Any]) -> Settings | None:
     backend = config.choice(
         fields.get("backend") or "gloo", "workload.distributed.backend", "backend", BACKENDS
     )
-    for number, fault in enumerate(workload.get("faults") or ()):
+    for number, fault in enumerate(array(workload.get("faults"))):
         rank = fault.get("rank") if isinstance(fault, Mapping) else None
         if isinstance(rank, int) and not isinstance(rank, bool) and rank >= world:
             raise ConfigError(
@@ -122,11 +129,11 @@ class Rank:
     rank: int
     world_size: int
     backend: str
-    slots: Any  # the shared positions (RawArray of int64)
+    slots: Int64Array  # the shared positions
     phases: Sequence[str]
-    agreement: Any = None  # the process group of the step agreement
+    agreement: ProcessGroup | None = None  # the process group of the step agreement
     seq: int = 0
-    device: Any = None
+    device: torch.device | None = None
 
     def track(self, phase: str | None, step: int | None, stage: str) -> None:
         """Publish this rank's position to the supervisor."""
@@ -159,11 +166,12 @@ class Rank:
         name = self.phases[phase] if 0 <= phase < len(self.phases) else f"phase {phase}"
         return f"{name} step {step}"
 
-    def wrap(self, model: Any) -> Any:
+    def wrap(self, model: nn.Module) -> nn.Module:
         """The model in DistributedDataParallel."""
         from torch.nn.parallel import DistributedDataParallel
 
-        ids = [self.device.index] if getattr(self.device, "type", "cpu") == "cuda" else None
+        device = self.device
+        ids = [device.index] if device is not None and device.type == "cuda" else None
         try:
             return DistributedDataParallel(model, device_ids=ids)
         except (RuntimeError, ValueError) as exc:  # e.g. a model with nothing to train
@@ -171,7 +179,12 @@ class Rank:
 
 
 def rank_main(
-    rank: int, dist: Settings, port: int, slots: Any, phases: Sequence[str], report_dir: str
+    rank: int,
+    dist: Settings,
+    port: int,
+    slots: Int64Array,
+    phases: Sequence[str],
+    report_dir: str,
 ) -> None:
     """One rank (a forked or spawned process): rendezvous, build the workload, run the phases."""
     os.environ.update(
@@ -226,8 +239,7 @@ def _run_rank(me: Rank, port: int) -> int:
     from .run import _infra_error, resolve_device
 
     cell = cell_module.load()
-    workload: Mapping[str, Any] = cell["workload"]
-    environment: Mapping[str, Any] = cell["environment"]
+    workload, environment = cell.workload, cell.environment
     me.track(None, None, "setup")
     import torch
     import torch.distributed as tdist
@@ -239,11 +251,11 @@ def _run_rank(me: Rank, port: int) -> int:
     try:
         if me.backend == "nccl" or requested == "cuda":
             requested = f"cuda:{me.rank}"
-        me.device = resolve_device(requested)
+        device = me.device = resolve_device(requested)
     except InfraError as exc:
         return _infra_error(exc)
-    if me.device.type == "cuda":
-        torch.cuda.set_device(me.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     store = tdist.TCPStore("127.0.0.1", port, is_master=False, timeout=RENDEZVOUS_TIMEOUT)
     tdist.init_process_group(
         me.backend,
@@ -261,9 +273,9 @@ def _run_rank(me: Rank, port: int) -> int:
     try:
         work = build(
             workload,
-            me.device,
-            seed=int(workload.get("seed") or 0),
-            attempt=int(cell["attempt"]),
+            device,
+            seed=to_int(workload.get("seed") or 0),
+            attempt=cell.attempt,
             rank=me,
         )
     except ConfigError as exc:
@@ -278,14 +290,24 @@ def _run_rank(me: Rank, port: int) -> int:
 # -- the supervisor ----------------------------------------------------------------------
 
 
+class _Position(TypedDict):
+    """Where a rank is, as the supervisor reads it from the shared slots."""
+
+    rank: int
+    pid: int | None
+    phase: str
+    step: int | None
+    stage: str | None
+
+
 @dataclass
 class _Ranks:
-    processes: list[Any]
-    slots: Any
+    processes: list[BaseProcess]
+    slots: Int64Array
     phases: Sequence[str]
     exits: dict[int, int] = field(default_factory=dict)
 
-    def position(self, rank: int) -> dict[str, Any]:
+    def position(self, rank: int) -> _Position:
         base = rank * SLOT
         phase = self.slots[base + _PHASE]
         step = self.slots[base + _STEP]
@@ -313,14 +335,16 @@ def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> i
     import torch.distributed as tdist
 
     on_cuda = dist.backend == "nccl" or str(requested_device).startswith("cuda")
-    context = multiprocessing.get_context("spawn" if on_cuda else "fork")
+    context = (
+        multiprocessing.get_context("spawn") if on_cuda else multiprocessing.get_context("fork")
+    )
     if not on_cuda:
         # Imported once here rather than in every rank: DDP's constructor imports
         # torch._dynamo, several seconds of CPU (and still one thread: safe to fork).
         import torch._dynamo  # noqa: F401
         from torch.nn.parallel import DistributedDataParallel  # noqa: F401
     store = tdist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-    slots = context.RawArray("q", SLOT * dist.world_size)
+    slots: Int64Array = context.RawArray("q", SLOT * dist.world_size)
     for index in range(len(slots)):
         slots[index] = 0
     report_dir = tempfile.mkdtemp(prefix="reprospec-ranks-")
@@ -332,7 +356,7 @@ def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> i
         master_port=store.port,
         start_method=context.get_start_method(),
     )
-    processes = [
+    processes: list[BaseProcess] = [
         context.Process(
             target=rank_main,
             args=(rank, dist, store.port, slots, list(phases), report_dir),
@@ -348,7 +372,7 @@ def supervise(dist: Settings, phases: Sequence[str], requested_device: str) -> i
         return _watch(ranks, report_dir)
     finally:
         for process in processes:
-            if process.exitcode is None:
+            if process.exitcode is None and process.pid is not None:  # (started: it has one)
                 _kill_tree([process.pid])
                 process.join()
         with contextlib.suppress(OSError):
@@ -367,11 +391,7 @@ def _watch(ranks: _Ranks, report_dir: str) -> int:
         if not running:
             return 0
         multiprocessing.connection.wait([p.sentinel for p in running], timeout=POLL_S)
-        failed = [
-            (rank, p.exitcode)
-            for rank, p in enumerate(ranks.processes)
-            if p.exitcode not in (None, 0)
-        ]
+        failed = [(rank, code) for rank, p in enumerate(ranks.processes) if (code := p.exitcode)]
         if failed:
             return _first_failure(ranks, failed, report_dir)
         moves = ranks.moves()
@@ -391,7 +411,7 @@ def _report_stuck(ranks: _Ranks, seconds: float) -> None:
     """`ranks_stuck`: where each rank is; the earliest (phase, step) is where the hang is."""
     positions = [ranks.position(rank) for rank in range(len(ranks.processes))]
 
-    def order(position: dict[str, Any]) -> tuple[int, int]:
+    def order(position: _Position) -> tuple[int, int]:
         phase = position["phase"]
         index = ranks.phases.index(phase) if phase in ranks.phases else -1
         return index, position["step"] if position["step"] is not None else -1
@@ -414,7 +434,7 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
     """Kill the other ranks; end as the rank that failed first did."""
     killed: set[int] = set()
     for rank, process in enumerate(ranks.processes):
-        if process.exitcode is None:
+        if process.exitcode is None and process.pid is not None:  # (started: it has one)
             _kill_tree([process.pid])
             killed.add(rank)
     for process in ranks.processes:
@@ -423,7 +443,7 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
     # sees the closed connection while the kernel still writes the core): look again.
     seen = {rank for rank, _ in failed}
     failed = [
-        (rank, process.exitcode)
+        (rank, process.exitcode or 0)  # joined: an exit code, never None
         for rank, process in enumerate(ranks.processes)
         if rank in seen
         or (process.exitcode and not (rank in killed and process.exitcode == -signal.SIGKILL))
@@ -436,8 +456,9 @@ def _first_failure(ranks: _Ranks, failed: list[tuple[int, int]], report_dir: str
 
     rank, code = min(failed, key=when)
     position = ranks.position(rank)
-    detail: dict[str, Any] = {"rank": rank, "pid": ranks.processes[rank].pid}
-    detail.update({k: position[k] for k in ("phase", "step", "stage") if position[k] is not None})
+    detail: dict[str, int | str | None] = {"rank": rank, "pid": ranks.processes[rank].pid}
+    where = (("phase", position["phase"]), ("step", position["step"]), ("stage", position["stage"]))
+    detail.update({key: value for key, value in where if value is not None})
     if code < 0:
         name = signal.Signals(-code).name
         events.emit("rank_exit", signal=name, **detail)

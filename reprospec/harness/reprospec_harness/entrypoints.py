@@ -12,12 +12,15 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from .config import ConfigError, bind, mapping
+from .values import JsonValue
+
+T = TypeVar("T")
 
 
-def resolve(reference: str, field: str = "entrypoint") -> Callable[..., Any]:
+def resolve(reference: str, field: str = "entrypoint") -> Callable[..., object]:
     """The callable named by `package.module:attribute.path`; `field` names it in errors."""
     module_name, sep, attribute = reference.partition(":")
     if not sep or not module_name or not attribute:
@@ -26,7 +29,7 @@ def resolve(reference: str, field: str = "entrypoint") -> Callable[..., Any]:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
-        target: Any = importlib.import_module(module_name)
+        target: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         # Only the entry point's own module (or a package on its path) being absent is a
         # spec mistake; a module that imports something missing is the user's code failing.
@@ -51,7 +54,7 @@ def resolve(reference: str, field: str = "entrypoint") -> Callable[..., Any]:
     return target
 
 
-def call(section: Mapping[str, Any], path: str) -> Any:
+def call(section: Mapping[str, JsonValue], path: str) -> object:
     """Call `section["entrypoint"]` with `section["params"]` as keyword arguments.
 
     `path` is the section's place in the spec (`workload.model`), for error messages.
@@ -63,7 +66,7 @@ def call(section: Mapping[str, Any], path: str) -> Any:
     return function(**params)
 
 
-def build(section: Mapping[str, Any], path: str, kind: str, expected: type) -> Any:
+def build(section: Mapping[str, JsonValue], path: str, kind: str, expected: type[T]) -> T:
     """`call`, then insist on an instance of `expected` (a model, a dataset)."""
     built = call(section, path)
     if not isinstance(built, expected):

@@ -16,9 +16,10 @@ import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+
+from .values import JsonObject, JsonValue
 
 ENV_PREFIXES = (
     "CUDA_",
@@ -88,7 +89,7 @@ def _run(argv: Sequence[str], timeout: float = 15) -> tuple[int, str]:
 # ---- parsers (pure: tested on recorded real outputs) -------------------------------------------
 
 
-def parse_cpuinfo(text: str) -> dict[str, Any]:
+def parse_cpuinfo(text: str) -> JsonObject:
     """CPU model and the flags that matter to torch, from /proc/cpuinfo."""
     fields: dict[str, str] = {}
     for line in text.splitlines():
@@ -111,7 +112,7 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
 
 def parse_meminfo(text: str) -> dict[str, int]:
     """MemTotal / MemAvailable / SwapTotal in bytes."""
-    out = {}
+    out: dict[str, int] = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key in ("MemTotal", "MemAvailable", "SwapTotal") and value.split():
@@ -119,28 +120,29 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return out
 
 
-def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = GPU_FIELDS) -> list[dict[str, Any]]:
+def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = GPU_FIELDS) -> list[JsonObject]:
     """Rows of `nvidia-smi --query-gpu=<fields> --format=csv[,noheader]` as dicts."""
-    gpus = []
+    gpus: list[JsonObject] = []
     for line in text.strip().splitlines():
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(fields) or [c.split(" [")[0] for c in cells] == list(fields):
             continue  # the header, or a line that is not a row
-        row: dict[str, Any] = dict(zip(fields, cells, strict=True))
+        row: JsonObject = dict(zip(fields, cells, strict=True))
         if "memory.total" in row:
-            match = re.match(r"(\d+)", row.pop("memory.total"))
+            match = re.match(r"(\d+)", str(row.pop("memory.total")))
             row["memory_mib"] = int(match.group(1)) if match else None
         if "compute_cap" in row:
             row["capability"] = row.pop("compute_cap")
-        if "index" in row and row["index"].isdigit():
-            row["index"] = int(row["index"])
+        index = row.get("index")
+        if isinstance(index, str) and index.isdigit():
+            row["index"] = int(index)
         gpus.append(row)
     return gpus
 
 
 def parse_nvidia_smi_banner(text: str) -> dict[str, str]:
     """Driver version and the newest CUDA it supports, from `nvidia-smi`'s banner (old and new)."""
-    out = {}
+    out: dict[str, str] = {}
     driver = re.search(r"(?:Driver|KMD) Version:\s*([\d.]+)", text)
     cuda = re.search(r"CUDA (?:UMD )?Version:\s*([\d.]+)", text)
     if driver:
@@ -165,7 +167,7 @@ def requirement_name(requirement: str) -> str:
 # ---- capture ---------------------------------------------------------------------------------
 
 
-def _os_info() -> dict[str, Any]:
+def _os_info() -> JsonObject:
     release = _read("/etc/os-release") or ""
     pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', release, re.MULTILINE)
     kernel = platform.release()
@@ -210,7 +212,7 @@ def _limit(which: int) -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def _shm() -> dict[str, Any]:
+def _shm() -> JsonObject:
     try:
         stats = os.statvfs("/dev/shm")
     except OSError:
@@ -222,7 +224,7 @@ def _shm() -> dict[str, Any]:
     }
 
 
-def _nvidia() -> dict[str, Any]:
+def _nvidia() -> JsonObject:
     smi = shutil.which("nvidia-smi")
     if not smi:
         return {"nvidia_smi": None, "gpus": []}
@@ -231,9 +233,9 @@ def _nvidia() -> dict[str, Any]:
     if code != 0 and "compute_cap" in out:  # drivers before ~510 do not know the field
         fields = GPU_FIELDS[:-1]
         code, out = _run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"])
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "nvidia_smi": smi,
-        "gpus": parse_nvidia_smi_csv(out, fields) if code == 0 else [],
+        "gpus": list(parse_nvidia_smi_csv(out, fields)) if code == 0 else [],
     }
     if code != 0:
         info["error"] = out.strip()[-500:]
@@ -242,7 +244,7 @@ def _nvidia() -> dict[str, Any]:
     return info
 
 
-def _nvcc() -> dict[str, Any]:
+def _nvcc() -> JsonObject:
     # The paths as CUDA_HOME spells them (reported so); os.path.exists is False where
     # Path.exists raises (EACCES on someone else's CUDA_HOME).
     candidates = [shutil.which("nvcc")] + [
@@ -312,7 +314,7 @@ def distributions() -> dict[str, str]:
     return dict(sorted(found.items(), key=lambda item: item[0].lower()))
 
 
-def capture_collect_env() -> dict[str, Any]:
+def capture_collect_env() -> JsonObject:
     """What PyTorch's collect_env adds to a bug report besides torch: libc, compilers, pip list.
 
     Captured only by `python -m reprospec_harness.envinfo` (the engine's probe), never in a
@@ -323,18 +325,18 @@ def capture_collect_env() -> dict[str, Any]:
         "platform": platform.platform(),
         "libc": _libc(),
         **{key: _first_line(argv) for key, argv in COMPILERS},
-        "pip": distributions(),
+        "pip": dict(distributions()),
     }
 
 
-def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[str, Any]:
+def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> JsonObject:
     """Everything that does not need torch; `full`: the collect_env part too."""
     try:
         usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         usable = None
     memory = parse_meminfo(_read("/proc/meminfo") or "")
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "format": 1,
         "python": {
             "version": platform.python_version(),
@@ -360,8 +362,8 @@ def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[
         "shm": _shm(),
         "nvidia": _nvidia(),
         "nvcc": _nvcc(),
-        "packages": _packages(packages),
-        "env": _env_vars(),
+        "packages": dict(_packages(packages)),
+        "env": dict(_env_vars()),
         "multiprocessing": {
             "start_method": multiprocessing.get_start_method(allow_none=True)
             or multiprocessing.get_context().get_start_method()
@@ -372,7 +374,7 @@ def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> dict[
     return info
 
 
-def capture_torch(init_cuda: bool = False, *, full: bool = False) -> dict[str, Any]:
+def capture_torch(init_cuda: bool = False, *, full: bool = False) -> JsonObject:
     """torch, CUDA runtime, cuDNN, CPU capability, arch list; GPU properties only if `init_cuda`;
     `full`: also `torch.__config__.show()` (how the build was configured).
 
@@ -389,19 +391,19 @@ def capture_torch(init_cuda: bool = False, *, full: bool = False) -> dict[str, A
         BaseException
     ) as exc:  # a broken install raises anything (OSError for a missing .so, ...)
         return {"installed": True, "error": f"{type(exc).__name__}: {exc}"}
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "installed": True,
         "version": torch.__version__,
         "debug": torch.version.debug,
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),
     }
-    probes = {
+    probes: dict[str, Callable[[], JsonValue]] = {
         "cudnn": lambda: (
             torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         ),
         "cpu_capability": lambda: torch.backends.cpu.get_cpu_capability(),
-        "arch_list": lambda: torch.cuda.get_arch_list(),
+        "arch_list": lambda: list(torch.cuda.get_arch_list()),
         "cuda_available": lambda: torch.cuda.is_available(),
         "device_count": lambda: torch.cuda.device_count(),
         "num_threads": lambda: torch.get_num_threads(),
@@ -411,18 +413,23 @@ def capture_torch(init_cuda: bool = False, *, full: bool = False) -> dict[str, A
     }
     if full:
         probes["config"] = lambda: torch.__config__.show()
+    errors: JsonObject = {}
     for key, probe in probes.items():
         try:
             info[key] = probe()
         except Exception as exc:  # one failed probe must not lose the others
             info[key] = None
-            info.setdefault("errors", {})[key] = f"{type(exc).__name__}: {exc}"
+            info.setdefault("errors", errors)
+            errors[key] = f"{type(exc).__name__}: {exc}"
     if init_cuda and info.get("cuda_available"):
-        info["gpus"] = [_torch_gpu(torch, i) for i in range(int(info.get("device_count") or 0))]
+        count = info.get("device_count")
+        info["gpus"] = [_torch_gpu(i) for i in range(count if isinstance(count, int) else 0)]
     return info
 
 
-def _torch_gpu(torch: Any, index: int) -> dict[str, Any]:
+def _torch_gpu(index: int) -> JsonObject:
+    import torch  # imported already (capture_torch)
+
     props = torch.cuda.get_device_properties(index)
     return {
         "index": index,
@@ -439,7 +446,7 @@ def capture(
     with_torch: bool = True,
     init_cuda: bool = False,
     full: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole capture, as written to env.json and printed by `reprospec env`.
 
     `full` adds the collect_env part (libc, compilers, every installed distribution,
@@ -450,7 +457,7 @@ def capture(
     return info
 
 
-def write(path: str, info: dict[str, Any]) -> None:
+def write(path: str, info: JsonObject) -> None:
     """Write atomically: a crash mid-write must not leave half a JSON document."""
     temporary = Path(f"{path}.tmp{os.getpid()}")
     with temporary.open("w") as handle:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
 _fd: int | None = None
 RANK_VAR = "REPROSPEC_RANK"
@@ -36,7 +35,7 @@ def _open() -> int | None:
     return _fd
 
 
-def emit(event: str, **fields: Any) -> None:
+def emit(event: str, **fields: object) -> None:
     """Append `{"t", "event", **fields}`; unbuffered, one write, never raises."""
     try:
         fd = _open()

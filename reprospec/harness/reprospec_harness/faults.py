@@ -16,7 +16,9 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
+
+from .values import JsonValue, to_int
 
 # x86-64 machine code run from an executable page: real faults raised by the CPU.
 _UD2 = b"\x0f\x0b"  # ud2: undefined instruction -> SIGILL
@@ -59,20 +61,20 @@ def _run_machine_code(code: bytes, fallback: signal.Signals) -> NoReturn:
 # Every trigger takes the fault's settings (TRIGGERS calls them alike); most need none.
 
 
-def segfault(_fault: Mapping[str, Any]) -> NoReturn:
+def segfault(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real invalid memory access: read address 0."""
     _flush()
     ctypes.string_at(0)
     raise AssertionError("unreachable")
 
 
-def abort(_fault: Mapping[str, Any]) -> NoReturn:
+def abort(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """abort(3): SIGABRT, as a failed C++ assertion does."""
     _flush()
     os.abort()
 
 
-def bus_error(_fault: Mapping[str, Any]) -> NoReturn:
+def bus_error(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real SIGBUS: touch a mapped page of a file truncated under the mapping."""
     with tempfile.TemporaryFile() as handle:
         handle.truncate(mmap.PAGESIZE)
@@ -83,17 +85,17 @@ def bus_error(_fault: Mapping[str, Any]) -> NoReturn:
     raise AssertionError("unreachable")
 
 
-def illegal_instruction(_fault: Mapping[str, Any]) -> NoReturn:
+def illegal_instruction(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real SIGILL: execute `ud2`."""
     _run_machine_code(_UD2, signal.SIGILL)
 
 
-def fpe(_fault: Mapping[str, Any]) -> NoReturn:
+def fpe(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real SIGFPE: integer division by zero in native code."""
     _run_machine_code(_IDIV_BY_ZERO, signal.SIGFPE)
 
 
-def hang(_fault: Mapping[str, Any]) -> NoReturn:
+def hang(_fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real deadlock: two threads each hold the lock the other one waits for."""
     first, second = threading.Lock(), threading.Lock()
     holding = threading.Event()
@@ -122,7 +124,7 @@ def exception_class(name: str) -> type[BaseException]:
     return found
 
 
-def raise_(fault: Mapping[str, Any]) -> NoReturn:
+def raise_(fault: Mapping[str, JsonValue]) -> NoReturn:
     """Raise the named exception with the given message."""
     cls = exception_class(str(fault.get("exception") or "RuntimeError"))
     message = str(fault.get("message", "injected fault"))
@@ -146,7 +148,7 @@ def _cap_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
-def oom(fault: Mapping[str, Any]) -> NoReturn:
+def oom(fault: Mapping[str, JsonValue]) -> NoReturn:
     """A real allocation failure: allocate and touch tensors until the allocator fails."""
     import torch
 
@@ -159,16 +161,16 @@ def oom(fault: Mapping[str, Any]) -> NoReturn:
         hoard.append(torch.ones(chunk // 4, dtype=torch.float32, device=device))
 
 
-def exit_(fault: Mapping[str, Any]) -> NoReturn:
+def exit_(fault: Mapping[str, JsonValue]) -> NoReturn:
     """Exit with `code`: sys.exit in the main process, os._exit in a worker (no cleanup there)."""
-    code = int(fault.get("code", 1))
+    code = to_int(fault.get("code", 1))
     _flush()
     if fault.get("where") == "worker":
         os._exit(code)
     sys.exit(code)
 
 
-TRIGGERS: dict[str, Callable[[Mapping[str, Any]], NoReturn]] = {
+TRIGGERS: dict[str, Callable[[Mapping[str, JsonValue]], NoReturn]] = {
     "segfault": segfault,
     "abort": abort,
     "bus_error": bus_error,

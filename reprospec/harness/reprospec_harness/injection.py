@@ -6,10 +6,10 @@ import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import config, events
 from .faults import TRIGGERS
+from .values import JsonValue, obj
 
 STAGES = ("start", "data", "forward", "loss", "backward", "optimizer")
 # Faults that are not a trigger but a change of what the training loop does.
@@ -22,7 +22,7 @@ class Fault:
     """One entry of the spec's `faults`, with the attempt's decision made once, up front."""
 
     number: int
-    spec: Mapping[str, Any]
+    spec: Mapping[str, JsonValue]
     armed: bool
     reason: str
     fired: bool = False
@@ -36,18 +36,18 @@ class Fault:
         return str(self.spec.get("where") or "main")
 
     @property
-    def at(self) -> Mapping[str, Any]:
-        return self.spec.get("at") or {}
+    def at(self) -> Mapping[str, JsonValue]:
+        return obj(self.spec.get("at"))
 
 
-def _truthy(value: Any) -> bool:
+def _truthy(value: JsonValue) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in ("", "0", "false", "no", "off")
     return bool(value)
 
 
 def decide(
-    number: int, spec: Mapping[str, Any], seed: int, attempt: int, rank: int | None = None
+    number: int, spec: Mapping[str, JsonValue], seed: int, attempt: int, rank: int | None = None
 ) -> Fault:
     """Arm a fault or not: `when` must hold, `rank` be this one, the coin fall under `probability`.
 
@@ -61,7 +61,7 @@ def decide(
     if kind == SKIP_ALLREDUCE:
         if rank is None:
             raise config.ConfigError(f"{field}.kind", "skip_allreduce needs workload.distributed")
-        if where != "main" or "step" not in (spec.get("at") or {}):
+        if where != "main" or "step" not in obj(spec.get("at")):
             raise config.ConfigError(
                 f"{field}.at",
                 "skip_allreduce happens in a rank's main process at a step: "
@@ -98,7 +98,11 @@ class FaultPlan:
 
     @classmethod
     def from_spec(
-        cls, specs: Sequence[Mapping[str, Any]], seed: int, attempt: int, rank: int | None = None
+        cls,
+        specs: Sequence[Mapping[str, JsonValue]],
+        seed: int,
+        attempt: int,
+        rank: int | None = None,
     ) -> FaultPlan:
         plan = cls([decide(n, spec, seed, attempt, rank) for n, spec in enumerate(specs)])
         if plan.faults:
@@ -169,7 +173,7 @@ class FaultPlan:
                     fault, where="worker", worker=worker, phase=phase, step=step, index=index
                 )
 
-    def _fire(self, fault: Fault, **position: Any) -> None:
+    def _fire(self, fault: Fault, **position: str | int | None) -> None:
         fault.fired = True
         events.emit(
             "fault",
@@ -182,7 +186,7 @@ class FaultPlan:
 
 
 def _main_matches(
-    at: Mapping[str, Any], phase: str | None, step: int | None, stage: str | None
+    at: Mapping[str, JsonValue], phase: str | None, step: int | None, stage: str | None
 ) -> bool:
     """`{}`: after setup; `{phase}`: at the phase start; `{phase, step[, stage]}`: at that step."""
     if "phase" in at and at["phase"] != phase:

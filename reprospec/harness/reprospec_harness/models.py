@@ -1,15 +1,19 @@
-"""Built-in models (`mlp`, `cnn`, `transformer-decoder`): a batch to `[batch, classes]` logits."""
+"""Built-in models (`mlp`, `cnn`, `transformer-decoder`): a batch to `[batch, classes]` logits.
+
+(Each `forward` names its result `logits: torch.Tensor` before returning it: torch types a
+module's call as returning Any. The classes are pasted into a generated repro.py as written.)
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import torch
 from torch import nn
 
 from . import config, entrypoints
+from .values import JsonValue
 
 
 class MLP(nn.Module):
@@ -28,7 +32,8 @@ class MLP(nn.Module):
         self.net = nn.Sequential(*stack)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x.float())
+        logits: torch.Tensor = self.net(x.float())
+        return logits
 
 
 class CNN(nn.Module):
@@ -51,7 +56,8 @@ class CNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 3:
             x = x.unsqueeze(1)
-        return self.net(x.float())
+        logits: torch.Tensor = self.net(x.float())
+        return logits
 
 
 class TransformerDecoder(nn.Module):
@@ -92,7 +98,8 @@ class TransformerDecoder(nn.Module):
         )
         keep = (~padding).unsqueeze(-1).to(h.dtype)
         pooled = (h * keep).sum(1) / keep.sum(1).clamp(min=1)
-        return self.head(pooled)
+        logits: torch.Tensor = self.head(pooled)
+        return logits
 
 
 BUILTINS: dict[str, type[nn.Module]] = {
@@ -113,7 +120,7 @@ MINIMUMS: dict[str, int] = {
 }
 
 
-def build(section: Mapping[str, Any], shape: Sequence[int], classes: int) -> nn.Module:
+def build(section: Mapping[str, JsonValue], shape: Sequence[int], classes: int) -> nn.Module:
     """The model of the spec's `model:` section, sized for the dataset.
 
     A built-in's bad `params` are a ConfigError; an entrypoint's errors are its own.

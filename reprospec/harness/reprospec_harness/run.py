@@ -16,11 +16,15 @@ import random
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import cell as cell_module
 from . import distributed, envinfo, events, stackdump
 from .config import ConfigError, InfraError
+from .values import JsonObject, JsonValue, array, obj, to_int
+
+if TYPE_CHECKING:
+    import torch
 
 EXIT_INFRA = 3
 
@@ -34,24 +38,23 @@ DEBUG_ENV = {
 
 def main() -> int:
     cell = cell_module.load()
-    workload: Mapping[str, Any] = cell["workload"]
-    environment: Mapping[str, Any] = cell["environment"]
+    workload, environment = cell.workload, cell.environment
     stackdump.register()
     if not faulthandler.is_enabled():
         faulthandler.enable(all_threads=True)
-    debug = workload.get("debug") or {}
+    debug = obj(workload.get("debug"))
     for switch, (name, value) in DEBUG_ENV.items():
         if debug.get(switch):
             os.environ.setdefault(name, value)
-    events.emit("start", cell=cell.get("cell_id"), attempt=cell["attempt"], pid=os.getpid())
+    events.emit("start", cell=cell.cell_id, attempt=cell.attempt, pid=os.getpid())
     env_path = os.environ.get("REPROSPEC_ENV_JSON")
-    packages = environment.get("packages") or []
+    packages = [str(name) for name in array(environment.get("packages"))]
     info = envinfo.capture(packages, with_torch=False)  # written now: an import may hang or crash
     if env_path:
         envinfo.write(env_path, info)
-    requested = workload.get("device") or environment.get("device") or "cpu"
+    requested = str(workload.get("device") or environment.get("device") or "cpu")
     try:
-        import_modules(workload.get("imports") or [])
+        import_modules([str(name) for name in array(workload.get("imports"))])
         ranks = distributed.settings(workload)
         if ranks is None:
             device = resolve_device(requested)
@@ -69,14 +72,12 @@ def main() -> int:
 
     if ranks is not None:
         # This process supervises the ranks (distributed.py); they build and train.
-        phases = [str(phase["name"]) for phase in workload["phases"]]
-        return distributed.supervise(ranks, phases, str(requested))
+        phases = [str(obj(phase)["name"]) for phase in array(workload["phases"])]
+        return distributed.supervise(ranks, phases, requested)
 
     events.emit("phase", phase="setup")
     try:
-        work = build(
-            workload, device, seed=int(workload.get("seed") or 0), attempt=int(cell["attempt"])
-        )
+        work = build(workload, device, seed=to_int(workload.get("seed") or 0), attempt=cell.attempt)
     except ConfigError as exc:  # a mistake in the spec's built-in configuration, not the incident
         return _infra_error(exc)
     run_phases(work)
@@ -107,7 +108,7 @@ def import_modules(modules: list[str]) -> None:
             raise
 
 
-def resolve_device(requested: str) -> Any:
+def resolve_device(requested: str) -> torch.device:
     """`cpu` | `cuda` | `cuda:N` | `auto`; a missing GPU is an InfraError, never a crash."""
     import torch
 
@@ -146,12 +147,12 @@ def seed_everything(seed: int) -> None:
         numpy.random.seed(seed)
 
 
-def _on_cuda(workload: Mapping[str, Any], environment: Mapping[str, Any]) -> bool:
+def _on_cuda(workload: Mapping[str, JsonValue], environment: Mapping[str, JsonValue]) -> bool:
     return str(workload.get("device") or environment.get("device") or "cpu").startswith("cuda")
 
 
-def _workload_facts(workload: Mapping[str, Any]) -> dict[str, Any]:
-    loader = (workload.get("data") or {}).get("loader") or {}
+def _workload_facts(workload: Mapping[str, JsonValue]) -> JsonObject:
+    loader = obj(obj(workload.get("data")).get("loader"))
     return {
         key: loader.get(key) for key in ("num_workers", "pin_memory", "multiprocessing_context")
     }

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from . import config, data, models, training
 from .injection import FaultPlan
 from .run import seed_everything
+from .values import JsonValue, array, obj
 
 if TYPE_CHECKING:
     from .distributed import Rank
 
 
 def build(
-    workload: Mapping[str, Any],
+    workload: Mapping[str, JsonValue],
     device: torch.device,
     seed: int,
     attempt: int,
@@ -28,25 +29,28 @@ def build(
     model in DistributedDataParallel, the faults meant for it).
     """
     seed_everything(seed)
-    debug = workload.get("debug") or {}
+    debug = obj(workload.get("debug"))
     if debug.get("anomaly_detection"):
         torch.autograd.set_detect_anomaly(True)
     if debug.get("deterministic"):
         torch.use_deterministic_algorithms(True)
     faults = FaultPlan.from_spec(
-        workload.get("faults") or [],
+        [
+            config.mapping(fault, f"workload.faults[{number}]")
+            for number, fault in enumerate(array(workload.get("faults")))
+        ],
         seed=seed,
         attempt=attempt,
         rank=rank.rank if rank is not None else None,
     )
     faults.device = str(device)
     # The engine fills in the default phases when the spec gives none (sections.py).
-    phases = list(workload["phases"])
-    data_section = workload.get("data") or {}
-    dataset_section = data_section.get("dataset") or {"builtin": "synthetic"}
-    loader_options = data_section.get("loader") or {}
+    phases = [obj(phase) for phase in array(workload["phases"])]
+    data_section = obj(workload.get("data"))
+    dataset_section = obj(data_section.get("dataset")) or {"builtin": "synthetic"}
+    loader_options = obj(data_section.get("loader"))
     dataset = data.build_dataset(dataset_section, seed)
-    model_section = workload.get("model") or {"builtin": "mlp"}
+    model_section = obj(workload.get("model")) or {"builtin": "mlp"}
     # Only a built-in model is sized for the data; an entrypoint model sizes itself.
     # `describe` never reads an item in this process (docs/ARCHITECTURE.md).
     shape, classes = (
@@ -64,7 +68,10 @@ def build(
     if compile_options:
         options = compile_options if isinstance(compile_options, Mapping) else {}
         config.bind(torch.compile, "torch.compile", "workload.compile", model, **options)
-        model = cast(torch.nn.Module, torch.compile(model, **options))
+        # The options go to torch.compile as the spec gives them (bind checked their names);
+        # it returns the model wrapped (an OptimizedModule).
+        compile_model: Callable[..., object] = torch.compile
+        model = cast(torch.nn.Module, compile_model(model, **options))
     loader, batches, tracker = data.build_loader(
         dataset,
         loader_options,

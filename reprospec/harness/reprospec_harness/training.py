@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -15,9 +15,13 @@ from torch.utils import data as tud
 from . import config, entrypoints, events
 from .data import FetchTracker, TaggedBatchSampler, epoch_steps
 from .injection import FaultPlan
+from .values import JsonValue, to_int
 from .workers import report_dead_workers
 
-LossFn = Callable[[torch.Tensor, Any], torch.Tensor]
+if TYPE_CHECKING:
+    from .distributed import Rank
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def _as_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -34,12 +38,14 @@ BUILTIN_LOSSES: dict[str, LossFn] = {
 }
 
 
-def build_loss(name: Any) -> LossFn:
+def build_loss(name: JsonValue) -> LossFn:
     """`cross-entropy` | `mse` | `bce`, or `module:callable`: a loss function, or a class such as
     `torch.nn:CrossEntropyLoss` (instantiated without arguments)."""
     field = "workload.model.loss"
-    if name is None or name in BUILTIN_LOSSES:
-        return BUILTIN_LOSSES[name or "cross-entropy"]
+    if name is None:
+        return BUILTIN_LOSSES["cross-entropy"]
+    if isinstance(name, str) and name in BUILTIN_LOSSES:
+        return BUILTIN_LOSSES[name]
     if not isinstance(name, str) or ":" not in name:
         raise config.ConfigError(
             field,
@@ -47,16 +53,19 @@ def build_loss(name: Any) -> LossFn:
             "or an entrypoint 'module:callable')",
         )
     loss = entrypoints.resolve(name, field)
-    return loss() if isinstance(loss, type) else loss
+    # The user's loss, called as the built-ins are: (output, target) -> a tensor.
+    return cast(LossFn, loss() if isinstance(loss, type) else loss)
 
 
 OPTIMIZERS = ("sgd", "adam")
 
 
-def build_optimizer(section: Any, model: nn.Module) -> torch.optim.Optimizer | None:
+def build_optimizer(section: JsonValue, model: nn.Module) -> torch.optim.Optimizer | None:
     """`sgd` | `adam` or `{name, lr, momentum, weight_decay}`; None when nothing is trainable."""
     field = "workload.optimizer"
-    options = dict(section) if isinstance(section, Mapping) else {"name": section or "sgd"}
+    options: dict[str, JsonValue] = (
+        dict(section) if isinstance(section, Mapping) else {"name": section or "sgd"}
+    )
     unknown = sorted(set(options) - {"name", "lr", "momentum", "weight_decay"})
     if unknown:
         raise config.ConfigError(
@@ -91,7 +100,7 @@ class Workload:
     """Everything the phases need, built once by `run.setup`."""
 
     model: nn.Module
-    loader: tud.DataLoader
+    loader: tud.DataLoader[object]
     batches: TaggedBatchSampler
     tracker: FetchTracker
     loss: LossFn
@@ -99,9 +108,9 @@ class Workload:
     device: torch.device
     amp: torch.dtype | None
     faults: FaultPlan
-    phases: Sequence[Mapping[str, Any]]
+    phases: Sequence[Mapping[str, JsonValue]]
     non_blocking: bool = False
-    rank: Any = None  # distributed.Rank of a distributed workload
+    rank: Rank | None = None  # this process's rank of a distributed workload
 
     @property
     def tracked(self) -> Callable[[str | None, int | None, str], None] | None:
@@ -144,7 +153,7 @@ class Position:
         self.faults.fire_main(phase=self.phase, step=self.step, stage=stage)
 
 
-def _to(value: Any, device: torch.device, non_blocking: bool) -> Any:
+def _to(value: object, device: torch.device, non_blocking: bool) -> object:
     if isinstance(value, torch.Tensor):
         return value.to(device, non_blocking=non_blocking)
     if isinstance(value, (list, tuple)):
@@ -154,7 +163,7 @@ def _to(value: Any, device: torch.device, non_blocking: bool) -> Any:
     return value
 
 
-def _split(batch: Any) -> tuple[Any, Any]:
+def _split(batch: object) -> tuple[object, object]:
     """(input, target) from a `(x, y)` pair or an `{"input", "target"}` mapping."""
     if isinstance(batch, Mapping):
         return batch["input"], batch.get("target")
@@ -166,7 +175,7 @@ def _split(batch: Any) -> tuple[Any, Any]:
 def run_phases(work: Workload) -> None:
     """Every phase, step by step; a DataLoader failure is reported per dead worker, re-raised."""
     position = Position(work.faults, work.tracked)
-    iterator: Iterator[Any] | None = None
+    iterator: Iterator[object] | None = None
     scaler = (
         torch.amp.GradScaler(work.device.type)
         if work.amp == torch.float16 and work.device.type == "cuda"
@@ -179,7 +188,9 @@ def run_phases(work: Workload) -> None:
             position.enter_phase(name)
             work.model.train(train)
             iterator = None  # each phase starts its own pass, as a validation loader does
-            steps = epoch_steps(work.loader) if phase.get("steps") is None else int(phase["steps"])
+            steps = (
+                epoch_steps(work.loader) if phase.get("steps") is None else to_int(phase["steps"])
+            )
             with contextlib.nullcontext() if train else torch.no_grad():
                 for step in range(1, steps + 1):
                     position.enter_step(step)
@@ -203,14 +214,22 @@ def run_phases(work: Workload) -> None:
         raise
 
 
-def _collectives(work: Workload, position: Position, train: bool) -> Any:
+class _DistributedModel(Protocol):
+    def no_sync(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+def _collectives(
+    work: Workload, position: Position, train: bool
+) -> contextlib.AbstractContextManager[None]:
     """DDP's no_sync() when this rank leaves out this step's gradient all-reduce (the fault)."""
     if (
         train
         and work.rank is not None
         and work.faults.skips_allreduce(position.phase, position.step)
     ):
-        return work.model.no_sync()
+        # A rank's model is in DistributedDataParallel (under torch.compile's wrapper, which
+        # hands attribute lookups on to it): no_sync is DDP's.
+        return cast(_DistributedModel, work.model).no_sync()
     return contextlib.nullcontext()
 
 
@@ -219,7 +238,7 @@ WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
 
 
 def _report_workers(
-    work: Workload, iterator: Any, position: Position, error: BaseException
+    work: Workload, iterator: Iterator[object] | None, position: Position, error: BaseException
 ) -> None:
     if iterator is None or not getattr(iterator, "_workers", None):
         return
@@ -235,7 +254,11 @@ def _report_workers(
 
 
 def _step(
-    work: Workload, position: Position, batch: Any, train: bool, scaler: torch.amp.GradScaler | None
+    work: Workload,
+    position: Position,
+    batch: object,
+    train: bool,
+    scaler: torch.amp.GradScaler | None,
 ) -> None:
     x, y = _split(_to(batch, work.device, work.non_blocking))
     autocast = (
@@ -249,7 +272,9 @@ def _step(
         if y is None:
             return
         position.enter_stage("loss")
-        loss = work.loss(output, y)
+        # The target is what the batch holds: a tensor for a built-in loss, whatever the
+        # dataset gives for a user's loss (the call does not look).
+        loss = work.loss(output, cast(torch.Tensor, y))
     if not train or work.optimizer is None:
         return
     position.enter_stage("backward")

@@ -5,20 +5,23 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Sequence
-from typing import Any
+from multiprocessing.process import BaseProcess
+from typing import TypeAlias
 
 from . import events
 from .data import FetchTracker
 
+WorkerExit: TypeAlias = "dict[str, int | str | None]"
+
 
 def report_dead_workers(
-    iterator: Any,
+    iterator: object,
     tracker: FetchTracker,
     phases: Sequence[str],
     main_phase: str | None,
     main_step: int | None,
     grace: float = 0.0,
-) -> list[dict[str, Any]]:
+) -> list[WorkerExit]:
     """Emit one `worker_exit` event per worker that exited non-zero; returns them.
 
     `grace`: how long to wait for a dying worker. The main process can see the
@@ -26,17 +29,18 @@ def report_dead_workers(
     """
     # torch's SIGCHLD handler raises again inside our except block: default it first.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    workers = list(getattr(iterator, "_workers", None) or [])
+    # The DataLoader iterator's worker processes (a private attribute of torch's).
+    workers: list[BaseProcess] = list(getattr(iterator, "_workers", None) or [])
     deadline = time.monotonic() + grace
     # exitcode is waitpid(WNOHANG): a dead worker is still an unreaped zombie until then.
     while not any(p.exitcode for p in workers) and time.monotonic() < deadline:
         time.sleep(0.02)
-    found = []
+    found: list[WorkerExit] = []
     for worker, process in enumerate(workers):
         code = process.exitcode
         if not code:
             continue
-        record: dict[str, Any] = {"worker": worker, "pid": process.pid}
+        record: WorkerExit = {"worker": worker, "pid": process.pid}
         if code < 0:
             record["signal"] = _signal_name(-code)
         else:
