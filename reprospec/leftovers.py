@@ -18,6 +18,7 @@ Three layers, so that no attempt outlives its engine:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -72,7 +73,8 @@ class Engine:
 
     @classmethod
     def me(cls) -> Engine:
-        return cls(os.getpid(), start_time(os.getpid()), _boot_id())
+        """This engine process (read from /proc once per process: every attempt asks)."""
+        return _engine_of(os.getpid())
 
     def alive(self) -> bool:
         return (
@@ -80,6 +82,12 @@ class Engine:
             and self.started is not None
             and start_time(self.pid) == self.started
         )
+
+
+@functools.cache
+def _engine_of(pid: int) -> Engine:
+    # Keyed by pid: a forked child that asks is another engine.
+    return Engine(pid, start_time(pid), _boot_id())
 
 
 # -- the watchdog ------------------------------------------------------------------------
