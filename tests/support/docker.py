@@ -209,9 +209,11 @@ def containers_of(root: Path) -> set[str]:
 
     prefix = str(root.resolve())
     found: set[str] = set()
-    for container in CLIENT.containers.list(all=True, filters={"label": LABEL}):
+    # sparse: the list's own data (mounts, labels) without inspecting each container, which
+    # another test's cleanup on the shared engine may remove between the list and the inspect.
+    for container in CLIENT.containers.list(all=True, filters={"label": LABEL}, sparse=True):
         sources = [str(m.get("Source", "")) for m in container.attrs.get("Mounts") or []]
-        pod = str((container.labels or {}).get(POD_LABEL, ""))
+        pod = str((container.attrs.get("Labels") or {}).get(POD_LABEL, ""))
         if any(s.startswith(prefix) for s in sources) or pod.startswith(prefix):
             found.add(str(container.id))
     return found
