@@ -26,6 +26,7 @@ from reprospec.native.cores import (
     allow_cores,
     core_pattern,
     find_cores,
+    move_core,
     read_core,
 )
 from reprospec.native.gdb import (
@@ -97,6 +98,7 @@ __all__ = [
     "full_text",
     "gdb_path",
     "merge",
+    "move_core",
     "parse_backtrace",
     "parse_maps",
     "read",

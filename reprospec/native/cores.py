@@ -219,6 +219,7 @@ def find_cores(
 
 
 def move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
+    """The core moved into `out_dir` as `core.PID`; where it lies when it cannot be moved."""
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / (f"core.{pid}" if pid else path.name)
     try:

@@ -195,7 +195,8 @@ class ContainerNative:
             )
         processes: list[native.ProcessStacks] = []
         for index, info in enumerate(cores):
-            kept = _move_core(info.path, log_dir, info.pid)
+            # Into the attempt folder: the gdb container sees that folder.
+            kept = native.move_core(info.path, log_dir, info.pid)
             info = replace(info, path=kept)
             moved = kept.parent == log_dir
             if read_cores and index < native.MAX_CORES and missing is None and moved:
@@ -302,22 +303,6 @@ def _absolute(pattern: native.CorePattern) -> str:
         "inside the container, which goes with it (`sysctl kernel.core_pattern=core` puts them "
         "in the workdir, where reprospec reads them)"
     )
-
-
-def _move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
-    """The core moved into the attempt folder (the gdb container sees that folder)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / (f"core.{pid}" if pid else path.name)
-    try:
-        path.replace(target)
-    except OSError:
-        import shutil
-
-        try:
-            shutil.move(str(path), target)  # another file system
-        except OSError:
-            return path  # cannot move it: it is not read (and deleted where it lies)
-    return target
 
 
 __all__ = [
