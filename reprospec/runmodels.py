@@ -173,6 +173,11 @@ class Rate:
     low: float
     high: float
 
+    @property
+    def value(self) -> float:
+        """matched / attempts (0 when nothing ran)."""
+        return self.matched / self.attempts if self.attempts else 0.0
+
     def to_dict(self) -> JsonObject:
         return asdict(self)
 

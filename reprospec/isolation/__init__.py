@@ -17,7 +17,6 @@ from reprospec.isolation.candidates import (
     Candidate,
     IsolationResult,
     Probe,
-    Rate,
     Settings,
     Status,
     Tally,
@@ -25,6 +24,7 @@ from reprospec.isolation.candidates import (
     rule_text,
 )
 from reprospec.isolation.search import Isolation, ProbeRunner, isolate
+from reprospec.runmodels import Rate  # the isolation's rate is the engine's
 
 __all__ = [
     "AttemptKind",

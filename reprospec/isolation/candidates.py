@@ -12,6 +12,7 @@ from typing import Literal
 
 from reprospec.jsontypes import JsonObject
 from reprospec.rates import wilson
+from reprospec.runmodels import Rate
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]
@@ -124,28 +125,6 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Rate:
-    """The reproduction rate over the configurations known to reproduce."""
-
-    matched: int
-    attempts: int
-    low: float
-    high: float
-
-    @property
-    def value(self) -> float:
-        return self.matched / self.attempts if self.attempts else 0.0
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "matched": self.matched,
-            "attempts": self.attempts,
-            "low": self.low,
-            "high": self.high,
-        }
-
-
-@dataclass(frozen=True)
 class IsolationResult:
     """The answer and everything it rests on."""
 
@@ -153,7 +132,7 @@ class IsolationResult:
     culprits: tuple[int, ...]  # isolated: the answer; otherwise the smallest set seen failing
     message: str
     attempts: int
-    rate: Rate  # measured over the tested sets known to reproduce
+    rate: Rate  # measured over the tested sets known to reproduce (Wilson 95%)
     # Isolated: the posterior probability of the answer (>= 1 - error). Otherwise 0.
     confidence: float
     error: float

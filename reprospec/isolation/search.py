@@ -85,7 +85,6 @@ from reprospec.isolation.candidates import (
     Candidate,
     IsolationResult,
     Probe,
-    Rate,
     Role,
     Settings,
     Status,
@@ -100,7 +99,7 @@ from reprospec.isolation.hypotheses import (
     mask_of,
     members,
 )
-from reprospec.rates import wilson
+from reprospec.rates import rate_of, wilson
 
 
 @dataclass
@@ -396,7 +395,6 @@ class Isolation:
 
     def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:
         matched, ran = self._known()
-        low, high = wilson(matched, ran)
         rate = self._rate_used()
         belief = self.model.belief(rate)
         top, probability = belief.top
@@ -412,7 +410,7 @@ class Isolation:
             culprits=culprits,
             message=message,
             attempts=self.used,
-            rate=Rate(matched, ran, low, high),
+            rate=rate_of(matched, ran),
             confidence=probability if isolated else 0.0,
             error=self.settings.error,
             min_rate=self.settings.min_rate,
