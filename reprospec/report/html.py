@@ -9,11 +9,12 @@ forbids loading anything: it renders the same on an air-gapped machine.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
@@ -22,6 +23,7 @@ from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of, separators
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
+from reprospec.report.templating import load_template
 from reprospec.report.versions import versions_text
 from reprospec.runmodels import CellResult, RunResult
 from reprospec.words import (
@@ -31,6 +33,9 @@ from reprospec.words import (
     rate_phrase,
     seconds,
 )
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 # Sort order of the verdict column: what needs attention first.
 _VERDICT_RANK = {
@@ -212,17 +217,13 @@ def context(run: RunResult) -> dict[str, object]:
 
 def render_html(run: RunResult) -> str:
     """The self-contained HTML report of `run`."""
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    text: str = _template().render(**context(run))
+    return text
 
-    env = SandboxedEnvironment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
+
+@functools.cache
+def _template() -> Template:
+    """The HTML template, loaded once per process (templating.py)."""
+    return load_template(
+        "report.html.j2", autoescape=True, filters={"inline": inline, "fragment": fragment}
     )
-    env.filters["inline"] = inline
-    env.filters["fragment"] = fragment
-    return env.get_template("report.html.j2").render(**context(run))

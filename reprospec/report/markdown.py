@@ -38,6 +38,7 @@ from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
+from reprospec.report.templating import load_template
 from reprospec.reportspec import marker_line
 from reprospec.runmodels import AttemptResult, CellResult, RunResult
 from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
@@ -325,29 +326,11 @@ def context(run: RunResult) -> dict[str, object]:
 
 @functools.cache
 def _template() -> Template:
-    """The report template, compiled once per process (isolate, bisect and the pytest plugin
-    render many reports) and its compiled code cached on disk between processes: compiling
-    it costs more than filling it in."""
-    from jinja2 import FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    try:
-        # Jinja's own per-user folder of the temporary directory, checked to be private.
-        cache: FileSystemBytecodeCache | None = FileSystemBytecodeCache()
-    except RuntimeError:
-        cache = None
-    env = SandboxedEnvironment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=False,  # markdown, not HTML: escaping is per table cell, by the `cell` filter
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        bytecode_cache=cache,
+    """The report template, loaded once per process (templating.py)."""
+    # Markdown, not HTML: escaping is per table cell, by the `cell` filter.
+    return load_template(
+        "report.md.j2", autoescape=False, filters={"cell": table_cell, "code": inline_code}
     )
-    env.filters["cell"] = table_cell
-    env.filters["code"] = inline_code
-    return env.get_template("report.md.j2")
 
 
 def render_markdown(run: RunResult) -> str:
