@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.jsontypes import JsonObject, JsonValue, as_texts
 
 Status = Literal["found", "refused", "undecided"]
 State = Literal["bad", "good", "unsure", "untested", "skipped"]
@@ -102,8 +102,8 @@ class Trial:
             attempts=_count(data.get("attempts", 0)),
             matched=_count(data.get("matched", 0)),
             infra_error=None if infra_error is None else str(infra_error),
-            signatures=_texts(data.get("signatures")),
-            runs=_texts(data.get("runs")),
+            signatures=as_texts(data.get("signatures")),
+            runs=as_texts(data.get("runs")),
         )
 
 
@@ -111,14 +111,6 @@ def _count(value: JsonValue) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected a count, got {value!r}")
     return value
-
-
-def _texts(value: JsonValue) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {value!r}")
-    return tuple(str(item) for item in value)
 
 
 # (version, max_attempts) -> what ran; stops at the first matching failure.
@@ -261,7 +253,6 @@ class _Counts:
         weights = [math.exp(v - top) for v in logs]
         total = sum(weights)
         return [w / total for w in weights] + [0.0] * (m - first_fail - 1)
-
 
 
 def _entropy_of_logs(logs: Sequence[float]) -> float:

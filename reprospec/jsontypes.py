@@ -64,3 +64,44 @@ def obj(value: JsonValue) -> JsonObject:
 def objects(value: JsonValue) -> list[JsonObject]:
     """The objects of a JSON array (other items are skipped)."""
     return [item for item in array(value) if isinstance(item, dict)]
+
+
+# Reading back a file the engine wrote for itself (slurm.json, native-stacks.json, a bisect's
+# state): there a value of another type is a damaged file, not a difference of versions, so
+# these raise TypeError (the readers turn it into their "cannot read" error) where the
+# accessors above give a default. An absent value (None) is empty.
+
+
+def checked_object(value: JsonValue) -> JsonObject:
+    """A JSON object; TypeError for anything else."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def checked_array(value: JsonValue) -> list[JsonValue]:
+    """A JSON array, [] for None; TypeError for anything else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def checked_integer(value: JsonValue) -> int | None:
+    """A JSON integer (a boolean is none), None for None; TypeError for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
+def as_text(value: JsonValue) -> str | None:
+    """Any value as its text (`str()`), None for None."""
+    return None if value is None else str(value)
+
+
+def as_texts(value: JsonValue) -> tuple[str, ...]:
+    """The items of a JSON array as texts, () for None; TypeError for a non-array."""
+    return tuple(str(item) for item in checked_array(value))

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_text,
+    as_texts,
+    checked_array,
+    checked_integer,
+    checked_object,
+)
 from reprospec.native.symbols import short_symbol
 
 TEXT_NAME = "native-stacks.txt"
@@ -104,9 +112,9 @@ class NativeStacks:
     def from_dict(cls, data: Mapping[str, JsonValue]) -> NativeStacks:
         """What `to_dict` wrote; KeyError or TypeError when it is not that."""
         return cls(
-            processes=tuple(_process(p) for p in _list(data.get("processes"))),
-            unavailable=_text(data.get("unavailable")),
-            notes=tuple(str(n) for n in _list(data.get("notes"))),
+            processes=tuple(_process(p) for p in checked_array(data.get("processes"))),
+            unavailable=as_text(data.get("unavailable")),
+            notes=as_texts(data.get("notes")),
         )
 
 
@@ -146,57 +154,31 @@ def _process_json(process: ProcessStacks) -> JsonObject:
     }
 
 
-def _list(value: JsonValue) -> list[JsonValue]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return value
-
-
-def _object(value: JsonValue) -> JsonObject:
-    if not isinstance(value, dict):
-        raise TypeError(f"expected a mapping, got {type(value).__name__}")
-    return value
-
-
-def _text(value: JsonValue) -> str | None:
-    return None if value is None else str(value)
-
-
-def _int(value: JsonValue) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    return value
-
-
 def _frame(data: JsonValue) -> Frame:
-    fields = _object(data)
+    fields = checked_object(data)
     return Frame(
-        number=_int(fields["number"]) or 0,
-        function=_text(fields.get("function")),
-        library=_text(fields.get("library")),
-        address=_int(fields.get("address")),
-        file=_text(fields.get("file")),
-        line=_int(fields.get("line")),
+        number=checked_integer(fields["number"]) or 0,
+        function=as_text(fields.get("function")),
+        library=as_text(fields.get("library")),
+        address=checked_integer(fields.get("address")),
+        file=as_text(fields.get("file")),
+        line=checked_integer(fields.get("line")),
         signal_handler=fields.get("signal_handler") is True,
     )
 
 
 def _thread(data: JsonValue) -> Thread:
-    fields = _object(data)
+    fields = checked_object(data)
     return Thread(
         id=str(fields["id"]),
-        lwp=_int(fields.get("lwp")),
-        name=_text(fields.get("name")),
-        frames=tuple(_frame(f) for f in _list(fields.get("frames"))),
+        lwp=checked_integer(fields.get("lwp")),
+        name=as_text(fields.get("name")),
+        frames=tuple(_frame(f) for f in checked_array(fields.get("frames"))),
     )
 
 
 def _process(data: JsonValue) -> ProcessStacks:
-    fields = _object(data)
+    fields = checked_object(data)
     source: Source
     if fields.get("source") == "core":
         source = "core"
@@ -205,15 +187,15 @@ def _process(data: JsonValue) -> ProcessStacks:
     else:
         raise TypeError(f"unknown source {fields.get('source')!r}")
     return ProcessStacks(
-        pid=_int(fields["pid"]) or 0,
+        pid=checked_integer(fields["pid"]) or 0,
         source=source,
         command=str(fields.get("command") or ""),
-        signal=_text(fields.get("signal")),
-        crashed_lwp=_int(fields.get("crashed_lwp")),
-        threads=tuple(_thread(t) for t in _list(fields.get("threads"))),
+        signal=as_text(fields.get("signal")),
+        crashed_lwp=checked_integer(fields.get("crashed_lwp")),
+        threads=tuple(_thread(t) for t in checked_array(fields.get("threads"))),
         python=str(fields.get("python") or ""),
-        error=_text(fields.get("error")),
-        core=_text(fields.get("core")),
+        error=as_text(fields.get("error")),
+        core=as_text(fields.get("core")),
         root=fields.get("root") is True,
     )
 

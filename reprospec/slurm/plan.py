@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.errors import UsageError
-from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.jsontypes import (
+    JsonObject,
+    JsonValue,
+    as_text,
+    as_texts,
+    checked_array,
+    checked_integer,
+    checked_object,
+)
 from reprospec.runrefs import is_latest, resolve_run_id
 
 FORMAT = 1
@@ -206,75 +214,45 @@ def run_from_dict(data: Mapping[str, JsonValue], run_dir: Path) -> SlurmRun:
 
     KeyError or TypeError when `data` is not what `run_to_dict` wrote.
     """
-    args, opts = _object(data["shard_args"]), _object(data["options"])
+    args, opts = checked_object(data["shard_args"]), checked_object(data["options"])
     return SlurmRun(
         run_id=str(data["run_id"]),
         run_dir=run_dir,
         spec=str(data["spec"]),
         spec_name=str(data["spec_name"]),
         chdir=str(data["chdir"]),
-        reprospec=_texts(data["reprospec"]),
+        reprospec=as_texts(data["reprospec"]),
         shard_args=ShardArgs(
             runner=str(args.get("runner", "local")),
-            python=_text(args.get("python")),
-            matrix=_texts(args.get("matrix")),
-            overrides=_texts(args.get("overrides")),
-            repeat=_int(args.get("repeat")),
-            timeout=_text(args.get("timeout")),
-            jobs=_int(args.get("jobs")),
-            find_links=_text(args.get("find_links")),
+            python=as_text(args.get("python")),
+            matrix=as_texts(args.get("matrix")),
+            overrides=as_texts(args.get("overrides")),
+            repeat=checked_integer(args.get("repeat")),
+            timeout=as_text(args.get("timeout")),
+            jobs=checked_integer(args.get("jobs")),
+            find_links=as_text(args.get("find_links")),
         ),
         options=SlurmOptions(
-            shards=_int(opts["shards"]) or 0,
-            gpus_per_shard=_int(opts.get("gpus_per_shard")) or 0,
-            cpus_per_shard=_int(opts.get("cpus_per_shard")),
-            partition=_text(opts.get("partition")),
-            time=_text(opts.get("time")),
-            sbatch_args=_texts(opts.get("sbatch_args")),
+            shards=checked_integer(opts["shards"]) or 0,
+            gpus_per_shard=checked_integer(opts.get("gpus_per_shard")) or 0,
+            cpus_per_shard=checked_integer(opts.get("cpus_per_shard")),
+            partition=as_text(opts.get("partition")),
+            time=as_text(opts.get("time")),
+            sbatch_args=as_texts(opts.get("sbatch_args")),
         ),
-        attempts=tuple(_int(n) or 0 for n in _list(data["attempts"])),
+        attempts=tuple(checked_integer(n) or 0 for n in checked_array(data["attempts"])),
         submissions=tuple(
             Submission(
                 array_job=str(sub["array_job"]),
                 merge_job=str(sub["merge_job"]),
-                shards=tuple(_int(k) or 0 for k in _list(sub["shards"])),
+                shards=tuple(checked_integer(k) or 0 for k in checked_array(sub["shards"])),
                 submitted=str(sub["submitted"]),
-                array_argv=_texts(sub.get("array_argv")),
-                merge_argv=_texts(sub.get("merge_argv")),
+                array_argv=as_texts(sub.get("array_argv")),
+                merge_argv=as_texts(sub.get("merge_argv")),
             )
-            for sub in map(_object, _list(data.get("submissions")))
+            for sub in map(checked_object, checked_array(data.get("submissions")))
         ),
     )
-
-
-def _object(value: JsonValue) -> JsonObject:
-    if not isinstance(value, dict):
-        raise TypeError(f"expected a mapping, got {type(value).__name__}")
-    return value
-
-
-def _list(value: JsonValue) -> list[JsonValue]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return value
-
-
-def _texts(value: JsonValue) -> tuple[str, ...]:
-    return tuple(str(item) for item in _list(value))
-
-
-def _text(value: JsonValue) -> str | None:
-    return None if value is None else str(value)
-
-
-def _int(value: JsonValue) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {value!r}")
-    return value
 
 
 def save(run: SlurmRun) -> Path:
