@@ -40,6 +40,11 @@ def list_versions(name: str, index: IndexConfig, *, pre: bool = False) -> tuple[
         detail = (lines or done.stderr.strip().splitlines() or ["no output"])[-1]
         if "No matching distribution" in detail:
             raise UsageError(f"{name} is not on the configured package index ({detail})")
+        if "no such option: --json" in done.stderr:
+            raise InfraError(
+                f"cannot list the versions of {name}: the pip of {sys.executable} is older than "
+                "25.1 (no `pip index versions --json`); `python -m pip install -U pip` there"
+            )
         raise InfraError(f"cannot list the versions of {name}: {detail}")
     try:
         versions = [str(v) for v in json.loads(done.stdout)["versions"]]
