@@ -22,10 +22,10 @@ from pathlib import Path
 from reprospec.judge import exit_code_for
 from reprospec.models import Spec
 from reprospec.options import RunOptions, Shard
-from reprospec.plan import RunPlan
 from reprospec.runmodels import RunResult
+from reprospec.runplan import RunPlan
 from reprospec.scheduler import ProgressCallback
-from reprospec.spec import Validation
+from reprospec.validation import Validation
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
@@ -41,16 +41,16 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
 
 def validate(paths: Iterable[str | Path]) -> Validation:
     """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs."""
-    from reprospec import spec
+    from reprospec import validation
 
-    return spec.validate(paths)
+    return validation.validate(paths)
 
 
 def plan_run(spec: Spec, options: RunOptions | None = None) -> RunPlan:
     """The cells and every attempt `run` would execute with these options; runs nothing."""
-    from reprospec import plan
+    from reprospec import runplan
 
-    return plan.plan_run(spec, options or RunOptions())
+    return runplan.plan_run(spec, options or RunOptions())
 
 
 def run(

@@ -140,7 +140,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
 def _sources(run: RunResult, run_dir: Path) -> _Sources:
     """The spec file, the options and the workdir files of the run, from its store."""
     from reprospec.options import RunOptions
-    from reprospec.plan import plan_run
+    from reprospec.runplan import plan_run
     from reprospec.spec import load_spec
     from reprospec.store import Store
     from reprospec.workfiles import named_files

@@ -25,7 +25,6 @@ from reprospec.errors import (
 )
 from reprospec.evidence import Evidence
 from reprospec.models import Expectation
-from reprospec.plan import RunPlan
 from reprospec.rates import RateJudgement, judge_rate, rate_of
 from reprospec.runmodels import (
     AttemptResult,
@@ -38,6 +37,7 @@ from reprospec.runmodels import (
     Verdict,
     VerdictKind,
 )
+from reprospec.runplan import RunPlan
 from reprospec.signals import canonical_signal
 from reprospec.units import RateBound
 from reprospec.words import (

@@ -27,12 +27,12 @@ from reprospec.jsontypes import JsonObject
 from reprospec.judge import judge_cells
 from reprospec.models import AttemptPlan, Spec
 from reprospec.options import RunOptions
-from reprospec.plan import RunPlan, plan_run
 from reprospec.redact import Redactor
 from reprospec.runfolder import RunFolder
 from reprospec.runmodels import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
+from reprospec.runplan import RunPlan, plan_run
 from reprospec.scheduler import ProgressCallback, Scheduler
 from reprospec.store import Store, StoreError
 

@@ -21,9 +21,9 @@ from typing import Literal
 
 from reprospec.gpuslots import GpuPool
 from reprospec.models import AttemptPlan, Cell
-from reprospec.plan import RunPlan
 from reprospec.rates import rate_decided, rate_of
 from reprospec.runmodels import AttemptResult
+from reprospec.runplan import RunPlan
 
 # Runs one attempt to its end on the given GPU slot; None when `cancel` stopped it.
 RunAttempt = Callable[[AttemptPlan, tuple[str, ...], threading.Event], "AttemptResult | None"]

@@ -7,14 +7,14 @@ comes from a `--set` ends with `(from --set PATH=VALUE)`; when the file has no
 line for it (a key only the override brings) it is `FILE: PATH: MESSAGE (from --set ...)`.
 
 The parts: `specfile.py` reads files, `overrides.py` applies `--set`,
-`checks.py` (with `expectcheck.py` and `cellcheck.py`) finds the problems.
+`checks.py` (with `expectcheck.py` and `cellcheck.py`) finds the problems;
+`validation.py` checks whole files and folders for `validate`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.checks import check
@@ -22,7 +22,7 @@ from reprospec.errors import SpecError
 from reprospec.jsontypes import JsonPath, JsonValue
 from reprospec.models import Spec
 from reprospec.overrides import annotate, apply_override, override_target
-from reprospec.specfile import read_spec_text, report_origin, spec_files
+from reprospec.specfile import read_spec_text, report_origin
 from reprospec.yamlsource import YamlSourceError, load_yaml
 
 
@@ -61,51 +61,6 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         origin=origin,
         overrides=tuple(overrides),
     )
-
-
-@dataclass
-class Validation:
-    """What `validate` found: every problem, the files checked, which of them are bad."""
-
-    problems: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    bad_files: list[str] = field(default_factory=list)
-    empty_folders: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        """One line: how many problems, in how many files (and folders without specs)."""
-        if not self.problems:
-            return f"{len(self.files)} spec file(s) valid"
-        if not self.files:
-            return f"{len(self.problems)} problem(s): no spec files found"
-        bad, files = len(self.bad_files), len(self.files)
-        text = f"{len(self.problems)} problem(s) in {bad} of {files} file(s)"
-        if self.empty_folders:
-            text += f", and {len(self.empty_folders)} folder(s) without spec files"
-        return text
-
-
-def validate(paths: Iterable[str | Path]) -> Validation:
-    """Check every spec in `paths` (files, or folders searched recursively)."""
-    found = Validation()
-    for path in paths:
-        files = spec_files([path])
-        if not files:
-            found.problems.append(f"{path}: no *.yaml or *.yml files in this folder")
-            found.empty_folders.append(str(path))
-        for file in files:
-            found.files.append(file)
-            try:
-                load_spec(file)
-            except SpecError as exc:
-                found.problems.extend(exc.problems)
-                found.bad_files.append(file)
-    return found
-
-
-def validate_paths(paths: Iterable[str | Path]) -> list[str]:
-    """The problems of every spec in `paths` (files, or folders searched recursively)."""
-    return validate(paths).problems
 
 
 def plain(value: object) -> JsonValue:

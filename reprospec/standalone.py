@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.models import AttemptPlan
-from reprospec.plan import RunPlan
 from reprospec.redact import MASK
 from reprospec.reproscript import Unsupported, generate, secret_name, shell_assignment
 from reprospec.runmodels import CellResult, Standalone
+from reprospec.runplan import RunPlan
 from reprospec.sections import Command
 from reprospec.units import format_size
 from reprospec.words import attempts_phrase

@@ -36,11 +36,12 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("load+validate", (
         "reprospec.schema", "reprospec.schemacheck", "reprospec.matrix", "reprospec.spec",
         "reprospec.overrides", "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile",
-        "reprospec.expectcheck",
+        "reprospec.expectcheck", "reprospec.validation",
     )),
     # What a cell needs to run elsewhere: its files, a standalone script.
     ("plan", (
-        "reprospec.plan", "reprospec.workfiles", "reprospec.reproscript", "reprospec.standalone",
+        "reprospec.plan", "reprospec.runplan", "reprospec.workfiles", "reprospec.reproscript",
+        "reprospec.standalone",
     )),
     ("execute", (
         "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",

@@ -16,8 +16,8 @@ import pytest
 from reprospec.gpuslots import GpuPool
 from reprospec.models import AttemptPlan
 from reprospec.options import RunOptions, Shard
-from reprospec.plan import RunPlan, plan_run
 from reprospec.runmodels import AttemptResult, NotRun, Outcome
+from reprospec.runplan import RunPlan, plan_run
 from reprospec.scheduler import Scheduler
 from reprospec.spec import load_spec
 

@@ -18,8 +18,9 @@ from reprospec.overrides import apply_override
 from reprospec.plan import plan_attempt, run_policy
 from reprospec.reportspec import marker_line
 from reprospec.sections import Environment, RunPolicy
-from reprospec.spec import load_spec, validate, validate_paths
+from reprospec.spec import load_spec
 from reprospec.specfile import extract_markdown_spec, spec_files
+from reprospec.validation import validate, validate_paths
 from tests.support.data import at
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ import pytest
 
 import reprospec
 from reprospec.options import RunOptions
-from reprospec.plan import plan_run
 from reprospec.runmodels import RunResult
+from reprospec.runplan import plan_run
 from reprospec.standalone import standalone_of
 
 if importlib.util.find_spec("torch") is None:

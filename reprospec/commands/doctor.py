@@ -39,7 +39,7 @@ def _needs(path: str) -> doctor.Needs:
     from dataclasses import replace
 
     from reprospec.options import RunOptions
-    from reprospec.plan import plan_run
+    from reprospec.runplan import plan_run
     from reprospec.spec import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())

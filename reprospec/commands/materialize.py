@@ -10,7 +10,7 @@ def run(args: argparse.Namespace) -> int:
     """Plan every selected cell (attempt 1) and write the bundle; prints where it went."""
     from reprospec.materialize import write_bundle
     from reprospec.options import RunOptions
-    from reprospec.plan import plan_run
+    from reprospec.runplan import plan_run
     from reprospec.spec import load_spec
 
     options = RunOptions(

@@ -6,47 +6,46 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.logtext import printable
-from reprospec.options import RunOptions
-from reprospec.plan import RunPlan, plan_run
+from reprospec.matrix import expand, format_value, select
+from reprospec.models import AttemptPlan, Spec
+from reprospec.plan import describe, first_attempts, run_policy
 
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.spec import load_spec
 
-    options = RunOptions(matrix_filters=tuple(args.matrix), overrides=tuple(args.overrides))
-    spec = load_spec(args.spec, options.overrides)
-    planned = plan_run(spec, options)
-    first_attempts = planned.first_attempts()
+    spec = load_spec(args.spec, tuple(args.overrides))
+    cells = select(expand(spec), list(args.matrix))
+    repeat = run_policy(spec).first_attempts
+    # Only attempt 1 of each cell is shown: the others are not planned (plan.first_attempts).
+    attempts = first_attempts(spec, cells)
     if args.format == "json":
-        doc = {"spec": spec.name, "cells": described(planned)}
+        doc = {"spec": spec.name, "cells": described(spec, attempts)}
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
-        include = [_github_entry(plan.cell.id, plan.cell.matrix) for plan in first_attempts]
+        include = [_github_entry(plan.cell.id, plan.cell.matrix) for plan in attempts]
         json.dump({"include": include}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(plan_text(planned))
+        sys.stdout.write(plan_text(spec, repeat, attempts))
     return 0
 
 
-def described(planned: RunPlan) -> list[JsonObject]:
-    """`describe` of every cell's first attempt, with the run's secrets masked (redact.py)."""
-    from reprospec.plan import describe
+def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
+    """`describe` of each attempt, with the run's secrets masked (redact.py)."""
     from reprospec.redact import Redactor
 
-    redactor = Redactor.for_spec(planned.spec.document)
-    return [redactor.value(describe(plan)) for plan in planned.first_attempts()]
+    redactor = Redactor.for_spec(spec.document)
+    return [redactor.value(describe(plan)) for plan in attempts]
 
 
 def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
-    from reprospec.matrix import format_value
-
     filters = " ".join(
         shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
     )
@@ -55,11 +54,12 @@ def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     return entry
 
 
-def plan_text(planned: RunPlan) -> str:
-    """What `reprospec plan` prints: every cell and exactly what it runs, secrets masked,
-    control characters written out (a spec's values never drive the terminal)."""
-    cells = described(planned)
-    lines = [f"spec {planned.spec.name}: {len(cells)} cell(s) x {planned.repeat} attempt(s)"]
+def plan_text(spec: Spec, repeat: int, attempts: Sequence[AttemptPlan]) -> str:
+    """What `reprospec plan` prints: every cell's first attempt (`attempts`) and exactly what
+    it runs, secrets masked, control characters written out (a spec's values never drive
+    the terminal); `repeat` is the attempts per cell a run starts with."""
+    cells = described(spec, attempts)
+    lines = [f"spec {spec.name}: {len(cells)} cell(s) x {repeat} attempt(s)"]
     for doc in cells:
         lines.append(f"\n[{doc['id']}]")
         for key, value in doc.items():

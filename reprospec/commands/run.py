@@ -17,14 +17,14 @@ from reprospec.options import RunOptions, Shard
 from reprospec.runmodels import RunResult
 
 if TYPE_CHECKING:
-    from reprospec.plan import RunPlan
+    from reprospec.runplan import RunPlan
 
 
 def run(args: argparse.Namespace) -> int:
     from reprospec import pipeline, resumption
     from reprospec.judge import exit_code_for
-    from reprospec.plan import plan_run
     from reprospec.progress import Progress
+    from reprospec.runplan import plan_run
     from reprospec.runrefs import is_latest, resolve_run_id
     from reprospec.spec import load_spec
 
@@ -81,7 +81,7 @@ def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> No
     stdin = stdin or sys.stdin
     sys.stderr.write(
         f"reprospec: {printable(path)} is {what}: running it runs the spec it holds:\n\n"
-        + plan_text(plan)
+        + plan_text(plan.spec, plan.repeat, plan.first_attempts())
     )
     if not stdin.isatty():
         raise UsageError(

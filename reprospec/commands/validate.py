@@ -10,7 +10,7 @@ from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.spec import validate
+    from reprospec.validation import validate
 
     found = validate(args.paths)
     for line in found.problems:
