@@ -24,6 +24,7 @@ evaluator recurse, and a spec from a ticket must not exhaust the stack.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -327,6 +328,10 @@ def _check_name(parts: list[str], text: str, offset: int) -> None:
         raise ExprError(f"unknown name '{'.'.join(parts)}' (did you mean {allowed}?)", text, offset)
 
 
+# The same few texts are parsed again and again (every cell and attempt evaluates each
+# `${{ }}` of the spec, validation first): parse each once. Nodes are immutable, so the
+# cached tree is shared safely; an ExprError is not cached, it is raised again.
+@functools.lru_cache(maxsize=1024)
 def parse(text: str) -> Node:
     """Parse the inside of one `${{ }}`; raise ExprError with the column of the problem."""
     node = _Parser(text).parse()

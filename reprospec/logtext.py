@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import re
 
+# The patterns are strings, compiled on first use (re caches them): `validate` and `plan`
+# start without compiling those only a run's logs need.
+
 # CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks), two-byte escapes.
-_ANSI = re.compile(
+_ANSI = (
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[@-Z\\-_]"
 )
 # C0 controls other than tab and newline; \r is handled before this runs.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"
 _ANCHORS = ("Traceback (most recent call last):", "Fatal Python error:")
 
 
 def clean_log(text: str) -> str:
     """Drop ANSI escapes, NUL and control bytes; collapse `\\r` redraws to their final state."""
-    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    control = re.compile(_CONTROL)  # (once per log: re's cache is looked up here, not per line)
+    text = re.sub(_ANSI, "", text.replace("\r\n", "\n"))
     lines = []
     for line in text.split("\n"):
         if "\r" in line:
             # A progress bar redraws after each \r: a terminal shows the last non-empty draw.
             parts = [part for part in line.split("\r") if part.strip()]
             line = parts[-1] if parts else ""
-        lines.append(_CONTROL.sub("", line).rstrip())
+        lines.append(control.sub("", line).rstrip())
     return "\n".join(lines)
 
 
@@ -90,12 +94,8 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
 # What a terminal (or a markdown viewer) would act on instead of showing: C0 controls,
 # DEL, C1 controls (0x9b is CSI on some terminals), and the bidirectional overrides
 # and isolates that make text read in another order than it runs ("Trojan Source").
-_UNPRINTABLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
-_UNPRINTABLE_OR_NEWLINE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+_UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+_UNPRINTABLE_OR_NEWLINE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -111,4 +111,4 @@ def printable(text: str, *, one_line: bool = False) -> str:
     text, not move the cursor, retitle the window or hide what follows. Tabs and
     newlines stay, unless `one_line` (a table cell, a progress line) asks for them too.
     """
-    return (_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE).sub(_escape, text)
+    return re.sub(_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE, _escape, text)

@@ -77,13 +77,14 @@ def _delete(data: JsonValue, override: str) -> JsonValue:
     return data
 
 
-_BRACKETS = re.compile(r"\[([^\]]*)\]")
+# Compiled on first use (re caches it): only a `--set` needs it.
+_BRACKETS = r"\[([^\]]*)\]"
 
 
 def _no_brackets(override: str, dotted: str) -> None:
     """`matrix.mode[9]=x` is a natural guess; say the dotted spelling instead of 'not found'."""
-    if _BRACKETS.search(dotted):
-        fixed = override.replace(dotted, _BRACKETS.sub(r".\1", dotted), 1)
+    if re.search(_BRACKETS, dotted):
+        fixed = override.replace(dotted, re.sub(_BRACKETS, r".\1", dotted), 1)
         raise UsageError(f"--set {override}: use dots for list indexes, like {fixed}")
 
 

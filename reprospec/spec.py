@@ -36,7 +36,9 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
         raise SpecError([p.format(file) for p in exc.problems]) from None
-    data = copy.deepcopy(source.data)
+    # Overrides change the document in place: on a copy, the loaded one stays as read
+    # (without overrides nothing changes it, and `validate` or `plan` need not copy it).
+    data = copy.deepcopy(source.data) if overrides else source.data
     # Paths an override brings that the file does not have are located at
     # (0, N): "from the Nth --set", so a problem there never points at line 1.
     locations = dict(source.locations)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from reprospec.bounds import MAX_FILE_BYTES
 from reprospec.errors import SpecError
-from reprospec.reportspec import MarkerError, find_marked_spec
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 # The store's database: a folder holding one is a store, not specs (store.py).
@@ -58,6 +57,10 @@ def read_spec_text(path: Path) -> tuple[str, int, str | None]:
     text = decode_spec(path, read_spec_bytes(path))
     if path.suffix.lower() != ".md":
         return text, 0, None
+    # Only a markdown file can hold a report's marker: a .yaml spec (what `validate` and
+    # `plan` read at every start) never pays for reportspec's import.
+    from reprospec.reportspec import MarkerError, find_marked_spec
+
     try:
         marked = find_marked_spec(text)
     except MarkerError as exc:
@@ -134,13 +137,16 @@ def decode_spec(path: Path, data: bytes) -> str:
         ) from None
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
-_SPEC_KEY = re.compile(r"^reprospec\s*:")
+# Patterns as strings, compiled on first use (re caches them): only markdown needs them.
+_FENCE = r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)"
+_SPEC_KEY = r"^reprospec\s*:"
 
 
 def extract_markdown_spec(text: str) -> tuple[str, int] | None:
     """The spec a markdown file embeds, and its line offset: the block a report's marker
     names (reportspec.py), else the first fenced yaml block with a top-level `reprospec:`."""
+    from reprospec.reportspec import MarkerError, find_marked_spec
+
     try:
         marked = find_marked_spec(text)
     except MarkerError:
@@ -152,10 +158,11 @@ def extract_markdown_spec(text: str) -> tuple[str, int] | None:
 
 def _first_spec_block(text: str) -> tuple[str, int] | None:
     """The first fenced yaml block holding a top-level `reprospec:` key, and its line offset."""
+    fence_pattern, spec_key = re.compile(_FENCE), re.compile(_SPEC_KEY)
     lines = text.splitlines(keepends=True)
     index = 0
     while index < len(lines):
-        opening = _FENCE.match(lines[index])
+        opening = fence_pattern.match(lines[index])
         index += 1
         if opening is None:
             continue
@@ -168,7 +175,7 @@ def _first_spec_block(text: str) -> tuple[str, int] | None:
             index += 1
         body = lines[start:index]
         index += 1
-        if info in ("yaml", "yml") and any(_SPEC_KEY.match(line) for line in body):
+        if info in ("yaml", "yml") and any(spec_key.match(line) for line in body):
             return "".join(body), start
     return None
 

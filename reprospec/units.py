@@ -15,12 +15,14 @@ from typing import Literal, cast
 
 RateOp = Literal[">=", ">", "<=", "<", "=="]
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+# Patterns as strings, compiled on first use (re caches them): a start-up that parses none
+# of these values (`validate` of most specs) compiles none.
+_DURATION = r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|h)?\s*$"
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*")
+_SIZE = r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*"
 _SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-_STEP = re.compile(r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
-_RATE = re.compile(r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$")
+_STEP = r"^\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$"
+_RATE = r"^\s*(>=|>|<=|<|==)\s*(\d*\.?\d+)\s*$"
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def parse_duration(value: object) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:
-        match = _DURATION.match(value) if isinstance(value, str) else None
+        match = re.match(_DURATION, value) if isinstance(value, str) else None
         if match is None:
             raise ValueError(f"expected a duration like 90s, 5m or 1h, got {value!r}")
         seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
@@ -94,7 +96,7 @@ def parse_size(value: object) -> int:
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"not a size: {value!r}")
         return int(value)
-    match = _SIZE.fullmatch(str(value).lower())
+    match = re.fullmatch(_SIZE, str(value).lower())
     if not match:
         raise ValueError(f"not a size: {value!r} (expected e.g. 64m, 4g)")
     return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
@@ -116,7 +118,7 @@ def parse_step(value: object) -> StepRange:
     """`7` or `'7'` -> 7..7; `'6..8'` -> 6..8; a reversed range is an error."""
     if isinstance(value, int) and not isinstance(value, bool):
         return StepRange(value, value)
-    match = _STEP.match(value) if isinstance(value, str) else None
+    match = re.match(_STEP, value) if isinstance(value, str) else None
     if match is None:
         raise ValueError(f"expected a step N or a range A..B, got {value!r}")
     low = int(match.group(1))
@@ -128,7 +130,7 @@ def parse_step(value: object) -> StepRange:
 
 def parse_rate(value: object) -> RateBound:
     """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
-    match = _RATE.match(value) if isinstance(value, str) else None
+    match = re.match(_RATE, value) if isinstance(value, str) else None
     if match is None or not 0.0 <= float(match.group(2)) <= 1.0:
         raise ValueError(f"expected a rate bound like '>=0.3', got {value!r}")
     return RateBound(cast(RateOp, match.group(1)), float(match.group(2)))
