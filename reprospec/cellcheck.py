@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from reprospec import expr, patterns, schema
 from reprospec.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
@@ -33,9 +33,12 @@ NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "repros
 SHOWN_CELLS = 3
 
 
-@dataclass(frozen=True)
-class Site:
-    """One string of the spec holding `${{ }}`: where it is and which names it reads."""
+class Site(NamedTuple):
+    """One string of the spec holding `${{ }}`: where it is and which names it reads.
+
+    A NamedTuple, like expr's nodes: its class is built at every start of `validate` and
+    `plan`, and a frozen dataclass's costs three times as much (generated methods).
+    """
 
     path: JsonPath
     text: str
@@ -214,13 +217,6 @@ def _is_os_string(path: JsonPath) -> bool:
     )
 
 
-@dataclass
-class _Found:
-    path: JsonPath
-    message: str
-    cells: list[str]
-
-
 class _Checker:
     """Evaluates sites for cells, once per distinct set of values the site reads."""
 
@@ -232,7 +228,8 @@ class _Checker:
         self.sites = sites
         self.attempts = attempts_per_cell(data)
         self.memo: dict[tuple[int, Hashable], list[str]] = {}
-        self.found: dict[tuple[JsonPath, str], _Found] = {}
+        # (path, message) -> the cells (and attempts) where the value at path has that problem.
+        self.found: dict[tuple[JsonPath, str], list[str]] = {}
 
     def cell(self, cell: Cell) -> None:
         for index, site in enumerate(self.sites):
@@ -250,10 +247,7 @@ class _Checker:
                     self.memo[key] = self.evaluate(site, ctx)
                 label = cell.id if not site.per_attempt else f"{cell.id}, attempt {number}"
                 for message in self.memo[key]:
-                    entry = self.found.setdefault(
-                        (site.path, message), _Found(site.path, message, [])
-                    )
-                    entry.cells.append(label)
+                    self.found.setdefault((site.path, message), []).append(label)
 
     def evaluate(self, site: Site, ctx: Mapping[str, JsonValue]) -> list[str]:
         try:
@@ -271,9 +265,9 @@ class _Checker:
 
     def problems(self, locations: Mapping[JsonPath, Location]) -> list[Problem]:
         out = []
-        for found in self.found.values():
-            line, col = locate(locations, found.path)
-            out.append(Problem(line, col, found.path, f"{found.message} {_cells(found.cells)}"))
+        for (path, message), cells in self.found.items():
+            line, col = locate(locations, path)
+            out.append(Problem(line, col, path, f"{message} {_cells(cells)}"))
         return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import yaml
 from yaml.composer import ComposerError
@@ -37,8 +37,10 @@ MAX_NODES = MAX_YAML_NODES
 MAX_DEPTH = MAX_YAML_DEPTH
 
 
-@dataclass(frozen=True)
-class Problem:
+# Problem and Document are NamedTuples, like expr's nodes: records that stay inside the
+# loading stage (a SpecError carries formatted lines), whose classes are built at every
+# start of `validate` and `plan`, where a frozen dataclass's cost three times as much.
+class Problem(NamedTuple):
     """One located problem in a spec: line and column are 1-based, path None when unknown."""
 
     line: int
@@ -61,13 +63,12 @@ class YamlSourceError(Exception):
         super().__init__("; ".join(p.message for p in problems))
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     """Loaded data plus the 1-based (line, col) of each value and of each mapping key."""
 
     data: JsonValue
-    locations: Mapping[JsonPath, Location] = field(default_factory=dict)
-    key_locations: Mapping[JsonPath, Location] = field(default_factory=dict)
+    locations: Mapping[JsonPath, Location]
+    key_locations: Mapping[JsonPath, Location]
 
 
 class _CoreResolver(yaml.resolver.BaseResolver):
