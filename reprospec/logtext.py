@@ -98,9 +98,18 @@ _UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u206
 _UNPRINTABLE_OR_NEWLINE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+def _escaped(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _escape(match: re.Match[str]) -> str:
+    return _escaped(ord(match.group()))
+
+
+# ASCII text (most text) can hold only the C0 controls and DEL of those: its escapes, for
+# str.translate, which needs no pattern compiled (0.2-0.4 ms of `plan`'s start-up).
+_ASCII_ESCAPES = {code: _escaped(code) for code in (*range(0x09), *range(0x0B, 0x20), 0x7F)}
+_ASCII_ESCAPES_OR_NEWLINE = {**_ASCII_ESCAPES, 0x09: _escaped(0x09), 0x0A: _escaped(0x0A)}
 
 
 def printable(text: str, *, one_line: bool = False) -> str:
@@ -111,4 +120,6 @@ def printable(text: str, *, one_line: bool = False) -> str:
     text, not move the cursor, retitle the window or hide what follows. Tabs and
     newlines stay, unless `one_line` (a table cell, a progress line) asks for them too.
     """
+    if text.isascii():
+        return text.translate(_ASCII_ESCAPES_OR_NEWLINE if one_line else _ASCII_ESCAPES)
     return re.sub(_UNPRINTABLE_OR_NEWLINE if one_line else _UNPRINTABLE, _escape, text)
