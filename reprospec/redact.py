@@ -3,8 +3,8 @@
 A spec from a ticket reads the engine's environment through `${{ env.X }}` (a
 token to download a dataset, a password for a service), and its child inherits
 that environment. Every output of a run (results.json, the store, report.md,
-JUnit, the GitHub summary, the console, `plan`, isolate and bisect) is made from
-values that pass through one `Redactor`, which masks:
+JUnit, the GitHub summary, the console, `plan`, isolate, bisect, a materialize
+bundle) is made from values that pass through one `Redactor`, which masks:
 
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
