@@ -183,6 +183,35 @@ def cells(rounds: int, tmp: Path, n: int = 256) -> None:
         f"reprospec run, {n} cells, -j 2    {engine:6.2f} s  {engine / xargs:.2f}x     "
         f"{engine_cpu:6.2f} s  {engine_cpu / xargs_cpu:.2f}x (goal <= 1.2x)"
     )
+    # Where the engine's CPU goes: its own process (rusage self, read inside it) against
+    # everything it started; the median of the rounds.
+    own: list[float] = []
+    faults: list[float] = []
+    report = tmp / "self.txt"
+    for _ in range(rounds):
+        wall([PY, "-c", SELF_USAGE, str(report), "run", str(spec), "-j", "2", "--out", str(out)])
+        cpu, minflt = report.read_text().split()
+        own.append(float(cpu))
+        faults.append(float(minflt))
+    print(
+        f"  of which the engine process itself {statistics.median(own):6.2f} s "
+        f"({statistics.median(own) / n * 1000:.1f} ms per attempt, start-up included; "
+        f"{statistics.median(faults) / n:.0f} page faults per attempt)"
+    )
+
+
+# The engine in this interpreter, then its own CPU (user + system) and minor page faults
+# into the file argv[1]: what the engine process spends, apart from its children.
+SELF_USAGE = """
+import resource, sys
+from reprospec import cli
+report, sys.argv = sys.argv[1], ["reprospec", *sys.argv[2:]]
+code = cli.main(sys.argv[1:])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open(report, "w") as f:
+    f.write(f"{usage.ru_utime + usage.ru_stime} {usage.ru_minflt}")
+sys.exit(code)
+"""
 
 
 def scan(rounds: int, tmp: Path) -> None:

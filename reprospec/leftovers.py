@@ -8,11 +8,11 @@ Three layers, so that no attempt outlives its engine:
    engine dies it kills the tagged processes, removes the containers and the
    temporary folders.
 3. Each attempt in flight has a record in its attempt folder (`inflight.json`:
-   token, tag, leader pid and start time, container, the engine). A record left
-   behind means the engine died there: `--resume` (`reap`) kills what still
-   carries the token or tag, and the leader only if its start time matches (a
-   recycled pid is someone else's), and removes the container, before anything
-   runs again. A record of an engine still alive refuses the resume.
+   token, tag, container, the engine). A record left behind means the engine
+   died there: `--resume` (`reap`) kills what still carries the token or tag
+   (never a process named by its pid alone: a recycled pid is someone else's)
+   and removes the container, before anything runs again. A record of an engine
+   still alive refuses the resume.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import random
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec import watchdog
@@ -100,10 +100,19 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._broken = False
+        self._later: list[str] = []
 
-    def tell(self, line: str) -> None:
-        """Send one line; best effort (without a watchdog, the records remain)."""
+    def tell(self, line: str, *, later: bool = False) -> None:
+        """Send one line; best effort (without a watchdog, the records remain).
+
+        `later`: a line that may wait for the next one (an attempt that ended: its tag
+        names no live process any more, so a watchdog that never hears it kills nothing
+        for it). Both then go in one write: one wake-up of the watchdog per attempt.
+        """
         with self._lock:
+            if later:
+                self._later.append(line)
+                return
             if self._broken:
                 return
             if self._proc is None:
@@ -120,8 +129,11 @@ class _Watchdog:
                     self._broken = True
                     return
             assert self._proc.stdin is not None
+            lines, self._later = [*self._later, line], []
             try:
-                self._proc.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+                self._proc.stdin.write(
+                    "".join(f"{text}\n" for text in lines).encode("utf-8", "surrogateescape")
+                )
                 self._proc.stdin.flush()
             except OSError:
                 self._broken = True
@@ -157,13 +169,19 @@ class InFlight:
 
     token: str
     tag: int | None = None
-    leader: int | None = None
-    leader_started: int | None = None
     container: str | None = None
     engine: Engine | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        engine = self.engine
+        return {
+            "token": self.token,
+            "tag": self.tag,
+            "container": self.container,
+            "engine": None
+            if engine is None
+            else {"pid": engine.pid, "started": engine.started, "boot": engine.boot},
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> InFlight:
@@ -171,8 +189,6 @@ class InFlight:
         return cls(
             token=str(data["token"]),
             tag=_int(data.get("tag")),
-            leader=_int(data.get("leader")),
-            leader_started=_int(data.get("leader_started")),
             container=str(data["container"]) if data.get("container") else None,
             engine=Engine(int(engine["pid"]), _int(engine.get("started")), str(engine["boot"]))
             if isinstance(engine, dict)
@@ -194,16 +210,15 @@ class Flight:
         self.data = InFlight(token, tag, container=container, engine=Engine.me())
 
     def begin(self) -> None:
-        """Before anything of the attempt starts."""
+        """Before anything of the attempt starts: the watchdog is told, the record written.
+
+        Written once: what `--resume` ends is found by the token and the tag, never by a
+        pid, so the leader's pid (known only after the start) is not worth a second write.
+        """
         if self.data.tag is not None:
             _WATCHDOG.tell(f"attempt {self.data.tag} {self.data.token}")
         if self.data.container is not None:
             watch_container(self.data.container)
-        self._write()
-
-    def leader(self, pid: int) -> None:
-        """The attempt's leader started: its pid and start time go into the record."""
-        self.data = replace(self.data, leader=pid, leader_started=start_time(pid))
         self._write()
 
     def end(self) -> None:
@@ -212,7 +227,7 @@ class Flight:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         if self.data.tag is not None:
-            _WATCHDOG.tell(f"done {self.data.tag}")
+            _WATCHDOG.tell(f"done {self.data.tag}", later=True)
         if self.data.container is not None:
             unwatch_container(self.data.container)
 

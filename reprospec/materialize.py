@@ -12,6 +12,12 @@ network, env, the workdir at the same path, the child protocol's variables).
       cells/N/cell.json    (workload cells) what the harness reads
       images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
       workdirs/K/          a copy of each distinct workdir
+
+A bundle is made to be shared, so no secret is written into it (redact.py says what
+is one). A variable of a cell that holds a secret is passed by name (`docker run -e NAME`):
+whoever runs the bundle exports their own, and a cell refuses to start without it. A
+secret elsewhere (in a command, in a workload's cell.json) is written as `***`, and
+`materialize` warns that the cell must be completed by hand.
 """
 
 from __future__ import annotations
@@ -24,11 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec import dockerimage
-from reprospec.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, child_env, write_cell
+from reprospec.childprotocol import (
+    CACHE_DIR,
+    CELL_VAR,
+    TMP_DIR,
+    cell_document,
+    child_env,
+    json_default,
+)
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
 from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan, Spec
+from reprospec.redact import MASK, Redactor, looks_secret
 from reprospec.sections import Environment
 
 # A bundle mounts each cell's cell.json read-only beside the attempt folder.
@@ -69,9 +83,7 @@ class _Image:
     needs: str
 
 
-def _bundle_image(
-    environment: Environment, spec_dir: Path, find_links: Path | None
-) -> _Image:
+def _bundle_image(environment: Environment, spec_dir: Path, find_links: Path | None) -> _Image:
     """Always a build (the image must carry the harness), never FROM an image of this machine.
 
     The runner's default image (and its base) are built locally by docker-setup.sh: the
@@ -160,6 +172,8 @@ def write_bundle(
     out.mkdir(parents=True, exist_ok=True)
     spec_dir = Path(spec.path).resolve().parent
     warnings: list[str] = []
+    redactor = Redactor.for_spec(spec.document)
+    passed: list[str] = []
     (out / "spec.yaml").write_text(spec.source_text, encoding="utf-8")
     images: dict[str, int] = {}
     needs: dict[int, str] = {}
@@ -184,14 +198,23 @@ def write_bundle(
         cell_dir.mkdir(parents=True)
         from reprospec.plan import describe
 
-        _dump(cell_dir / "plan.json", describe(plan))
+        _dump(cell_dir / "plan.json", redactor.value(describe(plan)))
         if plan.workload is not None:
-            write_cell(plan, cell_dir / "cell.json")
+            document = json.dumps(cell_document(plan), indent=2, default=json_default)
+            (cell_dir / "cell.json").write_text(redactor.text(document), "utf-8")
+            if redactor.text(document) != document:
+                warnings.append(
+                    f"cell {number} ({plan.cell.id}): its workload holds a secret value, "
+                    f"written as {MASK} in cells/{number}/cell.json: put it back before running"
+                )
         cells.append(plan.cell.id)
         image = f"reprospec-bundle/{spec.name}:{images[key]}"
-        script.append(_cell_function(number, plan, image, images[key], workdirs[plan.workdir]))
+        cell = _cell_function(number, plan, image, images[key], workdirs[plan.workdir], redactor)
+        script.append(cell.script)
+        warnings.extend(cell.warnings)
+        passed.extend(cell.passed)
     _write_run_sh(out / "run.sh", spec, plans, script)
-    _write_readme(out / "README.md", spec, plans, needs)
+    _write_readme(out / "README.md", spec, plans, needs, redactor, sorted(set(passed)))
     return Bundle(
         root=out,
         cells=tuple(cells),
@@ -200,8 +223,11 @@ def write_bundle(
     )
 
 
-def _docker_run_args(plan: AttemptPlan, number: int, workdir_key: int) -> list[str]:
-    """`docker run` options for one cell, as the docker runner would create the container."""
+def _docker_run_args(
+    plan: AttemptPlan, number: int, workdir_key: int, redactor: Redactor
+) -> tuple[list[str], list[str]]:
+    """`docker run` options for one cell, as the docker runner would create the container,
+    and the variables passed by name (their values are secrets: never in the bundle)."""
     inside = container_workdir(plan.workdir)
     args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
     for option, value in run_options(plan.environment).items():
@@ -217,16 +243,44 @@ def _docker_run_args(plan: AttemptPlan, number: int, workdir_key: int) -> list[s
     if plan.workload is not None:
         args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
         env[CELL_VAR] = IN_CELL
+    passed: list[str] = []
     for name, value in env.items():
-        args += ["-e", shlex.quote(f"{name}={value}")]
-    return args
+        if value and (looks_secret(name) or redactor.text(value) != value):
+            # docker takes NAME's value from the environment of whoever runs run.sh.
+            args += ["-e", shlex.quote(name)]
+            passed.append(name)
+        else:
+            args += ["-e", shlex.quote(f"{name}={value}")]
+    return args, passed
 
 
-def _cell_function(number: int, plan: AttemptPlan, image: str, image_key: int,
-                   workdir_key: int) -> str:
+@dataclass(frozen=True)
+class _Cell:
+    """One cell's function of run.sh, and what materialize warns about it."""
+
+    script: str
+    warnings: tuple[str, ...]
+    passed: tuple[str, ...]  # variables passed by name from the environment of run.sh
+
+
+def _cell_function(
+    number: int, plan: AttemptPlan, image: str, image_key: int, workdir_key: int, redactor: Redactor
+) -> _Cell:
     argv = attempt_argv(plan) or ["true"]
-    expect = json.dumps(plan.expectation.to_dict(), default=_json)
-    args = _docker_run_args(plan, number, workdir_key)
+    shown = [redactor.text(word) for word in argv]
+    warnings = []
+    if shown != argv:
+        warnings.append(
+            f"cell {number} ({plan.cell.id}): its command holds a secret value, written as "
+            f"{MASK} in run.sh: put it back before running"
+        )
+    expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
+    args, passed = _docker_run_args(plan, number, workdir_key, redactor)
+    checks = [
+        f'    [ -n "${{{name}+set}}" ] || {{ echo "cell {number}: export {name} first '
+        f'(a secret: the bundle passes it from your environment)" >&2; return 125; }}'
+        for name in passed
+    ]
     folders = [f'"$OUT/{number}/stacks"']
     cleanup: list[str] = []
     if not plan.environment.shared_tmp:
@@ -239,22 +293,23 @@ def _cell_function(number: int, plan: AttemptPlan, image: str, image_key: int,
         f"# cell {number}: {plan.cell.id or '(the only cell)'}",
         f"# expected: {expect}",
         f"cell_{number}() {{",
-        f"    build_image {shlex.quote(image)} \"$HERE/images/{image_key}\" || return 125",
-        f'    mkdir -p {" ".join(folders)}',
+        *checks,
+        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" || return 125',
+        f"    mkdir -p {' '.join(folders)}",
         f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
     ]
-    lines += [f"        {' '.join(args[i:i + 2])} \\" for i in range(0, len(args), 2)]
+    lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
     lines += [
         f"        {shlex.quote(image)} \\",
-        f"        {' '.join(shlex.quote(a) for a in argv)} \\",
+        f"        {' '.join(shlex.quote(a) for a in shown)} \\",
         f'        2>&1 | tee "$OUT/{number}/output.log"',
         "    local status=${PIPESTATUS[0]}",
         f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
         *cleanup,
-        f"    report {number} \"$status\" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}",
+        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}',
         "}",
     ]
-    return "\n".join(lines)
+    return _Cell("\n".join(lines), tuple(warnings), tuple(passed))
 
 
 _RUN_SH_HEAD = r"""#!/usr/bin/env bash
@@ -291,7 +346,7 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
     head = _RUN_SH_HEAD.replace("__NAME__", spec.name).replace("__COUNT__", str(len(plans)))
     numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
     tail = (
-        f"cells=(\"$@\"); [ $# -gt 0 ] || cells=({numbers})\n"
+        f'cells=("$@"); [ $# -gt 0 ] || cells=({numbers})\n'
         'for n in "${cells[@]}"; do\n'
         f'    case " {numbers} " in\n'
         f'        *" $n "*) "cell_$n" ;;\n'
@@ -304,13 +359,26 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
 
 
 def _write_readme(
-    path: Path, spec: Spec, plans: Sequence[AttemptPlan], needs: Mapping[int, str]
+    path: Path,
+    spec: Spec,
+    plans: Sequence[AttemptPlan],
+    needs: Mapping[int, str],
+    redactor: Redactor,
+    passed: Sequence[str],
 ) -> None:
     title = spec.title
     rows = []
     for number, plan in enumerate(plans, start=1):
         expect = ", ".join(f"{k}: {v}" for k, v in plan.expectation.to_dict().items())
-        rows.append(f"| {number} | `{plan.cell.id or '-'}` | {expect} |")
+        rows.append(f"| {number} | `{plan.cell.id or '-'}` | {redactor.text(expect)} |")
+    secrets = (
+        "No secret is written into this bundle. Export these variables before `./run.sh`\n"
+        "(a cell that needs one refuses to start without it): "
+        + ", ".join(f"`{name}`" for name in passed)
+        + ".\n"
+        if passed
+        else ""
+    )
     text = f"""# {title}
 
 A self-contained bundle of the reprospec spec `{spec.name}` (`spec.yaml`): every
@@ -336,7 +404,7 @@ and `results/N/cache`, removed after it (unless the spec says
 `environment.shared_tmp: true`).
 A cell "reproduces" when its outcome matches the expectation below
 (a crash is a container killed by a signal: exit status 128 + the signal).
-
+{secrets}
 | cell | matrix | expected |
 |---|---|---|
 {chr(10).join(rows)}

@@ -3,8 +3,8 @@
 A spec from a ticket reads the engine's environment through `${{ env.X }}` (a
 token to download a dataset, a password for a service), and its child inherits
 that environment. Every output of a run (results.json, the store, report.md,
-JUnit, the GitHub summary, the console, `plan`, isolate and bisect) is made from
-values that pass through one `Redactor`, which masks:
+JUnit, the GitHub summary, the console, `plan`, isolate, bisect, a materialize
+bundle) is made from values that pass through one `Redactor`, which masks:
 
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
@@ -30,6 +30,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import PosixPath
 from typing import TypeVar, cast
 
 from reprospec.expr import ExprError, names_used
@@ -112,7 +113,10 @@ class Redactor:
     def _walk(self, value: object) -> object:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind in _ATOMS:
+            return value  # most of a result: numbers, flags, paths, None
+        if isinstance(value, (dict, Mapping)):  # a dict first: the ABC check is slower
             return {
                 key: (
                     MASK
@@ -125,17 +129,35 @@ class Redactor:
             return tuple(self._walk(item) for item in value)
         if isinstance(value, list):
             return [self._walk(item) for item in value]
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _init_fields(kind)
+        if names:
             changes: dict[str, object] = {}
-            for field in dataclasses.fields(value):
-                if not field.init:
-                    continue
-                old = getattr(value, field.name)
+            for name in names:
+                old = getattr(value, name)
                 new = self._walk(old)
                 if new is not old and new != old:
-                    changes[field.name] = new
-            return dataclasses.replace(value, **changes) if changes else value
+                    changes[name] = new
+            return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
         return value
+
+
+# Leaves that hold no text to mask (a Path is kept as it is, as any other leaf).
+_ATOMS = frozenset({int, float, bool, type(None), PosixPath})
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(kind: type) -> tuple[str, ...]:
+    """The init fields of a dataclass type (its fields, as `replace` takes them); () otherwise.
+
+    Looked up once per type: a run's results are walked attempt by attempt.
+    """
+    names = _FIELDS.get(kind)
+    if names is None:
+        fields = dataclasses.fields(kind) if dataclasses.is_dataclass(kind) else ()
+        names = _FIELDS[kind] = tuple(field.name for field in fields if field.init)
+    return names
 
 
 __all__ = ["MASK", "SECRET_NAME", "Redactor", "env_names_read", "looks_secret", "public_env"]

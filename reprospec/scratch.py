@@ -126,16 +126,20 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
     parts: list[str] = []
     left: list[str] = []
     for variable, folder in scratch.folders():
-        if not folder.exists():
+        try:
+            folder.rmdir()  # what most attempts leave: nothing, removed without a walk
+        except FileNotFoundError:
             continue
-        files, size, names = _contents(folder)
-        if files:
-            shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if files > _NAMES_SHOWN else "")
-            parts.append(f"{variable}: {files} file(s), {format_size(size)} ({shown})")
-        shutil.rmtree(folder, ignore_errors=True)
-        if folder.exists():
-            left.append(str(folder))
-        elif variable == "TMPDIR" and folder.name.startswith(ORPHAN_PREFIX):
+        except OSError:
+            files, size, names = _contents(folder)
+            if files:
+                shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if files > _NAMES_SHOWN else "")
+                parts.append(f"{variable}: {files} file(s), {format_size(size)} ({shown})")
+            process.remove_folder(folder)
+            if folder.exists():
+                left.append(str(folder))
+                continue
+        if variable == "TMPDIR" and folder.name.startswith(ORPHAN_PREFIX):
             leftovers.unwatch_path(folder)
     warnings = []
     if parts:

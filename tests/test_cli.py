@@ -247,7 +247,8 @@ def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli: Cli) -
     second = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2",
                  "--set", "expect.signal=SIGBUS")
     assert (first.code, second.code) == (0, 1)
-    run_a, run_b = sorted(p.name for p in (first.out / "runs").iterdir())
+    # Each run's own folder: two runs of one second do not sort by name in their order.
+    run_a, run_b = first.latest_run().name, second.latest_run().name
     same = cli("compare", run_a, run_b)
     assert same.code == 0, same.stderr
     assert "num_workers=2,pin_memory=true: reproduced -> not-reproduced" in same.stdout

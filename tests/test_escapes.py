@@ -277,6 +277,9 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     assert len(dog) == 1
     shims = list(Path("/tmp").glob(f"reprospec-python-{engine.pid}-*"))
     assert shims
+    # The attempt's leader: the shell running the command, the script's parent.
+    leader = psutil.Process(pids["leader"]).ppid()
+    assert psutil.Process(leader).ppid() == engine.pid
     # Both at once: nothing of the engine's side is left to clean up.
     dog[0].kill()
     engine.kill()
@@ -287,8 +290,7 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
         dog[0].wait(timeout=30)
     # The attempt's leader (the shell running the command) died with its engine
     # (PR_SET_PDEATHSIG); the rest is left running: the script, its child, the escapee.
-    (record,) = out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
-    leader = json.loads(record.read_text())["leader"]
+    assert list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))
     assert leader not in pids.values()
     assert wait_until(lambda: not alive(leader))
     assert all(alive(pid) for pid in pids.values())
@@ -339,7 +341,7 @@ def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]
     record.write_text(json.dumps({
         "token": "f" * 32, "tag": tag, "leader": stranger.pid,
         "leader_started": leftovers.start_time(stranger.pid), "container": None,
-        "engine": dead_engine,
+        "engine": dead_engine,  # leader and leader_started: what records of earlier versions held
     }))  # fmt: skip
     said = leftovers.reap(tmp_path / "run")
     assert not record.exists()

@@ -18,6 +18,7 @@ import resource
 import shutil
 import signal
 import struct
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +72,23 @@ class CoreInfo:
     ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
 
 
+# Every attempt asks twice (before it starts, after it ends) and the settings change only
+# when an administrator changes them: read at most once a second.
+_PATTERN_TTL_S = 1.0
+_pattern_read: list[tuple[float, CorePattern]] = []
+
+
 def core_pattern() -> CorePattern:
     """The kernel's core_pattern and core_uses_pid (Linux); `core` where they cannot be read."""
+    now = time.monotonic()
+    if _pattern_read and now - _pattern_read[0][0] < _PATTERN_TTL_S:
+        return _pattern_read[0][1]
+    pattern = _read_core_pattern()
+    _pattern_read[:] = [(now, pattern)]
+    return pattern
+
+
+def _read_core_pattern() -> CorePattern:
     try:
         raw = Path("/proc/sys/kernel/core_pattern").read_text().strip()
     except OSError:

@@ -16,16 +16,18 @@ _state = {"fd": -1}
 
 def _register() -> None:
     """(Re)register the SIGUSR1 dump into a file named for the current pid."""
+    # Both built into the interpreter: `signal` would build its enums, a third of this
+    # module's cost in every Python process of every attempt.
+    import _signal
     import faulthandler
-    import signal
 
     folder = os.environ.get("REPROSPEC_STACK_DIR")
-    if not folder or not hasattr(signal, "SIGUSR1"):
+    if not folder or not hasattr(_signal, "SIGUSR1"):
         return
     path = os.path.join(folder, f"stack-{os.getpid()}.txt")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     # chain=False: the default action of SIGUSR1 would terminate the process.
-    faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True, chain=False)
+    faulthandler.register(_signal.SIGUSR1, file=fd, all_threads=True, chain=False)
     old, _state["fd"] = _state["fd"], fd
     if old >= 0:
         # After a fork this is the child's copy of the parent's file: the parent keeps its own.
@@ -53,22 +55,23 @@ def _install() -> None:
 
 def _chain() -> None:
     """Import the sitecustomize this one shadows (a user's, or the distribution's)."""
-    import importlib
-
-    here = os.path.dirname(os.path.realpath(__file__))
+    # The same folder as this one's, by device and inode: one stat per entry of sys.path,
+    # where realpath would take one per component of each.
+    here = os.stat(os.path.dirname(os.path.abspath(__file__)))
     ours = sys.modules.get("sitecustomize")
     saved = list(sys.path)
 
     def elsewhere(entry: str) -> bool:
         try:
-            return os.path.realpath(entry or os.curdir) != here
+            found = os.stat(entry or os.curdir)
         except Exception:
             return True
+        return (found.st_dev, found.st_ino) != (here.st_dev, here.st_ino)
 
     sys.path[:] = [entry for entry in sys.path if elsewhere(entry)]
     sys.modules.pop("sitecustomize", None)
     try:
-        importlib.import_module("sitecustomize")
+        __import__("sitecustomize")
     except ImportError as exc:
         if getattr(exc, "name", None) != "sitecustomize":
             _report(exc)
