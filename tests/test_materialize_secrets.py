@@ -14,7 +14,7 @@ import pytest
 
 from reprospec.materialize import write_bundle
 from reprospec.options import RunOptions
-from reprospec.plan import plan_run
+from reprospec.runplan import plan_run
 from reprospec.spec import load_spec
 
 SPEC = """\
