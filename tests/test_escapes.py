@@ -248,6 +248,45 @@ def _attempt_pids(tmp_path: Path) -> dict[str, int]:
     return pids
 
 
+def _kill_with_its_watchdog(engine: subprocess.Popen[str]) -> None:
+    """SIGKILL the engine and its watchdog at once: nothing of the engine's side cleans up."""
+    dog = [
+        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
+    ]
+    assert len(dog) == 1
+    dog[0].kill()
+    engine.kill()
+    engine.wait()
+    try:
+        os.waitpid(dog[0].pid, 0)  # ours to reap when the test process is a subreaper
+    except ChildProcessError:
+        dog[0].wait(timeout=30)
+
+
+def _start_docker_engine(
+    tmp_path: Path, kill_after: list[int], spec_text: str
+) -> tuple[subprocess.Popen[str], Path, str]:
+    """A docker run of `spec_text`, once its attempt wrote STARTED: (engine, out, container)."""
+    from reprospec import dockerimage
+    from tests.support.docker import CLIENT, require_image
+
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    spec = tmp_path / "docker.yaml"
+    spec.write_text(spec_text)
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "--runner", "docker"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+    )  # fmt: skip
+    kill_after.append(engine.pid)
+    assert wait_until(lambda: (tmp_path / "STARTED").exists() or engine.poll() is not None, 300)
+    assert engine.poll() is None, engine.communicate()[1]
+    (record,) = out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
+    name = json.loads(record.read_text())["container"]
+    assert name
+    return engine, out, name
+
+
 def test_an_engine_killed_with_sigkill_takes_its_attempt_and_temporary_folders_along(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
@@ -271,23 +310,13 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     engine, out = _start_engine(tmp_path, kill_after)
     pids = _attempt_pids(tmp_path)
     kill_after.extend(pids.values())
-    dog = [
-        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
-    ]
-    assert len(dog) == 1
     shims = list(Path("/tmp").glob(f"reprospec-python-{engine.pid}-*"))
     assert shims
     # The attempt's leader: the shell running the command, the script's parent.
     leader = psutil.Process(pids["leader"]).ppid()
     assert psutil.Process(leader).ppid() == engine.pid
     # Both at once: nothing of the engine's side is left to clean up.
-    dog[0].kill()
-    engine.kill()
-    engine.wait()
-    try:
-        os.waitpid(dog[0].pid, 0)  # ours to reap when the test process is a subreaper
-    except ChildProcessError:
-        dog[0].wait(timeout=30)
+    _kill_with_its_watchdog(engine)
     # The attempt's leader (the shell running the command) died with its engine
     # (PR_SET_PDEATHSIG); the rest is left running: the script, its child, the escapee.
     assert list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))
@@ -376,29 +405,15 @@ def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> Non
 def test_an_engine_killed_with_sigkill_takes_its_container_along(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
-    from reprospec import dockerimage
-    from tests.support.docker import CLIENT, require_image
+    from tests.support.docker import CLIENT
 
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    spec = tmp_path / "docker.yaml"
-    spec.write_text(textwrap.dedent("""\
+    engine, _, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
         reprospec: 1
         name: killed-docker-engine
         command: python3 -c "import time; open('STARTED', 'w').close(); time.sleep(1000)"
         run: {timeout: 600s}
         expect: {outcome: hang}
         """))  # fmt: skip
-    engine = subprocess.Popen(
-        [PY, "-m", "reprospec", "run", str(spec), "--out", str(tmp_path / "out"),
-         "--runner", "docker"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
-    )  # fmt: skip
-    kill_after.append(engine.pid)
-    assert wait_until(lambda: (tmp_path / "STARTED").exists() or engine.poll() is not None, 300)
-    assert engine.poll() is None, engine.communicate()[1]
-    (record,) = (tmp_path / "out").glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
-    name = json.loads(record.read_text())["container"]
-    assert name
     assert CLIENT.containers.get(name).status == "running"
     engine.kill()
     engine.wait()
@@ -413,13 +428,10 @@ def test_an_engine_killed_with_sigkill_takes_its_container_along(
 def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
-    from reprospec import dockerimage
-    from tests.support.docker import CLIENT, require_image
+    from tests.support.docker import CLIENT
 
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    spec = tmp_path / "docker.yaml"
     # The first attempt hangs; the resumed one finds STARTED and exits at once.
-    spec.write_text(textwrap.dedent("""\
+    engine, out, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
         reprospec: 1
         name: dead-docker-engine
         command: >-
@@ -428,27 +440,7 @@ def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
         run: {timeout: 600s}
         expect: {outcome: hang}
         """))  # fmt: skip
-    out = tmp_path / "out"
-    engine = subprocess.Popen(
-        [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "--runner", "docker"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
-    )  # fmt: skip
-    kill_after.append(engine.pid)
-    assert wait_until(lambda: (tmp_path / "STARTED").exists() or engine.poll() is not None, 300)
-    assert engine.poll() is None, engine.communicate()[1]
-    (record,) = out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
-    name = json.loads(record.read_text())["container"]
-    dog = [
-        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
-    ]
-    assert len(dog) == 1
-    dog[0].kill()
-    engine.kill()
-    engine.wait()
-    try:
-        os.waitpid(dog[0].pid, 0)
-    except ChildProcessError:
-        dog[0].wait(timeout=30)
+    _kill_with_its_watchdog(engine)
     assert CLIENT.containers.get(name).status == "running"
     recorded = [json.loads(p.read_text())["container"] for p in out.rglob("inflight*.json")]
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
