@@ -193,6 +193,7 @@ class VenvRunner:
             runners = list(self._runners.values())
         for runner in runners:
             runner.close()
+
     def run_instances(
         self,
         plan: AttemptPlan,
