@@ -64,7 +64,9 @@ class OutputStream(Protocol):
     def close(self) -> None: ...
 
 
-class Container(Protocol):
+class Model(Protocol):
+    """What the SDK's containers and images have in common (its `docker.models.Model`)."""
+
     @property
     def id(self) -> str: ...
 
@@ -73,9 +75,11 @@ class Container(Protocol):
 
     @property
     def attrs(self) -> JsonObject:
-        """`docker inspect` of the container as of the last `reload`."""
+        """`docker inspect` of the object (a container's as of its last `reload`)."""
         ...
 
+
+class Container(Model, Protocol):
     def attach(self, *, stdout: bool, stderr: bool, stream: bool, demux: bool) -> OutputStream: ...
 
     def start(self) -> None: ...
@@ -103,17 +107,8 @@ class Containers(Protocol):
     def get(self, name: str) -> Container: ...
 
 
-class Image(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-    @property
-    def attrs(self) -> JsonObject:
-        """`docker image inspect` of the image."""
-        ...
+class Image(Model, Protocol):
+    """An image; `attrs` is its `docker image inspect`."""
 
 
 class Images(Protocol):
@@ -176,5 +171,6 @@ __all__ = [
     "ExecResult",
     "Image",
     "Images",
+    "Model",
     "OutputStream",
 ]
