@@ -126,9 +126,10 @@ def test_a_failing_configuration_that_never_fails_is_refused() -> None:
     assert oracle.attempts == 20  # the rate phase only: nothing else ran
 
 
-def test_a_rare_failure_is_refused_with_its_rate() -> None:
-    # The failing configuration fails once in its first 15 attempts: a passing verdict
-    # would need about 45 clean attempts at that rate, far beyond the budget.
+def _one_match_at(
+    n: int,
+) -> Callable[[Sequence[Probe]], list[tuple[Sequence[AttemptKind], str]]]:
+    """Probes whose attempts all pass but the n-th of the whole run (a probe stops at it)."""
     seen = 0
 
     def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
@@ -138,11 +139,17 @@ def test_a_rare_failure_is_refused_with_its_rate() -> None:
             kinds: list[AttemptKind] = []
             while len(kinds) < probe.attempts and "match" not in kinds:
                 seen += 1
-                kinds.append("match" if seen == 15 else "pass")
+                kinds.append("match" if seen == n else "pass")
             out.append((kinds, ""))
         return out
 
-    result = isolate(16, run_probes, Settings(budget=40))
+    return run_probes
+
+
+def test_a_rare_failure_is_refused_with_its_rate() -> None:
+    # The failing configuration fails once in its first 15 attempts: a passing verdict
+    # would need about 45 clean attempts at that rate, far beyond the budget.
+    result = isolate(16, _one_match_at(15), Settings(budget=40))
     assert result.status == "refused"
     assert "reproduces too rarely" in result.message
     assert "1/15 attempts" in result.message
@@ -152,20 +159,7 @@ def test_a_rare_failure_is_refused_with_its_rate() -> None:
 def test_a_rare_failure_with_room_in_the_budget_is_tried() -> None:
     # The same 1/15 with a budget that could do it if the rate were at the top of what
     # 1/15 allows (30%): no refusal (one match says little; a real 0.3 can start so).
-    seen = 0
-
-    def run_probes(probes: Sequence[Probe]) -> list[tuple[Sequence[AttemptKind], str]]:
-        nonlocal seen
-        out: list[tuple[Sequence[AttemptKind], str]] = []
-        for probe in probes:
-            kinds: list[AttemptKind] = []
-            while len(kinds) < probe.attempts and "match" not in kinds:
-                seen += 1
-                kinds.append("match" if seen == 15 else "pass")
-            out.append((kinds, ""))
-        return out
-
-    result = isolate(16, run_probes, Settings(budget=120))
+    result = isolate(16, _one_match_at(15), Settings(budget=120))
     assert result.status == "budget"  # nothing fails after that one match
     assert result.attempts == 120
 
