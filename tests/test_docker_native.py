@@ -32,6 +32,7 @@ from tests.support.docker import (  # noqa: E402
     needs_engine,
     require_image,
 )
+from tests.test_native import assert_fault_in_a_torch_op  # noqa: E402
 
 CHILDREN = Path(__file__).parent / "data" / "children"
 WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
@@ -119,14 +120,7 @@ def test_crash_inside_a_torch_op_in_a_container_shows_a_torch_symbol(
     _, _, logs = crash(runner, tmp_path, "torch")  # the runner image has torch
     stacks = native.read(logs)
     assert stacks is not None
-    process = native.crashed_process(stacks)
-    assert process is not None, stacks
-    assert process.crashing_thread is not None, stacks
-    top = native.fault_frames(process.crashing_thread)[0]
-    assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
-    assert "at::" in top.symbol
-    assert "(" not in top.symbol.replace("(anonymous namespace)", "")
-    assert "@libtorch" in (native.signature_frame(stacks) or "")
+    assert_fault_in_a_torch_op(stacks)
 
 
 @needs_engine

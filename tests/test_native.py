@@ -129,9 +129,14 @@ def test_keep_cores_keeps_the_core_in_the_attempt_folder(tmp_path: Path) -> None
 def test_crash_inside_a_torch_op_shows_a_torch_symbol(runner: LocalRunner, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     stacks, _, _ = crash(runner, tmp_path, "torch")
+    assert_fault_in_a_torch_op(stacks)
+
+
+def assert_fault_in_a_torch_op(stacks: NativeStacks) -> None:
+    """The crashing thread's top frame is a demangled torch op (`at::...`) in libtorch."""
     process = native.crashed_process(stacks)
-    assert process is not None
-    assert process.crashing_thread is not None
+    assert process is not None, stacks
+    assert process.crashing_thread is not None, stacks
     top = native.fault_frames(process.crashing_thread)[0]
     assert (top.library or "").startswith("libtorch"), native.top_frames(stacks)
     assert "at::" in top.symbol
