@@ -110,10 +110,10 @@ class _Watchdog:
         for it). Both then go in one write: one wake-up of the watchdog per attempt.
         """
         with self._lock:
+            if self._broken:
+                return
             if later:
                 self._later.append(line)
-                return
-            if self._broken:
                 return
             if self._proc is None:
                 try:
