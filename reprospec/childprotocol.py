@@ -150,10 +150,15 @@ def cell_document(plan: AttemptPlan) -> dict[str, object]:
 
 def write_cell(plan: AttemptPlan, path: Path) -> None:
     """Write cell.json for `plan` at `path`."""
-    path.write_text(json.dumps(cell_document(plan), indent=2, default=json_default), "utf-8")
+    path.write_text(cell_json(plan), "utf-8")
 
 
-def json_default(value: object) -> object:
+def cell_json(plan: AttemptPlan) -> str:
+    """cell.json's text for `plan`."""
+    return json.dumps(cell_document(plan), indent=2, default=_json_default)
+
+
+def _json_default(value: object) -> object:
     """JSON for the mappings and tuples that frozen plans hold."""
     if isinstance(value, Mapping):
         return dict(value)

@@ -34,9 +34,8 @@ from reprospec.childprotocol import (
     CACHE_DIR,
     CELL_VAR,
     TMP_DIR,
-    cell_document,
+    cell_json,
     child_env,
-    json_default,
 )
 from reprospec.container import IN_ATTEMPT, PATHS, attempt_argv, container_workdir, run_options
 from reprospec.errors import UsageError
@@ -200,9 +199,10 @@ def write_bundle(
 
         _dump(cell_dir / "plan.json", redactor.value(describe(plan)))
         if plan.workload is not None:
-            document = json.dumps(cell_document(plan), indent=2, default=json_default)
-            (cell_dir / "cell.json").write_text(redactor.text(document), "utf-8")
-            if redactor.text(document) != document:
+            document = cell_json(plan)
+            masked = redactor.text(document)
+            (cell_dir / "cell.json").write_text(masked, "utf-8")
+            if masked != document:
                 warnings.append(
                     f"cell {number} ({plan.cell.id}): its workload holds a secret value, "
                     f"written as {MASK} in cells/{number}/cell.json: put it back before running"
