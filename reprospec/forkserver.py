@@ -509,8 +509,8 @@ class Launcher:
             "seed": self.seed,
             # The attempt's tag (watchdog.py): its RLIMIT_LOCKS, as a fresh attempt's.
             "tag": tag,
-            # What native.Capture.preexec does for a fresh attempt: raise RLIMIT_CORE.
-            "cores": self.native is not None and self.native.preexec() is not None,
+            # As for a fresh attempt (native.Capture.dumps_cores): raise RLIMIT_CORE.
+            "cores": self.native is not None and self.native.dumps_cores(),
             "token": env.get(TOKEN_VAR, ""),
         }
         try:

@@ -102,6 +102,11 @@ class _Watchdog:
         self._broken = False
         self._later: list[str] = []
 
+    def pid(self) -> int | None:
+        """The watchdog's pid while it is not reaped (it is never a process of an attempt)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
     def tell(self, line: str, *, later: bool = False) -> None:
         """Send one line; best effort (without a watchdog, the records remain).
 
@@ -140,6 +145,10 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+
+
+def watchdog_pid() -> int | None:
+    return _WATCHDOG.pid()
 
 
 def watch_path(path: Path | str) -> None:

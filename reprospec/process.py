@@ -11,8 +11,10 @@ soft RLIMIT_LOCKS, watchdog.py), which setsid, a cleared environment and a doubl
 fork all keep: a descendant re-parented to the engine (the subreaper) is found by
 it. The leader dies with the thread that started it (PR_SET_PDEATHSIG), and the
 watchdog and the attempt's in-flight record (leftovers.py) end the rest when the
-engine itself is killed. Dead processes re-parented to the engine are reaped as
-they appear (their wait status kept for the attempt), not when the attempt ends.
+engine itself is killed. The tag and the death signal are set between fork and exec
+by the starter (starter.c), so the engine vforks; without one, by a preexec_fn. Dead
+processes re-parented to the engine are reaped as they appear (their wait status kept
+for the attempt), not when the attempt ends.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import fcntl
 import os
 import resource
@@ -37,7 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
-from reprospec import capped, leftovers, watchdog
+from reprospec import capped, leftovers, starter, watchdog
 from reprospec import native as native_stacks
 from reprospec.capture import Sink
 from reprospec.runmodels import ChildExit
@@ -124,6 +127,7 @@ class ChildHandle(Protocol):
 # Starts the attempt's root with the environment run_process built (token and stack dir
 # in) and the attempt's tag (watchdog.py), which the root must carry.
 Start = Callable[[Mapping[str, str], int], ChildHandle]
+
 
 class OutputLost(OSError):
     """The attempt's output could not be written (a full disk): the attempt was stopped.
@@ -267,13 +271,16 @@ def find_attempt_processes(
     uid = os.getuid()
     infos: dict[int, ProcInfo] = {}
     found: set[int] = set()
+    # The engine's helpers (its watchdog, preload servers) belong to no attempt; a
+    # server's children (its forks) are attempts all the same.
+    helpers = _helper_pids()
     candidates = own_tree()
     if candidates is None:
         candidates = _all_pids()
     elif root_pid is not None and root_pid not in candidates:
         candidates.append(root_pid)  # not ours (a test's own Popen): read it all the same
     for pid in candidates:
-        if pid == me:
+        if pid == me or pid in helpers:
             continue
         info = _proc_info(pid)
         if info is None:
@@ -282,9 +289,13 @@ def find_attempt_processes(
         if root_pid is not None and (pid == root_pid or info.pgid == root_pid):
             found.add(pid)
             continue
-        if tag is not None and info.ppid == me and watchdog.tag_of(pid) == tag:
-            found.add(pid)
-            continue
+        if tag is not None:
+            owner = watchdog.tag_of(pid)
+            if owner == tag:
+                found.add(pid)
+                continue
+            if watchdog.is_tag(owner):
+                continue  # another attempt's (running alongside): its environment is not read
         with contextlib.suppress(OSError):
             # Only our own processes can carry the token (and be read).
             if os.stat(f"/proc/{pid}").st_uid == uid and _has_token(pid, needle):  # noqa: PTH116
@@ -713,7 +724,61 @@ def popen_attempt(
     tag: int,
 ) -> subprocess.Popen[bytes]:
     """Start an attempt's root: its own session, stdin from /dev/null, stdout and stderr
-    piped, the attempt's tag and death with the engine (`_child_setup`)."""
+    piped, the attempt's tag and death with the engine.
+
+    Through the starter (starter.py) when this machine has one: the engine vforks it
+    and it sets the tag and the death signal, then execs the root. Else the same is
+    done by `_child_setup` in a preexec_fn. Either way a program that cannot be
+    executed raises the OSError Popen raises.
+    """
+    cores = native is not None and native.dumps_cores()
+    found = starter.find()
+    if found.path is not None:
+        program = _executable(argv[0], env, cwd)
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        try:
+            proc = subprocess.Popen(
+                # starter.c: ERRFD TAG PARENT CORES PATH ARGV0 [ARG...]
+                [
+                    str(found.path),
+                    str(write_end),
+                    str(tag),
+                    str(os.getpid()),
+                    "01"[cores],
+                    program,
+                    *argv,
+                ],
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=(write_end,),
+            )
+        except OSError as exc:
+            if exc.filename != str(found.path):
+                raise  # the working directory, not the starter
+            starter.lost(str(exc))
+        else:
+            os.close(write_end)
+            write_end = -1
+            try:
+                # EOF once the root is exec'd (close-on-exec); errno if it could not be.
+                failed = os.read(read_end, 4)
+            finally:
+                os.close(read_end)
+            if failed:
+                proc.wait()
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                raise starter.exec_error(failed, argv[0])
+            return proc
+        finally:
+            if write_end >= 0:
+                os.close(write_end)
+                os.close(read_end)
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -723,8 +788,37 @@ def popen_attempt(
         stderr=subprocess.PIPE,
         start_new_session=True,
         # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
-        preexec_fn=_child_setup(tag, os.getpid(), native.preexec() if native is not None else None),
+        preexec_fn=_child_setup(tag, os.getpid(), native_stacks.allow_cores if cores else None),
     )
+
+
+def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The file the root's exec runs: `name` when it holds a slash, else the first
+    executable file of that name on the child's PATH (as Popen looks it up)."""
+    if os.sep in name:
+        return name
+    for folder in os.get_exec_path(dict(env)):
+        candidate = os.path.join(cwd, folder, name)  # noqa: PTH118 (a relative PATH entry)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
+            return os.path.join(folder, name)  # noqa: PTH118
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+# The long-lived helpers started by start_helper (preload servers), by pid.
+_helpers: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _helper_pids() -> set[int]:
+    """The engine's own helpers, its watchdog and preload servers, while not reaped.
+
+    A helper not reaped keeps its pid (a zombie holds it), so no process of an
+    attempt can have it; once reaped, its pid may be anyone's and is not skipped.
+    """
+    pids = {pid for pid, proc in list(_helpers.items()) if proc.returncode is None}
+    dog = leftovers.watchdog_pid()
+    if dog is not None:
+        pids.add(dog)
+    return pids
 
 
 def start_helper(
@@ -736,7 +830,7 @@ def start_helper(
     `stop_helper` ends it and everything in its process group.
     """
     with log.open("ab") as out:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=dict(env),
@@ -746,6 +840,8 @@ def start_helper(
             start_new_session=True,
             pass_fds=tuple(pass_fds),
         )
+    _helpers[proc.pid] = proc
+    return proc
 
 
 def stop_helper(proc: subprocess.Popen[bytes], grace_s: float = 1.0) -> None:
@@ -755,10 +851,14 @@ def stop_helper(proc: subprocess.Popen[bytes], grace_s: float = 1.0) -> None:
         return  # it waited for its own children: nothing is left in its group
     except subprocess.TimeoutExpired:
         pass
+    finally:
+        if proc.returncode is not None:
+            _helpers.pop(proc.pid, None)
     # Still running, so its process group is still its own: no reused id is hit.
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    _helpers.pop(proc.pid, None)
 
 
 def run_process(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+
 class Progress:
     """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
 
@@ -97,10 +98,18 @@ class Progress:
 
 
 def results_table(run: RunResult) -> Table:
-    """One row per cell: verdict mark, cell, expected, what happened, rate."""
+    """One row per cell: verdict mark, cell, expected, what happened, rate.
+
+    A large run (as its report: more than LARGE_RUN_CELLS cells) gets one row per group
+    of alike cells, named by patterns: 256 rows of `pass` tell a terminal nothing.
+    """
     from rich.table import Table
 
+    from reprospec.report.tables import LARGE_RUN_CELLS
+
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
+    if len(run.cells) > LARGE_RUN_CELLS:
+        return _grouped(run, table)
     table.add_column("", no_wrap=True)
     table.add_column("cell", no_wrap=True)
     table.add_column("expected")
@@ -115,6 +124,33 @@ def results_table(run: RunResult) -> Table:
             text(attempts_phrase(cell.attempts)),
             text(rate_phrase(cell.rate)),
             cell.verdict,
+        )
+    return table
+
+
+def _grouped(run: RunResult, table: Table) -> Table:
+    from reprospec.report.environment import cell_environments
+    from reprospec.report.tables import result_groups
+
+    groups = result_groups(run, cell_environments(run.cells))
+    table.add_column("", no_wrap=True)
+    table.add_column("cells")
+    if any(group["env"] for group in groups):
+        table.add_column("environment")
+    table.add_column("expected")
+    table.add_column("actual")
+    table.add_column("attempts each", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for group in groups:
+        env = (text(group["env"]),) if len(table.columns) == 7 else ()
+        table.add_row(
+            group["mark"],
+            text(f"{group['count']}: " + "; ".join(group["cells"])),
+            *env,
+            text(group["expected"]),
+            text(group["actual"]),
+            text(group["rate"]),
+            group["verdict"],
         )
     return table
 

@@ -7,6 +7,7 @@ would cost it about 2 ms of a start-up held to 2x `python -c "import yaml"` (iss
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -57,13 +58,19 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     # Adaptive repeats start with a handful of attempts and add more while the
     # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).
     repeat = policy.first_attempts
+    # One copy of the environment for every cell's `env.X`: os.environ decodes each
+    # item on every read, and each cell and attempt builds its own context from it.
+    base_env = dict(os.environ)
     if options.observe:
         expectations = {cell.id: OBSERVE for cell in cells}
     else:
-        expectations = {cell.id: expectation_for(spec, cell) for cell in cells}
+        expectations = {cell.id: expectation_for(spec, cell, base_env=base_env) for cell in cells}
     # Round-robin over cells so the repeats of a flaky cell interleave with the others.
     attempts = tuple(
-        _with_options(plan_attempt(spec, cell, number, expectation=expectations[cell.id]), options)
+        _with_options(
+            plan_attempt(spec, cell, number, base_env=base_env, expectation=expectations[cell.id]),
+            options,
+        )
         for number in range(1, repeat + 1)
         for cell in cells
     )

@@ -50,7 +50,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
         "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
         "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",
-        "reprospec.preload",
+        "reprospec.preload", "reprospec.starter",
     )),
     ("classify", (
         "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",

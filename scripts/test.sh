@@ -24,16 +24,25 @@ if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_SLURM:-}" = "1" ]; then
 fi
 
 # Native stacks of crashes and hangs (reprospec/native.py) need gdb, and c++filt from
-# binutils for C++ names. In CI, or as root, install them when missing; elsewhere the
-# native-stack tests say "skipped: gdb not installed".
+# binutils for C++ names; the attempt starter (reprospec/starter.c) a C compiler and the
+# C library's headers. In CI, or as root, install them when missing; elsewhere those
+# tests say "skipped: gdb not installed" / "skipped: no C compiler".
+native_tools_missing() {
+  command -v gdb >/dev/null && command -v c++filt >/dev/null || return 0
+  # A compiler that builds against the C library's headers (libc6-dev), as starter.py does.
+  printf '#include <sys/syscall.h>\nint main(void) { return 0; }\n' \
+    | cc -x c -o /dev/null - >/dev/null 2>&1 || return 0
+  return 1
+}
 if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev/null \
-   && ! { command -v gdb >/dev/null && command -v c++filt >/dev/null; }; then
+   && native_tools_missing; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   export DEBIAN_FRONTEND=noninteractive
-  if ! $SUDO apt-get install -y --no-install-recommends gdb binutils >/tmp/reprospec-apt-gdb.log 2>&1; then
+  packages="gdb binutils gcc libc6-dev"
+  if ! $SUDO apt-get install -y --no-install-recommends $packages >/tmp/reprospec-apt-gdb.log 2>&1; then
     $SUDO apt-get update >>/tmp/reprospec-apt-gdb.log 2>&1  # stale package lists: refresh once
-    $SUDO apt-get install -y --no-install-recommends gdb binutils >>/tmp/reprospec-apt-gdb.log 2>&1 \
+    $SUDO apt-get install -y --no-install-recommends $packages >>/tmp/reprospec-apt-gdb.log 2>&1 \
       || { tail -n 20 /tmp/reprospec-apt-gdb.log >&2; exit 1; }
   fi
 fi

@@ -308,3 +308,28 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     junit = cli("report", str(result.latest_run()), "--format", "junit").stdout
     assert 'type="undecided"' in junit
     assert 'failures="1"' in junit
+
+
+def test_a_large_runs_results_table_groups_alike_cells(cli: Cli, tmp_path: Path) -> None:
+    """More than 32 cells: one row per group of alike cells (as the report), not one per cell."""
+    spec = tmp_path / "forty.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: forty\n"
+        f"matrix:\n  n: [{', '.join(str(n) for n in range(40))}]\n"
+        "command: [python, -c, 'import sys; sys.exit(int(sys.argv[1]) % 10 == 3)', "
+        "'${{ matrix.n }}']\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 1, result.stderr
+    table = result.stdout
+    rows = [line for line in table.splitlines() if line.startswith("│ ") and "│ n=" not in line]
+    # The failures first, then the rest; every cell counted once.
+    assert len(rows) == 2, table
+    assert "4: n=3|13|23|33" in rows[0]
+    assert "error exit 1" in rows[0]
+    assert "not-reproduced" in rows[0]
+    assert "36:" in rows[1]
+    assert "reproduced" in rows[1]
+    assert "36/40 cell(s) reproduced" in table
+    assert len(result.results()["cells"]) == 40

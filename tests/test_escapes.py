@@ -226,7 +226,7 @@ time.sleep(1000)
 
 
 def _start_engine(
-    tmp_path: Path, kill_after: list[int], *extra: str
+    tmp_path: Path, kill_after: list[int], *extra: str, env: dict[str, str] = ENV
 ) -> tuple[subprocess.Popen[str], Path]:
     (tmp_path / "tree.py").write_text(TREE)
     spec = tmp_path / "killed.yaml"
@@ -234,7 +234,7 @@ def _start_engine(
     out = tmp_path / "out"
     engine = subprocess.Popen(
         [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     kill_after.append(engine.pid)
     assert wait_until(lambda: (tmp_path / "leader.pid").exists() or engine.poll() is not None)
@@ -304,10 +304,18 @@ def test_an_engine_killed_with_sigkill_takes_its_attempt_and_temporary_folders_a
     assert list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))
 
 
+@pytest.mark.parametrize("way", ["starter", "preexec_fn"])
 def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
-    tmp_path: Path, kill_after: list[int]
+    tmp_path: Path, kill_after: list[int], way: str
 ) -> None:
-    engine, out = _start_engine(tmp_path, kill_after)
+    # The leader's death with its engine is set by the starter (starter.c), or, on a
+    # machine without a C compiler, by a preexec_fn (CC naming none, an empty cache).
+    cache = tmp_path / "cache"
+    env = {**ENV, "XDG_CACHE_HOME": str(cache)}
+    if way == "preexec_fn":
+        env["CC"] = "/no/such/cc"
+    engine, out = _start_engine(tmp_path, kill_after, env=env)
+    assert bool(list(cache.glob("reprospec/starter-*"))) is (way == "starter")
     pids = _attempt_pids(tmp_path)
     kill_after.extend(pids.values())
     shims = list(Path("/tmp").glob(f"reprospec-python-{engine.pid}-*"))
@@ -326,7 +334,7 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
     resumed = subprocess.run(
         [PY, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env=ENV,
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
     )  # fmt: skip
     # The resumed attempt exits at once (its script sees FIRST-DONE): a pass, not the hang.
     assert resumed.returncode == 1, resumed.stderr

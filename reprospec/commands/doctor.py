@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from reprospec import doctor, limits
+from reprospec import doctor, limits, starter
 from reprospec.envprobe import probe_environment
 
 MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
@@ -16,7 +16,8 @@ def run(args: argparse.Namespace) -> int:
     needs = _needs(args.spec) if getattr(args, "spec", None) else None
     python = getattr(args, "python", None) or sys.executable
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
-    checks = doctor.run_checks(env, needs)
+    found = starter.find()
+    checks = [*doctor.run_checks(env, needs), doctor.check_starter(found.ready, found.how)]
     if getattr(args, "json", False):
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")

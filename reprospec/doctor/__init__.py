@@ -2,13 +2,15 @@
 
 Each check is pass / warn / fail / skipped with one line of why and, unless it
 passed, one line of what to do. Without a GPU, GPU checks are skipped, never failed.
-`machine.py` checks the machine, `needs.py` what a spec needs of it; `check.py`
-holds what both are made of. Pure functions, no torch.
+`machine.py` checks the machine, `needs.py` what a spec needs of it, `engine.py`
+how the engine starts attempts here; `check.py` holds what they are made of. Pure
+functions, no torch.
 """
 
 from __future__ import annotations
 
 from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
+from reprospec.doctor.engine import check_starter
 from reprospec.doctor.machine import (
     arch_ok,
     check_arch_list,
@@ -63,6 +65,7 @@ __all__ = [
     "Status",
     "arch_ok",
     "batchformat_size",
+    "check_starter",
     "environment_mismatches",
     "needs_of",
     "run_checks",

@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.native.cores import (
     CORE_SIGNALS,
-    allow_cores,
     core_pattern,
     find_cores,
     move_core,
@@ -51,13 +50,11 @@ class Capture:
     hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, gdb is stopped
     core_timeout_s: float = CORE_GDB_TIMEOUT_S
 
-    def preexec(self) -> Callable[[], None] | None:
-        """The function to run in the child before exec: raises RLIMIT_CORE; None when useless."""
+    def dumps_cores(self) -> bool:
+        """Whether the attempt's root gets RLIMIT_CORE raised (allow_cores) before its exec."""
         if gdb_path() is None and not self.keep_cores:
-            return None  # nothing could read a core: do not write one
-        if core_pattern().piped:
-            return None
-        return allow_cores
+            return False  # nothing could read a core: do not write one
+        return not core_pattern().piped
 
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.

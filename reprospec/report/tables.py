@@ -51,6 +51,7 @@ class ResultGroup(TypedDict):
     """Alike cells of a large run's results table, as one row (see `result_groups`)."""
 
     mark: str
+    verdict: VerdictKind
     expected: str
     actual: str
     rate: str
@@ -178,6 +179,7 @@ def result_groups(run: RunResult, differs: CellEnvironments) -> list[ResultGroup
     return [
         {
             "mark": VERDICT_MARKS[verdict],
+            "verdict": verdict,
             "expected": expected,
             "actual": actual,
             "rate": rate,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec import capped, leftovers, limits, native, process, scratch
+from reprospec import capped, leftovers, limits, native, process, scratch, starter
 from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.childprotocol import (
     CELL_VAR,
@@ -108,6 +108,8 @@ class LocalRunner:
         """Check that the interpreter exists and runs; raises InfraError otherwise."""
         self._check_interpreter()
         self._shims()
+        # Found (or built, once per machine) now, not inside the first attempt's time.
+        starter.find()
 
     def _check_interpreter(self) -> str:
         with self._lock:

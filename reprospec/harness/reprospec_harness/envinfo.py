@@ -308,10 +308,28 @@ def distributions() -> dict[str, str]:
     """Every installed distribution of this interpreter, `pip list` style: name -> version."""
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"] if dist.metadata else None
+        name, version = _name_and_version(dist)
         if name and name not in found:  # the first on sys.path is the one imported
-            found[name] = dist.version
+            found[name] = version
     return dict(sorted(found.items(), key=lambda item: item[0].lower()))
+
+
+def _name_and_version(dist: importlib.metadata.Distribution) -> tuple[str | None, str]:
+    """Name and Version from the metadata's header lines.
+
+    `dist.metadata` runs the whole file (a long description included) through the email
+    parser, and `dist.version` does it again: two thirds of this capture's time, in
+    a child every run starts.
+    """
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    if text is None:
+        return None, ""
+    fields: dict[str, str] = {}
+    for line in text.partition("\n\n")[0].splitlines():
+        key, colon, value = line.partition(":")
+        if colon and key in ("Name", "Version") and key not in fields:
+            fields[key] = value.strip()
+    return fields.get("Name"), fields.get("Version", "")
 
 
 def capture_collect_env() -> JsonObject:
