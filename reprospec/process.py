@@ -734,61 +734,62 @@ def popen_attempt(
     cores = native is not None and native.dumps_cores()
     found = starter.find()
     if found.path is not None:
-        program = _executable(argv[0], env, cwd)
-        read_end, write_end = os.pipe2(os.O_CLOEXEC)
         try:
-            proc = subprocess.Popen(
-                # starter.c: ERRFD TAG PARENT CORES PATH ARGV0 [ARG...]
-                [
-                    str(found.path),
-                    str(write_end),
-                    str(tag),
-                    str(os.getpid()),
-                    "01"[cores],
-                    program,
-                    *argv,
-                ],
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=(write_end,),
-            )
+            return _through_starter(found.path, argv, env=env, cwd=cwd, tag=tag, cores=cores)
         except OSError as exc:
             if exc.filename != str(found.path):
-                raise  # the working directory, not the starter
+                raise  # the command, or the working directory: not the starter
             starter.lost(str(exc))
-        else:
-            os.close(write_end)
-            write_end = -1
-            try:
-                # EOF once the root is exec'd (close-on-exec); errno if it could not be.
-                failed = os.read(read_end, 4)
-            finally:
-                os.close(read_end)
-            if failed:
-                proc.wait()
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        pipe.close()
-                raise starter.exec_error(failed, argv[0])
-            return proc
+    # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
+    setup = _child_setup(tag, os.getpid(), native_stacks.allow_cores if cores else None)
+    return _popen_root(list(argv), env=env, cwd=cwd, preexec_fn=setup)
+
+
+def _through_starter(
+    path: Path, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, tag: int, cores: bool
+) -> subprocess.Popen[bytes]:
+    """Start the root through the starter; an exec that fails raises as Popen's would."""
+    program = _executable(argv[0], env, cwd)
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    try:
+        try:
+            # starter.c: ERRFD TAG PARENT CORES PATH ARGV0 [ARG...]
+            args = [str(path), str(write_end), str(tag), str(os.getpid()), "01"[cores], program]
+            proc = _popen_root([*args, *argv], env=env, cwd=cwd, pass_fds=(write_end,))
         finally:
-            if write_end >= 0:
-                os.close(write_end)
-                os.close(read_end)
+            os.close(write_end)  # the starter holds its own copy
+        # EOF once the root is exec'd (close-on-exec); errno if it could not be.
+        failed = os.read(read_end, 4)
+    finally:
+        os.close(read_end)
+    if failed:
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        raise starter.exec_error(failed, argv[0])
+    return proc
+
+
+def _popen_root(
+    args: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    pass_fds: tuple[int, ...] = (),
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.Popen[bytes]:
+    """The root's process, either way: own session, stdin from /dev/null, output piped."""
     return subprocess.Popen(
-        list(argv),
+        args,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        # The tag and PR_SET_PDEATHSIG; RLIMIT_CORE with `native`: the child's only.
-        preexec_fn=_child_setup(tag, os.getpid(), native_stacks.allow_cores if cores else None),
+        pass_fds=pass_fds,
+        preexec_fn=preexec_fn,
     )
 
 

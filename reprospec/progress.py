@@ -135,14 +135,15 @@ def _grouped(run: RunResult, table: Table) -> Table:
     groups = result_groups(run, cell_environments(run.cells))
     table.add_column("", no_wrap=True)
     table.add_column("cells")
-    if any(group["env"] for group in groups):
+    with_env = any(group["env"] for group in groups)
+    if with_env:
         table.add_column("environment")
     table.add_column("expected")
     table.add_column("actual")
     table.add_column("attempts each", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for group in groups:
-        env = (text(group["env"]),) if len(table.columns) == 7 else ()
+        env = (text(group["env"]),) if with_env else ()
         table.add_row(
             group["mark"],
             text(f"{group['count']}: " + "; ".join(group["cells"])),
