@@ -18,7 +18,6 @@ one instance from another.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -141,6 +140,8 @@ def start_spread(cells: Iterable[CellResult]) -> str | None:
         return None
     over = plural(len(spreads), "attempt")
     if len(spreads) > 2:
+        import statistics  # here: with fractions and decimal, 2 ms of every run's start-up
+
         over += f", median {_ms(statistics.median(spreads))}"
     return f"at most {_ms(max(spreads))} apart ({over})"
 

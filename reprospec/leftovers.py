@@ -243,9 +243,15 @@ class Flight:
     def _write(self) -> None:
         if self.path is None:
             return
+        # Written aside and renamed: a reader sees the whole record or none. os calls, no
+        # file object: one record per attempt, and a file object costs three more calls.
         tmp = self.path.with_name(f".{self.path.name}.tmp")
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps(self.data.to_dict()), encoding="utf-8")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, json.dumps(self.data.to_dict()).encode("utf-8"))
+            finally:
+                os.close(fd)
             tmp.replace(self.path)
 
 

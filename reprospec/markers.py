@@ -19,14 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-import regex
-
 from reprospec import patterns
 from reprospec.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.jsontypes import JsonObject
 from reprospec.models import Marker
 
 if TYPE_CHECKING:
+    import regex
+
     from reprospec.capture import EventWriter
 
 # A newline-less flood must not grow the line buffer or make the regexes slow.
@@ -37,8 +37,9 @@ MAX_EVENT_LINE_CHARS = 1000
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
-# (named here: the marker's field `regex` would hide the module in the class body)
-Pattern: TypeAlias = regex.Pattern[str]
+# (named here: the marker's field `regex` would hide the module in the class body; a
+# string, since `regex` is imported only by a spec with markers: patterns.py)
+Pattern: TypeAlias = "regex.Pattern[str]"
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,14 @@ class CompiledMarker:
 
 def compile_markers(markers: Iterable[Marker]) -> tuple[tuple[CompiledMarker, ...], list[str]]:
     """Compile marker regexes: (the valid ones, warnings naming the invalid ones)."""
+    wanted = tuple(markers)
+    if not wanted:
+        return (), []
+    import regex  # only a spec with markers pays for it (patterns.py)
+
     compiled: list[CompiledMarker] = []
     warnings: list[str] = []
-    for marker in markers:
+    for marker in wanted:
         try:
             pattern = patterns.compile_bounded(marker.pattern)
         except (regex.error, ValueError, OverflowError, RecursionError) as exc:

@@ -164,8 +164,7 @@ def execute(
             keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
         if keeper.failure is None:
             try:
-                for cell in result.cells:
-                    store.finish_cell(run_id, cell)
+                store.finish_cells(run_id, result.cells)
                 store.finish_run(
                     run_id,
                     "interrupted" if interrupted else "finished",

@@ -24,6 +24,7 @@ import ctypes
 import dataclasses
 import errno
 import fcntl
+import functools
 import os
 import resource
 import selectors
@@ -33,7 +34,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,6 +71,8 @@ _subreaper_done = False
 # The tags of the attempts running now: a stray tagged zombie of no running attempt is
 # reaped by whichever attempt ends next.
 _running_tags: set[int] = set()
+# The roots this engine started itself (popen_attempt) and has not yet waited for.
+_running_roots: set[int] = set()
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
@@ -142,8 +144,9 @@ def utc_now() -> str:
 
 
 def new_token() -> str:
-    """A fresh attempt token."""
-    return uuid.uuid4().hex
+    """A fresh attempt token: 32 random hex digits (what uuid4 gives, without importing
+    uuid, which imports platform, at every start-up)."""
+    return os.urandom(16).hex()
 
 
 def become_subreaper() -> bool:
@@ -170,8 +173,17 @@ def become_subreaper() -> bool:
 # scan reads files of every process of the machine (33 ms at 1,085 processes, issue 15).
 # Those lines carry a PTH noqa.
 def _read(path: str) -> bytes:
-    with open(path, "rb") as f:  # noqa: PTH123
-        return f.read()
+    # os calls, no file object: open() adds an fstat, an isatty ioctl and an lseek to every
+    # file, and the engine reads a dozen of these per attempt (issue 15). /proc files are
+    # made on read; read until the end, since a large one comes in several pieces.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _proc_info(pid: int) -> ProcInfo | None:
@@ -542,6 +554,27 @@ def _own_children() -> list[int]:
     return pids
 
 
+def _only_known_children() -> bool:
+    """Whether every child of the engine is a root of a running attempt or a helper.
+
+    Then no process of an attempt that just ended (its root waited for) is left
+    anywhere, and no stray of an earlier one: the engine is a subreaper, so a process
+    that outlives its parent, or a zombie nobody reaped, becomes the engine's own child,
+    never another attempt's. The search of `find_attempt_processes` and the zombie
+    sweep read /proc files of every process of the running attempts, about 0.2 ms per
+    attempt (issue 15); one look at the engine's children settles most attempts.
+    """
+    if not _subreaper_done:
+        return False
+    known = _running_roots | _helper_pids()
+    try:
+        tasks = os.listdir("/proc/self/task")  # noqa: PTH208
+        children = [_read(f"/proc/self/task/{task}/children").split() for task in tasks]
+    except OSError:
+        return False  # a thread that just ended, or no `children` files: search
+    return all(int(pid) in known for pids in children for pid in pids)
+
+
 def _exit_of(pid: int, status: int, cmdline: str) -> ChildExit | None:
     if os.WIFSIGNALED(status):
         return ChildExit(pid, cmdline, signal=signal_name(os.WTERMSIG(status)))
@@ -783,14 +816,20 @@ def _popen_root(
     return subprocess.Popen(
         args,
         cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
+        env=env,
+        stdin=_devnull(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
         pass_fds=pass_fds,
         preexec_fn=preexec_fn,
     )
+
+
+@functools.cache
+def _devnull() -> int:
+    # Every root's stdin: opened once (Popen's DEVNULL opens and closes it per child).
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
@@ -911,6 +950,12 @@ def run_process(
         stderr.close()
         remove_folder(stack_dir)
         raise
+    # A fork of a preload server is the server's child: its strays are looked for as ever.
+    own_root = start is None
+    if own_root:
+        _running_roots.add(proc.pid)
+    # Whether nothing of the attempt can be left: then no search, and no zombie to reap.
+    nothing_left = False
     warnings: list[str] = []
     timed_out = interrupted = False
     stack: Path | None = None
@@ -952,7 +997,9 @@ def run_process(
         else:
             proc.wait()
             duration = time.monotonic() - begin
-            procs = find_attempt_processes(token, proc.pid, tag)
+            _running_roots.discard(proc.pid)
+            nothing_left = own_root and _only_known_children()
+            procs = {} if nothing_left else find_attempt_processes(token, proc.pid, tag)
             child_exits = reap_orphans(procs, proc.pid)
             left = {pid: info for pid, info in procs.items() if info.alive}
             if left:
@@ -977,8 +1024,10 @@ def run_process(
             kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
         _running_tags.discard(tag)
-        # Dead strays of attempts that already ended: nobody else will reap them.
-        reap_tagged_zombies(None, None)
+        _running_roots.discard(proc.pid)
+        if not nothing_left:
+            # Dead strays of attempts that already ended: nobody else will reap them.
+            reap_tagged_zombies(None, None)
         flight.end()
         pump.close()
         for pipe in (proc.stdout, proc.stderr):

@@ -12,7 +12,8 @@ attempt gets
 attempt folder), and both folders are removed after the attempt, their size
 and file count recorded as a warning of the attempt. A local attempt whose
 folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH) gets a
-fresh `reprospec-tmp-*` folder of the machine's temporary directory instead.
+fresh folder under the engine's own `reprospec-tmp-<pid>-*` folder of the machine's
+temporary directory instead.
 
 /dev/shm is the machine's (the local runner; a container has its own): the
 named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
@@ -27,12 +28,15 @@ it appeared, which may be another engine's.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fnmatch
 import functools
+import itertools
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -77,19 +81,61 @@ def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
     cache.mkdir(parents=True, exist_ok=True)
     tmp = attempt_dir / TMP
     if socket_safe and len(str(tmp.absolute())) > MAX_TMPDIR_LENGTH:
-        base = _short_tmp()
-        _sweep_orphans(base)
-        prefix = f"{ORPHAN_PREFIX}{os.getpid()}-"
-        short = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-        leftovers.watch_path(short)  # removed by the watchdog if the engine is killed
-        return Scratch(short, cache)
+        return Scratch(_short_folder(), cache)
     tmp.mkdir(parents=True, exist_ok=True)
     return Scratch(tmp, cache)
 
 
-# A short TMPDIR is named after the engine's pid, so a later engine can tell the
-# folders of an engine that was killed (SIGKILL: no cleanup ran) and remove them.
+# A short TMPDIR is a numbered folder of the engine's own folder, named after its pid, so
+# a later engine can tell the folder of an engine that was killed (SIGKILL: no cleanup
+# ran) and remove it. One folder per engine, made and watched once, not one per attempt:
+# a mkdtemp and two words to the watchdog per attempt add up over hundreds of short
+# attempts (issue 15).
 ORPHAN_PREFIX = "reprospec-tmp-"
+_engine_folders: dict[tuple[str, int], Path] = {}
+_engine_lock = threading.Lock()
+_numbers = itertools.count(1)
+
+
+def _short_folder() -> Path:
+    """A new empty folder for one attempt, under the engine's own short folder."""
+    base = _short_tmp()
+    for _ in range(100):
+        root = _engine_folder(base)
+        folder = root / str(next(_numbers))
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue  # made by an attempt (its TMPDIR/..): the next number
+        except FileNotFoundError:
+            # Someone removed the engine's folder (a /tmp cleaner, an attempt): a new one.
+            with _engine_lock:
+                if _engine_folders.get((base, os.getpid())) == root:
+                    del _engine_folders[(base, os.getpid())]
+            continue
+        return folder
+    raise FileExistsError(f"could not make a new temporary folder in {base}")
+
+
+def _engine_folder(base: str) -> Path:
+    # Keyed by pid too: a forked engine (a test's) makes its own.
+    key = (base, os.getpid())
+    with _engine_lock:
+        root = _engine_folders.get(key)
+        if root is None:
+            _sweep_orphans(base)
+            root = Path(tempfile.mkdtemp(prefix=f"{ORPHAN_PREFIX}{os.getpid()}-", dir=base))
+            leftovers.watch_path(root)  # removed by the watchdog if the engine is killed
+            atexit.register(_remove_engine_folder, root, os.getpid())
+            _engine_folders[key] = root
+        return root
+
+
+def _remove_engine_folder(root: Path, owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a forked child of the engine that exits: the folder is not its own
+    shutil.rmtree(root, ignore_errors=True)
+    leftovers.unwatch_path(root)
 
 
 def sweep_orphans(base: str, prefix: str = ORPHAN_PREFIX) -> None:
@@ -139,8 +185,6 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
             if folder.exists():
                 left.append(str(folder))
                 continue
-        if variable == "TMPDIR" and folder.name.startswith(ORPHAN_PREFIX):
-            leftovers.unwatch_path(folder)
     warnings = []
     if parts:
         warnings.append("removed what the attempt left in its private " + "; ".join(parts))

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -102,7 +101,7 @@ def _compiler() -> list[str] | None:
 
 def _variants() -> list[tuple[str, tuple[str, ...]]]:
     """The builds to try, best first: raw system calls where starter.c has them, then libc."""
-    machine = platform.machine().lower()
+    machine = os.uname().machine.lower()
     variants: list[tuple[str, tuple[str, ...]]] = [("libc", _LIBC_FLAGS)]
     if machine in _NOLIBC_MACHINES:
         variants.insert(0, ("raw system calls", _NOLIBC_FLAGS))
@@ -119,7 +118,7 @@ def locate(folder: Path) -> Starter:
     failures: list[str] = []
     for label, flags in _variants():
         key = hashlib.sha256(
-            b"\0".join([source, *(f.encode() for f in flags), platform.machine().encode()])
+            b"\0".join([source, *(f.encode() for f in flags), os.uname().machine.encode()])
         ).hexdigest()[:16]
         path = folder / f"starter-{key}"
         if path.is_file() and _works(path):

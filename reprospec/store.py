@@ -538,21 +538,24 @@ class Store:
                 for cell_id, number in keys
             )
 
-    def finish_cell(self, run_id: str, cell: CellResult) -> None:
-        """Store a cell's verdict (its attempts are stored one by one as they end)."""
+    def finish_cells(self, run_id: str, cells: Iterable[CellResult]) -> None:
+        """Store the cells' verdicts in one commit (their attempts are stored as they end)."""
         with self._write() as db:
-            db.execute(
+            db.executemany(
                 "INSERT OR REPLACE INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    cell.cell.id,
-                    cell.cell.index,
-                    _json(dict(cell.cell.matrix)),
-                    _json(cell.expected.to_dict()),
-                    cell.verdict,
-                    cell.reason,
-                    _json(cell.rate.to_dict()),
-                ),
+                [
+                    (
+                        run_id,
+                        cell.cell.id,
+                        cell.cell.index,
+                        _json(dict(cell.cell.matrix)),
+                        _json(cell.expected.to_dict()),
+                        cell.verdict,
+                        cell.reason,
+                        _json(cell.rate.to_dict()),
+                    )
+                    for cell in cells
+                ],
             )
 
     def finish_run(

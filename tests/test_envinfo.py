@@ -196,3 +196,83 @@ def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says
     assert len(ours) > 10
     assert "PyYAML" in ours
     assert ours["torch"].startswith("2.13.0")
+
+
+# Folders of installed distributions in the shapes importlib.metadata finds: a .dist-info
+# folder, an .egg-info folder, an .egg-info file, one shadowed by an earlier sys.path entry.
+SITE_A = {
+    "Foo_Bar-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: foo.bar\nVersion: 1.0\n\nabout",
+    "Shadowed-2.0.dist-info/METADATA": "Name: Shadowed\nVersion: 2.0\n",
+    "eggy.egg-info/PKG-INFO": "Name: eggy\nVersion: 0.2\n",
+    "legacy.egg-info": "Metadata-Version: 1.0\nName: legacy\nVersion: 0.3\n",
+}
+SITE_B = {"shadowed-1.0.dist-info/METADATA": "Name: Shadowed\nVersion: 1.0\n"}
+COMPARE = (
+    "import importlib.metadata as m, json, sys\n"
+    "from reprospec_harness import envinfo\n"
+    "parsed = {}\n"
+    "for d in m.distributions():\n"
+    "    name = d.metadata['Name'] if d.metadata else None\n"
+    "    if name and name not in parsed:\n"
+    "        parsed[name] = d.version\n"
+    "names = ['foo-bar', 'Foo.Bar', 'shadowed', 'eggy', 'legacy', 'zipped', 'absent']\n"
+    "def version(n):\n"
+    "    try:\n"
+    "        return m.version(n)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        return None\n"
+    "print(json.dumps([\n"
+    "    envinfo._distribution_folders() is not None,\n"
+    "    [envinfo.distributions(), parsed],\n"
+    "    [{n: envinfo._packages(names)[n] for n in names}, {n: version(n) for n in names}],\n"
+    "]))\n"
+)
+
+
+def _site(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def _compare(path: list[Path]) -> tuple[bool, list[Any], list[Any]]:
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(p) for p in path]!r}\n"
+         + COMPARE],
+        capture_output=True, text=True, check=True, cwd=HARNESS_ROOT, timeout=120,
+    )  # fmt: skip
+    fast, dists, versions = json.loads(done.stdout)
+    return fast, dists, versions
+
+
+def test_distributions_found_in_folders_are_the_ones_importlib_metadata_finds(
+    tmp_path: Path,
+) -> None:
+    """Without importing importlib.metadata: the same list, the same versions, the first on
+    sys.path winning, every shape of metadata a folder of sys.path holds."""
+    a = _site(tmp_path / "a", SITE_A)
+    b = _site(tmp_path / "b", SITE_B)
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT), a, b])
+    assert fast
+    assert ours == parsed
+    assert {k: ours[k] for k in ("foo.bar", "Shadowed", "eggy", "legacy")} == {
+        "foo.bar": "1.0", "Shadowed": "2.0", "eggy": "0.2", "legacy": "0.3",
+    }  # fmt: skip
+    assert versions == expected
+    assert versions["Foo.Bar"] == "1.0"
+    assert versions["absent"] is None
+
+
+def test_a_zip_on_sys_path_is_read_by_importlib_metadata(tmp_path: Path) -> None:
+    import zipfile
+
+    a = _site(tmp_path / "a", SITE_A)
+    archive = tmp_path / "z.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped-0.1.dist-info/METADATA", "Name: zipped\nVersion: 0.1\n")
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT), a, archive])
+    assert not fast
+    assert ours == parsed
+    assert ours["zipped"] == "0.1"
+    assert versions == expected

@@ -162,6 +162,57 @@ def test_dead_orphans_are_reaped_while_the_attempt_runs(tmp_path: Path) -> None:
     assert len(exits) == 6, ex.child_exits  # type: ignore[attr-defined]
 
 
+# The root of an attempt that leaves a process behind (a setsid'd sleeper) and one whose
+# child is a zombie it never waited for, while another attempt of the engine runs on.
+LEAVER = """\
+import os, subprocess, sys
+folder = sys.argv[1]
+subprocess.Popen(["sleep", "1000"], start_new_session=True, env={})
+if os.fork() == 0:
+    os._exit(7)
+"""
+WAITER = """\
+import os, sys, time
+folder = sys.argv[1]
+open(os.path.join(folder, "waiting"), "w").close()
+while not os.path.exists(os.path.join(folder, "finish")):
+    time.sleep(0.02)
+"""
+
+
+def test_what_an_attempt_leaves_is_found_while_other_attempts_run(tmp_path: Path) -> None:
+    """The engine's children are the other attempts' roots, and the strays: a stray of the
+    attempt that ended is never taken for a running attempt's process, nor missed."""
+    runner = LocalRunner()
+    other: dict[str, object] = {}
+    waiting = tmp_path / "other"
+    waiting.mkdir()
+    thread = threading.Thread(
+        target=lambda: other.update(
+            ex=runner.run(attempt_plan([PY, "-c", WAITER, str(waiting)], tmp_path),
+                          tmp_path / "other-logs")
+        )
+    )  # fmt: skip
+    thread.start()
+    try:
+        assert wait_until(lambda: (waiting / "waiting").exists())
+        leaver = attempt_plan([PY, "-c", LEAVER, str(tmp_path)], tmp_path)
+        ex = runner.run(leaver, tmp_path / "logs")
+        assert thread.is_alive()  # the other attempt still ran when this one ended
+    finally:
+        (waiting / "finish").touch()
+        thread.join()
+    assert ex.returncode == 0
+    left = [w for w in ex.warnings if "left behind by the attempt" in w]
+    assert len(left) == 1, ex.warnings
+    assert "sleep 1000" in left[0]
+    assert [e.exit_code for e in ex.child_exits if e.exit_code == 7] == [7], ex.child_exits
+    assert other["ex"].returncode == 0  # type: ignore[attr-defined]
+    assert other["ex"].warnings == ()  # type: ignore[attr-defined]
+    assert other["ex"].child_exits == ()  # type: ignore[attr-defined]
+    assert not [c for c in psutil.Process().children() if "sleep" in " ".join(c.cmdline())]
+
+
 ZOMBIE_SPEC = """\
 reprospec: 1
 name: zombies

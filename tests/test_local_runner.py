@@ -436,13 +436,43 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
     assert ex.returncode == 0, ex.stderr_path.read_text()
     address = Path(ex.stdout_path.read_text().strip())
     tmpdir = address.parent.parent
-    assert tmpdir.name.startswith("reprospec-tmp-")
+    assert tmpdir.parent.name.startswith("reprospec-tmp-")
     assert not tmpdir.exists()
     assert not (attempt_dir / "tmp").exists()
     assert not (attempt_dir / "cache").exists()
     assert ex.warnings == (
         "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
     )
+
+
+def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path: Path) -> None:
+    """Deep attempt folders get numbered TMPDIRs in one folder of the engine's, made once;
+    each is removed after its attempt, and the engine's folder when the engine exits."""
+    base = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))  # short: used as it is
+    try:
+        spec = tmp_path / "s.yaml"
+        spec.write_text(
+            "reprospec: 1\nname: short\nmatrix:\n  n: [1, 2, 3]\n"
+            "command: [python, -c, 'import os; print(os.environ[\"TMPDIR\"])']\n"
+            "expect: {outcome: pass}\n"
+        )
+        out = tmp_path / ("deep-" + "d" * 60)
+        done = subprocess.run(
+            [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "2"],
+            env={**os.environ, "TMPDIR": str(base), "NO_COLOR": "1"},
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        used = sorted(Path(p.read_text().strip()) for p in out.glob("runs/*/cells/*/1/stdout.log"))
+        assert len(used) == 3
+        (engine_folder,) = {path.parent for path in used}
+        assert engine_folder.parent == base
+        assert engine_folder.name.startswith("reprospec-tmp-")
+        assert len({path.name for path in used}) == 3  # one fresh folder per attempt
+        # Every one removed, the engine's folder too (jinja2 may keep its cache there).
+        assert [p for p in base.iterdir() if p.name.startswith("reprospec-tmp-")] == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def _record(store: Store, run: RunResult, status: str = "finished") -> None:
     for cell in run.cells:
         for attempt in cell.attempts:
             store.record_attempt(run.run_id, cell.cell.id, attempt)
-        store.finish_cell(run.run_id, cell)
+    store.finish_cells(run.run_id, run.cells)
     store.finish_run(run.run_id, status, environment=run.environment, finished=run.finished)
 
 

@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from reprospec.bundle import is_bundle
 from reprospec.errors import UsageError
 from reprospec.logtext import printable
 from reprospec.options import RunOptions, Shard
@@ -45,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.spec is None:
             raise UsageError("run needs a SPEC (or --resume RUN)")
-        if is_bundle(args.spec):
+        if _is_bundle(args.spec):
             from_bundle(args, out)
         options = options_from_args(args, command_line=_command_line())
         # The spec is validated before anything is written: a bad spec creates no store.
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_run(spec, options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    if resume is None and given and (is_report(given) or is_bundle(given)) and not args.yes:
+    if resume is None and given and (is_report(given) or _is_bundle(given)) and not args.yes:
         confirm_foreign(given, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
@@ -249,3 +248,12 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
+
+
+def _is_bundle(path: str | Path) -> bool:
+    # By name first: the bundle module (tarfile, hashlib) is imported only for an archive.
+    if not str(path).lower().endswith((".tar.gz", ".tgz")):
+        return False
+    from reprospec.bundle import is_bundle
+
+    return is_bundle(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -96,9 +97,13 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
     Creates the folder and an empty events.jsonl, so a child that writes no event
     still leaves the file the run folder promises.
     """
-    log_dir.mkdir(parents=True, exist_ok=True)
     events_path = log_dir / "events.jsonl"
-    events_path.touch()
+    try:
+        _create(events_path)
+    except FileNotFoundError:
+        # The run folder made it already (RunFolder.attempt_dir); a test's runner call may not.
+        log_dir.mkdir(parents=True, exist_ok=True)
+        _create(events_path)
     return {
         "cell_id": plan.cell.id,
         "attempt": plan.attempt,
@@ -110,6 +115,11 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
         # A workload's main process is the harness; a command's is the spec's own program.
         "harness": plan.workload is not None,
     }
+
+
+def _create(path: Path) -> None:
+    """Create `path` if missing, as `touch` (which first tries to set its time) does."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
 def infra_execution(

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
+import importlib.machinery
 import json
 import multiprocessing
 import os
@@ -18,8 +18,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .values import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 ENV_PREFIXES = (
     "CUDA_",
@@ -260,13 +264,27 @@ def _nvcc() -> JsonObject:
 
 
 def _packages(names: Iterable[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in dict.fromkeys([*DEFAULT_PACKAGES, *(requirement_name(n) for n in names)]):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    wanted = dict.fromkeys([*DEFAULT_PACKAGES, *(requirement_name(n) for n in names)])
+    folders = _distribution_folders()
+    if folders is None:
+        import importlib.metadata
+
+        out: dict[str, str | None] = {}
+        for name in wanted:
+            try:
+                out[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                out[name] = None
+        return out
+    # As importlib.metadata.version: the first folder on sys.path named for the package.
+    first: dict[str, str] = {}
+    for folder in folders:
+        first.setdefault(_normalized(_folder_project(folder)), folder)
+    versions: dict[str, str | None] = {}
+    for name in wanted:
+        where = first.get(_normalized(name))
+        versions[name] = (_name_and_version(where)[1] or None) if where else None
+    return versions
 
 
 def _env_vars() -> dict[str, str]:
@@ -307,21 +325,81 @@ def _libc() -> str | None:
 def distributions() -> dict[str, str]:
     """Every installed distribution of this interpreter, `pip list` style: name -> version."""
     found: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():
-        name, version = _name_and_version(dist)
+    folders = _distribution_folders()
+    if folders is None:
+        import importlib.metadata
+
+        pairs = [_name_and_version(dist) for dist in importlib.metadata.distributions()]
+    else:
+        pairs = [_name_and_version(folder) for folder in folders]
+    for name, version in pairs:
         if name and name not in found:  # the first on sys.path is the one imported
             found[name] = version
     return dict(sorted(found.items(), key=lambda item: item[0].lower()))
 
 
-def _name_and_version(dist: importlib.metadata.Distribution) -> tuple[str | None, str]:
-    """Name and Version from the metadata's header lines.
+# importlib.metadata costs 15-25 ms to import (the email package comes with it), in the
+# engine's probe of every run and in every workload's main process. Where every
+# distribution is a folder of a sys.path folder, which is the usual case, those folders are
+# listed here, as importlib.metadata's path finder lists them; anything else (a zip or an
+# egg on sys.path, a finder that finds distributions of its own) goes to importlib.metadata.
+_INFO_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def _distribution_folders() -> list[str] | None:
+    """The metadata folders (and files) of sys.path, in import order; None: ask importlib."""
+    finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
+    if finders != [importlib.machinery.PathFinder]:
+        return None
+    found: list[str] = []
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)  # noqa: PTH208 (names only, a path entry's worth)
+        except NotADirectoryError:
+            return None  # a zip file on sys.path
+        except OSError:
+            continue  # missing, unreadable: importlib.metadata skips it as well
+        egg = folder.lower().endswith(".egg")
+        for name in names:
+            low = name.lower()
+            if low.endswith(_INFO_SUFFIXES) or (egg and low == "egg-info"):
+                found.append(os.path.join(folder, name))  # noqa: PTH118
+    return found
+
+
+def _folder_project(folder: str) -> str:
+    """`torch-2.13.0.dist-info` -> `torch` (importlib.metadata's reading of the name)."""
+    return os.path.basename(folder).rpartition(".")[0].partition("-")[0]  # noqa: PTH119
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _metadata_text(source: str | importlib.metadata.Distribution) -> str | None:
+    if not isinstance(source, str):
+        # "": an .egg-info file is the metadata itself (as Distribution.metadata reads it).
+        return source.read_text("METADATA") or source.read_text("PKG-INFO") or source.read_text("")
+    # A .dist-info folder, an .egg-info folder, or an .egg-info file (the metadata itself).
+    for path in (os.path.join(source, "METADATA"), os.path.join(source, "PKG-INFO"), source):  # noqa: PTH118
+        try:
+            with open(path, encoding="utf-8") as handle:  # noqa: PTH123
+                return handle.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
+def _name_and_version(source: str | importlib.metadata.Distribution) -> tuple[str | None, str]:
+    """Name and Version from the metadata's header lines (`source`: a folder of
+    `_distribution_folders`, or importlib's Distribution).
 
     `dist.metadata` runs the whole file (a long description included) through the email
     parser, and `dist.version` does it again: two thirds of this capture's time, in
     a child every run starts.
     """
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+    text = _metadata_text(source)
     if text is None:
         return None, ""
     fields: dict[str, str] = {}
