@@ -210,7 +210,8 @@ def test_what_an_attempt_leaves_is_found_while_other_attempts_run(tmp_path: Path
     assert other["ex"].returncode == 0  # type: ignore[attr-defined]
     assert other["ex"].warnings == ()  # type: ignore[attr-defined]
     assert other["ex"].child_exits == ()  # type: ignore[attr-defined]
-    assert not [c for c in psutil.Process().children() if "sleep" in " ".join(c.cmdline())]
+    sleeper = int(left[0].rpartition(": ")[2].split()[0])
+    assert gone(sleeper)
 
 
 ZOMBIE_SPEC = """\
