@@ -177,21 +177,9 @@ def test_the_harness_masks_the_names_the_engine_masks() -> None:
 def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says() -> None:
     """envinfo reads Name and Version from the metadata's header lines (no email parser):
     the same list as importlib.metadata's own parse, for every distribution installed here."""
-    code = (
-        "import importlib.metadata as m, json\n"
-        "from reprospec_harness import envinfo\n"
-        "parsed = {}\n"
-        "for d in m.distributions():\n"
-        "    name = d.metadata['Name'] if d.metadata else None\n"
-        "    if name and name not in parsed:\n"
-        "        parsed[name] = d.version\n"
-        "print(json.dumps([envinfo.distributions(), parsed]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True, text=True, check=True, cwd=HARNESS_ROOT, timeout=120,
-    )  # fmt: skip
-    ours, parsed = json.loads(done.stdout)
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT)])
+    assert fast
+    assert versions == expected
     assert ours == parsed
     assert len(ours) > 10
     assert "PyYAML" in ours
