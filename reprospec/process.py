@@ -235,6 +235,13 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+def _tree_readable() -> bool:
+    """Whether the engine's own tree holds every process of its attempts, and can be read:
+    it is a subreaper, and the kernel has the `children` files."""
+    here = f"/proc/self/task/{threading.get_native_id()}/children"
+    return _subreaper_done and os.path.exists(here)  # noqa: PTH110
+
+
 def own_tree() -> list[int] | None:
     """Every descendant of this engine, or None when that cannot stand for the whole machine.
 
@@ -245,8 +252,7 @@ def own_tree() -> list[int] | None:
     processes, more than a `python -c pass` attempt). Without the subreaper, or without
     the kernel's `children` files, callers scan all of /proc as before.
     """
-    here = f"/proc/self/task/{threading.get_native_id()}/children"
-    if not _subreaper_done or not os.path.exists(here):  # noqa: PTH110
+    if not _tree_readable():
         return None
     seen: list[int] = []
     stack = _children_of(os.getpid())
@@ -543,15 +549,7 @@ def reap_orphans(procs: Mapping[int, ProcInfo], root_pid: int | None) -> tuple[C
 
 def _own_children() -> list[int]:
     """The pids of this process's children (every thread's), from /proc."""
-    pids: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")  # noqa: PTH208
-    except OSError:
-        return pids
-    for task in tasks:
-        with contextlib.suppress(OSError, ValueError):
-            pids.extend(int(p) for p in _read(f"/proc/self/task/{task}/children").split())
-    return pids
+    return _children_of(os.getpid())
 
 
 def _only_known_children() -> bool:
@@ -564,15 +562,10 @@ def _only_known_children() -> bool:
     sweep read /proc files of every process of the running attempts, about 0.2 ms per
     attempt (issue 15); one look at the engine's children settles most attempts.
     """
-    if not _subreaper_done:
+    if not _tree_readable():
         return False
     known = _running_roots | _helper_pids()
-    try:
-        tasks = os.listdir("/proc/self/task")  # noqa: PTH208
-        children = [_read(f"/proc/self/task/{task}/children").split() for task in tasks]
-    except OSError:
-        return False  # a thread that just ended, or no `children` files: search
-    return all(int(pid) in known for pids in children for pid in pids)
+    return all(pid in known for pid in _own_children())
 
 
 def _exit_of(pid: int, status: int, cmdline: str) -> ChildExit | None:

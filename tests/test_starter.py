@@ -66,35 +66,39 @@ def _start(argv: list[str], tmp_path: Path, tag: int) -> tuple[int, bytes, bytes
 # -- building ------------------------------------------------------------------------------
 
 
+def _built(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A starter built (or found) in `folder` with the machine's own compiler: its path,
+    and how it was had."""
+    require_compiler()
+    monkeypatch.delenv("CC", raising=False)
+    built = starter.locate(folder)
+    assert built.path is not None, built.how
+    return built.path, built.how
+
+
 def test_a_starter_is_built_once_then_reused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    require_compiler()
-    monkeypatch.delenv("CC", raising=False)
-    built = starter.locate(tmp_path)
-    assert built.path is not None, built.how
-    assert "built with" in built.how
-    assert built.path.parent == tmp_path
-    assert built.path.stat().st_mode & stat.S_IXUSR
+    built, how = _built(tmp_path, monkeypatch)
+    assert "built with" in how
+    assert built.parent == tmp_path
+    assert built.stat().st_mode & stat.S_IXUSR
     # No compiler now: the kept one is reused, not rebuilt (and no temporary is left).
     monkeypatch.setenv("CC", NO_COMPILER)
     again = starter.locate(tmp_path)
-    assert again.path == built.path
+    assert again.path == built
     assert "built with" not in again.how
-    assert [p.name for p in tmp_path.iterdir()] == [built.path.name]
+    assert [p.name for p in tmp_path.iterdir()] == [built.name]
 
 
 def test_a_kept_starter_that_does_not_run_is_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    require_compiler()
-    monkeypatch.delenv("CC", raising=False)
-    first = starter.locate(tmp_path)
-    assert first.path is not None, first.how
+    first, _ = _built(tmp_path, monkeypatch)
     # A truncated copy, or one built for another machine: exec fails.
-    first.path.write_bytes(b"\x7fELF garbage")
+    first.write_bytes(b"\x7fELF garbage")
     rebuilt = starter.locate(tmp_path)
-    assert rebuilt.path == first.path
+    assert rebuilt.path == first
     assert "built with" in rebuilt.how
     assert subprocess.run([str(rebuilt.path)], check=False).returncode == 0
 
