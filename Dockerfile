@@ -27,6 +27,7 @@ RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir --no-index
 
 COPY harness/ /opt/reprospec/harness/
 COPY stackdump/ /opt/reprospec/stackdump/
-ENV PYTHONPATH=/opt/reprospec/harness:/opt/reprospec/stackdump \
-    PYTHONFAULTHANDLER=1
+# No PYTHONFAULTHANDLER: stackdump's sitecustomize arms faulthandler for the crashing thread
+# only (a dump of every running thread can fault itself and turn a SIGBUS into a SIGSEGV).
+ENV PYTHONPATH=/opt/reprospec/harness:/opt/reprospec/stackdump
 CMD ["python3", "-m", "reprospec_harness"]

@@ -10,8 +10,11 @@ that builds those variables and names those files.
     REPROSPEC_STACK_DIR   stacks/: each Python process dumps stack-<pid>.txt on SIGUSR1
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
-    PYTHONFAULTHANDLER=1  a Python crash prints every thread's stack
-    PYTHONPATH            stackdump/ (and the harness for a workload) first
+    PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize
+                          arms the SIGUSR1 dump above and faulthandler, so a Python crash
+                          prints the stack of the thread that took the signal (not
+                          PYTHONFAULTHANDLER=1, whose dump of every thread can fault itself
+                          and turn the signal into a SIGSEGV)
     TMPDIR, XDG_CACHE_HOME  tmp/ and cache/: the attempt's own, unless environment.shared_tmp
                           (the runner creates them and removes them after: scratch.py)
 
@@ -121,7 +124,6 @@ def child_env(
     env["REPROSPEC_EVENTS"] = paths.file(EVENTS)
     env["REPROSPEC_ENV_JSON"] = paths.file(ENV_JSON)
     env[STACK_DIR_VAR] = paths.file(STACKS)
-    env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     if not plan.environment.shared_tmp:
         # The spec's own env wins: an incident may need a particular TMPDIR.

@@ -208,7 +208,7 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
     """The Python stack of the DataLoader worker that died, as the worker itself printed it.
 
     The harness puts faulthandler back in front of torch's handlers in its workers, so
-    a dying worker prints `Fatal Python error: <signal>` and its threads' stacks (the
+    a dying worker prints `Fatal Python error: <signal>` and its Python stack (the
     main process did not die of a signal, so such a report is a descendant's). Else,
     gdb's Python stacks of the worker's core (`py-bt`), when native stacks were taken.
     """

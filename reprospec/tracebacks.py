@@ -9,8 +9,9 @@ prefix every line with `| `, and shutdown noise ("Exception ignored in ...",
 atexit errors, threads) prints blocks of its own that must not pose as the real one.
 
 faulthandler prints a crash as `Fatal Python error: Segmentation fault` and
-the stacks of the crashing process's threads (`Current thread 0x...`, `Thread
-0x...`); such a block names no pid.
+the stack of the thread that took the signal (`Stack (most recent call first):`,
+as the engine arms it), or of every thread (`Current thread 0x...`, `Thread
+0x...`, under PYTHONFAULTHANDLER); such a block names no pid.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ _LINKS = {
 _FATAL = re.compile(r"^Fatal Python error: (?P<description>.+?)\s*$")
 # The lines of a faulthandler dump after its header: thread headers, frames, notes.
 _FATAL_BODY = re.compile(
-    r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |  File \"|  <no Python frame>"
+    r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\):"
+    r"|  File \"|  <no Python frame>"
     r"|  \.\.\.|  Garbage-collecting|Extension modules: |Python runtime state: )"
 )
 

@@ -24,7 +24,8 @@ DOCKERD_LOG=${REPROSPEC_DOCKERD_LOG:-/tmp/reprospec-dockerd.log}
 # libc6-dbg names libc's internal functions in them (`__strlen_evex`, `__lll_lock_wait`).
 BASE_PACKAGES=python3,python3-pip,ca-certificates,gdb,binutils,libc6-dbg
 BASE_LABEL=org.reprospec.base-packages
-RUNNER_LABEL=org.reprospec.base-id
+# The runner image is current while it was built on this base from this Dockerfile.
+RUNNER_LABEL=org.reprospec.built-from
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
@@ -100,7 +101,8 @@ fi
 # 4. runner image: ./Dockerfile over a context holding certs, wheels, the harness
 step_start
 BASE_ID=$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE")
-if [ "$(label_of "$RUNNER_IMAGE" "$RUNNER_LABEL")" = "$BASE_ID" ]; then
+BUILT_FROM="$BASE_ID $(sha256sum "$ROOT/Dockerfile" | cut -d' ' -f1)"
+if [ "$(label_of "$RUNNER_IMAGE" "$RUNNER_LABEL")" = "$BUILT_FROM" ]; then
     step_done "$RUNNER_IMAGE" "ok (present)"
 else
     mkdir -p "$WHEELHOUSE"
@@ -119,7 +121,7 @@ else
         fi
     done
     DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$BASE_IMAGE" --build-arg "PACKAGES=$PACKAGES" \
-        --label "$RUNNER_LABEL=$BASE_ID" \
+        --label "$RUNNER_LABEL=$BUILT_FROM" \
         -t "$RUNNER_IMAGE" -f "$ROOT/Dockerfile" "$CONTEXT" >/tmp/reprospec-build.log 2>&1 \
         || { tail -n 30 /tmp/reprospec-build.log >&2; exit 1; }
     step_done "$RUNNER_IMAGE" "built from ./Dockerfile ($PACKAGES, wheelhouse $WHEELHOUSE)"

@@ -24,6 +24,7 @@ from reprospec.models import AttemptPlan, Marker
 from reprospec.process import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 CHILDREN = Path(__file__).parent / "data" / "children"
@@ -115,8 +116,40 @@ def test_segfault_is_a_real_signal(runner: LocalRunner, tmp_path: Path) -> None:
     ex = runner.run(make_plan(child("crash.py")), tmp_path)
     assert ex.returncode == -11
     assert "about to crash" in ex.stdout_path.read_text()
-    # PYTHONFAULTHANDLER=1: the crash prints the Python stack.
-    assert "Segmentation fault" in ex.stderr_path.read_text()
+    # The engine's sitecustomize armed faulthandler: the crash prints the crashing thread's
+    # Python stack, and only that thread's.
+    stderr = ex.stderr_path.read_text()
+    assert "Fatal Python error: Segmentation fault" in stderr
+    assert "Stack (most recent call first):" in stderr
+    assert "Current thread 0x" not in stderr
+
+
+def test_a_spec_that_sets_pythonfaulthandler_gets_every_thread(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    ex = runner.run(make_plan(child("crash.py"), env={"PYTHONFAULTHANDLER": "1"}), tmp_path)
+    assert ex.returncode == -11
+    assert "Current thread 0x" in ex.stderr_path.read_text()
+
+
+def test_a_fatal_signal_is_the_one_the_process_took(cli: Cli, tmp_path: Path) -> None:
+    """A SIGBUS while other threads run Python is a SIGBUS in every attempt.
+
+    faulthandler's dump of every thread (PYTHONFAULTHANDLER=1) reads the running threads'
+    frames and faulted itself in about 1 of these deaths in 7: the process died of SIGSEGV
+    and the verdict named a signal the program never took.
+    """
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: sigbus-busy-threads\n"
+        f"command: [{PY}, {CHILDREN / 'sigbus_busy_threads.py'}]\n"
+        "expect: {outcome: crash, signal: SIGBUS}\n"
+    )
+    done = cli("run", str(spec), "--repeat", "40", "-j", "2")
+    assert done.code == 0, done.stderr[-3000:]
+    (cell,) = done.results()["cells"]
+    signals = [a["outcome"]["signal"] for a in cell["attempts"]]
+    assert signals == ["SIGBUS"] * 40, signals
 
 
 def test_abort(runner: LocalRunner, tmp_path: Path) -> None:
@@ -153,7 +186,8 @@ def test_child_protocol_environment(tmp_path: Path) -> None:
     assert env["REPROSPEC_ENV_JSON"] == str(tmp_path / "env.json")
     assert env["REPROSPEC_STACK_DIR"]
     assert len(env[TOKEN_VAR]) == 32
-    assert env["PYTHONFAULTHANDLER"] == "1"
+    # Not set: it would dump every thread (see test_a_fatal_signal_is_the_one_the_process_took).
+    assert "PYTHONFAULTHANDLER" not in env
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
     parts = env["PYTHONPATH"].split(os.pathsep)
@@ -522,6 +556,7 @@ import json, sys, threading, uuid
 from pathlib import Path
 import _multiprocessing
 from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 folder, shared = Path(sys.argv[1]), sys.argv[2] == "shared"

@@ -134,7 +134,7 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     assert own < main_view
     worker_stack = failure[own:main_view]
     assert "Fatal Python error: Segmentation fault" in worker_stack
-    first_frames = worker_stack.split("Current thread", 1)[1].split("\n\n")[0]
+    first_frames = worker_stack.split("Stack (most recent call first):", 1)[1].split("\n\n")[0]
     assert '<harness>/reprospec_harness/faults.py", line' in first_frames
     assert "in segfault" in first_frames
     assert "in fire_worker" in first_frames

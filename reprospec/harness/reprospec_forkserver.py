@@ -415,6 +415,14 @@ def _stack_dump() -> None:
     faulthandler.register(signal.SIGUSR1, file=handle, all_threads=True, chain=False)
 
 
+def _arm_fatal() -> None:
+    """faulthandler as the engine's sitecustomize arms it in a fresh interpreter: the stack of
+    the thread that took a fatal signal, every thread's where PYTHONFAULTHANDLER asks."""
+    import faulthandler
+
+    faulthandler.enable(all_threads=bool(os.environ.get("PYTHONFAULTHANDLER")))
+
+
 def _skip_import_finalizers() -> None:
     """The weakref.finalize callbacks the preloaded modules registered stay out of the exit.
 
@@ -480,10 +488,7 @@ def _become(job: Job) -> None:
 
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
     _skip_import_finalizers()
-    if os.environ.get("PYTHONFAULTHANDLER"):
-        import faulthandler
-
-        faulthandler.enable(all_threads=True)
+    _arm_fatal()
     _stack_dump()
     _reseed(int(request["seed"]))
     entry = request["entry"]

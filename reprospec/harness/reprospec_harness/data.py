@@ -223,6 +223,7 @@ def rearm_faulthandler() -> None:
     it is enabled, so: disable it (back to the default action), put torch's handlers back,
     enable it again. faulthandler then keeps torch's handlers as the previous ones and
     calls them after its report, so torch's message and the death by the signal stay.
+    (The stack of the thread that took the signal: stackdump.arm_fatal says why not all.)
     """
     import faulthandler
 
@@ -231,7 +232,7 @@ def rearm_faulthandler() -> None:
         return
     faulthandler.disable()
     set_torch_handlers()
-    faulthandler.enable(all_threads=True)
+    stackdump.arm_fatal()
 
 
 class TaggedDataset(tud.Dataset[object]):

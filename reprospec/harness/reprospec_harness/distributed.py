@@ -197,7 +197,7 @@ def rank_main(
     events.set_rank(rank)
     stackdump.register()
     if not faulthandler.is_enabled():
-        faulthandler.enable(all_threads=True)
+        stackdump.arm_fatal()
     me = Rank(rank, dist.world_size, dist.backend, slots, list(phases))
     code = 1
     try:

@@ -41,7 +41,7 @@ def main() -> int:
     workload, environment = cell.workload, cell.environment
     stackdump.register()
     if not faulthandler.is_enabled():
-        faulthandler.enable(all_threads=True)
+        stackdump.arm_fatal()
     debug = obj(workload.get("debug"))
     for switch, (name, value) in DEBUG_ENV.items():
         if debug.get(switch):

@@ -11,6 +11,13 @@ from typing import IO
 _files: dict[int, IO[str]] = {}
 
 
+def arm_fatal() -> None:
+    """faulthandler on the fatal signals as the engine's sitecustomize arms it: the stack of
+    the thread that took the signal, every thread's only where PYTHONFAULTHANDLER asks (the
+    dump of running threads can fault itself and turn a SIGBUS into a SIGSEGV)."""
+    faulthandler.enable(all_threads=bool(os.environ.get("PYTHONFAULTHANDLER")))
+
+
 def register() -> None:
     """Register this process's own dump file; again in a forked child (it inherits the parent's)."""
     folder = os.environ.get("REPROSPEC_STACK_DIR")
