@@ -7,7 +7,8 @@ that builds those variables and names those files.
 
     REPROSPEC_EVENTS      events.jsonl: one JSON object per line (progress, faults, infra errors)
     REPROSPEC_ENV_JSON    env.json: the environment the harness captured
-    REPROSPEC_STACK_DIR   stacks/: each Python process dumps stack-<pid>.txt on SIGUSR1
+    REPROSPEC_STACK_DIR   the attempt folder: each Python process dumps stack-<pid>.txt there on
+                          SIGUSR1 (removed after the attempt, once stack.txt holds them)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize
@@ -40,7 +41,6 @@ STDERR = "stderr.log"
 EVENTS = "events.jsonl"
 ENV_JSON = "env.json"
 CELL_JSON = "cell.json"
-STACKS = "stacks"
 STACK_TXT = "stack.txt"
 TMP_DIR = "tmp"
 CACHE_DIR = "cache"
@@ -123,7 +123,9 @@ def child_env(
     env["PYTHONPATH"] = ":".join([*ours, *theirs])
     env["REPROSPEC_EVENTS"] = paths.file(EVENTS)
     env["REPROSPEC_ENV_JSON"] = paths.file(ENV_JSON)
-    env[STACK_DIR_VAR] = paths.file(STACKS)
+    # The attempt folder itself: a folder of their own would cost a mkdir and an rmdir per
+    # attempt, for files that exist only until the attempt ends.
+    env[STACK_DIR_VAR] = paths.attempt_dir
     env["PYTHONUNBUFFERED"] = "1"
     if not plan.environment.shared_tmp:
         # The spec's own env wins: an incident may need a particular TMPDIR.

@@ -243,16 +243,17 @@ class Flight:
     def _write(self) -> None:
         if self.path is None:
             return
-        # Written aside and renamed: a reader sees the whole record or none. os calls, no
-        # file object: one record per attempt, and a file object costs three more calls.
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        # In place, with one write(): a process that dies lands the whole of a small write
+        # or none of it, and this one is made before anything of the attempt starts, so an
+        # empty record (the engine killed between open and write) has nothing to end. No
+        # write aside and rename: a rename per attempt costs more than the rest of it. os
+        # calls, no file object: a file object costs three more calls.
         with contextlib.suppress(OSError):
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
                 os.write(fd, json.dumps(self.data.to_dict()).encode("utf-8"))
             finally:
                 os.close(fd)
-            tmp.replace(self.path)
 
 
 # -- what a dead engine left -------------------------------------------------------------

@@ -281,8 +281,9 @@ def _cell_function(
         f'(a secret: the bundle passes it from your environment)" >&2; return 125; }}'
         for name in passed
     ]
-    folders = [f'"$OUT/{number}/stacks"']
-    cleanup: list[str] = []
+    folders = [f'"$OUT/{number}"']
+    # The Python processes' SIGUSR1 dump files (childprotocol): nobody asks for them here.
+    cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt']
     if not plan.environment.shared_tmp:
         # The container's TMPDIR and XDG_CACHE_HOME (childprotocol), removed after it
         # as the runners do: the next cell must not see this one's leftovers.

@@ -228,11 +228,35 @@ def _children_of(pid: int) -> list[int]:
     except OSError:
         return found
     for tid in tids:
-        try:
-            found.extend(int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split())
-        except (OSError, ValueError):
-            continue
+        found.extend(_steady_children(f"/proc/{pid}/task/{tid}/children"))
     return found
+
+
+def _steady_children(path: str) -> set[int]:
+    """A `children` file read until two reads agree; every pid any read listed.
+
+    The kernel writes the list a child at a time and, when the child it listed last is
+    reaped meanwhile (an engine thread waiting for its root), goes on by position: the
+    child after it is left out of that read (proc(5): reliable only with the children
+    stopped). A skipping read lists the reaped child, which no later read does, so two
+    equal reads in a row mean the first skipped nothing; the union keeps the reads'
+    extra pids (dead or unrelated), which callers read and drop.
+    """
+    seen: set[int] = set()
+    last: bytes | None = None
+    for _ in range(4):
+        try:
+            text = _read(path)
+        except OSError:
+            break
+        if text == last:
+            break
+        try:
+            seen.update(int(c) for c in text.split())
+        except ValueError:
+            break
+        last = text
+    return seen
 
 
 def _tree_readable() -> bool:
@@ -646,6 +670,21 @@ def _reap(pids: set[int], wait_s: float) -> set[int]:
     return left
 
 
+def remove_stack_dumps(folder: Path) -> None:
+    """Remove the per-process dumps of an attempt from its folder: each Python process's
+    `stack-PID.txt` (empty unless it was asked) and py-spy's `py-spy-PID.txt`. stack.txt
+    holds what they said; the logs and the rest of the folder stay."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                kind, dash, pid = entry.name.removesuffix(".txt").rpartition("-")
+                if dash and kind in ("stack", "py-spy") and pid.isdigit():
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)  # noqa: PTH108 (a DirEntry's path)
+    except OSError:
+        return
+
+
 def remove_folder(path: Path) -> None:
     """Remove a folder of an attempt (its stack dumps, its TMPDIR) and what it holds.
 
@@ -911,7 +950,9 @@ def run_process(
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
-    Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR to `env`. Closes both sinks.
+    Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR (`stack_dir`, an existing folder:
+    the attempt's) to `env`; the dumps its processes leave there are removed after. Closes
+    both sinks.
     With `native`, the attempt may dump core (read, then deleted, after it ends) and a
     hang's processes get gdb attached before they are killed (native.py). `record`:
     the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
@@ -922,7 +963,6 @@ def run_process(
     become_subreaper()
     token = new_token()
     tag = leftovers.new_tag()
-    stack_dir.mkdir(parents=True, exist_ok=True)
     child_env = {**env, TOKEN_VAR: token, STACK_DIR_VAR: str(stack_dir)}
     started = utc_now()
     started_wall = time.time()
@@ -941,7 +981,7 @@ def run_process(
         flight.end()
         stdout.close()
         stderr.close()
-        remove_folder(stack_dir)
+        remove_stack_dumps(stack_dir)
         raise
     # A fork of a preload server is the server's child: its strays are looked for as ever.
     own_root = start is None
@@ -1026,7 +1066,7 @@ def run_process(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        remove_folder(stack_dir)
+        remove_stack_dumps(stack_dir)
         _close_sinks(stdout, stderr)
     child_exits = (*reaped, *child_exits)
     finished = utc_now()

@@ -279,7 +279,7 @@ def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path)
     assert "hang.py" in stack
     assert "deep_hang" in stack
     assert "other_thread_wait" in stack
-    assert not (tmp_path / "logs" / "stacks").exists()
+    assert not list((tmp_path / "logs").glob("stack-*.txt"))
     assert not psutil.pid_exists(int(ready.read_text()))
 
 

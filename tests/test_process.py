@@ -270,7 +270,7 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
         stdout=output_sink(tmp_path / "out.log"),
         stderr=output_sink(tmp_path / "err.log"),
         timeout_s=1.0,
-        stack_dir=tmp_path / "stacks",
+        stack_dir=tmp_path,
         stack_path=tmp_path / "stack.txt",
     )
     assert result.timed_out
@@ -280,7 +280,10 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     assert "deep_hang" in result.stack_path.read_text()
     assert (tmp_path / "out.log").read_text() == "hanging\n"
     assert 1.0 <= result.duration_s < 1.0 + 10  # killed at the timeout, not waited out
-    assert not (tmp_path / "stacks").exists()
+    # The per-process dumps are gone once stack.txt holds them; the logs stay.
+    assert not list(tmp_path.glob("stack-*.txt"))
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["err.log", "out.log", "ready", "stack.txt"]
 
 
 def test_find_and_kill_processes_by_token() -> None:
@@ -298,7 +301,9 @@ def test_find_and_kill_processes_by_token() -> None:
     try:
         deadline = time.monotonic() + 10
         # Until `setsid` has exec'd `sleep`, the cmdline still names setsid.
-        while (found := process.find_attempt_processes(token))[stray].cmdline != "sleep 60":
+        while (
+            info := (found := process.find_attempt_processes(token)).get(stray)
+        ) is None or info.cmdline != "sleep 60":
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert set(found) == {stray}
@@ -320,11 +325,11 @@ def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
             stdout=log,
             stderr=CappedLog(tmp_path / "err.log"),
             timeout_s=5,
-            stack_dir=tmp_path / "stacks",
+            stack_dir=tmp_path,
             stack_path=tmp_path / "stack.txt",
         )
     assert log._file.closed
-    assert not (tmp_path / "stacks").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["err.log", "out.log"]
 
 
 def test_engine_modules_do_not_import_torch() -> None:

@@ -27,7 +27,7 @@ from reprospec.container import PATHS, attempt_argv
 from reprospec.errors import FatalError
 from reprospec.jsontypes import JsonValue
 from reprospec.models import AttemptPlan
-from reprospec.process import utc_now
+from reprospec.process import remove_stack_dumps, utc_now
 from reprospec.runmodels import Execution
 from reprospec.runners import dockerprobe
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
@@ -237,7 +237,6 @@ class DockerRunner:
             return infra(refused)
         if plan.workload is not None:
             write_cell(plan, log_dir / "cell.json")
-        (log_dir / "stacks").mkdir(exist_ok=True)
         # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
         # The container's /dev/shm is its own and goes with it: no leak to look for.
         scratch_dirs = None
@@ -263,7 +262,7 @@ class DockerRunner:
                 late = matcher.close()
             if events is not None:
                 events.close()
-            _remove_tree(log_dir / "stacks")
+            remove_stack_dumps(log_dir)
         if late:
             execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
         if scratch_dirs is None:
@@ -408,7 +407,3 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

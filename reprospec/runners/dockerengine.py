@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from reprospec import dockerimage, leftovers
 from reprospec.capture import Sink
-from reprospec.childprotocol import STACK_TXT, STACKS, ChildPaths, Instance, child_env
+from reprospec.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.container import IN_ATTEMPT, IN_HARNESS, IN_STACKDUMP, PATHS, container_workdir
 from reprospec.errors import InfraError
 from reprospec.models import AttemptPlan
@@ -320,7 +320,7 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             asked[int(number)] = cmd.strip()
     if not asked:
         return None
-    stack_dir = log_dir / STACKS
+    stack_dir = log_dir
     wait_for_stack_files(stack_dir, asked)
     parts: list[str] = []
     budget = STACKS_TOTAL_BYTES

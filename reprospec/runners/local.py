@@ -308,7 +308,7 @@ class LocalRunner:
                 stdout=output_sink(base["stdout_path"], matcher=matcher),
                 stderr=output_sink(base["stderr_path"], matcher=matcher),
                 timeout_s=plan.timeout_s,
-                stack_dir=log_dir / "stacks",
+                stack_dir=log_dir,
                 stack_path=log_dir / "stack.txt",
                 cancel=cancel,
                 native=capture,
