@@ -14,7 +14,7 @@ the child's death, strongest first:
    `CalledProcessError: Command '[...]' died with <Signals.SIGSEGV: 11>`
    (command, signal);
 3. the child's own faulthandler report, `Fatal Python error: Segmentation
-   fault` with its thread stacks (signal and stack, no pid);
+   fault` with its Python stack (signal and stack, no pid);
 4. `concurrent.futures`' "A process in the process pool was terminated
    abruptly" (a crash whose signal only a faulthandler report can tell).
 
