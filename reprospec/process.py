@@ -686,7 +686,7 @@ def remove_stack_dumps(folder: Path) -> None:
 
 
 def remove_folder(path: Path) -> None:
-    """Remove a folder of an attempt (its stack dumps, its TMPDIR) and what it holds.
+    """Remove a folder of an attempt (its TMPDIR, its XDG_CACHE_HOME) and what it holds.
 
     Once per attempt, and most hold a few files or none: a scandir and an unlink each,
     where shutil.rmtree's fd-safe walk costs about a millisecond per folder. Every process

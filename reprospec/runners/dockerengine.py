@@ -320,8 +320,8 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             asked[int(number)] = cmd.strip()
     if not asked:
         return None
-    stack_dir = log_dir
-    wait_for_stack_files(stack_dir, asked)
+    # Each process's dump is in the attempt folder (childprotocol: REPROSPEC_STACK_DIR).
+    wait_for_stack_files(log_dir, asked)
     parts: list[str] = []
     budget = STACKS_TOTAL_BYTES
     order = sorted(asked)
@@ -331,7 +331,7 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
         # The dump is the container's to write: read head + tail (process.py).
-        text = read_stack_dump(stack_dir / f"stack-{pid}.txt").rstrip()
+        text = read_stack_dump(log_dir / f"stack-{pid}.txt").rstrip()
         body = text or "(no Python stack: the process did not answer)"
         parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
         budget -= len(parts[-1])
