@@ -523,9 +523,17 @@ def collect_stacks(
 def kill_attempt(
     token: str, root_pid: int | None, pgid: int | None, tag: int | None = None
 ) -> dict[int, ProcInfo]:
-    """SIGKILL every process of the attempt until none is left; returns all it found."""
+    """SIGKILL every process of the attempt until none is left; returns all it found.
+
+    Done only after a pass that finds nothing alive follows another such pass: a
+    process re-parented to the engine while a pass read the tree (its parent dying of
+    the SIGKILL between the read of our children and the read of its own) is missed by
+    that pass alone. Its parent shows as dead only once the re-parenting is done, so
+    the pass after sees it.
+    """
     seen: dict[int, ProcInfo] = {}
     deadline = time.monotonic() + KILL_WAIT_S
+    quiet_passes = 0
     while True:
         if pgid is not None:
             with contextlib.suppress(OSError):
@@ -537,7 +545,8 @@ def kill_attempt(
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         _reap(set(seen) - {root_pid}, wait_s=0)
-        if not alive or time.monotonic() > deadline:
+        quiet_passes = 0 if alive else quiet_passes + 1
+        if quiet_passes == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.005)
     # The last ones killed are zombies only now; orphans among them are ours to reap.

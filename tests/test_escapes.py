@@ -109,6 +109,47 @@ def test_a_setsid_grandchild_with_no_environment_does_not_survive_its_attempt(
     assert not (tmp_path / "logs" / leftovers.INFLIGHT).exists()
 
 
+def test_a_process_re_parented_while_a_kill_pass_reads_the_tree_is_killed_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_after: list[int]
+) -> None:
+    """The race behind a CI failure, made certain: the first pass of the kill reads the
+    engine's children while the leader still lives and the leader's children after it
+    died, so the setsid'd grandchild, re-parented to the engine in between, is in
+    neither list. Only that one read of the tree is stale; the processes are real."""
+    process.become_subreaper()
+    token, tag = process.new_token(), leftovers.new_tag()
+    leader = subprocess.Popen(
+        [PY, "-c", ESCAPER, str(tmp_path), "hang"],
+        env={**os.environ, process.TOKEN_VAR: token},
+        start_new_session=True,
+        preexec_fn=process._child_setup(tag, os.getpid(), None),
+    )
+    try:
+        assert wait_until(lambda: (tmp_path / "leader.pid").exists())
+        escapee = int((tmp_path / "escapee.pid").read_text())
+        kill_after.append(escapee)
+        real_tree = process.own_tree
+        stale: list[int] = []
+
+        def tree_read_across_the_leaders_death() -> list[int] | None:
+            tree = real_tree()
+            if stale or tree is None:
+                return tree
+            # The killpg of this pass has reached the leader: once it is a zombie, its
+            # children are the engine's.
+            assert wait_until(lambda: psutil.Process(leader.pid).status() == "zombie")
+            stale.append(escapee)
+            return [pid for pid in tree if pid != escapee]
+
+        monkeypatch.setattr(process, "own_tree", tree_read_across_the_leaders_death)
+        process.kill_attempt(token, leader.pid, leader.pid, tag)
+        assert stale == [escapee], "the stale read was never made"
+        assert not alive(escapee), f"the re-parented grandchild {escapee} survived the kill"
+    finally:
+        leader.kill()
+        leader.wait()
+
+
 # Orphans that die while the attempt still runs: each exits with code 3 after its parent
 # (a short-lived middle process) is gone, so the engine inherits it.
 ORPHANS = """\
