@@ -276,8 +276,18 @@ def reap(run_dir: Path) -> tuple[str, ...]:
     ]
     for path in sorted(paths):
         try:
-            records.append((path, InFlight.from_dict(json.loads(path.read_text("utf-8")))))
-        except (OSError, ValueError, KeyError, TypeError):
+            text = path.read_text("utf-8")
+        except (OSError, ValueError):
+            continue
+        if not text:
+            # The engine died between creating the record and its one write, before
+            # anything of the attempt started (Flight.begin): nothing to end, nothing to keep.
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        try:
+            records.append((path, InFlight.from_dict(json.loads(text))))
+        except (ValueError, KeyError, TypeError):
             continue
     me = os.getpid()
     for path, record in records:

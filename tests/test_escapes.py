@@ -483,6 +483,20 @@ def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]
     assert stranger.poll() is None, "a process the record named by pid alone was killed"
 
 
+def test_resume_removes_an_empty_record_and_keeps_one_it_cannot_read(tmp_path: Path) -> None:
+    # Empty: the engine died between creating its record and writing it, before the
+    # attempt started. Unreadable otherwise: not the engine's to judge, left as found.
+    empty = tmp_path / "run" / "cells" / "c" / "1" / leftovers.INFLIGHT
+    garbled = tmp_path / "run" / "cells" / "c" / "2" / leftovers.INFLIGHT
+    for record in (empty, garbled):
+        record.parent.mkdir(parents=True)
+    empty.write_text("")
+    garbled.write_text('{"token": ')
+    assert leftovers.reap(tmp_path / "run") == ()
+    assert not empty.exists()
+    assert garbled.read_text() == '{"token": '
+
+
 def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> None:
     tag = leftovers.new_tag()
     setup = process._child_setup(tag, os.getpid(), None)
