@@ -63,10 +63,11 @@ class ChildPaths:
     attempt_dir: str
     harness_dir: str = str(HARNESS_DIR)
     stackdump_dir: str = str(STACKDUMP_DIR)
-    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets, or
-    # the attempt's folder shared by its instances, each with a folder of its own).
+    # TMPDIR when not ATTEMPT/tmp (a local attempt folder too deep for Unix sockets: the
+    # engine's own, or the attempt's folder shared by its instances, each with its own).
     tmp_dir: str | None = None
-    # XDG_CACHE_HOME when not ATTEMPT/cache (the attempt's, shared by its instances).
+    # XDG_CACHE_HOME when not ATTEMPT/cache (the engine's own, as TMPDIR; the attempt's,
+    # shared by its instances).
     cache_dir: str | None = None
 
     def file(self, name: str) -> str:

@@ -11,9 +11,12 @@ attempt gets
 (childprotocol.child_env sets the variables, with the child's view of the
 attempt folder), and both folders are removed after the attempt, their size
 and file count recorded as a warning of the attempt. A local attempt whose
-folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH) gets a
-fresh folder under the engine's own `reprospec-tmp-<pid>-*` folder of the machine's
-temporary directory instead.
+folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH), which is
+most of them, gets both under the engine's own `reprospec-tmp-<pid>-*` folder of
+the machine's temporary directory instead: `N/tmp` and `N/cache`. Such a pair
+that the attempt left empty, as it was made, goes to the next attempt as it is:
+empty is all an attempt must find, and an mkdir and an rmdir per folder and
+attempt cost more than the rest of the engine's directory work (issue 15).
 
 /dev/shm is the machine's (the local runner; a container has its own): the
 named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
@@ -61,10 +64,15 @@ MAX_TMPDIR_LENGTH = 60
 
 @dataclass(frozen=True)
 class Scratch:
-    """An attempt's TMPDIR and XDG_CACHE_HOME, as the engine sees them."""
+    """An attempt's TMPDIR and XDG_CACHE_HOME, as the engine sees them.
+
+    `mode`: set for a pair of the engine's folder (the st_mode both were made with),
+    which the next attempt may take when this one leaves them as they were made.
+    """
 
     tmp: Path
     cache: Path
+    mode: int | None = None
 
     def folders(self) -> tuple[tuple[str, Path], ...]:
         return (("TMPDIR", self.tmp), ("XDG_CACHE_HOME", self.cache))
@@ -73,17 +81,50 @@ class Scratch:
 def prepare(attempt_dir: Path, *, socket_safe: bool = True) -> Scratch:
     """Create the attempt's empty TMPDIR and XDG_CACHE_HOME before the child starts.
 
-    TMPDIR is `ATTEMPT/tmp` unless that path is too long for the Unix sockets programs
-    make in it (`socket_safe`; a container sees the short /reprospec/attempt/tmp): then
-    a fresh folder of the machine's temporary directory, as private, removed the same way.
+    They are `ATTEMPT/tmp` and `ATTEMPT/cache` unless that TMPDIR is too long for the
+    Unix sockets programs make in it (`socket_safe`; a container sees the short
+    /reprospec/attempt/tmp): then an empty pair of the engine's own folder.
     """
-    cache = attempt_dir / CACHE
-    cache.mkdir(parents=True, exist_ok=True)
     tmp = attempt_dir / TMP
     if socket_safe and len(str(tmp.absolute())) > MAX_TMPDIR_LENGTH:
-        return Scratch(_short_folder(), cache)
+        return _take_pair()
+    cache = attempt_dir / CACHE
+    cache.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
     return Scratch(tmp, cache)
+
+
+# Per engine (pid: a forked engine has its own): the pairs attempts left as they were made.
+_free_pairs: dict[int, list[Scratch]] = {}
+
+
+def _take_pair() -> Scratch:
+    """An empty TMPDIR and XDG_CACHE_HOME of the engine's folder: a free pair, else new."""
+    with _engine_lock:
+        free = _free_pairs.get(os.getpid(), [])
+        while free:
+            pair = free.pop()
+            # Gone meanwhile (a /tmp cleaner, the engine's folder removed): not handed out.
+            if pair.tmp.is_dir() and pair.cache.is_dir():
+                return pair
+    folder = _short_folder()
+    tmp, cache = folder / TMP, folder / CACHE
+    tmp.mkdir()
+    cache.mkdir()
+    return Scratch(tmp, cache, mode=tmp.lstat().st_mode)
+
+
+def _as_made(folder: Path, mode: int) -> bool:
+    """Whether `folder` is still the empty folder the engine made (not a symlink, same mode
+    and owner): then it is handed to the next attempt as it is."""
+    try:
+        info = folder.lstat()
+        if info.st_mode != mode or info.st_uid != os.getuid():
+            return False  # a symlink or a file in its place, or chmod'ed
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 # A short TMPDIR is a numbered folder of the engine's own folder, named after its pid, so
@@ -168,7 +209,15 @@ def _short_tmp() -> str:
 
 
 def clean(scratch: Scratch) -> tuple[str, ...]:
-    """Remove the attempt's TMPDIR and XDG_CACHE_HOME; a warning saying what they held."""
+    """Remove the attempt's TMPDIR and XDG_CACHE_HOME; a warning saying what they held.
+
+    A pair of the engine's folder left as it was made is kept for the next attempt.
+    """
+    mode = scratch.mode
+    if mode is not None and _as_made(scratch.tmp, mode) and _as_made(scratch.cache, mode):
+        with _engine_lock:
+            _free_pairs.setdefault(os.getpid(), []).append(scratch)
+        return ()
     parts: list[str] = []
     left: list[str] = []
     for variable, folder in scratch.folders():
@@ -191,6 +240,9 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
             if folder.exists():
                 left.append(str(folder))
                 continue
+    if mode is not None:
+        with contextlib.suppress(OSError):
+            scratch.tmp.parent.rmdir()  # the pair's numbered folder
     warnings = []
     if parts:
         warnings.append("removed what the attempt left in its private " + "; ".join(parts))

@@ -470,8 +470,10 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
     assert ex.returncode == 0, ex.stderr_path.read_text()
     address = Path(ex.stdout_path.read_text().strip())
     tmpdir = address.parent.parent
-    assert tmpdir.parent.name.startswith("reprospec-tmp-")
-    assert not tmpdir.exists()
+    assert tmpdir.name == "tmp"
+    assert tmpdir.parent.parent.name.startswith("reprospec-tmp-")
+    # The attempt left a file in its XDG_CACHE_HOME: the pair is removed, not handed on.
+    assert not tmpdir.parent.exists()
     assert not (attempt_dir / "tmp").exists()
     assert not (attempt_dir / "cache").exists()
     assert ex.warnings == (
@@ -480,54 +482,80 @@ def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
 
 
 def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path: Path) -> None:
-    """Deep attempt folders get numbered TMPDIRs in one folder of the engine's, made once;
-    each is removed after its attempt, and the engine's folder when the engine exits."""
+    """Deep attempt folders get their TMPDIR and XDG_CACHE_HOME in one folder of the
+    engine's, made once. A pair its attempt left empty goes to the next attempt; one it
+    left a file in is removed, and the next attempt gets a new one. The engine's folder
+    goes when the engine exits."""
     base = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))  # short: used as it is
     try:
         spec = tmp_path / "s.yaml"
         spec.write_text(
-            "reprospec: 1\nname: short\nmatrix:\n  n: [1, 2, 3]\n"
-            "command: [python, -c, 'import os; print(os.environ[\"TMPDIR\"])']\n"
+            "reprospec: 1\nname: short\nmatrix:\n  n: [1, 2, 3, 4]\n"
+            "command: [python, -c, 'import os, sys; t = os.environ[\"TMPDIR\"]; print(t);"
+            " sys.argv[1] == \"2\" and open(os.path.join(t, \"left\"), \"w\").close()',"
+            " '${{ matrix.n }}']\n"
             "expect: {outcome: pass}\n"
         )
         out = tmp_path / ("deep-" + "d" * 60)
         done = subprocess.run(
-            [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "2"],
+            [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "1"],
             env={**os.environ, "TMPDIR": str(base), "NO_COLOR": "1"},
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        used = sorted(Path(p.read_text().strip()) for p in out.glob("runs/*/cells/*/1/stdout.log"))
-        assert len(used) == 3
-        (engine_folder,) = {path.parent for path in used}
+        used = {
+            p.parent.parent.name: Path(p.read_text().strip())
+            for p in out.glob("runs/*/cells/*/1/stdout.log")
+        }
+        assert sorted(used) == ["n=1", "n=2", "n=3", "n=4"]
+        (engine_folder,) = {path.parent.parent for path in used.values()}
         assert engine_folder.parent == base
         assert engine_folder.name.startswith("reprospec-tmp-")
-        assert len({path.name for path in used}) == 3  # one fresh folder per attempt
+        assert {path.name for path in used.values()} == {"tmp"}
+        # One after the other: n=2 took what n=1 left empty, and left a file in it.
+        assert used["n=1"] == used["n=2"]
+        assert used["n=3"] != used["n=2"]
+        assert used["n=4"] == used["n=3"]
+        (results,) = out.glob("runs/*/results.json")
+        warnings = {
+            c["id"]: [w for a in c["attempts"] for w in a.get("warnings", [])]
+            for c in json.loads(results.read_text())["cells"]
+        }
+        assert any("TMPDIR: 1 file(s), 0 B (left)" in w for w in warnings["n=2"]), warnings
+        assert not warnings["n=1"]
+        assert not warnings["n=3"]
         # Every one removed, the engine's folder too (jinja2 may keep its cache there).
         assert [p for p in base.iterdir() if p.name.startswith("reprospec-tmp-")] == []
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_a_tmpdir_replaced_by_a_link_loses_the_link_not_its_target(
-    runner: LocalRunner, tmp_path: Path
-) -> None:
+def test_a_pair_is_handed_on_only_as_it_was_made(tmp_path: Path) -> None:
+    """An empty TMPDIR the attempt chmod'ed, or replaced by a link, is not handed on; the
+    link is removed, never what it points to."""
+    from reprospec import scratch
+
+    deep = tmp_path / ("d" * 70)
+    first = scratch.prepare(deep)
+    assert first.mode is not None
+    first.tmp.chmod(0o500)
+    assert scratch.clean(first) == ()
+    assert not first.tmp.parent.exists()
+    second = scratch.prepare(deep)
+    assert second.tmp != first.tmp
     keep = tmp_path / "keep"
     keep.mkdir()
     (keep / "precious").write_text("x")
-    code = (
-        "import os, shutil, sys\n"
-        "tmp = os.environ['TMPDIR']\n"
-        "shutil.rmtree(tmp)\n"
-        "os.symlink(sys.argv[1], tmp)\n"
-    )
-    ex = runner.run(scratch_plan([PY, "-c", code, str(keep)], 1), tmp_path / "a")
-    assert ex.returncode == 0, ex.stderr_path.read_text()
-    assert ex.warnings == (
+    second.tmp.rmdir()
+    second.tmp.symlink_to(keep)
+    assert scratch.clean(second) == (
         "removed what the attempt left in its private TMPDIR: replaced by a symbolic link",
     )
     assert (keep / "precious").read_text() == "x"
-    assert not (tmp_path / "a" / "tmp").is_symlink()
+    assert not second.tmp.parent.exists()
+    third = scratch.prepare(deep)
+    assert scratch.clean(third) == ()
+    assert scratch.prepare(deep) == third  # left as made: handed on
 
 
 def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
