@@ -15,8 +15,10 @@ folder is too deep for Unix sockets in its TMPDIR (MAX_TMPDIR_LENGTH), which is
 most of them, gets both under the engine's own `reprospec-tmp-<pid>-*` folder of
 the machine's temporary directory instead: `N/tmp` and `N/cache`. Such a pair
 that the attempt left empty, as it was made, goes to the next attempt as it is:
-empty is all an attempt must find, and an mkdir and an rmdir per folder and
-attempt cost more than the rest of the engine's directory work (issue 15).
+empty is all an attempt must find, and a folder made and removed per attempt
+costs more than its two system calls: ext4 without a journal skips the inodes
+deleted in the last minute or more each time it allocates one, so every deletion
+slows the creations after it (issue 15; the README's figures).
 
 /dev/shm is the machine's (the local runner; a container has its own): the
 named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
