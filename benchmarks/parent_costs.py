@@ -1,6 +1,7 @@
 """What the engine costs around its children (issue 15, part 2), as ratios measured in one run.
 
     python benchmarks/parent_costs.py [--rounds 7] [--only startup,fixed,attempts,cells,scan]
+                                      [--after-deletions N]
 
 startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
           (goal: at most 2x)
@@ -10,7 +11,11 @@ fixed     a one-cell `reprospec run` of `python -c pass` vs that child alone, wi
 attempts  `--repeat 100` of `python -c pass` at -j 1 vs a bash loop running the same child
           100 times: the engine's own cost per attempt
 cells     256 cells of `python -c pass` at -j 2 vs `xargs -P 2` running the same commands
-          (goal: at most 1.2x)
+          (goal: at most 1.2x); with --after-deletions N, N files are created and deleted
+          next to the run folder before each side of each round, as a test suite or an
+          earlier run would have: on ext4 without a journal, every inode allocation then
+          skips the recently deleted ones, and the engine creates files where xargs
+          creates none
 scan      in-process: finding an attempt's processes in the engine's own tree vs a scan of
           all of /proc; one store write with synchronous=NORMAL vs FULL
 
@@ -161,7 +166,16 @@ def attempts(rounds: int, tmp: Path, n: int = 100) -> None:
     )
 
 
-def cells(rounds: int, tmp: Path, n: int = 256) -> None:
+def delete_files(folder: Path, count: int) -> None:
+    """Create `count` empty files in `folder` and delete them again (not timed)."""
+    folder.mkdir(exist_ok=True)
+    for i in range(count):
+        os.close(os.open(folder / f"f{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+    for i in range(count):
+        (folder / f"f{i}").unlink()
+
+
+def cells(rounds: int, tmp: Path, n: int = 256, after_deletions: int = 0) -> None:
     spec = tmp / "cells.yaml"
     spec.write_text(
         "reprospec: 1\nname: cells\n"
@@ -171,11 +185,18 @@ def cells(rounds: int, tmp: Path, n: int = 256) -> None:
     out = tmp / "cells"
     wall(reprospec("run", str(spec), "--out", str(out), "-m", "n=0"))
     lines = "".join(f"{i}\n" for i in range(n))
-    sides = (
-        lambda: wall(["xargs", "-P", "2", "-n", "1", PY, "-c", "pass"], stdin=lines),
-        lambda: wall(reprospec("run", str(spec), "-j", "2", "--out", str(out))),
-    )
-    xargs, engine = paired(rounds, *sides)
+
+    def xargs_side() -> float:
+        delete_files(tmp / "deleted", after_deletions)
+        return wall(["xargs", "-P", "2", "-n", "1", PY, "-c", "pass"], stdin=lines)
+
+    def engine_side() -> float:
+        delete_files(tmp / "deleted", after_deletions)
+        return wall(reprospec("run", str(spec), "-j", "2", "--out", str(out)))
+
+    if after_deletions:
+        print(f"({after_deletions} files created and deleted before each side of each round)")
+    xargs, engine = paired(rounds, xargs_side, engine_side)
     xargs_cpu, engine_cpu = MEDIAN_CPU
     print("                                     wall               CPU (user + system)")
     print(f"xargs -P 2, {n} x python -c pass  {xargs:6.2f} s           {xargs_cpu:6.2f} s")
@@ -276,6 +297,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="startup,fixed,attempts,cells,scan")
+    parser.add_argument("--after-deletions", type=int, default=0, metavar="N")
     args = parser.parse_args()
     chosen = set(args.only.split(","))
     print(f"rounds: {args.rounds} (medians); load average {os.getloadavg()[0]:.1f}")
@@ -288,7 +310,7 @@ def main() -> None:
         if "attempts" in chosen:
             attempts(max(3, args.rounds // 2), tmp)
         if "cells" in chosen:
-            cells(max(3, args.rounds // 2), tmp)
+            cells(max(3, args.rounds // 2), tmp, after_deletions=args.after_deletions)
         if "scan" in chosen:
             scan(args.rounds, tmp)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
