@@ -605,7 +605,6 @@ import json, sys, threading, uuid
 from pathlib import Path
 import _multiprocessing
 from reprospec.runners.local import LocalRunner
-from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 folder, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
