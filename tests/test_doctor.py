@@ -14,8 +14,9 @@ import pytest
 from reprospec import doctor
 from reprospec.harness import HARNESS_ROOT
 from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.native import CorePattern
 from reprospec.sections import Environment
-from tests.support.cli import Cli
+from tests.support.cli import ROOT, Cli
 
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import envinfo
@@ -311,3 +312,42 @@ def test_gpu_checks_say_why_there_is_no_cuda_runtime() -> None:
         gpu = by_name(machine("nvidia-smi-550.40.07-rtx4070.txt", ADA, ADA_FIELDS, torch=torch))
         assert gpu["cuda-driver"].why == f"{why}: no CUDA runtime to match"
         assert gpu["nvcc"].why.endswith(f"; {why}")
+
+
+def test_native_stacks_check_says_what_keeps_them_from_a_crash() -> None:
+    plain = CorePattern("core")
+    missing = doctor.check_native_stacks(None, plain, -1)
+    assert (missing.status, missing.why) == (
+        "warn",
+        "gdb not found: crashes and hangs get Python stacks only",
+    )
+    assert "apt-get install gdb" in missing.todo
+    piped = doctor.check_native_stacks(
+        "/usr/bin/gdb", CorePattern("|/lib/systemd/systemd-coredump %P %u"), -1
+    )
+    assert piped.status == "warn"
+    assert "pipes cores to /lib/systemd/systemd-coredump" in piped.why
+    assert "sysctl kernel.core_pattern=core" in piped.todo
+    no_limit = doctor.check_native_stacks("/usr/bin/gdb", plain, 0)
+    assert no_limit.status == "warn"
+    assert "hard core size limit" in no_limit.why
+    shared = doctor.check_native_stacks("/usr/bin/gdb", plain, -1)
+    assert shared.status == "pass"
+    assert "can still replace each other's core" in shared.why
+    own = doctor.check_native_stacks("/usr/bin/gdb", CorePattern("core", uses_pid=True), -1)
+    assert own.status == "pass"
+    assert "replace" not in own.why
+
+
+def test_doctor_command_without_gdb_warns_about_native_stacks(tmp_path: Path) -> None:
+    # The doctor command on this machine, with a PATH that has no gdb: a real run of it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir)}
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "doctor", "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    checks = {check["name"]: check for check in json.loads(done.stdout)}
+    assert checks["native-stacks"]["status"] == "warn", checks["native-stacks"]
+    assert checks["native-stacks"]["why"].startswith("gdb not found")

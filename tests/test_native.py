@@ -6,12 +6,14 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reprospec import native
 from reprospec.native import CorePattern, Frame, NativeStacks, ProcessStacks, Thread
+from reprospec.native.corewatch import WATCH
 from reprospec.runners.local import LocalRunner
 from tests.test_local_runner import child, make_plan
 
@@ -185,6 +187,149 @@ def test_a_crash_that_cannot_leave_a_core_says_why(runner: LocalRunner, tmp_path
     assert stacks.unavailable is not None
     assert "left no core" in stacks.unavailable
     assert str(workdir) in stacks.unavailable
+
+
+def _crash_in(workdir: Path) -> None:
+    """A real SIGSEGV of a process that is not the attempt's, dumping its core in `workdir`."""
+    subprocess.run(
+        [sys.executable, "-c", "import ctypes; ctypes.string_at(8)"],
+        cwd=workdir,
+        preexec_fn=native.allow_cores,
+        capture_output=True,
+        check=False,
+    )
+
+
+def _crash_later(monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object]) -> list[object]:
+    """Make the race certain: `crash(workdir)` runs after the attempt died and before the
+    engine looks for its core, the window in which a second crash there replaces it."""
+    real_find = native.find_cores
+    done: list[object] = []
+    once: list[bool] = []  # set first: `crash` may be an attempt, which claims its own cores
+
+    def late_claim(token: str, folder: Path, *args: object) -> list[native.CoreInfo]:
+        if not once:
+            once.append(True)
+            done.append(crash(folder))
+        return real_find(token, folder, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(native.capture, "find_cores", late_claim)
+    return done
+
+
+def _shared_name_or_skip() -> None:
+    if not native.core_pattern().shared_name:
+        pytest.skip("kernel.core_pattern gives each process its own core")
+
+
+def _strlen_on_top(stacks: NativeStacks | None) -> None:
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    (process,) = stacks.processes
+    assert process.root
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
+    assert native.signature_frame(stacks) == "strlen@libc", native.full_text(stacks)
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_core_a_later_crash_replaced_is_read_all_the_same(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With `core` and core_uses_pid=0 the second crash in a folder unlinks the first's core
+    # before it writes its own. The runner held the first open from its creation.
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    done = _crash_later(monkeypatch, _crash_in)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    assert done
+    _strlen_on_top(native.read(tmp_path / "a"))
+    (core,) = workdir.iterdir()  # the other process's core: left alone
+    info = native.read_core(core)
+    assert info is not None
+    assert "ctypes.string_at" in info.command
+    assert WATCH.replaced(workdir) == []  # nothing held after the attempt
+    assert not [fd for fd in Path("/proc/self/fd").iterdir() if "core" in _fd_target(fd)]
+
+
+def _fd_target(fd: Path) -> str:
+    try:
+        return str(fd.readlink())
+    except OSError:
+        return ""
+
+
+@needs_gdb
+@needs_plain_cores
+def test_two_attempts_crashing_in_one_folder_each_read_their_own_core(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -j 2: the other attempt crashes in the same workdir and claims the core that
+    # replaced this one's, before this attempt looks for its own.
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    def other_attempt(folder: Path) -> NativeStacks | None:
+        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
+        assert runner.run(plan, tmp_path / "b").returncode == -11
+        return native.read(tmp_path / "b")
+
+    done = _crash_later(monkeypatch, other_attempt)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    first, second = native.read(tmp_path / "a"), done[0]
+    assert isinstance(second, NativeStacks)
+    _strlen_on_top(first)
+    _strlen_on_top(second)
+    assert first is not None
+    assert first.processes[0].pid != second.processes[0].pid
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+@pytest.mark.parametrize("other", ["process", "attempt"])
+def test_without_the_watch_a_replaced_core_says_so(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other: str
+) -> None:
+    # Where inotify cannot watch the folder (out of watches), the core is lost as before:
+    # the attempt says why, and never shows the other crash's stack.
+    _shared_name_or_skip()
+    monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: None)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    def other_attempt(folder: Path) -> None:
+        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
+        assert runner.run(plan, tmp_path / "b").returncode == -11
+
+    _crash_later(monkeypatch, _crash_in if other == "process" else other_attempt)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert f"another crash in {workdir} since this attempt started most likely replaced it" in (
+        stacks.unavailable
+    )
+    assert "core_uses_pid=1" in stacks.unavailable
+    # The other process's core is still there; the other attempt's was claimed and removed.
+    assert len(list(workdir.iterdir())) == (1 if other == "process" else 0)
+
+
+def test_only_a_pattern_without_a_pid_shares_one_name() -> None:
+    assert CorePattern("core").shared_name
+    assert CorePattern("core.%e").shared_name
+    assert CorePattern("/var/crash/core.%%p").shared_name  # %%p is a literal "%p"
+    assert not CorePattern("core", uses_pid=True).shared_name
+    assert not CorePattern("core.%p").shared_name
+    assert not CorePattern("/var/crash/core.%e.%P").shared_name
+    assert not CorePattern("|/usr/share/apport/apport %p").shared_name
 
 
 def test_without_gdb_the_report_says_why(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 
-from reprospec import doctor, limits, starter
+from reprospec import doctor, limits, native, starter
 from reprospec.envprobe import probe_environment
 
 MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
@@ -17,7 +18,15 @@ def run(args: argparse.Namespace) -> int:
     python = getattr(args, "python", None) or sys.executable
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
     found = starter.find()
-    checks = [*doctor.run_checks(env, needs), doctor.check_starter(found.ready, found.how)]
+    checks = [
+        *doctor.run_checks(env, needs),
+        doctor.check_starter(found.ready, found.how),
+        doctor.check_native_stacks(
+            native.gdb_path(),
+            native.core_pattern(),
+            resource.getrlimit(resource.RLIMIT_CORE)[1],
+        ),
+    ]
     if getattr(args, "json", False):
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")

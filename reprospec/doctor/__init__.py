@@ -10,7 +10,7 @@ functions, no torch.
 from __future__ import annotations
 
 from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
-from reprospec.doctor.engine import check_starter
+from reprospec.doctor.engine import check_native_stacks, check_starter
 from reprospec.doctor.machine import (
     arch_ok,
     check_arch_list,
@@ -65,6 +65,7 @@ __all__ = [
     "Status",
     "arch_ok",
     "batchformat_size",
+    "check_native_stacks",
     "check_starter",
     "environment_mismatches",
     "needs_of",

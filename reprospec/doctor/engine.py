@@ -1,8 +1,10 @@
-"""The engine's own check: how it starts attempts on this machine (starter.py)."""
+"""The engine's own checks: how it starts attempts on this machine (starter.py), and
+whether a crash or hang gets native stacks here (native/)."""
 
 from __future__ import annotations
 
 from reprospec.doctor.check import Check
+from reprospec.native.cores import CorePattern
 
 
 def check_starter(ready: bool, how: str) -> Check:
@@ -16,3 +18,40 @@ def check_starter(ready: bool, how: str) -> Check:
         "about 2 ms more of the engine's CPU per attempt",
         "install a C compiler (apt install gcc), or set CC",
     )
+
+
+def check_native_stacks(gdb: str | None, pattern: CorePattern, core_limit: int) -> Check:
+    """Whether crashes and hangs get native stacks: gdb, where cores go, the hard core limit
+    (`core_limit`, bytes; resource.RLIM_INFINITY is -1) the attempts can raise theirs to."""
+    if gdb is None:
+        return Check(
+            "native-stacks",
+            "warn",
+            "gdb not found: crashes and hangs get Python stacks only",
+            "apt-get install gdb binutils (and libc6-dbg to name libc's internal functions)",
+        )
+    if pattern.piped:
+        return Check(
+            "native-stacks",
+            "warn",
+            f"kernel.core_pattern pipes cores to {pattern.handler}: crashes get no native "
+            "stacks (hangs do)",
+            "sysctl kernel.core_pattern=core (as root) writes them where reprospec reads them",
+        )
+    if core_limit == 0:
+        return Check(
+            "native-stacks",
+            "warn",
+            "the hard core size limit (ulimit -Hc) is 0: crashes leave no core, so they get "
+            "no native stacks (hangs do)",
+            "raise the hard limit (limits.conf, or ulimit -Hc unlimited as root)",
+        )
+    why = f"gdb at {gdb}; cores go to kernel.core_pattern={pattern.raw!r}"
+    if pattern.shared_name:
+        # Not a failure: one attempt at a time never collides. Said so a user of -j knows.
+        why += (
+            ", one name per folder: crashes a few ms apart in one workdir (-j, "
+            "run.instances) can still replace each other's core (sysctl "
+            "kernel.core_uses_pid=1 gives each its own)"
+        )
+    return Check("native-stacks", "pass", why)

@@ -25,10 +25,12 @@ from reprospec.native.cores import (
     CorePattern,
     allow_cores,
     core_pattern,
+    dumped_signal,
     find_cores,
     move_core,
     read_core,
 )
+from reprospec.native.corewatch import WATCH
 from reprospec.native.gdb import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,
@@ -75,6 +77,7 @@ __all__ = [
     "MAX_CORES",
     "TEXT_NAME",
     "TOP_FRAMES",
+    "WATCH",
     "Capture",
     "CoreInfo",
     "CorePattern",
@@ -93,6 +96,7 @@ __all__ = [
     "core_stacks",
     "crashed_process",
     "demangle",
+    "dumped_signal",
     "fault_frames",
     "find_cores",
     "full_text",

@@ -18,12 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.native.cores import (
-    CORE_SIGNALS,
+    CorePattern,
     core_pattern,
+    core_written_since,
+    dumped_signal,
     find_cores,
     move_core,
-    signal_name,
 )
+from reprospec.native.corewatch import WATCH
 from reprospec.native.gdb import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,
@@ -55,6 +57,21 @@ class Capture:
         if gdb_path() is None and not self.keep_cores:
             return False  # nothing could read a core: do not write one
         return not core_pattern().piped
+
+    def watch(self, workdir: Path) -> Path | None:
+        """Where every core of a folder has one name (CorePattern.shared_name), hold each
+        core created there from its creation while the attempt runs (corewatch.py), so
+        that a later crash cannot take it away before it is claimed. The folder watched,
+        for `unwatch` once the attempt ended and claimed its cores; None when not watched."""
+        pattern = core_pattern()
+        watched = pattern.watched(workdir)
+        if watched is None or not pattern.shared_name or not self.dumps_cores():
+            return None
+        return watched[0] if WATCH.acquire(*watched) else None
+
+    @staticmethod
+    def unwatch(folder: Path) -> None:
+        WATCH.release(folder)
 
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
@@ -104,6 +121,23 @@ def say_once(message: str) -> bool:
         return True
 
 
+def _no_core(signal: str | None, workdir: Path, started: float, pattern: CorePattern) -> str:
+    """Why a process that died of a core-dumping signal left no core to read."""
+    said = f"native stacks unavailable: a process died of {signal} but left no core"
+    if pattern.shared_name and core_written_since(workdir, started, pattern):
+        # Attempts at once (-j, instances) in one workdir: the kernel unlinks `core` before
+        # it writes the next one, so the earlier crash's core is gone before it is claimed.
+        return (
+            f"{said}: another crash in {workdir} since this attempt started most likely "
+            f"replaced it (kernel.core_pattern={pattern.raw!r} gives every core there the "
+            "same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
+        )
+    return (
+        f"{said} (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder must "
+        "be writable and the hard RLIMIT_CORE above 0)"
+    )
+
+
 def collect_crash_stacks(
     out_dir: Path,
     *,
@@ -118,12 +152,13 @@ def collect_crash_stacks(
 ) -> NativeStacks | None:
     """Claim the attempt's cores, move them into `out_dir`, read them; None when there were none.
 
-    `started` is the attempt's start (time.time()). A root that died of a core-dumping
-    signal but left no core gets a NativeStacks that says why.
+    `started` is the attempt's start (time.time()). An attempt whose root died of a
+    core-dumping signal (or exited 128 + one, as a shell says a child died of it) but that
+    left no core gets a NativeStacks that says why.
     """
     pattern = core_pattern()
-    root_signal = signal_name(-returncode) if returncode is not None and returncode < 0 else None
-    dumped = root_signal in CORE_SIGNALS
+    root_signal = dumped_signal(returncode)
+    dumped = root_signal is not None
     if gdb_path() is None and not keep_cores:
         return NativeStacks(unavailable=unavailable_reason()) if dumped else None
     if pattern.piped:
@@ -132,13 +167,7 @@ def collect_crash_stacks(
     if not cores:
         if not dumped:
             return None
-        return NativeStacks(
-            unavailable=(
-                f"native stacks unavailable: the process died of {root_signal} but left no core "
-                f"(kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder must be "
-                "writable and the hard RLIMIT_CORE above 0)"
-            )
-        )
+        return NativeStacks(unavailable=_no_core(root_signal, workdir, started, pattern))
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     for index, info in enumerate(cores):

@@ -10,6 +10,7 @@ carries it in its environment, which the core holds) or by the attempt's root pi
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import mmap
 import os
@@ -18,10 +19,13 @@ import resource
 import shutil
 import signal
 import struct
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from reprospec.native.corewatch import WATCH
 
 # Signals whose default action dumps core (signal(7)).
 CORE_SIGNALS = frozenset(
@@ -57,6 +61,26 @@ class CorePattern:
         if self.uses_pid and "%p" not in self.raw:
             found.append(base + ".*")
         return found
+
+    def watched(self, cwd: Path) -> tuple[Path, tuple[str, ...]] | None:
+        """The folder a process running in `cwd` dumps core into and the core's name as glob
+        patterns, for corewatch; None where the folder itself is a pattern or a pipe."""
+        if self.piped or not self.raw:
+            return None
+        folder, _, name = self.raw.rpartition("/")
+        if "%" in folder:
+            return None
+        where = Path(folder) if os.path.isabs(self.raw) else cwd / folder  # noqa: PTH117
+        return where, (re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", name),)
+
+    @property
+    def shared_name(self) -> bool:
+        """Whether every process crashing in one folder writes the same core file: the
+        kernel then replaces an earlier crash's core with a later one's (no `%p`, `%P`,
+        `%i`, `%I` in the pattern, and core_uses_pid off)."""
+        if self.piped or not self.raw or self.uses_pid:
+            return False
+        return not re.search(r"%[pPiI]", self.raw.replace("%%", ""))
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,17 @@ _NT_PRPSINFO = 3
 _NT_AUXV = 6
 _NT_FILE = 0x46494C45
 _AT_ENTRY = 9
+
+
+def dumped_signal(returncode: int | None) -> str | None:
+    """The core-dumping signal the attempt's root died of, or that it reported as exit status
+    128 + N: a shell or launcher whose child died of it (`sh -c`, `run.instances`); else None.
+    Either way a process of the attempt should have left a core."""
+    if returncode is None or returncode == 0:
+        return None
+    number = -returncode if returncode < 0 else returncode - 128
+    name = signal_name(number) if number > 0 else None
+    return name if name in CORE_SIGNALS else None
 
 
 def signal_name(number: int) -> str | None:
@@ -213,31 +248,74 @@ def find_cores(
     needle = f"REPROSPEC_ATTEMPT_TOKEN={token}\0".encode()
     found: list[tuple[float, CoreInfo]] = []
     seen: set[str] = set()
-    for pattern_glob in pattern.globs(workdir):
-        for name in glob.glob(pattern_glob):  # noqa: PTH207 (an absolute pattern: see globs)
-            if name in seen:
-                continue
-            seen.add(name)
-            path = Path(name)
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            # A core older than the attempt is someone else's; so is one we cannot read.
-            if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
-                continue
-            info = read_core(path)
-            if info is None:
-                continue
-            if core_holds(path, needle) or (root_pid is not None and info.pid == root_pid):
-                found.append((stat.st_mtime, info))
+    watched = pattern.watched(workdir)
+    # Cores a later crash unlinked, still open in this process (corewatch), then those there.
+    held = {str(h.path): h for h in WATCH.replaced(watched[0])} if watched else {}
+    names = [
+        *held,
+        *(name for pattern_glob in pattern.globs(workdir) for name in glob.glob(pattern_glob)),  # noqa: PTH207 (an absolute pattern: see globs)
+    ]
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        path = Path(name)
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        # A core older than the attempt is someone else's; so is one we cannot read.
+        if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
+            continue
+        info = read_core(path)
+        if info is None:
+            continue
+        # The root's pid first: it needs no scan of the whole core, and the sooner a
+        # core is claimed (moved away), the less likely a later crash replaces it.
+        if (root_pid is not None and info.pid == root_pid) or core_holds(path, needle):
+            found.append((stat.st_mtime, info))
+            if watched and name not in held:
+                WATCH.forget(watched[0], stat.st_ino)  # claimed where it lies: moved next
+    if found:
+        _note_claimed(workdir, max(mtime for mtime, _ in found))
     return [info for _, info in sorted(found, key=lambda item: item[0])]
 
 
+# The newest core each folder gave up to an attempt of this engine (its mtime), so that an
+# attempt whose core-dumping death left no core can tell when another crash in the same
+# folder took its core's name (CorePattern.shared_name), even once that core is moved away.
+_claimed_lock = threading.Lock()
+_claimed: dict[str, float] = {}
+
+
+def _note_claimed(workdir: Path, mtime: float) -> None:
+    with _claimed_lock:
+        key = str(workdir)
+        _claimed[key] = max(mtime, _claimed.get(key, mtime))
+
+
+def core_written_since(workdir: Path, started: float, pattern: CorePattern) -> bool:
+    """Whether a core was written in `workdir` since `started` (time.time()): one still lying
+    there, or one an attempt of this engine claimed. Asked for an attempt that left none of
+    its own, it says that another crash there most likely replaced it."""
+    with _claimed_lock:
+        if _claimed.get(str(workdir), 0.0) >= started - 1:
+            return True
+    for pattern_glob in pattern.globs(workdir):
+        for name in glob.glob(pattern_glob):  # noqa: PTH207 (an absolute pattern: see globs)
+            with contextlib.suppress(OSError):
+                if Path(name).stat().st_mtime >= started - 1:
+                    return True
+    return False
+
+
 def move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
-    """The core moved into `out_dir` as `core.PID`; where it lies when it cannot be moved."""
+    """The core moved into `out_dir` as `core.PID`; where it lies when it cannot be moved.
+    A core held open by corewatch after a later crash unlinked it is copied out instead."""
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / (f"core.{pid}" if pid else path.name)
+    if WATCH.copy_out(path, target):
+        return target
     try:
         path.replace(target)
     except OSError:

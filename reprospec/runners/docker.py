@@ -250,12 +250,20 @@ class DockerRunner:
         stdout = output_sink(base["stdout_path"], matcher=matcher)
         stderr = output_sink(base["stderr_path"], matcher=matcher)
         late: list[str] = []
+        # Cores held from their creation while the container runs (native/corewatch.py).
+        watched = (
+            self.native.watch(plan.workdir, shared=instance is not None)
+            if self.native is not None
+            else None
+        )
         try:
             execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
                 shared=instance is not None,
             )  # fmt: skip
         finally:
+            if watched is not None:
+                native.Capture.unwatch(watched)
             stdout.close()
             stderr.close()
             if matcher is not None:
@@ -405,5 +413,3 @@ def _last_line(path: Path) -> str:
         return ""
     lines = data.decode("utf-8", "replace").strip().splitlines()
     return lines[-1] if lines else "no output"
-
-

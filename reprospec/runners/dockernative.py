@@ -111,8 +111,7 @@ class ContainerNative:
             return f"native stacks unavailable: cannot run gdb in {image}: {exc}"
         if status is None:
             return (
-                f"native stacks unavailable: gdb in {image} did not answer "
-                f"in {PROBE_TIMEOUT_S:g}s"
+                f"native stacks unavailable: gdb in {image} did not answer in {PROBE_TIMEOUT_S:g}s"
             )
         if status in (126, 127):
             return missing
@@ -130,6 +129,19 @@ class ContainerNative:
         if self.gdb_missing(client, image) is not None and not self.keep_cores:
             return []  # nothing could read a core: write none
         return [Ulimit(name="core", soft=-1, hard=-1)]
+
+    def watch(self, workdir: Path, *, shared: bool) -> Path | None:
+        """Hold each core created in the bind-mounted `workdir` from its creation while the
+        container runs (corewatch.py): where every core there has one name, and for the
+        instances of an attempt (`shared`) also with `core.%p`, since each container
+        numbers its processes from 1. The folder, for `Capture.unwatch`; else None."""
+        pattern = native.core_pattern()
+        watched = pattern.watched(workdir)
+        if watched is None or Path(pattern.raw).is_absolute():
+            return None
+        if not (pattern.shared_name or shared):
+            return None
+        return watched[0] if native.WATCH.acquire(*watched) else None
 
     # -- a hang --------------------------------------------------------------------------
 
@@ -170,8 +182,8 @@ class ContainerNative:
         """
         image = str(config["image"])
         pattern = native.core_pattern()
-        root_signal = native_signal(returncode)
-        dumped = root_signal in native.CORE_SIGNALS
+        root_signal = native.dumped_signal(returncode)
+        dumped = root_signal is not None
         if pattern.piped:
             return native.NativeStacks(unavailable=_piped(pattern)) if dumped else None
         if Path(pattern.raw).is_absolute():
@@ -189,7 +201,7 @@ class ContainerNative:
                 why = "another instance's core may have overwritten it, in the shared workdir"
             return native.NativeStacks(
                 unavailable=(
-                    f"native stacks unavailable: the process died of {root_signal} but left no "
+                    f"native stacks unavailable: a process died of {root_signal} but left no "
                     f"core (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; {why})"
                 )
             )
@@ -277,18 +289,6 @@ class ContainerNative:
         return native.core_gdb_stacks(info, output, finished=finished, timeout_s=timeout_s)
 
 
-def native_signal(returncode: int | None) -> str | None:
-    """The signal's name for a negative returncode (subprocess's convention); else None."""
-    import signal
-
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return None
-
-
 def _piped(pattern: native.CorePattern) -> str:
     return (
         "native stacks of crashes unavailable: kernel.core_pattern pipes cores to "
@@ -308,5 +308,4 @@ def _absolute(pattern: native.CorePattern) -> str:
 __all__ = [
     "ContainerNative",
     "is_root",
-    "native_signal",
 ]

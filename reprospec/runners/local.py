@@ -300,6 +300,8 @@ class LocalRunner:
         shm = scratch.shm_snapshot() if instance is None else None
         # Markers are matched on their own thread: a slow regex never delays the timeout.
         matcher = MarkerMatcher(markers, events) if events is not None else None
+        # Cores held from their creation while the attempt runs (native/corewatch.py).
+        watched = capture.watch(plan.workdir) if capture is not None else None
         try:
             result = process.run_process(
                 argv,
@@ -320,6 +322,8 @@ class LocalRunner:
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
+            if watched is not None:
+                native.Capture.unwatch(watched)
             if matcher is not None:
                 warnings.extend(matcher.close())
             if events is not None:
