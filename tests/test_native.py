@@ -6,6 +6,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from reprospec import native
 from reprospec.native import CorePattern, Frame, NativeStacks, ProcessStacks, Thread
-from reprospec.native.corewatch import WATCH
+from reprospec.native.corewatch import WATCH, CoreWatch
 from reprospec.runners.local import LocalRunner
 from tests.test_local_runner import child, make_plan
 
@@ -560,3 +561,52 @@ def test_parse_backtrace_of_gdb_output() -> None:
         "libtorch_cpu.so",
     )
     assert (second.id, second.lwp, second.frames[0].library) == ("3.1", 13, "prog")
+
+
+def _held_fds() -> list[str]:
+    return [t for fd in Path("/proc/self/fd").iterdir() if "watched" in (t := _fd_target(fd))]
+
+
+def _until(check: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 10
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
+    tmp_path: Path,
+) -> None:
+    # A private watch on a real folder, the kernel's way of replacing a core done by hand:
+    # unlink `core`, create it anew.
+    watch = CoreWatch()
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    assert watch.acquire(folder, ("core",))
+    (folder / "core").write_bytes(b"first")
+    (folder / "notes.txt").write_text("not a core's name")
+    assert _until(lambda: len(_held_fds()) == 1)
+    (folder / "core").unlink()
+    (folder / "core").write_bytes(b"second")
+    assert _until(lambda: len(watch.replaced(folder)) == 1)
+    (first,) = watch.replaced(folder)
+    assert first.path.read_bytes() == b"first"  # readable although no name leads to it
+    target = tmp_path / "claimed"
+    assert watch.copy_out(first.path, target)
+    assert target.read_bytes() == b"first"
+    assert watch.replaced(folder) == []
+    assert len(_held_fds()) == 1  # the second, still at its name
+    watch.release(folder)
+    assert _held_fds() == []  # the last attempt there ended: nothing held
+    (folder / "core").unlink()
+    (folder / "core").write_bytes(b"while idle")
+    time.sleep(0.1)
+    assert _held_fds() == []  # an idle watch holds nothing
+    assert watch.acquire(folder, ("core",))  # the same watch, in use again
+    (folder / "core").unlink()
+    (folder / "core").write_bytes(b"third")
+    assert _until(lambda: len(_held_fds()) == 1)
+    watch.release(folder)
+    assert _held_fds() == []

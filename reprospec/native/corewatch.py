@@ -34,6 +34,8 @@ _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (t
 # At most this many cores are held per folder (each keeps its disk space until claimed):
 # more crashes at once than this lose the oldest, as they would without the watch.
 MAX_HELD = 16
+# Folders whose attempts have all ended keep their watch (at most this many).
+MAX_IDLE = 8
 
 
 @dataclass(frozen=True)
@@ -81,35 +83,44 @@ class CoreWatch:
         False when inotify cannot watch it (no watch: the attempt runs as before)."""
         key = str(folder)
         with self._lock:
-            entry = self._folders.get(key)
-            if entry is None:
-                wd = self._add_watch(key)
-                if wd is None:
-                    return False
-                entry = self._folders[key] = _Folder(wd, names, held=[])
-                self._by_wd[wd] = key
+            entry = self._folders.pop(key, None)
+            if entry is None or entry.names != names:
+                if entry is not None:  # the core pattern changed: the same watch, new names
+                    entry = _Folder(entry.wd, names, entry.users, entry.held)
+                else:
+                    wd = self._add_watch(key)
+                    if wd is None:
+                        return False
+                    entry = _Folder(wd, names, held=[])
+                    self._by_wd[wd] = key
+            self._folders[key] = entry  # last: the oldest idle folders come first
             entry.users += 1
             return True
 
     def release(self, folder: Path) -> None:
         """One attempt in `folder` ended (after it claimed its cores): the last one closes
-        the cores nobody claimed and removes the watch."""
+        the cores nobody claimed. The watch itself stays, idle, for the next attempt there
+        (adding and removing it for each attempt woke the reader thread each time); only
+        beyond MAX_IDLE idle folders is the oldest removed."""
         key = str(folder)
         with self._lock:
             entry = self._folders.get(key)
-            if entry is None:
+            if entry is None or entry.users == 0:
                 return
             entry.users -= 1
             if entry.users > 0:
                 return
-            del self._folders[key]
-            self._by_wd.pop(entry.wd, None)
-            if self._fd is not None:
-                with contextlib.suppress(OSError):
-                    _libc().inotify_rm_watch(self._fd, entry.wd)
             for held in entry.held or ():
                 with contextlib.suppress(OSError):
                     os.close(held.fd)
+            entry.held = []
+            idle = [k for k, e in self._folders.items() if e.users == 0]
+            for old in idle[: max(0, len(idle) - MAX_IDLE)]:
+                gone = self._folders.pop(old)
+                self._by_wd.pop(gone.wd, None)
+                if self._fd is not None:
+                    with contextlib.suppress(OSError):
+                        _libc().inotify_rm_watch(self._fd, gone.wd)
 
     def replaced(self, folder: Path) -> list[Held]:
         """The cores created in `folder` that a later crash has since unlinked."""
@@ -187,8 +198,8 @@ class CoreWatch:
         with self._lock:
             key = self._by_wd.get(wd)
             entry = self._folders.get(key) if key is not None else None
-            if key is None or entry is None or entry.held is None:
-                return
+            if key is None or entry is None or entry.held is None or entry.users == 0:
+                return  # idle: no attempt runs there
             if not any(fnmatch.fnmatchcase(name, pattern) for pattern in entry.names):
                 return
             try:
