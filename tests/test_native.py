@@ -219,8 +219,11 @@ def _crash_later(monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object
 
 
 def _shared_name_or_skip() -> None:
-    if not native.core_pattern().shared_name:
+    pattern = native.core_pattern()
+    if not pattern.shared_name:
         pytest.skip("kernel.core_pattern gives each process its own core")
+    if Path(pattern.raw).is_absolute():
+        pytest.skip("kernel.core_pattern puts cores outside the workdir")
 
 
 def _strlen_on_top(stacks: NativeStacks | None) -> None:
@@ -563,8 +566,10 @@ def test_parse_backtrace_of_gdb_output() -> None:
     assert (second.id, second.lwp, second.frames[0].library) == ("3.1", 13, "prog")
 
 
-def _held_fds() -> list[str]:
-    return [t for fd in Path("/proc/self/fd").iterdir() if "watched" in (t := _fd_target(fd))]
+def _held_fds(folder: Path) -> list[str]:
+    """What this process holds open in `folder` (the watch's cores)."""
+    inside = f"{folder}/"
+    return [t for fd in Path("/proc/self/fd").iterdir() if (t := _fd_target(fd)).startswith(inside)]
 
 
 def _until(check: Callable[[], bool]) -> bool:
@@ -587,26 +592,117 @@ def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"first")
     (folder / "notes.txt").write_text("not a core's name")
-    assert _until(lambda: len(_held_fds()) == 1)
+    assert _until(lambda: len(_held_fds(folder)) == 1)
     (folder / "core").unlink()
     (folder / "core").write_bytes(b"second")
     assert _until(lambda: len(watch.replaced(folder)) == 1)
     (first,) = watch.replaced(folder)
     assert first.path.read_bytes() == b"first"  # readable although no name leads to it
     target = tmp_path / "claimed"
-    assert watch.copy_out(first.path, target)
+    assert watch.copy_out(first.file, target)
     assert target.read_bytes() == b"first"
     assert watch.replaced(folder) == []
-    assert len(_held_fds()) == 1  # the second, still at its name
+    assert len(_held_fds(folder)) == 1  # the second, still at its name
     watch.release(folder)
-    assert _held_fds() == []  # the last attempt there ended: nothing held
+    assert _held_fds(folder) == []  # the last attempt there ended: nothing held
     (folder / "core").unlink()
     (folder / "core").write_bytes(b"while idle")
     time.sleep(0.1)
-    assert _held_fds() == []  # an idle watch holds nothing
+    assert _held_fds(folder) == []  # an idle watch holds nothing
     assert watch.acquire(folder, ("core",))  # the same watch, in use again
     (folder / "core").unlink()
     (folder / "core").write_bytes(b"third")
-    assert _until(lambda: len(_held_fds()) == 1)
+    assert _until(lambda: len(_held_fds(folder)) == 1)
     watch.release(folder)
-    assert _held_fds() == []
+    assert _held_fds(folder) == []
+
+
+def test_the_watch_holds_a_core_once_when_it_reads_its_events_late(tmp_path: Path) -> None:
+    # The reader is late (the lock held): both creations are handled once the second core
+    # exists. It is held once, not twice: one file, one claim.
+    watch = CoreWatch()
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    assert watch.acquire(folder, ("core",))
+    with watch._lock:
+        (folder / "core").write_bytes(b"first")
+        (folder / "core").unlink()
+        (folder / "core").write_bytes(b"second")
+        time.sleep(0.1)  # both events wait for the lock
+    assert _until(lambda: len(_held_fds(folder)) == 1)
+    time.sleep(0.1)  # the second event too
+    (folder / "core").unlink()
+    (folder / "core").write_bytes(b"third")
+    assert _until(lambda: len(_held_fds(folder)) == 2)
+    time.sleep(0.1)
+    (replaced,) = watch.replaced(folder)
+    assert replaced.path.read_bytes() == b"second"
+    watch.release(folder)
+    assert _held_fds(folder) == []
+
+
+def test_two_spellings_of_a_folder_are_one_watched_folder(tmp_path: Path) -> None:
+    watch = CoreWatch()
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    assert watch.acquire(folder / ".." / "watched", ("core",))
+    assert watch.acquire(link, ("core",))  # inotify: the same watch descriptor
+    watch.release(link)  # one attempt of two ended: the other still runs there
+    (folder / "core").write_bytes(b"held")
+    assert _until(lambda: len(_held_fds(folder)) == 1)
+    watch.release(folder)
+    assert _held_fds(folder) == []
+
+
+def test_a_removed_and_recreated_folder_is_watched_anew(tmp_path: Path) -> None:
+    watch = CoreWatch()
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    assert watch.acquire(folder, ("core",))
+    watch.release(folder)
+    folder.rmdir()  # the kernel drops the watch (IN_IGNORED)
+    folder.mkdir()
+    time.sleep(0.1)
+    assert watch.acquire(folder, ("core",))
+    (folder / "core").write_bytes(b"held")
+    assert _until(lambda: len(_held_fds(folder)) == 1)
+    watch.release(folder)
+    assert _held_fds(folder) == []
+
+
+def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
+    tmp_path: Path,
+) -> None:
+    # Claimed at its name, then replaced by another attempt's core before it is moved: the
+    # move takes ours from the watch and puts the other one back where its attempt looks.
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    assert WATCH.acquire(folder, ("core",))
+    try:
+        (folder / "core").write_bytes(b"ours")
+        assert _until(lambda: len(_held_fds(folder)) == 1)
+        ours = native.CoreInfo(
+            folder / "core", 7, "SIGSEGV", None, "", (), file=_file(folder / "core")
+        )
+        (folder / "core").unlink()
+        (folder / "core").write_bytes(b"theirs")
+        assert _until(lambda: len(_held_fds(folder)) == 2)
+        kept = native.move_core(ours, tmp_path / "attempt")
+        assert kept == tmp_path / "attempt" / "core.7"
+        assert kept.read_bytes() == b"ours"
+        assert (folder / "core").read_bytes() == b"theirs"
+        # Nothing leads to a core the watch no longer holds: lost, never another's.
+        gone = native.CoreInfo(
+            Path("/proc/self/fd/999999"), 8, "SIGSEGV", None, "", (), file=(0, 1)
+        )
+        assert native.move_core(gone, tmp_path / "attempt") is None
+    finally:
+        WATCH.release(folder)
+    assert _held_fds(folder) == []
+
+
+def _file(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return (info.st_dev, info.st_ino)

@@ -21,6 +21,7 @@ from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
 from reprospec.native.capture import MAX_CORES, Capture, collect_crash_stacks, say_once
 from reprospec.native.cores import (
     CORE_SIGNALS,
+    REPLACED,
     CoreInfo,
     CorePattern,
     allow_cores,
@@ -28,6 +29,7 @@ from reprospec.native.cores import (
     dumped_signal,
     find_cores,
     move_core,
+    move_cores,
     read_core,
 )
 from reprospec.native.corewatch import WATCH
@@ -75,6 +77,7 @@ __all__ = [
     "HANG_DEADLINE_S",
     "JSON_NAME",
     "MAX_CORES",
+    "REPLACED",
     "TEXT_NAME",
     "TOP_FRAMES",
     "WATCH",
@@ -103,6 +106,7 @@ __all__ = [
     "gdb_path",
     "merge",
     "move_core",
+    "move_cores",
     "parse_backtrace",
     "parse_maps",
     "read",

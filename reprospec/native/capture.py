@@ -18,12 +18,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.native.cores import (
+    REPLACED,
     CorePattern,
     core_pattern,
     core_written_since,
     dumped_signal,
     find_cores,
-    move_core,
+    move_cores,
 )
 from reprospec.native.corewatch import WATCH
 from reprospec.native.gdb import (
@@ -121,14 +122,24 @@ def say_once(message: str) -> bool:
         return True
 
 
-def _no_core(signal: str | None, workdir: Path, started: float, pattern: CorePattern) -> str:
-    """Why a process that died of a core-dumping signal left no core to read."""
-    said = f"native stacks unavailable: a process died of {signal} but left no core"
+def _no_core(returncode: int | None, workdir: Path, started: float, pattern: CorePattern) -> str:
+    """Why an attempt whose process died of a core-dumping signal left no core to read."""
+    signal = dumped_signal(returncode)
+    died = f"a process died of {signal}"
+    if returncode is not None and returncode > 0:
+        # Only the exit status says so: the root may have exited with it on its own.
+        died = (
+            f"the attempt exited {returncode} (128 + {signal}, as a shell reports a child "
+            "that died of it)"
+        )
+    said = f"native stacks unavailable: {died} but left no core"
+    watched = pattern.watched(workdir)
+    folder = watched[0] if watched else workdir
     if pattern.shared_name and core_written_since(workdir, started, pattern):
         # Attempts at once (-j, instances) in one workdir: the kernel unlinks `core` before
         # it writes the next one, so the earlier crash's core is gone before it is claimed.
         return (
-            f"{said}: another crash in {workdir} since this attempt started most likely "
+            f"{said}: another crash in {folder} since this attempt started most likely "
             f"replaced it (kernel.core_pattern={pattern.raw!r} gives every core there the "
             "same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )
@@ -167,11 +178,18 @@ def collect_crash_stacks(
     if not cores:
         if not dumped:
             return None
-        return NativeStacks(unavailable=_no_core(root_signal, workdir, started, pattern))
+        return NativeStacks(unavailable=_no_core(returncode, workdir, started, pattern))
     processes: list[ProcessStacks] = []
     notes: list[str] = []
-    for index, info in enumerate(cores):
-        kept = move_core(info.path, out_dir, info.pid)
+    for index, (info, kept) in enumerate(move_cores(cores, out_dir)):
+        if kept is None:
+            processes.append(
+                ProcessStacks(
+                    info.pid or 0, "core", info.command, info.signal, error=REPLACED,
+                    root=info.pid is not None and info.pid == root_pid,
+                )
+            )  # fmt: skip
+            continue
         info = replace(info, path=kept)
         if read_cores and index < MAX_CORES and gdb_path() is not None:
             stacks = core_stacks(info, timeout_s)

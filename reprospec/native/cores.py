@@ -22,10 +22,10 @@ import struct
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.native.corewatch import WATCH
+from reprospec.native.corewatch import WATCH, FileId, file_id
 
 # Signals whose default action dumps core (signal(7)).
 CORE_SIGNALS = frozenset(
@@ -71,7 +71,10 @@ class CorePattern:
         if "%" in folder:
             return None
         where = Path(folder) if os.path.isabs(self.raw) else cwd / folder  # noqa: PTH117
-        return where, (re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", name),)
+        base = re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", name)
+        # core_uses_pid appends .PID to a pattern without %p (as globs does).
+        pid = self.uses_pid and "%p" not in self.raw
+        return where, ((base, base + ".*") if pid else (base,))
 
     @property
     def shared_name(self) -> bool:
@@ -94,6 +97,7 @@ class CoreInfo:
     command: str  # the first 80 bytes of the command line (NT_PRPSINFO)
     files: tuple[tuple[int, int, str], ...]  # (start, end, path) of every mapped file
     ppid: int | None = None  # the parent's pid (in a container: 1 for the attempt's root)
+    file: FileId | None = None  # (device, inode), from find_cores: which file it was
 
 
 # Every attempt asks twice (before it starts, after it ends) and the settings change only
@@ -244,40 +248,37 @@ def core_holds(path: Path, needle: bytes) -> bool:
 def find_cores(
     token: str, workdir: Path, root_pid: int | None, started: float, pattern: CorePattern
 ) -> list[CoreInfo]:
-    """The cores this attempt left (its token in their memory, or the root's pid), oldest first."""
+    """The cores this attempt left (its token in their memory, or the root's pid), oldest first.
+
+    Those lying where core_pattern puts them, then those a later crash unlinked that the
+    watch holds (corewatch.py), each file once."""
     needle = f"REPROSPEC_ATTEMPT_TOKEN={token}\0".encode()
     found: list[tuple[float, CoreInfo]] = []
-    seen: set[str] = set()
+    seen: set[FileId] = set()
     watched = pattern.watched(workdir)
-    # Cores a later crash unlinked, still open in this process (corewatch), then those there.
-    held = {str(h.path): h for h in WATCH.replaced(watched[0])} if watched else {}
-    names = [
-        *held,
-        *(name for pattern_glob in pattern.globs(workdir) for name in glob.glob(pattern_glob)),  # noqa: PTH207 (an absolute pattern: see globs)
-    ]
-    for name in names:
-        if name in seen:
-            continue
-        seen.add(name)
-        path = Path(name)
+    names = [Path(n) for g in pattern.globs(workdir) for n in glob.glob(g)]  # noqa: PTH207 (an absolute pattern: see globs)
+    # After the glob: a core replaced meanwhile is in this list, if not in that one.
+    names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
+    for path in names:
         try:
             stat = path.stat()
         except OSError:
             continue
+        file = file_id(stat)
+        if file in seen:
+            continue
+        seen.add(file)
         # A core older than the attempt is someone else's; so is one we cannot read.
         if not path.is_file() or stat.st_mtime < started - 1 or stat.st_uid != os.getuid():
             continue
         info = read_core(path)
         if info is None:
             continue
-        # The root's pid first: it needs no scan of the whole core, and the sooner a
-        # core is claimed (moved away), the less likely a later crash replaces it.
+        # The root's pid first: it needs no scan of the whole core.
         if (root_pid is not None and info.pid == root_pid) or core_holds(path, needle):
-            found.append((stat.st_mtime, info))
-            if watched and name not in held:
-                WATCH.forget(watched[0], stat.st_ino)  # claimed where it lies: moved next
+            found.append((stat.st_mtime, replace(info, file=file)))
     if found:
-        _note_claimed(workdir, max(mtime for mtime, _ in found))
+        _note_claimed(watched[0] if watched else workdir, max(mtime for mtime, _ in found))
     return [info for _, info in sorted(found, key=lambda item: item[0])]
 
 
@@ -298,8 +299,9 @@ def core_written_since(workdir: Path, started: float, pattern: CorePattern) -> b
     """Whether a core was written in `workdir` since `started` (time.time()): one still lying
     there, or one an attempt of this engine claimed. Asked for an attempt that left none of
     its own, it says that another crash there most likely replaced it."""
+    watched = pattern.watched(workdir)
     with _claimed_lock:
-        if _claimed.get(str(workdir), 0.0) >= started - 1:
+        if _claimed.get(str(watched[0] if watched else workdir), 0.0) >= started - 1:
             return True
     for pattern_glob in pattern.globs(workdir):
         for name in glob.glob(pattern_glob):  # noqa: PTH207 (an absolute pattern: see globs)
@@ -309,18 +311,46 @@ def core_written_since(workdir: Path, started: float, pattern: CorePattern) -> b
     return False
 
 
-def move_core(path: Path, out_dir: Path, pid: int | None) -> Path:
-    """The core moved into `out_dir` as `core.PID`; where it lies when it cannot be moved.
-    A core held open by corewatch after a later crash unlinked it is copied out instead."""
+def move_core(info: CoreInfo, out_dir: Path) -> Path | None:
+    """The claimed core moved into `out_dir` as `core.PID`; where it lies when it cannot be
+    moved (another file system); None when a later crash replaced it and it is gone.
+
+    A core the watch holds is copied out through its descriptor. One still at its name is
+    renamed, then checked to be the file that was claimed: a crash since the claim may have
+    put another attempt's core there, which goes back (and ours comes from the watch)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / (f"core.{pid}" if pid else path.name)
-    if WATCH.copy_out(path, target):
-        return target
+    target = out_dir / (f"core.{info.pid}" if info.pid else info.path.name)
+    if info.path.parts[:2] == ("/", "proc"):  # Held.path: no name leads to it any more
+        return target if info.file is not None and WATCH.copy_out(info.file, target) else None
     try:
-        path.replace(target)
+        info.path.replace(target)
     except OSError:
         try:
-            shutil.move(str(path), target)  # another file system
+            shutil.move(str(info.path), target)  # another file system
         except OSError:
-            return path  # cannot move it: read it where it lies (and delete it there)
-    return target
+            return info.path  # cannot move it: read it where it lies (and delete it there)
+        return target
+    if info.file is None:
+        return target
+    try:
+        same = file_id(target.stat()) == info.file
+    except OSError:
+        same = False
+    if same:
+        WATCH.forget(info.file)
+        return target
+    with contextlib.suppress(OSError):
+        os.link(target, info.path)  # EEXIST: a newer crash's is there; this one was replaced
+    with contextlib.suppress(OSError):
+        target.unlink()
+    return target if WATCH.copy_out(info.file, target) else None
+
+
+def move_cores(cores: list[CoreInfo], out_dir: Path) -> list[tuple[CoreInfo, Path | None]]:
+    """Every claimed core moved (move_core) before any is read: the longer a core lies at
+    its name, the likelier a later crash replaces it, and gdb takes seconds a core."""
+    return [(info, move_core(info, out_dir)) for info in cores]
+
+
+# A claimed core that a later crash replaced before it was moved, and no watch held.
+REPLACED = "not read: a later crash in the same folder replaced this core before it was moved"

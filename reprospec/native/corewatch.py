@@ -6,11 +6,13 @@ there, then creates its own. Two processes of the engine's attempts crashing clo
 together in one workdir (`-j`, `run.instances`, two DataLoader workers) would leave one
 core, and the other attempt would lose its native stacks. So while attempts run in such
 a folder, an inotify watch on it opens every core as soon as it is created: an unlinked
-core stays readable through the engine's descriptor (`/proc/self/fd/N`) until its
-attempt claims it (cores.find_cores) or the last attempt in the folder ends.
+core stays readable through the engine's descriptor until its attempt claims it
+(cores.find_cores, then cores.move_core copies it out) or the last attempt running in
+the folder ends. A core is known by its (device, inode), never by a descriptor's number,
+which the kernel reuses.
 
 inotify through ctypes: the standard library has no binding, and three calls do not
-earn a dependency.
+earn a dependency. Where there is none (not Linux), nothing is watched.
 """
 
 from __future__ import annotations
@@ -23,32 +25,36 @@ import os
 import shutil
 import stat
 import struct
+import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _IN_CREATE = 0x00000100
-_IN_ONLYDIR = 0x01000000
 _IN_IGNORED = 0x00008000
+_IN_ONLYDIR = 0x01000000
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
 # At most this many cores are held per folder (each keeps its disk space until claimed):
 # more crashes at once than this lose the oldest, as they would without the watch.
 MAX_HELD = 16
-# Folders whose attempts have all ended keep their watch (at most this many).
+# Folders whose attempts have all ended keep their watch (at most this many): adding and
+# removing it for every attempt woke the reader thread each time.
 MAX_IDLE = 8
+
+FileId = tuple[int, int]  # (st_dev, st_ino)
 
 
 @dataclass(frozen=True)
 class Held:
-    """A core the watch opened: its descriptor in this process, and the name it was created as."""
+    """A core the watch opened: its descriptor in this process and what it is."""
 
     fd: int
-    name: str
-    inode: int
+    name: str  # as it was created
+    file: FileId
 
     @property
     def path(self) -> Path:
-        """A path that opens the core even once it is unlinked (for gdb and the readers)."""
+        """A path that opens the core even once it is unlinked (for the core readers)."""
         return Path(f"/proc/{os.getpid()}/fd/{self.fd}")
 
     def unlinked(self) -> bool:
@@ -61,15 +67,19 @@ class Held:
 
 @dataclass
 class _Folder:
-    wd: int
-    names: tuple[str, ...]  # glob patterns of the core's name (CorePattern.globs, base name)
+    wd: int  # -1: the kernel dropped the watch (the folder was removed): added anew
+    names: tuple[str, ...]  # glob patterns of a core's base name (CorePattern.watched)
     users: int = 0
-    held: list[Held] | None = None
+    held: list[Held] = field(default_factory=list)
+
+
+def file_id(info: os.stat_result) -> FileId:
+    return (info.st_dev, info.st_ino)
 
 
 class CoreWatch:
-    """One inotify descriptor and thread for the engine process; folders are added while
-    attempts run in them (`acquire`/`release`, counted)."""
+    """One inotify descriptor and reader thread for the engine process; folders are watched
+    while attempts run in them (`acquire`/`release`, counted), keyed by their real path."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -80,29 +90,29 @@ class CoreWatch:
 
     def acquire(self, folder: Path, names: tuple[str, ...]) -> bool:
         """Watch `folder` for cores named like `names` until the matching `release`.
-        False when inotify cannot watch it (no watch: the attempt runs as before)."""
-        key = str(folder)
+        False when it cannot be watched (then the attempt runs as it would without)."""
+        key = os.path.realpath(folder)
         with self._lock:
+            if self._failed:
+                return False
             entry = self._folders.pop(key, None)
-            if entry is None or entry.names != names:
-                if entry is not None:  # the core pattern changed: the same watch, new names
-                    entry = _Folder(entry.wd, names, entry.users, entry.held)
-                else:
-                    wd = self._add_watch(key)
-                    if wd is None:
-                        return False
-                    entry = _Folder(wd, names, held=[])
-                    self._by_wd[wd] = key
+            if entry is None or entry.wd < 0:
+                wd = self._add_watch(key)
+                if wd is None:
+                    if entry is not None:
+                        self._folders[key] = entry
+                    return False
+                entry = _Folder(wd, names, entry.users if entry else 0, entry.held if entry else [])
+                self._by_wd[wd] = key
+            entry.names = names  # the core pattern may have changed since
             self._folders[key] = entry  # last: the oldest idle folders come first
             entry.users += 1
             return True
 
     def release(self, folder: Path) -> None:
-        """One attempt in `folder` ended (after it claimed its cores): the last one closes
-        the cores nobody claimed. The watch itself stays, idle, for the next attempt there
-        (adding and removing it for each attempt woke the reader thread each time); only
-        beyond MAX_IDLE idle folders is the oldest removed."""
-        key = str(folder)
+        """One attempt in `folder` ended, after it claimed its cores: the last one closes
+        the cores nobody claimed; the watch stays, idle, for the next attempt there."""
+        key = os.path.realpath(folder)
         with self._lock:
             entry = self._folders.get(key)
             if entry is None or entry.users == 0:
@@ -110,71 +120,73 @@ class CoreWatch:
             entry.users -= 1
             if entry.users > 0:
                 return
-            for held in entry.held or ():
-                with contextlib.suppress(OSError):
-                    os.close(held.fd)
+            for held in entry.held:
+                _close(held.fd)
             entry.held = []
             idle = [k for k, e in self._folders.items() if e.users == 0]
             for old in idle[: max(0, len(idle) - MAX_IDLE)]:
                 gone = self._folders.pop(old)
-                self._by_wd.pop(gone.wd, None)
-                if self._fd is not None:
-                    with contextlib.suppress(OSError):
+                if self._by_wd.pop(gone.wd, None) is not None and self._fd is not None:
+                    with contextlib.suppress(OSError, AttributeError):
                         _libc().inotify_rm_watch(self._fd, gone.wd)
 
     def replaced(self, folder: Path) -> list[Held]:
         """The cores created in `folder` that a later crash has since unlinked."""
         with self._lock:
-            entry = self._folders.get(str(folder))
-            return [h for h in (entry.held or []) if h.unlinked()] if entry else []
+            entry = self._folders.get(os.path.realpath(folder))
+            return [h for h in entry.held if h.unlinked()] if entry else []
 
-    def forget(self, folder: Path, inode: int) -> None:
-        """A claimed core (moved or copied out): close what holds it, so its space is freed
-        when it is deleted and later claims do not read it again."""
+    def forget(self, file: FileId) -> None:
+        """A core claimed and moved out by name: close what holds it, so that its space is
+        freed when it is deleted and later claims do not read it again."""
         with self._lock:
-            entry = self._folders.get(str(folder))
-            if entry is None or entry.held is None:
-                return
-            for held in [h for h in entry.held if h.inode == inode]:
-                entry.held.remove(held)
-                with contextlib.suppress(OSError):
-                    os.close(held.fd)
+            for entry in self._folders.values():
+                for held in [h for h in entry.held if h.file == file]:
+                    entry.held.remove(held)
+                    _close(held.fd)
 
-    def copy_out(self, path: Path, target: Path) -> bool:
-        """Copy the held core at `path` (Held.path) to `target` and close it; False when
-        `path` is not a held core."""
+    def copy_out(self, file: FileId, target: Path) -> bool:
+        """Copy the held core `file` to `target` and close it; False when none is held, or
+        it cannot be copied."""
         with self._lock:
-            owner = next(
-                (
-                    (Path(key), held)
-                    for key, entry in self._folders.items()
-                    for held in entry.held or ()
-                    if held.path == path
-                ),
-                None,
-            )
-        if owner is None:
+            held = next((h for e in self._folders.values() for h in e.held if h.file == file), None)
+            # A descriptor of its own, so the copy runs outside the lock: the reader must
+            # open the next core at once. Never by number alone: that could be another file.
+            dup = _dup(held.fd) if held is not None else None
+        if dup is None:
             return False
-        with contextlib.suppress(OSError):  # not copied: gdb then says it cannot read it
-            shutil.copyfile(path, target)
-        self.forget(owner[0], owner[1].inode)
-        return True
+        try:
+            # A descriptor has no Path: open() takes it (and closes `dup`).
+            with open(dup, "rb") as source, target.open("wb") as out:  # noqa: PTH123
+                source.seek(0)
+                shutil.copyfileobj(source, out, 1 << 20)
+            copied = True
+        except OSError:
+            copied = False
+        self.forget(file)
+        return copied
 
     # -- the watch -------------------------------------------------------------------
 
     def _add_watch(self, folder: str) -> int | None:
         if self._failed:
             return None
-        libc = _libc()
-        if self._fd is None:
-            fd = libc.inotify_init1(os.O_CLOEXEC)
-            if fd < 0:
-                self._failed = True  # out of inotify instances: say nothing, watch nothing
-                return None
-            self._fd = fd
-            threading.Thread(target=self._read_events, args=(fd,), daemon=True).start()
+        try:
+            libc = _libc()
+            if self._fd is None:
+                fd = libc.inotify_init1(os.O_CLOEXEC)
+                if fd < 0:
+                    raise OSError(ctypes.get_errno(), "inotify_init1")
+                threading.Thread(
+                    target=self._read_events, args=(fd,), name="reprospec-corewatch", daemon=True
+                ).start()
+                self._fd = fd
+        except (AttributeError, OSError, RuntimeError):
+            # Not Linux, out of inotify instances, or no thread: watch nothing, say nothing.
+            self._failed = True
+            return None
         wd = libc.inotify_add_watch(self._fd, os.fsencode(folder), _IN_CREATE | _IN_ONLYDIR)
-        return wd if wd >= 0 else None
+        return int(wd) if wd >= 0 else None  # out of watches, or gone: not watched
 
     def _read_events(self, fd: int) -> None:
         while True:
@@ -183,22 +195,37 @@ class CoreWatch:
             except OSError as exc:
                 if exc.errno == errno.EINTR:
                     continue
+                self._failed = True
                 return
             at = 0
             while at + _EVENT.size <= len(data):
                 wd, mask, _cookie, length = _EVENT.unpack_from(data, at)
                 raw = data[at + _EVENT.size : at + _EVENT.size + length]
                 at += _EVENT.size + length
-                if mask & _IN_CREATE and not mask & _IN_IGNORED:
-                    self._created(wd, os.fsdecode(raw.split(b"\0", 1)[0]))
+                try:
+                    if mask & _IN_IGNORED:
+                        self._dropped(wd)
+                    elif mask & _IN_CREATE:
+                        self._created(wd, os.fsdecode(raw.split(b"\0", 1)[0]))
+                except Exception:
+                    continue
+
+    def _dropped(self, wd: int) -> None:
+        """The kernel removed the watch (its folder was deleted): the next acquire adds it."""
+        with self._lock:
+            key = self._by_wd.pop(wd, None)
+            entry = self._folders.get(key) if key is not None else None
+            if entry is not None and entry.wd == wd:
+                entry.wd = -1
 
     def _created(self, wd: int, name: str) -> None:
-        # Opened before anything else: the sooner, the less likely a second crash
-        # unlinks this core first. Matching the name under the lock is cheap.
+        # Opened at once: the sooner, the less likely a second crash unlinks it first. The
+        # lock is held across the open (a local file: microseconds) so that a claim never
+        # sees half of what this event holds.
         with self._lock:
             key = self._by_wd.get(wd)
             entry = self._folders.get(key) if key is not None else None
-            if key is None or entry is None or entry.held is None or entry.users == 0:
+            if key is None or entry is None or entry.users == 0:
                 return  # idle: no attempt runs there
             if not any(fnmatch.fnmatchcase(name, pattern) for pattern in entry.names):
                 return
@@ -212,21 +239,37 @@ class CoreWatch:
             try:
                 info = os.fstat(fd)
             except OSError:
-                info = None
-            if info is None or not stat.S_ISREG(info.st_mode):
-                os.close(fd)
+                _close(fd)
                 return
-            entry.held.append(Held(fd, name, info.st_ino))
+            # Read late, two events can open the same (second) core: hold it once.
+            if not stat.S_ISREG(info.st_mode) or any(h.file == file_id(info) for h in entry.held):
+                _close(fd)
+                return
+            entry.held.append(Held(fd, name, file_id(info)))
             while len(entry.held) > MAX_HELD:
-                with contextlib.suppress(OSError):
-                    os.close(entry.held.pop(0).fd)
+                _close(entry.held.pop(0).fd)
+
+
+def _dup(fd: int) -> int | None:
+    try:
+        return os.dup(fd)
+    except OSError:
+        return None
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 _LIBC: list[ctypes.CDLL] = []
 
 
 def _libc() -> ctypes.CDLL:
+    """The C library's inotify calls; AttributeError where there are none."""
     if not _LIBC:
+        if not sys.platform.startswith("linux"):
+            raise AttributeError("inotify is Linux's")
         libc = ctypes.CDLL(None, use_errno=True)  # the C library the interpreter runs on
         libc.inotify_init1.argtypes = [ctypes.c_int]
         libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]

@@ -206,9 +206,14 @@ class ContainerNative:
                 )
             )
         processes: list[native.ProcessStacks] = []
-        for index, info in enumerate(cores):
-            # Into the attempt folder: the gdb container sees that folder.
-            kept = native.move_core(info.path, log_dir, info.pid)
+        # Into the attempt folder, every one before any is read: the gdb container sees it.
+        for index, (info, kept) in enumerate(native.move_cores(cores, log_dir)):
+            if kept is None:
+                stacks = native.ProcessStacks(
+                    info.pid or 0, "core", info.command, info.signal, error=native.REPLACED
+                )
+                processes.append(replace(stacks, root=is_root(info, root_signal)))
+                continue
             info = replace(info, path=kept)
             moved = kept.parent == log_dir
             if read_cores and index < native.MAX_CORES and missing is None and moved:
