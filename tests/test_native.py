@@ -152,14 +152,7 @@ def assert_fault_in_a_torch_op(stacks: NativeStacks) -> None:
 def test_cores_of_other_processes_are_left_alone(runner: LocalRunner, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
-    # A real core of a process that is not the attempt's, in the attempt's workdir.
-    subprocess.run(
-        [sys.executable, "-c", "import ctypes; ctypes.string_at(8)"],
-        cwd=workdir,
-        preexec_fn=native.allow_cores,
-        capture_output=True,
-        check=False,
-    )
+    _crash_in(workdir)  # a real core of a process that is not the attempt's
     foreign = sorted(workdir.iterdir())
     assert foreign
     assert native.read_core(foreign[0]) is not None
@@ -218,6 +211,35 @@ def _crash_later(monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object
     return done
 
 
+def _crash_with_a_later_crash(
+    runner: LocalRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    crash: Callable[[Path], object],
+) -> tuple[Path, list[object]]:
+    """A real strlen segfault in its own workdir, attempt folder `a`, while `crash` crashes
+    there between its end and its claim; (workdir, what `crash` returned)."""
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    done = _crash_later(monkeypatch, crash)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    assert done
+    return workdir, done
+
+
+def _another_attempt(runner: LocalRunner, logs: Path) -> Callable[[Path], NativeStacks | None]:
+    """A strlen segfault as an attempt of the same runner in `folder` (attempt folder `logs`)."""
+
+    def crash(folder: Path) -> NativeStacks | None:
+        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
+        assert runner.run(plan, logs).returncode == -11
+        return native.read(logs)
+
+    return crash
+
+
 def _shared_name_or_skip() -> None:
     pattern = native.core_pattern()
     if not pattern.shared_name:
@@ -243,13 +265,7 @@ def test_a_core_a_later_crash_replaced_is_read_all_the_same(
 ) -> None:
     # With `core` and core_uses_pid=0 the second crash in a folder unlinks the first's core
     # before it writes its own. The runner held the first open from its creation.
-    _shared_name_or_skip()
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    done = _crash_later(monkeypatch, _crash_in)
-    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
-    assert ex.returncode == -11
-    assert done
+    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, _crash_in)
     _strlen_on_top(native.read(tmp_path / "a"))
     (core,) = workdir.iterdir()  # the other process's core: left alone
     info = native.read_core(core)
@@ -273,18 +289,8 @@ def test_two_attempts_crashing_in_one_folder_each_read_their_own_core(
 ) -> None:
     # -j 2: the other attempt crashes in the same workdir and claims the core that
     # replaced this one's, before this attempt looks for its own.
-    _shared_name_or_skip()
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-
-    def other_attempt(folder: Path) -> NativeStacks | None:
-        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
-        assert runner.run(plan, tmp_path / "b").returncode == -11
-        return native.read(tmp_path / "b")
-
-    done = _crash_later(monkeypatch, other_attempt)
-    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
-    assert ex.returncode == -11
+    other = _another_attempt(runner, tmp_path / "b")
+    workdir, done = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, other)
     first, second = native.read(tmp_path / "a"), done[0]
     assert isinstance(second, NativeStacks)
     _strlen_on_top(first)
@@ -302,18 +308,9 @@ def test_without_the_watch_a_replaced_core_says_so(
 ) -> None:
     # Where inotify cannot watch the folder (out of watches), the core is lost as before:
     # the attempt says why, and never shows the other crash's stack.
-    _shared_name_or_skip()
     monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: None)
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-
-    def other_attempt(folder: Path) -> None:
-        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
-        assert runner.run(plan, tmp_path / "b").returncode == -11
-
-    _crash_later(monkeypatch, _crash_in if other == "process" else other_attempt)
-    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
-    assert ex.returncode == -11
+    crash = _crash_in if other == "process" else _another_attempt(runner, tmp_path / "b")
+    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, crash)
     stacks = native.read(tmp_path / "a")
     assert stacks is not None
     assert stacks.processes == ()
@@ -581,20 +578,35 @@ def _until(check: Callable[[], bool]) -> bool:
     return True
 
 
+def _new_watch(tmp_path: Path) -> tuple[CoreWatch, Path]:
+    """A private watch and an empty folder to watch."""
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    return CoreWatch(), folder
+
+
+def _replace_core(folder: Path, data: bytes) -> None:
+    """What the kernel does for a core: unlink the one there, create a new one."""
+    (folder / "core").unlink(missing_ok=True)
+    (folder / "core").write_bytes(data)
+
+
+def _release_leaves_nothing_held(watch: CoreWatch, folder: Path) -> None:
+    watch.release(folder)
+    assert _held_fds(folder) == []
+
+
 def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
     tmp_path: Path,
 ) -> None:
     # A private watch on a real folder, the kernel's way of replacing a core done by hand:
     # unlink `core`, create it anew.
-    watch = CoreWatch()
-    folder = tmp_path / "watched"
-    folder.mkdir()
+    watch, folder = _new_watch(tmp_path)
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"first")
     (folder / "notes.txt").write_text("not a core's name")
     assert _until(lambda: len(_held_fds(folder)) == 1)
-    (folder / "core").unlink()
-    (folder / "core").write_bytes(b"second")
+    _replace_core(folder, b"second")
     assert _until(lambda: len(watch.replaced(folder)) == 1)
     (first,) = watch.replaced(folder)
     assert first.path.read_bytes() == b"first"  # readable although no name leads to it
@@ -605,46 +617,36 @@ def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
     assert len(_held_fds(folder)) == 1  # the second, still at its name
     watch.release(folder)
     assert _held_fds(folder) == []  # the last attempt there ended: nothing held
-    (folder / "core").unlink()
-    (folder / "core").write_bytes(b"while idle")
+    _replace_core(folder, b"while idle")
     time.sleep(0.1)
     assert _held_fds(folder) == []  # an idle watch holds nothing
     assert watch.acquire(folder, ("core",))  # the same watch, in use again
-    (folder / "core").unlink()
-    (folder / "core").write_bytes(b"third")
+    _replace_core(folder, b"third")
     assert _until(lambda: len(_held_fds(folder)) == 1)
-    watch.release(folder)
-    assert _held_fds(folder) == []
+    _release_leaves_nothing_held(watch, folder)
 
 
 def test_the_watch_holds_a_core_once_when_it_reads_its_events_late(tmp_path: Path) -> None:
     # The reader is late (the lock held): both creations are handled once the second core
     # exists. It is held once, not twice: one file, one claim.
-    watch = CoreWatch()
-    folder = tmp_path / "watched"
-    folder.mkdir()
+    watch, folder = _new_watch(tmp_path)
     assert watch.acquire(folder, ("core",))
     with watch._lock:
         (folder / "core").write_bytes(b"first")
-        (folder / "core").unlink()
-        (folder / "core").write_bytes(b"second")
+        _replace_core(folder, b"second")
         time.sleep(0.1)  # both events wait for the lock
     assert _until(lambda: len(_held_fds(folder)) == 1)
     time.sleep(0.1)  # the second event too
-    (folder / "core").unlink()
-    (folder / "core").write_bytes(b"third")
+    _replace_core(folder, b"third")
     assert _until(lambda: len(_held_fds(folder)) == 2)
     time.sleep(0.1)
     (replaced,) = watch.replaced(folder)
     assert replaced.path.read_bytes() == b"second"
-    watch.release(folder)
-    assert _held_fds(folder) == []
+    _release_leaves_nothing_held(watch, folder)
 
 
 def test_two_spellings_of_a_folder_are_one_watched_folder(tmp_path: Path) -> None:
-    watch = CoreWatch()
-    folder = tmp_path / "watched"
-    folder.mkdir()
+    watch, folder = _new_watch(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(folder)
     assert watch.acquire(folder / ".." / "watched", ("core",))
@@ -652,14 +654,11 @@ def test_two_spellings_of_a_folder_are_one_watched_folder(tmp_path: Path) -> Non
     watch.release(link)  # one attempt of two ended: the other still runs there
     (folder / "core").write_bytes(b"held")
     assert _until(lambda: len(_held_fds(folder)) == 1)
-    watch.release(folder)
-    assert _held_fds(folder) == []
+    _release_leaves_nothing_held(watch, folder)
 
 
 def test_a_removed_and_recreated_folder_is_watched_anew(tmp_path: Path) -> None:
-    watch = CoreWatch()
-    folder = tmp_path / "watched"
-    folder.mkdir()
+    watch, folder = _new_watch(tmp_path)
     assert watch.acquire(folder, ("core",))
     watch.release(folder)
     folder.rmdir()  # the kernel drops the watch (IN_IGNORED)
@@ -668,8 +667,7 @@ def test_a_removed_and_recreated_folder_is_watched_anew(tmp_path: Path) -> None:
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"held")
     assert _until(lambda: len(_held_fds(folder)) == 1)
-    watch.release(folder)
-    assert _held_fds(folder) == []
+    _release_leaves_nothing_held(watch, folder)
 
 
 def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
@@ -686,8 +684,7 @@ def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
         ours = native.CoreInfo(
             folder / "core", 7, "SIGSEGV", None, "", (), file=_file(folder / "core")
         )
-        (folder / "core").unlink()
-        (folder / "core").write_bytes(b"theirs")
+        _replace_core(folder, b"theirs")
         assert _until(lambda: len(_held_fds(folder)) == 2)
         kept = native.move_core(ours, tmp_path / "attempt")
         assert kept == tmp_path / "attempt" / "core.7"
