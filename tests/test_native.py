@@ -194,9 +194,13 @@ def _crash_in(workdir: Path) -> None:
     )
 
 
-def _crash_later(monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object]) -> list[object]:
+def _crash_later(
+    monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object], *, held: bool = True
+) -> list[object]:
     """Make the race certain: `crash(workdir)` runs after the attempt died and before the
-    engine looks for its core, the window in which a second crash there replaces it."""
+    engine looks for its core, the window in which a second crash there replaces it.
+    `held`: only once the watch holds the attempt's core (what it does within a few ms,
+    and a loaded machine may take longer over; that race is measured, not tested)."""
     real_find = native.find_cores
     done: list[object] = []
     once: list[bool] = []  # set first: `crash` may be an attempt, which claims its own cores
@@ -204,6 +208,7 @@ def _crash_later(monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object
     def late_claim(token: str, folder: Path, *args: object) -> list[native.CoreInfo]:
         if not once:
             once.append(True)
+            assert not held or _until(lambda: bool(_held_fds(folder)))
             done.append(crash(folder))
         return real_find(token, folder, *args)  # type: ignore[arg-type]
 
@@ -216,13 +221,15 @@ def _crash_with_a_later_crash(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     crash: Callable[[Path], object],
+    *,
+    held: bool = True,
 ) -> tuple[Path, list[object]]:
     """A real strlen segfault in its own workdir, attempt folder `a`, while `crash` crashes
     there between its end and its claim; (workdir, what `crash` returned)."""
     _shared_name_or_skip()
     workdir = tmp_path / "work"
     workdir.mkdir()
-    done = _crash_later(monkeypatch, crash)
+    done = _crash_later(monkeypatch, crash, held=held)
     ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
     assert ex.returncode == -11
     assert done
@@ -310,7 +317,7 @@ def test_without_the_watch_a_replaced_core_says_so(
     # the attempt says why, and never shows the other crash's stack.
     monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: None)
     crash = _crash_in if other == "process" else _another_attempt(runner, tmp_path / "b")
-    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, crash)
+    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, crash, held=False)
     stacks = native.read(tmp_path / "a")
     assert stacks is not None
     assert stacks.processes == ()
@@ -614,7 +621,7 @@ def test_the_watch_holds_a_replaced_core_while_attempts_run_and_nothing_after(
     assert watch.copy_out(first.file, target)
     assert target.read_bytes() == b"first"
     assert watch.replaced(folder) == []
-    assert len(_held_fds(folder)) == 1  # the second, still at its name
+    assert _until(lambda: len(_held_fds(folder)) == 1)  # the second, still at its name
     watch.release(folder)
     assert _held_fds(folder) == []  # the last attempt there ended: nothing held
     _replace_core(folder, b"while idle")
@@ -661,9 +668,8 @@ def test_a_removed_and_recreated_folder_is_watched_anew(tmp_path: Path) -> None:
     watch, folder = _new_watch(tmp_path)
     assert watch.acquire(folder, ("core",))
     watch.release(folder)
-    folder.rmdir()  # the kernel drops the watch (IN_IGNORED)
-    folder.mkdir()
-    time.sleep(0.1)
+    folder.rmdir()  # the kernel drops the watch (IN_IGNORED, which the reader may not
+    folder.mkdir()  # have handled yet: the next acquire must not depend on it)
     assert watch.acquire(folder, ("core",))
     (folder / "core").write_bytes(b"held")
     assert _until(lambda: len(_held_fds(folder)) == 1)

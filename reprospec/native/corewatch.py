@@ -96,13 +96,23 @@ class CoreWatch:
             if self._failed:
                 return False
             entry = self._folders.pop(key, None)
-            if entry is None or entry.wd < 0:
+            # From idle, added again: for the folder already watched the kernel returns the
+            # same descriptor and sends nothing; for one removed and made anew (whose
+            # IN_IGNORED the reader may not have seen yet), a new one.
+            if entry is None or entry.users == 0 or entry.wd < 0:
                 wd = self._add_watch(key)
                 if wd is None:
-                    if entry is not None:
+                    if entry is not None and entry.users > 0:
                         self._folders[key] = entry
+                    elif entry is not None:
+                        self._by_wd.pop(entry.wd, None)
                     return False
-                entry = _Folder(wd, names, entry.users if entry else 0, entry.held if entry else [])
+                if entry is None:
+                    entry = _Folder(wd, names)
+                elif entry.wd != wd:
+                    if self._by_wd.get(entry.wd) == key:
+                        del self._by_wd[entry.wd]
+                    entry.wd = wd
                 self._by_wd[wd] = key
             entry.names = names  # the core pattern may have changed since
             self._folders[key] = entry  # last: the oldest idle folders come first
