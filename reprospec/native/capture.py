@@ -63,16 +63,13 @@ class Capture:
         """Where every core of a folder has one name (CorePattern.shared_name), hold each
         core created there from its creation while the attempt runs (corewatch.py), so
         that a later crash cannot take it away before it is claimed. The folder watched,
-        for `unwatch` once the attempt ended and claimed its cores; None when not watched."""
+        for WATCH.release once the attempt ended and claimed its cores; None when not
+        watched."""
         pattern = core_pattern()
         watched = pattern.watched(workdir)
         if watched is None or not pattern.shared_name or not self.dumps_cores():
             return None
         return watched[0] if WATCH.acquire(*watched) else None
-
-    @staticmethod
-    def unwatch(folder: Path) -> None:
-        WATCH.release(folder)
 
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
@@ -133,15 +130,13 @@ def _no_core(returncode: int | None, workdir: Path, started: float, pattern: Cor
             "that died of it)"
         )
     said = f"native stacks unavailable: {died} but left no core"
-    watched = pattern.watched(workdir)
-    folder = watched[0] if watched else workdir
     if pattern.shared_name and core_written_since(workdir, started, pattern):
         # Attempts at once (-j, instances) in one workdir: the kernel unlinks `core` before
         # it writes the next one, so the earlier crash's core is gone before it is claimed.
         return (
-            f"{said}: another crash in {folder} since this attempt started most likely "
-            f"replaced it (kernel.core_pattern={pattern.raw!r} gives every core there the "
-            "same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
+            f"{said}: another crash in {pattern.folder(workdir)} since this attempt started "
+            f"most likely replaced it (kernel.core_pattern={pattern.raw!r} gives every core "
+            "there the same name; `sysctl kernel.core_uses_pid=1` gives each process its own)"
         )
     return (
         f"{said} (kernel.core_pattern={pattern.raw!r}, looked in {workdir}; the folder must "
@@ -182,19 +177,12 @@ def collect_crash_stacks(
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     for index, (info, kept) in enumerate(move_cores(cores, out_dir)):
-        if kept is None:
-            processes.append(
-                ProcessStacks(
-                    info.pid or 0, "core", info.command, info.signal, error=REPLACED,
-                    root=info.pid is not None and info.pid == root_pid,
-                )
-            )  # fmt: skip
-            continue
-        info = replace(info, path=kept)
-        if read_cores and index < MAX_CORES and gdb_path() is not None:
-            stacks = core_stacks(info, timeout_s)
+        if kept is not None and read_cores and index < MAX_CORES and gdb_path() is not None:
+            stacks = core_stacks(replace(info, path=kept), timeout_s)
         else:
-            if not read_cores:
+            if kept is None:
+                why = REPLACED
+            elif not read_cores:
                 why = "not read: the run was interrupted"
             elif gdb_path() is None:
                 why = f"not read: gdb not found ({GDB_INSTALL_HINT})"
@@ -202,7 +190,9 @@ def collect_crash_stacks(
                 why = f"not read: only the first {MAX_CORES} cores of an attempt are read"
             stacks = ProcessStacks(info.pid or 0, "core", info.command, info.signal, error=why)
         stacks = replace(stacks, root=info.pid is not None and info.pid == root_pid)
-        if keep_cores:
+        if kept is None:
+            pass  # nothing of it to keep or delete
+        elif keep_cores:
             stacks = replace(stacks, core=str(kept))
         else:
             with contextlib.suppress(OSError):

@@ -76,6 +76,12 @@ class CorePattern:
         pid = self.uses_pid and "%p" not in self.raw
         return where, ((base, base + ".*") if pid else (base,))
 
+    def folder(self, cwd: Path) -> Path:
+        """Where cores of processes running in `cwd` land, as far as one folder can say:
+        the watched one (watched), else `cwd`."""
+        watched = self.watched(cwd)
+        return watched[0] if watched else cwd
+
     @property
     def shared_name(self) -> bool:
         """Whether every process crashing in one folder writes the same core file: the
@@ -259,11 +265,13 @@ def find_cores(
     names = [Path(n) for g in pattern.globs(workdir) for n in glob.glob(g)]  # noqa: PTH207 (an absolute pattern: see globs)
     # After the glob: a core replaced meanwhile is in this list, if not in that one.
     names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
+    newest = 0.0
     for path in names:
         try:
             stat = path.stat()
         except OSError:
             continue
+        newest = max(newest, stat.st_mtime)
         file = file_id(stat)
         if file in seen:
             continue
@@ -277,38 +285,30 @@ def find_cores(
         # The root's pid first: it needs no scan of the whole core.
         if (root_pid is not None and info.pid == root_pid) or core_holds(path, needle):
             found.append((stat.st_mtime, replace(info, file=file)))
-    if found:
-        _note_claimed(watched[0] if watched else workdir, max(mtime for mtime, _ in found))
+    if names:
+        _note_seen(pattern.folder(workdir), newest)
     return [info for _, info in sorted(found, key=lambda item: item[0])]
 
 
-# The newest core each folder gave up to an attempt of this engine (its mtime), so that an
+# The newest core (its mtime) find_cores has seen in each folder, claimed or not, so that an
 # attempt whose core-dumping death left no core can tell when another crash in the same
 # folder took its core's name (CorePattern.shared_name), even once that core is moved away.
-_claimed_lock = threading.Lock()
-_claimed: dict[str, float] = {}
+_seen_lock = threading.Lock()
+_newest_seen: dict[str, float] = {}
 
 
-def _note_claimed(workdir: Path, mtime: float) -> None:
-    with _claimed_lock:
-        key = str(workdir)
-        _claimed[key] = max(mtime, _claimed.get(key, mtime))
+def _note_seen(folder: Path, mtime: float) -> None:
+    with _seen_lock:
+        key = str(folder)
+        _newest_seen[key] = max(mtime, _newest_seen.get(key, mtime))
 
 
 def core_written_since(workdir: Path, started: float, pattern: CorePattern) -> bool:
-    """Whether a core was written in `workdir` since `started` (time.time()): one still lying
-    there, or one an attempt of this engine claimed. Asked for an attempt that left none of
-    its own, it says that another crash there most likely replaced it."""
-    watched = pattern.watched(workdir)
-    with _claimed_lock:
-        if _claimed.get(str(watched[0] if watched else workdir), 0.0) >= started - 1:
-            return True
-    for pattern_glob in pattern.globs(workdir):
-        for name in glob.glob(pattern_glob):  # noqa: PTH207 (an absolute pattern: see globs)
-            with contextlib.suppress(OSError):
-                if Path(name).stat().st_mtime >= started - 1:
-                    return True
-    return False
+    """Whether a core was written where cores of `workdir` land since `started`
+    (time.time()), as find_cores saw, this attempt's own look included. Asked for an
+    attempt that left none of its own, it says another crash there most likely replaced it."""
+    with _seen_lock:
+        return _newest_seen.get(str(pattern.folder(workdir)), 0.0) >= started - 1
 
 
 def move_core(info: CoreInfo, out_dir: Path) -> Path | None:

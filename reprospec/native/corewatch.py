@@ -49,7 +49,6 @@ class Held:
     """A core the watch opened: its descriptor in this process and what it is."""
 
     fd: int
-    name: str  # as it was created
     file: FileId
 
     @property
@@ -255,7 +254,7 @@ class CoreWatch:
             if not stat.S_ISREG(info.st_mode) or any(h.file == file_id(info) for h in entry.held):
                 _close(fd)
                 return
-            entry.held.append(Held(fd, name, file_id(info)))
+            entry.held.append(Held(fd, file_id(info)))
             while len(entry.held) > MAX_HELD:
                 _close(entry.held.pop(0).fd)
 

@@ -263,7 +263,7 @@ class DockerRunner:
             )  # fmt: skip
         finally:
             if watched is not None:
-                native.Capture.unwatch(watched)
+                native.WATCH.release(watched)
             stdout.close()
             stderr.close()
             if matcher is not None:

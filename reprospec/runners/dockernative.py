@@ -134,7 +134,7 @@ class ContainerNative:
         """Hold each core created in the bind-mounted `workdir` from its creation while the
         container runs (corewatch.py): where every core there has one name, and for the
         instances of an attempt (`shared`) also with `core.%p`, since each container
-        numbers its processes from 1. The folder, for `Capture.unwatch`; else None."""
+        numbers its processes from 1. The folder, for WATCH.release; else None."""
         pattern = native.core_pattern()
         watched = pattern.watched(workdir)
         if watched is None or Path(pattern.raw).is_absolute():
@@ -208,18 +208,14 @@ class ContainerNative:
         processes: list[native.ProcessStacks] = []
         # Into the attempt folder, every one before any is read: the gdb container sees it.
         for index, (info, kept) in enumerate(native.move_cores(cores, log_dir)):
-            if kept is None:
-                stacks = native.ProcessStacks(
-                    info.pid or 0, "core", info.command, info.signal, error=native.REPLACED
-                )
-                processes.append(replace(stacks, root=is_root(info, root_signal)))
-                continue
-            info = replace(info, path=kept)
-            moved = kept.parent == log_dir
-            if read_cores and index < native.MAX_CORES and missing is None and moved:
-                stacks = self._read_core(client, config, info, token, index)
+            moved = kept is not None and kept.parent == log_dir
+            readable = read_cores and index < native.MAX_CORES and missing is None
+            if kept is not None and moved and readable:
+                stacks = self._read_core(client, config, replace(info, path=kept), token, index)
             else:
-                if not read_cores:
+                if kept is None:
+                    why = native.REPLACED
+                elif not read_cores:
                     why = "not read: the run was interrupted"
                 elif missing is not None:
                     why = f"not read: {missing.removeprefix('native stacks unavailable: ')}"
@@ -233,7 +229,9 @@ class ContainerNative:
                     info.pid or 0, "core", info.command, info.signal, error=why
                 )
             stacks = replace(stacks, root=is_root(info, root_signal))
-            if self.keep_cores:
+            if kept is None:
+                pass  # nothing of it to keep or delete
+            elif self.keep_cores:
                 stacks = replace(stacks, core=str(kept))
             else:
                 with contextlib.suppress(OSError):

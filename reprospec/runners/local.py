@@ -323,7 +323,7 @@ class LocalRunner:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
         finally:
             if watched is not None:
-                native.Capture.unwatch(watched)
+                native.WATCH.release(watched)
             if matcher is not None:
                 warnings.extend(matcher.close())
             if events is not None:
