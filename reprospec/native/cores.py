@@ -54,13 +54,10 @@ class CorePattern:
         """Where cores of processes running in `cwd` can be, as glob patterns."""
         if self.piped or not self.raw:
             return []
-        pattern = re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", self.raw)
+        pattern = _as_glob(self.raw)
         # Glob patterns, as strs, for glob.glob (find_cores): Path.glob takes no absolute one.
         base = pattern if os.path.isabs(pattern) else os.path.join(glob.escape(str(cwd)), pattern)  # noqa: PTH117, PTH118
-        found = [base]
-        if self.uses_pid and "%p" not in self.raw:
-            found.append(base + ".*")
-        return found
+        return list(self._with_pid(base))
 
     def watched(self, cwd: Path) -> tuple[Path, tuple[str, ...]] | None:
         """The folder a process running in `cwd` dumps core into and the core's name as glob
@@ -71,10 +68,12 @@ class CorePattern:
         if "%" in folder:
             return None
         where = Path(folder) if os.path.isabs(self.raw) else cwd / folder  # noqa: PTH117
-        base = re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", name)
-        # core_uses_pid appends .PID to a pattern without %p (as globs does).
-        pid = self.uses_pid and "%p" not in self.raw
-        return where, ((base, base + ".*") if pid else (base,))
+        return where, self._with_pid(_as_glob(name))
+
+    def _with_pid(self, pattern: str) -> tuple[str, ...]:
+        """`pattern`, and with core_uses_pid also the `.PID` the kernel appends to a pattern
+        without `%p`."""
+        return (pattern, pattern + ".*") if self.uses_pid and "%p" not in self.raw else (pattern,)
 
     def folder(self, cwd: Path) -> Path:
         """Where cores of processes running in `cwd` land, as far as one folder can say:
@@ -90,6 +89,11 @@ class CorePattern:
         if self.piped or not self.raw or self.uses_pid:
             return False
         return not re.search(r"%[pPiI]", self.raw.replace("%%", ""))
+
+
+def _as_glob(pattern: str) -> str:
+    """A core_pattern as a glob: every `%x` the kernel expands becomes `*`, `%%` is `%`."""
+    return re.sub(r"%.", lambda m: "%" if m.group(0) == "%%" else "*", pattern)
 
 
 @dataclass(frozen=True)
