@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reprospec.bisection import DEFAULT_ERROR, Trial, bisect
+from reprospec.bisect.search import DEFAULT_ERROR, Trial, bisect
 
 
 def simulate(versions: int, rate: float, trials: int, seed: int, error: float,

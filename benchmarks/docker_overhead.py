@@ -23,9 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reprospec.models import AttemptPlan, Cell, Expectation  # noqa: E402
+from reprospec.core.inputs import AttemptPlan, Cell, Expectation  # noqa: E402
+from reprospec.core.sections import Command, Environment, Job, Workload  # noqa: E402
 from reprospec.runners.base import Runner  # noqa: E402
-from reprospec.sections import Command, Environment, Job, Workload  # noqa: E402
 
 WORKLOAD = {
     "seed": 0,
@@ -81,7 +81,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
 
-    from reprospec.runners.docker import DockerRunner
+    from reprospec.runners.docker.runner import DockerRunner
     from reprospec.runners.local import LocalRunner
 
     docker_runner = DockerRunner()

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from reprospec.models import AttemptPlan
-    from reprospec.runmodels import Execution
+    from reprospec.core.inputs import AttemptPlan
+    from reprospec.core.results import Execution
 
 # What one timed attempt leaves: its execution, its plan, the wall time of runner.run.
 AttemptFacts: TypeAlias = "tuple[Execution, AttemptPlan, float]"
@@ -43,10 +43,10 @@ def timed(argv: list[str], rounds: int, cwd: Path | None = None) -> float:
 
 def timed_attempts(spec_text: str, rounds: int, measure: Callable[[AttemptFacts], float]) -> float:
     """Median of `measure(execution)` over `rounds` attempts of a one-cell spec, LocalRunner."""
-    from reprospec.matrix import expand
-    from reprospec.plan import plan_attempt
+    from reprospec.plan.attempt import plan_attempt
     from reprospec.runners.local import LocalRunner
-    from reprospec.spec import load_spec
+    from reprospec.spec.load import load_spec
+    from reprospec.spec.matrix import expand
 
     with tempfile.TemporaryDirectory() as tmp:
         spec_path = Path(tmp) / "bench.yaml"
@@ -68,7 +68,7 @@ def timed_attempts(spec_text: str, rounds: int, measure: Callable[[AttemptFacts]
 
 def runner_attempts(rounds: int) -> float:
     """Median wall time of one trivial attempt through LocalRunner.run + classify."""
-    from reprospec.outcome import classify
+    from reprospec.outcome.classify import classify
 
     def wall_with_classify(facts: AttemptFacts) -> float:
         execution, _, wall = facts

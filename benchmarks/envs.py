@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reprospec import envs, packages  # noqa: E402
+from reprospec import venvs  # noqa: E402
+from reprospec.environment import packages  # noqa: E402
 
 SPEC = """reprospec: 1
 name: bench-envs
@@ -55,14 +56,14 @@ def main() -> int:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="reprospec-bench-envs-"))
     root = folder / "envs"
-    python = envs.find_interpreter(None)
-    index = envs.user_index_config()
-    requests = [envs.EnvRequest(python, (f"sqlparse=={v}",), index) for v in ("0.3.0", "0.3.1")]
+    python = venvs.find_interpreter(None)
+    index = venvs.user_index_config()
+    requests = [venvs.EnvRequest(python, (f"sqlparse=={v}",), index) for v in ("0.3.0", "0.3.1")]
     for request in requests:  # warm: both built once (downloads into uv's cache if needed)
-        envs.ensure_env(request, root)
+        venvs.ensure_env(request, root)
 
-    def switch(request: envs.EnvRequest) -> None:
-        env = envs.ensure_env(request, root)
+    def switch(request: venvs.EnvRequest) -> None:
+        env = venvs.ensure_env(request, root)
         installed = packages.probe_installed(str(env.python), ["sqlparse"])
         assert not packages.mismatches(request.packages, installed)
 
@@ -91,12 +92,12 @@ def main() -> int:
     fresh = []
     for i in range(args.rounds):
         fresh_root = folder / f"fresh-{i}"
-        fresh.append(timed(lambda fr=fresh_root: envs.ensure_env(requests[0], fr)))
+        fresh.append(timed(lambda fr=fresh_root: venvs.ensure_env(requests[0], fr)))
     print(f"new environment from uv's warm cache, sqlparse: {statistics.median(fresh):.2f} s")
     if args.torch:
-        torch_request = envs.EnvRequest(python, ("torch==2.13.0",), index)
-        envs.ensure_env(torch_request, folder / "torch-warm")
-        built = [timed(lambda i=i: envs.ensure_env(torch_request, folder / f"torch-{i}"))
+        torch_request = venvs.EnvRequest(python, ("torch==2.13.0",), index)
+        venvs.ensure_env(torch_request, folder / "torch-warm")
+        built = [timed(lambda i=i: venvs.ensure_env(torch_request, folder / f"torch-{i}"))
                  for i in range(max(1, args.rounds // 2))]
         print(f"new environment from uv's warm cache, torch 2.13.0 (+ its dependencies): "
               f"{statistics.median(built):.2f} s")

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
-    from reprospec.models import AttemptPlan
+    from reprospec.core.inputs import AttemptPlan
     from reprospec.runners.base import Runner
 
 CRASH = """
@@ -63,8 +63,8 @@ libc.pthread_mutex_lock(mutex)
 
 
 def plan(argv: list[str], workdir: Path, timeout_s: float) -> AttemptPlan:
-    from reprospec.models import AttemptPlan, Cell, Expectation
-    from reprospec.sections import Command, Environment
+    from reprospec.core.inputs import AttemptPlan, Cell, Expectation
+    from reprospec.core.sections import Command, Environment
 
     return AttemptPlan(
         spec_name="bench",
@@ -81,7 +81,7 @@ def plan(argv: list[str], workdir: Path, timeout_s: float) -> AttemptPlan:
 def make_runner(name: str, native: bool) -> tuple[Runner, str]:
     """The runner and the interpreter its attempts run (the container's python3 for docker)."""
     if name == "docker":
-        from reprospec.runners.docker import DockerRunner
+        from reprospec.runners.docker.runner import DockerRunner
 
         docker: Any = DockerRunner(native_stacks=native)
         docker.prepare([])

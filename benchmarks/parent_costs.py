@@ -237,9 +237,9 @@ sys.exit(code)
 
 def scan(rounds: int, tmp: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from reprospec import process
-    from reprospec.runmodels import AttemptResult, Outcome
-    from reprospec.store import Store
+    from reprospec.core.results import AttemptResult, Outcome
+    from reprospec.process import tree as process
+    from reprospec.store.db import Store
 
     process.become_subreaper()
     child = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], start_new_session=True)

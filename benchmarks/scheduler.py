@@ -48,8 +48,8 @@ def run(spec: Path, out: Path, jobs: int) -> float:
 
 def store_cost(rounds: int) -> float:
     """Seconds per `Store.record_attempt` (one committed SQLite transaction in WAL mode)."""
-    from reprospec.runmodels import AttemptResult, Outcome
-    from reprospec.store import Store
+    from reprospec.core.results import AttemptResult, Outcome
+    from reprospec.store.db import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp))

@@ -19,13 +19,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from reprospec.judge import exit_code_for
-from reprospec.models import Spec
-from reprospec.options import RunOptions, Shard
-from reprospec.runmodels import RunResult
-from reprospec.runplan import RunPlan
-from reprospec.scheduler import ProgressCallback
-from reprospec.validation import Validation
+from reprospec.core.inputs import Spec
+from reprospec.core.results import RunResult
+from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.outcome.judge import exit_code_for
+from reprospec.pipeline.scheduler import ProgressCallback
+from reprospec.plan.run import RunPlan
+from reprospec.spec.validate import Validation
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
@@ -34,21 +34,21 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
     A spec file (`.yaml`) or a report (`report.md`) that embeds one. Raises
     SpecError listing every problem as `file:line:col: path: message`.
     """
-    from reprospec import spec
+    from reprospec.spec import load as spec
 
     return spec.load_spec(path, overrides)
 
 
 def validate(paths: Iterable[str | Path]) -> Validation:
     """Check spec files (folders are searched for *.yaml / *.yml); never raises on bad specs."""
-    from reprospec import validation
+    from reprospec.spec import validate as validation
 
     return validation.validate(paths)
 
 
 def plan_run(spec: Spec, options: RunOptions | None = None) -> RunPlan:
     """The cells and every attempt `run` would execute with these options; runs nothing."""
-    from reprospec import runplan
+    from reprospec.plan import run as runplan
 
     return runplan.plan_run(spec, options or RunOptions())
 
@@ -69,12 +69,12 @@ def run(
     Setting `cancel` stops the run like Ctrl-C: attempts in flight are killed, the
     partial result is stored and returned with `interrupted=True`.
     """
-    from reprospec import pipeline
+    from reprospec.pipeline import stages
 
     options = options or RunOptions()
     if not isinstance(spec, Spec):
         spec = load_spec(spec, options.overrides)
-    return pipeline.run(spec, options, progress=progress, cancel=cancel)
+    return stages.run(spec, options, progress=progress, cancel=cancel)
 
 
 def resume(
@@ -86,11 +86,12 @@ def resume(
     cancel: threading.Event | None = None,
 ) -> RunResult:
     """Finish an interrupted run under its own id, without redoing its finished attempts."""
-    from reprospec import pipeline, resumption
+    from reprospec.pipeline import resume as resumption
+    from reprospec.pipeline import stages
 
     spec, options, done = resumption.load(run_id, out, jobs=jobs)
-    return pipeline.run(
-        spec, options, progress=progress, cancel=cancel, resume=pipeline.Resume(run_id, done)
+    return stages.run(
+        spec, options, progress=progress, cancel=cancel, resume=stages.Resume(run_id, done)
     )
 
 
@@ -106,7 +107,7 @@ def render(result: RunResult, fmt: str = "md") -> str:
 
 def load_result(run: str | Path, out: Path = Path(".reprospec")) -> RunResult:
     """A finished run: a run folder, its results.json, or a run id (or unique prefix) in `out`."""
-    from reprospec.results import load_run
+    from reprospec.store.resultsjson import load_run
 
     return load_run(run, out)
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import cast
 
 from reprospec import __version__
-from reprospec.bounds import MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, FatalError, SpecError
-from reprospec.logtext import printable
 from reprospec.runners import RUNNERS
 
 COMMANDS = (

@@ -41,10 +41,10 @@ import pytest
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from reprospec.jsontypes import JsonPath, JsonValue
-    from reprospec.models import Cell, Spec
-    from reprospec.options import RunOptions
-    from reprospec.runmodels import CellResult, RunResult
+    from reprospec.core.inputs import Cell, Spec
+    from reprospec.core.jsontypes import JsonPath, JsonValue
+    from reprospec.core.results import CellResult, RunResult
+    from reprospec.core.runoptions import RunOptions
 
 DEFAULT_PATTERN = "*.repro.yaml"
 PLUGIN_NAME = "reprospec.pytest_plugin"
@@ -96,7 +96,7 @@ def worker_gpus(environ: Mapping[str, str]) -> str | None:
     count = environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if not worker.startswith("gw") or not worker[2:].isdigit() or not count.isdigit():
         return None
-    from reprospec.gpuslots import visible_gpus
+    from reprospec.pipeline.gpus import visible_gpus
 
     slots = visible_gpus(None, environ)
     return ",".join(slots[int(worker[2:]) :: max(1, int(count))])
@@ -230,7 +230,7 @@ class SpecFile(pytest.File):
     def collect(self) -> Iterator[SpecItem]:
         from reprospec import api
         from reprospec.errors import SpecError, UsageError
-        from reprospec.matrix import expand
+        from reprospec.spec.matrix import expand
 
         try:
             spec = api.load_spec(self.path)
@@ -269,7 +269,7 @@ def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
 
     A spec without a matrix points at its `command` or `workload`.
     """
-    from reprospec.expr import same
+    from reprospec.core.expr import same
 
     locations = spec.locations
     document = spec.document.get("matrix")
@@ -329,7 +329,7 @@ class SpecItem(pytest.Item):
         self.line = line
         self.result: CellResult | None = None
         self.report_path: Path | None = None
-        from reprospec.matrix import render_value
+        from reprospec.spec.matrix import render_value
 
         # `-k num_workers:2` (`=` and `,` are not allowed in -k expressions).
         for axis, value in cell.matrix.items():
@@ -340,7 +340,7 @@ class SpecItem(pytest.Item):
 
     def _options(self, settings: Settings) -> RunOptions:
         from reprospec import api
-        from reprospec.matrix import render_value
+        from reprospec.spec.matrix import render_value
 
         filters = tuple(f"{axis}={render_value(v)}" for axis, v in self.cell.matrix.items())
         rerun = shlex.join(
@@ -393,7 +393,7 @@ class SpecItem(pytest.Item):
             raise NotReproduced(self._explain("undecided (run more attempts)"))
 
     def _explain(self, headline: str) -> str:
-        from reprospec.words import attempt_phrase, attempts_phrase, expectation_phrase
+        from reprospec.core.words import attempt_phrase, attempts_phrase, expectation_phrase
 
         cell = self.result
         assert cell is not None
@@ -425,7 +425,7 @@ class SpecItem(pytest.Item):
 
 def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[str, object]]:
     """What `--junitxml` records for a cell: verdict, rate, interval, signature, report."""
-    from reprospec.words import expectation_phrase
+    from reprospec.core.words import expectation_phrase
 
     rate = cell.rate
     signatures = dict.fromkeys(

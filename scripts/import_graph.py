@@ -20,58 +20,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "reprospec"
 
-# Stage of each module (longest matching prefix wins), in pipeline order.
-STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", (
-        "reprospec.errors", "reprospec.units", "reprospec.expr", "reprospec.yamlsource",
-        "reprospec.signals", "reprospec.sections", "reprospec.models", "reprospec.runmodels",
-        "reprospec.options",
-        "reprospec.rates", "reprospec.console", "reprospec.harness", "reprospec.envfacts",
-        "reprospec.bounds", "reprospec.patterns", "reprospec.jsontypes", "reprospec.capped",
-        # Secrets masked in every output; the spec block a report embeds, found by its marker.
-        "reprospec.redact", "reprospec.reportspec",
-        # The vocabulary: the judge words its reasons as every renderer words results.
-        "reprospec.words", "reprospec.logtext",
-    )),
-    ("load+validate", (
-        "reprospec.schema", "reprospec.schemacheck", "reprospec.matrix", "reprospec.spec",
-        "reprospec.overrides", "reprospec.checks", "reprospec.cellcheck", "reprospec.specfile",
-        "reprospec.expectcheck", "reprospec.validation",
-    )),
-    # What a cell needs to run elsewhere: its files, a standalone script.
-    ("plan", (
-        "reprospec.plan", "reprospec.runplan", "reprospec.workfiles", "reprospec.reproscript",
-        "reprospec.standalone",
-    )),
-    ("execute", (
-        "reprospec.process", "reprospec.capture", "reprospec.limits", "reprospec.launch",
-        "reprospec.gpuslots", "reprospec.childprotocol", "reprospec.container",
-        "reprospec.envprobe", "reprospec.dockersdk", "reprospec.dockerimage", "reprospec.runners",
-        "reprospec.scheduler", "reprospec.stackdump", "reprospec.native", "reprospec.envs",
-        "reprospec.packages", "reprospec.scratch", "reprospec.pkgindex", "reprospec.barrier",
-        "reprospec.markers", "reprospec.leftovers", "reprospec.watchdog", "reprospec.forkserver",
-        "reprospec.preload", "reprospec.starter",
-    )),
-    ("classify", (
-        "reprospec.outcome", "reprospec.evidence", "reprospec.tracebacks", "reprospec.ranks",
-        "reprospec.children", "reprospec.setupfail",
-    )),
-    ("judge", ("reprospec.judge", "reprospec.verdicts")),
-    ("store", (
-        "reprospec.results", "reprospec.store", "reprospec.runfolder", "reprospec.compare",
-        "reprospec.runrefs",
-    )),
-    ("render", (
-        "reprospec.report", "reprospec.progress", "reprospec.doctor", "reprospec.slots",
-        "reprospec.instances",
-    )),
-    ("orchestrate", (
-        "reprospec.attempt", "reprospec.pipeline", "reprospec.resumption",
-        "reprospec.materialize", "reprospec.api", "reprospec.isolation", "reprospec.isolate",
-        "reprospec.bisection", "reprospec.bisect", "reprospec.bisectfiles", "reprospec.slurm",
-        "reprospec.pytest_plugin", "reprospec.bundle",
-    )),
-    ("cli", ("reprospec.cli", "reprospec.commands", "reprospec.__main__")),
+# The stages in pipeline order: a module's stage is its folder under reprospec/ (or, for the
+# few modules at the top, its own name). A new module's folder is its stage; a new folder must
+# be added here, or the check fails.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (name, (f"reprospec.{name}",))
+    for name in (
+        # The child side (run in the target interpreter) and the error classes: import nothing.
+        "harness", "stackdump", "errors",
+        # Frozen values, units, the vocabulary: what every stage may use.
+        "core",
+        "spec", "plan", "native", "process", "environment", "venvs", "runners",
+        "outcome", "store", "report", "doctor", "pipeline", "export",
+        # The Python API: everything that drives the engine many times goes through it.
+        "api",
+        "isolation", "bisect", "slurm",
+        "pytest_plugin", "commands", "cli", "__main__",
+    )
 )
 STAGE_NAMES = [name for name, _ in STAGES]
 
@@ -119,7 +84,7 @@ def imports_of(path: Path, known: set[str]) -> Iterator[tuple[str, bool]]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            # `from reprospec import spec` imports the module reprospec.spec.
+            # `from reprospec import spec` imports the module reprospec.spec.load.
             names = [
                 f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
             ]

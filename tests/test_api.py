@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import reprospec
+from reprospec.core.results import Outcome
 from reprospec.errors import SpecError, UsageError
-from reprospec.runmodels import Outcome
 
 SPEC = """\
 reprospec: 1

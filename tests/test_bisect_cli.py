@@ -17,8 +17,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from reprospec import envs
-from reprospec.bisection import DEFAULT_ERROR, attempts_to_see
+from reprospec import venvs
+from reprospec.bisect.search import DEFAULT_ERROR, attempts_to_see
 from tests.support.cli import ROOT, SPECS, Cli
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
@@ -27,7 +27,7 @@ SQLPARSE_SPEC = SPECS / "bisect" / "sqlparse-reindent.yaml"
 
 
 def shared_envs() -> dict[str, str]:
-    return {envs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
+    return {venvs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
 
 
 def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
 
 def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
-    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     done = cli("bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
                "--find-links", str(wheels), "--format", "json", "--out", str(tmp_path / "out"),
                env=env, timeout=600)
@@ -150,7 +150,7 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "reprospec", "bisect", str(spec), "--package", DEMO,
             "--good", "1.0", "--bad", "1.7", "--find-links", str(wheels), "--format", "json",
             "--out", str(out)]
-    env = {**os.environ, "NO_COLOR": "1", envs.ENVS_VARIABLE: str(tmp_path / "envs"),
+    env = {**os.environ, "NO_COLOR": "1", venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
            **uv_environment()}
     first = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -188,10 +188,10 @@ def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION = '1.0'\n")
     root = tmp_path / "envs"
-    index = envs.user_index_config([wheels])
-    request = envs.EnvRequest(envs.find_interpreter(None), (f"{DEMO}==1.0",), index)
-    env = envs.ensure_env(request, root, user="my-spec")
-    variables = {envs.ENVS_VARIABLE: str(root)}
+    index = venvs.user_index_config([wheels])
+    request = venvs.EnvRequest(venvs.find_interpreter(None), (f"{DEMO}==1.0",), index)
+    env = venvs.ensure_env(request, root, user="my-spec")
+    variables = {venvs.ENVS_VARIABLE: str(root)}
     listed = cli("envs", "list", "--json", env=variables)
     assert listed.code == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)

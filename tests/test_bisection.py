@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reprospec.bisection import (
+from reprospec.bisect.search import (
     DEFAULT_ERROR,
     RateModel,
     Trial,

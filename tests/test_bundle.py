@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reprospec import bundle
 from reprospec.errors import UsageError
+from reprospec.export import bundle
 from tests.support.cli import ROOT, Cli
 
 SPEC = """\

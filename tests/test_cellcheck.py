@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.cellcheck import cell_problems, check_cell_values, find_sites
+from reprospec.core.inputs import Cell, Spec
 from reprospec.errors import SpecError
-from reprospec.matrix import expand
-from reprospec.models import Cell, Spec
-from reprospec.spec import load_spec
+from reprospec.spec.checks.cells import cell_problems, check_cell_values, find_sites
+from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = "reprospec: 1\nname: s\ncommand: [python3, -c, \"open('EXECUTED', 'w')\"]\n"

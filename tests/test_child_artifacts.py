@@ -137,8 +137,8 @@ def test_huge_artifacts_keep_the_engine_small(
 PROBES = """\
 import json, sys
 from pathlib import Path
-from reprospec.envprobe import probe_environment
-from reprospec.packages import probe_installed
+from reprospec.environment.probe import probe_environment
+from reprospec.environment.packages import probe_installed
 from reprospec.runners.local import LocalRunner
 
 python = sys.argv[1]

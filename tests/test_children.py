@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from reprospec import native
-from reprospec.attempt import attempt_result
-from reprospec.evidence import Evidence
-from reprospec.models import Expectation
-from reprospec.runmodels import AttemptResult, Execution, Outcome
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import AttemptResult, Execution, Outcome
+from reprospec.core.words import outcome_phrase
+from reprospec.outcome.evidence import Evidence
+from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
-from reprospec.words import outcome_phrase
 from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
@@ -199,7 +199,7 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     ],
 )
 def test_shell_reports_of_a_childs_death(line: str, signal: str, pid: int, command: str) -> None:
-    from reprospec.children import _reported
+    from reprospec.outcome.children import _reported
 
     assert _reported(f"some output\n{line}\nmore output\n") == (
         signal,
@@ -210,7 +210,7 @@ def test_shell_reports_of_a_childs_death(line: str, signal: str, pid: int, comma
 
 
 def test_terminated_children_are_no_crash() -> None:
-    from reprospec.children import _reported
+    from reprospec.outcome.children import _reported
 
     # A parent stopping its child with SIGTERM (`kill %1`, a pool's terminate()) is no crash.
     assert _reported("bash: line 1:  4242 Terminated              sleep 100\n") is None

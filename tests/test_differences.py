@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from reprospec.core.jsontypes import JsonValue
 from reprospec.isolation.differences import (
     MISSING,
     Difference,
@@ -16,7 +17,6 @@ from reprospec.isolation.differences import (
     overrides,
     render,
 )
-from reprospec.jsontypes import JsonValue
 
 DOCUMENT: dict[str, JsonValue] = {
     "matrix": {"num_workers": [0, 2], "pin_memory": [False, True]},

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from reprospec import native, ranks
+from reprospec import native
+from reprospec.outcome import ranks
 from tests.support.cli import SPECS, Cli
 from tests.test_harness import Child
 

@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
 
@@ -31,7 +31,7 @@ def _same(outcome: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _pipeline_ready() -> str | None:
-    for module in ("reprospec.outcome", "reprospec.judge"):
+    for module in ("reprospec.outcome.classify", "reprospec.outcome.judge"):
         try:
             __import__(module)
         except ImportError:
@@ -55,7 +55,7 @@ def test_same_verdicts_local_and_docker(cli: Cli, spec: str) -> None:
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     path = str(ROOT / "specs" / f"{spec}.yaml")
     local = cli("run", path, "--runner", "local", "-j", "2")
     docker = cli("run", path, "--runner", "docker", "-j", "2")
@@ -112,7 +112,7 @@ def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Cli, tmp_path: 
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
     (tmp_path / "spec.yaml").write_text(SHM_SPEC)
     done = cli("run", str(tmp_path / "spec.yaml"), "--runner", "docker", "-j", "2")

@@ -21,13 +21,14 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 import reprospec  # noqa: E402
-from reprospec import dockerimage, native  # noqa: E402
-from reprospec.attempt import AttemptExecutor  # noqa: E402
+from reprospec import native  # noqa: E402
+from reprospec.core.inputs import AttemptPlan  # noqa: E402
+from reprospec.core.results import Outcome  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
-from reprospec.models import AttemptPlan  # noqa: E402
-from reprospec.runfolder import RunFolder  # noqa: E402
-from reprospec.runmodels import Outcome  # noqa: E402
-from reprospec.runners.docker import DockerRunner  # noqa: E402
+from reprospec.pipeline.attempt import AttemptExecutor  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from reprospec.store.runfolder import RunFolder  # noqa: E402
 from tests.support.cli import SPECS  # noqa: E402
 from tests.support.docker import CLIENT, containers_of, needs_engine, require_image  # noqa: E402
 from tests.support.plans import attempt_plan  # noqa: E402
@@ -35,7 +36,7 @@ from tests.support.plans import attempt_plan  # noqa: E402
 
 @pytest.fixture(scope="module")
 def runner() -> DockerRunner:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     return DockerRunner(client=CLIENT)
 
 
@@ -46,7 +47,7 @@ def instances_plan(tmp_path: Path, command: str, copies: int) -> AttemptPlan:
 
 @needs_engine
 def test_the_example_passes_with_one_container_and_crashes_with_four(tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     spec = reprospec.load_spec(SPECS / "instances-shared-cache.yaml")
     result = reprospec.run(spec, reprospec.RunOptions(runner="docker", out=tmp_path))
     assert containers_of(tmp_path) == set()  # the instances and their pods are gone

@@ -18,13 +18,14 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage, native  # noqa: E402
-from reprospec.attempt import attempt_result  # noqa: E402
-from reprospec.evidence import Evidence  # noqa: E402
-from reprospec.runmodels import Execution, Outcome  # noqa: E402
-from reprospec.runners.docker import DockerRunner  # noqa: E402
-from reprospec.runners.dockerattach import parse_listing  # noqa: E402
-from reprospec.runners.dockernative import ContainerNative, is_root  # noqa: E402
+from reprospec import native  # noqa: E402
+from reprospec.core.results import Execution, Outcome  # noqa: E402
+from reprospec.outcome.evidence import Evidence  # noqa: E402
+from reprospec.pipeline.attempt import attempt_result  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.attach import parse_listing  # noqa: E402
+from reprospec.runners.docker.native import ContainerNative, is_root  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     containers_of,
@@ -41,16 +42,16 @@ needs_plain_cores = pytest.mark.skipif(
     reason="kernel.core_pattern does not write cores into the process's working directory",
 )
 # A user's image without gdb: the runner's base with gdb taken out (built once, no network).
-NO_GDB_DOCKERFILE = f"FROM {dockerimage.BASE_IMAGE}\nRUN rm -f /usr/bin/gdb\n"
+NO_GDB_DOCKERFILE = f"FROM {image.BASE_IMAGE}\nRUN rm -f /usr/bin/gdb\n"
 
 
 @pytest.fixture(scope="module")
 def runner() -> DockerRunner:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     found = DockerRunner(client=CLIENT)
-    missing = found.native.gdb_missing(CLIENT, dockerimage.DEFAULT_IMAGE) if found.native else ""
+    missing = found.native.gdb_missing(CLIENT, image.DEFAULT_IMAGE) if found.native else ""
     if missing:
-        pytest.fail(f"{dockerimage.DEFAULT_IMAGE} has no gdb: rerun scripts/docker-setup.sh")
+        pytest.fail(f"{image.DEFAULT_IMAGE} has no gdb: rerun scripts/docker-setup.sh")
     return found
 
 
@@ -143,7 +144,7 @@ def test_a_crashed_child_in_a_container_is_not_the_main_process(
 @needs_engine
 @needs_plain_cores
 def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     keeper = DockerRunner(client=CLIENT, keep_cores=True)
     _, workdir, logs = crash(keeper, tmp_path, "strlen")
     stacks = native.read(logs)
@@ -164,7 +165,7 @@ def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Pat
 def test_an_image_without_gdb_says_so_and_writes_no_core(
     runner: DockerRunner, tmp_path: Path
 ) -> None:
-    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    require_image(CLIENT, image.BASE_IMAGE)
     dockerfile = tmp_path / "Dockerfile.nogdb"
     dockerfile.write_text(NO_GDB_DOCKERFILE)
     _, workdir, logs = crash(runner, tmp_path, "strlen", {"dockerfile": str(dockerfile)})
@@ -218,7 +219,7 @@ def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
 
 @needs_engine
 def test_a_hang_in_an_image_without_gdb_says_so(runner: DockerRunner, tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    require_image(CLIENT, image.BASE_IMAGE)
     dockerfile = tmp_path / "Dockerfile.nogdb"
     dockerfile.write_text(NO_GDB_DOCKERFILE)
     plan = make_plan(

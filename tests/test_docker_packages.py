@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage
+from reprospec.runners.docker import image as dockerimage
 from tests.support.cli import Cli
 from tests.support.docker import CLIENT, needs_engine, require_image
 

@@ -20,18 +20,18 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage  # noqa: E402
-from reprospec.container import container_workdir  # noqa: E402
+from reprospec.core.inputs import Marker  # noqa: E402
+from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
-from reprospec.models import Marker  # noqa: E402
-from reprospec.runners.docker import DockerRunner  # noqa: E402
-from reprospec.runners.dockerengine import (  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.container import container_workdir  # noqa: E402
+from reprospec.runners.docker.engine import (  # noqa: E402
     ENGINE_LABEL,
     LABEL,
     container_config,
     returncode_from_status,
 )
-from reprospec.units import parse_size  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     SHM_CACHE,
@@ -51,7 +51,7 @@ def our_containers() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def runner() -> DockerRunner:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     return DockerRunner(client=CLIENT)
 
 
@@ -339,7 +339,7 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
     # reports are always there.
     assert "Fatal Python error: Bus error" in stderr
     assert "insufficient shared memory (shm)" in stderr
-    outcome = pytest.importorskip("reprospec.outcome")
+    outcome = pytest.importorskip("reprospec.outcome.classify")
     classified = outcome.classify(execution)
     assert (classified.kind, classified.signal, classified.where) == ("crash", "SIGBUS", "worker")
 

@@ -11,29 +11,29 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage  # noqa: E402
+from reprospec.core.sections import Environment  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
-from reprospec.runners.docker import DockerRunner  # noqa: E402
-from reprospec.sections import Environment  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
 
 
 def recipe_for(
     section: dict[str, Any], *, spec_dir: Path | None = None, find_links: Path | None = None
-) -> dockerimage.ImageRecipe:
+) -> image.ImageRecipe:
     """The recipe of a resolved `environment` section, typed as the plan stage types it."""
     environment = Environment.from_section(section, Path.cwd())
-    return dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+    return image.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
 
 
 @pytest.fixture(scope="module")
 def default_image() -> str:
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
-    return dockerimage.DEFAULT_IMAGE
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    return image.DEFAULT_IMAGE
 
 
 def _forget(tag: str) -> None:
-    if dockerimage.image_present(CLIENT, tag):
+    if image.image_present(CLIENT, tag):
         CLIENT.images.remove(tag, force=True)
 
 
@@ -44,7 +44,7 @@ def test_image_alone_is_used_as_is() -> None:
     recipe = recipe_for({"image": "python:3.11-slim"})
     assert recipe.tag == "python:3.11-slim"
     assert recipe.build is None
-    assert recipe_for({}).tag == dockerimage.DEFAULT_IMAGE
+    assert recipe_for({}).tag == image.DEFAULT_IMAGE
 
 
 def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
     assert one.build is not None
     assert one.tag.startswith("reprospec-env:")
     assert one.tag == again.tag != other.tag
-    assert f"FROM {dockerimage.DEFAULT_IMAGE}" in one.build.dockerfile
+    assert f"FROM {image.DEFAULT_IMAGE}" in one.build.dockerfile
     assert "--no-index" not in one.build.dockerfile
     offline = recipe_for({"packages": ["six"]}, find_links=tmp_path)
     assert offline.build is not None
@@ -76,7 +76,7 @@ def test_image_reference_cannot_inject_instructions() -> None:
 
 def test_from_images_skips_stages_and_args() -> None:
     text = "ARG B=x\nFROM a:1 AS build\nFROM build\nFROM ${B}\nFROM --platform=linux/amd64 c\n"
-    assert dockerimage.from_images(text) == ("a:1", "c")
+    assert image.from_images(text) == ("a:1", "c")
 
 
 def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wh")
     recipe = recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh")
     assert recipe.build is not None
-    dockerimage.write_context(recipe.build, tmp_path / "ctx")
+    image.write_context(recipe.build, tmp_path / "ctx")
     ctx = tmp_path / "ctx"
     assert (ctx / "Dockerfile").read_text() == recipe.build.dockerfile
     assert (ctx / "requirements.txt").read_text() == "reprospec_probe\n"
@@ -103,7 +103,7 @@ def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
     assert (ctx / "stackdump" / "sitecustomize.py").is_file()
     assert (ctx / "certs").is_dir()
     assert sorted(p.name for p in (ctx / "certs").iterdir()) == sorted(
-        p.name for p in dockerimage.ca_certificates()
+        p.name for p in image.ca_certificates()
     )
 
 
@@ -121,7 +121,7 @@ def test_packages_build_once_then_cached(tmp_path: Path) -> None:
     try:
         # The build is slow: the user hears it start, each step, and its end.
         heard: list[str] = []
-        assert dockerimage.ensure_image(CLIENT, recipe, say=heard.append) == recipe.tag
+        assert image.ensure_image(CLIENT, recipe, say=heard.append) == recipe.tag
         assert heard[0] == f"image {recipe.tag}: building from packages (once; later runs reuse it)"
         assert any(line.startswith("    Step 1/") for line in heard), heard
         assert heard[-1].startswith(f"image {recipe.tag}: built in "), heard
@@ -146,19 +146,19 @@ def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> No
     recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
                                     find_links=tmp_path / "wheels")
     with pytest.raises(InfraError) as err:
-        dockerimage.ensure_image(CLIENT, recipe)
+        image.ensure_image(CLIENT, recipe)
     message = str(err.value)
     assert message.startswith(f"docker build of {recipe.tag} failed; build log tail:")
     assert "no-such-package-reprospec" in message
-    assert not dockerimage.image_present(CLIENT, recipe.tag)
+    assert not image.image_present(CLIENT, recipe.tag)
 
 
 @needs_engine
 def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
-    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    require_image(CLIENT, image.BASE_IMAGE)
     (tmp_path / "hello.txt").write_text("from the context\n")
     (tmp_path / "Dockerfile.mine").write_text(
-        f"FROM {dockerimage.BASE_IMAGE}\nCOPY hello.txt /hello.txt\n"
+        f"FROM {image.BASE_IMAGE}\nCOPY hello.txt /hello.txt\n"
     )
     runner = DockerRunner(client=CLIENT, spec_dir=tmp_path)
     environment = {"dockerfile": "Dockerfile.mine"}
@@ -177,7 +177,7 @@ def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM reprospec-absent-base:1\nRUN true\n")
     recipe = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
     with pytest.raises(InfraError) as err:
-        dockerimage.ensure_image(CLIENT, recipe)
+        image.ensure_image(CLIENT, recipe)
     assert "reprospec-absent-base:1" in str(err.value)
     assert "docker pull reprospec-absent-base:1" in str(err.value)
 
@@ -186,14 +186,14 @@ def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
 def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
     """docker-setup.sh rebuilds an outdated base (one without gdb): what was built on the
     old base is outdated too, though its own content hash did not change."""
-    require_image(CLIENT, dockerimage.BASE_IMAGE)
+    require_image(CLIENT, image.BASE_IMAGE)
     base = f"reprospec-test/dockernative-base:{tmp_path.name.lower()}"
 
     def build_base(mark: str) -> None:
         folder = tmp_path / f"base-{mark}"
         folder.mkdir()
         (folder / "Dockerfile").write_text(
-            f"FROM {dockerimage.BASE_IMAGE}\nRUN echo {mark} > /mark\n"
+            f"FROM {image.BASE_IMAGE}\nRUN echo {mark} > /mark\n"
         )
         CLIENT.images.build(path=str(folder), tag=base, rm=True, forcerm=True)
 
@@ -202,13 +202,13 @@ def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
     try:
         build_base("one")
         heard: list[str] = []
-        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        image.ensure_image(CLIENT, recipe, say=heard.append)
         assert heard[0].endswith("building from dockerfile (once; later runs reuse it)")
         heard.clear()
-        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        image.ensure_image(CLIENT, recipe, say=heard.append)
         assert heard == []  # built on the base as it is: found, not built
         build_base("two")
-        dockerimage.ensure_image(CLIENT, recipe, say=heard.append)
+        image.ensure_image(CLIENT, recipe, say=heard.append)
         assert heard[0] == (
             f"image {recipe.tag}: its base image changed since it was built; building again"
         )

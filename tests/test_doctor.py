@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from reprospec import doctor
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.sections import Environment
 from reprospec.harness import HARNESS_ROOT
-from reprospec.jsontypes import JsonObject, JsonValue
 from reprospec.native import CorePattern
-from reprospec.sections import Environment
 from tests.support.cli import ROOT, Cli
 
 sys.path.insert(0, str(HARNESS_ROOT))
@@ -271,7 +271,8 @@ def test_needs_of_takes_the_most_demanding_cell() -> None:
 
 def test_doctor_and_env_commands_never_import_torch_in_the_parent() -> None:
     code = (
-        "import sys, reprospec.doctor, reprospec.envprobe, reprospec.limits, reprospec.launch, "
+        "import sys, reprospec.doctor, reprospec.environment.probe, reprospec.process.rlimits, "
+        "reprospec.process.launch, "
         "reprospec.commands.doctor, reprospec.commands.env; assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": ""})

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reprospec.envprobe import probe_environment
+from reprospec.environment.probe import probe_environment
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
@@ -167,7 +167,7 @@ def test_probe_with_a_missing_interpreter() -> None:
 
 def test_the_harness_masks_the_names_the_engine_masks() -> None:
     """The harness cannot import the engine: its copy of the pattern must stay the same."""
-    from reprospec import redact
+    from reprospec.core import redact
 
     assert envinfo.SECRET.pattern == redact.SECRET_NAME.pattern
     assert envinfo.SECRET.flags == redact.SECRET_NAME.flags

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reprospec import envs
-from reprospec.envs import EnvBuildError, EnvRequest, IndexConfig
-from reprospec.envs import index as envindex
+from reprospec import venvs
+from reprospec.venvs import EnvBuildError, EnvRequest, IndexConfig, index
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-envdemo"
@@ -37,11 +36,11 @@ def wheelhouse(tmp_path: Path) -> Path:
 
 def request_for(packages: list[str], wheelhouse: Path | None = None) -> EnvRequest:
     links = (wheelhouse,) if wheelhouse is not None else ()
-    return EnvRequest(envs.find_interpreter(None), tuple(packages),
-                      envs.user_index_config(links))
+    return EnvRequest(venvs.find_interpreter(None), tuple(packages),
+                      venvs.user_index_config(links))
 
 
-def run_in(env: envs.Env, code: str) -> str:
+def run_in(env: venvs.Env, code: str) -> str:
     done = subprocess.run([str(env.python), "-c", code], capture_output=True, text=True,
                           check=True)
     return done.stdout.strip()
@@ -50,8 +49,8 @@ def run_in(env: envs.Env, code: str) -> str:
 def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) -> None:
     root = tmp_path / "envs"
     request = request_for([f"{DEMO}==1.0"], wheelhouse)
-    events: list[envs.EnvProgress] = []
-    first = envs.ensure_env(request, root, progress=events.append, user="spec-a")
+    events: list[venvs.EnvProgress] = []
+    first = venvs.ensure_env(request, root, progress=events.append, user="spec-a")
     assert not first.reused
     assert first.path == root / request.key()
     assert first.installed == {DEMO: "1.0"}
@@ -63,35 +62,35 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     assert stages[-1] == "done"
     assert any(e.stage == "output" and f"{DEMO}==1.0" in e.message for e in events)
     # Nothing half-built is left beside it.
-    assert not list((root / envs.TMP).iterdir())
+    assert not list((root / venvs.TMP).iterdir())
 
-    again = envs.ensure_env(request, root, user="spec-b")
+    again = venvs.ensure_env(request, root, user="spec-b")
     assert again.reused
     assert again.path == first.path
     assert again.installed == first.installed
 
-    (listed,) = envs.list_envs(root)
+    (listed,) = venvs.list_envs(root)
     assert listed.key == request.key()
     assert listed.packages == (f"{DEMO}==1.0",)
     assert listed.used_by == ("spec-b", "spec-a")
     assert listed.size_bytes > 0
-    assert envs.prune_envs(root, older_than_s=3600) == []
-    assert [e.key for e in envs.prune_envs(root, dry_run=True)] == [listed.key]
+    assert venvs.prune_envs(root, older_than_s=3600) == []
+    assert [e.key for e in venvs.prune_envs(root, dry_run=True)] == [listed.key]
     assert first.path.exists()
-    assert [e.key for e in envs.prune_envs(root)] == [listed.key]
+    assert [e.key for e in venvs.prune_envs(root)] == [listed.key]
     assert not first.path.exists()
-    assert envs.list_envs(root) == []
+    assert venvs.list_envs(root) == []
 
 
 def test_two_builders_of_one_environment_build_it_once(tmp_path: Path, wheelhouse: Path) -> None:
     root = tmp_path / "envs"
     request = request_for([f"{DEMO}==1.1"], wheelhouse)
-    results: list[envs.Env] = []
+    results: list[venvs.Env] = []
     errors: list[BaseException] = []
 
     def build() -> None:
         try:
-            results.append(envs.ensure_env(request, root))
+            results.append(venvs.ensure_env(request, root))
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
@@ -115,38 +114,38 @@ def test_a_resolver_that_picks_another_version_is_refused(
     root = tmp_path / "envs"
     request = request_for([f"{DEMO}==1.0"], wheelhouse)
     with pytest.raises(EnvBuildError) as caught:
-        envs.ensure_env(request, root)
+        venvs.ensure_env(request, root)
     assert f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)" in str(caught.value)
     assert caught.value.exit_code == 3
-    assert envs.list_envs(root) == []
+    assert venvs.list_envs(root) == []
     assert not (root / request.key()).exists()
-    assert not list((root / envs.TMP).iterdir())
+    assert not list((root / venvs.TMP).iterdir())
 
 
 def test_a_version_that_cannot_be_installed_says_why(tmp_path: Path, wheelhouse: Path) -> None:
     root = tmp_path / "envs"
     with pytest.raises(EnvBuildError) as caught:
-        envs.ensure_env(request_for([f"{DEMO}==1.2"], wheelhouse), root)
+        venvs.ensure_env(request_for([f"{DEMO}==1.2"], wheelhouse), root)
     message = str(caught.value)
     assert message.startswith(f"cannot install {DEMO}==1.2:")
-    assert envs.list_envs(root) == []
+    assert venvs.list_envs(root) == []
 
 
 def test_an_index_package_is_installed_and_kept_between_test_runs() -> None:
     # The CI workspace keeps envs_root(): after the first run this is a reuse, no network.
     request = request_for(["sqlparse==0.3.1"])
-    env = envs.ensure_env(request, envs_root() / "envs", user="test-envs")
+    env = venvs.ensure_env(request, envs_root() / "envs", user="test-envs")
     assert env.installed["sqlparse"] == "0.3.1"
     assert run_in(env, "import sqlparse; print(sqlparse.__version__)") == "0.3.1"
 
 
 def test_the_hash_names_what_changes_the_environment() -> None:
-    python = envs.find_interpreter(None)
+    python = venvs.find_interpreter(None)
     base = EnvRequest(python, ("a==1", "b==2"))
     assert base.key() == EnvRequest(python, ("b==2", "a==1")).key()
     others = [
         EnvRequest(python, ("a==1", "b==3")),
-        EnvRequest(envs.Interpreter(python.path, "9.9.9"), ("a==1", "b==2")),
+        EnvRequest(venvs.Interpreter(python.path, "9.9.9"), ("a==1", "b==2")),
         EnvRequest(python, ("a==1", "b==2"), IndexConfig(index_url="https://example.invalid/s")),
         EnvRequest(python, ("a==1", "b==2"), exclude_newer="2024-01-01T00:00:00Z"),
         EnvRequest(python, ("a==1", "b==2"), IndexConfig(uv_settings=(("UV_OVERRIDE", "o"),))),
@@ -161,12 +160,12 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
                     "find-links = /srv/wheels\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                 *envindex.UV_INDEX_VARIABLES):
+                 *index.UV_INDEX_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user uv.toml
-    envindex.pip_config_cached.cache_clear()
+    index.pip_config_cached.cache_clear()
     try:
-        pip = envs.user_index_config([tmp_path])
+        pip = venvs.user_index_config([tmp_path])
         assert pip.source == "pip"
         assert pip.uv_args() == (
             "--index-url", "https://mirror.invalid/simple",
@@ -179,10 +178,10 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
         assert pip.pip_args() == ("--find-links", str(tmp_path))
 
         monkeypatch.setenv("UV_INDEX_URL", "https://uv-mirror.invalid/simple")
-        uv = envs.user_index_config()
+        uv = venvs.user_index_config()
         assert uv.source == "uv"
         assert uv.uv_args() == ()
         assert uv.pip_args() == ("--index-url", "https://uv-mirror.invalid/simple")
         assert uv.to_dict() != pip.to_dict()
     finally:
-        envindex.pip_config_cached.cache_clear()
+        index.pip_config_cached.cache_clear()

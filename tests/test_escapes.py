@@ -27,7 +27,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from reprospec import leftovers, process, watchdog
+from reprospec.process import leftovers, watchdog
+from reprospec.process import tree as process
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import ROOT
 from tests.support.plans import attempt_plan
@@ -360,10 +361,10 @@ def _start_docker_engine(
     tmp_path: Path, kill_after: list[int], spec_text: str
 ) -> tuple[subprocess.Popen[str], Path, str]:
     """A docker run of `spec_text`, once its attempt wrote STARTED: (engine, out, container)."""
-    from reprospec import dockerimage
+    from reprospec.runners.docker import image
     from tests.support.docker import CLIENT, require_image
 
-    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
     spec = tmp_path / "docker.yaml"
     spec.write_text(spec_text)
     out = tmp_path / "out"

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reprospec.evidence import Events, Evidence, read_log
+from reprospec.outcome.evidence import Events, Evidence, read_log
 from tests.support.cli import ROOT
 
 SPEC = """\

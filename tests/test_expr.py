@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reprospec.expr import (
+from reprospec.core.expr import (
     ExprError,
     evaluate,
     find_expressions,
@@ -17,7 +17,7 @@ from reprospec.expr import (
     same,
     tokenize,
 )
-from reprospec.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject
 
 CTX: dict[str, Any] = {
     "matrix": {"num_workers": 2, "pin_memory": True, "trainer": "ddp", "cfg": {"lr": 0.1}},

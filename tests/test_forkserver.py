@@ -23,10 +23,16 @@ from typing import Any
 import psutil
 import pytest
 
-from reprospec import forkserver
-from reprospec.models import AttemptPlan, Expectation
-from reprospec.preload import EntryPoint, entry_point, fresh_reason, server_key, shell_words
-from reprospec.runmodels import Execution
+from reprospec.core.inputs import AttemptPlan, Expectation
+from reprospec.core.results import Execution
+from reprospec.process import forkserver
+from reprospec.process.preload import (
+    EntryPoint,
+    entry_point,
+    fresh_reason,
+    server_key,
+    shell_words,
+)
 from reprospec.runners.local import LocalRunner
 from tests.support.plans import attempt_plan
 
@@ -462,8 +468,8 @@ def test_cuda_initialised_in_the_server_is_never_forked(
 
 
 def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Path) -> None:
-    from reprospec.attempt import AttemptExecutor
-    from reprospec.runfolder import RunFolder
+    from reprospec.pipeline.attempt import AttemptExecutor
+    from reprospec.store.runfolder import RunFolder
 
     code = (
         "import asyncio, unittest, email.mime.multipart, http.server, xml.dom.minidom, "
@@ -569,8 +575,8 @@ def test_the_server_dies_with_its_engine(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_preloaded_workload_run_records_and_reports_it(tmp_path: Path) -> None:
     import reprospec
-    from reprospec.results import load_run
-    from reprospec.store import Store
+    from reprospec.store.db import Store
+    from reprospec.store.resultsjson import load_run
 
     spec = tmp_path / "w.yaml"
     spec.write_text(

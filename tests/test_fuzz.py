@@ -16,12 +16,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reprospec import expr
-from reprospec.checks import check
-from reprospec.expr import ExprError, same
-from reprospec.jsontypes import JsonValue
-from reprospec.matrix import MatrixError, count_cells, expand_matrix
-from reprospec.yamlsource import YamlSourceError, dump_yaml, load_yaml
+from reprospec.core import expr
+from reprospec.core.expr import ExprError, same
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.checks.document import check
+from reprospec.spec.matrix import MatrixError, count_cells, expand_matrix
+from reprospec.spec.yamlsource import YamlSourceError, dump_yaml, load_yaml
 
 FAST = settings(
     max_examples=120,

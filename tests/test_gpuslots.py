@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate
 from reprospec.errors import UsageError
-from reprospec.gpuslots import (
+from reprospec.pipeline.gpus import (
     MachineGpus,
     check_gpu_ids,
     machine_gpus,
     parse_nvidia_smi_list,
     visible_gpus,
 )
-from reprospec.models import Cell, Expectation
-from reprospec.results import load_run
-from reprospec.runmodels import AttemptResult, CellResult, NotRun, Outcome, Rate
-from reprospec.slots import slot_label, slot_separation
+from reprospec.report.slots import slot_label, slot_separation
+from reprospec.store.resultsjson import load_run
 from tests.support.cli import ROOT
 
 NVIDIA = ROOT / "tests" / "data" / "nvidia"

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from reprospec import limits
+from reprospec.core.results import Execution, NotRun, Outcome
+from reprospec.core.sections import Environment, Workload
 from reprospec.harness import HARNESS_ROOT
-from reprospec.outcome import classify
-from reprospec.runmodels import Execution, NotRun, Outcome
-from reprospec.sections import Environment, Workload
+from reprospec.outcome.classify import classify
+from reprospec.process import rlimits
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -66,7 +66,7 @@ class Child:
             "REPROSPEC_ENV_JSON": str(folder / "env.json"),
             "REPROSPEC_STACK_DIR": str(folder / "stacks"),
         }
-        argv, self.warnings = limits.wrap_argv(
+        argv, self.warnings = rlimits.wrap_argv(
             [sys.executable, "-m", "reprospec_harness"],
             Environment.from_section(environment or {}, folder),
         )
@@ -415,7 +415,7 @@ def test_hung_worker_dumps_its_own_stack_and_is_named_in_the_hang(tmp_path: Path
 
 
 @pytest.mark.skipif(
-    limits.namespaces_permitted() is not None, reason="private /dev/shm not permitted here"
+    rlimits.namespaces_permitted() is not None, reason="private /dev/shm not permitted here"
 )
 def test_small_shm_exhausts_shared_memory_without_any_fault(tmp_path: Path) -> None:
     child = Child(

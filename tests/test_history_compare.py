@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.errors import UsageError
-from reprospec.runrefs import recent_run_ids, resolve_run_id
+from reprospec.store.refs import recent_run_ids, resolve_run_id
 from tests.support.cli import SPECS, Cli
 
 SEGFAULT = str(SPECS / "segfault-command.yaml")

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from reprospec.models import Cell, Expectation
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import AttemptResult, CellResult, Outcome, Rate, RunResult, Standalone
 from reprospec.report import render
-from reprospec.runmodels import AttemptResult, CellResult, Outcome, Rate, RunResult, Standalone
 from tests.support.runs import segfault_matrix
 
 HOSTILE = '<script>alert("title")</script>'

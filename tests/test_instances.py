@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.attempt import AttemptExecutor
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import AttemptResult, RunResult
 from reprospec.errors import SpecError
-from reprospec.models import AttemptPlan
-from reprospec.plan import describe
+from reprospec.pipeline.attempt import AttemptExecutor
+from reprospec.plan.attempt import describe
 from reprospec.report import render
-from reprospec.results import load_run
-from reprospec.runfolder import RunFolder
-from reprospec.runmodels import AttemptResult, RunResult
 from reprospec.runners.local import LocalRunner
-from reprospec.store import Store
+from reprospec.store.db import Store
+from reprospec.store.resultsjson import load_run
+from reprospec.store.runfolder import RunFolder
 from tests.support.cli import SPECS, Cli
 from tests.support.plans import attempt_plan
 
@@ -314,8 +314,8 @@ def test_materialize_refuses_more_than_one_instance(cli: Cli, tmp_path: Path) ->
 
 
 def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> None:
-    from reprospec.runmodels import Outcome
-    from reprospec.scheduler import Scheduler
+    from reprospec.core.results import Outcome
+    from reprospec.pipeline.scheduler import Scheduler
 
     spec = tmp_path / "places.yaml"
     spec.write_text(

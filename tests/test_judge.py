@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from reprospec.evidence import Evidence
-from reprospec.judge import exception_matches, judge_attempt, judge_cell
-from reprospec.models import Expectation
-from reprospec.rates import judge_rate, rate_decided, rate_of, rate_satisfied, wilson
-from reprospec.runmodels import AttemptResult, AttemptVerdict, NotRun, Outcome
-from reprospec.units import RateBound, StepRange
-from reprospec.words import expectation_phrase
+from reprospec.core.inputs import Expectation
+from reprospec.core.rates import judge_rate, rate_decided, rate_of, rate_satisfied, wilson
+from reprospec.core.results import AttemptResult, AttemptVerdict, NotRun, Outcome
+from reprospec.core.units import RateBound, StepRange
+from reprospec.core.words import expectation_phrase
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import exception_matches, judge_attempt, judge_cell
 
 SEGV_WORKER = Outcome(
     kind="crash",
@@ -356,9 +356,9 @@ def test_judge_rate_on_the_interval(matched: int, n: int, bound: str, judged: st
 
 
 def test_exit_code_4_when_a_cell_is_undecided_and_none_failed() -> None:
-    from reprospec.judge import exit_code_for
-    from reprospec.models import Cell
-    from reprospec.runmodels import CellResult, RunResult
+    from reprospec.core.inputs import Cell
+    from reprospec.core.results import CellResult, RunResult
+    from reprospec.outcome.judge import exit_code_for
 
     judged = {"undecided": (1, 3), "reproduced": (18, 20), "not-reproduced": (0, 20)}
 

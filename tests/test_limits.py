@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reprospec import limits
-from reprospec.sections import Environment
-from reprospec.units import parse_size
+from reprospec.core.sections import Environment
+from reprospec.core.units import parse_size
+from reprospec.process import rlimits
 
 PRINT_LIMITS = (
     "import os, resource; s = os.statvfs('/dev/shm');"
@@ -22,7 +22,7 @@ PRINT_LIMITS = (
 
 def wrap(argv: list[str], section: dict[str, object]) -> tuple[list[str], list[str]]:
     """limits.wrap_argv on a resolved `environment` section, typed as the plan stage types it."""
-    return limits.wrap_argv(argv, Environment.from_section(section, Path.cwd()))
+    return rlimits.wrap_argv(argv, Environment.from_section(section, Path.cwd()))
 
 
 @pytest.mark.parametrize(
@@ -54,8 +54,8 @@ def test_no_limits_leaves_argv_alone() -> None:
 
 
 needs_namespaces = pytest.mark.skipif(
-    limits.namespaces_permitted() is not None,
-    reason=f"private mounts not permitted: {limits.namespaces_permitted()}",
+    rlimits.namespaces_permitted() is not None,
+    reason=f"private mounts not permitted: {rlimits.namespaces_permitted()}",
 )
 
 
@@ -86,7 +86,7 @@ def test_tiny_memory_limit_warns_about_import_torch() -> None:
 
 def test_shm_refused_becomes_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        limits, "namespaces_permitted", lambda: "unshare(CLONE_NEWNS): Operation not permitted"
+        rlimits, "namespaces_permitted", lambda: "unshare(CLONE_NEWNS): Operation not permitted"
     )
     argv, warnings = wrap(["x"], {"shm_size": "64m"})
     assert argv == ["x"]
@@ -105,7 +105,7 @@ def test_launch_without_privileges_still_runs_the_command_and_says_why() -> None
         sys.executable,
         "-S",
         "-E",
-        str(limits.LAUNCH),
+        str(rlimits.LAUNCH),
         "--shm-size",
         str(2**20),
         "--",
@@ -121,7 +121,7 @@ def test_launch_without_privileges_still_runs_the_command_and_says_why() -> None
 
 def test_launch_usage_errors() -> None:
     done = subprocess.run(
-        [sys.executable, str(limits.LAUNCH), "--bogus"], capture_output=True, text=True
+        [sys.executable, str(rlimits.LAUNCH), "--bogus"], capture_output=True, text=True
     )
     assert done.returncode == 1
     assert "unexpected argument '--bogus'" in done.stderr

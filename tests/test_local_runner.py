@@ -19,9 +19,9 @@ from typing import Any
 import psutil
 import pytest
 
+from reprospec.core.inputs import AttemptPlan, Marker
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Marker
-from reprospec.process import TOKEN_VAR
+from reprospec.process.tree import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
@@ -533,7 +533,7 @@ def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path:
 def test_a_pair_is_handed_on_only_as_it_was_made(tmp_path: Path) -> None:
     """An empty TMPDIR the attempt chmod'ed, or replaced by a link, is not handed on; the
     link is removed, never what it points to."""
-    from reprospec import scratch
+    from reprospec.process import scratch
 
     deep = tmp_path / ("d" * 70)
     first = scratch.prepare(deep)
@@ -559,7 +559,7 @@ def test_a_pair_is_handed_on_only_as_it_was_made(tmp_path: Path) -> None:
 
 
 def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
-    from reprospec import scratch
+    from reprospec.process import scratch
 
     gone = subprocess.Popen([PY, "-c", "pass"])
     gone.wait()
@@ -640,11 +640,11 @@ _multiprocessing.sem_unlink(held_name)
 
 
 def leak_in_private_shm(tmp_path: Path, mode: str) -> dict[str, Any]:
-    from reprospec import limits
+    from reprospec.process import rlimits
 
     argv = [PY, "-c", SHM_DRIVER, str(tmp_path), mode]
-    if limits.namespaces_permitted() is None:
-        argv = [PY, str(limits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
+    if rlimits.namespaces_permitted() is None:
+        argv = [PY, str(rlimits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0, done.stderr
@@ -673,9 +673,9 @@ def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None
 def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reprospec import process, scratch
+    from reprospec.process import scratch, tree
 
-    process.become_subreaper()
+    tree.become_subreaper()
     before = scratch.shm_snapshot(tmp_path)
     held, loose = tmp_path / "torch_1_held", tmp_path / "torch_2_loose"
     ready = tmp_path / "ready"

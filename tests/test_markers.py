@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from reprospec.capture import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
-from reprospec.models import Marker
+from reprospec.core.inputs import Marker
+from reprospec.process.output import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
 from tests.support.cli import Cli
 
 CATASTROPHIC = [r"(a+)+b", r"(a|aa)+b"]

@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
-from reprospec import dockerimage  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     needs_engine,
@@ -88,12 +88,12 @@ def test_bundle_layout(tmp_path: Path) -> None:
     assert (out / "workdirs" / "1" / "main.py").read_text() == MAIN
     dockerfile = (out / "images" / "1" / "Dockerfile").read_text()
     # No image of this machine: the runner image's content, rebuilt from a public base.
-    assert f"ARG BASE={dockerimage.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
+    assert f"ARG BASE={image.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
     assert "reprospec-runner" not in dockerfile
     assert "reprospec-base" not in dockerfile
     assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
     readme = (out / "README.md").read_text()
-    assert f"`images/1/`: `{dockerimage.PUBLIC_BASE}` (public" in readme
+    assert f"`images/1/`: `{image.PUBLIC_BASE}` (public" in readme
     assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
     assert list((out / "images" / "1" / "certs").iterdir()) == []
     plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
@@ -174,7 +174,7 @@ def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.Complet
         return subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
                               timeout=1800, cwd=cwd, env={**os.environ, "BASE": base})
     finally:
-        if dockerimage.image_present(CLIENT, tag):
+        if image.image_present(CLIENT, tag):
             _BUILT.add(CLIENT.images.get(tag).id)
             CLIENT.images.remove(tag, noprune=True)
 

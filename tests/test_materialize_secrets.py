@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.materialize import write_bundle
-from reprospec.options import RunOptions
-from reprospec.runplan import plan_run
-from reprospec.spec import load_spec
+from reprospec.core.runoptions import RunOptions
+from reprospec.export.materialize import write_bundle
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
 
 SPEC = """\
 reprospec: 1

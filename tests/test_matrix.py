@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from reprospec.core.expr import same
+from reprospec.core.inputs import Spec
+from reprospec.core.jsontypes import JsonObject
 from reprospec.errors import SpecError, UsageError
-from reprospec.expr import same
-from reprospec.jsontypes import JsonObject
-from reprospec.matrix import (
+from reprospec.spec.matrix import (
     MatrixError,
     cell_id,
     count_cells,
@@ -23,7 +24,6 @@ from reprospec.matrix import (
     render_value,
     select,
 )
-from reprospec.models import Spec
 
 
 def matrices(section: dict[str, Any] | None) -> list[dict[str, Any]]:

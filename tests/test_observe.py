@@ -7,11 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprospec.judge import judge_cell
-from reprospec.models import Cell
-from reprospec.plan import OBSERVE
+from reprospec.core.inputs import Cell
+from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, RunResult
+from reprospec.outcome.judge import judge_cell
+from reprospec.plan.attempt import OBSERVE
 from reprospec.report.signatures import outcome_groups
-from reprospec.runmodels import AttemptResult, CellResult, NotRun, Outcome, RunResult
 from tests.support.cli import ROOT, SPECS, Cli
 
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")

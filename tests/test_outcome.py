@@ -14,12 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.evidence import Evidence, iter_events, read_log
-from reprospec.judge import judge_attempt
-from reprospec.models import Expectation
-from reprospec.outcome import classify, fine_signature, normalize_message, worker_death
-from reprospec.runmodels import Execution, NotRun, Outcome
-from reprospec.signals import (
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import Execution, NotRun, Outcome
+from reprospec.core.signals import (
     canonical_signal,
     describe_signal,
     exit_status_signal,
@@ -27,8 +24,11 @@ from reprospec.signals import (
     signal_name,
     signal_number,
 )
-from reprospec.tracebacks import parse_exception
-from reprospec.words import outcome_phrase
+from reprospec.core.words import outcome_phrase
+from reprospec.outcome.classify import classify, fine_signature, normalize_message, worker_death
+from reprospec.outcome.evidence import Evidence, iter_events, read_log
+from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.tracebacks import parse_exception
 
 DATA = Path(__file__).resolve().parent / "data"
 CHILDREN = DATA / "outcome_children"
@@ -174,10 +174,10 @@ def test_expect_exception_and_message_match_any_link_of_the_chain(tmp_path: Path
 
 
 def test_report_shows_the_exception_chain(tmp_path: Path) -> None:
-    from reprospec.judge import judge_cell
-    from reprospec.models import Cell
+    from reprospec.core.inputs import Cell
+    from reprospec.core.results import AttemptResult, CellResult, RunResult
+    from reprospec.outcome.judge import judge_cell
     from reprospec.report import render
-    from reprospec.runmodels import AttemptResult, CellResult, RunResult
 
     execution = behave(tmp_path, "accelerator-chain")
     evidence = Evidence.read(execution)
@@ -525,8 +525,8 @@ def test_new_phase_resets_the_step(tmp_path: Path) -> None:
 
 
 def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
-    from reprospec.evidence import Events
-    from reprospec.jsontypes import JsonValue
+    from reprospec.core.jsontypes import JsonValue
+    from reprospec.outcome.evidence import Events
 
     train: list[dict[str, JsonValue]] = [
         {"event": "import", "module": "wandb", "phase": "import"},

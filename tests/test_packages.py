@@ -7,8 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reprospec import packages
-from reprospec.packages import Installed, PackageCheck, mismatches, probe_installed
+from reprospec.environment import packages
+from reprospec.environment.packages import Installed, PackageCheck, mismatches, probe_installed
 from tests.support.cli import Cli
 
 PYYAML = importlib.metadata.version("pyyaml")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.inputs import Cell
+from reprospec.core.units import RateBound, StepRange, parse_duration, parse_rate, parse_step
 from reprospec.errors import SpecError
-from reprospec.matrix import expand
-from reprospec.models import Cell
-from reprospec.plan import describe, expectation_for, plan_attempt
-from reprospec.spec import load_spec
-from reprospec.units import RateBound, StepRange, parse_duration, parse_rate, parse_step
+from reprospec.plan.attempt import describe, expectation_for, plan_attempt
+from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
 from tests.support.data import at
 
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from reprospec import process
-from reprospec.capture import (
+from reprospec.core.inputs import Marker
+from reprospec.process import tree
+from reprospec.process.output import (
     CappedLog,
     EventWriter,
     MarkerScanner,
     compile_markers,
     output_sink,
 )
-from reprospec.models import Marker
 
 CHILDREN = Path(__file__).parent / "data" / "children"
 
@@ -149,7 +149,7 @@ def python_with_stackdump(
     code: str, extra_path: str = "", stack_dir: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPROSPEC_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(process.STACKDUMP_DIR), extra_path) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.STACKDUMP_DIR), extra_path) if p)
     if stack_dir is not None:
         env["REPROSPEC_STACK_DIR"] = stack_dir
     return subprocess.run(
@@ -238,7 +238,7 @@ def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
 def test_orphans_reparent_to_the_engine() -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("Linux only")
-    assert process.become_subreaper() is True
+    assert tree.become_subreaper() is True
     code = (
         "import os, time\n"
         "pid = os.fork()\n"
@@ -262,8 +262,8 @@ def test_orphans_reparent_to_the_engine() -> None:
 def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(process.STACKDUMP_DIR)
-    result = process.run_process(
+    env["PYTHONPATH"] = str(tree.STACKDUMP_DIR)
+    result = tree.run_process(
         [sys.executable, str(CHILDREN / "hang.py"), str(ready)],
         env=env,
         cwd=tmp_path,
@@ -287,8 +287,8 @@ def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
 
 
 def test_find_and_kill_processes_by_token() -> None:
-    token = process.new_token()
-    env = {**os.environ, process.TOKEN_VAR: token}
+    token = tree.new_token()
+    env = {**os.environ, tree.TOKEN_VAR: token}
     # Its own session and its parent gone: only the token finds it.
     done = subprocess.run(
         ["/bin/sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!"],
@@ -302,14 +302,14 @@ def test_find_and_kill_processes_by_token() -> None:
         deadline = time.monotonic() + 10
         # Until `setsid` has exec'd `sleep`, the cmdline still names setsid.
         while (
-            info := (found := process.find_attempt_processes(token)).get(stray)
+            info := (found := tree.find_attempt_processes(token)).get(stray)
         ) is None or info.cmdline != "sleep 60":
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert set(found) == {stray}
-        process.kill_attempt(token, None, None)
+        tree.kill_attempt(token, None, None)
         assert not Path(f"/proc/{stray}").exists()
-        assert process.find_attempt_processes(token) == {}
+        assert tree.find_attempt_processes(token) == {}
     finally:
         if Path(f"/proc/{stray}").exists():
             os.kill(stray, 9)
@@ -318,7 +318,7 @@ def test_find_and_kill_processes_by_token() -> None:
 def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
     log = CappedLog(tmp_path / "out.log")
     with pytest.raises(FileNotFoundError):
-        process.run_process(
+        tree.run_process(
             [str(tmp_path / "missing")],
             env=dict(os.environ),
             cwd=tmp_path,
@@ -334,7 +334,7 @@ def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
 
 def test_engine_modules_do_not_import_torch() -> None:
     code = (
-        "import sys, reprospec.runners.local, reprospec.process, reprospec.capture\n"
+        "import sys, reprospec.runners.local, reprospec.process.tree, reprospec.process.output\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
@@ -342,7 +342,7 @@ def test_engine_modules_do_not_import_torch() -> None:
 
 
 def test_iso_timestamps() -> None:
-    stamp = process.utc_now()
+    stamp = tree.utc_now()
     assert stamp.endswith("+00:00")
     assert "T" in stamp
     assert time.time() > 0

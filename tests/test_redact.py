@@ -5,12 +5,12 @@ The outputs themselves are checked end to end, with real runs, in test_security.
 
 from __future__ import annotations
 
-from reprospec.jsontypes import JsonValue
-from reprospec.logtext import printable
-from reprospec.redact import MASK, Redactor, env_names_read, looks_secret
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import printable
+from reprospec.core.redact import MASK, Redactor, env_names_read, looks_secret
+from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
+from reprospec.core.results import ChainLink, NotRun
 from reprospec.report.markup import plain_markdown
-from reprospec.reportspec import MarkerError, find_marked_spec, marker_line
-from reprospec.runmodels import ChainLink, NotRun
 
 
 def test_names_that_look_secret() -> None:

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import clean_log, excerpt
+from reprospec.core.results import AttemptResult, CellResult, Rate, RunResult
 from reprospec.errors import UsageError
-from reprospec.evidence import Evidence
-from reprospec.jsontypes import JsonValue
-from reprospec.judge import judge_attempt, judge_cell
-from reprospec.logtext import clean_log, excerpt
-from reprospec.models import Cell, Expectation
-from reprospec.outcome import classify
+from reprospec.outcome.classify import classify
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_attempt, judge_cell
 from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.report.markdown import separators
 from reprospec.report.markup import fence_for, inline_code, table_cell
-from reprospec.results import run_to_dict
-from reprospec.runmodels import AttemptResult, CellResult, Rate, RunResult
+from reprospec.store.resultsjson import run_to_dict
 from tests.support.cli import Cli
 from tests.support.runs import (
     ERROR_SPEC,
@@ -108,7 +108,7 @@ def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
-    from reprospec.specfile import extract_markdown_spec
+    from reprospec.spec.files import extract_markdown_spec
 
     run = CASES[name]()
     block = extract_markdown_spec(render(run, "md"))
@@ -263,7 +263,7 @@ def test_fences_outgrow_backticks() -> None:
 
 
 def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
-    from reprospec.logtext import excerpt
+    from reprospec.core.logtext import excerpt
 
     text = "\n".join(
         ["epoch 1", "ERROR: Unexpected segmentation fault encountered in worker.\0"]
@@ -279,8 +279,8 @@ def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
 def test_every_view_words_an_outcome_and_an_expectation_the_same() -> None:
     import io
 
-    from reprospec.console import make_console
-    from reprospec.progress import Progress, results_table
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import Progress, results_table
 
     run = segfault_matrix()
     crash, expected = "crash SIGSEGV (worker) @ validation:7", "crash SIGSEGV @ validation:6..8"

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.models import Cell, Expectation
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import CellResult, Rate
 from reprospec.report import render
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.failure import summary_line
 from reprospec.report.paths import PathNames
-from reprospec.results import load_run
-from reprospec.runmodels import CellResult, Rate
+from reprospec.store.resultsjson import load_run
 from tests.support import recorded
 from tests.support.cli import Cli
 from tests.support.runs import large_matrix

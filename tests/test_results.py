@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from reprospec.compare import compare, merge
+from reprospec.core.inputs import Expectation
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
 from reprospec.errors import FatalError, UsageError
-from reprospec.jsontypes import JsonValue
-from reprospec.models import Expectation
-from reprospec.results import (
+from reprospec.store.compare import compare, merge
+from reprospec.store.resultsjson import (
     find_run,
     load_run,
     new_run_id,
@@ -27,7 +28,6 @@ from reprospec.results import (
     write_atomic,
     write_run,
 )
-from reprospec.runmodels import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
 from tests.support.runs import error_run, hang_run, infra_run, segfault_matrix
 
 RUNS = [segfault_matrix, hang_run, error_run, infra_run]

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.gpuslots import GpuPool
-from reprospec.models import AttemptPlan
-from reprospec.options import RunOptions, Shard
-from reprospec.runmodels import AttemptResult, NotRun, Outcome
-from reprospec.runplan import RunPlan, plan_run
-from reprospec.scheduler import Scheduler
-from reprospec.spec import load_spec
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import AttemptResult, NotRun, Outcome
+from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.pipeline.gpus import GpuPool
+from reprospec.pipeline.scheduler import Scheduler
+from reprospec.plan.run import RunPlan, plan_run
+from reprospec.spec.load import load_spec
 
 CRASH = Outcome(kind="crash", signal="SIGSEGV", where="main", signature="crash:SIGSEGV:main")
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")

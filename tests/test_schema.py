@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprospec.schema import describe, load_schema, schema_text, suggest, validate
-from reprospec.yamlsource import YamlSourceError, load_yaml
+from reprospec.spec.schema import describe, load_schema, schema_text, suggest, validate
+from reprospec.spec.yamlsource import YamlSourceError, load_yaml
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
@@ -198,7 +198,8 @@ def test_unknown_key_without_close_match_lists_allowed_keys() -> None:
 
 def test_importing_schema_and_package_does_not_import_jsonschema() -> None:
     code = (
-        "import sys, reprospec, reprospec.schema, reprospec.spec, reprospec.matrix, reprospec.plan;"
+        "import sys, reprospec, reprospec.spec.schema, reprospec.spec.load, reprospec.spec.matrix, "
+        "reprospec.plan.attempt;"
         "print('jsonschema' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

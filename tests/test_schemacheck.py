@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reprospec import schema, schemacheck
-from reprospec.jsontypes import JsonObject, JsonPath, JsonValue
-from reprospec.schemacheck import equal, valid
-from reprospec.yamlsource import YamlSourceError, load_yaml
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.spec import schema, schemafast
+from reprospec.spec.schemafast import equal, valid
+from reprospec.spec.yamlsource import YamlSourceError, load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(
@@ -54,7 +54,7 @@ def test_validate_needs_no_jsonschema_for_a_valid_spec() -> None:
 
     code = (
         "import sys\n"
-        "from reprospec.spec import load_spec\n"
+        "from reprospec.spec.load import load_spec\n"
         "load_spec(sys.argv[1])\n"
         "assert 'jsonschema' not in sys.modules, 'jsonschema was imported'\n"
     )
@@ -126,4 +126,4 @@ def test_an_unknown_keyword_is_never_called_valid() -> None:
     assert not valid("x", {"type": "string", "format": "email"})
     assert not valid({"a": 1}, {"patternProperties": {"^a$": {}}, "additionalProperties": False})
     assert not valid(1, {"$ref": "https://example.com/s.json"})
-    assert schemacheck.valid(None, {"not": {"type": "null"}}) is False
+    assert schemafast.valid(None, {"not": {"type": "null"}}) is False

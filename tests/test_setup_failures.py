@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.attempt import attempt_result
-from reprospec.evidence import Evidence
-from reprospec.judge import judge_cell
-from reprospec.models import Expectation
-from reprospec.outcome import classify
-from reprospec.runmodels import AttemptResult, Execution, NotRun, Outcome
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import AttemptResult, Execution, NotRun, Outcome
+from reprospec.outcome.classify import classify
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_cell
+from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
@@ -158,6 +158,6 @@ def test_run_exits_3_with_the_reason(cli: Cli, tmp_path: Path) -> None:
 def test_which_declared_package_provides_a_module(
     packages: list[str], module: str, declared: str | None
 ) -> None:
-    from reprospec.setupfail import _declaring
+    from reprospec.outcome.setupfail import _declaring
 
     assert _declaring(packages, module) == declared

@@ -15,13 +15,7 @@ from typing import Any
 
 import pytest
 
-from reprospec.slurm import (
-    RunStatus,
-    cancel_time,
-    death_cause,
-    load,
-    run_status,
-)
+from reprospec.slurm import RunStatus, cancel_time, death_cause, load, run_status
 from tests.support.cli import ROOT, SPECS, Cli
 from tests.support.slurm import (
     needs_cluster,
@@ -351,7 +345,7 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> No
 def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) -> None:
     """Killed between making its run folder and its first store write: it cannot --resume."""
     from reprospec.slurm import ShardArgs, SlurmOptions, new_run, set_aside_unresumable
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     run = new_run(
         SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
@@ -382,7 +376,7 @@ def test_attempts_killed_with_their_shard_are_forgotten_older_crashes_kept(
         new_run,
         save,
     )
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     spec = _write_spec(tmp_path / "term.yaml", """\
 reprospec: 1

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.reportspec import marker_line
+from reprospec.core.sections import Environment, RunPolicy
 from reprospec.errors import SpecError, UsageError
-from reprospec.matrix import expand
-from reprospec.overrides import apply_override
-from reprospec.plan import plan_attempt, run_policy
-from reprospec.reportspec import marker_line
-from reprospec.sections import Environment, RunPolicy
-from reprospec.spec import load_spec
-from reprospec.specfile import extract_markdown_spec, spec_files
-from reprospec.validation import validate, validate_paths
+from reprospec.plan.attempt import plan_attempt, run_policy
+from reprospec.spec.files import extract_markdown_spec, spec_files
+from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
+from reprospec.spec.overrides import apply_override
+from reprospec.spec.validate import validate, validate_paths
 from tests.support.data import at
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import reprospec
-from reprospec.options import RunOptions
-from reprospec.runmodels import RunResult
-from reprospec.runplan import plan_run
-from reprospec.standalone import standalone_of
+from reprospec.core.results import RunResult
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.run import plan_run
+from reprospec.plan.standalone import standalone_of
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)

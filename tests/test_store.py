@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import NotRun, RunResult
 from reprospec.errors import FatalError
-from reprospec.jsontypes import JsonObject
-from reprospec.runmodels import NotRun, RunResult
-from reprospec.store import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
+from reprospec.store.db import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
 from tests.support.runs import hang_run, infra_run, segfault_matrix
 
 OPTIONS: JsonObject = {"runner": "local", "jobs": 2, "repeat": None}
@@ -204,7 +204,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {tests!r})
     from tests.support.runs import hang_run
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     run = hang_run()
     store = Store(Path({root!r}))

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from reprospec import envs
+from reprospec import venvs
 from tests.support.cli import Cli, CliResult
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
@@ -55,7 +55,7 @@ def test_each_cell_gets_its_own_version_from_the_index(cli: Cli, tmp_path: Path)
         expect:
           outcome: pass
         """))
-    env = {envs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
+    env = {venvs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
     done = cli("run", str(spec), "--runner", "venv", env=env)
     assert done.code == 0, done.stderr
     cells = cells_of(done)
@@ -75,7 +75,7 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
         make_wheel(wheels, DEMO, version, f"VERSION_SEEN = {version!r}\n")
     make_broken_sdist(wheels, DEMO, "1.2")
     spec = write_spec(tmp_path, "venv-demo", DEMO, ["1.0", "1.1", "1.2"], "reprospec_venvdemo")
-    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     args = ("run", str(spec), "--runner", "venv", "--find-links", str(wheels))
 
     first = cli(*args, env=env)
@@ -91,9 +91,9 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
     assert f"+ {DEMO}==1.0" in first.stderr
 
     # Someone changes the cached environment of the 1.0 cell behind reprospec's back.
-    (env_10,) = [e for e in envs.list_envs(tmp_path / "envs") if e.packages == (f"{DEMO}==1.0",)]
+    (env_10,) = [e for e in venvs.list_envs(tmp_path / "envs") if e.packages == (f"{DEMO}==1.0",)]
     subprocess.run(
-        [envs.uv_binary(), "pip", "install", "--python", str(env_10.path / "bin" / "python"),
+        [venvs.uv_binary(), "pip", "install", "--python", str(env_10.path / "bin" / "python"),
          "--find-links", str(wheels), f"{DEMO}==1.1"],
         check=True, capture_output=True, env={**os.environ, **uv_environment()},
     )
@@ -127,7 +127,7 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
         expect:
           outcome: pass
         """))
-    env = {envs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
     assert done.code == 0, done.stderr
     (cell,) = cells_of(done).values()

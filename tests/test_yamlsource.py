@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from reprospec.bounds import MAX_YAML_CHARS
-from reprospec.jsontypes import JsonValue
-from reprospec.yamlsource import (
+from reprospec.core.bounds import MAX_YAML_CHARS
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.yamlsource import (
     MAX_DEPTH,
     MAX_NODES,
     Problem,

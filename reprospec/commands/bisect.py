@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import TypeVar
 
+from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_INTERRUPTED
-from reprospec.logtext import printable
 
 # The CLI's own parser class (cli._Parser): any ArgumentParser.
 _P = TypeVar("_P", bound=argparse.ArgumentParser)
@@ -77,10 +77,10 @@ def _positive_int(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec import bisection
-    from reprospec.bisect import BisectInterrupted, BisectRequest, bisect_spec
+    from reprospec.bisect import search
+    from reprospec.bisect.driver import BisectInterrupted, BisectRequest, bisect_spec
+    from reprospec.core.units import parse_duration
     from reprospec.errors import UsageError
-    from reprospec.units import parse_duration
 
     if args.by_date:
         start, sep, end = args.by_date.partition("..")
@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
         overrides=tuple(args.overrides),
         runner=args.runner,
         jobs=args.jobs,
-        budget=args.budget or bisection.DEFAULT_BUDGET,
-        error=args.error or bisection.DEFAULT_ERROR,
+        budget=args.budget or search.DEFAULT_BUDGET,
+        error=args.error or search.DEFAULT_ERROR,
         min_rate=args.min_rate,
         pre=args.pre,
         by_date=bool(args.by_date),

@@ -40,8 +40,8 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Pack the run; prints where the archive went and how to rerun it."""
-    from reprospec.bundle import pack
-    from reprospec.results import load_run, run_dir_of
+    from reprospec.export.bundle import pack
+    from reprospec.store.resultsjson import load_run, run_dir_of
 
     run_dir = run_dir_of(args.run, args.out)
     packed = pack(load_run(run_dir), run_dir, args.output)

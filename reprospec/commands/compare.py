@@ -13,15 +13,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec.logtext import printable
+from reprospec.core.logtext import printable
 
 if TYPE_CHECKING:
-    from reprospec.compare import Comparison
+    from reprospec.store.compare import Comparison
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.compare import compare
-    from reprospec.results import load_run
+    from reprospec.store.compare import compare
+    from reprospec.store.resultsjson import load_run
 
     out = Path(args.out)
     a, b = load_run(args.run_a, out), load_run(args.run_b, out)
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(diff, indent=2, ensure_ascii=False, default=str))
         return 0
-    from reprospec.console import make_console
+    from reprospec.report.console import make_console
 
     console = make_console()
     for line in lines(diff, a.spec_name):

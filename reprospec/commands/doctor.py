@@ -7,8 +7,9 @@ import json
 import resource
 import sys
 
-from reprospec import doctor, limits, native, starter
-from reprospec.envprobe import probe_environment
+from reprospec import doctor, native
+from reprospec.environment.probe import probe_environment
+from reprospec.process import rlimits, starter
 
 MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 
@@ -48,9 +49,9 @@ def _needs(path: str) -> doctor.Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
     from dataclasses import replace
 
-    from reprospec.options import RunOptions
-    from reprospec.runplan import plan_run
-    from reprospec.spec import load_spec
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.plan.run import plan_run
+    from reprospec.spec.load import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())
     cells = [
@@ -58,5 +59,5 @@ def _needs(path: str) -> doctor.Needs:
     ]
     needs = doctor.needs_of(cells)
     if needs.shm_size is not None:
-        needs = replace(needs, shm_refused=limits.namespaces_permitted())
+        needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
     return needs

@@ -7,9 +7,9 @@ import json
 import sys
 from collections.abc import Mapping
 
+from reprospec.core.jsontypes import JsonValue
 from reprospec.doctor.check import section, strings
-from reprospec.envprobe import probe_environment
-from reprospec.jsontypes import JsonValue
+from reprospec.environment.probe import probe_environment
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,15 +29,15 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
 
 
 def _root(out: Path) -> Path:
-    from reprospec.envs import ENVS_VARIABLE
+    from reprospec.venvs import ENVS_VARIABLE
 
     shared = os.environ.get(ENVS_VARIABLE)
     return (Path(shared) if shared else out / "envs").resolve()
 
 
 def _seconds(text: str) -> float:
+    from reprospec.core.units import parse_duration
     from reprospec.errors import UsageError
-    from reprospec.units import parse_duration
 
     if text.endswith("d") and text[:-1].replace(".", "", 1).isdigit():
         return float(text[:-1]) * 86400
@@ -48,11 +48,11 @@ def _seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec import envs
+    from reprospec import venvs
 
     root = _root(args.out)
     if args.action == "list":
-        found = envs.list_envs(root)
+        found = venvs.list_envs(root)
         if args.json:
             print(json.dumps([e.to_dict() for e in found], indent=2))
             return 0
@@ -61,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from rich.table import Table
 
-        from reprospec.console import make_console
+        from reprospec.report.console import make_console
 
         table = Table(title=f"environments in {root}", title_justify="left")
         for column in ("key", "python", "packages", "size", "last used", "used by"):
             table.add_column(column)
-        for row in envs.summarize(found):
+        for row in venvs.summarize(found):
             table.add_row(row["key"], row["python"], row["packages"], row["size"],
                           row["last_used"], row["used_by"])
         make_console().print(table)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
               f"uv's cache count in full)")
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
-    removed = envs.prune_envs(root, older_than_s=older, dry_run=args.dry_run)
+    removed = venvs.prune_envs(root, older_than_s=older, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")

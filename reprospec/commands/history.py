@@ -17,11 +17,11 @@ _COUNTS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     spec_name = None
     if args.spec:
-        from reprospec.spec import load_spec
+        from reprospec.spec.load import load_spec
 
         # A spec file, or just the spec's name as it appears in the table.
         spec_name = load_spec(args.spec).name if Path(args.spec).exists() else args.spec
@@ -51,7 +51,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
 def _table(runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None) -> int:
     from rich.table import Table
 
-    from reprospec.console import make_console
+    from reprospec.report.console import make_console
 
     console = make_console()
     if not runs:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from reprospec.options import RunOptions
+    from reprospec.core.runoptions import RunOptions
 
+from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
-from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
@@ -202,9 +202,9 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
     """What each candidate run is given: `run`'s options that isolate takes."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.core.units import parse_duration
     from reprospec.errors import UsageError
-    from reprospec.options import RunOptions
-    from reprospec.units import parse_duration
 
     timeout_s = None
     if args.timeout is not None:

@@ -8,10 +8,10 @@ import sys
 
 def run(args: argparse.Namespace) -> int:
     """Plan every selected cell (attempt 1) and write the bundle; prints where it went."""
-    from reprospec.materialize import write_bundle
-    from reprospec.options import RunOptions
-    from reprospec.runplan import plan_run
-    from reprospec.spec import load_spec
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.export.materialize import write_bundle
+    from reprospec.plan.run import plan_run
+    from reprospec.spec.load import load_spec
 
     options = RunOptions(
         matrix_filters=tuple(getattr(args, "matrix", ()) or ()),

@@ -10,11 +10,11 @@ from pathlib import Path
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.commands.run import print_outcome
-    from reprospec.compare import merge
-    from reprospec.judge import exit_code_for
-    from reprospec.pipeline import write_outputs
-    from reprospec.results import load_run, new_run_id, run_dir_of
-    from reprospec.runfolder import RunFolder
+    from reprospec.outcome.judge import exit_code_for
+    from reprospec.pipeline.stages import write_outputs
+    from reprospec.store.compare import merge
+    from reprospec.store.resultsjson import load_run, new_run_id, run_dir_of
+    from reprospec.store.runfolder import RunFolder
 
     out = Path(args.out)
     # Resolved once: `latest` names another run as soon as the merged one's folder exists.

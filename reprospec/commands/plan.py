@@ -8,15 +8,15 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 
-from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.logtext import printable
-from reprospec.matrix import expand, format_value, select
-from reprospec.models import AttemptPlan, Spec
-from reprospec.plan import describe, first_attempts, run_policy
+from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.logtext import printable
+from reprospec.plan.attempt import describe, first_attempts, run_policy
+from reprospec.spec.matrix import expand, format_value, select
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.spec import load_spec
+    from reprospec.spec.load import load_spec
 
     spec = load_spec(args.spec, tuple(args.overrides))
     cells = select(expand(spec), list(args.matrix))
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
     """`describe` of each attempt, with the run's secrets masked (redact.py)."""
-    from reprospec.redact import Redactor
+    from reprospec.core.redact import Redactor
 
     redactor = Redactor.for_spec(spec.document)
     return [redactor.value(describe(plan)) for plan in attempts]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.report import render
-    from reprospec.results import load_run
+    from reprospec.store.resultsjson import load_run
 
     run_result = load_run(args.run, Path(args.out))
     text = render(run_result, args.format)

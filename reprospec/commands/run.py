@@ -10,22 +10,23 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from reprospec.core.logtext import printable
+from reprospec.core.results import RunResult
+from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.errors import UsageError
-from reprospec.logtext import printable
-from reprospec.options import RunOptions, Shard
-from reprospec.runmodels import RunResult
 
 if TYPE_CHECKING:
-    from reprospec.runplan import RunPlan
+    from reprospec.plan.run import RunPlan
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec import pipeline, resumption
-    from reprospec.judge import exit_code_for
-    from reprospec.progress import Progress
-    from reprospec.runplan import plan_run
-    from reprospec.runrefs import is_latest, resolve_run_id
-    from reprospec.spec import load_spec
+    from reprospec.outcome.judge import exit_code_for
+    from reprospec.pipeline import resume as resumption
+    from reprospec.pipeline import stages
+    from reprospec.plan.run import plan_run
+    from reprospec.report.progress import Progress
+    from reprospec.spec.load import load_spec
+    from reprospec.store.refs import is_latest, resolve_run_id
 
     out = Path(args.out)
     resume_id: str | None = args.resume
@@ -35,12 +36,12 @@ def run(args: argparse.Namespace) -> int:
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(resume_id).resolve()
         resume_id, out = folder.name, folder.parent.parent
-    resume: pipeline.Resume | None = None
+    resume: stages.Resume | None = None
     # What the user named: a report or a bundle is shown and confirmed before it runs.
     given: str | None = args.spec
     if resume_id is not None:
         spec, options, done = resumption.load(resume_id, out, jobs=args.jobs, spec_path=args.spec)
-        resume = pipeline.Resume(resume_id, done)
+        resume = stages.Resume(resume_id, done)
     else:
         if args.spec is None:
             raise UsageError("run needs a SPEC (or --resume RUN)")
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
-        result = pipeline.execute(
+        result = stages.execute(
             plan, options, progress=progress.update, resume=resume, cancel=cancel
         )
     print_outcome(result, args.format, out)
@@ -96,7 +97,7 @@ def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> No
 def from_bundle(args: argparse.Namespace, out: Path) -> None:
     """Unpack a bundle (checked, once, under OUT/bundles/) and run its spec with the original
     run's `-m` filters, `--repeat`, `--timeout` and observe mode unless given here."""
-    from reprospec.bundle import unpack
+    from reprospec.export.bundle import unpack
 
     unpacked = unpack(Path(args.spec), out / "bundles")
     print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
@@ -113,7 +114,7 @@ def from_bundle(args: argparse.Namespace, out: Path) -> None:
 
 def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOptions:
     """RunOptions from `run`'s arguments (the same options the Python API takes)."""
-    from reprospec.units import parse_duration
+    from reprospec.core.units import parse_duration
 
     timeout_s = None
     if args.timeout is not None:
@@ -211,10 +212,10 @@ def write_github_summary(result: RunResult) -> None:
 
 def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     """The results table and where the report is; with --format, the report on stdout."""
-    from reprospec.console import make_console
-    from reprospec.progress import results_table
     from reprospec.report import render
-    from reprospec.runfolder import RunFolder
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import results_table
+    from reprospec.store.runfolder import RunFolder
 
     # With --format the report goes to stdout, so the table moves to stderr.
     console = make_console(sys.stderr if fmt else sys.stdout)
@@ -240,7 +241,7 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
     console.print(f"report: {folder.report_md}", markup=False, highlight=False)
-    from reprospec.logtext import clean_log
+    from reprospec.core.logtext import clean_log
 
     # What went wrong around the run (the store deleted under it, the environment capture).
     for warning in result.warnings:
@@ -254,6 +255,6 @@ def _is_bundle(path: str | Path) -> bool:
     # By name first: the bundle module (tarfile, hashlib) is imported only for an archive.
     if not str(path).lower().endswith((".tar.gz", ".tgz")):
         return False
-    from reprospec.bundle import is_bundle
+    from reprospec.export.bundle import is_bundle
 
     return is_bundle(path)

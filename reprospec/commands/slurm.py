@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec import api
+    from reprospec.core.units import parse_duration
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
@@ -113,7 +114,6 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         submit,
         write_scripts,
     )
-    from reprospec.units import parse_duration
 
     if args.shards is None:
         raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")

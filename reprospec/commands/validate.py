@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_OK, EXIT_USAGE
-from reprospec.logtext import printable
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.validation import validate
+    from reprospec.spec.validate import validate
 
     found = validate(args.paths)
     for line in found.problems:

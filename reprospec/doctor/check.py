@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from reprospec.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"

@@ -12,6 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.sections import Environment
+from reprospec.core.units import format_size
 from reprospec.doctor.check import (
     NO_GPU,
     Captured,
@@ -24,9 +27,6 @@ from reprospec.doctor.check import (
     version_tuple,
     whole,
 )
-from reprospec.jsontypes import JsonValue
-from reprospec.sections import Environment
-from reprospec.units import format_size
 
 MIB = 2**20
 # Measured: under about 650 MB of address space `import torch` itself fails (RLIMIT_AS).

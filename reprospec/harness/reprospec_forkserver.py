@@ -4,7 +4,7 @@
 
 (ROOM: a blank argument, room for an attempt's command line: see `_argv_slot`.)
 
-The engine (reprospec/forkserver.py) starts one server per key: the interpreter,
+The engine (reprospec/process/forkserver.py) starts one server per key: the interpreter,
 the attempt's whole environment but for its per-attempt variables (so PYTHONPATH,
 sitecustomize, OMP_*/MKL_*/TORCH_*/CUDA_* and every other variable read at import
 time are the ones the attempt would have had), its workdir and the preload list.
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
         args: list[str]
 
     class Entry(_EntryBase, total=False):
-        """What the attempt runs (reprospec/preload.py's EntryPoint.to_json)."""
+        """What the attempt runs (reprospec/process/preload.py's EntryPoint.to_json)."""
 
         argv0: str
         options: list[str]
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
         seed: int
 
     class Request(_RequestBase, total=False):
-        """One attempt to fork, as the engine's reprospec/forkserver.py sends it."""
+        """One attempt to fork, as the engine's reprospec/process/forkserver.py sends it."""
 
         tag: int
         cores: bool

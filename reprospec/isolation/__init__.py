@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from reprospec.core.results import Rate  # the isolation's rate is the engine's
 from reprospec.isolation.candidates import (
     AttemptKind,
     Candidate,
@@ -24,7 +25,6 @@ from reprospec.isolation.candidates import (
     rule_text,
 )
 from reprospec.isolation.search import Isolation, ProbeRunner, isolate
-from reprospec.runmodels import Rate  # the isolation's rate is the engine's
 
 __all__ = [
     "AttemptKind",

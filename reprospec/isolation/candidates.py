@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from reprospec.jsontypes import JsonObject
-from reprospec.rates import wilson
-from reprospec.runmodels import Rate
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.rates import wilson
+from reprospec.core.results import Rate
 
 AttemptKind = Literal["match", "pass", "other", "infra"]
 Role = Literal["failing", "base", "search", "minimal", "one-smaller"]

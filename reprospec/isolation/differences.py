@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from reprospec.expr import same
-from reprospec.jsontypes import JsonValue
+from reprospec.core.expr import same
+from reprospec.core.jsontypes import JsonValue
 
 MATRIX = "matrix."
 

@@ -22,6 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reprospec.core.inputs import Cell, Expectation, Spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.rates import rate_floor
+from reprospec.core.redact import Redactor
+from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
@@ -37,12 +43,6 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
-from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.models import Cell, Expectation, Spec
-from reprospec.options import RunOptions
-from reprospec.rates import rate_floor
-from reprospec.redact import Redactor
-from reprospec.runmodels import AttemptResult, RunResult
 
 Progress = Callable[[str], None]
 
@@ -365,7 +365,7 @@ def _kind(attempt: AttemptResult) -> AttemptKind:
 
 def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
     """`PATH=VALUE` (VALUE read as YAML) or `~PATH` (unset) -> {path: value}."""
-    from reprospec.yamlsource import YamlSourceError, load_value
+    from reprospec.spec.yamlsource import YamlSourceError, load_value
 
     out: dict[str, Setting] = {}
     for item in items:
@@ -445,7 +445,7 @@ def _observe(
 
 def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:
     """A cell by its id, or by AXIS=VALUE,... filters that leave exactly one."""
-    from reprospec.matrix import select
+    from reprospec.spec.matrix import select
 
     for cell in cells:
         if cell.id == text:

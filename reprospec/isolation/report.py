@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import Candidate
 from reprospec.isolation.differences import MISSING, Config, Setting, render
-from reprospec.jsontypes import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from reprospec.isolation.driver import IsolateResult
@@ -232,7 +232,7 @@ def _figure(evidence: Candidate) -> str:
 
 
 def _expected(found: IsolateResult) -> str:
-    from reprospec.words import expectation_phrase
+    from reprospec.core.words import expectation_phrase
 
     return expectation_phrase(found.expectation, rate=False)
 

@@ -79,6 +79,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reprospec.core.rates import rate_of, wilson
 from reprospec.isolation.candidates import (
     RATE_Z,
     AttemptKind,
@@ -99,7 +100,6 @@ from reprospec.isolation.hypotheses import (
     mask_of,
     members,
 )
-from reprospec.rates import rate_of, wilson
 
 
 @dataclass

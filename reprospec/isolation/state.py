@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
-from reprospec.jsontypes import JsonObject, JsonValue
 
 FORMAT = 1
 _KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from reprospec import capped
+from reprospec.core import capped
 from reprospec.native.backtrace import (
     CURRENT,
     LWP,

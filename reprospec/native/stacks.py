@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from reprospec.jsontypes import (
+from reprospec.core.jsontypes import (
     JsonObject,
     JsonValue,
     as_text,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 
+from reprospec.core.logtext import printable
+from reprospec.core.results import RunResult
 from reprospec.errors import UsageError
-from reprospec.logtext import printable
-from reprospec.runmodels import RunResult
 
 _UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -42,7 +42,7 @@ def render(run: RunResult, fmt: str) -> str:
 
         return printable(render_github_summary(run))
     if fmt == "json":
-        from reprospec.results import run_to_dict
+        from reprospec.store.resultsjson import run_to_dict
 
         # json escapes C0 itself; DEL, C1 and bidi controls only appear inside strings.
         text = json.dumps(run_to_dict(run), indent=2, ensure_ascii=False) + "\n"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from reprospec.core.results import CellResult
 from reprospec.report.markup import show_value
-from reprospec.runmodels import CellResult
 
 # Above this many patterns, the cell ids say it as well.
 MAX_PATTERNS = 8

@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reprospec.core.results import CellResult, ChildWarning, RunResult
 from reprospec.report.markup import show_value
-from reprospec.runmodels import CellResult, ChildWarning, RunResult
 
 # How a warning says that what it names did not happen.
 _NO_EFFECT = re.compile(

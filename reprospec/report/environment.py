@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reprospec.jsontypes import JsonValue
-from reprospec.runmodels import CellResult
-from reprospec.words import size
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import CellResult
+from reprospec.core.words import size
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.
 _ENV_SECTIONS = frozenset(

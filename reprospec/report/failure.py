@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypedDict
 
-from reprospec.logtext import clean_log
+from reprospec.core.logtext import clean_log
+from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
+from reprospec.core.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
-from reprospec.runmodels import AttemptResult, CellResult, Outcome, RunResult
-from reprospec.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
 
 STACK_LINES = 300
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from reprospec.core.results import RunResult
+from reprospec.core.words import VERDICT_MARKS, attempts_phrase, rate_phrase
 from reprospec.report.failure import summary_line
-from reprospec.runmodels import RunResult
-from reprospec.words import VERDICT_MARKS, attempts_phrase, rate_phrase
 
 
 def render_github_summary(run: RunResult) -> str:

@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from reprospec.core.results import CellResult, RunResult
+from reprospec.core.words import (
+    attempts_phrase,
+    expectation_phrase,
+    launch_summary,
+    rate_phrase,
+    seconds,
+)
 from reprospec.report.environment import env_vars, environment_rows
 from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of, separators
@@ -25,14 +33,6 @@ from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.templating import load_template
 from reprospec.report.versions import versions_text
-from reprospec.runmodels import CellResult, RunResult
-from reprospec.words import (
-    attempts_phrase,
-    expectation_phrase,
-    launch_summary,
-    rate_phrase,
-    seconds,
-)
 
 if TYPE_CHECKING:
     from jinja2 import Template

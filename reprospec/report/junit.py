@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from reprospec.runmodels import CellResult, RunResult
-from reprospec.words import attempt_phrase, expectation_phrase, seconds
+from reprospec.core.results import CellResult, RunResult
+from reprospec.core.words import attempt_phrase, expectation_phrase, seconds
 
 # Characters XML 1.0 cannot carry at all (NUL from a worker's stderr, stray escapes).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec.instances import instance_rows, instance_separation, start_spread
+from reprospec.core.reportspec import marker_line
+from reprospec.core.results import AttemptResult, CellResult, RunResult
 from reprospec.report.cellsets import describe_cells, separating_patterns
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
@@ -27,25 +28,18 @@ from reprospec.report.environment import (
     mismatches,
 )
 from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
-from reprospec.report.markup import (
-    fence_for,
-    inline_code,
-    plain_markdown,
-    show_value,
-    table_cell,
-)
+from reprospec.report.instances import instance_rows, instance_separation, start_spread
+from reprospec.report.markup import fence_for, inline_code, plain_markdown, show_value, table_cell
 from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
+from reprospec.report.slots import runs_noun, slot_label, slot_runs, slot_separation
 from reprospec.report.standalone import standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.report.templating import load_template
-from reprospec.reportspec import marker_line
-from reprospec.runmodels import AttemptResult, CellResult, RunResult
-from reprospec.slots import runs_noun, slot_label, slot_runs, slot_separation
 
 if TYPE_CHECKING:
     from jinja2 import Template
-from reprospec.words import (
+from reprospec.core.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
     attempt_phrase,

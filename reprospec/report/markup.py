@@ -80,8 +80,8 @@ def plain_markdown(text: str) -> str:
 def printable_report(text: str) -> str:
     """A rendered report with control characters written out, except inside the embedded
     spec, which stays byte for byte what runs (YAML itself admits none of C0 or C1)."""
-    from reprospec.logtext import printable
-    from reprospec.reportspec import MarkerError, find_marked_spec
+    from reprospec.core.logtext import printable
+    from reprospec.core.reportspec import MarkerError, find_marked_spec
 
     try:
         marked = find_marked_spec(text)

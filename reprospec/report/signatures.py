@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from reprospec.jsontypes import JsonValue
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import CellResult, Outcome, RunResult
+from reprospec.core.words import outcome_phrase, plural
 from reprospec.report.markup import show_value
-from reprospec.runmodels import CellResult, Outcome, RunResult
-from reprospec.words import outcome_phrase, plural
 
 Value = tuple[str, str]  # (axis, the value as JSON): hashable for any YAML value
 MAX_PAIRS = 6

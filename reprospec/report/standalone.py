@@ -7,10 +7,10 @@ markdown and HTML reports word it alike: `standalone_markdown(run)` and
 
 from __future__ import annotations
 
+from reprospec.core.results import RunResult, Standalone
+from reprospec.core.words import attempts_phrase
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.versions import versions_text
-from reprospec.runmodels import RunResult, Standalone
-from reprospec.words import attempts_phrase
 
 REPRO_PY = "repro.py"
 

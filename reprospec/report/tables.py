@@ -12,12 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypedDict
 
-from reprospec.report.cellsets import describe_cells
-from reprospec.report.environment import CellEnvironments
-from reprospec.report.markup import inline_code, show_value
-from reprospec.runmodels import AttemptResult, CellResult, RunResult, VerdictKind
-from reprospec.slots import slot_label
-from reprospec.words import (
+from reprospec.core.results import AttemptResult, CellResult, RunResult, VerdictKind
+from reprospec.core.words import (
     VERDICT_MARKS,
     attempt_phrase,
     attempts_phrase,
@@ -25,6 +21,10 @@ from reprospec.words import (
     rate_phrase,
     seconds,
 )
+from reprospec.report.cellsets import describe_cells
+from reprospec.report.environment import CellEnvironments
+from reprospec.report.markup import inline_code, show_value
+from reprospec.report.slots import slot_label
 
 # A run with more cells than this shows its results grouped by outcome, each group's
 # cells as patterns (cellsets.py), not one row per cell; results.json has every cell.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from reprospec.errors import UsageError
 
 if TYPE_CHECKING:  # the CLI reads the names at start-up: nothing more is imported then
-    from reprospec.options import RunOptions
+    from reprospec.core.runoptions import RunOptions
     from reprospec.runners.base import Runner
 
 RunnerFactory = Callable[["RunOptions", Path], "Runner"]
@@ -29,7 +29,7 @@ def _local(options: RunOptions, _spec_dir: Path) -> Runner:  # a RunnerFactory
 
 
 def _docker(options: RunOptions, spec_dir: Path) -> Runner:
-    from reprospec.runners.docker import DockerRunner
+    from reprospec.runners.docker.runner import DockerRunner
 
     return DockerRunner(
         find_links=options.find_links, spec_dir=spec_dir, keep_cores=options.keep_cores

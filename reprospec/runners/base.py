@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypedDict, runtime_checkable
 
-from reprospec.jsontypes import JsonValue
-from reprospec.models import AttemptPlan
-from reprospec.runmodels import Execution
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import Execution
 
 
 class Runner(Protocol):

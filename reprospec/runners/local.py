@@ -14,9 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec import capped, leftovers, limits, native, process, scratch, starter
-from reprospec.capture import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.childprotocol import (
+from reprospec import native
+from reprospec.core import capped
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import Execution
+from reprospec.environment.packages import PackageCheck
+from reprospec.environment.probe import probe_environment
+from reprospec.errors import FatalError, InfraError
+from reprospec.process import leftovers, rlimits, scratch, starter, tree
+from reprospec.process.childprotocol import (
     CELL_VAR,
     HARNESS_DIR,
     ChildPaths,
@@ -24,17 +31,12 @@ from reprospec.childprotocol import (
     child_env,
     write_cell,
 )
-from reprospec.envprobe import probe_environment
-from reprospec.errors import FatalError, InfraError
-from reprospec.jsontypes import JsonValue
-from reprospec.models import AttemptPlan
-from reprospec.packages import PackageCheck
-from reprospec.runmodels import Execution
+from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
-    from reprospec import forkserver
+    from reprospec.process import forkserver
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SHIM_PREFIX = "reprospec-python-"
@@ -93,7 +95,7 @@ class LocalRunner:
             preloader.close()
 
     def _preload(self) -> forkserver.Preloader:
-        from reprospec import forkserver
+        from reprospec.process import forkserver
 
         with self._lock:
             if self._preloader is None:
@@ -233,7 +235,7 @@ class LocalRunner:
         env_json = log_dir / "env.json"
 
         def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
-            now = process.utc_now()
+            now = tree.utc_now()
             return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
 
         try:
@@ -255,7 +257,7 @@ class LocalRunner:
             return infra("nothing to run: the plan has neither a command nor a workload")
         warnings: list[str] = []
         try:
-            argv, limit_warnings = limits.wrap_argv(
+            argv, limit_warnings = rlimits.wrap_argv(
                 argv, plan.environment, instance.launch_options if instance else ()
             )
         except FatalError as exc:
@@ -303,7 +305,7 @@ class LocalRunner:
         # Cores held from their creation while the attempt runs (native/corewatch.py).
         watched = capture.watch(plan.workdir) if capture is not None else None
         try:
-            result = process.run_process(
+            result = tree.run_process(
                 argv,
                 env=env,
                 cwd=plan.workdir,
@@ -317,7 +319,7 @@ class LocalRunner:
                 start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
             )
-        except process.OutputLost as exc:
+        except tree.OutputLost as exc:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)

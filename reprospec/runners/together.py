@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec.barrier import StartBarrier, free_port
-from reprospec.childprotocol import Instance
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import Execution
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan
-from reprospec.runmodels import Execution
-from reprospec.scratch import Scratch
+from reprospec.process.barrier import StartBarrier, free_port
+from reprospec.process.childprotocol import Instance
+from reprospec.process.scratch import Scratch
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The venv runner: the local runner, in a virtualenv built for each cell's resolved packages.
 
 Each distinct resolved environment (interpreter + `packages` + index options,
-after `${{ matrix.* }}` interpolation) gets its own venv from `reprospec.envs`,
-cached by content hash under `.reprospec/envs/` and reused by later runs.
+after `${{ matrix.* }}` interpolation) gets its own venv from `reprospec.venvs`,
+cached by content hash under `.reprospec/venvs/` and reused by later runs.
 Attempts then run exactly as the local runner runs them, with that venv's
 interpreter; the local runner's per-cell package check still runs in the child
 before the first attempt of each environment, so a venv that was changed after
@@ -19,19 +19,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from reprospec import envs, process
+from reprospec import venvs
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import Execution
 from reprospec.errors import InfraError
-from reprospec.jsontypes import JsonValue
-from reprospec.models import AttemptPlan
-from reprospec.runmodels import Execution
+from reprospec.process import tree
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.local import LocalRunner
 
 
-def print_progress(stream: TextIO = sys.stderr) -> envs.EnvProgressCallback:
+def print_progress(stream: TextIO = sys.stderr) -> venvs.EnvProgressCallback:
     """A progress callback that writes one line per step (and uv's own lines) to `stream`."""
 
-    def show(event: envs.EnvProgress) -> None:
+    def show(event: venvs.EnvProgress) -> None:
         if event.stage == "output":
             if event.message.startswith("Using Python"):
                 return  # the temporary build folder: noise
@@ -56,14 +57,14 @@ class VenvRunner:
         find_links: Path | None = None,
         spec_dir: Path | None = None,
         exclude_newer: str | None = None,
-        progress: envs.EnvProgressCallback | None = None,
+        progress: venvs.EnvProgressCallback | None = None,
         spec_name: str | None = None,
         **_options: object,
     ) -> None:
         self.base_python = python
         self.cache_dir = cache_dir
         # $REPROSPEC_ENVS, else .reprospec/envs next to .reprospec/cache.
-        shared = os.environ.get(envs.ENVS_VARIABLE)
+        shared = os.environ.get(venvs.ENVS_VARIABLE)
         self.envs_dir = (envs_dir or (Path(shared) if shared else None) or (
             cache_dir.parent / "envs" if cache_dir is not None else Path(".reprospec/envs")
         )).resolve()
@@ -73,21 +74,21 @@ class VenvRunner:
         self.progress = progress if progress is not None else print_progress()
         self.spec_name = spec_name
         self._lock = threading.Lock()
-        self._index: envs.IndexConfig | None = None
+        self._index: venvs.IndexConfig | None = None
         # A cell's environment section (python, packages) -> its env key or its build error.
         self._keys: dict[str, str] = {}
         self._errors: dict[str, str] = {}
         self._runners: dict[str, LocalRunner] = {}
-        self._envs: dict[str, envs.Env] = {}
+        self._envs: dict[str, venvs.Env] = {}
         self._build_lock = threading.Lock()
 
     # -- environments ----------------------------------------------------------------
 
-    def _index_config(self) -> envs.IndexConfig:
+    def _index_config(self) -> venvs.IndexConfig:
         with self._lock:
             if self._index is None:
                 links = (self.find_links,) if self.find_links is not None else ()
-                self._index = envs.user_index_config(links)
+                self._index = venvs.user_index_config(links)
             return self._index
 
     @staticmethod
@@ -102,7 +103,7 @@ class VenvRunner:
         attempts become infra errors with the reason. Raises InfraError only when
         uv itself is missing.
         """
-        envs.uv_binary()
+        venvs.uv_binary()
         distinct: dict[str, AttemptPlan] = {}
         for plan in plans:
             distinct.setdefault(self._section_key(plan), plan)
@@ -125,14 +126,14 @@ class VenvRunner:
                 if key is not None:
                     return self._runners[key], ""
             try:
-                request = envs.env_request(
+                request = venvs.env_request(
                     plan.environment,
                     python=self.base_python,
                     index=self._index_config(),
                     exclude_newer=self.exclude_newer,
                 )
                 say = self._labelled(label, request)
-                env = envs.ensure_env(
+                env = venvs.ensure_env(
                     request,
                     self.envs_dir,
                     progress=say,
@@ -151,20 +152,20 @@ class VenvRunner:
                 self._runners.setdefault(env.key, runner)
                 return self._runners[env.key], ""
 
-    def _labelled(self, label: str, request: envs.EnvRequest) -> envs.EnvProgressCallback:
+    def _labelled(self, label: str, request: venvs.EnvRequest) -> venvs.EnvProgressCallback:
         progress = self.progress
-        what = envs.describe_request(request)
+        what = venvs.describe_request(request)
 
-        def say(event: envs.EnvProgress) -> None:
+        def say(event: venvs.EnvProgress) -> None:
             if event.stage == "create":
                 message = f"building {label} ({what})".replace("  ", " ")
-                progress(envs.EnvProgress(event.key, event.stage, message, event.seconds))
+                progress(venvs.EnvProgress(event.key, event.stage, message, event.seconds))
             else:
                 progress(event)
 
         return say
 
-    def environments(self) -> Mapping[str, envs.Env]:
+    def environments(self) -> Mapping[str, venvs.Env]:
         """The environments this runner has prepared, by key."""
         with self._lock:
             return dict(self._envs)
@@ -182,7 +183,7 @@ class VenvRunner:
         """Run one attempt in its cell's venv (building it first if `prepare` did not)."""
         runner, reason = self._env_for(plan)
         if runner is None:
-            now = process.utc_now()
+            now = tree.utc_now()
             return infra_execution(attempt_files(plan, log_dir, gpu_slot), reason,
                                    started=now, finished=now)
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprospec.errors import UsageError
-from reprospec.jsontypes import (
+from reprospec.core.jsontypes import (
     JsonObject,
     JsonValue,
     as_text,
@@ -22,7 +21,8 @@ from reprospec.jsontypes import (
     checked_integer,
     checked_object,
 )
-from reprospec.runrefs import is_latest, resolve_run_id
+from reprospec.errors import UsageError
+from reprospec.store.refs import is_latest, resolve_run_id
 
 FORMAT = 1
 PLAN_FILE = "slurm.json"
@@ -141,7 +141,7 @@ def new_run(
     run_id: str | None = None,
 ) -> SlurmRun:
     """A run folder's plan (nothing written): absolute paths, since nodes start elsewhere."""
-    from reprospec.results import new_run_id
+    from reprospec.store.resultsjson import new_run_id
 
     if options.shards < 1:
         raise UsageError("--shards must be at least 1")
@@ -257,7 +257,7 @@ def run_from_dict(data: Mapping[str, JsonValue], run_dir: Path) -> SlurmRun:
 
 def save(run: SlurmRun) -> Path:
     """Write slurm.json (atomically: status may read it at any time)."""
-    from reprospec.results import write_atomic
+    from reprospec.store.resultsjson import write_atomic
 
     path = run.run_dir / PLAN_FILE
     write_atomic(path, json.dumps(run_to_dict(run), indent=2) + "\n")

@@ -25,7 +25,7 @@ def set_aside_unresumable(run: SlurmRun, shard: int) -> Path | None:
     folder, _ = shard_run(run, shard)
     if folder is None:
         return None
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     with Store(run.shard_dir(shard)) as store:
         known = store.run_info(folder.name) is not None
@@ -60,7 +60,7 @@ def forget_killed_attempts(run: SlurmRun, shard: int) -> tuple[tuple[str, int], 
             killed = datetime.fromtimestamp(log.stat().st_mtime).astimezone()
         except OSError:
             return ()
-    from reprospec.store import Store
+    from reprospec.store.db import Store
 
     with Store(run.shard_dir(shard)) as store:
         if store.run_info(folder.name) is None:

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from reprospec.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject
 from reprospec.slurm.plan import SlurmRun
 from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
 

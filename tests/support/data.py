@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprospec.jsontypes import JsonValue
+from reprospec.core.jsontypes import JsonValue
 
 
 def at(value: JsonValue, *path: str | int) -> JsonValue:

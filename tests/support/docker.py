@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from reprospec import dockerimage
-from reprospec.dockersdk import DockerClient
+from reprospec.core.inputs import AttemptPlan, Cell, Marker
 from reprospec.errors import InfraError
-from reprospec.models import AttemptPlan, Cell, Marker
-from reprospec.runners.dockerengine import connect, engine_url
+from reprospec.runners.docker import image as dockerimage
+from reprospec.runners.docker.engine import connect, engine_url
+from reprospec.runners.docker.sdk import DockerClient
 from tests.support.plans import attempt_plan
 
 IN_CI = os.environ.get("CI") == "true"
@@ -204,8 +204,8 @@ def containers_of(root: Path) -> set[str]:
     """Ids of the reprospec containers that belong to attempts under `root`: they bind-mount
     a folder there (attempts, gdb's containers, instances), or are the pod of an attempt
     folder there. Other sessions' containers on a shared engine are not counted."""
-    from reprospec.runners.dockerengine import LABEL
-    from reprospec.runners.dockerinstances import POD_LABEL
+    from reprospec.runners.docker.engine import LABEL
+    from reprospec.runners.docker.instances import POD_LABEL
 
     prefix = str(root.resolve())
     found: set[str] = set()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from reprospec.models import AttemptPlan, Cell, Expectation, Marker
-from reprospec.sections import Command, Environment, Job, JsonObject, Workload
+from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Marker
+from reprospec.core.sections import Command, Environment, Job, JsonObject, Workload
 
 
 def attempt_plan(

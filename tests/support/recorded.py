@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reprospec.jsontypes import JsonValue
-from reprospec.results import run_from_dict, run_to_dict
-from reprospec.runmodels import RunResult
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import RunResult
+from reprospec.store.resultsjson import run_from_dict, run_to_dict
 from tests.support.runs import ENV, T0, T1
 
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "recorded" / "reports"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.logtext import excerpt
-from reprospec.models import Cell, Expectation
-from reprospec.runmodels import AttemptResult, CellResult, NotRun, Outcome, Rate, RunResult
-from reprospec.units import RateBound, StepRange
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.logtext import excerpt
+from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate, RunResult
+from reprospec.core.units import RateBound, StepRange
 
 T0 = "2026-11-21T21:45:12+00:00"
 T1 = "2026-11-21T21:45:40+00:00"
@@ -443,9 +443,9 @@ def large_matrix() -> RunResult:
     """
     from itertools import product
 
-    from reprospec.evidence import Evidence
-    from reprospec.judge import judge_attempt, judge_cell
-    from reprospec.runmodels import ChildWarning
+    from reprospec.core.results import ChildWarning
+    from reprospec.outcome.evidence import Evidence
+    from reprospec.outcome.judge import judge_attempt, judge_cell
 
     crash = Outcome(
         "crash",

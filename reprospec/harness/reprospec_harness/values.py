@@ -2,7 +2,7 @@
 
 The cell (`$REPROSPEC_CELL`) is JSON the engine wrote from a spec its schema had
 validated: a section the schema makes an object is a `dict` here, narrowed with
-`isinstance`. The engine's own `reprospec.jsontypes` says the same; this package
+`isinstance`. The engine's own `reprospec.core.jsontypes` says the same; this package
 cannot import the engine (stdlib and torch only), so it has these few lines of its own.
 
 Stdlib only (imported before torch).

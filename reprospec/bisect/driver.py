@@ -1,0 +1,368 @@
+"""`reprospec bisect`: which release of a package broke it, found by running the spec.
+
+The search is `bisection.bisect` (pure); this module gives it an oracle that
+runs the spec's chosen cell through the Python API (`reprospec.run`) with that
+package's pin replaced by the candidate version (an override of the cell's
+resolved `environment.packages`, never a CLI call), on a runner that installs
+packages (venv: one uv environment per candidate, cached; docker: one image per
+candidate). Every attempt is an ordinary stored run (purpose "bisect"), and
+the search state, keyed by version, is saved after every candidate in
+`<out>/bisect/<id>/state.json`: the same command run again resumes where an
+interrupted bisect stopped.
+
+    --by-date START..END bisects days instead of releases: every candidate day
+    installs the spec's packages (the named one unpinned) as they were at the end
+    of that day (uv's --exclude-newer), for nightlies or a whole environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprospec import venvs
+from reprospec.bisect import releases, search
+from reprospec.bisect.search import BisectResult, Trial
+from reprospec.bisect.state import load_state, write_reports, write_state
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.redact import Redactor
+from reprospec.core.runoptions import RunOptions
+from reprospec.environment import packages
+from reprospec.errors import UsageError
+
+# Runners that install what a candidate asks for; the local runner runs one interpreter.
+INSTALLING_RUNNERS = ("venv", "docker")
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """What `reprospec bisect` was asked."""
+
+    spec: Path
+    package: str | None  # None: --by-date over the whole environment
+    good: str
+    bad: str
+    matrix_filters: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    runner: str = "venv"
+    jobs: int | None = None
+    budget: int = search.DEFAULT_BUDGET
+    error: float = search.DEFAULT_ERROR
+    min_rate: float | None = None  # None: the spec's expect.rate bound, else the default
+    pre: bool = False
+    by_date: bool = False
+    python: str | None = None
+    find_links: Path | None = None
+    timeout_s: float | None = None
+    out: Path = Path(".reprospec")
+    fresh: bool = False
+    command_line: str = field(default="", compare=False)
+
+    def key(self, spec_text: str) -> str:
+        """The bisect's id: the same question about the same spec resumes the same state."""
+        parts = [spec_text, self.package, self.good, self.bad, list(self.matrix_filters),
+                 list(self.overrides), self.runner, self.python, self.pre, self.by_date,
+                 str(self.find_links or "")]
+        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
+        what = self.package or "environment"
+        return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")
+
+
+@dataclass(frozen=True)
+class BisectReport:
+    """A finished (or refused, or undecided) bisect with where it is written."""
+
+    request: BisectRequest
+    bisect_id: str
+    folder: Path
+    spec_name: str
+    cell_id: str
+    versions: tuple[str, ...]
+    result: BisectResult
+    # For --by-date: what changed between the last good and the first bad day.
+    changed: tuple[tuple[str, str | None, str | None], ...] = ()
+    resumed: bool = False
+
+    @property
+    def headline(self) -> str:
+        what = self.request.package or "environment"
+        result = self.result
+        if result.status == "found":
+            last = f" (last good {result.last_good})" if result.last_good else ""
+            if self.request.by_date:
+                changed = ", ".join(f"{n} {a or '-'} -> {b or '-'}" for n, a, b in self.changed)
+                return f"first bad day: {result.first_bad}{last}" + (
+                    f": {changed}" if changed else "")
+            return f"first bad: {what} {result.first_bad}{last}"
+        if result.status == "undecided":
+            return f"undecided: {result.reason}"
+        return f"refused: {result.reason}"
+
+    def to_json(self) -> JsonObject:
+        """`--format json`: the contract keys first, then the detail."""
+        data = self.result.to_dict()
+        out: JsonObject = {
+            "package": self.request.package,
+            "first_bad": data.pop("first_bad"),
+            "last_good": data.pop("last_good"),
+            "tested": data.pop("tested"),
+            "attempts": data.pop("attempts"),
+        }
+        out.update(data)
+        out.update({
+            "id": self.bisect_id,
+            "spec": self.spec_name,
+            "cell": self.cell_id,
+            "good": self.request.good,
+            "bad": self.request.bad,
+            "by_date": self.request.by_date,
+            "versions": list(self.versions),
+            "runner": self.request.runner,
+            "changed": [{"package": n, "last_good": a, "first_bad": b}
+                        for n, a, b in self.changed],
+            "folder": str(self.folder),
+        })
+        return out
+
+
+class BisectInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a bisect: what ran is saved; the same command resumes."""
+
+
+Progress = Callable[[str], None]
+
+
+def bisect_spec(
+    request: BisectRequest,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> BisectReport:
+    """Run the bisect end to end: versions, both ends, the search, the report files."""
+    import reprospec
+
+    redactor = Redactor()  # until the spec is read: nothing to mask yet
+
+    def say(line: str) -> None:
+        if progress is not None:
+            progress(redactor.text(line))
+
+    if request.runner not in INSTALLING_RUNNERS:
+        raise UsageError(f"bisect installs each candidate: use --runner venv or docker, "
+                         f"not {request.runner!r}")
+    if request.by_date and request.runner != "venv":
+        raise UsageError("--by-date needs --runner venv (uv's --exclude-newer)")
+    if request.package is None and not request.by_date:
+        raise UsageError("bisect needs --package NAME (or --by-date for the whole environment)")
+    spec = reprospec.load_spec(request.spec, request.overrides)
+    # Every candidate run is masked by the pipeline; what bisect itself says and writes is
+    # masked the same way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+    plan = reprospec.plan_run(spec, RunOptions(matrix_filters=request.matrix_filters))
+    if len(plan.cells) != 1:
+        cells = ", ".join(cell.id for cell in plan.cells)
+        raise UsageError(f"bisect runs one cell; choose it with -m AXIS=VALUE (cells: {cells})")
+    cell = plan.cells[0]
+    environment = plan.attempts[0].environment
+    versions = _candidates(request)
+    bisect_id = request.key(spec.source_text)
+    folder = request.out / "bisect" / bisect_id
+    known, resumed = load_state(folder / "state.json", versions, request.fresh)
+    if resumed:
+        say(f"resuming {bisect_id}: {sum(t.attempts for t in known.values())} attempt(s) "
+            f"already ran")
+    min_rate = request.min_rate
+    if min_rate is None:
+        min_rate = _rate_floor(plan.expectations[cell.id].rate) or search.DEFAULT_MIN_RATE
+    say(f"bisecting {request.package or 'the environment'}: {len(versions)} candidates "
+        f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}")
+
+    trials: dict[str, Trial] = dict(known)
+
+    def save(result: BisectResult | None = None) -> None:
+        write_state(folder / "state.json", request, versions, trials, result)
+
+    def oracle(version: str, attempts: int) -> Trial:
+        trial, interrupted = _run_candidate(request, environment.packages, version, attempts,
+                                            cancel)
+        if trial.attempts or not interrupted:
+            # What ran counts, even in an interrupted candidate; nothing else is kept.
+            trials[version] = trials[version].merged(trial) if version in trials else trial
+            save()
+            say(_describe(trial))
+        if interrupted:
+            raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
+        return trial
+
+    try:
+        result = search.bisect(
+            versions,
+            oracle,
+            error=request.error,
+            budget=request.budget,
+            min_rate=min_rate,
+            known=known,
+        )
+    except BisectInterrupted:
+        raise
+    except KeyboardInterrupt:  # while an environment was being built, say
+        raise BisectInterrupted(
+            f"interrupted; rerun the same command to resume {bisect_id}") from None
+    save(result)
+    changed = _changed(request, environment.packages, result) if request.by_date else ()
+    report = redactor.value(BisectReport(request, bisect_id, folder, spec.name, cell.id,
+                                         versions, result, changed, resumed))
+    write_reports(report)
+    return report
+
+
+# ---- candidates ----------------------------------------------------------------------------
+
+
+def _candidates(request: BisectRequest) -> tuple[str, ...]:
+    if request.by_date:
+        return releases.days_between(request.good, request.bad)
+    assert request.package is not None
+    index = venvs.user_index_config((request.find_links,) if request.find_links else ())
+    listed = releases.list_versions(request.package, index, pre=request.pre)
+    return releases.between(listed, request.good, request.bad, pre=request.pre,
+                            name=request.package)
+
+
+def _rate_floor(rate: object) -> float | None:
+    """`expect.rate: ">=0.3"` says a reproducing version fails at least that often."""
+    op, value = getattr(rate, "op", None), getattr(rate, "value", None)
+    if op in (">=", ">") and isinstance(value, (int, float)) and 0 < value < 1:
+        return float(value)
+    return None
+
+
+def candidate_packages(current: Sequence[str], package: str | None, version: str,
+                       by_date: bool) -> tuple[str, ...]:
+    """The cell's packages with `package` pinned to `version` (unpinned when by date)."""
+    wanted = packages.normalize(package) if package else None
+    pin = (package if by_date else f"{package}=={version}") if package else None
+    out: list[str] = []
+    for requirement in current:
+        names = packages.requirement_names([requirement])
+        if wanted and names and names[0] == wanted:
+            if pin and pin not in out:
+                out.append(pin)
+            continue
+        out.append(requirement)
+    if pin and pin not in out:
+        out.append(pin)
+    return tuple(out)
+
+
+def _run_candidate(
+    request: BisectRequest,
+    current: Sequence[str],
+    version: str,
+    attempts: int,
+    cancel: threading.Event | None,
+) -> tuple[Trial, bool]:
+    """Up to `attempts` attempts of the cell at `version`, stopping at the first match.
+
+    Returns what ran and whether the run was interrupted (Ctrl-C, `cancel`).
+    """
+    import reprospec
+
+    pinned = candidate_packages(current, request.package, version, request.by_date)
+    override = "environment.packages=" + json.dumps(list(pinned))
+    candidate = reprospec.load_spec(request.spec, (*request.overrides, override))
+    options = RunOptions(
+        runner=request.runner,
+        jobs=request.jobs,
+        repeat=attempts,
+        timeout_s=request.timeout_s,
+        stop_on="first-reproduction",
+        matrix_filters=request.matrix_filters,
+        out=request.out,
+        python=request.python,
+        find_links=request.find_links,
+        purpose="bisect",
+        command_line=request.command_line,
+    )
+    with _exclude_newer(_end_of_day(version) if request.by_date else None):
+        result = reprospec.run(candidate, options, cancel=cancel)
+    cell = result.cells[0]
+    ran = [a.ran for a in cell.attempts if a.ran is not None]
+    if not ran:
+        reasons = [a.infra_error for a in cell.attempts if a.infra_error]
+        reason = reasons[0] if reasons else (cell.reason or "no attempt ran")
+        return Trial(version, infra_error=reason, runs=(result.run_id,)), result.interrupted
+    trial = Trial(
+        version,
+        attempts=len(ran),
+        matched=sum(a.matched for a in cell.attempts if a.ran is not None),
+        signatures=tuple(outcome.signature or outcome.kind for outcome in ran),
+        runs=(result.run_id,),
+    )
+    return trial, result.interrupted
+
+
+def _end_of_day(day: str) -> str:
+    return f"{day}T23:59:59Z"
+
+
+@contextlib.contextmanager
+def _exclude_newer(cutoff: str | None) -> Iterator[None]:
+    """uv's exclude-newer for the candidate's environment (read by uv and hashed by envs)."""
+    if cutoff is None:
+        yield
+        return
+    before = os.environ.get("UV_EXCLUDE_NEWER")
+    os.environ["UV_EXCLUDE_NEWER"] = cutoff
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("UV_EXCLUDE_NEWER", None)
+        else:
+            os.environ["UV_EXCLUDE_NEWER"] = before
+
+
+def _describe(trial: Trial) -> str:
+    if trial.attempts == 0:
+        return f"{trial.version}: skipped ({trial.infra_error})"
+    seen: dict[str, int] = {}
+    for signature in trial.signatures:
+        seen[signature] = seen.get(signature, 0) + 1
+    outcomes = ", ".join(f"{s} x{n}" for s, n in seen.items())
+    verdict = "bad" if trial.matched else "clean"
+    return (f"{trial.version}: {trial.matched}/{trial.attempts} matched ({outcomes}) -> "
+            f"{verdict}")
+
+
+def _changed(request: BisectRequest, current: Sequence[str],
+             result: BisectResult) -> tuple[tuple[str, str | None, str | None], ...]:
+    """By date: the installed versions that differ between the last good and first bad day."""
+    if result.status != "found" or result.last_good is None or result.first_bad is None:
+        return ()
+    installed: list[dict[str, str]] = []
+    root = _envs_root(request)
+    for day in (result.last_good, result.first_bad):
+        with _exclude_newer(_end_of_day(day)):
+            index = venvs.user_index_config((request.find_links,) if request.find_links else ())
+            env_request = venvs.EnvRequest(
+                venvs.find_interpreter(request.python),
+                candidate_packages(current, request.package, day, True),
+                index,
+            )
+        meta = venvs.read_meta(root / env_request.key())
+        installed.append(venvs.installed(meta) if meta is not None else {})
+    names = sorted(set(installed[0]) | set(installed[1]))
+    return tuple((n, installed[0].get(n), installed[1].get(n)) for n in names
+                 if installed[0].get(n) != installed[1].get(n))
+
+
+def _envs_root(request: BisectRequest) -> Path:
+    shared = os.environ.get(venvs.ENVS_VARIABLE)
+    return Path(shared).resolve() if shared else (request.out / "envs").resolve()

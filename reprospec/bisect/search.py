@@ -1,0 +1,524 @@
+"""Bisect an ordered list of versions for the first bad one, with a flaky oracle.
+
+Pure: no processes, no engine. The caller gives the versions (oldest first:
+the known-good end first, the known-bad end last) and an oracle that runs one
+version up to N attempts and stops at the first failure matching the spec's
+`expect`. This module decides which version to try next, how many attempts,
+and when the answer is known well enough.
+
+The rule, the same as `isolate`'s:
+  - a version is **bad** at its first matching failure: a good version never
+    shows the matching failure (a different failure is not the bug and counts
+    as a clean attempt);
+  - a version is **good** only after enough clean attempts for the rate: with
+    rate p, n clean attempts leave (1-p)^n odds of a bad version that hid. The
+    rate is `min_rate`, the assumption that a bad version fails in at least that
+    fraction of attempts (the spec's `expect.rate: ">=0.3"`, else 0.3), raised
+    only when the versions known bad show clearly more (the 99% Wilson lower
+    bound of their measured rate: deterministic bugs need few clean attempts).
+    Weighing clean attempts with a rate no higher than the true one keeps the
+    stated error an upper bound for every true rate >= min_rate. The clean
+    attempts at every version at or above a candidate count against it, so
+    evidence is shared instead of re-gathered per step;
+  - **infra errors** (a version with no wheel for this Python) are skipped and
+    reported, never judged.
+
+The search is Bayesian bisection (as BBChop, "a Bayesian git bisect"):
+hypothesis j = "the j-th testable version is the first bad one", uniform
+prior; the posterior of j is prior x [no matching failure below j] x
+(1-p)^(clean attempts at versions >= j). Each step tests the version whose next
+attempt is expected to lower the posterior's entropy most, for as many attempts
+as that choice would stay the same while they come back clean (one oracle call,
+same decisions). It stops when one hypothesis holds at least 1 - `error` of the
+posterior (the stated error probability: 0.5% by default), or when the attempt
+budget is spent (then the answer is "undecided", with the best guess and its
+probability). `benchmarks/bisect_simulation.py` measures it.
+
+Both ends are checked first: the bad end must show the matching failure
+(refused, with what was seen, when it does not within `end_attempts`), and the
+good end must not show it in as many attempts as the bad end needed (refused
+when it does). Hypothesis 0 ("the good end is already bad") stays in the
+posterior, so the stated error covers a good end that only looked good.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
+
+Status = Literal["found", "refused", "undecided"]
+State = Literal["bad", "good", "unsure", "untested", "skipped"]
+
+DEFAULT_ERROR = 0.005
+DEFAULT_BUDGET = 150
+DEFAULT_MIN_RATE = 0.3
+# z of the lower bound of the measured rate that may raise the assumed one (99%).
+RATE_Z = 2.576
+MAX_BATCH = 30
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What the oracle saw at one version in one call (or several, merged)."""
+
+    version: str
+    attempts: int = 0  # attempts that ran (infra-error attempts not counted)
+    matched: int = 0  # of those, how many failed as `expect` says
+    infra_error: str | None = None  # why the version could not be tested at all
+    signatures: tuple[str, ...] = ()  # outcome signatures seen, one per attempt
+    runs: tuple[str, ...] = ()  # where the attempts are stored (run ids)
+
+    def merged(self, other: Trial) -> Trial:
+        """This trial and a later one at the same version, as one."""
+        return Trial(
+            self.version,
+            self.attempts + other.attempts,
+            self.matched + other.matched,
+            other.infra_error if other.attempts == 0 and self.attempts == 0 else None,
+            self.signatures + other.signatures,
+            self.runs + other.runs,
+        )
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "version": self.version,
+            "attempts": self.attempts,
+            "matched": self.matched,
+            "infra_error": self.infra_error,
+            "signatures": list(self.signatures),
+            "runs": list(self.runs),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> Trial:
+        """What `to_dict` wrote; KeyError or TypeError when it is not that."""
+        infra_error = data.get("infra_error")
+        return cls(
+            version=str(data["version"]),
+            attempts=_count(data.get("attempts", 0)),
+            matched=_count(data.get("matched", 0)),
+            infra_error=None if infra_error is None else str(infra_error),
+            signatures=as_texts(data.get("signatures")),
+            runs=as_texts(data.get("runs")),
+        )
+
+
+def _count(value: JsonValue) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a count, got {value!r}")
+    return value
+
+
+# (version, max_attempts) -> what ran; stops at the first matching failure.
+Oracle = Callable[[str, int], Trial]
+
+
+@dataclass(frozen=True)
+class VersionEvidence:
+    """One version in the result: what was seen and what it was judged."""
+
+    version: str
+    state: State
+    attempts: int
+    matched: int
+    p_good: float  # posterior probability that the regression comes after this version
+    infra_error: str | None = None
+    signatures: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        return self.matched / self.attempts if self.attempts else 0.0
+
+    def signature_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for signature in self.signatures:
+            counts[signature] = counts.get(signature, 0) + 1
+        return counts
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "version": self.version,
+            "state": self.state,
+            "attempts": self.attempts,
+            "matched": self.matched,
+            "rate": round(self.rate, 4),
+            "p_good": round(self.p_good, 6),
+            "infra_error": self.infra_error,
+            "signatures": dict(self.signature_counts()),
+            "runs": list(self.runs),
+        }
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    """The answer, or why there is none, with the evidence for every version."""
+
+    status: Status
+    first_bad: str | None
+    last_good: str | None
+    confidence: float  # posterior probability of (last_good, first_bad)
+    attempts: int
+    reason: str
+    versions: tuple[VersionEvidence, ...]
+    # Versions between last_good and first_bad that could not be tested (skipped).
+    untestable_between: tuple[str, ...] = ()
+    rate: tuple[int, int] = (0, 0)  # matching failures / attempts at versions known bad
+    error: float = DEFAULT_ERROR
+    min_rate: float = DEFAULT_MIN_RATE
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tested(self) -> tuple[VersionEvidence, ...]:
+        return tuple(v for v in self.versions if v.state != "untested")
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "status": self.status,
+            "first_bad": self.first_bad,
+            "last_good": self.last_good,
+            "confidence": round(self.confidence, 6),
+            "error": self.error,
+            "min_rate": self.min_rate,
+            "attempts": self.attempts,
+            "reason": self.reason,
+            "rate": {"matched": self.rate[0], "attempts": self.rate[1]},
+            "untestable_between": list(self.untestable_between),
+            "warnings": list(self.warnings),
+            "tested": [v.to_dict() for v in self.tested],
+        }
+
+
+# ---- the posterior -------------------------------------------------------------------------
+
+
+class RateModel:
+    """The reproduction rate p a bad version is assumed to fail at, for the likelihoods.
+
+    `marginal(f, s)` is log p^f (1-p)^s (f matching failures and s clean attempts
+    at versions that are bad under one hypothesis); `mean` is p. Memoized.
+    """
+
+    def __init__(self, rate: float) -> None:
+        if not 0.0 < rate < 1.0:
+            raise ValueError(f"rate must be in (0, 1), got {rate}")
+        self.rate = rate
+        self._log_p, self._log_q = math.log(rate), math.log1p(-rate)
+        self._marginal: dict[tuple[int, int], float] = {}
+
+    def marginal(self, f: int, s: int) -> float:
+        key = (f, s)
+        value = self._marginal.get(key)
+        if value is None:
+            value = self._marginal[key] = f * self._log_p + s * self._log_q
+        return value
+
+    def mean(self, _f: int, _s: int) -> float:
+        # The predicted failure rate given the counts, called like `marginal`; the rate is
+        # fixed here, so the counts do not move it.
+        return self.rate
+
+
+@dataclass
+class _Counts:
+    """Per testable version: matching failures and clean attempts (mutable, search-private)."""
+
+    fails: list[int]
+    cleans: list[int]
+    model: RateModel
+
+    def _suffixes(self) -> list[tuple[int, int]]:
+        m = len(self.fails)
+        out: list[tuple[int, int]] = [(0, 0)] * m
+        f = s = 0
+        for k in range(m - 1, -1, -1):
+            f += self.fails[k]
+            s += self.cleans[k]
+            out[k] = (f, s)
+        return out
+
+    def posterior(self) -> list[float]:
+        """P(first bad = j | data) for every j: uniform prior, the rate integrated out."""
+        m = len(self.fails)
+        first_fail = next((k for k in range(m) if self.fails[k]), m - 1)
+        suffix = self._suffixes()
+        # A matching failure at k rules out first-bad > k; below j every version is good
+        # (clean attempts there are certain), at and above j bad (the rate decides).
+        logs = [self.model.marginal(*suffix[j]) for j in range(first_fail + 1)]
+        top = max(logs)
+        weights = [math.exp(v - top) for v in logs]
+        total = sum(weights)
+        return [w / total for w in weights] + [0.0] * (m - first_fail - 1)
+
+
+def _entropy_of_logs(logs: Sequence[float]) -> float:
+    """The entropy of the distribution proportional to exp(logs)."""
+    top = max(logs)
+    shifted = [v - top for v in logs]
+    weights = [math.exp(v) for v in shifted]
+    total = sum(weights)
+    return math.log(total) - sum(w * v for w, v in zip(weights, shifted, strict=True)) / total
+
+
+def _choose(counts: _Counts, post: Sequence[float]) -> int:
+    """The version whose next attempt is expected to teach the most (lowest entropy after)."""
+    m = len(post)
+    # Only where the answer can still be: a test outside the central 99.99% of the
+    # posterior (and the version just below it) teaches next to nothing.
+    cdf, low, high = 0.0, 0, m - 1
+    for j in range(m):
+        if cdf + post[j] < 5e-5:
+            low = j + 1
+        cdf += post[j]
+        if cdf >= 1 - 5e-5:
+            high = j
+            break
+    low = max(0, low - 1)
+    live = next((k for k in range(m) if counts.fails[k]), m - 1) + 1  # hypotheses 0..live-1
+    suffix = counts._suffixes()
+    marginal, mean = counts.model.marginal, counts.model.mean
+    logs = [marginal(*suffix[j]) for j in range(live)]
+    best, best_value = low, math.inf
+    for k in range(low, high + 1):
+        # One more attempt at k changes the hypotheses j <= k only (k is bad under them).
+        upto = min(k, live - 1) + 1
+        p_fail = sum(post[j] * mean(*suffix[j]) for j in range(upto) if post[j])
+        after_fail = _entropy_of_logs([marginal(f + 1, s) for f, s in suffix[:upto]])
+        after_clean = _entropy_of_logs(
+            [marginal(f, s + 1) for f, s in suffix[:upto]] + logs[upto:])
+        value = p_fail * after_fail + (1 - p_fail) * after_clean
+        if value < best_value - 1e-12:
+            best, best_value = k, value
+    return best
+
+
+def _batch(counts: _Counts, k: int, limit: int, error: float) -> int:
+    """How many clean attempts in a row at k the one-at-a-time search would ask for.
+
+    Running them as one call (stopping at the first matching failure) gives the
+    same decisions as asking one by one, with fewer calls to start.
+    """
+    n = 1
+    added = 0
+    while n < limit:
+        counts.cleans[k] += 1
+        added += 1
+        post = counts.posterior()
+        if max(post) >= 1 - error or _choose(counts, post) != k:
+            break
+        n += 1
+    counts.cleans[k] -= added
+    return n
+
+
+# ---- the search ----------------------------------------------------------------------------
+
+
+def bisect(
+    versions: Sequence[str],
+    oracle: Oracle,
+    *,
+    error: float = DEFAULT_ERROR,
+    budget: int = DEFAULT_BUDGET,
+    min_rate: float = DEFAULT_MIN_RATE,
+    end_attempts: int | None = None,
+    known: Mapping[str, Trial] | None = None,
+    on_trial: Callable[[Trial], None] | None = None,
+    max_batch: int = MAX_BATCH,
+) -> BisectResult:
+    """Find the first bad version of `versions` (good end first, bad end last).
+
+    `known`: trials from an earlier, interrupted search (by version); they are
+    counted as if just run, so a resumed search asks for nothing twice.
+    `on_trial` is called after every oracle call (for storing and progress).
+    `min_rate`: the assumption that a bad version shows the failure in at least this
+    fraction of attempts (the spec's `expect.rate` bound when it has one); the bad
+    end gets `end_attempts` (default: enough to see such a rate with 1 - `error`).
+    """
+    if len(versions) < 2:
+        raise ValueError("bisect needs at least the good and the bad version")
+    if not 0.0 < min_rate < 1.0 or not 0.0 < error < 1.0:
+        raise ValueError("min_rate and error must be between 0 and 1")
+    if len(set(versions)) != len(versions):
+        raise ValueError("versions must be distinct")
+    trials: dict[str, Trial] = {v: Trial(v) for v in versions}
+    for version, trial in (known or {}).items():
+        if version in trials:
+            trials[version] = trial
+
+    def spent() -> int:  # the budget counts a resumed search's earlier attempts too
+        return sum(t.attempts for t in trials.values())
+
+    def ask(version: str, n: int) -> Trial:
+        got = oracle(version, n)
+        if got.attempts == 0 and not got.infra_error:
+            # Nothing ran and nothing says why: never judge it, never ask again forever.
+            got = replace(got, infra_error="no attempt ran")
+        trials[version] = trials[version].merged(got)
+        if on_trial is not None:
+            on_trial(got)
+        return trials[version]
+
+    good, bad = versions[0], versions[-1]
+    models: dict[float, RateModel] = {}
+    if end_attempts is None:
+        # Cheap when the bad end fails early, as it should: only a passing end pays it.
+        end_attempts = attempts_to_see(min_rate, error / 5)
+
+    def finish(status: Status, reason: str, answer: int | None = None,
+               counts: _Counts | None = None, alive: Sequence[str] = (),
+               confidence: float = 0.0) -> BisectResult:
+        return _result(status, reason, versions, trials, alive, counts, answer, confidence,
+                       error, spent(), min_rate)
+
+    # 1. The bad end must reproduce.
+    seen = trials[bad]
+    if seen.matched == 0 and seen.infra_error is None and seen.attempts < end_attempts:
+        seen = ask(bad, end_attempts - seen.attempts)
+    if seen.attempts == 0 and seen.infra_error:
+        return finish("refused", f"the bad end {bad} cannot be tested: {seen.infra_error}")
+    if seen.matched == 0:
+        return finish("refused", f"the bad end {bad} did not reproduce in {seen.attempts} "
+                      f"attempt(s); seen: {_seen(seen)}")
+    # 2. The good end must not, in as many attempts as the bad end needed to.
+    needed = max(1, seen.attempts // max(1, seen.matched))
+    seen = trials[good]
+    if seen.matched == 0 and seen.infra_error is None and seen.attempts < needed:
+        seen = ask(good, needed - seen.attempts)
+    if seen.attempts == 0 and seen.infra_error:
+        return finish("refused", f"the good end {good} cannot be tested: {seen.infra_error}")
+    if seen.matched:
+        return finish("refused", f"the good end {good} reproduces too: {seen.matched} "
+                      f"matching failure(s) in {seen.attempts} attempt(s); seen: {_seen(seen)}")
+
+    # 3. Bisect among the versions that can be tested.
+    while True:
+        alive = [v for v in versions if not (trials[v].attempts == 0 and trials[v].infra_error)]
+        # The rate the clean attempts are weighed with: the assumed minimum, or more
+        # when the versions known bad show clearly more (a 99% lower bound).
+        lowest = next(i for i, v in enumerate(alive) if trials[v].matched)
+        f_bad = sum(trials[v].matched for v in alive[lowest:])
+        n_bad = sum(trials[v].attempts for v in alive[lowest:])
+        used = round(min(0.99, max(min_rate, wilson_lower(f_bad, n_bad, RATE_Z))), 3)
+        model = models.setdefault(used, RateModel(used))
+        counts = _Counts([trials[v].matched for v in alive],
+                         [trials[v].attempts - trials[v].matched for v in alive], model)
+        post = counts.posterior()
+        best = max(range(len(post)), key=post.__getitem__)
+        if post[best] >= 1 - error:
+            if best == 0:
+                return finish("refused", f"the good end {good} reproduces too", best, counts,
+                              alive, post[best])
+            return finish("found", "", best, counts, alive, post[best])
+        total = spent()
+        if total >= budget:
+            reason = (f"budget of {budget} attempts spent; best guess {alive[best]} "
+                      f"with probability {post[best]:.2f}")
+            return finish("undecided", reason, best, counts, alive, post[best])
+        k = _choose(counts, post)
+        n = min(_batch(counts, k, max_batch, error), budget - total)
+        ask(alive[k], n)
+
+
+def attempts_to_see(rate: float, error: float = DEFAULT_ERROR) -> int:
+    """Attempts after which a version failing at `rate` has shown it with 1 - `error`."""
+    if rate <= 0.0:
+        return 30
+    if rate >= 1.0:
+        return 1
+    return max(1, min(200, math.ceil(math.log(error) / math.log1p(-rate))))
+
+
+def wilson_lower(matched: int, attempts: int, z: float = 1.96) -> float:
+    """The lower end of the Wilson interval of matched/attempts."""
+    if attempts == 0:
+        return 0.0
+    phat = matched / attempts
+    denom = 1 + z * z / attempts
+    centre = phat + z * z / (2 * attempts)
+    spread = z * math.sqrt(phat * (1 - phat) / attempts + z * z / (4 * attempts * attempts))
+    return max(0.0, (centre - spread) / denom)
+
+
+def wilson_upper(matched: int, attempts: int, z: float = 1.96) -> float:
+    """The upper end of the Wilson 95% interval of matched/attempts."""
+    if attempts == 0:
+        return 1.0
+    phat = matched / attempts
+    denom = 1 + z * z / attempts
+    centre = phat + z * z / (2 * attempts)
+    spread = z * math.sqrt(phat * (1 - phat) / attempts + z * z / (4 * attempts * attempts))
+    return min(1.0, (centre + spread) / denom)
+
+
+def _seen(trial: Trial) -> str:
+    counts: dict[str, int] = {}
+    for signature in trial.signatures:
+        counts[signature] = counts.get(signature, 0) + 1
+    return ", ".join(f"{sig} x{n}" for sig, n in counts.items()) or "nothing"
+
+
+def _result(
+    status: Status,
+    reason: str,
+    versions: Sequence[str],
+    trials: Mapping[str, Trial],
+    alive: Sequence[str],
+    counts: _Counts | None,
+    answer: int | None,
+    confidence: float,
+    error: float,
+    attempts: int,
+    min_rate: float,
+) -> BisectResult:
+    post = counts.posterior() if counts is not None else []
+    p_after: dict[str, float] = {}
+    running = 0.0
+    for index, version in enumerate(alive):
+        # P(first bad is after this version) = sum of the posterior above it.
+        p_after[version] = 1.0 - running - (post[index] if post else 0.0)
+        running += post[index] if post else 0.0
+    evidence = []
+    for version in versions:
+        trial = trials[version]
+        p_good = max(0.0, p_after.get(version, 0.0))
+        if trial.attempts == 0 and trial.infra_error:
+            state: State = "skipped"
+        elif trial.matched:
+            state = "bad"
+        elif trial.attempts == 0:
+            state = "untested"
+        elif p_good >= 1 - error:
+            state = "good"
+        else:
+            state = "unsure"
+        evidence.append(VersionEvidence(version, state, trial.attempts, trial.matched, p_good,
+                                        trial.infra_error, trial.signatures, trial.runs))
+    first_bad = last_good = None
+    between: tuple[str, ...] = ()
+    if answer is not None and alive and status != "refused":
+        first_bad = alive[answer]
+        last_good = alive[answer - 1] if answer > 0 else None
+        if last_good is not None:
+            low, high = versions.index(last_good), versions.index(first_bad)
+            between = tuple(versions[low + 1:high])
+    known_bad = [e for e in evidence if first_bad is not None
+                 and versions.index(e.version) >= versions.index(first_bad)]
+    rate = (sum(e.matched for e in known_bad), sum(e.attempts for e in known_bad))
+    warnings: list[str] = []
+    if rate[1] and wilson_upper(*rate) < min_rate:
+        warnings.append(
+            f"the measured rate at the bad versions, {rate[0]}/{rate[1]}, is below the assumed "
+            f"minimum rate {min_rate:g}: the error may be larger than stated; rerun with a "
+            f"lower minimum rate")
+    result = BisectResult(status, first_bad, last_good, confidence, attempts, reason,
+                          tuple(evidence), between, rate, error, min_rate, tuple(warnings))
+    if status == "found" and between:
+        result = replace(result, reason=(
+            f"{', '.join(between)} could not be tested; the regression may have come with "
+            + ("it" if len(between) == 1 else "one of them")))
+    return result

@@ -1,0 +1,112 @@
+"""A bisect's files in `<out>/bisect/<id>/`: state.json (what ran, keyed by version, for a
+resume), and the answer as bisect.json and bisect.md."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.bisect.search import BisectResult, Trial
+from reprospec.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from reprospec.bisect.driver import BisectReport, BisectRequest
+
+STATE_FORMAT = 1
+
+
+def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[str, Trial], bool]:
+    if fresh or not path.is_file():
+        return {}, False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        stored = data.get("trials") if isinstance(data, dict) else None
+        trials = {
+            # (an entry that is no mapping has no version: KeyError, the state is not used)
+            str(k): Trial.from_dict(v if isinstance(v, dict) else {})
+            for k, v in (stored if isinstance(stored, dict) else {}).items()
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, False
+    # Keyed by version: a version no longer between the ends is simply not asked about.
+    kept = {v: t for v, t in trials.items() if v in versions}
+    return kept, bool(kept)
+
+
+def write_state(path: Path, request: BisectRequest, versions: Sequence[str],
+                 trials: Mapping[str, Trial], result: BisectResult | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data: JsonObject = {
+        "format": STATE_FORMAT,
+        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "spec": str(request.spec),
+        "package": request.package,
+        "good": request.good,
+        "bad": request.bad,
+        "versions": list(versions),
+        "trials": {v: t.to_dict() for v, t in trials.items()},
+        "result": result.to_dict() if result is not None else None,
+    }
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_reports(report: BisectReport) -> None:
+    report.folder.mkdir(parents=True, exist_ok=True)
+    (report.folder / "bisect.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
+                                               encoding="utf-8")
+    (report.folder / "bisect.md").write_text(render_markdown(report), encoding="utf-8")
+
+
+def render_markdown(report: BisectReport) -> str:
+    """bisect.md: the answer, how sure, and the evidence for every tested version."""
+    result, request = report.result, report.request
+    what = request.package or "the environment"
+    lines = [f"# Bisect: {report.spec_name}, {what} {request.good}..{request.bad}", "",
+             f"**{report.headline}**", ""]
+    if result.status == "found":
+        lines.append(f"Probability of this answer: {result.confidence:.3f} (stated error "
+                     f"{result.error:g}, assuming a bad version reproduces in at least "
+                     f"{result.min_rate:g} of attempts).")
+    if result.status == "found" and result.reason:
+        lines.append(f"Note: {result.reason}.")
+    matched, attempts = result.rate
+    if attempts:
+        lines.append(f"Reproduction rate at the bad versions: {matched}/{attempts}.")
+    for warning in result.warnings:
+        lines.append(f"Warning: {warning}.")
+    lines += ["", f"Cell: `{report.cell_id or '(the only cell)'}`; runner: {request.runner}; "
+              f"{result.attempts} attempts over {len(result.tested)} of "
+              f"{len(report.versions)} candidates.", ""]
+    if request.command_line:
+        lines += ["Rerun (resumes from the saved state):", "", f"    {request.command_line}", ""]
+    lines += ["| version | judged | matched / attempts | outcomes | runs |",
+              "|---|---|---|---|---|"]
+    for evidence in result.versions:
+        if evidence.state == "untested":
+            continue
+        outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
+        if evidence.infra_error:
+            outcomes = f"not installable: {evidence.infra_error}"
+        runs = ", ".join(f"`{r}`" for r in evidence.runs)
+        mark = " **first bad**" if evidence.version == result.first_bad else ""
+        mark = " *last good*" if evidence.version == result.last_good else mark
+        lines.append(f"| {evidence.version}{mark} | {evidence.state} | {evidence.matched} / "
+                     f"{evidence.attempts} | {outcomes.replace('|', '/')} | {runs} |")
+    if report.changed:
+        lines += ["", f"Installed versions that changed from {result.last_good} to "
+                  f"{result.first_bad}:", "", "| package | last good | first bad |",
+                  "|---|---|---|"]
+        for name, before, after in report.changed:
+            lines.append(f"| {name} | {before or '-'} | {after or '-'} |")
+    lines += ["", "A version is bad at its first attempt that fails as the spec's `expect` says; "
+              "good when the clean attempts at it and above it leave the answer's probability "
+              "above 1 - error. Versions that could not be installed are skipped, never judged.",
+              ""]
+    return "\n".join(lines)
+

@@ -1,0 +1,83 @@
+"""Reproduction rates: matched/attempts with a Wilson 95% score interval, and bounds on them.
+
+A bound is judged on the interval, not on the observed fraction: `>=0.3` is
+met when the whole interval lies at or above 0.3, failed when the whole
+interval lies below it, and undecided while the interval straddles it (more
+attempts narrow it). `==` is exact (`==1`: every attempt): it is judged on the
+observed fraction, since no interval is ever a single point.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from reprospec.core.results import Rate
+from reprospec.core.units import RateBound
+
+RateJudgement = Literal["met", "failed", "undecided"]
+
+
+def wilson(matched: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for matched/n; (0, 1) when nothing was observed.
+
+    Counts may be fractional (isolate weighs attempts by the belief that they count).
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    p = matched / n
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def rate_floor(bound: RateBound | None) -> float | None:
+    """`expect.rate: ">=0.3"` says a reproducing configuration fails at least that often."""
+    if bound is not None and bound.op in (">=", ">") and 0 < bound.value < 1:
+        return float(bound.value)
+    return None
+
+
+def rate_of(matched: int, n: int) -> Rate:
+    """matched/n with its Wilson 95% interval."""
+    low, high = wilson(matched, n)
+    return Rate(matched=matched, attempts=n, low=low, high=high)
+
+
+def rate_satisfied(rate: Rate, bound: RateBound) -> bool:
+    """Whether the observed fraction meets the bound (no attempts: never)."""
+    if rate.attempts == 0:
+        return False
+    return bound.holds(rate.matched / rate.attempts)
+
+
+def judge_rate(rate: Rate, bound: RateBound) -> RateJudgement:
+    """`met` or `failed` when the whole 95% interval is on one side of the bound, else `undecided`.
+
+    `==` bounds compare the observed fraction (always decided once something ran).
+    """
+    if rate.attempts == 0:
+        return "undecided"
+    if bound.op == "==":
+        return "met" if rate_satisfied(rate, bound) else "failed"
+    low, high, value = rate.low, rate.high, bound.value
+    met = {">=": low >= value, ">": low > value, "<=": high <= value, "<": high < value}[bound.op]
+    failed = {">=": high < value, ">": high <= value, "<=": low > value, "<": low >= value}[
+        bound.op
+    ]
+    if met:
+        return "met"
+    if failed:
+        return "failed"
+    return "undecided"
+
+
+def rate_decided(rate: Rate, bound: RateBound) -> bool:
+    """Whether the interval lies wholly on one side of the threshold: more attempts won't flip it.
+
+    For `run.repeat: auto`: keep adding attempts while this is False (up to a cap).
+    """
+    return judge_rate(rate, bound) != "undecided"
+
+

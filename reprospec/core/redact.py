@@ -1,0 +1,163 @@
+"""Secrets never leave the engine: what a run writes or prints has them masked as `***`.
+
+A spec from a ticket reads the engine's environment through `${{ env.X }}` (a
+token to download a dataset, a password for a service), and its child inherits
+that environment. Every output of a run (results.json, the store, report.md,
+JUnit, the GitHub summary, the console, `plan`, isolate, bisect, a materialize
+bundle) is made from values that pass through one `Redactor`, which masks:
+
+- by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
+  key, secret, password, passphrase, auth, credential; any case, anywhere in the
+  name), wherever a mapping shows it under that name;
+- by value: every occurrence, in any text, of
+  - the value of each engine variable the spec reads through `${{ env.X }}`,
+    unless the spec lists X in `environment.public_env`,
+  - the value of each engine variable whose name looks secret,
+  - the value the spec itself gives a secret-looking name in `environment.env`.
+
+A secret-looking name is masked even when `public_env` lists it: a stranger's spec
+must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
+Values shorter than MIN_MASKED_CHARS, and the words YAML reads as booleans or null,
+are masked by name only: masking every "1" or "true" of a report would hide the
+report, not the secret. The attempt's own files (its logs, cell.json) hold what the
+child was given and printed; they are evidence, kept as they are, and never copied
+whole into an output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import PosixPath
+from typing import TypeVar, cast
+
+from reprospec.core.expr import ExprError, names_used
+from reprospec.core.jsontypes import JsonValue
+
+SECRET_NAME = re.compile(
+    r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
+)
+MASK = "***"
+MIN_MASKED_CHARS = 4
+_PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
+
+T = TypeVar("T")
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a variable named `name` probably holds a secret (its value is never shown)."""
+    return bool(SECRET_NAME.search(name))
+
+
+def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
+    """The engine variables a spec reads through `${{ env.X }}`, in order."""
+    try:
+        dotted = names_used(dict(document))
+    except (ExprError, RecursionError):  # a spec that got here was validated; be safe anyway
+        return []
+    return [name.split(".", 2)[1] for name in dotted if name.startswith("env.") and "." in name]
+
+
+def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
+    """`environment.public_env`: engine variables whose values the spec lets outputs show."""
+    section = document.get("environment")
+    names = section.get("public_env") if isinstance(section, Mapping) else None
+    return frozenset(str(n) for n in names) if isinstance(names, list) else frozenset()
+
+
+def _maskable(value: str) -> bool:
+    return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
+
+
+class Redactor:
+    """Masks a fixed set of secret values (and secret-looking names) in whatever it is given."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        found = sorted({v for v in values if _maskable(v)}, key=lambda v: (-len(v), v))
+        self.values: tuple[str, ...] = tuple(found)
+        # Longest first, so a secret that contains another is masked whole.
+        self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
+
+    @classmethod
+    def for_spec(
+        cls, document: Mapping[str, JsonValue], environ: Mapping[str, str] | None = None
+    ) -> Redactor:
+        """The secrets of a run of this spec document in an engine with `environ`."""
+        environ = os.environ if environ is None else environ
+        public = public_env(document)
+        values = [environ[n] for n in env_names_read(document) if n in environ and n not in public]
+        values += [value for name, value in environ.items() if looks_secret(name)]
+        section = document.get("environment")
+        given = section.get("env") if isinstance(section, Mapping) else None
+        if isinstance(given, Mapping):
+            values += [str(v) for k, v in given.items() if looks_secret(str(k)) and v is not None]
+        # A value read from a public name is still a secret when a secret name holds it too.
+        return cls(values)
+
+    def text(self, text: str) -> str:
+        """`text` with every secret value replaced by MASK."""
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def value(self, value: T) -> T:
+        """A copy of `value` with secrets masked: strings, mappings (secret-looking keys'
+        string values masked whole), lists, tuples and frozen dataclasses, recursively;
+        other leaves are kept. Unchanged parts are returned as they are."""
+        # _walk gives back what it was given, rebuilt where a secret was in it (a mapping
+        # as a dict, a dataclass by `replace`): a recursive walk cannot spell that type.
+        return cast("T", self._walk(value))
+
+    def _walk(self, value: object) -> object:
+        if isinstance(value, str):
+            return self.text(value)
+        kind = type(value)
+        if kind in _ATOMS:
+            return value  # most of a result: numbers, flags, paths, None
+        if isinstance(value, (dict, Mapping)):  # a dict first: the ABC check is slower
+            return {
+                key: (
+                    MASK
+                    if isinstance(key, str) and isinstance(item, str) and item and looks_secret(key)
+                    else self._walk(item)
+                )
+                for key, item in value.items()
+            }
+        if isinstance(value, tuple):
+            return tuple(self._walk(item) for item in value)
+        if isinstance(value, list):
+            return [self._walk(item) for item in value]
+        names = _init_fields(kind)
+        if names:
+            changes: dict[str, object] = {}
+            for name in names:
+                old = getattr(value, name)
+                new = self._walk(old)
+                if new is not old and new != old:
+                    changes[name] = new
+            return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
+        return value
+
+
+# Leaves that hold no text to mask (a Path is kept as it is, as any other leaf).
+_ATOMS = frozenset({int, float, bool, type(None), PosixPath})
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(kind: type) -> tuple[str, ...]:
+    """The init fields of a dataclass type (its fields, as `replace` takes them); () otherwise.
+
+    Looked up once per type: a run's results are walked attempt by attempt.
+    """
+    names = _FIELDS.get(kind)
+    if names is None:
+        fields = dataclasses.fields(kind) if dataclasses.is_dataclass(kind) else ()
+        names = _FIELDS[kind] = tuple(field.name for field in fields if field.init)
+    return names
+
+
+__all__ = ["MASK", "SECRET_NAME", "Redactor", "env_names_read", "looks_secret", "public_env"]

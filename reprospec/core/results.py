@@ -1,0 +1,471 @@
+"""The objects of what ran: the runner's raw facts, the classified outcome, the verdicts,
+and the results the store keeps and the renderers read.
+
+    execute -> classify -> judge -> store -> render
+    Execution  Outcome    Verdict   RunResult
+
+`models.py` holds what comes before (Spec, Cell, AttemptPlan): `validate` and `plan`
+import only that side, and never pay for creating these classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonObject, JsonValue
+
+OutcomeKind = Literal["pass", "error", "crash", "hang"]
+# "not-run": a cell an interrupted run never reached (no attempt ran, none failed to).
+VerdictKind = Literal[
+    "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
+]
+# main: the attempt's own process; worker: a DataLoader worker; child: any other descendant.
+Where = Literal["main", "worker", "child"]
+# fresh: a new interpreter (or container); forked: a fork of a preload server (run.preload).
+Launch = Literal["fresh", "forked"]
+
+
+@dataclass(frozen=True)
+class ChildExit:
+    """A descendant of the attempt whose wait status the engine reaped (as the subreaper).
+
+    `signal` when it was killed by a signal, else `exit_code`; `cmdline` as /proc
+    showed it (a zombie's is only `[comm]`).
+    """
+
+    pid: int
+    cmdline: str
+    signal: str | None = None
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a runner observed of one attempt: raw facts, no interpretation.
+
+    `returncode` follows subprocess: negative means killed by that signal.
+    `infra_error` is set when the attempt could not be run at all (interpreter
+    missing, image missing); then nothing else is meaningful.
+    """
+
+    cell_id: str
+    attempt: int
+    log_dir: Path
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+    started: str
+    finished: str
+    stdout_path: Path
+    stderr_path: Path
+    events_path: Path
+    stack_path: Path | None = None
+    env_path: Path | None = None
+    gpu_slot: tuple[str, ...] = ()
+    infra_error: str | None = None
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+    # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
+    child_exits: tuple[ChildExit, ...] = ()
+    # How the attempt's process was started, and (with preload) what to know about it:
+    # why it ran fresh, or the seed its random generators got when forked.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
+    # time.monotonic() when the attempt's root process ended (CLOCK_MONOTONIC: the same
+    # clock in every process of this machine); None when nothing ran.
+    ended_at: float | None = None
+    # One instance of `run.instances`: its number and when it reached the start barrier
+    # and was released from it (CLOCK_MONOTONIC seconds, as the instance itself read them).
+    instance: int | None = None
+    ready_at: float | None = None
+    released_at: float | None = None
+    # The attempt's main process is reprospec's harness (a workload): only then are the
+    # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
+    harness: bool = False
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One exception of a chain: its type and message, and how it led to the next one.
+
+    `link` says how this exception is tied to the one printed after it: "cause"
+    (`raise ... from`: "The above exception was the direct cause") or "context"
+    ("During handling of the above exception"); None for the last one.
+    """
+
+    type: str
+    message: str | None = None
+    link: Literal["cause", "context"] | None = None
+
+    def to_dict(self) -> JsonObject:
+        return {"type": self.type, "message": self.message, "link": self.link}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened in one attempt, classified.
+
+    `exception`/`message` are the exception that ended the process; `chain` the
+    whole chain it ended (primary first) when it had more than one. `pid` and
+    `cmdline` name the crashed process for `where: child`. `module` is the module
+    being imported when the attempt stopped in the import phase; `stage` the
+    stage of the step it was in (forward, backward, optimizer, ...). `injected` names
+    the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
+    happen, it is no bug of the code under test.
+    """
+
+    kind: OutcomeKind
+    signal: str | None = None
+    exit_code: int | None = None
+    where: Where | None = None
+    exception: str | None = None
+    message: str | None = None
+    phase: str | None = None
+    step: int | None = None
+    duration_s: float = 0.0
+    signature: str = ""
+    detail: str | None = None
+    module: str | None = None
+    stage: str | None = None
+    chain: tuple[ChainLink, ...] = ()
+    pid: int | None = None
+    cmdline: str | None = None
+    injected: str | None = None
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+    @property
+    def exceptions(self) -> tuple[ChainLink, ...]:
+        """Every exception of the chain, primary first (just the one when there is no chain)."""
+        if self.chain:
+            return self.chain
+        if self.exception:
+            return (ChainLink(self.exception, self.message),)
+        return ()
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """An attempt that never ran what the spec asks (no interpreter, no GPU, no image): why.
+
+    It is no outcome of the workload, so it never counts as a miss: a cell
+    whose attempts are all NotRun is `infra-error`.
+    """
+
+    reason: str
+
+
+# What classifying an attempt gives: what happened, or why nothing could happen.
+Classified = Outcome | NotRun
+
+
+@dataclass(frozen=True)
+class Rate:
+    """matched / attempts with a Wilson 95% interval."""
+
+    matched: int
+    attempts: int
+    low: float
+    high: float
+
+    @property
+    def value(self) -> float:
+        """matched / attempts (0 when nothing ran)."""
+        return self.matched / self.attempts if self.attempts else 0.0
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AttemptVerdict:
+    """One attempt judged against its expectation: matched, or each way it did not."""
+
+    matched: bool
+    mismatches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cell judged from its attempts: the verdict, a one-line reason, the match rate."""
+
+    kind: VerdictKind
+    reason: str
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class ChildWarning:
+    """A warning the attempt's processes printed (Python's `file:line: Category: message`).
+
+    `where` is the `file:line` it was issued from; the same category and message
+    from another line is the same warning.
+    """
+
+    category: str
+    message: str
+    where: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What makes two warnings the same one."""
+        return self.category, self.message
+
+    def text(self) -> str:
+        """`UserWarning: message`."""
+        return f"{self.category}: {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"category": self.category, "message": self.message, "where": self.where}
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    """One instance of an attempt with `run.instances`: how it ended, on which GPU slot.
+
+    `start_s` is when it was released from the start barrier, in seconds after the
+    first instance of its attempt was; `ready_s` when it reached the barrier (<= 0:
+    every instance waits there before any is released); `end_s` when its process
+    ended (the attempt's outcome is the failure with the smallest `end_s`), all on
+    the same scale. `logs` is its own folder, relative to the run folder.
+    """
+
+    instance: int
+    outcome: Outcome | NotRun
+    matched: bool
+    gpu_slot: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    ready_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    logs: str = ""
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the instance ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """One attempt as stored: the execution facts, the outcome, whether it matched.
+
+    `stack` (a hang's thread stacks) and `excerpt` (the relevant lines of a
+    failure's log) are taken from the attempt's files when it ends, so reports
+    are made from the result alone.
+    """
+
+    attempt: int
+    duration_s: float
+    outcome: Outcome | NotRun
+    matched: bool
+    mismatches: tuple[str, ...]
+    logs: str
+    started: str = ""
+    finished: str = ""
+    gpu_slot: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    stack: str | None = None
+    excerpt: str | None = None
+    # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
+    native: str | None = None
+    # Forked from a preload server, or a fresh process; the note says why or with what seed.
+    launch: Launch = "fresh"
+    launch_note: str | None = None
+    # `run.instances`: every instance, in instance order; `instance` is the one whose
+    # outcome is the attempt's (the first failure by time, else instance 0), and
+    # `start_spread_s` how far apart the instances were released from the start barrier.
+    instances: tuple[InstanceResult, ...] = ()
+    instance: int | None = None
+    start_spread_s: float | None = None
+    # The warnings the child printed, each once, in the order first printed.
+    child_warnings: tuple[ChildWarning, ...] = ()
+
+    @property
+    def ran(self) -> Outcome | None:
+        """The outcome when the attempt ran; None when it did not (`NotRun`)."""
+        return self.outcome if isinstance(self.outcome, Outcome) else None
+
+    @property
+    def infra_error(self) -> str | None:
+        """Why the attempt could not run; None when it ran."""
+        return self.outcome.reason if isinstance(self.outcome, NotRun) else None
+
+    @property
+    def failed(self) -> bool:
+        """It ran and did not pass."""
+        return isinstance(self.outcome, Outcome) and self.outcome.kind != "pass"
+
+    @classmethod
+    def not_run(cls, attempt: int, reason: str, logs: str = "") -> AttemptResult:
+        """An attempt the engine could not run: no outcome, and the reason why."""
+        from datetime import datetime, timezone  # not at import: validate never needs it
+
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return cls(
+            attempt=attempt,
+            duration_s=0.0,
+            outcome=NotRun(reason),
+            matched=False,
+            mismatches=(),
+            logs=logs,
+            started=now,
+            finished=now,
+        )
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One cell as stored: its expectation, its attempts and the verdict judged from them.
+
+    `environment` is the cell's resolved `environment` section as JSON
+    (`sections.Environment.to_json()`): what this cell ran with, which a toggle
+    may change from cell to cell (env variables, packages, image).
+    """
+
+    cell: Cell
+    expected: Expectation
+    verdict: VerdictKind
+    reason: str
+    rate: Rate
+    attempts: tuple[AttemptResult, ...]
+    command: str = ""
+    environment: Mapping[str, JsonValue] = field(default_factory=dict)
+
+    @classmethod
+    def judged(
+        cls,
+        cell: Cell,
+        expected: Expectation,
+        verdict: Verdict,
+        attempts: tuple[AttemptResult, ...],
+        command: str = "",
+        environment: Mapping[str, JsonValue] | None = None,
+    ) -> CellResult:
+        """A cell from the judge's `Verdict` of its attempts."""
+        return cls(
+            cell,
+            expected,
+            verdict.kind,
+            verdict.reason,
+            verdict.rate,
+            attempts,
+            command,
+            dict(environment or {}),
+        )
+
+    @property
+    def judgement(self) -> Verdict:
+        """The verdict as one object (kind, reason, rate)."""
+        return Verdict(self.verdict, self.reason, self.rate)
+
+
+@dataclass(frozen=True)
+class Standalone:
+    """How to reproduce one cell without reprospec (the report's "Standalone repro").
+
+    `kind` "command": `run` is the command line (with its variables and the `cd` into
+    the workdir) and `files` the workdir files the command names. `kind` "workload":
+    `script` is a generated self-contained repro.py and `run` how to start it.
+    `unavailable` says why there is none (then only `cell` and `kind` are set).
+    """
+
+    cell: str
+    kind: Literal["command", "workload"]
+    run: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = "."  # relative to the spec's folder
+    files: tuple[str, ...] = ()  # relative to the workdir
+    script: str = ""
+    notes: tuple[str, ...] = ()
+    unavailable: str = ""
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "cell": self.cell,
+            "kind": self.kind,
+            "run": self.run,
+            "env": dict(self.env),
+            "workdir": self.workdir,
+            "files": list(self.files),
+            "script": self.script,
+            "notes": list(self.notes),
+            "unavailable": self.unavailable,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> Standalone:
+        kind: Literal["command", "workload"] = (
+            "workload" if d.get("kind") == "workload" else "command"
+        )
+        env, files, notes = d.get("env"), d.get("files"), d.get("notes")
+        return cls(
+            cell=str(d.get("cell", "")),
+            kind=kind,
+            run=str(d.get("run", "")),
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {},
+            workdir=str(d.get("workdir") or "."),
+            files=tuple(str(f) for f in files) if isinstance(files, list) else (),
+            script=str(d.get("script") or ""),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+            unavailable=str(d.get("unavailable") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything about one run: written as results.json, into the store, into reports."""
+
+    run_id: str
+    spec_name: str
+    spec_path: str
+    spec_text: str
+    runner: str
+    started: str
+    finished: str
+    environment: Mapping[str, JsonValue]
+    cells: tuple[CellResult, ...]
+    command_line: str = ""
+    title: str = ""
+    description: str = ""
+    warnings: tuple[str, ...] = ()
+    interrupted: bool = False
+    shard: str = ""  # "K/N" when this run holds one shard of the attempts
+    standalone: Standalone | None = None  # how to reproduce the failing cell without reprospec
+    # The options the run was asked besides the spec (`RunOptions.to_dict()`), for compare.
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    # Where the run's paths point, for reports to name them short: absolute path -> label
+    # (`<venv>`, `<python>`, `<home>`, `<harness>`; "" is the project, named relative).
+    paths: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {
+            "cells": len(self.cells),
+            "reproduced": sum(c.verdict == "reproduced" for c in self.cells),
+            "not_reproduced": sum(c.verdict == "not-reproduced" for c in self.cells),
+            "undecided": sum(c.verdict == "undecided" for c in self.cells),
+            "infra_error": sum(c.verdict == "infra-error" for c in self.cells),
+        }
+        observed = sum(c.verdict == "observed" for c in self.cells)
+        if observed:  # only observe runs have the key
+            counts["observed"] = observed
+        not_run = sum(c.verdict == "not-run" for c in self.cells)
+        if not_run:  # only interrupted runs have the key
+            counts["not_run"] = not_run
+        return counts
+
+    @property
+    def observes(self) -> bool:
+        """An observe run: no cell had an expectation."""
+        return bool(self.cells) and all(c.expected.observes for c in self.cells)

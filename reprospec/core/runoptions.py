@@ -1,0 +1,151 @@
+"""What a run is asked beyond the spec itself: the options of `reprospec run`, as one value.
+
+The CLI builds a `RunOptions` from its arguments and the Python API takes one
+directly, so both drive the engine the same way. The store keeps `to_dict()`
+so `--resume` runs again with exactly the options the run started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.units import format_duration, parse_duration
+from reprospec.errors import UsageError
+
+STOP_ON = ("never", "first-reproduction", "first-miss")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count` (1-based): every count-th attempt, starting at the index-th."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`"2/8"` -> Shard(2, 8); a usage error otherwise."""
+        try:
+            k_text, n_text = text.split("/")
+            k, n = int(k_text), int(n_text)
+        except ValueError:
+            raise UsageError(f"--shard expects K/N like 2/8, got {text!r}") from None
+        if not 1 <= k <= n:
+            raise UsageError(f"--shard {text}: K must be between 1 and N")
+        return cls(k, n)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything a run is asked besides the spec; the defaults are `reprospec run SPEC`'s.
+
+    `repeat`, `timeout_s`, `jobs` and `stop_on` override the spec's `run` section
+    for this run only. `purpose` says who started the run ("run", "isolate",
+    "bisect", "pytest", ...); it is stored with the run and shown by `history`.
+    """
+
+    runner: str = "local"
+    jobs: int | None = None
+    repeat: int | None = None
+    timeout_s: float | None = None
+    stop_on: str | None = None
+    matrix_filters: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    out: Path = Path(".reprospec")
+    python: str | None = None
+    gpus: str | None = None
+    shard: Shard | None = None
+    find_links: Path | None = None
+    purpose: str = "run"
+    # Keep the core files of crashed processes in their attempt folders (gdb read them).
+    keep_cores: bool = False
+    # Observe mode (`run --observe`): ignore `expect`, record what happens, judge nothing.
+    observe: bool = False
+    # Modules to preload in a fork server (`--preload`), replacing the spec's run.preload;
+    # None: the spec's; (): none.
+    preload: tuple[str, ...] | None = None
+    # How a person reruns this (shown under "How to reproduce"); empty: derived from the spec.
+    command_line: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("jobs", "repeat"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UsageError(f"{name} must be >= 1, got {value}")
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise UsageError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.stop_on is not None and self.stop_on not in STOP_ON:
+            raise UsageError(f"stop_on must be one of {', '.join(STOP_ON)}, got {self.stop_on!r}")
+        for name in self.preload or ():
+            if not name or not all(part.isidentifier() for part in name.split(".")):
+                raise UsageError(f"preload: {name!r} is not a module name")
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where runs in `out` keep what they can reuse (the environment capture's torch part)."""
+        return self.out.resolve() / "cache"
+
+    def to_dict(self) -> JsonObject:
+        """The stored form (`--resume` rebuilds the options from it)."""
+        return {
+            "runner": self.runner,
+            "jobs": self.jobs,
+            "repeat": self.repeat,
+            "timeout": format_duration(self.timeout_s) if self.timeout_s is not None else None,
+            "stop_on": self.stop_on,
+            "matrix_filters": list(self.matrix_filters),
+            "overrides": list(self.overrides),
+            "python": self.python,
+            "gpus": self.gpus,
+            "shard": [self.shard.index, self.shard.count] if self.shard else None,
+            "find_links": str(self.find_links) if self.find_links else None,
+            "purpose": self.purpose,
+            "keep_cores": self.keep_cores,
+            "observe": self.observe,
+            "preload": list(self.preload) if self.preload is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], out: Path) -> RunOptions:
+        """Inverse of `to_dict` (also reads what older versions stored)."""
+        shard = data.get("shard")
+        find_links = data.get("find_links")
+        timeout = data.get("timeout")
+        return cls(
+            runner=str(data.get("runner") or "local"),
+            jobs=_int_or_none(data.get("jobs")),
+            repeat=_int_or_none(data.get("repeat")),
+            timeout_s=parse_duration(timeout) if isinstance(timeout, (str, int, float)) else None,
+            stop_on=str(data["stop_on"]) if data.get("stop_on") else None,
+            matrix_filters=tuple(str(f) for f in _list(data.get("matrix_filters"))),
+            overrides=tuple(str(o) for o in _list(data.get("overrides"))),
+            out=out,
+            python=str(data["python"]) if data.get("python") else None,
+            gpus=str(data["gpus"]) if data.get("gpus") else None,
+            shard=Shard(*(int(str(x)) for x in _list(shard))) if shard else None,
+            find_links=Path(str(find_links)) if find_links else None,
+            purpose=str(data.get("purpose") or "run"),
+            keep_cores=bool(data.get("keep_cores", False)),
+            observe=bool(data.get("observe", False)),
+            preload=tuple(str(m) for m in _list(data["preload"]))
+            if data.get("preload") is not None
+            else None,
+        )
+
+    def with_changes(self, **changes: object) -> RunOptions:
+        """A copy with some options changed (`dataclasses.replace`, typed for callers)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _int_or_none(value: object) -> int | None:
+    return int(str(value)) if value is not None else None
+
+
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else []

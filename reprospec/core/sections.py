@@ -1,0 +1,272 @@
+"""The spec's sections as typed, frozen values, with their defaults in this one place.
+
+The validated document stays a plain mapping until the plan stage has
+evaluated its `${{ }}` expressions for a cell; then each section becomes one
+of these objects. Values are parsed once here (sizes to bytes, durations to
+seconds), so no later stage reads a raw string or restates a default.
+
+    environment -> Environment      (where and with what the attempt runs)
+    command     -> Command          \
+    workload    -> Workload          > Job: exactly one of the two
+    run         -> RunPolicy        (how often, how long, how many at once)
+    expect      -> models.Expectation
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from reprospec.core.expr import render
+
+# Re-exported: models.py and tests import the aliases from here.
+from reprospec.core.jsontypes import JsonObject as JsonObject
+from reprospec.core.jsontypes import JsonValue as JsonValue
+from reprospec.core.units import parse_duration, parse_size
+
+StopOn = Literal["never", "first-reproduction", "first-miss"]
+
+# The harness runs these phases when `workload.phases` is not given; validation
+# checks `expect.phase`/`faults[].at` against the same list.
+DEFAULT_PHASES: tuple[JsonObject, ...] = ({"name": "train", "steps": 10},)
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MAX_REPEAT = 30
+# `repeat: auto` starts with this many attempts, then adds one at a time.
+AUTO_FIRST_ATTEMPTS = 5
+
+
+class SectionError(ValueError):
+    """A section value that cannot be used; `path` is where it is in the spec."""
+
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The resolved `environment` section of one cell."""
+
+    workdir: Path
+    python: str | None = None
+    packages: tuple[str, ...] = ()
+    image: str | None = None
+    dockerfile: str | None = None
+    device: str | None = None
+    gpus: int = 0
+    shm_size: int | None = None  # bytes
+    memory: int | None = None  # bytes
+    network: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    # False: the attempt gets its own TMPDIR and XDG_CACHE_HOME in its folder, cleaned
+    # after it, and its /dev/shm leaks are removed (scratch.py); True: shared, as a script's.
+    shared_tmp: bool = False
+
+    @property
+    def wants_gpu(self) -> bool:
+        """Whether the attempt asks for a GPU (a CUDA device or GPU slots)."""
+        return (self.device or "cpu").startswith("cuda") or self.gpus > 0
+
+    def to_json(self) -> JsonObject:
+        """The section as the harness reads it from cell.json (sizes in bytes)."""
+        out: JsonObject = {"workdir": str(self.workdir), "gpus": self.gpus}
+        for key in ("python", "image", "dockerfile", "device", "shm_size", "memory"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.packages:
+            out["packages"] = list(self.packages)
+        if self.network:
+            out["network"] = True
+        if self.shared_tmp:
+            out["shared_tmp"] = True
+        out["env"] = dict(self.env)
+        return out
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, object], base_dir: Path) -> Environment:
+        """A resolved `environment` mapping (every expression evaluated) -> Environment."""
+
+        def text(key: str) -> str | None:
+            value = section.get(key)
+            return None if value is None else str(value)
+
+        gpus = section.get("gpus", 0)
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+            raise SectionError(
+                ("environment", "gpus"), f"expected a whole number >= 0, got {gpus!r}"
+            )
+        env = section.get("env") or {}
+        assert isinstance(env, Mapping)  # the schema says so
+        return cls(
+            workdir=Path(base_dir / str(section.get("workdir") or ".")).absolute(),
+            python=text("python"),
+            packages=tuple(str(p) for p in _sequence(section.get("packages"))),
+            image=text("image"),
+            dockerfile=text("dockerfile"),
+            device=text("device"),
+            gpus=gpus,
+            shm_size=_size(section, "shm_size"),
+            memory=_size(section, "memory"),
+            network=_flag(section, "network"),
+            shared_tmp=_flag(section, "shared_tmp"),
+            env={str(k): render(v) for k, v in env.items()},
+        )
+
+
+@dataclass(frozen=True)
+class Command:
+    """`command`: an argument vector; a string command runs under `/bin/sh -c`."""
+
+    argv: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The command as a person would type it."""
+        import shlex
+
+        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
+            return self.argv[2]
+        return shlex.join(self.argv)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """`workload`: the built-in PyTorch workload, run by the harness in the child.
+
+    The engine passes the resolved section through to the harness (cell.json),
+    which owns its meaning; the engine reads only what it needs to plan.
+    """
+
+    document: JsonObject
+
+    @classmethod
+    def from_section(cls, section: JsonObject) -> Workload:
+        """A resolved `workload` mapping, with the engine's defaults filled in for the harness."""
+        document = dict(section)
+        if not document.get("phases"):
+            document["phases"] = [dict(phase) for phase in DEFAULT_PHASES]
+        return cls(document)
+
+    @property
+    def phases(self) -> tuple[JsonObject, ...]:
+        phases = self.document.get("phases")
+        assert isinstance(phases, list)  # from_section fills them in
+        return tuple(p for p in phases if isinstance(p, dict))
+
+
+Job: TypeAlias = Command | Workload
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """The spec's `run` section: attempts per cell, time limit, stop rule, parallelism.
+
+    `instances`: copies of each attempt started together at a start barrier; None when
+    the spec does not ask for instances (one plain process tree per attempt).
+    """
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    repeat: int | Literal["auto"] = 1
+    max_repeat: int = DEFAULT_MAX_REPEAT
+    stop_on: StopOn = "never"
+    parallel: int = 1
+    # Modules a fork server imports once; attempts are forked from it (forkserver.py).
+    preload: tuple[str, ...] = ()
+    instances: int | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        """`repeat: auto`: attempts are added while the rate's interval is undecided."""
+        return self.repeat == "auto"
+
+    @property
+    def first_attempts(self) -> int:
+        """How many attempts per cell are planned before any result is known."""
+        if self.repeat == "auto":
+            return min(AUTO_FIRST_ATTEMPTS, self.max_repeat)
+        return self.repeat
+
+    @property
+    def most_attempts(self) -> int:
+        return self.max_repeat if self.repeat == "auto" else self.repeat
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, object]) -> RunPolicy:
+        """A resolved `run` mapping -> RunPolicy (defaults for what it leaves out)."""
+        timeout = section.get("timeout")
+        try:
+            timeout_s = DEFAULT_TIMEOUT_S if timeout is None else parse_duration(timeout)
+        except ValueError as exc:
+            raise SectionError(("run", "timeout"), str(exc)) from None
+        if not timeout_s > 0:
+            raise SectionError(("run", "timeout"), f"expected a duration > 0, got {timeout!r}")
+        repeat = section.get("repeat", 1)
+        if repeat != "auto" and not _positive_int(repeat):
+            raise SectionError(
+                ("run", "repeat"), f"expected a whole number >= 1 or auto, got {repeat!r}"
+            )
+        stop_on = section.get("stop_on", "never")
+        if stop_on not in ("never", "first-reproduction", "first-miss"):
+            raise SectionError(("run", "stop_on"), f"unknown stop_on {stop_on!r}")
+        max_repeat = section.get("max_repeat", DEFAULT_MAX_REPEAT)
+        parallel = section.get("parallel", 1)
+        instances = section.get("instances")
+        for key, value in (("max_repeat", max_repeat), ("parallel", parallel)):
+            if not _positive_int(value):
+                raise SectionError(("run", key), f"expected a whole number >= 1, got {value!r}")
+        if instances is not None and not _positive_int(instances):
+            raise SectionError(
+                ("run", "instances"), f"expected a whole number >= 1, got {instances!r}"
+            )
+        preload = section.get("preload") or []
+        if not isinstance(preload, list) or not all(
+            isinstance(name, str) and _module_name(name) for name in preload
+        ):
+            raise SectionError(
+                ("run", "preload"), f"expected a list of module names, got {preload!r}"
+            )
+        return cls(
+            timeout_s=timeout_s,
+            repeat="auto" if repeat == "auto" else int(str(repeat)),
+            max_repeat=int(str(max_repeat)),
+            stop_on=stop_on,
+            parallel=int(str(parallel)),
+            preload=tuple(str(name) for name in preload),
+            instances=None if instances is None else int(str(instances)),
+        )
+
+
+def _module_name(name: str) -> bool:
+    """`torch`, `torch.nn`: dotted Python identifiers."""
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
+
+
+def _sequence(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _flag(section: Mapping[str, object], key: str) -> bool:
+    value = section.get(key, False)
+    if not isinstance(value, bool):
+        raise SectionError(("environment", key), f"expected true or false, got {value!r}")
+    return value
+
+
+def _size(section: Mapping[str, object], key: str) -> int | None:
+    value = section.get(key)
+    if value is None:
+        return None
+    try:
+        size = parse_size(value)
+    except ValueError as exc:
+        raise SectionError(("environment", key), str(exc)) from None
+    if size <= 0:
+        raise SectionError(("environment", key), f"expected a size > 0, got {value!r}")
+    return size

@@ -1,0 +1,259 @@
+"""The one vocabulary: how outcomes, expectations, rates, sizes and durations read to people.
+
+Every renderer words results through here (the console's progress lines and
+table, the markdown report, JUnit, the GitHub summary, the judge's reasons), so
+a crash reads the same wherever it is shown:
+
+    outcome       crash SIGSEGV (worker) @ validation:7     error exit 1 ValueError @ train:3
+                  crash SIGSEGV (child pid 4242: ./test_ops)  hang @ import (wandb)
+                  crash SIGBUS @ train:3 (backward)
+                  crash SIGSEGV (worker) @ validation:7 — injected by the spec: workload.faults[0]
+    not run       infra-error: docker engine not reachable
+    expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
+    rate          3/4 (95% CI 0.30–0.95)
+    attempts      2× hang @ import, 1× pass
+
+The raw values (`6..8`, `>=0.3`, byte counts) are formatted by units.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import AttemptResult, NotRun, Outcome, Rate, VerdictKind
+from reprospec.core.signals import canonical_signal
+from reprospec.core.units import format_size
+
+VERDICT_MARKS: dict[VerdictKind, str] = {
+    "reproduced": "✅",
+    "not-reproduced": "❌",
+    "undecided": "❔",
+    "infra-error": "⚠️",
+    "observed": "🔍",
+    "not-run": "⏸️",
+}
+# A cell an interrupted run never reached: nothing went wrong in it.
+NOT_RUN = "not run (interrupted)"
+NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
+VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
+OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
+# Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
+_CMDLINE_WIDTH = 60
+
+
+def verdict_legend(verdicts: Iterable[VerdictKind] = ()) -> str:
+    """The marks' legend; `❔ undecided` and `⏸️ not run` only when some cell is."""
+    seen = set(verdicts)
+    legend = VERDICT_LEGEND
+    if "undecided" in seen:
+        legend = "✅ reproduced · ❌ not reproduced · ❔ undecided · ⚠️ infra-error"
+    if "not-run" in seen:
+        legend += f" · {NOT_RUN_LEGEND}"
+    return legend
+
+
+def location(
+    phase: str | None, step: object, stage: str | None = None, module: str | None = None
+) -> str:
+    """`validation:7`, `train:3 (backward)`, `import (wandb)`, `validation`, `step 7` or ''."""
+    if phase and step is not None:
+        spot = f"{phase}:{step}"
+    elif phase:
+        spot = phase
+    else:
+        spot = f"step {step}" if step is not None else ""
+    detail = module or stage
+    if detail:
+        spot = f"{spot} ({detail})" if spot else f"({detail})"
+    return spot
+
+
+def signals_phrase(signals: Iterable[str]) -> str:
+    """`SIGSEGV`, `SIGSEGV or SIGBUS`: the signals an expectation accepts, canonical."""
+    return " or ".join(canonical_signal(s) or s for s in signals)
+
+
+def outcome_phrase(
+    outcome: Outcome | NotRun, *, where: bool = True, message: bool = False, pid: bool = True
+) -> str:
+    """`crash SIGSEGV (worker) @ validation:7`: one outcome in a few words.
+
+    `where=False` leaves out the phase and step (a grid cell, or a reason whose
+    expectation does not ask where); `message=True` adds the message's first line;
+    `pid=False` leaves a crashed child's pid out (to count alike attempts together).
+    A failure the spec's `faults` caused says so, wherever it is shown: it is no bug.
+    """
+    if isinstance(outcome, NotRun):
+        return f"infra-error: {outcome.reason}" if where else "infra-error"
+    parts: list[str] = [outcome.kind]
+    if outcome.signal:
+        parts.append(outcome.signal)
+    if outcome.kind == "error" and outcome.exit_code is not None:
+        parts.append(f"exit {outcome.exit_code}")
+    if outcome.exception and outcome.kind != "crash":
+        # A worker crash surfaces as a RuntimeError in the main process: the signal is the news.
+        parts.append(outcome.exception)
+    if message:
+        parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
+    if outcome.where == "worker":
+        parts.append("(worker)")
+    elif outcome.where == "child":
+        parts.append(_child(outcome, pid=pid and where))
+    spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
+    if spot:
+        parts.append(f"@ {spot}")
+    if outcome.injected:
+        parts.append("— " + injected_phrase(outcome.injected) if where else "(injected)")
+    return " ".join(p for p in parts if p)
+
+
+def injected_phrase(injected: str) -> str:
+    """`injected by the spec: workload.faults[0]`: the label of a failure the spec caused."""
+    return f"injected by the spec: {injected}"
+
+
+def _child(outcome: Outcome, *, pid: bool) -> str:
+    """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
+    who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
+    if outcome.cmdline:
+        return f"({who}: {shorten(outcome.cmdline, _CMDLINE_WIDTH)})"
+    return f"({who})"
+
+
+def attempt_phrase(attempt: AttemptResult, *, where: bool = True, pid: bool = True) -> str:
+    """An attempt's outcome, or why it did not run."""
+    return outcome_phrase(attempt.outcome, where=where, pid=pid)
+
+
+def chain_phrase(outcome: Outcome) -> str:
+    """`ZeroDivisionError → (during handling) RuntimeError`: an exception chain, primary first."""
+    words = {"cause": "(direct cause)", "context": "(during handling)"}
+    text = ""
+    for link in outcome.exceptions:
+        text += link.type
+        if link.link:
+            text += f" → {words[link.link]} "
+    return text
+
+
+def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
+    """`crash SIGSEGV @ validation:6..8 rate >=0.3`: what a cell was expected to do."""
+    if expected.observes:
+        return "anything (observed)"
+    parts: list[str] = [expected.outcome]
+    if expected.signals:
+        parts.append(signals_phrase(expected.signals))
+    if expected.exit_code is not None:
+        parts.append(f"exit {expected.exit_code}")
+    if expected.exception:
+        parts.append(expected.exception)
+    if expected.message:
+        parts.append(f"/{expected.message}/")
+    spot = location(expected.phase, expected.step, expected.stage, expected.module)
+    if spot:
+        parts.append(f"@ {spot}")
+    if rate and expected.rate is not None:
+        parts.append(f"rate {expected.rate}")
+    return " ".join(parts)
+
+
+def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
+    """`3/4 (95% CI 0.30–0.95)`; the interval only when there were several attempts.
+
+    `fraction=True` adds the observed fraction: `6/20 = 0.30 (95% CI 0.15–0.52)`.
+    """
+    text = f"{rate.matched}/{rate.attempts}"
+    if fraction and rate.attempts:
+        text += f" = {rate.matched / rate.attempts:.2f}"
+    if rate.attempts > 1:
+        text += f" (95% CI {rate.low:.2f}–{rate.high:.2f})"
+    return text
+
+
+def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:
+    """What a cell's attempts did: one phrase, or how many did each (`2× hang, 1× pass`)."""
+    counts = Counter(attempt_phrase(a, pid=False) for a in attempts)
+    if not counts:
+        return "not run"
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{n}× {text}" for text, n in counts.most_common())
+
+
+FRESH_PREFIX = "ran fresh: "
+
+
+def launch_summary(attempts: Iterable[AttemptResult]) -> str | None:
+    """How the attempts were started, when a preload was asked; None when it was not.
+
+    `40 of 50 attempts were forked from a preload server (...); 10 ran fresh: why (10)`.
+    """
+    attempts = list(attempts)
+    forked = [a for a in attempts if a.launch == "forked"]
+    reasons = Counter(
+        (a.launch_note or "").removeprefix(FRESH_PREFIX)
+        for a in attempts
+        if a.launch == "fresh" and a.launch_note
+    )
+    if not forked and not reasons:
+        return None
+    parts: list[str] = []
+    if forked:
+        parts.append(
+            f"{len(forked)} of {plural(len(attempts), 'attempt')} were forked from a server "
+            "that imported run.preload once: random, numpy and torch reseeded per attempt "
+            "(each seed is in results.json), no interpreter teardown at exit"
+        )
+        if any("OpenBLAS" in (a.launch_note or "") for a in forked):
+            parts.append("OpenBLAS ran single-threaded in them (OPENBLAS_NUM_THREADS=1)")
+    fresh = len(attempts) - len(forked)
+    if fresh:
+        why = "; ".join(f"{reason} ({n})" for reason, n in reasons.most_common())
+        parts.append(f"{fresh} ran fresh" + (f": {why}" if why else ""))
+    return "; ".join(parts)
+
+
+def seconds(value: float) -> str:
+    """A measured duration: `5.02s`."""
+    return f"{value:.2f}s"
+
+
+def size(value: object) -> str:
+    """Bytes for people (`64.0 MiB`); '' for anything not a number."""
+    return format_size(value)
+
+
+def plural(n: int, word: str) -> str:
+    """`1 cell`, `4 cells`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` cut to `width` characters, ending in `...` when cut."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+__all__ = [
+    "NOT_RUN",
+    "NOT_RUN_LEGEND",
+    "OBSERVE_LEGEND",
+    "VERDICT_LEGEND",
+    "VERDICT_MARKS",
+    "attempt_phrase",
+    "attempts_phrase",
+    "chain_phrase",
+    "expectation_phrase",
+    "injected_phrase",
+    "launch_summary",
+    "location",
+    "outcome_phrase",
+    "plural",
+    "rate_phrase",
+    "seconds",
+    "shorten",
+    "signals_phrase",
+    "size",
+    "verdict_legend",
+]

@@ -1,0 +1,3 @@
+"""What an interpreter has: its captured environment (probe.py), that environment as flat fields
+(facts.py), and whether it satisfies a cell's `packages` (packages.py).
+"""

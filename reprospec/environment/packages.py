@@ -1,0 +1,246 @@
+"""Whether an interpreter's installed distributions satisfy a cell's `packages`.
+
+The rule (issue 9): an attempt runs in an environment that satisfies its cell's
+`environment.packages`, or it is an infra error naming what is missing or
+mismatched; never a verdict on the wrong environment. The facts come from the
+target interpreter itself: a tiny stdlib-only probe (`PROBE_CODE`) prints what
+importlib.metadata sees there and the PEP 508 marker values of that
+interpreter. The comparison is done here with `packaging` (full PEP 440), so
+the probe runs on any Python 3 without extra packages, in a venv, a container
+or over ssh alike: a runner that cannot run `python -c` the local way runs
+`PROBE_CODE` its own way and hands the JSON to `parse_probe` + `mismatches`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprospec.core import capped
+from reprospec.errors import InfraError
+
+# Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
+# importlib.metadata is missing). argv[1] is a JSON list of normalized names.
+PROBE_CODE = r"""
+import json, os, platform, re, sys
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+found = {}
+try:
+    try:
+        import importlib.metadata as md
+    except ImportError:
+        import importlib_metadata as md
+    for dist in md.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(norm(name), dist.version)
+except ImportError:
+    import pkg_resources
+    for dist in pkg_resources.working_set:
+        found.setdefault(norm(dist.project_name), dist.version)
+def full(info):
+    text = "%d.%d.%d" % (info.major, info.minor, info.micro)
+    if info.releaselevel != "final":
+        text += info.releaselevel[0] + str(info.serial)
+    return text
+impl = sys.implementation
+markers = {
+    "implementation_name": impl.name,
+    "implementation_version": full(impl.version),
+    "os_name": os.name,
+    "platform_machine": platform.machine(),
+    "platform_release": platform.release(),
+    "platform_system": platform.system(),
+    "platform_version": platform.version(),
+    "python_full_version": platform.python_version(),
+    "platform_python_implementation": platform.python_implementation(),
+    "python_version": ".".join(platform.python_version_tuple()[:2]),
+    "sys_platform": sys.platform,
+}
+names = json.loads(sys.argv[1])
+print(json.dumps({"python": sys.executable, "prefix": sys.prefix,
+                  "installed": dict((n, found.get(n)) for n in names), "markers": markers}))
+"""
+
+PROBE_TIMEOUT_S = 60.0
+# A probe prints one JSON line; more is an interpreter printing on its own.
+OUTPUT_BYTES = 4 << 20
+# Variables that change which distributions an interpreter sees.
+_SITE_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
+                   "PYTHONSAFEPATH", "VIRTUAL_ENV")
+_WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What the target interpreter saw: versions by normalized name (None: not installed)."""
+
+    python: str
+    versions: Mapping[str, str | None]
+    markers: Mapping[str, str] = field(default_factory=dict)
+    prefix: str = ""
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalization: `Typing_Extensions` -> `typing-extensions`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    text: str  # the requirement as the spec wrote it
+    name: str | None  # normalized; None when it names no distribution we can check
+    specifier: str = ""
+    marker: object | None = None  # packaging.markers.Marker
+
+
+def _parse(requirement: str) -> _Wanted:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = requirement.strip()
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        # A wheel file (`./wheels/foo-1.0-py3-none-any.whl`): its name says what it holds.
+        match = _WHEEL_NAME.match(Path(text).name)
+        if match:
+            return _Wanted(text, normalize(match["name"]), f"=={match['version']}")
+        return _Wanted(text, None)
+    return _Wanted(text, normalize(req.name), str(req.specifier), req.marker)
+
+
+def requirement_names(requirements: Sequence[str]) -> tuple[str, ...]:
+    """The normalized distribution names the requirements name (unparsable ones left out)."""
+    names = (_parse(r).name for r in requirements)
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def unchecked(requirements: Sequence[str]) -> tuple[str, ...]:
+    """Requirements that name no distribution (a bare path or URL): nothing to check them by."""
+    return tuple(r for r in requirements if _parse(r).name is None)
+
+
+def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, ...]:
+    """One line per requirement the interpreter does not satisfy, naming both sides."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    out: list[str] = []
+    for requirement in requirements:
+        wanted = _parse(requirement)
+        if wanted.name is None:
+            continue
+        marker = wanted.marker
+        if marker is not None and not marker.evaluate(dict(installed.markers)):  # type: ignore[attr-defined]
+            continue  # `; python_version < "3.10"` and this is 3.11: not required here
+        have = installed.versions.get(wanted.name)
+        if have is None:
+            out.append(f"{wanted.name} is not installed (the cell needs {wanted.text})")
+            continue
+        if not wanted.specifier:
+            continue
+        try:
+            ok = SpecifierSet(wanted.specifier).contains(Version(have), prereleases=True)
+        except (InvalidVersion, InvalidSpecifier):
+            # Not PEP 440 on one side: only an exact textual pin can still be judged.
+            ok = wanted.specifier.lstrip("=") == have
+        if not ok:
+            out.append(f"{wanted.name} {have} is installed (the cell needs {wanted.text})")
+    return tuple(out)
+
+
+def parse_probe(stdout: str, python: str) -> Installed:
+    """The probe's JSON line as an `Installed`; InfraError when it printed something else."""
+    try:
+        data = json.loads(stdout.strip().splitlines()[-1])
+        versions = {str(k): (None if v is None else str(v)) for k, v in data["installed"].items()}
+        markers = {str(k): str(v) for k, v in data["markers"].items()}
+    except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        raise InfraError(f"package check with {python} printed no usable JSON ({exc})") from exc
+    return Installed(str(data.get("python") or python), versions, markers,
+                     str(data.get("prefix") or ""))
+
+
+def probe_installed(
+    python: str,
+    names: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout_s: float = PROBE_TIMEOUT_S,
+) -> Installed:
+    """Run `PROBE_CODE` with `python` (in `env`, `cwd`: what the attempt will see)."""
+    argv = [python, "-c", PROBE_CODE, json.dumps([normalize(n) for n in names])]
+    try:
+        # The interpreter is the spec's: what it prints is kept within a bound (capped.py).
+        done = capped.run(argv, limit=OUTPUT_BYTES, timeout_s=timeout_s, env=env, cwd=cwd)
+    except FileNotFoundError as exc:
+        raise InfraError(f"interpreter not found: {python}") from exc
+    except PermissionError as exc:
+        raise InfraError(f"interpreter not executable: {python}") from exc
+    if done.timed_out:
+        raise InfraError(f"package check with {python} timed out after {timeout_s:g}s")
+    stdout = done.stdout.decode("utf-8", "replace")
+    stderr = done.stderr.decode("utf-8", "replace")
+    if done.returncode != 0:
+        last = (stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise InfraError(f"package check with {python} failed: {last}")
+    return parse_probe(stdout, python)
+
+
+def describe(python: str, problems: Sequence[str]) -> str:
+    """The infra-error reason of an attempt whose environment does not satisfy its packages."""
+    return f"environment does not satisfy the cell's packages ({python}): " + "; ".join(problems)
+
+
+class PackageCheck:
+    """Checks per run, cached per distinct (interpreter, packages, what it sees): thread-safe.
+
+    A runner keeps one for its run and asks `reason(...)` before every attempt;
+    the probe runs once per distinct key, so a 100-attempt cell costs one probe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[object, ...], str | None] = {}
+        self._key_locks: dict[tuple[object, ...], threading.Lock] = {}
+
+    def reason(
+        self,
+        python: str,
+        requirements: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> str | None:
+        """None when `python` satisfies every requirement, else the infra-error reason."""
+        requirements = tuple(str(r) for r in requirements)
+        if not requirement_names(requirements):
+            return None
+        seen = env if env is not None else os.environ
+        key = (python, requirements, str(cwd or ""),
+               tuple(seen.get(name, "") for name in _SITE_VARIABLES))
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # one probe per key even when -j N attempts ask at once
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            try:
+                installed = probe_installed(python, requirement_names(requirements),
+                                            env=env, cwd=cwd)
+                problems = mismatches(requirements, installed)
+                reason = describe(python, problems) if problems else None
+            except InfraError as exc:
+                reason = f"cannot check the cell's packages: {exc}"
+            with self._lock:
+                self._cache[key] = reason
+            return reason

@@ -1,0 +1,430 @@
+"""A run as one archive to rerun: `reprospec bundle RUN -o x.tar.gz`, `reprospec run x.tar.gz`.
+
+    RUN_ID/
+      bundle.json        what is where: the spec inside tree/, the run's options, the files
+      README.md          what this is and how to rerun it (with and without reprospec)
+      report.md  results.json  spec.yaml  [repro.py]     the run folder's own files
+      logs/cells/CELL/N/  every attempt's logs, events, env.json, stacks
+      tree/...           the spec that ran and the workdir files its cells name, at their
+                         places relative to each other (so `workdir: ../app` still resolves)
+
+Unpacking trusts nothing in the archive: only regular files and folders, names
+relative and inside the bundle (no `..`, no absolute path, no link of any kind),
+bounded counts and sizes checked before and while each member is written, each
+file created new (O_EXCL, O_NOFOLLOW) in a fresh folder. An archive is unpacked
+once, into `OUT/bundles/<sha256 of the archive>/`, and reused after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from reprospec.core.results import RunResult
+from reprospec.errors import UsageError
+
+FORMAT = 1
+MANIFEST = "bundle.json"
+# Unpacking limits: a bundle is a spec, some source files and capped logs.
+MAX_MEMBERS = 20_000
+MAX_TOTAL_BYTES = 2 << 30
+MAX_FILE_BYTES = 512 << 20
+MAX_NAME_CHARS = 1024
+MAX_DEPTH = 48
+# Packing: attempt files the logs leave out (scratch folders, core dumps).
+_SKIP_DIRS = {"tmp", "cache", "__pycache__"}
+_RUN_FILES = ("report.md", "results.json", "spec.yaml", "repro.py")
+_LOG_FILE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Packed:
+    """What `pack` wrote: the archive, how many files, and what it could not include."""
+
+    path: Path
+    files: int
+    workdir_files: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """A bundle on disk: the spec to run and the options the original run had."""
+
+    root: Path
+    spec: Path
+    matrix_filters: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    repeat: int | None = None
+    timeout_s: float | None = None
+    observe: bool = False
+
+
+def is_bundle(path: str | Path) -> bool:
+    """Whether `path` names an archive `run` should unpack (by name: .tar.gz, .tgz)."""
+    name = str(path).lower()
+    return name.endswith((".tar.gz", ".tgz")) and Path(path).is_file()
+
+
+# -- packing ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """Where the spec and the workdir files are on this machine, and their common folder."""
+
+    spec: Path | None
+    files: tuple[Path, ...]
+    root: Path
+    options: dict[str, object]
+    absolute_workdir: Path | None
+    warnings: tuple[str, ...]
+
+
+def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
+    """Write the bundle of the finished run in `run_dir` to `output` (a .tar.gz)."""
+    if not output.name.endswith((".tar.gz", ".tgz")):
+        raise UsageError(f"-o {output}: a bundle is a .tar.gz (or .tgz) file")
+    sources = _sources(run, run_dir)
+    top = PurePosixPath(run.run_id)
+    spec_rel = _spec_place(run, sources)
+    workdir_rel = [p.relative_to(sources.root).as_posix() for p in sources.files]
+    manifest: dict[str, object] = {
+        "format": FORMAT,
+        "run_id": run.run_id,
+        "spec_name": run.spec_name,
+        "spec": f"tree/{spec_rel}",
+        "options": sources.options,
+        "files": [f"tree/{rel}" for rel in workdir_rel],
+        "command_line": run.command_line,
+    }
+    if sources.absolute_workdir is not None:
+        # The spec names its workdir by an absolute path: the rerun points it into tree/.
+        inside = sources.absolute_workdir.relative_to(sources.root).as_posix()
+        manifest["workdir"] = f"tree/{inside}"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+            _add_text(tar, top / "README.md", _readme(run, manifest, workdir_rel))
+            _add_text(tar, top / "tree" / spec_rel, run.spec_text)
+            count += 3
+            for name in _RUN_FILES:
+                if (run_dir / name).is_file():
+                    _add_file(tar, top / name, run_dir / name)
+                    count += 1
+            for path, rel in zip(sources.files, workdir_rel, strict=True):
+                _add_file(tar, top / "tree" / rel, path)
+                count += 1
+            for path in _log_files(run_dir / "cells"):
+                _add_file(tar, top / "logs" / path.relative_to(run_dir).as_posix(), path)
+                count += 1
+        tmp.replace(output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return Packed(output, count, tuple(workdir_rel), sources.warnings)
+
+
+def _sources(run: RunResult, run_dir: Path) -> _Sources:
+    """The spec file, the options and the workdir files of the run, from its store."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.plan.run import plan_run
+    from reprospec.plan.workfiles import named_files
+    from reprospec.spec.load import load_spec
+    from reprospec.store.db import Store
+
+    warnings: list[str] = []
+    out = run_dir.parent.parent
+    info = None
+    if (out / "results.db").is_file():
+        with Store(out) as store:
+            info = store.run_info(run.run_id)
+    stored = Path(info.spec_path) if info else Path(run.spec_path).resolve()
+    options = RunOptions.from_dict(info.options, out) if info else RunOptions(out=out)
+    kept: dict[str, object] = {
+        "matrix_filters": list(options.matrix_filters),
+        "repeat": options.repeat,
+        "timeout_s": options.timeout_s,
+        "observe": options.observe,
+    }
+    if not stored.is_file():
+        warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
+        return _Sources(None, (), stored.parent, kept, None, tuple(warnings))
+    from reprospec.errors import SpecError
+    from reprospec.pipeline.stages import spec_text_of
+
+    try:
+        spec = load_spec(stored, options.overrides)
+        plan = plan_run(spec, options.with_changes(shard=None))
+    except SpecError as exc:
+        warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
+        return _Sources(stored, (), stored.parent, kept, None, tuple(warnings))
+    if spec_text_of(spec) != run.spec_text:
+        warnings.append(f"{stored} changed since the run: its workdir files are today's")
+    files: dict[Path, None] = {}
+    workdirs: dict[Path, None] = {}
+    for attempt in plan.attempts:
+        if attempt.workdir.resolve() in workdirs:
+            continue
+        workdirs[attempt.workdir.resolve()] = None
+        for rel in named_files(attempt):
+            files[(attempt.workdir / rel).resolve()] = None
+    root = Path(os.path.commonpath([stored.resolve().parent, *workdirs]))
+    written = _workdir_field(spec.document)
+    absolute = None
+    if written is not None and Path(written).expanduser().is_absolute():
+        if len(workdirs) != 1:
+            raise UsageError(
+                "the spec names absolute workdirs that differ from cell to cell: "
+                "a bundle cannot place them (make them relative to the spec)"
+            )
+        absolute = next(iter(workdirs))
+    return _Sources(stored, tuple(files), root, kept, absolute, tuple(warnings))
+
+
+def _workdir_field(document: object) -> str | None:
+    environment = document.get("environment") if isinstance(document, dict) else None
+    workdir = environment.get("workdir") if isinstance(environment, dict) else None
+    return str(workdir) if workdir is not None else None
+
+
+def _spec_place(run: RunResult, sources: _Sources) -> str:
+    if sources.spec is None:
+        return Path(run.spec_path).name or "spec.yaml"
+    return sources.spec.resolve().relative_to(sources.root).as_posix()
+
+
+def _log_files(cells: Path) -> Iterator[Path]:
+    if not cells.is_dir():
+        return
+    for folder, dirs, names in os.walk(cells):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(names):
+            path = Path(folder) / name
+            if name == "core" or name.startswith("core."):
+                continue  # a core dump is this machine's memory; gdb's reading of it stays
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= _LOG_FILE_BYTES:
+                yield path
+
+
+def _info(name: PurePosixPath, size: int, mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name.as_posix())
+    info.size, info.mode, info.mtime = size, mode, int(time.time())
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def _add_text(tar: tarfile.TarFile, name: PurePosixPath, text: str) -> None:
+    data = text.encode("utf-8")
+    tar.addfile(_info(name, len(data)), io.BytesIO(data))
+
+
+def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path) -> None:
+    # Read through the path's target: the archive holds contents, never a link.
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        mode = 0o755 if os.access(path, os.X_OK) else 0o644
+        tar.addfile(_info(name, size, mode), handle)
+
+
+def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -> str:
+    spec = manifest["spec"]
+    lines = [
+        f"# {run.title or run.spec_name}",
+        "",
+        f"A reprospec bundle of run `{run.run_id}` of the spec `{run.spec_name}`: the spec,",
+        "the report, the logs of every attempt, and the files of the workdir its cells name.",
+        "",
+        "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
+        "with the run's `-m` filters, `--repeat` and `--timeout`):",
+        "",
+        "    reprospec run THIS-FILE.tar.gz",
+        "",
+        f"Or unpack it and run the spec yourself: `reprospec run {run.run_id}/{spec}`.",
+        "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
+    ]
+    if run.standalone is not None and not run.standalone.unavailable:
+        if run.standalone.script:
+            lines += ["", "Without reprospec: `repro.py` reproduces cell "
+                      f"`{run.standalone.cell}` with plain `python repro.py` (torch only)."]
+        else:
+            folder = PurePosixPath(str(spec)).parent
+            lines += ["", f"Without reprospec, cell `{run.standalone.cell}` is "
+                      f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`."]
+    if files:
+        lines += ["", "Workdir files:", ""] + [f"- `tree/{name}`" for name in files]
+    return "\n".join(lines) + "\n"
+
+
+# -- unpacking -------------------------------------------------------------------------
+
+
+def unpack(archive: Path, bundles: Path) -> Unpacked:
+    """Unpack `archive` (checked, once) under `bundles/` and read its manifest."""
+    digest = _sha256(archive)
+    root = bundles / digest[:16]
+    if not (root / ".complete").is_file():
+        bundles.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=bundles))
+        try:
+            extract(archive, staging)
+            (staging / ".complete").write_text(digest + "\n")
+            if root.exists():  # a half-unpacked leftover of an interrupted run
+                shutil.rmtree(root)
+            staging.replace(root)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return _read_manifest(archive, root)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _member_path(archive: Path, member: tarfile.TarInfo) -> PurePosixPath:
+    name = member.name
+    where = f"bundle {archive.name}: member {name[:200]!r}"
+    if not name or len(name) > MAX_NAME_CHARS or "\0" in name or "\\" in name:
+        raise UsageError(f"{where}: not a usable name")
+    path = PurePosixPath(name)
+    if path.is_absolute():
+        raise UsageError(f"{where}: an absolute path")
+    parts = [p for p in path.parts if p != "."]
+    if not parts or ".." in parts:
+        raise UsageError(f"{where}: a path outside the bundle")
+    if len(parts) > MAX_DEPTH:
+        raise UsageError(f"{where}: a path more than {MAX_DEPTH} folders deep")
+    if member.issym() or member.islnk():
+        raise UsageError(f"{where}: a link ({member.linkname[:200]!r}); bundles hold files only")
+    if not (member.isfile() or member.isdir()):
+        raise UsageError(f"{where}: not a file or a folder")
+    return PurePosixPath(*parts)
+
+
+def extract(archive: Path, dest: Path) -> int:
+    """Extract the checked members of `archive` into the empty folder `dest`; returns files."""
+    total = members = 0
+    try:
+        tar = tarfile.open(archive, "r:gz")  # noqa: SIM115 - closed below
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise UsageError(f"bundle {archive}: not a .tar.gz archive ({exc})") from None
+    with tar:
+        try:
+            for member in tar:
+                members += 1
+                if members > MAX_MEMBERS:
+                    raise UsageError(f"bundle {archive.name}: more than {MAX_MEMBERS} members")
+                rel = _member_path(archive, member)
+                target = dest.joinpath(*rel.parts)
+                if member.isdir():
+                    _mkdirs(dest, rel.parts)
+                    continue
+                if member.size > MAX_FILE_BYTES:
+                    raise UsageError(
+                        f"bundle {archive.name}: {rel} is {member.size} bytes "
+                        f"(at most {MAX_FILE_BYTES} per file)"
+                    )
+                total += member.size
+                if total > MAX_TOTAL_BYTES:
+                    raise UsageError(
+                        f"bundle {archive.name}: more than {MAX_TOTAL_BYTES} bytes unpacked"
+                    )
+                _mkdirs(dest, rel.parts[:-1])
+                source = tar.extractfile(member)
+                if source is None:
+                    raise UsageError(f"bundle {archive.name}: {rel} cannot be read")
+                _write_new(target, source, member.size, executable=bool(member.mode & 0o111))
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            if isinstance(exc, FileExistsError):
+                raise UsageError(f"bundle {archive.name}: a member is given twice") from None
+            raise UsageError(f"bundle {archive}: damaged archive ({exc})") from None
+    return members
+
+
+def _mkdirs(dest: Path, parts: Sequence[str]) -> None:
+    """Create dest/parts... one level at a time, refusing anything that is not a real folder."""
+    folder = dest
+    for part in parts:
+        folder = folder / part
+        try:
+            folder.mkdir(0o755)
+        except FileExistsError:
+            if folder.is_symlink() or not folder.is_dir():
+                raise UsageError(f"bundle: {folder.relative_to(dest)} is not a folder") from None
+
+
+def _write_new(target: Path, source: IO[bytes], size: int, *, executable: bool) -> None:
+    """Create `target` (never an existing file, never through a link) with `size` bytes."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, 0o755 if executable else 0o644)
+    written = 0
+    with os.fdopen(fd, "wb") as out:
+        while True:
+            block = source.read(min(1 << 20, size - written + 1))
+            if not block:
+                break
+            written += len(block)
+            if written > size:
+                raise UsageError(f"bundle: {target.name} holds more than its header says")
+            out.write(block)
+
+
+def _read_manifest(archive: Path, root: Path) -> Unpacked:
+    tops = [p for p in root.iterdir() if p.is_dir()]
+    where = f"bundle {archive.name}"
+    if len(tops) != 1 or not (tops[0] / MANIFEST).is_file():
+        raise UsageError(f"{where}: not a reprospec bundle (no single folder with {MANIFEST})")
+    top = tops[0]
+    try:
+        data = json.loads((top / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{where}: {MANIFEST} cannot be read ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise UsageError(f"{where}: {MANIFEST} is not a format-{FORMAT} manifest")
+    spec = _inside(top, data.get("spec"), where)
+    if not spec.is_file():
+        raise UsageError(f"{where}: the spec {data.get('spec')!r} is missing")
+    options = data.get("options") if isinstance(data.get("options"), dict) else {}
+    assert isinstance(options, dict)
+    overrides: tuple[str, ...] = ()
+    if data.get("workdir") is not None:
+        workdir = _inside(top, data.get("workdir"), where)
+        overrides = (f"environment.workdir={json.dumps(str(workdir))}",)
+    repeat, timeout = options.get("repeat"), options.get("timeout_s")
+    return Unpacked(
+        root=top,
+        spec=spec,
+        matrix_filters=tuple(str(f) for f in options.get("matrix_filters") or ()),
+        overrides=overrides,
+        repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else None,
+        timeout_s=float(timeout) if isinstance(timeout, (int, float)) else None,
+        observe=options.get("observe") is True,
+    )
+
+
+def _inside(top: Path, value: object, where: str) -> Path:
+    """A manifest path: relative, inside the bundle, as a path on disk."""
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{where}: {MANIFEST} names no path")
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts:
+        raise UsageError(f"{where}: {MANIFEST} names {value!r}, outside the bundle")
+    return top.joinpath(*path.parts)

@@ -1,0 +1,416 @@
+"""A self-contained bundle of a spec: Dockerfiles, resolved cells and a plain `docker run` script.
+
+Someone without reprospec rebuilds the image and reruns every cell with `./run.sh`;
+the containers get what the docker runner gives them (init, shm size, memory,
+network, env, the workdir at the same path, the child protocol's variables).
+
+    DIR/
+      README.md            what this is, how to run it, what each cell should do
+      run.sh               builds the image(s) if missing, runs the cells: ./run.sh [N...]
+      spec.yaml            the spec as it was given
+      cells/N/plan.json    the resolved cell: command or workload, env, expectation
+      cells/N/cell.json    (workload cells) what the harness reads
+      images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
+      workdirs/K/          a copy of each distinct workdir
+
+A bundle is made to be shared, so no secret is written into it (redact.py says what
+is one). A variable of a cell that holds a secret is passed by name (`docker run -e NAME`):
+whoever runs the bundle exports their own, and a cell refuses to start without it. A
+secret elsewhere (in a command, in a workload's cell.json) is written as `***`, and
+`materialize` warns that the cell must be completed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import MASK, Redactor, looks_secret
+from reprospec.core.sections import Environment
+from reprospec.errors import UsageError
+from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
+from reprospec.runners.docker import image as dockerimage
+from reprospec.runners.docker.container import (
+    IN_ATTEMPT,
+    PATHS,
+    attempt_argv,
+    container_workdir,
+    run_options,
+)
+
+# A bundle mounts each cell's cell.json read-only beside the attempt folder.
+IN_CELL = "/reprospec/cell.json"
+# Copying a workdir bigger than this is probably a mistake (a dataset, a checkout).
+MAX_WORKDIR_BYTES = 200 << 20
+_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache", ".venv"}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What was written: the folder, its cells and its images."""
+
+    root: Path
+    cells: tuple[str, ...]
+    images: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _json(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def _dump(path: Path, data: JsonValue) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=_json) + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class _Image:
+    """One image of the bundle: its build, and what that build needs (for the README)."""
+
+    build: dockerimage.BuildRecipe
+    needs: str
+
+
+def _bundle_image(environment: Environment, spec_dir: Path, find_links: Path | None) -> _Image:
+    """Always a build (the image must carry the harness), never FROM an image of this machine.
+
+    The runner's default image (and its base) are built locally by docker-setup.sh: the
+    bundle rebuilds what they hold from a public Debian base instead. An `image` the spec
+    names is used as the base, and the README says the reader must have it.
+    """
+    if environment.dockerfile:
+        recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+        assert recipe.build is not None  # a dockerfile is always built
+        bases = ", ".join(f"`{b}`" for b in recipe.build.bases) or "the images its ARGs name"
+        return _Image(recipe.build, f"the spec's own Dockerfile; it builds FROM {bases}")
+    image = environment.image or dockerimage.DEFAULT_IMAGE
+    if image in dockerimage.LOCAL_IMAGES:
+        build = dockerimage.public_build(environment.packages, find_links)
+        return _Image(
+            build,
+            f"`{dockerimage.PUBLIC_BASE}` (public: `docker build` pulls it), or any Debian "
+            "bookworm image given as `BASE=IMAGE ./run.sh`",
+        )
+    recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+    needs = (
+        f"`{image}`, the spec's `environment.image`: `docker pull {image}` (or build it) "
+        "before `./run.sh`"
+    )
+    if recipe.build is not None:
+        return _Image(recipe.build, needs)
+    files = [("harness", dockerimage.HARNESS_DIR), ("stackdump", dockerimage.STACKDUMP_DIR)]
+    return _Image(
+        dockerimage.BuildRecipe(
+            dockerfile=dockerimage.render_dockerfile(recipe.tag, packages=False, wheels=False),
+            files=tuple(files),
+            bases=(recipe.tag,),
+            folders=("certs", "harness", "stackdump"),
+        ),
+        needs,
+    )
+
+
+def _without_certs(build: dockerimage.BuildRecipe) -> dockerimage.BuildRecipe:
+    # This machine's proxy CAs are not the reader's: run.sh adds the reader's own.
+    files = tuple((dest, src) for dest, src in build.files if not dest.startswith("certs/"))
+    return dockerimage.BuildRecipe(
+        dockerfile=build.dockerfile,
+        files=files,
+        texts=build.texts,
+        bases=build.bases,
+        folders=build.folders,
+        dockerfile_name=build.dockerfile_name,
+    )
+
+
+def _copy_workdir(source: Path, target: Path) -> int:
+    size = 0
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if any(part in _SKIP for part in rel.parts) or not path.is_file():
+            continue
+        size += path.stat().st_size
+        out = target / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, out)
+    target.mkdir(parents=True, exist_ok=True)
+    return size
+
+
+def write_bundle(
+    spec: Spec,
+    plans: Sequence[AttemptPlan],
+    out: Path,
+    *,
+    find_links: Path | None = None,
+) -> Bundle:
+    """Write the bundle of `plans` (one per cell) into the new or empty folder `out`."""
+    several = [plan.cell.id for plan in plans if plan.copies > 1]
+    if several:
+        # One `docker run` per cell would stand in for N copies released together: refused.
+        more = f" and {len(several) - 3} more" if len(several) > 3 else ""
+        shown = ", ".join(several[:3]) + more
+        raise UsageError(
+            f"run.instances: a bundle runs one container per cell and cannot start several "
+            f"copies of an attempt together (cells {shown}); run them with reprospec "
+            "(--runner local)"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
+    out.mkdir(parents=True, exist_ok=True)
+    spec_dir = Path(spec.path).resolve().parent
+    warnings: list[str] = []
+    redactor = Redactor.for_spec(spec.document)
+    passed: list[str] = []
+    (out / "spec.yaml").write_text(spec.source_text, encoding="utf-8")
+    images: dict[str, int] = {}
+    needs: dict[int, str] = {}
+    workdirs: dict[Path, int] = {}
+    cells: list[str] = []
+    script: list[str] = []
+    for number, plan in enumerate(plans, start=1):
+        image_of = _bundle_image(plan.environment, spec_dir, find_links)
+        build = _without_certs(image_of.build)
+        key = dockerimage.content_hash(build)
+        if key not in images:
+            images[key] = len(images) + 1
+            needs[images[key]] = image_of.needs
+            dockerimage.write_context(build, out / "images" / str(images[key]))
+        if plan.workdir not in workdirs:
+            workdirs[plan.workdir] = len(workdirs) + 1
+            target = out / "workdirs" / str(workdirs[plan.workdir])
+            size = _copy_workdir(plan.workdir, target) if plan.workdir.is_dir() else 0
+            if size > MAX_WORKDIR_BYTES:
+                warnings.append(f"workdir {plan.workdir} is {size >> 20} MB: the bundle copies it")
+        cell_dir = out / "cells" / str(number)
+        cell_dir.mkdir(parents=True)
+        from reprospec.plan.attempt import describe
+
+        _dump(cell_dir / "plan.json", redactor.value(describe(plan)))
+        if plan.workload is not None:
+            document = cell_json(plan)
+            masked = redactor.text(document)
+            (cell_dir / "cell.json").write_text(masked, "utf-8")
+            if masked != document:
+                warnings.append(
+                    f"cell {number} ({plan.cell.id}): its workload holds a secret value, "
+                    f"written as {MASK} in cells/{number}/cell.json: put it back before running"
+                )
+        cells.append(plan.cell.id)
+        image = f"reprospec-bundle/{spec.name}:{images[key]}"
+        cell = _cell_function(number, plan, image, images[key], workdirs[plan.workdir], redactor)
+        script.append(cell.script)
+        warnings.extend(cell.warnings)
+        passed.extend(cell.passed)
+    _write_run_sh(out / "run.sh", spec, plans, script)
+    _write_readme(out / "README.md", spec, plans, needs, redactor, sorted(set(passed)))
+    return Bundle(
+        root=out,
+        cells=tuple(cells),
+        images=tuple(f"images/{k}" for k in images.values()),
+        warnings=tuple(warnings),
+    )
+
+
+def _docker_run_args(
+    plan: AttemptPlan, number: int, workdir_key: int, redactor: Redactor
+) -> tuple[list[str], list[str]]:
+    """`docker run` options for one cell, as the docker runner would create the container,
+    and the variables passed by name (their values are secrets: never in the bundle)."""
+    inside = container_workdir(plan.workdir)
+    args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
+    for option, value in run_options(plan.environment).items():
+        args += [f"--{option.replace('_', '-')}", str(value)]
+    args += ["-v", f'"$HERE/workdirs/{workdir_key}:{inside}"', "-w", shlex.quote(inside)]
+    args += ["-v", f'"$OUT/{number}:{IN_ATTEMPT}"']
+    # The image carries the harness and the stack dumper on its own PYTHONPATH.
+    env = child_env(plan, PATHS)
+    if plan.env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = plan.env["PYTHONPATH"]
+    else:
+        del env["PYTHONPATH"]
+    if plan.workload is not None:
+        args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
+        env[CELL_VAR] = IN_CELL
+    passed: list[str] = []
+    for name, value in env.items():
+        if value and (looks_secret(name) or redactor.text(value) != value):
+            # docker takes NAME's value from the environment of whoever runs run.sh.
+            args += ["-e", shlex.quote(name)]
+            passed.append(name)
+        else:
+            args += ["-e", shlex.quote(f"{name}={value}")]
+    return args, passed
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One cell's function of run.sh, and what materialize warns about it."""
+
+    script: str
+    warnings: tuple[str, ...]
+    passed: tuple[str, ...]  # variables passed by name from the environment of run.sh
+
+
+def _cell_function(
+    number: int, plan: AttemptPlan, image: str, image_key: int, workdir_key: int, redactor: Redactor
+) -> _Cell:
+    argv = attempt_argv(plan) or ["true"]
+    shown = [redactor.text(word) for word in argv]
+    warnings = []
+    if shown != argv:
+        warnings.append(
+            f"cell {number} ({plan.cell.id}): its command holds a secret value, written as "
+            f"{MASK} in run.sh: put it back before running"
+        )
+    expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
+    args, passed = _docker_run_args(plan, number, workdir_key, redactor)
+    checks = [
+        f'    [ -n "${{{name}+set}}" ] || {{ echo "cell {number}: export {name} first '
+        f'(a secret: the bundle passes it from your environment)" >&2; return 125; }}'
+        for name in passed
+    ]
+    folders = [f'"$OUT/{number}"']
+    # The Python processes' SIGUSR1 dump files (childprotocol): nobody asks for them here.
+    cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt']
+    if not plan.environment.shared_tmp:
+        # The container's TMPDIR and XDG_CACHE_HOME (childprotocol), removed after it
+        # as the runners do: the next cell must not see this one's leftovers.
+        private = [f'"$OUT/{number}/{TMP_DIR}"', f'"$OUT/{number}/{CACHE_DIR}"']
+        folders += private
+        cleanup.append(f"    rm -rf {' '.join(private)}")
+    lines = [
+        f"# cell {number}: {plan.cell.id or '(the only cell)'}",
+        f"# expected: {expect}",
+        f"cell_{number}() {{",
+        *checks,
+        f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" || return 125',
+        f"    mkdir -p {' '.join(folders)}",
+        f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
+    ]
+    lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
+    lines += [
+        f"        {shlex.quote(image)} \\",
+        f"        {' '.join(shlex.quote(a) for a in shown)} \\",
+        f'        2>&1 | tee "$OUT/{number}/output.log"',
+        "    local status=${PIPESTATUS[0]}",
+        f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
+        *cleanup,
+        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}',
+        "}",
+    ]
+    return _Cell("\n".join(lines), tuple(warnings), tuple(passed))
+
+
+_RUN_SH_HEAD = r"""#!/usr/bin/env bash
+# Reruns the cells of the reprospec spec __NAME__ with plain `docker run`; reprospec is
+# not needed. Usage: ./run.sh [CELL...]   (cell numbers; default: all __COUNT__)
+# Each cell's output, events.jsonl and env.json go to results/CELL/.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${OUT:-$HERE/results}
+
+# Builds the image once; the host's local CA certificates are added for HTTPS proxies.
+build_image() {
+    docker image inspect "$1" >/dev/null 2>&1 && return 0
+    mkdir -p "$2/certs"
+    cp /usr/local/share/ca-certificates/*.crt "$2/certs/" 2>/dev/null || true
+    # BASE: another Debian bookworm image for the Dockerfiles that start FROM ${BASE}.
+    DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build ${BASE:+--build-arg "BASE=$BASE"} \
+        -t "$1" "$2"
+}
+
+# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N.
+report() {
+    local what="exit $2"
+    if [ "$2" = 124 ]; then what="hang (past the timeout)"
+    elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then what="docker could not run the cell (exit $2)"
+    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then what="killed by SIG$(kill -l $(( $2 - 128 )))"
+    fi
+    echo "== cell $1 [$3]: $what; expected: $4"
+}
+"""
+
+
+def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: list[str]) -> None:
+    head = _RUN_SH_HEAD.replace("__NAME__", spec.name).replace("__COUNT__", str(len(plans)))
+    numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
+    tail = (
+        f'cells=("$@"); [ $# -gt 0 ] || cells=({numbers})\n'
+        'for n in "${cells[@]}"; do\n'
+        f'    case " {numbers} " in\n'
+        f'        *" $n "*) "cell_$n" ;;\n'
+        '        *) echo "no cell $n" >&2; exit 2 ;;\n'
+        "    esac\n"
+        "done\n"
+    )
+    path.write_text(head + "\n" + "\n\n".join(cells) + "\n\n" + tail, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def _write_readme(
+    path: Path,
+    spec: Spec,
+    plans: Sequence[AttemptPlan],
+    needs: Mapping[int, str],
+    redactor: Redactor,
+    passed: Sequence[str],
+) -> None:
+    title = spec.title
+    rows = []
+    for number, plan in enumerate(plans, start=1):
+        expect = ", ".join(f"{k}: {v}" for k, v in plan.expectation.to_dict().items())
+        rows.append(f"| {number} | `{plan.cell.id or '-'}` | {redactor.text(expect)} |")
+    secrets = (
+        "No secret is written into this bundle. Export these variables before `./run.sh`\n"
+        "(a cell that needs one refuses to start without it): "
+        + ", ".join(f"`{name}`" for name in passed)
+        + ".\n"
+        if passed
+        else ""
+    )
+    text = f"""# {title}
+
+A self-contained bundle of the reprospec spec `{spec.name}` (`spec.yaml`): every
+cell resolved, with the Docker image(s) to build and a script that runs each
+cell with plain `docker run`. reprospec itself is not needed.
+
+    ./run.sh          # build the image(s) if missing, run every cell
+    ./run.sh 2        # only cell 2
+
+Images are built from `images/K/` (`Dockerfile`, the reprospec harness, any
+wheels). Nothing is pulled except the base images those Dockerfiles name; no image
+of the machine that wrote this bundle is needed. What each build starts from:
+
+{chr(10).join(f"- `images/{k}/`: {text}" for k, text in needs.items())}
+
+Without `--find-links` when the bundle was written, the builds install their
+packages (torch among them) from the package index pip is configured with; on
+x86_64 PyPI's torch is the CUDA build. A machine without an index: rewrite the
+bundle with `reprospec materialize ... --find-links WHEELHOUSE`.
+Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
+Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
+and `results/N/cache`, removed after it (unless the spec says
+`environment.shared_tmp: true`).
+A cell "reproduces" when its outcome matches the expectation below
+(a crash is a container killed by a signal: exit status 128 + the signal).
+{secrets}
+| cell | matrix | expected |
+|---|---|---|
+{chr(10).join(rows)}
+
+{len(needs)} image(s); the resolved configuration of cell N is `cells/N/plan.json`
+(and `cells/N/cell.json` for the PyTorch harness).
+"""
+    path.write_text(text, encoding="utf-8")

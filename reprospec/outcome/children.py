@@ -1,0 +1,184 @@
+"""Which descendant of an attempt crashed: a child process other than a DataLoader worker.
+
+The main process often survives its child's crash and exits 1 with an error of
+its own (`RuntimeError: child failed`, `BrokenProcessPool`,
+`CalledProcessError`), so the exit status alone says `error`. The evidence of
+the child's death, strongest first:
+
+1. a wait status the engine reaped itself (the subreaper adopts orphans):
+   pid, command line and signal (`Execution.child_exits`);
+   the core it left, when native stacks are on (native.py read it): pid,
+   command line and signal, as the kernel recorded them;
+2. what the parent printed about it: a shell's `line 3: 4242 Segmentation
+   fault   ./test_ops --gtest_filter=...` (pid, command, signal), Python's
+   `CalledProcessError: Command '[...]' died with <Signals.SIGSEGV: 11>`
+   (command, signal);
+3. the child's own faulthandler report, `Fatal Python error: Segmentation
+   fault` with its Python stack (signal and stack, no pid);
+4. `concurrent.futures`' "A process in the process pool was terminated
+   abruptly" (a crash whose signal only a faulthandler report can tell).
+
+Only signals that end a process abnormally count (SIGSEGV, SIGABRT, SIGBUS,
+...; SIGKILL too, the OOM killer's): the processes the engine kills itself at a
+timeout never reach here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reprospec.core.results import ChildExit, Execution
+from reprospec.core.signals import (
+    SHELL_FATAL_SIGNALS,
+    canonical_signal,
+    describe_signal,
+    signal_from_description,
+)
+from reprospec.native import NativeStacks
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.tracebacks import FatalError, fatal_errors
+
+# A child's death by one of these is a crash. SIGINT and SIGPIPE are how pipelines end,
+# SIGTERM how a parent stops its children (a pool's terminate(), a shell's `kill %1`).
+CRASH_SIGNALS = SHELL_FATAL_SIGNALS - {"SIGINT", "SIGPIPE", "SIGTERM"}
+
+_SHELL_DESCRIPTIONS = "|".join(
+    re.escape(describe_signal(name)) for name in sorted(CRASH_SIGNALS, key=len, reverse=True)
+)
+# bash: `./run.sh: line 3:  4242 Segmentation fault      (core dumped) ./test_ops --x`
+# (the pid right-aligned in 5 columns)
+_SHELL_REPORT = re.compile(
+    rf"^(?:[^\n]*?: )?(?:line \d+: )?[ \t]*(?P<pid>\d+) (?P<desc>{_SHELL_DESCRIPTIONS})"
+    r"(?:\s+\(core dumped\))?\s+(?P<cmd>\S[^\n]*?)\s*$",
+    re.M,
+)
+# subprocess.CalledProcessError: Command '['./test_ops']' died with <Signals.SIGSEGV: 11>.
+_CALLED_PROCESS = re.compile(
+    r"Command (?P<cmd>'.*?'|\".*?\"|\[.*?\]) died with <Signals\.(?P<signal>SIG\w+): \d+>"
+)
+_POOL_BROKEN = re.compile(
+    r"A (?:child )?process (?:in the process pool )?(?:was )?terminated abruptly"
+)
+_CMDLINE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class ChildCrash:
+    """A descendant (not the main process) that died of a signal, and how we know."""
+
+    signal: str | None
+    pid: int | None
+    cmdline: str | None
+    evidence: str
+    stack: str | None = None
+
+    def describe(self) -> str:
+        """`child pid 4242 (./test_ops) died of SIGSEGV (Segmentation fault)`, for `detail`."""
+        who = "a child process"
+        if self.pid is not None:
+            who = f"child pid {self.pid}"
+        if self.cmdline:
+            who += f" ({self.cmdline})"
+        if self.signal:
+            return f"{who} died of {self.signal} ({describe_signal(self.signal)}), {self.evidence}"
+        return f"{who} terminated abruptly, {self.evidence}"
+
+
+def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+    """The first descendant that crashed, from the strongest evidence there is; None: none did."""
+    stderr = evidence.stderr
+    fatal = [f for f in fatal_errors(stderr) if _fatal_signal(f) in CRASH_SIGNALS]
+    reaped = _reaped(execution.child_exits)
+    if reaped is not None:
+        return ChildCrash(
+            reaped.signal,
+            reaped.pid,
+            _short(reaped.cmdline),
+            "reaped by the engine",
+            _stack_for(fatal, reaped.signal),
+        )
+    cored = _cored(evidence.native)
+    if cored is not None:
+        return ChildCrash(
+            cored[0], cored[1], _short(cored[2]), "as its core says", _stack_for(fatal, cored[0])
+        )
+    reported = _reported(stderr) or _reported(evidence.stdout)
+    if reported is not None:
+        signal, pid, cmdline, how = reported
+        return ChildCrash(signal, pid, _short(cmdline), how, _stack_for(fatal, signal))
+    if fatal:
+        first = fatal[0]
+        return ChildCrash(
+            _fatal_signal(first), None, None, "as its faulthandler report says", first.stack
+        )
+    if _POOL_BROKEN.search(stderr):
+        return ChildCrash(None, None, None, "as concurrent.futures reports it")
+    return None
+
+
+def _reaped(exits: tuple[ChildExit, ...]) -> ChildExit | None:
+    for child in exits:
+        if child.signal is not None and canonical_signal(child.signal) in CRASH_SIGNALS:
+            return child
+    return None
+
+
+def _cored(stacks: NativeStacks | None) -> tuple[str, int, str] | None:
+    """(signal, pid, command) of the first descendant that left a core (not the main process)."""
+    for process in stacks.processes if stacks is not None else ():
+        signal = canonical_signal(process.signal) if process.signal else None
+        if process.source == "core" and not process.root and signal in CRASH_SIGNALS:
+            assert signal is not None
+            return signal, process.pid, process.command
+    return None
+
+
+def _reported(text: str) -> tuple[str, int | None, str, str] | None:
+    """(signal, pid, command, how) from a shell's or Python's report of a child's death."""
+    shell = _SHELL_REPORT.search(text)
+    called = _CALLED_PROCESS.search(text)
+    if shell is not None and (called is None or shell.start() < called.start()):
+        signal = signal_from_description(shell["desc"])
+        if signal is not None:
+            return signal, int(shell["pid"]), shell["cmd"], "as the shell reports it"
+    if called is not None:
+        signal = canonical_signal(called["signal"])
+        if signal is not None and signal in CRASH_SIGNALS:
+            return signal, None, _command_of(called["cmd"]), "as subprocess reports it"
+    return None
+
+
+def _command_of(text: str) -> str:
+    """`'['./t', '--x']'` (a list's repr, quoted) -> `./t --x`; a string command as it is."""
+    import ast
+    import shlex
+
+    inner = text[1:-1] if text[:1] in "'\"" else text
+    try:
+        value = ast.literal_eval(inner)
+    except (ValueError, SyntaxError):
+        return inner
+    if isinstance(value, (list, tuple)):
+        return shlex.join(str(part) for part in value)
+    return str(value)
+
+
+def _fatal_signal(fatal: FatalError) -> str | None:
+    return signal_from_description(fatal.description)
+
+
+def _stack_for(fatal: list[FatalError], signal: str | None) -> str | None:
+    """The faulthandler stack of a crash with this signal (the child's, when it is Python)."""
+    for report in fatal:
+        if signal is None or _fatal_signal(report) == signal:
+            return report.stack
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _CMDLINE_CHARS else text[: _CMDLINE_CHARS - 3] + "..."
+
+
+__all__ = ["CRASH_SIGNALS", "ChildCrash", "child_crash"]

@@ -1,0 +1,425 @@
+"""Classify one attempt: what a runner observed (`Execution` + `Evidence`) -> `Outcome | NotRun`.
+
+First, whether it ran at all: the runner's infra error, the harness's
+`infra_error` event (from a workload attempt whose harness exited with
+EXIT_INFRA; evidence.py says which events a child may write), or no exit
+status make it `NotRun(reason)`. Then the
+rules, in order:
+
+1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
+   `worker_busy` event with no `worker_free`) makes it `where: worker`, named in the detail.
+2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
+   KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
+3. returncode 0 -> `pass`.
+4. returncode 128+N -> `crash` with signal N, `where: main`, when N is one of
+   `signals.SHELL_FATAL_SIGNALS` (a shell wrapper turns -11 into 139), or for
+   any other N when the output proves it ("Fatal Python error: <strsignal N>"
+   or a shell's "<pid> <strsignal N>" report).
+5. a DataLoader worker died (a `worker_exit` event with a signal, "DataLoader
+   worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
+   encountered in worker", or "exited unexpectedly" with no exit code) ->
+   `crash`, `where: worker`, even though the main process exited 1.
+6. any other descendant crashed (children.py: a wait status the engine reaped,
+   a shell's or subprocess's report, the child's faulthandler report, a broken
+   process pool) -> `crash`, `where: child`, with its pid and command line when
+   known.
+7. anything else -> `error` with the exit code.
+
+Before these, a command that never started (setupfail.py: not found, not
+executable, a declared package missing) is `NotRun`. Exception type and message
+come from the last uncaught Python traceback on stderr, and the chain it ended
+(tracebacks.py); phase, step, stage and module from the events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from reprospec import native
+from reprospec.core.results import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
+from reprospec.core.signals import (
+    canonical_signal,
+    describe_signal,
+    exit_status_signal,
+    signal_from_description,
+    signal_name,
+)
+from reprospec.outcome.children import ChildCrash, child_crash
+from reprospec.outcome.evidence import Event, Evidence
+from reprospec.outcome.setupfail import setup_failure
+from reprospec.outcome.tracebacks import (
+    FatalError,
+    PythonException,
+    fatal_errors,
+    last_line,
+    parse_chain,
+)
+
+# The harness's exit status after an `infra_error` event (reprospec_harness.run.EXIT_INFRA).
+HARNESS_EXIT_INFRA = 3
+
+_WORKER_KILLED = re.compile(
+    r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
+)
+_WORKER_HANDLER = re.compile(
+    r"ERROR: Unexpected (?P<desc>segmentation fault|bus error|floating-point exception)"
+    r" encountered in worker"
+)
+_WORKER_EXITED = re.compile(
+    r"DataLoader worker \(pids?(?:\(s\))? (?P<pids>[\d, ]+)\) exited unexpectedly"
+    r"(?: with exit code (?P<code>-?\d+))?"
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_PATH = re.compile(r"(?<![\w.])(?:~|\.{1,2})?/[^\s'\"()\[\]{}<>,;:]+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?!\w)")
+
+
+@dataclass(frozen=True)
+class WorkerDeath:
+    """Evidence that a DataLoader worker died: its signal, or its exit code."""
+
+    signal: str | None
+    exit_code: int | None
+    pid: int | None
+    evidence: str
+    # From the harness's worker_exit event: which worker, fetching which dataset item.
+    worker: int | None = None
+    index: int | None = None
+    item_phase: str | None = None
+    item_step: int | None = None
+
+
+def classify(
+    execution: Execution, evidence: Evidence | None = None, *, packages: Sequence[str] = ()
+) -> Outcome | NotRun:
+    """What happened in one attempt, or why it never ran.
+
+    `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
+    `packages`: the cell's `environment.packages` (a ModuleNotFoundError for one of
+    them before any progress means the environment lacks it: `NotRun`).
+    """
+    evidence = evidence if evidence is not None else Evidence.read(execution)
+    not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, packages)
+    if not_run is not None:
+        return not_run
+    stderr = evidence.stderr
+    events = evidence.events
+    chain = parse_chain(stderr)
+    exception = chain[-1] if chain else None
+    worker = worker_death(stderr, events.worker_exit)
+    returncode = execution.returncode
+
+    kind: OutcomeKind
+    signal: str | None = None
+    exit_code: int | None = None
+    where: Where | None = None
+    child: ChildCrash | None = None
+    if execution.timed_out:
+        kind = "hang"
+        detail = f"no exit within the timeout; killed after {execution.duration_s:.1f}s"
+        if worker is not None:
+            detail += f"; {_describe_worker(worker)}"
+        elif events.busy:
+            where = "worker"
+            detail += f"; {_describe_busy(events.busy, execution.finished)}"
+    elif returncode is not None and returncode < 0:
+        kind, signal, where = "crash", signal_name(-returncode), "main"
+        detail = f"killed by {signal} ({describe_signal(signal)})"
+        if worker is not None:
+            detail += f"; {_describe_worker(worker)}"
+    elif returncode == 0:
+        kind, exit_code, detail = "pass", 0, None
+        exception = None
+    else:
+        assert returncode is not None
+        shell_signal = _shell_signal(returncode, stderr, evidence.stdout)
+        if shell_signal is not None:
+            kind, signal, where = "crash", shell_signal, "main"
+            detail = f"exit status {returncode} = 128 + {shell_signal}, as a shell reports it"
+        elif worker is not None and worker.exit_code is None:
+            kind, signal, where = "crash", worker.signal, "worker"
+            detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
+        elif worker is None and (child := child_crash(execution, evidence)) is not None:
+            kind, signal, where = "crash", child.signal, "child"
+            detail = f"{child.describe()}; the main process exited {returncode}"
+        else:
+            kind, exit_code = "error", returncode
+            detail = f"exit code {returncode}"
+            if worker is not None:
+                where = "worker"
+                detail += f"; {_describe_worker(worker)}"
+            if exception is None:
+                # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message.
+                last = last_line(stderr)
+                exception = PythonException("", last) if last else None
+
+    exception_type = (exception.type or None) if exception else None
+    message = exception.message if exception else None
+    if where is None and kind != "pass":
+        where = "main"  # CLI.md: a failure happened in the main process or in a worker
+    failed = kind != "pass"
+    injected = events.injected() if failed else None
+    return Outcome(
+        kind=kind,
+        signal=signal,
+        exit_code=exit_code,
+        where=where,
+        exception=exception_type,
+        message=message,
+        phase=events.phase,
+        step=events.step,
+        duration_s=execution.duration_s,
+        signature=failure_signature(
+            kind, signal, where, exception_type, exit_code, events.phase, injected
+        ),
+        detail=detail,
+        # Where a failure stopped inside a step or an import; a pass ran to its end.
+        module=events.module if failed else None,
+        stage=events.stage if failed else None,
+        chain=_chain(chain) if failed and len(chain) > 1 else (),
+        pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
+        cmdline=child.cmdline if child is not None else None,
+        injected=injected,
+    )
+
+
+def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:
+    links: dict[str | None, Literal["cause", "context"] | None] = {
+        "cause": "cause",
+        "context": "context",
+    }
+    return tuple(ChainLink(e.type, e.message, links.get(e.link)) for e in chain)
+
+
+def crash_stack(execution: Execution, evidence: Evidence) -> str | None:
+    """The crashed child's own stack (its faulthandler report), for `where: child`."""
+    child = child_crash(execution, evidence)
+    return child.stack if child is not None else None
+
+
+def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
+    """The Python stack of the DataLoader worker that died, as the worker itself printed it.
+
+    The harness puts faulthandler back in front of torch's handlers in its workers, so
+    a dying worker prints `Fatal Python error: <signal>` and its Python stack (the
+    main process did not die of a signal, so such a report is a descendant's). Else,
+    gdb's Python stacks of the worker's core (`py-bt`), when native stacks were taken.
+    """
+    if outcome.kind != "crash" or outcome.where != "worker":
+        return None
+    for text in (evidence.stderr, evidence.stdout):
+        for report in fatal_errors(text):
+            if outcome.signal is None or signal_from_description(report.description) in (
+                outcome.signal,
+                None,
+            ):
+                return report
+    stacks = evidence.native
+    process = native.crashed_process(stacks, outcome.pid) if stacks is not None else None
+    if (
+        process is not None
+        and process.python
+        and (outcome.pid is None or process.pid == outcome.pid)
+    ):
+        return FatalError("", _crashed_thread_first(process.python.strip(), process.crashed_lwp))
+    return None
+
+
+_PY_BT_THREAD = re.compile(r"^Thread \d+ \(", re.M)
+
+
+def _crashed_thread_first(text: str, lwp: int | None) -> str:
+    """gdb's `py-bt` of every thread, the thread that took the signal first."""
+    starts = [m.start() for m in _PY_BT_THREAD.finditer(text)]
+    if lwp is None or not starts:
+        return text
+    blocks = [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    blocks.sort(key=lambda block: f"(LWP {lwp}))" not in block.split("\n", 1)[0])
+    return "\n\n".join([text[: starts[0]].strip(), *blocks]).strip()
+
+
+def _dead_worker_pid(
+    kind: str, where: str | None, worker: WorkerDeath | None, evidence: Evidence
+) -> int | None:
+    """The pid of the DataLoader worker whose death made the attempt a worker crash.
+
+    torch's one-line report names none; the core the worker left does.
+    """
+    if kind != "crash" or where != "worker" or worker is None:
+        return None
+    if worker.pid is not None:
+        return worker.pid
+    cored = [
+        p
+        for p in (evidence.native.processes if evidence.native is not None else ())
+        if p.source == "core"
+        and not p.root
+        and (worker.signal is None or canonical_signal(p.signal or "") == worker.signal)
+    ]
+    return cored[0].pid if len(cored) == 1 else None
+
+
+def _not_run(execution: Execution, evidence: Evidence) -> NotRun | None:
+    """Why the attempt did not run what the spec asks (the runner or harness says); None: it did."""
+    if execution.infra_error:
+        return NotRun(execution.infra_error)
+    if evidence.events.infra_error and execution.returncode == HARNESS_EXIT_INFRA:
+        # The harness writes the event and exits with EXIT_INFRA; an event alone (written
+        # by code the harness ran, which then crashed) does not make a crash "not run".
+        return NotRun(evidence.events.infra_error)
+    if execution.returncode is None and not execution.timed_out:
+        if execution.interrupted:
+            return NotRun("interrupted before it finished")
+        return NotRun("the runner recorded no exit status")
+    return None
+
+
+def failure_signature(
+    kind: str,
+    signal: str | None,
+    where: str | None,
+    exception: str | None,
+    exit_code: int | None,
+    phase: str | None,
+    injected: str | None = None,
+) -> str:
+    """`crash:SIGSEGV:worker:validation`, `error:RuntimeError:train`, `hang:validation`, `pass`.
+
+    A failure the spec injected says so (`...:validation:injected=faults[0]`): it is
+    told apart from the same failure of the code under test.
+    """
+    if kind == "pass":
+        return "pass"
+    parts: list[str | None] = [kind]
+    if kind == "crash":
+        parts += [signal or "unknown-signal", where]
+    elif kind == "error":
+        parts += [exception or f"exit-{exit_code}", "worker" if where == "worker" else None]
+    parts.append(phase)
+    if injected:
+        parts.append("injected=" + injected.replace("workload.", "").replace(", ", "+"))
+    return ":".join(p for p in parts if p)
+
+
+def fine_signature(outcome: Outcome) -> str:
+    """The signature plus the normalized first line of the message: tells failures apart."""
+    if not outcome.message:
+        return outcome.signature
+    return f"{outcome.signature}:{normalize_message(outcome.message.splitlines()[0])}"
+
+
+def normalize_message(text: str) -> str:
+    """A message with what varies between runs and machines replaced (pids, paths, addresses)."""
+    text = _ANSI.sub("", text)
+    text = _UUID.sub("<uuid>", text)
+    text = _HEX.sub("<hex>", text)
+    text = _PATH.sub("<path>", text)
+    text = _NUMBER.sub("<N>", text)
+    return " ".join(text.split())[:300]
+
+
+def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath | None:
+    """How a DataLoader worker died, from a harness event (preferred) or torch's messages."""
+    if worker_exit is not None:
+        raw = worker_exit.get("signal")
+        signal = canonical_signal(raw) if isinstance(raw, (str, int)) and raw else None
+        pid = worker_exit.get("pid")
+        code = worker_exit.get("exit_code")
+        return WorkerDeath(
+            signal,
+            code if isinstance(code, int) and signal is None else None,
+            pid if isinstance(pid, int) else None,
+            "worker_exit event",
+            worker=_int_or_none(worker_exit.get("worker")),
+            index=_int_or_none(worker_exit.get("index")),
+            item_phase=phase if isinstance(phase := worker_exit.get("phase"), str) else None,
+            item_step=_int_or_none(worker_exit.get("step")),
+        )
+    kills = list(_WORKER_KILLED.finditer(stderr))
+    if kills:
+        killed = kills[-1]
+        signal = signal_from_description(killed["desc"])
+        return WorkerDeath(signal, None, int(killed["pid"]), killed.group(0).strip())
+    handler = _WORKER_HANDLER.search(stderr)
+    if handler is not None:
+        return WorkerDeath(signal_from_description(handler["desc"]), None, None, handler.group(0))
+    exited = _WORKER_EXITED.search(stderr)
+    if exited is not None:
+        code = int(exited["code"]) if exited["code"] else None
+        pid = exited["pids"].split(",")[0].strip()
+        return WorkerDeath(None, code, int(pid) if pid.isdigit() else None, exited.group(0))
+    return None
+
+
+def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:
+    conventional = exit_status_signal(returncode)
+    if conventional is not None:
+        return conventional
+    candidate = exit_status_signal(returncode, any_signal=True)
+    if candidate is None:
+        return None
+    description = re.escape(describe_signal(candidate))
+    proof = re.compile(rf"^Fatal Python error: {description}\b|\b\d+ {description}\b", re.M)
+    return candidate if proof.search(stderr) or proof.search(stdout) else None
+
+
+def _describe_worker(worker: WorkerDeath) -> str:
+    """`DataLoader worker 1 (pid 42) died of SIGSEGV (...) fetching item 37 (validation step 7)`."""
+    who = "a DataLoader worker" if worker.worker is None else f"DataLoader worker {worker.worker}"
+    if worker.pid:
+        who += f" (pid {worker.pid})" if worker.worker is not None else f" pid {worker.pid}"
+    if worker.signal:
+        text = f"{who} died of {worker.signal} ({describe_signal(worker.signal)})"
+    elif worker.exit_code is not None:
+        text = f"{who} exited with code {worker.exit_code}"
+    else:
+        text = f"{who} exited unexpectedly"
+    if worker.index is not None:
+        text += f" fetching item {worker.index}"
+        if worker.item_phase and worker.item_step is not None:
+            text += f" ({worker.item_phase} step {worker.item_step})"
+    return text
+
+
+def _describe_busy(busy: tuple[Event, ...], finished: str) -> str:
+    """`DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 8.1 s`."""
+    first = min(busy, key=lambda e: _number(e.get("since")) or _number(e.get("t")) or 0.0)
+    worker, pid, index = (_int_or_none(first.get(k)) for k in ("worker", "pid", "index"))
+    text = "a DataLoader worker" if worker is None else f"DataLoader worker {worker}"
+    if pid is not None:
+        text += f" (pid {pid})" if worker is not None else f" pid {pid}"
+    text += " stuck fetching"
+    text += " an item" if index is None else f" item {index}"
+    phase, step = first.get("phase"), _int_or_none(first.get("step"))
+    if isinstance(phase, str) and step is not None:
+        text += f" ({phase} step {step})"
+    seconds = _number(first.get("seconds"))
+    since = _number(first.get("since"))
+    try:
+        end = datetime.fromisoformat(finished).timestamp()
+    except (TypeError, ValueError):
+        end = None
+    if since is not None and end is not None and end > since:
+        text += f" for {end - since:.1f}s"
+    elif seconds is not None:
+        text += f" for over {seconds:.1f}s"
+    if len(busy) > 1:
+        text += f" (and {len(busy) - 1} more stuck item(s))"
+    return text
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,329 @@
+"""What an attempt left behind, read once: the input of classify, judge and the report.
+
+A runner's `Execution` names the attempt's files (stdout.log, stderr.log,
+events.jsonl, stack.txt). `Evidence.read` opens each of them once, keeps what
+later stages use (the logs' head and tail as text, the events boiled down to
+what they say, the stack dump) and nothing downstream opens them again:
+
+    Execution -> Evidence.read -> outcome.classify -> judge.judge_attempt
+                                -> AttemptResult.stack / .excerpt -> report
+
+Logs are capped by the runner, but a reader must not trust that: the verdict
+needs the first lines (a dying worker's message) and the last (the traceback),
+so a long log keeps its head and tail with a marker between them. Every file
+here is the child's to write, so each is read within a bound (capped.py): the
+events file too (its head and tail; a line past _MAX_EVENT_LINE is skipped
+unread), and the stack dump.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprospec import native
+from reprospec.core import capped
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.logtext import clean_log, excerpt
+from reprospec.core.results import ChildWarning, Execution
+from reprospec.native import NativeStacks
+from reprospec.outcome import ranks
+from reprospec.outcome.ranks import RankReport
+
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 256 * 1024
+# Where `expect.message` looks past the exception message: the end of each log.
+MESSAGE_TAIL_BYTES = 64 * 1024
+# A stack dump of many processes and threads stays whole up to here.
+STACK_BYTES = 1024 * 1024
+_MAX_EVENT_LINE = 64 * 1024
+# An events file is read as its first and last bytes: where the attempt began and
+# where it got to. Millions of progress lines in between say nothing more.
+EVENTS_HEAD_BYTES = 4 * 1024 * 1024
+EVENTS_TAIL_BYTES = 16 * 1024 * 1024
+# Items a worker may be stuck on, and the like, are kept up to here (the newest).
+MAX_BUSY = 256
+
+Event = Mapping[str, JsonValue]
+
+# Whose word each kind of event is. The events file is writable by every process of
+# the attempt, so what it may say depends on who the main process is:
+# - any child may report its progress (where it got to): a line of one of these
+#   kinds, or a line with no `event` at all, gives the phase, step, stage or the
+#   module being imported;
+# - the harness's own reports (a DataLoader worker's death, an infrastructure error,
+#   distributed ranks, faults about to fire) are believed only from a workload
+#   attempt, whose main process is the harness (`Execution.harness`). From a
+#   command they are ignored: a program cannot call its own crash an infra error,
+#   or blame a worker it never had.
+# Every other kind is ignored. An infra error also needs the harness's exit status
+# (outcome.py), so a line written by code the harness runs cannot stand alone.
+PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker"})
+HARNESS_EVENTS = frozenset(
+    {
+        "start",
+        "done",
+        "loader",
+        "faults",
+        "fault",
+        "dataset_probe",
+        "worker_exit",
+        "worker_busy",
+        "worker_free",
+        "infra_error",
+        "distributed",
+        "ranks",
+        "ranks_stuck",
+        "rank_exit",
+        "rank_error",
+    }
+)
+
+
+# What the fork server's code writes in a forked attempt (forkserver.py): believed only
+# from a forked attempt, and only ever worded as a warning of it.
+FORKED_EVENTS = frozenset({"preload_missed"})
+
+
+def allowed_events(
+    events: Iterable[Event], *, harness: bool, forked: bool = False
+) -> Iterator[Event]:
+    """The events this attempt's main process may write (see PROGRESS_EVENTS); others dropped."""
+    kinds = PROGRESS_EVENTS | HARNESS_EVENTS if harness else PROGRESS_EVENTS
+    if forked:
+        kinds = kinds | FORKED_EVENTS
+    return (event for event in events if event.get("event") is None or event["event"] in kinds)
+
+
+@dataclass(frozen=True)
+class Events:
+    """What events.jsonl says, from one pass over it: where the attempt got to, what went wrong.
+
+    `phase`/`step`: the last event with either (a new phase starts with no step).
+    `stage`: the stage (`forward`, `backward`, `optimizer`, ...) the last step
+    had reached; a new step or phase starts with none. `module`: the module of
+    the last `import` event while the attempt is still in that event's phase.
+    `worker_exit`: the last `worker_exit` event with a signal. `infra_error`: the
+    reason of the last `infra_error` event. `busy`: `worker_busy` events with no
+    `worker_free` after them (items a DataLoader worker was stuck on). `faults`: the
+    spec's injected faults that fired (`fault` events: number, kind, where, pid), in order.
+    """
+
+    phase: str | None = None
+    step: int | None = None
+    worker_exit: Event | None = None
+    infra_error: str | None = None
+    busy: tuple[Event, ...] = ()
+    stage: str | None = None
+    module: str | None = None
+    # A forked attempt's `preload_missed` event: what it imported that its server had not.
+    preload_missed: Event | None = None
+    faults: tuple[Event, ...] = ()
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Events:
+        """The summary of a sequence of events, in the order they were written."""
+        phase: str | None = None
+        step: int | None = None
+        stage: str | None = None
+        module: tuple[str, str | None] | None = None  # (module, the phase it was imported in)
+        worker_exit: Event | None = None
+        infra_error: str | None = None
+        busy: dict[tuple[object, object], Event] = {}
+        preload_missed: Event | None = None
+        faults: list[Event] = []
+        for event in events:
+            name = event.get("event")
+            if name == "preload_missed":
+                preload_missed = event
+            elif name == "fault":
+                faults.append(event)
+            elif name == "worker_exit" and event.get("signal"):
+                worker_exit = event
+            elif name == "worker_busy":
+                busy[event.get("pid"), event.get("index")] = event
+                if len(busy) > MAX_BUSY:
+                    del busy[next(iter(busy))]
+            elif name == "worker_free":
+                busy.pop((event.get("pid"), event.get("index")), None)
+            elif name == "infra_error":
+                infra_error = str(event.get("reason") or "infrastructure error")
+            new_phase = event.get("phase")
+            new_step = event.get("step")
+            if isinstance(new_phase, str) and new_phase != phase:
+                phase, step, stage = new_phase, None, None  # a new phase starts with no step yet
+            if isinstance(new_step, int) and not isinstance(new_step, bool):
+                if new_step != step:
+                    stage = None
+                step = new_step
+            new_stage = event.get("stage")
+            if isinstance(new_stage, str):
+                stage = new_stage
+            new_module = event.get("module")
+            if name == "import" and isinstance(new_module, str):
+                module = (new_module, phase)
+        return cls(
+            phase,
+            step,
+            worker_exit,
+            infra_error,
+            tuple(busy.values()),
+            stage=stage,
+            module=module[0] if module is not None and module[1] == phase else None,
+            preload_missed=preload_missed,
+            faults=tuple(faults),
+        )
+
+    def injected(self) -> str | None:
+        """`workload.faults[0]` (or several, comma-separated): the spec's faults that fired.
+
+        Every fault but `skip_allreduce` ends the process it fires in (a signal, an
+        exception, an exit, a deadlock), so a failure after one is the fault's doing.
+        """
+        numbers = dict.fromkeys(
+            n for e in self.faults if isinstance(n := e.get("number"), int) and n >= 0
+        )
+        return ", ".join(f"workload.faults[{n}]" for n in numbers) or None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An attempt's logs, events and stack dump, as read once when the attempt ended."""
+
+    stdout: str = ""
+    stderr: str = ""
+    events: Events = field(default_factory=Events)
+    stack: str | None = None
+    # gdb's stacks of crashed or hung processes (native-stacks.json), when taken.
+    native: NativeStacks | None = None
+    # The ranks of a distributed workload, from the same pass over the events.
+    ranks: RankReport | None = None
+
+    @classmethod
+    def read(cls, execution: Execution) -> Evidence:
+        """Read the files an execution names, each once (missing files read as empty)."""
+        stack = None
+        if execution.stack_path is not None:
+            stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
+        # Read once, bounded; each summary takes its own pass over the bytes in memory.
+        events = _events_window(execution.events_path)
+        return cls(
+            stdout=read_log(execution.stdout_path),
+            stderr=read_log(execution.stderr_path),
+            events=Events.of(
+                allowed_events(
+                    _parse_events(events),
+                    harness=execution.harness,
+                    forked=execution.launch == "forked",
+                )
+            ),
+            stack=stack,
+            native=native.read(execution.log_dir),
+            ranks=ranks.from_events(
+                allowed_events(_parse_events(events), harness=execution.harness)
+            ),
+        )
+
+    def output_tail(self) -> str:
+        """The end of stderr and of stdout: where `expect.message` looks past the exception."""
+        return "\n".join(
+            text[-MESSAGE_TAIL_BYTES:] for text in (self.stderr, self.stdout) if text
+        )
+
+    def warnings(self) -> tuple[ChildWarning, ...]:
+        """The warnings the attempt's processes printed (stderr, then stdout), each once."""
+        found: dict[tuple[str, str], ChildWarning] = {}
+        for text in (self.stderr, self.stdout):
+            for warning in python_warnings(text):
+                found.setdefault(warning.key, warning)
+        return tuple(found.values())
+
+    def excerpt(self, without: str = "") -> str:
+        """The lines of the log a bug report quotes: stderr's, else stdout's ('' when silent).
+
+        `without`: a block the report shows on its own (a dead worker's stack), left out.
+        """
+        for text in (self.stderr, self.stdout):
+            if without:
+                text = text.replace(without, "")
+            lines = excerpt(text)
+            if lines.strip():
+                return lines
+        return ""
+
+
+# Python's `warnings` print `file:line: Category: message`, then the source line indented.
+_WARNING = re.compile(
+    r"^(?P<where>\S[^\n]*?:\d+): (?P<category>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Warning):"
+    r" (?P<message>\S[^\n]*)$",
+    re.M,
+)
+_WARNING_CHARS = 500
+
+
+def python_warnings(text: str) -> tuple[ChildWarning, ...]:
+    """The warnings printed in `text`, each (category, message) once, in first-seen order.
+
+    A warning printed in a loop, or by every DataLoader worker, is one warning: its
+    first `file:line` is kept.
+    """
+    seen: dict[tuple[str, str], ChildWarning] = {}
+    for match in _WARNING.finditer(clean_log(text)):
+        message = match["message"].strip()
+        if len(message) > _WARNING_CHARS:
+            message = message[: _WARNING_CHARS - 3] + "..."
+        warning = ChildWarning(match["category"], message, match["where"])
+        seen.setdefault(warning.key, warning)
+    return tuple(seen.values())
+
+
+def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:
+    """A log file's head and tail as text: bytes decoded leniently, NUL bytes dropped."""
+    if path is None:
+        return ""
+    try:
+        data = capped.head_tail(path, head, tail)
+    except OSError:
+        return ""
+    return data.replace(b"\0", b"").decode("utf-8", errors="replace")
+
+
+def _events_window(path: Path | None) -> bytes:
+    if path is None:
+        return b""
+    try:
+        return capped.head_tail(path, EVENTS_HEAD_BYTES, EVENTS_TAIL_BYTES)
+    except OSError:
+        return b""
+
+
+def _parse_events(data: bytes) -> Iterator[JsonObject]:
+    for raw in capped.lines(io.BytesIO(data), _MAX_EVENT_LINE):
+        try:
+            event = json.loads(raw.replace(b"\0", b"").decode("utf-8", errors="replace"))
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
+def iter_events(path: Path | None) -> Iterator[JsonObject]:
+    """The JSON objects of an events file (its head and tail); malformed lines are skipped."""
+    yield from _parse_events(_events_window(path))
+
+
+__all__ = [
+    "HARNESS_EVENTS",
+    "PROGRESS_EVENTS",
+    "Event",
+    "Events",
+    "Evidence",
+    "allowed_events",
+    "iter_events",
+    "python_warnings",
+    "read_log",
+]

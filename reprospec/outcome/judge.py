@@ -1,0 +1,293 @@
+"""Judge outcomes against an expectation: per attempt (`AttemptVerdict`) and per cell (`Verdict`).
+
+A cell without `expect.rate` is reproduced when every attempt matched. With a
+rate (`">=0.3"`) the verdict follows the Wilson 95% interval of the match
+rate (rates.judge_rate): `reproduced` when all of it meets the bound,
+`not-reproduced` when none of it does, `undecided` while it straddles the
+threshold, so nobody mistakes 2/6 for proof either way. Attempts that did not
+run (`NotRun`) are no evidence either way: a cell of only those is
+`infra-error`. Reasons are worded with words.py, like every other view.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from reprospec.core import patterns
+from reprospec.core.inputs import Expectation
+from reprospec.core.rates import RateJudgement, judge_rate, rate_of
+from reprospec.core.results import (
+    AttemptResult,
+    AttemptVerdict,
+    CellResult,
+    NotRun,
+    Outcome,
+    Rate,
+    RunResult,
+    Verdict,
+    VerdictKind,
+)
+from reprospec.core.signals import canonical_signal
+from reprospec.core.units import RateBound
+from reprospec.core.words import (
+    NOT_RUN,
+    attempts_phrase,
+    expectation_phrase,
+    outcome_phrase,
+    rate_phrase,
+    shorten,
+    signals_phrase,
+)
+from reprospec.errors import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_REPRODUCED,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+)
+from reprospec.outcome.evidence import Evidence
+from reprospec.plan.run import RunPlan
+
+_RATE_VERDICTS: dict[RateJudgement, VerdictKind] = {
+    "met": "reproduced",
+    "failed": "not-reproduced",
+    "undecided": "undecided",
+}
+
+
+def judge_attempt(
+    outcome: Outcome | NotRun, expectation: Expectation, evidence: Evidence | None = None
+) -> AttemptVerdict:
+    """Whether one attempt's outcome meets the expectation, and each way it does not.
+
+    `signal` may list several signals (any of them matches). `exception` and
+    `message` match any exception of the chain (the primary, a link, or the last
+    one); `message` is then looked for in the end of the attempt's output
+    (`evidence`). An attempt that did not run matches nothing.
+    """
+    if isinstance(outcome, NotRun):
+        return AttemptVerdict(False)
+    if expectation.observes:
+        return AttemptVerdict(True)  # observe mode: recorded, not judged
+    misses: list[str] = []
+    expected_kind = expectation.outcome
+    if not _kind_matches(expected_kind, outcome.kind):
+        misses.append(f"expected outcome {expected_kind}, got {outcome.kind}")
+    if expectation.signals:
+        wanted = [canonical_signal(s) or s for s in expectation.signals]
+        got = canonical_signal(outcome.signal) if outcome.signal else None
+        if got not in wanted:
+            misses.append(
+                f"expected signal {signals_phrase(wanted)}, got {got or _no_signal(outcome)}"
+            )
+    if expectation.exit_code is not None and expectation.exit_code != outcome.exit_code:
+        got_code = "none" if outcome.exit_code is None else str(outcome.exit_code)
+        misses.append(f"expected exit code {expectation.exit_code}, got {got_code}")
+    if expectation.exception is not None and not any(
+        exception_matches(expectation.exception, link.type) for link in outcome.exceptions
+    ):
+        misses.append(
+            f"expected exception {expectation.exception}, got {outcome.exception or 'none'}"
+        )
+    if expectation.message is not None:
+        miss = _message_miss(expectation.message, outcome, evidence)
+        if miss:
+            misses.append(miss)
+    if expectation.phase is not None and expectation.phase != outcome.phase:
+        misses.append(f"expected phase {expectation.phase}, got {outcome.phase or 'none'}")
+    if expectation.step is not None and outcome.step not in expectation.step:
+        got_step = "none" if outcome.step is None else str(outcome.step)
+        misses.append(f"expected step {expectation.step}, got {got_step}")
+    for key in ("module", "stage"):
+        want_value, got_value = getattr(expectation, key), getattr(outcome, key)
+        if want_value is not None and want_value != got_value:
+            misses.append(f"expected {key} {want_value}, got {got_value or 'none'}")
+    return AttemptVerdict(not misses, tuple(misses))
+
+
+def exception_matches(expected: str, got: str | None) -> bool:
+    """`AcceleratorError` matches `torch.AcceleratorError` (and back); otherwise exact."""
+    if got is None:
+        return False
+    return expected == got or got.endswith("." + expected) or expected.endswith("." + got)
+
+
+def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> Verdict:
+    """A cell's verdict, a one-line human reason, and its rate of matching attempts."""
+    usable = [a for a in attempts if isinstance(a.outcome, Outcome)]
+    broken = [a.outcome for a in attempts if isinstance(a.outcome, NotRun)]
+    rate = rate_of(sum(a.matched for a in usable), len(usable))
+    if not usable:
+        if broken:
+            return Verdict("infra-error", f"could not run: {broken[0].reason}", rate)
+        return Verdict("infra-error", "no attempt ran", rate)
+
+    if expectation.observes:
+        reason = attempts_phrase(usable)
+        if broken:
+            reason += f" ({len(broken)} more could not run)"
+        return Verdict("observed", reason, rate)
+    kind: VerdictKind
+    if expectation.rate is None:
+        kind = "reproduced" if rate.matched == rate.attempts else "not-reproduced"
+        reason = _plain_reason(expectation, usable, rate)
+    else:
+        kind = _RATE_VERDICTS[judge_rate(rate, expectation.rate)]
+        reason = _rate_reason(expectation, expectation.rate, rate)
+    if broken:
+        reason += f" ({len(broken)} more could not run)"
+    return Verdict(kind, reason, rate)
+
+
+def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: Rate) -> str:
+    n = rate.attempts
+    if rate.matched == n:
+        same = _common_phrase([a.outcome for a in usable if isinstance(a.outcome, Outcome)])
+        return f"{n}/{n} attempts as expected" + (f": {same}" if same else "")
+    misses = [a for a in usable if not a.matched]
+    actual, count = _most_common(misses, expectation)
+    reason = (
+        f"expected {expectation_phrase(expectation, rate=False)}, got {actual} "
+        f"in {count}/{n} attempts"
+    )
+    if len(misses) == 1 and misses[0].mismatches and not _kind_differs(misses[0]):
+        reason += f" ({misses[0].mismatches[0]})"
+    if rate.matched:
+        reason += f"; {rate.matched}/{n} matched"
+    return reason
+
+
+def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate) -> str:
+    observed = rate_phrase(rate, fraction=True)
+    what = expectation_phrase(expectation, rate=False)
+    judged = judge_rate(rate, bound)
+    if judged == "undecided":
+        # "intermittent" when it did happen sometimes and not always.
+        flaky = " (intermittent)" if 0 < rate.matched < rate.attempts else ""
+        return f"undecided{flaky}: {observed} straddles {bound}; run more attempts ({what})"
+    if judged == "met":
+        return f"{observed} meets {bound} ({what})"
+    return f"{observed} fails {bound} ({what})"
+
+
+def _common_phrase(outcomes: list[Outcome]) -> str:
+    """The phrase every outcome shares: in full, else without where; '' when they differ."""
+    for where in (True, False):
+        phrases = {outcome_phrase(o, where=where, pid=False) for o in outcomes}
+        if len(phrases) == 1:
+            return phrases.pop()
+    return ""
+
+
+def _most_common(misses: list[AttemptResult], expectation: Expectation) -> tuple[str, int]:
+    # Against an expectation, say where only when it asks where, and the message
+    # only when it asks for one: otherwise misses at different steps split the count.
+    where = expectation.phase is not None or expectation.step is not None
+    message = expectation.message is not None
+    counts = Counter(
+        outcome_phrase(a.outcome, where=where, message=message, pid=False) for a in misses
+    )
+    return counts.most_common(1)[0]
+
+
+def _kind_differs(attempt: AttemptResult) -> bool:
+    # "got pass" says it all; a detail helps only when the kind was right.
+    return any(m.startswith("expected outcome ") for m in attempt.mismatches)
+
+
+def _kind_matches(expected: str, got: str) -> bool:
+    return got != "pass" if expected == "fail" else expected == got
+
+
+# A spec's `expect.message` from a ticket may backtrack for hours: matching is bounded.
+MESSAGE_MATCH_TIMEOUT_S = 1.0
+
+
+def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> str | None:
+    """None when the pattern is in a message of the chain or the output's end; else the miss."""
+    problem = patterns.problem(pattern)
+    if problem is not None:
+        return f"expected message matching {pattern!r}, but that is no valid regex ({problem})"
+    message = outcome.message
+    messages = [link.message for link in outcome.exceptions if link.message]
+    if message and message not in messages:
+        messages.append(message)
+    try:
+        for text in messages:
+            if patterns.search(pattern, text, MESSAGE_MATCH_TIMEOUT_S):
+                return None
+        tail = evidence.output_tail() if evidence is not None else ""
+        if tail and patterns.search(pattern, tail, MESSAGE_MATCH_TIMEOUT_S):
+            return None
+    except patterns.PatternTimeout:
+        return (
+            f"expected message matching {pattern!r}: matching gave up after "
+            f"{MESSAGE_MATCH_TIMEOUT_S:g}s (the pattern backtracks too much)"
+        )
+    shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
+    return f"expected message matching {pattern!r}, got {shown}"
+
+
+def _no_signal(outcome: Outcome) -> str:
+    if outcome.kind == "error" and outcome.exit_code is not None:
+        return f"none (exit code {outcome.exit_code})"
+    return f"none ({outcome.kind})"
+
+
+def judge_cells(
+    plan: RunPlan,
+    attempts_by_cell: Mapping[str, Sequence[AttemptResult]],
+    *,
+    interrupted: bool = False,
+) -> tuple[CellResult, ...]:
+    """Turn each planned cell's attempts into its verdict."""
+    commands = {attempt.cell.id: attempt.command_text for attempt in reversed(plan.attempts)}
+    # What each cell ran with (the first attempt's: an environment is per cell, not per attempt).
+    environments = {
+        attempt.cell.id: attempt.environment.to_json() for attempt in reversed(plan.attempts)
+    }
+    planned_count = Counter(attempt.cell.id for attempt in plan.attempts)
+    cells = []
+    for cell in plan.cells:
+        attempts = tuple(attempts_by_cell.get(cell.id, ()))
+        expectation = plan.expectations[cell.id]
+        verdict = judge_cell(expectation, attempts)
+        if interrupted and not attempts:
+            # Nothing went wrong in this cell: the run stopped before it (no infra-error).
+            verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
+        elif interrupted and len(attempts) < planned_count[cell.id]:
+            verdict = replace(
+                verdict,
+                reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
+                f"{planned_count[cell.id]} attempts; --resume finishes it)",
+            )
+        cells.append(
+            CellResult.judged(
+                cell,
+                expectation,
+                verdict,
+                attempts,
+                commands.get(cell.id, ""),
+                environments.get(cell.id),
+            )
+        )
+    return tuple(cells)
+
+
+def exit_code_for(run: RunResult) -> int:
+    """0 all reproduced (or observed); 3 any infra-error; 1 any not reproduced; 4 any undecided.
+
+    The first that applies, in that order; 130 before all of them when interrupted.
+    """
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    summary = run.summary
+    if summary["infra_error"]:
+        return EXIT_INFRA
+    if summary["not_reproduced"]:
+        return EXIT_NOT_REPRODUCED
+    if summary["undecided"]:
+        return EXIT_UNDECIDED
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""Setup failures of a command: the program never started, so its exit says nothing about the bug.
+
+A command spec that cannot start what it names must not read as a
+non-reproduction ("expected crash, got error exit 127"): the cell is
+`infra-error` with the reason, as a workload's missing torch already is. Each
+rule needs the shell's or Python's own words on stderr, and an attempt that
+reported no progress yet (no event with a phase or step):
+
+    127  `sh: 1: trainer: not found`, `bash: line 1: trainer: command not found`
+    126  `sh: 1: ./run.sh: Permission denied`, `cannot execute binary file`
+    2    `python: can't open file '/w/train.py': [Errno 2] No such file or directory`
+    any  `ModuleNotFoundError: No module named 'wandb'` when the spec's
+         `environment.packages` declares that package: it is not installed where
+         the attempt ran
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reprospec.core.results import Execution, NotRun
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.tracebacks import parse_exception
+
+_NOT_FOUND = re.compile(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
+_NOT_EXECUTABLE = re.compile(
+    r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?P<why>Permission denied|cannot execute[^\n]*)\s*$",
+    re.M,
+)
+_CANT_OPEN = re.compile(
+    r"^(?P<exe>\S+): can't open file (?P<file>'[^'\n]*'|\S+): \[Errno \d+\] (?P<why>[^\n]+)$",
+    re.M,
+)
+_NO_MODULE = re.compile(r"^No module named '(?P<module>[^'.]+)(?:\.[^']*)?'")
+_REQUIREMENT_NAME = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
+# Distributions whose import name is not their project name (the usual suspects).
+_IMPORT_NAMES = {
+    "pillow": "pil",
+    "scikit_learn": "sklearn",
+    "scikit_image": "skimage",
+    "opencv_python": "cv2",
+    "opencv_python_headless": "cv2",
+    "opencv_contrib_python": "cv2",
+    "pyyaml": "yaml",
+    "beautifulsoup4": "bs4",
+    "python_dateutil": "dateutil",
+    "protobuf": "google",
+    "pytorch_lightning": "pytorch_lightning",
+    "lightning": "lightning",
+    "faiss_cpu": "faiss",
+    "faiss_gpu": "faiss",
+    "msgpack_python": "msgpack",
+    "pyzmq": "zmq",
+    "attrs": "attr",
+}
+
+
+def setup_failure(
+    execution: Execution, evidence: Evidence, packages: Sequence[str] = ()
+) -> NotRun | None:
+    """Why the command never got to run, when stderr says so before any progress; else None."""
+    if execution.timed_out or execution.returncode in (None, 0):
+        return None
+    events = evidence.events
+    if events.phase is not None or events.step is not None:
+        return None  # it made progress: whatever ended it is the program's doing
+    stderr = evidence.stderr
+    code = execution.returncode
+    if code == 127 and (found := _NOT_FOUND.search(stderr)) is not None:
+        return NotRun(f"command not found: {found['cmd'].strip()} (exit 127)")
+    if code == 126 and (found := _NOT_EXECUTABLE.search(stderr)) is not None:
+        return NotRun(f"not executable: {found['cmd'].strip()}: {found['why'].strip()} (exit 126)")
+    if code == 2 and (found := _CANT_OPEN.search(stderr)) is not None:
+        return NotRun(
+            f"{found['exe']} can't open file {found['file']}: {found['why'].strip()} (exit 2)"
+        )
+    exception = parse_exception(stderr)
+    if exception is not None and exception.type.rpartition(".")[2] == "ModuleNotFoundError":
+        missing = _NO_MODULE.match(exception.message or "")
+        declared = _declaring(packages, missing["module"]) if missing else None
+        if declared is not None:
+            return NotRun(
+                f"package {declared} (environment.packages) is not installed where the "
+                f"attempt ran: ModuleNotFoundError: {exception.message}"
+            )
+    return None
+
+
+def _declaring(packages: Sequence[str], module: str) -> str | None:
+    """The requirement of `packages` that provides top-level module `module`, if any."""
+    wanted = _normalize(module)
+    for requirement in packages:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match is None:
+            continue
+        name = _normalize(match["name"])
+        if wanted in (name, _IMPORT_NAMES.get(name)):
+            return requirement.strip()
+    return None
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+__all__ = ["setup_failure"]

@@ -1,0 +1,242 @@
+"""One attempt end to end: execute it with a runner, read its evidence once, classify, judge.
+
+`AttemptExecutor` is the `RunAttempt` function the scheduler is given for a
+real run; tests give the scheduler other functions. The attempt's files are
+read here, once (`Evidence.read`); what the report needs later (a hang's
+stacks, a failure's log excerpt) goes into the `AttemptResult`, so nothing
+downstream opens them again.
+
+An attempt with `run.instances` runs N process trees released together
+(`runners.base.InstanceRunner`); each instance is classified and judged on its
+own, and the attempt's outcome is the first failure by time (the instance whose
+process ended first among those that failed), else instance 0's pass.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+
+from reprospec import native
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
+from reprospec.errors import InfraError
+from reprospec.outcome import ranks
+from reprospec.outcome.classify import classify, crash_stack, worker_stack
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.tracebacks import current_thread_first
+from reprospec.report.instances import first_failure
+from reprospec.runners.base import InstanceRunner, Runner
+from reprospec.store.runfolder import RunFolder
+
+
+class AttemptExecutor:
+    """Runs attempts with `runner`, their files in `folder`; safe to call from many threads."""
+
+    def __init__(self, runner: Runner, folder: RunFolder) -> None:
+        self.runner = runner
+        self.folder = folder
+
+    def __call__(
+        self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
+    ) -> AttemptResult | None:
+        log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
+        logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
+        if plan.instances is not None:
+            return self._instances(plan, gpu_slot, cancel)
+        try:
+            execution = self.runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+        except InfraError as exc:
+            return AttemptResult.not_run(plan.attempt, str(exc), logs)
+        if execution.interrupted:
+            return None
+        return attempt_result(plan, execution, Evidence.read(execution), logs)
+
+    def _instances(
+        self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
+    ) -> AttemptResult | None:
+        log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
+        logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
+        if not isinstance(self.runner, InstanceRunner):
+            reason = (
+                f"the {self.runner.name} runner cannot run run.instances "
+                f"({plan.copies} copies of the attempt released from one start barrier); "
+                "use --runner local or --runner venv"
+            )
+            return AttemptResult.not_run(plan.attempt, reason, logs)
+        # Each instance its own share of the attempt's slots (environment.gpus each).
+        each = plan.gpus
+        slots = [gpu_slot[n * each : (n + 1) * each] for n in range(plan.copies)]
+        try:
+            executions = self.runner.run_instances(plan, log_dir, gpu_slots=slots, cancel=cancel)
+        except InfraError as exc:
+            return AttemptResult.not_run(plan.attempt, str(exc), logs)
+        if any(execution.interrupted for execution in executions):
+            return None
+        return instances_result(
+            plan, executions, [f"{logs}instance-{n}/" for n in range(len(executions))]
+        )
+
+
+def attempt_result(
+    plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
+) -> AttemptResult:
+    """Classify and judge one finished execution from its evidence."""
+    outcome = with_native_and_ranks(
+        classify(execution, evidence, packages=plan.environment.packages), evidence
+    )
+    verdict = judge_attempt(outcome, plan.expectation, evidence)
+    failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
+    stack = evidence.stack if isinstance(outcome, Outcome) else None
+    excerpt = evidence.excerpt() if failed else None
+    if isinstance(outcome, Outcome) and outcome.where == "child":
+        # A child's crash: its own stack, which the main process's traceback is not.
+        stack = crash_stack(execution, evidence) or stack
+    dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
+    if dead_worker is not None:
+        # The worker's own stack leads the report; the excerpt is the main process's view.
+        stack = current_thread_first(dead_worker.stack)
+        excerpt = evidence.excerpt(without=dead_worker.stack)
+    return AttemptResult(
+        attempt=plan.attempt,
+        duration_s=round(execution.duration_s, 3),
+        outcome=outcome,
+        matched=verdict.matched,
+        mismatches=verdict.mismatches,
+        logs=logs,
+        started=execution.started,
+        finished=execution.finished,
+        gpu_slot=execution.gpu_slot,
+        warnings=(*execution.warnings, *preload_hint(evidence)),
+        stack=stack,
+        child_warnings=evidence.warnings(),
+        # Only a failure's log is quoted in a report; "" says there was nothing to quote.
+        excerpt=excerpt,
+        native=native.render_markdown(evidence.native, pid=_pid(outcome))
+        if failed and evidence.native is not None
+        else None,
+        launch=execution.launch,
+        launch_note=execution.launch_note,
+    )
+
+
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def preload_hint(evidence: Evidence) -> tuple[str, ...]:
+    """A forked attempt that imported many modules its preload server had not: which."""
+    missed = evidence.events.preload_missed
+    if missed is None:
+        return ()
+    listed, count = missed.get("packages"), missed.get("modules")
+    # Written inside the attempt: only module names and numbers are worded.
+    packages = [
+        f"{name} ({n})"
+        for p in (listed if isinstance(listed, list) else [])[:3]
+        if isinstance(p, dict)
+        and isinstance(name := p.get("name"), str)
+        and _MODULE.fullmatch(name)
+        and isinstance(n := p.get("modules"), int)
+    ]
+    if not isinstance(count, int) or not packages:
+        return ()
+    return (
+        f"forked, then imported {count} modules its preload server had not "
+        f"({', '.join(packages)}): add them to run.preload to import them once",
+    )
+
+
+def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outcome | NotRun:
+    """A crash's signature gains its top in-library native frame, so two different
+    segfaults are told apart; a distributed hang's detail names the rank out of step."""
+    if not isinstance(outcome, Outcome):
+        return outcome
+    if outcome.kind == "crash" and evidence.native is not None:
+        outcome = replace(
+            outcome,
+            signature=native.with_native_frame(
+                outcome.signature, evidence.native, pid=_pid(outcome)
+            ),
+        )
+    if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
+        said = ranks.describe(evidence.ranks)
+        if said and said not in (outcome.detail or ""):
+            detail = f"{outcome.detail}; {said}" if outcome.detail else said
+            outcome = replace(outcome, detail=detail)
+    return outcome
+
+
+
+def _pid(outcome: Outcome | NotRun) -> int | None:
+    """The pid of the process that crashed (a worker or child), whose core the report shows."""
+    return outcome.pid if isinstance(outcome, Outcome) else None
+
+
+def instances_result(
+    plan: AttemptPlan, executions: Sequence[Execution], logs: Sequence[str]
+) -> AttemptResult:
+    """One attempt from its instances' executions: each classified and judged, the attempt's
+    outcome the first failure by time (else instance 0's), every instance recorded."""
+    results = [
+        attempt_result(plan, execution, Evidence.read(execution), folder)
+        for execution, folder in zip(executions, logs, strict=True)
+    ]
+    released = [e.released_at for e in executions if e.released_at is not None]
+    origin = min(released, default=None)
+
+    def since(moment: float | None) -> float | None:
+        if moment is None or origin is None:
+            return None
+        return round(moment - origin, 6)
+
+    instances = tuple(
+        InstanceResult(
+            instance=number,
+            outcome=result.outcome,
+            matched=result.matched,
+            gpu_slot=execution.gpu_slot,
+            duration_s=result.duration_s,
+            ready_s=since(execution.ready_at),
+            start_s=since(execution.released_at),
+            end_s=since(execution.ended_at),
+            logs=result.logs,
+        )
+        for number, (execution, result) in enumerate(zip(executions, results, strict=True))
+    )
+    not_run = [i for i in instances if isinstance(i.outcome, NotRun)]
+    failed = [i for i in instances if i.failed]
+    first = (
+        not_run[0]
+        if not_run
+        else min(failed, key=lambda i: (math.inf if i.end_s is None else i.end_s, i.instance))
+        if failed
+        else instances[0]
+    )
+    chosen = results[first.instance]
+    outcome = chosen.outcome
+    if isinstance(outcome, NotRun):
+        outcome = NotRun(f"instance {first.instance} of {len(instances)}: {outcome.reason}")
+    elif len(instances) > 1 and failed:
+        said = first_failure(instances, first.instance)
+        outcome = replace(outcome, detail=f"{outcome.detail}; {said}" if outcome.detail else said)
+    return replace(
+        chosen,
+        outcome=outcome,
+        matched=chosen.matched and isinstance(outcome, Outcome),
+        duration_s=max(result.duration_s for result in results),
+        started=min(result.started for result in results),
+        finished=max(result.finished for result in results),
+        gpu_slot=tuple(slot for execution in executions for slot in execution.gpu_slot),
+        # The runner says which warnings are one instance's (`instance N: ...`).
+        warnings=tuple(dict.fromkeys(w for result in results for w in result.warnings)),
+        child_warnings=tuple(
+            {w.key: w for result in results for w in result.child_warnings}.values()
+        ),
+        instances=instances,
+        instance=first.instance,
+        start_spread_s=round(max(released) - min(released), 6) if released else None,
+    )

@@ -1,0 +1,236 @@
+"""The execute stage's clock: which attempt runs next, on how many threads, with which GPUs.
+
+The scheduler knows nothing of processes, files or verdict wording: it is
+given a `RunAttempt` function that runs one planned attempt and returns its
+judged `AttemptResult` (or None when the run was cancelled under it). That
+keeps the policy (round-robin over cells, `-j`, GPU slots, `stop_on`,
+`repeat: auto`, resume) testable in-process in milliseconds.
+
+`-j N` bounds the process trees running at once: an attempt with `run.instances: K`
+takes min(K, N) of the N places (waiting, first come first served, until they
+are free) and K x `environment.gpus` GPU slots, so its instances never race with
+attempts the scheduler happened to start beside them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reprospec.core.inputs import AttemptPlan, Cell
+from reprospec.core.rates import rate_decided, rate_of
+from reprospec.core.results import AttemptResult
+from reprospec.pipeline.gpus import GpuPool
+from reprospec.plan.run import RunPlan
+
+# Runs one attempt to its end on the given GPU slot; None when `cancel` stopped it.
+RunAttempt = Callable[[AttemptPlan, tuple[str, ...], threading.Event], "AttemptResult | None"]
+ProgressEvent = Literal["start", "attempt"]
+# progress(event, cell, result (None at "start"), attempts finished, attempts planned)
+ProgressCallback = Callable[[ProgressEvent, Cell, "AttemptResult | None", int, int], None]
+AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
+
+# Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
+_STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
+STOP_GRACE_S = 0.5
+
+
+class _Places:
+    """The `-j` places: an attempt takes one per process tree it runs, first come first served."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._free = size
+        self._turns: list[object] = []
+        self._cond = threading.Condition()
+
+    def take(self, count: int, cancel: threading.Event) -> bool:
+        """Wait for `count` places (at most all of them); False when cancelled while waiting."""
+        count = min(count, self.size)
+        turn = object()
+        with self._cond:
+            self._turns.append(turn)
+            try:
+                while self._turns[0] is not turn or self._free < count:
+                    if cancel.is_set():
+                        return False
+                    self._cond.wait(timeout=0.2)
+                self._free -= count
+                return True
+            finally:
+                self._turns.remove(turn)
+                self._cond.notify_all()
+
+    def give_back(self, count: int) -> None:
+        with self._cond:
+            self._free += min(count, self.size)
+            self._cond.notify_all()
+
+
+@dataclass
+class _CellState:
+    """Mutable bookkeeping of one cell while its attempts run (scheduler-private)."""
+
+    results: dict[int, AttemptResult] = field(default_factory=dict)
+    stopped: bool = False
+
+
+class Scheduler:
+    """Runs a plan's attempts on `plan.parallel` threads; stop_on, adaptive repeats, resume."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        run_attempt: RunAttempt,
+        *,
+        gpu_pool: GpuPool | None = None,
+        on_attempt: AttemptCallback | None = None,
+        progress: ProgressCallback | None = None,
+        done: Mapping[tuple[str, int], AttemptResult] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.plan = plan
+        self.run_attempt = run_attempt
+        self.gpu_pool = gpu_pool or GpuPool(())
+        self.on_attempt = on_attempt
+        self.progress = progress
+        self.cancel = cancel or threading.Event()
+        self._lock = threading.Lock()
+        self._states = {cell.id: _CellState() for cell in plan.cells}
+        # Resumed attempts count as finished, so they are neither run again nor lost.
+        for (cell_id, number), result in (done or {}).items():
+            if cell_id in self._states:
+                self._states[cell_id].results[number] = result
+        self._queue: list[AttemptPlan] = [
+            attempt
+            for attempt in plan.attempts
+            if attempt.attempt not in self._states[attempt.cell.id].results
+        ]
+        self.total = len(self._queue)
+        self.finished = 0
+        self._places = _Places(max(1, plan.parallel))
+
+    def run(self) -> dict[str, list[AttemptResult]]:
+        """Run everything (or until cancelled); each cell's attempt results in attempt order.
+
+        Ctrl-C in the calling thread sets `cancel`, waits for the attempts in flight to
+        be stopped by their runner (no orphans), and re-raises KeyboardInterrupt.
+        """
+        workers = [
+            threading.Thread(target=self._work, name=f"reprospec-job-{i}", daemon=True)
+            for i in range(min(self.plan.parallel, max(1, self.total)))
+        ]
+        for worker in workers:
+            worker.start()
+        try:
+            # Join in short slices: a plain join() would keep Ctrl-C from reaching us.
+            while any(worker.is_alive() for worker in workers):
+                for worker in workers:
+                    worker.join(timeout=0.1)
+        except KeyboardInterrupt:
+            self.cancel.set()
+            for worker in workers:
+                worker.join()
+            raise
+        return self.results_so_far()
+
+    def results_so_far(self) -> dict[str, list[AttemptResult]]:
+        """Each cell's finished attempts, in attempt order."""
+        with self._lock:
+            return {
+                cell_id: [state.results[n] for n in sorted(state.results)]
+                for cell_id, state in self._states.items()
+            }
+
+    def _next(self) -> AttemptPlan | None:
+        with self._lock:
+            while self._queue:
+                attempt = self._queue.pop(0)
+                if not self._states[attempt.cell.id].stopped:
+                    return attempt
+            return None
+
+    def _work(self) -> None:
+        while not self.cancel.is_set():
+            attempt = self._next()
+            if attempt is None:
+                return
+            result = self._run_one(attempt)
+            if result is None or self._killed_with_the_engine(result):
+                return
+            with self._lock:
+                state = self._states[attempt.cell.id]
+                state.results[attempt.attempt] = result
+                self.finished += 1
+                self._apply_stop_on(state, result)
+                self._maybe_extend(attempt, state)
+                finished, total = self.finished, self.total
+            if self.on_attempt is not None:
+                self.on_attempt(attempt, result)
+            if self.progress is not None:
+                self.progress("attempt", attempt.cell, result, finished, total)
+
+    def _killed_with_the_engine(self, result: AttemptResult) -> bool:
+        """Whether the attempt died of the signal that is stopping the whole run.
+
+        SIGTERM from a batch system or CI (or Ctrl-C in a terminal) reaches the
+        attempt's processes too, often before the engine's own handler sets `cancel`:
+        such an attempt did not crash, it was stopped, and a resumed run must run it
+        again rather than keep a `crash SIGTERM` that never happened.
+        """
+        outcome = result.ran
+        if outcome is None or outcome.signal not in _STOP_SIGNALS:
+            return False
+        # Give the engine's signal handler a moment to say whether the run is stopping.
+        self.cancel.wait(STOP_GRACE_S)
+        return self.cancel.is_set()
+
+    def _run_one(self, attempt: AttemptPlan) -> AttemptResult | None:
+        needed = attempt.gpu_slots_needed
+        if needed > self.gpu_pool.size:
+            visible = self.gpu_pool.size or "none"
+            each = (
+                f" ({attempt.gpus} for each of {attempt.copies} instances)"
+                if attempt.instances is not None and attempt.copies > 1
+                else ""
+            )
+            reason = f"skipped: needs {needed} GPU(s){each}, {visible} visible to this run"
+            return AttemptResult.not_run(attempt.attempt, reason)
+        if not self._places.take(attempt.copies, self.cancel):
+            return None
+        try:
+            slot = self.gpu_pool.take(needed, self.cancel)
+            if slot is None:
+                return None
+            if self.progress is not None:
+                self.progress("start", attempt.cell, None, self.finished, self.total)
+            try:
+                return self.run_attempt(attempt, slot, self.cancel)
+            finally:
+                self.gpu_pool.give_back(slot)
+        finally:
+            self._places.give_back(attempt.copies)
+
+    def _apply_stop_on(self, state: _CellState, result: AttemptResult) -> None:
+        stop_on = self.plan.stop_on
+        if (stop_on == "first-reproduction" and result.matched) or (
+            stop_on == "first-miss" and not result.matched
+        ):
+            state.stopped = True
+
+    def _maybe_extend(self, attempt: AttemptPlan, state: _CellState) -> None:
+        """`repeat: auto`: queue one more attempt while the interval does not decide."""
+        bound = attempt.expectation.rate
+        if not self.plan.adaptive or state.stopped or bound is None:
+            return
+        numbers = sorted(state.results)
+        queued = any(p.cell.id == attempt.cell.id for p in self._queue)
+        if queued or len(numbers) >= self.plan.max_repeat:
+            return
+        matched = sum(r.matched for r in state.results.values())
+        if rate_decided(rate_of(matched, len(numbers)), bound):
+            return
+        self._queue.append(self.plan.extra_attempt(attempt.cell, numbers[-1] + 1))
+        self.total += 1

@@ -1,0 +1,341 @@
+"""A run from a loaded spec to a `RunResult`: the stages in order, and nothing else.
+
+    load -> validate -> expand -> plan -> execute -> classify -> judge -> store -> render
+    spec.py             matrix.py  plan.py  scheduler.py  outcome.py  judge.py  store.py  report/
+                                            attempt.py                          runfolder.py
+
+This module owns what a run holds while it goes: the runner, the run id and
+folder, the store, the environment capture in the background, the GPU pool
+and cancellation. It prints nothing and installs no signal handlers: the CLI
+(commands/run.py) does that, and the Python API (api.py) calls in here too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.redact import Redactor
+from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
+from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
+from reprospec.outcome.judge import judge_cells
+from reprospec.pipeline.attempt import AttemptExecutor
+from reprospec.pipeline.gpus import GpuPool, visible_gpus
+from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
+from reprospec.plan.run import RunPlan, plan_run
+from reprospec.process import leftovers
+from reprospec.runners import create_runner
+from reprospec.runners.base import Runner
+from reprospec.store.db import Store, StoreError
+from reprospec.store.runfolder import RunFolder
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What an interrupted run already finished, to continue it under its own id."""
+
+    run_id: str
+    done: Mapping[tuple[str, int], AttemptResult] = field(default_factory=dict)
+
+
+def run(
+    spec: Spec,
+    options: RunOptions,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    resume: Resume | None = None,
+) -> RunResult:
+    """Plan and execute `spec`; returns the judged result, already stored and written.
+
+    Interrupted (KeyboardInterrupt, or `cancel` set): the attempts in flight are
+    stopped, the partial result is stored and written, `interrupted` is True.
+    """
+    plan = plan_run(spec, options)
+    if not plan.attempts:
+        raise UsageError("nothing to run: this shard holds no attempts")
+    return execute(plan, options, progress=progress, cancel=cancel, resume=resume)
+
+
+def execute(
+    plan: RunPlan,
+    options: RunOptions,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    resume: Resume | None = None,
+) -> RunResult:
+    """Run a planned spec end to end and write its run folder and store rows."""
+    from reprospec.store.resultsjson import new_run_id
+
+    spec = plan.spec
+    # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
+    gpu_pool = GpuPool(visible_gpus(options.gpus))
+    # The spec carries the overrides it was loaded with: those are the ones that ran.
+    options = options.with_changes(overrides=spec.overrides)
+    runner = create_runner(options, spec_dir=spec.base_dir)
+    runner.prepare(plan.attempts)
+    run_id = resume.run_id if resume else new_run_id(spec.name)
+    # Absolute: children run in their own workdir and must find the events file.
+    folder = RunFolder.of(options.out.resolve(), run_id).create()
+    # A resumed run's dead engine may have left attempts running: they end first.
+    reaped = leftovers.reap(folder.path) if resume is not None else ()
+    # Every attempt and the run pass through it before anything is stored, printed or
+    # rendered: no output can show a secret that was missed on its way (redact.py).
+    redactor = Redactor.for_spec(spec.document)
+    spec_text = redactor.text(spec_text_of(spec))
+    started = _now()
+    with Store(options.out) as store:
+        if resume is None:
+            store.begin_run(
+                run_id,
+                spec.name,
+                str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
+                spec_text,
+                options.runner,
+                redactor.value(options.to_dict()),
+                {},
+            )
+        capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+        keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
+        executor = AttemptExecutor(runner, folder)
+
+        def run_attempt(
+            attempt: AttemptPlan, gpu_slot: tuple[str, ...], stop: threading.Event
+        ) -> AttemptResult | None:
+            return redactor.value(executor(attempt, gpu_slot, stop))
+
+        scheduler = Scheduler(
+            plan,
+            run_attempt,
+            gpu_pool=gpu_pool,
+            on_attempt=keeper.record,
+            progress=progress,
+            done=resume.done if resume else None,
+            cancel=cancel,
+        )
+        keeper.cancel = scheduler.cancel
+        try:
+            attempts_by_cell = scheduler.run()
+            interrupted = scheduler.cancel.is_set()
+        except KeyboardInterrupt:
+            interrupted = True
+            attempts_by_cell = scheduler.results_so_far()
+        finally:
+            # Every attempt is over: what the runner kept running (preload servers) goes.
+            runner.close()
+        environment, warnings = capture.result(timeout=5 if interrupted else None)
+        warnings = (*reaped, *warnings, *store.warnings)
+        cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
+        result = RunResult(
+            run_id=run_id,
+            spec_name=spec.name,
+            spec_path=str(spec.origin or spec.path),
+            spec_text=spec_text,
+            runner=options.runner,
+            started=started,
+            finished=_now(),
+            environment=environment,
+            cells=cells,
+            command_line=options.command_line,
+            title=spec.title,
+            description=spec.description,
+            warnings=warnings,
+            interrupted=interrupted,
+            shard=str(options.shard) if options.shard else "",
+            standalone=_standalone(plan, cells),
+            options=options.to_dict(),
+            paths=path_labels(spec, environment, docker=options.runner == "docker"),
+        )
+        result = redactor.value(result)
+        # Each output on its own: a full disk keeps what can still be written.
+        written = False
+        try:
+            write_outputs(folder, result)
+            written = True
+        except OSError as exc:
+            keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
+        if keeper.failure is None:
+            try:
+                store.finish_cells(run_id, result.cells)
+                store.finish_run(
+                    run_id,
+                    "interrupted" if interrupted else "finished",
+                    environment=result.environment,
+                )
+            except StoreError as exc:
+                keeper.failed(str(exc))
+        if keeper.failure is not None:
+            raise keeper.error(options, folder, written=written)
+    return result
+
+
+class _Keeper:
+    """Stores each attempt as it ends; the first failure to store stops the run.
+
+    A full disk (or a store that fails) means nothing more can be kept: the run stops
+    (the attempts in flight are cancelled), the attempts stored so far stay, and the
+    run ends with a StoreError (exit 3) saying how to continue it.
+    """
+
+    def __init__(self, store: Store, run_id: str, *, stored: int = 0) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.cancel: threading.Event | None = None
+        self.stored = stored
+        self.failure: str | None = None
+        self._lock = threading.Lock()
+
+    def record(self, attempt: AttemptPlan, result: AttemptResult) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self.store.record_attempt(self.run_id, attempt.cell.id, result)
+        except StoreError as exc:
+            self.failed(str(exc))
+            return
+        with self._lock:
+            self.stored += 1
+
+    def failed(self, reason: str) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = reason
+        if self.cancel is not None:
+            self.cancel.set()
+
+    def error(self, options: RunOptions, folder: RunFolder, *, written: bool) -> StoreError:
+        return StoreError(
+            f"{self.failure}\n"
+            f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
+            + (f", and {folder.path} holds its results so far" if written else "")
+            + ".\nreprospec: once the problem is solved, continue it with: "
+            f"reprospec run --resume {folder.run_id} --out {options.out}"
+        )
+
+
+class EnvironmentCapture:
+    """The target environment, captured in a child on a thread while the attempts run."""
+
+    def __init__(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
+        self._environment: JsonObject = {}
+        self._warnings: tuple[str, ...] = ()
+        self._thread = threading.Thread(
+            target=self._capture, args=(runner, attempt, run_dir), name="reprospec-env", daemon=True
+        )
+        self._thread.start()
+
+    def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
+        from reprospec.doctor import environment_mismatches
+
+        try:
+            env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
+        except Exception as exc:  # the environment table is worth less than the run
+            self._environment = {"error": f"environment capture failed: {exc}"}
+            self._warnings = (f"environment capture failed: {exc}",)
+            return
+        # What the spec says the incident needs vs what actually ran here.
+        mismatches = environment_mismatches(env, attempt.environment.to_json())
+        if mismatches:
+            env["environment_mismatch"] = list(mismatches)
+        self._environment = env
+
+    def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:
+        """(environment, warnings); waits up to `timeout` seconds for the capture."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            return {"error": "environment capture did not finish"}, ()
+        return self._environment, self._warnings
+
+
+def write_outputs(folder: RunFolder, result: RunResult) -> None:
+    """results.json, spec.yaml and report.md into the run folder, each replaced atomically."""
+    from reprospec.report import render
+    from reprospec.store.resultsjson import write_atomic, write_run
+
+    write_run(folder.path, result)
+    write_atomic(folder.report_md, render(result, "md"))
+    if result.standalone is not None and result.standalone.script:
+        write_atomic(folder.repro_py, result.standalone.script)
+
+
+def _standalone(plan: RunPlan, cells: tuple[CellResult, ...]) -> Standalone | None:
+    """The run's standalone repro; a generator that fails says so instead of losing the run."""
+    from reprospec.plan.standalone import choose_cell, standalone_for
+
+    try:
+        return standalone_for(plan, cells)
+    except Exception as exc:  # the run's results matter more than the extra section
+        cell = choose_cell(cells)
+        kind: Literal["command", "workload"] = (
+            "workload" if plan.attempts and plan.attempts[0].workload is not None else "command"
+        )
+        return Standalone(
+            cell=cell.cell.id if cell else "",
+            kind=kind,
+            unavailable=f"could not be generated: {type(exc).__name__}: {exc}",
+        )
+
+
+def spec_text_of(spec: Spec) -> str:
+    """The spec that ran: its own text, or the overridden document when --set was used."""
+    if not spec.overrides:
+        return spec.source_text
+    from reprospec.spec.load import plain
+    from reprospec.spec.yamlsource import dump_yaml
+
+    header = "# resolved from {} with: {}\n".format(
+        spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
+    )
+    # dump_yaml quotes what YAML 1.2 would read back as another type (`1e3`, `0o17`).
+    return header + dump_yaml(plain(spec.document))
+
+
+def path_labels(
+    spec: Spec, environment: Mapping[str, object], *, docker: bool = False
+) -> dict[str, str]:
+    """absolute path -> how a report names it: the places a run's paths point into.
+
+    The target interpreter's venv (`<venv>`) and installation (`<python>`), as its
+    environment capture says; the harness (`<harness>`); the project (the git work
+    tree that holds the spec, else its folder: named relative, ""); the home folder
+    (`<home>`). A report then reads the same on every machine and leaks no user name.
+    """
+    from reprospec.process.childprotocol import HARNESS_DIR
+    from reprospec.runners.docker.container import IN_HARNESS
+
+    labels: dict[str, str] = {}
+    python = environment.get("python")
+    if isinstance(python, Mapping):
+        prefix, base = python.get("prefix"), python.get("base_prefix")
+        if isinstance(prefix, str) and isinstance(base, str) and prefix != base:
+            labels[prefix] = "<venv>"
+        if isinstance(base, str):
+            labels[base] = "<python>"
+    labels[IN_HARNESS if docker else str(HARNESS_DIR)] = "<harness>"
+    labels[str(project_root(spec.base_dir))] = ""
+    labels[str(Path.home())] = "<home>"
+    return {path: label for path, label in labels.items() if path not in ("", "/")}
+
+
+def project_root(folder: Path) -> Path:
+    """The git work tree that holds `folder`, else `folder` itself (absolute)."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of", "write_outputs"]

@@ -1,0 +1,191 @@
+"""The files in a cell's workdir that its job names: what someone rerunning it elsewhere needs.
+
+A command names files by its words (`python train.py --config cfg.yaml`,
+`--config=cfg.yaml`, `python -m pkg.tool`); a workload by its entry points
+(`module:callable`) and its `imports`. A Python file found that way brings the
+local modules it imports (read with `ast`, never run), transitively. Only
+files inside the workdir count: anything else is the machine's, not the spec's.
+
+    named_files(plan) -> ("cfg.yaml", "pkg/__init__.py", "pkg/tool.py", "train.py")
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.sections import Command
+
+# A workdir may be a checkout: stop following imports after this many files.
+MAX_FILES = 200
+# Python files bigger than this are not parsed for their imports.
+MAX_PARSE_BYTES = 1 << 20
+
+
+def named_files(plan: AttemptPlan) -> tuple[str, ...]:
+    """Files (relative to the workdir, sorted) that the plan's job names or imports locally."""
+    workdir = plan.workdir.resolve()
+    if not workdir.is_dir():
+        return ()
+    found: dict[Path, None] = {}
+    if isinstance(plan.job, Command):
+        for path in _command_files(plan.job, workdir):
+            found[path] = None
+    else:
+        for module in workload_modules(plan.workload or {}):
+            for path in module_files(module, workdir):
+                found[path] = None
+    for path in local_imports(list(found), workdir):
+        found[path] = None
+    return tuple(sorted(p.relative_to(workdir).as_posix() for p in found))
+
+
+def workload_modules(workload: object) -> list[str]:
+    """The modules a workload names: `imports`, and the module part of every entry point."""
+    modules: list[str] = []
+    if not isinstance(workload, dict):
+        return modules
+    for name in workload.get("imports") or []:
+        modules.append(str(name))
+    for reference in entrypoints(workload):
+        modules.append(reference.partition(":")[0])
+    return list(dict.fromkeys(m for m in modules if m))
+
+
+def entrypoints(workload: dict[str, object]) -> list[str]:
+    """`module:callable` references of the dataset, the model and the loss."""
+    data = workload.get("data")
+    dataset = data.get("dataset") if isinstance(data, dict) else None
+    model = workload.get("model")
+    found = []
+    for section in (dataset, model):
+        if isinstance(section, dict) and section.get("entrypoint"):
+            found.append(str(section["entrypoint"]))
+    loss = model.get("loss") if isinstance(model, dict) else None
+    if isinstance(loss, str) and ":" in loss:
+        found.append(loss)
+    return found
+
+
+def module_files(module: str, workdir: Path) -> list[Path]:
+    """`pkg.mod` -> the workdir's files importing it runs: `pkg/__init__.py`, `pkg/mod.py`."""
+    parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return []
+    files: list[Path] = []
+    folder = workdir
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        package = folder / part / "__init__.py"
+        if package.is_file():
+            files.append(package)
+        if last:
+            single = folder / f"{part}.py"
+            if single.is_file():
+                files.append(single)
+            elif (folder / part / "__main__.py").is_file():
+                files.append(folder / part / "__main__.py")
+        folder = folder / part
+        if not folder.is_dir():
+            break
+    return [f.resolve() for f in files if _inside(f, workdir)]
+
+
+def _command_files(command: Command, workdir: Path) -> Iterator[Path]:
+    words = list(command.argv)
+    if words[:2] == ["/bin/sh", "-c"] and len(words) == 3:
+        try:
+            words = shlex.split(words[2], comments=True)
+        except ValueError:  # unbalanced quotes: the shell will say so; take plain words
+            words = words[2].split()
+    for index, word in enumerate(words):
+        if index > 0 and words[index - 1] == "-m":
+            yield from module_files(word, workdir)
+            continue
+        candidates = [word]
+        if word.startswith("-") and "=" in word:
+            candidates.append(word.partition("=")[2])
+        for candidate in candidates:
+            path = _file_in(candidate, workdir)
+            if path is not None:
+                yield path
+
+
+def _file_in(word: str, workdir: Path) -> Path | None:
+    if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
+        return None
+    try:
+        path = (workdir / Path(word).expanduser()).resolve()
+        return path if path.is_file() and _inside(path, workdir) else None
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def local_imports(start: Iterable[Path], workdir: Path) -> list[Path]:
+    """`start` and the workdir's modules its Python files import, transitively."""
+    seen: dict[Path, None] = dict.fromkeys(start)
+    queue = [p for p in seen if p.suffix == ".py"]
+    while queue and len(seen) < MAX_FILES:
+        path = queue.pop()
+        for module in imported_modules(path):
+            for found in module_files(module, workdir) + _relative_to(path, module, workdir):
+                if found not in seen:
+                    seen[found] = None
+                    queue.append(found)
+    return list(seen)
+
+
+def _relative_to(path: Path, module: str, workdir: Path) -> list[Path]:
+    """A module imported next to `path` (a script's folder is first on its sys.path)."""
+    folder = path.parent
+    if folder == workdir:
+        return []
+    return [p for p in module_files(module, folder) if _inside(p, workdir)]
+
+
+def imported_modules(path: Path) -> list[str]:
+    """Absolute module names a Python file imports (relative imports resolved against it)."""
+    try:
+        if path.stat().st_size > MAX_PARSE_BYTES:
+            return []
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                names.extend(_relative_names(path, node))
+            elif node.module:
+                names.append(node.module)
+                names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return list(dict.fromkeys(names))
+
+
+def _relative_names(path: Path, node: ast.ImportFrom) -> list[str]:
+    # `from . import x` in pkg/mod.py: pkg.x; only the last parts matter to module_files,
+    # so the package path is taken from the file's folders.
+    folder = path.parent
+    for _ in range(node.level - 1):
+        folder = folder.parent
+    parts: list[str] = []
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    base = ".".join([*parts, node.module] if node.module else parts)
+    if not base:
+        return []
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]

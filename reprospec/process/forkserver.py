@@ -1,0 +1,534 @@
+"""Preloaded fork servers (`run.preload`, `run --preload`): attempts forked from an interpreter
+that already imported torch, instead of each paying `import torch` (1-3 s) again.
+
+One server per key (preload.server_key): the interpreter, the attempt's whole environment
+except its per-attempt variables (so PYTHONPATH and sitecustomize, OMP_*/MKL_*/OPENBLAS_*/
+TORCH_*/CUDA_* and any other variable a module reads at import are the attempt's own: a
+toggle of one of them is another server), the workdir, and the preload list. The server
+(`harness/reprospec_forkserver.py`, stdlib only, outside the engine's import graph)
+imports the modules and nothing else, then forks one attempt per request. Each attempt
+is the server's child (the server reaps it and sends its wait status), and is run by
+`process.run_process` like any other: same pipes, timeout, stacks, kill of its whole
+tree (what it leaves behind is re-parented to the engine, the subreaper) and
+classification.
+
+Which attempts run fresh instead, and why, is preload.py; here, besides, an attempt runs
+fresh when its server could not import the modules, or is unsafe to fork (more than one
+thread, CUDA initialised: checked by the server before every fork).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import errno
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from reprospec import native as native_stacks
+from reprospec.core.inputs import AttemptPlan
+from reprospec.harness import HARNESS_ROOT
+from reprospec.process import tree
+from reprospec.process.childprotocol import TOKEN_VAR
+from reprospec.process.preload import (
+    PER_ATTEMPT_VARS,
+    EntryPoint,
+    entry_point,
+    fresh_reason,
+    server_key,
+    shadowing,
+)
+from reprospec.process.scratch import ORPHAN_PREFIX
+
+SERVER_SCRIPT = HARNESS_ROOT / "reprospec_forkserver.py"
+# The server's token: as long as a real one (a uuid's hex), overwritten in each attempt.
+TOKEN_PLACEHOLDER = "-" * 32
+# A blank last argument of the server: room for a forked attempt's own command line,
+# which it writes over the server's (what /proc/PID/cmdline shows).
+ARGV_ROOM = " " * 2048
+# Servers alive at once (each holds its imports: a few hundred MB for torch); the least
+# recently used one goes first.
+MAX_SERVERS = 4
+# A server that has not imported its modules by then is given up (an import that hangs).
+READY_TIMEOUT_S = 120.0
+REPLY_TIMEOUT_S = 60.0
+
+
+class Refused(Exception):
+    """The server cannot fork this attempt now; the message says why."""
+
+
+class ForkedChild:
+    """An attempt forked by a server (its child): a `Popen` to run_process.
+
+    The server reaps it and sends its wait status, which `poll` and `wait` read. Should the
+    server die first, the attempt is re-parented to this engine (the subreaper), which
+    then reaps it itself.
+    """
+
+    def __init__(
+        self, server: ForkServer, pid: int, serial: int, stdout: IO[bytes], stderr: IO[bytes]
+    ) -> None:
+        self.server = server
+        self.pid = pid
+        self.serial = serial
+        self.returncode: int | None = None
+        self.stdout: IO[bytes] | None = stdout
+        self.stderr: IO[bytes] | None = stderr
+
+    def _set(self, status: int) -> int:
+        self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        """The exit code (negative: the signal) once the attempt ended; else None."""
+        if self.returncode is None:
+            status = self.server.exit_status(self.serial, wait=False)
+            if status is None and not self.server.alive:
+                status = self._orphan_status(wait=False)
+            if status is not None:
+                self._set(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:  # noqa: ARG002 (ChildHandle protocol)
+        """Wait for the attempt to end (`timeout` is not supported: run_process never gives one)."""
+        while self.returncode is None:
+            status = self.server.exit_status(self.serial, wait=True)
+            if status is None:  # the server is gone
+                status = self._orphan_status(wait=True)
+            if status is not None:
+                self._set(status)
+        return self.returncode
+
+    def _orphan_status(self, wait: bool) -> int | None:
+        """The wait status once this engine adopted the attempt (its server died)."""
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if wait else os.WNOHANG)
+            except ChildProcessError:
+                if not os.path.exists(f"/proc/{self.pid}"):  # noqa: PTH110 (as process.py)
+                    # Reaped by the server, whose word of it was lost with the server.
+                    return signal.SIGKILL  # a wait status: killed by SIGKILL
+                if not wait:
+                    return None
+                time.sleep(0.01)  # not re-parented yet
+                continue
+            return status if pid == self.pid else None
+
+
+class ForkServer:
+    """One running server: started, asked to fork, stopped. Thread-safe."""
+
+    def __init__(
+        self,
+        python: str,
+        modules: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        folder: Path,
+    ) -> None:
+        self.modules = tuple(modules)
+        self.log = folder / "server.log"
+        self.openblas = False
+        # Where the server imported each module from (its top-level package's file).
+        self.files: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+        # What the reader thread hears: replies to forks, and attempts' wait statuses.
+        self._replies: queue.Queue[dict[str, object] | None] = queue.Queue()
+        self._exits: dict[int, int] = {}
+        self._ended = threading.Condition()
+        self.alive = True
+        server_env = {k: v for k, v in env.items() if k not in PER_ATTEMPT_VARS}
+        server_env[TOKEN_VAR] = TOKEN_PLACEHOLDER
+        # OpenBLAS starts its thread pool when it is loaded: one thread keeps the server
+        # forkable (the attempt is told when OpenBLAS is loaded; the spec may set its own).
+        self.openblas_forced = "OPENBLAS_NUM_THREADS" not in server_env
+        server_env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        tmp = folder / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        server_env["TMPDIR"] = str(tmp)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = ours
+        try:
+            self._proc: subprocess.Popen[bytes] | None = tree.start_helper(
+                [python, str(SERVER_SCRIPT), str(theirs.fileno()), *self.modules, ARGV_ROOM],
+                env=server_env,
+                cwd=cwd,
+                pass_fds=(theirs.fileno(),),
+                log=self.log,
+            )
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+
+    def wait_ready(self, timeout_s: float, cancel: threading.Event | None = None) -> str | None:
+        """Wait until the server imported its modules; None when it can fork, else why not."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if cancel is not None and cancel.is_set():
+                return "the run was cancelled while the preload server imported"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                names = ", ".join(self.modules)
+                return f"the preload server did not finish importing {names} in {timeout_s:g}s"
+            readable, _, _ = select.select([self._sock], [], [], min(left, 0.1))
+            if readable:
+                break
+        message = self._read()
+        if message is None:
+            return f"the preload server exited before it was ready{self._log_tail()}"
+        if "error" in message:
+            return f"the preload server could not start: {message['error']}"
+        self.openblas = bool(message.get("openblas"))
+        files = message.get("files")
+        if isinstance(files, dict):
+            self.files = {str(k): str(v) if v else None for k, v in files.items()}
+        threads = message.get("threads")
+        if threads != 1:
+            names = ", ".join(self.modules)
+            return (
+                f"the preload server has {threads} threads after importing {names} (a module "
+                "started a thread pool or ran an op at import): forked attempts could hang"
+            )
+        self._sock.settimeout(None)
+        threading.Thread(target=self._listen, name="reprospec-preload", daemon=True).start()
+        return None
+
+    def _listen(self) -> None:
+        """The reader: replies go to the asking thread, wait statuses to their attempts."""
+        while True:
+            message = self._read()
+            if message is None:
+                break
+            serial, status = message.get("serial"), message.get("status")
+            if "exit" in message and isinstance(serial, int) and isinstance(status, int):
+                with self._ended:
+                    self._exits[serial] = status
+                    self._ended.notify_all()
+            else:
+                self._replies.put(message)
+        with self._ended:
+            self.alive = False
+            self._ended.notify_all()
+        self._replies.put(None)
+
+    def exit_status(self, serial: int, *, wait: bool) -> int | None:
+        """The wait status of attempt `serial` once the server reaped it; None while it runs
+        (`wait=False`) or when the server is gone."""
+        with self._ended:
+            while serial not in self._exits:
+                if not wait or not self.alive:
+                    return None
+                self._ended.wait()
+            return self._exits.pop(serial)
+
+    def _read(self) -> dict[str, object] | None:
+        """The server's next message; None at its end. Raises TimeoutError past the timeout."""
+        try:
+            data = self._sock.recv(1 << 20)
+        except TimeoutError:
+            raise
+        except OSError:
+            return None
+        if not data:
+            return None
+        loaded = json.loads(data)
+        return loaded if isinstance(loaded, dict) else None
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log.read_text("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f" ({lines[-1].strip()})" if lines else ""
+
+    def fork(self, request: Mapping[str, object]) -> ForkedChild:
+        """Fork one attempt; raises Refused when the server cannot (then run it fresh)."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            with self._lock:
+                if self._proc is None:
+                    raise Refused("the preload server was stopped")
+                data = json.dumps(request).encode()
+                try:
+                    self._sock.sendmsg(
+                        [data],
+                        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out_w, err_w]))],
+                    )
+                except OSError as exc:
+                    if exc.errno == errno.EMSGSIZE:  # the server is fine: this one is too big
+                        raise Refused(
+                            f"the attempt's environment and command ({len(data)} bytes) are "
+                            "too large to send to the preload server"
+                        ) from None
+                    code = self._proc.poll()
+                    self._stop_locked()
+                    raise Refused(
+                        f"the preload server is gone ({exc.strerror or exc}; exit status {code})"
+                    ) from None
+                try:
+                    reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
+                except queue.Empty:
+                    self._stop_locked()
+                    raise Refused(
+                        f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
+                    ) from None
+                if reply is None:
+                    code = self._proc.poll()
+                    self._stop_locked()
+                    raise Refused(f"the preload server is gone (exit status {code})")
+        except BaseException:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (out_w, err_w):
+                os.close(fd)
+        refused = reply.get("refused")
+        pid, serial = reply.get("pid"), reply.get("serial")
+        if refused is not None or not isinstance(pid, int) or not isinstance(serial, int):
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise Refused(str(refused or f"the preload server said {reply!r}"))
+        # Closed by run_process with the attempt's other pipes.
+        # File descriptors, not paths: no Path can open them.
+        out = open(out_r, "rb", buffering=0)  # noqa: SIM115, PTH123
+        err = open(err_r, "rb", buffering=0)  # noqa: SIM115, PTH123
+        return ForkedChild(self, pid, serial, out, err)
+
+    def stop(self) -> None:
+        """Close the socket (the server then exits) and reap it."""
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        with contextlib.suppress(OSError):
+            # Wakes the reader (a close alone may not), and the server reads its end.
+            self._sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        if self._proc is not None:
+            tree.stop_helper(self._proc)
+            self._proc = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+
+@dataclass
+class _Entry:
+    server: ForkServer | None
+    # Why attempts of this key run fresh (the server failed or is unsafe); None: usable.
+    refused: str | None = None
+
+
+class Preloader:
+    """The fork servers of one runner, by key; `close()` stops them all."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[str, _Entry] = OrderedDict()
+        self._starting: dict[str, threading.Event] = {}
+        self._folder: Path | None = None
+        self.closed = False
+
+    def _workspace(self) -> Path:
+        if self._folder is None:
+            # Named as scratch.py's short TMPDIRs: a later engine removes it if this one
+            # is killed before close() (scratch.sweep_orphans).
+            prefix = f"{ORPHAN_PREFIX}{os.getpid()}-preload-"
+            self._folder = Path(tempfile.mkdtemp(prefix=prefix))
+        return self._folder
+
+    def launcher(
+        self,
+        plan: AttemptPlan,
+        env: Mapping[str, str],
+        *,
+        fresh_argv: Sequence[str],
+        native: native_stacks.Capture | None = None,
+        cancel: threading.Event | None = None,
+    ) -> tuple[Launcher | None, str | None]:
+        """(a `start` for run_process that forks the attempt, None) or (None, why it runs fresh).
+
+        Starts the key's server when none is running (waiting for its imports).
+        """
+        entry = entry_point(plan, self.python)
+        reason = fresh_reason(plan, entry)
+        if reason is not None:
+            return None, reason
+        assert isinstance(entry, EntryPoint)
+        if not tree.become_subreaper():
+            # What a forked attempt leaves behind must come back to the engine, as for any.
+            return None, "this engine cannot be a subreaper here: forked attempts' orphans escape"
+        key = server_key(self.python, env, plan.workdir, plan.preload)
+        server, refused = self._server(key, plan, env, cancel)
+        if server is None:
+            return None, refused
+        shadow = shadowing(plan, entry, server.files)
+        if shadow is not None:
+            return None, shadow
+        return Launcher(self, key, server, entry, plan.workdir, fresh_argv, native), None
+
+    def _server(
+        self,
+        key: str,
+        plan: AttemptPlan,
+        env: Mapping[str, str],
+        cancel: threading.Event | None,
+    ) -> tuple[ForkServer | None, str | None]:
+        while True:
+            with self._lock:
+                if self.closed:
+                    return None, "the runner was closed"
+                entry = self._keys.get(key)
+                if entry is not None:
+                    self._keys.move_to_end(key)
+                    return entry.server, entry.refused
+                starting = self._starting.get(key)
+                if starting is None:
+                    self._starting[key] = threading.Event()
+                    break
+            starting.wait()  # another thread is starting this key's server
+        try:
+            entry = self._start(key, plan, env, cancel)
+        finally:
+            with self._lock:
+                self._starting.pop(key).set()
+        return entry.server, entry.refused
+
+    def _start(
+        self, key: str, plan: AttemptPlan, env: Mapping[str, str], cancel: threading.Event | None
+    ) -> _Entry:
+        folder = self._workspace() / key
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            server = ForkServer(self.python, plan.preload, env, plan.workdir, folder)
+        except OSError as exc:
+            entry = _Entry(None, f"cannot start the preload server: {exc.strerror or exc}")
+        else:
+            refused = server.wait_ready(max(READY_TIMEOUT_S, plan.timeout_s), cancel)
+            if refused is not None:
+                server.stop()
+                entry = _Entry(None, refused)
+            else:
+                entry = _Entry(server)
+        evicted: list[ForkServer] = []
+        with self._lock:
+            if self.closed:
+                if entry.server is not None:
+                    evicted.append(entry.server)
+                entry = _Entry(None, "the runner was closed")
+            else:
+                # A failure is remembered: every attempt of the key runs fresh, saying why.
+                self._keys[key] = entry
+                running = [k for k, e in self._keys.items() if e.server is not None]
+                for old in running[: max(0, len(running) - MAX_SERVERS)]:
+                    stale = self._keys.pop(old)
+                    if stale.server is not None:
+                        evicted.append(stale.server)
+        for server in evicted:
+            server.stop()
+        return entry
+
+    def refuse(self, key: str, reason: str) -> None:
+        """Run the key's later attempts fresh (its server refused for good)."""
+        stale: ForkServer | None = None
+        with self._lock:
+            entry = self._keys.get(key)
+            if entry is not None and entry.refused is None:
+                stale, entry.server, entry.refused = entry.server, None, reason
+        if stale is not None:
+            stale.stop()
+
+    def close(self) -> None:
+        """Stop every server and remove their folder."""
+        with self._lock:
+            self.closed = True
+            servers = [e.server for e in self._keys.values() if e.server is not None]
+            self._keys.clear()
+        for server in servers:
+            server.stop()
+        if self._folder is not None:
+            import shutil
+
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class Launcher:
+    """`start` for run_process: forks the attempt, or starts it fresh when the server refuses.
+
+    After the call, `forked` says which, and `note` what the report says about it.
+    """
+
+    def __init__(
+        self,
+        preloader: Preloader,
+        key: str,
+        server: ForkServer,
+        entry: EntryPoint,
+        cwd: Path,
+        fresh_argv: Sequence[str],
+        native: native_stacks.Capture | None,
+    ) -> None:
+        self.preloader = preloader
+        self.key = key
+        self.server = server
+        self.entry = entry
+        self.cwd = cwd
+        self.fresh_argv = tuple(fresh_argv)
+        self.native = native
+        self.forked = False
+        self.note: str | None = None
+        # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
+        self.seed = int.from_bytes(os.urandom(8), "big") >> 1
+
+    def __call__(self, env: Mapping[str, str], tag: int) -> tree.ChildHandle:
+        request = {
+            "entry": self.entry.to_json(),
+            "env": dict(env),
+            "cwd": str(self.cwd),
+            "seed": self.seed,
+            # The attempt's tag (watchdog.py): its RLIMIT_LOCKS, as a fresh attempt's.
+            "tag": tag,
+            # As for a fresh attempt (native.Capture.dumps_cores): raise RLIMIT_CORE.
+            "cores": self.native is not None and self.native.dumps_cores(),
+            "token": env.get(TOKEN_VAR, ""),
+        }
+        try:
+            child = self.server.fork(request)
+        except Refused as exc:
+            self.preloader.refuse(self.key, str(exc))
+            self.note = f"ran fresh: {exc}"
+            return tree.popen_attempt(
+                self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag
+            )
+        self.forked = True
+        names = ", ".join(self.server.modules)
+        note = f"forked from a server that preloaded {names}; random, numpy and torch seeded "
+        note += f"with {self.seed}"
+        if self.server.openblas and self.server.openblas_forced:
+            note += (
+                "; OpenBLAS is single-threaded (OPENBLAS_NUM_THREADS=1 in the server: "
+                "set it in environment.env to choose)"
+            )
+        self.note = note
+        return child

@@ -1,0 +1,191 @@
+"""`python -m reprospec.process.launch [--shm-size N] [--memory N] [--barrier DIR --instance I]
+-- ARGV...`
+
+Apply limits, wait at the start barrier, exec ARGV. Stdlib only and tiny, because it
+runs before every limited attempt and every instance. `shm_size`: a private mount
+namespace with its own tmpfs on /dev/shm (needs CAP_SYS_ADMIN; the namespace, and
+every file in it, dies with the attempt's last process). `memory`: RLIMIT_AS,
+inherited by every descendant. A limit that cannot be applied is reported on stderr
+and the command runs without it.
+
+`--barrier DIR --instance I` (an instance of `run.instances`, barrier.py is the engine's
+side): open the FIFO `DIR/go`, check that ARGV can be started, say `I ok` (or
+`I error WHY`, then exit 127) on the FIFO `DIR/ready`, and block reading `go` until
+the engine closes it: every instance wakes from that one close, and only then execs.
+When and how long it waited goes to `DIR/instance-I.json` (CLOCK_MONOTONIC ns).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import time
+from collections.abc import Sequence
+
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+
+
+USAGE = (
+    "usage: python -m reprospec.process.launch [--shm-size BYTES] [--memory BYTES] [--probe] "
+    "[--barrier DIR --instance N] -- COMMAND..."
+)
+# The instance was not released: the engine gave up on the start (another instance
+# could not start), or the barrier is gone.
+EXIT_ABORTED = 3
+EXIT_CANNOT_RUN = 127
+
+
+def _libc() -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:  # not glibc: ask the slower way (imports subprocess)
+        from ctypes import util
+
+        return ctypes.CDLL(util.find_library("c"), use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(f"{what}: {os.strerror(errno)}")
+
+
+def private_shm(size: int) -> None:
+    """Give this process (and its descendants) a fresh /dev/shm tmpfs of `size` bytes."""
+    libc = _libc()
+    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    # Without this, the tmpfs mount would propagate back to the host's /dev/shm.
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    options = f"size={size},mode=1777".encode()
+    _check(
+        libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options),
+        "mount tmpfs /dev/shm",
+    )
+
+
+def limit_memory(size: int) -> None:
+    """RLIMIT_AS: allocations past `size` bytes of address space fail (MemoryError, bad_alloc)."""
+    resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def _cannot_start(command: Sequence[str]) -> str | None:
+    """Why exec would fail on `command[0]` (as the local runner words it); None if it can run."""
+    name = command[0]
+    if os.sep in name:
+        candidates = [name]
+    else:
+        path = os.environ.get("PATH", os.defpath)
+        candidates = [os.path.join(folder or ".", name) for folder in path.split(os.pathsep)]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        return f"cannot start {name}: No such file or directory"
+    if not any(os.access(c, os.X_OK) for c in found):
+        return f"cannot start {name}: Permission denied"
+    return None
+
+
+def wait_at_barrier(folder: str, instance: int, command: Sequence[str]) -> None:
+    """Say this instance is ready, block until the engine releases every instance at once.
+
+    Exits (EXIT_ABORTED) when the engine did not release it, and (EXIT_CANNOT_RUN)
+    after saying why when `command` cannot be started.
+    """
+    try:
+        # Non-blocking opens: the engine holds both FIFOs open from the start; when it
+        # does not (it gave up), the open fails at once instead of waiting forever.
+        go = os.open(os.path.join(folder, "go"), os.O_RDONLY | os.O_NONBLOCK)
+        ready = os.open(os.path.join(folder, "ready"), os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        sys.stderr.write(f"reprospec: start barrier {folder} is gone: {exc}\n")
+        raise SystemExit(EXIT_ABORTED) from None
+    problem = _cannot_start(command)
+    ready_ns = time.monotonic_ns()
+    # One write of less than PIPE_BUF bytes: the engine never reads two instances interleaved.
+    line = f"{instance} ok\n" if problem is None else f"{instance} error {problem}\n"
+    os.write(ready, line.encode("utf-8", "replace")[:500])
+    os.close(ready)
+    if problem is not None:
+        sys.stderr.write(f"reprospec: {problem}\n")
+        raise SystemExit(EXIT_CANNOT_RUN)
+    os.set_blocking(go, True)
+    said = os.read(go, 1)  # b"": the engine closed `go`, which wakes every instance
+    released_ns = time.monotonic_ns()
+    os.close(go)
+    if said:
+        raise SystemExit(EXIT_ABORTED)
+    fields = (
+        f'"instance": {instance}, "pid": {os.getpid()}, '
+        f'"ready_ns": {ready_ns}, "released_ns": {released_ns}'
+    )
+    fd = os.open(
+        os.path.join(folder, f"instance-{instance}.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    )
+    os.write(fd, f"{{{fields}}}\n".encode())
+    os.close(fd)
+    # The instance's own record of its start, kept in its folder (the barrier's is removed).
+    events = os.environ.get("REPROSPEC_EVENTS")
+    if events:
+        line = f'{{"t": {time.time():.6f}, "event": "instance_start", {fields}}}\n'
+        try:
+            fd = os.open(events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, line.encode())
+            os.close(fd)
+        except OSError:
+            pass  # the record is a courtesy: the command runs all the same
+
+
+def parse(argv: Sequence[str]) -> tuple[dict[str, int], bool, list[str], tuple[str, int] | None]:
+    """(limits, probe, command, barrier); by hand: argparse costs more than the rest."""
+    limits: dict[str, int] = {}
+    probe = False
+    barrier: str | None = None
+    instance: int | None = None
+    args = list(argv)
+    while args and args[0] != "--":
+        option = args.pop(0)
+        if option == "--probe":
+            probe = True
+        elif option in ("--shm-size", "--memory") and args and args[0].isdigit():
+            limits[option[2:].replace("-", "_")] = int(args.pop(0))
+        elif option == "--barrier" and args:
+            barrier = args.pop(0)
+        elif option == "--instance" and args and args[0].isdigit():
+            instance = int(args.pop(0))
+        else:
+            raise SystemExit(f"{USAGE}\nunexpected argument {option!r}")
+    if (barrier is None) != (instance is None):
+        raise SystemExit(f"{USAGE}\n--barrier and --instance go together")
+    at = (barrier, instance) if barrier is not None and instance is not None else None
+    return limits, probe, args[1:], at
+
+
+APPLY = {"shm_size": private_shm, "memory": limit_memory}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    limits, probe, command, barrier = parse(sys.argv[1:] if argv is None else argv)
+    failed = False
+    for name, size in limits.items():
+        try:
+            APPLY[name](size)
+        except (
+            Exception
+        ) as exc:  # whatever went wrong, the attempt still runs, unlimited and said so
+            failed = True
+            sys.stderr.write(f"reprospec: {name} not applied: {exc}\n")
+    if probe:
+        return 1 if failed else 0
+    if not command:
+        raise SystemExit(f"{USAGE}\nno command given after --")
+    if barrier is not None:
+        wait_at_barrier(barrier[0], barrier[1], command)
+    sys.stderr.flush()
+    os.execvp(command[0], command)
+    return 127  # not reached: exec replaced us
+
+
+if __name__ == "__main__":
+    sys.exit(main())

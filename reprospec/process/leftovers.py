@@ -1,0 +1,369 @@
+"""What a dead engine leaves running, and who cleans it up.
+
+Three layers, so that no attempt outlives its engine:
+
+1. The attempt's leader dies with the thread that started it (PR_SET_PDEATHSIG,
+   process.py), and every process of the attempt carries its tag (watchdog.py).
+2. The watchdog (watchdog.py, one per engine process) is told what runs; when the
+   engine dies it kills the tagged processes, removes the containers and the
+   temporary folders.
+3. Each attempt in flight has a record in its attempt folder (`inflight.json`:
+   token, tag, container, the engine). A record left behind means the engine
+   died there: `--resume` (`reap`) kills what still carries the token or tag
+   (never a process named by its pid alone: a recycled pid is someone else's)
+   and removes the container, before anything runs again. A record of an engine
+   still alive refuses the resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.errors import UsageError
+from reprospec.process import watchdog
+
+INFLIGHT = "inflight.json"
+# A container that is no attempt (the environment capture, a package check) has its
+# record beside the attempt's or the run's: `inflight-envinfo.json`, `inflight-probe.json`.
+INFLIGHT_PREFIX = "inflight-"
+# Every container the docker runner creates carries its token under this label.
+CONTAINER_LABEL = "org.reprospec.attempt"
+WATCHDOG = Path(__file__).resolve().with_name("watchdog.py")
+
+
+def new_tag() -> int:
+    """A fresh attempt tag (the soft RLIMIT_LOCKS of every process of the attempt)."""
+    return watchdog.TAG_MAGIC | random.getrandbits(44)
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22)."""
+    try:
+        # /proc through str paths, no Path per pid (as process.py).
+        with open(f"/proc/{pid}/stat", "rb") as handle:  # noqa: PTH123
+            stat = handle.read()
+        return int(stat[stat.rfind(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine process, told apart from a later one with a recycled pid."""
+
+    pid: int
+    started: int | None
+    boot: str
+
+    @classmethod
+    def me(cls) -> Engine:
+        """This engine process (read from /proc once per process: every attempt asks)."""
+        return _engine_of(os.getpid())
+
+    def alive(self) -> bool:
+        return (
+            self.boot == _boot_id()
+            and self.started is not None
+            and start_time(self.pid) == self.started
+        )
+
+
+@functools.cache
+def _engine_of(pid: int) -> Engine:
+    # Keyed by pid: a forked child that asks is another engine.
+    return Engine(pid, start_time(pid), _boot_id())
+
+
+# -- the watchdog ------------------------------------------------------------------------
+
+
+class _Watchdog:
+    """The client end: started on first use, then told each thing that starts and ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._broken = False
+        self._later: list[str] = []
+
+    def pid(self) -> int | None:
+        """The watchdog's pid while it is not reaped (it is never a process of an attempt)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    def tell(self, line: str, *, later: bool = False) -> None:
+        """Send one line; best effort (without a watchdog, the records remain).
+
+        `later`: a line that may wait for the next one (an attempt that ended: its tag
+        names no live process any more, so a watchdog that never hears it kills nothing
+        for it). Both then go in one write: one wake-up of the watchdog per attempt.
+        """
+        with self._lock:
+            if self._broken:
+                return
+            if later:
+                self._later.append(line)
+                return
+            if self._proc is None:
+                try:
+                    self._proc = subprocess.Popen(
+                        [sys.executable, "-I", "-S", str(WATCHDOG)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,  # a signal to the engine's group spares it
+                        close_fds=True,
+                    )
+                except OSError:
+                    self._broken = True
+                    return
+            assert self._proc.stdin is not None
+            lines, self._later = [*self._later, line], []
+            try:
+                self._proc.stdin.write(
+                    "".join(f"{text}\n" for text in lines).encode("utf-8", "surrogateescape")
+                )
+                self._proc.stdin.flush()
+            except OSError:
+                self._broken = True
+
+
+_WATCHDOG = _Watchdog()
+
+
+def watchdog_pid() -> int | None:
+    return _WATCHDOG.pid()
+
+
+def watch_path(path: Path | str) -> None:
+    """A temporary folder of the engine: removed by the watchdog if the engine dies."""
+    _WATCHDOG.tell(f"path {path}")
+
+
+def unwatch_path(path: Path | str) -> None:
+    _WATCHDOG.tell(f"done-path {path}")
+
+
+def watch_container(name: str) -> None:
+    """A container the engine created: removed by the watchdog if the engine dies."""
+    _WATCHDOG.tell(f"container {name}")
+
+
+def unwatch_container(name: str) -> None:
+    _WATCHDOG.tell(f"done-container {name}")
+
+
+# -- an attempt in flight ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """An attempt the engine has running: what `--resume` needs to end it."""
+
+    token: str
+    tag: int | None = None
+    container: str | None = None
+    engine: Engine | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        engine = self.engine
+        return {
+            "token": self.token,
+            "tag": self.tag,
+            "container": self.container,
+            "engine": None
+            if engine is None
+            else {"pid": engine.pid, "started": engine.started, "boot": engine.boot},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> InFlight:
+        engine = data.get("engine")
+        return cls(
+            token=str(data["token"]),
+            tag=_int(data.get("tag")),
+            container=str(data["container"]) if data.get("container") else None,
+            engine=Engine(int(engine["pid"]), _int(engine.get("started")), str(engine["boot"]))
+            if isinstance(engine, dict)
+            else None,
+        )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Flight:
+    """An attempt's registration with the watchdog and in its record file, begin to end."""
+
+    def __init__(
+        self, record: Path | None, token: str, tag: int | None, container: str | None = None
+    ) -> None:
+        self.path = record
+        self.data = InFlight(token, tag, container=container, engine=Engine.me())
+
+    def begin(self) -> None:
+        """Before anything of the attempt starts: the watchdog is told, the record written.
+
+        Written once: what `--resume` ends is found by the token and the tag, never by a
+        pid, so the leader's pid (known only after the start) is not worth a second write.
+        """
+        if self.data.tag is not None:
+            _WATCHDOG.tell(f"attempt {self.data.tag} {self.data.token}")
+        if self.data.container is not None:
+            watch_container(self.data.container)
+        self._write()
+
+    def end(self) -> None:
+        """After every process (and container) of the attempt is gone."""
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        if self.data.tag is not None:
+            _WATCHDOG.tell(f"done {self.data.tag}", later=True)
+        if self.data.container is not None:
+            unwatch_container(self.data.container)
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        # In place, with one write(): a process that dies lands the whole of a small write
+        # or none of it, and this one is made before anything of the attempt starts, so an
+        # empty record (the engine killed between open and write) has nothing to end. No
+        # write aside and rename: a rename per attempt costs more than the rest of it. os
+        # calls, no file object: a file object costs three more calls.
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, json.dumps(self.data.to_dict()).encode("utf-8"))
+            finally:
+                os.close(fd)
+
+
+# -- what a dead engine left -------------------------------------------------------------
+
+
+def reap(run_dir: Path) -> tuple[str, ...]:
+    """End what the interrupted run's dead engine left running; a notice of what was found.
+
+    A record sits in a folder the attempt's own command could write to, so nothing in
+    it is trusted to name a victim: a process is ended only if it carries the record's
+    token or tag (a recycled pid, or any pid the record names, carries neither), and a
+    container only if its label holds the record's token. Raises UsageError when the
+    engine of a record is still alive (the run is not interrupted, it is running).
+    """
+    records: list[tuple[Path, InFlight]] = []
+    paths = [
+        *run_dir.glob(f"{INFLIGHT_PREFIX}*.json"),
+        *run_dir.glob("cells/*/*/inflight*.json"),
+        *run_dir.glob("cells/*/*/instance-*/inflight*.json"),
+    ]
+    for path in sorted(paths):
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, ValueError):
+            continue
+        if not text:
+            # The engine died between creating the record and its one write, before
+            # anything of the attempt started (Flight.begin): nothing to end, nothing to keep.
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        try:
+            records.append((path, InFlight.from_dict(json.loads(text))))
+        except (ValueError, KeyError, TypeError):
+            continue
+    me = os.getpid()
+    for path, record in records:
+        engine = record.engine
+        # Its pid with its start time and boot: a recycled pid is not taken for the engine.
+        if engine is not None and engine.pid != me and engine.alive():
+            raise UsageError(
+                f"--resume {run_dir.name}: the run is still running (engine pid {engine.pid}, "
+                f"recorded in {path}); stop it first"
+            )
+    tokens = {record.token for _, record in records}
+    tags = {
+        record.tag
+        for _, record in records
+        if record.tag is not None and watchdog.is_tag(record.tag)
+    }
+    killed = watchdog.kill_tagged(tokens, tags)
+    removed = sum(
+        _remove_container(record.container, record.token)
+        for _, record in records
+        if record.container
+    )
+    for path, _ in records:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if not killed and not removed:
+        return ()
+    found = [f"{killed} process(es)"] if killed else []
+    if removed:
+        found.append(f"{removed} container(s)")
+    return (
+        f"the interrupted run's engine had left {' and '.join(found)} running: "
+        "ended before resuming",
+    )
+
+
+def _remove_container(name: str, token: str) -> bool:
+    """Force-remove the attempt's container `name`, if its label holds `token`; whether it did."""
+    try:
+        import docker
+        import docker.errors
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env()
+    except docker.errors.DockerException:
+        return False
+    try:
+        container = client.containers.get(name)
+        if container.labels.get(CONTAINER_LABEL) != token:
+            return False  # not the one the record's attempt made
+        container.remove(force=True, v=True)
+        return True
+    except docker.errors.DockerException:
+        return False
+    finally:
+        client.close()
+
+
+def _ours(pid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()  # noqa: PTH116 (as process.py)
+    except OSError:
+        return False
+
+
+__all__ = [
+    "INFLIGHT",
+    "Engine",
+    "Flight",
+    "InFlight",
+    "new_tag",
+    "reap",
+    "start_time",
+    "unwatch_container",
+    "unwatch_path",
+    "watch_container",
+    "watch_path",
+]

@@ -1,0 +1,292 @@
+"""Spec `markers`: output lines that match a marker's regex become progress events.
+
+Markers are matched on a thread of their own (`MarkerMatcher`), never in the
+thread that pumps output and enforces the attempt's timeout: a marker regex
+from a stranger's spec may backtrack for hours. Each match is bounded
+(`patterns.search`, MARKER_MATCH_TIMEOUT_S, lines cut to MAX_MARKER_LINE_CHARS);
+a marker that stalls is dropped for the rest of the attempt with a warning.
+`MarkerScanner` cuts a child's byte stream into lines for it (capture.py puts it
+beside the capped log).
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from reprospec.core import patterns
+from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
+from reprospec.core.inputs import Marker
+from reprospec.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    import regex
+
+    from reprospec.process.output import EventWriter
+
+# A newline-less flood must not grow the line buffer or make the regexes slow.
+MAX_LINE_BYTES = 64 << 10
+# Events are read back whole by the classifier and the report; a line excerpt is enough.
+MAX_EVENT_LINE_CHARS = 1000
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+# (named here: the marker's field `regex` would hide the module in the class body; a
+# string, since `regex` is imported only by a spec with markers: patterns.py)
+Pattern: TypeAlias = "regex.Pattern[str]"
+
+
+@dataclass(frozen=True)
+class CompiledMarker:
+    """A `Marker` with its regex compiled (a `regex` Pattern, searched with a timeout)."""
+
+    regex: Pattern
+    phase: str | None
+    step: int | None
+
+    @property
+    def pattern(self) -> str:
+        return str(self.regex.pattern)
+
+
+def compile_markers(markers: Iterable[Marker]) -> tuple[tuple[CompiledMarker, ...], list[str]]:
+    """Compile marker regexes: (the valid ones, warnings naming the invalid ones)."""
+    wanted = tuple(markers)
+    if not wanted:
+        return (), []
+    import regex  # only a spec with markers pays for it (patterns.py)
+
+    compiled: list[CompiledMarker] = []
+    warnings: list[str] = []
+    for marker in wanted:
+        try:
+            pattern = patterns.compile_bounded(marker.pattern)
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+            warnings.append(f"marker {marker.pattern!r} ignored: invalid regex: {exc}")
+            continue
+        compiled.append(CompiledMarker(pattern, marker.phase, marker.step))
+    return tuple(compiled), warnings
+
+
+def match_marker(
+    marker: CompiledMarker, line: str, timeout_s: float = MARKER_MATCH_TIMEOUT_S
+) -> JsonObject | None:
+    """The marker event (without `t`) of one line, or None; PatternTimeout past `timeout_s`."""
+    found = patterns.search(marker.regex, line[:MAX_MARKER_LINE_CHARS], timeout_s)
+    if found is None:
+        return None
+    groups = found.groupdict()
+    phase = groups.get("phase") or marker.phase
+    step: int | None = marker.step
+    if groups.get("step") is not None:
+        try:
+            step = int(groups["step"])
+        except ValueError:
+            step = marker.step
+    return {"event": "marker", "phase": phase, "step": step, "line": line[:MAX_EVENT_LINE_CHARS]}
+
+
+def match_markers(markers: Sequence[CompiledMarker], line: str) -> list[JsonObject]:
+    """The marker events (without `t`) that one output line produces (a stalled marker: none)."""
+    events: list[JsonObject] = []
+    for marker in markers:
+        try:
+            event = match_marker(marker, line)
+        except patterns.PatternTimeout:
+            continue
+        if event is not None:
+            events.append(event)
+    return events
+
+
+# Lines waiting to be matched; past this the matcher is behind and lines are skipped.
+MAX_PENDING_LINES = 2000
+# Matching time one marker may use over a whole attempt before it is dropped.
+MARKER_BUDGET_S = 2.0
+# How long closing waits for the lines still queued.
+CLOSE_WAIT_S = 2.0
+
+
+class MarkerMatcher:
+    """Matches output lines against markers on its own thread and writes their events.
+
+    `submit` never blocks (it is called by the thread that enforces the timeout);
+    `close` waits at most CLOSE_WAIT_S and returns the warnings: markers that
+    stalled, lines skipped because matching fell behind.
+    """
+
+    def __init__(
+        self,
+        markers: Sequence[CompiledMarker],
+        events: EventWriter,
+        timeout_s: float = MARKER_MATCH_TIMEOUT_S,
+        budget_s: float = MARKER_BUDGET_S,
+        max_pending: int = MAX_PENDING_LINES,
+    ) -> None:
+        self._markers = list(markers)
+        self._events = events
+        self._timeout_s = timeout_s
+        self._budget_s = budget_s
+        self._spent = [0.0] * len(self._markers)
+        self._active = [True] * len(self._markers)
+        self._queue: queue.Queue[tuple[float, str] | None] = queue.Queue(maxsize=max_pending)
+        self._stop = threading.Event()
+        self._warnings: list[str] = []
+        self._lock = threading.Lock()
+        self.skipped = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="reprospec-markers", daemon=True)
+        self._thread.start()
+
+    def submit(self, line: str) -> None:
+        """Queue one output line (cut to MAX_MARKER_LINE_CHARS); never blocks."""
+        if self._closed:
+            return
+        try:
+            self._queue.put_nowait((time.time(), line[:MAX_MARKER_LINE_CHARS]))
+        except queue.Full:
+            self.skipped += 1
+
+    def close(self) -> list[str]:
+        """Finish the queued lines (bounded wait) and stop; returns the warnings."""
+        if not self._closed:
+            self._closed = True
+            deadline = time.monotonic() + CLOSE_WAIT_S
+            while self._thread.is_alive() and time.monotonic() < deadline:
+                try:
+                    self._queue.put(None, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            if self._thread.is_alive():
+                self._stop.set()
+                with self._lock:
+                    self._warnings.append(
+                        f"markers: matching had not finished {self._queue.qsize()} line(s) "
+                        f"{CLOSE_WAIT_S:g}s after the attempt ended; their events are missing"
+                    )
+            if self.skipped:
+                with self._lock:
+                    self._warnings.append(
+                        f"markers: {self.skipped} output line(s) were not matched: "
+                        "matching fell behind the output"
+                    )
+        with self._lock:
+            return list(self._warnings)
+
+    def _warn(self, text: str) -> None:
+        with self._lock:
+            self._warnings.append(text)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                continue  # look at _stop again: close() may have given up on us
+            if item is None:
+                return
+            seen, line = item
+            for index, marker in enumerate(self._markers):
+                if not self._active[index] or self._stop.is_set():
+                    continue
+                begin = time.monotonic()
+                try:
+                    event = match_marker(marker, line, self._timeout_s)
+                except patterns.PatternTimeout:
+                    self._active[index] = False
+                    self._warn(
+                        f"marker {marker.pattern!r} stalled: matching one line took more than "
+                        f"{self._timeout_s:g}s; it was not matched for the rest of the attempt"
+                    )
+                    continue
+                self._spent[index] += time.monotonic() - begin
+                if self._spent[index] > self._budget_s:
+                    self._active[index] = False
+                    self._warn(
+                        f"marker {marker.pattern!r} stalled: it used more than "
+                        f"{self._budget_s:g}s of matching; it was not matched for the rest "
+                        "of the attempt"
+                    )
+                if event is not None:
+                    self._events.write({"t": seen, **event})
+
+
+class MarkerScanner:
+    """Splits a byte stream into lines and hands each to a MarkerMatcher.
+
+    A line is the text after its last carriage return (what a terminal would show
+    of a progress bar), with ANSI escapes removed; at most MAX_LINE_BYTES of it
+    are kept. Given markers and events (not a shared `matcher`), the scanner owns
+    its matcher: `close` then waits for it, and `warnings` holds what it said.
+    """
+
+    def __init__(
+        self,
+        markers: Sequence[CompiledMarker] = (),
+        events: EventWriter | None = None,
+        max_line: int = MAX_LINE_BYTES,
+        matcher: MarkerMatcher | None = None,
+    ) -> None:
+        self._owned = matcher is None
+        if matcher is None:
+            if events is None:
+                raise ValueError("MarkerScanner needs an EventWriter or a shared MarkerMatcher")
+            matcher = MarkerMatcher(markers, events)
+        self._matcher = matcher
+        self._max_line = max_line
+        self._buf = bytearray()
+        # A trailing "\r" may be the first half of "\r\n": decide when the next byte arrives.
+        self._pending_cr = False
+        self.warnings: list[str] = []
+
+    def write(self, data: bytes) -> None:
+        """Feed a chunk of the stream."""
+        start = 0
+        while True:
+            newline = data.find(b"\n", start)
+            if newline < 0:
+                self._append(data[start:])
+                return
+            self._append(data[start:newline])
+            self._end_line()
+            start = newline + 1
+
+    def close(self) -> None:
+        """Scan the last line, even without a final newline (and stop an owned matcher)."""
+        if self._buf:
+            self._end_line()
+        if self._owned:
+            self.warnings = self._matcher.close()
+
+    def _append(self, piece: bytes) -> None:
+        if not piece:
+            return
+        if self._pending_cr:
+            self._buf.clear()
+            self._pending_cr = False
+        stripped = piece.rstrip(b"\r")
+        if len(stripped) < len(piece):
+            self._pending_cr = True
+        redraw = stripped.rfind(b"\r")
+        if redraw >= 0:
+            self._buf.clear()
+            stripped = stripped[redraw + 1 :]
+        room = self._max_line - len(self._buf)
+        if room > 0:
+            self._buf += stripped[:room]
+
+    def _end_line(self) -> None:
+        raw = bytes(self._buf)
+        self._buf.clear()
+        self._pending_cr = False
+        if not raw:
+            return
+        self._matcher.submit(_ANSI.sub("", raw.decode("utf-8", "replace")))

@@ -1,0 +1,164 @@
+"""Live progress while a run goes, and the results table at its end (rich); words from words.py."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
+
+from reprospec.core.inputs import Cell
+from reprospec.core.logtext import printable
+from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.words import (
+    VERDICT_MARKS,
+    attempt_phrase,
+    attempts_phrase,
+    expectation_phrase,
+    rate_phrase,
+    seconds,
+)
+from reprospec.report.console import live_progress_enabled, make_console
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
+    from rich.table import Table
+    from rich.text import Text
+
+
+class Progress:
+    """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = live_progress_enabled(self.stream)
+        self.total = total
+        self._lock = threading.Lock()
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
+        self._running = 0
+
+    def __enter__(self) -> Progress:
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            bar = RichProgress(
+                TextColumn("[bold]running[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=make_console(self.stream),
+                transient=True,
+            )
+            bar.start()
+            self._task = bar.add_task("", total=self.total)
+            self._bar = bar
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def update(
+        self, event: str, cell: Cell, result: AttemptResult | None, finished: int, total: int
+    ) -> None:
+        with self._lock:
+            if event == "start":
+                self._running += 1
+                if self._bar is not None and self._task is not None:
+                    from rich.markup import escape
+
+                    # A cell id is the spec's text: never markup (`[/tmp]`), never escapes.
+                    description = escape(printable(cell.id, one_line=True))
+                    self._bar.update(self._task, description=description)
+                return
+            self._running = max(0, self._running - 1)
+            assert result is not None
+            mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
+            # The phrase quotes the child (an exception message, an event's phase): one line
+            # of text, whatever it holds.
+            line = printable(
+                f"[{finished}/{total}] {cell.id} #{result.attempt}: {attempt_phrase(result)} "
+                f"({mark}, {seconds(result.duration_s)})",
+                one_line=True,
+            )
+            if self._bar is not None and self._task is not None:
+                self._bar.update(self._task, completed=finished, total=total)
+                self._bar.console.print(line, markup=False, highlight=False)
+            else:
+                print(line, file=self.stream, flush=True)
+
+
+def results_table(run: RunResult) -> Table:
+    """One row per cell: verdict mark, cell, expected, what happened, rate.
+
+    A large run (as its report: more than LARGE_RUN_CELLS cells) gets one row per group
+    of alike cells, named by patterns: 256 rows of `pass` tell a terminal nothing.
+    """
+    from rich.table import Table
+
+    from reprospec.report.tables import LARGE_RUN_CELLS
+
+    table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
+    if len(run.cells) > LARGE_RUN_CELLS:
+        return _grouped(run, table)
+    table.add_column("", no_wrap=True)
+    table.add_column("cell", no_wrap=True)
+    table.add_column("expected")
+    table.add_column("actual")
+    table.add_column("attempts", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for cell in run.cells:
+        table.add_row(
+            VERDICT_MARKS[cell.verdict],
+            text(cell.cell.id),
+            text(expectation_phrase(cell.expected)),
+            text(attempts_phrase(cell.attempts)),
+            text(rate_phrase(cell.rate)),
+            cell.verdict,
+        )
+    return table
+
+
+def _grouped(run: RunResult, table: Table) -> Table:
+    from reprospec.report.environment import cell_environments
+    from reprospec.report.tables import result_groups
+
+    groups = result_groups(run, cell_environments(run.cells))
+    table.add_column("", no_wrap=True)
+    table.add_column("cells")
+    with_env = any(group["env"] for group in groups)
+    if with_env:
+        table.add_column("environment")
+    table.add_column("expected")
+    table.add_column("actual")
+    table.add_column("attempts each", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for group in groups:
+        env = (text(group["env"]),) if with_env else ()
+        table.add_row(
+            group["mark"],
+            text(f"{group['count']}: " + "; ".join(group["cells"])),
+            *env,
+            text(group["expected"]),
+            text(group["actual"]),
+            text(group["rate"]),
+            group["verdict"],
+        )
+    return table
+
+
+def text(value: str) -> Text:
+    """A value from a spec or a child as rich text: shown as written (`[a-z ]+` stays), its
+    control characters written out; never parsed as markup."""
+    from rich.text import Text
+
+    return Text(printable(value, one_line=True))

@@ -1,0 +1,64 @@
+"""An attempt as seen from inside a container: mounts, paths, workdir, argv, limits.
+
+Shared by the docker runner (through the SDK) and `reprospec materialize`
+(as `docker run` options in a script), so a bundle runs its cells exactly as
+the runner would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.sections import Environment
+from reprospec.process.childprotocol import CELL_JSON, ChildPaths
+
+IN_ATTEMPT = "/reprospec/attempt"
+IN_HARNESS = "/reprospec/harness"
+IN_STACKDUMP = "/reprospec/stackdump"
+IN_CELL = f"{IN_ATTEMPT}/{CELL_JSON}"
+PATHS = ChildPaths(attempt_dir=IN_ATTEMPT, harness_dir=IN_HARNESS, stackdump_dir=IN_STACKDUMP)
+
+# Paths a workdir must not shadow inside the container: such a workdir goes to /work.
+_SYSTEM_ROOTS = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib64",
+    "/opt",
+    "/proc",
+    "/reprospec",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var",
+)
+def container_workdir(host: Path) -> str:
+    """The workdir's path inside the container: the same path unless it would shadow the system."""
+    text = host.as_posix()
+    if text == "/" or any(text == r or text.startswith(r + "/") for r in _SYSTEM_ROOTS):
+        return "/work"
+    return text
+
+
+def attempt_argv(plan: AttemptPlan) -> list[str] | None:
+    """What the container runs: the harness for a workload, else the plan's argv."""
+    if plan.workload is not None:
+        return ["python3", "-m", "reprospec_harness"]
+    return list(plan.argv) if plan.argv else None
+
+
+def run_options(environment: Environment) -> dict[str, object]:
+    """The limits and devices of `environment`, as `docker run`/the SDK name them."""
+    options: dict[str, object] = {"network": "bridge" if environment.network else "none"}
+    if environment.shm_size is not None:
+        options["shm_size"] = environment.shm_size
+    if environment.memory is not None:
+        options["memory"] = environment.memory
+    if environment.gpus:
+        options["gpus"] = environment.gpus
+    return options

@@ -1,0 +1,347 @@
+"""Talking to a Docker engine: connect, a container's config, its life, its output, its stacks.
+
+The docker runner (runners/docker.py) runs attempts with these; nothing here
+knows about verdicts. The in-container view (paths, workdir, limits) is
+container.py, shared with `reprospec materialize`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.errors import InfraError
+from reprospec.process import leftovers
+from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
+from reprospec.process.output import Sink
+from reprospec.process.tree import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
+from reprospec.runners.docker import image as dockerimage
+from reprospec.runners.docker.container import (
+    IN_ATTEMPT,
+    IN_HARNESS,
+    IN_STACKDUMP,
+    PATHS,
+    container_workdir,
+)
+
+if TYPE_CHECKING:
+    from reprospec.runners.docker.sdk import Container, ContainerConfig, DockerClient, OutputStream
+
+DEFAULT_URL = "unix:///var/run/docker.sock"
+LABEL = leftovers.CONTAINER_LABEL
+ENGINE_LABEL = "org.reprospec.engine"
+ENVINFO_TIMEOUT_S = 120.0
+DRAIN_WAIT_S = 2.0
+# One wait() call per slice, so `cancel` is noticed within a slice.
+WAIT_SLICE_S = 0.5
+# docker run's own failures: 125 the daemon, 126 not executable, 127 not found.
+DOCKER_START_FAILURES = (125, 126, 127)
+# 128+N from the init process means "killed by signal N" for these.
+FATAL_SIGNALS = frozenset(
+    int(s)
+    for s in (
+        signal.SIGHUP,
+        signal.SIGINT,
+        signal.SIGQUIT,
+        signal.SIGILL,
+        signal.SIGTRAP,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGKILL,
+        signal.SIGSEGV,
+        signal.SIGPIPE,
+        signal.SIGALRM,
+        signal.SIGTERM,
+        signal.SIGXCPU,
+        signal.SIGXFSZ,
+        signal.SIGSYS,
+    )
+)
+# Runs inside the container at a timeout: SIGUSR1 to every Python process that
+# catches it (our sitecustomize registered faulthandler there); prints "PID CMDLINE".
+_ASK_STACKS = r"""
+for d in /proc/[0-9]*; do
+  pid=${d#/proc/}
+  [ "$pid" = "$$" ] && continue
+  mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "$d/status" 2>/dev/null)
+  [ -n "$mask" ] || continue
+  low=$(printf '%s' "$mask" | tail -c 8)
+  [ $(( 0x$low & 0x200 )) -ne 0 ] || continue
+  exe=$(readlink "$d/exe" 2>/dev/null)
+  case "${exe##*/}" in python*|pypy*) ;; *) continue ;; esac
+  kill -USR1 "$pid" 2>/dev/null || continue
+  echo "$pid $(tr '\0\n' '  ' < "$d/cmdline" 2>/dev/null)"
+done
+"""
+
+
+def engine_url() -> str:
+    """Where the engine is expected to answer (DOCKER_HOST, else the default socket)."""
+    return os.environ.get("DOCKER_HOST") or DEFAULT_URL
+
+
+def connect(base_url: str | None = None) -> DockerClient:
+    """A client of an engine that answered a ping; InfraError (exit 3) otherwise."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise InfraError(
+            "the docker runner needs the docker package: pip install 'reprospec[docker]'"
+        ) from exc
+    url = base_url or engine_url()
+    try:
+        client: DockerClient = docker.DockerClient(
+            base_url=url, version="auto", max_pool_size=32, timeout=120
+        )
+        client.ping()
+    except Exception as exc:  # the SDK raises DockerException, requests and OS errors alike
+        raise InfraError(f"no Docker engine answered at {url}; is dockerd running?") from exc
+    return client
+
+
+def returncode_from_status(status: int, oom_killed: bool = False) -> int:
+    """The container's exit status as subprocess would give it: negative for a fatal signal."""
+    if oom_killed:
+        return -int(signal.SIGKILL)
+    if status > 128 and status - 128 in FATAL_SIGNALS:
+        return -(status - 128)
+    return status
+
+
+def container_config(
+    plan: AttemptPlan,
+    *,
+    image: str,
+    argv: Sequence[str],
+    log_dir: Path,
+    token: str,
+    gpu_slot: tuple[str, ...] = (),
+    image_pythonpath: str = "",
+    harness: bool | None = None,
+    paths: ChildPaths = PATHS,
+    instance: Instance | None = None,
+) -> ContainerConfig:
+    """The keyword arguments of `containers.create` for one attempt (no engine needed).
+
+    `harness` puts the harness on PYTHONPATH (default: when the plan has a workload);
+    `paths` are the protocol's paths as the container sees them; `instance` the
+    instance of `run.instances` it runs (its variables).
+    """
+    from docker.types import DeviceRequest, LogConfig, Mount
+
+    environment = plan.environment
+    workdir = container_workdir(plan.workdir)
+    mounts = [
+        Mount(IN_ATTEMPT, str(log_dir), type="bind"),
+        Mount(IN_HARNESS, str(dockerimage.HARNESS_DIR), type="bind", read_only=True),
+        Mount(IN_STACKDUMP, str(dockerimage.STACKDUMP_DIR), type="bind", read_only=True),
+        Mount(workdir, str(plan.workdir), type="bind"),
+    ]
+    # The engine renumbers the GPUs it hands over from 0; our PYTHONPATH replaces the
+    # image's, so the image's entries are kept after ours.
+    env = child_env(
+        plan,
+        paths,
+        gpu_ids=[str(i) for i in range(len(gpu_slot))],
+        token=token,
+        pythonpath_after=[image_pythonpath],
+        harness=harness,
+        instance=instance,
+    )
+    device_requests = []
+    if gpu_slot:
+        device_requests.append(DeviceRequest(device_ids=list(gpu_slot), capabilities=[["gpu"]]))
+    elif environment.gpus > 0:
+        device_requests.append(DeviceRequest(count=environment.gpus, capabilities=[["gpu"]]))
+    config: ContainerConfig = {
+        "image": image,
+        # The plan's argv runs as is, whatever ENTRYPOINT the image declares.
+        "entrypoint": list(argv[:1]),
+        "command": list(argv[1:]),
+        "name": f"reprospec-{token[:12]}",
+        "init": True,
+        "detach": True,
+        "stdin_open": False,
+        "tty": False,
+        "environment": env,
+        "working_dir": workdir,
+        "mounts": mounts,
+        "network_mode": "bridge" if environment.network else "none",
+        # The engine's pid: which engine made a container, when several share one daemon.
+        "labels": {
+            LABEL: token,
+            "org.reprospec.cell": plan.cell.id,
+            ENGINE_LABEL: str(os.getpid()),
+        },
+        # The daemon keeps a copy of the output too: bound it (we read the stream live).
+        "log_config": LogConfig(type="json-file", config={"max-size": "16m", "max-file": "2"}),
+    }
+    if environment.shm_size is not None:
+        config["shm_size"] = environment.shm_size
+    if environment.memory is not None:
+        config["mem_limit"] = environment.memory
+    if device_requests:
+        config["device_requests"] = device_requests
+    if os.getuid() != 0:
+        # Files in the run folder stay the user's; HOME must then be writable.
+        config["user"] = f"{os.getuid()}:{os.getgid()}"
+        env.setdefault("HOME", "/tmp")
+    return config
+
+
+@contextlib.contextmanager
+def fresh_container(
+    client: DockerClient, config: ContainerConfig, record: Path | None = None
+) -> Iterator[Container]:
+    """A created (not started) container, force-removed on leaving whatever happened.
+
+    While it exists the watchdog knows its name (removed if the engine is killed), and
+    `record` (an in-flight record, leftovers.py) lets `--resume` remove it.
+    """
+    name = str(config["name"])
+    flight = leftovers.Flight(record, str(config["labels"][LABEL]), None, container=name)
+    flight.begin()
+    try:
+        yield client.containers.create(**config)
+    finally:
+        if remove_container(client, name):
+            flight.end()
+        else:
+            # Left registered: the watchdog removes it when this engine exits.
+            print(
+                f"reprospec: container {name} was not removed within {REMOVE_WAIT_S:.0f}s "
+                f"(the engine is slow or stuck): remove it with `docker rm -f {name}`",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+# A loaded engine can take seconds to remove a container ("removal already in progress").
+REMOVE_WAIT_S = 60.0
+
+
+def remove_container(client: DockerClient, name: str, wait_s: float = REMOVE_WAIT_S) -> bool:
+    """Force-remove `name` and wait until the engine no longer lists it; False if it stays.
+
+    An attempt's container must be gone when the attempt returns, even when the engine
+    is slow: a removal "already in progress" is waited for, not taken for done.
+    """
+    import docker.errors
+    import requests.exceptions
+
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        try:
+            client.containers.get(name).remove(force=True, v=True)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass  # in progress, or the engine did not answer in time: look again
+        try:
+            client.containers.get(name)
+        except docker.errors.NotFound:
+            return True
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+class OutputPump:
+    """Moves the container's demultiplexed output into the stdout and stderr sinks."""
+
+    def __init__(self, stream: OutputStream, stdout: Sink, stderr: Sink) -> None:
+        self._stream = stream
+        self._stdout = stdout
+        self._stderr = stderr
+        self.thread = threading.Thread(
+            target=self._run, name="reprospec-docker-output", daemon=True
+        )
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):  # a closed stream ends the pump, nothing else
+            for out, err in self._stream:
+                if out:
+                    self._stdout.write(out)
+                if err:
+                    self._stderr.write(err)
+
+    def finish(self, timeout: float) -> bool:
+        """Wait for the end of the output; False when it had to be cut."""
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                self._stream.close()
+            self.thread.join(1.0)
+            return False
+        return True
+
+
+def wait_for_exit(
+    container: Container, timeout_s: float | None, cancel: threading.Event | None
+) -> int | None:
+    """The container's exit status, or None at the timeout or on cancel."""
+    import requests.exceptions
+
+    deadline = time.monotonic() + timeout_s if timeout_s and timeout_s > 0 else float("inf")
+    while True:
+        if cancel is not None and cancel.is_set():
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        piece = min(left, WAIT_SLICE_S) if cancel is not None else min(left, 3600.0)
+        try:
+            # The SDK's wait timeout surfaces as a requests error, not a TimeoutError.
+            result = container.wait(timeout=max(piece, 0.05))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            continue
+        code = result.get("StatusCode")
+        return code if isinstance(code, int) else -1
+
+
+def collect_stacks(container: Container, log_dir: Path) -> Path | None:
+    """SIGUSR1 to the container's Python processes; their dumps gathered into stack.txt."""
+    import docker.errors
+
+    try:
+        result = container.exec_run(["sh", "-c", _ASK_STACKS], stdout=True, stderr=False)
+    except docker.errors.APIError:
+        return None
+    asked: dict[int, str] = {}
+    for line in result.output.decode("utf-8", "replace").splitlines():
+        number, _, cmd = line.strip().partition(" ")
+        if number.isdigit():
+            asked[int(number)] = cmd.strip()
+    if not asked:
+        return None
+    # Each process's dump is in the attempt folder (childprotocol: REPROSPEC_STACK_DIR).
+    wait_for_stack_files(log_dir, asked)
+    parts: list[str] = []
+    budget = STACKS_TOTAL_BYTES
+    order = sorted(asked)
+    for index, pid in enumerate(order):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(order) - index} more process(es) omitted ...]\n")
+            break
+        cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
+        # The dump is the container's to write: read head + tail (process.py).
+        text = read_stack_dump(log_dir / f"stack-{pid}.txt").rstrip()
+        body = text or "(no Python stack: the process did not answer)"
+        parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")
+        budget -= len(parts[-1])
+    out = log_dir / STACK_TXT
+    out.write_text("\n".join(parts), encoding="utf-8")
+    return out

@@ -1,0 +1,422 @@
+"""Docker images for attempts: which image an environment needs, and building it once.
+
+Three sources, in this order (SPEC-FORMAT.md `environment`):
+  - `dockerfile`: the user's own Dockerfile, built with its folder as the context;
+  - `packages`: a Dockerfile rendered from `reprospec/docker/Dockerfile.j2`
+    (`image` or the default runner image as base, the packages through pip,
+    the harness);
+  - otherwise `image` (or the default runner image) as it is.
+Built images are tagged by a hash of everything that went into the build, so a
+second run finds its image and builds nothing. Nothing is ever pulled: a
+missing image is an InfraError saying how to get it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.sections import Environment
+from reprospec.errors import InfraError
+
+if TYPE_CHECKING:
+    from reprospec.runners.docker.sdk import DockerClient
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent.parent
+HARNESS_DIR = PACKAGE_DIR / "harness"
+STACKDUMP_DIR = PACKAGE_DIR / "stackdump"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+CA_DIR = Path("/usr/local/share/ca-certificates")
+
+DEFAULT_IMAGE = "reprospec-runner:latest"
+BASE_IMAGE = "reprospec-base:bookworm"
+# Both are built on this machine (scripts/docker-setup.sh); a bundle for another machine
+# rebuilds their content from this public base and these packages instead.
+LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
+PUBLIC_BASE = "debian:bookworm-slim"
+# What scripts/docker-setup.sh installs into the runner image (REPROSPEC_PACKAGES' default).
+RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
+BUILT_REPOSITORY = "reprospec-env"
+HASH_LABEL = "org.reprospec.content-hash"
+# The ids of the FROM images a build ran on: a base built again (docker-setup.sh rebuilds
+# an outdated one) makes the images built on it outdated too, whatever their content hash.
+BASES_LABEL = "org.reprospec.base-ids"
+BUILD_LOG_TAIL = 25
+# Wheels are named by version: a name and a size identify one without reading 200 MB.
+_BIG_FILE = 1 << 20
+_IMAGE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
+_CONTEXT_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache"}
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """Everything a build needs: the Dockerfile text and the files of its context."""
+
+    dockerfile: str
+    # (path inside the context, file or folder on this machine)
+    files: tuple[tuple[str, Path], ...] = ()
+    # (path inside the context, text content)
+    texts: tuple[tuple[str, str], ...] = ()
+    # FROM images that must be present before building (never pulled).
+    bases: tuple[str, ...] = ()
+    # Folders the Dockerfile COPYs, created even when empty.
+    folders: tuple[str, ...] = ()
+    # The Dockerfile's name inside the context (a user's may be `Dockerfile.gpu`).
+    dockerfile_name: str = "Dockerfile"
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """The image an environment's attempts run in; `build` is None when it is used as is."""
+
+    tag: str
+    source: str  # "image" | "dockerfile" | "packages"
+    build: BuildRecipe | None = None
+    hint: str = field(default="", compare=False)
+
+
+def _check_ref(ref: str, what: str) -> str:
+    # The reference lands in a FROM line: a newline would smuggle in instructions.
+    if not _IMAGE_REF.match(ref):
+        raise InfraError(f"{what} {ref!r} is not a valid image reference")
+    return ref
+
+
+def _how_to_get(image: str) -> str:
+    if image in (DEFAULT_IMAGE, BASE_IMAGE):
+        return "build it with scripts/docker-setup.sh (no registry needed)"
+    return f"run `docker pull {image}` or build it"
+
+
+def recipe_for(
+    environment: Environment,
+    *,
+    spec_dir: Path | None = None,
+    find_links: Path | None = None,
+) -> ImageRecipe:
+    """The image recipe for one resolved `environment` section."""
+    dockerfile = environment.dockerfile
+    if dockerfile:
+        path = Path(dockerfile).expanduser()
+        if not path.is_absolute():
+            path = (spec_dir or Path.cwd()) / path
+        return _user_dockerfile(path.resolve())
+    image = _check_ref(environment.image or DEFAULT_IMAGE, "environment.image")
+    packages = list(environment.packages)
+    if not packages:
+        return ImageRecipe(tag=image, source="image", hint=_how_to_get(image))
+    return _rendered(image, packages, find_links)
+
+
+def _user_dockerfile(path: Path) -> ImageRecipe:
+    if not path.is_file():
+        raise InfraError(f"environment.dockerfile not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    build = BuildRecipe(
+        dockerfile=text,
+        files=((".", path.parent),),
+        bases=from_images(text),
+        dockerfile_name=path.name,
+    )
+    return ImageRecipe(tag=_tag(build), source="dockerfile", build=build)
+
+
+def from_images(dockerfile: str) -> tuple[str, ...]:
+    """The images a Dockerfile's FROM lines name (earlier stages and `scratch` left out)."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].upper() != "FROM":
+            continue
+        refs = [w for w in words[1:] if not w.startswith("--")]
+        if not refs:
+            continue
+        ref = refs[0]
+        if len(refs) >= 3 and refs[1].upper() == "AS":
+            stages.add(refs[2].lower())
+        # ARG-substituted bases cannot be checked before the build.
+        if ref.lower() in stages or ref == "scratch" or "$" in ref:
+            continue
+        if ref not in images:
+            images.append(ref)
+    return tuple(images)
+
+
+def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
+    """The Dockerfile for a `packages` environment (the packages go in requirements.txt)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=False,  # a Dockerfile, not HTML; every value is checked before rendering
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
+
+
+def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecipe:
+    """What the runner image holds (Python, gdb, RUNNER_PACKAGES, the harness) and `packages`,
+    built from PUBLIC_BASE: no image of this machine is needed. A package of `packages`
+    replaces the runner's own pin of it (`torch==2.3.0` wins over torch==2.13.0)."""
+    import jinja2
+
+    named = {_requirement_name(p) for p in packages}
+    wanted = [p for p in RUNNER_PACKAGES if _requirement_name(p) not in named] + list(packages)
+    files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
+    if find_links is not None:
+        if not find_links.is_dir():
+            raise InfraError(f"--find-links folder not found: {find_links}")
+        files.append(("wheels", find_links.resolve()))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=False,  # a Dockerfile; the base is a constant, packages go to a file
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    dockerfile = env.get_template("Dockerfile.public.j2").render(
+        base=PUBLIC_BASE, wheels=find_links is not None
+    )
+    return BuildRecipe(
+        dockerfile=dockerfile,
+        files=tuple(files),
+        texts=(("requirements.txt", "".join(f"{p}\n" for p in wanted)),),
+        bases=(PUBLIC_BASE,),
+        folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
+    )
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
+
+
+def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:
+    files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
+    for cert in ca_certificates():
+        files.append((f"certs/{cert.name}", cert))
+    if find_links is not None:
+        if not find_links.is_dir():
+            raise InfraError(f"--find-links folder not found: {find_links}")
+        files.append(("wheels", find_links.resolve()))
+    build = BuildRecipe(
+        dockerfile=render_dockerfile(base, packages=True, wheels=find_links is not None),
+        files=tuple(files),
+        texts=(("requirements.txt", "".join(f"{p}\n" for p in packages)),),
+        bases=(base,),
+        folders=("certs", "harness", "stackdump"),
+    )
+    return ImageRecipe(tag=_tag(build), source="packages", build=build)
+
+
+def ca_certificates() -> list[Path]:
+    """The CA certificates added locally on this machine (what update-ca-certificates installs)."""
+    if not CA_DIR.is_dir():
+        return []
+    return sorted(p for p in CA_DIR.rglob("*.crt") if p.is_file())
+
+
+# -- content hash ---------------------------------------------------------------------
+
+
+def _walk(root: Path) -> Iterator[tuple[str, Path]]:
+    if root.is_file():
+        yield "", root
+        return
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _CONTEXT_SKIP)
+        for name in sorted(names):
+            path = Path(folder) / name
+            yield path.relative_to(root).as_posix(), path
+
+
+def content_hash(build: BuildRecipe) -> str:
+    """sha256 over the Dockerfile, the texts and every context file."""
+    digest = hashlib.sha256()
+    digest.update(build.dockerfile.encode())
+    for name, text in build.texts:
+        digest.update(f"\0text {name}\0".encode() + text.encode())
+    for dest, source in build.files:
+        for rel, path in _walk(source):
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            digest.update(f"\0file {dest}/{rel} {size}\0".encode())
+            if size <= _BIG_FILE:
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _tag(build: BuildRecipe) -> str:
+    return f"{BUILT_REPOSITORY}:{content_hash(build)[:16]}"
+
+
+# -- context and build ----------------------------------------------------------------
+
+
+def write_context(build: BuildRecipe, dest: Path) -> None:
+    """Write the build context (Dockerfile included) into the folder `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel, source in build.files:
+        target = dest / rel
+        if source.is_dir():
+            _copy_tree(source, target)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(source, target)
+    for rel, text in build.texts:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text, encoding="utf-8")
+    for folder in build.folders:
+        (dest / folder).mkdir(parents=True, exist_ok=True)
+    (dest / build.dockerfile_name).write_text(build.dockerfile, encoding="utf-8")
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    for rel, path in _walk(source):
+        out = target / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(path, out)
+    target.mkdir(parents=True, exist_ok=True)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    # Hard links keep a wheelhouse of hundreds of MB from being copied for every build.
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def image_present(client: DockerClient, ref: str) -> bool:
+    """Whether the engine has `ref` locally (never pulls)."""
+    import docker.errors
+
+    try:
+        client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def ensure_image(
+    client: DockerClient, recipe: ImageRecipe, say: Callable[[str], None] | None = None
+) -> str:
+    """The tag to run, built first when needed; InfraError when missing or the build fails.
+
+    `say` hears what is slow (a build takes minutes): the build starting, its steps,
+    the time it took.
+    """
+    rebuild = False
+    if image_present(client, recipe.tag):
+        if recipe.build is None or _built_on_its_bases(client, recipe.tag, recipe.build.bases):
+            return recipe.tag
+        rebuild = True
+    if recipe.build is None:
+        raise InfraError(
+            f"docker image {recipe.tag} is missing (reprospec never pulls implicitly): "
+            f"{recipe.hint or _how_to_get(recipe.tag)}"
+        )
+    for base in recipe.build.bases:
+        if not image_present(client, base):
+            raise InfraError(
+                f"docker image {base} (the base of the {recipe.source} build) is missing "
+                f"(reprospec never pulls implicitly): {_how_to_get(base)}"
+            )
+    if say is not None:
+        if rebuild:
+            say(f"image {recipe.tag}: its base image changed since it was built; building again")
+        else:
+            say(f"image {recipe.tag}: building from {recipe.source} (once; later runs reuse it)")
+    started = time.monotonic()
+    build_image(client, recipe.build, recipe.tag, say=say)
+    if say is not None:
+        say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
+    return recipe.tag
+
+
+def _base_ids(client: DockerClient, bases: Sequence[str]) -> str | None:
+    """The FROM images' ids, comma-separated; None when one is missing."""
+    import docker.errors
+
+    try:
+        return ",".join(client.images.get(base).id for base in bases)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _built_on_its_bases(client: DockerClient, tag: str, bases: Sequence[str]) -> bool:
+    """Whether `tag` was built on the base images as they are now (or they cannot be told)."""
+    now = _base_ids(client, bases)
+    if now is None:
+        return True  # a base is gone: the image is all there is
+    return client.images.get(tag).labels.get(BASES_LABEL) == now
+
+
+def build_image(
+    client: DockerClient, build: BuildRecipe, tag: str, say: Callable[[str], None] | None = None
+) -> list[str]:
+    """Build `build` as `tag` with the engine's builder; returns the build log lines.
+
+    `say` gets each step line (`Step 2/5 : RUN pip install ...`) as the builder starts it.
+    """
+    import docker.errors
+
+    log: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="reprospec-build-") as tmp:
+        context = Path(tmp)
+        write_context(build, context)
+        try:
+            stream = client.api.build(
+                path=str(context),
+                dockerfile=build.dockerfile_name,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                labels={
+                    HASH_LABEL: tag.rsplit(":", 1)[-1],
+                    BASES_LABEL: _base_ids(client, build.bases) or "",
+                },
+            )
+            for chunk in stream:
+                if "stream" in chunk:
+                    lines = str(chunk["stream"]).rstrip("\n").splitlines()
+                    log.extend(lines)
+                    if say is not None:
+                        for line in lines:
+                            if line.startswith("Step "):
+                                say(f"    {line}")
+                if "error" in chunk:
+                    log.extend(str(chunk["error"]).rstrip("\n").splitlines())
+                    raise InfraError(_build_failure(tag, log))
+        except docker.errors.APIError as exc:
+            log.append(str(exc.explanation or exc))
+            raise InfraError(_build_failure(tag, log)) from exc
+    return log
+
+
+def _build_failure(tag: str, log: Sequence[str]) -> str:
+    tail = "\n".join(f"  {line}" for line in log[-BUILD_LOG_TAIL:] if line.strip())
+    return f"docker build of {tag} failed; build log tail:\n{tail}"
+
+
+def describe(recipe: ImageRecipe) -> JsonObject:
+    """A JSON-friendly summary of a recipe (for plans and bundles)."""
+    return {"tag": recipe.tag, "source": recipe.source, "built": recipe.build is not None}

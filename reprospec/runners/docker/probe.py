@@ -1,0 +1,121 @@
+"""What the docker runner asks an image in a throwaway container: its packages, its environment.
+
+Both run a small stdlib program with the image's python3 in a fresh container of the
+plan's image (labelled, always removed) and read what it printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.core import capped
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.environment import packages
+from reprospec.errors import FatalError
+from reprospec.process import leftovers
+from reprospec.runners.docker.engine import (
+    ENVINFO_TIMEOUT_S,
+    LABEL,
+    fresh_container,
+    wait_for_exit,
+)
+
+if TYPE_CHECKING:
+    from reprospec.runners.docker.runner import DockerRunner
+    from reprospec.runners.docker.sdk import Container
+
+
+def packages_refused(runner: DockerRunner, plan: AttemptPlan, log_dir: Path) -> str | None:
+    """Why the plan's image does not satisfy the cell's `packages` (checked in a container).
+
+    Once per image and package list: the stdlib probe of `reprospec.environment.packages` runs
+    with the image's python3, and its answer is compared here (issue 9: never a
+    verdict on the wrong environment, whatever the runner).
+    """
+    import docker.errors
+
+    requirements = plan.environment.packages
+    names = packages.requirement_names(requirements)
+    if not names:
+        return None
+    argv = ["python3", "-c", packages.PROBE_CODE, json.dumps(list(names))]
+    with runner._check_lock:
+        try:
+            client, image, config = runner._container_config(plan, argv, log_dir)
+        except FatalError as exc:
+            return str(exc)
+        key = (image, tuple(requirements))
+        if key in runner._package_checks:
+            return runner._package_checks[key]
+        config["environment"].pop("REPROSPEC_CELL", None)
+        config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.probe": "1"}
+        reason: str | None
+        try:
+            record = log_dir / f"{leftovers.INFLIGHT_PREFIX}probe.json"
+            with fresh_container(client, config, record) as container:
+                container.start()
+                status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
+                out = _logs(container, stdout=True).decode("utf-8", "replace")
+                err = _logs(container, stdout=False).decode("utf-8", "replace")
+            if status != 0:
+                last = (err.strip().splitlines() or [f"exit {status}"])[-1]
+                reason = f"cannot check the cell's packages in {image}: {last}"
+            else:
+                problems = packages.mismatches(requirements, packages.parse_probe(out, image))
+                reason = packages.describe(image, problems) if problems else None
+        except (FatalError, docker.errors.APIError) as exc:
+            reason = f"cannot check the cell's packages in {image}: {exc}"
+        runner._package_checks[key] = reason
+        return reason
+
+
+def capture_environment(
+    runner: DockerRunner, plan: AttemptPlan, log_dir: Path
+) -> JsonObject:
+    """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
+    import docker.errors
+
+    try:
+        log_dir = log_dir.resolve()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = ["python3", "-m", "reprospec_harness.envinfo"]
+        client, image, config = runner._container_config(plan, argv, log_dir, harness=True)
+        config["environment"].pop("REPROSPEC_CELL", None)
+        config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}
+        record = log_dir / f"{leftovers.INFLIGHT_PREFIX}envinfo.json"
+        with fresh_container(client, config, record) as container:
+            container.start()
+            status = wait_for_exit(container, ENVINFO_TIMEOUT_S, None)
+            if status is None:
+                return {"error": f"environment capture timed out after {ENVINFO_TIMEOUT_S:g}s"}
+            out = _logs(container, stdout=True)
+            err = _logs(container, stdout=False)
+    except (FatalError, docker.errors.APIError) as exc:
+        return {"error": f"environment capture failed: {exc}"}
+    if status != 0:
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return {"error": f"environment capture exited with {status}: {last[0]}"}
+    try:
+        data: JsonValue = json.loads(out)
+    except ValueError as exc:
+        return {"error": f"environment capture printed no JSON: {exc}"}
+    if not isinstance(data, dict):
+        return {"error": "environment capture printed no JSON object"}
+    data.setdefault("container", {"runtime": "docker", "image": image})
+    return data
+
+
+# A probe's output (JSON of an environment) is far below this; an image that prints more
+# (a noisy entrypoint, a .pth file) must not take the engine's memory with it.
+PROBE_OUTPUT_BYTES = 4 << 20
+
+
+def _logs(container: Container, *, stdout: bool) -> bytes:
+    """One stream of a finished container's output, head + tail (capped.py)."""
+    kept = capped.HeadTail(PROBE_OUTPUT_BYTES, PROBE_OUTPUT_BYTES // 4)
+    for chunk in container.logs(stdout=stdout, stderr=not stdout, stream=True):
+        kept.write(chunk)
+    return kept.value()

@@ -1,0 +1,418 @@
+"""The docker runner: each attempt in a fresh container, removed afterwards whatever happens.
+
+The child protocol (docs/ARCHITECTURE.md) is the local runner's, with in-container
+paths: the attempt's log folder, the harness and the stack dumper are bind-mounted,
+so events.jsonl, env.json, cell.json and stack.txt land where the local runner puts
+them. Exit statuses are turned back into what subprocess would report (a segfault
+is -11, not 139), so classification is the same for both runners.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec import native
+from reprospec.core import capped
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.results import Execution
+from reprospec.core.units import format_size
+from reprospec.errors import FatalError
+from reprospec.process import leftovers, scratch
+from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
+from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
+from reprospec.process.tree import remove_stack_dumps, utc_now
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
+from reprospec.runners.docker import image as dockerimage
+from reprospec.runners.docker import probe
+from reprospec.runners.docker.container import PATHS, attempt_argv
+from reprospec.runners.docker.engine import (
+    DOCKER_START_FAILURES,
+    DRAIN_WAIT_S,
+    LABEL,
+    OutputPump,
+    collect_stacks,
+    connect,
+    container_config,
+    fresh_container,
+    returncode_from_status,
+    wait_for_exit,
+)
+from reprospec.runners.docker.instances import (
+    instance_argv,
+    instance_paths,
+    join_pod,
+    run_instances,
+)
+from reprospec.runners.docker.native import ContainerNative
+from reprospec.runners.together import InstanceStart
+
+if TYPE_CHECKING:
+    from reprospec.runners.docker.sdk import ContainerConfig, DockerClient
+
+
+def _say_on_stderr(message: str) -> None:
+    print(f"reprospec: {message}", file=sys.stderr, flush=True)
+
+
+class DockerRunner:
+    """Runs attempts in containers of a local Docker engine (docker SDK)."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        find_links: Path | None = None,
+        *,
+        base_url: str | None = None,
+        client: DockerClient | None = None,
+        spec_dir: Path | None = None,
+        say: Callable[[str], None] | None = None,
+        native_stacks: bool = True,
+        keep_cores: bool = False,
+    ) -> None:
+        self.find_links = find_links
+        # gdb stacks of crashes (cores) and hangs (attached), gdb running in the image.
+        self.native = ContainerNative(keep_cores=keep_cores) if native_stacks else None
+        # Image builds take minutes: the user hears them start, step and end.
+        self.say = say if say is not None else _say_on_stderr
+        self.spec_dir = spec_dir
+        self._base_url = base_url
+        self._client = client
+        self._lock = threading.Lock()
+        self._images: dict[str, str] = {}
+        self._pythonpaths: dict[str, str] = {}
+        # (image, packages) -> why the image does not satisfy them (None: it does).
+        self._package_checks: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self._check_lock = threading.Lock()
+
+    @property
+    def client(self) -> DockerClient:
+        """The engine client, connected on first use (InfraError when no engine answers)."""
+        with self._lock:
+            if self._client is None:
+                self._client = connect(self._base_url)
+            return self._client
+
+    # -- images ------------------------------------------------------------------------
+
+    def prepare(self, plans: Sequence[AttemptPlan]) -> None:
+        """Connect, then find or build the image of every distinct environment."""
+        client = self.client
+        for plan in plans:
+            self._image_for(client, plan)
+
+    def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str:
+        environment = plan.environment
+        key = json.dumps(environment.to_json(), sort_keys=True)
+        with self._lock:
+            # One build at a time: parallel attempts of one environment wait for it.
+            if key not in self._images:
+                recipe = dockerimage.recipe_for(
+                    environment,
+                    spec_dir=self.spec_dir,
+                    find_links=self.find_links,
+                )
+                self._images[key] = dockerimage.ensure_image(client, recipe, say=self.say)
+            return self._images[key]
+
+    def _image_pythonpath(self, client: DockerClient, image: str) -> str:
+        with self._lock:
+            if image not in self._pythonpaths:
+                config = client.images.get(image).attrs.get("Config")
+                env = config.get("Env") if isinstance(config, dict) else None
+                found = [
+                    e.split("=", 1)[1]
+                    for e in (env if isinstance(env, list) else [])
+                    if isinstance(e, str) and e.startswith("PYTHONPATH=")
+                ]
+                self._pythonpaths[image] = found[0] if found else ""
+            return self._pythonpaths[image]
+
+    def _container_config(
+        self,
+        plan: AttemptPlan,
+        argv: Sequence[str],
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        harness: bool | None = None,
+        paths: ChildPaths = PATHS,
+        instance: Instance | None = None,
+    ) -> tuple[DockerClient, str, ContainerConfig]:
+        """(client, image, config) for one fresh container of the plan's image, with its token;
+        the keywords are `container_config`'s."""
+        client = self.client
+        image = self._image_for(client, plan)
+        config = container_config(
+            plan,
+            image=image,
+            argv=argv,
+            log_dir=log_dir,
+            token=uuid.uuid4().hex,
+            image_pythonpath=self._image_pythonpath(client, image),
+            gpu_slot=gpu_slot,
+            harness=harness,
+            paths=paths,
+            instance=instance,
+        )
+        return client, image, config
+
+    # -- attempts ----------------------------------------------------------------------
+
+    def run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+    ) -> Execution:
+        """Run one attempt in a fresh container to its end, timeout or cancel."""
+        return self._run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
+
+    def run_instances(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slots: Sequence[tuple[str, ...]],
+        cancel: threading.Event | None = None,
+    ) -> tuple[Execution, ...]:
+        """Run `plan.copies` instances of one attempt, a container each, released together.
+
+        They share a pod's network and /dev/shm and the attempt's TMPDIR and
+        XDG_CACHE_HOME (dockerinstances.py). Raises InfraError when the instances could
+        not all be started; no container of the attempt survives the return.
+        """
+        return run_instances(self, plan, log_dir, gpu_slots=gpu_slots, cancel=cancel)
+
+    def _run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+        instance: tuple[InstanceStart, str] | None = None,
+    ) -> Execution:
+        """One container to its end; `instance`: (how it starts, the pod it joins)."""
+        log_dir = log_dir.resolve()
+        base = attempt_files(plan, log_dir, gpu_slot)
+        events_path = base["events_path"]
+
+        def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
+            now = utc_now()
+            return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
+
+        argv = attempt_argv(plan)
+        if argv is None:
+            return infra("nothing to run: the plan has neither a command nor a workload")
+        if not plan.workdir.is_dir():
+            return infra(f"workdir not found: {plan.workdir}")
+        paths, number = PATHS, None
+        if instance is not None:
+            argv = instance_argv(argv, instance[0])
+            paths, number = instance_paths(instance[0]), instance[0].instance
+        try:
+            client, image, config = self._container_config(
+                plan, argv, log_dir, gpu_slot=gpu_slot, paths=paths, instance=number
+            )
+        except FatalError as exc:
+            return infra(str(exc))
+        if instance is not None:
+            join_pod(config, *instance)
+        if self.native is not None:
+            ulimits = self.native.core_limit(client, image)
+            if ulimits:
+                config["ulimits"] = ulimits
+        refused = self._packages_refused(plan, log_dir)
+        if refused:
+            return infra(refused)
+        if plan.workload is not None:
+            write_cell(plan, log_dir / "cell.json")
+        # The attempt folder is bind-mounted: TMPDIR and XDG_CACHE_HOME point into it.
+        # The container's /dev/shm is its own and goes with it: no leak to look for.
+        scratch_dirs = None
+        # An instance's scratch is its attempt's, made and cleaned by run_instances.
+        if not plan.environment.shared_tmp and instance is None:
+            scratch_dirs = scratch.prepare(log_dir, socket_safe=False)
+        markers, warnings = compile_markers(plan.markers)
+        events = EventWriter(events_path) if markers else None
+        # Markers are matched on their own thread: a slow regex never delays the timeout.
+        matcher = MarkerMatcher(markers, events) if events is not None else None
+        stdout = output_sink(base["stdout_path"], matcher=matcher)
+        stderr = output_sink(base["stderr_path"], matcher=matcher)
+        late: list[str] = []
+        # Cores held from their creation while the container runs (native/corewatch.py).
+        watched = (
+            self.native.watch(plan.workdir, shared=instance is not None)
+            if self.native is not None
+            else None
+        )
+        try:
+            execution = self._run_container(
+                client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
+                shared=instance is not None,
+            )  # fmt: skip
+        finally:
+            if watched is not None:
+                native.WATCH.release(watched)
+            stdout.close()
+            stderr.close()
+            if matcher is not None:
+                late = matcher.close()
+            if events is not None:
+                events.close()
+            remove_stack_dumps(log_dir)
+        if late:
+            execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
+        if scratch_dirs is None:
+            return execution
+        cleaned = scratch.clean(scratch_dirs)
+        return dataclasses.replace(execution, warnings=(*execution.warnings, *cleaned))
+
+    def _run_container(
+        self,
+        client: DockerClient,
+        plan: AttemptPlan,
+        config: ContainerConfig,
+        log_dir: Path,
+        stdout: Sink,
+        stderr: Sink,
+        cancel: threading.Event | None,
+        warnings: list[str],
+        base: AttemptFiles,
+        shared: bool = False,
+    ) -> Execution:
+        """Create, start and wait for the container; `shared`: an instance's (its workdir is
+        its attempt's other instances' too)."""
+        import docker.errors
+
+        started = utc_now()
+        begin = time.monotonic()
+        started_wall = time.time()
+        timed_out = interrupted = False
+        stack_path: Path | None = None
+        hang_native: native.NativeStacks | None = None
+        try:
+            with fresh_container(client, config, log_dir / leftovers.INFLIGHT) as container:
+                # Attached before start: not a byte of output is missed.
+                stream = container.attach(stdout=True, stderr=True, stream=True, demux=True)
+                pump = OutputPump(stream, stdout, stderr)
+                pump.thread.start()
+                started_wall = time.time()
+                container.start()
+                begin = time.monotonic()
+                status = wait_for_exit(container, plan.timeout_s, cancel)
+                if status is None:
+                    timed_out = not (cancel is not None and cancel.is_set())
+                    interrupted = not timed_out
+                    stack_path = collect_stacks(container, log_dir)
+                    if timed_out and self.native is not None:
+                        hang_native = self.native.hang(
+                            client, container, str(config["image"]),
+                            timed_out_at=begin + (plan.timeout_s or 0.0),
+                        )  # fmt: skip
+                    with contextlib.suppress(docker.errors.APIError):
+                        container.kill()
+                    status = wait_for_exit(container, 30.0, None)
+                duration = time.monotonic() - begin
+                if not pump.finish(DRAIN_WAIT_S):
+                    warnings.append("the container's output was still open after it exited")
+                container.reload()
+                inspected = container.attrs.get("State")
+                state = inspected if isinstance(inspected, dict) else {}
+                oom = bool(state.get("OOMKilled"))
+                if status is None:
+                    code = state.get("ExitCode")
+                    status = code if isinstance(code, int) else -1
+                raw = status
+        except docker.errors.ImageNotFound as exc:
+            return self._infra(base, started, f"docker image missing: {exc.explanation or exc}")
+        except docker.errors.APIError as exc:
+            return self._infra(
+                base, started, f"the container could not start: {exc.explanation or exc}"
+            )
+        finished = utc_now()
+        returncode = returncode_from_status(raw, oom)
+        if self.native is not None:
+            # The container is gone: every core is complete, and the attempt's to claim.
+            found = native.merge(
+                hang_native,
+                self.native.crash(
+                    client, config, log_dir=log_dir, workdir=plan.workdir,
+                    token=str(config["labels"][LABEL]), started=started_wall,
+                    returncode=returncode, read_cores=not interrupted,
+                    shared=shared,
+                ),
+            )  # fmt: skip
+            if found is not None:
+                native.write(found, log_dir)
+                if found.unavailable and native.say_once(found.unavailable):
+                    warnings.append(found.unavailable)
+        if oom:
+            warnings.append(
+                f"the container was killed by the kernel's OOM killer "
+                f"(memory limit {format_size(plan.environment.memory)})"
+            )
+        infra_error = None
+        if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:
+            infra_error = (
+                f"the container could not run {config['entrypoint'][0]!r} "
+                f"(exit {raw}: {_last_line(base['stderr_path'])})"
+            )
+        env_json = log_dir / "env.json"
+        return Execution(
+            returncode=None if infra_error else returncode,
+            timed_out=timed_out,
+            duration_s=round(duration, 6),
+            # The engine's clock (CLOCK_MONOTONIC): instances' ends are compared by it.
+            ended_at=begin + duration,
+            started=started,
+            finished=finished,
+            stack_path=stack_path,
+            env_path=env_json if env_json.is_file() and env_json.stat().st_size else None,
+            infra_error=infra_error,
+            interrupted=interrupted,
+            warnings=tuple(warnings),
+            launch_note="ran fresh: the docker runner starts a new container for every attempt"
+            if plan.preload
+            else None,
+            **base,
+        )
+
+    def _packages_refused(self, plan: AttemptPlan, log_dir: Path) -> str | None:
+        """Why the plan's image does not satisfy the cell's `packages` (dockerprobe.py)."""
+        return probe.packages_refused(self, plan, log_dir)
+
+    @staticmethod
+    def _infra(base: AttemptFiles, started: str, reason: str) -> Execution:
+        return infra_execution(base, reason, started=started, finished=utc_now())
+
+    def close(self) -> None:
+        """Nothing to stop: every container is removed when its attempt ends."""
+
+    # -- environment -------------------------------------------------------------------
+
+    def capture_environment(self, plan: AttemptPlan, log_dir: Path) -> Mapping[str, JsonValue]:
+        """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
+        return probe.capture_environment(self, plan, log_dir)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        data = capped.head_tail(path, 0, 64 << 10)
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else "no output"

@@ -1,0 +1,309 @@
+"""Per-cell values: every `${{ }}` evaluated for every cell and checked as the engine will use it.
+
+The schema sees `${{ matrix.t }}` as text; its value exists only per cell (and
+per attempt where it reads `attempt`). A negative or `.nan` timeout, a
+`memory` of `'lots'` or a regex that does not compile must be refused when the
+spec is validated, naming the cells, not met by the scheduler mid-run. Plus
+the run's size: cells x attempts per cell within `bounds.MAX_ATTEMPTS`.
+
+`cell_problems` checks a whole document (what `validate`, `plan` and `run` do
+through checks.check); `check_cell_values` checks one cell of a loaded Spec (for
+a pipeline that plans cells lazily). Both return located Problems.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from reprospec.core import expr, patterns
+from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.inputs import Cell, Spec
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.sections import DEFAULT_MAX_REPEAT
+from reprospec.core.units import parse_duration, parse_size, parse_step
+from reprospec.spec import schema
+from reprospec.spec.matrix import canonical
+from reprospec.spec.yamlsource import Location, Problem, locate, shorten
+
+# Sections shown in the report, never evaluated: `${{` there is just text (checks.py too).
+NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
+# Cells named in one aggregated problem before "and N more".
+SHOWN_CELLS = 3
+
+
+class Site(NamedTuple):
+    """One string of the spec holding `${{ }}`: where it is and which names it reads.
+
+    A NamedTuple, like expr's nodes: its class is built at every start of `validate` and
+    `plan`, and a frozen dataclass's costs three times as much (generated methods).
+    """
+
+    path: JsonPath
+    text: str
+    names: tuple[str, ...]
+
+    @property
+    def per_attempt(self) -> bool:
+        """Its value changes from attempt to attempt (outside `expect`, evaluated per cell)."""
+        return self.path[0] != "expect" and any(n.split(".")[0] == "attempt" for n in self.names)
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        return tuple(n for n in self.names if n.split(".")[0] == "env")
+
+
+def find_sites(data: Mapping[str, JsonValue]) -> list[Site]:
+    """Every evaluated string holding `${{ }}`, in document order (parse errors skipped)."""
+    sites: list[Site] = []
+    stack: list[tuple[JsonPath, JsonValue]] = [
+        ((key,), value)
+        for key, value in reversed(list(data.items()))
+        if key not in NOT_INTERPOLATED
+    ]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend(
+                ((*path, k), v)
+                for k, v in reversed(list(value.items()))
+                if not (k == "when" and path[:2] == ("expect", "cases"))
+            )
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, str) and expr.OPEN in value:
+            try:
+                names = tuple(expr.names_used(value))
+            except expr.ExprError:
+                continue  # reported by the spec's own expression check
+            sites.append(Site(path, value, names))
+    return sites
+
+
+def attempts_per_cell(data: Mapping[str, JsonValue]) -> int:
+    """The most attempts one cell can run: `repeat`, or `max_repeat` for `repeat: auto`."""
+    run = data.get("run")
+    run = run if isinstance(run, Mapping) else {}
+    repeat = run.get("repeat", 1)
+    if repeat == "auto":
+        repeat = run.get("max_repeat", DEFAULT_MAX_REPEAT)
+    return repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 1
+
+
+def run_value_problems(
+    data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location]
+) -> list[Problem]:
+    """`run.repeat`, `run.max_repeat`, `run.parallel` and `run.instances` within the bounds."""
+    found: list[Problem] = []
+    run = data.get("run")
+    run = run if isinstance(run, Mapping) else {}
+    for key, most, what in (
+        ("repeat", MAX_REPEAT, "attempts per cell"),
+        ("max_repeat", MAX_REPEAT, "attempts per cell"),
+        ("parallel", MAX_PARALLEL, "parallel attempts"),
+        ("instances", MAX_INSTANCES, "instances"),
+    ):
+        value = run.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > most:
+            line, col = locate(locations, ("run", key))
+            message = f"{value} {what}; at most {most} are allowed (docs/limits.md)"
+            found.append(Problem(line, col, ("run", key), message))
+    return found
+
+
+def run_size_problems(
+    data: Mapping[str, JsonValue], locations: Mapping[JsonPath, Location], cells: int
+) -> list[Problem]:
+    """The attempts a run may plan (cells x attempts per cell) within `MAX_ATTEMPTS`."""
+    run = data.get("run")
+    run = run if isinstance(run, Mapping) else {}
+    per_cell = attempts_per_cell(data)
+    if cells * per_cell <= MAX_ATTEMPTS:
+        return []
+    where: JsonPath = ("run", "repeat") if "repeat" in run else ("matrix",)
+    if run.get("repeat") == "auto" and "max_repeat" in run:
+        where = ("run", "max_repeat")
+    line, col = locate(locations, where)
+    message = (
+        f"the run asks for {cells * per_cell} attempts ({cells} cell(s) x {per_cell}); "
+        f"at most {MAX_ATTEMPTS} are allowed (docs/limits.md)"
+    )
+    return [Problem(line, col, where, message)]
+
+
+def context(
+    name: JsonValue, cell: Cell, attempt: int | None, env: Mapping[str, str]
+) -> JsonObject:
+    """What an expression reads, as plan.context_for builds it."""
+    return {
+        "matrix": dict(cell.matrix),
+        "env": dict(env),
+        "spec": {"name": name},
+        "cell": {"id": cell.id},
+        "attempt": attempt,
+    }
+
+
+def _lookup(ctx: Mapping[str, JsonValue], dotted: str) -> JsonValue:
+    parts = dotted.split(".")
+    value = ctx.get(parts[0])
+    for part in parts[1:]:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def value_problems(path: JsonPath, value: JsonValue, shown: str | None = None) -> list[str]:
+    """What is wrong with the evaluated value of the string at `path` (empty: nothing).
+
+    `shown` replaces the value in messages (a value read from the engine's
+    environment is not printed).
+    """
+    out = [message for _, message in schema.value_problems(path, value)]
+    if not out:
+        out = _semantic_problems(path, value)
+    if shown is not None:
+        rendered = f"got {schema.render_instance(value)}"
+        out = [m.replace(rendered, f"got {shown}") for m in out]
+    return out
+
+
+def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
+    """What the engine would refuse or misread beyond the schema's types."""
+    got = schema.render_instance(value)
+    if path == ("run", "timeout"):
+        try:
+            seconds = parse_duration(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            # The unit parser's own words, with the value as the spec shows it.
+            words = str(exc).rsplit(", got ", 1)[0]
+            return [f"{words}, got {got}"]
+        if not math.isfinite(seconds) or seconds <= 0:
+            return [f"expected a finite duration > 0, got {got}"]
+    elif path == ("run", "instances"):
+        # The schema saw `${{ }}` text; the evaluated count is bounded like a literal one.
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INSTANCES:
+            return [f"{value} instances; at most {MAX_INSTANCES} are allowed (docs/limits.md)"]
+    elif path in (("environment", "memory"), ("environment", "shm_size")):
+        try:
+            size = parse_size(value)
+        except (ValueError, TypeError, OverflowError):
+            return [f"expected a size like 64m or 4g, got {got}"]
+        if size < 1:
+            return [f"expected a size of at least 1 byte, got {got}"]
+    elif _is_regex(path) and isinstance(value, str):
+        problem = patterns.problem(value)
+        if problem:
+            return [problem]
+    elif path[-1:] == ("step",) and path[0] == "expect" and isinstance(value, str):
+        try:
+            parse_step(value)
+        except ValueError as exc:
+            return [str(exc)]
+    if _is_os_string(path) and "\0" in expr.render(value):
+        return ["contains a NUL character, which no argv, variable or path can hold"]
+    return []
+
+
+def _is_regex(path: JsonPath) -> bool:
+    return (path[0], path[-1]) in (("markers", "pattern"), ("expect", "message"))
+
+
+def _is_os_string(path: JsonPath) -> bool:
+    """Strings that become argv, environment variables or paths of the attempt."""
+    return path[0] == "command" or path[:2] in (
+        ("environment", "env"),
+        ("environment", "workdir"),
+    )
+
+
+class _Checker:
+    """Evaluates sites for cells, once per distinct set of values the site reads."""
+
+    def __init__(
+        self, data: Mapping[str, JsonValue], base_env: Mapping[str, str], sites: Sequence[Site]
+    ) -> None:
+        self.name = data.get("name")
+        self.env = dict(base_env)
+        self.sites = sites
+        self.attempts = attempts_per_cell(data)
+        self.memo: dict[tuple[int, Hashable], list[str]] = {}
+        # (path, message) -> the cells (and attempts) where the value at path has that problem.
+        self.found: dict[tuple[JsonPath, str], list[str]] = {}
+
+    def cell(self, cell: Cell) -> None:
+        for index, site in enumerate(self.sites):
+            numbers: Iterable[int | None]
+            if site.path[0] == "expect":
+                numbers = (None,)
+            elif site.per_attempt:
+                numbers = range(1, self.attempts + 1)
+            else:
+                numbers = (1,)
+            for number in numbers:
+                ctx = context(self.name, cell, number, self.env)
+                key = (index, tuple(canonical(_lookup(ctx, n)) for n in site.names))
+                if key not in self.memo:
+                    self.memo[key] = self.evaluate(site, ctx)
+                label = cell.id if not site.per_attempt else f"{cell.id}, attempt {number}"
+                for message in self.memo[key]:
+                    self.found.setdefault((site.path, message), []).append(label)
+
+    def evaluate(self, site: Site, ctx: Mapping[str, JsonValue]) -> list[str]:
+        try:
+            value = expr.interpolate_string(site.text, ctx)
+        except expr.ExprError as exc:
+            return [f"cannot evaluate {exc}"]
+        except (RecursionError, OverflowError, ValueError, TypeError) as exc:
+            return [f"cannot evaluate '{site.text[:60]}': {exc}"]
+        shown = None
+        if site.env_names:
+            # The engine's environment may hold secrets: say where the value came from instead.
+            names = " / ".join(site.env_names)
+            shown = f"null (is {names} set?)" if value is None else f"the value of {names}"
+        return value_problems(site.path, value, shown)
+
+    def problems(self, locations: Mapping[JsonPath, Location]) -> list[Problem]:
+        out = []
+        for (path, message), cells in self.found.items():
+            line, col = locate(locations, path)
+            out.append(Problem(line, col, path, f"{message} {_cells(cells)}"))
+        return out
+
+
+def _printable(text: str) -> str:
+    """Control characters of a matrix value as escapes: a message must not drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _cells(labels: Sequence[str]) -> str:
+    shown = [_printable(shorten(label, 80)) for label in labels[:SHOWN_CELLS]]
+    if len(labels) == 1:
+        return f"(in cell {shown[0]})"
+    more = f" and {len(labels) - SHOWN_CELLS} more" if len(labels) > SHOWN_CELLS else ""
+    return f"(in cells {'; '.join(shown)}{more})"
+
+
+def cell_problems(
+    data: Mapping[str, JsonValue],
+    locations: Mapping[JsonPath, Location],
+    cells: Iterable[Cell],
+    *,
+    base_env: Mapping[str, str] = os.environ,
+) -> list[Problem]:
+    """Every evaluated `${{ }}` value of every cell that the engine would refuse, located."""
+    sites = find_sites(data)
+    if not sites:
+        return []
+    checker = _Checker(data, base_env, sites)
+    for cell in cells:
+        checker.cell(cell)
+    return checker.problems(locations)
+
+
+def check_cell_values(
+    spec: Spec, cell: Cell, *, base_env: Mapping[str, str] = os.environ
+) -> list[Problem]:
+    """The problems of one cell's evaluated values (each message names the cell)."""
+    return cell_problems(spec.document, spec.locations, [cell], base_env=base_env)

@@ -1,0 +1,254 @@
+"""The semantic checks of a spec: what its JSON Schema cannot say.
+
+`check` runs everything `validate` reports for one document, sorted by
+position: the schema, names in `${{ }}` expressions, matrix axes in
+`exclude`/`when`, expectations that contradict their outcome, phases and steps
+that never come, regexes that do not compile, NULs, the workdir; then the
+matrix as a whole and every cell's evaluated values (`cellcheck`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from reprospec.core import expr, patterns
+from reprospec.core.inputs import Cell
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.units import parse_duration
+from reprospec.spec import schema
+from reprospec.spec.checks import cells
+from reprospec.spec.checks.expect import ExpectChecks, named_groups, unknown_axis
+from reprospec.spec.matrix import MatrixError, all_axes, axes, expand_matrix
+from reprospec.spec.yamlsource import Location, Problem, locate
+
+# Sections shown in the report, never evaluated (the same as cellcheck's).
+NOT_INTERPOLATED = cells.NOT_INTERPOLATED
+
+
+def check(
+    data: JsonValue,
+    locations: Mapping[JsonPath, Location],
+    key_locations: Mapping[JsonPath, Location],
+    *,
+    base_dir: Path | None = None,
+) -> list[Problem]:
+    """Every schema and semantic problem of a document, sorted by position.
+
+    `base_dir` is the folder relative paths resolve against (None: unknown, not checked).
+    """
+    if not isinstance(data, dict):
+        line, col = locate(locations, ())
+        what = "empty" if data is None else f"a {type(data).__name__}"
+        return [Problem(line, col, (), f"expected a mapping of spec keys, the file is {what}")]
+    problems = schema.validate(data, locations, key_locations)
+    semantics = _Semantics(data, locations, key_locations, base_dir)
+    problems.extend(semantics.problems())
+    problems.extend(cells.run_value_problems(data, locations))
+    if not problems:
+        # Only a well-formed matrix can be expanded; its errors (no cells, ids that collide,
+        # too many cells: counted, never expanded) belong in `validate` too, not just in `run`.
+        problems.extend(semantics.matrix_problems())
+    if not problems and semantics.cells is not None:
+        problems.extend(cells.run_size_problems(data, locations, len(semantics.cells)))
+    if not problems and semantics.cells is not None:
+        # Every `${{ }}` of every cell, evaluated as plan will: bad values name their cells.
+        problems.extend(cells.cell_problems(data, locations, semantics.cells))
+    return schema.sort_problems(problems)
+
+
+class _Semantics:
+    """What the schema cannot say: names in expressions, axes, ranges, regexes."""
+
+    def __init__(
+        self,
+        data: JsonObject,
+        locations: Mapping[JsonPath, Location],
+        key_locations: Mapping[JsonPath, Location],
+        base_dir: Path | None = None,
+    ) -> None:
+        self.data = data
+        self.base_dir = base_dir
+        self.locations = locations
+        self.key_locations = key_locations
+        matrix = data.get("matrix")
+        self.matrix = matrix if isinstance(matrix, dict) else None
+        include = self.matrix.get("include") if self.matrix else None
+        sane = not isinstance(include, list) or all(isinstance(e, dict) for e in include)
+        self.axes = axes(self.matrix)
+        self.all_axes = all_axes(self.matrix) if sane else self.axes
+        self.found: list[Problem] = []
+        self.cells: list[Cell] | None = None
+
+    def add(self, path: JsonPath, message: str, *, key: bool = False) -> None:
+        where = self.key_locations.get(path) if key else None
+        line, col = where or locate(self.locations, path)
+        self.found.append(Problem(line, col, path[:-1] if key else path, message))
+
+    def problems(self) -> list[Problem]:
+        for key, value in self.data.items():
+            if key not in NOT_INTERPOLATED:
+                self.expressions((key,), value)
+        self.exclude_keys()
+        ExpectChecks(self.data, self.matrix, self.axes, self.all_axes, self.add).run()
+        self.run()
+        self.markers()
+        self.messages()
+        self.workdir()
+        self.nul_characters()
+        return self.found
+
+    def matrix_problems(self) -> list[Problem]:
+        """Problems of the matrix as a whole; without any, `self.cells` holds its cells."""
+        try:
+            self.cells = expand_matrix(self.matrix)
+        except MatrixError as exc:
+            line, col = locate(self.locations, exc.path)
+            return [Problem(line, col, exc.path, exc.message)]
+        return []
+
+    def expressions(self, path: JsonPath, value: JsonValue) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not (key == "when" and path[:2] == ("expect", "cases")):
+                    self.expressions((*path, key), item)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.expressions((*path, index), item)
+        elif isinstance(value, str) and expr.OPEN in value:
+            self.expression_string(path, value)
+
+    def expression_string(self, path: JsonPath, value: str) -> None:
+        try:
+            found = expr.find_expressions(value)
+            nodes = [(e.text, expr.parse(e.text)) for e in found]
+        except expr.ExprError as exc:
+            self.add(path, f"bad expression {exc}")
+            return
+        for text, node in nodes:
+            for name in expr.iter_names(node):
+                if name.parts[0] == "matrix" and len(name.parts) > 1:
+                    if name.parts[1] not in self.all_axes:
+                        message = unknown_axis(name.parts[1], self.all_axes)
+                        self.add(path, f"{message} in '${{{{ {text} }}}}'")
+                elif name.parts[0] == "attempt" and path[0] == "expect":
+                    self.add(
+                        path, "'attempt' cannot be used in expect (an expectation is per cell)"
+                    )
+
+    def exclude_keys(self) -> None:
+        exclude = self.matrix.get("exclude") if self.matrix else None
+        if not isinstance(exclude, list):
+            return
+        for index, entry in enumerate(exclude):
+            for key in entry if isinstance(entry, dict) else ():
+                if key in self.axes:
+                    continue
+                path = ("matrix", "exclude", index, key)
+                if key in self.all_axes:
+                    self.add(
+                        path, f"exclude can only name axes; '{key}' comes from include", key=True
+                    )
+                else:
+                    self.add(path, unknown_axis(key, self.axes), key=True)
+
+    def run(self) -> None:
+        run = self.data.get("run")
+        timeout = run.get("timeout") if isinstance(run, dict) else None
+        if isinstance(timeout, float) and not math.isfinite(timeout):
+            # .nan and .inf pass the schema's `> 0` and would disable the timeout.
+            shown = schema.render_instance(timeout)
+            self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
+            return
+        if isinstance(timeout, (str, int, float)) and not isinstance(timeout, bool):
+            try:
+                seconds = parse_duration(timeout)
+            except ValueError:
+                return  # the schema reported it
+            if seconds <= 0:
+                self.add(("run", "timeout"), f"expected a duration > 0, got {timeout!r}")
+            elif not math.isfinite(seconds):
+                # .nan and .inf pass the schema's `> 0` and would disable the timeout.
+                shown = schema.render_instance(timeout)
+                self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
+
+    def markers(self) -> None:
+        markers = self.data.get("markers")
+        for index, marker in enumerate(markers if isinstance(markers, list) else ()):
+            pattern = marker.get("pattern") if isinstance(marker, dict) else None
+            if not isinstance(pattern, str) or expr.OPEN in pattern:
+                continue
+            bad = patterns.problem(pattern)
+            if bad is not None:
+                self.add(("markers", index, "pattern"), bad)
+                continue
+            groups = named_groups(pattern)
+            for group in groups:
+                if group not in _MARKER_GROUPS:
+                    hint = schema.suggest(group, _MARKER_GROUPS)
+                    self.add(
+                        ("markers", index, "pattern"),
+                        f"unknown group '{group}'{hint}; markers understand (?P<phase>...)"
+                        " and (?P<step>...)",
+                    )
+            fixed = marker if isinstance(marker, dict) else {}
+            if not groups and fixed.get("phase") is None and fixed.get("step") is None:
+                self.add(
+                    ("markers", index),
+                    "this marker does nothing: give its pattern a (?P<phase>...) or"
+                    " (?P<step>...) group, or the marker a fixed phase or step",
+                )
+
+    def messages(self) -> None:
+        """`expect.message` (and each case's) is a regex: one that cannot compile never matches."""
+        expect = self.data.get("expect")
+        if not isinstance(expect, dict):
+            return
+        paths: list[tuple[JsonPath, JsonValue]] = [(("expect", "message"), expect.get("message"))]
+        cases = expect.get("cases")
+        for index, case in enumerate(cases if isinstance(cases, list) else ()):
+            if isinstance(case, dict):
+                paths.append((("expect", "cases", index, "message"), case.get("message")))
+        for path, message in paths:
+            if isinstance(message, str) and expr.OPEN not in message:
+                bad = patterns.problem(message)
+                if bad is not None:
+                    self.add(path, bad)
+
+    def nul_characters(self) -> None:
+        """A NUL (a `\\0` escape) cannot be in an argv, an environment variable or a path."""
+        environment = self.data.get("environment")
+        environment = environment if isinstance(environment, dict) else {}
+        env = environment.get("env")
+        command = self.data.get("command")
+        places: list[tuple[JsonPath, JsonValue]] = [
+            (("environment", "workdir"), environment.get("workdir"))
+        ]
+        if isinstance(command, list):
+            places += [(("command", i), part) for i, part in enumerate(command)]
+        else:
+            places.append((("command",), command))
+        if isinstance(env, dict):
+            places += [(("environment", "env", key), value) for key, value in env.items()]
+        for path, value in places:
+            if isinstance(value, str) and "\0" in value:
+                self.add(path, "contains a NUL character, which no argv, variable or path can hold")
+
+    def workdir(self) -> None:
+        environment = self.data.get("environment")
+        workdir = environment.get("workdir") if isinstance(environment, dict) else None
+        if self.base_dir is None or not isinstance(workdir, str) or not workdir:
+            return
+        if expr.OPEN in workdir:
+            return
+        # abspath, not Path.resolve: the message names the folder as the spec does (its
+        # symlinks kept). os.path's isdir/exists say False where Path's raise (EACCES).
+        folder = os.path.abspath(self.base_dir / workdir)  # noqa: PTH100
+        if not os.path.isdir(folder):  # noqa: PTH112
+            what = "not a folder" if os.path.exists(folder) else "folder not found"  # noqa: PTH110
+            self.add(("environment", "workdir"), f"{what}: {folder}")
+
+
+_MARKER_GROUPS = ("phase", "step")

@@ -1,0 +1,287 @@
+"""The checks that compare a spec with itself: `expect` and the workload's phases.
+
+A case's `when` names matrix axes and values that some cell must have; an
+expectation's details must be ones its outcome can come with (no `signal` on
+an `error`); `expect.phase` and a fault's `at` must name a phase the workload
+(or the harness, or a marker) reports, and a fault's step must come. What
+these find is dead configuration: a case no cell matches, an expectation
+nothing can meet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Protocol, TypeGuard
+
+from reprospec.core import expr
+from reprospec.core.expr import same
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.sections import DEFAULT_PHASES
+from reprospec.core.units import parse_step
+from reprospec.spec import schema
+from reprospec.spec.matrix import render_value
+from reprospec.spec.yamlsource import shorten
+
+
+class AddProblem(Protocol):
+    """Records a problem at `path` (`key`: at the mapping key `path` ends with)."""
+
+    def __call__(self, path: JsonPath, message: str, *, key: bool = False) -> None: ...
+
+
+def unknown_axis(name: str, choices: list[str]) -> str:
+    """The message for an axis name the matrix does not have, with the closest one."""
+    if not choices:
+        return f"unknown matrix axis '{shorten(name)}' (the spec has no matrix)"
+    hint = schema.suggest(name, choices) or f" (axes: {', '.join(choices)})"
+    return f"unknown matrix axis '{shorten(name)}'{hint}"
+
+
+def named_groups(pattern: str) -> list[str]:
+    """The named groups of a regex (none when it does not compile: reported elsewhere)."""
+    try:
+        return list(re.compile(pattern).groupindex)
+    except re.error:
+        return []
+
+
+class ExpectChecks:
+    """`expect` (its cases, details and phase) and `workload.faults` against the rest."""
+
+    def __init__(
+        self,
+        data: JsonObject,
+        matrix: JsonObject | None,
+        axes: list[str],
+        all_axes: list[str],
+        add: AddProblem,
+    ) -> None:
+        self.data = data
+        self.matrix = matrix
+        self.axes = axes
+        self.all_axes = all_axes
+        self.add = add
+
+    def run(self) -> None:
+        """Every check of this module."""
+        self.expect()
+        self.faults()
+
+    def expect(self) -> None:
+        expect = self.data.get("expect")
+        if not isinstance(expect, dict):
+            return
+        self.step(("expect", "step"), expect.get("step"))
+        outcome = expect.get("outcome")
+        self.contradictions(("expect",), expect, outcome)
+        self.expected_phase(("expect", "phase"), expect.get("phase"))
+        cases = expect.get("cases")
+        for index, case in enumerate(cases if isinstance(cases, list) else ()):
+            if not isinstance(case, dict):
+                continue
+            path = ("expect", "cases", index)
+            self.step((*path, "step"), case.get("step"))
+            # Merged as plan.expectation_for does: a case with its own outcome drops the
+            # base's details, one without keeps them (those are checked with the base).
+            if "outcome" in case:
+                self.contradictions(path, case, case["outcome"])
+            else:
+                self.contradictions(path, case, outcome, inherited=True)
+            self.expected_phase((*path, "phase"), case.get("phase"))
+            when = case.get("when")
+            for key, value in when.items() if isinstance(when, dict) else ():
+                if key not in self.all_axes:
+                    self.add((*path, "when", key), unknown_axis(key, self.all_axes), key=True)
+                else:
+                    self.when_value((*path, "when", key), key, value)
+
+    def axis_values(self, axis: str) -> list[JsonValue] | None:
+        """Every value `axis` can take: its list, then what include entries give it."""
+        if self.matrix is None:
+            return None
+        values: list[JsonValue] = []
+        if axis in self.axes:
+            listed = self.matrix.get(axis)
+            if not isinstance(listed, list):
+                return None
+            values.extend(listed)
+        include = self.matrix.get("include")
+        for entry in include if isinstance(include, list) else ():
+            if isinstance(entry, dict) and axis in entry:
+                values.append(entry[axis])
+        unique: list[JsonValue] = []
+        for value in values:
+            if not any(same(value, seen) for seen in unique):
+                unique.append(value)
+        return unique
+
+    def when_value(self, path: JsonPath, axis: str, value: JsonValue) -> None:
+        """A `when` value no cell can have makes its case dead: compared as the matrix does."""
+        values = self.axis_values(axis)
+        if not values or any(same(value, v) for v in values):
+            return
+        # Strings bare ("values: ok, crash") unless a number or boolean could be mistaken for one.
+        bare = isinstance(value, (str, list, dict)) and all(isinstance(v, str) for v in values)
+        shown = ", ".join(v if bare and isinstance(v, str) else _show(v) for v in values)
+        if isinstance(value, (list, dict)) and not any(isinstance(v, (list, dict)) for v in values):
+            got = schema.render_instance(value)
+            self.add(path, f"expected one value of axis '{axis}' ({shown}), got {got}")
+            return
+        alike = [v for v in values if render_value(v) == render_value(value)]
+        if alike:
+            fix = (
+                f"write {render_value(alike[0])} without quotes"
+                if isinstance(value, str)
+                else f"quote it: {_show(alike[0])}"
+            )
+            self.add(
+                path, f"{_show(value)} is {_kind(value)}, but axis '{axis}' holds {shown} ({fix})"
+            )
+            return
+        import difflib  # only to word a mistake
+
+        close = isinstance(value, str) and difflib.get_close_matches(
+            value, [v for v in values if isinstance(v, str)], n=1, cutoff=0.6
+        )
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        self.add(path, f"{_show(value)} is not a value of axis '{axis}' (values: {shown}{hint})")
+
+    def contradictions(
+        self,
+        path: JsonPath,
+        fields: Mapping[str, JsonValue],
+        outcome: JsonValue,
+        *,
+        inherited: bool = False,
+    ) -> None:
+        """Details that can never come with the outcome they are merged with."""
+        if outcome not in _OUTCOMES:
+            return  # the schema reported it (or a case inherits an invalid one)
+        source = " (the outcome of expect)" if inherited else ""
+        for key, (allowed, what) in _DETAIL_OUTCOMES.items():
+            if key in fields and outcome not in allowed:
+                self.add((*path, key), f"{what}, not '{outcome}'{source}")
+
+    def workload_phases(self) -> list[tuple[str, JsonValue]] | None:
+        """(name, steps) of the workload's phases; None when not a workload or not known."""
+        workload = self.data.get("workload")
+        if not isinstance(workload, dict):
+            return None
+        phases = workload.get("phases", list(DEFAULT_PHASES))
+        if not isinstance(phases, list):
+            return None
+        return [
+            (name, p.get("steps"))
+            for p in phases
+            if isinstance(p, dict) and isinstance(name := p.get("name"), str)
+        ]
+
+    def expected_phase(self, path: JsonPath, phase: JsonValue) -> None:
+        """`expect.phase` of a workload: one of its phases, the harness's own, or a marker's."""
+        phases = self.workload_phases()
+        if phases is None or not isinstance(phase, str) or expr.OPEN in phase:
+            return
+        names = list(dict.fromkeys([name for name, _ in phases] + list(_HARNESS_PHASES)))
+        markers = self.data.get("markers")
+        for marker in markers if isinstance(markers, list) else ():
+            if not isinstance(marker, dict):
+                continue
+            pattern, fixed = marker.get("pattern"), marker.get("phase")
+            if not isinstance(pattern, str) or expr.OPEN in pattern:
+                return  # a marker can report any phase
+            if "phase" in named_groups(pattern):
+                return
+            if isinstance(fixed, str):
+                if expr.OPEN in fixed:
+                    return
+                names.append(fixed)
+        if phase not in names:
+            hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
+            self.add(path, f"unknown phase '{phase}'{hint}")
+
+    def step(self, path: JsonPath, value: JsonValue) -> None:
+        if isinstance(value, str) and ".." in value:
+            try:
+                parse_step(value)
+            except ValueError as exc:
+                if "reversed" in str(exc):
+                    self.add(path, str(exc))
+
+    def faults(self) -> None:
+        workload = self.data.get("workload")
+        phases = self.workload_phases()
+        if not isinstance(workload, dict) or phases is None:
+            return
+        names = [name for name, _ in phases]
+        faults = workload.get("faults")
+        for index, fault in enumerate(faults if isinstance(faults, list) else ()):
+            at = fault.get("at") if isinstance(fault, dict) else None
+            if not isinstance(at, dict):
+                continue
+            path = ("workload", "faults", index, "at")
+            phase = at.get("phase")
+            if isinstance(phase, str) and expr.OPEN in phase:
+                continue
+            if names and isinstance(phase, str) and phase not in names:
+                hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
+                self.add((*path, "phase"), f"unknown phase '{phase}'{hint}")
+                continue
+            step = at.get("step")
+            if not _is_int(step):
+                continue
+            # Steps count from 1 to `steps`; a phase without `steps` runs one pass of the data.
+            counts = [steps for name, steps in phases if phase is None or name == phase]
+            whole = [n for n in counts if _is_int(n)]
+            if not counts or len(whole) != len(counts):
+                continue
+            most = max(whole)
+            if step > most:
+                where = f"phase '{phase}' has" if phase is not None else "no phase has more than"
+                self.add((*path, "step"), f"step {step} never comes: {where} {most} steps")
+
+
+_OUTCOMES = ("pass", "error", "crash", "hang", "fail")
+# expect keys that only some outcomes can have, and what to say otherwise.
+_DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "signal": (("crash", "fail"), "a signal only happens with outcome crash (or fail)"),
+    "exit_code": (("error", "fail"), "an exit code only happens with outcome error (or fail)"),
+    "exception": (
+        ("error", "crash", "fail"),
+        "an exception only happens with outcome error or crash (or fail)",
+    ),
+    "message": (
+        ("error", "crash", "hang", "fail"),
+        "a message is only looked for with outcome error, crash or hang (or fail)",
+    ),
+    # A pass ran to its end: it stopped in no import and no step's stage.
+    "module": (
+        ("error", "crash", "hang", "fail"),
+        "a module is only recorded with outcome error, crash or hang (or fail)",
+    ),
+    "stage": (
+        ("error", "crash", "hang", "fail"),
+        "a stage is only recorded with outcome error, crash or hang (or fail)",
+    ),
+}
+# Phases the harness reports before the workload's own (reprospec_harness/run.py).
+_HARNESS_PHASES = ("import", "setup")
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _kind(value: JsonValue) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "null" if value is None else "a collection"
+
+
+def _show(value: JsonValue) -> str:
+    """A matrix value in a message: strings quoted, others as a cell id shows them."""
+    return repr(value) if isinstance(value, str) else render_value(value)

@@ -1,0 +1,76 @@
+"""Load a spec: YAML (or a report.md embedding one) -> `--set` overrides -> schema ->
+semantic checks -> a frozen `Spec` (defaults are not written in: `sections.py` owns them).
+
+Every problem of a file is collected and raised at once as a SpecError, each
+line `FILE:LINE:COL: PATH: MESSAGE` with FILE the path as given. A problem that
+comes from a `--set` ends with `(from --set PATH=VALUE)`; when the file has no
+line for it (a key only the override brings) it is `FILE: PATH: MESSAGE (from --set ...)`.
+
+The parts: `specfile.py` reads files, `overrides.py` applies `--set`,
+`checks.py` (with `expectcheck.py` and `cellcheck.py`) finds the problems;
+`validation.py` checks whole files and folders for `validate`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from reprospec.core.inputs import Spec
+from reprospec.core.jsontypes import JsonPath, JsonValue
+from reprospec.errors import SpecError
+from reprospec.spec.checks.document import check
+from reprospec.spec.files import read_spec_text, report_origin
+from reprospec.spec.overrides import annotate, apply_override, override_target
+from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+
+
+def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
+    """Read, override, validate and complete one spec; raise SpecError with every problem."""
+    file = str(path)
+    yaml_text, offset, hint = read_spec_text(Path(path))
+    report = Path(path).suffix.lower() == ".md"
+    origin = report_origin(hint, Path(path)) if report else None
+    try:
+        source = load_yaml(yaml_text, line_offset=offset)
+    except YamlSourceError as exc:
+        raise SpecError([p.format(file) for p in exc.problems]) from None
+    # Overrides change the document in place: on a copy, the loaded one stays as read
+    # (without overrides nothing changes it, and `validate` or `plan` need not copy it).
+    data = copy.deepcopy(source.data) if overrides else source.data
+    # Paths an override brings that the file does not have are located at
+    # (0, N): "from the Nth --set", so a problem there never points at line 1.
+    locations = dict(source.locations)
+    targets: list[JsonPath | None] = []
+    for index, override in enumerate(overrides):
+        data = apply_override(data, override)
+        target = override_target(data, override)
+        targets.append(target)
+        for depth in range(1, len(target or ()) + 1):
+            locations.setdefault(tuple(target or ())[:depth], (0, index + 1))
+    # A report without its original spec has no folder to resolve relative paths against.
+    base_dir = (origin.parent if origin else None) if report else Path(path).parent
+    problems = check(data, locations, source.key_locations, base_dir=base_dir)
+    if problems or not isinstance(data, dict):  # (a document that is no mapping is a problem)
+        raise SpecError(annotate(file, problems, overrides, targets))
+    return Spec(
+        path=Path(path),
+        name=str(data["name"]),
+        document=data,
+        source_text=yaml_text,
+        locations=dict(source.locations),
+        origin=origin,
+        overrides=tuple(overrides),
+    )
+
+
+def plain(value: object) -> JsonValue:
+    """Mappings and sequences as plain dicts and lists (for yaml.safe_dump and JSON)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # (a spec document holds nothing else: yamlsource reads JSON's types)

@@ -1,0 +1,417 @@
+"""GitHub Actions `strategy.matrix` semantics -> ordered Cells with stable ids.
+
+1. The cartesian product of the axes, first axis slowest.
+2. `exclude` removes every combination that matches all of an entry's keys.
+3. Each `include` entry is merged into every (post-exclude) original
+   combination where it overwrites no original axis value (values added by
+   earlier includes may be overwritten); if it fits none, it becomes a new cell,
+   appended after the product.
+
+The cells are counted before any is built (`count_cells`): exclude entries are
+bitmasks over the axes' values, so a product of 10^9 combinations that exclude
+trims to a few cells costs a few steps, and a matrix past MAX_CELLS is refused
+without being expanded. `iter_cells` then walks only the surviving combinations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+
+from reprospec.core.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
+from reprospec.core.expr import same
+from reprospec.core.inputs import Cell, Spec
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.errors import SpecError, UsageError
+from reprospec.spec.yamlsource import Problem, YamlSourceError, load_value, locate
+
+# A `matrix` section as the spec holds it (None: the spec has none).
+Section = Mapping[str, JsonValue] | None
+
+RESERVED = ("include", "exclude")
+DEFAULT_ID = "default"
+
+
+class MatrixError(ValueError):
+    """A matrix that cannot be expanded; `path` is where in the spec the problem is."""
+
+    def __init__(self, message: str, path: JsonPath = ("matrix",)) -> None:
+        self.message = message
+        self.path = path
+        super().__init__(message)
+
+
+def axes(section: Section) -> list[str]:
+    """The original axes (no include-only keys), in order."""
+    return [k for k in (section or {}) if k not in RESERVED]
+
+
+def all_axes(section: Section) -> list[str]:
+    """Original axes, then keys that only `include` entries bring, in order of first use."""
+    names = dict.fromkeys(axes(section))
+    include = (section or {}).get("include")
+    for entry in include if isinstance(include, list) else ():
+        if isinstance(entry, dict):
+            names.update(dict.fromkeys(entry))
+    return list(names)
+
+
+def render_value(value: object) -> str:
+    """A matrix value as it appears in a cell id: true/false, null, compact JSON for collections."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"), default=str)
+    return str(value)
+
+
+# The name the CLI uses for the same rendering (`-m axis=VALUE` round-trips through it).
+format_value = render_value
+
+
+def cell_id(values: Mapping[str, JsonValue]) -> str:
+    """`axis=value,axis=value` in the given order; `default` for an empty matrix."""
+    if not values:
+        return DEFAULT_ID
+    return ",".join(f"{key}={render_value(value)}" for key, value in values.items())
+
+
+def canonical(value: object) -> Hashable:
+    """A hashable key with `canonical(a) == canonical(b)` exactly when `same(a, b)`."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)  # 1 == 1.0 and hash alike, as `same` wants
+    if isinstance(value, str):
+        return ("str", value)
+    if value is None:
+        return ("null",)
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(canonical(item) for item in value))
+    if isinstance(value, Mapping):
+        return ("map", frozenset((key, canonical(item)) for key, item in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return ("other", type(value).__name__, repr(value))
+    return ("other", type(value).__name__, value)
+
+
+class _Product:
+    """The product of the axes minus `exclude`, counted and walked without being built.
+
+    Exclude entry `b` is bit `1 << b`. `alive` is the set of entries whose keys
+    matched every value chosen so far; an entry whose last axis matches too
+    removes the combination. Counts are memoised on (axis, alive): that state
+    space, not the product, is what the work grows with, and it is bounded by
+    MAX_MATRIX_STEPS.
+    """
+
+    def __init__(
+        self, lists: Sequence[Sequence[JsonValue]], exclude: Sequence[Mapping[int, JsonValue]]
+    ) -> None:
+        self.lists = lists
+        count = len(lists)
+        self.canons = [[canonical(v) for v in values] for values in lists]
+        self.mention = [0] * count
+        self.last = [0] * count
+        matches = [[0] * len(values) for values in lists]
+        self.empty_entry = any(not entry for entry in exclude)
+        for bit, entry in enumerate(exclude):
+            if not entry:
+                continue
+            for axis, value in entry.items():
+                self.mention[axis] |= 1 << bit
+                wanted = canonical(value)
+                for index, canon in enumerate(self.canons[axis]):
+                    if canon == wanted:
+                        matches[axis][index] |= 1 << bit
+            self.last[max(entry)] |= 1 << bit
+        # Values of an axis that match the same exclude entries behave alike: one group each.
+        self.groups: list[list[tuple[int, list[int]]]] = []
+        for axis in range(count):
+            grouped: dict[int, list[int]] = {}
+            for index, mask in enumerate(matches[axis]):
+                grouped.setdefault(mask, []).append(index)
+            self.groups.append(list(grouped.items()))
+        self.matches = matches
+        self.later_mention = [0] * (count + 1)
+        self.later_size = [1] * (count + 1)
+        for axis in range(count - 1, -1, -1):
+            self.later_mention[axis] = self.later_mention[axis + 1] | self.mention[axis]
+            self.later_size[axis] = self.later_size[axis + 1] * len(lists[axis])
+        self._counts: dict[tuple[int, int], int] = {}
+        self.steps = 0
+
+    def _step(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_MATRIX_STEPS:
+            raise MatrixError(
+                "the exclude entries combine in too many ways to count the cells "
+                f"(more than {MAX_MATRIX_STEPS} steps); use fewer entries or axes",
+                ("matrix", "exclude"),
+            )
+
+    def _next_alive(self, axis: int, alive: int, mask: int) -> int | None:
+        """The entries still alive after choosing a value with `mask`; None: excluded."""
+        if alive & mask & self.last[axis]:
+            return None
+        return alive & (~self.mention[axis] | mask)
+
+    def total(self) -> int:
+        """Combinations that no exclude entry removes."""
+        return 0 if self.empty_entry else self.count(0, ~0)
+
+    def count(self, axis: int, alive: int) -> int:
+        """Combinations of the axes from `axis` on that no `alive` entry removes."""
+        if not alive & self.later_mention[axis]:
+            return self.later_size[axis]
+        key = (axis, alive & self.later_mention[axis])
+        if key in self._counts:
+            return self._counts[key]
+        total = 0
+        for mask, indices in self.groups[axis]:
+            self._step()
+            after = self._next_alive(axis, alive, mask)
+            if after is not None:
+                total += len(indices) * self.count(axis + 1, after)
+        self._counts[key] = total
+        return total
+
+    def exists(self, required: Mapping[int, Hashable]) -> bool:
+        """Whether some combination has the `required` canonical value on each of those axes."""
+        if self.empty_entry:
+            return False
+        seen: dict[tuple[int, int], bool] = {}
+
+        def search(axis: int, alive: int) -> bool:
+            if axis == len(self.lists):
+                return True
+            key = (axis, alive & self.later_mention[axis])
+            if key in seen:
+                return seen[key]
+            found = False
+            for mask, indices in self.groups[axis]:
+                self._step()
+                if axis in required and not any(
+                    self.canons[axis][i] == required[axis] for i in indices
+                ):
+                    continue
+                after = self._next_alive(axis, alive, mask)
+                if after is not None and search(axis + 1, after):
+                    found = True
+                    break
+            seen[key] = found
+            return found
+
+        return search(0, ~0)
+
+    def walk(self) -> Iterator[tuple[int, ...]]:
+        """Value indices of every surviving combination, first axis slowest."""
+        if self.total() == 0:
+            return
+        size = len(self.lists)
+        chosen: list[int] = []
+        # One frame per axis: (axis, alive, value indices left to try).
+        frames: list[tuple[int, int, Iterator[int]]] = [(0, ~0, iter(range(len(self.lists[0]))))]
+        while frames:
+            axis, alive, values = frames[-1]
+            index = next(values, None)
+            if index is None:
+                frames.pop()
+                if chosen:
+                    chosen.pop()
+                continue
+            after = self._next_alive(axis, alive, self.matches[axis][index])
+            if after is None or self.count(axis + 1, after) == 0:
+                continue
+            if axis + 1 == size:
+                yield (*chosen, index)
+                continue
+            chosen.append(index)
+            frames.append((axis + 1, after, iter(range(len(self.lists[axis + 1])))))
+
+
+def _entries(section: Mapping[str, JsonValue], key: str) -> list[JsonObject]:
+    """The `include` or `exclude` entries of a section; MatrixError when not a list of mappings."""
+    entries = section.get(key) or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise MatrixError(f"{key} must be a list of mappings", ("matrix", key))
+    if len(entries) > MAX_MATRIX_ENTRIES:
+        raise MatrixError(
+            f"{key} has {len(entries)} entries; at most {MAX_MATRIX_ENTRIES} are allowed",
+            ("matrix", key),
+        )
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def _checked(
+    section: Mapping[str, JsonValue],
+) -> tuple[list[str], list[list[JsonValue]], list[JsonObject], list[JsonObject]]:
+    """(original axes, their values, include, exclude) of a section.
+
+    MatrixError for a shape it cannot have.
+    """
+    if not isinstance(section, Mapping):
+        raise MatrixError("the matrix must be a mapping of axis names to lists of values")
+    original = axes(section)
+    lists: list[list[JsonValue]] = []
+    for axis in original:
+        values = section[axis]
+        if not isinstance(values, list) or not values:
+            raise MatrixError(f"axis '{axis}' must be a non-empty list of values", ("matrix", axis))
+        lists.append(values)
+    include = _entries(section, "include")
+    exclude = _entries(section, "exclude")
+    if not original and not include:
+        raise MatrixError("the matrix is empty: give at least one axis or an include entry")
+    if len(original) > MAX_MATRIX_AXES:
+        raise MatrixError(
+            f"the matrix has {len(original)} axes; at most {MAX_MATRIX_AXES} are allowed"
+        )
+    for index, entry in enumerate(exclude):
+        for key in entry:
+            if key not in original:
+                raise MatrixError(
+                    f"exclude key '{key}' is not a matrix axis", ("matrix", "exclude", index, key)
+                )
+    return original, lists, include, exclude
+
+
+class _Plan:
+    """What expansion needs, computed before any cell is built."""
+
+    def __init__(self, section: Mapping[str, JsonValue]) -> None:
+        self.section = section
+        self.original, lists, self.include, exclude = _checked(section)
+        position = {axis: i for i, axis in enumerate(self.original)}
+        self.product = _Product(
+            lists,
+            [{position[k]: v for k, v in entry.items()} for entry in exclude],
+        )
+        # Each include entry's values on original axes: the combinations it may extend.
+        self.required = [
+            {position[k]: canonical(v) for k, v in entry.items() if k in position}
+            for entry in self.include
+        ]
+        self.combos = self.product.total() if self.original else 0
+        if self.combos > MAX_CELLS:
+            raise MatrixError(
+                f"the matrix has {self.combos} cells; at most {MAX_CELLS} are allowed "
+                "(use fewer axis values, or exclude)"
+            )
+        self.fits = [self.combos > 0 and self.product.exists(r) for r in self.required]
+        self.count = self.combos + self.fits.count(False)
+        if self.count > MAX_CELLS:
+            raise MatrixError(
+                f"the matrix has {self.count} cells; at most {MAX_CELLS} are allowed "
+                "(use fewer axis values or include entries)"
+            )
+        if self.count == 0:
+            raise MatrixError("the matrix has no cells: every combination is excluded")
+
+    def combinations(self) -> Iterator[JsonObject]:
+        """Every cell's values in order, includes merged, before ids are given."""
+        lists = self.product.lists
+        canons = self.product.canons
+        fitting = [i for i, fits in enumerate(self.fits) if fits]
+        for indices in self.product.walk() if self.original else ():
+            combo: JsonObject = {
+                a: lists[n][i] for n, (a, i) in enumerate(zip(self.original, indices, strict=True))
+            }
+            for number in fitting:
+                # Only the original axes are protected; keys from earlier includes may change.
+                if all(canons[n][indices[n]] == c for n, c in self.required[number].items()):
+                    combo.update(self.include[number])
+            yield combo
+        for entry, fits in zip(self.include, self.fits, strict=True):
+            if not fits:
+                yield dict(entry)
+
+
+def count_cells(section: Section) -> int:
+    """How many cells a `matrix` section has, without building them; raise MatrixError."""
+    if section is None:
+        return 1
+    return _Plan(section).count
+
+
+def iter_cells(section: Section) -> Iterator[Cell]:
+    """The cells of a `matrix` section one at a time; MatrixError (before the first) when bad."""
+    if section is None:
+        return iter([Cell(DEFAULT_ID, 0, {})])
+    plan = _Plan(section)
+    return _cells(plan)
+
+
+def _cells(plan: _Plan) -> Iterator[Cell]:
+    order = {key: i for i, key in enumerate(all_axes(plan.section))}
+    seen: dict[str, int] = {}
+    for index, combo in enumerate(plan.combinations()):
+        ordered = {k: combo[k] for k in sorted(combo, key=lambda k: order[k])}
+        ident = cell_id(ordered)
+        if ident in seen:
+            raise MatrixError(
+                f"cells {seen[ident] + 1} and {index + 1} have the same id '{ident}' "
+                "(a repeated value, or values that render alike such as 1 and '1')"
+            )
+        seen[ident] = index
+        yield Cell(ident, index, ordered)
+
+
+def expand_matrix(section: Section) -> list[Cell]:
+    """The cells of a `matrix` section (None: one cell `default`); raise MatrixError."""
+    return list(iter_cells(section))
+
+
+def expand(spec: Spec) -> list[Cell]:
+    """The cells of a loaded spec, in order; raise SpecError with a located problem."""
+    try:
+        section = spec.document.get("matrix")
+        # Validation made it a mapping (or left it out); anything else is no matrix.
+        return expand_matrix(section if isinstance(section, Mapping) else None)
+    except MatrixError as exc:
+        line, col = locate(spec.locations, exc.path)
+        problem = Problem(line, col, exc.path, exc.message)
+        raise SpecError([problem.format(str(spec.path))]) from None
+
+
+def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
+    """Keep cells matching `AXIS=VALUE` filters: same axis repeated is OR, axes combine with AND."""
+    if not filters:
+        return list(cells)
+    known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+    wanted: dict[str, list[tuple[JsonValue, str]]] = {}
+    for text in filters:
+        axis, sep, raw = text.partition("=")
+        axis = axis.strip()
+        if not sep or not axis:
+            raise UsageError(f"-m {text}: expected AXIS=VALUE")
+        if axis not in known:
+            names = ", ".join(known) if known else "none (the spec has no matrix)"
+            raise UsageError(f"-m {text}: unknown axis '{axis}' (axes: {names})")
+        value: JsonValue
+        try:
+            value = load_value(raw) if raw.strip() else ""
+        except YamlSourceError:
+            value = raw
+        wanted.setdefault(axis, []).append((value, raw.strip()))
+    kept = [
+        cell
+        for cell in cells
+        if all(
+            axis in cell.matrix and any(_value_matches(cell.matrix[axis], v) for v in values)
+            for axis, values in wanted.items()
+        )
+    ]
+    if not kept:
+        raise UsageError(f"no cell matches {' '.join('-m ' + f for f in filters)}")
+    return kept
+
+
+def _value_matches(actual: JsonValue, wanted: tuple[JsonValue, str]) -> bool:
+    # The rendered form also counts, so `-m python=3.10` finds "3.10" (YAML reads 3.1).
+    value, raw = wanted
+    return same(actual, value) or render_value(actual) == raw

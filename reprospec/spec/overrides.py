@@ -1,0 +1,136 @@
+"""`--set PATH=VALUE` and `~PATH` overrides, applied to a loaded document before validation.
+
+VALUE is read as YAML (`--set run.repeat=3` sets a number), list indexes are
+dotted numbers (`matrix.include.0.x=1`). A problem an override causes names it:
+`annotate` adds `(from --set PATH=VALUE)` to the problems at the path it wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reprospec.core.jsontypes import JsonPath, JsonValue
+from reprospec.errors import UsageError
+from reprospec.spec.yamlsource import Problem, YamlSourceError, format_path, load_value
+
+
+def apply_override(data: JsonValue, override: str) -> JsonValue:
+    """Apply one `--set PATH=VALUE` (VALUE read as YAML, list indexes as numbers) or `~PATH`."""
+    if override.startswith("~"):
+        return _delete(data, override)
+    dotted, sep, raw = override.partition("=")
+    _no_brackets(override, dotted)
+    parts = [p.strip() for p in dotted.split(".")]
+    if not sep or not all(parts):
+        raise UsageError(f"--set {override}: expected PATH=VALUE, like run.timeout=5m")
+    try:
+        value = load_value(raw)
+    except YamlSourceError as exc:
+        raise UsageError(f"--set {override}: the value is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--set {override}: the spec is not a mapping")
+    node: JsonValue = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        where = ".".join(parts[: depth + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise UsageError(
+                    f"--set {override}: '{where}': expected a list index below {len(node)}"
+                )
+            if last:
+                node[int(part)] = value
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+            elif node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+        else:
+            parent = ".".join(parts[:depth])
+            raise UsageError(f"--set {override}: '{parent}' is a value, not a mapping or list")
+    return data
+
+
+def _delete(data: JsonValue, override: str) -> JsonValue:
+    """`~PATH` removes a key or list item (Hydra style), e.g. `~workload` to swap in a command."""
+    _no_brackets(override, override[1:])
+    parts = [p.strip() for p in override[1:].split(".")]
+    node = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, dict) and part in node:
+            if last:
+                del node[part]
+            else:
+                node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            if last:
+                del node[int(part)]
+            else:
+                node = node[int(part)]
+        else:
+            where = ".".join(parts[: depth + 1])
+            raise UsageError(f"--set {override}: '{where}' is not in the spec")
+    return data
+
+
+# Compiled on first use (re caches it): only a `--set` needs it.
+_BRACKETS = r"\[([^\]]*)\]"
+
+
+def _no_brackets(override: str, dotted: str) -> None:
+    """`matrix.mode[9]=x` is a natural guess; say the dotted spelling instead of 'not found'."""
+    if re.search(_BRACKETS, dotted):
+        fixed = override.replace(dotted, re.sub(_BRACKETS, r".\1", dotted), 1)
+        raise UsageError(f"--set {override}: use dots for list indexes, like {fixed}")
+
+
+def override_target(data: JsonValue, override: str) -> JsonPath | None:
+    """The JSON path an applied `--set PATH=VALUE` wrote (list indexes as ints); None for `~`."""
+    if override.startswith("~"):
+        return None
+    node = data
+    path: list[str | int] = []
+    for part in (p.strip() for p in override.partition("=")[0].split(".")):
+        if isinstance(node, list) and part.isdigit():
+            index = int(part)
+            path.append(index)
+            node = node[index] if index < len(node) else None
+        else:
+            path.append(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return tuple(path)
+
+
+def annotate(
+    file: str,
+    problems: list[Problem],
+    overrides: Sequence[str],
+    targets: Sequence[JsonPath | None],
+) -> list[str]:
+    """Format problems, saying which `--set` a problem comes from.
+
+    A problem located at (0, N) is at a path only the Nth override has (an
+    unknown key it created): it has no line in the file, so none is shown.
+    """
+    out = []
+    for problem in problems:
+        if problem.line == 0 and 0 < problem.col <= len(overrides):
+            where = format_path(problem.path) if problem.path is not None else "(top level)"
+            override = overrides[problem.col - 1]
+            out.append(f"{file}: {where}: {problem.message} (from --set {override})")
+            continue
+        for override, target in reversed(list(zip(overrides, targets, strict=True))):
+            if target and problem.path is not None and problem.path[: len(target)] == target:
+                problem = Problem(
+                    problem.line,
+                    problem.col,
+                    problem.path,
+                    f"{problem.message} (from --set {override})",
+                )
+                break
+        out.append(problem.format(file))
+    return out

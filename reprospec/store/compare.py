@@ -1,0 +1,294 @@
+"""Two runs side by side (`compare`), and shard runs of one spec made one (`merge`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypedDict
+
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import (
+    AttemptResult,
+    CellResult,
+    RunResult,
+    Standalone,
+    Verdict,
+    VerdictKind,
+)
+from reprospec.core.words import expectation_phrase
+from reprospec.environment.facts import Difference, environment_diff
+from reprospec.errors import UsageError
+
+JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
+
+
+class SpecChange(TypedDict):
+    """The two runs' specs: their names, whether they are the same, the unified diff."""
+
+    names: list[str]
+    same: bool
+    diff: list[str]
+
+
+class OptionChange(TypedDict):
+    """One run option (or the command line) that differs: each run's value."""
+
+    key: str
+    a: object
+    b: object
+
+
+class VerdictChange(TypedDict):
+    cell: str
+    before: VerdictKind
+    after: VerdictKind
+
+
+class CellChange(TypedDict):
+    """One cell in both runs that changed; each list holds the first run's, then the second's."""
+
+    cell: str
+    change: str
+    verdict: list[VerdictKind]
+    outcomes: list[dict[str, int]]  # outcome signature -> attempts
+    expected: list[str]
+
+
+class Comparison(TypedDict):
+    """What `compare` finds (and `compare --format json` prints)."""
+
+    run_a: str
+    run_b: str
+    spec: SpecChange
+    options: list[OptionChange]
+    changed: list[VerdictChange]
+    cells: list[CellChange]
+    only_a: list[str]
+    only_b: list[str]
+    environment: list[Difference]
+
+
+def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
+    """What differs from `run_a` to `run_b`: the spec (a unified diff), the options (`-j`,
+    `--set`, ...), the environment, and per cell the verdict, the outcome signatures
+    and the expectation.
+
+    A cell whose attempts did the same (the same signatures, as often) under a
+    different expectation is "same outcome, different expectation": the spec moved,
+    the code under test did not.
+    """
+    cells_a = {c.cell.id: c for c in run_a.cells}
+    cells_b = {c.cell.id: c for c in run_b.cells}
+    cells = [
+        row
+        for cell_id, a in cells_a.items()
+        if cell_id in cells_b and (row := _cell_change(a, cells_b[cell_id])) is not None
+    ]
+    return {
+        "run_a": run_a.run_id,
+        "run_b": run_b.run_id,
+        "spec": {
+            "names": [run_a.spec_name, run_b.spec_name],
+            "same": run_a.spec_name == run_b.spec_name and run_a.spec_text == run_b.spec_text,
+            "diff": spec_diff(run_a, run_b),
+        },
+        "options": options_diff(run_a, run_b),
+        "changed": [
+            {"cell": row["cell"], "before": row["verdict"][0], "after": row["verdict"][1]}
+            for row in cells
+            if row["verdict"][0] != row["verdict"][1]
+        ],
+        "cells": cells,
+        "only_a": [cell for cell in cells_a if cell not in cells_b],
+        "only_b": [cell for cell in cells_b if cell not in cells_a],
+        "environment": environment_diff(run_a.environment, run_b.environment),
+    }
+
+
+def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:
+    """The unified diff from the first run's spec text to the second's ([] when equal)."""
+    import difflib
+
+    return [
+        line.rstrip("\n")
+        for line in difflib.unified_diff(
+            run_a.spec_text.splitlines(keepends=True),
+            run_b.spec_text.splitlines(keepends=True),
+            fromfile=f"{run_a.run_id}/spec.yaml",
+            tofile=f"{run_b.run_id}/spec.yaml",
+        )
+    ]
+
+
+def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:
+    """Run options that differ (`jobs`, `overrides`, ...), and the command lines when they do.
+
+    A run recorded before options were kept has none: then only the command lines speak.
+    """
+    rows: list[OptionChange] = []
+    if run_a.options and run_b.options:
+        keys = dict.fromkeys([*run_a.options, *run_b.options])
+        rows += [
+            {"key": key, "a": run_a.options.get(key), "b": run_b.options.get(key)}
+            for key in keys
+            if run_a.options.get(key) != run_b.options.get(key)
+        ]
+    if run_a.command_line != run_b.command_line:
+        rows.append({"key": "command_line", "a": run_a.command_line, "b": run_b.command_line})
+    return rows
+
+
+def _signatures(cell: CellResult) -> dict[str, int]:
+    """How many attempts ended with each outcome signature (`not run: reason` for the rest)."""
+    counts: dict[str, int] = {}
+    for attempt in cell.attempts:
+        key = (
+            attempt.ran.signature or attempt.ran.kind
+            if attempt.ran is not None
+            else f"infra-error: {attempt.infra_error}"
+        )
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
+    """One cell in both runs: what changed (None when nothing did)."""
+    outcomes = [_signatures(a), _signatures(b)]
+    expected = [expectation_phrase(a.expected), expectation_phrase(b.expected)]
+    verdict = [a.verdict, b.verdict]
+    if outcomes[0] != outcomes[1]:
+        change = "outcome changed"
+    elif expected[0] != expected[1]:
+        change = "same outcome, different expectation"
+    elif verdict[0] != verdict[1]:
+        change = "verdict changed"
+    else:
+        return None
+    return {
+        "cell": a.cell.id,
+        "change": change,
+        "verdict": verdict,
+        "outcomes": outcomes,
+        "expected": expected,
+    }
+
+
+def _default_judge() -> JudgeCell:
+    from reprospec.outcome.judge import judge_cell
+
+    return judge_cell
+
+
+def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResult:
+    """One cell from its shards: attempts by number (a repeated number is an error), re-judged."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    by_number: dict[int, AttemptResult] = {}
+    for part in parts:
+        if part.expected != first.expected:
+            raise UsageError(f"cannot merge cell {first.cell.id!r}: shards expect different things")
+        for attempt in part.attempts:
+            if attempt.attempt in by_number:
+                raise UsageError(
+                    f"cannot merge: cell {first.cell.id!r} attempt {attempt.attempt} "
+                    "is in more than one shard (the same shard given twice?)"
+                )
+            by_number[attempt.attempt] = attempt
+    attempts = tuple(by_number[n] for n in sorted(by_number))
+    return CellResult.judged(
+        first.cell,
+        first.expected,
+        judge_cell(first.expected, attempts),
+        attempts,
+        first.command,
+        first.environment,
+    )
+
+
+def merge(
+    runs: Sequence[RunResult],
+    *,
+    run_id: str | None = None,
+    judge_cell: JudgeCell | None = None,
+) -> RunResult:
+    """Shard runs of one spec as one run: cells combined by id, attempts combined and re-judged."""
+    if not runs:
+        raise UsageError("merge needs at least one run")
+    first = runs[0]
+    _check_shards(runs)
+    for run in runs[1:]:
+        if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
+            raise UsageError(
+                f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
+                f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
+            )
+    parts: dict[str, list[CellResult]] = {}
+    for run in runs:
+        for cell in run.cells:
+            parts.setdefault(cell.cell.id, []).append(cell)
+    judge = judge_cell or (_default_judge() if any(len(p) > 1 for p in parts.values()) else None)
+    cells = [_merge_cell(p, judge) if judge else p[0] for p in parts.values()]
+    cells.sort(key=lambda c: c.cell.index)
+    warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
+    differing = {
+        row["key"]
+        for run in runs[1:]
+        for row in environment_diff(first.environment, run.environment)
+    }
+    if differing:
+        warnings.append(
+            "shards ran in different environments (the report shows the first): "
+            + ", ".join(sorted(differing))
+        )
+    return replace(
+        first,
+        run_id=run_id or first.run_id,
+        runner="+".join(dict.fromkeys(run.runner for run in runs)),
+        started=min(run.started for run in runs),
+        finished=max(run.finished for run in runs),
+        cells=tuple(cells),
+        warnings=tuple(warnings),
+        interrupted=any(run.interrupted for run in runs),
+        shard="",
+        command_line=_without_shard(first.command_line),
+        standalone=_merged_standalone(runs, cells),
+    )
+
+
+def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -> Standalone | None:
+    """The shards' standalone repro for the merged run's first failing cell, else the first."""
+    made = {run.standalone.cell: run.standalone for run in runs if run.standalone is not None}
+    for cell in cells:
+        if cell.cell.id in made and any(a.failed for a in cell.attempts):
+            return made[cell.cell.id]
+    return next(iter(made.values()), None)
+
+
+def _check_shards(runs: Sequence[RunResult]) -> None:
+    """Sharded runs merge only as a complete set: a lost shard must not look like green."""
+    shards = [run.shard for run in runs if run.shard]
+    if not shards:
+        return
+    if len(shards) != len(runs):
+        raise UsageError("cannot merge sharded and unsharded runs of a spec")
+    totals = {int(shard.split("/")[1]) for shard in shards}
+    if len(totals) != 1:
+        raise UsageError(f"these runs come from different splits: {', '.join(shards)}")
+    total = totals.pop()
+    seen = [int(shard.split("/")[0]) for shard in shards]
+    duplicated = sorted({k for k in seen if seen.count(k) > 1})
+    if duplicated:
+        raise UsageError(f"shard {duplicated[0]}/{total} is given more than once")
+    missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
+    if missing:
+        raise UsageError(
+            f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
+        )
+
+
+def _without_shard(command_line: str) -> str:
+    """The command that reruns everything: the shard's own `--shard K/N` removed."""
+    import re
+
+    return re.sub(r"\s--shard(?:=|\s+)\S+", "", command_line)

@@ -1,0 +1,677 @@
+"""The results store: `.reprospec/results.db` (SQLite, WAL), written as each attempt ends.
+
+Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
+(a failure's log excerpt, so a resumed run's report needs no log files); 3 adds
+`attempts.native` (gdb's native stacks of a failure, as markdown); 4 adds
+`attempts.instances` (`run.instances`: every instance's outcome and slot, which one
+is the attempt's, the start spread; JSON as in results.json); 5 adds
+`attempts.child_warnings` (the warnings the child printed, once each); 6 adds
+`attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
+and why). An older store is migrated in place when opened; a newer one is refused.
+
+Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
+so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
+a committed transaction is in the WAL file, which the operating system keeps. Only a
+power loss or an operating-system crash may lose the last transactions (never corrupt
+the store): those are made durable at the next checkpoint, not at each commit. That
+saves an fsync per attempt (0.3 ms on a quiet disk, 4-7 ms under load).
+
+What can go wrong with a file on a disk says so, as a `StoreError` (exit 3) that
+names the store and what to do, never a raw sqlite traceback:
+
+- the disk is full (or fails): the rows written so far are kept (each attempt
+  commits on its own), and `--resume` continues once there is space;
+- the file is damaged: `PRAGMA quick_check` when it is opened, and any
+  "malformed" answer later, say how to set it aside and recover its rows;
+- several engines open one fresh store at once: they take turns (a lock on the
+  folder) while the first creates the schema, and wait for each other's writes
+  (the busy timeout) rather than fail with "database is locked";
+- the file is deleted while a run goes (an attempt removed `--out`): the next
+  write notices, puts the store back from the engine's still-open copy, and
+  says so in `warnings`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.results import AttemptResult, CellResult, Outcome
+from reprospec.environment.facts import flatten_environment
+from reprospec.errors import FatalError, InfraError
+from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
+
+SCHEMA_VERSION = 6
+# How long a write waits for another engine's (seconds): a run's rows are small.
+BUSY_TIMEOUT_S = 60.0
+STATUSES = ("running", "finished", "interrupted")
+# Facts that define "the same machine and software" (dotted paths into the captured
+# environment, or a whole section); free memory, env vars and paths stay out.
+FINGERPRINT_FIELDS = (
+    "python.version",
+    "python.implementation",
+    "os.system",
+    "os.distribution",
+    "os.kernel",
+    "os.machine",
+    "os.wsl",
+    "os.container",
+    "cpu.model",
+    "cpu.flags",
+    "cpu.cores",
+    "memory.total",
+    "torch.version",
+    "torch.cuda",
+    "torch.hip",
+    "torch.cudnn",
+    "torch.cpu_capability",
+    "torch.arch_list",
+    "nvidia.gpus",
+    "nvidia.driver_version",
+    "nvcc.version",
+    "packages",
+)
+
+_SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    spec_name TEXT NOT NULL,
+    spec_path TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    spec_text TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    started TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted')),
+    options TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    env_fingerprint TEXT NOT NULL
+);
+CREATE INDEX runs_by_spec ON runs (spec_name, started);
+CREATE TABLE cells (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    cell_id TEXT NOT NULL,
+    cell_index INTEGER NOT NULL,
+    matrix TEXT NOT NULL,
+    expected TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    rate TEXT NOT NULL,
+    PRIMARY KEY (run_id, cell_id)
+);
+CREATE TABLE attempts (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    cell_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    shard TEXT,
+    started TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    outcome TEXT,
+    matched INTEGER NOT NULL,
+    mismatches TEXT NOT NULL,
+    gpu_slot TEXT NOT NULL,
+    infra_error TEXT,
+    logs TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    stack TEXT,
+    excerpt TEXT,
+    native TEXT,
+    instances TEXT,
+    child_warnings TEXT,
+    launch TEXT,
+    launch_note TEXT,
+    PRIMARY KEY (run_id, cell_id, attempt)
+);
+"""
+# Each step takes the schema from version N (the key) to N + 1.
+_MIGRATIONS = {
+    1: ("ALTER TABLE attempts ADD COLUMN excerpt TEXT",),
+    2: ("ALTER TABLE attempts ADD COLUMN native TEXT",),
+    3: ("ALTER TABLE attempts ADD COLUMN instances TEXT",),
+    4: ("ALTER TABLE attempts ADD COLUMN child_warnings TEXT",),
+    5: (
+        "ALTER TABLE attempts ADD COLUMN launch TEXT",
+        "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
+    ),
+}
+_ATTEMPT_COLUMNS = (
+    "run_id",
+    "cell_id",
+    "attempt",
+    "shard",
+    "started",
+    "finished",
+    "duration_s",
+    "outcome",
+    "matched",
+    "mismatches",
+    "gpu_slot",
+    "infra_error",
+    "logs",
+    "warnings",
+    "stack",
+    "excerpt",
+    "native",
+    "instances",
+    "child_warnings",
+    "launch",
+    "launch_note",
+)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as `begin_run` recorded it: enough to resume it or bundle it."""
+
+    run_id: str
+    spec_name: str
+    spec_path: str
+    spec_text: str
+    runner: str
+    status: str
+    options: JsonObject
+    environment: JsonObject
+    env_fingerprint: str
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def environment_fingerprint(env: Mapping[str, JsonValue]) -> str:
+    """A short hash of the stable environment facts: equal fingerprints, same machine setup."""
+    stable = {
+        key: value
+        for key, value in flatten_environment(env).items()
+        if any(key == f or key.startswith(f"{f}.") for f in FINGERPRINT_FIELDS)
+    }
+    return hashlib.sha256(_json(stable).encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class StoreError(InfraError):
+    """The results store cannot be used or written: the disk, the file, another engine."""
+
+
+# sqlite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
+_SQLITE_BUSY = 5
+_SQLITE_READONLY = 8
+_SQLITE_IOERR = 10
+_SQLITE_CORRUPT = 11
+_SQLITE_FULL = 13
+_SQLITE_CANTOPEN = 14
+_SQLITE_NOTADB = 26
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`; None when there is none."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+# The stores (device, inode) this process found whole.
+_CHECKED: set[tuple[int, int]] = set()
+
+
+@contextmanager
+def _opening_lock(folder: Path) -> Iterator[None]:
+    """Engines opening stores in one folder take turns (an advisory lock on the folder).
+
+    Two engines creating one fresh store at once could see sqlite answer "database
+    is locked" without waiting (switching to WAL, recovering a WAL another process is
+    creating). Best effort: a filesystem without flock just goes without.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class Store:
+    """One connection to `root/results.db`; every write commits before it returns."""
+
+    def __init__(self, root: Path | str, *, check: bool = True) -> None:
+        self.path = Path(root) / "results.db"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._os_error(exc, "cannot create its folder") from exc
+        # Writes come from the scheduler's worker threads; the lock keeps them one at a time.
+        self._lock = threading.Lock()
+        # What happened to the store that the run should say (store deleted and restored).
+        self.warnings: list[str] = []
+        with _opening_lock(self.path.parent):
+            self._db = self._open(check)
+
+    def _open(self, check: bool) -> sqlite3.Connection:
+        """Connect, check and migrate; retried while another process holds the file.
+
+        sqlite answers "database is locked" at once, without waiting, to a connection
+        that holds a read lock and wants to write while another one writes (it could
+        deadlock): switching a fresh file to WAL is such a moment. Such an answer is
+        waited out here, up to BUSY_TIMEOUT_S.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            db: sqlite3.Connection | None = None
+            try:
+                db = self._connect(self.path)
+                self._db = db
+                self._identity = _identity(self.path)
+                if check:
+                    self._check()
+                self._migrate()
+                return db
+            except sqlite3.Error as exc:
+                if db is not None:
+                    db.close()
+                code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+                if code != _SQLITE_BUSY or time.monotonic() > deadline:
+                    raise self.error(exc, "cannot open it") from exc
+            except BaseException:
+                if db is not None:
+                    db.close()
+                raise
+            time.sleep(random.uniform(0.02, 0.1))
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # Durable against a crash of the engine; see the module docstring.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _check(self) -> None:
+        """`PRAGMA quick_check` of a store with a schema: a damaged one is refused, saying how
+        to recover. Once per process and file (it reads every page: 0.3 s for 100 MB), so
+        isolate's and bisect's many runs pay it once."""
+        if self._identity in _CHECKED:
+            return
+        if not self._db.execute("PRAGMA user_version").fetchone()[0]:
+            return  # fresh: nothing to check yet
+        rows = self._db.execute("PRAGMA quick_check(3)").fetchall()
+        problems = [
+            line
+            for row in rows
+            for line in str(row[0]).splitlines()
+            if line.strip() and not line.startswith("*** in database")
+        ]
+        if problems != ["ok"]:
+            raise StoreError(self._damaged("; ".join(problems[:3])))
+        if self._identity is not None:
+            _CHECKED.add(self._identity)
+
+    def _damaged(self, detail: str) -> str:
+        out = self.path.parent
+        return (
+            f"the results store {self.path} is damaged ({detail}). The run folders under "
+            f"{out / 'runs'} are intact. To go on, move the damaged store aside: "
+            f"`mv {self.path} {self.path}.damaged` (with its -wal and -shm files, if any); "
+            "the next run starts a new one. The sqlite3 tool may save the old rows: "
+            f"`sqlite3 {self.path}.damaged .recover | sqlite3 {self.path}`"
+        )
+
+    def error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        """A sqlite error as a StoreError that says what it means and what to do."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        where = f"the results store {self.path}"
+        if code == _SQLITE_FULL:
+            return StoreError(f"{where}: {doing}: the disk is full ({exc}); free some space")
+        if code == _SQLITE_NOTADB:
+            return StoreError(
+                f"{self.path}: not a usable results store ({exc}): move it aside, "
+                "or give another --out"
+            )
+        if code == _SQLITE_CORRUPT:
+            return StoreError(self._damaged(str(exc)))
+        if code == _SQLITE_BUSY:
+            return StoreError(
+                f"{where}: {doing}: another process held it for more than "
+                f"{BUSY_TIMEOUT_S:g}s ({exc})"
+            )
+        if code in (_SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CANTOPEN):
+            return StoreError(f"{where}: {doing}: the file or its disk failed ({exc})")
+        return StoreError(f"{where}: {doing}: {exc}")
+
+    def _os_error(self, exc: OSError, doing: str) -> StoreError:
+        if exc.errno in _DISK_FULL:
+            return StoreError(
+                f"the results store {self.path}: {doing}: the disk is full ({exc.strerror})"
+            )
+        return StoreError(f"the results store {self.path}: {doing}: {exc.strerror or exc}")
+
+    def _migrate(self) -> None:
+        # IMMEDIATE takes the write lock first: two engines creating one store cannot both create.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise FatalError(
+                    f"{self.path} was written by a newer reprospec (schema {version}): "
+                    "upgrade reprospec"
+                )
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+            else:
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in _MIGRATIONS[step]:
+                        self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._db.commit()
+        except BaseException:
+            self._db.rollback()
+            raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._restore_if_deleted()
+            try:
+                with self._db:
+                    yield self._db
+            except sqlite3.Error as exc:
+                raise self.error(exc, "cannot write to it") from exc
+
+    def _restore_if_deleted(self) -> None:
+        """Put the store back when its file was deleted under the open connection.
+
+        An attempt's command may remove `--out` (a cleanup step, `rm -rf .reprospec`):
+        sqlite would go on writing into the deleted file and every row would be lost
+        when the engine exits. The connection still reads the deleted file, so its
+        pages are copied to a new file at the same path (sqlite's backup).
+        """
+        now = _identity(self.path)
+        if self._identity is None or now == self._identity:
+            return
+        if now is not None:
+            raise StoreError(
+                f"the results store {self.path} was replaced by another file while this run "
+                "went: this run's rows are not in it"
+            )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            copy = sqlite3.connect(self.path)
+            try:
+                self._db.backup(copy)
+            finally:
+                copy.close()
+            restored = self._connect(self.path)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(
+                f"the results store {self.path} was deleted while this run went, "
+                f"and could not be put back: {exc}"
+            ) from exc
+        self._db.close()
+        self._db = restored
+        self._identity = _identity(self.path)
+        self.warnings.append(
+            f"{self.path} was deleted while the run went (did an attempt remove "
+            f"{self.path.parent}?): the store was put back from the engine's open copy; "
+            "the files deleted with it (attempt logs) are gone"
+        )
+
+    def begin_run(
+        self,
+        run_id: str,
+        spec_name: str,
+        spec_path: str,
+        spec_text: str,
+        runner: str,
+        options: Mapping[str, JsonValue] | list[str],
+        environment: Mapping[str, JsonValue],
+        *,
+        started: str | None = None,
+    ) -> None:
+        """Record a new run as `running` (`options`: the argv or run options, to resume it)."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 'running', ?, ?, ?)",
+                (
+                    run_id,
+                    spec_name,
+                    spec_path,
+                    hashlib.sha256(spec_text.encode()).hexdigest(),
+                    spec_text,
+                    runner,
+                    started or _now(),
+                    _json(options),
+                    _json(dict(environment)),
+                    environment_fingerprint(environment),
+                ),
+            )
+
+    def record_attempt(
+        self, run_id: str, cell_id: str, attempt: AttemptResult, *, shard: str | None = None
+    ) -> None:
+        """Store one finished attempt, committed at once (a killed engine keeps it)."""
+        outcome = attempt.outcome
+        with self._write() as db:
+            db.execute(
+                f"INSERT OR REPLACE INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})",
+                (
+                    run_id,
+                    cell_id,
+                    attempt.attempt,
+                    shard,
+                    attempt.started,
+                    attempt.finished,
+                    attempt.duration_s,
+                    _json(outcome_to_dict(outcome)) if isinstance(outcome, Outcome) else None,
+                    int(attempt.matched),
+                    _json(list(attempt.mismatches)),
+                    _json(list(attempt.gpu_slot)),
+                    attempt.infra_error,
+                    attempt.logs,
+                    _json(list(attempt.warnings)),
+                    attempt.stack,
+                    attempt.excerpt,
+                    attempt.native,
+                    _instances_json(attempt),
+                    _json([w.to_dict() for w in attempt.child_warnings]),
+                    attempt.launch,
+                    attempt.launch_note,
+                ),
+            )
+
+    def forget_attempts(self, run_id: str, keys: Iterable[tuple[str, int]]) -> int:
+        """Delete stored attempts so `--resume` runs them again; returns how many went.
+
+        For attempts whose end says nothing about the spec: killed together with their
+        engine (a Slurm time limit signals every process of the job at once).
+        """
+        with self._write() as db:
+            return sum(
+                db.execute(
+                    "DELETE FROM attempts WHERE run_id = ? AND cell_id = ? AND attempt = ?",
+                    (run_id, cell_id, number),
+                ).rowcount
+                for cell_id, number in keys
+            )
+
+    def finish_cells(self, run_id: str, cells: Iterable[CellResult]) -> None:
+        """Store the cells' verdicts in one commit (their attempts are stored as they end)."""
+        with self._write() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        cell.cell.id,
+                        cell.cell.index,
+                        _json(dict(cell.cell.matrix)),
+                        _json(cell.expected.to_dict()),
+                        cell.verdict,
+                        cell.reason,
+                        _json(cell.rate.to_dict()),
+                    )
+                    for cell in cells
+                ],
+            )
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        environment: Mapping[str, JsonValue] | None = None,
+        finished: str | None = None,
+    ) -> None:
+        """Mark a run finished or interrupted; `environment` replaces the one given at start."""
+        if status not in STATUSES:
+            raise ValueError(f"run status must be one of {STATUSES}, not {status!r}")
+        with self._write() as db:
+            db.execute(
+                "UPDATE runs SET status = ?, finished = ? WHERE run_id = ?",
+                (status, finished or _now(), run_id),
+            )
+            if environment is not None:
+                db.execute(
+                    "UPDATE runs SET environment = ?, env_fingerprint = ? WHERE run_id = ?",
+                    (_json(dict(environment)), environment_fingerprint(environment), run_id),
+                )
+
+    def _read(self, sql: str, args: tuple[str | int | None, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise self.error(exc, "cannot read it") from exc
+
+    def run_info(self, run_id: str) -> StoredRun | None:
+        """What the store keeps of a run's start (spec, options, environment), or None."""
+        rows = self._read("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        options = json.loads(row["options"])
+        environment = json.loads(row["environment"])
+        return StoredRun(
+            run_id=row["run_id"],
+            spec_name=row["spec_name"],
+            spec_path=row["spec_path"],
+            spec_text=row["spec_text"],
+            runner=row["runner"],
+            status=row["status"],
+            # An argv list is what the first stores kept as options.
+            options=options if isinstance(options, dict) else {},
+            environment=environment if isinstance(environment, dict) else {},
+            env_fingerprint=row["env_fingerprint"],
+        )
+
+    def runs(self, spec_name: str | None = None) -> list[JsonObject]:
+        """Run summaries for `reprospec history`, newest first (the last begun first)."""
+        where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
+        rows = self._read(
+            f"""
+            SELECT r.run_id, r.spec_name, r.spec_path, r.runner, r.started, r.finished, r.status,
+                   r.env_fingerprint,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id) AS cells,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'reproduced') AS reproduced,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'not-reproduced') AS not_reproduced,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'undecided') AS undecided,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'infra-error') AS infra_error,
+                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
+            FROM runs r {where}
+            ORDER BY r.started DESC, r.rowid DESC
+            """,
+            args,
+        )
+        return [dict(row) for row in rows]
+
+    def finished_attempts(
+        self, run_id: str, *, include_infra_errors: bool = False
+    ) -> dict[tuple[str, int], AttemptResult]:
+        """The stored attempts of a run by (cell id, attempt number), for `--resume`.
+
+        Infra-error attempts never ran, so by default they are left out: a resume retries them.
+        """
+        infra = "" if include_infra_errors else " AND infra_error IS NULL"
+        rows = self._read(
+            f"SELECT * FROM attempts WHERE run_id = ?{infra} ORDER BY cell_id, attempt", (run_id,)
+        )
+        return {(row["cell_id"], row["attempt"]): _attempt(row) for row in rows}
+
+
+def _instances_json(attempt: AttemptResult) -> str | None:
+    instances = instances_to_dict(attempt)
+    return None if instances is None else _json(instances)
+
+
+def _attempt(row: sqlite3.Row) -> AttemptResult:
+    instances = json.loads(row["instances"]) if row["instances"] else {}
+    return attempt_from_dict(
+        {
+            **instances,
+            "attempt": row["attempt"],
+            "duration_s": row["duration_s"],
+            "outcome": json.loads(row["outcome"]) if row["outcome"] else None,
+            "matched": bool(row["matched"]),
+            "mismatches": json.loads(row["mismatches"]),
+            "logs": row["logs"],
+            "started": row["started"],
+            "finished": row["finished"],
+            "gpu_slot": json.loads(row["gpu_slot"]),
+            "infra_error": row["infra_error"],
+            "warnings": json.loads(row["warnings"]),
+            "stack": row["stack"],
+            "excerpt": row["excerpt"],
+            "native_stacks": row["native"],
+            "child_warnings": json.loads(row["child_warnings"] or "[]"),
+            "launch": row["launch"],
+            "launch_note": row["launch_note"],
+        }
+    )

@@ -1,0 +1,471 @@
+"""`RunResult` <-> results.json (CLI.md), the run folder, run ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from reprospec.core.inputs import Cell, Expectation, ExpectedOutcome
+from reprospec.core.jsontypes import (
+    JsonObject,
+    JsonValue,
+    array,
+    integer,
+    number,
+    obj,
+    objects,
+    text,
+    text_or_none,
+    texts,
+)
+from reprospec.core.results import (
+    AttemptResult,
+    CellResult,
+    ChainLink,
+    ChildWarning,
+    InstanceResult,
+    NotRun,
+    Outcome,
+    OutcomeKind,
+    Rate,
+    RunResult,
+    Standalone,
+    VerdictKind,
+    Where,
+)
+from reprospec.core.units import parse_rate, parse_step
+from reprospec.errors import FatalError, UsageError
+from reprospec.store.refs import resolve_run_id
+
+FORMAT = 1
+_Choice = TypeVar("_Choice", bound=str)
+_OUTCOME_KEYS = (
+    "kind",
+    "signal",
+    "exit_code",
+    "where",
+    "exception",
+    "message",
+    "phase",
+    "step",
+    "stage",
+    "module",
+)
+
+
+def new_run_id(spec_name: str, now: datetime | None = None) -> str:
+    """A sortable, unique run id: `20261121-214512-val-segfault-3f9a`."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{spec_name[:48]}-{secrets.token_hex(2)}"
+
+
+def outcome_to_dict(outcome: Outcome) -> JsonObject:
+    """The results.json `outcome` object: the contract keys first, then the extras."""
+    out: JsonObject = {key: getattr(outcome, key) for key in _OUTCOME_KEYS}
+    out["signature"] = outcome.signature
+    out["duration_s"] = outcome.duration_s
+    if outcome.detail is not None:
+        out["detail"] = outcome.detail
+    if outcome.chain:
+        out["chain"] = [link.to_dict() for link in outcome.chain]
+    if outcome.pid is not None:
+        out["pid"] = outcome.pid
+    if outcome.cmdline is not None:
+        out["cmdline"] = outcome.cmdline
+    if outcome.injected is not None:
+        out["injected"] = outcome.injected
+    return out
+
+
+# The closed vocabularies of results.json, mapped to their typed values: a value outside
+# them is a file this engine did not write (FatalError), or an optional field left out.
+_OUTCOME_KINDS: Mapping[str, OutcomeKind] = {k: k for k in ("pass", "error", "crash", "hang")}
+_LINKS: Mapping[str, Literal["cause", "context"]] = {k: k for k in ("cause", "context")}
+_WHERE: Mapping[str, Where] = {k: k for k in ("main", "worker", "child")}
+_VERDICTS: Mapping[str, VerdictKind] = {
+    k: k
+    for k in (
+        "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
+    )
+}
+_EXPECTED: Mapping[str, ExpectedOutcome] = {
+    k: k for k in ("pass", "error", "crash", "hang", "fail", "any")
+}
+
+
+def _one_of(choices: Mapping[str, _Choice], value: JsonValue, what: str) -> _Choice:
+    found = choices.get(text(value))
+    if found is None:
+        raise ValueError(f"unknown {what} {value!r}")  # load_run: "not a results file (...)"
+    return found
+
+
+def outcome_from_dict(d: JsonObject) -> Outcome:
+    """Inverse of `outcome_to_dict`."""
+    return Outcome(
+        kind=_one_of(_OUTCOME_KINDS, d.get("kind"), "outcome kind"),
+        signal=text_or_none(d.get("signal")),
+        exit_code=integer(d.get("exit_code")),
+        where=_WHERE.get(text(d.get("where"))),
+        exception=text_or_none(d.get("exception")),
+        message=text_or_none(d.get("message")),
+        phase=text_or_none(d.get("phase")),
+        step=integer(d.get("step")),
+        stage=text_or_none(d.get("stage")),
+        module=text_or_none(d.get("module")),
+        duration_s=number(d.get("duration_s")) or 0.0,
+        signature=text(d.get("signature")),
+        detail=text_or_none(d.get("detail")),
+        chain=tuple(
+            ChainLink(
+                text(link.get("type")),
+                text_or_none(link.get("message")),
+                _LINKS.get(text(link.get("link"))),
+            )
+            for link in objects(d.get("chain"))
+        ),
+        pid=integer(d.get("pid")),
+        cmdline=text_or_none(d.get("cmdline")),
+        injected=text_or_none(d.get("injected")),
+    )
+
+
+def instance_to_dict(i: InstanceResult) -> JsonObject:
+    """One entry of an attempt's `instances`; an instance that did not run has `outcome: null`."""
+    return {
+        "instance": i.instance,
+        "outcome": outcome_to_dict(i.outcome) if isinstance(i.outcome, Outcome) else None,
+        "infra_error": i.outcome.reason if isinstance(i.outcome, NotRun) else None,
+        "matched": i.matched,
+        "gpu_slot": list(i.gpu_slot),
+        "duration_s": i.duration_s,
+        "ready_s": i.ready_s,
+        "start_s": i.start_s,
+        "end_s": i.end_s,
+        "logs": i.logs,
+    }
+
+
+def _outcome_or_not_run(d: JsonObject) -> Outcome | NotRun:
+    outcome = d.get("outcome")
+    if isinstance(outcome, dict) and outcome:
+        return outcome_from_dict(outcome)
+    return NotRun(text(d.get("infra_error")) or "not run")
+
+
+def instance_from_dict(d: JsonObject) -> InstanceResult:
+    """Inverse of `instance_to_dict`."""
+    return InstanceResult(
+        instance=integer(d.get("instance")) or 0,
+        outcome=_outcome_or_not_run(d),
+        matched=d.get("matched") is True,
+        gpu_slot=_slot(d.get("gpu_slot")),
+        duration_s=number(d.get("duration_s")) or 0.0,
+        ready_s=number(d.get("ready_s")),
+        start_s=number(d.get("start_s")),
+        end_s=number(d.get("end_s")),
+        logs=text(d.get("logs")),
+    )
+
+
+def _slot(value: JsonValue) -> tuple[str, ...]:
+    # GPU ids were written as strings; an old file may hold numbers.
+    return tuple(str(s) for s in array(value) if isinstance(s, (str, int)))
+
+
+def instances_to_dict(a: AttemptResult) -> JsonObject | None:
+    """An attempt's `run.instances` part (None for a plain attempt): as results.json keeps it."""
+    if not a.instances:
+        return None
+    return {
+        "instance": a.instance,
+        "start_spread_s": a.start_spread_s,
+        "instances": [instance_to_dict(i) for i in a.instances],
+    }
+
+
+def attempt_to_dict(a: AttemptResult) -> JsonObject:
+    """One entry of a cell's `attempts`; an attempt that did not run has `outcome: null`."""
+    out: JsonObject = {
+        "attempt": a.attempt,
+        "duration_s": a.duration_s,
+        "outcome": outcome_to_dict(a.outcome) if isinstance(a.outcome, Outcome) else None,
+        "logs": a.logs,
+        "matched": a.matched,
+        "mismatches": list(a.mismatches),
+        "started": a.started,
+        "finished": a.finished,
+        "gpu_slot": list(a.gpu_slot),
+        "infra_error": a.infra_error,
+        "warnings": list(a.warnings),
+    }
+    if a.stack is not None:
+        out["stack"] = a.stack
+    if a.excerpt is not None:
+        out["excerpt"] = a.excerpt
+    if a.native is not None:
+        out["native_stacks"] = a.native
+    instances = instances_to_dict(a)
+    if instances is not None:
+        out.update(instances)
+    if a.child_warnings:
+        out["child_warnings"] = [dict(w.to_dict()) for w in a.child_warnings]
+    out["launch"] = a.launch
+    if a.launch_note is not None:
+        out["launch_note"] = a.launch_note
+    return out
+
+
+def attempt_from_dict(d: JsonObject) -> AttemptResult:
+    """Inverse of `attempt_to_dict`."""
+    return AttemptResult(
+        attempt=integer(d.get("attempt")) or 0,
+        duration_s=number(d.get("duration_s")) or 0.0,
+        outcome=_outcome_or_not_run(d),
+        matched=d.get("matched") is True,
+        mismatches=texts(d.get("mismatches")),
+        logs=text(d.get("logs")),
+        started=text(d.get("started")),
+        finished=text(d.get("finished")),
+        gpu_slot=_slot(d.get("gpu_slot")),
+        warnings=texts(d.get("warnings")),
+        stack=text_or_none(d.get("stack")),
+        excerpt=text_or_none(d.get("excerpt")),
+        native=text_or_none(d.get("native_stacks")),
+        instances=tuple(instance_from_dict(i) for i in objects(d.get("instances"))),
+        instance=integer(d.get("instance")),
+        start_spread_s=number(d.get("start_spread_s")),
+        child_warnings=child_warnings_from_list(d.get("child_warnings")),
+        launch="forked" if d.get("launch") == "forked" else "fresh",
+        launch_note=text_or_none(d.get("launch_note")),
+    )
+
+
+def child_warnings_from_list(items: JsonValue) -> tuple[ChildWarning, ...]:
+    """The `child_warnings` list of results.json (or the store) as `ChildWarning`s."""
+    return tuple(
+        ChildWarning(text(w.get("category")), text(w.get("message")), text(w.get("where")))
+        for w in objects(items)
+    )
+
+
+def expectation_from_dict(d: JsonObject) -> Expectation:
+    """Inverse of `Expectation.to_dict` (`step: "6..8"`, `rate: ">=0.3"`)."""
+    step = d.get("step")
+    rate = d.get("rate")
+    signal = d.get("signal")
+    return Expectation(
+        outcome=_one_of(_EXPECTED, d.get("outcome"), "expected outcome"),
+        signal=texts(signal) if isinstance(signal, list) else text_or_none(signal),
+        exit_code=integer(d.get("exit_code")),
+        exception=text_or_none(d.get("exception")),
+        message=text_or_none(d.get("message")),
+        phase=text_or_none(d.get("phase")),
+        step=parse_step(step) if isinstance(step, (str, int)) else None,
+        rate=parse_rate(rate) if isinstance(rate, str) else None,
+        module=text_or_none(d.get("module")),
+        stage=text_or_none(d.get("stage")),
+    )
+
+
+def cell_to_dict(c: CellResult) -> JsonObject:
+    """One entry of `cells`."""
+    return {
+        "id": c.cell.id,
+        "index": c.cell.index,
+        "matrix": dict(c.cell.matrix),
+        "verdict": c.verdict,
+        "reason": c.reason,
+        "expected": c.expected.to_dict(),
+        "rate": c.rate.to_dict(),
+        "command": c.command,
+        "environment": dict(c.environment),
+        "attempts": [attempt_to_dict(a) for a in c.attempts],
+    }
+
+
+def _rate(d: JsonObject) -> Rate:
+    return Rate(
+        matched=integer(d.get("matched")) or 0,
+        attempts=integer(d.get("attempts")) or 0,
+        low=number(d.get("low")) or 0.0,
+        high=number(d.get("high")) or 0.0,
+    )
+
+
+def cell_from_dict(d: JsonObject, index: int = 0) -> CellResult:
+    """Inverse of `cell_to_dict`."""
+    found = integer(d.get("index"))
+    return CellResult(
+        cell=Cell(
+            id=text(d.get("id")),
+            index=index if found is None else found,
+            matrix=obj(d.get("matrix")),
+        ),
+        expected=expectation_from_dict(obj(d.get("expected"))),
+        verdict=_one_of(_VERDICTS, d.get("verdict"), "verdict"),
+        reason=text(d.get("reason")),
+        rate=_rate(obj(d.get("rate"))),
+        attempts=tuple(attempt_from_dict(a) for a in objects(d.get("attempts"))),
+        command=text(d.get("command")),
+        environment=obj(d.get("environment")),
+    )
+
+
+def run_to_dict(run: RunResult) -> JsonObject:
+    """The whole run in the results.json shape of docs/cli.md (contract keys plus extras)."""
+    return {
+        "format": FORMAT,
+        "run_id": run.run_id,
+        "spec": {"name": run.spec_name, "path": run.spec_path, "text": run.spec_text},
+        "runner": run.runner,
+        "started": run.started,
+        "finished": run.finished,
+        "environment": dict(run.environment),
+        "cells": [cell_to_dict(c) for c in run.cells],
+        "summary": {kind: count for kind, count in run.summary.items()},
+        "command_line": run.command_line,
+        "title": run.title,
+        "description": run.description,
+        "warnings": list(run.warnings),
+        "interrupted": run.interrupted,
+        "shard": run.shard or None,
+        "standalone": run.standalone.to_dict() if run.standalone else None,
+        "options": dict(run.options),
+        "paths": dict(run.paths),
+    }
+
+
+def run_from_dict(d: JsonObject) -> RunResult:
+    """Inverse of `run_to_dict`; refuses a results format it does not know."""
+    if d.get("format") != FORMAT:
+        found = d.get("format")
+        raise FatalError(f"results.json: unsupported format {found!r} (expected {FORMAT})")
+    spec = obj(d.get("spec"))
+    standalone = d.get("standalone")
+    run_id = text(d.get("run_id"))
+    if not run_id or not isinstance(d.get("cells"), list):
+        raise ValueError("no run_id or no cells")  # load_run: "not a results file (...)"
+    return RunResult(
+        run_id=run_id,
+        spec_name=text(spec.get("name")),
+        spec_path=text(spec.get("path")),
+        spec_text=text(spec.get("text")),
+        runner=text(d.get("runner")),
+        started=text(d.get("started")),
+        finished=text(d.get("finished")),
+        environment=obj(d.get("environment")),
+        cells=tuple(cell_from_dict(c, i) for i, c in enumerate(objects(d.get("cells")))),
+        command_line=text(d.get("command_line")),
+        title=text(d.get("title")),
+        description=text(d.get("description")),
+        warnings=texts(d.get("warnings")),
+        interrupted=d.get("interrupted") is True,
+        shard=text(d.get("shard")),
+        standalone=Standalone.from_dict(standalone) if isinstance(standalone, dict) else None,
+        options=obj(d.get("options")),
+        paths={k: v for k, v in obj(d.get("paths")).items() if isinstance(v, str)},
+    )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` so readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(run_dir: Path, run: RunResult) -> Path:
+    """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path."""
+    write_atomic(run_dir / "spec.yaml", run.spec_text)
+    results = run_dir / "results.json"
+    write_atomic(results, json.dumps(run_to_dict(run), indent=2, ensure_ascii=False) + "\n")
+    return results
+
+
+def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
+    """The results.json of a run folder, a results.json path, a run id (or unique prefix),
+    or `latest` / `latest~N` (`resolve_run_id`)."""
+    if isinstance(path_or_id, str):
+        path_or_id = resolve_run_id(path_or_id, out_root)
+    path = Path(path_or_id)
+    if path.is_dir() and (path / "results.json").is_file():
+        return path / "results.json"
+    if path.is_file():
+        return path
+    runs = out_root / "runs"
+    name = str(path_or_id)
+    if "/" not in name and runs.is_dir():
+        if (runs / name / "results.json").is_file():
+            return runs / name / "results.json"
+        matches = sorted(p for p in runs.glob(f"{name}*/results.json"))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            ids = ", ".join(p.parent.name for p in matches[:5])
+            raise UsageError(f"run id {name!r} is ambiguous: {ids}")
+    if path.is_dir():
+        raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
+    raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def run_dir_of(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
+    """The run folder of a run reference (where its logs and stacks are)."""
+    return find_run(path_or_id, out_root).parent
+
+
+def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> RunResult:
+    """Load a finished run (see `find_run` for what `path_or_id` may be)."""
+    path = find_run(path_or_id, out_root)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FatalError(f"{path}: cannot read results: {exc}") from exc
+    if not isinstance(data, dict):
+        raise FatalError(f"{path}: not a reprospec results file")
+    try:
+        run = run_from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FatalError(f"{path}: not a reprospec results file ({exc!r})") from exc
+    spec_file = path.parent / "spec.yaml"
+    if not run.spec_text and spec_file.is_file():
+        run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))
+    return with_excerpts(run, path.parent)
+
+
+def with_excerpts(run: RunResult, run_dir: Path) -> RunResult:
+    """Results written before attempts kept their log excerpt: take it from the logs, once.
+
+    A failed attempt without an `excerpt` gets one from its files in `run_dir`;
+    newer results already hold theirs and are returned unchanged.
+    """
+    if all(a.excerpt is not None or not a.failed for c in run.cells for a in c.attempts):
+        return run
+    from reprospec.outcome.evidence import Evidence, read_log
+
+    def fill(attempt: AttemptResult) -> AttemptResult:
+        if attempt.excerpt is not None or not attempt.failed or not attempt.logs:
+            return attempt
+        folder = run_dir / attempt.logs
+        evidence = Evidence(
+            stdout=read_log(folder / "stdout.log"), stderr=read_log(folder / "stderr.log")
+        )
+        return replace(attempt, excerpt=evidence.excerpt())
+
+    cells = tuple(replace(c, attempts=tuple(fill(a) for a in c.attempts)) for c in run.cells)
+    return replace(run, cells=cells)

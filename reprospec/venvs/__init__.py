@@ -1,0 +1,60 @@
+"""Virtual environments per resolved `environment`, built with uv and kept by content hash.
+
+`index.py`: where packages come from (the user's uv or pip configuration);
+`build.py`: the request, its hash, and building it once, atomically, under a lock;
+`cache.py`: listing and pruning what is kept. This package's namespace is their API.
+"""
+
+from __future__ import annotations
+
+from reprospec.venvs.build import (
+    ENVS_VARIABLE,
+    FORMAT,
+    LOCKS,
+    META,
+    TMP,
+    USED_BY,
+    Env,
+    EnvBuildError,
+    EnvProgress,
+    EnvProgressCallback,
+    EnvRequest,
+    Interpreter,
+    describe_request,
+    ensure_env,
+    env_request,
+    find_interpreter,
+    installed,
+    read_meta,
+    uv_binary,
+)
+from reprospec.venvs.cache import EnvInfo, list_envs, prune_envs, summarize
+from reprospec.venvs.index import IndexConfig, user_index_config
+
+__all__ = [
+    "ENVS_VARIABLE",
+    "FORMAT",
+    "LOCKS",
+    "META",
+    "TMP",
+    "USED_BY",
+    "Env",
+    "EnvBuildError",
+    "EnvInfo",
+    "EnvProgress",
+    "EnvProgressCallback",
+    "EnvRequest",
+    "IndexConfig",
+    "Interpreter",
+    "describe_request",
+    "ensure_env",
+    "env_request",
+    "find_interpreter",
+    "installed",
+    "list_envs",
+    "prune_envs",
+    "read_meta",
+    "summarize",
+    "user_index_config",
+    "uv_binary",
+]

@@ -1,0 +1,393 @@
+"""Virtual environments per resolved `environment`, built with uv and kept by content hash.
+
+One environment = one interpreter + one list of requirements + where packages
+come from (`index.py`). Its content hash names its folder, `<root>/<hash>` (root:
+`.reprospec/envs`), so a second run, or another cell asking for the same thing,
+reuses it: a warm switch costs one `stat`.
+
+Building is atomic and happens once: under a per-hash file lock, the venv is
+made in `<root>/.tmp/`, filled with `uv pip install`, checked (every requirement
+satisfied by what actually got installed, through `packages`: a resolver that
+silently picked another version is an InfraError naming both), described in
+`reprospec-env.json`, then renamed into place. The venv is `--relocatable`, so
+the rename breaks no script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.sections import Environment
+from reprospec.environment import packages
+from reprospec.errors import InfraError
+from reprospec.venvs.index import IndexConfig, user_index_config
+
+FORMAT = 1
+# Where environments are kept when a runner is not told: a folder shared by projects.
+ENVS_VARIABLE = "REPROSPEC_ENVS"
+META = "reprospec-env.json"
+USED_BY = ".used-by"
+TMP = ".tmp"
+LOCKS = ".locks"
+UV_TIMEOUT_S = 3600.0
+
+
+class EnvBuildError(InfraError):
+    """An environment could not be built, or was built but is not what was asked."""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A base interpreter found on this machine: the real path and its full version."""
+
+    path: str
+    version: str
+
+
+@dataclass(frozen=True)
+class EnvRequest:
+    """What one environment holds: interpreter, requirements, where they come from."""
+
+    python: Interpreter
+    packages: tuple[str, ...]
+    index: IndexConfig = field(default_factory=IndexConfig)
+    # uv's --exclude-newer: only what was uploaded before this instant (bisect by date).
+    exclude_newer: str | None = None
+
+    def key(self) -> str:
+        """The content hash that names the environment's folder."""
+        parts = {
+            "format": FORMAT,
+            "python": [self.python.path, self.python.version],
+            # Order does not change what a resolver installs; duplicates neither.
+            "packages": sorted(set(self.packages)),
+            "index": self.index.to_dict(),
+            "exclude_newer": self.exclude_newer,
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "python": {"path": self.python.path, "version": self.python.version},
+            "packages": list(self.packages),
+            "index": self.index.to_dict(),
+            "exclude_newer": self.exclude_newer,
+        }
+
+
+_VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+
+
+@lru_cache(maxsize=32)
+def find_interpreter(request: str | None = None) -> Interpreter:
+    """The base interpreter for `request`: a path, a version such as "3.11" (found by uv
+    among the interpreters on this machine), or None for reprospec's own interpreter."""
+    if request is None:
+        path = sys.executable
+    # As runners/local.py's _resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
+    # that cannot be expanded left alone, and os.path.exists is False where Path's raises.
+    elif os.sep in request or os.path.exists(request):  # noqa: PTH110
+        path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111
+    elif request.startswith("python") and shutil.which(request):
+        path = str(shutil.which(request))
+    else:
+        done = _uv(["python", "find", request], timeout=120)
+        if done.returncode != 0:
+            raise EnvBuildError(
+                f"no Python {request} on this machine (uv python find: {_uv_error(done.stderr)})"
+            )
+        path = done.stdout.strip().splitlines()[-1]
+    try:
+        done = subprocess.run([path, "-c", _VERSION_CODE], capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvBuildError(f"interpreter {path} does not run: {exc}") from exc
+    if done.returncode != 0:
+        raise EnvBuildError(f"interpreter {path} does not run: {_uv_error(done.stderr)}")
+    # A venv's python and its base give the same environments: hash the real file.
+    return Interpreter(os.path.realpath(path), done.stdout.strip())
+
+
+# ---- uv ------------------------------------------------------------------------------------
+
+
+def uv_binary() -> str:
+    """The uv executable shipped by the `uv` package (a dependency), else one on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise EnvBuildError("uv is not installed: pip install uv (reprospec depends on it)")
+
+
+def _uv(args: Sequence[str], *, timeout: float = UV_TIMEOUT_S, cwd: Path | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)  # uv pip must act on --python, never on an activated venv
+    try:
+        return subprocess.run([uv_binary(), *args], capture_output=True, text=True,
+                              errors="replace", timeout=timeout, env=env, cwd=cwd,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
+
+
+def _uv_error(stderr: str, lines: int = 4) -> str:
+    """uv's error in a few lines: its `cause:` lines if any, else `error:`, else the tail."""
+    text = [line.strip() for line in stderr.splitlines() if line.strip()]
+    causes = [line.removeprefix("cause:").strip() for line in text if line.startswith("cause:")]
+    errors = [line.removeprefix("error:").strip() for line in text if line.startswith("error:")]
+    hints = [line for line in text if line.startswith("hint:")]
+    chosen = causes or errors or text
+    return " ".join([*chosen[-lines:], *hints[:1]]) or "no output"
+
+
+# ---- building ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvProgress:
+    """One step of getting an environment, for a progress display."""
+
+    key: str
+    stage: str  # "reused" | "waiting" | "create" | "install" | "output" | "check" | "done"
+    message: str
+    seconds: float = 0.0
+
+
+EnvProgressCallback = Callable[[EnvProgress], None]
+
+
+@dataclass(frozen=True)
+class Env:
+    """A ready environment: its folder, interpreter and what is installed in it."""
+
+    key: str
+    path: Path
+    request: EnvRequest
+    installed: Mapping[str, str]
+    reused: bool
+    seconds: float
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+
+@contextlib.contextmanager
+def locked(path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def read_meta(folder: Path) -> JsonObject | None:
+    """An environment's reprospec-env.json; None for a folder that is no complete environment."""
+    try:
+        data = json.loads((folder / META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and (folder / "bin" / "python").exists() else None
+
+
+def _mark_used(folder: Path, user: str | None) -> None:
+    used = folder / USED_BY
+    with contextlib.suppress(OSError):
+        used.mkdir(exist_ok=True)
+        marker = used / (_safe_name(user) if user else "-")
+        marker.touch()
+        os.utime(marker)
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:100] or "-"
+
+
+def ensure_env(
+    request: EnvRequest,
+    root: Path,
+    *,
+    progress: EnvProgressCallback | None = None,
+    user: str | None = None,
+    cwd: Path | None = None,
+) -> Env:
+    """The environment for `request` under `root`: reused when present, else built once.
+
+    `user` (a spec name) is recorded for `envs list`; `cwd` is where uv runs (the
+    spec's folder: relative requirement paths and the project's uv.toml resolve there).
+    Raises EnvBuildError (an InfraError) when it cannot be built or is not what was asked.
+    """
+    started = time.monotonic()
+    key = request.key()
+    final = root / key
+
+    def say(stage: str, message: str) -> None:
+        if progress is not None:
+            progress(EnvProgress(key, stage, message, time.monotonic() - started))
+
+    meta = read_meta(final)
+    if meta is None:
+        lock = root / LOCKS / f"{key}.lock"
+        with locked(lock, lambda: say("waiting", "another run is building it; waiting")):
+            meta = read_meta(final)  # built by someone else while we waited
+            if meta is None:
+                meta = _build(request, root, final, say, cwd)
+                _mark_used(final, user)
+                seconds = time.monotonic() - started
+                say("done", f"built in {seconds:.1f}s")
+                return Env(key, final, request, installed(meta), False, seconds)
+    _mark_used(final, user)
+    say("reused", f"reused {final}")
+    return Env(key, final, request, installed(meta), True, time.monotonic() - started)
+
+
+def installed(meta: JsonObject) -> dict[str, str]:
+    """{distribution: version} of what an environment holds, from its reprospec-env.json."""
+    found = meta.get("installed")
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _build(
+    request: EnvRequest,
+    root: Path,
+    final: Path,
+    say: Callable[[str, str], None],
+    cwd: Path | None,
+) -> JsonObject:
+    (root / TMP).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}-", dir=root / TMP))
+    try:
+        if final.exists():  # a folder without its description: a torn copy, never used
+            shutil.rmtree(final)
+        say("create", f"creating a venv with Python {request.python.version}")
+        done = _uv(["venv", "--relocatable", "--no-project", "--python", request.python.path,
+                    str(tmp / "venv")], timeout=600)
+        if done.returncode != 0:
+            raise EnvBuildError(f"uv venv failed: {_uv_error(done.stderr)}")
+        venv = tmp / "venv"
+        python = venv / "bin" / "python"
+        if request.packages:
+            say("install", "installing " + " ".join(request.packages))
+            _install(request, python, say, cwd)
+        say("check", "checking the installed versions")
+        names = packages.requirement_names(request.packages)
+        installed = packages.probe_installed(str(python), names)
+        problems = packages.mismatches(request.packages, installed)
+        if problems:
+            raise EnvBuildError(
+                "the installer picked other versions than the spec asks: " + "; ".join(problems)
+            )
+        meta: JsonObject = {
+            "format": FORMAT,
+            "key": final.name,
+            "request": request.to_dict(),
+            "installed": {name: version for name, version in _freeze(python).items()},
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "uv": _uv_version(),
+        }
+        (venv / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        venv.rename(final)
+        return meta
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _install(
+    request: EnvRequest, python: Path, say: Callable[[str, str], None], cwd: Path | None
+) -> None:
+    args = [uv_binary(), "pip", "install", "--python", str(python), *request.index.uv_args()]
+    if request.exclude_newer:
+        args += ["--exclude-newer", request.exclude_newer]
+    args += list(request.packages)
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    # uv's lines (resolved, downloading, installed) go to the progress display as they come.
+    lines: list[str] = []
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", env=env, cwd=cwd,
+                          stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            if line:
+                lines.append(line)
+                say("output", line)
+        code = proc.wait()
+    if code != 0:
+        raise EnvBuildError(
+            f"cannot install {' '.join(request.packages)}: {_uv_error(chr(10).join(lines))}"
+        )
+
+
+def _freeze(python: Path) -> dict[str, str]:
+    done = _uv(["pip", "freeze", "--python", str(python)], timeout=120)
+    installed: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        name, sep, version = line.partition("==")
+        if sep:
+            installed[packages.normalize(name)] = version.strip()
+        elif " @ " in line:
+            name, _, url = line.partition(" @ ")
+            installed[packages.normalize(name)] = url.strip()
+    return installed
+
+
+@lru_cache(maxsize=1)
+def _uv_version() -> str:
+    done = _uv(["--version"], timeout=60)
+    return done.stdout.strip()
+
+
+def describe_request(request: EnvRequest) -> str:
+    """One line for messages: `Python 3.11.7 + sqlparse==0.4.0`."""
+    packages = " ".join(request.packages) or "no packages"
+    extra = f" (uploaded before {request.exclude_newer})" if request.exclude_newer else ""
+    return f"Python {request.python.version} + {packages}{extra}"
+
+
+def env_request(
+    environment: Environment,
+    *,
+    python: str | None = None,
+    index: IndexConfig | None = None,
+    exclude_newer: str | None = None,
+) -> EnvRequest:
+    """The request for one cell's resolved `environment` section.
+
+    The interpreter is `python` (the run's --python) when given, else the spec's
+    `environment.python` version found on this machine, else reprospec's own.
+    """
+    return EnvRequest(
+        python=find_interpreter(python or environment.python),
+        packages=environment.packages,
+        index=index if index is not None else user_index_config(),
+        exclude_newer=exclude_newer,
+    )
