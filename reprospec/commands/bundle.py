@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TypeVar
 
-# The CLI's own parser class (cli._Parser): any ArgumentParser.
-_P = TypeVar("_P", bound=argparse.ArgumentParser)
+from reprospec.commands import options as opt
 
 
-def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `bundle` verb's arguments."""
     p = sub.add_parser(
         "bundle", help="pack a run (spec, report, logs, workdir files) into a .tar.gz to rerun"
@@ -29,13 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         metavar="FILE",
         help="the archive to write (.tar.gz or .tgz); `reprospec run FILE` reruns it",
     )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path(".reprospec"),
-        metavar="DIR",
-        help="where run ids are looked up (default: .reprospec)",
-    )
+    opt.out(p, help="where run ids are looked up (default: .reprospec)")
 
 
 def run(args: argparse.Namespace) -> int:

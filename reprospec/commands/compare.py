@@ -13,10 +13,28 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
 
 if TYPE_CHECKING:
     from reprospec.store.compare import Comparison
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `compare` verb's arguments."""
+    p = sub.add_parser(
+        "compare", help="what changed between two runs: spec, options, environment, each cell"
+    )
+    p.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the first run: a run folder, results.json, run id, `latest` or `latest~N`",
+    )
+    p.add_argument("run_b", metavar="RUN_B", help="the second run, compared with the first")
+    opt.out(p, help="where run ids are looked up (default: .reprospec)")
+    opt.output_format(
+        p, ("text", "json"), default="text", help="what changed, as text (default) or JSON"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

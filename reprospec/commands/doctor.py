@@ -6,15 +6,30 @@ import argparse
 import json
 import resource
 import sys
+from typing import TYPE_CHECKING
 
-from reprospec import doctor, native
-from reprospec.environment.probe import probe_environment
-from reprospec.process import rlimits, starter
+from reprospec.commands import options as opt
+
+if TYPE_CHECKING:
+    from reprospec.doctor import Needs
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `doctor` verb's arguments."""
+    p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
+    opt.spec(p, optional=True, help="also check what this spec's cells need")
+    opt.python(p, help="the interpreter to check (default: this one)")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+
 
 MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec import doctor, native
+    from reprospec.environment.probe import probe_environment
+    from reprospec.process import starter
+
     needs = _needs(args.spec) if getattr(args, "spec", None) else None
     python = getattr(args, "python", None) or sys.executable
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
@@ -45,12 +60,14 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(check.status == "fail" for check in checks) else 0
 
 
-def _needs(path: str) -> doctor.Needs:
+def _needs(path: str) -> Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
     from dataclasses import replace
 
+    from reprospec import doctor
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
+    from reprospec.process import rlimits
     from reprospec.spec.load import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())

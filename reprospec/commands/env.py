@@ -7,12 +7,20 @@ import json
 import sys
 from collections.abc import Mapping
 
+from reprospec.commands import options as opt
 from reprospec.core.jsontypes import JsonValue
-from reprospec.doctor.check import section, strings
-from reprospec.environment.probe import probe_environment
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `env` verb's arguments."""
+    p = sub.add_parser("env", help="this machine as the harness sees it (runs in a child)")
+    p.add_argument("--json", action="store_true", help="print the whole capture as JSON")
+    opt.python(p, help="the interpreter to look through (default: this one)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec.environment.probe import probe_environment
+
     env = probe_environment(getattr(args, "python", None) or sys.executable, cuda=True)
     if getattr(args, "json", False):
         json.dump(env, sys.stdout, indent=2, default=str)
@@ -30,6 +38,8 @@ def _size(value: JsonValue) -> str:
 
 def summary(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
     """The environment as (label, value) lines, in the order a bug report wants them."""
+    from reprospec.doctor.check import section, strings
+
     python, os_, cpu = section(env, "python"), section(env, "os"), section(env, "cpu")
     memory, shm, torch = section(env, "memory"), section(env, "shm"), section(env, "torch")
     nvidia, nvcc = section(env, "nvidia"), section(env, "nvcc")

@@ -7,23 +7,27 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TypeVar
 
-# The CLI's own parser class (cli._Parser): any ArgumentParser.
-_P = TypeVar("_P", bound=argparse.ArgumentParser)
+from reprospec.commands import options as opt
 
 
-def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
-    """The `envs` verb's arguments (kept here so cli.py stays one line per verb)."""
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `envs` verb's arguments ."""
     p = sub.add_parser("envs", help="list or prune the cached per-cell environments")
-    p.add_argument("action", choices=("list", "prune"), metavar="ACTION",
-                   help="list: show them; prune: remove unused ones")
-    p.add_argument("--out", type=Path, default=Path(".reprospec"), metavar="DIR",
-                   help="environments are in DIR/envs (or $REPROSPEC_ENVS when set)")
+    p.add_argument(
+        "action",
+        choices=("list", "prune"),
+        metavar="ACTION",
+        help="list: show them; prune: remove unused ones",
+    )
+    opt.out(p, help="environments are in DIR/envs (or $REPROSPEC_ENVS when set)")
     p.add_argument("--json", action="store_true", help="list: print JSON")
-    p.add_argument("--older-than", default=None, metavar="DURATION",
-                   help="prune: only environments unused for this long (like 7d, 12h; "
-                   "default 30d)")
+    p.add_argument(
+        "--older-than",
+        default=None,
+        metavar="DURATION",
+        help="prune: only environments unused for this long (like 7d, 12h; default 30d)",
+    )
     p.add_argument("--all", action="store_true", help="prune: every environment")
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go")
 
@@ -67,12 +71,20 @@ def run(args: argparse.Namespace) -> int:
         for column in ("key", "python", "packages", "size", "last used", "used by"):
             table.add_column(column)
         for row in venvs.summarize(found):
-            table.add_row(row["key"], row["python"], row["packages"], row["size"],
-                          row["last_used"], row["used_by"])
+            table.add_row(
+                row["key"],
+                row["python"],
+                row["packages"],
+                row["size"],
+                row["last_used"],
+                row["used_by"],
+            )
         make_console().print(table)
         total = sum(e.size_bytes for e in found)
-        print(f"{len(found)} environment(s), {total / 2**20:.1f} MB (files hard-linked from "
-              f"uv's cache count in full)")
+        print(
+            f"{len(found)} environment(s), {total / 2**20:.1f} MB (files hard-linked from "
+            f"uv's cache count in full)"
+        )
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
     removed = venvs.prune_envs(root, older_than_s=older, dry_run=args.dry_run)

@@ -8,12 +8,27 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from reprospec.commands import options as opt
+
 _COUNTS = (
     ("reproduced", "reproduced"),
     ("not_reproduced", "not reproduced"),
     ("undecided", "undecided"),
     ("infra_error", "infra-error"),
 )
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `history` verb's arguments."""
+    p = sub.add_parser("history", help="past runs and their verdicts")
+    opt.spec(p, optional=True, help="only the runs of this spec (a spec file, or a spec's name)")
+    opt.out(p, help="the results store to read (default: .reprospec)")
+    opt.output_format(
+        p,
+        ("text", "json"),
+        default="text",
+        help="a table (default) or JSON: every run with its id whole and its verdict counts",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
-if TYPE_CHECKING:
-    from reprospec.core.runoptions import RunOptions
-
+from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
@@ -19,7 +14,7 @@ from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, 
 def run(args: argparse.Namespace) -> int:
     import threading
 
-    from reprospec.commands.run import install_stop_handlers
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
     from reprospec.isolation.report import text, to_dict
 
@@ -29,10 +24,10 @@ def run(args: argparse.Namespace) -> int:
         failing_sets=tuple(args.failing_sets),
         passing_sets=tuple(args.passing_sets),
         budget=args.budget,
-        error=_fraction(args.error, "--error"),
-        min_rate=_fraction(args.min_rate, "--min-rate"),
-        run=_run_options(args),
-        command_line="reprospec " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "",
+        error=opt.fraction(args.error, "--error"),
+        min_rate=opt.fraction(args.min_rate, "--min-rate"),
+        run=opt.run_options(args, purpose="isolate"),
+        command_line=opt.invocation(),
     )
     quiet = args.format == "json"
     # SIGTERM stops isolate like Ctrl-C; the stored candidate runs let it resume. The
@@ -62,12 +57,8 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_NOT_REPRODUCED
 
 
-# The CLI's own parser class (cli._Parser): any ArgumentParser.
-_P = TypeVar("_P", bound=argparse.ArgumentParser)
-
-
-def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
-    """The `isolate` verb's arguments (registered by cli.build_parser)."""
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `isolate` verb's arguments."""
     p = sub.add_parser(
         "isolate",
         help="find the smallest set of differences that makes a passing cell fail",
@@ -78,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
             "stored run, and running the same command again resumes."
         ),
     )
-    p.add_argument("spec", metavar="SPEC", help="a spec file, or a report.md that embeds one")
+    opt.spec(p)
     p.add_argument(
         "--failing",
         default=None,
@@ -91,14 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         metavar="CELL",
         help="the passing cell: its id or AXIS=VALUE,... (default: the first expected to pass)",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        dest="overrides",
-        metavar="PATH=VALUE",
-        help="override a spec field on both sides, value parsed as YAML",
-    )
+    opt.overrides(p, help="override a spec field on both sides, value parsed as YAML")
     p.add_argument(
         "--failing-set",
         action="append",
@@ -115,130 +99,33 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         metavar="PATH=VALUE",
         help="set a field on the passing side only (~PATH unsets it)",
     )
-    p.add_argument(
-        "--budget",
-        type=_positive,
-        default=100,
-        metavar="N",
-        help="attempts in all, infra errors included (default: 100)",
-    )
-    p.add_argument(
+    opt.budget(p, default=100, help="attempts in all, infra errors included (default: 100)")
+    opt.fraction_option(
+        p,
         "--error",
-        type=float,
-        default=None,
-        metavar="P",
         help="stated error probability of the answer: it is given once its posterior "
         "probability reaches 1 - P (default: 0.005)",
     )
-    p.add_argument(
+    opt.fraction_option(
+        p,
         "--min-rate",
-        type=float,
-        default=None,
-        metavar="P",
         help="the culprits fail as expected in at least this fraction of attempts; clean "
         "attempts are weighed at this rate unless more is measured (default: the failing "
         "cell's expect.rate bound, else 0.3)",
     )
-    p.add_argument(
-        "-j",
-        "--jobs",
-        type=_positive,
-        default=None,
-        metavar="N",
-        help="attempts at once, shared by a round's candidates (default: run.parallel, else 1)",
+    opt.jobs(
+        p, help="attempts at once, shared by a round's candidates (default: run.parallel, else 1)"
     )
-    from reprospec.runners import RUNNERS
-
-    p.add_argument(
-        "--runner",
-        choices=tuple(RUNNERS),
-        default="local",
-        help="run attempts as local processes (default) or in fresh docker containers",
-    )
-    p.add_argument(
-        "--timeout",
-        default=None,
-        metavar="DURATION",
-        help="per-attempt timeout like 90s or 5m (overrides run.timeout)",
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path(".reprospec"),
-        metavar="DIR",
-        help="the results store, run folders and isolate folders (default: .reprospec)",
-    )
-    p.add_argument(
-        "--python",
-        default=None,
-        metavar="PATH",
-        help="local runner's interpreter (default: this one)",
-    )
-    p.add_argument(
-        "--gpus",
-        default=None,
-        metavar="LIST",
-        help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)",
-    )
-    p.add_argument(
-        "--find-links",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="docker runner: a wheelhouse for images built offline",
-    )
-    p.add_argument(
-        "--keep-cores",
-        action="store_true",
-        help="keep crashed processes' core files in their attempt folders (gdb read them)",
-    )
-    p.add_argument(
-        "--format",
-        choices=("text", "json"),
+    opt.runner(p)
+    opt.timeout(p)
+    opt.out(p, help="the results store, run folders and isolate folders (default: .reprospec)")
+    opt.python(p)
+    opt.gpus(p)
+    opt.find_links(p)
+    opt.keep_cores(p)
+    opt.output_format(
+        p,
+        ("text", "json"),
         default="text",
         help="text (default): the answer and its evidence; json: the same as JSON",
     )
-
-
-def _run_options(args: argparse.Namespace) -> RunOptions:
-    """What each candidate run is given: `run`'s options that isolate takes."""
-    from reprospec.core.runoptions import RunOptions
-    from reprospec.core.units import parse_duration
-    from reprospec.errors import UsageError
-
-    timeout_s = None
-    if args.timeout is not None:
-        try:
-            timeout_s = parse_duration(args.timeout)
-        except ValueError as exc:
-            raise UsageError(f"--timeout: {exc}") from None
-    return RunOptions(
-        runner=args.runner,
-        jobs=args.jobs,
-        timeout_s=timeout_s,
-        overrides=tuple(args.overrides),
-        out=Path(args.out),
-        python=args.python,
-        gpus=args.gpus,
-        find_links=args.find_links,
-        keep_cores=args.keep_cores,
-        purpose="isolate",
-    )
-
-
-def _fraction(value: float | None, option: str) -> float | None:
-    from reprospec.errors import UsageError
-
-    if value is not None and not 0 < value < 1:
-        raise UsageError(f"{option} must be between 0 and 1, got {value:g}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value

@@ -7,11 +7,34 @@ import shutil
 import sys
 from pathlib import Path
 
+from reprospec.commands import options as opt
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `merge` verb's arguments."""
+    p = sub.add_parser("merge", help="merge shard runs into one run and one report")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="the shard runs: run folders, results.json files, run ids or `latest~N`",
+    )
+    opt.out(
+        p,
+        help="where run ids are looked up and the merged run is written (default: .reprospec)",
+    )
+    opt.output_format(
+        p,
+        ("md", "html", "json", "junit"),
+        default=None,
+        help="also print the merged report in this format to stdout",
+    )
+
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.commands.run import print_outcome
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline.stages import write_outputs
+    from reprospec.report.progress import print_outcome
     from reprospec.store.compare import merge
     from reprospec.store.resultsjson import load_run, new_run_id, run_dir_of
     from reprospec.store.runfolder import RunFolder

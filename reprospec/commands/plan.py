@@ -7,16 +7,33 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from reprospec.core.inputs import AttemptPlan, Spec
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.plan.attempt import describe, first_attempts, run_policy
-from reprospec.spec.matrix import expand, format_value, select
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import AttemptPlan, Spec
+    from reprospec.core.jsontypes import JsonObject, JsonValue
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `plan` verb's arguments."""
+    p = sub.add_parser("plan", help="show the cells and exactly what each would run")
+    opt.spec(p)
+    opt.output_format(
+        p,
+        ("text", "json", "github"),
+        default="text",
+        help="text (default), json (every cell's plan) or github (a CI job matrix)",
+    )
+    opt.selection(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from reprospec.plan.attempt import first_attempts, run_policy
     from reprospec.spec.load import load_spec
+    from reprospec.spec.matrix import expand, select
 
     spec = load_spec(args.spec, tuple(args.overrides))
     cells = select(expand(spec), list(args.matrix))
@@ -39,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
     """`describe` of each attempt, with the run's secrets masked (redact.py)."""
     from reprospec.core.redact import Redactor
+    from reprospec.plan.attempt import describe
 
     redactor = Redactor.for_spec(spec.document)
     return [redactor.value(describe(plan)) for plan in attempts]
@@ -46,6 +64,8 @@ def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
 
 def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:
     """One CI job: the cell's axis values plus the exact `reprospec run` filters for it."""
+    from reprospec.spec.matrix import format_value
+
     filters = " ".join(
         shlex.quote(f"-m{axis}={format_value(value)}") for axis, value in matrix.items()
     )

@@ -6,6 +6,35 @@ import argparse
 import sys
 from pathlib import Path
 
+from reprospec.commands import options as opt
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `report` verb's arguments."""
+    p = sub.add_parser("report", help="render a finished run again")
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run folder, its results.json, a run id (or a unique prefix) under --out, "
+        "`latest` (the newest run) or `latest~N` (N runs before it)",
+    )
+    opt.output_format(
+        p,
+        ("md", "html", "junit", "json"),
+        default="md",
+        help="markdown bug report (default), a self-contained HTML page with a sortable table "
+        "and a heatmap, JUnit XML or JSON",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead of stdout",
+    )
+    opt.out(p, help="where run ids are looked up (default: .reprospec)")
+
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.report import render

@@ -1,69 +1,196 @@
-"""`reprospec run SPEC`: the CLI over `pipeline.run`, with live progress, a table and exit codes."""
+"""`reprospec run SPEC`: the CLI over `pipeline.run`, with live progress, a table and exit codes.
+
+Every input (a spec file, a report.md, a bundle, a `--resume` reference) is read into one
+frozen `RunRequest` before anything runs; the parsed arguments are never changed.
+"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.core.results import RunResult
-from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.errors import UsageError
 
 if TYPE_CHECKING:
+    from reprospec.core.inputs import Spec
+    from reprospec.core.results import RunResult
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.export.bundle import Unpacked
+    from reprospec.pipeline.stages import Resume
     from reprospec.plan.run import RunPlan
 
 
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `run` verb's arguments."""
+    p = sub.add_parser("run", help="run a spec: every cell, a table, a report")
+    opt.spec(
+        p,
+        optional=True,
+        help="a spec file, a report.md that embeds one, or a bundle (.tar.gz from `reprospec "
+        "bundle`; optional with --resume)",
+    )
+    opt.selection(p)
+    p.add_argument(
+        "--observe",
+        action="store_true",
+        help="ignore expect: record what each cell does and group cells by outcome (exit 0 "
+        "unless something could not run); a spec without expect always observes",
+    )
+    opt.runner(p)
+    opt.jobs(p)
+    opt.repeat(p)
+    opt.timeout(p)
+    opt.out(p)
+    opt.output_format(
+        p,
+        ("md", "html", "json", "junit"),
+        default=None,
+        help="also print the report in this format to stdout (html: one self-contained page)",
+    )
+    opt.python(p)
+    opt.gpus(p)
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="run only shard K of N of the attempts (K from 1); `merge` joins the shards",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="finish an interrupted run without redoing finished attempts "
+        "(its id, `latest` or `latest~N`)",
+    )
+    opt.find_links(p)
+    opt.keep_cores(p)
+    p.add_argument(
+        "--preload",
+        default=None,
+        metavar="MOD,...",
+        help="fork each attempt from a server that imported these modules once (overrides "
+        "run.preload; 'none' turns it off); attempts a fork could change run fresh",
+    )
+    p.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="run a report.md or a bundle without showing its plan and asking first (needed when "
+        "stdin is not a terminal)",
+    )
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What one `reprospec run` was asked, every input read and checked: the spec loaded
+    (from its file, a report or an unpacked bundle, or again for `--resume`), the options
+    it runs with, and what to do around the run."""
+
+    spec: Spec
+    options: RunOptions
+    # The results store the run goes to (`--resume FOLDER` names its own).
+    out: Path
+    # `--resume`: the run continued and the attempts it already finished.
+    resume: Resume | None = None
+    # A report or a bundle the user named without --yes: its plan is shown and confirmed.
+    confirm: str | None = None
+    # `--format`: the report also printed to stdout.
+    format: str | None = None
+
+
 def run(args: argparse.Namespace) -> int:
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.outcome.judge import exit_code_for
-    from reprospec.pipeline import resume as resumption
     from reprospec.pipeline import stages
     from reprospec.plan.run import plan_run
-    from reprospec.report.progress import Progress
-    from reprospec.spec.load import load_spec
-    from reprospec.store.refs import is_latest, resolve_run_id
+    from reprospec.report.progress import Progress, print_outcome
 
-    out = Path(args.out)
-    resume_id: str | None = args.resume
-    if resume_id is not None and is_latest(resume_id):
-        resume_id = resolve_run_id(resume_id, out)
-    if resume_id is not None and Path(resume_id).is_dir():
-        # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
-        folder = Path(resume_id).resolve()
-        resume_id, out = folder.name, folder.parent.parent
-    resume: stages.Resume | None = None
-    # What the user named: a report or a bundle is shown and confirmed before it runs.
-    given: str | None = args.spec
-    if resume_id is not None:
-        spec, options, done = resumption.load(resume_id, out, jobs=args.jobs, spec_path=args.spec)
-        resume = stages.Resume(resume_id, done)
-    else:
-        if args.spec is None:
-            raise UsageError("run needs a SPEC (or --resume RUN)")
-        if _is_bundle(args.spec):
-            from_bundle(args, out)
-        options = options_from_args(args, command_line=_command_line())
-        # The spec is validated before anything is written: a bad spec creates no store.
-        spec = load_spec(args.spec, options.overrides)
-    plan = plan_run(spec, options)
+    request = read_request(args)
+    plan = plan_run(request.spec, request.options)
     if not plan.attempts:
         raise UsageError("nothing to run: this shard holds no attempts")
-    if resume is None and given and (is_report(given) or _is_bundle(given)) and not args.yes:
-        confirm_foreign(given, plan)
+    if request.confirm is not None:
+        confirm_foreign(request.confirm, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
         result = stages.execute(
-            plan, options, progress=progress.update, resume=resume, cancel=cancel
+            plan, request.options, progress=progress.update, resume=request.resume, cancel=cancel
         )
-    print_outcome(result, args.format, out)
+    print_outcome(result, request.format, request.out)
     write_github_summary(result)
     return exit_code_for(result)
+
+
+def read_request(args: argparse.Namespace) -> RunRequest:
+    """`run`'s arguments as one request; a bad spec, option or bundle is refused here,
+    before a run folder or a store is written (a bundle is unpacked under OUT/bundles/)."""
+    from reprospec.spec.load import load_spec
+
+    if args.resume is not None:
+        return _resumed(args.resume, args)
+    named: str | None = args.spec
+    if named is None:
+        raise UsageError("run needs a SPEC (or --resume RUN)")
+    out = Path(args.out)
+    options = opt.run_options(args, command_line=_command_line())
+    path = named
+    bundle = _is_bundle(named)
+    if bundle:
+        from reprospec.export.bundle import unpack
+
+        unpacked = unpack(Path(named), out / "bundles")
+        print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
+        options = with_bundle(options, unpacked)
+        path = str(unpacked.spec)
+    # The spec is validated before anything is written: a bad spec creates no store.
+    spec = load_spec(path, options.overrides)
+    foreign = (bundle or is_report(named)) and not args.yes
+    return RunRequest(
+        spec=spec,
+        options=options,
+        out=out,
+        confirm=named if foreign else None,
+        format=args.format,
+    )
+
+
+def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
+    """`--resume RUN`: the interrupted run's spec and options (only `-j` may change)."""
+    from reprospec.pipeline import resume as resumption
+    from reprospec.pipeline.stages import Resume
+    from reprospec.store.refs import is_latest, resolve_run_id
+
+    out = Path(args.out)
+    run_id = resolve_run_id(reference, out) if is_latest(reference) else reference
+    if Path(run_id).is_dir():
+        # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
+        folder = Path(run_id).resolve()
+        run_id, out = folder.name, folder.parent.parent
+    spec, options, done = resumption.load(run_id, out, jobs=args.jobs, spec_path=args.spec)
+    return RunRequest(
+        spec=spec, options=options, out=out, resume=Resume(run_id, done), format=args.format
+    )
+
+
+def with_bundle(options: RunOptions, unpacked: Unpacked) -> RunOptions:
+    """The options a bundle's spec runs with: the original run's `-m` filters, `--repeat`,
+    `--timeout` and observe mode unless given here (the manifest checked as the CLI's
+    options are, when it was read); its overrides first, then this command's."""
+    return options.with_changes(
+        matrix_filters=options.matrix_filters or unpacked.matrix_filters,
+        repeat=options.repeat if options.repeat is not None else unpacked.repeat,
+        timeout_s=options.timeout_s if options.timeout_s is not None else unpacked.timeout_s,
+        observe=options.observe or unpacked.observe,
+        overrides=(*unpacked.overrides, *options.overrides),
+    )
 
 
 def is_report(path: str | None) -> bool:
@@ -94,64 +221,6 @@ def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> No
         raise UsageError(f"not run: {path} (answered no)")
 
 
-def from_bundle(args: argparse.Namespace, out: Path) -> None:
-    """Unpack a bundle (checked, once, under OUT/bundles/) and run its spec with the original
-    run's `-m` filters, `--repeat`, `--timeout` and observe mode unless given here."""
-    from reprospec.export.bundle import unpack
-
-    unpacked = unpack(Path(args.spec), out / "bundles")
-    print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
-    args.spec = str(unpacked.spec)
-    if not args.matrix:
-        args.matrix = list(unpacked.matrix_filters)
-    if args.repeat is None:
-        args.repeat = unpacked.repeat
-    if args.timeout is None and unpacked.timeout_s is not None:
-        args.timeout = f"{unpacked.timeout_s:g}"
-    args.observe = bool(getattr(args, "observe", False)) or unpacked.observe
-    args.overrides = [*unpacked.overrides, *args.overrides]
-
-
-def options_from_args(args: argparse.Namespace, command_line: str = "") -> RunOptions:
-    """RunOptions from `run`'s arguments (the same options the Python API takes)."""
-    from reprospec.core.units import parse_duration
-
-    timeout_s = None
-    if args.timeout is not None:
-        try:
-            timeout_s = parse_duration(args.timeout)
-        except ValueError as exc:
-            raise UsageError(f"--timeout: {exc}") from None
-        if timeout_s <= 0:
-            raise UsageError(f"--timeout: expected a duration > 0, got {args.timeout!r}")
-    return RunOptions(
-        runner=args.runner,
-        jobs=args.jobs,
-        repeat=args.repeat,
-        timeout_s=timeout_s,
-        matrix_filters=tuple(args.matrix),
-        overrides=tuple(args.overrides),
-        out=Path(args.out),
-        python=args.python,
-        gpus=args.gpus,
-        shard=Shard.parse(args.shard) if args.shard else None,
-        find_links=args.find_links,
-        keep_cores=args.keep_cores,
-        command_line=command_line,
-        observe=bool(getattr(args, "observe", False)),
-        preload=_preload(getattr(args, "preload", None)),
-    )
-
-
-def _preload(text: str | None) -> tuple[str, ...] | None:
-    """`--preload torch,numpy` -> ("torch", "numpy"); `none` -> (); not given -> None."""
-    if text is None:
-        return None
-    if text.strip().lower() in ("", "none"):
-        return ()
-    return tuple(name.strip() for name in text.split(",") if name.strip())
-
-
 # Options that only say where this machine keeps things or how it prints them:
 # a person reproducing the bug elsewhere needs none of them.
 _LOCAL_OPTIONS = ("--out", "--format", "--resume", "--python", "--find-links")
@@ -176,20 +245,6 @@ def _command_line() -> str:
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
-def install_stop_handlers(cancel: threading.Event) -> None:
-    """SIGTERM (CI cancelling a job, a Slurm time limit) and Ctrl-C stop a run: partial
-    report, exit 130. `cancel` is set first, in the handler, so an attempt that the same
-    signal killed is known to have been stopped, not to have crashed."""
-
-    def handler(_signum: int, _frame: object) -> None:
-        cancel.set()
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
-
-
 def write_github_summary(result: RunResult) -> None:
     """In GitHub Actions, add the run's summary and results table to the job summary page."""
     import os
@@ -208,47 +263,6 @@ def write_github_summary(result: RunResult) -> None:
             f"{exc.strerror or exc}",
             file=sys.stderr,
         )
-
-
-def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
-    """The results table and where the report is; with --format, the report on stdout."""
-    from reprospec.report import render
-    from reprospec.report.console import make_console
-    from reprospec.report.progress import results_table
-    from reprospec.store.runfolder import RunFolder
-
-    # With --format the report goes to stdout, so the table moves to stderr.
-    console = make_console(sys.stderr if fmt else sys.stdout)
-    console.print(results_table(result))
-    folder = RunFolder.of(out, result.run_id)
-    summary = result.summary
-    if result.observes:
-        from reprospec.report.signatures import outcome_groups, outcome_lines
-
-        groups = outcome_groups(result)
-        console.print(
-            f"{summary['cells']} cell(s) observed, {len(groups)} outcome(s)"
-            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
-            + (" (interrupted: partial results)" if result.interrupted else "")
-        )
-        for line in outcome_lines(groups):
-            console.print(printable(line), markup=False, highlight=False)
-    else:
-        console.print(
-            f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
-            + (f", {summary['undecided']} undecided" if summary["undecided"] else "")
-            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
-            + (" (interrupted: partial results)" if result.interrupted else "")
-        )
-    console.print(f"report: {folder.report_md}", markup=False, highlight=False)
-    from reprospec.core.logtext import clean_log
-
-    # What went wrong around the run (the store deleted under it, the environment capture).
-    for warning in result.warnings:
-        print(f"reprospec: warning: {clean_log(warning)}", file=sys.stderr)
-    if fmt:
-        sys.stdout.write(render(result, fmt))
-        sys.stdout.flush()
 
 
 def _is_bundle(path: str | Path) -> bool:

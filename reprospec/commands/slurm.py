@@ -1,9 +1,9 @@
 """`reprospec slurm SPEC --shards N`: a Slurm job array of shards, then a merge job.
 
-    reprospec slurm SPEC --shards N [--gpus-per-shard K] [--partition P] [--time T]
-                   [--sbatch-arg ARG]... [--dry-run] [--out SHARED] [run options]
-    reprospec slurm status RUN [--json]
-    reprospec slurm resume RUN [--time T]        (also: reprospec slurm RUN --resume)
+reprospec slurm SPEC --shards N [--gpus-per-shard K] [--partition P] [--time T]
+               [--sbatch-arg ARG]... [--dry-run] [--out SHARED] [run options]
+reprospec slurm status RUN [--json]
+reprospec slurm resume RUN [--time T]        (also: reprospec slurm RUN --resume)
 """
 
 from __future__ import annotations
@@ -11,17 +11,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.commands import options as opt
 from reprospec.errors import EXIT_INFRA, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from reprospec.slurm import RunStatus, SlurmRun
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of `reprospec slurm` (cli.py adds -m/--set, shared with `run`)."""
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `slurm` verb's arguments; the run options are `run`'s, repeated by every shard."""
+    p = sub.add_parser("slurm", help="run a spec as a Slurm job array of shards, then merge")
+    opt.selection(p)
     p.add_argument(
         "target",
         metavar="SPEC|status|resume",
@@ -33,10 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="with status or resume: the run folder under SHARED/slurm/, or its id",
     )
-    p.add_argument("--shards", type=int, default=None, metavar="N", help="array tasks")
+    p.add_argument("--shards", type=opt.positive, default=None, metavar="N", help="array tasks")
     p.add_argument("--gpus-per-shard", type=int, default=0, metavar="K", help="GRES gpu:K")
     p.add_argument(
-        "--cpus-per-shard", type=int, default=None, metavar="C", help="default: -j, else Slurm's"
+        "--cpus-per-shard",
+        type=opt.positive,
+        default=None,
+        metavar="C",
+        help="default: -j, else Slurm's",
     )
     p.add_argument("--partition", default=None, metavar="P", help="the Slurm partition")
     p.add_argument("--time", default=None, metavar="T", help="per task, Slurm's format")
@@ -51,37 +57,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
     p.add_argument("--resume", action="store_true", help="resubmit the missing shards of RUN")
     p.add_argument("--json", action="store_true", help="status: as JSON")
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path(".reprospec"),
+    opt.out(
+        p,
         metavar="SHARED",
         help="a folder every node sees (the run folder goes under SHARED/slurm/)",
     )
-    p.add_argument(
-        "--runner",
-        choices=("local", "docker"),
-        default="local",
-        help="each shard's runner, as `run --runner`",
+    opt.runner(p, choices=("local", "docker"), help="each shard's runner, as `run --runner`")
+    opt.python(p, help="each shard's interpreter, as `run --python`")
+    opt.repeat(p, help="attempts per cell, as `run --repeat`")
+    opt.timeout(
+        p, help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)"
     )
-    p.add_argument(
-        "--python", default=None, metavar="PATH", help="each shard's interpreter, as `run --python`"
-    )
-    p.add_argument(
-        "--repeat", type=int, default=None, metavar="N", help="attempts per cell, as `run --repeat`"
-    )
-    p.add_argument(
-        "--timeout",
-        default=None,
-        metavar="DURATION",
-        help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)",
-    )
-    p.add_argument(
-        "-j", "--jobs", type=int, default=None, metavar="N", help="attempts at once in a shard"
-    )
-    p.add_argument(
-        "--find-links", default=None, metavar="DIR", help="docker runner: a wheelhouse, as `run`"
-    )
+    opt.jobs(p, help="attempts at once in a shard")
+    opt.find_links(p, help="docker runner: a wheelhouse, as `run`")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     from reprospec import api
-    from reprospec.core.units import parse_duration
     from reprospec.slurm import (
         ShardArgs,
         SlurmOptions,
@@ -117,34 +104,21 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
 
     if args.shards is None:
         raise UsageError("slurm SPEC needs --shards N (the number of array tasks)")
-    for name in ("shards", "repeat", "jobs", "cpus_per_shard"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if args.gpus_per_shard < 0:
         raise UsageError(f"--gpus-per-shard must be 0 or more, got {args.gpus_per_shard}")
+    # Validate and plan here, on the login node: a bad spec or option fails now, located,
+    # not N times in N task logs; and we know how many attempts each shard holds.
+    options = opt.run_options(args, purpose="slurm")
+    # What every shard repeats, as given (a shard reads them as `run` does).
     shard_args = ShardArgs(
-        runner=args.runner,
-        python=args.python,
-        matrix=tuple(args.matrix),
-        overrides=tuple(args.overrides),
-        repeat=args.repeat,
+        runner=options.runner,
+        python=options.python,
+        matrix=options.matrix_filters,
+        overrides=options.overrides,
+        repeat=options.repeat,
         timeout=args.timeout,
-        jobs=args.jobs,
-        find_links=args.find_links,
-    )
-    # Validate and plan here, on the login node: a bad spec fails now, located, not
-    # N times in N task logs; and we know how many attempts each shard holds.
-    try:
-        timeout_s = parse_duration(args.timeout) if args.timeout is not None else None
-    except ValueError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-    options = api.RunOptions(
-        runner=args.runner,
-        repeat=args.repeat,
-        timeout_s=timeout_s,
-        matrix_filters=tuple(args.matrix),
-        overrides=tuple(args.overrides),
+        jobs=options.jobs,
+        find_links=str(options.find_links) if options.find_links else None,
     )
     spec = api.load_spec(spec_ref, options.overrides)
     total = len(api.plan_run(spec, options).attempts)
@@ -219,21 +193,24 @@ def _print_status(status: RunStatus) -> None:
     for s in status.shards:
         progress = f"{s.attempts_started}/{s.attempts_planned} attempts"
         job = f"job {s.job}" if s.job else ""
-        print(f"  shard {s.shard:>{width}}/{run.shards}  {s.state:<8} {progress:<16} {job:<12} "
-              f"{s.detail}")
+        print(
+            f"  shard {s.shard:>{width}}/{run.shards}  {s.state:<8} {progress:<16} {job:<12} "
+            f"{s.detail}"
+        )
         if s.state in ("died", "failed") and s.log is not None:
             print(f"  {'':>{width * 2 + 7}}log: {s.log}")
     merge = status.merge
-    print(f"  merge{'':>{width * 2 + 2}} {merge.state:<8} {'':<16} "
-          f"{'job ' + merge.job if merge.job else '':<12} {merge.detail}")
+    print(
+        f"  merge{'':>{width * 2 + 2}} {merge.state:<8} {'':<16} "
+        f"{'job ' + merge.job if merge.job else '':<12} {merge.detail}"
+    )
     if merge.report is not None:
         print(f"report: {merge.report}")
     for warning in status.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if status.missing:
         shards = ", ".join(str(k) for k in status.missing)
-        print(f"shard(s) {shards} have no complete results: "
-              f"reprospec slurm resume {run.run_dir}")
+        print(f"shard(s) {shards} have no complete results: reprospec slurm resume {run.run_dir}")
 
 
 def _resume(args: argparse.Namespace, ref: str) -> int:
@@ -251,8 +228,9 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
         busy = ", ".join(
             f"{s.shard} ({s.state}, job {s.job})" for s in status.shards if s.shard in status.active
         )
-        raise UsageError(f"shard(s) {busy} are still in Slurm: wait for them (or scancel), "
-                         "then resume")
+        raise UsageError(
+            f"shard(s) {busy} are still in Slurm: wait for them (or scancel), then resume"
+        )
     missing = status.missing
     if not missing:
         if status.merge.state == "done":
@@ -269,12 +247,17 @@ def _resume(args: argparse.Namespace, ref: str) -> int:
     for shard in missing:
         moved = set_aside_unresumable(run, shard)
         if moved is not None:
-            print(f"shard {shard}: its run never reached the store; set aside in {moved}",
-                  file=sys.stderr)
+            print(
+                f"shard {shard}: its run never reached the store; set aside in {moved}",
+                file=sys.stderr,
+            )
             continue
         for cell_id, number in forget_killed_attempts(run, shard):
-            print(f"shard {shard}: {cell_id} attempt {number} ended when Slurm killed the "
-                  "shard: it runs again", file=sys.stderr)
+            print(
+                f"shard {shard}: {cell_id} attempt {number} ended when Slurm killed the "
+                "shard: it runs again",
+                file=sys.stderr,
+            )
     run = submit(run, missing, time=args.time)
     sub = run.submissions[-1]
     print(

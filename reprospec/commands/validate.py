@@ -5,8 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
 from reprospec.errors import EXIT_OK, EXIT_USAGE
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `validate` verb's arguments."""
+    p = sub.add_parser("validate", help="check spec files (or every *.yaml in folders)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="spec files, or folders searched for *.yaml and *.yml files",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

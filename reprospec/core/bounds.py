@@ -42,3 +42,19 @@ MAX_INSTANCES = 256
 # marker may spend on one line before it is abandoned for the rest of the attempt.
 MAX_MARKER_LINE_CHARS = 4096
 MARKER_MATCH_TIMEOUT_S = 0.25
+
+
+def count_within(value: object, most: int | None = None) -> int:
+    """`value` as a count from 1 to `most` (no upper bound when None), else ValueError.
+
+    The one wording of "not a usable count": the CLI's options (`--repeat`, `-j`, `--budget`)
+    and a bundle's manifest are refused alike, so a number that `--repeat` refuses is
+    refused in a bundle.json too.
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    if value < 1:
+        raise ValueError(f"expected a number >= 1, got {value}")
+    if most is not None and value > most:
+        raise ValueError(f"expected a number from 1 to {most}, got {value} (docs/limits.md)")
+    return value

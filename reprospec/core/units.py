@@ -78,6 +78,15 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+def positive_duration(value: object) -> float:
+    """`parse_duration`, refusing zero too: a per-attempt timeout (`--timeout`, a bundle's
+    timeout) of no time would end every attempt before it starts."""
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"expected a duration > 0, got {value!r}")
+    return seconds
+
+
 def format_duration(seconds: float) -> str:
     """Seconds as the spec writes them: `250ms`, `90s`, `5m`, `1h`, `1.5s`."""
     if seconds < 1 and seconds * 1000 == int(seconds * 1000):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
@@ -162,3 +163,42 @@ def text(value: str) -> Text:
     from rich.text import Text
 
     return Text(printable(value, one_line=True))
+
+
+def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
+    """The results table and where the report is; with `fmt`, the report on stdout (what
+    `run` and `merge` print at their end)."""
+    from reprospec.core.logtext import clean_log
+    from reprospec.report import render
+    from reprospec.store.runfolder import RunFolder
+
+    # With a format the report goes to stdout, so the table moves to stderr.
+    console = make_console(sys.stderr if fmt else sys.stdout)
+    console.print(results_table(result))
+    folder = RunFolder.of(out, result.run_id)
+    summary = result.summary
+    if result.observes:
+        from reprospec.report.signatures import outcome_groups, outcome_lines
+
+        groups = outcome_groups(result)
+        console.print(
+            f"{summary['cells']} cell(s) observed, {len(groups)} outcome(s)"
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
+        for line in outcome_lines(groups):
+            console.print(printable(line), markup=False, highlight=False)
+    else:
+        console.print(
+            f"{summary['reproduced']}/{summary['cells']} cell(s) reproduced"
+            + (f", {summary['undecided']} undecided" if summary["undecided"] else "")
+            + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
+            + (" (interrupted: partial results)" if result.interrupted else "")
+        )
+    console.print(f"report: {folder.report_md}", markup=False, highlight=False)
+    # What went wrong around the run (the store deleted under it, the environment capture).
+    for warning in result.warnings:
+        print(f"reprospec: warning: {clean_log(warning)}", file=sys.stderr)
+    if fmt:
+        sys.stdout.write(render(result, fmt))
+        sys.stdout.flush()

@@ -1,0 +1,260 @@
+"""The options verbs share, each declared once, and the one way they become `RunOptions`.
+
+`run`, `isolate`, `slurm` and `bisect` (and every verb that drives runs) take the same
+`--out`, `--runner`, `--timeout`, `-m`, `--set`, `-j`, ... : each is a small factory here
+(pip's `cmdoptions.py` is the model), so a flag, its type and its bounds
+(`core/bounds.py`) are written once and a bad value is refused in one wording whichever
+verb was given it. A verb passes its own `help=` where the option means something more
+there. `run_options` turns the parsed arguments into the `RunOptions` the engine takes.
+
+Importing this module stays cheap (argparse, pathlib, the bounds): every verb's parser
+is built from it, `reprospec --help` builds them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT, count_within
+
+if TYPE_CHECKING:
+    from reprospec.core.runoptions import RunOptions
+
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+P = TypeVar("P", bound=argparse.ArgumentParser)
+
+DEFAULT_OUT = Path(".reprospec")
+SPEC_HELP = "a spec file, or a report.md that embeds one"
+
+
+# -- value types (argparse `type=`): a bad value is a usage error, exit 2 ------------------
+
+
+def count(most: int | None = None) -> Callable[[str], int]:
+    """A whole number from 1 to `most` (docs/limits.md), for argparse."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        try:
+            return count_within(value, most)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+positive = count()
+
+
+# -- the options ------------------------------------------------------------------------
+
+
+def spec(p: argparse.ArgumentParser, *, help: str = SPEC_HELP, optional: bool = False) -> None:
+    """The SPEC positional."""
+    p.add_argument("spec", metavar="SPEC", nargs="?" if optional else None, help=help)
+
+
+def matrix(
+    p: argparse.ArgumentParser, *, help: str = "keep only cells with this value (repeatable)"
+) -> None:
+    """`-m AXIS=VALUE`: which cells (docs/cli.md, "Selecting and overriding")."""
+    p.add_argument("-m", "--matrix", action="append", default=[], metavar="AXIS=VALUE", help=help)
+
+
+def overrides(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "override a spec field before expansion, value parsed as YAML",
+) -> None:
+    """`--set PATH=VALUE`: a spec field changed before the spec is validated."""
+    p.add_argument(
+        "--set", action="append", default=[], dest="overrides", metavar="PATH=VALUE", help=help
+    )
+
+
+def selection(p: argparse.ArgumentParser) -> None:
+    """`-m` and `--set`, as `plan`, `run`, `materialize` and `slurm` take them."""
+    matrix(p)
+    overrides(p)
+
+
+def runner(
+    p: argparse.ArgumentParser,
+    *,
+    choices: Sequence[str] | None = None,
+    default: str = "local",
+    help: str = "run attempts as local processes (default) or in fresh docker containers",
+) -> None:
+    """`--runner`: every runner the engine has, unless the verb takes fewer."""
+    if choices is None:
+        from reprospec.runners import RUNNERS
+
+        choices = tuple(RUNNERS)
+    p.add_argument("--runner", choices=tuple(choices), default=default, help=help)
+
+
+def jobs(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "attempts at once (default: the spec's run.parallel, else 1)",
+) -> None:
+    """`-j N`: attempts at once, within MAX_PARALLEL as `run.parallel` is."""
+    p.add_argument("-j", "--jobs", type=count(MAX_PARALLEL), default=None, metavar="N", help=help)
+
+
+def repeat(
+    p: argparse.ArgumentParser, *, help: str = "attempts per cell (overrides run.repeat)"
+) -> None:
+    """`--repeat N`: attempts per cell, within MAX_REPEAT as `run.repeat` is."""
+    p.add_argument("--repeat", type=count(MAX_REPEAT), default=None, metavar="N", help=help)
+
+
+def timeout(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "per-attempt timeout like 90s or 5m (overrides run.timeout)",
+) -> None:
+    """`--timeout DURATION`: kept as written (slurm repeats it to every shard); checked by
+    `run_options`."""
+    p.add_argument("--timeout", default=None, metavar="DURATION", help=help)
+
+
+def out(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "the results store and run folders (default: .reprospec)",
+    metavar: str = "DIR",
+) -> None:
+    """`--out DIR`: the results store every verb reads or writes."""
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar=metavar, help=help)
+
+
+def python(
+    p: argparse.ArgumentParser, *, help: str = "local runner's interpreter (default: this one)"
+) -> None:
+    """`--python PATH`: the interpreter attempts (or a probe) run in."""
+    p.add_argument("--python", default=None, metavar="PATH", help=help)
+
+
+def gpus(p: argparse.ArgumentParser) -> None:
+    """`--gpus LIST`: the GPU ids the scheduler hands out."""
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="LIST",
+        help="GPU ids to hand out (default: CUDA_VISIBLE_DEVICES or all visible)",
+    )
+
+
+def find_links(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "docker runner: a wheelhouse for images built offline",
+) -> None:
+    """`--find-links DIR`: a wheelhouse packages install from."""
+    p.add_argument("--find-links", type=Path, default=None, metavar="DIR", help=help)
+
+
+def keep_cores(p: argparse.ArgumentParser) -> None:
+    """`--keep-cores`: crashed processes' core files stay in their attempt folders."""
+    p.add_argument(
+        "--keep-cores",
+        action="store_true",
+        help="keep crashed processes' core files in their attempt folders (gdb read them)",
+    )
+
+
+def output_format(
+    p: argparse.ArgumentParser, choices: Sequence[str], *, default: str | None, help: str
+) -> None:
+    """`--format`: which rendering goes to stdout (each verb has its own set)."""
+    p.add_argument("--format", choices=tuple(choices), default=default, help=help)
+
+
+def budget(p: argparse.ArgumentParser, *, default: int | None, help: str) -> None:
+    """`--budget N`: attempts in all for a search (isolate, bisect)."""
+    p.add_argument("--budget", type=positive, default=default, metavar="N", help=help)
+
+
+def fraction_option(p: argparse.ArgumentParser, flag: str, *, help: str) -> None:
+    """`--error P`, `--min-rate P`: a probability, checked by `fraction`."""
+    p.add_argument(flag, type=float, default=None, metavar="P", help=help)
+
+
+# -- checks that need more than one value's text ---------------------------------------------
+
+
+def fraction(value: float | None, option: str) -> float | None:
+    """`--error`, `--min-rate`: strictly between 0 and 1 (a search's probability)."""
+    from reprospec.errors import UsageError
+
+    if value is not None and not 0 < value < 1:
+        raise UsageError(f"{option} must be between 0 and 1, got {value:g}")
+    return value
+
+
+def timeout_seconds(text: str | None) -> float | None:
+    """`--timeout` in seconds (None: not given), or the one usage error."""
+    from reprospec.core.units import positive_duration
+    from reprospec.errors import UsageError
+
+    if text is None:
+        return None
+    try:
+        return positive_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+
+
+def preload(text: str | None) -> tuple[str, ...] | None:
+    """`--preload torch,numpy` -> ("torch", "numpy"); `none` -> (); not given -> None."""
+    if text is None:
+        return None
+    if text.strip().lower() in ("", "none"):
+        return ()
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def run_options(
+    args: argparse.Namespace, *, purpose: str = "run", command_line: str = ""
+) -> RunOptions:
+    """The `RunOptions` the parsed arguments ask for: the one place a verb's options become
+    the engine's. An option the verb does not declare keeps `RunOptions`' default, so a
+    new verb declares what it takes and calls this."""
+    from reprospec.core.runoptions import RunOptions, Shard
+
+    given = vars(args)
+    shard = given.get("shard")
+    return RunOptions(
+        runner=given.get("runner") or "local",
+        jobs=given.get("jobs"),
+        repeat=given.get("repeat"),
+        timeout_s=timeout_seconds(given.get("timeout")),
+        matrix_filters=tuple(given.get("matrix") or ()),
+        overrides=tuple(given.get("overrides") or ()),
+        out=Path(given.get("out") or DEFAULT_OUT),
+        python=given.get("python"),
+        gpus=given.get("gpus"),
+        shard=Shard.parse(shard) if shard else None,
+        find_links=given.get("find_links"),
+        keep_cores=bool(given.get("keep_cores", False)),
+        observe=bool(given.get("observe", False)),
+        preload=preload(given.get("preload")),
+        purpose=purpose,
+        command_line=command_line,
+    )
+
+
+def invocation(skip: Sequence[str] = ()) -> str:
+    """`reprospec ARGS` as this process was started, words in `skip` left out (empty when
+    started without arguments, e.g. from Python)."""
+    words = [word for word in sys.argv[1:] if word not in skip]
+    return "reprospec " + shlex.join(words) if words else ""
