@@ -25,12 +25,14 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, TypedDict
 
+from reprospec.core.bounds import MAX_REPEAT, count_within
 from reprospec.core.results import RunResult
+from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
 
 FORMAT = 1
@@ -68,6 +70,15 @@ class Unpacked:
     repeat: int | None = None
     timeout_s: float | None = None
     observe: bool = False
+
+
+class _BundledOptions(TypedDict, total=False):
+    """The original run's options a manifest may hold (each checked when read)."""
+
+    matrix_filters: tuple[str, ...]
+    repeat: int
+    timeout_s: float
+    observe: bool
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -258,12 +269,18 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
     ]
     if run.standalone is not None and not run.standalone.unavailable:
         if run.standalone.script:
-            lines += ["", "Without reprospec: `repro.py` reproduces cell "
-                      f"`{run.standalone.cell}` with plain `python repro.py` (torch only)."]
+            lines += [
+                "",
+                "Without reprospec: `repro.py` reproduces cell "
+                f"`{run.standalone.cell}` with plain `python repro.py` (torch only).",
+            ]
         else:
             folder = PurePosixPath(str(spec)).parent
-            lines += ["", f"Without reprospec, cell `{run.standalone.cell}` is "
-                      f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`."]
+            lines += [
+                "",
+                f"Without reprospec, cell `{run.standalone.cell}` is "
+                f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`.",
+            ]
     if files:
         lines += ["", "Workdir files:", ""] + [f"- `tree/{name}`" for name in files]
     return "\n".join(lines) + "\n"
@@ -408,16 +425,40 @@ def _read_manifest(archive: Path, root: Path) -> Unpacked:
     if data.get("workdir") is not None:
         workdir = _inside(top, data.get("workdir"), where)
         overrides = (f"environment.workdir={json.dumps(str(workdir))}",)
-    repeat, timeout = options.get("repeat"), options.get("timeout_s")
-    return Unpacked(
-        root=top,
-        spec=spec,
-        matrix_filters=tuple(str(f) for f in options.get("matrix_filters") or ()),
-        overrides=overrides,
-        repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else None,
-        timeout_s=float(timeout) if isinstance(timeout, (int, float)) else None,
-        observe=options.get("observe") is True,
-    )
+    return Unpacked(root=top, spec=spec, overrides=overrides, **_run_options(options, where))
+
+
+def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
+    """The original run's options from the manifest, checked with the bounds the CLI's
+    `--repeat` and `--timeout` have (core/bounds.py): a bundle comes from a ticket, and a
+    `repeat` of 10^12 in its manifest is refused as `--repeat 1000000000000` is."""
+    checked: _BundledOptions = {}
+    at = f"{where}: {MANIFEST}: options"
+    repeat = options.get("repeat")
+    if repeat is not None:
+        try:
+            checked["repeat"] = count_within(repeat, MAX_REPEAT)
+        except ValueError as exc:
+            raise UsageError(f"{at}.repeat: {exc}") from None
+    timeout = options.get("timeout_s")
+    if timeout is not None:
+        try:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                raise ValueError(f"expected a number of seconds, got {timeout!r}")
+            checked["timeout_s"] = positive_duration(timeout)
+        except ValueError as exc:
+            raise UsageError(f"{at}.timeout_s: {exc}") from None
+    filters = options.get("matrix_filters")
+    if filters is not None:
+        if not isinstance(filters, list) or not all(isinstance(f, str) for f in filters):
+            raise UsageError(f"{at}.matrix_filters: expected a list of AXIS=VALUE strings")
+        checked["matrix_filters"] = tuple(filters)
+    observe = options.get("observe")
+    if observe is not None:
+        if not isinstance(observe, bool):
+            raise UsageError(f"{at}.observe: expected true or false, got {observe!r}")
+        checked["observe"] = observe
+    return checked
 
 
 def _inside(top: Path, value: object, where: str) -> Path:

@@ -1,0 +1,175 @@
+"""Options shared by the verbs: declared once (commands/options.py), refused in one wording
+whichever verb was given them, turned into `RunOptions` by one function; `run` reads its
+inputs into one request without changing the parsed arguments; a bundle's manifest
+options are held to the CLI's bounds."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprospec.cli import COMMANDS, build_parser, main
+from reprospec.commands import options as opt
+from reprospec.commands.run import read_request
+from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.runoptions import RunOptions
+
+SPEC = "reprospec: 1\nname: tiny\ncommand: 'true'\nexpect: {outcome: pass}\n"
+
+
+def _bundle(path: Path, options: dict[str, object]) -> Path:
+    """A bundle as `reprospec bundle` lays it out, with these options in its manifest."""
+    manifest = {"format": 1, "spec": "tree/tiny.yaml", "options": options}
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in (
+            ("b/bundle.json", json.dumps(manifest).encode()),
+            ("b/tree/tiny.yaml", SPEC.encode()),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one stderr line a refused command ends with (exit 2 whether argparse or the
+    verb refused it)."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(str(exc.code))
+    assert code == 2, argv
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_every_verb_declares_its_own_parser_and_only_the_one_run_is_built() -> None:
+    full = build_parser()
+    subparsers = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subparsers.choices) == list(COMMANDS)
+    one = build_parser("isolate")
+    only = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(only.choices) == ["isolate"]
+
+
+@pytest.mark.parametrize("verb", ["run", "isolate", "bisect", "slurm"])
+def test_a_bad_count_is_refused_in_one_wording_by_every_verb(
+    verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(SPEC)
+    # What each verb checks before its run options: give it that.
+    extra = {"bisect": ["--package", "p", "--good", "1", "--bad", "2"], "slurm": ["--shards", "1"]}
+    for flag, bad, words in (
+        ("-j", "0", "argument -j/--jobs: expected a number >= 1, got 0"),
+        ("-j", str(MAX_PARALLEL + 1), f"expected a number from 1 to {MAX_PARALLEL}, got"),
+        ("-j", "two", "argument -j/--jobs: expected a whole number, got 'two'"),
+        ("--timeout", "0s", "reprospec: --timeout: expected a duration > 0, got '0s'"),
+        ("--timeout", "soon", "--timeout: expected a duration like 90s, 5m or 1h, got 'soon'"),
+    ):
+        argv = [verb, str(spec), *extra.get(verb, []), flag, bad, "--out", str(tmp_path)]
+        assert words in _refusal(capsys, *argv)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("verb", ["run", "slurm"])
+def test_repeat_is_bounded_as_run_repeat_is(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _refusal(capsys, verb, "x.yaml", "--repeat", str(MAX_REPEAT + 1))
+    assert line.endswith(
+        f"argument --repeat: expected a number from 1 to {MAX_REPEAT}, "
+        f"got {MAX_REPEAT + 1} (docs/limits.md)"
+    )
+
+
+@pytest.mark.parametrize("verb", ["isolate", "bisect"])
+def test_fractions_are_refused_in_one_wording(
+    verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # bisect checks its versions first; give it a question it can read.
+    extra = ["--package", "p", "--good", "1", "--bad", "2"] if verb == "bisect" else []
+    line = _refusal(capsys, verb, "x.yaml", *extra, "--error", "1.5")
+    assert line == "reprospec: --error must be between 0 and 1, got 1.5"
+
+
+def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> None:
+    shared = ["--timeout", "90s", "-j", "3", "--python", "py", "--out", str(tmp_path)]
+    shared += ["--find-links", "wheels", "--set", "run.repeat=2"]
+    seen = {}
+    for verb, extra in (
+        ("run", ["--gpus", "0", "--keep-cores", "-m", "a=1"]),
+        ("isolate", ["--gpus", "0", "--keep-cores"]),
+        ("bisect", ["-m", "a=1"]),
+        ("slurm", ["-m", "a=1"]),
+    ):
+        args = build_parser(verb).parse_args([verb, "s.yaml", *shared, *extra])
+        options = opt.run_options(args, purpose=verb)
+        assert options.timeout_s == 90
+        assert options.jobs == 3
+        assert options.python == "py"
+        assert options.out == tmp_path
+        assert options.find_links == Path("wheels")
+        assert options.overrides == ("run.repeat=2",)
+        assert options.purpose == verb
+        seen[verb] = options
+    # What a verb does not declare keeps RunOptions' default.
+    assert seen["isolate"].matrix_filters == ()
+    assert seen["bisect"].gpus is None
+    assert not seen["slurm"].keep_cores
+    assert seen["run"].matrix_filters == seen["slurm"].matrix_filters == ("a=1",)
+    assert seen["run"].gpus == "0"
+    assert seen["run"].keep_cores
+
+
+def test_run_reads_a_bundle_into_one_request_and_leaves_the_arguments_alone(
+    tmp_path: Path,
+) -> None:
+    archive = _bundle(
+        tmp_path / "tiny.tar.gz",
+        {"matrix_filters": [], "repeat": 3, "timeout_s": 45, "observe": True},
+    )
+    args = build_parser("run").parse_args(["run", str(archive), "--out", str(tmp_path / "o")])
+    before = dict(vars(args))
+    request = read_request(args)
+    assert vars(args) == before
+    assert request.options.repeat == 3
+    assert request.options.timeout_s == 45
+    assert request.options.observe
+    assert request.confirm == str(archive)  # a bundle is shown and confirmed first
+    assert request.spec.name == "tiny"
+    # Options given here win over the bundle's.
+    args = build_parser("run").parse_args(
+        ["run", str(archive), "--out", str(tmp_path / "o"), "--repeat", "5", "--yes"]
+    )
+    request = read_request(args)
+    assert (request.options.repeat, request.options.timeout_s) == (5, 45)
+    assert request.confirm is None
+    with pytest.raises(AttributeError):
+        request.options = RunOptions()  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        ({"repeat": 10**12}, "options.repeat: expected a number from 1 to 10000, got 10000000"),
+        ({"repeat": 0}, "options.repeat: expected a number >= 1, got 0"),
+        ({"repeat": "3"}, "options.repeat: expected a whole number, got '3'"),
+        ({"timeout_s": 0}, "options.timeout_s: expected a duration > 0, got 0"),
+        ({"timeout_s": "90s"}, "options.timeout_s: expected a number of seconds, got '90s'"),
+        ({"observe": "yes"}, "options.observe: expected true or false, got 'yes'"),
+        ({"matrix_filters": "a=1"}, "options.matrix_filters: expected a list of AXIS=VALUE"),
+    ],
+)
+def test_a_bundles_options_are_held_to_the_clis_bounds(
+    options: dict[str, object], refused: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = _bundle(tmp_path / "ticket.tar.gz", options)
+    out = tmp_path / "out"
+    line = _refusal(capsys, "run", str(archive), "--yes", "--out", str(out))
+    assert line.startswith("reprospec: bundle ticket.tar.gz: bundle.json: ")
+    assert refused in line
+    assert not (out / "runs").exists()
+    assert not (out / "results.db").exists()
