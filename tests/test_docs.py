@@ -165,6 +165,53 @@ def test_readme_worked_example_is_the_spec_it_names(tmp_path: Path) -> None:
     assert attempts(tmp_path / "segfault.yaml") == attempts(ROOT / "specs" / "segfault.yaml")
 
 
+# ---- the architecture page -------------------------------------------------------------
+
+LARGE_MODULE_LINES = 400
+
+
+def _size_table_modules() -> list[str]:
+    """The modules the size table of docs/ARCHITECTURE.md names, as paths under reprospec/."""
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = page.split("\n## Module sizes\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return [name for row in rows for name in re.findall(r"`([\w/]+\.py)`", row)]
+
+
+def test_architecture_size_table_names_every_large_module_and_only_real_ones() -> None:
+    package = ROOT / "reprospec"
+    named = _size_table_modules()
+    assert len(named) >= 10  # the table was found and read
+    large = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.read_bytes().count(b"\n") > LARGE_MODULE_LINES
+    )
+    assert [module for module in large if module not in named] == [], (
+        "docs/ARCHITECTURE.md: give these modules a row (and a reason) in the size table"
+    )
+    assert [module for module in named if not (package / module).is_file()] == []
+
+
+def test_architecture_stage_table_lists_every_folder_in_the_layer_order() -> None:
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = page.split("\n## The stages\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| `")]
+    listed = [
+        name.strip("`").rstrip("/").removesuffix(".py") for row in rows for name in row.split(", ")
+    ]
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import import_graph
+    finally:
+        sys.path.pop(0)
+    assert listed == list(import_graph.STAGE_NAMES)
+    folders = sorted(
+        p.name for p in (ROOT / "reprospec").iterdir() if (p / "__init__.py").is_file()
+    )
+    assert [folder for folder in folders if folder not in listed] == []
+
+
 # ---- the command line --------------------------------------------------------------------
 
 
