@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from reprospec.core.inputs import Marker
-from reprospec.process import tree
+from reprospec.process import run, stacks, tree
 from reprospec.process.output import (
     CappedLog,
     EventWriter,
@@ -149,7 +149,7 @@ def python_with_stackdump(
     code: str, extra_path: str = "", stack_dir: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPROSPEC_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.STACKDUMP_DIR), extra_path) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(stacks.STACKDUMP_DIR), extra_path) if p)
     if stack_dir is not None:
         env["REPROSPEC_STACK_DIR"] = stack_dir
     return subprocess.run(
@@ -262,8 +262,8 @@ def test_orphans_reparent_to_the_engine() -> None:
 def test_run_process_timeout_collects_stacks_and_kills(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree.STACKDUMP_DIR)
-    result = tree.run_process(
+    env["PYTHONPATH"] = str(stacks.STACKDUMP_DIR)
+    result = run.run_process(
         [sys.executable, str(CHILDREN / "hang.py"), str(ready)],
         env=env,
         cwd=tmp_path,
@@ -318,7 +318,7 @@ def test_find_and_kill_processes_by_token() -> None:
 def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
     log = CappedLog(tmp_path / "out.log")
     with pytest.raises(FileNotFoundError):
-        tree.run_process(
+        run.run_process(
             [str(tmp_path / "missing")],
             env=dict(os.environ),
             cwd=tmp_path,
@@ -334,7 +334,7 @@ def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
 
 def test_engine_modules_do_not_import_torch() -> None:
     code = (
-        "import sys, reprospec.runners.local, reprospec.process.tree, reprospec.process.output\n"
+        "import sys, reprospec.runners.local, reprospec.process.run, reprospec.process.output\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
@@ -342,7 +342,7 @@ def test_engine_modules_do_not_import_torch() -> None:
 
 
 def test_iso_timestamps() -> None:
-    stamp = tree.utc_now()
+    stamp = run.utc_now()
     assert stamp.endswith("+00:00")
     assert "T" in stamp
     assert time.time() > 0

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.process import leftovers, starter, tree, watchdog
+from reprospec.process import leftovers, start, starter, watchdog
 from tests.support.cli import ROOT
 
 IN_CI = os.environ.get("CI") == "true"
@@ -58,7 +58,7 @@ def way(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def _start(argv: list[str], tmp_path: Path, tag: int) -> tuple[int, bytes, bytes]:
-    proc = tree.popen_attempt(argv, env=dict(os.environ), cwd=tmp_path, tag=tag)
+    proc = start.popen_attempt(argv, env=dict(os.environ), cwd=tmp_path, tag=tag)
     out, err = proc.communicate(timeout=60)
     return proc.returncode, out, err
 
@@ -141,7 +141,7 @@ def test_a_compiler_that_fails_is_reported_with_its_message(
 def test_the_root_carries_its_tag_and_none_of_the_engines_descriptors(tmp_path: Path) -> None:
     tag = leftovers.new_tag()
     code = (
-        "import os, sys; from reprospec import watchdog;"
+        "import os, sys; from reprospec.process import watchdog;"
         "print(watchdog.tag_of(os.getpid()));"
         "print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')));"
         "print(os.getsid(0) == os.getpid())"
@@ -166,7 +166,7 @@ def test_a_command_found_on_the_childs_path_runs(tmp_path: Path) -> None:
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
     tag = leftovers.new_tag()
-    proc = tree.popen_attempt(["say-hello", "a b"], env=env, cwd=tmp_path, tag=tag)
+    proc = start.popen_attempt(["say-hello", "a b"], env=env, cwd=tmp_path, tag=tag)
     out, _ = proc.communicate(timeout=60)
     assert (proc.returncode, out) == (0, b"hello a b\n")
 
@@ -179,11 +179,11 @@ def test_a_program_that_cannot_run_raises_what_popen_raises(tmp_path: Path) -> N
     with pytest.raises(OSError, match="Exec format error") as popen:
         subprocess.Popen([str(garbage)])
     with pytest.raises(OSError, match="Exec format error") as ours:
-        tree.popen_attempt([str(garbage)], env=dict(os.environ), cwd=tmp_path, tag=1)
+        start.popen_attempt([str(garbage)], env=dict(os.environ), cwd=tmp_path, tag=1)
     assert (ours.value.errno, str(ours.value)) == (popen.value.errno, str(popen.value))
     assert ours.value.errno == errno.ENOEXEC
     with pytest.raises(FileNotFoundError) as missing:
-        tree.popen_attempt(["no-such-program-x"], env=dict(os.environ), cwd=tmp_path, tag=1)
+        start.popen_attempt(["no-such-program-x"], env=dict(os.environ), cwd=tmp_path, tag=1)
     assert str(missing.value) == "[Errno 2] No such file or directory: 'no-such-program-x'"
 
 

@@ -1,4 +1,4 @@
-"""What the process layer does about native stacks for one attempt (`process.run_process`).
+"""What the process layer does about native stacks for one attempt (`process.run.run_process`).
 
 Crash: the attempt's cores are claimed (cores.py), moved into the attempt folder,
 read with gdb (`thread apply all bt`, and `py-bt` where the Python gdb extensions
@@ -46,7 +46,7 @@ MAX_CORES = 3
 
 @dataclass(frozen=True)
 class Capture:
-    """What the process layer does about native stacks for one attempt (process.run_process)."""
+    """What the process layer does about native stacks for one attempt (process.run.run_process)."""
 
     out_dir: Path
     keep_cores: bool = False

@@ -8,7 +8,7 @@ toggle of one of them is another server), the workdir, and the preload list. The
 (`harness/reprospec_forkserver.py`, stdlib only, outside the engine's import graph)
 imports the modules and nothing else, then forks one attempt per request. Each attempt
 is the server's child (the server reaps it and sends its wait status), and is run by
-`process.run_process` like any other: same pipes, timeout, stacks, kill of its whole
+`run.run_process` like any other: same pipes, timeout, stacks, kill of its whole
 tree (what it leaves behind is re-parented to the engine, the subreaper) and
 classification.
 
@@ -41,7 +41,7 @@ from typing import IO
 from reprospec import native as native_stacks
 from reprospec.core.inputs import AttemptPlan
 from reprospec.harness import HARNESS_ROOT
-from reprospec.process import tree
+from reprospec.process import start, tree
 from reprospec.process.childprotocol import TOKEN_VAR
 from reprospec.process.preload import (
     PER_ATTEMPT_VARS,
@@ -119,7 +119,7 @@ class ForkedChild:
             try:
                 pid, status = os.waitpid(self.pid, 0 if wait else os.WNOHANG)
             except ChildProcessError:
-                if not os.path.exists(f"/proc/{self.pid}"):  # noqa: PTH110 (as process.py)
+                if not os.path.exists(f"/proc/{self.pid}"):  # noqa: PTH110 (as tree.py)
                     # Reaped by the server, whose word of it was lost with the server.
                     return signal.SIGKILL  # a wait status: killed by SIGKILL
                 if not wait:
@@ -163,7 +163,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         try:
-            self._proc: subprocess.Popen[bytes] | None = tree.start_helper(
+            self._proc: subprocess.Popen[bytes] | None = start.start_helper(
                 [python, str(SERVER_SCRIPT), str(theirs.fileno()), *self.modules, ARGV_ROOM],
                 env=server_env,
                 cwd=cwd,
@@ -324,7 +324,7 @@ class ForkServer:
         with contextlib.suppress(OSError):
             self._sock.close()
         if self._proc is not None:
-            tree.stop_helper(self._proc)
+            start.stop_helper(self._proc)
             self._proc = None
 
     @property
@@ -501,7 +501,7 @@ class Launcher:
         # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
         self.seed = int.from_bytes(os.urandom(8), "big") >> 1
 
-    def __call__(self, env: Mapping[str, str], tag: int) -> tree.ChildHandle:
+    def __call__(self, env: Mapping[str, str], tag: int) -> start.ChildHandle:
         request = {
             "entry": self.entry.to_json(),
             "env": dict(env),
@@ -518,7 +518,7 @@ class Launcher:
         except Refused as exc:
             self.preloader.refuse(self.key, str(exc))
             self.note = f"ran fresh: {exc}"
-            return tree.popen_attempt(
+            return start.popen_attempt(
                 self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag
             )
         self.forked = True

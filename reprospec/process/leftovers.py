@@ -3,7 +3,7 @@
 Three layers, so that no attempt outlives its engine:
 
 1. The attempt's leader dies with the thread that started it (PR_SET_PDEATHSIG,
-   process.py), and every process of the attempt carries its tag (watchdog.py).
+   start.py), and every process of the attempt carries its tag (watchdog.py).
 2. The watchdog (watchdog.py, one per engine process) is told what runs; when the
    engine dies it kills the tagged processes, removes the containers and the
    temporary folders.
@@ -48,7 +48,7 @@ def new_tag() -> int:
 def start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, /proc/PID/stat field 22)."""
     try:
-        # /proc through str paths, no Path per pid (as process.py).
+        # /proc through str paths, no Path per pid (as tree.py).
         with open(f"/proc/{pid}/stat", "rb") as handle:  # noqa: PTH123
             stat = handle.read()
         return int(stat[stat.rfind(b")") + 2 :].split()[19])
@@ -349,7 +349,7 @@ def _remove_container(name: str, token: str) -> bool:
 
 def _ours(pid: int) -> bool:
     try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid()  # noqa: PTH116 (as process.py)
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()  # noqa: PTH116 (as tree.py)
     except OSError:
         return False
 

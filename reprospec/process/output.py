@@ -1,7 +1,7 @@
 """Child output as files: capped logs (head + tail), events.jsonl, and the marker scanner beside.
 
 Everything here works on raw bytes pushed in by whoever reads the child's
-streams (process.py for local attempts, the docker runner for container
+streams (run.py for local attempts, the docker runner for container
 output), so memory and disk stay bounded whatever the child prints. Markers
 (output lines that become progress events) are `markers.py`; `output_sink`
 puts a capped log and a marker scanner on one stream.

@@ -1,5 +1,5 @@
 /* The attempt starter: what an attempt's leader does between the engine's fork and
- * the attempt's exec, as a program (starter.py builds it, process.py runs it).
+ * the attempt's exec, as a program (starter.py builds it, start.py runs it).
  *
  *     starter ERRFD TAG PARENT CORES PATH ARGV0 [ARG...]
  *

@@ -22,7 +22,7 @@ from reprospec.core.results import Execution
 from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.process import leftovers, rlimits, scratch, starter, tree
+from reprospec.process import leftovers, rlimits, run, scratch, starter
 from reprospec.process.childprotocol import (
     CELL_VAR,
     HARNESS_DIR,
@@ -235,7 +235,7 @@ class LocalRunner:
         env_json = log_dir / "env.json"
 
         def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
-            now = tree.utc_now()
+            now = run.utc_now()
             return infra_execution(base, reason, started=now, finished=now, warnings=warnings)
 
         try:
@@ -305,7 +305,7 @@ class LocalRunner:
         # Cores held from their creation while the attempt runs (native/corewatch.py).
         watched = capture.watch(plan.workdir) if capture is not None else None
         try:
-            result = tree.run_process(
+            result = run.run_process(
                 argv,
                 env=env,
                 cwd=plan.workdir,
@@ -319,7 +319,7 @@ class LocalRunner:
                 start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
             )
-        except tree.OutputLost as exc:
+        except run.OutputLost as exc:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
@@ -380,7 +380,9 @@ class LocalRunner:
         env = {**outer, **ours}
         # dirname: "" for a bare `python3.11` (found in no folder), where Path.parent gives ".".
         env["PATH"] = _prepend_path(
-            env.get("PATH", os.defpath), str(shims), os.path.dirname(self.python)  # noqa: PTH120
+            env.get("PATH", os.defpath),
+            str(shims),
+            os.path.dirname(self.python),  # noqa: PTH120
         )
         return env
 

@@ -24,7 +24,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.errors import InfraError
-from reprospec.process import tree
+from reprospec.process import run
 from reprospec.runners.base import attempt_files, infra_execution
 from reprospec.runners.local import LocalRunner
 
@@ -65,9 +65,11 @@ class VenvRunner:
         self.cache_dir = cache_dir
         # $REPROSPEC_ENVS, else .reprospec/envs next to .reprospec/cache.
         shared = os.environ.get(venvs.ENVS_VARIABLE)
-        self.envs_dir = (envs_dir or (Path(shared) if shared else None) or (
-            cache_dir.parent / "envs" if cache_dir is not None else Path(".reprospec/envs")
-        )).resolve()
+        self.envs_dir = (
+            envs_dir
+            or (Path(shared) if shared else None)
+            or (cache_dir.parent / "envs" if cache_dir is not None else Path(".reprospec/envs"))
+        ).resolve()
         self.find_links = find_links
         self.spec_dir = spec_dir
         self.exclude_newer = exclude_newer
@@ -183,9 +185,10 @@ class VenvRunner:
         """Run one attempt in its cell's venv (building it first if `prepare` did not)."""
         runner, reason = self._env_for(plan)
         if runner is None:
-            now = tree.utc_now()
-            return infra_execution(attempt_files(plan, log_dir, gpu_slot), reason,
-                                   started=now, finished=now)
+            now = run.utc_now()
+            return infra_execution(
+                attempt_files(plan, log_dir, gpu_slot), reason, started=now, finished=now
+            )
         return runner.run(plan, log_dir, gpu_slot=gpu_slot, cancel=cancel)
 
     def close(self) -> None:
@@ -215,4 +218,3 @@ class VenvRunner:
         if runner is None:
             return {"python": None, "error": reason}
         return runner.capture_environment(plan, log_dir)
-

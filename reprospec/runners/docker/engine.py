@@ -22,7 +22,7 @@ from reprospec.errors import InfraError
 from reprospec.process import leftovers
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
-from reprospec.process.tree import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
+from reprospec.process.stacks import STACKS_TOTAL_BYTES, read_stack_dump, wait_for_stack_files
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
     IN_ATTEMPT,
@@ -337,7 +337,7 @@ def collect_stacks(container: Container, log_dir: Path) -> Path | None:
             parts.append(f"[... the stacks of {len(order) - index} more process(es) omitted ...]\n")
             break
         cmd = asked[pid] if len(asked[pid]) <= 200 else asked[pid][:197] + "..."
-        # The dump is the container's to write: read head + tail (process.py).
+        # The dump is the container's to write: read head + tail (process/stacks.py).
         text = read_stack_dump(log_dir / f"stack-{pid}.txt").rstrip()
         body = text or "(no Python stack: the process did not answer)"
         parts.append(f"--- pid {pid} ({cmd}) [in container] ---\n{body}\n")

@@ -30,7 +30,8 @@ from reprospec.errors import FatalError
 from reprospec.process import leftovers, scratch
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
-from reprospec.process.tree import remove_stack_dumps, utc_now
+from reprospec.process.run import utc_now
+from reprospec.process.stacks import remove_stack_dumps
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe

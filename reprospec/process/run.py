@@ -1,0 +1,306 @@
+"""Run one attempt's process tree from its start to the end of its last process.
+
+Its output is pumped into sinks (output.py) by the calling thread; at the timeout (or
+on cancel) every Python process of the attempt is asked for its stacks (stacks.py)
+before the whole tree is killed (tree.py); whatever the outcome, no process of the
+attempt survives `run_process`. The root is started by start.py, or by a preload
+server (forkserver.py); the watchdog and the attempt's in-flight record (leftovers.py)
+end the rest when the engine itself is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import selectors
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reprospec import native as native_stacks
+from reprospec.core.results import ChildExit
+from reprospec.process import leftovers, stacks, tree
+from reprospec.process.output import Sink
+from reprospec.process.start import ChildHandle, Start, popen_attempt
+
+DRAIN_WAIT_S = 1.0
+_READ_SIZE = 1 << 16
+# How often a running attempt's dead, re-parented processes are reaped.
+ZOMBIE_SWEEP_S = 0.5
+_F_SETPIPE_SZ = 1031
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What happened to one process tree."""
+
+    returncode: int | None
+    timed_out: bool
+    interrupted: bool
+    duration_s: float
+    started: str
+    finished: str
+    stack_path: Path | None
+    warnings: tuple[str, ...]
+    # native-stacks.txt, when native stacks were asked for and something was found (native.py)
+    native_path: Path | None = None
+    # Descendants that died as orphans of ours (the subreaper) before the attempt ended.
+    child_exits: tuple[ChildExit, ...] = ()
+    # time.monotonic() when the root process was seen to end (or was killed).
+    ended_at: float | None = None
+
+
+class OutputLost(OSError):
+    """The attempt's output could not be written (a full disk): the attempt was stopped.
+
+    Its own class, so a runner tells it from a program that could not be started.
+    """
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _lost(exc: OSError) -> OutputLost:
+    return OutputLost(exc.errno, f"its output could not be written: {exc.strerror or exc}")
+
+
+def _close_sinks(*sinks: Sink) -> None:
+    """Close every sink; a failure (the tail written to a full disk) is OutputLost."""
+    failure: OSError | None = None
+    for sink in sinks:
+        try:
+            sink.close()
+        except OSError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise _lost(failure) from failure
+
+
+class _Pump:
+    """Moves bytes from the child's pipes to sinks, and notices when the child exits."""
+
+    def __init__(self, proc: ChildHandle, stdout: Sink, stderr: Sink) -> None:
+        self.proc = proc
+        self.selector = selectors.DefaultSelector()
+        self.exited = False
+        self.open_pipes = 0
+        self.pidfd = -1
+        for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr)):
+            assert pipe is not None
+            with contextlib.suppress(OSError):
+                # Fewer, larger reads when the child floods its output.
+                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, 1 << 20)
+            os.set_blocking(pipe.fileno(), False)
+            self.selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
+            self.open_pipes += 1
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(proc.pid)
+                self.selector.register(self.pidfd, selectors.EVENT_READ, None)
+
+    def step(self, timeout: float) -> None:
+        """Wait up to `timeout` for output or the child's exit, and handle what came."""
+        if self.pidfd < 0 and not self.exited:
+            # Without a pidfd, exits are only seen by polling.
+            timeout = min(timeout, 0.02)
+        for key, _ in self.selector.select(max(0.0, timeout)):
+            if key.data is None:
+                self.exited = True
+                self.selector.unregister(key.fd)
+                continue
+            try:
+                chunk = os.read(key.fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                try:
+                    key.data.write(chunk)
+                except OSError as exc:
+                    raise _lost(exc) from exc
+            else:
+                self.selector.unregister(key.fd)
+                self.open_pipes -= 1
+        if not self.exited and self.proc.poll() is not None:
+            self.exited = True
+
+    def close(self) -> None:
+        """Release the selector and the pidfd."""
+        self.selector.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    stdout: Sink,
+    stderr: Sink,
+    timeout_s: float | None,
+    stack_dir: Path,
+    stack_path: Path,
+    cancel: threading.Event | None = None,
+    native: native_stacks.Capture | None = None,
+    start: Start | None = None,
+    record: Path | None = None,
+) -> ProcessResult:
+    """Run `argv` as an attempt in its own session and return once every process of it is gone.
+
+    Adds REPROSPEC_ATTEMPT_TOKEN and REPROSPEC_STACK_DIR (`stack_dir`, an existing folder:
+    the attempt's) to `env`; the dumps its processes leave there are removed after. Closes
+    both sinks.
+    With `native`, the attempt may dump core (read, then deleted, after it ends) and a
+    hang's processes get gdb attached before they are killed (native.py). `record`:
+    the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
+    if the engine dies). `start` starts the root instead of `popen_attempt(argv, ...)`
+    (a fork of a preload server: forkserver.py); the root must be in a session of its
+    own and carry the tag. Raises OSError when the program cannot be started.
+    """
+    tree.become_subreaper()
+    token = tree.new_token()
+    tag = leftovers.new_tag()
+    child_env = {**env, tree.TOKEN_VAR: token, stacks.STACK_DIR_VAR: str(stack_dir)}
+    started = utc_now()
+    started_wall = time.time()
+    begin = time.monotonic()
+    flight = leftovers.Flight(record, token, tag)
+    flight.begin()
+    tree.RUNNING_TAGS.add(tag)
+    proc: ChildHandle
+    try:
+        if start is not None:
+            proc = start(child_env, tag)
+        else:
+            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
+    except BaseException:
+        tree.RUNNING_TAGS.discard(tag)
+        flight.end()
+        stdout.close()
+        stderr.close()
+        stacks.remove_stack_dumps(stack_dir)
+        raise
+    # A fork of a preload server is the server's child: its strays are looked for as ever.
+    own_root = start is None
+    if own_root:
+        tree.RUNNING_ROOTS.add(proc.pid)
+    # Whether nothing of the attempt can be left: then no search, and no zombie to reap.
+    nothing_left = False
+    warnings: list[str] = []
+    timed_out = interrupted = False
+    stack: Path | None = None
+    hang_native: native_stacks.NativeStacks | None = None
+    # Reaped while the attempt ran (re-parented to us, dead): their wait statuses.
+    reaped: tuple[ChildExit, ...] = ()
+    child_exits: tuple[ChildExit, ...] = ()
+    pump = _Pump(proc, stdout, stderr)
+    try:
+        deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
+        next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
+        while not pump.exited:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if cancel is not None and cancel.is_set():
+                interrupted = True
+                break
+            if now >= next_sweep:
+                reaped += tree.reap_tagged_zombies(tag, proc.pid)
+                next_sweep = now + ZOMBIE_SWEEP_S
+            wait = min(deadline, next_sweep) - now
+            if cancel is not None:
+                wait = min(wait, 0.05)
+            pump.step(min(wait, 3600.0))
+        if timed_out or interrupted:
+            procs = tree.find_attempt_processes(token, proc.pid, tag)
+            child_exits = tree.reap_orphans(procs, proc.pid)
+            stack = stacks.collect_stacks(
+                procs, stack_dir, stack_path, root_pid=proc.pid, pause=pump.step
+            )
+            if timed_out and native is not None:
+                # The root first: at the deadline the processes gdb did not reach go without.
+                order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
+                alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
+                hang_native = native.hang(alive, timed_out_at=deadline)
+            tree.kill_attempt(token, proc.pid, proc.pid, tag)
+            proc.wait()
+            duration = time.monotonic() - begin
+        else:
+            proc.wait()
+            duration = time.monotonic() - begin
+            tree.RUNNING_ROOTS.discard(proc.pid)
+            nothing_left = own_root and tree.only_known_children()
+            procs = {} if nothing_left else tree.find_attempt_processes(token, proc.pid, tag)
+            child_exits = tree.reap_orphans(procs, proc.pid)
+            left = {pid: info for pid, info in procs.items() if info.alive}
+            if left:
+                tree.kill_attempt(token, proc.pid, proc.pid, tag)
+                names = ", ".join(
+                    f"{pid} ({tree.short(info.cmdline, 60)})" for pid, info in left.items()
+                )
+                warnings.append(
+                    f"killed {len(left)} process(es) left behind by the attempt: {names}"
+                )
+        drain_deadline = time.monotonic() + DRAIN_WAIT_S
+        while pump.open_pipes and time.monotonic() < drain_deadline:
+            pump.step(drain_deadline - time.monotonic())
+        if pump.open_pipes:
+            warnings.append(
+                "the attempt's output was still open after its processes were killed: "
+                "a process outside the attempt's reach holds it"
+            )
+    finally:
+        if proc.poll() is None:
+            # Only on an exception in the engine itself: never leave the tree behind.
+            tree.kill_attempt(token, proc.pid, proc.pid, tag)
+            proc.wait()
+        tree.RUNNING_TAGS.discard(tag)
+        tree.RUNNING_ROOTS.discard(proc.pid)
+        if not nothing_left:
+            # Dead strays of attempts that already ended: nobody else will reap them.
+            tree.reap_tagged_zombies(None, None)
+        flight.end()
+        pump.close()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        stacks.remove_stack_dumps(stack_dir)
+        _close_sinks(stdout, stderr)
+    child_exits = (*reaped, *child_exits)
+    finished = utc_now()
+    native_path: Path | None = None
+    if native is not None:
+        # Every process is gone: each core is complete, and the attempt's to claim.
+        found = native_stacks.merge(
+            hang_native,
+            native.crash(
+                token, cwd, proc.pid, proc.returncode, started_wall, read_cores=not interrupted
+            ),
+        )
+        if found is not None:
+            native_path = native_stacks.write(found, native.out_dir)
+            if found.unavailable and native_stacks.say_once(found.unavailable):
+                warnings.append(found.unavailable)
+    return ProcessResult(
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        interrupted=interrupted,
+        duration_s=round(duration, 6),
+        started=started,
+        finished=finished,
+        stack_path=stack,
+        warnings=tuple(warnings),
+        native_path=native_path,
+        child_exits=child_exits,
+        ended_at=begin + duration,
+    )

@@ -1,0 +1,210 @@
+"""Ask every Python process of a live attempt for its stacks, and gather them into stack.txt.
+
+Each Python process of an attempt has faulthandler armed on SIGUSR1 by the stackdump
+sitecustomize (STACKDUMP_DIR on its PYTHONPATH) and writes `stack-PID.txt` into the
+attempt's folder (STACK_DIR_VAR) when asked; py-spy, when installed, covers the ones
+that do not answer. Done at a timeout or a cancel, before the tree is killed (run.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from reprospec.core import capped
+from reprospec.process.tree import ProcInfo, read_proc, short
+
+STACK_DIR_VAR = "REPROSPEC_STACK_DIR"
+STACKDUMP_DIR = Path(__file__).resolve().parent.parent / "stackdump"
+
+STACK_WAIT_S = 1.0
+PY_SPY_TIMEOUT_S = 0.8
+# A process's stack dump is the child's to write: it is read as its head and tail, and
+# stack.txt holds at most STACKS_TOTAL_BYTES of them (a fork bomb's 300 dumps included).
+STACK_HEAD_BYTES = 512 << 10
+STACK_TAIL_BYTES = 128 << 10
+STACKS_TOTAL_BYTES = 4 << 20
+
+
+def _catches_sigusr1(pid: int) -> bool:
+    try:
+        status = read_proc(f"/proc/{pid}/status")
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith(b"SigCgt:"):
+            mask = int(line.split()[1], 16)
+            return bool(mask & (1 << (signal.SIGUSR1 - 1)))
+    return False
+
+
+def _looks_like_python(info: ProcInfo) -> bool:
+    try:
+        exe = os.path.basename(os.readlink(f"/proc/{info.pid}/exe"))  # noqa: PTH115, PTH119
+    except OSError:
+        exe = os.path.basename(info.cmdline.split(" ", 1)[0])  # noqa: PTH119
+    return exe.startswith("python") or exe.startswith("pypy")
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _py_spy_dumps(pids: Sequence[int], budget_s: float, out_dir: Path) -> dict[int, str]:
+    """`py-spy dump` for each pid in parallel, bounded; only successful dumps are returned.
+
+    Each dump goes to a file in `out_dir` and is read back head + tail: a recursion a
+    million frames deep makes py-spy print a million lines.
+    """
+    exe = shutil.which("py-spy")
+    if exe is None or not pids or budget_s <= 0:
+        return {}
+    running: dict[int, subprocess.Popen[bytes]] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError), (out_dir / f"py-spy-{pid}.txt").open("wb") as out:
+            running[pid] = subprocess.Popen(
+                [exe, "dump", "--pid", str(pid)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+    deadline = time.monotonic() + budget_s
+    dumps: dict[int, str] = {}
+    for pid, spy in running.items():
+        try:
+            spy.wait(timeout=max(0.01, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(spy.pid, signal.SIGKILL)
+            spy.wait()
+            continue
+        text = read_stack_dump(out_dir / f"py-spy-{pid}.txt")
+        if spy.returncode == 0 and text.strip():
+            dumps[pid] = text
+    return dumps
+
+
+def read_stack_dump(path: Path) -> str:
+    """A stack dump's head and tail as text ('' when there is none)."""
+    try:
+        data = capped.head_tail(path, STACK_HEAD_BYTES, STACK_TAIL_BYTES)
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def wait_for_stack_files(
+    stack_dir: Path, pids: Iterable[int], pause: Callable[[float], object] = time.sleep
+) -> None:
+    """Wait (at most STACK_WAIT_S) until each pid's `stack-PID.txt` is written out.
+
+    `pause` passes the time: a plain sleep, or a step of the output pump so a
+    child blocked on a full pipe can still write its dump.
+    """
+    pending = list(pids)
+    sizes: dict[int, int] = {}
+    done: set[int] = set()
+    deadline = time.monotonic() + STACK_WAIT_S
+    while len(done) < len(pending) and time.monotonic() < deadline:
+        pause(0.02)
+        for pid in pending:
+            size = _file_size(stack_dir / f"stack-{pid}.txt")
+            # Non-empty and unchanged since the last look: faulthandler has finished writing.
+            if size and size == sizes.get(pid):
+                done.add(pid)
+            sizes[pid] = size
+
+
+def collect_stacks(
+    procs: Mapping[int, ProcInfo],
+    stack_dir: Path,
+    out_path: Path,
+    root_pid: int | None = None,
+    pause: Callable[[float], object] = time.sleep,
+) -> Path | None:
+    """Ask every Python process for its stacks and write them into `out_path`.
+
+    SIGUSR1 goes only to processes that catch it (our sitecustomize registered
+    faulthandler there); py-spy, when installed, covers the Python processes that
+    produced nothing. `pause` passes the time while the dumps are written (run.py's output
+    pump, so a child blocked on a full pipe can still write). Returns `out_path` when some
+    stack was written.
+    """
+    alive = {pid: info for pid, info in procs.items() if info.alive}
+    asked: list[int] = []
+    for pid in alive:
+        if _catches_sigusr1(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGUSR1)
+                asked.append(pid)
+    wait_for_stack_files(stack_dir, asked, pause)
+    dumps: dict[int, str] = {}
+    skipped: set[int] = set()
+    budget = STACKS_TOTAL_BYTES
+    for pid in sorted(asked, key=lambda pid: (pid != root_pid, pid)):
+        if budget <= 0:
+            skipped.add(pid)  # the root's and the first ones' are in; memory stays bounded
+            continue
+        text = read_stack_dump(stack_dir / f"stack-{pid}.txt")
+        if text.strip():
+            dumps[pid] = text
+            budget -= len(text)
+    silent = [
+        pid
+        for pid, info in alive.items()
+        if pid not in dumps and pid not in skipped and _looks_like_python(info)
+    ]
+    spied = _py_spy_dumps(silent, PY_SPY_TIMEOUT_S, stack_dir) if budget > 0 else {}
+    if not dumps and not spied:
+        return None
+    shown = [
+        pid
+        for pid in sorted(alive, key=lambda pid: (pid != root_pid, pid))
+        if pid in dumps or pid in spied or pid in silent or pid in skipped
+    ]
+    parts: list[str] = []
+    budget = STACKS_TOTAL_BYTES
+    for index, pid in enumerate(shown):
+        if budget <= 0:
+            parts.append(f"[... the stacks of {len(shown) - index} more process(es) omitted ...]\n")
+            break
+        cmd = short(alive[pid].cmdline, 200)
+        if pid in dumps:
+            parts.append(f"--- pid {pid} ({cmd}) ---\n{dumps[pid].rstrip()}\n")
+        elif pid in spied:
+            parts.append(f"--- pid {pid} ({cmd}) [py-spy] ---\n{spied[pid].rstrip()}\n")
+        else:
+            note = (
+                "(stack omitted: the dumps above reached the limit)"
+                if pid in skipped
+                else "(no Python stack: the process did not answer)"
+            )
+            parts.append(f"--- pid {pid} ({cmd}) ---\n{note}\n")
+        budget -= len(parts[-1])
+    out_path.write_text("\n".join(parts), encoding="utf-8")
+    return out_path
+
+
+def remove_stack_dumps(folder: Path) -> None:
+    """Remove the per-process dumps of an attempt from its folder: each Python process's
+    `stack-PID.txt` (empty unless it was asked) and py-spy's `py-spy-PID.txt`. stack.txt
+    holds what they said; the logs and the rest of the folder stay."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                kind, dash, pid = entry.name.removesuffix(".txt").rpartition("-")
+                if dash and kind in ("stack", "py-spy") and pid.isdigit():
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)  # noqa: PTH108 (a DirEntry's path)
+    except OSError:
+        return
