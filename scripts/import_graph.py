@@ -5,9 +5,16 @@
     python scripts/import_graph.py --quiet    # only problems
 
 Stages follow the pipeline (docs/ARCHITECTURE.md): a module may import its own
-stage and earlier ones, never a later one. Imports inside functions count (they
-are dependencies all the same); imports under `if TYPE_CHECKING:` count for the
-stage rule but not for cycles (they never run). Exit 1 on any problem.
+stage and earlier ones, never a later one. Every import counts, for the stage rule
+and for cycles alike: inside functions, and under `if TYPE_CHECKING:` too. A cycle
+through a deferred or a typing-only import still makes two modules that can only be
+read, changed and tested together; break it with a Protocol, or by moving the shared
+type to a module both import.
+
+The harness (reprospec/harness/: the `reprospec_harness` package and
+reprospec_forkserver.py, run in the target interpreter) imports itself by its own
+top-level names and relatively, and nothing of the engine: it is checked as a graph of
+its own, for cycles and for engine imports. Exit 1 on any problem.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "reprospec"
+HARNESS = PACKAGE / "harness"
+# The harness's own top-level names (its folder is on the child's PYTHONPATH).
+HARNESS_NAMES = ("reprospec_harness", "reprospec_forkserver")
 
 # The stages in pipeline order: a module's stage is its folder under reprospec/ (or, for the
 # few modules at the top, its own name). A new module's folder is its stage; a new folder must
@@ -27,22 +37,40 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (name, (f"reprospec.{name}",))
     for name in (
         # The child side (run in the target interpreter) and the error classes: import nothing.
-        "harness", "stackdump", "errors",
+        "harness",
+        "stackdump",
+        "errors",
         # Frozen values, units, the vocabulary: what every stage may use.
         "core",
-        "spec", "plan", "native", "process", "environment", "venvs", "runners",
-        "outcome", "store", "report", "doctor", "pipeline", "export",
+        "spec",
+        "plan",
+        "native",
+        "process",
+        "environment",
+        "venvs",
+        "runners",
+        "outcome",
+        "store",
+        "report",
+        "doctor",
+        "pipeline",
+        "export",
         # The Python API: everything that drives the engine many times goes through it.
         "api",
-        "isolation", "bisect", "slurm",
-        "pytest_plugin", "commands", "cli", "__main__",
+        "isolation",
+        "bisect",
+        "slurm",
+        "pytest_plugin",
+        "commands",
+        "cli",
+        "__main__",
     )
 )
 STAGE_NAMES = [name for name, _ in STAGES]
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, base: Path = ROOT) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -58,63 +86,66 @@ def stage_of(module: str) -> str | None:
     return best[1] if best else None
 
 
-def _type_checking_lines(tree: ast.Module) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
+def _is_under(name: str, roots: tuple[str, ...]) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in roots)
 
 
-def imports_of(path: Path, known: set[str]) -> Iterator[tuple[str, bool]]:
-    """(imported reprospec module, whether it is a module-level run-time import) in `path`."""
+def imports_of(
+    path: Path, known: set[str], base: Path = ROOT, roots: tuple[str, ...] = ("reprospec",)
+) -> Iterator[str]:
+    """Every module of `known` that `path` imports, wherever the import stands.
+
+    `roots`: the top-level names the graph is about; an import of anything else (the
+    standard library, torch, the engine when reading the harness) is not a node.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = _type_checking_lines(tree)
-    top_level = {id(node) for node in tree.body}
-    here = module_name(path)
+    here = module_name(path, base)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
+            base_name = node.module or ""
             if node.level:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            # `from reprospec import spec` imports the module reprospec.spec.load.
+                base_name = ".".join([*anchor, base_name] if base_name else anchor)
+            # `from reprospec import spec` imports the module reprospec.spec.
             names = [
-                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names
+                f"{base_name}.{a.name}" if f"{base_name}.{a.name}" in known else base_name
+                for a in node.names
             ]
-        eager = id(node) in top_level and node.lineno not in typing_only
         for name in names:
-            if not name.startswith("reprospec"):
+            if not _is_under(name, roots):
                 continue
             while name not in known and "." in name:
                 name = name.rpartition(".")[0]
             if name in known and name != here:
-                yield name, eager
+                yield name
 
 
-def graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """(every import, module-level run-time imports) per module of the engine package."""
-    files = sorted(p for p in PACKAGE.rglob("*.py") if "/harness/" not in p.as_posix())
+def graph() -> dict[str, set[str]]:
+    """Every import of every module of the engine package (the harness left out)."""
+    files = sorted(p for p in PACKAGE.rglob("*.py") if not p.is_relative_to(HARNESS))
     known = {module_name(p) for p in files} | {"reprospec.harness"}
-    every: dict[str, set[str]] = {module_name(p): set() for p in files}
-    eager: dict[str, set[str]] = {module_name(p): set() for p in files}
-    for path in files:
-        here = module_name(path)
-        for name, at_import in imports_of(path, known):
-            every[here].add(name)
-            if at_import:
-                eager[here].add(name)
-    return every, eager
+    return {module_name(p): set(imports_of(p, known)) for p in files}
+
+
+def harness_graph() -> dict[str, set[str]]:
+    """Every import of every module of the harness, by the names it imports itself by."""
+    files = sorted(HARNESS.rglob("*.py"))
+    files = [p for p in files if _is_under(module_name(p, HARNESS), HARNESS_NAMES)]
+    known = {module_name(p, HARNESS) for p in files}
+    roots = (*HARNESS_NAMES, "reprospec")
+    return {
+        module_name(p, HARNESS): set(imports_of(p, known | {"reprospec"}, HARNESS, roots))
+        for p in files
+    }
 
 
 def cycles(top: dict[str, set[str]]) -> list[list[str]]:
-    """Import cycles among module-level run-time imports (Tarjan's strongly connected parts)."""
+    """Import cycles, any import counted (Tarjan's strongly connected parts)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -152,7 +183,7 @@ def cycles(top: dict[str, set[str]]) -> list[list[str]]:
 
 
 def problems() -> tuple[list[str], dict[str, set[str]]]:
-    every, top = graph()
+    every = graph()
     out: list[str] = []
     for module in sorted(every):
         if module == "reprospec":
@@ -167,9 +198,13 @@ def problems() -> tuple[list[str], dict[str, set[str]]]:
                 continue
             if STAGE_NAMES.index(dep_stage) > STAGE_NAMES.index(stage):
                 out.append(f"{module} ({stage}) imports {dep} ({dep_stage}): a later stage")
-    for cycle in cycles(top):
+    harness = harness_graph()
+    for module in sorted(harness):
+        if "reprospec" in harness[module]:
+            out.append(f"{module} (harness) imports the engine (reprospec): it runs without it")
+    for cycle in cycles(every) + cycles(harness):
         out.append("import cycle: " + " -> ".join(cycle))
-    return out, every
+    return out, {**every, **harness}
 
 
 def main(argv: list[str]) -> int:
@@ -181,6 +216,9 @@ def main(argv: list[str]) -> int:
             for module in members:
                 deps = ", ".join(d.removeprefix("reprospec.") for d in sorted(every[module]))
                 print(f"  {module.removeprefix('reprospec.')} -> {deps or '-'}")
+        print("[the harness, on its own]")
+        for module in sorted(m for m in every if _is_under(m, HARNESS_NAMES)):
+            print(f"  {module} -> {', '.join(sorted(every[module])) or '-'}")
     for line in found:
         print(f"problem: {line}")
     print(f"{len(every)} modules, {len(found)} problem(s)")

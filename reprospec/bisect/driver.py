@@ -1,6 +1,6 @@
 """`reprospec bisect`: which release of a package broke it, found by running the spec.
 
-The search is `bisection.bisect` (pure); this module gives it an oracle that
+The search is `search.bisect` (pure); this module gives it an oracle that
 runs the spec's chosen cell through the Python API (`reprospec.run`) with that
 package's pin replaced by the candidate version (an override of the cell's
 resolved `environment.packages`, never a CLI call), on a runner that installs
@@ -18,19 +18,22 @@ interrupted bisect stopped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprospec import venvs
 from reprospec.bisect import releases, search
 from reprospec.bisect.search import BisectResult, Trial
-from reprospec.bisect.state import load_state, write_reports, write_state
-from reprospec.core.jsontypes import JsonObject
+from reprospec.bisect.state import (
+    BisectReport,
+    BisectRequest,
+    load_state,
+    write_reports,
+    write_state,
+)
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment import packages
@@ -38,97 +41,6 @@ from reprospec.errors import UsageError
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
-
-
-@dataclass(frozen=True)
-class BisectRequest:
-    """What `reprospec bisect` was asked."""
-
-    spec: Path
-    package: str | None  # None: --by-date over the whole environment
-    good: str
-    bad: str
-    matrix_filters: tuple[str, ...] = ()
-    overrides: tuple[str, ...] = ()
-    runner: str = "venv"
-    jobs: int | None = None
-    budget: int = search.DEFAULT_BUDGET
-    error: float = search.DEFAULT_ERROR
-    min_rate: float | None = None  # None: the spec's expect.rate bound, else the default
-    pre: bool = False
-    by_date: bool = False
-    python: str | None = None
-    find_links: Path | None = None
-    timeout_s: float | None = None
-    out: Path = Path(".reprospec")
-    fresh: bool = False
-    command_line: str = field(default="", compare=False)
-
-    def key(self, spec_text: str) -> str:
-        """The bisect's id: the same question about the same spec resumes the same state."""
-        parts = [spec_text, self.package, self.good, self.bad, list(self.matrix_filters),
-                 list(self.overrides), self.runner, self.python, self.pre, self.by_date,
-                 str(self.find_links or "")]
-        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
-        what = self.package or "environment"
-        return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")
-
-
-@dataclass(frozen=True)
-class BisectReport:
-    """A finished (or refused, or undecided) bisect with where it is written."""
-
-    request: BisectRequest
-    bisect_id: str
-    folder: Path
-    spec_name: str
-    cell_id: str
-    versions: tuple[str, ...]
-    result: BisectResult
-    # For --by-date: what changed between the last good and the first bad day.
-    changed: tuple[tuple[str, str | None, str | None], ...] = ()
-    resumed: bool = False
-
-    @property
-    def headline(self) -> str:
-        what = self.request.package or "environment"
-        result = self.result
-        if result.status == "found":
-            last = f" (last good {result.last_good})" if result.last_good else ""
-            if self.request.by_date:
-                changed = ", ".join(f"{n} {a or '-'} -> {b or '-'}" for n, a, b in self.changed)
-                return f"first bad day: {result.first_bad}{last}" + (
-                    f": {changed}" if changed else "")
-            return f"first bad: {what} {result.first_bad}{last}"
-        if result.status == "undecided":
-            return f"undecided: {result.reason}"
-        return f"refused: {result.reason}"
-
-    def to_json(self) -> JsonObject:
-        """`--format json`: the contract keys first, then the detail."""
-        data = self.result.to_dict()
-        out: JsonObject = {
-            "package": self.request.package,
-            "first_bad": data.pop("first_bad"),
-            "last_good": data.pop("last_good"),
-            "tested": data.pop("tested"),
-            "attempts": data.pop("attempts"),
-        }
-        out.update(data)
-        out.update({
-            "id": self.bisect_id,
-            "spec": self.spec_name,
-            "cell": self.cell_id,
-            "good": self.request.good,
-            "bad": self.request.bad,
-            "by_date": self.request.by_date,
-            "versions": list(self.versions),
-            "runner": self.request.runner,
-            "changed": [{"package": n, "last_good": a, "first_bad": b}
-                        for n, a, b in self.changed],
-            "folder": str(self.folder),
-        })
-        return out
 
 
 class BisectInterrupted(KeyboardInterrupt):
@@ -154,8 +66,9 @@ def bisect_spec(
             progress(redactor.text(line))
 
     if request.runner not in INSTALLING_RUNNERS:
-        raise UsageError(f"bisect installs each candidate: use --runner venv or docker, "
-                         f"not {request.runner!r}")
+        raise UsageError(
+            f"bisect installs each candidate: use --runner venv or docker, not {request.runner!r}"
+        )
     if request.by_date and request.runner != "venv":
         raise UsageError("--by-date needs --runner venv (uv's --exclude-newer)")
     if request.package is None and not request.by_date:
@@ -175,13 +88,17 @@ def bisect_spec(
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:
-        say(f"resuming {bisect_id}: {sum(t.attempts for t in known.values())} attempt(s) "
-            f"already ran")
+        say(
+            f"resuming {bisect_id}: {sum(t.attempts for t in known.values())} attempt(s) "
+            f"already ran"
+        )
     min_rate = request.min_rate
     if min_rate is None:
         min_rate = _rate_floor(plan.expectations[cell.id].rate) or search.DEFAULT_MIN_RATE
-    say(f"bisecting {request.package or 'the environment'}: {len(versions)} candidates "
-        f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}")
+    say(
+        f"bisecting {request.package or 'the environment'}: {len(versions)} candidates "
+        f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}"
+    )
 
     trials: dict[str, Trial] = dict(known)
 
@@ -189,8 +106,9 @@ def bisect_spec(
         write_state(folder / "state.json", request, versions, trials, result)
 
     def oracle(version: str, attempts: int) -> Trial:
-        trial, interrupted = _run_candidate(request, environment.packages, version, attempts,
-                                            cancel)
+        trial, interrupted = _run_candidate(
+            request, environment.packages, version, attempts, cancel
+        )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
             trials[version] = trials[version].merged(trial) if version in trials else trial
@@ -213,11 +131,15 @@ def bisect_spec(
         raise
     except KeyboardInterrupt:  # while an environment was being built, say
         raise BisectInterrupted(
-            f"interrupted; rerun the same command to resume {bisect_id}") from None
+            f"interrupted; rerun the same command to resume {bisect_id}"
+        ) from None
     save(result)
     changed = _changed(request, environment.packages, result) if request.by_date else ()
-    report = redactor.value(BisectReport(request, bisect_id, folder, spec.name, cell.id,
-                                         versions, result, changed, resumed))
+    report = redactor.value(
+        BisectReport(
+            request, bisect_id, folder, spec.name, cell.id, versions, result, changed, resumed
+        )
+    )
     write_reports(report)
     return report
 
@@ -231,8 +153,9 @@ def _candidates(request: BisectRequest) -> tuple[str, ...]:
     assert request.package is not None
     index = venvs.user_index_config((request.find_links,) if request.find_links else ())
     listed = releases.list_versions(request.package, index, pre=request.pre)
-    return releases.between(listed, request.good, request.bad, pre=request.pre,
-                            name=request.package)
+    return releases.between(
+        listed, request.good, request.bad, pre=request.pre, name=request.package
+    )
 
 
 def _rate_floor(rate: object) -> float | None:
@@ -243,8 +166,9 @@ def _rate_floor(rate: object) -> float | None:
     return None
 
 
-def candidate_packages(current: Sequence[str], package: str | None, version: str,
-                       by_date: bool) -> tuple[str, ...]:
+def candidate_packages(
+    current: Sequence[str], package: str | None, version: str, by_date: bool
+) -> tuple[str, ...]:
     """The cell's packages with `package` pinned to `version` (unpinned when by date)."""
     wanted = packages.normalize(package) if package else None
     pin = (package if by_date else f"{package}=={version}") if package else None
@@ -337,12 +261,12 @@ def _describe(trial: Trial) -> str:
         seen[signature] = seen.get(signature, 0) + 1
     outcomes = ", ".join(f"{s} x{n}" for s, n in seen.items())
     verdict = "bad" if trial.matched else "clean"
-    return (f"{trial.version}: {trial.matched}/{trial.attempts} matched ({outcomes}) -> "
-            f"{verdict}")
+    return f"{trial.version}: {trial.matched}/{trial.attempts} matched ({outcomes}) -> {verdict}"
 
 
-def _changed(request: BisectRequest, current: Sequence[str],
-             result: BisectResult) -> tuple[tuple[str, str | None, str | None], ...]:
+def _changed(
+    request: BisectRequest, current: Sequence[str], result: BisectResult
+) -> tuple[tuple[str, str | None, str | None], ...]:
     """By date: the installed versions that differ between the last good and first bad day."""
     if result.status != "found" or result.last_good is None or result.first_bad is None:
         return ()
@@ -359,8 +283,11 @@ def _changed(request: BisectRequest, current: Sequence[str],
         meta = venvs.read_meta(root / env_request.key())
         installed.append(venvs.installed(meta) if meta is not None else {})
     names = sorted(set(installed[0]) | set(installed[1]))
-    return tuple((n, installed[0].get(n), installed[1].get(n)) for n in names
-                 if installed[0].get(n) != installed[1].get(n))
+    return tuple(
+        (n, installed[0].get(n), installed[1].get(n))
+        for n in names
+        if installed[0].get(n) != installed[1].get(n)
+    )
 
 
 def _envs_root(request: BisectRequest) -> Path:

@@ -1,22 +1,130 @@
-"""A bisect's files in `<out>/bisect/<id>/`: state.json (what ran, keyed by version, for a
-resume), and the answer as bisect.json and bisect.md."""
+"""A bisect's request, its answer, and their files in `<out>/bisect/<id>/`: state.json (what
+ran, keyed by version, for a resume), and the answer as bisect.json and bisect.md.
+
+The request and the report live here, beside the files they are written to, so that
+driver.py imports this module and never the other way round."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.jsontypes import JsonObject
-
-if TYPE_CHECKING:
-    from reprospec.bisect.driver import BisectReport, BisectRequest
+from reprospec.environment import packages
 
 STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """What `reprospec bisect` was asked."""
+
+    spec: Path
+    package: str | None  # None: --by-date over the whole environment
+    good: str
+    bad: str
+    matrix_filters: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    runner: str = "venv"
+    jobs: int | None = None
+    budget: int = search.DEFAULT_BUDGET
+    error: float = search.DEFAULT_ERROR
+    min_rate: float | None = None  # None: the spec's expect.rate bound, else the default
+    pre: bool = False
+    by_date: bool = False
+    python: str | None = None
+    find_links: Path | None = None
+    timeout_s: float | None = None
+    out: Path = Path(".reprospec")
+    fresh: bool = False
+    command_line: str = field(default="", compare=False)
+
+    def key(self, spec_text: str) -> str:
+        """The bisect's id: the same question about the same spec resumes the same state."""
+        parts = [
+            spec_text,
+            self.package,
+            self.good,
+            self.bad,
+            list(self.matrix_filters),
+            list(self.overrides),
+            self.runner,
+            self.python,
+            self.pre,
+            self.by_date,
+            str(self.find_links or ""),
+        ]
+        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
+        what = self.package or "environment"
+        return f"{packages.normalize(what)}-{self.good}-{self.bad}-{digest}".replace("/", "_")
+
+
+@dataclass(frozen=True)
+class BisectReport:
+    """A finished (or refused, or undecided) bisect with where it is written."""
+
+    request: BisectRequest
+    bisect_id: str
+    folder: Path
+    spec_name: str
+    cell_id: str
+    versions: tuple[str, ...]
+    result: BisectResult
+    # For --by-date: what changed between the last good and the first bad day.
+    changed: tuple[tuple[str, str | None, str | None], ...] = ()
+    resumed: bool = False
+
+    @property
+    def headline(self) -> str:
+        what = self.request.package or "environment"
+        result = self.result
+        if result.status == "found":
+            last = f" (last good {result.last_good})" if result.last_good else ""
+            if self.request.by_date:
+                changed = ", ".join(f"{n} {a or '-'} -> {b or '-'}" for n, a, b in self.changed)
+                return f"first bad day: {result.first_bad}{last}" + (
+                    f": {changed}" if changed else ""
+                )
+            return f"first bad: {what} {result.first_bad}{last}"
+        if result.status == "undecided":
+            return f"undecided: {result.reason}"
+        return f"refused: {result.reason}"
+
+    def to_json(self) -> JsonObject:
+        """`--format json`: the contract keys first, then the detail."""
+        data = self.result.to_dict()
+        out: JsonObject = {
+            "package": self.request.package,
+            "first_bad": data.pop("first_bad"),
+            "last_good": data.pop("last_good"),
+            "tested": data.pop("tested"),
+            "attempts": data.pop("attempts"),
+        }
+        out.update(data)
+        out.update(
+            {
+                "id": self.bisect_id,
+                "spec": self.spec_name,
+                "cell": self.cell_id,
+                "good": self.request.good,
+                "bad": self.request.bad,
+                "by_date": self.request.by_date,
+                "versions": list(self.versions),
+                "runner": self.request.runner,
+                "changed": [
+                    {"package": n, "last_good": a, "first_bad": b} for n, a, b in self.changed
+                ],
+                "folder": str(self.folder),
+            }
+        )
+        return out
 
 
 def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[str, Trial], bool]:
@@ -37,8 +145,13 @@ def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[s
     return kept, bool(kept)
 
 
-def write_state(path: Path, request: BisectRequest, versions: Sequence[str],
-                 trials: Mapping[str, Trial], result: BisectResult | None) -> None:
+def write_state(
+    path: Path,
+    request: BisectRequest,
+    versions: Sequence[str],
+    trials: Mapping[str, Trial],
+    result: BisectResult | None,
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data: JsonObject = {
         "format": STATE_FORMAT,
@@ -58,8 +171,9 @@ def write_state(path: Path, request: BisectRequest, versions: Sequence[str],
 
 def write_reports(report: BisectReport) -> None:
     report.folder.mkdir(parents=True, exist_ok=True)
-    (report.folder / "bisect.json").write_text(json.dumps(report.to_json(), indent=2) + "\n",
-                                               encoding="utf-8")
+    (report.folder / "bisect.json").write_text(
+        json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8"
+    )
     (report.folder / "bisect.md").write_text(render_markdown(report), encoding="utf-8")
 
 
@@ -67,12 +181,18 @@ def render_markdown(report: BisectReport) -> str:
     """bisect.md: the answer, how sure, and the evidence for every tested version."""
     result, request = report.result, report.request
     what = request.package or "the environment"
-    lines = [f"# Bisect: {report.spec_name}, {what} {request.good}..{request.bad}", "",
-             f"**{report.headline}**", ""]
+    lines = [
+        f"# Bisect: {report.spec_name}, {what} {request.good}..{request.bad}",
+        "",
+        f"**{report.headline}**",
+        "",
+    ]
     if result.status == "found":
-        lines.append(f"Probability of this answer: {result.confidence:.3f} (stated error "
-                     f"{result.error:g}, assuming a bad version reproduces in at least "
-                     f"{result.min_rate:g} of attempts).")
+        lines.append(
+            f"Probability of this answer: {result.confidence:.3f} (stated error "
+            f"{result.error:g}, assuming a bad version reproduces in at least "
+            f"{result.min_rate:g} of attempts)."
+        )
     if result.status == "found" and result.reason:
         lines.append(f"Note: {result.reason}.")
     matched, attempts = result.rate
@@ -80,13 +200,19 @@ def render_markdown(report: BisectReport) -> str:
         lines.append(f"Reproduction rate at the bad versions: {matched}/{attempts}.")
     for warning in result.warnings:
         lines.append(f"Warning: {warning}.")
-    lines += ["", f"Cell: `{report.cell_id or '(the only cell)'}`; runner: {request.runner}; "
-              f"{result.attempts} attempts over {len(result.tested)} of "
-              f"{len(report.versions)} candidates.", ""]
+    lines += [
+        "",
+        f"Cell: `{report.cell_id or '(the only cell)'}`; runner: {request.runner}; "
+        f"{result.attempts} attempts over {len(result.tested)} of "
+        f"{len(report.versions)} candidates.",
+        "",
+    ]
     if request.command_line:
         lines += ["Rerun (resumes from the saved state):", "", f"    {request.command_line}", ""]
-    lines += ["| version | judged | matched / attempts | outcomes | runs |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "| version | judged | matched / attempts | outcomes | runs |",
+        "|---|---|---|---|---|",
+    ]
     for evidence in result.versions:
         if evidence.state == "untested":
             continue
@@ -96,17 +222,25 @@ def render_markdown(report: BisectReport) -> str:
         runs = ", ".join(f"`{r}`" for r in evidence.runs)
         mark = " **first bad**" if evidence.version == result.first_bad else ""
         mark = " *last good*" if evidence.version == result.last_good else mark
-        lines.append(f"| {evidence.version}{mark} | {evidence.state} | {evidence.matched} / "
-                     f"{evidence.attempts} | {outcomes.replace('|', '/')} | {runs} |")
+        lines.append(
+            f"| {evidence.version}{mark} | {evidence.state} | {evidence.matched} / "
+            f"{evidence.attempts} | {outcomes.replace('|', '/')} | {runs} |"
+        )
     if report.changed:
-        lines += ["", f"Installed versions that changed from {result.last_good} to "
-                  f"{result.first_bad}:", "", "| package | last good | first bad |",
-                  "|---|---|---|"]
+        lines += [
+            "",
+            f"Installed versions that changed from {result.last_good} to {result.first_bad}:",
+            "",
+            "| package | last good | first bad |",
+            "|---|---|---|",
+        ]
         for name, before, after in report.changed:
             lines.append(f"| {name} | {before or '-'} | {after or '-'} |")
-    lines += ["", "A version is bad at its first attempt that fails as the spec's `expect` says; "
-              "good when the clean attempts at it and above it leave the answer's probability "
-              "above 1 - error. Versions that could not be installed are skipped, never judged.",
-              ""]
+    lines += [
+        "",
+        "A version is bad at its first attempt that fails as the spec's `expect` says; "
+        "good when the clean attempts at it and above it leave the answer's probability "
+        "above 1 - error. Versions that could not be installed are skipped, never judged.",
+        "",
+    ]
     return "\n".join(lines)
-

@@ -77,7 +77,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.bisect import search
-    from reprospec.bisect.driver import BisectInterrupted, BisectRequest, bisect_spec
+    from reprospec.bisect.driver import BisectInterrupted, bisect_spec
+    from reprospec.bisect.state import BisectRequest
     from reprospec.errors import UsageError
 
     if args.by_date:

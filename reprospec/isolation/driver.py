@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation, Spec
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -41,6 +41,7 @@ from reprospec.isolation.differences import (
     mix,
     overrides,
 )
+from reprospec.isolation.report import IsolateResult, Side, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 
@@ -61,55 +62,6 @@ class IsolateOptions:
     # Runner, -j, timeout, --out, --python, and the --set overrides of both sides.
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="isolate"))
     command_line: str = ""  # how a person reruns this isolation (for the report)
-
-
-@dataclass(frozen=True)
-class Side:
-    """One end of the isolation: a cell, the fields set on that side only, the flat config."""
-
-    cell: Cell
-    sets: Config
-    config: Config
-
-    def describe(self) -> str:
-        sets = ", ".join(
-            f"~{p}" if v is MISSING else f"{p}={json.dumps(v)}" for p, v in self.sets.items()
-        )
-        return self.cell.id + (f" with {sets}" if sets else "")
-
-
-@dataclass(frozen=True)
-class IsolateResult:
-    """The answer in the spec's terms, with the search's evidence and where it is stored."""
-
-    id: str
-    folder: Path
-    spec_name: str
-    spec_path: str
-    expectation: Expectation
-    failing: Side
-    passing: Side
-    differences: tuple[Difference, ...]
-    result: IsolationResult
-    runs: tuple[str, ...]
-    reused: int  # probes answered from an earlier, interrupted isolation
-    interrupted: bool
-    budget: int = 100
-    command_line: str = ""
-
-    @property
-    def culprits(self) -> tuple[Difference, ...]:
-        return tuple(self.differences[i] for i in self.result.culprits)
-
-    def sentence(self) -> str:
-        from reprospec.isolation.report import sentence
-
-        return sentence(self)
-
-    def to_dict(self) -> JsonObject:
-        from reprospec.isolation.report import to_dict
-
-        return to_dict(self)
 
 
 def isolate_spec(
@@ -246,8 +198,6 @@ def isolate_spec(
         budget=options.budget,
         command_line=options.command_line,
     )
-    from reprospec.isolation.report import write
-
     found = redactor.value(found)
     write(found)
     return found
@@ -334,9 +284,7 @@ class _CandidateRunner:
         self.state.add(stored)
         return stored
 
-    def _stored(
-        self, probe: Probe, config: Config, result: RunResult | None
-    ) -> StoredProbe:
+    def _stored(self, probe: Probe, config: Config, result: RunResult | None) -> StoredProbe:
         kinds: list[AttemptKind] = []
         reason = ""
         if result is not None:

@@ -1,17 +1,66 @@
-"""The answer of an isolation in words: the sentence, the evidence table, isolate.md and .json."""
+"""The answer of an isolation (`IsolateResult`) and its words: the sentence, the evidence
+table, isolate.md and .json.
+
+The result lives here, beside its views, so that driver.py imports this module and never
+the other way round."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.isolation.candidates import Candidate
-from reprospec.isolation.differences import MISSING, Config, Setting, render
+from reprospec.isolation.candidates import Candidate, IsolationResult
+from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
-if TYPE_CHECKING:
-    from reprospec.isolation.driver import IsolateResult
+
+@dataclass(frozen=True)
+class Side:
+    """One end of the isolation: a cell, the fields set on that side only, the flat config."""
+
+    cell: Cell
+    sets: Config
+    config: Config
+
+    def describe(self) -> str:
+        sets = ", ".join(
+            f"~{p}" if v is MISSING else f"{p}={json.dumps(v)}" for p, v in self.sets.items()
+        )
+        return self.cell.id + (f" with {sets}" if sets else "")
+
+
+@dataclass(frozen=True)
+class IsolateResult:
+    """The answer in the spec's terms, with the search's evidence and where it is stored."""
+
+    id: str
+    folder: Path
+    spec_name: str
+    spec_path: str
+    expectation: Expectation
+    failing: Side
+    passing: Side
+    differences: tuple[Difference, ...]
+    result: IsolationResult
+    runs: tuple[str, ...]
+    reused: int  # probes answered from an earlier, interrupted isolation
+    interrupted: bool
+    budget: int = 100
+    command_line: str = ""
+
+    @property
+    def culprits(self) -> tuple[Difference, ...]:
+        return tuple(self.differences[i] for i in self.result.culprits)
+
+    def sentence(self) -> str:
+        return sentence(self)
+
+    def to_dict(self) -> JsonObject:
+        return to_dict(self)
+
 
 _VERBS = {"crash": "crashes", "hang": "hangs", "error": "errors", "fail": "fails"}
 

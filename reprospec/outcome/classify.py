@@ -59,7 +59,7 @@ from reprospec.outcome.tracebacks import (
     parse_chain,
 )
 
-# The harness's exit status after an `infra_error` event (reprospec_harness.run.EXIT_INFRA).
+# The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
 
 _WORKER_KILLED = re.compile(

@@ -15,19 +15,27 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from reprospec.core import patterns
 from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.core.inputs import Marker
-from reprospec.core.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     import regex
 
-    from reprospec.process.output import EventWriter
+
+class EventSink(Protocol):
+    """Where a matched marker's event goes: output.py's EventWriter (events.jsonl).
+
+    A Protocol, so this module does not import output.py, which imports it.
+    """
+
+    def write(self, event: Mapping[str, JsonValue]) -> None: ...
+
 
 # A newline-less flood must not grow the line buffer or make the regexes slow.
 MAX_LINE_BYTES = 64 << 10
@@ -124,7 +132,7 @@ class MarkerMatcher:
     def __init__(
         self,
         markers: Sequence[CompiledMarker],
-        events: EventWriter,
+        events: EventSink,
         timeout_s: float = MARKER_MATCH_TIMEOUT_S,
         budget_s: float = MARKER_BUDGET_S,
         max_pending: int = MAX_PENDING_LINES,
@@ -231,7 +239,7 @@ class MarkerScanner:
     def __init__(
         self,
         markers: Sequence[CompiledMarker] = (),
-        events: EventWriter | None = None,
+        events: EventSink | None = None,
         max_line: int = MAX_LINE_BYTES,
         matcher: MarkerMatcher | None = None,
     ) -> None:

@@ -13,9 +13,19 @@ Stdlib only (imported before torch).
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
+from . import events
 from .values import JsonValue
+
+if TYPE_CHECKING:
+    import torch
+
+# The exit status after an `infra_error` event: the engine makes the cell `infra-error`
+# (its outcome/classify.py reads it as HARNESS_EXIT_INFRA).
+EXIT_INFRA = 3
 
 
 class InfraError(Exception):
@@ -28,6 +38,43 @@ class ConfigError(InfraError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+def infra_error(exc: InfraError) -> int:
+    """The `infra_error` event and EXIT_INFRA: the engine makes the cell `infra-error`."""
+    events.emit("infra_error", reason=str(exc))
+    what = "invalid workload" if isinstance(exc, ConfigError) else "infrastructure error"
+    sys.stderr.write(f"reprospec harness: {what}: {exc}\n")
+    return EXIT_INFRA
+
+
+def resolve_device(requested: str) -> torch.device:
+    """`cpu` | `cuda` | `cuda:N` | `auto`; a missing GPU is an InfraError, never a crash."""
+    import torch
+
+    requested = str(requested)
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(requested)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "a CPU-only build"
+            raise InfraError(
+                f"device {requested} requested but no CUDA device is visible "
+                f"(torch {torch.__version__}, {build})"
+            )
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise InfraError(
+                f"device {requested} requested but only {count} CUDA device(s) are visible"
+            )
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise InfraError("device mps requested but MPS is not available on this machine")
+    elif device.type not in ("cpu", "mps"):
+        raise InfraError(
+            f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto"
+        )
+    return device
 
 
 def integer(value: object, field: str, minimum: int | None = None) -> int:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from . import cell as cell_module
 from . import config, events, stackdump
-from .config import ConfigError, InfraError
+from .config import ConfigError, InfraError, infra_error, resolve_device
 from .values import Int64Array, JsonValue, array, to_int
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ POLL_S = 0.25
 # Collectives wait this long before torch gives up: the attempt's timeout comes first.
 COLLECTIVE_TIMEOUT = datetime.timedelta(days=1)
 RENDEZVOUS_TIMEOUT = datetime.timedelta(seconds=120)
-EXIT_INFRA = 3
 
 
 @dataclass(frozen=True)
@@ -236,8 +235,6 @@ def _leave(code: int) -> None:
 
 
 def _run_rank(me: Rank, port: int) -> int:
-    from .run import _infra_error, resolve_device
-
     cell = cell_module.load()
     workload, environment = cell.workload, cell.environment
     me.track(None, None, "setup")
@@ -253,7 +250,7 @@ def _run_rank(me: Rank, port: int) -> int:
             requested = f"cuda:{me.rank}"
         device = me.device = resolve_device(requested)
     except InfraError as exc:
-        return _infra_error(exc)
+        return infra_error(exc)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     store = tdist.TCPStore("127.0.0.1", port, is_master=False, timeout=RENDEZVOUS_TIMEOUT)
@@ -279,7 +276,7 @@ def _run_rank(me: Rank, port: int) -> int:
             rank=me,
         )
     except ConfigError as exc:
-        return _infra_error(exc)
+        return infra_error(exc)
     run_phases(work)
     me.track(me.phases[-1] if me.phases else None, None, "finish")
     # Every rank leaves together; the process group is not torn down (see _leave).

@@ -12,21 +12,14 @@ from __future__ import annotations
 import faulthandler
 import importlib
 import os
-import random
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import cell as cell_module
 from . import distributed, envinfo, events, stackdump
-from .config import ConfigError, InfraError
+from .config import ConfigError, InfraError, infra_error, resolve_device
 from .values import JsonObject, JsonValue, array, obj, to_int
-
-if TYPE_CHECKING:
-    import torch
-
-EXIT_INFRA = 3
 
 # Switches that are environment variables read when CUDA initializes: set before any import.
 DEBUG_ENV = {
@@ -61,7 +54,7 @@ def main() -> int:
         else:
             distributed.check_backend(ranks, requested)
     except InfraError as exc:
-        return _infra_error(exc)
+        return infra_error(exc)
     finally:
         if env_path:
             info["torch"] = envinfo.capture_torch(init_cuda=_on_cuda(workload, environment))
@@ -79,17 +72,9 @@ def main() -> int:
     try:
         work = build(workload, device, seed=to_int(workload.get("seed") or 0), attempt=cell.attempt)
     except ConfigError as exc:  # a mistake in the spec's built-in configuration, not the incident
-        return _infra_error(exc)
+        return infra_error(exc)
     run_phases(work)
     return 0
-
-
-def _infra_error(exc: InfraError) -> int:
-    """The `infra_error` event and EXIT_INFRA: the engine makes the cell `infra-error`."""
-    events.emit("infra_error", reason=str(exc))
-    what = "invalid workload" if isinstance(exc, ConfigError) else "infrastructure error"
-    sys.stderr.write(f"reprospec harness: {what}: {exc}\n")
-    return EXIT_INFRA
 
 
 def import_modules(modules: list[str]) -> None:
@@ -106,45 +91,6 @@ def import_modules(modules: list[str]) -> None:
             if name == "torch" and exc.name == "torch":
                 raise InfraError(f"torch is not installed in {sys.executable}") from exc
             raise
-
-
-def resolve_device(requested: str) -> torch.device:
-    """`cpu` | `cuda` | `cuda:N` | `auto`; a missing GPU is an InfraError, never a crash."""
-    import torch
-
-    requested = str(requested)
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(requested)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "a CPU-only build"
-            raise InfraError(
-                f"device {requested} requested but no CUDA device is visible "
-                f"(torch {torch.__version__}, {build})"
-            )
-        count = torch.cuda.device_count()
-        if device.index is not None and device.index >= count:
-            raise InfraError(
-                f"device {requested} requested but only {count} CUDA device(s) are visible"
-            )
-    elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise InfraError("device mps requested but MPS is not available on this machine")
-    elif device.type not in ("cpu", "mps"):
-        raise InfraError(
-            f"device {requested!r} is not supported: expected cpu, cuda, cuda:N, mps or auto"
-        )
-    return device
-
-
-def seed_everything(seed: int) -> None:
-    import torch
-
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")  # seeded if the workload uses it; never imported for it
-    if numpy is not None:
-        numpy.random.seed(seed)
 
 
 def _on_cuda(workload: Mapping[str, JsonValue], environment: Mapping[str, JsonValue]) -> bool:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import random
+import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import torch
 
 from . import config, data, models, training
 from .injection import FaultPlan
-from .run import seed_everything
 from .values import JsonValue, array, obj
 
-if TYPE_CHECKING:
-    from .distributed import Rank
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    numpy = sys.modules.get("numpy")  # seeded if the workload uses it; never imported for it
+    if numpy is not None:
+        numpy.random.seed(seed)
 
 
 def build(
@@ -21,7 +27,7 @@ def build(
     device: torch.device,
     seed: int,
     attempt: int,
-    rank: Rank | None = None,
+    rank: training.Rank | None = None,
 ) -> training.Workload:
     """Everything `training.run_phases` needs; main-process faults with no `at` fire at its end.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -18,10 +18,27 @@ from .injection import FaultPlan
 from .values import JsonValue, to_int
 from .workers import report_dead_workers
 
-if TYPE_CHECKING:
-    from .distributed import Rank
-
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class Rank(Protocol):
+    """This process's rank of a distributed workload, as setup and training use it
+    (distributed.py's Rank: its place in the job, the step agreement, DDP).
+
+    A Protocol, so neither module imports distributed.py, which runs them.
+    """
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    def track(self, phase: str | None, step: int | None, stage: str) -> None: ...
+
+    def agree(self, phase: str | None, step: int) -> None: ...
+
+    def wrap(self, model: nn.Module) -> nn.Module: ...
 
 
 def _as_target(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

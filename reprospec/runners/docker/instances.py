@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.results import Execution
@@ -36,8 +36,7 @@ from reprospec.runners.docker.engine import ENGINE_LABEL, LABEL, fresh_container
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:
-    from reprospec.runners.docker.runner import DockerRunner
-    from reprospec.runners.docker.sdk import ContainerConfig
+    from reprospec.runners.docker.sdk import ContainerConfig, DockerClient
 
 IN_BARRIER = "/reprospec/barrier"
 IN_LAUNCH = "/reprospec/launch.py"
@@ -118,8 +117,31 @@ def pod_config(
     return config
 
 
+class InstanceHost(Protocol):
+    """What the instances of one attempt need of the docker runner (runner.py's
+    DockerRunner): its engine client, the plan's image, and one container to its end.
+
+    A Protocol, so this module does not import runner.py, which imports it.
+    """
+
+    @property
+    def client(self) -> DockerClient: ...
+
+    def _image_for(self, client: DockerClient, plan: AttemptPlan) -> str: ...
+
+    def _run(
+        self,
+        plan: AttemptPlan,
+        log_dir: Path,
+        *,
+        gpu_slot: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
+        instance: tuple[InstanceStart, str] | None = None,
+    ) -> Execution: ...
+
+
 def run_instances(
-    runner: DockerRunner,
+    runner: InstanceHost,
     plan: AttemptPlan,
     log_dir: Path,
     *,

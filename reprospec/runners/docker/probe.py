@@ -7,8 +7,10 @@ plan's image (labelled, always removed) and read what it printed.
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reprospec.core import capped
 from reprospec.core.inputs import AttemptPlan
@@ -24,11 +26,30 @@ from reprospec.runners.docker.engine import (
 )
 
 if TYPE_CHECKING:
-    from reprospec.runners.docker.runner import DockerRunner
-    from reprospec.runners.docker.sdk import Container
+    from reprospec.runners.docker.sdk import Container, ContainerConfig, DockerClient
 
 
-def packages_refused(runner: DockerRunner, plan: AttemptPlan, log_dir: Path) -> str | None:
+class ProbeHost(Protocol):
+    """What a probe needs of the docker runner (runner.py's DockerRunner): the config of a
+    fresh container of the plan's image, and the runner's cache of package checks.
+
+    A Protocol, so this module does not import runner.py, which imports it.
+    """
+
+    _check_lock: threading.Lock
+    _package_checks: dict[tuple[str, tuple[str, ...]], str | None]
+
+    def _container_config(
+        self,
+        plan: AttemptPlan,
+        argv: Sequence[str],
+        log_dir: Path,
+        *,
+        harness: bool | None = None,
+    ) -> tuple[DockerClient, str, ContainerConfig]: ...
+
+
+def packages_refused(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> str | None:
     """Why the plan's image does not satisfy the cell's `packages` (checked in a container).
 
     Once per image and package list: the stdlib probe of `reprospec.environment.packages` runs
@@ -72,9 +93,7 @@ def packages_refused(runner: DockerRunner, plan: AttemptPlan, log_dir: Path) -> 
         return reason
 
 
-def capture_environment(
-    runner: DockerRunner, plan: AttemptPlan, log_dir: Path
-) -> JsonObject:
+def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> JsonObject:
     """`python3 -m reprospec_harness.envinfo` in a container of the plan's image."""
     import docker.errors
 
