@@ -321,7 +321,12 @@ class SpecItem(pytest.Item):
     # Any: pytest constructs its nodes through `from_parent` with keywords of its own
     # choosing, which the base class takes typed one by one; a node class passes them on.
     def __init__(
-        self, *, spec: Spec, cell: Cell, line: int | None = None, **kwargs: Any  # noqa: ANN401
+        self,
+        *,
+        spec: Spec,
+        cell: Cell,
+        line: int | None = None,
+        **kwargs: Any,  # noqa: ANN401
     ) -> None:
         super().__init__(**kwargs)
         self.spec = spec
@@ -360,6 +365,7 @@ class SpecItem(pytest.Item):
     def setup(self) -> None:
         from reprospec import api
         from reprospec.errors import FatalError
+        from reprospec.store.runfolder import RunFolder
 
         settings = self.config.stash[SETTINGS]
         try:
@@ -372,7 +378,7 @@ class SpecItem(pytest.Item):
         if not cells:
             raise CouldNotRun(f"the run {result.run_id} holds no cell {self.cell.id!r}")
         cell = self.result = cells[0]
-        self.report_path = settings.out / "runs" / result.run_id / "report.md"
+        self.report_path = RunFolder.of(settings.out, result.run_id).report_md
         properties = junit_properties(cell, result.run_id, self.report_path)
         # A rerun (pytest-rerunfailures, flaky) replaces what the previous run recorded.
         names = {name for name, _ in properties}

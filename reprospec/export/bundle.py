@@ -34,6 +34,7 @@ from reprospec.core.bounds import MAX_REPEAT, count_within
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
+from reprospec.store.runfolder import RunFolder
 
 FORMAT = 1
 MANIFEST = "bundle.json"
@@ -45,7 +46,6 @@ MAX_NAME_CHARS = 1024
 MAX_DEPTH = 48
 # Packing: attempt files the logs leave out (scratch folders, core dumps).
 _SKIP_DIRS = {"tmp", "cache", "__pycache__"}
-_RUN_FILES = ("report.md", "results.json", "spec.yaml", "repro.py")
 _LOG_FILE_BYTES = 64 << 20
 
 
@@ -132,14 +132,14 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
             _add_text(tar, top / "README.md", _readme(run, manifest, workdir_rel))
             _add_text(tar, top / "tree" / spec_rel, run.spec_text)
             count += 3
-            for name in _RUN_FILES:
-                if (run_dir / name).is_file():
-                    _add_file(tar, top / name, run_dir / name)
+            for path in RunFolder(run_dir).top_files:
+                if path.is_file():
+                    _add_file(tar, top / path.name, path)
                     count += 1
             for path, rel in zip(sources.files, workdir_rel, strict=True):
                 _add_file(tar, top / "tree" / rel, path)
                 count += 1
-            for path in _log_files(run_dir / "cells"):
+            for path in _log_files(RunFolder(run_dir).cells):
                 _add_file(tar, top / "logs" / path.relative_to(run_dir).as_posix(), path)
                 count += 1
         tmp.replace(output)

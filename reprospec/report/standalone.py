@@ -11,8 +11,7 @@ from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.versions import versions_text
-
-REPRO_PY = "repro.py"
+from reprospec.store.runfolder import REPRO_PY
 
 
 def _cell_phrase(run: RunResult, standalone: Standalone) -> str:
@@ -42,18 +41,23 @@ def standalone_markdown(run: RunResult) -> str:
         return ""
     lines = ["## Standalone repro", ""]
     if standalone.unavailable:
-        lines.append(f"No standalone repro for {_cell_phrase(run, standalone)}: "
-                     f"{standalone.unavailable}.")
+        lines.append(
+            f"No standalone repro for {_cell_phrase(run, standalone)}: {standalone.unavailable}."
+        )
         return "\n".join(lines)
     workdir = standalone.workdir if standalone.workdir != "." else "the spec's folder"
     if standalone.kind == "command":
-        lines += [f"Without reprospec, {_cell_phrase(run, standalone)}, from the spec's folder:",
-                  ""]
+        lines += [
+            f"Without reprospec, {_cell_phrase(run, standalone)}, from the spec's folder:",
+            "",
+        ]
         lines += _fenced(standalone.run, "sh")
         lines += _checklist(standalone, workdir)
     else:
-        self_contained = "it needs only torch" if not standalone.files else (
-            "it needs torch and the files below, in the folder it runs in"
+        self_contained = (
+            "it needs only torch"
+            if not standalone.files
+            else ("it needs torch and the files below, in the folder it runs in")
         )
         lines += [
             f"Without reprospec, {_cell_phrase(run, standalone)}: {inline_code(REPRO_PY)} "

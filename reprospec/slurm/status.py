@@ -18,6 +18,7 @@ from typing import Literal
 from reprospec.core.jsontypes import JsonObject
 from reprospec.slurm.plan import SlurmRun
 from reprospec.slurm.queue import ACTIVE_STATES, ENDED_STATES, QueueEntry, query_queue
+from reprospec.store.runfolder import RunFolder
 
 # The last line an array task prints: the exit status of its `reprospec run`.
 EXIT_LINE = re.compile(r"^reprospec-slurm: exit (\d+)$", re.MULTILINE)
@@ -76,9 +77,7 @@ class RunStatus:
     @property
     def missing(self) -> tuple[int, ...]:
         """Shards a resume would submit again: ended without complete results."""
-        return tuple(
-            s.shard for s in self.shards if s.state in ("died", "failed", "not-submitted")
-        )
+        return tuple(s.shard for s in self.shards if s.state in ("died", "failed", "not-submitted"))
 
     @property
     def active(self) -> tuple[int, ...]:
@@ -143,12 +142,12 @@ def read_log(path: Path | None) -> str:
 
 def shard_run(run: SlurmRun, shard: int) -> tuple[Path | None, JsonObject | None]:
     """The shard's run folder (there is one per shard) and its results.json, when written."""
-    runs = sorted(p for p in (run.shard_dir(shard) / "runs").glob("*/") if p.is_dir())
+    runs = RunFolder.all_under(run.shard_dir(shard))
     if not runs:
         return None, None
-    folder = runs[-1]
+    folder = runs[-1].path
     try:
-        data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        data = json.loads(runs[-1].results_json.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return folder, None
     return folder, data if isinstance(data, dict) else None
@@ -156,9 +155,7 @@ def shard_run(run: SlurmRun, shard: int) -> tuple[Path | None, JsonObject | None
 
 def _attempts_started(folder: Path | None) -> int:
     """Attempt folders (`cells/<cell>/<n>/`): each is made when its attempt starts."""
-    if folder is None or not (folder / "cells").is_dir():
-        return 0
-    return sum(1 for p in (folder / "cells").glob("*/*") if p.is_dir())
+    return 0 if folder is None else len(RunFolder(folder).attempt_folders())
 
 
 def shard_status(
@@ -235,8 +232,8 @@ def merge_status(
 ) -> MergeStatus:
     """The merge job of the latest submission, and the merged report once written."""
     sub = run.latest_submission()
-    merged = sorted((run.run_dir / "merged" / "runs").glob("*/results.json"))
-    newest = merged[-1].parent / "report.md" if merged else None
+    merged = [f for f in RunFolder.all_under(run.run_dir / "merged") if f.results_json.is_file()]
+    newest = merged[-1].report_md if merged else None
     if sub is None:
         return MergeStatus("not-submitted", "never submitted", "", None, None)
     log = run.merge_log(sub.merge_job)
@@ -260,9 +257,7 @@ def merge_status(
             log_found,
         )
     if entry is not None and entry.state in ENDED_STATES:
-        return MergeStatus(
-            "failed", f"Slurm state {entry.state}", sub.merge_job, newest, log_found
-        )
+        return MergeStatus("failed", f"Slurm state {entry.state}", sub.merge_job, newest, log_found)
     if queue is None:
         return MergeStatus("unknown", "squeue does not answer", sub.merge_job, newest, log_found)
     return MergeStatus("failed", "left the queue without merging", sub.merge_job, newest, log_found)

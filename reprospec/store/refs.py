@@ -15,13 +15,14 @@ from contextlib import closing
 from pathlib import Path
 
 from reprospec.errors import UsageError
+from reprospec.store.runfolder import RUNS
 
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 # Run ids begin with the second they were made: `20261121-214512-...`.
 _STAMP = 15
 
 
-def recent_run_ids(out_root: Path, under: str = "runs") -> list[str]:
+def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
     """The run ids under `out_root`, newest first; runs begun in one second in store order
     (then the runs the store does not know).
 
@@ -30,7 +31,7 @@ def recent_run_ids(out_root: Path, under: str = "runs") -> list[str]:
     """
     begun: dict[str, int] = {}
     db = out_root / "results.db"
-    if under == "runs" and db.is_file():
+    if under == RUNS and db.is_file():
         try:
             with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
                 rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid").fetchall()

@@ -43,6 +43,7 @@ from reprospec.core.results import (
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
 from reprospec.store.refs import resolve_run_id
+from reprospec.store.runfolder import RESULTS_JSON, RunFolder
 
 FORMAT = 1
 _Choice = TypeVar("_Choice", bound=str)
@@ -91,9 +92,7 @@ _LINKS: Mapping[str, Literal["cause", "context"]] = {k: k for k in ("cause", "co
 _WHERE: Mapping[str, Where] = {k: k for k in ("main", "worker", "child")}
 _VERDICTS: Mapping[str, VerdictKind] = {
     k: k
-    for k in (
-        "reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run"
-    )
+    for k in ("reproduced", "not-reproduced", "undecided", "infra-error", "observed", "not-run")
 }
 _EXPECTED: Mapping[str, ExpectedOutcome] = {
     k: k for k in ("pass", "error", "crash", "hang", "fail", "any")
@@ -392,8 +391,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_run(run_dir: Path, run: RunResult) -> Path:
     """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path."""
-    write_atomic(run_dir / "spec.yaml", run.spec_text)
-    results = run_dir / "results.json"
+    folder = RunFolder(run_dir)
+    write_atomic(folder.spec_yaml, run.spec_text)
+    results = folder.results_json
     write_atomic(results, json.dumps(run_to_dict(run), indent=2, ensure_ascii=False) + "\n")
     return results
 
@@ -404,16 +404,16 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     if isinstance(path_or_id, str):
         path_or_id = resolve_run_id(path_or_id, out_root)
     path = Path(path_or_id)
-    if path.is_dir() and (path / "results.json").is_file():
-        return path / "results.json"
+    if path.is_dir() and RunFolder(path).results_json.is_file():
+        return RunFolder(path).results_json
     if path.is_file():
         return path
-    runs = out_root / "runs"
+    runs = RunFolder.runs_under(out_root)
     name = str(path_or_id)
     if "/" not in name and runs.is_dir():
-        if (runs / name / "results.json").is_file():
-            return runs / name / "results.json"
-        matches = sorted(p for p in runs.glob(f"{name}*/results.json"))
+        if RunFolder(runs / name).results_json.is_file():
+            return RunFolder(runs / name).results_json
+        matches = sorted(p for p in runs.glob(f"{name}*/{RESULTS_JSON}"))
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -442,7 +442,7 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
         run = run_from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise FatalError(f"{path}: not a reprospec results file ({exc!r})") from exc
-    spec_file = path.parent / "spec.yaml"
+    spec_file = RunFolder(path.parent).spec_yaml
     if not run.spec_text and spec_file.is_file():
         run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))
     return with_excerpts(run, path.parent)

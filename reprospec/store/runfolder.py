@@ -1,15 +1,15 @@
 """The run folder: the one place that knows where a run's files live.
 
-    OUT/                          --out (default .reprospec/)
-      results.db                  the SQLite store (store.py)
-      cache/                      environment-capture cache (envprobe.py)
-      runs/RUN_ID/
-        spec.yaml                 the spec that ran (after --set)
-        results.json              the whole RunResult (results.py)
-        report.md                 the bug report (report/)
-        repro.py                  a workload's standalone script (standalone.py), when possible
-        cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
-                                  env.json, stack.txt, cell.json (runners/base.py)
+OUT/                          --out (default .reprospec/)
+  results.db                  the SQLite store (store.py)
+  cache/                      environment-capture cache (envprobe.py)
+  runs/RUN_ID/
+    spec.yaml                 the spec that ran (after --set)
+    results.json              the whole RunResult (results.py)
+    report.md                 the bug report (report/)
+    repro.py                  a workload's standalone script (standalone.py), when possible
+    cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
+                              env.json, stack.txt, cell.json (runners/base.py)
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _FOLDER_CHARS = "=,._-+"
+# The names of the layout above, spelled here only: every other module asks RunFolder.
+RUNS = "runs"
+RESULTS_JSON = "results.json"
+SPEC_YAML = "spec.yaml"
+REPORT_MD = "report.md"
+REPRO_PY = "repro.py"
+CELLS = "cells"
 
 
 def cell_folder(cell_id: str) -> str:
@@ -42,7 +49,18 @@ class RunFolder:
     @classmethod
     def of(cls, out: Path, run_id: str) -> RunFolder:
         """The folder of `run_id` in the output folder `out`."""
-        return cls(out / "runs" / run_id)
+        return cls(cls.runs_under(out) / run_id)
+
+    @staticmethod
+    def runs_under(out: Path) -> Path:
+        """The folder of `out` that holds its run folders."""
+        return out / RUNS
+
+    @classmethod
+    def all_under(cls, out: Path) -> list[RunFolder]:
+        """Every run folder of `out`, by name (a run id begins with its start time)."""
+        runs = cls.runs_under(out)
+        return [cls(p) for p in sorted(runs.iterdir()) if p.is_dir()] if runs.is_dir() else []
 
     @property
     def run_id(self) -> str:
@@ -55,28 +73,39 @@ class RunFolder:
 
     @property
     def results_json(self) -> Path:
-        return self.path / "results.json"
+        return self.path / RESULTS_JSON
 
     @property
     def spec_yaml(self) -> Path:
-        return self.path / "spec.yaml"
+        return self.path / SPEC_YAML
 
     @property
     def report_md(self) -> Path:
-        return self.path / "report.md"
+        return self.path / REPORT_MD
 
     @property
     def repro_py(self) -> Path:
         """The standalone script of a workload run (standalone.py), when there is one."""
-        return self.path / "repro.py"
+        return self.path / REPRO_PY
 
     @property
     def cells(self) -> Path:
-        return self.path / "cells"
+        return self.path / CELLS
+
+    @property
+    def top_files(self) -> tuple[Path, ...]:
+        """The run's own files beside its cells: report, results, spec, standalone script."""
+        return (self.report_md, self.results_json, self.spec_yaml, self.repro_py)
+
+    def attempt_folders(self) -> list[Path]:
+        """The attempt folders made so far (`cells/CELL/N/`, each made as its attempt starts)."""
+        if not self.cells.is_dir():
+            return []
+        return [p for p in self.cells.glob("*/*") if p.is_dir()]
 
     def attempt_logs(self, cell_id: str, attempt: int) -> str:
         """Where attempt `attempt` of `cell_id` keeps its files, relative to the run folder."""
-        return f"cells/{cell_folder(cell_id)}/{attempt}/"
+        return f"{CELLS}/{cell_folder(cell_id)}/{attempt}/"
 
     def attempt_dir(self, cell_id: str, attempt: int) -> Path:
         """The attempt's folder (absolute), created."""
