@@ -10,7 +10,7 @@ import pytest
 
 from reprospec.core.inputs import Cell, Spec
 from reprospec.errors import SpecError
-from reprospec.spec.checks.cells import cell_problems, check_cell_values, find_sites
+from reprospec.spec.checks.cells import cell_problems, find_sites
 from reprospec.spec.load import load_spec
 from reprospec.spec.matrix import expand
 
@@ -118,7 +118,7 @@ def test_good_values_pass_and_sites_are_found(tmp_path: Path) -> None:
         ("run", "timeout"),
         ("expect", "message"),
     ]
-    assert all(check_cell_values(spec, cell) == [] for cell in expand(spec))
+    assert all(cell_problems(spec.document, spec.locations, [cell]) == [] for cell in expand(spec))
 
 
 def test_check_cell_values_of_one_cell_of_a_loaded_spec(tmp_path: Path) -> None:
@@ -129,11 +129,11 @@ def test_check_cell_values_of_one_cell_of_a_loaded_spec(tmp_path: Path) -> None:
         source_text="",
         locations={("environment", "gpus"): (7, 9)},
     )
-    (problem,) = check_cell_values(spec, Cell("g=-2", 0, {"g": -2}))
+    (problem,) = cell_problems(spec.document, spec.locations, [Cell("g=-2", 0, {"g": -2})])
     assert problem.format("s.yaml") == (
         "s.yaml:7:9: environment.gpus: expected an integer >= 0, got -2 (in cell g=-2)"
     )
-    assert check_cell_values(spec, Cell("g=2", 1, {"g": 2})) == []
+    assert cell_problems(spec.document, spec.locations, [Cell("g=2", 1, {"g": 2})]) == []
     assert cell_problems(spec.document, spec.locations, []) == []
 
 

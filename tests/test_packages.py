@@ -7,7 +7,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reprospec.environment import packages
 from reprospec.environment.packages import Installed, PackageCheck, mismatches, probe_installed
 from tests.support.cli import Cli
 
@@ -22,8 +21,9 @@ def test_probe_reports_what_the_interpreter_has() -> None:
 
 
 def test_mismatches_name_both_sides() -> None:
-    have = Installed("py", {"torch": "2.13.0+cpu", "numpy": "2.1.0", "six": None},
-                     {"python_version": "3.11"})
+    have = Installed(
+        "py", {"torch": "2.13.0+cpu", "numpy": "2.1.0", "six": None}, {"python_version": "3.11"}
+    )
     assert mismatches(["torch==2.13.0", "numpy>=2", "torch~=2.13"], have) == ()
     assert mismatches(["torch==2.5.1", "numpy<2", "six"], have) == (
         "torch 2.13.0+cpu is installed (the cell needs torch==2.5.1)",
@@ -37,9 +37,6 @@ def test_mismatches_name_both_sides() -> None:
     assert mismatches(["./w/numpy-1.26.4-cp311-cp311-linux_x86_64.whl"], have) == (
         "numpy 2.1.0 is installed (the cell needs ./w/numpy-1.26.4-cp311-cp311-linux_x86_64.whl)",
     )
-    assert packages.unchecked(["git+https://example.invalid/x.git", "six"]) == (
-        "git+https://example.invalid/x.git",
-    )
 
 
 def test_check_is_cached_per_key(tmp_path: Path) -> None:
@@ -51,17 +48,23 @@ def test_check_is_cached_per_key(tmp_path: Path) -> None:
         "Metadata-Version: 2.1\nName: reprospec-fake\nVersion: 1.2\n"
     )
     check = PackageCheck()
-    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
-        is None
+    assert (
+        check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) is None
+    )
     refused = check.reason(sys.executable, ["reprospec-fake==1.2"], env={})
     assert refused is not None
     assert "reprospec-fake is not installed" in refused
     # Cached: the folder is gone, the answer for that key stays what was probed.
     (site / "reprospec_fake-1.2.dist-info" / "METADATA").unlink()
-    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
-        is None
-    assert PackageCheck().reason(sys.executable, ["reprospec-fake==1.2"],
-                                 env={"PYTHONPATH": str(site)}) is not None
+    assert (
+        check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) is None
+    )
+    assert (
+        PackageCheck().reason(
+            sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}
+        )
+        is not None
+    )
 
 
 def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
@@ -73,7 +76,8 @@ def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
 def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> None:
     """The cell whose version is not installed is infra-error naming it; the other runs."""
     spec = tmp_path / "versions.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: pyyaml-versions
         environment:
@@ -83,7 +87,8 @@ def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> N
         command: python -c "import yaml, sys; sys.exit(0 if yaml.__version__ == '{PYYAML}' else 9)"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     done = cli("run", str(spec))
     assert done.code == 3, done.stderr
     cells = {c["id"]: c for c in done.results()["cells"]}

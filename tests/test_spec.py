@@ -20,7 +20,7 @@ from reprospec.spec.files import extract_markdown_spec, spec_files
 from reprospec.spec.load import load_spec
 from reprospec.spec.matrix import expand
 from reprospec.spec.overrides import apply_override
-from reprospec.spec.validate import validate, validate_paths
+from reprospec.spec.validate import validate
 from tests.support.data import at
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,14 +185,14 @@ def test_validate_paths_collects_problems_of_every_file(tmp_path: Path) -> None:
     shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "sub" / "a.yml")
     shutil.copy(BAD / "bad_signal.yaml", tmp_path / "b.yaml")
     (tmp_path / "notes.txt").write_text("ignored")
-    problems = validate_paths([tmp_path, tmp_path / "missing.yaml"])
+    problems = validate([tmp_path, tmp_path / "missing.yaml"]).problems
     assert problems == [
         f"{tmp_path / 'b.yaml'}:6:11: expect.signal: expected a signal name like SIGSEGV or "
         "SIGABRT, got 'SEGV' (did you mean 'SIGSEGV'?)",
         f"{tmp_path / 'sub' / 'a.yml'}:5:11: run.repeat: expected an integer >= 1, got 0",
         f"{tmp_path / 'missing.yaml'}: no such file",
     ]
-    assert validate_paths([EXAMPLE]) == []
+    assert validate([EXAMPLE]).problems == []
     assert spec_files([tmp_path, EXAMPLE]) == [
         str(tmp_path / "b.yaml"),
         str(tmp_path / "good.yaml"),
@@ -202,7 +202,7 @@ def test_validate_paths_collects_problems_of_every_file(tmp_path: Path) -> None:
 
 
 def test_validate_paths_empty_folder(tmp_path: Path) -> None:
-    assert validate_paths([tmp_path]) == [f"{tmp_path}: no *.yaml or *.yml files in this folder"]
+    assert validate([tmp_path]).problems == [f"{tmp_path}: no *.yaml or *.yml files in this folder"]
 
 
 def test_include_keys_count_as_axes_and_expressions_anywhere(tmp_path: Path) -> None:

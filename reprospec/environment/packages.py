@@ -72,8 +72,14 @@ PROBE_TIMEOUT_S = 60.0
 # A probe prints one JSON line; more is an interpreter printing on its own.
 OUTPUT_BYTES = 4 << 20
 # Variables that change which distributions an interpreter sees.
-_SITE_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE",
-                   "PYTHONSAFEPATH", "VIRTUAL_ENV")
+_SITE_VARIABLES = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONNOUSERSITE",
+    "PYTHONUSERBASE",
+    "PYTHONSAFEPATH",
+    "VIRTUAL_ENV",
+)
 _WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 
 
@@ -121,11 +127,6 @@ def requirement_names(requirements: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n))
 
 
-def unchecked(requirements: Sequence[str]) -> tuple[str, ...]:
-    """Requirements that name no distribution (a bare path or URL): nothing to check them by."""
-    return tuple(r for r in requirements if _parse(r).name is None)
-
-
 def mismatches(requirements: Sequence[str], installed: Installed) -> tuple[str, ...]:
     """One line per requirement the interpreter does not satisfy, naming both sides."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -163,8 +164,9 @@ def parse_probe(stdout: str, python: str) -> Installed:
         markers = {str(k): str(v) for k, v in data["markers"].items()}
     except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
         raise InfraError(f"package check with {python} printed no usable JSON ({exc})") from exc
-    return Installed(str(data.get("python") or python), versions, markers,
-                     str(data.get("prefix") or ""))
+    return Installed(
+        str(data.get("python") or python), versions, markers, str(data.get("prefix") or "")
+    )
 
 
 def probe_installed(
@@ -224,8 +226,12 @@ class PackageCheck:
         if not requirement_names(requirements):
             return None
         seen = env if env is not None else os.environ
-        key = (python, requirements, str(cwd or ""),
-               tuple(seen.get(name, "") for name in _SITE_VARIABLES))
+        key = (
+            python,
+            requirements,
+            str(cwd or ""),
+            tuple(seen.get(name, "") for name in _SITE_VARIABLES),
+        )
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
@@ -235,8 +241,9 @@ class PackageCheck:
                 if key in self._cache:
                     return self._cache[key]
             try:
-                installed = probe_installed(python, requirement_names(requirements),
-                                            env=env, cwd=cwd)
+                installed = probe_installed(
+                    python, requirement_names(requirements), env=env, cwd=cwd
+                )
                 problems = mismatches(requirements, installed)
                 reason = describe(python, problems) if problems else None
             except InfraError as exc:

@@ -308,13 +308,6 @@ def failure_signature(
     return ":".join(p for p in parts if p)
 
 
-def fine_signature(outcome: Outcome) -> str:
-    """The signature plus the normalized first line of the message: tells failures apart."""
-    if not outcome.message:
-        return outcome.signature
-    return f"{outcome.signature}:{normalize_message(outcome.message.splitlines()[0])}"
-
-
 def normalize_message(text: str) -> str:
     """A message with what varies between runs and machines replaced (pids, paths, addresses)."""
     text = _ANSI.sub("", text)

@@ -347,13 +347,6 @@ def _remove_container(name: str, token: str) -> bool:
         client.close()
 
 
-def _ours(pid: int) -> bool:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid()  # noqa: PTH116 (as tree.py)
-    except OSError:
-        return False
-
-
 __all__ = [
     "INFLIGHT",
     "Engine",

@@ -54,8 +54,3 @@ def validate(paths: Iterable[str | Path]) -> Validation:
                 found.problems.extend(exc.problems)
                 found.bad_files.append(file)
     return found
-
-
-def validate_paths(paths: Iterable[str | Path]) -> list[str]:
-    """The problems of every spec in `paths` (files, or folders searched recursively)."""
-    return validate(paths).problems

@@ -6,9 +6,8 @@ per attempt where it reads `attempt`). A negative or `.nan` timeout, a
 spec is validated, naming the cells, not met by the scheduler mid-run. Plus
 the run's size: cells x attempts per cell within `bounds.MAX_ATTEMPTS`.
 
-`cell_problems` checks a whole document (what `validate`, `plan` and `run` do
-through checks.check); `check_cell_values` checks one cell of a loaded Spec (for
-a pipeline that plans cells lazily). Both return located Problems.
+`cell_problems` checks a whole document, or the cells it is given (what `validate`,
+`plan` and `run` do through checks.check), and returns located Problems.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import NamedTuple
 
 from reprospec.core import expr, patterns
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
-from reprospec.core.inputs import Cell, Spec
+from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.sections import DEFAULT_MAX_REPEAT
 from reprospec.core.units import parse_duration, parse_size, parse_step
@@ -133,9 +132,7 @@ def run_size_problems(
     return [Problem(line, col, where, message)]
 
 
-def context(
-    name: JsonValue, cell: Cell, attempt: int | None, env: Mapping[str, str]
-) -> JsonObject:
+def context(name: JsonValue, cell: Cell, attempt: int | None, env: Mapping[str, str]) -> JsonObject:
     """What an expression reads, as plan.context_for builds it."""
     return {
         "matrix": dict(cell.matrix),
@@ -300,10 +297,3 @@ def cell_problems(
     for cell in cells:
         checker.cell(cell)
     return checker.problems(locations)
-
-
-def check_cell_values(
-    spec: Spec, cell: Cell, *, base_env: Mapping[str, str] = os.environ
-) -> list[Problem]:
-    """The problems of one cell's evaluated values (each message names the cell)."""
-    return cell_problems(spec.document, spec.locations, [cell], base_env=base_env)
