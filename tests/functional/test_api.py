@@ -5,11 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pytest
-
 import reprospec
 from reprospec.core.results import Outcome
-from reprospec.errors import SpecError, UsageError
 
 SPEC = """\
 reprospec: 1
@@ -70,30 +67,6 @@ def test_run_takes_a_path_and_options_override_the_spec(tmp_path: Path) -> None:
     (cell,) = result.cells
     assert cell.cell.id == "crash=true"
     assert len(cell.attempts) == 1  # stop_on from the options, not the spec
-
-
-def test_plan_runs_nothing(tmp_path: Path) -> None:
-    spec = reprospec.load_spec(write(tmp_path))
-    plan = reprospec.plan_run(spec, reprospec.RunOptions(repeat=3, timeout_s=5.0))
-    assert len(plan.attempts) == 6
-    assert {a.timeout_s for a in plan.attempts} == {5.0}
-    assert not (Path.cwd() / ".reprospec" / "runs" / "never").exists()
-
-
-def test_bad_spec_is_a_located_error_and_creates_no_store(tmp_path: Path) -> None:
-    path = write(tmp_path, SPEC.replace("outcome: crash", "outcome: crashed"))
-    with pytest.raises(SpecError) as raised:
-        reprospec.run(path, reprospec.RunOptions(out=tmp_path / "out"))
-    assert raised.value.problems[0].startswith(f"{path}:10:12: expect.outcome:")
-    assert raised.value.exit_code == 2
-    assert not (tmp_path / "out").exists()
-
-
-def test_bad_options_are_usage_errors() -> None:
-    with pytest.raises(UsageError):
-        reprospec.RunOptions(repeat=0)
-    with pytest.raises(UsageError):
-        reprospec.RunOptions(stop_on="sometimes")
 
 
 def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:

@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 
 from reprospec import native
-from reprospec.pytest_plugin import cell_lines, marker_name, worker_gpus
+from reprospec.pytest_plugin import marker_name
 from tests.support.cli import ROOT, SPECS
 
 # Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
 EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
+
+
 HAVE_XDIST = importlib.util.find_spec("xdist") is not None
 
 
@@ -86,6 +88,7 @@ expect:
   outcome: pass
 """
 
+
 GPU_SPEC = """\
 reprospec: 1
 name: needs-a-gpu
@@ -96,7 +99,6 @@ expect: {outcome: pass}
 
 
 # -- collection -----------------------------------------------------------------------------
-
 
 def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
@@ -163,41 +165,7 @@ def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
     assert marker_name("out-of-memory") == "out_of_memory"
 
 
-def test_each_cell_points_at_its_own_line(tmp_path: Path) -> None:
-    from reprospec import api
-
-    spec = api.load_spec(write(tmp_path / "lines.yaml", """\
-reprospec: 1
-name: lines
-matrix:
-  workers:
-    - 0
-    - 2
-  include:
-    - {workers: 4, extra: x}
-command: "true"
-expect: {outcome: pass}
-"""))
-    cells = api.plan_run(spec, api.RunOptions(repeat=1)).cells
-    assert cell_lines(spec, cells) == {"workers=0": 5, "workers=2": 6, "workers=4,extra=x": 8}
-    one = api.load_spec(write(tmp_path / "one.yaml", GPU_SPEC))
-    assert cell_lines(one, api.plan_run(one).cells) == {"default": 4}
-
-
-def test_xdist_workers_split_the_outer_gpu_ids() -> None:
-    outer = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4"}
-    assert worker_gpus(outer) is None  # not under xdist: the engine's own default
-    shares = [
-        worker_gpus({**outer, "PYTEST_XDIST_WORKER": f"gw{i}", "PYTEST_XDIST_WORKER_COUNT": "2"})
-        for i in range(2)
-    ]
-    assert shares == ["0,2,4", "1,3"]
-    lone = {"CUDA_VISIBLE_DEVICES": "7", "PYTEST_XDIST_WORKER_COUNT": "2"}
-    assert worker_gpus({**lone, "PYTEST_XDIST_WORKER": "gw1"}) == ""
-
-
 # -- running --------------------------------------------------------------------------------
-
 
 def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
     assert run.code == 1, run.output

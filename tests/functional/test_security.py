@@ -1,4 +1,4 @@
-"""A stranger's spec and a stranger's report are safe to run (issue 16, Security 1-4).
+"""A stranger's spec and a stranger's report are safe to run.
 
 Everything here runs the real CLI with real children: a report whose description
 tries to take over its rerun, secrets from the engine's environment, escape

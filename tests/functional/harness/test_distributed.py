@@ -11,8 +11,8 @@ import pytest
 
 from reprospec import native
 from reprospec.outcome import ranks
+from tests.functional.harness.test_harness import Child
 from tests.support.cli import SPECS, Cli
-from tests.test_harness import Child
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]

@@ -24,11 +24,12 @@ from reprospec.core.sections import Environment, Workload
 from reprospec.harness import HARNESS_ROOT
 from reprospec.outcome.classify import classify
 from reprospec.process import rlimits
+from tests.support.paths import ROOT
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-FIXTURES = Path(__file__).resolve().parent.parent / "specs" / "fixtures"
+FIXTURES = ROOT / "specs" / "fixtures"
 TINY_DATA = {
     "dataset": {"builtin": "synthetic", "size": 64, "shape": [3, 8, 8], "classes": 4},
     "loader": {"batch_size": 4},

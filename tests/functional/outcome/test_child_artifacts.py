@@ -1,4 +1,4 @@
-"""Issue 16 item 9: what a child writes cannot take the engine's memory, nor fill its results.
+"""What a child writes cannot take the engine's memory, nor fill its results.
 
 Each spec's child writes one huge artifact the engine reads: a 300 MB stack dump
 (answering the engine's SIGUSR1 at a hang), a 512 MB events line, two million
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 DRIVER = ROOT / "tests" / "adversarial" / "drive.py"
 MAX_ENGINE_RSS = 300 * 2**20
 # What of a child's stack dump may reach results.json and results.db (the evidence cap).

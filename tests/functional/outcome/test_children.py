@@ -24,11 +24,15 @@ from reprospec.outcome.evidence import Evidence
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
+from tests.support.paths import CHILDREN
 from tests.support.plans import attempt_plan
 
-CHILDREN = Path(__file__).parent / "data" / "children"
 CHILD_CRASH = str(CHILDREN / "child_crash.py")
+
+
 PY = sys.executable
+
+
 SEGV = Expectation("crash", signal="SIGSEGV")
 
 
@@ -185,32 +189,3 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
     assert result.stack is not None
     assert "in crash" in result.stack
-
-
-@pytest.mark.parametrize(
-    ("line", "signal", "pid", "command"),
-    [
-        # bash right-aligns the pid in 5 columns, pads the description, may add "(core dumped)".
-        ("./run.sh: line 4:  5975 Segmentation fault      ./t --gtest_filter=A.B", "SIGSEGV", 5975,
-         "./t --gtest_filter=A.B"),
-        ("bash: line 1: 123456 Bus error               (core dumped) ./a b", "SIGBUS", 123456,
-         "./a b"),
-        ("bash: 13884 Aborted                 ./crasher", "SIGABRT", 13884, "./crasher"),
-    ],
-)
-def test_shell_reports_of_a_childs_death(line: str, signal: str, pid: int, command: str) -> None:
-    from reprospec.outcome.children import _reported
-
-    assert _reported(f"some output\n{line}\nmore output\n") == (
-        signal,
-        pid,
-        command,
-        "as the shell reports it",
-    )
-
-
-def test_terminated_children_are_no_crash() -> None:
-    from reprospec.outcome.children import _reported
-
-    # A parent stopping its child with SIGTERM (`kill %1`, a pool's terminate()) is no crash.
-    assert _reported("bash: line 1:  4242 Terminated              sleep 100\n") is None

@@ -1,9 +1,4 @@
-"""A command that never started is infra-error with the reason, not a non-reproduction.
-
-Real shells and interpreters through the local runner, classified and judged as a
-run does. Before setupfail.py each of these read `error exit 127` (126, 2, 1) and
-the cell `not-reproduced`.
-"""
+"""A command that never started is infra-error with the reason, not a non-reproduction."""
 
 from __future__ import annotations
 
@@ -25,6 +20,8 @@ from tests.support.cli import Cli
 from tests.support.plans import attempt_plan
 
 PY = sys.executable
+
+
 CRASH = Expectation("crash", signal="SIGSEGV")
 
 
@@ -142,22 +139,3 @@ def test_run_exits_3_with_the_reason(cli: Cli, tmp_path: Path) -> None:
     assert cell["attempts"][0]["infra_error"] == (
         "command not found: trainer_that_is_not_installed (exit 127)"
     )
-
-
-@pytest.mark.parametrize(
-    ("packages", "module", "declared"),
-    [
-        (["torch==2.5.1"], "torch", "torch==2.5.1"),
-        (["Pillow>=10"], "PIL", "Pillow>=10"),
-        (["scikit-learn"], "sklearn", "scikit-learn"),
-        (["opencv-python-headless==4.9"], "cv2", "opencv-python-headless==4.9"),
-        (["lightning_utilities[cli]"], "lightning_utilities", "lightning_utilities[cli]"),
-        (["numpy"], "wandb", None),
-    ],
-)
-def test_which_declared_package_provides_a_module(
-    packages: list[str], module: str, declared: str | None
-) -> None:
-    from reprospec.outcome.setupfail import _declaring
-
-    assert _declaring(packages, module) == declared

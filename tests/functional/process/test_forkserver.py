@@ -26,19 +26,19 @@ import pytest
 from reprospec.core.inputs import AttemptPlan, Expectation
 from reprospec.core.results import Execution
 from reprospec.process import forkserver
-from reprospec.process.preload import (
-    EntryPoint,
-    entry_point,
-    fresh_reason,
-    server_key,
-    shell_words,
-)
 from reprospec.runners.local import LocalRunner
+from tests.support.paths import DATA, ROOT
 from tests.support.plans import attempt_plan
 
-PRELOAD = Path(__file__).parent / "data" / "preload"
+PRELOAD = DATA / "preload"
+
+
 PY = sys.executable
+
+
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 
 
@@ -119,98 +119,7 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) 
         time.sleep(0.02)
 
 
-# -- which attempts may be forked ------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("command", "expected"),
-    [
-        ("python train.py --seed 3", EntryPoint("script", "train.py", ("--seed", "3"))),
-        ("python3 -u -m pkg.mod a", EntryPoint("module", "pkg.mod", ("a",), "python3", ("-u",))),
-        ("python -mpkg", EntryPoint("module", "pkg")),
-        ("python -c 'import os; print(1)' x", EntryPoint("code", "import os; print(1)", ("x",))),
-        (["python", "-c", "a = [1]; print(a[0])"], EntryPoint("code", "a = [1]; print(a[0])")),
-    ],
-)
-def test_python_entry_points_are_recognised(command: str | list[str], expected: EntryPoint) -> None:
-    assert entry_point(make_plan(command), PY) == expected
-
-
-@pytest.mark.parametrize(
-    ("command", "reason"),
-    [
-        ("python train.py | tee log", "shell line"),
-        ("python train.py > out.txt", "shell line"),
-        ("SEED=1 python train.py", "runs SEED=1"),
-        ('python -c "print($HOME)"', "shell line"),
-        ("python train_*.py", "shell line"),
-        ("cd sub && python train.py", "shell line"),
-        ("bash run.sh", "runs bash"),
-        ("python -X dev train.py", "-X takes effect when the interpreter starts"),
-        ("python -O train.py", "-O takes effect"),
-        ("python", "stdin"),
-    ],
-)
-def test_anything_but_one_python_program_runs_fresh(command: str, reason: str) -> None:
-    said = entry_point(make_plan(command), PY)
-    assert isinstance(said, str)
-    assert reason in said
-    assert fresh_reason(make_plan(command), said) == said
-
-
-def test_shell_words_take_quotes_as_sh_does() -> None:
-    assert shell_words("python -c 'x = [1]; print(x)'") == ["python", "-c", "x = [1]; print(x)"]
-    assert shell_words('python a.py "two words"') == ["python", "a.py", "two words"]
-    assert shell_words("python a.py 'unterminated") is None
-    assert shell_words('python -c "print(`id`)"') is None
-
-
-def test_the_interpreter_of_the_run_only() -> None:
-    plan = make_plan(["/usr/bin/python2", "x.py"])
-    said = entry_point(plan, PY)
-    assert isinstance(said, str)
-    assert "not the run's Python interpreter" in said
-    assert entry_point(make_plan([PY, "x.py"]), PY) == EntryPoint("script", "x.py", (), PY)
-
-
-def test_expectations_at_import_and_limits_run_fresh() -> None:
-    at_import = make_plan("python x.py", expectation=Expectation(outcome="hang", phase="import"))
-    assert "at import" in (fresh_reason(at_import, entry_point(at_import, PY)) or "")
-    module = make_plan("python x.py", expectation=Expectation(outcome="error", module="wandb"))
-    assert "at import" in (fresh_reason(module, entry_point(module, PY)) or "")
-    limited = make_plan("python x.py", environment={"memory": "2GB"})
-    assert "environment.memory" in (fresh_reason(limited, entry_point(limited, PY)) or "")
-
-
-def test_workload_imports_must_come_first_in_the_preload_list() -> None:
-    workload = {"imports": ["json"], "model": {"builtin": "mlp"}}
-    plan = make_plan("", workload=workload, preload=("torch",))
-    entry = entry_point(plan, PY)
-    assert entry == EntryPoint("module", "reprospec_harness", argv0=PY)
-    assert "workload.imports (json)" in (fresh_reason(plan, entry) or "")
-    assert fresh_reason(replace(plan, preload=("json", "torch")), entry) is None
-    debug = make_plan("", workload={**workload, "debug": {"cuda_launch_blocking": True}})
-    assert "workload.debug" in (fresh_reason(replace(debug, preload=("json",)), entry) or "")
-
-
-def test_the_key_is_every_variable_but_the_per_attempt_ones() -> None:
-    env = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "TMPDIR": "/a/tmp", "REPROSPEC_EVENTS": "/a/e"}
-    key = server_key(PY, env, PRELOAD, ("torch",))
-    per_attempt = {**env, "TMPDIR": "/b/tmp", "REPROSPEC_EVENTS": "/b/e", "REPROSPEC_CELL": "/b"}
-    assert server_key(PY, per_attempt, PRELOAD, ("torch",)) == key
-    for changed in (
-        {**env, "OMP_NUM_THREADS": "2"},
-        {**env, "CUDA_VISIBLE_DEVICES": "1"},
-        {**env, "PYTHONPATH": "/x"},
-        {**env, "ANYTHING_ELSE": "1"},
-    ):
-        assert server_key(PY, changed, PRELOAD, ("torch",)) != key
-    assert server_key(PY, env, PRELOAD, ("torch", "numpy")) != key
-    assert server_key("/other/python", env, PRELOAD, ("torch",)) != key
-
-
 # -- a forked attempt is a normal attempt -------------------------------------------------
-
 
 def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     runner: LocalRunner, tmp_path: Path
@@ -353,7 +262,6 @@ def test_an_escaped_descendant_is_found_by_the_token_it_carries(
 
 # -- the guards -----------------------------------------------------------------------------
 
-
 def test_a_server_with_a_thread_is_never_forked(runner: LocalRunner, tmp_path: Path) -> None:
     out = tmp_path / "facts.json"
     for number in (1, 2):
@@ -383,6 +291,8 @@ def test_a_server_that_starts_a_thread_later_refuses_from_then_on(
         assert "ran fresh: the preload server has 2 threads" in execution.launch_note
     assert gone(server.pid)
 
+
+# -- through the whole pipeline -------------------------------------------------------------
 
 @needs_torch
 @pytest.mark.torch
@@ -517,7 +427,6 @@ def test_an_import_that_fails_in_the_server_runs_fresh(runner: LocalRunner, tmp_
 
 # -- the servers' lifetime ------------------------------------------------------------------
 
-
 def test_close_stops_every_server(tmp_path: Path) -> None:
     runner = LocalRunner(python=PY, native_stacks=False)
     for mark in ("x", "y"):
@@ -550,7 +459,7 @@ ENGINE = textwrap.dedent(
 
 
 def test_the_server_dies_with_its_engine(tmp_path: Path) -> None:
-    root = Path(__file__).parent.parent
+    root = ROOT
     code = ENGINE.format(root=str(root), folder=str(tmp_path), preload=str(PRELOAD))
     engine = subprocess.Popen([PY, "-c", code], start_new_session=True)
     try:
@@ -565,9 +474,6 @@ def test_the_server_dies_with_its_engine(tmp_path: Path) -> None:
         if engine.poll() is None:
             engine.kill()
             engine.wait()
-
-
-# -- through the whole pipeline -------------------------------------------------------------
 
 
 @needs_torch

@@ -20,39 +20,15 @@ import psutil
 import pytest
 
 from reprospec.core.inputs import AttemptPlan, Marker
-from reprospec.errors import InfraError
 from reprospec.process.tree import TOKEN_VAR
 from reprospec.runners import local
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
+from tests.support.local import child, make_plan
+from tests.support.paths import CHILDREN, ROOT
 from tests.support.plans import attempt_plan
 
-CHILDREN = Path(__file__).parent / "data" / "children"
 PY = sys.executable
-
-
-def make_plan(
-    argv: list[str] | str | None,
-    *,
-    workdir: Path | None = None,
-    timeout_s: float = 30.0,
-    env: dict[str, str] | None = None,
-    markers: tuple[Marker, ...] = (),
-    workload: dict[str, Any] | None = None,
-) -> AttemptPlan:
-    return attempt_plan(
-        argv,
-        workdir or CHILDREN,
-        timeout_s=timeout_s,
-        env=env,
-        environment={"device": "cpu"},
-        workload=workload,
-        markers=markers,
-    )
-
-
-def child(name: str, *args: str) -> list[str]:
-    return [PY, str(CHILDREN / name), *args]
 
 
 def wait_for(path: Path, timeout: float = 10.0) -> None:
@@ -366,19 +342,6 @@ def test_unstartable_program_is_an_infra_error(runner: LocalRunner, tmp_path: Pa
     assert "cannot start" in ex.infra_error
 
 
-def test_missing_interpreter(tmp_path: Path) -> None:
-    missing = tmp_path / "python9"
-    runner = LocalRunner(python=str(missing))
-    with pytest.raises(InfraError, match=f"interpreter not found: {missing}"):
-        runner.prepare([])
-    ex = runner.run(make_plan(["true"]), tmp_path / "logs")
-    assert ex.infra_error is not None
-    assert ex.infra_error.startswith("interpreter not found")
-    env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
-    assert env["python"] is None
-    assert "error" in env
-
-
 def test_capture_environment_never_crashes(
     runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -423,7 +386,6 @@ def test_capture_environment_parses_the_json(
 
 
 # -- private temporary places (scratch.py) ------------------------------------------
-
 
 def scratch_plan(argv: list[str], attempt: int, **environment: object) -> AttemptPlan:
     return attempt_plan(
@@ -605,6 +567,7 @@ import json, sys, threading, uuid
 from pathlib import Path
 import _multiprocessing
 from reprospec.runners.local import LocalRunner
+from tests.support.local import child, make_plan
 from tests.support.plans import attempt_plan
 
 folder, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
@@ -645,7 +608,7 @@ def leak_in_private_shm(tmp_path: Path, mode: str) -> dict[str, Any]:
     argv = [PY, "-c", SHM_DRIVER, str(tmp_path), mode]
     if rlimits.namespaces_permitted() is None:
         argv = [PY, str(rlimits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])

@@ -1,4 +1,4 @@
-"""Issue 16 item 12: the results store on a real disk, with real engines.
+"""The results store on a real disk, with real engines.
 
 A full disk (a small tmpfs, mounted for the test: root only), a store damaged in
 the middle of the file, another process creating the store at the same moment,

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import ROOT
+
 # Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
@@ -14,8 +16,6 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # What must agree between the runners, per attempt. A crash's `exception` is how the main
 # process noticed a dead worker, which torch words by timing (the DataLoader's RuntimeError,

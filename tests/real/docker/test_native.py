@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
+
+from tests.support.paths import CHILDREN
 
 # Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
 
 from reprospec import native  # noqa: E402
 from reprospec.core.results import Execution, Outcome  # noqa: E402
 from reprospec.outcome.evidence import Evidence  # noqa: E402
 from reprospec.pipeline.attempt import attempt_result  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
-from reprospec.runners.docker.attach import parse_listing  # noqa: E402
-from reprospec.runners.docker.native import ContainerNative, is_root  # noqa: E402
 from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
@@ -33,14 +33,17 @@ from tests.support.docker import (  # noqa: E402
     needs_engine,
     require_image,
 )
-from tests.test_native import assert_fault_in_a_torch_op  # noqa: E402
+from tests.support.native import assert_fault_in_a_torch_op  # noqa: E402
 
-CHILDREN = Path(__file__).parent / "data" / "children"
 WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
+
+
 needs_plain_cores = pytest.mark.skipif(
     native.core_pattern().piped or native.core_pattern().raw.startswith("/"),
     reason="kernel.core_pattern does not write cores into the process's working directory",
 )
+
+
 # A user's image without gdb: the runner's base with gdb taken out (built once, no network).
 NO_GDB_DOCKERFILE = f"FROM {image.BASE_IMAGE}\nRUN rm -f /usr/bin/gdb\n"
 
@@ -260,55 +263,3 @@ def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path
         assert symbols & {"clock_nanosleep", "select", "__select"}, symbols
     else:
         assert process.error == "ptrace: Operation not permitted.", process
-
-
-# -- pure functions ----------------------------------------------------------------------
-
-
-def test_parse_listing_puts_the_root_first_with_its_maps() -> None:
-    text = "\n".join(
-        [
-            "@ 9 7 python3 worker.py ",
-            "7f0000000000-7f0000001000 /usr/lib/x86_64-linux-gnu/libc.so.6",
-            "@ 7 1 python3 main.py --x ",
-            "555555554000-555555556000 /usr/bin/python3.11",
-            "555555556000-555555558000 /usr/bin/python3.11",
-            "@ 12 7 ",
-        ]
-    )
-    root, worker, bare = parse_listing(text)
-    assert (root.pid, root.ppid, root.command) == (7, 1, "python3 main.py --x")
-    assert root.maps == (
-        (0x555555554000, 0x555555556000, "/usr/bin/python3.11"),
-        (0x555555556000, 0x555555558000, "/usr/bin/python3.11"),
-    )
-    assert (worker.pid, worker.command) == (9, "python3 worker.py")
-    assert worker.maps == ((0x7F0000000000, 0x7F0000001000, "/usr/lib/x86_64-linux-gnu/libc.so.6"),)
-    assert (bare.pid, bare.command, bare.maps) == (12, "", ())
-    assert parse_listing("") == []
-
-
-def test_the_root_is_init_s_child_that_died_of_the_containers_signal() -> None:
-    def core(pid: int, ppid: int, signal: str) -> native.CoreInfo:
-        return native.CoreInfo(Path("core"), pid, signal, None, "", (), ppid)
-
-    assert is_root(core(7, 1, "SIGSEGV"), "SIGSEGV")
-    assert not is_root(core(9, 7, "SIGSEGV"), "SIGSEGV")  # a worker
-    assert not is_root(core(9, 1, "SIGSEGV"), None)  # an orphan; the root exited
-    assert not is_root(core(9, 1, "SIGBUS"), "SIGSEGV")
-
-
-class _NoEngine:
-    """A client that fails the test whatever it is asked."""
-
-    def __getattr__(self, name: str) -> NoReturn:
-        raise AssertionError(f"the engine was asked ({name})")
-
-
-def test_no_core_limit_when_cores_would_not_reach_the_workdir(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for raw in ("|/usr/share/apport/apport %p", "/var/crash/core.%p"):
-        monkeypatch.setattr(native, "core_pattern", lambda raw=raw: native.CorePattern(raw))
-        # No engine is asked: the pattern alone rules cores out.
-        assert ContainerNative().core_limit(_NoEngine(), "any-image") == []

@@ -229,7 +229,7 @@ def test_render_and_same() -> None:
     assert not same("1", 1)
 
 
-# -- bounded expressions (issue 16 item 6) -----------------------------------------------
+# -- bounded expressions -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

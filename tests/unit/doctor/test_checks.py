@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,13 +14,17 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import Environment
 from reprospec.harness import HARNESS_ROOT
 from reprospec.native import CorePattern
-from tests.support.cli import ROOT, Cli
+from tests.support.paths import DATA
 
 sys.path.insert(0, str(HARNESS_ROOT))
 from reprospec_harness import envinfo
 
-NVIDIA = Path(__file__).parent / "data" / "nvidia"
+NVIDIA = DATA / "nvidia"
+
+
 ARCH = json.loads((NVIDIA / "torch-arch-lists.json").read_text())
+
+
 AVX512 = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
 
 
@@ -66,6 +68,8 @@ def by_name(env: dict[str, Any], needs: doctor.Needs | None = None) -> dict[str,
 
 
 ADA = "query-gpu-compute_cap-titanv-rtx5880.csv"
+
+
 ADA_FIELDS = ("compute_cap", "compute_mode", "driver_version", "name", "index")
 
 
@@ -269,41 +273,6 @@ def test_needs_of_takes_the_most_demanding_cell() -> None:
     assert (needs.num_workers, needs.batch_bytes, needs.shm_size) == (2, 24 * 2**20, 64 * 2**20)
 
 
-def test_doctor_and_env_commands_never_import_torch_in_the_parent() -> None:
-    code = (
-        "import sys, reprospec.doctor, reprospec.environment.probe, reprospec.process.rlimits, "
-        "reprospec.process.launch, "
-        "reprospec.commands.doctor, reprospec.commands.env; assert 'torch' not in sys.modules"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": ""})
-
-
-@pytest.mark.torch
-def test_doctor_command_on_this_machine_and_a_spec(cli: Cli) -> None:
-    pytest.importorskip("torch")
-    result = cli("doctor", "specs/workload-shm-exhaustion.yaml")
-    lines = result.stdout
-    assert "SKIP  cuda " in lines
-    assert "no CUDA device" in lines
-    assert "FAIL  shm" in lines  # 64m for 2 workers x 24 MiB batches
-    assert result.code == 1
-    env = cli("env", "--json")
-    assert env.code == 0
-    assert json.loads(env.stdout)["torch"]["version"]
-
-
-def test_doctor_on_an_interpreter_without_torch_says_so(cli: Cli, tmp_path: Path) -> None:
-    # A real interpreter without torch: a fresh venv (issue 9 item 14: it said "CPU-only build").
-    venv = [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")]
-    subprocess.run(venv, check=True)
-    python = tmp_path / "venv" / "bin" / "python"
-    result = cli("doctor", "--python", str(python))
-    assert "torch is not installed in this interpreter" in result.stdout
-    assert "CPU-only" not in result.stdout
-    nvcc = next(line for line in result.stdout.splitlines() if " nvcc " in line)
-    assert "torch is not installed" in nvcc
-
-
 def test_gpu_checks_say_why_there_is_no_cuda_runtime() -> None:
     for torch, why in (
         ({"installed": False}, "torch is not installed"),
@@ -338,17 +307,3 @@ def test_native_stacks_check_says_what_keeps_them_from_a_crash() -> None:
     own = doctor.check_native_stacks("/usr/bin/gdb", CorePattern("core", uses_pid=True), -1)
     assert own.status == "pass"
     assert "replace" not in own.why
-
-
-def test_doctor_command_without_gdb_warns_about_native_stacks(tmp_path: Path) -> None:
-    # The doctor command on this machine, with a PATH that has no gdb: a real run of it.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    env = {**os.environ, "PATH": str(bin_dir)}
-    done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "doctor", "--json"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
-    )  # fmt: skip
-    checks = {check["name"]: check for check in json.loads(done.stdout)}
-    assert checks["native-stacks"]["status"] == "warn", checks["native-stacks"]
-    assert checks["native-stacks"]["why"].startswith("gdb not found")

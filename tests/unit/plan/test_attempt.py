@@ -14,8 +14,9 @@ from reprospec.plan.attempt import describe, expectation_for, plan_attempt
 from reprospec.spec.load import load_spec
 from reprospec.spec.matrix import expand
 from tests.support.data import at
+from tests.support.paths import DATA
 
-EXAMPLE = Path(__file__).parent / "data" / "spec_format_example.yaml"
+EXAMPLE = DATA / "spec_format_example.yaml"
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -1,4 +1,4 @@
-"""Fuzzing the input side (issue 16): only the project's own located errors, whatever the input.
+"""Fuzzing the input side: only the project's own located errors, whatever the input.
 
 The YAML loader, the expression parser and evaluator, the matrix expander and
 the whole document check get generated input: random text, text assembled

@@ -1,12 +1,12 @@
-"""spec.py: loading, overrides, markdown reports, semantic checks, exact bad-spec messages."""
+"""Loading specs: overrides, markdown reports, semantic checks, bounded reads, exact bad-spec
+
+messages."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,11 +22,13 @@ from reprospec.spec.matrix import expand
 from reprospec.spec.overrides import apply_override
 from reprospec.spec.validate import validate, validate_paths
 from tests.support.data import at
+from tests.support.paths import DATA
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad_specs"
+
+
 EXAMPLE = DATA / "spec_format_example.yaml"
+
 
 # Each bad spec ends with the exact problems it must report, as `# expect:` comments.
 BAD_SPECS = sorted(p.name for p in BAD.iterdir())
@@ -125,6 +127,8 @@ def test_tilde_override_removes_a_key() -> None:
 def test_override_creates_missing_mappings() -> None:
     assert apply_override({"a": 1}, "run.timeout=5m") == {"a": 1, "run": {"timeout": "5m"}}
 
+
+# -- accepted but wrong -------------------------------------------------------------------
 
 @pytest.mark.parametrize(
     ("override", "message"),
@@ -232,7 +236,6 @@ def test_no_matrix_axis_reference_without_matrix(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- semantic checks
-
 
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
@@ -431,7 +434,7 @@ def test_validation_summary_counts_files_and_empty_folders(tmp_path: Path) -> No
     assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file(s) valid"
 
 
-# -- reading a spec file, bounded (issue 16 item 6) ---------------------------------------
+# -- reading a spec file, bounded ---------------------------------------------------------
 
 SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}\n"
 
@@ -476,9 +479,6 @@ def test_non_utf8_is_located_at_the_first_bad_byte(tmp_path: Path, data: bytes, 
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.problems[0].startswith(f"{path}:{where}")
-
-
-# -- accepted but wrong (issue 16 item 7) -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -538,28 +538,3 @@ def test_expect_message_must_be_a_regex(tmp_path: Path) -> None:
         f"{path}:9:31: expect.cases[0].message: bad regular expression: bad escape \\p at"
         " position 0",
     ]
-
-
-# -- validate of a folder (issue 9 item 14) ----------------------------------------------
-
-
-def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) -> None:
-    (tmp_path / "s.yaml").write_text(SMALL.replace("touch EXECUTED", "'true'"))
-    for out in (".reprospec", "store"):
-        done = subprocess.run(
-            [sys.executable, "-m", "reprospec", "run", "s.yaml", "--out", out],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        assert done.returncode == 0, done.stderr
-        # The run keeps a copy of the spec: the very file `validate .` used to pick up.
-        assert list((tmp_path / out / "runs").glob("*/spec.yaml"))
-    (tmp_path / ".git").mkdir()
-    (tmp_path / ".git" / "x.yaml").write_text("not: a spec\n")
-    found = validate([tmp_path])
-    assert found.files == [str(tmp_path / "s.yaml")]
-    assert found.problems == []
-    # A store or hidden folder named on the command line is still searched.
-    assert validate([tmp_path / "store"]).files

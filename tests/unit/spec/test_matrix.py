@@ -235,7 +235,7 @@ def test_select_errors(filters: list[str], message: str) -> None:
     assert message in str(caught.value)
 
 
-# -- counted, never expanded (issue 16 item 5) -------------------------------------------
+# -- counted, never expanded ---------------------------------------------------------
 
 
 def _reference(section: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import sys
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -15,8 +13,8 @@ from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.spec import schema, schemafast
 from reprospec.spec.schemafast import equal, valid
 from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(
     path
     for folder in ("specs", "tests/data", "docs", "benchmarks")
@@ -47,22 +45,6 @@ def test_every_spec_and_bad_spec_of_the_repository() -> None:
     assert answers == {name: jsonschema_valid(doc) for name, doc in seen}
     # Both kinds are there: the check has said yes and no.
     assert set(answers.values()) == {True, False}
-
-
-def test_validate_needs_no_jsonschema_for_a_valid_spec() -> None:
-    import subprocess
-
-    code = (
-        "import sys\n"
-        "from reprospec.spec.load import load_spec\n"
-        "load_spec(sys.argv[1])\n"
-        "assert 'jsonschema' not in sys.modules, 'jsonschema was imported'\n"
-    )
-    for spec in ("specs/intermittent.yaml", "specs/segfault.yaml", "specs/exception.yaml"):
-        done = subprocess.run(
-            [sys.executable, "-c", code, spec], cwd=ROOT, capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
 
 
 JSON = st.recursive(

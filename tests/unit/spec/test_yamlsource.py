@@ -182,7 +182,7 @@ def test_load_value_and_path_helpers() -> None:
     assert Problem(3, 4, None, "m").format("f") == "f:3:4: m"
 
 
-# -- bounded input (issue 16 item 6) -----------------------------------------------------
+# -- bounded input -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
