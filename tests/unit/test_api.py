@@ -1,5 +1,4 @@
 """The Python API refuses bad input before anything runs: located spec errors, usage errors,
-
 plan()."""
 
 from __future__ import annotations

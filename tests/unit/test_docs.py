@@ -1,5 +1,4 @@
 """The docs stay true: their example specs validate, every CLI option has help text and is
-
 documented, and the README and docs link only to files in the repository."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """Environment capture in real children: torch present, missing or broken, and installed packages
-
 read from real site folders."""
 
 from __future__ import annotations

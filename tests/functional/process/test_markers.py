@@ -1,5 +1,4 @@
 """A catastrophic marker regex cannot hang the engine: the timeout and the other markers still
-
 hold."""
 
 from __future__ import annotations

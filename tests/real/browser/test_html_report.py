@@ -1,5 +1,4 @@
 """The HTML report in a real headless Chromium: it loads, the cell table sorts when its headings
-
 are clicked, the console stays free of errors."""
 
 from __future__ import annotations

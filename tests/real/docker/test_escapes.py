@@ -1,5 +1,4 @@
 """No container of an attempt outlives its engine: SIGKILLed engines and resume, on a real Docker
-
 engine."""
 
 from __future__ import annotations

@@ -167,12 +167,23 @@ def _remove_built_images() -> Iterator[None]:
 
 
 def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry."""
+    """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry.
+
+    The CompletedProcess's `args` end with run.sh's pid: its containers are named
+    `reprospec-bundle-N-PID`, so a test looks only at its own (see `_left_by`)."""
     import os
 
     try:
-        return subprocess.run(["bash", str(out / "run.sh")], capture_output=True, text=True,
-                              timeout=1800, cwd=cwd, env={**os.environ, "BASE": base})
+        with subprocess.Popen(["bash", str(out / "run.sh")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=cwd,
+                              env={**os.environ, "BASE": base}) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=1800)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        return subprocess.CompletedProcess(["bash", str(out / "run.sh"), str(proc.pid)],
+                                           proc.returncode, stdout, stderr)
     finally:
         if image.image_present(CLIENT, tag):
             _BUILT.add(CLIENT.images.get(tag).id)
@@ -191,8 +202,18 @@ def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: P
     assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
     assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
     assert not (out / "results" / "1" / "tmp").exists()
-    names = [c.name for c in CLIENT.containers.list(all=True)]
-    assert not [n for n in names if n.startswith("reprospec-bundle-")]
+    assert not _left_by(ran)
+
+
+def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
+    """The containers this run.sh started that are still there: named `reprospec-bundle-N-PID`
+    with its own pid (other suites on a shared engine run bundles of their own)."""
+    suffix = f"-{ran.args[-1]}"
+    # sparse: the list's own names, not an inspect of each container (which another suite's
+    # cleanup on the shared engine may remove between the list and the inspect).
+    listed = CLIENT.containers.list(all=True, sparse=True)
+    names = [str(n).lstrip("/") for c in listed for n in c.attrs.get("Names") or []]
+    return [n for n in names if n.startswith("reprospec-bundle-") and n.endswith(suffix)]
 
 
 @needs_engine

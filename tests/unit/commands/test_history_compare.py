@@ -1,5 +1,4 @@
 """Run ids for `history` and `compare`: the order of runs begun in one second, `latest` of Slurm
-
 runs."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """Bundles as archives: size limits, and archives that try to escape the folder they are unpacked
-
 into."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """Native stacks in-process: gdb output parsed, frames and signatures, core patterns, the core
-
 watch."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """The report's standalone repro: the generated repro.py against its golden, and why a distributed
-
 workload has none."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """The HTML report: every format renders the hand-built runs; the page is self-contained and
-
 escaped."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """The report as a maintainer reads it, from hand-built runs: short paths, a large matrix in a
-
 page, goldens."""
 
 from __future__ import annotations

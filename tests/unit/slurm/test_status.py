@@ -1,5 +1,4 @@
 """`reprospec slurm status` from the folders alone: never-submitted runs, unknown shards,
-
 slurmstepd lines."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """Loading specs: overrides, markdown reports, semantic checks, bounded reads, exact bad-spec
-
 messages."""
 
 from __future__ import annotations

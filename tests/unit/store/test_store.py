@@ -1,5 +1,4 @@
 """The SQLite store: runs, cells and attempts written and read back, migrations, concurrent
-
 writers."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
 """Image resolution: rendered Dockerfiles, build contexts and the content-hash tag, without an
-
 engine."""
 
 from __future__ import annotations

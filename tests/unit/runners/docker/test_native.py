@@ -1,5 +1,4 @@
 """The docker runner's native-stack helpers without an engine: /proc listings, the root process,
-
 core limits."""
 
 from __future__ import annotations

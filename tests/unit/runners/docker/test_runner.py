@@ -1,5 +1,4 @@
 """The docker runner without an engine: container config, exit statuses, workdirs, a missing
-
 engine."""
 
 from __future__ import annotations
