@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.cli import ROOT, SPECS, Cli
+from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
 
 
 def test_version_and_help(cli: Cli) -> None:
@@ -27,8 +27,8 @@ def test_import_cli_never_imports_torch_or_heavy_libraries() -> None:
     assert out.stdout.strip() == ""
 
 
-def test_segfault_matrix_reproduces_in_its_corner_only(cli: Cli) -> None:
-    result = cli("run", str(SPECS / "segfault-command.yaml"))
+def test_segfault_matrix_reproduces_in_its_corner_only(example_run: ExampleRun) -> None:
+    result = example_run("segfault-command.yaml")
     assert result.code == 0, result.stderr + result.stdout
     data = result.results()
     cells = {cell["id"]: cell for cell in data["cells"]}
@@ -57,8 +57,8 @@ def test_segfault_matrix_reproduces_in_its_corner_only(cli: Cli) -> None:
     assert "crash SIGSEGV @ validation:7" in result.stdout
 
 
-def test_results_json_shape_is_the_documented_contract(cli: Cli) -> None:
-    result = cli("run", str(SPECS / "exception.yaml"))
+def test_results_json_shape_is_the_documented_contract(example_run: ExampleRun) -> None:
+    result = example_run("exception.yaml")
     assert result.code == 0, result.stderr
     data = result.results()
     for key in (
@@ -103,8 +103,10 @@ def test_results_json_shape_is_the_documented_contract(cli: Cli) -> None:
     assert (run_dir / "spec.yaml").read_text() == (SPECS / "exception.yaml").read_text()
 
 
-def test_hang_is_reported_with_stacks_and_rerunnable_report(cli: Cli) -> None:
-    result = cli("run", str(SPECS / "hang.yaml"))
+def test_hang_is_reported_with_stacks_and_rerunnable_report(
+    cli: Cli, example_run: ExampleRun
+) -> None:
+    result = example_run("hang.yaml")
     assert result.code == 0, result.stderr
     data = result.results()
     attempt = data["cells"][0]["attempts"][0]

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
-from tests.support.cli import SPECS, CliResult, run_cli
+from tests.support.cli import SPECS, ExampleRun
 
 EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 
 
-@pytest.fixture(scope="module")
-def example_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], CliResult]:
-    """`reprospec run specs/NAME -j 2`, run once per example for the whole module: the test of
-    an example's verdicts and the tests that read more of the same run share it."""
-    done: dict[str, CliResult] = {}
-
-    def run(name: str) -> CliResult:
-        if name not in done:
-            out: Path = tmp_path_factory.mktemp("example") / "out"
-            done[name] = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=300)
-        return done[name]
-
-    return run
-
-
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_reproduces_as_its_expect_says(
-    example_run: Callable[[str], CliResult], name: str
+    example_run: ExampleRun, name: str
 ) -> None:
     pytest.importorskip("torch") if "workload:" in (SPECS / name).read_text() else None
     result = example_run(name)
@@ -40,7 +22,7 @@ def test_example_reproduces_as_its_expect_says(
 
 
 def test_workload_segfault_names_the_worker_signal_phase_and_step(
-    example_run: Callable[[str], CliResult],
+    example_run: ExampleRun,
 ) -> None:
     pytest.importorskip("torch")
     result = example_run("segfault.yaml")  # the example's run: all four cells

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -75,3 +76,8 @@ def run_cli(
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           env=child_env, cwd=cwd or ROOT, stdin=subprocess.DEVNULL)
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+# The functional tests' `example_run` fixture: the run of one example spec, shared by the
+# tests that read it (tests/functional/conftest.py).
+ExampleRun = Callable[[str], CliResult]

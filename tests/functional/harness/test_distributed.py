@@ -12,7 +12,7 @@ import pytest
 from reprospec import native
 from reprospec.outcome import ranks
 from tests.functional.harness.test_harness import Child
-from tests.support.cli import SPECS, Cli
+from tests.support.cli import Cli, ExampleRun
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -27,11 +27,10 @@ def attempt(cell: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(cli: Cli) -> None:
-    # The example's 20s timeout is the hang's bound; on a loaded machine the passing cell's two
-    # ranks (each importing torch) can take longer than that to finish, so the run gets room.
-    spec = str(SPECS / "distributed-skipped-allreduce.yaml")
-    result = cli("run", spec, "-j", "2", "--timeout", "60s", timeout=300)
+def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(
+    example_run: ExampleRun,
+) -> None:
+    result = example_run("distributed-skipped-allreduce.yaml")  # the examples' own run
     cells = {cell["id"]: cell for cell in result.results()["cells"]}
     assert result.code == 0, {k: (c["verdict"], c["reason"]) for k, c in cells.items()}
 
