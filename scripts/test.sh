@@ -18,7 +18,7 @@ fi
 if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
   bash scripts/docker-setup.sh
 fi
-# A one-host Slurm cluster (slurmctld, slurmd, munge, two fake GPUs) for tests/test_slurm.py.
+# A one-host Slurm cluster (slurmctld, slurmd, munge, two fake GPUs) for tests/real/slurm/.
 if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_SLURM:-}" = "1" ]; then
   bash scripts/slurm-setup.sh
 fi
@@ -47,7 +47,7 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   fi
 fi
 
-# The HTML report is checked in a real headless browser (tests/test_html_report.py):
+# The HTML report is checked in a real headless browser (tests/real/browser/):
 # Chromium from the system packages. In CI (or with REPROSPEC_BROWSER=1) install it when
 # missing; elsewhere that test says "skipped: chromium not installed".
 if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command -v apt-get >/dev/null \

@@ -1,15 +1,13 @@
-"""Fixtures shared by the tests; helpers live in the tests.support package."""
+"""Fixtures shared by every kind of test (unit/, functional/, real/); helpers live in
+the tests.support package."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ROOT, Cli, CliResult
+from tests.support.cli import Cli, CliResult, run_cli
 
 
 @pytest.fixture
@@ -18,15 +16,6 @@ def cli(tmp_path: Path) -> Cli:
 
     def invoke(*args: str, env: dict[str, str] | None = None, timeout: float = 180,
                cwd: Path | None = None) -> CliResult:
-        out = tmp_path / "out"
-        argv = [sys.executable, "-m", "reprospec", *args]
-        takes_out = ("run", "report", "history", "compare", "merge")
-        if args and args[0] in takes_out and "--out" not in args:
-            argv += ["--out", str(out)]
-        child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-        # stdin is never the developer's terminal: a command that asks must not wait for it.
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              env=child_env, cwd=cwd or ROOT, stdin=subprocess.DEVNULL)
-        return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+        return run_cli(tmp_path / "out", *args, env=env, timeout=timeout, cwd=cwd)
 
     return invoke

@@ -29,7 +29,7 @@ def raw(name: str, data: bytes) -> None:
 
 
 ten = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
-# ---- bounded inputs (issue 16 item 5)
+# ---- bounded inputs
 spec(
     "cells_1e9",
     "nine lines, 10^9 cells: counted, never expanded",
@@ -367,7 +367,7 @@ spec(
 (OUT / "num_workers_negative_from_expr.yaml").write_text(
     "# num_workers: -1 through the matrix\nreprospec: 1\nname: workers\nworkload:\n  model: {builtin: mlp}\n  data:\n    dataset: {builtin: synthetic}\n    loader: {num_workers: '${{ matrix.w }}'}\nmatrix: {w: [0, -1]}\nexpect: {outcome: pass}\n"
 )
-# ---- YAML 1.1 surprises (issue 9 item 9)
+# ---- YAML 1.1 surprises
 (OUT / "yaml11_booleans_in_when.yaml").write_text(
     "# [on, off] are strings: a case written for booleans matches no cell\nreprospec: 1\nname: onoff\ncommand: touch EXECUTED\nmatrix: {parallel_compile: [on, off]}\nexpect:\n  outcome: pass\n  cases:\n    - {when: {parallel_compile: true}, outcome: crash}\n"
 )

@@ -1,4 +1,4 @@
-"""Issue 16 "done when": bad specs are refused, located and bounded, before anything runs.
+"""Bad specs are refused, located and bounded, before anything runs.
 
 Each spec of `specs/` (written by make_corpus.py), and a few that only exist as
 files of a kind (a FIFO, /dev/zero, a folder, a file past the size bound), goes

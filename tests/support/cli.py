@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,3 +54,30 @@ class Cli(Protocol):
         timeout: float = 180,
         cwd: Path | None = None,
     ) -> CliResult: ...
+
+
+def run_cli(
+    out: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 180,
+    cwd: Path | None = None,
+) -> CliResult:
+    """Run `python -m reprospec ARGS` as a user would; `--out` defaults to `out`.
+
+    The `cli` fixture calls it with its test's tmp_path; a module-scoped fixture calls it
+    with a folder of its own, so that one engine run is read by many tests."""
+    argv = [sys.executable, "-m", "reprospec", *args]
+    takes_out = ("run", "report", "history", "compare", "merge")
+    if args and args[0] in takes_out and "--out" not in args:
+        argv += ["--out", str(out)]
+    child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    # stdin is never the developer's terminal: a command that asks must not wait for it.
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env=child_env, cwd=cwd or ROOT, stdin=subprocess.DEVNULL)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+# The functional tests' `example_run` fixture: the run of one example spec, shared by the
+# tests that read it (tests/functional/conftest.py).
+ExampleRun = Callable[[str], CliResult]

@@ -1,0 +1,147 @@
+"""`reprospec bundle RUN -o x.tar.gz` and `reprospec run x.tar.gz` end to end, real children."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+from tests.support.cli import ROOT, Cli
+
+SPEC = """\
+reprospec: 1
+name: bundled
+environment:
+  workdir: ../app
+  env: {MODE: "${{ matrix.mode }}"}
+matrix:
+  mode: [calm, crash]
+command: python main.py --config conf.yaml
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: calm}
+      outcome: pass
+"""
+
+
+MAIN = """\
+import ctypes, os
+import util
+print(util.greeting(), open("conf.yaml").read().strip(), flush=True)
+if os.environ["MODE"] == "crash":
+    ctypes.string_at(0)
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "specs").mkdir(parents=True)
+    (root / "app").mkdir()
+    (root / "app" / "main.py").write_text(MAIN)
+    (root / "app" / "util.py").write_text("def greeting():\n    return 'hello'\n")
+    (root / "app" / "conf.yaml").write_text("level: 3\n")
+    (root / "app" / "unrelated.bin").write_bytes(b"\0" * 1000)
+    (root / "specs" / "crash.yaml").write_text(SPEC)
+    return root / "specs" / "crash.yaml"
+
+
+def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli) -> None:
+    spec = _project(tmp_path / "project")
+    first = cli("run", str(spec), "--repeat", "2", "--out", str(tmp_path / "store"))
+    assert first.code == 0, first.stderr
+    run_id = next((tmp_path / "store" / "runs").iterdir()).name
+    archive = tmp_path / "share" / "crash.tar.gz"
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(tmp_path / "store"))
+    assert packed.code == 0, packed.stderr
+    assert "3 of them from the workdir" in packed.stdout
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+        assert all(m.isfile() for m in tar.getmembers())
+    top = run_id
+    assert {f"{top}/bundle.json", f"{top}/README.md", f"{top}/report.md",
+            f"{top}/results.json", f"{top}/tree/specs/crash.yaml", f"{top}/tree/app/main.py",
+            f"{top}/tree/app/util.py", f"{top}/tree/app/conf.yaml",
+            f"{top}/logs/cells/mode=crash/2/stderr.log"} <= names
+    assert f"{top}/tree/app/unrelated.bin" not in names  # not named by the command
+    # The recipient has neither the project nor the store: only the archive.
+    shutil.rmtree(tmp_path / "project")
+    shutil.rmtree(tmp_path / "store")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # This checkout's reprospec, from another folder.
+    here = {"PYTHONPATH": str(ROOT)}
+    # A bundle comes from a ticket: its plan is shown first, and without a terminal to ask
+    # on nothing runs unless --yes says so.
+    asked = cli("run", str(archive), "--out", str(elsewhere / "out"), cwd=elsewhere, env=here)
+    assert asked.code == 2, asked.stderr
+    assert "pass --yes" in asked.stderr
+    assert "mode=calm" in asked.stderr
+    assert not (elsewhere / "out" / "runs").exists()
+    again = cli("run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere,
+                env=here)
+    assert again.code == 0, again.stderr
+    assert "2/2 cell(s) reproduced" in again.stdout
+    results = json.loads(next((elsewhere / "out" / "runs").glob("*/results.json")).read_text())
+    assert [len(c["attempts"]) for c in results["cells"]] == [2, 2]  # --repeat 2 came along
+    crashed = results["cells"][1]["attempts"][0]["logs"]
+    log = next((elsewhere / "out" / "runs").iterdir()) / crashed / "stdout.log"
+    assert log.read_text().startswith("hello level: 3")
+    unpacked = sorted((elsewhere / "out" / "bundles").iterdir())
+    assert len(unpacked) == 1
+    assert (unpacked[0] / ".complete").is_file()
+    # A second run reuses the unpacked bundle.
+    third = cli("run", str(archive), "--out", str(elsewhere / "out"), "-m", "mode=calm", "-y",
+                cwd=elsewhere, env=here)
+    assert third.code == 0, third.stderr
+    assert f"bundle unpacked in {unpacked[0]}" in third.stderr
+    assert sorted((elsewhere / "out" / "bundles").iterdir()) == unpacked
+
+
+def _archive(path: Path, *members: tuple[tarfile.TarInfo, bytes | None]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "junk.tar.gz").write_bytes(b"not gzip at all")
+    junk = cli("run", str(tmp_path / "junk.tar.gz"))
+    assert junk.code == 2
+    assert "not a .tar.gz archive" in junk.stderr
+    assert "Traceback" not in junk.stderr
+    foreign = _archive(tmp_path / "foreign.tar.gz", _file("project/readme.txt", b"hi"))
+    other = cli("run", str(foreign))
+    assert other.code == 2
+    assert "not a reprospec bundle" in other.stderr
+    escaping = _archive(
+        tmp_path / "escape.tar.gz",
+        _file("b/bundle.json", json.dumps({"format": 1, "spec": "../../etc/passwd"}).encode()),
+    )
+    refused = cli("run", str(escaping))
+    assert refused.code == 2
+    assert "outside the bundle" in refused.stderr
+
+
+def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli: Cli) -> None:
+    missing = cli("bundle", "no-such-run", "-o", str(tmp_path / "x.tar.gz"), "--out",
+                  str(tmp_path / "out"))
+    assert missing.code == 2
+    assert "no run 'no-such-run'" in missing.stderr
+    spec = _project(tmp_path / "p")
+    assert cli("run", str(spec), "-m", "mode=calm").code == 0
+    run_dir = next((tmp_path / "out" / "runs").iterdir())
+    wrong = cli("bundle", str(run_dir), "-o", str(tmp_path / "x.zip"), "--out",
+                str(tmp_path / "out"))
+    assert wrong.code == 2
+    assert "a bundle is a .tar.gz" in wrong.stderr

@@ -1,0 +1,62 @@
+"""`reprospec doctor` from the CLI, against real interpreters and the machine it runs on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import ROOT, Cli
+
+
+def test_doctor_and_env_commands_never_import_torch_in_the_parent() -> None:
+    code = (
+        "import sys, reprospec.doctor, reprospec.environment.probe, reprospec.process.rlimits, "
+        "reprospec.process.launch, "
+        "reprospec.commands.doctor, reprospec.commands.env; assert 'torch' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": ""})
+
+
+@pytest.mark.torch
+def test_doctor_command_on_this_machine_and_a_spec(cli: Cli) -> None:
+    pytest.importorskip("torch")
+    result = cli("doctor", "specs/workload-shm-exhaustion.yaml")
+    lines = result.stdout
+    assert "SKIP  cuda " in lines
+    assert "no CUDA device" in lines
+    assert "FAIL  shm" in lines  # 64m for 2 workers x 24 MiB batches
+    assert result.code == 1
+    env = cli("env", "--json")
+    assert env.code == 0
+    assert json.loads(env.stdout)["torch"]["version"]
+
+
+def test_doctor_on_an_interpreter_without_torch_says_so(cli: Cli, tmp_path: Path) -> None:
+    # A real interpreter without torch: a fresh venv (it once said "CPU-only build").
+    venv = [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")]
+    subprocess.run(venv, check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    result = cli("doctor", "--python", str(python))
+    assert "torch is not installed in this interpreter" in result.stdout
+    assert "CPU-only" not in result.stdout
+    nvcc = next(line for line in result.stdout.splitlines() if " nvcc " in line)
+    assert "torch is not installed" in nvcc
+
+
+def test_doctor_command_without_gdb_warns_about_native_stacks(tmp_path: Path) -> None:
+    # The doctor command on this machine, with a PATH that has no gdb: a real run of it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {**os.environ, "PATH": str(bin_dir)}
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "doctor", "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    checks = {check["name"]: check for check in json.loads(done.stdout)}
+    assert checks["native-stacks"]["status"] == "warn", checks["native-stacks"]
+    assert checks["native-stacks"]["why"].startswith("gdb not found")

@@ -1,0 +1,169 @@
+"""`history` and `compare` answer questions: whole run ids, JSON, `latest`, and what changed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from reprospec.store.refs import resolve_run_id
+from tests.support.cli import SPECS, Cli
+from tests.support.paths import ROOT
+
+SEGFAULT = str(SPECS / "segfault-command.yaml")
+
+
+def _exit_spec(tmp_path: Path, code: int) -> Path:
+    spec = tmp_path / "exits.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: exits\n"
+        f"command: [{sys.executable}, -c, 'import sys; sys.exit({code})']\n"
+        "expect: {outcome: pass}\n"
+    )
+    return spec
+
+
+def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None:
+    spec = _exit_spec(tmp_path, 0)
+    first = cli("run", str(spec))
+    second = cli("run", str(spec), "-j", "2")
+    assert (first.code, second.code) == (0, 0)
+    ids = [first.latest_run().name, second.latest_run().name]
+    assert ids[0] != ids[1]
+    table = cli("history")
+    assert table.code == 0, table.stderr
+    for run_id in ids:
+        assert run_id in table.stdout  # whole: one can copy it from here
+    assert "…" not in table.stdout
+    listed = json.loads(cli("history", "--format", "json").stdout)
+    assert [row["run_id"] for row in listed] == ids[::-1]  # newest first
+    assert listed[0]["verdicts"] == {
+        "reproduced": 1,
+        "not_reproduced": 0,
+        "undecided": 0,
+        "infra_error": 0,
+    }
+    assert listed[0]["cells"] == 1
+    assert listed[0]["status"] == "finished"
+    assert (
+        json.loads(cli("history", "--format", "json", "--out", str(tmp_path / "none")).stdout) == []
+    )
+
+
+def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> None:
+    spec = _exit_spec(tmp_path, 0)
+    older, newer = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
+    old_id, new_id = older.latest_run().name, newer.latest_run().name
+    report = cli("report", "latest", "--format", "json")
+    assert report.code == 0
+    assert json.loads(report.stdout)["run_id"] == new_id
+    assert json.loads(cli("report", "latest~1", "--format", "json").stdout)["run_id"] == old_id
+    assert json.loads(cli("report", "latest~0", "--format", "json").stdout)["run_id"] == new_id
+    too_far = cli("report", "latest~2")
+    assert too_far.code == 2
+    assert "latest~2" in too_far.stderr
+    assert "only 2 run(s)" in too_far.stderr
+    assert "Traceback" not in too_far.stderr
+    compared = cli("compare", "latest~1", "latest")
+    assert compared.code == 0
+    assert f"{old_id} -> {new_id}" in compared.stdout
+    merged = cli("merge", "latest")
+    assert merged.code == 0, merged.stderr
+    # The merged run has a folder and no store row of its own: it is the latest now.
+    out = older.out
+    assert resolve_run_id("latest", out) not in (old_id, new_id)
+    assert resolve_run_id("latest~1", out) == new_id
+
+
+def test_resume_latest(tmp_path: Path) -> None:
+    import threading
+
+    import reprospec
+
+    spec = tmp_path / "four.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
+        f"command: [{sys.executable}, -c, 'pass']\nexpect: {{outcome: pass}}\n"
+    )
+    cancel = threading.Event()
+
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
+        if event == "attempt" and finished >= 1:
+            cancel.set()
+
+    out = tmp_path / "out"
+    stopped = reprospec.run(
+        spec, reprospec.RunOptions(out=out, jobs=1), progress=progress, cancel=cancel
+    )
+    assert stopped.interrupted
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "--resume", "latest", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads((out / "runs" / stopped.run_id / "results.json").read_text())
+    assert [len(c["attempts"]) for c in results["cells"]] == [1, 1, 1, 1]
+
+
+def test_compare_says_what_changed_and_why(cli: Cli) -> None:
+    first = cli("run", SEGFAULT, "-m", "num_workers=2", "-m", "pin_memory=true", "-j", "1")
+    second = cli(
+        "run",
+        SEGFAULT,
+        "-m",
+        "num_workers=2",
+        "-m",
+        "pin_memory=true",
+        "-j",
+        "2",
+        "--set",
+        "expect.signal=SIGBUS",
+    )
+    assert (first.code, second.code) == (0, 1)
+    a, b = first.latest_run().name, second.latest_run().name
+    text = cli("compare", a, b)
+    assert text.code == 0, text.stderr
+    out = text.stdout
+    # The spec: the same name with other text, and the diff that says how.
+    assert (
+        "warning: both runs ran spec 'val-segfault-pinned-workers-command', with other text:" in out
+    )
+    assert "-  signal: SIGSEGV" in out
+    assert "+  signal: SIGBUS" in out
+    # The options: -j and --set.
+    assert "  jobs: 1 -> 2" in out
+    assert "  overrides: (none) -> ['expect.signal=SIGBUS']" in out
+    assert "same environment" in out
+    # The cell: what it did did not change, what it was expected to do did.
+    cell = "num_workers=2,pin_memory=true"
+    assert f"  {cell}: reproduced -> not-reproduced (same outcome, different expectation)" in out
+    assert "    expected  crash SIGSEGV @ validation:7 -> crash SIGBUS @ validation:7" in out
+    outcome_line = next(line for line in out.splitlines() if line.startswith("    outcome"))
+    assert "crash:SIGSEGV:main:validation" in outcome_line
+    assert "->" not in outcome_line
+
+    data = json.loads(cli("compare", a, b, "--format", "json").stdout)
+    assert data["spec"]["same"] is False
+    assert data["spec"]["diff"]
+    assert {"key": "jobs", "a": 1, "b": 2} in data["options"]
+    (row,) = data["cells"]
+    assert row["change"] == "same outcome, different expectation"
+    assert row["outcomes"][0] == row["outcomes"][1]
+    assert data["changed"] == [{"cell": cell, "before": "reproduced", "after": "not-reproduced"}]
+
+
+def test_compare_shows_an_outcome_change_per_cell(cli: Cli, tmp_path: Path) -> None:
+    passing = cli("run", str(_exit_spec(tmp_path, 0)))
+    failing = cli("run", str(_exit_spec(tmp_path, 3)))
+    out = cli("compare", passing.latest_run().name, failing.latest_run().name).stdout
+    assert "  default: reproduced -> not-reproduced (outcome changed)" in out
+    assert "    outcome   pass x1 -> error:exit-3 x1" in out
+    assert "    expected  pass\n" in out
+    assert "-command: [" in out
+    assert "+command: [" in out

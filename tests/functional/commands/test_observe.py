@@ -1,0 +1,57 @@
+"""`run --observe` and specs without `expect`, from the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.cli import ROOT, SPECS, Cli
+
+
+def test_run_observe_on_a_spec_with_expect(cli: Cli) -> None:
+    result = cli("run", str(SPECS / "segfault-command.yaml"), "--observe", "-j", "2")
+    assert result.code == 0, result.stderr
+    data = result.results()
+    assert {c["verdict"] for c in data["cells"]} == {"observed"}
+    assert {c["expected"]["outcome"] for c in data["cells"]} == {"any"}
+    assert data["summary"]["observed"] == 4
+    assert "4 cell(s) observed, 2 outcome(s)" in result.stdout
+    assert (
+        "num_workers=2 and pin_memory=true together: in every cell with this outcome, "
+        "together in no other" in result.stdout
+    )
+    report = (result.latest_run() / "report.md").read_text()
+    assert "\n## Outcomes\n" in report
+    assert "**Observed 4 cells: crash SIGSEGV @ validation:7 in 1, pass" in report
+
+
+def test_a_spec_without_expect_observes(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "no-expect.yaml"
+    spec.write_text(
+        (ROOT / "specs" / "segfault-command.yaml")
+        .read_text()
+        .split("\nexpect:")[0]
+        .replace("workdir: fixtures", f"workdir: {ROOT / 'specs' / 'fixtures'}")
+    )
+    assert cli("validate", str(spec)).code == 0
+    result = cli("run", str(spec), "-j", "2", "--format", "json")
+    assert result.code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["summary"]["observed"] == 4
+    crashed = [c for c in data["cells"] if c["attempts"][0]["outcome"]["kind"] == "crash"]
+    assert [c["id"] for c in crashed] == ["num_workers=2,pin_memory=true"]
+
+
+def test_observe_exits_3_when_something_could_not_run(cli: Cli) -> None:
+    result = cli(
+        "run",
+        str(SPECS / "segfault-command.yaml"),
+        "--observe",
+        "-m",
+        "num_workers=0",
+        "--set",
+        "environment.env.X=1",
+        "--python",
+        str(ROOT / "no-such-python"),
+    )
+    assert result.code == 3, result.stderr

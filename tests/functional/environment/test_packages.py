@@ -1,0 +1,77 @@
+"""Per-cell `packages` honoured or refused, with real interpreters."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import textwrap
+from pathlib import Path
+
+from reprospec.environment.packages import PackageCheck, probe_installed
+from tests.support.cli import Cli
+
+PYYAML = importlib.metadata.version("pyyaml")
+
+
+def test_probe_reports_what_the_interpreter_has() -> None:
+    seen = probe_installed(sys.executable, ["PyYAML", "surely-not-installed-reprospec"])
+    assert seen.versions == {"pyyaml": PYYAML, "surely-not-installed-reprospec": None}
+    assert seen.markers["python_version"] == "{}.{}".format(*sys.version_info[:2])
+    assert seen.prefix == sys.prefix
+
+
+def test_check_is_cached_per_key(tmp_path: Path) -> None:
+    # A folder on PYTHONPATH with a fake distribution: what the interpreter sees changes
+    # with the environment, so the environment is part of the key.
+    site = tmp_path / "site"
+    (site / "reprospec_fake-1.2.dist-info").mkdir(parents=True)
+    (site / "reprospec_fake-1.2.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: reprospec-fake\nVersion: 1.2\n"
+    )
+    check = PackageCheck()
+    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
+        is None
+    refused = check.reason(sys.executable, ["reprospec-fake==1.2"], env={})
+    assert refused is not None
+    assert "reprospec-fake is not installed" in refused
+    # Cached: the folder is gone, the answer for that key stays what was probed.
+    (site / "reprospec_fake-1.2.dist-info" / "METADATA").unlink()
+    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
+        is None
+    assert PackageCheck().reason(sys.executable, ["reprospec-fake==1.2"],
+                                 env={"PYTHONPATH": str(site)}) is not None
+
+
+def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
+    reason = PackageCheck().reason(str(tmp_path / "nope"), ["six"])
+    assert reason is not None
+    assert "interpreter not found" in reason
+
+
+def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> None:
+    """The cell whose version is not installed is infra-error naming it; the other runs."""
+    spec = tmp_path / "versions.yaml"
+    spec.write_text(textwrap.dedent(f"""\
+        reprospec: 1
+        name: pyyaml-versions
+        environment:
+          packages: ["pyyaml==${{{{ matrix.pyyaml }}}}"]
+        matrix:
+          pyyaml: ["{PYYAML}", "5.1"]
+        command: python -c "import yaml, sys; sys.exit(0 if yaml.__version__ == '{PYYAML}' else 9)"
+        expect:
+          outcome: pass
+        """))
+    done = cli("run", str(spec))
+    assert done.code == 3, done.stderr
+    cells = {c["id"]: c for c in done.results()["cells"]}
+    ok, wrong = cells[f"pyyaml={PYYAML}"], cells["pyyaml=5.1"]
+    assert ok["verdict"] == "reproduced"
+    assert ok["attempts"][0]["outcome"]["kind"] == "pass"
+    assert wrong["verdict"] == "infra-error"
+    attempt = wrong["attempts"][0]
+    assert attempt["outcome"] is None
+    assert f"pyyaml {PYYAML} is installed (the cell needs pyyaml==5.1)" in attempt["infra_error"]
+    # It never ran: no output of the command in its logs.
+    logs = done.latest_run() / attempt["logs"]
+    assert (logs / "stdout.log").read_text() == ""

@@ -1,0 +1,185 @@
+"""Environment capture in real children: torch present, missing or broken, and installed packages
+read from real site folders."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec.environment.probe import probe_environment
+from reprospec.errors import InfraError
+from reprospec.harness import HARNESS_ROOT
+
+sys.path.insert(0, str(HARNESS_ROOT))
+from reprospec_harness import envinfo
+
+
+def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("WANDB_API_KEY", "secret")
+    monkeypatch.setenv("TORCH_HUB_TOKEN", "secret")
+    monkeypatch.setenv("TORCH_AUTH", "secret")
+    monkeypatch.setenv("PYTORCH_PASSPHRASE", "secret")
+    info = envinfo.capture_system(["pyyaml>=6", "surely-not-installed-pkg"])
+    assert info["python"]["version"].count(".") == 2
+    assert info["os"]["kernel"]
+    assert info["cpu"]["cores"] >= 1
+    assert info["memory"]["total"] > 0
+    assert info["shm"]["present"] in (True, False)
+    assert info["packages"]["pyyaml"]
+    assert info["packages"]["surely-not-installed-pkg"] is None
+    assert info["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
+    assert "WANDB_API_KEY" not in info["env"]
+    for name in ("TORCH_HUB_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE"):
+        assert info["env"][name] == "***"
+    assert info["multiprocessing"]["start_method"] in ("fork", "spawn", "forkserver")
+    json.dumps(info)
+
+
+@pytest.mark.torch
+def test_probe_with_torch() -> None:
+    pytest.importorskip("torch")
+    env: dict[str, Any] = probe_environment(sys.executable, ["pyyaml"])
+    torch = env["torch"]
+    assert torch["version"].startswith("2.")
+    assert torch["cpu_capability"]
+    assert isinstance(torch["arch_list"], list)
+    assert torch["cuda_available"] in (True, False)
+    assert "PYTHONPATH" not in env["env"] or str(HARNESS_ROOT) not in env["env"]["PYTHONPATH"]
+
+
+def test_probe_with_torch_missing(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    env: dict[str, Any] = probe_environment(str(venv / "bin" / "python"))
+    assert env["torch"] == {"installed": False}
+    assert env["packages"]["torch"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "raise OSError('libcudnn.so.9: cannot open shared object file')",
+            "OSError: libcudnn.so.9",
+        ),
+        ("import ctypes; ctypes.string_at(0)", "import torch failed: killed by SIGSEGV"),
+    ],
+)
+def test_probe_with_torch_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, expected: str
+) -> None:
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(body + "\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    env: dict[str, Any] = probe_environment(sys.executable)
+    assert env["torch"]["installed"] is True
+    assert expected in env["torch"]["error"]
+    assert env["python"]["version"]
+
+
+def test_probe_with_a_missing_interpreter() -> None:
+    with pytest.raises(InfraError, match="interpreter not found: /nonexistent/python"):
+        probe_environment("/nonexistent/python")
+
+
+def test_pip_list_reads_each_distributions_name_and_version_as_its_metadata_says() -> None:
+    """envinfo reads Name and Version from the metadata's header lines (no email parser):
+    the same list as importlib.metadata's own parse, for every distribution installed here."""
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT)])
+    assert fast
+    assert versions == expected
+    assert ours == parsed
+    assert len(ours) > 10
+    assert "PyYAML" in ours
+    assert ours["torch"].startswith("2.13.0")
+
+
+# Folders of installed distributions in the shapes importlib.metadata finds: a .dist-info
+# folder, an .egg-info folder, an .egg-info file, one shadowed by an earlier sys.path entry.
+SITE_A = {
+    "Foo_Bar-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: foo.bar\nVersion: 1.0\n\nabout",
+    "Shadowed-2.0.dist-info/METADATA": "Name: Shadowed\nVersion: 2.0\n",
+    "eggy.egg-info/PKG-INFO": "Name: eggy\nVersion: 0.2\n",
+    "legacy.egg-info": "Metadata-Version: 1.0\nName: legacy\nVersion: 0.3\n",
+}
+
+
+SITE_B = {"shadowed-1.0.dist-info/METADATA": "Name: Shadowed\nVersion: 1.0\n"}
+
+
+COMPARE = (
+    "import importlib.metadata as m, json, sys\n"
+    "from reprospec_harness import envinfo\n"
+    "parsed = {}\n"
+    "for d in m.distributions():\n"
+    "    name = d.metadata['Name'] if d.metadata else None\n"
+    "    if name and name not in parsed:\n"
+    "        parsed[name] = d.version\n"
+    "names = ['foo-bar', 'Foo.Bar', 'shadowed', 'eggy', 'legacy', 'zipped', 'absent']\n"
+    "def version(n):\n"
+    "    try:\n"
+    "        return m.version(n)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        return None\n"
+    "print(json.dumps([\n"
+    "    envinfo._distribution_folders() is not None,\n"
+    "    [envinfo.distributions(), parsed],\n"
+    "    [{n: envinfo._packages(names)[n] for n in names}, {n: version(n) for n in names}],\n"
+    "]))\n"
+)
+
+
+def _site(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def _compare(path: list[Path]) -> tuple[bool, list[Any], list[Any]]:
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(p) for p in path]!r}\n"
+         + COMPARE],
+        capture_output=True, text=True, check=True, cwd=HARNESS_ROOT, timeout=120,
+    )  # fmt: skip
+    fast, dists, versions = json.loads(done.stdout)
+    return fast, dists, versions
+
+
+def test_distributions_found_in_folders_are_the_ones_importlib_metadata_finds(
+    tmp_path: Path,
+) -> None:
+    """Without importing importlib.metadata: the same list, the same versions, the first on
+    sys.path winning, every shape of metadata a folder of sys.path holds."""
+    a = _site(tmp_path / "a", SITE_A)
+    b = _site(tmp_path / "b", SITE_B)
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT), a, b])
+    assert fast
+    assert ours == parsed
+    assert {k: ours[k] for k in ("foo.bar", "Shadowed", "eggy", "legacy")} == {
+        "foo.bar": "1.0", "Shadowed": "2.0", "eggy": "0.2", "legacy": "0.3",
+    }  # fmt: skip
+    assert versions == expected
+    assert versions["Foo.Bar"] == "1.0"
+    assert versions["absent"] is None
+
+
+def test_a_zip_on_sys_path_is_read_by_importlib_metadata(tmp_path: Path) -> None:
+    import zipfile
+
+    a = _site(tmp_path / "a", SITE_A)
+    archive = tmp_path / "z.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped-0.1.dist-info/METADATA", "Name: zipped\nVersion: 0.1\n")
+    fast, (ours, parsed), (versions, expected) = _compare([Path(HARNESS_ROOT), a, archive])
+    assert not fast
+    assert ours == parsed
+    assert ours["zipped"] == "0.1"
+    assert versions == expected

@@ -1,0 +1,429 @@
+"""Native stacks: real crashes leave real cores that gdb reads; gdb attaches to real C deadlocks."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from reprospec import native
+from reprospec.native import NativeStacks
+from reprospec.runners.local import LocalRunner
+from tests.support.local import child, make_plan
+from tests.support.native import assert_fault_in_a_torch_op
+
+needs_gdb = pytest.mark.skipif(
+    native.gdb_path() is None, reason="gdb not installed (apt-get install gdb)"
+)
+
+
+needs_plain_cores = pytest.mark.skipif(
+    native.core_pattern().piped, reason="kernel.core_pattern pipes cores to a handler"
+)
+
+
+WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    r = LocalRunner()
+    r.prepare([])
+    return r
+
+
+def crash(runner: LocalRunner, tmp_path: Path, kind: str) -> tuple[NativeStacks, Path, Path]:
+    """Run native_crash.py KIND in its own workdir; (stacks, workdir, attempt folder)."""
+    workdir, logs = tmp_path / f"work-{kind}", tmp_path / f"logs-{kind}"
+    workdir.mkdir()
+    ex = runner.run(make_plan(child("native_crash.py", kind), workdir=workdir), logs)
+    assert ex.returncode == (1 if kind == "child" else -11), ex.stderr_path.read_text()
+    stacks = native.read(logs)
+    assert stacks is not None, sorted(p.name for p in logs.iterdir())
+    return stacks, workdir, logs
+
+
+# -- crashes -----------------------------------------------------------------------------
+
+# -- hangs -------------------------------------------------------------------------------
+
+@needs_gdb
+@needs_plain_cores
+def test_segfault_in_strlen_shows_strlen_on_top(runner: LocalRunner, tmp_path: Path) -> None:
+    stacks, workdir, logs = crash(runner, tmp_path, "strlen")
+    assert stacks.unavailable is None
+    (process,) = stacks.processes
+    assert process.source == "core"
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
+    assert process.root
+    thread = process.crashing_thread
+    assert thread is not None
+    assert thread.lwp == process.pid  # the main thread took the signal
+    assert len(process.threads) >= 2  # the sleeping thread too: all threads
+    top = native.top_frames(stacks)
+    assert top is not None
+    assert top.startswith("strlen (libc.so"), top
+    assert native.signature_frame(stacks) == "strlen@libc"
+    # The signal handler (faulthandler's re-raise) is above the fault, not in the top frames.
+    assert any(frame.signal_handler for frame in thread.frames)
+    assert "raise" not in top
+    text = (logs / native.TEXT_NAME).read_text()
+    assert "(crashed)" in text
+    assert "strlen" in text
+    helper = Path(os.path.realpath(sys.executable) + "-gdb.py")
+    if helper.is_file():  # CPython's gdb extension sits next to this interpreter: py-bt works
+        assert "native_crash.py" in process.python
+        assert "in crash" in process.python
+    # The core was moved out of the workdir, read, and deleted.
+    assert list(workdir.iterdir()) == []
+    assert not list(logs.glob("core*"))
+
+
+@needs_gdb
+@needs_plain_cores
+def test_two_different_segfaults_get_different_signature_frames(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    strlen, _, _ = crash(runner, tmp_path, "strlen")
+    memmove, _, _ = crash(runner, tmp_path, "memmove")
+    top = native.top_frames(memmove)
+    # glibc's memmove and memcpy share one implementation; gdb names either.
+    assert top is not None
+    assert top.split(" ")[0] in ("memmove", "memcpy"), top
+    assert native.signature_frame(memmove) != native.signature_frame(strlen)
+    signature = native.with_native_frame("crash:SIGSEGV:main", memmove)
+    assert signature.startswith("crash:SIGSEGV:main:mem")
+    assert signature.endswith("@libc")
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_crashed_child_process_is_read_from_its_own_core(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    stacks, workdir, logs = crash(runner, tmp_path, "child")
+    died = (logs / "stdout.log").read_text().split("child ")[1].split()[0]
+    (process,) = stacks.processes  # the parent exited 1: no core of its own
+    assert process.pid == int(died)
+    assert process.signal == "SIGSEGV"
+    assert not process.root
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+def test_keep_cores_keeps_the_core_in_the_attempt_folder(tmp_path: Path) -> None:
+    keeper = LocalRunner(keep_cores=True)
+    stacks, workdir, logs = crash(keeper, tmp_path, "strlen")
+    (process,) = stacks.processes
+    assert process.core == str(logs / f"core.{process.pid}")
+    info = native.read_core(Path(process.core))
+    assert info is not None
+    assert (info.pid, info.signal) == (process.pid, "SIGSEGV")
+    assert info.executable == os.path.realpath(sys.executable)
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+def test_crash_inside_a_torch_op_shows_a_torch_symbol(runner: LocalRunner, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    stacks, _, _ = crash(runner, tmp_path, "torch")
+    assert_fault_in_a_torch_op(stacks)
+
+
+@needs_gdb
+@needs_plain_cores
+def test_cores_of_other_processes_are_left_alone(runner: LocalRunner, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    _crash_in(workdir)  # a real core of a process that is not the attempt's
+    foreign = sorted(workdir.iterdir())
+    assert foreign
+    assert native.read_core(foreign[0]) is not None
+    before = foreign[0].read_bytes()
+    ex = runner.run(
+        make_plan([sys.executable, "-c", "print('fine')"], workdir=workdir), tmp_path / "a"
+    )
+    assert ex.returncode == 0
+    assert native.read(tmp_path / "a") is None
+    assert sorted(workdir.iterdir()) == foreign
+    assert foreign[0].read_bytes() == before
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_crash_that_cannot_leave_a_core_says_why(runner: LocalRunner, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    (workdir / "core").mkdir(parents=True)  # the kernel cannot write a core over a folder
+    if native.core_pattern().raw != "core":
+        pytest.skip("kernel.core_pattern is not 'core'")
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert "left no core" in stacks.unavailable
+    assert str(workdir) in stacks.unavailable
+
+
+def _crash_in(workdir: Path) -> None:
+    """A real SIGSEGV of a process that is not the attempt's, dumping its core in `workdir`."""
+    subprocess.run(
+        [sys.executable, "-c", "import ctypes; ctypes.string_at(8)"],
+        cwd=workdir,
+        preexec_fn=native.allow_cores,
+        capture_output=True,
+        check=False,
+    )
+
+
+def _crash_later(
+    monkeypatch: pytest.MonkeyPatch, crash: Callable[[Path], object], *, held: bool = True
+) -> list[object]:
+    """Make the race certain: `crash(workdir)` runs after the attempt died and before the
+    engine looks for its core, the window in which a second crash there replaces it.
+    `held`: only once the watch holds the attempt's core (what it does within a few ms,
+    and a loaded machine may take longer over; that race is measured, not tested)."""
+    real_find = native.find_cores
+    done: list[object] = []
+    once: list[bool] = []  # set first: `crash` may be an attempt, which claims its own cores
+
+    def late_claim(token: str, folder: Path, *args: object) -> list[native.CoreInfo]:
+        if not once:
+            once.append(True)
+            assert not held or _until(lambda: bool(_held_fds(folder)))
+            done.append(crash(folder))
+        return real_find(token, folder, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(native.capture, "find_cores", late_claim)
+    return done
+
+
+def _crash_with_a_later_crash(
+    runner: LocalRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    crash: Callable[[Path], object],
+    *,
+    held: bool = True,
+) -> tuple[Path, list[object]]:
+    """A real strlen segfault in its own workdir, attempt folder `a`, while `crash` crashes
+    there between its end and its claim; (workdir, what `crash` returned)."""
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    done = _crash_later(monkeypatch, crash, held=held)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    assert done
+    return workdir, done
+
+
+def _another_attempt(runner: LocalRunner, logs: Path) -> Callable[[Path], NativeStacks | None]:
+    """A strlen segfault as an attempt of the same runner in `folder` (attempt folder `logs`)."""
+
+    def crash(folder: Path) -> NativeStacks | None:
+        plan = make_plan(child("native_crash.py", "strlen"), workdir=folder)
+        assert runner.run(plan, logs).returncode == -11
+        return native.read(logs)
+
+    return crash
+
+
+def _shared_name_or_skip() -> None:
+    pattern = native.core_pattern()
+    if not pattern.shared_name:
+        pytest.skip("kernel.core_pattern gives each process its own core")
+    if Path(pattern.raw).is_absolute():
+        pytest.skip("kernel.core_pattern puts cores outside the workdir")
+
+
+def _strlen_on_top(stacks: NativeStacks | None) -> None:
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks.unavailable
+    (process,) = stacks.processes
+    assert process.root
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
+    assert native.signature_frame(stacks) == "strlen@libc", native.full_text(stacks)
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_core_a_later_crash_replaced_is_read_all_the_same(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With `core` and core_uses_pid=0 the second crash in a folder unlinks the first's core
+    # before it writes its own. The runner held the first open from its creation.
+    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, _crash_in)
+    _strlen_on_top(native.read(tmp_path / "a"))
+    (core,) = workdir.iterdir()  # the other process's core: left alone
+    info = native.read_core(core)
+    assert info is not None
+    assert "ctypes.string_at" in info.command
+    # Nothing held after the attempt: no descriptor of a core left open.
+    assert not [fd for fd in Path("/proc/self/fd").iterdir() if "core" in _fd_target(fd)]
+
+
+def _fd_target(fd: Path) -> str:
+    try:
+        return str(fd.readlink())
+    except OSError:
+        return ""
+
+
+@needs_gdb
+@needs_plain_cores
+def test_two_attempts_crashing_in_one_folder_each_read_their_own_core(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -j 2: the other attempt crashes in the same workdir and claims the core that
+    # replaced this one's, before this attempt looks for its own.
+    other = _another_attempt(runner, tmp_path / "b")
+    workdir, done = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, other)
+    first, second = native.read(tmp_path / "a"), done[0]
+    assert isinstance(second, NativeStacks)
+    _strlen_on_top(first)
+    _strlen_on_top(second)
+    assert first is not None
+    assert first.processes[0].pid != second.processes[0].pid
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
+@pytest.mark.parametrize("other", ["process", "attempt"])
+def test_without_the_watch_a_replaced_core_says_so(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other: str
+) -> None:
+    # Where inotify cannot watch the folder (out of watches), the core is lost as before:
+    # the attempt says why, and never shows the other crash's stack.
+    monkeypatch.setattr(native.Capture, "watch", lambda _self, _workdir: None)
+    crash = _crash_in if other == "process" else _another_attempt(runner, tmp_path / "b")
+    workdir, _ = _crash_with_a_later_crash(runner, tmp_path, monkeypatch, crash, held=False)
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert f"another crash in {workdir} since this attempt started most likely replaced it" in (
+        stacks.unavailable
+    )
+    assert "core_uses_pid=1" in stacks.unavailable
+    # The other process's core is still there; the other attempt's was claimed and removed.
+    assert len(list(workdir.iterdir())) == (1 if other == "process" else 0)
+
+
+def test_without_gdb_the_report_says_why(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert native.gdb_path() is None
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    stacks = native.read(tmp_path / "a")
+    assert stacks is not None
+    assert stacks.unavailable == "native stacks unavailable: gdb not found (apt-get install gdb)"
+    assert list(workdir.iterdir()) == []  # nothing could read a core, so none was written
+    assert native.render_markdown(stacks) == f"_{stacks.unavailable}_\n"
+
+
+def test_only_the_child_gets_a_core_limit(runner: LocalRunner, tmp_path: Path) -> None:
+    ours = resource.getrlimit(resource.RLIMIT_CORE)
+    code = "import resource; print(*resource.getrlimit(resource.RLIMIT_CORE))"
+    ex = runner.run(make_plan([sys.executable, "-c", code], workdir=tmp_path), tmp_path / "a")
+    soft, hard = (int(n) for n in ex.stdout_path.read_text().split())
+    assert resource.getrlimit(resource.RLIMIT_CORE) == ours
+    if native.gdb_path() is not None and not native.core_pattern().piped:
+        assert soft == hard == ours[1]
+    else:
+        assert (soft, hard) == ours
+
+
+@needs_gdb
+def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    plan = make_plan(child("native_deadlock.py", str(ready), "fork"), timeout_s=3.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    pids = {int(p.stem) for p in ready.glob("*.ready")}
+    assert len(pids) == 2, "both processes reached the deadlock before the timeout"
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    assert stacks.unavailable is None
+    attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
+    assert set(attached) == pids
+    for process in attached.values():
+        assert process.error is None
+        assert len(process.threads) == 2
+        for thread in process.threads:
+            symbols = [frame.symbol for frame in thread.frames[:5]]
+            assert WAITING & set(symbols), (process.pid, thread.id, symbols)
+    lines = native.thread_tops(stacks)
+    assert len(lines) == 4
+    assert all("lock" in line or "futex" in line for line in lines)
+    # The Python stacks are still taken first, next to the native ones.
+    assert ex.stack_path is not None
+    assert "deadlock" in ex.stack_path.read_text()
+    markdown = native.render_markdown(stacks)
+    assert "Native frames of every thread" in markdown
+    assert "<details>" in markdown
+
+
+@needs_gdb
+def test_attach_reports_processes_it_could_not_read() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stacks = native.attach_stacks({gone.pid: "python -c pass"}, budget_s=20)
+    (process,) = stacks.processes
+    assert process.threads == ()
+    assert process.error is not None
+    assert "ptrace" in process.error
+
+
+@needs_gdb
+def test_attach_stops_at_its_budget() -> None:
+    """A budget too short for gdb: the call returns at it, and says what was not done."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stacks = native.attach_stacks({sleeper.pid: "sleeper"}, budget_s=0.01)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    (process,) = stacks.processes
+    # Cut before it reached the process, or (a fast gdb) while it printed its stacks.
+    assert process.error is not None, stacks
+    assert "0.01s" in process.error, stacks
+    assert stacks.notes, stacks
+    assert "0.01s" in stacks.notes[0], stacks
+
+
+def _held_fds(folder: Path) -> list[str]:
+    """What this process holds open in `folder` (the watch's cores)."""
+    inside = f"{folder}/"
+    return [t for fd in Path("/proc/self/fd").iterdir() if (t := _fd_target(fd)).startswith(inside)]
+
+
+def _until(check: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + 10
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True

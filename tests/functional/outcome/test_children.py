@@ -1,0 +1,191 @@
+"""A crash in any descendant, not only a DataLoader worker: real children, the real engine path.
+
+Each attempt runs through the local runner (own session, subreaper), its files are
+read once (`Evidence.read`), classified and judged as a run does (`attempt_result`).
+Before children.py every one of these read `error RuntimeError` (or
+`BrokenProcessPool`, `CalledProcessError`, exit 1).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reprospec import native
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import AttemptResult, Execution, Outcome
+from reprospec.core.words import outcome_phrase
+from reprospec.outcome.evidence import Evidence
+from reprospec.pipeline.attempt import attempt_result
+from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
+from tests.support.paths import CHILDREN
+from tests.support.plans import attempt_plan
+
+CHILD_CRASH = str(CHILDREN / "child_crash.py")
+
+
+PY = sys.executable
+
+
+SEGV = Expectation("crash", signal="SIGSEGV")
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    # Without native stacks (no cores): what the attempt printed and what the engine reaped
+    # must be enough. test_a_core_names_the_crashed_child covers the cores.
+    r = LocalRunner(native_stacks=False)
+    r.prepare([])
+    return r
+
+
+def run_attempt(
+    runner: LocalRunner, argv: list[str], tmp_path: Path, expectation: Expectation = SEGV
+) -> tuple[AttemptResult, Execution]:
+    """One attempt as a run makes it; the workdir is tmp_path (a core file lands there)."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    plan = replace(attempt_plan(argv, work, environment={"device": "cpu"}), expectation=expectation)
+    execution = runner.run(plan, tmp_path / "attempt")
+    return attempt_result(plan, execution, Evidence.read(execution)), execution
+
+
+def crashed(result: AttemptResult) -> Outcome:
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "child"), outcome
+    # With native stacks the signature gains the crashing native frame (`:strlen@libc`).
+    assert outcome.signature.startswith("crash:SIGSEGV:child")
+    assert result.matched, result.mismatches
+    return outcome
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_process_segfault_is_a_child_crash_with_its_stack(
+    runner: LocalRunner, tmp_path: Path, method: str
+) -> None:
+    result, execution = run_attempt(runner, [PY, CHILD_CRASH, f"mp-{method}"], tmp_path)
+    assert execution.returncode == 1  # the main process survived and raised
+    outcome = crashed(result)
+    # The main process's own error is kept; the crash is the news.
+    assert outcome.exception == "RuntimeError"
+    assert "exit code -11" in (outcome.message or "")
+    assert "as its faulthandler report says" in (outcome.detail or "")
+    assert outcome_phrase(outcome) == "crash SIGSEGV (child)"
+    # The child's stack, not the main's traceback: the frame that crashed is in it.
+    assert result.stack is not None
+    assert result.stack.startswith("Fatal Python error: Segmentation fault")
+    assert "in crash" in result.stack
+    assert "Traceback" not in result.stack
+
+
+def test_process_pool_worker_segfault_is_a_child_crash(runner: LocalRunner, tmp_path: Path) -> None:
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "pool"], tmp_path)
+    outcome = crashed(result)
+    assert outcome.exception == "concurrent.futures.process.BrokenProcessPool"
+    assert result.stack is not None
+    assert "_process_worker" in result.stack
+
+
+def test_subprocess_child_is_named_by_its_command(runner: LocalRunner, tmp_path: Path) -> None:
+    argv = [PY, CHILD_CRASH, "subprocess", PY, "-c", "import ctypes; ctypes.string_at(0)", "x"]
+    result, _ = run_attempt(runner, argv, tmp_path)
+    outcome = crashed(result)
+    assert outcome.exception == "subprocess.CalledProcessError"
+    assert outcome.pid is None
+    assert outcome.cmdline == f"{PY} -c 'import ctypes; ctypes.string_at(0)' x"
+    assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child: {PY[:20]}")
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
+def test_native_test_binary_under_a_shell_driver_names_pid_and_command(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    binary = tmp_path / "test_ops"
+    subprocess.run(["gcc", "-o", str(binary), str(CHILDREN / "segv.c")], check=True)
+    argv = [str(CHILDREN / "run_tests.sh"), str(tmp_path)]
+    result, execution = run_attempt(runner, argv, tmp_path)
+    assert execution.returncode == 1
+    outcome = crashed(result)
+    assert outcome.pid is not None
+    assert outcome.pid > 0
+    assert outcome.cmdline == "./test_ops --gtest_filter=Ops.Add"
+    phrase = f"crash SIGSEGV (child pid {outcome.pid}: ./test_ops --gtest_filter=Ops.Add)"
+    assert outcome_phrase(outcome) == phrase
+    assert "as the shell reports it" in (outcome.detail or "")
+
+
+def test_orphan_crash_is_known_from_the_wait_status_the_engine_reaped(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    result, execution = run_attempt(runner, [PY, CHILD_CRASH, "orphan"], tmp_path)
+    assert execution.returncode == 1
+    reaped = [e for e in execution.child_exits if e.signal == "SIGSEGV"]
+    assert len(reaped) == 1, execution.child_exits
+    outcome = crashed(result)
+    assert outcome.pid == reaped[0].pid
+    assert outcome.cmdline == reaped[0].cmdline
+    assert "python" in (outcome.cmdline or "")
+    assert "reaped by the engine" in (outcome.detail or "")
+    assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
+    # Alike crashes count together: the pid is left out where attempts are grouped.
+    assert outcome_phrase(outcome, pid=False).startswith("crash SIGSEGV (child: ")
+
+
+def test_main_process_segfault_is_still_the_main_crash(runner: LocalRunner, tmp_path: Path) -> None:
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "main"], tmp_path)
+    outcome = result.ran
+    assert outcome is not None
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
+    assert outcome.pid is None
+    assert outcome.cmdline is None
+
+
+def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "child.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: child-segfault\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [python, {CHILD_CRASH}, mp-fork]\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert (outcome["kind"], outcome["signal"], outcome["where"]) == ("crash", "SIGSEGV", "child")
+    # Named by its pid when its core was read (native stacks on, gdb there), else "(child)".
+    child = f"(child pid {outcome['pid']}: " if outcome.get("pid") else "(child)"
+    assert f"default #1: crash SIGSEGV {child}" in result.stdout + result.stderr  # progress line
+    report = (result.latest_run() / "report.md").read_text()
+    assert "**crash SIGSEGV (child" in report
+    assert " in 1 of 1 cell;" in report
+    stacks = report.split("<summary>Stacks</summary>", 1)[1]
+    assert "attempt 1, the crashed child" in stacks
+    assert "Fatal Python error: Segmentation fault" in stacks
+    assert "in crash" in stacks
+
+
+@pytest.mark.skipif(
+    native.gdb_path() is None or native.core_pattern().piped,
+    reason="needs gdb and cores written to the working directory",
+)
+def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
+    runner = LocalRunner(native_stacks=True)
+    runner.prepare([])
+    result, _ = run_attempt(runner, [PY, CHILD_CRASH, "mp-fork"], tmp_path)
+    outcome = crashed(result)
+    assert outcome.pid is not None
+    assert "as its core says" in (outcome.detail or "")
+    # A forked child's command line is its parent's, as the kernel recorded it (80 bytes).
+    assert outcome.cmdline
+    assert f"{PY} {CHILD_CRASH} mp-fork".startswith(outcome.cmdline)
+    assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
+    assert result.stack is not None
+    assert "in crash" in result.stack

@@ -1,0 +1,350 @@
+"""Outcome classification of real child processes, one for every kind."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import Execution, Outcome
+from reprospec.core.words import outcome_phrase
+from reprospec.outcome.classify import classify
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.tracebacks import parse_exception
+from tests.support.paths import DATA
+
+CHILDREN = DATA / "outcome_children"
+
+
+BEHAVE = CHILDREN / "behave.py"
+
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Execution:
+    """Run argv as the runner would (own session, logs in files, events file) -> Execution."""
+    events = tmp_path / "events.jsonl"
+    stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    env = {**os.environ, "REPROSPEC_EVENTS": str(events), "PYTHONFAULTHANDLER": "1"}
+    start = time.monotonic()
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
+        timed_out = False
+        try:
+            returncode: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            returncode = proc.wait()
+    return make_execution(
+        tmp_path, returncode, timed_out=timed_out, duration_s=time.monotonic() - start
+    )
+
+
+def make_execution(
+    folder: Path,
+    returncode: int | None,
+    *,
+    timed_out: bool = False,
+    duration_s: float = 1.0,
+    infra_error: str | None = None,
+    interrupted: bool = False,
+    harness: bool = False,
+) -> Execution:
+    return Execution(
+        cell_id="cell",
+        attempt=1,
+        log_dir=folder,
+        returncode=returncode,
+        timed_out=timed_out,
+        duration_s=duration_s,
+        started="",
+        finished="",
+        stdout_path=folder / "stdout.log",
+        stderr_path=folder / "stderr.log",
+        events_path=folder / "events.jsonl",
+        infra_error=infra_error,
+        interrupted=interrupted,
+        harness=harness,
+    )
+
+
+def behave(tmp_path: Path, mode: str, timeout: float = 30.0) -> Execution:
+    return run_child(tmp_path, [sys.executable, str(BEHAVE), mode], timeout=timeout)
+
+
+# --- every outcome kind, from a real child -------------------------------------------
+
+def test_pass(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "pass"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.signature) == ("pass", 0, "pass")
+    assert (outcome.phase, outcome.step) == ("validation", 3)
+
+
+def test_exit_code(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "exit3"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 3, None)
+    assert outcome.exception is None
+    assert outcome.signature == "error:exit-3:validation"
+
+
+def test_uncaught_exception(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "raise"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code) == ("error", 1)
+    assert outcome.exception == "Boom"
+    assert outcome.message == "widget 7 exploded at 0xdeadbeef"
+    assert outcome.signature == "error:Boom:validation"
+
+
+def test_chained_exception_takes_the_last(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "chained"))
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "RuntimeError"
+    assert outcome.message == "loss is NaN at step 3\nsecond line of the message"
+
+
+def test_exception_chain_is_kept_primary_first(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "accelerator-chain"))
+    assert isinstance(outcome, Outcome)
+    # What ended the process stays the outcome's exception...
+    assert (outcome.exception, outcome.message) == ("RuntimeError", "emergency checkpoint failed")
+    # ...and the whole chain is kept, primary first, with how each led to the next.
+    assert [(link.type, link.link) for link in outcome.chain] == [
+        ("AcceleratorError", "context"),
+        ("FileNotFoundError", "cause"),
+        ("RuntimeError", None),
+    ]
+    assert outcome.chain[0].message == "CUDA error: an illegal memory access was encountered"
+    assert "No such file or directory" in (outcome.chain[1].message or "")
+    assert outcome.exceptions == outcome.chain
+    # A lone exception has no chain.
+    (tmp_path / "single").mkdir()
+    single = classify(behave(tmp_path / "single", "raise"))
+    assert isinstance(single, Outcome)
+    assert single.chain == ()
+    assert [link.type for link in single.exceptions] == ["Boom"]
+
+
+def test_expect_exception_and_message_match_any_link_of_the_chain(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "accelerator-chain"))
+    assert isinstance(outcome, Outcome)
+
+    def matched(**keys: str) -> bool:
+        # No evidence given: the chain alone must carry the match, not the log's tail.
+        return judge_attempt(outcome, Expectation("error", **keys)).matched  # type: ignore[arg-type]
+
+    assert matched(exception="AcceleratorError", message="illegal memory access")
+    assert matched(exception="FileNotFoundError", message="No such file")
+    assert matched(exception="RuntimeError", message="emergency checkpoint")
+    assert not matched(exception="KeyError")
+    verdict = judge_attempt(outcome, Expectation("error", exception="KeyError"))
+    assert verdict.mismatches == ("expected exception KeyError, got RuntimeError",)
+    assert not matched(message="out of memory")
+
+
+def test_report_shows_the_exception_chain(tmp_path: Path) -> None:
+    from reprospec.core.inputs import Cell
+    from reprospec.core.results import AttemptResult, CellResult, RunResult
+    from reprospec.outcome.judge import judge_cell
+    from reprospec.report import render
+
+    execution = behave(tmp_path, "accelerator-chain")
+    evidence = Evidence.read(execution)
+    outcome = classify(execution, evidence)
+    expectation = Expectation("error", exception="AcceleratorError")
+    verdict = judge_attempt(outcome, expectation, evidence)
+    attempt = AttemptResult(1, 1.0, outcome, verdict.matched, verdict.mismatches, "cells/x/1/")
+    cell = CellResult.judged(
+        Cell("default", 0, {}), expectation, judge_cell(expectation, [attempt]), (attempt,)
+    )
+    run = RunResult("r1", "chain", "chain.yaml", "", "local", "", "", {}, (cell,))
+    report = render(run, "md")
+    assert cell.verdict == "reproduced"
+    assert (
+        "Exception chain, primary first:\n\n"
+        "- `AcceleratorError`: `CUDA error: an illegal memory access was encountered`\n"
+        "- raised while handling it: `FileNotFoundError`: `[Errno 2] No such file or directory:"
+    ) in report
+    last = "- raised from it (direct cause): `RuntimeError`: `emergency checkpoint failed`"
+    assert last in report
+
+
+def test_stage_of_the_step_is_in_the_outcome_and_can_be_expected(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "backward-segv"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.phase, outcome.step, outcome.stage) == (
+        "crash",
+        "SIGSEGV",
+        "validation",
+        3,
+        "backward",
+    )
+    assert outcome.module is None
+    assert outcome_phrase(outcome) == "crash SIGSEGV @ validation:3 (backward)"
+    assert judge_attempt(outcome, Expectation("crash", stage="backward")).matched
+    assert judge_attempt(outcome, Expectation("crash", stage="forward")).mismatches == (
+        "expected stage forward, got backward",
+    )
+    # SIGSEGV-or-SIGBUS: a list of signals matches any of them.
+    assert judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGSEGV"))).matched
+    verdict = judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGABRT")))
+    assert verdict.mismatches == ("expected signal SIGBUS or SIGABRT, got SIGSEGV",)
+
+
+def test_hang_at_import_names_the_module(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "import-hang", timeout=3.0))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.phase, outcome.module, outcome.stage) == (
+        "hang",
+        "import",
+        "wandb",
+        None,
+    )
+    assert outcome_phrase(outcome) == "hang @ import (wandb)"
+    assert judge_attempt(outcome, Expectation("hang", phase="import", module="wandb")).matched
+    assert judge_attempt(outcome, Expectation("hang", module="json")).mismatches == (
+        "expected module json, got wandb",
+    )
+
+
+def test_a_pass_has_no_stage_or_module(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "pass"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.stage, outcome.module, outcome.chain) == (None, None, ())
+
+
+def test_system_exit_message(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "systemexit"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code) == ("error", 1)
+    assert outcome.exception is None
+    assert outcome.message == "fatal: no dataset found"
+
+
+def test_real_segfault(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "segv"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
+    assert outcome.exit_code is None
+    assert (outcome.phase, outcome.step) == ("validation", 3)
+    assert outcome.signature == "crash:SIGSEGV:main:validation"
+    # faulthandler's "Fatal Python error" dump is no Python exception.
+    assert outcome.exception is None
+
+
+def test_real_abort(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "abort"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGABRT", "main")
+
+
+def test_traceback_then_segfault_is_a_crash_with_the_exception(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "traceback-segv"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGSEGV")
+    assert outcome.exception == "RuntimeError"
+    assert outcome.message == "CUDA error: an illegal memory access was encountered"
+
+
+def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:
+    command = f"{sys.executable} {BEHAVE} segv; exit $?"
+    execution = run_child(tmp_path, ["/bin/sh", "-c", command])
+    assert execution.returncode == 139
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
+    assert "139" in (outcome.detail or "")
+
+
+def test_shell_wrapper_134_is_sigabrt(tmp_path: Path) -> None:
+    execution = run_child(tmp_path, ["/bin/sh", "-c", f"{sys.executable} {BEHAVE} abort; exit $?"])
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGABRT")
+
+
+def test_keyboard_interrupt_is_a_sigint_crash(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "keyboardinterrupt"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGINT")
+    assert outcome.exception == "KeyboardInterrupt"
+    assert outcome.message is None
+
+
+def test_sigkill(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "sigkill"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
+
+
+def test_hang(tmp_path: Path) -> None:
+    execution = behave(tmp_path, "hang", timeout=1.0)
+    assert execution.timed_out
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.exit_code) == ("hang", None, None)
+    assert (outcome.phase, outcome.step) == ("validation", 3)
+    assert outcome.signature == "hang:validation"
+    assert "timeout" in (outcome.detail or "")
+
+
+def test_output_tail_has_stdout_and_stderr(tmp_path: Path) -> None:
+    tail = Evidence.read(behave(tmp_path, "raise")).output_tail()
+    assert "validation step 3, mode raise" in tail
+    assert "Boom: widget 7" in tail
+
+
+def test_evidence_is_read_once_and_classified_from_memory(tmp_path: Path) -> None:
+    execution = run_child(tmp_path, [sys.executable, str(BEHAVE), "raise"])
+    evidence = Evidence.read(execution)
+    for name in ("stdout.log", "stderr.log", "events.jsonl"):
+        (tmp_path / name).unlink()
+    outcome = classify(execution, evidence)
+    assert isinstance(outcome, Outcome)
+    assert outcome.exception == "Boom"
+    assert (outcome.phase, outcome.step) == ("validation", 3)
+    assert "Boom: widget 7" in evidence.excerpt()
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in the test interpreter")
+def test_live_dataloader_worker_crash(tmp_path: Path) -> None:
+    # One live run (~3 s, mostly importing torch); the recorded files cover the variants.
+    expected = "SIGSEGV"
+    execution = run_child(
+        tmp_path, [sys.executable, str(CHILDREN / "dataloader_crash.py"), "segv"], timeout=120
+    )
+    assert execution.returncode == 1
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", expected, "worker")
+    assert outcome.phase == "validation"
+    assert outcome.signature == f"crash:{expected}:worker:validation"
+
+
+def test_exception_group() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "raise ExceptionGroup('two failed', [ValueError('x'), KeyError(1)])",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    exception = parse_exception(proc.stderr)
+    assert exception is not None
+    assert exception.type == "ExceptionGroup"
+    assert exception.message == "two failed (2 sub-exceptions)"

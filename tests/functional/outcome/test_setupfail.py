@@ -1,0 +1,141 @@
+"""A command that never started is infra-error with the reason, not a non-reproduction."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import AttemptResult, Execution, NotRun, Outcome
+from reprospec.outcome.classify import classify
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_cell
+from reprospec.pipeline.attempt import attempt_result
+from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
+from tests.support.plans import attempt_plan
+
+PY = sys.executable
+
+
+CRASH = Expectation("crash", signal="SIGSEGV")
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    r = LocalRunner()
+    r.prepare([])
+    return r
+
+
+def run_attempt(
+    runner: LocalRunner,
+    argv: list[str] | str,
+    tmp_path: Path,
+    packages: tuple[str, ...] = (),
+) -> AttemptResult:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    environment = {"device": "cpu", "packages": list(packages)}
+    plan = replace(attempt_plan(argv, work, environment=environment), expectation=CRASH)
+    execution = runner.run(plan, tmp_path / "attempt")
+    return attempt_result(plan, execution, Evidence.read(execution))
+
+
+def not_run(result: AttemptResult) -> str:
+    assert isinstance(result.outcome, NotRun), result.outcome
+    assert not result.matched
+    verdict = judge_cell(CRASH, [result])
+    assert verdict.kind == "infra-error"
+    return result.outcome.reason
+
+
+def test_command_not_found(runner: LocalRunner, tmp_path: Path) -> None:
+    reason = not_run(run_attempt(runner, "trainer_that_is_not_installed --epochs 1", tmp_path))
+    assert reason == "command not found: trainer_that_is_not_installed (exit 127)"
+
+
+def test_command_not_executable(runner: LocalRunner, tmp_path: Path) -> None:
+    script = tmp_path / "work" / "train.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho never\n")
+    script.chmod(0o644)
+    reason = not_run(run_attempt(runner, f"{script} --epochs 1", tmp_path))
+    assert reason == f"not executable: {script}: Permission denied (exit 126)"
+
+
+def test_python_cannot_open_the_script(runner: LocalRunner, tmp_path: Path) -> None:
+    reason = not_run(run_attempt(runner, "python no_such_train.py --epochs 1", tmp_path))
+    assert "can't open file" in reason
+    assert "no_such_train.py" in reason
+    assert reason.endswith("No such file or directory (exit 2)")
+
+
+def test_declared_package_missing(runner: LocalRunner, tmp_path: Path) -> None:
+    # The local runner checks the cell's packages before it starts anything; whichever
+    # layer notices, the attempt did not run what the spec asks.
+    argv = [PY, "-c", "import reprospec_absent_pkg.sub"]
+    result = run_attempt(runner, argv, tmp_path, packages=("reprospec-absent-pkg==1.2",))
+    assert "reprospec-absent-pkg" in not_run(result)
+
+
+def test_declared_package_missing_at_import_is_not_run(tmp_path: Path) -> None:
+    # Where no runner checked (or its check was fooled, as by a distribution whose files
+    # are gone), the child's own ModuleNotFoundError before any progress tells the same.
+    events, stdout, stderr = (tmp_path / n for n in ("events.jsonl", "stdout.log", "stderr.log"))
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        code = subprocess.call(
+            [PY, "-c", "import reprospec_absent_pkg.sub"], stdout=out, stderr=err
+        )
+    events.write_text("")
+    execution = Execution("c", 1, tmp_path, code, False, 0.1, "", "", stdout, stderr, events)
+    declared = ("numpy>=1", "reprospec-absent-pkg==1.2")
+    outcome = classify(execution, Evidence.read(execution), packages=declared)
+    assert outcome == NotRun(
+        "package reprospec-absent-pkg==1.2 (environment.packages) is not installed where the "
+        "attempt ran: ModuleNotFoundError: No module named 'reprospec_absent_pkg'"
+    )
+    # Not declared: the program's own error.
+    assert isinstance(classify(execution, Evidence.read(execution), packages=("numpy",)), Outcome)
+
+
+def test_undeclared_module_missing_is_the_programs_error(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # Not in environment.packages: a missing import may be the very bug.
+    result = run_attempt(runner, [PY, "-c", "import reprospec_absent_pkg"], tmp_path)
+    assert isinstance(result.outcome, Outcome)
+    assert (result.outcome.kind, result.outcome.exception) == ("error", "ModuleNotFoundError")
+
+
+def test_exit_127_after_progress_is_an_outcome(runner: LocalRunner, tmp_path: Path) -> None:
+    # The program made progress first (a marker-less progress event): its own exit 127.
+    code = (
+        "import json, os; "
+        "open(os.environ['REPROSPEC_EVENTS'], 'a').write(json.dumps({'phase': 'train'}) + '\\n'); "
+        "import sys; sys.stderr.write('sh: 1: helper: not found\\n'); sys.exit(127)"
+    )
+    result = run_attempt(runner, [PY, "-c", code], tmp_path)
+    assert isinstance(result.outcome, Outcome)
+    assert (result.outcome.kind, result.outcome.exit_code) == ("error", 127)
+
+
+def test_run_exits_3_with_the_reason(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "missing.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: missing-command\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: trainer_that_is_not_installed --epochs 1\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 3, result.stdout + result.stderr
+    cell = result.results()["cells"][0]
+    assert cell["verdict"] == "infra-error"
+    assert cell["attempts"][0]["infra_error"] == (
+        "command not found: trainer_that_is_not_installed (exit 127)"
+    )

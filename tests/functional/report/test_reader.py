@@ -1,0 +1,277 @@
+"""The report as a maintainer reads it: injected faults labelled, the dead worker's own stack,
+warnings that say a toggle did nothing, short paths, a large matrix in a page, interrupted runs.
+
+Behaviour that depends on real children is checked on real runs (the CLI, as a user
+runs it); the goldens are the reports of such runs as recorded by tests/support/recorded.py
+(REPROSPEC_UPDATE_GOLDEN=1 runs them again and records them), and of hand-built runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec.report import render
+from reprospec.report.failure import summary_line
+from reprospec.store.resultsjson import load_run
+from tests.support import recorded
+from tests.support.cli import Cli
+
+UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
+
+
+# A DataLoader worker segfaults (an injected fault) only with workers and pinned memory;
+# on a machine without an accelerator torch warns that pin_memory had no effect.
+WORKER_SPEC = """\
+reprospec: 1
+name: worker-segfault-pinned
+title: A DataLoader worker segfaults in validation when workers pin memory
+environment:
+  device: cpu
+matrix:
+  num_workers: [0, 2]
+  pin_memory: [false, true]
+workload:
+  seed: 0
+  model: {builtin: cnn, params: {channels: 4}}
+  data:
+    dataset: {builtin: synthetic, size: 64, shape: [3, 8, 8], classes: 4}
+    loader:
+      batch_size: 8
+      num_workers: ${{ matrix.num_workers }}
+      pin_memory: ${{ matrix.pin_memory }}
+      multiprocessing_context: fork
+  phases:
+    - {name: train, steps: 2}
+    - {name: validation, steps: 4}
+  faults:
+    - kind: segfault
+      where: worker
+      at: {phase: validation, step: 3}
+      when: ${{ matrix.num_workers > 0 and matrix.pin_memory }}
+run:
+  timeout: 60s
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  phase: validation
+  cases:
+    - when: {num_workers: 0}
+      outcome: pass
+    - when: {pin_memory: false}
+      outcome: pass
+"""
+
+
+def _section(report: str, heading: str) -> str:
+    """The text of one `## heading` section."""
+    return report.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "worker-crash.yaml"
+    spec.write_text(WORKER_SPEC)
+    result = cli("run", str(spec), "-j", "2")
+    assert result.code == 0, result.stdout + result.stderr
+    run = load_run(result.latest_run())
+    crashed = run.cells[3]
+    assert crashed.cell.matrix == {"num_workers": 2, "pin_memory": True}
+    outcome = crashed.attempts[0].ran
+    assert outcome is not None
+    assert outcome.where == "worker"
+
+    # 1. Injected: in results, the signature, the console table, the headline, the table.
+    assert outcome.injected == "workload.faults[0]"
+    assert ":injected=faults[0]" in outcome.signature
+    assert "injected by the spec: workload.faults[0] (match" in result.stderr  # progress
+    report = (result.latest_run() / "report.md").read_text()
+    assert summary_line(run).startswith(
+        "crash SIGSEGV (worker) @ validation:3"
+    )
+    assert ", injected by the spec: workload.faults[0]; as expected in every cell" in summary_line(
+        run
+    )
+    assert report.count("injected by the spec") >= 3  # headline, signature list, results table
+
+    # 2. The child's warnings, once each, and the toggle one of them nullifies.
+    pinned = [c for c in run.cells if c.cell.matrix["pin_memory"]]
+    for cell in pinned:
+        texts = [w.message for a in cell.attempts for w in a.child_warnings]
+        assert any("'pin_memory' argument is set as true" in t for t in texts), texts
+        assert len(texts) == len(set(texts))
+    unpinned = [c for c in run.cells if not c.cell.matrix["pin_memory"]]
+    assert not any(
+        "pin_memory" in w.message for c in unpinned for a in c.attempts for w in a.child_warnings
+    )
+    separates = _section(report, "What separates failing from passing cells")
+    assert "`pin_memory=true` had no effect, the child warned" in separates
+    warned = _section(report, "Warnings the children printed")
+    assert "**By its own words, `pin_memory=true` had no effect** in those cells" in warned
+
+    # 3. The excerpt leads with the stack of the worker that died, then the main's view.
+    failure = _section(report, "Failure")
+    own = failure.index("The stack of the process that died (the DataLoader worker pid ")
+    main_view = failure.index("The main process's view:")
+    assert own < main_view
+    worker_stack = failure[own:main_view]
+    assert "Fatal Python error: Segmentation fault" in worker_stack
+    first_frames = worker_stack.split("Stack (most recent call first):", 1)[1].split("\n\n")[0]
+    assert '<harness>/reprospec_harness/faults.py", line' in first_frames
+    assert "in segfault" in first_frames
+    assert "in fire_worker" in first_frames
+    # torch's own handler still ran after faulthandler's report: its message is there.
+    assert (
+        "ERROR: Unexpected segmentation fault encountered in worker."
+        in (result.latest_run() / "cells" / crashed.cell.id / "1" / "stderr.log").read_text()
+    )
+
+    # 4. No absolute path of this machine in the failure, the warnings or the stacks.
+    for place in (failure, warned):
+        for root in (sys.prefix, sys.base_prefix, str(Path.home()), str(tmp_path)):
+            assert root + "/" not in place, root
+    assert "<venv>/lib/python" in report
+    assert "<python>/lib/python" in report
+
+    if UPDATE:
+        recorded.record("worker-crash", run, "specs/worker-crash.yaml")
+
+
+def test_a_main_process_fault_is_labelled_on_its_error(tmp_path: Path) -> None:
+    spec = tmp_path / "raises.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: raises\n"
+        "environment: {device: cpu}\n"
+        "workload:\n"
+        "  model: {builtin: mlp, params: {hidden: 8}}\n"
+        "  data: {dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2},"
+        " loader: {batch_size: 4}}\n"
+        "  phases: [{name: train, steps: 3}]\n"
+        "  faults:\n"
+        "    - {kind: raise, exception: ValueError, message: loss is nan,"
+        " at: {phase: train, step: 2}}\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
+    outcome = run.cells[0].attempts[0].ran
+    assert outcome is not None
+    assert outcome.exception == "ValueError"
+    assert outcome.injected == "workload.faults[0]"
+    assert outcome.signature == "error:ValueError:train:injected=faults[0]"
+    assert summary_line(run) == (
+        "error exit 1 ValueError @ train:2 (start) in 1 of 1 cell, injected by the spec: "
+        "workload.faults[0]; as expected in every cell (1/1 attempts)"
+    )
+
+
+def test_a_real_failure_without_a_fault_is_not_labelled(tmp_path: Path) -> None:
+    spec = tmp_path / "real.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: real\n"
+        f"command: [{sys.executable}, -c, \"raise ValueError('boom')\"]\n"
+        "expect: {outcome: error}\n"
+    )
+    run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
+    outcome = run.cells[0].attempts[0].ran
+    assert outcome is not None
+    assert outcome.injected is None
+    assert "injected" not in render(run, "md")
+
+
+def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None:
+    spec = tmp_path / "eight.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: eight\n"
+        "matrix: {n: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+        f"command: [{sys.executable}, -c, 'pass']\n"
+        "expect: {outcome: pass}\n"
+    )
+    cancel = threading.Event()
+
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
+        if event == "attempt" and finished >= 4:
+            cancel.set()
+
+    run = reprospec.run(
+        spec, reprospec.RunOptions(out=tmp_path / "out", jobs=1), progress=progress, cancel=cancel
+    )
+    assert run.interrupted
+    ran = [c for c in run.cells if c.attempts]
+    skipped = [c for c in run.cells if not c.attempts]
+    assert 4 <= len(ran) < 8
+    assert skipped
+    assert {c.verdict for c in skipped} == {"not-run"}
+    assert run.summary["infra_error"] == 0
+    assert run.summary["not_run"] == len(skipped)
+    headline = summary_line(run)
+    assert headline.startswith("No failure; as expected in ")
+    assert headline.endswith(f", {len(skipped)} not run (interrupted)")
+    assert "Could not run" not in headline
+    assert "infra-error" not in headline
+    report = render(run, "md")
+    assert "| ⏸️ |" in report
+    assert "⏸️ not run (interrupted)" in report
+    assert "infra-error" not in _section(report, "Results").replace("⚠️ infra-error", "")
+    junit = render(run, "junit")
+    assert f'skipped="{len(skipped)}"' in junit
+
+
+WORKER_SCRIPT = """\
+import ctypes
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 5:
+            ctypes.string_at(0)  # a real invalid read, in the worker
+        return torch.zeros(2)
+
+
+for batch in DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_context="fork"):
+    pass
+"""
+
+
+def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """No harness in the worker: torch's handler prints one line; gdb's Python stacks of the
+    worker's core are the stack of the process that died."""
+    from reprospec import native
+
+    (tmp_path / "loader.py").write_text(WORKER_SCRIPT)
+    spec = tmp_path / "own.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: own-loader\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [{sys.executable}, loader.py]\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    run = load_run(result.latest_run())
+    attempt = run.cells[0].attempts[0]
+    assert attempt.ran is not None
+    assert attempt.ran.where == "worker"
+    assert attempt.ran.injected is None
+    assert attempt.ran.pid is not None
+    if native.unavailable_reason() is not None:
+        pytest.skip(f"no native stacks here: {native.unavailable_reason()}")
+    assert attempt.stack is not None
+    assert "in __getitem__" in attempt.stack
+    failure = _section(render(run, "md"), "Failure")
+    shown = failure.split("The stack of the process that died", 1)[1]
+    assert shown.index("loader.py") < shown.index("The main process's view:")

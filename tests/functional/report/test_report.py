@@ -1,0 +1,114 @@
+"""Reports of real runs: headlines, per-cell environments, what an attempt left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import AttemptResult, CellResult, RunResult
+from reprospec.outcome.classify import classify
+from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_attempt, judge_cell
+from reprospec.report.failure import summary_line
+from tests.support.cli import Cli
+
+# --- the headline counts every failing cell (real children, judged by the judge) ----------
+
+def _judged_run(tmp_path: Path, modes: list[str]) -> RunResult:
+    """One cell per mode, each a real child (tests/data/outcome_children/behave.py) judged."""
+    from tests.functional.outcome.test_classify import behave
+
+    expectation = Expectation("crash", signal="SIGSEGV")
+    cells = []
+    for index, mode in enumerate(modes):
+        folder = tmp_path / f"{index}-{mode}"
+        folder.mkdir(parents=True)
+        execution = behave(folder, mode)
+        evidence = Evidence.read(execution)
+        outcome = classify(execution, evidence)
+        verdict = judge_attempt(outcome, expectation, evidence)
+        attempt = AttemptResult(1, 1.0, outcome, verdict.matched, verdict.mismatches, "")
+        cell = Cell(f"mode={mode},i={index}", index, {"mode": mode, "i": index})
+        judged = judge_cell(expectation, [attempt])
+        cells.append(CellResult.judged(cell, expectation, judged, (attempt,)))
+    return RunResult("r", "s", "s.yaml", "", "local", "", "", {}, tuple(cells))
+
+
+def test_headline_counts_every_failing_cell_and_lists_signatures_by_count(
+    tmp_path: Path,
+) -> None:
+    # Two failure signatures in 2 of 4 cells: it said "in 1 of 4 cells".
+    run = _judged_run(tmp_path / "a", ["segv", "raise", "pass", "pass"])
+    assert summary_line(run) == (
+        "2 of 4 cells failed: crash SIGSEGV @ validation:3 in 1, "
+        "error exit 1 Boom @ validation:3 in 1; as expected in 1 of 4 cells (1/4 attempts)"
+    )
+    # Most cells first, whatever came first.
+    run = _judged_run(tmp_path / "b", ["raise", "exit3", "segv", "exit3", "pass"])
+    assert summary_line(run).startswith(
+        "4 of 5 cells failed: error exit 3 @ validation:3 in 2, "
+        "crash SIGSEGV @ validation:3 in 1, error exit 1 Boom @ validation:3 in 1;"
+    )
+    # One signature reads as before.
+    run = _judged_run(tmp_path / "c", ["segv", "pass"])
+    assert summary_line(run) == (
+        "crash SIGSEGV @ validation:3 in 1 of 2 cells; as expected in 1 of 2 cells (1/2 attempts)"
+    )
+
+
+# --- per-cell environments --------------------------------------------------------------
+
+def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "threads.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: threads\n"
+        "matrix:\n"
+        "  threads: [1, 2]\n"
+        "environment:\n"
+        f"  workdir: {tmp_path}\n"
+        "  env: {OMP_NUM_THREADS: '${{ matrix.threads }}', CUDA_LAUNCH_BLOCKING: '1'}\n"
+        "command: [python, -c, \"import os; assert os.environ['OMP_NUM_THREADS']\"]\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    data = result.results()
+    assert [c["environment"]["env"]["OMP_NUM_THREADS"] for c in data["cells"]] == ["1", "2"]
+    # The capture was taken with one cell's value: the run-wide tables must not claim it.
+    assert data["environment"]["env"]["OMP_NUM_THREADS"] == "1"
+    report = (result.latest_run() / "report.md").read_text()
+    environment = report.split("## Environment")[1]
+    assert "OMP_NUM_THREADS" not in environment.split("Not every cell")[0]
+    assert "| CUDA_LAUNCH_BLOCKING | `1` |" in environment
+    assert "threads)" not in environment  # torch's thread count follows OMP_NUM_THREADS
+    assert "Not every cell ran with the same environment: `OMP_NUM_THREADS` differ" in environment
+    results = report.split("## Results")[1].split("## How to reproduce")[0]
+    assert "| | threads | environment | expected | actual | rate |" in results
+    assert "| ✅ | 1 | `OMP_NUM_THREADS=1` | `pass` | `pass` | 1/1 |" in results
+    assert "| ✅ | 2 | `OMP_NUM_THREADS=2` | `pass` | `pass` | 1/1 |" in results
+
+
+def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) -> None:
+    """The private TMPDIR's leftovers, removed after the attempt, are shown next to the verdict."""
+    spec = tmp_path / "litter.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: litter\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: [python, -c, \"import os, tempfile; open(os.path.join(tempfile.gettempdir(),"
+        " 'torn.json'), 'w').write('{')\"]\n"
+        "expect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    report = (result.latest_run() / "report.md").read_text()
+    assert (
+        "### Attempt warnings\n\n- `default`, attempt 1: removed what the attempt left in its"
+        " private TMPDIR: 1 file(s), 1 B (torn.json)\n"
+    ) in report
+    assert result.results()["cells"][0]["attempts"][0]["warnings"] == [
+        "removed what the attempt left in its private TMPDIR: 1 file(s), 1 B (torn.json)"
+    ]

@@ -1,0 +1,667 @@
+"""The local runner against real child processes: exits, signals, hangs, orphans, output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from reprospec.core.inputs import AttemptPlan, Marker
+from reprospec.process.tree import TOKEN_VAR
+from reprospec.runners import local
+from reprospec.runners.local import LocalRunner
+from tests.support.cli import Cli
+from tests.support.local import child, make_plan
+from tests.support.paths import CHILDREN, ROOT
+from tests.support.plans import attempt_plan
+
+PY = sys.executable
+
+
+def wait_for(path: Path, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def token_holders(token: str) -> list[int]:
+    """Pids of the processes that carry this attempt token."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Dead and reaped: a zombie left behind counts as a survivor."""
+    return not psutil.pid_exists(pid)
+
+
+@pytest.fixture(scope="module")
+def runner() -> LocalRunner:
+    r = LocalRunner()
+    r.prepare([])
+    return r
+
+
+def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan([PY, "-c", "print('hello')"]), tmp_path)
+    assert ex.returncode == 0
+    assert not ex.timed_out
+    assert ex.infra_error is None
+    assert ex.stdout_path.read_text() == "hello\n"
+    assert ex.events_path.exists()
+    assert ex.stack_path is None
+    assert ex.env_path is None
+    assert ex.started.endswith("+00:00")
+    assert ex.started <= ex.finished
+    assert ex.duration_s < 10
+    assert ex.warnings == ()
+
+
+def test_exit_code_and_child_events(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(child("events.py")), tmp_path)
+    assert ex.returncode == 3
+    events = [json.loads(line) for line in ex.events_path.read_text().splitlines()]
+    assert [e["step"] for e in events] == [0, 1, 2]
+
+
+def test_segfault_is_a_real_signal(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(child("crash.py")), tmp_path)
+    assert ex.returncode == -11
+    assert "about to crash" in ex.stdout_path.read_text()
+    # The engine's sitecustomize armed faulthandler: the crash prints the crashing thread's
+    # Python stack, and only that thread's.
+    stderr = ex.stderr_path.read_text()
+    assert "Fatal Python error: Segmentation fault" in stderr
+    assert "Stack (most recent call first):" in stderr
+    assert "Current thread 0x" not in stderr
+
+
+def test_a_spec_that_sets_pythonfaulthandler_gets_every_thread(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    ex = runner.run(make_plan(child("crash.py"), env={"PYTHONFAULTHANDLER": "1"}), tmp_path)
+    assert ex.returncode == -11
+    assert "Current thread 0x" in ex.stderr_path.read_text()
+
+
+def test_a_fatal_signal_is_the_one_the_process_took(cli: Cli, tmp_path: Path) -> None:
+    """A SIGBUS while other threads run Python is a SIGBUS in every attempt.
+
+    faulthandler's dump of every thread (PYTHONFAULTHANDLER=1) reads the running threads'
+    frames and faulted itself in about 1 of these deaths in 7: the process died of SIGSEGV
+    and the verdict named a signal the program never took.
+    """
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: sigbus-busy-threads\n"
+        f"command: [{PY}, {CHILDREN / 'sigbus_busy_threads.py'}]\n"
+        "expect: {outcome: crash, signal: SIGBUS}\n"
+    )
+    done = cli("run", str(spec), "--repeat", "40", "-j", "2")
+    assert done.code == 0, done.stderr[-3000:]
+    (cell,) = done.results()["cells"]
+    signals = [a["outcome"]["signal"] for a in cell["attempts"]]
+    assert signals == ["SIGBUS"] * 40, signals
+
+
+def test_abort(runner: LocalRunner, tmp_path: Path) -> None:
+    assert runner.run(make_plan(child("crash.py", "abort")), tmp_path).returncode == -6
+
+
+def test_shell_wrapper(runner: LocalRunner, tmp_path: Path) -> None:
+    # sh may exec its last command (then the signal shows through) or report 128+N.
+    ex = runner.run(make_plan(f"python {CHILDREN / 'crash.py'}"), tmp_path / "a")
+    assert ex.returncode in (-11, 139)
+    ex = runner.run(make_plan(f"python {CHILDREN / 'crash.py'}; exit $?"), tmp_path / "b")
+    assert ex.returncode == 139
+
+
+def test_string_and_list_commands_env_and_workdir(runner: LocalRunner, tmp_path: Path) -> None:
+    plan = make_plan(
+        'echo "$GREETING" "$PWD" > out.txt', workdir=tmp_path, env={"GREETING": "hi there"}
+    )
+    assert runner.run(plan, tmp_path / "logs").returncode == 0
+    assert (tmp_path / "out.txt").read_text() == f"hi there {tmp_path}\n"
+    plan = make_plan(["/bin/echo", "$GREETING", "a b"], env={"GREETING": "x"})
+    ex = runner.run(plan, tmp_path / "logs2")
+    assert ex.stdout_path.read_text() == "$GREETING a b\n"
+
+
+def test_child_protocol_environment(tmp_path: Path) -> None:
+    runner = LocalRunner()
+    plan = make_plan(child("show_env.py"), env={"PYTHONPATH": "/user/path", "MINE": "1"})
+    ex = runner.run(plan, tmp_path, gpu_slot=("2", "3"))
+    seen = json.loads(ex.stdout_path.read_text())
+    env = seen["env"]
+    assert env["MINE"] == "1"
+    assert env["REPROSPEC_EVENTS"] == str(tmp_path / "events.jsonl")
+    assert env["REPROSPEC_ENV_JSON"] == str(tmp_path / "env.json")
+    assert env["REPROSPEC_STACK_DIR"]
+    assert len(env[TOKEN_VAR]) == 32
+    # Not set: it would dump every thread (see test_a_fatal_signal_is_the_one_the_process_took).
+    assert "PYTHONFAULTHANDLER" not in env
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    parts = env["PYTHONPATH"].split(os.pathsep)
+    assert parts[0].endswith("stackdump")
+    assert parts[-1] == "/user/path"
+    assert "REPROSPEC_CELL" not in env
+
+
+def test_python_in_command_is_the_chosen_interpreter(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "python3.11-fake"
+    fake.parent.mkdir()
+    fake.symlink_to(sys.executable)
+    runner = LocalRunner(python=str(fake))
+    runner.prepare([])
+    for command in ("python", "python3"):
+        plan = make_plan(f"{command} -c 'import sys; print(sys.executable)'")
+        ex = runner.run(plan, tmp_path / command)
+        assert ex.stdout_path.read_text().strip() == str(fake)
+
+
+def test_workload_runs_the_harness_with_cell_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness = tmp_path / "harness" / "reprospec_harness"
+    harness.mkdir(parents=True)
+    (harness / "__init__.py").write_text("")
+    (harness / "__main__.py").write_text(
+        "import json, os, sys\n"
+        "cell = json.load(open(os.environ['REPROSPEC_CELL']))\n"
+        "open(os.environ['REPROSPEC_ENV_JSON'], 'w').write(json.dumps({'python': '3'}))\n"
+        "print(json.dumps({'cell': cell, 'argv0': sys.argv[0]}))\n"
+    )
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
+    plan = make_plan(None, workload={"seed": 0, "phases": [{"name": "train", "steps": 2}]})
+    ex = LocalRunner().run(plan, tmp_path / "logs")
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    cell = json.loads(ex.stdout_path.read_text())["cell"]
+    assert cell == {
+        "spec": "test-spec",
+        "cell_id": "a=1",
+        "matrix": {"a": 1},
+        "attempt": 1,
+        "workload": {"seed": 0, "phases": [{"name": "train", "steps": 2}]},
+        "environment": plan.environment.to_json(),
+    }
+    assert ex.env_path == tmp_path / "logs" / "env.json"
+
+
+def test_markers_from_output(runner: LocalRunner, tmp_path: Path) -> None:
+    markers = (
+        Marker(pattern=r"\[PreSegmenter\] Running (?P<phase>\w+)"),
+        Marker(pattern=r"^Validation step (?P<step>\d+)", phase="validation"),
+    )
+    ex = runner.run(make_plan(child("progress.py"), markers=markers), tmp_path)
+    events = [json.loads(line) for line in ex.events_path.read_text().splitlines()]
+    got = sorted((e["phase"], e["step"]) for e in events)
+    assert got == sorted(
+        [("train", None), ("validation", 7), ("validation", 8), ("validation", 9), ("eval", None)]
+    )
+    assert all(e["event"] == "marker" and e["t"] > 0 for e in events)
+    assert {e["line"] for e in events if e["step"] == 7} == {"Validation step 7"}
+
+
+def test_output_flood_is_capped(runner: LocalRunner, tmp_path: Path) -> None:
+    me = psutil.Process()
+    before = me.memory_info().rss
+    ex = runner.run(make_plan(child("flood.py", "300")), tmp_path)
+    assert ex.returncode == 0
+    size = ex.stdout_path.stat().st_size
+    assert size < 2 * (1 << 20) + 200
+    data = ex.stdout_path.read_bytes()
+    assert data.startswith(b"HEAD-START\n")
+    assert data.endswith(b"TAIL-END\n")
+    assert b"bytes omitted]" in data
+    assert me.memory_info().rss - before < 64 << 20
+
+
+def test_hang_dumps_every_thread_then_kills(runner: LocalRunner, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    plan = make_plan(child("hang.py", str(ready)), timeout_s=1.5)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    assert ex.returncode == -9
+    assert ex.duration_s < 1.5 + 10  # killed at the timeout; the speed is a benchmark
+    assert ready.exists()
+    assert ex.stack_path == tmp_path / "logs" / "stack.txt"
+    stack = ex.stack_path.read_text()
+    assert f"--- pid {ready.read_text()} (" in stack
+    assert "hang.py" in stack
+    assert "deep_hang" in stack
+    assert "other_thread_wait" in stack
+    assert not list((tmp_path / "logs").glob("stack-*.txt"))
+    assert not psutil.pid_exists(int(ready.read_text()))
+
+
+def test_forked_multiprocessing_worker_gets_its_own_stack(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    plan = make_plan(child("mp_hang.py", str(tmp_path)), timeout_s=2.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    assert ex.stack_path is not None
+    stack = ex.stack_path.read_text()
+    parent, worker = ((tmp_path / n).read_text() for n in ("parent.pid", "worker.pid"))
+    assert f"--- pid {parent} (" in stack
+    assert f"--- pid {worker} (" in stack
+    worker_part = stack.split(f"--- pid {worker} (")[1]
+    assert "worker_hang" in worker_part
+    assert "parent_hang" not in worker_part
+    assert "parent_hang" in stack.split(f"--- pid {parent} (")[1].split("--- pid")[0]
+
+
+@pytest.mark.parametrize("mode", ["exit", "hang"])
+def test_no_orphans_survive(runner: LocalRunner, tmp_path: Path, mode: str) -> None:
+    plan = make_plan(child("escape.py", str(tmp_path), mode), timeout_s=3.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    pids = {p.stem: int(p.read_text()) for p in tmp_path.glob("*.pid")}
+    assert {"setsid", "daemon", "noenv"} <= set(pids)
+    for name, pid in pids.items():
+        assert gone(pid), f"{name} ({pid}) survived"
+    assert token_holders((tmp_path / "token").read_text()) == []
+    if mode == "exit":
+        assert ex.returncode == 0
+        assert not ex.timed_out
+        assert any("left behind" in w for w in ex.warnings), ex.warnings
+    else:
+        assert ex.timed_out
+        assert ex.duration_s < 3.0 + 10
+
+
+def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    cancel = threading.Event()
+
+    def cancel_when_ready() -> None:
+        wait_for(ready)
+        cancel.set()
+
+    helper = threading.Thread(target=cancel_when_ready)
+    helper.start()
+    begin = time.monotonic()
+    ex = runner.run(
+        make_plan(child("wait_cancel.py", str(ready)), timeout_s=60), tmp_path / "l", cancel=cancel
+    )
+    helper.join()
+    assert ex.interrupted
+    assert not ex.timed_out
+    assert time.monotonic() - begin < 10
+    assert ex.returncode == -9
+
+
+def test_concurrent_attempts(runner: LocalRunner, tmp_path: Path) -> None:
+    results: dict[int, int | None] = {}
+
+    def one(i: int) -> None:
+        plan = make_plan([PY, "-c", f"import sys; sys.exit({i})"])
+        results[i] = runner.run(plan, tmp_path / str(i)).returncode
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+def test_missing_workdir_is_an_infra_error(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan(["true"], workdir=tmp_path / "nope"), tmp_path / "logs")
+    assert ex.infra_error == f"workdir not found: {tmp_path / 'nope'}"
+    assert ex.returncode is None
+
+
+def test_unstartable_program_is_an_infra_error(runner: LocalRunner, tmp_path: Path) -> None:
+    ex = runner.run(make_plan([str(tmp_path / "no-such-program")]), tmp_path / "logs")
+    assert ex.infra_error is not None
+    assert "cannot start" in ex.infra_error
+
+
+def test_capture_environment_never_crashes(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "no-harness")
+    env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
+    assert env["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "reprospec_harness" in str(env["error"])
+
+
+def test_a_spec_that_never_uses_torch_is_captured_without_importing_it(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    plan = make_plan(["true"])
+    assert not plan.uses_torch
+    env = runner.capture_environment(plan, tmp_path / "env")
+    assert env["torch"] == {"captured": False}
+    # Its version still shows, from the package metadata.
+    packages = env["packages"]
+    assert isinstance(packages, dict)
+    assert "torch" in packages
+    for says in (
+        replace(plan, preload=("torch",)),
+        make_plan(None, workload={"model": {"builtin": "mlp"}}),
+        attempt_plan(["true"], CHILDREN, environment={"packages": ["torch==2.13.0"]}),
+        attempt_plan(["true"], CHILDREN, environment={"device": "cuda"}),
+    ):
+        assert says.uses_torch
+
+
+def test_capture_environment_parses_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "harness" / "reprospec_harness"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "envinfo.py").write_text(
+        "import json, sys\nprint(json.dumps({'python': sys.version}))\n"
+    )
+    monkeypatch.setattr(local, "HARNESS_DIR", tmp_path / "harness")
+    env = LocalRunner().capture_environment(make_plan(["true"]), tmp_path / "env")
+    assert env == {"python": sys.version}
+
+
+# -- private temporary places (scratch.py) ------------------------------------------
+
+def scratch_plan(argv: list[str], attempt: int, **environment: object) -> AttemptPlan:
+    return attempt_plan(
+        argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
+    )
+
+
+def test_a_torn_file_in_tmpdir_does_not_reach_the_next_attempt(runner: LocalRunner) -> None:
+    name = f"reprospec-torn-{uuid.uuid4().hex}.json"
+    argv = child("torn_tmp.py", name)
+    # A run folder near the root: TMPDIR is the attempt folder's own tmp/.
+    runs = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))
+    try:
+        first = runner.run(scratch_plan(argv, 1), runs / "1")
+        assert first.returncode == 0, first.stderr_path.read_text()
+        assert first.stdout_path.read_text() == f"cache: {runs / '1' / 'tmp' / name}\n"
+        # Gone with what it held, and recorded.
+        assert not (runs / "1" / "tmp").exists()
+        assert not (runs / "1" / "cache").exists()
+        assert not (Path(tempfile.gettempdir()) / name).exists()
+        assert first.warnings == (
+            f"removed what the attempt left in its private TMPDIR: 1 file(s), 19 B ({name})",
+        )
+        second = runner.run(scratch_plan(argv, 2), runs / "2")
+        assert second.returncode == 0, second.stderr_path.read_text()
+    finally:
+        shutil.rmtree(runs)
+
+
+def test_a_deep_attempt_folder_still_gets_a_tmpdir_for_unix_sockets(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # multiprocessing (a DataLoader with workers) listens on TMPDIR/pymp-*/listener-*:
+    # under a deep run folder that path is too long for a Unix socket.
+    code = (
+        "import os\n"
+        "from multiprocessing.connection import Listener\n"
+        "with Listener(family='AF_UNIX') as listener:\n"
+        "    print(listener.address)\n"
+        "open(os.path.join(os.environ['XDG_CACHE_HOME'], 'kept'), 'w').close()\n"
+    )
+    attempt_dir = tmp_path / ("run-" + "d" * 80) / "cells" / "c" / "1"
+    ex = runner.run(scratch_plan([PY, "-c", code], 1), attempt_dir)
+    assert ex.returncode == 0, ex.stderr_path.read_text()
+    address = Path(ex.stdout_path.read_text().strip())
+    tmpdir = address.parent.parent
+    assert tmpdir.name == "tmp"
+    assert tmpdir.parent.parent.name.startswith("reprospec-tmp-")
+    # The attempt left a file in its XDG_CACHE_HOME: the pair is removed, not handed on.
+    assert not tmpdir.parent.exists()
+    assert not (attempt_dir / "tmp").exists()
+    assert not (attempt_dir / "cache").exists()
+    assert ex.warnings == (
+        "removed what the attempt left in its private XDG_CACHE_HOME: 1 file(s), 0 B (kept)",
+    )
+
+
+def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path: Path) -> None:
+    """Deep attempt folders get their TMPDIR and XDG_CACHE_HOME in one folder of the
+    engine's, made once. A pair its attempt left empty goes to the next attempt; one it
+    left a file in is removed, and the next attempt gets a new one. The engine's folder
+    goes when the engine exits."""
+    base = Path(tempfile.mkdtemp(prefix="rs-", dir="/tmp"))  # short: used as it is
+    try:
+        spec = tmp_path / "s.yaml"
+        spec.write_text(
+            "reprospec: 1\nname: short\nmatrix:\n  n: [1, 2, 3, 4]\n"
+            "command: [python, -c, 'import os, sys; t = os.environ[\"TMPDIR\"]; print(t);"
+            " sys.argv[1] == \"2\" and open(os.path.join(t, \"left\"), \"w\").close()',"
+            " '${{ matrix.n }}']\n"
+            "expect: {outcome: pass}\n"
+        )
+        out = tmp_path / ("deep-" + "d" * 60)
+        done = subprocess.run(
+            [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "1"],
+            env={**os.environ, "TMPDIR": str(base), "NO_COLOR": "1"},
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        used = {
+            p.parent.parent.name: Path(p.read_text().strip())
+            for p in out.glob("runs/*/cells/*/1/stdout.log")
+        }
+        assert sorted(used) == ["n=1", "n=2", "n=3", "n=4"]
+        (engine_folder,) = {path.parent.parent for path in used.values()}
+        assert engine_folder.parent == base
+        assert engine_folder.name.startswith("reprospec-tmp-")
+        assert {path.name for path in used.values()} == {"tmp"}
+        # One after the other: n=2 took what n=1 left empty, and left a file in it.
+        assert used["n=1"] == used["n=2"]
+        assert used["n=3"] != used["n=2"]
+        assert used["n=4"] == used["n=3"]
+        (results,) = out.glob("runs/*/results.json")
+        warnings = {
+            c["id"]: [w for a in c["attempts"] for w in a.get("warnings", [])]
+            for c in json.loads(results.read_text())["cells"]
+        }
+        assert any("TMPDIR: 1 file(s), 0 B (left)" in w for w in warnings["n=2"]), warnings
+        assert not warnings["n=1"]
+        assert not warnings["n=3"]
+        # Every one removed, the engine's folder too (jinja2 may keep its cache there).
+        assert [p for p in base.iterdir() if p.name.startswith("reprospec-tmp-")] == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_pair_is_handed_on_only_as_it_was_made(tmp_path: Path) -> None:
+    """An empty TMPDIR the attempt chmod'ed, or replaced by a link, is not handed on; the
+    link is removed, never what it points to."""
+    from reprospec.process import scratch
+
+    deep = tmp_path / ("d" * 70)
+    first = scratch.prepare(deep)
+    assert first.mode is not None
+    first.tmp.chmod(0o500)
+    assert scratch.clean(first) == ()
+    assert not first.tmp.parent.exists()
+    second = scratch.prepare(deep)
+    assert second.tmp != first.tmp
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "precious").write_text("x")
+    second.tmp.rmdir()
+    second.tmp.symlink_to(keep)
+    assert scratch.clean(second) == (
+        "removed what the attempt left in its private TMPDIR: replaced by a symbolic link",
+    )
+    assert (keep / "precious").read_text() == "x"
+    assert not second.tmp.parent.exists()
+    third = scratch.prepare(deep)
+    assert scratch.clean(third) == ()
+    assert scratch.prepare(deep) == third  # left as made: handed on
+
+
+def test_short_tmpdirs_of_a_killed_engine_are_swept(tmp_path: Path) -> None:
+    from reprospec.process import scratch
+
+    gone = subprocess.Popen([PY, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        orphan = tmp_path / f"reprospec-tmp-{gone.pid}-abc"
+        in_use = tmp_path / f"reprospec-tmp-{alive.pid}-def"
+        for folder in (orphan, in_use):
+            (folder / "pymp-x").mkdir(parents=True)
+        (tmp_path / "reprospec-tmp-notapid").mkdir()
+        scratch.sweep_orphans(str(tmp_path))
+        assert not orphan.exists()
+        assert in_use.is_dir()
+        assert (tmp_path / "reprospec-tmp-notapid").is_dir()
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait()
+
+
+def test_shared_tmp_opts_back_in(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))
+    argv = child("torn_tmp.py", "cache.json")
+    first = runner.run(scratch_plan(argv, 1, shared_tmp=True), tmp_path / "1")
+    assert first.returncode == 0
+    assert first.warnings == ()
+    assert (shared / "cache.json").is_file()
+    assert not (tmp_path / "1" / "tmp").exists()
+    # The incident as it was: the second attempt dies on the first one's torn file.
+    second = runner.run(scratch_plan(argv, 2, shared_tmp=True), tmp_path / "2")
+    assert second.returncode == 1
+    assert "JSONDecodeError" in second.stderr_path.read_text()
+
+
+# Run in a private /dev/shm (launch.py's mount namespace) where this machine allows it: other
+# engines on the machine would otherwise remove (and count) the test's leak as theirs.
+SHM_DRIVER = """
+import json, sys, threading, uuid
+from pathlib import Path
+import _multiprocessing
+from reprospec.runners.local import LocalRunner
+from tests.support.local import child, make_plan
+from tests.support.plans import attempt_plan
+
+folder, shared = Path(sys.argv[1]), sys.argv[2] == "shared"
+children = Path("tests/data/children").resolve()
+tag = uuid.uuid4().hex[:12]
+leaked = Path(f"/dev/shm/sem.mp-leak-{tag}")
+go = folder / "go"
+argv = [sys.executable, str(children / "shm_leak.py"), f"leak-{tag}", str(go)]
+plan = attempt_plan(argv, children, environment={"device": "cpu", "shared_tmp": shared})
+runner = LocalRunner()
+runner.prepare([])
+done = []
+thread = threading.Thread(target=lambda: done.append(runner.run(plan, folder / "a")))
+thread.start()
+ready = folder / "go.ready"
+while not ready.exists() and thread.is_alive():
+    thread.join(0.01)
+assert ready.exists(), (folder / "a" / "stderr.log").read_text()
+# Made while the attempt runs by a process still alive (as another attempt running beside
+# it with -j 2 would be): it must be left alone.
+held_name = f"/mp-held-{tag}"
+held = _multiprocessing.SemLock(1, 1, 1, held_name, False)
+go.touch()
+thread.join()
+(ex,) = done
+print(json.dumps({
+    "returncode": ex.returncode, "warnings": list(ex.warnings), "leak": leaked.name,
+    "leaked_exists": leaked.exists(), "held_exists": Path(f"/dev/shm/sem.{held_name[1:]}").exists(),
+}))
+leaked.unlink(missing_ok=True)
+_multiprocessing.sem_unlink(held_name)
+"""
+
+
+def leak_in_private_shm(tmp_path: Path, mode: str) -> dict[str, Any]:
+    from reprospec.process import rlimits
+
+    argv = [PY, "-c", SHM_DRIVER, str(tmp_path), mode]
+    if rlimits.namespaces_permitted() is None:
+        argv = [PY, str(rlimits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
+    root = ROOT
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_a_leaked_dev_shm_semaphore_is_removed_and_counted(tmp_path: Path) -> None:
+    seen = leak_in_private_shm(tmp_path, "remove")
+    assert seen["returncode"] == 0
+    assert seen["warnings"] == [f"removed 1 leaked /dev/shm file(s): {seen['leak']}"]
+    assert not seen["leaked_exists"]
+    assert seen["held_exists"]
+
+
+def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None:
+    seen = leak_in_private_shm(tmp_path, "shared")
+    assert seen["returncode"] == 0
+    assert seen["warnings"] == [
+        f"1 leaked /dev/shm file(s) left in place (environment.shared_tmp): {seen['leak']}"
+    ]
+    assert seen["leaked_exists"]
+    assert seen["held_exists"]
+
+
+def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reprospec.process import scratch, tree
+
+    tree.become_subreaper()
+    before = scratch.shm_snapshot(tmp_path)
+    held, loose = tmp_path / "torch_1_held", tmp_path / "torch_2_loose"
+    ready = tmp_path / "ready"
+    # Another attempt of this engine, running now, holds one of the new files open.
+    holder = subprocess.Popen(
+        [PY, "-c", "import sys, time; f = open(sys.argv[1], 'w'); open(sys.argv[2], 'w');"
+         " time.sleep(600)", str(held), str(ready)],
+        start_new_session=True,
+    )
+    try:
+        wait_for(ready)
+        scans: list[int] = []
+        real_pids = scratch._pids
+        def counted(proc: Path) -> Iterable[str]:
+            scans.append(1)
+            return real_pids(proc)
+
+        monkeypatch.setattr(scratch, "_pids", counted)
+        assert scratch.shm_leaks(before) == []
+        assert scans == []  # found in the engine's own tree: /proc as a whole was not read
+        loose.write_text("")
+        assert scratch.shm_leaks(before) == [loose]
+        assert scans == [1]  # held by no process of ours: only then all of /proc
+    finally:
+        holder.kill()
+        holder.wait()

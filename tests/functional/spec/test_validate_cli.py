@@ -1,0 +1,37 @@
+"""`reprospec validate` of a folder skips stores and hidden folders."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from reprospec.spec.validate import validate
+from tests.support.paths import ROOT
+
+SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}\n"
+
+
+# -- validate of a folder ----------------------------------------------------------------
+
+def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(SMALL.replace("touch EXECUTED", "'true'"))
+    for out in (".reprospec", "store"):
+        done = subprocess.run(
+            [sys.executable, "-m", "reprospec", "run", "s.yaml", "--out", out],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert done.returncode == 0, done.stderr
+        # The run keeps a copy of the spec: the very file `validate .` used to pick up.
+        assert list((tmp_path / out / "runs").glob("*/spec.yaml"))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.yaml").write_text("not: a spec\n")
+    found = validate([tmp_path])
+    assert found.files == [str(tmp_path / "s.yaml")]
+    assert found.problems == []
+    # A store or hidden folder named on the command line is still searched.
+    assert validate([tmp_path / "store"]).files

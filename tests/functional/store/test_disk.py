@@ -1,0 +1,258 @@
+"""The results store on a real disk, with real engines.
+
+A full disk (a small tmpfs, mounted for the test: root only), a store damaged in
+the middle of the file, another process creating the store at the same moment,
+two engines started together on a fresh store, and an attempt that deletes
+`--out` under the running engine. Each ends in a clear message (exit 3 where the
+run cannot go on, never a traceback) and nothing already stored is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import ROOT, CliResult
+
+PY = sys.executable
+
+
+def _reprospec(*args: str, cwd: Path = ROOT, timeout: float = 180) -> CliResult:
+    done = subprocess.run(
+        [PY, "-m", "reprospec", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+    )
+    out = Path(args[args.index("--out") + 1]) if "--out" in args else ROOT / ".reprospec"
+    return CliResult(done.returncode, done.stdout, done.stderr, out)
+
+
+def _spec(folder: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def _no_traceback(result: CliResult) -> None:
+    assert "Traceback" not in result.stderr
+    assert "internal error" not in result.stderr
+
+
+# -- a full disk ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """An 8 MB tmpfs of its own (so a full disk is this test's alone)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+FILL = """\
+import os, sys
+# Cell 3 of the first run fills the disk that holds --out (a checkpoint too big, say).
+if sys.argv[1] == "3" and not os.path.exists("FILLED"):
+    open("FILLED", "w").close()
+    with open(sys.argv[2], "wb") as ballast:
+        try:
+            while True:
+                ballast.write(b"x" * (1 << 16))
+                ballast.flush()
+        except OSError:
+            pass
+print("cell", sys.argv[1])
+"""
+
+
+def test_a_full_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    out = small_disk / "out"
+    ballast = small_disk / "ballast"
+    (tmp_path / "fill.py").write_text(FILL)
+    spec = _spec(
+        tmp_path,
+        f"""\
+        reprospec: 1
+        name: full-disk
+        matrix:
+          n: [1, 2, 3, 4]
+        command: python fill.py ${{{{ matrix.n }}}} {ballast}
+        expect: {{outcome: pass}}
+        """,
+    )
+    first = _reprospec("run", str(spec), "--out", str(out), "-j", "1")
+    assert first.code == 3, first.stderr
+    _no_traceback(first)
+    assert "disk is full" in first.stderr
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+    assert f"reprospec run --resume {run_id} --out {out}" in first.stderr
+    # What finished before the disk filled is kept.
+    stored = _rows(out / "results.db", "SELECT cell_id FROM attempts ORDER BY cell_id")
+    assert [row[0] for row in stored][:2] == ["n=1", "n=2"]
+    ballast.unlink()
+    second = _reprospec("run", "--resume", run_id, "--out", str(out))
+    assert second.code == 0, second.stderr
+    results = second.results()
+    assert results["run_id"] == run_id
+    verdicts = {cell["id"]: cell["verdict"] for cell in results["cells"]}
+    assert verdicts == dict.fromkeys(["n=1", "n=2", "n=3", "n=4"], "reproduced")
+    assert _rows(out / "results.db", "SELECT status FROM runs") == [("finished",)]
+
+
+# -- a damaged store -----------------------------------------------------------------------
+
+QUICK = """\
+reprospec: 1
+name: quick
+matrix:
+  n: [1, 2, 3, 4, 5, 6]
+command: python -c "import sys; print('x' * 3000); open('RAN-${{ matrix.n }}', 'w').close()"
+expect: {outcome: pass}
+"""
+
+
+def test_a_damaged_store_is_refused_before_anything_runs_and_says_how_to_recover(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    spec = _spec(tmp_path, QUICK)
+    assert _reprospec("run", str(spec), "--out", str(out)).code == 0
+    for ran in tmp_path.glob("RAN-*"):
+        ran.unlink()
+    db = out / "results.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = db.stat().st_size
+    assert size >= 5 * 4096
+    # Garbage in the middle of the file: every page after the first.
+    with db.open("r+b") as handle:
+        for page in range(1, size // 4096):
+            handle.seek(page * 4096 + 8)
+            handle.write(b"\x07" * 64)
+    for args in (("run", str(spec)), ("history",), ("run", "--resume", "whatever")):
+        result = _reprospec(*args, "--out", str(out))
+        assert result.code == 3, (args, result.stderr)
+        _no_traceback(result)
+        assert f"the results store {db} is damaged" in result.stderr
+        assert f"mv {db} {db}.damaged" in result.stderr
+        assert ".recover" in result.stderr
+    assert not list(tmp_path.glob("RAN-*")), "an attempt ran against a damaged store"
+    # The advice works: the damaged store set aside, the next run starts a new one.
+    db.rename(db.with_name("results.db.damaged"))
+    again = _reprospec("run", str(spec), "--out", str(out))
+    assert again.code == 0, again.stderr
+    assert len(list(tmp_path.glob("RAN-*"))) == 6
+
+
+# -- several engines on one store ----------------------------------------------------------
+
+HOLDER = """\
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")  # what an engine creating the store holds
+open(sys.argv[1] + ".held", "w").close()
+time.sleep(float(sys.argv[2]))
+db.execute("COMMIT")
+"""
+
+
+def test_an_engine_waits_while_another_process_creates_the_store(tmp_path: Path) -> None:
+    # sqlite answers "database is locked" at once (no busy wait) to a connection that
+    # reads and then wants to write while another writes: a fresh store switching to
+    # WAL while another process holds the write lock.
+    out = tmp_path / "out"
+    out.mkdir()
+    db = out / "results.db"
+    holder = subprocess.Popen([PY, "-c", HOLDER, str(db), "2"])
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{db}.held").exists():
+            assert time.monotonic() < deadline
+            assert holder.poll() is None
+            time.sleep(0.02)
+        result = _reprospec("run", str(_spec(tmp_path, QUICK)), "--out", str(out))
+    finally:
+        holder.wait(timeout=60)
+    assert result.code == 0, result.stderr
+    _no_traceback(result)
+    assert _rows(db, "SELECT count(*) FROM attempts") == [(6,)]
+
+
+def test_two_engines_started_together_on_a_fresh_store_both_finish(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, QUICK)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    for round_ in range(3):
+        out = tmp_path / f"out{round_}"
+        engines = [
+            subprocess.Popen(
+                [PY, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+                env=env,
+            )
+            for _ in range(2)
+        ]
+        for engine in engines:
+            _, err = engine.communicate(timeout=300)
+            assert engine.returncode == 0, err
+            assert "locked" not in err
+        assert _rows(out / "results.db", "SELECT count(*) FROM runs") == [(2,)]
+        assert _rows(out / "results.db", "SELECT count(*) FROM attempts") == [(12,)]
+
+
+# -- an attempt deletes --out --------------------------------------------------------------
+
+
+def test_an_attempt_deleting_out_does_not_lose_the_store(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = _spec(
+        tmp_path,
+        f"""\
+        reprospec: 1
+        name: cleanup
+        matrix:
+          n: [1, 2, 3]
+        command: python -c "import shutil; ${{{{ matrix.n }}}} == 2 and shutil.rmtree('{out}')"
+        expect: {{outcome: pass}}
+        """,
+    )
+    result = _reprospec("run", str(spec), "--out", str(out), "-j", "1")
+    assert result.code == 0, result.stderr
+    assert f"{out / 'results.db'} was deleted while the run went" in result.stderr
+    db = out / "results.db"
+    assert _rows(db, "SELECT count(*) FROM attempts") == [(3,)]
+    assert _rows(db, "SELECT status FROM runs") == [("finished",)]
+    report = (result.latest_run() / "report.md").read_text()
+    assert "was deleted while the run went" in report
+    shutil.rmtree(out)

@@ -1,0 +1,92 @@
+"""The Python API drives the engine as the CLI does: real children, a stored, judged result."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import reprospec
+from reprospec.core.results import Outcome
+
+SPEC = """\
+reprospec: 1
+name: api-segv
+matrix:
+  crash: [false, true]
+command: >-
+  python -c "import os, signal, sys;
+  os.kill(os.getpid(), signal.SIGSEGV) if sys.argv[1] == 'true' else None" ${{ matrix.crash }}
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {crash: false}
+      outcome: pass
+"""
+
+
+def write(tmp_path: Path, text: str = SPEC) -> Path:
+    path = tmp_path / "api.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_run_returns_a_judged_stored_result(tmp_path: Path) -> None:
+    spec = reprospec.load_spec(write(tmp_path))
+    out = tmp_path / "out"
+    seen: list[str] = []
+    result = reprospec.run(
+        spec,
+        reprospec.RunOptions(out=out, repeat=2, jobs=2),
+        progress=lambda event, *_: seen.append(event),
+    )
+    assert [c.cell.id for c in result.cells] == ["crash=false", "crash=true"]
+    assert [c.verdict for c in result.cells] == ["reproduced", "reproduced"]
+    crashed = result.cells[1].attempts[0].outcome
+    assert isinstance(crashed, Outcome)
+    assert crashed.kind == "crash"
+    assert crashed.signal == "SIGSEGV"
+    assert result.cells[1].rate.matched == 2
+    assert seen.count("start") == 4
+    assert seen.count("attempt") == 4
+    assert reprospec.exit_code(result) == 0
+    # Stored and written like a CLI run: the same result loads back by id.
+    again = reprospec.load_result(result.run_id, out)
+    assert [c.verdict for c in again.cells] == [c.verdict for c in result.cells]
+    assert "SIGSEGV" in reprospec.render(result, "md")
+    assert (out / "results.db").is_file()
+
+
+def test_run_takes_a_path_and_options_override_the_spec(tmp_path: Path) -> None:
+    result = reprospec.run(
+        write(tmp_path),
+        reprospec.RunOptions(out=tmp_path / "out", matrix_filters=("crash=true",),
+                             stop_on="first-reproduction", repeat=5),
+    )
+    (cell,) = result.cells
+    assert cell.cell.id == "crash=true"
+    assert len(cell.attempts) == 1  # stop_on from the options, not the spec
+
+
+def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
+    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 50}")
+    cancel = threading.Event()
+
+    def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
+        if event == "attempt" and finished >= 3:
+            cancel.set()
+
+    result = reprospec.run(
+        write(tmp_path, spec_text),
+        reprospec.RunOptions(out=tmp_path / "out"),
+        progress=progress,
+        cancel=cancel,
+    )
+    assert result.interrupted
+    ran = sum(len(c.attempts) for c in result.cells)
+    assert 3 <= ran < 100
+    assert reprospec.exit_code(result) == 130
+    resumed = reprospec.resume(result.run_id, out=tmp_path / "out")
+    assert not resumed.interrupted
+    assert [len(c.attempts) for c in resumed.cells] == [50, 50]

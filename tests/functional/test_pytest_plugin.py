@@ -1,0 +1,292 @@
+"""The pytest plugin, driven as a user would: `python -m pytest -p reprospec.pytest_plugin ...`.
+
+Every run is a real pytest in a child process whose items run real attempts (a real
+SIGSEGV included); outcomes are read back from its JUnit XML.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reprospec import native
+from reprospec.pytest_plugin import marker_name
+from tests.support.cli import ROOT, SPECS
+
+# Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
+EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
+
+
+HAVE_XDIST = importlib.util.find_spec("xdist") is not None
+
+
+@dataclass(frozen=True)
+class PytestRun:
+    code: int
+    output: str
+    cases: dict[str, tuple[str, dict[str, str], str]]  # node -> (outcome, properties, text)
+
+
+def run_pytest(tmp_path: Path, *args: str, cwd: Path | None = None, timeout: float = 900,
+               env: dict[str, str] | None = None) -> PytestRun:
+    """pytest with the plugin in a child; `--reprospec-out` and `--junitxml` under tmp_path."""
+    junit = tmp_path / f"junit-{len(list(tmp_path.glob('junit-*')))}.xml"
+    argv = [
+        sys.executable, "-m", "pytest", "-p", "reprospec.pytest_plugin", "-p", "no:cacheprovider",
+        "--reprospec-out", str(tmp_path / "out"), f"--junitxml={junit}", "-rA", *args,
+    ]
+    child_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+        "PYTHONPATH": str(ROOT),
+        "NO_COLOR": "1",
+        **(env or {}),
+    }
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd or tmp_path, env=child_env)
+    cases: dict[str, tuple[str, dict[str, str], str]] = {}
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            outcome, text = "passed", ""
+            for kind in ("failure", "error", "skipped"):
+                found = case.find(kind)
+                if found is not None:
+                    outcome = {"failure": "failed", "error": "error"}.get(kind, kind)
+                    text = (found.get("message") or "") + "\n" + (found.text or "")
+            props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+            # classname is the file's node id with "/" as ".": specs.segfault.yaml
+            cases[f"{case.get('classname')}::{case.get('name')}"] = (outcome, props, text)
+    return PytestRun(proc.returncode, proc.stdout + proc.stderr, cases)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+CRASH_SPEC = f"""\
+reprospec: 1
+name: crash-fails-one-cell
+labels: [segfault, flaky, out-of-memory]
+environment:
+  workdir: {SPECS / "fixtures"}
+matrix:
+  num_workers: [0, 2]
+  pin_memory: [false, true]
+command: >-
+  python train_loop.py --steps 8 --workers ${{{{ matrix.num_workers }}}}
+  --pin-memory ${{{{ matrix.pin_memory }}}} --crash-at validation:7 --crash-if-pinned-workers
+expect:
+  outcome: pass
+"""
+
+
+GPU_SPEC = """\
+reprospec: 1
+name: needs-a-gpu
+environment: {gpus: 1}
+command: "true"
+expect: {outcome: pass}
+"""
+
+
+# -- collection -----------------------------------------------------------------------------
+
+def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    write(tmp_path / "ci.yaml", "on: push\njobs: {}\n")  # a repository's other YAML
+    write(tmp_path / "specs" / "plain.yaml", GPU_SPEC)  # a spec, but not matching the pattern
+    run = run_pytest(tmp_path, "--reprospec", "--collect-only", "-q")
+    assert run.code == 0, run.output
+    assert "x.repro.yaml::num_workers=2,pin_memory=true" in run.output
+    assert "4 tests collected" in run.output
+    assert "ci.yaml" not in run.output
+    assert "plain.yaml" not in run.output
+    # A folder given to --reprospec adds every spec in it (and only specs).
+    write(tmp_path / "specs" / "settings.yaml", "name: not a spec\n")
+    run = run_pytest(tmp_path, "--reprospec", "specs", "--collect-only", "-q")
+    assert "specs/plain.yaml::default" in run.output, run.output
+    assert "settings.yaml" not in run.output
+    assert "1 test collected" in run.output  # only the folder: not also the rest of rootdir
+
+
+def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    # Loaded by a conftest (as the entry point loads it), but not asked for: nothing collected.
+    write(tmp_path / "conftest.py", 'pytest_plugins = ["reprospec.pytest_plugin"]\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )
+    assert "no tests collected" in proc.stdout + proc.stderr, proc.stdout
+    write(tmp_path / "pytest.ini", "[pytest]\nreprospec = true\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )
+    assert "4 tests collected" in proc.stdout, proc.stdout
+
+
+def test_a_bad_spec_is_a_located_collection_error(tmp_path: Path) -> None:
+    write(tmp_path / "bad.repro.yaml", "reprospec: 1\nname: bad\ncommand: 'true'\n"
+          "expect: {outcome: pas}\n")
+    run = run_pytest(tmp_path, "--reprospec", "--collect-only")
+    assert run.code == 2, run.output
+    assert f"{tmp_path / 'bad.repro.yaml'}:4:" in run.output
+    assert "did you mean 'pass'" in run.output
+    assert "Traceback" not in run.output
+
+
+def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "--strict-markers", "-m", "segfault",
+                     "--collect-only", "-q")
+    assert run.code == 0, run.output
+    assert "4/5 tests collected (1 deselected)" in run.output
+    run = run_pytest(tmp_path, "--reprospec", "--strict-markers", "-m", "out_of_memory and not "
+                     "label_flaky", "--collect-only", "-q")
+    assert "no tests collected (5 deselected)" in run.output, run.output
+    run = run_pytest(tmp_path, "--reprospec", "-k", "num_workers:2 and pin_memory:true",
+                     "--collect-only", "-q")
+    assert "x.repro.yaml::num_workers=2,pin_memory=true" in run.output
+    assert "1/5 tests collected (4 deselected)" in run.output
+    assert marker_name("flaky") == "label_flaky"
+    assert marker_name("out-of-memory") == "out_of_memory"
+
+
+# -- running --------------------------------------------------------------------------------
+
+def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
+    assert run.code == 1, run.output
+    assert "INTERNALERROR" not in run.output
+    outcomes = {node: case[0] for node, case in run.cases.items()}
+    assert outcomes == {
+        "x.repro.yaml::num_workers=0,pin_memory=false": "passed",
+        "x.repro.yaml::num_workers=0,pin_memory=true": "passed",
+        "x.repro.yaml::num_workers=2,pin_memory=false": "passed",
+        "x.repro.yaml::num_workers=2,pin_memory=true": "failed",
+    }, {node: case[2][-3000:] for node, case in run.cases.items()}  # each cell's own words
+    _outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
+    # Expected vs actual, rate and interval, the report: in the failure and in JUnit.
+    assert "expected: pass" in text
+    assert "actual:   crash SIGSEGV @ validation:7" in text
+    assert "rate:     0/1 matched, 95% interval 0.00..0.79" in text
+    assert props["verdict"] == "not-reproduced"
+    assert props["rate"] == "0/1"
+    assert props["interval"] == "0.000..0.793"
+    # With gdb and core dumps at hand the crashing native frame joins the signature.
+    native_frame = "" if native.unavailable_reason() else ":strlen@libc"
+    assert props["signature"] == "crash:SIGSEGV:main:validation" + native_frame
+    report = Path(props["report"])
+    assert report.is_file()
+    assert report.is_relative_to(tmp_path / "out")
+    assert f"report:   {report}" in text
+
+
+def test_a_segfaulting_cell_fails_alone(tmp_path: Path) -> None:
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "-p", "no:flaky", "-p", "no:rerunfailures")
+    _check_crash_run(run, tmp_path)
+    assert "x.repro.yaml:8: num_workers=2,pin_memory=true: not reproduced" in run.output
+
+
+@pytest.mark.skipif(not HAVE_XDIST, reason="skipped: pytest-xdist is not installed")
+def test_a_segfaulting_cell_fails_alone_under_xdist(tmp_path: Path) -> None:
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "-n", "2")
+    _check_crash_run(run, tmp_path)
+    assert "2 workers [4 items]" in run.output
+
+
+def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -> None:
+    for plugin in ("flaky", "pytest_rerunfailures"):
+        if importlib.util.find_spec(plugin) is None:
+            pytest.skip(f"skipped: {plugin} is not installed (it is in the test extra)")
+    write(tmp_path / "x.repro.yaml", CRASH_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "-p", "flaky", "-p", "rerunfailures",
+                     "--reruns", "1")
+    _check_crash_run(run, tmp_path)
+    # The spec's `flaky` label is a marker flaky must not act on (it is label_flaky) ...
+    assert "Flaky Test Report" not in run.output
+    # ... and --reruns reruns the failing cell as a fresh run, with the same verdict.
+    assert "1 failed, 3 passed, 1 rerun" in run.output
+
+
+def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path: Path) -> None:
+    write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
+    write(tmp_path / "ok.repro.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n"
+          "expect: {outcome: pass}\n")
+    run = run_pytest(tmp_path, "--reprospec", "--reprospec-repeat", "3",
+                     env={"CUDA_VISIBLE_DEVICES": ""})
+    assert run.code == 0, run.output
+    assert run.cases["gpu.repro.yaml::default"][0] == "skipped"
+    assert "SKIPPED [1] gpu.repro.yaml:4: skipped: needs 1 GPU(s)" in run.output
+    assert run.cases["ok.repro.yaml::default"][1]["rate"] == "3/3"
+    broken = run_pytest(tmp_path, "--reprospec", "--reprospec-python", "/nonexistent/python",
+                        "-k", "ok")
+    assert broken.code == 1, broken.output
+    assert broken.cases["ok.repro.yaml::default"][0] == "error", broken.output
+    assert "could not run" in broken.output
+    assert "Traceback" not in broken.output
+
+
+@pytest.fixture(scope="module")
+def run_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to."""
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("examples")
+    expected: dict[str, str] = {}
+    for name in EXAMPLES:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reprospec", "run", str(SPECS / name), "-j", "2",
+             "--out", str(out / name.replace("/", "-")), "--format", "json"],
+            capture_output=True, text=True, timeout=600, cwd=ROOT,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        assert proc.returncode in (0, 1, 3), proc.stderr
+        for cell in json.loads(proc.stdout)["cells"]:
+            reasons = [a.get("infra_error") or "" for a in cell["attempts"]]
+            outcome = {"reproduced": "passed", "not-reproduced": "failed"}.get(cell["verdict"])
+            if outcome is None:
+                skipped = reasons and all(r.startswith("skipped: needs") for r in reasons)
+                outcome = "skipped" if skipped else "error"
+            expected[f"specs.{name.replace('/', '.')}::{cell['id']}"] = outcome
+    return expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_every_example_gives_the_verdict_reprospec_run_gives(
+    run_verdicts: dict[str, str], tmp_path: Path, workers: str
+) -> None:
+    """`pytest --reprospec specs/` (also with -n 2) against `reprospec run` on each example."""
+    if workers != "0" and not HAVE_XDIST:
+        pytest.skip("skipped: pytest-xdist is not installed")
+    args = ["--reprospec", "specs/"] + (["-n", workers] if workers != "0" else [])
+    run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
+    got = {node: case[0] for node, case in run.cases.items()}
+    assert got == run_verdicts, run.output[-3000:]
+
+
+def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
+    # 1 match in 2: the 95% interval 0.09-0.91 straddles >=0.5, nothing is shown either way.
+    write(tmp_path / "flaky.repro.yaml", "reprospec: 1\nname: flaky\n"
+          "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"
+          "run: {repeat: 2}\nexpect: {outcome: error, rate: '>=0.5'}\n")
+    run = run_pytest(tmp_path, "--reprospec")
+    assert run.code == 1, run.output
+    outcome, props, text = run.cases["flaky.repro.yaml::default"]
+    assert outcome == "failed"
+    assert props["verdict"] == "undecided"
+    assert "default: undecided (run more attempts): undecided (intermittent): 1/2" in text

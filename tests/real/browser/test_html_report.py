@@ -1,0 +1,143 @@
+"""The HTML report in a real headless Chromium: it loads, the cell table sorts when its headings
+are clicked, the console stays free of errors."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from itertools import product
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.results import AttemptResult, CellResult, Outcome, Rate, RunResult, Standalone
+from reprospec.report import render
+
+HOSTILE = '<script>alert("title")</script>'
+
+
+def _attempt(n: int, failed: bool) -> AttemptResult:
+    outcome = (
+        Outcome("crash", signal="SIGSEGV", where="worker", phase="train", step=3,
+                signature="crash:SIGSEGV:worker:train")
+        if failed
+        else Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
+    )
+    return AttemptResult(attempt=n, duration_s=0.5 + n, outcome=outcome, matched=failed,
+                         mismatches=(), logs=f"cells/x/{n}/")
+
+
+def grid_run() -> RunResult:
+    """A 3x4 matrix in which each cell failed a different number of its 4 attempts."""
+    expected = Expectation("crash", signal="SIGSEGV")
+    cells = []
+    batches: list[int | str] = [8, 16, 32, '<b id="x">']
+    for index, (workers, batch) in enumerate(product([0, 2, 4], batches)):
+        failed = (index * 7) % 5
+        attempts = tuple(_attempt(n, n <= failed) for n in range(1, 5))
+        matched = sum(a.matched for a in attempts)
+        cells.append(CellResult(
+            cell=Cell(id=f"workers={workers},batch={batch}", index=index,
+                      matrix={"workers": workers, "batch": batch}),
+            expected=expected,
+            verdict="reproduced" if matched else "not-reproduced",
+            reason="",
+            rate=Rate(matched, 4, 0.0, 1.0),
+            attempts=attempts,
+        ))
+    return RunResult(
+        run_id="20261122-101010-grid-0001", spec_name="grid", spec_path="grid.yaml",
+        spec_text="reprospec: 1\nname: grid\n", runner="local",
+        started="2026-11-22T10:10:10+00:00", finished="2026-11-22T10:11:10+00:00",
+        environment={"python": {"version": "3.11.7"}}, cells=tuple(cells), title=HOSTILE,
+        standalone=Standalone(cell="workers=0,batch=8", kind="workload", run="python repro.py",
+                              script="print('</pre><script>alert(1)</script>')\n"),
+    )
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing in CI: scripts/test.sh installs it")
+        pytest.skip("skipped: chromium not installed (apt-get install chromium)")
+    return found
+
+
+# Before the page's own script: remember every error and console.error.
+_CATCH = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+var __consoleError = console.error;
+console.error = function () { window.__errors.push([].join.call(arguments, " ")); };
+</script>"""
+
+
+# After it: click headings like a person, read the column back after each click.
+_CHECK = """<script>
+(function () {
+  var table = document.getElementById("cells");
+  var heads = Array.prototype.map.call(table.tHead.rows[0].cells, function (th) {
+    return th.textContent.trim();
+  });
+  function column(name) {
+    var i = heads.indexOf(name);
+    return Array.prototype.map.call(table.tBodies[0].rows, function (row) {
+      return row.cells[i].textContent.trim();
+    });
+  }
+  function click(name) { table.tHead.rows[0].cells[heads.indexOf(name)].click(); }
+  var out = {rows: table.tBodies[0].rows.length, heatmap: document.querySelectorAll(
+    "#heatmap td.fail").length, before: column("failed")};
+  click("failed"); out.failed_up = column("failed");
+  out.aria = table.tHead.rows[0].cells[heads.indexOf("failed")].getAttribute("aria-sort");
+  click("failed"); out.failed_down = column("failed");
+  click("batch"); out.batch_up = column("batch");
+  click("verdict"); out.verdict_up = column("verdict");
+  out.errors = window.__errors;
+  var pre = document.createElement("pre");
+  pre.id = "reprospec-test";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def test_html_report_sorts_in_a_real_browser(tmp_path: Path) -> None:
+    chromium = _chromium()
+    page = render(grid_run(), "html")
+    page = page.replace("<head>", "<head>\n" + _CATCH, 1).replace("</body>", _CHECK + "</body>")
+    path = tmp_path / "report.html"
+    path.write_text(page, encoding="utf-8")
+    done = subprocess.run(
+        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r'<pre id="reprospec-test">(.*?)</pre>', done.stdout, re.S)
+    assert found, f"the check did not run; DOM tail: {done.stdout[-1500:]}"
+    result = json.loads(html.unescape(found.group(1)))
+    assert result["errors"] == []
+    # Chromium logs every console message and uncaught error as INFO:CONSOLE.
+    assert "CONSOLE" not in done.stderr, [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln]
+    assert result["rows"] == 12
+    failed = [int(x) for x in result["before"]]
+    assert result["heatmap"] == sum(1 for f in failed if f)
+    assert [int(x) for x in result["failed_up"]] == sorted(failed)
+    assert result["aria"] == "ascending"
+    assert [int(x) for x in result["failed_down"]] == sorted(failed, reverse=True)
+    # Numbers sort as numbers (8 < 16 < 32), not as text ("16" < "32" < "8").
+    batches = list(dict.fromkeys(result["batch_up"]))
+    assert [b for b in batches if b.isdigit()] == ["8", "16", "32"]
+    assert '<b id="x">' in batches
+    assert result["verdict_up"][0] == "not-reproduced"
+    assert result["verdict_up"][-1] == "reproduced"
+    # The hostile title and script stayed text: the title is the page's title, escaped.
+    assert f"<title>{html.escape(HOSTILE, quote=False)}</title>" in done.stdout

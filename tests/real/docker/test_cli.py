@@ -1,0 +1,123 @@
+"""`reprospec run --runner docker` against `--runner local`: same specs, same verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.paths import ROOT
+
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from reprospec.runners.docker import image  # noqa: E402
+from tests.support.cli import Cli  # noqa: E402
+from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
+
+# What must agree between the runners, per attempt. A crash's `exception` is how the main
+# process noticed a dead worker, which torch words by timing (the DataLoader's RuntimeError,
+# or the pin-memory thread's ConnectionResetError): not a fact of the crash.
+SAME = ("kind", "signal", "where", "exception", "phase", "step")
+
+
+def _same(outcome: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        None if k == "exception" and outcome.get("kind") == "crash" else outcome.get(k)
+        for k in SAME
+    )
+
+
+def _pipeline_ready() -> str | None:
+    for module in ("reprospec.outcome.classify", "reprospec.outcome.judge"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"skipped: {module} is not there yet, so `reprospec run` cannot finish"
+    return None
+
+
+def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
+    return {
+        cell["id"]: (
+            cell["verdict"],
+            [_same(a.get("outcome") or {}) for a in cell["attempts"]],
+        )
+        for cell in results["cells"]
+    }
+
+
+@needs_engine
+@pytest.mark.parametrize("spec", ["segfault", "hang", "exception"])
+def test_same_verdicts_local_and_docker(cli: Cli, spec: str) -> None:
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    path = str(ROOT / "specs" / f"{spec}.yaml")
+    local = cli("run", path, "--runner", "local", "-j", "2")
+    docker = cli("run", path, "--runner", "docker", "-j", "2")
+    assert local.code == docker.code == 0, (local.stderr[-2000:], docker.stderr[-2000:])
+    local_cells, docker_cells = _cells(local.results()), _cells(docker.results())
+    assert docker_cells == local_cells
+    assert docker.results()["runner"] == "docker"
+    assert all(verdict == "reproduced" for verdict, _ in docker_cells.values())
+
+
+@needs_engine
+def test_missing_image_is_exit_3(cli: Cli, tmp_path: Path) -> None:
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: absent-image\nenvironment: {image: 'reprospec-absent:1'}\n"
+        "command: [python3, -c, pass]\nexpect: {outcome: pass}\n"
+    )
+    done = cli("run", str(spec), "--runner", "docker")
+    assert done.code == 3, done.stderr
+    assert "reprospec-absent:1 is missing" in done.stderr
+    assert "docker pull reprospec-absent:1" in done.stderr
+
+
+SHM_SPEC = """\
+reprospec: 1
+name: shm-bus-error
+title: DataLoader workers die of SIGBUS when /dev/shm is small
+environment:
+  shm_size: ${{ matrix.shm }}
+matrix:
+  shm: [2m, 64m]
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {entrypoint: "shm_cache:build", params: {size: 256}}
+    loader: {batch_size: 16, num_workers: 2, multiprocessing_context: fork}
+  phases: [{name: train, steps: 8}]
+run:
+  timeout: 120s
+expect:
+  outcome: crash
+  signal: SIGBUS
+  cases:
+    - when: {shm: 64m}
+      outcome: pass
+"""
+
+
+@needs_engine
+def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Cli, tmp_path: Path) -> None:
+    reason = _pipeline_ready()
+    if reason:
+        pytest.skip(reason)
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
+    (tmp_path / "spec.yaml").write_text(SHM_SPEC)
+    done = cli("run", str(tmp_path / "spec.yaml"), "--runner", "docker", "-j", "2")
+    assert done.code == 0, done.stderr[-3000:]
+    cells = {c["id"]: c for c in done.results()["cells"]}
+    small = cells["shm=2m"]["attempts"][0]["outcome"]
+    assert (small["kind"], small["signal"], small["where"]) == ("crash", "SIGBUS", "worker")
+    assert cells["shm=64m"]["attempts"][0]["outcome"]["kind"] == "pass"

@@ -1,0 +1,143 @@
+"""No container of an attempt outlives its engine: SIGKILLed engines and resume, on a real Docker
+engine."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from reprospec.process import leftovers
+from tests.support.cli import ROOT
+
+PY = sys.executable
+
+
+ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+
+
+GONE_WITHIN_S = 30.0
+
+
+def wait_until(check: Callable[[], bool], timeout: float = GONE_WITHIN_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+@pytest.fixture
+def kill_after() -> Iterator[list[int]]:
+    """Pids to SIGKILL after the test whatever happened (a failing test leaves nothing)."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _kill_with_its_watchdog(engine: subprocess.Popen[str]) -> None:
+    """SIGKILL the engine and its watchdog at once: nothing of the engine's side cleans up."""
+    dog = [
+        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
+    ]
+    assert len(dog) == 1
+    dog[0].kill()
+    engine.kill()
+    engine.wait()
+    try:
+        os.waitpid(dog[0].pid, 0)  # ours to reap when the test process is a subreaper
+    except ChildProcessError:
+        dog[0].wait(timeout=30)
+
+
+def _start_docker_engine(
+    tmp_path: Path, kill_after: list[int], spec_text: str
+) -> tuple[subprocess.Popen[str], Path, str]:
+    """A docker run of `spec_text`, once its attempt wrote STARTED: (engine, out, container)."""
+    from reprospec.runners.docker import image
+    from tests.support.docker import CLIENT, require_image
+
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    spec = tmp_path / "docker.yaml"
+    spec.write_text(spec_text)
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [PY, "-m", "reprospec", "run", str(spec), "--out", str(out), "--runner", "docker"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+    )  # fmt: skip
+    kill_after.append(engine.pid)
+    assert wait_until(lambda: (tmp_path / "STARTED").exists() or engine.poll() is not None, 300)
+    assert engine.poll() is None, engine.communicate()[1]
+    (record,) = out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}")
+    name = json.loads(record.read_text())["container"]
+    assert name
+    return engine, out, name
+
+
+@pytest.mark.docker
+def test_an_engine_killed_with_sigkill_takes_its_container_along(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    from tests.support.docker import CLIENT
+
+    engine, _, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
+        reprospec: 1
+        name: killed-docker-engine
+        command: python3 -c "import time; open('STARTED', 'w').close(); time.sleep(1000)"
+        run: {timeout: 600s}
+        expect: {outcome: hang}
+        """))  # fmt: skip
+    assert CLIENT.containers.get(name).status == "running"
+    engine.kill()
+    engine.wait()
+
+    def removed() -> bool:
+        return not CLIENT.containers.list(all=True, filters={"name": name})
+
+    assert wait_until(removed, 120), f"container {name} outlived its engine"
+
+
+@pytest.mark.docker
+def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    from tests.support.docker import CLIENT
+
+    # The first attempt hangs; the resumed one finds STARTED and exits at once.
+    engine, out, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
+        reprospec: 1
+        name: dead-docker-engine
+        command: >-
+          python3 -c "import os, sys, time; os.path.exists('STARTED') and sys.exit(0);
+          open('STARTED', 'w').close(); time.sleep(1000)"
+        run: {timeout: 600s}
+        expect: {outcome: hang}
+        """))  # fmt: skip
+    _kill_with_its_watchdog(engine)
+    assert CLIENT.containers.get(name).status == "running"
+    recorded = [json.loads(p.read_text())["container"] for p in out.rglob("inflight*.json")]
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+    resumed = subprocess.run(
+        [PY, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=ENV,
+    )  # fmt: skip
+    assert resumed.returncode == 1, resumed.stderr  # the resumed attempt passed: no hang
+    assert f"{len(recorded)} container(s) running: ended before resuming" in resumed.stderr
+    assert not list(out.glob("runs/*/inflight*.json"))
+    assert not CLIENT.containers.list(all=True, filters={"name": name})
+    # Every container the dead engine had recorded (the environment capture's too) is gone.
+    for other in recorded:
+        assert not CLIENT.containers.list(all=True, filters={"name": other}), other

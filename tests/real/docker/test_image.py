@@ -1,0 +1,149 @@
+"""Images built by a real Docker engine: the content-hash cache, no pulls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+
+from reprospec.core.sections import Environment  # noqa: E402
+from reprospec.errors import InfraError  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
+
+
+def recipe_for(
+    section: dict[str, Any], *, spec_dir: Path | None = None, find_links: Path | None = None
+) -> image.ImageRecipe:
+    """The recipe of a resolved `environment` section, typed as the plan stage types it."""
+    environment = Environment.from_section(section, Path.cwd())
+    return image.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+
+
+@pytest.fixture(scope="module")
+def default_image() -> str:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    return image.DEFAULT_IMAGE
+
+
+def _forget(tag: str) -> None:
+    if image.image_present(CLIENT, tag):
+        CLIENT.images.remove(tag, force=True)
+
+
+# -- real builds -----------------------------------------------------------------------
+
+@needs_engine
+@pytest.mark.usefixtures("default_image")
+def test_packages_build_once_then_cached(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels)
+    environment = {"packages": ["reprospec_probe==0.1"]}
+    recipe = recipe_for(environment, find_links=wheels)
+    _forget(recipe.tag)
+    try:
+        # The build is slow: the user hears it start, each step, and its end.
+        heard: list[str] = []
+        assert image.ensure_image(CLIENT, recipe, say=heard.append) == recipe.tag
+        assert heard[0] == f"image {recipe.tag}: building from packages (once; later runs reuse it)"
+        assert any(line.startswith("    Step 1/") for line in heard), heard
+        assert heard[-1].startswith(f"image {recipe.tag}: built in "), heard
+        # The second time the image is found, not built: nothing to say.
+        again: list[str] = []
+        runner = DockerRunner(client=CLIENT, find_links=wheels, say=again.append)
+        plan = make_plan(py("import reprospec_probe, torch; print(reprospec_probe.VALUE)"),
+                         tmp_path, environment=environment)
+        runner.prepare([plan])
+        assert again == []
+        execution = runner.run(plan, tmp_path / "a")
+        assert execution.returncode == 0, execution.stderr_path.read_text()
+        assert execution.stdout_path.read_text() == "0.1\n"
+    finally:
+        _forget(recipe.tag)
+
+
+@needs_engine
+@pytest.mark.usefixtures("default_image")
+def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wheels")
+    recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
+                                    find_links=tmp_path / "wheels")
+    with pytest.raises(InfraError) as err:
+        image.ensure_image(CLIENT, recipe)
+    message = str(err.value)
+    assert message.startswith(f"docker build of {recipe.tag} failed; build log tail:")
+    assert "no-such-package-reprospec" in message
+    assert not image.image_present(CLIENT, recipe.tag)
+
+
+@needs_engine
+def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
+    require_image(CLIENT, image.BASE_IMAGE)
+    (tmp_path / "hello.txt").write_text("from the context\n")
+    (tmp_path / "Dockerfile.mine").write_text(
+        f"FROM {image.BASE_IMAGE}\nCOPY hello.txt /hello.txt\n"
+    )
+    runner = DockerRunner(client=CLIENT, spec_dir=tmp_path)
+    environment = {"dockerfile": "Dockerfile.mine"}
+    tag = recipe_for(environment, spec_dir=tmp_path).tag
+    try:
+        execution = runner.run(make_plan(["cat", "/hello.txt"], tmp_path,
+                                         environment=environment), tmp_path / "a")
+        assert execution.returncode == 0, execution.infra_error
+        assert execution.stdout_path.read_text() == "from the context\n"
+    finally:
+        _forget(tag)
+
+
+@needs_engine
+def test_missing_base_is_never_pulled(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM reprospec-absent-base:1\nRUN true\n")
+    recipe = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    with pytest.raises(InfraError) as err:
+        image.ensure_image(CLIENT, recipe)
+    assert "reprospec-absent-base:1" in str(err.value)
+    assert "docker pull reprospec-absent-base:1" in str(err.value)
+
+
+@needs_engine
+def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
+    """docker-setup.sh rebuilds an outdated base (one without gdb): what was built on the
+    old base is outdated too, though its own content hash did not change."""
+    require_image(CLIENT, image.BASE_IMAGE)
+    base = f"reprospec-test/dockernative-base:{tmp_path.name.lower()}"
+
+    def build_base(mark: str) -> None:
+        folder = tmp_path / f"base-{mark}"
+        folder.mkdir()
+        (folder / "Dockerfile").write_text(
+            f"FROM {image.BASE_IMAGE}\nRUN echo {mark} > /mark\n"
+        )
+        CLIENT.images.build(path=str(folder), tag=base, rm=True, forcerm=True)
+
+    (tmp_path / "Dockerfile").write_text(f"FROM {base}\nRUN cat /mark\n")
+    recipe = recipe_for({"dockerfile": "Dockerfile"}, spec_dir=tmp_path)
+    try:
+        build_base("one")
+        heard: list[str] = []
+        image.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard[0].endswith("building from dockerfile (once; later runs reuse it)")
+        heard.clear()
+        image.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard == []  # built on the base as it is: found, not built
+        build_base("two")
+        image.ensure_image(CLIENT, recipe, say=heard.append)
+        assert heard[0] == (
+            f"image {recipe.tag}: its base image changed since it was built; building again"
+        )
+        marked = CLIENT.containers.run(recipe.tag, ["cat", "/mark"], remove=True)
+        assert marked == b"two\n"
+    finally:
+        _forget(recipe.tag)
+        _forget(base)

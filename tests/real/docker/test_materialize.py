@@ -1,0 +1,231 @@
+"""`reprospec materialize`: a bundle that reruns a spec with plain `docker run`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+from reprospec.runners.docker import image  # noqa: E402
+from tests.support.docker import (  # noqa: E402
+    CLIENT,
+    needs_engine,
+    public_base,
+    runner_wheelhouse,
+)
+
+SPEC = """\
+reprospec: 1
+name: bundle-demo
+title: Crashes only with the flag on
+environment:
+  workdir: app
+  shm_size: 32m
+  env: {MODE: "${{ matrix.mode }}"}
+matrix:
+  mode: [calm, crash]
+command: python main.py
+run:
+  timeout: 30s
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {mode: calm}
+      outcome: pass
+"""
+
+MAIN = """\
+import ctypes, os, tempfile
+print("shm", os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize)
+print("tmp", tempfile.mkstemp()[1].rsplit("/", 1)[0])
+print("mode", os.environ["MODE"], flush=True)
+if os.environ["MODE"] == "crash":
+    ctypes.string_at(0)
+"""
+
+WORKLOAD_SPEC = """\
+reprospec: 1
+name: bundle-workload
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}
+    loader: {batch_size: 8}
+  phases: [{name: train, steps: 2}]
+expect: {outcome: pass}
+"""
+
+
+def materialize(tmp_path: Path, text: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
+                                                                  Path]:
+    (tmp_path / "app").mkdir(exist_ok=True)
+    (tmp_path / "app" / "main.py").write_text(MAIN)
+    (tmp_path / "spec.yaml").write_text(text)
+    out = tmp_path / "bundle"
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "materialize", str(tmp_path / "spec.yaml"),
+         "-o", str(out), *extra],
+        capture_output=True, text=True, timeout=120,
+    )
+    return done, out
+
+
+def test_bundle_layout(tmp_path: Path) -> None:
+    done, out = materialize(tmp_path, SPEC)
+    assert done.returncode == 0, done.stderr
+    assert "2 cell(s), 1 image(s)" in done.stdout
+    assert (out / "spec.yaml").read_text() == SPEC
+    assert (out / "workdirs" / "1" / "main.py").read_text() == MAIN
+    dockerfile = (out / "images" / "1" / "Dockerfile").read_text()
+    # No image of this machine: the runner image's content, rebuilt from a public base.
+    assert f"ARG BASE={image.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
+    assert "reprospec-runner" not in dockerfile
+    assert "reprospec-base" not in dockerfile
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
+    readme = (out / "README.md").read_text()
+    assert f"`images/1/`: `{image.PUBLIC_BASE}` (public" in readme
+    assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
+    assert list((out / "images" / "1" / "certs").iterdir()) == []
+    plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
+    assert plan["matrix"] == {"mode": "crash"}
+    assert plan["env"] == {"MODE": "crash"}
+    assert plan["expect"] == {"outcome": "crash", "signal": "SIGSEGV"}
+    script = (out / "run.sh").read_text()
+    assert "docker run" in script
+    assert "--init" in script
+    assert "--network none" in script
+    assert f"--shm-size {32 << 20}" in script
+    assert "reprospec run" not in script
+    assert "python -m reprospec" not in script
+    assert subprocess.run(["bash", "-n", str(out / "run.sh")]).returncode == 0
+    # Each cell's private TMPDIR and XDG_CACHE_HOME, made before and removed after it.
+    assert "-e TMPDIR=/reprospec/attempt/tmp" in script
+    assert "-e XDG_CACHE_HOME=/reprospec/attempt/cache" in script
+    assert 'rm -rf "$OUT/2/tmp" "$OUT/2/cache"' in script
+    again = materialize(tmp_path, SPEC)[0]
+    assert again.returncode == 2
+    assert "not empty" in again.stderr
+
+
+def test_shared_tmp_bundle_keeps_the_machine_tmpdir(tmp_path: Path) -> None:
+    shared = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  shared_tmp: true\n")
+    done, out = materialize(tmp_path, shared)
+    assert done.returncode == 0, done.stderr
+    script = (out / "run.sh").read_text()
+    assert "TMPDIR" not in script
+    assert "XDG_CACHE_HOME" not in script
+    assert "rm -rf" not in script
+
+
+def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
+    done, out = materialize(tmp_path, WORKLOAD_SPEC)
+    assert done.returncode == 0, done.stderr
+    cell = json.loads((out / "cells" / "1" / "cell.json").read_text())
+    assert set(cell) == {"spec", "cell_id", "matrix", "attempt", "workload", "environment"}
+    assert "python3 -m reprospec_harness" in (out / "run.sh").read_text()
+
+
+def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
+    named = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  image: ghcr.io/acme/trainer:3\n")
+    done, out = materialize(tmp_path, named)
+    assert done.returncode == 0, done.stderr
+    assert "FROM ghcr.io/acme/trainer:3" in (out / "images" / "1" / "Dockerfile").read_text()
+    assert "`docker pull ghcr.io/acme/trainer:3`" in (out / "README.md").read_text()
+    ours = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  image: reprospec-runner:latest\n"
+                        "  packages: [torch==2.12.0, six]\n")
+    (tmp_path / "ours").mkdir()
+    done, out = materialize(tmp_path / "ours", ours)
+    assert done.returncode == 0, done.stderr
+    assert "FROM ${BASE}" in (out / "images" / "1" / "Dockerfile").read_text()
+    # The spec's pin replaces the runner's own.
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "numpy\ntorch==2.12.0\nsix\n"
+
+
+# The bundles of this module build the same image (same Dockerfile, packages and harness):
+# each test drops only its tag, so the next build is a cache hit; the module removes the image.
+_BUILT: set[str] = set()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_built_images() -> Iterator[None]:
+    yield
+    import docker.errors
+
+    for image_id in _BUILT:
+        with contextlib.suppress(docker.errors.APIError):  # already gone
+            CLIENT.images.remove(image_id, force=True)
+
+
+def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry.
+
+    The CompletedProcess's `args` end with run.sh's pid: its containers are named
+    `reprospec-bundle-N-PID`, so a test looks only at its own (see `_left_by`)."""
+    import os
+
+    try:
+        with subprocess.Popen(["bash", str(out / "run.sh")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=cwd,
+                              env={**os.environ, "BASE": base}) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=1800)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        return subprocess.CompletedProcess(["bash", str(out / "run.sh"), str(proc.pid)],
+                                           proc.returncode, stdout, stderr)
+    finally:
+        if image.image_present(CLIENT, tag):
+            _BUILT.add(CLIENT.images.get(tag).id)
+            CLIENT.images.remove(tag, noprune=True)
+
+
+@needs_engine
+def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: Path) -> None:
+    base = public_base(CLIENT)
+    done, out = materialize(tmp_path, SPEC, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, "reprospec-bundle/bundle-demo:1", base, tmp_path)
+    assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
+    assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
+    assert "mode crash" in (out / "results" / "2" / "output.log").read_text()
+    assert "tmp /reprospec/attempt/tmp" in (out / "results" / "1" / "output.log").read_text()
+    assert not (out / "results" / "1" / "tmp").exists()
+    assert not _left_by(ran)
+
+
+def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
+    """The containers this run.sh started that are still there: named `reprospec-bundle-N-PID`
+    with its own pid (other suites on a shared engine run bundles of their own)."""
+    suffix = f"-{ran.args[-1]}"
+    # sparse: the list's own names, not an inspect of each container (which another suite's
+    # cleanup on the shared engine may remove between the list and the inspect).
+    listed = CLIENT.containers.list(all=True, sparse=True)
+    names = [str(n).lstrip("/") for c in listed for n in c.attrs.get("Names") or []]
+    return [n for n in names if n.startswith("reprospec-bundle-") and n.endswith(suffix)]
+
+
+@needs_engine
+def test_workload_bundle_runs(tmp_path: Path) -> None:
+    base = public_base(CLIENT)
+    done, out = materialize(tmp_path, WORKLOAD_SPEC, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, "reprospec-bundle/bundle-workload:1", base, tmp_path)
+    assert "== cell 1 [" in ran.stdout, ran.stdout + ran.stderr
+    assert ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
+    events = (out / "results" / "1" / "events.jsonl").read_text()
+    assert '"phase": "train"' in events
+    env = json.loads((out / "results" / "1" / "env.json").read_text())
+    assert env["os"]["distribution"].startswith("Debian GNU/Linux 12")
+    assert env["packages"]["torch"] == "2.13.0+cpu"

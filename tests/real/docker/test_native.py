@@ -1,0 +1,265 @@
+"""Native stacks on the docker runner: real cores read by gdb inside the image, real deadlocks.
+
+Every crash here is a real SIGSEGV in a container of the runner image; its core lands
+in the bind-mounted workdir (kernel.core_pattern is the host's) and gdb reads it in a
+fresh container of the same image. Every hang is a real pthread deadlock, attached to
+by gdb through `docker exec` before the container is killed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import CHILDREN
+
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+
+from reprospec import native  # noqa: E402
+from reprospec.core.results import Execution, Outcome  # noqa: E402
+from reprospec.outcome.evidence import Evidence  # noqa: E402
+from reprospec.pipeline.attempt import attempt_result  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from tests.support.docker import (  # noqa: E402
+    CLIENT,
+    containers_of,
+    make_plan,
+    needs_engine,
+    require_image,
+)
+from tests.support.native import assert_fault_in_a_torch_op  # noqa: E402
+
+WAITING = {"futex_wait", "lll_lock_wait", "pthread_mutex_lock", "futex_abstimed_wait_common"}
+
+
+needs_plain_cores = pytest.mark.skipif(
+    native.core_pattern().piped or native.core_pattern().raw.startswith("/"),
+    reason="kernel.core_pattern does not write cores into the process's working directory",
+)
+
+
+# A user's image without gdb: the runner's base with gdb taken out (built once, no network).
+NO_GDB_DOCKERFILE = f"FROM {image.BASE_IMAGE}\nRUN rm -f /usr/bin/gdb\n"
+
+
+@pytest.fixture(scope="module")
+def runner() -> DockerRunner:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    found = DockerRunner(client=CLIENT)
+    missing = found.native.gdb_missing(CLIENT, image.DEFAULT_IMAGE) if found.native else ""
+    if missing:
+        pytest.fail(f"{image.DEFAULT_IMAGE} has no gdb: rerun scripts/docker-setup.sh")
+    return found
+
+
+def crash(
+    runner: DockerRunner, tmp_path: Path, kind: str, environment: dict[str, str] | None = None
+) -> tuple[Execution, Path, Path]:
+    """native_crash.py KIND in a container, in its own workdir: (execution, workdir, folder)."""
+    workdir, logs = tmp_path / f"work-{kind}", tmp_path / f"logs-{kind}"
+    workdir.mkdir()
+    shutil.copy(CHILDREN / "native_crash.py", workdir)
+    plan = make_plan(["python3", "native_crash.py", kind], workdir, environment=environment)
+    execution = runner.run(plan, logs)
+    # The attempt's container and every gdb container are gone.
+    assert containers_of(tmp_path) == set()
+    expected = 1 if kind == "child" else -11
+    assert execution.returncode == expected, execution.stderr_path.read_text()
+    return execution, workdir, logs
+
+
+@needs_engine
+@needs_plain_cores
+def test_segfault_in_strlen_shows_strlen_on_top_and_in_the_signature(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    execution, workdir, logs = crash(runner, tmp_path, "strlen")
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
+    (process,) = stacks.processes
+    assert process.source == "core"
+    assert process.signal == "SIGSEGV"
+    assert process.error is None
+    assert process.root  # docker-init's child: the attempt's own process
+    thread = process.crashing_thread
+    assert thread is not None
+    assert thread.lwp == process.pid
+    assert len(process.threads) >= 2  # the sleeping thread too
+    top = native.top_frames(stacks)
+    assert top is not None
+    assert top.startswith("strlen (libc.so"), top
+    assert native.signature_frame(stacks) == "strlen@libc"
+    # Symbols of the container's own binaries (Debian's python3.11), resolved in its image.
+    libraries = {frame.library for frame in thread.frames}
+    assert "python3.11" in libraries, libraries
+    # The core was moved out of the workdir, read in the image, and deleted.
+    assert sorted(p.name for p in workdir.iterdir()) == ["native_crash.py"]
+    assert not list(logs.glob("core*"))
+    # Through classify and judge, as a run does: the signature gains the frame, the
+    # attempt's report fragment has the top frames and the full stacks.
+    plan = make_plan(["python3", "native_crash.py", "strlen"], workdir)
+    result = attempt_result(plan, execution, Evidence.read(execution))
+    assert isinstance(result.outcome, Outcome)
+    assert result.outcome.kind == "crash"
+    assert result.outcome.signal == "SIGSEGV"
+    assert result.outcome.signature.endswith(":strlen@libc"), result.outcome.signature
+    assert result.native is not None
+    assert "Native frames of the crashing thread: `strlen (libc.so.6)" in result.native
+    assert "<details>" in result.native
+    assert "(crashed)" in result.native
+
+
+@needs_engine
+@needs_plain_cores
+def test_crash_inside_a_torch_op_in_a_container_shows_a_torch_symbol(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    _, _, logs = crash(runner, tmp_path, "torch")  # the runner image has torch
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert_fault_in_a_torch_op(stacks)
+
+
+@needs_engine
+@needs_plain_cores
+def test_a_crashed_child_in_a_container_is_not_the_main_process(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    execution, _, logs = crash(runner, tmp_path, "child")
+    died = execution.stdout_path.read_text().split("child ")[1].split()[0]
+    stacks = native.read(logs)
+    assert stacks is not None
+    (process,) = stacks.processes  # the parent exited 1: no core of its own
+    # The pid as the container saw it (the child printed it there).
+    assert process.pid == int(died)
+    assert process.signal == "SIGSEGV"
+    assert not process.root
+    assert (native.top_frames(stacks) or "").startswith("strlen (libc.so")
+
+
+@needs_engine
+@needs_plain_cores
+def test_keep_cores_keeps_the_container_core_in_the_attempt_folder(tmp_path: Path) -> None:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    keeper = DockerRunner(client=CLIENT, keep_cores=True)
+    _, workdir, logs = crash(keeper, tmp_path, "strlen")
+    stacks = native.read(logs)
+    assert stacks is not None
+    (process,) = stacks.processes
+    assert process.core == str(logs.resolve() / f"core.{process.pid}")
+    info = native.read_core(Path(process.core))
+    assert info is not None
+    assert (info.pid, info.signal, info.ppid) == (process.pid, "SIGSEGV", 1)
+    # The container's interpreter, not the host's.
+    assert info.executable is not None
+    assert info.executable.startswith("/usr/bin/python3")
+    assert sorted(p.name for p in workdir.iterdir()) == ["native_crash.py"]
+
+
+@needs_engine
+@needs_plain_cores
+def test_an_image_without_gdb_says_so_and_writes_no_core(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    require_image(CLIENT, image.BASE_IMAGE)
+    dockerfile = tmp_path / "Dockerfile.nogdb"
+    dockerfile.write_text(NO_GDB_DOCKERFILE)
+    _, workdir, logs = crash(runner, tmp_path, "strlen", {"dockerfile": str(dockerfile)})
+    stacks = native.read(logs)
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert stacks.unavailable.startswith("native stacks unavailable: gdb not found in image ")
+    assert "apt-get install -y gdb" in stacks.unavailable
+    # Nothing could read a core, so none was written; the report says why, nothing more.
+    assert sorted(p.name for p in workdir.iterdir()) == ["native_crash.py"]
+    assert native.render_markdown(stacks) == f"_{stacks.unavailable}_\n"
+
+
+@needs_engine
+def test_a_deadlock_in_a_container_shows_every_thread_waiting_on_the_lock(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "work"
+    (workdir / "ready").mkdir(parents=True)
+    shutil.copy(CHILDREN / "native_deadlock.py", workdir)
+    plan = make_plan(["python3", "native_deadlock.py", "ready", "fork"], workdir, timeout_s=4.0)
+    execution = runner.run(plan, tmp_path / "logs")
+    assert containers_of(tmp_path) == set()
+    assert execution.timed_out
+    # The pids each process wrote are the container's: the ones gdb attached to.
+    pids = {int(p.stem) for p in (workdir / "ready").glob("*.ready")}
+    assert len(pids) == 2, "both processes reached the deadlock before the timeout"
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
+    attached = {p.pid: p for p in stacks.processes if p.source == "attach"}
+    assert set(attached) == pids, stacks
+    for process in attached.values():
+        assert process.error is None, process
+        assert len(process.threads) == 2, process
+        assert "native_deadlock.py" in process.command
+        for thread in process.threads:
+            symbols = [frame.symbol for frame in thread.frames[:5]]
+            assert WAITING & set(symbols), (process.pid, thread.id, symbols)
+    lines = native.thread_tops(stacks)
+    assert len(lines) == 4
+    assert all("lock" in line or "futex" in line for line in lines)
+    # The interpreter's frames are named from the container's maps.
+    assert any(f.library == "python3.11" for p in attached.values() for t in p.threads
+               for f in t.frames)  # fmt: skip
+    # The Python stacks are still taken first, next to the native ones.
+    assert execution.stack_path is not None
+    assert "deadlock" in execution.stack_path.read_text()
+
+
+@needs_engine
+def test_a_hang_in_an_image_without_gdb_says_so(runner: DockerRunner, tmp_path: Path) -> None:
+    require_image(CLIENT, image.BASE_IMAGE)
+    dockerfile = tmp_path / "Dockerfile.nogdb"
+    dockerfile.write_text(NO_GDB_DOCKERFILE)
+    plan = make_plan(
+        ["python3", "-c", "import time; time.sleep(600)"], tmp_path, timeout_s=2.0,
+        environment={"dockerfile": str(dockerfile)},
+    )  # fmt: skip
+    execution = runner.run(plan, tmp_path / "logs")
+    assert execution.timed_out
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    assert stacks.processes == ()
+    assert stacks.unavailable is not None
+    assert "gdb not found in image" in stacks.unavailable
+
+
+@needs_engine
+def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path: Path) -> None:
+    """A process that made itself non-dumpable refuses ptrace to anyone without
+    CAP_SYS_PTRACE: the runner tries again in a privileged exec. Where the engine allows
+    that, gdb reads the process; where it does not (an engine that may not grant
+    capabilities), the process says why it has no stacks: never a stack of another."""
+    code = (
+        "import ctypes, time\n"
+        "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0\n"
+        "open('ready', 'w').close()\n"
+        "time.sleep(600)\n"
+    )
+    plan = make_plan(["python3", "-c", code], tmp_path, timeout_s=3.0)
+    execution = runner.run(plan, tmp_path / "logs")
+    assert execution.timed_out
+    assert (tmp_path / "ready").exists()
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    assert stacks.unavailable is None, stacks
+    (process,) = stacks.processes
+    if process.threads:
+        symbols = {frame.symbol for frame in process.threads[0].frames}
+        assert symbols & {"clock_nanosleep", "select", "__select"}, symbols
+    else:
+        assert process.error == "ptrace: Operation not permitted.", process

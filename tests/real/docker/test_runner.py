@@ -1,0 +1,290 @@
+"""The docker runner against a real engine: real containers, real signals, real files.
+
+Without an engine every test here that needs one is skipped with a one-line reason;
+in CI (CI=true) a missing engine or image is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.paths import CHILDREN
+
+# Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
+pytestmark = pytest.mark.docker
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+
+from reprospec.core.inputs import Marker  # noqa: E402
+from reprospec.core.units import parse_size  # noqa: E402
+from reprospec.errors import InfraError  # noqa: E402
+from reprospec.runners.docker import image  # noqa: E402
+from reprospec.runners.docker.engine import (  # noqa: E402
+    ENGINE_LABEL,
+    LABEL,
+)
+from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from tests.support.docker import (  # noqa: E402
+    CLIENT,
+    SHM_CACHE,
+    make_plan,
+    needs_engine,
+    py,
+    require_image,
+)
+
+
+def our_containers() -> list[Any]:
+    # This test process's own: other engines (other sessions) may share the daemon.
+    mine = f"{ENGINE_LABEL}={os.getpid()}"
+    found: list[Any] = CLIENT.containers.list(all=True, filters={"label": [LABEL, mine]})
+    return found
+
+
+@pytest.fixture(scope="module")
+def runner() -> DockerRunner:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    return DockerRunner(client=CLIENT)
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    """Every container an attempt made is gone when the attempt returns."""
+    before = {c.id for c in our_containers()}
+    yield
+    left = [c.name for c in our_containers() if c.id not in before]
+    assert not left, f"containers left behind: {left}"
+
+
+# -- real containers -------------------------------------------------------------------
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_pass_and_output(runner: DockerRunner, tmp_path: Path) -> None:
+    code = "import sys; print('hello out'); print('hello err', file=sys.stderr)"
+    execution = runner.run(make_plan(py(code), tmp_path), tmp_path / "a")
+    assert execution.infra_error is None
+    assert execution.returncode == 0
+    assert not execution.timed_out
+    assert execution.stdout_path.read_text() == "hello out\n"
+    assert execution.stderr_path.read_text() == "hello err\n"
+    assert execution.stdout_path.parent == (tmp_path / "a").resolve()
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
+    execution = runner.run(make_plan(["sh", "-c", "exit 3"], tmp_path), tmp_path / "a")
+    assert execution.returncode == 3
+    assert execution.infra_error is None
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path) -> None:
+    execution = runner.run(make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path),
+                           tmp_path / "a")
+    assert execution.returncode == -11
+    assert "Segmentation fault" in execution.stderr_path.read_text()
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_abort_is_signal_6(runner: DockerRunner, tmp_path: Path) -> None:
+    execution = runner.run(make_plan(py("import os; os.abort()"), tmp_path), tmp_path / "a")
+    assert execution.returncode == -6
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> None:
+    code = (
+        "import time\n"
+        "def stuck_here():\n"
+        "    print('waiting', flush=True)\n"
+        "    time.sleep(600)\n"
+        "stuck_here()\n"
+    )
+    begin = time.monotonic()
+    execution = runner.run(make_plan(py(code), tmp_path, timeout_s=3.0), tmp_path / "a")
+    elapsed = time.monotonic() - begin
+    assert execution.timed_out
+    assert execution.returncode == -9
+    assert elapsed < 3.0 + 5.0, elapsed
+    assert execution.stack_path is not None
+    stack = execution.stack_path.read_text()
+    assert "stuck_here" in stack
+    assert "[in container]" in stack
+    assert execution.stdout_path.read_text() == "waiting\n"
+    assert not list((tmp_path / "a").glob("stack-*.txt"))
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    threading.Timer(1.5, cancel.set).start()
+    execution = runner.run(make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
+                           tmp_path / "a", cancel=cancel)
+    assert execution.interrupted
+    assert not execution.timed_out
+    assert execution.duration_s < 10
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("from the workdir")
+    code = (
+        "import json, os, socket\n"
+        "st = os.statvfs('/dev/shm')\n"
+        "mem = '/sys/fs/cgroup/memory/memory.limit_in_bytes'\n"
+        "if not os.path.exists(mem): mem = '/sys/fs/cgroup/memory.max'\n"
+        "print(json.dumps({'cwd': os.getcwd(), 'data': open('data.txt').read(),\n"
+        "  'flag': os.environ.get('MY_FLAG'), 'shm': st.f_blocks * st.f_frsize,\n"
+        "  'mem': open(mem).read().strip(), 'ifaces': [n for _, n in socket.if_nameindex()],\n"
+        "  'events': os.environ['REPROSPEC_EVENTS'], 'pid1': open('/proc/1/cmdline').read()}))\n"
+    )
+    plan = make_plan(py(code), tmp_path, env={"MY_FLAG": "on"},
+                     environment={"shm_size": "32m", "memory": "256m"})
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.returncode == 0, execution.stderr_path.read_text()
+    seen = json.loads(execution.stdout_path.read_text())
+    assert seen["cwd"] == str(tmp_path)
+    assert seen["data"] == "from the workdir"
+    assert seen["flag"] == "on"
+    assert seen["shm"] == 32 << 20
+    assert int(seen["mem"]) == 256 << 20
+    assert seen["ifaces"] == ["lo"]
+    assert seen["events"] == "/reprospec/attempt/events.jsonl"
+    assert "init" in seen["pid1"]
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_events_from_child_and_markers(runner: DockerRunner, tmp_path: Path) -> None:
+    code = (
+        "import json, os\n"
+        "fd = os.open(os.environ['REPROSPEC_EVENTS'], os.O_WRONLY | os.O_APPEND)\n"
+        "os.write(fd, (json.dumps({'event': 'phase', 'phase': 'train'}) + '\\n').encode())\n"
+        "print('Validation step 7')\n"
+    )
+    markers = (Marker(pattern=r"Validation step (?P<step>\d+)", phase="validation"),)
+    execution = runner.run(make_plan(py(code), tmp_path, markers=markers), tmp_path / "a")
+    events = [json.loads(line) for line in execution.events_path.read_text().splitlines()]
+    assert {"event": "phase", "phase": "train"} in events
+    marker = [e for e in events if e.get("event") == "marker"]
+    assert marker
+    assert marker[0]["phase"] == "validation"
+    assert marker[0]["step"] == 7
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_program_not_found_is_an_infra_error(runner: DockerRunner, tmp_path: Path) -> None:
+    execution = runner.run(make_plan(["no-such-program"], tmp_path), tmp_path / "a")
+    assert execution.returncode is None
+    assert execution.infra_error is not None
+    assert "exit 127" in execution.infra_error
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_missing_image_is_never_pulled(tmp_path: Path) -> None:
+    plan = make_plan(["true"], tmp_path, environment={"image": "reprospec-absent:nope"})
+    execution = DockerRunner(client=CLIENT).run(plan, tmp_path / "a")
+    assert execution.infra_error is not None
+    assert "reprospec-absent:nope is missing" in execution.infra_error
+    assert "docker pull reprospec-absent:nope" in execution.infra_error
+    with pytest.raises(InfraError, match="never pulls"):
+        DockerRunner(client=CLIENT).prepare([plan])
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_parallel_attempts(runner: DockerRunner, tmp_path: Path) -> None:
+    results: dict[int, Any] = {}
+
+    def one(i: int) -> None:
+        plan = make_plan(["sh", "-c", f"exit {i}"], tmp_path, cell_id=f"c{i}")
+        results[i] = runner.run(plan, tmp_path / f"a{i}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {i: r.returncode for i, r in results.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
+    info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
+    assert "error" not in info, info
+    assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
+
+
+@needs_engine
+@pytest.mark.parametrize(("shm_size", "fails"), [("2m", True), ("64m", False)])
+@pytest.mark.usefixtures("no_leftovers")
+def test_workload_with_small_shm_is_a_worker_bus_error(
+    runner: DockerRunner, tmp_path: Path, shm_size: str, fails: bool
+) -> None:
+    (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
+    workload = {
+        "seed": 0,
+        "model": {"builtin": "mlp", "params": {}},
+        "data": {
+            "dataset": {"entrypoint": "shm_cache:build", "params": {"size": 256}},
+            "loader": {"batch_size": 16, "num_workers": 2, "multiprocessing_context": "fork"},
+        },
+        "phases": [{"name": "train", "steps": 8}],
+    }
+    plan = make_plan(None, tmp_path, workload=workload, environment={"shm_size": shm_size},
+                     timeout_s=120)
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.infra_error is None
+    cell = json.loads((tmp_path / "a" / "cell.json").read_text())
+    assert cell["workload"] == plan.workload
+    assert cell["environment"] == plan.environment.to_json()
+    assert cell["environment"]["shm_size"] == parse_size(shm_size)
+    stderr = execution.stderr_path.read_text()
+    if not fails:
+        assert execution.returncode == 0, stderr[-2000:]
+        return
+    assert execution.returncode == 1
+    # How the main process notices the dead worker is a race in torch (the DataLoader's
+    # "is killed by signal: Bus error", or the pin-memory thread's ConnectionResetError,
+    # more often while the worker dumps its core for native stacks); the worker's own
+    # reports are always there.
+    assert "Fatal Python error: Bus error" in stderr
+    assert "insufficient shared memory (shm)" in stderr
+    outcome = pytest.importorskip("reprospec.outcome.classify")
+    classified = outcome.classify(execution)
+    assert (classified.kind, classified.signal, classified.where) == ("crash", "SIGBUS", "worker")
+
+
+@needs_engine
+@pytest.mark.usefixtures("no_leftovers")
+def test_private_tmpdir_in_the_attempt_folder_removed_after(
+    runner: DockerRunner, tmp_path: Path
+) -> None:
+    children = CHILDREN
+    plan = make_plan(["python3", "torn_tmp.py", "cache.json"], children)
+    execution = runner.run(plan, tmp_path / "a")
+    assert execution.returncode == 0, execution.stderr_path.read_text()
+    assert execution.stdout_path.read_text() == "cache: /reprospec/attempt/tmp/cache.json\n"
+    assert not (tmp_path / "a" / "tmp").exists()
+    assert not (tmp_path / "a" / "cache").exists()
+    assert execution.warnings == (
+        "removed what the attempt left in its private TMPDIR: 1 file(s), 19 B (cache.json)",
+    )

@@ -1,0 +1,360 @@
+"""`reprospec slurm`: job arrays on a real one-host Slurm (scripts/slurm-setup.sh), status, resume.
+
+The cluster tests submit with the real sbatch and wait for the real slurmctld/slurmd;
+outside CI they skip when no Slurm answers, in CI they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec.slurm import RunStatus, load
+from tests.support.cli import ROOT, SPECS, Cli
+from tests.support.slurm import (
+    needs_cluster,
+    only_run,
+    require_cluster,
+    wait_for,
+    wait_settled,
+)
+
+# Real-engine tests (a running slurmctld/slurmd): `-m "not docker and not slurm"` skips them.
+pytestmark = pytest.mark.slurm
+
+
+def _facts(results: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal cell for cell: verdict, rate, and every attempt's outcome.
+
+    Not a crash's `exception`: how the main process noticed a dead DataLoader worker
+    depends on timing (torch's RuntimeError, or the pin-memory thread's ConnectionResetError).
+    """
+
+    def fact(outcome: dict[str, Any], key: str) -> object:
+        return None if key == "exception" and outcome.get("kind") == "crash" else outcome.get(key)
+
+    keys = ("kind", "signal", "where", "phase", "step", "exception")
+    return {
+        cell["id"]: (
+            cell["verdict"],
+            cell["rate"]["matched"],
+            cell["rate"]["attempts"],
+            [
+                (a["attempt"], a["matched"], *(fact(a["outcome"] or {}, k) for k in keys))
+                for a in cell["attempts"]
+            ],
+        )
+        for cell in results["cells"]
+    }
+
+
+def _merged_results(status: RunStatus) -> dict[str, Any]:
+    assert status.merge.state == "done", status
+    assert status.merge.report is not None, status
+    data: dict[str, Any] = json.loads((status.merge.report.parent / "results.json").read_text())
+    return data
+
+
+def _write_spec(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- without a cluster -------------------------------------------------------------------
+
+def test_dry_run_prints_the_array_and_merge_scripts_and_submits_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    result = cli(
+        "slurm", str(SPECS / "segfault-command.yaml"), "--shards", "2", "--gpus-per-shard", "1",
+        "--partition", "gpu", "--time", "0:30:00", "--sbatch-arg=--account=lab",
+        "-m", "num_workers=2", "--set", "run.timeout=90s", "--repeat", "3", "--timeout", "45s",
+        "-j", "2", "--python", sys.executable, "--dry-run", "--out", str(shared),
+    )
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    for line in (
+        "#SBATCH --array=1-2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
+        "#SBATCH --time=0:30:00", "#SBATCH --cpus-per-task=2",
+    ):
+        assert line in out
+    # One array task per shard, each into its own folder, with the same runner options.
+    assert '--shard "$K"/2 --out "$OUT"' in out
+    for words in ("-m num_workers=2", "--set run.timeout=90s", "--repeat 3", "--timeout 45s",
+                  "-j 2", f"--python {sys.executable}", "--runner local"):
+        assert words in out, words
+    assert "--dependency=afterany:<array job>" in out
+    assert "--account=lab" in out
+    assert 'merge "${runs[@]}" --out "$RUN/merged"' in out
+    assert not shared.exists(), "a dry run writes nothing"
+    # Both scripts are valid bash.
+    scripts = out.split("# would submit:")[0].split("# /")
+    for script in scripts[1:]:
+        body = script.split("\n", 1)[1]
+        check = subprocess.run(["bash", "-n"], input=body, text=True, capture_output=True)
+        assert check.returncode == 0, check.stderr
+
+
+def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
+    spec = str(SPECS / "segfault-command.yaml")
+    no_shards = cli("slurm", spec, "--dry-run")
+    assert no_shards.code == 2
+    assert "--shards" in no_shards.stderr
+    too_many = cli("slurm", spec, "--shards", "5", "--dry-run")
+    assert too_many.code == 2
+    assert "only 4 attempt(s)" in too_many.stderr
+    bad = _write_spec(tmp_path / "bad.yaml", "reprospec: 1\nname: x\ncommand: true\nexpect: {}\n")
+    located = cli("slurm", str(bad), "--shards", "1", "--dry-run")
+    assert located.code == 2
+    assert f"{bad}:" in located.stderr
+    assert "Traceback" not in located.stderr
+    unknown = cli("slurm", "status", "no-such-run", "--out", str(tmp_path))
+    assert unknown.code == 2
+    assert "no Slurm run 'no-such-run'" in unknown.stderr
+
+
+# -- on the cluster ------------------------------------------------------------------------
+
+@needs_cluster
+@pytest.mark.slow
+def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
+    cli: Cli, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    require_cluster()
+    shared = tmp_path / "shared"
+    submitted = cli("slurm", str(SPECS / "segfault.yaml"), "--shards", "2", "--out", str(shared))
+    assert submitted.code == 0, submitted.stderr
+    assert "array job" in submitted.stdout
+    assert "merge job" in submitted.stdout
+    run_dir = only_run(shared)
+    status = wait_settled(run_dir)
+    assert [s.state for s in status.shards] == ["done", "done"], status
+    merged = _merged_results(status)
+
+    local = cli("run", str(SPECS / "segfault.yaml"), "-j", "2", timeout=600)
+    assert local.code == 0, local.stderr
+    assert _facts(merged) == _facts(local.results())
+    # The crash is recorded with its signal, where and step; the merge was not held up by it.
+    crashed = {c["id"]: c for c in merged["cells"]}["num_workers=2,pin_memory=true"]
+    outcome = crashed["attempts"][0]["outcome"]
+    assert (outcome["signal"], outcome["where"], outcome["step"]) == ("SIGSEGV", "worker", 7)
+    assert status.merge.log is not None
+    assert "reprospec-slurm: exit 0" in status.merge.log.read_text()
+    # Each shard had its own store; nothing wrote one SQLite file from two tasks.
+    assert (run_dir / "shards" / "1" / "results.db").is_file()
+    assert (run_dir / "shards" / "2" / "results.db").is_file()
+    assert not (shared / "results.db").exists()
+    shard_of = {
+        json.loads(p.read_text())["shard"]
+        for p in (run_dir / "shards").glob("*/runs/*/results.json")
+    }
+    assert shard_of == {"1/2", "2/2"}
+
+
+HOLD_SPEC = """\
+reprospec: 1
+name: slurm-{name}
+matrix:
+  part: [hold, quick]
+environment:
+  env: {{MARK: "{mark}", STARTED: "{started}"}}
+command: >-
+  if [ "${{{{ matrix.part }}}}" = hold ] && [ ! -e "$MARK" ]; then
+  touch "$MARK"; touch "$STARTED"; sleep 600; fi; echo finished
+run:
+  timeout: 900s
+expect:
+  outcome: pass
+"""
+
+
+def _hold_spec(tmp_path: Path, name: str) -> Path:
+    """Cell `hold` sleeps 10 minutes the first time it runs and passes at once after that."""
+    return _write_spec(
+        tmp_path / f"{name}.yaml",
+        HOLD_SPEC.format(name=name, mark=tmp_path / "held-once", started=tmp_path / "started"),
+    )
+
+
+def _resume_and_check(cli: Cli, run_dir: Path, *argv: str) -> None:
+    resumed = cli(*argv)
+    assert resumed.code == 0, resumed.stderr
+    assert "resubmitted shard(s) 1 of 2" in resumed.stdout
+    run = load(run_dir)
+    assert run.submissions[-1].shards == (1,)
+    status = wait_settled(run_dir)
+    assert [s.state for s in status.shards] == ["done", "done"], status
+    merged = _merged_results(status)
+    assert {c["id"]: c["verdict"] for c in merged["cells"]} == {
+        "part=hold": "reproduced",
+        "part=quick": "reproduced",
+    }
+    # Slurm's SIGTERM reached the attempt too: whether the engine recorded that as the
+    # attempt's end or not, it is no crash of the spec, and the resumed shard ran it again.
+    hold = {c["id"]: c for c in merged["cells"]}["part=hold"]
+    assert [a["outcome"]["kind"] for a in hold["attempts"]] == ["pass"]
+
+
+@needs_cluster
+def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    require_cluster()
+    shared = tmp_path / "shared"
+    spec = _hold_spec(tmp_path, "cancelled")
+    submitted = cli("slurm", str(spec), "--shards", "2", "--out", str(shared))
+    assert submitted.code == 0, submitted.stderr
+    run_dir = only_run(shared)
+    started = tmp_path / "started"
+    wait_for(started.exists)
+    array_job = load(run_dir).submissions[-1].array_job
+    subprocess.run(["scancel", f"{array_job}_1"], check=True)
+
+    status = wait_settled(run_dir)
+    first, second = status.shards
+    assert (first.state, second.state) == ("died", "done"), status
+    assert first.detail.startswith("cancelled")
+    assert "CANCELLED AT" in first.detail
+    # The merge ran anyway (afterany) and refused to merge an incomplete set: no hang.
+    assert status.merge.state == "failed"
+    assert "not merging" in status.merge.detail
+    shown = cli("slurm", "status", str(run_dir))
+    assert shown.code == 3
+    assert "reprospec slurm resume" in shown.stdout
+    assert "died" in shown.stdout
+    assert "cancelled" in shown.stdout
+    _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
+
+
+@needs_cluster
+@pytest.mark.slow
+def test_a_shard_past_its_time_limit_is_reported_and_resumed(cli: Cli, tmp_path: Path) -> None:
+    """Slurm's limits are whole minutes: the held shard dies 60-90 s after it starts."""
+    require_cluster()
+    shared = tmp_path / "shared"
+    spec = _hold_spec(tmp_path, "time-limit")
+    submitted = cli("slurm", str(spec), "--shards", "2", "--time", "1", "--out", str(shared))
+    assert submitted.code == 0, submitted.stderr
+    run_dir = only_run(shared)
+    status = wait_settled(run_dir)
+    first, second = status.shards
+    assert (first.state, second.state) == ("died", "done"), status
+    assert first.detail.startswith("time limit")
+    assert "DUE TO TIME LIMIT" in first.detail
+    shown = cli("slurm", "status", str(run_dir), "--json")
+    assert shown.code == 3
+    data = json.loads(shown.stdout)
+    assert data["missing"] == [1]
+    assert data["shards"][0]["state"] == "died"
+    _resume_and_check(cli, run_dir, "slurm", "resume", str(run_dir), "--time", "5")
+
+
+GRES_SPEC = """\
+reprospec: 1
+name: slurm-gres
+environment:
+  gpus: 1
+matrix:
+  i: [1, 2, 3, 4]
+command: echo "cvd=$CUDA_VISIBLE_DEVICES gres=$SLURM_JOB_GPUS"
+expect:
+  outcome: pass
+"""
+
+
+@needs_cluster
+def test_each_task_hands_out_the_gpus_slurm_gave_it_through_gres(cli: Cli, tmp_path: Path) -> None:
+    require_cluster()
+    spec = _write_spec(tmp_path / "gres.yaml", GRES_SPEC)
+    shared = tmp_path / "shared"
+    # A login shell's CUDA_VISIBLE_DEVICES must not leak into the tasks: only GRES counts.
+    env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    ok = cli("slurm", str(spec), "--shards", "2", "--gpus-per-shard", "1",
+             "--out", str(shared / "one"), env=env)
+    assert ok.code == 0, ok.stderr
+    too_few = cli("slurm", str(spec), "--shards", "2", "--gpus-per-shard", "1",
+                  "--set", "environment.gpus=2", "--out", str(shared / "two"), env=env)
+    assert too_few.code == 0, too_few.stderr
+
+    status = wait_settled(only_run(shared / "one"))
+    merged = _merged_results(status)
+    assert status.merge.report is not None
+    run_dir = status.merge.report.parent
+    seen = set()
+    for cell in merged["cells"]:
+        assert cell["verdict"] == "reproduced", cell
+        attempt = cell["attempts"][0]
+        printed = (run_dir / attempt["logs"] / "stdout.log").read_text().split()
+        fields = dict(word.split("=", 1) for word in printed)
+        # The attempt's GPU is the one Slurm allocated to its task.
+        assert fields["cvd"] == fields["gres"], fields
+        assert fields["cvd"] in ("0", "1"), fields
+        assert attempt["gpu_slot"] == [fields["cvd"]]
+        seen.add(fields["cvd"])
+    assert seen
+
+    status = wait_settled(only_run(shared / "two"))
+    merged = _merged_results(status)
+    for cell in merged["cells"]:
+        assert cell["verdict"] == "infra-error"
+        assert cell["attempts"][0]["infra_error"].startswith("skipped: needs 2 GPU(s), 1 visible")
+
+
+def test_attempts_killed_with_their_shard_are_forgotten_older_crashes_kept(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """An attempt that ended by SIGTERM when slurmstepd cancelled the task runs again."""
+    from datetime import datetime, timedelta
+
+    from reprospec.slurm import (
+        ShardArgs,
+        SlurmOptions,
+        Submission,
+        forget_killed_attempts,
+        new_run,
+        save,
+    )
+    from reprospec.store.db import Store
+
+    spec = _write_spec(tmp_path / "term.yaml", """\
+reprospec: 1
+name: killed-by-term
+command: kill -TERM $$
+run: {repeat: 2}
+expect: {outcome: crash, signal: SIGTERM}
+""")
+    run = new_run(spec, "killed-by-term", tmp_path, SlurmOptions(shards=1), ShardArgs(), (2,),
+                  chdir=ROOT)
+    ran = cli("run", str(spec), "--shard", "1/1", "--out", str(run.shard_dir(1)))
+    assert ran.code == 0, ran.stderr
+    (folder,) = (run.shard_dir(1) / "runs").iterdir()
+    with Store(run.shard_dir(1)) as store:
+        attempts = store.finished_attempts(folder.name)
+    assert [a.ran.signal for a in attempts.values() if a.ran] == ["SIGTERM", "SIGTERM"]
+    # Slurm cancelled the task right after attempt 2 ended, and 10 minutes after attempt 1.
+    second = datetime.fromisoformat(attempts[("default", 2)].finished).astimezone()
+    killed = second + timedelta(seconds=1)
+    run = replace(run, submissions=(Submission("41", "42", (1,), "now"),))
+    save(run)
+    run.shard_log(1, "41").parent.mkdir(parents=True, exist_ok=True)
+    run.shard_log(1, "41").write_text(
+        f"slurmstepd-vm: error: *** JOB 43 ON vm CANCELLED AT "
+        f"{killed.replace(tzinfo=None).isoformat(timespec='seconds')} DUE TO TIME LIMIT ***\n"
+    )
+    with Store(run.shard_dir(1)) as store:
+        store.forget_attempts(folder.name, [("default", 1)])
+        old = replace(
+            attempts[("default", 1)], finished=(second - timedelta(minutes=10)).isoformat()
+        )
+        store.record_attempt(folder.name, "default", old)
+    assert forget_killed_attempts(run, 1) == (("default", 2),)
+    with Store(run.shard_dir(1)) as store:
+        assert sorted(store.finished_attempts(folder.name)) == [("default", 1)]

@@ -1,0 +1,309 @@
+"""Doctor checks from environment dicts built from recorded real outputs (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec import doctor
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.sections import Environment
+from reprospec.harness import HARNESS_ROOT
+from reprospec.native import CorePattern
+from tests.support.paths import DATA
+
+sys.path.insert(0, str(HARNESS_ROOT))
+from reprospec_harness import envinfo
+
+NVIDIA = DATA / "nvidia"
+
+
+ARCH = json.loads((NVIDIA / "torch-arch-lists.json").read_text())
+
+
+AVX512 = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"]
+
+
+def machine(
+    banner: str | None = None,
+    csv: str | None = None,
+    fields: tuple[str, ...] = envinfo.GPU_FIELDS,
+    torch: dict[str, Any] | None = None,
+    **extra: JsonValue,
+) -> dict[str, Any]:
+    """An env dict as envinfo writes it, GPU parts parsed from a recorded output."""
+    nvidia: dict[str, Any] = {"gpus": []}
+    if csv:
+        nvidia["gpus"] = envinfo.parse_nvidia_smi_csv((NVIDIA / csv).read_text(), fields)
+    if banner:
+        nvidia.update(envinfo.parse_nvidia_smi_banner((NVIDIA / banner).read_text()))
+    return {
+        "cpu": {"flags": AVX512},
+        "shm": {"present": True, "size": 8 * 2**30},
+        "os": {"wsl": None},
+        "nvidia": nvidia,
+        "nvcc": {"path": None},
+        "python": {"version": "3.11.7"},
+        "packages": {"torch": "2.13.0+cpu"},
+        "torch": {
+            "installed": True,
+            "version": "2.13.0+cpu",
+            "cuda": None,
+            "cpu_capability": "AVX512",
+            "arch_list": [],
+            "cuda_available": False,
+            "device_count": 0,
+            **(torch or {}),
+        },
+        **extra,
+    }
+
+
+def by_name(env: dict[str, Any], needs: doctor.Needs | None = None) -> dict[str, doctor.Check]:
+    return {check.name: check for check in doctor.run_checks(env, needs)}
+
+
+ADA = "query-gpu-compute_cap-titanv-rtx5880.csv"
+
+
+ADA_FIELDS = ("compute_cap", "compute_mode", "driver_version", "name", "index")
+
+
+def test_no_gpu_skips_every_gpu_check_never_fails() -> None:
+    checks = by_name(machine())
+    for name in ("cuda", "cuda-driver", "gpu-arch"):
+        assert (checks[name].status, checks[name].why) == ("skipped", "no CUDA device")
+    assert checks["torch"].status == "pass"
+    assert checks["cpu-capability"].status == "pass"
+    assert not [c for c in checks.values() if c.status == "fail"]
+
+
+def test_cpu_only_torch_on_a_gpu_machine_fails_cuda() -> None:
+    checks = by_name(machine("nvidia-smi-550.40.07-rtx4070.txt", ADA, ADA_FIELDS))
+    assert checks["cuda"].status == "fail"
+    assert "CPU-only build" in checks["cuda"].why
+    assert "download.pytorch.org/whl/cu" in checks["cuda"].todo
+
+
+def cuda_torch(version: str, cuda: str) -> dict[str, Any]:
+    return {
+        "version": version,
+        "cuda": cuda,
+        "arch_list": ARCH[version],
+        "cuda_available": True,
+        "device_count": 2,
+    }
+
+
+def test_healthy_gpu_machine_passes() -> None:
+    env = machine(
+        "nvidia-smi-610.43.03-kmd-umd.txt",
+        ADA,
+        ADA_FIELDS,
+        torch=cuda_torch("2.10.0+cu128", "12.8"),
+    )
+    checks = by_name(env)
+    assert checks["cuda"].status == "pass"
+    assert "NVIDIA TITAN V" in checks["cuda"].why
+    assert checks["cuda-driver"].status == "pass"
+    assert "CUDA 13.3" in checks["cuda-driver"].why
+    # 8.9 has no sm_89 cubin, but sm_86 runs on it (same major, lower minor)
+    assert checks["gpu-arch"].status == "pass", checks["gpu-arch"].why
+
+
+def test_driver_too_old_for_the_runtime_major_fails_minor_warns() -> None:
+    old = by_name(
+        machine(
+            "nvidia-smi-470.256.02-a10g.txt",
+            ADA,
+            ADA_FIELDS,
+            torch=cuda_torch("2.11.0+cu126", "12.6"),
+        )
+    )
+    assert old["cuda-driver"].status == "fail"
+    assert (
+        old["cuda-driver"].why
+        == "torch needs CUDA 12.6 but driver 470.256.02 supports at most CUDA 11.4"
+    )
+    assert ">= 560.28.03" in old["cuda-driver"].todo
+    minor = by_name(
+        machine(
+            "nvidia-smi-550.40.07-rtx4070.txt",
+            ADA,
+            ADA_FIELDS,
+            torch=cuda_torch("2.11.0+cu128", "12.8"),
+        )
+    )
+    assert minor["cuda-driver"].status == "warn"
+    assert "minor-version compatibility" in minor["cuda-driver"].why
+
+
+def test_driver_without_banner_uses_the_minimum_driver_table() -> None:
+    env = machine(
+        None, ADA, ADA_FIELDS, torch=cuda_torch("2.11.0+cu128", "12.8")
+    )  # driver 570.86.15 from csv
+    env["nvidia"]["driver_version"] = env["nvidia"]["gpus"][0]["driver_version"]
+    assert by_name(env)["cuda-driver"].status == "pass"
+
+
+def test_gpu_not_in_the_compiled_arch_list_fails() -> None:
+    # cu128 builds of 2.11 dropped sm_70: the TITAN V (7.0) has no kernel image
+    checks = by_name(
+        machine(
+            "nvidia-smi-610.43.03-kmd-umd.txt",
+            ADA,
+            ADA_FIELDS,
+            torch=cuda_torch("2.11.0+cu128", "12.8"),
+        )
+    )
+    arch = checks["gpu-arch"]
+    assert arch.status == "fail"
+    assert "NVIDIA TITAN V is sm_70" in arch.why
+    assert "no kernel image is available" in arch.why
+
+
+def test_ptx_only_is_a_warning_and_unknown_capability_is_skipped() -> None:
+    assert doctor.arch_ok("12.0", ARCH["cu118-with-ptx"]) == "warn"  # compute_37 PTX JITs forward
+    assert doctor.arch_ok("12.0", ARCH["2.11.0+cu126"]) == "fail"
+    assert doctor.arch_ok("9.0", ["sm_90a"]) == "pass"
+    env = machine("nvidia-smi-470.256.02-a10g.txt", torch=cuda_torch("2.11.0+cu126", "12.6"))
+    env["nvidia"]["gpus"] = [
+        {"name": "NVIDIA A10G", "memory_mib": 22731}
+    ]  # 470 has no compute_cap field
+    assert by_name(env)["gpu-arch"].status == "skipped"
+
+
+def test_cpu_capability_against_flags() -> None:
+    lying = machine(torch={"cpu_capability": "AVX512"}, cpu={"flags": ["avx", "avx2", "fma"]})
+    assert by_name(lying)["cpu-capability"].status == "fail"
+    assert "SIGILL" in by_name(lying)["cpu-capability"].why
+    forced = machine(torch={"cpu_capability": "AVX2"}, env={"ATEN_CPU_CAPABILITY": "avx2"})
+    check = by_name(forced)["cpu-capability"]
+    assert check.status == "warn"
+    assert "ATEN_CPU_CAPABILITY=avx2" in check.why
+
+
+def test_shm_against_workers_and_batches() -> None:
+    docker_default = machine(shm={"present": True, "size": 64 * 2**20})
+    needs = doctor.Needs(num_workers=2, batch_bytes=24 * 2**20)
+    shm = by_name(docker_default, needs)["shm"]
+    assert shm.status == "fail"
+    assert "2 workers x prefetch 2 batches of 24.0 MiB need about 96.0 MiB" in shm.why
+    assert by_name(machine(), needs)["shm"].status == "pass"
+    assert (
+        by_name(docker_default)["shm"].status == "warn"
+    )  # no spec: small /dev/shm is worth a word
+    # the spec's own shm_size is what the attempt gets, if it can be mounted
+    own = doctor.Needs(num_workers=2, batch_bytes=24 * 2**20, shm_size=64 * 2**20)
+    assert "the spec's shm_size" in by_name(machine(), own)["shm"].why
+
+
+def test_wsl_and_nvcc() -> None:
+    assert by_name(machine(os={"wsl": "WSL2"}))["wsl"].status == "warn"
+    nvcc = {
+        "path": "/usr/local/cuda/bin/nvcc",
+        "version": envinfo.parse_nvcc_version((NVIDIA / "nvcc-11.1.txt").read_text()),
+    }
+    env = machine(
+        "nvidia-smi-550.40.07-rtx4070.txt",
+        ADA,
+        ADA_FIELDS,
+        torch=cuda_torch("2.11.0+cu126", "12.6"),
+        nvcc=nvcc,
+    )
+    assert by_name(env)["nvcc"].status == "warn"
+    assert "nvcc 11.1 vs torch's CUDA 12.6" in by_name(env)["nvcc"].why
+    assert by_name(machine())["nvcc"].status == "skipped"
+
+
+def test_spec_needs() -> None:
+    needs = doctor.Needs(
+        device="cuda",
+        memory=512 * 2**20,
+        python="3.10",
+        packages=("torch==2.13.0", "numpy>=3"),
+        shm_size=2**26,
+        shm_refused="not root",
+    )
+    checks = by_name(machine(packages={"torch": "2.13.0+cpu", "numpy": "2.4.6"}), needs)
+    assert checks["device"].status == "fail"
+    assert "infra-error" in checks["device"].why
+    assert checks["memory"].status == "fail"
+    assert "import torch" in checks["memory"].why
+    assert checks["limits"].status == "warn"
+    assert checks["spec-environment"].why == (
+        "python 3.11.7 ran; the spec names 3.10; numpy 2.4.6 ran; the spec needs numpy>=3"
+    )
+
+
+@pytest.mark.parametrize(
+    ("installed", "requirement", "ok"),
+    [
+        ("2.13.0+cpu", "torch==2.13.0", True),
+        ("2.13.0+cpu", "torch==2.13.0+cu126", False),
+        ("2.13.0", "torch>=2.5,<3", True),
+        ("2.4.1", "torch>=2.5", False),
+        ("2.13.0", "torch==2.13.*", True),
+        ("1.26.4", "numpy~=1.26", True),
+        ("2.0.0", "numpy~=1.26", False),
+        ("6.0.3", "pyyaml", True),
+    ],
+)
+def test_satisfies(installed: str, requirement: str, ok: bool) -> None:
+    assert doctor.satisfies(installed, requirement) is ok
+
+
+def test_needs_of_takes_the_most_demanding_cell() -> None:
+    data: JsonObject = {
+        "dataset": {"builtin": "synthetic", "shape": [3, 256, 256]},
+        "loader": {"batch_size": 32},
+    }
+    cells: list[tuple[JsonObject, Environment]] = [
+        (
+            {"data": {**data, "loader": {"batch_size": 32, "num_workers": n}}},
+            Environment(workdir=Path.cwd(), shm_size=64 * 2**20),
+        )
+        for n in (0, 2)
+    ]
+    needs = doctor.needs_of(cells)
+    assert (needs.num_workers, needs.batch_bytes, needs.shm_size) == (2, 24 * 2**20, 64 * 2**20)
+
+
+def test_gpu_checks_say_why_there_is_no_cuda_runtime() -> None:
+    for torch, why in (
+        ({"installed": False}, "torch is not installed"),
+        ({"installed": True, "error": "ImportError: libcudart.so"}, "torch does not import"),
+        ({"installed": True, "version": "2.13.0", "cuda": None}, "torch is a CPU-only build"),
+    ):
+        gpu = by_name(machine("nvidia-smi-550.40.07-rtx4070.txt", ADA, ADA_FIELDS, torch=torch))
+        assert gpu["cuda-driver"].why == f"{why}: no CUDA runtime to match"
+        assert gpu["nvcc"].why.endswith(f"; {why}")
+
+
+def test_native_stacks_check_says_what_keeps_them_from_a_crash() -> None:
+    plain = CorePattern("core")
+    missing = doctor.check_native_stacks(None, plain, -1)
+    assert (missing.status, missing.why) == (
+        "warn",
+        "gdb not found: crashes and hangs get Python stacks only",
+    )
+    assert "apt-get install gdb" in missing.todo
+    piped = doctor.check_native_stacks(
+        "/usr/bin/gdb", CorePattern("|/lib/systemd/systemd-coredump %P %u"), -1
+    )
+    assert piped.status == "warn"
+    assert "pipes cores to /lib/systemd/systemd-coredump" in piped.why
+    assert "sysctl kernel.core_pattern=core" in piped.todo
+    no_limit = doctor.check_native_stacks("/usr/bin/gdb", plain, 0)
+    assert no_limit.status == "warn"
+    assert "hard core size limit" in no_limit.why
+    shared = doctor.check_native_stacks("/usr/bin/gdb", plain, -1)
+    assert shared.status == "pass"
+    assert "can still replace each other's core" in shared.why
+    own = doctor.check_native_stacks("/usr/bin/gdb", CorePattern("core", uses_pid=True), -1)
+    assert own.status == "pass"
+    assert "replace" not in own.why

@@ -1,0 +1,80 @@
+"""Bundles as archives: size limits, and archives that try to escape the folder they are unpacked
+into."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprospec.errors import UsageError
+from reprospec.export import bundle
+
+
+def _archive(path: Path, *members: tuple[tarfile.TarInfo, bytes | None]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+def _link(name: str, target: str, kind: bytes) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info, None
+
+
+def _fifo(name: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.FIFOTYPE
+    return info, None
+
+
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ([_file("b/../../evil")], "outside the bundle"),
+        ([_file("/tmp/reprospec-evil")], "absolute path"),
+        ([_link("b/passwd", "/etc/passwd", tarfile.SYMTYPE)], "a link"),
+        ([_link("b/hard", "/etc/passwd", tarfile.LNKTYPE)], "a link"),
+        ([_link("b/up", "..", tarfile.SYMTYPE), _file("b/up/evil")], "a link"),
+        ([_fifo("b/pipe")], "not a file or a folder"),
+        ([_file("b/twice"), _file("b/twice")], "given twice"),
+        ([_file("b/" + "d/" * 60 + "deep")], "folders deep"),
+    ],
+)
+def test_unsafe_archives_are_refused_and_write_nothing_outside(
+    tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]], message: str
+) -> None:
+    archive = _archive(tmp_path / "evil.tar.gz", *members)
+    dest = tmp_path / "bundles"
+    with pytest.raises(UsageError, match=message):
+        bundle.unpack(archive, dest)
+    assert not (tmp_path / "evil").exists()
+    assert not Path("/tmp/reprospec-evil").exists()
+    assert list(dest.iterdir()) == []  # the staging folder is gone too
+
+
+def test_size_limits_hold_before_and_while_writing(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = _archive(tmp_path / "big.tar.gz", _file("b/one", b"a" * 600), _file("b/two",
+                                                                                  b"b" * 600))
+    monkeypatch.setattr(bundle, "MAX_FILE_BYTES", 500)
+    with pytest.raises(UsageError, match="600 bytes"):
+        bundle.unpack(archive, tmp_path / "bundles")
+    monkeypatch.setattr(bundle, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(bundle, "MAX_TOTAL_BYTES", 1000)
+    with pytest.raises(UsageError, match="more than 1000 bytes unpacked"):
+        bundle.unpack(archive, tmp_path / "bundles")
+    monkeypatch.setattr(bundle, "MAX_TOTAL_BYTES", 10_000)
+    monkeypatch.setattr(bundle, "MAX_MEMBERS", 1)
+    with pytest.raises(UsageError, match="more than 1 members"):
+        bundle.unpack(archive, tmp_path / "bundles")

@@ -1,0 +1,82 @@
+"""A bundle is made to be shared: no secret of the engine's environment is written into it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.runoptions import RunOptions
+from reprospec.export.materialize import write_bundle
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
+
+SPEC = """\
+reprospec: 1
+name: secret-bundle
+matrix:
+  workers: [0, 2]
+command: python -c "import os; print(len(os.environ['HF_TOKEN']))" ${{ env.SERVICE_URL }}
+environment:
+  env:
+    HF_TOKEN: ${{ env.HF_TOKEN }}
+    DATASET_URL: https://user:${{ env.DB_PASS }}@example.org/data
+    WORKERS: "${{ matrix.workers }}"
+expect: {outcome: pass}
+"""
+
+
+SECRETS = {
+    "HF_TOKEN": "hf_abcdefSECRET",
+    "DB_PASS": "pw-9876-xyz",
+    "SERVICE_URL": "https://svc.example.org/v1",
+}
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, tuple[str, ...]]:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    spec_path = tmp_path / "secret.yaml"
+    spec_path.write_text(SPEC)
+    spec = load_spec(spec_path)
+    plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
+    written = write_bundle(spec, plans, tmp_path / "bundle")
+    return written.root, written.warnings
+
+
+def test_no_secret_value_is_written_anywhere_in_the_bundle(
+    bundle: tuple[Path, tuple[str, ...]],
+) -> None:
+    root, _ = bundle
+    files = [path for path in root.rglob("*") if path.is_file()]
+    assert any(path.name == "run.sh" for path in files)
+    for path in files:
+        data = path.read_bytes()
+        for value in SECRETS.values():
+            assert value.encode() not in data, f"{value} in {path.relative_to(root)}"
+    plan = (root / "cells" / "1" / "plan.json").read_text()
+    assert '"HF_TOKEN": "***"' in plan
+    assert "https://user:***@example.org/data" in plan
+    # A value that is no secret is kept: the bundle still reruns the cell as it was.
+    assert '"WORKERS": "0"' in plan
+
+
+def test_secret_variables_are_passed_by_name_and_the_reader_is_told(
+    bundle: tuple[Path, tuple[str, ...]],
+) -> None:
+    root, warnings = bundle
+    script = (root / "run.sh").read_text()
+    assert script.count("-e HF_TOKEN \\") == 2
+    assert script.count("-e DATASET_URL \\") == 2
+    assert "-e WORKERS=2 \\" in script
+    readme = (root / "README.md").read_text()
+    assert "Export these variables before `./run.sh`" in readme
+    assert "`DATASET_URL`, `HF_TOKEN`" in readme
+    # The command reads SERVICE_URL from the engine: masked, and said so, once per cell.
+    assert "***" in script
+    assert [w for w in warnings if "its command holds a secret value" in w] == [
+        f"cell {n} (workers={w}): its command holds a secret value, written as *** in "
+        "run.sh: put it back before running"
+        for n, w in ((1, 0), (2, 2))
+    ]

@@ -1,0 +1,78 @@
+"""Fault injection's rules in-process: matching, probability, disarming, refusals."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from reprospec.harness import HARNESS_ROOT
+
+sys.path.insert(0, str(HARNESS_ROOT))
+from reprospec_harness import injection
+from reprospec_harness.config import ConfigError
+from reprospec_harness.faults import exception_class
+
+
+def test_exception_class_refuses_non_exceptions() -> None:
+    assert exception_class("ValueError") is ValueError
+    with pytest.raises(ValueError, match="not an exception class"):
+        exception_class("os.path")
+
+
+# ---- which faults fire where (pure) --------------------------------------------------------
+
+def plan(*faults: dict[str, Any], attempt: int = 1, seed: int = 0) -> injection.FaultPlan:
+    return injection.FaultPlan(
+        [injection.decide(n, f, seed, attempt) for n, f in enumerate(faults)]
+    )
+
+
+def test_probability_is_decided_once_per_seed_attempt_and_fault() -> None:
+    spec = {"kind": "segfault", "probability": 0.5}
+    first = [plan(spec, attempt=a).faults[0].armed for a in range(1, 41)]
+    again = [plan(spec, attempt=a).faults[0].armed for a in range(1, 41)]
+    assert first == again  # rerunning attempt N does what attempt N did
+    assert 10 < sum(first) < 30
+    assert not plan({**spec, "probability": 0}).faults[0].armed
+    assert plan({**spec, "probability": 1}).faults[0].armed
+
+
+def test_when_false_disarms() -> None:
+    fault = plan({"kind": "abort", "when": False}).faults[0]
+    assert (fault.armed, fault.reason) == (False, "when is false")
+
+
+def test_unknown_kind_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"^workload.faults\[0\].kind: unknown fault kind 'boom'"):
+        plan({"kind": "boom"})
+
+
+def test_main_matching_rules() -> None:
+    match = injection._main_matches
+    assert match({}, None, None, None)  # no `at`: after setup
+    assert not match({}, "train", None, None)
+    assert match({"phase": "train"}, "train", None, None)  # phase start only
+    assert not match({"phase": "train"}, "train", 1, "start")
+    assert match({"phase": "validation", "step": 7}, "validation", 7, "start")
+    assert not match({"phase": "validation", "step": 7}, "validation", 7, "forward")
+    assert not match({"phase": "validation", "step": 7}, "train", 7, "start")
+    assert match({"phase": "train", "step": 3, "stage": "loss"}, "train", 3, "loss")
+
+
+def test_worker_faults_match_every_given_key_and_fire_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    fired: list[dict[str, Any]] = []
+    monkeypatch.setitem(injection.TRIGGERS, "segfault", lambda spec: fired.append(dict(spec)))
+    faults = plan(
+        {"kind": "segfault", "where": "worker", "at": {"phase": "validation", "index": 5}}
+    )
+    faults.fire_worker(worker=0, phase="train", step=1, index=5)
+    faults.fire_main(
+        phase="validation", step=1, stage="start"
+    )  # a worker fault never fires in main
+    assert fired == []
+    faults.fire_worker(worker=1, phase="validation", step=1, index=5)
+    faults.fire_worker(worker=1, phase="validation", step=2, index=5)
+    assert len(fired) == 1
+    assert fired[0]["where"] == "worker"

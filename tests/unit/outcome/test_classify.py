@@ -1,0 +1,400 @@
+"""Outcome classification from hand-built executions and recorded DataLoader output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.results import Execution, NotRun, Outcome
+from reprospec.core.signals import (
+    canonical_signal,
+    describe_signal,
+    exit_status_signal,
+    signal_from_description,
+    signal_name,
+    signal_number,
+)
+from reprospec.outcome.classify import classify, normalize_message, worker_death
+from reprospec.outcome.evidence import iter_events, read_log
+from reprospec.outcome.tracebacks import parse_exception
+from tests.support.paths import DATA
+
+RECORDED = DATA / "recorded"
+
+
+def make_execution(
+    folder: Path,
+    returncode: int | None,
+    *,
+    timed_out: bool = False,
+    duration_s: float = 1.0,
+    infra_error: str | None = None,
+    interrupted: bool = False,
+    harness: bool = False,
+) -> Execution:
+    return Execution(
+        cell_id="cell",
+        attempt=1,
+        log_dir=folder,
+        returncode=returncode,
+        timed_out=timed_out,
+        duration_s=duration_s,
+        started="",
+        finished="",
+        stdout_path=folder / "stdout.log",
+        stderr_path=folder / "stderr.log",
+        events_path=folder / "events.jsonl",
+        infra_error=infra_error,
+        interrupted=interrupted,
+        harness=harness,
+    )
+
+
+def recorded_execution(
+    tmp_path: Path, stderr: bytes, returncode: int, events: str = "", harness: bool = True
+) -> Execution:
+    """A recorded attempt: by default the harness's (a workload), whose events are believed."""
+    (tmp_path / "stderr.log").write_bytes(stderr)
+    (tmp_path / "stdout.log").write_bytes(b"")
+    (tmp_path / "events.jsonl").write_text(events)
+    return make_execution(tmp_path, returncode, harness=harness)
+
+
+# --- infrastructure errors --------------------------------------------------------------
+
+def test_infra_error_is_not_run(tmp_path: Path) -> None:
+    execution = make_execution(tmp_path, None, infra_error="interpreter /nope not found")
+    assert classify(execution) == NotRun("interpreter /nope not found")
+
+
+def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -> None:
+    event = {"event": "infra_error", "reason": "device cuda requested but no CUDA device"}
+    execution = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n")
+    assert classify(execution) == NotRun("device cuda requested but no CUDA device")
+    # The event alone is not enough: the harness exits with EXIT_INFRA after writing it...
+    crashed = recorded_execution(tmp_path, b"", -11, json.dumps(event) + "\n")
+    assert isinstance(classify(crashed), Outcome)
+    # ...and only the harness may write it: a command's own claim is ignored.
+    command = recorded_execution(tmp_path, b"", 3, json.dumps(event) + "\n", harness=False)
+    outcome = classify(command)
+    assert isinstance(outcome, Outcome)
+    assert outcome.exit_code == 3
+
+
+def test_no_exit_status_is_not_run(tmp_path: Path) -> None:
+    assert classify(make_execution(tmp_path, None)) == NotRun("the runner recorded no exit status")
+    interrupted = classify(make_execution(tmp_path, None, interrupted=True))
+    assert interrupted == NotRun("interrupted before it finished")
+    assert isinstance(classify(make_execution(tmp_path, 0)), Outcome)
+
+
+# --- DataLoader worker crashes: recorded real output, and live ----------------------------
+
+MANIFEST = json.loads((RECORDED / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_recorded_dataloader_worker_crash(tmp_path: Path, name: str) -> None:
+    entry = MANIFEST[name]
+    execution = recorded_execution(tmp_path, (RECORDED / name).read_bytes(), entry["returncode"])
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", entry["signal"], "worker")
+    assert outcome.exit_code is None
+    assert outcome.signature == f"crash:{entry['signal']}:worker"
+    # The main process's last exception varies from run to run; it is kept as printed.
+    if outcome.exception is not None:
+        assert outcome.exception in ("RuntimeError", "ConnectionResetError", "EOFError")
+
+
+def test_recorded_variants_cover_the_known_shapes() -> None:
+    shapes = " ".join(entry["shape"] for entry in MANIFEST.values())
+    for text in ("exited unexpectedly", "ConnectionResetError", "EOFError", "Bus error"):
+        assert text in shapes
+
+
+def test_recorded_stderr_has_the_nul_byte_and_still_parses() -> None:
+    raw = (RECORDED / "dataloader-segv-1.stderr.log").read_bytes()
+    assert b"\0" in raw
+    text = read_log(RECORDED / "dataloader-segv-1.stderr.log")
+    assert "\0" not in text
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.type == "RuntimeError"
+    assert exception.message is not None
+    assert "exited unexpectedly" in exception.message
+
+
+def test_shutdown_reports_are_not_the_main_exception() -> None:
+    # Recorded: ConnectionResetError uncaught, then a weakref finalizer's RuntimeError
+    # printed at shutdown with no header line.
+    text = read_log(RECORDED / "dataloader-segv-large-3.stderr.log")
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.type == "ConnectionResetError"
+    ignored = (
+        'Traceback (most recent call last):\n  File "t.py", line 1\nValueError: main\n'
+        "Exception ignored in: <function f at 0x1>\n"
+        'Traceback (most recent call last):\n  File "t.py", line 2\nOSError: late\n'
+    )
+    exception = parse_exception(ignored)
+    assert exception is not None
+    assert exception.type == "ValueError"
+
+
+def test_lost_stderr_object_dump_still_names_the_exception() -> None:
+    text = read_log(RECORDED / "dataloader-segv-large-2.stderr.log")
+    assert "lost sys.stderr" in text
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.type == "ConnectionResetError"
+
+
+def test_worker_exit_event_is_preferred(tmp_path: Path) -> None:
+    stderr = (RECORDED / "dataloader-segv-1.stderr.log").read_bytes()
+    events = "\n".join(
+        [
+            json.dumps({"event": "step", "phase": "validation", "step": 7}),
+            json.dumps({"event": "worker_exit", "worker": 1, "pid": 4242, "signal": "SIGBUS"}),
+        ]
+    )
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, events + "\n"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.signal, outcome.where, outcome.phase, outcome.step) == (
+        "SIGBUS",
+        "worker",
+        "validation",
+        7,
+    )
+    assert outcome.signature == "crash:SIGBUS:worker:validation"
+    assert "4242" in (outcome.detail or "")
+
+
+def test_worker_exited_with_exit_code_is_an_error(tmp_path: Path) -> None:
+    stderr = (
+        b'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        b"RuntimeError: DataLoader worker (pid 77) exited unexpectedly with exit code 3. "
+        b"Details are lost due to multiprocessing.\n"
+    )
+    outcome = classify(recorded_execution(tmp_path, stderr, 1))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "worker")
+    assert outcome.signature == "error:RuntimeError:worker"
+
+
+def test_worker_exited_unexpectedly_without_a_code_is_a_crash() -> None:
+    text = "RuntimeError: DataLoader worker (pid(s) 12, 13) exited unexpectedly\n"
+    death = worker_death(text)
+    assert death is not None
+    assert (death.signal, death.exit_code, death.pid) == (None, None, 12)
+
+
+def test_worker_crash_when_main_also_segfaults_is_a_main_crash(tmp_path: Path) -> None:
+    stderr = (RECORDED / "dataloader-bus-1.stderr.log").read_bytes()
+    outcome = classify(recorded_execution(tmp_path, stderr, -11))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.signal, outcome.where) == ("SIGSEGV", "main")
+    assert "SIGBUS" in (outcome.detail or "")
+
+
+# --- parsing details ------------------------------------------------------------------------
+
+def test_events_skip_malformed_and_truncated_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        b'{"event": "phase", "phase": "train"}\n'
+        b"not json\n"
+        b"[1, 2]\n"
+        b'{"event": "step", "step": 4}\n'
+        b'{"event": "step", "phase": "validation", "st'
+    )
+    assert [e.get("step") for e in iter_events(path)] == [None, 4]
+    execution = recorded_execution(tmp_path, b"", 0, path.read_text())
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.phase, outcome.step) == ("train", 4)
+
+
+def test_new_phase_resets_the_step(tmp_path: Path) -> None:
+    events = "\n".join(
+        json.dumps(e)
+        for e in [
+            {"event": "step", "phase": "train", "step": 9},
+            {"event": "phase", "phase": "validation"},
+            {"event": "import", "module": "wandb"},
+        ]
+    )
+    outcome = classify(recorded_execution(tmp_path, b"", 1, events + "\n"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.phase, outcome.step) == ("validation", None)
+
+
+def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
+    from reprospec.core.jsontypes import JsonValue
+    from reprospec.outcome.evidence import Events
+
+    train: list[dict[str, JsonValue]] = [
+        {"event": "import", "module": "wandb", "phase": "import"},
+        {"event": "phase", "phase": "train"},
+        {"event": "step", "phase": "train", "step": 1},
+        {"event": "stage", "phase": "train", "step": 1, "stage": "backward"},
+        {"event": "step", "phase": "train", "step": 2},
+    ]
+    assert (Events.of(train).stage, Events.of(train).module) == (None, None)
+    assert Events.of(train[:4]).stage == "backward"
+    assert Events.of(train[:1]).module == "wandb"
+
+
+def test_missing_logs_and_events(tmp_path: Path) -> None:
+    outcome = classify(make_execution(tmp_path / "nothing-here", 5))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.phase, outcome.message) == (
+        "error",
+        5,
+        None,
+        None,
+    )
+
+
+def test_huge_log_keeps_head_and_tail(tmp_path: Path) -> None:
+    path = tmp_path / "stderr.log"
+    with path.open("wb") as handle:
+        handle.write(b"ERROR: Unexpected bus error encountered in worker.\0\n")
+        handle.write(b"noise \xff\xfe line\n" * 200_000)
+        handle.write(b'Traceback (most recent call last):\n  File "t.py", line 1\n')
+        handle.write(b"torch.AcceleratorError: CUDA error: misaligned address\n")
+    text = read_log(path)
+    assert len(text) < 400_000
+    assert "bytes omitted" in text
+    outcome = classify(make_execution(tmp_path, 1))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGBUS", "worker")
+    assert outcome.exception == "torch.AcceleratorError"
+    assert outcome.message == "CUDA error: misaligned address"
+
+
+def test_multiline_message_stops_at_noise() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 1, in <module>\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "[W1121 12:00:00.000000 1 ProcessGroup.cpp:1] Warning: something\n"
+    )
+    exception = parse_exception(text)
+    assert exception is not None
+    assert exception.message == (
+        "CUDA error: an illegal memory access was encountered\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    )
+
+
+def test_thread_exception_only_when_nothing_else() -> None:
+    thread = (
+        "Exception in thread Thread-1:\nTraceback (most recent call last):\n"
+        '  File "t.py", line 1, in run\nZeroDivisionError: division by zero\n\n'
+    )
+    main = 'Traceback (most recent call last):\n  File "t.py", line 2\nValueError: bad\n'
+    assert parse_exception(thread + main) == parse_exception(main)
+    only = parse_exception(thread)
+    assert only is not None
+    assert only.type == "ZeroDivisionError"
+
+
+def test_interleaved_output_is_not_an_exception() -> None:
+    text = 'Traceback (most recent call last):\n  File "t.py"\n>>> progress 50%\n'
+    assert parse_exception(text) is None
+
+
+def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
+    # 138 = 128 + SIGUSR1 is no conventional crash code: an error unless the output proves it.
+    outcome = classify(recorded_execution(tmp_path, b"done\n", 138))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code) == ("error", 138)
+    proof = b"sh: 1: 4242 User defined signal 1\n"
+    outcome = classify(recorded_execution(tmp_path, proof, 138))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGUSR1")
+    outcome = classify(recorded_execution(tmp_path, b"", 137))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
+
+
+def test_normalize_message() -> None:
+    text = (
+        "\x1b[31mDataLoader worker (pid(s) 5355, 5356) exited\x1b[0m at 0x7fd395f78240 "
+        "in /tmp/pytest-1/x.py run 3f2c1a9e-1d2b-4c3d-8e9f-0a1b2c3d4e5f float32 cuda:0"
+    )
+    assert normalize_message(text) == (
+        "DataLoader worker (pid(s) <N>, <N>) exited at <hex> in <path> run <uuid> float32 cuda:<N>"
+    )
+
+
+# --- signals ----------------------------------------------------------------------------------
+
+def test_signal_helpers() -> None:
+    assert signal_name(11) == "SIGSEGV"
+    assert signal_name(6) == "SIGABRT"
+    assert signal_number("segv") == signal_number("SIGSEGV") == signal_number("11") == 11
+    assert signal_number("SIGNOPE") is None
+    assert signal_number(0) is None
+    assert canonical_signal("bus") == "SIGBUS"
+    assert canonical_signal("SIGIOT") == "SIGABRT"
+    assert describe_signal("SIGSEGV") == "Segmentation fault"
+    assert signal_from_description("Segmentation fault") == "SIGSEGV"
+    assert signal_from_description("floating-point exception") == "SIGFPE"
+    assert signal_from_description("Killed") == "SIGKILL"
+    assert signal_from_description("Aborted (core dumped)") == "SIGABRT"
+    assert signal_from_description("nothing like it") is None
+    assert exit_status_signal(139) == "SIGSEGV"
+    assert exit_status_signal(130) == "SIGINT"
+    assert exit_status_signal(138) is None
+    assert exit_status_signal(138, any_signal=True) == "SIGUSR1"
+    assert exit_status_signal(1) is None
+    assert exit_status_signal(128) is None
+
+
+def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
+    lines = [
+        {"event": "step", "phase": "train", "step": 6},
+        {"event": "worker_busy", "worker": 1, "pid": 77, "index": 5, "seconds": 2.1, "since": 1.0},
+        {"event": "worker_free", "worker": 1, "pid": 77, "index": 5, "seconds": 2.5},
+        {"event": "stage", "phase": "train", "step": 6, "stage": "data"},
+        {
+            "event": "worker_busy",
+            "worker": 0,
+            "pid": 42,
+            "index": 37,
+            "phase": "train",
+            "step": 6,
+            "seconds": 2.0,
+            "since": 100.0,
+        },
+    ]
+    events = "".join(json.dumps(e) + "\n" for e in lines)
+    execution = recorded_execution(tmp_path, b"", 0, events)
+    hung = dataclasses.replace(
+        execution, returncode=None, timed_out=True, finished="1970-01-01T00:01:45+00:00"
+    )
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.phase, outcome.step) == (
+        "hang",
+        "worker",
+        "train",
+        6,
+    )
+    assert outcome.signature == "hang:train"
+    assert "DataLoader worker 0 (pid 42) stuck fetching item 37 (train step 6) for 5.0s" in (
+        outcome.detail or ""
+    )
+    # The slow item that was done after all is not blamed.
+    freed = "".join(json.dumps(e) + "\n" for e in lines[:4])
+    (tmp_path / "events.jsonl").write_text(freed)
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert outcome.where == "main"
+    assert "worker" not in (outcome.detail or "")

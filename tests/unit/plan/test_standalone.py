@@ -1,0 +1,68 @@
+"""The report's standalone repro: the generated repro.py against its golden, and why a distributed
+workload has none."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.run import plan_run
+from reprospec.plan.standalone import standalone_of
+from tests.support.paths import GOLDEN
+
+if importlib.util.find_spec("torch") is None:
+    pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
+
+
+pytestmark = pytest.mark.torch
+
+
+UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
+
+
+PASS_SPEC = """\
+reprospec: 1
+name: synthetic-pass
+environment:
+  env: {OMP_NUM_THREADS: "1", HF_TOKEN: hf_not_for_reports}
+workload:
+  seed: 3
+  model: {builtin: cnn, params: {channels: 4}}
+  optimizer: {name: adam, lr: 0.001}
+  data:
+    dataset: {builtin: synthetic, size: 24, shape: [3, 8, 8], classes: 4}
+    loader: {batch_size: 6, shuffle: true, num_workers: 1, multiprocessing_context: fork}
+  phases: [{name: train, steps: 3}, {name: validation}]
+  faults:
+    - {kind: raise, where: main, at: {phase: train, step: 2}}
+run: {timeout: 120s}
+expect: {outcome: error}
+"""
+
+
+def test_generated_script_matches_its_golden(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(PASS_SPEC)
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    text = standalone_of(plan, tmp_path, expected="pass @ validation:4",
+                         spec_name="synthetic-pass").script
+    path = GOLDEN / "repro-synthetic.py"
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), "repro.py differs from its golden file"
+
+
+def test_distributed_workload_has_no_script_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: ddp\nworkload:\n  distributed: {world_size: 2, backend: gloo}\n"
+        "expect: {outcome: pass}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    standalone = standalone_of(plan, tmp_path)
+    assert standalone.script == ""
+    assert "workload.distributed" in standalone.unavailable

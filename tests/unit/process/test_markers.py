@@ -1,0 +1,43 @@
+"""Marker matching of a stranger's regexes in-process: long lines cut, a stalled pattern dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprospec.core.inputs import Marker
+from reprospec.process.output import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
+
+
+def test_matcher_drops_a_stalled_marker_and_keeps_matching_the_others(tmp_path: Path) -> None:
+    compiled, warnings = compile_markers(
+        [Marker(pattern=r"(a|aa)+b", phase="slow"), Marker(pattern=r"^step (?P<step>\d+)")]
+    )
+    assert warnings == []
+    events = EventWriter(tmp_path / "events.jsonl")
+    matcher = MarkerMatcher(compiled, events, timeout_s=0.05)
+    scanner = MarkerScanner(matcher=matcher)
+    scanner.write(b"a" * 60 + b"\nstep 1\n" + b"a" * 60 + b"b\nstep 2\n")
+    scanner.close()
+    found = matcher.close()
+    events.close()
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [1, 2]
+    assert len(found) == 1
+    assert found[0].startswith("marker '(a|aa)+b' stalled")
+
+
+def test_lines_are_cut_before_matching_and_a_full_queue_skips_lines(tmp_path: Path) -> None:
+    compiled, _ = compile_markers([Marker(pattern=r"(?P<step>\d+)$")])
+    events = EventWriter(tmp_path / "events.jsonl")
+    matcher = MarkerMatcher(compiled, events, max_pending=1)
+    # The digits lie past MAX_MARKER_LINE_CHARS: cut off, never matched.
+    matcher.submit("x" * 10_000 + "7")
+    for _ in range(10_000):
+        matcher.submit("5")
+    found = matcher.close()
+    events.close()
+    assert matcher.skipped > 0
+    assert any("not matched" in w for w in found)
+    steps = [json.loads(x)["step"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert 7 not in steps

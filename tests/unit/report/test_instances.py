@@ -1,0 +1,98 @@
+"""`run.instances` in the plan and the scheduler: N places of -j per attempt, bad counts refused."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.results import AttemptResult
+from reprospec.errors import SpecError
+from reprospec.plan.attempt import describe
+
+
+def _spec(tmp_path: Path, run: str, matrix: str = "") -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        f"reprospec: 1\nname: s\n{matrix}command: 'true'\nrun:\n{run}\nexpect: {{outcome: pass}}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("run", "matrix", "message"),
+    [
+        ("  instances: 0", "", "s.yaml:5:14: run.instances: expected an integer >= 1, got 0"),
+        ("  instances: 300", "", "300 instances; at most 256 are allowed (docs/limits.md)"),
+        (
+            "  instances: ${{ matrix.n }}",
+            "matrix:\n  n: [2, 0]\n",
+            "(in cell n=0)",
+        ),
+        (
+            "  instances: ${{ matrix.n }}",
+            "matrix:\n  n: [2, 1000]\n",
+            "1000 instances; at most 256 are allowed (docs/limits.md) (in cell n=1000)",
+        ),
+    ],
+)
+def test_bad_instance_counts_are_located_errors(
+    tmp_path: Path, run: str, matrix: str, message: str
+) -> None:
+    with pytest.raises(SpecError) as error:
+        reprospec.load_spec(_spec(tmp_path, run, matrix))
+    assert any(message in problem for problem in error.value.problems), error.value.problems
+
+
+def test_the_plan_shows_each_cells_instances(tmp_path: Path) -> None:
+    spec = reprospec.load_spec(
+        _spec(tmp_path, "  instances: ${{ matrix.n }}", "matrix:\n  n: [1, 4]\n")
+    )
+    plan = reprospec.plan_run(spec, reprospec.RunOptions(out=tmp_path / "out"))
+    assert [(a.cell.id, a.instances) for a in plan.attempts] == [("n=1", 1), ("n=4", 4)]
+    assert describe(plan.attempts[1])["instances"] == 4
+    plain = reprospec.plan_run(
+        reprospec.load_spec(_spec(tmp_path, "  timeout: 5s")),
+        reprospec.RunOptions(out=tmp_path / "out"),
+    )
+    assert plain.attempts[0].instances is None
+    assert "instances" not in describe(plain.attempts[0])
+
+
+def test_an_attempt_of_n_instances_takes_n_of_the_j_places(tmp_path: Path) -> None:
+    from reprospec.core.results import Outcome
+    from reprospec.pipeline.scheduler import Scheduler
+
+    spec = tmp_path / "places.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: places\ncommand: 'true'\n"
+        "matrix:\n  include:\n    - {cell: a, count: 1}\n    - {cell: b, count: 2}\n"
+        "    - {cell: c, count: 1}\n"
+        "run: {instances: '${{ matrix.count }}'}\nexpect: {outcome: pass}\n"
+    )
+    plan = reprospec.plan_run(reprospec.load_spec(spec), reprospec.RunOptions(out=tmp_path, jobs=2))
+    lock = threading.Condition()
+    in_flight: dict[str, int] = {}
+    seen: list[dict[str, int]] = []
+
+    def attempt(
+        plan: AttemptPlan, _slot: tuple[str, ...], _cancel: threading.Event
+    ) -> AttemptResult:
+        with lock:
+            in_flight[plan.cell.id] = plan.copies
+            seen.append(dict(in_flight))
+            lock.notify_all()
+            # A one-copy attempt waits a moment for company: without the places, the
+            # two-copy attempt would join it and 3 processes would run at -j 2.
+            lock.wait_for(lambda: len(in_flight) > 1, timeout=0.5)
+            seen.append(dict(in_flight))
+            del in_flight[plan.cell.id]
+        return AttemptResult(plan.attempt, 0.0, Outcome(kind="pass"), True, (), logs="")
+
+    results = Scheduler(plan, attempt).run()
+    assert sorted(results) == ["cell=a,count=1", "cell=b,count=2", "cell=c,count=1"]
+    assert max(sum(now.values()) for now in seen) <= 2
+    assert all(now == {"cell=b,count=2": 2} for now in seen if "cell=b,count=2" in now)

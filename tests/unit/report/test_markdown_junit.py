@@ -1,0 +1,356 @@
+"""Reports: golden markdown and JUnit for hand-built runs, sandbox safety, log cleaning."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import pytest
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.logtext import clean_log, excerpt
+from reprospec.core.results import CellResult, Rate
+from reprospec.errors import UsageError
+from reprospec.report import render
+from reprospec.report.failure import summary_line
+from reprospec.report.markdown import separators
+from reprospec.report.markup import fence_for, inline_code, table_cell
+from reprospec.store.resultsjson import run_to_dict
+from tests.support.paths import GOLDEN
+from tests.support.runs import (
+    ERROR_SPEC,
+    SEGFAULT_SPEC,
+    error_run,
+    hang_run,
+    infra_run,
+    segfault_matrix,
+)
+
+UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
+
+
+CASES = {
+    "segfault-matrix": segfault_matrix,
+    "hang": hang_run,
+    "error": error_run,
+    "infra-error": infra_run,
+}
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing {path}: run with REPROSPEC_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_markdown_matches_golden(name: str) -> None:
+    _check_golden(f"{name}.md", render(CASES[name](), "md"))
+
+
+@pytest.mark.parametrize("name", ["segfault-matrix", "hang", "infra-error"])
+def test_junit_matches_golden(name: str) -> None:
+    _check_golden(f"{name}.junit.xml", render(CASES[name](), "junit"))
+
+
+def test_summary_line_names_failure_and_counts() -> None:
+    assert summary_line(segfault_matrix()) == (
+        "crash SIGSEGV (worker) @ validation:7 in 1 of 4 cells; "
+        "as expected in 1 of 4 cells (1/4 attempts)"
+    )
+    assert summary_line(infra_run()).endswith(", 1 infra-error")
+    assert summary_line(infra_run()).startswith("Could not run;")
+
+
+def test_markdown_sections() -> None:
+    text = render(segfault_matrix(), "md")
+    # The first line names the embedded spec block (reportspec.py), then the heading.
+    marker, heading = text.split("\n", 2)[:2]
+    assert marker.startswith("<!-- reprospec:spec sha256=")
+    assert marker.endswith(' path="specs/segfault.yaml" -->')
+    assert heading == "# Segfault in validation when DataLoader workers pin memory"
+    assert "| num_workers \\ pin_memory | false | true |" in text
+    assert "| 2 | pass ❌ | crash SIGSEGV (worker) ✅ |" in text
+    assert "`crash SIGSEGV (worker) @ validation:7`" in text
+    assert "`num_workers=2` and `pin_memory=true` together" in text
+    assert "python: spec says 3.10, ran 3.11.7" in text
+    assert "| Memory | 31.2 GiB (available: 27.9 GiB, cgroup limit 4.0 GiB) |" in text
+    assert "| CUDA | none (CPU-only torch build) |" in text
+    assert "| Packages | torch 2.13.0+cpu, numpy 2.1.0, wandb not installed |" in text
+    assert "Not specified" not in text
+    assert "None" not in text
+    # The log excerpt: colours gone, the progress bar at its final state, no NUL.
+    assert "\x1b" not in text
+    assert "\x00" not in text
+    assert "\r" not in text
+    assert "100%|##########|" in text
+    assert " 50%|" not in text
+    assert "```sh\nreprospec run specs/segfault.yaml\n```" in text
+    assert f"```yaml\n{SEGFAULT_SPEC}```" in text
+
+
+def test_report_embeds_the_whole_spec_behind_a_fence_it_cannot_close() -> None:
+    text = render(error_run(), "md")
+    assert f"````yaml\n{ERROR_SPEC}````\n" in text
+    assert "reprospec run 'specs/nan loss.yaml'" in text
+    # A pipe in a message stays inside its table cell.
+    assert table_cell("a | b\nc") == "a \\| b<br>c"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_report_gives_back_the_spec_it_embeds(name: str) -> None:
+    from reprospec.spec.files import extract_markdown_spec
+
+    run = CASES[name]()
+    block = extract_markdown_spec(render(run, "md"))
+    assert block is not None
+    assert block[0] == run.spec_text
+
+
+def test_spec_strings_are_data_never_template_source() -> None:
+    hostile = "{{ 7*7 }} {% raw %}{{ config }}{% for x in y %}"
+    run = replace(
+        error_run(),
+        title=f"Title {hostile}",
+        description=f"Description {hostile}",
+        spec_text=f"# {hostile}\n" + ERROR_SPEC,
+    )
+    text = render(run, "md")
+    assert f"# Title {hostile}\n" in text
+    assert f"Description {hostile}" in text
+    assert f"# {hostile}\n" in text
+    assert "49" not in text
+
+
+def test_hang_stacks_come_from_the_attempt() -> None:
+    text = render(hang_run(), "md")
+    assert "<details><summary>Stacks</summary>" in text
+    assert "sock_client.py" in text  # attempt 1's stacks: the first hang of the cell
+    assert 'File "wandb/__init__.py", line 3 in <module>' in text
+    assert "2/3 (95% CI 0.21–0.94)" in text
+    assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
+
+
+def test_separators_single_axis() -> None:
+    assert separators(error_run()) == [
+        "`lr=1.0`: in every failing cell, in no passing cell",
+        "`lr=0.1`: in every passing cell, in no failing cell",
+    ]
+    # One cell, no toggle: only the GPU slot can separate its attempts.
+    assert separators(hang_run()) == [
+        "fails on GPU slot 0 (2 of 2 attempts), never on slot 1 (0 of 1 attempt)"
+    ]
+
+
+def test_separators_name_the_one_passing_value_and_pairs() -> None:
+    """`gpu=0` is the only passing cell: nothing is in every failing cell, its complement is."""
+    base = error_run()
+    failing, passing = (c for c in base.cells if c.verdict == "reproduced"), None
+    crashed = next(failing)
+    passing = next(c for c in base.cells if c is not crashed)
+
+    def cell(template: CellResult, **matrix: JsonValue) -> CellResult:
+        cell_id = ",".join(f"{k}={v}" for k, v in matrix.items())
+        return replace(template, cell=Cell(id=cell_id, index=0, matrix=matrix))
+
+    run = replace(
+        base,
+        cells=(
+            cell(passing, gpu=0, amp=True),
+            cell(crashed, gpu=1, amp=True),
+            cell(crashed, gpu=2, amp=False),
+            cell(crashed, gpu=3, amp=True),
+        ),
+    )
+    assert separators(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
+    # Two toggles that fail only together: the pair, in every failing cell.
+    pair = replace(
+        base,
+        cells=(
+            cell(passing, workers=0, pin=False),
+            cell(passing, workers=0, pin=True),
+            cell(passing, workers=2, pin=False),
+            cell(crashed, workers=2, pin=True),
+        ),
+    )
+    assert separators(pair) == [
+        "`workers=2` and `pin=true` together: in every failing cell, together in no passing cell"
+    ]
+
+
+def test_junit_is_valid_xml_with_every_attempt() -> None:
+    run = segfault_matrix()
+    cells = list(run.cells)
+    # A NUL in a message must not make the XML invalid.
+    cells[0] = replace(cells[0], reason="expected crash\x00, got pass")
+    root = ET.fromstring(render(replace(run, cells=tuple(cells)), "junit"))
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert suite.get("tests") == "4"
+    assert suite.get("failures") == "3"
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [c.cell.id for c in run.cells]
+    assert {c.get("classname") for c in cases} == {"val-segfault"}
+    assert cases[0].find("failure").get("message") == "expected crash, got pass"  # type: ignore[union-attr]
+    assert cases[3].find("failure") is None
+    assert "attempt 1: crash SIGSEGV" in (cases[3].findtext("system-out") or "")
+
+
+def test_junit_marks_flaky_cells_and_infra_errors() -> None:
+    hang = ET.fromstring(render(hang_run(), "junit")).find("testsuite/testcase")
+    assert hang is not None
+    props = {p.get("name"): p.get("value") for p in hang.iter("property")}
+    assert props["flaky"] == "true"
+    assert props["attempt.2"] == "pass"
+    infra = ET.fromstring(render(infra_run(), "junit")).find("testsuite/testcase")
+    assert infra is not None
+    error = infra.find("error")
+    assert error is not None
+    assert error.get("message") == "docker engine not reachable"
+    assert infra.find("failure") is None
+
+
+def test_json_format_is_results_json() -> None:
+    run = segfault_matrix()
+    assert json.loads(render(run, "json")) == json.loads(json.dumps(run_to_dict(run)))
+
+
+def test_unknown_format_is_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown report format 'pdf'"):
+        render(infra_run(), "pdf")
+
+
+def test_clean_log_removes_ansi_carriage_returns_and_nul() -> None:
+    raw = "\x1b[1;31mred\x1b[0m \x1b]0;title\x07ok\x00\n10%\r50%\r100%\r\nnext\r\n"
+    assert clean_log(raw) == "red ok\n100%\nnext\n"
+
+
+def test_excerpt_keeps_the_tail_and_the_traceback() -> None:
+    noise = "\n".join(f"line {i}" for i in range(100))
+    assert excerpt(noise, max_lines=5).split("\n") == [
+        "… (95 earlier lines omitted)",
+        "line 95",
+        "line 96",
+        "line 97",
+        "line 98",
+        "line 99",
+    ]
+    frames = "\n".join(f'  File "m{i}.py", line {i}' for i in range(60))
+    text = f"setup\nTraceback (most recent call last):\n{frames}\nValueError: bad\n"
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == "ValueError: bad"
+    assert any("lines omitted" in line for line in lines)
+    assert excerpt("x" * 1000, width=10) == "xxxxxxxxxx… (+990 chars)"
+    assert excerpt("same\n" * 500) == "same\n[previous line repeated 499 more times]"
+
+
+def test_fences_outgrow_backticks() -> None:
+    assert fence_for("plain") == "```"
+    assert fence_for("a ````` b") == "``````"
+    assert inline_code("a`b") == "``a`b``"
+    assert inline_code("`x`") == "`` `x` ``"
+    assert inline_code("plain") == "`plain`"
+
+
+def test_excerpt_keeps_the_dying_workers_line_far_above_the_window() -> None:
+    from reprospec.core.logtext import excerpt
+
+    text = "\n".join(
+        ["epoch 1", "ERROR: Unexpected segmentation fault encountered in worker.\0"]
+        + [f"noise line {i}" for i in range(100)]
+        + ["Traceback (most recent call last):", '  File "x.py", line 1', "EOFError"]
+    )
+    lines = excerpt(text, max_lines=10).split("\n")
+    assert lines[0] == "ERROR: Unexpected segmentation fault encountered in worker."
+    assert lines[-1] == "EOFError"
+    assert "noise line 5" not in lines
+
+
+def test_every_view_words_an_outcome_and_an_expectation_the_same() -> None:
+    import io
+
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import Progress, results_table
+
+    run = segfault_matrix()
+    crash, expected = "crash SIGSEGV (worker) @ validation:7", "crash SIGSEGV @ validation:6..8"
+    stream = io.StringIO()
+    make_console(stream).print(results_table(run))
+    table = stream.getvalue()
+    lines = io.StringIO()
+    cell = run.cells[3]
+    Progress(4, stream=lines).update("attempt", cell.cell, cell.attempts[0], 4, 4)
+    views = {
+        "md": render(run, "md"),
+        "junit": render(run, "junit"),
+        "github": render(run, "github"),
+        "table": table,
+        "progress": lines.getvalue(),
+    }
+    for name, text in views.items():
+        assert crash in text, name
+    for name in ("md", "junit", "table"):
+        assert expected in views[name], name
+    assert lines.getvalue() == f"[4/4] {cell.cell.id} #1: {crash} (match, 1.50s)\n"
+
+
+def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
+    text = render(hang_run(), "github")
+    assert text.startswith("### reprospec: import wandb hangs\n\n**hang @ import in 1 of 1 cell;")
+    assert (
+        "| ✅ | `default` | 2× hang @ import, 1× pass | 2/3 (95% CI 0.21–0.94) | reproduced |"
+        in text
+    )
+
+
+def test_cell_environments_of_packages_and_images() -> None:
+    from reprospec.report.environment import cell_environments, environment_rows
+    from tests.support.runs import ENV
+
+    def cell(index: int, **environment: JsonValue) -> CellResult:
+        return CellResult(
+            Cell(f"c{index}", index, {"i": index}),
+            Expectation("pass"),
+            "reproduced",
+            "",
+            Rate(1, 1, 0.21, 1.0),
+            (),
+            environment={"workdir": "/w", "gpus": 0, "env": {}, **environment},
+        )
+
+    same = [cell(0, packages=["numpy==2.1"]), cell(1, packages=["numpy==2.1"])]
+    assert cell_environments(same).varying == frozenset()
+    torches = [cell(0, packages=["torch==2.13.0"]), cell(1, packages=["torch==2.5.1"])]
+    differs = cell_environments(torches)
+    assert differs.packages == {"torch"}
+    assert differs.per_cell == {"c0": ("torch==2.13.0",), "c1": ("torch==2.5.1",)}
+    labels = [label for label, _ in environment_rows(ENV, differs)]
+    assert "torch" not in labels
+    assert "CUDA" not in labels
+    assert "Python" in labels
+    packages = dict(environment_rows(ENV, differs))["Packages"]
+    assert "torch" not in packages
+    assert "numpy 2.1.0" in packages
+    images = [cell(0, image="python:3.11"), cell(1, image="python:3.12")]
+    labels = [label for label, _ in environment_rows(ENV, cell_environments(images))]
+    assert "Python" not in labels
+    assert "CPU" in labels
+    assert "Memory" in labels
+    # Results without cell environments (written before they were kept) compare nothing.
+    assert cell_environments([cell(0), replace(cell(1), environment={})]).varying == frozenset()
+
+
+def test_attempt_warnings_are_capped_in_the_report() -> None:
+    run = hang_run()
+    cell = run.cells[0]
+    many = tuple(f"warning {i}" for i in range(25))
+    attempts = (replace(cell.attempts[0], warnings=many), *cell.attempts[1:])
+    text = render(replace(run, cells=(replace(cell, attempts=attempts),)), "md")
+    assert text.count("`default`, attempt 1: warning") == 20
+    assert "- … and 5 more (results.json has them all)" in text

@@ -1,0 +1,130 @@
+"""Observe mode's explanations: outcomes grouped by signature, values that explain them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from reprospec.core.inputs import Cell
+from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, RunResult
+from reprospec.outcome.judge import judge_cell
+from reprospec.plan.attempt import OBSERVE
+from reprospec.report.signatures import outcome_groups
+
+PASS = Outcome(kind="pass", exit_code=0, signature="pass")
+
+
+SEGV = Outcome(kind="crash", signal="SIGSEGV", signature="crash:SIGSEGV:main")
+
+
+ABRT = Outcome(kind="crash", signal="SIGABRT", signature="crash:SIGABRT:main")
+
+
+def observed_run(
+    cells: Sequence[tuple[Mapping[str, Any], Sequence[Outcome | NotRun]]],
+) -> RunResult:
+    results = []
+    for index, (matrix, outcomes) in enumerate(cells):
+        cell = Cell(",".join(f"{k}={v}" for k, v in matrix.items()), index, dict(matrix))
+        attempts = tuple(
+            AttemptResult(n, 0.1, o, not isinstance(o, NotRun), (), f"cells/{n}")
+            for n, o in enumerate(outcomes, start=1)
+        )
+        verdict = judge_cell(OBSERVE, attempts)
+        results.append(CellResult.judged(cell, OBSERVE, verdict, attempts, ""))
+    return RunResult(
+        run_id="r",
+        spec_name="s",
+        spec_path="s.yaml",
+        spec_text="",
+        runner="local",
+        started="",
+        finished="",
+        environment={},
+        cells=tuple(results),
+    )
+
+
+def grid(rule: Callable[[dict[str, bool]], bool], outcome: Outcome = SEGV) -> RunResult:
+    """Three boolean toggles; cells where `rule(matrix)` holds end with `outcome`."""
+    cells = []
+    for a in (False, True):
+        for b in (False, True):
+            for c in (False, True):
+                matrix = {"a": a, "b": b, "c": c}
+                cells.append((matrix, [outcome if rule(matrix) else PASS]))
+    return observed_run(cells)
+
+
+def texts(run: RunResult, signature: str) -> list[str]:
+    group = next(g for g in outcome_groups(run) if g.signature == signature)
+    return [e.text(code=False) for e in group.explanations]
+
+
+def test_observed_cells_are_recorded_not_judged() -> None:
+    run = grid(lambda m: m["a"])
+    assert {c.verdict for c in run.cells} == {"observed"}
+    assert run.observes
+    assert run.summary["observed"] == 8
+    assert all(a.matched for c in run.cells for a in c.attempts)
+
+
+def test_a_single_value_explains_an_outcome_both_ways() -> None:
+    run = grid(lambda m: m["a"])
+    assert texts(run, "crash:SIGSEGV:main") == [
+        "a=true: in every cell with this outcome, in no other",
+        "a=false: in every other cell, in none with this outcome",
+    ]
+    groups = outcome_groups(run)
+    assert [g.signature for g in groups] == ["crash:SIGSEGV:main", "pass"]  # failures first
+    assert groups[0].headline(code=False) == "crash SIGSEGV in 4 of 8 cells (4 attempts)"
+
+
+def test_a_pair_explains_what_no_single_value_does() -> None:
+    run = grid(lambda m: m["a"] and m["c"])
+    assert texts(run, "crash:SIGSEGV:main") == [
+        "a=true and c=true together: in every cell with this outcome, together in no other"
+    ]
+    # The other way round: every passing cell has a=false or c=false, so no value (or
+    # pair) is in every passing cell and never with the crash.
+    assert texts(run, "pass") == [
+        "a=true and c=true together: in every other cell, together in none with this outcome"
+    ]
+
+
+def test_a_protective_value_is_found_from_the_other_side() -> None:
+    # It crashes unless b is on: b=true is in every passing cell and no crashing one.
+    run = grid(lambda m: not m["b"])
+    assert "b=true: in every other cell, in none with this outcome" in texts(
+        run, "crash:SIGSEGV:main"
+    )
+    assert "b=true: in every cell with this outcome, in no other" in texts(run, "pass")
+
+
+def test_each_signature_is_its_own_group_and_flaky_cells_count_in_each() -> None:
+    run = observed_run(
+        [
+            ({"x": 0}, [PASS, PASS]),
+            ({"x": 1}, [SEGV, PASS]),  # flaky: both outcomes
+            ({"x": 2}, [ABRT]),
+            ({"x": 3}, [NotRun("no interpreter")]),  # could not run: in no group
+        ]
+    )
+    groups = {g.signature: g for g in outcome_groups(run)}
+    assert set(groups) == {"crash:SIGSEGV:main", "crash:SIGABRT:main", "pass"}
+    assert groups["pass"].cells == ("x=0", "x=1")
+    assert groups["pass"].attempts == 3
+    assert groups["crash:SIGSEGV:main"].of_cells == 3
+    assert next(e.text(code=False) for e in groups["crash:SIGABRT:main"].explanations) == (
+        "x=2: in every cell with this outcome, in no other"
+    )
+    assert run.cells[3].verdict == "infra-error"
+
+
+def test_no_matrix_no_explanation() -> None:
+    run = observed_run([({}, [SEGV, SEGV])])
+    (group,) = outcome_groups(run)
+    assert group.explanations == ()
+    assert group.headline(code=False).endswith(
+        "in every cell (2 attempts)"
+    )

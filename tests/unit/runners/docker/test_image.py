@@ -1,0 +1,94 @@
+"""Image resolution: rendered Dockerfiles, build contexts and the content-hash tag, without an
+engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+
+from reprospec.core.sections import Environment
+from reprospec.errors import InfraError
+from reprospec.runners.docker import image
+from tests.support.docker import make_wheel
+
+
+def recipe_for(
+    section: dict[str, Any], *, spec_dir: Path | None = None, find_links: Path | None = None
+) -> image.ImageRecipe:
+    """The recipe of a resolved `environment` section, typed as the plan stage types it."""
+    environment = Environment.from_section(section, Path.cwd())
+    return image.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
+
+
+# -- recipes (no engine) ---------------------------------------------------------------
+
+def test_image_alone_is_used_as_is() -> None:
+    recipe = recipe_for({"image": "python:3.11-slim"})
+    assert recipe.tag == "python:3.11-slim"
+    assert recipe.build is None
+    assert recipe_for({}).tag == image.DEFAULT_IMAGE
+
+
+def test_packages_render_a_build_tagged_by_content(tmp_path: Path) -> None:
+    one = recipe_for({"packages": ["six==1.16.0"]})
+    again = recipe_for({"packages": ["six==1.16.0"]})
+    other = recipe_for({"packages": ["six==1.17.0"]})
+    assert one.build is not None
+    assert one.tag.startswith("reprospec-env:")
+    assert one.tag == again.tag != other.tag
+    assert f"FROM {image.DEFAULT_IMAGE}" in one.build.dockerfile
+    assert "--no-index" not in one.build.dockerfile
+    offline = recipe_for({"packages": ["six"]}, find_links=tmp_path)
+    assert offline.build is not None
+    assert "--no-index --find-links" in offline.build.dockerfile
+    assert offline.tag != recipe_for({"packages": ["six"]}).tag
+
+
+def test_a_new_wheel_changes_the_hash(tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wh", version="0.1")
+    before = recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag
+    make_wheel(tmp_path / "wh", version="0.2")
+    assert recipe_for({"packages": ["x"]}, find_links=tmp_path / "wh").tag != before
+
+
+def test_image_reference_cannot_inject_instructions() -> None:
+    with pytest.raises(InfraError, match="not a valid image reference"):
+        recipe_for({"image": "base\nRUN rm -rf /", "packages": ["x"]})
+
+
+def test_from_images_skips_stages_and_args() -> None:
+    text = "ARG B=x\nFROM a:1 AS build\nFROM build\nFROM ${B}\nFROM --platform=linux/amd64 c\n"
+    assert image.from_images(text) == ("a:1", "c")
+
+
+def test_user_dockerfile_relative_to_the_spec(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile.gpu").write_text("FROM reprospec-base:bookworm\n")
+    recipe = recipe_for({"dockerfile": "Dockerfile.gpu"}, spec_dir=tmp_path)
+    assert recipe.source == "dockerfile"
+    assert recipe.build is not None
+    assert recipe.build.bases == ("reprospec-base:bookworm",)
+    assert recipe.build.dockerfile_name == "Dockerfile.gpu"
+    with pytest.raises(InfraError, match="not found"):
+        recipe_for({"dockerfile": "nope"}, spec_dir=tmp_path)
+
+
+def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wh")
+    recipe = recipe_for({"packages": ["reprospec_probe"]}, find_links=tmp_path / "wh")
+    assert recipe.build is not None
+    image.write_context(recipe.build, tmp_path / "ctx")
+    ctx = tmp_path / "ctx"
+    assert (ctx / "Dockerfile").read_text() == recipe.build.dockerfile
+    assert (ctx / "requirements.txt").read_text() == "reprospec_probe\n"
+    assert (ctx / "wheels" / "reprospec_probe-0.1-py3-none-any.whl").is_file()
+    assert (ctx / "harness" / "reprospec_harness" / "__init__.py").is_file()
+    assert (ctx / "stackdump" / "sitecustomize.py").is_file()
+    assert (ctx / "certs").is_dir()
+    assert sorted(p.name for p in (ctx / "certs").iterdir()) == sorted(
+        p.name for p in image.ca_certificates()
+    )

@@ -1,0 +1,96 @@
+"""The docker runner without an engine: container config, exit statuses, workdirs, a missing
+engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker", reason="skipped: the docker package is not installed")
+
+
+from reprospec.errors import InfraError
+from reprospec.runners.docker import image
+from reprospec.runners.docker.container import container_workdir
+from reprospec.runners.docker.engine import (
+    container_config,
+    returncode_from_status,
+)
+from reprospec.runners.docker.runner import DockerRunner
+from tests.support.docker import (
+    CLIENT,
+    make_plan,
+    require_image,
+)
+
+
+@pytest.fixture(scope="module")
+def runner() -> DockerRunner:
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    return DockerRunner(client=CLIENT)
+
+
+# -- without an engine -----------------------------------------------------------------
+
+def test_no_engine_is_an_infra_error_with_the_address() -> None:
+    runner = DockerRunner(base_url="unix:///nonexistent/docker.sock")
+    with pytest.raises(InfraError) as err:
+        runner.prepare([])
+    assert str(err.value) == (
+        "no Docker engine answered at unix:///nonexistent/docker.sock; is dockerd running?"
+    )
+    assert err.value.exit_code == 3
+
+
+def test_no_engine_run_is_an_infra_execution(tmp_path: Path) -> None:
+    runner = DockerRunner(base_url="unix:///nonexistent/docker.sock")
+    execution = runner.run(make_plan(["true"], tmp_path), tmp_path / "a")
+    assert execution.returncode is None
+    assert execution.infra_error is not None
+    assert "no Docker engine answered" in execution.infra_error
+
+
+@pytest.mark.parametrize(
+    ("status", "oom", "expected"),
+    [(0, False, 0), (3, False, 3), (139, False, -11), (134, False, -6), (135, False, -7),
+     (137, False, -9), (137, True, -9), (1, True, -9), (200, False, 200), (128, False, 128)],
+)
+def test_exit_status_becomes_a_subprocess_returncode(status: int, oom: bool, expected: int) -> None:
+    assert returncode_from_status(status, oom) == expected
+
+
+def test_workdir_keeps_its_path_unless_it_shadows_the_system() -> None:
+    assert container_workdir(Path("/home/me/proj")) == "/home/me/proj"
+    assert container_workdir(Path("/tmp/x")) == "/tmp/x"
+    assert container_workdir(Path("/usr/src/app")) == "/work"
+    assert container_workdir(Path("/")) == "/work"
+
+
+def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
+    plan = make_plan(
+        ["python3", "x.py"], tmp_path, env={"A": "1", "PYTHONPATH": "/mine"},
+        environment={"shm_size": "64m", "memory": "1g", "network": False, "gpus": 2},
+    )
+    config = container_config(plan, image="img", argv=["python3", "x.py"], log_dir=tmp_path,
+                              token="t" * 32, gpu_slot=("3", "5"), image_pythonpath="/img")
+    assert config["init"] is True
+    assert config["network_mode"] == "none"
+    assert config["shm_size"] == 64 << 20
+    assert config["mem_limit"] == 1 << 30
+    request = config["device_requests"][0]
+    assert request["DeviceIDs"] == ["3", "5"]
+    assert request["Capabilities"] == [["gpu"]]
+    env = config["environment"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert env["PYTHONPATH"] == "/reprospec/stackdump:/mine:/img"
+    assert env["REPROSPEC_EVENTS"] == "/reprospec/attempt/events.jsonl"
+    assert "REPROSPEC_CELL" not in env
+    assert config["entrypoint"] == ["python3"]
+    assert config["command"] == ["x.py"]
+    counted = container_config(make_plan(["true"], tmp_path, environment={"gpus": 1}),
+                               image="img", argv=["true"], log_dir=tmp_path, token="t" * 32)
+    assert counted["device_requests"][0]["Count"] == 1
+    assert container_config(make_plan(["true"], tmp_path, environment={"network": True}),
+                            image="img", argv=["true"], log_dir=tmp_path,
+                            token="t" * 32)["network_mode"] == "bridge"

@@ -1,0 +1,66 @@
+"""`reprospec slurm status` from the folders alone: never-submitted runs, unknown shards,
+slurmstepd lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.slurm import cancel_time, death_cause, load, run_status
+from tests.support.cli import ROOT, SPECS
+
+# Real-engine tests (a running slurmctld/slurmd): `-m "not docker and not slurm"` skips them.
+
+
+# Real slurmstepd lines, from the Slurm 22.05 test cluster's output files.
+TIME_LIMIT_LINE = (
+    "slurmstepd-vm: error: *** JOB 13 ON vm CANCELLED AT 2026-11-23T14:42:40 DUE TO TIME LIMIT ***"
+)
+
+
+SCANCEL_LINE = "slurmstepd-vm: error: *** JOB 21 ON vm CANCELLED AT 2026-11-23T15:02:11 ***"
+
+
+def test_slurmstepd_lines_name_why_a_task_died() -> None:
+    assert death_cause(f"[1/1] x\n{TIME_LIMIT_LINE}\n") == "time limit"
+    assert death_cause(SCANCEL_LINE) == "cancelled"
+    assert death_cause(TIME_LIMIT_LINE.replace("TIME LIMIT", "NODE FAILURE")) == "node failure"
+    assert death_cause("reprospec-slurm: exit 0\n") is None
+    killed = cancel_time(TIME_LIMIT_LINE)
+    assert killed is not None
+    assert killed.strftime("%H:%M:%S") == "14:42:40"
+
+
+def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> None:
+    """A plan written but not submitted: status says so without asking Slurm."""
+    from reprospec.slurm import ShardArgs, SlurmOptions, new_run, save, write_scripts
+
+    run = new_run(
+        SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
+        (2, 2), chdir=ROOT,
+    )
+    write_scripts(run)
+    save(run)
+    status = run_status(load(run.run_dir), ask_queue=False)
+    assert [s.state for s in status.shards] == ["not-submitted", "not-submitted"]
+    assert status.missing == (1, 2)
+    assert status.merge.state == "not-submitted"
+
+
+def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) -> None:
+    """Killed between making its run folder and its first store write: it cannot --resume."""
+    from reprospec.slurm import ShardArgs, SlurmOptions, new_run, set_aside_unresumable
+    from reprospec.store.db import Store
+
+    run = new_run(
+        SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
+        (2, 2), chdir=ROOT,
+    )
+    orphan = run.shard_dir(1) / "runs" / "20260101-000000-x-0000"
+    orphan.mkdir(parents=True)
+    Store(run.shard_dir(1)).close()  # the store exists, without that run
+    moved = set_aside_unresumable(run, 1)
+    assert moved is not None
+    assert moved.parent == run.run_dir / "stale"
+    assert (moved / "runs" / orphan.name).is_dir()
+    assert not run.shard_dir(1).exists()
+    assert set_aside_unresumable(run, 2) is None  # nothing there: nothing to move

@@ -1,0 +1,134 @@
+"""Cell checks: every `${{ }}` value of every cell checked when a spec loads, in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.inputs import Cell, Spec
+from reprospec.errors import SpecError
+from reprospec.spec.checks.cells import cell_problems, find_sites
+from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
+
+HEAD = "reprospec: 1\nname: s\ncommand: [python3, -c, \"open('EXECUTED', 'w')\"]\n"
+
+
+def problems_of(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> list[str]:
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + body + "expect: {outcome: pass}\n")
+    if env is not None:
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            return problems_of(tmp_path, body)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    return [line.removeprefix(f"{path}:") for line in caught.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "matrix: {t: [.nan, 5]}\nrun: {timeout: '${{ matrix.t }}'}\n",
+            "5:16: run.timeout: expected a finite duration > 0, got nan (in cell t=nan)",
+        ),
+        (
+            "matrix: {t: [-5, 5]}\nrun: {timeout: '${{ matrix.t }}'}\n",
+            "5:16: run.timeout: expected a number of seconds > 0, got -5 (in cell t=-5)",
+        ),
+        (
+            "matrix: {t: [0s, 5s]}\nrun: {timeout: '${{ matrix.t }}'}\n",
+            "5:16: run.timeout: expected a finite duration > 0, got '0s' (in cell t=0s)",
+        ),
+        (
+            "matrix: {m: [4g, lots]}\nenvironment: {memory: '${{ matrix.m }}'}\n",
+            "5:23: environment.memory: expected a size like 64m or 4g, got 'lots' (in cell m=lots)",
+        ),
+        (
+            "environment: {shm_size: \"${{ 'huge' }}\"}\n",
+            "4:25: environment.shm_size: expected a size like 64m or 4g, got 'huge'"
+            " (in cell default)",
+        ),
+        (
+            "matrix: {g: [two, 1]}\nenvironment: {gpus: '${{ matrix.g }}'}\n",
+            "5:21: environment.gpus: expected an integer >= 0, got 'two' (in cell g=two)",
+        ),
+        (
+            "matrix: {p: [ok, '(']}\nmarkers: [{pattern: '${{ matrix.p }}', phase: x}]\n",
+            "5:21: markers[0].pattern: bad regular expression: missing ), unterminated"
+            " subpattern at position 0 (in cell p=()",
+        ),
+        (
+            "matrix: {n: [1, x]}\nenvironment: {env: {X: '${{ matrix.n > 0 }}'}}\n",
+            "5:24: environment.env.X: cannot evaluate 'matrix.n > 0' at column 10: cannot"
+            " compare 'x' > '0' (only two numbers or two strings) (in cell n=x)",
+        ),
+        (
+            "run: {repeat: 3, timeout: '${{ attempt == 3 and -1 or 10 }}'}\n",
+            "4:27: run.timeout: expected a number of seconds > 0, got -1"
+            " (in cell default, attempt 3)",
+        ),
+    ],
+)
+def test_bad_evaluated_values_are_refused_naming_the_cell(
+    tmp_path: Path, body: str, expected: str
+) -> None:
+    assert problems_of(tmp_path, body) == [expected]
+
+
+def test_one_problem_in_many_cells_is_one_line(tmp_path: Path) -> None:
+    body = "matrix: {a: [1, 2, 3, 4, 5], b: [x, 1]}\nenvironment: {gpus: '${{ matrix.b }}'}\n"
+    (line,) = problems_of(tmp_path, body)
+    assert line.startswith("5:21: environment.gpus: expected an integer >= 0, got 'x'")
+    assert line.endswith("(in cells a=1,b=x; a=2,b=x; a=3,b=x and 2 more)")
+
+
+def test_values_from_the_engine_environment_are_not_printed(tmp_path: Path) -> None:
+    body = "environment: {memory: '${{ env.REPROSPEC_TEST_SECRET }}'}\n"
+    (line,) = problems_of(tmp_path, body, env={"REPROSPEC_TEST_SECRET": "hunter2"})
+    assert "hunter2" not in line
+    assert "got the value of env.REPROSPEC_TEST_SECRET (in cell default)" in line
+
+
+def test_control_characters_of_a_cell_id_are_escaped(tmp_path: Path) -> None:
+    body = 'matrix: {f: ["a\\x1b[2Jb"]}\nenvironment: {gpus: "${{ matrix.f }}"}\n'
+    (line,) = problems_of(tmp_path, body)
+    assert "\x1b" not in line
+    assert "(in cell f=a\\x1b[2Jb)" in line
+
+
+def test_good_values_pass_and_sites_are_found(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        HEAD + "matrix: {t: [5s, 1m], g: [0, 1]}\n"
+        "environment:\n  gpus: '${{ matrix.g }}'\n"
+        "  memory: \"${{ matrix.g == 0 and '2g' or '4g' }}\"\n"
+        "run: {timeout: '${{ matrix.t }}'}\nexpect: {outcome: error, message: '${{ matrix.t }}'}\n"
+    )
+    spec = load_spec(path)
+    assert [s.path for s in find_sites(spec.document)] == [
+        ("environment", "gpus"),
+        ("environment", "memory"),
+        ("run", "timeout"),
+        ("expect", "message"),
+    ]
+    assert all(cell_problems(spec.document, spec.locations, [cell]) == [] for cell in expand(spec))
+
+
+def test_check_cell_values_of_one_cell_of_a_loaded_spec(tmp_path: Path) -> None:
+    spec = Spec(
+        path=tmp_path / "s.yaml",
+        name="s",
+        document={"name": "s", "environment": {"gpus": "${{ matrix.g }}"}},
+        source_text="",
+        locations={("environment", "gpus"): (7, 9)},
+    )
+    (problem,) = cell_problems(spec.document, spec.locations, [Cell("g=-2", 0, {"g": -2})])
+    assert problem.format("s.yaml") == (
+        "s.yaml:7:9: environment.gpus: expected an integer >= 0, got -2 (in cell g=-2)"
+    )
+    assert cell_problems(spec.document, spec.locations, [Cell("g=2", 1, {"g": 2})]) == []
+    assert cell_problems(spec.document, spec.locations, []) == []

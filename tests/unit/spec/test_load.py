@@ -1,0 +1,539 @@
+"""Loading specs: overrides, markdown reports, semantic checks, bounded reads, exact bad-spec
+messages."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.reportspec import marker_line
+from reprospec.core.sections import Environment, RunPolicy
+from reprospec.errors import SpecError, UsageError
+from reprospec.plan.attempt import plan_attempt, run_policy
+from reprospec.spec.files import extract_markdown_spec, spec_files
+from reprospec.spec.load import load_spec
+from reprospec.spec.matrix import expand
+from reprospec.spec.overrides import apply_override
+from reprospec.spec.validate import validate
+from tests.support.data import at
+from tests.support.paths import DATA
+
+BAD = DATA / "bad_specs"
+
+
+EXAMPLE = DATA / "spec_format_example.yaml"
+
+
+# Each bad spec ends with the exact problems it must report, as `# expect:` comments.
+BAD_SPECS = sorted(p.name for p in BAD.iterdir())
+
+
+def expected_problems(path: Path) -> list[str]:
+    """The fixture's own `# expect: LINE:COL: PATH: MESSAGE` lines, prefixed with its path.
+
+    `{here}` stands for the fixture's folder as an absolute path.
+    """
+    found = re.findall(r"^(?:# |<!-- )expect: (.*?)(?: -->)?$", path.read_text(), re.MULTILINE)
+    here = str(path.parent.absolute())
+    return [f"{path}:{line}".replace("{here}", here) for line in found]
+
+
+@pytest.mark.parametrize("name", BAD_SPECS)
+def test_bad_spec_reports_exact_located_problems(name: str) -> None:
+    path = BAD / name
+    expected = expected_problems(path)
+    assert expected, f"{name} has no '# expect:' lines"
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == expected
+
+
+def test_there_are_enough_bad_specs() -> None:
+    assert len(BAD_SPECS) >= 20
+
+
+def test_file_is_named_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "r.yaml")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as caught:
+        load_spec("r.yaml")
+    assert caught.value.problems == ["r.yaml:5:11: run.repeat: expected an integer >= 1, got 0"]
+
+
+def test_spec_format_example_loads_with_defaults() -> None:
+    spec = load_spec(EXAMPLE)
+    assert spec.name == "val-segfault-pinned-workers"
+    assert spec.document["run"] == {"timeout": "60s", "repeat": 1}
+    assert spec.locations[("matrix", "pin_memory")] == (23, 15)
+    assert spec.source_text == EXAMPLE.read_text()
+
+
+def test_defaults_fill_missing_sections(tmp_path: Path) -> None:
+    # The document stays as written; the typed sections carry the defaults (sections.py).
+    path = tmp_path / "s.yaml"
+    path.write_text("reprospec: 1\nname: s\ncommand: [echo, hi]\nexpect: {outcome: pass}\n")
+    spec = load_spec(path)
+    assert "run" not in spec.document
+    plan = plan_attempt(spec, expand(spec)[0], 1)
+    assert plan.timeout_s == 600.0
+    assert plan.environment == Environment(workdir=tmp_path.resolve())
+    assert run_policy(spec) == RunPolicy(timeout_s=600.0, repeat=1, stop_on="never", parallel=1)
+
+
+def test_overrides_apply_before_validation() -> None:
+    spec = load_spec(
+        EXAMPLE,
+        [
+            "workload.phases.1.steps=8",
+            "workload.data.loader.batch_size=2",
+            "run.timeout=5s",
+            "labels=[a, b]",
+            "environment.env.NEW=x",
+        ],
+    )
+    document = dict(spec.document)
+    assert at(document, "workload", "phases", 1) == {"name": "validation", "steps": 8}
+    assert at(document, "workload", "data", "loader", "batch_size") == 2
+    assert at(document, "run", "timeout") == "5s"
+    assert document["labels"] == ["a", "b"]
+    assert at(document, "environment", "env") == {"CUDA_LAUNCH_BLOCKING": "1", "NEW": "x"}
+
+
+def test_override_that_breaks_the_spec_is_reported_as_from_set() -> None:
+    with pytest.raises(SpecError) as caught:
+        load_spec(EXAMPLE, ["run.repeat=0"])
+    assert caught.value.problems == [
+        f"{EXAMPLE}:47:11: run.repeat: expected an integer >= 1, got 0 (from --set run.repeat=0)"
+    ]
+
+
+def test_tilde_override_removes_a_key() -> None:
+    spec = load_spec(EXAMPLE, ["~workload", "command=[python, -c, 'print(1)']", "~expect.cases.0"])
+    assert "workload" not in spec.document
+    assert spec.document["command"] == ["python", "-c", "print(1)"]
+    assert at(dict(spec.document), "expect", "cases") == [
+        {"when": {"pin_memory": False}, "outcome": "pass"}
+    ]
+    with pytest.raises(UsageError, match=r"'run\.nope' is not in the spec"):
+        load_spec(EXAMPLE, ["~run.nope"])
+
+
+def test_override_creates_missing_mappings() -> None:
+    assert apply_override({"a": 1}, "run.timeout=5m") == {"a": 1, "run": {"timeout": "5m"}}
+
+
+# -- accepted but wrong -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("run.timeout", "expected PATH=VALUE"),
+        ("=3", "expected PATH=VALUE"),
+        ("run..timeout=3", "expected PATH=VALUE"),
+        ("workload.phases.7.steps=3", "'workload.phases.7': expected a list index below 2"),
+        ("workload.phases.x=3", "'workload.phases.x': expected a list index below 2"),
+        ("name.first=x", "'name' is a value, not a mapping or list"),
+        ("labels=[a", "the value is not valid YAML"),
+        ("title=!!python/object/apply:os.system [ls]", "the value is not valid YAML"),
+    ],
+)
+def test_bad_override_is_a_usage_error(override: str, message: str) -> None:
+    with pytest.raises(UsageError, match=r"^--set ") as caught:
+        load_spec(EXAMPLE, [override])
+    assert message in str(caught.value)
+
+
+def test_markdown_report_spec_is_extracted_with_md_line_numbers(tmp_path: Path) -> None:
+    body = EXAMPLE.read_text()
+    report = tmp_path / "report.md"
+    report.write_text(
+        "# Title\n\n```yaml\nnot: the spec\n```\n\n<details>\n\n````yaml\n" + body + "````\n"
+    )
+    spec = load_spec(report)
+    assert spec.name == "val-segfault-pinned-workers"
+    assert spec.source_text == body
+    # The example's line 23 sits 9 lines down in the report.
+    assert spec.locations[("matrix", "pin_memory")] == (32, 15)
+
+
+def test_markdown_without_spec_block(tmp_path: Path) -> None:
+    report = tmp_path / "r.md"
+    report.write_text("# nothing\n\n```yaml\nfoo: 1\n```\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(report)
+    assert caught.value.problems == [
+        f"{report}: no ```yaml block with a top-level 'reprospec:' key"
+    ]
+
+
+def test_extract_markdown_ignores_non_yaml_fences() -> None:
+    text = "```python\nreprospec: 1\n```\n~~~yml\nreprospec: 1\n~~~\n"
+    assert extract_markdown_spec(text) == ("reprospec: 1\n", 4)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as caught:
+        load_spec(tmp_path / "nope.yaml")
+    assert caught.value.problems == [f"{tmp_path / 'nope.yaml'}: no such file"]
+
+
+def test_validate_paths_collects_problems_of_every_file(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    shutil.copy(EXAMPLE, tmp_path / "good.yaml")
+    shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "sub" / "a.yml")
+    shutil.copy(BAD / "bad_signal.yaml", tmp_path / "b.yaml")
+    (tmp_path / "notes.txt").write_text("ignored")
+    problems = validate([tmp_path, tmp_path / "missing.yaml"]).problems
+    assert problems == [
+        f"{tmp_path / 'b.yaml'}:6:11: expect.signal: expected a signal name like SIGSEGV or "
+        "SIGABRT, got 'SEGV' (did you mean 'SIGSEGV'?)",
+        f"{tmp_path / 'sub' / 'a.yml'}:5:11: run.repeat: expected an integer >= 1, got 0",
+        f"{tmp_path / 'missing.yaml'}: no such file",
+    ]
+    assert validate([EXAMPLE]).problems == []
+    assert spec_files([tmp_path, EXAMPLE]) == [
+        str(tmp_path / "b.yaml"),
+        str(tmp_path / "good.yaml"),
+        str(tmp_path / "sub" / "a.yml"),
+        str(EXAMPLE),
+    ]
+
+
+def test_validate_paths_empty_folder(tmp_path: Path) -> None:
+    assert validate([tmp_path]).problems == [f"{tmp_path}: no *.yaml or *.yml files in this folder"]
+
+
+def test_include_keys_count_as_axes_and_expressions_anywhere(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\n"
+        "matrix:\n  a: [1]\n  include:\n    - {a: 1, extra: x}\n"
+        "command: echo ${{ matrix.extra }} ${{ env.HOME }} ${{ cell.id }} ${{ attempt }}\n"
+        "run: {timeout: '${{ matrix.a }}'}\n"
+        "description: 'literal ${{ not checked'\n"
+        "expect:\n  outcome: pass\n  cases:\n    - when: {extra: x}\n      outcome: crash\n"
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_no_matrix_axis_reference_without_matrix(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\ncommand: echo ${{ matrix.x }}\nexpect: {outcome: pass}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == [
+        f"{path}:3:10: command: unknown matrix axis 'x' (the spec has no matrix)"
+        " in '${{ matrix.x }}'"
+    ]
+
+
+# ---------------------------------------------------------------- semantic checks
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def problems_of(path: Path, overrides: list[str] | None = None) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        load_spec(path, overrides or [])
+    return caught.value.problems
+
+
+def test_case_when_values_compare_as_the_matrix_does(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\n"
+        "matrix:\n  n: [1, 2]\n  v: ['1', '2']\n  f: [1.0]\n  include:\n    - {n: 3, tag: x}\n"
+        "command: echo hi\n"
+        "expect:\n  outcome: pass\n  cases:\n"
+        "    - {when: {n: 3}, outcome: crash}\n"  # from include: fine
+        "    - {when: {tag: x}, outcome: crash}\n"
+        "    - {when: {f: 1}, outcome: crash}\n"  # 1 and 1.0 are the same number
+        "    - {when: {v: 1}, outcome: crash}\n"
+        "    - {when: {tag: y}, outcome: crash}\n",
+    )
+    assert problems_of(path) == [
+        f"{path}:16:18: expect.cases[3].when.v: 1 is a number, but axis 'v' holds '1', '2'"
+        " (quote it: '1')",
+        f"{path}:17:20: expect.cases[4].when.tag: 'y' is not a value of axis 'tag' (values: x)",
+    ]
+
+
+def test_a_case_with_an_outcome_drops_the_base_details(tmp_path: Path) -> None:
+    # As plan.expectation_for merges: the pass case does not inherit the base's signal.
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nmatrix: {m: [a, b]}\ncommand: echo hi\n"
+        "expect:\n  outcome: fail\n  signal: SIGSEGV\n  exit_code: 1\n  message: x\n"
+        "  cases:\n    - {when: {m: a}, outcome: pass}\n"
+        "    - {when: {m: b}, outcome: hang, message: stuck}\n",
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_expect_phase_of_a_workload_may_be_a_harness_or_marker_phase(tmp_path: Path) -> None:
+    base = "reprospec: 1\nname: s\nworkload: {phases: [{name: train, steps: 2}]}\n"
+    for phase in ("train", "import", "setup", "${{ 'x' }}"):
+        path = write(tmp_path / "s.yaml", base + f'expect: {{outcome: crash, phase: "{phase}"}}\n')
+        assert load_spec(path).name == "s", phase
+    path = write(
+        tmp_path / "s.yaml",
+        base + "markers: [{pattern: 'x', phase: warmup}]\n"
+        "expect: {outcome: crash, phase: warmup}\n",
+    )
+    assert load_spec(path).name == "s"
+    path = write(
+        tmp_path / "s.yaml",
+        base + "markers: [{pattern: '(?P<phase>\\w+)'}]\nexpect: {outcome: crash, phase: any}\n",
+    )
+    assert load_spec(path).name == "s"
+    # Without `phases` the harness runs its default: one `train` phase of 10 steps.
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\nworkload: {faults: [{kind: abort, at: {phase: train, step: 11}}]}\n"
+        "expect: {outcome: crash, phase: validation}\n",
+    )
+    assert problems_of(path) == [
+        f"{path}:3:60: workload.faults[0].at.step: step 11 never comes: phase 'train' has 10 steps",
+        f"{path}:4:33: expect.phase: unknown phase 'validation' (phases: train, import, setup)",
+    ]
+
+
+def test_command_spec_phase_is_not_checked(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: crash, phase: anything}\n",
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_workdir_resolves_against_the_spec_folder(tmp_path: Path) -> None:
+    (tmp_path / "fixtures").mkdir()
+    (tmp_path / "file").write_text("")
+    text = "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: pass}\n"
+    good = write(tmp_path / "good.yaml", text + "environment: {workdir: fixtures}\n")
+    assert load_spec(good).name == "s"
+    templated = write(tmp_path / "t.yaml", text + "environment: {workdir: '${{ env.HOME }}'}\n")
+    assert load_spec(templated).name == "s"
+    afile = write(tmp_path / "f.yaml", text + "environment: {workdir: file}\n")
+    assert problems_of(afile) == [
+        f"{afile}:5:24: environment.workdir: not a folder: {tmp_path / 'file'}"
+    ]
+
+
+def test_workdir_of_a_report_resolves_against_its_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs" / "fixtures").mkdir(parents=True)
+    body = (
+        "reprospec: 1\nname: s\ncommand: echo hi\nexpect: {outcome: pass}\n"
+        "environment: {workdir: fixtures}\n"
+    )
+    write(tmp_path / "specs" / "s.yaml", body)
+    (tmp_path / "runs").mkdir()
+    report = tmp_path / "runs" / "report.md"
+    fenced = "# s\n\n```yaml\n" + body + "```\n"
+    report.write_text(marker_line(body, "specs/s.yaml") + "\n" + fenced)
+    assert load_spec(report).base_dir == Path("specs")
+    # Without its origin, relative paths resolve against the report's own folder.
+    report.write_text(marker_line(body, "gone.yaml") + "\n" + fenced)
+    assert load_spec(report).origin is None
+    assert load_spec(report).base_dir == report.parent
+    # With an origin whose folder lacks the workdir, the problem is reported.
+    write(tmp_path / "other.yaml", body)
+    report.write_text(marker_line(body, "other.yaml") + "\n" + fenced)
+    assert problems_of(report) == [
+        f"{report}:9:24: environment.workdir: folder not found: {tmp_path / 'fixtures'}"
+    ]
+    # A path outside the folder run starts in and the report's own is never used.
+    (tmp_path / "elsewhere").mkdir()
+    outside = write(tmp_path / "elsewhere" / "s.yaml", body)
+    monkeypatch.chdir(tmp_path / "specs")
+    for named in (str(outside), "../elsewhere/s.yaml"):
+        report.write_text(marker_line(body, named) + "\n" + fenced)
+        assert load_spec(report).origin is None, named
+        assert load_spec(report).base_dir == report.parent
+
+
+def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
+    body = "reprospec: 1\nname: real\ncommand: echo real\nexpect: {outcome: pass}\n"
+    forged = "reprospec: 1\nname: forged\ncommand: echo forged\nexpect: {outcome: pass}\n"
+    report = tmp_path / "report.md"
+    report.write_text(
+        marker_line(body, "s.yaml") + "\n# t\n\n```yaml\n" + forged + "```\n\n"
+        "~~~~\n\n````yaml\n" + body + "````\n"
+    )
+    assert load_spec(report).name == "real"
+    assert extract_markdown_spec(report.read_text()) == (body, 13)
+    # Edited after it was rendered: the marker names no block, and nothing runs.
+    report.write_text(report.read_text().replace("echo real", "echo edited"))
+    assert problems_of(report) == [
+        f"{report}: no ```yaml block of 4 line(s) matches the report's "
+        "'<!-- reprospec:spec sha256=... -->' line: the spec block was edited or cut"
+    ]
+
+
+def test_problem_at_a_key_an_override_created_names_the_override() -> None:
+    assert problems_of(EXAMPLE, ["runn.timeout=3s"]) == [
+        f"{EXAMPLE}: (top level): unknown key 'runn' (did you mean 'run'?)"
+        " (from --set runn.timeout=3s)"
+    ]
+    assert problems_of(EXAMPLE, ["run.timeout=5s", "run.timout=3s"]) == [
+        f"{EXAMPLE}: run: unknown key 'timout' (did you mean 'timeout'?) (from --set run.timout=3s)"
+    ]
+    assert problems_of(EXAMPLE, ["expect.phase=valdation"]) == [
+        f"{EXAMPLE}:52:10: expect.phase: unknown phase 'valdation' (did you mean 'validation'?)"
+        " (from --set expect.phase=valdation)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "matrix.mode[9]=x",
+            "--set matrix.mode[9]=x: use dots for list indexes, like matrix.mode.9=x",
+        ),
+        (
+            "workload.phases[1].steps=3",
+            "--set workload.phases[1].steps=3: use dots for list indexes,"
+            " like workload.phases.1.steps=3",
+        ),
+        (
+            "~expect.cases[0]",
+            "--set ~expect.cases[0]: use dots for list indexes, like ~expect.cases.0",
+        ),
+    ],
+)
+def test_brackets_in_set_paths_are_a_usage_error(override: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        load_spec(EXAMPLE, [override])
+    assert str(caught.value) == message
+
+
+def test_validation_summary_counts_files_and_empty_folders(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    found = validate([empty])
+    assert found.problems == [f"{empty}: no *.yaml or *.yml files in this folder"]
+    assert found.summary() == "1 problem(s): no spec files found"
+    shutil.copy(EXAMPLE, tmp_path / "good.yaml")
+    shutil.copy(BAD / "repeat_zero.yaml", tmp_path / "bad.yaml")
+    found = validate([tmp_path / "good.yaml", tmp_path / "bad.yaml", empty])
+    assert found.summary() == ("2 problem(s) in 1 of 2 file(s), and 1 folder(s) without spec files")
+    assert validate([tmp_path / "good.yaml"]).summary() == "1 spec file(s) valid"
+
+
+# -- reading a spec file, bounded ---------------------------------------------------------
+
+SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}\n"
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.yaml")
+    with pytest.raises(SpecError) as caught:
+        load_spec(tmp_path / "f.yaml")
+    assert caught.value.problems == [f"{tmp_path / 'f.yaml'}: is a FIFO, not a spec file"]
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda p: p.symlink_to("/dev/zero"), "is a character device, not a spec file"),
+        (lambda p: p.mkdir(), "is a folder, not a spec file"),
+        (lambda p: p.write_text(SMALL + "#" * (9 << 20)), "larger than 8 MiB; not read"),
+    ],
+)
+def test_devices_folders_and_huge_files_are_refused_unread(
+    tmp_path: Path, make: Callable[[Path], object], what: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    make(path)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems[0].startswith(f"{path}: {what}")
+
+
+@pytest.mark.parametrize(
+    ("data", "where"),
+    [
+        (b"a: 1\nb: caf\xe9\n", "2:7: not UTF-8 text: byte 0xe9 (invalid continuation byte)"),
+        ("a: 1\nb: \u00e9\u00e9".encode() + b"\xff\n", "2:6: not UTF-8 text: byte 0xff"),
+        (b"\n\n\xc0\x80", "3:1: not UTF-8 text: byte 0xc0 (invalid start byte)"),
+        (b"a: \xf0\x9f\x98", "1:4: not UTF-8 text: byte 0xf0 (unexpected end of data)"),
+    ],
+)
+def test_non_utf8_is_located_at_the_first_bad_byte(tmp_path: Path, data: bytes, where: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_bytes(data)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems[0].startswith(f"{path}:{where}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("run: {timeout: .nan}\n", "5:16: run.timeout: expected a finite duration > 0, got nan"),
+        ("run: {timeout: .inf}\n", "5:16: run.timeout: expected a finite duration > 0, got inf"),
+        (
+            "matrix: {a: [1], include: [{'a b': 2}]}\n",
+            "5:29: matrix.include[0]: expected an axis name (letters, digits, '_' and '-';"
+            " not include or exclude), got 'a b'",
+        ),
+        (
+            "run: {repeat: 10001}\n",
+            "5:15: run.repeat: 10001 attempts per cell; at most 10000 are allowed (docs/limits.md)",
+        ),
+        (
+            "run: {parallel: 100000}\n",
+            "5:17: run.parallel: 100000 parallel attempts; at most 256 are allowed"
+            " (docs/limits.md)",
+        ),
+        (
+            "matrix: {a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], b: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+            "run: {repeat: 201}\n",
+            "6:15: run.repeat: the run asks for 20100 attempts (100 cell(s) x 201); at most"
+            " 20000 are allowed (docs/limits.md)",
+        ),
+        (
+            'environment: {env: {X: "a\\0b"}}\n',
+            "5:24: environment.env.X: contains a NUL character, which no argv, variable or"
+            " path can hold",
+        ),
+    ],
+)
+def test_values_that_would_run_wrongly_are_refused(
+    tmp_path: Path, extra: str, expected: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(SMALL + extra)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == [f"{path}:{expected}"]
+
+
+def test_expect_message_must_be_a_regex(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\ncommand: 'false'\nmatrix: {a: [1]}\n"
+        "expect:\n  outcome: error\n  message: 'cuda error: ('\n"
+        "  cases:\n    - {when: {a: 1}, message: '\\p{L}'}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.problems == [
+        f"{path}:7:12: expect.message: bad regular expression: missing ), unterminated"
+        " subpattern at position 12",
+        f"{path}:9:31: expect.cases[0].message: bad regular expression: bad escape \\p at"
+        " position 0",
+    ]

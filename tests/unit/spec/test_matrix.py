@@ -1,0 +1,339 @@
+"""matrix.py: GitHub Actions strategy.matrix semantics, cell ids, -m selection."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec.core.expr import same
+from reprospec.core.inputs import Spec
+from reprospec.core.jsontypes import JsonObject
+from reprospec.errors import SpecError, UsageError
+from reprospec.spec.matrix import (
+    MatrixError,
+    cell_id,
+    count_cells,
+    expand,
+    expand_matrix,
+    format_value,
+    iter_cells,
+    render_value,
+    select,
+)
+
+
+def matrices(section: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [dict(c.matrix) for c in expand_matrix(section)]
+
+
+def test_no_matrix_is_one_default_cell() -> None:
+    cells = expand_matrix(None)
+    assert [(c.id, c.index, dict(c.matrix)) for c in cells] == [("default", 0, {})]
+
+
+def test_product_first_axis_slowest() -> None:
+    # GitHub's documented order for version x os.
+    section: JsonObject = {"version": [10, 12, 14], "os": ["ubuntu-latest", "windows-latest"]}
+    assert matrices(section) == [
+        {"version": v, "os": o} for v in (10, 12, 14) for o in ("ubuntu-latest", "windows-latest")
+    ]
+    assert [c.index for c in expand_matrix(section)] == list(range(6))
+
+
+def test_github_include_example() -> None:
+    # docs.github.com "Expanding or adding matrix configurations": the exact documented result.
+    section: JsonObject = {
+        "fruit": ["apple", "pear"],
+        "animal": ["cat", "dog"],
+        "include": [
+            {"color": "green"},
+            {"color": "pink", "animal": "cat"},
+            {"fruit": "apple", "shape": "circle"},
+            {"fruit": "banana"},
+            {"fruit": "banana", "animal": "cat"},
+        ],
+    }
+    assert matrices(section) == [
+        {"fruit": "apple", "animal": "cat", "color": "pink", "shape": "circle"},
+        {"fruit": "apple", "animal": "dog", "color": "green", "shape": "circle"},
+        {"fruit": "pear", "animal": "cat", "color": "pink"},
+        {"fruit": "pear", "animal": "dog", "color": "green"},
+        {"fruit": "banana"},
+        {"fruit": "banana", "animal": "cat"},
+    ]
+
+
+def test_github_exclude_example_partial_match() -> None:
+    # docs.github.com "Excluding matrix configurations": 12 - 2 - 2 = 8 jobs.
+    section: JsonObject = {
+        "os": ["macos-latest", "windows-latest"],
+        "version": [12, 14, 16],
+        "environment": ["staging", "production"],
+        "exclude": [
+            {"os": "macos-latest", "version": 12, "environment": "production"},
+            {"os": "windows-latest", "version": 16},
+        ],
+    }
+    cells = matrices(section)
+    assert len(cells) == 9
+    assert {"os": "macos-latest", "version": 12, "environment": "production"} not in cells
+    assert not any(c["os"] == "windows-latest" and c["version"] == 16 for c in cells)
+
+
+def test_exclude_applies_before_include() -> None:
+    section: JsonObject = {
+        "a": [1, 2],
+        "exclude": [{"a": 2}],
+        "include": [{"a": 2, "b": "x"}],
+    }
+    # a=2 was excluded, so the include cannot extend it and becomes a new cell.
+    assert matrices(section) == [{"a": 1}, {"a": 2, "b": "x"}]
+
+
+def test_exclude_compares_mappings_by_equality() -> None:
+    section: JsonObject = {
+        "cfg": [{"lr": 0.1}, {"lr": 1}],
+        "exclude": [{"cfg": {"lr": 1.0}}],
+    }
+    assert matrices(section) == [{"cfg": {"lr": 0.1}}]
+
+
+def test_exclude_never_confuses_booleans_and_numbers() -> None:
+    section: JsonObject = {"n": [0, 1], "flag": [False, True], "exclude": [{"flag": 1}]}
+    assert len(matrices(section)) == 4
+
+
+def test_include_may_overwrite_values_added_by_earlier_includes() -> None:
+    section: JsonObject = {
+        "a": [1, 2],
+        "include": [{"extra": "x"}, {"a": 2, "extra": "y"}],
+    }
+    assert matrices(section) == [{"a": 1, "extra": "x"}, {"a": 2, "extra": "y"}]
+
+
+def test_include_matching_an_existing_cell_adds_nothing() -> None:
+    assert matrices({"a": [1, 2], "include": [{"a": 1}]}) == [{"a": 1}, {"a": 2}]
+
+
+def test_include_only_matrix() -> None:
+    section: JsonObject = {"include": [{"python": "3.10"}, {"python": "3.11", "torch": "2.5"}]}
+    cells = expand_matrix(section)
+    assert [c.id for c in cells] == ["python=3.10", "python=3.11,torch=2.5"]
+
+
+def test_cell_ids_in_axis_order_with_include_keys_last() -> None:
+    section: JsonObject = {
+        "num_workers": [0, 2],
+        "pin_memory": [False, True],
+        "include": [{"num_workers": 2, "note": "workers", "pin_memory": True}],
+    }
+    assert [c.id for c in expand_matrix(section)] == [
+        "num_workers=0,pin_memory=false",
+        "num_workers=0,pin_memory=true",
+        "num_workers=2,pin_memory=false",
+        "num_workers=2,pin_memory=true,note=workers",
+    ]
+    assert list(expand_matrix(section)[3].matrix) == ["num_workers", "pin_memory", "note"]
+
+
+def test_render_value_canonical() -> None:
+    assert render_value(True) == "true"
+    assert render_value(None) == "null"
+    assert render_value(1.5) == "1.5"
+    assert render_value({"lr": 0.1, "b": [1, 2]}) == '{"lr":0.1,"b":[1,2]}'
+    assert cell_id({}) == "default"
+    assert format_value is render_value
+
+
+@pytest.mark.parametrize(
+    ("section", "message", "path"),
+    [
+        ({}, "the matrix is empty: give at least one axis or an include entry", ("matrix",)),
+        ({"exclude": [{"a": 1}]}, "the matrix is empty", ("matrix",)),
+        ({"a": []}, "axis 'a' must be a non-empty list of values", ("matrix", "a")),
+        ({"a": 3}, "axis 'a' must be a non-empty list of values", ("matrix", "a")),
+        ({"a": [1], "exclude": [{"a": 1}]}, "every combination is excluded", ("matrix",)),
+        ({"a": [1], "exclude": [{"b": 1}]}, "exclude key 'b'", ("matrix", "exclude", 0, "b")),
+        ({"a": [1, 1]}, "cells 1 and 2 have the same id 'a=1'", ("matrix",)),
+        ({"a": [True, "true"]}, "the same id 'a=true'", ("matrix",)),
+    ],
+)
+def test_matrix_errors(section: dict[str, Any], message: str, path: tuple[Any, ...]) -> None:
+    with pytest.raises(MatrixError) as caught:
+        expand_matrix(section)
+    assert message in caught.value.message
+    assert caught.value.path == path
+
+
+def test_expand_spec_locates_errors() -> None:
+    spec = Spec(
+        path=Path("s.yaml"),
+        name="s",
+        document={"matrix": {"a": [1, 1]}},
+        source_text="",
+        locations={("matrix",): (4, 3)},
+    )
+    with pytest.raises(SpecError) as caught:
+        expand(spec)
+    assert caught.value.problems[0].startswith("s.yaml:4:3: matrix: cells 1 and 2 have the same id")
+
+
+CELLS = expand_matrix(
+    {
+        "num_workers": [0, 2, 4],
+        "pin_memory": [False, True],
+        "python": ["3.10", "3.11"],
+    }
+)
+
+
+def ids(cells: list[Any]) -> list[str]:
+    return [c.id for c in cells]
+
+
+def test_select_parses_values_as_yaml() -> None:
+    kept = select(CELLS, ["pin_memory=true", "num_workers=2"])
+    assert ids(kept) == [
+        "num_workers=2,pin_memory=true,python=3.10",
+        "num_workers=2,pin_memory=true,python=3.11",
+    ]
+
+
+def test_select_same_axis_is_or_and_axes_are_and() -> None:
+    kept = select(CELLS, ["num_workers=0", "num_workers=4", "python=3.11", "pin_memory=false"])
+    assert ids(kept) == [
+        "num_workers=0,pin_memory=false,python=3.11",
+        "num_workers=4,pin_memory=false,python=3.11",
+    ]
+
+
+def test_select_matches_rendered_text_when_yaml_reads_differently() -> None:
+    # YAML reads 3.10 as the float 3.1; the axis holds the string "3.10".
+    assert len(select(CELLS, ["python=3.10"])) == 6
+
+
+def test_select_without_filters_keeps_everything() -> None:
+    assert select(CELLS, []) == CELLS
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        (["workers=2"], "unknown axis 'workers' (axes: num_workers, pin_memory, python)"),
+        (["num_workers"], "expected AXIS=VALUE"),
+        (["num_workers=7"], "no cell matches -m num_workers=7"),
+        (["pin_memory=1"], "no cell matches"),
+    ],
+)
+def test_select_errors(filters: list[str], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        select(CELLS, filters)
+    assert message in str(caught.value)
+
+
+# -- counted, never expanded ---------------------------------------------------------
+
+
+def _reference(section: dict[str, Any]) -> list[dict[str, Any]]:
+    """The matrix semantics the slow, obvious way: the product, then exclude, then include."""
+    original = [k for k in section if k not in ("include", "exclude")]
+    combos = (
+        [
+            dict(zip(original, values, strict=True))
+            for values in itertools.product(*(section[a] for a in original))
+        ]
+        if original
+        else []
+    )
+    combos = [
+        c
+        for c in combos
+        if not any(all(same(c[k], v) for k, v in e.items()) for e in section.get("exclude", ()))
+    ]
+    extra = []
+    for entry in section.get("include", ()):
+        fits = [c for c in combos if all(same(c[k], v) for k, v in entry.items() if k in original)]
+        for combo in fits:
+            combo.update(entry)
+        if not fits:
+            extra.append(dict(entry))
+    return combos + extra
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_counting_and_lazy_expansion_agree_with_the_product(seed: int) -> None:
+    rng = random.Random(seed)
+    values = [0, 1, 2, True, False, "a", 1.0, None, [1], {"k": 1}]
+    section: dict[str, Any] = {
+        f"x{i}": rng.sample(values, rng.randint(1, 4)) for i in range(rng.randint(1, 4))
+    }
+    names = list(section)
+    section["exclude"] = [
+        {k: rng.choice(values) for k in rng.sample(names, rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 6))
+    ]
+    section["include"] = [
+        {k: rng.choice(values) for k in rng.sample([*names, "y"], rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 4))
+    ]
+    try:
+        cells = expand_matrix(section)
+    except MatrixError as exc:
+        # Raising is one allowed outcome of a random section, so not a pytest.raises.
+        assert "same id" in exc.message or "no cells" in exc.message  # noqa: PT017
+        return
+    assert [sorted(map(repr, c.matrix.items())) for c in cells] == [
+        sorted(map(repr, c.items())) for c in _reference(section)
+    ]
+    assert count_cells(section) == len(cells)
+
+
+@pytest.mark.parametrize(
+    ("section", "message", "path"),
+    [
+        ({f"a{i}": list(range(10)) for i in range(9)}, "1000000000 cells", ("matrix",)),
+        ({"a": list(range(101)), "b": list(range(100))}, "10100 cells", ("matrix",)),
+        (
+            {"a": list(range(100)), "b": list(range(100)), "include": [{"a": -1}]},
+            "10001 cells",
+            ("matrix",),
+        ),
+        ({f"a{i}": [1] for i in range(65)}, "65 axes; at most 64", ("matrix",)),
+        (
+            {"a": [1], "include": [{"b": i} for i in range(257)]},
+            "include has 257 entries",
+            ("matrix", "include"),
+        ),
+        (
+            {
+                **{f"a{i}": [0, 1] for i in range(40)},
+                "z": [0, 1],
+                "exclude": [{f"a{i}": 0, "z": 0} for i in range(40)],
+            },
+            "too many ways to count",
+            ("matrix", "exclude"),
+        ),
+    ],
+)
+def test_too_big_matrices_are_refused_before_any_cell_is_built(
+    section: dict[str, Any], message: str, path: tuple[Any, ...]
+) -> None:
+    with pytest.raises(MatrixError) as caught:
+        count_cells(section)
+    assert message in caught.value.message
+    assert caught.value.path == path
+    with pytest.raises(MatrixError):
+        next(iter_cells(section))
+
+
+def test_exclude_that_leaves_few_of_a_huge_product_is_counted_exactly() -> None:
+    # 10^9 combinations; 81 exclude entries leave one: counted in steps, not by walking 10^9.
+    section: dict[str, Any] = {f"a{i}": list(range(10)) for i in range(9)}
+    section["exclude"] = [{f"a{i}": v} for i in range(2, 9) for v in range(1, 10)]
+    section["exclude"] += [{"a0": v} for v in range(1, 10)] + [{"a1": v} for v in range(1, 10)]
+    assert count_cells(section) == 1
+    assert [c.id for c in expand_matrix(section)] == [",".join(f"a{i}=0" for i in range(9))]

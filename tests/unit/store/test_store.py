@@ -1,0 +1,193 @@
+"""The SQLite store: runs, cells and attempts written and read back, migrations, concurrent
+writers."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import NotRun, RunResult
+from reprospec.errors import FatalError
+from reprospec.store.db import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
+from tests.support.runs import hang_run, infra_run, segfault_matrix
+
+OPTIONS: JsonObject = {"runner": "local", "jobs": 2, "repeat": None}
+
+
+def _record(store: Store, run: RunResult, status: str = "finished") -> None:
+    store.begin_run(
+        run.run_id,
+        run.spec_name,
+        run.spec_path,
+        run.spec_text,
+        run.runner,
+        OPTIONS,
+        {},
+        started=run.started,
+    )
+    for cell in run.cells:
+        for attempt in cell.attempts:
+            store.record_attempt(run.run_id, cell.cell.id, attempt)
+    store.finish_cells(run.run_id, run.cells)
+    store.finish_run(run.run_id, status, environment=run.environment, finished=run.finished)
+
+
+def test_write_and_read_back(tmp_path: Path) -> None:
+    run = segfault_matrix()
+    with Store(tmp_path) as store:
+        _record(store, run)
+        info = store.run_info(run.run_id)
+        assert info is not None
+        assert info.spec_text == run.spec_text
+        assert info.options == OPTIONS
+        assert info.status == "finished"
+        assert info.environment == dict(run.environment)
+        assert info.env_fingerprint == environment_fingerprint(run.environment)
+        assert store.run_info("missing") is None
+        attempts = store.finished_attempts(run.run_id)
+    assert attempts == {(cell.cell.id, a.attempt): a for cell in run.cells for a in cell.attempts}
+
+
+def test_attempts_round_trip_with_infra_errors_and_stacks(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for run in (hang_run(), infra_run()):
+        _record(store, run)
+        stored = store.finished_attempts(run.run_id, include_infra_errors=True)
+        assert list(stored.values()) == list(run.cells[0].attempts)
+    infra_id = infra_run().run_id
+    stored_infra = store.finished_attempts(infra_id, include_infra_errors=True)[("default", 1)]
+    assert stored_infra.outcome == NotRun("docker engine not reachable")
+    # An attempt that never ran is not finished: a resumed run retries it.
+    assert store.finished_attempts(infra_id) == {}
+
+
+def test_history_lists_runs_newest_first_with_verdict_counts(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    old = segfault_matrix()
+    new = replace(old, run_id="20261122-new", started="2026-11-22T00:00:00")
+    _record(store, old)
+    _record(store, new, status="interrupted")
+    _record(store, hang_run())
+    rows = store.runs(spec_name="val-segfault")
+    assert [r["run_id"] for r in rows] == ["20261122-new", old.run_id]
+    assert rows[1]["status"] == "finished"
+    assert rows[0]["status"] == "interrupted"
+    assert (
+        rows[1]["cells"],
+        rows[1]["reproduced"],
+        rows[1]["not_reproduced"],
+        rows[1]["infra_error"],
+        rows[1]["attempts"],
+    ) == (4, 1, 3, 0, 4)
+    assert len(store.runs()) == 3
+
+
+def test_running_run_and_bad_status(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.begin_run("r1", "s", "s.yaml", "name: s\n", "local", ["run", "s.yaml"], {})
+    assert store.runs()[0]["status"] == "running"
+    assert store.runs()[0]["finished"] is None
+    with pytest.raises(ValueError, match="run status"):
+        store.finish_run("r1", "done")
+
+
+def test_concurrent_writers_from_threads(tmp_path: Path) -> None:
+    run = hang_run()
+    attempt = run.cells[0].attempts[0]
+    store = Store(tmp_path)
+    store.begin_run(run.run_id, run.spec_name, run.spec_path, run.spec_text, "local", {}, {})
+
+    def write(worker: int) -> None:
+        for n in range(25):
+            store.record_attempt(run.run_id, f"cell-{worker}", replace(attempt, attempt=n))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.finished_attempts(run.run_id)) == 100
+
+
+def test_schema_is_versioned(tmp_path: Path) -> None:
+    Store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(FatalError, match="newer reprospec"):
+        Store(tmp_path)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "results.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(FatalError, match="not a usable results store"):
+        Store(tmp_path / "junk")
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) -> None:
+    run = segfault_matrix()
+    crash = run.cells[3].attempts[0]
+    assert crash.excerpt
+    # A store as the first schema made it: no `excerpt` column.
+    db = sqlite3.connect(tmp_path / "results.db")
+    version_1 = _SCHEMA
+    for column in ("excerpt", "native", "instances", "child_warnings", "launch", "launch_note"):
+        version_1 = version_1.replace(f"    {column} TEXT,\n", "")
+    db.executescript(version_1 + "PRAGMA user_version = 1;")
+    db.execute(
+        "INSERT INTO runs VALUES (?, 's', 's.yaml', 'h', '', 'local', '', NULL, 'running',"
+        " '{}', '{}', 'f')",
+        (run.run_id,),
+    )
+    db.execute(
+        "INSERT INTO attempts VALUES (?, ?, 1, NULL, '', '', 1.0, NULL, 1, '[]', '[]', NULL,"
+        " '', '[]', NULL)",
+        (run.run_id, "old"),
+    )
+    db.commit()
+    db.close()
+    with Store(tmp_path) as store:
+        (old,) = store.finished_attempts(run.run_id).values()
+        assert old.excerpt is None
+        assert (old.launch, old.launch_note) == ("fresh", None)
+        store.record_attempt(run.run_id, "new", crash)
+        assert store.finished_attempts(run.run_id)[("new", 1)] == crash
+        forked = replace(crash, attempt=2, launch="forked", launch_note="seed 7")
+        store.record_attempt(run.run_id, "new", forked)
+        assert store.finished_attempts(run.run_id)[("new", 2)] == forked
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+
+
+def test_wal_commits_without_an_fsync_each(tmp_path: Path) -> None:
+    """synchronous=NORMAL in WAL mode: a commit survives the engine's death
+    (test_store_survives_sigkill_mid_run), the fsync waits for the checkpoint."""
+    with Store(tmp_path) as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
+def test_environment_fingerprint_ignores_volatile_keys() -> None:
+    env: JsonObject = {
+        "python": {"version": "3.11.7", "executable": "/usr/bin/python3"},
+        "torch": {"version": "2.13.0", "cuda": None},
+        "nvidia": {"gpus": [{"name": "A100", "capability": "8.0"}]},
+        "memory": {"total": 1 << 34, "available": 1 << 33},
+    }
+    same: JsonObject = {
+        **env,
+        "python": {"version": "3.11.7", "executable": "/opt/venv/bin/python"},
+        "memory": {"total": 1 << 34, "available": 1 << 30},
+        "env": {"OMP_NUM_THREADS": "4"},
+    }
+    assert environment_fingerprint(env) == environment_fingerprint(same)
+    other_torch: JsonObject = {**env, "torch": {"version": "2.5.0", "cuda": None}}
+    assert environment_fingerprint(env) != environment_fingerprint(other_torch)
+    other_gpu: JsonObject = {**env, "nvidia": {"gpus": [{"name": "H100", "capability": "9.0"}]}}
+    assert environment_fingerprint(env) != environment_fingerprint(other_gpu)
+    assert len(environment_fingerprint({})) == 16

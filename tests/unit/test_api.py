@@ -1,0 +1,58 @@
+"""The Python API refuses bad input before anything runs: located spec errors, usage errors,
+plan()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import reprospec
+from reprospec.errors import SpecError, UsageError
+
+SPEC = """\
+reprospec: 1
+name: api-segv
+matrix:
+  crash: [false, true]
+command: >-
+  python -c "import os, signal, sys;
+  os.kill(os.getpid(), signal.SIGSEGV) if sys.argv[1] == 'true' else None" ${{ matrix.crash }}
+run: {timeout: 60s}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {crash: false}
+      outcome: pass
+"""
+
+
+def write(tmp_path: Path, text: str = SPEC) -> Path:
+    path = tmp_path / "api.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_plan_runs_nothing(tmp_path: Path) -> None:
+    spec = reprospec.load_spec(write(tmp_path))
+    plan = reprospec.plan_run(spec, reprospec.RunOptions(repeat=3, timeout_s=5.0))
+    assert len(plan.attempts) == 6
+    assert {a.timeout_s for a in plan.attempts} == {5.0}
+    assert not (Path.cwd() / ".reprospec" / "runs" / "never").exists()
+
+
+def test_bad_spec_is_a_located_error_and_creates_no_store(tmp_path: Path) -> None:
+    path = write(tmp_path, SPEC.replace("outcome: crash", "outcome: crashed"))
+    with pytest.raises(SpecError) as raised:
+        reprospec.run(path, reprospec.RunOptions(out=tmp_path / "out"))
+    assert raised.value.problems[0].startswith(f"{path}:10:12: expect.outcome:")
+    assert raised.value.exit_code == 2
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_options_are_usage_errors() -> None:
+    with pytest.raises(UsageError):
+        reprospec.RunOptions(repeat=0)
+    with pytest.raises(UsageError):
+        reprospec.RunOptions(stop_on="sometimes")

@@ -1,0 +1,235 @@
+"""The docs stay true: their example specs are valid, the README's worked example is the spec it
+names, the architecture page matches the tree, and every CLI option has help text and is
+documented. That the examples run as documented is tests/functional/test_docs.py; that every
+link resolves is tests/unit/test_links.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from reprospec.api import load_spec, plan_run
+from reprospec.cli import build_parser
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.attempt import describe
+from tests.support.paths import ROOT
+
+DOCS = ROOT / "docs"
+SCHEMA = ROOT / "schemas" / "reprospec.schema.json"
+
+_FENCE = re.compile(r"^```(?P<info>[\w+-]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
+_SPEC_KEY = re.compile(r"^reprospec\s*:", re.M)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One fenced yaml block of a doc that is a whole spec (it has a top-level `reprospec:`)."""
+
+    doc: str
+    line: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{Path(self.doc).stem}-line{self.line}.yaml"
+
+    @property
+    def data(self) -> dict[str, Any]:
+        loaded = yaml.safe_load(self.text)
+        assert isinstance(loaded, dict), f"{self.id}: not a mapping"
+        return loaded
+
+
+def doc_examples() -> list[Example]:
+    """Every spec example of docs/*.md, in order."""
+    found = []
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        for match in _FENCE.finditer(text):
+            if match["info"] in ("yaml", "yml") and _SPEC_KEY.search(match["body"]):
+                line = text.count("\n", 0, match.start("body")) + 1
+                found.append(Example(path.name, line, match["body"]))
+    return found
+
+
+EXAMPLES = doc_examples()
+COMMAND_EXAMPLES = [e for e in EXAMPLES if "workload" not in e.data]
+WORKLOAD_EXAMPLES = [e for e in EXAMPLES if "workload" in e.data]
+
+
+def test_the_docs_have_examples_of_both_kinds() -> None:
+    # A broken fence regex would make every example test below pass vacuously.
+    in_spec_format = [e for e in EXAMPLES if e.doc == "spec-format.md"]
+    assert len(in_spec_format) >= 10
+    assert COMMAND_EXAMPLES
+    assert WORKLOAD_EXAMPLES
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.id)
+def test_doc_example_validates_against_the_json_schema(example: Example) -> None:
+    validator = Draft202012Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
+    errors = [
+        f"{'.'.join(map(str, error.absolute_path)) or '(top level)'}: {error.message}"
+        for error in validator.iter_errors(example.data)
+    ]
+    assert errors == [], f"{example.id}: {errors}"
+
+
+# ---- the README's worked example --------------------------------------------------------
+
+
+def test_readme_worked_example_is_the_spec_it_names(tmp_path: Path) -> None:
+    """The README shows specs/segfault.yaml abridged: it must plan exactly the same attempts
+    (the same cells, commands, workload and expectations), or the table under it is not what
+    the abridged spec would print."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = [m["body"] for m in _FENCE.finditer(readme) if m["info"] == "yaml"]
+    assert "[`specs/segfault.yaml`](specs/segfault.yaml)" in readme
+    (tmp_path / "segfault.yaml").write_text(shown, encoding="utf-8")
+
+    def attempts(path: Path) -> list[JsonObject]:
+        plan = plan_run(load_spec(path), RunOptions())
+        # The workdir is the spec's folder, which differs by construction.
+        return [{**describe(a), "workdir": None} for a in plan.attempts]
+
+    assert attempts(tmp_path / "segfault.yaml") == attempts(ROOT / "specs" / "segfault.yaml")
+
+
+# ---- the architecture page -------------------------------------------------------------
+
+LARGE_MODULE_LINES = 400
+
+
+def _size_table_modules() -> list[str]:
+    """The modules the size table of docs/ARCHITECTURE.md names, as paths under reprospec/."""
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = page.split("\n## Module sizes\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return [name for row in rows for name in re.findall(r"`([\w/]+\.py)`", row)]
+
+
+def test_architecture_size_table_names_every_large_module_and_only_real_ones() -> None:
+    package = ROOT / "reprospec"
+    named = _size_table_modules()
+    assert len(named) >= 10  # the table was found and read
+    large = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.read_bytes().count(b"\n") > LARGE_MODULE_LINES
+    )
+    assert [module for module in large if module not in named] == [], (
+        "docs/ARCHITECTURE.md: give these modules a row (and a reason) in the size table"
+    )
+    assert [module for module in named if not (package / module).is_file()] == []
+
+
+def test_architecture_stage_table_lists_every_folder_in_the_layer_order() -> None:
+    page = (DOCS / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = page.split("\n## The stages\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| `")]
+    listed = [
+        name.strip("`").rstrip("/").removesuffix(".py") for row in rows for name in row.split(", ")
+    ]
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import import_graph
+    finally:
+        sys.path.pop(0)
+    assert listed == list(import_graph.STAGE_NAMES)
+    folders = sorted(
+        p.name for p in (ROOT / "reprospec").iterdir() if (p / "__init__.py").is_file()
+    )
+    assert [folder for folder in folders if folder not in listed] == []
+
+
+# ---- the command line --------------------------------------------------------------------
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("the parser has no subcommands")
+
+
+def _arguments(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    for action in parser._actions:
+        if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            yield action
+
+
+def test_every_command_and_option_has_help_text() -> None:
+    parser = build_parser()
+    missing = ["/".join(a.option_strings) for a in _arguments(parser) if not (a.help or "").strip()]
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing += [c.dest for c in subparsers._choices_actions if not (c.help or "").strip()]
+    for name, sub in _commands().items():
+        for action in _arguments(sub):
+            if not (action.help or "").strip() or action.help == argparse.SUPPRESS:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.metavar}")
+    assert missing == []
+
+
+def _cli_sections() -> dict[str, str]:
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    parts = re.split(r"^## reprospec (\w+)\s*$", text, flags=re.M)
+    return {parts[i]: parts[i + 1].split("\n## ")[0] for i in range(1, len(parts), 2)}
+
+
+def test_cli_md_documents_every_command_with_its_usage_and_options() -> None:
+    sections = _cli_sections()
+    assert sorted(sections) == sorted(_commands())
+    for name, sub in _commands().items():
+        section = " ".join(sections[name].split())
+        usage = " ".join(sub.format_usage().split()).removeprefix("usage: ")
+        assert usage in section, f"docs/cli.md: the usage of {name} is not `{usage}`"
+        for action in _arguments(sub):
+            names = action.option_strings or [str(action.metavar)]
+            for flag in names:
+                assert f"`{flag}" in section, f"docs/cli.md: {name} does not document {flag}"
+
+
+# ---- the spec format ------------------------------------------------------------------------
+
+
+def _schema_words(node: object, skip: object) -> Iterator[str]:
+    """Every property name and string enum value of the schema (the signal list left out)."""
+    if node is skip:
+        return
+    if isinstance(node, dict):
+        yield from node.get("properties", {})
+        for value in node.get("enum", ()):
+            if isinstance(value, str):
+                yield value
+        for value in node.values():
+            yield from _schema_words(value, skip)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schema_words(value, skip)
+
+
+def test_spec_format_md_names_every_field_and_choice_of_the_schema() -> None:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    page = (DOCS / "spec-format.md").read_text(encoding="utf-8")
+    words = dict.fromkeys(_schema_words(schema, schema["$defs"]["signal"]))
+    missing = [word for word in words if f"`{word}" not in page and f"{word}:" not in page]
+    assert missing == []
+
+
+# ---- the Python API ---------------------------------------------------------------------

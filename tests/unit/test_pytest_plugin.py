@@ -1,0 +1,55 @@
+"""The pytest plugin's items in-process: each cell's line, GPU ids split across xdist workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.pytest_plugin import cell_lines, worker_gpus
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GPU_SPEC = """\
+reprospec: 1
+name: needs-a-gpu
+environment: {gpus: 1}
+command: "true"
+expect: {outcome: pass}
+"""
+
+
+def test_each_cell_points_at_its_own_line(tmp_path: Path) -> None:
+    from reprospec import api
+
+    spec = api.load_spec(write(tmp_path / "lines.yaml", """\
+reprospec: 1
+name: lines
+matrix:
+  workers:
+    - 0
+    - 2
+  include:
+    - {workers: 4, extra: x}
+command: "true"
+expect: {outcome: pass}
+"""))
+    cells = api.plan_run(spec, api.RunOptions(repeat=1)).cells
+    assert cell_lines(spec, cells) == {"workers=0": 5, "workers=2": 6, "workers=4,extra=x": 8}
+    one = api.load_spec(write(tmp_path / "one.yaml", GPU_SPEC))
+    assert cell_lines(one, api.plan_run(one).cells) == {"default": 4}
+
+
+def test_xdist_workers_split_the_outer_gpu_ids() -> None:
+    outer = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4"}
+    assert worker_gpus(outer) is None  # not under xdist: the engine's own default
+    shares = [
+        worker_gpus({**outer, "PYTEST_XDIST_WORKER": f"gw{i}", "PYTEST_XDIST_WORKER_COUNT": "2"})
+        for i in range(2)
+    ]
+    assert shares == ["0,2,4", "1,3"]
+    lone = {"CUDA_VISIBLE_DEVICES": "7", "PYTEST_XDIST_WORKER_COUNT": "2"}
+    assert worker_gpus({**lone, "PYTEST_XDIST_WORKER": "gw1"}) == ""
