@@ -86,6 +86,8 @@ class Execution:
     # The attempt's main process is reprospec's harness (a workload): only then are the
     # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
     harness: bool = False
+    # The attempt's timeout (seconds; None: none): a hang's last progress is measured from it.
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)

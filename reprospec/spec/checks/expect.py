@@ -264,8 +264,9 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
         "a stage is only recorded with outcome error, crash or hang (or fail)",
     ),
 }
-# Phases the harness reports before the workload's own (reprospec_harness/run.py).
-_HARNESS_PHASES = ("import", "setup")
+# Phases the harness reports before the workload's own (reprospec_harness/run.py), and
+# `exit`: where a program that said it was done hangs (outcome/evidence.py EXIT_PHASE).
+_HARNESS_PHASES = ("import", "setup", "exit")
 
 
 def _is_int(value: object) -> TypeGuard[int]:
