@@ -39,6 +39,14 @@ NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
+# How an attempt's warning begins when its private TMPDIR or XDG_CACHE_HOME held files
+# (process/scratch.py): a failure that needs them shared across attempts is then hidden.
+PRIVATE_TMP_LEFT = "removed what the attempt left in its private "
+PRIVATE_TMP_HINT = (
+    "its attempts left files in their private TMPDIR or XDG_CACHE_HOME, removed after "
+    "each: a failure that needs attempts to share them (a cache in /tmp) needs "
+    "`environment.shared_tmp: true`, or `run.instances` to run them at once"
+)
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
 _CMDLINE_WIDTH = 60
 
