@@ -53,6 +53,23 @@ def _resolve_python(python: str | None) -> str:
     return os.path.abspath(os.path.expanduser(python))  # noqa: PTH100, PTH111
 
 
+def _unchosen(python: str) -> str | None:
+    """`python` here runs X, not the Y of your PATH: why a missing module may be ours.
+
+    None when the PATH's `python3` (or `python`) is in the same folder as `python`:
+    the person's own interpreter (an activated venv, the system's).
+    """
+    theirs = shutil.which("python3") or shutil.which("python")
+    if theirs is not None and os.path.dirname(os.path.abspath(theirs)) == os.path.dirname(python):  # noqa: PTH100, PTH120
+        return None
+    yours = f", not {theirs} of your PATH" if theirs else " (no python on your PATH)"
+    return f"`python` in the command ran reprospec's own interpreter {python}{yours}"
+
+
+# A command that runs `python` or `python3` by name (the shims resolve it to ours).
+_BARE_PYTHON = re.compile(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
+
+
 def _prepend_path(value: str | None, *entries: str) -> str:
     parts = [*entries]
     if value:
@@ -74,6 +91,10 @@ class LocalRunner:
         keep_cores: bool = False,
     ) -> None:
         self.python = _resolve_python(python)
+        # Whether the person chose the interpreter that `python` in a command runs: given
+        # with --python, or the `python` of their own PATH. Else it is the one reprospec was
+        # installed into (a pipx or `uv tool` venv), which has only reprospec's packages.
+        self.unchosen = None if python is not None else _unchosen(self.python)
         # Where the torch part of the environment capture is kept between runs.
         self.cache_dir = cache_dir
         # gdb stacks of crashes (from cores) and hangs (attached): native.py.
@@ -349,6 +370,11 @@ class LocalRunner:
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
             ended_at=result.ended_at,
+            unchosen_python=(
+                self.unchosen
+                if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv))
+                else None
+            ),
             **base,
         )
 
