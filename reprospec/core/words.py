@@ -126,7 +126,7 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
     who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
     if outcome.cmdline:
-        return f"({who}: {shorten(outcome.cmdline, _CMDLINE_WIDTH)})"
+        return f"({who}: {shorten_command(outcome.cmdline, _CMDLINE_WIDTH)})"
     return f"({who})"
 
 
@@ -243,6 +243,23 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def shorten_command(text: str, width: int) -> str:
+    """A command line cut to about `width` characters between its arguments, never inside one.
+
+    `python cf...` names no file; `python cffi_crash.py ...` does. The first argument is
+    kept whole however long it is.
+    """
+    if len(text) <= width:
+        return text
+    words = text.split(" ")
+    out = words[0]
+    for word in words[1:]:
+        if len(out) + 1 + len(word) > width - 4:
+            return out + " ..."
+        out += " " + word
+    return out
+
+
 __all__ = [
     "NOT_RUN",
     "NOT_RUN_LEGEND",
@@ -261,6 +278,7 @@ __all__ = [
     "rate_phrase",
     "seconds",
     "shorten",
+    "shorten_command",
     "signals_phrase",
     "size",
     "verdict_legend",
