@@ -23,7 +23,7 @@ from tests.support.cli import ROOT, SPECS, Cli
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-bisectdemo"
-SQLPARSE_SPEC = SPECS / "bisect" / "sqlparse-reindent.yaml"
+SQLPARSE_SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
 
 
 def shared_envs() -> dict[str, str]:

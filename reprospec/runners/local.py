@@ -81,6 +81,8 @@ class LocalRunner:
     """Runs attempts as child processes of `python` (default: the engine's own interpreter)."""
 
     name = "local"
+    # Said after a cell's missing packages; the venv runner (which installs them) says none.
+    packages_hint = "; `--runner venv` builds an environment that has them"
 
     def __init__(
         self,
@@ -301,6 +303,8 @@ class LocalRunner:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
             refused = self._packages.reason(self.python, packages, env=env, cwd=plan.workdir)
+            if refused and self.packages_hint:
+                refused += self.packages_hint
             if refused:
                 if scratch_dirs is not None:
                     scratch.clean(scratch_dirs)
@@ -371,9 +375,7 @@ class LocalRunner:
             launch_note=launcher.note if launcher is not None else launch_note,
             ended_at=result.ended_at,
             unchosen_python=(
-                self.unchosen
-                if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv))
-                else None
+                self.unchosen if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv)) else None
             ),
             **base,
         )
