@@ -328,10 +328,11 @@ def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
         # pyyaml splits some sentences in two: "expected X" + "but found Y".
         joined = exc.problem.startswith("but ")
         what = f"{exc.context}, {exc.problem}" if joined else f"{exc.problem} ({exc.context})"
+    at = line + line_offset
     if "'\\t'" in what:
-        what += f"; YAML indents with spaces, never tabs: check the indentation of line {line + line_offset}"
+        what += f"; YAML indents with spaces, never tabs: check the indentation of line {at}"
     elif any(sign in what for sign in _INDENTATION_SIGNS):
-        what += f"; check the indentation of line {line + line_offset} and the lines above it"
+        what += f"; check the indentation of line {at} and the lines above it"
     return Problem(line + line_offset, col, None, f"invalid YAML: {what}")
 
 
