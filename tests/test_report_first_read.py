@@ -108,3 +108,13 @@ def test_a_private_tmpdir_and_a_long_command_read_short() -> None:
     cut = shorten_command(command, 60)
     assert cut == "python cffi_crash_with_a_long_name.py --iterations 100 ..."
     assert all(word in command.split(" ") for word in cut.split(" ")[:-1])
+
+
+def test_the_html_report_links_the_full_native_stacks() -> None:
+    from reprospec.report.html import fragment
+
+    link = "cells/default/1/native-stacks.txt"
+    page = str(fragment(f"Full native stacks (gdb): [{link}]({link})\n"))
+    assert f'<a href="{link}">{link}</a>' in page
+    hostile = 'cells/x"><script>'
+    assert "<script>" not in str(fragment(f"Full native stacks (gdb): [{hostile}]({hostile})"))
