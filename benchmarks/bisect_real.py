@@ -4,7 +4,7 @@
 
 sqlparse issue #562: `sqlparse.format(..., reindent=True)` turns
 `from from_unixtime(...)` into `fromfrom_unixtime(...)`. Verified by hand (a
-throwaway venv per release, the repro script of specs/bisect/): 0.2.3, 0.2.4 and
+throwaway venv per release, the repro script of examples/bisect/): 0.2.3, 0.2.4 and
 0.3.0 keep the space; 0.3.1 to 0.4.2 lose it; 0.4.3 fixed it; 0.2.0 to 0.2.2
 fail differently on Python 3.7+ (RuntimeError: generator raised StopIteration),
 which is not the bug. So between 0.2.0 (good) and 0.4.2 (bad), 9 releases apart,
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "specs" / "bisect" / "sqlparse-reindent.yaml"
+SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
 
 
 def bisect(out: Path, runner: str) -> tuple[float, dict[str, object]]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.errors import UsageError
+from reprospec.errors import SpecError, UsageError
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
@@ -129,6 +129,27 @@ def run(args: argparse.Namespace) -> int:
     return exit_code_for(result)
 
 
+def run_folder_hint(path: str) -> str | None:
+    """For `run .reprospec/runs/ID/spec.yaml`: the copy's relative paths point nowhere.
+
+    A run folder keeps a copy of the spec beside results.json and report.md; its
+    `workdir` and files are relative to where the spec was, not to the run folder.
+    """
+    from reprospec.store.runfolder import RunFolder
+
+    folder = RunFolder(Path(path).parent)
+    if Path(path) != folder.spec_yaml or not (
+        folder.results_json.is_file() and folder.report_md.is_file()
+    ):
+        return None
+    return (
+        f"note: {path} is the copy of the spec kept in the run folder {folder.path}; its "
+        f"relative paths are read from there. Rerun it with `reprospec run {folder.report_md}` "
+        f"(the spec from where it was run), or pack the run for elsewhere with "
+        f"`reprospec bundle {folder.path} -o run.tar.gz`"
+    )
+
+
 def read_request(args: argparse.Namespace) -> RunRequest:
     """`run`'s arguments as one request; a bad spec, option or bundle is refused here,
     before a run folder or a store is written (a bundle is unpacked under OUT/bundles/)."""
@@ -151,7 +172,13 @@ def read_request(args: argparse.Namespace) -> RunRequest:
         options = with_bundle(options, unpacked)
         path = str(unpacked.spec)
     # The spec is validated before anything is written: a bad spec creates no store.
-    spec = load_spec(path, options.overrides)
+    try:
+        spec = load_spec(path, options.overrides)
+    except SpecError as exc:
+        hint = run_folder_hint(path)
+        if hint is None:
+            raise
+        raise SpecError([*exc.problems, hint]) from None
     foreign = (bundle or is_report(named)) and not args.yes
     return RunRequest(
         spec=spec,

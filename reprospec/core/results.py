@@ -86,6 +86,11 @@ class Execution:
     # The attempt's main process is reprospec's harness (a workload): only then are the
     # harness's own events (an infra error, a worker's death, ranks) believed (evidence.py).
     harness: bool = False
+    # The attempt's timeout (seconds; None: none): a hang's last progress is measured from it.
+    timeout_s: float | None = None
+    # Set when `python` in the command ran an interpreter the person did not choose (no
+    # --python, not the one of their PATH: reprospec's own, as pipx installs it): says which.
+    unchosen_python: str | None = None
 
 
 @dataclass(frozen=True)

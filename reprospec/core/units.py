@@ -137,6 +137,29 @@ def parse_step(value: object) -> StepRange:
     return StepRange(low, high)
 
 
+def undecidable_rate(bound: RateBound) -> str | None:
+    """Why a bound can never be judged on a Wilson interval (None: it can), and what to write.
+
+    The interval's low end never reaches 1 and its high end never reaches 0, however
+    many attempts run: `>=1` is never reproduced and `<=0` never either; `>1` and `<0`
+    hold for no rate at all. The exact forms `==1` and `==0` say what is meant.
+    """
+    if (bound.op, bound.value) == (">=", 1.0):
+        return (
+            "can never be reproduced: the Wilson interval's low end never reaches 1, however "
+            "many attempts run; write '==1' (every attempt matches)"
+        )
+    if (bound.op, bound.value) == ("<=", 0.0):
+        return (
+            "can never be reproduced: the Wilson interval's high end never reaches 0, however "
+            "many attempts run; write '==0' (no attempt matches)"
+        )
+    if (bound.op, bound.value) in ((">", 1.0), ("<", 0.0)):
+        exact = "==1" if bound.op == ">" else "==0"
+        return f"no rate is {bound.op} {bound.value:g}; write '{exact}'"
+    return None
+
+
 def parse_rate(value: object) -> RateBound:
     """`'>=0.3'` -> RateBound('>=', 0.3); the fraction must be within 0..1."""
     match = re.match(_RATE, value) if isinstance(value, str) else None

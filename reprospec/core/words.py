@@ -39,6 +39,14 @@ NOT_RUN = "not run (interrupted)"
 NOT_RUN_LEGEND = f"⏸️ {NOT_RUN}"
 VERDICT_LEGEND = "✅ reproduced · ❌ not reproduced · ⚠️ infra-error"
 OBSERVE_LEGEND = "🔍 observed (no expectation) · ⚠️ infra-error"
+# How an attempt's warning begins when its private TMPDIR or XDG_CACHE_HOME held files
+# (process/scratch.py): a failure that needs them shared across attempts is then hidden.
+PRIVATE_TMP_LEFT = "removed what the attempt left in its private "
+PRIVATE_TMP_HINT = (
+    "its attempts left files in their private TMPDIR or XDG_CACHE_HOME, removed after "
+    "each: a failure that needs attempts to share them (a cache in /tmp) needs "
+    "`environment.shared_tmp: true`, or `run.instances` to run them at once"
+)
 # Child command lines are cut to this in a phrase (the outcome's `cmdline` keeps more).
 _CMDLINE_WIDTH = 60
 
@@ -118,7 +126,7 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     """`(child pid 4242: ./test_ops --gtest_filter=A.B)`, `(child: ...)` or `(child)`."""
     who = f"child pid {outcome.pid}" if pid and outcome.pid is not None else "child"
     if outcome.cmdline:
-        return f"({who}: {shorten(outcome.cmdline, _CMDLINE_WIDTH)})"
+        return f"({who}: {shorten_command(outcome.cmdline, _CMDLINE_WIDTH)})"
     return f"({who})"
 
 
@@ -235,6 +243,23 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def shorten_command(text: str, width: int) -> str:
+    """A command line cut to about `width` characters between its arguments, never inside one.
+
+    `python cf...` names no file; `python cffi_crash.py ...` does. The first argument is
+    kept whole however long it is.
+    """
+    if len(text) <= width:
+        return text
+    words = text.split(" ")
+    out = words[0]
+    for word in words[1:]:
+        if len(out) + 1 + len(word) > width - 4:
+            return out + " ..."
+        out += " " + word
+    return out
+
+
 __all__ = [
     "NOT_RUN",
     "NOT_RUN_LEGEND",
@@ -253,6 +278,7 @@ __all__ = [
     "rate_phrase",
     "seconds",
     "shorten",
+    "shorten_command",
     "signals_phrase",
     "size",
     "verdict_legend",

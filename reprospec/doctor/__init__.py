@@ -47,6 +47,8 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
         check_wsl(env),
         check_nvcc(env),
     ]
+    if needs is not None and not needs.torch:
+        checks = [_not_needed(check) for check in checks]
     if needs is not None:
         checks += [
             check_device(env, needs),
@@ -55,6 +57,17 @@ def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
             check_spec_environment(env, needs),
         ]
     return checks
+
+
+# The checks about torch and what it runs on: a spec that imports no torch needs none.
+TORCH_CHECKS = frozenset({"torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capability"})
+
+
+def _not_needed(check: Check) -> Check:
+    """A torch check's failure or warning, for a spec that needs no torch: skipped, saying why."""
+    if check.name not in TORCH_CHECKS or check.status not in ("fail", "warn"):
+        return check
+    return Check(check.name, "skipped", f"the spec needs no torch ({check.why})")
 
 
 __all__ = [

@@ -57,6 +57,9 @@ class Needs:
     python: str | None = None
     packages: tuple[str, ...] = ()
     shm_refused: str | None = None  # why a private /dev/shm cannot be mounted here, if it cannot
+    # Whether any cell imports torch: a workload (the harness runs on torch), or torch among
+    # its packages. A spec of commands only needs none: its torch checks are not failures.
+    torch: bool = True
 
 
 def satisfies(installed: str, requirement: str) -> bool | None:
@@ -129,7 +132,9 @@ def check_shm(env: Captured, needs: Needs) -> Check:
     size = (
         needs.shm_size
         if needs.shm_size is not None and needs.shm_refused is None
-        else whole(captured, 0) if captured is not None else None
+        else whole(captured, 0)
+        if captured is not None
+        else None
     )
     if not shm.get("present", True) and needs.shm_size is None:
         return Check(
@@ -266,7 +271,13 @@ def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Ne
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     python: str | None = None
     packages: tuple[str, ...] = ()
+    torch = False
     for workload, environment in cells:
+        torch = (
+            torch
+            or bool(workload)
+            or any(re.match(r"\s*torch(?![\w.-])", p) is not None for p in environment.packages)
+        )
         wanted = str(workload.get("device") or environment.device or "cpu")
         if wanted.startswith("cuda"):
             device = wanted
@@ -293,6 +304,7 @@ def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Ne
         memory=memory,
         python=python,
         packages=packages,
+        torch=torch,
     )
 
 

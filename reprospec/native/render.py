@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from reprospec.core.words import shorten_command
 from reprospec.native.stacks import (
     JSON_NAME,
     TEXT_NAME,
@@ -156,7 +157,7 @@ def full_text(stacks: NativeStacks) -> str:
             what += f", {process.signal}"
         if process.source == "core":
             what += ", the attempt's main process" if process.root else ", a child process"
-        command = process.command if len(process.command) <= 200 else process.command[:197] + "..."
+        command = shorten_command(process.command, 200)
         lines = [f"--- pid {process.pid} ({command}) [native, {what}] ---"]
         if process.error:
             lines.append(f"({process.error})")
@@ -175,8 +176,13 @@ def full_text(stacks: NativeStacks) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
-def render_markdown(stacks: NativeStacks, pid: int | None = None) -> str:
-    """A report fragment: the crashing thread's top frames (each thread's at a hang), the text."""
+def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | None = None) -> str:
+    """A report fragment: the crashing thread's top frames (each thread's at a hang), the text.
+
+    `link`: where the full text is (the attempt folder's native-stacks.txt, relative to
+    the report): then the report links it instead of carrying gdb's whole output, which
+    for a few hung processes of many threads is hundreds of lines per cell.
+    """
     lines: list[str] = []
     if stacks.unavailable and not stacks.processes:
         return f"_{stacks.unavailable}_\n"
@@ -190,6 +196,9 @@ def render_markdown(stacks: NativeStacks, pid: int | None = None) -> str:
             lines += [f"- `{line}`" for line in tops[:20]]
             if len(tops) > 20:
                 lines.append(f"- ... and {len(tops) - 20} more threads")
+    if link is not None:
+        lines += ["", f"Full native stacks (gdb): [{link}]({link})", ""]
+        return "\n".join(lines)
     lines += ["", "<details><summary>Native stacks (gdb)</summary>", "", "```"]
     lines.append(full_text(stacks).replace("```", "'''").rstrip())
     lines += ["```", "", "</details>", ""]

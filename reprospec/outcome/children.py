@@ -35,6 +35,7 @@ from reprospec.core.signals import (
     describe_signal,
     signal_from_description,
 )
+from reprospec.core.words import shorten_command
 from reprospec.native import NativeStacks
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.tracebacks import FatalError, fatal_errors
@@ -101,7 +102,11 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
     cored = _cored(evidence.native)
     if cored is not None:
         return ChildCrash(
-            cored[0], cored[1], _short(cored[2]), "as its core says", _stack_for(fatal, cored[0])
+            cored[0],
+            cored[1],
+            _short(_whole_arguments(cored[2])),
+            "as its core says",
+            _stack_for(fatal, cored[0]),
         )
     reported = _reported(stderr) or _reported(evidence.stdout)
     if reported is not None:
@@ -176,9 +181,20 @@ def _stack_for(fatal: list[FatalError], signal: str | None) -> str | None:
     return None
 
 
+# A core keeps the first 80 bytes of the command line (the kernel's pr_psargs, NUL-ended).
+_PSARGS_CHARS = 79
+
+
+def _whole_arguments(cmdline: str) -> str:
+    """A core's command line without the argument the kernel cut in two (`--a-long-`)."""
+    if len(cmdline) < _PSARGS_CHARS or " " not in cmdline:
+        return cmdline
+    return cmdline.rsplit(" ", 1)[0] + " ..."
+
+
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _CMDLINE_CHARS else text[: _CMDLINE_CHARS - 3] + "..."
+    """The command line on one line, cut between arguments (words.shorten_command)."""
+    return shorten_command(" ".join(text.split()), _CMDLINE_CHARS)
 
 
 __all__ = ["CRASH_SIGNALS", "ChildCrash", "child_crash"]

@@ -8,6 +8,9 @@ rules, in order:
 
 1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
    `worker_busy` event with no `worker_free`) makes it `where: worker`, named in the detail.
+   A program that had said it finished (a `done` event, or progress in the phase `exit`)
+   hangs at exit: phase `exit` (`hang @ exit`), whatever step it had reached. A hang
+   whose last event came shortly before the timeout says so (still progressing?).
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -49,7 +52,7 @@ from reprospec.core.signals import (
     signal_name,
 )
 from reprospec.outcome.children import ChildCrash, child_crash
-from reprospec.outcome.evidence import Event, Evidence
+from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
 from reprospec.outcome.tracebacks import (
     FatalError,
@@ -121,9 +124,17 @@ def classify(
     exit_code: int | None = None
     where: Where | None = None
     child: ChildCrash | None = None
+    phase, step = events.phase, events.step
+    stage, module = events.stage, events.module
     if execution.timed_out:
         kind = "hang"
         detail = f"no exit within the timeout; killed after {execution.duration_s:.1f}s"
+        if events.done:
+            # Its work was done: what hangs is the way out (atexit, a thread, a pool).
+            phase, step, stage, module = EXIT_PHASE, None, None, None
+            detail = f"it said its work was done, but had not exited by the timeout; {detail}"
+        elif (late := _progress_before_timeout(execution, events)) is not None:
+            detail += f"; {still_progressing(late)}"
         if worker is not None:
             detail += f"; {_describe_worker(worker)}"
         elif events.busy:
@@ -173,21 +184,51 @@ def classify(
         where=where,
         exception=exception_type,
         message=message,
-        phase=events.phase,
-        step=events.step,
+        phase=phase,
+        step=step,
         duration_s=execution.duration_s,
         signature=failure_signature(
-            kind, signal, where, exception_type, exit_code, events.phase, injected
+            kind, signal, where, exception_type, exit_code, phase, injected
         ),
         detail=detail,
         # Where a failure stopped inside a step or an import; a pass ran to its end.
-        module=events.module if failed else None,
-        stage=events.stage if failed else None,
+        module=module if failed else None,
+        stage=stage if failed else None,
         chain=_chain(chain) if failed and len(chain) > 1 else (),
         pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
     )
+
+
+# A hang whose last progress came within this share of the timeout (at least
+# _LATE_MIN_S, at most _LATE_MAX_S before it) may have been slow, not stuck.
+_LATE_SHARE = 0.1
+_LATE_MIN_S = 0.5
+_LATE_MAX_S = 5.0
+STILL_PROGRESSING = "still progressing?"
+
+
+def still_progressing(seconds: float) -> str:
+    """`last progress 1.4 s before the timeout: still progressing?` (the detail of a hang)."""
+    return (
+        f"last progress {seconds:.1f} s before the timeout: {STILL_PROGRESSING} "
+        "A longer timeout (`run.timeout`, `run --timeout`) tells slow from stuck"
+    )
+
+
+def _progress_before_timeout(execution: Execution, events: Events) -> float | None:
+    """How long before the timeout the last event came, when that was shortly before it."""
+    timeout = execution.timeout_s
+    if not timeout or events.last_t is None:
+        return None
+    try:
+        started = datetime.fromisoformat(execution.started).timestamp()
+    except (TypeError, ValueError):
+        return None
+    gap = started + timeout - events.last_t
+    late = min(_LATE_MAX_S, max(_LATE_MIN_S, _LATE_SHARE * timeout))
+    return max(gap, 0.0) if gap < late else None
 
 
 def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:

@@ -50,6 +50,10 @@ MAX_BUSY = 256
 
 Event = Mapping[str, JsonValue]
 
+# The phase of a program that finished its work and is leaving: a hang there is a hang
+# at exit (`hang @ exit`), expected as `expect: {outcome: hang, phase: exit}`.
+EXIT_PHASE = "exit"
+
 # Whose word each kind of event is. The events file is writable by every process of
 # the attempt, so what it may say depends on who the main process is:
 # - any child may report its progress (where it got to): a line of one of these
@@ -62,11 +66,12 @@ Event = Mapping[str, JsonValue]
 #   or blame a worker it never had.
 # Every other kind is ignored. An infra error also needs the harness's exit status
 # (outcome.py), so a line written by code the harness runs cannot stand alone.
-PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker"})
+# `done` says the program finished its work (it may still hang on its way out): a
+# command may say so too, and a hang after it is a hang at exit (classify.py).
+PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker", "done"})
 HARNESS_EVENTS = frozenset(
     {
         "start",
-        "done",
         "loader",
         "faults",
         "fault",
@@ -111,6 +116,9 @@ class Events:
     reason of the last `infra_error` event. `busy`: `worker_busy` events with no
     `worker_free` after them (items a DataLoader worker was stuck on). `faults`: the
     spec's injected faults that fired (`fault` events: number, kind, where, pid), in order.
+    `done`: the last progress was a `done` event (or a phase named `exit`): the program
+    said it had finished its work. `last_t`: the time (epoch seconds, the `t` the event
+    carries) of the last event, how recent the attempt's last sign of progress was.
     """
 
     phase: str | None = None
@@ -123,6 +131,8 @@ class Events:
     # A forked attempt's `preload_missed` event: what it imported that its server had not.
     preload_missed: Event | None = None
     faults: tuple[Event, ...] = ()
+    done: bool = False
+    last_t: float | None = None
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -136,8 +146,13 @@ class Events:
         busy: dict[tuple[object, object], Event] = {}
         preload_missed: Event | None = None
         faults: list[Event] = []
+        done = False
+        last_t: float | None = None
         for event in events:
             name = event.get("event")
+            t = event.get("t")
+            if isinstance(t, (int, float)) and not isinstance(t, bool):
+                last_t = float(t) if last_t is None else max(last_t, float(t))
             if name == "preload_missed":
                 preload_missed = event
             elif name == "fault":
@@ -154,6 +169,10 @@ class Events:
                 infra_error = str(event.get("reason") or "infrastructure error")
             new_phase = event.get("phase")
             new_step = event.get("step")
+            if name == "done":
+                done = True
+            elif isinstance(new_phase, str) or isinstance(new_step, int):
+                done = new_phase == EXIT_PHASE  # progress after `done`: not finished after all
             if isinstance(new_phase, str) and new_phase != phase:
                 phase, step, stage = new_phase, None, None  # a new phase starts with no step yet
             if isinstance(new_step, int) and not isinstance(new_step, bool):
@@ -176,6 +195,8 @@ class Events:
             module=module[0] if module is not None and module[1] == phase else None,
             preload_missed=preload_missed,
             faults=tuple(faults),
+            done=done,
+            last_t=last_t,
         )
 
     def injected(self) -> str | None:
@@ -230,9 +251,7 @@ class Evidence:
 
     def output_tail(self) -> str:
         """The end of stderr and of stdout: where `expect.message` looks past the exception."""
-        return "\n".join(
-            text[-MESSAGE_TAIL_BYTES:] for text in (self.stderr, self.stdout) if text
-        )
+        return "\n".join(text[-MESSAGE_TAIL_BYTES:] for text in (self.stderr, self.stdout) if text)
 
     def warnings(self) -> tuple[ChildWarning, ...]:
         """The warnings the attempt's processes printed (stderr, then stdout), each once."""
@@ -317,6 +336,7 @@ def iter_events(path: Path | None) -> Iterator[JsonObject]:
 
 
 __all__ = [
+    "EXIT_PHASE",
     "HARNESS_EVENTS",
     "PROGRESS_EVENTS",
     "Event",

@@ -33,6 +33,8 @@ from reprospec.core.signals import canonical_signal
 from reprospec.core.units import RateBound
 from reprospec.core.words import (
     NOT_RUN,
+    PRIVATE_TMP_HINT,
+    PRIVATE_TMP_LEFT,
     attempts_phrase,
     expectation_phrase,
     outcome_phrase,
@@ -138,7 +140,15 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
         reason = _rate_reason(expectation, expectation.rate, rate)
     if broken:
         reason += f" ({len(broken)} more could not run)"
+    if kind != "reproduced" and expectation.outcome != "pass" and _left_private_tmp(usable):
+        reason += f"; {PRIVATE_TMP_HINT}"
     return Verdict(kind, reason, rate)
+
+
+def _left_private_tmp(attempts: Sequence[AttemptResult]) -> bool:
+    """Whether an attempt left files in its private TMPDIR (removed: the next never saw them)."""
+    # An instance's warning is `instance N: ...` (pipeline/attempt.py).
+    return any(PRIVATE_TMP_LEFT in w for a in attempts for w in a.warnings)
 
 
 def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: Rate) -> str:

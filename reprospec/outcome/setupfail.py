@@ -11,7 +11,9 @@ reported no progress yet (no event with a phase or step):
     2    `python: can't open file '/w/train.py': [Errno 2] No such file or directory`
     any  `ModuleNotFoundError: No module named 'wandb'` when the spec's
          `environment.packages` declares that package: it is not installed where
-         the attempt ran
+         the attempt ran; or when `python` in the command ran an interpreter the
+         person did not choose (`Execution.unchosen_python`: reprospec's own, as
+         pipx or `uv tool` installs it): `--python` names theirs
 """
 
 from __future__ import annotations
@@ -83,6 +85,12 @@ def setup_failure(
             return NotRun(
                 f"package {declared} (environment.packages) is not installed where the "
                 f"attempt ran: ModuleNotFoundError: {exception.message}"
+            )
+        if execution.unchosen_python is not None:
+            return NotRun(
+                f"ModuleNotFoundError: {exception.message} before any progress: "
+                f"{execution.unchosen_python}; pass --python PATH (the interpreter that has "
+                "what the command imports)"
             )
     return None
 

@@ -116,7 +116,9 @@ def attempt_result(
         child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=excerpt,
-        native=native.render_markdown(evidence.native, pid=_pid(outcome))
+        native=native.render_markdown(
+            evidence.native, pid=_pid(outcome), link=f"{logs}{native.TEXT_NAME}" if logs else None
+        )
         if failed and evidence.native is not None
         else None,
         launch=execution.launch,
@@ -168,7 +170,6 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
             detail = f"{outcome.detail}; {said}" if outcome.detail else said
             outcome = replace(outcome, detail=detail)
     return outcome
-
 
 
 def _pid(outcome: Outcome | NotRun) -> int | None:

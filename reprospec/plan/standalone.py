@@ -6,6 +6,13 @@ of the workdir the command names (workfiles.py); a workload cell is a generated
 repro.py (reproscript.py). Runner settings a plain command line does not apply
 (`shm_size`, `memory`, an image, packages) are named in its notes, so nobody
 mistakes a run without them for the same experiment.
+
+A repro is offered only for what it reproduces. A cell of `run.instances: N` is
+the loop that starts N copies together, each with its instance's variables, all
+sharing one fresh TMPDIR and XDG_CACHE_HOME as the attempt's instances did (one
+command line started N times is N rank-0s). A failure the spec injected
+(`workload.faults`) has no standalone repro: repro.py leaves the faults out, so
+the section says so instead of offering a script that passes.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.redact import MASK
@@ -44,8 +52,26 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
     attempt = next((a for a in plan.attempts if a.cell.id == cell.cell.id), None)
     if attempt is None:
         return None
-    return standalone_of(attempt, plan.spec.base_dir, expected=attempts_phrase(cell.attempts),
-                         spec_name=plan.spec.name)
+    injected = next((o.injected for a in cell.attempts if (o := a.ran) and o.injected), None)
+    if injected is not None:
+        kind: Literal["command", "workload"] = (
+            "command" if isinstance(attempt.job, Command) else "workload"
+        )
+        return Standalone(
+            cell=cell.cell.id,
+            kind=kind,
+            unavailable=(
+                f"its failure is injected by the spec ({injected}), and there is no "
+                "standalone repro of an injected failure: without reprospec the fault "
+                "does not fire"
+            ),
+        )
+    return standalone_of(
+        attempt,
+        plan.spec.base_dir,
+        expected=attempts_phrase(cell.attempts),
+        spec_name=plan.spec.name,
+    )
 
 
 def standalone_of(
@@ -57,8 +83,11 @@ def standalone_of(
         files = named_files(plan)
         words = [shell_assignment(k, v) for k, v in plan.env.items()]
         line = " ".join([*words, plan.job.text])
+        line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
-            line = f"cd {shlex.quote(workdir)} && {line}"
+            # A loop of instances is several lines: the `cd` stands on its own.
+            glue = "\n" if "\n" in line else " && "
+            line = f"cd {shlex.quote(workdir)}{glue}{line}"
         return Standalone(
             cell=plan.cell.id,
             kind="command",
@@ -68,20 +97,91 @@ def standalone_of(
             files=files,
             notes=tuple(_unapplied(plan)),
         )
+    armed = _armed_faults(plan)
+    if armed and plan.expectation.outcome != "pass":
+        return Standalone(
+            cell=plan.cell.id,
+            kind="workload",
+            unavailable=(
+                f"its expected failure is injected by the spec ({armed}), and there is no "
+                "standalone repro of an injected failure: without reprospec the fault "
+                "does not fire"
+            ),
+        )
     try:
         script = generate(plan, expected=expected, spec_name=spec_name)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
     prefix = " ".join(shell_assignment(k, v) for k, v in script.start_env.items())
+    start = f"{prefix + ' ' if prefix else ''}python {REPRO_PY}"
     return Standalone(
         cell=plan.cell.id,
         kind="workload",
-        run=f"{prefix + ' ' if prefix else ''}python {REPRO_PY}",
+        run=instances_loop(plan, start) if plan.copies > 1 else _with_shm(plan, start),
         env=_masked(plan.env),
         workdir=workdir,
         files=script.needs,
         script=script.text,
         notes=(*script.notes, *_unapplied(plan)),
+    )
+
+
+def _armed_faults(plan: AttemptPlan) -> str:
+    """`workload.faults[0]`: the spec's faults that can fire in this cell ('' for none)."""
+    faults = plan.workload.get("faults") if plan.workload is not None else None
+    armed = [
+        f"workload.faults[{n}]"
+        for n, fault in enumerate(faults if isinstance(faults, list) else ())
+        if not (isinstance(fault, dict) and fault.get("when") is False)
+    ]
+    return ", ".join(armed)
+
+
+def _with_shm(plan: AttemptPlan, line: str) -> str:
+    """`line` with the cell's `/dev/shm` size, as the local runner gives it (a private tmpfs).
+
+    A user and mount namespace of its own (`unshare`), so no root is needed where the
+    kernel allows unprivileged user namespaces; /dev/shm outside is untouched.
+    """
+    size = plan.environment.shm_size
+    if not size or plan.environment.image or plan.environment.dockerfile:
+        return line
+    inner = f"mount -t tmpfs -o size={size} tmpfs /dev/shm && {line}"
+    return f"unshare --mount --map-root-user --propagation private sh -c {shlex.quote(inner)}"
+
+
+# The port every instance's MASTER_PORT names (the engine picks a free one per attempt).
+INSTANCES_PORT = 29500
+
+
+def instances_loop(plan: AttemptPlan, line: str) -> str:
+    """`line` started as the N instances of `run.instances`, together, as sh runs it.
+
+    Each copy gets its instance's variables (process/childprotocol.Instance: the
+    engine's and torchrun's), all of them one fresh TMPDIR and XDG_CACHE_HOME (the
+    attempt's, which its instances share; the machine's with `shared_tmp`), and the
+    loop exits with the status of the last instance that failed (139: a SIGSEGV).
+    """
+    n = plan.copies
+    variables = (
+        f"REPROSPEC_INSTANCE=$i REPROSPEC_INSTANCES={n} RANK=$i LOCAL_RANK=$i "
+        f"WORLD_SIZE={n} LOCAL_WORLD_SIZE={n} MASTER_ADDR=127.0.0.1 "
+        f"MASTER_PORT={INSTANCES_PORT}"
+    )
+    shared = (
+        ""
+        if plan.environment.shared_tmp
+        else 'export TMPDIR="$(mktemp -d)" XDG_CACHE_HOME="$(mktemp -d)"\n'
+    )
+    return (
+        f"{shared}pids=\n"
+        f"for i in $(seq 0 {n - 1}); do\n"
+        f"  {variables} {line} &\n"
+        '  pids="$pids $!"\n'
+        "done\n"
+        "status=0\n"
+        'for pid in $pids; do wait "$pid" || status=$?; done\n'
+        "(exit $status)"
     )
 
 
@@ -107,13 +207,19 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
     if plan.copies > 1:
         notes.append(
             f"the run started {plan.copies} copies of this at the same moment "
-            "(run.instances): start as many together, one alone may not fail"
+            "(run.instances), past a start barrier: the loop starts them one after the "
+            "other, a few milliseconds apart"
         )
     settings = []
     if environment.image or environment.dockerfile:
         settings.append(f"the image {environment.image or environment.dockerfile}")
-    if environment.shm_size:
+    if environment.shm_size and (plan.copies > 1 or environment.image or environment.dockerfile):
         settings.append(f"/dev/shm of {format_size(environment.shm_size)}")
+    elif environment.shm_size:
+        notes.append(
+            f"`unshare` gives it a private /dev/shm of {format_size(environment.shm_size)}, "
+            "as the run did (a user namespace: no root needed where the kernel allows one)"
+        )
     if environment.memory:
         settings.append(f"a memory limit of {format_size(environment.memory)}")
     if environment.packages:

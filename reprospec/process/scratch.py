@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.units import format_size
+from reprospec.core.words import PRIVATE_TMP_LEFT
 from reprospec.process import leftovers, tree
 from reprospec.process.childprotocol import CACHE_DIR as CACHE
 from reprospec.process.childprotocol import TMP_DIR as TMP
@@ -247,7 +248,7 @@ def clean(scratch: Scratch) -> tuple[str, ...]:
             scratch.tmp.parent.rmdir()  # the pair's numbered folder
     warnings = []
     if parts:
-        warnings.append("removed what the attempt left in its private " + "; ".join(parts))
+        warnings.append(PRIVATE_TMP_LEFT + "; ".join(parts))
     if left:
         warnings.append(f"could not remove all of {', '.join(left)}")
     return tuple(warnings)

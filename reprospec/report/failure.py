@@ -13,7 +13,14 @@ from typing import TypedDict
 
 from reprospec.core.logtext import clean_log
 from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
-from reprospec.core.words import NOT_RUN, injected_phrase, outcome_phrase, plural, shorten
+from reprospec.core.words import (
+    NOT_RUN,
+    injected_phrase,
+    outcome_phrase,
+    plural,
+    shorten,
+    shorten_command,
+)
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
 
@@ -41,6 +48,9 @@ class FailureSection(TypedDict):
     native: str
     native_top: str
     native_details: str
+    # A hang's Python stacks (every process of the attempt), leading as a dead worker's does.
+    hang_stack: str
+    hang_fence: str
 
 
 class StackSection(TypedDict):
@@ -93,9 +103,19 @@ def summary_line(run: RunResult) -> str:
         head = f"{phrase} in {count} of {plural(s['cells'], 'cell')}" + _injected(injected)
     elif signatures:
         failed = sum(any(a.failed for a in c.attempts) for c in run.cells)
-        head = f"{failed} of {plural(s['cells'], 'cell')} failed: " + ", ".join(
-            f"{phrase} in {count}{_injected(injected)}" for phrase, count, injected in signatures
-        )
+        head = f"{failed} of {plural(s['cells'], 'cell')} failed"
+        if failed == 1:
+            # One cell failed more than one way: "in 1 ..., in 1" would read as two cells.
+            head += f", {len(signatures)} ways: " + ", ".join(
+                f"{phrase}{_injected(injected)}" for phrase, _, injected in signatures
+            )
+        else:
+            head += ": " + ", ".join(
+                f"{phrase} in {count}{_injected(injected)}"
+                for phrase, count, injected in signatures
+            )
+            if sum(count for _, count, _ in signatures) > failed:
+                head += " (a cell that failed more than one way counts in each)"
     elif s["infra_error"] and s["infra_error"] == ran:
         head = "Could not run"
     elif not ran:
@@ -187,6 +207,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     message = short(clean_log(outcome.message or "").strip())
     worker = short(attempt.stack or "") if _died_in_worker(outcome) else ""
     native = short(attempt.native or "")
+    hang = _stack_text(attempt.stack, short) if outcome.kind == "hang" else ""
     # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
     cut = native.find("<details>")
     native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
@@ -198,7 +219,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         ],
         "cell": cell.cell.id,
         "attempt": attempt.attempt,
-        "outcome": outcome_phrase(outcome),
+        "outcome": short(outcome_phrase(outcome)),
         "exception": outcome.exception,
         "message": message,
         "message_fence": fence_for(message),
@@ -218,7 +239,17 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "native": native,
         "native_top": native_top.strip(),
         "native_details": native_details.strip(),
+        "hang_stack": hang,
+        "hang_fence": fence_for(hang),
     }
+
+
+def _stack_text(stack: str | None, short: Callable[[str], str]) -> str:
+    """A stack dump for the report: paths named short, at most STACK_LINES lines."""
+    lines = short(clean_log(stack or "")).strip().split("\n")
+    if len(lines) > STACK_LINES:
+        lines = [*lines[:STACK_LINES], f"… ({len(lines) - STACK_LINES} more lines)"]
+    return "\n".join(lines).strip()
 
 
 def _died_in_worker(outcome: Outcome) -> bool:
@@ -254,16 +285,18 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
     """The first hang of each cell with its stacks, and the first crash of a child with its own."""
     short = (paths or PathNames({})).shorten
     out: list[StackSection] = []
+    first = first_failure(run)
+    # The first failure's hang stacks lead the Failure section: not shown twice.
+    shown = (first[0].cell.id, first[1].attempt) if first and first[2].kind == "hang" else None
     for cell in run.cells:
         for a in cell.attempts:
             if a.ran is None or not (
                 a.ran.kind == "hang" or (a.ran.kind == "crash" and a.ran.where == "child")
             ):
                 continue
-            lines = short(clean_log(a.stack or "")).strip().split("\n")
-            if len(lines) > STACK_LINES:
-                lines = [*lines[:STACK_LINES], f"… ({len(lines) - STACK_LINES} more lines)"]
-            text = "\n".join(lines)
+            if (cell.cell.id, a.attempt) == shown:
+                break
+            text = _stack_text(a.stack, short)
             if text:
                 out.append(
                     {
@@ -285,5 +318,5 @@ def _child_of(outcome: Outcome, short: Callable[[str], str]) -> str:
     if outcome.pid is not None:
         who += f" pid {outcome.pid}"
     if outcome.cmdline:
-        who += f" ({inline_code(shorten(short(outcome.cmdline), 80))})"
+        who += f" ({inline_code(shorten_command(short(outcome.cmdline), 80))})"
     return who

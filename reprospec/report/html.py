@@ -58,13 +58,16 @@ def inline(text: str) -> Markup:
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})[\w-]*\s*$")
 _DETAILS = re.compile(r"^<details><summary>(.*)</summary>\s*$")
+# The link native/render.py writes to an attempt's full gdb output, relative to the report.
+_NATIVE_LINK = re.compile(r"^Full native stacks \(gdb\): \[(cells/[^\]]+)\]\((cells/[^)]+)\)$")
 
 
 def fragment(text: str) -> Markup:
     """A markdown fragment of the report (the native stacks' text) as HTML.
 
     Only what those fragments use: paragraphs with `code`, bullet lists, fenced
-    blocks and `<details><summary>` folds; every piece of text is escaped.
+    blocks, `<details><summary>` folds and the link to the attempt's native-stacks.txt;
+    every piece of text is escaped.
     """
     out: list[str] = []
     fence: str | None = None
@@ -85,6 +88,9 @@ def fragment(text: str) -> Markup:
             in_list = False
         if opening:
             fence = opening.group(1)
+        elif (link := _NATIVE_LINK.match(line)) is not None and link[1] == link[2]:
+            target = html.escape(link[1])
+            out.append(f'<p>Full native stacks (gdb): <a href="{target}">{target}</a></p>')
         elif (details := _DETAILS.match(line)) is not None:
             out.append(f"<details><summary>{inline(details.group(1))}</summary>")
         elif line.strip() == "</details>":

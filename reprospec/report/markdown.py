@@ -252,7 +252,7 @@ def context(run: RunResult) -> dict[str, object]:
     axes = axes_of(run.cells)
     differs = cell_environments(run.cells)
     large = len(run.cells) > LARGE_RUN_CELLS
-    cells = [] if large else result_rows(run, axes, differs)
+    cells = [] if large else result_rows(run, axes, differs, short)
     spec_text = run.spec_text.rstrip("\n")
     rows = warning_rows(run)
     by_id = {c.cell.id: c for c in run.cells}
@@ -262,7 +262,7 @@ def context(run: RunResult) -> dict[str, object]:
     attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
-        "summary": summary_line(run),
+        "summary": short(summary_line(run)),
         # Shown as markdown, but unable to open a fence or a comment (markup.plain_markdown).
         "description": plain_markdown(run.description.strip()),
         "run": run,
@@ -281,7 +281,7 @@ def context(run: RunResult) -> dict[str, object]:
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,
-        "cell_groups": result_groups(run, differs) if large else [],
+        "cell_groups": result_groups(run, differs, short) if large else [],
         "large": large,
         "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
         "grid": grid,

@@ -18,6 +18,11 @@ _BEFORE = r"(?<![\w.~/-])"
 _AFTER = r"(?=/|$|[^\w.-])"
 
 
+# The engine's short scratch folders (process/scratch.py ORPHAN_PREFIX), each attempt's pair.
+_SCRATCH = re.compile(_BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER)
+_SCRATCH_NAMES = {"tmp": "<TMPDIR>", "cache": "<XDG_CACHE_HOME>"}
+
+
 class PathNames:
     """Shortens the paths of one run: `shorten(text)`; no labels, no change."""
 
@@ -42,8 +47,16 @@ class PathNames:
         )
 
     def shorten(self, text: str) -> str:
-        """`text` with every path under a known root named by its label."""
-        if self._pattern is None or not text:
+        """`text` with every path under a known root named by its label.
+
+        An attempt's private TMPDIR and XDG_CACHE_HOME in the engine's own temporary
+        folder (process/scratch.py: `/tmp/reprospec-tmp-PID-XXXX/N/tmp`) are named by
+        their variable, wherever the machine's temporary directory is.
+        """
+        if not text:
+            return text
+        text = _SCRATCH.sub(lambda m: _SCRATCH_NAMES[m[1]], text)
+        if self._pattern is None:
             return text
         return self._pattern.sub(self._name, text)
 

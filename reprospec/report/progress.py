@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
@@ -106,11 +107,13 @@ def results_table(run: RunResult) -> Table:
     """
     from rich.table import Table
 
+    from reprospec.report.paths import PathNames
     from reprospec.report.tables import LARGE_RUN_CELLS
 
+    short = PathNames(run.paths).shorten
     table = Table(title=text(f"{run.spec_name}: {run.run_id}"), title_justify="left")
     if len(run.cells) > LARGE_RUN_CELLS:
-        return _grouped(run, table)
+        return _grouped(run, table, short)
     table.add_column("", no_wrap=True)
     table.add_column("cell", no_wrap=True)
     table.add_column("expected")
@@ -122,18 +125,18 @@ def results_table(run: RunResult) -> Table:
             VERDICT_MARKS[cell.verdict],
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
-            text(attempts_phrase(cell.attempts)),
+            text(short(attempts_phrase(cell.attempts))),
             text(rate_phrase(cell.rate)),
             cell.verdict,
         )
     return table
 
 
-def _grouped(run: RunResult, table: Table) -> Table:
+def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table:
     from reprospec.report.environment import cell_environments
     from reprospec.report.tables import result_groups
 
-    groups = result_groups(run, cell_environments(run.cells))
+    groups = result_groups(run, cell_environments(run.cells), short)
     table.add_column("", no_wrap=True)
     table.add_column("cells")
     with_env = any(group["env"] for group in groups)

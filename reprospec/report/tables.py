@@ -135,36 +135,44 @@ def attempt_rows_across_cells(run: RunResult, short: Callable[[str], str]) -> li
 
 
 def result_rows(
-    run: RunResult, axes: Sequence[str], differs: CellEnvironments
+    run: RunResult,
+    axes: Sequence[str],
+    differs: CellEnvironments,
+    short: Callable[[str], str] = str,
 ) -> list[ResultRow]:
-    """One row per cell: its values of `axes`, expected, actual, rate, what differs in it."""
+    """One row per cell: its values of `axes`, expected, actual, rate, what differs in it.
+
+    `short` names paths short (report/paths.py): an outcome or reason can hold one.
+    """
     return [
         {
             "mark": VERDICT_MARKS[c.verdict],
             "id": c.cell.id,
             "values": [show_value(c.cell.matrix[a]) if a in c.cell.matrix else "—" for a in axes],
             "expected": expectation_phrase(c.expected),
-            "actual": attempts_phrase(c.attempts),
+            "actual": short(attempts_phrase(c.attempts)),
             "rate": rate_phrase(c.rate),
             "verdict": c.verdict,
-            "reason": c.reason,
+            "reason": short(c.reason),
             "env": ", ".join(differs.per_cell.get(c.cell.id, ())),
         }
         for c in run.cells
     ]
 
 
-def result_groups(run: RunResult, differs: CellEnvironments) -> list[ResultGroup]:
+def result_groups(
+    run: RunResult, differs: CellEnvironments, short: Callable[[str], str] = str
+) -> list[ResultGroup]:
     """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
     groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
     for c in run.cells:
         key = (
             c.verdict,
             expectation_phrase(c.expected),
-            attempts_phrase(c.attempts),
+            short(attempts_phrase(c.attempts)),
             rate_phrase(c.rate),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
-            c.reason if c.verdict not in ("reproduced", "observed") else "",
+            short(c.reason) if c.verdict not in ("reproduced", "observed") else "",
         )
         groups.setdefault(key, []).append(c)
     # Failures first: what a reader looks for; then the most cells first.

@@ -89,6 +89,7 @@ class AttemptFiles(TypedDict):
     events_path: Path
     gpu_slot: tuple[str, ...]
     harness: bool
+    timeout_s: float | None
 
 
 def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> AttemptFiles:
@@ -114,6 +115,7 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
         "gpu_slot": tuple(gpu_slot),
         # A workload's main process is the harness; a command's is the spec's own program.
         "harness": plan.workload is not None,
+        "timeout_s": plan.timeout_s,
     }
 
 

@@ -53,6 +53,23 @@ def _resolve_python(python: str | None) -> str:
     return os.path.abspath(os.path.expanduser(python))  # noqa: PTH100, PTH111
 
 
+def _unchosen(python: str) -> str | None:
+    """`python` here runs X, not the Y of your PATH: why a missing module may be ours.
+
+    None when the PATH's `python3` (or `python`) is in the same folder as `python`:
+    the person's own interpreter (an activated venv, the system's).
+    """
+    theirs = shutil.which("python3") or shutil.which("python")
+    if theirs is not None and os.path.dirname(os.path.abspath(theirs)) == os.path.dirname(python):  # noqa: PTH100, PTH120
+        return None
+    yours = f", not {theirs} of your PATH" if theirs else " (no python on your PATH)"
+    return f"`python` in the command ran reprospec's own interpreter {python}{yours}"
+
+
+# A command that runs `python` or `python3` by name (the shims resolve it to ours).
+_BARE_PYTHON = re.compile(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
+
+
 def _prepend_path(value: str | None, *entries: str) -> str:
     parts = [*entries]
     if value:
@@ -64,6 +81,8 @@ class LocalRunner:
     """Runs attempts as child processes of `python` (default: the engine's own interpreter)."""
 
     name = "local"
+    # Said after a cell's missing packages; the venv runner (which installs them) says none.
+    packages_hint = "; `--runner venv` builds an environment that has them"
 
     def __init__(
         self,
@@ -74,6 +93,10 @@ class LocalRunner:
         keep_cores: bool = False,
     ) -> None:
         self.python = _resolve_python(python)
+        # Whether the person chose the interpreter that `python` in a command runs: given
+        # with --python, or the `python` of their own PATH. Else it is the one reprospec was
+        # installed into (a pipx or `uv tool` venv), which has only reprospec's packages.
+        self.unchosen = None if python is not None else _unchosen(self.python)
         # Where the torch part of the environment capture is kept between runs.
         self.cache_dir = cache_dir
         # gdb stacks of crashes (from cores) and hangs (attached): native.py.
@@ -280,6 +303,8 @@ class LocalRunner:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
             refused = self._packages.reason(self.python, packages, env=env, cwd=plan.workdir)
+            if refused and self.packages_hint:
+                refused += self.packages_hint
             if refused:
                 if scratch_dirs is not None:
                     scratch.clean(scratch_dirs)
@@ -349,6 +374,9 @@ class LocalRunner:
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
             ended_at=result.ended_at,
+            unchosen_python=(
+                self.unchosen if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv)) else None
+            ),
             **base,
         )
 

@@ -148,6 +148,7 @@ class VenvRunner:
                     self._errors[section] = reason
                 return None, reason
             runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
+            runner.packages_hint = ""  # installed here: a miss is the build's, not a choice
             with self._lock:
                 self._keys[section] = env.key
                 self._envs[env.key] = env

@@ -407,8 +407,23 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
         )
     ]
     if not kept:
-        raise UsageError(f"no cell matches {' '.join('-m ' + f for f in filters)}")
+        raise UsageError(
+            f"no cell matches {' '.join('-m ' + f for f in filters)}: {_no_match(cells, wanted)}"
+        )
     return kept
+
+
+def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, str]]]) -> str:
+    """Why no cell matched: each axis whose value no cell has, with the values it holds."""
+    missing = []
+    for axis, values in wanted.items():
+        if not any(
+            axis in c.matrix and any(_value_matches(c.matrix[axis], v) for v in values)
+            for c in cells
+        ):
+            held = dict.fromkeys(render_value(c.matrix[axis]) for c in cells if axis in c.matrix)
+            missing.append(f"axis '{axis}' holds {', '.join(held)}")
+    return "; ".join(missing) or "each value is in some cell, but no cell has them all"
 
 
 def _value_matches(actual: JsonValue, wanted: tuple[JsonValue, str]) -> bool:

@@ -27,6 +27,7 @@ class _Validator(Protocol):
 
     def iter_errors(self, instance: JsonValue) -> Iterable[ValidationError]: ...
 
+
 EXPR_REF = "#/$defs/expr"
 
 
@@ -125,6 +126,24 @@ def _resolve(schema: JsonValue) -> JsonValue:
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             return _resolve(_defs()[ref.split("/")[-1]])
     return schema
+
+
+def _homes(key: str, top: Mapping[str, JsonValue]) -> list[str]:
+    """The top-level sections whose own keys include `key` (`cases` -> `expect`)."""
+    properties = top.get("properties")
+    homes = []
+    for name, section in properties.items() if isinstance(properties, dict) else ():
+        resolved = _resolve(section)
+        branches = [resolved]
+        if isinstance(resolved, dict):
+            branches += [_resolve(b) for b in _list(resolved.get("anyOf"))]
+            branches += [_resolve(b) for b in _list(resolved.get("oneOf"))]
+        for branch in branches:
+            keys = branch.get("properties") if isinstance(branch, dict) else None
+            if isinstance(keys, dict) and key in keys:
+                homes.append(name)
+                break
+    return homes
 
 
 def _is_expr(schema: JsonValue) -> bool:
@@ -282,7 +301,13 @@ class _Translator:
         for key in error.instance:
             if key in allowed:
                 continue
-            hint = suggest(str(key), allowed) or f" (expected one of {', '.join(allowed)})"
+            homes = _homes(str(key), error.schema) if not path else []
+            hint = (
+                f" (did you mean {' or '.join(f'`{h}.{key}`' for h in homes)}?"
+                " It belongs under that section)"
+                if homes
+                else suggest(str(key), allowed) or f" (expected one of {', '.join(allowed)})"
+            )
             message = f"unknown key '{shorten(str(key))}'{hint}"
             out.append(self._at((*path, key), message, key=True))
         return out
@@ -362,9 +387,7 @@ def _child(schema: JsonValue, key: str | int) -> JsonValue:
     if not isinstance(schema, dict):
         return None
     found: list[JsonValue] = [
-        child
-        for branch in _list(schema.get("anyOf"))
-        if (child := _child(branch, key)) is not None
+        child for branch in _list(schema.get("anyOf")) if (child := _child(branch, key)) is not None
     ]
     if isinstance(key, str):
         properties = schema.get("properties")

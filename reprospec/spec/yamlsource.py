@@ -164,8 +164,10 @@ def _construct_core_float(loader: _SpecLoader, node: yaml.Node) -> float:
 
 _SAFE = yaml.constructor.SafeConstructor.yaml_constructors
 _SpecLoader.yaml_constructors = {
-    **{f"tag:yaml.org,2002:{tag}": _SAFE[f"tag:yaml.org,2002:{tag}"]
-       for tag in ("null", "bool", "str", "seq", "map")},
+    **{
+        f"tag:yaml.org,2002:{tag}": _SAFE[f"tag:yaml.org,2002:{tag}"]
+        for tag in ("null", "bool", "str", "seq", "map")
+    },
     "tag:yaml.org,2002:int": _construct_core_int,
     "tag:yaml.org,2002:float": _construct_core_float,
     None: _SAFE[None],  # any other tag: refused (the walk names it first)
@@ -222,9 +224,7 @@ class _SpecDumper(
         # Block style, keys in the order given, non-ASCII text as itself.
         yaml.emitter.Emitter.__init__(self, stream, allow_unicode=True)
         yaml.serializer.Serializer.__init__(self)
-        yaml.representer.SafeRepresenter.__init__(
-            self, default_flow_style=False, sort_keys=False
-        )
+        yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
         _CoreResolver.__init__(self)
 
 
@@ -328,7 +328,22 @@ def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
         # pyyaml splits some sentences in two: "expected X" + "but found Y".
         joined = exc.problem.startswith("but ")
         what = f"{exc.context}, {exc.problem}" if joined else f"{exc.problem} ({exc.context})"
+    at = line + line_offset
+    if "'\\t'" in what:
+        what += f"; YAML indents with spaces, never tabs: check the indentation of line {at}"
+    elif any(sign in what for sign in _INDENTATION_SIGNS):
+        what += f"; check the indentation of line {at} and the lines above it"
     return Problem(line + line_offset, col, None, f"invalid YAML: {what}")
+
+
+# pyyaml's words for a line indented more or less than its block allows.
+_INDENTATION_SIGNS = (
+    "mapping values are not allowed here",
+    "expected <block end>",
+    "did not find expected key",
+    "did not find expected '-' indicator",
+    "could not find expected ':'",
+)
 
 
 class _Walk:

@@ -18,7 +18,7 @@ from reprospec.core import expr
 from reprospec.core.expr import same
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.sections import DEFAULT_PHASES
-from reprospec.core.units import parse_step
+from reprospec.core.units import parse_rate, parse_step, undecidable_rate
 from reprospec.spec import schema
 from reprospec.spec.matrix import render_value
 from reprospec.spec.yamlsource import shorten
@@ -76,6 +76,7 @@ class ExpectChecks:
         outcome = expect.get("outcome")
         self.contradictions(("expect",), expect, outcome)
         self.expected_phase(("expect", "phase"), expect.get("phase"))
+        self.rate(("expect", "rate"), expect.get("rate"))
         cases = expect.get("cases")
         for index, case in enumerate(cases if isinstance(cases, list) else ()):
             if not isinstance(case, dict):
@@ -89,6 +90,7 @@ class ExpectChecks:
             else:
                 self.contradictions(path, case, outcome, inherited=True)
             self.expected_phase((*path, "phase"), case.get("phase"))
+            self.rate((*path, "rate"), case.get("rate"))
             when = case.get("when")
             for key, value in when.items() if isinstance(when, dict) else ():
                 if key not in self.all_axes:
@@ -200,6 +202,16 @@ class ExpectChecks:
             hint = schema.suggest(phase, names) or f" (phases: {', '.join(names)})"
             self.add(path, f"unknown phase '{phase}'{hint}")
 
+    def rate(self, path: JsonPath, value: JsonValue) -> None:
+        """A bound the Wilson interval can decide (`>=1` never is: `==1` is meant)."""
+        try:
+            bound = parse_rate(value)
+        except ValueError:
+            return  # the schema words a malformed bound
+        why = undecidable_rate(bound)
+        if why is not None:
+            self.add(path, f"rate {value!r} {why}")
+
     def step(self, path: JsonPath, value: JsonValue) -> None:
         if isinstance(value, str) and ".." in value:
             try:
@@ -264,8 +276,9 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
         "a stage is only recorded with outcome error, crash or hang (or fail)",
     ),
 }
-# Phases the harness reports before the workload's own (reprospec_harness/run.py).
-_HARNESS_PHASES = ("import", "setup")
+# Phases the harness reports before the workload's own (reprospec_harness/run.py), and
+# `exit`: where a program that said it was done hangs (outcome/evidence.py EXIT_PHASE).
+_HARNESS_PHASES = ("import", "setup", "exit")
 
 
 def _is_int(value: object) -> TypeGuard[int]:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from reprospec import venvs
 from reprospec.bisect.search import DEFAULT_ERROR, attempts_to_see
-from tests.support.cli import ROOT, SPECS, Cli
+from tests.support.cli import ROOT, Cli
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-bisectdemo"
-SQLPARSE_SPEC = SPECS / "bisect" / "sqlparse-reindent.yaml"
+SQLPARSE_SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
 
 
 def shared_envs() -> dict[str, str]:

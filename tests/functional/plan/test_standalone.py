@@ -243,13 +243,26 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     assert "- [ ] `helper.py`" in report
 
 
-def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
+def test_an_injected_failure_has_no_standalone_repro(tmp_path: Path) -> None:
+    # repro.py leaves the spec's faults out: it would pass, so it is not offered.
     result = _run(tmp_path, PASS_SPEC)
     outcome = result.cells[0].attempts[0].ran
     assert outcome is not None
     assert outcome.kind == "error"  # the injected exception
-    standalone = result.standalone
-    assert standalone is not None
+    assert outcome.injected == "workload.faults[0]"
+    assert result.standalone is not None
+    assert "no standalone repro of an injected failure" in result.standalone.unavailable
+    folder = tmp_path / "out" / "runs" / result.run_id
+    assert not (folder / "repro.py").exists()
+    report = (folder / "report.md").read_text()
+    assert "no standalone repro of an injected failure" in report
+    assert "python repro.py" not in report
+
+
+def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(PASS_SPEC.replace("{outcome: error}", "{outcome: pass}"))
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    standalone = standalone_of(plan, tmp_path)
     assert any("workload.faults" in note for note in standalone.notes)
     assert 'os.environ["OMP_NUM_THREADS"] = "1"' in standalone.script.replace("'", '"')
     # A secret is named, never written: not in the script, the report or results.json.
@@ -287,20 +300,22 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     assert standalone is not None
     assert standalone.kind == "command"
     assert standalone.run == (
-        'cd app && MODE=crash CONF=conf/a.yaml API_TOKEN="$API_TOKEN" '
-        "python main.py --config=conf/a.yaml --seed 3"
+        "cd app && unshare --mount --map-root-user --propagation private sh -c 'mount -t "
+        "tmpfs -o size=67108864 tmpfs /dev/shm && MODE=crash CONF=conf/a.yaml "
+        'API_TOKEN="$API_TOKEN" python main.py --config=conf/a.yaml --seed 3\''
     )
     assert standalone.env["API_TOKEN"] == "***"
     assert standalone.files == ("conf/a.yaml", "main.py", "util.py")
     assert standalone.notes == (
-        "the run gave the cell /dev/shm of 64.0 MiB; a plain command line does not",
+        "`unshare` gives it a private /dev/shm of 64.0 MiB, as the run did (a user namespace: "
+        "no root needed where the kernel allows one)",
     )
     ran = subprocess.run(["sh", "-c", standalone.run], cwd=tmp_path, capture_output=True,
                          text=True, timeout=60)
     assert ran.returncode == 128 + signal.SIGSEGV
     assert "util a: 1" in ran.stdout
     report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
-    assert "```sh\ncd app && MODE=crash" in report
+    assert "```sh\ncd app && unshare --mount" in report
     assert "- [ ] `conf/a.yaml`" in report
     assert not (tmp_path / "out" / "runs" / result.run_id / "repro.py").exists()
 

@@ -129,8 +129,10 @@ def test_spec_strings_are_data_never_template_source() -> None:
 
 def test_hang_stacks_come_from_the_attempt() -> None:
     text = render(hang_run(), "md")
-    assert "<details><summary>Stacks</summary>" in text
-    assert "sock_client.py" in text  # attempt 1's stacks: the first hang of the cell
+    # The first hang's stacks lead the Failure section (not folded at the end).
+    failure = text.split("## Failure", 1)[1].split("\n## ", 1)[0]
+    assert "The Python stacks of the hung processes" in failure
+    assert "sock_client.py" in failure  # attempt 1's stacks: the first hang of the cell
     assert 'File "wandb/__init__.py", line 3 in <module>' in text
     assert "2/3 (95% CI 0.21–0.94)" in text
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text

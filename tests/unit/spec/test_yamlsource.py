@@ -126,7 +126,8 @@ def test_syntax_errors_are_located() -> None:
         "f.yaml:2:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence)"
     ]
     assert problems("a: 1\n b: 2\n") == [
-        "f.yaml:2:3: invalid YAML: mapping values are not allowed here"
+        "f.yaml:2:3: invalid YAML: mapping values are not allowed here; check the indentation"
+        " of line 2 and the lines above it"
     ]
     assert problems("a: 1\n---\nb: 2\n") == [
         "f.yaml:2:1: invalid YAML: expected a single document in the stream,"

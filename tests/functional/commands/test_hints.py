@@ -1,0 +1,91 @@
+"""Hints where a person is stuck: each message says what to do next.
+
+Real CLI runs: the local runner missing a cell's packages, `-m` matching nothing,
+tabs and bad indentation in YAML, a top-level key of another section, rerunning a
+run folder's copy of the spec, and the README's `pytest --reprospec specs/`
+collecting an example the local runner cannot run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec import api
+from tests.support.cli import SPECS, Cli
+
+
+def test_missing_packages_on_the_local_runner_name_the_venv_runner(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: pkgs\nenvironment: {packages: ['reprospec-absent-pkg==1.0']}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 3, result.stdout + result.stderr
+    reason = result.results()["cells"][0]["reason"]
+    assert "reprospec-absent-pkg" in reason
+    assert "`--runner venv` builds an environment that has them" in reason
+
+
+def test_a_filter_matching_nothing_lists_the_axis_values(cli: Cli) -> None:
+    result = cli("plan", str(SPECS / "segfault.yaml"), "-m", "num_workers=3")
+    assert result.code == 2
+    assert "no cell matches -m num_workers=3: axis 'num_workers' holds 0, 2" in result.stderr
+
+
+def test_tabs_and_indentation_say_check_the_indentation(cli: Cli, tmp_path: Path) -> None:
+    tab = tmp_path / "tab.yaml"
+    tab.write_text("reprospec: 1\nname: x\ncommand: echo\nexpect:\n\toutcome: pass\n")
+    indent = tmp_path / "indent.yaml"
+    indent.write_text(
+        "reprospec: 1\nname: x\ncommand: echo\nexpect:\n  outcome: crash\n signal: SIGSEGV\n"
+    )
+    result = cli("validate", str(tab), str(indent))
+    assert result.code == 2
+    text = result.stdout + result.stderr
+    assert "tab.yaml:5:1: invalid YAML" in text
+    assert "never tabs: check the indentation of line 5" in text
+    assert "indent.yaml:6:" in text
+    assert "check the indentation of line 6" in text
+
+
+def test_a_key_of_another_section_at_the_top_says_where_it_belongs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: x\ncommand: echo\nexpect: {outcome: pass}\n"
+        "cases:\n  - when: {a: 1}\n    outcome: pass\ntimeout: 3s\n"
+    )
+    result = cli("validate", str(spec))
+    assert result.code == 2
+    text = result.stdout + result.stderr
+    assert "spec.yaml:5:1: (top level): unknown key 'cases' (did you mean `expect.cases`?" in text
+    assert "unknown key 'timeout' (did you mean `run.timeout`?" in text
+
+
+def test_running_a_run_folders_spec_copy_points_at_the_report(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: copy\nenvironment: {workdir: work}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n"
+    )
+    first = cli("run", str(spec))
+    assert first.code == 0, first.stdout + first.stderr
+    folder = first.latest_run()
+    again = cli("run", str(folder / "spec.yaml"))
+    assert again.code == 2, again.stdout + again.stderr
+    assert f"Rerun it with `reprospec run {folder / 'report.md'}`" in again.stderr
+    assert f"`reprospec bundle {folder} -o run.tar.gz`" in again.stderr
+
+
+def test_every_spec_the_readme_runs_needs_no_packages_the_local_runner_lacks() -> None:
+    # `pytest --reprospec specs/` and `reprospec run specs/X` use the local runner: an
+    # example whose cells declare packages (the bisect example) lives outside specs/.
+    for path in sorted(SPECS.rglob("*.yaml")):
+        plan = api.plan_run(api.load_spec(path))
+        declared = {p for a in plan.attempts for p in a.environment.packages}
+        assert not declared, f"{path.relative_to(SPECS.parent)} declares {sorted(declared)}"

@@ -1,0 +1,45 @@
+"""`doctor SPEC` checks what the spec needs: a spec of commands needs no torch.
+
+Real `reprospec doctor` runs against an interpreter without torch (the test's own,
+started with -S so its site-packages are not seen). Before, a command spec failed
+doctor (exit 1) on "torch is not installed", which no attempt of it would import.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.support.cli import SPECS, Cli
+
+
+def _no_torch(tmp_path: Path) -> Path:
+    python = tmp_path / "python-without-torch"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
+def test_a_command_spec_does_not_fail_on_torch(cli: Cli, tmp_path: Path) -> None:
+    result = cli("doctor", str(SPECS / "hang.yaml"), "--python", str(_no_torch(tmp_path)))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "SKIP  torch             the spec needs no torch (torch is not installed" in (
+        result.stdout
+    )
+
+
+def test_a_workload_spec_still_does(cli: Cli, tmp_path: Path) -> None:
+    result = cli("doctor", str(SPECS / "segfault.yaml"), "--python", str(_no_torch(tmp_path)))
+    assert result.code == 1, result.stdout + result.stderr
+    assert "FAIL  torch" in result.stdout
+
+
+def test_a_command_spec_that_declares_torch_still_does(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: t\nenvironment: {packages: ['torch>=2']}\n"
+        "command: python -c 'import torch'\nexpect: {outcome: pass}\n"
+    )
+    result = cli("doctor", str(spec), "--python", str(_no_torch(tmp_path)))
+    assert result.code == 1, result.stdout + result.stderr
+    assert "FAIL  torch" in result.stdout

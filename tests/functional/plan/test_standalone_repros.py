@@ -1,0 +1,102 @@
+"""Every standalone repro the example specs offer fails the way the spec expects.
+
+For each cell of `specs/*.yaml` that expects a failure, the repro the report would
+offer (plan/standalone.py) is run as a person would: the command line with `sh`
+from the spec's folder, or `python repro.py` in an empty folder with the files it
+needs. It must fail the same way: the expected signal, an error (with the expected
+message), or still running at twice the spec's timeout. A repro that is not offered
+must say why. Before, `specs/instances-shared-cache.yaml` offered one command line
+(one rank 0 passes), `specs/segfault.yaml` offered a repro.py without its injected
+fault (it passes), and `specs/workload-shm-exhaustion.yaml` one without its 64 MB
+/dev/shm (it passes).
+
+The workload repros import torch: on a loaded machine each takes up to a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec import api
+from reprospec.core.inputs import AttemptPlan
+from reprospec.plan.standalone import REPRO_PY, standalone_of
+from tests.support.cli import SPECS
+
+
+def _failing_cells() -> list[tuple[Path, AttemptPlan]]:
+    found = []
+    for path in sorted(SPECS.glob("*.yaml")):
+        plan = api.plan_run(api.load_spec(path))
+        seen: set[str] = set()
+        for attempt in plan.attempts:
+            if attempt.cell.id not in seen and attempt.expectation.outcome != "pass":
+                seen.add(attempt.cell.id)
+                found.append((path, attempt))
+    return found
+
+
+CELLS = _failing_cells()
+
+
+def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
+    """(exit status, or None when still running at `timeout`; the output)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out
+    return proc.returncode, out
+
+
+@pytest.mark.parametrize(("spec", "plan"), CELLS, ids=[f"{s.stem}[{p.cell.id}]" for s, p in CELLS])
+def test_an_offered_standalone_repro_fails_the_same_way(
+    spec: Path, plan: AttemptPlan, tmp_path: Path
+) -> None:
+    standalone = standalone_of(plan, spec.parent)
+    expect = plan.expectation
+    if standalone.unavailable:
+        # Not offered: the section says plainly why.
+        assert re.search(r"no standalone (repro|script)", standalone.unavailable)
+        return
+    folder = spec.parent
+    if standalone.script:
+        folder = tmp_path
+        (folder / REPRO_PY).write_text(standalone.script)
+        for name in standalone.files:
+            shutil.copy(spec.parent / standalone.workdir / name, folder / name)
+    hang = expect.outcome == "hang"
+    status, out = _run(["sh", "-c", standalone.run], folder, 2 * plan.timeout_s if hang else 240)
+    if hang:
+        assert status is None, out[-2000:]
+        return
+    assert status is not None, out[-2000:]
+    assert status != 0, out[-2000:]
+    signalled = status < 0 or status > 128
+    if expect.outcome == "crash":
+        number = -status if status < 0 else status - 128
+        assert signalled, out[-2000:]
+        assert not expect.signals or signal.Signals(number).name in expect.signals
+    elif expect.outcome == "error":
+        assert not signalled, out[-2000:]
+        if expect.message:
+            assert re.search(expect.message, out), out[-2000:]

@@ -1,0 +1,120 @@
+"""What the user reads first: the headline, the outcome and the Failure section.
+
+Real runs through the CLI. Before: a hang's Python stack sat in a folded section at
+the end while the Failure section showed only native frames, and gdb's whole
+output was pasted twice per cell; a crashed child's command line was an absolute
+venv path cut mid-argument; one cell that failed two ways read "in 1, ... in 1".
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from reprospec.core.words import shorten_command
+from reprospec.report.paths import PathNames
+from tests.support.cli import Cli
+
+_DEADLOCK = """\
+import threading
+def collate_lock_wait():
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()
+collate_lock_wait()
+"""
+
+
+def _write(tmp_path: Path, job: str, spec: str) -> Path:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "job.py").write_text(job)
+    path = tmp_path / "spec.yaml"
+    path.write_text("reprospec: 1\nname: first-read\nenvironment: {workdir: work}\n" + spec)
+    return path
+
+
+def _report(result_out: Path) -> str:
+    runs = sorted((result_out / "runs").iterdir())
+    return (runs[-1] / "report.md").read_text()
+
+
+def test_a_hangs_python_stack_leads_the_failure_and_gdb_is_linked(cli: Cli, tmp_path: Path) -> None:
+    spec = _write(
+        tmp_path, _DEADLOCK, "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    report = _report(result.out)
+    failure = report.split("## Failure", 1)[1].split("\n## ", 1)[0]
+    assert "The Python stacks of the hung processes" in failure
+    assert 'job.py", line 5 in collate_lock_wait' in failure
+    # Shown once: not again in a Stacks section below.
+    assert report.count("in collate_lock_wait") == 1
+    # gdb's whole output is in the attempt folder, linked; only top frames in the report.
+    assert "Native stacks (gdb)" not in report
+    link = re.search(r"Full native stacks \(gdb\): \[(cells/[^\]]+native-stacks\.txt)\]", report)
+    if link is not None:  # gdb installed: the link names a file that is there
+        run_dir = result.latest_run()
+        assert (run_dir / link[1]).is_file()
+
+
+def test_one_cell_that_failed_two_ways_reads_as_one(cli: Cli, tmp_path: Path) -> None:
+    # Attempt 1 raises ValueError, attempt 2 KeyError (a counter in the workdir).
+    job = (
+        "import pathlib\np = pathlib.Path('n'); n = int(p.read_text()) if p.exists() else 0\n"
+        "p.write_text(str(n + 1))\nraise (ValueError if n % 2 == 0 else KeyError)('boom')\n"
+    )
+    spec = _write(
+        tmp_path, job, "command: python job.py\nrun: {repeat: 2}\nexpect: {outcome: error}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    headline = _report(result.out).split("**", 2)[1]
+    assert headline.startswith("1 of 1 cell failed, 2 ways: error exit 1 ValueError"), headline
+    assert " in 1" not in headline.split(";")[0]
+
+
+def test_a_crashed_childs_command_is_named_short_and_cut_between_arguments(
+    cli: Cli, tmp_path: Path
+) -> None:
+    job = (
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'import ctypes; ctypes.string_at(0)',"
+        " '--a-long-argument-that-does-not-fit'], check=True)\n"
+    )
+    spec = _write(
+        tmp_path, job, "command: python job.py\nexpect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    report = _report(result.out)
+    venv = str(Path(sys.prefix))
+    # The headline, the Failure section and the results table: no absolute venv path.
+    first = report.split("## How to reproduce", 1)[0].split("Log excerpt:", 1)[0]
+    assert venv not in first
+    assert "(child pid" in first
+    assert "<venv>/bin/python -c import ctypes;" in first
+    # Cut between arguments, never inside one.
+    assert "--a-long-)" not in report
+    assert "--a-long-argument-that-does-not-fit)" in first or "ctypes; ...)" in first
+
+
+def test_a_private_tmpdir_and_a_long_command_read_short() -> None:
+    names = PathNames({})
+    text = "cannot open /tmp/reprospec-tmp-4242-ab_c9/3/tmp/kernels/k.bin: bad magic"
+    assert names.shorten(text) == "cannot open <TMPDIR>/kernels/k.bin: bad magic"
+    command = "python cffi_crash_with_a_long_name.py --iterations 100 --library ./libcrash.so"
+    cut = shorten_command(command, 60)
+    assert cut == "python cffi_crash_with_a_long_name.py --iterations 100 ..."
+    assert all(word in command.split(" ") for word in cut.split(" ")[:-1])
+
+
+def test_the_html_report_links_the_full_native_stacks() -> None:
+    from reprospec.report.html import fragment
+
+    link = "cells/default/1/native-stacks.txt"
+    page = str(fragment(f"Full native stacks (gdb): [{link}]({link})\n"))
+    assert f'<a href="{link}">{link}</a>' in page
+    hostile = 'cells/x"><script>'
+    assert "<script>" not in str(fragment(f"Full native stacks (gdb): [{hostile}]({hostile})"))
