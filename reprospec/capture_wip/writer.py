@@ -10,6 +10,7 @@ and what the capture could not know marked `TODO` (and listed by `todo`).
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from reprospec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
 WIDTH = 96
-SCHEMA_LINE = "# yaml-language-server: $schema=https://reprospec.dev/schema/v1.json"
+# Header comments are wrapped to this width.
+COMMENT_WIDTH = 88
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,13 @@ class Draft:
 
 def render_spec(draft: Draft) -> str:
     """The spec text of `draft`."""
-    out: list[str] = [SCHEMA_LINE]
-    out += [f"# {line}".rstrip() for line in draft.header]
+    out: list[str] = []
+    for line in draft.header:
+        indent = line[: len(line) - len(line.lstrip())]
+        wrapped = textwrap.wrap(
+            line, COMMENT_WIDTH, subsequent_indent=indent + "  ", break_on_hyphens=False
+        )
+        out += [f"# {part}".rstrip() for part in wrapped or [""]]
     if draft.todo:
         out.append("#")
         out.append("# TODO (left to fill in):")
@@ -142,13 +149,25 @@ def _command(command: str) -> list[str]:
     one = _pair("command", command)
     if len(one) <= WIDTH and "\n" not in one:
         return [one]
-    wrapped = textwrap.wrap(command, WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    wrapped = _wrap_words(command, WIDTH - 2)
     folded = "command: >-\n" + "\n".join(f"  {line}" for line in wrapped)
     try:
         same = yaml.safe_load(folded) == {"command": command}
     except yaml.YAMLError:
         same = False
     return folded.split("\n") if same else dump_yaml({"command": command}).rstrip().split("\n")
+
+
+def _wrap_words(command: str, width: int) -> list[str]:
+    """Lines of at most `width` (a longer word alone), never breaking inside `${{ }}`."""
+    words = re.findall(r"(?:[^\s$]|\$(?!\{\{))*(?:\$\{\{.*?\}\}(?:[^\s$]|\$(?!\{\{))*)*", command)
+    lines: list[str] = []
+    for word in (w for w in words if w):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def _pair(key: str, value: JsonValue) -> str:
