@@ -255,7 +255,7 @@ def message_pattern(message: str) -> str:
     """The exception message's first line as a regex: escaped, numbers (pids, addresses,
     sizes) as `\\d+`, cut at MAX_MESSAGE_CHARS."""
     first = message.strip().split("\n", 1)[0][:MAX_MESSAGE_CHARS]
-    pattern = re.escape(first)
+    pattern = re.escape(first).replace("\\ ", " ")  # a space needs no escape: easier to read
     return re.sub(
         r"(?:0x[0-9a-fA-F]+|\d+)",
         lambda m: r"(?:0x)?[0-9a-f]+" if m[0].startswith("0x") else r"\d+",
@@ -398,7 +398,7 @@ def _draft(
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
     expect, comments = expectation(observed) if observed else ({}, {})
-    axes = tuple(_axis(toggle) for toggle in proposal.toggles)
+    axes = tuple(axis_for(toggle) for toggle in proposal.toggles)
     header = _header(request, observed, hydra, proposal, last_import, run_id)
     return Draft(
         name=name,
@@ -419,7 +419,8 @@ def _draft(
     )
 
 
-def _axis(toggle: Toggle) -> Axis:
+def axis_for(toggle: Toggle) -> Axis:
+    """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
     if toggle.suggestion is None:
         return Axis(toggle.axis, (toggle.value,), f"from `{toggle.text}`")
     wider = f"[{_show_value(toggle.value)}, {_show_value(toggle.suggestion.value)}]"
@@ -518,17 +519,17 @@ def _name(stem: str, observed: Observed) -> str:
             parts.append(observed.outcome.signal.lower())
         elif observed.outcome.exception:
             parts.append(observed.outcome.exception.rsplit(".", 1)[-1].lower())
-    return _slug("-".join(parts))
+    return slug("-".join(parts))
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
     return (slug or "captured")[:60]
 
 
 def script_stem(argv: tuple[str, ...]) -> str:
     script = _script(argv)
-    return _slug(Path(script).stem if script else Path(argv[0]).name)
+    return slug(Path(script).stem if script else Path(argv[0]).name)
 
 
 def _script(argv: tuple[str, ...]) -> str | None:

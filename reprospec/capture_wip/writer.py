@@ -82,7 +82,9 @@ def render_spec(draft: Draft) -> str:
     if draft.todo:
         out.append("#")
         out.append("# TODO (left to fill in):")
-        out += [f"#   - {item}" for item in draft.todo]
+        for item in draft.todo:
+            wrapped = textwrap.wrap(f"  - {item}", COMMENT_WIDTH, subsequent_indent="    ")
+            out += [f"# {part}" for part in wrapped]
     out.append("reprospec: 1")
     out.append(_pair("name", draft.name))
     if draft.title:
@@ -129,19 +131,31 @@ def _environment(draft: Draft) -> list[str]:
     if draft.packages:
         lines.append("  packages:")
         lines += [f"    - {_scalar(p)}" for p in draft.packages]
-    if draft.env:
+    live = [env for env in draft.env if not env.commented]
+    suggested = [env for env in draft.env if env.commented]
+    if live:
         lines.append("  env:")
-        for env in draft.env:
-            text = f"{env.name}: {_scalar(env.value)}"
-            if env.commented:
-                lines.append(f"    # {text}" + (f"  # {env.comment}" if env.comment else ""))
-            else:
-                lines.append(f"    {text}" + (f"  # {env.comment}" if env.comment else ""))
-        if all(env.commented for env in draft.env):
-            lines.append("    {}")
+        for env in live:
+            text = f"    {env.name}: {_scalar(env.value)}"
+            lines.append(text + (f"  # {env.comment}" if env.comment else ""))
     if draft.public_env:
         lines.append("  public_env: " + _flow(list(draft.public_env)))
-    return ["environment:", *lines, ""] if lines else []
+    comments = []
+    if suggested:
+        comments.append("  # worth a try, in env:" if live else "  # worth a try:")
+        comments.append("  # env:" if not live else "")
+        comments = [c for c in comments if c]
+        for env in suggested:
+            text = f"  #   {env.name}: {_scalar(env.value)}"
+            comments.append(text + (f"  # {env.comment}" if env.comment else ""))
+    if not lines:
+        # Nothing to set: the suggestions stay comments, with no empty section around them.
+        return (
+            ["# environment:", *(f"#{c[1:]}" if c.startswith(" ") else c for c in comments), ""]
+            if comments
+            else []
+        )
+    return ["environment:", *lines, *comments, ""]
 
 
 def _command(command: str) -> list[str]:
