@@ -13,6 +13,7 @@ and overrides become one-value matrix axes. The spec is then run once more
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -84,6 +85,8 @@ class Observed:
     matched: int
     attempts: int
     infra_error: str | None = None
+    # The step of every attempt with the outcome's signature (a range when they differ).
+    steps: tuple[int, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -144,7 +147,15 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     files = local_files(modules, workdir, _script_dir(request.argv, workdir))
     packages = distributions(modules)
     hydra = hydra_overrides(workdir, started)
-    last_import = _last_import(run_dir, attempts)
+    last_import = next(
+        (
+            found
+            for a in attempts
+            if a.ran is not None and a.ran.kind == "hang"
+            if (found := hung_import(a.stack, workdir))
+        ),
+        None,
+    )
 
     final = _draft(
         request,
@@ -198,10 +209,11 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
     failures = [o for o in outcomes if o.kind != "pass"] or outcomes
     signature, count = Counter(o.signature for o in failures).most_common(1)[0]
     chosen = next(o for o in failures if o.signature == signature)
-    return Observed(chosen, count, len(outcomes))
+    steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
+    return Observed(chosen, count, len(outcomes), steps=steps)
 
 
-def expectation(observed: Observed) -> tuple[JsonObject, dict[str, str]]:
+def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject, dict[str, str]]:
     """`expect` for the observed outcome, and a comment for some of its keys."""
     outcome = observed.outcome
     if outcome is None:
@@ -212,9 +224,14 @@ def expectation(observed: Observed) -> tuple[JsonObject, dict[str, str]]:
         expect["signal"] = outcome.signal
         comments["signal"] = {
             "worker": "in a DataLoader worker",
-            "child": "in a child process" + (f" ({outcome.cmdline})" if outcome.cmdline else ""),
+            "child": "in a child process"
+            + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
         }.get(outcome.where or "", "in the main process")
-    if outcome.kind in ("error", "crash") and outcome.exception:
+    if outcome.kind == "error" and outcome.exception:
+        expect["exception"] = outcome.exception
+    elif outcome.kind == "crash" and outcome.exception and outcome.where == "main":
+        # A worker's or a child's death surfaces in the main process as whatever its
+        # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.
         expect["exception"] = outcome.exception
     if outcome.kind == "error" and outcome.message:
         expect["message"] = message_pattern(outcome.message)
@@ -222,17 +239,35 @@ def expectation(observed: Observed) -> tuple[JsonObject, dict[str, str]]:
         expect["exit_code"] = outcome.exit_code
     if outcome.phase is not None:
         expect["phase"] = outcome.phase
-    if outcome.step is not None:
+    if outcome.step is not None and observed.steps and len(set(observed.steps)) > 1:
+        expect["step"] = f"{min(observed.steps)}..{max(observed.steps)}"
+        comments["step"] = "as observed: it varies"
+    elif outcome.step is not None and outcome.where == "worker" and observed.attempts == 1:
+        # The main loop notices a dead worker some steps after it died (prefetching):
+        # one attempt cannot say how far that varies.
+        comments["phase"] = (
+            f"the main loop was at step {outcome.step}; workers run ahead, so no step is "
+            "expected (--repeat N gives a range)"
+        )
+    elif outcome.step is not None:
         expect["step"] = outcome.step
     if outcome.kind != "pass" and outcome.stage is not None:
         expect["stage"] = outcome.stage
     if outcome.kind != "pass" and outcome.module is not None:
         expect["module"] = outcome.module
+    if outcome.kind == "hang" and hung is not None:
+        comments["outcome"] = f"while importing {hung} (its stack shows it)"
     bound = rate_bound(observed.matched, observed.attempts)
     if bound is not None:
         expect["rate"] = bound
         comments["rate"] = f"observed {observed.matched}/{observed.attempts}"
     return expect, comments
+
+
+def _short(cmdline: str) -> str:
+    """`/venv/bin/python3 work.py 2` -> `python3 work.py 2`: the program, not this machine's path."""
+    program, _, rest = cmdline.partition(" ")
+    return f"{program.rsplit('/', 1)[-1]} {rest}".strip()
 
 
 def rate_bound(matched: int, attempts: int) -> str | None:
@@ -313,15 +348,24 @@ def distributions(modules: Iterable[str]) -> tuple[str, ...]:
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
     owners = metadata.packages_distributions()
     pinned: dict[str, str] = {}
+    needed: set[str] = set()
     for top in sorted(tops):
         for dist in owners.get(top, ()):
             if dist.lower() in ("reprospec", "pip", "setuptools"):
                 continue
             try:
-                pinned.setdefault(dist.lower(), f"{dist}=={metadata.version(dist)}")
+                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
+                requires = metadata.requires(dist) or []
             except metadata.PackageNotFoundError:
                 continue
-    return tuple(sorted(pinned.values(), key=str.lower))
+            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
+    # What another imported distribution requires comes with it: pin what the program chose.
+    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
+    return tuple(sorted(chosen, key=str.lower))
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def environment_lines(
@@ -397,7 +441,7 @@ def _draft(
 ) -> Draft:
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
-    expect, comments = expectation(observed) if observed else ({}, {})
+    expect, comments = expectation(observed, last_import) if observed else ({}, {})
     axes = tuple(axis_for(toggle) for toggle in proposal.toggles)
     header = _header(request, observed, hydra, proposal, last_import, run_id)
     return Draft(
@@ -500,7 +544,7 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
             f"attempt(s)" + (f": {outcome.detail}" if outcome.detail else ".")
         )
         if outcome.kind == "hang" and last_import:
-            lines.append(f"The last module it started to import was `{last_import}`.")
+            lines.append(f"It hung while importing `{last_import}` (its stack shows the import).")
     return "\n".join(lines)
 
 
@@ -575,16 +619,24 @@ def _imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ..
     return tuple(names)
 
 
-def _last_import(run_dir: Path, attempts: list[AttemptResult]) -> str | None:
-    """The last module the main process started to import (for a hang at import)."""
-    for attempt in attempts:
-        files = sorted(
-            (run_dir / attempt.logs).glob("imports-*.txt"), key=lambda p: int(p.stem.split("-")[1])
-        )
-        if files:
-            lines = [line for line in files[0].read_text(errors="replace").splitlines() if line]
-            if lines:
-                return lines[-1]
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def hung_import(stack: str | None, workdir: Path) -> str | None:
+    """The module a hung process was importing, from its stack (`plugin.py:9`), or None.
+
+    A module's body runs as a `<module>` frame called by importlib's
+    `_call_with_frames_removed`; the innermost such frame is the import that hung.
+    """
+    frames = [m for m in map(_FRAME.match, (stack or "").split("\n")) if m]
+    for inner, outer in itertools.pairwise(frames):
+        if inner["function"] == "<module>" and outer["function"] == "_call_with_frames_removed":
+            path = Path(inner["file"])
+            try:
+                shown = path.resolve().relative_to(workdir).as_posix()
+            except ValueError:
+                shown = path.name
+            return f"{shown}:{inner['line']}"
     return None
 
 
