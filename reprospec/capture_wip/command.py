@@ -265,7 +265,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
 
 
 def _short(cmdline: str) -> str:
-    """`/venv/bin/python3 work.py 2` -> `python3 work.py 2`: the program, not this machine's path."""
+    """`/venv/bin/python3 work.py 2` -> `python3 work.py 2`: the program, not the path here."""
     program, _, rest = cmdline.partition(" ")
     return f"{program.rsplit('/', 1)[-1]} {rest}".strip()
 
