@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.capture_wip.envblock import parse_machine
-from reprospec.capture_wip.ticket import read_ticket
+from reprospec.capture.envblock import parse_machine
+from reprospec.capture.ticket import read_ticket
 
 TICKETS = Path(__file__).parent / "data" / "tickets"
 

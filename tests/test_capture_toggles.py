@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from reprospec import expr
-from reprospec.capture_wip.toggles import propose, typed
-from reprospec.jsontypes import JsonValue
-from reprospec.markerpresets import PRESETS, UnknownPreset, detect, expand, preset
-from reprospec.models import Marker
+from reprospec.capture.toggles import propose, typed
+from reprospec.core import expr
+from reprospec.core.inputs import Marker
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.presets import PRESETS, UnknownPreset, detect, expand, preset
 
 
 def render(command: str, matrix: dict[str, JsonValue]) -> str:

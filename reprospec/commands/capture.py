@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from reprospec.runmodels import RunResult
+    from reprospec.core.results import RunResult
 
 # The CLI's own parser class (cli._Parser): any ArgumentParser.
 _P = TypeVar("_P", bound=argparse.ArgumentParser)
@@ -61,9 +61,7 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         action="store_false",
         help="do not rerun the written spec to check that the same failure comes back",
     )
-    p.add_argument(
-        "--force", action="store_true", help="overwrite the output spec when it exists"
-    )
+    p.add_argument("--force", action="store_true", help="overwrite the output spec when it exists")
     p.add_argument(
         "--out",
         type=Path,
@@ -97,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.repeat < 1:
         raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
-    from reprospec.capture_wip.command import Request, capture
-    from reprospec.units import parse_duration
+    from reprospec.capture.command import Request, capture
+    from reprospec.core.units import parse_duration
 
     try:
         timeout_s = parse_duration(args.timeout)
@@ -130,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
     """One run of the spec on the local runner, with the live progress `run` shows."""
-    from reprospec import pipeline
-    from reprospec.options import RunOptions
-    from reprospec.progress import Progress
-    from reprospec.spec import load_spec
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.pipeline import stages
+    from reprospec.report.progress import Progress
+    from reprospec.spec.load import load_spec
 
     spec = load_spec(str(path))
     options = RunOptions(
@@ -144,22 +142,21 @@ def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
         command_line=f"reprospec run {path}",
     )
     print(
-        f"reprospec: {'running' if observe else 'verifying'} {path.name} "
-        f"({repeat} attempt(s))",
+        f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s))",
         file=sys.stderr,
     )
     with Progress(repeat, stream=sys.stderr) as progress:
-        return pipeline.run(spec, options, progress=progress.update)
+        return stages.run(spec, options, progress=progress.update)
 
 
 def _stem(argv: list[str]) -> str:
-    from reprospec.capture_wip.command import script_stem
+    from reprospec.capture.command import script_stem
 
     return script_stem(tuple(argv))
 
 
 def _from_log(args: argparse.Namespace) -> int:
-    from reprospec.capture_wip.fromlog import capture_log
+    from reprospec.capture.fromlog import capture_log
     from reprospec.errors import UsageError
 
     if args.from_log == "-":

@@ -16,8 +16,8 @@ from reprospec.core.sections import Command, Environment, Job, RunPolicy, Sectio
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import SpecError
 from reprospec.spec.checks import cells as cellcheck
+from reprospec.spec.presets import PRESETS, expand
 from reprospec.spec.yamlsource import Problem, locate
-from reprospec.markerpresets import PRESETS, expand
 
 _EXPECTED: Mapping[str, ExpectedOutcome] = {
     "pass": "pass",

@@ -178,7 +178,7 @@ class _Semantics:
         markers = self.data.get("markers")
         for index, marker in enumerate(markers if isinstance(markers, list) else ()):
             if isinstance(marker, dict) and "preset" in marker:
-                # A preset is its own markers (markerpresets.py): nothing to add to it.
+                # A preset is its own markers (spec/presets.py): nothing to add to it.
                 extra = [key for key in ("pattern", "phase", "step") if key in marker]
                 if extra:
                     self.add(

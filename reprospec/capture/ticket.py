@@ -17,20 +17,20 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from reprospec.capture_wip.envblock import Machine, parse_machine
-from reprospec.markerpresets import PRESETS, detect, output_lines
-from reprospec.signals import (
+from reprospec.capture.envblock import Machine, parse_machine
+from reprospec.core.signals import (
     canonical_signal,
     exit_status_signal,
     signal_from_description,
     signal_name,
 )
-from reprospec.tracebacks import (
+from reprospec.outcome.tracebacks import (
     PythonException,
     current_thread_first,
     fatal_errors,
     parse_chain,
 )
+from reprospec.spec.presets import PRESETS, detect, output_lines
 
 # Prefixes loggers and launchers put before every line of a child's output.
 _LINE_PREFIXES = re.compile(

@@ -20,8 +20,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from reprospec.expr import render
-from reprospec.jsontypes import JsonValue
+from reprospec.core.expr import render
+from reprospec.core.jsontypes import JsonValue
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reprospec.models import Marker
+from reprospec.core.inputs import Marker
 
 # tqdm's bar: `[desc: ] 70%|███████   | 7/10 [00:01<00:00, ...]` (the counter after the bar).
 _BAR = r"\s*\d+%\|[^|]*\|\s*(?P<step>\d+)/"

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from reprospec.jsontypes import JsonValue
-from reprospec.yamlsource import dump_yaml
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
 WIDTH = 96

@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.capture_wip.toggles import Proposal, Toggle, propose
-from reprospec.capture_wip.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.capture.toggles import Proposal, Toggle, propose
+from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.redact import looks_secret
+from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.errors import UsageError
-from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.markerpresets import PRESETS, detect
-from reprospec.redact import looks_secret
-from reprospec.runmodels import AttemptResult, Outcome, RunResult
+from reprospec.spec.presets import PRESETS, detect
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
 # The variables that matter for these incidents, when set (the harness's envinfo list
@@ -279,7 +279,7 @@ def rate_bound(matched: int, attempts: int) -> str | None:
         return None
     if matched < attempts:
         return ">0"
-    from reprospec.rates import wilson
+    from reprospec.core.rates import wilson
 
     low, _high = wilson(matched, attempts)
     tenth = int(low * 10) / 10
@@ -649,8 +649,8 @@ def _with_progress(
     otherwise use must not decide the expected phase. The attempt's events are read
     again, keeping only the marker events of the detected presets.
     """
-    from reprospec.evidence import Events, iter_events
-    from reprospec.outcome import failure_signature
+    from reprospec.outcome.classify import failure_signature
+    from reprospec.outcome.evidence import Events, iter_events
 
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
     for attempt in attempts:

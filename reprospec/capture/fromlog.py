@@ -15,12 +15,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from reprospec.capture_wip.envblock import Machine
-from reprospec.capture_wip.ticket import Ticket, read_ticket
-from reprospec.capture_wip.toggles import Proposal, Toggle, propose
-from reprospec.capture_wip.writer import Axis, Draft, EnvLine, render_spec
-from reprospec.jsontypes import JsonObject, JsonValue
-from reprospec.redact import looks_secret
+from reprospec.capture.envblock import Machine
+from reprospec.capture.ticket import Ticket, read_ticket
+from reprospec.capture.toggles import Proposal, Toggle, propose
+from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.redact import looks_secret
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -104,13 +104,13 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
 
 
 def axis_for(toggle: Toggle) -> Axis:
-    from reprospec.capture_wip.command import axis_for as command_axis
+    from reprospec.capture.command import axis_for as command_axis
 
     return command_axis(toggle)
 
 
 def _expect(ticket: Ticket) -> tuple[JsonObject, dict[str, str]]:
-    from reprospec.capture_wip.command import message_pattern
+    from reprospec.capture.command import message_pattern
 
     failure = ticket.failure
     comments: dict[str, str] = {}
@@ -187,7 +187,7 @@ def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:
     """This machine as the harness sees it (doctor's probe), or None when it cannot tell."""
     if not theirs.said_anything:
         return None
-    from reprospec.envprobe import probe_environment
+    from reprospec.environment.probe import probe_environment
 
     try:
         return probe_environment(sys.executable, ("torch",), cuda=bool(theirs.gpus))
@@ -216,7 +216,7 @@ def _found(ticket: Ticket) -> str:
 
 
 def _name(ticket: Ticket) -> str:
-    from reprospec.capture_wip.command import script_stem
+    from reprospec.capture.command import script_stem
 
     words = shlex.split(ticket.command) if ticket.command else []
     stem = script_stem(tuple(words)) if words else "ticket"
@@ -226,7 +226,7 @@ def _name(ticket: Ticket) -> str:
         parts.append(failure.signal.lower())
     elif failure.exception:
         parts.append(failure.exception.rsplit(".", 1)[-1].lower())
-    from reprospec.capture_wip.command import slug
+    from reprospec.capture.command import slug
 
     return slug("-".join(parts))
 
