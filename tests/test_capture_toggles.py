@@ -66,6 +66,13 @@ def test_hydra_overrides_become_axes_named_by_their_last_key() -> None:
     assert precision.suggestion.value == "32"
 
 
+def test_a_switch_named_like_a_count_gets_no_count_alternative() -> None:
+    proposal = propose(["python", "a.py", "--crash-if-pinned-workers", "--workers", "2"])
+    suggested = {t.axis: t.suggestion for t in proposal.toggles}
+    assert suggested["crash_if_pinned_workers"] is None
+    assert suggested["workers"] is not None
+
+
 def test_colliding_axis_names_keep_their_whole_key() -> None:
     proposal = propose(["python", "a.py", "model.dropout=0.1", "head.dropout=0.2"])
     assert [t.axis for t in proposal.toggles] == ["dropout", "head_dropout"]

@@ -134,6 +134,10 @@ def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
             alternative = flipped.capitalize() if value[:1].isupper() else flipped
         elif isinstance(value, bool) and isinstance(alternative, bool):
             alternative = not value
+        elif isinstance(value, bool) or isinstance(alternative, bool):
+            # A switch named like a count (`--crash-if-pinned-workers`), or the reverse:
+            # not the knob this alternative is for.
+            return None
         elif isinstance(value, str) and not isinstance(alternative, str):
             alternative = render(alternative)
         if alternative == value:

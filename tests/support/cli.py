@@ -49,4 +49,5 @@ class Cli(Protocol):
         env: dict[str, str] | None = None,
         timeout: float = 180,
         cwd: Path | None = None,
+        stdin: str | None = None,
     ) -> CliResult: ...
