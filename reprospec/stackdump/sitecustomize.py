@@ -80,7 +80,7 @@ def _record_imports() -> None:
 
     class _Recorder:
         @staticmethod
-        def find_spec(name: str, path: object = None, target: object = None) -> None:
+        def find_spec(name: str, _path: object = None, _target: object = None) -> None:
             try:
                 if name in seen:
                     return
