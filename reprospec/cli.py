@@ -37,6 +37,7 @@ COMMANDS = (
     "bisect",
     "envs",
     "bundle",
+    "capture",
 )
 
 

@@ -60,6 +60,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         "isolation",
         "bisect",
         "slurm",
+        # A spec from a failing command (it runs the pipeline) or from a ticket's log.
+        "capture",
         "pytest_plugin",
         "commands",
         "cli",

@@ -151,6 +151,8 @@ class AttemptPlan:
     # Modules a fork server imports once, the attempt being forked from it (run.preload).
     preload: tuple[str, ...] = ()
     instances: int | None = None
+    # `files`: workdir files the job needs that its command does not name (relative).
+    files: tuple[str, ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...] | None:

@@ -16,6 +16,7 @@ from reprospec.core.sections import Command, Environment, Job, RunPolicy, Sectio
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import SpecError
 from reprospec.spec.checks import cells as cellcheck
+from reprospec.spec.presets import PRESETS, expand
 from reprospec.spec.yamlsource import Problem, locate
 
 _EXPECTED: Mapping[str, ExpectedOutcome] = {
@@ -93,13 +94,14 @@ def plan_attempt(
     except SectionError as exc:
         raise _located(spec, exc.path, f"{exc} (in cell {cell.id})") from None
     markers = section("markers")
+    files = doc.get("files")
     return AttemptPlan(
         spec_name=spec.name,
         cell=cell,
         attempt=attempt,
         job=job,
         timeout_s=policy.timeout_s,
-        markers=tuple(
+        markers=expand(
             _marker(spec, ("markers", i), m, cell)
             for i, m in enumerate(markers if isinstance(markers, list) else ())
         ),
@@ -107,12 +109,19 @@ def plan_attempt(
         expectation=expectation or expectation_for(spec, cell, base_env=base_env),
         preload=policy.preload,
         instances=policy.instances,
+        files=tuple(str(f) for f in files) if isinstance(files, list) else (),
     )
 
 
-def _marker(spec: Spec, path: JsonPath, marker: JsonValue, cell: Cell) -> Marker:
-    """One evaluated `markers` entry (validation checked every cell's values)."""
+def _marker(spec: Spec, path: JsonPath, marker: JsonValue, cell: Cell) -> Marker | str:
+    """One evaluated `markers` entry, or the name of the preset it is (expanded by the
+    caller; validation checked every cell's values)."""
     fields = marker if isinstance(marker, dict) else {}
+    preset = fields.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str) or preset not in PRESETS:
+            raise _located(spec, (*path, "preset"), f"unknown preset (in cell {cell.id})")
+        return preset
     pattern, phase, step = fields.get("pattern"), fields.get("phase"), fields.get("step")
     if not isinstance(pattern, str):
         raise _located(spec, (*path, "pattern"), f"expected a string (in cell {cell.id})")

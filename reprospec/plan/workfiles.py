@@ -38,6 +38,10 @@ def named_files(plan: AttemptPlan) -> tuple[str, ...]:
         for module in workload_modules(plan.workload or {}):
             for path in module_files(module, workdir):
                 found[path] = None
+    for name in plan.files:
+        listed = _file_in(name, workdir)
+        if listed is not None:
+            found[listed] = None
     for path in local_imports(list(found), workdir):
         found[path] = None
     return tuple(sorted(p.relative_to(workdir).as_posix() for p in found))

@@ -62,9 +62,48 @@ def _arm_fatal() -> None:
         faulthandler.enable(all_threads=False)
 
 
+def _record_imports() -> None:
+    """`reprospec capture`: every module this process loads, one name a line, as it loads.
+
+    Asked for by REPROSPEC_RECORD_IMPORTS=1. A finder first on sys.meta_path sees
+    each module the import system looks for (`import x` and importlib.import_module
+    alike; a name already in sys.modules is not looked for) and finds nothing, so
+    the real finders go on as before. It writes the name with one write to
+    imports-<pid>.txt in the attempt folder: the list survives a segfault and a hang,
+    where an atexit handler never runs, and a forked worker writes a file of its own.
+    """
+    folder = os.environ.get("REPROSPEC_STACK_DIR") or ""
+    if not folder or os.environ.get("REPROSPEC_RECORD_IMPORTS") != "1":
+        return
+    seen: set[str] = set()
+    where = {"pid": -1, "fd": -1}
+
+    class _Recorder:
+        @staticmethod
+        def find_spec(name: str, _path: object = None, _target: object = None) -> None:
+            try:
+                if name in seen:
+                    return
+                seen.add(name)
+                pid = os.getpid()
+                if where["pid"] != pid:
+                    file = os.path.join(folder, f"imports-{pid}.txt")
+                    where["fd"] = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                    where["pid"] = pid
+                os.write(where["fd"], (name + "\n").encode())
+            except Exception:
+                pass
+
+    sys.meta_path.insert(0, _Recorder)
+
+
 def _install() -> None:
     try:  # noqa: SIM105 (no stderr to write to: nothing to arm)
         _arm_fatal()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _record_imports()
     except Exception:
         pass
     try:

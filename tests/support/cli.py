@@ -53,6 +53,7 @@ class Cli(Protocol):
         env: dict[str, str] | None = None,
         timeout: float = 180,
         cwd: Path | None = None,
+        stdin: str | None = None,
     ) -> CliResult: ...
 
 
@@ -62,6 +63,7 @@ def run_cli(
     env: dict[str, str] | None = None,
     timeout: float = 180,
     cwd: Path | None = None,
+    stdin: str | None = None,
 ) -> CliResult:
     """Run `python -m reprospec ARGS` as a user would; `--out` defaults to `out`.
 
@@ -73,8 +75,11 @@ def run_cli(
         argv += ["--out", str(out)]
     child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     # stdin is never the developer's terminal: a command that asks must not wait for it.
+    # (`stdin`: the text a command reads from its standard input, like `--from-log -`.)
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env=child_env, cwd=cwd or ROOT, stdin=subprocess.DEVNULL)
+                          env=child_env, cwd=cwd or ROOT,
+                          **({"input": stdin} if stdin is not None
+                             else {"stdin": subprocess.DEVNULL}))
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
 
 

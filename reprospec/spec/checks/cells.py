@@ -28,7 +28,16 @@ from reprospec.spec.matrix import canonical
 from reprospec.spec.yamlsource import Location, Problem, locate, shorten
 
 # Sections shown in the report, never evaluated: `${{` there is just text (checks.py too).
-NOT_INTERPOLATED = ("title", "description", "labels", "links", "matrix", "reprospec", "name")
+NOT_INTERPOLATED = (
+    "title",
+    "description",
+    "labels",
+    "links",
+    "matrix",
+    "reprospec",
+    "name",
+    "files",
+)
 # Cells named in one aggregated problem before "and N more".
 SHOWN_CELLS = 3
 

@@ -177,6 +177,19 @@ class _Semantics:
     def markers(self) -> None:
         markers = self.data.get("markers")
         for index, marker in enumerate(markers if isinstance(markers, list) else ()):
+            if isinstance(marker, dict) and "preset" in marker:
+                # A preset is its own markers (spec/presets.py): nothing to add to it.
+                extra = [key for key in ("pattern", "phase", "step") if key in marker]
+                if extra:
+                    self.add(
+                        ("markers", index, extra[0]),
+                        f"a preset marker takes no '{extra[0]}': write the pattern as a "
+                        "marker of its own",
+                    )
+                continue
+            if isinstance(marker, dict) and "pattern" not in marker:
+                self.add(("markers", index), "a marker needs a 'pattern' (or a 'preset')")
+                continue
             pattern = marker.get("pattern") if isinstance(marker, dict) else None
             if not isinstance(pattern, str) or expr.OPEN in pattern:
                 continue

@@ -1,0 +1,686 @@
+"""`reprospec capture -- CMD`: run a failing command through the engine and write its spec.
+
+The command runs as a one-cell spec on the local runner, with every forensic
+the engine has (stacks, native frames, events), every marker preset, and the
+child recording which modules it loads (the stackdump sitecustomize, asked by
+REPROSPEC_RECORD_IMPORTS). What came back decides the spec: the outcome and
+its signature become `expect` (a rate bound with `--repeat`), the presets the
+output fits become `markers`, the local modules it loaded become `files`, the
+distributions it loaded become pinned `packages`, and the command's own flags
+and overrides become one-value matrix axes. The spec is then run once more
+(`verify`) to say whether the same signature comes back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reprospec.capture.toggles import Proposal, Toggle, propose
+from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.redact import looks_secret
+from reprospec.core.results import AttemptResult, Outcome, RunResult
+from reprospec.errors import UsageError
+from reprospec.spec.presets import PRESETS, detect
+
+RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
+# The variables that matter for these incidents, when set (the harness's envinfo list
+# and the thread-count knobs of the math libraries).
+ENV_PREFIXES = (
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS_",
+    "NCCL_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "OPENBLAS_",
+    "NVIDIA_",
+    "TOKENIZERS_",
+    "HF_",
+    "TRANSFORMERS_",
+    "PYTHON",
+)
+# PYTHON* variables that describe this machine's layout, not the program's behaviour.
+ENV_SKIPPED = frozenset(
+    {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX"}
+)
+# Distributions the engine itself puts in every Python child: never the program's.
+OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
+# How long a captured attempt may run by default: a hang is caught, and said so.
+DEFAULT_TIMEOUT_S = 300.0
+# A message pattern is cut to this many characters of the exception's first line.
+MAX_MESSAGE_CHARS = 120
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `capture` was asked: the command, where the spec goes, how often to run it."""
+
+    argv: tuple[str, ...]
+    output: Path
+    repeat: int = 1
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    verify: bool = True
+    out: Path = Path(".reprospec")
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the first run showed: the outcome to expect and how often it came."""
+
+    outcome: Outcome | None  # None: no attempt ran (every one an infra error)
+    matched: int
+    attempts: int
+    infra_error: str | None = None
+    # The step of every attempt with the outcome's signature (a range when they differ).
+    steps: tuple[int, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        return self.outcome.signature if self.outcome else ""
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The spec written and what `capture` says about it, line by line."""
+
+    spec: Path
+    observed: Observed
+    lines: tuple[str, ...]
+    verified: bool | None = None  # None: not verified (--no-verify, or nothing to verify)
+
+
+Runner = Callable[[Path, int, bool], RunResult]
+
+
+def capture(request: Request, run_spec: Runner) -> Captured:
+    """Run `request.argv` as a spec (through `run_spec`), write the spec that reproduces it."""
+    if not request.argv:
+        raise UsageError("capture needs a command after `--` (or --from-log FILE)")
+    spec_path = request.output.resolve()
+    if spec_path.exists() and not request.force:
+        raise UsageError(f"{request.output} exists; pass --force to overwrite it")
+    if spec_path.is_dir():
+        raise UsageError(f"{request.output} is a folder: name the spec file to write")
+    workdir = Path.cwd().resolve()
+    proposal = propose(list(request.argv))
+    stem = script_stem(request.argv)
+    started = time.time()
+
+    first = _draft(
+        request, proposal, workdir, spec_path, name=f"capture-{stem}", presets=tuple(PRESETS)
+    )
+    spec_path.parent.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(render_spec(first), encoding="utf-8")
+    saved = os.environ.get(RECORD_IMPORTS_VAR)
+    os.environ[RECORD_IMPORTS_VAR] = "1"
+    try:
+        result = run_spec(spec_path, request.repeat, True)
+    finally:
+        if saved is None:
+            os.environ.pop(RECORD_IMPORTS_VAR, None)
+        else:
+            os.environ[RECORD_IMPORTS_VAR] = saved
+    run_dir = request.out.resolve() / "runs" / result.run_id
+    attempts = [a for cell in result.cells for a in cell.attempts]
+    observed = observe(attempts)
+    texts = [_attempt_output(run_dir, a) for a in attempts]
+    presets = detect("\n".join(texts))
+    if observed.outcome is not None:
+        observed = replace(
+            observed, outcome=_with_progress(observed.outcome, run_dir, attempts, presets)
+        )
+    modules = _imported(run_dir, attempts)
+    files = local_files(modules, workdir, _script_dir(request.argv, workdir))
+    packages = distributions(modules)
+    hydra = hydra_overrides(workdir, started)
+    last_import = next(
+        (
+            found
+            for a in attempts
+            if a.ran is not None and a.ran.kind == "hang"
+            if (found := hung_import(a.stack, workdir))
+        ),
+        None,
+    )
+
+    final = _draft(
+        request,
+        proposal,
+        workdir,
+        spec_path,
+        name=_name(stem, observed),
+        presets=presets,
+        files=files,
+        packages=packages,
+        observed=observed,
+        hydra=hydra,
+        last_import=last_import,
+        run_id=result.run_id,
+    )
+    spec_path.write_text(render_spec(final), encoding="utf-8")
+    lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    if proposal.toggles:
+        lines.append(
+            "axes from the command: "
+            + ", ".join(f"{t.axis}={_show_value(t.value)}" for t in proposal.toggles)
+        )
+    if presets:
+        lines.append("progress markers: " + ", ".join(presets))
+    if files:
+        lines.append(f"files it imported from the workdir: {', '.join(files)}")
+    if packages:
+        lines.append(f"packages it imported: {', '.join(packages)}")
+    verified: bool | None = None
+    if request.verify and observed.outcome is not None:
+        check = run_spec(spec_path, request.repeat, False)
+        again = [a for cell in check.cells for a in cell.attempts]
+        same = sum(1 for a in again if a.ran is not None and a.ran.signature == observed.signature)
+        verdicts = ", ".join(sorted({cell.verdict for cell in check.cells}))
+        verified = same > 0 and all(cell.verdict == "reproduced" for cell in check.cells)
+        lines.append(
+            f"verify: {'the same' if same else 'NOT the same'} signature "
+            f"({observed.signature}) came back in {same}/{len(again)} attempt(s); "
+            f"verdict {verdicts} (run {check.run_id})"
+        )
+    return Captured(spec_path, observed, tuple(lines), verified)
+
+
+def observe(attempts: Iterable[AttemptResult]) -> Observed:
+    """The outcome to expect: the most common failure signature (a failure over a pass)."""
+    ran = [a.ran for a in attempts]
+    outcomes = [o for o in ran if o is not None]
+    if not outcomes:
+        reasons = [a.infra_error for a in attempts if a.infra_error]
+        return Observed(None, 0, len(ran), reasons[0] if reasons else "nothing ran")
+    failures = [o for o in outcomes if o.kind != "pass"] or outcomes
+    signature, count = Counter(o.signature for o in failures).most_common(1)[0]
+    chosen = next(o for o in failures if o.signature == signature)
+    steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
+    return Observed(chosen, count, len(outcomes), steps=steps)
+
+
+def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject, dict[str, str]]:
+    """`expect` for the observed outcome, and a comment for some of its keys."""
+    outcome = observed.outcome
+    if outcome is None:
+        return {}, {}
+    expect: JsonObject = {"outcome": outcome.kind}
+    comments: dict[str, str] = {}
+    if outcome.kind == "crash" and outcome.signal:
+        expect["signal"] = outcome.signal
+        comments["signal"] = {
+            "worker": "in a DataLoader worker",
+            "child": "in a child process"
+            + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
+        }.get(outcome.where or "", "in the main process")
+    if outcome.kind == "error" and outcome.exception:
+        expect["exception"] = outcome.exception
+    elif outcome.kind == "crash" and outcome.exception and outcome.where == "main":
+        # A worker's or a child's death surfaces in the main process as whatever its
+        # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.
+        expect["exception"] = outcome.exception
+    if outcome.kind == "error" and outcome.message:
+        expect["message"] = message_pattern(outcome.message)
+    if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
+        expect["exit_code"] = outcome.exit_code
+    if outcome.phase is not None:
+        expect["phase"] = outcome.phase
+    if outcome.step is not None and observed.steps and len(set(observed.steps)) > 1:
+        expect["step"] = f"{min(observed.steps)}..{max(observed.steps)}"
+        comments["step"] = "as observed: it varies"
+    elif outcome.step is not None and outcome.where == "worker" and observed.attempts == 1:
+        # The main loop notices a dead worker some steps after it died (prefetching):
+        # one attempt cannot say how far that varies.
+        comments["phase"] = (
+            f"the main loop was at step {outcome.step}; workers run ahead, so no step is "
+            "expected (--repeat N gives a range)"
+        )
+    elif outcome.step is not None:
+        expect["step"] = outcome.step
+    if outcome.kind != "pass" and outcome.stage is not None:
+        expect["stage"] = outcome.stage
+    if outcome.kind != "pass" and outcome.module is not None:
+        expect["module"] = outcome.module
+    if outcome.kind == "hang" and hung is not None:
+        comments["outcome"] = f"while importing {hung} (its stack shows it)"
+    bound = rate_bound(observed.matched, observed.attempts)
+    if bound is not None:
+        expect["rate"] = bound
+        comments["rate"] = f"observed {observed.matched}/{observed.attempts}"
+    return expect, comments
+
+
+def _short(cmdline: str) -> str:
+    """`/venv/bin/python3 work.py 2` -> `python3 work.py 2`: the program, not the path here."""
+    program, _, rest = cmdline.partition(" ")
+    return f"{program.rsplit('/', 1)[-1]} {rest}".strip()
+
+
+def rate_bound(matched: int, attempts: int) -> str | None:
+    """A bound the observed rate keeps: for N of N, the Wilson 95% low end floored to a
+    tenth (`>=0.5` for 5 of 5); for a failure that came only sometimes, `>0` (it comes
+    at all: a tighter bound would judge a rerun of the same flakiness undecided); None
+    for one attempt (nothing to bound)."""
+    if attempts <= 1 or matched == 0:
+        return None
+    if matched < attempts:
+        return ">0"
+    from reprospec.core.rates import wilson
+
+    low, _high = wilson(matched, attempts)
+    tenth = int(low * 10) / 10
+    return f">={tenth:g}" if tenth >= 0.1 else ">0"
+
+
+def message_pattern(message: str) -> str:
+    """The exception message's first line as a regex: escaped, numbers (pids, addresses,
+    sizes) as `\\d+`, cut at MAX_MESSAGE_CHARS."""
+    first = message.strip().split("\n", 1)[0][:MAX_MESSAGE_CHARS]
+    pattern = re.escape(first).replace("\\ ", " ")  # a space needs no escape: easier to read
+    return re.sub(
+        r"(?:0x[0-9a-fA-F]+|\d+)",
+        lambda m: r"(?:0x)?[0-9a-f]+" if m[0].startswith("0x") else r"\d+",
+        pattern,
+    )
+
+
+def local_files(modules: Iterable[str], workdir: Path, script_dir: Path) -> tuple[str, ...]:
+    """The workdir's Python files behind `modules` (dotted names), as the child resolved them:
+    the script's folder first, then the workdir; relative to the workdir, sorted."""
+    found: set[str] = set()
+    roots = [script_dir, workdir] if script_dir != workdir else [workdir]
+    for name in modules:
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            continue
+        for root in roots:
+            hits = _module_paths(root, parts)
+            if hits:
+                for hit in hits:
+                    if hit.resolve().is_relative_to(workdir):
+                        found.add(hit.resolve().relative_to(workdir).as_posix())
+                break
+    return tuple(sorted(found))
+
+
+def _module_paths(root: Path, parts: list[str]) -> list[Path]:
+    """`a.b` under `root`: `a/__init__.py` and `a/b.py` (or `a/b/__init__.py`)."""
+    paths: list[Path] = []
+    folder = root
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        module, package = folder / f"{part}.py", folder / part / "__init__.py"
+        if last and module.is_file():
+            paths.append(module)
+            return paths
+        if package.is_file():
+            paths.append(package)
+            folder = folder / part
+            continue
+        if (folder / part).is_dir() and not last:
+            folder = folder / part  # a namespace package
+            continue
+        return [] if index == 0 else paths
+    return paths
+
+
+def distributions(modules: Iterable[str]) -> tuple[str, ...]:
+    """`name==version` of every distribution that provides a top-level module in `modules`
+    (the standard library and the engine's own modules left out), sorted."""
+    import importlib.metadata as metadata
+
+    tops = {name.split(".", 1)[0] for name in modules}
+    tops -= set(sys.stdlib_module_names) | OWN_MODULES
+    tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
+    owners = metadata.packages_distributions()
+    pinned: dict[str, str] = {}
+    needed: set[str] = set()
+    for top in sorted(tops):
+        for dist in owners.get(top, ()):
+            if dist.lower() in ("reprospec", "pip", "setuptools"):
+                continue
+            try:
+                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
+                requires = metadata.requires(dist) or []
+            except metadata.PackageNotFoundError:
+                continue
+            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
+    # What another imported distribution requires comes with it: pin what the program chose.
+    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
+    return tuple(sorted(chosen, key=str.lower))
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def environment_lines(
+    environ: Mapping[str, str], proposal: Proposal, uses_torch: bool
+) -> tuple[EnvLine, ...]:
+    """`environment.env`: the command's own `VAR=value` words, then the relevant variables
+    set here; a secret-looking one is read back through `${{ env.X }}`, never written."""
+    lines: dict[str, EnvLine] = {}
+    for name, value in proposal.env:
+        lines[name] = _env_line(name, value, "set on the command line")
+    for name in sorted(environ):
+        if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
+            continue
+        if name.startswith(ENV_PREFIXES):
+            lines[name] = _env_line(name, environ[name], "")
+    if uses_torch and "CUDA_LAUNCH_BLOCKING" not in lines:
+        lines["CUDA_LAUNCH_BLOCKING"] = EnvLine(
+            "CUDA_LAUNCH_BLOCKING",
+            "1",
+            "on a GPU: kernels run one at a time, a CUDA error names the op that failed",
+            commented=True,
+        )
+    return tuple(lines.values())
+
+
+def _env_line(name: str, value: str, comment: str) -> EnvLine:
+    if looks_secret(name):
+        return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
+    return EnvLine(name, value, comment)
+
+
+def hydra_overrides(workdir: Path, since: float) -> tuple[str, ...]:
+    """The overrides Hydra wrote to `.hydra/overrides.yaml` during the run (newest), if any."""
+    import yaml
+
+    newest: tuple[float, Path] | None = None
+    for pattern in (
+        "outputs/*/*/.hydra/overrides.yaml",
+        "multirun/*/*/*/.hydra/overrides.yaml",
+        ".hydra/overrides.yaml",
+        "*/.hydra/overrides.yaml",
+    ):
+        for path in workdir.glob(pattern):
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            if mtime >= since - 1 and (newest is None or mtime > newest[0]):
+                newest = (mtime, path)
+    if newest is None:
+        return ()
+    try:
+        loaded = yaml.safe_load(newest[1].read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return ()
+    return tuple(str(item) for item in loaded) if isinstance(loaded, list) else ()
+
+
+def _draft(
+    request: Request,
+    proposal: Proposal,
+    workdir: Path,
+    spec_path: Path,
+    *,
+    name: str,
+    presets: tuple[str, ...],
+    files: tuple[str, ...] = (),
+    packages: tuple[str, ...] = (),
+    observed: Observed | None = None,
+    hydra: tuple[str, ...] = (),
+    last_import: str | None = None,
+    run_id: str = "",
+) -> Draft:
+    relative = os.path.relpath(workdir, spec_path.parent)
+    uses_torch = any(p.lower().startswith("torch==") for p in packages)
+    expect, comments = expectation(observed, last_import) if observed else ({}, {})
+    axes = tuple(axis_for(toggle) for toggle in proposal.toggles)
+    header = _header(request, observed, hydra, proposal, last_import, run_id)
+    return Draft(
+        name=name,
+        title=_title(request.argv, observed),
+        description=_description(request.argv, observed, last_import),
+        workdir=relative,
+        command=proposal.command,
+        files=files,
+        python=f"{sys.version_info.major}.{sys.version_info.minor}",
+        packages=packages,
+        env=environment_lines(os.environ, proposal, uses_torch),
+        matrix=axes,
+        presets=presets,
+        timeout=f"{request.timeout_s:g}s",
+        expect=expect,
+        expect_comments=comments,
+        header=header,
+    )
+
+
+def axis_for(toggle: Toggle) -> Axis:
+    """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
+    if toggle.suggestion is None:
+        return Axis(toggle.axis, (toggle.value,), f"from `{toggle.text}`")
+    wider = f"[{_show_value(toggle.value)}, {_show_value(toggle.suggestion.value)}]"
+    return Axis(
+        toggle.axis,
+        (toggle.value,),
+        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.why}",
+    )
+
+
+def _header(
+    request: Request,
+    observed: Observed | None,
+    hydra: tuple[str, ...],
+    proposal: Proposal,
+    last_import: str | None,
+    run_id: str,
+) -> tuple[str, ...]:
+    if observed is None:
+        return (
+            "A first draft that `reprospec capture` is running; it is rewritten when the",
+            "run ends.",
+        )
+    import shlex
+
+    lines = [
+        f"Written by `reprospec capture -- {shlex.join(request.argv)}`"
+        + (f" (run {run_id})." if run_id else "."),
+        "Each matrix axis is one of the command's own settings, at the value it ran with.",
+        "To see which of them matter, widen an axis as its comment says and observe:",
+        f"  reprospec run {_shown(request.output)} --observe --set 'matrix.AXIS=[OLD, NEW]'",
+    ]
+    if hydra:
+        extra = [o for o in hydra if o not in request.argv]
+        lines.append(
+            "Hydra's overrides.yaml: "
+            + ", ".join(hydra)
+            + (f" ({', '.join(extra)} not on the command line)" if extra else "")
+        )
+    if observed.outcome is None:
+        lines.append(f"No attempt ran: {observed.infra_error}")
+    del proposal, last_import
+    return tuple(lines)
+
+
+def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
+    stem = _script(argv) or (argv[0] if argv else "command")
+    outcome = observed.outcome if observed else None
+    if outcome is None:
+        return f"{stem}: captured"
+    if outcome.kind == "pass":
+        return f"{stem} passes"
+    what = {
+        "crash": f"{outcome.signal or 'crash'}",
+        "error": outcome.exception or f"exit {outcome.exit_code}",
+        "hang": "hang",
+    }.get(outcome.kind, outcome.kind)
+    where = {"worker": " in a DataLoader worker", "child": " in a child process"}.get(
+        outcome.where or "", ""
+    )
+    at = (
+        f" at {outcome.phase}" + (f" step {outcome.step}" if outcome.step is not None else "")
+        if outcome.phase
+        else ""
+    )
+    return f"{stem}: {what}{where}{at}"
+
+
+def _description(argv: tuple[str, ...], observed: Observed | None, last_import: str | None) -> str:
+    import shlex
+
+    outcome = observed.outcome if observed else None
+    lines = [f"Captured from `{shlex.join(argv)}`."]
+    if outcome is not None and observed is not None:
+        lines.append(
+            f"It ended `{outcome.signature}` in {observed.matched} of {observed.attempts} "
+            f"attempt(s)" + (f": {outcome.detail}" if outcome.detail else ".")
+        )
+        if outcome.kind == "hang" and last_import:
+            lines.append(f"It hung while importing `{last_import}` (its stack shows the import).")
+    return "\n".join(lines)
+
+
+def _summary(observed: Observed) -> str:
+    outcome = observed.outcome
+    if outcome is None:
+        return f"nothing ran ({observed.infra_error})"
+    return f"{outcome.signature} in {observed.matched}/{observed.attempts} attempt(s)"
+
+
+def _name(stem: str, observed: Observed) -> str:
+    parts = [stem]
+    if observed.outcome is not None:
+        parts += [observed.outcome.kind]
+        if observed.outcome.signal:
+            parts.append(observed.outcome.signal.lower())
+        elif observed.outcome.exception:
+            parts.append(observed.outcome.exception.rsplit(".", 1)[-1].lower())
+    return slug("-".join(parts))
+
+
+def slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    return (slug or "captured")[:60]
+
+
+def script_stem(argv: tuple[str, ...]) -> str:
+    script = _script(argv)
+    return slug(Path(script).stem if script else Path(argv[0]).name)
+
+
+def _script(argv: tuple[str, ...]) -> str | None:
+    """The script or module the command runs (`train.py`, `-m pkg.tool` -> `pkg.tool`)."""
+    words = list(argv)
+    for index, word in enumerate(words):
+        if word == "-m" and index + 1 < len(words):
+            return words[index + 1]
+        if word.endswith(".py"):
+            return word
+    return None
+
+
+def _script_dir(argv: tuple[str, ...], workdir: Path) -> Path:
+    script = _script(argv)
+    if script and script.endswith(".py"):
+        return (workdir / script).resolve().parent
+    return workdir
+
+
+def _attempt_output(run_dir: Path, attempt: AttemptResult) -> str:
+    folder = run_dir / attempt.logs
+    texts = []
+    for name in ("stdout.log", "stderr.log"):
+        try:
+            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return "\n".join(texts)
+
+
+def _imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for attempt in attempts:
+        for path in sorted((run_dir / attempt.logs).glob("imports-*.txt")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if line.strip():
+                    names[line.strip()] = None
+    return tuple(names)
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def hung_import(stack: str | None, workdir: Path) -> str | None:
+    """The module a hung process was importing, from its stack (`plugin.py:9`), or None.
+
+    A module's body runs as a `<module>` frame called by importlib's
+    `_call_with_frames_removed`; the innermost such frame is the import that hung.
+    """
+    frames = [m for m in map(_FRAME.match, (stack or "").split("\n")) if m]
+    for inner, outer in itertools.pairwise(frames):
+        if inner["function"] == "<module>" and outer["function"] == "_call_with_frames_removed":
+            path = Path(inner["file"])
+            try:
+                shown = path.resolve().relative_to(workdir).as_posix()
+            except ValueError:
+                shown = path.name
+            return f"{shown}:{inner['line']}"
+    return None
+
+
+def _with_progress(
+    outcome: Outcome, run_dir: Path, attempts: list[AttemptResult], presets: tuple[str, ...]
+) -> Outcome:
+    """The outcome's phase and step as the detected presets alone would have reported them.
+
+    The first run matches every preset; a stray line that fits one the output does not
+    otherwise use must not decide the expected phase. The attempt's events are read
+    again, keeping only the marker events of the detected presets.
+    """
+    from reprospec.outcome.classify import failure_signature
+    from reprospec.outcome.evidence import Events, iter_events
+
+    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.signature != outcome.signature:
+            continue
+        kept: list[JsonObject] = []
+        for event in iter_events(run_dir / attempt.logs / "events.jsonl"):
+            if event.get("event") == "marker":
+                line = event.get("line")
+                if not isinstance(line, str) or not any(p.search(line) for p in wanted):
+                    continue
+            kept.append(event)
+        summary = Events.of(kept)
+        if summary.phase == outcome.phase:
+            return replace(outcome, step=summary.step)
+        parts = (outcome.kind, outcome.signal, outcome.where, outcome.exception, outcome.exit_code)
+        before = failure_signature(*parts, outcome.phase, outcome.injected)
+        # What the engine added after the base (the native frame: `:strlen@libc`) stays.
+        extra = outcome.signature[len(before) :] if outcome.signature.startswith(before) else ""
+        signature = failure_signature(*parts, summary.phase, outcome.injected) + extra
+        return replace(outcome, phase=summary.phase, step=summary.step, signature=signature)
+    return outcome
+
+
+def _show_value(value: JsonValue) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,196 @@
+"""The machine a ticket describes: `collect_env` output, `pip freeze`, `conda list`.
+
+PyTorch's issue template asks for `python -m torch.utils.collect_env`, whose
+output is `Key: value` lines (`PyTorch version: 2.1.0+cu121`, `CUDA used to
+build PyTorch: 12.1`, `GPU models and configuration:` followed by `GPU 0: ...`
+lines, `cuDNN version:` followed by library paths) and, under "Versions of
+relevant libraries", `[pip3] numpy==1.26.2` and `[conda] numpy 1.26.2 ...`
+lines. People also paste a bare `pip freeze` or a `conda list` table. All of it
+is read line by line and loosely: a pasted ticket is reflowed, indented, quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][\w ./()-]*?):[ \t]*(?P<value>.*?)\s*$")
+_GPU_LINE = re.compile(r"^\s*GPU (?P<index>\d+): (?P<model>.+?)\s*$")
+_CUDNN_LIB = re.compile(r"libcudnn\.so\.(?P<version>\d+\.\d+\.\d+)")
+_PIP_TAGGED = re.compile(
+    r"^\s*\[(?:pip\d?)\]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(?P<version>\S+)\s*$"
+)
+_CONDA_TAGGED = re.compile(
+    r"^\s*\[conda\]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d\S*)(?:\s+\S+)*\s*$"
+)
+_FREEZE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[\w.+!-]+)\s*$")
+_CONDA_HEADER = re.compile(r"^\s*# packages in environment at ")
+_CONDA_ROW = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d[\w.+!-]*)\s+\S+(?:\s+\S+)?\s*$"
+)
+_PYTHON_VERSION = re.compile(r"(?P<version>3\.\d+)(?:\.\d+)?")
+# Versions said in prose ("torch 2.3.0+cpu, Python 3.10.12") or by pytest's header
+# ("platform linux -- Python 3.12.3"), when no collect_env block says them.
+_PROSE_TORCH = re.compile(
+    r"(?<![\w/.-])(?:torch|pytorch|PyTorch)[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b"
+)
+_PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython (?P<version>3\.\d+)(?:\.\d+)?\b")
+# A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`.
+_PATH_PYTHON = re.compile(r"/python(?P<version>3\.\d+)/(?:site|dist)-packages/")
+# Values collect_env prints when it could not tell.
+_UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
+
+
+@dataclass(frozen=True)
+class Package:
+    """One installed distribution as a ticket lists it, and which list said so."""
+
+    name: str
+    version: str
+    source: str  # "pip" (collect_env's [pip3] or a freeze), "conda"
+
+    @property
+    def requirement(self) -> str:
+        """`torch==2.1.0` (a local build tag is kept: `2.1.0+cu121` is not `2.1.0`)."""
+        return f"{self.name}=={self.version}"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a ticket says about the machine the failure happened on (None: not said)."""
+
+    torch: str | None = None
+    torch_cuda: str | None = None  # "CUDA used to build PyTorch"
+    cuda_runtime: str | None = None
+    cudnn: str | None = None
+    driver: str | None = None
+    python: str | None = None  # "3.10", as a spec's environment.python is written
+    python_full: str | None = None
+    os: str | None = None
+    gpus: tuple[str, ...] = ()
+    cuda_available: bool | None = None
+    packages: tuple[Package, ...] = ()
+
+    @property
+    def said_anything(self) -> bool:
+        return any(
+            (self.torch, self.torch_cuda, self.cuda_runtime, self.python, self.os, self.gpus)
+        ) or bool(self.packages)
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        """One `name==version` per distribution (pip's listing over conda's)."""
+        seen: dict[str, str] = {}
+        for package in sorted(self.packages, key=lambda p: p.source != "pip"):
+            seen.setdefault(normalize(package.name), package.requirement)
+        return tuple(sorted(seen.values(), key=str.lower))
+
+    def package(self, name: str) -> Package | None:
+        """The listed distribution called `name` (pip's listing first), by normalized name."""
+        wanted = normalize(name)
+        found = [p for p in self.packages if normalize(p.name) == wanted]
+        found.sort(key=lambda p: p.source != "pip")
+        return found[0] if found else None
+
+
+def normalize(name: str) -> str:
+    """A distribution name as PEP 503 compares them: `Torch_Vision` is `torch-vision`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _known(value: str) -> str | None:
+    return None if value.strip().lower() in _UNKNOWN else value.strip()
+
+
+def parse_machine(text: str) -> Machine:
+    """Everything `collect_env`, `pip freeze` and `conda list` blocks in `text` say."""
+    fields: dict[str, str] = {}
+    gpus: list[str] = []
+    cudnn: str | None = None
+    packages: dict[tuple[str, str], Package] = {}
+    lines = text.splitlines()
+    in_conda_table = False
+    under: str | None = None  # the collect_env key whose value continues on the next lines
+    for line in lines:
+        stripped = line.strip()
+        if _CONDA_HEADER.match(line):
+            in_conda_table = True
+            continue
+        for pattern, source in ((_PIP_TAGGED, "pip"), (_CONDA_TAGGED, "conda")):
+            tagged = pattern.match(line)
+            if tagged:
+                _add(packages, Package(tagged["name"], tagged["version"], source))
+                break
+        else:
+            frozen = _FREEZE.match(line)
+            if frozen:
+                _add(packages, Package(frozen["name"], frozen["version"], "pip"))
+                continue
+            if in_conda_table and not stripped.startswith("#"):
+                row = _CONDA_ROW.match(line)
+                if row:
+                    _add(packages, Package(row["name"], row["version"], "conda"))
+                    continue
+                if stripped:
+                    in_conda_table = False
+            gpu = _GPU_LINE.match(line)
+            if gpu:
+                gpus.append(gpu["model"])
+                continue
+            if under == "cudnn" and _CUDNN_LIB.search(line):
+                cudnn = cudnn or _CUDNN_LIB.search(line)["version"]  # type: ignore[index]
+                continue
+            match = _KEY_VALUE.match(line)
+            if match:
+                key, value = match["key"].strip(), match["value"]
+                fields.setdefault(key, value)
+                under = "cudnn" if key == "cuDNN version" else None
+                if key == "GPU models and configuration" and value:
+                    gpus.extend(_gpus_inline(value))
+                continue
+            if stripped:
+                under = under if under == "cudnn" else None
+    python_full = _known(fields.get("Python version", ""))
+    python = None
+    if python_full:
+        found = _PYTHON_VERSION.match(python_full)
+        python = found["version"] if found else None
+    cudnn_field = _known(fields.get("cuDNN version", ""))
+    if cudnn is None and cudnn_field and cudnn_field[:1].isdigit():
+        cudnn = cudnn_field
+    available = fields.get("Is CUDA available", "").strip().lower()
+    torch = _known(fields.get("PyTorch version", ""))
+    listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
+    if torch is None:
+        pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
+        prose = _PROSE_TORCH.search(text)
+        torch = pinned.version if pinned else (prose["version"] if prose else None)
+    if python is None:
+        prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
+        python = prose["version"] if prose else None
+    return Machine(
+        torch=torch,
+        torch_cuda=_known(fields.get("CUDA used to build PyTorch", "")),
+        cuda_runtime=_known(fields.get("CUDA runtime version", "")),
+        cudnn=cudnn,
+        driver=_known(fields.get("Nvidia driver version", "")),
+        python=python,
+        python_full=python_full,
+        os=_known(fields.get("OS", "")),
+        gpus=tuple(gpus),
+        cuda_available={"true": True, "false": False}.get(available),
+        packages=tuple(listed),
+    )
+
+
+def _gpus_inline(value: str) -> list[str]:
+    """`GPU 0: A100` on the key's own line, or a bare model (`NVIDIA GeForce RTX 3090`)."""
+    found = [m["model"] for m in _GPU_LINE.finditer(value)]
+    if found:
+        return found
+    known = _known(value)
+    return [known] if known else []
+
+
+def _add(packages: dict[tuple[str, str], Package], package: Package) -> None:
+    packages.setdefault((normalize(package.name), package.source), package)

@@ -1,0 +1,254 @@
+"""`reprospec capture --from-log FILE`: a ticket's pasted text becomes a spec skeleton.
+
+What the ticket says goes into the spec (the failure as `expect`, the command
+and its settings as matrix axes, the Python version and the packages it lists,
+the progress presets its output fits); what it does not say is a `TODO`, in the
+text and in the list printed after it. The machine the ticket describes is then
+compared with this one, as `doctor` would: a GPU, CUDA or torch build that
+differs is the first thing to know before running the skeleton here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from reprospec.capture.envblock import Machine
+from reprospec.capture.ticket import Ticket, read_ticket
+from reprospec.capture.toggles import Proposal, Toggle, propose
+from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.redact import looks_secret
+
+# What runs while the command is unknown: the shell says "not found" (exit 127), which
+# the engine reports as an infrastructure error naming it, never as a reproduction.
+COMMAND_PLACEHOLDER = "TODO-the-command-that-failed"
+# How many frames of each stack the description quotes.
+SHOWN_FRAMES = 6
+
+
+def capture_log(text: str, source: str, output: Path) -> list[str]:
+    """Write the skeleton of `text` to `output`; the lines to print (what is left, what differs)."""
+    ticket = read_ticket(text)
+    draft = skeleton(ticket, source)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_spec(draft), encoding="utf-8")
+    lines = [f"wrote {output}: {_found(ticket)}"]
+    lines += [f"  {line}" for line in ticket.evidence]
+    if draft.todo:
+        lines.append(f"left to fill in ({len(draft.todo)}), marked TODO in {output}:")
+        lines += [f"  - {item}" for item in draft.todo]
+    lines += compare_machine(ticket.machine, _this_machine(ticket.machine))
+    return lines
+
+
+def skeleton(ticket: Ticket, source: str) -> Draft:
+    """The spec a ticket gives, placeholders where it is silent."""
+    todo: list[str] = []
+    failure = ticket.failure
+    proposal: Proposal | None = None
+    if ticket.command is not None:
+        try:
+            proposal = propose(shlex.split(ticket.command))
+        except ValueError:
+            proposal = None
+    if proposal is None:
+        todo.append(
+            f"command: the command that failed (the log does not show it; `{COMMAND_PLACEHOLDER}`"
+            " stands in and fails as `command not found`)"
+        )
+    todo.append("environment.workdir: where the command runs, relative to this spec")
+    todo.append("the program's files and data (the log cannot carry them): put them in the workdir")
+    machine = ticket.machine
+    if machine.python is None:
+        todo.append("environment.python: the Python version (the log does not say it)")
+    if not machine.requirements:
+        todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
+    expect, comments = _expect(ticket)
+    if failure.outcome is None:
+        todo.append("expect.outcome: the log shows no failure this reader knows")
+    env = [
+        EnvLine(
+            name,
+            f"${{{{ env.{name} }}}}" if looks_secret(name) else value,
+            "set on the command line",
+        )
+        for name, value in (proposal.env if proposal else ())
+    ]
+    if ticket.cuda_error:
+        env.append(
+            EnvLine("CUDA_LAUNCH_BLOCKING", "1", "the error is a CUDA one: name the op", True)
+        )
+    return Draft(
+        name=_name(ticket),
+        title=_title(ticket),
+        description=_description(ticket, source),
+        labels=("captured", "from-log"),
+        command=proposal.command if proposal else COMMAND_PLACEHOLDER,
+        python=machine.python,
+        packages=machine.requirements,
+        env=tuple(env),
+        matrix=tuple(axis_for(t) for t in (proposal.toggles if proposal else ())),
+        presets=tuple(name for name in ticket.presets),
+        timeout="10m" if failure.outcome == "hang" else None,
+        expect=expect,
+        expect_comments=comments,
+        header=(
+            f"A skeleton written by `reprospec capture --from-log {source}`.",
+            "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
+        ),
+        todo=tuple(todo),
+    )
+
+
+def axis_for(toggle: Toggle) -> Axis:
+    from reprospec.capture.command import axis_for as command_axis
+
+    return command_axis(toggle)
+
+
+def _expect(ticket: Ticket) -> tuple[JsonObject, dict[str, str]]:
+    from reprospec.capture.command import message_pattern
+
+    failure = ticket.failure
+    comments: dict[str, str] = {}
+    if failure.outcome is None:
+        comments["outcome"] = "TODO: what the failure is (pass, error, crash, hang or fail)"
+        return {"outcome": "fail"}, comments
+    expect: JsonObject = {"outcome": failure.outcome}
+    if failure.outcome == "crash" and failure.signal:
+        expect["signal"] = failure.signal
+        comments["signal"] = {
+            "worker": "in a DataLoader worker",
+            "child": "in a child process",
+        }.get(failure.where or "", "in the main process")
+    if failure.outcome in ("error", "crash") and failure.exception:
+        expect["exception"] = failure.exception
+    if failure.outcome == "error" and failure.message:
+        expect["message"] = message_pattern(failure.message)
+    if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
+        expect["exit_code"] = failure.exit_code
+    if failure.phase is not None:
+        expect["phase"] = failure.phase
+        if ticket.presets or ticket.test:
+            comments["phase"] = "reported by the markers below"
+        else:
+            comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"
+    if failure.step is not None:
+        expect["step"] = failure.step
+    return expect, comments
+
+
+def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> list[str]:
+    """What differs between the ticket's machine and this one (torch build, CUDA, GPUs, Python)."""
+    if not theirs.said_anything:
+        return ["the log says nothing about its machine: nothing to compare"]
+    if ours is None:
+        return ["this machine could not be probed: nothing to compare"]
+    torch = _section(ours, "torch")
+    python = _section(ours, "python")
+    nvidia = _section(ours, "nvidia")
+    gpus = torch.get("gpus") or nvidia.get("gpus")
+    our_gpus = (
+        [str(g.get("name")) for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+    )
+    os_info = _section(ours, "os")
+    rows = [
+        ("torch", theirs.torch, _text(torch.get("version"))),
+        ("CUDA (torch build)", theirs.torch_cuda, _text(torch.get("cuda")) or "none (CPU build)"),
+        ("cuDNN", theirs.cudnn, _text(torch.get("cudnn"))),
+        ("GPUs", ", ".join(theirs.gpus) or None, ", ".join(our_gpus) or "none"),
+        ("driver", theirs.driver, _text(nvidia.get("driver"))),
+        ("Python", theirs.python, _text(python.get("version"))),
+        ("OS", theirs.os, _text(os_info.get("distribution"))),
+    ]
+    lines = ["the log's machine and this one:"]
+    for label, their, our in rows:
+        if their is None:
+            continue
+        same = our is not None and (
+            our == their or our.startswith(their + ".") or our.startswith(their + "+")
+        )
+        mark = "same" if same else "DIFFERS"
+        lines.append(f"  {mark:7}  {label}: log {their}; here {our or 'unknown'}")
+    if theirs.gpus and not our_gpus:
+        lines.append(
+            "  the log's machine had GPUs and this one has none: a failure that needs them "
+            "cannot reproduce here (run the spec where there is a "
+            + ", ".join(sorted(set(theirs.gpus)))
+            + ")"
+        )
+    return lines
+
+
+def _this_machine(theirs: Machine) -> Mapping[str, JsonValue] | None:
+    """This machine as the harness sees it (doctor's probe), or None when it cannot tell."""
+    if not theirs.said_anything:
+        return None
+    from reprospec.environment.probe import probe_environment
+
+    try:
+        return probe_environment(sys.executable, ("torch",), cuda=bool(theirs.gpus))
+    except Exception:  # a probe that fails must not lose the skeleton already written
+        return None
+
+
+def _section(env: Mapping[str, JsonValue], key: str) -> JsonObject:
+    value = env.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: JsonValue) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def _found(ticket: Ticket) -> str:
+    failure = ticket.failure
+    if failure.outcome is None:
+        return "no failure found"
+    what = failure.signal or failure.exception or failure.outcome
+    where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
+    at = f" at {failure.phase}" if failure.phase else ""
+    step = f" step {failure.step}" if failure.step is not None else ""
+    return f"{failure.outcome} {what}{where}{at}{step}"
+
+
+def _name(ticket: Ticket) -> str:
+    from reprospec.capture.command import script_stem
+
+    words = shlex.split(ticket.command) if ticket.command else []
+    stem = script_stem(tuple(words)) if words else "ticket"
+    failure = ticket.failure
+    parts = [stem, failure.outcome or "failure"]
+    if failure.signal:
+        parts.append(failure.signal.lower())
+    elif failure.exception:
+        parts.append(failure.exception.rsplit(".", 1)[-1].lower())
+    from reprospec.capture.command import slug
+
+    return slug("-".join(parts))
+
+
+def _title(ticket: Ticket) -> str:
+    return f"From a ticket: {_found(ticket)}"
+
+
+def _description(ticket: Ticket, source: str) -> str:
+    lines = [f"Read from {source} by `reprospec capture --from-log`."]
+    failure = ticket.failure
+    for link in failure.chain:
+        message = (link.message or "").split("\n", 1)[0]
+        lines.append(
+            f"- `{link.type}`: {message}" + (f" ({link.link} of the next)" if link.link else "")
+        )
+    if ticket.cuda_error:
+        lines.append(f"A CUDA error: {ticket.cuda_error}. Rerun with CUDA_LAUNCH_BLOCKING=1.")
+    if ticket.python_frames:
+        lines.append("Python stack, innermost last:")
+        lines += [f"    {frame}" for frame in ticket.python_frames[-SHOWN_FRAMES:]]
+    if ticket.native_frames:
+        lines.append("Native stack, innermost first:")
+        lines += [f"    {frame}" for frame in ticket.native_frames[:SHOWN_FRAMES]]
+    return "\n".join(lines)

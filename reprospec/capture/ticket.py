@@ -1,0 +1,443 @@
+"""A ticket's pasted text, read for what a spec needs: the failure, the machine, the command.
+
+Tickets hold what people paste: a Python traceback (often chained, sometimes
+prefixed by a logger or `[rank0]:`), a faulthandler dump, the shell's
+`Segmentation fault (core dumped)`, torch's "DataLoader worker (pid N) is
+killed by signal", a CUDA error, a gdb session, pytest's or gtest's output,
+progress bars, `collect_env` and `pip freeze` blocks, and maybe the command
+(`$ python train.py ...`). `read_ticket` turns all of it into one `Ticket`:
+the failure as an expectation would state it, with the evidence for each part
+(`evidence`), and what the text does not say left as None, for the writer to
+mark as a placeholder.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from reprospec.capture.envblock import Machine, parse_machine
+from reprospec.core.signals import (
+    canonical_signal,
+    exit_status_signal,
+    signal_from_description,
+    signal_name,
+)
+from reprospec.outcome.tracebacks import (
+    PythonException,
+    current_thread_first,
+    fatal_errors,
+    parse_chain,
+)
+from reprospec.spec.presets import PRESETS, detect, output_lines
+
+# Prefixes loggers and launchers put before every line of a child's output.
+_LINE_PREFIXES = re.compile(
+    r"^(?:\[rank\d+\]:\s?|\[default\d+\]:\s?|\d+: |E   ?(?=\S| )|>\s?(?=Traceback|\s|\w))"
+)
+_PYTEST_E = re.compile(r"^E {1,7}")
+_WORKER_KILLED = re.compile(
+    r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
+)
+_WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly")
+_SHELL_SIGNAL = re.compile(
+    r"^(?:.*?: line \d+: +(?P<pid>\d+) +)?(?P<desc>Segmentation fault|Bus error|Aborted"
+    r"|Illegal instruction|Floating point exception|Killed|Trace/breakpoint trap)"
+    r"(?: +\(core dumped\))?(?P<rest> +.*)?\s*$"
+)
+_EXIT_CODE = re.compile(
+    r"(?:exit(?:ed)?(?: with)? (?:code|status)|returned non-zero exit status|exitcode)"
+    r"[:= ]+(?P<code>-?\d+)",
+    re.IGNORECASE,
+)
+_GDB_SIGNAL = re.compile(
+    r"(?:Thread \d+ .*?|Program) received signal (?P<signal>SIG[A-Z0-9]+)", re.IGNORECASE
+)
+_GDB_FRAME = re.compile(
+    r"^#(?P<n>\d+) +(?:0x[0-9a-f]+ in )?(?P<function>.+?)(?: (?:at|from) (?P<where>\S+))?$"
+)
+# gdb's `Starting program: /usr/bin/python3 x.py --flag` names the command it ran.
+_GDB_START = re.compile(r"^Starting program: (?P<command>.+)$")
+# A command quoted in prose: "I run `python train.py --x 1` and ...".
+_QUOTED = re.compile(r"`(?P<command>[^`\n]+)`")
+_FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!\s*$")
+_CUDA_ERROR = re.compile(
+    r"CUDA error: (?P<what>[^\n]+)|CUDA out of memory|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+"
+    r"|NCCL error|device-side assert triggered|illegal memory access"
+)
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+,? in (?P<function>\S+)')
+_PYTEST_FAILED = re.compile(
+    r"^FAILED (?P<test>\S+\.py::\S+)(?: - (?P<type>[A-Za-z_][\w.]*)(?:: (?P<message>.*))?)?$"
+)
+_PYTEST_CRASHED = re.compile(r"^(?P<test>\S+\.py::\S+) (?:FAILED|ERROR)\b")
+_GTEST_RUN = re.compile(r"^\[ RUN +\] (?P<test>\S+)")
+_GTEST_FAILED = re.compile(r"^\[ +FAILED +\] (?P<test>[\w./]+)")
+# A command the reporter ran: `$ python train.py ...`, `(env) user@host:~$ torchrun ...`.
+_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[^$#]*)?)?[$#>] +(?P<command>.+)$")
+_PROGRAMS = (
+    "python",
+    "python3",
+    "torchrun",
+    "accelerate",
+    "deepspeed",
+    "pytest",
+    "bash",
+    "sh",
+    "uv",
+    "lightning",
+    "srun",
+    "mpirun",
+)
+_PYTHON_PROGRAM = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+# Where a frame's function or file says what a training program was doing.
+_PHASE_FRAMES = (
+    (re.compile(r"sanity_check"), "sanity_check"),
+    (re.compile(r"validation_step|evaluation_loop|_evaluation|validate\b|val_loop"), "validation"),
+    (re.compile(r"test_step|test_loop"), "test"),
+    (re.compile(r"predict_step|prediction_loop"), "predict"),
+    (re.compile(r"training_step|training_epoch_loop|fit_loop|train_loop|optimizer_step"), "train"),
+)
+_PHASE_NAMES = {
+    "train": "train",
+    "training": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "eval": "validation",
+    "evaluation": "validation",
+    "test": "test",
+    "testing": "test",
+}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The failure a ticket shows, as an `expect` would state it; None where it is silent."""
+
+    outcome: str | None = None  # "error", "crash", "hang"
+    signal: str | None = None
+    exception: str | None = None
+    message: str | None = None
+    exit_code: int | None = None
+    where: str | None = None  # "main", "worker", "child"
+    phase: str | None = None
+    step: int | None = None
+    chain: tuple[PythonException, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What a pasted ticket says. `evidence`: one line per conclusion, saying where it came from."""
+
+    failure: Failure
+    machine: Machine
+    command: str | None = None
+    presets: tuple[str, ...] = ()
+    native_frames: tuple[str, ...] = ()
+    python_frames: tuple[str, ...] = ()
+    cuda_error: str | None = None
+    test: str | None = None
+    evidence: tuple[str, ...] = field(default=())
+
+
+def read_ticket(text: str) -> Ticket:
+    """Read everything `text` says about one failure (the last one, when it shows several)."""
+    text = text.replace("\r\n", "\n")
+    clean = "\n".join(_unprefixed(line) for line in text.split("\n"))
+    evidence: list[str] = []
+    chain = parse_chain(clean)
+    fatal = fatal_errors(clean)
+    signal: str | None = None
+    where: str | None = None
+    outcome: str | None = None
+    exit_code: int | None = None
+
+    worker = _WORKER_KILLED.search(clean)
+    if worker:
+        signal = signal_from_description(worker["desc"])
+        where = "worker"
+        evidence.append(f"a DataLoader worker died: {worker.group(0).strip()}")
+    elif _WORKER_EXITED.search(clean):
+        where = "worker"
+        evidence.append("a DataLoader worker exited unexpectedly (its signal is not shown)")
+    gdb = _GDB_SIGNAL.search(clean)
+    if signal is None and gdb:
+        signal = canonical_signal(gdb["signal"])
+        evidence.append(f"gdb: {gdb.group(0).strip()}")
+    real_fatal = [f for f in fatal if not f.description.startswith("Aborted")] or fatal
+    if signal is None and real_fatal:
+        signal = signal_from_description(real_fatal[-1].description)
+        if signal:
+            evidence.append(f"faulthandler: Fatal Python error: {real_fatal[-1].description}")
+    for line in clean.split("\n"):
+        shell = _SHELL_SIGNAL.match(line.strip())
+        if shell and signal is None:
+            signal = signal_from_description(shell["desc"])
+            evidence.append(f"the shell: {line.strip()}")
+            if shell["pid"] and shell["rest"] and not _is_python(shell["rest"].split()):
+                where = where or "child"
+    for match in _EXIT_CODE.finditer(clean):
+        code = int(match["code"])
+        if code < 0:
+            named = signal_name(-code)
+            signal = signal or named
+            evidence.append(f"exit status {code}: killed by {named}")
+        elif code > 128 and exit_status_signal(code):
+            named = exit_status_signal(code) or ""
+            signal = signal or named
+            evidence.append(f"exit status {code}: 128+{code - 128} ({named})")
+        elif code > 0:
+            exit_code = code
+    hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
+
+    cuda = _CUDA_ERROR.search(clean)
+    test = _test_name(clean)
+    pytest_failure = _pytest_failure(clean)
+    if not chain and pytest_failure is not None:
+        chain = (pytest_failure,)
+        evidence.append("pytest's short summary: FAILED ... - " + pytest_failure.type)
+    if chain:
+        evidence.append(
+            "the traceback: "
+            + " -> ".join(f"{e.type}" + (f" ({e.link})" if e.link else "") for e in chain)
+        )
+    if hang and signal is None:
+        outcome = "hang"
+        evidence.append("faulthandler's `Timeout (h:mm:ss)!` dump: the program hung")
+    elif signal is not None:
+        outcome = "crash"
+    elif chain or exit_code is not None:
+        outcome = "error"
+
+    last = chain[-1] if chain else None
+    frames = _python_frames(clean, real_fatal[-1].stack if real_fatal else None)
+    phase, step = _progress(text)
+    if phase is not None:
+        evidence.append(f"the progress lines: {phase}" + (f" step {step}" if step else ""))
+    if test is not None and phase is None:
+        phase = test
+        evidence.append(f"the failing test: {test}")
+    if phase is None:
+        phase = _phase_from_frames(frames)
+        if phase is not None:
+            evidence.append(f"the stack: a frame of the {phase} loop")
+    command = _command(text)
+    if command is not None:
+        evidence.append(f"the command: {command}")
+    machine = parse_machine(text)
+    return Ticket(
+        failure=Failure(
+            outcome=outcome,
+            signal=signal,
+            exception=last.type if last else None,
+            message=_first_line(last.message) if last else None,
+            exit_code=exit_code if outcome == "error" and not chain else None,
+            where=where or ("main" if outcome == "crash" else None),
+            phase=phase,
+            step=step,
+            chain=chain,
+        ),
+        machine=machine,
+        command=command,
+        presets=detect(text),
+        native_frames=_native_frames(clean),
+        python_frames=tuple(frames),
+        cuda_error=cuda.group(0).strip() if cuda else None,
+        test=test,
+        evidence=tuple(evidence),
+    )
+
+
+def _unprefixed(line: str) -> str:
+    """A line without a launcher's or logger's prefix (`[rank0]: `, pytest's `E   `)."""
+    if _PYTEST_E.match(line):
+        return _PYTEST_E.sub("", line, count=1)
+    return _LINE_PREFIXES.sub("", line, count=1)
+
+
+def _first_line(message: str | None) -> str | None:
+    if not message:
+        return None
+    return message.strip().split("\n", 1)[0].strip() or None
+
+
+def _pytest_failure(text: str) -> PythonException | None:
+    for line in reversed(text.split("\n")):
+        match = _PYTEST_FAILED.match(line.strip())
+        if match and match["type"]:
+            return PythonException(match["type"], match["message"])
+    return None
+
+
+def _test_name(text: str) -> str | None:
+    """The test that failed: pytest's `FAILED path::name`, gtest's last `[ RUN ]`."""
+    for line in reversed(text.split("\n")):
+        stripped = line.strip()
+        for pattern in (_PYTEST_FAILED, _PYTEST_CRASHED, _GTEST_FAILED):
+            match = pattern.match(stripped)
+            if match:
+                return match["test"]
+    runs = [m["test"] for line in text.split("\n") if (m := _GTEST_RUN.match(line.strip()))]
+    return runs[-1] if runs else None
+
+
+def _progress(text: str) -> tuple[str | None, int | None]:
+    """The phase and step the progress lines had reached before the failure was printed."""
+    import re as re_
+
+    lines = output_lines(text)
+    end = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.startswith(("Traceback (most recent call last)", "Fatal Python error"))
+        ),
+        len(lines),
+    )
+    presets = [name for name in detect(text) if name not in ("pytest", "gtest")]
+    markers = [m for name in presets for m in PRESETS[name].markers]
+    compiled = [(re_.compile(m.pattern), m) for m in markers]
+    phase: str | None = None
+    step: int | None = None
+    for line in lines[:end]:
+        for pattern, marker in compiled:
+            found = pattern.search(line)
+            if found is None:
+                continue
+            groups = found.groupdict()
+            new_phase = groups.get("phase") or marker.phase
+            if new_phase is not None:
+                new_phase = _PHASE_NAMES.get(new_phase.lower(), new_phase)
+                if new_phase != phase:
+                    phase, step = new_phase, None
+            if groups.get("step") is not None:
+                step = int(groups["step"])
+            elif marker.step is not None:
+                step = marker.step
+    return phase, step
+
+
+def _python_frames(text: str, fatal_stack: str | None) -> list[str]:
+    """`file:function` of the last traceback's (or faulthandler dump's) frames, innermost last."""
+    block = fatal_stack
+    if block is not None:
+        # The thread that took the signal: its block, up to the blank line after it.
+        ordered = current_thread_first(block)
+        start = ordered.find("Current thread")
+        block = ordered[start:].split("\n\n", 1)[0] if start >= 0 else ordered
+    else:
+        lines = text.split("\n")
+        headers = [i for i, line in enumerate(lines) if "Traceback (most recent" in line]
+        if not headers:
+            # faulthandler.dump_traceback_later's `Timeout (0:05:00)!`: the stack under it.
+            timeouts = [i for i, line in enumerate(lines) if _FAULTHANDLER_TIMEOUT.match(line)]
+            if not timeouts:
+                return []
+            dump = "\n".join(lines[timeouts[-1] :])
+            frames = [
+                f"{m['file']}:{m['function']}" for m in map(_FRAME.match, dump.split("\n")) if m
+            ]
+            return frames[::-1]
+        block = "\n".join(lines[headers[-1] :])
+    frames = [f"{m['file']}:{m['function']}" for m in map(_FRAME.match, block.split("\n")) if m]
+    # faulthandler prints the innermost frame first.
+    return frames[::-1] if fatal_stack is not None else frames
+
+
+def _phase_from_frames(frames: list[str]) -> str | None:
+    for frame in reversed(frames):
+        for pattern, phase in _PHASE_FRAMES:
+            if pattern.search(frame):
+                return phase
+    return None
+
+
+def _native_frames(text: str) -> tuple[str, ...]:
+    """gdb's `#N ... in function (...) at file` frames of the first backtrace: `function@file`."""
+    frames: list[str] = []
+    for line in text.split("\n"):
+        match = _GDB_FRAME.match(line.strip())
+        if match is None:
+            if frames and line.strip().startswith("Thread "):
+                break
+            continue
+        if match["n"] == "0" and frames:
+            break
+        where = (match["where"] or "").rsplit("/", 1)[-1].split(":", 1)[0]
+        function = _without_arguments(match["function"].strip())
+        frames.append(f"{function}@{where}" if where else function)
+    return tuple(frames)
+
+
+def _without_arguments(function: str) -> str:
+    """`cfunction_call (func=0x7f.., args=...)` -> `cfunction_call`; `f() const ()` stays
+    `f() const`."""
+    if function.endswith(")") and " (" in function:
+        return function[: function.rindex(" (")]
+    return function
+
+
+def _command(text: str) -> str | None:
+    """The command the reporter ran, when the ticket shows one.
+
+    Strongest first: a shell prompt line (`$ python ...`), gdb's `Starting program:`,
+    a command quoted in prose (`` `python x.py` ``), a bare line that runs a script.
+    """
+    prompted: list[str] = []
+    started: list[str] = []
+    quoted: list[str] = []
+    bare: list[str] = []
+    for line in text.split("\n"):
+        prompt = _PROMPT.match(line)
+        if prompt and _runs_something(_words(prompt["command"])):
+            prompted.append(prompt["command"].strip())
+            continue
+        start = _GDB_START.match(line.strip())
+        if start:
+            words = _words(start["command"])
+            if words and _runs_something(words):
+                words[0] = words[0].rsplit("/", 1)[-1]
+                started.append(shlex.join(words))
+            continue
+        for found in _QUOTED.finditer(line):
+            words = _words(found["command"])
+            if words and words[0] == "gdb" and "--args" in words:
+                words = words[words.index("--args") + 1 :]
+            if _runs_something(words):
+                quoted.append(shlex.join(words))
+        if _runs_something(_words(line.strip())):
+            bare.append(line.strip())
+    return next(iter(prompted + started + quoted + bare), None)
+
+
+def _runs_something(words: list[str]) -> bool:
+    """A command line that runs a program the way tickets show: not prose mentioning `python`."""
+    program = _program(words)
+    if program not in _PROGRAMS:
+        return False
+    rest = words[[_program([w]) for w in words].index(program) + 1 :] if words else []
+    if program == "python":
+        return bool(rest) and (rest[0].endswith(".py") or rest[0] in ("-m", "-c", "-u", "-X"))
+    return bool(rest)
+
+
+def _words(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return []
+
+
+def _program(words: list[str]) -> str:
+    """The program a command line runs, past `VAR=value` assignments and `env`."""
+    for word in words:
+        if re.match(r"^[A-Za-z_]\w*=", word) or word == "env":
+            continue
+        name = word.rsplit("/", 1)[-1]
+        return "python" if _PYTHON_PROGRAM.match(name) else name
+    return ""
+
+
+def _is_python(words: list[str]) -> bool:
+    return _program(words) == "python"

@@ -1,0 +1,250 @@
+"""A command line's own settings as matrix axes: what `capture` proposes to vary.
+
+The settings an ML program takes are on its command line: argparse-style flags
+(`--workers 2`, `--lr=0.1`, a bare `--fp16`) and Hydra/OmegaConf overrides
+(`data.num_workers=2`, `+x=1`, `~y`). Each becomes a matrix axis whose one
+value is the observed one, and the command reads it back through
+`${{ matrix.X }}`, so the spec runs exactly what was run and widening an axis
+(`--set 'matrix.workers=[2, 0]'`) is one edit. For knobs known to split such
+incidents (workers, pinned memory, precision, the multiprocessing start method)
+the proposal carries the alternative worth trying, which the writer puts in a
+comment.
+
+Words that are neither stay literal; the interpreter's own options
+(`python -u -X faulthandler`) are not the program's settings.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from reprospec.core.expr import render
+from reprospec.core.jsontypes import JsonValue
+
+_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
+_LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)
+_SHORT_FLAG = re.compile(r"^-(?P<name>[A-Za-z])$")
+_HYDRA = re.compile(r"^(?P<prefix>\+\+|\+)?(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.S)
+_HYDRA_DELETE = re.compile(r"^~(?P<key>[A-Za-z_][\w.@/-]*)(?:=(?P<value>.*))?$", re.S)
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+# Interpreter options that take a value (`-X faulthandler`, `-W error`).
+_PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
+# Text that would need quoting in a shell: such a value is written inside single quotes.
+_SHELL_SAFE = re.compile(r"^[\w@%+=:,./-]*$")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """An alternative value of a known knob, and why it is worth a cell."""
+
+    value: JsonValue
+    why: str
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """One setting of the command, proposed as a matrix axis.
+
+    `kind`: "flag" (`--name value`, `--name=value`), "switch" (a bare `--name`:
+    the axis is whether it is given), "override" (Hydra `key=value`, `+key=value`),
+    "delete" (Hydra `~key`: whether it is given). `text` is the words as written.
+    """
+
+    axis: str
+    value: JsonValue
+    kind: str
+    text: str
+    key: str
+    suggestion: Suggestion | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The command with its settings read from the matrix, and those settings."""
+
+    command: str
+    toggles: tuple[Toggle, ...]
+    env: tuple[tuple[str, str], ...] = ()  # leading `VAR=value` words, in order
+    hydra: bool = False  # the command has Hydra-style overrides
+
+
+# (axis name pattern, the alternative for it, why): the knobs that split worker,
+# precision and start-method incidents, as the issue trackers know them.
+_KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
+    (
+        re.compile(r"(?:^|_)(?:num_workers|workers|n_workers|num_proc|loader_workers)$"),
+        0,
+        "0 loads the data in the main process: no worker to die",
+    ),
+    (re.compile(r"(?:^|_)pin_memory$"), False, "no pinned host memory"),
+    (re.compile(r"(?:^|_)persistent_workers$"), False, "workers restarted every epoch"),
+    (re.compile(r"^precision$"), 32, "full precision (no autocast)"),
+    (re.compile(r"^(?:fp16|bf16|amp|half|mixed_precision|use_amp)$"), False, "full precision"),
+    (
+        re.compile(r"(?:start_method|multiprocessing_context|mp_context|mp_start_method)$"),
+        "spawn",
+        "spawn starts each worker fresh instead of forking the parent",
+    ),
+    (re.compile(r"^(?:compile|torch_compile)$"), False, "eager mode, no torch.compile"),
+    (re.compile(r"^(?:devices|gpus|nproc_per_node|num_gpus|world_size)$"), 1, "one process"),
+    (re.compile(r"^(?:cudnn_benchmark|benchmark)$"), False, "no cuDNN autotuning"),
+)
+
+
+def typed(text: str) -> JsonValue:
+    """A command-line value as the matrix holds it: a number or boolean only when the
+    command would read back the same text (`1e-4` stays a string: it renders `0.0001`)."""
+    if text in ("true", "false"):
+        return text == "true"
+    if _NUMBER.match(text):
+        number: JsonValue = int(text) if re.match(r"^-?\d+$", text) else float(text)
+        if render(number) == text:
+            return number
+    return text
+
+
+def axis_name(key: str) -> str:
+    """`data.num_workers` -> `num_workers`; `--pin-memory` -> `pin_memory`."""
+    last = re.split(r"[./@]", key.strip("-+~"))[-1] or key
+    return re.sub(r"[^A-Za-z0-9_]", "_", last).strip("_") or "value"
+
+
+def _unique_axis(key: str, taken: set[str]) -> str:
+    name = axis_name(key)
+    if name in taken:
+        name = re.sub(r"[^A-Za-z0-9_]", "_", key.strip("-+~")).strip("_")
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
+    """The known alternative to try for this axis, when it is a known knob and differs."""
+    for pattern, alternative, why in _KNOWN:
+        if not pattern.search(axis.lower()):
+            continue
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            # Written as text (`--pin-memory True`): propose the other text, same spelling.
+            flipped = "false" if value.lower() == "true" else "true"
+            alternative = flipped.capitalize() if value[:1].isupper() else flipped
+        elif isinstance(value, bool) and isinstance(alternative, bool):
+            alternative = not value
+        elif isinstance(value, bool) or isinstance(alternative, bool):
+            # A switch named like a count (`--crash-if-pinned-workers`), or the reverse:
+            # not the knob this alternative is for.
+            return None
+        elif isinstance(value, str) and not isinstance(alternative, str):
+            alternative = render(alternative)
+        if alternative == value:
+            return None
+        return Suggestion(alternative, why)
+    return None
+
+
+def propose(argv: list[str]) -> Proposal:
+    """The settings of `argv` (a command as its words) as axes, and the command reading them."""
+    words = list(argv)
+    env: list[tuple[str, str]] = []
+    while words and _ASSIGNMENT.match(words[0]) and not words[0].startswith("-"):
+        match = _ASSIGNMENT.match(words[0])
+        assert match is not None
+        env.append((match["name"], match["value"]))
+        words.pop(0)
+    start = _program_args_start(words)
+    out = [shlex.quote(word) for word in words[:start]]
+    toggles: list[Toggle] = []
+    taken: set[str] = set()
+    hydra = False
+    index = start
+    while index < len(words):
+        word = words[index]
+        following = words[index + 1] if index + 1 < len(words) else None
+        long_flag = _LONG_FLAG.match(word)
+        short_flag = _SHORT_FLAG.match(word)
+        delete = _HYDRA_DELETE.match(word)
+        override = _HYDRA.match(word) if not word.startswith("-") else None
+        if any("'" in w or "${{" in w for w in (word, following or "")):
+            # A value the command could not read back through a quoted expression.
+            out.append(shlex.quote(word))
+            index += 1
+            continue
+        if long_flag and long_flag["value"] is not None:
+            toggle = _toggle(long_flag["name"], long_flag["value"], "flag", word, taken)
+            out.append(_with_value(f"--{long_flag['name']}=", toggle, long_flag["value"]))
+        elif (long_flag or short_flag) and following is not None and _is_value(following):
+            name = (long_flag or short_flag)["name"]  # type: ignore[index]
+            toggle = _toggle(name, following, "flag", f"{word} {following}", taken)
+            out.append(shlex.quote(word) + " " + _with_value("", toggle, following))
+            index += 1
+        elif long_flag:
+            toggle = _toggle(long_flag["name"], None, "switch", word, taken)
+            out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
+        elif delete:
+            hydra = True
+            toggle = _toggle("drop_" + axis_name(delete["key"]), None, "delete", word, taken)
+            toggle = Toggle(toggle.axis, True, "delete", word, delete["key"])
+            out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
+        elif override:
+            hydra = True
+            key = override["key"]
+            toggle = _toggle(key, override["value"], "override", word, taken)
+            prefix = (override["prefix"] or "") + key + "="
+            out.append(_with_value(prefix, toggle, override["value"]))
+        else:
+            out.append(shlex.quote(word))
+            index += 1
+            continue
+        if toggle.axis:
+            toggles.append(toggle)
+        index += 1
+    return Proposal(" ".join(out), tuple(toggles), tuple(env), hydra)
+
+
+def _program_args_start(words: list[str]) -> int:
+    """Where the program's own arguments start: past `python [options] script.py|-m mod`."""
+    if not words:
+        return 0
+    program = words[0].rsplit("/", 1)[-1]
+    if not _PYTHON.match(program):
+        return 1
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word in ("-m", "-c"):
+            return min(index + 2, len(words))
+        if word in _PYTHON_VALUE_OPTIONS:
+            index += 2
+            continue
+        if word.startswith("-") and len(word) > 1:
+            index += 1
+            continue
+        return index + 1  # the script
+    return index
+
+
+def _is_value(word: str) -> bool:
+    return not word.startswith("-") or bool(_NUMBER.match(word))
+
+
+def _literal(text: str) -> str:
+    """`text` as an expression string literal (a quote is written twice)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]) -> Toggle:
+    axis = _unique_axis(key, taken)
+    value: JsonValue = True if text is None else typed(text)
+    return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
+
+
+def _with_value(prefix: str, toggle: Toggle, text: str) -> str:
+    """`--lr=` + the axis, quoted for the shell when the observed value needs it."""
+    expression = f"${{{{ matrix.{toggle.axis} }}}}"
+    if _SHELL_SAFE.match(text):
+        return shlex.quote(prefix) + expression if prefix else expression
+    return shlex.quote(prefix) + "'" + expression + "'" if prefix else "'" + expression + "'"

@@ -1,0 +1,221 @@
+"""The spec `capture` writes: YAML a person reads and edits, with comments saying what to try.
+
+A captured spec is a first draft: it must validate and rerun as it stands, and
+show its reader the next edit. So it is written by hand here, section by
+section, every value through `dump_yaml` (what it writes, the loader reads back
+the same): a one-value matrix axis with a comment naming the alternative
+(`workers: [2]  # or [2, 0]: ...`), the variables worth setting commented out,
+and what the capture could not know marked `TODO` (and listed by `todo`).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import yaml
+
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.yamlsource import dump_yaml
+
+# A folded command line is wrapped to this width (the reader's editor, not a parser limit).
+WIDTH = 96
+# Header comments are wrapped to this width.
+COMMENT_WIDTH = 88
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One matrix axis: its values, and a comment (the alternative worth a cell)."""
+
+    name: str
+    values: tuple[JsonValue, ...]
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class EnvLine:
+    """A variable of `environment.env`; `commented`: suggested, written as a comment."""
+
+    name: str
+    value: JsonValue
+    comment: str = ""
+    commented: bool = False
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Everything a captured spec says, before it is text."""
+
+    name: str
+    command: str
+    title: str = ""
+    description: str = ""
+    labels: tuple[str, ...] = ("captured",)
+    workdir: str | None = None
+    files: tuple[str, ...] = ()
+    python: str | None = None
+    packages: tuple[str, ...] = ()
+    env: tuple[EnvLine, ...] = ()
+    public_env: tuple[str, ...] = ()
+    matrix: tuple[Axis, ...] = ()
+    presets: tuple[str, ...] = ()
+    timeout: str | None = None
+    expect: Mapping[str, JsonValue] = field(default_factory=dict)
+    expect_comments: Mapping[str, str] = field(default_factory=dict)
+    header: tuple[str, ...] = ()
+    # What is left for a person to fill in: each also marked `TODO` in the text.
+    todo: tuple[str, ...] = ()
+
+
+def render_spec(draft: Draft) -> str:
+    """The spec text of `draft`."""
+    out: list[str] = []
+    for line in draft.header:
+        indent = line[: len(line) - len(line.lstrip())]
+        wrapped = textwrap.wrap(
+            line, COMMENT_WIDTH, subsequent_indent=indent + "  ", break_on_hyphens=False
+        )
+        out += [f"# {part}".rstrip() for part in wrapped or [""]]
+    if draft.todo:
+        out.append("#")
+        out.append("# TODO (left to fill in):")
+        for item in draft.todo:
+            wrapped = textwrap.wrap(f"  - {item}", COMMENT_WIDTH, subsequent_indent="    ")
+            out += [f"# {part}" for part in wrapped]
+    out.append("reprospec: 1")
+    out.append(_pair("name", draft.name))
+    if draft.title:
+        out.append(_pair("title", draft.title))
+    if draft.description:
+        out.append("description: |")
+        out += [f"  {line}".rstrip() for line in draft.description.rstrip().split("\n")]
+    if draft.labels:
+        out.append("labels: " + _flow(list(draft.labels)))
+    out.append("")
+    out += _environment(draft)
+    if draft.matrix:
+        out.append("matrix:")
+        for axis in draft.matrix:
+            line = f"  {axis.name}: {_flow(list(axis.values))}"
+            out.append(line + (f"  # {axis.comment}" if axis.comment else ""))
+        out.append("")
+    out += _command(draft.command)
+    if draft.files:
+        out.append("# the workdir's files the program imported (bundle and the standalone repro")
+        out.append("# carry them)")
+        out.append("files:")
+        out += [f"  - {_scalar(path)}" for path in draft.files]
+    if draft.presets:
+        out.append("markers: " + _flow([{"preset": name} for name in draft.presets]))
+    out.append("")
+    if draft.timeout:
+        out += ["run:", f"  timeout: {_scalar(draft.timeout)}", ""]
+    if draft.expect:
+        out.append("expect:")
+        for key, value in draft.expect.items():
+            comment = draft.expect_comments.get(key)
+            line = f"  {key}: {_scalar(value)}"
+            out.append(line + (f"  # {comment}" if comment else ""))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _environment(draft: Draft) -> list[str]:
+    lines: list[str] = []
+    if draft.workdir is not None and draft.workdir != ".":
+        lines.append(f"  workdir: {_scalar(draft.workdir)}")
+    if draft.python:
+        lines.append(f"  python: {_scalar(draft.python)}")
+    if draft.packages:
+        lines.append("  packages:")
+        lines += [f"    - {_scalar(p)}" for p in draft.packages]
+    live = [env for env in draft.env if not env.commented]
+    suggested = [env for env in draft.env if env.commented]
+    if live:
+        lines.append("  env:")
+        for env in live:
+            text = f"    {env.name}: {_scalar(env.value)}"
+            lines.append(text + (f"  # {env.comment}" if env.comment else ""))
+    if draft.public_env:
+        lines.append("  public_env: " + _flow(list(draft.public_env)))
+    comments = []
+    if suggested:
+        comments.append("  # worth a try, in env:" if live else "  # worth a try:")
+        comments.append("  # env:" if not live else "")
+        comments = [c for c in comments if c]
+        for env in suggested:
+            text = f"  #   {env.name}: {_scalar(env.value)}"
+            comments.append(text + (f"  # {env.comment}" if env.comment else ""))
+    if not lines:
+        # Nothing to set: the suggestions stay comments, with no empty section around them.
+        return (
+            ["# environment:", *(f"#{c[1:]}" if c.startswith(" ") else c for c in comments), ""]
+            if comments
+            else []
+        )
+    return ["environment:", *lines, *comments, ""]
+
+
+def _command(command: str) -> list[str]:
+    """`command: ...` on one line when it fits, else a folded block that reads back the same."""
+    one = _pair("command", command)
+    if len(one) <= WIDTH and "\n" not in one:
+        return [one]
+    wrapped = _wrap_words(command, WIDTH - 2)
+    folded = "command: >-\n" + "\n".join(f"  {line}" for line in wrapped)
+    try:
+        same = yaml.safe_load(folded) == {"command": command}
+    except yaml.YAMLError:
+        same = False
+    return folded.split("\n") if same else dump_yaml({"command": command}).rstrip().split("\n")
+
+
+def _wrap_words(command: str, width: int) -> list[str]:
+    """Lines of at most `width` (a longer word alone), never breaking inside `${{ }}`."""
+    words = re.findall(r"(?:[^\s$]|\$(?!\{\{))*(?:\$\{\{.*?\}\}(?:[^\s$]|\$(?!\{\{))*)*", command)
+    lines: list[str] = []
+    for word in (w for w in words if w):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _pair(key: str, value: JsonValue) -> str:
+    return f"{key}: {_scalar(value)}"
+
+
+def _scalar(value: JsonValue) -> str:
+    """One value as YAML on one line (through dump_yaml: it reads back the same)."""
+    if isinstance(value, (list, dict)):
+        return _flow(value)
+    text = dump_yaml([value])
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) == 1:
+        return lines[0][2:]
+    # A long string folded by the emitter: write it as one double-quoted line instead.
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _flow(values: Sequence[JsonValue] | Mapping[str, JsonValue]) -> str:
+    """`[2, 0]`, `[{preset: lightning}]`: flow style, each scalar as dump_yaml writes it."""
+    if isinstance(values, Mapping):
+        return "{" + ", ".join(f"{k}: {_flow_item(v)}" for k, v in values.items()) + "}"
+    return "[" + ", ".join(_flow_item(v) for v in values) + "]"
+
+
+def _flow_item(value: JsonValue) -> str:
+    if isinstance(value, (list, dict)):
+        return _flow(value)
+    text = _scalar(value)
+    # Inside a flow collection `,`, `[`, `]`, `{`, `}` end a plain scalar: quote them.
+    if isinstance(value, str) and (set(text) & set(",[]{}") or text != text.strip()):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return text

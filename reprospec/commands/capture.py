@@ -1,0 +1,176 @@
+"""`reprospec capture -- CMD` and `reprospec capture --from-log FILE`: a spec from a failure.
+
+Run a failing command through the engine and write the spec that reproduces it,
+or read a ticket's pasted log into a spec skeleton (docs/capture.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from reprospec.core.results import RunResult
+
+# The CLI's own parser class (cli._Parser): any ArgumentParser.
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
+    """The `capture` verb's arguments."""
+    p = sub.add_parser(
+        "capture",
+        help="run a failing command (or read a ticket's log) and write a spec that reproduces it",
+        description="reprospec capture [-o SPEC] [--repeat N] [--timeout T] -- CMD ARGS...\n"
+        "reprospec capture --from-log FILE|- [-o SPEC]",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="SPEC",
+        help="the spec to write (default: NAME-capture.yaml here, NAME the script's stem; "
+        "with --from-log: ticket.yaml)",
+    )
+    p.add_argument(
+        "--from-log",
+        metavar="FILE",
+        default=None,
+        help="read a ticket's pasted text (a file, or - for stdin) instead of running a command",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the command N times (and the verify rerun as often); with N > 1 the spec "
+        "gets a rate bound from the observed rate",
+    )
+    p.add_argument(
+        "--timeout",
+        default="300s",
+        metavar="T",
+        help="per attempt (default 300s): past it the command is a hang, its stacks taken",
+    )
+    p.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="do not rerun the written spec to check that the same failure comes back",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite the output spec when it exists")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".reprospec"),
+        metavar="DIR",
+        help="where the runs go (default: .reprospec)",
+    )
+    p.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD ARGS",
+        help="the command to run, after `--`",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Capture; prints what was written, what is left to fill in, and the verify rerun."""
+    from reprospec.errors import UsageError
+
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if args.from_log is not None:
+        if argv:
+            raise UsageError("capture: give either --from-log FILE or a command after `--`")
+        return _from_log(args)
+    if not argv:
+        raise UsageError(
+            "capture needs a command after `--` (reprospec capture -- python train.py ...) "
+            "or --from-log FILE"
+        )
+    if args.repeat < 1:
+        raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
+    from reprospec.capture.command import Request, capture
+    from reprospec.core.units import parse_duration
+
+    try:
+        timeout_s = parse_duration(args.timeout)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if not timeout_s > 0:
+        raise UsageError(f"--timeout: expected a duration > 0, got {args.timeout!r}")
+    output = args.output or Path(f"{_stem(argv)}-capture.yaml")
+    request = Request(
+        argv=tuple(argv),
+        output=output,
+        repeat=args.repeat,
+        timeout_s=timeout_s,
+        verify=args.verify,
+        out=args.out,
+        force=args.force,
+    )
+
+    def run_spec(path: Path, repeat: int, observe: bool) -> RunResult:
+        return _run_spec(path, repeat, observe, args.out)
+
+    captured = capture(request, run_spec)
+    for line in captured.lines:
+        print(line)
+    if captured.observed.outcome is None:
+        return 3
+    return 0 if captured.verified is not False else 1
+
+
+def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
+    """One run of the spec on the local runner, with the live progress `run` shows."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.pipeline import stages
+    from reprospec.report.progress import Progress
+    from reprospec.spec.load import load_spec
+
+    spec = load_spec(str(path))
+    options = RunOptions(
+        repeat=repeat,
+        observe=observe,
+        out=out,
+        purpose="capture",
+        command_line=f"reprospec run {path}",
+    )
+    print(
+        f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s))",
+        file=sys.stderr,
+    )
+    with Progress(repeat, stream=sys.stderr) as progress:
+        return stages.run(spec, options, progress=progress.update)
+
+
+def _stem(argv: list[str]) -> str:
+    from reprospec.capture.command import script_stem
+
+    return script_stem(tuple(argv))
+
+
+def _from_log(args: argparse.Namespace) -> int:
+    from reprospec.capture.fromlog import capture_log
+    from reprospec.errors import UsageError
+
+    if args.from_log == "-":
+        text = sys.stdin.read()
+        source = "stdin"
+    else:
+        try:
+            text = Path(args.from_log).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"--from-log: {args.from_log}: {exc.strerror or exc}") from None
+        source = args.from_log
+    output: Path = args.output or Path("ticket.yaml")
+    if output.exists() and not args.force:
+        raise UsageError(f"{output} exists; pass --force to overwrite it")
+    for line in capture_log(text, source, output):
+        print(line)
+    return 0

@@ -1,0 +1,2 @@
+def fmt(value: float) -> str:
+    return f"{value:.3f}"

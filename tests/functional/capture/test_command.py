@@ -1,0 +1,205 @@
+"""`reprospec capture -- CMD` on real programs: the spec it writes validates, reruns to the same
+failure signature, proposes the command's own flags and overrides as axes, and one suggested
+alternative separates the cells under `run --observe`.
+
+The programs are in tests/data/capture/ and fail for real: a DataLoader worker's invalid read
+(ctypes, torch on CPU), a Hydra app (real hydra-core) raising at validation step 7 under
+Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, and a
+script whose local modules are imported by name at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.run import plan_run
+from reprospec.plan.workfiles import named_files
+from reprospec.spec.load import load_spec
+from tests.support.cli import ROOT, Cli, CliResult
+
+PROGRAMS = ROOT / "tests" / "data" / "capture"
+
+
+def copied(case: str, tmp_path: Path) -> Path:
+    """The program's folder, copied where its runs may write (cores, Hydra's outputs/)."""
+    workdir = tmp_path / case
+    shutil.copytree(PROGRAMS / case, workdir)
+    return workdir
+
+
+def capture(cli: Cli, workdir: Path, *argv: str, options: tuple[str, ...] = ()) -> CliResult:
+    out = workdir.parent / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), *options, "--", *argv, cwd=workdir
+    )
+    assert result.code == 0, result.stdout + result.stderr
+    return result
+
+
+def first_run(workdir: Path) -> dict[str, Any]:
+    """The capture's own run (the oldest in --out): what the command did."""
+    runs = sorted((workdir.parent / "out" / "runs").iterdir())
+    data: dict[str, Any] = json.loads((runs[0] / "results.json").read_text())
+    return data
+
+
+def signatures(results: dict[str, Any]) -> dict[str, set[str]]:
+    return {
+        cell["id"]: {a["outcome"]["signature"] for a in cell["attempts"]}
+        for cell in results["cells"]
+    }
+
+
+def rerun_and_separate(
+    cli: Cli, workdir: Path, axis: str, widened: str, *, timeout: float = 300
+) -> tuple[str, dict[str, set[str]]]:
+    """`reprospec run` reproduces the captured signature; `--observe` with the suggested
+    value added to `axis` gives two cells that end differently. Returns both."""
+    spec = load_spec(str(workdir / "spec.yaml"))  # validates, as `run` does
+    assert axis in spec.document["matrix"]  # type: ignore[operator]
+    captured = next(iter(signatures(first_run(workdir)).values()))
+    ran = cli("run", "spec.yaml", cwd=workdir, timeout=timeout)
+    assert ran.code == 0, ran.stdout + ran.stderr  # every cell reproduced
+    assert next(iter(signatures(ran.results()).values())) == captured
+    observed = cli(
+        "run",
+        "spec.yaml",
+        "--observe",
+        "--set",
+        f"matrix.{axis}={widened}",
+        cwd=workdir,
+        timeout=timeout,
+    )
+    assert observed.code == 0, observed.stdout + observed.stderr
+    cells = signatures(observed.results())
+    assert len(cells) == 2
+    assert len({frozenset(s) for s in cells.values()}) == 2, cells
+    return next(iter(captured)), cells
+
+
+def axes(workdir: Path) -> dict[str, Any]:
+    matrix = load_spec(str(workdir / "spec.yaml")).document["matrix"]
+    assert isinstance(matrix, dict)
+    return {name: values for name, values in matrix.items()}
+
+
+def test_a_worker_segfault_only_with_workers_and_pinned_memory(cli: Cli, tmp_path: Path) -> None:
+    workdir = copied("worker", tmp_path)
+    argv = ("python", "train.py", "--workers", "2", "--pin-memory", "--steps", "10")
+    result = capture(cli, workdir, *argv, options=("--no-verify",))
+    assert axes(workdir) == {"workers": [2], "pin_memory": [True], "steps": [10]}
+    text = (workdir / "spec.yaml").read_text()
+    assert "try [2, 0]" in text
+    assert "try [true, false]" in text
+    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "validation"}
+    assert "torch==2.13.0" in result.stdout  # the distribution it imported, pinned
+    signature, cells = rerun_and_separate(cli, workdir, "workers", "[2, 0]")
+    assert signature.startswith("crash:SIGSEGV:worker:validation")
+    assert cells["workers=0,pin_memory=true,steps=10"] == {"pass"}
+
+
+def test_a_hydra_app_failing_at_validation_step_7_under_lightning_bars(
+    cli: Cli, tmp_path: Path
+) -> None:
+    pytest.importorskip("hydra")
+    workdir = copied("hydra", tmp_path)
+    result = capture(
+        cli, workdir, "python", "app.py", "data.num_workers=2", "trainer.precision=16-mixed"
+    )
+    assert "verify: the same signature (error:RuntimeError:validation) came back in 1/1" in (
+        result.stdout
+    )
+    assert axes(workdir) == {"num_workers": [2], "precision": ["16-mixed"]}
+    spec = load_spec(str(workdir / "spec.yaml"))
+    assert spec.document["markers"] == [{"preset": "lightning"}]
+    assert spec.document["command"] == (
+        "python app.py data.num_workers=${{ matrix.num_workers }} "
+        "trainer.precision=${{ matrix.precision }}"
+    )
+    expect = spec.document["expect"]
+    assert isinstance(expect, dict)
+    assert (expect["outcome"], expect["exception"], expect["phase"], expect["step"]) == (
+        "error",
+        "RuntimeError",
+        "validation",
+        7,
+    )
+    assert "Hydra's overrides.yaml: data.num_workers=2, trainer.precision=16-mixed" in (
+        (workdir / "spec.yaml").read_text()
+    )
+    _, cells = rerun_and_separate(cli, workdir, "num_workers", "[2, 0]")
+    assert cells["num_workers=0,precision=16-mixed"] == {"pass"}
+
+
+def test_a_program_hanging_at_import(cli: Cli, tmp_path: Path) -> None:
+    workdir = copied("importhang", tmp_path)
+    argv = ("python", "main.py", "--start-method", "fork", "--items", "3")
+    capture(cli, workdir, *argv, options=("--timeout", "3s", "--no-verify"))
+    assert axes(workdir) == {"start_method": ["fork"], "items": [3]}
+    spec = load_spec(str(workdir / "spec.yaml"))
+    assert spec.document["expect"] == {"outcome": "hang"}
+    assert spec.document["files"] == ["plugin.py"]
+    text = (workdir / "spec.yaml").read_text()
+    assert "outcome: hang  # while importing plugin.py:9" in text
+    assert "try [fork, spawn]" in text
+    signature, cells = rerun_and_separate(cli, workdir, "start_method", "[fork, spawn]")
+    assert signature == "hang"
+    assert cells["start_method=spawn,items=3"] == {"pass"}
+
+
+def test_a_crash_in_a_subprocess_child(cli: Cli, tmp_path: Path) -> None:
+    workdir = copied("child", tmp_path)
+    capture(
+        cli, workdir, "python", "run.py", "--workers", "2", "--batch", "4", options=("--no-verify",)
+    )
+    assert axes(workdir) == {"workers": [2], "batch": [4]}
+    text = (workdir / "spec.yaml").read_text()
+    assert re.search(r"signal: SIGSEGV  # in a child process \(python[\d.]* work\.py 2\)", text)
+    signature, cells = rerun_and_separate(cli, workdir, "workers", "[2, 0]")
+    assert signature.startswith("crash:SIGSEGV:child")
+    assert cells["workers=0,batch=4"] == {"pass"}
+
+
+def test_a_script_importing_local_modules_from_its_folder(cli: Cli, tmp_path: Path) -> None:
+    workdir = copied("localmod", tmp_path)
+    argv = ("python", "scripts/run.py", "--precision", "16", "--steps", "5")
+    capture(cli, workdir, *argv, options=("--no-verify",))
+    assert axes(workdir) == {"precision": [16], "steps": [5]}
+    spec = load_spec(str(workdir / "spec.yaml"))
+    # losses_half is imported by name at run time: only the child's record finds it.
+    assert spec.document["files"] == ["scripts/helpers.py", "scripts/losses_half.py"]
+    assert spec.document["expect"] == {
+        "outcome": "error",
+        "exception": "ValueError",
+        "message": r"loss is nan at step \d+ in half precision",
+        "phase": "train",
+        "step": 3,
+    }
+    # bundle and the standalone repro carry what the spec lists, and the script itself.
+    planned = plan_run(spec, RunOptions())
+    assert named_files(planned.attempts[0]) == (
+        "scripts/helpers.py",
+        "scripts/losses_half.py",
+        "scripts/run.py",
+    )
+    signature, cells = rerun_and_separate(cli, workdir, "precision", "[16, 32]")
+    assert signature == "error:ValueError:train"
+    assert cells["precision=32,steps=5"] == {"pass"}
+
+
+def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text("x")
+    refused = cli("capture", "-o", "spec.yaml", "--", "true", cwd=tmp_path)
+    assert refused.code == 2
+    assert "spec.yaml exists; pass --force" in refused.stderr
+    bare = cli("capture", cwd=tmp_path)
+    assert bare.code == 2
+    assert "capture needs a command after `--`" in bare.stderr

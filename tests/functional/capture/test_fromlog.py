@@ -1,0 +1,96 @@
+"""`reprospec capture --from-log`: the CLI writes a skeleton that validates, lists what is left,
+and compares the log's machine with this one; presets in a spec are checked and expanded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
+from reprospec.spec.presets import PRESETS
+from tests.support.cli import ROOT, Cli
+
+TICKETS = ROOT / "tests" / "data" / "tickets"
+
+
+def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compared(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ticket = TICKETS / "pytorch-issue-collect-env.md"
+    result = cli("capture", "--from-log", str(ticket), "-o", "t.yaml", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert "wrote t.yaml: crash SIGSEGV in a worker at train step 311" in result.stdout
+    assert "left to fill in (2), marked TODO in t.yaml:" in result.stdout
+    # This machine has no GPU and a CPU torch build: both differ from the ticket's.
+    assert "DIFFERS  GPUs: log NVIDIA A100-SXM4-80GB, NVIDIA A100-SXM4-80GB; here none" in (
+        result.stdout
+    )
+    assert "DIFFERS  CUDA (torch build): log 12.1; here none (CPU build)" in result.stdout
+    spec = load_spec(str(tmp_path / "t.yaml"))
+    document = spec.document
+    assert document["command"] == (
+        "python train.py --workers ${{ matrix.workers }} "
+        "${{ matrix.pin_memory and '--pin-memory' or '' }} --batch-size ${{ matrix.batch_size }}"
+    )
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    assert environment["python"] == "3.10"
+    assert environment["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert "torch==2.1.0+cu121" in environment["packages"]  # type: ignore[operator]
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "exception": "RuntimeError",
+        "phase": "train",
+        "step": 311,
+    }
+    assert document["markers"] == [{"preset": "lightning"}]
+    validated = cli("validate", str(tmp_path / "t.yaml"))
+    assert validated.code == 0, validated.stdout + validated.stderr
+
+
+def test_a_ticket_without_a_command_gets_a_placeholder_that_cannot_pass_for_a_reproduction(
+    cli: Cli, tmp_path: Path
+) -> None:
+    text = (TICKETS / "lightning-chain.txt").read_text()
+    result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
+    assert result.code == 0, result.stderr
+    assert "command: the command that failed" in result.stdout
+    spec_text = (tmp_path / "t.yaml").read_text()
+    assert "# TODO (left to fill in):" in spec_text
+    assert "command: TODO-the-command-that-failed" in spec_text
+    ran = cli("run", "t.yaml", cwd=tmp_path)
+    assert ran.code == 3  # command not found: an infrastructure error, not "not reproduced"
+    cells = ran.results()["cells"]
+    assert cells[0]["verdict"] == "infra-error"
+
+
+def test_a_preset_marker_expands_and_a_wrong_one_is_located(cli: Cli, tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "reprospec: 1\nname: p\ncommand: 'true'\n"
+        "markers: [{preset: lightning}, {pattern: '^x (?P<step>\\d+)'}]\n"
+    )
+    planned = plan_run(load_spec(str(good)), RunOptions())
+    markers = planned.attempts[0].markers
+    assert markers[: len(PRESETS["lightning"].markers)] == PRESETS["lightning"].markers
+    assert markers[-1].pattern == r"^x (?P<step>\d+)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "reprospec: 1\nname: p\ncommand: 'true'\n"
+        "markers:\n  - {preset: lightnin}\n  - {preset: steps, phase: x}\n  - {phase: y}\n"
+    )
+    result = cli("validate", str(bad))
+    assert result.code == 2
+    lines = result.stdout.splitlines() + result.stderr.splitlines()
+    assert any(":5:" in line and "lightning" in line for line in lines), lines
+    assert any("a preset marker takes no 'phase'" in line for line in lines), lines
+    assert any("a marker needs a 'pattern' (or a 'preset')" in line for line in lines), lines
+
+
+def test_the_schema_names_every_preset() -> None:
+    schema = json.loads((ROOT / "schemas" / "reprospec.schema.json").read_text())
+    names = schema["properties"]["markers"]["items"]["properties"]["preset"]["enum"]
+    assert names == list(PRESETS)

@@ -1,0 +1,161 @@
+"""`capture --from-log`: real-world-shaped tickets read for the failure, the machine, the command.
+
+Each ticket in tests/data/tickets/ is shaped like one people file: a PyTorch
+issue body with collect_env, a Lightning traceback with an exception chain, a
+faulthandler dump, a gdb session, a pytest run. The reader must name the right
+exception or signal, the versions and the phase, or say nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.capture.envblock import parse_machine
+from reprospec.capture.ticket import read_ticket
+from tests.support.paths import DATA
+
+TICKETS = DATA / "tickets"
+
+
+def ticket(name: str) -> str:
+    return (TICKETS / name).read_text(encoding="utf-8")
+
+
+def test_a_pytorch_issue_with_collect_env_gives_the_worker_segfault_and_the_machine() -> None:
+    read = read_ticket(ticket("pytorch-issue-collect-env.md"))
+    failure = read.failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", "SIGSEGV", "worker")
+    assert failure.exception == "RuntimeError"
+    assert [e.link for e in failure.chain] == ["cause", None]
+    assert (failure.phase, failure.step) == ("train", 311)
+    machine = read.machine
+    assert machine.torch == "2.1.0+cu121"
+    assert (machine.torch_cuda, machine.cuda_runtime, machine.cudnn) == (
+        "12.1",
+        "12.1.105",
+        "8.9.2",
+    )
+    assert machine.python == "3.10"
+    assert machine.os == "Ubuntu 22.04.3 LTS (x86_64)"
+    assert machine.gpus == ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB")
+    assert machine.driver == "535.104.05"
+    assert "torchvision==0.16.0+cu121" in machine.requirements
+    assert len(machine.requirements) == len(set(machine.requirements)) == 4
+    assert read.command == (
+        "CUDA_VISIBLE_DEVICES=0 python train.py --workers 4 --pin-memory --batch-size 64"
+    )
+    assert read.presets == ("lightning",)
+
+
+def test_a_lightning_chain_gives_the_last_exception_its_cause_and_the_validation_step() -> None:
+    read = read_ticket(ticket("lightning-chain.txt"))
+    failure = read.failure
+    assert failure.outcome == "error"
+    assert [e.type for e in failure.chain] == ["RuntimeError", "torch.AcceleratorError"]
+    assert failure.chain[0].link == "context"
+    assert failure.message == "CUDA error: an illegal memory access was encountered"
+    # The \r-redrawn bar's last segment before the traceback: validation step 7.
+    assert (failure.phase, failure.step) == ("validation", 7)
+    assert read.cuda_error == "CUDA error: an illegal memory access was encountered"
+    assert read.presets == ("lightning",)
+    assert read.machine.python == "3.11"  # from the traceback's site-packages paths
+    assert read.command is None
+
+
+def test_a_faulthandler_dump_gives_the_signal_the_crashing_thread_and_the_freeze() -> None:
+    read = read_ticket(ticket("faulthandler-segfault.txt"))
+    assert (read.failure.outcome, read.failure.signal, read.failure.where) == (
+        "crash",
+        "SIGSEGV",
+        "main",
+    )
+    assert read.failure.step == 13
+    # The current thread's frames, innermost last (faulthandler prints them innermost first).
+    assert read.python_frames[-1].endswith("pyarrow/table.py:to_numpy")
+    assert read.python_frames[0].endswith("extract_features.py:<module>")
+    assert "pyarrow==15.0.0" in read.machine.requirements
+    assert read.machine.torch == "2.2.1"
+    assert read.command == (
+        "python -X faulthandler scripts/extract_features.py "
+        "--input data/shard-003.parquet --batch 256"
+    )
+
+
+def test_a_gdb_session_gives_the_signal_the_native_frames_and_the_program() -> None:
+    read = read_ticket(ticket("gdb-backtrace.txt"))
+    assert (read.failure.outcome, read.failure.signal) == ("crash", "SIGSEGV")
+    assert read.native_frames[0] == (
+        "at::native::index_add_cpu_::{lambda()#1}::operator()() const@libtorch_cpu.so"
+    )
+    assert read.native_frames[4] == "cfunction_call@methodobject.c"
+    assert read.command == "python3 bench_ops.py --op index_add --dtype bfloat16"
+    assert (read.machine.torch, read.machine.python) == ("2.3.0+cpu", "3.10")
+
+
+def test_a_pytest_run_gives_the_failing_test_as_the_phase_and_its_exception() -> None:
+    read = read_ticket(ticket("pytest-failure.txt"))
+    failure = read.failure
+    assert (failure.outcome, failure.exception) == ("error", "RuntimeError")
+    assert failure.message is not None
+    assert failure.message.startswith("stack expects each tensor")
+    assert failure.phase == "tests/test_collate.py::test_collate_ragged"
+    assert read.command == "pytest -v tests/test_collate.py"
+    assert read.presets == ("pytest",)
+    assert (read.machine.python, read.machine.torch) == ("3.12", "2.4.0")
+
+
+@pytest.mark.parametrize(
+    ("text", "signal", "where"),
+    [
+        (
+            "./run.sh: line 3: 4242 Segmentation fault  (core dumped) ./test_ops --gtest_filter",
+            "SIGSEGV",
+            "child",
+        ),
+        ("Bus error (core dumped)", "SIGBUS", "main"),
+        (
+            "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)",
+            "SIGSEGV",
+            "main",
+        ),
+        (
+            "subprocess.CalledProcessError: Command '['x']' returned non-zero exit status -6.",
+            "SIGABRT",
+            "main",
+        ),
+    ],
+)
+def test_shell_lines_and_exit_codes_name_the_signal(text: str, signal: str, where: str) -> None:
+    failure = read_ticket(text).failure
+    assert (failure.outcome, failure.signal, failure.where) == ("crash", signal, where)
+
+
+def test_a_faulthandler_timeout_dump_is_a_hang() -> None:
+    text = (
+        "Timeout (0:05:00)!\nThread 0x00007f (most recent call first):\n"
+        '  File "/x/train.py", line 9 in validation_step\n'
+    )
+    read = read_ticket(text)
+    assert (read.failure.outcome, read.failure.phase) == ("hang", "validation")
+
+
+def test_prose_that_mentions_python_is_no_command() -> None:
+    assert read_ticket("I use python 3.10 on linux\npython is great\n").command is None
+
+
+def test_a_conda_list_table_and_a_bare_freeze_are_packages() -> None:
+    text = (
+        "# packages in environment at /opt/conda:\n#\n# Name Version Build Channel\n"
+        "numpy                     1.26.4          py311h64a7726_0    conda-forge\n"
+        "pytorch                   2.2.1           py3.11_cuda12.1_cudnn8.9.2_0    pytorch\n"
+        "\nrequests==2.31.0\n"
+    )
+    machine = parse_machine(text)
+    assert machine.requirements == ("numpy==1.26.4", "pytorch==2.2.1", "requests==2.31.0")
+
+
+def test_a_ticket_that_says_nothing_says_nothing() -> None:
+    read = read_ticket("it crashes sometimes, please help\n")
+    assert read.failure.outcome is None
+    assert read.command is None
+    assert not read.machine.said_anything

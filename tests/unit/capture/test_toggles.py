@@ -1,0 +1,129 @@
+"""The settings a command line carries become matrix axes, and presets fit what programs print."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.capture.toggles import propose, typed
+from reprospec.core import expr
+from reprospec.core.inputs import Marker
+from reprospec.core.jsontypes import JsonValue
+from reprospec.spec.presets import PRESETS, UnknownPreset, detect, expand, preset
+
+
+def render(command: str, matrix: dict[str, JsonValue]) -> str:
+    """The command as the engine renders it for a cell (the real interpolation)."""
+    rendered = expr.interpolate(command, {"matrix": dict(matrix)})
+    assert isinstance(rendered, str)
+    return " ".join(rendered.split())
+
+
+def test_argparse_flags_become_axes_and_the_command_reads_them_back() -> None:
+    argv = ["python", "-u", "train.py", "--workers", "2", "--pin-memory", "--lr=1e-4", "data/"]
+    proposal = propose(argv)
+    axes = {t.axis: t.value for t in proposal.toggles}
+    assert axes == {"workers": 2, "pin_memory": True, "lr": "1e-4"}
+    assert (
+        render(proposal.command, axes)
+        == "python -u train.py --workers 2 --pin-memory --lr=1e-4 data/"
+    )
+    widened = {**axes, "workers": 0, "pin_memory": False}
+    assert render(proposal.command, widened) == "python -u train.py --workers 0 --lr=1e-4 data/"
+    suggested = {t.axis: t.suggestion.value for t in proposal.toggles if t.suggestion}
+    assert suggested == {"workers": 0, "pin_memory": False}
+
+
+def test_hydra_overrides_become_axes_named_by_their_last_key() -> None:
+    argv = [
+        "CUDA_VISIBLE_DEVICES=0",
+        "python",
+        "runners/train.py",
+        "domain=recognition",
+        "data.num_workers=2",
+        "+trainer.precision=16-mixed",
+        "~logger",
+        "model.name=a b",
+    ]
+    proposal = propose(argv)
+    assert proposal.hydra
+    assert proposal.env == (("CUDA_VISIBLE_DEVICES", "0"),)
+    axes = {t.axis: t.value for t in proposal.toggles}
+    assert axes == {
+        "domain": "recognition",
+        "num_workers": 2,
+        "precision": "16-mixed",
+        "drop_logger": True,
+        "name": "a b",
+    }
+    assert proposal.command.startswith("python runners/train.py domain=${{ matrix.domain }}")
+    rendered = expr.interpolate(proposal.command, {"matrix": axes})
+    assert rendered == (
+        "python runners/train.py domain=recognition data.num_workers=2 "
+        "+trainer.precision=16-mixed ~logger model.name='a b'"
+    )
+    precision = next(t for t in proposal.toggles if t.axis == "precision")
+    assert precision.suggestion is not None
+    assert precision.suggestion.value == "32"
+
+
+def test_a_switch_named_like_a_count_gets_no_count_alternative() -> None:
+    proposal = propose(["python", "a.py", "--crash-if-pinned-workers", "--workers", "2"])
+    suggested = {t.axis: t.suggestion for t in proposal.toggles}
+    assert suggested["crash_if_pinned_workers"] is None
+    assert suggested["workers"] is not None
+
+
+def test_colliding_axis_names_keep_their_whole_key() -> None:
+    proposal = propose(["python", "a.py", "model.dropout=0.1", "head.dropout=0.2"])
+    assert [t.axis for t in proposal.toggles] == ["dropout", "head_dropout"]
+
+
+def test_values_keep_their_text() -> None:
+    assert typed("2") == 2
+    assert typed("0.5") == 0.5
+    assert typed("true") is True
+    assert typed("1e-4") == "1e-4"
+    assert typed("True") == "True"
+    assert typed("007") == "007"
+
+
+def test_a_value_with_a_quote_stays_literal() -> None:
+    proposal = propose(["python", "a.py", "--name", "it's", "--n", "3"])
+    assert [t.axis for t in proposal.toggles] == ["n"]
+    assert "it" in proposal.command
+    assert "${{ matrix.n }}" in proposal.command
+
+
+LIGHTNING = (
+    "Epoch 0:  50%|#####     | 5/10 [00:01<00:01]\rEpoch 0: 100%|##########| 10/10 [00:02<00:00]\n"
+    "Validation DataLoader 0:  60%|######    | 6/10 [00:00<00:00]\r"
+    "Validation DataLoader 0:  70%|#######   | 7/10 [00:00<00:00]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (LIGHTNING, ("lightning",)),
+        ("train:  10%|#  | 1/10\r train:  20%|## | 2/10\n", ("tqdm",)),
+        (
+            "***** Running training *****\n 10%|#  | 1/10 [00:00<00:01]\n 20%|## | 2/10\n",
+            ("hf-trainer",),
+        ),
+        ("[ RUN      ] Ops.Add\n[       OK ] Ops.Add (0 ms)\n[ RUN      ] Ops.Mul\n", ("gtest",)),
+        ("tests/test_a.py::test_x PASSED [ 50%]\ntests/test_a.py::test_y \n", ("pytest",)),
+        ("epoch 1\nstep 1 loss 2.3\nstep 2 loss 2.1\n", ("steps",)),
+        ("hello\nworld\nstep was taken once\n", ()),
+    ],
+)
+def test_presets_are_detected_from_what_programs_print(
+    output: str, expected: tuple[str, ...]
+) -> None:
+    assert detect(output) == expected
+
+
+def test_presets_expand_in_order_and_an_unknown_one_is_refused() -> None:
+    own = Marker(r"^x (?P<step>\d+)")
+    assert expand([own, "gtest"]) == (own, *PRESETS["gtest"].markers)
+    with pytest.raises(UnknownPreset):
+        preset("lightnin")

@@ -1,0 +1,128 @@
+"""The pure parts of `capture` that decide the spec: variables, rate bounds, message patterns,
+the local files behind module names, the pinned distributions, and the text the writer makes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from reprospec.capture.command import (
+    distributions,
+    environment_lines,
+    hung_import,
+    local_files,
+    message_pattern,
+    rate_bound,
+)
+from reprospec.capture.toggles import propose
+from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.spec.yamlsource import load_yaml
+
+
+def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written() -> None:
+    environ = {
+        "CUDA_VISIBLE_DEVICES": "1",
+        "HF_TOKEN": "hf_abcdefghijkl",
+        "NCCL_DEBUG": "INFO",
+        "PYTHONPATH": "/home/me/src",
+        "REPROSPEC_RECORD_IMPORTS": "1",
+        "HOME": "/home/me",
+    }
+    proposal = propose(["OMP_NUM_THREADS=1", "python", "a.py"])
+    lines = {line.name: line for line in environment_lines(environ, proposal, uses_torch=True)}
+    assert list(lines) == [
+        "OMP_NUM_THREADS",
+        "CUDA_VISIBLE_DEVICES",
+        "HF_TOKEN",
+        "NCCL_DEBUG",
+        "CUDA_LAUNCH_BLOCKING",
+    ]
+    assert lines["HF_TOKEN"].value == "${{ env.HF_TOKEN }}"
+    assert lines["CUDA_LAUNCH_BLOCKING"].commented
+    assert lines["OMP_NUM_THREADS"].value == "1"
+
+
+def test_rate_bounds_follow_what_was_observed() -> None:
+    assert rate_bound(1, 1) is None
+    assert rate_bound(5, 5) == ">=0.5"
+    assert rate_bound(10, 10) == ">=0.7"
+    assert rate_bound(3, 10) == ">0"
+    assert rate_bound(0, 5) is None
+
+
+def test_a_message_becomes_a_pattern_that_matches_it_and_its_siblings() -> None:
+    pattern = message_pattern("DataLoader worker (pid(s) 21864) exited unexpectedly\nmore")
+    assert pattern == r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"
+    assert re.search(pattern, "DataLoader worker (pid(s) 4242) exited unexpectedly")
+
+
+def test_module_names_map_to_the_workdir_files_the_child_resolved(tmp_path: Path) -> None:
+    (tmp_path / "scripts" / "pkg").mkdir(parents=True)
+    for name in (
+        "scripts/run.py",
+        "scripts/util.py",
+        "scripts/pkg/__init__.py",
+        "scripts/pkg/a.py",
+    ):
+        (tmp_path / name).write_text("")
+    (tmp_path / "util.py").write_text("")  # shadowed: the script's folder comes first
+    found = local_files(
+        ["util", "pkg.a", "json", "torch.nn", "missing"], tmp_path, tmp_path / "scripts"
+    )
+    assert found == ("scripts/pkg/__init__.py", "scripts/pkg/a.py", "scripts/util.py")
+
+
+def test_distributions_are_pinned_without_what_they_require() -> None:
+    # yaml is PyYAML; regex and rich are reprospec's own dependencies, imported here.
+    pinned = distributions(["yaml", "json", "rich.console", "reprospec.cli", "_ctypes"])
+    names = [pin.split("==")[0].lower() for pin in pinned]
+    assert names == ["pyyaml", "rich"]
+    assert all(re.match(r"^[\w.-]+==\S+$", pin) for pin in pinned)
+
+
+def test_a_hung_import_is_read_from_the_stack(tmp_path: Path) -> None:
+    stack = (
+        "Current thread 0x00007f (most recent call first):\n"
+        f'  File "{tmp_path}/plugin.py", line 9 in <module>\n'
+        '  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed\n'
+        f'  File "{tmp_path}/main.py", line 13 in <module>\n'
+    )
+    assert hung_import(stack, tmp_path) == "plugin.py:9"
+    assert hung_import("", tmp_path) is None
+
+
+def test_the_written_spec_reads_back_as_drafted() -> None:
+    command = "python a.py --workers ${{ matrix.workers }} " + "--flag " * 20
+    draft = Draft(
+        name="x",
+        command=command.strip(),
+        workdir="sub",
+        files=("sub/mod.py",),
+        python="3.11",
+        packages=("torch==2.13.0",),
+        env=(
+            EnvLine("A", "1e3"),
+            EnvLine("CUDA_LAUNCH_BLOCKING", "1", "try", commented=True),
+        ),
+        matrix=(Axis("workers", (2,), "try [2, 0]"), Axis("name", ("a, b",))),
+        presets=("lightning", "steps"),
+        timeout="30s",
+        expect={"outcome": "crash", "signal": "SIGSEGV", "step": "3..5"},
+        todo=("command: a long explanation " * 5,),
+        header=("first line",),
+    )
+    text = render_spec(draft)
+    document = load_yaml(text).data
+    assert isinstance(document, dict)
+    assert document["command"] == command.strip()
+    assert document["environment"] == {
+        "workdir": "sub",
+        "python": "3.11",
+        "packages": ["torch==2.13.0"],
+        "env": {"A": "1e3"},
+    }
+    assert document["matrix"] == {"workers": [2], "name": ["a, b"]}
+    assert document["markers"] == [{"preset": "lightning"}, {"preset": "steps"}]
+    assert document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "step": "3..5"}
+    assert "#   CUDA_LAUNCH_BLOCKING: '1'  # try" in text
+    assert all(len(line) <= 100 for line in text.splitlines() if line.startswith("# "))
