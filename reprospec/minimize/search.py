@@ -53,11 +53,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reprospec.isolation.candidates import RATE_Z, AttemptKind, Tally, clean_needed_at
-from reprospec.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
-from reprospec.rates import rate_of, wilson
-from reprospec.runmodels import Rate
+from reprospec.core.rates import rate_of, wilson
+from reprospec.core.results import Rate
 
 Role = Literal["failing", "passing"]
 Status = Literal[
