@@ -88,6 +88,7 @@ class InProcess:
 
     def attempt(self, program: Program, cell: dict[str, object]) -> AttemptKind:
         self.attempts += 1
+
         def race() -> None:
             """The flakiness is the attempt's, not the code's: no candidate removes it."""
             if self.rng.random() < self.rate:
@@ -102,7 +103,7 @@ class InProcess:
             "__name__": "__main__",
         }
         try:
-            exec(compile(program.source("loop.py"), "loop.py", "exec"), scope)  # noqa: S102
+            exec(compile(program.source("loop.py"), "loop.py", "exec"), scope)
         except Crash as crash:
             return "match" if crash.args == ("worker",) else "other"
         except Exception:
@@ -135,7 +136,8 @@ def run(rate: float, seed: int, text: str = PROGRAM, **settings: float) -> Minim
 
 def keeps_the_condition(result: MinimizeResult) -> None:
     source = result.program.source("loop.py")
-    assert "workers" in source and "pinned" in source
+    assert "workers" in source
+    assert "pinned" in source
     assert "race()" in source
     assert "decoy" not in source
 
@@ -296,12 +298,14 @@ def test_the_passes_shrink_command_words_in_pairs() -> None:
     reducer = reduce(start)
     candidate = next(reducer)
     proposed = 0
-    try:
-        while True:
-            proposed += 1
+    result: Program | None = None
+    while result is None:
+        proposed += 1
+        try:
             candidate = reducer.send(needed <= set(candidate.args))
-    except StopIteration as stop:
-        assert stop.value.args == ("--b", "2")
+        except StopIteration as stop:
+            result = stop.value
+    assert result.args == ("--b", "2")
     assert proposed < 12
 
 

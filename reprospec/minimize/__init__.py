@@ -15,4 +15,4 @@ from reprospec.minimize.program import Program
 from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
 from reprospec.minimize.source import reduce
 
-__all__ = ["MinimizeResult", "Minimization", "Probe", "Program", "Settings", "minimize", "reduce"]
+__all__ = ["Minimization", "MinimizeResult", "Probe", "Program", "Settings", "minimize", "reduce"]

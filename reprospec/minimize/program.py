@@ -89,7 +89,9 @@ def join_words(words: tuple[str, ...]) -> str:
     for word in words:
         if _EXPR.search(word):
             outside = _EXPR.sub("", word)
-            out.append(word if shlex.quote(outside) == outside or not outside else shlex.quote(word))
+            out.append(
+                word if shlex.quote(outside) == outside or not outside else shlex.quote(word)
+            )
         else:
             out.append(shlex.quote(word))
     return " ".join(out)

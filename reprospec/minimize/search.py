@@ -27,9 +27,10 @@ or `infra` (could not run).
    since a lost condition may fail there as rarely as the bug does. A clean
    attempt is evidence against it: after n clean attempts the chance that a
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
-   dropped once that is at most `error`. p is `min_rate`, raised to the 99%
+   dropped once that is at most `error`. p is `min_rate`, raised to the 95%
    Wilson lower bound of the rate measured on every candidate known to fail
-   (a deterministic failure soon needs 2 or 3 clean attempts, one at 30% needs 7).
+   (a deterministic failure soon needs 2 clean attempts, one at 30% needs 7);
+   95%, not isolate's 99%, because a rate guessed high here costs size only.
    A failure of another kind is clean, as in isolate: not this bug (a candidate
    whose clean runs end in a NameError still fails the same way when it fails).
 3. **Asymmetric errors.** Unlike isolate's answer, a wrong verdict here can only
@@ -52,12 +53,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from reprospec.isolation.candidates import RATE_Z, AttemptKind, Tally, clean_needed_at
 from reprospec.core.jsontypes import JsonObject
-from reprospec.minimize.program import Program
-from reprospec.minimize.source import Reducer, reduce
 from reprospec.core.rates import rate_of, wilson
 from reprospec.core.results import Rate
+from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
+from reprospec.minimize.program import Program
+from reprospec.minimize.source import Reducer, reduce
 
 Role = Literal["failing", "passing"]
 Status = Literal[
@@ -398,9 +399,9 @@ class Minimization:
     # -- the rate ------------------------------------------------------------
 
     def rate_used(self) -> float:
-        """p: the assumed minimum, raised to the 99% lower bound of the measured rate."""
+        """p: the assumed minimum, raised to the 95% lower bound of the measured rate."""
         tally = self._known
-        low = wilson(tally.matched, tally.ran, z=RATE_Z)[0] if tally.matched else 0.0
+        low = wilson(tally.matched, tally.ran)[0] if tally.matched else 0.0
         return min(0.99, max(self.settings.min_rate, low))
 
     def clean_needed(self) -> int:
@@ -433,7 +434,9 @@ class Minimization:
     # -- the answer ----------------------------------------------------------
 
     def _finish(self, status: Status, message: str) -> None:
-        final = self._final.failing if self._phase in ("final", "final-passing", "done") else Tally()
+        final = (
+            self._final.failing if self._phase in ("final", "final-passing", "done") else Tally()
+        )
         self._phase = "done"
         warnings: list[str] = []
         ran = self._known.ran
@@ -464,7 +467,8 @@ class Minimization:
 
 
 def _kinds(tally: Tally) -> list[AttemptKind]:
-    return ["match"] * tally.matched + ["pass"] * tally.passed + ["other"] * tally.other
+    kinds: list[AttemptKind] = ["match"] * tally.matched
+    return kinds + ["pass"] * tally.passed + ["other"] * tally.other
 
 
 def _top_level_units(program: Program) -> int:

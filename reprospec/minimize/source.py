@@ -69,6 +69,17 @@ _BLOCKS = (
     ast.Try,
     ast.ExceptHandler,
 )
+# The lists whose elements go one by one: statements anywhere, and these fields.
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "decorator_list")
+_LISTS: dict[type[ast.AST], tuple[str, ...]] = {
+    ast.Call: ("args", "keywords"),
+    ast.BoolOp: ("values",),
+    ast.Import: ("names",),
+    ast.ImportFrom: ("names",),
+    ast.List: ("elts",),
+    ast.Tuple: ("elts",),
+    ast.Set: ("elts",),
+}
 _UNWRAP = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 
 
@@ -77,20 +88,22 @@ def reduce(program: Program) -> Reducer:
     current = program
     while True:
         start = current
-        kept = yield from ddmin(
-            list(range(len(current.args))),
-            lambda keep, p=current: replace(p, args=tuple(p.args[i] for i in keep)),
-        )
+        kept = yield from ddmin(list(range(len(current.args))), _words(current))
         current = replace(current, args=tuple(current.args[i] for i in kept))
-        kept = yield from ddmin(
-            list(range(len(current.env))),
-            lambda keep, p=current: replace(p, env=tuple(p.env[i] for i in keep)),
-        )
+        kept = yield from ddmin(list(range(len(current.env))), _variables(current))
         current = replace(current, env=tuple(current.env[i] for i in kept))
         for path, _ in program.files:
             current = yield from _reduce_file(current, path)
         if current == start:
             return current
+
+
+def _words(program: Program) -> Callable[[list[int]], Program | None]:
+    return lambda keep: replace(program, args=tuple(program.args[i] for i in keep))
+
+
+def _variables(program: Program) -> Callable[[list[int]], Program | None]:
+    return lambda keep: replace(program, env=tuple(program.env[i] for i in keep))
 
 
 def ddmin(
@@ -206,15 +219,7 @@ def _deletable_lists(node: ast.AST) -> list[list[ast.AST]]:
     for name, value in ast.iter_fields(node):
         if not isinstance(value, list) or not value:
             continue
-        if name in ("body", "orelse", "finalbody", "handlers", "decorator_list"):
-            lists.append(value)
-        elif isinstance(node, ast.Call) and name in ("args", "keywords"):
-            lists.append(value)
-        elif isinstance(node, ast.BoolOp) and name == "values":
-            lists.append(value)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)) and name == "names":
-            lists.append(value)
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and name == "elts":
+        if name in _LISTS.get(type(node), _STATEMENT_LISTS):
             lists.append(value)
         elif isinstance(node, ast.Dict) and name == "values":
             lists.append(value)  # a value goes with its key
@@ -260,9 +265,7 @@ def changeable(text: str, kind: str) -> list[int]:
         id(c) for n in nodes if isinstance(n, ast.JoinedStr) for c in ast.walk(n) if c is not n
     }
     return [
-        i
-        for i, n in enumerate(nodes)
-        if id(n) not in inside_fstring and _simpler(n) is not None
+        i for i, n in enumerate(nodes) if id(n) not in inside_fstring and _simpler(n) is not None
     ]
 
 
@@ -318,6 +321,8 @@ def apply(
     simpler = {id(nodes[i]) for i in simplify or ()}
     changer = _Changer(gone, opened, simpler)
     changed = changer.visit(tree)
+    if not isinstance(changed, ast.AST):
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -348,7 +353,8 @@ class _Changer(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if isinstance(node, ast.Dict):
-            pairs = [(k, v) for k, v in zip(node.keys, node.values) if id(v) not in self.gone]
+            kept = zip(node.keys, node.values, strict=True)
+            pairs = [(k, v) for k, v in kept if id(v) not in self.gone]
             node.keys = [k for k, _ in pairs]
             node.values = [v for _, v in pairs]
         for name, old in ast.iter_fields(node):
@@ -362,9 +368,10 @@ class _Changer(ast.NodeTransformer):
                         continue
                     field = self.opened.get(id(item))
                     if field == "value":
-                        parts = [ast.copy_location(ast.Expr(getattr(item, "value")), item)]
+                        value = getattr(item, "value", None)
+                        parts = [ast.copy_location(ast.Expr(value), item)] if value else [item]
                     else:
-                        parts = getattr(item, field) if field else [item]
+                        parts = list(getattr(item, field)) if field else [item]
                     for part in parts:
                         out = self.visit(part)
                         if out is None:
