@@ -53,6 +53,11 @@ class Program:
         return sum(source_lines(text) for _, text in self.files)
 
     @property
+    def file_lines(self) -> int:
+        """Lines of the files as `wc -l` counts them."""
+        return sum(len(text.splitlines()) for _, text in self.files)
+
+    @property
     def nodes(self) -> int:
         """AST nodes of every file (0 for one that does not parse)."""
         return sum(ast_nodes(text) for _, text in self.files)

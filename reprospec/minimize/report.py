@@ -116,6 +116,8 @@ def to_dict(found: Minimized) -> JsonObject:
     return {
         "lines_before": r.original.lines,
         "lines_after": r.program.lines,
+        "file_lines_before": r.original.file_lines,
+        "file_lines_after": r.program.file_lines,
         "nodes_before": r.original.nodes,
         "nodes_after": r.program.nodes,
         "attempts": r.attempts,
@@ -165,6 +167,7 @@ def markdown(found: Minimized) -> str:
         "| | before | after |",
         "|---|---:|---:|",
         f"| lines of Python | {r.original.lines} | {r.program.lines} |",
+        f"| lines of the files | {r.original.file_lines} | {r.program.file_lines} |",
         f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
         f"| command | `{r.original.command}` | `{r.program.command}` |",
     ]
