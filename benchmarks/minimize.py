@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reprospec import api  # noqa: E402
+from reprospec.core.inputs import Cell  # noqa: E402
 from reprospec.core.runoptions import RunOptions  # noqa: E402
 from reprospec.minimize.driver import Minimized, MinimizeOptions, minimize_spec  # noqa: E402
 from reprospec.minimize.report import SPEC_NAME  # noqa: E402
@@ -101,8 +102,9 @@ def shlex_module() -> object:
     return shlex
 
 
-def check(found: Minimized, signature: str, out: Path) -> Checked:
-    """Run the result's spec by the original's expect: 10 failing attempts, 5 per passing cell."""
+def check(found: Minimized, signature: str, passing: tuple[Cell, ...], out: Path) -> Checked:
+    """Run the result's spec by the original's expect: 10 failing attempts, 5 per passing cell
+    (the spec's passing cells, also for the oracle that did not run them)."""
     spec = api.load_spec(found.output / SPEC_NAME)
     filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items())
     failing = api.run(
@@ -112,7 +114,7 @@ def check(found: Minimized, signature: str, out: Path) -> Checked:
     same = sum(1 for a in attempts if a.matched and a.ran and a.ran.signature == signature)
     other = sum(1 for a in attempts if a.ran and a.ran.kind != "pass" and not a.matched)
     passed = ran = 0
-    for cell in found.passing:
+    for cell in passing:
         cell_filters = tuple(f"{a}={json.dumps(v)}" for a, v in cell.matrix.items())
         result = api.run(
             spec,
@@ -130,11 +132,16 @@ def check(found: Minimized, signature: str, out: Path) -> Checked:
     return Checked(f"{same}/{len(attempts)}", f"{passed}/{ran}", verdict)
 
 
-def run_case(name: str, budget: int, jobs: int, scratch: Path) -> list[dict[str, object]]:
+def run_case(
+    name: str, budget: int, jobs: int, scratch: Path, oracles: list[str]
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     spec = case_spec(name, scratch / name / "spec")
+    loaded = api.load_spec(spec)
+    plan = api.plan_run(loaded, RunOptions())
+    passing = tuple(c for c in plan.cells if plan.expectations[c.id].outcome == "pass")
     signature = ""
-    for oracle in ("minimize", "deterministic"):
+    for oracle in oracles:
         ours = oracle == "minimize"
         options = MinimizeOptions(
             budget=budget,
@@ -150,7 +157,7 @@ def run_case(name: str, budget: int, jobs: int, scratch: Path) -> list[dict[str,
         signature = signature or found.signature
         r = found.result
         checked = (
-            check(found, signature, scratch / name / oracle / "check")
+            check(found, signature, passing, scratch / name / oracle / "check")
             if r.status not in ("refused", "infra-error")
             else Checked("-", "-", r.status)
         )
@@ -180,12 +187,16 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--oracles", default="minimize,deterministic")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the results here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     rows: list[dict[str, object]] = []
+    oracles = args.oracles.split(",")
     with tempfile.TemporaryDirectory(prefix="minimize-bench-") as tmp:
+        scratch = args.keep or Path(tmp)
         for name in args.cases.split(","):
-            rows += run_case(name.strip(), args.budget, args.jobs, Path(tmp))
+            rows += run_case(name.strip(), args.budget, args.jobs, scratch, oracles)
     print()
     print("| case | oracle | lines | attempts | rate | still the bug (check) |")
     print("|---|---|---:|---:|---:|---|")
