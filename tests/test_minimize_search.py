@@ -256,6 +256,16 @@ def test_deletion_goes_top_down() -> None:
     assert apply(text, delete=set(inner[1:])) == "import os\n\ndef f():\n    pass\nf()\n"
 
 
+def test_a_pass_beside_other_statements_goes_with_any_change() -> None:
+    text = "def f():\n    if a:\n        b()\n    return 1\n"
+    inner = deletable(text, 2)  # b()
+    emptied = apply(text, delete=set(inner))
+    assert emptied == "def f():\n    if a:\n        pass\n    return 1\n"
+    assert apply(emptied, unwrap={changeable(emptied, "body")[0]: "body"}) == (
+        "def f():\n    return 1\n"
+    )
+
+
 def test_blocks_unwrap_and_literals_simplify() -> None:
     text = "if x:\n    y = 'long text'\nelse:\n    y = 3\n"
     (block,) = changeable(text, "body")

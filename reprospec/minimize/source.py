@@ -349,6 +349,13 @@ class _Changer(ast.NodeTransformer):
             return node.values[0]
         if isinstance(node, _BLOCKS) and not node.body:
             node.body = [ast.Pass()]
+        for name in _STATEMENT_LISTS:
+            # A `pass` left beside other statements (its block was emptied, then unwrapped)
+            # goes at once: it changes nothing, so it needs no candidate of its own.
+            body = getattr(node, name, None)
+            if isinstance(body, list) and len(body) > 1:
+                kept = [s for s in body if not isinstance(s, ast.Pass)]
+                setattr(node, name, kept or body[:1])
         return result
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
