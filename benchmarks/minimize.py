@@ -66,8 +66,8 @@ sys.path.insert(0, str(ROOT))
 from reprospec import api  # noqa: E402
 from reprospec.core.inputs import Cell  # noqa: E402
 from reprospec.core.runoptions import RunOptions  # noqa: E402
-from reprospec.minimize.driver import Minimized, MinimizeOptions, minimize_spec  # noqa: E402
-from reprospec.minimize.report import SPEC_NAME  # noqa: E402
+from reprospec.minimize.driver import MinimizeOptions, minimize_spec  # noqa: E402
+from reprospec.minimize.report import SPEC_NAME, Minimized  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "minimize"
 CASES = ("loader", "loader-500", "import-hang", "child-crash", "flaky")

@@ -58,6 +58,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         # The Python API: everything that drives the engine many times goes through it.
         "api",
         "isolation",
+        "minimize",
         "bisect",
         "slurm",
         "pytest_plugin",

@@ -40,12 +40,12 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
-from reprospec.minimize.program import Program, join_words, split_words
-from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings
+from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
+from reprospec.minimize.report import Minimized, write
+from reprospec.minimize.search import Minimization, Probe, Settings
 
 Progress = Callable[[str], None]
 MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
-_SKIPPED = {".git", ".hg", ".reprospec", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
 
 
 @dataclass(frozen=True)
@@ -63,27 +63,6 @@ class MinimizeOptions:
     # "fails as expected", without the same signature or the passing cells.
     same_signature: bool = True
     passing_cells: bool = True
-
-
-@dataclass(frozen=True)
-class Minimized:
-    """The answer in the spec's terms, with where it is stored."""
-
-    id: str
-    folder: Path  # OUT/minimize/ID: state and candidates
-    output: Path  # -o DIR: the minimized files, spec, repro, minimize.md
-    spec_name: str
-    spec_path: str
-    cell: Cell
-    passing: tuple[Cell, ...]
-    expectation: Expectation
-    signature: str
-    result: MinimizeResult
-    seconds: float
-    reused: int  # probes answered from an earlier, interrupted minimization
-    interrupted: bool
-    repro: str  # the standalone command (run in `output`)
-    command_line: str = ""
 
 
 def minimize_spec(
@@ -225,8 +204,6 @@ def minimize_spec(
         repro="",
         command_line=options.command_line,
     )
-    from reprospec.minimize.report import write
-
     found = write(found, spec, workdir)
     return redactor.value(found)
 
@@ -463,7 +440,7 @@ def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for root, dirs, names in os.walk(source):
         here = Path(root)
-        dirs[:] = [d for d in dirs if d not in _SKIPPED and (here / d).resolve() not in skip]
+        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() not in skip]
         rel = here.relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in names:

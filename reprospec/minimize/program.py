@@ -19,6 +19,10 @@ import shlex
 from dataclasses import dataclass, replace
 
 _EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
+# Folders of a workdir that no candidate needs (caches, version control, the results store).
+SKIPPED = frozenset(
+    {".git", ".hg", ".reprospec", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
+)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """What a minimization leaves: the minimized files, a spec and a repro that run them, minimize.md.
 
+The result (`Minimized`) lives here, beside its views, so that driver.py imports this
+module and never the other way round.
+
 DIR/
   train_loop.py      the minimized Python files (their paths in the workdir)
   minimized.yaml     the original spec, running them (workdir: .), same expect
@@ -14,19 +17,37 @@ import difflib
 import json
 import os
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
-from reprospec.minimize.program import Program, join_words
-
-if TYPE_CHECKING:
-    from reprospec.core.inputs import Spec
-    from reprospec.minimize.driver import Minimized
+from reprospec.minimize.program import SKIPPED, Program, join_words
+from reprospec.minimize.search import MinimizeResult
 
 SPEC_NAME = "minimized.yaml"
 _COPY_LIMIT = 1 << 20  # other files of the workdir up to this size go along (data, configs)
+
+
+@dataclass(frozen=True)
+class Minimized:
+    """The answer in the spec's terms, with where it is stored."""
+
+    id: str
+    folder: Path  # OUT/minimize/ID: state and candidates
+    output: Path  # -o DIR: the minimized files, spec, repro, minimize.md
+    spec_name: str
+    spec_path: str
+    cell: Cell
+    passing: tuple[Cell, ...]
+    expectation: Expectation
+    signature: str
+    result: MinimizeResult
+    seconds: float
+    reused: int  # probes answered from an earlier, interrupted minimization
+    interrupted: bool
+    repro: str  # the standalone command (run in `output`)
+    command_line: str = ""
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -62,11 +83,9 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
 
 def _copy_rest(workdir: Path, out: Path, program: set[str], skip: Path) -> None:
     """The workdir's other small files that are not Python (data, configs) go along."""
-    from reprospec.minimize.driver import _SKIPPED
-
     for root, dirs, names in os.walk(workdir):
         here = Path(root)
-        dirs[:] = [d for d in dirs if d not in _SKIPPED and (here / d).resolve() != skip]
+        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() != skip]
         for name in names:
             source = here / name
             rel = source.relative_to(workdir)
