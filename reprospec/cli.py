@@ -34,6 +34,7 @@ COMMANDS = (
     "merge",
     "slurm",
     "isolate",
+    "minimize",
     "bisect",
     "envs",
     "bundle",

@@ -58,6 +58,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         # The Python API: everything that drives the engine many times goes through it.
         "api",
         "isolation",
+        "minimize",
         "bisect",
         "slurm",
         # A spec from a failing command (it runs the pipeline) or from a ticket's log.

@@ -1,0 +1,118 @@
+"""`reprospec minimize SPEC`: the smallest program that still fails the same way."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from reprospec.commands import options as opt
+from reprospec.core.logtext import printable
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    import threading
+
+    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.minimize.driver import MinimizeOptions, minimize_spec
+    from reprospec.minimize.report import text, to_dict
+
+    options = MinimizeOptions(
+        cell=tuple(args.matrix),
+        output=args.output,
+        budget=args.budget,
+        error=opt.fraction(args.error, "--error"),
+        min_rate=opt.fraction(args.min_rate, "--min-rate"),
+        # -m names the failing cell here; the candidates' runs choose their own cells.
+        run=opt.run_options(args, purpose="minimize").with_changes(matrix_filters=()),
+        command_line=opt.invocation(),
+    )
+    quiet = args.format == "json"
+    # SIGTERM stops minimize like Ctrl-C; the stored probes let the same command resume.
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
+    found = minimize_spec(
+        args.spec,
+        options,
+        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
+        cancel=cancel,
+    )
+    if args.format == "json":
+        print(json.dumps(to_dict(found), indent=2))
+    else:
+        print(printable(text(found)))
+        print(f"report: {found.output / 'minimize.md'}")
+    if found.interrupted:
+        print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    status = found.result.status
+    if status in ("minimized", "budget"):
+        return EXIT_OK
+    if status == "infra-error":
+        return EXIT_INFRA
+    return EXIT_NOT_REPRODUCED
+
+
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
+    """The `minimize` verb's arguments."""
+    p = sub.add_parser(
+        "minimize",
+        help="shrink the program of a failing cell to the smallest that fails the same way",
+        description=(
+            "Shrink a command spec's program (its arguments, environment variables and the "
+            "Python files it runs from the workdir, at AST level) to the smallest one whose "
+            "failing cell still fails as its expect says, with the same signature, while the "
+            "spec's passing cells still pass. Flaky failures are measured; each attempt is a "
+            "stored run, and running the same command again resumes."
+        ),
+    )
+    opt.spec(p, help="a command spec, or a report.md that embeds one")
+    opt.matrix(
+        p,
+        help="the failing cell: the first expected to fail among those these keep "
+        "(default: the spec's first failing cell)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the minimized files, their spec, repro.sh and minimize.md go "
+        "(default: OUT/minimize/ID/result)",
+    )
+    opt.overrides(p, help="override a spec field, value parsed as YAML")
+    opt.budget(
+        p,
+        default=1000,
+        help="attempts in all, passing cells and infra errors included (default: 1000)",
+    )
+    opt.fraction_option(
+        p,
+        "--error",
+        help="a candidate that still fails is dropped with at most this chance (it only "
+        "costs size, never correctness; default: 0.1)",
+    )
+    opt.fraction_option(
+        p,
+        "--min-rate",
+        help="a candidate that still fails does so in at least this fraction of attempts "
+        "(default: the failing cell's expect.rate bound, else 0.3)",
+    )
+    opt.jobs(p, help="attempts at once (default: the spec's run.parallel, else 1)")
+    opt.runner(p)
+    opt.timeout(p)
+    opt.out(p, help="the results store, run folders and minimize folders (default: .reprospec)")
+    opt.python(p)
+    opt.gpus(p)
+    opt.find_links(p)
+    opt.keep_cores(p)
+    opt.output_format(
+        p,
+        ("text", "json"),
+        default="text",
+        help="text (default): the answer; json: lines_before, lines_after, attempts, "
+        "signature, rate and more",
+    )

@@ -1,0 +1,452 @@
+"""`reprospec minimize` as a library: the search of `search.py` driven by real runs.
+
+    from reprospec.minimize.driver import MinimizeOptions, minimize_spec
+    found = minimize_spec("specs/segfault-command.yaml", MinimizeOptions(budget=1000))
+    found.result.program.lines   # the smallest program seen failing the same way
+
+Each candidate is written into its own folder (the workdir again: the
+minimized files written, every other file a symlink to the original) and run
+as a normal run through the Python API (`reprospec.run`, purpose "minimize"):
+the spec with `environment.workdir`, `command` and `environment.env` set to the
+candidate's. The failing cell is judged by its own `expect`, and an attempt
+counts as the bug only when its signature is also the original's (kind,
+signal or exception, main/worker/child, phase, and the top native frame when
+native stacks are on): the nearest segfault is not this one. The passing
+cells run with the candidate too (up to four of them, spread over the matrix).
+
+The minimize folder (OUT/minimize/ID/state.json, isolate's StateFile) keeps
+which run answered which probe: the search is deterministic, so the same
+command after Ctrl-C replays the stored answers and runs only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.rates import rate_floor
+from reprospec.core.redact import Redactor
+from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
+from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
+from reprospec.minimize.report import Minimized, write
+from reprospec.minimize.search import Minimization, Probe, Settings
+
+Progress = Callable[[str], None]
+MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
+
+
+@dataclass(frozen=True)
+class MinimizeOptions:
+    """What `reprospec minimize` is asked besides the spec."""
+
+    cell: tuple[str, ...] = ()  # -m AXIS=VALUE filters that select the failing cell
+    output: Path | None = None  # -o DIR: where the minimized program goes
+    budget: int = 1000
+    error: float | None = None
+    min_rate: float | None = None  # None: the failing cell's expect.rate bound, else 0.3
+    run: RunOptions = field(default_factory=lambda: RunOptions(purpose="minimize"))
+    command_line: str = ""
+    # Off only to compare with the oracle other reducers use (benchmarks/minimize.py):
+    # "fails as expected", without the same signature or the passing cells.
+    same_signature: bool = True
+    passing_cells: bool = True
+
+
+def minimize_spec(
+    spec_path: str | Path,
+    options: MinimizeOptions,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> Minimized:
+    """Shrink the spec's program to the smallest one whose failing cell still fails the same way."""
+    from reprospec import api
+
+    started = time.monotonic()
+    cancel = cancel or threading.Event()
+    run_options = options.run.with_changes(purpose="minimize", matrix_filters=())
+    spec = api.load_spec(spec_path, run_options.overrides)
+    redactor = Redactor.for_spec(spec.document)
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
+    plan = api.plan_run(spec, run_options)
+    if any(e.observes for e in plan.expectations.values()):
+        raise UsageError(
+            "minimize needs the spec's expect: it says how the failing cell fails (the same "
+            "signature, not any failure); `run --observe` shows what each cell does"
+        )
+    command = spec.document.get("command")
+    if not isinstance(command, (str, list)):
+        raise UsageError(
+            "minimize shrinks the program a spec's `command` runs (its arguments, environment "
+            "variables and Python files); this spec runs a workload: `reprospec materialize` "
+            "writes it out as a command spec first"
+        )
+    failing, passing = _cells(plan.cells, plan.expectations, options.cell)
+    passing = passing if options.passing_cells else ()
+    expectation = plan.expectations[failing.id]
+    attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
+    workdir = attempt.workdir.resolve()
+    original = _program(command, workdir, spec.document)
+    settings = Settings(
+        budget=options.budget,
+        error=options.error if options.error is not None else Settings.error,
+        min_rate=(
+            options.min_rate
+            if options.min_rate is not None
+            else rate_floor(expectation.rate) or Settings.min_rate
+        ),
+        passing=len(passing),
+        step=max(1, plan.parallel),
+        # The final check grows with the budget: 20 attempts and 5 per passing cell at 1000.
+        final_attempts=max(5, min(Settings.final_attempts, options.budget // 50)),
+        final_passing=max(1, min(Settings.final_passing, options.budget // 200)),
+    )
+    ident = isolation_id(
+        spec.name,
+        [
+            str(Path(spec.path).resolve()),
+            spec.source_text,
+            json.dumps(list(run_options.overrides)),
+            failing.id,
+            original.key,
+            repr(settings),
+            run_options.runner,
+        ],
+    )
+    folder = run_options.out / "minimize" / ident
+    state = StateFile(folder, {"spec": spec.name, "cell": failing.id, "budget": options.budget})
+    if state.stored:
+        say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")
+    say(
+        f"minimizing {original.lines} lines ({', '.join(p for p, _ in original.files) or 'no '}"
+        f"Python files) for cell {failing.id}; passing cells checked: "
+        f"{', '.join(c.id for c in passing) or 'none'}"
+    )
+    runner = _Runner(
+        spec_path=Path(spec.path),
+        overrides=run_options.overrides,
+        options=run_options,
+        failing=failing,
+        passing=passing,
+        workdir=workdir,
+        folder=folder,
+        as_list=isinstance(command, list),
+        state=state,
+        cancel=cancel,
+        parallel=settings.step,
+        same_signature=options.same_signature,
+    )
+    search = Minimization(original, settings)
+    interrupted = False
+    last = 0.0
+    # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
+    # run (`cancel`) and keeps what it did; the probe cut short is not stored.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="minimize") as pool:
+        while search.result is None:
+            if interrupted:
+                search.interrupt()
+                break
+            try:
+                for probe in search.next_probes():
+                    future = pool.submit(runner.run, search.program(probe.key), probe)
+                    try:
+                        stored = future.result()
+                    except KeyboardInterrupt:
+                        cancel.set()
+                        stored = replace(future.result(), interrupted=True)
+                    if stored.interrupted or cancel.is_set():
+                        interrupted = True
+                        break
+                    search.record(probe, stored.kinds, stored.infra_reason)
+            except KeyboardInterrupt:
+                cancel.set()
+                interrupted = True
+            if progress is not None and time.monotonic() - last > 5:
+                last = time.monotonic()
+                say(
+                    f"{search.used}/{settings.budget} attempts, {len(search.judged)} candidates, "
+                    f"smallest {search.best.lines} lines"
+                )
+    result = search.result
+    assert result is not None
+    output = options.output or (folder / "result")
+    found = Minimized(
+        id=ident,
+        folder=folder,
+        output=output,
+        spec_name=spec.name,
+        spec_path=str(spec.path),
+        cell=failing,
+        passing=passing,
+        expectation=expectation,
+        signature=runner.signature,
+        result=result,
+        seconds=time.monotonic() - started,
+        reused=runner.reused,
+        interrupted=interrupted,
+        repro="",
+        command_line=options.command_line,
+    )
+    found = write(found, spec, workdir)
+    return redactor.value(found)
+
+
+def _cells(
+    cells: Sequence[Cell], expectations: Mapping[str, Expectation], filters: Sequence[str]
+) -> tuple[Cell, tuple[Cell, ...]]:
+    """The failing cell (the first expected to fail that `-m` keeps) and the passing ones."""
+    from reprospec.spec.matrix import select
+
+    kept = select(cells, filters) if filters else list(cells)
+    failing = next((c for c in kept if expectations[c.id].outcome != "pass"), None)
+    if failing is None:
+        shown = " ".join("-m " + f for f in filters)
+        raise UsageError(
+            f"no cell{' kept by ' + shown if shown else ''} is expected to fail: minimize "
+            f"needs a cell whose expect says how it fails"
+        )
+    passing = [c for c in cells if expectations[c.id].outcome == "pass"]
+    if len(passing) > MAX_PASSING:
+        step = len(passing) / MAX_PASSING
+        passing = [passing[int(i * step)] for i in range(MAX_PASSING)]
+    return failing, tuple(passing)
+
+
+def _program(
+    command: str | list[JsonValue], workdir: Path, document: Mapping[str, JsonValue]
+) -> Program:
+    """The original program: the command's words, the environment variables, the Python files."""
+    words = split_words(command) if isinstance(command, str) else tuple(str(w) for w in command)
+    head_end = 1
+    script: Path | None = None
+    for i, word in enumerate(words):
+        if word.endswith(".py") and "${{" not in word:
+            head_end, script = i + 1, workdir / word
+            break
+        if word == "-m" and i + 1 < len(words):
+            head_end, script = i + 2, workdir / (words[i + 1].replace(".", "/") + ".py")
+            break
+    files: dict[str, str] = {}
+    if script is not None and script.is_file() and _inside(script, workdir):
+        _collect(script, workdir, files)
+    environment = document.get("environment")
+    env_section = environment.get("env") if isinstance(environment, dict) else None
+    env = (
+        tuple((str(k), str(v)) for k, v in env_section.items())
+        if isinstance(env_section, dict)
+        else ()
+    )
+    return Program(
+        head=words[:head_end], args=words[head_end:], env=env, files=tuple(files.items())
+    )
+
+
+def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
+    """`path` and the local modules it imports from the workdir, transitively."""
+    import ast
+
+    relative = str(path.relative_to(workdir))
+    if relative in files:
+        return
+    text = path.read_text(encoding="utf-8")
+    files[relative] = text
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            module = workdir / (name.replace(".", "/") + ".py")
+            if module.is_file() and _inside(module, workdir):
+                _collect(module, workdir, files)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKind:
+    """What one attempt says: the bug (its expect and the original's signature), or not.
+
+    `signature` None: any failure the expect accepts is the bug (the comparison oracle).
+    A passing cell's failure is never a pass, whatever its signature.
+    """
+    outcome = attempt.ran
+    if outcome is None:
+        return "infra"
+    same = signature is None or outcome.signature == signature
+    if role == "passing":
+        if outcome.kind == "pass":
+            return "pass"
+        return "match" if same else "other"
+    if attempt.matched and same:
+        return "match"
+    return "pass" if outcome.kind == "pass" else "other"
+
+
+class _Runner:
+    """Runs one probe as a normal run of the candidate (or answers it from the state)."""
+
+    def __init__(
+        self,
+        *,
+        spec_path: Path,
+        overrides: Sequence[str],
+        options: RunOptions,
+        failing: Cell,
+        passing: Sequence[Cell],
+        workdir: Path,
+        folder: Path,
+        as_list: bool,
+        state: StateFile,
+        cancel: threading.Event,
+        parallel: int,
+        same_signature: bool = True,
+    ) -> None:
+        self.same_signature = same_signature
+        self.spec_path = spec_path
+        self.overrides = tuple(overrides)
+        self.options = options
+        self.failing = failing
+        self.passing = tuple(passing)
+        self.workdir = workdir
+        self.folder = folder
+        self.as_list = as_list
+        self.state = state
+        self.cancel = cancel
+        self.parallel = parallel
+        saved = folder / "signature"
+        self.signature = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+        self.reused = 0
+
+    def run(self, program: Program, probe: Probe) -> StoredProbe:
+        key = f"{probe.role}:{program.key}"
+        stored = self.state.take(key)
+        if stored is not None:
+            self.reused += 1
+            return replace(stored, interrupted=False)
+        stored = self._run(program, probe, key)
+        if not stored.interrupted:
+            self.state.add(stored)
+        return stored
+
+    def _run(self, program: Program, probe: Probe, key: str) -> StoredProbe:
+        from reprospec import api
+
+        if self.cancel.is_set():
+            return StoredProbe(key, (), probe.role, (), "", interrupted=True)
+        where = self.materialize(program)
+        sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
+        words = [*program.head, *program.args]
+        sets.append("command=" + json.dumps(words if self.as_list else join_words(tuple(words))))
+        if program.env:
+            sets.append("environment.env=" + json.dumps(dict(program.env)))
+        spec = api.load_spec(self.spec_path, sets)
+        if probe.role == "failing":
+            options = self.options.with_changes(
+                repeat=max(1, probe.attempts),
+                stop_on="first-reproduction" if probe.stop_after == 1 else "never",
+                jobs=self.parallel,
+                matrix_filters=_filters(self.failing),
+                purpose="minimize",
+            )
+            results = [api.run(spec, options, cancel=self.cancel)]
+        else:
+            # One run per passing cell, at once: -m filters cannot name a set of cells.
+            options = self.options.with_changes(repeat=1, jobs=1, purpose="minimize")
+            with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
+                futures = [
+                    pool.submit(
+                        api.run,
+                        spec,
+                        options.with_changes(matrix_filters=_filters(cell)),
+                        cancel=self.cancel,
+                    )
+                    for cell in self.passing
+                ]
+                results = [f.result() for f in futures]
+        return self._stored(results, probe, key)
+
+    def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
+        kinds: list[AttemptKind] = []
+        reason = ""
+        for result in results:
+            for cell in result.cells:
+                for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
+                    if not self.signature and attempt.matched and attempt.ran is not None:
+                        # The original's first matching attempt names the signature that
+                        # every later one needs; kept beside the state for a resumed run.
+                        self.signature = attempt.ran.signature
+                        (self.folder / "signature").write_text(self.signature, encoding="utf-8")
+                    signature = self.signature if self.same_signature else None
+                    kinds.append(_kind(attempt, signature, probe.role))
+                    reason = attempt.infra_error or reason
+        return StoredProbe(
+            key=key,
+            candidate=(),
+            role=probe.role,
+            kinds=tuple(kinds),
+            run_id=",".join(r.run_id for r in results),
+            infra_reason=reason,
+            interrupted=any(r.interrupted for r in results),
+        )
+
+    def materialize(self, program: Program) -> Path:
+        """The candidate's workdir: its files written, every other file linked to the original."""
+        where = self.folder / "candidates" / program.key
+        if where.is_dir():
+            return where
+        temporary = where.with_name(where.name + ".tmp")
+        shutil.rmtree(temporary, ignore_errors=True)
+        link_tree(self.workdir, temporary, skip={self.folder.resolve()})
+        for path, text in program.files:
+            target = temporary / path
+            if target.is_symlink():
+                target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        temporary.replace(where)
+        return where
+
+
+def link_tree(source: Path, target: Path, skip: set[Path]) -> None:
+    """`target` mirrors `source`: the same folders, each file a symlink (caches left out)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for root, dirs, names in os.walk(source):
+        here = Path(root)
+        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() not in skip]
+        rel = here.relative_to(source)
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (target / rel / name).symlink_to(here / name)
+
+
+def _filters(cell: Cell) -> tuple[str, ...]:
+    """`-m` filters that keep exactly this cell."""
+    return tuple(f"{axis}={json.dumps(value)}" for axis, value in cell.matrix.items())

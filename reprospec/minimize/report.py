@@ -1,0 +1,257 @@
+"""What a minimization leaves: the minimized files, a spec and a repro that run them, minimize.md.
+
+The result (`Minimized`) lives here, beside its views, so that driver.py imports this
+module and never the other way round.
+
+DIR/
+  train_loop.py      the minimized Python files (their paths in the workdir)
+  minimized.yaml     the original spec, running them (workdir: .), same expect
+  repro.sh           the failing cell's command alone: plain `sh repro.sh`
+  minimize.md        before/after lines and AST nodes, attempts, time, rate, diff
+  minimize.json      the same as JSON
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation, Spec
+from reprospec.core.jsontypes import JsonObject
+from reprospec.minimize.program import SKIPPED, Program, join_words
+from reprospec.minimize.search import MinimizeResult
+
+SPEC_NAME = "minimized.yaml"
+_COPY_LIMIT = 1 << 20  # other files of the workdir up to this size go along (data, configs)
+
+
+@dataclass(frozen=True)
+class Minimized:
+    """The answer in the spec's terms, with where it is stored."""
+
+    id: str
+    folder: Path  # OUT/minimize/ID: state and candidates
+    output: Path  # -o DIR: the minimized files, spec, repro, minimize.md
+    spec_name: str
+    spec_path: str
+    cell: Cell
+    passing: tuple[Cell, ...]
+    expectation: Expectation
+    signature: str
+    result: MinimizeResult
+    seconds: float
+    reused: int  # probes answered from an earlier, interrupted minimization
+    interrupted: bool
+    repro: str  # the standalone command (run in `output`)
+    command_line: str = ""
+
+
+def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
+    """Write DIR (files, spec, repro) and the reports; the result with its repro command."""
+    out = found.output
+    out.mkdir(parents=True, exist_ok=True)
+    program = found.result.program
+    _copy_rest(workdir, out, {p for p, _ in program.files}, skip=found.folder.resolve())
+    for path, text in program.files:
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    spec_path = out / SPEC_NAME
+    spec_path.write_text(_spec_text(spec, program), encoding="utf-8")
+    found = replace(found, repro=_repro(spec_path, found))
+    (out / "repro.sh").write_text(
+        f'#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\ncd "$(dirname "$0")" && '
+        f"{found.repro}\n",
+        encoding="utf-8",
+    )
+    (out / "repro.sh").chmod(0o755)
+    for name, content in (
+        ("minimize.json", json.dumps(to_dict(found), indent=2) + "\n"),
+        ("minimize.md", markdown(found)),
+    ):
+        for folder in (out, found.folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            temporary = folder / (name + ".tmp")
+            temporary.write_text(content, encoding="utf-8")
+            temporary.replace(folder / name)
+    return found
+
+
+def _copy_rest(workdir: Path, out: Path, program: set[str], skip: Path) -> None:
+    """The workdir's other small files that are not Python (data, configs) go along."""
+    for root, dirs, names in os.walk(workdir):
+        here = Path(root)
+        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() != skip]
+        for name in names:
+            source = here / name
+            rel = source.relative_to(workdir)
+            if str(rel) in program or name.endswith((".py", ".pyc")):
+                continue
+            if source.is_file() and source.stat().st_size <= _COPY_LIMIT:
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, out / rel)
+
+
+def _spec_text(spec: Spec, program: Program) -> str:
+    """The original spec, running the minimized program from its own folder."""
+    from reprospec.spec.yamlsource import dump_yaml
+
+    document = json.loads(json.dumps(spec.document))
+    document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
+    original_command = spec.document.get("command")
+    words = [*program.head, *program.args]
+    document["command"] = words if isinstance(original_command, list) else join_words(tuple(words))
+    environment = document.setdefault("environment", {})
+    if isinstance(environment, dict):
+        environment["workdir"] = "."
+        if program.env:
+            environment["env"] = dict(program.env)
+        else:
+            environment.pop("env", None)
+    return dump_yaml(document)
+
+
+def _repro(spec_path: Path, found: Minimized) -> str:
+    """The failing cell's command, interpolated, as `sh` runs it in DIR."""
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+
+    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items())
+    plan = api.plan_run(api.load_spec(spec_path), RunOptions(matrix_filters=filters))
+    argv = plan.attempts[0].argv
+    if argv is None:
+        return plan.attempts[0].command_text
+    if argv[:2] == ("/bin/sh", "-c"):
+        return argv[2]
+    return join_words(tuple(argv))
+
+
+def to_dict(found: Minimized) -> JsonObject:
+    r = found.result
+    return {
+        "lines_before": r.original.lines,
+        "lines_after": r.program.lines,
+        "file_lines_before": r.original.file_lines,
+        "file_lines_after": r.program.file_lines,
+        "nodes_before": r.original.nodes,
+        "nodes_after": r.program.nodes,
+        "attempts": r.attempts,
+        "signature": found.signature,
+        "rate": r.rate.to_dict(),
+        "status": r.status,
+        "message": r.message,
+        "spec": found.spec_name,
+        "cell": found.cell.id,
+        "passing_cells": [c.id for c in found.passing],
+        "command_before": r.original.command,
+        "command_after": r.program.command,
+        "output": str(found.output),
+        "repro": found.repro,
+        "seconds": round(found.seconds, 1),
+        "reused": found.reused,
+        "id": found.id,
+        "search": r.to_dict(),
+    }
+
+
+def sentence(found: Minimized) -> str:
+    """One line: what came of it."""
+    r = found.result
+    head = f"{r.original.lines} -> {r.program.lines} lines"
+    if r.status in ("refused", "infra-error"):
+        return f"not minimized ({r.status}): {r.message}"
+    rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
+    tail = f"; {r.message}" if r.message else ""
+    return (
+        f"{head} in {r.attempts} attempts ({r.status}); fails as {found.signature} in {rate}, "
+        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}"
+    )
+
+
+def text(found: Minimized) -> str:
+    return sentence(found) + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+
+
+def markdown(found: Minimized) -> str:
+    r = found.result
+    lines = [
+        f"# Minimized: {found.spec_name}, cell {found.cell.id}",
+        "",
+        sentence(found),
+        "",
+        "| | before | after |",
+        "|---|---:|---:|",
+        f"| lines of Python | {r.original.lines} | {r.program.lines} |",
+        f"| lines of the files | {r.original.file_lines} | {r.program.file_lines} |",
+        f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
+        f"| command | `{r.original.command}` | `{r.program.command}` |",
+    ]
+    if r.original.env:
+        lines.append(f"| environment variables | {len(r.original.env)} | {len(r.program.env)} |")
+    rate = r.rate
+    original = r.original_rate
+    lines += [
+        "",
+        f"- **Signature**: `{found.signature or 'none seen'}`, the failing cell's expect "
+        f"({_expect(found)}); passing cells checked with every accepted candidate: "
+        f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",
+        f"- **Rate of the result**: {rate.matched}/{rate.attempts} "
+        f"({rate.low:.0%}-{rate.high:.0%}, Wilson 95%); the original: "
+        f"{original.matched}/{original.attempts} ({original.low:.0%}-{original.high:.0%})",
+        f"- **Passing cells with the result**: {r.passing_checked.passed}/"
+        f"{r.passing_checked.ran} attempts passed",
+        f"- **Attempts**: {r.attempts} of the budget; {r.ran} candidates ran, "
+        f"{r.candidates - r.ran + 1} answered from the cache; {found.reused} probe(s) "
+        f"replayed from an interrupted run",
+        f"- **Time**: {_duration(found.seconds)}",
+        f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
+        f"same signature, and then its passing cells must pass; it is dropped after "
+        f"n clean attempts with (1 - p)^n <= {r.error:g}, p = {r.rate_used:.2f} (the assumed "
+        f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
+        f"candidates seen failing)",
+    ]
+    for warning in r.warnings:
+        lines.append(f"- **Warning**: {warning}")
+    lines += [
+        "",
+        "## Rerun",
+        "",
+        "```sh",
+        f"reprospec run {found.output / SPEC_NAME}",
+        f"sh {found.output / 'repro.sh'}",
+        "```",
+        "",
+        "## Diff",
+        "",
+        "```diff",
+    ]
+    lines += _diff(r.original, r.program)
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def _expect(found: Minimized) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in found.expectation.to_dict().items())
+
+
+def _diff(before: Program, after: Program) -> list[str]:
+    out: list[str] = []
+    if before.command != after.command:
+        out += [f"-$ {before.command}", f"+$ {after.command}"]
+    for (path, old), (_, new) in zip(before.files, after.files, strict=True):
+        out += [
+            line.rstrip("\n")
+            for line in difflib.unified_diff(
+                old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+            )
+        ]
+    return out
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if minutes else f"{rest}s"

@@ -1,0 +1,502 @@
+"""The flaky-aware minimization: a pure state machine over candidates; no processes.
+
+The passes of `source.py` propose candidates one at a time and want a yes/no:
+does it still fail the same way? Here that answer is judged from attempts an
+executor runs, as `isolate` judges its candidates (isolation/search.py):
+
+    search = Minimization(program, Settings(budget=1000, passing=2))
+    while search.result is None:
+        for probe in search.next_probes():       # run them concurrently
+            search.record(probe, run(search.program(probe.key), probe))
+    search.result.program
+
+A probe asks for attempts of one candidate (`key`, its content hash) in one
+role: `failing` runs the spec's failing cell, `passing` runs each sampled
+passing cell once. Each attempt comes back as `match` (the failing cell's
+expectation and the original's signature), `pass`, `other` (failed another way)
+or `infra` (could not run).
+
+1. **Rate.** The original runs until it fails as expected `rate_matches` times
+   (at most `rate_attempts` attempts), then its passing cells run once. No match,
+   or a passing cell that fails, refuses; so does a rate too low for the budget to
+   judge even one pass over the program's top-level units (with the figure).
+2. **Verdict of a candidate.** A matching failure is proof that it still fails:
+   then its passing cells must pass (a candidate that fails there lost the
+   condition, or is another bug: the nearest segfault is not this one), each as
+   many times as a failing candidate needs clean attempts to be dropped (below),
+   since a lost condition may fail there as rarely as the bug does. A clean
+   attempt is evidence against it: after n clean attempts the chance that a
+   candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
+   dropped once that is at most `error`. p is `min_rate`, raised to the 95%
+   Wilson lower bound of the rate measured on every candidate known to fail
+   (a deterministic failure soon needs 2 clean attempts, one at 30% needs 7);
+   95%, not isolate's 99%, because a rate guessed high here costs size only.
+   A failure of another kind is clean, as in isolate: not this bug (a candidate
+   whose clean runs end in a NameError still fails the same way when it fails).
+3. **Asymmetric errors.** Unlike isolate's answer, a wrong verdict here can only
+   make the result larger, never wrong: each accepted candidate was seen failing
+   the same way with its passing cells passing. So `error` is a per-candidate
+   0.1, not isolate's 0.005 over the whole answer.
+4. **Cache.** A candidate is known by its content: one judged already (the passes
+   meet the same program again, after a round that changed nothing) is answered
+   from its verdict and costs nothing.
+5. **Answer.** When the passes are done (or the budget reaches what the final
+   check needs), the smallest program seen failing runs `final_attempts` more
+   attempts for its rate and interval, and its passing cells `final_passing`
+   times each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.rates import rate_of, wilson
+from reprospec.core.results import Rate
+from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
+from reprospec.minimize.program import Program
+from reprospec.minimize.source import Reducer, reduce
+
+Role = Literal["failing", "passing"]
+Status = Literal[
+    "minimized",  # the passes shrank all they could
+    "budget",  # the budget ran out first: the smallest program seen failing
+    "refused",  # the original does not fail as expected often enough
+    "unconfirmed",  # the final check did not see the result fail, or a passing cell failed
+    "infra-error",  # a candidate could not be run
+    "interrupted",  # stopped (Ctrl-C): the same command resumes
+]
+Verdict = Literal["fails", "clean", "loses-passing"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The budget and the rate assumption of one minimization."""
+
+    budget: int = 1000  # attempts in all, passing cells and infra errors included
+    error: float = 0.1  # a candidate that still fails is dropped with at most this chance
+    min_rate: float = 0.3  # a candidate that still fails does so at least this often
+    passing: int = 0  # passing cells sampled per candidate (0: the spec has none)
+    rate_matches: int = 5  # the original runs until this many matches...
+    rate_attempts: int = 20  # ...or this many attempts
+    final_attempts: int = 20  # attempts of the result for its rate
+    final_passing: int = 5  # attempts of each sampled passing cell with the result
+    max_infra: int = 3  # infra errors of one candidate in a row before giving up
+    step: int = 1  # attempts at once (-j)
+
+    @property
+    def reserve(self) -> int:
+        """What the final check costs: kept out of the budget of the passes."""
+        return self.final_attempts + self.passing * self.final_passing
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Run `attempts` attempts of candidate `key` in `role`; stop after `stop_after` matches."""
+
+    key: str
+    role: Role
+    attempts: int
+    stop_after: int = 1  # 0: never stop early
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One candidate as judged: its tallies and the verdict (what the report lists)."""
+
+    key: str
+    lines: int
+    failing: Tally
+    passing: Tally
+    verdict: Verdict
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "key": self.key,
+            "lines": self.lines,
+            "verdict": self.verdict,
+            "failing": self.failing.to_dict(),
+            "passing": self.passing.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class MinimizeResult:
+    """The smallest program seen failing the same way, and what that rests on."""
+
+    status: Status
+    message: str
+    original: Program
+    program: Program  # the result (the original when nothing was accepted)
+    attempts: int
+    candidates: int  # candidates the passes proposed (cached ones included)
+    ran: int  # candidates that needed attempts
+    rate: Rate  # the result's rate: its final attempts
+    original_rate: Rate
+    rate_used: float  # p at the end
+    error: float
+    min_rate: float
+    passing_checked: Tally  # the result's passing cells in the final check
+    judged: tuple[Judged, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "attempts": self.attempts,
+            "candidates": self.candidates,
+            "ran": self.ran,
+            "rate": self.rate.to_dict(),
+            "original_rate": self.original_rate.to_dict(),
+            "rate_used": self.rate_used,
+            "error": self.error,
+            "min_rate": self.min_rate,
+            "passing_checked": self.passing_checked.to_dict(),
+            "warnings": list(self.warnings),
+        }
+
+
+Phase = Literal["rate", "original-passing", "reduce", "final", "final-passing", "done"]
+
+
+@dataclass
+class _Judging:
+    """The candidate being judged now."""
+
+    program: Program
+    failing: Tally = field(default_factory=Tally)
+    passing: Tally = field(default_factory=Tally)
+    infra_streak: int = 0
+
+
+class Minimization:
+    """The search as a state machine: ask `next_probes`, `record` each, until `result` is set."""
+
+    def __init__(
+        self,
+        original: Program,
+        settings: Settings | None = None,
+        passes: Callable[[Program], Reducer] = reduce,
+    ) -> None:
+        self.settings = settings or Settings()
+        if not 0 < self.settings.error < 1 or not 0 < self.settings.min_rate <= 1:
+            raise ValueError("error and min_rate must be between 0 and 1")
+        self.original = original
+        self.best = original
+        self.used = 0
+        self.result: MinimizeResult | None = None
+        self.programs: dict[str, Program] = {original.key: original}
+        self.verdicts: dict[str, Verdict] = {}
+        self.judged: list[Judged] = []
+        self.proposed = 0
+        self._passes = passes(original)
+        self._phase: Phase = "rate"
+        self._now = _Judging(original)
+        self._original_failing = Tally()
+        self._final = _Judging(original)
+        self._known = Tally()  # attempts of the candidates seen failing (the rate's sample)
+        self._outstanding: list[Probe] = []
+        self._infra_reason = ""
+        self._done_passing = False
+
+    # -- the protocol --------------------------------------------------------
+
+    def program(self, key: str) -> Program:
+        """The candidate a probe names."""
+        return self.programs[key]
+
+    def next_probes(self) -> tuple[Probe, ...]:
+        """The probes to run now; () once `result` is set."""
+        if self._outstanding:
+            raise RuntimeError("record every probe of the last round first")
+        while self.result is None:
+            probe = self._next()
+            if probe is not None:
+                self._outstanding = [probe]
+                return (probe,)
+        return ()
+
+    def record(self, probe: Probe, kinds: Sequence[AttemptKind], infra_reason: str = "") -> None:
+        """What the attempts of `probe` did, in order (more than asked is fine: -j overshoots)."""
+        self._outstanding.remove(probe)
+        self.used += len(kinds)
+        if infra_reason:
+            self._infra_reason = infra_reason
+        judging = self._final if self._phase in ("final", "final-passing") else self._now
+        streak = judging.infra_streak
+        for kind in kinds:
+            streak = streak + 1 if kind == "infra" else 0
+        judging.infra_streak = streak
+        if probe.role == "failing":
+            judging.failing = judging.failing.add(kinds)
+        else:
+            judging.passing = judging.passing.add(kinds)
+        if streak >= self.settings.max_infra:
+            self._finish(
+                "infra-error",
+                f"a candidate could not run ({streak} attempts in a row): "
+                f"{self._infra_reason or 'infra error'}",
+            )
+
+    def interrupt(self) -> None:
+        """Stop here (Ctrl-C): the result is the smallest program seen failing so far."""
+        if self.result is None:
+            self._outstanding.clear()
+            self._finish("interrupted", "interrupted; the same command resumes from stored results")
+
+    # -- the phases ----------------------------------------------------------
+
+    def _next(self) -> Probe | None:
+        """The next probe of the current phase, or None after moving to another phase."""
+        s = self.settings
+        left = s.budget - self.used
+        if self._phase == "rate":
+            tally = self._now.failing
+            if tally.matched < s.rate_matches and tally.ran < s.rate_attempts:
+                if left <= 0:
+                    self._finish("refused", "the budget ran out while measuring the rate")
+                    return None
+                want = min(s.rate_attempts - tally.ran, left, max(s.step, 1))
+                return Probe(self.original.key, "failing", want, 0)
+            self._original_failing = tally
+            self._known = tally
+            refusal = self._refusal(tally)
+            if refusal:
+                self._finish("refused", refusal)
+                return None
+            self._phase = "original-passing"
+            return None
+        if self._phase == "original-passing":
+            if s.passing and self._now.passing.attempts == 0:
+                return Probe(self.original.key, "passing", s.passing)
+            if self._now.passing.matched or self._now.passing.other:
+                self._finish(
+                    "refused",
+                    "a passing cell of the spec fails with the original program "
+                    f"({self._now.passing.clean - self._now.passing.other} of "
+                    f"{self._now.passing.ran} passed): the spec does not describe this bug",
+                )
+                return None
+            self.verdicts[self.original.key] = "fails"
+            self._judge_done("fails")
+            self._phase = "reduce"
+            self._advance(None)
+            return None
+        if self._phase == "reduce":
+            return self._reduce_probe(left)
+        if self._phase == "final":
+            tally = self._final.failing
+            if tally.ran < s.final_attempts and left > 0:
+                want = min(s.final_attempts - tally.ran, left)
+                return Probe(self.best.key, "failing", want, 0)
+            self._phase = "final-passing"
+            return None
+        if self._phase == "final-passing":
+            wanted = s.passing * s.final_passing
+            if self._final.passing.ran < wanted and left >= s.passing:
+                return Probe(self.best.key, "passing", s.passing)
+            self._conclude()
+            return None
+        return None
+
+    def _reduce_probe(self, left: int) -> Probe | None:
+        s = self.settings
+        judging = self._now
+        if left <= s.reserve:
+            self._end_reduction("budget")
+            return None
+        verdict = self._verdict(judging)
+        if verdict is None:
+            if judging.failing.matched:
+                if left - s.reserve < s.passing:
+                    self._end_reduction("budget")
+                    return None
+                return Probe(judging.program.key, "passing", s.passing)
+            need = self.clean_needed() - judging.failing.clean
+            want = max(1, min(need, s.step, left - s.reserve))
+            return Probe(judging.program.key, "failing", want)
+        self.verdicts[judging.program.key] = verdict
+        self._judge_done(verdict)
+        if verdict == "fails":
+            self._known = self._known.add(_kinds(judging.failing))
+        self._advance(verdict == "fails")
+        return None
+
+    def _verdict(self, judging: _Judging) -> Verdict | None:
+        """The candidate's verdict, or None while its attempts cannot tell yet."""
+        f = judging.failing
+        if f.matched:
+            if not self.settings.passing:
+                return "fails"
+            p = judging.passing
+            if p.matched or p.other:
+                return "loses-passing"
+            if p.passed >= self.settings.passing * self.clean_needed():
+                return "fails"
+            return None
+        if f.clean >= self.clean_needed():
+            return "clean"
+        return None
+
+    def _advance(self, answer: bool | None) -> None:
+        """Give the passes their answer; move on to the next new candidate, or to the end."""
+        while True:
+            try:
+                candidate = next(self._passes) if answer is None else self._passes.send(answer)
+            except StopIteration as stop:
+                value = stop.value
+                self.best = value if isinstance(value, Program) else self.best
+                self._end_reduction("minimized")
+                return
+            self.proposed += 1
+            known = self.verdicts.get(candidate.key)
+            if known is not None:
+                answer = known == "fails"
+                continue
+            self.programs[candidate.key] = candidate
+            self._now = _Judging(candidate)
+            return
+
+    def _judge_done(self, verdict: Verdict) -> None:
+        j = self._now
+        self.judged.append(Judged(j.program.key, j.program.lines, j.failing, j.passing, verdict))
+        if verdict == "fails" and j.program.lines <= self.best.lines:
+            self.best = j.program
+
+    def _end_reduction(self, status: Status) -> None:
+        self._reduction_status: Status = status
+        self._phase = "final"
+        self._final = _Judging(self.best)
+
+    def _conclude(self) -> None:
+        s = self.settings
+        final = self._final
+        status = self._reduction_status
+        message = ""
+        if final.failing.matched == 0:
+            status = "unconfirmed"
+            message = (
+                f"the result did not fail as expected in {final.failing.ran} final attempts; "
+                f"it failed while it was judged, so it fails rarely: run it with a larger --budget"
+            )
+        elif final.passing.matched or final.passing.other:
+            status = "unconfirmed"
+            message = (
+                f"a passing cell failed with the result in the final check "
+                f"({final.passing.passed} of {final.passing.ran} passed)"
+            )
+        elif status == "budget":
+            message = (
+                f"the budget of {s.budget} attempts ran out before the passes were done: "
+                f"the result is the smallest program seen failing"
+            )
+        self._finish(status, message)
+
+    # -- the rate ------------------------------------------------------------
+
+    def rate_used(self) -> float:
+        """p: the assumed minimum, raised to the 95% lower bound of the measured rate."""
+        tally = self._known
+        low = wilson(tally.matched, tally.ran)[0] if tally.matched else 0.0
+        return min(0.99, max(self.settings.min_rate, low))
+
+    def clean_needed(self) -> int:
+        """Clean attempts that drop a candidate: (1 - p)^n <= error."""
+        return clean_needed_at(self.rate_used(), self.settings.error)
+
+    def _refusal(self, tally: Tally) -> str:
+        s = self.settings
+        figure = f"{tally.matched}/{tally.ran}"
+        if tally.matched == 0:
+            return (
+                f"the original program did not fail as expected in {tally.ran} attempts "
+                f"({figure}); nothing to minimize"
+            )
+        # A projection at the rate's optimistic end (95% upper bound): one pass over the
+        # top-level units, each dropped after its clean attempts, plus the final check.
+        low, high = wilson(tally.matched, tally.ran)
+        units = max(1, _top_level_units(self.original))
+        projected = math.ceil(units * clean_needed_at(high, s.error)) + s.reserve
+        left = s.budget - self.used
+        if projected > left:
+            return (
+                f"the original program fails too rarely to minimize within the budget: {figure} "
+                f"attempts ({low:.0%}-{high:.0%}); even at {high:.0%} one pass over its {units} "
+                f"top-level units takes about {projected} attempts, and {left} of the budget of "
+                f"{s.budget} are left"
+            )
+        return ""
+
+    # -- the answer ----------------------------------------------------------
+
+    def _finish(self, status: Status, message: str) -> None:
+        final = (
+            self._final.failing if self._phase in ("final", "final-passing", "done") else Tally()
+        )
+        self._phase = "done"
+        warnings: list[str] = []
+        ran = self._known.ran
+        if ran and wilson(self._known.matched, ran)[1] < self.settings.min_rate:
+            warnings.append(
+                f"the candidates seen failing reproduced in {self._known.matched}/{ran} "
+                f"attempts, clearly below the assumed minimum rate {self.settings.min_rate:g}: "
+                f"candidates may have been dropped that still fail; rerun with a lower "
+                f"--min-rate for a smaller result"
+            )
+        self.result = MinimizeResult(
+            status=status,
+            message=message,
+            original=self.original,
+            program=self.best,
+            attempts=self.used,
+            candidates=self.proposed,
+            ran=len(self.judged),
+            rate=rate_of(final.matched, final.ran),
+            original_rate=rate_of(self._original_failing.matched, self._original_failing.ran),
+            rate_used=self.rate_used(),
+            error=self.settings.error,
+            min_rate=self.settings.min_rate,
+            passing_checked=self._final.passing,
+            judged=tuple(self.judged),
+            warnings=tuple(warnings),
+        )
+
+
+def _kinds(tally: Tally) -> list[AttemptKind]:
+    kinds: list[AttemptKind] = ["match"] * tally.matched
+    return kinds + ["pass"] * tally.passed + ["other"] * tally.other
+
+
+def _top_level_units(program: Program) -> int:
+    """The command's words and every file's top-level statements: the first pass's units."""
+    import ast
+
+    count = len(program.args) + len(program.env)
+    for _, text in program.files:
+        try:
+            count += len(ast.parse(text).body)
+        except SyntaxError:
+            continue
+    return count
+
+
+ProbeRunner = Callable[[Program, Probe], tuple[Sequence[AttemptKind], str]]
+
+
+def minimize(
+    original: Program,
+    run: ProbeRunner,
+    settings: Settings | None = None,
+    passes: Callable[[Program], Reducer] = reduce,
+) -> MinimizeResult:
+    """Drive a `Minimization` to its end; `run(program, probe)` gives the attempts' kinds."""
+    search = Minimization(original, settings, passes)
+    while search.result is None:
+        for probe in search.next_probes():
+            kinds, reason = run(search.program(probe.key), probe)
+            search.record(probe, kinds, reason)
+    return search.result

@@ -1,0 +1,113 @@
+"""`reprospec minimize` end to end: real children, real SIGSEGVs, stored runs, Ctrl-C and resume.
+
+The program is tests/data/minimize/crash.py: it dies of a real invalid read (ctypes)
+when workers > 0 and memory is pinned; the spec's passing cell (workers=0) keeps
+that condition in the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import ROOT
+
+SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
+
+
+def argv(tmp_path: Path, *args: str) -> list[str]:
+    return [
+        sys.executable, "-m", "reprospec", "minimize", str(SPEC), "--format", "json",
+        "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"), "-j", "2", *args,
+    ]  # fmt: skip
+
+
+def minimize(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        argv(tmp_path, *args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return proc.returncode, data, proc.stderr
+
+
+def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
+    code, data, stderr = minimize(tmp_path, "--budget", "40")
+    assert code == 0, stderr
+    assert data["status"] in ("minimized", "budget")
+    assert data["signature"].startswith("crash:SIGSEGV:main")
+    assert data["lines_after"] < data["lines_before"] == 14
+    assert data["rate"]["matched"] == data["rate"]["attempts"] >= 5
+    assert data["attempts"] <= 40
+    assert "--unused-flag" not in data["command_after"]
+    result = tmp_path / "result"
+    source = (result / "crash.py").read_text()
+    assert "string_at(0)" in source
+    assert "workers > 0" in source  # the passing cell (workers=0) keeps the condition
+    for name in ("minimized.yaml", "repro.sh", "minimize.md", "minimize.json"):
+        assert (result / name).is_file()
+    # The standalone repro is the failing cell's command: plain sh runs it, and it segfaults.
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode == -signal.SIGSEGV or repro.returncode == 128 + signal.SIGSEGV
+    report = (result / "minimize.md").read_text()
+    assert "| lines of Python | 14 |" in report
+    assert "```diff" in report
+    assert "-$ python crash.py ${{ matrix.workers }} ${{ matrix.pinned }} --unused-flag" in report
+    # The same command again runs nothing: every probe is answered from the stored state.
+    again, second, _ = minimize(tmp_path, "--budget", "40")
+    assert again == 0
+    assert second["lines_after"] == data["lines_after"]
+    assert second["reused"] > 0
+    assert second["seconds"] < data["seconds"]
+
+
+def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        argv(tmp_path, "--budget", "40"),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    states = tmp_path / "out" / "minimize"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        stored = list(states.glob("*/state.json"))
+        if stored and len(json.loads(stored[0].read_text())["probes"]) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "run the same command again to resume" in stderr
+    code, data, stderr = minimize(tmp_path, "--budget", "40")
+    assert code == 0, stderr
+    assert data["reused"] >= 2
+    assert "--unused-flag" not in data["command_after"]
+
+
+def test_a_workload_spec_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> None:
+    workload = subprocess.run(
+        [sys.executable, "-m", "reprospec", "minimize", str(ROOT / "specs" / "segfault.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert workload.returncode == 2
+    assert "this spec runs a workload" in workload.stderr
+    assert "Traceback" not in workload.stderr
+    code, _, stderr = minimize(tmp_path, "-m", "workers=0")
+    assert code == 2
+    assert "no cell kept by -m workers=0 is expected to fail" in stderr

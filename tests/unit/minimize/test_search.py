@@ -1,0 +1,330 @@
+"""The minimization's passes and its flaky-aware search, against programs run in-process.
+
+No processes: a candidate "runs" by exec() of its source with the cell's values
+and a seeded generator, so the attempts are real executions of the candidate's
+code, only not in a child. `Crash(where)` stands for the failure (a SIGSEGV in a
+worker); any other exception is another failure; returning is a pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Sequence
+
+import pytest
+
+from reprospec.isolation.candidates import AttemptKind
+from reprospec.minimize.program import Program, join_words, source_lines, split_words
+from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
+from reprospec.minimize.source import apply, changeable, deletable, reduce, unused_imports
+
+PROGRAM = '''\
+"""A training loop in miniature: the crash needs workers and pinned memory."""
+import json
+import os
+import random
+
+
+def emit(**event):
+    EVENTS.append(json.dumps(event))
+
+
+def helper(a, b=2):
+    return [a, b, a * b]
+
+
+def decoy():
+    raise Crash("main")  # a crash, but another one
+
+
+class Loader:
+    def __init__(self, workers, pinned):
+        self.workers = workers
+        self.pinned = pinned
+        self.items = helper(1, b=3)
+
+    def fetch(self, step):
+        emit(phase="validation", step=step)
+        if self.workers > 0 and self.pinned:
+            if step == 7:
+                race()
+        return step
+
+
+def main():
+    loader = Loader(CELL["workers"], CELL["pinned"])
+    total = 0
+    for step in range(1, 9):
+        total += loader.fetch(step)
+    if os.environ.get("NEVER_SET_IN_TESTS"):
+        decoy()
+    print("done", total, file=SINK)
+
+
+main()
+'''
+FAILING = {"workers": 2, "pinned": True}
+PASSING = ({"workers": 0, "pinned": True}, {"workers": 2, "pinned": False})
+
+
+class Crash(Exception):
+    pass
+
+
+class _Sink:
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+class InProcess:
+    """Runs probes by exec() of the candidate: the failing cell, or each passing cell once."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.attempts = 0
+        self.ran: list[str] = []
+
+    def attempt(self, program: Program, cell: dict[str, object]) -> AttemptKind:
+        self.attempts += 1
+
+        def race() -> None:
+            """The flakiness is the attempt's, not the code's: no candidate removes it."""
+            if self.rng.random() < self.rate:
+                raise Crash("worker")
+
+        scope = {
+            "CELL": cell,
+            "race": race,
+            "Crash": Crash,
+            "EVENTS": [],
+            "SINK": _Sink(),
+            "__name__": "__main__",
+        }
+        try:
+            exec(compile(program.source("loop.py"), "loop.py", "exec"), scope)
+        except Crash as crash:
+            return "match" if crash.args == ("worker",) else "other"
+        except Exception:
+            return "other"
+        return "pass"
+
+    def __call__(self, program: Program, probe: Probe) -> tuple[Sequence[AttemptKind], str]:
+        self.ran.append(program.key)
+        kinds: list[AttemptKind] = []
+        cells = PASSING if probe.role == "passing" else [FAILING] * probe.attempts
+        for cell in cells:
+            kind = self.attempt(program, dict(cell))
+            kinds.append(kind)
+            if probe.role == "failing" and kind == "match" and probe.stop_after == 1:
+                break
+        return kinds, ""
+
+
+def program(text: str = PROGRAM) -> Program:
+    return Program(head=("python", "loop.py"), args=(), files=(("loop.py", text),))
+
+
+def run(rate: float, seed: int, text: str = PROGRAM, **settings: float) -> MinimizeResult:
+    executor = InProcess(rate, seed)
+    options = Settings(passing=len(PASSING), **settings)  # type: ignore[arg-type]
+    result = minimize(program(text), executor, options)
+    assert result.attempts == executor.attempts
+    return result
+
+
+def keeps_the_condition(result: MinimizeResult) -> None:
+    source = result.program.source("loop.py")
+    assert "workers" in source
+    assert "pinned" in source
+    assert "race()" in source
+    assert "decoy" not in source
+
+
+def test_a_deterministic_failure_shrinks_to_the_condition() -> None:
+    result = run(1.0, seed=0)
+    assert result.status == "minimized", result.message
+    keeps_the_condition(result)
+    assert result.program.lines <= 12 < source_lines(PROGRAM)
+    assert result.rate.matched == result.rate.attempts == 20
+    assert result.passing_checked.passed == result.passing_checked.attempts == 2 * 5
+    assert result.attempts < 500
+
+
+def test_passing_cells_keep_the_condition() -> None:
+    """Without them, 'crashes with Crash(worker)' loses `if workers and pinned`."""
+    executor = InProcess(1.0, seed=0)
+    result = minimize(program(), executor, Settings(passing=0))
+    assert "if self.workers > 0 and self.pinned" not in result.program.source("loop.py")
+    assert "if self.workers > 0 and self.pinned" in run(1.0, seed=0).program.source("loop.py")
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_failure_at_30_percent_still_fails_and_keeps_the_condition(seed: int) -> None:
+    result = run(0.3, seed=seed, budget=2500)
+    assert result.status == "minimized", result.message
+    keeps_the_condition(result)
+    # The original's rate, and the result's: an unconditional race() at every step
+    # fails more often than the original's at step 7 only (a legitimate reduction).
+    assert result.original_rate.low < 0.3 < result.original_rate.high
+    assert 0 < result.rate.low <= result.rate.value <= result.rate.high
+    assert result.program.lines < source_lines(PROGRAM) // 2
+
+
+def test_a_failure_that_never_happens_is_refused() -> None:
+    result = run(0.0, seed=0)
+    assert result.status == "refused"
+    assert "did not fail as expected in 20 attempts (0/20)" in result.message
+    assert result.attempts == 20
+
+
+def test_a_rare_failure_is_refused_for_a_small_budget_with_the_figure() -> None:
+    result = run(0.05, seed=3, budget=60)
+    assert result.status == "refused"
+    assert "too rarely to minimize within the budget" in result.message
+
+
+def test_a_passing_cell_that_fails_with_the_original_is_refused() -> None:
+    broken = PROGRAM.replace("if self.workers > 0 and self.pinned:", "if True:")
+    result = run(1.0, seed=0, text=broken)
+    assert result.status == "refused"
+    assert "a passing cell of the spec fails with the original program" in result.message
+
+
+def test_out_of_budget_gives_the_smallest_seen_failing_and_keeps_the_final_check() -> None:
+    result = run(1.0, seed=0, budget=80)
+    assert result.status == "budget"
+    assert result.attempts <= 80
+    assert result.rate.attempts == 20  # the final check was kept out of the budget
+    assert result.program.lines < source_lines(PROGRAM)
+
+
+def test_no_candidate_runs_twice() -> None:
+    executor = InProcess(1.0, seed=0)
+    search = Minimization(program(), Settings(passing=2))
+    seen: dict[tuple[str, str], int] = {}
+    while search.result is None:
+        for probe in search.next_probes():
+            if probe.key != search.original.key and probe.role == "failing":
+                seen[(probe.key, probe.role)] = seen.get((probe.key, probe.role), 0) + 1
+            search.record(probe, *executor(search.program(probe.key), probe))
+    keys = [j.key for j in search.result.judged]
+    assert len(keys) == len(set(keys))
+    assert search.result.candidates > search.result.ran  # some were answered from the cache
+
+
+def test_the_search_is_deterministic_so_stored_answers_replay() -> None:
+    first = InProcess(0.5, seed=7)
+    a = minimize(program(), first, Settings(passing=2))
+    second = InProcess(0.5, seed=7)
+    b = minimize(program(), second, Settings(passing=2))
+    assert first.ran == second.ran
+    assert a.program == b.program
+
+
+def test_interrupt_keeps_the_smallest_program_seen_failing() -> None:
+    executor = InProcess(1.0, seed=0)
+    search = Minimization(program(), Settings(passing=2))
+    for _ in range(40):
+        for probe in search.next_probes():
+            search.record(probe, *executor(search.program(probe.key), probe))
+    search.interrupt()
+    assert search.result is not None
+    assert search.result.status == "interrupted"
+    assert search.result.program.lines <= source_lines(PROGRAM)
+
+
+def test_unrelated_code_goes_in_a_few_candidates() -> None:
+    noise = "\n".join(f"def unrelated_{i}(x):\n    return x + {i}\n" for i in range(30))
+    text = PROGRAM.replace("def helper", noise + "\n\ndef helper")
+    big = run(1.0, seed=0, text=text)
+    small = run(1.0, seed=0)
+    assert big.program.source("loop.py") == small.program.source("loop.py")
+    assert big.attempts < small.attempts + 60
+
+
+# -- the passes -------------------------------------------------------------------
+
+
+def test_deletion_goes_top_down() -> None:
+    text = "import os\n\ndef f():\n    a = 1\n    return a\nf()\n"
+    tree_nodes = deletable(text, 0)
+    assert len(tree_nodes) == 3  # the module's three statements
+    inner = deletable(text, 1)
+    assert len(inner) == 3  # `os` of the import, and the two statements of f's body
+    assert apply(text, delete=set(inner[1:])) == "import os\n\ndef f():\n    pass\nf()\n"
+
+
+def test_a_pass_beside_other_statements_goes_with_any_change() -> None:
+    text = "def f():\n    if a:\n        b()\n    return 1\n"
+    inner = deletable(text, 2)  # b()
+    emptied = apply(text, delete=set(inner))
+    assert emptied == "def f():\n    if a:\n        pass\n    return 1\n"
+    assert apply(emptied, unwrap={changeable(emptied, "body")[0]: "body"}) == (
+        "def f():\n    return 1\n"
+    )
+
+
+def test_blocks_unwrap_and_literals_simplify() -> None:
+    text = "if x:\n    y = 'long text'\nelse:\n    y = 3\n"
+    (block,) = changeable(text, "body")
+    assert apply(text, unwrap={block: "body"}) == "y = 'long text'\n"
+    assert apply(text, unwrap={block: "orelse"}) == "y = 3\n"
+    literals = changeable(text, "simplify")
+    assert apply(text, simplify=set(literals)) == "if x:\n    y = ''\nelse:\n    y = 0\n"
+
+
+def test_call_arguments_and_operands_go_one_by_one() -> None:
+    text = "f(a, b, key=c)\nif p and q:\n    pass\n"
+    sites = deletable(text, 1)
+    changed = apply(text, delete={sites[1], sites[2], sites[3]})
+    assert changed == "f(a)\nif q:\n    pass\n"
+
+
+def test_invalid_candidates_are_never_proposed() -> None:
+    text = "try:\n    x = 1\nexcept ValueError:\n    pass\n"
+    body, handler = deletable(text, 1)
+    assert apply(text, delete={body}) == "try:\n    pass\nexcept ValueError:\n    pass\n"
+    assert apply(text, delete={handler}) is None  # a try needs a handler
+
+
+def test_unused_imports() -> None:
+    text = "import os, sys\nfrom json import dumps as d, loads\nprint(sys.argv, d)\n"
+    assert apply(text, delete=set(unused_imports(text))) == (
+        "import sys\nfrom json import dumps as d\nprint(sys.argv, d)\n"
+    )
+
+
+def test_command_words_keep_expressions_whole() -> None:
+    words = split_words("python t.py --workers ${{ matrix.n }} --name 'a b'")
+    assert words == ("python", "t.py", "--workers", "${{ matrix.n }}", "--name", "a b")
+    assert join_words(words) == "python t.py --workers ${{ matrix.n }} --name 'a b'"
+
+
+def test_the_passes_shrink_command_words_in_pairs() -> None:
+    start = Program(("python", "t.py"), ("--a", "1", "--b", "2", "--c"), files=())
+    needed = {"--b", "2"}
+    reducer = reduce(start)
+    candidate = next(reducer)
+    proposed = 0
+    result: Program | None = None
+    while result is None:
+        proposed += 1
+        try:
+            candidate = reducer.send(needed <= set(candidate.args))
+        except StopIteration as stop:
+            result = stop.value
+    assert result.args == ("--b", "2")
+    assert proposed < 12
+
+
+def test_every_candidate_parses() -> None:
+    reducer = reduce(program())
+    candidate = next(reducer)
+    try:
+        for n in range(400):
+            ast.parse(candidate.source("loop.py"))
+            candidate = reducer.send(n % 3 == 0)
+    except StopIteration:
+        pass
