@@ -103,8 +103,6 @@ class GpuDebug:
         level = _off(section.get("nccl_debug"))
         if level is True:
             level = "INFO"
-        if isinstance(level, str):
-            level = level.upper()
         if level is not None and level not in NCCL_LEVELS:
             raise GpuDebugError(
                 "nccl_debug", f"expected one of {', '.join(NCCL_LEVELS)} or false, got {level!r}"
