@@ -92,12 +92,12 @@ def check_compute_sanitizer(path: str | None) -> Check:
     """Where `environment.debug.compute_sanitizer` finds its binary."""
     if path is None:
         return Check(
-            "compute-sanitizer",
+            "sanitizer",
             "skipped",
             "not found (environment.debug.compute_sanitizer cells would be infra-error)",
             "pip install nvidia-cuda-sanitizer-api into the attempts' interpreter",
         )
-    return Check("compute-sanitizer", "pass", path)
+    return Check("sanitizer", "pass", path)
 
 
 def check_cuda_smoke(has_gpu: bool, returncode: int | None, output: str) -> Check:

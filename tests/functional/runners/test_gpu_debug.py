@@ -208,7 +208,7 @@ def test_real_compute_sanitizer_without_a_gpu_is_infra_error(tmp_path: Path, cli
 def test_doctor_lists_the_loaders_cuda_libraries_and_skips_the_smoke_test(cli: Cli) -> None:
     done = cli("doctor", "--json")
     checks = {c["name"]: c for c in json.loads(done.stdout)}
-    assert {"cuda-libraries", "compute-sanitizer", "cuda-smoke"} <= set(checks)
+    assert {"cuda-libraries", "sanitizer", "cuda-smoke"} <= set(checks)
     if not Path("/dev/nvidiactl").exists():
         assert checks["cuda-smoke"]["status"] == "skipped"
         assert checks["cuda-smoke"]["why"] == "no CUDA device: no CUDA op to run"
