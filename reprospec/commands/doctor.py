@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+from reprospec.core.jsontypes import JsonValue
 
 if TYPE_CHECKING:
-    from reprospec.doctor import Needs
+    from reprospec.doctor import Check, Needs
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -42,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
             native.core_pattern(),
             resource.getrlimit(resource.RLIMIT_CORE)[1],
         ),
+        *_cuda_checks(python, env),
     ]
     if getattr(args, "json", False):
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
@@ -58,6 +62,47 @@ def run(args: argparse.Namespace) -> int:
         counts = {status: sum(c.status == status for c in checks) for status in MARKS}
         sys.stdout.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
     return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
+    """The loader's CUDA libraries, compute-sanitizer, and (with a GPU) a CUDA op in a child."""
+    from reprospec.core import capped
+    from reprospec.doctor import cuda
+    from reprospec.process import sanitizer
+
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    libraries: tuple[cuda.Library, ...] | None = None
+    problem = ""
+    try:
+        done = capped.run([ldconfig, "-p"], limit=4 << 20, timeout_s=30)
+    except OSError as exc:
+        problem = str(exc)
+    else:
+        if done.returncode == 0:
+            libraries = cuda.cuda_libraries(done.stdout.decode("utf-8", "replace"))
+        else:
+            problem = f"exit {done.returncode}"
+    from reprospec.doctor.check import gpus, section
+
+    has_gpu = bool(gpus(env) or section(env, "torch").get("device_count"))
+    returncode: int | None = None
+    output = ""
+    if has_gpu:
+        # In a child, never here: the engine does not import torch (nor initialise CUDA).
+        try:
+            smoke = capped.run(
+                [python, "-c", cuda.SMOKE_CODE], limit=64 << 10, timeout_s=120, merge_stderr=True
+            )
+        except OSError as exc:
+            output = str(exc)
+        else:
+            returncode = None if smoke.timed_out else smoke.returncode
+            output = smoke.stdout.decode("utf-8", "replace")
+    return [
+        cuda.check_cuda_libraries(libraries, problem),
+        cuda.check_compute_sanitizer(sanitizer.find(python)),
+        cuda.check_cuda_smoke(has_gpu, returncode, output),
+    ]
 
 
 def _needs(path: str) -> Needs:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from reprospec.core.expr import render
+from reprospec.core.gpudebug import GpuDebug, GpuDebugError
 
 # Re-exported: models.py and tests import the aliases from here.
 from reprospec.core.jsontypes import JsonObject as JsonObject
@@ -63,11 +64,14 @@ class Environment:
     # False: the attempt gets its own TMPDIR and XDG_CACHE_HOME in its folder, cleaned
     # after it, and its /dev/shm leaks are removed (scratch.py); True: shared, as a script's.
     shared_tmp: bool = False
+    # `environment.debug`: the GPU diagnostics (launch blocking, core dumps, compute-sanitizer,
+    # NCCL's log and flight recorder), all off by default.
+    debug: GpuDebug = field(default_factory=GpuDebug)
 
     @property
     def wants_gpu(self) -> bool:
-        """Whether the attempt asks for a GPU (a CUDA device or GPU slots)."""
-        return (self.device or "cpu").startswith("cuda") or self.gpus > 0
+        """Whether the attempt asks for a GPU (a CUDA device, GPU slots or a GPU diagnostic)."""
+        return (self.device or "cpu").startswith("cuda") or self.gpus > 0 or self.debug.any
 
     def to_json(self) -> JsonObject:
         """The section as the harness reads it from cell.json (sizes in bytes)."""
@@ -82,6 +86,8 @@ class Environment:
             out["network"] = True
         if self.shared_tmp:
             out["shared_tmp"] = True
+        if self.debug.any:
+            out["debug"] = self.debug.to_json()
         out["env"] = dict(self.env)
         return out
 
@@ -100,6 +106,13 @@ class Environment:
             )
         env = section.get("env") or {}
         assert isinstance(env, Mapping)  # the schema says so
+        debug = section.get("debug") or {}
+        if not isinstance(debug, Mapping):
+            raise SectionError(("environment", "debug"), f"expected a mapping, got {debug!r}")
+        try:
+            gpu_debug = GpuDebug.from_section(debug)
+        except GpuDebugError as exc:
+            raise SectionError(("environment", "debug", exc.key), str(exc)) from None
         return cls(
             workdir=Path(base_dir / str(section.get("workdir") or ".")).absolute(),
             python=text("python"),
@@ -113,6 +126,7 @@ class Environment:
             network=_flag(section, "network"),
             shared_tmp=_flag(section, "shared_tmp"),
             env={str(k): render(v) for k, v in env.items()},
+            debug=gpu_debug,
         )
 
 

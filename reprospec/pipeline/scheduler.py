@@ -198,6 +198,16 @@ class Scheduler:
             )
             reason = f"skipped: needs {needed} GPU(s){each}, {visible} visible to this run"
             return AttemptResult.not_run(attempt.attempt, reason)
+        debug = attempt.environment.debug
+        if debug.any and self.gpu_pool.size == 0:
+            # Every diagnostic of environment.debug is for a CUDA program: without a GPU it
+            # shows nothing (compute-sanitizer does not even start the program).
+            toggles = ", ".join(debug.to_json())
+            reason = (
+                f"skipped: needs a GPU for environment.debug ({toggles}), none visible to this "
+                "run (--gpus, CUDA_VISIBLE_DEVICES or nvidia-smi -L)"
+            )
+            return AttemptResult.not_run(attempt.attempt, reason)
         if not self._places.take(attempt.copies, self.cancel):
             return None
         try:

@@ -115,6 +115,9 @@ def child_env(
     the spec's: only the engine knows which copy a process is).
     """
     env = dict(plan.env)
+    # The GPU diagnostics' variables, their files named into the attempt folder as the child
+    # sees it (validation refuses a spec that also sets one of them in `env`).
+    env.update(plan.environment.debug.variables(paths.attempt_dir))
     ours = [paths.stackdump_dir]
     if harness or (harness is None and plan.workload is not None):
         ours.append(paths.harness_dir)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core.gpudebug import PATH_VARS
 from reprospec.core.inputs import AttemptPlan
 from reprospec.process.childprotocol import CELL_VAR, STACK_DIR_VAR, TOKEN_VAR
 
@@ -34,6 +35,8 @@ PER_ATTEMPT_VARS = frozenset(
         TOKEN_VAR,
         "TMPDIR",
         "XDG_CACHE_HOME",
+        # The GPU diagnostics' files, named into the attempt folder.
+        *PATH_VARS,
     }
 )
 
@@ -176,6 +179,8 @@ def fresh_reason(plan: AttemptPlan, entry: EntryPoint | str) -> str | None:
     if plan.instances is not None:
         return "run.instances start each instance through the start barrier of launch.py"
     environment = plan.environment
+    if environment.debug.compute_sanitizer is not None:
+        return "environment.debug.compute_sanitizer: the attempt starts under compute-sanitizer"
     for key, value in (("memory", environment.memory), ("shm_size", environment.shm_size)):
         if value is not None:
             return f"environment.{key} must be in place before the imports"

@@ -185,6 +185,11 @@ def _settings(environment: Mapping[str, JsonValue]) -> dict[str, tuple[str, str 
             for requirement in value:
                 name = _package_name(str(requirement))
                 out[f"package:{name}"] = (str(requirement), str(requirement))
+        elif key == "debug" and isinstance(value, Mapping):
+            # One setting per GPU diagnostic, so the cell that had it on reads `compute_sanitizer:
+            # memcheck` beside the one that had it off.
+            for name, setting in value.items():
+                out[f"debug:{name}"] = (f"{name}: {env_value(setting) or setting}", str(setting))
         elif key in ("shm_size", "memory"):
             out[key] = (f"{key}: {size(value)}", str(value))
         elif key != "workdir":
@@ -196,6 +201,8 @@ def _absent(key: str) -> str:
     kind, _, name = key.partition(":")
     if kind == "env":
         return f"{name} unset"
+    if kind == "debug":
+        return f"{name} off"
     if kind == "package":
         return f"no {name}"
     return f"{key}: none"

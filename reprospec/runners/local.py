@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -16,13 +17,14 @@ from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
+from reprospec.core.gpudebug import SANITIZER_LOG, sanitizer_argv
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.process import leftovers, rlimits, run, scratch, starter
+from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter
 from reprospec.process.childprotocol import (
     CELL_VAR,
     HARNESS_DIR,
@@ -32,7 +34,7 @@ from reprospec.process.childprotocol import (
     write_cell,
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.runners.base import attempt_files, infra_execution
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
@@ -278,6 +280,16 @@ class LocalRunner:
                 argv[0] = self.python
         else:
             return infra("nothing to run: the plan has neither a command nor a workload")
+        tool = plan.environment.debug.compute_sanitizer
+        if tool is not None:
+            exe = sanitizer.find(self.python)
+            if exe is None:
+                return infra(
+                    f"environment.debug.compute_sanitizer: {tool}: compute-sanitizer not found "
+                    f"on PATH, in {self.python}'s site-packages or /usr/local/cuda/bin; "
+                    f"{sanitizer.INSTALL_HINT}"
+                )
+            argv = sanitizer_argv(exe, tool, str(log_dir), argv)
         warnings: list[str] = []
         try:
             argv, limit_warnings = rlimits.wrap_argv(
@@ -360,6 +372,13 @@ class LocalRunner:
                 warnings.extend(scratch.clean(scratch_dirs))
             if shm is not None:
                 warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
+        if tool is not None and not result.timed_out:
+            failed = sanitizer_failure(result.returncode, log_dir, base)
+            if failed is not None:
+                return infra_execution(
+                    base, failed, started=result.started, finished=result.finished,
+                    warnings=warnings,
+                )  # fmt: skip
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
@@ -438,3 +457,16 @@ class LocalRunner:
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
+
+
+def sanitizer_failure(returncode: int | None, log_dir: Path, files: AttemptFiles) -> str | None:
+    """Why compute-sanitizer failed before the program ran (its log read back), else None."""
+    try:
+        log_text = (log_dir / SANITIZER_LOG).read_text("utf-8", "replace")
+    except OSError:
+        return None
+    output = b""
+    for path in (files["stdout_path"], files["stderr_path"]):
+        with contextlib.suppress(OSError):
+            output += path.read_bytes()[:4096]
+    return sanitizer.own_failure(returncode, log_text, output)

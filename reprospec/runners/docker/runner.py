@@ -218,6 +218,14 @@ class DockerRunner:
         argv = attempt_argv(plan)
         if argv is None:
             return infra("nothing to run: the plan has neither a command nor a workload")
+        tool = plan.environment.debug.compute_sanitizer
+        if tool is not None:
+            # The image would need compute-sanitizer and the container the GPU driver's
+            # debugger interface: not done yet (the other diagnostics are variables, applied).
+            return infra(
+                f"environment.debug.compute_sanitizer: {tool} runs on the local and venv "
+                "runners only"
+            )
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         paths, number = PATHS, None

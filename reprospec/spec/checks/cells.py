@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from reprospec.core import expr, patterns
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
+from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.sections import DEFAULT_MAX_REPEAT
@@ -306,3 +307,52 @@ def cell_problems(
     for cell in cells:
         checker.cell(cell)
     return checker.problems(locations)
+
+
+def gpu_debug_problems(
+    data: Mapping[str, JsonValue],
+    locations: Mapping[JsonPath, Location],
+    cells: Iterable[Cell],
+    *,
+    base_env: Mapping[str, str] = os.environ,
+) -> list[Problem]:
+    """The pairs of `environment.debug` (with `run.preload` and `environment.env`) that cannot
+    work together in a cell, located, naming the cells.
+
+    The toggles are usually matrix axes, so a pair exists only in some cells: each cell's
+    values are evaluated as plan will, then gpudebug.conflicts says what cannot pair.
+    """
+    environment = data.get("environment")
+    if not isinstance(environment, Mapping):
+        return []
+    raw = environment.get("debug")
+    if not isinstance(raw, Mapping) or not raw:
+        return []
+    env = environment.get("env")
+    run = data.get("run")
+    preload_raw = run.get("preload") if isinstance(run, Mapping) else None
+    found: dict[tuple[JsonPath, str], list[str]] = {}
+    for cell in cells:
+        ctx = context(data.get("name"), cell, 1, base_env)
+        try:
+            debug = GpuDebug.from_section({str(k): _evaluated(v, ctx) for k, v in raw.items()})
+            preload = _evaluated(preload_raw, ctx)
+        except (expr.ExprError, GpuDebugError, RecursionError, OverflowError, TypeError):
+            continue  # the value checks report it
+        names = [str(p) for p in preload] if isinstance(preload, list) else []
+        pairs = conflicts(debug, preload=names, env=env if isinstance(env, Mapping) else {})
+        for path, message in pairs:
+            found.setdefault((path, message), []).append(cell.id)
+    out: list[Problem] = []
+    for (where, message), labels in found.items():
+        line, col = locate(locations, where)
+        out.append(Problem(line, col, where, f"{message} {_cells(labels)}"))
+    return out
+
+
+def _evaluated(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue:
+    if isinstance(value, str) and expr.OPEN in value:
+        return expr.interpolate_string(value, ctx)
+    if isinstance(value, list):
+        return [_evaluated(v, ctx) for v in value]
+    return value

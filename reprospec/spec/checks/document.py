@@ -56,6 +56,9 @@ def check(
     if not problems and semantics.cells is not None:
         # Every `${{ }}` of every cell, evaluated as plan will: bad values name their cells.
         problems.extend(cells.cell_problems(data, locations, semantics.cells))
+    if not problems and semantics.cells is not None:
+        # GPU diagnostics that cannot pair in a cell (compute-sanitizer with a core dump, ...).
+        problems.extend(cells.gpu_debug_problems(data, locations, semantics.cells))
     return schema.sort_problems(problems)
 
 
