@@ -8,6 +8,12 @@
       tree/...           the spec that ran and the workdir files its cells name, at their
                          places relative to each other (so `workdir: ../app` still resolves)
 
+Packing masks secrets in everything it packs, as every other output does (redact.py):
+the attempt folders hold what the child was given (cell.json's environment) and printed
+(its logs) in clear, so each file passes through a Redactor of the run's secrets: those
+of the spec in this engine's environment, and the values cell.json shows under a
+secret-looking name or a name the spec reads from the engine (`${{ env.HF_TOKEN }}`).
+
 Unpacking trusts nothing in the archive: only regular files and folders, names
 relative and inside the bundle (no `..`, no absolute path, no link of any kind),
 bounded counts and sizes checked before and while each member is written, each
@@ -21,16 +27,20 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import Redactor, env_names_read, looks_secret, public_env
 from reprospec.core.results import RunResult
+from reprospec.process.childprotocol import CELL_JSON
 from reprospec.errors import UsageError
 
 FORMAT = 1
@@ -45,6 +55,9 @@ MAX_DEPTH = 48
 _SKIP_DIRS = {"tmp", "cache", "__pycache__"}
 _RUN_FILES = ("report.md", "results.json", "spec.yaml", "repro.py")
 _LOG_FILE_BYTES = 64 << 20
+# The engine variables a spec reads, `${{ env.X }}` (found in text the mask left valid).
+_ENV_READ = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
+_MASKED_NOTE = re.compile(r"^# reprospec: secrets masked;.*: (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,7 @@ class _Sources:
     options: dict[str, object]
     absolute_workdir: Path | None
     warnings: tuple[str, ...]
+    document: Mapping[str, JsonValue] | None = None
 
 
 def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
@@ -113,23 +127,25 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         inside = sources.absolute_workdir.relative_to(sources.root).as_posix()
         manifest["workdir"] = f"tree/{inside}"
     output.parent.mkdir(parents=True, exist_ok=True)
+    redactor = _run_redactor(run, run_dir, sources.document)
     count = 0
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             _add_text(tar, top / "README.md", _readme(run, manifest, workdir_rel))
-            _add_text(tar, top / "tree" / spec_rel, run.spec_text)
+            _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
             for name in _RUN_FILES:
                 if (run_dir / name).is_file():
-                    _add_file(tar, top / name, run_dir / name)
+                    _add_file(tar, top / name, run_dir / name, redactor)
                     count += 1
             for path, rel in zip(sources.files, workdir_rel, strict=True):
-                _add_file(tar, top / "tree" / rel, path)
+                _add_file(tar, top / "tree" / rel, path, redactor)
                 count += 1
             for path in _log_files(run_dir / "cells"):
-                _add_file(tar, top / "logs" / path.relative_to(run_dir).as_posix(), path)
+                rel = top / "logs" / path.relative_to(run_dir).as_posix()
+                _add_file(tar, rel, path, redactor)
                 count += 1
         tmp.replace(output)
     finally:
@@ -165,8 +181,11 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     from reprospec.errors import SpecError
     from reprospec.pipeline.stages import spec_text_of
 
+    # A secret given with --set is stored masked: quoted, it still loads (its value names
+    # no workdir file; the spec packed is the run's own, masked to be rerun).
+    overrides = tuple(_quoted_mask(o) for o in options.overrides)
     try:
-        spec = load_spec(stored, options.overrides)
+        spec = load_spec(stored, overrides)
         plan = plan_run(spec, options.with_changes(shard=None))
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
@@ -191,7 +210,16 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
                 "a bundle cannot place them (make them relative to the spec)"
             )
         absolute = next(iter(workdirs))
-    return _Sources(stored, tuple(files), root, kept, absolute, tuple(warnings))
+    return _Sources(
+        stored, tuple(files), root, kept, absolute, tuple(warnings), dict(spec.document)
+    )
+
+
+def _quoted_mask(override: str) -> str:
+    from reprospec.core.redact import MASK
+
+    path, sep, value = override.partition("=")
+    return f"{path}={json.dumps(value)}" if sep and MASK in value else override
 
 
 def _workdir_field(document: object) -> str | None:
@@ -232,12 +260,58 @@ def _add_text(tar: tarfile.TarFile, name: PurePosixPath, text: str) -> None:
     tar.addfile(_info(name, len(data)), io.BytesIO(data))
 
 
-def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path) -> None:
-    # Read through the path's target: the archive holds contents, never a link.
+def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: Redactor) -> None:
+    # Read through the path's target: the archive holds contents, never a link. Files are
+    # at most _LOG_FILE_BYTES (logs) or a workdir's sources: read whole, to be masked.
     with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        mode = 0o755 if os.access(path, os.X_OK) else 0o644
-        tar.addfile(_info(name, size, mode), handle)
+        data = redactor.data(handle.read())
+    mode = 0o755 if os.access(path, os.X_OK) else 0o644
+    tar.addfile(_info(name, len(data), mode), io.BytesIO(data))
+
+
+_CELL_JSON_BYTES = 1 << 20
+
+
+def _run_redactor(run: RunResult, run_dir: Path, document: Mapping[str, JsonValue] | None) -> Redactor:
+    """The secrets of the run, as far as this machine can still tell them.
+
+    This engine's environment may no longer hold what the run's did, so the attempt's own
+    cell.json is read too: a value it shows under a secret-looking name, or under a name
+    the spec reads from the engine, is a secret wherever the packed files hold it.
+    """
+    base = Redactor.for_spec(document or {})
+    named = dict.fromkeys(base.values, "")
+    named.update(base.names)
+    if document:
+        read = set(env_names_read(document)) - public_env(document)
+    else:  # the spec file is gone: its text, less the names the mask itself wrote
+        masked = _MASKED_NOTE.search(run.spec_text)
+        read = set(_ENV_READ.findall(run.spec_text)) - set(masked[1].split() if masked else ())
+    cells = run_dir / "cells"
+    for path in sorted(cells.rglob(CELL_JSON)) if cells.is_dir() else ():
+        try:
+            if path.is_symlink() or path.stat().st_size > _CELL_JSON_BYTES:
+                continue
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        environment = data.get("environment") if isinstance(data, dict) else None
+        env = environment.get("env") if isinstance(environment, dict) else None
+        for key, value in env.items() if isinstance(env, dict) else ():
+            if isinstance(value, str) and (looks_secret(key) or key in read):
+                named.setdefault(value, key)
+    unknown = sorted(read - set(named.values()) - {n for n, v in os.environ.items() if v})
+    if unknown:
+        # What the child was given from them may be in its logs: unmaskable, so not packed.
+        raise UsageError(
+            f"the run read {', '.join(unknown)} from its environment, which this one does "
+            "not hold: the bundle cannot mask their values in the logs; set them as the run "
+            "had them and bundle again"
+        )
+    # A secret as a JSON file writes it (a quote or a backslash escaped) is masked too.
+    for value, key in list(named.items()):
+        named.setdefault(json.dumps(value)[1:-1], key)
+    return Redactor(named, names={v: k for v, k in named.items() if k})
 
 
 def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -> str:
