@@ -56,20 +56,19 @@ def test_bundle_masks_what_the_child_was_given_and_printed(tmp_path: Path, cli: 
     # Packed where the token is unknown: its value cannot be masked, so nothing is packed.
     blind = cli("bundle", run_id, "-o", str(archive), "--out", str(store), env={"HF_TOKEN": ""})
     assert blind.code == 2, blind.stderr
-    assert "HF_TOKEN" in blind.stderr and not archive.exists()
-    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(store),
-                 env={"HF_TOKEN": TOKEN})
+    assert "HF_TOKEN" in blind.stderr
+    assert not archive.exists()
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(store), env={"HF_TOKEN": TOKEN})
     assert packed.code == 0, packed.stderr
     members = _members(archive)
     leaked = [name for name, data in members.items() if TOKEN.encode() in data]
     assert leaked == []
     logs = [data for name, data in members.items() if name.endswith("stdout.log")]
-    assert logs and b"token *** https://hub.example/***" in logs[0]
+    assert logs
+    assert b"token *** https://hub.example/***" in logs[0]
 
 
-def test_a_reports_masked_spec_reruns_with_the_secret_read_again(
-    tmp_path: Path, cli: Cli
-) -> None:
+def test_a_reports_masked_spec_reruns_with_the_secret_read_again(tmp_path: Path, cli: Cli) -> None:
     spec = tmp_path / "key.yaml"
     spec.write_text(LITERAL_KEY % KEY)
     first = cli("run", str(spec), "--out", str(tmp_path / "a"))
@@ -79,22 +78,33 @@ def test_a_reports_masked_spec_reruns_with_the_secret_read_again(
     assert KEY not in text
     assert "API_KEY: ${{ env.API_KEY }}" in text
     assert "set in your environment: API_KEY" in text
-    again = cli("run", str(report), "--yes", "--out", str(tmp_path / "b"),
-                env={"API_KEY": "the-rerunners-own"})
+    again = cli(
+        "run",
+        str(report),
+        "--yes",
+        "--out",
+        str(tmp_path / "b"),
+        env={"API_KEY": "the-rerunners-own"},
+    )
     assert again.code == 0, again.stderr  # was exit 2: `API_KEY: ***` is a YAML alias
 
 
 def test_a_secret_given_with_set_bundles_and_reruns(tmp_path: Path, cli: Cli) -> None:
     spec = tmp_path / "key.yaml"
-    spec.write_text(LITERAL_KEY % "placeholder")
+    # The rerun must get the rerunner's key, not the mask: `***` fails the command.
+    spec.write_text(
+        (LITERAL_KEY % "placeholder").replace(
+            "else 1", "and '*' not in os.environ['API_KEY'] else 1"
+        )
+    )
     store = tmp_path / "store"
-    ran = cli("run", str(spec), "--set", f"environment.env.API_KEY={SET_KEY}",
-              "--out", str(store))
+    ran = cli("run", str(spec), "--set", f"environment.env.API_KEY={SET_KEY}", "--out", str(store))
     assert ran.code == 0, ran.stderr
     archive = tmp_path / "set.tar.gz"
     packed = cli("bundle", ran.latest_run().name, "-o", str(archive), "--out", str(store))
     assert packed.code == 0, packed.stderr  # was: the masked --set did not load
     assert not [n for n, d in _members(archive).items() if SET_KEY.encode() in d]
-    rerun = cli("run", str(archive), "--yes", "--out", str(tmp_path / "elsewhere"),
-                env={"API_KEY": "mine"})
+    rerun = cli(
+        "run", str(archive), "--yes", "--out", str(tmp_path / "elsewhere"), env={"API_KEY": "mine"}
+    )
     assert rerun.code == 0, rerun.stderr

@@ -130,7 +130,7 @@ class Redactor:
             if name is None:
                 return MASK
             used[name] = None
-            return "${{ env.%s }}" % name
+            return "${{ env." + name + " }}"
 
         masked = self._pattern.sub(mask, text)
         if used and "\n" in text.strip():

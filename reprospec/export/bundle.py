@@ -40,8 +40,8 @@ from typing import IO
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, looks_secret, public_env
 from reprospec.core.results import RunResult
-from reprospec.process.childprotocol import CELL_JSON
 from reprospec.errors import UsageError
+from reprospec.process.childprotocol import CELL_JSON
 
 FORMAT = 1
 MANIFEST = "bundle.json"
@@ -272,7 +272,9 @@ def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: R
 _CELL_JSON_BYTES = 1 << 20
 
 
-def _run_redactor(run: RunResult, run_dir: Path, document: Mapping[str, JsonValue] | None) -> Redactor:
+def _run_redactor(
+    run: RunResult, run_dir: Path, document: Mapping[str, JsonValue] | None
+) -> Redactor:
     """The secrets of the run, as far as this machine can still tell them.
 
     This engine's environment may no longer hold what the run's did, so the attempt's own
@@ -332,12 +334,18 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
     ]
     if run.standalone is not None and not run.standalone.unavailable:
         if run.standalone.script:
-            lines += ["", "Without reprospec: `repro.py` reproduces cell "
-                      f"`{run.standalone.cell}` with plain `python repro.py` (torch only)."]
+            lines += [
+                "",
+                "Without reprospec: `repro.py` reproduces cell "
+                f"`{run.standalone.cell}` with plain `python repro.py` (torch only).",
+            ]
         else:
             folder = PurePosixPath(str(spec)).parent
-            lines += ["", f"Without reprospec, cell `{run.standalone.cell}` is "
-                      f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`."]
+            lines += [
+                "",
+                f"Without reprospec, cell `{run.standalone.cell}` is "
+                f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`.",
+            ]
     if files:
         lines += ["", "Workdir files:", ""] + [f"- `tree/{name}`" for name in files]
     return "\n".join(lines) + "\n"

@@ -44,7 +44,7 @@ from reprospec import native as native_stacks
 from reprospec.core import capped
 from reprospec.core.results import ChildExit
 from reprospec.core.signals import signal_name
-from reprospec.process import leftovers, starter, watchdog
+from reprospec.process import leftovers, pidlimit, starter, watchdog
 from reprospec.process.output import Sink
 
 TOKEN_VAR = "REPROSPEC_ATTEMPT_TOKEN"
@@ -130,6 +130,16 @@ class ChildHandle(Protocol):
 # Starts the attempt's root with the environment run_process built (token and stack dir
 # in) and the attempt's tag (watchdog.py), which the root must carry.
 Start = Callable[[Mapping[str, str], int], ChildHandle]
+
+
+class AttemptLost(OSError):
+    """The engine failed after the attempt's root started (its tree was killed): the
+    attempt ran, so this is never "cannot start"."""
+
+
+def _after_start_failure(exc: OSError) -> AttemptLost:
+    why = "fork failed: process limit" if pidlimit.fork_failed(exc) else exc.strerror or str(exc)
+    return AttemptLost(exc.errno, f"the engine lost the attempt after it started: {why}")
 
 
 class OutputLost(OSError):
@@ -536,15 +546,19 @@ def kill_attempt(
     deadline = time.monotonic() + KILL_WAIT_S
     quiet_passes = 0
     while True:
-        if pgid is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(pgid, signal.SIGKILL)
+        # Stopped first, killed after: a stopped process cannot fork, so a growing tree
+        # (a fork bomb) cannot outrun the pass that reads it.
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            if pgid is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(pgid, sig)
         procs = find_attempt_processes(token, root_pid, tag)
         seen.update(procs)
         alive = [pid for pid, info in procs.items() if info.alive]
-        for pid in alive:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
         _reap(set(seen) - {root_pid}, wait_s=0)
         quiet_passes = 0 if alive else quiet_passes + 1
         if quiet_passes == 2 or time.monotonic() > deadline:
@@ -980,18 +994,25 @@ def run_process(
     flight = leftovers.Flight(record, token, tag)
     flight.begin()
     _running_tags.add(tag)
+    limit = pidlimit.create(tag)
     proc: ChildHandle
     try:
         if start is not None:
             proc = start(child_env, tag)
         else:
-            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
-    except BaseException:
+            with pidlimit.starting_in(limit):
+                proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
+            pidlimit.after_start(limit, proc.pid)
+    except BaseException as exc:
         _running_tags.discard(tag)
+        pidlimit.kill(limit)
+        pidlimit.remove(limit)
         flight.end()
         stdout.close()
         stderr.close()
         remove_stack_dumps(stack_dir)
+        if isinstance(exc, OSError) and pidlimit.fork_failed(exc):
+            raise OSError(exc.errno, "fork failed: process limit", exc.filename) from None
         raise
     # A fork of a preload server is the server's child: its strays are looked for as ever.
     own_root = start is None
@@ -1007,6 +1028,7 @@ def run_process(
     reaped: tuple[ChildExit, ...] = ()
     child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
+    finished_cleanly = False
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
         next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
@@ -1061,11 +1083,38 @@ def run_process(
                 "the attempt's output was still open after its processes were killed: "
                 "a process outside the attempt's reach holds it"
             )
+        finished_cleanly = True
+    except OutputLost:
+        raise
+    except OSError as exc:
+        # The root started: whatever failed here (a pid table full of the attempt's own
+        # forks among them) is no reason to call it "cannot start", nor to leave its tree.
+        lost = _after_start_failure(exc)
+        raise lost from None
     finally:
-        if proc.poll() is None:
-            # Only on an exception in the engine itself: never leave the tree behind.
+        if not finished_cleanly:
+            # An exception in the engine itself: never leave the tree behind, even when
+            # its root is gone (a fork bomb's root exits at once).
+            with contextlib.suppress(OSError):
+                kill_attempt(token, proc.pid, proc.pid, tag)
+            pidlimit.kill(limit)
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                proc.wait()
+        elif proc.poll() is None:
             kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
+        # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
+        if pidlimit.kill(limit):
+            warnings.append(
+                "killed processes of the attempt that outlived its other processes "
+                "(found in its process-limit cgroup)"
+            )
+        if pidlimit.reached(limit):
+            warnings.append(
+                f"the attempt reached its process limit ({limit.max_processes} processes): "
+                "forks failed (fork failed: process limit; docs/limits.md)"
+            )
+        pidlimit.remove(limit)
         _running_tags.discard(tag)
         _running_roots.discard(proc.pid)
         if not nothing_left:

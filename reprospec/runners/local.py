@@ -319,7 +319,7 @@ class LocalRunner:
                 start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
             )
-        except tree.OutputLost as exc:
+        except (tree.OutputLost, tree.AttemptLost) as exc:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
