@@ -23,9 +23,13 @@ once, into `OUT/bundles/<sha256 of the archive>/`, and reused after.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -35,7 +39,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, looks_secret, public_env
@@ -51,6 +55,13 @@ MAX_TOTAL_BYTES = 2 << 30
 MAX_FILE_BYTES = 512 << 20
 MAX_NAME_CHARS = 1024
 MAX_DEPTH = 48
+# Bytes of one PAX or GNU long-name record (a name is at most MAX_NAME_CHARS anyway).
+MAX_META_BYTES = 64 << 10
+# Bytes of bundle.json; above PROMPT_BYTES unpacked, `run` asks before unpacking.
+MAX_MANIFEST_BYTES = 1 << 20
+PROMPT_BYTES = 64 << 20
+# `-m` filters a manifest may carry (each is a filter a person typed).
+MAX_MATRIX_FILTERS = 256
 # Packing: attempt files the logs leave out (scratch folders, core dumps).
 _SKIP_DIRS = {"tmp", "cache", "__pycache__"}
 _RUN_FILES = ("report.md", "results.json", "spec.yaml", "repro.py")
@@ -144,8 +155,8 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
                 _add_file(tar, top / "tree" / rel, path, redactor)
                 count += 1
             for path in _log_files(run_dir / "cells"):
-                rel = top / "logs" / path.relative_to(run_dir).as_posix()
-                _add_file(tar, rel, path, redactor)
+                packed = top / "logs" / path.relative_to(run_dir).as_posix()
+                _add_file(tar, packed, path, redactor)
                 count += 1
         tmp.replace(output)
     finally:
@@ -355,22 +366,58 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
 
 
 def unpack(archive: Path, bundles: Path) -> Unpacked:
-    """Unpack `archive` (checked, once) under `bundles/` and read its manifest."""
+    """Unpack `archive` (checked, once) under `bundles/` and read its manifest.
+
+    Under a lock on the bundles folder itself (flock on the folder: no file is added to
+    it): a second engine given the same bundle waits for the first to finish unpacking and then reuses its tree, never replaces it under the run that
+    uses it. Staging folders an engine killed mid-unpack left are removed first.
+    """
     digest = _sha256(archive)
     root = bundles / digest[:16]
-    if not (root / ".complete").is_file():
-        bundles.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=bundles))
-        try:
-            extract(archive, staging)
-            (staging / ".complete").write_text(digest + "\n")
-            if root.exists():  # a half-unpacked leftover of an interrupted run
-                shutil.rmtree(root)
-            staging.replace(root)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
+    bundles.mkdir(parents=True, exist_ok=True)
+    with _locked(bundles):
+        if not (root / ".complete").is_file():
+            _remove_stale_staging(bundles)
+            staging = Path(tempfile.mkdtemp(prefix=f".unpack-{os.getpid()}-", dir=bundles))
+            try:
+                extract(archive, staging)
+                (staging / ".complete").write_text(digest + "\n")
+                if root.exists():  # a half-unpacked leftover of an interrupted run
+                    shutil.rmtree(root)
+                staging.replace(root)
+            finally:
+                if staging.exists():
+                    shutil.rmtree(staging, ignore_errors=True)
     return _read_manifest(archive, root)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_staging(bundles: Path) -> None:
+    """Remove `.unpack-PID-*` folders whose engine (PID) is gone."""
+    for folder in bundles.glob(".unpack-*"):
+        pid = folder.name.split("-")[1]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _sha256(path: Path) -> str:
@@ -401,8 +448,105 @@ def _member_path(archive: Path, member: tarfile.TarInfo) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
+@dataclass(frozen=True)
+class Scanned:
+    """What an archive holds, read from its raw headers: members and bytes of files."""
+
+    members: int
+    total_bytes: int
+
+
+_BLOCK = 512
+# PAX ('x', 'g') and GNU long-name ('L', 'K') records: tarfile reads each whole into
+# memory before anything else is checked (a 1 GiB one took 3 GB), so they are bounded here.
+_META_TYPES = {
+    b"x": "PAX header",
+    b"g": "PAX global header",
+    b"L": "GNU long name",
+    b"K": "GNU long link name",
+}
+
+
+def _number(field: bytes) -> int:
+    if field[:1] and field[0] & 0x80:  # base-256 (GNU): a big size
+        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
+    text = field.split(b"\0", 1)[0].strip() or b"0"
+    return int(text, 8)
+
+
+def scan(archive: Path) -> Scanned:
+    """Read the raw 512-byte headers of `archive` before `tarfile` reads anything, and
+    refuse it (UsageError) when a PAX or GNU long-name record is over MAX_META_BYTES, a
+    file is over MAX_FILE_BYTES, or the members or bytes are over their bounds. Reads
+    the archive once, a block at a time: memory stays at a block and one bounded record."""
+    where = f"bundle {archive.name}"
+    members = total = 0
+    pax_size: int | None = None
+    try:
+        with gzip.open(archive, "rb") as stream:
+            while True:
+                header = stream.read(_BLOCK)
+                if len(header) < _BLOCK or header == bytes(_BLOCK):
+                    break  # the end (two zero blocks), or a short archive tarfile will refuse
+                kind = header[156:157]
+                try:
+                    size = _number(header[124:136])
+                except ValueError:
+                    raise UsageError(f"{where}: damaged archive (a header's size)") from None
+                data = b""
+                if kind in _META_TYPES:
+                    if size > MAX_META_BYTES:
+                        raise UsageError(
+                            f"{where}: a {_META_TYPES[kind]} record of {size} bytes "
+                            f"(at most {MAX_META_BYTES}): refused unread"
+                        )
+                    data = stream.read(size)
+                    stream.read(-size % _BLOCK)
+                    if kind == b"x":
+                        pax_size = _pax_size(data)
+                    continue
+                members += 1
+                if members > MAX_MEMBERS:
+                    raise UsageError(f"{where}: more than {MAX_MEMBERS} members")
+                if pax_size is not None:
+                    size, pax_size = pax_size, None
+                if kind in (b"0", b"\0", b"7"):
+                    if size > MAX_FILE_BYTES:
+                        raise UsageError(
+                            f"{where}: a file of {size} bytes (at most {MAX_FILE_BYTES} per file)"
+                        )
+                    total += size
+                    if total > MAX_TOTAL_BYTES:
+                        raise UsageError(f"{where}: more than {MAX_TOTAL_BYTES} bytes unpacked")
+                elif kind not in (b"1", b"2", b"3", b"4", b"5", b"6"):
+                    raise UsageError(f"{where}: a member of unknown type {kind!r}")
+                _skip(stream, size + (-size % _BLOCK))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise UsageError(f"{where}: not a .tar.gz archive ({exc})") from None
+    return Scanned(members, total)
+
+
+def _skip(stream: gzip.GzipFile, count: int) -> None:
+    while count > 0:
+        block = stream.read(min(count, 1 << 20))
+        if not block:
+            return
+        count -= len(block)
+
+
+def _pax_size(data: bytes) -> int | None:
+    """The `size` a PAX record gives the next member (it overrides the header's)."""
+    for line in data.split(b"\n"):
+        _, _, record = line.partition(b" ")
+        key, _, value = record.partition(b"=")
+        if key == b"size" and value.isdigit():
+            return int(value)
+    return None
+
+
 def extract(archive: Path, dest: Path) -> int:
     """Extract the checked members of `archive` into the empty folder `dest`; returns files."""
+    scan(archive)  # the raw headers first: tarfile reads a PAX record whole
     total = members = 0
     try:
         tar = tarfile.open(archive, "r:gz")  # noqa: SIM115 - closed below
@@ -476,30 +620,66 @@ def _read_manifest(archive: Path, root: Path) -> Unpacked:
         raise UsageError(f"{where}: not a reprospec bundle (no single folder with {MANIFEST})")
     top = tops[0]
     try:
+        if (top / MANIFEST).stat().st_size > MAX_MANIFEST_BYTES:
+            raise UsageError(f"{where}: {MANIFEST} is over {MAX_MANIFEST_BYTES} bytes")
         data = json.loads((top / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{where}: {MANIFEST} cannot be read ({exc})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f"{where}: {MANIFEST} cannot be read ({why})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{where}: {MANIFEST} is not a format-{FORMAT} manifest")
     spec = _inside(top, data.get("spec"), where)
     if not spec.is_file():
         raise UsageError(f"{where}: the spec {data.get('spec')!r} is missing")
-    options = data.get("options") if isinstance(data.get("options"), dict) else {}
-    assert isinstance(options, dict)
+    options = check_options(data.get("options"), f"{where}: {MANIFEST}")
     overrides: tuple[str, ...] = ()
     if data.get("workdir") is not None:
         workdir = _inside(top, data.get("workdir"), where)
         overrides = (f"environment.workdir={json.dumps(str(workdir))}",)
-    repeat, timeout = options.get("repeat"), options.get("timeout_s")
-    return Unpacked(
-        root=top,
-        spec=spec,
-        matrix_filters=tuple(str(f) for f in options.get("matrix_filters") or ()),
-        overrides=overrides,
-        repeat=repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else None,
-        timeout_s=float(timeout) if isinstance(timeout, (int, float)) else None,
-        observe=options.get("observe") is True,
-    )
+    return Unpacked(root=top, spec=spec, overrides=overrides, **options)
+
+
+def check_options(options: object, where: str) -> dict[str, Any]:
+    """A manifest's `options`, checked with the CLI's own bounds (core/bounds.py), as
+    Unpacked's fields: `matrix_filters`, `repeat` (1..MAX_REPEAT), `timeout_s` (a finite
+    number > 0), `observe`. A value the CLI would refuse is refused (UsageError) here,
+    located; a missing one is left to the spec. `run` applies these where the user gave
+    none on the command line."""
+    from reprospec.core.bounds import MAX_REPEAT
+
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise UsageError(f"{where}: options is not a mapping")
+    filters = options.get("matrix_filters") or []
+    if not isinstance(filters, list) or not all(isinstance(f, str) for f in filters):
+        raise UsageError(f"{where}: options.matrix_filters is not a list of strings")
+    if len(filters) > MAX_MATRIX_FILTERS:
+        raise UsageError(f"{where}: options.matrix_filters has more than {MAX_MATRIX_FILTERS}")
+    repeat = options.get("repeat")
+    if repeat is not None and (
+        not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT
+    ):
+        raise UsageError(
+            f"{where}: options.repeat is {str(repeat)[:40]}; the CLI takes 1 to {MAX_REPEAT}"
+        )
+    timeout = options.get("timeout_s")
+    if timeout is not None and (
+        not isinstance(timeout, (int, float))
+        or isinstance(timeout, bool)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise UsageError(f"{where}: options.timeout_s is {str(timeout)[:40]}; expected seconds > 0")
+    observe = options.get("observe", False)
+    if not isinstance(observe, bool):
+        raise UsageError(f"{where}: options.observe is not true or false")
+    return {
+        "matrix_filters": tuple(filters),
+        "repeat": repeat,
+        "timeout_s": float(timeout) if timeout is not None else None,
+        "observe": observe,
+    }
 
 
 def _inside(top: Path, value: object, where: str) -> Path:
