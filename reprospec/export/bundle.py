@@ -369,8 +369,9 @@ def unpack(archive: Path, bundles: Path) -> Unpacked:
     """Unpack `archive` (checked, once) under `bundles/` and read its manifest.
 
     Under a lock on the bundles folder itself (flock on the folder: no file is added to
-    it): a second engine given the same bundle waits for the first to finish unpacking and then reuses its tree, never replaces it under the run that
-    uses it. Staging folders an engine killed mid-unpack left are removed first.
+    it): a second engine given the same bundle waits for the first to finish unpacking,
+    then reuses its tree, never replaces it under the run that uses it. Staging folders
+    an engine killed mid-unpack left are removed first.
     """
     digest = _sha256(archive)
     root = bundles / digest[:16]
