@@ -138,7 +138,7 @@ def load_state(path: Path, versions: Sequence[str], fresh: bool) -> tuple[dict[s
             str(k): Trial.from_dict(v if isinstance(v, dict) else {})
             for k, v in (stored if isinstance(stored, dict) else {}).items()
         }
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # deep JSON too
         return {}, False
     # Keyed by version: a version no longer between the ends is simply not asked about.
     kept = {v: t for v, t in trials.items() if v in versions}

@@ -165,8 +165,18 @@ def read_request(args: argparse.Namespace) -> RunRequest:
     path = named
     bundle = _is_bundle(named)
     if bundle:
-        from reprospec.export.bundle import unpack
+        from reprospec.export.bundle import PROMPT_BYTES, scan, unpack
 
+        # The raw headers first (bounded): a large bundle is confirmed before it is written
+        # out, since its plan can only be shown once it is.
+        scanned = scan(Path(named))
+        if scanned.total_bytes > PROMPT_BYTES and not args.yes:
+            ask(
+                f"{printable(named)} unpacks {scanned.total_bytes >> 20} MiB "
+                f"({scanned.members} members) into {printable(str(out / 'bundles'))} before its "
+                "plan can be shown",
+                named,
+            )
         unpacked = unpack(Path(named), out / "bundles")
         print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
         options = with_bundle(options, unpacked)
@@ -243,6 +253,18 @@ def confirm_foreign(path: str, plan: RunPlan, stdin: TextIO | None = None) -> No
             "above and pass --yes to run it"
         )
     sys.stderr.write("\nRun it? [y/N]: ")
+    sys.stderr.flush()
+    if stdin.readline().strip().lower() not in ("y", "yes"):
+        raise UsageError(f"not run: {path} (answered no)")
+
+
+def ask(question: str, path: str, stdin: TextIO | None = None) -> None:
+    """Ask the person at the terminal `question`; without one, or on no, nothing runs."""
+    stdin = stdin or sys.stdin
+    sys.stderr.write(f"reprospec: {question}\n")
+    if not stdin.isatty():
+        raise UsageError(f"not run: {path}: there is no terminal to ask on; pass --yes to run it")
+    sys.stderr.write("Unpack it? [y/N]: ")
     sys.stderr.flush()
     if stdin.readline().strip().lower() not in ("y", "yes"):
         raise UsageError(f"not run: {path} (answered no)")

@@ -20,8 +20,13 @@ must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
 Values shorter than MIN_MASKED_CHARS, and the words YAML reads as booleans or null,
 are masked by name only: masking every "1" or "true" of a report would hide the
 report, not the secret. The attempt's own files (its logs, cell.json) hold what the
-child was given and printed; they are evidence, kept as they are, and never copied
-whole into an output.
+child was given and printed; they are evidence, kept as they are on this machine, and
+pass through the same masking when a bundle packs them (export/bundle.py).
+
+The spec a report or a bundle embeds is meant to be run again, so it is masked with
+`Redactor.spec_text`: a secret becomes `${{ env.NAME }}` (the variable it came from,
+read again from the rerunning engine's environment) instead of `***`, which YAML reads
+as an alias and refuses, and a closing comment names the variables to set.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ SECRET_NAME = re.compile(
 )
 MASK = "***"
 MIN_MASKED_CHARS = 4
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 
 T = TypeVar("T")
@@ -74,11 +80,16 @@ def _maskable(value: str) -> bool:
 class Redactor:
     """Masks a fixed set of secret values (and secret-looking names) in whatever it is given."""
 
-    def __init__(self, values: Iterable[str] = ()) -> None:
+    def __init__(self, values: Iterable[str] = (), names: Mapping[str, str] | None = None) -> None:
         found = sorted({v for v in values if _maskable(v)}, key=lambda v: (-len(v), v))
         self.values: tuple[str, ...] = tuple(found)
+        # value -> the environment variable a rerun reads it from (spec_text).
+        self.names: dict[str, str] = {
+            v: n for v, n in (names or {}).items() if v in found and _ENV_NAME.fullmatch(n)
+        }
         # Longest first, so a secret that contains another is masked whole.
         self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
+        self._bytes: re.Pattern[bytes] | None = None
 
     @classmethod
     def for_spec(
@@ -87,20 +98,63 @@ class Redactor:
         """The secrets of a run of this spec document in an engine with `environ`."""
         environ = os.environ if environ is None else environ
         public = public_env(document)
-        values = [environ[n] for n in env_names_read(document) if n in environ and n not in public]
-        values += [value for name, value in environ.items() if looks_secret(name)]
+        named: dict[str, str] = {}
+        for name in env_names_read(document):
+            if name in environ and name not in public:
+                named.setdefault(environ[name], name)
+        for name, value in environ.items():
+            if looks_secret(name):
+                named.setdefault(value, name)
         section = document.get("environment")
         given = section.get("env") if isinstance(section, Mapping) else None
         if isinstance(given, Mapping):
-            values += [str(v) for k, v in given.items() if looks_secret(str(k)) and v is not None]
+            for key, item in given.items():
+                # An expression is no secret: what it reads is masked by its own name.
+                if looks_secret(str(key)) and item is not None and "${{" not in str(item):
+                    named.setdefault(str(item), str(key))
         # A value read from a public name is still a secret when a secret name holds it too.
-        return cls(values)
+        return cls(named, names=named)
+
+    def spec_text(self, text: str) -> str:
+        """`text` (a spec, or a `--set` override) with each secret written as the
+        expression that reads it again, `${{ env.NAME }}`: still valid YAML, and a rerun
+        elsewhere takes the secret from its own environment. A secret of no known variable
+        is MASK. A text with more than one line (a whole spec) ends with a comment that
+        names the variables to set."""
+        if self._pattern is None or not text:
+            return text
+        used: dict[str, None] = {}
+
+        def mask(match: re.Match[str]) -> str:
+            name = self.names.get(match.group(0))
+            if name is None:
+                return MASK
+            used[name] = None
+            return "${{ env." + name + " }}"
+
+        masked = self._pattern.sub(mask, text)
+        if used and "\n" in text.strip():
+            masked = masked.rstrip("\n") + (
+                "\n# reprospec: secrets masked; to rerun this spec, set in your environment: "
+                + " ".join(used)
+                + "\n"
+            )
+        return masked
 
     def text(self, text: str) -> str:
         """`text` with every secret value replaced by MASK."""
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(MASK, text)
+
+    def data(self, data: bytes) -> bytes:
+        """`data` (a file's bytes, text or not) with every secret's UTF-8 form as MASK."""
+        if not self.values or not data:
+            return data
+        if self._bytes is None:
+            encoded = sorted((v.encode("utf-8") for v in self.values), key=lambda b: (-len(b), b))
+            self._bytes = re.compile(b"|".join(map(re.escape, encoded)))
+        return self._bytes.sub(MASK.encode(), data)
 
     def value(self, value: T) -> T:
         """A copy of `value` with secrets masked: strings, mappings (secret-looking keys'

@@ -8,6 +8,12 @@
       tree/...           the spec that ran and the workdir files its cells name, at their
                          places relative to each other (so `workdir: ../app` still resolves)
 
+Packing masks secrets in everything it packs, as every other output does (redact.py):
+the attempt folders hold what the child was given (cell.json's environment) and printed
+(its logs) in clear, so each file passes through a Redactor of the run's secrets: those
+of the spec in this engine's environment, and the values cell.json shows under a
+secret-looking name or a name the spec reads from the engine (`${{ env.HF_TOKEN }}`).
+
 Unpacking trusts nothing in the archive: only regular files and folders, names
 relative and inside the bundle (no `..`, no absolute path, no link of any kind),
 bounded counts and sizes checked before and while each member is written, each
@@ -17,10 +23,15 @@ once, into `OUT/bundles/<sha256 of the archive>/`, and reused after.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import gzip
 import hashlib
 import io
 import json
+import math
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -31,9 +42,12 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import Redactor, env_names_read, looks_secret, public_env
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
+from reprospec.process.childprotocol import CELL_JSON
 from reprospec.store.runfolder import RunFolder
 
 FORMAT = 1
@@ -44,9 +58,19 @@ MAX_TOTAL_BYTES = 2 << 30
 MAX_FILE_BYTES = 512 << 20
 MAX_NAME_CHARS = 1024
 MAX_DEPTH = 48
+# Bytes of one PAX or GNU long-name record (a name is at most MAX_NAME_CHARS anyway).
+MAX_META_BYTES = 64 << 10
+# Bytes of bundle.json; above PROMPT_BYTES unpacked, `run` asks before unpacking.
+MAX_MANIFEST_BYTES = 1 << 20
+PROMPT_BYTES = 64 << 20
+# `-m` filters a manifest may carry (each is a filter a person typed).
+MAX_MATRIX_FILTERS = 256
 # Packing: attempt files the logs leave out (scratch folders, core dumps).
 _SKIP_DIRS = {"tmp", "cache", "__pycache__"}
 _LOG_FILE_BYTES = 64 << 20
+# The engine variables a spec reads, `${{ env.X }}` (found in text the mask left valid).
+_ENV_READ = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
+_MASKED_NOTE = re.compile(r"^# reprospec: secrets masked;.*: (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -100,6 +124,7 @@ class _Sources:
     options: dict[str, object]
     absolute_workdir: Path | None
     warnings: tuple[str, ...]
+    document: Mapping[str, JsonValue] | None = None
 
 
 def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
@@ -124,23 +149,25 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         inside = sources.absolute_workdir.relative_to(sources.root).as_posix()
         manifest["workdir"] = f"tree/{inside}"
     output.parent.mkdir(parents=True, exist_ok=True)
+    redactor = _run_redactor(run, run_dir, sources.document)
     count = 0
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             _add_text(tar, top / "README.md", _readme(run, manifest, workdir_rel))
-            _add_text(tar, top / "tree" / spec_rel, run.spec_text)
+            _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
             for path in RunFolder(run_dir).top_files:
                 if path.is_file():
-                    _add_file(tar, top / path.name, path)
+                    _add_file(tar, top / path.name, path, redactor)
                     count += 1
             for path, rel in zip(sources.files, workdir_rel, strict=True):
-                _add_file(tar, top / "tree" / rel, path)
+                _add_file(tar, top / "tree" / rel, path, redactor)
                 count += 1
             for path in _log_files(RunFolder(run_dir).cells):
-                _add_file(tar, top / "logs" / path.relative_to(run_dir).as_posix(), path)
+                packed = top / "logs" / path.relative_to(run_dir).as_posix()
+                _add_file(tar, packed, path, redactor)
                 count += 1
         tmp.replace(output)
     finally:
@@ -176,8 +203,11 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     from reprospec.errors import SpecError
     from reprospec.pipeline.stages import spec_text_of
 
+    # A secret given with --set is stored masked: quoted, it still loads (its value names
+    # no workdir file; the spec packed is the run's own, masked to be rerun).
+    overrides = tuple(_quoted_mask(o) for o in options.overrides)
     try:
-        spec = load_spec(stored, options.overrides)
+        spec = load_spec(stored, overrides)
         plan = plan_run(spec, options.with_changes(shard=None))
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
@@ -202,7 +232,16 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
                 "a bundle cannot place them (make them relative to the spec)"
             )
         absolute = next(iter(workdirs))
-    return _Sources(stored, tuple(files), root, kept, absolute, tuple(warnings))
+    return _Sources(
+        stored, tuple(files), root, kept, absolute, tuple(warnings), dict(spec.document)
+    )
+
+
+def _quoted_mask(override: str) -> str:
+    from reprospec.core.redact import MASK
+
+    path, sep, value = override.partition("=")
+    return f"{path}={json.dumps(value)}" if sep and MASK in value else override
 
 
 def _workdir_field(document: object) -> str | None:
@@ -243,12 +282,60 @@ def _add_text(tar: tarfile.TarFile, name: PurePosixPath, text: str) -> None:
     tar.addfile(_info(name, len(data)), io.BytesIO(data))
 
 
-def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path) -> None:
-    # Read through the path's target: the archive holds contents, never a link.
+def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: Redactor) -> None:
+    # Read through the path's target: the archive holds contents, never a link. Files are
+    # at most _LOG_FILE_BYTES (logs) or a workdir's sources: read whole, to be masked.
     with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        mode = 0o755 if os.access(path, os.X_OK) else 0o644
-        tar.addfile(_info(name, size, mode), handle)
+        data = redactor.data(handle.read())
+    mode = 0o755 if os.access(path, os.X_OK) else 0o644
+    tar.addfile(_info(name, len(data), mode), io.BytesIO(data))
+
+
+_CELL_JSON_BYTES = 1 << 20
+
+
+def _run_redactor(
+    run: RunResult, run_dir: Path, document: Mapping[str, JsonValue] | None
+) -> Redactor:
+    """The secrets of the run, as far as this machine can still tell them.
+
+    This engine's environment may no longer hold what the run's did, so the attempt's own
+    cell.json is read too: a value it shows under a secret-looking name, or under a name
+    the spec reads from the engine, is a secret wherever the packed files hold it.
+    """
+    base = Redactor.for_spec(document or {})
+    named = dict.fromkeys(base.values, "")
+    named.update(base.names)
+    if document:
+        read = set(env_names_read(document)) - public_env(document)
+    else:  # the spec file is gone: its text, less the names the mask itself wrote
+        masked = _MASKED_NOTE.search(run.spec_text)
+        read = set(_ENV_READ.findall(run.spec_text)) - set(masked[1].split() if masked else ())
+    cells = run_dir / "cells"
+    for path in sorted(cells.rglob(CELL_JSON)) if cells.is_dir() else ():
+        try:
+            if path.is_symlink() or path.stat().st_size > _CELL_JSON_BYTES:
+                continue
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        environment = data.get("environment") if isinstance(data, dict) else None
+        env = environment.get("env") if isinstance(environment, dict) else None
+        for key, value in env.items() if isinstance(env, dict) else ():
+            if isinstance(value, str) and (looks_secret(key) or key in read):
+                named.setdefault(value, key)
+    unknown = sorted(read - set(named.values()) - {n for n, v in os.environ.items() if v})
+    if unknown:
+        # What the child was given from them may be in its logs: unmaskable, so not packed.
+        raise UsageError(
+            f"the run read {', '.join(unknown)} from its environment, which this one does "
+            "not hold: the bundle cannot mask their values in the logs; set them as the run "
+            "had them and bundle again"
+        )
+    # A secret as a JSON file writes it (a quote or a backslash escaped) is masked too.
+    for value, key in list(named.items()):
+        named.setdefault(json.dumps(value)[1:-1], key)
+    return Redactor(named, names={v: k for v, k in named.items() if k})
 
 
 def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -> str:
@@ -290,22 +377,59 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
 
 
 def unpack(archive: Path, bundles: Path) -> Unpacked:
-    """Unpack `archive` (checked, once) under `bundles/` and read its manifest."""
+    """Unpack `archive` (checked, once) under `bundles/` and read its manifest.
+
+    Under a lock on the bundles folder itself (flock on the folder: no file is added to
+    it): a second engine given the same bundle waits for the first to finish unpacking,
+    then reuses its tree, never replaces it under the run that uses it. Staging folders
+    an engine killed mid-unpack left are removed first.
+    """
     digest = _sha256(archive)
     root = bundles / digest[:16]
-    if not (root / ".complete").is_file():
-        bundles.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=bundles))
-        try:
-            extract(archive, staging)
-            (staging / ".complete").write_text(digest + "\n")
-            if root.exists():  # a half-unpacked leftover of an interrupted run
-                shutil.rmtree(root)
-            staging.replace(root)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
+    bundles.mkdir(parents=True, exist_ok=True)
+    with _locked(bundles):
+        if not (root / ".complete").is_file():
+            _remove_stale_staging(bundles)
+            staging = Path(tempfile.mkdtemp(prefix=f".unpack-{os.getpid()}-", dir=bundles))
+            try:
+                extract(archive, staging)
+                (staging / ".complete").write_text(digest + "\n")
+                if root.exists():  # a half-unpacked leftover of an interrupted run
+                    shutil.rmtree(root)
+                staging.replace(root)
+            finally:
+                if staging.exists():
+                    shutil.rmtree(staging, ignore_errors=True)
     return _read_manifest(archive, root)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_staging(bundles: Path) -> None:
+    """Remove `.unpack-PID-*` folders whose engine (PID) is gone."""
+    for folder in bundles.glob(".unpack-*"):
+        pid = folder.name.split("-")[1]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _sha256(path: Path) -> str:
@@ -336,8 +460,105 @@ def _member_path(archive: Path, member: tarfile.TarInfo) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
+@dataclass(frozen=True)
+class Scanned:
+    """What an archive holds, read from its raw headers: members and bytes of files."""
+
+    members: int
+    total_bytes: int
+
+
+_BLOCK = 512
+# PAX ('x', 'g') and GNU long-name ('L', 'K') records: tarfile reads each whole into
+# memory before anything else is checked (a 1 GiB one took 3 GB), so they are bounded here.
+_META_TYPES = {
+    b"x": "PAX header",
+    b"g": "PAX global header",
+    b"L": "GNU long name",
+    b"K": "GNU long link name",
+}
+
+
+def _number(field: bytes) -> int:
+    if field[:1] and field[0] & 0x80:  # base-256 (GNU): a big size
+        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
+    text = field.split(b"\0", 1)[0].strip() or b"0"
+    return int(text, 8)
+
+
+def scan(archive: Path) -> Scanned:
+    """Read the raw 512-byte headers of `archive` before `tarfile` reads anything, and
+    refuse it (UsageError) when a PAX or GNU long-name record is over MAX_META_BYTES, a
+    file is over MAX_FILE_BYTES, or the members or bytes are over their bounds. Reads
+    the archive once, a block at a time: memory stays at a block and one bounded record."""
+    where = f"bundle {archive.name}"
+    members = total = 0
+    pax_size: int | None = None
+    try:
+        with gzip.open(archive, "rb") as stream:
+            while True:
+                header = stream.read(_BLOCK)
+                if len(header) < _BLOCK or header == bytes(_BLOCK):
+                    break  # the end (two zero blocks), or a short archive tarfile will refuse
+                kind = header[156:157]
+                try:
+                    size = _number(header[124:136])
+                except ValueError:
+                    raise UsageError(f"{where}: damaged archive (a header's size)") from None
+                data = b""
+                if kind in _META_TYPES:
+                    if size > MAX_META_BYTES:
+                        raise UsageError(
+                            f"{where}: a {_META_TYPES[kind]} record of {size} bytes "
+                            f"(at most {MAX_META_BYTES}): refused unread"
+                        )
+                    data = stream.read(size)
+                    stream.read(-size % _BLOCK)
+                    if kind == b"x":
+                        pax_size = _pax_size(data)
+                    continue
+                members += 1
+                if members > MAX_MEMBERS:
+                    raise UsageError(f"{where}: more than {MAX_MEMBERS} members")
+                if pax_size is not None:
+                    size, pax_size = pax_size, None
+                if kind in (b"0", b"\0", b"7"):
+                    if size > MAX_FILE_BYTES:
+                        raise UsageError(
+                            f"{where}: a file of {size} bytes (at most {MAX_FILE_BYTES} per file)"
+                        )
+                    total += size
+                    if total > MAX_TOTAL_BYTES:
+                        raise UsageError(f"{where}: more than {MAX_TOTAL_BYTES} bytes unpacked")
+                elif kind not in (b"1", b"2", b"3", b"4", b"5", b"6"):
+                    raise UsageError(f"{where}: a member of unknown type {kind!r}")
+                _skip(stream, size + (-size % _BLOCK))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise UsageError(f"{where}: not a .tar.gz archive ({exc})") from None
+    return Scanned(members, total)
+
+
+def _skip(stream: gzip.GzipFile, count: int) -> None:
+    while count > 0:
+        block = stream.read(min(count, 1 << 20))
+        if not block:
+            return
+        count -= len(block)
+
+
+def _pax_size(data: bytes) -> int | None:
+    """The `size` a PAX record gives the next member (it overrides the header's)."""
+    for line in data.split(b"\n"):
+        _, _, record = line.partition(b" ")
+        key, _, value = record.partition(b"=")
+        if key == b"size" and value.isdigit():
+            return int(value)
+    return None
+
+
 def extract(archive: Path, dest: Path) -> int:
     """Extract the checked members of `archive` into the empty folder `dest`; returns files."""
+    scan(archive)  # the raw headers first: tarfile reads a PAX record whole
     total = members = 0
     try:
         tar = tarfile.open(archive, "r:gz")  # noqa: SIM115 - closed below
@@ -411,16 +632,22 @@ def _read_manifest(archive: Path, root: Path) -> Unpacked:
         raise UsageError(f"{where}: not a reprospec bundle (no single folder with {MANIFEST})")
     top = tops[0]
     try:
+        if (top / MANIFEST).stat().st_size > MAX_MANIFEST_BYTES:
+            raise UsageError(f"{where}: {MANIFEST} is over {MAX_MANIFEST_BYTES} bytes")
         data = json.loads((top / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{where}: {MANIFEST} cannot be read ({exc})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f"{where}: {MANIFEST} cannot be read ({why})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{where}: {MANIFEST} is not a format-{FORMAT} manifest")
     spec = _inside(top, data.get("spec"), where)
     if not spec.is_file():
         raise UsageError(f"{where}: the spec {data.get('spec')!r} is missing")
-    options = data.get("options") if isinstance(data.get("options"), dict) else {}
-    assert isinstance(options, dict)
+    options = data.get("options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise UsageError(f"{where}: {MANIFEST}: options is not a mapping")
     overrides: tuple[str, ...] = ()
     if data.get("workdir") is not None:
         workdir = _inside(top, data.get("workdir"), where)
@@ -452,6 +679,8 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
     if filters is not None:
         if not isinstance(filters, list) or not all(isinstance(f, str) for f in filters):
             raise UsageError(f"{at}.matrix_filters: expected a list of AXIS=VALUE strings")
+        if len(filters) > MAX_MATRIX_FILTERS:
+            raise UsageError(f"{at}.matrix_filters: more than {MAX_MATRIX_FILTERS} filters")
         checked["matrix_filters"] = tuple(filters)
     observe = options.get("observe")
     if observe is not None:

@@ -23,7 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.errors import UsageError
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+
+# A state file holds one line per probe: far below this.
+MAX_STATE_BYTES = 64 << 20
 
 FORMAT = 1
 _KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
@@ -92,11 +96,33 @@ class StateFile:
         self._probes: list[StoredProbe] = []
         self._replay: dict[str, deque[StoredProbe]] = {}
         if self.path.exists():
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("format") == FORMAT and data.get("header") == self.header:
-                self._probes = [StoredProbe.from_dict(p) for p in data.get("probes", ())]
+            self._probes = self._read()
         for probe in self._probes:
             self._replay.setdefault(probe.key, deque()).append(probe)
+
+    def _read(self) -> list[StoredProbe]:
+        """The stored probes of this isolation; a damaged file is refused, named (exit 2):
+        replaying half of one would give a wrong answer, and guessing would hide it."""
+        try:
+            if self.path.stat().st_size > MAX_STATE_BYTES:
+                raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            if data.get("format") != FORMAT or data.get("header") != self.header:
+                return []  # another isolation's, or an older format: started over
+            probes = data.get("probes", [])
+            if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
+                raise ValueError("its probes are not a list of objects")
+            return [StoredProbe.from_dict(p) for p in probes]
+        except RecursionError:
+            why = "JSON nested too deep"
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            why = str(exc) or type(exc).__name__
+        raise UsageError(
+            f"{self.path}: a damaged isolate state file ({why}); remove it to start this "
+            "isolation over"
+        )
 
     @property
     def stored(self) -> int:

@@ -51,7 +51,8 @@ def load(
     spec = load_spec(stored_path, options.overrides)
     current = spec_text_of(spec)
     # The store has the spec text with its secrets masked (redact.py).
-    if info.spec_text not in (current, Redactor.for_spec(spec.document).text(current)):
+    redactor = Redactor.for_spec(spec.document)
+    if info.spec_text not in (current, redactor.text(current), redactor.spec_text(current)):
         raise UsageError(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"

@@ -90,7 +90,8 @@ def execute(
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
-    spec_text = redactor.text(spec_text_of(spec))
+    # The spec is rerun from a report or a bundle: masked so it stays valid YAML.
+    spec_text = redactor.spec_text(spec_text_of(spec))
     started = _now()
     with Store(options.out) as store:
         if resume is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import subprocess
 import selectors
 import threading
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from reprospec import native as native_stacks
 from reprospec.core.results import ChildExit
-from reprospec.process import leftovers, stacks, tree
+from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.output import Sink
 from reprospec.process.start import ChildHandle, Start, popen_attempt
 
@@ -52,6 +53,16 @@ class ProcessResult:
     child_exits: tuple[ChildExit, ...] = ()
     # time.monotonic() when the root process was seen to end (or was killed).
     ended_at: float | None = None
+
+
+class AttemptLost(OSError):
+    """The engine failed after the attempt's root started (its tree was killed): the
+    attempt ran, so this is never "cannot start"."""
+
+
+def _after_start_failure(exc: OSError) -> AttemptLost:
+    why = "fork failed: process limit" if pidlimit.fork_failed(exc) else exc.strerror or str(exc)
+    return AttemptLost(exc.errno, f"the engine lost the attempt after it started: {why}")
 
 
 class OutputLost(OSError):
@@ -176,18 +187,25 @@ def run_process(
     flight = leftovers.Flight(record, token, tag)
     flight.begin()
     tree.RUNNING_TAGS.add(tag)
+    limit = pidlimit.create(tag)
     proc: ChildHandle
     try:
         if start is not None:
             proc = start(child_env, tag)
         else:
-            proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
-    except BaseException:
+            with pidlimit.starting_in(limit):
+                proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
+            pidlimit.after_start(limit, proc.pid)
+    except BaseException as exc:
         tree.RUNNING_TAGS.discard(tag)
+        pidlimit.kill(limit)
+        pidlimit.remove(limit)
         flight.end()
         stdout.close()
         stderr.close()
         stacks.remove_stack_dumps(stack_dir)
+        if isinstance(exc, OSError) and pidlimit.fork_failed(exc):
+            raise OSError(exc.errno, "fork failed: process limit", exc.filename) from None
         raise
     # A fork of a preload server is the server's child: its strays are looked for as ever.
     own_root = start is None
@@ -203,6 +221,7 @@ def run_process(
     reaped: tuple[ChildExit, ...] = ()
     child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
+    finished_cleanly = False
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
         next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
@@ -259,11 +278,38 @@ def run_process(
                 "the attempt's output was still open after its processes were killed: "
                 "a process outside the attempt's reach holds it"
             )
+        finished_cleanly = True
+    except OutputLost:
+        raise
+    except OSError as exc:
+        # The root started: whatever failed here (a pid table full of the attempt's own
+        # forks among them) is no reason to call it "cannot start", nor to leave its tree.
+        lost = _after_start_failure(exc)
+        raise lost from None
     finally:
-        if proc.poll() is None:
-            # Only on an exception in the engine itself: never leave the tree behind.
+        if not finished_cleanly:
+            # An exception in the engine itself: never leave the tree behind, even when
+            # its root is gone (a fork bomb's root exits at once).
+            with contextlib.suppress(OSError):
+                tree.kill_attempt(token, proc.pid, proc.pid, tag)
+            pidlimit.kill(limit)
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                proc.wait()
+        elif proc.poll() is None:
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
+        # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
+        if pidlimit.kill(limit):
+            warnings.append(
+                "killed processes of the attempt that outlived its other processes "
+                "(found in its process-limit cgroup)"
+            )
+        if pidlimit.reached(limit):
+            warnings.append(
+                f"the attempt reached its process limit ({limit.max_processes} processes): "
+                "forks failed (fork failed: process limit; docs/limits.md)"
+            )
+        pidlimit.remove(limit)
         tree.RUNNING_TAGS.discard(tag)
         tree.RUNNING_ROOTS.discard(proc.pid)
         if not nothing_left:

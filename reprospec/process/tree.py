@@ -291,15 +291,19 @@ def kill_attempt(
     deadline = time.monotonic() + KILL_WAIT_S
     quiet_passes = 0
     while True:
-        if pgid is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(pgid, signal.SIGKILL)
+        # Stopped first, killed after: a stopped process cannot fork, so a growing tree
+        # (a fork bomb) cannot outrun the pass that reads it.
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            if pgid is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(pgid, sig)
         procs = find_attempt_processes(token, root_pid, tag)
         seen.update(procs)
         alive = [pid for pid, info in procs.items() if info.alive]
-        for pid in alive:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
         _reap(set(seen) - {root_pid}, wait_s=0)
         quiet_passes = 0 if alive else quiet_passes + 1
         if quiet_passes == 2 or time.monotonic() > deadline:

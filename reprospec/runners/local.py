@@ -356,7 +356,7 @@ class LocalRunner:
                 start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
             )
-        except run.OutputLost as exc:
+        except (run.OutputLost, run.AttemptLost) as exc:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)

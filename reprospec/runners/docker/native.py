@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 GDB_LABEL = "org.reprospec.gdb"
 GDB_HINT = "install gdb in the image, e.g. RUN apt-get install -y gdb"
 PROBE_TIMEOUT_S = 60.0
+# How a gdb check that could not run begins: a failure of the check, not a finding.
+_NOT_CHECKED = "native stacks unavailable: the check for gdb in "
 # gdb at a hang is stopped this long after the timeout: a second before the local
 # runner's deadline, since killing and removing a container takes about that long on a
 # loaded machine (benchmarks/native_stacks.py), and the report must still arrive within
@@ -79,6 +81,8 @@ class ContainerNative:
             if image in self._reasons:
                 return self._reasons[image]
         reason = self._probe(client, image)
+        if reason is not None and reason.startswith(_NOT_CHECKED):
+            return reason  # a check that could not run is asked again, never remembered
         with self._lock:
             self._reasons[image] = reason
         return reason
@@ -104,17 +108,19 @@ class ContainerNative:
                     container.start()
                 except docker.errors.APIError as exc:
                     text = str(exc.explanation or exc)
-                    if "not found" in text or "no such file" in text.lower():
+                    if _gdb_not_found(text):
                         return missing
-                    return f"native stacks unavailable: gdb does not start in {image}: {text}"
+                    # The engine refused the probe (under load, a runtime error): the check
+                    # did not run, which says nothing about the image.
+                    return f"{_NOT_CHECKED}{image} could not run: {text}"
                 status = wait_for_exit(container, PROBE_TIMEOUT_S, None)
         except (FatalError, docker.errors.APIError) as exc:
-            return f"native stacks unavailable: cannot run gdb in {image}: {exc}"
+            return f"{_NOT_CHECKED}{image} could not run: {exc}"
         if status is None:
             return (
                 f"native stacks unavailable: gdb in {image} did not answer in {PROBE_TIMEOUT_S:g}s"
             )
-        if status in (126, 127):
+        if status == 127:  # gdb is the entrypoint: 127 is the runtime's "not found"
             return missing
         if status != 0:
             return f"native stacks unavailable: gdb in {image} exits with {status}"
@@ -313,3 +319,12 @@ __all__ = [
     "ContainerNative",
     "is_root",
 ]
+
+
+def _gdb_not_found(text: str) -> bool:
+    """Whether the engine's start error says the image has no gdb to execute (and not
+    that something else was not found: a network, a cgroup, the container itself)."""
+    lowered = text.lower()
+    return '"gdb"' in lowered and (
+        "executable file not found" in lowered or "no such file or directory" in lowered
+    )

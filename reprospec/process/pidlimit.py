@@ -1,0 +1,204 @@
+"""A process limit for every attempt, so a fork bomb fills its own table, not the machine's.
+
+An attempt whose command forks without end (a bug, or a stranger's spec) used to
+exhaust the machine's pid table: nothing else could start, the engine's own error
+paths failed, and thousands of processes outlived it. Each attempt now runs under
+ATTEMPT_MAX_PROCESSES (docs/limits.md, "Processes"):
+
+- in a pids cgroup of its own (cgroup v1's pids hierarchy, as root or where the
+  engine's cgroup is delegated): the thread that starts the root joins the attempt's
+  cgroup for the fork only (v1 groups threads, and a fork inherits the forking
+  thread's cgroup), so the root and all it starts are inside from their first
+  instruction, and the engine's other threads and attempts are not;
+- else, not as root, an RLIMIT_NPROC on the root (it counts the user's processes,
+  so it is set to what the user runs now plus the limit; root ignores it);
+- else nothing: `Limit.note` says so once.
+
+The cgroup also makes the end certain: `kill` stops (SIGSTOP) every process the
+cgroup lists before it kills any, so a growing tree cannot fork between the reading
+and the killing, and a cgroup with pids.max cannot outgrow what is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Processes (threads, for cgroup v1) one attempt may have at once.
+ATTEMPT_MAX_PROCESSES = 4096
+# The engine's tests and a machine's operator may lower it (never raise it past the bound).
+MAX_PROCESSES_VAR = "REPROSPEC_MAX_PROCESSES"
+KILL_WAIT_S = 5.0
+_lock = threading.Lock()
+_root_cache: list[Path | None] = []
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One attempt's process limit: its cgroup folder, or none (then `note` says why)."""
+
+    cgroup: Path | None
+    max_processes: int
+    note: str = ""
+
+
+def max_processes() -> int:
+    """ATTEMPT_MAX_PROCESSES, or less when REPROSPEC_MAX_PROCESSES says so."""
+    text = os.environ.get(MAX_PROCESSES_VAR, "")
+    if text.isdigit() and 0 < int(text) < ATTEMPT_MAX_PROCESSES:
+        return int(text)
+    return ATTEMPT_MAX_PROCESSES
+
+
+def _own_pids_root() -> Path | None:
+    """The engine's own folder in the cgroup v1 pids hierarchy, when it can hold children."""
+    if _root_cache:
+        return _root_cache[0]
+    found: Path | None = None
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        mounts, own = [], []
+    mount = next(
+        (
+            line.split()[4]
+            for line in mounts
+            if " - cgroup " in line and "pids" in line.rsplit(" ", 1)[-1].split(",")
+        ),
+        None,
+    )
+    relative = next(
+        (line.split(":", 2)[2] for line in own if "pids" in line.split(":", 2)[1].split(",")),
+        None,
+    )
+    if mount is not None and relative is not None:
+        folder = Path(mount) / relative.lstrip("/")
+        if os.access(folder, os.W_OK) and (folder / "cgroup.procs").is_file():
+            found = folder
+    _root_cache.append(found)
+    return found
+
+
+def create(tag: int) -> Limit:
+    """The limit for the attempt tagged `tag`: a new pids cgroup where one can be made."""
+    limit = max_processes()
+    root = _own_pids_root()
+    if root is None:
+        note = "" if os.geteuid() != 0 else "no pids cgroup to limit attempts' processes"
+        return Limit(None, limit, note)
+    folder = root / f"reprospec-{os.getpid()}-{tag}"
+    try:
+        folder.mkdir()
+        (folder / "pids.max").write_text(f"{limit}\n")
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        return Limit(None, limit, f"cannot make a pids cgroup ({exc.strerror or exc})")
+    return Limit(folder, limit)
+
+
+@contextlib.contextmanager
+def starting_in(limit: Limit) -> Iterator[None]:
+    """While the calling thread forks the root: the thread is in the attempt's cgroup."""
+    if limit.cgroup is None:
+        yield
+        return
+    tid = threading.get_native_id()
+    home = _own_pids_root()
+    assert home is not None
+    with _lock:  # one thread at a time in and out: each fork lands where its thread is
+        try:
+            (limit.cgroup / "tasks").write_text(f"{tid}\n")
+        except OSError:
+            yield  # the limit is lost, the attempt still starts
+            return
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                (home / "tasks").write_text(f"{tid}\n")
+
+
+def after_start(limit: Limit, pid: int) -> None:
+    """Without a cgroup, not as root: the root's RLIMIT_NPROC (the user's count + the limit)."""
+    if limit.cgroup is not None or os.geteuid() == 0:
+        return
+    uid = os.getuid()
+    mine = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    mine += 1
+    with contextlib.suppress(OSError, ValueError):
+        resource.prlimit(pid, resource.RLIMIT_NPROC, (mine + limit.max_processes,) * 2)
+
+
+def members(limit: Limit) -> set[int]:
+    """The processes in the attempt's cgroup now (none without one)."""
+    if limit.cgroup is None:
+        return set()
+    try:
+        text = (limit.cgroup / "cgroup.procs").read_text()
+    except OSError:
+        return set()
+    return {int(word) for word in text.split()}
+
+
+def kill(limit: Limit) -> int:
+    """Stop, then kill, every process in the attempt's cgroup until it is empty; how many."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + KILL_WAIT_S
+    while time.monotonic() < deadline:
+        pids = members(limit)
+        if not pids:
+            break
+        seen |= pids
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+        time.sleep(0.01)
+    return len(seen)
+
+
+def remove(limit: Limit) -> None:
+    """Remove the attempt's cgroup (it must be empty: `kill` first)."""
+    if limit.cgroup is None:
+        return
+    for _ in range(50):
+        try:
+            limit.cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)  # the last killed are leaving the cgroup
+
+
+def reached(limit: Limit) -> bool:
+    """Whether a fork of the attempt was refused by its cgroup's pids.max."""
+    if limit.cgroup is None:
+        return False
+    try:
+        text = (limit.cgroup / "pids.events").read_text()
+    except OSError:
+        return False
+    return any(
+        line.split()[:1] == ["max"] and line.split()[1:2] != ["0"] for line in text.splitlines()
+    )
+
+
+def fork_failed(exc: OSError) -> bool:
+    """Whether `exc` is a fork refused for want of a process slot (EAGAIN)."""
+    import errno
+
+    return exc.errno == errno.EAGAIN

@@ -1,0 +1,110 @@
+"""Secrets in bundles and in the spec a report embeds: `reprospec bundle` masks what it
+packs (cell.json, the logs a child wrote), and a masked spec stays valid YAML that a
+rerun reads the secret into again from its own environment. Real runs, real children."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+from tests.support.cli import Cli
+
+TOKEN = "hf_Zq8secretvalue4711"
+KEY = "sk-literal-9f3e2d1c"
+SET_KEY = "sk-fromset-77aa66bb"
+
+READS_TOKEN = """\
+reprospec: 1
+name: reads-token
+environment:
+  env: {HF_TOKEN: "${{ env.HF_TOKEN }}", MIRROR: "https://hub.example/${{ env.HF_TOKEN }}"}
+command: python -c "import os; print('token', os.environ['HF_TOKEN'], os.environ['MIRROR'])"
+expect: {outcome: pass}
+"""
+
+LITERAL_KEY = """\
+reprospec: 1
+name: literal-key
+environment:
+  env:
+    API_KEY: %s
+command: python -c "import os, sys; sys.exit(0 if os.environ['API_KEY'] else 1)"
+expect: {outcome: pass}
+"""
+
+
+def _members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive) as tar:
+        out: dict[str, bytes] = {}
+        for member in tar.getmembers():
+            handle = tar.extractfile(member)
+            if handle is not None:
+                out[member.name] = handle.read()
+        return out
+
+
+def test_bundle_masks_what_the_child_was_given_and_printed(tmp_path: Path, cli: Cli) -> None:
+    spec = tmp_path / "reads.yaml"
+    spec.write_text(READS_TOKEN)
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store), env={"HF_TOKEN": TOKEN})
+    assert ran.code == 0, ran.stderr
+    log = next((store / "runs").glob("*/cells/*/1/stdout.log"))
+    assert TOKEN in log.read_text()  # the evidence on this machine holds it
+    archive = tmp_path / "share.tar.gz"
+    run_id = ran.latest_run().name
+    # Packed where the token is unknown: its value cannot be masked, so nothing is packed.
+    blind = cli("bundle", run_id, "-o", str(archive), "--out", str(store), env={"HF_TOKEN": ""})
+    assert blind.code == 2, blind.stderr
+    assert "HF_TOKEN" in blind.stderr
+    assert not archive.exists()
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(store), env={"HF_TOKEN": TOKEN})
+    assert packed.code == 0, packed.stderr
+    members = _members(archive)
+    leaked = [name for name, data in members.items() if TOKEN.encode() in data]
+    assert leaked == []
+    logs = [data for name, data in members.items() if name.endswith("stdout.log")]
+    assert logs
+    assert b"token *** https://hub.example/***" in logs[0]
+
+
+def test_a_reports_masked_spec_reruns_with_the_secret_read_again(tmp_path: Path, cli: Cli) -> None:
+    spec = tmp_path / "key.yaml"
+    spec.write_text(LITERAL_KEY % KEY)
+    first = cli("run", str(spec), "--out", str(tmp_path / "a"))
+    assert first.code == 0, first.stderr
+    report = first.latest_run() / "report.md"
+    text = report.read_text()
+    assert KEY not in text
+    assert "API_KEY: ${{ env.API_KEY }}" in text
+    assert "set in your environment: API_KEY" in text
+    again = cli(
+        "run",
+        str(report),
+        "--yes",
+        "--out",
+        str(tmp_path / "b"),
+        env={"API_KEY": "the-rerunners-own"},
+    )
+    assert again.code == 0, again.stderr  # was exit 2: `API_KEY: ***` is a YAML alias
+
+
+def test_a_secret_given_with_set_bundles_and_reruns(tmp_path: Path, cli: Cli) -> None:
+    spec = tmp_path / "key.yaml"
+    # The rerun must get the rerunner's key, not the mask: `***` fails the command.
+    spec.write_text(
+        (LITERAL_KEY % "placeholder").replace(
+            "else 1", "and '*' not in os.environ['API_KEY'] else 1"
+        )
+    )
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--set", f"environment.env.API_KEY={SET_KEY}", "--out", str(store))
+    assert ran.code == 0, ran.stderr
+    archive = tmp_path / "set.tar.gz"
+    packed = cli("bundle", ran.latest_run().name, "-o", str(archive), "--out", str(store))
+    assert packed.code == 0, packed.stderr  # was: the masked --set did not load
+    assert not [n for n, d in _members(archive).items() if SET_KEY.encode() in d]
+    rerun = cli(
+        "run", str(archive), "--yes", "--out", str(tmp_path / "elsewhere"), env={"API_KEY": "mine"}
+    )
+    assert rerun.code == 0, rerun.stderr

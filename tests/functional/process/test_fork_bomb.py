@@ -1,0 +1,118 @@
+"""A fork bomb is contained: it fills its attempt's own process limit, the engine keeps
+working, and nothing of it outlives the run.
+
+Only ever inside a limit this test sets up: the engine runs in a pids cgroup the test
+makes (pids.max=SAFETY), and the attempt's own limit (REPROSPEC_MAX_PROCESSES) is below
+it. A machine where the test cannot make one skips it: a bomb is never let loose here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reprospec.process import pidlimit
+from tests.support.cli import ROOT
+
+SAFETY = 64
+ATTEMPT_LIMIT = 24
+
+BOMB = """\
+reprospec: 1
+name: fork-bomb
+command: sh -c 'b() { b | b & }; b; sleep 30'
+run: {timeout: 4s}
+expect: {outcome: crash}
+"""
+
+
+def _kill_all(folder: Path) -> None:
+    """Stop, then kill, every process in `folder` and the cgroups under it; remove them."""
+    for _ in range(500):
+        left = False
+        for group in [folder, *folder.rglob("*/")]:
+            procs = group / "cgroup.procs"
+            if not procs.is_file():
+                continue
+            pids = [int(w) for w in procs.read_text().split()]
+            left = left or bool(pids)
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+        if not left:
+            break
+        time.sleep(0.02)
+    for group in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            group.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+@pytest.fixture
+def cage() -> Iterator[Path]:
+    """A pids cgroup of this test's own, with pids.max=SAFETY; skipped where none can be made."""
+    pidlimit._root_cache.clear()
+    root = pidlimit._own_pids_root()
+    pidlimit._root_cache.clear()
+    if root is None:
+        pytest.skip("no writable cgroup v1 pids hierarchy: a fork bomb is not run without one")
+    folder = root / f"reprospec-test-bomb-{os.getpid()}"
+    folder.mkdir()
+    try:
+        (folder / "pids.max").write_text(f"{SAFETY}\n")
+        yield folder
+    finally:
+        _kill_all(folder)
+
+
+def _alive(folder: Path) -> int:
+    return sum(
+        len((g / "cgroup.procs").read_text().split())
+        for g in [folder, *folder.rglob("*/")]
+        if (g / "cgroup.procs").is_file()
+    )
+
+
+def test_a_fork_bomb_fills_its_own_limit_and_nothing_outlives_the_run(
+    tmp_path: Path, cage: Path
+) -> None:
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(BOMB)
+    procs = str(cage / "cgroup.procs")
+
+    def join_cage() -> None:
+        with open(procs, "w") as fh:  # noqa: PTH123 - between fork and exec
+            fh.write("0\n")
+
+    env = {**os.environ, "NO_COLOR": "1", pidlimit.MAX_PROCESSES_VAR: str(ATTEMPT_LIMIT)}
+    out = tmp_path / "out"
+    engine = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=join_cage,
+    )
+    # The engine has exited: nothing it started may be left in the cage.
+    time.sleep(0.5)
+    assert _alive(cage) == 0, engine.stderr
+    results = json.loads(next(out.glob("runs/*/results.json")).read_text())
+    attempt = results["cells"][0]["attempts"][0]
+    text = json.dumps(attempt)
+    assert "cannot start" not in text, text
+    assert "process limit" in text, text
+    assert engine.returncode in (0, 1), engine.stderr
