@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprospec.amplify.search import Amplification, AmplifyResult, Arm, Probe, Settings
+from reprospec.amplify.report import AmplifyReport
+from reprospec.amplify.search import Amplification, Arm, Probe, Settings
 from reprospec.amplify.state import StateFile, StoredProbe
-from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
@@ -76,35 +76,6 @@ class AmplifyOptions:
     first: int = Settings.first
     run: RunOptions = field(default_factory=lambda: RunOptions(purpose="amplify"))
     command_line: str = ""
-
-
-@dataclass(frozen=True)
-class AmplifyReport:
-    """The answer in the spec's terms, with the search's evidence and where it is stored."""
-
-    id: str
-    folder: Path
-    spec_name: str
-    spec_path: str
-    cell: Cell
-    expectation: Expectation
-    result: AmplifyResult
-    runs: tuple[str, ...]
-    reused: int
-    interrupted: bool
-    budget: int
-    command_line: str = ""
-    amplified_spec: Path | None = None
-
-    def sentence(self) -> str:
-        from reprospec.amplify.report import sentence
-
-        return sentence(self)
-
-    def to_dict(self) -> JsonObject:
-        from reprospec.amplify.report import to_dict
-
-        return to_dict(self)
 
 
 def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:

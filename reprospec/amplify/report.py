@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprospec.amplify.search import ArmResult
+from reprospec.amplify.search import AmplifyResult, ArmResult
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import Rate
 from reprospec.core.words import plural, rate_phrase
@@ -25,7 +26,30 @@ from reprospec.core.words import plural, rate_phrase
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from reprospec.amplify.driver import AmplifyReport
+
+@dataclass(frozen=True)
+class AmplifyReport:
+    """The answer in the spec's terms, with the search's evidence and where it is stored."""
+
+    id: str
+    folder: Path
+    spec_name: str
+    spec_path: str
+    cell: Cell
+    expectation: Expectation
+    result: AmplifyResult
+    runs: tuple[str, ...]
+    reused: int
+    interrupted: bool
+    budget: int
+    command_line: str = ""
+    amplified_spec: Path | None = None
+
+    def sentence(self) -> str:
+        return sentence(self)
+
+    def to_dict(self) -> JsonObject:
+        return to_dict(self)
 
 
 def interval(rate: Rate) -> str:
