@@ -35,6 +35,7 @@ COMMANDS = (
     "slurm",
     "isolate",
     "minimize",
+    "amplify",
     "bisect",
     "envs",
     "bundle",

@@ -46,6 +46,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         "plan",
         "native",
         "process",
+        # environment.perturb applied to an attempt (the runners use it).
+        "perturb",
         "environment",
         "venvs",
         "runners",
@@ -59,6 +61,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         "api",
         "isolation",
         "minimize",
+        "amplify",
         "bisect",
         "slurm",
         # A spec from a failing command (it runs the pipeline) or from a ticket's log.

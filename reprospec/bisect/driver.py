@@ -137,7 +137,16 @@ def bisect_spec(
     changed = _changed(request, environment.packages, result) if request.by_date else ()
     report = redactor.value(
         BisectReport(
-            request, bisect_id, folder, spec.name, cell.id, versions, result, changed, resumed
+            request,
+            bisect_id,
+            folder,
+            spec.name,
+            cell.id,
+            versions,
+            result,
+            changed,
+            resumed,
+            environment.perturb.describe(),
         )
     )
     write_reports(report)

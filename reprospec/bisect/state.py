@@ -17,6 +17,7 @@ from pathlib import Path
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.words import perturbed_phrase
 from reprospec.environment import packages
 
 STATE_FORMAT = 1
@@ -80,6 +81,8 @@ class BisectReport:
     # For --by-date: what changed between the last good and the first bad day.
     changed: tuple[tuple[str, str | None, str | None], ...] = ()
     resumed: bool = False
+    # environment.perturb of the cell: every candidate ran under it (amplify).
+    perturbed: tuple[str, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -110,6 +113,7 @@ class BisectReport:
         out.update(data)
         out.update(
             {
+                "perturbed": list(self.perturbed),
                 "id": self.bisect_id,
                 "spec": self.spec_name,
                 "cell": self.cell_id,
@@ -187,6 +191,8 @@ def render_markdown(report: BisectReport) -> str:
         f"**{report.headline}**",
         "",
     ]
+    if report.perturbed:
+        lines += [f"**{perturbed_phrase(report.perturbed)}.**", ""]
     if result.status == "found":
         lines.append(
             f"Probability of this answer: {result.confidence:.3f} (stated error "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
+from reprospec.core.words import perturbed_phrase
 from reprospec.errors import EXIT_INTERRUPTED
 
 
@@ -40,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "each day installs what was uploaded by its end (uv --exclude-newer)",
     )
     opt.matrix(p, help="choose the one cell whose expectation is the oracle (repeatable)")
+    opt.amplify(p)
     opt.overrides(p, help="override a spec field, value parsed as YAML")
     opt.runner(
         p,
@@ -129,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:
+        if report.perturbed:
+            print(perturbed_phrase(report.perturbed))
         print(report.headline)
         for evidence in report.result.tested:
             outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())

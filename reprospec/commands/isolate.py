@@ -83,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the passing cell: its id or AXIS=VALUE,... (default: the first expected to pass)",
     )
     opt.overrides(p, help="override a spec field on both sides, value parsed as YAML")
+    opt.amplify(p)
     p.add_argument(
         "--failing-set",
         action="append",

@@ -84,6 +84,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "(default: OUT/minimize/ID/result)",
     )
     opt.overrides(p, help="override a spec field, value parsed as YAML")
+    opt.amplify(p)
     opt.budget(
         p,
         default=1000,

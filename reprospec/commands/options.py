@@ -80,6 +80,27 @@ def overrides(
     )
 
 
+def amplify(p: argparse.ArgumentParser) -> None:
+    """`--amplify PATH`: run under the perturbation `reprospec amplify` found."""
+    p.add_argument(
+        "--amplify",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="run under the perturbation `reprospec amplify` found (its folder or "
+        "amplify.json): the result says it was found amplified",
+    )
+
+
+def amplified(path: Path | None) -> tuple[str, ...]:
+    """`--amplify PATH` as the `--set`s of the perturbation it found (before the verb's own)."""
+    if path is None:
+        return ()
+    from reprospec.amplify.driver import amplified_overrides
+
+    return amplified_overrides(Path(path))
+
+
 def selection(p: argparse.ArgumentParser) -> None:
     """`-m` and `--set`, as `plan`, `run`, `materialize` and `slurm` take them."""
     matrix(p)
@@ -239,7 +260,7 @@ def run_options(
         repeat=given.get("repeat"),
         timeout_s=timeout_seconds(given.get("timeout")),
         matrix_filters=tuple(given.get("matrix") or ()),
-        overrides=tuple(given.get("overrides") or ()),
+        overrides=(*amplified(given.get("amplify")), *(given.get("overrides") or ())),
         out=Path(given.get("out") or DEFAULT_OUT),
         python=given.get("python"),
         gpus=given.get("gpus"),

@@ -75,6 +75,8 @@ class Execution:
     # why it ran fresh, or the seed its random generators got when forked.
     launch: Launch = "fresh"
     launch_note: str | None = None
+    # environment.perturb as applied (`memory_limit=256 MiB (cgroup v1 ...)`), one per field.
+    perturbed: tuple[str, ...] = ()
     # time.monotonic() when the attempt's root process ended (CLOCK_MONOTONIC: the same
     # clock in every process of this machine); None when nothing ran.
     ended_at: float | None = None
@@ -287,6 +289,8 @@ class AttemptResult:
     # Forked from a preload server, or a fresh process; the note says why or with what seed.
     launch: Launch = "fresh"
     launch_note: str | None = None
+    # environment.perturb as the runner applied it, one phrase per perturbation.
+    perturbed: tuple[str, ...] = ()
     # `run.instances`: every instance, in instance order; `instance` is the one whose
     # outcome is the attempt's (the first failure by time, else instance 0), and
     # `start_spread_s` how far apart the instances were released from the start barrier.

@@ -46,6 +46,200 @@ class SectionError(ValueError):
         self.path = path
 
 
+MallocMode = Literal["perturb", "check", "strict"]
+# glibc's perturb byte for `malloc: perturb`: 0xa5 makes a freed pointer 0xa5a5...,
+# never a valid address on a 64-bit machine.
+MALLOC_PERTURB_BYTE = 165
+# `gc: aggressive`: a collection at every allocation past the last one.
+AGGRESSIVE_GC = (1, 1, 1)
+
+
+@dataclass(frozen=True)
+class TorchPerturb:
+    """`environment.perturb.torch`: torch's thread pools and CUDA allocator."""
+
+    num_threads: int | None = None
+    interop_threads: int | None = None
+    caching_allocator: bool | None = None  # False: PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    alloc_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF
+
+
+@dataclass(frozen=True)
+class Perturb:
+    """`environment.perturb`: what the attempt runs under to make a rare failure frequent.
+
+    Each field provokes one class of bug (docs/spec-format.md#perturb); None or 0 is
+    "as the machine is". Applying them is the runner's (perturb/apply.py): one it
+    cannot apply makes the attempt an infra-error, never a silent plain run.
+    """
+
+    switch_interval: float | None = None  # seconds
+    cpus: int | tuple[int, ...] | None = None  # a count, or the CPU numbers
+    cpu_load: int = 0
+    io_load: int = 0
+    memory_limit: int | None = None  # bytes
+    malloc: MallocMode | int | None = None  # a mode, or a perturb byte
+    hash_seed: int | Literal["random"] | None = None
+    gc: tuple[int, int, int] | None = None
+    nice: int | None = None
+    torch: TorchPerturb = field(default_factory=TorchPerturb)
+
+    @property
+    def active(self) -> bool:
+        return self != Perturb()
+
+    def describe(self) -> tuple[str, ...]:
+        """`switch_interval=1e-06`, ...: each perturbation as the spec would set it."""
+        out: list[str] = []
+        for name, value in self.settings():
+            if name == "memory_limit" and isinstance(value, int):
+                from reprospec.core.units import format_size
+
+                out.append(f"{name}={format_size(value)}")
+            else:
+                out.append(f"{name}={_phrase(value)}")
+        return tuple(out)
+
+    def settings(self) -> tuple[tuple[str, JsonValue], ...]:
+        """(field path under perturb, value as the spec writes it) for each one set."""
+        out: list[tuple[str, JsonValue]] = []
+        if self.switch_interval is not None:
+            out.append(("switch_interval", self.switch_interval))
+        if self.cpus is not None:
+            out.append(("cpus", self.cpus if isinstance(self.cpus, int) else list(self.cpus)))
+        if self.cpu_load:
+            out.append(("cpu_load", self.cpu_load))
+        if self.io_load:
+            out.append(("io_load", self.io_load))
+        if self.memory_limit is not None:
+            out.append(("memory_limit", self.memory_limit))
+        if self.malloc is not None:
+            out.append(("malloc", self.malloc))
+        if self.hash_seed is not None:
+            out.append(("hash_seed", self.hash_seed))
+        if self.gc is not None:
+            out.append(("gc", "aggressive" if self.gc == AGGRESSIVE_GC else self.gc[0]))
+        if self.nice is not None:
+            out.append(("nice", self.nice))
+        for key in ("num_threads", "interop_threads", "caching_allocator", "alloc_conf"):
+            value = getattr(self.torch, key)
+            if value is not None:
+                out.append((f"torch.{key}", value))
+        return tuple(out)
+
+    def to_json(self) -> JsonObject:
+        """The section as the spec writes it (only what is set)."""
+        out: JsonObject = {}
+        torch: JsonObject = {}
+        for name, value in self.settings():
+            if name.startswith("torch."):
+                torch[name.removeprefix("torch.")] = value
+            else:
+                out[name] = value
+        if torch:
+            out["torch"] = torch
+        return out
+
+    @classmethod
+    def from_section(cls, section: object) -> Perturb:
+        """A resolved `environment.perturb` mapping -> Perturb (SectionError: where it is wrong)."""
+        if section is None:
+            return cls()
+        where = ("environment", "perturb")
+        if not isinstance(section, Mapping):
+            raise SectionError(where, f"expected a mapping, got {section!r}")
+
+        def number(key: str, low: int, high: int | None = None) -> int | None:
+            value = section.get(key)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise SectionError(
+                    (*where, key), f"expected a whole number >= {low}, got {value!r}"
+                )
+            if high is not None and value > high:
+                raise SectionError((*where, key), f"expected {low} to {high}, got {value!r}")
+            return value
+
+        interval = section.get("switch_interval")
+        if interval is not None and (
+            isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0
+        ):
+            raise SectionError(
+                (*where, "switch_interval"), f"expected seconds > 0 like 1e-6, got {interval!r}"
+            )
+        cpus = section.get("cpus")
+        parsed_cpus: int | tuple[int, ...] | None
+        if cpus is None:
+            parsed_cpus = None
+        elif (
+            isinstance(cpus, list)
+            and cpus
+            and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)
+        ):
+            parsed_cpus = tuple(sorted({int(str(c)) for c in cpus}))
+        else:
+            parsed_cpus = number("cpus", 1)
+        memory = section.get("memory_limit")
+        malloc = section.get("malloc")
+        parsed_malloc: MallocMode | int | None
+        if malloc is None:
+            parsed_malloc = None
+        elif malloc == "perturb" or malloc == "check" or malloc == "strict":
+            parsed_malloc = malloc
+        else:
+            parsed_malloc = number("malloc", 1, 255)
+        seed = section.get("hash_seed")
+        gc = section.get("gc")
+        threshold = None if gc == "aggressive" else number("gc", 1)
+        torch = section.get("torch") or {}
+        if not isinstance(torch, Mapping):
+            raise SectionError((*where, "torch"), f"expected a mapping, got {torch!r}")
+        caching = torch.get("caching_allocator")
+        if caching is not None and not isinstance(caching, bool):
+            raise SectionError(
+                (*where, "torch", "caching_allocator"), f"expected true or false, got {caching!r}"
+            )
+        threads: dict[str, int | None] = {}
+        for key in ("num_threads", "interop_threads"):
+            value = torch.get(key)
+            if value is not None and not _positive_int(value):
+                raise SectionError(
+                    (*where, "torch", key), f"expected a whole number >= 1, got {value!r}"
+                )
+            threads[key] = None if value is None else int(str(value))
+        conf = torch.get("alloc_conf")
+        return cls(
+            switch_interval=None if interval is None else float(str(interval)),
+            cpus=parsed_cpus,
+            cpu_load=number("cpu_load", 0) or 0,
+            io_load=number("io_load", 0) or 0,
+            memory_limit=None if memory is None else _size_at((*where, "memory_limit"), memory),
+            malloc=parsed_malloc,
+            hash_seed="random" if seed == "random" else number("hash_seed", 0, 2**32 - 1),
+            gc=AGGRESSIVE_GC
+            if gc == "aggressive"
+            else (None if threshold is None else (threshold, 1, 1)),
+            nice=number("nice", -20, 19),
+            torch=TorchPerturb(
+                num_threads=threads["num_threads"],
+                interop_threads=threads["interop_threads"],
+                caching_allocator=caching,
+                alloc_conf=None if conf is None else str(conf),
+            ),
+        )
+
+
+def _phrase(value: JsonValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ",".join(_phrase(v) for v in value)
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Environment:
     """The resolved `environment` section of one cell."""
@@ -67,6 +261,7 @@ class Environment:
     # `environment.debug`: the GPU diagnostics (launch blocking, core dumps, compute-sanitizer,
     # NCCL's log and flight recorder), all off by default.
     debug: GpuDebug = field(default_factory=GpuDebug)
+    perturb: Perturb = field(default_factory=Perturb)
 
     @property
     def wants_gpu(self) -> bool:
@@ -88,6 +283,8 @@ class Environment:
             out["shared_tmp"] = True
         if self.debug.any:
             out["debug"] = self.debug.to_json()
+        if self.perturb.active:
+            out["perturb"] = self.perturb.to_json()
         out["env"] = dict(self.env)
         return out
 
@@ -125,6 +322,7 @@ class Environment:
             memory=_size(section, "memory"),
             network=_flag(section, "network"),
             shared_tmp=_flag(section, "shared_tmp"),
+            perturb=Perturb.from_section(section.get("perturb")),
             env={str(k): render(v) for k, v in env.items()},
             debug=gpu_debug,
         )
@@ -275,12 +473,14 @@ def _flag(section: Mapping[str, object], key: str) -> bool:
 
 def _size(section: Mapping[str, object], key: str) -> int | None:
     value = section.get(key)
-    if value is None:
-        return None
+    return None if value is None else _size_at(("environment", key), value)
+
+
+def _size_at(path: tuple[str, ...], value: object) -> int:
     try:
         size = parse_size(value)
     except ValueError as exc:
-        raise SectionError(("environment", key), str(exc)) from None
+        raise SectionError(path, str(exc)) from None
     if size <= 0:
-        raise SectionError(("environment", key), f"expected a size > 0, got {value!r}")
+        raise SectionError(path, f"expected a size > 0, got {value!r}")
     return size

@@ -283,3 +283,15 @@ __all__ = [
     "size",
     "verdict_legend",
 ]
+
+
+def perturbed_phrase(perturbed: Iterable[str]) -> str:
+    """The first line of a result found under environment.perturb: amplified, and how.
+
+    `amplified: found under environment.perturb (switch_interval=1e-06); without it the
+    failure is rarer`.
+    """
+    return (
+        f"amplified: found under environment.perturb ({'; '.join(perturbed)}); "
+        f"without it the failure is rarer"
+    )

@@ -197,6 +197,10 @@ def isolate_spec(
         interrupted=interrupted,
         budget=options.budget,
         command_line=options.command_line,
+        perturbed=next(
+            (a.environment.perturb.describe() for a in plan.attempts if a.cell == failing_cell),
+            (),
+        ),
     )
     found = redactor.value(found)
     write(found)

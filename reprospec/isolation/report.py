@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.words import perturbed_phrase
 from reprospec.isolation.candidates import Candidate, IsolationResult
 from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
@@ -50,6 +51,8 @@ class IsolateResult:
     interrupted: bool
     budget: int = 100
     command_line: str = ""
+    # environment.perturb of the failing cell: the search ran under it (amplify).
+    perturbed: tuple[str, ...] = ()
 
     @property
     def culprits(self) -> tuple[Difference, ...]:
@@ -117,7 +120,8 @@ def describe_set(found: IsolateResult, candidate: Sequence[int]) -> str:
 def text(found: IsolateResult) -> str:
     """What `reprospec isolate` prints: the sentence, the evidence table, the figures."""
     result = found.result
-    lines = [sentence(found), ""]
+    lines = [perturbed_phrase(found.perturbed)] if found.perturbed else []
+    lines += [sentence(found), ""]
     rows = [("set", "attempts", "failed", "verdict")]
     for label, evidence in _key_evidence(found):
         rows.append(
@@ -153,6 +157,7 @@ def to_dict(found: IsolateResult) -> JsonObject:
         "isolate": found.id,
         "status": result.status,
         "sentence": sentence(found),
+        "perturbed": list(found.perturbed),
         "culprits": [
             {"path": d.path, "value": d.to_dict()["value"], **_unset(d.value)}
             for d in found.culprits
@@ -196,6 +201,8 @@ def markdown(found: IsolateResult) -> str:
     """isolate.md: the report section."""
     result = found.result
     out = ["## Isolation", "", f"**{sentence(found)}**", ""]
+    if found.perturbed:
+        out += [f"**{perturbed_phrase(found.perturbed)}.**", ""]
     out.append(
         f"Between the failing cell `{found.failing.describe()}` and the passing cell "
         f"`{found.passing.describe()}` ({len(found.differences)} differences), "

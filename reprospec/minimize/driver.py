@@ -203,6 +203,7 @@ def minimize_spec(
         interrupted=interrupted,
         repro="",
         command_line=options.command_line,
+        perturbed=attempt.environment.perturb.describe(),
     )
     found = write(found, spec, workdir)
     return redactor.value(found)

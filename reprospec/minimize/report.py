@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.words import perturbed_phrase
 from reprospec.minimize.program import SKIPPED, Program, join_words
 from reprospec.minimize.search import MinimizeResult
 
@@ -48,6 +49,8 @@ class Minimized:
     interrupted: bool
     repro: str  # the standalone command (run in `output`)
     command_line: str = ""
+    # environment.perturb of the failing cell: minimized under it (amplify).
+    perturbed: tuple[str, ...] = ()
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -133,6 +136,7 @@ def _repro(spec_path: Path, found: Minimized) -> str:
 def to_dict(found: Minimized) -> JsonObject:
     r = found.result
     return {
+        "perturbed": list(found.perturbed),
         "lines_before": r.original.lines,
         "lines_after": r.program.lines,
         "file_lines_before": r.original.file_lines,
@@ -173,7 +177,12 @@ def sentence(found: Minimized) -> str:
 
 
 def text(found: Minimized) -> str:
-    return sentence(found) + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+    first = f"{perturbed_phrase(found.perturbed)}\n" if found.perturbed else ""
+    return (
+        first
+        + sentence(found)
+        + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+    )
 
 
 def markdown(found: Minimized) -> str:
@@ -181,6 +190,7 @@ def markdown(found: Minimized) -> str:
     lines = [
         f"# Minimized: {found.spec_name}, cell {found.cell.id}",
         "",
+        *([f"**{perturbed_phrase(found.perturbed)}.**", ""] if found.perturbed else []),
         sentence(found),
         "",
         "| | before | after |",

@@ -123,6 +123,7 @@ def attempt_result(
         else None,
         launch=execution.launch,
         launch_note=execution.launch_note,
+        perturbed=execution.perturbed,
     )
 
 

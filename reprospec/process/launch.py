@@ -13,6 +13,12 @@ side): open the FIFO `DIR/go`, check that ARGV can be started, say `I ok` (or
 `I error WHY`, then exit 127) on the FIFO `DIR/ready`, and block reading `go` until
 the engine closes it: every instance wakes from that one close, and only then execs.
 When and how long it waited goes to `DIR/instance-I.json` (CLOCK_MONOTONIC ns).
+
+Perturbations (`environment.perturb`, perturb/apply.py): `--cpus 0,1` (affinity),
+`--nice N`, `--cgroup DIR` (join the memory cgroup the engine made for the attempt).
+Unlike a limit, a perturbation that cannot be applied stops the attempt: the reason
+goes to the file `--refused PATH` and launch exits 126 without running ARGV, and the
+engine records an infra-error (a plain run would read as "the perturbation did not help").
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 
 USAGE = (
     "usage: python -m reprospec.process.launch [--shm-size BYTES] [--memory BYTES] [--probe] "
-    "[--barrier DIR --instance N] -- COMMAND..."
+    "[--barrier DIR --instance N] [--cpus LIST] [--nice N] [--cgroup DIR] [--refused PATH] "
+    "-- COMMAND..."
 )
 # The instance was not released: the engine gave up on the start (another instance
 # could not start), or the barrier is gone.
 EXIT_ABORTED = 3
 EXIT_CANNOT_RUN = 127
+EXIT_NOT_PERTURBED = 126
 
 
 def _libc() -> ctypes.CDLL:
@@ -69,6 +77,25 @@ def private_shm(size: int) -> None:
 def limit_memory(size: int) -> None:
     """RLIMIT_AS: allocations past `size` bytes of address space fail (MemoryError, bad_alloc)."""
     resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def set_cpus(cpus: str) -> None:
+    os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
+def set_nice(value: str) -> None:
+    os.setpriority(os.PRIO_PROCESS, 0, int(value))
+
+
+def join_cgroup(folder: str) -> None:
+    fd = os.open(os.path.join(folder, "cgroup.procs"), os.O_WRONLY)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
+PERTURB = {"cpus": set_cpus, "nice": set_nice, "cgroup": join_cgroup}
 
 
 def _cannot_start(command: Sequence[str]) -> str | None:
@@ -137,9 +164,12 @@ def wait_at_barrier(folder: str, instance: int, command: Sequence[str]) -> None:
             pass  # the record is a courtesy: the command runs all the same
 
 
-def parse(argv: Sequence[str]) -> tuple[dict[str, int], bool, list[str], tuple[str, int] | None]:
-    """(limits, probe, command, barrier); by hand: argparse costs more than the rest."""
+def parse(
+    argv: Sequence[str],
+) -> tuple[dict[str, int], bool, list[str], tuple[str, int] | None, dict[str, str]]:
+    """(limits, probe, command, barrier, perturbations); by hand: argparse costs more."""
     limits: dict[str, int] = {}
+    perturb: dict[str, str] = {}
     probe = False
     barrier: str | None = None
     instance: int | None = None
@@ -150,6 +180,8 @@ def parse(argv: Sequence[str]) -> tuple[dict[str, int], bool, list[str], tuple[s
             probe = True
         elif option in ("--shm-size", "--memory") and args and args[0].isdigit():
             limits[option[2:].replace("-", "_")] = int(args.pop(0))
+        elif option in ("--cpus", "--nice", "--cgroup", "--refused") and args:
+            perturb[option[2:]] = args.pop(0)
         elif option == "--barrier" and args:
             barrier = args.pop(0)
         elif option == "--instance" and args and args[0].isdigit():
@@ -159,14 +191,32 @@ def parse(argv: Sequence[str]) -> tuple[dict[str, int], bool, list[str], tuple[s
     if (barrier is None) != (instance is None):
         raise SystemExit(f"{USAGE}\n--barrier and --instance go together")
     at = (barrier, instance) if barrier is not None and instance is not None else None
-    return limits, probe, args[1:], at
+    return limits, probe, args[1:], at, perturb
+
+
+def apply_perturbations(perturb: dict[str, str]) -> None:
+    """Apply each perturbation, or say why not in the --refused file and exit 126."""
+    refused = perturb.pop("refused", None)
+    for name, value in perturb.items():
+        try:
+            PERTURB[name](value)
+        except Exception as exc:
+            reason = f"perturb {name} {value} not applied: {exc}"
+            sys.stderr.write(f"reprospec: {reason}\n")
+            if refused:
+                fd = os.open(refused, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, reason.encode("utf-8", "replace"))
+                os.close(fd)
+            raise SystemExit(EXIT_NOT_PERTURBED) from None
 
 
 APPLY = {"shm_size": private_shm, "memory": limit_memory}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    limits, probe, command, barrier = parse(sys.argv[1:] if argv is None else argv)
+    limits, probe, command, barrier, perturb = parse(sys.argv[1:] if argv is None else argv)
+    # The cgroup first: the limits below then hold in it, and its processes are all ours.
+    apply_perturbations(perturb)
     failed = False
     for name, size in limits.items():
         try:

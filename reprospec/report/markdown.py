@@ -245,6 +245,24 @@ def _differs_note(differs: CellEnvironments) -> str:
     return ", ".join(inline_code(name) for name in names)
 
 
+def perturbed_cells(run: RunResult) -> list[tuple[str, str]]:
+    """(cell, `switch_interval=1e-06 (…)`) for each cell that ran under environment.perturb.
+
+    As the runner applied each (a memory limit says whether it was a cgroup's); a cell
+    none of whose attempts ran says what its spec asked.
+    """
+    out: list[tuple[str, str]] = []
+    for cell in run.cells:
+        notes = next((a.perturbed for a in cell.attempts if a.perturbed), ())
+        if not notes:
+            asked = cell.environment.get("perturb")
+            if isinstance(asked, dict) and asked:
+                notes = tuple(f"{k}={v}" for k, v in asked.items())
+        if notes:
+            out.append((cell.cell.id, "; ".join(notes)))
+    return out
+
+
 def context(run: RunResult) -> dict[str, object]:
     """Everything the template shows, computed here so the template only lays it out."""
     paths = PathNames(run.paths)
@@ -263,6 +281,7 @@ def context(run: RunResult) -> dict[str, object]:
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": short(summary_line(run)),
+        "perturbed": perturbed_cells(run),
         # Shown as markdown, but unable to open a fence or a comment (markup.plain_markdown).
         "description": plain_markdown(run.description.strip()),
         "run": run,

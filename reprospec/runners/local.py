@@ -24,7 +24,8 @@ from reprospec.core.results import Execution
 from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
-from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter
+from reprospec.perturb import apply as perturbing
+from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter, tree
 from reprospec.process.childprotocol import (
     CELL_VAR,
     HARNESS_DIR,
@@ -291,11 +292,23 @@ class LocalRunner:
                 )
             argv = sanitizer_argv(exe, tool, str(log_dir), argv)
         warnings: list[str] = []
+        perturb = plan.environment.perturb
         try:
-            argv, limit_warnings = rlimits.wrap_argv(
-                argv, plan.environment, instance.launch_options if instance else ()
+            # Before anything starts: a perturbation this machine cannot apply is the
+            # attempt's infra-error, never a plain run (perturb/apply.py).
+            applied = perturbing.prepare(
+                perturb, token=tree.new_token(), wants_gpu=plan.environment.wants_gpu
             )
         except FatalError as exc:
+            return infra(str(exc))
+        refused_path = log_dir / "perturb-refused.txt"
+        launch_options = list(instance.launch_options if instance else ())
+        if applied.launch_options:
+            launch_options += [*applied.launch_options, "--refused", str(refused_path)]
+        try:
+            argv, limit_warnings = rlimits.wrap_argv(argv, plan.environment, launch_options)
+        except FatalError as exc:
+            perturbing.finish(applied)
             return infra(str(exc))
         warnings.extend(limit_warnings)
         shared_tmp = plan.environment.shared_tmp
@@ -310,6 +323,8 @@ class LocalRunner:
             scratch_dirs if instance is None else instance.scratch,
             instance.instance if instance is not None else None,
         )
+        # The perturbation wins over the spec's own env: it is the experiment.
+        env.update(perturbing.variables(perturb, env))
         packages = plan.environment.packages
         if packages:
             # Never a verdict on the wrong environment: a cell whose packages this
@@ -320,13 +335,16 @@ class LocalRunner:
             if refused:
                 if scratch_dirs is not None:
                     scratch.clean(scratch_dirs)
+                perturbing.finish(applied)
                 return infra(refused, warnings)
         capture = (
             native.Capture(log_dir, keep_cores=self.keep_cores) if self.native_stacks else None
         )
         launcher: forkserver.Launcher | None = None
         launch_note: str | None = None
-        if plan.preload:
+        if plan.preload and perturb.active:
+            launch_note = "ran fresh: perturbations apply when a process starts"
+        elif plan.preload:
             # Forked from a server that imported the modules once (forkserver.py), or fresh.
             launcher, reason = self._preload().launcher(
                 plan, env, fresh_argv=argv, native=capture, cancel=cancel
@@ -341,7 +359,9 @@ class LocalRunner:
         matcher = MarkerMatcher(markers, events) if events is not None else None
         # Cores held from their creation while the attempt runs (native/corewatch.py).
         watched = capture.watch(plan.workdir) if capture is not None else None
+        load = None
         try:
+            load = perturbing.start_load(perturb, applied, log_dir)
             result = run.run_process(
                 argv,
                 env=env,
@@ -360,7 +380,11 @@ class LocalRunner:
             return infra(str(exc.strerror), warnings)
         except OSError as exc:
             return infra(f"cannot start {argv[0]}: {exc.strerror or exc}", warnings)
+        except FatalError as exc:  # the competitors could not start
+            return infra(str(exc), warnings)
         finally:
+            perturbing.stop_load(load)
+            warnings.extend(perturbing.finish(applied))
             if watched is not None:
                 native.WATCH.release(watched)
             if matcher is not None:
@@ -379,6 +403,9 @@ class LocalRunner:
                     base, failed, started=result.started, finished=result.finished,
                     warnings=warnings,
                 )  # fmt: skip
+        not_perturbed = perturbing.refused_reason(refused_path)
+        if not_perturbed is not None:
+            return infra(not_perturbed, warnings)
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
@@ -392,6 +419,7 @@ class LocalRunner:
             child_exits=result.child_exits,
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
+            perturbed=applied.notes,
             ended_at=result.ended_at,
             unchosen_python=(
                 self.unchosen if plan.argv and _BARE_PYTHON.search(" ".join(plan.argv)) else None

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import ModuleType
 
 _state = {"fd": -1}
 
@@ -97,7 +102,82 @@ def _record_imports() -> None:
     sys.meta_path.insert(0, _Recorder)
 
 
+def _perturb() -> None:
+    """environment.perturb's in-interpreter part, before any user code (perturb/apply.py).
+
+    REPROSPEC_PERTURB: `switch_interval=1e-06;gc=1,1,1;torch_threads=2;...`.
+    """
+    text = os.environ.get("REPROSPEC_PERTURB")
+    if not text:
+        return
+    settings = dict(item.split("=", 1) for item in text.split(";") if "=" in item)
+    if "switch_interval" in settings:
+        sys.setswitchinterval(float(settings["switch_interval"]))
+    if "gc" in settings:
+        import gc
+
+        gc.set_threshold(*(int(n) for n in settings["gc"].split(",")))
+    threads = settings.get("torch_threads")
+    interop = settings.get("torch_interop_threads")
+    if threads or interop:
+        _when_imported("torch", lambda torch: _torch_threads(torch, threads, interop))
+
+
+def _torch_threads(torch: ModuleType, threads: str | None, interop: str | None) -> None:
+    if threads:
+        torch.set_num_threads(int(threads))
+    if interop:
+        # Only before torch's first inter-op work, which is why it is set at import.
+        torch.set_num_interop_threads(int(interop))
+
+
+def _when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
+    """Call `then(module)` once `name` has been imported (a meta path finder that wraps
+    the module's loader): torch's pools are set right after torch itself starts."""
+    import importlib.abc
+    import importlib.machinery
+    import importlib.util
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def find_spec(
+            self,
+            fullname: str,
+            path: Sequence[str] | None,  # noqa: ARG002 (the finder protocol)
+            target: ModuleType | None = None,  # noqa: ARG002
+        ) -> importlib.machinery.ModuleSpec | None:
+            if fullname != name:
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(fullname)
+            if spec is None or spec.loader is None:
+                return spec
+            run = spec.loader.exec_module
+
+            def exec_module(module: ModuleType) -> None:
+                run(module)
+                try:
+                    then(module)
+                except Exception as exc:
+                    _report_perturb(exc)
+
+            spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+            return spec
+
+    sys.meta_path.insert(0, _Finder())
+
+
+def _report_perturb(exc: BaseException) -> None:
+    try:  # noqa: SIM105 (no contextlib: every Python process of the attempt imports this)
+        sys.stderr.write(f"reprospec: perturbation not applied: {type(exc).__name__}: {exc}\n")
+    except Exception:
+        pass
+
+
 def _install() -> None:
+    try:
+        _perturb()
+    except Exception as exc:
+        _report_perturb(exc)
     try:  # noqa: SIM105 (no stderr to write to: nothing to arm)
         _arm_fatal()
     except Exception:

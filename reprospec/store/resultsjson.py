@@ -219,6 +219,8 @@ def attempt_to_dict(a: AttemptResult) -> JsonObject:
     out["launch"] = a.launch
     if a.launch_note is not None:
         out["launch_note"] = a.launch_note
+    if a.perturbed:
+        out["perturbed"] = list(a.perturbed)
     return out
 
 
@@ -244,6 +246,7 @@ def attempt_from_dict(d: JsonObject) -> AttemptResult:
         child_warnings=child_warnings_from_list(d.get("child_warnings")),
         launch="forked" if d.get("launch") == "forked" else "fresh",
         launch_note=text_or_none(d.get("launch_note")),
+        perturbed=texts(d.get("perturbed")),
     )
 
 

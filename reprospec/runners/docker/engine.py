@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.errors import InfraError
+from reprospec.perturb.apply import variables
 from reprospec.process import leftovers
 from reprospec.process.childprotocol import STACK_TXT, ChildPaths, Instance, child_env
 from reprospec.process.output import Sink
@@ -157,6 +158,8 @@ def container_config(
         harness=harness,
         instance=instance,
     )
+    # environment.perturb's variables (the only perturbations this runner applies).
+    env.update(variables(plan.environment.perturb, env))
     device_requests = []
     if gpu_slot:
         device_requests.append(DeviceRequest(device_ids=list(gpu_slot), capabilities=[["gpu"]]))

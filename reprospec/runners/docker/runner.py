@@ -226,6 +226,11 @@ class DockerRunner:
                 f"environment.debug.compute_sanitizer: {tool} runs on the local and venv "
                 "runners only"
             )
+        from reprospec.perturb.apply import runner_refuses
+
+        not_applied = runner_refuses(plan.environment.perturb, self.name)
+        if not_applied:
+            return infra(not_applied)
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         paths, number = PATHS, None

@@ -1,0 +1,295 @@
+"""`reprospec amplify` as a library: the search of `search.py` driven by real runs.
+
+    from reprospec.amplify.driver import AmplifyOptions, amplify_spec
+    found = amplify_spec("race.yaml", AmplifyOptions(budget=300))
+    found.sentence()   # "base 0/24 (95% CI 0.00–0.14); with switch_interval=1e-06: 14/40 (...)"
+
+Each probe is a normal run through the Python API (`reprospec.run`, purpose
+"amplify") of the spec's one chosen cell with `environment.perturb.FIELD` set
+(`--set` overrides), judged by the cell's own `expect`: a failure counts only
+when it matches the spec's signature, and a different one is kept apart as what
+the perturbation provoked instead. Every attempt is stored like a run's; the
+amplify folder (state.py) remembers which run answered which probe, so running
+the same command again replays them and runs only what is new.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprospec.amplify.report import AmplifyReport
+from reprospec.amplify.search import Amplification, Arm, Probe, Settings
+from reprospec.amplify.state import StateFile, StoredProbe
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.redact import Redactor
+from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.runoptions import RunOptions
+from reprospec.core.sections import Perturb, SectionError
+from reprospec.errors import UsageError
+from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.state import isolation_id
+
+Progress = Callable[[str], None]
+
+FIELDS = (
+    "switch_interval",
+    "cpus",
+    "cpu_load",
+    "io_load",
+    "memory_limit",
+    "malloc",
+    "hash_seed",
+    "gc",
+    "nice",
+    "torch.num_threads",
+    "torch.interop_threads",
+    "torch.caching_allocator",
+    "torch.alloc_conf",
+)
+
+
+def default_tries() -> tuple[tuple[str, JsonValue], ...]:
+    """The perturbations tried when none is named: one per class of bug that needs no
+    number from the user (a memory limit does: it depends on the program)."""
+    return (
+        ("switch_interval", 1e-6),  # thread races: a switch between any two bytecodes
+        ("cpus", 1),  # races that need a preemption on one CPU, timing on a slow machine
+        ("cpu_load", max(2, os.cpu_count() or 1)),  # timeouts, starvation, lost wakeups
+        ("malloc", "perturb"),  # use-after-free and uninitialized reads in C code
+        ("gc", "aggressive"),  # finalizers, weakref callbacks, refcount bugs
+    )
+
+
+@dataclass(frozen=True)
+class AmplifyOptions:
+    """What `reprospec amplify` is asked besides the spec."""
+
+    matrix_filters: tuple[str, ...] = ()  # -m AXIS=VALUE: they must leave one cell
+    tries: tuple[str, ...] = ()  # FIELD=VALUE; empty: default_tries()
+    budget: int = 300
+    first: int = Settings.first
+    run: RunOptions = field(default_factory=lambda: RunOptions(purpose="amplify"))
+    command_line: str = ""
+
+
+def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
+    """`FIELD=VALUE` (VALUE read as YAML, checked as environment.perturb checks it)."""
+    from reprospec.spec.yamlsource import YamlSourceError, load_value
+
+    out: list[tuple[str, JsonValue]] = []
+    for item in items:
+        name, sep, raw = item.partition("=")
+        name = name.strip().removeprefix("environment.perturb.").removeprefix("perturb.")
+        if not sep or not name:
+            raise UsageError(f"--try {item}: expected FIELD=VALUE, like switch_interval=1e-6")
+        if name not in FIELDS:
+            close = difflib.get_close_matches(name, FIELDS, n=1)
+            hint = f"; perhaps you meant {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"--try {item}: unknown perturbation {name!r}{hint} (known: {', '.join(FIELDS)})"
+            )
+        try:
+            value = load_value(raw)
+        except YamlSourceError as exc:
+            raise UsageError(f"--try {item}: the value is not valid YAML: {exc}") from None
+        section: JsonObject = (
+            {"torch": {name.removeprefix("torch."): value}}
+            if name.startswith("torch.")
+            else {name: value}
+        )
+        try:
+            Perturb.from_section(section)
+        except SectionError as exc:
+            raise UsageError(f"--try {item}: {exc}") from None
+        out.append((name, value))
+    return tuple(out)
+
+
+def amplify_spec(
+    spec_path: str | Path,
+    options: AmplifyOptions,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> AmplifyReport:
+    """Measure the cell's base rate, then find the perturbation that raises it most."""
+    from reprospec import api
+
+    cancel = cancel or threading.Event()
+    run_options = options.run.with_changes(purpose="amplify", matrix_filters=options.matrix_filters)
+    spec = api.load_spec(spec_path, run_options.overrides)
+    redactor = Redactor.for_spec(spec.document)
+
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
+    plan = api.plan_run(spec, run_options)
+    if len(plan.cells) != 1:
+        shown = ", ".join(c.id for c in plan.cells[:4]) + (", ..." if len(plan.cells) > 4 else "")
+        raise UsageError(
+            f"amplify runs one cell, and {len(plan.cells)} match ({shown}): "
+            f"choose one with -m AXIS=VALUE"
+        )
+    cell = plan.cells[0]
+    expectation = plan.expectations[cell.id]
+    if expectation.observes or expectation.outcome == "pass":
+        raise UsageError(
+            f"amplify needs the cell's expect to say how it fails (the spec's own signature, "
+            f"not any failure); {cell.id} is expected to "
+            f"{'pass' if expectation.outcome == 'pass' else 'be observed'}"
+        )
+    current = plan.attempts[0].environment.perturb.settings() if plan.attempts else ()
+    tries = parse_tries(options.tries) if options.tries else default_tries()
+    singles = [
+        Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
+    ]
+    settings = Settings(budget=options.budget, first=options.first, step=max(4, plan.parallel))
+    ident = isolation_id(
+        spec.name,
+        [
+            str(Path(spec.path).resolve()),
+            spec.source_text,
+            json.dumps(list(run_options.overrides)),
+            cell.id,
+            json.dumps([a.label for a in singles]),
+            repr(settings),
+            run_options.runner,
+        ],
+    )
+    folder = run_options.out / "amplify" / ident
+    state = StateFile(
+        folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
+    )
+    if state.stored:
+        say(f"resuming amplification {ident}: {state.stored} stored probe(s)")
+    search = Amplification(singles, settings)
+    reused = 0
+    interrupted = False
+    rounds = 0
+    while search.result is None and not interrupted:
+        probes = search.next_probes()
+        if not probes:
+            break
+        rounds += 1
+        say(
+            f"round {rounds}: "
+            + ", ".join(f"{search.arms[p.arm].label} x{p.attempts}" for p in probes)
+            + f" ({search.used}/{settings.budget} attempts used)"
+        )
+        for probe in probes:
+            arm = search.arms[probe.arm]
+            stored = state.take(arm.label)
+            if stored is not None:
+                reused += 1
+            else:
+                stored = _run_probe(spec.path, run_options, arm, probe, cancel)
+                if stored.interrupted:
+                    interrupted = True
+                    break
+                state.add(stored)
+            search.record(probe, stored.kinds, stored.others, stored.infra_reason)
+    if search.result is None:
+        search.interrupt()
+    assert search.result is not None
+    found = AmplifyReport(
+        id=ident,
+        folder=folder,
+        spec_name=spec.name,
+        spec_path=str(spec.path),
+        cell=cell,
+        expectation=expectation,
+        result=search.result,
+        runs=tuple(state.runs()),
+        reused=reused,
+        interrupted=interrupted,
+        budget=options.budget,
+        command_line=options.command_line,
+    )
+    from reprospec.amplify.report import write
+
+    return write(redactor.value(found), spec.document, spec.base_dir)
+
+
+def amplified_overrides(path: Path) -> tuple[str, ...]:
+    """`--amplify PATH` (an amplify folder or its amplify.json): the winner's `--set`s."""
+    file = path / "amplify.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--amplify {path}: not an amplify result ({exc})") from None
+    settings = data.get("settings") if isinstance(data, dict) else None
+    if not isinstance(settings, dict) or not settings:
+        raise UsageError(
+            f"--amplify {path}: that amplification found no perturbation that raises the "
+            f"rate ({data.get('sentence', 'no answer') if isinstance(data, dict) else ''})"
+        )
+    return overrides_for(Arm(tuple(settings.items()), "single"))
+
+
+def overrides_for(arm: Arm) -> tuple[str, ...]:
+    """The `--set` overrides that put `arm`'s perturbations into the spec."""
+    return tuple(f"environment.perturb.{name}={json.dumps(value)}" for name, value in arm.settings)
+
+
+def _run_probe(
+    spec_path: Path,
+    options: RunOptions,
+    arm: Arm,
+    probe: Probe,
+    cancel: threading.Event,
+) -> StoredProbe:
+    from reprospec import api
+
+    spec = api.load_spec(spec_path, (*options.overrides, *overrides_for(arm)))
+    if cancel.is_set():
+        return StoredProbe(arm.label, (), (), "", interrupted=True)
+    result = api.run(
+        spec,
+        options.with_changes(
+            repeat=probe.attempts,
+            stop_on="never",
+            jobs=min(options.jobs or 1, probe.attempts),
+            purpose="amplify",
+        ),
+        cancel=cancel,
+    )
+    return _stored(arm, result)
+
+
+def _stored(arm: Arm, result: RunResult) -> StoredProbe:
+    from reprospec.core.words import attempt_phrase
+
+    kinds: list[AttemptKind] = []
+    others: list[str] = []
+    reason = ""
+    attempts = sorted(result.cells[0].attempts, key=lambda a: a.attempt) if result.cells else []
+    for attempt in attempts:
+        kind = _kind(attempt)
+        kinds.append(kind)
+        if kind == "other":
+            others.append(attempt_phrase(attempt, pid=False))
+        reason = attempt.infra_error or reason
+    return StoredProbe(
+        arm=arm.label,
+        kinds=tuple(kinds),
+        others=tuple(others),
+        run_id=result.run_id,
+        infra_reason=reason,
+        interrupted=result.interrupted,
+    )
+
+
+def _kind(attempt: AttemptResult) -> AttemptKind:
+    outcome = attempt.ran
+    if outcome is None:
+        return "infra"
+    if attempt.matched:
+        return "match"
+    return "pass" if outcome.kind == "pass" else "other"

@@ -1,0 +1,265 @@
+"""What amplify says: the sentence, the text and amplify.md, the JSON, the amplified spec.
+
+The first line is the claim and its evidence, in the issue's words:
+
+    base 1/60 (95% CI 0.00–0.09); with switch_interval=1e-06: 14/40 (0.22–0.51)
+
+then every arm (what it matched, what else it provoked, what could not run), and
+the amplified spec: the spec with the winner's perturbations in
+`environment.perturb`, which isolate, bisect and run take as any spec.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprospec.amplify.search import AmplifyResult, ArmResult
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.results import Rate
+from reprospec.core.words import plural, rate_phrase
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+@dataclass(frozen=True)
+class AmplifyReport:
+    """The answer in the spec's terms, with the search's evidence and where it is stored."""
+
+    id: str
+    folder: Path
+    spec_name: str
+    spec_path: str
+    cell: Cell
+    expectation: Expectation
+    result: AmplifyResult
+    runs: tuple[str, ...]
+    reused: int
+    interrupted: bool
+    budget: int
+    command_line: str = ""
+    amplified_spec: Path | None = None
+
+    def sentence(self) -> str:
+        return sentence(self)
+
+    def to_dict(self) -> JsonObject:
+        return to_dict(self)
+
+
+def interval(rate: Rate) -> str:
+    """`14/40 (0.22–0.51)`."""
+    return f"{rate.matched}/{rate.attempts} ({rate.low:.2f}–{rate.high:.2f})"
+
+
+def sentence(found: AmplifyReport) -> str:
+    """The claim: the base's rate, and the winner's when there is one."""
+    result = found.result
+    base = f"base {rate_phrase(result.base.rate)}"
+    winner = result.winner
+    if result.status == "infra-error":
+        return f"{base}: the cell could not run: {result.note}"
+    if winner is None:
+        best = max(
+            (a for a in result.arms[1:] if not a.dropped),
+            key=lambda a: (a.rate.value, a.rate.low),
+            default=None,
+        )
+        tail = f"; best {best.arm.label}: {interval(best.rate)}" if best is not None else ""
+        verb = "interrupted" if result.status == "interrupted" else "not amplified"
+        return f"{base}{tail}: {verb}" + (f" ({result.note})" if result.note else "")
+    return f"{base}; with {winner.arm.label}: {interval(winner.rate)}"
+
+
+def _others(arm: ArmResult) -> str:
+    return ", ".join(f"{n}× {phrase}" for phrase, n in arm.others) or "–"
+
+
+def text(found: AmplifyReport) -> str:
+    """The terminal's answer: the claim, what it means, every arm."""
+    result = found.result
+    lines = [sentence(found)]
+    if result.status == "amplified" and result.winner is not None:
+        lines.append(
+            f"amplified: {found.spec_name} ({found.cell.id}) fails as expected "
+            f"({_expected(found)}) with {result.winner.arm.label}"
+            + ("" if result.established else "; the best setting is not established yet")
+        )
+    for arm in result.arms:
+        tally = arm.tally
+        extra = []
+        if tally.other:
+            extra.append(f"other failures: {_others(arm)}")
+        if tally.infra:
+            extra.append(f"{tally.infra} not run: {arm.infra_reason}")
+        lines.append(
+            f"  {arm.arm.label}: {rate_phrase(arm.rate)}"
+            + (f"; {'; '.join(extra)}" if extra else "")
+        )
+    lines.append(
+        f"{plural(result.used, 'attempt')} of {found.budget}"
+        + (f" ({found.reused} probe(s) from an earlier run)" if found.reused else "")
+    )
+    if found.amplified_spec is not None:
+        lines.append(f"amplified spec: {found.amplified_spec}")
+    return "\n".join(lines)
+
+
+def _expected(found: AmplifyReport) -> str:
+    from reprospec.core.words import expectation_phrase
+
+    return expectation_phrase(found.expectation, rate=False)
+
+
+def markdown(found: AmplifyReport) -> str:
+    """amplify.md: the claim first, then the evidence and how to use the amplified spec."""
+    result = found.result
+    lines = [f"# Amplify: {found.spec_name} ({found.cell.id})", "", f"**{sentence(found)}**", ""]
+    if result.status == "amplified" and result.winner is not None:
+        lines += [
+            f"The failure ({_expected(found)}) was **amplified** by perturbing the attempt "
+            f"with `{result.winner.arm.label}` (`environment.perturb`). Results found on the "
+            f"amplified spec hold under that perturbation.",
+            "",
+        ]
+        if not result.established:
+            lines += [
+                "The best setting is not established: "
+                + ", ".join(f"`{a.arm.label}` {interval(a.rate)}" for a in result.undecided_with)
+                + " may be as good.",
+                "",
+            ]
+    lines += [
+        "| perturbation | failed as expected | 95% CI | other failures | not run |",
+        "|---|---|---|---|---|",
+    ]
+    for arm in result.arms:
+        lines.append(
+            f"| {arm.arm.label} | {arm.rate.matched}/{arm.rate.attempts} "
+            f"| {arm.rate.low:.2f}–{arm.rate.high:.2f} | {_others(arm)} "
+            f"| {arm.tally.infra or '–'}{': ' + arm.infra_reason if arm.tally.infra else ''} |"
+        )
+    lines += ["", f"{plural(result.used, 'attempt')} of a budget of {found.budget}."]
+    if found.amplified_spec is not None:
+        lines += [
+            "",
+            "## The amplified spec",
+            "",
+            f"`{found.amplified_spec}`: the spec with the winning perturbation. Use it as any "
+            "spec:",
+            "",
+            f"    reprospec run {found.amplified_spec} --repeat 20",
+            f"    reprospec isolate {found.amplified_spec}",
+        ]
+    if found.command_line:
+        lines += ["", "## How to rerun", "", f"    {found.command_line}"]
+    if found.runs:
+        lines += ["", "## Runs", "", ", ".join(found.runs)]
+    return "\n".join(lines) + "\n"
+
+
+def _arm_dict(arm: ArmResult) -> JsonObject:
+    return {
+        "perturbation": arm.arm.label,
+        "settings": {name: _json(value) for name, value in arm.arm.settings},
+        "role": arm.arm.role,
+        "rate": arm.rate.to_dict(),
+        "matched": arm.tally.matched,
+        "passed": arm.tally.passed,
+        "other": arm.tally.other,
+        "infra": arm.tally.infra,
+        "other_failures": [{"outcome": p, "count": n} for p, n in arm.others],
+        "infra_reason": arm.infra_reason,
+    }
+
+
+def _json(value: object) -> JsonValue:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    return str(value)
+
+
+def to_dict(found: AmplifyReport) -> JsonObject:
+    result = found.result
+    winner = result.winner
+    return {
+        "id": found.id,
+        "spec": found.spec_name,
+        "spec_path": found.spec_path,
+        "cell": found.cell.id,
+        "status": result.status,
+        "sentence": sentence(found),
+        "amplified": result.status == "amplified",
+        "perturbation": None if winner is None else winner.arm.label,
+        "settings": None
+        if winner is None
+        else {name: _json(value) for name, value in winner.arm.settings},
+        "established": result.established,
+        "base": _arm_dict(result.base),
+        "arms": [_arm_dict(a) for a in result.arms],
+        "used": result.used,
+        "budget": found.budget,
+        "note": result.note,
+        "runs": list(found.runs),
+        "reused": found.reused,
+        "interrupted": found.interrupted,
+        "amplified_spec": None if found.amplified_spec is None else str(found.amplified_spec),
+        "folder": str(found.folder),
+    }
+
+
+def amplified_document(
+    document: Mapping[str, JsonValue], settings: tuple[tuple[str, object], ...], base_dir: Path
+) -> JsonObject:
+    """The spec with `settings` in environment.perturb, and its folders made absolute (the
+    amplified spec is written elsewhere, and must run in the same place)."""
+    out: JsonObject = copy.deepcopy(dict(document))
+    environment = out.get("environment")
+    env: JsonObject = dict(environment) if isinstance(environment, dict) else {}
+    for key in ("workdir", "dockerfile"):
+        value = env.get(key, "." if key == "workdir" else None)
+        if isinstance(value, str) and "${{" not in value:
+            env[key] = str((base_dir / value).absolute())
+    existing = env.get("perturb")
+    perturb: JsonObject = dict(existing) if isinstance(existing, dict) else {}
+    for name, setting in settings:
+        value = _json(setting)
+        if name.startswith("torch."):
+            old = perturb.get("torch")
+            torch: JsonObject = dict(old) if isinstance(old, dict) else {}
+            torch[name.removeprefix("torch.")] = value
+            perturb["torch"] = torch
+        else:
+            perturb[name] = value
+    env["perturb"] = perturb
+    out["environment"] = env
+    return out
+
+
+def write(found: AmplifyReport, document: Mapping[str, JsonValue], base_dir: Path) -> AmplifyReport:
+    """amplify.json, amplify.md and (when amplified) amplified.yaml in the amplify folder."""
+    from reprospec.spec.yamlsource import dump_yaml
+
+    found.folder.mkdir(parents=True, exist_ok=True)
+    winner = found.result.winner
+    if winner is not None:
+        path = found.folder / "amplified.yaml"
+        header = (
+            f"# Amplified by reprospec amplify from {found.spec_path} ({found.cell.id}):\n"
+            f"# {sentence(found)}\n"
+        )
+        body = dump_yaml(amplified_document(document, winner.arm.settings, base_dir))
+        path.write_text(header + body, encoding="utf-8")
+        found = replace(found, amplified_spec=path)
+    (found.folder / "amplify.json").write_text(
+        json.dumps(to_dict(found), indent=2) + "\n", encoding="utf-8"
+    )
+    (found.folder / "amplify.md").write_text(markdown(found), encoding="utf-8")
+    return found

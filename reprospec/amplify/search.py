@@ -1,0 +1,386 @@
+"""Which perturbation makes a rare failure frequent: a best-arm search over failure rates.
+
+Pure logic: no processes, no files. Each *arm* is one perturbation setting (the
+base, a perturbation alone, or the best ones combined); an executor runs a
+`Probe` (some attempts of one arm) and hands back what each attempt did: `match`
+(the spec's own failure), `pass`, `other` (a different failure: not the bug, so
+it does not count, but it is reported) or `infra` (could not run: a perturbation
+this machine cannot apply).
+
+    search = Amplification(arms, Settings(budget=300, step=4))
+    while search.result is None:
+        for probe in search.next_probes():
+            search.record(probe, run(probe))     # e.g. ("pass", "match", "other")
+    search.result.best
+
+Why a bandit and not a fixed sweep: at a base rate of 2%, a fixed 30 attempts
+per perturbation spends most of its budget confirming that the useless ones are
+useless. The rule is LUCB (Kalyanakrishnan et al., ICML 2012), the
+best-arm-identification form of "spend attempts where the upper confidence
+bound of the failure rate is highest":
+
+1. **First attempts.** The base, then each perturbation alone, gets `first`
+   attempts (no bound means anything before some attempts).
+2. **Combination.** Once every single perturbation has its first attempts, the
+   ones clearly above the base (their lower bound above the base's observed
+   rate) are combined, the best `combine` of them, into one more arm: two
+   perturbations that each help often help more together (a thread race wants
+   both a short switch interval and one CPU), and sometimes they cancel, which
+   the arm then measures.
+3. **Allocation.** Each round goes half to the *leader* (the highest observed
+   rate) and half to the *challenger* (the highest Wilson 95% upper bound among
+   the others): the leader's interval narrows from below while the arm most
+   likely to beat it is tried.
+4. **Stop.** When the leader's lower bound reaches every other arm's upper
+   bound, less `epsilon`: the best setting is established. Or when the budget
+   is spent: then the answer says which arms it could not tell apart.
+
+The answer is *amplified* when the best arm is a perturbation whose lower bound
+lies above the base's upper bound: the gain is not noise, whatever else is
+undecided. An arm whose attempts all could not run is dropped with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reprospec.core.rates import rate_of
+from reprospec.core.results import Rate
+from reprospec.isolation.candidates import AttemptKind, Tally
+
+Status = Literal[
+    "amplified",  # a perturbation's rate lies wholly above the base's
+    "not-amplified",  # the search ended and no perturbation is clearly above the base
+    "infra-error",  # the base itself could not run
+    "interrupted",
+]
+ArmRole = Literal["base", "single", "combined"]
+# One perturbation field and its value as the spec writes it (`switch_interval`, 1e-06).
+Setting = tuple[str, object]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A perturbation setting: () is the base (the spec as written)."""
+
+    settings: tuple[Setting, ...] = ()
+    role: ArmRole = "base"
+
+    @property
+    def label(self) -> str:
+        """`switch_interval=1e-06 + cpus=1`, or `base`."""
+        if not self.settings:
+            return "base"
+        return " + ".join(f"{name}={_shown(value)}" for name, value in self.settings)
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self.settings)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_shown(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The budget and the stopping rule of one amplification."""
+
+    budget: int = 300  # attempts in all, infra errors included
+    first: int = 8  # attempts every arm gets before the arms are compared
+    step: int = 4  # attempts per round (at least -j: they run at once)
+    epsilon: float = 0.05  # the leader is established within this much of any other arm
+    precision: float = 0.1  # ...or once its own interval is no wider than +/- this
+    combine: int = 3  # at most this many perturbations in the combined arm
+    max_infra: int = 2  # attempts of an arm that could not run before it is dropped
+
+    def __post_init__(self) -> None:
+        if self.budget < 1 or self.first < 1 or self.step < 1:
+            raise ValueError("budget, first and step must be >= 1")
+        if not 0 <= self.epsilon < 1:
+            raise ValueError("epsilon must be in [0, 1)")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Run `attempts` attempts of arm number `arm`."""
+
+    arm: int
+    attempts: int
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    """One arm's evidence: its matching rate, what else it did, why it could not run."""
+
+    arm: Arm
+    rate: Rate  # matching failures over attempts that ran
+    tally: Tally
+    others: tuple[tuple[str, int], ...] = ()  # different failures: (phrase, count)
+    infra_reason: str = ""
+
+    @property
+    def dropped(self) -> bool:
+        return self.tally.ran == 0 and self.tally.infra > 0
+
+
+@dataclass(frozen=True)
+class AmplifyResult:
+    """The answer: the best arm (None: the base stays best), every arm's evidence."""
+
+    status: Status
+    arms: tuple[ArmResult, ...]
+    best: int | None  # index into arms; None when nothing beats the base
+    established: bool  # the leader's interval separates it from every other arm
+    used: int
+    note: str = ""
+
+    @property
+    def base(self) -> ArmResult:
+        return self.arms[0]
+
+    @property
+    def winner(self) -> ArmResult | None:
+        return None if self.best is None else self.arms[self.best]
+
+    @property
+    def undecided_with(self) -> tuple[ArmResult, ...]:
+        """The arms whose upper bound still reaches the winner's lower bound (less epsilon)."""
+        if self.best is None:
+            return ()
+        low = self.arms[self.best].rate.low
+        return tuple(
+            a
+            for i, a in enumerate(self.arms)
+            if i != self.best and not a.dropped and a.rate.high > low
+        )
+
+
+@dataclass
+class Amplification:
+    """The search as a state machine: ask `next_probes`, `record` each, until `result` is set.
+
+    `singles` are the perturbations to try alone; arm 0 is always the base.
+    """
+
+    singles: Sequence[Arm]
+    settings: Settings = field(default_factory=Settings)
+
+    def __post_init__(self) -> None:
+        self.arms: list[Arm] = [Arm(), *(Arm(a.settings, "single") for a in self.singles)]
+        labels = [a.label for a in self.arms]
+        if len(set(labels)) != len(labels):
+            raise ValueError("the same perturbation is given twice")
+        self.tallies: list[Tally] = [Tally() for _ in self.arms]
+        self.others: list[Counter[str]] = [Counter() for _ in self.arms]
+        self.reasons: list[str] = ["" for _ in self.arms]
+        self.used = 0
+        self.combined = False
+        self.result: AmplifyResult | None = None
+
+    # -- what the search believes ------------------------------------------------------
+
+    def rate(self, arm: int, extra_clean: int = 0) -> Rate:
+        """The arm's matching rate over the attempts that ran (plus `extra_clean` imagined)."""
+        tally = self.tallies[arm]
+        return rate_of(tally.matched, tally.ran + extra_clean)
+
+    def live(self) -> list[int]:
+        """The arms still compared (not dropped for infra errors)."""
+        return [i for i in range(len(self.arms)) if not self._dropped(i)]
+
+    def _dropped(self, arm: int) -> bool:
+        tally = self.tallies[arm]
+        return tally.ran == 0 and tally.infra >= self.settings.max_infra
+
+    def leader(self) -> int:
+        """The live arm with the highest observed rate (ties: more attempts, then the earlier)."""
+        return max(
+            self.live(),
+            key=lambda i: (self.rate(i).value, self.rate(i).low, -i),
+        )
+
+    def challenger(self, leader: int, pending: dict[int, int] | None = None) -> int | None:
+        """The live arm other than `leader` whose upper bound comes nearest to beating it.
+
+        The base is held to its upper bound itself, the others to it less epsilon: the
+        gain over the base must be clear, a tie between two perturbations need not be.
+        """
+        pending = pending or {}
+        others = [i for i in self.live() if i != leader]
+        if not others:
+            return None
+        return max(others, key=lambda i: (self._reach(i, pending.get(i, 0)), -i))
+
+    def _reach(self, arm: int, extra_clean: int = 0) -> float:
+        high = self.rate(arm, extra_clean).high
+        return high if arm == 0 else high - self.settings.epsilon
+
+    def established(self) -> bool:
+        """The leader is clearly above the base, and its rate is known.
+
+        Known: its lower bound reaches every other arm's upper bound less epsilon, or its
+        interval is no wider than 2 x `precision` (two arms equally good are not told
+        apart at any cost; the answer names the ones it could not separate).
+        """
+        leader = self.leader()
+        if self.tallies[leader].matched == 0:
+            return False
+        rate = self.rate(leader)
+        if leader != 0 and rate.low <= self.rate(0).high:
+            return False
+        challenger = self.challenger(leader)
+        if challenger is None or rate.low >= self._reach(challenger):
+            return True
+        return leader != 0 and (rate.high - rate.low) / 2 <= self.settings.precision
+
+    # -- the protocol --------------------------------------------------------------
+
+    def next_probes(self) -> list[Probe]:
+        """The next round: attempts for the arms that need them; [] once `result` is set."""
+        if self.result is not None:
+            return []
+        left = self.settings.budget - self.used
+        if left <= 0:
+            self._finish(established=False)
+            return []
+        step = min(self.settings.step, left)
+        # 1. First attempts, the base first: every arm is measured before any is compared.
+        wants: dict[int, int] = {}
+        for i in self.live():
+            need = self.settings.first - self.tallies[i].attempts
+            if need > 0:
+                wants[i] = min(need, step - sum(wants.values()))
+                if sum(wants.values()) >= step:
+                    break
+        if wants:
+            return self._probes(wants)
+        if self.tallies[0].ran == 0:
+            self._finish(established=False, infra=True)
+            return []
+        # 2. The combination of the perturbations clearly above the base, once there are two.
+        if not self.combined:
+            arm = self._combination()
+            if arm is not None:
+                self.combined = True
+                self.arms.append(arm)
+                self.tallies.append(Tally())
+                self.others.append(Counter())
+                self.reasons.append("")
+                return self.next_probes()
+        # 4. Stop when the leader is established.
+        if self.established():
+            self._finish(established=True)
+            return []
+        # 3. Half to the leader, half to the challenger (which is re-chosen as if the
+        #    attempts already given to it came back clean: a wide arm does not take all).
+        leader = self.leader()
+        wants = {leader: (step + 1) // 2}
+        if leader != 0 and step > 1 and self.rate(leader).low <= self.rate(0).high:
+            wants[0] = 1  # the gain over the base is the claim: keep measuring the base
+        for _ in range(step - sum(wants.values())):
+            others = {k: v for k, v in wants.items() if k != leader}
+            challenger = self.challenger(leader, others)
+            if challenger is None:
+                wants[leader] += 1
+            else:
+                wants[challenger] = wants.get(challenger, 0) + 1
+        return self._probes(wants)
+
+    def record(
+        self,
+        probe: Probe,
+        kinds: Sequence[AttemptKind],
+        others: Sequence[str] = (),
+        reason: str = "",
+    ) -> None:
+        """What `probe`'s attempts did; `others`: a phrase per `other` attempt (the report's)."""
+        if self.result is not None:
+            return
+        self.tallies[probe.arm] = self.tallies[probe.arm].add(kinds)
+        self.others[probe.arm].update(others)
+        self.used += len(kinds)
+        if reason:
+            self.reasons[probe.arm] = reason
+        if len(kinds) < probe.attempts and "infra" not in kinds:
+            # Fewer attempts came back than were asked: the run was stopped.
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """Stopped from outside (Ctrl-C): the answer so far."""
+        if self.result is None:
+            self._finish(established=False, interrupted=True)
+
+    # -- internals -----------------------------------------------------------------
+
+    def _probes(self, wants: dict[int, int]) -> list[Probe]:
+        return [Probe(arm, n) for arm, n in sorted(wants.items()) if n > 0]
+
+    def _combination(self) -> Arm | None:
+        base = self.rate(0).value
+        helping = [
+            i
+            for i in self.live()
+            if self.arms[i].role == "single"
+            and self.tallies[i].matched >= 2
+            and self.rate(i).low > base
+        ]
+        helping.sort(key=lambda i: (-self.rate(i).value, i))
+        chosen: list[int] = []
+        fields: set[str] = set()
+        for i in helping:
+            if fields.isdisjoint(self.arms[i].fields):
+                chosen.append(i)
+                fields |= self.arms[i].fields
+            if len(chosen) == self.settings.combine:
+                break
+        if len(chosen) < 2:
+            return None
+        settings = tuple(s for i in sorted(chosen) for s in self.arms[i].settings)
+        return Arm(settings, "combined")
+
+    def _finish(self, *, established: bool, infra: bool = False, interrupted: bool = False) -> None:
+        arms = tuple(
+            ArmResult(
+                arm=arm,
+                rate=self.rate(i),
+                tally=self.tallies[i],
+                others=tuple(self.others[i].most_common()),
+                infra_reason=self.reasons[i],
+            )
+            for i, arm in enumerate(self.arms)
+        )
+        if infra:
+            reason = self.reasons[0] or "the base attempts could not run"
+            self.result = AmplifyResult("infra-error", arms, None, False, self.used, note=reason)
+            return
+        leader = self.leader()
+        base = self.rate(0)
+        amplified = leader != 0 and self.rate(leader).low > base.high
+        if interrupted:
+            status: Status = "interrupted"
+        else:
+            status = "amplified" if amplified else "not-amplified"
+        note = ""
+        if not amplified and leader != 0 and self.tallies[leader].matched:
+            note = (
+                f"{self.arms[leader].label} fails most often, but its interval still "
+                f"overlaps the base's"
+            )
+        self.result = AmplifyResult(
+            status,
+            arms,
+            leader if amplified else None,
+            established and amplified,
+            self.used,
+            note=note,
+        )

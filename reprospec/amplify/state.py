@@ -1,0 +1,111 @@
+"""The amplify folder: what an amplification ran so far, so an interrupted one resumes.
+
+    OUT/amplify/ID/
+      state.json       every probe that ran: its arm, what its attempts did, the run
+                       that holds them (rewritten after each probe)
+      amplify.json     the answer and its evidence (written at the end)
+      amplify.md       the report
+      amplified.yaml   the spec with the winning perturbation set
+
+ID is the spec's name and a hash of what the search depends on (the spec, the
+cell, the perturbations tried, the budget): the same `reprospec amplify` finds
+the same folder, replays the stored probes in order (the search is deterministic,
+so it asks for exactly them again) and runs only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+
+FORMAT = 1
+_KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
+
+
+@dataclass(frozen=True)
+class StoredProbe:
+    """One probe as it ran: the arm's label, what each attempt did, the run that holds them."""
+
+    arm: str
+    kinds: tuple[AttemptKind, ...]
+    others: tuple[str, ...]  # what each `other` attempt did instead (a phrase)
+    run_id: str
+    infra_reason: str = ""
+    interrupted: bool = False
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "arm": self.arm,
+            "kinds": list(self.kinds),
+            "others": list(self.others),
+            "run_id": self.run_id,
+            "infra_reason": self.infra_reason,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JsonValue]) -> StoredProbe:
+        kinds = data.get("kinds")
+        others = data.get("others")
+        return cls(
+            arm=str(data.get("arm", "")),
+            kinds=tuple(
+                _KINDS[k] for k in (kinds if isinstance(kinds, list) else []) if k in _KINDS
+            ),
+            others=tuple(str(o) for o in (others if isinstance(others, list) else [])),
+            run_id=str(data.get("run_id", "")),
+            infra_reason=str(data.get("infra_reason", "")),
+            interrupted=data.get("interrupted") is True,
+        )
+
+
+class StateFile:
+    """The probes of one amplification, replayed in order on restart."""
+
+    def __init__(self, folder: Path, header: Mapping[str, JsonValue]) -> None:
+        self.folder = folder
+        self.path = folder / "state.json"
+        self.header = dict(header)
+        self._probes: list[StoredProbe] = []
+        if self.path.exists():
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") == FORMAT and data.get("header") == self.header:
+                # An interrupted probe is run again: it holds fewer attempts than asked.
+                self._probes = [
+                    p
+                    for p in (StoredProbe.from_dict(d) for d in data.get("probes", ()))
+                    if not p.interrupted
+                ]
+        self._replay: dict[str, deque[StoredProbe]] = {}
+        for probe in self._probes:
+            self._replay.setdefault(probe.arm, deque()).append(probe)
+
+    @property
+    def stored(self) -> int:
+        return sum(len(q) for q in self._replay.values())
+
+    def take(self, arm: str) -> StoredProbe | None:
+        """The next stored probe of this arm, in the order they first ran."""
+        queue = self._replay.get(arm)
+        return queue.popleft() if queue else None
+
+    def add(self, probe: StoredProbe) -> None:
+        self._probes.append(probe)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "format": FORMAT,
+            "header": self.header,
+            "probes": [p.to_dict() for p in self._probes],
+        }
+        temporary = self.path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        temporary.replace(self.path)
+
+    def runs(self) -> list[str]:
+        return list(dict.fromkeys(p.run_id for p in self._probes if p.run_id))

@@ -1,0 +1,398 @@
+"""Apply `environment.perturb` to one attempt: its variables, its launch options, its helpers.
+
+Three places carry a perturbation, each where it is cheapest and certain:
+
+- **variables** of the child (`variables`): glibc reads `MALLOC_PERTURB_` and
+  `GLIBC_TUNABLES` at startup, Python `PYTHONHASHSEED`, OpenMP `OMP_NUM_THREADS`,
+  torch `PYTORCH_*`; `REPROSPEC_PERTURB` tells the stackdump sitecustomize, which
+  every Python process of the attempt imports before user code, to set the switch
+  interval, the gc thresholds and torch's thread pools;
+- **launch.py options** (`prepare`): CPU affinity, nice, joining a memory cgroup or
+  RLIMIT_AS, all inherited by every descendant because they are set before exec;
+- **helpers beside the attempt** (`start_load`): busy and writing competitors, in a
+  process group of their own that the engine kills when the attempt ends. Not in the
+  attempt's group: the engine reads a dead child of the attempt as a crash of its own.
+
+What this machine cannot apply raises `PerturbRefused` before anything starts,
+and the attempt is an infra-error with the reason: a perturbed attempt that ran
+plain would read as evidence that the perturbation does not help.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprospec.core.sections import MALLOC_PERTURB_BYTE, Perturb
+from reprospec.core.units import format_size
+from reprospec.errors import InfraError
+
+PERTURB_VAR = "REPROSPEC_PERTURB"
+LOAD = Path(__file__).with_name("load.py")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+class PerturbRefused(InfraError):
+    """A perturbation this machine (or runner) cannot apply: the attempt does not run."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """How one attempt's perturbations are applied, and what to undo after it."""
+
+    launch_options: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # each perturbation and how it was applied, for the report
+    cgroup: Path | None = None  # made for this attempt: removed after it
+    cpu_list: tuple[int, ...] = ()  # the affinity, which the competitors share
+
+    @property
+    def note(self) -> str | None:
+        return "perturbed: " + "; ".join(self.notes) if self.notes else None
+
+
+def variables(perturb: Perturb, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's variables that carry `perturb` (merged into `base`'s GLIBC_TUNABLES)."""
+    env: dict[str, str] = {}
+    inside: list[str] = []
+    if perturb.switch_interval is not None:
+        inside.append(f"switch_interval={perturb.switch_interval!r}")
+    if perturb.gc is not None:
+        inside.append("gc=" + ",".join(str(n) for n in perturb.gc))
+    torch = perturb.torch
+    if torch.num_threads is not None:
+        inside.append(f"torch_threads={torch.num_threads}")
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(torch.num_threads)
+    if torch.interop_threads is not None:
+        inside.append(f"torch_interop_threads={torch.interop_threads}")
+    if torch.caching_allocator is False:
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+    if torch.alloc_conf is not None:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = torch.alloc_conf
+    if inside:
+        env[PERTURB_VAR] = ";".join(inside)
+    if perturb.hash_seed is not None:
+        env["PYTHONHASHSEED"] = str(perturb.hash_seed)
+    malloc = perturb.malloc
+    if malloc is not None:
+        tunables: list[str] = []
+        if malloc != "check":
+            byte = malloc if isinstance(malloc, int) else MALLOC_PERTURB_BYTE
+            env["MALLOC_PERTURB_"] = str(byte)
+            # A freed chunk that goes to the thread cache is never perturbed (glibc fills
+            # only chunks that reach the bins): without the cache every free is.
+            tunables.append("glibc.malloc.tcache_count=0")
+        if malloc in ("check", "strict"):
+            env["MALLOC_CHECK_"] = "3"
+            debug = _malloc_debug()
+            if debug is not None:
+                preload = (base or {}).get("LD_PRELOAD", "")
+                env["LD_PRELOAD"] = f"{debug} {preload}".strip()
+        if tunables:
+            theirs = (base or {}).get("GLIBC_TUNABLES", "")
+            env["GLIBC_TUNABLES"] = ":".join([p for p in (theirs,) if p] + tunables)
+    return env
+
+
+def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied:
+    """The launch options and notes for `perturb`, with its cgroup made; PerturbRefused if not.
+
+    `token` names the attempt's cgroup (one per attempt: the limit is the attempt's alone).
+    """
+    if not perturb.active:
+        return Applied()
+    options: list[str] = []
+    notes: list[str] = []
+    env = variables(perturb)
+    for name, value in perturb.settings():
+        if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
+            notes.append(f"{name}={_shown(value)}")
+    if perturb.malloc is not None:
+        notes.append(f"malloc={perturb.malloc} ({_malloc_note(env)})")
+        if not _glibc():
+            raise PerturbRefused(
+                f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
+                f"glibc, and this is {platform.libc_ver()[0] or 'another C library'}"
+            )
+    cpu_list: tuple[int, ...] = ()
+    if perturb.cpus is not None:
+        cpu_list = _cpus(perturb.cpus)
+        options += ["--cpus", ",".join(str(c) for c in cpu_list)]
+        notes.append(f"cpus={','.join(str(c) for c in cpu_list)} (affinity)")
+    if perturb.nice is not None:
+        current = os.nice(0)
+        if perturb.nice < current and os.geteuid() != 0:
+            raise PerturbRefused(
+                f"perturb.nice={perturb.nice} not applied: lowering the nice value below "
+                f"this engine's ({current}) needs privilege (CAP_SYS_NICE)"
+            )
+        options += ["--nice", str(perturb.nice)]
+        notes.append(f"nice={perturb.nice}")
+    if perturb.cpu_load:
+        notes.append(f"cpu_load={perturb.cpu_load} (busy processes beside the attempt)")
+    if perturb.io_load:
+        notes.append(f"io_load={perturb.io_load} (writers beside the attempt)")
+    cgroup: Path | None = None
+    if perturb.memory_limit is not None:
+        size = perturb.memory_limit
+        cgroup, how = make_memory_cgroup(size, f"reprospec-{token}")
+        if cgroup is not None:
+            options += ["--cgroup", str(cgroup)]
+            notes.append(f"memory_limit={format_size(size)} ({how})")
+        elif wants_gpu:
+            raise PerturbRefused(
+                f"perturb.memory_limit={format_size(size)} not applied: no memory cgroup can "
+                f"be made here ({how}), and RLIMIT_AS breaks CUDA initialization"
+            )
+        else:
+            options += ["--memory", str(size)]
+            notes.append(
+                f"memory_limit={format_size(size)} (address-space limit RLIMIT_AS: "
+                f"no memory cgroup can be made here: {how})"
+            )
+    return Applied(tuple(options), env, tuple(notes), cgroup, cpu_list)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _malloc_note(env: Mapping[str, str]) -> str:
+    keys = ("MALLOC_PERTURB_", "MALLOC_CHECK_", "GLIBC_TUNABLES")
+    return ", ".join(f"{k}={env[k]}" for k in keys if k in env)
+
+
+def _glibc() -> bool:
+    return platform.libc_ver()[0] == "glibc"
+
+
+@functools.cache
+def _malloc_debug() -> str | None:
+    """glibc >= 2.34 honours MALLOC_CHECK_ only with libc_malloc_debug.so preloaded."""
+    for folder in (
+        "/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+    ):
+        path = Path(folder) / "libc_malloc_debug.so.0"
+        if path.exists():
+            return str(path)
+    return None
+
+
+def _cpus(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
+    allowed = sorted(os.sched_getaffinity(0))
+    shown = ",".join(str(c) for c in allowed)
+    if isinstance(cpus, int):
+        if cpus > len(allowed):
+            raise PerturbRefused(
+                f"perturb.cpus={cpus} not applied: this engine may use {len(allowed)} CPU(s) "
+                f"({shown})"
+            )
+        return tuple(allowed[:cpus])
+    missing = [c for c in cpus if c not in allowed]
+    if missing:
+        raise PerturbRefused(
+            f"perturb.cpus={','.join(str(c) for c in cpus)} not applied: CPU(s) "
+            f"{','.join(str(c) for c in missing)} not available to this engine ({shown})"
+        )
+    return cpus
+
+
+# -- memory cgroups ------------------------------------------------------------------
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """(mount point, filesystem type, super options) of each cgroup mount."""
+    out: list[tuple[str, str, str]] = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        parts, kinds = left.split(), right.split()
+        if len(parts) >= 5 and len(kinds) >= 3 and kinds[0] in ("cgroup", "cgroup2"):
+            out.append((parts[4], kinds[0], kinds[2]))
+    return out
+
+
+def _own_cgroup(controller: str | None) -> str:
+    """This process's cgroup path for `controller` (None: the v2 hierarchy)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return "/"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if (controller is None and controllers == "") or (
+            controller is not None and controller in controllers.split(",")
+        ):
+            return path
+    return "/"
+
+
+def _parent(mount: str, own: str) -> Path:
+    """Where to make a child cgroup: ours inside the mount, else the mount's root (a
+    container sees its own cgroup as the root)."""
+    inside = Path(mount) / own.lstrip("/")
+    return inside if inside.is_dir() else Path(mount)
+
+
+def make_memory_cgroup(size: int, name: str) -> tuple[Path | None, str]:
+    """A fresh cgroup limited to `size` bytes: (its folder, how) or (None, why not).
+
+    cgroup v2 where our cgroup's children may have the memory controller, else a v1
+    memory hierarchy; swap is limited too where the kernel accounts it, so the limit
+    cannot be escaped into swap.
+    """
+    reasons: list[str] = []
+    for mount, kind, options in _mounts():
+        if kind == "cgroup2":
+            parent = _parent(mount, _own_cgroup(None))
+            try:
+                enabled = (parent / "cgroup.subtree_control").read_text().split()
+            except OSError as exc:
+                reasons.append(f"cgroup v2 at {parent}: {exc.strerror or exc}")
+                continue
+            if "memory" not in enabled:
+                reasons.append(
+                    f"cgroup v2 at {parent}: the memory controller is not delegated "
+                    f"(cgroup.subtree_control: {' '.join(enabled) or 'empty'})"
+                )
+                continue
+            made = _make(parent / name, {"memory.max": str(size), "memory.swap.max": "0"})
+            if isinstance(made, Path):
+                return made, "cgroup v2 memory.max"
+            reasons.append(f"cgroup v2 at {parent}: {made}")
+        elif "memory" in options.split(","):
+            parent = _parent(mount, _own_cgroup("memory"))
+            made = _make(
+                parent / name,
+                {"memory.limit_in_bytes": str(size), "memory.memsw.limit_in_bytes": str(size)},
+            )
+            if isinstance(made, Path):
+                return made, "cgroup v1 memory.limit_in_bytes"
+            reasons.append(f"cgroup v1 at {parent}: {made}")
+    return None, "; ".join(reasons) or "no cgroup filesystem is mounted"
+
+
+def _make(folder: Path, limits: Mapping[str, str]) -> Path | str:
+    """Make `folder` with `limits` (the first required; the rest where the kernel has them)."""
+    try:
+        folder.mkdir()
+    except OSError as exc:
+        return f"cannot make a cgroup: {exc.strerror or exc}"
+    for index, (name, value) in enumerate(limits.items()):
+        try:
+            (folder / name).write_text(value)
+        except OSError as exc:
+            # The first is the limit itself: without it the cgroup limits nothing. The
+            # rest (swap) exist only where the kernel accounts swap.
+            if index == 0:
+                remove_cgroup(folder)
+                return f"cannot set {name}: {exc.strerror or exc}"
+    return folder
+
+
+def oom_kills(folder: Path) -> int:
+    """How many processes of the cgroup the kernel killed for memory (0 if unknown)."""
+    for name, key in (("memory.events", "oom_kill"), ("memory.oom_control", "oom_kill")):
+        with contextlib.suppress(OSError, ValueError):
+            for line in (folder / name).read_text().splitlines():
+                field_name, _, value = line.partition(" ")
+                if field_name == key:
+                    return int(value)
+    return 0
+
+
+def remove_cgroup(folder: Path) -> None:
+    """Remove an attempt's cgroup (its processes are gone; a stray one is moved out first)."""
+    with contextlib.suppress(OSError):
+        procs = (folder / "cgroup.procs").read_text().split()
+        parent = folder.parent / "cgroup.procs"
+        for pid in procs:
+            with contextlib.suppress(OSError):
+                parent.write_text(pid)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def finish(applied: Applied) -> tuple[str, ...]:
+    """After the attempt: remove its cgroup; say when the kernel killed for memory in it."""
+    if applied.cgroup is None:
+        return ()
+    kills = oom_kills(applied.cgroup)
+    remove_cgroup(applied.cgroup)
+    if kills:
+        return (f"out of memory: the kernel killed {kills} process(es) at perturb.memory_limit",)
+    return ()
+
+
+# -- competitors ---------------------------------------------------------------------
+
+
+def start_load(perturb: Perturb, applied: Applied, folder: Path) -> subprocess.Popen[bytes] | None:
+    """Start the busy and writing competitors beside the attempt (None when it asks none).
+
+    They share the attempt's CPUs (`cpus`): on other CPUs they would compete with nothing.
+    """
+    if not perturb.cpu_load and not perturb.io_load:
+        return None
+    from reprospec.process import start
+
+    argv = [sys.executable, "-S", "-E", str(LOAD), "--cpu", str(perturb.cpu_load)]
+    argv += ["--io", str(perturb.io_load), "--dir", str(folder)]
+    if applied.cpu_list:
+        argv += ["--cpus", ",".join(str(c) for c in applied.cpu_list)]
+    try:
+        return start.start_helper(
+            argv, env=dict(os.environ), cwd=folder, pass_fds=(), log=folder / "load.log"
+        )
+    except OSError as exc:
+        raise PerturbRefused(f"perturb cpu_load/io_load not applied: {exc}") from None
+
+
+def stop_load(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None:
+        from reprospec.process import start
+
+        start.stop_helper(proc, grace_s=0.0)
+
+
+def refused_reason(path: Path) -> str | None:
+    """What launch.py could not apply (it writes the reason to `path` and does not run)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def runner_refuses(perturb: Perturb, runner: str) -> str | None:
+    """Why `runner` cannot apply `perturb` (None: it can): the docker runner applies the
+    variables only."""
+    if runner == "local" or not perturb.active:
+        return None
+    local_only: Sequence[str] = ("cpus", "cpu_load", "io_load", "memory_limit", "nice")
+    asked = [name for name, _ in perturb.settings() if name in local_only]
+    if not asked:
+        return None
+    return (
+        f"perturb {', '.join(asked)} not applied: the {runner} runner applies only the "
+        f"perturbations carried by variables (switch_interval, malloc, hash_seed, gc, torch); "
+        f"run with --runner local"
+    )

@@ -1,0 +1,210 @@
+"""`reprospec amplify` on real programs: a thread race, a use-after-free in C, an OOM path.
+
+Each names the perturbation that makes the failure frequent, with its interval, and the
+amplified spec it writes reproduces at that rate. Budgets are small (the effects are large
+here); benchmarks/amplify.py runs the 300-attempt version and the plain rates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
+from tests.support.cli import Cli, CliResult
+from tests.support.paths import DATA as TEST_DATA
+
+DATA = TEST_DATA / "amplify"
+
+
+def _copy(tmp_path: Path, *names: str) -> Path:
+    for name in names:
+        shutil.copy(DATA / name, tmp_path / name)
+    return tmp_path / next(n for n in names if n.endswith(".yaml"))
+
+
+def _amplify(cli: Cli, spec: Path, out: Path, *args: str) -> tuple[CliResult, dict[str, object]]:
+    result = cli(
+        "amplify", str(spec), "--out", str(out), "-j", "2", "--format", "json", *args, timeout=600
+    )
+    assert result.code in (0, 1), result.stderr
+    data = json.loads(result.stdout)
+    assert isinstance(data, dict)
+    return result, data
+
+
+def _rerun(cli: Cli, spec: str, out: Path, repeat: int) -> tuple[int, int]:
+    """(matched, attempts) of the amplified spec run as any spec."""
+    result = cli("run", spec, "--out", str(out), "--repeat", str(repeat), "-j", "2", timeout=600)
+    (run,) = (out / "runs").iterdir()
+    cells = json.loads((run / "results.json").read_text())["cells"]
+    attempts = cells[0]["attempts"]
+    assert result.code in (0, 1), result.stderr
+    return sum(1 for a in attempts if a["matched"]), len(attempts)
+
+
+def _rate(arm: object) -> dict[str, float]:
+    assert isinstance(arm, dict)
+    rate = arm["rate"]
+    assert isinstance(rate, dict)
+    return rate
+
+
+@pytest.fixture
+def session_library(tmp_path: Path) -> Path:
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the session library")
+    spec = _copy(tmp_path, "uaf.yaml", "uaf.py", "uaf.c")
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "libsession.so"), "uaf.c"],
+        cwd=tmp_path,
+        check=True,
+    )
+    return spec
+
+
+def test_a_thread_race_is_amplified_by_a_short_switch_interval(cli: Cli, tmp_path: Path) -> None:
+    spec = _copy(tmp_path, "race.yaml", "race.py")
+    _, data = _amplify(
+        cli, spec, tmp_path / "out", "--budget", "120", "--try", "switch_interval=1e-6"
+    )
+    assert data["status"] == "amplified", data["sentence"]
+    assert data["perturbation"] == "switch_interval=1e-06"
+    winner = _rate(next(a for a in data["arms"] if a["perturbation"] == data["perturbation"]))  # type: ignore[attr-defined]
+    assert winner["matched"] / winner["attempts"] >= 0.2
+    assert winner["low"] > _rate(data["base"])["high"]
+    assert str(data["sentence"]).startswith("base ")
+    # The amplified spec reproduces at that rate, run as any spec.
+    matched, attempts = _rerun(cli, str(data["amplified_spec"]), tmp_path / "again", 16)
+    assert matched >= 2, f"{matched}/{attempts} against {winner}"
+
+
+def test_a_use_after_free_is_amplified_by_malloc_perturbation(
+    cli: Cli, tmp_path: Path, session_library: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ("--budget", "40", "--try", "malloc=perturb", "--try", "switch_interval=1e-6")
+    _, data = _amplify(cli, session_library, out, *args)
+    assert data["status"] == "amplified", data["sentence"]
+    assert data["perturbation"] == "malloc=perturb"
+    assert _rate(data["base"])["matched"] == 0  # plain runs never crash
+    winner = _rate(next(a for a in data["arms"] if a["perturbation"] == "malloc=perturb"))  # type: ignore[attr-defined]
+    assert winner["low"] >= 0.2
+    amplified = Path(str(data["amplified_spec"]))
+    assert "malloc: perturb" in amplified.read_text()
+    assert (amplified.parent / "amplify.md").read_text().splitlines()[2].startswith("**base 0/")
+    assert _rerun(cli, str(amplified), tmp_path / "again", 4) == (4, 4)
+    # The same command again resumes from the stored probes: nothing new runs.
+    _, resumed = _amplify(cli, session_library, out, *args)
+    stored = json.loads((amplified.parent / "state.json").read_text())["probes"]
+    assert resumed["reused"] == len(stored)
+    assert resumed["runs"] == data["runs"]
+    assert resumed["sentence"] == data["sentence"]
+
+
+def test_a_different_crash_under_a_perturbation_is_reported_not_counted(
+    cli: Cli, tmp_path: Path, session_library: Path
+) -> None:
+    # The spec expects an abort; malloc perturbation brings a segfault: not this bug.
+    args = ("--budget", "16", "--try", "malloc=perturb", "--set", "expect.signal=SIGABRT")
+    result, data = _amplify(cli, session_library, tmp_path / "out", *args)
+    assert result.code == 1
+    assert data["status"] == "not-amplified"
+    (arm,) = (a for a in data["arms"] if a["perturbation"] == "malloc=perturb")  # type: ignore[attr-defined]
+    assert arm["matched"] == 0
+    assert arm["other"] == 8
+    assert "crash SIGSEGV" in arm["other_failures"][0]["outcome"]
+
+
+def test_an_oom_path_is_amplified_by_a_memory_limit(cli: Cli, tmp_path: Path) -> None:
+    folder, why = make_memory_cgroup(2**30, f"reprospec-probe-{os.getpid()}")
+    if folder is None:
+        pytest.skip(f"no memory cgroup can be made here: {why}")
+    remove_cgroup(folder)
+    spec = _copy(tmp_path, "oom.yaml", "oom.py")
+    _, data = _amplify(
+        cli,
+        spec,
+        tmp_path / "out",
+        "--budget",
+        "40",
+        "--try",
+        "memory_limit=200M",
+        "--try",
+        "gc=aggressive",
+    )
+    assert data["status"] == "amplified", data["sentence"]
+    assert data["perturbation"] == "memory_limit=200M"
+    assert _rate(data["base"])["matched"] == 0
+    assert _rerun(cli, str(data["amplified_spec"]), tmp_path / "again", 3) == (3, 3)
+
+
+def test_usage_errors_say_what_is_wrong(cli: Cli, tmp_path: Path) -> None:
+    spec = _copy(tmp_path, "race.yaml", "race.py")
+    result = cli("amplify", str(spec), "--out", str(tmp_path), "--try", "switch_intervall=1e-6")
+    assert result.code == 2
+    assert "perhaps you meant 'switch_interval'" in result.stderr
+    result = cli("amplify", str(spec), "--out", str(tmp_path), "--try", "cpus=zero")
+    assert result.code == 2
+    assert "--try cpus=zero" in result.stderr
+    result = cli(
+        "amplify",
+        str(spec),
+        "--out",
+        str(tmp_path),
+        "--set",
+        "expect.outcome=pass",
+        "--set",
+        "~expect.exception",
+        "--set",
+        "~expect.message",
+    )
+    assert result.code == 2, result.stderr
+    assert "amplify needs the cell's expect to say how it fails" in result.stderr
+
+
+def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path: Path) -> None:
+    shutil.copy(DATA / "race.py", tmp_path / "race.py")
+    spec = tmp_path / "race-matrix.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: cache-race-threads\n"
+        "command: python race.py 2000 4 ${{ matrix.threads }}\n"
+        "matrix:\n  threads: [2, 1]\nenvironment:\n  workdir: .\nrun:\n  timeout: 60s\n"
+        "expect:\n  outcome: error\n  exception: RuntimeError\n"
+        "  cases:\n    - when: {threads: 1}\n      outcome: pass\n"
+    )
+    _, found = _amplify(
+        cli,
+        spec,
+        tmp_path / "out",
+        "-m",
+        "threads=2",
+        "--budget",
+        "80",
+        "--try",
+        "switch_interval=1e-6",
+    )
+    assert found["status"] == "amplified", found["sentence"]
+    result = cli(
+        "isolate",
+        str(spec),
+        "--out",
+        str(tmp_path / "out"),
+        "-j",
+        "2",
+        "--amplify",
+        str(found["folder"]),
+        timeout=600,
+    )
+    assert result.code == 0, result.stderr + result.stdout
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("amplified: found under environment.perturb (switch_interval=1e-06)")
+    assert "threads" in result.stdout.splitlines()[1]
+    (folder,) = (tmp_path / "out" / "isolate").iterdir()
+    assert "amplified: found under" in (folder / "isolate.md").read_text().splitlines()[4]

@@ -1,0 +1,164 @@
+"""environment.perturb applied to real attempts: what the child sees, what is recorded, refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.sections import AGGRESSIVE_GC, Perturb, SectionError
+from reprospec.perturb.apply import make_memory_cgroup, remove_cgroup
+from tests.support.cli import Cli
+
+# What the attempt's interpreter sees, one line of JSON.
+PROBE = r"""
+import gc, json, os, sys, time
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+time.sleep(0.3)  # the competitors have started
+print(json.dumps({
+    "switch": sys.getswitchinterval(),
+    "gc": list(gc.get_threshold()),
+    "hash_seed": os.environ.get("PYTHONHASHSEED"),
+    "perturb": os.environ.get("MALLOC_PERTURB_"),
+    "tunables": os.environ.get("GLIBC_TUNABLES"),
+    "cpus": sorted(os.sched_getaffinity(0)),
+    "nice": os.nice(0),
+    "omp": os.environ.get("OMP_NUM_THREADS"),
+    "competitors": sum(
+        1 for pid in os.listdir("/proc") if pid.isdigit() and b"perturb/load.py" in cmdline(pid)
+    ),
+}))
+"""
+
+
+def _spec(tmp_path: Path, perturb: str, *, matrix: str = "") -> Path:
+    (tmp_path / "probe.py").write_text(PROBE)
+    spec = tmp_path / "probe.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: probe\ncommand: python probe.py\n"
+        f"{matrix}environment:\n  workdir: .\n  perturb:\n{perturb}"
+        "expect:\n  outcome: pass\n"
+    )
+    return spec
+
+
+def _run_folder(out: Path) -> Path:
+    (run,) = (out / "runs").iterdir()
+    return run
+
+
+def _results(out: Path) -> dict[str, object]:
+    data = json.loads((_run_folder(out) / "results.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _seen(out: Path) -> list[dict[str, object]]:
+    data = _results(out)
+    seen = []
+    for cell in data["cells"]:  # type: ignore[attr-defined]
+        for attempt in cell["attempts"]:
+            log = _run_folder(out) / attempt["logs"] / "stdout.log"
+            seen.append(json.loads(log.read_text().strip().splitlines()[-1]))
+    return seen
+
+
+def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path: Path) -> None:
+    spec = _spec(
+        tmp_path,
+        "    switch_interval: 1.0e-6\n    gc: aggressive\n    hash_seed: 7\n"
+        "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n"
+        "    torch: {num_threads: 2}\n",
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr + result.stdout
+    (seen,) = _seen(result.out)
+    assert seen["switch"] == pytest.approx(1e-6)
+    assert seen["gc"] == list(AGGRESSIVE_GC)
+    assert seen["hash_seed"] == "7"
+    assert seen["perturb"] == "165"
+    assert "glibc.malloc.tcache_count=0" in str(seen["tunables"])
+    assert seen["cpus"] == [min(os.sched_getaffinity(0))]
+    assert seen["nice"] == os.nice(0) + 5 or seen["nice"] == 5
+    assert seen["omp"] == "2"
+    assert seen["competitors"] == 3  # the load helper and its two spinners
+    data = _results(result.out)
+    (attempt,) = data["cells"][0]["attempts"]  # type: ignore[index]
+    recorded = " ".join(attempt["perturbed"])
+    for phrase in ("switch_interval=1e-06", "gc=aggressive", "malloc=perturb", "cpus=", "nice=5"):
+        assert phrase in recorded
+    # The report says under its headline that the run was amplified, and how.
+    report = (_run_folder(result.out) / "report.md").read_text().splitlines()
+    assert report[5].startswith("> **Amplified:** attempts ran under `environment.perturb`")
+    assert "switch_interval=1e-06" in report[5]
+    # The competitors died with the attempt.
+    assert not [
+        p for p in Path("/proc").iterdir() if p.name.isdigit() and b"perturb/load.py" in _cmdline(p)
+    ]
+
+
+def _cmdline(folder: Path) -> bytes:
+    try:
+        return (folder / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_a_perturbation_is_a_matrix_axis(cli: Cli, tmp_path: Path) -> None:
+    spec = _spec(
+        tmp_path,
+        "    switch_interval: ${{ matrix.interval }}\n",
+        matrix="matrix:\n  interval: [0.005, 1.0e-6]\n",
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr
+    assert sorted(float(str(s["switch"])) for s in _seen(result.out)) == pytest.approx(
+        [1e-6, 0.005]
+    )
+
+
+def test_a_perturbation_the_machine_cannot_apply_is_an_infra_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, "    cpus: [4096]\n")
+    result = cli("run", str(spec))
+    assert result.code == 3, result.stdout
+    assert "perturb.cpus=4096 not applied: CPU(s) 4096 not available" in result.stdout
+
+
+def test_wrong_values_are_located_errors(cli: Cli, tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "    malloc: loud\n    switch_intreval: 1\n")
+    result = cli("validate", str(spec))
+    assert result.code == 2
+    assert "probe.yaml:8" in result.stdout + result.stderr
+    assert "switch_interval" in result.stdout + result.stderr  # did you mean
+    with pytest.raises(SectionError) as caught:
+        Perturb.from_section({"nice": 40})
+    assert caught.value.path == ("environment", "perturb", "nice")
+
+
+def test_settings_read_back_as_the_spec_writes_them() -> None:
+    section = {"switch_interval": 1e-6, "cpus": [1, 0], "memory_limit": "64m", "gc": 10}
+    perturb = Perturb.from_section(section)
+    assert perturb.cpus == (0, 1)
+    assert Perturb.from_section(perturb.to_json()) == perturb
+    assert "memory_limit=64.0 MiB" in perturb.describe()
+
+
+def test_a_memory_cgroup_is_made_and_removed_or_says_why_not() -> None:
+    folder, how = make_memory_cgroup(64 * 2**20, f"reprospec-test-{os.getpid()}")
+    if folder is None:
+        assert how  # the reason, for the report
+        pytest.skip(f"no memory cgroup here: {how}")
+    assert folder.is_dir()
+    remove_cgroup(folder)
+    assert not folder.exists()

@@ -1,0 +1,155 @@
+"""The amplification search against seeded simulated arms: the winner, combinations, limits."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+
+import pytest
+
+from reprospec.amplify.search import Amplification, AmplifyResult, Arm, Probe, Settings
+from reprospec.isolation import AttemptKind
+
+SI = Arm((("switch_interval", 1e-6),), "single")
+CPUS = Arm((("cpus", 1),), "single")
+GC = Arm((("gc", "aggressive"),), "single")
+MALLOC = Arm((("malloc", "perturb"),), "single")
+
+Rates = Callable[[Arm], tuple[float, float]]  # (match rate, other-failure rate)
+
+
+def fixed(rates: Mapping[str, float], others: Mapping[str, float] | None = None) -> Rates:
+    return lambda arm: (rates.get(arm.label, rates["base"]), (others or {}).get(arm.label, 0.0))
+
+
+def simulate(
+    singles: list[Arm],
+    rates: Rates,
+    seed: int,
+    settings: Settings | None = None,
+    infra: frozenset[str] = frozenset(),
+) -> tuple[AmplifyResult, list[Probe]]:
+    rng = random.Random(seed)
+    search = Amplification(singles, settings or Settings(budget=300, step=4))
+    asked: list[Probe] = []
+    while search.result is None:
+        for probe in search.next_probes():
+            asked.append(probe)
+            arm = search.arms[probe.arm]
+            if arm.label in infra:
+                search.record(probe, ["infra"] * probe.attempts, reason="cannot apply")
+                continue
+            match, other = rates(arm)
+            kinds: list[AttemptKind] = []
+            phrases: list[str] = []
+            for _ in range(probe.attempts):
+                roll = rng.random()
+                if roll < match:
+                    kinds.append("match")
+                elif roll < match + other:
+                    kinds.append("other")
+                    phrases.append("crash SIGABRT")
+                else:
+                    kinds.append("pass")
+            search.record(probe, kinds, phrases)
+    assert search.result is not None
+    return search.result, asked
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_one_perturbation_that_matters_is_named_within_300_attempts(seed: int) -> None:
+    result, _ = simulate(
+        [SI, CPUS, GC, MALLOC], fixed({"base": 0.02, "switch_interval=1e-06": 0.35}), seed
+    )
+    assert result.status == "amplified"
+    assert result.winner is not None
+    assert result.winner.arm.label == "switch_interval=1e-06"
+    assert result.winner.rate.low >= 0.2 - 0.05
+    assert result.winner.rate.low > result.base.rate.high
+    assert result.used <= 300
+
+
+def test_attempts_go_where_the_upper_bound_is_high_not_evenly() -> None:
+    result, _ = simulate(
+        [SI, CPUS, GC, MALLOC], fixed({"base": 0.0, "switch_interval=1e-06": 0.5}), seed=1
+    )
+    by_label = {a.arm.label: a.tally.attempts for a in result.arms}
+    # The useless arms stop near their first attempts; the winner gets the most.
+    assert by_label["switch_interval=1e-06"] == max(by_label.values())
+    assert by_label["gc=aggressive"] < by_label["switch_interval=1e-06"]
+    assert result.established
+
+
+def test_nothing_helps_is_not_amplified_and_spends_at_most_the_budget() -> None:
+    result, _ = simulate([SI, CPUS], fixed({"base": 0.0}), seed=2, settings=Settings(budget=60))
+    assert result.status == "not-amplified"
+    assert result.best is None
+    assert result.used == 60
+
+
+def test_two_perturbations_that_help_together_are_combined() -> None:
+    def rates(arm: Arm) -> tuple[float, float]:
+        fields = arm.fields
+        if {"switch_interval", "cpus"} <= fields:
+            return 0.7, 0.0
+        if fields & {"switch_interval", "cpus"}:
+            return 0.25, 0.0
+        return 0.01, 0.0
+
+    result, _ = simulate([SI, CPUS, GC], rates, seed=3)
+    assert result.status == "amplified"
+    assert result.winner is not None
+    assert result.winner.arm.role == "combined"
+    assert result.winner.arm.fields == {"switch_interval", "cpus"}
+
+
+def test_a_different_failure_does_not_count_and_is_reported() -> None:
+    result, _ = simulate(
+        [SI, MALLOC],
+        fixed({"base": 0.0}, others={"malloc=perturb": 0.6}),
+        seed=4,
+        settings=Settings(budget=80),
+    )
+    assert result.status == "not-amplified"
+    malloc = next(a for a in result.arms if a.arm.label == "malloc=perturb")
+    assert malloc.rate.matched == 0
+    assert malloc.tally.other > 0
+    assert malloc.others[0][0] == "crash SIGABRT"
+
+
+def test_a_perturbation_that_cannot_be_applied_is_dropped_with_its_reason() -> None:
+    result, asked = simulate(
+        [SI, CPUS],
+        fixed({"base": 0.0, "switch_interval=1e-06": 0.5}),
+        seed=5,
+        infra=frozenset({"cpus=1"}),
+    )
+    cpus = next(a for a in result.arms if a.arm.label == "cpus=1")
+    assert cpus.dropped
+    assert cpus.infra_reason == "cannot apply"
+    assert sum(p.attempts for p in asked if p.arm == 2) <= Settings().first
+    assert result.status == "amplified"
+
+
+def test_the_base_that_cannot_run_is_an_infra_error() -> None:
+    result, _ = simulate([SI], fixed({"base": 0.0}), seed=6, infra=frozenset({"base"}))
+    assert result.status == "infra-error"
+    assert result.note == "cannot apply"
+
+
+def test_the_same_records_ask_the_same_probes() -> None:
+    # What resuming relies on: replaying the stored answers asks for exactly them again.
+    rates = fixed({"base": 0.05, "cpus=1": 0.3})
+    _, first = simulate([SI, CPUS], rates, seed=7)
+    _, second = simulate([SI, CPUS], rates, seed=7)
+    assert first == second
+
+
+def test_the_base_is_measured_first_and_labels_read_as_settings() -> None:
+    search = Amplification([SI, CPUS], Settings(step=4, first=8))
+    assert search.next_probes() == [Probe(0, 4)]
+    assert Arm((("switch_interval", 1e-6), ("cpus", [0, 1])), "combined").label == (
+        "switch_interval=1e-06 + cpus=0,1"
+    )
+    with pytest.raises(ValueError, match="twice"):
+        Amplification([SI, SI])
