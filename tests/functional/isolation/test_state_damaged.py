@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_isolate_cli import isolate
+from tests.functional.commands.test_isolate import isolate
 
 
 def test_a_damaged_state_file_is_refused_named(tmp_path: Path) -> None:
