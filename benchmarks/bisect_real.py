@@ -30,9 +30,26 @@ SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
 
 
 def bisect(out: Path, runner: str) -> tuple[float, dict[str, object]]:
-    argv = [sys.executable, "-m", "reprospec", "bisect", str(SPEC), "--package", "sqlparse",
-            "--good", "0.2.0", "--bad", "0.4.2", "--runner", runner, "--format", "json",
-            "--fresh", "--out", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "reprospec",
+        "bisect",
+        str(SPEC),
+        "--package",
+        "sqlparse",
+        "--good",
+        "0.2.0",
+        "--bad",
+        "0.4.2",
+        "--runner",
+        runner,
+        "--format",
+        "json",
+        "--fresh",
+        "--out",
+        str(out),
+    ]
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -55,9 +72,11 @@ def main() -> int:
         assert isinstance(tested, list)
         right = result["first_bad"] == "0.3.1" and result["last_good"] == "0.3.0"
         ok = ok and right
-        print(f"{label}: first bad {result['first_bad']} (last good {result['last_good']}) "
-              f"{'right' if right else 'WRONG'}; {result['attempts']} attempts over "
-              f"{len(tested)} of 10 releases; {wall:.1f} s wall")
+        print(
+            f"{label}: first bad {result['first_bad']} (last good {result['last_good']}) "
+            f"{'right' if right else 'WRONG'}; {result['attempts']} attempts over "
+            f"{len(tested)} of 10 releases; {wall:.1f} s wall"
+        )
     return 0 if ok else 1
 
 

@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from reprospec.bisect.search import DEFAULT_ERROR, Trial, bisect
 
 
-def simulate(versions: int, rate: float, trials: int, seed: int, error: float,
-             budget: int, skip: float) -> dict[str, float]:
+def simulate(
+    versions: int, rate: float, trials: int, seed: int, error: float, budget: int, skip: float
+) -> dict[str, float]:
     rng = random.Random(seed)
     names = [f"1.{i}" for i in range(versions)]
     right = undecided = refused = 0
@@ -36,8 +37,13 @@ def simulate(versions: int, rate: float, trials: int, seed: int, error: float,
         broken = {i for i in range(1, versions - 1) if i != first_bad and rng.random() < skip}
         made = [0]
 
-        def oracle(version: str, n: int, first_bad: int = first_bad,
-                   broken: set[int] = broken, made: list[int] = made) -> Trial:
+        def oracle(
+            version: str,
+            n: int,
+            first_bad: int = first_bad,
+            broken: set[int] = broken,
+            made: list[int] = made,
+        ) -> Trial:
             made[0] += 1
             index = names.index(version)
             if index in broken:
@@ -76,22 +82,33 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--error", type=float, default=DEFAULT_ERROR)
     parser.add_argument("--budget", type=int, default=1000)
-    parser.add_argument("--skip", type=float, default=0.0,
-                        help="fraction of middle versions that cannot be installed")
+    parser.add_argument(
+        "--skip",
+        type=float,
+        default=0.0,
+        help="fraction of middle versions that cannot be installed",
+    )
     args = parser.parse_args()
-    print(f"{args.versions} versions, {args.trials} trials, stated error {args.error:g}, "
-          f"{args.skip:.0%} untestable")
-    print(f"{'rate':>5} {'right':>7} {'undecided':>9} {'attempts':>9} {'p95':>5} {'max':>5} "
-          f"{'calls':>6} {'s/trial':>8}")
+    print(
+        f"{args.versions} versions, {args.trials} trials, stated error {args.error:g}, "
+        f"{args.skip:.0%} untestable"
+    )
+    print(
+        f"{'rate':>5} {'right':>7} {'undecided':>9} {'attempts':>9} {'p95':>5} {'max':>5} "
+        f"{'calls':>6} {'s/trial':>8}"
+    )
     ok = True
     for rate in args.rate:
         start = time.perf_counter()
-        got = simulate(args.versions, rate, args.trials, args.seed, args.error, args.budget,
-                       args.skip)
+        got = simulate(
+            args.versions, rate, args.trials, args.seed, args.error, args.budget, args.skip
+        )
         per = (time.perf_counter() - start) / args.trials
-        print(f"{rate:>5.2f} {got['right']:>7.1%} {got['undecided']:>9.1%} "
-              f"{got['mean_attempts']:>9.1f} {got['p95_attempts']:>5} {got['max_attempts']:>5} "
-              f"{got['mean_calls']:>6.1f} {per:>8.3f}")
+        print(
+            f"{rate:>5.2f} {got['right']:>7.1%} {got['undecided']:>9.1%} "
+            f"{got['mean_attempts']:>9.1f} {got['p95_attempts']:>5} {got['max_attempts']:>5} "
+            f"{got['mean_calls']:>6.1f} {per:>8.3f}"
+        )
         if args.versions == 64 and rate == 0.3:
             ok = got["right"] >= 0.99 and got["mean_attempts"] <= 50
             print(f"goal (>= 99% right, <= 50 attempts on average): {'met' if ok else 'MISSED'}")

@@ -38,12 +38,18 @@ WORKLOAD = {
 }
 
 
-def plan(workdir: Path, n: int, argv: Sequence[str] | None, workload: Mapping[str, Any] | None
-         ) -> AttemptPlan:
+def plan(
+    workdir: Path, n: int, argv: Sequence[str] | None, workload: Mapping[str, Any] | None
+) -> AttemptPlan:
     job: Job = Workload(dict(workload)) if workload is not None else Command(tuple(argv or ()))
     return AttemptPlan(
-        spec_name="bench", cell=Cell(id="c", index=0, matrix={}), attempt=n, job=job,
-        timeout_s=120.0, markers=(), environment=Environment(workdir=workdir),
+        spec_name="bench",
+        cell=Cell(id="c", index=0, matrix={}),
+        attempt=n,
+        job=job,
+        timeout_s=120.0,
+        markers=(),
+        environment=Environment(workdir=workdir),
         expectation=Expectation(outcome="pass"),
     )
 

@@ -68,8 +68,10 @@ def main() -> int:
         assert not packages.mismatches(request.packages, installed)
 
     switches = [timed(lambda r=requests[i % 2]: switch(r)) for i in range(args.rounds * 2)]
-    print(f"switch to another cached environment (lookup + check in the child): "
-          f"{statistics.median(switches) * 1000:.0f} ms (goal <= 2000 ms)")
+    print(
+        f"switch to another cached environment (lookup + check in the child): "
+        f"{statistics.median(switches) * 1000:.0f} ms (goal <= 2000 ms)"
+    )
 
     spec = folder / "bench.yaml"
     spec.write_text(SPEC)
@@ -77,17 +79,29 @@ def main() -> int:
     env = {**os.environ, "REPROSPEC_ENVS": str(root), "NO_COLOR": "1"}
 
     def run(extra: list[str]) -> None:
-        subprocess.run([*base, *extra], cwd=ROOT, env=env, check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [*base, *extra],
+            cwd=ROOT,
+            env=env,
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
-    venv_runs = [timed(lambda v=v: run(["--runner", "venv", "-m", f"v={v}"]))
-                 for _ in range(args.rounds) for v in ("0.3.0", "0.3.1")]
-    local_runs = [timed(lambda: run(["-m", "v=0.3.0", "--set",
-                                     "environment.packages=[]"]))
-                  for _ in range(args.rounds)]
-    print(f"one-cell reprospec run, venv runner alternating cached environments: "
-          f"{statistics.median(venv_runs):.2f} s; local runner: "
-          f"{statistics.median(local_runs):.2f} s")
+    venv_runs = [
+        timed(lambda v=v: run(["--runner", "venv", "-m", f"v={v}"]))
+        for _ in range(args.rounds)
+        for v in ("0.3.0", "0.3.1")
+    ]
+    local_runs = [
+        timed(lambda: run(["-m", "v=0.3.0", "--set", "environment.packages=[]"]))
+        for _ in range(args.rounds)
+    ]
+    print(
+        f"one-cell reprospec run, venv runner alternating cached environments: "
+        f"{statistics.median(venv_runs):.2f} s; local runner: "
+        f"{statistics.median(local_runs):.2f} s"
+    )
 
     fresh = []
     for i in range(args.rounds):
@@ -97,10 +111,14 @@ def main() -> int:
     if args.torch:
         torch_request = venvs.EnvRequest(python, ("torch==2.13.0",), index)
         venvs.ensure_env(torch_request, folder / "torch-warm")
-        built = [timed(lambda i=i: venvs.ensure_env(torch_request, folder / f"torch-{i}"))
-                 for i in range(max(1, args.rounds // 2))]
-        print(f"new environment from uv's warm cache, torch 2.13.0 (+ its dependencies): "
-              f"{statistics.median(built):.2f} s")
+        built = [
+            timed(lambda i=i: venvs.ensure_env(torch_request, folder / f"torch-{i}"))
+            for i in range(max(1, args.rounds // 2))
+        ]
+        print(
+            f"new environment from uv's warm cache, torch 2.13.0 (+ its dependencies): "
+            f"{statistics.median(built):.2f} s"
+        )
     shutil.rmtree(folder, ignore_errors=True)
     return 0
 

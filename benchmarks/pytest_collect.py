@@ -26,11 +26,27 @@ _COLLECTED = re.compile(r"(\d+) tests? collected in ([0-9.]+)s|no tests collecte
 def collect(folder: Path) -> tuple[int, float]:
     """(items, seconds) as pytest reports them for `--collect-only` on `folder`."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "reprospec.pytest_plugin", "-p", "no:cacheprovider",
-         # hypothesis' plugin (if installed) imports all of hypothesis at the end: not ours.
-         "-p", "no:hypothesispytest",
-         "--reprospec", "--collect-only", "-q", "--rootdir", str(folder), str(folder)],
-        capture_output=True, text=True, cwd=folder,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "reprospec.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            # hypothesis' plugin (if installed) imports all of hypothesis at the end: not ours.
+            "-p",
+            "no:hypothesispytest",
+            "--reprospec",
+            "--collect-only",
+            "-q",
+            "--rootdir",
+            str(folder),
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=folder,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     match = _COLLECTED.search(proc.stdout)
@@ -62,9 +78,11 @@ def main() -> int:
         runs = [collect(folder) for _ in range(args.rounds)]
         items = {n for n, _ in runs}
         times = [t for _, t in runs]
-        print(f"{args.specs} specs, {items.pop()} items: collected in median "
-              f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}); "
-              f"an empty folder: {statistics.median(base):.2f} s")
+        print(
+            f"{args.specs} specs, {items.pop()} items: collected in median "
+            f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}); "
+            f"an empty folder: {statistics.median(base):.2f} s"
+        )
     return 0
 
 

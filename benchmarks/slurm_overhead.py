@@ -33,8 +33,9 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEM
 
 def slots() -> int:
     """CPUs of the partition's nodes: how many one-CPU tasks run at once."""
-    out = subprocess.run(["sinfo", "--noheader", "--format=%C"], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        ["sinfo", "--noheader", "--format=%C"], capture_output=True, text=True, check=True
+    ).stdout.split()
     return int(out[0].split("/")[-1])  # allocated/idle/other/total
 
 
@@ -42,14 +43,24 @@ def bare_array(tasks: int, logs: Path) -> float:
     """Seconds from sbatch to the end of the last of `tasks` `true` tasks."""
     begin = time.perf_counter()
     job = subprocess.run(
-        ["sbatch", "--parsable", f"--array=1-{tasks}", f"--output={logs}/bare-%a.out",
-         "--wrap", "true"],
-        capture_output=True, text=True, check=True,
+        [
+            "sbatch",
+            "--parsable",
+            f"--array=1-{tasks}",
+            f"--output={logs}/bare-%a.out",
+            "--wrap",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     while True:
         states = subprocess.run(
             ["squeue", "--noheader", "--array", "--states=all", f"--jobs={job}", "--format=%T"],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout.split()
         if len(states) >= tasks and all(s in ENDED for s in states):
             return time.perf_counter() - begin
@@ -58,8 +69,13 @@ def bare_array(tasks: int, logs: Path) -> float:
 
 def local_run(spec: Path, jobs: int, out: Path) -> float:
     begin = time.perf_counter()
-    proc = subprocess.run([*REPROSPEC, "run", str(spec), "-j", str(jobs), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, env=_env())
+    proc = subprocess.run(
+        [*REPROSPEC, "run", str(spec), "-j", str(jobs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+    )
     assert proc.returncode == 0, proc.stderr
     return time.perf_counter() - begin
 
@@ -67,9 +83,13 @@ def local_run(spec: Path, jobs: int, out: Path) -> float:
 def slurm_run(spec: Path, shards: int, out: Path) -> tuple[float, dict[str, object]]:
     """Seconds from `reprospec slurm` to the merged results.json, and those results."""
     begin = time.perf_counter()
-    proc = subprocess.run([*REPROSPEC, "slurm", str(spec), "--shards", str(shards),
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
-                          env=_env())
+    proc = subprocess.run(
+        [*REPROSPEC, "slurm", str(spec), "--shards", str(shards), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+    )
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = (out / "slurm").iterdir()
     merged = run_dir / "merged" / "runs"
@@ -110,30 +130,38 @@ def main() -> int:
         folder = Path(tmp)
         wall = bare_array(args.tasks, folder)
         rounds = math.ceil(args.tasks / n_slots)
-        print(f"bare Slurm: {args.tasks} `true` tasks on {n_slots} slot(s): {wall:.2f} s "
-              f"({wall / args.tasks:.2f} s per task, {wall / rounds:.2f} s per slot-round)")
+        print(
+            f"bare Slurm: {args.tasks} `true` tasks on {n_slots} slot(s): {wall:.2f} s "
+            f"({wall / args.tasks:.2f} s per task, {wall / rounds:.2f} s per slot-round)"
+        )
 
         spec = trivial_spec(folder, args.cells)
         local_run(spec, n_slots, folder / "warm")  # warm the environment-capture cache
         local = local_run(spec, n_slots, folder / "local")
-        print(f"local: reprospec run, {args.cells} cells x `python -c pass`, -j {n_slots}: "
-              f"{local:.2f} s")
+        print(
+            f"local: reprospec run, {args.cells} cells x `python -c pass`, -j {n_slots}: "
+            f"{local:.2f} s"
+        )
         for shards in sorted({n_slots, args.cells}):
             took, results = slurm_run(spec, shards, folder / f"slurm-{shards}")
             summary = results["summary"]
             assert isinstance(summary, dict), summary
             assert summary["reproduced"] == args.cells, summary
             rounds = math.ceil(shards / n_slots)
-            print(f"slurm: --shards {shards}: {took:.2f} s to the merged report "
-                  f"({took / local:.1f}x local; {(took - local) / rounds:.2f} s per task "
-                  f"slot-round over local, merge job included)")
+            print(
+                f"slurm: --shards {shards}: {took:.2f} s to the merged report "
+                f"({took / local:.1f}x local; {(took - local) / rounds:.2f} s per task "
+                f"slot-round over local, merge job included)"
+            )
 
         if args.workload:
             spec = ROOT / "specs" / "segfault.yaml"
             local = local_run(spec, 2, folder / "wl-local")
             took, _ = slurm_run(spec, 2, folder / "wl-slurm")
-            print(f"segfault.yaml: local -j 2 {local:.1f} s, slurm --shards 2 {took:.1f} s "
-                  f"({took / local:.2f}x)")
+            print(
+                f"segfault.yaml: local -j 2 {local:.1f} s, slurm --shards 2 {took:.1f} s "
+                f"({took / local:.2f}x)"
+            )
     return 0
 
 

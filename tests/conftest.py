@@ -14,8 +14,13 @@ from tests.support.cli import Cli, CliResult, run_cli
 def cli(tmp_path: Path) -> Cli:
     """Run `python -m reprospec ARGS` as a user would; `--out` defaults into tmp_path."""
 
-    def invoke(*args: str, env: dict[str, str] | None = None, timeout: float = 180,
-               cwd: Path | None = None, stdin: str | None = None) -> CliResult:
+    def invoke(
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 180,
+        cwd: Path | None = None,
+        stdin: str | None = None,
+    ) -> CliResult:
         return run_cli(tmp_path / "out", *args, env=env, timeout=timeout, cwd=cwd, stdin=stdin)
 
     return invoke

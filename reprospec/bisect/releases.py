@@ -26,13 +26,24 @@ def list_versions(name: str, index: IndexConfig, *, pre: bool = False) -> tuple[
     """Every version of `name` the configured index offers, oldest first (yanked ones left out)."""
     from packaging.version import InvalidVersion, Version
 
-    argv = [sys.executable, "-m", "pip", "index", "versions", name, "--json",
-            "--ignore-requires-python", "--disable-pip-version-check", *index.pip_args()]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        name,
+        "--json",
+        "--ignore-requires-python",
+        "--disable-pip-version-check",
+        *index.pip_args(),
+    ]
     if pre:
         argv.append("--pre")
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as exc:
         raise InfraError(f"listing the versions of {name} timed out after {TIMEOUT_S:g}s") from exc
     if done.returncode != 0:
@@ -59,8 +70,9 @@ def list_versions(name: str, index: IndexConfig, *, pre: bool = False) -> tuple[
     return tuple(text for _, text in sorted(parsed))
 
 
-def between(versions: Sequence[str], good: str, bad: str, *, pre: bool = False,
-            name: str = "the package") -> tuple[str, ...]:
+def between(
+    versions: Sequence[str], good: str, bad: str, *, pre: bool = False, name: str = "the package"
+) -> tuple[str, ...]:
     """The versions from `good` to `bad`, both included, in that direction.
 
     `good` may be newer than `bad` (bisecting for the release that fixed something
@@ -78,14 +90,19 @@ def between(versions: Sequence[str], good: str, bad: str, *, pre: bool = False,
         if end not in by_version:
             near = sorted(by_version, key=lambda v: abs(_distance(v, end)))[:3]
             hint = ", ".join(by_version[v] for v in sorted(near))
-            raise UsageError(f"{label} {end} is not a released version of {name} on the "
-                             f"configured index; nearby: {hint or 'none'}")
+            raise UsageError(
+                f"{label} {end} is not a released version of {name} on the "
+                f"configured index; nearby: {hint or 'none'}"
+            )
     if low == high:
         raise UsageError("--good and --bad are the same version")
     ascending = low < high
     lo, hi = (low, high) if ascending else (high, low)
-    chosen = [v for v in sorted(by_version)
-              if lo <= v <= hi and (pre or not v.is_prerelease or v in (low, high))]
+    chosen = [
+        v
+        for v in sorted(by_version)
+        if lo <= v <= hi and (pre or not v.is_prerelease or v in (low, high))
+    ]
     if not ascending:
         chosen.reverse()
     return tuple(by_version[v] for v in chosen)
@@ -98,8 +115,9 @@ def _distance(a: object, b: object) -> float:
     assert isinstance(b, Version)
     parts_a = [*a.release, 0, 0, 0][:3]
     parts_b = [*b.release, 0, 0, 0][:3]
-    return sum((x - y) * 1000.0 ** (2 - i) for i, (x, y) in
-               enumerate(zip(parts_a, parts_b, strict=True)))
+    return sum(
+        (x - y) * 1000.0 ** (2 - i) for i, (x, y) in enumerate(zip(parts_a, parts_b, strict=True))
+    )
 
 
 def days_between(start: str, end: str) -> tuple[str, ...]:

@@ -288,8 +288,7 @@ def _choose(counts: _Counts, post: Sequence[float]) -> int:
         upto = min(k, live - 1) + 1
         p_fail = sum(post[j] * mean(*suffix[j]) for j in range(upto) if post[j])
         after_fail = _entropy_of_logs([marginal(f + 1, s) for f, s in suffix[:upto]])
-        after_clean = _entropy_of_logs(
-            [marginal(f, s + 1) for f, s in suffix[:upto]] + logs[upto:])
+        after_clean = _entropy_of_logs([marginal(f, s + 1) for f, s in suffix[:upto]] + logs[upto:])
         value = p_fail * after_fail + (1 - p_fail) * after_clean
         if value < best_value - 1e-12:
             best, best_value = k, value
@@ -369,11 +368,27 @@ def bisect(
         # Cheap when the bad end fails early, as it should: only a passing end pays it.
         end_attempts = attempts_to_see(min_rate, error / 5)
 
-    def finish(status: Status, reason: str, answer: int | None = None,
-               counts: _Counts | None = None, alive: Sequence[str] = (),
-               confidence: float = 0.0) -> BisectResult:
-        return _result(status, reason, versions, trials, alive, counts, answer, confidence,
-                       error, spent(), min_rate)
+    def finish(
+        status: Status,
+        reason: str,
+        answer: int | None = None,
+        counts: _Counts | None = None,
+        alive: Sequence[str] = (),
+        confidence: float = 0.0,
+    ) -> BisectResult:
+        return _result(
+            status,
+            reason,
+            versions,
+            trials,
+            alive,
+            counts,
+            answer,
+            confidence,
+            error,
+            spent(),
+            min_rate,
+        )
 
     # 1. The bad end must reproduce.
     seen = trials[bad]
@@ -382,8 +397,11 @@ def bisect(
     if seen.attempts == 0 and seen.infra_error:
         return finish("refused", f"the bad end {bad} cannot be tested: {seen.infra_error}")
     if seen.matched == 0:
-        return finish("refused", f"the bad end {bad} did not reproduce in {seen.attempts} "
-                      f"attempt(s); seen: {_seen(seen)}")
+        return finish(
+            "refused",
+            f"the bad end {bad} did not reproduce in {seen.attempts} "
+            f"attempt(s); seen: {_seen(seen)}",
+        )
     # 2. The good end must not, in as many attempts as the bad end needed to.
     needed = max(1, seen.attempts // max(1, seen.matched))
     seen = trials[good]
@@ -392,8 +410,11 @@ def bisect(
     if seen.attempts == 0 and seen.infra_error:
         return finish("refused", f"the good end {good} cannot be tested: {seen.infra_error}")
     if seen.matched:
-        return finish("refused", f"the good end {good} reproduces too: {seen.matched} "
-                      f"matching failure(s) in {seen.attempts} attempt(s); seen: {_seen(seen)}")
+        return finish(
+            "refused",
+            f"the good end {good} reproduces too: {seen.matched} "
+            f"matching failure(s) in {seen.attempts} attempt(s); seen: {_seen(seen)}",
+        )
 
     # 3. Bisect among the versions that can be tested.
     while True:
@@ -405,19 +426,30 @@ def bisect(
         n_bad = sum(trials[v].attempts for v in alive[lowest:])
         used = round(min(0.99, max(min_rate, wilson_lower(f_bad, n_bad, RATE_Z))), 3)
         model = models.setdefault(used, RateModel(used))
-        counts = _Counts([trials[v].matched for v in alive],
-                         [trials[v].attempts - trials[v].matched for v in alive], model)
+        counts = _Counts(
+            [trials[v].matched for v in alive],
+            [trials[v].attempts - trials[v].matched for v in alive],
+            model,
+        )
         post = counts.posterior()
         best = max(range(len(post)), key=post.__getitem__)
         if post[best] >= 1 - error:
             if best == 0:
-                return finish("refused", f"the good end {good} reproduces too", best, counts,
-                              alive, post[best])
+                return finish(
+                    "refused",
+                    f"the good end {good} reproduces too",
+                    best,
+                    counts,
+                    alive,
+                    post[best],
+                )
             return finish("found", "", best, counts, alive, post[best])
         total = spent()
         if total >= budget:
-            reason = (f"budget of {budget} attempts spent; best guess {alive[best]} "
-                      f"with probability {post[best]:.2f}")
+            reason = (
+                f"budget of {budget} attempts spent; best guess {alive[best]} "
+                f"with probability {post[best]:.2f}"
+            )
             return finish("undecided", reason, best, counts, alive, post[best])
         k = _choose(counts, post)
         n = min(_batch(counts, k, max_batch, error), budget - total)
@@ -496,8 +528,18 @@ def _result(
             state = "good"
         else:
             state = "unsure"
-        evidence.append(VersionEvidence(version, state, trial.attempts, trial.matched, p_good,
-                                        trial.infra_error, trial.signatures, trial.runs))
+        evidence.append(
+            VersionEvidence(
+                version,
+                state,
+                trial.attempts,
+                trial.matched,
+                p_good,
+                trial.infra_error,
+                trial.signatures,
+                trial.runs,
+            )
+        )
     first_bad = last_good = None
     between: tuple[str, ...] = ()
     if answer is not None and alive and status != "refused":
@@ -505,20 +547,40 @@ def _result(
         last_good = alive[answer - 1] if answer > 0 else None
         if last_good is not None:
             low, high = versions.index(last_good), versions.index(first_bad)
-            between = tuple(versions[low + 1:high])
-    known_bad = [e for e in evidence if first_bad is not None
-                 and versions.index(e.version) >= versions.index(first_bad)]
+            between = tuple(versions[low + 1 : high])
+    known_bad = [
+        e
+        for e in evidence
+        if first_bad is not None and versions.index(e.version) >= versions.index(first_bad)
+    ]
     rate = (sum(e.matched for e in known_bad), sum(e.attempts for e in known_bad))
     warnings: list[str] = []
     if rate[1] and wilson_upper(*rate) < min_rate:
         warnings.append(
             f"the measured rate at the bad versions, {rate[0]}/{rate[1]}, is below the assumed "
             f"minimum rate {min_rate:g}: the error may be larger than stated; rerun with a "
-            f"lower minimum rate")
-    result = BisectResult(status, first_bad, last_good, confidence, attempts, reason,
-                          tuple(evidence), between, rate, error, min_rate, tuple(warnings))
+            f"lower minimum rate"
+        )
+    result = BisectResult(
+        status,
+        first_bad,
+        last_good,
+        confidence,
+        attempts,
+        reason,
+        tuple(evidence),
+        between,
+        rate,
+        error,
+        min_rate,
+        tuple(warnings),
+    )
     if status == "found" and between:
-        result = replace(result, reason=(
-            f"{', '.join(between)} could not be tested; the regression may have come with "
-            + ("it" if len(between) == 1 else "one of them")))
+        result = replace(
+            result,
+            reason=(
+                f"{', '.join(between)} could not be tested; the regression may have come with "
+                + ("it" if len(between) == 1 else "one of them")
+            ),
+        )
     return result

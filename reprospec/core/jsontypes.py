@@ -17,7 +17,6 @@ JsonObject: TypeAlias = "dict[str, JsonValue]"
 JsonPath: TypeAlias = "tuple[str | int, ...]"
 
 
-
 # Reading a document back (results.json, the store's JSON columns): each accessor takes
 # whatever is at a key and gives the type the reader needs, or the default when the value
 # is absent or of another JSON type. A file written by an older or newer engine, or edited

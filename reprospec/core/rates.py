@@ -79,5 +79,3 @@ def rate_decided(rate: Rate, bound: RateBound) -> bool:
     For `run.repeat: auto`: keep adding attempts while this is False (up to a cap).
     """
     return judge_rate(rate, bound) != "undecided"
-
-

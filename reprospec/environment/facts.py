@@ -1,6 +1,6 @@
 """A captured environment as flat dotted fields: what the store fingerprints and `compare` diffs.
 
-    {"torch": {"version": "2.13.0"}}  ->  {"torch.version": "2.13.0"}
+{"torch": {"version": "2.13.0"}}  ->  {"torch.version": "2.13.0"}
 """
 
 from __future__ import annotations

@@ -86,11 +86,13 @@ def probe_environment(
     """
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
     if not with_torch and not cuda:
-        return _capture(python, [*args, "--package", "torch", "--no-torch"], harness_root,
-                        extra_env)
+        return _capture(
+            python, [*args, "--package", "torch", "--no-torch"], harness_root, extra_env
+        )
     if torch_cache is not None and not cuda:
-        fresh = _capture(python, [*args, "--package", "torch", "--no-torch"], harness_root,
-                         extra_env)
+        fresh = _capture(
+            python, [*args, "--package", "torch", "--no-torch"], harness_root, extra_env
+        )
         cache_file = torch_cache / f"torch-{_torch_key(python, fresh, extra_env)}.json"
         try:
             fresh["torch"] = json.loads(cache_file.read_text())

@@ -29,7 +29,6 @@ import gzip
 import hashlib
 import io
 import json
-import math
 import os
 import re
 import shutil

@@ -140,9 +140,7 @@ def differences(passing: Config, failing: Config) -> tuple[Difference, ...]:
     return tuple(out)
 
 
-def mix(
-    passing: Config, diffs: Sequence[Difference], chosen: Iterable[int]
-) -> dict[str, Setting]:
+def mix(passing: Config, diffs: Sequence[Difference], chosen: Iterable[int]) -> dict[str, Setting]:
     """The passing configuration with the chosen differences set to the failing side's values."""
     config = dict(passing)
     for index in chosen:

@@ -145,9 +145,7 @@ class Hypotheses:
         failure rules out more).
         """
         top_mask = self.masks[belief.top[0]]
-        live = [
-            (self.masks[i], self.bits[i], p) for i, p in belief.ranked if p >= NEGLIGIBLE
-        ]
+        live = [(self.masks[i], self.bits[i], p) for i, p in belief.ranked if p >= NEGLIGIBLE]
         flips = [i for i in range(self.count) if universe >> i & 1]
         best: tuple[float, int, int] | None = None
         for start in dict.fromkeys((top_mask & universe, universe)):

@@ -242,9 +242,11 @@ class Isolation:
             return False
         now = self._checks_needed(belief, answer, rate)
         seen = matched / ran
-        after = 1 + seen * self._checks_needed(
-            belief, answer, self._rate_from(matched + 1, ran + 1)
-        ) + (1 - seen) * self._checks_needed(belief, answer, self._rate_from(matched, ran + 1))
+        after = (
+            1
+            + seen * self._checks_needed(belief, answer, self._rate_from(matched + 1, ran + 1))
+            + (1 - seen) * self._checks_needed(belief, answer, self._rate_from(matched, ran + 1))
+        )
         return after < now
 
     def _checks_needed(self, belief: Belief, answer: int, rate: float) -> float:
@@ -255,9 +257,7 @@ class Isolation:
         needed = 0.0
         for x in members(answer):
             smaller = answer & ~(1 << x)
-            rivals = sum(
-                p for i, p in belief.ranked if self.model.masks[i] & ~smaller == 0
-            )
+            rivals = sum(p for i, p in belief.ranked if self.model.masks[i] & ~smaller == 0)
             if rivals > share:
                 needed += math.log(share / rivals) / math.log(1 - rate)
         return needed
@@ -304,9 +304,7 @@ class Isolation:
         """
         matched, ran = self._known()
         extra = 0.0
-        unknown = [
-            (mask_of(c), t.ran) for c, t in self.tallies.items() if not self._reproduces(c)
-        ]
+        unknown = [(mask_of(c), t.ran) for c, t in self.tallies.items() if not self._reproduces(c)]
         if matched and unknown:
             belief = self.model.belief(self._rate_from(matched, ran))
             live = [(self.model.masks[i], p) for i, p in belief.ranked if p >= NEGLIGIBLE]

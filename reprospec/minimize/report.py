@@ -179,9 +179,7 @@ def sentence(found: Minimized) -> str:
 def text(found: Minimized) -> str:
     first = f"{perturbed_phrase(found.perturbed)}\n" if found.perturbed else ""
     return (
-        first
-        + sentence(found)
-        + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+        first + sentence(found) + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
     )
 
 

@@ -193,7 +193,8 @@ def from_events(events: Iterable[Mapping[str, JsonValue]]) -> RankReport | None:
             _position(p, rank) for p in seen if (rank := _int(p.get("rank"))) is not None
         )
         diverged = tuple(
-            n for r in (out_of_step if isinstance(out_of_step, list) else ())
+            n
+            for r in (out_of_step if isinstance(out_of_step, list) else ())
             if (n := _int(r)) is not None
         )
     return RankReport(

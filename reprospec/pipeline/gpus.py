@@ -168,7 +168,11 @@ def _nvidia_smi_list() -> tuple[tuple[Gpu, ...], str]:
         return (), "nvidia-smi is not installed and CUDA_VISIBLE_DEVICES is not set"
     try:
         out = subprocess.run(
-            [exe, "-L"], capture_output=True, text=True, timeout=10, check=False,
+            [exe, "-L"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

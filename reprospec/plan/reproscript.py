@@ -57,10 +57,33 @@ BUILTIN_LOSSES = {
 AMP_DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 # Top-level names the script defines; a pasted module must not redefine them.
 SCRIPT_NAMES = frozenset(
-    {"main", "SEED", "DEVICE", "PHASES", "DTYPES", "SyntheticDataset", "MLP", "CNN",
-     "TransformerDecoder", "split_batch", "to_device", "as_target", "loss_fn", "describe",
-     "probe_item", "contextlib", "math", "multiprocessing", "os", "random", "sys", "torch",
-     "F", "nn", "tud"}
+    {
+        "main",
+        "SEED",
+        "DEVICE",
+        "PHASES",
+        "DTYPES",
+        "SyntheticDataset",
+        "MLP",
+        "CNN",
+        "TransformerDecoder",
+        "split_batch",
+        "to_device",
+        "as_target",
+        "loss_fn",
+        "describe",
+        "probe_item",
+        "contextlib",
+        "math",
+        "multiprocessing",
+        "os",
+        "random",
+        "sys",
+        "torch",
+        "F",
+        "nn",
+        "tud",
+    }
 )
 
 
@@ -185,8 +208,15 @@ def paste_module(path: Path) -> _Pasted | None:
 
 # What the script binds these names to: a pasted import binding one the same way is harmless.
 _SCRIPT_IMPORTS = {
-    "torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "tud": "torch.utils.data",
-    "os": "os", "sys": "sys", "math": "math", "random": "random", "contextlib": "contextlib",
+    "torch": "torch",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+    "tud": "torch.utils.data",
+    "os": "os",
+    "sys": "sys",
+    "math": "math",
+    "random": "random",
+    "contextlib": "contextlib",
     "multiprocessing": "multiprocessing",
 }
 
@@ -330,8 +360,11 @@ class _Writer:
         if name is None or name in BUILTIN_LOSSES:
             expression = BUILTIN_LOSSES[str(name or "cross-entropy")]
             if "as_target" in expression:
-                self.definitions.append(harness_source("training", "_as_target").replace(
-                    "def _as_target", "def as_target"))
+                self.definitions.append(
+                    harness_source("training", "_as_target").replace(
+                        "def _as_target", "def as_target"
+                    )
+                )
             return f"def loss_fn(output, target):\n    return {expression}"
         entry = self.entry(str(name))
         return f"loss_fn = {entry}() if isinstance({entry}, type) else {entry}"
@@ -452,13 +485,15 @@ class _Writer:
         if amp and amp not in AMP_DTYPES:
             raise Unsupported(f"unknown amp dtype {amp!r}")
         scaler = (
-            "torch.amp.GradScaler(device.type) if device.type == \"cuda\" else None"
+            'torch.amp.GradScaler(device.type) if device.type == "cuda" else None'
             if AMP_DTYPES.get(str(amp)) == "float16"
             else "None"
         )
-        non_blocking = 'device.type == "cuda"' if _section(
-            _section(workload.get("data")).get("loader")
-        ).get("pin_memory") else "False"
+        non_blocking = (
+            'device.type == "cuda"'
+            if _section(_section(workload.get("data")).get("loader")).get("pin_memory")
+            else "False"
+        )
         body += _LOOP.format(autocast=autocast, scaler=scaler, non_blocking=non_blocking).split(
             "\n"
         )
@@ -524,13 +559,22 @@ class _Writer:
             lines.append("# The spec's `imports`, in order, before torch.")
             lines += [f"import {m}" for m in spec_imports]
             lines.append("")
-        lines += ["import torch", "import torch.nn.functional as F",
-                  "from torch import nn", "from torch.utils import data as tud", ""]
+        lines += [
+            "import torch",
+            "import torch.nn.functional as F",
+            "from torch import nn",
+            "from torch.utils import data as tud",
+            "",
+        ]
         if self.imports:
             lines += [f"import {m} as {_alias(m)}" for m in self.imports]
             lines.append("")
-        lines += [f"SEED = {seed}", "# (name, train, steps: None = one pass over the data)",
-                  f"PHASES = {phases!r}", ""]
+        lines += [
+            f"SEED = {seed}",
+            "# (name, train, steps: None = one pass over the data)",
+            f"PHASES = {phases!r}",
+            "",
+        ]
         for module, pasted in self.pasted.items():
             banner = f"# ---- {module}.py, from the spec's workdir " + "-" * 20
             lines += ["", banner, "", pasted, ""]

@@ -160,4 +160,3 @@ class StartBarrier:
         """Abort if nothing was released yet, and remove the barrier's folder."""
         self.abort()
         shutil.rmtree(self.folder, ignore_errors=True)
-

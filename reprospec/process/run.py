@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import subprocess
 import selectors
+import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence

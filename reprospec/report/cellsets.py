@@ -100,7 +100,7 @@ def separating_patterns(
     widened = []
     for item in items:
         for i in range(len(axes)):
-            wider = (*item[:i], universe[i], *item[i + 1:])
+            wider = (*item[:i], universe[i], *item[i + 1 :])
             if not holds_outside(wider):
                 item = wider
         widened.append(item)

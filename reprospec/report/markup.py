@@ -61,9 +61,11 @@ def plain_markdown(text: str) -> str:
         if fence is not None:
             out.append(line)
             stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]) and len(line) - len(
-                line.lstrip(" ")
-            ) <= 3:
+            if (
+                stripped.startswith(fence)
+                and not stripped.strip(fence[0])
+                and len(line) - len(line.lstrip(" ")) <= 3
+            ):
                 fence = None
             continue
         opening = _FENCE_OPEN.match(line)

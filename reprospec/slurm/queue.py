@@ -99,8 +99,14 @@ def _sacct(wanted: set[str]) -> dict[tuple[str, int | None], QueueEntry]:
         return {}
     try:
         proc = subprocess.run(
-            ["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
-             "--jobs=" + ",".join(sorted(wanted))],
+            [
+                "sacct",
+                "--noheader",
+                "--parsable2",
+                "--allocations",
+                "--format=JobID,State",
+                "--jobs=" + ",".join(sorted(wanted)),
+            ],
             capture_output=True,
             text=True,
             timeout=30,

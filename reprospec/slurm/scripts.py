@@ -48,7 +48,13 @@ def array_script(run: SlurmRun) -> str:
     n = run.shards
     fresh = _quote_all(
         [
-            *run.reprospec, "run", run.spec, "--shard", f"@K@/{n}", "--out", "@OUT@",
+            *run.reprospec,
+            "run",
+            run.spec,
+            "--shard",
+            f"@K@/{n}",
+            "--out",
+            "@OUT@",
             *run.shard_args.argv(),
         ]
     )

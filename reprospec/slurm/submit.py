@@ -40,9 +40,7 @@ def _sbatch(argv: Sequence[str]) -> str:
             "(or use --dry-run to see the scripts)"
         )
     try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=120, check=False
-        )
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
         raise InfraError(f"{argv[0]} did not answer within 120 s") from None
     if proc.returncode != 0:

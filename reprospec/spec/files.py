@@ -43,8 +43,7 @@ def _search(root: Path) -> Iterable[Path]:
         subfolders[:] = [
             name
             for name in subfolders
-            if not name.startswith(".")
-            and not os.path.exists(os.path.join(folder, name, STORE_DB))  # noqa: PTH110, PTH118
+            if not name.startswith(".") and not os.path.exists(os.path.join(folder, name, STORE_DB))  # noqa: PTH110, PTH118
         ]
         for name in names:
             if Path(name).suffix in SPEC_SUFFIXES:

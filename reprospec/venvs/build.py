@@ -113,8 +113,13 @@ def find_interpreter(request: str | None = None) -> Interpreter:
             )
         path = done.stdout.strip().splitlines()[-1]
     try:
-        done = subprocess.run([path, "-c", _VERSION_CODE], capture_output=True, text=True,
-                              timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [path, "-c", _VERSION_CODE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvBuildError(f"interpreter {path} does not run: {exc}") from exc
     if done.returncode != 0:
@@ -139,14 +144,25 @@ def uv_binary() -> str:
     raise EnvBuildError("uv is not installed: pip install uv (reprospec depends on it)")
 
 
-def _uv(args: Sequence[str], *, timeout: float = UV_TIMEOUT_S, cwd: Path | None = None,
-        ) -> subprocess.CompletedProcess[str]:
+def _uv(
+    args: Sequence[str],
+    *,
+    timeout: float = UV_TIMEOUT_S,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("VIRTUAL_ENV", None)  # uv pip must act on --python, never on an activated venv
     try:
-        return subprocess.run([uv_binary(), *args], capture_output=True, text=True,
-                              errors="replace", timeout=timeout, env=env, cwd=cwd,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [uv_binary(), *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as exc:
         raise EnvBuildError(f"uv {' '.join(args[:2])} timed out after {timeout:g}s") from exc
 
@@ -288,8 +304,17 @@ def _build(
         if final.exists():  # a folder without its description: a torn copy, never used
             shutil.rmtree(final)
         say("create", f"creating a venv with Python {request.python.version}")
-        done = _uv(["venv", "--relocatable", "--no-project", "--python", request.python.path,
-                    str(tmp / "venv")], timeout=600)
+        done = _uv(
+            [
+                "venv",
+                "--relocatable",
+                "--no-project",
+                "--python",
+                request.python.path,
+                str(tmp / "venv"),
+            ],
+            timeout=600,
+        )
         if done.returncode != 0:
             raise EnvBuildError(f"uv venv failed: {_uv_error(done.stderr)}")
         venv = tmp / "venv"
@@ -331,9 +356,16 @@ def _install(
     env.pop("VIRTUAL_ENV", None)
     # uv's lines (resolved, downloading, installed) go to the progress display as they come.
     lines: list[str] = []
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace", env=env, cwd=cwd,
-                          stdin=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.rstrip()

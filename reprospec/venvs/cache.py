@@ -41,8 +41,9 @@ class EnvInfo:
             "packages": list(self.packages),
             "size_bytes": self.size_bytes,
             "created": self.created,
-            "last_used": datetime.fromtimestamp(self.last_used, timezone.utc)
-            .isoformat(timespec="seconds"),
+            "last_used": datetime.fromtimestamp(self.last_used, timezone.utc).isoformat(
+                timespec="seconds"
+            ),
             "used_by": list(self.used_by),
         }
 
@@ -78,16 +79,18 @@ def list_envs(root: Path) -> list[EnvInfo]:
         last_used = max((t for t, _ in users), default=(folder / META).stat().st_mtime)
         python = request.get("python")
         wanted = request.get("packages")
-        out.append(EnvInfo(
-            key=folder.name,
-            path=folder,
-            python=str(python.get("version") or "") if isinstance(python, dict) else "",
-            packages=tuple(str(p) for p in wanted) if isinstance(wanted, list) else (),
-            size_bytes=_size(folder),
-            created=str(meta.get("created") or ""),
-            last_used=last_used,
-            used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
-        ))
+        out.append(
+            EnvInfo(
+                key=folder.name,
+                path=folder,
+                python=str(python.get("version") or "") if isinstance(python, dict) else "",
+                packages=tuple(str(p) for p in wanted) if isinstance(wanted, list) else (),
+                size_bytes=_size(folder),
+                created=str(meta.get("created") or ""),
+                last_used=last_used,
+                used_by=tuple(name for _, name in sorted(users, reverse=True) if name != "-"),
+            )
+        )
     return sorted(out, key=lambda e: e.last_used, reverse=True)
 
 
@@ -146,14 +149,16 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
     now = time.time() if now is None else now
     rows = []
     for env in envs:
-        rows.append({
-            "key": env.key,
-            "python": env.python,
-            "packages": " ".join(env.packages) or "(none)",
-            "size": _human_size(env.size_bytes),
-            "last_used": _ago(now - env.last_used),
-            "used_by": ", ".join(env.used_by) or "-",
-        })
+        rows.append(
+            {
+                "key": env.key,
+                "python": env.python,
+                "packages": " ".join(env.packages) or "(none)",
+                "size": _human_size(env.size_bytes),
+                "last_used": _ago(now - env.last_used),
+                "used_by": ", ".join(env.used_by) or "-",
+            }
+        )
     return rows
 
 

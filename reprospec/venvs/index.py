@@ -18,12 +18,26 @@ from pathlib import Path
 from reprospec.core.jsontypes import JsonObject
 
 # uv's own index configuration: when any is set, uv is left to read it.
-UV_INDEX_VARIABLES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL",
-                      "UV_FIND_LINKS", "UV_NO_INDEX")
+UV_INDEX_VARIABLES = (
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_NO_INDEX",
+)
 # Everything else of uv's environment that changes what gets installed: part of the hash.
-UV_RESOLUTION_VARIABLES = ("UV_INDEX_STRATEGY", "UV_EXCLUDE_NEWER", "UV_PRERELEASE",
-                           "UV_OVERRIDE", "UV_CONSTRAINT", "UV_RESOLUTION", "UV_NO_BINARY",
-                           "UV_NO_BUILD", "UV_TORCH_BACKEND")
+UV_RESOLUTION_VARIABLES = (
+    "UV_INDEX_STRATEGY",
+    "UV_EXCLUDE_NEWER",
+    "UV_PRERELEASE",
+    "UV_OVERRIDE",
+    "UV_CONSTRAINT",
+    "UV_RESOLUTION",
+    "UV_NO_BINARY",
+    "UV_NO_BUILD",
+    "UV_TORCH_BACKEND",
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +107,10 @@ def _pip_config() -> dict[str, str]:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "config", "list"],
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
         return {}

@@ -61,8 +61,12 @@ def test_run_returns_a_judged_stored_result(tmp_path: Path) -> None:
 def test_run_takes_a_path_and_options_override_the_spec(tmp_path: Path) -> None:
     result = reprospec.run(
         write(tmp_path),
-        reprospec.RunOptions(out=tmp_path / "out", matrix_filters=("crash=true",),
-                             stop_on="first-reproduction", repeat=5),
+        reprospec.RunOptions(
+            out=tmp_path / "out",
+            matrix_filters=("crash=true",),
+            stop_on="first-reproduction",
+            repeat=5,
+        ),
     )
     (cell,) = result.cells
     assert cell.cell.id == "crash=true"

@@ -246,8 +246,14 @@ def test_python_option_picks_the_interpreter(cli: Cli, tmp_path: Path) -> None:
 
 def test_compare_shows_changed_verdicts_and_warns_on_different_specs(cli: Cli) -> None:
     first = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2")
-    second = cli("run", str(SPECS / "segfault-command.yaml"), "-m", "num_workers=2",
-                 "--set", "expect.signal=SIGBUS")
+    second = cli(
+        "run",
+        str(SPECS / "segfault-command.yaml"),
+        "-m",
+        "num_workers=2",
+        "--set",
+        "expect.signal=SIGBUS",
+    )
     assert (first.code, second.code) == (0, 1)
     # Each run's own folder: two runs of one second do not sort by name in their order.
     run_a, run_b = first.latest_run().name, second.latest_run().name
@@ -270,8 +276,8 @@ def test_a_case_that_expects_pass_is_judged_on_every_attempt(cli: Cli, tmp_path:
         f"environment: {{workdir: {tmp_path}}}\n"
         "matrix: {gpu: [0, 1]}\n"
         "command: >-\n"
-        "  python -c \"import sys; sys.exit(0 if ${{ matrix.gpu }} == 0 and ${{ attempt }} == 3"
-        " else 1)\"\n"
+        '  python -c "import sys; sys.exit(0 if ${{ matrix.gpu }} == 0 and ${{ attempt }} == 3'
+        ' else 1)"\n'
         "run: {repeat: 3}\n"
         "expect:\n  outcome: error\n  rate: '>=0.3'\n"
         "  cases:\n    - when: {gpu: 0}\n      outcome: pass\n"
@@ -290,7 +296,7 @@ def test_a_rate_the_interval_straddles_is_undecided_and_exits_4(cli: Cli, tmp_pa
     spec.write_text(
         "reprospec: 1\nname: flaky\n"
         f"environment: {{workdir: {tmp_path}}}\n"
-        "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"
+        'command: python -c "import sys; sys.exit(${{ attempt }} % 2)"\n'
         "run: {repeat: 2}\n"
         "expect: {outcome: error, rate: '>=0.5'}\n"
     )

@@ -128,6 +128,7 @@ def test_workload_example_reproduces_as_documented(example: Example, example_spe
 
 # ---- the Python API ---------------------------------------------------------------------
 
+
 def _unordered(lines: Iterable[str]) -> list[str]:
     """Lines sorted, progress counters (`[3/4]`) blanked: attempts end in any order."""
     return sorted(re.sub(r"\[\d+/\d+\]", "[k/n]", line) for line in lines)

@@ -10,9 +10,7 @@ EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_example_reproduces_as_its_expect_says(
-    example_run: ExampleRun, name: str
-) -> None:
+def test_example_reproduces_as_its_expect_says(example_run: ExampleRun, name: str) -> None:
     pytest.importorskip("torch") if "workload:" in (SPECS / name).read_text() else None
     result = example_run(name)
     data = result.results()

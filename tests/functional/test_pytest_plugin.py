@@ -35,13 +35,28 @@ class PytestRun:
     cases: dict[str, tuple[str, dict[str, str], str]]  # node -> (outcome, properties, text)
 
 
-def run_pytest(tmp_path: Path, *args: str, cwd: Path | None = None, timeout: float = 900,
-               env: dict[str, str] | None = None) -> PytestRun:
+def run_pytest(
+    tmp_path: Path,
+    *args: str,
+    cwd: Path | None = None,
+    timeout: float = 900,
+    env: dict[str, str] | None = None,
+) -> PytestRun:
     """pytest with the plugin in a child; `--reprospec-out` and `--junitxml` under tmp_path."""
     junit = tmp_path / f"junit-{len(list(tmp_path.glob('junit-*')))}.xml"
     argv = [
-        sys.executable, "-m", "pytest", "-p", "reprospec.pytest_plugin", "-p", "no:cacheprovider",
-        "--reprospec-out", str(tmp_path / "out"), f"--junitxml={junit}", "-rA", *args,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "reprospec.pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "--reprospec-out",
+        str(tmp_path / "out"),
+        f"--junitxml={junit}",
+        "-rA",
+        *args,
     ]
     child_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
@@ -49,8 +64,9 @@ def run_pytest(tmp_path: Path, *args: str, cwd: Path | None = None, timeout: flo
         "NO_COLOR": "1",
         **(env or {}),
     }
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or tmp_path, env=child_env)
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, cwd=cwd or tmp_path, env=child_env
+    )
     cases: dict[str, tuple[str, dict[str, str], str]] = {}
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
@@ -100,6 +116,7 @@ expect: {outcome: pass}
 
 # -- collection -----------------------------------------------------------------------------
 
+
 def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     write(tmp_path / "ci.yaml", "on: push\njobs: {}\n")  # a repository's other YAML
@@ -124,22 +141,30 @@ def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
     write(tmp_path / "conftest.py", 'pytest_plugins = ["reprospec.pytest_plugin"]\n')
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
-        capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
     )
     assert "no tests collected" in proc.stdout + proc.stderr, proc.stdout
     write(tmp_path / "pytest.ini", "[pytest]\nreprospec = true\n")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
-        capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
     )
     assert "4 tests collected" in proc.stdout, proc.stdout
 
 
 def test_a_bad_spec_is_a_located_collection_error(tmp_path: Path) -> None:
-    write(tmp_path / "bad.repro.yaml", "reprospec: 1\nname: bad\ncommand: 'true'\n"
-          "expect: {outcome: pas}\n")
+    write(
+        tmp_path / "bad.repro.yaml",
+        "reprospec: 1\nname: bad\ncommand: 'true'\nexpect: {outcome: pas}\n",
+    )
     run = run_pytest(tmp_path, "--reprospec", "--collect-only")
     assert run.code == 2, run.output
     assert f"{tmp_path / 'bad.repro.yaml'}:4:" in run.output
@@ -150,15 +175,24 @@ def test_a_bad_spec_is_a_located_collection_error(tmp_path: Path) -> None:
 def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
-    run = run_pytest(tmp_path, "--reprospec", "--strict-markers", "-m", "segfault",
-                     "--collect-only", "-q")
+    run = run_pytest(
+        tmp_path, "--reprospec", "--strict-markers", "-m", "segfault", "--collect-only", "-q"
+    )
     assert run.code == 0, run.output
     assert "4/5 tests collected (1 deselected)" in run.output
-    run = run_pytest(tmp_path, "--reprospec", "--strict-markers", "-m", "out_of_memory and not "
-                     "label_flaky", "--collect-only", "-q")
+    run = run_pytest(
+        tmp_path,
+        "--reprospec",
+        "--strict-markers",
+        "-m",
+        "out_of_memory and not label_flaky",
+        "--collect-only",
+        "-q",
+    )
     assert "no tests collected (5 deselected)" in run.output, run.output
-    run = run_pytest(tmp_path, "--reprospec", "-k", "num_workers:2 and pin_memory:true",
-                     "--collect-only", "-q")
+    run = run_pytest(
+        tmp_path, "--reprospec", "-k", "num_workers:2 and pin_memory:true", "--collect-only", "-q"
+    )
     assert "x.repro.yaml::num_workers=2,pin_memory=true" in run.output
     assert "1/5 tests collected (4 deselected)" in run.output
     assert marker_name("flaky") == "label_flaky"
@@ -166,6 +200,7 @@ def test_labels_are_markers_and_k_selects_cells(tmp_path: Path) -> None:
 
 
 # -- running --------------------------------------------------------------------------------
+
 
 def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
     assert run.code == 1, run.output
@@ -214,8 +249,7 @@ def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -
         if importlib.util.find_spec(plugin) is None:
             pytest.skip(f"skipped: {plugin} is not installed (it is in the test extra)")
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
-    run = run_pytest(tmp_path, "--reprospec", "-p", "flaky", "-p", "rerunfailures",
-                     "--reruns", "1")
+    run = run_pytest(tmp_path, "--reprospec", "-p", "flaky", "-p", "rerunfailures", "--reruns", "1")
     _check_crash_run(run, tmp_path)
     # The spec's `flaky` label is a marker flaky must not act on (it is label_flaky) ...
     assert "Flaky Test Report" not in run.output
@@ -225,16 +259,20 @@ def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -
 
 def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path: Path) -> None:
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
-    write(tmp_path / "ok.repro.yaml", "reprospec: 1\nname: ok\ncommand: 'true'\n"
-          "expect: {outcome: pass}\n")
-    run = run_pytest(tmp_path, "--reprospec", "--reprospec-repeat", "3",
-                     env={"CUDA_VISIBLE_DEVICES": ""})
+    write(
+        tmp_path / "ok.repro.yaml",
+        "reprospec: 1\nname: ok\ncommand: 'true'\nexpect: {outcome: pass}\n",
+    )
+    run = run_pytest(
+        tmp_path, "--reprospec", "--reprospec-repeat", "3", env={"CUDA_VISIBLE_DEVICES": ""}
+    )
     assert run.code == 0, run.output
     assert run.cases["gpu.repro.yaml::default"][0] == "skipped"
     assert "SKIPPED [1] gpu.repro.yaml:4: skipped: needs 1 GPU(s)" in run.output
     assert run.cases["ok.repro.yaml::default"][1]["rate"] == "3/3"
-    broken = run_pytest(tmp_path, "--reprospec", "--reprospec-python", "/nonexistent/python",
-                        "-k", "ok")
+    broken = run_pytest(
+        tmp_path, "--reprospec", "--reprospec-python", "/nonexistent/python", "-k", "ok"
+    )
     assert broken.code == 1, broken.output
     assert broken.cases["ok.repro.yaml::default"][0] == "error", broken.output
     assert "could not run" in broken.output
@@ -249,9 +287,23 @@ def run_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     expected: dict[str, str] = {}
     for name in EXAMPLES:
         proc = subprocess.run(
-            [sys.executable, "-m", "reprospec", "run", str(SPECS / name), "-j", "2",
-             "--out", str(out / name.replace("/", "-")), "--format", "json"],
-            capture_output=True, text=True, timeout=600, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "reprospec",
+                "run",
+                str(SPECS / name),
+                "-j",
+                "2",
+                "--out",
+                str(out / name.replace("/", "-")),
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
             env={**os.environ, "NO_COLOR": "1"},
         )
         assert proc.returncode in (0, 1, 3), proc.stderr
@@ -281,9 +333,12 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(
 
 def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
     # 1 match in 2: the 95% interval 0.09-0.91 straddles >=0.5, nothing is shown either way.
-    write(tmp_path / "flaky.repro.yaml", "reprospec: 1\nname: flaky\n"
-          "command: python -c \"import sys; sys.exit(${{ attempt }} % 2)\"\n"
-          "run: {repeat: 2}\nexpect: {outcome: error, rate: '>=0.5'}\n")
+    write(
+        tmp_path / "flaky.repro.yaml",
+        "reprospec: 1\nname: flaky\n"
+        'command: python -c "import sys; sys.exit(${{ attempt }} % 2)"\n'
+        "run: {repeat: 2}\nexpect: {outcome: error, rate: '>=0.5'}\n",
+    )
     run = run_pytest(tmp_path, "--reprospec")
     assert run.code == 1, run.output
     outcome, props, text = run.cases["flaky.repro.yaml::default"]

@@ -56,7 +56,10 @@ def run_cli(
 
 
 def on_pty(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, answer: str | None = None,
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    answer: str | None = None,
     timeout: float = 180,
 ) -> tuple[int, bytes]:
     """Run the CLI with stdin, stdout and stderr on a real terminal (250 columns wide).
@@ -284,7 +287,11 @@ def test_secrets_are_masked_in_every_output(tmp_path: Path) -> None:
     spec = secret_spec(tmp_path)
     summary = tmp_path / "summary.md"
     done = run_cli(
-        "run", str(spec), "--format", "junit", cwd=tmp_path,
+        "run",
+        str(spec),
+        "--format",
+        "junit",
+        cwd=tmp_path,
         env={**SECRET_ENV, "GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert done.code == 0, done.stderr
@@ -297,8 +304,9 @@ def test_secrets_are_masked_in_every_output(tmp_path: Path) -> None:
         "report.md": report,
         "the console": done.stdout + done.stderr,  # the JUnit XML is on stdout
         "the GitHub summary": summary.read_text(),
-        "report --format json": run_cli("report", str(folder), "--format", "json",
-                                         cwd=tmp_path).stdout,
+        "report --format json": run_cli(
+            "report", str(folder), "--format", "json", cwd=tmp_path
+        ).stdout,
     }
     for where, text in outputs.items():
         assert_masked(where, text)

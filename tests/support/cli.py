@@ -76,10 +76,15 @@ def run_cli(
     child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     # stdin is never the developer's terminal: a command that asks must not wait for it.
     # (`stdin`: the text a command reads from its standard input, like `--from-log -`.)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env=child_env, cwd=cwd or ROOT,
-                          **({"input": stdin} if stdin is not None
-                             else {"stdin": subprocess.DEVNULL}))
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env,
+        cwd=cwd or ROOT,
+        **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+    )
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
 
 

@@ -105,41 +105,67 @@ def public_base(client: DockerClient | None) -> str:
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     with tempfile.TemporaryFile() as log:  # a file, not a pipe: its stderr can never block it
         build = subprocess.Popen(
-            [*sudo, "mmdebstrap", "--quiet", "--variant=minbase",
-             "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
-             "--aptopt=Acquire::Check-Valid-Until \"false\"", "bookworm", "-",
-             "http://deb.debian.org/debian"],
-            stdout=subprocess.PIPE, stderr=log,
+            [
+                *sudo,
+                "mmdebstrap",
+                "--quiet",
+                "--variant=minbase",
+                "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+                '--aptopt=Acquire::Check-Valid-Until "false"',
+                "bookworm",
+                "-",
+                "http://deb.debian.org/debian",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
         )
         assert build.stdout is not None
         imported = subprocess.run(
             ["docker", "import", "-c", 'CMD ["/bin/bash"]', "-", PUBLIC_BASE_STAND_IN],
-            stdin=build.stdout, capture_output=True, timeout=900,
+            stdin=build.stdout,
+            capture_output=True,
+            timeout=900,
         )
         build.stdout.close()
         status = build.wait(timeout=900)
         log.seek(0)
         errors = log.read().decode(errors="replace")
     if status != 0 or imported.returncode != 0:
-        pytest.fail(f"building {PUBLIC_BASE_STAND_IN} failed: {errors[-2000:]}"
-                    f"{imported.stderr.decode(errors='replace')[-500:]}")
+        pytest.fail(
+            f"building {PUBLIC_BASE_STAND_IN} failed: {errors[-2000:]}"
+            f"{imported.stderr.decode(errors='replace')[-500:]}"
+        )
     return PUBLIC_BASE_STAND_IN
 
 
 def runner_wheelhouse() -> Path:
     """Wheels of the runner image's packages (torch, numpy), as scripts/docker-setup.sh keeps
     them; downloaded there through pip's own configuration when missing."""
-    folder = Path(os.environ.get("REPROSPEC_WHEELHOUSE")
-                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                  / "reprospec" / "wheelhouse")
+    folder = Path(
+        os.environ.get("REPROSPEC_WHEELHOUSE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "reprospec"
+        / "wheelhouse"
+    )
     names = {"torch": "2.13.0", "numpy": ""}
     if all(any(folder.glob(f"{n}-{v}*.whl")) for n, v in names.items()):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-         *dockerimage.RUNNER_PACKAGES, "-d", str(folder)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            *dockerimage.RUNNER_PACKAGES,
+            "-d",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     if done.returncode != 0:
         pytest.fail(f"pip download {' '.join(dockerimage.RUNNER_PACKAGES)}: {done.stderr[-1500:]}")

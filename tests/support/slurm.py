@@ -19,13 +19,16 @@ SETTLE_TIMEOUT_S = 600.0
 
 
 def _cluster() -> str:
-    """"" when sinfo shows a usable node, else why not."""
+    """ "" when sinfo shows a usable node, else why not."""
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
         return "skipped: no Slurm here (sinfo/sbatch not found; run scripts/slurm-setup.sh)"
     try:
         proc = subprocess.run(
             ["sinfo", "--noheader", "--Node", "--format=%T"],
-            capture_output=True, text=True, timeout=15, check=False,
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return "skipped: sinfo did not answer within 15 s (run scripts/slurm-setup.sh)"

@@ -25,7 +25,10 @@ expect: {outcome: pass}
 def test_each_cell_points_at_its_own_line(tmp_path: Path) -> None:
     from reprospec import api
 
-    spec = api.load_spec(write(tmp_path / "lines.yaml", """\
+    spec = api.load_spec(
+        write(
+            tmp_path / "lines.yaml",
+            """\
 reprospec: 1
 name: lines
 matrix:
@@ -36,7 +39,9 @@ matrix:
     - {workers: 4, extra: x}
 command: "true"
 expect: {outcome: pass}
-"""))
+""",
+        )
+    )
     cells = api.plan_run(spec, api.RunOptions(repeat=1)).cells
     assert cell_lines(spec, cells) == {"workers=0": 5, "workers=2": 6, "workers=4,extra=x": 8}
     one = api.load_spec(write(tmp_path / "one.yaml", GPU_SPEC))

@@ -44,9 +44,7 @@ ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
 # Names whose values are never captured: the same pattern as the engine's
 # reprospec.core.redact.SECRET_NAME (this package cannot import the engine; a test keeps them
 # equal).
-SECRET = re.compile(
-    r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
-)
+SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE)
 MASK = "***"
 CPU_FLAGS = (
     "sse4_2",

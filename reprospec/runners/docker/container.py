@@ -37,6 +37,8 @@ _SYSTEM_ROOTS = (
     "/usr",
     "/var",
 )
+
+
 def container_workdir(host: Path) -> str:
     """The workdir's path inside the container: the same path unless it would shadow the system."""
     text = host.as_posix()

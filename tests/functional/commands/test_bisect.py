@@ -33,15 +33,41 @@ def shared_envs() -> dict[str, str]:
 def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_path: Path) -> None:
     """sqlparse#562: verified by hand, 0.3.0 keeps the space and 0.3.1 loses it."""
     out = tmp_path / "out"
-    done = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.2.0",
-               "--bad", "0.4.2", "--format", "json", "--out", str(out), env=shared_envs(),
-               timeout=600)
+    done = cli(
+        "bisect",
+        str(SQLPARSE_SPEC),
+        "--package",
+        "sqlparse",
+        "--good",
+        "0.2.0",
+        "--bad",
+        "0.4.2",
+        "--format",
+        "json",
+        "--out",
+        str(out),
+        env=shared_envs(),
+        timeout=600,
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
-    assert (result["package"], result["first_bad"], result["last_good"]) == \
-        ("sqlparse", "0.3.1", "0.3.0")
-    assert result["versions"] == ["0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.2.4", "0.3.0", "0.3.1",
-                                  "0.4.0", "0.4.1", "0.4.2"]
+    assert (result["package"], result["first_bad"], result["last_good"]) == (
+        "sqlparse",
+        "0.3.1",
+        "0.3.0",
+    )
+    assert result["versions"] == [
+        "0.2.0",
+        "0.2.1",
+        "0.2.2",
+        "0.2.3",
+        "0.2.4",
+        "0.3.0",
+        "0.3.1",
+        "0.4.0",
+        "0.4.1",
+        "0.4.2",
+    ]
     tested = {t["version"]: t for t in result["tested"]}
     assert tested["0.4.2"]["state"] == tested["0.3.1"]["state"] == "bad"
     assert tested["0.3.1"]["signatures"] == {"error:AssertionError": 1}
@@ -62,24 +88,51 @@ def test_bisect_finds_the_sqlparse_release_that_broke_reindent(cli: Cli, tmp_pat
 
 def test_both_ends_are_checked_and_refused_with_what_was_seen(cli: Cli, tmp_path: Path) -> None:
     out = str(tmp_path / "out")
-    good_fails = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.3.1",
-                     "--bad", "0.4.2", "--out", out, env=shared_envs(), timeout=600)
+    good_fails = cli(
+        "bisect",
+        str(SQLPARSE_SPEC),
+        "--package",
+        "sqlparse",
+        "--good",
+        "0.3.1",
+        "--bad",
+        "0.4.2",
+        "--out",
+        out,
+        env=shared_envs(),
+        timeout=600,
+    )
     assert good_fails.code == 1, good_fails.stderr
     assert good_fails.stdout.startswith(
         "refused: the good end 0.3.1 reproduces too: 1 matching failure(s) in 1 attempt(s); "
-        "seen: error:AssertionError x1")
-    bad_passes = cli("bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.2.4",
-                     "--bad", "0.3.0", "--min-rate", "0.5", "--out", out, env=shared_envs(),
-                     timeout=600)
+        "seen: error:AssertionError x1"
+    )
+    bad_passes = cli(
+        "bisect",
+        str(SQLPARSE_SPEC),
+        "--package",
+        "sqlparse",
+        "--good",
+        "0.2.4",
+        "--bad",
+        "0.3.0",
+        "--min-rate",
+        "0.5",
+        "--out",
+        out,
+        env=shared_envs(),
+        timeout=600,
+    )
     assert bad_passes.code == 1, bad_passes.stderr
     # Enough attempts to see a rate of 0.5 with the stated error (0.5% / 5).
     n = attempts_to_see(0.5, DEFAULT_ERROR / 5)
-    assert f"refused: the bad end 0.3.0 did not reproduce in {n} attempt(s); seen: pass x{n}" \
+    assert (
+        f"refused: the bad end 0.3.0 did not reproduce in {n} attempt(s); seen: pass x{n}"
         in bad_passes.stdout
+    )
 
 
-def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -> tuple[Path,
-                                                                                         Path]:
+def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -> tuple[Path, Path]:
     """A wheelhouse of 1.0..1.7 whose regression (from `first_bad`) is flaky, and its spec.
 
     The failure shows on every second attempt at a bad version (a counter file per
@@ -95,7 +148,8 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
         make_wheel(wheels, DEMO, version, f"VERSION = {version!r}\nREGRESSED = {bad}\n")
     counters = tmp_path / "counters"
     counters.mkdir()
-    (tmp_path / "flaky.py").write_text(textwrap.dedent("""\
+    (tmp_path / "flaky.py").write_text(
+        textwrap.dedent("""\
         import os, pathlib
         import reprospec_bisectdemo as demo
         counter = pathlib.Path(os.environ["COUNTERS"]) / demo.VERSION
@@ -104,9 +158,11 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
         if demo.REGRESSED and seen % 2 == 0:
             raise ValueError("the regression, attempt %d" % seen)
         print("fine", demo.VERSION)
-        """))
+        """)
+    )
     spec = tmp_path / "demo.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: bisect-demo
         environment:
@@ -117,16 +173,32 @@ def demo_project(tmp_path: Path, *, first_bad: str, broken: str | None = None) -
           outcome: error
           exception: ValueError
           message: the regression
-        """))
+        """)
+    )
     return spec, wheels
 
 
 def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.4", broken="1.3")
     env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
-    done = cli("bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
-               "--find-links", str(wheels), "--format", "json", "--out", str(tmp_path / "out"),
-               env=env, timeout=600)
+    done = cli(
+        "bisect",
+        str(spec),
+        "--package",
+        DEMO,
+        "--good",
+        "1.0",
+        "--bad",
+        "1.7",
+        "--find-links",
+        str(wheels),
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "out"),
+        env=env,
+        timeout=600,
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
     # 1.3 cannot be installed: the regression is 1.4, or it came with 1.3. Both are said.
@@ -147,13 +219,34 @@ def test_a_flaky_regression_with_an_uninstallable_release(cli: Cli, tmp_path: Pa
 def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     spec, wheels = demo_project(tmp_path, first_bad="1.5")
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "reprospec", "bisect", str(spec), "--package", DEMO,
-            "--good", "1.0", "--bad", "1.7", "--find-links", str(wheels), "--format", "json",
-            "--out", str(out)]
-    env = {**os.environ, "NO_COLOR": "1", venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
-           **uv_environment()}
-    first = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "reprospec",
+        "bisect",
+        str(spec),
+        "--package",
+        DEMO,
+        "--good",
+        "1.0",
+        "--bad",
+        "1.7",
+        "--find-links",
+        str(wheels),
+        "--format",
+        "json",
+        "--out",
+        str(out),
+    ]
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
+        **uv_environment(),
+    }
+    first = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     # Rendezvous on the saved state: once one version's trial is in it, press Ctrl-C.
     deadline = time.monotonic() + 300
     states = out / "bisect"
@@ -170,8 +263,7 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert "rerun the same command to resume" in stderr
     before = json.loads(saved[0].read_text())["trials"]
 
-    second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+    second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr
     assert "resuming" in second.stderr
     result = json.loads(second.stdout)
@@ -215,12 +307,25 @@ def test_by_date_names_the_day_and_what_changed(cli: Cli, tmp_path: Path) -> Non
     spec = tmp_path / "by-date.yaml"
     spec.write_text(SQLPARSE_SPEC.read_text().replace('["sqlparse==0.4.2"]', '["sqlparse"]'))
     (tmp_path / "sqlparse_reindent.py").write_text(
-        (SQLPARSE_SPEC.parent / "sqlparse_reindent.py").read_text())
-    done = cli("bisect", str(spec), "--package", "sqlparse", "--by-date",
-               "2020-02-25..2020-03-04", "--format", "json", "--out", str(tmp_path / "out"),
-               env=shared_envs(), timeout=600)
+        (SQLPARSE_SPEC.parent / "sqlparse_reindent.py").read_text()
+    )
+    done = cli(
+        "bisect",
+        str(spec),
+        "--package",
+        "sqlparse",
+        "--by-date",
+        "2020-02-25..2020-03-04",
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "out"),
+        env=shared_envs(),
+        timeout=600,
+    )
     assert done.code == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["last_good"], result["first_bad"]) == ("2020-02-28", "2020-02-29")
     assert result["changed"] == [
-        {"package": "sqlparse", "last_good": "0.3.0", "first_bad": "0.3.1"}]
+        {"package": "sqlparse", "last_good": "0.3.0", "first_bad": "0.3.1"}
+    ]

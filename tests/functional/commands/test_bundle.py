@@ -62,10 +62,17 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
         names = set(tar.getnames())
         assert all(m.isfile() for m in tar.getmembers())
     top = run_id
-    assert {f"{top}/bundle.json", f"{top}/README.md", f"{top}/report.md",
-            f"{top}/results.json", f"{top}/tree/specs/crash.yaml", f"{top}/tree/app/main.py",
-            f"{top}/tree/app/util.py", f"{top}/tree/app/conf.yaml",
-            f"{top}/logs/cells/mode=crash/2/stderr.log"} <= names
+    assert {
+        f"{top}/bundle.json",
+        f"{top}/README.md",
+        f"{top}/report.md",
+        f"{top}/results.json",
+        f"{top}/tree/specs/crash.yaml",
+        f"{top}/tree/app/main.py",
+        f"{top}/tree/app/util.py",
+        f"{top}/tree/app/conf.yaml",
+        f"{top}/logs/cells/mode=crash/2/stderr.log",
+    } <= names
     assert f"{top}/tree/app/unrelated.bin" not in names  # not named by the command
     # The recipient has neither the project nor the store: only the archive.
     shutil.rmtree(tmp_path / "project")
@@ -81,8 +88,9 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     assert "pass --yes" in asked.stderr
     assert "mode=calm" in asked.stderr
     assert not (elsewhere / "out" / "runs").exists()
-    again = cli("run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere,
-                env=here)
+    again = cli(
+        "run", str(archive), "--out", str(elsewhere / "out"), "--yes", cwd=elsewhere, env=here
+    )
     assert again.code == 0, again.stderr
     assert "2/2 cell(s) reproduced" in again.stdout
     results = json.loads(next((elsewhere / "out" / "runs").glob("*/results.json")).read_text())
@@ -94,8 +102,17 @@ def test_bundle_reruns_elsewhere_with_the_runs_options(tmp_path: Path, cli: Cli)
     assert len(unpacked) == 1
     assert (unpacked[0] / ".complete").is_file()
     # A second run reuses the unpacked bundle.
-    third = cli("run", str(archive), "--out", str(elsewhere / "out"), "-m", "mode=calm", "-y",
-                cwd=elsewhere, env=here)
+    third = cli(
+        "run",
+        str(archive),
+        "--out",
+        str(elsewhere / "out"),
+        "-m",
+        "mode=calm",
+        "-y",
+        cwd=elsewhere,
+        env=here,
+    )
     assert third.code == 0, third.stderr
     assert f"bundle unpacked in {unpacked[0]}" in third.stderr
     assert sorted((elsewhere / "out" / "bundles").iterdir()) == unpacked
@@ -134,14 +151,16 @@ def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: C
 
 
 def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli: Cli) -> None:
-    missing = cli("bundle", "no-such-run", "-o", str(tmp_path / "x.tar.gz"), "--out",
-                  str(tmp_path / "out"))
+    missing = cli(
+        "bundle", "no-such-run", "-o", str(tmp_path / "x.tar.gz"), "--out", str(tmp_path / "out")
+    )
     assert missing.code == 2
     assert "no run 'no-such-run'" in missing.stderr
     spec = _project(tmp_path / "p")
     assert cli("run", str(spec), "-m", "mode=calm").code == 0
     run_dir = next((tmp_path / "out" / "runs").iterdir())
-    wrong = cli("bundle", str(run_dir), "-o", str(tmp_path / "x.zip"), "--out",
-                str(tmp_path / "out"))
+    wrong = cli(
+        "bundle", str(run_dir), "-o", str(tmp_path / "x.zip"), "--out", str(tmp_path / "out")
+    )
     assert wrong.code == 2
     assert "a bundle is a .tar.gz" in wrong.stderr

@@ -29,17 +29,23 @@ def test_check_is_cached_per_key(tmp_path: Path) -> None:
         "Metadata-Version: 2.1\nName: reprospec-fake\nVersion: 1.2\n"
     )
     check = PackageCheck()
-    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
-        is None
+    assert (
+        check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) is None
+    )
     refused = check.reason(sys.executable, ["reprospec-fake==1.2"], env={})
     assert refused is not None
     assert "reprospec-fake is not installed" in refused
     # Cached: the folder is gone, the answer for that key stays what was probed.
     (site / "reprospec_fake-1.2.dist-info" / "METADATA").unlink()
-    assert check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) \
-        is None
-    assert PackageCheck().reason(sys.executable, ["reprospec-fake==1.2"],
-                                 env={"PYTHONPATH": str(site)}) is not None
+    assert (
+        check.reason(sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}) is None
+    )
+    assert (
+        PackageCheck().reason(
+            sys.executable, ["reprospec-fake==1.2"], env={"PYTHONPATH": str(site)}
+        )
+        is not None
+    )
 
 
 def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
@@ -51,7 +57,8 @@ def test_missing_interpreter_is_a_reason_not_a_crash(tmp_path: Path) -> None:
 def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> None:
     """The cell whose version is not installed is infra-error naming it; the other runs."""
     spec = tmp_path / "versions.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: pyyaml-versions
         environment:
@@ -61,7 +68,8 @@ def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> N
         command: python -c "import yaml, sys; sys.exit(0 if yaml.__version__ == '{PYYAML}' else 9)"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     done = cli("run", str(spec))
     assert done.code == 3, done.stderr
     cells = {c["id"]: c for c in done.results()["cells"]}

@@ -53,6 +53,7 @@ def crash(runner: LocalRunner, tmp_path: Path, kind: str) -> tuple[NativeStacks,
 
 # -- hangs -------------------------------------------------------------------------------
 
+
 @needs_gdb
 @needs_plain_cores
 def test_segfault_in_strlen_shows_strlen_on_top(runner: LocalRunner, tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def test_huge_artifacts_keep_the_engine_small(
     assert (stored or 0) < MAX_STORED_STACK
     if name == "huge_stack":
         # The dump's head and tail both reached the report; the middle did not.
-        assert 'line 3 in dump' in stack
+        assert "line 3 in dump" in stack
         assert "line 9 in <module>" in stack
         assert "bytes omitted" in stack
         stack_txt = next(folder.glob("cells/*/1/stack.txt"))

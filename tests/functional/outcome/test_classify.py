@@ -84,6 +84,7 @@ def behave(tmp_path: Path, mode: str, timeout: float = 30.0) -> Execution:
 
 # --- every outcome kind, from a real child -------------------------------------------
 
+
 def test_pass(tmp_path: Path) -> None:
     outcome = classify(behave(tmp_path, "pass"))
     assert isinstance(outcome, Outcome)

@@ -65,9 +65,21 @@ def run_cli(
     tmp_path: Path, spec: Path, *args: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(tmp_path / "out"),
-         *args],
-        capture_output=True, text=True, timeout=180, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "reprospec",
+            "run",
+            str(spec),
+            "--out",
+            str(tmp_path / "out"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=ROOT,
     )
 
 
@@ -86,6 +98,7 @@ def write_spec(tmp_path: Path, command: str, repeat: int = 1) -> Path:
 
 
 # -- through the CLI ----------------------------------------------------------------
+
 
 def test_gpus_on_a_machine_without_gpus_is_a_usage_error(tmp_path: Path) -> None:
     if shutil.which("nvidia-smi", path=BARE_PATH):
@@ -152,14 +165,15 @@ def test_slots_reach_the_attempts_and_separate_the_failing_gpu(tmp_path: Path) -
 
 # -- machine_gpus with a recorded nvidia-smi ----------------------------------------
 
-def test_uuids_and_mig_devices_are_ids_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+
+def test_uuids_and_mig_devices_are_ids_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", fake_nvidia_smi(tmp_path / "bin", A100_MIG))
     environ = {"PATH": os.environ["PATH"]}
     mig = "MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a"
     assert visible_gpus(f"{mig},1,GPU-5e375e7e-b41f-155b-dcdc-534524c356fc", environ) == (
-        mig, "1", "GPU-5e375e7e-b41f-155b-dcdc-534524c356fc"
+        mig,
+        "1",
+        "GPU-5e375e7e-b41f-155b-dcdc-534524c356fc",
     )
     with pytest.raises(UsageError) as same:
         visible_gpus("2,GPU-5e375e7e-b41f-155b-dcdc-534524c356fc", environ)
@@ -187,17 +201,26 @@ def test_cuda_visible_devices_limits_what_the_run_may_use(
 
 # -- slot_separation over judged cells ----------------------------------------------
 
+
 def attempt(number: int, slot: tuple[str, ...], kind: str | None) -> AttemptResult:
     outcome = NotRun("no image") if kind is None else Outcome(kind=kind)  # type: ignore[arg-type]
     return AttemptResult(
-        attempt=number, duration_s=1.0, outcome=outcome, matched=False, mismatches=(),
-        logs="", gpu_slot=slot,
+        attempt=number,
+        duration_s=1.0,
+        outcome=outcome,
+        matched=False,
+        mismatches=(),
+        logs="",
+        gpu_slot=slot,
     )
 
 
 def cell(name: str, *attempts: AttemptResult) -> CellResult:
     return CellResult(
-        cell=Cell(id=name, index=0, matrix={"c": name}), expected=Expectation(outcome="crash"),
-        verdict="reproduced", reason="", rate=Rate(0, len(attempts), 0.0, 1.0),
+        cell=Cell(id=name, index=0, matrix={"c": name}),
+        expected=Expectation(outcome="crash"),
+        verdict="reproduced",
+        reason="",
+        rate=Rate(0, len(attempts), 0.0, 1.0),
         attempts=attempts,
     )

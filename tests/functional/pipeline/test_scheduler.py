@@ -252,8 +252,9 @@ expect: {{outcome: pass}}
 def test_intermittent_rate_and_interval_everywhere(cli: Cli) -> None:
     from tests.support.cli import SPECS
 
-    result = cli("run", str(SPECS / "intermittent.yaml"), "--repeat", "20", "-j", "2",
-                 "--format", "junit")
+    result = cli(
+        "run", str(SPECS / "intermittent.yaml"), "--repeat", "20", "-j", "2", "--format", "junit"
+    )
     assert result.code == 0, result.stderr
     cell = result.results()["cells"][0]
     rate = cell["rate"]
@@ -276,12 +277,15 @@ def test_intermittent_rate_and_interval_everywhere(cli: Cli) -> None:
 
 
 def test_adaptive_repeat_stops_once_the_interval_decides(cli: Cli, tmp_path: Path) -> None:
-    spec = write_spec(tmp_path / "auto.yaml", """
+    spec = write_spec(
+        tmp_path / "auto.yaml",
+        """
 name: adaptive
 command: python -c "import os; os.abort()"
 run: {repeat: auto, max_repeat: 40}
 expect: {outcome: crash, signal: SIGABRT, rate: ">=0.5"}
-""")
+""",
+    )
     result = cli("run", str(spec), "-j", "2")
     assert result.code == 0, result.stderr
     rate = result.results()["cells"][0]["rate"]

@@ -147,8 +147,9 @@ def _run(tmp_path: Path, text: str, **files: str) -> RunResult:
 def _python(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`python repro.py` with the test's interpreter (torch 2.13.0), nothing of reprospec."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "REPROSPEC"))}
-    return subprocess.run([sys.executable, script.name], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, script.name], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def _last_step(stdout: str) -> str:
@@ -196,8 +197,13 @@ def test_crashing_dataset_repro_crashes_like_the_cell(tmp_path: Path) -> None:
     worker = worker_cell.attempts[0].ran
     assert worker is not None
     assert (worker.kind, worker.signal, worker.where) == ("crash", "SIGSEGV", "worker")
-    plan = next(a for a in plan_run(reprospec.load_spec(tmp_path / "spec" / "spec.yaml"),
-                                     RunOptions()).attempts if a.cell.id == "num_workers=2")
+    plan = next(
+        a
+        for a in plan_run(
+            reprospec.load_spec(tmp_path / "spec" / "spec.yaml"), RunOptions()
+        ).attempts
+        if a.cell.id == "num_workers=2"
+    )
     other = standalone_of(plan, tmp_path / "spec")
     (alone / "repro.py").write_text(other.script)
     ran = _python(alone / "repro.py", alone)
@@ -310,8 +316,9 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
         "`unshare` gives it a private /dev/shm of 64.0 MiB, as the run did (a user namespace: "
         "no root needed where the kernel allows one)",
     )
-    ran = subprocess.run(["sh", "-c", standalone.run], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60)
+    ran = subprocess.run(
+        ["sh", "-c", standalone.run], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert ran.returncode == 128 + signal.SIGSEGV
     assert "util a: 1" in ran.stdout
     report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()

@@ -121,6 +121,7 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) 
 
 # -- a forked attempt is a normal attempt -------------------------------------------------
 
+
 def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
@@ -262,6 +263,7 @@ def test_an_escaped_descendant_is_found_by_the_token_it_carries(
 
 # -- the guards -----------------------------------------------------------------------------
 
+
 def test_a_server_with_a_thread_is_never_forked(runner: LocalRunner, tmp_path: Path) -> None:
     out = tmp_path / "facts.json"
     for number in (1, 2):
@@ -293,6 +295,7 @@ def test_a_server_that_starts_a_thread_later_refuses_from_then_on(
 
 
 # -- through the whole pipeline -------------------------------------------------------------
+
 
 @needs_torch
 @pytest.mark.torch
@@ -420,12 +423,11 @@ def test_an_import_that_fails_in_the_server_runs_fresh(runner: LocalRunner, tmp_
     execution = run(runner, plan, tmp_path)
     assert execution.launch == "fresh"
     assert execution.returncode == 0
-    assert "import no_such_module_here failed: ModuleNotFoundError" in (
-        execution.launch_note or ""
-    )
+    assert "import no_such_module_here failed: ModuleNotFoundError" in (execution.launch_note or "")
 
 
 # -- the servers' lifetime ------------------------------------------------------------------
+
 
 def test_close_stops_every_server(tmp_path: Path) -> None:
     runner = LocalRunner(python=PY, native_stacks=False)

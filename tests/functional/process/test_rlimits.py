@@ -61,9 +61,7 @@ needs_namespaces = pytest.mark.skipif(
 
 @needs_namespaces
 def test_child_gets_its_own_shm_and_address_space_limit() -> None:
-    argv, warnings = wrap(
-        [sys.executable, "-c", PRINT_LIMITS], {"shm_size": "8m", "memory": "2g"}
-    )
+    argv, warnings = wrap([sys.executable, "-c", PRINT_LIMITS], {"shm_size": "8m", "memory": "2g"})
     assert warnings == []
     shm, rlimit = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
     assert int(shm) == 8 * 2**20

@@ -19,6 +19,7 @@ from tests.support.paths import CHILDREN
 
 # -- the stack-dump sitecustomize --------------------------------------------------------
 
+
 def python_with_stackdump(
     code: str, extra_path: str = "", stack_dir: str | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -107,6 +108,7 @@ def test_forked_child_dumps_into_its_own_file(tmp_path: Path) -> None:
 
 
 # -- process trees -----------------------------------------------------------------------
+
 
 def test_orphans_reparent_to_the_engine() -> None:
     if not sys.platform.startswith("linux"):

@@ -90,9 +90,7 @@ def test_a_real_worker_crash_report(cli: Cli, tmp_path: Path) -> None:
     assert ":injected=faults[0]" in outcome.signature
     assert "injected by the spec: workload.faults[0] (match" in result.stderr  # progress
     report = (result.latest_run() / "report.md").read_text()
-    assert summary_line(run).startswith(
-        "crash SIGSEGV (worker) @ validation:3"
-    )
+    assert summary_line(run).startswith("crash SIGSEGV (worker) @ validation:3")
     assert ", injected by the spec: workload.faults[0]; as expected in every cell" in summary_line(
         run
     )

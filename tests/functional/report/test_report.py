@@ -14,6 +14,7 @@ from tests.support.cli import Cli
 
 # --- the headline counts every failing cell (real children, judged by the judge) ----------
 
+
 def _judged_run(tmp_path: Path, modes: list[str]) -> RunResult:
     """One cell per mode, each a real child (tests/data/outcome_children/behave.py) judged."""
     from tests.functional.outcome.test_classify import behave
@@ -58,6 +59,7 @@ def test_headline_counts_every_failing_cell_and_lists_signatures_by_count(
 
 # --- per-cell environments --------------------------------------------------------------
 
+
 def test_environment_a_toggle_changes_is_shown_per_cell_not_run_wide(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -98,7 +100,7 @@ def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) 
         "reprospec: 1\n"
         "name: litter\n"
         f"environment: {{workdir: {tmp_path}}}\n"
-        "command: [python, -c, \"import os, tempfile; open(os.path.join(tempfile.gettempdir(),"
+        'command: [python, -c, "import os, tempfile; open(os.path.join(tempfile.gettempdir(),'
         " 'torn.json'), 'w').write('{')\"]\n"
         "expect: {outcome: pass}\n"
     )

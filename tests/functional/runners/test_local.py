@@ -387,6 +387,7 @@ def test_capture_environment_parses_the_json(
 
 # -- private temporary places (scratch.py) ------------------------------------------
 
+
 def scratch_plan(argv: list[str], attempt: int, **environment: object) -> AttemptPlan:
     return attempt_plan(
         argv, CHILDREN, environment={"device": "cpu", **environment}, attempt=attempt
@@ -453,8 +454,8 @@ def test_an_engine_keeps_one_short_folder_and_removes_it_when_it_exits(tmp_path:
         spec = tmp_path / "s.yaml"
         spec.write_text(
             "reprospec: 1\nname: short\nmatrix:\n  n: [1, 2, 3, 4]\n"
-            "command: [python, -c, 'import os, sys; t = os.environ[\"TMPDIR\"]; print(t);"
-            " sys.argv[1] == \"2\" and open(os.path.join(t, \"left\"), \"w\").close()',"
+            'command: [python, -c, \'import os, sys; t = os.environ["TMPDIR"]; print(t);'
+            ' sys.argv[1] == "2" and open(os.path.join(t, "left"), "w").close()\','
             " '${{ matrix.n }}']\n"
             "expect: {outcome: pass}\n"
         )
@@ -644,14 +645,20 @@ def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
     ready = tmp_path / "ready"
     # Another attempt of this engine, running now, holds one of the new files open.
     holder = subprocess.Popen(
-        [PY, "-c", "import sys, time; f = open(sys.argv[1], 'w'); open(sys.argv[2], 'w');"
-         " time.sleep(600)", str(held), str(ready)],
+        [
+            PY,
+            "-c",
+            "import sys, time; f = open(sys.argv[1], 'w'); open(sys.argv[2], 'w'); time.sleep(600)",
+            str(held),
+            str(ready),
+        ],
         start_new_session=True,
     )
     try:
         wait_for(ready)
         scans: list[int] = []
         real_pids = scratch._pids
+
         def counted(proc: Path) -> Iterable[str]:
             scans.append(1)
             return real_pids(proc)

@@ -18,7 +18,8 @@ DEMO = "reprospec-venvdemo"
 
 def write_spec(folder: Path, name: str, package: str, versions: list[str], module: str) -> Path:
     spec = folder / f"{name}.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: {name}
         environment:
@@ -28,7 +29,8 @@ def write_spec(folder: Path, name: str, package: str, versions: list[str], modul
         command: python -c "import sys, {module} as m; print(m.__name__, m.VERSION_SEEN)"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     return spec
 
 
@@ -44,7 +46,8 @@ def stdout_of(cli_result: CliResult, cell: dict[str, Any]) -> str:
 def test_each_cell_gets_its_own_version_from_the_index(cli: Cli, tmp_path: Path) -> None:
     """sqlparse from the configured index, two versions in one matrix (envs kept between runs)."""
     spec = tmp_path / "two-versions.yaml"
-    spec.write_text(textwrap.dedent("""\
+    spec.write_text(
+        textwrap.dedent("""\
         reprospec: 1
         name: two-versions
         environment:
@@ -54,7 +57,8 @@ def test_each_cell_gets_its_own_version_from_the_index(cli: Cli, tmp_path: Path)
         command: python -c "import sqlparse, sys; print(sqlparse.__version__, sys.prefix)"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     env = {venvs.ENVS_VARIABLE: str(envs_root() / "envs"), **uv_environment()}
     done = cli("run", str(spec), "--runner", "venv", env=env)
     assert done.code == 0, done.stderr
@@ -93,17 +97,29 @@ def test_build_failures_and_tampered_envs_are_infra_errors(cli: Cli, tmp_path: P
     # Someone changes the cached environment of the 1.0 cell behind reprospec's back.
     (env_10,) = [e for e in venvs.list_envs(tmp_path / "envs") if e.packages == (f"{DEMO}==1.0",)]
     subprocess.run(
-        [venvs.uv_binary(), "pip", "install", "--python", str(env_10.path / "bin" / "python"),
-         "--find-links", str(wheels), f"{DEMO}==1.1"],
-        check=True, capture_output=True, env={**os.environ, **uv_environment()},
+        [
+            venvs.uv_binary(),
+            "pip",
+            "install",
+            "--python",
+            str(env_10.path / "bin" / "python"),
+            "--find-links",
+            str(wheels),
+            f"{DEMO}==1.1",
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, **uv_environment()},
     )
     second = cli(*args, "-m", "version=1.0", "-m", "version=1.1", env=env)
     assert second.code == 3, second.stderr
     cells = cells_of(second)
     tampered = cells["version=1.0"]
     assert tampered["verdict"] == "infra-error"
-    assert f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)" in \
-        tampered["attempts"][0]["infra_error"]
+    assert (
+        f"{DEMO} 1.1 is installed (the cell needs {DEMO}==1.0)"
+        in tampered["attempts"][0]["infra_error"]
+    )
     assert cells["version=1.1"]["verdict"] == "reproduced"
     # The second run built nothing.
     assert "building" not in second.stderr
@@ -114,7 +130,8 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
     spec = tmp_path / "venv-instances.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: venv-instances
         environment:
@@ -126,7 +143,8 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
           instances: 2
         expect:
           outcome: pass
-        """))
+        """)
+    )
     env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
     done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
     assert done.code == 0, done.stderr

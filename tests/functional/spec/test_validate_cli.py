@@ -15,6 +15,7 @@ SMALL = "reprospec: 1\nname: s\ncommand: touch EXECUTED\nexpect: {outcome: pass}
 
 # -- validate of a folder ----------------------------------------------------------------
 
+
 def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(SMALL.replace("touch EXECUTED", "'true'"))
     for out in (".reprospec", "store"):

@@ -36,13 +36,11 @@ def wheelhouse(tmp_path: Path) -> Path:
 
 def request_for(packages: list[str], wheelhouse: Path | None = None) -> EnvRequest:
     links = (wheelhouse,) if wheelhouse is not None else ()
-    return EnvRequest(venvs.find_interpreter(None), tuple(packages),
-                      venvs.user_index_config(links))
+    return EnvRequest(venvs.find_interpreter(None), tuple(packages), venvs.user_index_config(links))
 
 
 def run_in(env: venvs.Env, code: str) -> str:
-    done = subprocess.run([str(env.python), "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([str(env.python), "-c", code], capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 
@@ -54,8 +52,10 @@ def test_build_once_then_reuse_list_and_prune(tmp_path: Path, wheelhouse: Path) 
     assert not first.reused
     assert first.path == root / request.key()
     assert first.installed == {DEMO: "1.0"}
-    assert run_in(first, "import reprospec_envdemo, sys; print(reprospec_envdemo.VERSION, "
-                  "sys.prefix)") == f"1.0 {first.path}"
+    assert (
+        run_in(first, "import reprospec_envdemo, sys; print(reprospec_envdemo.VERSION, sys.prefix)")
+        == f"1.0 {first.path}"
+    )
     stages = [e.stage for e in events]
     assert stages[0] == "create"
     assert "install" in stages
@@ -155,12 +155,18 @@ def test_the_hash_names_what_changes_the_environment() -> None:
 
 def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     conf = tmp_path / "pip.conf"
-    conf.write_text("[global]\nindex-url = https://mirror.invalid/simple\n"
-                    "extra-index-url = https://a.invalid/simple https://b.invalid/simple\n"
-                    "find-links = /srv/wheels\n")
+    conf.write_text(
+        "[global]\nindex-url = https://mirror.invalid/simple\n"
+        "extra-index-url = https://a.invalid/simple https://b.invalid/simple\n"
+        "find-links = /srv/wheels\n"
+    )
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
-    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                 *index.UV_INDEX_VARIABLES):
+    for name in (
+        "PIP_FIND_LINKS",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        *index.UV_INDEX_VARIABLES,
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # no user uv.toml
     index.pip_config_cached.cache_clear()
@@ -168,11 +174,18 @@ def test_index_configuration_is_the_users(tmp_path: Path, monkeypatch: pytest.Mo
         pip = venvs.user_index_config([tmp_path])
         assert pip.source == "pip"
         assert pip.uv_args() == (
-            "--index-url", "https://mirror.invalid/simple",
-            "--extra-index-url", "https://a.invalid/simple",
-            "--extra-index-url", "https://b.invalid/simple",
-            "--index-strategy", "unsafe-best-match",
-            "--find-links", "/srv/wheels", "--find-links", str(tmp_path),
+            "--index-url",
+            "https://mirror.invalid/simple",
+            "--extra-index-url",
+            "https://a.invalid/simple",
+            "--extra-index-url",
+            "https://b.invalid/simple",
+            "--index-strategy",
+            "unsafe-best-match",
+            "--find-links",
+            "/srv/wheels",
+            "--find-links",
+            str(tmp_path),
         )
         # pip reads its own configuration: only reprospec's --find-links is passed to it.
         assert pip.pip_args() == ("--find-links", str(tmp_path))

@@ -23,13 +23,25 @@ HOSTILE = '<script>alert("title")</script>'
 
 def _attempt(n: int, failed: bool) -> AttemptResult:
     outcome = (
-        Outcome("crash", signal="SIGSEGV", where="worker", phase="train", step=3,
-                signature="crash:SIGSEGV:worker:train")
+        Outcome(
+            "crash",
+            signal="SIGSEGV",
+            where="worker",
+            phase="train",
+            step=3,
+            signature="crash:SIGSEGV:worker:train",
+        )
         if failed
         else Outcome("pass", exit_code=0, phase="train", step=10, signature="pass")
     )
-    return AttemptResult(attempt=n, duration_s=0.5 + n, outcome=outcome, matched=failed,
-                         mismatches=(), logs=f"cells/x/{n}/")
+    return AttemptResult(
+        attempt=n,
+        duration_s=0.5 + n,
+        outcome=outcome,
+        matched=failed,
+        mismatches=(),
+        logs=f"cells/x/{n}/",
+    )
 
 
 def grid_run() -> RunResult:
@@ -41,22 +53,37 @@ def grid_run() -> RunResult:
         failed = (index * 7) % 5
         attempts = tuple(_attempt(n, n <= failed) for n in range(1, 5))
         matched = sum(a.matched for a in attempts)
-        cells.append(CellResult(
-            cell=Cell(id=f"workers={workers},batch={batch}", index=index,
-                      matrix={"workers": workers, "batch": batch}),
-            expected=expected,
-            verdict="reproduced" if matched else "not-reproduced",
-            reason="",
-            rate=Rate(matched, 4, 0.0, 1.0),
-            attempts=attempts,
-        ))
+        cells.append(
+            CellResult(
+                cell=Cell(
+                    id=f"workers={workers},batch={batch}",
+                    index=index,
+                    matrix={"workers": workers, "batch": batch},
+                ),
+                expected=expected,
+                verdict="reproduced" if matched else "not-reproduced",
+                reason="",
+                rate=Rate(matched, 4, 0.0, 1.0),
+                attempts=attempts,
+            )
+        )
     return RunResult(
-        run_id="20261122-101010-grid-0001", spec_name="grid", spec_path="grid.yaml",
-        spec_text="reprospec: 1\nname: grid\n", runner="local",
-        started="2026-11-22T10:10:10+00:00", finished="2026-11-22T10:11:10+00:00",
-        environment={"python": {"version": "3.11.7"}}, cells=tuple(cells), title=HOSTILE,
-        standalone=Standalone(cell="workers=0,batch=8", kind="workload", run="python repro.py",
-                              script="print('</pre><script>alert(1)</script>')\n"),
+        run_id="20261122-101010-grid-0001",
+        spec_name="grid",
+        spec_path="grid.yaml",
+        spec_text="reprospec: 1\nname: grid\n",
+        runner="local",
+        started="2026-11-22T10:10:10+00:00",
+        finished="2026-11-22T10:11:10+00:00",
+        environment={"python": {"version": "3.11.7"}},
+        cells=tuple(cells),
+        title=HOSTILE,
+        standalone=Standalone(
+            cell="workers=0,batch=8",
+            kind="workload",
+            run="python repro.py",
+            script="print('</pre><script>alert(1)</script>')\n",
+        ),
     )
 
 
@@ -115,10 +142,22 @@ def test_html_report_sorts_in_a_real_browser(tmp_path: Path) -> None:
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
     done = subprocess.run(
-        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=180,
+        [
+            chromium,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = re.search(r'<pre id="reprospec-test">(.*?)</pre>', done.stdout, re.S)

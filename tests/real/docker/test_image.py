@@ -40,6 +40,7 @@ def _forget(tag: str) -> None:
 
 # -- real builds -----------------------------------------------------------------------
 
+
 @needs_engine
 @pytest.mark.usefixtures("default_image")
 def test_packages_build_once_then_cached(tmp_path: Path) -> None:
@@ -58,8 +59,11 @@ def test_packages_build_once_then_cached(tmp_path: Path) -> None:
         # The second time the image is found, not built: nothing to say.
         again: list[str] = []
         runner = DockerRunner(client=CLIENT, find_links=wheels, say=again.append)
-        plan = make_plan(py("import reprospec_probe, torch; print(reprospec_probe.VALUE)"),
-                         tmp_path, environment=environment)
+        plan = make_plan(
+            py("import reprospec_probe, torch; print(reprospec_probe.VALUE)"),
+            tmp_path,
+            environment=environment,
+        )
         runner.prepare([plan])
         assert again == []
         execution = runner.run(plan, tmp_path / "a")
@@ -73,8 +77,9 @@ def test_packages_build_once_then_cached(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("default_image")
 def test_build_failure_is_an_infra_error_with_the_log_tail(tmp_path: Path) -> None:
     make_wheel(tmp_path / "wheels")
-    recipe = recipe_for({"packages": ["no-such-package-reprospec==9.9"]},
-                                    find_links=tmp_path / "wheels")
+    recipe = recipe_for(
+        {"packages": ["no-such-package-reprospec==9.9"]}, find_links=tmp_path / "wheels"
+    )
     with pytest.raises(InfraError) as err:
         image.ensure_image(CLIENT, recipe)
     message = str(err.value)
@@ -94,8 +99,9 @@ def test_user_dockerfile_is_built_and_run(tmp_path: Path) -> None:
     environment = {"dockerfile": "Dockerfile.mine"}
     tag = recipe_for(environment, spec_dir=tmp_path).tag
     try:
-        execution = runner.run(make_plan(["cat", "/hello.txt"], tmp_path,
-                                         environment=environment), tmp_path / "a")
+        execution = runner.run(
+            make_plan(["cat", "/hello.txt"], tmp_path, environment=environment), tmp_path / "a"
+        )
         assert execution.returncode == 0, execution.infra_error
         assert execution.stdout_path.read_text() == "from the context\n"
     finally:
@@ -122,9 +128,7 @@ def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
     def build_base(mark: str) -> None:
         folder = tmp_path / f"base-{mark}"
         folder.mkdir()
-        (folder / "Dockerfile").write_text(
-            f"FROM {image.BASE_IMAGE}\nRUN echo {mark} > /mark\n"
-        )
+        (folder / "Dockerfile").write_text(f"FROM {image.BASE_IMAGE}\nRUN echo {mark} > /mark\n")
         CLIENT.images.build(path=str(folder), tag=base, rm=True, forcerm=True)
 
     (tmp_path / "Dockerfile").write_text(f"FROM {base}\nRUN cat /mark\n")

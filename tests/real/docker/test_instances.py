@@ -147,9 +147,7 @@ def test_instances_share_the_pods_network_and_shm_and_get_their_variables(
         assert execution.log_dir == (tmp_path / "a" / f"instance-{number}").resolve()
         assert execution.ready_at is not None
         assert execution.released_at is not None
-    assert max(e.ready_at or 0 for e in executions) <= min(
-        e.released_at or 0 for e in executions
-    )
+    assert max(e.ready_at or 0 for e in executions) <= min(e.released_at or 0 for e in executions)
     events = (tmp_path / "a" / "instance-1" / "events.jsonl").read_text()
     assert '"event": "instance_start"' in events
     assert not (tmp_path / "a" / "barrier").exists()

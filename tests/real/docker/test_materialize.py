@@ -66,16 +66,27 @@ expect: {outcome: pass}
 """
 
 
-def materialize(tmp_path: Path, text: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
-                                                                  Path]:
+def materialize(
+    tmp_path: Path, text: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     (tmp_path / "app").mkdir(exist_ok=True)
     (tmp_path / "app" / "main.py").write_text(MAIN)
     (tmp_path / "spec.yaml").write_text(text)
     out = tmp_path / "bundle"
     done = subprocess.run(
-        [sys.executable, "-m", "reprospec", "materialize", str(tmp_path / "spec.yaml"),
-         "-o", str(out), *extra],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "reprospec",
+            "materialize",
+            str(tmp_path / "spec.yaml"),
+            "-o",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return done, out
 
@@ -141,8 +152,10 @@ def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "FROM ghcr.io/acme/trainer:3" in (out / "images" / "1" / "Dockerfile").read_text()
     assert "`docker pull ghcr.io/acme/trainer:3`" in (out / "README.md").read_text()
-    ours = SPEC.replace("  shm_size: 32m\n", "  shm_size: 32m\n  image: reprospec-runner:latest\n"
-                        "  packages: [torch==2.12.0, six]\n")
+    ours = SPEC.replace(
+        "  shm_size: 32m\n",
+        "  shm_size: 32m\n  image: reprospec-runner:latest\n  packages: [torch==2.12.0, six]\n",
+    )
     (tmp_path / "ours").mkdir()
     done, out = materialize(tmp_path / "ours", ours)
     assert done.returncode == 0, done.stderr
@@ -174,16 +187,22 @@ def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.Complet
     import os
 
     try:
-        with subprocess.Popen(["bash", str(out / "run.sh")], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=cwd,
-                              env={**os.environ, "BASE": base}) as proc:
+        with subprocess.Popen(
+            ["bash", str(out / "run.sh")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, "BASE": base},
+        ) as proc:
             try:
                 stdout, stderr = proc.communicate(timeout=1800)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 raise
-        return subprocess.CompletedProcess(["bash", str(out / "run.sh"), str(proc.pid)],
-                                           proc.returncode, stdout, stderr)
+        return subprocess.CompletedProcess(
+            ["bash", str(out / "run.sh"), str(proc.pid)], proc.returncode, stdout, stderr
+        )
     finally:
         if image.image_present(CLIENT, tag):
             _BUILT.add(CLIENT.images.get(tag).id)

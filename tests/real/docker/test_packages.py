@@ -22,7 +22,8 @@ def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(
     # A user Dockerfile is used as it is: the spec's `packages` are not installed by it.
     (tmp_path / "Dockerfile").write_text(f"FROM {dockerimage.BASE_IMAGE}\n")
     spec = tmp_path / "dockerfile.yaml"
-    spec.write_text(textwrap.dedent("""\
+    spec.write_text(
+        textwrap.dedent("""\
         reprospec: 1
         name: docker-packages
         environment:
@@ -31,14 +32,17 @@ def test_a_dockerfile_without_the_cells_packages_is_an_infra_error(
         command: python3 -c "print('ran')"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     done = cli("run", str(spec), "--runner", "docker", "--repeat", "2", timeout=600)
     assert done.code == 3, done.stderr
     (cell,) = done.results()["cells"]
     assert cell["verdict"] == "infra-error"
     for attempt in cell["attempts"]:
-        assert "reprospec-not-installed-anywhere is not installed (the cell needs " \
-               "reprospec-not-installed-anywhere==1.0)" in attempt["infra_error"]
+        assert (
+            "reprospec-not-installed-anywhere is not installed (the cell needs "
+            "reprospec-not-installed-anywhere==1.0)" in attempt["infra_error"]
+        )
         logs = done.latest_run() / attempt["logs"]
         assert (logs / "stdout.log").read_text() == ""
 
@@ -49,7 +53,8 @@ def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path)
     for image in (dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE):
         require_image(CLIENT, image)
     spec = tmp_path / "images.yaml"
-    spec.write_text(textwrap.dedent(f"""\
+    spec.write_text(
+        textwrap.dedent(f"""\
         reprospec: 1
         name: docker-images
         matrix:
@@ -59,12 +64,14 @@ def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path)
         command: python3 -c "print('ran')"
         expect:
           outcome: pass
-        """))
+        """)
+    )
     done = cli("run", str(spec), "--runner", "docker", timeout=600)
     assert done.code == 0, done.stderr
     cells = done.results()["cells"]
     assert [c["environment"]["image"] for c in cells] == [
-        dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE,
+        dockerimage.BASE_IMAGE,
+        dockerimage.DEFAULT_IMAGE,
     ]
     report = (done.latest_run() / "report.md").read_text()
     environment = report.split("## Environment")[1]

@@ -66,6 +66,7 @@ def no_leftovers() -> Iterator[None]:
 
 # -- real containers -------------------------------------------------------------------
 
+
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
 def test_pass_and_output(runner: DockerRunner, tmp_path: Path) -> None:
@@ -90,8 +91,9 @@ def test_exit_code(runner: DockerRunner, tmp_path: Path) -> None:
 @needs_engine
 @pytest.mark.usefixtures("no_leftovers")
 def test_real_segfault_is_signal_11(runner: DockerRunner, tmp_path: Path) -> None:
-    execution = runner.run(make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path),
-                           tmp_path / "a")
+    execution = runner.run(
+        make_plan(py("import ctypes; ctypes.string_at(0)"), tmp_path), tmp_path / "a"
+    )
     assert execution.returncode == -11
     assert "Segmentation fault" in execution.stderr_path.read_text()
 
@@ -132,8 +134,11 @@ def test_hang_is_killed_with_stacks(runner: DockerRunner, tmp_path: Path) -> Non
 def test_cancel_stops_the_attempt(runner: DockerRunner, tmp_path: Path) -> None:
     cancel = threading.Event()
     threading.Timer(1.5, cancel.set).start()
-    execution = runner.run(make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
-                           tmp_path / "a", cancel=cancel)
+    execution = runner.run(
+        make_plan(py("import time; time.sleep(600)"), tmp_path, timeout_s=60),
+        tmp_path / "a",
+        cancel=cancel,
+    )
     assert execution.interrupted
     assert not execution.timed_out
     assert execution.duration_s < 10
@@ -153,8 +158,9 @@ def test_env_workdir_shm_memory_network(runner: DockerRunner, tmp_path: Path) ->
         "  'mem': open(mem).read().strip(), 'ifaces': [n for _, n in socket.if_nameindex()],\n"
         "  'events': os.environ['REPROSPEC_EVENTS'], 'pid1': open('/proc/1/cmdline').read()}))\n"
     )
-    plan = make_plan(py(code), tmp_path, env={"MY_FLAG": "on"},
-                     environment={"shm_size": "32m", "memory": "256m"})
+    plan = make_plan(
+        py(code), tmp_path, env={"MY_FLAG": "on"}, environment={"shm_size": "32m", "memory": "256m"}
+    )
     execution = runner.run(plan, tmp_path / "a")
     assert execution.returncode == 0, execution.stderr_path.read_text()
     seen = json.loads(execution.stdout_path.read_text())
@@ -249,8 +255,9 @@ def test_workload_with_small_shm_is_a_worker_bus_error(
         },
         "phases": [{"name": "train", "steps": 8}],
     }
-    plan = make_plan(None, tmp_path, workload=workload, environment={"shm_size": shm_size},
-                     timeout_s=120)
+    plan = make_plan(
+        None, tmp_path, workload=workload, environment={"shm_size": shm_size}, timeout_s=120
+    )
     execution = runner.run(plan, tmp_path / "a")
     assert execution.infra_error is None
     cell = json.loads((tmp_path / "a" / "cell.json").read_text())

@@ -68,27 +68,60 @@ def _write_spec(path: Path, text: str) -> Path:
 
 # -- without a cluster -------------------------------------------------------------------
 
+
 def test_dry_run_prints_the_array_and_merge_scripts_and_submits_nothing(
     cli: Cli, tmp_path: Path
 ) -> None:
     shared = tmp_path / "shared"
     result = cli(
-        "slurm", str(SPECS / "segfault-command.yaml"), "--shards", "2", "--gpus-per-shard", "1",
-        "--partition", "gpu", "--time", "0:30:00", "--sbatch-arg=--account=lab",
-        "-m", "num_workers=2", "--set", "run.timeout=90s", "--repeat", "3", "--timeout", "45s",
-        "-j", "2", "--python", sys.executable, "--dry-run", "--out", str(shared),
+        "slurm",
+        str(SPECS / "segfault-command.yaml"),
+        "--shards",
+        "2",
+        "--gpus-per-shard",
+        "1",
+        "--partition",
+        "gpu",
+        "--time",
+        "0:30:00",
+        "--sbatch-arg=--account=lab",
+        "-m",
+        "num_workers=2",
+        "--set",
+        "run.timeout=90s",
+        "--repeat",
+        "3",
+        "--timeout",
+        "45s",
+        "-j",
+        "2",
+        "--python",
+        sys.executable,
+        "--dry-run",
+        "--out",
+        str(shared),
     )
     assert result.code == 0, result.stderr
     out = result.stdout
     for line in (
-        "#SBATCH --array=1-2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
-        "#SBATCH --time=0:30:00", "#SBATCH --cpus-per-task=2",
+        "#SBATCH --array=1-2",
+        "#SBATCH --gres=gpu:1",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --time=0:30:00",
+        "#SBATCH --cpus-per-task=2",
     ):
         assert line in out
     # One array task per shard, each into its own folder, with the same runner options.
     assert '--shard "$K"/2 --out "$OUT"' in out
-    for words in ("-m num_workers=2", "--set run.timeout=90s", "--repeat 3", "--timeout 45s",
-                  "-j 2", f"--python {sys.executable}", "--runner local"):
+    for words in (
+        "-m num_workers=2",
+        "--set run.timeout=90s",
+        "--repeat 3",
+        "--timeout 45s",
+        "-j 2",
+        f"--python {sys.executable}",
+        "--runner local",
+    ):
         assert words in out, words
     assert "--dependency=afterany:<array job>" in out
     assert "--account=lab" in out
@@ -121,6 +154,7 @@ def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
 
 
 # -- on the cluster ------------------------------------------------------------------------
+
 
 @needs_cluster
 @pytest.mark.slow
@@ -277,11 +311,31 @@ def test_each_task_hands_out_the_gpus_slurm_gave_it_through_gres(cli: Cli, tmp_p
     shared = tmp_path / "shared"
     # A login shell's CUDA_VISIBLE_DEVICES must not leak into the tasks: only GRES counts.
     env = {"CUDA_VISIBLE_DEVICES": "0,1"}
-    ok = cli("slurm", str(spec), "--shards", "2", "--gpus-per-shard", "1",
-             "--out", str(shared / "one"), env=env)
+    ok = cli(
+        "slurm",
+        str(spec),
+        "--shards",
+        "2",
+        "--gpus-per-shard",
+        "1",
+        "--out",
+        str(shared / "one"),
+        env=env,
+    )
     assert ok.code == 0, ok.stderr
-    too_few = cli("slurm", str(spec), "--shards", "2", "--gpus-per-shard", "1",
-                  "--set", "environment.gpus=2", "--out", str(shared / "two"), env=env)
+    too_few = cli(
+        "slurm",
+        str(spec),
+        "--shards",
+        "2",
+        "--gpus-per-shard",
+        "1",
+        "--set",
+        "environment.gpus=2",
+        "--out",
+        str(shared / "two"),
+        env=env,
+    )
     assert too_few.code == 0, too_few.stderr
 
     status = wait_settled(only_run(shared / "one"))
@@ -324,15 +378,19 @@ def test_attempts_killed_with_their_shard_are_forgotten_older_crashes_kept(
     )
     from reprospec.store.db import Store
 
-    spec = _write_spec(tmp_path / "term.yaml", """\
+    spec = _write_spec(
+        tmp_path / "term.yaml",
+        """\
 reprospec: 1
 name: killed-by-term
 command: kill -TERM $$
 run: {repeat: 2}
 expect: {outcome: crash, signal: SIGTERM}
-""")
-    run = new_run(spec, "killed-by-term", tmp_path, SlurmOptions(shards=1), ShardArgs(), (2,),
-                  chdir=ROOT)
+""",
+    )
+    run = new_run(
+        spec, "killed-by-term", tmp_path, SlurmOptions(shards=1), ShardArgs(), (2,), chdir=ROOT
+    )
     ran = cli("run", str(spec), "--shard", "1/1", "--out", str(run.shard_dir(1)))
     assert ran.code == 0, ran.stderr
     (folder,) = (run.shard_dir(1) / "runs").iterdir()

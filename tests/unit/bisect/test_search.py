@@ -21,9 +21,14 @@ from reprospec.bisect.search import (
 VERSIONS = [f"1.{i}" for i in range(20)]
 
 
-def oracle_for(first_bad: int, rate: float = 1.0, *, seed: int = 0,
-               broken: set[int] = frozenset(),  # type: ignore[assignment]
-               calls: list[tuple[str, int]] | None = None) -> Callable[[str, int], Trial]:
+def oracle_for(
+    first_bad: int,
+    rate: float = 1.0,
+    *,
+    seed: int = 0,
+    broken: set[int] = frozenset(),  # type: ignore[assignment]
+    calls: list[tuple[str, int]] | None = None,
+) -> Callable[[str, int], Trial]:
     rng = random.Random(seed)
 
     def oracle(version: str, n: int) -> Trial:
@@ -62,16 +67,19 @@ def test_the_bad_end_that_passes_is_refused_with_what_was_seen() -> None:
     expected = attempts_to_see(0.3, DEFAULT_ERROR / 5)
     assert result.status == "refused"
     assert result.first_bad is None
-    assert result.reason == (f"the bad end 1.19 did not reproduce in {expected} attempt(s); "
-                             f"seen: pass x{expected}")
+    assert result.reason == (
+        f"the bad end 1.19 did not reproduce in {expected} attempt(s); seen: pass x{expected}"
+    )
     assert result.attempts == expected
 
 
 def test_the_good_end_that_fails_is_refused() -> None:
     result = bisect(VERSIONS, oracle_for(0))
     assert result.status == "refused"
-    assert result.reason == ("the good end 1.0 reproduces too: 1 matching failure(s) in 1 "
-                             "attempt(s); seen: error:AssertionError x1")
+    assert result.reason == (
+        "the good end 1.0 reproduces too: 1 matching failure(s) in 1 "
+        "attempt(s); seen: error:AssertionError x1"
+    )
 
 
 def test_a_flaky_regression_is_found_and_the_rate_measured() -> None:
@@ -111,19 +119,22 @@ def test_a_resumed_search_asks_for_nothing_twice() -> None:
     # Interrupted after half its oracle calls: those trials are the known state.
     known: dict[str, Trial] = {}
     for trial in done[: len(done) // 2]:
-        known[trial.version] = known[trial.version].merged(trial) if trial.version in known \
-            else trial
+        known[trial.version] = (
+            known[trial.version].merged(trial) if trial.version in known else trial
+        )
     calls: list[tuple[str, int]] = []
     again: list[Trial] = []
-    resumed = bisect(VERSIONS, oracle_for(11, 0.5, seed=4, calls=calls), known=known,
-                     on_trial=again.append)
+    resumed = bisect(
+        VERSIONS, oracle_for(11, 0.5, seed=4, calls=calls), known=known, on_trial=again.append
+    )
     assert resumed.status == "found"
     assert resumed.first_bad == full.first_bad == "1.11"
     # The ends were checked before the interruption: not again.
     assert calls
     assert calls[0][0] not in ("1.0", "1.19")
     assert resumed.attempts == sum(t.attempts for t in known.values()) + sum(
-        t.attempts for t in again)
+        t.attempts for t in again
+    )
 
 
 def test_the_budget_gives_an_undecided_answer_with_its_best_guess() -> None:

@@ -14,8 +14,16 @@ from reprospec.report.markup import plain_markdown
 
 
 def test_names_that_look_secret() -> None:
-    for name in ("HF_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE", "aws_secret_access_key",
-                 "PGPASSWORD", "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "NPM_AUTHTOKEN"):
+    for name in (
+        "HF_TOKEN",
+        "TORCH_AUTH",
+        "PYTORCH_PASSPHRASE",
+        "aws_secret_access_key",
+        "PGPASSWORD",
+        "MYSQL_PASSWD",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "NPM_AUTHTOKEN",
+    ):
         assert looks_secret(name), name
     for name in ("HOME", "PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PWD"):
         assert not looks_secret(name), name
@@ -31,8 +39,15 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
         "expect": {"message": "${{ env.MY_TOKEN }}"},
     }
     assert env_names_read(document) == ["API", "DATA", "NUM", "MY_TOKEN"]
-    environ = {"API": "api-value", "DATA": "data-value", "NUM": "1", "MY_TOKEN": "tok-value",
-               "UNREAD_SECRET": "unread-value", "HOME": "/home/me", "AUTH_ON": "true"}
+    environ = {
+        "API": "api-value",
+        "DATA": "data-value",
+        "NUM": "1",
+        "MY_TOKEN": "tok-value",
+        "UNREAD_SECRET": "unread-value",
+        "HOME": "/home/me",
+        "AUTH_ON": "true",
+    }
     redactor = Redactor.for_spec(document, environ)
     # Read and not public; secret-looking (public or not, read or not); the spec's own.
     assert set(redactor.values) == {"api-value", "tok-value", "unread-value", "literal-auth"}

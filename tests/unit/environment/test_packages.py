@@ -6,8 +6,9 @@ from reprospec.environment.packages import Installed, mismatches
 
 
 def test_mismatches_name_both_sides() -> None:
-    have = Installed("py", {"torch": "2.13.0+cpu", "numpy": "2.1.0", "six": None},
-                     {"python_version": "3.11"})
+    have = Installed(
+        "py", {"torch": "2.13.0+cpu", "numpy": "2.1.0", "six": None}, {"python_version": "3.11"}
+    )
     assert mismatches(["torch==2.13.0", "numpy>=2", "torch~=2.13"], have) == ()
     assert mismatches(["torch==2.5.1", "numpy<2", "six"], have) == (
         "torch 2.13.0+cpu is installed (the cell needs torch==2.5.1)",

@@ -63,10 +63,12 @@ def test_unsafe_archives_are_refused_and_write_nothing_outside(
     assert list(dest.iterdir()) == []  # the staging folder is gone too
 
 
-def test_size_limits_hold_before_and_while_writing(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    archive = _archive(tmp_path / "big.tar.gz", _file("b/one", b"a" * 600), _file("b/two",
-                                                                                  b"b" * 600))
+def test_size_limits_hold_before_and_while_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _archive(
+        tmp_path / "big.tar.gz", _file("b/one", b"a" * 600), _file("b/two", b"b" * 600)
+    )
     monkeypatch.setattr(bundle, "MAX_FILE_BYTES", 500)
     with pytest.raises(UsageError, match="600 bytes"):
         bundle.unpack(archive, tmp_path / "bundles")

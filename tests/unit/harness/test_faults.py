@@ -23,6 +23,7 @@ def test_exception_class_refuses_non_exceptions() -> None:
 
 # ---- which faults fire where (pure) --------------------------------------------------------
 
+
 def plan(*faults: dict[str, Any], attempt: int = 1, seed: int = 0) -> injection.FaultPlan:
     return injection.FaultPlan(
         [injection.decide(n, f, seed, attempt) for n, f in enumerate(faults)]

@@ -33,6 +33,7 @@ def test_only_a_pattern_without_a_pid_shares_one_name() -> None:
 
 # -- pure functions ----------------------------------------------------------------------
 
+
 def test_core_pattern_kinds() -> None:
     piped = CorePattern("|/usr/share/apport/apport -p%p -s%s")
     assert piped.piped

@@ -9,10 +9,18 @@ import pytest
     ("line", "signal", "pid", "command"),
     [
         # bash right-aligns the pid in 5 columns, pads the description, may add "(core dumped)".
-        ("./run.sh: line 4:  5975 Segmentation fault      ./t --gtest_filter=A.B", "SIGSEGV", 5975,
-         "./t --gtest_filter=A.B"),
-        ("bash: line 1: 123456 Bus error               (core dumped) ./a b", "SIGBUS", 123456,
-         "./a b"),
+        (
+            "./run.sh: line 4:  5975 Segmentation fault      ./t --gtest_filter=A.B",
+            "SIGSEGV",
+            5975,
+            "./t --gtest_filter=A.B",
+        ),
+        (
+            "bash: line 1: 123456 Bus error               (core dumped) ./a b",
+            "SIGBUS",
+            123456,
+            "./a b",
+        ),
         ("bash: 13884 Aborted                 ./crasher", "SIGABRT", 13884, "./crasher"),
     ],
 )

@@ -65,6 +65,7 @@ def recorded_execution(
 
 # --- infrastructure errors --------------------------------------------------------------
 
+
 def test_infra_error_is_not_run(tmp_path: Path) -> None:
     execution = make_execution(tmp_path, None, infra_error="interpreter /nope not found")
     assert classify(execution) == NotRun("interpreter /nope not found")
@@ -202,6 +203,7 @@ def test_worker_crash_when_main_also_segfaults_is_a_main_crash(tmp_path: Path) -
 
 # --- parsing details ------------------------------------------------------------------------
 
+
 def test_events_skip_malformed_and_truncated_lines(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(
@@ -334,6 +336,7 @@ def test_normalize_message() -> None:
 
 
 # --- signals ----------------------------------------------------------------------------------
+
 
 def test_signal_helpers() -> None:
     assert signal_name(11) == "SIGSEGV"

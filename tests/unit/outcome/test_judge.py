@@ -399,8 +399,9 @@ def test_expectation_phrase() -> None:
 
 def test_a_backtracking_message_pattern_gives_up_instead_of_hanging_the_judge() -> None:
     # `(a+)+b` against forty `a`s backtracks for hours with `re`; the judge is bounded.
-    outcome = Outcome(kind="error", exit_code=1, where="main", exception="ValueError",
-                      message="a" * 40)
+    outcome = Outcome(
+        kind="error", exit_code=1, where="main", exception="ValueError", message="a" * 40
+    )
     verdict = judge_attempt(outcome, Expectation("error", message="(a+)+b"))
     # Returning at all is the point (the regex engine either optimises it or times out).
     assert not verdict.matched

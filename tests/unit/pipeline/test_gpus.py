@@ -58,24 +58,38 @@ def test_recorded_listings_parse() -> None:
 def attempt(number: int, slot: tuple[str, ...], kind: str | None) -> AttemptResult:
     outcome = NotRun("no image") if kind is None else Outcome(kind=kind)  # type: ignore[arg-type]
     return AttemptResult(
-        attempt=number, duration_s=1.0, outcome=outcome, matched=False, mismatches=(),
-        logs="", gpu_slot=slot,
+        attempt=number,
+        duration_s=1.0,
+        outcome=outcome,
+        matched=False,
+        mismatches=(),
+        logs="",
+        gpu_slot=slot,
     )
 
 
 def cell(name: str, *attempts: AttemptResult) -> CellResult:
     return CellResult(
-        cell=Cell(id=name, index=0, matrix={"c": name}), expected=Expectation(outcome="crash"),
-        verdict="reproduced", reason="", rate=Rate(0, len(attempts), 0.0, 1.0),
+        cell=Cell(id=name, index=0, matrix={"c": name}),
+        expected=Expectation(outcome="crash"),
+        verdict="reproduced",
+        reason="",
+        rate=Rate(0, len(attempts), 0.0, 1.0),
         attempts=attempts,
     )
 
 
 def test_slot_separation_both_ways_and_when_it_says_nothing() -> None:
-    mixed = cell("a", attempt(1, ("0",), "pass"), attempt(2, ("1",), "crash"),
-                 attempt(3, ("2",), "crash"), attempt(4, ("0",), "pass"),
-                 attempt(5, ("3",), "pass"), attempt(6, ("3",), "error"),
-                 attempt(7, ("2",), None))
+    mixed = cell(
+        "a",
+        attempt(1, ("0",), "pass"),
+        attempt(2, ("1",), "crash"),
+        attempt(3, ("2",), "crash"),
+        attempt(4, ("0",), "pass"),
+        attempt(5, ("3",), "pass"),
+        attempt(6, ("3",), "error"),
+        attempt(7, ("2",), None),
+    )
     assert slot_separation([mixed]) == (
         "fails on GPU slots 1-3 (3 of 4 attempts), never on slot 0 (0 of 2 attempts)"
     )
@@ -84,8 +98,9 @@ def test_slot_separation_both_ways_and_when_it_says_nothing() -> None:
     alone = cell("c", attempt(1, ("0",), "crash"), attempt(2, ("0",), "crash"))
     assert slot_separation([mixed, calm, alone]) == slot_separation([mixed])
     # Fails on every slot it ran on: the slot separates nothing.
-    everywhere = cell("d", attempt(1, ("0",), "crash"), attempt(2, ("1",), "pass"),
-                      attempt(3, ("1",), "crash"))
+    everywhere = cell(
+        "d", attempt(1, ("0",), "crash"), attempt(2, ("1",), "pass"), attempt(3, ("1",), "crash")
+    )
     assert slot_separation([everywhere]) is None
     assert slot_separation([]) is None
     assert slot_separation([cell("e", attempt(1, (), "crash"), attempt(2, (), "pass"))]) is None
@@ -93,8 +108,7 @@ def test_slot_separation_both_ways_and_when_it_says_nothing() -> None:
     pairs = cell("f", attempt(1, ("0", "1"), "pass"), attempt(2, ("2", "3"), "crash"))
     other = cell("g", attempt(1, ("0", "1"), "pass"), attempt(2, ("2", "3"), "hang"))
     assert slot_separation([pairs, other]) == (
-        "fails on GPU slot 2+3 (2 of 2 attempts), never on slot 0+1 (0 of 2 attempts), "
-        "over 2 cells"
+        "fails on GPU slot 2+3 (2 of 2 attempts), never on slot 0+1 (0 of 2 attempts), over 2 cells"
     )
     assert slot_label(("0", "1")) == "0+1"
     assert slot_label(()) == ""

@@ -137,7 +137,8 @@ def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> Non
 
 def test_gpu_slots_are_handed_out_exclusively(tmp_path: Path) -> None:
     plan = make_plan(
-        tmp_path, "matrix: {n: [1, 2, 3, 4]}\nenvironment: {gpus: 1}\nexpect: {outcome: pass}\n",
+        tmp_path,
+        "matrix: {n: [1, 2, 3, 4]}\nenvironment: {gpus: 1}\nexpect: {outcome: pass}\n",
         jobs=2,
     )
     in_use: set[str] = set()
@@ -216,9 +217,7 @@ def test_a_sigterm_crash_while_the_run_goes_on_is_a_crash(tmp_path: Path) -> Non
     plan = make_plan(tmp_path, "expect: {outcome: crash, signal: SIGTERM}\n")
     term = Outcome(kind="crash", signal="SIGTERM", where="main", signature="crash:SIGTERM:main")
 
-    def attempt(
-        plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event
-    ) -> AttemptResult:
+    def attempt(plan: AttemptPlan, _slot: tuple[str, ...], _stop: threading.Event) -> AttemptResult:
         return AttemptResult(plan.attempt, 0.0, term, True, (), logs="")
 
     (only,) = Scheduler(plan, attempt).run()["default"]

@@ -49,8 +49,9 @@ expect: {outcome: error}
 def test_generated_script_matches_its_golden(tmp_path: Path) -> None:
     (tmp_path / "spec.yaml").write_text(PASS_SPEC.replace("{outcome: error}", "{outcome: pass}"))
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
-    text = standalone_of(plan, tmp_path, expected="pass @ validation:4",
-                         spec_name="synthetic-pass").script
+    text = standalone_of(
+        plan, tmp_path, expected="pass @ validation:4", spec_name="synthetic-pass"
+    ).script
     path = GOLDEN / "repro-synthetic.py"
     if UPDATE:
         path.write_text(text, encoding="utf-8")

@@ -52,6 +52,7 @@ def make_plan(
 
 # -- which attempts may be forked ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("command", "expected"),
     [

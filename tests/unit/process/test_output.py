@@ -22,6 +22,7 @@ from reprospec.process.output import (
 
 # -- capped logs -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size", [0, 7, 10, 11, 64, 1000])
 def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int) -> None:
     rng = random.Random(size)
@@ -50,6 +51,7 @@ def test_capped_log_head_is_on_disk_while_running(tmp_path: Path) -> None:
 
 
 # -- markers -----------------------------------------------------------------------------
+
 
 def scan(
     chunks: list[bytes], markers: list[Marker], tmp_path: Path, max_line: int = 1 << 16

@@ -125,6 +125,4 @@ def test_no_matrix_no_explanation() -> None:
     run = observed_run([({}, [SEGV, SEGV])])
     (group,) = outcome_groups(run)
     assert group.explanations == ()
-    assert group.headline(code=False).endswith(
-        "in every cell (2 attempts)"
-    )
+    assert group.headline(code=False).endswith("in every cell (2 attempts)")

@@ -35,8 +35,13 @@ def test_status_of_a_run_never_submitted_reads_the_folders(tmp_path: Path) -> No
     from reprospec.slurm import ShardArgs, SlurmOptions, new_run, save, write_scripts
 
     run = new_run(
-        SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
-        (2, 2), chdir=ROOT,
+        SPECS / "segfault-command.yaml",
+        "x",
+        tmp_path,
+        SlurmOptions(shards=2),
+        ShardArgs(),
+        (2, 2),
+        chdir=ROOT,
     )
     write_scripts(run)
     save(run)
@@ -52,8 +57,13 @@ def test_a_shard_folder_the_store_never_heard_of_is_set_aside(tmp_path: Path) ->
     from reprospec.store.db import Store
 
     run = new_run(
-        SPECS / "segfault-command.yaml", "x", tmp_path, SlurmOptions(shards=2), ShardArgs(),
-        (2, 2), chdir=ROOT,
+        SPECS / "segfault-command.yaml",
+        "x",
+        tmp_path,
+        SlurmOptions(shards=2),
+        ShardArgs(),
+        (2, 2),
+        chdir=ROOT,
     )
     orphan = run.shard_dir(1) / "runs" / "20260101-000000-x-0000"
     orphan.mkdir(parents=True)

@@ -129,6 +129,7 @@ def test_override_creates_missing_mappings() -> None:
 
 # -- accepted but wrong -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -235,6 +236,7 @@ def test_no_matrix_axis_reference_without_matrix(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- semantic checks
+
 
 def write(path: Path, text: str) -> Path:
     path.write_text(text)

@@ -53,8 +53,9 @@ JSON = st.recursive(
     | st.integers(-3, 70000)
     | st.floats(-2, 3, allow_nan=False)
     | st.sampled_from(["", "x", "3s", "${{ matrix.a }}", "SIGSEGV", "crash", "cpu", "1GB"]),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 

@@ -27,6 +27,7 @@ def recipe_for(
 
 # -- recipes (no engine) ---------------------------------------------------------------
 
+
 def test_image_alone_is_used_as_is() -> None:
     recipe = recipe_for({"image": "python:3.11-slim"})
     assert recipe.tag == "python:3.11-slim"

@@ -17,6 +17,7 @@ from reprospec.runners.docker.native import ContainerNative, is_root
 
 # -- pure functions ----------------------------------------------------------------------
 
+
 def test_parse_listing_puts_the_root_first_with_its_maps() -> None:
     text = "\n".join(
         [

@@ -33,6 +33,7 @@ def runner() -> DockerRunner:
 
 # -- without an engine -----------------------------------------------------------------
 
+
 def test_no_engine_is_an_infra_error_with_the_address() -> None:
     runner = DockerRunner(base_url="unix:///nonexistent/docker.sock")
     with pytest.raises(InfraError) as err:
@@ -53,8 +54,18 @@ def test_no_engine_run_is_an_infra_execution(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("status", "oom", "expected"),
-    [(0, False, 0), (3, False, 3), (139, False, -11), (134, False, -6), (135, False, -7),
-     (137, False, -9), (137, True, -9), (1, True, -9), (200, False, 200), (128, False, 128)],
+    [
+        (0, False, 0),
+        (3, False, 3),
+        (139, False, -11),
+        (134, False, -6),
+        (135, False, -7),
+        (137, False, -9),
+        (137, True, -9),
+        (1, True, -9),
+        (200, False, 200),
+        (128, False, 128),
+    ],
 )
 def test_exit_status_becomes_a_subprocess_returncode(status: int, oom: bool, expected: int) -> None:
     assert returncode_from_status(status, oom) == expected
@@ -69,11 +80,20 @@ def test_workdir_keeps_its_path_unless_it_shadows_the_system() -> None:
 
 def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
     plan = make_plan(
-        ["python3", "x.py"], tmp_path, env={"A": "1", "PYTHONPATH": "/mine"},
+        ["python3", "x.py"],
+        tmp_path,
+        env={"A": "1", "PYTHONPATH": "/mine"},
         environment={"shm_size": "64m", "memory": "1g", "network": False, "gpus": 2},
     )
-    config = container_config(plan, image="img", argv=["python3", "x.py"], log_dir=tmp_path,
-                              token="t" * 32, gpu_slot=("3", "5"), image_pythonpath="/img")
+    config = container_config(
+        plan,
+        image="img",
+        argv=["python3", "x.py"],
+        log_dir=tmp_path,
+        token="t" * 32,
+        gpu_slot=("3", "5"),
+        image_pythonpath="/img",
+    )
     assert config["init"] is True
     assert config["network_mode"] == "none"
     assert config["shm_size"] == 64 << 20
@@ -88,9 +108,21 @@ def test_container_config_gpus_network_limits(tmp_path: Path) -> None:
     assert "REPROSPEC_CELL" not in env
     assert config["entrypoint"] == ["python3"]
     assert config["command"] == ["x.py"]
-    counted = container_config(make_plan(["true"], tmp_path, environment={"gpus": 1}),
-                               image="img", argv=["true"], log_dir=tmp_path, token="t" * 32)
+    counted = container_config(
+        make_plan(["true"], tmp_path, environment={"gpus": 1}),
+        image="img",
+        argv=["true"],
+        log_dir=tmp_path,
+        token="t" * 32,
+    )
     assert counted["device_requests"][0]["Count"] == 1
-    assert container_config(make_plan(["true"], tmp_path, environment={"network": True}),
-                            image="img", argv=["true"], log_dir=tmp_path,
-                            token="t" * 32)["network_mode"] == "bridge"
+    assert (
+        container_config(
+            make_plan(["true"], tmp_path, environment={"network": True}),
+            image="img",
+            argv=["true"],
+            log_dir=tmp_path,
+            token="t" * 32,
+        )["network_mode"]
+        == "bridge"
+    )
