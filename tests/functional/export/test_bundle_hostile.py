@@ -84,7 +84,7 @@ def test_a_large_bundle_is_confirmed_before_it_is_unpacked(tmp_path: Path, cli: 
         ),
         (
             json.dumps({"format": 1, "spec": "tree/s.yaml", "options": {"timeout_s": -1}}),
-            "options.timeout_s: expected a duration > 0",
+            "options.timeout_s: expected a finite duration > 0",
         ),
         (
             '{"format": 1, "spec": "tree/s.yaml", "options": '
