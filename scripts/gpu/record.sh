@@ -10,6 +10,15 @@
 #
 #   bash scripts/gpu/record.sh            (run from anywhere; OUT defaults to /tmp/gpu-out)
 #
+# The device has no jsonschema (and no network): carry its wheels for Python 3.12 in an ignored
+# `.whl/` folder (`echo /.whl/ >> .git/info/exclude`), made here with
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --implementation cp --platform manylinux_2_17_x86_64 -d .whl jsonschema==4.26.0 \
+#     jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
+# and install them first on the device:
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+#     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+#
 # Everything goes to $WORK/gpu/<step>.{out,err,rc,secs} (plus the files a step writes), then
 # into $OUT/gpu.tar.gz, with $OUT/summary.txt listing every step, its exit status, seconds and
 # the last line of its stderr. Every step is independent (one that fails or hangs costs only
