@@ -305,7 +305,8 @@ def test_expect_phase_of_a_workload_may_be_a_harness_or_marker_phase(tmp_path: P
     )
     assert problems_of(path) == [
         f"{path}:3:60: workload.faults[0].at.step: step 11 never comes: phase 'train' has 10 steps",
-        f"{path}:4:33: expect.phase: unknown phase 'validation' (phases: train, import, setup, exit)",
+        f"{path}:4:33: expect.phase: unknown phase 'validation' "
+        "(phases: train, import, setup, exit)",
     ]
 
 
