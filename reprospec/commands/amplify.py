@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from reprospec.commands import options as opt
-from reprospec.core.logtext import printable
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
-    import threading
-
     from reprospec.amplify.driver import AmplifyOptions, amplify_spec
     from reprospec.amplify.report import text, to_dict
-    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.commands.interrupt import drive_search
 
     run_options = opt.run_options(args, purpose="amplify")
     options = AmplifyOptions(
@@ -26,29 +20,14 @@ def run(args: argparse.Namespace) -> int:
         run=run_options.with_changes(matrix_filters=()),
         command_line=opt.invocation(),
     )
-    quiet = args.format == "json"
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
-    found = amplify_spec(
-        args.spec,
-        options,
-        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
-        cancel=cancel,
+    return drive_search(
+        lambda progress, cancel: amplify_spec(args.spec, options, progress=progress, cancel=cancel),
+        as_json=args.format == "json",
+        text=text,
+        to_dict=to_dict,
+        report=lambda found: found.folder / "amplify.md",
+        succeeded=("amplified",),
     )
-    if args.format == "json":
-        print(json.dumps(to_dict(found), indent=2))
-    else:
-        print(printable(text(found)))
-        print(f"report: {found.folder / 'amplify.md'}")
-    if found.interrupted:
-        print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    status = found.result.status
-    if status == "amplified":
-        return EXIT_OK
-    if status == "infra-error":
-        return EXIT_INFRA
-    return EXIT_NOT_REPRODUCED
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:

@@ -6,8 +6,17 @@ and Ctrl-C alike, with the engine told first.
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.logtext import printable
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
 
 def install_stop_handlers(cancel: threading.Event) -> None:
@@ -22,3 +31,55 @@ def install_stop_handlers(cancel: threading.Event) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+
+
+class _Status(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+class Search(Protocol):
+    """What isolate, minimize and amplify return: a result with a status, and whether the
+    search was stopped before its end."""
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    @property
+    def result(self) -> _Status: ...
+
+
+S = TypeVar("S", bound=Search)
+
+
+def drive_search(
+    search: Callable[[Callable[[str], None] | None, threading.Event], S],
+    *,
+    as_json: bool,
+    text: Callable[[S], str],
+    to_dict: Callable[[S], JsonObject],
+    report: Callable[[S], Path],
+    succeeded: Collection[str],
+) -> int:
+    """Run one search verb to its end or its stop, print its answer (text and the report's
+    path, or JSON) and give its exit code: one shape for isolate, minimize and amplify.
+
+    SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume."""
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
+    progress = None if as_json else (lambda message: print(printable(message), file=sys.stderr))
+    found = search(progress, cancel)
+    if as_json:
+        print(json.dumps(to_dict(found), indent=2))
+    else:
+        print(printable(text(found)))
+        print(f"report: {report(found)}")
+    if found.interrupted:
+        print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    status = found.result.status
+    if status in succeeded:
+        return EXIT_OK
+    if status == "infra-error":
+        return EXIT_INFRA
+    return EXIT_NOT_REPRODUCED

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from reprospec.commands import options as opt
-from reprospec.core.logtext import printable
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
-    import threading
-
-    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.commands.interrupt import drive_search
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
     from reprospec.isolation.report import text, to_dict
 
@@ -29,32 +23,14 @@ def run(args: argparse.Namespace) -> int:
         run=opt.run_options(args, purpose="isolate"),
         command_line=opt.invocation(),
     )
-    quiet = args.format == "json"
-    # SIGTERM stops isolate like Ctrl-C; the stored candidate runs let it resume. The
-    # handler sets `cancel` first: the candidate runs stop, and an attempt the signal
-    # killed is known to have been stopped, not to have crashed.
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
-    found = isolate_spec(
-        args.spec,
-        options,
-        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
-        cancel=cancel,
+    return drive_search(
+        lambda progress, cancel: isolate_spec(args.spec, options, progress=progress, cancel=cancel),
+        as_json=args.format == "json",
+        text=text,
+        to_dict=to_dict,
+        report=lambda found: found.folder / "isolate.md",
+        succeeded=("isolated",),
     )
-    if args.format == "json":
-        print(json.dumps(to_dict(found), indent=2))
-    else:
-        print(printable(text(found)))
-        print(f"report: {found.folder / 'isolate.md'}")
-    if found.interrupted:
-        print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    status = found.result.status
-    if status == "isolated":
-        return EXIT_OK
-    if status == "infra-error":
-        return EXIT_INFRA
-    return EXIT_NOT_REPRODUCED
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from reprospec.commands import options as opt
-from reprospec.core.logtext import printable
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
-    import threading
-
-    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.commands.interrupt import drive_search
     from reprospec.minimize.driver import MinimizeOptions, minimize_spec
     from reprospec.minimize.report import text, to_dict
 
@@ -29,30 +23,16 @@ def run(args: argparse.Namespace) -> int:
         run=opt.run_options(args, purpose="minimize").with_changes(matrix_filters=()),
         command_line=opt.invocation(),
     )
-    quiet = args.format == "json"
-    # SIGTERM stops minimize like Ctrl-C; the stored probes let the same command resume.
-    cancel = threading.Event()
-    install_stop_handlers(cancel)
-    found = minimize_spec(
-        args.spec,
-        options,
-        progress=None if quiet else (lambda message: print(printable(message), file=sys.stderr)),
-        cancel=cancel,
+    return drive_search(
+        lambda progress, cancel: minimize_spec(
+            args.spec, options, progress=progress, cancel=cancel
+        ),
+        as_json=args.format == "json",
+        text=text,
+        to_dict=to_dict,
+        report=lambda found: found.output / "minimize.md",
+        succeeded=("minimized", "budget"),
     )
-    if args.format == "json":
-        print(json.dumps(to_dict(found), indent=2))
-    else:
-        print(printable(text(found)))
-        print(f"report: {found.output / 'minimize.md'}")
-    if found.interrupted:
-        print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    status = found.result.status
-    if status in ("minimized", "budget"):
-        return EXIT_OK
-    if status == "infra-error":
-        return EXIT_INFRA
-    return EXIT_NOT_REPRODUCED
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
