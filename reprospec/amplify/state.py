@@ -23,6 +23,7 @@ from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+from reprospec.isolation.state import read_probes
 
 FORMAT = 1
 _KINDS: dict[str, AttemptKind] = {kind: kind for kind in ATTEMPT_KINDS}
@@ -74,14 +75,11 @@ class StateFile:
         self.header = dict(header)
         self._probes: list[StoredProbe] = []
         if self.path.exists():
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if data.get("format") == FORMAT and data.get("header") == self.header:
-                # An interrupted probe is run again: it holds fewer attempts than asked.
-                self._probes = [
-                    p
-                    for p in (StoredProbe.from_dict(d) for d in data.get("probes", ()))
-                    if not p.interrupted
-                ]
+            stored = read_probes(
+                self.path, self.header, StoredProbe.from_dict, FORMAT, "amplify", "amplification"
+            )
+            # An interrupted probe is run again: it holds fewer attempts than asked.
+            self._probes = [p for p in stored if not p.interrupted]
         self._replay: dict[str, deque[StoredProbe]] = {}
         for probe in self._probes:
             self._replay.setdefault(probe.arm, deque()).append(probe)

@@ -18,9 +18,10 @@ import hashlib
 import json
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import UsageError
@@ -85,6 +86,41 @@ def isolation_id(name: str, parts: Sequence[str]) -> str:
     return f"{name}-{digest}"
 
 
+P = TypeVar("P")
+
+
+def read_probes(
+    path: Path,
+    header: Mapping[str, JsonValue],
+    parse: Callable[[Mapping[str, JsonValue]], P],
+    fmt: int,
+    verb: str,
+    search: str,
+) -> list[P]:
+    """The stored probes of one search (isolate's, amplify's); a damaged file is refused,
+    named (exit 2): replaying half of one would give a wrong answer, and guessing would hide
+    it. A file of another search (its header differs) or an older format starts it over."""
+    try:
+        if path.stat().st_size > MAX_STATE_BYTES:
+            raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("format") != fmt or data.get("header") != header:
+            return []
+        probes = data.get("probes", [])
+        if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
+            raise ValueError("its probes are not a list of objects")
+        return [parse(p) for p in probes]
+    except RecursionError:
+        why = "JSON nested too deep"
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        why = str(exc) or type(exc).__name__
+    raise UsageError(
+        f"{path}: a damaged {verb} state file ({why}); remove it to start this {search} over"
+    )
+
+
 class StateFile:
     """The probes of one isolation, replayed in order on restart; safe across threads."""
 
@@ -96,33 +132,11 @@ class StateFile:
         self._probes: list[StoredProbe] = []
         self._replay: dict[str, deque[StoredProbe]] = {}
         if self.path.exists():
-            self._probes = self._read()
+            self._probes = read_probes(
+                self.path, self.header, StoredProbe.from_dict, FORMAT, "isolate", "isolation"
+            )
         for probe in self._probes:
             self._replay.setdefault(probe.key, deque()).append(probe)
-
-    def _read(self) -> list[StoredProbe]:
-        """The stored probes of this isolation; a damaged file is refused, named (exit 2):
-        replaying half of one would give a wrong answer, and guessing would hide it."""
-        try:
-            if self.path.stat().st_size > MAX_STATE_BYTES:
-                raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            if data.get("format") != FORMAT or data.get("header") != self.header:
-                return []  # another isolation's, or an older format: started over
-            probes = data.get("probes", [])
-            if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
-                raise ValueError("its probes are not a list of objects")
-            return [StoredProbe.from_dict(p) for p in probes]
-        except RecursionError:
-            why = "JSON nested too deep"
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            why = str(exc) or type(exc).__name__
-        raise UsageError(
-            f"{self.path}: a damaged isolate state file ({why}); remove it to start this "
-            "isolation over"
-        )
 
     @property
     def stored(self) -> int:

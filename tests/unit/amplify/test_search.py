@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,18 @@ def test_the_base_is_measured_first_and_labels_read_as_settings() -> None:
     )
     with pytest.raises(ValueError, match="twice"):
         Amplification([SI, SI])
+
+
+def test_a_damaged_amplify_state_file_is_refused_named(tmp_path: Path) -> None:
+    # The same reader as isolate's: garbage or JSON nested too deep is a located usage
+    # error (exit 2), never a traceback, and a state file of another search starts over.
+    from reprospec.amplify.state import StateFile
+    from reprospec.errors import UsageError
+
+    state = tmp_path / "state.json"
+    for text in ("{not json", "[" * 100_000 + "]" * 100_000):
+        state.write_text(text)
+        with pytest.raises(UsageError, match=r"state\.json: a damaged amplify state file"):
+            StateFile(tmp_path, {"spec": "s"})
+    state.write_text('{"format": 1, "header": {"spec": "other"}, "probes": []}')
+    assert StateFile(tmp_path, {"spec": "s"}).stored == 0
