@@ -42,18 +42,23 @@ def minimize(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
 
 
 def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
-    code, data, stderr = minimize(tmp_path, "--budget", "40")
+    # The default budget (1000): the passes finish, so the answer does not depend on how
+    # many attempts -j 2 happened to overshoot (a small --budget ends wherever it runs out).
+    code, data, stderr = minimize(tmp_path)
     assert code == 0, stderr
-    assert data["status"] in ("minimized", "budget")
+    assert data["status"] == "minimized", data["message"]
     assert data["signature"].startswith("crash:SIGSEGV:main")
-    assert data["lines_after"] < data["lines_before"] == 14
+    assert data["lines_before"] == 14
+    assert data["lines_after"] <= 8
     assert data["rate"]["matched"] == data["rate"]["attempts"] >= 5
-    assert data["attempts"] <= 40
-    assert "--unused-flag" not in data["command_after"]
+    assert data["attempts"] <= 1000
+    assert data["command_after"] == "python crash.py ${{ matrix.workers }}"
     result = tmp_path / "result"
     source = (result / "crash.py").read_text()
     assert "string_at(0)" in source
     assert "workers > 0" in source  # the passing cell (workers=0) keeps the condition
+    for gone in ("describe", "import json", "print(", "pinned"):
+        assert gone not in source, source  # nothing the crash does not need
     for name in ("minimized.yaml", "repro.sh", "minimize.md", "minimize.json"):
         assert (result / name).is_file()
     # The standalone repro is the failing cell's command: plain sh runs it, and it segfaults.
@@ -64,7 +69,7 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert "```diff" in report
     assert "-$ python crash.py ${{ matrix.workers }} ${{ matrix.pinned }} --unused-flag" in report
     # The same command again runs nothing: every probe is answered from the stored state.
-    again, second, _ = minimize(tmp_path, "--budget", "40")
+    again, second, _ = minimize(tmp_path)
     assert again == 0
     assert second["lines_after"] == data["lines_after"]
     assert second["reused"] > 0
