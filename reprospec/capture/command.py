@@ -13,55 +13,44 @@ and overrides become one-value matrix axes. The spec is then run once more
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.capture.toggles import Proposal, Toggle, propose
-from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
-from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import looks_secret
+from reprospec.capture.footprint import (
+    RECORD_IMPORTS_VAR,
+    attempt_output,
+    distributions,
+    environment_lines,
+    hung_import,
+    hydra_overrides,
+    imported,
+    local_files,
+)
+from reprospec.capture.toggles import Proposal, propose
+from reprospec.capture.writer import (
+    Draft,
+    axis_for,
+    message_pattern,
+    rate_bound,
+    render_spec,
+    script_of,
+    script_stem,
+    show_value,
+    slug,
+)
+from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, Outcome, RunResult
 from reprospec.errors import UsageError
 from reprospec.spec.presets import PRESETS, detect
 
-RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
-# The variables that matter for these incidents, when set (the harness's envinfo list
-# and the thread-count knobs of the math libraries).
-ENV_PREFIXES = (
-    "CUDA_",
-    "CUDNN_",
-    "CUBLAS_",
-    "NCCL_",
-    "TORCH_",
-    "PYTORCH_",
-    "OMP_",
-    "MKL_",
-    "KMP_",
-    "OPENBLAS_",
-    "NVIDIA_",
-    "TOKENIZERS_",
-    "HF_",
-    "TRANSFORMERS_",
-    "PYTHON",
-)
-# PYTHON* variables that describe this machine's layout, not the program's behaviour.
-ENV_SKIPPED = frozenset(
-    {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX"}
-)
-# Distributions the engine itself puts in every Python child: never the program's.
-OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
 # How long a captured attempt may run by default: a hang is caught, and said so.
 DEFAULT_TIMEOUT_S = 300.0
-# A message pattern is cut to this many characters of the exception's first line.
-MAX_MESSAGE_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -137,13 +126,13 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     run_dir = request.out.resolve() / "runs" / result.run_id
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)
-    texts = [_attempt_output(run_dir, a) for a in attempts]
+    texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
     if observed.outcome is not None:
         observed = replace(
             observed, outcome=_with_progress(observed.outcome, run_dir, attempts, presets)
         )
-    modules = _imported(run_dir, attempts)
+    modules = imported(run_dir, attempts)
     files = local_files(modules, workdir, _script_dir(request.argv, workdir))
     packages = distributions(modules)
     hydra = hydra_overrides(workdir, started)
@@ -176,7 +165,7 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     if proposal.toggles:
         lines.append(
             "axes from the command: "
-            + ", ".join(f"{t.axis}={_show_value(t.value)}" for t in proposal.toggles)
+            + ", ".join(f"{t.axis}={show_value(t.value)}" for t in proposal.toggles)
         )
     if presets:
         lines.append("progress markers: " + ", ".join(presets))
@@ -270,160 +259,6 @@ def _short(cmdline: str) -> str:
     return f"{program.rsplit('/', 1)[-1]} {rest}".strip()
 
 
-def rate_bound(matched: int, attempts: int) -> str | None:
-    """A bound the observed rate keeps: for N of N, the Wilson 95% low end floored to a
-    tenth (`>=0.5` for 5 of 5); for a failure that came only sometimes, `>0` (it comes
-    at all: a tighter bound would judge a rerun of the same flakiness undecided); None
-    for one attempt (nothing to bound)."""
-    if attempts <= 1 or matched == 0:
-        return None
-    if matched < attempts:
-        return ">0"
-    from reprospec.core.rates import wilson
-
-    low, _high = wilson(matched, attempts)
-    tenth = int(low * 10) / 10
-    return f">={tenth:g}" if tenth >= 0.1 else ">0"
-
-
-def message_pattern(message: str) -> str:
-    """The exception message's first line as a regex: escaped, numbers (pids, addresses,
-    sizes) as `\\d+`, cut at MAX_MESSAGE_CHARS."""
-    first = message.strip().split("\n", 1)[0][:MAX_MESSAGE_CHARS]
-    pattern = re.escape(first).replace("\\ ", " ")  # a space needs no escape: easier to read
-    return re.sub(
-        r"(?:0x[0-9a-fA-F]+|\d+)",
-        lambda m: r"(?:0x)?[0-9a-f]+" if m[0].startswith("0x") else r"\d+",
-        pattern,
-    )
-
-
-def local_files(modules: Iterable[str], workdir: Path, script_dir: Path) -> tuple[str, ...]:
-    """The workdir's Python files behind `modules` (dotted names), as the child resolved them:
-    the script's folder first, then the workdir; relative to the workdir, sorted."""
-    found: set[str] = set()
-    roots = [script_dir, workdir] if script_dir != workdir else [workdir]
-    for name in modules:
-        parts = name.split(".")
-        if not all(part.isidentifier() for part in parts):
-            continue
-        for root in roots:
-            hits = _module_paths(root, parts)
-            if hits:
-                for hit in hits:
-                    if hit.resolve().is_relative_to(workdir):
-                        found.add(hit.resolve().relative_to(workdir).as_posix())
-                break
-    return tuple(sorted(found))
-
-
-def _module_paths(root: Path, parts: list[str]) -> list[Path]:
-    """`a.b` under `root`: `a/__init__.py` and `a/b.py` (or `a/b/__init__.py`)."""
-    paths: list[Path] = []
-    folder = root
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        module, package = folder / f"{part}.py", folder / part / "__init__.py"
-        if last and module.is_file():
-            paths.append(module)
-            return paths
-        if package.is_file():
-            paths.append(package)
-            folder = folder / part
-            continue
-        if (folder / part).is_dir() and not last:
-            folder = folder / part  # a namespace package
-            continue
-        return [] if index == 0 else paths
-    return paths
-
-
-def distributions(modules: Iterable[str]) -> tuple[str, ...]:
-    """`name==version` of every distribution that provides a top-level module in `modules`
-    (the standard library and the engine's own modules left out), sorted."""
-    import importlib.metadata as metadata
-
-    tops = {name.split(".", 1)[0] for name in modules}
-    tops -= set(sys.stdlib_module_names) | OWN_MODULES
-    tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
-    owners = metadata.packages_distributions()
-    pinned: dict[str, str] = {}
-    needed: set[str] = set()
-    for top in sorted(tops):
-        for dist in owners.get(top, ()):
-            if dist.lower() in ("reprospec", "pip", "setuptools"):
-                continue
-            try:
-                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
-                requires = metadata.requires(dist) or []
-            except metadata.PackageNotFoundError:
-                continue
-            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
-    # What another imported distribution requires comes with it: pin what the program chose.
-    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
-    return tuple(sorted(chosen, key=str.lower))
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def environment_lines(
-    environ: Mapping[str, str], proposal: Proposal, uses_torch: bool
-) -> tuple[EnvLine, ...]:
-    """`environment.env`: the command's own `VAR=value` words, then the relevant variables
-    set here; a secret-looking one is read back through `${{ env.X }}`, never written."""
-    lines: dict[str, EnvLine] = {}
-    for name, value in proposal.env:
-        lines[name] = _env_line(name, value, "set on the command line")
-    for name in sorted(environ):
-        if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
-            continue
-        if name.startswith(ENV_PREFIXES):
-            lines[name] = _env_line(name, environ[name], "")
-    if uses_torch and "CUDA_LAUNCH_BLOCKING" not in lines:
-        lines["CUDA_LAUNCH_BLOCKING"] = EnvLine(
-            "CUDA_LAUNCH_BLOCKING",
-            "1",
-            "on a GPU: kernels run one at a time, a CUDA error names the op that failed",
-            commented=True,
-        )
-    return tuple(lines.values())
-
-
-def _env_line(name: str, value: str, comment: str) -> EnvLine:
-    if looks_secret(name):
-        return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
-    return EnvLine(name, value, comment)
-
-
-def hydra_overrides(workdir: Path, since: float) -> tuple[str, ...]:
-    """The overrides Hydra wrote to `.hydra/overrides.yaml` during the run (newest), if any."""
-    import yaml
-
-    newest: tuple[float, Path] | None = None
-    for pattern in (
-        "outputs/*/*/.hydra/overrides.yaml",
-        "multirun/*/*/*/.hydra/overrides.yaml",
-        ".hydra/overrides.yaml",
-        "*/.hydra/overrides.yaml",
-    ):
-        for path in workdir.glob(pattern):
-            try:
-                mtime = path.stat().st_mtime
-            except OSError:
-                continue
-            if mtime >= since - 1 and (newest is None or mtime > newest[0]):
-                newest = (mtime, path)
-    if newest is None:
-        return ()
-    try:
-        loaded = yaml.safe_load(newest[1].read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return ()
-    return tuple(str(item) for item in loaded) if isinstance(loaded, list) else ()
-
-
 def _draft(
     request: Request,
     proposal: Proposal,
@@ -463,18 +298,6 @@ def _draft(
     )
 
 
-def axis_for(toggle: Toggle) -> Axis:
-    """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
-    if toggle.suggestion is None:
-        return Axis(toggle.axis, (toggle.value,), f"from `{toggle.text}`")
-    wider = f"[{_show_value(toggle.value)}, {_show_value(toggle.suggestion.value)}]"
-    return Axis(
-        toggle.axis,
-        (toggle.value,),
-        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.why}",
-    )
-
-
 def _header(
     request: Request,
     observed: Observed | None,
@@ -511,7 +334,7 @@ def _header(
 
 
 def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
-    stem = _script(argv) or (argv[0] if argv else "command")
+    stem = script_of(argv) or (argv[0] if argv else "command")
     outcome = observed.outcome if observed else None
     if outcome is None:
         return f"{stem}: captured"
@@ -566,78 +389,11 @@ def _name(stem: str, observed: Observed) -> str:
     return slug("-".join(parts))
 
 
-def slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
-    return (slug or "captured")[:60]
-
-
-def script_stem(argv: tuple[str, ...]) -> str:
-    script = _script(argv)
-    return slug(Path(script).stem if script else Path(argv[0]).name)
-
-
-def _script(argv: tuple[str, ...]) -> str | None:
-    """The script or module the command runs (`train.py`, `-m pkg.tool` -> `pkg.tool`)."""
-    words = list(argv)
-    for index, word in enumerate(words):
-        if word == "-m" and index + 1 < len(words):
-            return words[index + 1]
-        if word.endswith(".py"):
-            return word
-    return None
-
-
 def _script_dir(argv: tuple[str, ...], workdir: Path) -> Path:
-    script = _script(argv)
+    script = script_of(argv)
     if script and script.endswith(".py"):
         return (workdir / script).resolve().parent
     return workdir
-
-
-def _attempt_output(run_dir: Path, attempt: AttemptResult) -> str:
-    folder = run_dir / attempt.logs
-    texts = []
-    for name in ("stdout.log", "stderr.log"):
-        try:
-            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    return "\n".join(texts)
-
-
-def _imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
-    for attempt in attempts:
-        for path in sorted((run_dir / attempt.logs).glob("imports-*.txt")):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            for line in text.splitlines():
-                if line.strip():
-                    names[line.strip()] = None
-    return tuple(names)
-
-
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
-
-
-def hung_import(stack: str | None, workdir: Path) -> str | None:
-    """The module a hung process was importing, from its stack (`plugin.py:9`), or None.
-
-    A module's body runs as a `<module>` frame called by importlib's
-    `_call_with_frames_removed`; the innermost such frame is the import that hung.
-    """
-    frames = [m for m in map(_FRAME.match, (stack or "").split("\n")) if m]
-    for inner, outer in itertools.pairwise(frames):
-        if inner["function"] == "<module>" and outer["function"] == "_call_with_frames_removed":
-            path = Path(inner["file"])
-            try:
-                shown = path.resolve().relative_to(workdir).as_posix()
-            except ValueError:
-                shown = path.name
-            return f"{shown}:{inner['line']}"
-    return None
 
 
 def _with_progress(
@@ -673,10 +429,6 @@ def _with_progress(
         signature = failure_signature(*parts, summary.phase, outcome.injected) + extra
         return replace(outcome, phase=summary.phase, step=summary.step, signature=signature)
     return outcome
-
-
-def _show_value(value: JsonValue) -> str:
-    return json.dumps(value) if not isinstance(value, str) else value
 
 
 def _shown(path: Path) -> str:

@@ -17,8 +17,16 @@ from pathlib import Path
 
 from reprospec.capture.envblock import Machine
 from reprospec.capture.ticket import Ticket, read_ticket
-from reprospec.capture.toggles import Proposal, Toggle, propose
-from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
+from reprospec.capture.toggles import Proposal, propose
+from reprospec.capture.writer import (
+    Draft,
+    EnvLine,
+    axis_for,
+    message_pattern,
+    render_spec,
+    script_stem,
+    slug,
+)
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import looks_secret
 
@@ -103,15 +111,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     )
 
 
-def axis_for(toggle: Toggle) -> Axis:
-    from reprospec.capture.command import axis_for as command_axis
-
-    return command_axis(toggle)
-
-
 def _expect(ticket: Ticket) -> tuple[JsonObject, dict[str, str]]:
-    from reprospec.capture.command import message_pattern
-
     failure = ticket.failure
     comments: dict[str, str] = {}
     if failure.outcome is None:
@@ -216,8 +216,6 @@ def _found(ticket: Ticket) -> str:
 
 
 def _name(ticket: Ticket) -> str:
-    from reprospec.capture.command import script_stem
-
     words = shlex.split(ticket.command) if ticket.command else []
     stem = script_stem(tuple(words)) if words else "ticket"
     failure = ticket.failure
@@ -226,8 +224,6 @@ def _name(ticket: Ticket) -> str:
         parts.append(failure.signal.lower())
     elif failure.exception:
         parts.append(failure.exception.rsplit(".", 1)[-1].lower())
-    from reprospec.capture.command import slug
-
     return slug("-".join(parts))
 
 

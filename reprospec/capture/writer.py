@@ -10,13 +10,16 @@ and what the capture could not know marked `TODO` (and listed by `todo`).
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 
+from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.yamlsource import dump_yaml
 
@@ -219,3 +222,74 @@ def _flow_item(value: JsonValue) -> str:
 
         return json.dumps(value, ensure_ascii=False)
     return text
+
+
+# -- the pieces of a draft both sources share (a command run, a pasted ticket) ----------
+
+# A message pattern is cut to this many characters of the exception's first line.
+MAX_MESSAGE_CHARS = 120
+
+
+def rate_bound(matched: int, attempts: int) -> str | None:
+    """A bound the observed rate keeps: for N of N, the Wilson 95% low end floored to a
+    tenth (`>=0.5` for 5 of 5); for a failure that came only sometimes, `>0` (it comes
+    at all: a tighter bound would judge a rerun of the same flakiness undecided); None
+    for one attempt (nothing to bound)."""
+    if attempts <= 1 or matched == 0:
+        return None
+    if matched < attempts:
+        return ">0"
+    from reprospec.core.rates import wilson
+
+    low, _high = wilson(matched, attempts)
+    tenth = int(low * 10) / 10
+    return f">={tenth:g}" if tenth >= 0.1 else ">0"
+
+
+def message_pattern(message: str) -> str:
+    """The exception message's first line as a regex: escaped, numbers (pids, addresses,
+    sizes) as `\\d+`, cut at MAX_MESSAGE_CHARS."""
+    first = message.strip().split("\n", 1)[0][:MAX_MESSAGE_CHARS]
+    pattern = re.escape(first).replace("\\ ", " ")  # a space needs no escape: easier to read
+    return re.sub(
+        r"(?:0x[0-9a-fA-F]+|\d+)",
+        lambda m: r"(?:0x)?[0-9a-f]+" if m[0].startswith("0x") else r"\d+",
+        pattern,
+    )
+
+
+def axis_for(toggle: Toggle) -> Axis:
+    """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
+    if toggle.suggestion is None:
+        return Axis(toggle.axis, (toggle.value,), f"from `{toggle.text}`")
+    wider = f"[{show_value(toggle.value)}, {show_value(toggle.suggestion.value)}]"
+    return Axis(
+        toggle.axis,
+        (toggle.value,),
+        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.why}",
+    )
+
+
+def slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    return (slug or "captured")[:60]
+
+
+def script_stem(argv: tuple[str, ...]) -> str:
+    script = script_of(argv)
+    return slug(Path(script).stem if script else Path(argv[0]).name)
+
+
+def script_of(argv: tuple[str, ...]) -> str | None:
+    """The script or module the command runs (`train.py`, `-m pkg.tool` -> `pkg.tool`)."""
+    words = list(argv)
+    for index, word in enumerate(words):
+        if word == "-m" and index + 1 < len(words):
+            return words[index + 1]
+        if word.endswith(".py"):
+            return word
+    return None
+
+
+def show_value(value: JsonValue) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value

@@ -150,7 +150,7 @@ def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
 
 
 def _stem(argv: list[str]) -> str:
-    from reprospec.capture.command import script_stem
+    from reprospec.capture.writer import script_stem
 
     return script_stem(tuple(argv))
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reprospec.capture.command import (
-    distributions,
-    environment_lines,
-    hung_import,
-    local_files,
+from reprospec.capture.footprint import distributions, environment_lines, hung_import, local_files
+from reprospec.capture.toggles import propose
+from reprospec.capture.writer import (
+    Axis,
+    Draft,
+    EnvLine,
     message_pattern,
     rate_bound,
+    render_spec,
 )
-from reprospec.capture.toggles import propose
-from reprospec.capture.writer import Axis, Draft, EnvLine, render_spec
 from reprospec.spec.yamlsource import load_yaml
 
 

@@ -1,0 +1,228 @@
+"""What a captured command touched: the variables, local files and distributions it used.
+
+The child records the modules it loads (the stackdump sitecustomize, asked by
+REPROSPEC_RECORD_IMPORTS); here those names become the spec's `files` (the
+local modules, so the spec travels with them) and pinned `packages` (the
+distributions they came from), the environment becomes commented variable
+lines (secrets read back from the environment, never written), and a hang's
+stack names the import it hung in. Kept apart from `command.py` because all
+of it is pure reading of what came back, testable without running anything.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from reprospec.capture.toggles import Proposal
+from reprospec.capture.writer import EnvLine
+from reprospec.core.redact import looks_secret
+from reprospec.core.results import AttemptResult
+
+RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
+
+
+# The variables that matter for these incidents, when set (the harness's envinfo list
+# and the thread-count knobs of the math libraries).
+ENV_PREFIXES = (
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS_",
+    "NCCL_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "OPENBLAS_",
+    "NVIDIA_",
+    "TOKENIZERS_",
+    "HF_",
+    "TRANSFORMERS_",
+    "PYTHON",
+)
+
+
+# PYTHON* variables that describe this machine's layout, not the program's behaviour.
+ENV_SKIPPED = frozenset(
+    {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX"}
+)
+
+
+# Distributions the engine itself puts in every Python child: never the program's.
+OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
+
+
+def local_files(modules: Iterable[str], workdir: Path, script_dir: Path) -> tuple[str, ...]:
+    """The workdir's Python files behind `modules` (dotted names), as the child resolved them:
+    the script's folder first, then the workdir; relative to the workdir, sorted."""
+    found: set[str] = set()
+    roots = [script_dir, workdir] if script_dir != workdir else [workdir]
+    for name in modules:
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            continue
+        for root in roots:
+            hits = _module_paths(root, parts)
+            if hits:
+                for hit in hits:
+                    if hit.resolve().is_relative_to(workdir):
+                        found.add(hit.resolve().relative_to(workdir).as_posix())
+                break
+    return tuple(sorted(found))
+
+
+def _module_paths(root: Path, parts: list[str]) -> list[Path]:
+    """`a.b` under `root`: `a/__init__.py` and `a/b.py` (or `a/b/__init__.py`)."""
+    paths: list[Path] = []
+    folder = root
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        module, package = folder / f"{part}.py", folder / part / "__init__.py"
+        if last and module.is_file():
+            paths.append(module)
+            return paths
+        if package.is_file():
+            paths.append(package)
+            folder = folder / part
+            continue
+        if (folder / part).is_dir() and not last:
+            folder = folder / part  # a namespace package
+            continue
+        return [] if index == 0 else paths
+    return paths
+
+
+def distributions(modules: Iterable[str]) -> tuple[str, ...]:
+    """`name==version` of every distribution that provides a top-level module in `modules`
+    (the standard library and the engine's own modules left out), sorted."""
+    import importlib.metadata as metadata
+
+    tops = {name.split(".", 1)[0] for name in modules}
+    tops -= set(sys.stdlib_module_names) | OWN_MODULES
+    tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
+    owners = metadata.packages_distributions()
+    pinned: dict[str, str] = {}
+    needed: set[str] = set()
+    for top in sorted(tops):
+        for dist in owners.get(top, ()):
+            if dist.lower() in ("reprospec", "pip", "setuptools"):
+                continue
+            try:
+                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
+                requires = metadata.requires(dist) or []
+            except metadata.PackageNotFoundError:
+                continue
+            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
+    # What another imported distribution requires comes with it: pin what the program chose.
+    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
+    return tuple(sorted(chosen, key=str.lower))
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def environment_lines(
+    environ: Mapping[str, str], proposal: Proposal, uses_torch: bool
+) -> tuple[EnvLine, ...]:
+    """`environment.env`: the command's own `VAR=value` words, then the relevant variables
+    set here; a secret-looking one is read back through `${{ env.X }}`, never written."""
+    lines: dict[str, EnvLine] = {}
+    for name, value in proposal.env:
+        lines[name] = _env_line(name, value, "set on the command line")
+    for name in sorted(environ):
+        if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
+            continue
+        if name.startswith(ENV_PREFIXES):
+            lines[name] = _env_line(name, environ[name], "")
+    if uses_torch and "CUDA_LAUNCH_BLOCKING" not in lines:
+        lines["CUDA_LAUNCH_BLOCKING"] = EnvLine(
+            "CUDA_LAUNCH_BLOCKING",
+            "1",
+            "on a GPU: kernels run one at a time, a CUDA error names the op that failed",
+            commented=True,
+        )
+    return tuple(lines.values())
+
+
+def _env_line(name: str, value: str, comment: str) -> EnvLine:
+    if looks_secret(name):
+        return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
+    return EnvLine(name, value, comment)
+
+
+def hydra_overrides(workdir: Path, since: float) -> tuple[str, ...]:
+    """The overrides Hydra wrote to `.hydra/overrides.yaml` during the run (newest), if any."""
+    import yaml
+
+    newest: tuple[float, Path] | None = None
+    for pattern in (
+        "outputs/*/*/.hydra/overrides.yaml",
+        "multirun/*/*/*/.hydra/overrides.yaml",
+        ".hydra/overrides.yaml",
+        "*/.hydra/overrides.yaml",
+    ):
+        for path in workdir.glob(pattern):
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            if mtime >= since - 1 and (newest is None or mtime > newest[0]):
+                newest = (mtime, path)
+    if newest is None:
+        return ()
+    try:
+        loaded = yaml.safe_load(newest[1].read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return ()
+    return tuple(str(item) for item in loaded) if isinstance(loaded, list) else ()
+
+
+def attempt_output(run_dir: Path, attempt: AttemptResult) -> str:
+    folder = run_dir / attempt.logs
+    texts = []
+    for name in ("stdout.log", "stderr.log"):
+        try:
+            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return "\n".join(texts)
+
+
+def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for attempt in attempts:
+        for path in sorted((run_dir / attempt.logs).glob("imports-*.txt")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if line.strip():
+                    names[line.strip()] = None
+    return tuple(names)
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def hung_import(stack: str | None, workdir: Path) -> str | None:
+    """The module a hung process was importing, from its stack (`plugin.py:9`), or None.
+
+    A module's body runs as a `<module>` frame called by importlib's
+    `_call_with_frames_removed`; the innermost such frame is the import that hung.
+    """
+    frames = [m for m in map(_FRAME.match, (stack or "").split("\n")) if m]
+    for inner, outer in itertools.pairwise(frames):
+        if inner["function"] == "<module>" and outer["function"] == "_call_with_frames_removed":
+            path = Path(inner["file"])
+            try:
+                shown = path.resolve().relative_to(workdir).as_posix()
+            except ValueError:
+                shown = path.name
+            return f"{shown}:{inner['line']}"
+    return None
