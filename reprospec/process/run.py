@@ -250,6 +250,10 @@ def run_process(
                 # The root first: at the deadline the processes gdb did not reach go without.
                 order = sorted(procs, key=lambda pid: (pid != proc.pid, pid))
                 alive = {pid: procs[pid].cmdline for pid in order if procs[pid].alive}
+                # Frozen before gdb reads them (the Python stacks above needed them running):
+                # a process that was leaving at the deadline (exiting after its `done`) stays
+                # to be read instead of vanishing under gdb, and every stack is of one instant.
+                tree.stop_processes(alive, proc.pid)
                 hang_native = native.hang(alive, timed_out_at=deadline)
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reprospec.core.results import ChildExit
@@ -274,6 +274,20 @@ def find_attempt_processes(
 
 def short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def stop_processes(pids: Iterable[int], pgid: int | None) -> None:
+    """SIGSTOP the attempt's processes (its group first): held where they are, not killed.
+
+    A stopped process cannot exit, fork or run, and gdb (or any ptrace reader) reads it
+    as it was when stopped; SIGKILL still ends it afterwards without a SIGCONT.
+    """
+    if pgid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGSTOP)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGSTOP)
 
 
 def kill_attempt(

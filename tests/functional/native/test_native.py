@@ -387,6 +387,39 @@ def test_a_deadlock_in_c_shows_every_thread_waiting_on_the_lock(
     assert "<details>" in markdown
 
 
+# Leaves 0.8 s after it was asked for its Python stack (its dump file fills): as a
+# process does that was exiting at the deadline. gdb takes longer than that to start.
+LEAVES_AFTER_ITS_DUMP = """
+import os, threading, time
+dump = os.path.join(os.environ["REPROSPEC_STACK_DIR"], f"stack-{os.getpid()}.txt")
+def leave():
+    while not os.path.exists(dump) or os.path.getsize(dump) == 0:  # opened at start, empty
+        time.sleep(0.01)
+    time.sleep(0.8)
+    os._exit(0)
+threading.Thread(target=leave, daemon=True).start()
+time.sleep(60)
+"""
+
+
+@needs_gdb
+def test_a_process_leaving_just_after_the_deadline_is_read_where_it_was(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """Frozen once its Python stack is taken, it is read (its sleep on top) instead of
+    answering gdb with `ptrace: No such process`."""
+    plan = make_plan([sys.executable, "-c", LEAVES_AFTER_ITS_DUMP], timeout_s=2.0)
+    ex = runner.run(plan, tmp_path / "logs")
+    assert ex.timed_out
+    assert ex.stack_path is not None
+    stacks = native.read(tmp_path / "logs")
+    assert stacks is not None
+    (process,) = [p for p in stacks.processes if p.source == "attach"]
+    assert process.error is None, process.error
+    symbols = {frame.symbol for thread in process.threads for frame in thread.frames[:4]}
+    assert symbols & {"clock_nanosleep", "__clock_nanosleep", "nanosleep", "select"}, symbols
+
+
 @needs_gdb
 def test_attach_reports_processes_it_could_not_read() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
