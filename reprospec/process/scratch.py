@@ -25,7 +25,9 @@ named semaphores of multiprocessing (`sem.mp-*`) and torch's shared-memory
 files (`torch_*`) of a process killed at the wrong time stay there, filling a
 tmpfs that the next attempt needs. After an attempt, such files that are new
 since it started, are ours, and that no live process holds open or mapped are
-removed and counted. With `shared_tmp: true` they are only counted. The
+removed and counted (so are multiprocessing's shared_memory blocks and heap arenas,
+Intel OpenMP's and NCCL's files: SHM_PATTERNS); new files of other names are only
+reported. With `shared_tmp: true` they are only counted. The
 names do not say which process made them: with several engines on one machine
 at once, a leak is removed (and counted) by whichever attempt ends first after
 it appeared, which may be another engine's.
@@ -40,6 +42,7 @@ import functools
 import itertools
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -54,7 +57,12 @@ from reprospec.process.childprotocol import CACHE_DIR as CACHE
 from reprospec.process.childprotocol import TMP_DIR as TMP
 
 SHM = Path("/dev/shm")
-SHM_PATTERNS = ("sem.mp-*", "torch_*")
+# The names of /dev/shm files that libraries make and a killed process leaves behind:
+# multiprocessing's named semaphores (`sem.mp-*`), its shared_memory blocks (`psm_*`) and
+# heap arenas (`pym-*`), torch's shared tensors (`torch_*`), Intel OpenMP's registration
+# (`__KMP_REGISTERED_LIB_*`, libiomp5 under MKL) and NCCL's shared-memory transport
+# (`nccl-*`). Removed after an attempt; a new file of any other name is only reported.
+SHM_PATTERNS = ("sem.mp-*", "psm_*", "pym-*", "torch_*", "__KMP_REGISTERED_LIB_*", "nccl-*")
 # File times come from the kernel's coarse clock, which may lag time.time_ns().
 _CLOCK_SLACK_NS = 2_000_000_000
 # How many names a warning lists.
@@ -284,7 +292,7 @@ def shm_snapshot(root: Path = SHM) -> ShmSnapshot:
 
 
 def shm_leaks(before: ShmSnapshot) -> list[Path]:
-    """Files of SHM_PATTERNS created since `before`, owned by us, held by no live process."""
+    """Files created since `before`, owned by us, held by no live process (any name)."""
     uid = os.getuid()
     candidates: list[tuple[Path, tuple[int, int]]] = []
     for name in _shm_names(before.root):
@@ -297,6 +305,8 @@ def shm_leaks(before: ShmSnapshot) -> list[Path]:
             continue  # gone already
         if info.st_uid != uid or info.st_ctime_ns < before.started_ns - _CLOCK_SLACK_NS:
             continue
+        if not stat.S_ISREG(info.st_mode):
+            continue  # a folder (joblib's memmapping one) or a link: never ours to judge
         candidates.append((path, (info.st_dev, info.st_ino)))
     if not candidates:
         return []
@@ -315,9 +325,12 @@ def shm_leaks(before: ShmSnapshot) -> list[Path]:
 
 def remove_shm_leaks(before: ShmSnapshot, *, remove: bool = True) -> tuple[str, ...]:
     """Remove (or with `remove=False` only count) the attempt's /dev/shm leaks; a warning."""
-    leaks = shm_leaks(before)
+    found = shm_leaks(before)
+    leaks = [path for path in found if _known(path.name)]
+    strangers = sorted(path.name for path in found if not _known(path.name))
+    said = _strangers(before.root, strangers) if strangers else ()
     if not leaks:
-        return ()
+        return said
     removed = []
     for path in leaks:
         if not remove:
@@ -329,13 +342,33 @@ def remove_shm_leaks(before: ShmSnapshot, *, remove: bool = True) -> tuple[str, 
             continue
         removed.append(path.name)
     if not removed:
-        return ()
-    names = ", ".join(removed[:_NAMES_SHOWN]) + (", ..." if len(removed) > _NAMES_SHOWN else "")
+        return said
+    names = _names(removed)
     if remove:
-        return (f"removed {len(removed)} leaked {before.root} file(s): {names}",)
+        return (f"removed {len(removed)} leaked {before.root} file(s): {names}", *said)
     return (
         f"{len(removed)} leaked {before.root} file(s) left in place "
         f"(environment.shared_tmp): {names}",
+        *said,
+    )
+
+
+def _known(name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SHM_PATTERNS)
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+
+
+def _strangers(root: Path, names: Sequence[str]) -> tuple[str, ...]:
+    """New files of names no known library makes: said, never removed. /dev/shm is the
+    machine's, and a name says nothing of who made it (another program of this user may
+    have, at the same time); the attempt's own /dev/shm is what makes removal safe."""
+    return (
+        f"{len(names)} new {root} file(s) not removed (not a name reprospec knows to "
+        f"clean): {_names(names)}; `environment.shm_size` gives each attempt a private "
+        f"{root} that goes with it",
     )
 
 
@@ -406,7 +439,7 @@ def _shm_names(root: Path) -> Sequence[str]:
         names = [entry.name for entry in root.iterdir()]
     except OSError:
         return ()
-    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in SHM_PATTERNS)]
+    return names
 
 
 def remove_folder(path: Path) -> None:

@@ -634,14 +634,62 @@ def test_shared_tmp_counts_dev_shm_leaks_but_leaves_them(tmp_path: Path) -> None
     assert seen["held_exists"]
 
 
+SHM_FILES_DRIVER = """
+import json, sys, uuid
+from pathlib import Path
+from reprospec.runners.local import LocalRunner
+from tests.support.plans import attempt_plan
+
+folder = Path(sys.argv[1])
+children = Path("tests/data/children").resolve()
+tag = uuid.uuid4().hex[:12]
+names = [f"psm_{tag}", f"__KMP_REGISTERED_LIB_{tag}_0", f"myapp-segment-{tag}"]
+argv = [sys.executable, str(children / "shm_files.py"), *names]
+runner = LocalRunner()
+runner.prepare([])
+ex = runner.run(attempt_plan(argv, children, environment={"device": "cpu"}), folder / "a")
+left = [name for name in names if Path("/dev/shm", name).exists()]
+print(json.dumps({"returncode": ex.returncode, "warnings": list(ex.warnings), "names": names,
+                  "left": left}))
+for name in left:
+    Path("/dev/shm", name).unlink()
+"""
+
+
+def test_known_leakers_are_removed_and_a_file_of_another_name_is_reported(
+    tmp_path: Path,
+) -> None:
+    from reprospec.process import rlimits
+
+    # In a private /dev/shm of its own (as leak_in_private_shm): no other engine sees them.
+    argv = [PY, "-c", SHM_FILES_DRIVER, str(tmp_path)]
+    if rlimits.namespaces_permitted() is None:
+        argv = [PY, str(rlimits.LAUNCH), "--shm-size", str(64 << 20), "--", *argv]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    psm, kmp, own = seen["names"]
+    assert seen["returncode"] == 0
+    assert seen["left"] == [own]  # the application's own name is never guessed at
+    removed, reported = seen["warnings"]
+    assert removed.startswith("removed 2 leaked /dev/shm file(s): ")
+    assert psm in removed
+    assert kmp in removed
+    assert reported.startswith("1 new /dev/shm file(s) not removed (not a name reprospec")
+    assert own in reported
+    assert "environment.shm_size" in reported
+
+
 def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reprospec.process import scratch, tree
 
     tree.become_subreaper()
-    before = scratch.shm_snapshot(tmp_path)
-    held, loose = tmp_path / "torch_1_held", tmp_path / "torch_2_loose"
+    shm = tmp_path / "shm"  # a stand-in for /dev/shm: every new file in it counts
+    shm.mkdir()
+    before = scratch.shm_snapshot(shm)
+    held, loose = shm / "torch_1_held", shm / "torch_2_loose"
     ready = tmp_path / "ready"
     # Another attempt of this engine, running now, holds one of the new files open.
     holder = subprocess.Popen(
