@@ -263,3 +263,20 @@ def test_a_process_gdb_may_not_attach_to_says_why(runner: DockerRunner, tmp_path
         assert symbols & {"clock_nanosleep", "select", "__select"}, symbols
     else:
         assert process.error == "ptrace: Operation not permitted.", process
+
+
+@needs_engine
+def test_a_gdb_check_that_could_not_run_says_so_and_is_asked_again() -> None:
+    """The engine refusing the probe (here: an image it does not have) is a failed check,
+    worded as one, never "gdb not found in image", and not remembered for the image."""
+    from reprospec.runners.docker.native import ContainerNative
+
+    assert CLIENT is not None
+    checker = ContainerNative()
+    absent = "reprospec-test/no-such-image:never"
+    first = checker.gdb_missing(CLIENT, absent)
+    assert first is not None
+    assert first.startswith(f"native stacks unavailable: the check for gdb in {absent} could not")
+    assert "not found in image" not in first
+    assert "has no gdb" not in first
+    assert absent not in checker._reasons  # asked again next time, not taken as a finding
