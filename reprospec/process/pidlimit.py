@@ -14,6 +14,9 @@ ATTEMPT_MAX_PROCESSES (docs/limits.md, "Processes"):
   so it is set to what the user runs now plus the limit; root ignores it);
 - else nothing: `Limit.note` says so once.
 
+An engine killed before it removed an attempt's cgroup (SIGKILL, the OOM killer)
+leaves an empty folder: the next engine's first attempt sweeps it (`sweep`).
+
 The cgroup also makes the end certain: `kill` stops (SIGSTOP) every process the
 cgroup lists before it kills any, so a growing tree cannot fork between the reading
 and the killing, and a cgroup with pids.max cannot outgrow what is read.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import threading
@@ -38,6 +42,8 @@ MAX_PROCESSES_VAR = "REPROSPEC_MAX_PROCESSES"
 KILL_WAIT_S = 5.0
 _lock = threading.Lock()
 _root_cache: list[Path | None] = []
+_swept: list[bool] = []  # the stale cgroups are swept once per engine
+_STALE = re.compile(r"reprospec-(\d+)-\d+")
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,9 @@ def create(tag: int) -> Limit:
     if root is None:
         note = "" if os.geteuid() != 0 else "no pids cgroup to limit attempts' processes"
         return Limit(None, limit, note)
+    if not _swept:
+        _swept.append(True)
+        sweep(root)
     folder = root / f"reprospec-{os.getpid()}-{tag}"
     try:
         folder.mkdir()
@@ -103,6 +112,40 @@ def create(tag: int) -> Limit:
             folder.rmdir()
         return Limit(None, limit, f"cannot make a pids cgroup ({exc.strerror or exc})")
     return Limit(folder, limit)
+
+
+def sweep(root: Path) -> list[Path]:
+    """Remove the cgroups an engine that was killed (SIGKILL, the OOM killer) left behind.
+
+    Its watchdog kills the attempt's processes, but no one removes the empty
+    `reprospec-<pid>-<tag>` folder: each engine's first attempt sweeps those whose
+    engine is gone, killing what a folder still holds first. Returns what it removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return removed
+    for folder in entries:
+        name = _STALE.fullmatch(folder.name)
+        if name is None or int(name[1]) == os.getpid() or _engine_alive(int(name[1])):
+            continue
+        stale = Limit(folder, 0)
+        kill(stale)
+        remove(stale)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
+def _engine_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive, not ours to judge
+    return True
 
 
 @contextlib.contextmanager

@@ -116,3 +116,63 @@ def test_a_fork_bomb_fills_its_own_limit_and_nothing_outlives_the_run(
     assert "cannot start" not in text, text
     assert "process limit" in text, text
     assert engine.returncode in (0, 1), engine.stderr
+
+
+SLEEPER = """\
+reprospec: 1
+name: sleeper
+command: sleep 60
+run: {timeout: 2m}
+"""
+
+QUICK = """\
+reprospec: 1
+name: quick
+command: "true"
+"""
+
+
+def _engine(spec: Path, out: Path, cage: Path) -> subprocess.Popen[str]:
+    procs = str(cage / "cgroup.procs")
+
+    def join_cage() -> None:
+        with open(procs, "w") as fh:  # noqa: PTH123 - between fork and exec
+            fh.write("0\n")
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=join_cage,
+    )
+
+
+def test_the_cgroup_of_a_killed_engine_is_swept_by_the_next(tmp_path: Path, cage: Path) -> None:
+    sleeper, quick = tmp_path / "sleeper.yaml", tmp_path / "quick.yaml"
+    sleeper.write_text(SLEEPER)
+    quick.write_text(QUICK)
+    killed = _engine(sleeper, tmp_path / "out", cage)
+    left = cage / "missing"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = list(cage.glob(f"reprospec-{killed.pid}-*"))
+        if found and (found[0] / "cgroup.procs").read_text().split():
+            left = found[0]
+            break
+        time.sleep(0.05)
+    assert left.is_dir(), "the attempt never started in its cgroup"
+    killed.kill()  # SIGKILL: no cleanup of its own; its watchdog kills the attempt's tree
+    killed.communicate(timeout=30)
+    deadline = time.monotonic() + 30
+    while (left / "cgroup.procs").read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left.is_dir()  # what the killed engine left: an empty cgroup
+    follower = _engine(quick, tmp_path / "out2", cage)
+    _, stderr = follower.communicate(timeout=120)
+    assert follower.returncode == 0, stderr
+    assert not left.exists()
+    assert list(cage.glob("reprospec-*")) == []
