@@ -33,7 +33,7 @@ from reprospec.report.markup import fence_for, inline_code, plain_markdown, show
 from reprospec.report.paths import PathNames
 from reprospec.report.signatures import explain, outcome_groups
 from reprospec.report.slots import runs_noun, slot_label, slot_runs, slot_separation
-from reprospec.report.standalone import standalone_markdown, versions_markdown
+from reprospec.report.standalone import repro_line, standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.report.templating import load_template
 
@@ -334,6 +334,7 @@ def context(run: RunResult) -> dict[str, object]:
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.
         "versions": versions_markdown(run),
         "standalone": standalone_markdown(run),
+        "repro_line": repro_line(run),
     }
 
 

@@ -76,6 +76,30 @@ def standalone_markdown(run: RunResult) -> str:
     return "\n".join(lines)
 
 
+def repro_line(run: RunResult) -> str:
+    """The one-line repro the report offers under its headline, or "".
+
+    A maintainer's first question is "how do I see it myself": when the failing cell's
+    standalone repro is one command line (a minimized spec's is), it comes first; a
+    longer one (a workload's repro.py) stays in its section, linked from the failure.
+    """
+    standalone = run.standalone
+    if (
+        standalone is None
+        or standalone.unavailable
+        or standalone.notes  # a caveat goes with it: the section, not a bare line
+        or standalone.kind != "command"
+        or "\n" in standalone.run.strip()
+        or len(standalone.run) > 200
+    ):
+        return ""
+    cell = f"cell {inline_code(standalone.cell)}" if standalone.cell else "the only cell"
+    return (
+        f"**Repro without reprospec** ({cell}, from the spec's folder; "
+        f"[more](#standalone-repro)): {inline_code(standalone.run.strip())}"
+    )
+
+
 def versions_markdown(run: RunResult) -> str:
     """The folded "Versions" block (collect_env's facts), or "" when they were not captured."""
     text = versions_text(run.environment)

@@ -68,6 +68,16 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert "| lines of Python | 14 |" in report
     assert "```diff" in report
     assert "-$ python crash.py ${{ matrix.workers }} ${{ matrix.pinned }} --unused-flag" in report
+    # The minimized spec's own run report offers the one-line repro first, under its headline.
+    rerun = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
+         "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    head = next((tmp_path / "rerun").glob("runs/*/report.md")).read_text().split("## ")[0]
+    assert "**Repro without reprospec** (cell `workers=2,pinned=true`" in head
+    assert "`python crash.py 2`" in head
     # The same command again runs nothing: every probe is answered from the stored state.
     again, second, _ = minimize(tmp_path)
     assert again == 0
