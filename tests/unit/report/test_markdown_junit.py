@@ -12,12 +12,12 @@ import pytest
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
-from reprospec.core.results import CellResult, Rate
+from reprospec.core.results import CellResult, Rate, RunResult
 from reprospec.errors import UsageError
 from reprospec.report import render
 from reprospec.report.failure import summary_line
-from reprospec.report.markdown import separators
 from reprospec.report.markup import fence_for, inline_code, table_cell
+from reprospec.report.separation import separators
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.paths import GOLDEN
 from tests.support.runs import (
@@ -138,13 +138,21 @@ def test_hang_stacks_come_from_the_attempt() -> None:
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
 
 
+def _lines(run: RunResult) -> list[str]:
+    """The lines of a run that failed one way: one entry, without a headline."""
+    found = separators(run)
+    assert found is not None
+    assert all(not group.headline for group in found), found
+    return [line for group in found for line in group.lines]
+
+
 def test_separators_single_axis() -> None:
-    assert separators(error_run()) == [
+    assert _lines(error_run()) == [
         "`lr=1.0`: in every failing cell, in no passing cell",
         "`lr=0.1`: in every passing cell, in no failing cell",
     ]
     # One cell, no toggle: only the GPU slot can separate its attempts.
-    assert separators(hang_run()) == [
+    assert _lines(hang_run()) == [
         "fails on GPU slot 0 (2 of 2 attempts), never on slot 1 (0 of 1 attempt)"
     ]
 
@@ -169,7 +177,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
             cell(crashed, gpu=3, amp=True),
         ),
     )
-    assert separators(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
+    assert _lines(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
     # Two toggles that fail only together: the pair, in every failing cell.
     pair = replace(
         base,
@@ -180,7 +188,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
             cell(crashed, workers=2, pin=True),
         ),
     )
-    assert separators(pair) == [
+    assert _lines(pair) == [
         "`workers=2` and `pin=true` together: in every failing cell, together in no passing cell"
     ]
 
