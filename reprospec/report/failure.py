@@ -25,6 +25,21 @@ from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
 
 STACK_LINES = 300
+# Failures the spec did not expect, besides the first failure, shown with their log excerpt.
+MAX_OTHER_FAILURES = 5
+
+
+class OtherFailure(TypedDict):
+    """A failure signature no attempt expected, as first seen (see `other_failures`)."""
+
+    outcome: str
+    cells: int
+    cell: str
+    attempt: int
+    message: str
+    message_fence: str
+    excerpt: str
+    fence: str
 
 
 class FailureSection(TypedDict):
@@ -51,6 +66,9 @@ class FailureSection(TypedDict):
     # A hang's Python stacks (every process of the attempt), leading as a dead worker's does.
     hang_stack: str
     hang_fence: str
+    # The other failures no attempt expected, each with its evidence; how many more there were.
+    others: list[OtherFailure]
+    others_more: int
 
 
 class StackSection(TypedDict):
@@ -211,6 +229,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
     cut = native.find("<details>")
     native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
+    others = other_failures(run, short)
     return {
         "chain": [short(line) for line in chain_lines(outcome)],
         "signatures": [
@@ -241,7 +260,53 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "native_details": native_details.strip(),
         "hang_stack": hang,
         "hang_fence": fence_for(hang),
+        "others": others[:MAX_OTHER_FAILURES],
+        "others_more": max(0, len(others) - MAX_OTHER_FAILURES),
     }
+
+
+def other_failures(run: RunResult, short: Callable[[str], str] = str) -> list[OtherFailure]:
+    """Each failure signature that no attempt expected, but the first failure's, most cells first.
+
+    Only the first failure used to show its log: a run whose expected crash reproduced in
+    16 cells and that raised an unexpected ValueError in 5 more showed the crash's excerpt
+    and nothing of the ValueError, the one failure nobody had seen yet.
+    """
+    first = first_failure(run)
+    shown = _signature(first[2]) if first is not None else None
+    found: dict[str, list[tuple[CellResult, AttemptResult, Outcome]]] = {}
+    for cell in run.cells:
+        for attempt in cell.attempts:
+            if attempt.failed and (outcome := attempt.ran) is not None:
+                found.setdefault(_signature(outcome), []).append((cell, attempt, outcome))
+    unexpected = [
+        seen
+        for key, seen in found.items()
+        if key != shown and not any(attempt.matched for _, attempt, _ in seen)
+    ]
+    unexpected.sort(key=lambda seen: -len({cell.cell.id for cell, _, _ in seen}))
+    out: list[OtherFailure] = []
+    for seen in unexpected:
+        cell, attempt, outcome = seen[0]
+        log = short(attempt.excerpt or "")
+        message = short(clean_log(outcome.message or "").strip())
+        out.append(
+            {
+                "outcome": short(outcome_phrase(outcome, pid=False)),
+                "cells": len({c.cell.id for c, _, _ in seen}),
+                "cell": cell.cell.id,
+                "attempt": attempt.attempt,
+                "message": message,
+                "message_fence": fence_for(message),
+                "excerpt": log,
+                "fence": fence_for(log),
+            }
+        )
+    return out
+
+
+def _signature(outcome: Outcome) -> str:
+    return outcome.signature or outcome_phrase(outcome, pid=False)
 
 
 def _stack_text(stack: str | None, short: Callable[[str], str]) -> str:

@@ -1,10 +1,14 @@
 """The HTML report: one self-contained file (inline CSS and JS, no network), for people who
 would rather look than read: a sortable table of the cells and a heatmap of the grid.
 
-It shows what the markdown report shows, from the RunResult alone, with the same
-words (words.py, report/failure.py, report/environment.py). Every value reaches
-the page through Jinja2's autoescaping, and the page's Content-Security-Policy
-forbids loading anything: it renders the same on an air-gapped machine.
+It shows what the markdown report shows, in the same order (the headline, the failure,
+what separates it, then the results), from the RunResult alone, with the same words
+(words.py, report/failure.py, report/separation.py, report/environment.py). A large run
+leads its results with alike cells counted together as the markdown does (tables.py),
+its sortable table of every cell folded below; the heatmap scrolls inside its own box,
+so a 10x20 grid never makes the page wider than the window. Every value reaches the page
+through Jinja2's autoescaping, and the page's Content-Security-Policy forbids loading
+anything: it renders the same on an air-gapped machine.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from reprospec.core.words import (
     rate_phrase,
     seconds,
 )
-from reprospec.report.environment import env_vars, environment_rows
+from reprospec.report.environment import cell_environments, env_vars, environment_rows
 from reprospec.report.failure import failure_section, summary_line
-from reprospec.report.markdown import axes_of, separators
+from reprospec.report.markdown import axes_of
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
+from reprospec.report.separation import separators
+from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
 from reprospec.report.versions import versions_text
 
@@ -121,7 +127,8 @@ class Square:
 
 @dataclass(frozen=True)
 class Heatmap:
-    """Rows are values of the first half of the axes, columns of the rest."""
+    """Rows are values of the first half of the axes, columns of the rest (of two axes, the
+    one with more values runs down the page: the page scrolls down, not across)."""
 
     row_axes: tuple[str, ...]
     col_axes: tuple[str, ...]
@@ -154,6 +161,8 @@ def heatmap(cells: Sequence[CellResult]) -> Heatmap | None:
     if not cells:
         return None
     axes = axes_of(cells)
+    if len(axes) == 2 and _count(cells, axes[1]) > _count(cells, axes[0]):
+        axes = [axes[1], axes[0]]
     split = max(1, len(axes) // 2) if len(axes) > 1 else 0
     row_axes, col_axes = tuple(axes[:split]), tuple(axes[split:])
     rows = list(dict.fromkeys(_values(c, row_axes) for c in cells))
@@ -166,6 +175,11 @@ def heatmap(cells: Sequence[CellResult]) -> Heatmap | None:
         tuple(cols),
         tuple((r, tuple(squares.get((r, c), missing) for c in cols)) for r in rows),
     )
+
+
+def _count(cells: Sequence[CellResult], axis: str) -> int:
+    """How many values `axis` takes in `cells`."""
+    return len({_values(c, [axis]) for c in cells})
 
 
 @dataclass(frozen=True)
@@ -199,6 +213,7 @@ def context(run: RunResult) -> dict[str, object]:
     """What the HTML template shows (computed here; the template only lays it out)."""
     axes = axes_of(run.cells)
     standalone = run.standalone
+    large = len(run.cells) > LARGE_RUN_CELLS
     return {
         "title": " ".join((run.title or run.spec_name).split()),
         "summary": summary_line(run),
@@ -211,6 +226,9 @@ def context(run: RunResult) -> dict[str, object]:
         "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
         "numeric": {"rate", "failed", "duration"},
         "rows": cell_rows(run, axes),
+        # A large run reads by groups of alike cells first; its every-cell table is folded.
+        "large": large,
+        "groups": result_groups(run, cell_environments(run.cells)) if large else [],
         "heatmap": heatmap(run.cells),
         "separators": None if run.observes else separators(run),
         "failure": failure_section(run, PathNames(run.paths)),

@@ -2,9 +2,9 @@
 
 The report is made from the result alone (no run folder): outcomes and rates
 are worded by words.py, the environment table by report/environment.py, the
-failure and stacks by report/failure.py; this module computes the rest of
-what the template shows (the results table, the grid, what separates failing
-from passing cells, the attempts) and fills the template.
+failure and stacks by report/failure.py, what separates failing from passing
+cells by report/separation.py; this module computes the rest of what the
+template shows (the results table, the grid, the attempts) and fills the template.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.reportspec import marker_line
-from reprospec.core.results import AttemptResult, CellResult, RunResult
-from reprospec.report.cellsets import describe_cells, separating_patterns
+from reprospec.core.results import CellResult, RunResult
+from reprospec.report.cellsets import describe_cells
 from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
     CellEnvironments,
@@ -27,12 +27,13 @@ from reprospec.report.environment import (
     environment_rows,
     mismatches,
 )
-from reprospec.report.failure import failing_cells, failure_section, stack_sections, summary_line
-from reprospec.report.instances import instance_rows, instance_separation, start_spread
+from reprospec.report.failure import failure_section, stack_sections, summary_line
+from reprospec.report.instances import instance_rows, start_spread
 from reprospec.report.markup import fence_for, inline_code, plain_markdown, show_value, table_cell
 from reprospec.report.paths import PathNames
-from reprospec.report.signatures import explain, outcome_groups
-from reprospec.report.slots import runs_noun, slot_label, slot_runs, slot_separation
+from reprospec.report.separation import Separation, separators
+from reprospec.report.signatures import outcome_groups
+from reprospec.report.slots import runs_noun, slot_label, slot_runs
 from reprospec.report.standalone import repro_line, standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
 from reprospec.report.templating import load_template
@@ -49,7 +50,7 @@ from reprospec.core.words import (
     verdict_legend,
 )
 
-__all__ = ["context", "render_markdown", "separators"]
+__all__ = ["axes_of", "context", "render_markdown"]
 
 
 def axes_of(cells: Iterable[CellResult]) -> list[str]:
@@ -102,38 +103,6 @@ def _cell_outcome(cell: CellResult) -> str:
     return top if count == len(phrases) else f"{top} {count}/{len(phrases)}"
 
 
-def _passed(attempt: AttemptResult) -> bool:
-    return attempt.ran is not None and attempt.ran.kind == "pass"
-
-
-def separators(run: RunResult) -> list[str] | None:
-    """What tells failing cells from passing ones (None: nothing to compare).
-
-    Both ways (a value in every failing cell and no passing one, and one in every
-    passing cell and no failing one: "only gpu=0 passes"), single values, else pairs;
-    then the GPU slot, when failing attempts ran on slots that passing ones never did,
-    and the instance of `run.instances`, when some instances fail and others never do.
-    """
-    failing = failing_cells(run)
-    passing = [c for c in run.cells if c.attempts and all(_passed(a) for a in c.attempts)]
-    more = [line for line in (slot_separation(run.cells), instance_separation(run.cells)) if line]
-    if not (failing and passing and axes_of(run.cells)) and not more:
-        return None
-    lines = [
-        e.worded("every failing cell", "no passing cell")
-        if e.present
-        else e.worded("every passing cell", "no failing cell")
-        for e in explain(failing, passing)
-    ]
-    if not lines:
-        # No one value, nor a pair, tells them apart: a few values of an axis may.
-        lines = [
-            f"{inline_code(pattern)}: every failing cell is one of these, no passing cell is"
-            for pattern in separating_patterns(failing, passing, run.cells)
-        ]
-    return lines + more
-
-
 # A table with more rows than this is folded into <details>.
 FOLD_ROWS = 16
 # The grid is drawn up to this many rows and columns.
@@ -179,10 +148,8 @@ def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[st
     ]
 
 
-def _noted_separators(lines: list[str] | None, rows: Sequence[WarningRow]) -> list[str] | None:
+def _noted(lines: Sequence[str], rows: Sequence[WarningRow]) -> list[str]:
     """Separator lines that credit a value a warning says had no effect, flagged as such."""
-    if not lines:
-        return lines
     quiet = nullified(rows)
     out = []
     for line in lines:
@@ -194,6 +161,15 @@ def _noted_separators(lines: list[str] | None, rows: Sequence[WarningRow]) -> li
                 )
         out.append(line)
     return out
+
+
+def _noted_separators(
+    groups: list[Separation] | None, rows: Sequence[WarningRow]
+) -> list[Separation] | None:
+    """`separators`, each line flagged where a warning says its value had no effect."""
+    if groups is None:
+        return None
+    return [Separation(g.headline, tuple(_noted(g.lines, rows))) for g in groups]
 
 
 def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
@@ -313,7 +289,7 @@ def context(run: RunResult) -> dict[str, object]:
                 if large
                 else list(group.cells),
                 "sep": "; " if large else ", ",
-                "lines": _noted_separators([e.text() for e in group.explanations], rows) or [],
+                "lines": _noted([e.text() for e in group.explanations], rows),
             }
             for group in (outcome_groups(run) if run.observes else [])
         ],

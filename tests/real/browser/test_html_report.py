@@ -4,19 +4,14 @@ are clicked, the console stays free of errors."""
 from __future__ import annotations
 
 import html
-import json
-import os
-import re
-import shutil
-import subprocess
 from itertools import product
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import AttemptResult, CellResult, Outcome, Rate, RunResult, Standalone
 from reprospec.report import render
+from tests.support.browser import load
 
 HOSTILE = '<script>alert("title")</script>'
 
@@ -87,25 +82,7 @@ def grid_run() -> RunResult:
     )
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing in CI: scripts/test.sh installs it")
-        pytest.skip("skipped: chromium not installed (apt-get install chromium)")
-    return found
-
-
-# Before the page's own script: remember every error and console.error.
-_CATCH = """<script>
-window.__errors = [];
-window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
-var __consoleError = console.error;
-console.error = function () { window.__errors.push([].join.call(arguments, " ")); };
-</script>"""
-
-
-# After it: click headings like a person, read the column back after each click.
+# After the page's script: click headings like a person, read the column back after each click.
 _CHECK = """<script>
 (function () {
   var table = document.getElementById("cells");
@@ -136,36 +113,12 @@ _CHECK = """<script>
 
 
 def test_html_report_sorts_in_a_real_browser(tmp_path: Path) -> None:
-    chromium = _chromium()
-    page = render(grid_run(), "html")
-    page = page.replace("<head>", "<head>\n" + _CATCH, 1).replace("</body>", _CHECK + "</body>")
-    path = tmp_path / "report.html"
-    path.write_text(page, encoding="utf-8")
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = re.search(r'<pre id="reprospec-test">(.*?)</pre>', done.stdout, re.S)
-    assert found, f"the check did not run; DOM tail: {done.stdout[-1500:]}"
-    result = json.loads(html.unescape(found.group(1)))
+    found, dom, stderr = load(render(grid_run(), "html"), _CHECK, tmp_path)
+    assert isinstance(found, dict)
+    result: dict[str, Any] = found
     assert result["errors"] == []
     # Chromium logs every console message and uncaught error as INFO:CONSOLE.
-    assert "CONSOLE" not in done.stderr, [ln for ln in done.stderr.splitlines() if "CONSOLE" in ln]
+    assert "CONSOLE" not in stderr, [ln for ln in stderr.splitlines() if "CONSOLE" in ln]
     assert result["rows"] == 12
     failed = [int(x) for x in result["before"]]
     assert result["heatmap"] == sum(1 for f in failed if f)
@@ -179,4 +132,4 @@ def test_html_report_sorts_in_a_real_browser(tmp_path: Path) -> None:
     assert result["verdict_up"][0] == "not-reproduced"
     assert result["verdict_up"][-1] == "reproduced"
     # The hostile title and script stayed text: the title is the page's title, escaped.
-    assert f"<title>{html.escape(HOSTILE, quote=False)}</title>" in done.stdout
+    assert f"<title>{html.escape(HOSTILE, quote=False)}</title>" in dom

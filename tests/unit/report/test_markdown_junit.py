@@ -12,12 +12,12 @@ import pytest
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
-from reprospec.core.results import CellResult, Rate
+from reprospec.core.results import CellResult, Outcome, Rate, RunResult
 from reprospec.errors import UsageError
 from reprospec.report import render
-from reprospec.report.failure import summary_line
-from reprospec.report.markdown import separators
+from reprospec.report.failure import MAX_OTHER_FAILURES, summary_line
 from reprospec.report.markup import fence_for, inline_code, table_cell
+from reprospec.report.separation import separators
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.paths import GOLDEN
 from tests.support.runs import (
@@ -138,13 +138,21 @@ def test_hang_stacks_come_from_the_attempt() -> None:
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
 
 
+def _lines(run: RunResult) -> list[str]:
+    """The lines of a run that failed one way: one entry, without a headline."""
+    found = separators(run)
+    assert found is not None
+    assert all(not group.headline for group in found), found
+    return [line for group in found for line in group.lines]
+
+
 def test_separators_single_axis() -> None:
-    assert separators(error_run()) == [
+    assert _lines(error_run()) == [
         "`lr=1.0`: in every failing cell, in no passing cell",
         "`lr=0.1`: in every passing cell, in no failing cell",
     ]
     # One cell, no toggle: only the GPU slot can separate its attempts.
-    assert separators(hang_run()) == [
+    assert _lines(hang_run()) == [
         "fails on GPU slot 0 (2 of 2 attempts), never on slot 1 (0 of 1 attempt)"
     ]
 
@@ -169,7 +177,7 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
             cell(crashed, gpu=3, amp=True),
         ),
     )
-    assert separators(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
+    assert _lines(run) == ["`gpu=0`: in every passing cell, in no failing cell"]
     # Two toggles that fail only together: the pair, in every failing cell.
     pair = replace(
         base,
@@ -180,8 +188,50 @@ def test_separators_name_the_one_passing_value_and_pairs() -> None:
             cell(crashed, workers=2, pin=True),
         ),
     )
-    assert separators(pair) == [
+    assert _lines(pair) == [
         "`workers=2` and `pin=true` together: in every failing cell, together in no passing cell"
+    ]
+
+
+def test_each_unexpected_failure_shows_its_excerpt_up_to_a_bound() -> None:
+    """Seven exceptions no attempt expected beside the expected one: five shown, two counted."""
+    base = error_run()
+    expected_cell = next(c for c in base.cells if c.verdict == "reproduced")
+    names = [f"Error{n}" for n in range(7)]
+    others = []
+    for n, name in enumerate(names):
+        attempt = replace(
+            expected_cell.attempts[0],
+            outcome=Outcome(
+                "error", exit_code=1, exception=name, message=f"boom {n}", signature=f"e:{name}"
+            ),
+            matched=False,
+            excerpt=f"{name}: boom {n}",
+        )
+        others.append(
+            replace(
+                expected_cell,
+                cell=Cell(id=f"k={n}", index=n + 1, matrix={"k": n}),
+                verdict="not-reproduced",
+                attempts=(attempt,),
+            )
+        )
+    run = replace(
+        base,
+        cells=(replace(expected_cell, cell=Cell(id="k=9", index=0, matrix={"k": 9})), *others),
+    )
+    failure = render(run, "md").split("## Failure", 1)[1].split("\n## ", 1)[0]
+    shown = [name for name in names if f"### Not expected: `error exit 1 {name}`" in failure]
+    assert len(shown) == MAX_OTHER_FAILURES
+    assert all(f"{name}: boom {names.index(name)}" in failure for name in shown)
+    assert f"… and {len(names) - MAX_OTHER_FAILURES} more failures no attempt expected" in failure
+    # The expected failure is the first failure, not one of the "not expected".
+    assert "Not expected: `error exit 1 RuntimeError" not in failure
+    # What separates: one entry per failure, each naming exactly its one cell.
+    groups = separators(run)
+    assert groups is not None
+    assert [g.headline.rsplit(": ", 1)[1] for g in groups] == ["`k=9`"] + [
+        f"`k={n}`" for n in range(7)
     ]
 
 

@@ -1,0 +1,143 @@
+"""What separates failing from passing cells, each statement made for exactly the cells it is about.
+
+A run that failed one way compares the cells where it failed with the cells that passed:
+a value in every failing cell and in no passing one (or the other way round: "only
+`gpu=0` passes"), else a pair, else a few values of some axes that hold exactly the
+failing cells. A run that failed several ways gets one entry per failure signature: the
+failure, the cells it happened in named by patterns that hold exactly those cells
+(cellsets.py), and the values that go with it against every other cell that ran. One
+pattern drawn for all failing cells at once read as if it covered them all: 21 failed
+cells were "attributed" to `a=0|3|6|9, b=2`, which held the 16 that failed as expected
+and none of the 5 that raised an unexpected ValueError.
+
+Then the GPU slot and the instance of `run.instances` (slots.py, instances.py), when
+failing runs had slots or instances that passing ones never did. A pure function of the
+`RunResult`, shared by the markdown and the HTML report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reprospec.core.results import CellResult, Outcome, RunResult
+from reprospec.core.words import outcome_phrase, plural
+from reprospec.report.cellsets import describe_cells, separating_patterns
+from reprospec.report.instances import instance_separation
+from reprospec.report.markup import inline_code
+from reprospec.report.signatures import explain
+from reprospec.report.slots import slot_separation
+
+# A failure's cells, named one by one when no few patterns hold them, are cut here.
+MAX_NAMED = 12
+
+
+@dataclass(frozen=True)
+class Separation:
+    """One entry: a failure with its cells (`headline`, "" when the run failed one way), and
+    the statements about it, one line each (markdown-ish: `code`)."""
+
+    headline: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """The cells where one failure signature happened, and whether any attempt expected it."""
+
+    phrase: str
+    cells: tuple[CellResult, ...]
+    expected: bool
+
+
+def _key(outcome: Outcome) -> str:
+    return outcome.signature or outcome_phrase(outcome, pid=False)
+
+
+def _failures(run: RunResult) -> list[_Failure]:
+    """Each failure signature with its cells, most cells first, then in the order first seen."""
+    found: dict[str, tuple[str, list[CellResult], list[bool]]] = {}
+    for cell in run.cells:
+        for attempt in cell.attempts:
+            outcome = attempt.ran
+            if outcome is None or not attempt.failed:
+                continue
+            _, cells, matched = found.setdefault(
+                _key(outcome), (outcome_phrase(outcome, pid=False), [], [])
+            )
+            if cell not in cells:
+                cells.append(cell)
+            matched.append(attempt.matched)
+    order = list(found)
+    ranked = sorted(order, key=lambda key: (-len(found[key][1]), order.index(key)))
+    return [_Failure(found[key][0], tuple(found[key][1]), any(found[key][2])) for key in ranked]
+
+
+def _passed(cell: CellResult) -> bool:
+    return bool(cell.attempts) and all(
+        a.ran is not None and a.ran.kind == "pass" for a in cell.attempts
+    )
+
+
+def _named(cells: tuple[CellResult, ...], every: tuple[CellResult, ...]) -> str:
+    """`a=0|3, b=2; a=5, b=7`: the patterns holding exactly `cells`, or their ids (cut)."""
+    parts = describe_cells(cells, every)
+    shown = "; ".join(inline_code(p) for p in parts[:MAX_NAMED])
+    if len(parts) > MAX_NAMED:
+        shown += f" and {len(parts) - MAX_NAMED} more (results.json has each cell)"
+    return shown
+
+
+def _one_way(failing: list[CellResult], run: RunResult) -> list[str]:
+    """A run that failed one way: its failing cells against its passing cells, both ways."""
+    passing = [c for c in run.cells if _passed(c)]
+    lines = [
+        e.worded("every failing cell", "no passing cell")
+        if e.present
+        else e.worded("every passing cell", "no failing cell")
+        for e in explain(failing, passing)
+    ]
+    if lines:
+        return lines
+    # No one value, nor a pair: a few values of some axes may hold the failing cells, and
+    # only them (every other cell, one that never ran included, is outside).
+    others = [c for c in run.cells if c not in failing]
+    none = "no passing cell is" if len(others) == len(passing) else "no other cell is"
+    return [
+        f"{inline_code(pattern)}: every failing cell is one of these, {none}"
+        for pattern in separating_patterns(failing, others, run.cells)
+    ]
+
+
+def _each_way(failures: list[_Failure], run: RunResult) -> list[Separation]:
+    """A run that failed several ways: each failure with exactly its cells, and its values."""
+    ran = [c for c in run.cells if any(a.ran is not None for a in c.attempts)]
+    out = []
+    for failure in failures:
+        others = [c for c in ran if c not in failure.cells]
+        headline = (
+            f"{inline_code(failure.phrase)} in {len(failure.cells)} of "
+            f"{plural(len(run.cells), 'cell')}{'' if failure.expected else ', not expected'}: "
+            + _named(failure.cells, run.cells)
+        )
+        lines = tuple(e.text() for e in explain(list(failure.cells), others))
+        out.append(Separation(headline, lines))
+    return out
+
+
+def separators(run: RunResult) -> list[Separation] | None:
+    """What tells failing cells from passing ones (None: nothing to compare)."""
+    failures = _failures(run)
+    more = [line for line in (slot_separation(run.cells), instance_separation(run.cells)) if line]
+    has_axes = any(c.cell.matrix for c in run.cells)
+    if len(failures) > 1 and has_axes:
+        return _each_way(failures, run) + ([Separation("", tuple(more))] if more else [])
+    failing = list(failures[0].cells) if failures else []
+    passing = any(_passed(c) for c in run.cells)
+    if not (failing and passing and has_axes) and not more:
+        return None
+    lines = _one_way(failing, run) if failing and passing and has_axes else []
+    # [] when nothing tells them apart: the report says so in words.
+    return [Separation("", tuple(lines + more))] if lines or more else []
+
+
+__all__ = ["Separation", "separators"]
