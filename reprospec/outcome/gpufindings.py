@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core import capped
-from reprospec.core.gpudebug import FLIGHT_RECORDER_PREFIX, SANITIZER_LOG
+from reprospec.core.gpudebug import CUDA_GDB_FILES, FLIGHT_RECORDER_PREFIX, SANITIZER_LOG
 from reprospec.outcome import flightrecorder
 from reprospec.outcome.cudacore import CoreReading, read_cuda_gdb, read_driver
 from reprospec.outcome.flightrecorder import RankTrace
 from reprospec.outcome.sanitizerlog import SanitizerReport, parse
 
 SANITIZER_BYTES = 4 * 1024 * 1024
-# cuda-gdb's batch output on the attempt's core, when one was taken (stdout, stderr, status).
-CUDA_GDB_FILES = ("cuda-gdb.out", "cuda-gdb.err", "cuda-gdb.rc")
 MAX_RANK_FILES = 64
 SHOWN_RECORDS = 3
 
@@ -146,4 +144,4 @@ def _cuda_gdb(log_dir: Path) -> CoreReading | None:
     return read_cuda_gdb(texts[0], texts[1], int(status) if status.lstrip("-").isdigit() else None)
 
 
-__all__ = ["CUDA_GDB_FILES", "GpuFindings", "read"]
+__all__ = ["GpuFindings", "read"]
