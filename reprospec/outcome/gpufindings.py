@@ -122,7 +122,7 @@ def read(log_dir: Path | None, stderr: str) -> GpuFindings | None:
                 unread.append(trace)
             else:
                 ranks.append(trace)
-    if core is None:
+    if core is None and "] coredump: " in stderr:  # one scan of the text, not one per line
         core = read_driver(stderr)
     if sanitizer is None and core is None and not ranks and not unread:
         return None
