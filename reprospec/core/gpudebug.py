@@ -31,6 +31,9 @@ CoreDump = Literal["lightweight", "full"]
 SANITIZER_LOG = "compute-sanitizer.log"
 CORE_PATTERN = "cuda-core.%p.%h.nvcudmp"  # the driver expands %p (pid) and %h (host)
 FLIGHT_RECORDER_PREFIX = "nccl-trace-rank-"  # torch appends the rank
+CORE_GLOB = "cuda-core.*.nvcudmp"
+# cuda-gdb's batch output on the attempt's first GPU core: stdout, stderr, exit status.
+CUDA_GDB_FILES = ("cuda-gdb.out", "cuda-gdb.err", "cuda-gdb.rc")
 # compute-sanitizer's exit status when it found errors (its own failures exit 255).
 SANITIZER_ERROR_EXIT = 86
 DEFAULT_FLIGHT_RECORDER_ENTRIES = 2000

@@ -286,6 +286,8 @@ class AttemptResult:
     excerpt: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
+    # What environment.debug's GPU diagnostics found, as markdown (outcome/gpufindings.py).
+    gpu: str | None = None
     # Forked from a preload server, or a fresh process; the note says why or with what seed.
     launch: Launch = "fresh"
     launch_note: str | None = None

@@ -31,7 +31,8 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.native import NativeStacks
-from reprospec.outcome import ranks
+from reprospec.outcome import gpufindings, ranks
+from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024
@@ -223,6 +224,9 @@ class Evidence:
     native: NativeStacks | None = None
     # The ranks of a distributed workload, from the same pass over the events.
     ranks: RankReport | None = None
+    # What environment.debug's GPU diagnostics found (compute-sanitizer, a CUDA core
+    # dump, the NCCL flight recorder), when the attempt left any of it.
+    gpu: GpuFindings | None = None
 
     @classmethod
     def read(cls, execution: Execution) -> Evidence:
@@ -232,9 +236,10 @@ class Evidence:
             stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
         # Read once, bounded; each summary takes its own pass over the bytes in memory.
         events = _events_window(execution.events_path)
+        stderr = read_log(execution.stderr_path)
         return cls(
             stdout=read_log(execution.stdout_path),
-            stderr=read_log(execution.stderr_path),
+            stderr=stderr,
             events=Events.of(
                 allowed_events(
                     _parse_events(events),
@@ -247,6 +252,7 @@ class Evidence:
             ranks=ranks.from_events(
                 allowed_events(_parse_events(events), harness=execution.harness)
             ),
+            gpu=gpufindings.read(execution.log_dir, stderr),
         )
 
     def output_tail(self) -> str:

@@ -27,6 +27,7 @@ from reprospec.errors import InfraError
 from reprospec.outcome import ranks
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import current_thread_first
 from reprospec.report.instances import first_failure
@@ -121,6 +122,7 @@ def attempt_result(
         )
         if failed and evidence.native is not None
         else None,
+        gpu=evidence.gpu.markdown() or None if evidence.gpu is not None else None,
         launch=execution.launch,
         launch_note=execution.launch_note,
         perturbed=execution.perturbed,
@@ -165,12 +167,29 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
                 outcome.signature, evidence.native, pid=_pid(outcome)
             ),
         )
+    if outcome.kind != "pass" and evidence.gpu is not None:
+        outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
         said = ranks.describe(evidence.ranks)
         if said and said not in (outcome.detail or ""):
             detail = f"{outcome.detail}; {said}" if outcome.detail else said
             outcome = replace(outcome, detail=detail)
     return outcome
+
+
+def with_gpu_findings(outcome: Outcome, findings: GpuFindings) -> Outcome:
+    """A failure's signature gains the kernel the GPU diagnostics blame (`...:kernel=oob_store`),
+    and its detail leads with what they found: the Python stack of a CUDA fault is
+    usually not where the fault is."""
+    kernel = findings.kernel
+    signature = outcome.signature
+    if kernel and f"kernel={kernel}" not in signature:
+        signature = f"{signature}:kernel={kernel}"
+    said = findings.headline()
+    detail = outcome.detail
+    if said and said not in (detail or ""):
+        detail = f"{said}; {detail}" if detail else said
+    return replace(outcome, signature=signature, detail=detail)
 
 
 def _pid(outcome: Outcome | NotRun) -> int | None:

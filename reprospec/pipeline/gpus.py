@@ -63,10 +63,14 @@ class MachineGpus:
         return gpu_id
 
     def listing(self) -> str:
-        """`0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA GeForce RTX 3090)`."""
+        """`GPUs 0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA GeForce RTX 3090)`.
+
+        "GPU 0", never a bare "0": on the one-GPU H200, "it has 0 (...)" read as "none".
+        """
         names = sorted({gpu.name for gpu in self.gpus if gpu.name})
         what = f": {len(self.gpus)}x {names[0]}" if len(names) == 1 else ""
-        return f"{', '.join(gpu.index for gpu in self.gpus)} ({self.source}{what})"
+        noun = "GPU" if len(self.gpus) == 1 else "GPUs"
+        return f"{noun} {', '.join(gpu.index for gpu in self.gpus)} ({self.source}{what})"
 
 
 _SMI_GPU = re.compile(r"^GPU (\d+): (.*?)(?:\s*\(UUID: (GPU-[^)]+)\))?\s*$")

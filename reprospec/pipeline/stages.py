@@ -12,6 +12,7 @@ and cancellation. It prints nothing and installs no signal handlers: the CLI
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -319,11 +320,29 @@ def path_labels(
         if isinstance(prefix, str) and isinstance(base, str) and prefix != base:
             labels[prefix] = "<venv>"
         if isinstance(base, str):
-            labels[base] = "<python>"
+            labels.update(_python_labels(base, python.get("version")))
     labels[IN_HARNESS if docker else str(HARNESS_DIR)] = "<harness>"
     labels[str(project_root(spec.base_dir))] = ""
     labels[str(Path.home())] = "<home>"
     return {path: label for path, label in labels.items() if path not in ("", "/")}
+
+
+# Installation prefixes other software shares: a distribution's Python lives in /usr, and
+# so do /usr/local/cuda and /usr/lib/x86_64-linux-gnu/libcuda.so (a report from the H200
+# read `CUDA_HOME=<python>/local/cuda`). Only the interpreter's own folders are named there.
+SHARED_PREFIXES = ("/usr", "/usr/local", "/opt")
+
+
+def _python_labels(base: str, version: object) -> dict[str, str]:
+    """The installation's label: its prefix, or only its library folders in a shared one."""
+    base = base.rstrip("/") or "/"
+    if base not in SHARED_PREFIXES:
+        return {base: "<python>"}
+    labels = {f"{base}/lib/python3": "<python>/lib/python3"}  # Debian's dist-packages
+    if isinstance(version, str) and (found := re.match(r"(\d+)\.(\d+)", version)):
+        short = f"python{found[1]}.{found[2]}"
+        labels[f"{base}/lib/{short}"] = f"<python>/lib/{short}"
+    return labels
 
 
 def project_root(folder: Path) -> Path:

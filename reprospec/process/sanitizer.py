@@ -8,8 +8,12 @@ nothing of it).
 
 On a machine without a usable GPU, compute-sanitizer never starts the program: it
 prints its own error, nothing of the program's, and exits 255 (recorded on this CPU
-machine: tests/data/sanitizer/). That attempt is `infra-error` with the sanitizer's
-words, never a crash of the program.
+machine: tests/data/sanitizer/). Where the machine has a GPU but the attempt sees none
+(`CUDA_VISIBLE_DEVICES=-1`, recorded on an H200: tests/data/gpu/sanitizer/), the program
+does start, prints, fails its first CUDA call with "no CUDA-capable device is detected
+(cudaErrorNoDevice)" and exits 1, and compute-sanitizer replaces that status with its
+own 255 ("terminated before first instrumented API call"). Both are `infra-error` with
+the sanitizer's words, never a crash or an error of the program.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ TOOLKIT_PATHS = ("/usr/local/cuda/bin/compute-sanitizer",)
 OWN_FAILURE_EXIT = 255
 # What it says when the program never reached CUDA under it (recorded: tests/data/sanitizer/).
 NEVER_STARTED = "Target application terminated before first instrumented API call"
+# What the program's own output says when the attempt had no device to use (the CUDA
+# runtime's wording and its error name, recorded: tests/data/gpu/sanitizer/).
+NO_DEVICE = ("no CUDA-capable device is detected", "cudaErrorNoDevice")
 _PREFIX = "========= "
 _SYS_PATH_CODE = "import json, sys; print(json.dumps(sys.path))"
 
@@ -71,13 +78,18 @@ def _sys_path(python: str) -> list[str]:
 
 
 def own_failure(returncode: int | None, log_text: str, program_output: bytes) -> str | None:
-    """The reason, when compute-sanitizer failed before the program ran; else None.
+    """The reason, when compute-sanitizer failed before the program used CUDA; else None.
 
     All three must hold: its own exit status, its "terminated before first
-    instrumented API call", and not a byte of output from the program. A program
-    that ran and crashed under it printed something or exited otherwise.
+    instrumented API call", and either not a byte of output from the program or the
+    program saying it found no CUDA device. A program that ran and failed otherwise
+    under it printed something else or exited otherwise.
     """
-    if returncode != OWN_FAILURE_EXIT or NEVER_STARTED not in log_text or program_output.strip():
+    if returncode != OWN_FAILURE_EXIT or NEVER_STARTED not in log_text:
+        return None
+    said_by_program = program_output.decode("utf-8", "replace")
+    no_device = next((words for words in NO_DEVICE if words in said_by_program), None)
+    if said_by_program.strip() and no_device is None:
         return None
     said = [
         line.removeprefix(_PREFIX).strip()
@@ -85,6 +97,12 @@ def own_failure(returncode: int | None, log_text: str, program_output: bytes) ->
         if line.startswith(_PREFIX) and "COMPUTE-SANITIZER" not in line
     ]
     detail = "; ".join(s for s in said if s)[:400]
+    if no_device is not None:
+        return (
+            f"compute-sanitizer: the program found no CUDA device ({no_device}) and "
+            f"compute-sanitizer exited 255: {detail}. The attempt saw no GPU "
+            "(CUDA_VISIBLE_DEVICES, environment.gpus, --gpus)"
+        )
     return (
         f"compute-sanitizer could not start the program (exit 255, no output from it): "
         f"{detail}. It needs a GPU and the NVIDIA driver (libcuda) in the attempt"

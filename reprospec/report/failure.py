@@ -63,6 +63,8 @@ class FailureSection(TypedDict):
     native: str
     native_top: str
     native_details: str
+    # What environment.debug's GPU diagnostics found (markdown), first in the section.
+    gpu: str
     # A hang's Python stacks (every process of the attempt), leading as a dead worker's does.
     hang_stack: str
     hang_fence: str
@@ -258,6 +260,8 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "native": native,
         "native_top": native_top.strip(),
         "native_details": native_details.strip(),
+        # What environment.debug's GPU diagnostics found: the report leads with it.
+        "gpu": short(attempt.gpu or ""),
         "hang_stack": hang,
         "hang_fence": fence_for(hang),
         "others": others[:MAX_OTHER_FAILURES],

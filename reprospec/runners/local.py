@@ -24,6 +24,7 @@ from reprospec.core.results import Execution
 from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
+from reprospec.native import cudagdb
 from reprospec.perturb import apply as perturbing
 from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter, tree
 from reprospec.process.childprotocol import (
@@ -406,6 +407,11 @@ class LocalRunner:
         not_perturbed = perturbing.refused_reason(refused_path)
         if not_perturbed is not None:
             return infra(not_perturbed, warnings)
+        if plan.environment.debug.cuda_coredump is not None:
+            # Every process is gone: the GPU core the driver wrote is complete.
+            said = cudagdb.read_core(log_dir)
+            if said is not None:
+                warnings.append(said)
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,

@@ -7,7 +7,8 @@ Schema versions (`PRAGMA user_version`): 1 the first; 2 adds `attempts.excerpt`
 is the attempt's, the start spread; JSON as in results.json); 5 adds
 `attempts.child_warnings` (the warnings the child printed, once each); 6 adds
 `attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
-and why). An older store is migrated in place when opened; a newer one is refused.
+and why); 7 adds `attempts.gpu` (what environment.debug's GPU diagnostics found, as
+markdown). An older store is migrated in place when opened; a newer one is refused.
 
 Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
 so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
@@ -55,7 +56,7 @@ from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -135,6 +136,7 @@ CREATE TABLE attempts (
     child_warnings TEXT,
     launch TEXT,
     launch_note TEXT,
+    gpu TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -148,6 +150,7 @@ _MIGRATIONS = {
         "ALTER TABLE attempts ADD COLUMN launch TEXT",
         "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
     ),
+    6: ("ALTER TABLE attempts ADD COLUMN gpu TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -171,6 +174,7 @@ _ATTEMPT_COLUMNS = (
     "child_warnings",
     "launch",
     "launch_note",
+    "gpu",
 )
 
 
@@ -520,6 +524,7 @@ class Store:
                     _json([w.to_dict() for w in attempt.child_warnings]),
                     attempt.launch,
                     attempt.launch_note,
+                    attempt.gpu,
                 ),
             )
 
@@ -673,5 +678,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "child_warnings": json.loads(row["child_warnings"] or "[]"),
             "launch": row["launch"],
             "launch_note": row["launch_note"],
+            "gpu_findings": row["gpu"],
         }
     )

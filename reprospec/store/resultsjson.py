@@ -211,6 +211,8 @@ def attempt_to_dict(a: AttemptResult) -> JsonObject:
         out["excerpt"] = a.excerpt
     if a.native is not None:
         out["native_stacks"] = a.native
+    if a.gpu is not None:
+        out["gpu_findings"] = a.gpu
     instances = instances_to_dict(a)
     if instances is not None:
         out.update(instances)
@@ -240,6 +242,7 @@ def attempt_from_dict(d: JsonObject) -> AttemptResult:
         stack=text_or_none(d.get("stack")),
         excerpt=text_or_none(d.get("excerpt")),
         native=text_or_none(d.get("native_stacks")),
+        gpu=text_or_none(d.get("gpu_findings")),
         instances=tuple(instance_from_dict(i) for i in objects(d.get("instances"))),
         instance=integer(d.get("instance")),
         start_spread_s=number(d.get("start_spread_s")),

@@ -119,7 +119,7 @@ def test_unknown_ids_name_the_gpus_the_machine_has(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert (
         "--gpus 0,5,7: no GPU 5, 7 on this machine; "
-        "it has 0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA GeForce RTX 3090)"
+        "it has GPUs 0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA GeForce RTX 3090)"
     ) in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -194,7 +194,7 @@ def test_cuda_visible_devices_limits_what_the_run_may_use(
         visible_gpus("2", environ)
     assert str(err.value) == (
         "--gpus 2: no GPU 2 on this machine; "
-        "it has 0, 1 (CUDA_VISIBLE_DEVICES=0,1: 2x NVIDIA GeForce RTX 3090)"
+        "it has GPUs 0, 1 (CUDA_VISIBLE_DEVICES=0,1: 2x NVIDIA GeForce RTX 3090)"
     )
     assert visible_gpus(None, environ) == ("0", "1")  # no --gpus: the outer ones, unchecked
 

@@ -11,6 +11,7 @@ import pytest
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate
+from reprospec.errors import UsageError
 from reprospec.pipeline.gpus import (
     MachineGpus,
     check_gpu_ids,
@@ -38,7 +39,7 @@ def test_cuda_visible_devices_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has nvidia-smi")
     machine = machine_gpus({"CUDA_VISIBLE_DEVICES": "3"})
-    assert machine.listing() == "3 (CUDA_VISIBLE_DEVICES=3)"
+    assert machine.listing() == "GPU 3 (CUDA_VISIBLE_DEVICES=3)"
     check_gpu_ids("3", ("3",), machine)
     assert machine_gpus({"CUDA_VISIBLE_DEVICES": ""}).gpus == ()
 
@@ -51,7 +52,7 @@ def test_recorded_listings_parse() -> None:
     assert gpus[1].mig == ()
     assert parse_nvidia_smi_list(NO_DRIVER.read_text()) == ()
     assert MachineGpus(gpus, "nvidia-smi -L").listing() == (
-        "0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA A100-SXM4-80GB)"
+        "GPUs 0, 1, 2, 3 (nvidia-smi -L: 4x NVIDIA A100-SXM4-80GB)"
     )
 
 
@@ -112,3 +113,20 @@ def test_slot_separation_both_ways_and_when_it_says_nothing() -> None:
     )
     assert slot_label(("0", "1")) == "0+1"
     assert slot_label(()) == ""
+
+
+def test_the_recorded_h200_listing_says_gpu_0_not_a_bare_0() -> None:
+    """Recorded on the H200 (tests/data/gpu/machine/): `--gpus 0,5` said "it has 0 (...)",
+    which reads as "it has none"."""
+    gpus = parse_nvidia_smi_list(
+        (ROOT / "tests" / "data" / "gpu" / "machine" / "nvidia-smi-L.out").read_text()
+    )
+    assert [(g.index, g.name, g.uuid) for g in gpus] == [
+        ("0", "NVIDIA H200", "GPU-68b28bf9-2399-1b0f-1ebb-2d8a2e02daf4")
+    ]
+    machine = MachineGpus(gpus, "nvidia-smi -L")
+    with pytest.raises(UsageError) as err:
+        check_gpu_ids("0,5", ("0", "5"), machine)
+    assert str(err.value) == (
+        "--gpus 0,5: no GPU 5 on this machine; it has GPU 0 (nvidia-smi -L: 1x NVIDIA H200)"
+    )

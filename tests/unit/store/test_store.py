@@ -136,7 +136,15 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
     # A store as the first schema made it: no `excerpt` column.
     db = sqlite3.connect(tmp_path / "results.db")
     version_1 = _SCHEMA
-    for column in ("excerpt", "native", "instances", "child_warnings", "launch", "launch_note"):
+    for column in (
+        "excerpt",
+        "native",
+        "instances",
+        "child_warnings",
+        "launch",
+        "launch_note",
+        "gpu",
+    ):
         version_1 = version_1.replace(f"    {column} TEXT,\n", "")
     db.executescript(version_1 + "PRAGMA user_version = 1;")
     db.execute(
@@ -161,7 +169,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         store.record_attempt(run.run_id, "new", forked)
         assert store.finished_attempts(run.run_id)[("new", 2)] == forked
     db = sqlite3.connect(tmp_path / "results.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
 
 
 def test_wal_commits_without_an_fsync_each(tmp_path: Path) -> None:
