@@ -16,9 +16,11 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
@@ -115,7 +117,30 @@ def _spec_text(spec: Spec, program: Program) -> str:
             environment["env"] = dict(program.env)
         else:
             environment.pop("env", None)
+    _drop_unused_axes(document)
     return dump_yaml(document)
+
+
+def _drop_unused_axes(document: dict[str, Any]) -> None:
+    """Axes the minimized spec no longer reads go, so its cells are its smallest configuration.
+
+    The passes took `${{ matrix.pinned }}` out of the command when the bug does not need
+    it; the axis left behind would still multiply the cells and name the cell by a
+    setting that changes nothing. An axis named anywhere else (a case's `when`, an
+    include or exclude, another field) stays: dropping it could change what runs.
+    """
+    matrix = document.get("matrix")
+    if not isinstance(matrix, dict):
+        return
+    rest = json.dumps({k: v for k, v in document.items() if k != "matrix"})
+    entries = json.dumps({k: matrix[k] for k in ("include", "exclude") if k in matrix})
+    for axis in [k for k in matrix if k not in ("include", "exclude")]:
+        # `${{ matrix.AXIS }}` in any field, or AXIS as a key (a case's `when`, an entry).
+        read = re.compile(rf"matrix\.{re.escape(axis)}(?![\w-])|{re.escape(json.dumps(axis))}:")
+        if read.search(rest) is None and read.search(entries) is None:
+            del matrix[axis]
+    if not any(k not in ("include", "exclude") for k in matrix):
+        document.pop("matrix")
 
 
 def _repro(spec_path: Path, found: Minimized) -> str:
@@ -123,8 +148,11 @@ def _repro(spec_path: Path, found: Minimized) -> str:
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
 
-    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items())
-    plan = api.plan_run(api.load_spec(spec_path), RunOptions(matrix_filters=filters))
+    spec = api.load_spec(spec_path)
+    axes = spec.document.get("matrix")
+    kept = axes if isinstance(axes, dict) else {}
+    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
     argv = plan.attempts[0].argv
     if argv is None:
         return plan.attempts[0].command_text

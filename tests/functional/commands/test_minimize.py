@@ -76,7 +76,8 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr
     head = next((tmp_path / "rerun").glob("runs/*/report.md")).read_text().split("## ")[0]
-    assert "**Repro without reprospec** (cell `workers=2,pinned=true`" in head
+    assert "**Repro without reprospec** (cell `workers=2`" in head  # `pinned` read no more
+    assert "pinned" not in (result / "minimized.yaml").read_text()
     assert "`python crash.py 2`" in head
     # The same command again runs nothing: every probe is answered from the stored state.
     again, second, _ = minimize(tmp_path)
