@@ -69,7 +69,7 @@ def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> li
         properties = {
             "file": file,
             "line": str(lines.get(cell.cell.id, 1)),
-            "title": f"reprospec: {cell.verdict}: {cell.cell.id}",
+            "title": _BREAKS.sub(" ", f"reprospec: {cell.verdict}: {cell.cell.id}"),
         }
         head = ",".join(f"{k}={_property(v)}" for k, v in properties.items())
         out.append(f"::error {head}::{_data(message)}")
