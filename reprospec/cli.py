@@ -40,6 +40,7 @@ COMMANDS = (
     "envs",
     "bundle",
     "capture",
+    "completion",
 )
 
 
@@ -72,8 +73,33 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"reprospec: error: {message}", file=sys.stderr)
+        print(f"reprospec: error: {message}{self._did_you_mean(message)}", file=sys.stderr)
         raise SystemExit(2)
+
+    def _did_you_mean(self, message: str) -> str:
+        """For `unrecognized arguments: --repat 3`: the nearest option of this parser or of
+        the verb's (argparse reports a verb's unknown options from the top parser)."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        known = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for verb in action.choices.values():
+                    known.extend(verb._option_string_actions)
+        hints = []
+        for word in message[len(prefix) :].split():
+            name = word.split("=", 1)[0]
+            if name.startswith("--"):
+                hints += suggest(name, known)[:1]
+        return f"; did you mean {' or '.join(dict.fromkeys(hints))}?" if hints else ""
+
+
+def suggest(word: str, known: Sequence[str]) -> list[str]:
+    """The known words nearest to a mistyped one (difflib's ratio, as cibuildwheel does)."""
+    import difflib
+
+    return difflib.get_close_matches(word, known, n=3, cutoff=0.6)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -106,7 +132,20 @@ _SHORT_VERBS = ("validate", "plan", "schema")
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `reprospec` console script; returns the exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
+    if "_ARGCOMPLETE" in os.environ and argv is None:
+        # The shell asks for completions (`reprospec completion SHELL` installed the hook):
+        # argcomplete reads the line from the environment, answers and exits.
+        from reprospec.commands.completion import complete
+
+        complete(build_parser())
     verb = words[0] if words and words[0] in COMMANDS else None
+    if verb is None and words and not words[0].startswith("-"):
+        # A mistyped verb: say which one was meant, before argparse lists all twenty.
+        near = suggest(words[0], COMMANDS)
+        hint = f"; did you mean {' or '.join(repr(v) for v in near)}?" if near else ""
+        print(f"reprospec: error: unknown command {words[0]!r}{hint}", file=sys.stderr)
+        print("reprospec: the commands are listed by `reprospec --help`", file=sys.stderr)
+        return 2
     if verb in _SHORT_VERBS and argv is None:
         # A short-lived process with bounded input (docs/limits.md): the cyclic garbage
         # collector would only walk the freshly imported modules, again and again.

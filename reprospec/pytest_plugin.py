@@ -10,14 +10,15 @@ collects nothing until one of these is given:
     reprospec = true                   (ini) the same as --reprospec
     pytest -p reprospec.pytest_plugin  (where plugin autoload is off) the same as --reprospec
 
-One item per cell, node id `specs/x.repro.yaml::num_workers=2,pin_memory=true`. Setup
-runs the cell's attempts through `reprospec.run` (each attempt in its own process
+One item per cell, node id `specs/x.repro.yaml::num_workers=2,pin_memory=true`. The
+call runs the cell's attempts through `reprospec.run` (each attempt in its own process
 group: a segfaulting child never takes pytest down, no `--forked` needed), repeats
 being the spec's `run.repeat` or `--reprospec-repeat`. Then:
 
     reproduced      -> passed
     not-reproduced  -> failed: expected vs actual, rate and interval, the report's path
-    infra-error     -> error (raised in setup); "skipped: needs ..." (a missing GPU) -> skipped
+    infra-error     -> failed, the same way, with the reason; "skipped: needs ..." (a
+                       missing GPU) -> skipped
 
 Spec `labels` are markers (`-m segfault`), registered so `--strict-markers` accepts
 them (a label other plugins would act on, such as `flaky` or `skip`, is `label_flaky`);
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from reprospec.core.inputs import Cell, Spec
-    from reprospec.core.jsontypes import JsonPath, JsonValue
     from reprospec.core.results import CellResult, RunResult
     from reprospec.core.runoptions import RunOptions
 
@@ -181,6 +181,7 @@ def pytest_configure(config: pytest.Config) -> None:
         gpus=worker_gpus(os.environ),
     )
     config.addinivalue_line("markers", "reprospec: a matrix cell of a reprospec spec")
+    config.pluginmanager.register(RerunRecorder(config), "reprospec-reruns")
     if folders and config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --reprospec specs/` means "the specs in specs/", not also `testpaths`.
         config.args = [str(f) for f in folders]
@@ -199,6 +200,40 @@ def _loaded_explicitly(config: pytest.Config) -> bool:
         if word == "-p" and i + 1 < len(words) and words[i + 1] == PLUGIN_NAME:
             return True
     return False
+
+
+class RerunRecorder:
+    """Says in JUnit XML what a rerun did to a cell.
+
+    pytest-rerunfailures reports a failed try as `rerun`, which pytest's JUnit writer
+    records as a testcase with no failure: a CI page would count the try that failed as a
+    pass. Its testcase gets a `rerunFailure` (the element Maven Surefire's format has for
+    a failed try, which junitparser and CI readers know), with the same text as a failure;
+    the final try's testcase has a `tries` property. `--reprospec-repeat N` is the way to
+    repeat a cell (docs/pytest.md): its attempts are judged together, with a rate."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # `rerun` is pytest-rerunfailures' own outcome, outside pytest's Literal.
+        outcome: str = report.outcome
+        if outcome != "rerun" or report.when != "call" or "reprospec" not in report.keywords:
+            return
+        from _pytest.junitxml import xml_key  # pytest's JUnit writer, where --junitxml is on
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        import xml.etree.ElementTree as ET
+
+        text = str(report.longrepr)
+        first = text.splitlines()[0] if text else "failed"
+        element = ET.Element("rerunFailure", message=f"{first} (a failed try, run again)")
+        element.text = text
+        reporter = xml.node_reporter(report)
+        reporter.append(element)
+        reporter.add_property("rerun", "true")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SpecFile | None:
@@ -230,6 +265,7 @@ class SpecFile(pytest.File):
     def collect(self) -> Iterator[SpecItem]:
         from reprospec import api
         from reprospec.errors import SpecError, UsageError
+        from reprospec.spec.lines import cell_lines
         from reprospec.spec.matrix import expand
 
         try:
@@ -264,46 +300,6 @@ def _register_markers(config: pytest.Config, names: Sequence[str]) -> None:
             config.addinivalue_line("markers", f"{name}: reprospec spec label")
 
 
-def cell_lines(spec: Spec, cells: Sequence[Cell]) -> dict[str, int]:
-    """Each cell's own line in the spec (1-based): its `include` entry, else its last axis value.
-
-    A spec without a matrix points at its `command` or `workload`.
-    """
-    from reprospec.core.expr import same
-
-    locations = spec.locations
-    document = spec.document.get("matrix")
-    section: Mapping[str, JsonValue] = document if isinstance(document, Mapping) else {}
-    listed = section.get("include")
-    includes = [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
-    out: dict[str, int] = {}
-    for cell in cells:
-        line: int | None = None
-        for index, entry in enumerate(includes):
-            if all(k in cell.matrix and same(cell.matrix[k], v) for k, v in entry.items()):
-                line = _line(locations, ("matrix", "include", index))
-        if line is None:
-            for axis in reversed(list(cell.matrix)):
-                values = section.get(axis)
-                if isinstance(values, list):
-                    found = [i for i, v in enumerate(values) if same(v, cell.matrix[axis])]
-                    if found:
-                        line = _line(locations, ("matrix", axis, found[0]))
-                        break
-        if line is None:
-            for key in ("command", "workload", "matrix"):
-                if key in spec.document:
-                    line = _line(locations, (key,))
-                    break
-        out[cell.id] = line or 1
-    return out
-
-
-def _line(locations: Mapping[JsonPath, tuple[int, int]], path: JsonPath) -> int | None:
-    found = locations.get(path)
-    return found[0] if found else None
-
-
 # -- the item ---------------------------------------------------------------------------------
 
 
@@ -312,11 +308,11 @@ class NotReproduced(Exception):
 
 
 class CouldNotRun(Exception):
-    """The cell's attempts could not run (infra-error): the test errors, it does not fail."""
+    """The cell's attempts could not run (infra-error): the test fails with the reason."""
 
 
 class SpecItem(pytest.Item):
-    """One matrix cell: setup runs its attempts, the call judges them."""
+    """One matrix cell: the call runs its attempts and judges them."""
 
     # Any: pytest constructs its nodes through `from_parent` with keywords of its own
     # choosing, which the base class takes typed one by one; a node class passes them on.
@@ -334,6 +330,7 @@ class SpecItem(pytest.Item):
         self.line = line
         self.result: CellResult | None = None
         self.report_path: Path | None = None
+        self.tries = 0  # more than 1 when pytest-rerunfailures or flaky ran the item again
         from reprospec.spec.matrix import render_value
 
         # `-k num_workers:2` (`=` and `,` are not allowed in -k expressions).
@@ -362,16 +359,21 @@ class SpecItem(pytest.Item):
             command_line=rerun,
         )
 
-    def setup(self) -> None:
+    def runtest(self) -> None:
+        """Run the cell's attempts and judge them, all in the call phase: pytest words only a
+        call's exception through `repr_failure`, so a cell that could not run reads as
+        concisely as one that failed (raised in setup, it was hundreds of lines of pytest's
+        own traceback)."""
         from reprospec import api
         from reprospec.errors import FatalError
         from reprospec.store.runfolder import RunFolder
 
         settings = self.config.stash[SETTINGS]
+        self.tries += 1
         try:
             result: RunResult = api.run(self.spec, self._options(settings))
         except FatalError as exc:  # no runner, no interpreter, bad options: nothing ran
-            raise CouldNotRun(f"{self.cell.id}: could not run: {exc}") from None
+            raise CouldNotRun(f"{self._where()}: {self.cell.id}: could not run: {exc}") from None
         if result.interrupted:
             raise KeyboardInterrupt  # Ctrl-C reached the engine first: stop pytest too
         cells = [c for c in result.cells if c.cell.id == self.cell.id]
@@ -380,7 +382,11 @@ class SpecItem(pytest.Item):
         cell = self.result = cells[0]
         self.report_path = RunFolder.of(settings.out, result.run_id).report_md
         properties = junit_properties(cell, result.run_id, self.report_path)
-        # A rerun (pytest-rerunfailures, flaky) replaces what the previous run recorded.
+        if self.tries > 1:
+            # Run again by pytest-rerunfailures or flaky: the testcase says which try it is
+            # (each earlier try is a testcase of its own, with a `rerunFailure`).
+            properties.append(("tries", self.tries))
+        # A rerun replaces what the previous try recorded.
         names = {name for name, _ in properties}
         self.user_properties[:] = [p for p in self.user_properties if p[0] not in names]
         self.user_properties.extend(properties)
@@ -388,15 +394,17 @@ class SpecItem(pytest.Item):
             reasons = [a.infra_error or "" for a in cell.attempts]
             if reasons and all(r.startswith(SKIP_PREFIX) for r in reasons):
                 pytest.skip(reasons[0])
-            raise CouldNotRun(self._explain("could not run"))
-
-    def runtest(self) -> None:
-        assert self.result is not None
-        if self.result.verdict == "not-reproduced":
+            raise CouldNotRun(self._explain("infra-error"))
+        if cell.verdict == "not-reproduced":
             raise NotReproduced(self._explain("not reproduced"))
-        if self.result.verdict == "undecided":
+        if cell.verdict == "undecided":
             # The rate's interval straddles the bound: nothing is shown yet, either way.
             raise NotReproduced(self._explain("undecided (run more attempts)"))
+
+    def _where(self) -> str:
+        """`specs/x.yaml:12`: the cell's line, relative to the rootdir."""
+        path, line, _ = self.location  # line 0-based
+        return f"{path}:{line + 1}" if line is not None else path
 
     def _explain(self, headline: str) -> str:
         from reprospec.core.words import attempt_phrase, attempts_phrase, expectation_phrase
@@ -404,10 +412,8 @@ class SpecItem(pytest.Item):
         cell = self.result
         assert cell is not None
         rate = cell.rate
-        path, line, _ = self.location  # relative to the rootdir, line 0-based
-        where = f"{path}:{line + 1}" if line is not None else path
         lines = [
-            f"{where}: {self.cell.id}: {headline}: {cell.reason}",
+            f"{self._where()}: {self.cell.id}: {headline}: {cell.reason}",
             f"  expected: {expectation_phrase(cell.expected)}",
             f"  actual:   {attempts_phrase(cell.attempts)}",
             f"  rate:     {rate.matched}/{rate.attempts} matched, 95% interval "

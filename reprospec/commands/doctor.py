@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
     opt.spec(p, optional=True, help="also check what this spec's cells need")
     opt.python(p, help="the interpreter to check (default: this one)")
-    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    opt.text_or_json(p, help="text (default) or json (the checks as JSON)")
 
 
 MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skipped": "SKIP"}
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         *_cuda_checks(python, env),
     ]
-    if getattr(args, "json", False):
+    if args.format == "json":
         json.dump([check.to_dict() for check in checks], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

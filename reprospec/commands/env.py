@@ -1,4 +1,4 @@
-"""`reprospec env [--json]`: this machine as the harness sees it (captured in a child)."""
+"""`reprospec env [--format json]`: this machine as the harness sees it (captured in a child)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reprospec.core.jsontypes import JsonValue
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `env` verb's arguments."""
     p = sub.add_parser("env", help="this machine as the harness sees it (runs in a child)")
-    p.add_argument("--json", action="store_true", help="print the whole capture as JSON")
+    opt.text_or_json(p, help="text (default: a summary) or json (the whole capture)")
     opt.python(p, help="the interpreter to look through (default: this one)")
 
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.environment.probe import probe_environment
 
     env = probe_environment(getattr(args, "python", None) or sys.executable, cuda=True)
-    if getattr(args, "json", False):
+    if args.format == "json":
         json.dump(env, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:

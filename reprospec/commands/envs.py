@@ -1,4 +1,4 @@
-"""`reprospec envs list|prune`: the environments the venv runner and bisect keep."""
+"""`reprospec envs [list|prune]`: the environments the venv runner and bisect keep."""
 
 from __future__ import annotations
 
@@ -12,16 +12,18 @@ from reprospec.commands import options as opt
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
-    """The `envs` verb's arguments ."""
+    """The `envs` verb's arguments."""
     p = sub.add_parser("envs", help="list or prune the cached per-cell environments")
     p.add_argument(
         "action",
+        nargs="?",
+        default="list",
         choices=("list", "prune"),
         metavar="ACTION",
-        help="list: show them; prune: remove unused ones",
+        help="list (the default): show them; prune: remove unused ones",
     )
     opt.out(p, help="environments are in DIR/envs (or $REPROSPEC_ENVS when set)")
-    p.add_argument("--json", action="store_true", help="list: print JSON")
+    opt.text_or_json(p, help="list: text (default) or json")
     p.add_argument(
         "--older-than",
         default=None,
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     root = _root(args.out)
     if args.action == "list":
         found = venvs.list_envs(root)
-        if args.json:
+        if args.format == "json":
             print(json.dumps([e.to_dict() for e in found], indent=2))
             return 0
         if not found:

@@ -200,6 +200,16 @@ def output_format(
     p.add_argument("--format", choices=tuple(choices), default=default, help=help)
 
 
+def text_or_json(p: argparse.ArgumentParser, *, help: str) -> None:
+    """`--format text|json` for a verb that prints text or JSON: every verb spells JSON
+    output `--format json`. `--json`, the spelling some verbs had first, stays as a hidden
+    alias so scripts that pass it keep working."""
+    p.add_argument("--format", choices=("text", "json"), default="text", help=help)
+    p.add_argument(
+        "--json", dest="format", action="store_const", const="json", help=argparse.SUPPRESS
+    )
+
+
 def budget(p: argparse.ArgumentParser, *, default: int | None, help: str) -> None:
     """`--budget N`: attempts in all for a search (isolate, bisect)."""
     p.add_argument("--budget", type=positive, default=default, metavar="N", help=help)

@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         p,
         ("text", "json", "github"),
         default="text",
-        help="text (default), json (every cell's plan) or github (a CI job matrix)",
+        help="text (default), json (every cell's plan) or github (a CI job matrix: a job per "
+        "cell, or 256 shards over GitHub's cap of 256 jobs)",
     )
     opt.selection(p)
 
@@ -45,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
-        include = [_github_entry(plan.cell.id, plan.cell.matrix) for plan in attempts]
-        json.dump({"include": include}, sys.stdout, default=str)
+        json.dump({"include": github_matrix(attempts, args.matrix)}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(plan_text(spec, repeat, attempts))
@@ -60,6 +60,34 @@ def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
 
     redactor = Redactor.for_spec(spec.document)
     return [redactor.value(describe(plan)) for plan in attempts]
+
+
+# GitHub Actions runs at most 256 jobs of one matrix and refuses a workflow with more.
+GITHUB_MATRIX_CAP = 256
+
+
+def github_matrix(attempts: Sequence[AttemptPlan], filters: Sequence[str]) -> list[JsonObject]:
+    """The CI job matrix: a job per cell, each with the `-m` filters that run just it; or,
+    over GitHub's cap, one job per `--shard K/N` (N = the cap), which `reprospec merge`
+    joins, said on stderr (a matrix GitHub refuses would only fail at the workflow)."""
+    if len(attempts) <= GITHUB_MATRIX_CAP:
+        return [_github_entry(plan.cell.id, plan.cell.matrix) for plan in attempts]
+    count = GITHUB_MATRIX_CAP
+    print(
+        f"reprospec: {len(attempts)} cells exceed GitHub's matrix cap of {count} jobs: the "
+        f"matrix holds {count} shards instead (`--shard K/{count}` in each job's args, a few "
+        "cells each); join their runs with `reprospec merge`",
+        file=sys.stderr,
+    )
+    selection = [f"-m{f}" for f in filters]
+    return [
+        {
+            "cell": f"shard {k}/{count}",
+            "shard": f"{k}/{count}",
+            "args": shlex.join([*selection, f"--shard={k}/{count}"]),
+        }
+        for k in range(1, count + 1)
+    ]
 
 
 def _github_entry(cell_id: str, matrix: Mapping[str, JsonValue]) -> JsonObject:

@@ -126,7 +126,23 @@ def run(args: argparse.Namespace) -> int:
         )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)
+    write_github_annotations(result, request.spec)
+    if result.interrupted:
+        print(
+            f"reprospec: interrupted; finish the run with: "
+            f"{resume_command(result.run_id, request.out)}",
+            file=sys.stderr,
+        )
     return exit_code_for(result)
+
+
+def resume_command(run_id: str, out: Path) -> str:
+    """The command that finishes an interrupted run, to copy as it is: `--out` only where
+    the store is not the default one."""
+    words = ["reprospec", "run", "--resume", run_id]
+    if out != opt.DEFAULT_OUT:
+        words += ["--out", str(out)]
+    return shlex.join(words)
 
 
 def run_folder_hint(path: str) -> str | None:
@@ -312,6 +328,30 @@ def write_github_summary(result: RunResult) -> None:
             f"{exc.strerror or exc}",
             file=sys.stderr,
         )
+
+
+def write_github_annotations(result: RunResult, spec: Spec) -> None:
+    """In GitHub Actions (`GITHUB_ACTIONS=true`), an `::error` annotation on the spec line of
+    each cell that failed, so a pull request shows it where the cell is written."""
+    import os
+
+    from reprospec.report.github import error_annotations
+    from reprospec.spec.lines import cell_lines
+
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    path = spec.path.resolve()
+    # GitHub resolves an annotation's file against the repository's root.
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    for root in (Path(workspace) if workspace else None, Path.cwd()):
+        if root is not None and path.is_relative_to(root.resolve()):
+            path = path.relative_to(root.resolve())
+            break
+    lines = cell_lines(spec, [cell.cell for cell in result.cells])
+    # On stderr, which the runner reads for commands as it does stdout: `--format json`
+    # keeps stdout a document.
+    for line in error_annotations(result, path.as_posix(), lines):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _is_bundle(path: str | Path) -> bool:

@@ -2,7 +2,7 @@
 
 reprospec slurm SPEC --shards N [--gpus-per-shard K] [--partition P] [--time T]
                [--sbatch-arg ARG]... [--dry-run] [--out SHARED] [run options]
-reprospec slurm status RUN [--json]
+reprospec slurm status RUN [--format json]
 reprospec slurm resume RUN [--time T]        (also: reprospec slurm RUN --resume)
 """
 
@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
     p.add_argument("--resume", action="store_true", help="resubmit the missing shards of RUN")
-    p.add_argument("--json", action="store_true", help="status: as JSON")
+    opt.text_or_json(p, help="status: text (default) or json")
     opt.out(
         p,
         metavar="SHARED",
@@ -178,7 +178,7 @@ def _status(args: argparse.Namespace, ref: str) -> int:
     from reprospec.slurm import load, run_status, status_to_dict
 
     status = run_status(load(ref, args.out))
-    if args.json:
+    if args.format == "json":
         print(json.dumps(status_to_dict(status), indent=2))
     else:
         _print_status(status)

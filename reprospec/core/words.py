@@ -228,6 +228,17 @@ def seconds(value: float) -> str:
     return f"{value:.2f}s"
 
 
+def time_left(value: float) -> str:
+    """An estimate of the time a run has left, coarse as an estimate is: `eta 42s`,
+    `eta 3m10s`, `eta 1h05m`."""
+    whole = max(0, round(value))
+    if whole < 60:
+        return f"eta {whole}s"
+    if whole < 3600:
+        return f"eta {whole // 60}m{whole % 60:02d}s"
+    return f"eta {whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 def size(value: object) -> str:
     """Bytes for people (`64.0 MiB`); '' for anything not a number."""
     return format_size(value)

@@ -1,11 +1,14 @@
-"""The GitHub Actions job summary: the headline and one row per cell (`GITHUB_STEP_SUMMARY`)."""
+"""GitHub Actions: the job summary (the headline and one row per cell, for
+`GITHUB_STEP_SUMMARY`) and the `::error` annotations that put a failing cell on its spec line.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from reprospec.core.results import RunResult
-from reprospec.core.words import VERDICT_MARKS, attempts_phrase, rate_phrase
+from reprospec.core.results import CellResult, RunResult
+from reprospec.core.words import VERDICT_MARKS, attempts_phrase, expectation_phrase, rate_phrase
 from reprospec.report.failure import summary_line
 
 
@@ -43,3 +46,50 @@ def _code(text: str) -> str:
 
 # Every character a Markdown renderer may take as the end of a line.
 _BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+# GitHub shows at most 10 error annotations of a step (50 of a job): the tenth says how many
+# more there are, rather than the rest vanishing without a word.
+MAX_ANNOTATIONS = 10
+# The verdicts a person must look at; `reproduced` cells are the run doing its job.
+_ANNOTATED = ("not-reproduced", "undecided", "infra-error")
+
+
+def error_annotations(run: RunResult, file: str, lines: Mapping[str, int]) -> list[str]:
+    """One `::error file=F,line=N,title=T::message` workflow command per cell whose verdict
+    needs a look (`lines`: each cell's line in the spec file `file`, spec/lines.py), so a
+    pull request shows the failure on the spec line of the cell."""
+    failing = [cell for cell in run.cells if cell.verdict in _ANNOTATED]
+    shown = failing[:MAX_ANNOTATIONS]
+    out = []
+    for i, cell in enumerate(shown):
+        message = _annotation_message(cell)
+        if i == len(shown) - 1 and len(failing) > len(shown):
+            message += f"\n... and {len(failing) - len(shown)} more cell(s): see the report"
+        properties = {
+            "file": file,
+            "line": str(lines.get(cell.cell.id, 1)),
+            "title": _BREAKS.sub(" ", f"reprospec: {cell.verdict}: {cell.cell.id}"),
+        }
+        head = ",".join(f"{k}={_property(v)}" for k, v in properties.items())
+        out.append(f"::error {head}::{_data(message)}")
+    return out
+
+
+def _annotation_message(cell: CellResult) -> str:
+    return (
+        f"{cell.cell.id}: {cell.verdict}: {cell.reason}\n"
+        f"expected: {expectation_phrase(cell.expected)}\n"
+        f"actual:   {attempts_phrase(cell.attempts)} ({rate_phrase(cell.rate)} matched)"
+    )
+
+
+def _data(text: str) -> str:
+    """A workflow command's message: `%`, CR and LF escaped as the runner reads them back
+    (a spec value with a line break cannot start a command of its own)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    """A workflow command's property value: `_data`, and `:` and `,`, which end it."""
+    return _data(text).replace(":", "%3A").replace(",", "%2C")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +20,7 @@ from reprospec.core.words import (
     expectation_phrase,
     rate_phrase,
     seconds,
+    time_left,
 )
 from reprospec.report.console import live_progress_enabled, make_console
 
@@ -40,10 +42,20 @@ class Progress:
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
         self._running = 0
+        # Attempts this process finished and since when: the ETA's rate (a resumed run's
+        # earlier attempts took no time here).
+        self._done = 0
+        self._since = time.monotonic()
 
     def __enter__(self) -> Progress:
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
             from rich.progress import Progress as RichProgress
 
             bar = RichProgress(
@@ -51,6 +63,8 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
                 TextColumn("{task.description}"),
                 console=make_console(self.stream),
                 transient=True,
@@ -87,9 +101,10 @@ class Progress:
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
             # The phrase quotes the child (an exception message, an event's phase): one line
             # of text, whatever it holds.
+            self._done += 1
             line = printable(
                 f"[{finished}/{total}] {cell.id} #{result.attempt}: {attempt_phrase(result)} "
-                f"({mark}, {seconds(result.duration_s)})",
+                f"({mark}, {seconds(result.duration_s)}{self._eta(finished, total)})",
                 one_line=True,
             )
             if self._bar is not None and self._task is not None:
@@ -97,6 +112,14 @@ class Progress:
                 self._bar.console.print(line, markup=False, highlight=False)
             else:
                 print(line, file=self.stream, flush=True)
+
+    def _eta(self, finished: int, total: int) -> str:
+        """`, eta 3m10s` for a log line while attempts are left: the time per attempt so far
+        (with -j, attempts finish in parallel, so this is wall time per finished one)."""
+        if finished >= total or self._done == 0:
+            return ""
+        per_attempt = (time.monotonic() - self._since) / self._done
+        return f", {time_left(per_attempt * (total - finished))}"
 
 
 def results_table(run: RunResult) -> Table:

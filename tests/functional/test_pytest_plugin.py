@@ -257,7 +257,7 @@ def test_with_flaky_and_rerunfailures_loaded_the_verdicts_hold(tmp_path: Path) -
     assert "1 failed, 3 passed, 1 rerun" in run.output
 
 
-def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path: Path) -> None:
+def test_missing_gpu_skips_infra_error_fails_and_repeat_is_the_plugins(tmp_path: Path) -> None:
     write(tmp_path / "gpu.repro.yaml", GPU_SPEC)
     write(
         tmp_path / "ok.repro.yaml",
@@ -274,9 +274,64 @@ def test_missing_gpu_skips_infra_error_errors_and_repeat_is_the_plugins(tmp_path
         tmp_path, "--reprospec", "--reprospec-python", "/nonexistent/python", "-k", "ok"
     )
     assert broken.code == 1, broken.output
-    assert broken.cases["ok.repro.yaml::default"][0] == "error", broken.output
+    assert broken.cases["ok.repro.yaml::default"][0] == "failed", broken.output
     assert "could not run" in broken.output
     assert "Traceback" not in broken.output
+
+
+def test_a_cell_that_cannot_run_fails_with_its_reason_not_a_traceback(tmp_path: Path) -> None:
+    write(
+        tmp_path / "missing.repro.yaml",
+        "reprospec: 1\nname: missing\ncommand: ./no-such-program\nexpect: {outcome: pass}\n",
+    )
+    run = run_pytest(tmp_path, "--reprospec", "-p", "no:flaky", "-p", "no:rerunfailures")
+    assert run.code == 1, run.output
+    outcome, props, text = run.cases["missing.repro.yaml::default"]
+    assert outcome == "failed"
+    assert props["verdict"] == "infra-error"
+    assert text.startswith(
+        "missing.repro.yaml:3: default: infra-error: could not run: command not found"
+    )
+    # The reason, as concise as a failure: none of pytest's own frames (it was 554 lines).
+    assert "_pytest" not in run.output, run.output
+    assert "Traceback" not in run.output
+    assert len(run.output.splitlines()) < 30, run.output
+
+
+ONCE_SPEC = """\
+reprospec: 1
+name: fails-once
+command: >-
+  python -c "import os, sys; seen = os.path.exists('tried'); open('tried', 'a').close();
+  sys.exit(0 if seen else 1)"
+expect: {outcome: pass}
+"""
+
+
+def test_a_rerun_try_is_a_rerun_failure_in_junit(tmp_path: Path) -> None:
+    """pytest-rerunfailures: the failed try's testcase says it failed, the last says its try."""
+    pytest.importorskip("pytest_rerunfailures")
+    xunit2 = pytest.importorskip("junitparser.xunit2")
+    write(tmp_path / "once.repro.yaml", ONCE_SPEC)
+    run = run_pytest(tmp_path, "--reprospec", "-p", "no:flaky", "--reruns", "1")
+    assert run.code == 0, run.output
+    assert "1 passed, 1 rerun" in run.output
+    junit = next(tmp_path.glob("junit-*.xml"))
+    cases = [case for suite in xunit2.JUnitXml.fromfile(str(junit)) for case in suite]
+    assert [case.name for case in cases] == ["default", "default"]
+    failed_try, last_try = cases
+    reruns = failed_try.rerun_failures()
+    assert len(reruns) == 1
+    assert reruns[0].message.startswith("once.repro.yaml:3: default: not reproduced")
+    assert "got error exit 1" in (reruns[0].text or "")
+    tried = {p.name: p.value for p in failed_try.properties()}
+    assert tried["verdict"] == "not-reproduced"
+    assert tried["rerun"] == "true"
+    last = {p.name: p.value for p in last_try.properties()}
+    assert last["verdict"] == "reproduced"
+    assert last["tries"] == "2"
+    assert last_try.is_passed
+    assert not last_try.rerun_failures()
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +367,7 @@ def run_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             outcome = {"reproduced": "passed", "not-reproduced": "failed"}.get(cell["verdict"])
             if outcome is None:
                 skipped = reasons and all(r.startswith("skipped: needs") for r in reasons)
-                outcome = "skipped" if skipped else "error"
+                outcome = "skipped" if skipped else "failed"
             expected[f"specs.{name.replace('/', '.')}::{cell['id']}"] = outcome
     return expected
 

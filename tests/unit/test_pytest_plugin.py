@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.pytest_plugin import cell_lines, worker_gpus
+from reprospec.pytest_plugin import worker_gpus
+from reprospec.spec.lines import cell_lines
 
 
 def write(path: Path, text: str) -> Path:

@@ -1,0 +1,187 @@
+"""The command line's habits, as a person meets them: a mistyped verb or option, a long
+run's ETA, Ctrl-C and the command that resumes, `--format json` everywhere, `envs` alone,
+and shell completion from a real bash."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import ROOT, Cli
+
+BIN = Path(sys.executable).parent
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_mistyped_verb_or_option_gets_the_nearest(cli: Cli) -> None:
+    verb = cli("rn", "specs/segfault.yaml")
+    assert verb.code == 2
+    assert "unknown command 'rn'; did you mean 'run'?" in verb.stderr
+    assert "Traceback" not in verb.stderr
+    option = cli("plan", "specs/segfault.yaml", "--formt", "json")
+    assert option.code == 2
+    assert "unrecognized arguments: --formt json; did you mean --format?" in option.stderr
+    # Nothing near: no guess, the usual list.
+    far = cli("zzzzzz")
+    assert far.code == 2
+    assert "did you mean" not in far.stderr
+
+
+def test_json_is_format_json_on_every_verb_and_envs_lists_by_default(
+    cli: Cli, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "store")
+    assert cli("envs", "--out", out).stderr.startswith("no environments in ")
+    for spelling in (["--format", "json"], ["--json"]):  # --json: the old spelling, hidden
+        listed = cli("envs", *spelling, "--out", out)
+        assert listed.code == 0, listed.stderr
+        assert json.loads(listed.stdout) == []
+    assert "--json" not in cli("envs", "--help").stdout
+    for verb in ("env", "doctor", "envs", "slurm", "plan", "history", "compare", "isolate"):
+        text = cli(verb, "--help").stdout
+        assert re.search(r"--format \{[a-z,]*json", text), (verb, text)
+    doctor = cli("doctor", "--format", "json")
+    checks = json.loads(doctor.stdout)
+    assert checks
+    assert all({"name", "status"} <= set(check) for check in checks)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="skipped: bash is not installed")
+def test_bash_completes_verbs_and_options_through_argcomplete(cli: Cli) -> None:
+    code = cli("completion", "bash")
+    assert code.code == 0, code.stderr
+    script = "\n".join(
+        [
+            code.stdout,
+            'ask() { COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; read -ra COMP_WORDS <<< "$1";',
+            '  [[ "$1" == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));',
+            '  COMPREPLY=(); _python_argcomplete reprospec "${COMP_WORDS[-1]}";',
+            '  echo "$1=>${COMPREPLY[*]}"; }',
+            'ask "reprospec ru"',
+            'ask "reprospec run --rep"',
+            'ask "reprospec envs "',
+            'ask "reprospec completion "',
+        ]
+    )
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "--norc", "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    answers = dict(line.split("=>", 1) for line in done.stdout.splitlines() if "=>" in line)
+    assert answers["reprospec ru"].split() == ["run"], done
+    assert answers["reprospec run --rep"].split() == ["--repeat"]
+    assert set(answers["reprospec envs "].split()) >= {"list", "prune", "--format"}
+    assert set(answers["reprospec completion "].split()) >= {"bash", "zsh", "fish"}
+    for shell in ("zsh", "fish"):
+        shown = cli("completion", shell)
+        assert shown.code == 0
+        assert "reprospec" in shown.stdout
+        assert "_ARGCOMPLETE" in shown.stdout
+
+
+SLOW_SPEC = """\
+reprospec: 1
+name: slow
+matrix:
+  n: [1, 2, 3]
+command: >-
+  python -c "import os, pathlib, sys, time;
+  pathlib.Path('{tmp}', 'started').touch();
+  go = pathlib.Path('{tmp}', 'go').exists();
+  time.sleep(0 if go else 300)"
+run: {{timeout: 120s}}
+expect: {{outcome: pass}}
+"""
+
+
+def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) -> None:
+    spec = write(tmp_path / "slow.yaml", SLOW_SPEC.format(tmp=tmp_path))
+    out = tmp_path / "store"
+    env = {**os.environ, "NO_COLOR": "1"}
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "no attempt started"
+        time.sleep(0.05)
+    engine.send_signal(signal.SIGINT)
+    _stdout, stderr = engine.communicate(timeout=60)
+    assert engine.returncode == 130, stderr
+    found = re.search(r"^reprospec: interrupted; finish the run with: (.+)$", stderr, re.M)
+    assert found, stderr
+    words = shlex.split(found.group(1))
+    run_id = next((out / "runs").iterdir()).name
+    assert words == ["reprospec", "run", "--resume", run_id, "--out", str(out)]
+    # The command as printed, with the attempts now free to finish.
+    (tmp_path / "go").touch()
+    resumed = subprocess.run(
+        [sys.executable, "-m", "reprospec", *words[1:]],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "3/3 cell(s) reproduced" in resumed.stdout
+
+
+def test_a_run_log_carries_an_eta_while_attempts_are_left(cli: Cli, tmp_path: Path) -> None:
+    spec = write(
+        tmp_path / "four.yaml",
+        "reprospec: 1\nname: four\nmatrix: {n: [1, 2, 3, 4]}\n"
+        'command: python -c "import time; time.sleep(0.2)"\nexpect: {outcome: pass}\n',
+    )
+    result = cli("run", str(spec), "-j", "1")
+    assert result.code == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 4, result.stderr
+    for line in lines[:3]:
+        assert re.search(r", eta \d+s\)$", line), line
+    assert "eta" not in lines[3]
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="skipped: script is not installed")
+def test_the_progress_bar_on_a_terminal_shows_an_eta(tmp_path: Path) -> None:
+    spec = write(
+        tmp_path / "bar.yaml",
+        "reprospec: 1\nname: bar\nmatrix: {n: [1, 2, 3, 4, 5, 6]}\n"
+        'command: python -c "import time; time.sleep(0.4)"\nexpect: {outcome: pass}\n',
+    )
+    command = shlex.join(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(tmp_path / "o")]
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    # `script` gives the run a real terminal, so rich draws its live bar.
+    done = subprocess.run(
+        ["script", "-qec", command, "/dev/null"],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "160", "TERM": "xterm"},
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout)
+    # rich's estimate, once two attempts have finished: `2/6 0:00:02 eta 0:00:04`.
+    assert re.search(r"\d/6 \d:\d\d:\d\d eta \d:\d\d:\d\d", screen), screen[-2000:]

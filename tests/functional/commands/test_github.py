@@ -1,0 +1,112 @@
+"""GitHub Actions, as a workflow sees `reprospec`: `::error` annotations on the spec lines of
+failing cells, a step summary whose table a spec value cannot forge, and a job matrix within
+GitHub's cap of 256 jobs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.support.cli import Cli
+
+SPEC = """\
+reprospec: 1
+name: gh
+matrix:
+  v: ["a|b", "x\\ny"]
+  n: [1, 2, 3, 4, 5, 6, 7]
+command: python -c "import sys; sys.exit(min(${{ matrix.n }} - 1, 1))"
+expect: {outcome: pass}
+"""
+# Annotations pointing at its cells: line 5 is `n: [...]`, each cell's last axis value.
+CELL_LINE = 5
+
+
+def _unescape(text: str) -> str:
+    """A workflow command's escapes, read back as the Actions runner reads them."""
+    for escaped, char in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
+        text = text.replace(escaped, char)
+    return text
+
+
+def _annotations(stderr: str) -> list[tuple[dict[str, str], str]]:
+    found = []
+    for line in stderr.splitlines():
+        command = re.fullmatch(r"::error (\S[^:]*)::(.*)", line)
+        if command:
+            properties = dict(p.split("=", 1) for p in command.group(1).split(","))
+            found.append(
+                ({k: _unescape(v) for k, v in properties.items()}, _unescape(command.group(2)))
+            )
+    return found
+
+
+def test_failing_cells_annotate_their_spec_line_and_the_summary_table_holds(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "ci" / "gh.yaml"
+    spec.parent.mkdir()
+    spec.write_text(SPEC, encoding="utf-8")
+    summary = tmp_path / "summary.md"
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    result = cli("run", str(spec), "-j", "2", "--format", "json", env=env)
+    assert result.code == 1, result.stderr
+    assert json.loads(result.stdout)["summary"]["not_reproduced"] == 12  # stdout stays JSON
+    found = _annotations(result.stderr)
+    # 12 cells failed; GitHub shows 10 errors of a step, so the tenth counts the rest.
+    assert len(found) == 10, result.stderr
+    for properties, message in found:
+        assert properties["file"] == "ci/gh.yaml"
+        assert properties["line"] == str(CELL_LINE)
+        assert properties["title"].startswith("reprospec: not-reproduced: v=")
+        assert "\n" not in properties["title"]
+        assert ": not-reproduced: expected pass, got error exit 1" in message
+    assert found[0][1].startswith("v=a|b,n=2: not-reproduced")
+    assert found[-1][1].endswith("... and 2 more cell(s): see the report")
+    # A value with a line break stays inside its annotation: the runner reads it back whole.
+    assert any(message.startswith("v=x\ny,n=2: ") for _, message in found)
+    # The step summary: one row per cell, whatever `|` or line break a value holds.
+    rows = [line for line in summary.read_text().splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + 14, summary.read_text()
+    assert all(row.count(" | ") == 4 for row in rows[2:]), rows
+    assert "`v=a\\|b,n=2`" in summary.read_text()
+
+
+def test_no_annotations_outside_github_actions(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "gh.yaml"
+    spec.write_text(SPEC.replace("[1, 2, 3, 4, 5, 6, 7]", "[2]"), encoding="utf-8")
+    result = cli("run", str(spec), env={"GITHUB_ACTIONS": ""})
+    assert result.code == 1
+    assert "::error" not in result.stderr + result.stdout
+
+
+def test_plan_github_shards_a_matrix_over_the_cap_and_says_so(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "big.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: big\n"
+        f"matrix: {{a: {list(range(15))}, b: {list(range(20))}}}\n"
+        "command: 'true'\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    planned = cli("plan", str(spec), "--format", "github")
+    assert planned.code == 0, planned.stderr
+    jobs = json.loads(planned.stdout)["include"]
+    assert len(jobs) == 256
+    assert jobs[0] == {"cell": "shard 1/256", "shard": "1/256", "args": "--shard=1/256"}
+    assert "300 cells exceed GitHub's matrix cap of 256 jobs" in planned.stderr
+    # Each job's args run its share: shard 1 of 256 holds cells 1 and 257 of 300.
+    ran = cli("run", str(spec), *jobs[0]["args"].split())
+    assert ran.code == 0, ran.stderr
+    assert [c["id"] for c in ran.results()["cells"]] == ["a=0,b=0", "a=12,b=16"]
+    # Under the cap: a job per cell, its args the filters that run just it.
+    small = cli("plan", str(spec), "--format", "github", "-m", "a=3")
+    assert small.code == 0
+    assert small.stderr == ""
+    cells = json.loads(small.stdout)["include"]
+    assert len(cells) == 20
+    assert cells[0] == {"cell": "a=3,b=0", "args": "-ma=3 -mb=0", "a": "3", "b": "0"}

@@ -1,0 +1,58 @@
+"""GitHub's workflow commands from a run: which cells are annotated, and the escaping that
+keeps a spec's text inside its annotation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reprospec.core.inputs import Cell
+from reprospec.core.words import time_left
+from reprospec.report.github import MAX_ANNOTATIONS, error_annotations
+from tests.support.runs import error_run, infra_run
+
+
+def test_only_cells_that_need_a_look_are_annotated_at_their_line() -> None:
+    run = error_run()
+    failing = [c.cell.id for c in run.cells if c.verdict != "reproduced"]
+    lines = error_annotations(run, "specs/e.yaml", {cell_id: 7 for cell_id in failing})
+    assert len(lines) == len(failing)
+    assert all(
+        line.startswith("::error file=specs/e.yaml,line=7,title=reprospec%3A ") for line in lines
+    )
+    infra = error_annotations(infra_run(), "x.yaml", {})
+    assert infra
+    assert all(",line=1,title=reprospec%3A infra-error%3A " in line for line in infra)
+
+
+def test_a_value_cannot_end_the_annotation_or_start_a_command() -> None:
+    run = infra_run()
+    cell = run.cells[0]
+    forged = replace(cell, cell=Cell("v=a,b:c%\n::warning::x", 0, {}), reason="r\r\n::error::y")
+    (line,) = error_annotations(replace(run, cells=(forged,)), "a,b:c.yaml", {})
+    assert "\n" not in line
+    assert "\r" not in line
+    head, message = line.split("::", 2)[1:]
+    assert head == (
+        "error file=a%2Cb%3Ac.yaml,line=1,"
+        "title=reprospec%3A infra-error%3A v=a%2Cb%3Ac%25 %3A%3Awarning%3A%3Ax"
+    )
+    assert message.startswith("v=a,b:c%25%0A::warning::x: infra-error: r%0D%0A::error::y%0A")
+
+
+def test_past_the_cap_the_last_annotation_counts_the_rest() -> None:
+    run = infra_run()
+    many = tuple(
+        replace(run.cells[0], cell=Cell(f"n={i}", i, {"n": i})) for i in range(MAX_ANNOTATIONS + 3)
+    )
+    lines = error_annotations(replace(run, cells=many), "x.yaml", {})
+    assert len(lines) == MAX_ANNOTATIONS
+    assert lines[-1].endswith("%0A... and 3 more cell(s): see the report")
+
+
+def test_time_left_is_coarse() -> None:
+    assert [time_left(s) for s in (0.4, 42, 190, 3900)] == [
+        "eta 0s",
+        "eta 42s",
+        "eta 3m10s",
+        "eta 1h05m",
+    ]
