@@ -40,6 +40,7 @@ COMMANDS = (
     "envs",
     "bundle",
     "capture",
+    "docker",
 )
 
 
