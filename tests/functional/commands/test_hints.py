@@ -82,9 +82,7 @@ def test_running_a_run_folders_spec_copy_points_at_the_report(cli: Cli, tmp_path
     assert f"`reprospec bundle {folder} -o run.tar.gz`" in again.stderr
 
 
-def test_a_report_away_from_its_commands_script_points_at_bundle(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_a_report_away_from_its_commands_script_points_at_bundle(cli: Cli, tmp_path: Path) -> None:
     # The report embeds the spec, not crash.py: sent elsewhere, the script is missing there,
     # and the message says how to carry it (a bundle; that one reruns anywhere is
     # tests/functional/commands/test_bundle.py).
