@@ -41,7 +41,9 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 T0=$(date +%s)
 step_start() { STEP_T0=$(date +%s.%N); }
-step_done() { printf 'docker-setup: %-28s %s (%.1fs)\n' "$1" "$2" "$(echo "$(date +%s.%N) - $STEP_T0" | bc)"; }
+# awk, not bc: a pip user's machine may lack bc, and a failed printf would end the script.
+step_done() { awk -v a="$STEP_T0" -v b="$(date +%s.%N)" -v what="$1" -v how="$2" \
+    'BEGIN { printf "docker-setup: %-28s %s (%.1fs)\n", what, how, b - a }'; }
 label_of() { docker image inspect -f "{{ index .Config.Labels \"$2\" }}" "$1" 2>/dev/null || true; }
 engine_answers() { timeout 5 docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
 
