@@ -41,6 +41,7 @@ COMMANDS = (
     "bundle",
     "capture",
     "completion",
+    "docker",
 )
 
 

@@ -103,6 +103,8 @@ class RunRequest:
     confirm: str | None = None
     # `--format`: the report also printed to stdout.
     format: str | None = None
+    # A report of a command spec read away from its spec file: what to say when it fails.
+    report_note: str | None = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,7 +135,27 @@ def run(args: argparse.Namespace) -> int:
             f"{resume_command(result.run_id, request.out)}",
             file=sys.stderr,
         )
-    return exit_code_for(result)
+    code = exit_code_for(result)
+    if code != 0 and request.report_note is not None:
+        print(request.report_note, file=sys.stderr)
+    return code
+
+
+def report_note(named: str, spec: Spec) -> str | None:
+    """For `run report.md` of a command spec whose spec file is not where the report says
+    (the report was sent elsewhere): the report embeds the spec, not the scripts and files
+    its command runs, so a failure may only mean they are missing here. A bundle carries
+    them; the note says how to make one, and is printed only when the run did not go as
+    expected."""
+    if not is_report(named) or "command" not in spec.document or spec.origin is not None:
+        return None
+    return (
+        f"note: {printable(named)} embeds the spec but not the files its command runs; they "
+        f"were looked for in {printable(str(spec.base_dir.resolve()))}. To rerun it where "
+        "they are missing, pack the run where it was made, with its workdir's files: "
+        "`reprospec bundle RUN -o run.tar.gz` (RUN: that run's folder or id), then "
+        "`reprospec run run.tar.gz` here"
+    )
 
 
 def resume_command(run_id: str, out: Path) -> str:
@@ -212,6 +234,7 @@ def read_request(args: argparse.Namespace) -> RunRequest:
         out=out,
         confirm=named if foreign else None,
         format=args.format,
+        report_note=report_note(named, spec),
     )
 
 

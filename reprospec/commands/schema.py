@@ -1,21 +1,48 @@
-"""`reprospec schema`: print the packaged JSON Schema."""
+"""`reprospec schema`: print (or write) the packaged JSON Schema.
+
+`-o FILE` keeps a copy where an editor can read it, for specs kept anywhere: the printed
+`# yaml-language-server: $schema=FILE` line is what a spec's first line names (the schema's
+`$id`, its URL in the repository, serves the same file to an editor that may fetch it).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from reprospec.commands import options as opt
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
-    """The `schema` verb (no arguments)."""
-    sub.add_parser("schema", help="print the JSON Schema of the spec format")
+    """The `schema` verb."""
+    p = sub.add_parser("schema", help="print the JSON Schema of the spec format")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write it to FILE (folders created) and print the line that points an editor at it",
+    )
 
 
-def run(_args: argparse.Namespace) -> int:  # every verb is run(args); this one needs none
-    from importlib import resources
+def run(args: argparse.Namespace) -> int:
+    from reprospec.spec.schema import schema_text
 
-    text = resources.files("reprospec").joinpath("data/reprospec.schema.json").read_text("utf-8")
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    text = schema_text()
+    text = text if text.endswith("\n") else text + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    from reprospec.errors import UsageError
+
+    target: Path = args.output.expanduser()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"-o {target}: cannot write: {exc.strerror or exc}") from None
+    print(f"wrote {target}; a spec's first line points an editor at it:", file=sys.stderr)
+    print(f"# yaml-language-server: $schema={target.resolve()}")
     return 0

@@ -85,7 +85,7 @@ class _Image:
 def _bundle_image(environment: Environment, spec_dir: Path, find_links: Path | None) -> _Image:
     """Always a build (the image must carry the harness), never FROM an image of this machine.
 
-    The runner's default image (and its base) are built locally by docker-setup.sh: the
+    The runner's default image (and its base) are built locally by `reprospec docker setup`: the
     bundle rebuilds what they hold from a public Debian base instead. An `image` the spec
     names is used as the base, and the README says the reader must have it.
     """

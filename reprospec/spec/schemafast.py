@@ -20,7 +20,17 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 
 # Keywords that say nothing about validity.
 _ANNOTATIONS = frozenset(
-    {"description", "title", "$schema", "$id", "$defs", "x-expected", "default", "examples"}
+    {
+        "description",
+        "title",
+        "$schema",
+        "$id",
+        "$defs",
+        "x-expected",
+        "default",
+        "examples",
+        "patternErrorMessage",
+    }
 )
 _TYPES: Mapping[str, Callable[[JsonValue], bool]] = {
     "object": lambda v: isinstance(v, dict),

@@ -105,7 +105,10 @@ def connect(base_url: str | None = None) -> DockerClient:
         )
         client.ping()
     except Exception as exc:  # the SDK raises DockerException, requests and OS errors alike
-        raise InfraError(f"no Docker engine answered at {url}; is dockerd running?") from exc
+        raise InfraError(
+            f"no Docker engine answered at {url}; is dockerd running? "
+            "(`reprospec docker setup` installs and starts one, and builds the runner's images)"
+        ) from exc
     return client
 
 

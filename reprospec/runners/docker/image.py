@@ -39,15 +39,15 @@ CA_DIR = Path("/usr/local/share/ca-certificates")
 
 DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
-# Both are built on this machine (scripts/docker-setup.sh); a bundle for another machine
+# Both are built on this machine (`reprospec docker setup`); a bundle for another machine
 # rebuilds their content from this public base and these packages instead.
 LOCAL_IMAGES = (DEFAULT_IMAGE, BASE_IMAGE)
 PUBLIC_BASE = "debian:bookworm-slim"
-# What scripts/docker-setup.sh installs into the runner image (REPROSPEC_PACKAGES' default).
+# What `reprospec docker setup` installs into the runner image (REPROSPEC_PACKAGES' default).
 RUNNER_PACKAGES = ("torch==2.13.0", "numpy")
 BUILT_REPOSITORY = "reprospec-env"
 HASH_LABEL = "org.reprospec.content-hash"
-# The ids of the FROM images a build ran on: a base built again (docker-setup.sh rebuilds
+# The ids of the FROM images a build ran on: a base built again (`reprospec docker setup` rebuilds
 # an outdated one) makes the images built on it outdated too, whatever their content hash.
 BASES_LABEL = "org.reprospec.base-ids"
 BUILD_LOG_TAIL = 25
@@ -93,7 +93,7 @@ def _check_ref(ref: str, what: str) -> str:
 
 def _how_to_get(image: str) -> str:
     if image in (DEFAULT_IMAGE, BASE_IMAGE):
-        return "build it with scripts/docker-setup.sh (no registry needed)"
+        return "build it with `reprospec docker setup` (no registry needed)"
     return f"run `docker pull {image}` or build it"
 
 

@@ -2,8 +2,8 @@
 
 Real CLI runs: the local runner missing a cell's packages, `-m` matching nothing,
 tabs and bad indentation in YAML, a top-level key of another section, rerunning a
-run folder's copy of the spec, and the README's `pytest --reprospec specs/`
-collecting an example the local runner cannot run.
+run folder's copy of the spec, a report sent away from the script its command runs, and
+the README's `pytest --reprospec specs/` collecting an example the local runner cannot run.
 """
 
 from __future__ import annotations
@@ -80,6 +80,36 @@ def test_running_a_run_folders_spec_copy_points_at_the_report(cli: Cli, tmp_path
     assert again.code == 2, again.stdout + again.stderr
     assert f"Rerun it with `reprospec run {folder / 'report.md'}`" in again.stderr
     assert f"`reprospec bundle {folder} -o run.tar.gz`" in again.stderr
+
+
+def test_a_report_away_from_its_commands_script_points_at_bundle(cli: Cli, tmp_path: Path) -> None:
+    # The report embeds the spec, not crash.py: sent elsewhere, the script is missing there,
+    # and the message says how to carry it (a bundle; that one reruns anywhere is
+    # tests/functional/commands/test_bundle.py).
+    made, elsewhere = tmp_path / "made", tmp_path / "elsewhere"
+    made.mkdir()
+    elsewhere.mkdir()
+    (made / "crash.py").write_text("import sys\nsys.exit(3)\n")
+    (made / "spec.yaml").write_text(
+        "reprospec: 1\nname: sent\ncommand: python crash.py\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    first = cli("run", "spec.yaml", cwd=made)
+    assert first.code == 0, first.stdout + first.stderr
+    folder = first.latest_run()
+    here = cli("run", str(folder / "report.md"), "--yes", cwd=made)
+    assert here.code == 0, here.stdout + here.stderr
+    assert "reprospec bundle" not in here.stderr  # beside its spec: nothing to say
+    report = elsewhere / "report.md"
+    report.write_text((folder / "report.md").read_text())
+    away = cli("run", "report.md", "--yes", cwd=elsewhere)
+    assert away.code == 3, away.stdout + away.stderr
+    assert "can't open file" in away.results()["cells"][0]["reason"]
+    assert (
+        f"note: report.md embeds the spec but not the files its command runs; they were "
+        f"looked for in {elsewhere.resolve()}."
+    ) in away.stderr
+    assert "`reprospec bundle RUN -o run.tar.gz`" in away.stderr
 
 
 def test_every_spec_the_readme_runs_needs_no_packages_the_local_runner_lacks() -> None:

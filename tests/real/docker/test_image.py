@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from reprospec.core.sections import Environment  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
+from tests.support.cli import Cli  # noqa: E402
 from tests.support.docker import CLIENT, make_plan, make_wheel, needs_engine, py, require_image  # noqa: E402
 
 
@@ -151,3 +153,17 @@ def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
     finally:
         _forget(recipe.tag)
         _forget(base)
+
+
+@needs_engine
+@pytest.mark.usefixtures("default_image")
+def test_docker_setup_ships_in_the_package_and_finds_its_work_done(cli: Cli) -> None:
+    # The images were built by scripts/docker-setup.sh (test.sh runs it), which runs the
+    # script the package ships: `reprospec docker setup` finds each step done, images
+    # labelled as it would label them (the same Dockerfile, the same base packages).
+    result = cli("docker", "setup", timeout=120)
+    assert result.code == 0, result.stdout + result.stderr
+    for step in ("packages", "engine", image.BASE_IMAGE, image.DEFAULT_IMAGE):
+        assert re.search(rf"^docker-setup: {re.escape(step)} +ok ", result.stdout, re.M), (
+            result.stdout
+        )

@@ -39,7 +39,8 @@ def test_no_engine_is_an_infra_error_with_the_address() -> None:
     with pytest.raises(InfraError) as err:
         runner.prepare([])
     assert str(err.value) == (
-        "no Docker engine answered at unix:///nonexistent/docker.sock; is dockerd running?"
+        "no Docker engine answered at unix:///nonexistent/docker.sock; is dockerd running? "
+        "(`reprospec docker setup` installs and starts one, and builds the runner's images)"
     )
     assert err.value.exit_code == 3
 
