@@ -7,8 +7,9 @@ costs about a tenth of that and a plain Python one a few hundredths
 (`benchmarks/native_stacks.py`, docs/performance.md).
 
 The frames are gdb's: the same separate debug info (libc6-dbg's `/usr/lib/debug`), so
-libc's internal functions have the same names; inlined frames (`-i`) and file:line
-(`-s`) where DWARF is there; raw names (`-r`) demangled by c++filt as gdb's are
+libc's internal functions have the same names; of a core, inlined frames (`-i`) and
+file:line (`-s`) where DWARF is there, and of a live process neither (gdb attaches with
+`--readnever`); raw names (`-r`) demangled by c++filt as gdb's are
 (backtrace.demangled); the symbol version eu-stack appends and gdb drops
 (`__pthread_mutex_lock@GLIBC_2.2.5`) dropped. libc's signal trampoline (`__restore_rt`)
 is gdb's `<signal handler called>`, which render.fault_frames looks for. The thread
@@ -61,10 +62,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _base(eustack: str) -> list[str]:
-    # -m the module of each frame, -s its file:line, -i inlined frames (as gdb shows them
-    # where DWARF is), -r raw names for c++filt, -n gdb's frame limit.
-    return [eustack, "-m", "-s", "-i", "-r", "-n", str(MAX_FRAMES)]
+def _base(eustack: str, *, dwarf: bool) -> list[str]:
+    # -m the module of each frame, -r raw names for c++filt, -n gdb's frame limit. With
+    # `dwarf` (a core, as gdb reads one) -s file:line and -i inlined frames; without it (a
+    # live process, as gdb reads one at a hang with --readnever) the symbol tables only.
+    return [eustack, "-m", "-r", "-n", str(MAX_FRAMES), *(("-s", "-i") if dwarf else ())]
 
 
 def core_eustack_argv(
@@ -75,7 +77,7 @@ def core_eustack_argv(
     exists: Callable[[str], bool] = os.path.isfile,
 ) -> list[str]:
     """The eu-stack command line that reads the core at `core`."""
-    argv = [*_base(eustack), f"--core={core}"]
+    argv = [*_base(eustack, dwarf=True), f"--core={core}"]
     if info.executable and exists(info.executable):
         argv += ["-e", info.executable]
     return argv
@@ -84,7 +86,7 @@ def core_eustack_argv(
 _TID = re.compile(r"^TID (?P<tid>\d+):$")
 # `#3  0x00007f... __strlen_avx2 - libc.so.6`; the name is absent where no symbol covers it.
 _FRAME = re.compile(r"^#(?P<n>\d+)\s+(?P<addr>0x[0-9a-fA-F]+)(?: (?P<rest>.*))?$")
-_SOURCE = re.compile(r"^\s+(?P<file>\S+):(?P<line>\d+)(?::\d+)?$")
+_SOURCE = re.compile(r"^\s+(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")  # file:line[:column]
 # The symbol version an ELF symbol table name carries (`@GLIBC_2.2.5`, `@@GLIBCXX_3.4`).
 _VERSION = re.compile(r"@@?[A-Za-z_][\w.]*$")
 # libc's signal return trampoline: the frame of a signal handler's caller (gdb's
@@ -150,9 +152,14 @@ def _library_at(address: int, maps: Sequence[tuple[int, int, str]]) -> str | Non
 def eustack_error(text: str) -> str | None:
     """eu-stack's own reason for printing nothing (`eu-stack: dwfl_...: No such process`)."""
     for line in text.splitlines():
-        if line.startswith("eu-stack:"):
-            return line.strip()
+        found = _ERROR.match(line)
+        if found is not None:
+            return f"eu-stack: {found['what'].strip()}"
     return None
+
+
+# eu-stack names itself as it was started: `/usr/bin/eu-stack: dwfl_...`.
+_ERROR = re.compile(r"^\S*eu-stack: (?P<what>.+)$")
 
 
 @dataclass(frozen=True)
@@ -240,7 +247,7 @@ def attach_eustack(pids: Mapping[int, str], budget_s: float) -> NativeStacks:
             missed = f"eu-stack did not reach this process within {budget_s:g}s"
             return ProcessStacks(pid=pid, source="attach", command=command, error=missed)
         maps = proc_maps(pid)  # before eu-stack stops it; names the libraries of addresses
-        run = _run([*_base(eustack), "-p", str(pid)], left)
+        run = _run([*_base(eustack, dwarf=False), "-p", str(pid)], left)
         threads = _thread_names(pid, demangled(parse_eustack(run.stdout, maps)))
         error: str | None = None
         if not run.finished:
