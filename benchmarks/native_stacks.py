@@ -16,8 +16,8 @@
    in about 30% of attempts), `--repeat 20`, fresh (`--preload none`) and preloaded
    (`--preload torch`), each with gdb and with eu-stack reading the crashes' cores; the
    four alternate, --rounds times; the CPU of the whole run (engine, server, attempts,
-   readers) and fresh / preloaded CPU for each reader, beside the same without native
-   stacks.
+   readers) and fresh / preloaded CPU for each reader (`--hunt-bare`: beside the same
+   without native stacks).
 
 With `--runner docker` the crash and hang run in containers of the runner image
 (scripts/docker-setup.sh), where gdb reads them (inside the image): bare against gdb.
@@ -261,14 +261,14 @@ def hunt_run(
     }
 
 
-def crash_hunt(rounds: int, repeat: int, folders: dict[str, Path]) -> None:
+def crash_hunt(rounds: int, repeat: int, folders: dict[str, Path], bare: bool) -> None:
     """Fresh against preloaded CPU of a flaky torch crash hunt, for each reader."""
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         empty = tmp / "empty-path"
         empty.mkdir()
         out = tmp / "out"
-        readers: dict[str, Path | None] = {"none": None, **folders}
+        readers: dict[str, Path | None] = {**({"none": None} if bare else {}), **folders}
         configs = [(r, p) for r in readers for p in ("none", "torch")]
         hunt_run("torch", None, empty, out, 1)  # a warm environment cache, as for -j figures
         seen: dict[tuple[str, str], list[dict[str, Any]]] = {c: [] for c in configs}
@@ -302,6 +302,9 @@ def main() -> None:
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--runner", choices=("local", "docker"), default="local")
     parser.add_argument("--only", choices=("crash", "hang", "hunt"), help="one of the measures")
+    parser.add_argument(
+        "--hunt-bare", action="store_true", help="the crash hunt without native stacks too"
+    )
     args = parser.parse_args()
     kinds = ["python"]
     if args.runner == "docker" and not args.no_torch:
@@ -319,7 +322,7 @@ def main() -> None:
         folders = tool_folders(Path(folder)) if local else {}
         readers: dict[str, Path | None] = {**folders} if local else {"gdb": None}
         if args.only == "hunt":
-            crash_hunt(args.rounds, args.repeat, folders)
+            crash_hunt(args.rounds, args.repeat, folders, args.hunt_bare)
             return
         print(f"median of {args.rounds} rounds, {args.runner} runner, modes alternating")
         for kind in kinds if args.only != "hang" else ():
