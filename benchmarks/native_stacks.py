@@ -11,7 +11,11 @@
    plain Python, and the same after `import torch`), timed out; the time from the timeout
    to the attempt's end (Python stacks, every process read, tree killed) and its CPU, bare,
    gdb and eu-stack alternating; per process: what reading the 10 adds, divided by 10.
-3. Crash hunt (`--only hunt`, issue 30 item 2): `reprospec run` of
+3. The readers alone (`--only readers`): one real core of each crash above, read again and
+   again by gdb and by eu-stack (+ py-spy), alternating; and a live 10-process deadlocked
+   tree, read whole by gdb and by eu-stack, alternating: per core and per process, the
+   median wall and CPU of the reader's processes, without an attempt's own noise.
+4. Crash hunt (`--only hunt`, issue 30 item 2): `reprospec run` of
    benchmarks/data/torch-intermittent.yaml (a small torch loop that dies of a real SIGSEGV
    in about 30% of attempts), `--repeat 20`, fresh (`--preload none`) and preloaded
    (`--preload torch`), each with gdb and with eu-stack reading the crashes' cores; the
@@ -23,7 +27,7 @@ With `--runner docker` the crash and hang run in containers of the runner image
 (scripts/docker-setup.sh), where gdb reads them (inside the image): bare against gdb.
 
     python benchmarks/native_stacks.py [--rounds 5] [--no-torch] [--runner local|docker]
-                                       [--only crash|hang|hunt]
+                                       [--only crash|hang|readers|hunt]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -261,6 +266,96 @@ def hunt_run(
     }
 
 
+def make_core(kind: str, folder: Path) -> Path:
+    """A real core of the CRASH script (`kind`) in `folder`."""
+    from reprospec import native as native_stacks
+
+    folder.mkdir()
+
+    def allow() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+
+    subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", CRASH, kind],
+        cwd=folder, preexec_fn=allow, capture_output=True, check=False,
+    )  # fmt: skip
+    cores = list(folder.glob("core*"))
+    if not cores or native_stacks.read_core(cores[0]) is None:
+        raise SystemExit(f"no core of the {kind} crash in {folder} (kernel.core_pattern?)")
+    return cores[0]
+
+
+def readers_alone(kinds: list[str], rounds: int) -> None:
+    """gdb and eu-stack on the same cores and the same hung tree, alternating."""
+    from reprospec import native as native_stacks
+
+    readers = {
+        "gdb": lambda info: native_stacks.core_stacks(info, 120),
+        "eu-stack": lambda info: native_stacks.eustack_core_stacks(info, 120),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in kinds:
+            info = native_stacks.read_core(make_core(kind, Path(tmp) / kind))
+            assert info is not None
+            seen: dict[str, list[tuple[float, float]]] = {r: [] for r in readers}
+            frames: dict[str, set[str | None]] = {r: set() for r in readers}
+            for n in range(rounds):
+                for name in order(list(readers), n):
+                    start, used = time.perf_counter(), cpu()
+                    stacks = readers[name](info)
+                    seen[name].append((time.perf_counter() - start, cpu() - used))
+                    frames[name].add(
+                        native_stacks.signature_frame(native_stacks.NativeStacks((stacks,)))
+                    )
+            print(
+                f"one core ({kind}, {info.path.stat().st_size >> 20} MiB): "
+                + "; ".join(
+                    f"{name} {statistics.median(w for w, _ in got) * 1000:.0f} ms wall, "
+                    f"{statistics.median(c for _, c in got) * 1000:.0f} ms CPU "
+                    f"(frame {' | '.join(sorted(str(f) for f in frames[name]))})"
+                    for name, got in seen.items()
+                ),
+                flush=True,
+            )
+        for kind in kinds:
+            work = Path(tmp) / f"tree-{kind}"
+            (work / "ready").mkdir(parents=True)
+            tree = subprocess.Popen(
+                [sys.executable, "-c", TREE, kind], cwd=work, start_new_session=True
+            )
+            try:
+                deadline = time.monotonic() + 300
+                while len(list((work / "ready").glob("*.ready"))) < 10:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("the tree did not reach its deadlock")
+                    time.sleep(0.05)
+                pids = {int(p.stem): "tree" for p in (work / "ready").glob("*.ready")}
+                live = {
+                    "gdb": native_stacks.attach_stacks,
+                    "eu-stack": native_stacks.attach_eustack,
+                }
+                got_live: dict[str, list[tuple[float, float, int]]] = {r: [] for r in live}
+                for n in range(rounds):
+                    for name in order(list(live), n):
+                        start, used = time.perf_counter(), cpu()
+                        found = live[name](pids, 120)
+                        read = sum(1 for p in found.processes if p.threads and not p.error)
+                        got_live[name].append((time.perf_counter() - start, cpu() - used, read))
+            finally:
+                os.killpg(tree.pid, signal.SIGKILL)  # the tree's own process group
+                tree.wait()
+            print(
+                f"a hung 10-process tree ({kind}), per process: "
+                + "; ".join(
+                    f"{name} {statistics.median(w for w, _, _ in got) * 100:.0f} ms wall, "
+                    f"{statistics.median(c for _, c, _ in got) * 100:.0f} ms CPU "
+                    f"(read {min(r for _, _, r in got)} of 10 at least)"
+                    for name, got in got_live.items()
+                ),
+                flush=True,
+            )
+
+
 def crash_hunt(rounds: int, repeat: int, folders: dict[str, Path], bare: bool) -> None:
     """Fresh against preloaded CPU of a flaky torch crash hunt, for each reader."""
     with tempfile.TemporaryDirectory() as folder:
@@ -301,7 +396,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20, help="attempts of the crash hunt")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--runner", choices=("local", "docker"), default="local")
-    parser.add_argument("--only", choices=("crash", "hang", "hunt"), help="one of the measures")
+    parser.add_argument(
+        "--only", choices=("crash", "hang", "readers", "hunt"), help="one of the measures"
+    )
     parser.add_argument(
         "--hunt-bare", action="store_true", help="the crash hunt without native stacks too"
     )
@@ -321,6 +418,10 @@ def main() -> None:
         # Docker reads in the image with gdb: the engine's PATH does not choose its reader.
         folders = tool_folders(Path(folder)) if local else {}
         readers: dict[str, Path | None] = {**folders} if local else {"gdb": None}
+        if args.only == "readers":
+            readers_alone(kinds, args.rounds)
+            print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+            return
         if args.only == "hunt":
             crash_hunt(args.rounds, args.repeat, folders, args.hunt_bare)
             return
