@@ -61,7 +61,7 @@ class Capture:
 
     out_dir: Path
     keep_cores: bool = False
-    hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, gdb is stopped
+    hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, the reader is stopped
     core_timeout_s: float = CORE_GDB_TIMEOUT_S
 
     def dumps_cores(self) -> bool:
@@ -85,7 +85,7 @@ class Capture:
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
 
-        `timed_out_at` is the time.monotonic() of the timeout: gdb is stopped
+        `timed_out_at` is the time.monotonic() of the timeout: the reader is stopped
         `hang_deadline_s` after it, whatever it has done by then.
         """
         left = timed_out_at + self.hang_deadline_s - time.monotonic()
