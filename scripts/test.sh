@@ -23,12 +23,15 @@ if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_SLURM:-}" = "1" ]; then
   bash scripts/slurm-setup.sh
 fi
 
-# Native stacks of crashes and hangs (reprospec/native.py) need gdb, and c++filt from
-# binutils for C++ names; the attempt starter (reprospec/starter.c) a C compiler and the
-# C library's headers. In CI, or as root, install them when missing; elsewhere those
-# tests say "skipped: gdb not installed" / "skipped: no C compiler".
+# Native stacks of crashes and hangs (reprospec/native/) are read by eu-stack (elfutils),
+# and by gdb where it is missing or for what it could not read; c++filt from binutils
+# demangles C++ names (py-spy, for a core's Python stacks, comes with the dev extra).
+# The attempt starter (reprospec/process/starter.c) needs a C compiler and the C library's
+# headers. In CI, or as root, install them when missing; elsewhere those tests say
+# "skipped: gdb not installed" / "skipped: eu-stack and gdb both needed" / "no C compiler".
 native_tools_missing() {
   command -v gdb >/dev/null && command -v c++filt >/dev/null || return 0
+  command -v eu-stack >/dev/null || return 0
   # A compiler that builds against the C library's headers (libc6-dev), as starter.py does.
   printf '#include <sys/syscall.h>\nint main(void) { return 0; }\n' \
     | cc -x c -o /dev/null - >/dev/null 2>&1 || return 0
@@ -39,7 +42,7 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" = 0 ]; } && command -v apt-get >/dev
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   export DEBIAN_FRONTEND=noninteractive
-  packages="gdb binutils gcc libc6-dev"
+  packages="gdb elfutils binutils gcc libc6-dev"
   if ! $SUDO apt-get install -y --no-install-recommends $packages >/tmp/reprospec-apt-gdb.log 2>&1; then
     $SUDO apt-get update >>/tmp/reprospec-apt-gdb.log 2>&1  # stale package lists: refresh once
     $SUDO apt-get install -y --no-install-recommends $packages >>/tmp/reprospec-apt-gdb.log 2>&1 \

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
             native.gdb_path(),
             native.core_pattern(),
             resource.getrlimit(resource.RLIMIT_CORE)[1],
+            native.eustack_path(),
         ),
         *_cuda_checks(python, env),
     ]

@@ -2,9 +2,10 @@
 
 Crash: a process of the attempt that dies of SIGSEGV/SIGBUS/SIGABRT/... leaves a core
 (`cores.py`: where, whose, what it says), which is moved into the attempt folder and read
-with `gdb -batch` (`gdb.py`, its text parsed by `backtrace.py`). Hang: before a timed-out
-attempt is killed, one gdb attaches to every live process of the tree in turn.
-`capture.py` is what the process layer calls for both.
+by eu-stack (`eustack.py`, with py-spy's Python stacks: `pyspy.py`), or with `gdb -batch`
+where eu-stack is missing (`gdb.py`, its text parsed by `backtrace.py`). Hang: before a
+timed-out attempt is killed, every live process of the tree is read the same way.
+`capture.py` is what the process layer calls for both, and chooses the reader.
 
 Results are typed frozen values (`stacks.py`: `NativeStacks` -> `ProcessStacks` ->
 `Thread` -> `Frame`), written into the attempt folder as `native-stacks.txt` (for people)
@@ -18,7 +19,16 @@ This package's namespace is its API: `native.read`, `native.Capture`, ...
 from __future__ import annotations
 
 from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
-from reprospec.native.capture import MAX_CORES, Capture, collect_crash_stacks, say_once
+from reprospec.native.capture import (
+    GDB_FALLBACK,
+    MAX_CORES,
+    Capture,
+    can_read,
+    collect_crash_stacks,
+    core_stacks_of,
+    live_stacks,
+    say_once,
+)
 from reprospec.native.cores import (
     CORE_SIGNALS,
     REPLACED,
@@ -33,6 +43,14 @@ from reprospec.native.cores import (
     read_core,
 )
 from reprospec.native.corewatch import WATCH
+from reprospec.native.eustack import (
+    EUSTACK_INSTALL_HINT,
+    attach_eustack,
+    core_eustack_argv,
+    eustack_core_stacks,
+    eustack_path,
+    parse_eustack,
+)
 from reprospec.native.gdb import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,
@@ -46,6 +64,7 @@ from reprospec.native.gdb import (
     gdb_path,
     unavailable_reason,
 )
+from reprospec.native.pyspy import pyspy_path, python_text_of
 from reprospec.native.render import (
     TOP_FRAMES,
     crashed_process,
@@ -73,6 +92,8 @@ from reprospec.native.symbols import short_library, short_symbol
 __all__ = [
     "CORE_GDB_TIMEOUT_S",
     "CORE_SIGNALS",
+    "EUSTACK_INSTALL_HINT",
+    "GDB_FALLBACK",
     "GDB_INSTALL_HINT",
     "HANG_DEADLINE_S",
     "JSON_NAME",
@@ -89,26 +110,36 @@ __all__ = [
     "ProcessStacks",
     "Thread",
     "allow_cores",
+    "attach_eustack",
     "attach_gdb_argv",
     "attach_gdb_stacks",
     "attach_stacks",
+    "can_read",
     "collect_crash_stacks",
+    "core_eustack_argv",
     "core_gdb_argv",
     "core_gdb_stacks",
     "core_pattern",
     "core_stacks",
+    "core_stacks_of",
     "crashed_process",
     "demangle",
     "dumped_signal",
+    "eustack_core_stacks",
+    "eustack_path",
     "fault_frames",
     "find_cores",
     "full_text",
     "gdb_path",
+    "live_stacks",
     "merge",
     "move_core",
     "move_cores",
     "parse_backtrace",
+    "parse_eustack",
     "parse_maps",
+    "pyspy_path",
+    "python_text_of",
     "read",
     "read_core",
     "render_markdown",

@@ -1,11 +1,15 @@
 """What the process layer does about native stacks for one attempt (`process.run.run_process`).
 
 Crash: the attempt's cores are claimed (cores.py), moved into the attempt folder,
-read with gdb (`thread apply all bt`, and `py-bt` where the Python gdb extensions
-load), and deleted unless kept. A core_pattern that pipes cores to a handler
+read, and deleted unless kept. A core_pattern that pipes cores to a handler
 (`|/usr/share/apport/apport ...`) is said once; crashes then have no native stacks.
-Hang: before a timed-out attempt is killed, gdb attaches to every live process of
-the tree (gdb.py), stopped `hang_deadline_s` after the timeout.
+Hang: before a timed-out attempt is killed, every live process of the tree is read,
+stopped `hang_deadline_s` after the timeout.
+
+The reader is eu-stack where it is installed (eustack.py: the same frames in a fraction
+of gdb's time, with py-spy's Python stacks of a core), else gdb (gdb.py), and the
+stacks then say that eu-stack was missing. gdb stays the reader of what only it reads:
+a core or process eu-stack could not unwind is read again with gdb.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from reprospec.native.cores import (
     REPLACED,
+    CoreInfo,
     CorePattern,
     core_pattern,
     core_written_since,
@@ -27,6 +32,12 @@ from reprospec.native.cores import (
     move_cores,
 )
 from reprospec.native.corewatch import WATCH
+from reprospec.native.eustack import (
+    EUSTACK_INSTALL_HINT,
+    attach_eustack,
+    eustack_core_stacks,
+    eustack_path,
+)
 from reprospec.native.gdb import (
     CORE_GDB_TIMEOUT_S,
     GDB_INSTALL_HINT,
@@ -50,12 +61,12 @@ class Capture:
 
     out_dir: Path
     keep_cores: bool = False
-    hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, gdb is stopped
+    hang_deadline_s: float = HANG_DEADLINE_S  # after the timeout, the reader is stopped
     core_timeout_s: float = CORE_GDB_TIMEOUT_S
 
     def dumps_cores(self) -> bool:
         """Whether the attempt's root gets RLIMIT_CORE raised (allow_cores) before its exec."""
-        if gdb_path() is None and not self.keep_cores:
+        if not can_read() and not self.keep_cores:
             return False  # nothing could read a core: do not write one
         return not core_pattern().piped
 
@@ -74,11 +85,11 @@ class Capture:
     def hang(self, pids: Mapping[int, str], timed_out_at: float) -> NativeStacks:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
 
-        `timed_out_at` is the time.monotonic() of the timeout: gdb is stopped
+        `timed_out_at` is the time.monotonic() of the timeout: the reader is stopped
         `hang_deadline_s` after it, whatever it has done by then.
         """
         left = timed_out_at + self.hang_deadline_s - time.monotonic()
-        return attach_stacks(pids, budget_s=max(HANG_MIN_BUDGET_S, left))
+        return live_stacks(pids, budget_s=max(HANG_MIN_BUDGET_S, left))
 
     def crash(
         self,
@@ -104,6 +115,57 @@ class Capture:
             timeout_s=self.core_timeout_s,
             read_cores=read_cores,
         )
+
+
+# Said beside stacks gdb read because eu-stack was not there to read them faster.
+GDB_FALLBACK = (
+    f"eu-stack not found ({EUSTACK_INSTALL_HINT}): read with gdb, which takes seconds "
+    "where eu-stack takes a fraction of one"
+)
+
+
+def can_read() -> bool:
+    """Whether anything here reads native stacks: eu-stack or gdb."""
+    return eustack_path() is not None or gdb_path() is not None
+
+
+def live_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) -> NativeStacks:
+    """Native stacks of live processes `{pid: command}` within `budget_s`: eu-stack where
+    installed (each process that it could not read and time is left for, gdb again), else
+    gdb, with a note that eu-stack is missing."""
+    reason = unavailable_reason(crash=False)
+    if reason is not None:
+        return NativeStacks(unavailable=reason)
+    if eustack_path() is None:
+        found = attach_stacks(pids, budget_s)
+        return replace(found, notes=(*found.notes, GDB_FALLBACK))
+    deadline = time.monotonic() + budget_s
+    found = attach_eustack(pids, budget_s)
+    unread = {
+        p.pid: p.command
+        for p in found.processes
+        if not p.threads and p.error and p.error.startswith("eu-stack printed no stack")
+    }
+    left = deadline - time.monotonic()
+    if not unread or gdb_path() is None or left < HANG_MIN_BUDGET_S:
+        return found
+    again = {p.pid: p for p in attach_stacks(unread, left).processes if p.threads}
+    processes = tuple(again.get(p.pid, p) for p in found.processes)
+    return replace(found, processes=processes)
+
+
+def core_stacks_of(info: CoreInfo, timeout_s: float) -> tuple[ProcessStacks, str | None]:
+    """One core's stacks: eu-stack where installed, else gdb; a core eu-stack printed
+    nothing for is read again with gdb. The note to say beside them (eu-stack missing)."""
+    if eustack_path() is None:
+        return core_stacks(info, timeout_s), GDB_FALLBACK
+    stacks = eustack_core_stacks(info, timeout_s)
+    if stacks.threads or gdb_path() is None or stacks.error is None:
+        return stacks, None
+    if not stacks.error.startswith(("eu-stack printed no stack", "eu-stack:")):
+        return stacks, None  # stopped at its timeout: gdb would take longer still
+    again = core_stacks(info, timeout_s)
+    return (again if again.threads else stacks), None
 
 
 _said_lock = threading.Lock()
@@ -165,7 +227,7 @@ def collect_crash_stacks(
     pattern = core_pattern()
     root_signal = dumped_signal(returncode)
     dumped = root_signal is not None
-    if gdb_path() is None and not keep_cores:
+    if not can_read() and not keep_cores:
         return NativeStacks(unavailable=unavailable_reason()) if dumped else None
     if pattern.piped:
         return NativeStacks(unavailable=unavailable_reason()) if dumped else None
@@ -177,14 +239,16 @@ def collect_crash_stacks(
     processes: list[ProcessStacks] = []
     notes: list[str] = []
     for index, (info, kept) in enumerate(move_cores(cores, out_dir)):
-        if kept is not None and read_cores and index < MAX_CORES and gdb_path() is not None:
-            stacks = core_stacks(replace(info, path=kept), timeout_s)
+        if kept is not None and read_cores and index < MAX_CORES and can_read():
+            stacks, note = core_stacks_of(replace(info, path=kept), timeout_s)
+            if note is not None and note not in notes:
+                notes.append(note)
         else:
             if kept is None:
                 why = REPLACED
             elif not read_cores:
                 why = "not read: the run was interrupted"
-            elif gdb_path() is None:
+            elif not can_read():
                 why = f"not read: gdb not found ({GDB_INSTALL_HINT})"
             else:
                 why = f"not read: only the first {MAX_CORES} cores of an attempt are read"

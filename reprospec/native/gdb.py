@@ -29,6 +29,7 @@ from reprospec.native.backtrace import (
     python_text,
 )
 from reprospec.native.cores import CoreInfo, core_pattern
+from reprospec.native.eustack import eustack_path
 from reprospec.native.stacks import NativeStacks, ProcessStacks
 
 GDB_INSTALL_HINT = "apt-get install gdb"
@@ -53,8 +54,9 @@ def _which(name: str, path: str) -> str | None:
 
 
 def unavailable_reason(crash: bool = True) -> str | None:
-    """Why native stacks cannot be taken here (of a crash, or of a hang); None if they can."""
-    if gdb_path() is None:
+    """Why native stacks cannot be taken here (of a crash, or of a hang); None if they can
+    (with gdb, or with eu-stack: eustack.py)."""
+    if gdb_path() is None and eustack_path() is None:
         return f"native stacks unavailable: gdb not found ({GDB_INSTALL_HINT})"
     pattern = core_pattern()
     if crash and pattern.piped:
@@ -201,7 +203,10 @@ def attach_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) ->
     if reason is not None:
         return NativeStacks(unavailable=reason)
     gdb = gdb_path()
-    assert gdb is not None
+    if gdb is None:
+        return NativeStacks(
+            unavailable=f"native stacks unavailable: gdb not found ({GDB_INSTALL_HINT})"
+        )
     maps = {pid: proc_maps(pid) for pid in pids}  # read before gdb stops them
     run = _run_gdb(attach_gdb_argv(list(pids), gdb=gdb), budget_s)
     return attach_gdb_stacks(pids, maps, run.output, finished=run.finished, budget_s=budget_s)

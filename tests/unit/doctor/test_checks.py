@@ -307,3 +307,16 @@ def test_native_stacks_check_says_what_keeps_them_from_a_crash() -> None:
     own = doctor.check_native_stacks("/usr/bin/gdb", CorePattern("core", uses_pid=True), -1)
     assert own.status == "pass"
     assert "replace" not in own.why
+    assert "eu-stack not found: apt-get install elfutils" in own.why
+
+
+def test_native_stacks_check_names_eu_stack_the_faster_reader() -> None:
+    own = CorePattern("core", uses_pid=True)
+    both = doctor.check_native_stacks("/usr/bin/gdb", own, -1, "/usr/bin/eu-stack")
+    assert (both.status, both.why.split(";")[0]) == (
+        "pass",
+        "eu-stack at /usr/bin/eu-stack (gdb at /usr/bin/gdb)",
+    )
+    alone = doctor.check_native_stacks(None, own, -1, "/usr/bin/eu-stack")
+    assert alone.status == "pass"
+    assert alone.why.startswith("eu-stack at /usr/bin/eu-stack; cores go to")
