@@ -115,7 +115,7 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
             notes.append(f"{name}={_shown(value)}")
     if perturb.malloc is not None:
         notes.append(f"malloc={perturb.malloc} ({_malloc_note(env)})")
-        if not _glibc():
+        if _libc() != "glibc":
             raise PerturbRefused(
                 f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
                 f"glibc, and this is {_libc() or 'another C library'}"
@@ -173,14 +173,9 @@ def _malloc_note(env: Mapping[str, str]) -> str:
 
 
 def _libc() -> str:
-    # platform (and its nine regular expressions) only where malloc is perturbed.
-    import platform
+    import platform  # (and its nine regular expressions) only where malloc is perturbed
 
     return platform.libc_ver()[0]
-
-
-def _glibc() -> bool:
-    return _libc() == "glibc"
 
 
 @functools.cache
