@@ -203,7 +203,9 @@ def test_tool_versions_are_asked_once_per_binary(tmp_path: Path) -> None:
 
     def gcc_line() -> object:
         info = probe_environment(sys.executable, torch_cache=cache, extra_env=env, with_torch=False)
-        return info["collect_env"]["gcc"]
+        collected = info["collect_env"]
+        assert isinstance(collected, dict)
+        return collected["gcc"]
 
     assert gcc_line() == "gcc (fake) 1.0"
     assert gcc_line() == "gcc (fake) 1.0"
