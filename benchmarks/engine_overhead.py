@@ -5,11 +5,18 @@
    (process group, capped logs, events, classification) vs a whole `reprospec run`.
 
     python benchmarks/engine_overhead.py [--rounds 20]
+
+Every comparison alternates its sides within each round (parent_costs.paired; the bare
+child and the runner's attempt in turn) and gives the CPU time (user + system of the
+process tree; for the in-process runner, this process's CPU plus its children's) beside
+the wall time: on a shared machine the wall times move with the load. Medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from parent_costs import MEDIAN_CPU, paired, wall
+
 if TYPE_CHECKING:
     from reprospec.core.inputs import AttemptPlan
     from reprospec.core.results import Execution
@@ -26,23 +35,30 @@ if TYPE_CHECKING:
 # What one timed attempt leaves: its execution, its plan, the wall time of runner.run.
 AttemptFacts: TypeAlias = "tuple[Execution, AttemptPlan, float]"
 
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def timed(argv: list[str], rounds: int, cwd: Path | None = None) -> float:
-    """Median wall time of `argv` over `rounds` runs, in seconds."""
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run(
-            argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd
-        )
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def _tree_cpu() -> float:
+    """CPU seconds of this process and of its reaped children so far."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_attempts(spec_text: str, rounds: int, measure: Callable[[AttemptFacts], float]) -> float:
-    """Median of `measure(execution)` over `rounds` attempts of a one-cell spec, LocalRunner."""
+def bare_child() -> tuple[float, float]:
+    """(wall, CPU) of one `python -c pass`."""
+    start, cpu = time.perf_counter(), _tree_cpu()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - start, _tree_cpu() - cpu
+
+
+def timed_attempts(
+    spec_text: str, rounds: int, measure: Callable[[AttemptFacts], float], *, paired_bare: bool
+) -> tuple[float, float, float, float]:
+    """Medians over `rounds` attempts of a one-cell spec through LocalRunner: `measure` of
+    each and its CPU (this process's and its children's); with `paired_bare`, a bare
+    `python -c pass` before or after each (in turn), and its wall and CPU (else 0.0)."""
     from reprospec.plan.attempt import plan_attempt
     from reprospec.runners.local import LocalRunner
     from reprospec.spec.load import load_spec
@@ -56,18 +72,35 @@ def timed_attempts(spec_text: str, rounds: int, measure: Callable[[AttemptFacts]
         runner = LocalRunner(python=sys.executable)
         plans = [plan_attempt(spec, cell, n) for n in range(1, rounds + 1)]
         runner.prepare(plans)
-        samples = []
+        samples, cpus, bare_walls, bare_cpus = [], [], [], []
         for plan in plans:
             log_dir = Path(tmp) / "logs" / str(plan.attempt)
             log_dir.mkdir(parents=True)
-            start = time.perf_counter()
+            first = plan.attempt % 2 == 0
+            if paired_bare and first:
+                took, used = bare_child()
+                bare_walls.append(took)
+                bare_cpus.append(used)
+            start, cpu = time.perf_counter(), _tree_cpu()
             execution = runner.run(plan, log_dir)
             samples.append(measure((execution, plan, time.perf_counter() - start)))
-        return statistics.median(samples)
+            cpus.append(_tree_cpu() - cpu)
+            if paired_bare and not first:
+                took, used = bare_child()
+                bare_walls.append(took)
+                bare_cpus.append(used)
+        runner.close()
+        pair = (
+            (statistics.median(bare_walls), statistics.median(bare_cpus))
+            if paired_bare
+            else (0.0, 0.0)
+        )
+        return statistics.median(samples), statistics.median(cpus), *pair
 
 
-def runner_attempts(rounds: int) -> float:
-    """Median wall time of one trivial attempt through LocalRunner.run + classify."""
+def runner_attempts(rounds: int) -> tuple[float, float, float, float]:
+    """Median (wall, CPU) of one trivial attempt through LocalRunner.run + classify, and of
+    the same child run bare, alternately."""
     from reprospec.outcome.classify import classify
 
     def wall_with_classify(facts: AttemptFacts) -> float:
@@ -77,7 +110,7 @@ def runner_attempts(rounds: int) -> float:
         return wall + time.perf_counter() - start
 
     spec = "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
-    return timed_attempts(spec, rounds, wall_with_classify)
+    return timed_attempts(spec, rounds, wall_with_classify, paired_bare=True)
 
 
 def hang_report_delay(rounds: int) -> float:
@@ -87,7 +120,9 @@ def hang_report_delay(rounds: int) -> float:
         "command: [python, -c, 'import threading; l = threading.Lock(); l.acquire(); "
         "l.acquire()']\nrun: {timeout: 1s}\nexpect: {outcome: hang}\n"
     )
-    return timed_attempts(spec, rounds, lambda facts: facts[0].duration_s - facts[1].timeout_s)
+    return timed_attempts(
+        spec, rounds, lambda facts: facts[0].duration_s - facts[1].timeout_s, paired_bare=False
+    )[0]
 
 
 def main() -> None:
@@ -96,41 +131,59 @@ def main() -> None:
     args = parser.parse_args()
     py = sys.executable
     exe = str(Path(py).parent / "reprospec")
+    print(f"rounds: {args.rounds} (medians); load average {os.getloadavg()[0]:.1f}")
 
-    baseline_yaml = timed([py, "-c", "import yaml"], args.rounds)
-    import_cli = timed([py, "-c", "import reprospec.cli"], args.rounds)
-    version = timed([exe, "--version"], args.rounds)
-    bare = timed([py, "-c", "pass"], args.rounds)
-    through_runner = runner_attempts(args.rounds)
+    baseline_yaml, import_cli, version = paired(
+        args.rounds,
+        lambda: wall([py, "-c", "import yaml"]),
+        lambda: wall([py, "-c", "import reprospec.cli"]),
+        lambda: wall([exe, "--version"]),
+    )
+    yaml_cpu, cli_cpu, version_cpu = MEDIAN_CPU
+    print("                                     wall                 CPU (tree)")
+    print(
+        f"python -c 'import yaml'          {baseline_yaml * 1000:7.1f} ms  1.00x    "
+        f"{yaml_cpu * 1000:7.1f} ms  1.00x"
+    )
+    for name, took, used in (
+        ("python -c 'import reprospec.cli'", import_cli, cli_cpu),
+        ("reprospec --version", version, version_cpu),
+    ):
+        print(
+            f"{name:<32} {took * 1000:7.1f} ms  {took / baseline_yaml:.2f}x    "
+            f"{used * 1000:7.1f} ms  {used / yaml_cpu:.2f}x"
+        )
+    through_runner, runner_cpu, bare, bare_cpu = runner_attempts(args.rounds)
+    print(
+        f"bare child: python -c pass       {bare * 1000:7.1f} ms  1.00x    "
+        f"{bare_cpu * 1000:7.1f} ms  1.00x"
+    )
+    print(
+        f"same child through LocalRunner   {through_runner * 1000:7.1f} ms  "
+        f"{through_runner / bare:.2f}x    {runner_cpu * 1000:7.1f} ms  {runner_cpu / bare_cpu:.2f}x"
+        f"  (+{(through_runner - bare) * 1000:.1f} ms wall, "
+        f"+{(runner_cpu - bare_cpu) * 1000:.1f} ms CPU per attempt)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "trivial.yaml"
         spec.write_text(
             "reprospec: 1\nname: trivial\ncommand: [python, -c, pass]\nexpect: {outcome: pass}\n"
         )
-        whole_run = timed(
-            [exe, "run", str(spec), "--out", str(Path(tmp) / "out")],
+        out = str(Path(tmp) / "out")
+        wall([exe, "run", str(spec), "--out", out], cwd=Path(tmp))  # warm cache
+        bare_run, whole_run = paired(
             max(3, args.rounds // 4),
-            cwd=Path(tmp),
+            lambda: wall([py, "-c", "pass"]),
+            lambda: wall([exe, "run", str(spec), "--out", out], cwd=Path(tmp)),
         )
-
-    print(f"rounds: {args.rounds} (medians)")
-    print(f"python -c 'import yaml'        {baseline_yaml * 1000:8.1f} ms  (1.00x)")
+        bare_run_cpu, whole_cpu = MEDIAN_CPU
     print(
-        f"python -c 'import reprospec.cli' {import_cli * 1000:6.1f} ms  "
-        f"({import_cli / baseline_yaml:.2f}x)"
-    )
-    print(
-        f"reprospec --version             {version * 1000:7.1f} ms  "
-        f"({version / baseline_yaml:.2f}x)"
-    )
-    print(f"bare child: python -c pass      {bare * 1000:7.1f} ms  (1.00x)")
-    print(
-        f"same child through LocalRunner  {through_runner * 1000:7.1f} ms  "
-        f"({through_runner / bare:.2f}x, +{(through_runner - bare) * 1000:.1f} ms per attempt)"
+        f"whole `reprospec run` (1 cell)   {whole_run * 1000:7.1f} ms  {whole_run / bare_run:.2f}x"
+        f"    {whole_cpu * 1000:7.1f} ms  {whole_cpu / bare_run_cpu:.2f}x (of a bare child)"
     )
     delay = hang_report_delay(max(3, args.rounds // 4))
     print(f"hang: end of attempt after the timeout {delay * 1000:7.1f} ms  (budget 2000 ms)")
-    print(f"whole `reprospec run` (1 cell)  {whole_run * 1000:7.1f} ms  ({whole_run / bare:.2f}x)")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

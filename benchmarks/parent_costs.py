@@ -1,6 +1,7 @@
 """What the engine costs around its children (issue 15, part 2), as ratios measured in one run.
 
-    python benchmarks/parent_costs.py [--rounds 7] [--only startup,fixed,attempts,cells,scan]
+    python benchmarks/parent_costs.py [--rounds 7]
+                                      [--only startup,fixed,attempts,cells,scan,engine]
                                       [--after-deletions N]
 
 startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
@@ -18,6 +19,10 @@ cells     256 cells of `python -c pass` at -j 2 vs `xargs -P 2` running the same
           creates none
 scan      in-process: finding an attempt's processes in the engine's own tree vs a scan of
           all of /proc; one store write with synchronous=NORMAL vs FULL
+engine    the engine process's own CPU (not its children's: read by getrusage in the
+          engine at its exit): a one-attempt `reprospec run` of `true` (goal: at most
+          0.25 s), and `--repeat N` of `true` at -j 1 against one attempt, alternately:
+          the difference over N - 1 is the engine's CPU per attempt (goal: at most 1 ms)
 
 Every figure is the median of --rounds rounds, the two sides of a ratio measured
 alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
@@ -33,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -91,6 +97,69 @@ def paired(rounds: int, *sides: Callable[[], float]) -> list[float]:
 
 def reprospec(*args: str) -> list[str]:
     return [PY, "-m", "reprospec", *args]
+
+
+# `python -m reprospec ARGS` that writes its own CPU seconds (user + system of the engine
+# process alone, its threads included) to the file named by $ENGINE_CPU at its exit.
+_SELF_CPU = (
+    "import atexit, os, resource, runpy, sys\n"
+    "def _cpu():\n"
+    "    u = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    with open(os.environ['ENGINE_CPU'], 'w') as f:\n"
+    "        f.write(str(u.ru_utime + u.ru_stime))\n"
+    "atexit.register(_cpu)\n"
+    "sys.argv[0] = 'reprospec'\n"
+    "runpy.run_module('reprospec', run_name='__main__', alter_sys=True)\n"
+)
+ENGINE_CPU: list[float] = []
+
+
+def engine_cpu(args: Sequence[str], cwd: Path, tmp: Path) -> float:
+    """Wall seconds of `reprospec ARGS`; its engine process's own CPU goes to ENGINE_CPU."""
+    record = tmp / "engine-cpu.txt"
+    ENV["ENGINE_CPU"] = str(record)
+    try:
+        took = wall([PY, "-c", _SELF_CPU, *args], cwd=cwd)
+    finally:
+        del ENV["ENGINE_CPU"]
+    ENGINE_CPU.append(float(record.read_text()))
+    return took
+
+
+def engine(rounds: int, tmp: Path, n: int = 200) -> None:
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    out = tmp / "engine"
+    engine_cpu(["run", str(spec), "--out", str(out)], tmp, tmp)  # warm cache, bytecode
+    ENGINE_CPU.clear()
+    one_cpu: list[float] = []
+    many_cpu: list[float] = []
+
+    def side(repeat: int, into: list[float]) -> Callable[[], float]:
+        def measure() -> float:
+            argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
+            took = engine_cpu(argv, tmp, tmp)
+            into.append(ENGINE_CPU[-1])
+            return took
+
+        return measure
+
+    one, many = paired(rounds, side(1, one_cpu), side(n, many_cpu))
+    tree_one, tree_many = MEDIAN_CPU
+    one_engine, many_engine = statistics.median(one_cpu), statistics.median(many_cpu)
+    per = [(m - o) / (n - 1) for o, m in zip(one_cpu, many_cpu, strict=True)]
+    print("                                 wall       tree CPU   engine CPU")
+    print(
+        f"run of `true`, 1 attempt       {one * 1000:7.1f} ms  {tree_one * 1000:7.1f} ms  "
+        f"{one_engine * 1000:7.1f} ms (goal <= 250 ms)"
+    )
+    print(
+        f"run of `true`, {n} attempts   {many:7.2f} s   {tree_many:7.2f} s   {many_engine:7.2f} s"
+    )
+    print(
+        f"engine CPU per attempt: {statistics.median(per) * 1000:.2f} ms (median of the rounds' "
+        f"differences; goal <= 1 ms); wall per attempt {(many - one) / (n - 1) * 1000:.2f} ms"
+    )
 
 
 def startup(rounds: int) -> None:
@@ -291,12 +360,59 @@ def scan(rounds: int, tmp: Path) -> None:
     normal, full_sync = paired(rounds, writes("NORMAL"), writes("FULL"))
     print(f"store write per attempt, synchronous=FULL            {full_sync * 1000:6.2f} ms")
     print(f"store write per attempt, synchronous=NORMAL          {normal * 1000:6.2f} ms")
+    cgroups(rounds)
+
+
+def cgroups(rounds: int) -> None:
+    """An attempt's pids cgroup (pidlimit.py): made, limited and removed for the attempt, as
+    before the pool, vs taken from the pool and given back; CPU of this thread per attempt,
+    the start (this thread in and out of the cgroup), the kill's read and the end's reads."""
+    from reprospec.process import pidlimit
+
+    pidlimit._root_cache.clear()
+    root = pidlimit._own_pids_root()
+    if root is None:
+        print("pids cgroup per attempt: no writable cgroup v1 pids hierarchy here")
+        return
+    home = root / "tasks"
+    tid = str(threading.get_native_id())
+
+    def cycle(folder: Path) -> None:
+        (folder / "tasks").write_text(tid)
+        home.write_text(tid)
+        (folder / "cgroup.procs").read_text()
+        (folder / "pids.events").read_text()
+
+    def made() -> float:
+        start = time.thread_time()
+        for n in range(200):
+            folder = root / f"reprospec-bench-{os.getpid()}-{n}"
+            folder.mkdir()
+            (folder / "pids.max").write_text("4096\n")
+            cycle(folder)
+            folder.rmdir()
+        return (time.thread_time() - start) / 200
+
+    def pooled() -> float:
+        start = time.thread_time()
+        for _ in range(200):
+            limit = pidlimit.create()
+            with pidlimit.starting_in(limit):
+                pass
+            pidlimit.kill(limit)
+            pidlimit.reached(limit)
+            pidlimit.remove(limit)
+        return (time.thread_time() - start) / 200
+
+    each, pool = paired(rounds, made, pooled)
+    print(f"pids cgroup per attempt, made and removed (CPU)      {each * 1000:6.3f} ms")
+    print(f"pids cgroup per attempt, pooled (CPU)                {pool * 1000:6.3f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--only", default="startup,fixed,attempts,cells,scan")
+    parser.add_argument("--only", default="startup,fixed,attempts,cells,scan,engine")
     parser.add_argument("--after-deletions", type=int, default=0, metavar="N")
     args = parser.parse_args()
     chosen = set(args.only.split(","))
@@ -313,6 +429,8 @@ def main() -> None:
             cells(max(3, args.rounds // 2), tmp, after_deletions=args.after_deletions)
         if "scan" in chosen:
             scan(args.rounds, tmp)
+        if "engine" in chosen:
+            engine(max(3, args.rounds // 2), tmp)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

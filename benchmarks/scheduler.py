@@ -1,21 +1,24 @@
 """Matrix runs at CI scale: -j 1 vs -j 2 throughput, scheduler and store cost per attempt.
 
-    python benchmarks/scheduler.py [--cells 64] [--work 0.25]
+    python benchmarks/scheduler.py [--cells 64] [--work 0.25] [--rounds 3]
 
 Each of the 64 cells burns `--work` seconds of CPU in a child (a busy loop, so two
-jobs really compete for the two cores). The figures are ratios within one run.
+jobs really compete for the two cores). The two runs alternate, --rounds times (the
+order turned each round: parent_costs.paired), and each is given with its wall time and
+the CPU time (user + system) of its whole process tree: on a shared machine the wall
+times move with the load, and the CPU times far less. Figures are medians; the ratios
+are within one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
+import os
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from parent_costs import ENV, MEDIAN_CPU, ROOT, paired, reprospec, wall
 
 
 def spec_text(cells: int, work: float) -> str:
@@ -32,22 +35,13 @@ expect: {{outcome: pass}}
 
 
 def run(spec: Path, out: Path, jobs: int) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "reprospec", "run", str(spec), "-j", str(jobs), "--out", str(out)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return time.perf_counter() - start
+    """Wall seconds of one `reprospec run -j JOBS`; its tree's CPU goes to parent_costs."""
+    return wall(reprospec("run", str(spec), "-j", str(jobs), "--out", str(out)), cwd=ROOT)
 
 
-def store_cost(rounds: int) -> float:
-    """Seconds per `Store.record_attempt` (one committed SQLite transaction in WAL mode)."""
+def store_cost(rounds: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per `Store.record_attempt` (one committed SQLite transaction in
+    WAL mode)."""
     from reprospec.core.results import AttemptResult, Outcome
     from reprospec.store.db import Store
 
@@ -62,17 +56,21 @@ def store_cost(rounds: int) -> float:
             mismatches=(),
             logs="cells/x/1/",
         )
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for i in range(rounds):
             store.record_attempt("bench", f"cell-{i}", result)
-        return (time.perf_counter() - start) / rounds
+        took, used = time.perf_counter() - start, time.process_time() - cpu
+        return took / rounds, used / rounds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=64)
     parser.add_argument("--work", type=float, default=0.25, help="CPU seconds per cell")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    ENV["PATH"] = "/usr/bin:/bin"  # no gdb: the cells pass, nothing to read
+    print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "bench.yaml"
         spec.write_text(spec_text(args.cells, args.work))
@@ -82,16 +80,29 @@ def main() -> None:
         warm = Path(tmp) / "warm.yaml"
         warm.write_text(spec_text(1, 0.0))
         run(warm, out, 1)
-        one = run(spec, out, 1)
-        two = run(spec, out, 2)
+        one, two = paired(args.rounds, lambda: run(spec, out, 1), lambda: run(spec, out, 2))
+        one_cpu, two_cpu = MEDIAN_CPU
     ideal = args.cells * args.work
-    # Child start-up (python ~15 ms) counts as the child's own time, not the scheduler's.
-    per_attempt_overhead = (one - ideal) / args.cells
-    print(f"{args.cells} cells x {args.work:.2f} s CPU each (ideal serial {ideal:.1f} s)")
-    print(f"-j 1: {one:6.2f} s")
-    print(f"-j 2: {two:6.2f} s   speed-up {one / two:.2f}x (target >= 1.8x)")
-    print(f"engine + child start-up per attempt at -j 1: {per_attempt_overhead * 1000:.1f} ms")
-    print(f"store write per attempt: {store_cost(500) * 1000:.2f} ms")
+    print(
+        f"{args.cells} cells x {args.work:.2f} s CPU each (ideal serial {ideal:.1f} s), "
+        f"{args.rounds} rounds (medians); load average at the end {os.getloadavg()[0]:.1f}"
+    )
+    print("        wall        CPU (tree)")
+    print(f"-j 1: {one:6.2f} s   {one_cpu:6.2f} s")
+    print(
+        f"-j 2: {two:6.2f} s   {two_cpu:6.2f} s   speed-up {one / two:.2f}x (target >= 1.8x), "
+        f"CPU {two_cpu / one_cpu:.2f}x of -j 1's"
+    )
+    # The cells' own busy loops are `ideal`: the rest is the engine and the children's
+    # start-up (python's ~15 ms).
+    print(
+        f"engine + child start-up per attempt at -j 1: wall {(one - ideal) / args.cells * 1000:.1f}"
+        f" ms, CPU {(one_cpu - ideal) / args.cells * 1000:.1f} ms"
+    )
+    store_wall, store_cpu = store_cost(500)
+    print(
+        f"store write per attempt: {store_wall * 1000:.2f} ms wall, {store_cpu * 1000:.2f} ms CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -139,6 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from reprospec.commands.completion import complete
 
         complete(build_parser())
+    if words == ["--version"]:
+        # What argparse's version action prints, without building every verb's parser
+        # (which imports every command's module: 2.3x `import yaml`'s CPU, for one line).
+        print(f"reprospec {__version__}")
+        return 0
     verb = words[0] if words and words[0] in COMMANDS else None
     if verb is None and words and not words[0].startswith("-"):
         # A mistyped verb: say which one was meant, before argparse lists all twenty.

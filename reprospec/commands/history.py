@@ -1,4 +1,9 @@
-"""`reprospec history [SPEC]`: past runs and their verdicts, newest first, ids whole."""
+"""`reprospec history [SPEC]`: past runs and their verdicts, newest first, ids whole.
+
+The newest 20 by default (`--limit N`, `--all`): a store of a thousand runs printed a
+thousand-line table, and what one looks for is nearly always among the last runs. The
+output says how many it left out.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.commands import options as opt
+
+# Runs shown unless `--limit` or `--all` says otherwise.
+DEFAULT_LIMIT = 20
 
 _COUNTS = (
     ("reproduced", "reproduced"),
@@ -27,8 +35,17 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         p,
         ("text", "json"),
         default="text",
-        help="a table (default) or JSON: every run with its id whole and its verdict counts",
+        help="a table (default) or JSON: each run with its id whole and its verdict counts",
     )
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--limit",
+        type=opt.positive,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"the newest N runs only (default {DEFAULT_LIMIT})",
+    )
+    shown.add_argument("--all", action="store_true", dest="all_runs", help="every run in the store")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,12 +62,21 @@ def run(args: argparse.Namespace) -> int:
             print("[]")
         print(f"no runs recorded in {args.out} yet", file=sys.stderr)
         return 0
+    limit = None if args.all_runs else args.limit
     with Store(Path(args.out)) as store:
-        runs = store.runs(spec_name=spec_name)
+        runs = store.runs(spec_name=spec_name, limit=limit)
+        total = store.run_count(spec_name) if limit is not None and len(runs) == limit else None
+    left_out = "" if total is None or total <= len(runs) else _left_out(len(runs), total)
     if args.format == "json":
         print(json.dumps([_row(run) for run in runs], indent=2, ensure_ascii=False))
+        if left_out:
+            print(left_out, file=sys.stderr)  # stdout stays one JSON value
         return 0
-    return _table(runs, args.out, spec_name)
+    return _table(runs, args.out, spec_name, left_out)
+
+
+def _left_out(shown: int, total: int) -> str:
+    return f"the newest {shown} of {total} runs (--limit N or --all for more)"
 
 
 def _row(run: Mapping[str, object]) -> dict[str, object]:
@@ -63,7 +89,9 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
-def _table(runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None) -> int:
+def _table(
+    runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None, left_out: str
+) -> int:
     from rich.table import Table
 
     from reprospec.report.console import make_console
@@ -89,4 +117,6 @@ def _table(runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | Non
             verdicts or "—",
         )
     console.print(table)
+    if left_out:
+        console.print(left_out)
     return 0

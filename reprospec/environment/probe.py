@@ -81,10 +81,14 @@ def probe_environment(
 
     `extra_env` is the spec's `environment.env`, so CUDA_*/TORCH_* settings show as they ran.
     With `torch_cache` (a folder), the torch part (2 s of CPU to import torch) is reused
-    while the same torch build, driver and CUDA/TORCH variables are seen; the machine
-    part (memory, /dev/shm, CPU, GPUs) is captured fresh every time.
+    while the same torch build, driver and CUDA/TORCH variables are seen, and the tools'
+    versions (nvcc, gcc, cmake) while their binaries are the same; the machine part
+    (memory, /dev/shm, CPU, GPUs) is captured fresh every time.
     """
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
+    if torch_cache is not None:
+        # nvcc, gcc and cmake --version, by binary: asked once, not on every run.
+        args += ["--tool-cache", str(torch_cache / "tools.json")]
     if not with_torch and not cuda:
         return _capture(
             python, [*args, "--package", "torch", "--no-torch"], harness_root, extra_env

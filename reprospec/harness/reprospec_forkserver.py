@@ -19,7 +19,8 @@ Protocol, over the SOCK_SEQPACKET socket FD (one JSON object per message):
                       or {"error": "ModuleNotFoundError: No module named 'torch'"}
     engine -> server  {"entry": {"kind": "script"|"module"|"code", "target": ..., "args": [...],
                        "argv0": ..., "options": [...]}, "env": {...}, "cwd": ..., "seed": N,
-                       "cores": bool, "token": "..."}  with two file descriptors
+                       "cores": bool, "token": "...", "cgroup_procs": path or null}
+                      with two file descriptors
                        (the attempt's stdout and stderr)
     server -> engine  {"pid": N, "serial": N} or {"refused": "why this server cannot fork now"}
     server -> engine  {"exit": PID, "serial": N, "status": WAIT_STATUS}  when an attempt ends
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
         tag: int
         cores: bool
         token: str
+        cgroup_procs: str | None
 
 
 _MAX_MESSAGE = 1 << 22
@@ -253,6 +255,19 @@ def _tag(tag: object, server: int) -> None:
         os._exit(125)  # the server is gone already: nothing to run for
 
 
+def _join_cgroup(procs: object) -> None:
+    """Into the attempt's pids cgroup (the engine's pidlimit.py) before anything runs: its
+    process limit holds for the fork and all it starts, as for a fresh attempt's root."""
+    if not isinstance(procs, str):
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")
+        finally:
+            os.close(fd)
+
+
 # The attempts running now: pid -> the serial the engine knows each one by.
 _running: dict[int, int] = {}
 _serials = [0]
@@ -307,6 +322,7 @@ def _fork_attempt(
             # Its own session and process group, its tag and its token, before the engine
             # hears of it: the engine may kill its group or look for it at once.
             os.setsid()
+            _join_cgroup(request.get("cgroup_procs"))
             _tag(request.get("tag"), server)
             _write_token(slot, request.get("token", ""))
             os.close(started)

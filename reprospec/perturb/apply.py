@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import platform
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -116,10 +115,10 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
             notes.append(f"{name}={_shown(value)}")
     if perturb.malloc is not None:
         notes.append(f"malloc={perturb.malloc} ({_malloc_note(env)})")
-        if not _glibc():
+        if _libc() != "glibc":
             raise PerturbRefused(
                 f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
-                f"glibc, and this is {platform.libc_ver()[0] or 'another C library'}"
+                f"glibc, and this is {_libc() or 'another C library'}"
             )
     cpu_list: tuple[int, ...] = ()
     if perturb.cpus is not None:
@@ -173,8 +172,10 @@ def _malloc_note(env: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={env[k]}" for k in keys if k in env)
 
 
-def _glibc() -> bool:
-    return platform.libc_ver()[0] == "glibc"
+def _libc() -> str:
+    import platform  # (and its nine regular expressions) only where malloc is perturbed
+
+    return platform.libc_ver()[0]
 
 
 @functools.cache

@@ -311,7 +311,6 @@ def path_labels(
     (`<home>`). A report then reads the same on every machine and leaks no user name.
     """
     from reprospec.process.childprotocol import HARNESS_DIR
-    from reprospec.runners.docker.container import IN_HARNESS
 
     labels: dict[str, str] = {}
     python = environment.get("python")
@@ -321,7 +320,12 @@ def path_labels(
             labels[prefix] = "<venv>"
         if isinstance(base, str):
             labels.update(_python_labels(base, python.get("version")))
-    labels[IN_HARNESS if docker else str(HARNESS_DIR)] = "<harness>"
+    if docker:  # (the docker runner's modules only for a docker run)
+        from reprospec.runners.docker.container import IN_HARNESS
+
+        labels[IN_HARNESS] = "<harness>"
+    else:
+        labels[str(HARNESS_DIR)] = "<harness>"
     labels[str(project_root(spec.base_dir))] = ""
     labels[str(Path.home())] = "<home>"
     return {path: label for path, label in labels.items() if path not in ("", "/")}

@@ -506,8 +506,10 @@ class Launcher:
         # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
         self.seed = int.from_bytes(os.urandom(8), "big") >> 1
 
-    def __call__(self, env: Mapping[str, str], tag: int) -> start.ChildHandle:
+    def __call__(self, env: Mapping[str, str], tag: int, procs: str | None) -> start.ChildHandle:
         request = {
+            # The attempt's process limit (pidlimit.py): the fork joins it before it runs.
+            "cgroup_procs": procs,
             "entry": self.entry.to_json(),
             "env": dict(env),
             "cwd": str(self.cwd),

@@ -187,15 +187,17 @@ def run_process(
     flight = leftovers.Flight(record, token, tag)
     flight.begin()
     tree.RUNNING_TAGS.add(tag)
-    limit = pidlimit.create(tag)
+    limit = pidlimit.create()
     proc: ChildHandle
     try:
-        if start is not None:
-            proc = start(child_env, tag)
-        else:
-            with pidlimit.starting_in(limit):
+        # A fork of a preload server joins the cgroup itself; should the server refuse,
+        # the fresh root that replaces it is forked by this thread, inside.
+        with pidlimit.starting_in(limit):
+            if start is not None:
+                proc = start(child_env, tag, pidlimit.procs_file(limit))
+            else:
                 proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
-            pidlimit.after_start(limit, proc.pid)
+        pidlimit.after_start(limit, proc.pid)
     except BaseException as exc:
         tree.RUNNING_TAGS.discard(tag)
         pidlimit.kill(limit)

@@ -44,8 +44,10 @@ class ChildHandle(Protocol):
 
 
 # Starts the attempt's root with the environment run_process built (token and stack dir
-# in) and the attempt's tag (watchdog.py), which the root must carry.
-Start = Callable[[Mapping[str, str], int], ChildHandle]
+# in) and the attempt's tag (watchdog.py), which the root must carry, and the cgroup.procs
+# of the attempt's process limit (pidlimit.py), which a root not forked by the calling
+# thread must join itself (None: none).
+Start = Callable[[Mapping[str, str], int, str | None], ChildHandle]
 
 
 def _child_setup(tag: int, parent: int, then: Callable[[], None] | None) -> Callable[[], None]:

@@ -22,6 +22,9 @@ def make_console(stream: IO[str] | None = None) -> Console:
         no_color=no_color,
         color_system=None if (no_color or not is_tty) else "auto",
         highlight=False,
+        # No `:name:` emoji codes: none is ours, a user's `:x:` stays as written, and
+        # their table (rich._emoji_codes) was a tenth of a one-attempt run's imports.
+        emoji=False,
         soft_wrap=not is_tty,
         width=None if is_tty else 160,
     )

@@ -613,9 +613,11 @@ class Store:
             env_fingerprint=row["env_fingerprint"],
         )
 
-    def runs(self, spec_name: str | None = None) -> list[JsonObject]:
-        """Run summaries for `reprospec history`, newest first (the last begun first)."""
+    def runs(self, spec_name: str | None = None, limit: int | None = None) -> list[JsonObject]:
+        """Run summaries for `reprospec history`, newest first (the last begun first); the
+        newest `limit` only when given (the per-run counts are then computed for those alone)."""
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
+        page = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._read(
             f"""
             SELECT r.run_id, r.spec_name, r.spec_path, r.runner, r.started, r.finished, r.status,
@@ -631,11 +633,17 @@ class Store:
                         AND c.verdict = 'infra-error') AS infra_error,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
             FROM runs r {where}
-            ORDER BY r.started DESC, r.rowid DESC
+            ORDER BY r.started DESC, r.rowid DESC{page}
             """,
             args,
         )
         return [dict(row) for row in rows]
+
+    def run_count(self, spec_name: str | None = None) -> int:
+        """How many runs the store holds (of `spec_name` when given): what `history` left out."""
+        where, args = ("WHERE spec_name = ?", (spec_name,)) if spec_name else ("", ())
+        rows = self._read(f"SELECT COUNT(*) AS n FROM runs {where}", args)
+        return int(rows[0]["n"])
 
     def finished_attempts(
         self, run_id: str, *, include_infra_errors: bool = False

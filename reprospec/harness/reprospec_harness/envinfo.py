@@ -89,6 +89,72 @@ def _run(argv: Sequence[str], timeout: float = 15) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+# What a tool printed for its `--version`, by the binary it ran (real path, mtime, size, the
+# arguments), when the engine's probe passes --tool-cache FILE: nvcc, gcc, cmake and
+# `uname -p` (platform.platform) were most of a short run's wait for its capture, and they
+# print the same until the binary changes. None: nothing cached (`reprospec env`, doctor).
+_TOOLS: JsonObject | None = None
+_TOOLS_CHANGED = [False]
+
+
+def _tool_key(parts: Sequence[object]) -> str:
+    return json.dumps(list(parts), default=str)
+
+
+def _run_tool(argv: Sequence[str], timeout: float = 15) -> tuple[int, str]:
+    """`_run` for a tool's version, answered from the tool cache while the binary is the same."""
+    if _TOOLS is None:
+        return _run(argv, timeout)
+    binary = Path(shutil.which(argv[0]) or argv[0])
+    try:
+        stat = binary.stat()
+    except OSError:
+        return _run(argv, timeout)
+    key = _tool_key([str(binary.resolve()), stat.st_mtime_ns, stat.st_size, *argv[1:]])
+    hit = _TOOLS.get(key)
+    if isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], int):
+        return hit[0], str(hit[1])
+    code, out = _run(argv, timeout)
+    if code == 0:  # a failure (a timeout on a busy machine) is tried again next time
+        _TOOLS[key] = [code, out]
+        _TOOLS_CHANGED[0] = True
+    return code, out
+
+
+def _platform() -> str:
+    """platform.platform(), which runs `uname -p`; cached with the kernel's uname."""
+    if _TOOLS is None:
+        return platform.platform()
+    key = _tool_key(["platform.platform", *os.uname(), sys.version])
+    hit = _TOOLS.get(key)
+    if isinstance(hit, str):
+        return hit
+    text = platform.platform()
+    _TOOLS[key] = text
+    _TOOLS_CHANGED[0] = True
+    return text
+
+
+def _load_tools(path: str) -> None:
+    global _TOOLS
+    try:
+        with open(path, encoding="utf-8") as handle:  # noqa: PTH123
+            loaded = json.load(handle)
+    except (OSError, ValueError):
+        loaded = {}
+    _TOOLS = loaded if isinstance(loaded, dict) else {}
+
+
+def _save_tools(path: str) -> None:
+    if _TOOLS is None or not _TOOLS_CHANGED[0]:
+        return
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # noqa: PTH103, PTH120
+        write(path, _TOOLS)
+    except OSError:
+        pass  # the next run asks the tools again
+
+
 # ---- parsers (pure: tested on recorded real outputs) -------------------------------------------
 
 
@@ -257,7 +323,7 @@ def _nvcc() -> JsonObject:
     ]
     for path in candidates:
         if path and os.path.exists(path):  # noqa: PTH110
-            code, out = _run([path, "--version"])
+            code, out = _run_tool([path, "--version"])
             return {"path": path, "version": parse_nvcc_version(out) if code == 0 else None}
     return {"path": None, "version": None}
 
@@ -305,7 +371,7 @@ COMPILERS = (
 def _first_line(argv: Sequence[str]) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
-    code, out = _run(argv, timeout=10)
+    code, out = _run_tool(argv, timeout=10)
     lines = out.strip().splitlines()
     return lines[0].strip() if code == 0 and lines else None
 
@@ -417,7 +483,7 @@ def capture_collect_env() -> JsonObject:
     """
     return {
         "python_full": sys.version.replace("\n", " "),
-        "platform": platform.platform(),
+        "platform": _platform(),
         "libc": _libc(),
         **{key: _first_line(argv) for key, argv in COMPILERS},
         "pip": dict(distributions()),
@@ -574,10 +640,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="leave out the collect_env part (libc, compilers, pip list, torch's config)",
     )
+    parser.add_argument(
+        "--tool-cache",
+        metavar="FILE",
+        help="reuse the tools' --version outputs kept in FILE while their binaries are the same",
+    )
     args = parser.parse_args(argv)
+    if args.tool_cache:
+        _load_tools(args.tool_cache)
     info = capture(
         args.package, with_torch=not args.no_torch, init_cuda=args.cuda, full=not args.brief
     )
+    if args.tool_cache:
+        _save_tools(args.tool_cache)
     print(json.dumps(info, indent=2, default=str))
     return 0
 

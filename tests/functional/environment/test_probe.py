@@ -183,3 +183,45 @@ def test_a_zip_on_sys_path_is_read_by_importlib_metadata(tmp_path: Path) -> None
     assert ours == parsed
     assert ours["zipped"] == "0.1"
     assert versions == expected
+
+
+def test_tool_versions_are_asked_once_per_binary(tmp_path: Path) -> None:
+    """With a cache folder, `gcc --version` runs once while the binary is the same: the
+    next capture reads it back; a changed binary is asked again."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    calls = tmp_path / "calls.txt"
+    gcc = tools / "gcc"
+
+    def write_gcc(version: str) -> None:
+        gcc.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'gcc (fake) {version}'\n")
+        gcc.chmod(0o755)
+
+    write_gcc("1.0")
+    env = {"PATH": f"{tools}:/usr/bin:/bin"}
+    cache = tmp_path / "cache"
+
+    def gcc_line() -> object:
+        info = probe_environment(sys.executable, torch_cache=cache, extra_env=env, with_torch=False)
+        collected = info["collect_env"]
+        assert isinstance(collected, dict)
+        return collected["gcc"]
+
+    assert gcc_line() == "gcc (fake) 1.0"
+    assert gcc_line() == "gcc (fake) 1.0"
+    assert calls.read_text().count("x") == 1  # the second capture did not run it
+    assert (cache / "tools.json").is_file()
+    write_gcc("2.00")  # another binary (its size and time changed)
+    assert gcc_line() == "gcc (fake) 2.00"
+    assert calls.read_text().count("x") == 2
+    # Without a cache (`reprospec env`, doctor) every capture asks.
+    sys_path = str(HARNESS_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec_harness.envinfo", "--no-torch"],
+        env={**env, "PYTHONPATH": sys_path},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout)["collect_env"]["gcc"] == "gcc (fake) 2.00"
+    assert calls.read_text().count("x") == 3

@@ -25,7 +25,7 @@ import pytest
 
 from reprospec.core.inputs import AttemptPlan, Expectation
 from reprospec.core.results import Execution
-from reprospec.process import forkserver
+from reprospec.process import forkserver, pidlimit
 from reprospec.runners.local import LocalRunner
 from tests.support.paths import DATA, ROOT
 from tests.support.plans import attempt_plan
@@ -157,6 +157,26 @@ def test_a_forked_attempt_is_the_attempt_a_fresh_process_would_be(
     again = json.loads(out.read_text())
     assert again["pid"] != facts["pid"]
     assert servers() == [server]
+
+
+def test_a_forked_attempt_is_inside_its_process_limit(runner: LocalRunner, tmp_path: Path) -> None:
+    """As a fresh attempt's root, a fork joins its attempt's pids cgroup before it runs: a
+    fork bomb forked from a server fills its own limit (tests/functional/process/
+    test_fork_bomb.py runs one fresh)."""
+    pidlimit._root_cache.clear()
+    if pidlimit._own_pids_root() is None:
+        pytest.skip("no writable cgroup v1 pids hierarchy")
+    out = tmp_path / "cgroup.txt"
+    code = "import sys; open(sys.argv[1], 'w').write(open('/proc/self/cgroup').read())"
+    execution = run(runner, make_plan(["python", "-c", code, str(out)]), tmp_path)
+    assert execution.launch == "forked", execution.launch_note
+    (line,) = [ln for ln in out.read_text().splitlines() if "pids" in ln.split(":")[1].split(",")]
+    group = line.split(":", 2)[2]
+    assert f"/reprospec-{os.getpid()}-" in group
+    root = pidlimit._own_pids_root()
+    assert root is not None
+    limit = (root / group.rsplit("/", 1)[1] / "pids.max").read_text().strip()
+    assert limit == str(pidlimit.max_processes())
 
 
 def test_exit_status_exceptions_and_signals_are_a_fresh_interpreters(

@@ -3,6 +3,7 @@ writers."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from dataclasses import replace
@@ -199,3 +200,32 @@ def test_environment_fingerprint_ignores_volatile_keys() -> None:
     other_gpu: JsonObject = {**env, "nvidia": {"gpus": [{"name": "H100", "capability": "9.0"}]}}
     assert environment_fingerprint(env) != environment_fingerprint(other_gpu)
     assert len(environment_fingerprint({})) == 16
+
+
+def test_history_shows_the_newest_runs_and_says_how_many_it_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reprospec.cli import main
+
+    with Store(tmp_path) as store:
+        for n in range(25):
+            store.begin_run(f"r{n:02}", "s", "s.yaml", "name: s\n", "local", ["run"], {})
+        assert store.run_count() == 25
+        assert store.run_count("other") == 0
+        assert [r["run_id"] for r in store.runs(limit=2)] == ["r24", "r23"]
+    assert main(["history", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "r24" in text
+    assert "r05" in text
+    assert "r04" not in text  # the newest 20 by default
+    assert "the newest 20 of 25 runs" in text
+    assert main(["history", "--out", str(tmp_path), "--all"]) == 0
+    text = capsys.readouterr().out
+    assert "r00" in text
+    assert "of 25 runs" not in text
+    assert main(["history", "--out", str(tmp_path), "--limit", "3", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert [r["run_id"] for r in json.loads(captured.out)] == ["r24", "r23", "r22"]
+    assert "the newest 3 of 25 runs" in captured.err
+    assert main(["history", "--out", str(tmp_path), "--limit", "30"]) == 0
+    assert "of 25 runs" not in capsys.readouterr().out  # nothing left out: nothing said
