@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.results import CellResult
+from reprospec.core.results import CellResult, RunResult
 from reprospec.core.words import size
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.
@@ -345,3 +345,21 @@ def mismatches(env: Mapping[str, JsonValue]) -> list[str]:
     if isinstance(found, (list, tuple)):
         return [env_value(item) for item in found]
     return [str(found)]
+
+
+def perturbed_cells(run: RunResult) -> list[tuple[str, str]]:
+    """(cell, `switch_interval=1e-06 (…)`) for each cell that ran under environment.perturb.
+
+    As the runner applied each (a memory limit says whether it was a cgroup's); a cell
+    none of whose attempts ran says what its spec asked.
+    """
+    out: list[tuple[str, str]] = []
+    for cell in run.cells:
+        notes = next((a.perturbed for a in cell.attempts if a.perturbed), ())
+        if not notes:
+            asked = cell.environment.get("perturb")
+            if isinstance(asked, dict) and asked:
+                notes = tuple(f"{k}={v}" for k, v in asked.items())
+        if notes:
+            out.append((cell.cell.id, "; ".join(notes)))
+    return out

@@ -30,7 +30,12 @@ from reprospec.core.words import (
     rate_phrase,
     seconds,
 )
-from reprospec.report.environment import cell_environments, env_vars, environment_rows
+from reprospec.report.environment import (
+    cell_environments,
+    env_vars,
+    environment_rows,
+    perturbed_cells,
+)
 from reprospec.report.failure import failure_section, summary_line
 from reprospec.report.markdown import axes_of
 from reprospec.report.markup import show_value
@@ -220,6 +225,7 @@ def context(run: RunResult) -> dict[str, object]:
         "description": run.description.strip(),
         "run": run,
         "warnings": list(run.warnings),
+        "perturbed": perturbed_cells(run),
         "environment": environment_rows(run.environment),
         "env_vars": env_vars(run.environment),
         "versions": versions_text(run.environment),

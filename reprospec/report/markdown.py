@@ -26,6 +26,7 @@ from reprospec.report.environment import (
     env_vars,
     environment_rows,
     mismatches,
+    perturbed_cells,
 )
 from reprospec.report.failure import failure_section, stack_sections, summary_line
 from reprospec.report.instances import instance_rows, start_spread
@@ -219,24 +220,6 @@ def _differs_note(differs: CellEnvironments) -> str:
     """`OMP_NUM_THREADS, torch`: the settings the cells did not share, for the note."""
     names = sorted(key.partition(":")[2] or key for key in differs.varying)
     return ", ".join(inline_code(name) for name in names)
-
-
-def perturbed_cells(run: RunResult) -> list[tuple[str, str]]:
-    """(cell, `switch_interval=1e-06 (…)`) for each cell that ran under environment.perturb.
-
-    As the runner applied each (a memory limit says whether it was a cgroup's); a cell
-    none of whose attempts ran says what its spec asked.
-    """
-    out: list[tuple[str, str]] = []
-    for cell in run.cells:
-        notes = next((a.perturbed for a in cell.attempts if a.perturbed), ())
-        if not notes:
-            asked = cell.environment.get("perturb")
-            if isinstance(asked, dict) and asked:
-                notes = tuple(f"{k}={v}" for k, v in asked.items())
-        if notes:
-            out.append((cell.cell.id, "; ".join(notes)))
-    return out
 
 
 def context(run: RunResult) -> dict[str, object]:

@@ -221,6 +221,15 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
+    from reprospec.report.environment import perturbed_cells
+
+    for cell, notes in perturbed_cells(result):
+        # Said beside the figures it qualifies: these are the perturbed program's rates.
+        console.print(
+            printable(f"amplified: {cell} ran under environment.perturb: {notes}"),
+            markup=False,
+            highlight=False,
+        )
     console.print(f"report: {folder.report_md}", markup=False, highlight=False)
     # What went wrong around the run (the store deleted under it, the environment capture).
     for warning in result.warnings:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
+from reprospec.report.environment import perturbed_cells
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.versions import versions_text
 from reprospec.store.runfolder import REPRO_PY
@@ -86,6 +87,7 @@ def repro_line(run: RunResult) -> str:
     standalone = run.standalone
     if (
         standalone is None
+        or perturbed_cells(run)  # the plain command runs without the perturbation
         or standalone.unavailable
         or standalone.notes  # a caveat goes with it: the section, not a bare line
         or standalone.kind != "command"

@@ -96,10 +96,21 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     recorded = " ".join(attempt["perturbed"])
     for phrase in ("switch_interval=1e-06", "gc=aggressive", "malloc=perturb", "cpus=", "nice=5"):
         assert phrase in recorded
-    # The report says under its headline that the run was amplified, and how.
+    # The report says under its headline that the run was amplified, and how; it offers no
+    # one-line plain repro (the plain command runs without the perturbation).
     report = (_run_folder(result.out) / "report.md").read_text().splitlines()
     assert report[5].startswith("> **Amplified:** attempts ran under `environment.perturb`")
     assert "switch_interval=1e-06" in report[5]
+    assert "Repro without reprospec" not in "\n".join(report)
+    # So do the console beside its table, and the HTML report under its headline.
+    assert "amplified: default ran under environment.perturb: switch_interval=1e-06" in (
+        result.stdout
+    )
+    html = cli("report", str(_run_folder(result.out)), "--format", "html")
+    assert html.code == 0, html.stderr
+    head = html.stdout.split("<h2")[0]
+    assert "<strong>Amplified:</strong>" in head
+    assert "switch_interval=1e-06" in head
     # The competitors died with the attempt.
     assert not [
         p for p in Path("/proc").iterdir() if p.name.isdigit() and b"perturb/load.py" in _cmdline(p)
