@@ -76,7 +76,8 @@ def folder_size(folder: Path) -> tuple[int, int]:
     return files, size
 
 
-def run_once(source: Path, spec: Path, out: Path, jobs: int) -> Figures:
+def run_once(source: Path, spec: Path, out: Path, jobs: int) -> Figures | str:
+    """One run's figures, or why the engine refused or failed it (its last line)."""
     report = out.parent / f"{out.name}.usage"
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(source)}
     argv: Sequence[str] = [PY, "-c", SELF_USAGE, str(report), "run", str(spec)]
@@ -87,7 +88,8 @@ def run_once(source: Path, spec: Path, out: Path, jobs: int) -> Figures:
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"the run failed ({done.returncode}): {done.stderr[-2000:]!r}")
+        lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no output)"]
+        return f"exit {done.returncode}: {lines[-1]}"
     peak, cpu = report.read_text().split()
     runs = out / "runs"
     (run_dir,) = list(runs.iterdir())
@@ -104,7 +106,10 @@ def run_once(source: Path, spec: Path, out: Path, jobs: int) -> Figures:
     )
 
 
-def show(label: str, cells: int, f: Figures) -> None:
+def show(label: str, cells: int, f: Figures | str) -> None:
+    if isinstance(f, str):
+        print(f"{label:<7} {cells:>6} cells  {f}", flush=True)
+        return
     print(
         f"{label:<7} {cells:>6} cells  peak {f.peak_kib / 1024:7.1f} MiB  "
         f"engine CPU {f.engine_cpu:7.1f} s  tree CPU {f.tree_cpu:7.1f} s  wall {f.wall:7.1f} s  "
