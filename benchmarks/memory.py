@@ -38,7 +38,7 @@ report, sys.argv = sys.argv[1], ["reprospec", *sys.argv[2:]]
 code = cli.main(sys.argv[1:])
 usage = resource.getrusage(resource.RUSAGE_SELF)
 with open(report, "w") as f:
-    f.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
+    f.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime} {cli.__file__}")
 sys.exit(code)
 """
 
@@ -84,13 +84,19 @@ def run_once(source: Path, spec: Path, out: Path, jobs: int) -> Figures | str:
     argv = [*argv, "-j", str(jobs), "--out", str(out)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Run from the temporary folder: `python -c` puts the working folder first on sys.path,
+    # and from a checkout that would import its engine whatever PYTHONPATH says.
+    done = subprocess.run(
+        argv, env=env, cwd=out.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     took = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no output)"]
         return f"exit {done.returncode}: {lines[-1]}"
-    peak, cpu = report.read_text().split()
+    peak, cpu, engine = report.read_text().split()
+    if not Path(engine).is_relative_to(source):
+        raise SystemExit(f"the engine came from {engine}, not from {source}")
     runs = out / "runs"
     (run_dir,) = list(runs.iterdir())
     files, size = folder_size(run_dir)
