@@ -45,6 +45,15 @@ class AttemptExecutor:
     def __call__(
         self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
     ) -> AttemptResult | None:
+        result = self._run(plan, gpu_slot, cancel)
+        if result is not None and result.ran is not None and result.ran.kind == "pass":
+            # A pass is in the store; its folder keeps only what it printed (runfolder.py).
+            self.folder.prune(plan.cell.id, plan.attempt)
+        return result
+
+    def _run(
+        self, plan: AttemptPlan, gpu_slot: tuple[str, ...], cancel: threading.Event
+    ) -> AttemptResult | None:
         log_dir = self.folder.attempt_dir(plan.cell.id, plan.attempt)
         logs = self.folder.attempt_logs(plan.cell.id, plan.attempt)
         if plan.instances is not None:

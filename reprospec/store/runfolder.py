@@ -9,12 +9,21 @@ OUT/                          --out (default .reprospec/)
     report.md                 the bug report (report/)
     repro.py                  a workload's standalone script (standalone.py), when possible
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
-                              env.json, stack.txt, cell.json (runners/base.py)
+                              env.json, stack.txt, cell.json (runners/base.py); an attempt
+                              that passed keeps only its files that are not empty, and no
+                              folder at all when every one was (`prune`)
+
+A run of many cells that pass in silence would otherwise leave three empty files and two
+folders per cell (12,291 files, 40 MB of folder blocks for 4,096 cells of `true`): every
+reader (report, resume, bundle, merge, isolate) works from the store and results.json,
+and reads an attempt's files only where they exist.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +35,9 @@ SPEC_YAML = "spec.yaml"
 REPORT_MD = "report.md"
 REPRO_PY = "repro.py"
 CELLS = "cells"
+# A cell's folder is removed by one attempt's prune while another attempt of the cell may
+# be making its own folder inside it: both take this lock, so neither loses the race.
+_CELL_FOLDERS = threading.Lock()
 
 
 def cell_folder(cell_id: str) -> str:
@@ -110,9 +122,56 @@ class RunFolder:
     def attempt_dir(self, cell_id: str, attempt: int) -> Path:
         """The attempt's folder (absolute), created."""
         folder = self.path / self.attempt_logs(cell_id, attempt)
-        folder.mkdir(parents=True, exist_ok=True)
+        with _CELL_FOLDERS:
+            folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    def prune(self, cell_id: str, attempt: int) -> bool:
+        """Remove the attempt's empty files, then its folders left empty; True when none is left.
+
+        Called for an attempt that passed, once it is over (nothing writes there any
+        more): what it printed stays, the empty logs and events file go, and a silent
+        attempt leaves no folder, nor its cell when it was the cell's only one.
+        """
+        folder = self.path / self.attempt_logs(cell_id, attempt)
+        _remove_empty_files(folder)
+        with _CELL_FOLDERS:
+            gone = _remove_empty(folder)
+            if gone:
+                _remove_empty(folder.parent)
+        return gone
 
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
+
+
+def _remove_empty_files(folder: Path) -> None:
+    """Remove the empty files under `folder`, and the folders under it that end empty.
+
+    One scandir per folder and one lstat per file: this runs once per attempt that passed.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # gone already
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _remove_empty_files(Path(entry.path))
+                _remove_empty(Path(entry.path))
+            elif entry.stat(follow_symlinks=False).st_size == 0:
+                Path(entry.path).unlink()
+        except OSError:
+            continue  # gone already, or not ours to remove: it stays
+
+
+def _remove_empty(folder: Path) -> bool:
+    """rmdir `folder` when it is empty; whether it is gone."""
+    try:
+        folder.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:  # not empty (or not ours): it stays
+        return False
+    return True

@@ -24,6 +24,7 @@ from reprospec.store.resultsjson import (
     new_run_id,
     run_dir_of,
     run_from_dict,
+    run_json,
     run_to_dict,
     write_atomic,
     write_run,
@@ -130,6 +131,23 @@ def test_unknown_format_is_refused() -> None:
     data["format"] = 2
     with pytest.raises(FatalError, match="unsupported format 2"):
         run_from_dict(data)
+
+
+@pytest.mark.parametrize("build", RUNS)
+def test_results_json_is_written_one_cell_at_a_time_with_the_same_text(
+    build: Callable[[], RunResult], tmp_path: Path
+) -> None:
+    run = build()
+    whole = json.dumps(run_to_dict(run), indent=2, ensure_ascii=False) + "\n"
+    written = write_run(tmp_path, run).read_text(encoding="utf-8")
+    assert written == whole
+    # A piece per cell, none holding two: the whole run is never one string.
+    pieces = list(run_json(run))
+    assert len(pieces) == len(run.cells) + 2
+    no_cells = replace(run, cells=())
+    assert "".join(run_json(no_cells)) == json.dumps(
+        run_to_dict(no_cells), indent=2, ensure_ascii=False
+    )
 
 
 def test_write_and_load_run_folder(tmp_path: Path) -> None:

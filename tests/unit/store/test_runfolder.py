@@ -1,0 +1,53 @@
+"""RunFolder.prune: what an attempt that passed leaves in the run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.store.runfolder import RunFolder
+
+
+def _attempt(folder: RunFolder, cell: str, number: int, files: dict[str, str]) -> Path:
+    path = folder.attempt_dir(cell, number)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    return path
+
+
+def test_a_silent_attempt_leaves_no_folder_and_its_cell_goes_with_it(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run").create()
+    _attempt(folder, "a=1", 1, {"stdout.log": "", "stderr.log": "", "events.jsonl": ""})
+    assert folder.prune("a=1", 1)
+    assert not (folder.cells / "a=1").exists()
+    assert folder.cells.is_dir()
+
+
+def test_what_an_attempt_wrote_stays_and_the_empty_files_go(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run").create()
+    kept = _attempt(
+        folder,
+        "a=1",
+        1,
+        {
+            "stdout.log": "hello\n",
+            "stderr.log": "",
+            "events.jsonl": "",
+            "instance-0/stdout.log": "",
+            "instance-1/stderr.log": "warning\n",
+        },
+    )
+    silent = _attempt(folder, "a=1", 2, {"stdout.log": ""})
+    assert not folder.prune("a=1", 1)
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*")) == [
+        "instance-1",
+        "instance-1/stderr.log",
+        "stdout.log",
+    ]
+    # The cell keeps its folder while one of its attempts has something in it.
+    assert folder.prune("a=1", 2)
+    assert not silent.exists()
+    assert kept.is_dir()
+    # Pruning again, or an attempt that made no folder, is no error.
+    assert folder.prune("a=1", 2)
+    assert folder.prune("b=2", 1)
