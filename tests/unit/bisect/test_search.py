@@ -10,6 +10,7 @@ import pytest
 
 from reprospec.bisect.search import (
     DEFAULT_ERROR,
+    LearnedRate,
     RateModel,
     Trial,
     attempts_to_see,
@@ -175,3 +176,76 @@ def test_a_deterministic_bug_needs_few_clean_attempts() -> None:
     slow = bisect(VERSIONS, oracle_for(9), min_rate=0.3)
     assert slow.first_bad == "1.9"
     assert slow.attempts < 40
+
+
+def oracle_that_flakes_later(
+    first_bad: int, steady: int, rate: float, *, seed: int, versions: list[str]
+) -> Callable[[str, int], Trial]:
+    """Deterministic for the first `steady` attempts of the whole search, then at `rate`."""
+    rng = random.Random(seed)
+    made = [0]
+
+    def oracle(version: str, n: int) -> Trial:
+        index = versions.index(version)
+        for attempt in range(1, n + 1):
+            made[0] += 1
+            p = 1.0 if made[0] <= steady else rate
+            if index >= first_bad and rng.random() < p:
+                return Trial(version, attempt, 1)
+        return Trial(version, n, 0)
+
+    return oracle
+
+
+def test_the_learned_rate_trusts_a_failure_that_never_flaked_and_forgets_it_when_it_does() -> None:
+    model = LearnedRate(0.3)
+    # Every attempt at the versions a hypothesis calls bad failed: the deterministic
+    # reading gains a factor 1/0.3 per failure against the flaky one.
+    assert model.deterministic(0, 0) == pytest.approx(0.5)
+    assert model.deterministic(1, 0) == pytest.approx(0.5 / (0.5 + 0.5 * 0.3))
+    assert model.deterministic(4, 0) > 0.99
+    # So the next attempt there is expected to fail nearly surely, and a clean one
+    # weighs far more than (1 - 0.3).
+    assert model.mean(4, 0) > 0.99
+    assert model.marginal(4, 1) - model.marginal(4, 0) < math.log(0.01)
+    # One clean attempt among them: the failure flakes; only the flaky rate is left.
+    assert model.deterministic(4, 1) == 0.0
+    assert model.marginal(4, 1) == pytest.approx(math.log(0.5) + 4 * math.log(0.3) + math.log(0.7))
+    assert model.mean(4, 1) == pytest.approx(0.3)
+    # With no deterministic prior it is the fixed-rate model.
+    fixed = LearnedRate(0.3, deterministic=0.0)
+    assert fixed.marginal(2, 3) == pytest.approx(RateModel(0.3).marginal(2, 3))
+    with pytest.raises(ValueError, match="deterministic prior"):
+        LearnedRate(0.3, deterministic=1.0)
+
+
+def test_a_deterministic_regression_costs_close_to_a_plain_binary_search() -> None:
+    # 64 versions, no rate said: the rate is learned from the failures, not assumed.
+    versions = [f"2.{i}" for i in range(64)]
+    spent = []
+    for first_bad in (1, 17, 40, 63):
+        result = bisect(
+            versions, oracle_that_flakes_later(first_bad, 10**6, 1.0, seed=0, versions=versions)
+        )
+        assert result.status == "found"
+        assert result.first_bad == versions[first_bad]
+        spent.append(result.attempts)
+    # Both ends (2) and a binary search (6), then a few attempts that make the
+    # deterministic reading sure (more when few versions failed: a first bad near the
+    # bad end); the fixed 30% rate needed about 33.
+    assert spent[0] <= 10
+    assert max(spent) <= 20
+
+
+def test_a_failure_that_looks_deterministic_then_flakes_is_still_found() -> None:
+    versions = [f"2.{i}" for i in range(64)]
+    right = 0
+    for seed in range(20):
+        first_bad = random.Random(seed).randrange(1, 64)
+        oracle = oracle_that_flakes_later(first_bad, 5, 0.5, seed=seed, versions=versions)
+        result = bisect(versions, oracle)
+        assert result.status == "found", result.reason
+        right += result.first_bad == versions[first_bad]
+        # A version judged good never failed.
+        assert all(v.matched == 0 for v in result.versions if v.state == "good")
+    assert right >= 19
