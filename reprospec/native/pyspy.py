@@ -94,7 +94,10 @@ def _thread_block(item: JsonValue) -> tuple[int | None, str] | None:
         name, filename, line = frame.get("name"), frame.get("filename"), frame.get("line")
         if isinstance(name, str) and isinstance(filename, str):
             where = f", line {line}" if isinstance(line, int) and line > 0 else ""
-            lines.append(f'  File "{filename}"{where}, in {name}')
+            # py-spy names a frame by its qualified name (`Items.__getitem__`); gdb's py-bt
+            # and faulthandler by the code's own (`__getitem__`), which is what the
+            # classifier and the reports match: the last part is that name.
+            lines.append(f'  File "{filename}"{where}, in {name.rsplit(".", 1)[-1]}')
     if not lines:
         return None
     lwp_number = lwp if isinstance(lwp, int) else None

@@ -134,6 +134,20 @@ def test_pyspy_core_dump_reads_as_py_bt_crashed_thread_first() -> None:
     assert reordered.startswith(f"Thread 2 (Thread 0x7fcaef058b80 (LWP {CRASHED})):")
 
 
+def test_pyspy_qualified_names_read_as_the_codes_own_as_py_bt_names_them() -> None:
+    frames = [
+        {"name": "Items.__getitem__", "filename": "/t/loader.py", "line": 13},
+        {"name": "_MapDatasetFetcher.fetch.<locals>.<listcomp>", "filename": "/t/f.py", "line": 54},
+        {"name": "<module>", "filename": "/t/loader.py", "line": 17},
+    ]
+    text = native.python_text_of(json.dumps([{"os_thread_id": 7, "frames": frames}]), 7)
+    assert text.splitlines()[2:] == [
+        '  File "/t/loader.py", line 13, in __getitem__',
+        '  File "/t/f.py", line 54, in <listcomp>',
+        '  File "/t/loader.py", line 17, in <module>',
+    ]
+
+
 def test_pyspy_output_that_is_not_a_dump_gives_no_python_stacks() -> None:
     assert native.python_text_of("not json", 1) == ""
     assert native.python_text_of("{}", 1) == ""
