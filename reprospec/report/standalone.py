@@ -91,6 +91,7 @@ def repro_line(run: RunResult) -> str:
         or standalone.unavailable
         or standalone.notes  # a caveat goes with it: the section, not a bare line
         or standalone.kind != "command"
+        or _under_diagnostics(run, standalone.cell)
         or "\n" in standalone.run.strip()
         or len(standalone.run) > 200
     ):
@@ -100,6 +101,16 @@ def repro_line(run: RunResult) -> str:
         f"**Repro without reprospec** ({cell}, from the spec's folder; "
         f"[more](#standalone-repro)): {inline_code(standalone.run.strip())}"
     )
+
+
+def _under_diagnostics(run: RunResult, cell_id: str) -> bool:
+    """Whether the cell ran under `environment.debug` (compute-sanitizer, a CUDA core dump,
+    ...): its plain command fails another way (no sanitizer's exit code, no core)."""
+    cell = next((c for c in run.cells if c.cell.id == cell_id), None)
+    debug = cell.environment.get("debug") if cell is not None else None
+    if not isinstance(debug, dict):
+        return False
+    return any(value not in (None, False, "off", "", 0) for value in debug.values())
 
 
 def versions_markdown(run: RunResult) -> str:

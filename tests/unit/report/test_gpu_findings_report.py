@@ -173,3 +173,41 @@ def test_a_flight_recorder_dump_leads_a_hang(tmp_path: Path) -> None:
     assert evidence.gpu is not None
     assert evidence.gpu.kernel is None  # a hang names no kernel
     assert "kernel=" not in markdown
+
+
+def test_a_cell_under_gpu_diagnostics_is_offered_no_one_line_plain_repro() -> None:
+    """Its plain command fails another way (no sanitizer's exit code, no core dump)."""
+    from dataclasses import replace
+
+    from reprospec.core.jsontypes import JsonObject
+    from reprospec.core.results import Standalone
+    from reprospec.report.standalone import repro_line
+
+    def run_with(debug: JsonObject) -> RunResult:
+        cell = CellResult(
+            cell=Cell(id="fault=triton", index=0, matrix={"fault": "triton"}),
+            expected=Expectation("any"),
+            verdict="observed",
+            reason="observed",
+            rate=Rate(1, 1, 0.21, 1.0),
+            attempts=(),
+            command="python3 fault.py triton",
+            environment={"debug": debug},
+        )
+        return RunResult(
+            run_id="20261128-174451-cuda-fault-26b3",
+            spec_name="cuda-fault",
+            spec_path="cuda-fault.yaml",
+            spec_text="reprospec: 1\nname: cuda-fault\ncommand: python3 fault.py triton\n",
+            runner="local",
+            started=T0,
+            finished=T1,
+            environment=ENV,
+            cells=(cell,),
+            standalone=Standalone("fault=triton", "command", run="python3 fault.py triton"),
+        )
+
+    plain = run_with({"compute_sanitizer": "off", "cuda_coredump": False})
+    assert repro_line(plain).endswith("`python3 fault.py triton`")
+    assert repro_line(run_with({"compute_sanitizer": "memcheck"})) == ""
+    assert repro_line(replace(plain, cells=())) != ""  # an unknown cell: nothing to hold back
