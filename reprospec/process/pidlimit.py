@@ -155,7 +155,8 @@ def sweep(root: Path) -> list[Path]:
 
     Its watchdog kills the attempt's processes, but no one removes the empty
     `reprospec-<pid>-<tag>` folder: each engine's first attempt sweeps those whose
-    engine is gone, killing what a folder still holds first. Returns what it removed.
+    engine is gone and that are empty (what one still holds is `run --resume`'s to report
+    and end). Returns what it removed.
     """
     removed: list[Path] = []
     try:
@@ -166,10 +167,10 @@ def sweep(root: Path) -> list[Path]:
         name = _STALE.fullmatch(folder.name)
         if name is None or int(name[1]) == os.getpid() or _engine_alive(int(name[1])):
             continue
-        stale = Limit(folder, 0)
-        kill(stale)
-        remove(stale)
-        if not folder.exists():
+        # Only an empty one goes: what a folder still holds is a dead engine's attempt,
+        # which `run --resume` finds, reports and ends (leftovers.py), never silently.
+        with contextlib.suppress(OSError):
+            folder.rmdir()
             removed.append(folder)
     return removed
 
