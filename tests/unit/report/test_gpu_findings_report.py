@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
-from reprospec.core.results import CellResult, Execution, Rate, RunResult
+from reprospec.core.results import CellResult, Execution, Rate, RunResult, Standalone
 from reprospec.outcome.evidence import Evidence
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.report.markdown import render_markdown
@@ -45,10 +45,9 @@ def _execution(folder: Path, returncode: int | None, *, timed_out: bool = False)
     )
 
 
-def _report(tmp_path: Path, execution: Execution, debug: dict[str, object]) -> str:
-    plan = attempt_plan(["python3", "fault.py", "triton"], tmp_path, environment={"debug": debug})
-    result = attempt_result(plan, execution, Evidence.read(execution), "cells/fault=triton/1/")
-    run = RunResult(
+def _run(cell: CellResult, standalone: Standalone | None = None) -> RunResult:
+    """A one-cell run of the recorded fault program, as the reports read it."""
+    return RunResult(
         run_id="20261128-174451-cuda-fault-26b3",
         spec_name="cuda-fault",
         spec_path="cuda-fault.yaml",
@@ -57,17 +56,24 @@ def _report(tmp_path: Path, execution: Execution, debug: dict[str, object]) -> s
         started=T0,
         finished=T1,
         environment=ENV,
-        cells=(
-            CellResult(
-                cell=Cell(id="fault=triton", index=0, matrix={"fault": "triton"}),
-                expected=Expectation("any"),
-                verdict="observed",
-                reason="observed",
-                rate=Rate(1, 1, 0.21, 1.0),
-                attempts=(result,),
-                command="python3 fault.py triton",
-            ),
-        ),
+        cells=(cell,),
+        standalone=standalone,
+    )
+
+
+def _report(tmp_path: Path, execution: Execution, debug: dict[str, object]) -> str:
+    plan = attempt_plan(["python3", "fault.py", "triton"], tmp_path, environment={"debug": debug})
+    result = attempt_result(plan, execution, Evidence.read(execution), "cells/fault=triton/1/")
+    run = _run(
+        CellResult(
+            cell=Cell(id="fault=triton", index=0, matrix={"fault": "triton"}),
+            expected=Expectation("any"),
+            verdict="observed",
+            reason="observed",
+            rate=Rate(1, 1, 0.21, 1.0),
+            attempts=(result,),
+            command="python3 fault.py triton",
+        )
     )
     # What is stored is what a later report reads: the findings survive results.json.
     assert run_from_dict(run_to_dict(run)).cells[0].attempts[0].gpu == result.gpu
@@ -180,7 +186,6 @@ def test_a_cell_under_gpu_diagnostics_is_offered_no_one_line_plain_repro() -> No
     from dataclasses import replace
 
     from reprospec.core.jsontypes import JsonObject
-    from reprospec.core.results import Standalone
     from reprospec.report.standalone import repro_line
 
     def run_with(debug: JsonObject) -> RunResult:
@@ -194,18 +199,7 @@ def test_a_cell_under_gpu_diagnostics_is_offered_no_one_line_plain_repro() -> No
             command="python3 fault.py triton",
             environment={"debug": debug},
         )
-        return RunResult(
-            run_id="20261128-174451-cuda-fault-26b3",
-            spec_name="cuda-fault",
-            spec_path="cuda-fault.yaml",
-            spec_text="reprospec: 1\nname: cuda-fault\ncommand: python3 fault.py triton\n",
-            runner="local",
-            started=T0,
-            finished=T1,
-            environment=ENV,
-            cells=(cell,),
-            standalone=Standalone("fault=triton", "command", run="python3 fault.py triton"),
-        )
+        return _run(cell, Standalone("fault=triton", "command", run="python3 fault.py triton"))
 
     plain = run_with({"compute_sanitizer": "off", "cuda_coredump": False})
     assert repro_line(plain).endswith("`python3 fault.py triton`")
