@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reprospec import native
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
     attempt_output,
@@ -177,7 +178,14 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     if request.verify and observed.outcome is not None:
         check = run_spec(spec_path, request.repeat, False)
         again = [a for cell in check.cells for a in cell.attempts]
-        same = sum(1 for a in again if a.ran is not None and a.ran.signature == observed.signature)
+        same = sum(
+            1
+            for a in again
+            if a.ran is not None
+            and native.agrees(
+                a.ran.signature, observed.signature, native_unknown=native.read_none(a.native)
+            )
+        )
         verdicts = ", ".join(sorted({cell.verdict for cell in check.cells}))
         verified = same > 0 and all(cell.verdict == "reproduced" for cell in check.cells)
         lines.append(

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reprospec import native
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
@@ -301,7 +302,9 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     outcome = attempt.ran
     if outcome is None:
         return "infra"
-    same = signature is None or outcome.signature == signature
+    same = signature is None or native.agrees(
+        outcome.signature, signature, native_unknown=native.read_none(attempt.native)
+    )
     if role == "passing":
         if outcome.kind == "pass":
             return "pass"
@@ -344,6 +347,7 @@ class _Runner:
         self.parallel = parallel
         saved = folder / "signature"
         self.signature = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+        self.signature_provisional = False
         self.reused = 0
 
     def run(self, program: Program, probe: Probe) -> StoredProbe:
@@ -394,17 +398,29 @@ class _Runner:
                 results = [f.result() for f in futures]
         return self._stored(results, probe, key)
 
+    def _learn_signature(self, signature: str, native_text: str | None) -> None:
+        """The original's first matching attempt names the signature every later one needs;
+        kept beside the state for a resumed run. One whose native stacks were not read (its
+        core lost to a parallel crash) names it only until one that has them agrees."""
+        unknown = native.read_none(native_text)
+        if self.signature and not (
+            self.signature_provisional
+            and not unknown
+            and native.agrees(self.signature, signature, native_unknown=True)
+        ):
+            return
+        self.signature = signature
+        self.signature_provisional = unknown
+        (self.folder / "signature").write_text(signature, encoding="utf-8")
+
     def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
         kinds: list[AttemptKind] = []
         reason = ""
         for result in results:
             for cell in result.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
-                    if not self.signature and attempt.matched and attempt.ran is not None:
-                        # The original's first matching attempt names the signature that
-                        # every later one needs; kept beside the state for a resumed run.
-                        self.signature = attempt.ran.signature
-                        (self.folder / "signature").write_text(self.signature, encoding="utf-8")
+                    if attempt.matched and attempt.ran is not None:
+                        self._learn_signature(attempt.ran.signature, attempt.native)
                     signature = self.signature if self.same_signature else None
                     kinds.append(_kind(attempt, signature, probe.role))
                     reason = attempt.infra_error or reason

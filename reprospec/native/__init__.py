@@ -67,9 +67,11 @@ from reprospec.native.gdb import (
 from reprospec.native.pyspy import pyspy_path, python_text_of
 from reprospec.native.render import (
     TOP_FRAMES,
+    agrees,
     crashed_process,
     fault_frames,
     full_text,
+    read_none,
     render_markdown,
     signature_frame,
     thread_tops,
@@ -109,6 +111,7 @@ __all__ = [
     "NativeStacks",
     "ProcessStacks",
     "Thread",
+    "agrees",
     "allow_cores",
     "attach_eustack",
     "attach_gdb_argv",
@@ -142,6 +145,7 @@ __all__ = [
     "python_text_of",
     "read",
     "read_core",
+    "read_none",
     "render_markdown",
     "say_once",
     "short_library",

@@ -117,6 +117,32 @@ def with_native_frame(signature: str, stacks: NativeStacks | None, pid: int | No
     return f"{signature}:{frame}" if frame and signature.startswith("crash") else signature
 
 
+def read_none(markdown: str | None) -> bool:
+    """Whether an attempt's native-stacks fragment (`markdown` below) says none were read:
+    no core (another crash in the same folder replaced it), no gdb, native stacks off."""
+    return markdown is None or markdown.startswith("_native stacks unavailable")
+
+
+def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
+    """Whether a failure's signature names the target's failure.
+
+    Equal, or, for a crash whose native stacks were not read (`native_unknown`), the
+    target's without its native frame: unknown is not different. Parallel attempts
+    in one folder under `kernel.core_pattern=core` lose cores to each other, and a
+    comparison that counted those as another failure measured a deterministic crash
+    at 90% (minimize, isolate and amplify judge candidates by that rate).
+    """
+    if signature == target:
+        return True
+    if not native_unknown or not signature.startswith("crash:"):
+        return False
+    # crash:SIGNAL:where[:stage]:frame[:kernel=NAME]: the frame is the last part before
+    # the GPU kernel's (with_gpu_findings adds that after this module's frame).
+    theirs = target.split(":")
+    at = len(theirs) - (2 if theirs[-1].startswith("kernel=") else 1)
+    return at >= 3 and ":".join(theirs[:at] + theirs[at + 1 :]) == signature
+
+
 def thread_tops(stacks: NativeStacks, limit: int = 3) -> list[str]:
     """One line per thread: `pid 12 thread 1 (LWP 12): futex_wait (libc.so.6) <- ...`."""
     lines = []
@@ -185,7 +211,7 @@ def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | No
     """
     lines: list[str] = []
     if stacks.unavailable and not stacks.processes:
-        return f"_{stacks.unavailable}_\n"
+        return f"_{stacks.unavailable}_\n"  # read_none() knows this shape
     top = top_frames(stacks, pid=pid)
     if top:
         lines.append(f"Native frames of the crashing thread: `{top}`")

@@ -45,7 +45,7 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     # The default budget (1000): the passes finish, so the answer does not depend on how
     # many attempts -j 2 happened to overshoot (a small --budget ends wherever it runs out).
     code, data, stderr = minimize(tmp_path)
-    assert code == 0, stderr
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
     assert data["status"] == "minimized", data["message"]
     assert data["signature"].startswith("crash:SIGSEGV:main")
     assert data["lines_before"] == 14

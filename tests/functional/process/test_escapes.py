@@ -89,8 +89,9 @@ child = subprocess.Popen(
 while not os.path.exists(os.path.join(folder, "escapee.pid")):
     time.sleep(0.01)
 if sys.argv[2] == "hang":
-    with open(os.path.join(folder, "leader.pid"), "w") as f:
+    with open(os.path.join(folder, ".leader"), "w") as f:
         f.write(str(os.getpid()))
+    os.replace(os.path.join(folder, ".leader"), os.path.join(folder, "leader.pid"))
     time.sleep(1000)
 """
 
@@ -309,19 +310,25 @@ expect: {{outcome: hang}}
 
 
 # The leader's child (same group, token), a setsid'd grandchild with no environment,
-# then the leader hangs. A second run (resume) finds FIRST-DONE and exits at once.
+# then the leader hangs. Each pid file appears whole (written aside, then renamed): the
+# test reads it as soon as it exists. A second run (resume) finds FIRST-DONE and exits at once.
 TREE = """\
 import os, subprocess, sys, time
 folder = sys.argv[1]
 if os.path.exists(os.path.join(folder, "FIRST-DONE")):
     sys.exit(0)
-subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {folder}/child.pid; exec sleep 1000"])
-subprocess.Popen(["/bin/sh", "-c", f"echo $$ > {folder}/escapee.pid; exec sleep 1000"],
+subprocess.Popen(["/bin/sh", "-c",
+                  f"echo $$ > {folder}/.child; mv {folder}/.child {folder}/child.pid;"
+                  " exec sleep 1000"])
+subprocess.Popen(["/bin/sh", "-c",
+                  f"echo $$ > {folder}/.escapee; mv {folder}/.escapee {folder}/escapee.pid;"
+                  " exec sleep 1000"],
                  env={}, start_new_session=True)
 while not all(os.path.exists(os.path.join(folder, n)) for n in ("child.pid", "escapee.pid")):
     time.sleep(0.01)
-with open(os.path.join(folder, "leader.pid"), "w") as f:
+with open(os.path.join(folder, ".leader"), "w") as f:
     f.write(str(os.getpid()))
+os.replace(os.path.join(folder, ".leader"), os.path.join(folder, "leader.pid"))
 open(os.path.join(folder, "FIRST-DONE"), "w").close()
 time.sleep(1000)
 """

@@ -151,6 +151,17 @@ def _engine(spec: Path, out: Path, cage: Path) -> subprocess.Popen[str]:
     )
 
 
+def _members(cgroup: Path) -> list[int]:
+    return [int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()]
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "(gone)"
+
+
 def test_the_cgroup_of_a_killed_engine_is_swept_by_the_next(tmp_path: Path, cage: Path) -> None:
     sleeper, quick = tmp_path / "sleeper.yaml", tmp_path / "quick.yaml"
     sleeper.write_text(SLEEPER)
@@ -160,7 +171,8 @@ def test_the_cgroup_of_a_killed_engine_is_swept_by_the_next(tmp_path: Path, cage
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = list(cage.glob(f"reprospec-{killed.pid}-*"))
-        if found and (found[0] / "cgroup.procs").read_text().split():
+        # The attempt's `sleep` itself, not the engine's thread that forks it from inside.
+        if found and any(_command(pid) == "sleep" for pid in _members(found[0])):
             left = found[0]
             break
         time.sleep(0.05)
@@ -168,9 +180,10 @@ def test_the_cgroup_of_a_killed_engine_is_swept_by_the_next(tmp_path: Path, cage
     killed.kill()  # SIGKILL: no cleanup of its own; its watchdog kills the attempt's tree
     killed.communicate(timeout=30)
     deadline = time.monotonic() + 30
-    while (left / "cgroup.procs").read_text().split() and time.monotonic() < deadline:
+    while _members(left) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert left.is_dir()  # what the killed engine left: an empty cgroup
+    held = {pid: _command(pid) for pid in _members(left)}
+    assert not held, f"the killed engine's attempt outlived it: {held}"
     follower = _engine(quick, tmp_path / "out2", cage)
     _, stderr = follower.communicate(timeout=120)
     assert follower.returncode == 0, stderr

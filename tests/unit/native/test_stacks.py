@@ -306,3 +306,35 @@ def test_a_core_replaced_between_its_claim_and_its_move_is_taken_from_the_watch(
 def _file(path: Path) -> tuple[int, int]:
     info = path.stat()
     return (info.st_dev, info.st_ino)
+
+
+@pytest.mark.parametrize(
+    ("signature", "target", "unknown", "agree"),
+    [
+        ("crash:SIGSEGV:main:strlen@libc", "crash:SIGSEGV:main:strlen@libc", False, True),
+        # Its core lost to a parallel crash in the same folder: the frame is unknown.
+        ("crash:SIGSEGV:main", "crash:SIGSEGV:main:strlen@libc", True, True),
+        ("crash:SIGSEGV:main:forward", "crash:SIGSEGV:main:forward:gemm@libtorch", True, True),
+        ("crash:SIGSEGV:main:kernel=oob", "crash:SIGSEGV:main:f@libx:kernel=oob", True, True),
+        # Read, and no frame: another crash. Unknown, but the rest differs: another crash.
+        ("crash:SIGSEGV:main", "crash:SIGSEGV:main:strlen@libc", False, False),
+        ("crash:SIGABRT:main", "crash:SIGSEGV:main:strlen@libc", True, False),
+        ("crash:SIGSEGV:child", "crash:SIGSEGV:main:strlen@libc", True, False),
+        # Not the frame missing, the stage: the stage is known whether or not gdb read.
+        ("crash:SIGSEGV:main:strlen@libc", "crash:SIGSEGV:main:forward:strlen@libc", True, False),
+        ("crash:SIGSEGV:main", "crash:SIGSEGV:main", True, True),
+        ("error:ValueError", "error:ValueError:x", True, False),
+    ],
+)
+def test_a_crash_whose_native_frame_is_unknown_agrees_with_the_target(
+    signature: str, target: str, unknown: bool, agree: bool
+) -> None:
+    assert native.agrees(signature, target, native_unknown=unknown) is agree
+
+
+def test_a_fragment_says_whether_native_stacks_were_read() -> None:
+    lost = native.NativeStacks(unavailable="native stacks unavailable: left no core")
+    assert native.read_none(native.render_markdown(lost))
+    assert native.read_none(None)
+    read = native.render_markdown(_stacks(Frame(0, "strlen", "libc.so.6")))
+    assert not native.read_none(read)
