@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -86,6 +88,43 @@ def run_cli(
         **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+def interrupt_when(
+    argv: Sequence[str],
+    ready: Callable[[], bool],
+    *,
+    env: dict[str, str] | None = None,
+    wait_s: float = 120,
+) -> CliResult:
+    """Start `argv` in a child, press Ctrl-C (SIGINT) once `ready()` holds, and return how
+    it stopped (`out` is the working folder: the caller knows its own store).
+
+    What a user does at the terminal: the tests of "Ctrl-C keeps what ran" all start an
+    engine, wait for a sign it is mid-work, interrupt it and read what it said.
+    """
+    child = subprocess.Popen(
+        list(argv),
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1", **(env or {})},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the point to interrupt at never came"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=wait_s)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    return CliResult(child.returncode, stdout, stderr, ROOT)
 
 
 # The functional tests' `example_run` fixture: the run of one example spec, shared by the

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from reprospec import venvs
 from reprospec.bisect.search import DEFAULT_ERROR, attempts_to_see
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, interrupt_when
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-bisectdemo"
@@ -247,24 +245,18 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
         venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
         **uv_environment(),
     }
-    first = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
     # Rendezvous on the saved state: once one version's trial is in it, press Ctrl-C.
-    deadline = time.monotonic() + 300
     states = out / "bisect"
-    while True:
+
+    def one_trial_saved() -> bool:
         saved = list(states.glob("*/state.json")) if states.is_dir() else []
-        if saved and json.loads(saved[0].read_text())["trials"]:
-            break
-        assert first.poll() is None, first.communicate()
-        assert time.monotonic() < deadline, "no state saved"
-        time.sleep(0.05)
-    first.send_signal(signal.SIGINT)
-    _, stderr = first.communicate(timeout=120)
-    assert first.returncode == 130, stderr
-    assert "rerun the same command to resume" in stderr
-    before = json.loads(saved[0].read_text())["trials"]
+        return bool(saved) and bool(json.loads(saved[0].read_text())["trials"])
+
+    first = interrupt_when(argv, one_trial_saved, env=env, wait_s=300)
+    assert first.code == 130, first.stderr
+    assert "rerun the same command to resume" in first.stderr
+    (saved,) = states.glob("*/state.json")
+    before = json.loads(saved.read_text())["trials"]
 
     second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr

@@ -9,15 +9,13 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, interrupt_when
 
 BIN = Path(sys.executable).parent
 
@@ -112,21 +110,12 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     spec = write(tmp_path / "slow.yaml", SLOW_SPEC.format(tmp=tmp_path))
     out = tmp_path / "store"
     env = {**os.environ, "NO_COLOR": "1"}
-    engine = subprocess.Popen(
+    stopped = interrupt_when(
         [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        (tmp_path / "started").exists,
     )
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "started").exists():
-        assert time.monotonic() < deadline, "no attempt started"
-        time.sleep(0.05)
-    engine.send_signal(signal.SIGINT)
-    _stdout, stderr = engine.communicate(timeout=60)
-    assert engine.returncode == 130, stderr
+    stderr = stopped.stderr
+    assert stopped.code == 130, stderr
     found = re.search(r"^reprospec: interrupted; finish the run with: (.+)$", stderr, re.M)
     assert found, stderr
     words = shlex.split(found.group(1))

@@ -12,11 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.cli import ROOT
+from tests.support.cli import ROOT, interrupt_when
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 
@@ -88,25 +87,15 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        argv(tmp_path, "--budget", "40"),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
     states = tmp_path / "out" / "minimize"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def two_probes_stored() -> bool:
         stored = list(states.glob("*/state.json"))
-        if stored and len(json.loads(stored[0].read_text())["probes"]) >= 2:
-            break
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
-    assert "run the same command again to resume" in stderr
+        return bool(stored) and len(json.loads(stored[0].read_text())["probes"]) >= 2
+
+    stopped = interrupt_when(argv(tmp_path, "--budget", "40"), two_probes_stored)
+    assert stopped.code == 130, stopped.stderr
+    assert "run the same command again to resume" in stopped.stderr
     code, data, stderr = minimize(tmp_path, "--budget", "40")
     assert code == 0, stderr
     assert data["reused"] >= 2

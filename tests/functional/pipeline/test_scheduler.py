@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.cli import ROOT, Cli
+from tests.support.cli import ROOT, Cli, interrupt_when
 
 
 def write_spec(path: Path, body: str) -> Path:
@@ -221,21 +221,12 @@ expect: {{outcome: pass}}
 """,
     )
     out = tmp_path / "out"
-    engine = subprocess.Popen(
+    stopped = interrupt_when(
         [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "2"],
-        cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        (tmp_path / "started").exists,
     )
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "started").exists():
-        assert time.monotonic() < deadline, "no attempt started"
-        time.sleep(0.05)
-    engine.send_signal(signal.SIGINT)
-    _stdout, stderr = engine.communicate(timeout=30)
-    assert engine.returncode == 130, stderr
+    stderr = stopped.stderr
+    assert stopped.code == 130, stderr
     assert "Traceback" not in stderr
     run_dir = next((out / "runs").iterdir())
     data = json.loads((run_dir / "results.json").read_text())
