@@ -23,6 +23,7 @@ from reprospec.core.words import (
 )
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
+from reprospec.report.signatures import signatures_of
 
 STACK_LINES = 300
 # Failures the spec did not expect, besides the first failure, shown with their log excerpt.
@@ -176,12 +177,15 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     first = first_failure(run)
     cells: dict[str, set[str]] = {}
     phrases: dict[str, tuple[str, str | None]] = {}
-    outcomes = [(c.cell.id, a.ran) for c in run.cells for a in c.attempts if a.failed]
+    signature_of = signatures_of(run.cells)
+    outcomes = [
+        (c.cell.id, a.ran, signature_of(a)) for c in run.cells for a in c.attempts if a.failed
+    ]
     if first is not None:
-        outcomes.insert(0, (first[0].cell.id, first[2]))
-    for cell_id, outcome in outcomes:
+        outcomes.insert(0, (first[0].cell.id, first[2], signature_of(first[1])))
+    for cell_id, outcome, signature in outcomes:
         assert outcome is not None
-        key = outcome.signature or outcome_phrase(outcome, pid=False)
+        key = signature or outcome_phrase(outcome, pid=False)
         plain = replace(outcome, injected=None)
         phrases.setdefault(key, (outcome_phrase(plain, pid=False), outcome.injected))
         cells.setdefault(key, set()).add(cell_id)
@@ -217,10 +221,11 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     cell, attempt, outcome = found
     counts: Counter[str] = Counter()
     injected: dict[str, str | None] = {}
+    signature_of = signatures_of(run.cells)
     for c in run.cells:
         for a in c.attempts:
             if a.ran is not None and a.ran.kind != "pass":
-                key = a.ran.signature or outcome_phrase(a.ran)
+                key = signature_of(a) or outcome_phrase(a.ran)
                 counts[key] += 1
                 injected.setdefault(key, a.ran.injected)
     log = short(attempt.excerpt or "")

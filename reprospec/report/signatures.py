@@ -12,12 +12,13 @@ the `RunResult`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
+from reprospec import native
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.results import CellResult, Outcome, RunResult
+from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
 from reprospec.core.words import outcome_phrase, plural
 from reprospec.report.markup import show_value
 
@@ -75,14 +76,19 @@ class OutcomeGroup:
 def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
     """The run's outcome signatures, failures first (most cells first), `pass` last."""
     ran = [c for c in run.cells if _outcomes(c)]
+    signature_of = signatures_of(ran)
     found: dict[str, tuple[str, list[CellResult], int]] = {}
     for cell in ran:
-        for outcome in _outcomes(cell):
+        for attempt in cell.attempts:
+            outcome = attempt.ran
+            if outcome is None:
+                continue
+            signature = signature_of(attempt)
             first: tuple[str, list[CellResult], int] = (outcome_phrase(outcome, pid=False), [], 0)
-            phrase, cells, count = found.get(outcome.signature, first)
+            phrase, cells, count = found.get(signature, first)
             if cell not in cells:
                 cells.append(cell)
-            found[outcome.signature] = (phrase, cells, count + 1)
+            found[signature] = (phrase, cells, count + 1)
     groups = [
         OutcomeGroup(
             signature=signature,
@@ -95,6 +101,38 @@ def outcome_groups(run: RunResult) -> list[OutcomeGroup]:
         for signature, (phrase, cells, count) in found.items()
     ]
     return sorted(groups, key=lambda g: (not g.failure, -len(g.cells)))
+
+
+def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]:
+    """Each attempt's signature as the run's report counts it (an attempt that did not run: "").
+
+    A crash whose native stacks were not read (its core replaced by a parallel crash in
+    the same folder) counts under the one signature read elsewhere in the run that it
+    agrees with, so one failure is not reported as two; an ambiguous one keeps its own.
+    """
+    named = _named_signatures(cells)
+
+    def signature_of(attempt: AttemptResult) -> str:
+        if attempt.ran is None:
+            return ""
+        ours = attempt.ran.signature
+        return named.get((ours, attempt.native), ours)
+
+    return signature_of
+
+
+def _named_signatures(cells: Sequence[CellResult]) -> dict[tuple[str, str | None], str]:
+    attempts = [a for c in cells for a in c.attempts if a.ran is not None]
+    read = {a.ran.signature for a in attempts if a.ran and not native.read_none(a.native)}
+    named: dict[tuple[str, str | None], str] = {}
+    for attempt in attempts:
+        if attempt.ran is None or not native.read_none(attempt.native):
+            continue
+        ours = attempt.ran.signature
+        agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
+        if len(agreeing) == 1:
+            named[(ours, attempt.native)] = agreeing[0]
+    return named
 
 
 def _outcomes(cell: CellResult) -> list[Outcome]:

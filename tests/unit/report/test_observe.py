@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from reprospec.core.inputs import Cell
@@ -126,3 +127,22 @@ def test_no_matrix_no_explanation() -> None:
     (group,) = outcome_groups(run)
     assert group.explanations == ()
     assert group.headline(code=False).endswith("in every cell (2 attempts)")
+
+
+def test_a_crash_whose_core_was_lost_joins_the_one_it_agrees_with() -> None:
+    # -j 2 in one folder under kernel.core_pattern=core: one crash's core replaced another's.
+    framed = Outcome(kind="crash", signal="SIGSEGV", signature="crash:SIGSEGV:main:strlen@libc")
+    run = observed_run([({"x": 0}, [PASS]), ({"x": 1}, [framed]), ({"x": 2}, [SEGV])])
+    lost = "_native stacks unavailable: the attempt exited 139 but left no core_\n"
+    read = "Native frames of the crashing thread: `strlen (libc.so.6)`\n"
+    cells = []
+    for cell, native in zip(run.cells, (None, read, lost), strict=True):
+        attempts = tuple(replace(a, native=native) for a in cell.attempts)
+        cells.append(replace(cell, attempts=attempts))
+    groups = {g.signature: g for g in outcome_groups(replace(run, cells=tuple(cells)))}
+    assert set(groups) == {"crash:SIGSEGV:main:strlen@libc", "pass"}
+    assert groups["crash:SIGSEGV:main:strlen@libc"].cells == ("x=1", "x=2")
+    # Read, and no frame there: a crash of its own, whatever the others' frames.
+    cells[2] = replace(cells[2], attempts=tuple(replace(a, native=read) for a in cells[2].attempts))
+    groups = {g.signature: g for g in outcome_groups(replace(run, cells=tuple(cells)))}
+    assert set(groups) == {"crash:SIGSEGV:main:strlen@libc", "crash:SIGSEGV:main", "pass"}
