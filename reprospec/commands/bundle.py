@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from reprospec.commands import options as opt
 
@@ -19,12 +18,10 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="RUN",
         help="a run folder, its results.json, or a run id (or a unique prefix) under --out",
     )
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
+    opt.output(
+        p,
         metavar="FILE",
+        required=True,
         help="the archive to write (.tar.gz or .tgz); `reprospec run FILE` reruns it",
     )
     opt.out(p, help="where run ids are looked up (default: .reprospec)")

@@ -9,16 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
+
+from reprospec.commands import options as opt
 
 if TYPE_CHECKING:
     from reprospec.core.results import RunResult
 
-# The CLI's own parser class (cli._Parser): any ArgumentParser.
-_P = TypeVar("_P", bound=argparse.ArgumentParser)
 
-
-def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
+def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `capture` verb's arguments."""
     p = sub.add_parser(
         "capture",
@@ -26,11 +25,8 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         description="reprospec capture [-o SPEC] [--repeat N] [--timeout T] -- CMD ARGS...\n"
         "reprospec capture --from-log FILE|- [-o SPEC]",
     )
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
+    opt.output(
+        p,
         metavar="SPEC",
         help="the spec to write (default: NAME-capture.yaml here, NAME the script's stem; "
         "with --from-log: ticket.yaml)",
@@ -41,18 +37,15 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         default=None,
         help="read a ticket's pasted text (a file, or - for stdin) instead of running a command",
     )
-    p.add_argument(
-        "--repeat",
-        type=int,
+    opt.repeat(
+        p,
         default=1,
-        metavar="N",
         help="run the command N times (and the verify rerun as often); with N > 1 the spec "
         "gets a rate bound from the observed rate",
     )
-    p.add_argument(
-        "--timeout",
+    opt.timeout(
+        p,
         default="300s",
-        metavar="T",
         help="per attempt (default 300s): past it the command is a hang, its stacks taken",
     )
     p.add_argument(
@@ -62,13 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[_P]) -> None:
         help="do not rerun the written spec to check that the same failure comes back",
     )
     p.add_argument("--force", action="store_true", help="overwrite the output spec when it exists")
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path(".reprospec"),
-        metavar="DIR",
-        help="where the runs go (default: .reprospec)",
-    )
+    opt.out(p, help="where the runs go (default: .reprospec)")
     p.add_argument(
         "argv",
         nargs=argparse.REMAINDER,

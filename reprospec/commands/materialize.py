@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from reprospec.commands import options as opt
 
@@ -13,14 +12,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `materialize` verb's arguments."""
     p = sub.add_parser("materialize", help="write a self-contained docker bundle for a spec")
     opt.spec(p)
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
-        metavar="DIR",
-        help="the folder to write the bundle into",
-    )
+    opt.output(p, metavar="DIR", required=True, help="the folder to write the bundle into")
     opt.selection(p)
     opt.find_links(p, help="a wheelhouse the bundle's image builds install packages from, offline")
 

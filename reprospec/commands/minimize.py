@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from reprospec.commands import options as opt
 
@@ -54,11 +53,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the failing cell: the first expected to fail among those these keep "
         "(default: the spec's first failing cell)",
     )
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
+    opt.output(
+        p,
         metavar="DIR",
         help="where the minimized files, their spec, repro.sh and minimize.md go "
         "(default: OUT/minimize/ID/result)",

@@ -132,20 +132,24 @@ def jobs(
 
 
 def repeat(
-    p: argparse.ArgumentParser, *, help: str = "attempts per cell (overrides run.repeat)"
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "attempts per cell (overrides run.repeat)",
+    default: int | None = None,
 ) -> None:
     """`--repeat N`: attempts per cell, within MAX_REPEAT as `run.repeat` is."""
-    p.add_argument("--repeat", type=count(MAX_REPEAT), default=None, metavar="N", help=help)
+    p.add_argument("--repeat", type=count(MAX_REPEAT), default=default, metavar="N", help=help)
 
 
 def timeout(
     p: argparse.ArgumentParser,
     *,
     help: str = "per-attempt timeout like 90s or 5m (overrides run.timeout)",
+    default: str | None = None,
 ) -> None:
     """`--timeout DURATION`: kept as written (slurm repeats it to every shard); checked by
-    `run_options`."""
-    p.add_argument("--timeout", default=None, metavar="DURATION", help=help)
+    `run_options` (capture: by the spec it writes)."""
+    p.add_argument("--timeout", default=default, metavar="DURATION", help=help)
 
 
 def out(
@@ -198,6 +202,14 @@ def output_format(
 ) -> None:
     """`--format`: which rendering goes to stdout (each verb has its own set)."""
     p.add_argument("--format", choices=tuple(choices), default=default, help=help)
+
+
+def output(p: argparse.ArgumentParser, *, metavar: str, help: str, required: bool = False) -> None:
+    """`-o/--output PATH`: what a verb writes besides its store (a report, an archive,
+    a folder, a spec), one spelling everywhere; `metavar` says which kind of path."""
+    p.add_argument(
+        "-o", "--output", type=Path, required=required, default=None, metavar=metavar, help=help
+    )
 
 
 def text_or_json(p: argparse.ArgumentParser, *, help: str) -> None:

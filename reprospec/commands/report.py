@@ -25,14 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="markdown bug report (default), a self-contained HTML page with a sortable table "
         "and a heatmap, JUnit XML or JSON",
     )
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="write to FILE instead of stdout",
-    )
+    opt.output(p, metavar="FILE", help="write to FILE instead of stdout")
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
 
 

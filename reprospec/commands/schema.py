@@ -17,11 +17,8 @@ from reprospec.commands import options as opt
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `schema` verb."""
     p = sub.add_parser("schema", help="print the JSON Schema of the spec format")
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        default=None,
+    opt.output(
+        p,
         metavar="FILE",
         help="write it to FILE (folders created) and print the line that points an editor at it",
     )
