@@ -25,7 +25,7 @@ import functools
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,21 +108,16 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
     if not perturb.active:
         return Applied()
     options: list[str] = []
-    notes: list[str] = []
     env = variables(perturb)
-    for name, value in perturb.settings():
-        if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
-            notes.append(f"{name}={_shown(value)}")
-    if perturb.malloc is not None:
-        notes.append(f"malloc={perturb.malloc} ({_malloc_note(env)})")
-        if _libc() != "glibc":
-            raise PerturbRefused(
-                f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
-                f"glibc, and this is {_libc() or 'another C library'}"
-            )
+    notes = variable_notes(perturb)
+    if perturb.malloc is not None and _libc() != "glibc":
+        raise PerturbRefused(
+            f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
+            f"glibc, and this is {_libc() or 'another C library'}"
+        )
     cpu_list: tuple[int, ...] = ()
     if perturb.cpus is not None:
-        cpu_list = _cpus(perturb.cpus)
+        cpu_list = cpu_list_of(perturb.cpus)
         options += ["--cpus", ",".join(str(c) for c in cpu_list)]
         notes.append(f"cpus={','.join(str(c) for c in cpu_list)} (affinity)")
     if perturb.nice is not None:
@@ -157,6 +152,17 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
                 f"no memory cgroup can be made here: {how})"
             )
     return Applied(tuple(options), env, tuple(notes), cgroup, cpu_list)
+
+
+def variable_notes(perturb: Perturb) -> list[str]:
+    """The notes of the perturbations that `variables` carries, one per field."""
+    notes: list[str] = []
+    for name, value in perturb.settings():
+        if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
+            notes.append(f"{name}={_shown(value)}")
+    if perturb.malloc is not None:
+        notes.append(f"malloc={perturb.malloc} ({_malloc_note(variables(perturb))})")
+    return notes
 
 
 def _shown(value: object) -> str:
@@ -194,7 +200,8 @@ def _malloc_debug() -> str | None:
     return None
 
 
-def _cpus(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
+def cpu_list_of(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
+    """The CPUs `perturb.cpus` names: a count takes the first N this engine may use."""
     allowed = sorted(os.sched_getaffinity(0))
     shown = ",".join(str(c) for c in allowed)
     if isinstance(cpus, int):
@@ -346,7 +353,9 @@ def finish(applied: Applied) -> tuple[str, ...]:
 # -- competitors ---------------------------------------------------------------------
 
 
-def start_load(perturb: Perturb, applied: Applied, folder: Path) -> subprocess.Popen[bytes] | None:
+def start_load(
+    perturb: Perturb, cpus: tuple[int, ...], folder: Path
+) -> subprocess.Popen[bytes] | None:
     """Start the busy and writing competitors beside the attempt (None when it asks none).
 
     They share the attempt's CPUs (`cpus`): on other CPUs they would compete with nothing.
@@ -357,8 +366,8 @@ def start_load(perturb: Perturb, applied: Applied, folder: Path) -> subprocess.P
 
     argv = [sys.executable, "-S", "-E", str(LOAD), "--cpu", str(perturb.cpu_load)]
     argv += ["--io", str(perturb.io_load), "--dir", str(folder)]
-    if applied.cpu_list:
-        argv += ["--cpus", ",".join(str(c) for c in applied.cpu_list)]
+    if cpus:
+        argv += ["--cpus", ",".join(str(c) for c in cpus)]
     try:
         return start.start_helper(
             argv, env=dict(os.environ), cwd=folder, pass_fds=(), log=folder / "load.log"
@@ -367,11 +376,17 @@ def start_load(perturb: Perturb, applied: Applied, folder: Path) -> subprocess.P
         raise PerturbRefused(f"perturb cpu_load/io_load not applied: {exc}") from None
 
 
-def stop_load(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None:
-        from reprospec.process import start
+def stop_load(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
+    """End the competitors and remove the writers' files in `folder`: killed without grace
+    (they would compete on), a writer cannot remove its own 16 MiB."""
+    if proc is None:
+        return
+    from reprospec.process import start
 
-        start.stop_helper(proc, grace_s=0.0)
+    start.stop_helper(proc, grace_s=0.0)
+    for written in folder.glob("io-load-*.bin"):
+        with contextlib.suppress(OSError):
+            written.unlink()
 
 
 def refused_reason(path: Path) -> str | None:
@@ -381,19 +396,3 @@ def refused_reason(path: Path) -> str | None:
     except OSError:
         return None
     return text or None
-
-
-def runner_refuses(perturb: Perturb, runner: str) -> str | None:
-    """Why `runner` cannot apply `perturb` (None: it can): the docker runner applies the
-    variables only."""
-    if runner == "local" or not perturb.active:
-        return None
-    local_only: Sequence[str] = ("cpus", "cpu_load", "io_load", "memory_limit", "nice")
-    asked = [name for name, _ in perturb.settings() if name in local_only]
-    if not asked:
-        return None
-    return (
-        f"perturb {', '.join(asked)} not applied: the {runner} runner applies only the "
-        f"perturbations carried by variables (switch_interval, malloc, hash_seed, gc, torch); "
-        f"run with --runner local"
-    )

@@ -362,7 +362,7 @@ class LocalRunner:
         watched = capture.watch(plan.workdir) if capture is not None else None
         load = None
         try:
-            load = perturbing.start_load(perturb, applied, log_dir)
+            load = perturbing.start_load(perturb, applied.cpu_list, log_dir)
             result = run.run_process(
                 argv,
                 env=env,
@@ -384,7 +384,7 @@ class LocalRunner:
         except FatalError as exc:  # the competitors could not start
             return infra(str(exc), warnings)
         finally:
-            perturbing.stop_load(load)
+            perturbing.stop_load(load, log_dir)
             warnings.extend(perturbing.finish(applied))
             if watched is not None:
                 native.WATCH.release(watched)

@@ -76,7 +76,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     spec = _spec(
         tmp_path,
         "    switch_interval: 1.0e-6\n    gc: aggressive\n    hash_seed: 7\n"
-        "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n"
+        "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n    io_load: 1\n"
         "    torch: {num_threads: 2}\n",
     )
     result = cli("run", str(spec))
@@ -90,7 +90,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     assert seen["cpus"] == [min(os.sched_getaffinity(0))]
     assert seen["nice"] == os.nice(0) + 5 or seen["nice"] == 5
     assert seen["omp"] == "2"
-    assert seen["competitors"] == 3  # the load helper and its two spinners
+    assert seen["competitors"] == 4  # the load helper, its two spinners and its writer
     data = _results(result.out)
     (attempt,) = data["cells"][0]["attempts"]  # type: ignore[index]
     recorded = " ".join(attempt["perturbed"])
@@ -111,7 +111,8 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     head = html.stdout.split("<h2")[0]
     assert "<strong>Amplified:</strong>" in head
     assert "switch_interval=1e-06" in head
-    # The competitors died with the attempt.
+    # The competitors died with the attempt, and the writer's file went with them.
+    assert not list((_run_folder(result.out) / attempt["logs"]).glob("io-load-*"))
     assert not [
         p for p in Path("/proc").iterdir() if p.name.isdigit() and b"perturb/load.py" in _cmdline(p)
     ]
