@@ -174,3 +174,62 @@ def test_a_memory_cgroup_is_made_and_removed_or_says_why_not() -> None:
     assert folder.is_dir()
     remove_cgroup(folder)
     assert not folder.exists()
+
+
+# What torch itself runs under, in the attempt and in a DataLoader worker it forks.
+TORCH_PROBE = r"""
+import json, os, torch
+from torch.utils.data import DataLoader, Dataset
+
+class Seen(Dataset):
+    def __len__(self):
+        return 1
+    def __getitem__(self, index):
+        return json.dumps({"worker_threads": torch.get_num_threads()})
+
+seen = {
+    "threads": torch.get_num_threads(),
+    "interop": torch.get_num_interop_threads(),
+    "omp": os.environ.get("OMP_NUM_THREADS"),
+    "caching": os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"),
+    "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+}
+torch.ones(64, 64) @ torch.ones(64, 64)  # inter-op work after the pools were set
+loader = DataLoader(Seen(), num_workers=1, multiprocessing_context="fork", batch_size=None)
+seen.update(json.loads(next(iter(loader))))
+print(json.dumps(seen))
+"""
+
+
+def test_the_torch_settings_reach_torch_and_its_workers(cli: Cli, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import sys
+
+    (tmp_path / "probe.py").write_text(TORCH_PROBE)
+    spec = tmp_path / "torch.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: torch-probe\ncommand: [{sys.executable}, probe.py]\n"
+        "environment:\n  workdir: .\n  perturb:\n    torch:\n"
+        "      num_threads: 3\n      interop_threads: 5\n      caching_allocator: false\n"
+        "      alloc_conf: 'expandable_segments:True'\n"
+        "run: {timeout: 120s}\nexpect:\n  outcome: pass\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr + result.stdout
+    (seen,) = _seen(result.out)
+    # Each differs from torch's own default here (the CPU count, 1, unset, unset).
+    assert seen == {
+        "threads": 3,
+        "interop": 5,
+        "omp": "3",
+        "caching": "1",
+        "alloc_conf": "expandable_segments:True",
+        "worker_threads": 1,  # torch sets a worker's to 1 itself: the setting is the parent's
+    }
+    (attempt,) = _results(result.out)["cells"][0]["attempts"]  # type: ignore[index]
+    assert attempt["perturbed"] == [
+        "torch.num_threads=3",
+        "torch.interop_threads=5",
+        "torch.caching_allocator=false",
+        "torch.alloc_conf=expandable_segments:True",
+    ]
