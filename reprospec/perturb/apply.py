@@ -9,9 +9,7 @@ Three places carry a perturbation, each where it is cheapest and certain:
   interval, the gc thresholds and torch's thread pools;
 - **launch.py options** (`prepare`): CPU affinity, nice, joining a memory cgroup or
   RLIMIT_AS, all inherited by every descendant because they are set before exec;
-- **helpers beside the attempt** (`start_load`): busy and writing competitors, in a
-  process group of their own that the engine kills when the attempt ends. Not in the
-  attempt's group: the engine reads a dead child of the attempt as a crash of its own.
+- **helpers beside the attempt** (competitors.py): busy and writing competitors.
 
 What this machine cannot apply raises `PerturbRefused` before anything starts,
 and the attempt is an infra-error with the reason: a perturbed attempt that ran
@@ -23,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +30,6 @@ from reprospec.core.units import format_size
 from reprospec.errors import InfraError
 
 PERTURB_VAR = "REPROSPEC_PERTURB"
-LOAD = Path(__file__).with_name("load.py")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -348,45 +343,6 @@ def finish(applied: Applied) -> tuple[str, ...]:
     if kills:
         return (f"out of memory: the kernel killed {kills} process(es) at perturb.memory_limit",)
     return ()
-
-
-# -- competitors ---------------------------------------------------------------------
-
-
-def start_load(
-    perturb: Perturb, cpus: tuple[int, ...], folder: Path
-) -> subprocess.Popen[bytes] | None:
-    """Start the busy and writing competitors beside the attempt (None when it asks none).
-
-    They share the attempt's CPUs (`cpus`): on other CPUs they would compete with nothing.
-    """
-    if not perturb.cpu_load and not perturb.io_load:
-        return None
-    from reprospec.process import start
-
-    argv = [sys.executable, "-S", "-E", str(LOAD), "--cpu", str(perturb.cpu_load)]
-    argv += ["--io", str(perturb.io_load), "--dir", str(folder)]
-    if cpus:
-        argv += ["--cpus", ",".join(str(c) for c in cpus)]
-    try:
-        return start.start_helper(
-            argv, env=dict(os.environ), cwd=folder, pass_fds=(), log=folder / "load.log"
-        )
-    except OSError as exc:
-        raise PerturbRefused(f"perturb cpu_load/io_load not applied: {exc}") from None
-
-
-def stop_load(proc: subprocess.Popen[bytes] | None, folder: Path) -> None:
-    """End the competitors and remove the writers' files in `folder`: killed without grace
-    (they would compete on), a writer cannot remove its own 16 MiB."""
-    if proc is None:
-        return
-    from reprospec.process import start
-
-    start.stop_helper(proc, grace_s=0.0)
-    for written in folder.glob("io-load-*.bin"):
-        with contextlib.suppress(OSError):
-            written.unlink()
 
 
 def refused_reason(path: Path) -> str | None:

@@ -27,7 +27,8 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
 from reprospec.errors import FatalError
-from reprospec.perturb.apply import PerturbRefused, start_load, stop_load
+from reprospec.perturb.apply import PerturbRefused
+from reprospec.perturb.competitors import start_load, stop_load
 from reprospec.perturb.container import for_container
 from reprospec.process import leftovers, scratch
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell

@@ -233,3 +233,30 @@ def test_the_torch_settings_reach_torch_and_its_workers(cli: Cli, tmp_path: Path
         "torch.caching_allocator=false",
         "torch.alloc_conf=expandable_segments:True",
     ]
+
+
+def _zombie_children() -> set[int]:
+    """This process's children that ended and were not reaped."""
+    found = set()
+    for folder in Path("/proc").iterdir():
+        try:
+            stat = (folder / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state == "Z" and int(ppid) == os.getpid():
+            found.add(int(folder.name))
+    return found
+
+
+def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
+    import reprospec
+
+    spec = _spec(tmp_path, "    cpu_load: 2\n")
+    before = _zombie_children()
+    # In this process: the engine, a subreaper, inherits the spinners when their parent dies.
+    result = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out", repeat=3, jobs=1))
+    assert [a.perturbed for a in result.cells[0].attempts] == [
+        ("cpu_load=2 (busy processes beside the attempt)",)
+    ] * 3
+    assert _zombie_children() - before == set()
