@@ -86,7 +86,17 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["cells"] = run.get("cells", 0)
     out["attempts"] = run.get("attempts", 0)
     out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
+    out["perturbed"] = run.get("perturbed") or []
     return out
+
+
+def _amplified(run: Mapping[str, object]) -> str:
+    """`switch_interval=1e-06; cpus=0` for a run under environment.perturb, else "" (each
+    note without how it was applied: the report says that)."""
+    notes = run.get("perturbed")
+    if not isinstance(notes, list):
+        return ""
+    return "; ".join(str(note).split(" (", 1)[0] for note in notes)
 
 
 def _table(
@@ -103,11 +113,15 @@ def _table(
     table = Table(title=f"runs in {out}", title_justify="left")
     # The run id is what one copies (`reprospec report ID`): never cut, never wrapped.
     table.add_column("run", no_wrap=True, min_width=max(len(str(r["run_id"])) for r in runs))
-    for column in ("started", "runner", "status", "cells", "verdicts"):
+    # An amplified run's verdicts are the perturbed program's: said beside them, in a
+    # column that only a store with such runs shows.
+    amplified = any(_amplified(row) for row in runs)
+    columns = ("started", "runner", "status", "cells", "verdicts")
+    for column in columns + (("amplified by",) if amplified else ()):
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
-        table.add_row(
+        cells = [
             # Text columns the store never leaves null (store.py's schema).
             str(row["run_id"]),
             str(row["started"]).replace("T", " ")[:19],
@@ -115,7 +129,8 @@ def _table(
             str(row["status"]),
             str(row.get("cells", "")),
             verdicts or "—",
-        )
+        ]
+        table.add_row(*cells, *((_amplified(row) or "—",) if amplified else ()))
     console.print(table)
     if left_out:
         console.print(left_out)

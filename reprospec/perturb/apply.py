@@ -9,9 +9,7 @@ Three places carry a perturbation, each where it is cheapest and certain:
   interval, the gc thresholds and torch's thread pools;
 - **launch.py options** (`prepare`): CPU affinity, nice, joining a memory cgroup or
   RLIMIT_AS, all inherited by every descendant because they are set before exec;
-- **helpers beside the attempt** (`start_load`): busy and writing competitors, in a
-  process group of their own that the engine kills when the attempt ends. Not in the
-  attempt's group: the engine reads a dead child of the attempt as a crash of its own.
+- **helpers beside the attempt** (competitors.py): busy and writing competitors.
 
 What this machine cannot apply raises `PerturbRefused` before anything starts,
 and the attempt is an infra-error with the reason: a perturbed attempt that ran
@@ -23,9 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import subprocess
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +30,6 @@ from reprospec.core.units import format_size
 from reprospec.errors import InfraError
 
 PERTURB_VAR = "REPROSPEC_PERTURB"
-LOAD = Path(__file__).with_name("load.py")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -108,21 +103,16 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
     if not perturb.active:
         return Applied()
     options: list[str] = []
-    notes: list[str] = []
     env = variables(perturb)
-    for name, value in perturb.settings():
-        if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
-            notes.append(f"{name}={_shown(value)}")
-    if perturb.malloc is not None:
-        notes.append(f"malloc={perturb.malloc} ({_malloc_note(env)})")
-        if _libc() != "glibc":
-            raise PerturbRefused(
-                f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
-                f"glibc, and this is {_libc() or 'another C library'}"
-            )
+    notes = variable_notes(perturb)
+    if perturb.malloc is not None and _libc() != "glibc":
+        raise PerturbRefused(
+            f"perturb.malloc={perturb.malloc} not applied: glibc's malloc settings need "
+            f"glibc, and this is {_libc() or 'another C library'}"
+        )
     cpu_list: tuple[int, ...] = ()
     if perturb.cpus is not None:
-        cpu_list = _cpus(perturb.cpus)
+        cpu_list = cpu_list_of(perturb.cpus)
         options += ["--cpus", ",".join(str(c) for c in cpu_list)]
         notes.append(f"cpus={','.join(str(c) for c in cpu_list)} (affinity)")
     if perturb.nice is not None:
@@ -157,6 +147,17 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
                 f"no memory cgroup can be made here: {how})"
             )
     return Applied(tuple(options), env, tuple(notes), cgroup, cpu_list)
+
+
+def variable_notes(perturb: Perturb) -> list[str]:
+    """The notes of the perturbations that `variables` carries, one per field."""
+    notes: list[str] = []
+    for name, value in perturb.settings():
+        if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
+            notes.append(f"{name}={_shown(value)}")
+    if perturb.malloc is not None:
+        notes.append(f"malloc={perturb.malloc} ({_malloc_note(variables(perturb))})")
+    return notes
 
 
 def _shown(value: object) -> str:
@@ -194,7 +195,8 @@ def _malloc_debug() -> str | None:
     return None
 
 
-def _cpus(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
+def cpu_list_of(cpus: int | tuple[int, ...]) -> tuple[int, ...]:
+    """The CPUs `perturb.cpus` names: a count takes the first N this engine may use."""
     allowed = sorted(os.sched_getaffinity(0))
     shown = ",".join(str(c) for c in allowed)
     if isinstance(cpus, int):
@@ -343,37 +345,6 @@ def finish(applied: Applied) -> tuple[str, ...]:
     return ()
 
 
-# -- competitors ---------------------------------------------------------------------
-
-
-def start_load(perturb: Perturb, applied: Applied, folder: Path) -> subprocess.Popen[bytes] | None:
-    """Start the busy and writing competitors beside the attempt (None when it asks none).
-
-    They share the attempt's CPUs (`cpus`): on other CPUs they would compete with nothing.
-    """
-    if not perturb.cpu_load and not perturb.io_load:
-        return None
-    from reprospec.process import start
-
-    argv = [sys.executable, "-S", "-E", str(LOAD), "--cpu", str(perturb.cpu_load)]
-    argv += ["--io", str(perturb.io_load), "--dir", str(folder)]
-    if applied.cpu_list:
-        argv += ["--cpus", ",".join(str(c) for c in applied.cpu_list)]
-    try:
-        return start.start_helper(
-            argv, env=dict(os.environ), cwd=folder, pass_fds=(), log=folder / "load.log"
-        )
-    except OSError as exc:
-        raise PerturbRefused(f"perturb cpu_load/io_load not applied: {exc}") from None
-
-
-def stop_load(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None:
-        from reprospec.process import start
-
-        start.stop_helper(proc, grace_s=0.0)
-
-
 def refused_reason(path: Path) -> str | None:
     """What launch.py could not apply (it writes the reason to `path` and does not run)."""
     try:
@@ -381,19 +352,3 @@ def refused_reason(path: Path) -> str | None:
     except OSError:
         return None
     return text or None
-
-
-def runner_refuses(perturb: Perturb, runner: str) -> str | None:
-    """Why `runner` cannot apply `perturb` (None: it can): the docker runner applies the
-    variables only."""
-    if runner == "local" or not perturb.active:
-        return None
-    local_only: Sequence[str] = ("cpus", "cpu_load", "io_load", "memory_limit", "nice")
-    asked = [name for name, _ in perturb.settings() if name in local_only]
-    if not asked:
-        return None
-    return (
-        f"perturb {', '.join(asked)} not applied: the {runner} runner applies only the "
-        f"perturbations carried by variables (switch_interval, malloc, hash_seed, gc, torch); "
-        f"run with --runner local"
-    )

@@ -26,6 +26,7 @@ from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
 from reprospec.perturb import apply as perturbing
+from reprospec.perturb import competitors
 from reprospec.process import leftovers, rlimits, run, sanitizer, scratch, starter, tree
 from reprospec.process.childprotocol import (
     CELL_VAR,
@@ -362,7 +363,7 @@ class LocalRunner:
         watched = capture.watch(plan.workdir) if capture is not None else None
         load = None
         try:
-            load = perturbing.start_load(perturb, applied, log_dir)
+            load = competitors.start_load(perturb, applied.cpu_list, log_dir)
             result = run.run_process(
                 argv,
                 env=env,
@@ -384,7 +385,7 @@ class LocalRunner:
         except FatalError as exc:  # the competitors could not start
             return infra(str(exc), warnings)
         finally:
-            perturbing.stop_load(load)
+            competitors.stop_load(load, log_dir)
             warnings.extend(perturbing.finish(applied))
             if watched is not None:
                 native.WATCH.release(watched)

@@ -66,6 +66,9 @@ class Comparison(TypedDict):
     only_a: list[str]
     only_b: list[str]
     environment: list[Difference]
+    # Each run's perturbations (environment.perturb as applied; [] for a plain run): an
+    # amplified run's rates are not the plain program's, so a change of rate may be that.
+    perturbed: list[list[str]]
 
 
 def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
@@ -102,7 +105,14 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
         "only_a": [cell for cell in cells_a if cell not in cells_b],
         "only_b": [cell for cell in cells_b if cell not in cells_a],
         "environment": environment_diff(run_a.environment, run_b.environment),
+        "perturbed": [perturbations(run_a), perturbations(run_b)],
     }
+
+
+def perturbations(run: RunResult) -> list[str]:
+    """The perturbations a run's attempts ran under, each once, in the order first met."""
+    notes = (note for cell in run.cells for attempt in cell.attempts for note in attempt.perturbed)
+    return list(dict.fromkeys(notes))
 
 
 def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:

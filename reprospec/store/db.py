@@ -56,7 +56,7 @@ from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -137,6 +137,7 @@ CREATE TABLE attempts (
     launch TEXT,
     launch_note TEXT,
     gpu TEXT,
+    perturbed TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -151,6 +152,7 @@ _MIGRATIONS = {
         "ALTER TABLE attempts ADD COLUMN launch_note TEXT",
     ),
     6: ("ALTER TABLE attempts ADD COLUMN gpu TEXT",),
+    7: ("ALTER TABLE attempts ADD COLUMN perturbed TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -175,6 +177,7 @@ _ATTEMPT_COLUMNS = (
     "launch",
     "launch_note",
     "gpu",
+    "perturbed",
 )
 
 
@@ -525,6 +528,8 @@ class Store:
                     attempt.launch,
                     attempt.launch_note,
                     attempt.gpu,
+                    # NULL, not "[]", for a plain attempt: `runs` finds amplified runs by it.
+                    _json(list(attempt.perturbed)) if attempt.perturbed else None,
                 ),
             )
 
@@ -615,7 +620,11 @@ class Store:
 
     def runs(self, spec_name: str | None = None, limit: int | None = None) -> list[JsonObject]:
         """Run summaries for `reprospec history`, newest first (the last begun first); the
-        newest `limit` only when given (the per-run counts are then computed for those alone)."""
+        newest `limit` only when given (the per-run counts are then computed for those alone).
+
+        `perturbed`: the perturbations of the run's first perturbed attempt ([] for a plain
+        run): an amplified run's rates are not the program's plain rates, and say so.
+        """
         where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
         page = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._read(
@@ -631,13 +640,15 @@ class Store:
                         AND c.verdict = 'undecided') AS undecided,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'infra-error') AS infra_error,
-                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts
+                   (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts,
+                   (SELECT a.perturbed FROM attempts a WHERE a.run_id = r.run_id
+                        AND a.perturbed IS NOT NULL LIMIT 1) AS perturbed
             FROM runs r {where}
             ORDER BY r.started DESC, r.rowid DESC{page}
             """,
             args,
         )
-        return [dict(row) for row in rows]
+        return [{**dict(row), "perturbed": _perturbed(row["perturbed"])} for row in rows]
 
     def run_count(self, spec_name: str | None = None) -> int:
         """How many runs the store holds (of `spec_name` when given): what `history` left out."""
@@ -664,6 +675,12 @@ def _instances_json(attempt: AttemptResult) -> str | None:
     return None if instances is None else _json(instances)
 
 
+def _perturbed(column: str | None) -> list[JsonValue]:
+    """The `perturbed` column as a list (NULL: a plain attempt, or a store before schema 8)."""
+    value = json.loads(column) if column else []
+    return [str(note) for note in value] if isinstance(value, list) else []  # text only
+
+
 def _attempt(row: sqlite3.Row) -> AttemptResult:
     instances = json.loads(row["instances"]) if row["instances"] else {}
     return attempt_from_dict(
@@ -687,5 +704,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "launch": row["launch"],
             "launch_note": row["launch_note"],
             "gpu_findings": row["gpu"],
+            "perturbed": _perturbed(row["perturbed"]),
         }
     )

@@ -34,6 +34,7 @@ from reprospec.runners.docker.container import (
 )
 
 if TYPE_CHECKING:
+    from reprospec.perturb.container import ContainerPerturb
     from reprospec.runners.docker.sdk import Container, ContainerConfig, DockerClient, OutputStream
 
 DEFAULT_URL = "unix:///var/run/docker.sock"
@@ -161,7 +162,7 @@ def container_config(
         harness=harness,
         instance=instance,
     )
-    # environment.perturb's variables (the only perturbations this runner applies).
+    # environment.perturb's variables; the rest is the attempt's alone (perturbed_config).
     env.update(variables(plan.environment.perturb, env))
     device_requests = []
     if gpu_slot:
@@ -202,6 +203,20 @@ def container_config(
         config["user"] = f"{os.getuid()}:{os.getgid()}"
         env.setdefault("HOME", "/tmp")
     return config
+
+
+def perturbed_config(config: ContainerConfig, applied: ContainerPerturb) -> None:
+    """Apply an attempt's perturbations (perturb/container.py) to its container's config.
+
+    Only to an attempt's: probes of the same plan (packages, environment) run plain.
+    """
+    if applied.cpuset is not None:
+        config["cpuset_cpus"] = applied.cpuset
+    if applied.memory is not None:
+        config["mem_limit"] = config["memswap_limit"] = applied.memory
+    if applied.prefix:
+        argv = [*applied.prefix, *config["entrypoint"], *config["command"]]
+        config["entrypoint"], config["command"] = argv[:1], argv[1:]
 
 
 @contextlib.contextmanager

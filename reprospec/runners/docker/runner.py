@@ -27,6 +27,9 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.core.units import format_size
 from reprospec.errors import FatalError
+from reprospec.perturb.apply import PerturbRefused
+from reprospec.perturb.competitors import start_load, stop_load
+from reprospec.perturb.container import for_container
 from reprospec.process import leftovers, scratch
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
@@ -45,6 +48,7 @@ from reprospec.runners.docker.engine import (
     connect,
     container_config,
     fresh_container,
+    perturbed_config,
     returncode_from_status,
     wait_for_exit,
 )
@@ -226,11 +230,13 @@ class DockerRunner:
                 f"environment.debug.compute_sanitizer: {tool} runs on the local and venv "
                 "runners only"
             )
-        from reprospec.perturb.apply import runner_refuses
 
-        not_applied = runner_refuses(plan.environment.perturb, self.name)
-        if not_applied:
-            return infra(not_applied)
+        try:
+            # Before anything starts: a perturbation the container cannot get is the
+            # attempt's infra-error, never a plain run (perturb/container.py).
+            perturbed = for_container(plan.environment.perturb, memory=plan.environment.memory)
+        except PerturbRefused as exc:
+            return infra(str(exc))
         if not plan.workdir.is_dir():
             return infra(f"workdir not found: {plan.workdir}")
         paths, number = PATHS, None
@@ -243,6 +249,7 @@ class DockerRunner:
             )
         except FatalError as exc:
             return infra(str(exc))
+        perturbed_config(config, perturbed)
         if instance is not None:
             join_pod(config, *instance)
         if self.native is not None:
@@ -273,12 +280,18 @@ class DockerRunner:
             if self.native is not None
             else None
         )
+        load = None
         try:
+            # The competitors run on this machine, the daemon's, on the container's CPUs.
+            load = start_load(plan.environment.perturb, perturbed.cpu_list, log_dir)
             execution = self._run_container(
                 client, plan, config, log_dir, stdout, stderr, cancel, warnings, base,
                 shared=instance is not None,
             )  # fmt: skip
+        except PerturbRefused as exc:
+            execution = infra(str(exc), warnings)
         finally:
+            stop_load(load, log_dir)
             if watched is not None:
                 native.WATCH.release(watched)
             stdout.close()
@@ -290,6 +303,8 @@ class DockerRunner:
             remove_stack_dumps(log_dir)
         if late:
             execution = dataclasses.replace(execution, warnings=(*execution.warnings, *late))
+        if perturbed.notes and execution.infra_error is None:
+            execution = dataclasses.replace(execution, perturbed=perturbed.notes)
         if scratch_dirs is None:
             return execution
         cleaned = scratch.clean(scratch_dirs)
@@ -375,9 +390,10 @@ class DockerRunner:
                 if found.unavailable and native.say_once(found.unavailable):
                     warnings.append(found.unavailable)
         if oom:
+            limit = config.get("mem_limit", plan.environment.memory)
             warnings.append(
                 f"the container was killed by the kernel's OOM killer "
-                f"(memory limit {format_size(plan.environment.memory)})"
+                f"(memory limit {format_size(limit)})"
             )
         infra_error = None
         if raw in DOCKER_START_FAILURES and not timed_out and not interrupted:

@@ -44,6 +44,8 @@ class ContainerConfig(_ContainerRequired, total=False):
     log_config: LogConfig
     shm_size: int
     mem_limit: int
+    memswap_limit: int
+    cpuset_cpus: str
     device_requests: list[DeviceRequest]
     user: str
     ulimits: list[Ulimit]

@@ -2,18 +2,25 @@
 
 `get` checks the cache, builds the value, then stores it: a thread switch between
 the check and the store lets the other thread build the same key again. With the
-interpreter's default 5 ms switch interval a thread fills a round's cache (about a
+interpreter's default 5 ms switch interval a thread fills a round's cache (well under a
 millisecond) before the other is let in, so plain runs almost never fail; a short
 interval (perturb.switch_interval) lets threads switch inside the window.
 
-Usage: python race.py [KEYS [ROUNDS [THREADS]]] (2000 keys, 4 rounds, 2 threads).
+Many short rounds rather than a few long ones: the perturbed program fails at the start
+of a round, where the barrier releases both threads at key 0, so each round is a chance;
+the plain program fails only when a forced 5 ms switch (a thread kept off the CPU by the
+machine's load) lands inside a window, so its chances grow with the time all rounds take,
+not with their number (125 keys x 32 rounds against the first 2000 x 4: paired figures
+from benchmarks/race_rates.py in docs/performance.md).
+
+Usage: python race.py [KEYS [ROUNDS [THREADS]]] (125 keys, 32 rounds, 2 threads).
 """
 
 import sys
 import threading
 
-KEYS = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+KEYS = int(sys.argv[1]) if len(sys.argv) > 1 else 125
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 32
 cache: dict[int, object] = {}
 made: list[int] = []
 THREADS = int(sys.argv[3]) if len(sys.argv) > 3 else 2

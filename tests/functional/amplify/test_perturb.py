@@ -76,7 +76,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     spec = _spec(
         tmp_path,
         "    switch_interval: 1.0e-6\n    gc: aggressive\n    hash_seed: 7\n"
-        "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n"
+        "    malloc: perturb\n    cpus: 1\n    nice: 5\n    cpu_load: 2\n    io_load: 1\n"
         "    torch: {num_threads: 2}\n",
     )
     result = cli("run", str(spec))
@@ -90,7 +90,7 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     assert seen["cpus"] == [min(os.sched_getaffinity(0))]
     assert seen["nice"] == os.nice(0) + 5 or seen["nice"] == 5
     assert seen["omp"] == "2"
-    assert seen["competitors"] == 3  # the load helper and its two spinners
+    assert seen["competitors"] == 4  # the load helper, its two spinners and its writer
     data = _results(result.out)
     (attempt,) = data["cells"][0]["attempts"]  # type: ignore[index]
     recorded = " ".join(attempt["perturbed"])
@@ -111,7 +111,8 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     head = html.stdout.split("<h2")[0]
     assert "<strong>Amplified:</strong>" in head
     assert "switch_interval=1e-06" in head
-    # The competitors died with the attempt.
+    # The competitors died with the attempt, and the writer's file went with them.
+    assert not list((_run_folder(result.out) / attempt["logs"]).glob("io-load-*"))
     assert not [
         p for p in Path("/proc").iterdir() if p.name.isdigit() and b"perturb/load.py" in _cmdline(p)
     ]
@@ -173,3 +174,89 @@ def test_a_memory_cgroup_is_made_and_removed_or_says_why_not() -> None:
     assert folder.is_dir()
     remove_cgroup(folder)
     assert not folder.exists()
+
+
+# What torch itself runs under, in the attempt and in a DataLoader worker it forks.
+TORCH_PROBE = r"""
+import json, os, torch
+from torch.utils.data import DataLoader, Dataset
+
+class Seen(Dataset):
+    def __len__(self):
+        return 1
+    def __getitem__(self, index):
+        return json.dumps({"worker_threads": torch.get_num_threads()})
+
+seen = {
+    "threads": torch.get_num_threads(),
+    "interop": torch.get_num_interop_threads(),
+    "omp": os.environ.get("OMP_NUM_THREADS"),
+    "caching": os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"),
+    "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+}
+torch.ones(64, 64) @ torch.ones(64, 64)  # inter-op work after the pools were set
+loader = DataLoader(Seen(), num_workers=1, multiprocessing_context="fork", batch_size=None)
+seen.update(json.loads(next(iter(loader))))
+print(json.dumps(seen))
+"""
+
+
+def test_the_torch_settings_reach_torch_and_its_workers(cli: Cli, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import sys
+
+    (tmp_path / "probe.py").write_text(TORCH_PROBE)
+    spec = tmp_path / "torch.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: torch-probe\ncommand: [{sys.executable}, probe.py]\n"
+        "environment:\n  workdir: .\n  perturb:\n    torch:\n"
+        "      num_threads: 3\n      interop_threads: 5\n      caching_allocator: false\n"
+        "      alloc_conf: 'expandable_segments:True'\n"
+        "run: {timeout: 120s}\nexpect:\n  outcome: pass\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr + result.stdout
+    (seen,) = _seen(result.out)
+    # Each differs from torch's own default here (the CPU count, 1, unset, unset).
+    assert seen == {
+        "threads": 3,
+        "interop": 5,
+        "omp": "3",
+        "caching": "1",
+        "alloc_conf": "expandable_segments:True",
+        "worker_threads": 1,  # torch sets a worker's to 1 itself: the setting is the parent's
+    }
+    (attempt,) = _results(result.out)["cells"][0]["attempts"]  # type: ignore[index]
+    assert attempt["perturbed"] == [
+        "torch.num_threads=3",
+        "torch.interop_threads=5",
+        "torch.caching_allocator=false",
+        "torch.alloc_conf=expandable_segments:True",
+    ]
+
+
+def _zombie_children() -> set[int]:
+    """This process's children that ended and were not reaped."""
+    found = set()
+    for folder in Path("/proc").iterdir():
+        try:
+            stat = (folder / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state == "Z" and int(ppid) == os.getpid():
+            found.add(int(folder.name))
+    return found
+
+
+def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
+    import reprospec
+
+    spec = _spec(tmp_path, "    cpu_load: 2\n")
+    before = _zombie_children()
+    # In this process: the engine, a subreaper, inherits the spinners when their parent dies.
+    result = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out", repeat=3, jobs=1))
+    assert [a.perturbed for a in result.cells[0].attempts] == [
+        ("cpu_load=2 (busy processes beside the attempt)",)
+    ] * 3
+    assert _zombie_children() - before == set()

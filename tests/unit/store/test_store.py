@@ -145,6 +145,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         "launch",
         "launch_note",
         "gpu",
+        "perturbed",
     ):
         version_1 = version_1.replace(f"    {column} TEXT,\n", "")
     db.executescript(version_1 + "PRAGMA user_version = 1;")
@@ -169,8 +170,44 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         forked = replace(crash, attempt=2, launch="forked", launch_note="seed 7")
         store.record_attempt(run.run_id, "new", forked)
         assert store.finished_attempts(run.run_id)[("new", 2)] == forked
+        assert old.perturbed == ()  # a store before schema 8: its attempts ran plain
+        amplified = replace(crash, attempt=3, perturbed=("switch_interval=1e-06",))
+        store.record_attempt(run.run_id, "new", amplified)
+        assert store.finished_attempts(run.run_id)[("new", 3)] == amplified
     db = sqlite3.connect(tmp_path / "results.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+
+
+def test_perturbed_attempts_are_stored_and_history_says_the_run_was_amplified(
+    tmp_path: Path,
+) -> None:
+    plain, amplified = segfault_matrix(), segfault_matrix()
+    notes = ("switch_interval=1e-06", "memory_limit=256.0 MiB (cgroup v2 memory.max)")
+    amplified = replace(
+        amplified,
+        run_id="amplified",
+        started="2099-01-01T00:00:00+00:00",  # the newer of the two
+        cells=tuple(
+            replace(c, attempts=tuple(replace(a, perturbed=notes) for a in c.attempts))
+            for c in amplified.cells
+        ),
+    )
+    with Store(tmp_path) as store:
+        _record(store, plain)
+        _record(store, amplified)
+        stored = store.finished_attempts("amplified")
+        assert {a.perturbed for a in stored.values()} == {notes}
+        assert {a.perturbed for a in store.finished_attempts(plain.run_id).values()} == {()}
+        rows = store.runs()
+    assert [(r["run_id"], r["perturbed"]) for r in rows] == [
+        ("amplified", list(notes)),
+        (plain.run_id, []),
+    ]
+    # A plain attempt is NULL in the column (what `runs` finds amplified runs by).
+    db = sqlite3.connect(tmp_path / "results.db")
+    assert db.execute(
+        "SELECT COUNT(*) FROM attempts WHERE perturbed IS NULL AND run_id = ?", (plain.run_id,)
+    ).fetchone()[0] == sum(len(c.attempts) for c in plain.cells)
 
 
 def test_wal_commits_without_an_fsync_each(tmp_path: Path) -> None:
