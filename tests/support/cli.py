@@ -88,6 +88,6 @@ def run_cli(
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
 
 
-# The functional tests' `example_run` fixture: the run of one example spec, shared by the
-# tests that read it (tests/functional/conftest.py).
+# The `example_run` fixture (tests/conftest.py): the run of one example spec, shared by the
+# tests that read it, in every xdist worker.
 ExampleRun = Callable[[str], CliResult]
