@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import SPECS, Cli, CliResult, ExampleRun, run_cli
+from tests.support.cli import EXAMPLE_ROOM, SPECS, Cli, CliResult, ExampleRun, run_cli
 
 
 @pytest.fixture
@@ -27,12 +27,6 @@ def cli(tmp_path: Path) -> Cli:
         return run_cli(tmp_path / "out", *args, env=env, timeout=timeout, cwd=cwd, stdin=stdin)
 
     return invoke
-
-
-# Timeouts that bound a hang are the examples' own; where a cell that must pass can take
-# longer than that on a loaded machine, its example runs with room (-> `--timeout`). The
-# skipped-allreduce example's passing cell is two ranks that each import torch and train.
-ROOM = {"distributed-skipped-allreduce.yaml": "60s"}
 
 
 def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -75,7 +69,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
                 )
             else:
                 out = shared / key / "out"
-                room = ("--timeout", ROOM[name]) if name in ROOM else ()
+                room = ("--timeout", EXAMPLE_ROOM[name]) if name in EXAMPLE_ROOM else ()
                 result = run_cli(out, "run", str(SPECS / name), "-j", "2", *room, timeout=300)
                 saved = {
                     "code": result.code,
