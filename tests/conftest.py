@@ -3,11 +3,14 @@ the tests.support package."""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli, CliResult, run_cli
+from tests.support.cli import EXAMPLE_ROOM, SPECS, Cli, CliResult, ExampleRun, run_cli
 
 
 @pytest.fixture
@@ -24,3 +27,58 @@ def cli(tmp_path: Path) -> Cli:
         return run_cli(tmp_path / "out", *args, env=env, timeout=timeout, cwd=cwd, stdin=stdin)
 
     return invoke
+
+
+def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this session sees (the session's own without xdist).
+
+    Each worker's basetemp is `<session basetemp>/popen-gwN`: its parent is the session's."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / "example-runs"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
+    """`reprospec run specs/NAME -j 2`, run once per example for the whole session.
+
+    The examples' own test (each reproduces as its `expect` says), the pytest plugin's
+    every-example test and the tests that read more of the same run (its results.json,
+    table, report and stacks) share it: one engine run, many assertions. Under pytest-xdist
+    the workers share it too: the first to ask runs the example under an exclusive lock on a
+    file of the session's folder and writes down what the command returned; the others wait
+    on that lock and read it (the distributed example alone is a minute of waiting on its
+    hang). A test that writes must write elsewhere (a rerun gets its own `--out`, as the
+    `cli` fixture gives it)."""
+    shared = _shared_folder(tmp_path_factory)
+    done: dict[str, CliResult] = {}
+
+    def run(name: str) -> CliResult:
+        if name in done:
+            return done[name]
+        key = name.replace("/", "-")
+        record = shared / f"{key}.json"
+        with (shared / f"{key}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if record.is_file():
+                saved = json.loads(record.read_text(encoding="utf-8"))
+                result = CliResult(
+                    saved["code"], saved["stdout"], saved["stderr"], Path(saved["out"])
+                )
+            else:
+                out = shared / key / "out"
+                room = ("--timeout", EXAMPLE_ROOM[name]) if name in EXAMPLE_ROOM else ()
+                result = run_cli(out, "run", str(SPECS / name), "-j", "2", *room, timeout=300)
+                saved = {
+                    "code": result.code,
+                    "stdout": result.stdout,
+                    "stderr": result.stderr,
+                    "out": str(out),
+                }
+                record.write_text(json.dumps(saved), encoding="utf-8")
+        done[name] = result
+        return result
+
+    return run

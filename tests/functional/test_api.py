@@ -74,7 +74,9 @@ def test_run_takes_a_path_and_options_override_the_spec(tmp_path: Path) -> None:
 
 
 def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
-    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 50}")
+    # 10 attempts a cell: the run is cancelled after 3 with one more at most in flight (one
+    # place), so most of the 20 are left for the resume to run, however slow the machine.
+    spec_text = SPEC.replace("run: {timeout: 60s}", "run: {timeout: 60s, repeat: 10}")
     cancel = threading.Event()
 
     def progress(event: str, _cell: object, _res: object, finished: int, _total: int) -> None:
@@ -89,8 +91,8 @@ def test_cancel_stops_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     )
     assert result.interrupted
     ran = sum(len(c.attempts) for c in result.cells)
-    assert 3 <= ran < 100
+    assert 3 <= ran < 20
     assert reprospec.exit_code(result) == 130
     resumed = reprospec.resume(result.run_id, out=tmp_path / "out")
     assert not resumed.interrupted
-    assert [len(c.attempts) for c in resumed.cells] == [50, 50]
+    assert [len(c.attempts) for c in resumed.cells] == [10, 10]

@@ -7,7 +7,6 @@ SIGSEGV included); outcomes are read back from its JUnit XML.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 
 from reprospec import native
 from reprospec.pytest_plugin import marker_name
-from tests.support.cli import ROOT, SPECS
+from tests.support.cli import EXAMPLE_ROOM, ROOT, SPECS, ExampleRun, run_cli
 
 # Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
 EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
@@ -335,34 +334,27 @@ def test_a_rerun_try_is_a_rerun_failure_in_junit(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def run_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to."""
+def run_verdicts(
+    example_run: ExampleRun, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to.
+
+    The examples' own runs (tests/functional/test_examples.py reads the same ones): each
+    example is run once per session, not once more here. Not a run given more time than its
+    spec says (EXAMPLE_ROOM): the plugin runs every spec as written, so that example is run
+    here as written too, and both sides are judged under the same timeout."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("examples")
     expected: dict[str, str] = {}
     for name in EXAMPLES:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "reprospec",
-                "run",
-                str(SPECS / name),
-                "-j",
-                "2",
-                "--out",
-                str(out / name.replace("/", "-")),
-                "--format",
-                "json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=ROOT,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-        assert proc.returncode in (0, 1, 3), proc.stderr
-        for cell in json.loads(proc.stdout)["cells"]:
+        if name in EXAMPLE_ROOM:
+            result = run_cli(
+                out / name.replace("/", "-"), "run", str(SPECS / name), "-j", "2", timeout=600
+            )
+        else:
+            result = example_run(name)
+        assert result.code in (0, 1, 3), result.stderr
+        for cell in result.results()["cells"]:
             reasons = [a.get("infra_error") or "" for a in cell["attempts"]]
             outcome = {"reproduced": "passed", "not-reproduced": "failed"}.get(cell["verdict"])
             if outcome is None:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
 from reprospec.runners.docker import image  # noqa: E402
-from tests.support.cli import Cli  # noqa: E402
+from tests.support.cli import Cli, ExampleRun  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
 
 # What must agree between the runners, per attempt. A crash's `exception` is how the main
@@ -51,13 +51,13 @@ def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]
 
 @needs_engine
 @pytest.mark.parametrize("spec", ["segfault", "hang", "exception"])
-def test_same_verdicts_local_and_docker(cli: Cli, spec: str) -> None:
+def test_same_verdicts_local_and_docker(cli: Cli, example_run: ExampleRun, spec: str) -> None:
     reason = _pipeline_ready()
     if reason:
         pytest.skip(reason)
     require_image(CLIENT, image.DEFAULT_IMAGE)
     path = str(ROOT / "specs" / f"{spec}.yaml")
-    local = cli("run", path, "--runner", "local", "-j", "2")
+    local = example_run(f"{spec}.yaml")  # the examples' own run: `-j 2`, the local runner
     docker = cli("run", path, "--runner", "docker", "-j", "2")
     assert local.code == docker.code == 0, (local.stderr[-2000:], docker.stderr[-2000:])
     local_cells, docker_cells = _cells(local.results()), _cells(docker.results())

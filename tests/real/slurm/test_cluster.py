@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reprospec.slurm import RunStatus, load
-from tests.support.cli import ROOT, SPECS, Cli
+from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
 from tests.support.slurm import (
     needs_cluster,
     only_run,
@@ -159,7 +159,7 @@ def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
 @needs_cluster
 @pytest.mark.slow
 def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
-    cli: Cli, tmp_path: Path
+    cli: Cli, tmp_path: Path, example_run: ExampleRun
 ) -> None:
     pytest.importorskip("torch")
     require_cluster()
@@ -173,7 +173,7 @@ def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
     assert [s.state for s in status.shards] == ["done", "done"], status
     merged = _merged_results(status)
 
-    local = cli("run", str(SPECS / "segfault.yaml"), "-j", "2", timeout=600)
+    local = example_run("segfault.yaml")  # the examples' own local run, read here too
     assert local.code == 0, local.stderr
     assert _facts(merged) == _facts(local.results())
     # The crash is recorded with its signal, where and step; the merge was not held up by it.
