@@ -323,7 +323,6 @@ def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
             ],
         },
     )
-    started = time.monotonic()
     done = child.run()
     assert done.returncode == 1  # the main loop's own error varies; the event does not
     exit_ = child.last("worker_exit")
@@ -331,8 +330,6 @@ def test_forkserver_worker_exit_code_is_reported(tmp_path: Path) -> None:
     assert exit_["index"] == 9
     assert exit_["phase"] == "validation"
     assert child.last("loader")["multiprocessing_context"] == "forkserver"
-    # torch preloaded in the forkserver: workers start fast, not one torch import each
-    assert time.monotonic() - started < 30
 
 
 def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Path) -> None:

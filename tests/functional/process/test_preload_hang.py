@@ -5,7 +5,6 @@ server, a real hanging import."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from tests.support.cli import Cli
@@ -27,9 +26,6 @@ def test_a_hanging_preload_import_is_bounded_by_the_attempts_timeout(
     (tmp_path / "main.py").write_text("print('ran')\n")
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC % tmp_path)
-    began = time.monotonic()
-    ran = cli("run", str(spec), timeout=90)
-    took = time.monotonic() - began
-    assert took < 60, (took, ran.stderr)
+    ran = cli("run", str(spec), timeout=90)  # the import sleeps 600 s: bounded, or this raises
     attempt = ran.results()["cells"][0]["attempts"][0]
     assert "in 3s (the attempt's timeout)" in json.dumps(attempt), attempt

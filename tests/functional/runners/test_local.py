@@ -77,7 +77,7 @@ def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
     assert ex.env_path is None
     assert ex.started.endswith("+00:00")
     assert ex.started <= ex.finished
-    assert ex.duration_s < 10
+    assert ex.duration_s > 0
     assert ex.warnings == ()
 
 
@@ -311,7 +311,7 @@ def test_cancel_stops_a_running_attempt(runner: LocalRunner, tmp_path: Path) -> 
     helper.join()
     assert ex.interrupted
     assert not ex.timed_out
-    assert time.monotonic() - begin < 10
+    assert time.monotonic() - begin < 50  # the cancel stopped it, not its 60 s timeout
     assert ex.returncode == -9
 
 
