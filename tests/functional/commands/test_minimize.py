@@ -19,18 +19,19 @@ from typing import Any
 from tests.support.cli import ROOT
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
+SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
 
 
-def argv(tmp_path: Path, *args: str) -> list[str]:
+def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
     return [
-        sys.executable, "-m", "reprospec", "minimize", str(SPEC), "--format", "json",
+        sys.executable, "-m", "reprospec", "minimize", str(spec), "--format", "json",
         "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"), "-j", "2", *args,
     ]  # fmt: skip
 
 
-def minimize(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+def minimize(tmp_path: Path, *args: str, spec: Path = SPEC) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
-        argv(tmp_path, *args),
+        argv(tmp_path, *args, spec=spec),
         capture_output=True,
         text=True,
         timeout=300,
@@ -87,6 +88,38 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert second["seconds"] < data["seconds"]
 
 
+def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path: Path) -> None:
+    # Step 1: the failing cell is log=verbose, but only workers and pinned memory make
+    # crash.py segfault. Isolate (against the farthest passing cell, log=quiet) finds the
+    # pair; the log level goes back to quiet, and the program is minimized in that cell.
+    code, data, stderr = minimize(tmp_path, "--budget", "200", spec=SETTINGS)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    settings = data["settings"]
+    assert settings["cell_before"] == "workers=2,pinned=true,log=verbose"
+    assert settings["cell_after"] == data["cell"] == "workers=2,pinned=true,log=quiet"
+    assert settings["passing"] == "workers=0,pinned=false,log=quiet"
+    assert [d["path"] for d in settings["kept"]] == ["matrix.workers", "matrix.pinned"]
+    assert settings["reset"] == [{"path": "matrix.log", "value": "verbose", "base": "quiet"}]
+    # Isolate's own search and folder, its attempts within the one budget.
+    assert 0 < settings["attempts"] < data["attempts"] <= 200
+    assert (tmp_path / "out" / "isolate" / settings["isolate_id"] / "isolate.md").is_file()
+    # The program was minimized, and judged, in the reduced cell: its passing cells are the
+    # ones that share log=quiet, and the condition on both settings stays in the source.
+    assert data["passing_cells"]
+    assert all(c.endswith("log=quiet") for c in data["passing_cells"])
+    assert data["signature"].startswith("crash:SIGSEGV:main")
+    assert data["rate"]["matched"] >= 1
+    result = tmp_path / "result"
+    source = (result / "crash.py").read_text()
+    assert "workers > 0" in source, source
+    assert "pinned" in source, source
+    spec = (result / "minimized.yaml").read_text()
+    assert "verbose" not in spec, spec  # the smallest configuration: log=verbose is gone
+    assert "log=verbose -> quiet" in (result / "minimize.md").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+
+
 def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         argv(tmp_path, "--budget", "40"),
@@ -122,7 +155,11 @@ def test_a_workload_spec_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> 
         timeout=60,
     )
     assert workload.returncode == 2
-    assert "this spec runs a workload" in workload.stderr
+    # Located where a person fixes it, as a spec check is: file:line:col: workload: ...
+    # (the line of the workload's first field, under `workload:`).
+    workload_line = (ROOT / "specs" / "segfault.yaml").read_text().splitlines().index("workload:")
+    assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize shrinks" in workload.stderr
+    assert "this spec runs a workload: `reprospec materialize`" in workload.stderr
     assert "Traceback" not in workload.stderr
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2
