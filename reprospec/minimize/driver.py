@@ -33,7 +33,7 @@ from pathlib import Path
 
 from reprospec import native
 from reprospec.core.expr import same
-from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
@@ -47,6 +47,7 @@ from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, write
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
+from reprospec.plan.run import RunPlan
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -87,11 +88,6 @@ def minimize_spec(
     run_options = options.run.with_changes(purpose="minimize", matrix_filters=())
     spec = api.load_spec(spec_path, run_options.overrides)
     redactor = Redactor.for_spec(spec.document)
-
-    def say(message: str) -> None:
-        if progress is not None:
-            progress(redactor.text(message))
-
     plan = api.plan_run(spec, run_options)
     if any(e.observes for e in plan.expectations.values()):
         raise UsageError(
@@ -114,6 +110,32 @@ def minimize_spec(
             "is what minimize shrinks",
         )
         raise SpecError([problem.format(str(spec.path))])
+    # Under run.preload, every run of the minimization forks from the same servers (one
+    # `import torch` for the whole search, not one per candidate), and the candidates run
+    # in one folder, since a server is keyed by its workdir (process/forkserver.py).
+    from reprospec.runners.local import keep_servers
+
+    with keep_servers():
+        return _minimize(
+            spec, plan, run_options, options, command, progress, cancel, started, redactor
+        )
+
+
+def _minimize(
+    spec: Spec,
+    plan: RunPlan,
+    run_options: RunOptions,
+    options: MinimizeOptions,
+    command: str | list[JsonValue],
+    progress: Progress | None,
+    cancel: threading.Event,
+    started: float,
+    redactor: Redactor,
+) -> Minimized:
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
     failing, all_passing = _cells(plan.cells, plan.expectations, options.cell)
     expectation = plan.expectations[failing.id]
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
@@ -189,6 +211,7 @@ def minimize_spec(
         cancel=cancel,
         parallel=settings.step,
         same_signature=options.same_signature,
+        live=_live(attempt.preload, original),
     )
     search = Minimization(original, settings)
     interrupted = reduced.interrupted
@@ -343,6 +366,20 @@ def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
                 _collect(module, workdir, files)
 
 
+def _live(preload: Sequence[str], program: Program) -> bool:
+    """Whether the candidates run in one folder, rewritten for each: under run.preload, so
+    that one server (keyed by the workdir) serves them all. Not when a preloaded module is
+    one of the files being minimized: its server would hold the original's version."""
+    if not preload:
+        return False
+    files = {path for path, _ in program.files}
+    for module in preload:
+        stem = module.replace(".", "/")
+        if f"{stem}.py" in files or f"{stem}/__init__.py" in files:
+            return False
+    return True
+
+
 def _inside(path: Path, folder: Path) -> bool:
     try:
         path.resolve().relative_to(folder)
@@ -391,8 +428,10 @@ class _Runner:
         cancel: threading.Event,
         parallel: int,
         same_signature: bool = True,
+        live: bool = False,
     ) -> None:
         self.same_signature = same_signature
+        self.live = live
         self.spec_path = spec_path
         self.overrides = tuple(overrides)
         self.options = options
@@ -497,7 +536,22 @@ class _Runner:
         )
 
     def materialize(self, program: Program) -> Path:
-        """The candidate's workdir: its files written, every other file linked to the original."""
+        """The candidate's workdir: its files written, every other file linked to the original.
+
+        Live (under run.preload): one folder, its program files rewritten for each probe;
+        probes run one at a time, so no two candidates share it at once.
+        """
+        if self.live:
+            where = self.folder / "live"
+            if not where.is_dir():
+                link_tree(self.workdir, where, skip={self.folder.resolve()})
+            for path, text in program.files:
+                target = where / path
+                if target.is_symlink() or target.exists():
+                    target.unlink()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            return where
         where = self.folder / "candidates" / program.key
         if where.is_dir():
             return where

@@ -7,6 +7,7 @@ that condition in the result.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -16,10 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cli import ROOT
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
+TORCH = ROOT / "tests" / "data" / "minimize" / "torch" / "spec.yaml"
 
 
 def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
@@ -118,6 +122,30 @@ def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path:
     assert "log=verbose -> quiet" in (result / "minimize.md").read_text()
     repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_torch_program_minimizes_as_forks_of_one_preloaded_server(tmp_path: Path) -> None:
+    # run.preload: [torch]. Every candidate's attempts are forks of a server that imported
+    # torch (keep_servers: one for the whole search, and one folder for the candidates,
+    # since the workdir is part of a server's key), not a fresh `import torch` each.
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=TORCH)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["signature"].startswith("crash:SIGSEGV:main")
+    assert data["lines_after"] < data["lines_before"] == 17
+    source = (tmp_path / "result" / "train.py").read_text()
+    assert "string_at(0)" in source
+    assert "workers > 0" in source  # the passing cell (workers=0) keeps the condition
+    launches: list[str] = []
+    for results in (tmp_path / "out" / "runs").glob("*/results.json"):
+        run = json.loads(results.read_text())
+        for cell in run["cells"]:
+            launches += [a["launch"] for a in cell["attempts"]]
+    assert len(launches) >= 20
+    assert set(launches) == {"forked"}, launches
+    live = next((tmp_path / "out" / "minimize").glob("*/live"))
+    assert (live / "train.py").is_file()
+    assert not list(live.parent.glob("candidates/*"))  # no folder per candidate
 
 
 def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
