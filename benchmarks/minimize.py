@@ -50,8 +50,14 @@ the check (failing cell with the signature, passing cells):
 
 Both loader results keep `if not (args.workers > 0 and pinned): crash_here = None`. At a
 30% rate a dropped candidate costs 7 clean attempts (a failure of another kind counts as
-clean), so 300 attempts shrink little; the import-hang case costs the 3 s timeout per
-matching attempt and was not measured in this session.
+clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --repeat
+(docs/performance.md#minimize has the tables, with wall and CPU time):
+
+- flaky / 300, two paired repetitions: minimize 34 -> 32 both times; one-attempt 34 -> 24
+  and 34 -> 22 (the second unconfirmed by its own final check); deterministic 34 -> 26
+  and 34 -> 24; every result still the bug in the check.
+- import-hang / 200: minimize 40 -> 29, out of budget, yes (10/10, 5/5); deterministic
+  40 -> 9, wrong: the passing cell hangs too (0/5).
 """
 
 from __future__ import annotations
