@@ -1,6 +1,7 @@
 """`reprospec minimize` on real-shaped programs, against the oracle other reducers use.
 
     python benchmarks/minimize.py [--cases loader,child-crash,...] [--budget 1000] [-j 2]
+                                  [--oracles minimize,one-attempt,deterministic] [--repeat N]
 
 Cases (each a command spec whose passing cells hold the bug's condition):
 
@@ -15,11 +16,16 @@ Cases (each a command spec whose passing cells hold the bug's condition):
 - `flaky`: benchmarks/data/minimize/flaky, a real SIGSEGV in about 30% of runs (the
   OS's randomness, not the code's) when the cache is shared.
 
-Each case runs twice: `reprospec minimize` (the failing cell's expect with the
-original's signature, the passing cells, flaky-aware verdicts), and the oracle of
-C-Reduce, cvise and pysource-minimize (one attempt per candidate: it "fails" when
-the failing cell fails as its expect says, with no signature and no passing
-cells). Each result is then checked the same way, by the spec's own expect: its
+Each case runs once per oracle: `minimize`, reprospec's (the failing cell's expect with
+the original's signature, the passing cells, flaky-aware verdicts); `one-attempt`, the
+same signature and passing cells judged as a deterministic reducer judges, one attempt
+per candidate and per passing cell (flakiness is then the only difference); and
+`deterministic`, the oracle of C-Reduce, cvise and pysource-minimize (one attempt per
+candidate: it "fails" when the failing cell fails as its expect says, with no signature
+and no passing cells). `--repeat N` pairs them: each repetition runs every oracle in
+turn (the order reversed every other time), under the same load. Each row gives wall
+time and the CPU time of the process tree (this process and every attempt it reaped).
+Each result is then checked the same way, by the spec's own expect: its
 failing cell runs 10 attempts (the signature must be the original's) and each
 passing cell 5. The table prints lines before and after, attempts, the result's
 rate, and whether the result is still the bug: "yes", "wrong" (a passing cell
@@ -44,14 +50,21 @@ the check (failing cell with the signature, passing cells):
 
 Both loader results keep `if not (args.workers > 0 and pinned): crash_here = None`. At a
 30% rate a dropped candidate costs 7 clean attempts (a failure of another kind counts as
-clean), so 300 attempts shrink little; the import-hang case costs the 3 s timeout per
-matching attempt and was not measured in this session.
+clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --repeat
+(docs/performance.md#minimize has the tables, with wall and CPU time):
+
+- flaky / 300, two paired repetitions: minimize 34 -> 32 both times; one-attempt 34 -> 24
+  and 34 -> 22 (the second unconfirmed by its own final check); deterministic 34 -> 26
+  and 34 -> 24; every result still the bug in the check.
+- import-hang / 200: minimize 40 -> 29, out of budget, yes (10/10, 5/5); deterministic
+  40 -> 9, wrong: the passing cell hangs too (0/5).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sys
 import tempfile
@@ -67,7 +80,7 @@ from reprospec import api  # noqa: E402
 from reprospec.core.inputs import Cell  # noqa: E402
 from reprospec.core.runoptions import RunOptions  # noqa: E402
 from reprospec.minimize.driver import MinimizeOptions, minimize_spec  # noqa: E402
-from reprospec.minimize.report import SPEC_NAME, Minimized  # noqa: E402
+from reprospec.minimize.report import SPEC_NAME, Minimized, attempts  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "minimize"
 CASES = ("loader", "loader-500", "import-hang", "child-crash", "flaky")
@@ -154,8 +167,31 @@ def check(found: Minimized, signature: str, passing: tuple[Cell, ...], out: Path
     return Checked(f"{same}/{len(attempts)}", f"{passed}/{ran}", verdict)
 
 
+def tree_cpu() -> float:
+    """CPU seconds of this process and of its reaped children (every attempt) so far."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def oracle_options(oracle: str, budget: int, folder: Path, jobs: int) -> MinimizeOptions:
+    """`minimize`: reprospec's oracle. `one-attempt`: the same signature and passing cells,
+    but one attempt per candidate and per passing cell (a deterministic reducer's belief:
+    one clean run means it no longer fails). `deterministic`: C-Reduce's, cvise's and
+    pysource-minimize's oracle: one attempt, any failure the expect accepts, no passing
+    cells."""
+    return MinimizeOptions(
+        budget=budget,
+        output=folder / "result",
+        min_rate=None if oracle == "minimize" else 0.99,  # 0.99: one clean attempt drops it
+        same_signature=oracle != "deterministic",
+        passing_cells=oracle != "deterministic",
+        run=RunOptions(out=folder / "out", jobs=jobs, purpose="minimize"),
+    )
+
+
 def run_case(
-    name: str, budget: int, jobs: int, scratch: Path, oracles: list[str]
+    name: str, budget: int, jobs: int, scratch: Path, oracles: list[str], repeat: int = 1
 ) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     spec = case_spec(name, scratch / name / "spec")
@@ -163,44 +199,42 @@ def run_case(
     plan = api.plan_run(loaded, RunOptions())
     passing = tuple(c for c in plan.cells if plan.expectations[c.id].outcome == "pass")
     signature = ""
-    for oracle in oracles:
-        ours = oracle == "minimize"
-        options = MinimizeOptions(
-            budget=budget,
-            output=scratch / name / oracle / "result",
-            min_rate=None if ours else 0.99,  # one clean attempt drops a candidate
-            same_signature=ours,
-            passing_cells=ours,
-            run=RunOptions(out=scratch / name / oracle / "out", jobs=jobs, purpose="minimize"),
-        )
-        started = time.monotonic()
-        found = minimize_spec(spec, options)
-        seconds = time.monotonic() - started
-        signature = signature or found.signature
-        r = found.result
-        checked = (
-            check(found, signature, passing, scratch / name / oracle / "check")
-            if r.status not in ("refused", "infra-error")
-            else Checked("-", "-", r.status)
-        )
-        rows.append(
-            {
-                "case": name,
-                "oracle": oracle,
-                "status": r.status,
-                "lines_before": r.original.lines,
-                "lines_after": r.program.lines,
-                "attempts": r.attempts,
-                "candidates": r.ran,
-                "rate": f"{r.rate.matched}/{r.rate.attempts}",
-                "seconds": round(seconds),
-                "check_failing": checked.failing,
-                "check_passing": checked.passing,
-                "still_the_bug": checked.verdict,
-                "signature": found.signature,
-            }
-        )
-        print(json.dumps(rows[-1]), flush=True)
+    # Paired: each repetition runs every oracle, in turn, under the same load.
+    for rep in range(repeat):
+        order = oracles if rep % 2 == 0 else list(reversed(oracles))
+        for oracle in order:
+            folder = scratch / name / oracle / str(rep)
+            options = oracle_options(oracle, budget, folder, jobs)
+            started, cpu = time.monotonic(), tree_cpu()
+            found = minimize_spec(spec, options)
+            seconds, cpu = time.monotonic() - started, tree_cpu() - cpu
+            signature = signature or (found.signature if oracle != "deterministic" else "")
+            r = found.result
+            checked = (
+                check(found, signature or found.signature, passing, folder / "check")
+                if r.status not in ("refused", "infra-error")
+                else Checked("-", "-", r.status)
+            )
+            rows.append(
+                {
+                    "case": name,
+                    "oracle": oracle,
+                    "repeat": rep,
+                    "status": r.status,
+                    "lines_before": r.original.lines,
+                    "lines_after": r.program.lines,
+                    "attempts": attempts(found),
+                    "candidates": r.ran,
+                    "rate": f"{r.rate.matched}/{r.rate.attempts}",
+                    "seconds": round(seconds),
+                    "cpu_s": round(cpu),
+                    "check_failing": checked.failing,
+                    "check_passing": checked.passing,
+                    "still_the_bug": checked.verdict,
+                    "signature": found.signature,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -209,7 +243,8 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("-j", "--jobs", type=int, default=2)
-    parser.add_argument("--oracles", default="minimize,deterministic")
+    parser.add_argument("--oracles", default="minimize,one-attempt,deterministic")
+    parser.add_argument("--repeat", type=int, default=1, help="paired runs of each oracle")
     parser.add_argument("--keep", type=Path, default=None, help="keep the results here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
@@ -218,14 +253,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="minimize-bench-") as tmp:
         scratch = args.keep or Path(tmp)
         for name in args.cases.split(","):
-            rows += run_case(name.strip(), args.budget, args.jobs, scratch, oracles)
+            rows += run_case(name.strip(), args.budget, args.jobs, scratch, oracles, args.repeat)
     print()
-    print("| case | oracle | lines | attempts | rate | still the bug (check) |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| case | oracle | lines | attempts | wall s | CPU s | rate | still the bug (check) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     for row in rows:
         print(
             f"| {row['case']} | {row['oracle']} | {row['lines_before']} -> {row['lines_after']} "
-            f"| {row['attempts']} | {row['rate']} | {row['still_the_bug']} "
+            f"| {row['attempts']} | {row['seconds']} | {row['cpu_s']} | {row['rate']} "
+            f"| {row['still_the_bug']} "
             f"(failing {row['check_failing']}, passing {row['check_passing']}) |"
         )
     if args.json:

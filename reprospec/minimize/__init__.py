@@ -4,6 +4,9 @@
   environment variables, the Python files) and the content hash that names it.
 - `source.py`: the reduction passes (`reduce`), a generator of smaller candidates
   over the command's words and the files' ASTs; no processes.
+- `settings.py`: step 1, the failing cell's smallest configuration: `isolate`'s own
+  search (`isolate_spec`) against the farthest passing cell; what it does not need
+  goes back to the passing cell's values.
 - `search.py`: the flaky-aware search around it, a pure state machine
   (`Minimization`, `minimize`): the rate, each candidate's verdict from its
   attempts, the passing cells, the cache, the budget, the final check.

@@ -32,18 +32,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.expr import same
+from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
-from reprospec.errors import UsageError
+from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.differences import MISSING, Setting
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, write
 from reprospec.minimize.search import Minimization, Probe, Settings
+from reprospec.minimize.settings import Reduced, reduce_settings
+from reprospec.plan.run import RunPlan
+from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
 MAX_PASSING = 4  # passing cells run with each candidate (spread over the matrix)
@@ -64,6 +69,8 @@ class MinimizeOptions:
     # "fails as expected", without the same signature or the passing cells.
     same_signature: bool = True
     passing_cells: bool = True
+    # Step 1 (isolate the settings); off only where a caller wants the program step alone.
+    settings: bool = True
 
 
 def minimize_spec(
@@ -81,11 +88,6 @@ def minimize_spec(
     run_options = options.run.with_changes(purpose="minimize", matrix_filters=())
     spec = api.load_spec(spec_path, run_options.overrides)
     redactor = Redactor.for_spec(spec.document)
-
-    def say(message: str) -> None:
-        if progress is not None:
-            progress(redactor.text(message))
-
     plan = api.plan_run(spec, run_options)
     if any(e.observes for e in plan.expectations.values()):
         raise UsageError(
@@ -94,19 +96,73 @@ def minimize_spec(
         )
     command = spec.document.get("command")
     if not isinstance(command, (str, list)):
-        raise UsageError(
+        # Located at the spec's `workload` (exit 2, no traceback), as a spec check is.
+        key = "workload" if "workload" in spec.document else "command"
+        line, col = locate(spec.locations, (key,))
+        problem = Problem(
+            line,
+            col,
+            (key,),
             "minimize shrinks the program a spec's `command` runs (its arguments, environment "
             "variables and Python files); this spec runs a workload: `reprospec materialize` "
-            "writes it out as a command spec first"
+            "writes it out, and `reprospec run` writes the failing cell's standalone repro.py "
+            "into its run folder; a command spec that runs `python repro.py` with this expect "
+            "is what minimize shrinks",
         )
-    failing, passing = _cells(plan.cells, plan.expectations, options.cell)
-    passing = passing if options.passing_cells else ()
+        raise SpecError([problem.format(str(spec.path))])
+    # Under run.preload, every run of the minimization forks from the same servers (one
+    # `import torch` for the whole search, not one per candidate), and the candidates run
+    # in one folder, since a server is keyed by its workdir (process/forkserver.py).
+    from reprospec.runners.local import keep_servers
+
+    with keep_servers():
+        return _minimize(
+            spec, plan, run_options, options, command, progress, cancel, started, redactor
+        )
+
+
+def _minimize(
+    spec: Spec,
+    plan: RunPlan,
+    run_options: RunOptions,
+    options: MinimizeOptions,
+    command: str | list[JsonValue],
+    progress: Progress | None,
+    cancel: threading.Event,
+    started: float,
+    redactor: Redactor,
+) -> Minimized:
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(redactor.text(message))
+
+    failing, all_passing = _cells(plan.cells, plan.expectations, options.cell)
     expectation = plan.expectations[failing.id]
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
+    # Step 1, the settings, by isolate: its attempts come out of the budget.
+    reduced = (
+        reduce_settings(
+            Path(spec.path),
+            spec.document,
+            failing,
+            all_passing,
+            expectation,
+            run_options,
+            budget=options.budget,
+            min_rate=options.min_rate,
+            progress=say,
+            cancel=cancel,
+        )
+        if options.settings and options.passing_cells
+        else Reduced(failing, failing, None, message="not asked")
+    )
+    if reduced.reset:
+        say("settings: " + reduced.sentence())
+    passing = _sample(_agreeing(all_passing, reduced)) if options.passing_cells else ()
     settings = Settings(
-        budget=options.budget,
+        budget=max(1, options.budget - reduced.attempts),
         error=options.error if options.error is not None else Settings.error,
         min_rate=(
             options.min_rate
@@ -126,6 +182,7 @@ def minimize_spec(
             spec.source_text,
             json.dumps(list(run_options.overrides)),
             failing.id,
+            reduced.cell.id,
             original.key,
             repr(settings),
             run_options.runner,
@@ -135,16 +192,17 @@ def minimize_spec(
     state = StateFile(folder, {"spec": spec.name, "cell": failing.id, "budget": options.budget})
     if state.stored:
         say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")
+    files = ", ".join(p for p, _ in original.files) or "no Python files"
     say(
-        f"minimizing {original.lines} lines ({', '.join(p for p, _ in original.files) or 'no '}"
-        f"Python files) for cell {failing.id}; passing cells checked: "
-        f"{', '.join(c.id for c in passing) or 'none'}"
+        f"minimizing {original.lines} lines ({files}) for cell {reduced.cell.id}; "
+        f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
     )
     runner = _Runner(
         spec_path=Path(spec.path),
         overrides=run_options.overrides,
         options=run_options,
-        failing=failing,
+        failing=reduced.cell,
+        failing_overrides=reduced.overrides,
         passing=passing,
         workdir=workdir,
         folder=folder,
@@ -153,9 +211,10 @@ def minimize_spec(
         cancel=cancel,
         parallel=settings.step,
         same_signature=options.same_signature,
+        live=_live(attempt.preload, original),
     )
     search = Minimization(original, settings)
-    interrupted = False
+    interrupted = reduced.interrupted
     last = 0.0
     # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
     # run (`cancel`) and keeps what it did; the probe cut short is not stored.
@@ -194,7 +253,7 @@ def minimize_spec(
         output=output,
         spec_name=spec.name,
         spec_path=str(spec.path),
-        cell=failing,
+        cell=reduced.cell,
         passing=passing,
         expectation=expectation,
         signature=runner.signature,
@@ -205,6 +264,7 @@ def minimize_spec(
         repro="",
         command_line=options.command_line,
         perturbed=attempt.environment.perturb.describe(),
+        settings=reduced,
     )
     found = write(found, spec, workdir)
     return redactor.value(found)
@@ -224,11 +284,32 @@ def _cells(
             f"no cell{' kept by ' + shown if shown else ''} is expected to fail: minimize "
             f"needs a cell whose expect says how it fails"
         )
-    passing = [c for c in cells if expectations[c.id].outcome == "pass"]
-    if len(passing) > MAX_PASSING:
-        step = len(passing) / MAX_PASSING
-        passing = [passing[int(i * step)] for i in range(MAX_PASSING)]
-    return failing, tuple(passing)
+    return failing, tuple(c for c in cells if expectations[c.id].outcome == "pass")
+
+
+def _agreeing(passing: Sequence[Cell], reduced: Reduced) -> Sequence[Cell]:
+    """The passing cells that share the reset settings' values: the minimized spec's own.
+
+    Its matrix holds only those values of a reset axis, so its passing cells are these;
+    all of them when none does (then the reset values appear in no passing cell).
+    """
+    axes = {d.name: d.base for d in reduced.reset if d.is_axis}
+    kept = [c for c in passing if all(_has(c, axis, value) for axis, value in axes.items())]
+    return kept or passing
+
+
+def _has(cell: Cell, axis: str, value: Setting) -> bool:
+    if value is MISSING:
+        return axis not in cell.matrix
+    return axis in cell.matrix and same(cell.matrix[axis], value)
+
+
+def _sample(passing: Sequence[Cell]) -> tuple[Cell, ...]:
+    """Up to MAX_PASSING of the passing cells, spread over the matrix."""
+    if len(passing) <= MAX_PASSING:
+        return tuple(passing)
+    step = len(passing) / MAX_PASSING
+    return tuple(passing[int(i * step)] for i in range(MAX_PASSING))
 
 
 def _program(
@@ -285,6 +366,20 @@ def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
                 _collect(module, workdir, files)
 
 
+def _live(preload: Sequence[str], program: Program) -> bool:
+    """Whether the candidates run in one folder, rewritten for each: under run.preload, so
+    that one server (keyed by the workdir) serves them all. Not when a preloaded module is
+    one of the files being minimized: its server would hold the original's version."""
+    if not preload:
+        return False
+    files = {path for path, _ in program.files}
+    for module in preload:
+        stem = module.replace(".", "/")
+        if f"{stem}.py" in files or f"{stem}/__init__.py" in files:
+            return False
+    return True
+
+
 def _inside(path: Path, folder: Path) -> bool:
     try:
         path.resolve().relative_to(folder)
@@ -326,18 +421,23 @@ class _Runner:
         failing: Cell,
         passing: Sequence[Cell],
         workdir: Path,
+        failing_overrides: Sequence[str] = (),
         folder: Path,
         as_list: bool,
         state: StateFile,
         cancel: threading.Event,
         parallel: int,
         same_signature: bool = True,
+        live: bool = False,
     ) -> None:
         self.same_signature = same_signature
+        self.live = live
         self.spec_path = spec_path
         self.overrides = tuple(overrides)
         self.options = options
         self.failing = failing
+        # The settings step's configuration: a one-cell matrix and the failing expect.
+        self.failing_overrides = tuple(failing_overrides)
         self.passing = tuple(passing)
         self.workdir = workdir
         self.folder = folder
@@ -372,17 +472,18 @@ class _Runner:
         sets.append("command=" + json.dumps(words if self.as_list else join_words(tuple(words))))
         if program.env:
             sets.append("environment.env=" + json.dumps(dict(program.env)))
-        spec = api.load_spec(self.spec_path, sets)
         if probe.role == "failing":
+            spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides])
             options = self.options.with_changes(
                 repeat=max(1, probe.attempts),
                 stop_on="first-reproduction" if probe.stop_after == 1 else "never",
                 jobs=self.parallel,
-                matrix_filters=_filters(self.failing),
+                matrix_filters=() if self.failing_overrides else _filters(self.failing),
                 purpose="minimize",
             )
             results = [api.run(spec, options, cancel=self.cancel)]
         else:
+            spec = api.load_spec(self.spec_path, sets)
             # One run per passing cell, at once: -m filters cannot name a set of cells.
             options = self.options.with_changes(repeat=1, jobs=1, purpose="minimize")
             with ThreadPoolExecutor(max_workers=max(1, self.parallel)) as pool:
@@ -435,7 +536,22 @@ class _Runner:
         )
 
     def materialize(self, program: Program) -> Path:
-        """The candidate's workdir: its files written, every other file linked to the original."""
+        """The candidate's workdir: its files written, every other file linked to the original.
+
+        Live (under run.preload): one folder, its program files rewritten for each probe;
+        probes run one at a time, so no two candidates share it at once.
+        """
+        if self.live:
+            where = self.folder / "live"
+            if not where.is_dir():
+                link_tree(self.workdir, where, skip={self.folder.resolve()})
+            for path, text in program.files:
+                target = where / path
+                if target.is_symlink() or target.exists():
+                    target.unlink()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            return where
         where = self.folder / "candidates" / program.key
         if where.is_dir():
             return where

@@ -18,15 +18,19 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.words import perturbed_phrase
+from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.program import SKIPPED, Program, join_words
 from reprospec.minimize.search import MinimizeResult
+from reprospec.minimize.settings import Reduced
 
 SPEC_NAME = "minimized.yaml"
 _COPY_LIMIT = 1 << 20  # other files of the workdir up to this size go along (data, configs)
@@ -53,6 +57,8 @@ class Minimized:
     command_line: str = ""
     # environment.perturb of the failing cell: minimized under it (amplify).
     perturbed: tuple[str, ...] = ()
+    # Step 1: the failing cell's settings as isolate reduced them (None: not run).
+    settings: Reduced | None = None
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -66,7 +72,13 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     spec_path = out / SPEC_NAME
-    spec_path.write_text(_spec_text(spec, program), encoding="utf-8")
+    reset = found.settings.reset if found.settings else ()
+    spec_path.write_text(_spec_text(spec, program, reset), encoding="utf-8")
+    if reset and not _fails_there(spec_path, found):
+        # The spec's expect keys on a reset setting (its case expects that cell to pass):
+        # the minimized spec keeps the matrix as it was rather than expect the wrong thing.
+        spec_path.write_text(_spec_text(spec, program, ()), encoding="utf-8")
+        found = replace(found, cell=found.settings.original if found.settings else found.cell)
     found = replace(found, repro=_repro(spec_path, found))
     (out / "repro.sh").write_text(
         f'#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\ncd "$(dirname "$0")" && '
@@ -101,8 +113,13 @@ def _copy_rest(workdir: Path, out: Path, program: set[str], skip: Path) -> None:
                 shutil.copy2(source, out / rel)
 
 
-def _spec_text(spec: Spec, program: Program) -> str:
-    """The original spec, running the minimized program from its own folder."""
+def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference]) -> str:
+    """The original spec, running the minimized program from its own folder.
+
+    An axis the settings step reset holds only the passing value it was reset to: the
+    failing cell is then the smallest configuration, and a setting that does not matter
+    no longer multiplies the cells (nor goes at all, when the program no longer reads it).
+    """
     from reprospec.spec.yamlsource import dump_yaml
 
     document = json.loads(json.dumps(spec.document))
@@ -117,6 +134,15 @@ def _spec_text(spec: Spec, program: Program) -> str:
             environment["env"] = dict(program.env)
         else:
             environment.pop("env", None)
+    matrix = document.get("matrix")
+    for diff in reset:
+        if (
+            isinstance(matrix, dict)
+            and diff.is_axis
+            and isinstance(matrix.get(diff.name), list)
+            and diff.base is not MISSING
+        ):
+            matrix[diff.name] = [diff.base]
     _drop_unused_axes(document)
     return dump_yaml(document)
 
@@ -141,6 +167,21 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
             del matrix[axis]
     if not any(k not in ("include", "exclude") for k in matrix):
         document.pop("matrix")
+
+
+def _fails_there(spec_path: Path, found: Minimized) -> bool:
+    """Whether the minimized spec has the reduced cell and expects it to fail as the original."""
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+
+    plan = api.plan_run(api.load_spec(spec_path), RunOptions())
+    for cell in plan.cells:
+        if all(
+            axis not in cell.matrix or same(cell.matrix[axis], value)
+            for axis, value in found.cell.matrix.items()
+        ):
+            return plan.expectations[cell.id] == found.expectation
+    return False
 
 
 def _repro(spec_path: Path, found: Minimized) -> str:
@@ -171,7 +212,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "file_lines_after": r.program.file_lines,
         "nodes_before": r.original.nodes,
         "nodes_after": r.program.nodes,
-        "attempts": r.attempts,
+        "attempts": attempts(found),
         "signature": found.signature,
         "rate": r.rate.to_dict(),
         "status": r.status,
@@ -187,7 +228,13 @@ def to_dict(found: Minimized) -> JsonObject:
         "reused": found.reused,
         "id": found.id,
         "search": r.to_dict(),
+        "settings": found.settings.to_dict() if found.settings else None,
     }
+
+
+def attempts(found: Minimized) -> int:
+    """Attempts in all: the settings step's (isolate's) and the program's."""
+    return found.result.attempts + (found.settings.attempts if found.settings else 0)
 
 
 def sentence(found: Minimized) -> str:
@@ -199,15 +246,24 @@ def sentence(found: Minimized) -> str:
     rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
     tail = f"; {r.message}" if r.message else ""
     return (
-        f"{head} in {r.attempts} attempts ({r.status}); fails as {found.signature} in {rate}, "
+        f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
+        f"{rate}, "
         f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}"
     )
 
 
 def text(found: Minimized) -> str:
     first = f"{perturbed_phrase(found.perturbed)}\n" if found.perturbed else ""
+    settings = (
+        f"settings: {found.settings.sentence()}\n"
+        if found.settings and found.settings.reset
+        else ""
+    )
     return (
-        first + sentence(found) + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+        first
+        + settings
+        + sentence(found)
+        + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
     )
 
 
@@ -226,6 +282,8 @@ def markdown(found: Minimized) -> str:
         f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
         f"| command | `{r.original.command}` | `{r.program.command}` |",
     ]
+    if found.settings is not None:
+        lines.append(f"| failing cell | `{found.settings.original.id}` | `{found.cell.id}` |")
     if r.original.env:
         lines.append(f"| environment variables | {len(r.original.env)} | {len(r.program.env)} |")
     rate = r.rate
@@ -240,7 +298,8 @@ def markdown(found: Minimized) -> str:
         f"{original.matched}/{original.attempts} ({original.low:.0%}-{original.high:.0%})",
         f"- **Passing cells with the result**: {r.passing_checked.passed}/"
         f"{r.passing_checked.ran} attempts passed",
-        f"- **Attempts**: {r.attempts} of the budget; {r.ran} candidates ran, "
+        f"- **Attempts**: {attempts(found)} of the budget ({r.attempts} for the program); "
+        f"{r.ran} candidates ran, "
         f"{r.candidates - r.ran + 1} answered from the cache; {found.reused} probe(s) "
         f"replayed from an interrupted run",
         f"- **Time**: {_duration(found.seconds)}",
@@ -250,6 +309,9 @@ def markdown(found: Minimized) -> str:
         f"minimum {r.min_rate:g}, raised to the 95% lower bound of the rate measured on the "
         f"candidates seen failing)",
     ]
+    if found.settings is not None:
+        where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""
+        lines.append(f"- **Settings** (step 1, by isolate{where}): {found.settings.sentence()}")
     for warning in r.warnings:
         lines.append(f"- **Warning**: {warning}")
     lines += [

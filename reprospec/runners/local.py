@@ -11,7 +11,8 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,6 +126,13 @@ class LocalRunner:
     def _preload(self) -> forkserver.Preloader:
         from reprospec.process import forkserver
 
+        kept = _kept(self.python)
+        if kept is not None:
+            with _KEPT_LOCK:
+                if kept.preloader is None:
+                    kept.preloader = forkserver.Preloader(self.python)
+                # Not this runner's to close: the keep_servers() block closes it.
+                return kept.preloader
         with self._lock:
             if self._preloader is None:
                 self._preloader = forkserver.Preloader(self.python)
@@ -182,19 +190,18 @@ class LocalRunner:
         sys.executable would be the link and a venv interpreter would lose its venv
         (pyvenv.cfg is looked up next to the path that was run).
         """
+        kept = _kept(self.python)
+        if kept is not None:
+            # The same folder for every run of the block: it is on PATH, and PATH is part
+            # of a preload server's key, so another folder would be another server.
+            with _KEPT_LOCK:
+                if kept.shims is None:
+                    kept.shims = _make_shims(self.python)
+                return kept.shims
         with self._lock:
             if self._shim_dir is not None:
                 return self._shim_dir
-            # Named after the engine's pid: a later engine removes those of a dead one
-            # (scratch.sweep_orphans), the watchdog at once.
-            scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
-            folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
-            leftovers.watch_path(folder)
-            script = f'#!/bin/sh\nexec {shlex.quote(self.python)} "$@"\n'
-            for name in ("python", "python3"):
-                path = folder / name
-                path.write_text(script)
-                path.chmod(0o755)
+            folder = _make_shims(self.python)
             weakref.finalize(self, shutil.rmtree, folder, True)
             self._shim_dir = folder
             return folder
@@ -505,3 +512,67 @@ def sanitizer_failure(returncode: int | None, log_dir: Path, files: AttemptFiles
         with contextlib.suppress(OSError):
             output += path.read_bytes()[:4096]
     return sanitizer.own_failure(returncode, log_text, output)
+
+
+def _make_shims(python: str) -> Path:
+    """The shim folder of `_shims`: `python` and `python3` exec scripts for `python`."""
+    # Named after the engine's pid: a later engine removes those of a dead one
+    # (scratch.sweep_orphans), the watchdog at once.
+    scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
+    folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-"))
+    leftovers.watch_path(folder)
+    script = f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n'
+    for name in ("python", "python3"):
+        path = folder / name
+        path.write_text(script)
+        path.chmod(0o755)
+    return folder
+
+
+@dataclass
+class _Kept:
+    """What the local runners of one interpreter share inside `keep_servers()`."""
+
+    shims: Path | None = None
+    preloader: forkserver.Preloader | None = None
+
+
+# keep_servers(): by interpreter, while a block is open (the depth counts nested blocks).
+_KEPT: dict[str, _Kept] = {}
+_KEPT_DEPTH = [0]
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept(python: str) -> _Kept | None:
+    with _KEPT_LOCK:
+        if _KEPT_DEPTH[0] == 0:
+            return None
+        return _KEPT.setdefault(python, _Kept())
+
+
+@contextlib.contextmanager
+def keep_servers() -> Iterator[None]:
+    """While open, the local runners of this process share their preload servers and shims.
+
+    A search verb (minimize, isolate) runs hundreds of small runs of one program; each run's
+    runner would start its own `run.preload` server and pay `import torch` again (measured:
+    ~15 s a candidate under load, for attempts of 0.2 s). Inside the block a runner's
+    `close()` leaves them running, and the outermost block's end stops them. Servers stay
+    keyed as always (interpreter, environment, workdir, preload list), so what an attempt
+    may be forked from does not change, only how long a server lives.
+    """
+    with _KEPT_LOCK:
+        _KEPT_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _KEPT_LOCK:
+            _KEPT_DEPTH[0] -= 1
+            ending = list(_KEPT.values()) if _KEPT_DEPTH[0] == 0 else []
+            if ending:
+                _KEPT.clear()
+        for kept in ending:
+            if kept.preloader is not None:
+                kept.preloader.close()
+            if kept.shims is not None:
+                shutil.rmtree(kept.shims, ignore_errors=True)

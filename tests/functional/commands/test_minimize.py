@@ -7,6 +7,7 @@ that condition in the result.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -15,21 +16,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cli import ROOT, interrupt_when
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
+SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
+TORCH = ROOT / "tests" / "data" / "minimize" / "torch" / "spec.yaml"
 
 
-def argv(tmp_path: Path, *args: str) -> list[str]:
+def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
     return [
-        sys.executable, "-m", "reprospec", "minimize", str(SPEC), "--format", "json",
+        sys.executable, "-m", "reprospec", "minimize", str(spec), "--format", "json",
         "--out", str(tmp_path / "out"), "-o", str(tmp_path / "result"), "-j", "2", *args,
     ]  # fmt: skip
 
 
-def minimize(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+def minimize(tmp_path: Path, *args: str, spec: Path = SPEC) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
-        argv(tmp_path, *args),
+        argv(tmp_path, *args, spec=spec),
         capture_output=True,
         text=True,
         timeout=300,
@@ -87,6 +92,62 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
     assert sorted((tmp_path / "out" / "runs").iterdir()) == runs_before  # no new run
 
 
+def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path: Path) -> None:
+    # Step 1: the failing cell is log=verbose, but only workers and pinned memory make
+    # crash.py segfault. Isolate (against the farthest passing cell, log=quiet) finds the
+    # pair; the log level goes back to quiet, and the program is minimized in that cell.
+    code, data, stderr = minimize(tmp_path, "--budget", "200", spec=SETTINGS)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    settings = data["settings"]
+    assert settings["cell_before"] == "workers=2,pinned=true,log=verbose"
+    assert settings["cell_after"] == data["cell"] == "workers=2,pinned=true,log=quiet"
+    assert settings["passing"] == "workers=0,pinned=false,log=quiet"
+    assert [d["path"] for d in settings["kept"]] == ["matrix.workers", "matrix.pinned"]
+    assert settings["reset"] == [{"path": "matrix.log", "value": "verbose", "base": "quiet"}]
+    # Isolate's own search and folder, its attempts within the one budget.
+    assert 0 < settings["attempts"] < data["attempts"] <= 200
+    assert (tmp_path / "out" / "isolate" / settings["isolate_id"] / "isolate.md").is_file()
+    # The program was minimized, and judged, in the reduced cell: its passing cells are the
+    # ones that share log=quiet, and the condition on both settings stays in the source.
+    assert data["passing_cells"]
+    assert all(c.endswith("log=quiet") for c in data["passing_cells"])
+    assert data["signature"].startswith("crash:SIGSEGV:main")
+    assert data["rate"]["matched"] >= 1
+    result = tmp_path / "result"
+    source = (result / "crash.py").read_text()
+    assert "workers > 0" in source, source
+    assert "pinned" in source, source
+    spec = (result / "minimized.yaml").read_text()
+    assert "verbose" not in spec, spec  # the smallest configuration: log=verbose is gone
+    assert "log=verbose -> quiet" in (result / "minimize.md").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_torch_program_minimizes_as_forks_of_one_preloaded_server(tmp_path: Path) -> None:
+    # run.preload: [torch]. Every candidate's attempts are forks of a server that imported
+    # torch (keep_servers: one for the whole search, and one folder for the candidates,
+    # since the workdir is part of a server's key), not a fresh `import torch` each.
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=TORCH)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["signature"].startswith("crash:SIGSEGV:main")
+    assert data["lines_after"] < data["lines_before"] == 17
+    source = (tmp_path / "result" / "train.py").read_text()
+    assert "string_at(0)" in source
+    assert "workers > 0" in source  # the passing cell (workers=0) keeps the condition
+    launches: list[str] = []
+    for results in (tmp_path / "out" / "runs").glob("*/results.json"):
+        run = json.loads(results.read_text())
+        for cell in run["cells"]:
+            launches += [a["launch"] for a in cell["attempts"]]
+    assert len(launches) >= 20
+    assert set(launches) == {"forked"}, launches
+    live = next((tmp_path / "out" / "minimize").glob("*/live"))
+    assert (live / "train.py").is_file()
+    assert not list(live.parent.glob("candidates/*"))  # no folder per candidate
+
+
 def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
     states = tmp_path / "out" / "minimize"
 
@@ -112,7 +173,11 @@ def test_a_workload_spec_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> 
         timeout=60,
     )
     assert workload.returncode == 2
-    assert "this spec runs a workload" in workload.stderr
+    # Located where a person fixes it, as a spec check is: file:line:col: workload: ...
+    # (the line of the workload's first field, under `workload:`).
+    workload_line = (ROOT / "specs" / "segfault.yaml").read_text().splitlines().index("workload:")
+    assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize shrinks" in workload.stderr
+    assert "this spec runs a workload: `reprospec materialize`" in workload.stderr
     assert "Traceback" not in workload.stderr
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2

@@ -1,0 +1,205 @@
+"""Step 1 of `minimize`: the failing cell's smallest configuration, found by `isolate`.
+
+Before the program shrinks, the settings do: the matrix values of the failing cell
+that the failure does not need go back to a passing cell's values. That is what
+`isolate` answers (the smallest set of differences from a passing cell that still
+fails the same way), so this module runs `isolate_spec` itself, not a second search:
+its state, resume, flaky-aware rule and report (OUT/isolate/ID/isolate.md) are
+isolate's, and its attempts count in the minimization's budget.
+
+The passing cell compared against is the one that differs from the failing cell in
+the most settings (the first in matrix order among those): the nearest one would
+share every setting that does not matter, and isolate can only reset what differs.
+The answer is a `Reduced`: the configuration as a cell, the differences kept (the
+failure needs them) and reset (it does not), and the `--set` overrides that run it
+as a one-cell spec with the failing cell's expect, as isolate runs its candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.runoptions import RunOptions
+from reprospec.isolation.differences import (
+    MATRIX,
+    MISSING,
+    Difference,
+    Setting,
+    configuration,
+    differences,
+    mix,
+    overrides,
+    render,
+)
+from reprospec.spec.matrix import cell_id
+
+Progress = Callable[[str], None]
+ISOLATE_BUDGET = 100  # isolate's own default: the settings' share of a large budget
+ISOLATE_SHARE = 5  # and at most a fifth of a small one
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """The failing cell's smallest configuration, and what isolate said about it."""
+
+    cell: Cell  # the configuration as a cell: the failing cell when nothing was reset
+    original: Cell  # the failing cell as the spec names it
+    passing: Cell | None  # the passing cell compared against (None: none was)
+    kept: tuple[Difference, ...] = ()  # the failure needs these (the failing cell's values)
+    reset: tuple[Difference, ...] = ()  # it does not: set back to the passing cell's values
+    status: str = "skipped"  # isolate's status, or "skipped" (nothing to search)
+    message: str = ""
+    attempts: int = 0
+    isolate_id: str = ""
+    folder: Path | None = None  # OUT/isolate/ID: isolate's state and report
+    overrides: tuple[str, ...] = ()  # run the configuration as one cell with the failing expect
+    interrupted: bool = False
+
+    def sentence(self) -> str:
+        """One line for the summary and minimize.md."""
+        if not self.reset:
+            return f"{self.cell.id} kept as it is ({self.message or self.status})"
+        shown = ", ".join(f"{d.name}={_shown(d.value)} -> {_shown(d.base)}" for d in self.reset)
+        needed = " AND ".join(d.describe() for d in self.kept) or "none of the differences"
+        return (
+            f"{shown} (does not matter; the failure needs {needed}, isolate "
+            f"against {self.passing.id if self.passing else '-'}, {self.attempts} attempts)"
+        )
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "cell_before": self.original.id,
+            "cell_after": self.cell.id,
+            "passing": self.passing.id if self.passing else None,
+            "kept": [d.to_dict() for d in self.kept],
+            "reset": [d.to_dict() for d in self.reset],
+            "attempts": self.attempts,
+            "isolate_id": self.isolate_id,
+        }
+
+
+def reduce_settings(
+    spec_path: Path,
+    document: Mapping[str, JsonValue],
+    failing: Cell,
+    passing: Sequence[Cell],
+    expectation: Expectation,
+    options: RunOptions,
+    *,
+    budget: int,
+    min_rate: float | None,
+    progress: Progress,
+    cancel: threading.Event,
+) -> Reduced:
+    """Isolate the failing cell against its farthest passing cell; the rest goes back."""
+    from reprospec.isolation.driver import IsolateOptions, isolate_spec
+
+    other = _farthest(failing, passing)
+    if other is None:
+        return Reduced(failing, failing, None, message="the spec has no passing cell")
+    passing_config = configuration(document, other.matrix, {})
+    failing_config = configuration(document, failing.matrix, {})
+    diffs = differences(passing_config, failing_config)
+    if len(diffs) < 2:
+        # One difference from a passing cell is the condition itself: nothing to reset.
+        return Reduced(
+            failing,
+            failing,
+            other,
+            kept=diffs,
+            message=f"it differs from the passing cell {other.id} in one setting only",
+        )
+    share = max(1, min(ISOLATE_BUDGET, budget // ISOLATE_SHARE))
+    progress(
+        f"settings: isolating the {len(diffs)} differences between {failing.id} and the "
+        f"passing cell {other.id} (isolate, at most {share} attempts)"
+    )
+    try:
+        found = isolate_spec(
+            spec_path,
+            IsolateOptions(
+                failing=failing.id,
+                passing=other.id,
+                budget=share,
+                min_rate=min_rate,
+                run=options,
+            ),
+            progress=progress,
+            cancel=cancel,
+        )
+    except KeyboardInterrupt:
+        cancel.set()
+        return Reduced(failing, failing, other, message="interrupted", interrupted=True)
+    result = found.result
+    base = Reduced(
+        failing,
+        failing,
+        other,
+        kept=diffs,
+        status=result.status,
+        message=result.message,
+        attempts=result.attempts,
+        isolate_id=found.id,
+        folder=found.folder,
+        interrupted=found.interrupted,
+    )
+    # Isolated, or out of budget with a smaller set seen failing: that set fails the same way
+    # (it was seen doing so), so its configuration is a failing cell. Anything else (refused,
+    # the passing side fails too) leaves the settings as they are, for the passes to judge.
+    if found.interrupted or result.status not in ("isolated", "budget") or not result.culprits:
+        return base
+    chosen = sorted(result.culprits)
+    if len(chosen) == len(diffs):
+        return base
+    config = mix(passing_config, diffs, chosen)
+    values: dict[str, JsonValue] = {}
+    # The failing cell's axis order, then any axis only the passing cell has.
+    axes = [*failing.matrix, *(a for a in other.matrix if a not in failing.matrix)]
+    for axis in axes:
+        value = config.get(MATRIX + axis, MISSING)
+        if value is not MISSING:
+            values[axis] = value
+    cell = Cell(id=cell_id(values), index=failing.index, matrix=values)
+    expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
+    return Reduced(
+        cell,
+        failing,
+        other,
+        kept=tuple(diffs[i] for i in chosen),
+        reset=tuple(d for i, d in enumerate(diffs) if i not in chosen),
+        status=result.status,
+        message=result.message,
+        attempts=result.attempts,
+        isolate_id=found.id,
+        folder=found.folder,
+        overrides=(*overrides(config, document), "expect=" + json.dumps(expect)),
+    )
+
+
+def _farthest(failing: Cell, passing: Sequence[Cell]) -> Cell | None:
+    """The passing cell that differs from `failing` in the most settings (the first of those)."""
+    best: Cell | None = None
+    most = -1
+    for cell in passing:
+        count = sum(
+            1
+            for axis in {*failing.matrix, *cell.matrix}
+            if axis not in failing.matrix
+            or axis not in cell.matrix
+            or render(failing.matrix[axis]) != render(cell.matrix[axis])
+        )
+        if count > most:
+            best, most = cell, count
+    return best
+
+
+def _shown(value: Setting) -> str:
+    return "unset" if value is MISSING else render(value)
