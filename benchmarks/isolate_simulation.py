@@ -1,7 +1,7 @@
 """Isolation against a simulated oracle (no processes): attempts spent and exact answers.
 
     python benchmarks/isolate_simulation.py [--trials 1000] [--seed 1] [--baselines]
-                                            [--row 16:2:0.3 ...]
+                                            [--row 16:2:0.3 ...] [--before main]
 
 A trial hides a culprit set among N boolean toggles; a candidate reproduces when
 it holds every culprit, and then each attempt fails as expected with probability
@@ -13,27 +13,81 @@ budget is not exact); the mean, p95 and p99 of attempts and "exact" come from
 the same trial run without a budget (replayed from the same seed: the first 100
 attempts are the same). `--baselines` also runs ddmin and one-toggle-at-a-time
 with a fixed number of clean attempts per passing verdict, the two the issue
-measured first.
+measured first. A rate written `1:N:R` is a failure that looks deterministic for
+the trial's first N attempts, then fails at R. `--before REV` runs the same
+trials (same seeds) with the search of that git revision too, alternating trial
+by trial, so the pair is measured in one run under the same load; the CPU
+milliseconds per trial are the process's own (the search runs no children).
 
 Goals (issue 10): >= 99% of trials exact within 100 attempts at rate 0.3 for a
 pair among 16 toggles; fewer than 40 attempts on average at rate 1.0 for a pair
-among 12.
+among 12. Issue 30: at most 55 attempts at rate 0.3 for a pair among 16 (>= 99%
+exact), at most 20 for a deterministic pair among 12.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reprospec.isolation import AttemptKind, Probe, Settings, isolate
+from reprospec.isolation import AttemptKind, Probe
+from reprospec.isolation import search as current
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def search_at(revision: str) -> ModuleType:
+    """The isolation search as it was at `revision` (search, hypotheses, candidates).
+
+    The three modules are copied into a package of their own, their imports of each
+    other renamed; they import only reprospec.core besides.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="isolate-before-"))
+    package = folder / "isolation_before"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("candidates", "hypotheses", "search"):
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:reprospec/isolation/{name}.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        (package / f"{name}.py").write_text(
+            text.replace("reprospec.isolation.", "isolation_before.")
+        )
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("isolation_before.search")
+
+
+@dataclass(frozen=True)
+class Case:
+    """A rate, or a failure deterministic for the trial's first `steady` attempts, then `rate`."""
+
+    rate: float
+    steady: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Case:
+        if ":" in text:
+            _, steady, rate = text.split(":")
+            return cls(float(rate), int(steady))
+        return cls(float(text))
+
+    def __str__(self) -> str:
+        return f"1:{self.steady}:{self.rate:g}" if self.steady else f"{self.rate:g}"
 
 
 @dataclass
@@ -41,7 +95,7 @@ class Oracle:
     """A hidden conjunction of toggles that fails with probability `rate` per attempt."""
 
     culprits: frozenset[int]
-    rate: float
+    case: Case
     seed: float
     attempts: int = 0
 
@@ -50,7 +104,8 @@ class Oracle:
 
     def attempt(self, candidate: frozenset[int]) -> bool:
         self.attempts += 1
-        return self.culprits <= candidate and self.rng.random() < self.rate
+        rate = 1.0 if self.attempts <= self.case.steady else self.case.rate
+        return self.culprits <= candidate and self.rng.random() < rate
 
     def probe(self, probe: Probe) -> list[AttemptKind]:
         kinds: list[AttemptKind] = []
@@ -80,16 +135,17 @@ class Trial:
 BUDGET = 100
 
 
-def run_isolation(oracle: Oracle, count: int, settings: Settings) -> Trial:
+def run_isolation(oracle: Oracle, count: int, module: ModuleType) -> Trial:
     """The trial under the default budget, and (if that ran out) without one."""
+    settings = module.Settings()
 
     def once(budget: int) -> tuple[int, bool, str]:
-        again = Oracle(oracle.culprits, oracle.rate, oracle.seed)
+        again = Oracle(oracle.culprits, oracle.case, oracle.seed)
 
         def run(probes: Sequence[Probe]) -> list[tuple[list[AttemptKind], str]]:
             return [(again.probe(p), "") for p in probes]
 
-        result = isolate(count, run, replace(settings, budget=budget))
+        result = module.isolate(count, run, replace(settings, budget=budget))
         exact = result.status == "isolated" and frozenset(result.culprits) == oracle.culprits
         return result.attempts, exact, result.status
 
@@ -140,26 +196,45 @@ def run_linear(oracle: Oracle, count: int, clean: int) -> Trial:
     return Trial(oracle.attempts, frozenset(current) == oracle.culprits)
 
 
+@dataclass
+class Row:
+    """The trials of one method on one row."""
+
+    trials: list[Trial]
+    cpu: float = 0.0
+
+    def figures(self) -> tuple[float, int, int, float, float]:
+        """(mean attempts, 95th and 99th percentiles, % exact, % exact within budget)."""
+        attempts = sorted(t.attempts for t in self.trials)
+        p95 = attempts[min(len(attempts) - 1, int(0.95 * len(attempts)))]
+        p99 = attempts[min(len(attempts) - 1, int(0.99 * len(attempts)))]
+        exact = 100.0 * sum(t.exact for t in self.trials) / len(self.trials)
+        within = 100.0 * sum(t.within_budget for t in self.trials) / len(self.trials)
+        return statistics.fmean(attempts), p95, p99, exact, within
+
+
 def measure(
-    method: Callable[[Oracle, int], Trial],
+    methods: dict[str, Callable[[Oracle, int], Trial]],
     count: int,
     size: int,
-    rate: float,
+    case: Case,
     trials: int,
     seed: int,
-) -> tuple[float, int, int, float, float]:
-    """(mean attempts, 95th and 99th percentiles of attempts, % exact, % exact within budget)."""
-    rng = random.Random(f"{seed}-{count}-{size}-{rate}")
-    results = []
-    for _ in range(trials):
+) -> dict[str, Row]:
+    """The same trials (culprits, oracle seed) for every method, alternating which goes first."""
+    rng = random.Random(f"{seed}-{count}-{size}-{case.rate}" + (f"-{case}" if case.steady else ""))
+    rows = {name: Row([]) for name in methods}
+    for trial in range(trials):
         culprits = frozenset(rng.sample(range(count), size))
-        results.append(method(Oracle(culprits, rate, rng.random()), count))
-    attempts = sorted(t.attempts for t in results)
-    p95 = attempts[min(len(attempts) - 1, int(0.95 * len(attempts)))]
-    p99 = attempts[min(len(attempts) - 1, int(0.99 * len(attempts)))]
-    exact = 100.0 * sum(t.exact for t in results) / len(results)
-    within = 100.0 * sum(t.within_budget for t in results) / len(results)
-    return statistics.fmean(attempts), p95, p99, exact, within
+        oracle_seed = rng.random()
+        order = list(methods.items())
+        if trial % 2:
+            order.reverse()
+        for name, method in order:
+            started = time.process_time()
+            rows[name].trials.append(method(Oracle(culprits, case, oracle_seed), count))
+            rows[name].cpu += time.process_time() - started
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -167,44 +242,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--baselines", action="store_true")
+    parser.add_argument("--before", metavar="REV", help="also run the search of this revision")
     parser.add_argument(
         "--row",
         action="append",
         default=[],
         metavar="TOGGLES:CULPRITS:RATE",
-        help="measure only these rows (default: the issue's ten)",
+        help="measure only these rows (default: the issue's ten); RATE may be 1:N:R",
     )
     args = parser.parse_args(argv)
-    settings = Settings()
 
-    methods: dict[str, Callable[[Oracle, int], Trial]] = {
-        "isolate": lambda o, n: run_isolation(o, n, settings),
-    }
+    methods: dict[str, Callable[[Oracle, int], Trial]] = {}
+    if args.before:
+        before = search_at(args.before)
+        methods[f"isolate before ({args.before})"] = lambda o, n: run_isolation(o, n, before)
+    methods["isolate"] = lambda o, n: run_isolation(o, n, current)
     if args.baselines:
         methods["ddmin, 10 clean"] = lambda o, n: run_ddmin(o, n, 10)
         methods["one at a time, 10 clean"] = lambda o, n: run_linear(o, n, 10)
 
-    rows = [(16, size, rate) for size in (1, 2, 3) for rate in (1.0, 0.5, 0.3)]
-    rows.append((12, 2, 1.0))
+    rows = [(16, size, Case(rate)) for size in (1, 2, 3) for rate in (1.0, 0.5, 0.3)]
+    rows.append((12, 2, Case(1.0)))
     if args.row:
-        rows = [(int(n), int(k), float(r)) for n, k, r in (row.split(":") for row in args.row)]
+        rows = []
+        for row in args.row:
+            n, k, rate = row.split(":", 2)
+            rows.append((int(n), int(k), Case.parse(rate)))
     print(
         "| method | toggles | culprits | rate | mean attempts | p95 | p99 | exact "
-        f"| exact within {BUDGET} | seconds |"
+        f"| exact within {BUDGET} | CPU ms/trial |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, method in methods.items():
-        for count, size, rate in rows:
-            started = time.perf_counter()
-            mean, p95, p99, exact, within = measure(
-                method, count, size, rate, args.trials, args.seed
-            )
+    goals: list[str] = []
+    for count, size, case in rows:
+        measured = measure(methods, count, size, case, args.trials, args.seed)
+        for name, row in measured.items():
+            mean, p95, p99, exact, within = row.figures()
             print(
-                f"| {name} | {count} | {size} | {rate:g} | {mean:.1f} | {p95} | {p99} "
-                f"| {exact:.1f}% | {within:.1f}% | {time.perf_counter() - started:.0f} |",
+                f"| {name} | {count} | {size} | {case} | {mean:.1f} | {p95} | {p99} "
+                f"| {exact:.1f}% | {within:.1f}% | {row.cpu / args.trials * 1000:.0f} |",
                 flush=True,
             )
+        mean, _, _, exact, _ = measured["isolate"].figures()
+        if (count, size, case) == (16, 2, Case(0.3)):
+            ok = mean <= 55 and exact >= 99
+            goals.append(
+                f"pair among 16 at 0.3: {mean:.1f} attempts, {exact:.1f}% exact "
+                f"(goal <= 55, >= 99%): {_met(ok)}"
+            )
+        if (count, size, case) == (12, 2, Case(1.0)):
+            goals.append(
+                f"pair among 12 at 1.0: {mean:.1f} attempts (goal <= 20): {_met(mean <= 20)}"
+            )
+        if case.steady:
+            goals.append(
+                f"{size} among {count} at {case}: {exact:.1f}% exact (goal >= 99%): "
+                f"{_met(exact >= 99)}"
+            )
+    for line in goals:
+        print(line)
     return 0
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "MISSED"
 
 
 if __name__ == "__main__":

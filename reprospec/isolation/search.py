@@ -61,6 +61,17 @@ while the answer is likely, one more attempt of it is made whenever the
 failure it brings is expected to save more clean attempts of its one-smaller
 sets than it costs (never near the assumed minimum).
 
+The rate is learned, as bisect learns it: beside "flaky at p" the belief holds
+"deterministic" for every set no clean attempt has held (hypotheses.py). While
+the failures never flaked, each one makes that reading 1/p likelier, and under it
+one clean attempt rules a set out, so a deterministic pair among 12 costs about
+a binary search (18 attempts, where the flaky reading alone needed 35: clean
+attempts counted at the assumed 30% until the slow 99% bound rose). The first
+clean attempt of a set that failed before (a failure that looked deterministic,
+then flaked) leaves every possible set with a clean attempt: the flaky reading
+alone weighs them, earlier attempts included, and the search goes on as for any
+flaky failure. Nothing about the rate is taken from the spec but its minimum.
+
 Why not ddmin and chunks (the previous search, kept in the git history): ddmin
 (Zeller and Hildebrandt, TSE 2002) asks for many passing verdicts, the
 expensive kind under flakiness; generalized binary splitting (Hwang 1972) then

@@ -76,6 +76,55 @@ def test_deterministic_pair_is_found_and_checked() -> None:
 
 
 @pytest.mark.parametrize("seed", range(5))
+def test_deterministic_pair_costs_about_a_binary_search(seed: int) -> None:
+    # Every failure that never flaked makes "deterministic" likelier, and under it one
+    # clean attempt rules a set out: a pair among 12 (78 sets of at most two, 7 bits)
+    # costs about as many attempts as a deterministic search needs, not 35.
+    oracle = Oracle(needs(seed, 11 - seed), rate=1.0, seed=seed)
+    result = run(12, oracle)
+    assert result.status == "isolated"
+    assert result.culprits == tuple(sorted((seed, 11 - seed)))
+    assert result.attempts <= 20
+    assert result.confidence >= 1 - result.error
+
+
+class Steady(Oracle):
+    """Deterministic for the first `steady` attempts of the isolation, then at `rate`."""
+
+    def __init__(self, fails: Failure, steady: int, rate: float, seed: int) -> None:
+        super().__init__(fails, rate, seed)
+        self.steady = steady
+
+    def probe(self, probe: Probe) -> list[AttemptKind]:
+        self.probes.append(probe)
+        kinds: list[AttemptKind] = []
+        while len(kinds) < probe.attempts and kinds.count("match") < probe.stop_after:
+            self.attempts += 1
+            rate = 1.0 if self.attempts <= self.steady else self.rate
+            fails = self.fails(probe.candidate) and self.rng.random() < rate
+            kinds.append("match" if fails else "pass")
+        return kinds
+
+
+@pytest.mark.parametrize(("steady", "seed"), [(5, 0), (5, 1), (8, 2), (10, 3), (12, 4)])
+def test_a_failure_that_looked_deterministic_then_flakes_is_isolated_exactly(
+    steady: int, seed: int
+) -> None:
+    # The first clean attempt of a set that failed before drops the deterministic
+    # reading for every set still possible; the flaky one then weighs every attempt,
+    # the earlier ones included, and the answer is checked as for any flaky failure.
+    oracle = Steady(needs(2, 9), steady, rate=0.4, seed=seed)
+    result = run(16, oracle, budget=400)
+    assert result.status == "isolated", result.message
+    assert result.culprits == (2, 9)
+    assert result.attempts > 20  # more than a deterministic pair costs: it flaked
+    for evidence in result.one_smaller:
+        assert evidence.tally.matched == 0
+        assert evidence.clean_evidence >= 5
+    assert result.confidence >= 1 - result.error
+
+
+@pytest.mark.parametrize("seed", range(5))
 def test_flaky_pair_is_found_exactly(seed: int) -> None:
     oracle = Oracle(needs(2, 9), rate=0.5, seed=seed)
     result = run(12, oracle, budget=400)
@@ -182,10 +231,10 @@ def test_either_of_two_differences_gives_a_one_minimal_answer() -> None:
 
 def test_the_budget_stops_the_search_with_what_it_has() -> None:
     oracle = Oracle(needs(4, 13), rate=1.0, seed=5)
-    result = run(16, oracle, budget=20)
+    result = run(16, oracle, budget=10)
     assert result.status == "budget"
-    assert result.attempts == 20
-    assert "budget of 20" in result.message
+    assert result.attempts == 10
+    assert "budget of 10" in result.message
     assert set(result.culprits) >= {4, 13}  # the smallest set seen failing
 
 
@@ -281,17 +330,36 @@ def test_pass_rule_arithmetic() -> None:
 def test_the_belief_weighs_passes_and_rules_out_with_failures() -> None:
     model = Hypotheses(4, 2)
     assert len(model.masks) == 1 + 4 + 6  # the empty set, singles, pairs
-    prior = model.belief(0.5)
+    prior = model.belief(0.5, deterministic=0.0)  # the flaky reading alone
     model.record(0b0011, matched=0, clean=2)  # {0, 1} stayed clean twice
-    after = dict(model.belief(0.5).ranked)
+    after = dict(model.belief(0.5, deterministic=0.0).ranked)
     before = dict(prior.ranked)
     inside = [i for i in model.alive if model.masks[i] & ~0b0011 == 0]
     outside = [i for i in model.alive if i not in inside]
     # Each set inside lost a factor (1 - 0.5)^2 against each set outside.
     i, o = inside[1], outside[0]
     assert after[i] / after[o] == pytest.approx(before[i] / before[o] * 0.25)
+    # Both readings: the sets inside also lost the deterministic one (weight w against
+    # (1 - w) p^0 for a set no clean attempt holds), the sets outside kept it.
+    both = dict(model.belief(0.5, deterministic=0.5).ranked)
+    assert both[i] / both[o] == pytest.approx(before[i] / before[o] * 0.25 * 0.5)
     model.record(0b0110, matched=1, clean=0)  # {1, 2} failed: the culprits are inside it
     assert {model.masks[i] for i in model.alive} == {0b0000, 0b0010, 0b0100, 0b0110}
+
+
+def test_failures_that_never_flaked_make_the_deterministic_reading_likelier() -> None:
+    model = Hypotheses(4, 2)
+    model.record(0b0011, matched=3, clean=0)
+    model.record(0b0001, matched=0, clean=1)  # {0} stayed clean once: {0} and {} lose
+    belief = model.belief(0.3)
+    fails = {model.masks[i]: f for (i, _), f in zip(belief.ranked, belief.fails, strict=True)}
+    # Sets no clean attempt holds: deterministic at odds w : (1 - w) 0.3^3 (37:1).
+    assert fails[0b0011] == fails[0b0010] == pytest.approx(1 - 0.7 * 0.027 / (1 + 0.027))
+    assert fails[0b0001] == fails[0b0000] == 0.3  # a clean attempt held them: flaky only
+    # A clean attempt of the set that failed (the failure flaked after all): every
+    # possible set now has one, and the flaky reading alone weighs them.
+    model.record(0b0011, matched=0, clean=1)
+    assert set(model.belief(0.3).fails) == {0.3}
 
 
 def test_information_peaks_below_one_half_for_flaky_failures() -> None:
