@@ -163,6 +163,7 @@ def _minimize(
     passing = _sample(_agreeing(all_passing, reduced)) if options.passing_cells else ()
     settings = Settings(
         budget=max(1, options.budget - reduced.attempts),
+        spent_before=min(reduced.attempts, options.budget - 1),
         error=options.error if options.error is not None else Settings.error,
         min_rate=(
             options.min_rate
@@ -241,7 +242,8 @@ def _minimize(
             if progress is not None and time.monotonic() - last > 5:
                 last = time.monotonic()
                 say(
-                    f"{search.used}/{settings.budget} attempts, {len(search.judged)} candidates, "
+                    f"{search.used + settings.spent_before}/{options.budget} attempts, "
+                    f"{len(search.judged)} candidates, "
                     f"smallest {search.best.lines} lines"
                 )
     result = search.result

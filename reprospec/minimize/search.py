@@ -86,6 +86,15 @@ class Settings:
     final_passing: int = 5  # attempts of each sampled passing cell with the result
     max_infra: int = 3  # infra errors of one candidate in a row before giving up
     step: int = 1  # attempts at once (-j)
+    # Attempts the settings step (isolate) spent out of --budget before this search: its
+    # messages name the budget the user gave, not what was left of it.
+    spent_before: int = 0
+
+    @property
+    def given(self) -> str:
+        """The budget as the user gave it, in words (`1000`, or `1000 (26 on the settings)`)."""
+        total = self.budget + self.spent_before
+        return f"{total}" + (f" ({self.spent_before} on the settings)" if self.spent_before else "")
 
     @property
     def reserve(self) -> int:
@@ -391,7 +400,7 @@ class Minimization:
             )
         elif status == "budget":
             message = (
-                f"the budget of {s.budget} attempts ran out before the passes were done: "
+                f"the budget of {s.given} attempts ran out before the passes were done: "
                 f"the result is the smallest program seen failing"
             )
         self._finish(status, message)
@@ -427,7 +436,7 @@ class Minimization:
                 f"the original program fails too rarely to minimize within the budget: {figure} "
                 f"attempts ({low:.0%}-{high:.0%}); even at {high:.0%} one pass over its {units} "
                 f"top-level units takes about {projected} attempts, and {left} of the budget of "
-                f"{s.budget} are left"
+                f"{s.given} are left"
             )
         return ""
 

@@ -198,6 +198,10 @@ def test_out_of_budget_gives_the_smallest_seen_failing_and_keeps_the_final_check
     assert result.attempts <= 80
     assert result.rate.attempts == 20  # the final check was kept out of the budget
     assert result.program.lines < source_lines(PROGRAM)
+    assert "the budget of 80 attempts ran out" in result.message
+    # After the settings step spent 20 of --budget 100, the message names the 100 given.
+    after = run(1.0, seed=0, budget=80, spent_before=20)
+    assert "the budget of 100 (20 on the settings) attempts ran out" in after.message
 
 
 def test_no_candidate_runs_twice() -> None:
