@@ -7,6 +7,8 @@
 - `settings.py`: step 1, the failing cell's smallest configuration: `isolate`'s own
   search (`isolate_spec`) against the farthest passing cell; what it does not need
   goes back to the passing cell's values.
+- `workload.py`: step 4 for workload specs: their numbers (steps, sizes, width,
+  workers) as the candidate's `fields`, and a reducer that lowers each one.
 - `search.py`: the flaky-aware search around it, a pure state machine
   (`Minimization`, `minimize`): the rate, each candidate's verdict from its
   attempts, the passing cells, the cache, the budget, the final check.

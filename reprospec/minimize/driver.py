@@ -13,6 +13,8 @@ counts as the bug only when its signature is also the original's (kind,
 signal or exception, main/worker/child, phase, and the top native frame when
 native stacks are on): the nearest segfault is not this one. The passing
 cells run with the candidate too (up to four of them, spread over the matrix).
+A workload spec's candidates are its numbers (workload.py): each runs as the spec
+with `--set` of its values, in the spec's own workdir.
 
 The minimize folder (OUT/minimize/ID/state.json, isolate's StateFile) keeps
 which run answered which probe: the search is deterministic, so the same
@@ -47,6 +49,8 @@ from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, write
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
+from reprospec.minimize.source import reduce
+from reprospec.minimize.workload import Field, field_overrides, reduce_fields, workload_fields
 from reprospec.plan.run import RunPlan
 from reprospec.spec.yamlsource import Problem, locate
 
@@ -95,21 +99,25 @@ def minimize_spec(
             "signature, not any failure); `run --observe` shows what each cell does"
         )
     command = spec.document.get("command")
+    fields: tuple[Field, ...] = ()
     if not isinstance(command, (str, list)):
-        # Located at the spec's `workload` (exit 2, no traceback), as a spec check is.
-        key = "workload" if "workload" in spec.document else "command"
-        line, col = locate(spec.locations, (key,))
-        problem = Problem(
-            line,
-            col,
-            (key,),
-            "minimize shrinks the program a spec's `command` runs (its arguments, environment "
-            "variables and Python files); this spec runs a workload: `reprospec materialize` "
-            "writes it out, and `reprospec run` writes the failing cell's standalone repro.py "
-            "into its run folder; a command spec that runs `python repro.py` with this expect "
-            "is what minimize shrinks",
-        )
-        raise SpecError([problem.format(str(spec.path))])
+        # A workload: its numbers shrink (workload.py); with none above its floor there is
+        # nothing to minimize, located at `workload` (exit 2, no traceback), as a spec check is.
+        fields = workload_fields(spec.document)
+        if not fields:
+            line, col = locate(spec.locations, ("workload",))
+            problem = Problem(
+                line,
+                col,
+                ("workload",),
+                "minimize lowers a workload's literal numbers (phases[].steps, "
+                "data.dataset.size, data.loader.batch_size and num_workers, the built-in "
+                "model's width) and this one has none above its smallest legal value; values "
+                "written as `${{ matrix.* }}` are the matrix's, and the settings step reduces "
+                "them only when a passing cell differs",
+            )
+            raise SpecError([problem.format(str(spec.path))])
+        command = []
     # Under run.preload, every run of the minimization forks from the same servers (one
     # `import torch` for the whole search, not one per candidate), and the candidates run
     # in one folder, since a server is keyed by its workdir (process/forkserver.py).
@@ -117,7 +125,7 @@ def minimize_spec(
 
     with keep_servers():
         return _minimize(
-            spec, plan, run_options, options, command, progress, cancel, started, redactor
+            spec, plan, run_options, options, command, fields, progress, cancel, started, redactor
         )
 
 
@@ -127,6 +135,7 @@ def _minimize(
     run_options: RunOptions,
     options: MinimizeOptions,
     command: str | list[JsonValue],
+    fields: tuple[Field, ...],
     progress: Progress | None,
     cancel: threading.Event,
     started: float,
@@ -141,6 +150,8 @@ def _minimize(
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
+    if fields:
+        original = replace(original, head=(), fields=tuple((f.path, f.value) for f in fields))
     # Step 1, the settings, by isolate: its attempts come out of the budget.
     reduced = (
         reduce_settings(
@@ -194,8 +205,13 @@ def _minimize(
     if state.stored:
         say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")
     files = ", ".join(p for p, _ in original.files) or "no Python files"
+    what = (
+        f"the workload's {', '.join(f'{f.path}={f.value}' for f in fields)}"
+        if fields
+        else f"{original.lines} lines ({files})"
+    )
     say(
-        f"minimizing {original.lines} lines ({files}) for cell {reduced.cell.id}; "
+        f"minimizing {what} for cell {reduced.cell.id}; "
         f"passing cells checked: {', '.join(c.id for c in passing) or 'none'}"
     )
     runner = _Runner(
@@ -213,8 +229,14 @@ def _minimize(
         parallel=settings.step,
         same_signature=options.same_signature,
         live=_live(attempt.preload, original),
+        workload=bool(fields),
     )
-    search = Minimization(original, settings)
+    floors = {f.path: f.floor for f in fields}
+    search = Minimization(
+        original,
+        settings,
+        (lambda program: reduce_fields(program, floors)) if fields else reduce,
+    )
     interrupted = reduced.interrupted
     last = 0.0
     # Probes run in a worker thread: Ctrl-C reaches the main thread only, which stops the
@@ -243,8 +265,7 @@ def _minimize(
                 last = time.monotonic()
                 say(
                     f"{search.used + settings.spent_before}/{options.budget} attempts, "
-                    f"{len(search.judged)} candidates, "
-                    f"smallest {search.best.lines} lines"
+                    f"{len(search.judged)} candidates, smallest {_size(search.best)}"
                 )
     result = search.result
     assert result is not None
@@ -270,6 +291,12 @@ def _minimize(
     )
     found = write(found, spec, workdir)
     return redactor.value(found)
+
+
+def _size(program: Program) -> str:
+    if program.fields:
+        return ", ".join(f"{path.rsplit('.', 1)[-1]}={value}" for path, value in program.fields)
+    return f"{program.lines} lines"
 
 
 def _cells(
@@ -431,8 +458,11 @@ class _Runner:
         parallel: int,
         same_signature: bool = True,
         live: bool = False,
+        workload: bool = False,
     ) -> None:
         self.same_signature = same_signature
+        # A workload's candidates are `--set` values of the spec: no files, no own workdir.
+        self.workload = workload
         self.live = live
         self.spec_path = spec_path
         self.overrides = tuple(overrides)
@@ -468,10 +498,14 @@ class _Runner:
 
         if self.cancel.is_set():
             return StoredProbe(key, (), probe.role, (), "", interrupted=True)
-        where = self.materialize(program)
-        sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
-        words = [*program.head, *program.args]
-        sets.append("command=" + json.dumps(words if self.as_list else join_words(tuple(words))))
+        if self.workload:
+            sets = [*self.overrides, *field_overrides(program)]
+        else:
+            where = self.materialize(program)
+            sets = [*self.overrides, f"environment.workdir={json.dumps(str(where))}"]
+            words = [*program.head, *program.args]
+            command = words if self.as_list else join_words(tuple(words))
+            sets.append("command=" + json.dumps(command))
         if program.env:
             sets.append("environment.env=" + json.dumps(dict(program.env)))
         if probe.role == "failing":
@@ -514,6 +548,7 @@ class _Runner:
             return
         self.signature = signature
         self.signature_provisional = unknown
+        self.folder.mkdir(parents=True, exist_ok=True)  # a workload's probes write no files
         (self.folder / "signature").write_text(signature, encoding="utf-8")
 
     def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:

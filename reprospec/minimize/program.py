@@ -33,11 +33,16 @@ class Program:
     args: tuple[str, ...]  # the words after them, each one a unit of the search
     env: tuple[tuple[str, str], ...] = ()
     files: tuple[tuple[str, str], ...] = ()  # (path relative to the workdir, source)
+    # A workload spec's numbers (`--set` path, value): what minimize lowers there (workload.py).
+    fields: tuple[tuple[str, int], ...] = ()
 
     @property
     def key(self) -> str:
         """A hash of the content: equal programs, equal keys (16 hex digits)."""
-        text = json.dumps([self.head, self.args, self.env, self.files])
+        content: list[object] = [self.head, self.args, self.env, self.files]
+        if self.fields:  # absent from a command's key, so stored results keep their keys
+            content.append(self.fields)
+        text = json.dumps(content)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property

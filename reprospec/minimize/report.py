@@ -9,6 +9,12 @@ DIR/
   repro.sh           the failing cell's command alone: plain `sh repro.sh`
   minimize.md        before/after lines and AST nodes, attempts, time, rate, diff
   minimize.json      the same as JSON
+
+For a workload spec (its numbers lowered, workload.py) there are no files: minimized.yaml
+is the spec with the lowered values (its workdir the original's), repro.py the
+standalone script `reprospec run` writes for the cell where the harness can write one
+(not for a failure the spec injects: without reprospec the fault does not fire), and
+repro.sh the run of minimized.yaml otherwise.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class Minimized:
     perturbed: tuple[str, ...] = ()
     # Step 1: the failing cell's settings as isolate reduced them (None: not run).
     settings: Reduced | None = None
+    # A workload's: why there is no repro.py (an injected fault), when there is none.
+    repro_note: str = ""
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -66,20 +74,25 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out = found.output
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
-    _copy_rest(workdir, out, {p for p, _ in program.files}, skip=found.folder.resolve())
+    if not program.fields:
+        _copy_rest(workdir, out, {p for p, _ in program.files}, skip=found.folder.resolve())
     for path, text in program.files:
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     spec_path = out / SPEC_NAME
     reset = found.settings.reset if found.settings else ()
-    spec_path.write_text(_spec_text(spec, program, reset), encoding="utf-8")
+    spec_path.write_text(_spec_text(spec, program, reset, workdir), encoding="utf-8")
     if reset and not _fails_there(spec_path, found):
         # The spec's expect keys on a reset setting (its case expects that cell to pass):
         # the minimized spec keeps the matrix as it was rather than expect the wrong thing.
-        spec_path.write_text(_spec_text(spec, program, ()), encoding="utf-8")
+        spec_path.write_text(_spec_text(spec, program, (), workdir), encoding="utf-8")
         found = replace(found, cell=found.settings.original if found.settings else found.cell)
-    found = replace(found, repro=_repro(spec_path, found))
+    if program.fields:
+        repro, note = _workload_repro(spec_path, found)
+        found = replace(found, repro=repro, repro_note=note)
+    else:
+        found = replace(found, repro=_repro(spec_path, found))
     (out / "repro.sh").write_text(
         f'#!/bin/sh\n# {found.cell.id} of {found.spec_name}, minimized\ncd "$(dirname "$0")" && '
         f"{found.repro}\n",
@@ -113,7 +126,7 @@ def _copy_rest(workdir: Path, out: Path, program: set[str], skip: Path) -> None:
                 shutil.copy2(source, out / rel)
 
 
-def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference]) -> str:
+def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdir: Path) -> str:
     """The original spec, running the minimized program from its own folder.
 
     An axis the settings step reset holds only the passing value it was reset to: the
@@ -124,6 +137,17 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference]) -> str
 
     document = json.loads(json.dumps(spec.document))
     document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
+    if program.fields:
+        # A workload: the lowered numbers in place, run from the original's workdir (its
+        # entrypoint modules, if any), since there are no files of its own.
+        for path, value in program.fields:
+            _set(document, path, value)
+        environment = document.get("environment")
+        if isinstance(environment, dict) and "workdir" in environment:
+            environment["workdir"] = str(workdir)
+        _reset_axes(document, reset)
+        _drop_unused_axes(document)
+        return dump_yaml(document)
     original_command = spec.document.get("command")
     words = [*program.head, *program.args]
     document["command"] = words if isinstance(original_command, list) else join_words(tuple(words))
@@ -134,6 +158,25 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference]) -> str
             environment["env"] = dict(program.env)
         else:
             environment.pop("env", None)
+    _reset_axes(document, reset)
+    _drop_unused_axes(document)
+    return dump_yaml(document)
+
+
+def _set(document: dict[str, Any], path: str, value: int) -> None:
+    """`--set path=value` on a plain document (list indexes as numbers)."""
+    node: Any = document
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
+def _reset_axes(document: dict[str, Any], reset: Sequence[Difference]) -> None:
+    """An axis the settings step reset holds only the passing value it was reset to."""
     matrix = document.get("matrix")
     for diff in reset:
         if (
@@ -143,8 +186,6 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference]) -> str
             and diff.base is not MISSING
         ):
             matrix[diff.name] = [diff.base]
-    _drop_unused_axes(document)
-    return dump_yaml(document)
 
 
 def _drop_unused_axes(document: dict[str, Any]) -> None:
@@ -202,6 +243,26 @@ def _repro(spec_path: Path, found: Minimized) -> str:
     return join_words(tuple(argv))
 
 
+def _workload_repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
+    """The failing cell's repro.py as `run` writes it, or the run of the minimized spec and
+    why there is no script (an injected fault does not fire without reprospec)."""
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.plan.standalone import REPRO_PY, standalone_of
+
+    spec = api.load_spec(spec_path)
+    axes = spec.document.get("matrix")
+    kept = axes if isinstance(axes, dict) else {}
+    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
+    standalone = standalone_of(plan.attempts[0], spec_path.parent, spec_name=spec.name)
+    if standalone.script and standalone.run:
+        (spec_path.parent / REPRO_PY).write_text(standalone.script, encoding="utf-8")
+        return standalone.run, ""
+    line = join_words(("reprospec", "run", SPEC_NAME, *(w for f in filters for w in ("-m", f))))
+    return line, standalone.unavailable or "the harness cannot write a repro.py for this cell"
+
+
 def to_dict(found: Minimized) -> JsonObject:
     r = found.result
     return {
@@ -229,7 +290,27 @@ def to_dict(found: Minimized) -> JsonObject:
         "id": found.id,
         "search": r.to_dict(),
         "settings": found.settings.to_dict() if found.settings else None,
+        "fields": [
+            {"field": path, "before": before, "after": after}
+            for path, before, after in fields(found.result)
+        ],
+        "repro_note": found.repro_note,
     }
+
+
+def fields(result: MinimizeResult) -> list[tuple[str, int, int]]:
+    """A workload's numbers: (field, before, after); [] for a command spec."""
+    after = dict(result.program.fields)
+    return [(path, value, after[path]) for path, value in result.original.fields]
+
+
+def _size_change(result: MinimizeResult) -> str:
+    if result.original.fields:
+        return ", ".join(
+            f"{path.removeprefix('workload.')} {before} -> {after}"
+            for path, before, after in fields(result)
+        )
+    return f"{result.original.lines} -> {result.program.lines} lines"
 
 
 def attempts(found: Minimized) -> int:
@@ -240,7 +321,7 @@ def attempts(found: Minimized) -> int:
 def sentence(found: Minimized) -> str:
     """One line: what came of it."""
     r = found.result
-    head = f"{r.original.lines} -> {r.program.lines} lines"
+    head = _size_change(r)
     if r.status in ("refused", "infra-error"):
         return f"not minimized ({r.status}): {r.message}"
     rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
@@ -277,11 +358,16 @@ def markdown(found: Minimized) -> str:
         "",
         "| | before | after |",
         "|---|---:|---:|",
-        f"| lines of Python | {r.original.lines} | {r.program.lines} |",
-        f"| lines of the files | {r.original.file_lines} | {r.program.file_lines} |",
-        f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
-        f"| command | `{r.original.command}` | `{r.program.command}` |",
     ]
+    if r.original.fields:
+        lines += [f"| `{path}` | {before} | {after} |" for path, before, after in fields(r)]
+    else:
+        lines += [
+            f"| lines of Python | {r.original.lines} | {r.program.lines} |",
+            f"| lines of the files | {r.original.file_lines} | {r.program.file_lines} |",
+            f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
+            f"| command | `{r.original.command}` | `{r.program.command}` |",
+        ]
     if found.settings is not None:
         lines.append(f"| failing cell | `{found.settings.original.id}` | `{found.cell.id}` |")
     if r.original.env:
@@ -322,6 +408,7 @@ def markdown(found: Minimized) -> str:
         f"reprospec run {found.output / SPEC_NAME}",
         f"sh {found.output / 'repro.sh'}",
         "```",
+        *(["", f"No standalone repro.py: {found.repro_note}."] if found.repro_note else []),
         "",
         "## Diff",
         "",
@@ -338,6 +425,10 @@ def _expect(found: Minimized) -> str:
 
 def _diff(before: Program, after: Program) -> list[str]:
     out: list[str] = []
+    after_fields = dict(after.fields)
+    for path, value in before.fields:
+        if after_fields[path] != value:
+            out += [f"-{path}: {value}", f"+{path}: {after_fields[path]}"]
     if before.command != after.command:
         out += [f"-$ {before.command}", f"+$ {after.command}"]
     for (path, old), (_, new) in zip(before.files, after.files, strict=True):

@@ -481,10 +481,11 @@ def _kinds(tally: Tally) -> list[AttemptKind]:
 
 
 def _top_level_units(program: Program) -> int:
-    """The command's words and every file's top-level statements: the first pass's units."""
+    """The command's words, a workload's fields and every file's top-level statements: the
+    first pass's units."""
     import ast
 
-    count = len(program.args) + len(program.env)
+    count = len(program.args) + len(program.env) + len(program.fields)
     for _, text in program.files:
         try:
             count += len(ast.parse(text).body)

@@ -23,6 +23,7 @@ from tests.support.cli import ROOT, interrupt_when
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
 TORCH = ROOT / "tests" / "data" / "minimize" / "torch" / "spec.yaml"
+WORKLOAD = ROOT / "tests" / "data" / "minimize" / "workload.yaml"
 
 
 def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
@@ -164,20 +165,51 @@ def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
     assert "--unused-flag" not in data["command_after"]
 
 
-def test_a_workload_spec_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
+    # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
+    # attempt forks from one server that imported torch.
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=WORKLOAD)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["signature"].startswith("crash:SIGSEGV:worker:validation")
+    fields = {f["field"]: (f["before"], f["after"]) for f in data["fields"]}
+    assert "workload.phases.0.steps" not in fields  # 1 already: nothing to lose
+    assert fields["workload.phases.1.steps"] == (4, 3)  # the fault is at step 3: the floor
+    assert fields["workload.data.loader.batch_size"][1] < 4
+    assert fields["workload.data.dataset.size"][1] < 16
+    assert fields["workload.model.params.hidden"][1] < 8
+    assert fields["workload.data.loader.num_workers"] == (2, 1)  # a worker fault needs one
+    assert data["passing_cells"] == ["pin_memory=false"]
+    result = tmp_path / "result"
+    spec = (result / "minimized.yaml").read_text()
+    assert "pin_memory: ${{ matrix.pin_memory }}" in spec  # the condition, the matrix's
+    assert "| `workload.phases.1.steps` | 4 | 3 |" in (result / "minimize.md").read_text()
+    # An injected fault has no standalone repro.py; repro.sh reruns the minimized spec.
+    assert "injected by the spec" in data["repro_note"]
+    assert not (result / "repro.py").exists()
+    # The minimized spec reproduces: its failing cell crashes as expected (its passing cell
+    # passed in the final check).
+    rerun = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
+         "-m", "pin_memory=true", "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+
+
+def test_a_workload_at_its_floors_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> None:
+    floors = ["phases.0.steps=1", "phases.1.steps=7", "data.loader.batch_size=1"]
+    floors += ["data.dataset.size=1", "model.params.channels=1"]
     workload = subprocess.run(
-        [sys.executable, "-m", "reprospec", "minimize", str(ROOT / "specs" / "segfault.yaml")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert workload.returncode == 2
+        [sys.executable, "-m", "reprospec", "minimize", str(ROOT / "specs" / "segfault.yaml"),
+         *(w for f in floors for w in ("--set", "workload." + f))],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert workload.returncode == 2, workload.stderr
     # Located where a person fixes it, as a spec check is: file:line:col: workload: ...
     # (the line of the workload's first field, under `workload:`).
     workload_line = (ROOT / "specs" / "segfault.yaml").read_text().splitlines().index("workload:")
-    assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize shrinks" in workload.stderr
-    assert "this spec runs a workload: `reprospec materialize`" in workload.stderr
+    assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize lowers" in workload.stderr
+    assert "none above its smallest legal value" in workload.stderr
     assert "Traceback" not in workload.stderr
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2
