@@ -94,7 +94,8 @@ def test_a_crashed_childs_command_is_named_short_and_cut_between_arguments(
     first = report.split("## How to reproduce", 1)[0].split("Log excerpt:", 1)[0]
     assert venv not in first
     assert "(child pid" in first
-    assert "<venv>/bin/python -c import ctypes;" in first
+    # The engine's interpreter by the name it was started as (python or python3).
+    assert f"<venv>/bin/{Path(sys.executable).name} -c import ctypes;" in first
     # Cut between arguments, never inside one.
     assert "--a-long-)" not in report
     assert "--a-long-argument-that-does-not-fit)" in first or "ctypes; ...)" in first
