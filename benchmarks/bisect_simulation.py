@@ -34,6 +34,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.simulated import Case
 from reprospec.bisect import search as current
 from reprospec.bisect.search import DEFAULT_ERROR
 
@@ -58,24 +59,6 @@ def search_at(revision: str) -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
-
-
-@dataclass(frozen=True)
-class Case:
-    """A rate, or a failure deterministic for the first `steady` attempts, then at `rate`."""
-
-    rate: float
-    steady: int = 0
-
-    @classmethod
-    def parse(cls, text: str) -> Case:
-        if ":" in text:
-            _, steady, rate = text.split(":")
-            return cls(float(rate), int(steady))
-        return cls(float(text))
-
-    def __str__(self) -> str:
-        return f"1:{self.steady}:{self.rate:g}" if self.steady else f"{self.rate:g}"
 
 
 @dataclass

@@ -42,6 +42,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.simulated import Case
 from reprospec.isolation import AttemptKind, Probe
 from reprospec.isolation import search as current
 
@@ -70,24 +71,6 @@ def search_at(revision: str) -> ModuleType:
         )
     sys.path.insert(0, str(folder))
     return importlib.import_module("isolation_before.search")
-
-
-@dataclass(frozen=True)
-class Case:
-    """A rate, or a failure deterministic for the trial's first `steady` attempts, then `rate`."""
-
-    rate: float
-    steady: int = 0
-
-    @classmethod
-    def parse(cls, text: str) -> Case:
-        if ":" in text:
-            _, steady, rate = text.split(":")
-            return cls(float(rate), int(steady))
-        return cls(float(text))
-
-    def __str__(self) -> str:
-        return f"1:{self.steady}:{self.rate:g}" if self.steady else f"{self.rate:g}"
 
 
 @dataclass
