@@ -200,7 +200,9 @@ def _minimize(
             run_options.runner,
         ],
     )
-    folder = run_options.out / "minimize" / ident
+    # Absolute: the candidates' folders below it become `--set environment.workdir=`, which
+    # a spec resolves from its own folder, not from where the user typed the command.
+    folder = run_options.out.resolve() / "minimize" / ident
     state = StateFile(folder, {"spec": spec.name, "cell": failing.id, "budget": options.budget})
     if state.stored:
         say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")

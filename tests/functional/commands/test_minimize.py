@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -214,3 +215,23 @@ def test_a_workload_at_its_floors_or_no_failing_cell_is_a_usage_error(tmp_path: 
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2
     assert "no cell kept by -m workers=0 is expected to fail" in stderr
+
+
+def test_the_default_out_is_found_from_where_the_command_was_typed(tmp_path: Path) -> None:
+    # `reprospec minimize specs/x.yaml` as typed in a project: --out is the relative
+    # `.reprospec`, and the spec's folder is not the current one. The candidates' folders
+    # are passed as `environment.workdir`, which a spec resolves from its own folder.
+    (tmp_path / "specs").mkdir()
+    for name in ("crash.yaml", "crash.py"):
+        shutil.copy(SPEC.parent / name, tmp_path / "specs" / name)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprospec", "minimize", "specs/crash.yaml", "--budget", "40",
+         "--format", "json", "-j", "2"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["attempts"] > 10, data  # candidates ran (the first one used to be refused)
+    assert Path(data["output"]).is_relative_to(tmp_path / ".reprospec" / "minimize")
+    assert (Path(data["output"]) / "crash.py").is_file()
