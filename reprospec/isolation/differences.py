@@ -135,7 +135,7 @@ def differences(passing: Config, failing: Config) -> tuple[Difference, ...]:
     out = []
     for path in axes + fields:
         base, value = passing.get(path, MISSING), failing.get(path, MISSING)
-        if not _same(base, value):
+        if not same_setting(base, value):
             out.append(Difference(path, base, value))
     return tuple(out)
 
@@ -167,7 +167,7 @@ def overrides(config: Config, document: Mapping[str, JsonValue]) -> tuple[str, .
         if value is MISSING:
             if present is not MISSING:
                 out.append(f"~{path}")
-        elif present is MISSING or not _same(present, value):
+        elif present is MISSING or not same_setting(present, value):
             out.append(f"{path}={json.dumps(value)}")
     axes = {p[len(MATRIX) :]: v for p, v in config.items() if p.startswith(MATRIX)}
     if axes:
@@ -185,7 +185,8 @@ def key(config: Config) -> str:
     )
 
 
-def _same(a: Setting, b: Setting) -> bool:
+def same_setting(a: Setting, b: Setting) -> bool:
+    """Equal settings: both unset, or the same spec value."""
     if a is MISSING or b is MISSING:
         return a is b
     return same(a, b)  # true and 1 are different spec values, 2 and 2.0 the same

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
@@ -43,7 +42,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.differences import MISSING, Setting
+from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, write
@@ -325,14 +324,12 @@ def _agreeing(passing: Sequence[Cell], reduced: Reduced) -> Sequence[Cell]:
     all of them when none does (then the reset values appear in no passing cell).
     """
     axes = {d.name: d.base for d in reduced.reset if d.is_axis}
-    kept = [c for c in passing if all(_has(c, axis, value) for axis, value in axes.items())]
+    kept = [
+        c
+        for c in passing
+        if all(same_setting(c.matrix.get(axis, MISSING), value) for axis, value in axes.items())
+    ]
     return kept or passing
-
-
-def _has(cell: Cell, axis: str, value: Setting) -> bool:
-    if value is MISSING:
-        return axis not in cell.matrix
-    return axis in cell.matrix and same(cell.matrix[axis], value)
 
 
 def _sample(passing: Sequence[Cell]) -> tuple[Cell, ...]:
