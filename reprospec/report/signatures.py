@@ -116,22 +116,25 @@ def signatures_of(cells: Sequence[CellResult]) -> Callable[[AttemptResult], str]
         if attempt.ran is None:
             return ""
         ours = attempt.ran.signature
-        return named.get((ours, attempt.native), ours)
+        return named.get(ours, ours) if native.read_none(attempt.native) else ours
 
     return signature_of
 
 
-def _named_signatures(cells: Sequence[CellResult]) -> dict[tuple[str, str | None], str]:
-    attempts = [a for c in cells for a in c.attempts if a.ran is not None]
-    read = {a.ran.signature for a in attempts if a.ran and not native.read_none(a.native)}
-    named: dict[tuple[str, str | None], str] = {}
-    for attempt in attempts:
-        if attempt.ran is None or not native.read_none(attempt.native):
-            continue
-        ours = attempt.ran.signature
+def _named_signatures(cells: Sequence[CellResult]) -> dict[str, str]:
+    """The signatures of crashes without native stacks, each to the one read signature it
+    agrees with (none when ambiguous)."""
+    read: set[str] = set()
+    unread: set[str] = set()
+    for cell in cells:
+        for attempt in cell.attempts:
+            if attempt.ran is not None:
+                (unread if native.read_none(attempt.native) else read).add(attempt.ran.signature)
+    named: dict[str, str] = {}
+    for ours in unread:
         agreeing = [s for s in read if native.agrees(ours, s, native_unknown=True)]
         if len(agreeing) == 1:
-            named[(ours, attempt.native)] = agreeing[0]
+            named[ours] = agreeing[0]
     return named
 
 
