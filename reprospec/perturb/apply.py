@@ -149,14 +149,16 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
     return Applied(tuple(options), env, tuple(notes), cgroup, cpu_list)
 
 
-def variable_notes(perturb: Perturb) -> list[str]:
-    """The notes of the perturbations that `variables` carries, one per field."""
+def variable_notes(perturb: Perturb, *, malloc_by: str = "") -> list[str]:
+    """The notes of the perturbations that `variables` carries, one per field (`malloc_by`:
+    whose C library reads the malloc settings, when not this machine's)."""
     notes: list[str] = []
     for name, value in perturb.settings():
         if name in ("switch_interval", "gc", "hash_seed") or name.startswith("torch."):
             notes.append(f"{name}={_shown(value)}")
     if perturb.malloc is not None:
-        notes.append(f"malloc={perturb.malloc} ({_malloc_note(variables(perturb))})")
+        how = _malloc_note(variables(perturb)) + (f"; {malloc_by}" if malloc_by else "")
+        notes.append(f"malloc={perturb.malloc} ({how})")
     return notes
 
 

@@ -43,10 +43,8 @@ def for_container(perturb: Perturb, *, memory: int | None = None) -> ContainerPe
     """How a container applies `perturb` (`memory`: the spec's `environment.memory`)."""
     if not perturb.active:
         return ContainerPerturb()
-    notes = variable_notes(perturb)
-    if perturb.malloc is not None:
-        # The image's C library reads them; only glibc does (Debian-based images have it).
-        notes[-1] = notes[-1].removesuffix(")") + "; the image's glibc)"
+    # The image's C library reads the malloc settings; only glibc does (Debian-based images).
+    notes = variable_notes(perturb, malloc_by="the image's glibc")
     cpuset: str | None = None
     cpus: tuple[int, ...] = ()
     if perturb.cpus is not None:
