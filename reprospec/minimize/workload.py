@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue, array, integer, obj
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer
 
@@ -58,44 +58,44 @@ def workload_fields(document: Mapping[str, JsonValue]) -> tuple[Field, ...]:
     """The literal integers of `document['workload']` minimize lowers, in the search's order:
     steps first (they bound how much data is read), then batch and dataset size, the model's
     width, the workers. Only those above their floor: the others have nothing to lose."""
-    workload = _mapping(document.get("workload"))
-    expect = _mapping(document.get("expect"))
-    faults = [_mapping(f) for f in _list(workload.get("faults"))]
+    workload = obj(document.get("workload"))
+    expect = obj(document.get("expect"))
+    faults = [obj(f) for f in array(workload.get("faults"))]
     worker_faults = [f for f in faults if f.get("where") == "worker"]
+    located = [obj(f.get("at")) for f in faults]
     found: list[Field] = []
-    for i, phase in enumerate(_mapping(p) for p in _list(workload.get("phases"))):
-        steps = _int(phase.get("steps"))
+    for i, phase in enumerate(obj(p) for p in array(workload.get("phases"))):
+        steps = integer(phase.get("steps"))
         if steps is None:
             continue
         name = phase.get("name")
-        located = [_mapping(f.get("at")) for f in faults]
-        at = [_int(a.get("step")) for a in located if a.get("phase") == name]
+        at = [integer(a.get("step")) for a in located if a.get("phase") == name]
         if expect.get("phase") == name:
-            at.append(_int(expect.get("step")))
+            at.append(integer(expect.get("step")))
         floors = [s for s in at if s is not None]
         floor = max([1, *floors])
         why = f"a fault or the expect at step {floor} of {name}" if floors else ""
         found.append(Field(f"workload.phases.{i}.steps", steps, floor, why))
-    data = _mapping(workload.get("data"))
-    loader = _mapping(data.get("loader"))
-    dataset = _mapping(data.get("dataset"))
-    batch = _int(loader.get("batch_size"))
+    data = obj(workload.get("data"))
+    loader = obj(data.get("loader"))
+    dataset = obj(data.get("dataset"))
+    batch = integer(loader.get("batch_size"))
     if batch is not None:
         found.append(Field("workload.data.loader.batch_size", batch, 1))
-    size = _int(dataset.get("size"))
+    size = integer(dataset.get("size"))
     if size is not None and "entrypoint" not in dataset:
-        indexes = [_int(_mapping(f.get("at")).get("index")) for f in worker_faults]
+        indexes = [integer(obj(f.get("at")).get("index")) for f in worker_faults]
         known = [i for i in indexes if i is not None]
         why = f"a worker fault at index {max(known)}" if known else ""
         found.append(Field("workload.data.dataset.size", size, max([0, *known]) + 1, why))
-    model = _mapping(workload.get("model"))
-    params = _mapping(model.get("params"))
+    model = obj(workload.get("model"))
+    params = obj(model.get("params"))
     builtin = str(model.get("builtin", "mlp")) if "entrypoint" not in model else ""
     for name, least in _MODEL_PARAMS.get(builtin, {}).items():
-        width = _int(params.get(name))
+        width = integer(params.get(name))
         if width is not None:
             found.append(Field(f"workload.model.params.{name}", width, least))
-    workers = _int(loader.get("num_workers"))
+    workers = integer(loader.get("num_workers"))
     if workers is not None:
         needs = bool(worker_faults) or expect.get("where") == "worker"
         why = "a worker fault" if needs else ""
@@ -136,16 +136,3 @@ def with_field(program: Program, path: str, value: int) -> Program:
 def field_overrides(program: Program) -> list[str]:
     """The `--set` list that runs the candidate's values."""
     return [f"{path}={value}" for path, value in program.fields]
-
-
-def _int(value: JsonValue | None) -> int | None:
-    """A literal integer of the spec (not a bool, not an expression), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _mapping(value: JsonValue | None) -> Mapping[str, JsonValue]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: JsonValue | None) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
