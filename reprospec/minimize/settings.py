@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
@@ -169,17 +169,11 @@ def reduce_settings(
             values[axis] = value
     cell = Cell(id=cell_id(values), index=failing.index, matrix=values)
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
-    return Reduced(
-        cell,
-        failing,
-        other,
+    return replace(
+        base,
+        cell=cell,
         kept=tuple(diffs[i] for i in chosen),
         reset=tuple(d for i, d in enumerate(diffs) if i not in chosen),
-        status=result.status,
-        message=result.message,
-        attempts=result.attempts,
-        isolate_id=found.id,
-        folder=found.folder,
         overrides=(*overrides(config, document), "expect=" + json.dumps(expect)),
     )
 
