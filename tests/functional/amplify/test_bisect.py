@@ -67,7 +67,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         module = _LIBRARY.format(version=version, locked=minor < FIRST_BAD)
         make_wheel(wheels, DEMO, version, module)
     (tmp_path / "user.py").write_text(
-        "import reprospec_racedemo as lib\nlib.fill(2000, 4, 2)\nprint('filled', lib.VERSION)\n"
+        "import reprospec_racedemo as lib\nlib.fill(2000, 20, 2)\nprint('filled', lib.VERSION)\n"
     )
     spec = tmp_path / "race.yaml"
     spec.write_text(
@@ -96,7 +96,7 @@ def test_bisect_under_the_amplification_finds_the_release_and_says_so(
     out = tmp_path / "out"
     common = ("--out", str(out), "--find-links", str(wheels), "-j", "2")
     amplified = cli(
-        "amplify", str(spec), *common, "--runner", "venv", "--budget", "60",
+        "amplify", str(spec), *common, "--runner", "venv", "--budget", "200",
         "--try", "switch_interval=1e-6",
         "--format", "json", env=env, timeout=600,
     )  # fmt: skip
