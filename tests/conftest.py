@@ -3,6 +3,7 @@ the tests.support package."""
 
 from __future__ import annotations
 
+import compileall
 import fcntl
 import json
 import os
@@ -10,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import EXAMPLE_ROOM, SPECS, Cli, CliResult, ExampleRun, run_cli
+from tests.support.cli import EXAMPLE_ROOM, ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
+
+
+def pytest_sessionstart() -> None:
+    """Compile the package's bytecode once, before any child imports it.
+
+    Hundreds of tests start `python -m reprospec` and harness children; where
+    PYTHONDONTWRITEBYTECODE is set (CI images, these machines) none of them writes its
+    .pyc, so each compiled all ~300 modules again: measured 1.1 s of CPU for a
+    one-attempt `reprospec run` against 0.7 s with the bytecode there. The files are
+    checked against their sources as always (a stale one is recompiled), written
+    atomically (xdist workers may race), and ignored by git and by every copy the
+    engine makes of a tree."""
+    compileall.compile_dir(ROOT / "reprospec", quiet=2)
 
 
 @pytest.fixture
