@@ -325,7 +325,9 @@ def test_a_parallel_op_in_the_server_falls_back_with_zero_hangs(
     # After one parallel op in the parent, forked children hang in their own first one
     # (the OpenMP pool's threads are not copied, its state is). The guard sees the pool.
     code = "import torch; print((torch.ones(256, 256) @ torch.ones(256, 256)).sum().item())"
-    for number in (1, 2, 3):
+    # The first attempt finds the server unsafe, the second runs fresh by what was
+    # remembered: each a fresh `import torch`, so no third one.
+    for number in (1, 2):
         plan = make_plan(
             ["python", "-c", code],
             preload=("parallel_at_import",),
@@ -507,6 +509,8 @@ def test_a_preloaded_workload_run_records_and_reports_it(tmp_path: Path) -> None
     from reprospec.store.resultsjson import load_run
 
     spec = tmp_path / "w.yaml"
+    # torch._dynamo too: the optimizer's first step imports it (and sympy), which the forked
+    # attempts would each import again (what a run's preload hint says to add).
     spec.write_text(
         textwrap.dedent(
             """
@@ -518,7 +522,7 @@ def test_a_preloaded_workload_run_records_and_reports_it(tmp_path: Path) -> None
                 dataset: {builtin: synthetic, size: 16, shape: [4], classes: 2}
                 loader: {batch_size: 4}
               phases: [{name: train, steps: 2}]
-            run: {repeat: 2, preload: [torch]}
+            run: {repeat: 2, preload: [torch, torch._dynamo]}
             expect: {outcome: pass}
             """
         )
