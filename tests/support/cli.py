@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from tests.support.envs import envs_root
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPECS = ROOT / "specs"
@@ -73,8 +76,13 @@ def run_cli(
     with a folder of its own, so that one engine run is read by many tests."""
     argv = [sys.executable, "-m", "reprospec", *args]
     takes_out = ("run", "report", "history", "compare", "merge")
+    used = Path(args[args.index("--out") + 1]) if "--out" in args[:-1] else None
     if args and args[0] in takes_out and "--out" not in args:
         argv += ["--out", str(out)]
+        used = out
+    cache = (cwd or ROOT) / used / "cache" if used is not None else None
+    if cache is not None:
+        _share_torch_captures(_torch_captures(), cache)
     child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     # stdin is never the developer's terminal: a command that asks must not wait for it.
     # (`stdin`: the text a command reads from its standard input, like `--from-log -`.)
@@ -87,7 +95,30 @@ def run_cli(
         cwd=cwd or ROOT,
         **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
     )
+    if cache is not None:
+        _share_torch_captures(cache, _torch_captures())
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+# The environment capture's torch part (`import torch` in a child: 2 s of CPU, 200 MiB) is
+# cached by the engine in `OUT/cache/torch-KEY.json`, KEY being what it depends on
+# (interpreter, torch build, driver, CUDA/TORCH variables: environment/probe.py). Each test
+# has an `--out` of its own, so every torch-using run of the suite imported torch for it
+# again; the engine's own files are carried from one `--out` to the next instead (kept
+# with the test environments), and a run whose key differs captures afresh as always.
+def _torch_captures() -> Path:
+    return envs_root() / "torch-captures"
+
+
+def _share_torch_captures(source: Path, target: Path) -> None:
+    """Copy the torch captures of `source` that `target` lacks (atomically: xdist)."""
+    for file in source.glob("torch-*.json"):
+        if (target / file.name).exists():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        partial = target / f".{file.name}.{os.getpid()}"
+        shutil.copyfile(file, partial)
+        partial.replace(target / file.name)
 
 
 def interrupt_when(
