@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import EXAMPLE_ROOM, ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
+from tests.support.cli import ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
 
 
 def pytest_sessionstart() -> None:
@@ -83,8 +83,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
                 )
             else:
                 out = shared / key / "out"
-                room = ("--timeout", EXAMPLE_ROOM[name]) if name in EXAMPLE_ROOM else ()
-                result = run_cli(out, "run", str(SPECS / name), "-j", "2", *room, timeout=300)
+                result = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=300)
                 saved = {
                     "code": result.code,
                     "stdout": result.stdout,

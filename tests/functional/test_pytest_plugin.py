@@ -18,7 +18,7 @@ import pytest
 
 from reprospec import native
 from reprospec.pytest_plugin import marker_name
-from tests.support.cli import EXAMPLE_ROOM, ROOT, SPECS, ExampleRun, run_cli
+from tests.support.cli import ROOT, SPECS, ExampleRun
 
 # Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
 EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
@@ -334,25 +334,16 @@ def test_a_rerun_try_is_a_rerun_failure_in_junit(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def run_verdicts(
-    example_run: ExampleRun, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, str]:
+def run_verdicts(example_run: ExampleRun) -> dict[str, str]:
     """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to.
 
     The examples' own runs (tests/functional/test_examples.py reads the same ones): each
-    example is run once per session, not once more here. Not a run given more time than its
-    spec says (EXAMPLE_ROOM): the plugin runs every spec as written, so that example is run
-    here as written too, and both sides are judged under the same timeout."""
+    example is run once per session, not once more here; both sides run every spec as written,
+    so both are judged under the same timeout."""
     pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("examples")
     expected: dict[str, str] = {}
     for name in EXAMPLES:
-        if name in EXAMPLE_ROOM:
-            result = run_cli(
-                out / name.replace("/", "-"), "run", str(SPECS / name), "-j", "2", timeout=600
-            )
-        else:
-            result = example_run(name)
+        result = example_run(name)
         assert result.code in (0, 1, 3), result.stderr
         for cell in result.results()["cells"]:
             reasons = [a.get("infra_error") or "" for a in cell["attempts"]]

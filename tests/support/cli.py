@@ -158,13 +158,6 @@ def interrupt_when(
     return CliResult(child.returncode, stdout, stderr, ROOT)
 
 
-# Timeouts that bound a hang are the examples' own; where a cell that must pass can take
-# longer than that on a loaded machine, the `example_run` fixture runs its example with room
-# (-> `--timeout`). The skipped-allreduce example's passing cell is two ranks that each import
-# torch and train.
-EXAMPLE_ROOM = {"distributed-skipped-allreduce.yaml": "60s"}
-
-
 # The `example_run` fixture (tests/conftest.py): the run of one example spec, shared by the
 # tests that read it, in every xdist worker.
 ExampleRun = Callable[[str], CliResult]
