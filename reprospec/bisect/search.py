@@ -11,19 +11,20 @@ The rule, the same as `isolate`'s:
     shows the matching failure (a different failure is not the bug and counts
     as a clean attempt);
   - a version is **good** only after enough clean attempts for the rate, and the
-    rate is learned from the attempts (`LearnedRate`). Two readings of the failure
+    rate is learned from the attempts (`LearnedRate`). Three readings of the failure
     compete in the posterior: deterministic (a bad version always fails: one clean
-    attempt rules a version out, as `git bisect` assumes) and flaky at p. While
-    every attempt of the versions known bad has failed, each failure multiplies the
-    deterministic reading's odds by 1/p, so a bug that never flaked costs about a
-    binary search; the first clean attempt of a version a hypothesis calls bad (a
-    failure that looked deterministic, then flaked) removes that reading from it,
-    and the flaky p weighs every attempt again, earlier ones included. p is
-    `min_rate`, the assumption that a bad version fails in at least that fraction
-    of attempts (the spec's `expect.rate: ">=0.3"`, else 0.3), raised only when the
-    versions known bad show clearly more (the 99% Wilson lower bound of their
-    measured rate). Weighing clean attempts with a flaky rate no higher than the
-    true one keeps the flaky reading honest for every true rate >= min_rate. The
+    attempt rules a version out, as `git bisect` assumes), flaky at a high rate
+    (0.9) and flaky at p. While every attempt of the versions known bad has failed,
+    each failure multiplies the deterministic reading's odds by 1/p, so a bug that
+    never flaked costs about a binary search and a retest; the first clean attempt
+    of a version a hypothesis calls bad (a failure that looked deterministic, then
+    flaked) removes that reading from it, and the flaky readings weigh every
+    attempt again, earlier ones included. p is `min_rate`, the assumption that a
+    bad version fails in at least that fraction of attempts (the spec's
+    `expect.rate: ">=0.3"`, else 0.3), raised only when the versions known bad have
+    flaked and show clearly more (the 99% Wilson lower bound of their measured
+    rate). Weighing clean attempts with a flaky rate no higher than the true one
+    keeps the flaky reading honest for every true rate >= min_rate. The
     clean attempts at every version at or above a candidate count against it, so
     evidence is shared instead of re-gathered per step;
   - **infra errors** (a version with no wheel for this Python) are skipped and
@@ -69,8 +70,12 @@ DEFAULT_MIN_RATE = 0.3
 # z of the lower bound of the measured rate that may raise the assumed one (99%).
 RATE_Z = 2.576
 MAX_BATCH = 30
-# The prior weight of "the failure is deterministic" against "flaky at the rate".
+# The prior weights of the readings of the rate (LearnedRate): "the failure is
+# deterministic", "flaky at a high rate" (HIGH_RATE); the rest is "flaky at the assumed
+# minimum rate".
 DETERMINISTIC_PRIOR = 0.5
+HIGH_RATE = 0.9
+HIGH_PRIOR = 0.1
 GOOD_END_ATTEMPTS = 1  # the good end's own check; the search adds attempts when they pay
 
 
@@ -237,34 +242,60 @@ class RateModel:
 
 
 class LearnedRate:
-    """The rate as the attempts show it: deterministic, or flaky at `rate` or more.
+    """The rate as the attempts show it: deterministic, flaky at a high rate, or at `rate`.
 
-    Two explanations of the failure compete, per hypothesis: it is deterministic (p =
-    1, prior weight `deterministic`), or flaky at `rate` (the assumed minimum, raised
-    by the measured rate's 99% lower bound). Under one hypothesis, f matching failures
-    and s clean attempts at the versions it calls bad weigh
-    w_det [s = 0] + (1 - w_det) rate^f (1 - rate)^s: while every attempt of a version
-    known bad has failed, the deterministic reading gains a factor 1/rate per failure,
-    and one clean attempt then rules a version out almost alone (as `git bisect`
-    assumes); the first clean attempt of a version a hypothesis calls bad (the
-    failure flaked after all) removes the deterministic reading from that hypothesis
-    for good, and the flaky rate weighs everything, earlier attempts included. The
-    flaky rate is not fitted per hypothesis: a wrong hypothesis that calls the
-    versions with clean attempts good would fit a higher rate on the very failures
+    Three explanations of the failure compete, per hypothesis, a prior over the rate
+    with real mass at and near 1: it is deterministic (p = 1, prior weight
+    `deterministic`), flaky at `high` (0.9, weight `high_prior`), or flaky at `rate`
+    (the assumed minimum, raised by the measured rate's 99% lower bound once a
+    version known bad came back clean; the rest of the weight). Under one hypothesis,
+    f matching failures and s clean attempts at the versions it calls bad weigh
+    w_det [s = 0] + w_high high^f (1 - high)^s + w_low rate^f (1 - rate)^s.
+
+    While every attempt of a version known bad has failed, the deterministic reading
+    gains a factor 1/rate per failure against the low one, and one clean attempt then
+    rules a version out almost alone (as `git bisect` assumes). The high reading is
+    what keeps that honest: a bad version at p = 0.9 that stayed clean once (likely in
+    a binary search) is the low reading's p^f against a wrong hypothesis that is still
+    deterministic, and without the high reading the search answered wrong (82% right at
+    p = 0.9 in the simulation); with it, that clean attempt costs the truth a factor
+    0.1, not 0.3^f, and the search retests before it answers. At p = 1 it costs the
+    last good version a retest or so (0.1 per clean attempt). The first clean attempt
+    of a version a hypothesis calls bad (the failure flaked after all) removes the
+    deterministic reading from that hypothesis for good; the two flaky readings weigh
+    everything, earlier attempts included, and a few more clean attempts leave the low
+    one alone. The rates are not fitted per hypothesis: a wrong hypothesis that calls
+    the versions with clean attempts good would fit a higher rate on the very failures
     that made it look right (a winner's curse; in the simulation a uniform prior over
-    the flaky rates gave 94% right answers at p = 0.3 for a stated error of 0.5%).
+    the flaky rates gave 94% right answers at p = 0.3 for a stated error of 0.5%): two
+    fixed readings, the low one at the assumed minimum, keep the clean attempts
+    counted at no more than they are worth once the failure is known to flake.
     """
 
-    def __init__(self, rate: float, deterministic: float | None = None) -> None:
+    def __init__(
+        self,
+        rate: float,
+        deterministic: float | None = None,
+        high: float = HIGH_RATE,
+        high_prior: float | None = None,
+    ) -> None:
         if deterministic is None:
             deterministic = DETERMINISTIC_PRIOR
-        if not 0.0 < rate < 1.0:
+        if high_prior is None:
+            high_prior = HIGH_PRIOR if rate < high else 0.0
+        if not 0.0 < rate < 1.0 or not 0.0 < high < 1.0:
             raise ValueError(f"rate must be in (0, 1), got {rate}")
         if not 0.0 <= deterministic < 1.0:
             raise ValueError(f"the deterministic prior must be in [0, 1), got {deterministic}")
+        if not 0.0 <= high_prior < 1.0 - deterministic:
+            raise ValueError(f"the high rate's prior must leave room, got {high_prior}")
         self.rate = rate
-        self._log_p, self._log_q = math.log(rate), math.log1p(-rate)
-        self._log_flaky = math.log1p(-deterministic)
+        # (log prior weight, log p, log 1-p) per flaky reading; the low one first.
+        self._flaky = [
+            (math.log(1.0 - deterministic - high_prior), math.log(rate), math.log1p(-rate))
+        ]
+        if high_prior:
+            self._flaky.append((math.log(high_prior), math.log(high), math.log1p(-high)))
         self._log_det = math.log(deterministic) if deterministic else -math.inf
         self._marginal: dict[tuple[int, int], float] = {}
 
@@ -272,12 +303,11 @@ class LearnedRate:
         key = (f, s)
         value = self._marginal.get(key)
         if value is None:
-            flaky = self._log_flaky + f * self._log_p + s * self._log_q
-            if s or self._log_det == -math.inf:
-                value = flaky
-            else:
-                top = max(flaky, self._log_det)
-                value = top + math.log(math.exp(flaky - top) + math.exp(self._log_det - top))
+            logs = [w + f * log_p + s * log_q for w, log_p, log_q in self._flaky]
+            if not s and self._log_det != -math.inf:
+                logs.append(self._log_det)
+            top = max(logs)
+            value = top + math.log(sum(math.exp(v - top) for v in logs))
             self._marginal[key] = value
         return value
 
@@ -488,12 +518,18 @@ def bisect(
     # 3. Bisect among the versions that can be tested.
     while True:
         alive = [v for v in versions if not (trials[v].attempts == 0 and trials[v].infra_error)]
-        # The flaky rate the clean attempts are weighed with: the assumed minimum, or
-        # more when the versions known bad show clearly more (a 99% lower bound).
+        # The low flaky rate the clean attempts are weighed with: the assumed minimum, or
+        # more when the versions known bad show clearly more (a 99% lower bound) and
+        # have flaked at least once. While they never did, the deterministic reading
+        # already says "high": raising the low reading by the bound of f failures in f
+        # attempts, f / (f + 6.6), would let its p^f fall no lower than e^-6.6 however
+        # many failures came (at p = 1 the search paid 14.4 attempts for that, 11.0
+        # without it, 64 versions).
         lowest = next(i for i, v in enumerate(alive) if trials[v].matched)
         f_bad = sum(trials[v].matched for v in alive[lowest:])
         n_bad = sum(trials[v].attempts for v in alive[lowest:])
-        used = round(min(0.99, max(min_rate, wilson_lower(f_bad, n_bad, RATE_Z))), 3)
+        bound = wilson_lower(f_bad, n_bad, RATE_Z) if n_bad > f_bad else 0.0
+        used = round(min(0.99, max(min_rate, bound)), 3)
         model = models.setdefault(used, LearnedRate(used))
         counts = _Counts(
             [trials[v].matched for v in alive],

@@ -198,7 +198,7 @@ def oracle_that_flakes_later(
 
 
 def test_the_learned_rate_trusts_a_failure_that_never_flaked_and_forgets_it_when_it_does() -> None:
-    model = LearnedRate(0.3)
+    model = LearnedRate(0.3, deterministic=0.5, high_prior=0.0)
     # Every attempt at the versions a hypothesis calls bad failed: the deterministic
     # reading gains a factor 1/0.3 per failure against the flaky one.
     assert model.deterministic(0, 0) == pytest.approx(0.5)
@@ -213,10 +213,28 @@ def test_the_learned_rate_trusts_a_failure_that_never_flaked_and_forgets_it_when
     assert model.marginal(4, 1) == pytest.approx(math.log(0.5) + 4 * math.log(0.3) + math.log(0.7))
     assert model.mean(4, 1) == pytest.approx(0.3)
     # With no deterministic prior it is the fixed-rate model.
-    fixed = LearnedRate(0.3, deterministic=0.0)
+    fixed = LearnedRate(0.3, deterministic=0.0, high_prior=0.0)
     assert fixed.marginal(2, 3) == pytest.approx(RateModel(0.3).marginal(2, 3))
     with pytest.raises(ValueError, match="deterministic prior"):
         LearnedRate(0.3, deterministic=1.0)
+    with pytest.raises(ValueError, match="high rate's prior"):
+        LearnedRate(0.3, deterministic=0.6, high_prior=0.4)
+
+
+def test_the_high_reading_keeps_a_clean_attempt_of_a_likely_bad_version_cheap() -> None:
+    # Four failures, then one clean attempt: at p = 0.9 that is likely (1 in 10), at the
+    # assumed minimum 0.3 it would cost the hypothesis 0.3^4 x 0.7 against any rival
+    # still deterministic; the high reading makes it 0.9^4 x 0.1 instead.
+    both = LearnedRate(0.3, deterministic=0.6, high_prior=0.1)
+    low = LearnedRate(0.3, deterministic=0.6, high_prior=0.0)
+    assert math.exp(both.marginal(4, 1)) == pytest.approx(0.1 * 0.9**4 * 0.1 + 0.3 * 0.3**4 * 0.7)
+    assert both.marginal(4, 1) - low.marginal(4, 1) > math.log(3)
+    # Many clean attempts: the high reading is gone, the low one weighs them.
+    assert both.marginal(4, 20) == pytest.approx(math.log(0.3 * 0.3**4 * 0.7**20), abs=1e-6)
+    # The assumed minimum at or above the high rate: no high reading.
+    assert LearnedRate(0.9).marginal(3, 2) == pytest.approx(
+        LearnedRate(0.9, high_prior=0.0).marginal(3, 2)
+    )
 
 
 def test_a_deterministic_regression_costs_close_to_a_plain_binary_search() -> None:
