@@ -11,6 +11,8 @@ fault is.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -114,18 +116,23 @@ def read(log_dir: Path | None, stderr: str) -> GpuFindings | None:
     ranks: list[RankTrace] = []
     unread: list[str] = []
     if log_dir is not None:
-        log = log_dir / SANITIZER_LOG
+        # One listing for the three kinds of dump: every attempt looks, almost none has one.
         try:
-            data = capped.head_tail(log, SANITIZER_BYTES, SANITIZER_BYTES)
+            names = sorted(os.listdir(log_dir))  # noqa: PTH208 (names, not a Path each)
         except OSError:
-            data = b""
+            names = []
+        data = b""
+        if SANITIZER_LOG in names:
+            with contextlib.suppress(OSError):
+                data = capped.head_tail(log_dir / SANITIZER_LOG, SANITIZER_BYTES, SANITIZER_BYTES)
         if data:
             from reprospec.outcome.sanitizerlog import parse
 
             report = parse(data.decode("utf-8", "replace"))
             sanitizer = report if report.seen else None
-        core = _cuda_gdb(log_dir)
-        dumps = sorted(log_dir.glob(FLIGHT_RECORDER_PREFIX + "*"))[:MAX_RANK_FILES]
+        core = _cuda_gdb(log_dir) if CUDA_GDB_FILES[0] in names else None
+        dumps = [log_dir / n for n in names if n.startswith(FLIGHT_RECORDER_PREFIX)]
+        del dumps[MAX_RANK_FILES:]
         for path in dumps:
             from reprospec.outcome import flightrecorder
 

@@ -265,7 +265,10 @@ class LocalRunner:
         cancel: threading.Event | None = None,
         instance: InstanceStart | None = None,
     ) -> Execution:
-        base = attempt_files(plan, log_dir, gpu_slot)
+        # A command's files are made at their first byte (every writer of events.jsonl, a
+        # child's too, creates it); a workload's harness and instances expect theirs.
+        lazy = plan.workload is None and instance is None
+        base = attempt_files(plan, log_dir, gpu_slot, lazy=lazy)
         events_path = base["events_path"]
         env_json = log_dir / "env.json"
 
@@ -375,8 +378,8 @@ class LocalRunner:
                 argv,
                 env=env,
                 cwd=plan.workdir,
-                stdout=output_sink(base["stdout_path"], matcher=matcher),
-                stderr=output_sink(base["stderr_path"], matcher=matcher),
+                stdout=output_sink(base["stdout_path"], matcher=matcher, lazy=lazy),
+                stderr=output_sink(base["stderr_path"], matcher=matcher, lazy=lazy),
                 timeout_s=plan.timeout_s,
                 stack_dir=log_dir,
                 stack_path=log_dir / "stack.txt",
