@@ -68,6 +68,11 @@ class CappedLog:
         self._closed = False
 
     @property
+    def closed(self) -> bool:
+        """Whether close() ran (its file, when one was made, is closed)."""
+        return self._closed
+
+    @property
     def omitted(self) -> int:
         """Bytes of the stream kept in neither the head nor the tail."""
         return self.total - self._head_written - self._ring_len

@@ -93,50 +93,31 @@ class AttemptFiles(TypedDict):
     timeout_s: float | None
 
 
-# The files of an attempt's folder that every attempt has (where it did not pass).
-ATTEMPT_FILES = (STDOUT, STDERR, EVENTS)
-
-
-def keep_files(log_dir: Path, *, ran: bool) -> None:
-    """Create the attempt's files that a lazy attempt (`attempt_files`) never wrote, empty:
-    an attempt that did not pass keeps every file, as one that wrote them eagerly does
-    (one that could not run, only events.jsonl: its child never had output to log)."""
-    for name in ATTEMPT_FILES if ran else (EVENTS,):
+def keep_logs(log_dir: Path) -> None:
+    """Create the logs a lazy output sink (`process.output.CappedLog`) never wrote, empty:
+    an attempt that ran and did not pass keeps every file, as before they were lazy; one
+    that passed never had them made only for `RunFolder.prune` to remove them."""
+    for name in (STDOUT, STDERR):
         try:
             _create(log_dir / name)
         except OSError:
             continue  # the folder is gone, or not writable: nothing more to keep
 
 
-def attempt_files(
-    plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...], *, lazy: bool = False
-) -> AttemptFiles:
+def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> AttemptFiles:
     """The Execution fields every runner fills the same way: the attempt's files and slot.
 
     Creates the folder and an empty events.jsonl, so a child that writes no event
-    still leaves the file the run folder promises. `lazy`: only the folder, each file
-    made at its first byte (every writer of events.jsonl creates it); the empty ones are
-    made once the attempt is known not to have passed (`keep_files`, called by
-    pipeline/attempt.py), never where it passed, which would only remove them again
-    (`RunFolder.prune`): most attempts that pass print nothing (issue 30, item 5).
+    still leaves the file the run folder promises, and a child may open it without
+    creating it (REPROSPEC_EVENTS: a command's own code appends to it too).
     """
     events_path = log_dir / EVENTS
-    if lazy:
-        # The run folder made it already (RunFolder.attempt_dir); a test's runner call may
-        # not. One mkdir: pathlib's exist_ok also stats.
-        try:
-            os.mkdir(log_dir)  # noqa: PTH102
-        except FileExistsError:
-            pass
-        except FileNotFoundError:
-            log_dir.mkdir(parents=True, exist_ok=True)
-    else:
-        try:
-            _create(events_path)
-        except FileNotFoundError:
-            # The run folder made it already (RunFolder.attempt_dir); a test's call may not.
-            log_dir.mkdir(parents=True, exist_ok=True)
-            _create(events_path)
+    try:
+        _create(events_path)
+    except FileNotFoundError:
+        # The run folder made it already (RunFolder.attempt_dir); a test's runner call may not.
+        log_dir.mkdir(parents=True, exist_ok=True)
+        _create(events_path)
     return {
         "cell_id": plan.cell.id,
         "attempt": plan.attempt,

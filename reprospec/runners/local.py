@@ -265,10 +265,10 @@ class LocalRunner:
         cancel: threading.Event | None = None,
         instance: InstanceStart | None = None,
     ) -> Execution:
-        # A command's files are made at their first byte (every writer of events.jsonl, a
-        # child's too, creates it); a workload's harness and instances expect theirs.
+        # A command's logs are made at their first byte (most attempts that pass print
+        # nothing); a workload's and an instance's as before, which their readers expect.
         lazy = plan.workload is None and instance is None
-        base = attempt_files(plan, log_dir, gpu_slot, lazy=lazy)
+        base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
         env_json = log_dir / "env.json"
 
