@@ -2,7 +2,7 @@
 
     python benchmarks/parent_costs.py [--rounds 7]
                                       [--only startup,fixed,attempts,cells,scan,engine]
-                                      [--after-deletions N]
+                                      [--after-deletions N] [--before CHECKOUT]
 
 startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
           (goal: at most 2x)
@@ -22,7 +22,8 @@ scan      in-process: finding an attempt's processes in the engine's own tree vs
 engine    the engine process's own CPU (not its children's: read by getrusage in the
           engine at its exit): a one-attempt `reprospec run` of `true` (goal: at most
           0.25 s), and `--repeat N` of `true` at -j 1 against one attempt, alternately:
-          the difference over N - 1 is the engine's CPU per attempt (goal: at most 1 ms)
+          the difference over N - 1 is the engine's CPU per attempt (goal: at most 1 ms);
+          with --before CHECKOUT, the same runs of that checkout, in turn with these
 
 Every figure is the median of --rounds rounds, the two sides of a ratio measured
 alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
@@ -114,52 +115,67 @@ _SELF_CPU = (
 ENGINE_CPU: list[float] = []
 
 
-def engine_cpu(args: Sequence[str], cwd: Path, tmp: Path) -> float:
-    """Wall seconds of `reprospec ARGS`; its engine process's own CPU goes to ENGINE_CPU."""
+def engine_cpu(args: Sequence[str], cwd: Path, tmp: Path, *, root: Path = ROOT) -> float:
+    """Wall seconds of `reprospec ARGS` (the package of the checkout `root`); its engine
+    process's own CPU goes to ENGINE_CPU."""
     record = tmp / "engine-cpu.txt"
     ENV["ENGINE_CPU"] = str(record)
+    ENV["PYTHONPATH"] = str(root)
     try:
         took = wall([PY, "-c", _SELF_CPU, *args], cwd=cwd)
     finally:
         del ENV["ENGINE_CPU"]
+        ENV["PYTHONPATH"] = str(ROOT)
     ENGINE_CPU.append(float(record.read_text()))
     return took
 
 
-def engine(rounds: int, tmp: Path, n: int = 200) -> None:
+def engine(rounds: int, tmp: Path, n: int = 200, before: Path | None = None) -> None:
+    """The engine's own CPU for one attempt and per attempt; with `before`, the same runs
+    of that checkout too (its package first on PYTHONPATH), every side in turn per round."""
     spec = tmp / "true.yaml"
     spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
     out = tmp / "engine"
-    engine_cpu(["run", str(spec), "--out", str(out)], tmp, tmp)  # warm cache, bytecode
+    checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    for _, root in checkouts:  # warm cache, bytecode
+        engine_cpu(["run", str(spec), "--out", str(out)], tmp, tmp, root=root)
     ENGINE_CPU.clear()
-    one_cpu: list[float] = []
-    many_cpu: list[float] = []
+    own: dict[tuple[Path, int], list[float]] = {}
 
-    def side(repeat: int, into: list[float]) -> Callable[[], float]:
+    def side(root: Path, repeat: int) -> Callable[[], float]:
+        into = own.setdefault((root, repeat), [])
+
         def measure() -> float:
             argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
-            took = engine_cpu(argv, tmp, tmp)
+            took = engine_cpu(argv, tmp, tmp, root=root)
             into.append(ENGINE_CPU[-1])
             return took
 
         return measure
 
-    one, many = paired(rounds, side(1, one_cpu), side(n, many_cpu))
-    tree_one, tree_many = MEDIAN_CPU
-    one_engine, many_engine = statistics.median(one_cpu), statistics.median(many_cpu)
-    per = [(m - o) / (n - 1) for o, m in zip(one_cpu, many_cpu, strict=True)]
+    sides = [side(root, repeat) for _, root in checkouts for repeat in (1, n)]
+    walls = paired(rounds, *sides)
+    trees = list(MEDIAN_CPU)
     print("                                 wall       tree CPU   engine CPU")
-    print(
-        f"run of `true`, 1 attempt       {one * 1000:7.1f} ms  {tree_one * 1000:7.1f} ms  "
-        f"{one_engine * 1000:7.1f} ms (goal <= 250 ms)"
-    )
-    print(
-        f"run of `true`, {n} attempts   {many:7.2f} s   {tree_many:7.2f} s   {many_engine:7.2f} s"
-    )
-    print(
-        f"engine CPU per attempt: {statistics.median(per) * 1000:.2f} ms (median of the rounds' "
-        f"differences; goal <= 1 ms); wall per attempt {(many - one) / (n - 1) * 1000:.2f} ms"
-    )
+    for index, (name, root) in enumerate(checkouts):
+        one, many = walls[2 * index], walls[2 * index + 1]
+        tree_one, tree_many = trees[2 * index], trees[2 * index + 1]
+        one_cpu, many_cpu = own[(root, 1)], own[(root, n)]
+        per = [(m - o) / (n - 1) for o, m in zip(one_cpu, many_cpu, strict=True)]
+        print(f"{name}:")
+        print(
+            f"run of `true`, 1 attempt       {one * 1000:7.1f} ms  {tree_one * 1000:7.1f} ms  "
+            f"{statistics.median(one_cpu) * 1000:7.1f} ms (goal <= 250 ms)"
+        )
+        print(
+            f"run of `true`, {n} attempts   {many:7.2f} s   {tree_many:7.2f} s   "
+            f"{statistics.median(many_cpu):7.2f} s"
+        )
+        print(
+            f"engine CPU per attempt: {statistics.median(per) * 1000:.2f} ms (median of the "
+            f"rounds' differences; goal <= 1 ms); wall per attempt "
+            f"{(many - one) / (n - 1) * 1000:.2f} ms"
+        )
 
 
 def startup(rounds: int) -> None:
@@ -414,6 +430,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="startup,fixed,attempts,cells,scan,engine")
     parser.add_argument("--after-deletions", type=int, default=0, metavar="N")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="engine: also measure another checkout (e.g. a `git worktree` of main), in turn",
+    )
     args = parser.parse_args()
     chosen = set(args.only.split(","))
     print(f"rounds: {args.rounds} (medians); load average {os.getloadavg()[0]:.1f}")
@@ -430,7 +453,7 @@ def main() -> None:
         if "scan" in chosen:
             scan(args.rounds, tmp)
         if "engine" in chosen:
-            engine(max(3, args.rounds // 2), tmp)
+            engine(max(3, args.rounds // 2), tmp, before=args.before)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

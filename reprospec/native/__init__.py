@@ -18,78 +18,171 @@ This package's namespace is its API: `native.read`, `native.Capture`, ...
 
 from __future__ import annotations
 
-from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
-from reprospec.native.capture import (
-    GDB_FALLBACK,
-    MAX_CORES,
-    Capture,
-    can_read,
-    collect_crash_stacks,
-    core_stacks_of,
-    live_stacks,
-    say_once,
-)
-from reprospec.native.cores import (
-    CORE_SIGNALS,
-    REPLACED,
-    CoreInfo,
-    CorePattern,
-    allow_cores,
-    core_pattern,
-    dumped_signal,
-    find_cores,
-    move_core,
-    move_cores,
-    read_core,
-)
-from reprospec.native.corewatch import WATCH
-from reprospec.native.eustack import (
-    EUSTACK_INSTALL_HINT,
-    attach_eustack,
-    core_eustack_argv,
-    eustack_core_stacks,
-    eustack_path,
-    parse_eustack,
-)
-from reprospec.native.gdb import (
-    CORE_GDB_TIMEOUT_S,
-    GDB_INSTALL_HINT,
-    HANG_DEADLINE_S,
-    attach_gdb_argv,
-    attach_gdb_stacks,
-    attach_stacks,
-    core_gdb_argv,
-    core_gdb_stacks,
-    core_stacks,
-    gdb_path,
-    unavailable_reason,
-)
-from reprospec.native.pyspy import pyspy_path, python_text_of
-from reprospec.native.render import (
-    TOP_FRAMES,
-    agrees,
-    crashed_process,
-    fault_frames,
-    full_text,
-    read_none,
-    render_markdown,
-    signature_frame,
-    thread_tops,
-    top_frames,
-    with_native_frame,
-    write,
-)
-from reprospec.native.stacks import (
-    JSON_NAME,
-    TEXT_NAME,
-    Frame,
-    NativeStacks,
-    ProcessStacks,
-    Thread,
-    merge,
-    read,
-)
-from reprospec.native.symbols import short_library, short_symbol
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
+    from reprospec.native.capture import (
+        GDB_FALLBACK,
+        MAX_CORES,
+        Capture,
+        collect_crash_stacks,
+        core_stacks_of,
+        live_stacks,
+        say_once,
+    )
+    from reprospec.native.cores import (
+        CORE_SIGNALS,
+        REPLACED,
+        CoreInfo,
+        CorePattern,
+        allow_cores,
+        core_pattern,
+        dumped_signal,
+        find_cores,
+        move_core,
+        move_cores,
+        read_core,
+    )
+    from reprospec.native.corewatch import WATCH
+    from reprospec.native.eustack import (
+        attach_eustack,
+        core_eustack_argv,
+        eustack_core_stacks,
+        parse_eustack,
+    )
+    from reprospec.native.gdb import (
+        attach_gdb_argv,
+        attach_gdb_stacks,
+        attach_stacks,
+        core_gdb_argv,
+        core_gdb_stacks,
+        core_stacks,
+    )
+    from reprospec.native.pyspy import pyspy_path, python_text_of
+    from reprospec.native.readers import (
+        CORE_GDB_TIMEOUT_S,
+        EUSTACK_INSTALL_HINT,
+        GDB_INSTALL_HINT,
+        HANG_DEADLINE_S,
+        can_read,
+        eustack_path,
+        gdb_path,
+        unavailable_reason,
+    )
+    from reprospec.native.render import (
+        TOP_FRAMES,
+        agrees,
+        crashed_process,
+        fault_frames,
+        full_text,
+        read_none,
+        render_markdown,
+        signature_frame,
+        thread_tops,
+        top_frames,
+        with_native_frame,
+        write,
+    )
+    from reprospec.native.stacks import (
+        JSON_NAME,
+        TEXT_NAME,
+        Frame,
+        NativeStacks,
+        ProcessStacks,
+        Thread,
+        merge,
+        read,
+    )
+    from reprospec.native.symbols import short_library, short_symbol
+
+# Name -> the submodule that defines it, imported at the first use of a name: a run whose
+# attempts neither crash nor hang never reads a core or attaches a debugger, and importing
+# every reader (eu-stack's and gdb's parsers, the core finder, their regular expressions)
+# was a tenth of a one-attempt run's CPU (issue 30, item 4).
+_WHERE = {
+    "CORE_GDB_TIMEOUT_S": "readers",
+    "CORE_SIGNALS": "cores",
+    "Capture": "capture",
+    "CoreInfo": "cores",
+    "CorePattern": "cores",
+    "EUSTACK_INSTALL_HINT": "readers",
+    "Frame": "stacks",
+    "GDB_FALLBACK": "capture",
+    "GDB_INSTALL_HINT": "readers",
+    "HANG_DEADLINE_S": "readers",
+    "JSON_NAME": "stacks",
+    "MAX_CORES": "capture",
+    "NativeStacks": "stacks",
+    "ProcessStacks": "stacks",
+    "REPLACED": "cores",
+    "TEXT_NAME": "stacks",
+    "TOP_FRAMES": "render",
+    "Thread": "stacks",
+    "WATCH": "corewatch",
+    "agrees": "render",
+    "allow_cores": "cores",
+    "attach_eustack": "eustack",
+    "attach_gdb_argv": "gdb",
+    "attach_gdb_stacks": "gdb",
+    "attach_stacks": "gdb",
+    "can_read": "readers",
+    "collect_crash_stacks": "capture",
+    "core_eustack_argv": "eustack",
+    "core_gdb_argv": "gdb",
+    "core_gdb_stacks": "gdb",
+    "core_pattern": "cores",
+    "core_stacks": "gdb",
+    "core_stacks_of": "capture",
+    "crashed_process": "render",
+    "demangle": "backtrace",
+    "dumped_signal": "cores",
+    "eustack_core_stacks": "eustack",
+    "eustack_path": "readers",
+    "fault_frames": "render",
+    "find_cores": "cores",
+    "full_text": "render",
+    "gdb_path": "readers",
+    "live_stacks": "capture",
+    "merge": "stacks",
+    "move_core": "cores",
+    "move_cores": "cores",
+    "parse_backtrace": "backtrace",
+    "parse_eustack": "eustack",
+    "parse_maps": "backtrace",
+    "pyspy_path": "pyspy",
+    "python_text_of": "pyspy",
+    "read": "stacks",
+    "read_core": "cores",
+    "read_none": "render",
+    "render_markdown": "render",
+    "say_once": "capture",
+    "short_library": "symbols",
+    "short_symbol": "symbols",
+    "signature_frame": "render",
+    "thread_tops": "render",
+    "top_frames": "render",
+    "unavailable_reason": "readers",
+    "with_native_frame": "render",
+    "write": "render",
+}
+
+_SUBMODULES = frozenset(_WHERE.values()) | {"cudagdb"}
+
+
+def __getattr__(name: str) -> object:
+    """`native.NAME`, read from its submodule at first use, then kept in this namespace."""
+    if name in _SUBMODULES:  # `native.capture`, as an eager import of it would have set
+        return import_module(f"{__name__}.{name}")
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CORE_GDB_TIMEOUT_S",

@@ -9,7 +9,9 @@ stopped `hang_deadline_s` after the timeout.
 The reader is eu-stack where it is installed (eustack.py: the same frames in a fraction
 of gdb's time, with py-spy's Python stacks of a core), else gdb (gdb.py), and the
 stacks then say that eu-stack was missing. gdb stays the reader of what only it reads:
-a core or process eu-stack could not unwind is read again with gdb.
+a core or process eu-stack could not unwind is read again with gdb. Both are imported at
+the first crash or hang to read (which of them this machine has is readers.py's): an
+attempt that neither crashes nor hangs needs no parser.
 """
 
 from __future__ import annotations
@@ -32,19 +34,14 @@ from reprospec.native.cores import (
     move_cores,
 )
 from reprospec.native.corewatch import WATCH
-from reprospec.native.eustack import (
-    EUSTACK_INSTALL_HINT,
-    attach_eustack,
-    eustack_core_stacks,
-    eustack_path,
-)
-from reprospec.native.gdb import (
+from reprospec.native.readers import (
     CORE_GDB_TIMEOUT_S,
+    EUSTACK_INSTALL_HINT,
     GDB_INSTALL_HINT,
     HANG_DEADLINE_S,
     HANG_MIN_BUDGET_S,
-    attach_stacks,
-    core_stacks,
+    can_read,
+    eustack_path,
     gdb_path,
     unavailable_reason,
 )
@@ -124,15 +121,13 @@ GDB_FALLBACK = (
 )
 
 
-def can_read() -> bool:
-    """Whether anything here reads native stacks: eu-stack or gdb."""
-    return eustack_path() is not None or gdb_path() is not None
-
-
 def live_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) -> NativeStacks:
     """Native stacks of live processes `{pid: command}` within `budget_s`: eu-stack where
     installed (each process that it could not read and time is left for, gdb again), else
     gdb, with a note that eu-stack is missing."""
+    from reprospec.native.eustack import attach_eustack
+    from reprospec.native.gdb import attach_stacks
+
     reason = unavailable_reason(crash=False)
     if reason is not None:
         return NativeStacks(unavailable=reason)
@@ -157,6 +152,9 @@ def live_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) -> N
 def core_stacks_of(info: CoreInfo, timeout_s: float) -> tuple[ProcessStacks, str | None]:
     """One core's stacks: eu-stack where installed, else gdb; a core eu-stack printed
     nothing for is read again with gdb. The note to say beside them (eu-stack missing)."""
+    from reprospec.native.eustack import eustack_core_stacks
+    from reprospec.native.gdb import core_stacks
+
     if eustack_path() is None:
         return core_stacks(info, timeout_s), GDB_FALLBACK
     stacks = eustack_core_stacks(info, timeout_s)

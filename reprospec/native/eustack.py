@@ -19,14 +19,11 @@ thread. eu-stack never goes to the network (no debuginfod).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -34,9 +31,9 @@ from reprospec.core import capped
 from reprospec.native.backtrace import demangled, proc_maps
 from reprospec.native.cores import CoreInfo
 from reprospec.native.pyspy import core_python
+from reprospec.native.readers import eustack_path
 from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
-EUSTACK_INSTALL_HINT = "apt-get install elfutils"
 # What is kept of one eu-stack's output (head + a quarter as tail): a runaway recursion
 # prints a line per frame, and `-n` bounds the frames of each thread as gdb's limit does.
 EUSTACK_OUTPUT_BYTES = 8 << 20
@@ -44,16 +41,6 @@ MAX_FRAMES = 2000
 # Live processes read at once: each eu-stack stops its process while it unwinds it, and a
 # tree of hundreds must not start hundreds of readers on a small machine.
 PARALLEL_READS = 4
-
-
-def eustack_path() -> str | None:
-    """The eu-stack executable, or None (looked up once per PATH: every attempt asks)."""
-    return _which("eu-stack", os.environ.get("PATH", os.defpath))
-
-
-@functools.lru_cache(maxsize=16)
-def _which(name: str, path: str) -> str | None:
-    return shutil.which(name, path=path)
 
 
 def _env() -> dict[str, str]:
@@ -262,6 +249,8 @@ def attach_eustack(pids: Mapping[int, str], budget_s: float) -> NativeStacks:
         )
 
     order = list(pids)
+    from concurrent.futures import ThreadPoolExecutor  # only for a hang: 40 ms to import
+
     with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL_READS, len(order)))) as pool:
         processes = tuple(pool.map(read, order))
     notes: tuple[str, ...] = ()

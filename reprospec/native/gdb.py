@@ -10,9 +10,7 @@ its stacks. gdb never goes to the network (no debuginfod) and reads no gdbinit.
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,44 +26,15 @@ from reprospec.native.backtrace import (
     proc_maps,
     python_text,
 )
-from reprospec.native.cores import CoreInfo, core_pattern
-from reprospec.native.eustack import eustack_path
+from reprospec.native.cores import CoreInfo
+from reprospec.native.readers import (
+    CORE_GDB_TIMEOUT_S,
+    GDB_INSTALL_HINT,
+    HANG_DEADLINE_S,
+    gdb_path,
+    unavailable_reason,
+)
 from reprospec.native.stacks import NativeStacks, ProcessStacks
-
-GDB_INSTALL_HINT = "apt-get install gdb"
-
-# A hang report must arrive within timeout + 5 s: gdb is stopped this long after the
-# timeout (the Python stacks, taken first, usually need a few tens of ms of it; killing
-# the tree after it a few ms). One gdb attaches to the processes in turn (see above).
-HANG_DEADLINE_S = 4.5
-HANG_MIN_BUDGET_S = 0.5
-# gdb on one core: a torch process's core takes 3-10 s on a loaded 2-core machine.
-CORE_GDB_TIMEOUT_S = 60.0
-
-
-def gdb_path() -> str | None:
-    """The gdb executable, or None (looked up once per PATH: every attempt asks)."""
-    return _which("gdb", os.environ.get("PATH", os.defpath))
-
-
-@functools.lru_cache(maxsize=16)
-def _which(name: str, path: str) -> str | None:
-    return shutil.which(name, path=path)
-
-
-def unavailable_reason(crash: bool = True) -> str | None:
-    """Why native stacks cannot be taken here (of a crash, or of a hang); None if they can
-    (with gdb, or with eu-stack: eustack.py)."""
-    if gdb_path() is None and eustack_path() is None:
-        return f"native stacks unavailable: gdb not found ({GDB_INSTALL_HINT})"
-    pattern = core_pattern()
-    if crash and pattern.piped:
-        return (
-            "native stacks of crashes unavailable: kernel.core_pattern pipes cores to "
-            f"{pattern.handler} (`sysctl kernel.core_pattern=core` lets reprospec read them)"
-        )
-    return None
-
 
 _MARK = "@@reprospec:"
 # What is kept of gdb's output (head + a quarter of it as tail), and the frames it prints

@@ -11,15 +11,21 @@ fault is.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.core import capped
 from reprospec.core.gpudebug import CUDA_GDB_FILES, FLIGHT_RECORDER_PREFIX, SANITIZER_LOG
-from reprospec.outcome import flightrecorder
-from reprospec.outcome.cudacore import CoreReading, read_cuda_gdb, read_driver
-from reprospec.outcome.flightrecorder import RankTrace
-from reprospec.outcome.sanitizerlog import SanitizerReport, parse
+
+# The readers are imported where a dump was found: every attempt of every run looks, and
+# almost none finds one (their patterns were a tenth of a one-attempt run's imports).
+if TYPE_CHECKING:
+    from reprospec.outcome.cudacore import CoreReading
+    from reprospec.outcome.flightrecorder import RankTrace
+    from reprospec.outcome.sanitizerlog import SanitizerReport
 
 SANITIZER_BYTES = 4 * 1024 * 1024
 MAX_RANK_FILES = 64
@@ -55,6 +61,8 @@ class GpuFindings:
         if self.core is not None and (self.core.exception or self.core.kernel):
             return f"CUDA core dump: {self.core.describe()}"
         if self.ranks:
+            from reprospec.outcome import flightrecorder
+
             said = flightrecorder.behind(self.ranks)
             if said:
                 return f"NCCL flight recorder: {said}"
@@ -85,6 +93,8 @@ class GpuFindings:
             if self.core.problem:
                 lines.append(f"  - {self.core.problem}")
         if self.ranks:
+            from reprospec.outcome import flightrecorder
+
             lines.append(
                 "- NCCL flight recorder: " + (flightrecorder.behind(self.ranks) or "no rank behind")
             )
@@ -106,23 +116,34 @@ def read(log_dir: Path | None, stderr: str) -> GpuFindings | None:
     ranks: list[RankTrace] = []
     unread: list[str] = []
     if log_dir is not None:
-        log = log_dir / SANITIZER_LOG
+        # One listing for the three kinds of dump: every attempt looks, almost none has one.
         try:
-            data = capped.head_tail(log, SANITIZER_BYTES, SANITIZER_BYTES)
+            names = sorted(os.listdir(log_dir))  # noqa: PTH208 (names, not a Path each)
         except OSError:
-            data = b""
+            names = []
+        data = b""
+        if SANITIZER_LOG in names:
+            with contextlib.suppress(OSError):
+                data = capped.head_tail(log_dir / SANITIZER_LOG, SANITIZER_BYTES, SANITIZER_BYTES)
         if data:
+            from reprospec.outcome.sanitizerlog import parse
+
             report = parse(data.decode("utf-8", "replace"))
             sanitizer = report if report.seen else None
-        core = _cuda_gdb(log_dir)
-        dumps = sorted(log_dir.glob(FLIGHT_RECORDER_PREFIX + "*"))[:MAX_RANK_FILES]
+        core = _cuda_gdb(log_dir) if CUDA_GDB_FILES[0] in names else None
+        dumps = [log_dir / n for n in names if n.startswith(FLIGHT_RECORDER_PREFIX)]
+        del dumps[MAX_RANK_FILES:]
         for path in dumps:
+            from reprospec.outcome import flightrecorder
+
             trace = flightrecorder.read(path)
             if isinstance(trace, str):
                 unread.append(trace)
             else:
                 ranks.append(trace)
     if core is None and "] coredump: " in stderr:  # one scan of the text, not one per line
+        from reprospec.outcome.cudacore import read_driver
+
         core = read_driver(stderr)
     if sanitizer is None and core is None and not ranks and not unread:
         return None
@@ -141,6 +162,8 @@ def _cuda_gdb(log_dir: Path) -> CoreReading | None:
         except OSError:
             texts.append("")
     status = texts[2].strip()
+    from reprospec.outcome.cudacore import read_cuda_gdb
+
     return read_cuda_gdb(texts[0], texts[1], int(status) if status.lstrip("-").isdigit() else None)
 
 

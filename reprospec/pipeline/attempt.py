@@ -31,7 +31,7 @@ from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import current_thread_first
 from reprospec.report.instances import first_failure
-from reprospec.runners.base import InstanceRunner, Runner
+from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
 
@@ -49,6 +49,10 @@ class AttemptExecutor:
         if result is not None and result.ran is not None and result.ran.kind == "pass":
             # A pass is in the store; its folder keeps only what it printed (runfolder.py).
             self.folder.prune(plan.cell.id, plan.attempt)
+        elif result is not None and result.ran is not None and plan.instances is None:
+            # Any other that ran keeps every file, its empty logs too (a command's are
+            # made at their first byte).
+            keep_logs(self.folder.path / self.folder.attempt_logs(plan.cell.id, plan.attempt))
         return result
 
     def _run(

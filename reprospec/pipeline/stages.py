@@ -32,6 +32,7 @@ from reprospec.pipeline.gpus import GpuPool, visible_gpus
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
+from reprospec.report import warm_up
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
 from reprospec.store.db import Store, StoreError
@@ -88,6 +89,9 @@ def execute(
     folder = RunFolder.of(options.out.resolve(), run_id).create()
     # A resumed run's dead engine may have left attempts running: they end first.
     reaped = leftovers.reap(folder.path) if resume is not None else ()
+    # Started as soon as the runner and the folder are there (a resumed run's leftovers
+    # gone): a short run's end waits for it.
+    capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
@@ -105,7 +109,6 @@ def execute(
                 redactor.value(options.to_dict()),
                 {},
             )
-        capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
         executor = AttemptExecutor(runner, folder)
 
@@ -133,6 +136,9 @@ def execute(
         finally:
             # Every attempt is over: what the runner kept running (preload servers) goes.
             runner.close()
+        if not interrupted and capture.running():
+            # The outputs' imports and template, while the capture's child still runs.
+            warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         warnings = (*reaped, *warnings, *store.warnings)
         cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
@@ -235,7 +241,9 @@ class EnvironmentCapture:
         self._thread.start()
 
     def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
-        from reprospec.doctor import environment_mismatches
+        # The one check it needs, not the doctor package (its engine checks import the
+        # core readers): a run waits for this thread at its end.
+        from reprospec.doctor.needs import environment_mismatches
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
@@ -248,6 +256,9 @@ class EnvironmentCapture:
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
         self._environment = env
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
 
     def result(self, timeout: float | None = None) -> tuple[JsonObject, tuple[str, ...]]:
         """(environment, warnings); waits up to `timeout` seconds for the capture."""

@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from reprospec.core.jsontypes import JsonValue
 
@@ -49,7 +49,9 @@ class CappedLog:
     written after an omission line on `close()`.
     """
 
-    def __init__(self, path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+    def __init__(
+        self, path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, *, lazy: bool = False
+    ) -> None:
         self.path = path
         self.total = 0
         self._head_left = head
@@ -59,7 +61,16 @@ class CappedLog:
         self._ring = bytearray()
         self._ring_pos = 0
         self._ring_len = 0
-        self._file = path.open("wb")  # closed by close()
+        # `lazy`: created at the first byte, so a stream that stays empty leaves no file
+        # (most attempts that pass print nothing; their empty logs were created, then
+        # removed: runfolder.prune). Closed by close().
+        self._file: BinaryIO | None = None if lazy else path.open("wb")
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() ran (its file, when one was made, is closed)."""
+        return self._closed
 
     @property
     def omitted(self) -> int:
@@ -72,6 +83,8 @@ class CappedLog:
             return
         self.total += len(data)
         view = memoryview(data)
+        if self._file is None:
+            self._file = self.path.open("wb")
         if self._head_left > 0:
             part = view[: self._head_left]
             self._file.write(part)
@@ -109,8 +122,11 @@ class CappedLog:
 
     def close(self) -> None:
         """Write the omission line and the tail, then close the file."""
-        if self._file.closed:
+        if self._closed:
             return
+        self._closed = True
+        if self._file is None:
+            return  # lazy, and nothing came
         omitted = self.omitted
         if omitted > 0:
             self._file.write(f"\n[reprospec: {omitted} bytes omitted]\n".encode())
@@ -169,13 +185,16 @@ def output_sink(
     head: int = HEAD_BYTES,
     tail: int = TAIL_BYTES,
     matcher: MarkerMatcher | None = None,
+    *,
+    lazy: bool = False,
 ) -> Sink:
     """The sink for one child stream: a capped log, plus marker scanning when markers exist.
 
     Pass a shared `matcher` (one per attempt, closed by the runner, which collects
-    its warnings); markers + events give the sink a matcher of its own.
+    its warnings); markers + events give the sink a matcher of its own. `lazy`: the log
+    file is created at the first byte (CappedLog).
     """
-    log = CappedLog(log_path, head=head, tail=tail)
+    log = CappedLog(log_path, head=head, tail=tail, lazy=lazy)
     if matcher is not None:
         return Tee(log, MarkerScanner(matcher=matcher))
     if markers and events is not None:

@@ -19,6 +19,32 @@ _UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u20
 FORMATS = ("md", "html", "junit", "json", "github")
 
 
+def warm_up() -> None:
+    """Import and compile, ahead of the run's result, what its report.md, the results table
+    and the report's sections need (about a hundred modules, Jinja's and rich's among
+    them, and the template). `pipeline.stages` calls it while it waits for the environment
+    capture's child: a short run paid for both in turn (issue 30, item 4). The same work as
+    later, done once: importing a module twice and the template (functools.cache) cost
+    nothing more."""
+    from importlib import import_module
+
+    from reprospec.report.markdown import template
+
+    template()
+    # Imported by name: these are what `render` and `progress.print_outcome` import at their
+    # use, and a name imported here only to be imported would be an unused import.
+    for name in (
+        "rich.console",
+        "rich.table",
+        "reprospec.report.markup",
+        "reprospec.report.tables",
+        "reprospec.report.failure",
+        "reprospec.report.standalone",
+        "reprospec.plan.standalone",
+    ):
+        import_module(name)
+
+
 def render(run: RunResult, fmt: str) -> str:
     """The run in `fmt` (md | html | junit | json | github)."""
     # What a spec or a child wrote is text in every format: its control characters

@@ -298,7 +298,7 @@ def context(run: RunResult) -> dict[str, object]:
 
 
 @functools.cache
-def _template() -> Template:
+def template() -> Template:
     """The report template, loaded once per process (templating.py)."""
     # Markdown, not HTML: escaping is per table cell, by the `cell` filter.
     return load_template(
@@ -308,5 +308,5 @@ def _template() -> Template:
 
 def render_markdown(run: RunResult) -> str:
     """The filled bug report; spec strings reach the template only as data."""
-    text = _template().render(**context(run))
+    text = template().render(**context(run))
     return text.strip("\n") + "\n"

@@ -11,6 +11,7 @@ from typing import Protocol, TypedDict, runtime_checkable
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
+from reprospec.process.childprotocol import EVENTS, STDERR, STDOUT
 
 
 class Runner(Protocol):
@@ -92,13 +93,25 @@ class AttemptFiles(TypedDict):
     timeout_s: float | None
 
 
+def keep_logs(log_dir: Path) -> None:
+    """Create the logs a lazy output sink (`process.output.CappedLog`) never wrote, empty:
+    an attempt that ran and did not pass keeps every file, as before they were lazy; one
+    that passed never had them made only for `RunFolder.prune` to remove them."""
+    for name in (STDOUT, STDERR):
+        try:
+            _create(log_dir / name)
+        except OSError:
+            continue  # the folder is gone, or not writable: nothing more to keep
+
+
 def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -> AttemptFiles:
     """The Execution fields every runner fills the same way: the attempt's files and slot.
 
     Creates the folder and an empty events.jsonl, so a child that writes no event
-    still leaves the file the run folder promises.
+    still leaves the file the run folder promises, and a child may open it without
+    creating it (REPROSPEC_EVENTS: a command's own code appends to it too).
     """
-    events_path = log_dir / "events.jsonl"
+    events_path = log_dir / EVENTS
     try:
         _create(events_path)
     except FileNotFoundError:
@@ -109,8 +122,8 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
         "cell_id": plan.cell.id,
         "attempt": plan.attempt,
         "log_dir": log_dir,
-        "stdout_path": log_dir / "stdout.log",
-        "stderr_path": log_dir / "stderr.log",
+        "stdout_path": log_dir / STDOUT,
+        "stderr_path": log_dir / STDERR,
         "events_path": events_path,
         "gpu_slot": tuple(gpu_slot),
         # A workload's main process is the harness; a command's is the spec's own program.

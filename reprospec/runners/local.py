@@ -265,6 +265,9 @@ class LocalRunner:
         cancel: threading.Event | None = None,
         instance: InstanceStart | None = None,
     ) -> Execution:
+        # A command's logs are made at their first byte (most attempts that pass print
+        # nothing); a workload's and an instance's as before, which their readers expect.
+        lazy = plan.workload is None and instance is None
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
         env_json = log_dir / "env.json"
@@ -375,8 +378,8 @@ class LocalRunner:
                 argv,
                 env=env,
                 cwd=plan.workdir,
-                stdout=output_sink(base["stdout_path"], matcher=matcher),
-                stderr=output_sink(base["stderr_path"], matcher=matcher),
+                stdout=output_sink(base["stdout_path"], matcher=matcher, lazy=lazy),
+                stderr=output_sink(base["stderr_path"], matcher=matcher, lazy=lazy),
                 timeout_s=plan.timeout_s,
                 stack_dir=log_dir,
                 stack_path=log_dir / "stack.txt",

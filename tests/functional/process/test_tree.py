@@ -203,7 +203,7 @@ def test_unstartable_program_raises_and_closes_sinks(tmp_path: Path) -> None:
             stack_dir=tmp_path,
             stack_path=tmp_path / "stack.txt",
         )
-    assert log._file.closed
+    assert log.closed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["err.log", "out.log"]
 
 

@@ -72,7 +72,10 @@ def test_pass(runner: LocalRunner, tmp_path: Path) -> None:
     assert not ex.timed_out
     assert ex.infra_error is None
     assert ex.stdout_path.read_text() == "hello\n"
-    assert ex.events_path.exists()
+    assert ex.events_path.exists()  # a child may append to it without creating it
+    # A command's logs are made at their first byte: nothing was written to stderr (the
+    # pipeline makes it, empty, for an attempt that ran and did not pass).
+    assert not ex.stderr_path.exists()
     assert ex.stack_path is None
     assert ex.env_path is None
     assert ex.started.endswith("+00:00")

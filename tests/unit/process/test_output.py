@@ -23,11 +23,12 @@ from reprospec.process.output import (
 # -- capped logs -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("size", [0, 7, 10, 11, 64, 1000])
-def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int) -> None:
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("size", [7, 10, 11, 64, 1000])
+def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int, lazy: bool) -> None:
     rng = random.Random(size)
     data = bytes(rng.randrange(256) for _ in range(size))  # NUL bytes included
-    log = CappedLog(tmp_path / "log", head=4, tail=6)
+    log = CappedLog(tmp_path / "log", head=4, tail=6, lazy=lazy)
     pos = 0
     while pos < len(data):
         step = rng.randint(1, 9)
@@ -42,8 +43,19 @@ def test_capped_log_keeps_head_and_tail(tmp_path: Path, size: int) -> None:
     assert log.total == size
 
 
-def test_capped_log_head_is_on_disk_while_running(tmp_path: Path) -> None:
-    log = CappedLog(tmp_path / "log", head=5, tail=5)
+def test_an_empty_stream_leaves_an_empty_log_or_none_when_lazy(tmp_path: Path) -> None:
+    eager, lazy = CappedLog(tmp_path / "eager"), CappedLog(tmp_path / "lazy", lazy=True)
+    for log in (eager, lazy):
+        log.write(b"")
+        log.close()
+        log.close()  # twice: the second does nothing
+    assert (tmp_path / "eager").read_bytes() == b""
+    assert not (tmp_path / "lazy").exists()
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_capped_log_head_is_on_disk_while_running(tmp_path: Path, lazy: bool) -> None:
+    log = CappedLog(tmp_path / "log", head=5, tail=5, lazy=lazy)
     log.write(b"abcdefgh")
     assert (tmp_path / "log").read_bytes() == b"abcde"
     log.close()

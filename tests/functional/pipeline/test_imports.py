@@ -1,0 +1,67 @@
+"""What a short run imports: the readers of crashes, hangs and GPU dumps only when there is
+one to read (issue 30, item 4: imports were two thirds of a one-attempt run's CPU).
+
+Each test runs the CLI in a fresh interpreter, as a user runs it, and reads its
+`sys.modules` at exit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec.native.readers import unavailable_reason
+from tests.support.cli import ROOT
+
+# Read a crash's core or a hang's live processes (native/), or a GPU's dumps (outcome/).
+READERS = (
+    "reprospec.native.eustack",
+    "reprospec.native.gdb",
+    "reprospec.native.backtrace",
+    "reprospec.outcome.cudacore",
+    "reprospec.outcome.sanitizerlog",
+    "reprospec.outcome.flightrecorder",
+    "concurrent.futures",
+)
+
+_RUN_AND_LIST = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr))\n"
+    "sys.argv = ['reprospec', *sys.argv[1:]]\n"
+    "runpy.run_module('reprospec', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _modules_of_run(tmp_path: Path, command: str, outcome: str) -> set[str]:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: short\ncommand: {command}\nexpect: {{outcome: {outcome}}}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST, "run", str(spec), "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    listed = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")]
+    return set(listed[-1].split()[1:])
+
+
+def test_a_run_that_passes_imports_no_reader_of_crashes_hangs_or_gpu_dumps(
+    tmp_path: Path,
+) -> None:
+    modules = _modules_of_run(tmp_path, "[true]", "pass")
+    assert "reprospec.native.capture" in modules  # the attempt asked whether it could read
+    assert [name for name in READERS if name in modules] == []
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason="no reader of cores here")
+def test_a_crash_imports_the_readers_it_needs(tmp_path: Path) -> None:
+    modules = _modules_of_run(tmp_path, "[sh, -c, 'kill -SEGV $$']", "crash")
+    assert "reprospec.native.eustack" in modules or "reprospec.native.gdb" in modules
