@@ -258,6 +258,8 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
         if not found.finished:
             return _Run(frames.stdout, found.stderr, finished=False)
         named = _addr2line_entries(found.stdout)
+        if not named:  # eu-addr2line could not read the core: eu-stack names every frame
+            return _run(whole, deadline - time.monotonic())
     indexes: dict[str, SymbolIndex | None] = {}
     try:
         lines = []
