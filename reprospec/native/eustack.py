@@ -270,7 +270,12 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
                 path = _path_at(frame.pc, info.files)
                 module = f" - {frame.module}" if frame.module else ""
                 entries: list[tuple[str | None, str | None]] = [(None, None)]
-                if path in big and frame.offset is not None:
+                # (the library on disk must be the one the process ran, as libdwfl checks)
+                if (
+                    path in big
+                    and frame.offset is not None
+                    and frame.build_id == big[path].build_id
+                ):
                     if path not in indexes:
                         indexes[path] = open_index(path, big[path])
                     index = indexes[path]
@@ -301,11 +306,12 @@ class _Unwound:
     module: str | None
     at: int | None
     offset: int | None
+    build_id: str | None = None
 
 
 _QUIET_FRAME = re.compile(r"^#\d+\s+(?P<pc>0x[0-9a-fA-F]+)(?: - (?P<module>.+))?$")
 _BUILD_ID = re.compile(
-    r"^\s+\[[0-9a-fA-F]*\]@(?P<start>0x[0-9a-fA-F]+)\+(?P<offset>0x[0-9a-fA-F]+)$"
+    r"^\s+\[(?P<id>[0-9a-fA-F]*)\]@(?P<start>0x[0-9a-fA-F]+)\+(?P<offset>0x[0-9a-fA-F]+)$"
 )
 
 
@@ -327,7 +333,9 @@ def _unwound(text: str) -> list[tuple[str, list[_Unwound]]]:
         where = _BUILD_ID.match(line)
         if where is not None and frames and frames[-1].at is None:
             start, offset = int(where["start"], 16), int(where["offset"], 16)
-            frames[-1] = replace(frames[-1], at=start + offset, offset=offset)
+            frames[-1] = replace(
+                frames[-1], at=start + offset, offset=offset, build_id=where["id"].lower()
+            )
     return threads
 
 

@@ -75,6 +75,7 @@ def test_eu_stack_quiet_frames_give_the_address_each_name_is_looked_up_at() -> N
         (None, None),
     ]
     assert frames[2].at == 0x7F4959F58BA2  # a return address: moved back into its call
+    assert frames[1].build_id == "b7066ed94f422786bd205cd2743c2722b5f366fd"  # checked on disk
 
 
 def test_eu_addr2line_entries_are_the_inlined_function_then_its_caller() -> None:
