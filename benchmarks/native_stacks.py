@@ -62,9 +62,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 HUNT_SPEC = ROOT / "benchmarks" / "data" / "torch-intermittent.yaml"
 # The tools each reader may find on PATH (c++filt demangles for both; py-spy takes the
-# Python stacks of a hang's silent processes for both).
+# Python stacks of a hang's silent processes for both; eu-addr2line names the frames of a
+# core that maps a big library, beside eu-stack).
 COMMON_TOOLS = ("c++filt", "py-spy")
-READERS = {"gdb": ("gdb",), "eu-stack": ("eu-stack",)}
+READERS = {"gdb": ("gdb",), "eu-stack": ("eu-stack", "eu-addr2line")}
 
 CRASH = """
 import ctypes, sys
