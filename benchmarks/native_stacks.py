@@ -27,7 +27,11 @@ With `--runner docker` the crash and hang run in containers of the runner image
 (scripts/docker-setup.sh), where gdb reads them (inside the image): bare against gdb.
 
     python benchmarks/native_stacks.py [--rounds 5] [--no-torch] [--runner local|docker]
-                                       [--only crash|hang|readers|hunt]
+                                       [--only crash|hang|readers|hunt] [--no-gdb]
+
+`--only readers` reads each core with eu-stack twice: naming every frame itself ("own
+lookups", as before issue 30's symbol index) and as the runner does now (a library of
+100,000+ symbols without DWARF named by reprospec/native/symindex.py).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,9 +62,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 HUNT_SPEC = ROOT / "benchmarks" / "data" / "torch-intermittent.yaml"
 # The tools each reader may find on PATH (c++filt demangles for both; py-spy takes the
-# Python stacks of a hang's silent processes for both).
+# Python stacks of a hang's silent processes for both; eu-addr2line names the frames of a
+# core that maps a big library, beside eu-stack).
 COMMON_TOOLS = ("c++filt", "py-spy")
-READERS = {"gdb": ("gdb",), "eu-stack": ("eu-stack",)}
+READERS = {"gdb": ("gdb",), "eu-stack": ("eu-stack", "eu-addr2line")}
 
 CRASH = """
 import ctypes, sys
@@ -285,14 +290,28 @@ def make_core(kind: str, folder: Path) -> Path:
     return cores[0]
 
 
-def readers_alone(kinds: list[str], rounds: int) -> None:
-    """gdb and eu-stack on the same cores and the same hung tree, alternating."""
+def readers_alone(kinds: list[str], rounds: int, no_gdb: bool) -> None:
+    """gdb and eu-stack (with and without the symbol index of big libraries) on the same
+    cores, and gdb and eu-stack on the same hung tree, alternating."""
     from reprospec import native as native_stacks
+    from reprospec.native import symindex
 
-    readers = {
+    def whole(info: native_stacks.CoreInfo) -> native_stacks.ProcessStacks:
+        """eu-stack naming every frame itself (before the symbol index: symindex.py)."""
+        big = symindex.BIG_SYMBOLS
+        symindex.BIG_SYMBOLS = 1 << 62  # no library is big enough to be indexed
+        try:
+            return native_stacks.eustack_core_stacks(info, 120)
+        finally:
+            symindex.BIG_SYMBOLS = big
+
+    readers: dict[str, Callable[[native_stacks.CoreInfo], native_stacks.ProcessStacks]] = {
         "gdb": lambda info: native_stacks.core_stacks(info, 120),
+        "eu-stack (own lookups)": whole,
         "eu-stack": lambda info: native_stacks.eustack_core_stacks(info, 120),
     }
+    if no_gdb:
+        del readers["gdb"]
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds:
             info = native_stacks.read_core(make_core(kind, Path(tmp) / kind))
@@ -334,6 +353,8 @@ def readers_alone(kinds: list[str], rounds: int) -> None:
                     "gdb": native_stacks.attach_stacks,
                     "eu-stack": native_stacks.attach_eustack,
                 }
+                if no_gdb:
+                    del live["gdb"]
                 got_live: dict[str, list[tuple[float, float, int]]] = {r: [] for r in live}
                 for n in range(rounds):
                     for name in order(list(live), n):
@@ -402,6 +423,9 @@ def main() -> None:
     parser.add_argument(
         "--hunt-bare", action="store_true", help="the crash hunt without native stacks too"
     )
+    parser.add_argument(
+        "--no-gdb", action="store_true", help="eu-stack alone (the readers, the crash hunt)"
+    )
     args = parser.parse_args()
     kinds = ["python"]
     if args.runner == "docker" and not args.no_torch:
@@ -419,11 +443,12 @@ def main() -> None:
         folders = tool_folders(Path(folder)) if local else {}
         readers: dict[str, Path | None] = {**folders} if local else {"gdb": None}
         if args.only == "readers":
-            readers_alone(kinds, args.rounds)
+            readers_alone(kinds, args.rounds, args.no_gdb)
             print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
             return
         if args.only == "hunt":
-            crash_hunt(args.rounds, args.repeat, folders, args.hunt_bare)
+            hunted = {k: v for k, v in folders.items() if k != "gdb" or not args.no_gdb}
+            crash_hunt(args.rounds, args.repeat, hunted, args.hunt_bare)
             return
         print(f"median of {args.rounds} rounds, {args.runner} runner, modes alternating")
         for kind in kinds if args.only != "hang" else ():

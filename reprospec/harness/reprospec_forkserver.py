@@ -8,7 +8,8 @@ The engine (reprospec/process/forkserver.py) starts one server per key: the inte
 the attempt's whole environment but for its per-attempt variables (so PYTHONPATH,
 sitecustomize, OMP_*/MKL_*/TORCH_*/CUDA_* and every other variable read at import
 time are the ones the attempt would have had), its workdir and the preload list.
-The server imports the modules and nothing else: it never runs an op of what it
+The server imports the modules and nothing else (but `resource` and `faulthandler`, which
+every fork imports): it never runs an op of what it
 imported, because a thread pool or a CUDA context started here would be copied
 into every fork without its threads, and the forks would hang in their first op.
 
@@ -58,6 +59,7 @@ import time
 # it has imported, every attempt starts with). Type checkers read the block below.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TypedDict
 
     class _EntryBase(TypedDict):
@@ -245,14 +247,31 @@ def _tag(tag: object, server: int) -> None:
             _, hard = resource.getrlimit(TAG_RESOURCE)
             if hard == resource.RLIM_INFINITY or hard >= tag:
                 resource.setrlimit(TAG_RESOURCE, (tag, hard))
+    prctl = _prctl()
+    if prctl is None:
+        return
     try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
+        prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
     except Exception:
         return
     if os.getppid() != server:
         os._exit(125)  # the server is gone already: nothing to run for
+
+
+_prctls: list[object] = []
+
+
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once (in the server: every fork has it then)."""
+    if not _prctls:
+        try:
+            import ctypes
+
+            _prctls.append(ctypes.CDLL(None).prctl)
+        except Exception:
+            _prctls.append(None)
+    found = _prctls[0]
+    return found if callable(found) else None
 
 
 def _join_cgroup(procs: object) -> None:
@@ -360,6 +379,14 @@ def serve(fd: int, modules: list[str]) -> Job | None:
             return None
     slot = _token_slot()
     argv_slot = _argv_slot()
+    # What every fork does before the attempt runs, done here once instead (each fork
+    # imported `resource` and `faulthandler` and looked up prctl again, and marked the
+    # imports' finalizers in its own copy-on-write pages: 2 ms of each attempt).
+    import faulthandler  # noqa: F401 (imported by every fork: _arm_fatal)
+    import resource  # noqa: F401 (imported by every fork: _tag)
+
+    _prctl()
+    _skip_import_finalizers()
     # What the imports made is never collected in a fork: a collection there would touch
     # (and so copy) every page of it.
     import gc
@@ -444,8 +471,11 @@ def _skip_import_finalizers() -> None:
 
     They are the imports' teardown (torch registers some 130 that unregister its operator
     libraries): in a fork they copy-on-write what they touch, 30 ms of each attempt, and
-    the teardown is skipped anyway (`_finish`). The attempt's own finalizers, and every
-    atexit handler (logging, multiprocessing, the DataLoader's), still run.
+    the teardown is skipped anyway (`_finish`). The server marks them once, before its
+    first fork (marked in each fork, they cost 1 ms of its copy-on-write pages); the server
+    itself skips them at its exit too, which frees nothing another process needs. The
+    attempt's own finalizers, and every atexit handler (logging, multiprocessing, the
+    DataLoader's), still run.
     """
     weakref = sys.modules.get("weakref")
     registry = getattr(getattr(weakref, "finalize", None), "_registry", None)
@@ -468,8 +498,13 @@ def _reseed(seed: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         with contextlib.suppress(Exception):
-            # A fresh interpreter seeds torch's generator at random: so does this, from the seed.
-            torch.manual_seed(seed)
+            # A fresh interpreter seeds torch's CPU generator at random: so does this, from the
+            # seed. Only that one: the server never started a device (CUDA is checked before
+            # every fork), so the fork makes each device's generator at its first use, seeded
+            # as a fresh interpreter's is. torch.manual_seed would queue a seeding of every
+            # device, each with a formatted stack (linecache reads the source files): 5 ms of
+            # every forked attempt.
+            torch.default_generator.manual_seed(seed)
     multiprocessing = sys.modules.get("multiprocessing")
     if multiprocessing is not None:
         with contextlib.suppress(Exception):
@@ -503,7 +538,6 @@ def _become(job: Job) -> None:
         import tempfile
 
         tempfile.tempdir = None  # cached from the server's TMPDIR: the attempt has its own
-    _skip_import_finalizers()
     _arm_fatal()
     _stack_dump()
     _reseed(int(request["seed"]))

@@ -35,6 +35,12 @@ def eustack_path() -> str | None:
     return _which("eu-stack", os.environ.get("PATH", os.defpath))
 
 
+def eu_addr2line_path() -> str | None:
+    """eu-addr2line (elfutils, beside eu-stack), or None: it names the frames of a core that
+    maps a big library, read in parts (eustack.py)."""
+    return _which("eu-addr2line", os.environ.get("PATH", os.defpath))
+
+
 @functools.lru_cache(maxsize=16)
 def _which(name: str, path: str) -> str | None:
     return shutil.which(name, path=path)
@@ -66,6 +72,7 @@ __all__ = [
     "HANG_DEADLINE_S",
     "HANG_MIN_BUDGET_S",
     "can_read",
+    "eu_addr2line_path",
     "eustack_path",
     "gdb_path",
     "unavailable_reason",
