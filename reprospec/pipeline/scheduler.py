@@ -166,7 +166,10 @@ class Scheduler:
     def _next(self) -> AttemptPlan | None:
         with self._lock:
             while True:
-                attempt = self._extra.popleft() if self._extra else next(self._planned, None)
+                # The planned attempts first, then the extra ones, in the order they were added.
+                attempt = next(self._planned, None)
+                if attempt is None and self._extra:
+                    attempt = self._extra.popleft()
                 if attempt is None:
                     return None
                 state = self._states.setdefault(attempt.cell.id, _CellState())
