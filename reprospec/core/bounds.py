@@ -21,8 +21,10 @@ MAX_YAML_NODES = 200_000
 MAX_EXPRESSION_CHARS = 2000
 MAX_EXPRESSION_DEPTH = 32
 
-# Cells of a matrix, after exclude and include.
-MAX_CELLS = 10_000
+# Cells of a matrix, after exclude and include. A run plans each attempt as it starts and
+# holds what its attempts left, a few KiB each (docs/performance.md, "Memory and the run
+# folder as the matrix grows").
+MAX_CELLS = 100_000
 # Axes of a matrix (include-only keys not counted).
 MAX_MATRIX_AXES = 64
 # Entries of matrix.include and of matrix.exclude (each).
@@ -32,7 +34,7 @@ MAX_MATRIX_STEPS = 200_000
 # Attempts per cell (run.repeat, run.max_repeat, --repeat).
 MAX_REPEAT = 10_000
 # Attempts a run may plan: cells x repeat (max_repeat for `repeat: auto`).
-MAX_ATTEMPTS = 20_000
+MAX_ATTEMPTS = 100_000
 # Attempts run at once (run.parallel, -j).
 MAX_PARALLEL = 256
 # Copies of one attempt started together at a start barrier (run.instances).

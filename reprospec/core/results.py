@@ -363,7 +363,11 @@ class CellResult:
         command: str = "",
         environment: Mapping[str, JsonValue] | None = None,
     ) -> CellResult:
-        """A cell from the judge's `Verdict` of its attempts."""
+        """A cell from the judge's `Verdict` of its attempts.
+
+        `environment` is kept, not copied: the judge gives the cells that ran the same
+        environment one shared mapping (a copy each would grow with the matrix).
+        """
         return cls(
             cell,
             expected,
@@ -372,7 +376,7 @@ class CellResult:
             verdict.rate,
             attempts,
             command,
-            dict(environment or {}),
+            environment if environment is not None else {},
         )
 
     @property

@@ -11,12 +11,14 @@ run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.core import patterns
 from reprospec.core.inputs import Expectation
+from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import RateJudgement, judge_rate, rate_of
 from reprospec.core.results import (
     AttemptResult,
@@ -253,12 +255,24 @@ def judge_cells(
     interrupted: bool = False,
 ) -> tuple[CellResult, ...]:
     """Turn each planned cell's attempts into its verdict."""
-    commands = {attempt.cell.id: attempt.command_text for attempt in reversed(plan.attempts)}
-    # What each cell ran with (the first attempt's: an environment is per cell, not per attempt).
-    environments = {
-        attempt.cell.id: attempt.environment.to_json() for attempt in reversed(plan.attempts)
-    }
-    planned_count = Counter(attempt.cell.id for attempt in plan.attempts)
+    # What each cell ran (its command, its environment): its first attempt's, planned again
+    # here, since the plan keeps no attempt (run.PlannedAttempts). An environment is per cell,
+    # not per attempt; the cells that ran the same one share one object.
+    commands: dict[str, str] = {}
+    environments: dict[str, JsonObject] = {}
+    planned_count: dict[str, int] = {}
+    shared: dict[str, JsonObject] = {}
+    planned = plan.attempts
+    for position, cell in enumerate(planned.cells):
+        numbers = tuple(planned.numbers_of(position))
+        if not numbers:
+            continue  # another shard's
+        first = planned.planned(position, numbers[0])
+        commands[cell.id] = first.command_text
+        environment = first.environment.to_json()
+        key = json.dumps(environment, sort_keys=True)
+        environments[cell.id] = shared.setdefault(key, environment)
+        planned_count[cell.id] = len(numbers)
     cells = []
     for cell in plan.cells:
         attempts = tuple(attempts_by_cell.get(cell.id, ()))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -76,6 +76,8 @@ class _CellState:
 
     results: dict[int, AttemptResult] = field(default_factory=dict)
     stopped: bool = False
+    # The highest attempt number taken to run (or skipped): a planned one above it is queued.
+    taken: int = 0
 
 
 class Scheduler:
@@ -99,19 +101,23 @@ class Scheduler:
         self.progress = progress
         self.cancel = cancel or threading.Event()
         self._lock = threading.Lock()
-        self._states = {cell.id: _CellState() for cell in plan.cells}
+        # A cell's state is made when its first attempt is taken (or resumed): a cell that
+        # has not started costs nothing.
+        self._states: dict[str, _CellState] = {}
         # Resumed attempts count as finished, so they are neither run again nor lost.
+        in_plan = {cell.id for cell in plan.cells} if done else set()
+        self._positions: dict[str, int] | None = None
+        planned_done = 0
         for (cell_id, number), result in (done or {}).items():
-            if cell_id in self._states:
-                self._states[cell_id].results[number] = result
-        # A deque: taken from the front, once per attempt (a list's pop(0) is quadratic
-        # over the 20,000 attempts a run may hold).
-        self._queue: deque[AttemptPlan] = deque(
-            attempt
-            for attempt in plan.attempts
-            if attempt.attempt not in self._states[attempt.cell.id].results
-        )
-        self.total = len(self._queue)
+            if cell_id in in_plan:
+                self._states.setdefault(cell_id, _CellState()).results[number] = result
+                planned_done += number in set(self._numbers_planned(cell_id))
+        # The planned attempts, each planned as it is taken (plan.PlannedAttempts), then the
+        # extra ones `repeat: auto` adds. A deque for those: taken from the front, once
+        # per attempt (a list's pop(0) is quadratic over the attempts a run may hold).
+        self._planned = iter(plan.attempts)
+        self._extra: deque[AttemptPlan] = deque()
+        self.total = len(plan.attempts) - planned_done
         self.finished = 0
         self._places = _Places(max(1, plan.parallel))
 
@@ -142,18 +148,35 @@ class Scheduler:
     def results_so_far(self) -> dict[str, list[AttemptResult]]:
         """Each cell's finished attempts, in attempt order."""
         with self._lock:
-            return {
-                cell_id: [state.results[n] for n in sorted(state.results)]
-                for cell_id, state in self._states.items()
-            }
+            results: dict[str, list[AttemptResult]] = {}
+            for cell in self.plan.cells:
+                state = self._states.get(cell.id)
+                results[cell.id] = (
+                    [state.results[n] for n in sorted(state.results)] if state else []
+                )
+            return results
+
+    def _numbers_planned(self, cell_id: str) -> Iterator[int]:
+        """The attempt numbers the plan holds of a cell, in order (resume, `repeat: auto`)."""
+        if self._positions is None:  # only those two need it: a run of one attempt per cell
+            self._positions = {cell.id: i for i, cell in enumerate(self.plan.attempts.cells)}
+        position = self._positions.get(cell_id)
+        return iter(()) if position is None else self.plan.attempts.numbers_of(position)
 
     def _next(self) -> AttemptPlan | None:
         with self._lock:
-            while self._queue:
-                attempt = self._queue.popleft()
-                if not self._states[attempt.cell.id].stopped:
-                    return attempt
-            return None
+            while True:
+                # The planned attempts first, then the extra ones, in the order they were added.
+                attempt = next(self._planned, None)
+                if attempt is None and self._extra:
+                    attempt = self._extra.popleft()
+                if attempt is None:
+                    return None
+                state = self._states.setdefault(attempt.cell.id, _CellState())
+                state.taken = max(state.taken, attempt.attempt)
+                if attempt.attempt in state.results or state.stopped:
+                    continue  # resumed, or its cell stopped (stop_on)
+                return attempt
 
     def _work(self) -> None:
         while not self.cancel.is_set():
@@ -239,11 +262,14 @@ class Scheduler:
         if not self.plan.adaptive or state.stopped or bound is None:
             return
         numbers = sorted(state.results)
-        queued = any(p.cell.id == attempt.cell.id for p in self._queue)
+        queued = any(p.cell.id == attempt.cell.id for p in self._extra) or any(
+            n > state.taken and n not in state.results
+            for n in self._numbers_planned(attempt.cell.id)
+        )
         if queued or len(numbers) >= self.plan.max_repeat:
             return
         matched = sum(r.matched for r in state.results.values())
         if rate_decided(rate_of(matched, len(numbers)), bound):
             return
-        self._queue.append(self.plan.extra_attempt(attempt.cell, numbers[-1] + 1))
+        self._extra.append(self.plan.extra_attempt(attempt.cell, numbers[-1] + 1))
         self.total += 1

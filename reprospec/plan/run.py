@@ -1,19 +1,112 @@
 """Spec + RunOptions -> RunPlan: the cells a run expands to and the attempts it will run.
 
-Each attempt is planned by plan.py. `reprospec plan` shows attempt 1 of each cell
-(plan.first_attempts) and imports neither this module nor options.py: their dataclasses
-would cost it about 2 ms of a start-up held to 2x `python -c "import yaml"` (issue 15).
+Each attempt is planned by plan.py, when it is asked for: `RunPlan.attempts` is a
+`PlannedAttempts`, a sequence that plans attempt i from its index (round-robin over the
+cells, then the shard's stride) and keeps none. Built all at once, the plans held about
+1.5 KiB per cell before the first attempt started (docs/performance.md).
+
+`reprospec plan` shows attempt 1 of each cell (plan.first_attempts) and imports neither
+this module nor options.py: their dataclasses would cost it about 2 ms of a start-up held
+to 2x `python -c "import yaml"` (issue 15).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
+
+
+class PlannedAttempts(Sequence[AttemptPlan]):
+    """The attempts of a run in the order they start, each planned when it is read.
+
+    Global attempt g (from 0) is attempt g // cells + 1 of cell g % cells: attempt 1 of
+    every cell, then attempt 2, ... (round-robin, so a flaky cell's repeats interleave with
+    the others). Shard K of N holds the globals K-1, K-1+N, ...; index i of this sequence
+    is the shard's i-th. Reading an attempt twice plans it twice, to equal plans: nothing
+    is cached, so a run holds only the plans in flight.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        cells: Sequence[Cell],
+        expectations: Mapping[str, Expectation],
+        repeat: int,
+        options: RunOptions,
+        base_env: Mapping[str, str],
+    ) -> None:
+        self._spec = spec
+        self._cells = cells  # every cell of the matrix, the shard's and the others
+        self._expectations = expectations
+        self._options = options
+        self._base_env = base_env
+        self._total = repeat * len(cells)
+        shard = options.shard
+        self._first, self._stride = (shard.index - 1, shard.count) if shard else (0, 1)
+        self._len = len(range(self._first, self._total, self._stride))
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> AttemptPlan: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[AttemptPlan, ...]: ...
+    def __getitem__(self, index: int | slice) -> AttemptPlan | tuple[AttemptPlan, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._len)))
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("attempt index out of range")
+        return self._plan(self._first + index * self._stride)
+
+    def __iter__(self) -> Iterator[AttemptPlan]:
+        for g in range(self._first, self._total, self._stride):
+            yield self._plan(g)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # (equal by content, like the tuple it was)
+
+    def __repr__(self) -> str:
+        return f"PlannedAttempts({self._len} attempts)"
+
+    def _plan(self, g: int) -> AttemptPlan:
+        cell = self._cells[g % len(self._cells)]
+        attempt = plan_attempt(
+            self._spec,
+            cell,
+            g // len(self._cells) + 1,
+            base_env=self._base_env,
+            expectation=self._expectations[cell.id],
+        )
+        return _with_options(attempt, self._options)
+
+    @property
+    def cells(self) -> Sequence[Cell]:
+        """Every cell the attempts are planned over, in order: a shard's and the others."""
+        return self._cells
+
+    def numbers_of(self, position: int) -> Iterator[int]:
+        """The attempt numbers this sequence holds of `cells[position]`, in order."""
+        for number in range(1, self._total // max(1, len(self._cells)) + 1):
+            g = (number - 1) * len(self._cells) + position
+            if g % self._stride == self._first:
+                yield number
+
+    def planned(self, position: int, number: int) -> AttemptPlan:
+        """Attempt `number` of `cells[position]`, planned (one of `numbers_of(position)`)."""
+        return self._plan((number - 1) * len(self._cells) + position)
 
 
 @dataclass(frozen=True)
@@ -23,7 +116,8 @@ class RunPlan:
     spec: Spec
     cells: tuple[Cell, ...]
     expectations: Mapping[str, Expectation]
-    attempts: tuple[AttemptPlan, ...]
+    # Planned as read: what a run holds is the plans in flight, not every attempt's.
+    attempts: PlannedAttempts
     repeat: int
     max_repeat: int
     adaptive: bool
@@ -64,22 +158,16 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     if options.observe:
         expectations = {cell.id: OBSERVE for cell in cells}
     else:
-        expectations = {cell.id: expectation_for(spec, cell, base_env=base_env) for cell in cells}
-    # Round-robin over cells so the repeats of a flaky cell interleave with the others.
-    attempts = tuple(
-        _with_options(
-            plan_attempt(spec, cell, number, base_env=base_env, expectation=expectations[cell.id]),
-            options,
-        )
-        for number in range(1, repeat + 1)
-        for cell in cells
-    )
+        # Equal expectations are one object: most cells of a large matrix expect the same.
+        shared: dict[Expectation, Expectation] = {}
+        expectations = {}
+        for cell in cells:
+            expectation = expectation_for(spec, cell, base_env=base_env)
+            expectations[cell.id] = shared.setdefault(expectation, expectation)
+    attempts = PlannedAttempts(spec, cells, expectations, repeat, options, base_env)
     if options.shard is not None:
-        k, n = options.shard.index, options.shard.count
-        attempts = tuple(a for i, a in enumerate(attempts) if i % n == k - 1)
         # A shard reports only the cells it ran; `reprospec merge` puts them together.
-        in_shard = {attempt.cell.id for attempt in attempts}
-        cells = tuple(cell for cell in cells if cell.id in in_shard)
+        cells = tuple(cell for i, cell in enumerate(cells) if next(attempts.numbers_of(i), 0))
     parallel = options.jobs or policy.parallel
     return RunPlan(
         spec=spec,

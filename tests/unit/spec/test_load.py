@@ -504,9 +504,9 @@ def test_non_utf8_is_located_at_the_first_bad_byte(tmp_path: Path, data: bytes, 
         ),
         (
             "matrix: {a: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], b: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
-            "run: {repeat: 201}\n",
-            "6:15: run.repeat: the run asks for 20100 attempts (100 cell(s) x 201); at most"
-            " 20000 are allowed (docs/limits.md)",
+            "run: {repeat: 1001}\n",
+            "6:15: run.repeat: the run asks for 100100 attempts (100 cell(s) x 1001); at most"
+            " 100000 are allowed (docs/limits.md)",
         ),
         (
             'environment: {env: {X: "a\\0b"}}\n',
