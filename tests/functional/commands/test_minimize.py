@@ -178,12 +178,17 @@ def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -
     assert fields["workload.data.loader.batch_size"][1] < 4
     assert fields["workload.data.dataset.size"][1] < 16
     assert fields["workload.model.params.hidden"][1] < 8
+    assert fields["workload.model.params.layers"] == (2, 0)  # the default, written nowhere
     assert fields["workload.data.loader.num_workers"] == (2, 1)  # a worker fault needs one
     assert data["passing_cells"] == ["pin_memory=false"]
     result = tmp_path / "result"
     spec = (result / "minimized.yaml").read_text()
     assert "pin_memory: ${{ matrix.pin_memory }}" in spec  # the condition, the matrix's
-    assert "| `workload.phases.1.steps` | 4 | 3 |" in (result / "minimize.md").read_text()
+    report = (result / "minimize.md").read_text()
+    assert "| `workload.phases.1.steps` | 4 | 3 |" in report
+    assert "| environment variables | 1 | 0 |" in report
+    assert "UNRELATED_KNOB" not in spec  # not needed: dropped from the minimized spec
+    assert "layers: 0" in spec
     # An injected fault has no standalone repro.py; repro.sh reruns the minimized spec.
     assert "injected by the spec" in data["repro_note"]
     assert not (result / "repro.py").exists()
@@ -210,7 +215,7 @@ def test_a_workload_at_its_floors_or_no_failing_cell_is_a_usage_error(tmp_path: 
     # (the line of the workload's first field, under `workload:`).
     workload_line = (ROOT / "specs" / "segfault.yaml").read_text().splitlines().index("workload:")
     assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize lowers" in workload.stderr
-    assert "none above its smallest legal value" in workload.stderr
+    assert "no number above its smallest legal value" in workload.stderr
     assert "Traceback" not in workload.stderr
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2
