@@ -25,6 +25,7 @@ SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
 TORCH = ROOT / "tests" / "data" / "minimize" / "torch" / "spec.yaml"
 WORKLOAD = ROOT / "tests" / "data" / "minimize" / "workload.yaml"
+ENV = ROOT / "tests" / "data" / "minimize" / "env.yaml"
 
 
 def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
@@ -164,6 +165,15 @@ def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
     assert code == 0, stderr
     assert data["reused"] >= 2
     assert "--unused-flag" not in data["command_after"]
+
+
+def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
+    # A candidate without any variable runs with none, not with the spec's own: otherwise
+    # dropping CRASH_ON too would look like it still fails, and the result would not.
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=ENV)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert "CRASH_ON" in (tmp_path / "result" / "minimized.yaml").read_text()
+    assert "| environment variables | 1 | 1 |" in (tmp_path / "result" / "minimize.md").read_text()
 
 
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
