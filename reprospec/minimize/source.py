@@ -100,16 +100,15 @@ def reduce(program: Program) -> Reducer:
 def reduce_env(program: Program) -> Reducer:
     """The environment variables the failure needs (ddmin over them): a command's and a
     workload's alike."""
-    kept = yield from ddmin(list(range(len(program.env))), _variables(program))
+    kept = yield from ddmin(
+        list(range(len(program.env))),
+        lambda keep: replace(program, env=tuple(program.env[i] for i in keep)),
+    )
     return replace(program, env=tuple(program.env[i] for i in kept))
 
 
 def _words(program: Program) -> Callable[[list[int]], Program | None]:
     return lambda keep: replace(program, args=tuple(program.args[i] for i in keep))
-
-
-def _variables(program: Program) -> Callable[[list[int]], Program | None]:
-    return lambda keep: replace(program, env=tuple(program.env[i] for i in keep))
 
 
 def ddmin(
