@@ -14,7 +14,11 @@ Cases (each a command spec whose passing cells hold the bug's condition):
 - `child-crash`: benchmarks/data/minimize/child_crash, a fork child dies of SIGSEGV in
   a C call (ctypes) and the parent raises;
 - `flaky`: benchmarks/data/minimize/flaky, a real SIGSEGV in about 30% of runs (the
-  OS's randomness, not the code's) when the cache is shared.
+  OS's randomness, not the code's) when the cache is shared;
+- `flaky-guarded`: benchmarks/data/minimize/flaky_guarded, the same kind of 30% race,
+  where one statement (`if not shared: view = cache.copy()`) keeps the passing cell
+  passing: a reducer that drops it still sees the failing cell fail, and the passing cell
+  fails only 30% of the time, so a one-attempt look at it passes 70% of the time.
 
 Each case runs once per oracle: `minimize`, reprospec's (the failing cell's expect with
 the original's signature, the passing cells, flaky-aware verdicts); `one-attempt`, the
@@ -58,6 +62,12 @@ clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --
   and 34 -> 24; every result still the bug in the check.
 - import-hang / 200: minimize 40 -> 29, out of budget, yes (10/10, 5/5); deterministic
   40 -> 9, wrong: the passing cell hangs too (0/5).
+- flaky-guarded / 300, checked by 30 failing and 20 passing attempts
+  (`--check-failing 30 --check-passing 20`): minimize 65 -> 65 (p = 0.1, 22 clean
+  attempts per dropped candidate: 13 candidates, none still failing), yes (9/30, 20/20);
+  one-attempt 65 -> 59, wrong: the guard is gone, the passing cell crashes (13/20 passed);
+  deterministic 65 -> 45, wrong: the random draw is gone too, every cell crashes every
+  time (30/30, 0/20). `--repeat N` prints the medians per oracle after the rows.
 """
 
 from __future__ import annotations
