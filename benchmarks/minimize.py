@@ -67,7 +67,10 @@ clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --
   attempts per dropped candidate: 13 candidates, none still failing), yes (9/30, 20/20);
   one-attempt 65 -> 59, wrong: the guard is gone, the passing cell crashes (13/20 passed);
   deterministic 65 -> 45, wrong: the random draw is gone too, every cell crashes every
-  time (30/30, 0/20). `--repeat N` prints the medians per oracle after the rows.
+  time (30/30, 0/20). A second repetition: minimize 65 -> 65, yes (5/30, 20/20);
+  one-attempt 65 -> 51, yes (the guard kept, the random draw dropped: 30/30, 20/20);
+  deterministic 65 -> 43, wrong (30/30, 0/20). `--repeat N` prints the medians per
+  oracle after the rows.
 """
 
 from __future__ import annotations

@@ -35,12 +35,14 @@ def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
     ]  # fmt: skip
 
 
-def minimize(tmp_path: Path, *args: str, spec: Path = SPEC) -> tuple[int, dict[str, Any], str]:
+def minimize(
+    tmp_path: Path, *args: str, spec: Path = SPEC, timeout: int = 300
+) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
         argv(tmp_path, *args, spec=spec),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=ROOT,
         env={**os.environ, "NO_COLOR": "1"},
     )
@@ -179,7 +181,9 @@ def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.
-    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=WORKLOAD)
+    # A guard against a hang, not a speed bound: each attempt starts DataLoader workers,
+    # 10-25 s apiece on a 2-core machine at a load average of 30 (70 attempts or so).
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=WORKLOAD, timeout=1200)
     assert code == 0, (data.get("status"), data.get("message"), stderr)
     assert data["signature"].startswith("crash:SIGSEGV:worker:validation")
     fields = {f["field"]: (f["before"], f["after"]) for f in data["fields"]}
