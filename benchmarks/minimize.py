@@ -14,7 +14,11 @@ Cases (each a command spec whose passing cells hold the bug's condition):
 - `child-crash`: benchmarks/data/minimize/child_crash, a fork child dies of SIGSEGV in
   a C call (ctypes) and the parent raises;
 - `flaky`: benchmarks/data/minimize/flaky, a real SIGSEGV in about 30% of runs (the
-  OS's randomness, not the code's) when the cache is shared.
+  OS's randomness, not the code's) when the cache is shared;
+- `flaky-guarded`: benchmarks/data/minimize/flaky_guarded, the same kind of 30% race,
+  where one statement (`if not shared: view = cache.copy()`) keeps the passing cell
+  passing: a reducer that drops it still sees the failing cell fail, and the passing cell
+  fails only 30% of the time, so a one-attempt look at it passes 70% of the time.
 
 Each case runs once per oracle: `minimize`, reprospec's (the failing cell's expect with
 the original's signature, the passing cells, flaky-aware verdicts); `one-attempt`, the
@@ -58,18 +62,30 @@ clean), so 300 attempts shrink little. Later, with the one-attempt oracle and --
   and 34 -> 24; every result still the bug in the check.
 - import-hang / 200: minimize 40 -> 29, out of budget, yes (10/10, 5/5); deterministic
   40 -> 9, wrong: the passing cell hangs too (0/5).
+- flaky-guarded / 300, checked by 30 failing and 20 passing attempts
+  (`--check-failing 30 --check-passing 20`): minimize 65 -> 65 (p = 0.1, 22 clean
+  attempts per dropped candidate: 13 candidates, none still failing), yes (9/30, 20/20);
+  one-attempt 65 -> 59, wrong: the guard is gone, the passing cell crashes (13/20 passed);
+  deterministic 65 -> 45, wrong: the random draw is gone too, every cell crashes every
+  time (30/30, 0/20). A second repetition: minimize 65 -> 65, yes (5/30, 20/20);
+  one-attempt 65 -> 51, yes (the guard kept, the random draw dropped: 30/30, 20/20);
+  deterministic 65 -> 43, wrong (30/30, 0/20). `--repeat N` prints the medians per
+  oracle after the rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import textwrap
 import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +99,7 @@ from reprospec.minimize.driver import MinimizeOptions, minimize_spec  # noqa: E4
 from reprospec.minimize.report import SPEC_NAME, Minimized, attempts  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "minimize"
-CASES = ("loader", "loader-500", "import-hang", "child-crash", "flaky")
+CASES = ("loader", "loader-500", "import-hang", "child-crash", "flaky", "flaky-guarded")
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,12 @@ def case_spec(name: str, folder: Path) -> Path:
         (work / "train_loop.py").write_text(text)
         shutil.copy(ROOT / "specs" / "segfault-command.yaml", folder / "spec.yaml")
         return folder / "spec.yaml"
-    source = {"import-hang": "import_hang", "child-crash": "child_crash", "flaky": "flaky"}[name]
+    source = {
+        "import-hang": "import_hang",
+        "child-crash": "child_crash",
+        "flaky": "flaky",
+        "flaky-guarded": "flaky_guarded",
+    }[name]
     shutil.copytree(DATA / source, folder, dirs_exist_ok=True)
     return folder / "spec.yaml"
 
@@ -131,19 +152,33 @@ def paste_unrelated(text: str, lines: int) -> str:
     return text.replace("\ndef main()", "\n" + "\n".join(cut) + "\n\n\ndef main()", 1)
 
 
-def shlex_module() -> object:
+def shlex_module() -> types.ModuleType:
     import shlex
 
     return shlex
 
 
-def check(found: Minimized, signature: str, passing: tuple[Cell, ...], out: Path) -> Checked:
-    """Run the result's spec by the original's expect: 10 failing attempts, 5 per passing cell
-    (the spec's passing cells, also for the oracle that did not run them)."""
+@dataclass(frozen=True)
+class CheckSize:
+    """Attempts of the check: the failing cell's, and each passing cell's."""
+
+    failing: int = 10
+    passing: int = 5
+
+
+def check(
+    found: Minimized, signature: str, passing: tuple[Cell, ...], out: Path, size: CheckSize
+) -> Checked:
+    """Run the result's spec by the original's expect: `size.failing` attempts of the failing
+    cell, `size.passing` of each passing cell (the spec's passing cells, also for the oracle
+    that did not run them)."""
     spec = api.load_spec(found.output / SPEC_NAME)
     filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items())
     failing = api.run(
-        spec, RunOptions(out=out, repeat=10, jobs=2, matrix_filters=filters, purpose="minimize")
+        spec,
+        RunOptions(
+            out=out, repeat=size.failing, jobs=2, matrix_filters=filters, purpose="minimize"
+        ),
     )
     attempts = failing.cells[0].attempts
     same = sum(1 for a in attempts if a.matched and a.ran and a.ran.signature == signature)
@@ -153,7 +188,13 @@ def check(found: Minimized, signature: str, passing: tuple[Cell, ...], out: Path
         cell_filters = tuple(f"{a}={json.dumps(v)}" for a, v in cell.matrix.items())
         result = api.run(
             spec,
-            RunOptions(out=out, repeat=5, jobs=2, matrix_filters=cell_filters, purpose="minimize"),
+            RunOptions(
+                out=out,
+                repeat=size.passing,
+                jobs=2,
+                matrix_filters=cell_filters,
+                purpose="minimize",
+            ),
         )
         for attempt in result.cells[0].attempts:
             ran += 1
@@ -191,7 +232,13 @@ def oracle_options(oracle: str, budget: int, folder: Path, jobs: int) -> Minimiz
 
 
 def run_case(
-    name: str, budget: int, jobs: int, scratch: Path, oracles: list[str], repeat: int = 1
+    name: str,
+    budget: int,
+    jobs: int,
+    scratch: Path,
+    oracles: list[str],
+    repeat: int = 1,
+    size: CheckSize = CheckSize(),
 ) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     spec = case_spec(name, scratch / name / "spec")
@@ -211,7 +258,7 @@ def run_case(
             signature = signature or (found.signature if oracle != "deterministic" else "")
             r = found.result
             checked = (
-                check(found, signature or found.signature, passing, folder / "check")
+                check(found, signature or found.signature, passing, folder / "check", size)
                 if r.status not in ("refused", "infra-error")
                 else Checked("-", "-", r.status)
             )
@@ -226,6 +273,7 @@ def run_case(
                     "attempts": attempts(found),
                     "candidates": r.ran,
                     "rate": f"{r.rate.matched}/{r.rate.attempts}",
+                    "rate_interval": f"{r.rate.low:.0%}-{r.rate.high:.0%}",
                     "seconds": round(seconds),
                     "cpu_s": round(cpu),
                     "check_failing": checked.failing,
@@ -247,13 +295,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="paired runs of each oracle")
     parser.add_argument("--keep", type=Path, default=None, help="keep the results here")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--check-failing", type=int, default=10, help="check: failing attempts")
+    parser.add_argument("--check-passing", type=int, default=5, help="check: per passing cell")
     args = parser.parse_args()
+    size = CheckSize(args.check_failing, args.check_passing)
     rows: list[dict[str, object]] = []
     oracles = args.oracles.split(",")
     with tempfile.TemporaryDirectory(prefix="minimize-bench-") as tmp:
         scratch = args.keep or Path(tmp)
         for name in args.cases.split(","):
-            rows += run_case(name.strip(), args.budget, args.jobs, scratch, oracles, args.repeat)
+            rows += run_case(
+                name.strip(), args.budget, args.jobs, scratch, oracles, args.repeat, size
+            )
     print()
     print("| case | oracle | lines | attempts | wall s | CPU s | rate | still the bug (check) |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
@@ -264,8 +317,45 @@ def main() -> None:
             f"| {row['still_the_bug']} "
             f"(failing {row['check_failing']}, passing {row['check_passing']}) |"
         )
+    if args.repeat > 1:
+        print()
+        print(medians(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def medians(rows: list[dict[str, object]]) -> str:
+    """Per case and oracle over the repetitions: the medians, and how many results were the bug."""
+    out = [
+        "| case | oracle | runs | lines after (median) | attempts | wall s | CPU s "
+        "| check: failing (median) | verdicts |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for row in rows:
+        groups.setdefault((str(row["case"]), str(row["oracle"])), []).append(row)
+    for (case, oracle), group in groups.items():
+
+        def middle(key: str, group: list[dict[str, object]] = group) -> float:
+            return statistics.median(float(str(r[key])) for r in group)
+
+        failing = (
+            statistics.median(
+                int(str(r["check_failing"]).split("/")[0])
+                for r in group
+                if r["check_failing"] != "-"
+            )
+            if any(r["check_failing"] != "-" for r in group)
+            else "-"
+        )
+        verdicts = collections.Counter(str(r["still_the_bug"]) for r in group)
+        out.append(
+            f"| {case} | {oracle} | {len(group)} | {middle('lines_after'):g} "
+            f"| {middle('attempts'):g} | {middle('seconds'):g} | {middle('cpu_s'):g} "
+            f"| {failing}/{group[0]['check_failing'].__str__().split('/')[-1]} "
+            f"| {', '.join(f'{v} {n}' for v, n in verdicts.most_common())} |"
+        )
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,12 @@ from reprospec.minimize.report import Minimized, write
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
-from reprospec.minimize.workload import Field, field_overrides, reduce_fields, workload_fields
+from reprospec.minimize.workload import (
+    Field,
+    field_overrides,
+    reduce_workload,
+    workload_fields,
+)
 from reprospec.plan.run import RunPlan
 from reprospec.spec.yamlsource import Problem, locate
 
@@ -103,17 +108,18 @@ def minimize_spec(
         # A workload: its numbers shrink (workload.py); with none above its floor there is
         # nothing to minimize, located at `workload` (exit 2, no traceback), as a spec check is.
         fields = workload_fields(spec.document)
-        if not fields:
+        if not fields and not _env(spec.document):
             line, col = locate(spec.locations, ("workload",))
             problem = Problem(
                 line,
                 col,
                 ("workload",),
-                "minimize lowers a workload's literal numbers (phases[].steps, "
-                "data.dataset.size, data.loader.batch_size and num_workers, the built-in "
-                "model's width) and this one has none above its smallest legal value; values "
-                "written as `${{ matrix.* }}` are the matrix's, and the settings step reduces "
-                "them only when a passing cell differs",
+                "minimize lowers a workload's numbers (phases[].steps, data.dataset.size, "
+                "data.loader.batch_size and num_workers, the built-in model's width and "
+                "depth, distributed.world_size) and drops its environment.env variables, "
+                "and this one has no variables and no number above its smallest legal "
+                "value; values written as `${{ matrix.* }}` are the matrix's, and the "
+                "settings step reduces them only when a passing cell differs",
             )
             raise SpecError([problem.format(str(spec.path))])
         command = []
@@ -149,8 +155,11 @@ def _minimize(
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
-    if fields:
-        original = replace(original, head=(), fields=tuple((f.path, f.value) for f in fields))
+    workload = not isinstance(spec.document.get("command"), (str, list))
+    if workload:
+        original = replace(
+            original, head=(), fields=tuple((f.path, f.value) for f in fields), workload=True
+        )
     # Step 1, the settings, by isolate: its attempts come out of the budget.
     reduced = (
         reduce_settings(
@@ -205,10 +214,11 @@ def _minimize(
     state = StateFile(folder, {"spec": spec.name, "cell": failing.id, "budget": options.budget})
     if state.stored:
         say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")
+    variables = [f"{len(original.env)} environment variable(s)"] if original.env else []
     files = ", ".join(p for p, _ in original.files) or "no Python files"
     what = (
-        f"the workload's {', '.join(f'{f.path}={f.value}' for f in fields)}"
-        if fields
+        f"the workload's {', '.join([f'{f.path}={f.value}' for f in fields] + variables)}"
+        if workload
         else f"{original.lines} lines ({files})"
     )
     say(
@@ -230,13 +240,15 @@ def _minimize(
         parallel=settings.step,
         same_signature=options.same_signature,
         live=_live(attempt.preload, original),
-        workload=bool(fields),
+        env=bool(original.env),
+        workload=workload,
     )
     floors = {f.path: f.floor for f in fields}
+    steps = {f.path: f.step for f in fields}
     search = Minimization(
         original,
         settings,
-        (lambda program: reduce_fields(program, floors)) if fields else reduce,
+        (lambda program: reduce_workload(program, floors, steps)) if workload else reduce,
     )
     interrupted = reduced.interrupted
     last = 0.0
@@ -294,9 +306,16 @@ def _minimize(
     return redactor.value(found)
 
 
+def _env(document: Mapping[str, JsonValue]) -> bool:
+    """Whether the spec sets environment variables (a workload's only other reducible part)."""
+    environment = document.get("environment")
+    return isinstance(environment, dict) and bool(environment.get("env"))
+
+
 def _size(program: Program) -> str:
-    if program.fields:
-        return ", ".join(f"{path.rsplit('.', 1)[-1]}={value}" for path, value in program.fields)
+    if program.workload:
+        sizes = [f"{path.rsplit('.', 1)[-1]}={value}" for path, value in program.fields]
+        return ", ".join([*sizes, *([f"{len(program.env)} variable(s)"] if program.env else [])])
     return f"{program.lines} lines"
 
 
@@ -458,7 +477,9 @@ class _Runner:
         same_signature: bool = True,
         live: bool = False,
         workload: bool = False,
+        env: bool = False,
     ) -> None:
+        self.env = env  # the spec has environment.env: every candidate sets its own
         self.same_signature = same_signature
         # A workload's candidates are `--set` values of the spec: no files, no own workdir.
         self.workload = workload
@@ -505,7 +526,9 @@ class _Runner:
             words = [*program.head, *program.args]
             command = words if self.as_list else join_words(tuple(words))
             sets.append("command=" + json.dumps(command))
-        if program.env:
+        if self.env:
+            # Always, when the spec has variables: a candidate that dropped them all must
+            # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
         if probe.role == "failing":
             spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides])

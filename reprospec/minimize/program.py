@@ -35,12 +35,14 @@ class Program:
     files: tuple[tuple[str, str], ...] = ()  # (path relative to the workdir, source)
     # A workload spec's numbers (`--set` path, value): what minimize lowers there (workload.py).
     fields: tuple[tuple[str, int], ...] = ()
+    # A workload spec's program: its numbers and variables, no command, no files.
+    workload: bool = False
 
     @property
     def key(self) -> str:
         """A hash of the content: equal programs, equal keys (16 hex digits)."""
         content: list[object] = [self.head, self.args, self.env, self.files]
-        if self.fields:  # absent from a command's key, so stored results keep their keys
+        if self.fields or self.workload:  # absent from a command's key (stored keys stay)
             content.append(self.fields)
         text = json.dumps(content)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

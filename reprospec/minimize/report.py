@@ -74,7 +74,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out = found.output
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
-    if not program.fields:
+    if not program.workload:
         _copy_rest(workdir, out, {p for p, _ in program.files}, skip=found.folder.resolve())
     for path, text in program.files:
         target = out / path
@@ -88,7 +88,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         # the minimized spec keeps the matrix as it was rather than expect the wrong thing.
         spec_path.write_text(_spec_text(spec, program, (), workdir), encoding="utf-8")
         found = replace(found, cell=found.settings.original if found.settings else found.cell)
-    if program.fields:
+    if program.workload:
         repro, note = _workload_repro(spec_path, found)
         found = replace(found, repro=repro, repro_note=note)
     else:
@@ -137,7 +137,7 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdi
 
     document = json.loads(json.dumps(spec.document))
     document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
-    if program.fields:
+    if program.workload:
         # A workload: the lowered numbers in place, run from the original's workdir (its
         # entrypoint modules, if any), since there are no files of its own.
         for path, value in program.fields:
@@ -145,6 +145,8 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdi
         environment = document.get("environment")
         if isinstance(environment, dict) and "workdir" in environment:
             environment["workdir"] = str(workdir)
+        if isinstance(environment, dict) and "env" in environment:
+            _set_env(environment, program)
         _reset_axes(document, reset)
         _drop_unused_axes(document)
         return dump_yaml(document)
@@ -154,21 +156,32 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdi
     environment = document.setdefault("environment", {})
     if isinstance(environment, dict):
         environment["workdir"] = "."
-        if program.env:
-            environment["env"] = dict(program.env)
-        else:
-            environment.pop("env", None)
+        _set_env(environment, program)
     _reset_axes(document, reset)
     _drop_unused_axes(document)
     return dump_yaml(document)
 
 
+def _set_env(environment: dict[str, Any], program: Program) -> None:
+    """The variables the minimized program kept (none: no `env` at all)."""
+    if program.env:
+        environment["env"] = dict(program.env)
+    else:
+        environment.pop("env", None)
+
+
 def _set(document: dict[str, Any], path: str, value: int) -> None:
-    """`--set path=value` on a plain document (list indexes as numbers)."""
+    """`--set path=value` on a plain document (list indexes as numbers; a mapping missing on
+    the way is made, as `--set` makes it: a model param left at its default)."""
     node: Any = document
     *parents, last = path.split(".")
     for part in parents:
-        node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node = node[int(part)]
+        else:
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
     if isinstance(node, list):
         node[int(last)] = value
     else:
@@ -305,7 +318,7 @@ def fields(result: MinimizeResult) -> list[tuple[str, int, int]]:
 
 
 def _size_change(result: MinimizeResult) -> str:
-    if result.original.fields:
+    if result.original.workload:
         return ", ".join(
             f"{path.removeprefix('workload.')} {before} -> {after}"
             for path, before, after in fields(result)
@@ -359,7 +372,7 @@ def markdown(found: Minimized) -> str:
         "| | before | after |",
         "|---|---:|---:|",
     ]
-    if r.original.fields:
+    if r.original.workload:
         lines += [f"| `{path}` | {before} | {after} |" for path, before, after in fields(r)]
     else:
         lines += [
@@ -431,6 +444,8 @@ def _diff(before: Program, after: Program) -> list[str]:
             out += [f"-{path}: {value}", f"+{path}: {after_fields[path]}"]
     if before.command != after.command:
         out += [f"-$ {before.command}", f"+$ {after.command}"]
+    kept = dict(after.env)
+    out += [f"-env {name}={value}" for name, value in before.env if name not in kept]
     for (path, old), (_, new) in zip(before.files, after.files, strict=True):
         out += [
             line.rstrip("\n")

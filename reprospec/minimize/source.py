@@ -90,20 +90,25 @@ def reduce(program: Program) -> Reducer:
         start = current
         kept = yield from ddmin(list(range(len(current.args))), _words(current))
         current = replace(current, args=tuple(current.args[i] for i in kept))
-        kept = yield from ddmin(list(range(len(current.env))), _variables(current))
-        current = replace(current, env=tuple(current.env[i] for i in kept))
+        current = yield from reduce_env(current)
         for path, _ in program.files:
             current = yield from _reduce_file(current, path)
         if current == start:
             return current
 
 
+def reduce_env(program: Program) -> Reducer:
+    """The environment variables the failure needs (ddmin over them): a command's and a
+    workload's alike."""
+    kept = yield from ddmin(
+        list(range(len(program.env))),
+        lambda keep: replace(program, env=tuple(program.env[i] for i in keep)),
+    )
+    return replace(program, env=tuple(program.env[i] for i in kept))
+
+
 def _words(program: Program) -> Callable[[list[int]], Program | None]:
     return lambda keep: replace(program, args=tuple(program.args[i] for i in keep))
-
-
-def _variables(program: Program) -> Callable[[list[int]], Program | None]:
-    return lambda keep: replace(program, env=tuple(program.env[i] for i in keep))
 
 
 def ddmin(

@@ -2,23 +2,29 @@
 
 A workload spec has no program to cut: the harness is fixed, and what makes a repro
 smaller is its sizes (fewer steps to reach the failure, fewer items, smaller batches,
-a narrower model, fewer workers). These are the `Program.fields` of the candidate,
-each a literal integer of the spec named by its `--set` path
-(`workload.phases.1.steps`). A value written as an expression (`${{ matrix.x }}`) is
-the matrix's, and the settings step (isolate) owns it.
+a narrower model, fewer workers and ranks) and its environment variables. The sizes are
+the `Program.fields` of the candidate, each an integer of the spec named by its `--set`
+path (`workload.phases.1.steps`): a literal one, or a built-in model's parameter the spec
+leaves at its default (an mlp's `hidden` is 64 unless the spec says so, and 64 is as
+much the repro's size as a written 64). A value written as an expression
+(`${{ matrix.x }}`) is the matrix's, and the settings step (isolate) owns it.
 
-`reduce_fields(program, floors)` is a reducer as `source.reduce` is (the same
+`reduce_workload(program, floors)` is a reducer as `source.reduce` is (the same
 protocol: yield a candidate, be sent whether it still fails the same way), so the
-flaky-aware search of `search.py` judges its candidates unchanged. Per field it tries
-the floor first (most sizes do not matter at all), then halves the gap between the
-largest value seen clean and the smallest seen failing; a second round runs when the
-first changed anything, since a smaller batch can make a smaller dataset fail.
+flaky-aware search of `search.py` judges its candidates unchanged. It first drops the
+environment variables the failure does not need (the same ddmin as a command's), then
+lowers the fields: per field it tries the floor first (most sizes do not matter at
+all), then halves the gap between the largest value seen clean and the smallest seen
+failing; a second round runs when the first changed anything, since a smaller batch
+can make a smaller dataset fail. A field with a `step` moves in multiples of it: a
+transformer's `d_model` must stay a multiple of `nhead`.
 
 A floor is the smallest legal value the spec itself implies, so that no budget goes on
 a candidate the oracle must reject: a phase where a fault or the expect is located at
 step N keeps N steps (steps count from 1), a worker fault keeps one worker, a worker
-fault at dataset index I keeps I + 1 items. What the spec does not say (a fault at a
-step of "the first phase that reaches it") is left to the oracle.
+fault at dataset index I keeps I + 1 items, a fault of rank R keeps R + 1 ranks. What the
+spec does not say (a fault at a step of "the first phase that reaches it") is left to the
+oracle.
 """
 
 from __future__ import annotations
@@ -28,16 +34,17 @@ from dataclasses import dataclass, replace
 
 from reprospec.core.jsontypes import JsonObject, JsonValue, array, integer, obj
 from reprospec.minimize.program import Program
-from reprospec.minimize.source import Reducer
+from reprospec.minimize.source import Reducer, reduce_env
 
-# Built-in model params that only size the model, with their smallest legal value
-# (docs/spec-format.md, "model and loss"). transformer-decoder's d_model is left out:
-# it must stay a multiple of nhead, which a halving search does not keep.
-_MODEL_PARAMS: dict[str, dict[str, int]] = {
-    "mlp": {"hidden": 1, "layers": 0},
-    "cnn": {"channels": 1},
-    "transformer-decoder": {"layers": 1},
+# Built-in model params that only size the model: (the harness's default, the smallest
+# legal value), as docs/spec-format.md's "model and loss" and the harness's models.py
+# give them. transformer-decoder's d_model also moves in multiples of nhead (below).
+_MODEL_PARAMS: dict[str, dict[str, tuple[int, int]]] = {
+    "mlp": {"hidden": (64, 1), "layers": (2, 0)},
+    "cnn": {"channels": (16, 1)},
+    "transformer-decoder": {"d_model": (32, 1), "layers": (2, 1)},
 }
+_NHEAD = 2  # transformer-decoder's default nhead
 ROUNDS = 2  # a second round only when the first changed a field
 
 
@@ -49,9 +56,18 @@ class Field:
     value: int
     floor: int
     why: str = ""  # what sets the floor when the spec does ("a worker fault")
+    step: int = 1  # legal values are multiples of it (d_model: of nhead)
+    default: bool = False  # not written in the spec: the harness's default value
 
     def to_dict(self) -> JsonObject:
-        return {"field": self.path, "value": self.value, "floor": self.floor, "why": self.why}
+        return {
+            "field": self.path,
+            "value": self.value,
+            "floor": self.floor,
+            "why": self.why,
+            "step": self.step,
+            "default": self.default,
+        }
 
 
 def workload_fields(document: Mapping[str, JsonValue]) -> tuple[Field, ...]:
@@ -88,42 +104,92 @@ def workload_fields(document: Mapping[str, JsonValue]) -> tuple[Field, ...]:
         known = [i for i in indexes if i is not None]
         why = f"a worker fault at index {max(known)}" if known else ""
         found.append(Field("workload.data.dataset.size", size, max([0, *known]) + 1, why))
-    model = obj(workload.get("model"))
-    params = obj(model.get("params"))
-    builtin = str(model.get("builtin", "mlp")) if "entrypoint" not in model else ""
-    for name, least in _MODEL_PARAMS.get(builtin, {}).items():
-        width = integer(params.get(name))
-        if width is not None:
-            found.append(Field(f"workload.model.params.{name}", width, least))
+    found += _model_fields(obj(workload.get("model")))
     workers = integer(loader.get("num_workers"))
     if workers is not None:
         needs = bool(worker_faults) or expect.get("where") == "worker"
         why = "a worker fault" if needs else ""
         found.append(Field("workload.data.loader.num_workers", workers, int(needs), why))
+    world = integer(obj(workload.get("distributed")).get("world_size"))
+    if world is not None:
+        ranks = [integer(f.get("rank")) for f in faults]
+        known = [r for r in ranks if r is not None]
+        why = f"a fault of rank {max(known)}" if known else ""
+        found.append(Field("workload.distributed.world_size", world, max([0, *known]) + 1, why))
     return tuple(f for f in found if f.value > f.floor)
 
 
-def reduce_fields(program: Program, floors: Mapping[str, int]) -> Reducer:
-    """Each field from the floor up, by halving, keeping a value only when it still fails."""
+def _model_fields(model: Mapping[str, JsonValue]) -> list[Field]:
+    """A built-in model's width and depth, written or left at the harness's default.
+
+    A default is a field only where `--set` can write it: the model is a known built-in
+    named literally and `params` is a mapping or absent (not an expression).
+    """
+    if "entrypoint" in model:
+        return []
+    builtin = model.get("builtin", "mlp")
+    written = model.get("params")
+    if not isinstance(builtin, str) or not isinstance(written, (dict, type(None))):
+        return []
+    params = obj(written)
+    step = 1
+    if builtin == "transformer-decoder":
+        # d_model must stay a multiple of nhead: it moves in whole heads. An nhead written
+        # as an expression leaves d_model alone (its multiples are not known here).
+        nhead = integer(params.get("nhead", _NHEAD))
+        step = nhead if nhead is not None and nhead > 0 else 0
+    found: list[Field] = []
+    for name, (default, least) in _MODEL_PARAMS.get(builtin, {}).items():
+        value = integer(params[name]) if name in params else default
+        if value is None or (name == "d_model" and (not step or value % step)):
+            continue
+        if name == "d_model":
+            why = f"a multiple of nhead ({step})"
+            found.append(Field(f"workload.model.params.{name}", value, step, why, step))
+        else:
+            found.append(Field(f"workload.model.params.{name}", value, least))
+        if name not in params:
+            found[-1] = replace(found[-1], why="the harness's default", default=True)
+    return found
+
+
+def reduce_workload(
+    program: Program, floors: Mapping[str, int], steps: Mapping[str, int] | None = None
+) -> Reducer:
+    """The environment variables the failure does not need dropped, then the fields lowered."""
+    current = yield from reduce_env(program)
+    return (yield from reduce_fields(current, floors, steps))
+
+
+def reduce_fields(
+    program: Program, floors: Mapping[str, int], steps: Mapping[str, int] | None = None
+) -> Reducer:
+    """Each field from the floor up, by halving, keeping a value only when it still fails.
+
+    The search runs in units of the field's step (a d_model of 32 with 4 heads is 8 units
+    of 4), so that every candidate is a legal value.
+    """
     current = program
     for _ in range(ROUNDS):
         changed = False
         for path, _value in program.fields:
-            low = floors.get(path, 0) - 1  # the largest value known not to fail (none yet)
-            high = dict(current.fields)[path]  # the smallest known to fail
+            step = (steps or {}).get(path, 1)
+            low = floors.get(path, 0) // step - 1  # the largest unit count known not to fail
+            high = dict(current.fields)[path] // step  # the smallest known to fail
             if high <= low + 1:
                 continue
-            candidate = with_field(current, path, low + 1)
+            candidate = with_field(current, path, (low + 1) * step)
             if (yield candidate):
                 current, changed = candidate, True
                 continue
             low += 1
             while high - low > 1:
-                candidate = with_field(current, path, (low + high) // 2)
+                middle = (low + high) // 2
+                candidate = with_field(current, path, middle * step)
                 if (yield candidate):
-                    current, high, changed = candidate, (low + high) // 2, True
+                    current, high, changed = candidate, middle, True
                 else:
-                    low = (low + high) // 2
+                    low = middle
         if not changed:
             break
     return current

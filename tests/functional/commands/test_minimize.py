@@ -25,6 +25,7 @@ SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
 TORCH = ROOT / "tests" / "data" / "minimize" / "torch" / "spec.yaml"
 WORKLOAD = ROOT / "tests" / "data" / "minimize" / "workload.yaml"
+ENV = ROOT / "tests" / "data" / "minimize" / "env.yaml"
 
 
 def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
@@ -34,12 +35,14 @@ def argv(tmp_path: Path, *args: str, spec: Path = SPEC) -> list[str]:
     ]  # fmt: skip
 
 
-def minimize(tmp_path: Path, *args: str, spec: Path = SPEC) -> tuple[int, dict[str, Any], str]:
+def minimize(
+    tmp_path: Path, *args: str, spec: Path = SPEC, timeout: int = 300
+) -> tuple[int, dict[str, Any], str]:
     proc = subprocess.run(
         argv(tmp_path, *args, spec=spec),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=ROOT,
         env={**os.environ, "NO_COLOR": "1"},
     )
@@ -166,10 +169,21 @@ def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
     assert "--unused-flag" not in data["command_after"]
 
 
+def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
+    # A candidate without any variable runs with none, not with the spec's own: otherwise
+    # dropping CRASH_ON too would look like it still fails, and the result would not.
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=ENV)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert "CRASH_ON" in (tmp_path / "result" / "minimized.yaml").read_text()
+    assert "| environment variables | 1 | 1 |" in (tmp_path / "result" / "minimize.md").read_text()
+
+
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.
-    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=WORKLOAD)
+    # A guard against a hang, not a speed bound: each attempt starts DataLoader workers,
+    # 10-25 s apiece on a 2-core machine at a load average of 30 (70 attempts or so).
+    code, data, stderr = minimize(tmp_path, "--budget", "60", spec=WORKLOAD, timeout=1200)
     assert code == 0, (data.get("status"), data.get("message"), stderr)
     assert data["signature"].startswith("crash:SIGSEGV:worker:validation")
     fields = {f["field"]: (f["before"], f["after"]) for f in data["fields"]}
@@ -178,12 +192,17 @@ def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -
     assert fields["workload.data.loader.batch_size"][1] < 4
     assert fields["workload.data.dataset.size"][1] < 16
     assert fields["workload.model.params.hidden"][1] < 8
+    assert fields["workload.model.params.layers"] == (2, 0)  # the default, written nowhere
     assert fields["workload.data.loader.num_workers"] == (2, 1)  # a worker fault needs one
     assert data["passing_cells"] == ["pin_memory=false"]
     result = tmp_path / "result"
     spec = (result / "minimized.yaml").read_text()
     assert "pin_memory: ${{ matrix.pin_memory }}" in spec  # the condition, the matrix's
-    assert "| `workload.phases.1.steps` | 4 | 3 |" in (result / "minimize.md").read_text()
+    report = (result / "minimize.md").read_text()
+    assert "| `workload.phases.1.steps` | 4 | 3 |" in report
+    assert "| environment variables | 1 | 0 |" in report
+    assert "UNRELATED_KNOB" not in spec  # not needed: dropped from the minimized spec
+    assert "layers: 0" in spec
     # An injected fault has no standalone repro.py; repro.sh reruns the minimized spec.
     assert "injected by the spec" in data["repro_note"]
     assert not (result / "repro.py").exists()
@@ -210,7 +229,7 @@ def test_a_workload_at_its_floors_or_no_failing_cell_is_a_usage_error(tmp_path: 
     # (the line of the workload's first field, under `workload:`).
     workload_line = (ROOT / "specs" / "segfault.yaml").read_text().splitlines().index("workload:")
     assert f"segfault.yaml:{workload_line + 2}:3: workload: minimize lowers" in workload.stderr
-    assert "none above its smallest legal value" in workload.stderr
+    assert "no number above its smallest legal value" in workload.stderr
     assert "Traceback" not in workload.stderr
     code, _, stderr = minimize(tmp_path, "-m", "workers=0")
     assert code == 2

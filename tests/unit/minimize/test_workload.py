@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Probe, Settings, minimize
-from reprospec.minimize.workload import reduce_fields, workload_fields
+from reprospec.minimize.workload import reduce_fields, reduce_workload, workload_fields
 
 DOCUMENT: dict[str, JsonValue] = {
     "workload": {
@@ -43,7 +44,12 @@ def test_the_fields_and_their_floors_come_from_the_spec() -> None:
         "workload.data.loader.num_workers": (2, 1),  # a worker fault needs a worker
     }
     # An expression is the matrix's (pin_memory here); a field at its floor has nothing to lose.
-    at_floor: dict[str, JsonValue] = {"workload": {"phases": [{"name": "train", "steps": 1}]}}
+    at_floor: dict[str, JsonValue] = {
+        "workload": {
+            "phases": [{"name": "train", "steps": 1}],
+            "model": {"params": {"hidden": 1, "layers": 0}},
+        }
+    }
     assert workload_fields(at_floor) == ()
 
 
@@ -95,3 +101,102 @@ def test_each_field_goes_to_the_smallest_value_that_still_fails_under_a_flaky_fa
         for r in runs
     )
     assert result.rate.matched > 0
+
+
+def _fields(document: dict[str, JsonValue]) -> dict[str, tuple[int, int]]:
+    return {f.path: (f.value, f.floor) for f in workload_fields(document)}
+
+
+def test_a_built_in_models_defaulted_params_are_fields_at_the_harness_default() -> None:
+    # `params` absent: the mlp is 64 wide and 2 deep all the same (the harness's defaults).
+    mlp: dict[str, JsonValue] = {"workload": {"model": {"builtin": "mlp"}}}
+    assert _fields(mlp) == {
+        "workload.model.params.hidden": (64, 1),
+        "workload.model.params.layers": (2, 0),
+    }
+    found = {f.path: f for f in workload_fields(mlp)}
+    assert found["workload.model.params.hidden"].default
+    # Written values are not defaults; `params` as an expression cannot be --set into.
+    written: dict[str, JsonValue] = {"workload": {"model": {"params": {"hidden": 8}}}}
+    assert not {f.path: f for f in workload_fields(written)}["workload.model.params.hidden"].default
+    expression: dict[str, JsonValue] = {"workload": {"model": {"params": "${{ matrix.p }}"}}}
+    assert _fields(expression) == {}
+    entrypoint: dict[str, JsonValue] = {"workload": {"model": {"entrypoint": "m:build"}}}
+    assert _fields(entrypoint) == {}
+
+
+def test_d_model_moves_in_whole_heads() -> None:
+    document: dict[str, JsonValue] = {
+        "workload": {
+            "model": {"builtin": "transformer-decoder", "params": {"d_model": 32, "nhead": 4}}
+        }
+    }
+    found = {f.path: f for f in workload_fields(document)}
+    d_model = found["workload.model.params.d_model"]
+    assert (d_model.value, d_model.floor, d_model.step) == (32, 4, 4)
+    assert found["workload.model.params.layers"].default  # 2 unless written
+    original = Program((), (), fields=(("workload.model.params.d_model", 32),), workload=True)
+    tried: list[int] = []
+    reducer = reduce_fields(original, {d_model.path: 4}, {d_model.path: 4})
+    candidate = next(reducer)
+    try:
+        while True:
+            value = dict(candidate.fields)[d_model.path]
+            tried.append(value)
+            candidate = reducer.send(value >= 12)  # fails from 12 (three heads) up
+    except StopIteration as stop:
+        smallest = stop.value
+    assert dict(smallest.fields)[d_model.path] == 12
+    # The floor, then halving, every one a multiple of 4; the second round (the first
+    # changed it) proposes 4 and 8 again, which the search answers from its cache.
+    assert tried == [4, 16, 8, 12, 4, 8]
+    # nhead's default (2) sets the step when the spec does not write it; a d_model that is
+    # no multiple of it (an invalid spec) or an nhead written as an expression: no field.
+    default_heads: dict[str, JsonValue] = {
+        "workload": {"model": {"builtin": "transformer-decoder", "params": {"d_model": 16}}}
+    }
+    assert {f.path: f.step for f in workload_fields(default_heads)}[d_model.path] == 2
+    invalid: list[dict[str, JsonValue]] = [
+        {"d_model": 30, "nhead": 4},
+        {"d_model": 32, "nhead": "${{ matrix.h }}"},
+    ]
+    for params in invalid:
+        odd: dict[str, JsonValue] = {
+            "workload": {"model": {"builtin": "transformer-decoder", "params": params}}
+        }
+        assert d_model.path not in _fields(odd)
+
+
+def test_world_size_keeps_the_rank_a_fault_names() -> None:
+    def ddp(faults: list[JsonValue]) -> dict[str, JsonValue]:
+        return {
+            "workload": {
+                "model": {"params": {"hidden": 1, "layers": 0}},
+                "distributed": {"world_size": 4, "backend": "gloo"},
+                "faults": faults,
+            }
+        }
+
+    ranked = ddp([{"kind": "skip_allreduce", "rank": 2, "at": {"phase": "train", "step": 3}}])
+    assert _fields(ranked) == {"workload.distributed.world_size": (4, 3)}
+    assert _fields(ddp([{"kind": "segfault"}])) == {"workload.distributed.world_size": (4, 1)}
+
+
+def test_the_environment_variables_the_failure_does_not_need_are_dropped() -> None:
+    env = (("KEEP_ME", "1"), ("NOISE_A", "x"), ("NOISE_B", "y"), ("NOISE_C", "z"))
+    original = Program((), (), env=env, fields=(("workload.data.loader.batch_size", 8),))
+    original = replace(original, workload=True)
+
+    def run(program: Program, probe: Probe) -> tuple[Sequence[AttemptKind], str]:
+        fails = "KEEP_ME" in dict(program.env)
+        return (["match"] if fails else ["pass"] * probe.attempts), ""
+
+    result = minimize(
+        original,
+        run,
+        Settings(budget=200),
+        lambda p: reduce_workload(p, {"workload.data.loader.batch_size": 1}),
+    )
+    assert result.status == "minimized", result.message
+    assert result.program.env == (("KEEP_ME", "1"),)
+    assert result.program.fields == (("workload.data.loader.batch_size", 1),)
