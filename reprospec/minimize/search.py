@@ -22,9 +22,9 @@ or `infra` (could not run).
    judge even one pass over the program's top-level units (with the figure).
 2. **Verdict of a candidate.** A matching failure is proof that it still fails:
    then its passing cells must pass (a candidate that fails there lost the
-   condition, or is another bug: the nearest segfault is not this one), each as
-   many times as a failing candidate needs clean attempts to be dropped (below),
-   since a lost condition may fail there as rarely as the bug does. A clean
+   condition, or is another bug: the nearest segfault is not this one), each
+   until (1 - p)^n <= `passing_error` (point 3), since a lost condition may fail
+   there as rarely as the bug does. A clean
    attempt is evidence against it: after n clean attempts the chance that a
    candidate failing at rate p stayed clean is (1 - p)^n, and the candidate is
    dropped once that is at most `error`. p is `min_rate`, raised to the 95%
@@ -33,10 +33,14 @@ or `infra` (could not run).
    95%, not isolate's 99%, because a rate guessed high here costs size only.
    A failure of another kind is clean, as in isolate: not this bug (a candidate
    whose clean runs end in a NameError still fails the same way when it fails).
-3. **Asymmetric errors.** Unlike isolate's answer, a wrong verdict here can only
-   make the result larger, never wrong: each accepted candidate was seen failing
-   the same way with its passing cells passing. So `error` is a per-candidate
-   0.1, not isolate's 0.005 over the whole answer.
+3. **Asymmetric errors.** A candidate wrongly dropped (it still fails, but
+   stayed clean) only makes the result larger: so `error` is a per-candidate
+   0.1, not isolate's 0.005 over the whole answer. A candidate wrongly accepted
+   makes it wrong: one that lost the condition, whose passing cells stayed
+   clean by chance, is the nearest bug and not this one. That side has its own
+   bound, `passing_error` (0.01 per accepted candidate): at p = 0.3 its passing
+   cells pass 13 times, not the 7 that `error` would ask (0.7^7 is 8%, and a
+   run accepts tens of candidates). A deterministic failure needs 1 either way.
 4. **Cache.** A candidate is known by its content: one judged already (the passes
    meet the same program again, after a round that changed nothing) is answered
    from its verdict and costs nothing.
@@ -78,6 +82,8 @@ class Settings:
 
     budget: int = 1000  # attempts in all, passing cells and infra errors included
     error: float = 0.1  # a candidate that still fails is dropped with at most this chance
+    # A candidate that lost the condition is accepted with at most this chance (point 3).
+    passing_error: float = 0.01
     min_rate: float = 0.3  # a candidate that still fails does so at least this often
     passing: int = 0  # passing cells sampled per candidate (0: the spec has none)
     rate_matches: int = 5  # the original runs until this many matches...
@@ -194,6 +200,8 @@ class Minimization:
         self.settings = settings or Settings()
         if not 0 < self.settings.error < 1 or not 0 < self.settings.min_rate <= 1:
             raise ValueError("error and min_rate must be between 0 and 1")
+        if not 0 < self.settings.passing_error < 1:
+            raise ValueError("passing_error must be between 0 and 1")
         self.original = original
         self.best = original
         self.used = 0
@@ -344,7 +352,7 @@ class Minimization:
             p = judging.passing
             if p.matched or p.other:
                 return "loses-passing"
-            if p.passed >= self.settings.passing * self.clean_needed():
+            if p.passed >= self.settings.passing * self.passing_needed():
                 return "fails"
             return None
         if f.clean >= self.clean_needed():
@@ -416,6 +424,11 @@ class Minimization:
     def clean_needed(self) -> int:
         """Clean attempts that drop a candidate: (1 - p)^n <= error."""
         return clean_needed_at(self.rate_used(), self.settings.error)
+
+    def passing_needed(self) -> int:
+        """Passes of each passing cell that accept a failing candidate: (1 - p)^n <=
+        passing_error (a lost condition may fail there as rarely as the bug does)."""
+        return clean_needed_at(self.rate_used(), self.settings.passing_error)
 
     def _refusal(self, tally: Tally) -> str:
         s = self.settings

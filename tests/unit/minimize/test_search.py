@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.candidates import AttemptKind, clean_needed_at
 from reprospec.minimize.program import Program, join_words, source_lines, split_words
 from reprospec.minimize.search import Minimization, MinimizeResult, Probe, Settings, minimize
 from reprospec.minimize.source import apply, changeable, deletable, reduce, unused_imports
@@ -170,6 +170,22 @@ def test_a_failure_at_30_percent_still_fails_and_keeps_the_condition(seed: int) 
     assert result.original_rate.low < 0.3 < result.original_rate.high
     assert 0 < result.rate.low <= result.rate.value <= result.rate.high
     assert result.program.lines < source_lines(PROGRAM) // 2
+
+
+def test_an_accepted_candidate_passes_its_passing_cells_to_the_smaller_error() -> None:
+    """Accepting a candidate that lost the condition makes the result wrong, not larger:
+    its passing cells pass until (1 - p)^n <= passing_error (0.01: 13 times at p = 0.3),
+    not the 7 that dropping a clean candidate needs (0.7^7 is 8% per candidate)."""
+    result = run(0.3, seed=0, budget=2500)
+    assert result.status == "minimized", result.message
+    assert result.rate_used == 0.3
+    accepted = [j for j in result.judged if j.verdict == "fails"][1:]  # after the original
+    assert accepted
+    assert clean_needed_at(0.3, Settings.passing_error) == 13
+    assert clean_needed_at(0.3, Settings.error) == 7
+    assert {j.passing.passed for j in accepted} == {len(PASSING) * 13}
+    # A deterministic failure pays nothing more: one pass of each cell, as before.
+    assert clean_needed_at(0.99, Settings.passing_error) == 1
 
 
 def test_a_failure_that_never_happens_is_refused() -> None:
