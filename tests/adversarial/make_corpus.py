@@ -44,13 +44,13 @@ spec(
 )
 spec(
     "cells_just_over",
-    "101 x 100 = 10100 cells, one past the bound",
-    f"matrix:\n  a: {list(range(101))}\n  b: {list(range(100))}\n",
+    "101 x 100 x 10 = 101000 cells, just past the bound (an axis holds at most 256 values)",
+    f"matrix:\n  a: {list(range(101))}\n  b: {list(range(100))}\n  c: {ten}\n",
 )
 spec(
     "cells_over_by_include",
-    "100 x 100 cells plus include entries that fit none",
-    f"matrix:\n  a: {list(range(100))}\n  b: {list(range(100))}\n  include:\n    - {{a: 500}}\n    - {{a: 501}}\n",
+    "100 x 100 x 10 cells (the bound) plus include entries that fit none",
+    f"matrix:\n  a: {list(range(100))}\n  b: {list(range(100))}\n  c: {ten}\n  include:\n    - {{a: 500}}\n    - {{a: 501}}\n",
 )
 spec(
     "too_many_axes",
@@ -88,13 +88,13 @@ spec(
 )
 spec(
     "attempts_over",
-    "1000 cells x 100 attempts",
-    f"matrix:\n  a: {ten}\n  b: {ten}\n  c: {ten}\nrun: {{repeat: 100}}\n",
+    "1000 cells x 101 attempts",
+    f"matrix:\n  a: {ten}\n  b: {ten}\n  c: {ten}\nrun: {{repeat: 101}}\n",
 )
 spec(
     "auto_attempts_over",
-    "1000 cells x max_repeat 30 (repeat: auto)",
-    f"matrix:\n  a: {ten}\n  b: {ten}\n  c: {ten}\nrun: {{repeat: auto}}\n",
+    "1000 cells x max_repeat 101 (repeat: auto)",
+    f"matrix:\n  a: {ten}\n  b: {ten}\n  c: {ten}\nrun: {{repeat: auto, max_repeat: 101}}\n",
 )
 spec("parallel_huge", "parallel: 10^6 threads", "run: {parallel: 1000000}\n")
 spec(
