@@ -81,8 +81,9 @@ def run_cli(
         argv += ["--out", str(out)]
         used = out
     cache = (cwd or ROOT) / used / "cache" if used is not None else None
-    if cache is not None:
-        _share_torch_captures(_torch_captures(), cache)
+    # What the sharing made, so that a command that writes nothing (a dry run, a refusal)
+    # is seen writing nothing: the folder goes again when the command added nothing to it.
+    seeded = _share_torch_captures(_torch_captures(), cache) if cache is not None else None
     child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     # stdin is never the developer's terminal: a command that asks must not wait for it.
     # (`stdin`: the text a command reads from its standard input, like `--from-log -`.)
@@ -97,7 +98,13 @@ def run_cli(
     )
     if cache is not None:
         _share_torch_captures(cache, _torch_captures())
+        if seeded is not None and _files(seeded) == _files(cache.parent):
+            shutil.rmtree(seeded)
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+def _files(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if path.is_file()} if folder.exists() else set()
 
 
 # The environment capture's torch part (`import torch` in a child: 2 s of CPU, 200 MiB) is
@@ -110,15 +117,20 @@ def _torch_captures() -> Path:
     return envs_root() / "torch-captures"
 
 
-def _share_torch_captures(source: Path, target: Path) -> None:
-    """Copy the torch captures of `source` that `target` lacks (atomically: xdist)."""
+def _share_torch_captures(source: Path, target: Path) -> Path | None:
+    """Copy the torch captures of `source` that `target` lacks (atomically: xdist); the
+    outermost folder this created (the `--out` folder, or its `cache/`), or None."""
+    made: Path | None = None
     for file in source.glob("torch-*.json"):
         if (target / file.name).exists():
             continue
+        if made is None and not target.exists():
+            made = target if target.parent.exists() else target.parent
         target.mkdir(parents=True, exist_ok=True)
         partial = target / f".{file.name}.{os.getpid()}"
         shutil.copyfile(file, partial)
         partial.replace(target / file.name)
+    return made
 
 
 def interrupt_when(
