@@ -106,6 +106,8 @@ def bisect_spec(
         write_state(folder / "state.json", request, versions, trials, result)
 
     def oracle(version: str, attempts: int) -> Trial:
+        if cancel is not None and cancel.is_set():  # stopped between two candidates
+            raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
         trial, interrupted = _run_candidate(
             request, environment.packages, version, attempts, cancel
         )

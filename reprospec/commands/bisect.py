@@ -78,9 +78,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import threading
+
     from reprospec.bisect import search
     from reprospec.bisect.driver import BisectInterrupted, bisect_spec
     from reprospec.bisect.state import BisectRequest
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.errors import UsageError
 
     if args.by_date:
@@ -123,8 +126,13 @@ def run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(printable(f"reprospec: {line}"), file=sys.stderr, flush=True)
 
+    # Ctrl-C and SIGTERM set `cancel` before they raise: a KeyboardInterrupt that lands in a
+    # finalizer is swallowed there ("Exception ignored in ..."), and without the event the
+    # bisect ran on to its end, exit 0, after the user pressed Ctrl-C (seen in a full run).
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     try:
-        report = bisect_spec(request, progress=say)
+        report = bisect_spec(request, progress=say, cancel=cancel)
     except BisectInterrupted as exc:
         print(f"reprospec: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
