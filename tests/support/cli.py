@@ -83,7 +83,9 @@ def run_cli(
     cache = (cwd or ROOT) / used / "cache" if used is not None else None
     # What the sharing made, so that a command that writes nothing (a dry run, a refusal)
     # is seen writing nothing: the folder goes again when the command added nothing to it.
-    seeded = _share_torch_captures(_torch_captures(), cache) if cache is not None else None
+    made, copied = (
+        _share_torch_captures(_torch_captures(), cache) if cache is not None else (None, set())
+    )
     child_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     # stdin is never the developer's terminal: a command that asks must not wait for it.
     # (`stdin`: the text a command reads from its standard input, like `--from-log -`.)
@@ -98,8 +100,8 @@ def run_cli(
     )
     if cache is not None:
         _share_torch_captures(cache, _torch_captures())
-        if seeded is not None and _files(seeded) == _files(cache.parent):
-            shutil.rmtree(seeded)
+        if made is not None and _files(made) == copied:
+            shutil.rmtree(made)
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
 
 
@@ -117,10 +119,12 @@ def _torch_captures() -> Path:
     return envs_root() / "torch-captures"
 
 
-def _share_torch_captures(source: Path, target: Path) -> Path | None:
+def _share_torch_captures(source: Path, target: Path) -> tuple[Path | None, set[Path]]:
     """Copy the torch captures of `source` that `target` lacks (atomically: xdist); the
-    outermost folder this created (the `--out` folder, or its `cache/`), or None."""
+    outermost folder this created (the `--out` folder, or its `cache/`) or None, and the
+    files it copied."""
     made: Path | None = None
+    copied: set[Path] = set()
     for file in source.glob("torch-*.json"):
         if (target / file.name).exists():
             continue
@@ -130,7 +134,8 @@ def _share_torch_captures(source: Path, target: Path) -> Path | None:
         partial = target / f".{file.name}.{os.getpid()}"
         shutil.copyfile(file, partial)
         partial.replace(target / file.name)
-    return made
+        copied.add(target / file.name)
+    return made, copied
 
 
 def interrupt_when(
