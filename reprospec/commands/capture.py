@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
     """One run of the spec on the local runner, with the live progress `run` shows."""
+    import threading
+
+    from reprospec.commands.interrupt import install_stop_handlers
     from reprospec.core.runoptions import RunOptions
     from reprospec.pipeline import stages
     from reprospec.report.progress import Progress
@@ -132,8 +135,16 @@ def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
         f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s))",
         file=sys.stderr,
     )
+    # Ctrl-C and SIGTERM set `cancel` first (a KeyboardInterrupt can be swallowed where it
+    # lands): the run stops, keeps what ran in the store, and capture writes nothing from
+    # a run it did not finish: exit 130, as `run`.
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
     with Progress(repeat, stream=sys.stderr) as progress:
-        return stages.run(spec, options, progress=progress.update)
+        result = stages.run(spec, options, progress=progress.update, cancel=cancel)
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 def _stem(argv: list[str]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.workfiles import named_files
 from reprospec.spec.load import load_spec
-from tests.support.cli import ROOT, Cli, CliResult
+from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 
 PROGRAMS = ROOT / "tests" / "data" / "capture"
 
@@ -203,3 +204,26 @@ def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Pa
     bare = cli("capture", cwd=tmp_path)
     assert bare.code == 2
     assert "capture needs a command after `--`" in bare.stderr
+
+
+def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C during the observing run: exit 130, the attempt's tree ended, the stored run
+    says it was interrupted, and the spec is the draft written before the run, not one
+    made from attempts that did not finish."""
+    started = tmp_path / "started"
+    program = f"import time; open({str(started)!r}, 'w').close(); time.sleep(600)"
+    out = tmp_path / "out"
+    spec = tmp_path / "spec.yaml"
+    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec), "--out", str(out)]
+    argv += ["--timeout", "10m", "--", "python", "-c", program]
+    stopped = interrupt_when(argv, started.exists, wait_s=120)
+    assert stopped.code == 130, stopped.stderr
+    assert "interrupted" in stopped.stderr
+    (run,) = (out / "runs").iterdir()
+    assert json.loads((run / "results.json").read_text())["interrupted"] is True
+    draft = spec.read_text()
+    assert "time.sleep(600)" in draft
+    assert draft.startswith("# A first draft")
+    assert "expect:" not in draft  # nothing observed is written as expected
