@@ -357,11 +357,18 @@ def _attempt_pids(tmp_path: Path) -> dict[str, int]:
     return pids
 
 
+def _cmdline(process: psutil.Process) -> str:
+    """Its command line; "" for a child that already exited (a zombie until the engine
+    reaps it: the environment capture's, say) or is gone."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return ""
+
+
 def _kill_with_its_watchdog(engine: subprocess.Popen[str]) -> None:
     """SIGKILL the engine and its watchdog at once: nothing of the engine's side cleans up."""
-    dog = [
-        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
-    ]
+    dog = [c for c in psutil.Process(engine.pid).children() if "watchdog.py" in _cmdline(c)]
     assert len(dog) == 1
     dog[0].kill()
     engine.kill()
