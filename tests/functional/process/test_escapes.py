@@ -31,6 +31,7 @@ from reprospec.process import tree as process
 from reprospec.process.start import _child_setup
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import ROOT
+from tests.support.engine import kill_with_its_watchdog
 from tests.support.plans import attempt_plan
 
 PY = sys.executable
@@ -357,28 +358,6 @@ def _attempt_pids(tmp_path: Path) -> dict[str, int]:
     return pids
 
 
-def _cmdline(process: psutil.Process) -> str:
-    """Its command line; "" for a child that already exited (a zombie until the engine
-    reaps it: the environment capture's, say) or is gone."""
-    try:
-        return " ".join(process.cmdline())
-    except (psutil.ZombieProcess, psutil.NoSuchProcess):
-        return ""
-
-
-def _kill_with_its_watchdog(engine: subprocess.Popen[str]) -> None:
-    """SIGKILL the engine and its watchdog at once: nothing of the engine's side cleans up."""
-    dog = [c for c in psutil.Process(engine.pid).children() if "watchdog.py" in _cmdline(c)]
-    assert len(dog) == 1
-    dog[0].kill()
-    engine.kill()
-    engine.wait()
-    try:
-        os.waitpid(dog[0].pid, 0)  # ours to reap when the test process is a subreaper
-    except ChildProcessError:
-        dog[0].wait(timeout=30)
-
-
 def test_an_engine_killed_with_sigkill_takes_its_attempt_and_temporary_folders_along(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
@@ -416,7 +395,7 @@ def test_resume_ends_what_a_dead_engine_and_its_watchdog_left(
     leader = psutil.Process(pids["leader"]).ppid()
     assert psutil.Process(leader).ppid() == engine.pid
     # Both at once: nothing of the engine's side is left to clean up.
-    _kill_with_its_watchdog(engine)
+    kill_with_its_watchdog(engine)
     # The attempt's leader (the shell running the command) died with its engine
     # (PR_SET_PDEATHSIG); the rest is left running: the script, its child, the escapee.
     assert list(out.glob(f"runs/*/cells/*/*/{leftovers.INFLIGHT}"))

@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from reprospec.process import leftovers
 from tests.support.cli import ROOT
+from tests.support.engine import kill_with_its_watchdog
 
 PY = sys.executable
 
@@ -46,21 +46,6 @@ def kill_after() -> Iterator[list[int]]:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-
-
-def _kill_with_its_watchdog(engine: subprocess.Popen[str]) -> None:
-    """SIGKILL the engine and its watchdog at once: nothing of the engine's side cleans up."""
-    dog = [
-        c for c in psutil.Process(engine.pid).children() if "watchdog.py" in " ".join(c.cmdline())
-    ]
-    assert len(dog) == 1
-    dog[0].kill()
-    engine.kill()
-    engine.wait()
-    try:
-        os.waitpid(dog[0].pid, 0)  # ours to reap when the test process is a subreaper
-    except ChildProcessError:
-        dog[0].wait(timeout=30)
 
 
 def _start_docker_engine(
@@ -126,7 +111,7 @@ def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
         run: {timeout: 600s}
         expect: {outcome: hang}
         """))  # fmt: skip
-    _kill_with_its_watchdog(engine)
+    kill_with_its_watchdog(engine)
     assert CLIENT.containers.get(name).status == "running"
     recorded = [json.loads(p.read_text())["container"] for p in out.rglob("inflight*.json")]
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
