@@ -45,6 +45,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.enginecpu import SELF_CPU  # noqa: E402  (after the path it needs)
+
 PY = sys.executable
 ENV = {
     **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
@@ -100,18 +104,6 @@ def reprospec(*args: str) -> list[str]:
     return [PY, "-m", "reprospec", *args]
 
 
-# `python -m reprospec ARGS` that writes its own CPU seconds (user + system of the engine
-# process alone, its threads included) to the file named by $ENGINE_CPU at its exit.
-_SELF_CPU = (
-    "import atexit, os, resource, runpy, sys\n"
-    "def _cpu():\n"
-    "    u = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "    with open(os.environ['ENGINE_CPU'], 'w') as f:\n"
-    "        f.write(str(u.ru_utime + u.ru_stime))\n"
-    "atexit.register(_cpu)\n"
-    "sys.argv[0] = 'reprospec'\n"
-    "runpy.run_module('reprospec', run_name='__main__', alter_sys=True)\n"
-)
 ENGINE_CPU: list[float] = []
 
 
@@ -122,7 +114,7 @@ def engine_cpu(args: Sequence[str], cwd: Path, tmp: Path, *, root: Path = ROOT) 
     ENV["ENGINE_CPU"] = str(record)
     ENV["PYTHONPATH"] = str(root)
     try:
-        took = wall([PY, "-c", _SELF_CPU, *args], cwd=cwd)
+        took = wall([PY, "-c", SELF_CPU, *args], cwd=cwd)
     finally:
         del ENV["ENGINE_CPU"]
         ENV["PYTHONPATH"] = str(ROOT)

@@ -39,26 +39,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.enginecpu import SELF_CPU  # noqa: E402  (after the path it needs)
+
 SPEC = ROOT / "benchmarks" / "data" / "torch-intermittent.yaml"
 PRELOAD = "torch"
 PRELOAD_OPTIMIZER = "torch,torch._dynamo"
 
 
 COMMAND = "python torch_loop.py --steps 3 --crash-probability 0.3 --seed ${{ attempt }}"
-
-
-# `python -m reprospec ARGS` that writes the engine process's own CPU seconds (its threads
-# included, its children not) to the file named by $ENGINE_CPU at its exit.
-_SELF_CPU = (
-    "import atexit, os, resource, runpy, sys\n"
-    "def _cpu():\n"
-    "    u = resource.getrusage(resource.RUSAGE_SELF)\n"
-    "    with open(os.environ['ENGINE_CPU'], 'w') as f:\n"
-    "        f.write(str(u.ru_utime + u.ru_stime))\n"
-    "atexit.register(_cpu)\n"
-    "sys.argv[0] = 'reprospec'\n"
-    "runpy.run_module('reprospec', run_name='__main__', alter_sys=True)\n"
-)
 
 
 def run(
@@ -78,7 +68,7 @@ def run(
         env["PATH"] = str(empty)  # no gdb (and nothing else: the runner finds python itself)
     preload = (PRELOAD_OPTIMIZER if optimizer else PRELOAD) if mode != "fresh" else "none"
     spec = root / SPEC.relative_to(ROOT)
-    argv = [sys.executable, "-c", _SELF_CPU, "run", str(spec), "--repeat", str(repeat)]
+    argv = [sys.executable, "-c", SELF_CPU, "run", str(spec), "--repeat", str(repeat)]
     argv += ["--preload", preload, "--out", str(out), "--format", "json"]
     if optimizer:
         argv += ["--set", f"command={COMMAND} --optimizer"]
