@@ -108,10 +108,14 @@ class Scheduler:
         in_plan = {cell.id for cell in plan.cells} if done else set()
         self._positions: dict[str, int] | None = None
         planned_done = 0
+        planned_numbers: dict[str, frozenset[int]] = {}  # once per resumed cell, not per attempt
         for (cell_id, number), result in (done or {}).items():
             if cell_id in in_plan:
                 self._states.setdefault(cell_id, _CellState()).results[number] = result
-                planned_done += number in set(self._numbers_planned(cell_id))
+                numbers = planned_numbers.get(cell_id)
+                if numbers is None:
+                    numbers = planned_numbers[cell_id] = frozenset(self._numbers_planned(cell_id))
+                planned_done += number in numbers
         # The planned attempts, each planned as it is taken (plan.PlannedAttempts), then the
         # extra ones `repeat: auto` adds. A deque for those: taken from the front, once
         # per attempt (a list's pop(0) is quadratic over the attempts a run may hold).
