@@ -81,13 +81,21 @@ def demangled(threads: tuple[Thread, ...]) -> tuple[Thread, ...]:
     )
 
 
-def _library_at(address: int | None, maps: Sequence[tuple[int, int, str]]) -> str | None:
+def path_at(address: int | None, maps: Sequence[tuple[int, int, str]]) -> str | None:
+    """The file mapped at `address` in `maps` (start, end, path), or None."""
     if address is None:
         return None
     for start, end, path in maps:
         if start <= address < end:
-            return PurePosixPath(path).name
+            return path
     return None
+
+
+def library_at(address: int | None, maps: Sequence[tuple[int, int, str]]) -> str | None:
+    """The name of the file mapped at `address`: how a frame's library is named (gdb's
+    frames here, eu-stack's in eustack.py)."""
+    path = path_at(address, maps)
+    return PurePosixPath(path).name if path else None
 
 
 def parse_backtrace(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tuple[Thread, ...]:
@@ -142,7 +150,7 @@ def parse_backtrace(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tup
             Frame(
                 number=number,
                 function=None if function in ("??", "") else function,
-                library=_library_at(address, maps) or library,
+                library=library_at(address, maps) or library,
                 address=address,
                 file=source_file,
                 line=source_line,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from reprospec.core import capped
-from reprospec.native.backtrace import demangled, proc_maps
+from reprospec.native.backtrace import demangled, library_at, path_at, proc_maps
 from reprospec.native.cores import CoreInfo
 from reprospec.native.pyspy import core_python
 from reprospec.native.readers import eu_addr2line_path, eustack_path
@@ -84,7 +84,7 @@ SIGNAL_TRAMPOLINES = frozenset({"__restore_rt"})
 
 def parse_eustack(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tuple[Thread, ...]:
     """Threads and frames from eu-stack's `-m -s -i -r` output; `maps` name each address's
-    library (as gdb's frames are named, backtrace._library_at), eu-stack's module otherwise."""
+    library (as gdb's frames are named, backtrace.library_at), eu-stack's module otherwise."""
     threads: list[Thread] = []
     tid: int | None = None
     frames: list[Frame] = []
@@ -122,19 +122,12 @@ def parse_eustack(text: str, maps: Sequence[tuple[int, int, str]] = ()) -> tuple
         if function in SIGNAL_TRAMPOLINES:
             frames.append(Frame(int(match["n"]), None, None, None, signal_handler=True))
             continue
-        library = _library_at(address, maps) or (
+        library = library_at(address, maps) or (
             PurePosixPath(module.strip()).name if module.strip() else None
         )
         frames.append(Frame(int(match["n"]), function or None, library, address))
     close()
     return tuple(threads)
-
-
-def _library_at(address: int, maps: Sequence[tuple[int, int, str]]) -> str | None:
-    for start, end, path in maps:
-        if start <= address < end:
-            return PurePosixPath(path).name
-    return None
 
 
 def eustack_error(text: str) -> str | None:
@@ -234,7 +227,7 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
             f.at
             for t in threads
             for f in t[1]
-            if f.at is not None and _path_at(f.pc, info.files) not in big
+            if f.at is not None and path_at(f.pc, info.files) not in big
         }
     )
     named: dict[int, list[tuple[str | None, str | None]]] = {}
@@ -254,7 +247,7 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
             lines.append(header)
             number = 0
             for frame in unwound:
-                path = _path_at(frame.pc, info.files)
+                path = path_at(frame.pc, info.files)
                 module = f" - {frame.module}" if frame.module else ""
                 entries: list[tuple[str | None, str | None]] = [(None, None)]
                 # (the library on disk must be the one the process ran, as libdwfl checks)
@@ -324,13 +317,6 @@ def _unwound(text: str) -> list[tuple[str, list[_Unwound]]]:
                 frames[-1], at=start + offset, offset=offset, build_id=where["id"].lower()
             )
     return threads
-
-
-def _path_at(address: int, maps: Sequence[tuple[int, int, str]]) -> str | None:
-    for start, end, path in maps:
-        if start <= address < end:
-            return path
-    return None
 
 
 def _addr2line_entries(text: str) -> dict[int, list[tuple[str | None, str | None]]]:
