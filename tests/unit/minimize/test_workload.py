@@ -7,15 +7,18 @@ for that step), with a seeded coin for a flaky failure.
 
 from __future__ import annotations
 
+import ast
 import random
 from collections.abc import Sequence
 from dataclasses import replace
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.isolation.candidates import AttemptKind
+from reprospec.minimize import workload
 from reprospec.minimize.program import Program
 from reprospec.minimize.search import Probe, Settings, minimize
 from reprospec.minimize.workload import reduce_fields, reduce_workload, workload_fields
+from tests.support.cli import ROOT
 
 DOCUMENT: dict[str, JsonValue] = {
     "workload": {
@@ -200,3 +203,35 @@ def test_the_environment_variables_the_failure_does_not_need_are_dropped() -> No
     assert result.status == "minimized", result.message
     assert result.program.env == (("KEEP_ME", "1"),)
     assert result.program.fields == (("workload.data.loader.batch_size", 1),)
+
+
+def test_the_model_defaults_are_the_harness_s_own() -> None:
+    """workload.py's table of the built-in models' defaults is a copy (the engine never
+    imports the harness, whose models.py imports torch): read from models.py's source."""
+    source = (ROOT / "reprospec/harness/reprospec_harness/models.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    assigned = {
+        node.target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value
+    }
+    builtins = assigned["BUILTINS"]
+    minimums = ast.literal_eval(assigned["MINIMUMS"])
+    assert isinstance(builtins, ast.Dict)
+    defaults: dict[str, dict[str, object]] = {}
+    for key, value in zip(builtins.keys, builtins.values, strict=True):
+        assert isinstance(key, ast.Constant)
+        assert isinstance(value, ast.Name)
+        (init,) = [f for f in classes[value.id].body if getattr(f, "name", "") == "__init__"]
+        assert isinstance(init, ast.FunctionDef)
+        named = init.args.args[-len(init.args.defaults) :]
+        defaults[str(key.value)] = {
+            a.arg: ast.literal_eval(d) for a, d in zip(named, init.args.defaults, strict=True)
+        }
+    assert set(workload._MODEL_PARAMS) <= set(defaults)
+    for builtin, params in workload._MODEL_PARAMS.items():
+        for name, (default, least) in params.items():
+            assert defaults[builtin][name] == default, (builtin, name)
+            assert least >= minimums[name], (builtin, name)
+    assert defaults["transformer-decoder"]["nhead"] == workload._NHEAD
