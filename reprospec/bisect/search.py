@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject, JsonValue, as_texts
+from reprospec.core.rates import log_sum, wilson
 
 Status = Literal["found", "refused", "undecided"]
 State = Literal["bad", "good", "unsure", "untested", "skipped"]
@@ -306,8 +307,7 @@ class LearnedRate:
             logs = [w + f * log_p + s * log_q for w, log_p, log_q in self._flaky]
             if not s and self._log_det != -math.inf:
                 logs.append(self._log_det)
-            top = max(logs)
-            value = top + math.log(sum(math.exp(v - top) for v in logs))
+            value = log_sum(logs)
             self._marginal[key] = value
         return value
 
@@ -571,25 +571,13 @@ def attempts_to_see(rate: float, error: float = DEFAULT_ERROR) -> int:
 
 
 def wilson_lower(matched: int, attempts: int, z: float = 1.96) -> float:
-    """The lower end of the Wilson interval of matched/attempts."""
-    if attempts == 0:
-        return 0.0
-    phat = matched / attempts
-    denom = 1 + z * z / attempts
-    centre = phat + z * z / (2 * attempts)
-    spread = z * math.sqrt(phat * (1 - phat) / attempts + z * z / (4 * attempts * attempts))
-    return max(0.0, (centre - spread) / denom)
+    """The lower end of the Wilson interval of matched/attempts (core.rates.wilson)."""
+    return wilson(matched, attempts, z)[0]
 
 
 def wilson_upper(matched: int, attempts: int, z: float = 1.96) -> float:
-    """The upper end of the Wilson 95% interval of matched/attempts."""
-    if attempts == 0:
-        return 1.0
-    phat = matched / attempts
-    denom = 1 + z * z / attempts
-    centre = phat + z * z / (2 * attempts)
-    spread = z * math.sqrt(phat * (1 - phat) / attempts + z * z / (4 * attempts * attempts))
-    return min(1.0, (centre + spread) / denom)
+    """The upper end of the Wilson interval of matched/attempts (core.rates.wilson)."""
+    return wilson(matched, attempts, z)[1]
 
 
 def _seen(trial: Trial) -> str:

@@ -10,12 +10,22 @@ observed fraction, since no interval is ever a single point.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from reprospec.core.results import Rate
 from reprospec.core.units import RateBound
 
 RateJudgement = Literal["met", "failed", "undecided"]
+
+
+def log_sum(logs: Sequence[float]) -> float:
+    """log(sum(exp(v) for v in logs)), without overflow: the log weights of competing
+    readings of a failure's rate (bisect's and isolate's searches), added."""
+    top = max(logs)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in logs))
 
 
 def wilson(matched: float, n: float, z: float = 1.96) -> tuple[float, float]:

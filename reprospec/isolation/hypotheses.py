@@ -41,6 +41,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reprospec.core.rates import log_sum
+
 # Past this many hypotheses the largest size is lowered (the choice is O(hypotheses)).
 MAX_HYPOTHESES = 5000
 EMPTY_PRIOR = 0.01  # "the passing side fails too": possible, and cheap to rule out
@@ -158,8 +160,7 @@ class Hypotheses:
             det_share = 1 / (1 + math.exp(flaky_base - log_det))
         fresh = flaky_base  # the log weight of no clean attempt, both readings summed
         if log_det > -math.inf:
-            top = max(log_det, flaky_base)
-            fresh = top + math.log(math.exp(log_det - top) + math.exp(flaky_base - top))
+            fresh = log_sum((log_det, flaky_base))
         logs = [
             (
                 i,
