@@ -66,7 +66,10 @@ def test_hang_is_a_real_deadlock_with_both_threads_waiting(tmp_path: Path) -> No
             child.wait(timeout=1.0)  # still alive: deadlocked, not finished
         child.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 10
-        while "in hang" not in dump.read_text() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # written one thread at a time
+            written = dump.read_text()
+            if "in hang" in written and "in other_thread" in written:
+                break
             time.sleep(0.05)
     finally:
         child.kill()

@@ -342,8 +342,13 @@ def test_import_time_deadlock_is_located_at_the_import_with_stacks(tmp_path: Pat
         stack = tmp_path / "stacks" / f"stack-{process.pid}.txt"
         assert stack.exists()
         os.kill(process.pid, signal.SIGUSR1)
+        # faulthandler writes one thread at a time: the worker's `_warm_up`
+        # can be in the file before the main thread's `join` is.
         deadline = time.monotonic() + 10
-        while "_warm_up" not in stack.read_text() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            written = stack.read_text()
+            if "in _warm_up" in written and "in join" in written:
+                break
             time.sleep(0.05)
     finally:
         os.killpg(process.pid, signal.SIGKILL)
