@@ -104,6 +104,11 @@ class PlannedAttempts(Sequence[AttemptPlan]):
             if g % self._stride == self._first:
                 yield number
 
+    def firsts(self) -> tuple[AttemptPlan, ...]:
+        """Attempt 1 of every cell this sequence holds, in order, planning no other attempt:
+        the globals below one round of the cells are the attempts numbered 1."""
+        return tuple(self._plan(g) for g in range(self._first, len(self._cells), self._stride))
+
     def planned(self, position: int, number: int) -> AttemptPlan:
         """Attempt `number` of `cells[position]`, planned (one of `numbers_of(position)`)."""
         return self._plan((number - 1) * len(self._cells) + position)
@@ -133,7 +138,7 @@ class RunPlan:
 
     def first_attempts(self) -> tuple[AttemptPlan, ...]:
         """Attempt 1 of every cell: what `reprospec plan` shows (plan.first_attempts)."""
-        return tuple(a for a in self.attempts if a.attempt == 1)
+        return self.attempts.firsts()
 
 
 def plan_run(spec: Spec, options: RunOptions) -> RunPlan:

@@ -61,6 +61,7 @@ def test_the_attempts_are_those_planned_up_front(tmp_path: Path, options: RunOpt
     assert plan.attempts == tuple(eager)
     with pytest.raises(IndexError):
         plan.attempts[len(eager)]
+    assert plan.first_attempts() == tuple(a for a in eager if a.attempt == 1)
     # A shard's cells are the cells it runs an attempt of, in matrix order.
     ran = list(dict.fromkeys(a.cell.id for a in eager))
     assert [c.id for c in plan.cells] == [c.id for c in cells if c.id in ran]
@@ -84,6 +85,9 @@ def test_nothing_is_planned_until_an_attempt_is_read(
     assert planned == []
     assert plan.attempts[12].attempt == 2
     assert planned == [(plan.attempts.cells[2].id, 2)]
+    planned.clear()
+    plan.first_attempts()  # what a foreign report's confirmation shows: attempt 1 alone
+    assert planned == [(cell.id, 1) for cell in plan.attempts.cells]
 
 
 def test_the_judge_reads_each_cells_first_attempt_and_shares_equal_environments(
