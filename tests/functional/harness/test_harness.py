@@ -6,6 +6,7 @@ each run checks several things at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -76,15 +77,27 @@ class Child:
     def run(
         self, timeout: float = 120, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        """Run to the end in a session of its own; whatever it left (a DataLoader's
+        forkserver and its workers outlive a main that crashed or timed out) is killed
+        with the group, where subprocess.run's timeout would kill the main alone."""
+        process = subprocess.Popen(
             self.argv,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
             env=self.env,
-            timeout=timeout,
             cwd=cwd or self.folder,
+            start_new_session=True,
         )
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            if process.returncode is None:
+                process.communicate()
+        return subprocess.CompletedProcess(self.argv, process.returncode, stdout, stderr)
 
     def start(self, cwd: Path | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen(
