@@ -153,6 +153,8 @@ class AttemptPlan:
     instances: int | None = None
     # `files`: workdir files the job needs that its command does not name (relative).
     files: tuple[str, ...] = ()
+    # `run.stall`: no progress for this long after the first is a hang (None: the timeout only).
+    stall_s: float | None = None
 
     @property
     def argv(self) -> tuple[str, ...] | None:

@@ -90,6 +90,10 @@ class Execution:
     harness: bool = False
     # The attempt's timeout (seconds; None: none): a hang's last progress is measured from it.
     timeout_s: float | None = None
+    # `run.stall` (seconds; None: not set), and whether it ended the attempt: `timed_out`
+    # is then set too (a hang either way), and the hang says which limit fired.
+    stall_s: float | None = None
+    stalled: bool = False
     # Set when `python` in the command ran an interpreter the person did not choose (no
     # --python, not the one of their PATH: reprospec's own, as pipx installs it): says which.
     unchosen_python: str | None = None

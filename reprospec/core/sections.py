@@ -25,7 +25,7 @@ from reprospec.core.gpudebug import GpuDebug, GpuDebugError
 # Re-exported: models.py and tests import the aliases from here.
 from reprospec.core.jsontypes import JsonObject as JsonObject
 from reprospec.core.jsontypes import JsonValue as JsonValue
-from reprospec.core.units import parse_duration, parse_size
+from reprospec.core.units import format_duration, parse_duration, parse_size
 
 StopOn = Literal["never", "first-reproduction", "first-miss"]
 
@@ -378,9 +378,12 @@ class RunPolicy:
 
     `instances`: copies of each attempt started together at a start barrier; None when
     the spec does not ask for instances (one plain process tree per attempt).
+    `stall_s` (`run.stall`): an attempt that made progress and then none for this long
+    is a hang at once, without waiting out the timeout; None: only the timeout.
     """
 
     timeout_s: float = DEFAULT_TIMEOUT_S
+    stall_s: float | None = None
     repeat: int | Literal["auto"] = 1
     max_repeat: int = DEFAULT_MAX_REPEAT
     stop_on: StopOn = "never"
@@ -415,6 +418,7 @@ class RunPolicy:
             raise SectionError(("run", "timeout"), str(exc)) from None
         if not timeout_s > 0:
             raise SectionError(("run", "timeout"), f"expected a duration > 0, got {timeout!r}")
+        stall_s = stall_seconds(section.get("stall"), timeout_s)
         repeat = section.get("repeat", 1)
         if repeat != "auto" and not _positive_int(repeat):
             raise SectionError(
@@ -442,6 +446,7 @@ class RunPolicy:
             )
         return cls(
             timeout_s=timeout_s,
+            stall_s=stall_s,
             repeat="auto" if repeat == "auto" else int(str(repeat)),
             max_repeat=int(str(max_repeat)),
             stop_on=stop_on,
@@ -449,6 +454,29 @@ class RunPolicy:
             preload=tuple(str(name) for name in preload),
             instances=None if instances is None else int(str(instances)),
         )
+
+
+def stall_seconds(stall: object, timeout_s: float) -> float | None:
+    """`run.stall` in seconds (None when unset), or a SectionError at `run.stall`.
+
+    It must be below the timeout: a stall limit at or past it could never fire first,
+    and a spec that says one says something it does not do.
+    """
+    if stall is None:
+        return None
+    try:
+        seconds = parse_duration(stall)
+    except ValueError as exc:
+        raise SectionError(("run", "stall"), str(exc)) from None
+    if not seconds > 0:
+        raise SectionError(("run", "stall"), f"expected a duration > 0, got {stall!r}")
+    if seconds >= timeout_s:
+        raise SectionError(
+            ("run", "stall"),
+            f"{stall} is not below run.timeout ({format_duration(timeout_s)}): "
+            "the timeout would always end the attempt first",
+        )
+    return seconds
 
 
 def _module_name(name: str) -> bool:

@@ -6,11 +6,13 @@ EXIT_INFRA; evidence.py says which events a child may write), or no exit
 status make it `NotRun(reason)`. Then the
 rules, in order:
 
-1. `timed_out` -> `hang`. A DataLoader worker still stuck on an item then (a
-   `worker_busy` event with no `worker_free`) makes it `where: worker`, named in the detail.
-   A program that had said it finished (a `done` event, or progress in the phase `exit`)
-   hangs at exit: phase `exit` (`hang @ exit`), whatever step it had reached. A hang
-   whose last event came shortly before the timeout says so (still progressing?).
+1. `timed_out` -> `hang`, at the timeout or at `run.stall` (no progress for that long
+   after the first: `stalled`); the detail says which limit fired. A DataLoader worker
+   still stuck on an item then (a `worker_busy` event with no `worker_free`) makes it
+   `where: worker`, named in the detail. A program that had said it finished (a `done`
+   event, or progress in the phase `exit`) hangs at exit: phase `exit` (`hang @ exit`),
+   whatever step it had reached. A hang whose last event came shortly before the
+   timeout says so (still progressing?).
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -128,11 +130,13 @@ def classify(
     stage, module = events.stage, events.module
     if execution.timed_out:
         kind = "hang"
-        detail = f"no exit within the timeout; killed after {execution.duration_s:.1f}s"
+        detail = f"{hang_limit(execution)}; killed after {execution.duration_s:.1f}s"
         if events.done:
             # Its work was done: what hangs is the way out (atexit, a thread, a pool).
             phase, step, stage, module = EXIT_PHASE, None, None, None
-            detail = f"it said its work was done, but had not exited by the timeout; {detail}"
+            detail = f"it said its work was done, but had not exited; {detail}"
+        elif execution.stalled:
+            pass  # no progress for run.stall: not "still progressing?"
         elif (late := _progress_before_timeout(execution, events)) is not None:
             detail += f"; {still_progressing(late)}"
         if worker is not None:
@@ -199,6 +203,19 @@ def classify(
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
     )
+
+
+def hang_limit(execution: Execution) -> str:
+    """Which limit ended a hang: `no progress for 10 s (run.stall)` or `timeout 60 s`."""
+    if execution.stalled and execution.stall_s is not None:
+        return f"no progress for {_seconds(execution.stall_s)} (run.stall)"
+    if execution.timeout_s:
+        return f"no exit within the timeout ({_seconds(execution.timeout_s)})"
+    return "no exit within the timeout"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
 
 
 # A hang whose last progress came within this share of the timeout (at least

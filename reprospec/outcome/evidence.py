@@ -34,6 +34,7 @@ from reprospec.native import NativeStacks
 from reprospec.outcome import gpufindings, ranks
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.ranks import RankReport
+from reprospec.process.childprotocol import PROGRESS_EVENTS
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -69,7 +70,7 @@ EXIT_PHASE = "exit"
 # (outcome.py), so a line written by code the harness runs cannot stand alone.
 # `done` says the program finished its work (it may still hang on its way out): a
 # command may say so too, and a hang after it is a hang at exit (classify.py).
-PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker", "done"})
+# (PROGRESS_EVENTS is the child protocol's: a stall watch counts the same kinds.)
 HARNESS_EVENTS = frozenset(
     {
         "start",

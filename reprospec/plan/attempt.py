@@ -101,6 +101,7 @@ def plan_attempt(
         attempt=attempt,
         job=job,
         timeout_s=policy.timeout_s,
+        stall_s=policy.stall_s,
         markers=expand(
             _marker(spec, ("markers", i), m, cell)
             for i, m in enumerate(markers if isinstance(markers, list) else ())
@@ -135,15 +136,18 @@ def _marker(spec: Spec, path: JsonPath, marker: JsonValue, cell: Cell) -> Marker
 def run_policy(spec: Spec) -> RunPolicy:
     """The spec's `run` section for the whole run (repeat, stop_on, parallel).
 
-    A timeout or instance count written as an expression may differ per cell: each
+    A timeout, stall or instance count written as an expression may differ per cell: each
     AttemptPlan carries its own; here it is left at the default.
     """
     run = spec.document.get("run")
     section: JsonObject = dict(run) if isinstance(run, dict) else {}
-    for key in ("timeout", "instances"):
+    for key in ("timeout", "instances", "stall"):
         value = section.get(key)
         if isinstance(value, str) and "${{" in value:
             section.pop(key)
+            if key == "timeout":
+                # A stall is checked against its cell's timeout, which only the cell knows.
+                section.pop("stall", None)
     try:
         return RunPolicy.from_section(section)
     except SectionError as exc:
@@ -252,6 +256,8 @@ def describe(plan: AttemptPlan) -> JsonObject:
     out["env"] = dict(plan.env)
     out["workdir"] = str(plan.workdir)
     out["timeout_s"] = plan.timeout_s
+    if plan.stall_s is not None:
+        out["stall_s"] = plan.stall_s
     if plan.preload:
         out["preload"] = list(plan.preload)
     if plan.instances is not None:

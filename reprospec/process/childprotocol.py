@@ -36,6 +36,11 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 
+# The kinds of event that say where a child got to (a line with no `event` says it too):
+# any process of an attempt may write them. outcome/evidence.py reads the phase, step,
+# stage and module from them; a `run.stall` watch (progress.py) counts them as progress.
+PROGRESS_EVENTS = frozenset({"phase", "step", "stage", "import", "marker", "done"})
+
 STDOUT = "stdout.log"
 STDERR = "stderr.log"
 EVENTS = "events.jsonl"

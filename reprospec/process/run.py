@@ -1,7 +1,8 @@
 """Run one attempt's process tree from its start to the end of its last process.
 
-Its output is pumped into sinks (output.py) by the calling thread; at the timeout (or
-on cancel) every Python process of the attempt is asked for its stacks (stacks.py)
+Its output is pumped into sinks (output.py) by the calling thread; at the timeout, when
+`run.stall` finds no progress for that long (progress.py, asked by the same loop), or on
+cancel, every Python process of the attempt is asked for its stacks (stacks.py)
 before the whole tree is killed (tree.py); whatever the outcome, no process of the
 attempt survives `run_process`. The root is started by start.py, or by a preload
 server (forkserver.py); the watchdog and the attempt's in-flight record (leftovers.py)
@@ -26,6 +27,7 @@ from reprospec import native as native_stacks
 from reprospec.core.results import ChildExit
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.output import Sink
+from reprospec.process.progress import ProgressWatch
 from reprospec.process.start import ChildHandle, Start, popen_attempt
 
 DRAIN_WAIT_S = 1.0
@@ -40,6 +42,7 @@ class ProcessResult:
     """What happened to one process tree."""
 
     returncode: int | None
+    # At the timeout, or stalled: a hang either way (`stalled` says it was the stall).
     timed_out: bool
     interrupted: bool
     duration_s: float
@@ -53,6 +56,8 @@ class ProcessResult:
     child_exits: tuple[ChildExit, ...] = ()
     # time.monotonic() when the root process was seen to end (or was killed).
     ended_at: float | None = None
+    # `run.stall` ended it: no progress for that long (`timed_out` is set too).
+    stalled: bool = False
 
 
 class AttemptLost(OSError):
@@ -102,6 +107,8 @@ class _Pump:
         self.exited = False
         self.open_pipes = 0
         self.pidfd = -1
+        # Every byte read from the child's pipes: whether it printed since one last looked.
+        self.bytes_read = 0
         for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr)):
             assert pipe is not None
             with contextlib.suppress(OSError):
@@ -132,6 +139,7 @@ class _Pump:
             except OSError:
                 chunk = b""
             if chunk:
+                self.bytes_read += len(chunk)
                 try:
                     key.data.write(chunk)
                 except OSError as exc:
@@ -164,6 +172,7 @@ def run_process(
     native: native_stacks.Capture | None = None,
     start: Start | None = None,
     record: Path | None = None,
+    stall: ProgressWatch | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.
 
@@ -175,7 +184,10 @@ def run_process(
     the attempt's in-flight record while it runs (leftovers.py: what `--resume` ends
     if the engine dies). `start` starts the root instead of `popen_attempt(argv, ...)`
     (a fork of a preload server: forkserver.py); the root must be in a session of its
-    own and carry the tag. Raises OSError when the program cannot be started.
+    own and carry the tag. `stall`: `run.stall`'s watch, asked at each sweep of the loop
+    below; when it says the attempt stalled, the attempt ends as at the timeout (its
+    stacks, native stacks, the kill), with `stalled` set. Raises OSError when the program
+    cannot be started.
     """
     tree.become_subreaper()
     token = tree.new_token()
@@ -216,7 +228,7 @@ def run_process(
     # Whether nothing of the attempt can be left: then no search, and no zombie to reap.
     nothing_left = False
     warnings: list[str] = []
-    timed_out = interrupted = False
+    timed_out = interrupted = stalled = False
     stack: Path | None = None
     hang_native: native_stacks.NativeStacks | None = None
     # Reaped while the attempt ran (re-parented to us, dead): their wait statuses.
@@ -227,6 +239,7 @@ def run_process(
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
         next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
+        printed = 0
         while not pump.exited:
             now = time.monotonic()
             if now >= deadline:
@@ -235,9 +248,20 @@ def run_process(
             if cancel is not None and cancel.is_set():
                 interrupted = True
                 break
+            if stall is not None and pump.bytes_read != printed:
+                printed = pump.bytes_read
+                stall.output(now)
             if now >= next_sweep:
                 reaped += tree.reap_tagged_zombies(tag, proc.pid)
                 next_sweep = now + ZOMBIE_SWEEP_S
+                if stall is not None:
+                    # At the sweep's pace (half a second): a stall is seconds long.
+                    stall.poll(now)
+                    if stall.stalled(now):
+                        timed_out = stalled = True
+                        # The hang's native stacks are read within their deadline of now.
+                        deadline = now
+                        break
             wait = min(deadline, next_sweep) - now
             if cancel is not None:
                 wait = min(wait, 0.05)
@@ -355,4 +379,5 @@ def run_process(
         native_path=native_path,
         child_exits=child_exits,
         ended_at=begin + duration,
+        stalled=stalled,
     )

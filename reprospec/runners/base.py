@@ -12,6 +12,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import Execution
 from reprospec.process.childprotocol import EVENTS, STDERR, STDOUT
+from reprospec.process.progress import ProgressWatch
 
 
 class Runner(Protocol):
@@ -91,6 +92,7 @@ class AttemptFiles(TypedDict):
     gpu_slot: tuple[str, ...]
     harness: bool
     timeout_s: float | None
+    stall_s: float | None
 
 
 def keep_logs(log_dir: Path) -> None:
@@ -129,6 +131,7 @@ def attempt_files(plan: AttemptPlan, log_dir: Path, gpu_slot: tuple[str, ...]) -
         # A workload's main process is the harness; a command's is the spec's own program.
         "harness": plan.workload is not None,
         "timeout_s": plan.timeout_s,
+        "stall_s": plan.stall_s,
     }
 
 
@@ -158,3 +161,15 @@ def infra_execution(
         warnings=tuple(warnings),
         **files,
     )
+
+
+def stall_watch(plan: AttemptPlan, events_path: Path) -> ProgressWatch | None:
+    """`run.stall`'s watch of one attempt (None without it): what counts as its progress.
+
+    A command without markers has only its output to say it is alive; one with markers,
+    and a workload, progress by their events (progress.py says why).
+    """
+    if plan.stall_s is None:
+        return None
+    output_counts = plan.workload is None and not plan.markers
+    return ProgressWatch(events_path, plan.stall_s, output_counts=output_counts)

@@ -38,7 +38,7 @@ from reprospec.process.childprotocol import (
     write_cell,
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
-from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
@@ -371,6 +371,7 @@ class LocalRunner:
         matcher = MarkerMatcher(markers, events) if events is not None else None
         # Cores held from their creation while the attempt runs (native/corewatch.py).
         watched = capture.watch(plan.workdir) if capture is not None else None
+        stall = stall_watch(plan, events_path)
         load = None
         try:
             load = competitors.start_load(perturb, applied.cpu_list, log_dir)
@@ -387,6 +388,7 @@ class LocalRunner:
                 native=capture,
                 start=launcher,
                 record=log_dir / leftovers.INFLIGHT,
+                stall=stall,
             )
         except (run.OutputLost, run.AttemptLost) as exc:
             return infra(str(exc.strerror), warnings)
@@ -403,6 +405,8 @@ class LocalRunner:
                 warnings.extend(matcher.close())
             if events is not None:
                 events.close()
+            if stall is not None:
+                stall.close()
             # Every process of the attempt is gone: what it left is no one's.
             if scratch_dirs is not None:
                 warnings.extend(scratch.clean(scratch_dirs))
@@ -426,6 +430,7 @@ class LocalRunner:
         return Execution(
             returncode=result.returncode,
             timed_out=result.timed_out,
+            stalled=result.stalled,
             duration_s=result.duration_s,
             started=result.started,
             finished=result.finished,

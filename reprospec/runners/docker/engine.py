@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -287,6 +287,8 @@ class OutputPump:
         self._stream = stream
         self._stdout = stdout
         self._stderr = stderr
+        # Bytes moved so far (a `run.stall` watch asks whether the container printed).
+        self.bytes_read = 0
         self.thread = threading.Thread(
             target=self._run, name="reprospec-docker-output", daemon=True
         )
@@ -295,8 +297,10 @@ class OutputPump:
         with contextlib.suppress(Exception):  # a closed stream ends the pump, nothing else
             for out, err in self._stream:
                 if out:
+                    self.bytes_read += len(out)
                     self._stdout.write(out)
                 if err:
+                    self.bytes_read += len(err)
                     self._stderr.write(err)
 
     def finish(self, timeout: float) -> bool:
@@ -311,19 +315,25 @@ class OutputPump:
 
 
 def wait_for_exit(
-    container: Container, timeout_s: float | None, cancel: threading.Event | None
+    container: Container,
+    timeout_s: float | None,
+    cancel: threading.Event | None,
+    stalled: Callable[[float], bool] | None = None,
 ) -> int | None:
-    """The container's exit status, or None at the timeout or on cancel."""
+    """The container's exit status, or None at the timeout, on cancel, or once `stalled`
+    (asked with time.monotonic() between waits of WAIT_SLICE_S: `run.stall`) says so."""
     import requests.exceptions
 
     deadline = time.monotonic() + timeout_s if timeout_s and timeout_s > 0 else float("inf")
     while True:
         if cancel is not None and cancel.is_set():
             return None
-        left = deadline - time.monotonic()
-        if left <= 0:
+        now = time.monotonic()
+        left = deadline - now
+        if left <= 0 or (stalled is not None and stalled(now)):
             return None
-        piece = min(left, WAIT_SLICE_S) if cancel is not None else min(left, 3600.0)
+        sliced = cancel is not None or stalled is not None
+        piece = min(left, WAIT_SLICE_S) if sliced else min(left, 3600.0)
         try:
             # The SDK's wait timeout surfaces as a requests error, not a TimeoutError.
             result = container.wait(timeout=max(piece, 0.05))

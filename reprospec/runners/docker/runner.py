@@ -35,7 +35,7 @@ from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
 from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.process.run import utc_now
 from reprospec.process.stacks import remove_stack_dumps
-from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution
+from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker import probe
 from reprospec.runners.docker.container import PATHS, attempt_argv
@@ -330,7 +330,7 @@ class DockerRunner:
         started = utc_now()
         begin = time.monotonic()
         started_wall = time.time()
-        timed_out = interrupted = False
+        timed_out = interrupted = stall = False
         stack_path: Path | None = None
         hang_native: native.NativeStacks | None = None
         try:
@@ -342,15 +342,39 @@ class DockerRunner:
                 started_wall = time.time()
                 container.start()
                 begin = time.monotonic()
-                status = wait_for_exit(container, plan.timeout_s, cancel)
+                watch = stall_watch(plan, base["events_path"])
+                stalled_at: list[float] = []
+                printed = 0
+
+                def stalled(now: float) -> bool:
+                    """`run.stall`, asked by wait_for_exit between its waits."""
+                    nonlocal printed
+                    assert watch is not None
+                    if pump.bytes_read != printed:
+                        printed = pump.bytes_read
+                        watch.output(now)
+                    watch.poll(now)
+                    if watch.stalled(now):
+                        stalled_at.append(now)
+                    return bool(stalled_at)
+
+                try:
+                    status = wait_for_exit(
+                        container, plan.timeout_s, cancel, stalled if watch else None
+                    )
+                finally:
+                    if watch is not None:
+                        watch.close()
                 if status is None:
                     timed_out = not (cancel is not None and cancel.is_set())
                     interrupted = not timed_out
+                    stall = bool(stalled_at) and timed_out
                     stack_path = collect_stacks(container, log_dir)
                     if timed_out and self.native is not None:
                         hang_native = self.native.hang(
                             client, container, str(config["image"]),
-                            timed_out_at=begin + (plan.timeout_s or 0.0),
+                            timed_out_at=stalled_at[0] if stall
+                            else begin + (plan.timeout_s or 0.0),
                         )  # fmt: skip
                     with contextlib.suppress(docker.errors.APIError):
                         container.kill()
@@ -405,6 +429,7 @@ class DockerRunner:
         return Execution(
             returncode=None if infra_error else returncode,
             timed_out=timed_out,
+            stalled=stall,
             duration_s=round(duration, 6),
             # The engine's clock (CLOCK_MONOTONIC): instances' ends are compared by it.
             ended_at=begin + duration,

@@ -22,7 +22,12 @@ from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
-from reprospec.core.sections import DEFAULT_MAX_REPEAT
+from reprospec.core.sections import (
+    DEFAULT_MAX_REPEAT,
+    DEFAULT_TIMEOUT_S,
+    SectionError,
+    stall_seconds,
+)
 from reprospec.core.units import parse_duration, parse_size, parse_step
 from reprospec.spec import schema
 from reprospec.spec.matrix import canonical
@@ -179,7 +184,7 @@ def value_problems(path: JsonPath, value: JsonValue, shown: str | None = None) -
 def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
     """What the engine would refuse or misread beyond the schema's types."""
     got = schema.render_instance(value)
-    if path == ("run", "timeout"):
+    if path in (("run", "timeout"), ("run", "stall")):
         try:
             seconds = parse_duration(value)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -356,3 +361,39 @@ def _evaluated(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue:
     if isinstance(value, list):
         return [_evaluated(v, ctx) for v in value]
     return value
+
+
+def stall_problems(
+    data: Mapping[str, JsonValue],
+    locations: Mapping[JsonPath, Location],
+    cells: Iterable[Cell],
+    *,
+    base_env: Mapping[str, str] = os.environ,
+) -> list[Problem]:
+    """A `run.stall` not below its cell's `run.timeout` where either is an expression (two
+    literals: document.py), located, naming the cells."""
+    run = data.get("run")
+    if not isinstance(run, Mapping) or run.get("stall") is None:
+        return []
+    stall_raw, timeout_raw = run.get("stall"), run.get("timeout")
+    if not any(isinstance(v, str) and expr.OPEN in v for v in (stall_raw, timeout_raw)):
+        return []
+    found: dict[str, list[str]] = {}
+    for cell in cells:
+        ctx = context(data.get("name"), cell, 1, base_env)
+        try:
+            stall = _evaluated(stall_raw, ctx)
+            timeout_value = _evaluated(timeout_raw, ctx)
+            timeout_s = (
+                DEFAULT_TIMEOUT_S if timeout_value is None else parse_duration(timeout_value)
+            )
+            stall_seconds(stall, timeout_s)
+        except SectionError as exc:
+            found.setdefault(str(exc), []).append(cell.id)
+        except (expr.ExprError, ValueError, RecursionError, OverflowError, TypeError):
+            continue  # the value checks report it
+    line, col = locate(locations, ("run", "stall"))
+    return [
+        Problem(line, col, ("run", "stall"), f"{message} {_cells(labels)}")
+        for message, labels in found.items()
+    ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from reprospec.core import expr, patterns
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.sections import DEFAULT_TIMEOUT_S, SectionError, stall_seconds
 from reprospec.core.units import parse_duration
 from reprospec.spec import schema
 from reprospec.spec.checks import cells
@@ -59,6 +60,8 @@ def check(
     if not problems and semantics.cells is not None:
         # GPU diagnostics that cannot pair in a cell (compute-sanitizer with a core dump, ...).
         problems.extend(cells.gpu_debug_problems(data, locations, semantics.cells))
+        # A stall or timeout from the matrix: each cell's stall below its own timeout.
+        problems.extend(cells.stall_problems(data, locations, semantics.cells))
     return schema.sort_problems(problems)
 
 
@@ -159,23 +162,45 @@ class _Semantics:
 
     def run(self) -> None:
         run = self.data.get("run")
-        timeout = run.get("timeout") if isinstance(run, dict) else None
-        if isinstance(timeout, float) and not math.isfinite(timeout):
-            # .nan and .inf pass the schema's `> 0` and would disable the timeout.
-            shown = schema.render_instance(timeout)
-            self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
-            return
-        if isinstance(timeout, (str, int, float)) and not isinstance(timeout, bool):
-            try:
-                seconds = parse_duration(timeout)
-            except ValueError:
-                return  # the schema reported it
-            if seconds <= 0:
-                self.add(("run", "timeout"), f"expected a duration > 0, got {timeout!r}")
-            elif not math.isfinite(seconds):
-                # .nan and .inf pass the schema's `> 0` and would disable the timeout.
-                shown = schema.render_instance(timeout)
-                self.add(("run", "timeout"), f"expected a finite duration > 0, got {shown}")
+        section = run if isinstance(run, dict) else {}
+        timeout_s = self._duration(section, "timeout", DEFAULT_TIMEOUT_S)
+        stall = section.get("stall")
+        stall_s = self._duration(section, "stall", None)
+        if stall_s is None or timeout_s is None:
+            return  # unset, already reported, or an expression: each cell's plan checks it
+        try:
+            stall_seconds(stall, timeout_s)
+        except SectionError as exc:
+            self.add(exc.path, str(exc))
+
+    def _duration(self, run: JsonObject, key: str, default: float | None) -> float | None:
+        """`run.<key>` as seconds when it is a literal duration > 0 (reporting what is not);
+        `default` when it is absent; None for an expression or a reported problem."""
+        value = run.get(key)
+        if value is None:
+            return default
+        if isinstance(value, float) and not math.isfinite(value):
+            # .nan and .inf pass the schema's `> 0` and would disable the limit.
+            shown = schema.render_instance(value)
+            self.add(("run", key), f"expected a finite duration > 0, got {shown}")
+            return None
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            return None
+        if isinstance(value, str) and expr.OPEN in value:
+            return None
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            return None  # the schema reported it
+        if seconds <= 0:
+            self.add(("run", key), f"expected a duration > 0, got {value!r}")
+            return None
+        if not math.isfinite(seconds):
+            # .nan and .inf pass the schema's `> 0` and would disable the limit.
+            shown = schema.render_instance(value)
+            self.add(("run", key), f"expected a finite duration > 0, got {shown}")
+            return None
+        return seconds
 
     def markers(self) -> None:
         markers = self.data.get("markers")

@@ -36,6 +36,9 @@ def test_a_rank_that_skips_an_allreduce_hangs_at_that_step_and_is_named(
 
     hang = attempt(cells["skip=true"])
     assert (hang["kind"], hang["phase"], hang["step"]) == ("hang", "train", 3)
+    # `run.stall` called it 10 s after the ranks' last step, not at the 60 s timeout, and
+    # only after the harness had written `ranks_stuck` (2 s into the stall: asserted below).
+    assert hang["detail"].startswith("no progress for 10 s (run.stall)"), hang["detail"]
     folder = result.latest_run() / "cells" / "skip=true" / "1"
     report = ranks.read(folder / "events.jsonl")
     assert report is not None

@@ -188,7 +188,7 @@ def test_describe_plain_words() -> None:
 
 def test_unknown_key_without_close_match_lists_allowed_keys() -> None:
     assert problems(BASE + "command: x\nrun: {zzz: 1}\n") == [
-        "s.yaml:5:7: run: unknown key 'zzz' (expected one of timeout, repeat, max_repeat,"
+        "s.yaml:5:7: run: unknown key 'zzz' (expected one of timeout, stall, repeat, max_repeat,"
         " stop_on, parallel, instances, preload)"
     ]
 

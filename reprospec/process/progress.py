@@ -1,0 +1,113 @@
+"""`run.stall`: when an attempt that made progress has made none for too long.
+
+The loop that already watches an attempt (run.py's output pump and timeout, the docker
+runner's wait) asks a `ProgressWatch` at each turn; nothing here runs a thread.
+
+What counts as progress, and why:
+
+- an event in events.jsonl of a progress kind (`childprotocol.PROGRESS_EVENTS`, or a
+  line with no `event`): the harness's phases and steps, a command's own events, and
+  the spec's markers, which the engine writes there as `marker` events. Not `import`:
+  the harness writes it *before* the import starts (so an import that hangs is located),
+  and importing torch on a loaded machine takes tens of seconds of no progress that is
+  no stall. Before the first progress only the timeout applies, so an attempt still
+  starting (an interpreter, its imports, a rendezvous) is never called stalled;
+- for a command without markers, any output too, a line or a progress bar's redraw
+  (`\\r`): nothing else says it is alive. A command with markers has said what its
+  progress looks like, and a stuck program often keeps printing (a heartbeat, a
+  watchdog's warnings, a collective's retries), so there only its markers count. A
+  workload's progress is its events; its output is the program's, not the harness's.
+
+The events file is read from where the last read stopped, whole lines only, at most
+`_READ_BYTES` per turn: a child that floods it is behind by a turn, never misread. Which
+process wrote an event is not asked (evidence.py decides whose word a harness event is):
+progress from any process of the attempt is progress of the attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from reprospec.process.childprotocol import PROGRESS_EVENTS
+
+# Bytes of events.jsonl read per turn of the watching loop.
+_READ_BYTES = 1 << 20
+# A longer line is no event the classifier would read either (evidence.py): skipped.
+_MAX_LINE = 64 * 1024
+# The event written before its work (see above): where the attempt is, not that it moves.
+_NOT_PROGRESS = frozenset({"import"})
+
+
+def is_progress(line: bytes) -> bool:
+    """Whether one line of events.jsonl is progress (see the module's docstring)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(event, dict):
+        return False
+    kind = event.get("event")
+    return kind is None or (kind in PROGRESS_EVENTS and kind not in _NOT_PROGRESS)
+
+
+class ProgressWatch:
+    """The time of an attempt's last progress, and when it has stalled.
+
+    `output_counts`: the attempt is a command without markers, whose output is its
+    progress. Times are `time.monotonic()`, as the watching loop's.
+    """
+
+    def __init__(self, events_path: Path, stall_s: float, *, output_counts: bool) -> None:
+        self.stall_s = stall_s
+        self.output_counts = output_counts
+        self._path = events_path
+        self._fd = -1
+        self._partial = b""
+        self._skipping = False
+        # When the last progress was seen; None until the first.
+        self.last: float | None = None
+
+    def output(self, now: float) -> None:
+        """The attempt printed something (the pump saw bytes)."""
+        if self.output_counts:
+            self.last = now
+
+    def poll(self, now: float) -> None:
+        """Read what was appended to events.jsonl since the last poll."""
+        if self._fd < 0:
+            try:
+                self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return  # not made yet (the runner makes it before the child starts)
+        try:
+            data = os.read(self._fd, _READ_BYTES)
+        except OSError:
+            return
+        if not data:
+            return
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        found = False
+        for line in lines:
+            if self._skipping:
+                self._skipping = False  # the end of an over-long line
+            elif not found and is_progress(line):
+                found = True
+        if found:
+            self.last = now
+        if len(self._partial) > _MAX_LINE:
+            self._partial, self._skipping = b"", True
+
+    def stalled(self, now: float) -> bool:
+        """Whether the attempt made progress once and then none for `stall_s` until `now`."""
+        return self.last is not None and now - self.last >= self.stall_s
+
+    def close(self) -> None:
+        """Close the events file."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,127 @@
+"""`run.stall` on real children: a program that stops making progress is a hang seconds after
+its last progress, its stacks taken; one that is slow but moving, or has made no progress
+yet (still starting, still importing), is left to the timeout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import Cli
+
+# One program, one behaviour per cell (argv[1]). Events go where the engine reads them.
+PROGRAM = """\
+import json, os, sys, time
+case = sys.argv[1]
+def event(**fields):
+    with open(os.environ["REPROSPEC_EVENTS"], "a") as handle:
+        handle.write(json.dumps(fields) + "\\n")
+if case == "stops":  # three steps, then stuck
+    for n in (1, 2, 3):
+        print("step", n, flush=True)
+        time.sleep(0.1)
+    time.sleep(600)
+elif case == "slow":  # slow but moving: 4.8 s in all, never 2 s without a line
+    for n in range(12):
+        print("step", n, flush=True)
+        time.sleep(0.4)
+elif case == "late":  # silent for longer than the stall before its first line
+    time.sleep(5)
+    print("ready", flush=True)
+elif case == "importing":  # an import event, then a long import: no progress yet
+    event(event="import", module="torch", phase="import")
+    time.sleep(5)
+elif case == "events":  # one line, then progress by events only
+    print("start", flush=True)
+    for n in range(12):
+        event(event="step", phase="train", step=n)
+        time.sleep(0.4)
+elif case == "never":  # no progress at all: only the timeout ends it
+    time.sleep(600)
+"""
+
+COMMANDS = """\
+reprospec: 1
+name: stall-commands
+matrix:
+  case: [stops, slow, late, importing, events, never]
+command: [PYTHON, -c, PROGRAM, "${{ matrix.case }}"]
+run:
+  timeout: "${{ matrix.case == 'never' and '4s' or '60s' }}"
+  stall: 2s
+expect:
+  outcome: pass
+  cases:
+    - when: {case: stops}
+      outcome: hang
+    - when: {case: never}
+      outcome: hang
+"""
+
+
+def attempts(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {cell["id"]: cell["attempts"][0] for cell in results["cells"]}
+
+
+def test_a_stalled_command_is_a_hang_early_and_a_slow_or_starting_one_is_not(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "stall.yaml"
+    spec.write_text(
+        COMMANDS.replace("PYTHON", json.dumps(sys.executable)).replace(
+            "PROGRAM", json.dumps(PROGRAM)
+        )
+    )
+    done = cli("run", str(spec), "-j", "3", timeout=300)
+    found = attempts(done.results())
+    assert done.code == 0, {k: a["outcome"] for k, a in found.items()}
+
+    stopped = found["case=stops"]
+    assert stopped["outcome"]["kind"] == "hang"
+    assert stopped["outcome"]["detail"].startswith("no progress for 2 s (run.stall); killed after")
+    # Called 2 s after its last line, not at the 60 s timeout.
+    assert stopped["duration_s"] < 30, stopped["duration_s"]
+    # Its stacks were taken as at a timeout.
+    assert "line 10 in <module>" in (stopped["stack"] or ""), stopped["stack"]  # sleep(600)
+
+    # Slow but moving, silent before its first progress, or importing: all ran to the end.
+    for case in ("slow", "late", "importing", "events"):
+        assert found[f"case={case}"]["outcome"]["kind"] == "pass", (case, found[f"case={case}"])
+    assert found["case=late"]["duration_s"] >= 5
+    assert found["case=importing"]["duration_s"] >= 5
+
+    never = found["case=never"]
+    assert never["outcome"]["kind"] == "hang"
+    assert never["outcome"]["detail"].startswith("no exit within the timeout (4 s)")
+
+
+HEARTBEAT = """\
+import time
+for n in (1, 2):
+    print("step", n, flush=True)
+while True:  # a stuck program that keeps printing, as watchdogs do
+    print("waiting for peers", flush=True)
+    time.sleep(0.2)
+"""
+
+
+def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "heartbeat.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stall-heartbeat\n"
+        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(HEARTBEAT)}]\n"
+        "markers: [{pattern: '^step (?P<step>\\d+)', phase: train}]\n"
+        "run: {timeout: 60s, stall: 2s}\n"
+        "expect: {outcome: hang, phase: train, step: 2}\n"
+    )
+    done = cli("run", str(spec), timeout=300)
+    (attempt,) = attempts(done.results()).values()
+    assert done.code == 0, attempt["outcome"]
+    assert attempt["outcome"]["detail"].startswith("no progress for 2 s (run.stall)")
+    assert attempt["duration_s"] < 30, attempt["duration_s"]
+    # It printed all along: that was no progress.
+    assert (done.latest_run() / "cells" / "default" / "1" / "stdout.log").read_text().count(
+        "waiting for peers"
+    ) >= 5

@@ -1,0 +1,209 @@
+"""`run.stall`: what counts as progress, read from events.jsonl as a child appends it; the
+spec field's checks; the hang's detail naming the limit that fired."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.results import Execution, Outcome
+from reprospec.core.sections import RunPolicy, SectionError
+from reprospec.errors import SpecError
+from reprospec.outcome.classify import classify
+from reprospec.process.progress import ProgressWatch, is_progress
+from reprospec.spec.load import load_spec
+
+
+def line(**event: object) -> bytes:
+    return json.dumps(event).encode() + b"\n"
+
+
+def append(path: Path, data: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(data)
+
+
+@pytest.mark.parametrize(
+    ("event", "progress"),
+    [
+        ({"event": "step", "phase": "train", "step": 3}, True),
+        ({"event": "phase", "phase": "validation"}, True),
+        ({"event": "stage", "stage": "backward"}, True),
+        ({"event": "marker", "line": "step 3"}, True),
+        ({"event": "done"}, True),
+        ({"phase": "train", "step": 1}, True),  # a line with no `event` says where it got to
+        # Written before the import starts: where the attempt is, not that it moves.
+        ({"event": "import", "module": "torch", "phase": "import"}, False),
+        ({"event": "ranks_stuck", "phase": "train", "step": 3}, False),
+        ({"event": "worker_busy", "worker": 0}, False),
+        ({"event": "start"}, False),
+    ],
+)
+def test_what_counts_as_progress(event: dict[str, object], progress: bool) -> None:
+    assert is_progress(json.dumps(event).encode()) is progress
+
+
+def test_garbage_is_no_progress() -> None:
+    assert not is_progress(b"{not json")
+    assert not is_progress(b"[1, 2]")
+
+
+def test_the_clock_starts_at_the_first_progress_and_counts_from_the_last(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 10.0, output_counts=False)
+    append(events, line(event="import", module="torch", phase="import"))
+    watch.poll(100.0)
+    assert watch.last is None
+    assert not watch.stalled(1000.0)  # no progress yet: only the timeout applies
+    append(events, line(event="step", step=1))
+    watch.poll(101.0)
+    assert watch.last == 101.0
+    assert not watch.stalled(110.9)
+    assert watch.stalled(111.0)
+    append(events, line(event="ranks_stuck", step=1))
+    watch.poll(112.0)
+    assert watch.last == 101.0  # the harness saying the ranks are stuck is no progress
+    watch.close()
+
+
+def test_a_line_is_read_once_it_is_whole(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 5.0, output_counts=False)
+    whole = line(event="step", step=2)
+    append(events, whole[:10])
+    watch.poll(1.0)
+    assert watch.last is None
+    append(events, whole[10:])
+    watch.poll(2.0)
+    assert watch.last == 2.0
+    watch.close()
+
+
+def test_an_over_long_line_is_skipped_whole(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 5.0, output_counts=False)
+    # A progress line buried in a line too long to be an event: skipped, not half-read.
+    append(events, b'{"event": "step", "pad": "' + b"x" * (80 * 1024))
+    watch.poll(1.0)
+    append(events, b'"}\n')
+    watch.poll(2.0)
+    assert watch.last is None
+    append(events, line(event="step", step=1))
+    watch.poll(3.0)
+    assert watch.last == 3.0
+    watch.close()
+
+
+def test_output_counts_only_when_told(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    quiet = ProgressWatch(events, 5.0, output_counts=False)
+    quiet.output(1.0)
+    assert quiet.last is None
+    loud = ProgressWatch(events, 5.0, output_counts=True)
+    loud.output(1.0)
+    assert loud.last == 1.0
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"timeout": "60s", "stall": "60s"}, "60s is not below run.timeout (1m)"),
+        ({"timeout": "1m", "stall": "2m"}, "2m is not below run.timeout (1m)"),
+        ({"stall": "20m"}, "20m is not below run.timeout (10m)"),  # the default timeout
+        ({"stall": 0}, "expected a duration > 0, got 0"),
+        ({"stall": "soon"}, "expected a duration like 90s, 5m or 1h, got 'soon'"),
+    ],
+)
+def test_a_stall_must_be_a_duration_below_the_timeout(
+    section: dict[str, object], message: str
+) -> None:
+    with pytest.raises(SectionError) as caught:
+        RunPolicy.from_section(section)
+    assert caught.value.path == ("run", "stall")
+    assert message in str(caught.value)
+
+
+def test_a_stall_below_the_timeout_is_kept() -> None:
+    assert RunPolicy.from_section({"timeout": "60s", "stall": "15s"}).stall_s == 15.0
+    assert RunPolicy.from_section({}).stall_s is None
+
+
+HEAD = "reprospec: 1\nname: s\ncommand: [python3, -c, pass]\nexpect: {outcome: pass}\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "run: {timeout: 30s, stall: 30s}\n",
+            "5:28: run.stall: 30s is not below run.timeout (30s): the timeout would always end"
+            " the attempt first",
+        ),
+        ("run: {stall: -1}\n", "5:14: run.stall: expected a number of seconds > 0, got -1"),
+        (
+            "matrix: {t: [5s, 60s]}\nrun: {timeout: '${{ matrix.t }}', stall: 10s}\n",
+            "6:42: run.stall: 10s is not below run.timeout (5s): the timeout would always end"
+            " the attempt first (in cell t=5s)",
+        ),
+        (
+            "matrix: {s: [0s, 5s]}\nrun: {stall: '${{ matrix.s }}'}\n",
+            "6:14: run.stall: expected a finite duration > 0, got '0s' (in cell s=0s)",
+        ),
+    ],
+)
+def test_a_bad_stall_is_refused_where_it_is_written(
+    tmp_path: Path, body: str, expected: str
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + body)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    problems = [p.removeprefix(f"{path}:") for p in caught.value.problems]
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_stall_from_the_matrix_below_each_timeout_loads(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + "matrix: {s: [1s, 5s]}\nrun: {timeout: 60s, stall: '${{ matrix.s }}'}\n")
+    assert load_spec(path).document["run"] == {"timeout": "60s", "stall": "${{ matrix.s }}"}
+
+
+def hung(tmp_path: Path, *, stalled: bool) -> Execution:
+    for name in ("stdout.log", "stderr.log"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "events.jsonl").write_bytes(line(event="step", phase="train", step=3))
+    return Execution(
+        cell_id="cell",
+        attempt=1,
+        log_dir=tmp_path,
+        returncode=-9,
+        timed_out=True,
+        duration_s=17.25,
+        started="",
+        finished="",
+        stdout_path=tmp_path / "stdout.log",
+        stderr_path=tmp_path / "stderr.log",
+        events_path=tmp_path / "events.jsonl",
+        timeout_s=60.0,
+        stall_s=15.0,
+        stalled=stalled,
+    )
+
+
+def test_the_hang_says_which_limit_fired(tmp_path: Path) -> None:
+    stalled = classify(hung(tmp_path, stalled=True))
+    assert isinstance(stalled, Outcome)
+    assert (stalled.kind, stalled.phase, stalled.step) == ("hang", "train", 3)
+    assert stalled.detail == "no progress for 15 s (run.stall); killed after 17.2s"
+    timed_out = classify(dataclasses.replace(hung(tmp_path, stalled=False), duration_s=60.5))
+    assert isinstance(timed_out, Outcome)
+    assert (timed_out.detail or "").startswith(
+        "no exit within the timeout (60 s); killed after 60.5s"
+    )
