@@ -121,3 +121,23 @@ def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Cli, tmp_path: 
     small = cells["shm=2m"]["attempts"][0]["outcome"]
     assert (small["kind"], small["signal"], small["where"]) == ("crash", "SIGBUS", "worker")
     assert cells["shm=64m"]["attempts"][0]["outcome"]["kind"] == "pass"
+
+
+@needs_engine
+def test_a_stall_ends_a_container_attempt_before_its_timeout(cli: Cli, tmp_path: Path) -> None:
+    """`run.stall` in the docker runner: the wait between the container's checks asks the
+    same progress watch as the local runner's loop, and the hang says which limit fired."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: docker-stall\n"
+        "command: python3 -c \"import time; print('step 1', flush=True); time.sleep(300)\"\n"
+        "run: {timeout: 120s, stall: 3s}\nexpect: {outcome: hang}\n"
+    )
+    done = cli("run", str(spec), "--runner", "docker")
+    assert done.code == 0, done.stderr[-2000:]
+    (attempt,) = done.results()["cells"][0]["attempts"]
+    assert attempt["outcome"]["kind"] == "hang"
+    assert attempt["duration_s"] < 60  # the stall ended it, not the 120 s timeout
+    assert attempt["outcome"]["detail"].startswith("no progress for 3 s (run.stall)")
+    assert "no progress for 3 s (run.stall)" in (done.latest_run() / "report.md").read_text()
