@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -66,6 +67,7 @@ def store(found: Mapping[str, Mapping[int, Entries]]) -> None:
         )
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            # (one name per thread: cores of parallel attempts are read at once)
+            partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
             partial.write_text(text, "utf-8")
             partial.replace(path)  # whole or absent: another engine may read it at once
