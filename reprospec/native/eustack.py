@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from reprospec.core import capped
+from reprospec.native import framenames
 from reprospec.native.backtrace import demangled, library_at, path_at, proc_maps
 from reprospec.native.cores import CoreInfo
 from reprospec.native.pyspy import core_python
@@ -222,24 +223,35 @@ def _core_run(info: CoreInfo, eustack: str, timeout_s: float) -> _Run:
     threads = _unwound(frames.stdout)
     if not frames.finished or not threads:
         return frames
-    asked = sorted(
-        {
-            f.at
-            for t in threads
-            for f in t[1]
-            if f.at is not None and path_at(f.pc, info.files) not in big
-        }
-    )
-    named: dict[int, list[tuple[str | None, str | None]]] = {}
+    others = [
+        f
+        for t in threads
+        for f in t[1]
+        if f.at is not None and path_at(f.pc, info.files) not in big
+    ]
+    # What an earlier core's frames of the same builds were named (framenames.py).
+    kept = framenames.load(sorted({f.build_id for f in others if f.build_id}))
+    named: dict[int, framenames.Entries] = {}
+    for f in others:
+        known = kept[f.build_id].get(f.offset) if f.build_id and f.offset is not None else None
+        if known and f.at is not None:
+            named[f.at] = known
+    asked = sorted({f.at for f in others if f.at is not None} - named.keys())
     if asked:
         left = deadline - time.monotonic()
         argv = [addr2line, f"--core={info.path}", *executable, "-a", "-f", "-i", "--relative"]
         found = _run([*argv, *(hex(a) for a in asked)], left)
         if not found.finished:
             return _Run(frames.stdout, found.stderr, finished=False)
-        named = _addr2line_entries(found.stdout)
-        if not named:  # eu-addr2line could not read the core: eu-stack names every frame
+        answers = _addr2line_entries(found.stdout)
+        if not answers:  # eu-addr2line could not read the core: eu-stack names every frame
             return _run(whole, deadline - time.monotonic())
+        named.update(answers)
+        new: dict[str, dict[int, framenames.Entries]] = {}
+        for f in others:
+            if f.build_id and f.offset is not None and f.at in answers:
+                new.setdefault(f.build_id, {})[f.offset] = answers[f.at]
+        framenames.store(new)
     indexes: dict[str, SymbolIndex | None] = {}
     try:
         lines = []

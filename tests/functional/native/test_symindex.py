@@ -62,10 +62,18 @@ def test_a_torch_core_has_eu_stacks_frames_with_libtorch_named_by_the_index(
     assert tool is not None
     argv = eustack.core_eustack_argv(torch_core, str(torch_core.path), eustack=tool)
     whole = eustack.parse_eustack(eustack._run(argv, 120).stdout, torch_core.files)
-    for _ in range(2):  # the index built, then read back from the cache
+    kept = tmp_path / "cache" / "reprospec" / "symbols"
+    # The index and the other libraries' names (framenames.py) built, then read back from
+    # the cache: the second read names every frame from them, as eu-stack does.
+    for _ in range(2):
         run = eustack._core_run(torch_core, tool, 120)
         assert eustack.parse_eustack(run.stdout, torch_core.files) == whole
-        assert list((tmp_path / "cache" / "reprospec" / "symbols").glob("*.idx"))
+        assert list(kept.glob("*.idx"))
+        names = {path.name.split(".")[0]: path for path in kept.glob("*.names")}
+        (libc,) = {p for _, _, p in torch_core.files if Path(p).name == "libc.so.6"}
+        facts = symindex.elf_facts(libc)
+        assert facts is not None
+        assert facts.build_id in names, names  # libc's start frames, under every main thread
     assert len(whole) == 2
     process = eustack.core_eustack_stacks(torch_core, run, python="", timeout_s=120)
     signature = native.signature_frame(native.NativeStacks((process,)))
