@@ -28,6 +28,7 @@ from pathlib import Path
 from reprospec import native
 from reprospec.core import capped
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.native import NativeStacks
@@ -283,7 +284,7 @@ class Evidence:
 
 
 # Python's `warnings` print `file:line: Category: message`, then the source line indented.
-_WARNING = re.compile(
+_WARNING = Lazy(
     r"^(?P<where>\S[^\n]*?:\d+): (?P<category>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Warning):"
     r" (?P<message>\S[^\n]*)$",
     re.M,

@@ -15,13 +15,13 @@ process ended first among those that failed), else instance 0's pass.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
 from reprospec import native
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.errors import InfraError
 from reprospec.outcome import ranks
@@ -142,7 +142,7 @@ def attempt_result(
     )
 
 
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:
