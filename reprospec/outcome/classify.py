@@ -396,6 +396,8 @@ def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath |
             item_phase=phase if isinstance(phase := worker_exit.get("phase"), str) else None,
             item_step=_int_or_none(worker_exit.get("step")),
         )
+    if not stderr:  # most attempts that pass: none of torch's messages to look for
+        return None
     kills = list(_WORKER_KILLED.finditer(stderr))
     if kills:
         killed = kills[-1]

@@ -298,6 +298,8 @@ def python_warnings(text: str) -> tuple[ChildWarning, ...]:
     A warning printed in a loop, or by every DataLoader worker, is one warning: its
     first `file:line` is kept.
     """
+    if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
+        return ()
     seen: dict[tuple[str, str], ChildWarning] = {}
     for match in _WARNING.finditer(clean_log(text)):
         message = match["message"].strip()

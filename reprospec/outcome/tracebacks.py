@@ -79,6 +79,8 @@ def parse_exception(text: str) -> PythonException | None:
 
 def parse_chain(text: str) -> tuple[PythonException, ...]:
     """The exceptions of the last uncaught traceback's chain, primary first; () when none."""
+    if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
+        return ()
     lines = text.splitlines()
     found: dict[str, list[PythonException]] = {}
     chain: list[PythonException] = []
