@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
@@ -32,10 +33,12 @@ from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.native import NativeStacks
-from reprospec.outcome import gpufindings, ranks
+from reprospec.outcome import gpufindings
 from reprospec.outcome.gpufindings import GpuFindings
-from reprospec.outcome.ranks import RankReport
 from reprospec.process.childprotocol import PROGRESS_EVENTS
+
+if TYPE_CHECKING:
+    from reprospec.outcome.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -251,9 +254,7 @@ class Evidence:
             ),
             stack=stack,
             native=native.read(execution.log_dir),
-            ranks=ranks.from_events(
-                allowed_events(_parse_events(events), harness=execution.harness)
-            ),
+            ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
             gpu=gpufindings.read(execution.log_dir, stderr),
         )
 
@@ -328,6 +329,18 @@ def _events_window(path: Path | None) -> bytes:
         return capped.head_tail(path, EVENTS_HEAD_BYTES, EVENTS_TAIL_BYTES)
     except OSError:
         return b""
+
+
+def _ranks(events: Iterable[Event]) -> RankReport | None:
+    """`ranks.from_events`, imported for an attempt that said it is distributed: without a
+    `distributed` event (its world size) there is no report, and a run of single processes
+    never imports the ranks' reader (issue 30, item 4)."""
+    listed = list(events)
+    if not any(event.get("event") == "distributed" for event in listed):
+        return None
+    from reprospec.outcome import ranks
+
+    return ranks.from_events(listed)
 
 
 def _parse_events(data: bytes) -> Iterator[JsonObject]:

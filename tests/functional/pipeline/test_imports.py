@@ -28,11 +28,13 @@ READERS = (
 )
 
 # What only some runs need: a child's crash read from its exit (an attempt that exited
-# non-zero), instances released together (run.instances), `reprospec doctor`'s machine
-# and engine checks (the capture reads only what a spec needs), GitHub's summary and
-# annotations (in GitHub Actions).
+# non-zero), the ranks of a distributed workload (it says so in its events), instances
+# released together (run.instances), `reprospec doctor`'s machine and engine checks (the
+# capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
+# Actions).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
+    "reprospec.outcome.ranks",
     "reprospec.runners.together",
     "reprospec.process.barrier",
     "reprospec.doctor.machine",
