@@ -31,7 +31,7 @@ READERS = (
 # non-zero), the ranks of a distributed workload (it says so in its events), instances
 # released together (run.instances), `reprospec doctor`'s machine and engine checks (the
 # capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
-# Actions).
+# Actions), the repro.py generator (a workload's standalone repro).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -41,6 +41,7 @@ NOT_FOR_A_PASS = (
     "reprospec.doctor.engine",
     "reprospec.report.github",
     "reprospec.spec.lines",
+    "reprospec.plan.reproscript",
 )
 
 _RUN_AND_LIST = (
