@@ -1,7 +1,7 @@
 """What the engine costs around its children (issue 15, part 2), as ratios measured in one run.
 
     python benchmarks/parent_costs.py [--rounds 7]
-                                      [--only startup,fixed,attempts,cells,scan,engine,imports]
+                                      [--only startup,fixed,attempts,cells,scan,engine,...]
                                       [--after-deletions N] [--before CHECKOUT]
 
 startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
@@ -19,11 +19,16 @@ cells     256 cells of `python -c pass` at -j 2 vs `xargs -P 2` running the same
           creates none
 scan      in-process: finding an attempt's processes in the engine's own tree vs a scan of
           all of /proc; one store write with synchronous=NORMAL vs FULL
+(also oneshot and imports, below)
 engine    the engine process's own CPU (not its children's: read by getrusage in the
           engine at its exit): a one-attempt `reprospec run` of `true` (goal: at most
           0.25 s), and `--repeat N` of `true` at -j 1 against one attempt, alternately:
           the difference over N - 1 is the engine's CPU per attempt (goal: at most 1 ms);
           with --before CHECKOUT, the same runs of that checkout, in turn with these
+oneshot   the engine's own CPU for a one-attempt run of `true` only, this checkout and
+          --before CHECKOUT in turn, --rounds pairs: both medians and the median of the
+          pairs' differences (many short pairs: a loaded machine moves single runs by
+          more than a change of a few percent; not in the default --only)
 imports   what a one-attempt `reprospec run` of `true` loads and builds, counted in the
           engine (not timed, so a loaded machine cannot blur it): modules imported,
           regular expressions compiled, dataclasses built; with --before CHECKOUT, that
@@ -172,6 +177,31 @@ def engine(rounds: int, tmp: Path, n: int = 200, before: Path | None = None) -> 
             f"rounds' differences; goal <= 1 ms); wall per attempt "
             f"{(many - one) / (n - 1) * 1000:.2f} ms"
         )
+
+
+def oneshot(rounds: int, tmp: Path, before: Path) -> None:
+    """The engine CPU of a one-attempt run of `true`, this checkout against `before`, in
+    pairs (the first side alternating): medians and the median paired difference."""
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    roots = (ROOT, before.resolve())
+    argv = ["run", str(spec), "--out", str(tmp / "oneshot")]
+    for root in roots:  # warm cache, bytecode
+        engine_cpu(argv, tmp, tmp, root=root)
+    cpu: dict[Path, list[float]] = {root: [] for root in roots}
+    for r in range(rounds):
+        for root in roots if r % 2 == 0 else roots[::-1]:
+            engine_cpu(argv, tmp, tmp, root=root)
+            cpu[root].append(ENGINE_CPU[-1])
+    this, that = cpu[ROOT], cpu[roots[1]]
+    differences = [a - b for a, b in zip(this, that, strict=True)]
+    cheaper = sum(d < 0 for d in differences)
+    print(
+        f"one-attempt run of `true`, engine CPU, {rounds} pairs: this checkout "
+        f"{statistics.median(this) * 1000:.0f} ms, before {statistics.median(that) * 1000:.0f} ms; "
+        f"paired difference {statistics.median(differences) * 1000:+.0f} ms (median), "
+        f"this checkout cheaper in {cheaper} of {rounds}"
+    )
 
 
 # `python -c IMPORT_COUNTS ARGS`: `reprospec ARGS`, then on stderr what the engine process
@@ -495,6 +525,10 @@ def main() -> None:
             scan(args.rounds, tmp)
         if "engine" in chosen:
             engine(max(3, args.rounds // 2), tmp, before=args.before)
+        if "oneshot" in chosen:
+            if args.before is None:
+                parser.error("--only oneshot needs --before CHECKOUT")
+            oneshot(args.rounds, tmp, args.before)
         if "imports" in chosen:
             imports(tmp, before=args.before)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
