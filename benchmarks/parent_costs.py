@@ -19,7 +19,6 @@ cells     256 cells of `python -c pass` at -j 2 vs `xargs -P 2` running the same
           creates none
 scan      in-process: finding an attempt's processes in the engine's own tree vs a scan of
           all of /proc; one store write with synchronous=NORMAL vs FULL
-(also oneshot and imports, below)
 engine    the engine process's own CPU (not its children's: read by getrusage in the
           engine at its exit): a one-attempt `reprospec run` of `true` (goal: at most
           0.25 s), and `--repeat N` of `true` at -j 1 against one attempt, alternately:
