@@ -1,7 +1,7 @@
 """What the engine costs around its children (issue 15, part 2), as ratios measured in one run.
 
     python benchmarks/parent_costs.py [--rounds 7]
-                                      [--only startup,fixed,attempts,cells,scan,engine]
+                                      [--only startup,fixed,attempts,cells,scan,engine,...]
                                       [--after-deletions N] [--before CHECKOUT]
 
 startup   `reprospec validate` / `plan` of specs/intermittent.yaml vs `python -c "import yaml"`
@@ -24,6 +24,14 @@ engine    the engine process's own CPU (not its children's: read by getrusage in
           0.25 s), and `--repeat N` of `true` at -j 1 against one attempt, alternately:
           the difference over N - 1 is the engine's CPU per attempt (goal: at most 1 ms);
           with --before CHECKOUT, the same runs of that checkout, in turn with these
+oneshot   the engine's own CPU for a one-attempt run of `true` only, this checkout and
+          --before CHECKOUT in turn, --rounds pairs: both medians and the median of the
+          pairs' differences (many short pairs: a loaded machine moves single runs by
+          more than a change of a few percent; not in the default --only)
+imports   what a one-attempt `reprospec run` of `true` loads and builds, counted in the
+          engine (not timed, so a loaded machine cannot blur it): modules imported,
+          regular expressions compiled, dataclasses built; with --before CHECKOUT, that
+          checkout's too (not in the default --only)
 
 Every figure is the median of --rounds rounds, the two sides of a ratio measured
 alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
@@ -168,6 +176,76 @@ def engine(rounds: int, tmp: Path, n: int = 200, before: Path | None = None) -> 
             f"rounds' differences; goal <= 1 ms); wall per attempt "
             f"{(many - one) / (n - 1) * 1000:.2f} ms"
         )
+
+
+def oneshot(rounds: int, tmp: Path, before: Path) -> None:
+    """The engine CPU of a one-attempt run of `true`, this checkout against `before`, in
+    pairs (the first side alternating): medians and the median paired difference."""
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    roots = (ROOT, before.resolve())
+    argv = ["run", str(spec), "--out", str(tmp / "oneshot")]
+    for root in roots:  # warm cache, bytecode
+        engine_cpu(argv, tmp, tmp, root=root)
+    cpu: dict[Path, list[float]] = {root: [] for root in roots}
+    for r in range(rounds):
+        for root in roots if r % 2 == 0 else roots[::-1]:
+            engine_cpu(argv, tmp, tmp, root=root)
+            cpu[root].append(ENGINE_CPU[-1])
+    this, that = cpu[ROOT], cpu[roots[1]]
+    differences = [a - b for a, b in zip(this, that, strict=True)]
+    cheaper = sum(d < 0 for d in differences)
+    print(
+        f"one-attempt run of `true`, engine CPU, {rounds} pairs: this checkout "
+        f"{statistics.median(this) * 1000:.0f} ms, before {statistics.median(that) * 1000:.0f} ms; "
+        f"paired difference {statistics.median(differences) * 1000:+.0f} ms (median), "
+        f"this checkout cheaper in {cheaper} of {rounds}"
+    )
+
+
+# `python -c IMPORT_COUNTS ARGS`: `reprospec ARGS`, then on stderr what the engine process
+# loaded: modules, regular expressions compiled (re's compiler runs once per pattern not in
+# its cache) and dataclasses built (each generates and compiles its methods at import).
+IMPORT_COUNTS = """
+import atexit, dataclasses, re, runpy, sys
+counts = {"regexes": 0, "dataclasses": 0}
+compile_pattern, process_class = re._compiler.compile, dataclasses._process_class
+def counted_compile(*args, **kwargs):
+    counts["regexes"] += 1
+    return compile_pattern(*args, **kwargs)
+def counted_class(*args, **kwargs):
+    counts["dataclasses"] += 1
+    return process_class(*args, **kwargs)
+re._compiler.compile, dataclasses._process_class = counted_compile, counted_class
+def report():
+    ours = sum(name.startswith("reprospec") for name in sys.modules)
+    found = (len(sys.modules), ours, counts["regexes"], counts["dataclasses"])
+    print("COUNTS", *found, file=sys.stderr)
+atexit.register(report)
+sys.argv[0] = "reprospec"
+runpy.run_module("reprospec", run_name="__main__", alter_sys=True)
+"""
+
+
+def imports(tmp: Path, before: Path | None = None) -> None:
+    """What a one-attempt run of `true` imports and builds, in this checkout and `before`."""
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    print("one-attempt run of `true`   modules (reprospec's)   regexes compiled   dataclasses")
+    for name, root in checkouts:
+        done = subprocess.run(
+            [PY, "-c", IMPORT_COUNTS, "run", str(spec), "--out", str(tmp / "imports")],
+            cwd=tmp,
+            env={**ENV, "PYTHONPATH": str(root)},
+            text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=True,
+        )
+        line = [text for text in done.stderr.splitlines() if text.startswith("COUNTS ")][-1]
+        modules, ours, regexes, classes = line.split()[1:]
+        print(f"{name:<28}{modules:>7} ({ours:>3}){regexes:>21}{classes:>14}")
 
 
 def startup(rounds: int) -> None:
@@ -446,6 +524,12 @@ def main() -> None:
             scan(args.rounds, tmp)
         if "engine" in chosen:
             engine(max(3, args.rounds // 2), tmp, before=args.before)
+        if "oneshot" in chosen:
+            if args.before is None:
+                parser.error("--only oneshot needs --before CHECKOUT")
+            oneshot(args.rounds, tmp, args.before)
+        if "imports" in chosen:
+            imports(tmp, before=args.before)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -337,11 +337,11 @@ def write_github_summary(result: RunResult) -> None:
     """In GitHub Actions, add the run's summary and results table to the job summary page."""
     import os
 
-    from reprospec.report import render
-
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
+    from reprospec.report import render
+
     try:
         with Path(path).open("a", encoding="utf-8") as fh:
             fh.write(render(result, "github"))
@@ -358,11 +358,12 @@ def write_github_annotations(result: RunResult, spec: Spec) -> None:
     each cell that failed, so a pull request shows it where the cell is written."""
     import os
 
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    # Imported only in GitHub Actions: a run elsewhere never needs them.
     from reprospec.report.github import error_annotations
     from reprospec.spec.lines import cell_lines
 
-    if os.environ.get("GITHUB_ACTIONS") != "true":
-        return
     path = spec.path.resolve()
     # GitHub resolves an annotation's file against the repository's root.
     workspace = os.environ.get("GITHUB_WORKSPACE")

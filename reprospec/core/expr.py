@@ -32,6 +32,7 @@ from typing import NamedTuple, TypeGuard, TypeVar
 
 from reprospec.core.bounds import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
 from reprospec.core.jsontypes import JsonScalar, JsonValue
+from reprospec.core.lazyre import Lazy
 
 # Names an expression may read, and the fields each allows (None: any field).
 ROOTS: Mapping[str, frozenset[str] | None] = {
@@ -102,7 +103,7 @@ class Token(NamedTuple):
     offset: int
 
 
-_TOKEN = re.compile(
+_TOKEN = Lazy(
     r"""
     (?P<space>\s+)
   | (?P<num>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)

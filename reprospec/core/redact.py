@@ -40,13 +40,12 @@ from typing import TypeVar, cast
 
 from reprospec.core.expr import ExprError, names_used
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 
-SECRET_NAME = re.compile(
-    r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
-)
+SECRET_NAME = Lazy(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE)
 MASK = "***"
 MIN_MASKED_CHARS = 4
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 
 T = TypeVar("T")

@@ -29,13 +29,14 @@ any report would run, and asks, before running it.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
-_MARKER = re.compile(
+from reprospec.core.lazyre import Lazy
+
+_MARKER = Lazy(
     r'^<!-- reprospec:spec sha256=([0-9a-f]{64}) lines=(\d+) path=("(?:[^"\\]|\\.)*") -->\s*$'
 )
-_OPENING = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)\s*$")
+_OPENING = Lazy(r"^ {0,3}(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)\s*$")
 # Blocks looked at for the marked spec: a real report has a handful.
 MAX_CANDIDATES = 256
 

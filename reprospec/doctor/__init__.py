@@ -9,34 +9,77 @@ functions, no torch.
 
 from __future__ import annotations
 
-from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
-from reprospec.doctor.engine import check_native_stacks, check_starter
-from reprospec.doctor.machine import (
-    arch_ok,
-    check_arch_list,
-    check_cpu_capability,
-    check_cuda_available,
-    check_driver,
-    check_nvcc,
-    check_torch,
-    check_wsl,
-)
-from reprospec.doctor.needs import (
-    Needs,
-    batchformat_size,
-    check_device,
-    check_limits,
-    check_memory,
-    check_shm,
-    check_spec_environment,
-    environment_mismatches,
-    needs_of,
-    satisfies,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
+    from reprospec.doctor.engine import check_native_stacks, check_starter
+    from reprospec.doctor.machine import arch_ok
+    from reprospec.doctor.needs import (
+        Needs,
+        batchformat_size,
+        environment_mismatches,
+        needs_of,
+        satisfies,
+    )
+
+# Name -> the submodule that defines it, imported at the first use of a name: every run's
+# environment capture reads `doctor.needs`, and importing the package imported the
+# machine's and the engine's checks too, which only `reprospec doctor` runs (issue 30,
+# item 4).
+_WHERE = {
+    "NO_GPU": "check",
+    "Captured": "check",
+    "Check": "check",
+    "Status": "check",
+    "version_tuple": "check",
+    "check_native_stacks": "engine",
+    "check_starter": "engine",
+    "arch_ok": "machine",
+    "Needs": "needs",
+    "batchformat_size": "needs",
+    "environment_mismatches": "needs",
+    "needs_of": "needs",
+    "satisfies": "needs",
+}
+
+_SUBMODULES = frozenset(_WHERE.values()) | {"cuda"}
+
+
+def __getattr__(name: str) -> object:
+    """`doctor.NAME`, read from its submodule at first use, then kept in this namespace."""
+    if name in _SUBMODULES:  # `doctor.cuda`, as an eager import of it would have set
+        return import_module(f"{__name__}.{name}")
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:
     """Every check, machine first, then what the spec needs (when a spec was given)."""
+    from reprospec.doctor.machine import (
+        check_arch_list,
+        check_cpu_capability,
+        check_cuda_available,
+        check_driver,
+        check_nvcc,
+        check_torch,
+        check_wsl,
+    )
+    from reprospec.doctor.needs import (
+        Needs,
+        check_device,
+        check_limits,
+        check_memory,
+        check_shm,
+        check_spec_environment,
+    )
+
     checks = [
         check_torch(env),
         check_cuda_available(env),
@@ -65,6 +108,8 @@ TORCH_CHECKS = frozenset({"torch", "cuda", "cuda-driver", "gpu-arch", "cpu-capab
 
 def _not_needed(check: Check) -> Check:
     """A torch check's failure or warning, for a spec that needs no torch: skipped, saying why."""
+    from reprospec.doctor.check import Check
+
     if check.name not in TORCH_CHECKS or check.status not in ("fail", "warn"):
         return check
     return Check(check.name, "skipped", f"the spec needs no torch ({check.why})")

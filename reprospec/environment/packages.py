@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core.lazyre import Lazy
 from reprospec.errors import InfraError
 
 # Runs in the target interpreter: stdlib only, Python 3.6+ (pkg_resources when
@@ -80,7 +81,7 @@ _SITE_VARIABLES = (
     "PYTHONSAFEPATH",
     "VIRTUAL_ENV",
 )
-_WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+_WHEEL_NAME = Lazy(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 
 
 @dataclass(frozen=True)

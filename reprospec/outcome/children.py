@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import ChildExit, Execution
 from reprospec.core.signals import (
     SHELL_FATAL_SIGNALS,
@@ -49,18 +50,16 @@ _SHELL_DESCRIPTIONS = "|".join(
 )
 # bash: `./run.sh: line 3:  4242 Segmentation fault      (core dumped) ./test_ops --x`
 # (the pid right-aligned in 5 columns)
-_SHELL_REPORT = re.compile(
+_SHELL_REPORT = Lazy(
     rf"^(?:[^\n]*?: )?(?:line \d+: )?[ \t]*(?P<pid>\d+) (?P<desc>{_SHELL_DESCRIPTIONS})"
     r"(?:\s+\(core dumped\))?\s+(?P<cmd>\S[^\n]*?)\s*$",
     re.M,
 )
 # subprocess.CalledProcessError: Command '['./test_ops']' died with <Signals.SIGSEGV: 11>.
-_CALLED_PROCESS = re.compile(
+_CALLED_PROCESS = Lazy(
     r"Command (?P<cmd>'.*?'|\".*?\"|\[.*?\]) died with <Signals\.(?P<signal>SIG\w+): \d+>"
 )
-_POOL_BROKEN = re.compile(
-    r"A (?:child )?process (?:in the process pool )?(?:was )?terminated abruptly"
-)
+_POOL_BROKEN = Lazy(r"A (?:child )?process (?:in the process pool )?(?:was )?terminated abruptly")
 _CMDLINE_CHARS = 200
 
 

@@ -42,9 +42,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from reprospec import native
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
 from reprospec.core.signals import (
     canonical_signal,
@@ -53,7 +54,6 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.outcome.children import ChildCrash, child_crash
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
 from reprospec.outcome.tracebacks import (
@@ -64,26 +64,29 @@ from reprospec.outcome.tracebacks import (
     parse_chain,
 )
 
+if TYPE_CHECKING:
+    from reprospec.outcome.children import ChildCrash
+
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
 
-_WORKER_KILLED = re.compile(
+_WORKER_KILLED = Lazy(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
 )
-_WORKER_HANDLER = re.compile(
+_WORKER_HANDLER = Lazy(
     r"ERROR: Unexpected (?P<desc>segmentation fault|bus error|floating-point exception)"
     r" encountered in worker"
 )
-_WORKER_EXITED = re.compile(
+_WORKER_EXITED = Lazy(
     r"DataLoader worker \(pids?(?:\(s\))? (?P<pids>[\d, ]+)\) exited unexpectedly"
     r"(?: with exit code (?P<code>-?\d+))?"
 )
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_PATH = re.compile(r"(?<![\w.])(?:~|\.{1,2})?/[^\s'\"()\[\]{}<>,;:]+")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?!\w)")
+_ANSI = Lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_UUID = Lazy(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
+_HEX = Lazy(r"\b0x[0-9a-fA-F]+\b")
+_PATH = Lazy(r"(?<![\w.])(?:~|\.{1,2})?/[^\s'\"()\[\]{}<>,;:]+")
+_NUMBER = Lazy(r"(?<![\w.])\d+(?:\.\d+)*(?!\w)")
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ def classify(
         elif worker is not None and worker.exit_code is None:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
-        elif worker is None and (child := child_crash(execution, evidence)) is not None:
+        elif worker is None and (child := _child_crash(execution, evidence)) is not None:
             kind, signal, where = "crash", child.signal, "child"
             detail = f"{child.describe()}; the main process exited {returncode}"
         else:
@@ -258,7 +261,7 @@ def _chain(chain: Sequence[PythonException]) -> tuple[ChainLink, ...]:
 
 def crash_stack(execution: Execution, evidence: Evidence) -> str | None:
     """The crashed child's own stack (its faulthandler report), for `where: child`."""
-    child = child_crash(execution, evidence)
+    child = _child_crash(execution, evidence)
     return child.stack if child is not None else None
 
 
@@ -290,7 +293,7 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
     return None
 
 
-_PY_BT_THREAD = re.compile(r"^Thread \d+ \(", re.M)
+_PY_BT_THREAD = Lazy(r"^Thread \d+ \(", re.M)
 
 
 def _crashed_thread_first(text: str, lwp: int | None) -> str:
@@ -393,6 +396,8 @@ def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath |
             item_phase=phase if isinstance(phase := worker_exit.get("phase"), str) else None,
             item_step=_int_or_none(worker_exit.get("step")),
         )
+    if not stderr:  # most attempts that pass: none of torch's messages to look for
+        return None
     kills = list(_WORKER_KILLED.finditer(stderr))
     if kills:
         killed = kills[-1]
@@ -474,3 +479,11 @@ def _number(value: object) -> float | None:
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+    """children.child_crash, imported at an exit that may be a child's crash: an attempt
+    that passes (or ended on a signal) never reads its children's exits (issue 30, item 4)."""
+    from reprospec.outcome.children import child_crash
+
+    return child_crash(execution, evidence)

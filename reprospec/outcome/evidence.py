@@ -24,17 +24,21 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core import capped
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.native import NativeStacks
-from reprospec.outcome import gpufindings, ranks
+from reprospec.outcome import gpufindings
 from reprospec.outcome.gpufindings import GpuFindings
-from reprospec.outcome.ranks import RankReport
 from reprospec.process.childprotocol import PROGRESS_EVENTS
+
+if TYPE_CHECKING:
+    from reprospec.outcome.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -250,9 +254,7 @@ class Evidence:
             ),
             stack=stack,
             native=native.read(execution.log_dir),
-            ranks=ranks.from_events(
-                allowed_events(_parse_events(events), harness=execution.harness)
-            ),
+            ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
             gpu=gpufindings.read(execution.log_dir, stderr),
         )
 
@@ -283,7 +285,7 @@ class Evidence:
 
 
 # Python's `warnings` print `file:line: Category: message`, then the source line indented.
-_WARNING = re.compile(
+_WARNING = Lazy(
     r"^(?P<where>\S[^\n]*?:\d+): (?P<category>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Warning):"
     r" (?P<message>\S[^\n]*)$",
     re.M,
@@ -297,6 +299,8 @@ def python_warnings(text: str) -> tuple[ChildWarning, ...]:
     A warning printed in a loop, or by every DataLoader worker, is one warning: its
     first `file:line` is kept.
     """
+    if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
+        return ()
     seen: dict[tuple[str, str], ChildWarning] = {}
     for match in _WARNING.finditer(clean_log(text)):
         message = match["message"].strip()
@@ -325,6 +329,18 @@ def _events_window(path: Path | None) -> bytes:
         return capped.head_tail(path, EVENTS_HEAD_BYTES, EVENTS_TAIL_BYTES)
     except OSError:
         return b""
+
+
+def _ranks(events: Iterable[Event]) -> RankReport | None:
+    """`ranks.from_events`, imported for an attempt that said it is distributed: without a
+    `distributed` event (its world size) there is no report, and a run of single processes
+    never imports the ranks' reader (issue 30, item 4)."""
+    listed = list(events)
+    if not any(event.get("event") == "distributed" for event in listed):
+        return None
+    from reprospec.outcome import ranks
+
+    return ranks.from_events(listed)
 
 
 def _parse_events(data: bytes) -> Iterator[JsonObject]:

@@ -21,21 +21,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.tracebacks import parse_exception
 
-_NOT_FOUND = re.compile(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
-_NOT_EXECUTABLE = re.compile(
+_NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
+_NOT_EXECUTABLE = Lazy(
     r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?P<why>Permission denied|cannot execute[^\n]*)\s*$",
     re.M,
 )
-_CANT_OPEN = re.compile(
+_CANT_OPEN = Lazy(
     r"^(?P<exe>\S+): can't open file (?P<file>'[^'\n]*'|\S+): \[Errno \d+\] (?P<why>[^\n]+)$",
     re.M,
 )
-_NO_MODULE = re.compile(r"^No module named '(?P<module>[^'.]+)(?:\.[^']*)?'")
-_REQUIREMENT_NAME = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
+_NO_MODULE = Lazy(r"^No module named '(?P<module>[^'.]+)(?:\.[^']*)?'")
+_REQUIREMENT_NAME = Lazy(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)")
 # Distributions whose import name is not their project name (the usual suspects).
 _IMPORT_NAMES = {
     "pillow": "pil",

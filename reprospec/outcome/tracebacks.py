@@ -19,31 +19,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reprospec.core.lazyre import Lazy
+
 _MAX_MESSAGE_LINES = 30
 
-_TB_HEADER = re.compile(
-    r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$"
-)
-_EXC_LINE = re.compile(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
-_GROUP_PREFIX = re.compile(r"^\s*\| ?")
+_TB_HEADER = Lazy(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):\s*$")
+_EXC_LINE = Lazy(r"^(?P<type>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<message>.*))?)?$")
+_GROUP_PREFIX = Lazy(r"^\s*\| ?")
 # Lines that end an exception message: the next report, a logger, a warning.
-_MESSAGE_END = re.compile(
+_MESSAGE_END = Lazy(
     r"^(?:During handling of the above exception|The above exception was the direct cause"
     r"|Exception ignored|Exception in thread|Fatal Python error|ERROR: Unexpected"
     r"|\[[A-Z]\d{4} |\S+:\d+: \w*Warning:|\[\.\.\. \d+ bytes omitted)"
 )
 # CPython's last resort when it cannot print a traceback (e.g. "lost sys.stderr").
-_OBJECT_DUMP_TYPE = re.compile(r"^object type name: (?P<type>\S+)\s*$", re.M)
-_OBJECT_DUMP_REPR = re.compile(r"^object repr\s*: (?P<repr>.*)$", re.M)
+_OBJECT_DUMP_TYPE = Lazy(r"^object type name: (?P<type>\S+)\s*$", re.M)
+_OBJECT_DUMP_REPR = Lazy(r"^object repr\s*: (?P<repr>.*)$", re.M)
 
 
 _LINKS = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
 }
-_FATAL = re.compile(r"^Fatal Python error: (?P<description>.+?)\s*$")
+_FATAL = Lazy(r"^Fatal Python error: (?P<description>.+?)\s*$")
 # The lines of a faulthandler dump after its header: thread headers, frames, notes.
-_FATAL_BODY = re.compile(
+_FATAL_BODY = Lazy(
     r"^(?:\s*$|(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\):"
     r"|  File \"|  <no Python frame>"
     r"|  \.\.\.|  Garbage-collecting|Extension modules: |Python runtime state: )"
@@ -79,6 +79,8 @@ def parse_exception(text: str) -> PythonException | None:
 
 def parse_chain(text: str) -> tuple[PythonException, ...]:
     """The exceptions of the last uncaught traceback's chain, primary first; () when none."""
+    if not text:  # a silent attempt: no pattern to compile (core/lazyre.py)
+        return ()
     lines = text.splitlines()
     found: dict[str, list[PythonException]] = {}
     chain: list[PythonException] = []
@@ -130,7 +132,7 @@ def fatal_errors(text: str) -> list[FatalError]:
     return found
 
 
-_THREAD_HEADER = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ ")
+_THREAD_HEADER = Lazy(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ ")
 
 
 def current_thread_first(stack: str) -> str:

@@ -15,16 +15,15 @@ process ended first among those that failed), else instance 0's pass.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
 from reprospec import native
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.errors import InfraError
-from reprospec.outcome import ranks
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.gpufindings import GpuFindings
@@ -142,7 +141,7 @@ def attempt_result(
     )
 
 
-_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:
@@ -183,6 +182,8 @@ def with_native_and_ranks(outcome: Outcome | NotRun, evidence: Evidence) -> Outc
     if outcome.kind != "pass" and evidence.gpu is not None:
         outcome = with_gpu_findings(outcome, evidence.gpu)
     if outcome.kind in ("hang", "crash", "error") and evidence.ranks is not None:
+        from reprospec.outcome import ranks  # a distributed attempt's (evidence.py)
+
         said = ranks.describe(evidence.ranks)
         if said and said not in (outcome.detail or ""):
             detail = f"{outcome.detail}; {said}" if outcome.detail else said

@@ -11,15 +11,16 @@ a usage error, never a slot handed to an attempt.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reprospec.core.lazyre import Lazy
+
 # What CUDA_VISIBLE_DEVICES accepts: an index, or a GPU/MIG UUID.
-_GPU_ID = re.compile(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
+_GPU_ID = Lazy(r"^(\d+|(GPU|MIG)-[0-9A-Za-z/-]+)$")
 
 
 def parse_gpu_list(text: str) -> tuple[str, ...]:
@@ -73,8 +74,8 @@ class MachineGpus:
         return f"{noun} {', '.join(gpu.index for gpu in self.gpus)} ({self.source}{what})"
 
 
-_SMI_GPU = re.compile(r"^GPU (\d+): (.*?)(?:\s*\(UUID: (GPU-[^)]+)\))?\s*$")
-_SMI_MIG = re.compile(r"^\s+MIG .*\(UUID: (MIG-[^)]+)\)\s*$")
+_SMI_GPU = Lazy(r"^GPU (\d+): (.*?)(?:\s*\(UUID: (GPU-[^)]+)\))?\s*$")
+_SMI_MIG = Lazy(r"^\s+MIG .*\(UUID: (MIG-[^)]+)\)\s*$")
 
 
 def parse_nvidia_smi_list(text: str) -> tuple[Gpu, ...]:

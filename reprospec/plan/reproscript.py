@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import looks_secret
 from reprospec.core.sections import JsonObject, JsonValue, Workload
 from reprospec.harness import HARNESS_ROOT
@@ -41,7 +42,7 @@ def secret_name(name: str) -> bool:
 
 
 # Variables the interpreter or the dynamic loader read at start: set on the command line.
-_START_VARS = re.compile(r"^(LD_|PYTHON|MALLOC_|GLIBC_TUNABLES$|OMP_PROC_BIND$)")
+_START_VARS = Lazy(r"^(LD_|PYTHON|MALLOC_|GLIBC_TUNABLES$|OMP_PROC_BIND$)")
 # The harness's debug switches that are environment variables (run.DEBUG_ENV).
 DEBUG_ENV = {
     "cuda_launch_blocking": ("CUDA_LAUNCH_BLOCKING", "1"),

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan
-from reprospec.core.redact import MASK
+from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command
 from reprospec.core.units import format_size
 from reprospec.core.words import attempts_phrase
-from reprospec.plan.reproscript import Unsupported, generate, secret_name, shell_assignment
 from reprospec.plan.run import RunPlan
 from reprospec.plan.workfiles import named_files
 
@@ -81,7 +80,7 @@ def standalone_of(
     workdir = _relative(plan.workdir, spec_dir)
     if isinstance(plan.job, Command):
         files = named_files(plan)
-        words = [shell_assignment(k, v) for k, v in plan.env.items()]
+        words = _assignments(plan.env)
         line = " ".join([*words, plan.job.text])
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
@@ -108,11 +107,13 @@ def standalone_of(
                 "does not fire"
             ),
         )
+    from reprospec.plan.reproscript import Unsupported, generate
+
     try:
         script = generate(plan, expected=expected, spec_name=spec_name)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
-    prefix = " ".join(shell_assignment(k, v) for k, v in script.start_env.items())
+    prefix = " ".join(_assignments(script.start_env))
     start = f"{prefix + ' ' if prefix else ''}python {REPRO_PY}"
     return Standalone(
         cell=plan.cell.id,
@@ -185,8 +186,20 @@ def instances_loop(plan: AttemptPlan, line: str) -> str:
     )
 
 
+def _assignments(env: Mapping[str, str]) -> list[str]:
+    """`NAME=value` words for a command line (reproscript.shell_assignment). The script
+    generator is imported for a workload's repro.py or a command with variables: a run of
+    a plain command never builds its classes (issue 30, item 4)."""
+    if not env:
+        return []
+    from reprospec.plan.reproscript import shell_assignment
+
+    return [shell_assignment(k, v) for k, v in env.items()]
+
+
 def _masked(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: MASK if secret_name(k) else v for k, v in env.items()}
+    # reproscript.secret_name's rule, which is redact's.
+    return {k: MASK if looks_secret(k) else v for k, v in env.items()}
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -12,7 +12,6 @@ beside the capped log).
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from reprospec.core import patterns
 from reprospec.core.bounds import MARKER_MATCH_TIMEOUT_S, MAX_MARKER_LINE_CHARS
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazyre import Lazy
 
 if TYPE_CHECKING:
     import regex
@@ -42,7 +42,7 @@ MAX_LINE_BYTES = 64 << 10
 # Events are read back whole by the classifier and the report; a line excerpt is enough.
 MAX_EVENT_LINE_CHARS = 1000
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_ANSI = Lazy(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 # (named here: the marker's field `regex` would hide the module in the class body; a

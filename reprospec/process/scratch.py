@@ -435,11 +435,12 @@ def _open_fds(fd_dir: Path, prefix: str) -> Iterable[tuple[int, int]]:
 
 
 def _shm_names(root: Path) -> Sequence[str]:
+    # Twice per attempt, before and after: the names alone (a Path per entry, as
+    # iterdir makes, cost more than the listing of a /dev/shm that holds a few).
     try:
-        names = [entry.name for entry in root.iterdir()]
+        return os.listdir(root)  # noqa: PTH208 (names, not a Path each)
     except OSError:
         return ()
-    return names
 
 
 def remove_folder(path: Path) -> None:

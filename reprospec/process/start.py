@@ -160,7 +160,9 @@ def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
     executable file of that name on the child's PATH (as Popen looks it up)."""
     if os.sep in name:
         return name
-    for folder in os.get_exec_path(dict(env)):
+    # os.get_exec_path(env) without its copy of the environment and its warnings guard
+    # (once per attempt): the child's environment is str to str.
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
         candidate = os.path.join(cwd, folder, name)  # noqa: PTH118 (a relative PATH entry)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
             return os.path.join(folder, name)  # noqa: PTH118

@@ -8,13 +8,13 @@ A report is made from the result alone: the attempts carry what it quotes
 from __future__ import annotations
 
 import json
-import re
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import printable
 from reprospec.core.results import RunResult
 from reprospec.errors import UsageError
 
-_UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_IN_JSON = Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 FORMATS = ("md", "html", "junit", "json", "github")
 

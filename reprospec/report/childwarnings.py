@@ -11,23 +11,23 @@ and says it was not used marks the axis's value in the cells that printed it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import CellResult, ChildWarning, RunResult
 from reprospec.report.markup import show_value
 
 # How a warning says that what it names did not happen.
-_NO_EFFECT = re.compile(
+_NO_EFFECT = Lazy(
     r"won't be used|will not be used|not be used|(?:is|are|will be|being) ignored|no effect"
     r"|has been disabled|is disabled|[Dd]isabling|no accelerator|not available"
     r"|falling back|fall back|is not supported|not supported on",
 )
-_QUOTED = re.compile(r"['\"`](?P<name>[A-Za-z_][\w.-]*)['\"`]")
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w-]*")
+_QUOTED = Lazy(r"['\"`](?P<name>[A-Za-z_][\w.-]*)['\"`]")
+_IDENTIFIER = Lazy(r"[A-Za-z_][\w-]*")
 # A spec line that feeds an axis into an option: `pin_memory: ${{ matrix.pin }}`, `--pin ...`.
-_FEEDS = re.compile(
+_FEEDS = Lazy(
     r"(?:^|\s|-)(?P<option>[A-Za-z_][\w-]*)\s*[:=]?\s*['\"]?\$\{\{\s*matrix\.(?P<axis>[\w-]+)"
 )
 
@@ -91,7 +91,7 @@ def _nullified(
     if not _NO_EFFECT.search(warning.message):
         return ()
     quoted = {_norm(m["name"]) for m in _QUOTED.finditer(warning.message)}
-    words = {_norm(w) for w in _IDENTIFIER.findall(warning.message)}
+    words = {_norm(w) for w in _IDENTIFIER.compiled.findall(warning.message)}
     out: list[tuple[str, str]] = []
     axes = dict.fromkeys(axis for cell in cells for axis in cell.cell.matrix)
     for axis in axes:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import CellResult, RunResult
 from reprospec.core.words import size
 
@@ -135,7 +136,7 @@ _SOFTWARE_ROWS = frozenset(
 )
 _TORCH_ROWS = frozenset({"torch", "CUDA", "cuDNN", "CUDA arch list"})
 _SOFTWARE_KEYS = frozenset({"image", "dockerfile", "python"})
-_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_REQUIREMENT_NAME = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass(frozen=True)

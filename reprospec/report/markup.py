@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from reprospec.core.lazyre import Lazy
+
 
 def fence_for(text: str, char: str = "`") -> str:
     """A code fence longer than any run of `char` inside `text`, so the text cannot close it."""
@@ -39,10 +41,10 @@ def show_value(value: object) -> str:
 
 # A line that opens a code fence: up to 3 spaces, then ``` or ~~~ (a backtick fence's
 # info string has no backtick).
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+_FENCE_OPEN = Lazy(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 # HTML that runs until its own end marker, not a blank line (CommonMark HTML blocks
 # 1-5): a comment, <script>, <pre>, <style>, <textarea>, <?...?>, <!X...>.
-_LONG_HTML = re.compile(r"<(?=!|\?|(?:script|pre|style|textarea)\b)", re.IGNORECASE)
+_LONG_HTML = Lazy(r"<(?=!|\?|(?:script|pre|style|textarea)\b)", re.IGNORECASE)
 
 
 def plain_markdown(text: str) -> str:

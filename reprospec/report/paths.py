@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from reprospec.core.lazyre import Lazy
+
 # A path starts where no path character precedes it (so `/a/b` inside `/x/a/b` is not one).
 _BEFORE = r"(?<![\w.~/-])"
 # ... and ends at a separator or at a character that cannot continue the name.
@@ -19,7 +21,7 @@ _AFTER = r"(?=/|$|[^\w.-])"
 
 
 # The engine's short scratch folders (process/scratch.py ORPHAN_PREFIX), each attempt's pair.
-_SCRATCH = re.compile(_BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER)
+_SCRATCH = Lazy(_BEFORE + r"(?:/[\w.~-]+)*/reprospec-tmp-\d+-[\w]+/\d+/(tmp|cache)" + _AFTER)
 _SCRATCH_NAMES = {"tmp": "<TMPDIR>", "cache": "<XDG_CACHE_HOME>"}
 
 

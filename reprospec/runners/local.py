@@ -21,6 +21,7 @@ from reprospec.core import capped
 from reprospec.core.gpudebug import SANITIZER_LOG, sanitizer_argv
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
 from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
@@ -39,10 +40,10 @@ from reprospec.process.childprotocol import (
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
-from reprospec.runners.together import InstanceStart, instance_slots, run_together
 
 if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
     from reprospec.process import forkserver
+    from reprospec.runners.together import InstanceStart
 
 _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SHIM_PREFIX = "reprospec-python-"
@@ -73,7 +74,7 @@ def _unchosen(python: str) -> str | None:
 
 
 # A command that runs `python` or `python3` by name (the shims resolve it to ours).
-_BARE_PYTHON = re.compile(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
+_BARE_PYTHON = Lazy(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
 
 
 def _prepend_path(value: str | None, *entries: str) -> str:
@@ -234,6 +235,10 @@ class LocalRunner:
         program on one machine share its caches). Raises InfraError when the instances
         could not all be started; no process of any instance survives the return.
         """
+        # Imported by a spec with run.instances only: the start barrier and its socket
+        # are nothing a run of single attempts needs (issue 30, item 4).
+        from reprospec.runners.together import instance_slots, run_together
+
         slots = instance_slots(plan, gpu_slots)
         self._check_interpreter()
         self._shims()

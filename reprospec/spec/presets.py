@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reprospec.core.inputs import Marker
+from reprospec.core.lazyre import Lazy
 
 # tqdm's bar: `[desc: ] 70%|███████   | 7/10 [00:01<00:00, ...]` (the counter after the bar).
 _BAR = r"\s*\d+%\|[^|]*\|\s*(?P<step>\d+)/"
@@ -122,7 +123,7 @@ MIN_DETECTED_LINES = 2
 _DETECTION_ORDER = ("lightning", "hf-trainer", "gtest", "pytest", "tqdm", "steps")
 # A preset that a more specific detected one already covers.
 _COVERED_BY = {"tqdm": ("lightning", "hf-trainer"), "steps": ("lightning", "hf-trainer")}
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_ANSI = Lazy(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def output_lines(text: str) -> list[str]:

@@ -27,6 +27,23 @@ READERS = (
     "concurrent.futures",
 )
 
+# What only some runs need: a child's crash read from its exit (an attempt that exited
+# non-zero), the ranks of a distributed workload (it says so in its events), instances
+# released together (run.instances), `reprospec doctor`'s machine and engine checks (the
+# capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
+# Actions), the repro.py generator (a workload's standalone repro).
+NOT_FOR_A_PASS = (
+    "reprospec.outcome.children",
+    "reprospec.outcome.ranks",
+    "reprospec.runners.together",
+    "reprospec.process.barrier",
+    "reprospec.doctor.machine",
+    "reprospec.doctor.engine",
+    "reprospec.report.github",
+    "reprospec.spec.lines",
+    "reprospec.plan.reproscript",
+)
+
 _RUN_AND_LIST = (
     "import atexit, runpy, sys\n"
     "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr))\n"
@@ -59,6 +76,13 @@ def test_a_run_that_passes_imports_no_reader_of_crashes_hangs_or_gpu_dumps(
     modules = _modules_of_run(tmp_path, "[true]", "pass")
     assert "reprospec.native.capture" in modules  # the attempt asked whether it could read
     assert [name for name in READERS if name in modules] == []
+    assert [name for name in NOT_FOR_A_PASS if name in modules] == []
+
+
+def test_an_error_exit_imports_the_reader_of_children(tmp_path: Path) -> None:
+    # The other side of the lazy import: an exit that may be a child's crash reads them.
+    modules = _modules_of_run(tmp_path, "[sh, -c, 'exit 3']", "error")
+    assert "reprospec.outcome.children" in modules
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason="no reader of cores here")
