@@ -249,16 +249,24 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     assert "- [ ] `helper.py`" in report
 
 
-def test_an_injected_failure_has_no_standalone_repro(tmp_path: Path) -> None:
-    # repro.py leaves the spec's faults out: it would pass, so it is not offered.
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, Path]:
+    """PASS_SPEC's one run and its run folder: the injected-failure and the versions tests
+    read the same run (a torch child and its collect_env), each for its own checks."""
+    tmp_path = tmp_path_factory.mktemp("injected")
     result = _run(tmp_path, PASS_SPEC)
+    return result, tmp_path / "out" / "runs" / result.run_id
+
+
+def test_an_injected_failure_has_no_standalone_repro(injected: tuple[RunResult, Path]) -> None:
+    # repro.py leaves the spec's faults out: it would pass, so it is not offered.
+    result, folder = injected
     outcome = result.cells[0].attempts[0].ran
     assert outcome is not None
     assert outcome.kind == "error"  # the injected exception
     assert outcome.injected == "workload.faults[0]"
     assert result.standalone is not None
     assert "no standalone repro of an injected failure" in result.standalone.unavailable
-    folder = tmp_path / "out" / "runs" / result.run_id
     assert not (folder / "repro.py").exists()
     report = (folder / "report.md").read_text()
     assert "no standalone repro of an injected failure" in report
@@ -327,9 +335,9 @@ def test_command_spec_standalone_names_its_files(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "runs" / result.run_id / "repro.py").exists()
 
 
-def test_versions_block_is_captured_in_the_child(tmp_path: Path) -> None:
-    result = _run(tmp_path, PASS_SPEC)
-    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+def test_versions_block_is_captured_in_the_child(injected: tuple[RunResult, Path]) -> None:
+    result, folder = injected
+    report = (folder / "report.md").read_text()
     block = report.split("<details><summary>Versions", 1)[1].split("</details>", 1)[0]
     version = importlib.metadata.version("torch")  # the same interpreter, read without torch
     assert f"PyTorch version: {version}" in block
