@@ -307,6 +307,56 @@ class CellJudge:
         return CellResult.judged(cell, expectation, verdict, tuple(attempts), command, environment)
 
 
+class JudgedCells:
+    """A run's cells, each judged as its last attempt ends (`add`: the scheduler's `on_cell`
+    in pipeline/stages.py), then the rest at the end (`all`).
+
+    The scheduler gives a complete cell's attempts away and forgets them, so a finished
+    cell's attempts are held once, in its `CellResult`, and the end judges only what is
+    left (an interrupted run's cells, a resumed run's already complete ones).
+    """
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.judge = CellJudge(plan)
+        self.cells: dict[str, CellResult] = {}
+        self.left: dict[str, list[AttemptResult]] = {}
+        # Attempts start and end within the same second by the hundred (timestamps are to
+        # the second): one string each, not two per attempt (about 150 bytes of the 0.9 KiB
+        # a kept attempt of `true` holds).
+        self._times: dict[str, str] = {}
+
+    def add(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
+        times = self._times
+        kept = tuple(
+            replace(
+                a,
+                started=times.setdefault(a.started, a.started),
+                finished=times.setdefault(a.finished, a.finished),
+            )
+            for a in attempts
+        )
+        try:
+            self.cells[cell.id] = self.judge.judge(cell, kept)
+        except Exception:
+            # A bug in the judge: the end judges the cell again in the calling thread, where
+            # it is raised as before, not lost with a worker thread.
+            self.left[cell.id] = list(kept)
+
+    def all(
+        self, unfinished: Mapping[str, Sequence[AttemptResult]], *, interrupted: bool
+    ) -> tuple[CellResult, ...]:
+        """Every cell of the plan, in its order: judged as it ended, or now from `unfinished`."""
+        cells = self.cells
+        unfinished = {**unfinished, **self.left}
+        return tuple(
+            cells.pop(cell.id)
+            if cell.id in cells
+            else self.judge.judge(cell, unfinished.get(cell.id, ()), interrupted=interrupted)
+            for cell in self.plan.cells
+        )
+
+
 def _position(cells: Sequence[Cell], cell: Cell) -> int | None:
     """Where `cell` is among the plan's cells: they are in matrix order (ascending index),
     the ones `-m` left out missing, so a binary search finds it without a map of every id."""

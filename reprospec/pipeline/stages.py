@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from reprospec.core.inputs import AttemptPlan, Cell, Spec
+from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
-from reprospec.outcome.judge import CellJudge
+from reprospec.outcome.judge import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
@@ -110,7 +110,7 @@ def execute(
                 {},
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
-        judged = _Judged(plan)
+        judged = JudgedCells(plan)
         executor = AttemptExecutor(runner, folder)
 
         def run_attempt(
@@ -184,55 +184,6 @@ def execute(
         if keeper.failure is not None:
             raise keeper.error(options, folder, written=written)
     return result
-
-
-class _Judged:
-    """Each cell judged as its last attempt ends (the scheduler's `on_cell`), then the rest.
-
-    The scheduler gives a complete cell's attempts away and forgets them, so a finished
-    cell's attempts are held once, in its `CellResult`, and the end judges only what is
-    left (an interrupted run's cells, a resumed run's already complete ones).
-    """
-
-    def __init__(self, plan: RunPlan) -> None:
-        self.plan = plan
-        self.judge = CellJudge(plan)
-        self.cells: dict[str, CellResult] = {}
-        self.left: dict[str, list[AttemptResult]] = {}
-        # Attempts start and end within the same second by the hundred (timestamps are to
-        # the second): one string each, not two per attempt (about 150 bytes of the 0.9 KiB
-        # a kept attempt of `true` holds).
-        self._times: dict[str, str] = {}
-
-    def add(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
-        times = self._times
-        kept = tuple(
-            replace(
-                a,
-                started=times.setdefault(a.started, a.started),
-                finished=times.setdefault(a.finished, a.finished),
-            )
-            for a in attempts
-        )
-        try:
-            self.cells[cell.id] = self.judge.judge(cell, kept)
-        except Exception:
-            # A bug in the judge: the end judges the cell again in the calling thread, where
-            # it is raised as before, not lost with a worker thread.
-            self.left[cell.id] = list(kept)
-
-    def all(
-        self, unfinished: Mapping[str, Sequence[AttemptResult]], *, interrupted: bool
-    ) -> tuple[CellResult, ...]:
-        """Every cell of the plan, in its order: judged as it ended, or now from `unfinished`."""
-        cells = self.cells
-        unfinished = {**unfinished, **self.left}
-        return tuple(
-            cells.pop(cell.id)
-            if cell.id in cells
-            else self.judge.judge(cell, unfinished.get(cell.id, ()), interrupted=interrupted)
-            for cell in self.plan.cells
-        )
 
 
 class _Keeper:

@@ -10,7 +10,7 @@ import pytest
 
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
-from reprospec.outcome.judge import CellJudge, judge_cells
+from reprospec.outcome.judge import CellJudge, JudgedCells, judge_cells
 from reprospec.plan import attempt as attempt_module
 from reprospec.plan.attempt import expectation_for, plan_attempt
 from reprospec.plan.run import RunPlan, plan_run
@@ -127,3 +127,26 @@ def test_a_cell_judged_alone_reads_as_judged_with_the_others(tmp_path: Path) -> 
     # Equal reasons and rates are one object each, however many cells read them.
     assert len({id(c.reason) for c in alone}) == 1
     assert len({id(c.rate) for c in alone}) == 1
+
+
+def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2, 3]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
+    )
+    one, two, three = plan.cells
+    ran = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), True, (), logs="")
+    judged = JudgedCells(plan)
+    # Two attempts that ended in the same second: their timestamps are one string after.
+    same = "2026-11-29T04:00:00+00:00"
+    judged.add(
+        three, (replace(ran, started=same), replace(ran, attempt=2, started=same.encode().decode()))
+    )
+    cells = judged.all({two.id: [ran]}, interrupted=True)
+    assert [c.cell.id for c in cells] == [one.id, two.id, three.id]
+    assert [c.verdict for c in cells] == ["not-run", "reproduced", "reproduced"]
+    assert "interrupted after 1 of 2 attempts" in cells[1].reason
+    assert "interrupted" not in cells[2].reason  # complete when it was judged
+    first, second = cells[2].attempts
+    assert first.started is second.started
