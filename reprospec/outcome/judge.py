@@ -321,27 +321,14 @@ class JudgedCells:
         self.judge = CellJudge(plan)
         self.cells: dict[str, CellResult] = {}
         self.left: dict[str, list[AttemptResult]] = {}
-        # Attempts start and end within the same second by the hundred (timestamps are to
-        # the second): one string each, not two per attempt (about 150 bytes of the 0.9 KiB
-        # a kept attempt of `true` holds).
-        self._times: dict[str, str] = {}
 
     def add(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
-        times = self._times
-        kept = tuple(
-            replace(
-                a,
-                started=times.setdefault(a.started, a.started),
-                finished=times.setdefault(a.finished, a.finished),
-            )
-            for a in attempts
-        )
         try:
-            self.cells[cell.id] = self.judge.judge(cell, kept)
+            self.cells[cell.id] = self.judge.judge(cell, attempts)
         except Exception:
             # A bug in the judge: the end judges the cell again in the calling thread, where
             # it is raised as before, not lost with a worker thread.
-            self.left[cell.id] = list(kept)
+            self.left[cell.id] = list(attempts)
 
     def all(
         self, unfinished: Mapping[str, Sequence[AttemptResult]], *, interrupted: bool
