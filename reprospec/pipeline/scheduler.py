@@ -239,10 +239,11 @@ class Scheduler:
         """A complete cell's attempts, given to `on_cell` and no longer held here; else None.
 
         Complete: none of its attempts is running and none is to come (its last planned
-        attempt was taken and `repeat: auto` queued no other, or stop_on stopped it). At
-        65,536 cells of one attempt, holding each cell's results until the run ended was
-        most of the engine's memory. A stopped cell keeps an empty state, so the planned
-        attempts still to come of it are skipped, not run as a new cell's.
+        attempt was taken and `repeat: auto` queued no other, or stop_on stopped it). Held
+        here until the run ended, every cell's results cost a state and a dict per cell
+        beside them, and a list per cell again when the end judged them all at once
+        (docs/performance.md). A stopped cell keeps an empty state, so the planned attempts
+        still to come of it are skipped, not run as a new cell's.
         """
         if self.on_cell is None or state.running or not (state.last_taken or state.stopped):
             return None
