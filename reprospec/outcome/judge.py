@@ -11,13 +11,14 @@ run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.core import patterns
-from reprospec.core.inputs import Expectation
+from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.rates import RateJudgement, judge_rate, rate_of
 from reprospec.core.results import (
@@ -248,6 +249,110 @@ def _no_signal(outcome: Outcome) -> str:
     return f"none ({outcome.kind})"
 
 
+class CellJudge:
+    """Judges the cells of one planned run, one at a time, as each cell's attempts are in.
+
+    The pipeline gives it each cell the moment its last attempt ends, so the attempts of a
+    finished cell are held once, in its `CellResult`, and not also by the scheduler until
+    the whole run is over (docs/performance.md, "Memory and the run folder as the matrix
+    grows"). What each cell ran (its command, its environment) is its first attempt's,
+    planned again here, since the plan keeps no attempt (run.PlannedAttempts); equal
+    environments, commands, reasons and rates are one object each, as most cells of a
+    large matrix ran and scored the same. Safe to call from the scheduler's threads.
+    """
+
+    def __init__(self, plan: RunPlan) -> None:
+        self._plan = plan
+        self._environments: dict[str, JsonObject] = {}
+        # Equal values, one object (a dict's setdefault holds under the GIL: two threads
+        # may at worst each keep an equal copy, never a wrong one).
+        self._texts: dict[str, str] = {}
+        self._rates: dict[Rate, Rate] = {}
+
+    def judge(
+        self,
+        cell: Cell,
+        attempts: Sequence[AttemptResult],
+        *,
+        interrupted: bool = False,
+    ) -> CellResult:
+        """`cell`'s verdict from its finished attempts.
+
+        `interrupted`: the run stopped before every planned attempt of the cell ran (a
+        cell judged as its last attempt ends never is).
+        """
+        planned = self._plan.attempts
+        position = _position(planned.cells, cell)
+        numbers = tuple(planned.numbers_of(position)) if position is not None else ()
+        command, environment = "", None
+        if numbers and position is not None:
+            first = planned.planned(position, numbers[0])
+            command = self._texts.setdefault(first.command_text, first.command_text)
+            as_json = first.environment.to_json()
+            key = json.dumps(as_json, sort_keys=True)
+            environment = self._environments.setdefault(key, as_json)
+        expectation = self._plan.expectations[cell.id]
+        verdict = judge_cell(expectation, attempts)
+        if interrupted and not attempts:
+            # Nothing went wrong in this cell: the run stopped before it (no infra-error).
+            verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
+        elif interrupted and len(attempts) < len(numbers):
+            verdict = replace(
+                verdict,
+                reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
+                f"{len(numbers)} attempts; --resume finishes it)",
+            )
+        reason = self._texts.setdefault(verdict.reason, verdict.reason)
+        verdict = Verdict(verdict.kind, reason, self._rates.setdefault(verdict.rate, verdict.rate))
+        return CellResult.judged(cell, expectation, verdict, tuple(attempts), command, environment)
+
+
+class JudgedCells:
+    """A run's cells, each judged as its last attempt ends (`add`: the scheduler's `on_cell`
+    in pipeline/stages.py), then the rest at the end (`all`).
+
+    The scheduler gives a complete cell's attempts away and forgets them, so a finished
+    cell's attempts are held once, in its `CellResult`, and the end judges only what is
+    left (an interrupted run's cells, a resumed run's already complete ones).
+    """
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.judge = CellJudge(plan)
+        self.cells: dict[str, CellResult] = {}
+        self.left: dict[str, list[AttemptResult]] = {}
+
+    def add(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
+        try:
+            self.cells[cell.id] = self.judge.judge(cell, attempts)
+        except Exception:
+            # A bug in the judge: the end judges the cell again in the calling thread, where
+            # it is raised as before, not lost with a worker thread.
+            self.left[cell.id] = list(attempts)
+
+    def all(
+        self, unfinished: Mapping[str, Sequence[AttemptResult]], *, interrupted: bool
+    ) -> tuple[CellResult, ...]:
+        """Every cell of the plan, in its order: judged as it ended, or now from `unfinished`."""
+        cells = self.cells
+        unfinished = {**unfinished, **self.left}
+        return tuple(
+            cells.pop(cell.id)
+            if cell.id in cells
+            else self.judge.judge(cell, unfinished.get(cell.id, ()), interrupted=interrupted)
+            for cell in self.plan.cells
+        )
+
+
+def _position(cells: Sequence[Cell], cell: Cell) -> int | None:
+    """Where `cell` is among the plan's cells: they are in matrix order (ascending index),
+    the ones `-m` left out missing, so a binary search finds it without a map of every id."""
+    found = bisect.bisect_left(cells, cell.index, key=lambda c: c.index)
+    if found < len(cells) and cells[found].id == cell.id:
+        return found
+    return next((i for i, c in enumerate(cells) if c.id == cell.id), None)
+
+
 def judge_cells(
     plan: RunPlan,
     attempts_by_cell: Mapping[str, Sequence[AttemptResult]],
@@ -255,49 +360,11 @@ def judge_cells(
     interrupted: bool = False,
 ) -> tuple[CellResult, ...]:
     """Turn each planned cell's attempts into its verdict."""
-    # What each cell ran (its command, its environment): its first attempt's, planned again
-    # here, since the plan keeps no attempt (run.PlannedAttempts). An environment is per cell,
-    # not per attempt; the cells that ran the same one share one object.
-    commands: dict[str, str] = {}
-    environments: dict[str, JsonObject] = {}
-    planned_count: dict[str, int] = {}
-    shared: dict[str, JsonObject] = {}
-    planned = plan.attempts
-    for position, cell in enumerate(planned.cells):
-        numbers = tuple(planned.numbers_of(position))
-        if not numbers:
-            continue  # another shard's
-        first = planned.planned(position, numbers[0])
-        commands[cell.id] = first.command_text
-        environment = first.environment.to_json()
-        key = json.dumps(environment, sort_keys=True)
-        environments[cell.id] = shared.setdefault(key, environment)
-        planned_count[cell.id] = len(numbers)
-    cells = []
-    for cell in plan.cells:
-        attempts = tuple(attempts_by_cell.get(cell.id, ()))
-        expectation = plan.expectations[cell.id]
-        verdict = judge_cell(expectation, attempts)
-        if interrupted and not attempts:
-            # Nothing went wrong in this cell: the run stopped before it (no infra-error).
-            verdict = Verdict("not-run", f"{NOT_RUN}: --resume finishes it", verdict.rate)
-        elif interrupted and len(attempts) < planned_count[cell.id]:
-            verdict = replace(
-                verdict,
-                reason=f"{verdict.reason} (interrupted after {len(attempts)} of "
-                f"{planned_count[cell.id]} attempts; --resume finishes it)",
-            )
-        cells.append(
-            CellResult.judged(
-                cell,
-                expectation,
-                verdict,
-                attempts,
-                commands.get(cell.id, ""),
-                environments.get(cell.id),
-            )
-        )
-    return tuple(cells)
+    judge = CellJudge(plan)
+    return tuple(
+        judge.judge(cell, attempts_by_cell.get(cell.id, ()), interrupted=interrupted)
+        for cell in plan.cells
+    )
 
 
 def exit_code_for(run: RunResult) -> int:

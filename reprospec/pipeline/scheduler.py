@@ -32,6 +32,8 @@ ProgressEvent = Literal["start", "attempt"]
 # progress(event, cell, result (None at "start"), attempts finished, attempts planned)
 ProgressCallback = Callable[[ProgressEvent, Cell, "AttemptResult | None", int, int], None]
 AttemptCallback = Callable[[AttemptPlan, AttemptResult], None]
+# A cell whose attempts are all in (none running, none to come), with them in attempt order.
+CellCallback = Callable[[Cell, tuple[AttemptResult, ...]], None]
 
 # Signals that stop a whole run (a batch system's time limit, CI cancelling, Ctrl-C).
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGKILL")
@@ -78,6 +80,11 @@ class _CellState:
     stopped: bool = False
     # The highest attempt number taken to run (or skipped): a planned one above it is queued.
     taken: int = 0
+    # Attempts of the cell running now, and whether its last planned attempt was taken.
+    running: int = 0
+    last_taken: bool = False
+    # Its attempts went to `on_cell` (stop_on stopped it): what is left only skips the rest.
+    handed_over: bool = False
 
 
 class Scheduler:
@@ -93,8 +100,10 @@ class Scheduler:
         progress: ProgressCallback | None = None,
         done: Mapping[tuple[str, int], AttemptResult] | None = None,
         cancel: threading.Event | None = None,
+        on_cell: CellCallback | None = None,
     ) -> None:
         self.plan = plan
+        self.on_cell = on_cell
         self.run_attempt = run_attempt
         self.gpu_pool = gpu_pool or GpuPool(())
         self.on_attempt = on_attempt
@@ -119,14 +128,15 @@ class Scheduler:
         # The planned attempts, each planned as it is taken (plan.PlannedAttempts), then the
         # extra ones `repeat: auto` adds. A deque for those: taken from the front, once
         # per attempt (a list's pop(0) is quadratic over the attempts a run may hold).
-        self._planned = iter(plan.attempts)
+        self._planned = plan.attempts.with_last()
         self._extra: deque[AttemptPlan] = deque()
         self.total = len(plan.attempts) - planned_done
         self.finished = 0
         self._places = _Places(max(1, plan.parallel))
 
     def run(self) -> dict[str, list[AttemptResult]]:
-        """Run everything (or until cancelled); each cell's attempt results in attempt order.
+        """Run everything (or until cancelled); each cell's attempt results in attempt order
+        (with `on_cell`, only the cells it was not given: `unfinished`).
 
         Ctrl-C in the calling thread sets `cancel`, waits for the attempts in flight to
         be stopped by their runner (no orphans), and re-raises KeyboardInterrupt.
@@ -147,7 +157,9 @@ class Scheduler:
             for worker in workers:
                 worker.join()
             raise
-        return self.results_so_far()
+        # With on_cell the complete cells went there: an empty list for every one of them
+        # would be a list per cell again, at the end.
+        return self.unfinished() if self.on_cell is not None else self.results_so_far()
 
     def results_so_far(self) -> dict[str, list[AttemptResult]]:
         """Each cell's finished attempts, in attempt order."""
@@ -160,6 +172,19 @@ class Scheduler:
                 )
             return results
 
+    def unfinished(self) -> dict[str, list[AttemptResult]]:
+        """The cells not yet given to `on_cell`, each with its attempts so far, in attempt order.
+
+        With `on_cell`, what the end of a run judges besides the cells it was given (an
+        interrupted run's, a resumed cell's): a cell that never started is not here.
+        """
+        with self._lock:
+            return {
+                cell_id: [state.results[n] for n in sorted(state.results)]
+                for cell_id, state in self._states.items()
+                if not state.handed_over
+            }
+
     def _numbers_planned(self, cell_id: str) -> Iterator[int]:
         """The attempt numbers the plan holds of a cell, in order (resume, `repeat: auto`)."""
         if self._positions is None:  # only those two need it: a run of one attempt per cell
@@ -171,15 +196,17 @@ class Scheduler:
         with self._lock:
             while True:
                 # The planned attempts first, then the extra ones, in the order they were added.
-                attempt = next(self._planned, None)
+                attempt, last = next(self._planned, (None, False))
                 if attempt is None and self._extra:
                     attempt = self._extra.popleft()
                 if attempt is None:
                     return None
                 state = self._states.setdefault(attempt.cell.id, _CellState())
                 state.taken = max(state.taken, attempt.attempt)
+                state.last_taken = state.last_taken or last
                 if attempt.attempt in state.results or state.stopped:
                     continue  # resumed, or its cell stopped (stop_on)
+                state.running += 1
                 return attempt
 
     def _work(self) -> None:
@@ -189,18 +216,46 @@ class Scheduler:
                 return
             result = self._run_one(attempt)
             if result is None or self._killed_with_the_engine(result):
+                with self._lock:
+                    self._states[attempt.cell.id].running -= 1
                 return
             with self._lock:
                 state = self._states[attempt.cell.id]
                 state.results[attempt.attempt] = result
+                state.running -= 1
                 self.finished += 1
                 self._apply_stop_on(state, result)
                 self._maybe_extend(attempt, state)
+                complete = self._hand_over(attempt.cell, state)
                 finished, total = self.finished, self.total
             if self.on_attempt is not None:
                 self.on_attempt(attempt, result)
+            if complete is not None and self.on_cell is not None:
+                self.on_cell(attempt.cell, complete)
             if self.progress is not None:
                 self.progress("attempt", attempt.cell, result, finished, total)
+
+    def _hand_over(self, cell: Cell, state: _CellState) -> tuple[AttemptResult, ...] | None:
+        """A complete cell's attempts, given to `on_cell` and no longer held here; else None.
+
+        Complete: none of its attempts is running and none is to come (its last planned
+        attempt was taken and `repeat: auto` queued no other, or stop_on stopped it). Held
+        here until the run ended, every cell's results cost a state and a dict per cell
+        beside them, and a list per cell again when the end judged them all at once
+        (docs/performance.md). A stopped cell keeps an empty state, so the planned attempts
+        still to come of it are skipped, not run as a new cell's.
+        """
+        if self.on_cell is None or state.running or not (state.last_taken or state.stopped):
+            return None
+        if any(p.cell.id == cell.id for p in self._extra):
+            return None
+        attempts = tuple(state.results[n] for n in sorted(state.results))
+        if state.stopped and not state.last_taken:
+            state.results = {}
+            state.handed_over = True
+        else:
+            del self._states[cell.id]
+        return attempts
 
     def _killed_with_the_engine(self, result: AttemptResult) -> bool:
         """Whether the attempt died of the signal that is stopping the whole run.

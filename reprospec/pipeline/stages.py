@@ -26,7 +26,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
-from reprospec.outcome.judge import judge_cells
+from reprospec.outcome.judge import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
@@ -110,6 +110,7 @@ def execute(
                 {},
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
+        judged = JudgedCells(plan)
         executor = AttemptExecutor(runner, folder)
 
         def run_attempt(
@@ -125,14 +126,14 @@ def execute(
             progress=progress,
             done=resume.done if resume else None,
             cancel=cancel,
+            on_cell=judged.add,
         )
         keeper.cancel = scheduler.cancel
         try:
-            attempts_by_cell = scheduler.run()
+            scheduler.run()
             interrupted = scheduler.cancel.is_set()
         except KeyboardInterrupt:
             interrupted = True
-            attempts_by_cell = scheduler.results_so_far()
         finally:
             # Every attempt is over: what the runner kept running (preload servers) goes.
             runner.close()
@@ -141,7 +142,7 @@ def execute(
             warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         warnings = (*reaped, *warnings, *store.warnings)
-        cells = judge_cells(plan, attempts_by_cell, interrupted=interrupted)
+        cells = judged.all(scheduler.unfinished(), interrupted=interrupted)
         result = RunResult(
             run_id=run_id,
             spec_name=spec.name,

@@ -71,6 +71,17 @@ class PlannedAttempts(Sequence[AttemptPlan]):
         for g in range(self._first, self._total, self._stride):
             yield self._plan(g)
 
+    def with_last(self) -> Iterator[tuple[AttemptPlan, bool]]:
+        """Each attempt in order, and whether it is the last this sequence holds of its cell.
+
+        The scheduler judges a cell once its last attempt is in, and so holds no cell's
+        attempts longer (pipeline/scheduler.py): it asks this as it takes each attempt.
+        """
+        cells = len(self._cells)
+        for g in range(self._first, self._total, self._stride):
+            later = range(g + cells, self._total, cells)  # the cell's later attempts
+            yield self._plan(g), not any((n - self._first) % self._stride == 0 for n in later)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence):
             return NotImplemented

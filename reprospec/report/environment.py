@@ -163,14 +163,22 @@ def cell_environments(cells: Sequence[CellResult]) -> CellEnvironments:
     """The settings whose value differs between cells (every cell must know its environment)."""
     if len(cells) < 2 or not all(c.environment for c in cells):
         return CellEnvironments()
-    settings = [_settings(c.environment) for c in cells]
+    # Read once per environment object: the cells that ran the same environment share one
+    # (outcome/judge.py), and a dict of settings per cell was 30 MiB at 65,536 cells.
+    distinct: dict[int, dict[str, tuple[str, str | None]]] = {}
+    for cell in cells:
+        if id(cell.environment) not in distinct:
+            distinct[id(cell.environment)] = _settings(cell.environment)
+    settings = list(distinct.values())
     keys = list(dict.fromkeys(k for each in settings for k in each))
     varying = [k for k in keys if len({each.get(k, ("", None))[1] for each in settings}) > 1]
     if not varying:
         return CellEnvironments()
     per_cell = {
-        cell.cell.id: tuple(each.get(k, (_absent(k), None))[0] for k in varying)
-        for cell, each in zip(cells, settings, strict=True)
+        cell.cell.id: tuple(
+            distinct[id(cell.environment)].get(k, (_absent(k), None))[0] for k in varying
+        )
+        for cell in cells
     }
     return CellEnvironments(frozenset(varying), per_cell)
 

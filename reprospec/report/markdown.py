@@ -73,12 +73,19 @@ class Grid:
 
 
 def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> Grid | None:
-    """Rows = first axis, columns = second axis, for a two-axis matrix."""
+    """Rows = first axis, columns = second axis, for a two-axis matrix of at most
+    GRID_ROWS x GRID_COLS.
+
+    The size is checked before any corner is worded: at 65,536 cells the words of every
+    corner of a grid too big to draw were 15 MiB of the engine's peak at a run's end.
+    """
     if len(axes) != 2 or not all(all(a in c.cell.matrix for a in axes) for c in cells):
         return None
     row_axis, col_axis = axes
     rows = list(dict.fromkeys(show_value(c.cell.matrix[row_axis]) for c in cells))
     cols = list(dict.fromkeys(show_value(c.cell.matrix[col_axis]) for c in cells))
+    if len(rows) > GRID_ROWS or len(cols) > GRID_COLS:
+        return None
     # What happened in each corner (the news), with the verdict mark beside it.
     marks = {
         (show_value(c.cell.matrix[row_axis]), show_value(c.cell.matrix[col_axis])): (
@@ -232,10 +239,10 @@ def context(run: RunResult) -> dict[str, object]:
     cells = [] if large else result_rows(run, axes, differs, short)
     spec_text = run.spec_text.rstrip("\n")
     rows = warning_rows(run)
-    by_id = {c.cell.id: c for c in run.cells}
+    # Only an observe run's outcomes name cells by id: a map of every cell otherwise is
+    # memory a large run's end does not need.
+    by_id = {c.cell.id: c for c in run.cells} if run.observes and large else {}
     grid = _grid(run.cells, axes)
-    if grid is not None and (len(grid.rows) > GRID_ROWS or len(grid.cols) > GRID_COLS):
-        grid = None
     attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line

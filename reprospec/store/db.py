@@ -549,11 +549,15 @@ class Store:
             )
 
     def finish_cells(self, run_id: str, cells: Iterable[CellResult]) -> None:
-        """Store the cells' verdicts in one commit (their attempts are stored as they end)."""
+        """Store the cells' verdicts in one commit (their attempts are stored as they end).
+
+        The rows are made one at a time as sqlite takes them: a list of every row's JSON
+        was 8 MiB at 65,536 cells, on top of the engine's peak at the end of a run.
+        """
         with self._write() as db:
             db.executemany(
                 "INSERT OR REPLACE INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+                (
                     (
                         run_id,
                         cell.cell.id,
@@ -565,7 +569,7 @@ class Store:
                         _json(cell.rate.to_dict()),
                     )
                     for cell in cells
-                ],
+                ),
             )
 
     def finish_run(

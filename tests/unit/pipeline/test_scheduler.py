@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.inputs import AttemptPlan
+from reprospec.core.inputs import AttemptPlan, Cell
 from reprospec.core.results import AttemptResult, NotRun, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.pipeline.gpus import GpuPool
@@ -223,3 +223,77 @@ def test_a_sigterm_crash_while_the_run_goes_on_is_a_crash(tmp_path: Path) -> Non
     (only,) = Scheduler(plan, attempt).run()["default"]
     assert only.ran is not None
     assert only.ran.signal == "SIGTERM"
+
+
+class Cells:
+    """An `on_cell` that keeps what it is given, and what the scheduler still held then."""
+
+    def __init__(self) -> None:
+        self.given: dict[str, list[int]] = {}
+        self.scheduler: Scheduler | None = None
+        self.held: list[int] = []
+
+    def __call__(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
+        assert cell.id not in self.given, f"{cell.id} given twice"
+        self.given[cell.id] = [a.attempt for a in attempts]
+        if self.scheduler is not None:
+            self.held.append(len(self.scheduler.unfinished()))
+
+
+def test_each_cell_is_handed_over_once_as_its_last_attempt_ends(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2, 3, 4, 5, 6]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
+    )
+    cells = Cells()
+    scheduler = cells.scheduler = Scheduler(plan, Recorder(lambda _c, _n: False), on_cell=cells)
+    assert scheduler.run() == {}
+    assert cells.given == {f"n={n}": [1, 2] for n in range(1, 7)}
+    # Round-robin: every cell is started before the first one is complete, then each
+    # complete cell leaves the scheduler, so it holds fewer as the run goes on.
+    assert cells.held == [5, 4, 3, 2, 1, 0]
+
+
+def test_a_stopped_cell_is_handed_over_and_its_later_attempts_never_run(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path,
+        "matrix: {n: [1, 2]}\nrun: {repeat: 5, stop_on: first-reproduction}\n"
+        "expect: {outcome: crash}\n",
+    )
+    cells = Cells()
+    recorder = Recorder(lambda cell, n: cell == "n=1" and n == 2)
+    Scheduler(plan, recorder, on_cell=cells).run()
+    assert cells.given == {"n=1": [1, 2], "n=2": [1, 2, 3, 4, 5]}
+    assert sorted(n for c, n, _ in recorder.calls if c == "n=1") == [1, 2]
+
+
+def test_an_adaptive_cell_is_handed_over_only_once_it_decides(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "run: {repeat: auto, max_repeat: 40}\nexpect: {outcome: crash, rate: '>=0.3'}\n"
+    )
+    cells = Cells()
+    Scheduler(plan, Recorder(lambda _cell, n: n % 10 < 3), on_cell=cells).run()
+    assert cells.given == {"default": list(range(1, 41))}
+
+
+def test_resumed_and_shard_cells_are_handed_over_or_left_for_the_end(tmp_path: Path) -> None:
+    body = "matrix: {n: [1, 2, 3]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
+    plan = make_plan(tmp_path, body)
+    # n=1 is complete already: nothing of it runs, so the end judges it (unfinished).
+    done = {
+        ("n=1", 1): AttemptResult(1, 0.0, PASS, True, (), logs=""),
+        ("n=1", 2): AttemptResult(2, 0.0, PASS, True, (), logs=""),
+        ("n=2", 1): AttemptResult(1, 0.0, PASS, True, (), logs=""),
+    }
+    cells = Cells()
+    left = Scheduler(plan, Recorder(lambda _c, _n: False), done=done, on_cell=cells).run()
+    assert cells.given == {"n=2": [1, 2], "n=3": [1, 2]}
+    assert {cell: [a.attempt for a in r] for cell, r in left.items()} == {"n=1": [1, 2]}
+    # A shard of 4 over 3 cells x 2 attempts: each cell's last attempt in this shard ends it.
+    for k in (1, 2, 3, 4):
+        sharded = make_plan(tmp_path, body, shard=Shard(k, 4))
+        cells = Cells()
+        Scheduler(sharded, Recorder(lambda _c, _n: False), on_cell=cells).run()
+        expected: dict[str, list[int]] = {}
+        for a in sharded.attempts:
+            expected.setdefault(a.cell.id, []).append(a.attempt)
+        assert cells.given == expected

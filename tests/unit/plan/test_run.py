@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
-from reprospec.outcome.judge import judge_cells
+from reprospec.outcome.judge import CellJudge, JudgedCells, judge_cells
 from reprospec.plan import attempt as attempt_module
 from reprospec.plan.attempt import expectation_for, plan_attempt
 from reprospec.plan.run import RunPlan, plan_run
@@ -111,3 +112,39 @@ def test_the_judge_reads_each_cells_first_attempt_and_shares_equal_environments(
     assert big["env"] == {"BIG": "true"}
     assert cells[0].environment is cells[1].environment  # equal: one object
     assert cells[0].environment is not cells[2].environment
+
+
+def test_a_cell_judged_alone_reads_as_judged_with_the_others(tmp_path: Path) -> None:
+    # -m leaves n=2 and n=4 out: the judge still finds each cell's place among the rest.
+    options = RunOptions(out=tmp_path, matrix_filters=("n=1", "n=3", "n=5"))
+    plan = make_plan(tmp_path, options=options)
+    assert sorted({c.matrix["n"] for c in plan.cells}) == [1, 3, 5]  # type: ignore[type-var]
+    ran = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), True, (), logs="")
+    attempts = {cell.id: [replace(ran, attempt=n) for n in (1, 2, 3)] for cell in plan.cells}
+    together = judge_cells(plan, attempts)
+    judge = CellJudge(plan)
+    alone = [judge.judge(cell, attempts[cell.id]) for cell in reversed(plan.cells)][::-1]
+    assert alone == list(together)
+    assert [c.command for c in alone] == ["echo 1"] * len(alone)
+    # Each its own first attempt's environment, not a neighbour's.
+    assert all(c.environment["env"] == {"N": str(c.cell.matrix["n"])} for c in alone)
+    # Equal reasons and rates are one object each, however many cells read them.
+    assert len({id(c.reason) for c in alone}) == 1
+    assert len({id(c.rate) for c in alone}) == 1
+
+
+def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(
+        tmp_path, "matrix: {n: [1, 2, 3]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
+    )
+    one, two, three = plan.cells
+    ran = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), True, (), logs="")
+    judged = JudgedCells(plan)
+    judged.add(three, (ran, replace(ran, attempt=2)))
+    cells = judged.all({two.id: [ran]}, interrupted=True)
+    assert [c.cell.id for c in cells] == [one.id, two.id, three.id]
+    assert [c.verdict for c in cells] == ["not-run", "reproduced", "reproduced"]
+    assert "interrupted after 1 of 2 attempts" in cells[1].reason
+    assert "interrupted" not in cells[2].reason  # complete when it was judged
