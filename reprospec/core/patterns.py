@@ -2,7 +2,7 @@
 
 A spec from a ticket can hold a pattern that backtracks for hours on one line
 (`(a|aa)+b` against forty `a`s). Patterns are written in Python's `re` syntax
-(SPEC-FORMAT.md) and run with the `regex` package, which takes a timeout and
+(docs/spec-format.md) and run with the `regex` package, which takes a timeout and
 releases the GIL while it matches: a slow pattern costs at most its timeout and
 never stalls another thread. `problem` accepts only what both engines compile.
 """

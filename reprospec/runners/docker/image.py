@@ -1,8 +1,8 @@
 """Docker images for attempts: which image an environment needs, and building it once.
 
-Three sources, in this order (SPEC-FORMAT.md `environment`):
+Three sources, in this order (docs/spec-format.md, `environment`):
   - `dockerfile`: the user's own Dockerfile, built with its folder as the context;
-  - `packages`: a Dockerfile rendered from `reprospec/docker/Dockerfile.j2`
+  - `packages`: a Dockerfile rendered from `templates/Dockerfile.j2` (beside this module)
     (`image` or the default runner image as base, the packages through pip,
     the harness);
   - otherwise `image` (or the default runner image) as it is.

@@ -15,6 +15,7 @@ from reprospec.core.sections import Environment
 from reprospec.errors import InfraError
 from reprospec.runners.docker import image
 from tests.support.docker import make_wheel
+from tests.support.paths import ROOT
 
 
 def recipe_for(
@@ -93,3 +94,13 @@ def test_context_has_certs_harness_and_wheels(tmp_path: Path) -> None:
     assert sorted(p.name for p in (ctx / "certs").iterdir()) == sorted(
         p.name for p in image.ca_certificates()
     )
+
+
+def test_the_top_level_dockerfile_is_the_one_the_package_ships() -> None:
+    """`docker build -f Dockerfile` at the repository's top builds the default runner image
+    that `reprospec docker setup` builds from the installed package: one file, two paths."""
+    shipped = Path(image.__file__).parent / "Dockerfile"
+    top = ROOT / "Dockerfile"
+    assert top.is_symlink()
+    assert top.resolve() == shipped.resolve()
+    assert "reprospec_harness" in top.read_text(encoding="utf-8")

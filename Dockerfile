@@ -1,0 +1,1 @@
+reprospec/runners/docker/Dockerfile
