@@ -26,6 +26,13 @@ EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml")
 
 HAVE_XDIST = importlib.util.find_spec("xdist") is not None
 
+# Hypothesis (in the dev extra) registers a pytest plugin by entry point whose import is
+# most of a child pytest's start (about 1 s of CPU of 1.6 s, per xdist worker too); no
+# spec item uses it, so every child pytest here leaves it out. The plugins these tests
+# are about (flaky, rerunfailures, xdist, reprospec's own entry point) still load as a
+# user's would.
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
 
 @dataclass(frozen=True)
 class PytestRun:
@@ -49,6 +56,7 @@ def run_pytest(
         "pytest",
         "-p",
         "reprospec.pytest_plugin",
+        *NO_HYPOTHESIS,
         "-p",
         "no:cacheprovider",
         "--reprospec-out",
@@ -138,8 +146,10 @@ def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
     write(tmp_path / "x.repro.yaml", CRASH_SPEC)
     # Loaded by a conftest (as the entry point loads it), but not asked for: nothing collected.
     write(tmp_path / "conftest.py", 'pytest_plugins = ["reprospec.pytest_plugin"]\n')
+    argv = [sys.executable, "-m", "pytest", *NO_HYPOTHESIS, "-p", "no:cacheprovider"]
+    argv += ["--collect-only", "-q"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
+        argv,
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -149,7 +159,7 @@ def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
     assert "no tests collected" in proc.stdout + proc.stderr, proc.stdout
     write(tmp_path / "pytest.ini", "[pytest]\nreprospec = true\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"],
+        argv,
         capture_output=True,
         text=True,
         cwd=tmp_path,
