@@ -254,12 +254,26 @@ def _collectives(
 WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
 
 
+def _worker_grace(error: BaseException) -> float:
+    """How long to wait for a worker to be seen dead after `error` ended the loop.
+
+    The wait ends at the first dead worker, so a long one costs only where none died. A
+    broken pipe (or torch's own word for a dead worker) says one is dying, and a dying worker
+    can take seconds to be reapable on a loaded machine (its message and stack dump, a core
+    written): 2 s once left a test's worker_exit out under load. Any other RuntimeError (the
+    `raise` fault's default, a user's) keeps the short wait: no worker needs to be dying.
+    """
+    if isinstance(error, (ConnectionError, EOFError)) or "DataLoader worker" in str(error):
+        return 10.0
+    return 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0
+
+
 def _report_workers(
     work: Workload, iterator: Iterator[object] | None, position: Position, error: BaseException
 ) -> None:
     if iterator is None or not getattr(iterator, "_workers", None):
         return
-    grace = 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0
+    grace = _worker_grace(error)
     for _ in range(3):  # a late SIGCHLD from another worker may interrupt the first try
         try:
             report_dead_workers(
