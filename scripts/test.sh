@@ -65,8 +65,8 @@ if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command 
   fi
 fi
 
-.venv/bin/ruff check reprospec tests benchmarks scripts
-.venv/bin/ruff format --check reprospec tests benchmarks scripts
+.venv/bin/ruff check reprospec tests benchmarks scripts examples
+.venv/bin/ruff format --check reprospec tests benchmarks scripts examples
 .venv/bin/mypy reprospec tests
 # The child-side programs (reprospec/harness/: the `reprospec_harness` package and
 # reprospec_forkserver.py) import themselves as top-level modules, so they are checked in a
