@@ -9,8 +9,9 @@ functions, no torch.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from reprospec.core.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
     from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
@@ -47,17 +48,7 @@ _WHERE = {
 _SUBMODULES = frozenset(_WHERE.values()) | {"cuda"}
 
 
-def __getattr__(name: str) -> object:
-    """`doctor.NAME`, read from its submodule at first use, then kept in this namespace."""
-    if name in _SUBMODULES:  # `doctor.cuda`, as an eager import of it would have set
-        return import_module(f"{__name__}.{name}")
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE, _SUBMODULES, globals())
 
 
 def run_checks(env: Captured, needs: Needs | None = None) -> list[Check]:

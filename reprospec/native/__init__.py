@@ -18,8 +18,9 @@ This package's namespace is its API: `native.read`, `native.Capture`, ...
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from reprospec.core.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
     from reprospec.native.backtrace import demangle, parse_backtrace, parse_maps
@@ -171,17 +172,7 @@ _WHERE = {
 _SUBMODULES = frozenset(_WHERE.values()) | {"cudagdb"}
 
 
-def __getattr__(name: str) -> object:
-    """`native.NAME`, read from its submodule at first use, then kept in this namespace."""
-    if name in _SUBMODULES:  # `native.capture`, as an eager import of it would have set
-        return import_module(f"{__name__}.{name}")
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE, _SUBMODULES, globals())
 
 
 __all__ = [
