@@ -300,6 +300,9 @@ def _draft(
         matrix=axes,
         presets=presets,
         timeout=f"{request.timeout_s:g}s",
+        # As many attempts as the rate bound was read from: what the verify rerun runs, and
+        # what a plain `reprospec run` of the spec needs to decide the bound the same way.
+        repeat=request.repeat if "rate" in expect else None,
         expect=expect,
         expect_comments=comments,
         header=header,

@@ -66,6 +66,9 @@ class Draft:
     matrix: tuple[Axis, ...] = ()
     presets: tuple[str, ...] = ()
     timeout: str | None = None
+    # Attempts per cell (`run.repeat`): written with a rate bound, which one attempt cannot
+    # decide (1 of 1 is a 95% interval of 0.21-1, below `>=0.3`).
+    repeat: int | None = None
     expect: Mapping[str, JsonValue] = field(default_factory=dict)
     expect_comments: Mapping[str, str] = field(default_factory=dict)
     header: tuple[str, ...] = ()
@@ -114,8 +117,11 @@ def render_spec(draft: Draft) -> str:
     if draft.presets:
         out.append("markers: " + _flow([{"preset": name} for name in draft.presets]))
     out.append("")
+    run = [f"  repeat: {draft.repeat}"] if draft.repeat else []
     if draft.timeout:
-        out += ["run:", f"  timeout: {_scalar(draft.timeout)}", ""]
+        run.append(f"  timeout: {_scalar(draft.timeout)}")
+    if run:
+        out += ["run:", *run, ""]
     if draft.expect:
         out.append("expect:")
         for key, value in draft.expect.items():

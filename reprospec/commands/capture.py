@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         p,
         default=1,
         help="run the command N times (and the verify rerun as often); with N > 1 the spec "
-        "gets a rate bound from the observed rate",
+        "gets a rate bound from the observed rate and run.repeat: N",
     )
     opt.timeout(
         p,

@@ -227,3 +227,24 @@ def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     assert "time.sleep(600)" in draft
     assert draft.startswith("# A first draft")
     assert "expect:" not in draft  # nothing observed is written as expected
+
+
+def test_a_repeated_capture_writes_the_attempts_its_rate_bound_needs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # 3 of 3 gives `rate: '>=0.4'`; a plain `reprospec run` of one attempt could not decide
+    # it (1 of 1: 95% interval 0.21-1), so the spec says `repeat: 3`, as the capture ran.
+    (tmp_path / "crash.py").write_text(
+        "import ctypes\nprint('step 1', flush=True)\nctypes.string_at(0)\n"
+    )
+    capture(cli, tmp_path, "python", "crash.py", options=("--repeat", "3", "--no-verify"))
+    document = load_spec(str(tmp_path / "spec.yaml")).document
+    expect, run = document["expect"], document["run"]
+    assert isinstance(expect, dict)
+    assert isinstance(run, dict)
+    assert expect["rate"] == ">=0.4"
+    assert run["repeat"] == 3
+    ran = cli("run", "spec.yaml", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert (cell["verdict"], len(cell["attempts"])) == ("reproduced", 3)
