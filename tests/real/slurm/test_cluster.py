@@ -180,8 +180,16 @@ def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
     crashed = {c["id"]: c for c in merged["cells"]}["num_workers=2,pin_memory=true"]
     outcome = crashed["attempts"][0]["outcome"]
     assert (outcome["signal"], outcome["where"], outcome["step"]) == ("SIGSEGV", "worker", 7)
-    assert status.merge.log is not None
-    assert "reprospec-slurm: exit 0" in status.merge.log.read_text()
+    log = status.merge.log
+    assert log is not None
+    # The merge is done once its results are written; the job then prints the run's status
+    # and its exit line, which the log may not hold yet.
+
+    def merge_job_exited() -> bool:
+        return "reprospec-slurm: exit" in log.read_text()
+
+    wait_for(merge_job_exited, timeout=60)
+    assert "reprospec-slurm: exit 0" in log.read_text()
     # Each shard had its own store; nothing wrote one SQLite file from two tasks.
     assert (run_dir / "shards" / "1" / "results.db").is_file()
     assert (run_dir / "shards" / "2" / "results.db").is_file()
