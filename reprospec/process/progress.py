@@ -67,13 +67,18 @@ class ProgressWatch:
         self._fd = -1
         self._partial = b""
         self._skipping = False
+        # The attempt's output bytes at the last `output` call.
+        self._printed = 0
         # When the last progress was seen; None until the first.
         self.last: float | None = None
 
-    def output(self, now: float) -> None:
-        """The attempt printed something (the pump saw bytes)."""
-        if self.output_counts:
-            self.last = now
+    def output(self, now: float, printed: int) -> None:
+        """`printed`: the bytes the attempt has printed so far (the pump's count); more than
+        at the last call is output, progress where output counts."""
+        if printed != self._printed:
+            self._printed = printed
+            if self.output_counts:
+                self.last = now
 
     def poll(self, now: float) -> None:
         """Read what was appended to events.jsonl since the last poll."""

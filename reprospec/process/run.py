@@ -239,7 +239,6 @@ def run_process(
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
         next_sweep = time.monotonic() + ZOMBIE_SWEEP_S
-        printed = 0
         while not pump.exited:
             now = time.monotonic()
             if now >= deadline:
@@ -248,9 +247,8 @@ def run_process(
             if cancel is not None and cancel.is_set():
                 interrupted = True
                 break
-            if stall is not None and pump.bytes_read != printed:
-                printed = pump.bytes_read
-                stall.output(now)
+            if stall is not None:
+                stall.output(now, pump.bytes_read)
             if now >= next_sweep:
                 reaped += tree.reap_tagged_zombies(tag, proc.pid)
                 next_sweep = now + ZOMBIE_SWEEP_S

@@ -344,15 +344,11 @@ class DockerRunner:
                 begin = time.monotonic()
                 watch = stall_watch(plan, base["events_path"])
                 stalled_at: list[float] = []
-                printed = 0
 
                 def stalled(now: float) -> bool:
                     """`run.stall`, asked by wait_for_exit between its waits."""
-                    nonlocal printed
                     assert watch is not None
-                    if pump.bytes_read != printed:
-                        printed = pump.bytes_read
-                        watch.output(now)
+                    watch.output(now, pump.bytes_read)
                     watch.poll(now)
                     if watch.stalled(now):
                         stalled_at.append(now)

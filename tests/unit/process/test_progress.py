@@ -104,11 +104,15 @@ def test_output_counts_only_when_told(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     events.write_bytes(b"")
     quiet = ProgressWatch(events, 5.0, output_counts=False)
-    quiet.output(1.0)
+    quiet.output(1.0, 10)
     assert quiet.last is None
     loud = ProgressWatch(events, 5.0, output_counts=True)
-    loud.output(1.0)
+    loud.output(1.0, 10)
     assert loud.last == 1.0
+    loud.output(2.0, 10)  # nothing more printed: not progress
+    assert loud.last == 1.0
+    loud.output(3.0, 12)
+    assert loud.last == 3.0
 
 
 @pytest.mark.parametrize(
