@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from reprospec.native.symindex import DEBUG_ROOT, cache_folder
+from reprospec.native.symindex import cache_folder, separate_debug, write_whole
 
 # A frame's names: innermost first (an inlined function, then what it was inlined into),
 # each a name and `file:line:column` (None where eu-addr2line had none).
@@ -36,8 +34,7 @@ def folder() -> Path:
 
 
 def _file(build_id: str) -> Path:
-    separate = DEBUG_ROOT / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
-    debug = "dbg" if separate.exists() else "nodbg"
+    debug = "dbg" if separate_debug(build_id).exists() else "nodbg"
     return folder() / f"{build_id}.{debug}.names"
 
 
@@ -65,9 +62,4 @@ def store(found: Mapping[str, Mapping[int, Entries]]) -> None:
         text = json.dumps(
             {"magic": _MAGIC, "frames": {str(k): v for k, v in sorted(merged.items())}}
         )
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # (one name per thread: cores of parallel attempts are read at once)
-            partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
-            partial.write_text(text, "utf-8")
-            partial.replace(path)  # whole or absent: another engine may read it at once
+        write_whole(path, text.encode("utf-8"))

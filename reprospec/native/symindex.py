@@ -21,6 +21,7 @@ import functools
 import mmap
 import os
 import struct
+import threading
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -121,8 +122,7 @@ def indexed(path: str) -> ElfFacts | None:
         return None
     if facts.symtab[1] // 24 < BIG_SYMBOLS:
         return None
-    separate = DEBUG_ROOT / ".build-id" / facts.build_id[:2] / f"{facts.build_id[2:]}.debug"
-    if separate.exists():
+    if separate_debug(facts.build_id).exists():
         return None  # libdwfl reads DWARF (and its symbol table) from there
     return facts
 
@@ -263,6 +263,25 @@ def cache_folder() -> Path:
     return Path(root) / "reprospec" / "symbols"
 
 
+def separate_debug(build_id: str) -> Path:
+    """Where a build's separate debug file is installed (libdwfl looks there)."""
+    return DEBUG_ROOT / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all (OSError is swallowed: a cache may go unwritten).
+
+    Another engine may read it at once, and the cores of parallel attempts are read in
+    threads of one engine: each writer gets a partial file of its own (pid and thread),
+    so two writers never interleave in one file that is then moved into place.
+    """
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(path)
+
+
 def open_index(path: str, facts: ElfFacts) -> SymbolIndex | None:
     """The index of `path`: from the cache by build id, or built (and cached) now."""
     assert facts.symtab is not None
@@ -281,11 +300,7 @@ def open_index(path: str, facts: ElfFacts) -> SymbolIndex | None:
             return None
         if not keys:
             return None
-        with contextlib.suppress(OSError):
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_bytes(_CACHE_MAGIC + keys.tobytes())
-            partial.replace(cached)  # whole or absent: another engine may read it at once
+        write_whole(cached, _CACHE_MAGIC + keys.tobytes())
     try:
         return SymbolIndex(path, facts, keys)
     except (OSError, ValueError):
