@@ -27,7 +27,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command
-from reprospec.core.units import format_size
+from reprospec.core.units import format_duration, format_size
 from reprospec.core.words import attempts_phrase
 from reprospec.plan.run import RunPlan
 from reprospec.plan.workfiles import named_files
@@ -241,4 +241,16 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
         settings.append(f"Python {environment.python}")
     if settings:
         notes.append(f"the run gave the cell {', '.join(settings)}; a plain command line does not")
+    if plan.expectation.outcome == "hang":
+        # The engine's watch is what ended the hang; without it the repro waits forever, and a
+        # maintainer should know when to stop waiting, and that it is no slower machine's doing.
+        limit = (
+            f"no progress for {format_duration(plan.stall_s)} (run.stall)"
+            if plan.stall_s is not None
+            else f"{format_duration(plan.timeout_s)} (run.timeout)"
+        )
+        notes.append(
+            f"the run called it a hang after {limit} and stopped it; this does not stop by "
+            "itself: interrupt it (Ctrl-C) once it has stopped moving"
+        )
     return notes

@@ -67,3 +67,33 @@ def test_distributed_workload_has_no_script_and_says_why(tmp_path: Path) -> None
     standalone = standalone_of(plan, tmp_path)
     assert standalone.script == ""
     assert "workload.distributed" in standalone.unavailable
+
+
+@pytest.mark.parametrize(
+    ("run", "limit"),
+    [
+        ("{timeout: 90s, stall: 10s}", "no progress for 10s (run.stall)"),
+        ("{timeout: 90s}", "90s (run.timeout)"),
+    ],
+)
+def test_an_expected_hang_says_what_stopped_it_in_the_run(
+    tmp_path: Path, run: str, limit: str
+) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        f"reprospec: 1\nname: stuck\ncommand: sleep 1000\nrun: {run}\nexpect: {{outcome: hang}}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    notes = standalone_of(plan, tmp_path, expected="hang", spec_name="stuck").notes
+    assert notes == (
+        f"the run called it a hang after {limit} and stopped it; this does not stop by "
+        "itself: interrupt it (Ctrl-C) once it has stopped moving",
+    )
+
+
+def test_a_cell_expected_to_crash_has_no_hang_note(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: boom\ncommand: sleep 1\nrun: {timeout: 90s, stall: 10s}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    assert standalone_of(plan, tmp_path, expected="crash", spec_name="boom").notes == ()
