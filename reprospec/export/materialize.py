@@ -33,6 +33,7 @@ from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, Redactor, looks_secret
 from reprospec.core.sections import Environment
+from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
 from reprospec.runners.docker import image as dockerimage
@@ -273,6 +274,14 @@ def _cell_function(
         warnings.append(
             f"cell {number} ({plan.cell.id}): its command holds a secret value, written as "
             f"{MASK} in run.sh: put it back before running"
+        )
+    if plan.stall_s is not None:
+        # `timeout` sees no progress: a stalled cell runs to its whole limit, which the user
+        # should know before waiting on it (the engine's watch reads the harness's events).
+        warnings.append(
+            f"cell {number} ({plan.cell.id}): run.stall ({format_duration(plan.stall_s)}) "
+            f"is not applied by run.sh: a hang ends at the timeout "
+            f"({format_duration(plan.timeout_s)})"
         )
     expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
     args, passed = _docker_run_args(plan, number, workdir_key, redactor)
