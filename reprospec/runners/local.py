@@ -460,7 +460,8 @@ class LocalRunner:
                     base, failed, started=result.started, finished=result.finished,
                     warnings=warnings,
                 )  # fmt: skip
-        not_perturbed = perturbing.refused_reason(refused_path)
+        # Only launch.py writes the reason, and it runs only with the perturbation's options.
+        not_perturbed = perturbing.refused_reason(refused_path) if applied.launch_options else None
         if not_perturbed is not None:
             return infra(not_perturbed, warnings)
         if plan.environment.debug.cuda_coredump is not None:
