@@ -28,6 +28,12 @@ oneshot   the engine's own CPU for a one-attempt run of `true` only, this checko
           --before CHECKOUT in turn, --rounds pairs: both medians and the median of the
           pairs' differences (many short pairs: a loaded machine moves single runs by
           more than a change of a few percent; not in the default --only)
+perattempt the engine's own CPU per attempt of `true` (goal: at most 1 ms), resolved at a
+          load of 10: `--repeat N` (--attempts, 1000) against `--repeat 1` at -j 1, a pair
+          per round, the sides' order alternating; with --before CHECKOUT that checkout's
+          pair too in each round, the checkouts' order alternating. Per checkout: the median
+          of the pairs' (N-side - 1-side) / (N - 1), user and system apart, and the paired
+          difference of the checkouts (not in the default --only)
 imports   what a one-attempt `reprospec run` of `true` loads and builds, counted in the
           engine (not timed, so a loaded machine cannot blur it): modules imported,
           regular expressions compiled, dataclasses built; with --before CHECKOUT, that
@@ -201,6 +207,66 @@ def oneshot(rounds: int, tmp: Path, before: Path) -> None:
         f"paired difference {statistics.median(differences) * 1000:+.0f} ms (median), "
         f"this checkout cheaper in {cheaper} of {rounds}"
     )
+
+
+# `python -c SPLIT_CPU ARGS`: SELF_CPU that writes user and system seconds apart.
+SPLIT_CPU = SELF_CPU.replace("str(u.ru_utime + u.ru_stime)", "f'{u.ru_utime} {u.ru_stime}'")
+
+
+def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> None:
+    """The engine's CPU per attempt of `true`, in pairs (`--repeat n` and `--repeat 1` of
+    one checkout, then of the other): the pairs' medians, and the checkouts' paired
+    difference. Many attempts and pairs: at a load of 10 a single run of 200 attempts
+    moves by more than 1 ms per attempt."""
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    record = tmp / "engine-cpu.txt"
+
+    def cpu(root: Path, repeat: int) -> tuple[float, float]:
+        """User and system CPU seconds of the engine process of one run."""
+        out = tmp / f"out-{repeat}"
+        argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
+        env = {**ENV, "ENGINE_CPU": str(record), "PYTHONPATH": str(root)}
+        subprocess.run(
+            [PY, "-c", SPLIT_CPU, *argv], cwd=tmp, env=env, check=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        user, system = record.read_text().split()
+        return float(user), float(system)
+
+    for _, root in checkouts:  # warm cache, bytecode
+        cpu(root, 1)
+    per: dict[Path, list[tuple[float, float]]] = {root: [] for _, root in checkouts}
+    loads = [os.getloadavg()[0]]
+    for r in range(rounds):
+        for _, root in checkouts if r % 2 == 0 else checkouts[::-1]:
+            sides = (1, n) if r % 2 == 0 else (n, 1)
+            got = {repeat: cpu(root, repeat) for repeat in sides}
+            (u1, s1), (un, sn) = got[1], got[n]
+            per[root].append(((un - u1) / (n - 1), (sn - s1) / (n - 1)))
+        loads.append(os.getloadavg()[0])
+    print(
+        f"engine CPU per attempt of `true`, {rounds} pairs of --repeat {n} / --repeat 1 "
+        f"(goal <= 1 ms); load average {min(loads):.1f}-{max(loads):.1f}"
+    )
+    for name, root in checkouts:
+        total = [u + s for u, s in per[root]]
+        print(
+            f"{name:<14} {statistics.median(total) * 1000:6.2f} ms "
+            f"(user {statistics.median(u for u, _ in per[root]) * 1000:.2f}, "
+            f"system {statistics.median(s for _, s in per[root]) * 1000:.2f}; pairs "
+            + " ".join(f"{t * 1000:.2f}" for t in total)
+            + ")"
+        )
+    if before is not None:
+        this, that = per[ROOT], per[before.resolve()]
+        differences = [(a[0] + a[1]) - (b[0] + b[1]) for a, b in zip(this, that, strict=True)]
+        cheaper = sum(d < 0 for d in differences)
+        print(
+            f"paired difference {statistics.median(differences) * 1000:+.2f} ms per attempt "
+            f"(median), this checkout cheaper in {cheaper} of {rounds}"
+        )
 
 
 # `python -c IMPORT_COUNTS ARGS`: `reprospec ARGS`, then on stderr what the engine process
@@ -500,6 +566,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="startup,fixed,attempts,cells,scan,engine")
     parser.add_argument("--after-deletions", type=int, default=0, metavar="N")
+    parser.add_argument("--attempts", type=int, default=1000, metavar="N", help="perattempt")
     parser.add_argument(
         "--before",
         type=Path,
@@ -528,6 +595,8 @@ def main() -> None:
             if args.before is None:
                 parser.error("--only oneshot needs --before CHECKOUT")
             oneshot(args.rounds, tmp, args.before)
+        if "perattempt" in chosen:
+            perattempt(args.rounds, tmp, max(2, args.attempts), before=args.before)
         if "imports" in chosen:
             imports(tmp, before=args.before)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

@@ -187,6 +187,13 @@ class Redactor:
             changes: dict[str, object] = {}
             for name in names:
                 old = getattr(value, name)
+                held = type(old)
+                if (
+                    held in _ATOMS
+                    or (held is tuple and not old)
+                    or (held is str and self._pattern is None)
+                ):
+                    continue  # most fields of a result: no call for what has nothing to mask
                 new = self._walk(old)
                 if new is not old and new != old:
                     changes[name] = new

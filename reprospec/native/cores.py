@@ -11,6 +11,7 @@ carries it in its environment, which the core holds) or by the attempt's root pi
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import mmap
 import os
@@ -52,6 +53,9 @@ class CorePattern:
 
     def globs(self, cwd: Path) -> list[str]:
         """Where cores of processes running in `cwd` can be, as glob patterns."""
+        return list(_globs(self, cwd))
+
+    def _globs(self, cwd: Path) -> list[str]:
         if self.piped or not self.raw:
             return []
         pattern = _as_glob(self.raw)
@@ -62,6 +66,9 @@ class CorePattern:
     def watched(self, cwd: Path) -> tuple[Path, tuple[str, ...]] | None:
         """The folder a process running in `cwd` dumps core into and the core's name as glob
         patterns, for corewatch; None where the folder itself is a pattern or a pipe."""
+        return _watched(self, cwd)
+
+    def _watched(self, cwd: Path) -> tuple[Path, tuple[str, ...]] | None:
         if self.piped or not self.raw:
             return None
         folder, _, name = self.raw.rpartition("/")
@@ -89,6 +96,18 @@ class CorePattern:
         if self.piped or not self.raw or self.uses_pid:
             return False
         return not re.search(r"%[pPiI]", self.raw.replace("%%", ""))
+
+
+# Every attempt asks both before it starts and after it ends, of the same pattern and
+# working directory: worked out once per pair (regular expressions, a glob's escape).
+@functools.lru_cache(maxsize=64)
+def _globs(pattern: CorePattern, cwd: Path) -> tuple[str, ...]:
+    return tuple(pattern._globs(cwd))
+
+
+@functools.lru_cache(maxsize=64)
+def _watched(pattern: CorePattern, cwd: Path) -> tuple[Path, tuple[str, ...]] | None:
+    return pattern._watched(cwd)
 
 
 def _as_glob(pattern: str) -> str:

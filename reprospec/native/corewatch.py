@@ -27,6 +27,7 @@ import stat
 import struct
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,29 @@ class _Folder:
     held: list[Held] = field(default_factory=list)
 
 
+# A folder's real path, kept this long (seconds): every attempt asks three times of its
+# workdir (acquire, replaced, release), and realpath is a walk in Python with an lstat per
+# component. A workdir that is made a symlink to another folder meanwhile is seen this late.
+_REAL_TTL_S = 1.0
+_real: dict[str, tuple[float, str]] = {}
+_real_lock = threading.Lock()
+
+
+def _real_path(folder: Path) -> str:
+    name = str(folder)
+    now = time.monotonic()
+    with _real_lock:
+        kept = _real.get(name)
+    if kept is not None and now - kept[0] < _REAL_TTL_S:
+        return kept[1]
+    real = os.path.realpath(folder)
+    with _real_lock:
+        if len(_real) >= 64:
+            _real.clear()
+        _real[name] = (now, real)
+    return real
+
+
 def file_id(info: os.stat_result) -> FileId:
     return (info.st_dev, info.st_ino)
 
@@ -90,7 +114,7 @@ class CoreWatch:
     def acquire(self, folder: Path, names: tuple[str, ...]) -> bool:
         """Watch `folder` for cores named like `names` until the matching `release`.
         False when it cannot be watched (then the attempt runs as it would without)."""
-        key = os.path.realpath(folder)
+        key = _real_path(folder)
         with self._lock:
             if self._failed:
                 return False
@@ -121,7 +145,7 @@ class CoreWatch:
     def release(self, folder: Path) -> None:
         """One attempt in `folder` ended, after it claimed its cores: the last one closes
         the cores nobody claimed; the watch stays, idle, for the next attempt there."""
-        key = os.path.realpath(folder)
+        key = _real_path(folder)
         with self._lock:
             entry = self._folders.get(key)
             if entry is None or entry.users == 0:
@@ -142,7 +166,7 @@ class CoreWatch:
     def replaced(self, folder: Path) -> list[Held]:
         """The cores created in `folder` that a later crash has since unlinked."""
         with self._lock:
-            entry = self._folders.get(os.path.realpath(folder))
+            entry = self._folders.get(_real_path(folder))
             return [h for h in entry.held if h.unlinked()] if entry else []
 
     def forget(self, file: FileId) -> None:

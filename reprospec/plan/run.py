@@ -21,6 +21,20 @@ from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
 
+# Cells whose plan PlannedAttempts keeps for their next attempt (a spec without expressions).
+KEPT_CELLS = 64
+
+
+def _has_expression(value: object) -> bool:
+    """Whether a `${{ }}` is anywhere in `value` (a document: its keys and its strings)."""
+    if isinstance(value, str):
+        return "${{" in value
+    if isinstance(value, Mapping):
+        return any(_has_expression(k) or _has_expression(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_expression(item) for item in value)
+    return False
+
 
 class PlannedAttempts(Sequence[AttemptPlan]):
     """The attempts of a run in the order they start, each planned when it is read.
@@ -28,8 +42,12 @@ class PlannedAttempts(Sequence[AttemptPlan]):
     Global attempt g (from 0) is attempt g // cells + 1 of cell g % cells: attempt 1 of
     every cell, then attempt 2, ... (round-robin, so a flaky cell's repeats interleave with
     the others). Shard K of N holds the globals K-1, K-1+N, ...; index i of this sequence
-    is the shard's i-th. Reading an attempt twice plans it twice, to equal plans: nothing
-    is cached, so a run holds only the plans in flight.
+    is the shard's i-th. Reading an attempt twice plans it twice, to equal plans.
+
+    A spec without a `${{ }}` plans every attempt of a cell alike but for its number: the
+    last cells' plans are kept (at most `KEPT_CELLS`) and each later attempt is a copy
+    with its number. Planning evaluates and builds every section again (about a fifth of
+    the engine's own CPU per attempt of `true`, docs/performance.md); the copy does not.
     """
 
     def __init__(
@@ -50,6 +68,9 @@ class PlannedAttempts(Sequence[AttemptPlan]):
         shard = options.shard
         self._first, self._stride = (shard.index - 1, shard.count) if shard else (0, 1)
         self._len = len(range(self._first, self._total, self._stride))
+        # Only a constant document plans alike: an expression may read the attempt number.
+        self._alike = not _has_expression(spec.document)
+        self._kept: dict[str, AttemptPlan] = {}
 
     def __len__(self) -> int:
         return self._len
@@ -94,14 +115,26 @@ class PlannedAttempts(Sequence[AttemptPlan]):
 
     def _plan(self, g: int) -> AttemptPlan:
         cell = self._cells[g % len(self._cells)]
-        attempt = plan_attempt(
-            self._spec,
-            cell,
-            g // len(self._cells) + 1,
-            base_env=self._base_env,
-            expectation=self._expectations[cell.id],
+        number = g // len(self._cells) + 1
+        if self._alike:
+            kept = self._kept.get(cell.id)
+            if kept is not None:
+                return kept if kept.attempt == number else replace(kept, attempt=number)
+        attempt = _with_options(
+            plan_attempt(
+                self._spec,
+                cell,
+                number,
+                base_env=self._base_env,
+                expectation=self._expectations[cell.id],
+            ),
+            self._options,
         )
-        return _with_options(attempt, self._options)
+        if self._alike:
+            if len(self._kept) >= KEPT_CELLS:
+                self._kept.clear()  # many cells, few repeats each: planning is the cost anyway
+            self._kept[cell.id] = attempt
+        return attempt
 
     @property
     def cells(self) -> Sequence[Cell]:

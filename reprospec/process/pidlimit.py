@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import itertools
 import os
 import re
@@ -185,7 +186,14 @@ def _engine_alive(pid: int) -> bool:
     return True
 
 
-def _write(path: Path, text: str) -> None:
+@functools.lru_cache(maxsize=256)
+def _file(folder: Path, name: str) -> str:
+    """A file of a pooled cgroup, as the str os.open takes: made once per cgroup, where a
+    Path joined per attempt cost more than the write to it."""
+    return os.path.join(folder, name)  # noqa: PTH118
+
+
+def _write(path: Path | str, text: str) -> None:
     """One write to a cgroup file (os calls: a file object adds three system calls)."""
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -194,7 +202,7 @@ def _write(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path | str) -> str:
     fd = os.open(path, os.O_RDONLY)
     try:
         return os.read(fd, 1 << 20).decode()
@@ -230,7 +238,7 @@ def starting_in(limit: Limit) -> Iterator[None]:
     assert home is not None
     with _lock:  # one thread at a time in and out: each fork lands where its thread is
         try:
-            _write(limit.cgroup / "tasks", f"{tid}\n")
+            _write(_file(limit.cgroup, "tasks"), f"{tid}\n")
         except OSError:
             yield  # the limit is lost, the attempt still starts
             return
@@ -238,7 +246,7 @@ def starting_in(limit: Limit) -> Iterator[None]:
             yield
         finally:
             with contextlib.suppress(OSError):
-                _write(home / "tasks", f"{tid}\n")
+                _write(_file(home, "tasks"), f"{tid}\n")
 
 
 def after_start(limit: Limit, pid: int) -> None:
@@ -261,7 +269,7 @@ def members(limit: Limit) -> set[int]:
     if limit.cgroup is None:
         return set()
     try:
-        text = _read(limit.cgroup / "cgroup.procs")
+        text = _read(_file(limit.cgroup, "cgroup.procs"))
     except OSError:
         return set()
     return {int(word) for word in text.split()}
@@ -312,7 +320,7 @@ def _refused(limit: Limit) -> int:
     if limit.cgroup is None:
         return 0
     try:
-        text = _read(limit.cgroup / "pids.events")
+        text = _read(_file(limit.cgroup, "pids.events"))
     except OSError:
         return 0
     for line in text.splitlines():

@@ -18,6 +18,8 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Protocol
@@ -160,13 +162,35 @@ def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
     executable file of that name on the child's PATH (as Popen looks it up)."""
     if os.sep in name:
         return name
+    path = env.get("PATH", os.defpath)
+    key = (name, path, str(cwd))
+    now = time.monotonic()
+    with _FOUND_LOCK:
+        kept = _FOUND.get(key)
+    if kept is not None and now - kept[0] < FOUND_TTL_S:
+        return kept[1]
     # os.get_exec_path(env) without its copy of the environment and its warnings guard
     # (once per attempt): the child's environment is str to str.
-    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+    for folder in path.split(os.pathsep):
         candidate = os.path.join(cwd, folder, name)  # noqa: PTH118 (a relative PATH entry)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
-            return os.path.join(folder, name)  # noqa: PTH118
+            found = os.path.join(folder, name)  # noqa: PTH118
+            with _FOUND_LOCK:
+                if len(_FOUND) >= 64:
+                    _FOUND.clear()
+                _FOUND[key] = (now, found)
+            return found
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+# A program's lookup on PATH, kept this long (seconds) by (name, PATH, working directory):
+# attempts of a short command start many times a second, and the lookup stats every folder
+# of PATH before the program's own (a tenth of starting the root, in Python). A program
+# that goes away meanwhile fails at its exec as it would at the lookup; one installed
+# into an earlier folder of PATH is found at most this late.
+FOUND_TTL_S = 1.0
+_FOUND: dict[tuple[str, str, str], tuple[float, str]] = {}
+_FOUND_LOCK = threading.Lock()
 
 
 def start_helper(

@@ -77,6 +77,42 @@ def _unchosen(python: str) -> str | None:
 _BARE_PYTHON = Lazy(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
 
 
+class _Outer:
+    """The engine's environment as a child inherits it, decoded once while it is unchanged.
+
+    `dict(os.environ)` decodes every variable in Python (about 40 calls per variable set,
+    a tenth of the engine's CPU per attempt of `true`). os.environ keeps its encoded
+    form in a dict (`_data`): comparing that with the copy taken at the last decode is
+    one C-level comparison, so a change (a test fixture's, an API user's
+    `os.environ[...] = ...` between runs) is still seen before the next attempt starts.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.encoded: dict[object, object] | None = None
+        self.decoded: dict[str, str] = {}
+
+
+_OUTER = _Outer()
+
+
+def outer_environ() -> dict[str, str]:
+    """A copy of os.environ without the engine's own cell variable (an engine running
+    inside another attempt must not hand its cell down)."""
+    encoded = getattr(os.environ, "_data", None)
+    if not isinstance(encoded, dict):  # not CPython's os.environ: decode it every time
+        outer = dict(os.environ)
+        outer.pop(CELL_VAR, None)
+        return outer
+    with _OUTER.lock:
+        if _OUTER.encoded != encoded:
+            # The encoded copy first: a change made while decoding is seen next time.
+            _OUTER.encoded = dict(encoded)
+            _OUTER.decoded = dict(os.environ)
+            _OUTER.decoded.pop(CELL_VAR, None)
+        return dict(_OUTER.decoded)
+
+
 def _prepend_path(value: str | None, *entries: str) -> str:
     parts = [*entries]
     if value:
@@ -424,7 +460,8 @@ class LocalRunner:
                     base, failed, started=result.started, finished=result.finished,
                     warnings=warnings,
                 )  # fmt: skip
-        not_perturbed = perturbing.refused_reason(refused_path)
+        # Only launch.py writes the reason, and it runs only with the perturbation's options.
+        not_perturbed = perturbing.refused_reason(refused_path) if applied.launch_options else None
         if not_perturbed is not None:
             return infra(not_perturbed, warnings)
         if plan.environment.debug.cuda_coredump is not None:
@@ -464,9 +501,7 @@ class LocalRunner:
         instance: Instance | None = None,
     ) -> dict[str, str]:
         """os.environ + the spec's env + the child protocol (ARCHITECTURE.md)."""
-        outer = dict(os.environ)
-        # An engine running inside another attempt must not hand its own cell down.
-        outer.pop(CELL_VAR, None)
+        outer = outer_environ()
         ours = child_env(
             plan,
             ChildPaths(

@@ -180,6 +180,12 @@ _ATTEMPT_COLUMNS = (
     "perturbed",
 )
 
+# One text for every attempt's row: sqlite3 keeps the compiled statement by its text.
+_INSERT_ATTEMPT = (
+    f"INSERT OR REPLACE INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})"
+)
+
 
 @dataclass(frozen=True)
 class StoredRun:
@@ -197,6 +203,8 @@ class StoredRun:
 
 
 def _json(value: object) -> str:
+    if isinstance(value, list) and not value:
+        return "[]"  # most of an attempt's lists (its mismatches, slots, warnings): no encoder
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -503,8 +511,7 @@ class Store:
         outcome = attempt.outcome
         with self._write() as db:
             db.execute(
-                f"INSERT OR REPLACE INTO attempts ({', '.join(_ATTEMPT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(_ATTEMPT_COLUMNS))})",
+                _INSERT_ATTEMPT,
                 (
                     run_id,
                     cell_id,

@@ -21,6 +21,7 @@ and reads an attempt's files only where they exist.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -40,6 +41,7 @@ CELLS = "cells"
 _CELL_FOLDERS = threading.Lock()
 
 
+@functools.lru_cache(maxsize=1024)  # asked three times per attempt, of a few cells
 def cell_folder(cell_id: str) -> str:
     """A cell id as a folder name: readable, and unique even where characters were replaced.
 
@@ -133,12 +135,14 @@ class RunFolder:
         more): what it printed stays, the empty logs and events file go, and a silent
         attempt leaves no folder, nor its cell when it was the cell's only one.
         """
-        folder = self.path / self.attempt_logs(cell_id, attempt)
+        # str paths and os calls: this runs once per attempt that passed.
+        cell = os.path.join(self.path, CELLS, cell_folder(cell_id))  # noqa: PTH118
+        folder = os.path.join(cell, str(attempt))  # noqa: PTH118
         _remove_empty_files(folder)
         with _CELL_FOLDERS:
             gone = _remove_empty(folder)
             if gone:
-                _remove_empty(folder.parent)
+                _remove_empty(cell)
         return gone
 
     def create(self) -> RunFolder:
@@ -146,7 +150,7 @@ class RunFolder:
         return self
 
 
-def _remove_empty_files(folder: Path) -> None:
+def _remove_empty_files(folder: str) -> None:
     """Remove the empty files under `folder`, and the folders under it that end empty.
 
     One scandir per folder and one lstat per file: this runs once per attempt that passed.
@@ -158,18 +162,18 @@ def _remove_empty_files(folder: Path) -> None:
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
-                _remove_empty_files(Path(entry.path))
-                _remove_empty(Path(entry.path))
+                _remove_empty_files(entry.path)
+                _remove_empty(entry.path)
             elif entry.stat(follow_symlinks=False).st_size == 0:
-                Path(entry.path).unlink()
+                os.unlink(entry.path)  # noqa: PTH108
         except OSError:
             continue  # gone already, or not ours to remove: it stays
 
 
-def _remove_empty(folder: Path) -> bool:
+def _remove_empty(folder: str) -> bool:
     """rmdir `folder` when it is empty; whether it is gone."""
     try:
-        folder.rmdir()
+        os.rmdir(folder)  # noqa: PTH106
     except FileNotFoundError:
         return True
     except OSError:  # not empty (or not ours): it stays

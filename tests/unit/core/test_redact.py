@@ -9,7 +9,7 @@ from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
 from reprospec.core.redact import MASK, Redactor, env_names_read, looks_secret
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
-from reprospec.core.results import ChainLink, NotRun
+from reprospec.core.results import AttemptResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
 
 
@@ -100,3 +100,26 @@ def test_the_marker_names_one_block() -> None:
         pass
     else:
         raise AssertionError("an edited block must not match its marker")
+
+
+def test_a_result_walk_skips_only_fields_with_nothing_to_mask() -> None:
+    # The walk passes numbers, None, empty tuples (and, with no secret, strings) without
+    # a call: what does hold a secret is still masked, and an unchanged result is itself.
+    result = AttemptResult(
+        attempt=1,
+        duration_s=0.5,
+        outcome=Outcome("error", exception="ValueError", detail="ValueError: token hunter22"),
+        matched=True,
+        mismatches=(),
+        logs="cells/x/1/",
+        started="s",
+        finished="f",
+        warnings=("saw hunter22",),
+    )
+    masked = Redactor(["hunter22"]).value(result)
+    assert isinstance(masked.outcome, Outcome)
+    assert masked.outcome.detail == f"ValueError: token {MASK}"
+    assert masked.warnings == (f"saw {MASK}",)
+    assert (masked.attempt, masked.duration_s, masked.mismatches) == (1, 0.5, ())
+    assert Redactor().value(result) is result
+    assert Redactor(["other"]).value(result) is result

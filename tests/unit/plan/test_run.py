@@ -3,15 +3,18 @@ planning every attempt up front, with nothing planned before anyone asks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.outcome.judge import CellJudge, JudgedCells, judge_cells
 from reprospec.plan import attempt as attempt_module
+from reprospec.plan import run as run_module
 from reprospec.plan.attempt import expectation_for, plan_attempt
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.spec.load import load_spec
@@ -148,3 +151,47 @@ def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
     assert [c.verdict for c in cells] == ["not-run", "reproduced", "reproduced"]
     assert "interrupted after 1 of 2 attempts" in cells[1].reason
     assert "interrupted" not in cells[2].reason  # complete when it was judged
+
+
+CONSTANT = "matrix: {n: [1, 2, 3]}\nrun: {repeat: 4, timeout: 5s}\nexpect: {outcome: pass}\n"
+
+
+def test_a_spec_without_expressions_copies_each_cells_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No `${{ }}` anywhere: every attempt of a cell is its first plan with its number, so
+    # the later ones are copies of the kept plan, equal to planning each afresh.
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text("reprospec: 1\nname: constant\ncommand: [true]\n" + CONSTANT)
+    plan = plan_run(load_spec(spec_file), RunOptions(out=tmp_path, timeout_s=7.0))
+    eager = [
+        replace(
+            plan_attempt(plan.spec, cell, number, expectation=expectation_for(plan.spec, cell)),
+            timeout_s=7.0,
+        )
+        for number in range(1, 5)
+        for cell in plan.attempts.cells
+    ]
+    planned: list[int] = []
+
+    def counted(
+        spec: Spec,
+        cell: Cell,
+        attempt: int,
+        *,
+        base_env: Mapping[str, str],
+        expectation: Expectation | None = None,
+    ) -> AttemptPlan:
+        planned.append(attempt)
+        return plan_attempt(spec, cell, attempt, base_env=base_env, expectation=expectation)
+
+    monkeypatch.setattr(run_module, "plan_attempt", counted)
+    assert list(plan.attempts) == eager
+    assert planned == [1, 1, 1]  # each cell planned once; its later attempts copied
+
+
+def test_a_spec_with_an_expression_plans_every_attempt(tmp_path: Path) -> None:
+    # `${{ attempt }}` in the command: no copy may stand for attempt 2.
+    plan = make_plan(tmp_path, body=CONSTANT)
+    argvs = [a.argv for a in plan.attempts if a.cell.id == plan.attempts.cells[0].id]
+    assert argvs == [("/bin/sh", "-c", f"echo {n}") for n in range(1, 5)]

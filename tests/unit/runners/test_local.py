@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,8 @@ import pytest
 
 from reprospec.core.inputs import AttemptPlan, Marker
 from reprospec.errors import InfraError
-from reprospec.runners.local import LocalRunner
+from reprospec.process.childprotocol import CELL_VAR
+from reprospec.runners.local import LocalRunner, outer_environ
 from tests.support.paths import CHILDREN
 from tests.support.plans import attempt_plan
 
@@ -52,3 +54,22 @@ def test_missing_interpreter(tmp_path: Path) -> None:
     env = runner.capture_environment(make_plan(["true"]), tmp_path / "env")
     assert env["python"] is None
     assert "error" in env
+
+
+def test_the_engines_environment_is_read_again_once_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Decoded once while os.environ is unchanged; a change between attempts (a fixture's,
+    # an API user's) reaches the next child, and the engine's own cell never does.
+    monkeypatch.setenv("REPROSPEC_TEST_OUTER", "one")
+    monkeypatch.setenv(CELL_VAR, "/engine/own/cell.json")
+    first = outer_environ()
+    assert first["REPROSPEC_TEST_OUTER"] == "one"
+    assert CELL_VAR not in first
+    first["REPROSPEC_TEST_OUTER"] = "changed by a caller"  # a copy: the next one is whole
+    assert outer_environ()["REPROSPEC_TEST_OUTER"] == "one"
+    monkeypatch.setenv("REPROSPEC_TEST_OUTER", "two")
+    assert outer_environ()["REPROSPEC_TEST_OUTER"] == "two"
+    monkeypatch.delenv("REPROSPEC_TEST_OUTER")
+    assert "REPROSPEC_TEST_OUTER" not in outer_environ()
+    assert outer_environ() == {k: v for k, v in os.environ.items() if k != CELL_VAR}
