@@ -74,4 +74,10 @@ fi
 # matched against paths relative to here, it does not match them), with the same settings
 # and torch's own types (installed above).
 (cd reprospec/harness && ../../.venv/bin/mypy --cache-dir ../../.mypy_cache -p reprospec_harness -m reprospec_forkserver)
-.venv/bin/python -m pytest -q -rs "$@"
+# With -n N, xdist's default `--dist load` hands each worker a share of the queue up front and
+# never takes it back: in a full run of `-n 2` one worker ran out of tests while the other
+# still held about 235 of them (the examples, the docs' and the plugin's runs, tests/real/),
+# the suite's last 10 minutes or more on one worker. `worksteal` moves queued tests from the
+# busy worker to the idle one. Without -n it does nothing; a --dist given here comes later
+# and wins.
+.venv/bin/python -m pytest -q -rs --dist worksteal "$@"

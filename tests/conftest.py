@@ -6,12 +6,12 @@ from __future__ import annotations
 import compileall
 import fcntl
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
+from tests.support.paths import session_folder
 
 
 def pytest_sessionstart() -> None:
@@ -43,17 +43,6 @@ def cli(tmp_path: Path) -> Cli:
     return invoke
 
 
-def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder every xdist worker of this session sees (the session's own without xdist).
-
-    Each worker's basetemp is `<session basetemp>/popen-gwN`: its parent is the session's."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = shared / "example-runs"
-    folder.mkdir(exist_ok=True)
-    return folder
-
-
 @pytest.fixture(scope="session")
 def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
     """`reprospec run specs/NAME -j 2`, run once per example for the whole session.
@@ -66,7 +55,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
     on that lock and read it (the distributed example alone is a minute of waiting on its
     hang). A test that writes must write elsewhere (a rerun gets its own `--out`, as the
     `cli` fixture gives it)."""
-    shared = _shared_folder(tmp_path_factory)
+    shared = session_folder(tmp_path_factory, "example-runs")
     done: dict[str, CliResult] = {}
 
     def run(name: str) -> CliResult:

@@ -6,17 +6,19 @@ outside CI they skip when no Slurm answers, in CI they fail.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reprospec.slurm import RunStatus, load
-from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
+from tests.support.cli import ROOT, SPECS, Cli, ExampleRun, run_cli
+from tests.support.paths import session_folder
 from tests.support.slurm import (
     needs_cluster,
     only_run,
@@ -157,6 +159,7 @@ def test_slurm_refuses_bad_input_with_exit_2(cli: Cli, tmp_path: Path) -> None:
 
 
 @needs_cluster
+@pytest.mark.usefixtures("time_limited_run")
 @pytest.mark.slow
 def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
     cli: Cli, tmp_path: Path, example_run: ExampleRun
@@ -245,7 +248,54 @@ def _resume_and_check(cli: Cli, run_dir: Path, *argv: str) -> None:
     assert [a["outcome"]["kind"] for a in hold["attempts"]] == ["pass"]
 
 
+# The time-limit test's run waits on Slurm's clock: `--time 1` ends its held shard 60-90 s
+# after the shard starts (limits are whole minutes, checked every 30 s). It is submitted when
+# the first cluster test of this module starts (usefixtures below) and is read by the
+# time-limit test, the module's last: the wait runs beside the other cluster tests instead
+# of after them, a worker idle for it no more.
+TIME_LIMIT_TEST = "test_a_shard_past_its_time_limit_is_reported_and_resumed"
+
+
+@dataclass(frozen=True)
+class TimeLimitedRun:
+    """The held-shard run submitted with `--time 1`: where it is, and what submitting said."""
+
+    run_dir: Path
+    code: int
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def time_limited_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> TimeLimitedRun | None:
+    """Submitted once per session, and only when the time-limit test was collected (None
+    otherwise): under xdist the workers share it as they share the examples' runs (the
+    first to ask submits under an exclusive lock and writes down the run; the others read
+    it), so the module's tests may run on either worker and one job is held, not two."""
+    if not any(item.name == TIME_LIMIT_TEST for item in request.session.items):
+        return None
+    require_cluster()
+    folder = session_folder(tmp_path_factory, "slurm-time-limit")
+    record = folder / "submitted.json"
+    with (folder / "submit.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not record.is_file():
+            spec = _hold_spec(folder, "time-limit")
+            shared = folder / "shared"
+            submitted = run_cli(
+                folder / "out", "slurm", str(spec), "--shards", "2", "--time", "1",
+                "--out", str(shared),
+            )  # fmt: skip
+            run_dir = only_run(shared) if submitted.code == 0 else shared
+            saved = {"run_dir": str(run_dir), "code": submitted.code, "stderr": submitted.stderr}
+            record.write_text(json.dumps(saved), encoding="utf-8")
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    return TimeLimitedRun(Path(saved["run_dir"]), saved["code"], saved["stderr"])
+
+
 @needs_cluster
+@pytest.mark.usefixtures("time_limited_run")
 def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -276,29 +326,6 @@ def test_a_cancelled_shard_is_reported_the_merge_says_so_and_resume_finishes_it(
     _resume_and_check(cli, run_dir, "slurm", str(run_dir), "--resume")
 
 
-@needs_cluster
-@pytest.mark.slow
-def test_a_shard_past_its_time_limit_is_reported_and_resumed(cli: Cli, tmp_path: Path) -> None:
-    """Slurm's limits are whole minutes: the held shard dies 60-90 s after it starts."""
-    require_cluster()
-    shared = tmp_path / "shared"
-    spec = _hold_spec(tmp_path, "time-limit")
-    submitted = cli("slurm", str(spec), "--shards", "2", "--time", "1", "--out", str(shared))
-    assert submitted.code == 0, submitted.stderr
-    run_dir = only_run(shared)
-    status = wait_settled(run_dir)
-    first, second = status.shards
-    assert (first.state, second.state) == ("died", "done"), status
-    assert first.detail.startswith("time limit")
-    assert "DUE TO TIME LIMIT" in first.detail
-    shown = cli("slurm", "status", str(run_dir), "--json")
-    assert shown.code == 3
-    data = json.loads(shown.stdout)
-    assert data["missing"] == [1]
-    assert data["shards"][0]["state"] == "died"
-    _resume_and_check(cli, run_dir, "slurm", "resume", str(run_dir), "--time", "5")
-
-
 GRES_SPEC = """\
 reprospec: 1
 name: slurm-gres
@@ -313,6 +340,7 @@ expect:
 
 
 @needs_cluster
+@pytest.mark.usefixtures("time_limited_run")
 def test_each_task_hands_out_the_gpus_slurm_gave_it_through_gres(cli: Cli, tmp_path: Path) -> None:
     require_cluster()
     spec = _write_spec(tmp_path / "gres.yaml", GRES_SPEC)
@@ -424,3 +452,27 @@ expect: {outcome: crash, signal: SIGTERM}
     assert forget_killed_attempts(run, 1) == (("default", 2),)
     with Store(run.shard_dir(1)) as store:
         assert sorted(store.finished_attempts(folder.name)) == [("default", 1)]
+
+
+@needs_cluster
+@pytest.mark.slow
+def test_a_shard_past_its_time_limit_is_reported_and_resumed(
+    cli: Cli, time_limited_run: TimeLimitedRun | None
+) -> None:
+    """Slurm's limits are whole minutes: the held shard dies 60-90 s after it starts (its
+    run was submitted when the module's first cluster test started: see TIME_LIMIT_TEST)."""
+    require_cluster()
+    assert time_limited_run is not None
+    assert time_limited_run.code == 0, time_limited_run.stderr
+    run_dir = time_limited_run.run_dir
+    status = wait_settled(run_dir)
+    first, second = status.shards
+    assert (first.state, second.state) == ("died", "done"), status
+    assert first.detail.startswith("time limit")
+    assert "DUE TO TIME LIMIT" in first.detail
+    shown = cli("slurm", "status", str(run_dir), "--json")
+    assert shown.code == 3
+    data = json.loads(shown.stdout)
+    assert data["missing"] == [1]
+    assert data["shards"][0]["state"] == "died"
+    _resume_and_check(cli, run_dir, "slurm", "resume", str(run_dir), "--time", "5")
