@@ -33,7 +33,8 @@ READERS = (
 # capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
 # Actions), the repro.py generator (a workload's standalone repro), the native stacks'
 # classes and their symbol names (built at a crash or a hang, or read back where an attempt
-# folder holds them), the probe of `environment.packages` (a spec that lists some).
+# folder holds them), the probe of `environment.packages` (a spec that lists some), the
+# reader of tracebacks (an attempt that wrote to stderr).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -47,6 +48,7 @@ NOT_FOR_A_PASS = (
     "reprospec.native.stacks",
     "reprospec.native.symbols",
     "reprospec.environment.packages",
+    "reprospec.outcome.tracebacks",
 )
 
 _RUN_AND_LIST = (
@@ -92,8 +94,9 @@ def test_a_spec_that_lists_packages_imports_their_probe(tmp_path: Path) -> None:
 
 def test_an_error_exit_imports_the_reader_of_children(tmp_path: Path) -> None:
     # The other side of the lazy import: an exit that may be a child's crash reads them.
-    modules = _modules_of_run(tmp_path, "[sh, -c, 'exit 3']", "error")
+    modules = _modules_of_run(tmp_path, "[sh, -c, 'echo failed >&2; exit 3']", "error")
     assert "reprospec.outcome.children" in modules
+    assert "reprospec.outcome.tracebacks" in modules  # its stderr is read for one
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason="no reader of cores here")
