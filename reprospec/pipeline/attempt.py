@@ -28,7 +28,6 @@ from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
-from reprospec.report.instances import first_failure
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
@@ -257,6 +256,8 @@ def instances_result(
     if isinstance(outcome, NotRun):
         outcome = NotRun(f"instance {first.instance} of {len(instances)}: {outcome.reason}")
     elif len(instances) > 1 and failed:
+        from reprospec.report.instances import first_failure  # the report's words for it
+
         said = first_failure(instances, first.instance)
         outcome = replace(outcome, detail=f"{outcome.detail}; {said}" if outcome.detail else said)
     return replace(

@@ -34,7 +34,9 @@ READERS = (
 # Actions), the repro.py generator (a workload's standalone repro), the native stacks'
 # classes and their symbol names (built at a crash or a hang, or read back where an attempt
 # folder holds them), the probe of `environment.packages` (a spec that lists some), the
-# reader of tracebacks (an attempt that wrote to stderr).
+# reader of tracebacks (an attempt that wrote to stderr), the report's sections that explain
+# a failure (its signatures, what separates it) or the children's warnings, and the
+# instances' record (attempts of 2+ instances).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -49,6 +51,10 @@ NOT_FOR_A_PASS = (
     "reprospec.native.symbols",
     "reprospec.environment.packages",
     "reprospec.outcome.tracebacks",
+    "reprospec.report.childwarnings",
+    "reprospec.report.separation",
+    "reprospec.report.signatures",
+    "reprospec.report.instances",
 )
 
 _RUN_AND_LIST = (
@@ -97,6 +103,8 @@ def test_an_error_exit_imports_the_reader_of_children(tmp_path: Path) -> None:
     modules = _modules_of_run(tmp_path, "[sh, -c, 'echo failed >&2; exit 3']", "error")
     assert "reprospec.outcome.children" in modules
     assert "reprospec.outcome.tracebacks" in modules  # its stderr is read for one
+    assert "reprospec.report.signatures" in modules  # and its report names the failure
+    assert "reprospec.report.separation" in modules
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason="no reader of cores here")
