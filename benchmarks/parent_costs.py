@@ -37,7 +37,9 @@ perattempt the engine's own CPU per attempt of `true` (goal: at most 1 ms), reso
 imports   what a one-attempt `reprospec run` of `true` loads and builds, counted in the
           engine (not timed, so a loaded machine cannot blur it): modules imported,
           regular expressions compiled, dataclasses built; with --before CHECKOUT, that
-          checkout's too (not in the default --only)
+          checkout's too (not in the default --only); then where the engine's CPU went
+          (the interpreter's start, imports by package, dataclasses' code generation, the
+          rest), medians of 5 runs
 
 Every figure is the median of --rounds rounds, the two sides of a ratio measured
 alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
@@ -271,47 +273,110 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
 
 # `python -c IMPORT_COUNTS ARGS`: `reprospec ARGS`, then on stderr what the engine process
 # loaded: modules, regular expressions compiled (re's compiler runs once per pattern not in
-# its cache) and dataclasses built (each generates and compiles its methods at import).
+# its cache) and dataclasses built (each generates and compiles its methods at import);
+# and where its CPU went (each thread's own CPU, which a loaded machine blurs less than
+# -X importtime's wall): the interpreter's start (before this script), each module's own
+# import by package (not what it imports in turn), the dataclasses' code generation within
+# those imports (every package's), and the rest (the run's own work, on every thread).
 IMPORT_COUNTS = """
-import atexit, dataclasses, re, runpy, sys
+import time
+start = time.process_time()
+import _thread, importlib._bootstrap as bootstrap
+own, stacks = {}, {}
+load = bootstrap._load_unlocked
+def timed_load(spec):
+    inner = stacks.setdefault(_thread.get_ident(), [])
+    began = time.thread_time()
+    inner.append(0.0)
+    try:
+        return load(spec)
+    finally:
+        took = time.thread_time() - began
+        own[spec.name] = own.get(spec.name, 0.0) + took - inner.pop()
+        if inner:
+            inner[-1] += took
+bootstrap._load_unlocked = timed_load
+import atexit, collections, dataclasses, re, resource, runpy, sys
 counts = {"regexes": 0, "dataclasses": 0}
+generating = [0.0]
 compile_pattern, process_class = re._compiler.compile, dataclasses._process_class
 def counted_compile(*args, **kwargs):
     counts["regexes"] += 1
     return compile_pattern(*args, **kwargs)
 def counted_class(*args, **kwargs):
     counts["dataclasses"] += 1
-    return process_class(*args, **kwargs)
+    began = time.thread_time()
+    try:
+        return process_class(*args, **kwargs)
+    finally:
+        generating[0] += time.thread_time() - began
 re._compiler.compile, dataclasses._process_class = counted_compile, counted_class
+GROUPS = {"yaml": "yaml", "_yaml": "yaml", "jinja2": "jinja2", "markupsafe": "jinja2",
+          "rich": "rich", "pygments": "rich", "reprospec": "reprospec"}
 def report():
     ours = sum(name.startswith("reprospec") for name in sys.modules)
     found = (len(sys.modules), ours, counts["regexes"], counts["dataclasses"])
     print("COUNTS", *found, file=sys.stderr)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    total = used.ru_utime + used.ru_stime
+    split = collections.Counter()
+    for name, took in own.items():
+        split[GROUPS.get(name.partition(".")[0], "stdlib")] += took
+    imported = sum(split.values())
+    rest = total - start - imported
+    print("CPU", start, total, generating[0], rest,
+          *(split[g] for g in ("stdlib", "yaml", "jinja2", "rich", "reprospec")), file=sys.stderr)
 atexit.register(report)
 sys.argv[0] = "reprospec"
 runpy.run_module("reprospec", run_name="__main__", alter_sys=True)
 """
 
+# The CPU split's columns, as IMPORT_COUNTS prints them after "CPU".
+CPU_PARTS = ("start", "total", "dataclasses", "rest", "stdlib", "yaml", "jinja2", "rich", "ours")
 
-def imports(tmp: Path, before: Path | None = None) -> None:
-    """What a one-attempt run of `true` imports and builds, in this checkout and `before`."""
+
+def imports(tmp: Path, before: Path | None = None, rounds: int = 5) -> None:
+    """What a one-attempt run of `true` imports and builds, in this checkout and `before`;
+    then where its engine CPU went, medians of `rounds` runs (the checkouts in turn)."""
     spec = tmp / "true.yaml"
     spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
     checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    lines: dict[str, str] = {}
+    cpu: dict[str, list[dict[str, float]]] = {name: [] for name, _ in checkouts}
+    for _ in range(rounds):
+        for name, root in checkouts:
+            done = subprocess.run(
+                [PY, "-c", IMPORT_COUNTS, "run", str(spec), "--out", str(tmp / "imports")],
+                cwd=tmp,
+                env={**ENV, "PYTHONPATH": str(root)},
+                text=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=True,
+            )
+            said = done.stderr.splitlines()
+            lines[name] = [text for text in said if text.startswith("COUNTS ")][-1]
+            figures = [float(v) for v in [t for t in said if t.startswith("CPU ")][-1].split()[1:]]
+            cpu[name].append(dict(zip(CPU_PARTS, figures, strict=True)))
     print("one-attempt run of `true`   modules (reprospec's)   regexes compiled   dataclasses")
-    for name, root in checkouts:
-        done = subprocess.run(
-            [PY, "-c", IMPORT_COUNTS, "run", str(spec), "--out", str(tmp / "imports")],
-            cwd=tmp,
-            env={**ENV, "PYTHONPATH": str(root)},
-            text=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            check=True,
-        )
-        line = [text for text in done.stderr.splitlines() if text.startswith("COUNTS ")][-1]
-        modules, ours, regexes, classes = line.split()[1:]
+    for name, _ in checkouts:
+        modules, ours, regexes, classes = lines[name].split()[1:]
         print(f"{name:<28}{modules:>7} ({ours:>3}){regexes:>21}{classes:>14}")
+    print(
+        f"engine CPU, ms (medians of {rounds}): total = interpreter start + imports by package "
+        "+ the rest; [dataclasses' code generation, within the imports]"
+    )
+    for name, _ in checkouts:
+        median = {
+            part: statistics.median(run[part] for run in cpu[name]) * 1000 for part in CPU_PARTS
+        }
+        print(
+            f"{name:<16}{median['total']:5.0f} = start {median['start']:.0f}"
+            f" + stdlib {median['stdlib']:.0f}, yaml {median['yaml']:.0f}"
+            f", jinja2 {median['jinja2']:.0f}, rich {median['rich']:.0f}"
+            f", reprospec {median['ours']:.0f} + rest {median['rest']:.0f}"
+            f" [dataclasses {median['dataclasses']:.0f}]"
+        )
 
 
 def startup(rounds: int) -> None:

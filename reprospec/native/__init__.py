@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         collect_crash_stacks,
         core_stacks_of,
         live_stacks,
+        merge,
         say_once,
     )
     from reprospec.native.cores import (
@@ -73,11 +74,14 @@ if TYPE_CHECKING:
         unavailable_reason,
     )
     from reprospec.native.render import (
+        JSON_NAME,
+        TEXT_NAME,
         TOP_FRAMES,
         agrees,
         crashed_process,
         fault_frames,
         full_text,
+        read,
         read_none,
         render_markdown,
         signature_frame,
@@ -87,14 +91,10 @@ if TYPE_CHECKING:
         write,
     )
     from reprospec.native.stacks import (
-        JSON_NAME,
-        TEXT_NAME,
         Frame,
         NativeStacks,
         ProcessStacks,
         Thread,
-        merge,
-        read,
     )
     from reprospec.native.symbols import short_library, short_symbol
 
@@ -113,12 +113,12 @@ _WHERE = {
     "GDB_FALLBACK": "capture",
     "GDB_INSTALL_HINT": "readers",
     "HANG_DEADLINE_S": "readers",
-    "JSON_NAME": "stacks",
+    "JSON_NAME": "render",
     "MAX_CORES": "capture",
     "NativeStacks": "stacks",
     "ProcessStacks": "stacks",
     "REPLACED": "cores",
-    "TEXT_NAME": "stacks",
+    "TEXT_NAME": "render",
     "TOP_FRAMES": "render",
     "Thread": "stacks",
     "WATCH": "corewatch",
@@ -146,7 +146,7 @@ _WHERE = {
     "full_text": "render",
     "gdb_path": "readers",
     "live_stacks": "capture",
-    "merge": "stacks",
+    "merge": "capture",
     "move_core": "cores",
     "move_cores": "cores",
     "parse_backtrace": "backtrace",
@@ -154,7 +154,7 @@ _WHERE = {
     "parse_maps": "backtrace",
     "pyspy_path": "pyspy",
     "python_text_of": "pyspy",
-    "read": "stacks",
+    "read": "render",
     "read_core": "cores",
     "read_none": "render",
     "render_markdown": "render",

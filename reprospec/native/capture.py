@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.native.cores import (
     REPLACED,
@@ -45,7 +46,11 @@ from reprospec.native.readers import (
     gdb_path,
     unavailable_reason,
 )
-from reprospec.native.stacks import NativeStacks, ProcessStacks
+
+if TYPE_CHECKING:
+    # Built at a crash or a hang only (as their readers are imported): an attempt that
+    # passes creates none of these classes.
+    from reprospec.native.stacks import NativeStacks, ProcessStacks
 
 # At most this many cores of one attempt are read (the first to die first); the others
 # are listed, and deleted unless kept. Eight workers dying together cost 8 cores of 150 MB.
@@ -127,6 +132,7 @@ def live_stacks(pids: Mapping[int, str], budget_s: float = HANG_DEADLINE_S) -> N
     gdb, with a note that eu-stack is missing."""
     from reprospec.native.eustack import attach_eustack
     from reprospec.native.gdb import attach_stacks
+    from reprospec.native.stacks import NativeStacks
 
     reason = unavailable_reason(crash=False)
     if reason is not None:
@@ -225,14 +231,16 @@ def collect_crash_stacks(
     pattern = core_pattern()
     root_signal = dumped_signal(returncode)
     dumped = root_signal is not None
-    if not can_read() and not keep_cores:
-        return NativeStacks(unavailable=unavailable_reason()) if dumped else None
-    if pattern.piped:
-        return NativeStacks(unavailable=unavailable_reason()) if dumped else None
-    cores = find_cores(token, workdir, root_pid, started, pattern)
+    unreadable = (not can_read() and not keep_cores) or pattern.piped
+    cores = [] if unreadable else find_cores(token, workdir, root_pid, started, pattern)
+    if not cores and not dumped:
+        return None
+    # A crash from here on: its stacks' classes are created now (a pass never gets here).
+    from reprospec.native.stacks import NativeStacks, ProcessStacks
+
+    if unreadable:
+        return NativeStacks(unavailable=unavailable_reason())
     if not cores:
-        if not dumped:
-            return None
         return NativeStacks(unavailable=_no_core(returncode, workdir, started, pattern))
     processes: list[ProcessStacks] = []
     notes: list[str] = []
@@ -263,3 +271,20 @@ def collect_crash_stacks(
     if len(cores) > MAX_CORES:
         notes.append(f"{len(cores)} processes left cores; the first {MAX_CORES} were read")
     return NativeStacks(processes=tuple(processes), notes=tuple(notes))
+
+
+def merge(*parts: NativeStacks | None) -> NativeStacks | None:
+    """One NativeStacks from several (a hang's attach plus the cores of earlier crashes)."""
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None  # every attempt that neither crashed nor hung
+    from reprospec.native.stacks import NativeStacks
+
+    processes = tuple(proc for p in present for proc in p.processes)
+    reasons = [p.unavailable for p in present if p.unavailable]
+    notes = [note for p in present for note in p.notes]
+    if processes or len(reasons) > 1:
+        # Some stacks were taken: what could not be taken is a note beside them.
+        notes += reasons[0 if processes else 1 :]
+        reasons = reasons[:0] if processes else reasons[:1]
+    return NativeStacks(processes, reasons[0] if reasons else None, tuple(notes))

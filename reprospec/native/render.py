@@ -9,26 +9,27 @@ landed there); `full_text` is native-stacks.txt, written beside native-stacks.js
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.words import shorten_command
-from reprospec.native.stacks import (
-    JSON_NAME,
-    TEXT_NAME,
-    Frame,
-    NativeStacks,
-    ProcessStacks,
-    Thread,
-)
-from reprospec.native.symbols import short_library
+
+if TYPE_CHECKING:
+    # Created at a crash or a hang (`read` imports them where a folder holds stacks): the
+    # questions a report asks of every attempt (`read_none`, `agrees`) need none of them.
+    from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
+
+# The attempt folder's files (`write`, `read`).
+TEXT_NAME = "native-stacks.txt"
+JSON_NAME = "native-stacks.json"
 
 TOP_FRAMES = 5
 
 # The C/C++ runtime and the Python interpreter: a frame there says where a fault landed,
 # the first frame outside says whose code it was.
-_RUNTIME = re.compile(
+_RUNTIME = Lazy(
     r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|ld64|libgcc_s|libstdc\+\+|libffi"
     r"|libpython[\d.]*|python[\d.]*|linux-vdso|libutil)$"
 )
@@ -97,6 +98,8 @@ def signature_frame(stacks: NativeStacks, pid: int | None = None) -> str | None:
 
 
 def _is_runtime(frame: Frame) -> bool:
+    from reprospec.native.symbols import short_library
+
     lib = short_library(frame.library)
     # The standard library's extension modules (_ctypes, _struct, ...) are the interpreter's.
     return lib is None or bool(_RUNTIME.match(lib)) or lib in sys.stdlib_module_names
@@ -106,6 +109,8 @@ def _signature_part(frame: Frame) -> str:
     name = frame.symbol
     if len(name) > 120:
         name = name[:117] + "..."
+    from reprospec.native.symbols import short_library
+
     lib = short_library(frame.library)
     return f"{name}@{lib}" if lib else name
 
@@ -238,3 +243,21 @@ def write(stacks: NativeStacks, out_dir: Path) -> Path:
     path = out_dir / TEXT_NAME
     path.write_text(full_text(stacks), encoding="utf-8")
     return path
+
+
+def read(attempt_dir: Path) -> NativeStacks | None:
+    """The native stacks an attempt folder holds; None when it has none (or they cannot be read).
+
+    Every attempt's evidence asks; only a folder that holds stacks imports their classes.
+    """
+    try:
+        text = (attempt_dir / JSON_NAME).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    from reprospec.native.stacks import NativeStacks
+
+    try:
+        data = json.loads(text)
+        return NativeStacks.from_dict(data) if isinstance(data, dict) else None
+    except (ValueError, TypeError, KeyError):
+        return None

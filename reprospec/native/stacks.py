@@ -1,15 +1,15 @@
 """Native stacks as typed frozen values: `NativeStacks` -> `ProcessStacks` -> `Thread` -> `Frame`.
 
 What gdb found, kept as data (the attempt folder's `native-stacks.json`); `render.py`
-words it, `gdb.py` and `capture.py` take it.
+words it, writes it and reads it back, `gdb.py` and `capture.py` take it. Imported at a
+crash or a hang to read, or where an attempt folder holds stacks: not by an attempt that
+passed (these classes are a few milliseconds of a short run's start).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from reprospec.core.jsontypes import (
@@ -22,9 +22,6 @@ from reprospec.core.jsontypes import (
     checked_object,
 )
 from reprospec.native.symbols import short_symbol
-
-TEXT_NAME = "native-stacks.txt"
-JSON_NAME = "native-stacks.json"
 
 Source = Literal["core", "attach"]
 
@@ -198,27 +195,3 @@ def _process(data: JsonValue) -> ProcessStacks:
         core=as_text(fields.get("core")),
         root=fields.get("root") is True,
     )
-
-
-def merge(*parts: NativeStacks | None) -> NativeStacks | None:
-    """One NativeStacks from several (a hang's attach plus the cores of earlier crashes)."""
-    present = [p for p in parts if p is not None]
-    if not present:
-        return None
-    processes = tuple(proc for p in present for proc in p.processes)
-    reasons = [p.unavailable for p in present if p.unavailable]
-    notes = [note for p in present for note in p.notes]
-    if processes or len(reasons) > 1:
-        # Some stacks were taken: what could not be taken is a note beside them.
-        notes += reasons[0 if processes else 1 :]
-        reasons = reasons[:0] if processes else reasons[:1]
-    return NativeStacks(processes, reasons[0] if reasons else None, tuple(notes))
-
-
-def read(attempt_dir: Path) -> NativeStacks | None:
-    """The native stacks an attempt folder holds; None when it has none (or they cannot be read)."""
-    try:
-        data = json.loads((attempt_dir / JSON_NAME).read_text(encoding="utf-8"))
-        return NativeStacks.from_dict(data) if isinstance(data, dict) else None
-    except (OSError, ValueError, TypeError, KeyError):
-        return None

@@ -56,16 +56,10 @@ from reprospec.core.signals import (
 )
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
-from reprospec.outcome.tracebacks import (
-    FatalError,
-    PythonException,
-    fatal_errors,
-    last_line,
-    parse_chain,
-)
 
 if TYPE_CHECKING:
     from reprospec.outcome.children import ChildCrash
+    from reprospec.outcome.tracebacks import FatalError, PythonException
 
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
@@ -119,7 +113,11 @@ def classify(
         return not_run
     stderr = evidence.stderr
     events = evidence.events
-    chain = parse_chain(stderr)
+    chain: tuple[PythonException, ...] = ()
+    if stderr:  # a silent attempt has no traceback: its reader is not even imported
+        from reprospec.outcome.tracebacks import parse_chain
+
+        chain = parse_chain(stderr)
     exception = chain[-1] if chain else None
     worker = worker_death(stderr, events.worker_exit)
     returncode = execution.returncode
@@ -174,6 +172,8 @@ def classify(
                 where = "worker"
                 detail += f"; {_describe_worker(worker)}"
             if exception is None:
+                from reprospec.outcome.tracebacks import PythonException, last_line
+
                 # `raise SystemExit("msg")` and `sys.exit("msg")` print only the message.
                 last = last_line(stderr)
                 exception = PythonException("", last) if last else None
@@ -275,6 +275,8 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
     """
     if outcome.kind != "crash" or outcome.where != "worker":
         return None
+    from reprospec.outcome.tracebacks import FatalError, fatal_errors
+
     for text in (evidence.stderr, evidence.stdout):
         for report in fatal_errors(text):
             if outcome.signal is None or signal_from_description(report.description) in (

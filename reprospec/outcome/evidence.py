@@ -32,12 +32,12 @@ from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import ChildWarning, Execution
-from reprospec.native import NativeStacks
 from reprospec.outcome import gpufindings
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.process.childprotocol import PROGRESS_EVENTS
 
 if TYPE_CHECKING:
+    from reprospec.native import NativeStacks  # at a crash or a hang (native.read)
     from reprospec.outcome.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution, NotRun
 from reprospec.outcome.evidence import Evidence
-from reprospec.outcome.tracebacks import parse_exception
 
 _NOT_FOUND = Lazy(r"^(?:[^\n]*?: )?(?P<cmd>[^\s:][^:\n]*): (?:command )?not found\s*$", re.M)
 _NOT_EXECUTABLE = Lazy(
@@ -78,6 +77,8 @@ def setup_failure(
         return NotRun(
             f"{found['exe']} can't open file {found['file']}: {found['why'].strip()} (exit 2)"
         )
+    from reprospec.outcome.tracebacks import parse_exception  # an attempt that failed to start
+
     exception = parse_exception(stderr)
     if exception is not None and exception.type.rpartition(".")[2] == "ModuleNotFoundError":
         missing = _NO_MODULE.match(exception.message or "")

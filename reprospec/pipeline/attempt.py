@@ -28,8 +28,6 @@ from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.tracebacks import current_thread_first
-from reprospec.report.instances import first_failure
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
@@ -111,6 +109,8 @@ def attempt_result(
         stack = crash_stack(execution, evidence) or stack
     dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
     if dead_worker is not None:
+        from reprospec.outcome.tracebacks import current_thread_first
+
         # The worker's own stack leads the report; the excerpt is the main process's view.
         stack = current_thread_first(dead_worker.stack)
         excerpt = evidence.excerpt(without=dead_worker.stack)
@@ -256,6 +256,8 @@ def instances_result(
     if isinstance(outcome, NotRun):
         outcome = NotRun(f"instance {first.instance} of {len(instances)}: {outcome.reason}")
     elif len(instances) > 1 and failed:
+        from reprospec.report.instances import first_failure  # the report's words for it
+
         said = first_failure(instances, first.instance)
         outcome = replace(outcome, detail=f"{outcome.detail}; {said}" if outcome.detail else said)
     return replace(

@@ -23,7 +23,6 @@ from reprospec.core.words import (
 )
 from reprospec.report.markup import fence_for, inline_code
 from reprospec.report.paths import PathNames
-from reprospec.report.signatures import signatures_of
 
 STACK_LINES = 300
 # Failures the spec did not expect, besides the first failure, shown with their log excerpt.
@@ -174,6 +173,10 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     The first failure (`first_failure`) leads a tie; a cell counts once per signature.
     The phrase leaves the injected label out: the headline words it after the count.
     """
+    if not any(a.failed for c in run.cells for a in c.attempts):
+        return []  # nothing failed: no signature to name (nor their module to import)
+    from reprospec.report.signatures import signatures_of
+
     first = first_failure(run)
     cells: dict[str, set[str]] = {}
     phrases: dict[str, tuple[str, str | None]] = {}
@@ -217,6 +220,8 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     found = first_failure(run)
     if found is None:
         return None
+    from reprospec.report.signatures import signatures_of
+
     short = (paths or PathNames({})).shorten
     cell, attempt, outcome = found
     counts: Counter[str] = Counter()

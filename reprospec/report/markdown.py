@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from reprospec.core.reportspec import marker_line
 from reprospec.core.results import CellResult, RunResult
 from reprospec.report.cellsets import describe_cells
-from reprospec.report.childwarnings import WarningRow, nullified, warning_rows
 from reprospec.report.environment import (
     CellEnvironments,
     cell_environments,
@@ -29,11 +28,8 @@ from reprospec.report.environment import (
     perturbed_cells,
 )
 from reprospec.report.failure import failure_section, stack_sections, summary_line
-from reprospec.report.instances import instance_rows, start_spread
 from reprospec.report.markup import fence_for, inline_code, plain_markdown, show_value, table_cell
 from reprospec.report.paths import PathNames
-from reprospec.report.separation import Separation, separators
-from reprospec.report.signatures import outcome_groups
 from reprospec.report.slots import runs_noun, slot_label, slot_runs
 from reprospec.report.standalone import repro_line, standalone_markdown, versions_markdown
 from reprospec.report.tables import LARGE_RUN_CELLS, attempt_rows, result_groups, result_rows
@@ -41,6 +37,10 @@ from reprospec.report.templating import load_template
 
 if TYPE_CHECKING:
     from jinja2 import Template
+
+    from reprospec.report.childwarnings import WarningRow
+    from reprospec.report.separation import Separation
+    from reprospec.report.signatures import OutcomeGroup
 from reprospec.core.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
@@ -137,7 +137,18 @@ def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list
     return lines[:MAX_ATTEMPT_WARNINGS], max(0, len(lines) - MAX_ATTEMPT_WARNINGS)
 
 
-def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[str, object]]:
+def _warning_rows(run: RunResult) -> list[WarningRow]:
+    """`childwarnings.warning_rows`: imported only when a child printed a warning."""
+    if not any(a.child_warnings for c in run.cells for a in c.attempts):
+        return []
+    from reprospec.report.childwarnings import warning_rows
+
+    return warning_rows(run)
+
+
+def _child_warnings(
+    run: RunResult, rows: Sequence[WarningRow], short: Callable[[str], str]
+) -> list[dict[str, object]]:
     """Each warning the children printed, once: where from, in which cells, what it nullifies."""
     ran = [c for c in run.cells if c.attempts]
     return [
@@ -152,12 +163,16 @@ def _child_warnings(run: RunResult, short: Callable[[str], str]) -> list[dict[st
             ),
             "nullifies": ", ".join(inline_code(f"{axis}={value}") for axis, value in row.nullifies),
         }
-        for row in warning_rows(run)
+        for row in rows
     ]
 
 
 def _noted(lines: Sequence[str], rows: Sequence[WarningRow]) -> list[str]:
     """Separator lines that credit a value a warning says had no effect, flagged as such."""
+    if not rows:
+        return list(lines)
+    from reprospec.report.childwarnings import nullified
+
     quiet = nullified(rows)
     out = []
     for line in lines:
@@ -177,6 +192,8 @@ def _noted_separators(
     """`separators`, each line flagged where a warning says its value had no effect."""
     if groups is None:
         return None
+    from reprospec.report.separation import Separation
+
     return [Separation(g.headline, tuple(_noted(g.lines, rows))) for g in groups]
 
 
@@ -205,8 +222,24 @@ def _slot_noun(run: RunResult) -> str:
     return runs_noun(runs, 2)
 
 
+def _separators(run: RunResult) -> list[Separation] | None:
+    """`separation.separators`: None (nothing to compare) where no attempt nor instance
+    failed, without importing what compares them."""
+    if not any(
+        a.failed or any(i.failed for i in a.instances) for c in run.cells for a in c.attempts
+    ):
+        return None
+    from reprospec.report.separation import separators
+
+    return separators(run)
+
+
 def _instances(run: RunResult) -> dict[str, object] | None:
     """The `run.instances` section: how together they started, and each instance's record."""
+    if not any(len(a.instances) > 1 for c in run.cells for a in c.attempts):
+        return None  # instance_rows has none: one copy alone tells no instance from another
+    from reprospec.report.instances import instance_rows, start_spread
+
     rows = instance_rows(run.cells)
     if not rows:
         return None
@@ -215,6 +248,13 @@ def _instances(run: RunResult) -> dict[str, object] | None:
         "rows": rows,
         "show_gpu": any(row.gpu_slots for row in rows),
     }
+
+
+def _outcome_groups(run: RunResult) -> list[OutcomeGroup]:
+    """An observe run's outcomes, each explained (`signatures.outcome_groups`)."""
+    from reprospec.report.signatures import outcome_groups
+
+    return outcome_groups(run)
 
 
 def _command(run: RunResult) -> str:
@@ -238,7 +278,7 @@ def context(run: RunResult) -> dict[str, object]:
     large = len(run.cells) > LARGE_RUN_CELLS
     cells = [] if large else result_rows(run, axes, differs, short)
     spec_text = run.spec_text.rstrip("\n")
-    rows = warning_rows(run)
+    rows = _warning_rows(run)
     # Only an observe run's outcomes name cells by id: a map of every cell otherwise is
     # memory a large run's end does not need.
     by_id = {c.cell.id: c for c in run.cells} if run.observes and large else {}
@@ -281,9 +321,9 @@ def context(run: RunResult) -> dict[str, object]:
                 "sep": "; " if large else ", ",
                 "lines": _noted([e.text() for e in group.explanations], rows),
             }
-            for group in (outcome_groups(run) if run.observes else [])
+            for group in (_outcome_groups(run) if run.observes else [])
         ],
-        "separators": None if run.observes else _noted_separators(separators(run), rows),
+        "separators": None if run.observes else _noted_separators(_separators(run), rows),
         "failure": failure_section(run, paths),
         "attempts": attempts,
         "attempt_count": sum(len(c.attempts) for c in run.cells),
@@ -294,7 +334,7 @@ def context(run: RunResult) -> dict[str, object]:
         "slot_noun": _slot_noun(run),
         "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run, short),
-        "child_warnings": _child_warnings(run, short),
+        "child_warnings": _child_warnings(run, rows, short),
         "launch": launch_summary(a for c in run.cells for a in c.attempts),
         "stacks": stack_sections(run, paths),
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.

@@ -23,7 +23,6 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
-from reprospec.environment.packages import PackageCheck
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -41,7 +40,8 @@ from reprospec.process.childprotocol import (
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 
-if TYPE_CHECKING:  # imported when a spec asks for preload: most runs never need it
+if TYPE_CHECKING:  # imported when a spec asks for them (preload, packages): most runs never do
+    from reprospec.environment.packages import PackageCheck
     from reprospec.process import forkserver
     from reprospec.runners.together import InstanceStart
 
@@ -148,8 +148,9 @@ class LocalRunner:
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
-        # The cell's `packages`, checked against what the interpreter has (once per key).
-        self._packages = PackageCheck()
+        # The cell's `packages`, checked against what the interpreter has (once per key),
+        # made at the first cell that lists some.
+        self._packages: PackageCheck | None = None
         # Fork servers for `run.preload`, started when an attempt first needs one.
         self._preloader: forkserver.Preloader | None = None
 
@@ -176,6 +177,16 @@ class LocalRunner:
                 # An API user who never calls close() still leaves no server behind.
                 weakref.finalize(self, self._preloader.close)
             return self._preloader
+
+    def _package_check(self) -> PackageCheck:
+        """The run's one check of `environment.packages` (its cache is per run, shared by
+        the attempts' threads); a spec that lists none never imports its probe."""
+        from reprospec.environment.packages import PackageCheck
+
+        with self._lock:
+            if self._packages is None:
+                self._packages = PackageCheck()
+            return self._packages
 
     # -- interpreter -----------------------------------------------------------------
 
@@ -382,7 +393,8 @@ class LocalRunner:
         if packages:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
-            refused = self._packages.reason(self.python, packages, env=env, cwd=plan.workdir)
+            check = self._package_check()
+            refused = check.reason(self.python, packages, env=env, cwd=plan.workdir)
             if refused and self.packages_hint:
                 refused += self.packages_hint
             if refused:

@@ -31,7 +31,12 @@ READERS = (
 # non-zero), the ranks of a distributed workload (it says so in its events), instances
 # released together (run.instances), `reprospec doctor`'s machine and engine checks (the
 # capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
-# Actions), the repro.py generator (a workload's standalone repro).
+# Actions), the repro.py generator (a workload's standalone repro), the native stacks'
+# classes and their symbol names (built at a crash or a hang, or read back where an attempt
+# folder holds them), the probe of `environment.packages` (a spec that lists some), the
+# reader of tracebacks (an attempt that wrote to stderr), the report's sections that explain
+# a failure (its signatures, what separates it) or the children's warnings, and the
+# instances' record (attempts of 2+ instances).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -42,6 +47,14 @@ NOT_FOR_A_PASS = (
     "reprospec.report.github",
     "reprospec.spec.lines",
     "reprospec.plan.reproscript",
+    "reprospec.native.stacks",
+    "reprospec.native.symbols",
+    "reprospec.environment.packages",
+    "reprospec.outcome.tracebacks",
+    "reprospec.report.childwarnings",
+    "reprospec.report.separation",
+    "reprospec.report.signatures",
+    "reprospec.report.instances",
 )
 
 _RUN_AND_LIST = (
@@ -52,10 +65,10 @@ _RUN_AND_LIST = (
 )
 
 
-def _modules_of_run(tmp_path: Path, command: str, outcome: str) -> set[str]:
+def _modules_of_run(tmp_path: Path, command: str, outcome: str, more: str = "") -> set[str]:
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        f"reprospec: 1\nname: short\ncommand: {command}\nexpect: {{outcome: {outcome}}}\n"
+        f"reprospec: 1\nname: short\ncommand: {command}\nexpect: {{outcome: {outcome}}}\n{more}"
     )
     done = subprocess.run(
         [sys.executable, "-c", _RUN_AND_LIST, "run", str(spec), "--out", str(tmp_path / "out")],
@@ -79,13 +92,23 @@ def test_a_run_that_passes_imports_no_reader_of_crashes_hangs_or_gpu_dumps(
     assert [name for name in NOT_FOR_A_PASS if name in modules] == []
 
 
+def test_a_spec_that_lists_packages_imports_their_probe(tmp_path: Path) -> None:
+    # The other side of the lazy PackageCheck: a cell's packages are still checked.
+    modules = _modules_of_run(tmp_path, "[true]", "pass", "environment: {packages: [pyyaml]}\n")
+    assert "reprospec.environment.packages" in modules
+
+
 def test_an_error_exit_imports_the_reader_of_children(tmp_path: Path) -> None:
     # The other side of the lazy import: an exit that may be a child's crash reads them.
-    modules = _modules_of_run(tmp_path, "[sh, -c, 'exit 3']", "error")
+    modules = _modules_of_run(tmp_path, "[sh, -c, 'echo failed >&2; exit 3']", "error")
     assert "reprospec.outcome.children" in modules
+    assert "reprospec.outcome.tracebacks" in modules  # its stderr is read for one
+    assert "reprospec.report.signatures" in modules  # and its report names the failure
+    assert "reprospec.report.separation" in modules
 
 
 @pytest.mark.skipif(unavailable_reason() is not None, reason="no reader of cores here")
 def test_a_crash_imports_the_readers_it_needs(tmp_path: Path) -> None:
     modules = _modules_of_run(tmp_path, "[sh, -c, 'kill -SEGV $$']", "crash")
     assert "reprospec.native.eustack" in modules or "reprospec.native.gdb" in modules
+    assert "reprospec.native.stacks" in modules
