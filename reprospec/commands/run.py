@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline import stages
     from reprospec.plan.run import plan_run
-    from reprospec.report.progress import Progress, print_outcome
+    from reprospec.report.progress import Progress, print_outcome, reads_whole_cells
 
     request = read_request(args)
     plan = plan_run(request.spec, request.options)
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             progress=progress.update,
             resume=request.resume,
             cancel=cancel,
-            whole=needs_whole_cells(request.format),
+            whole=reads_whole_cells(request.format),
         )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)
@@ -336,20 +336,6 @@ def _command_line() -> str:
             continue
         words.append(word)
     return "reprospec " + shlex.join(words) if words else "reprospec run"
-
-
-def needs_whole_cells(fmt: str | None) -> bool:
-    """Whether what `run` prints at its end reads more of the cells than the console table
-    and report.md do (their timestamps, log folders, durations): the other formats, and
-    GitHub's summary and annotations. Otherwise the run holds only what those two read
-    (`stages.execute(whole=False)`), a large matrix's memory."""
-    import os
-
-    return (
-        fmt not in (None, "md")
-        or bool(os.environ.get("GITHUB_STEP_SUMMARY"))
-        or os.environ.get("GITHUB_ACTIONS") == "true"
-    )
 
 
 def write_github_summary(result: RunResult) -> None:
