@@ -14,6 +14,7 @@ a new one.
 
 from __future__ import annotations
 
+import os
 import threading
 from array import array
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,9 @@ class CellSpool:
 
     def __init__(self, path: Path, cells: int) -> None:
         self.path = path
-        self._file = path.open("w+b")
+        # Unbuffered: an entry is in the file once `add` says so, or not at all (a buffer
+        # flushed later could fail on a full disk after its offsets were recorded).
+        self._file = path.open("w+b", buffering=0)
         self._end = 0
         # Where each position's entry is (-1: not written): 16 bytes a cell, not a dict.
         self._offsets = array("q", [-1]) * cells
@@ -46,8 +49,10 @@ class CellSpool:
         data = cell_json(cell).encode("utf-8")
         with self._lock:
             try:
-                self._file.seek(self._end)
-                self._file.write(data)
+                self._file.seek(self._end)  # over what a failed write left, if any
+                done = 0
+                while done < len(data):
+                    done += self._file.write(data[done:]) or 0
             except (OSError, ValueError):  # ValueError: closed (the run ended meanwhile)
                 return False
             self._offsets[position] = self._end
@@ -62,15 +67,13 @@ class CellSpool:
     def entries(self, cells: Sequence[CellResult]) -> Iterator[str]:
         """`cell_json` of each of `cells` (all the run's, in plan order): read back from the
         spool where it was written, else made from the cell itself."""
-        with self._lock:  # (read once every cell is judged: nothing is added meanwhile)
-            self._file.flush()
         for position, cell in enumerate(cells):
             offset = self._offsets[position]
             if offset < 0:
                 yield cell_json(cell)
                 continue
-            self._file.seek(offset)
-            yield self._file.read(self._sizes[position]).decode("utf-8")
+            # (read once every cell is judged: no entry is added meanwhile)
+            yield os.pread(self._file.fileno(), self._sizes[position], offset).decode("utf-8")
 
     def close(self) -> None:
         """Close and remove the spool (results.json holds its entries, or the run failed)."""
