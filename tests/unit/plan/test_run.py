@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.results import AttemptResult, CellResult, Outcome
+from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
 from reprospec.outcome.judge import CellJudge, JudgedCells, judge_cells
 from reprospec.plan import attempt as attempt_module
@@ -148,50 +148,3 @@ def test_cells_judged_as_they_end_and_the_rest_at_the_end_keep_the_plans_order(
     assert [c.verdict for c in cells] == ["not-run", "reproduced", "reproduced"]
     assert "interrupted after 1 of 2 attempts" in cells[1].reason
     assert "interrupted" not in cells[2].reason  # complete when it was judged
-
-
-def test_cells_spooled_as_they_end_are_held_only_as_the_report_reads_them(
-    tmp_path: Path,
-) -> None:
-    plan = make_plan(
-        tmp_path, "matrix: {n: [1, 2, 3]}\nrun: {repeat: 2}\nexpect: {outcome: pass}\n"
-    )
-    one, two, three = plan.cells
-    spooled: dict[int, CellResult] = {}
-
-    def spool(position: int, cell: CellResult) -> bool:
-        spooled[position] = cell
-        return position != 2  # the third could not be written (a full disk)
-
-    passed = AttemptResult(
-        1,
-        0.1234,
-        Outcome(kind="pass", exit_code=0, duration_s=0.12, pid=41),
-        True,
-        (),
-        logs="cells/n=1/1",
-        started="t1",
-        finished="t2",
-    )
-    crashed = AttemptResult(
-        2, 0.5, Outcome(kind="crash", signal="SIGSEGV", pid=42), False, ("miss",), logs="l"
-    )
-    judged = JudgedCells(plan, spool)
-    judged.add(one, (passed, crashed))
-    again = replace(passed, duration_s=0.1201, logs="cells/n=2/1", started="t3", finished="t4")
-    judged.add(two, (again, crashed))
-    judged.add(three, (again, crashed))
-    cells = judged.all({}, interrupted=False)
-    # The spool has each cell whole, at its position among the plan's cells.
-    assert [spooled[n].attempts for n in range(3)] == [(passed, crashed)] + [(again, crashed)] * 2
-    # Held: a passing attempt without what no report shows, alike ones one object; a
-    # failing attempt whole.
-    light = cells[0].attempts[0]
-    assert (light.started, light.finished, light.logs, light.duration_s) == ("", "", "", 0.12)
-    assert (light.outcome, light.matched) == (Outcome(kind="pass", exit_code=0), True)
-    assert cells[0].attempts[1] is crashed
-    assert cells[1].attempts is cells[0].attempts
-    assert [c.verdict for c in cells] == ["not-reproduced"] * 3
-    assert cells[1].reason == spooled[1].reason
-    # Not written, not lightened: results.json takes it from what is held.
-    assert cells[2] == spooled[2]
