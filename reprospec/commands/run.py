@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline import stages
     from reprospec.plan.run import plan_run
-    from reprospec.report.progress import Progress, print_outcome
+    from reprospec.report.progress import Progress, print_outcome, reads_whole_cells
 
     request = read_request(args)
     plan = plan_run(request.spec, request.options)
@@ -124,7 +124,12 @@ def run(args: argparse.Namespace) -> int:
     install_stop_handlers(cancel)
     with Progress(len(plan.attempts), stream=sys.stderr) as progress:
         result = stages.execute(
-            plan, request.options, progress=progress.update, resume=request.resume, cancel=cancel
+            plan,
+            request.options,
+            progress=progress.update,
+            resume=request.resume,
+            cancel=cancel,
+            whole=reads_whole_cells(request.format),
         )
     print_outcome(result, request.format, request.out)
     write_github_summary(result)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -73,9 +73,17 @@ def execute(
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     resume: Resume | None = None,
+    whole: bool = True,
 ) -> RunResult:
-    """Run a planned spec end to end and write its run folder and store rows."""
-    from reprospec.store.resultsjson import new_run_id
+    """Run a planned spec end to end and write its run folder and store rows.
+
+    `whole=False`: the result's finished cells are only what the report and the console
+    read of them (`JudgedCells.for_report`; their attempts without timestamps and log
+    folders), as a large run holds them; results.json has each cell whole. Otherwise the
+    result is read back from results.json, whole, as the Python API returns it.
+    """
+    from reprospec.store.cellspool import CellSpool
+    from reprospec.store.resultsjson import load_run, new_run_id
 
     spec = plan.spec
     # Checked first: `--gpus` ids this machine lacks are a usage error before anything runs.
@@ -98,7 +106,8 @@ def execute(
     # The spec is rerun from a report or a bundle: masked so it stays valid YAML.
     spec_text = redactor.spec_text(spec_text_of(spec))
     started = _now()
-    with Store(options.out) as store:
+    # Each cell's results.json entry, written as it is judged (store/cellspool.py).
+    with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is None:
             store.begin_run(
                 run_id,
@@ -110,7 +119,7 @@ def execute(
                 {},
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
-        judged = JudgedCells(plan)
+        judged = JudgedCells(plan, lambda n, cell: spool.add(n, redactor.value(cell)))
         executor = AttemptExecutor(runner, folder)
 
         def run_attempt(
@@ -167,7 +176,7 @@ def execute(
         # Each output on its own: a full disk keeps what can still be written.
         written = False
         try:
-            write_outputs(folder, result)
+            write_outputs(folder, result, spool.entries(result.cells))
             written = True
         except OSError as exc:
             keeper.failed(f"{folder.path}: cannot write results.json and report.md: {exc}")
@@ -183,7 +192,7 @@ def execute(
                 keeper.failed(str(exc))
         if keeper.failure is not None:
             raise keeper.error(options, folder, written=written)
-    return result
+    return load_run(folder.results_json) if whole else result
 
 
 class _Keeper:
@@ -269,12 +278,17 @@ class EnvironmentCapture:
         return self._environment, self._warnings
 
 
-def write_outputs(folder: RunFolder, result: RunResult) -> None:
-    """results.json, spec.yaml and report.md into the run folder, each replaced atomically."""
+def write_outputs(
+    folder: RunFolder, result: RunResult, entries: Iterable[str] | None = None
+) -> None:
+    """results.json, spec.yaml and report.md into the run folder, each replaced atomically.
+
+    `entries`: results.json's text of each cell (`resultsjson.run_json`), when the cells
+    of `result` are only what the report reads of them."""
     from reprospec.report import render
     from reprospec.store.resultsjson import write_atomic, write_run
 
-    write_run(folder.path, result)
+    write_run(folder.path, result, entries)
     write_atomic(folder.report_md, render(result, "md"))
     if result.standalone is not None and result.standalone.script:
         write_atomic(folder.repro_py, result.standalone.script)

@@ -384,11 +384,19 @@ def run_from_dict(d: JsonObject) -> RunResult:
     )
 
 
-def run_json(run: RunResult) -> Iterator[str]:
+def cell_json(cell: CellResult) -> str:
+    """One cell's entry of results.json's `cells`, as `run_json` writes it (indented in place)."""
+    dumped = json.dumps(cell_to_dict(cell), indent=2, ensure_ascii=False)
+    return "\n    " + dumped.replace("\n", "\n    ")
+
+
+def run_json(run: RunResult, entries: Iterable[str] | None = None) -> Iterator[str]:
     """`json.dumps(run_to_dict(run), indent=2, ensure_ascii=False)`, one cell at a time.
 
     The same text, without the whole run as one dict and one string: at 4,096 cells
-    those took 44 MiB at once, half the engine's peak memory.
+    those took 44 MiB at once, half the engine's peak memory. `entries`: each cell's
+    `cell_json`, in the order of `run.cells`, when they were written before (a run's
+    spool, store/cellspool.py: its cells as held are only what the report reads).
     """
     head = run_to_dict(run, cells=False)
     text = json.dumps(head, indent=2, ensure_ascii=False)
@@ -398,9 +406,8 @@ def run_json(run: RunResult) -> Iterator[str]:
         yield text
         return
     yield before + '\n  "cells": ['
-    for index, cell in enumerate(run.cells):
-        dumped = json.dumps(cell_to_dict(cell), indent=2, ensure_ascii=False)
-        yield ("," if index else "") + "\n    " + dumped.replace("\n", "\n    ")
+    for index, entry in enumerate(entries if entries is not None else map(cell_json, run.cells)):
+        yield ("," if index else "") + entry
     yield "\n  ],\n" + after
 
 
@@ -419,12 +426,14 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
         raise
 
 
-def write_run(run_dir: Path, run: RunResult) -> Path:
-    """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path."""
+def write_run(run_dir: Path, run: RunResult, entries: Iterable[str] | None = None) -> Path:
+    """Write `results.json` and `spec.yaml` into the run folder; returns the results.json path.
+
+    `entries`: the cells' `cell_json` texts, as `run_json` takes them."""
     folder = RunFolder(run_dir)
     write_atomic(folder.spec_yaml, run.spec_text)
     results = folder.results_json
-    write_atomic(results, itertools.chain(run_json(run), ("\n",)))
+    write_atomic(results, itertools.chain(run_json(run, entries), ("\n",)))
     return results
 
 

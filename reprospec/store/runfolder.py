@@ -7,6 +7,8 @@ OUT/                          --out (default .reprospec/)
     spec.yaml                 the spec that ran (after --set)
     results.json              the whole RunResult (results.py)
     report.md                 the bug report (report/)
+    results.spool             while it runs: results.json's entry of each cell judged so far
+                              (cellspool.py), gone once results.json is written
     repro.py                  a workload's standalone script (standalone.py), when possible
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                               env.json, stack.txt, cell.json (runners/base.py); an attempt
@@ -34,6 +36,7 @@ RUNS = "runs"
 RESULTS_JSON = "results.json"
 SPEC_YAML = "spec.yaml"
 REPORT_MD = "report.md"
+RESULTS_SPOOL = "results.spool"
 REPRO_PY = "repro.py"
 CELLS = "cells"
 # A cell's folder is removed by one attempt's prune while another attempt of the cell may
@@ -88,6 +91,10 @@ class RunFolder:
     @property
     def results_json(self) -> Path:
         return self.path / RESULTS_JSON
+
+    @property
+    def results_spool(self) -> Path:
+        return self.path / RESULTS_SPOOL
 
     @property
     def spec_yaml(self) -> Path:

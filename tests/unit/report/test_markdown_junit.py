@@ -6,18 +6,25 @@ import json
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.results import CellResult, Outcome, Rate, RunResult
+from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
+from reprospec.outcome.judge import JudgedCells
+from reprospec.plan.run import plan_run
 from reprospec.report import render
 from reprospec.report.failure import MAX_OTHER_FAILURES, summary_line
 from reprospec.report.markup import fence_for, inline_code, table_cell
+from reprospec.report.progress import results_table
 from reprospec.report.separation import separators
+from reprospec.spec.load import load_spec
 from reprospec.store.resultsjson import run_to_dict
 from tests.support.paths import GOLDEN
 from tests.support.runs import (
@@ -26,6 +33,7 @@ from tests.support.runs import (
     error_run,
     hang_run,
     infra_run,
+    large_matrix,
     segfault_matrix,
 )
 
@@ -51,6 +59,24 @@ def _check_golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_markdown_matches_golden(name: str) -> None:
     _check_golden(f"{name}.md", render(CASES[name](), "md"))
+
+
+@pytest.mark.parametrize("name", [*sorted(CASES), "large"])
+def test_the_report_reads_nothing_a_spooled_cell_is_held_without(name: str, tmp_path: Path) -> None:
+    # A large run's finished cells are held as JudgedCells.for_report keeps them
+    # (results.json has them whole): report.md and the console table must not change.
+    run = {**CASES, "large": large_matrix}[name]()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: any\ncommand: [true]\nexpect: {outcome: pass}\n")
+    held = JudgedCells(plan_run(load_spec(spec), RunOptions(out=tmp_path)))
+    light = replace(run, cells=tuple(held.for_report(c) for c in run.cells))
+    # (the passing attempts' times and logs are left out: the infra-error run has none)
+    assert (light.cells != run.cells) is (name != "infra-error")
+    assert render(light, "md") == render(run, "md")
+    tables = [Console(width=200, record=True) for _ in range(2)]
+    for console, shown in zip(tables, (light, run), strict=True):
+        console.print(results_table(shown))
+    assert tables[0].export_text() == tables[1].export_text()
 
 
 @pytest.mark.parametrize("name", ["segfault-matrix", "hang", "infra-error"])
