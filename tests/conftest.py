@@ -6,10 +6,12 @@ from __future__ import annotations
 import compileall
 import fcntl
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import orphans
 from tests.support.cli import ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
 from tests.support.paths import session_folder
 
@@ -25,6 +27,14 @@ def pytest_sessionstart() -> None:
     atomically (xdist workers may race), and ignored by git and by every copy the
     engine makes of a tree."""
     compileall.compile_dir(ROOT / "reprospec", quiet=2)
+
+
+@pytest.fixture(autouse=True)
+def _reap_adopted_orphans() -> Iterator[None]:
+    """After each test, wait for the orphans this process adopted as a subreaper
+    (tests/support/orphans.py): otherwise they stay zombies until the session ends."""
+    yield
+    orphans.reap_adopted()
 
 
 @pytest.fixture

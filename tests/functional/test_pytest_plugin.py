@@ -18,7 +18,7 @@ import pytest
 
 from reprospec import native
 from reprospec.pytest_plugin import marker_name
-from tests.support.cli import ROOT, SPECS, ExampleRun
+from tests.support.cli import ROOT, SPECS, ExampleRun, torch_captures_shared
 
 # Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
 EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
@@ -377,7 +377,10 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(
     plugin is driven on its own by every other test of this file, and xdist's own concerns
     (one failing cell alone, the workers' count) by the crash spec's xdist test above."""
     args = ["--reprospec", "specs/"] + (["-n", "2"] if HAVE_XDIST else [])
-    run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
+    # The child's engines capture the environment as `reprospec run` does; its torch part
+    # is the one the examples' own runs captured (the shared captures), not imported anew.
+    with torch_captures_shared(tmp_path / "out"):
+        run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
     got = {node: case[0] for node, case in run.cases.items()}
     assert got == run_verdicts, run.output[-3000:]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -10,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -103,6 +104,18 @@ def run_cli(
         if made is not None and _files(made) == copied:
             shutil.rmtree(made)
     return CliResult(proc.returncode, proc.stdout, proc.stderr, out)
+
+
+@contextlib.contextmanager
+def torch_captures_shared(out: Path) -> Iterator[None]:
+    """Around an engine that runs with `--out out` outside run_cli (`reprospec.run` in
+    this process, a child pytest's `--reprospec-out`): the torch captures seen so far are
+    in its `cache/` before it starts, and the ones it made are kept for the next run."""
+    _share_torch_captures(_torch_captures(), out / "cache")
+    try:
+        yield
+    finally:
+        _share_torch_captures(out / "cache", _torch_captures())
 
 
 def _files(folder: Path) -> set[Path]:

@@ -111,7 +111,7 @@ def test_the_program_shrinks_and_keeps_the_condition(tmp_path: Path) -> None:
 
 def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path: Path) -> None:
     # Step 1: the failing cell is log=verbose, but only workers and pinned memory make
-    # crash.py segfault. Isolate (against the farthest passing cell, log=quiet) finds the
+    # settings.py segfault. Isolate (against the farthest passing cell, log=quiet) finds the
     # pair; the log level goes back to quiet, and the program is minimized in that cell.
     code, data, stderr = minimize(tmp_path, "--budget", "200", *DETERMINISTIC, spec=SETTINGS)
     assert code == 0, (data.get("status"), data.get("message"), stderr)
@@ -131,9 +131,10 @@ def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path:
     assert data["signature"].startswith("crash:SIGSEGV:main")
     assert data["rate"]["matched"] >= 1
     result = tmp_path / "result"
-    source = (result / "crash.py").read_text()
+    source = (result / "settings.py").read_text()
     assert "workers > 0" in source, source
     assert "pinned" in source, source
+    assert data["lines_after"] < data["lines_before"]  # its docstring went
     spec = (result / "minimized.yaml").read_text()
     assert "verbose" not in spec, spec  # the smallest configuration: log=verbose is gone
     assert "log=verbose -> quiet" in (result / "minimize.md").read_text()

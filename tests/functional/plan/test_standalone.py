@@ -20,6 +20,7 @@ from reprospec.core.results import RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
+from tests.support.cli import torch_captures_shared
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
@@ -141,7 +142,8 @@ def _run(tmp_path: Path, text: str, **files: str) -> RunResult:
         (app / name).write_text(body)
     (app / "spec.yaml").write_text(text)
     spec = reprospec.load_spec(app / "spec.yaml")
-    return reprospec.run(spec, RunOptions(out=tmp_path / "out"))
+    with torch_captures_shared(tmp_path / "out"):  # the environment's torch, captured once
+        return reprospec.run(spec, RunOptions(out=tmp_path / "out"))
 
 
 def _python(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -27,6 +27,7 @@ from reprospec.core.inputs import AttemptPlan, Expectation
 from reprospec.core.results import Execution
 from reprospec.process import forkserver, pidlimit
 from reprospec.runners.local import LocalRunner
+from tests.support.cli import torch_captures_shared
 from tests.support.paths import DATA, ROOT
 from tests.support.plans import attempt_plan
 
@@ -528,7 +529,8 @@ def test_a_preloaded_workload_run_records_and_reports_it(tmp_path: Path) -> None
         )
     )
     out = tmp_path / "out"
-    result = reprospec.run(reprospec.load_spec(spec), reprospec.RunOptions(out=out))
+    with torch_captures_shared(out):  # the environment's torch, captured once
+        result = reprospec.run(reprospec.load_spec(spec), reprospec.RunOptions(out=out))
     (cell,) = result.cells
     assert cell.verdict == "reproduced"
     assert [a.launch for a in cell.attempts] == ["forked", "forked"]

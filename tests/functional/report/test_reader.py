@@ -20,7 +20,7 @@ from reprospec.report import render
 from reprospec.report.failure import summary_line
 from reprospec.store.resultsjson import load_run
 from tests.support import recorded
-from tests.support.cli import ROOT, Cli, ExampleRun
+from tests.support.cli import ROOT, Cli, ExampleRun, torch_captures_shared
 
 UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
 
@@ -161,7 +161,8 @@ def test_a_main_process_fault_is_labelled_on_its_error(tmp_path: Path) -> None:
         " at: {phase: train, step: 2}}\n"
         "expect: {outcome: error, exception: ValueError}\n"
     )
-    run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
+    with torch_captures_shared(tmp_path / "out"):  # the environment's torch, captured once
+        run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
     outcome = run.cells[0].attempts[0].ran
     assert outcome is not None
     assert outcome.exception == "ValueError"
@@ -181,7 +182,8 @@ def test_a_real_failure_without_a_fault_is_not_labelled(tmp_path: Path) -> None:
         f"command: [{sys.executable}, -c, \"raise ValueError('boom')\"]\n"
         "expect: {outcome: error}\n"
     )
-    run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
+    with torch_captures_shared(tmp_path / "out"):  # the environment's torch, captured once
+        run = reprospec.run(spec, reprospec.RunOptions(out=tmp_path / "out"))
     outcome = run.cells[0].attempts[0].ran
     assert outcome is not None
     assert outcome.injected is None
@@ -203,9 +205,13 @@ def test_an_interrupted_run_says_which_cells_did_not_run(tmp_path: Path) -> None
         if event == "attempt" and finished >= 4:
             cancel.set()
 
-    run = reprospec.run(
-        spec, reprospec.RunOptions(out=tmp_path / "out", jobs=1), progress=progress, cancel=cancel
-    )
+    with torch_captures_shared(tmp_path / "out"):
+        run = reprospec.run(
+            spec,
+            reprospec.RunOptions(out=tmp_path / "out", jobs=1),
+            progress=progress,
+            cancel=cancel,
+        )
     assert run.interrupted
     ran = [c for c in run.cells if c.attempts]
     skipped = [c for c in run.cells if not c.attempts]
