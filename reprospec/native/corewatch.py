@@ -27,9 +27,10 @@ import stat
 import struct
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from reprospec.core.recent import Recent
 
 _IN_CREATE = 0x00000100
 _IN_IGNORED = 0x00008000
@@ -77,23 +78,12 @@ class _Folder:
 # workdir (acquire, replaced, release), and realpath is a walk in Python with an lstat per
 # component. A workdir that is made a symlink to another folder meanwhile is seen this late.
 _REAL_TTL_S = 1.0
-_real: dict[str, tuple[float, str]] = {}
-_real_lock = threading.Lock()
+_real: Recent[str, str] = Recent()
 
 
 def _real_path(folder: Path) -> str:
     name = str(folder)
-    now = time.monotonic()
-    with _real_lock:
-        kept = _real.get(name)
-    if kept is not None and now - kept[0] < _REAL_TTL_S:
-        return kept[1]
-    real = os.path.realpath(folder)
-    with _real_lock:
-        if len(_real) >= 64:
-            _real.clear()
-        _real[name] = (now, real)
-    return real
+    return _real.get(name, _REAL_TTL_S) or _real.put(name, os.path.realpath(folder))
 
 
 def file_id(info: os.stat_result) -> FileId:

@@ -18,13 +18,12 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Protocol
 
 from reprospec import native as native_stacks
+from reprospec.core.recent import Recent
 from reprospec.process import starter, tree, watchdog
 
 _PR_SET_PDEATHSIG = 1
@@ -164,22 +163,15 @@ def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
         return name
     path = env.get("PATH", os.defpath)
     key = (name, path, str(cwd))
-    now = time.monotonic()
-    with _FOUND_LOCK:
-        kept = _FOUND.get(key)
-    if kept is not None and now - kept[0] < FOUND_TTL_S:
-        return kept[1]
+    kept = _FOUND.get(key, FOUND_TTL_S)
+    if kept is not None:
+        return kept
     # os.get_exec_path(env) without its copy of the environment and its warnings guard
     # (once per attempt): the child's environment is str to str.
     for folder in path.split(os.pathsep):
         candidate = os.path.join(cwd, folder, name)  # noqa: PTH118 (a relative PATH entry)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
-            found = os.path.join(folder, name)  # noqa: PTH118
-            with _FOUND_LOCK:
-                if len(_FOUND) >= 64:
-                    _FOUND.clear()
-                _FOUND[key] = (now, found)
-            return found
+            return _FOUND.put(key, os.path.join(folder, name))  # noqa: PTH118
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
@@ -189,8 +181,7 @@ def _executable(name: str, env: Mapping[str, str], cwd: Path) -> str:
 # that goes away meanwhile fails at its exec as it would at the lookup; one installed
 # into an earlier folder of PATH is found at most this late.
 FOUND_TTL_S = 1.0
-_FOUND: dict[tuple[str, str, str], tuple[float, str]] = {}
-_FOUND_LOCK = threading.Lock()
+_FOUND: Recent[tuple[str, str, str], str] = Recent()
 
 
 def start_helper(
