@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline import stages
     from reprospec.plan.run import plan_run
-    from reprospec.report.progress import Progress, print_outcome, reads_whole_cells
+    from reprospec.report.progress import Progress, print_outcome
 
     request = read_request(args)
     plan = plan_run(request.spec, request.options)
@@ -338,12 +338,32 @@ def _command_line() -> str:
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 
-def write_github_summary(result: RunResult) -> None:
-    """In GitHub Actions, add the run's summary and results table to the job summary page."""
+def _github_summary_path() -> str | None:
+    """Where GitHub Actions wants the job summary (`GITHUB_STEP_SUMMARY`), or None."""
     import os
 
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not path:
+    return os.environ.get("GITHUB_STEP_SUMMARY") or None
+
+
+def _in_github_actions() -> bool:
+    """`GITHUB_ACTIONS=true`: failing cells are annotated on their spec lines."""
+    import os
+
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def reads_whole_cells(fmt: str | None) -> bool:
+    """Whether a run's end prints more of its cells than `print_outcome`'s table and
+    report.md read (another `--format`; GitHub's summary and annotations): otherwise the
+    run holds only what those two read (`stages.execute(whole=False)`), as a large
+    matrix must (docs/performance.md, "Memory and the run folder as the matrix grows")."""
+    return fmt not in (None, "md") or _github_summary_path() is not None or _in_github_actions()
+
+
+def write_github_summary(result: RunResult) -> None:
+    """In GitHub Actions, add the run's summary and results table to the job summary page."""
+    path = _github_summary_path()
+    if path is None:
         return
     from reprospec.report import render
 
@@ -363,7 +383,7 @@ def write_github_annotations(result: RunResult, spec: Spec) -> None:
     each cell that failed, so a pull request shows it where the cell is written."""
     import os
 
-    if os.environ.get("GITHUB_ACTIONS") != "true":
+    if not _in_github_actions():
         return
     # Imported only in GitHub Actions: a run elsewhere never needs them.
     from reprospec.report.github import error_annotations

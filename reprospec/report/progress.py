@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -190,15 +189,6 @@ def text(value: str) -> Text:
     from rich.text import Text
 
     return Text(printable(value, one_line=True))
-
-
-def reads_whole_cells(fmt: str | None) -> bool:
-    """Whether a run's end prints more of its cells than `print_outcome`'s table and
-    report.md read (another `--format`; GitHub's summary and annotations): otherwise the
-    run holds only what those two read (`stages.execute(whole=False)`), as a large
-    matrix must (docs/performance.md, "Memory and the run folder as the matrix grows")."""
-    github = os.environ.get("GITHUB_STEP_SUMMARY") or os.environ.get("GITHUB_ACTIONS") == "true"
-    return fmt not in (None, "md") or bool(github)
 
 
 def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from reprospec.core.inputs import Cell
 from reprospec.core.words import time_left
 from reprospec.report.github import MAX_ANNOTATIONS, error_annotations
-from reprospec.report.progress import reads_whole_cells
 from tests.support.runs import error_run, infra_run
 
 
@@ -59,18 +56,3 @@ def test_time_left_is_coarse() -> None:
         "eta 3m10s",
         "eta 1h05m",
     ]
-
-
-def test_a_run_in_github_actions_or_printing_another_format_keeps_its_cells_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GitHub's summary and annotations, and json/html/junit on stdout, read what a large
-    # run's held cells leave out (their logs, times): those runs ask for whole cells.
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    assert [reads_whole_cells(f) for f in (None, "md", "json", "junit")] == [0, 0, 1, 1]
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    assert reads_whole_cells(None)
-    monkeypatch.delenv("GITHUB_ACTIONS")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/tmp/summary.md")
-    assert reads_whole_cells("md")
