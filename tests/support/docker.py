@@ -228,6 +228,15 @@ def build(**params):
 '''
 
 
+def container_names(**filters: str | list[str]) -> list[str]:
+    """Names of the containers the engine lists under `filters`, running or not. Sparse: the
+    list's own data, never an inspect of each container, which another test's cleanup (or
+    the engine's own removal being waited for) may remove between the list and the inspect:
+    docker's non-sparse list then raises NotFound for a container that is simply gone."""
+    listed = CLIENT.containers.list(all=True, filters=filters, sparse=True)
+    return [str(n).lstrip("/") for c in listed for n in c.attrs.get("Names") or []]
+
+
 def containers_of(root: Path) -> set[str]:
     """Ids of the reprospec containers that belong to attempts under `root`: they bind-mount
     a folder there (attempts, gdb's containers, instances), or are the pod of an attempt

@@ -76,7 +76,7 @@ def _start_docker_engine(
 def test_an_engine_killed_with_sigkill_takes_its_container_along(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
-    from tests.support.docker import CLIENT
+    from tests.support.docker import CLIENT, container_names
 
     engine, _, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
         reprospec: 1
@@ -90,7 +90,7 @@ def test_an_engine_killed_with_sigkill_takes_its_container_along(
     engine.wait()
 
     def removed() -> bool:
-        return not CLIENT.containers.list(all=True, filters={"name": name})
+        return not container_names(name=name)
 
     assert wait_until(removed, 120), f"container {name} outlived its engine"
 
@@ -99,7 +99,7 @@ def test_an_engine_killed_with_sigkill_takes_its_container_along(
 def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
     tmp_path: Path, kill_after: list[int]
 ) -> None:
-    from tests.support.docker import CLIENT
+    from tests.support.docker import CLIENT, container_names
 
     # The first attempt hangs; the resumed one finds STARTED and exits at once.
     engine, out, name = _start_docker_engine(tmp_path, kill_after, textwrap.dedent("""\
@@ -122,7 +122,7 @@ def test_resume_removes_the_container_a_dead_engine_and_its_watchdog_left(
     assert resumed.returncode == 1, resumed.stderr  # the resumed attempt passed: no hang
     assert f"{len(recorded)} container(s) running: ended before resuming" in resumed.stderr
     assert not list(out.glob("runs/*/inflight*.json"))
-    assert not CLIENT.containers.list(all=True, filters={"name": name})
+    assert not container_names(name=name)
     # Every container the dead engine had recorded (the environment capture's too) is gone.
     for other in recorded:
-        assert not CLIENT.containers.list(all=True, filters={"name": other}), other
+        assert not container_names(name=other), other

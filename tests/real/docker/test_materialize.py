@@ -18,6 +18,7 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
+    container_names,
     needs_engine,
     public_base,
     runner_wheelhouse,
@@ -228,10 +229,7 @@ def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
     """The containers this run.sh started that are still there: named `reprospec-bundle-N-PID`
     with its own pid (other suites on a shared engine run bundles of their own)."""
     suffix = f"-{ran.args[-1]}"
-    # sparse: the list's own names, not an inspect of each container (which another suite's
-    # cleanup on the shared engine may remove between the list and the inspect).
-    listed = CLIENT.containers.list(all=True, sparse=True)
-    names = [str(n).lstrip("/") for c in listed for n in c.attrs.get("Names") or []]
+    names = container_names()
     return [n for n in names if n.startswith("reprospec-bundle-") and n.endswith(suffix)]
 
 

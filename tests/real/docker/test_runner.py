@@ -35,6 +35,7 @@ from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
     SHM_CACHE,
+    container_names,
     make_plan,
     needs_engine,
     py,
@@ -42,11 +43,9 @@ from tests.support.docker import (  # noqa: E402
 )
 
 
-def our_containers() -> list[Any]:
+def our_containers() -> set[str]:
     # This test process's own: other engines (other sessions) may share the daemon.
-    mine = f"{ENGINE_LABEL}={os.getpid()}"
-    found: list[Any] = CLIENT.containers.list(all=True, filters={"label": [LABEL, mine]})
-    return found
+    return set(container_names(label=[LABEL, f"{ENGINE_LABEL}={os.getpid()}"]))
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +57,9 @@ def runner() -> DockerRunner:
 @pytest.fixture
 def no_leftovers() -> Iterator[None]:
     """Every container an attempt made is gone when the attempt returns."""
-    before = {c.id for c in our_containers()}
+    before = our_containers()
     yield
-    left = [c.name for c in our_containers() if c.id not in before]
+    left = sorted(our_containers() - before)
     assert not left, f"containers left behind: {left}"
 
 
