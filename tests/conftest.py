@@ -6,12 +6,13 @@ from __future__ import annotations
 import compileall
 import fcntl
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import orphans
+from tests.support import orphans, schedule
 from tests.support.cli import ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
 from tests.support.paths import session_folder
 
@@ -27,6 +28,17 @@ def pytest_sessionstart() -> None:
     atomically (xdist workers may race), and ignored by git and by every copy the
     engine makes of a tree."""
     compileall.compile_dir(ROOT / "reprospec", quiet=2)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the long modules first, spread over the workers
+    (tests/support/schedule.py says why). Every worker computes the same order from the
+    same collection and record, as xdist requires; a serial run keeps collection order."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = schedule.spread(
+        items, lambda item: item.nodeid.split("::")[0], schedule.recorded(), workers
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -343,14 +343,12 @@ def test_a_rerun_try_is_a_rerun_failure_in_junit(tmp_path: Path) -> None:
     assert not last_try.rerun_failures()
 
 
-@pytest.fixture(scope="module")
 def run_verdicts(example_run: ExampleRun) -> dict[str, str]:
     """What `reprospec run -j 2` gives each example's cells, as the pytest outcome it maps to.
 
     The examples' own runs (tests/functional/test_examples.py reads the same ones): each
     example is run once per session, not once more here; both sides run every spec as written,
     so both are judged under the same timeout."""
-    pytest.importorskip("torch")
     expected: dict[str, str] = {}
     for name in EXAMPLES:
         result = example_run(name)
@@ -367,7 +365,7 @@ def run_verdicts(example_run: ExampleRun) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_every_example_gives_the_verdict_reprospec_run_gives(
-    run_verdicts: dict[str, str], tmp_path: Path
+    example_run: ExampleRun, tmp_path: Path
 ) -> None:
     """`pytest --reprospec specs/ -n 2` against `reprospec run` on each example.
 
@@ -376,13 +374,16 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(
     would check the same items a second time (a few minutes of the suite). The serial
     plugin is driven on its own by every other test of this file, and xdist's own concerns
     (one failing cell alone, the workers' count) by the crash spec's xdist test above."""
+    pytest.importorskip("torch")
     args = ["--reprospec", "specs/"] + (["-n", "2"] if HAVE_XDIST else [])
     # The child's engines capture the environment as `reprospec run` does; its torch part
     # is the one the examples' own runs captured (the shared captures), not imported anew.
     with torch_captures_shared(tmp_path / "out"):
         run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
     got = {node: case[0] for node, case in run.cases.items()}
-    assert got == run_verdicts, run.output[-3000:]
+    # The examples' shared runs are read after the plugin's: other workers make them
+    # meanwhile (the examples' own tests), rather than this one before its own run.
+    assert got == run_verdicts(example_run), run.output[-3000:]
 
 
 def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
