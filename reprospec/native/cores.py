@@ -347,6 +347,13 @@ def move_core(info: CoreInfo, out_dir: Path) -> Path | None:
         return target if info.file is not None and WATCH.copy_out(info.file, target) else None
     try:
         info.path.replace(target)
+    except FileNotFoundError:
+        # No name leads to it since it was claimed: a later crash in the folder replaced it
+        # and that crash's attempt has already moved its own core out (-j 2 in one workdir,
+        # crashing together). Ours is the watch's, if it holds it; never this path, which
+        # a reader would be sent to and find empty.
+        ok = info.file is not None and WATCH.copy_out(info.file, target)
+        return target if ok else None
     except OSError:
         try:
             shutil.move(str(info.path), target)  # another file system

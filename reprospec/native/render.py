@@ -217,6 +217,12 @@ def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | No
     lines: list[str] = []
     if stacks.unavailable and not stacks.processes:
         return f"_{stacks.unavailable}_\n"  # read_none() knows this shape
+    if not any(process.threads for process in stacks.processes):
+        # Not one thread read (each core lost to a later crash or unreadable, no process
+        # attached): the same shape, so that a signature without its native frame is taken
+        # for unknown, not for another failure (agrees(); minimize, isolate and amplify).
+        said = "; ".join(f"pid {p.pid}: {p.error}" for p in stacks.processes if p.error)
+        return f"_native stacks unavailable: {said or 'no thread was read'}_\n"
     top = top_frames(stacks, pid=pid)
     if top:
         lines.append(f"Native frames of the crashing thread: `{top}`")

@@ -303,6 +303,45 @@ def test_two_attempts_crashing_in_one_folder_each_read_their_own_core(
 
 @needs_gdb
 @needs_plain_cores
+def test_a_core_replaced_between_its_claim_and_its_move_is_read_from_the_watch(
+    runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -j 2 in one workdir, both crashing together (seen under minimize at load 4): this
+    # attempt found its core at `core`, then the other crashed there (unlinking this one's)
+    # and moved its own out before this one moved "its" name: nothing lay at `core` any
+    # more. The held core is read; the reader is never sent to the empty name.
+    _shared_name_or_skip()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    other = _another_attempt(runner, tmp_path / "b")
+    real_move = native.move_cores
+    done: list[NativeStacks | None] = []
+    once: list[bool] = []  # set first: the other attempt moves its own cores through here
+
+    def other_crash_first(
+        cores: list[native.CoreInfo], out_dir: Path
+    ) -> list[tuple[native.CoreInfo, Path | None]]:
+        if not once:
+            once.append(True)
+            assert _until(lambda: bool(_held_fds(workdir)))
+            done.append(other(workdir))
+            assert not (workdir / "core").exists()  # the other claimed and moved its own
+        return real_move(cores, out_dir)
+
+    monkeypatch.setattr(native.capture, "move_cores", other_crash_first)
+    ex = runner.run(make_plan(child("native_crash.py", "strlen"), workdir=workdir), tmp_path / "a")
+    assert ex.returncode == -11
+    first, second = native.read(tmp_path / "a"), done[0]
+    _strlen_on_top(first)
+    _strlen_on_top(second)
+    assert first is not None
+    assert second is not None
+    assert first.processes[0].pid != second.processes[0].pid
+    assert list(workdir.iterdir()) == []
+
+
+@needs_gdb
+@needs_plain_cores
 @pytest.mark.parametrize("other", ["process", "attempt"])
 def test_without_the_watch_a_replaced_core_says_so(
     runner: LocalRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other: str

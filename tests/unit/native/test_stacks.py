@@ -338,3 +338,13 @@ def test_a_fragment_says_whether_native_stacks_were_read() -> None:
     assert native.read_none(None)
     read = native.render_markdown(_stacks(Frame(0, "strlen", "libc.so.6")))
     assert not native.read_none(read)
+    # A core found, then lost before it was read (a later crash's attempt moved its own out
+    # of the shared `core` name first), or one the reader could not open: none read either.
+    replaced = ProcessStacks(10, "core", "prog", "SIGSEGV", error=native.REPLACED)
+    unopened = ProcessStacks(11, "core", "prog", "SIGSEGV", error="eu-stack: Cannot open core")
+    fragment = native.render_markdown(NativeStacks((replaced, unopened)), link="x.txt")
+    assert native.read_none(fragment)
+    assert f"pid 10: {native.REPLACED}; pid 11: eu-stack: Cannot open core" in fragment
+    # One process read among them is a reading: its frame is the signature's.
+    both = NativeStacks((replaced, *_stacks(Frame(0, "strlen", "libc.so.6")).processes))
+    assert not native.read_none(native.render_markdown(both))
