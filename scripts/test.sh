@@ -80,4 +80,11 @@ fi
 # the suite's last 10 minutes or more on one worker. `worksteal` moves queued tests from the
 # busy worker to the idle one. Without -n it does nothing; a --dist given here comes later
 # and wins.
-.venv/bin/python -m pytest -q -rs --dist worksteal "$@"
+# Three workers for these 2-core machines unless the arguments choose (`-n 0`: serial): a
+# third runs while two wait on what no process of the suite counts (containers, Slurm jobs,
+# hangs to their timeout); tests/support/schedule.py starts each with its long modules.
+workers=(-n 3)
+for arg in "$@"; do
+  case $arg in -n|-n*|--numprocesses|--numprocesses=*) workers=() ;; esac
+done
+.venv/bin/python -m pytest -q -rs --dist worksteal "${workers[@]}" "$@"
