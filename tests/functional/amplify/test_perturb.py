@@ -33,8 +33,12 @@ print(json.dumps({
     "cpus": sorted(os.sched_getaffinity(0)),
     "nice": os.nice(0),
     "omp": os.environ.get("OMP_NUM_THREADS"),
+    # This attempt's: their --dir is its folder under the test's own --out, below this
+    # workdir (other suites on the machine run competitors of their own).
     "competitors": sum(
-        1 for pid in os.listdir("/proc") if pid.isdigit() and b"perturb/load.py" in cmdline(pid)
+        1 for pid in os.listdir("/proc")
+        if pid.isdigit() and b"perturb/load.py" in cmdline(pid)
+        and os.getcwd().encode() in cmdline(pid)
     ),
 }))
 """
@@ -113,8 +117,11 @@ def test_each_perturbation_reaches_the_child_and_is_recorded(cli: Cli, tmp_path:
     assert "switch_interval=1e-06" in head
     # The competitors died with the attempt, and the writer's file went with them.
     assert not list((_run_folder(result.out) / attempt["logs"]).glob("io-load-*"))
+    ours = str(tmp_path).encode()  # (as the probe counted them: this test's own)
     assert not [
-        p for p in Path("/proc").iterdir() if p.name.isdigit() and b"perturb/load.py" in _cmdline(p)
+        p
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and b"perturb/load.py" in _cmdline(p) and ours in _cmdline(p)
     ]
 
 

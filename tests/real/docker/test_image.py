@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,9 @@ def test_an_image_is_built_again_when_its_base_was(tmp_path: Path) -> None:
     """docker-setup.sh rebuilds an outdated base (one without gdb): what was built on the
     old base is outdated too, though its own content hash did not change."""
     require_image(CLIENT, image.BASE_IMAGE)
-    base = f"reprospec-test/dockernative-base:{tmp_path.name.lower()}"
+    # This process's own (tmp_path's name is the same in every suite on a shared engine):
+    # the recipe's tag hashes the Dockerfile that names it, so that is this process's too.
+    base = f"reprospec-test/dockernative-base:{os.getpid()}-{tmp_path.name.lower()}"
 
     def build_base(mark: str) -> None:
         folder = tmp_path / f"base-{mark}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -180,13 +181,19 @@ def _remove_built_images() -> Iterator[None]:
             CLIENT.images.remove(image_id, force=True)
 
 
+def _own(spec: str, name: str) -> tuple[str, str]:
+    """The spec named for this test process, and the tag its bundle's run.sh builds:
+    `reprospec-bundle/NAME:1` is the bundle's image whoever runs it, so two suites on one
+    engine shared it, and one's cleanup (or rebuild) met the other's container (409)."""
+    own = f"{name}-{os.getpid()}"
+    return spec.replace(f"name: {name}\n", f"name: {own}\n", 1), f"reprospec-bundle/{own}:1"
+
+
 def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """./run.sh with BASE pointing at a Debian bookworm: the machine has no registry.
 
     The CompletedProcess's `args` end with run.sh's pid: its containers are named
     `reprospec-bundle-N-PID`, so a test looks only at its own (see `_left_by`)."""
-    import os
-
     try:
         with subprocess.Popen(
             ["bash", str(out / "run.sh")],
@@ -213,9 +220,10 @@ def _run_bundle(out: Path, tag: str, base: str, cwd: Path) -> subprocess.Complet
 @needs_engine
 def test_bundle_builds_from_a_public_base_and_runs_with_plain_docker(tmp_path: Path) -> None:
     base = public_base(CLIENT)
-    done, out = materialize(tmp_path, SPEC, "--find-links", str(runner_wheelhouse()))
+    spec, tag = _own(SPEC, "bundle-demo")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
     assert done.returncode == 0, done.stderr
-    ran = _run_bundle(out, "reprospec-bundle/bundle-demo:1", base, tmp_path)
+    ran = _run_bundle(out, tag, base, tmp_path)
     assert "== cell 1 [mode=calm]: exit 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert "== cell 2 [mode=crash]: killed by SIGSEGV" in ran.stdout
     assert f"shm {32 << 20}" in (out / "results" / "1" / "output.log").read_text()
@@ -236,9 +244,10 @@ def _left_by(ran: subprocess.CompletedProcess[str]) -> list[str]:
 @needs_engine
 def test_workload_bundle_runs(tmp_path: Path) -> None:
     base = public_base(CLIENT)
-    done, out = materialize(tmp_path, WORKLOAD_SPEC, "--find-links", str(runner_wheelhouse()))
+    spec, tag = _own(WORKLOAD_SPEC, "bundle-workload")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
     assert done.returncode == 0, done.stderr
-    ran = _run_bundle(out, "reprospec-bundle/bundle-workload:1", base, tmp_path)
+    ran = _run_bundle(out, tag, base, tmp_path)
     assert "== cell 1 [" in ran.stdout, ran.stdout + ran.stderr
     assert ": exit 0;" in ran.stdout, ran.stdout + ran.stderr
     events = (out / "results" / "1" / "events.jsonl").read_text()
