@@ -16,7 +16,7 @@ No run holds its cells: `expand` gives a `MatrixCells`, a sequence that makes ce
 the axes when it is read (`_Product.at` finds the i-th surviving combination from the
 counts, as `walk` would reach it), and `select` a `CellView` of the positions `-m` keeps.
 Built all at once, 65,536 cells held about 25 MiB, and validation built them a second time
-(docs/performance.md, "Cells made when read").
+(docs/performance.md, "Cells made as they are read").
 """
 
 from __future__ import annotations
