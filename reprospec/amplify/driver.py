@@ -138,7 +138,7 @@ def amplify_spec(
             f"choose one with -m AXIS=VALUE"
         )
     cell = plan.cells[0]
-    expectation = plan.expectations[cell.id]
+    expectation = plan.expectation(cell)
     if expectation.observes or expectation.outcome == "pass":
         raise UsageError(
             f"amplify needs the cell's expect to say how it fails (the spec's own signature, "

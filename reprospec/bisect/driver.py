@@ -94,7 +94,7 @@ def bisect_spec(
         )
     min_rate = request.min_rate
     if min_rate is None:
-        min_rate = _rate_floor(plan.expectations[cell.id].rate) or search.DEFAULT_MIN_RATE
+        min_rate = _rate_floor(plan.expectation(cell).rate) or search.DEFAULT_MIN_RATE
     say(
         f"bisecting {request.package or 'the environment'}: {len(versions)} candidates "
         f"from {versions[0]} (good) to {versions[-1]} (bad), cell {cell.id or '(only)'}"

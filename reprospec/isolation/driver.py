@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from reprospec.core.inputs import Cell, Expectation, Spec
+from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
@@ -44,6 +45,9 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.report import IsolateResult, Side, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+
+if TYPE_CHECKING:
+    from reprospec.plan.run import CellExpectations
 
 Progress = Callable[[str], None]
 
@@ -88,13 +92,13 @@ def isolate_spec(
     plan = api.plan_run(spec, run_options.with_changes(matrix_filters=()))
     failing_sets = _parse_sets(options.failing_sets, "--failing-set")
     passing_sets = _parse_sets(options.passing_sets, "--passing-set")
-    if any(e.observes for e in plan.expectations.values()):
+    if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "isolate needs the spec's expect: it says how the failing cell fails (the same "
             "signature, not any failure); `run --observe` shows what each cell does"
         )
     failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
-    expectation = plan.expectations[failing_cell.id]
+    expectation = plan.expectation(failing_cell)
     if expectation.outcome == "pass":
         raise UsageError(
             f"the failing cell {failing_cell.id} is expected to pass: isolate needs a cell "
@@ -338,7 +342,7 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
 def _choose_cells(
     spec: Spec,
     cells: Sequence[Cell],
-    expectations: Mapping[str, Expectation],
+    expectations: CellExpectations,
     options: IsolateOptions,
     say: Progress,
 ) -> tuple[Cell, Cell]:
@@ -346,10 +350,10 @@ def _choose_cells(
     failing = _select(cells, options.failing, "--failing") if options.failing else None
     passing = _select(cells, options.passing, "--passing") if options.passing else None
     if failing is None:
-        failing = next((c for c in cells if expectations[c.id].outcome != "pass"), None)
+        failing = next((c for c in cells if expectations.of(c).outcome != "pass"), None)
     if passing is None:
         passing = next(
-            (c for c in cells if expectations[c.id].outcome == "pass" and c != failing), None
+            (c for c in cells if expectations.of(c).outcome == "pass" and c != failing), None
         )
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, options, failing, passing, say)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.core.inputs import Cell, Expectation, Spec
+from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
@@ -55,7 +55,7 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
-from reprospec.plan.run import RunPlan
+from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.spec.yamlsource import Problem, locate
 
 Progress = Callable[[str], None]
@@ -97,7 +97,7 @@ def minimize_spec(
     spec = api.load_spec(spec_path, run_options.overrides)
     redactor = Redactor.for_spec(spec.document)
     plan = api.plan_run(spec, run_options)
-    if any(e.observes for e in plan.expectations.values()):
+    if any(e.observes for e in plan.expectations.distinct):
         raise UsageError(
             "minimize needs the spec's expect: it says how the failing cell fails (the same "
             "signature, not any failure); `run --observe` shows what each cell does"
@@ -151,7 +151,7 @@ def _minimize(
             progress(redactor.text(message))
 
     failing, all_passing = _cells(plan.cells, plan.expectations, options.cell)
-    expectation = plan.expectations[failing.id]
+    expectation = plan.expectation(failing)
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
@@ -320,20 +320,20 @@ def _size(program: Program) -> str:
 
 
 def _cells(
-    cells: Sequence[Cell], expectations: Mapping[str, Expectation], filters: Sequence[str]
+    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str]
 ) -> tuple[Cell, tuple[Cell, ...]]:
     """The failing cell (the first expected to fail that `-m` keeps) and the passing ones."""
     from reprospec.spec.matrix import select
 
     kept = select(cells, filters) if filters else list(cells)
-    failing = next((c for c in kept if expectations[c.id].outcome != "pass"), None)
+    failing = next((c for c in kept if expectations.of(c).outcome != "pass"), None)
     if failing is None:
         shown = " ".join("-m " + f for f in filters)
         raise UsageError(
             f"no cell{' kept by ' + shown if shown else ''} is expected to fail: minimize "
             f"needs a cell whose expect says how it fails"
         )
-    return failing, tuple(c for c in cells if expectations[c.id].outcome == "pass")
+    return failing, tuple(c for c in cells if expectations.of(c).outcome == "pass")
 
 
 def _agreeing(passing: Sequence[Cell], reduced: Reduced) -> Sequence[Cell]:

@@ -234,7 +234,7 @@ def _fails_there(spec_path: Path, found: Minimized) -> bool:
             axis not in cell.matrix or same(cell.matrix[axis], value)
             for axis, value in found.cell.matrix.items()
         ):
-            return plan.expectations[cell.id] == found.expectation
+            return plan.expectation(cell) == found.expectation
     return False
 
 

@@ -11,7 +11,6 @@ run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import json
 from collections import Counter
@@ -55,6 +54,7 @@ from reprospec.errors import (
 )
 from reprospec.outcome.evidence import Evidence
 from reprospec.plan.run import RunPlan
+from reprospec.spec.matrix import position_of
 
 _RATE_VERDICTS: dict[RateJudgement, VerdictKind] = {
     "met": "reproduced",
@@ -292,7 +292,7 @@ class CellJudge:
             as_json = first.environment.to_json()
             key = json.dumps(as_json, sort_keys=True)
             environment = self._environments.setdefault(key, as_json)
-        expectation = self._plan.expectations[cell.id]
+        expectation = self._plan.expectation(cell)
         verdict = judge_cell(expectation, attempts)
         if interrupted and not attempts:
             # Nothing went wrong in this cell: the run stopped before it (no infra-error).
@@ -397,11 +397,8 @@ class JudgedCells:
 
 def _position(cells: Sequence[Cell], cell: Cell) -> int | None:
     """Where `cell` is among the plan's cells: they are in matrix order (ascending index),
-    the ones `-m` left out missing, so a binary search finds it without a map of every id."""
-    found = bisect.bisect_left(cells, cell.index, key=lambda c: c.index)
-    if found < len(cells) and cells[found].id == cell.id:
-        return found
-    return next((i for i, c in enumerate(cells) if c.id == cell.id), None)
+    the ones `-m` left out missing, so it is found without a map of every id."""
+    return position_of(cells, cell)
 
 
 def judge_cells(

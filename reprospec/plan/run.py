@@ -3,7 +3,9 @@
 Each attempt is planned by plan.py, when it is asked for: `RunPlan.attempts` is a
 `PlannedAttempts`, a sequence that plans attempt i from its index (round-robin over the
 cells, then the shard's stride) and keeps none. Built all at once, the plans held about
-1.5 KiB per cell before the first attempt started (docs/performance.md).
+1.5 KiB per cell before the first attempt started (docs/performance.md). The cells are made
+as read too (spec.matrix.MatrixCells), and `RunPlan.expectations` holds each cell's
+expectation as a 4-byte index into the few distinct ones (`CellExpectations`).
 
 `reprospec plan` shows attempt 1 of each cell (plan.first_attempts) and imports neither
 this module nor options.py: their dataclasses would cost it about 2 ms of a start-up held
@@ -13,7 +15,8 @@ to 2x `python -c "import yaml"` (issue 15).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
 from typing import overload
 
@@ -36,6 +39,65 @@ def _has_expression(value: object) -> bool:
     return False
 
 
+class CellExpectations(Mapping[str, Expectation]):
+    """Each cell's `Expectation` by cell id, holding an index into the distinct ones per cell.
+
+    A dict by id held every cell's id (about 120 bytes a cell with its slot, at 65,536
+    cells); the engine asks by cell (`of`), through the cell's matrix index. Asked by id
+    (the Python API's mapping), it makes that dict once, on the first such question.
+    """
+
+    def __init__(self, cells: Sequence[Cell], expected: Iterator[Expectation]) -> None:
+        self._cells = cells
+        # Equal expectations are one object: most cells of a large matrix expect the same.
+        self._kinds: dict[Expectation, int] = {}
+        self._which = array("I", [_ABSENT]) * (max((c.index for c in cells[-1:]), default=-1) + 1)
+        for cell, expectation in zip(cells, expected, strict=True):
+            self._which[cell.index] = self._kinds.setdefault(expectation, len(self._kinds))
+        self._distinct = tuple(self._kinds)
+        self._by_id: dict[str, Expectation] | None = None
+
+    def of(self, cell: Cell) -> Expectation:
+        """`cell`'s expectation (one of this plan's cells); KeyError for another cell."""
+        which = self._which[cell.index] if cell.index < len(self._which) else _ABSENT
+        if which == _ABSENT:
+            raise KeyError(cell.id)
+        return self._distinct[which]
+
+    def __getitem__(self, key: str) -> Expectation:
+        if self._by_id is None:
+            self._by_id = {cell.id: self.of(cell) for cell in self._cells}
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (cell.id for cell in self._cells)
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def values(self) -> ValuesView[Expectation]:
+        return _Values(self)
+
+    @property
+    def distinct(self) -> tuple[Expectation, ...]:
+        """Each different expectation once, in order of first use."""
+        return self._distinct
+
+
+# No expectation: a matrix index the plan's cells skip (`-m` left it out).
+_ABSENT = 0xFFFFFFFF
+
+
+class _Values(ValuesView[Expectation]):
+    """The expectations in cell order, read by cell rather than by id."""
+
+    _mapping: CellExpectations
+
+    def __iter__(self) -> Iterator[Expectation]:
+        expectations = self._mapping
+        return (expectations.of(cell) for cell in expectations._cells)
+
+
 class PlannedAttempts(Sequence[AttemptPlan]):
     """The attempts of a run in the order they start, each planned when it is read.
 
@@ -54,7 +116,7 @@ class PlannedAttempts(Sequence[AttemptPlan]):
         self,
         spec: Spec,
         cells: Sequence[Cell],
-        expectations: Mapping[str, Expectation],
+        expectations: CellExpectations,
         repeat: int,
         options: RunOptions,
         base_env: Mapping[str, str],
@@ -126,7 +188,7 @@ class PlannedAttempts(Sequence[AttemptPlan]):
                 cell,
                 number,
                 base_env=self._base_env,
-                expectation=self._expectations[cell.id],
+                expectation=self._expectations.of(cell),
             ),
             self._options,
         )
@@ -163,8 +225,9 @@ class RunPlan:
     """A spec expanded into cells and the attempts this invocation will run (nothing ran)."""
 
     spec: Spec
-    cells: tuple[Cell, ...]
-    expectations: Mapping[str, Expectation]
+    # Made as read (spec.matrix.MatrixCells; a CellView of them for `-m` or a shard).
+    cells: Sequence[Cell]
+    expectations: CellExpectations
     # Planned as read: what a run holds is the plans in flight, not every attempt's.
     attempts: PlannedAttempts
     repeat: int
@@ -177,8 +240,12 @@ class RunPlan:
 
     def extra_attempt(self, cell: Cell, number: int) -> AttemptPlan:
         """Attempt `number` of `cell`, beyond the planned ones (`repeat: auto` adds them)."""
-        attempt = plan_attempt(self.spec, cell, number, expectation=self.expectations.get(cell.id))
+        attempt = plan_attempt(self.spec, cell, number, expectation=self.expectation(cell))
         return _with_options(attempt, self.options)
+
+    def expectation(self, cell: Cell) -> Expectation:
+        """What `cell` (one of `cells`) is expected to do."""
+        return self.expectations.of(cell)
 
     def first_attempts(self) -> tuple[AttemptPlan, ...]:
         """Attempt 1 of every cell: what `reprospec plan` shows (plan.first_attempts)."""
@@ -191,9 +258,9 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     `options.repeat`, `timeout_s` and `stop_on` replace the spec's `run` values for
     this run; they are applied here, after validation, never written back as YAML.
     """
-    from reprospec.spec.matrix import expand, select
+    from reprospec.spec.matrix import CellView, expand, select
 
-    cells = tuple(select(expand(spec), list(options.matrix_filters)))
+    cells = select(expand(spec), list(options.matrix_filters))
     policy = run_policy(spec)
     if options.repeat is not None:
         policy = replace(policy, repeat=options.repeat)
@@ -204,19 +271,17 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     # One copy of the environment for every cell's `env.X`: os.environ decodes each
     # item on every read, and each cell and attempt builds its own context from it.
     base_env = dict(os.environ)
-    if options.observe:
-        expectations = {cell.id: OBSERVE for cell in cells}
-    else:
-        # Equal expectations are one object: most cells of a large matrix expect the same.
-        shared: dict[Expectation, Expectation] = {}
-        expectations = {}
-        for cell in cells:
-            expectation = expectation_for(spec, cell, base_env=base_env)
-            expectations[cell.id] = shared.setdefault(expectation, expectation)
+    expectations = CellExpectations(
+        cells,
+        (
+            OBSERVE if options.observe else expectation_for(spec, cell, base_env=base_env)
+            for cell in cells
+        ),
+    )
     attempts = PlannedAttempts(spec, cells, expectations, repeat, options, base_env)
     if options.shard is not None:
         # A shard reports only the cells it ran; `reprospec merge` puts them together.
-        cells = tuple(cell for i, cell in enumerate(cells) if next(attempts.numbers_of(i), 0))
+        cells = CellView(cells, (i for i in range(len(cells)) if next(attempts.numbers_of(i), 0)))
     parallel = options.jobs or policy.parallel
     return RunPlan(
         spec=spec,

@@ -11,12 +11,22 @@ The cells are counted before any is built (`count_cells`): exclude entries are
 bitmasks over the axes' values, so a product of 10^9 combinations that exclude
 trims to a few cells costs a few steps, and a matrix past MAX_CELLS is refused
 without being expanded. `iter_cells` then walks only the surviving combinations.
+
+No run holds its cells: `expand` gives a `MatrixCells`, a sequence that makes cell i from
+the axes when it is read (`_Product.at` finds the i-th surviving combination from the
+counts, as `walk` would reach it), and `select` a `CellView` of the positions `-m` keeps.
+Built all at once, 65,536 cells held about 25 MiB, and validation built them a second time
+(docs/performance.md, "Cells made as they are read").
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+from array import array
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from itertools import islice
+from typing import overload
 
 from reprospec.core.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
 from reprospec.core.expr import same
@@ -143,6 +153,7 @@ class _Product:
             self.later_mention[axis] = self.later_mention[axis + 1] | self.mention[axis]
             self.later_size[axis] = self.later_size[axis + 1] * len(lists[axis])
         self._counts: dict[tuple[int, int], int] = {}
+        self._runnings: dict[tuple[int, int], list[int]] = {}
         self.steps = 0
 
     def _step(self) -> None:
@@ -179,6 +190,44 @@ class _Product:
                 total += len(indices) * self.count(axis + 1, after)
         self._counts[key] = total
         return total
+
+    def at(self, rank: int) -> tuple[int, ...]:
+        """Value indices of the `rank`-th surviving combination (from 0), as `walk` orders them.
+
+        Past the last axis an exclude entry mentions, the rest is a mixed-radix number; before
+        it, the running counts of the axis's values (kept per state, as `count` keeps its
+        totals) say which value holds the rank.
+        """
+        chosen: list[int] = []
+        alive = ~0
+        for axis in range(len(self.lists)):
+            if not alive & self.later_mention[axis]:
+                for later in range(axis, len(self.lists)):
+                    index, rank = divmod(rank, self.later_size[later + 1])
+                    chosen.append(index)
+                return tuple(chosen)
+            running = self._running(axis, alive)
+            index = bisect.bisect_right(running, rank)
+            if index > 0:
+                rank -= running[index - 1]
+            chosen.append(index)
+            after = self._next_alive(axis, alive, self.matches[axis][index])
+            assert after is not None  # a value that holds the rank survives
+            alive = after
+        return tuple(chosen)
+
+    def _running(self, axis: int, alive: int) -> list[int]:
+        """Surviving combinations from `axis` on that choose each value or an earlier one."""
+        key = (axis, alive & self.later_mention[axis])
+        running = self._runnings.get(key)
+        if running is None:
+            running, total = [], 0
+            for mask in self.matches[axis]:
+                after = self._next_alive(axis, alive, mask)
+                total += 0 if after is None else self.count(axis + 1, after)
+                running.append(total)
+            self._runnings[key] = running
+        return running
 
     def exists(self, required: Mapping[int, Hashable]) -> bool:
         """Whether some combination has the `required` canonical value on each of those axes."""
@@ -303,7 +352,10 @@ class _Plan:
                 "(use fewer axis values, or exclude)"
             )
         self.fits = [self.combos > 0 and self.product.exists(r) for r in self.required]
-        self.count = self.combos + self.fits.count(False)
+        self.fitting = [i for i, fits in enumerate(self.fits) if fits]
+        # The include entries that fit no combination: cells after the product, in order.
+        self.apart = [i for i, fits in enumerate(self.fits) if not fits]
+        self.count = self.combos + len(self.apart)
         if self.count > MAX_CELLS:
             raise MatrixError(
                 f"the matrix has {self.count} cells; at most {MAX_CELLS} are allowed "
@@ -314,21 +366,179 @@ class _Plan:
 
     def combinations(self) -> Iterator[JsonObject]:
         """Every cell's values in order, includes merged, before ids are given."""
-        lists = self.product.lists
-        canons = self.product.canons
-        fitting = [i for i, fits in enumerate(self.fits) if fits]
         for indices in self.product.walk() if self.original else ():
-            combo: JsonObject = {
-                a: lists[n][i] for n, (a, i) in enumerate(zip(self.original, indices, strict=True))
-            }
-            for number in fitting:
-                # Only the original axes are protected; keys from earlier includes may change.
-                if all(canons[n][indices[n]] == c for n, c in self.required[number].items()):
-                    combo.update(self.include[number])
-            yield combo
+            yield self.merged(indices)
         for entry, fits in zip(self.include, self.fits, strict=True):
             if not fits:
                 yield dict(entry)
+
+    def combination(self, index: int) -> JsonObject:
+        """The values of cell `index` alone: what `combinations` yields at that position."""
+        if index < self.combos:
+            return self.merged(self.product.at(index))
+        return dict(self.include[self.apart[index - self.combos]])
+
+    def merged(self, indices: tuple[int, ...]) -> JsonObject:
+        """A product combination's values, with the include entries that fit it merged."""
+        lists = self.product.lists
+        canons = self.product.canons
+        combo: JsonObject = {
+            a: lists[n][i] for n, (a, i) in enumerate(zip(self.original, indices, strict=True))
+        }
+        for number in self.fitting:
+            # Only the original axes are protected; keys from earlier includes may change.
+            if all(canons[n][indices[n]] == c for n, c in self.required[number].items()):
+                combo.update(self.include[number])
+        return combo
+
+    def ids_differ(self) -> bool:
+        """Whether no two cells can have the same id, seen from the axes alone.
+
+        Without include entries every cell has the original axes in order; when no key or
+        rendered value holds a comma, an id splits back into its values, so two cells share
+        an id only if an axis has two values that render alike (1 and '1', a repeat).
+        """
+        if self.include:
+            return False
+        for axis, values in zip(self.original, self.product.lists, strict=True):
+            rendered = {render_value(v) for v in values}
+            if "," in axis or len(rendered) < len(values) or any("," in r for r in rendered):
+                return False
+        return True
+
+
+class MatrixCells(Sequence[Cell]):
+    """The cells of a matrix in order, each made from the axes when it is read.
+
+    Made, it has checked that no two cells share an id (the only check that reads every
+    cell), and holds the axes and the counts of `_Plan`, not the cells: reading cell i
+    twice makes it twice, to equal cells.
+    """
+
+    def __init__(self, plan: _Plan) -> None:
+        self._plan = plan
+        order = {key: i for i, key in enumerate(all_axes(plan.section))}
+        self._order = order
+        if not plan.ids_differ():
+            self._check_ids()
+
+    def _check_ids(self) -> None:
+        """MatrixError naming the first two cells with one id; holds a hash per cell.
+
+        A dict of every id held the ids themselves (about 80 bytes a cell at 65,536 cells);
+        a set of their hashes, 8 bytes and a slot, and a hash seen twice is confirmed by
+        walking the cells before it (rare: equal hashes of different ids, or the error).
+        """
+        seen: set[int] = set()
+        for index, cell in enumerate(self):
+            code = hash(cell.id)
+            if code in seen:
+                first = next((c for c in islice(self, index) if c.id == cell.id), None)
+                if first is not None:
+                    raise MatrixError(
+                        f"cells {first.index + 1} and {index + 1} have the same id "
+                        f"'{cell.id}' (a repeated value, or values that render alike "
+                        "such as 1 and '1')"
+                    )
+            seen.add(code)
+
+    def _cell(self, index: int, combo: JsonObject) -> Cell:
+        order = self._order
+        ordered = {k: combo[k] for k in sorted(combo, key=lambda k: order[k])}
+        return Cell(cell_id(ordered), index, ordered)
+
+    def __len__(self) -> int:
+        return self._plan.count
+
+    @overload
+    def __getitem__(self, index: int) -> Cell: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Cell, ...]: ...
+    def __getitem__(self, index: int | slice) -> Cell | tuple[Cell, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("cell index out of range")
+        return self._cell(index, self._plan.combination(index))
+
+    def __iter__(self) -> Iterator[Cell]:
+        for index, combo in enumerate(self._plan.combinations()):
+            yield self._cell(index, combo)
+
+    def __eq__(self, other: object) -> bool:
+        return _equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # (equal by content, like the list it was)
+
+    def __repr__(self) -> str:
+        return f"MatrixCells({len(self)} cells)"
+
+
+class CellView(Sequence[Cell]):
+    """Some cells of another sequence, by ascending position (what `-m` or a shard keeps).
+
+    Four bytes a kept cell: the cells themselves are made by `cells` when read.
+    """
+
+    def __init__(self, cells: Sequence[Cell], positions: Iterator[int] | Sequence[int]) -> None:
+        self._cells = cells
+        self._positions = array("I", positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> Cell: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Cell, ...]: ...
+    def __getitem__(self, index: int | slice) -> Cell | tuple[Cell, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return self._cells[self._positions[index]]
+
+    def __iter__(self) -> Iterator[Cell]:
+        positions = self._positions
+        kept = 0
+        for position, cell in enumerate(self._cells):
+            if kept < len(positions) and positions[kept] == position:
+                kept += 1
+                yield cell
+
+    def __eq__(self, other: object) -> bool:
+        return _equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CellView({len(self)} of {len(self._cells)} cells)"
+
+
+def position_of(cells: Sequence[Cell], cell: Cell) -> int | None:
+    """Where `cell` is among `cells`, which are in matrix order (ascending `Cell.index`, the
+    ones `-m` or a shard left out missing); None when it is not there.
+
+    A cell of a `MatrixCells` is at its index, and one of a `CellView` of them where its
+    index is among the view's positions; any other sequence is searched by index. Each
+    costs one or a few cells made, and no map of every id.
+    """
+    if isinstance(cells, MatrixCells):
+        found = cell.index
+    elif isinstance(cells, CellView) and isinstance(cells._cells, MatrixCells):
+        found = bisect.bisect_left(cells._positions, cell.index)
+    else:
+        found = bisect.bisect_left(cells, cell.index, key=lambda c: c.index)
+    if 0 <= found < len(cells) and cells[found].id == cell.id:
+        return found
+    return next((i for i, c in enumerate(cells) if c.id == cell.id), None)
+
+
+def _equal(cells: Sequence[Cell], other: object) -> bool:
+    """Equal to any sequence of the same cells (a list or tuple of them included)."""
+    if not isinstance(other, Sequence) or isinstance(other, str):
+        return False
+    return len(cells) == len(other) and all(a == b for a, b in zip(cells, other, strict=True))
 
 
 def count_cells(section: Section) -> int:
@@ -338,50 +548,44 @@ def count_cells(section: Section) -> int:
     return _Plan(section).count
 
 
+def matrix_cells(section: Section) -> Sequence[Cell]:
+    """The cells of a `matrix` section (None: one cell `default`), made as they are read;
+    MatrixError when the matrix is bad, ids that collide included."""
+    if section is None:
+        return (Cell(DEFAULT_ID, 0, {}),)
+    return MatrixCells(_Plan(section))
+
+
 def iter_cells(section: Section) -> Iterator[Cell]:
     """The cells of a `matrix` section one at a time; MatrixError (before the first) when bad."""
-    if section is None:
-        return iter([Cell(DEFAULT_ID, 0, {})])
-    plan = _Plan(section)
-    return _cells(plan)
-
-
-def _cells(plan: _Plan) -> Iterator[Cell]:
-    order = {key: i for i, key in enumerate(all_axes(plan.section))}
-    seen: dict[str, int] = {}
-    for index, combo in enumerate(plan.combinations()):
-        ordered = {k: combo[k] for k in sorted(combo, key=lambda k: order[k])}
-        ident = cell_id(ordered)
-        if ident in seen:
-            raise MatrixError(
-                f"cells {seen[ident] + 1} and {index + 1} have the same id '{ident}' "
-                "(a repeated value, or values that render alike such as 1 and '1')"
-            )
-        seen[ident] = index
-        yield Cell(ident, index, ordered)
+    return iter(matrix_cells(section))
 
 
 def expand_matrix(section: Section) -> list[Cell]:
-    """The cells of a `matrix` section (None: one cell `default`); raise MatrixError."""
-    return list(iter_cells(section))
+    """The cells of a `matrix` section (None: one cell `default`) as a list; raise MatrixError."""
+    return list(matrix_cells(section))
 
 
-def expand(spec: Spec) -> list[Cell]:
-    """The cells of a loaded spec, in order; raise SpecError with a located problem."""
+def expand(spec: Spec) -> Sequence[Cell]:
+    """The cells of a loaded spec, in order, made as read; raise SpecError with a located
+    problem."""
     try:
         section = spec.document.get("matrix")
         # Validation made it a mapping (or left it out); anything else is no matrix.
-        return expand_matrix(section if isinstance(section, Mapping) else None)
+        return matrix_cells(section if isinstance(section, Mapping) else None)
     except MatrixError as exc:
         line, col = locate(spec.locations, exc.path)
         problem = Problem(line, col, exc.path, exc.message)
         raise SpecError([problem.format(str(spec.path))]) from None
 
 
-def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
-    """Keep cells matching `AXIS=VALUE` filters: same axis repeated is OR, axes combine with AND."""
+def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
+    """Keep cells matching `AXIS=VALUE` filters: same axis repeated is OR, axes combine with AND.
+
+    Without filters, `cells` itself; with them, a `CellView` of the positions kept.
+    """
     if not filters:
-        return list(cells)
+        return cells
     known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
     wanted: dict[str, list[tuple[JsonValue, str]]] = {}
     for text in filters:
@@ -398,14 +602,17 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> list[Cell]:
         except YamlSourceError:
             value = raw
         wanted.setdefault(axis, []).append((value, raw.strip()))
-    kept = [
-        cell
-        for cell in cells
-        if all(
-            axis in cell.matrix and any(_value_matches(cell.matrix[axis], v) for v in values)
-            for axis, values in wanted.items()
-        )
-    ]
+    kept = CellView(
+        cells,
+        (
+            position
+            for position, cell in enumerate(cells)
+            if all(
+                axis in cell.matrix and any(_value_matches(cell.matrix[axis], v) for v in values)
+                for axis, values in wanted.items()
+            )
+        ),
+    )
     if not kept:
         raise UsageError(
             f"no cell matches {' '.join('-m ' + f for f in filters)}: {_no_match(cells, wanted)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import expr, patterns
@@ -22,7 +22,7 @@ from reprospec.core.units import parse_duration
 from reprospec.spec import schema
 from reprospec.spec.checks import cells
 from reprospec.spec.checks.expect import ExpectChecks, named_groups, unknown_axis
-from reprospec.spec.matrix import MatrixError, all_axes, axes, expand_matrix
+from reprospec.spec.matrix import MatrixError, all_axes, axes, matrix_cells
 from reprospec.spec.yamlsource import Location, Problem, locate
 
 # Sections shown in the report, never evaluated (the same as cellcheck's).
@@ -86,7 +86,7 @@ class _Semantics:
         self.axes = axes(self.matrix)
         self.all_axes = all_axes(self.matrix) if sane else self.axes
         self.found: list[Problem] = []
-        self.cells: list[Cell] | None = None
+        self.cells: Sequence[Cell] | None = None  # made as read: each pass walks them anew
 
     def add(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         where = self.key_locations.get(path) if key else None
@@ -109,7 +109,7 @@ class _Semantics:
     def matrix_problems(self) -> list[Problem]:
         """Problems of the matrix as a whole; without any, `self.cells` holds its cells."""
         try:
-            self.cells = expand_matrix(self.matrix)
+            self.cells = matrix_cells(self.matrix)
         except MatrixError as exc:
             line, col = locate(self.locations, exc.path)
             return [Problem(line, col, exc.path, exc.message)]

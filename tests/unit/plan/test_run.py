@@ -195,3 +195,32 @@ def test_a_spec_with_an_expression_plans_every_attempt(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, body=CONSTANT)
     argvs = [a.argv for a in plan.attempts if a.cell.id == plan.attempts.cells[0].id]
     assert argvs == [("/bin/sh", "-c", f"echo {n}") for n in range(1, 5)]
+
+
+def test_each_cells_expectation_is_held_by_index_and_reads_as_the_mapping_by_id(
+    tmp_path: Path,
+) -> None:
+    body = (
+        "matrix: {n: [1, 2, 3, 4, 5], m: [a, b]}\n"
+        "expect:\n  outcome: pass\n  cases:\n"
+        "    - {when: {n: 2}, outcome: crash, signal: SIGSEGV}\n"
+        "    - {when: {m: b}, outcome: fail, exit_code: 7}\n"
+    )
+    whole = make_plan(tmp_path, body)
+    kept = make_plan(tmp_path, body, RunOptions(matrix_filters=("n=2", "n=5")))
+    for plan in (whole, kept):
+        # What plan_run held before: a dict of every cell's expectation by its id.
+        by_id = {cell.id: expectation_for(plan.spec, cell) for cell in plan.cells}
+        assert dict(plan.expectations) == by_id
+        assert list(plan.expectations.values()) == list(by_id.values())
+        assert [plan.expectation(c) for c in plan.cells] == list(by_id.values())
+        # Equal expectations are one object.
+        assert len(plan.expectations.distinct) == len(set(by_id.values()))
+    assert [e.outcome for e in kept.expectations.values()] == ["crash", "crash", "pass", "fail"]
+    # A cell -m left out has none: asked, it is a KeyError as the dict's was.
+    left_out = whole.cells[0]
+    assert left_out not in kept.cells
+    with pytest.raises(KeyError):
+        kept.expectation(left_out)
+    with pytest.raises(KeyError):
+        kept.expectations[left_out.id]

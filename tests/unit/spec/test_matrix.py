@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reprospec.core.expr import same
-from reprospec.core.inputs import Spec
+from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.errors import SpecError, UsageError
 from reprospec.spec.matrix import (
+    CellView,
+    MatrixCells,
     MatrixError,
     cell_id,
     count_cells,
@@ -21,6 +24,8 @@ from reprospec.spec.matrix import (
     expand_matrix,
     format_value,
     iter_cells,
+    matrix_cells,
+    position_of,
     render_value,
     select,
 )
@@ -191,7 +196,7 @@ CELLS = expand_matrix(
 )
 
 
-def ids(cells: list[Any]) -> list[str]:
+def ids(cells: Sequence[Any]) -> list[str]:
     return [c.id for c in cells]
 
 
@@ -290,6 +295,103 @@ def test_counting_and_lazy_expansion_agree_with_the_product(seed: int) -> None:
         sorted(map(repr, c.items())) for c in _reference(section)
     ]
     assert count_cells(section) == len(cells)
+    # Each cell made alone from its index is the cell the walk makes there.
+    lazy = matrix_cells(section)
+    assert [lazy[i] for i in range(len(lazy))] == cells == lazy
+    assert [c.index for c in cells] == list(range(len(cells)))
+
+
+def _ids_collide(section: dict[str, Any]) -> bool:
+    ids = [cell_id(c) for c in _reference_ordered(section)]
+    return len(set(ids)) < len(ids)
+
+
+def _reference_ordered(section: dict[str, Any]) -> list[dict[str, Any]]:
+    order = {k: i for i, k in enumerate(k for k in section if k not in ("include", "exclude"))}
+    for entry in section.get("include", ()):
+        for key in entry:
+            order.setdefault(key, len(order))
+    return [{k: c[k] for k in sorted(c, key=order.__getitem__)} for c in _reference(section)]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_cells_made_as_read_are_the_reference_past_excludes_and_includes(seed: int) -> None:
+    # Larger axes than above, so a rank is found from the running counts of many values
+    # (and, past the last axis an exclude names, as a mixed-radix number).
+    rng = random.Random(seed)
+    section: dict[str, Any] = {
+        f"x{i}": list(range(rng.randint(1, 7))) for i in range(rng.randint(1, 4))
+    }
+    names = list(section)
+    section["exclude"] = [
+        {k: rng.choice(section[k]) for k in rng.sample(names, rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 8))
+    ]
+    section["include"] = [
+        {k: rng.randint(0, 8) for k in rng.sample([*names, "y"], rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 3))
+    ]
+    reference = _reference_ordered(section)
+    try:
+        cells = matrix_cells(section)
+    except MatrixError as exc:
+        assert ("no cells" in exc.message and not reference) or (  # noqa: PT017
+            "same id" in exc.message and _ids_collide(section)
+        )
+        return
+    assert not _ids_collide(section)
+    expected = [Cell(cell_id(c), i, c) for i, c in enumerate(reference)]
+    assert isinstance(cells, MatrixCells)
+    assert [cells[i] for i in range(len(cells))] == expected
+    assert list(cells) == expected
+    assert cells[-1] == expected[-1]
+    assert cells[1::2] == tuple(expected[1::2])
+    with pytest.raises(IndexError):
+        cells[len(expected)]
+
+
+@pytest.mark.parametrize(
+    ("section", "pair"),
+    [
+        ({"a": [1, "1"]}, "cells 1 and 2 have the same id 'a=1'"),
+        ({"a": [2, 1, 1]}, "cells 2 and 3 have the same id 'a=1'"),
+        # No value repeats, but commas make two ids alike: the axes alone cannot tell.
+        ({"a": ["1,b=2", "1"], "b": ["3", "2,b=3"]}, "cells 1 and 4 have the same id"),
+        ({"a": [1, 2], "include": [{"a": 1, "c": 0}, {"a": 2, "c": 0}, {"c": 0, "a": 1}]}, ""),
+        ({"include": [{"b": 1}, {"b": 1}]}, "cells 1 and 2 have the same id 'b=1'"),
+        ({"a": [1, 1.0], "include": [{"a": 1, "x": 0}]}, "cells 1 and 2 have the same id"),
+    ],
+)
+def test_ids_that_collide_are_found_without_a_map_of_every_id(
+    section: dict[str, Any], pair: str
+) -> None:
+    if not pair:
+        assert [c.id for c in matrix_cells(section)] == ["a=1,c=0", "a=2,c=0"]
+        return
+    with pytest.raises(MatrixError) as caught:
+        matrix_cells(section)
+    assert pair in caught.value.message
+
+
+def test_a_repeated_value_excluded_away_is_no_collision() -> None:
+    # 1 and '1' render alike, but exclude (which tells them apart) leaves one of them.
+    assert [c.id for c in matrix_cells({"a": [1, "1"], "exclude": [{"a": "1"}]})] == ["a=1"]
+
+
+def test_a_view_reads_its_cells_by_position_and_finds_them_again() -> None:
+    cells = matrix_cells({"a": [0, 1, 2, 3], "b": ["x", "y"], "exclude": [{"b": "y", "a": 1}]})
+    kept = select(cells, ["b=y"])
+    assert isinstance(kept, CellView)
+    assert ids(list(kept)) == ["a=0,b=y", "a=2,b=y", "a=3,b=y"]
+    assert [kept[i] for i in range(len(kept))] == list(kept) == kept
+    assert kept[1:] == (kept[1], kept[2])
+    for view in (cells, kept, tuple(kept)):
+        assert [position_of(view, c) for c in view] == list(range(len(view)))
+    left_out = cells[0]
+    assert position_of(kept, left_out) is None
+    assert position_of(cells, Cell("a=9", 3, {"a": 9})) is None
+    # Without filters, the cells themselves: no copy of every cell.
+    assert select(cells, []) is cells
 
 
 @pytest.mark.parametrize(
