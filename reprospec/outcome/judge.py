@@ -283,7 +283,7 @@ class CellJudge:
         cell judged as its last attempt ends never is).
         """
         planned = self._plan.attempts
-        position = _position(planned.cells, cell)
+        position = position_of(planned.cells, cell)
         numbers = tuple(planned.numbers_of(position)) if position is not None else ()
         command, environment = "", None
         if numbers and position is not None:
@@ -340,7 +340,7 @@ class JudgedCells:
         try:
             judged = self.judge.judge(cell, attempts)
             if self.spool is not None:
-                position = _position(self.plan.cells, cell)
+                position = position_of(self.plan.cells, cell)
                 if position is not None and self.spool(position, judged):
                     judged = self.for_report(judged)
             self.cells[cell.id] = judged
@@ -393,12 +393,6 @@ class JudgedCells:
             else self.judge.judge(cell, unfinished.get(cell.id, ()), interrupted=interrupted)
             for cell in self.plan.cells
         )
-
-
-def _position(cells: Sequence[Cell], cell: Cell) -> int | None:
-    """Where `cell` is among the plan's cells: they are in matrix order (ascending index),
-    the ones `-m` left out missing, so it is found without a map of every id."""
-    return position_of(cells, cell)
 
 
 def judge_cells(

@@ -51,7 +51,8 @@ class CellExpectations(Mapping[str, Expectation]):
         self._cells = cells
         # Equal expectations are one object: most cells of a large matrix expect the same.
         self._kinds: dict[Expectation, int] = {}
-        self._which = array("I", [_ABSENT]) * (max((c.index for c in cells[-1:]), default=-1) + 1)
+        # By matrix index: the cells are in matrix order, so the last has the largest.
+        self._which = array("I", [_ABSENT]) * (cells[-1].index + 1 if cells else 0)
         for cell, expectation in zip(cells, expected, strict=True):
             self._which[cell.index] = self._kinds.setdefault(expectation, len(self._kinds))
         self._distinct = tuple(self._kinds)
