@@ -18,9 +18,9 @@ import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
-from typing import overload
 
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
+from reprospec.core.lazysequence import LazySequence
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
 
@@ -99,7 +99,7 @@ class _Values(ValuesView[Expectation]):
         return (expectations.of(cell) for cell in expectations._cells)
 
 
-class PlannedAttempts(Sequence[AttemptPlan]):
+class PlannedAttempts(LazySequence[AttemptPlan]):
     """The attempts of a run in the order they start, each planned when it is read.
 
     Global attempt g (from 0) is attempt g // cells + 1 of cell g % cells: attempt 1 of
@@ -138,17 +138,7 @@ class PlannedAttempts(Sequence[AttemptPlan]):
     def __len__(self) -> int:
         return self._len
 
-    @overload
-    def __getitem__(self, index: int) -> AttemptPlan: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[AttemptPlan, ...]: ...
-    def __getitem__(self, index: int | slice) -> AttemptPlan | tuple[AttemptPlan, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(self._len)))
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError("attempt index out of range")
+    def _item(self, index: int) -> AttemptPlan:
         return self._plan(self._first + index * self._stride)
 
     def __iter__(self) -> Iterator[AttemptPlan]:
@@ -165,13 +155,6 @@ class PlannedAttempts(Sequence[AttemptPlan]):
         for g in range(self._first, self._total, self._stride):
             later = range(g + cells, self._total, cells)  # the cell's later attempts
             yield self._plan(g), not any((n - self._first) % self._stride == 0 for n in later)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]  # (equal by content, like the tuple it was)
 
     def __repr__(self) -> str:
         return f"PlannedAttempts({self._len} attempts)"

@@ -26,12 +26,12 @@ import json
 from array import array
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from itertools import islice
-from typing import overload
 
 from reprospec.core.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
 from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.lazysequence import LazySequence
 from reprospec.errors import SpecError, UsageError
 from reprospec.spec.yamlsource import Problem, YamlSourceError, load_value, locate
 
@@ -407,7 +407,7 @@ class _Plan:
         return True
 
 
-class MatrixCells(Sequence[Cell]):
+class MatrixCells(LazySequence[Cell]):
     """The cells of a matrix in order, each made from the axes when it is read.
 
     Made, it has checked that no two cells share an id (the only check that reads every
@@ -450,33 +450,18 @@ class MatrixCells(Sequence[Cell]):
     def __len__(self) -> int:
         return self._plan.count
 
-    @overload
-    def __getitem__(self, index: int) -> Cell: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Cell, ...]: ...
-    def __getitem__(self, index: int | slice) -> Cell | tuple[Cell, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("cell index out of range")
+    def _item(self, index: int) -> Cell:
         return self._cell(index, self._plan.combination(index))
 
     def __iter__(self) -> Iterator[Cell]:
         for index, combo in enumerate(self._plan.combinations()):
             yield self._cell(index, combo)
 
-    def __eq__(self, other: object) -> bool:
-        return _equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]  # (equal by content, like the list it was)
-
     def __repr__(self) -> str:
         return f"MatrixCells({len(self)} cells)"
 
 
-class CellView(Sequence[Cell]):
+class CellView(LazySequence[Cell]):
     """Some cells of another sequence, by ascending position (what `-m` or a shard keeps).
 
     Four bytes a kept cell: the cells themselves are made by `cells` when read.
@@ -489,13 +474,7 @@ class CellView(Sequence[Cell]):
     def __len__(self) -> int:
         return len(self._positions)
 
-    @overload
-    def __getitem__(self, index: int) -> Cell: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Cell, ...]: ...
-    def __getitem__(self, index: int | slice) -> Cell | tuple[Cell, ...]:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
+    def _item(self, index: int) -> Cell:
         return self._cells[self._positions[index]]
 
     def __iter__(self) -> Iterator[Cell]:
@@ -505,11 +484,6 @@ class CellView(Sequence[Cell]):
             if kept < len(positions) and positions[kept] == position:
                 kept += 1
                 yield cell
-
-    def __eq__(self, other: object) -> bool:
-        return _equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"CellView({len(self)} of {len(self._cells)} cells)"
@@ -532,13 +506,6 @@ def position_of(cells: Sequence[Cell], cell: Cell) -> int | None:
     if 0 <= found < len(cells) and cells[found].id == cell.id:
         return found
     return next((i for i, c in enumerate(cells) if c.id == cell.id), None)
-
-
-def _equal(cells: Sequence[Cell], other: object) -> bool:
-    """Equal to any sequence of the same cells (a list or tuple of them included)."""
-    if not isinstance(other, Sequence) or isinstance(other, str):
-        return False
-    return len(cells) == len(other) and all(a == b for a, b in zip(cells, other, strict=True))
 
 
 def count_cells(section: Section) -> int:
