@@ -249,7 +249,17 @@ def test_ctrl_c_then_resume(tmp_path: Path) -> None:
     assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
     assert data["isolate"] == partial["isolate"]
     # No orphans: every attempt of the interrupted run was reaped with its process group.
-    leftover = subprocess.run(
+    # This test's own attempts: their REPROSPEC_EVENTS lies under its --out (other tests'
+    # isolations run toggles.py beside it under xdist).
+    found = subprocess.run(
         ["pgrep", "-f", "toggles.py a="], capture_output=True, text=True
     ).stdout.split()
+    leftover = [pid for pid in found if str(out).encode() in _environ(pid)]
     assert leftover == []
+
+
+def _environ(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""  # ended since pgrep saw it
