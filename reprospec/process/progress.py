@@ -18,6 +18,10 @@ What counts as progress, and why:
   watchdog's warnings, a collective's retries), so there only its markers count. A
   workload's progress is its events; its output is the program's, not the harness's.
 
+Time in which the attempt's threads waited for a CPU does not count (cpuwait.py): a
+starved program is not a stuck one. The runner that can see the attempt's processes hands
+the watch a `CpuWait` (`count_cpu_wait`); without one the stall is the wall clock.
+
 The events file is read from where the last read stopped, whole lines only, at most
 `_READ_BYTES` per turn: a child that floods it is behind by a turn, never misread. Which
 process wrote an event is not asked (evidence.py decides whose word a harness event is):
@@ -29,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from reprospec.process.childprotocol import PROGRESS_EVENTS
@@ -71,6 +76,19 @@ class ProgressWatch:
         self._printed = 0
         # When the last progress was seen; None until the first.
         self.last: float | None = None
+        # Since the last progress: seconds in which the attempt waited for a CPU (cpuwait.py).
+        self.waited_s = 0.0
+        self._cpu_wait: Callable[[], float] | None = None
+        self._polled: float | None = None
+
+    def count_cpu_wait(self, cpu_wait: Callable[[], float]) -> None:
+        """Leave out of the stall the time `cpu_wait` says the attempt waited for a CPU (the
+        longest wait of one of its threads since the last call: `cpuwait.CpuWait`)."""
+        self._cpu_wait = cpu_wait
+
+    def _progressed(self, now: float) -> None:
+        self.last = now
+        self.waited_s = 0.0
 
     def output(self, now: float, printed: int) -> None:
         """`printed`: the bytes the attempt has printed so far (the pump's count); more than
@@ -78,10 +96,19 @@ class ProgressWatch:
         if printed != self._printed:
             self._printed = printed
             if self.output_counts:
-                self.last = now
+                self._progressed(now)
 
     def poll(self, now: float) -> None:
-        """Read what was appended to events.jsonl since the last poll."""
+        """Read what was appended to events.jsonl since the last poll, and, once there was
+        progress, how long the attempt waited for a CPU since the last poll."""
+        if self._cpu_wait is not None and self.last is not None:
+            # Read before the events: a wait that ends in progress is forgotten with it.
+            waited = self._cpu_wait()
+            if self._polled is not None:
+                # Never more than the time since the last poll, nor since the last progress
+                # (output may have come between two polls); the first call is a baseline.
+                self.waited_s += min(waited, now - self._polled, now - self.last)
+            self._polled = now
         if self._fd < 0:
             try:
                 self._fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
@@ -102,13 +129,14 @@ class ProgressWatch:
             elif not found and is_progress(line):
                 found = True
         if found:
-            self.last = now
+            self._progressed(now)
         if len(self._partial) > _MAX_LINE:
             self._partial, self._skipping = b"", True
 
     def stalled(self, now: float) -> bool:
-        """Whether the attempt made progress once and then none for `stall_s` until `now`."""
-        return self.last is not None and now - self.last >= self.stall_s
+        """Whether the attempt made progress once and then none for `stall_s` until `now`,
+        not counting the time it waited for a CPU."""
+        return self.last is not None and now - self.last - self.waited_s >= self.stall_s
 
     def close(self) -> None:
         """Close the events file."""

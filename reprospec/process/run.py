@@ -26,6 +26,7 @@ from pathlib import Path
 from reprospec import native as native_stacks
 from reprospec.core.results import ChildExit
 from reprospec.process import leftovers, pidlimit, stacks, tree
+from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import Sink
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.start import ChildHandle, Start, popen_attempt
@@ -236,6 +237,11 @@ def run_process(
     child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
     finished_cleanly = False
+    if stall is not None:
+        root_pid = proc.pid
+        # The cgroup holds every process of the attempt, escaped daemons included; without
+        # one, the root's tree.
+        stall.count_cpu_wait(CpuWait(lambda: pidlimit.members(limit) or tree.descendants(root_pid)))
     try:
         deadline = begin + timeout_s if timeout_s and timeout_s > 0 else float("inf")
         next_sweep = time.monotonic() + ZOMBIE_SWEEP_S

@@ -195,16 +195,22 @@ def own_tree() -> list[int] | None:
     """
     if not _tree_readable():
         return None
+    return descendants(os.getpid())[1:]
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, read from the `children` files (`pid` alone where
+    the kernel has none)."""
     seen: list[int] = []
-    stack = _children_of(os.getpid())
+    stack = [pid]
     visited: set[int] = set()
     while stack:
-        pid = stack.pop()
-        if pid in visited:
+        found = stack.pop()
+        if found in visited:
             continue
-        visited.add(pid)
-        seen.append(pid)
-        stack.extend(_children_of(pid))
+        visited.add(found)
+        seen.append(found)
+        stack.extend(_children_of(found))
     return seen
 
 

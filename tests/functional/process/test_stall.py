@@ -125,3 +125,39 @@ def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) ->
     assert (done.latest_run() / "cells" / "default" / "1" / "stdout.log").read_text().count(
         "waiting for peers"
     ) >= 5
+
+
+# Runnable but starved: held to one CPU at nice 19 beside a busy process of its own at nice 0
+# (one session, so one autogroup, where nice weighs: about 1.4% of the CPU), it needs 0.06 s
+# of CPU after its last line, which takes it seconds of wall time past its 1 s stall.
+STARVED = """\
+import os, subprocess, sys, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+os.nice(19)
+print("start", flush=True)
+end = time.process_time() + 0.06
+while time.process_time() < end:
+    pass
+print("done", flush=True)
+hog.kill()
+hog.wait()
+"""
+
+
+def test_a_starved_command_is_no_stall(cli: Cli, tmp_path: Path) -> None:
+    """The time it waited for a CPU is not counted (process/cpuwait.py): it ends, a pass."""
+    spec = tmp_path / "starved.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stall-starved\n"
+        f"command: [{json.dumps(sys.executable)}, -c, {json.dumps(STARVED)}]\n"
+        "run: {timeout: 120s, stall: 1s}\n"
+        "expect: {outcome: pass}\n"
+    )
+    done = cli("run", str(spec), timeout=300)
+    (attempt,) = attempts(done.results()).values()
+    assert done.code == 0, attempt["outcome"]
+    assert attempt["outcome"]["kind"] == "pass"
+    # It did go without progress for longer than its stall: the wall clock alone called it a
+    # hang (this test's first run, before the CPU wait was left out).
+    assert attempt["duration_s"] > 2.5, attempt["duration_s"]

@@ -4,7 +4,11 @@ spec field's checks; the hang's detail naming the limit that fired."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from reprospec.core.results import Execution, Outcome
 from reprospec.core.sections import RunPolicy, SectionError
 from reprospec.errors import SpecError
 from reprospec.outcome.classify import classify
+from reprospec.process.cpuwait import CpuWait
 from reprospec.process.progress import ProgressWatch, is_progress
 from reprospec.spec.load import load_spec
 
@@ -113,6 +118,70 @@ def test_output_counts_only_when_told(tmp_path: Path) -> None:
     assert loud.last == 1.0
     loud.output(3.0, 12)
     assert loud.last == 3.0
+
+
+def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 5.0, output_counts=True)
+    # What a CpuWait would answer at each poll: the longest wait of one thread since the last.
+    waits = iter([0.0, 3.0, 9.0, 0.0, 0.0, 4.0, 0.0])
+    watch.count_cpu_wait(lambda: next(waits))
+    watch.poll(0.0)  # no progress yet: the wait is not asked
+    watch.output(1.0, 10)
+    watch.poll(1.0)  # the baseline (0.0)
+    watch.poll(4.0)  # 3 s of the 3 waited
+    assert watch.waited_s == 3.0
+    assert not watch.stalled(8.0)  # 7 s since the last progress, 4 s of them runnable
+    # A wait longer than the time since the last poll counts only that long.
+    watch.poll(6.0)
+    assert watch.waited_s == 5.0
+    assert not watch.stalled(10.5)
+    watch.poll(11.0)
+    assert watch.stalled(11.0)  # 10 s, 5 of them runnable: stalled
+    # Progress forgets the wait: the next stall is counted afresh.
+    watch.output(12.0, 20)
+    assert watch.waited_s == 0.0
+    watch.poll(16.0)  # waited 0.0, and 4.0 at 17: but 4 s is more than the 1 s since the poll
+    watch.poll(17.0)
+    assert watch.waited_s == 1.0
+    assert not watch.stalled(17.5)
+    assert watch.stalled(18.0)
+    watch.close()
+
+
+def test_a_thread_waiting_for_a_cpu_is_counted_and_a_sleeping_one_is_not() -> None:
+    """`CpuWait` on this process, held to one CPU: two threads busy at once (hashing, which
+    lets go of the GIL, so both are runnable) wait for it in turns; asleep, none waits."""
+    affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(affinity)})
+    try:
+        wait = CpuWait(lambda: [os.getpid()])
+        assert wait() == 0.0  # the baseline
+        time.sleep(1.0)
+        # Runnable only at the wake-up, however loaded the machine.
+        assert wait() < 0.5
+        stop = threading.Event()
+        spinner = threading.Thread(target=_hash_until, args=(stop,))
+        spinner.start()
+        try:
+            end = time.monotonic() + 0.6
+            while time.monotonic() < end:
+                hashlib.sha256(_BLOCK).digest()
+        finally:
+            stop.set()
+            spinner.join()
+        assert wait() > 0.1  # each about 0.3 s on a quiet machine
+    finally:
+        os.sched_setaffinity(0, affinity)
+
+
+_BLOCK = bytes(1 << 20)
+
+
+def _hash_until(stop: threading.Event) -> None:
+    while not stop.is_set():
+        hashlib.sha256(_BLOCK).digest()
 
 
 @pytest.mark.parametrize(
