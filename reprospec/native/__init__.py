@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         can_read,
         eustack_path,
         gdb_path,
+        load_stretch,
         unavailable_reason,
     )
     from reprospec.native.render import (
@@ -113,6 +114,7 @@ _WHERE = {
     "GDB_FALLBACK": "capture",
     "GDB_INSTALL_HINT": "readers",
     "HANG_DEADLINE_S": "readers",
+    "load_stretch": "readers",
     "JSON_NAME": "render",
     "MAX_CORES": "capture",
     "NativeStacks": "stacks",
@@ -219,6 +221,7 @@ __all__ = [
     "full_text",
     "gdb_path",
     "live_stacks",
+    "load_stretch",
     "merge",
     "move_core",
     "move_cores",

@@ -44,6 +44,7 @@ from reprospec.native.readers import (
     can_read,
     eustack_path,
     gdb_path,
+    load_stretch,
     unavailable_reason,
 )
 
@@ -88,9 +89,10 @@ class Capture:
         """Native stacks of the live processes `{pid: command}` of a timed-out attempt.
 
         `timed_out_at` is the time.monotonic() of the timeout: the reader is stopped
-        `hang_deadline_s` after it, whatever it has done by then.
+        `hang_deadline_s` after it (stretched on a loaded machine: `load_stretch`), whatever
+        it has done by then.
         """
-        left = timed_out_at + self.hang_deadline_s - time.monotonic()
+        left = timed_out_at + self.hang_deadline_s * load_stretch() - time.monotonic()
         return live_stacks(pids, budget_s=max(HANG_MIN_BUDGET_S, left))
 
     def crash(

@@ -21,8 +21,25 @@ EUSTACK_INSTALL_HINT = "apt-get install elfutils"
 # the tree after it a few ms). One gdb attaches to the processes in turn (gdb.py).
 HANG_DEADLINE_S = 4.5
 HANG_MIN_BUDGET_S = 0.5
+# ... on a machine that can run it. Where more tasks are runnable than there are CPUs (three
+# test suites on two cores: a load of 20), gdb gets a slice of a CPU and reaches nothing in
+# 4.5 s: the deadline stretches with the load, at most this many times.
+HANG_STRETCH_MAX = 4.0
+
+
 # gdb on one core: a torch process's core takes 3-10 s on a loaded 2-core machine.
 CORE_GDB_TIMEOUT_S = 60.0
+
+
+def load_stretch() -> float:
+    """How many times HANG_DEADLINE_S a hang's reader gets now: the last minute's load
+    average over the CPUs this engine may use, from 1 (not loaded) to HANG_STRETCH_MAX."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    cpus = len(os.sched_getaffinity(0)) or 1
+    return min(HANG_STRETCH_MAX, max(1.0, load / cpus))
 
 
 def gdb_path() -> str | None:

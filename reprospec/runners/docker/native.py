@@ -157,12 +157,14 @@ class ContainerNative:
     ) -> native.NativeStacks:
         """Native stacks of every live process of the timed-out `container`, before its kill.
 
-        gdb is stopped HANG_DEADLINE_S after `timed_out_at` (time.monotonic()).
+        gdb is stopped HANG_DEADLINE_S after `timed_out_at` (time.monotonic()), stretched
+        on a loaded machine as the local runner's reader is (`native.load_stretch`).
         """
         missing = self.gdb_missing(client, image)
         if missing is not None:
             return native.NativeStacks(unavailable=missing)
-        return attach_all(client, container, deadline=timed_out_at + HANG_DEADLINE_S)
+        deadline = timed_out_at + HANG_DEADLINE_S * native.load_stretch()
+        return attach_all(client, container, deadline=deadline)
 
     # -- a crash -------------------------------------------------------------------------
 
