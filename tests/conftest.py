@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import orphans, schedule
-from tests.support.cli import ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
+from tests.support.cli import CLI_TIMEOUT_S, ROOT, SPECS, Cli, CliResult, ExampleRun, run_cli
 from tests.support.paths import session_folder
 
 
@@ -56,7 +56,7 @@ def cli(tmp_path: Path) -> Cli:
     def invoke(
         *args: str,
         env: dict[str, str] | None = None,
-        timeout: float = 180,
+        timeout: float = CLI_TIMEOUT_S,
         cwd: Path | None = None,
         stdin: str | None = None,
     ) -> CliResult:
@@ -94,7 +94,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
                 )
             else:
                 out = shared / key / "out"
-                result = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=300)
+                result = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=1200)
                 saved = {
                     "code": result.code,
                     "stdout": result.stdout,

@@ -50,6 +50,12 @@ class CliResult:
         return data
 
 
+# How long a test waits for one `reprospec` command before it fails: a bound for a command
+# that never ends, not a speed check. A run of a few torch attempts takes minutes with three
+# test suites on two cores (a load of 20).
+CLI_TIMEOUT_S = 600.0
+
+
 class Cli(Protocol):
     """The `cli` fixture: run `python -m reprospec ARGS` as a user would."""
 
@@ -57,7 +63,7 @@ class Cli(Protocol):
         self,
         *args: str,
         env: dict[str, str] | None = None,
-        timeout: float = 180,
+        timeout: float = CLI_TIMEOUT_S,
         cwd: Path | None = None,
         stdin: str | None = None,
     ) -> CliResult: ...
@@ -67,7 +73,7 @@ def run_cli(
     out: Path,
     *args: str,
     env: dict[str, str] | None = None,
-    timeout: float = 180,
+    timeout: float = CLI_TIMEOUT_S,
     cwd: Path | None = None,
     stdin: str | None = None,
 ) -> CliResult:

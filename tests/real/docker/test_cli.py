@@ -97,7 +97,7 @@ workload:
     loader: {batch_size: 16, num_workers: 2, multiprocessing_context: fork}
   phases: [{name: train, steps: 8}]
 run:
-  timeout: 120s
+  timeout: 5m
 expect:
   outcome: crash
   signal: SIGBUS
