@@ -162,6 +162,11 @@ def classify(
         elif worker is not None and worker.exit_code is None:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"
+            if worker.item_phase is not None and worker.item_step is not None:
+                # Located at the batch the worker died fetching: the main process, some steps
+                # behind its prefetching workers, hears of the death at a step that depends
+                # on the machine's load (validation step 5 or 7 for one fault at step 7).
+                phase, step, stage, module = worker.item_phase, worker.item_step, "data", None
         elif worker is None and (child := _child_crash(execution, evidence)) is not None:
             kind, signal, where = "crash", child.signal, "child"
             detail = f"{child.describe()}; the main process exited {returncode}"

@@ -174,6 +174,29 @@ def test_worker_exit_event_is_preferred(tmp_path: Path) -> None:
     assert "4242" in (outcome.detail or "")
 
 
+def test_a_worker_crash_is_located_at_the_batch_the_worker_died_fetching(tmp_path: Path) -> None:
+    """The main process heard of the death at validation step 5 (a loaded machine: its
+    prefetching workers ran ahead); the worker died fetching item 96, the batch of step 7."""
+    stderr = (RECORDED / "dataloader-segv-1.stderr.log").read_bytes()
+    lines = [
+        {"event": "step", "phase": "validation", "step": 5},
+        {"event": "stage", "phase": "validation", "step": 5, "stage": "forward"},
+        {"event": "worker_exit", "worker": 0, "pid": 4242, "signal": "SIGSEGV", "index": 96,
+         "phase": "validation", "step": 7},
+    ]  # fmt: skip
+    events = "".join(json.dumps(line) + "\n" for line in lines)
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, events))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.phase, outcome.step, outcome.stage) == (
+        "crash",
+        "worker",
+        "validation",
+        7,
+        "data",
+    )
+    assert "fetching item 96 (validation step 7)" in (outcome.detail or "")
+
+
 def test_worker_exited_with_exit_code_is_an_error(tmp_path: Path) -> None:
     stderr = (
         b'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
