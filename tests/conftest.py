@@ -94,7 +94,7 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
                 )
             else:
                 out = shared / key / "out"
-                result = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=1200)
+                result = run_cli(out, "run", str(SPECS / name), "-j", "2", timeout=CLI_TIMEOUT_S)
                 saved = {
                     "code": result.code,
                     "stdout": result.stdout,

@@ -9,6 +9,12 @@ nanoseconds it spent runnable on a run queue, waiting (sched_info, present unles
 kernel was built without CONFIG_SCHED_INFO; then every reading is empty and nothing is
 subtracted: the stall is the wall clock, as before).
 
+The kernel adds a wait to that count when the wait ends, when the thread gets a CPU. A
+thread still waiting shows nothing yet: one that used no CPU and waited no more since the
+last reading, and is runnable now (state R in /proc/TID/stat), is counted as waiting all
+that time. (When its wait then ends, the count grows by the whole wait: the watch never
+counts more than the time between two readings, so the overlap is at most one reading's.)
+
 `CpuWait` answers the longest such wait of any one thread since its last reading: the
 attempt could not have moved faster than its most starved thread allows, while a thread
 blocked on a lock or a socket (a real deadlock, a collective that never completes) waits
@@ -19,15 +25,19 @@ it then stalls at the pace it gets a CPU, and the timeout still ends it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 
 from reprospec.process.tree import read_proc
 
+# A thread's reading: (nanoseconds on a CPU, nanoseconds waiting for one), since it started.
+Reading = tuple[int, int]
 
-def run_delays(pids: Iterable[int]) -> dict[int, int]:
-    """Nanoseconds each thread of `pids` has waited for a CPU since it started, by thread id;
+
+def thread_readings(pids: Iterable[int]) -> dict[tuple[int, int], Reading]:
+    """Each thread of `pids`, by (pid, thread id): its CPU time and its wait for a CPU so far;
     threads and processes that are gone or unreadable are left out."""
-    found: dict[int, int] = {}
+    found: dict[tuple[int, int], Reading] = {}
     for pid in pids:
         try:
             tids = os.listdir(f"/proc/{pid}/task")  # noqa: PTH208 (tree.py: no Path per pid)
@@ -36,10 +46,19 @@ def run_delays(pids: Iterable[int]) -> dict[int, int]:
         for tid in tids:
             try:
                 fields = read_proc(f"/proc/{pid}/task/{tid}/schedstat").split()
-                found[int(tid)] = int(fields[1])
+                found[pid, int(tid)] = (int(fields[0]), int(fields[1]))
             except (OSError, IndexError, ValueError):
                 continue
     return found
+
+
+def _runnable(pid: int, tid: int) -> bool:
+    """Whether the thread is runnable (running or on a run queue) now."""
+    try:
+        stat = read_proc(f"/proc/{pid}/task/{tid}/stat")
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"R"
 
 
 class CpuWait:
@@ -52,13 +71,22 @@ class CpuWait:
 
     def __init__(self, pids: Callable[[], Iterable[int]]) -> None:
         self._pids = pids
-        self._last: dict[int, int] | None = None
+        self._last: dict[tuple[int, int], Reading] | None = None
+        self._at = 0.0
 
     def __call__(self) -> float:
         """Seconds: the longest any one thread waited for a CPU since the last call."""
-        delays = run_delays(self._pids())
-        last, self._last = self._last, delays
+        now = time.monotonic()
+        readings = thread_readings(self._pids())
+        last, self._last = self._last, readings
+        elapsed, self._at = now - self._at, now
         if last is None:
             return 0.0
-        worst = max((ns - last.get(tid, 0) for tid, ns in delays.items()), default=0)
-        return max(worst, 0) / 1e9
+        worst = 0
+        for key, (cpu, waited) in readings.items():
+            before_cpu, before_waited = last.get(key, (0, 0))
+            grown = waited - before_waited
+            if grown == 0 and cpu == before_cpu and _runnable(*key):
+                grown = int(elapsed * 1e9)  # waiting still: the kernel has not counted it yet
+            worst = max(worst, grown)
+        return worst / 1e9

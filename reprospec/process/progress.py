@@ -101,13 +101,16 @@ class ProgressWatch:
     def poll(self, now: float) -> None:
         """Read what was appended to events.jsonl since the last poll, and, once there was
         progress, how long the attempt waited for a CPU since the last poll."""
-        if self._cpu_wait is not None and self.last is not None:
-            # Read before the events: a wait that ends in progress is forgotten with it.
+        if self._cpu_wait is not None:
+            # Read at every poll, from the start: the reading before the first progress is
+            # the baseline of the wait after it (the engine's own sweep may come seconds
+            # late on a loaded machine). Read before the events: a wait that ends in
+            # progress is forgotten with it.
             waited = self._cpu_wait()
-            if self._polled is not None:
+            if self._polled is not None and self.last is not None:
                 # Never more than the time since the last poll, nor since the last progress
                 # (output may have come between two polls); the first call is a baseline.
-                self.waited_s += min(waited, now - self._polled, now - self.last)
+                self.waited_s += max(0.0, min(waited, now - self._polled, now - self.last))
             self._polled = now
         if self._fd < 0:
             try:

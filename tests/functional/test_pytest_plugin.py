@@ -379,7 +379,7 @@ def test_every_example_gives_the_verdict_reprospec_run_gives(
     # The child's engines capture the environment as `reprospec run` does; its torch part
     # is the one the examples' own runs captured (the shared captures), not imported anew.
     with torch_captures_shared(tmp_path / "out"):
-        run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=1800)
+        run = run_pytest(tmp_path, *args, cwd=ROOT, timeout=3600)
     got = {node: case[0] for node, case in run.cases.items()}
     # The examples' shared runs are read after the plugin's: other workers make them
     # meanwhile (the examples' own tests), rather than this one before its own run.

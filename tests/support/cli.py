@@ -53,7 +53,7 @@ class CliResult:
 # How long a test waits for one `reprospec` command before it fails: a bound for a command
 # that never ends, not a speed check. A run of a few torch attempts takes minutes with three
 # test suites on two cores (a load of 20).
-CLI_TIMEOUT_S = 600.0
+CLI_TIMEOUT_S = 1800.0
 
 
 class Cli(Protocol):

@@ -314,6 +314,29 @@ class OutputPump:
         return True
 
 
+def local_pid(container: Container) -> int | None:
+    """The started container's first process as this machine's pid, or None where the engine
+    runs elsewhere (a remote DOCKER_HOST, a VM) or the container is gone.
+
+    The pid from `docker inspect` is the engine's machine's: it is this one's only when
+    /proc/PID/cgroup names the container's id (64 hex digits: no other process's)."""
+    import docker.errors
+
+    try:
+        container.reload()
+    except docker.errors.APIError:
+        return None
+    state = container.attrs.get("State")
+    pid = state.get("Pid") if isinstance(state, dict) else None
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        groups = Path(f"/proc/{pid}/cgroup").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return pid if container.id in groups else None
+
+
 def wait_for_exit(
     container: Container,
     timeout_s: float | None,

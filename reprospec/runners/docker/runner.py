@@ -30,8 +30,9 @@ from reprospec.errors import FatalError
 from reprospec.perturb.apply import PerturbRefused
 from reprospec.perturb.competitors import start_load, stop_load
 from reprospec.perturb.container import for_container
-from reprospec.process import leftovers, scratch
+from reprospec.process import leftovers, scratch, tree
 from reprospec.process.childprotocol import ChildPaths, Instance, write_cell
+from reprospec.process.cpuwait import CpuWait
 from reprospec.process.output import EventWriter, MarkerMatcher, Sink, compile_markers, output_sink
 from reprospec.process.run import utc_now
 from reprospec.process.stacks import remove_stack_dumps
@@ -48,6 +49,7 @@ from reprospec.runners.docker.engine import (
     connect,
     container_config,
     fresh_container,
+    local_pid,
     perturbed_config,
     returncode_from_status,
     wait_for_exit,
@@ -343,6 +345,11 @@ class DockerRunner:
                 container.start()
                 begin = time.monotonic()
                 watch = stall_watch(plan, base["events_path"])
+                root = local_pid(container) if watch is not None else None
+                if watch is not None and root is not None:
+                    # The container's init reaps its orphans: every process of the attempt
+                    # is below it. A remote engine's container has no pid here: wall clock.
+                    watch.count_cpu_wait(CpuWait(lambda: tree.descendants(root)))
                 stalled_at: list[float] = []
 
                 def stalled(now: float) -> bool:

@@ -113,7 +113,7 @@ expect:
 def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "dies.yaml"
     spec.write_text(SPEC.replace("BACKEND", "gloo"))
-    result = cli("run", str(spec), "-j", "2", timeout=300)
+    result = cli("run", str(spec), "-j", "2")
     cells = {cell["id"]: cell for cell in result.results()["cells"]}
     assert result.code == 0, {k: (c["verdict"], c["reason"]) for k, c in cells.items()}
     for fault in ("segfault", "raise"):
@@ -138,7 +138,7 @@ def test_a_rank_that_dies_ends_the_job_as_it_died(cli: Cli, tmp_path: Path) -> N
 def test_nccl_without_gpus_is_an_infra_error(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "nccl.yaml"
     spec.write_text(SPEC.replace("BACKEND", "nccl"))
-    result = cli("run", str(spec), "-m", "fault=raise", timeout=300)
+    result = cli("run", str(spec), "-m", "fault=raise")
     (cell,) = result.results()["cells"]
     assert result.code == 3
     assert cell["verdict"] == "infra-error"

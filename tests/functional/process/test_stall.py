@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.cli import Cli
+from tests.support.paths import CHILDREN
 
 # One program, one behaviour per cell (argv[1]). Events go where the engine reads them.
 PROGRAM = """\
@@ -127,22 +128,8 @@ def test_with_markers_only_the_markers_are_progress(cli: Cli, tmp_path: Path) ->
     ) >= 5
 
 
-# Runnable but starved: held to one CPU at nice 19 beside a busy process of its own at nice 0
-# (one session, so one autogroup, where nice weighs: about 1.4% of the CPU), it needs 0.06 s
-# of CPU after its last line, which takes it seconds of wall time past its 1 s stall.
-STARVED = """\
-import os, subprocess, sys, time
-os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-os.nice(19)
-print("start", flush=True)
-end = time.process_time() + 0.06
-while time.process_time() < end:
-    pass
-print("done", flush=True)
-hog.kill()
-hog.wait()
-"""
+# Runnable but starved (its docstring says how): seconds without a line, none of them stuck.
+STARVED = (CHILDREN / "starved.py").read_text(encoding="utf-8")
 
 
 def test_a_starved_command_is_no_stall(cli: Cli, tmp_path: Path) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.paths import CHILDREN, ROOT
 
 # Real-engine tests: `pytest -m "not docker and not slurm"` runs the unit suite alone.
 pytestmark = pytest.mark.docker
@@ -141,3 +142,22 @@ def test_a_stall_ends_a_container_attempt_before_its_timeout(cli: Cli, tmp_path:
     assert attempt["duration_s"] < 60  # the stall ended it, not the 120 s timeout
     assert attempt["outcome"]["detail"].startswith("no progress for 3 s (run.stall)")
     assert "no progress for 3 s (run.stall)" in (done.latest_run() / "report.md").read_text()
+
+
+@needs_engine
+def test_a_starved_container_attempt_is_no_stall(cli: Cli, tmp_path: Path) -> None:
+    """The time the container's processes waited for a CPU is not counted: with the engine on
+    this machine, the runner reads their waits as the local runner does (process/cpuwait.py)."""
+    require_image(CLIENT, image.DEFAULT_IMAGE)
+    starved = (CHILDREN / "starved.py").read_text(encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: docker-starved\n"
+        f"command: [python3, -c, {json.dumps(starved)}]\n"
+        "run: {timeout: 120s, stall: 1s}\nexpect: {outcome: pass}\n"
+    )
+    done = cli("run", str(spec), "--runner", "docker")
+    (attempt,) = done.results()["cells"][0]["attempts"]
+    assert done.code == 0, attempt["outcome"]
+    # Seconds without a line, past its 1 s stall: the wall clock alone called it a hang.
+    assert attempt["duration_s"] > 2.5, attempt["duration_s"]

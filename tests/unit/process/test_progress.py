@@ -125,11 +125,12 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     events.write_bytes(b"")
     watch = ProgressWatch(events, 5.0, output_counts=True)
     # What a CpuWait would answer at each poll: the longest wait of one thread since the last.
-    waits = iter([0.0, 3.0, 9.0, 0.0, 0.0, 4.0, 0.0])
+    waits = iter([0.0, 2.0, 3.0, 9.0, 0.0, 0.0, 4.0])
     watch.count_cpu_wait(lambda: next(waits))
-    watch.poll(0.0)  # no progress yet: the wait is not asked
+    watch.poll(0.0)  # the baseline, before any progress
     watch.output(1.0, 10)
-    watch.poll(1.0)  # the baseline (0.0)
+    watch.poll(1.0)  # 2 s waited, all before the progress: none of it counts
+    assert watch.waited_s == 0.0
     watch.poll(4.0)  # 3 s of the 3 waited
     assert watch.waited_s == 3.0
     assert not watch.stalled(8.0)  # 7 s since the last progress, 4 s of them runnable
