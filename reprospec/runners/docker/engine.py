@@ -315,11 +315,9 @@ class OutputPump:
 
 
 def local_pid(container: Container) -> int | None:
-    """The started container's first process as this machine's pid, or None where the engine
-    runs elsewhere (a remote DOCKER_HOST, a VM) or the container is gone.
-
-    The pid from `docker inspect` is the engine's machine's: it is this one's only when
-    /proc/PID/cgroup names the container's id (64 hex digits: no other process's)."""
+    """The started container's first process as this machine's pid; None where the engine is
+    elsewhere (a remote DOCKER_HOST, a VM: `docker inspect`'s pid is its machine's, this
+    one's only when /proc/PID/cgroup names the container's 64-digit id) or it is gone."""
     import docker.errors
 
     try:
