@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reprospec.core.results import AttemptResult, CellResult, Outcome
 from reprospec.core.runoptions import RunOptions
-from reprospec.outcome.judge import JudgedCells
+from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.spec.load import load_spec
 
