@@ -10,13 +10,15 @@ import only that side, and never pay for creating these classes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.lazysequence import LazySequence
 
 OutcomeKind = Literal["pass", "error", "crash", "hang"]
 # "not-run": a cell an interrupted run never reached (no attempt ran, none failed to).
@@ -389,6 +391,26 @@ class CellResult:
         return Verdict(self.verdict, self.reason, self.rate)
 
 
+class AlikeCells(LazySequence[CellResult]):
+    """A run's cells made as they are read, most of them alike but for their `Cell`
+    (outcome/judgedcells.py's `JudgedRun`): `alike` reads each distinct result once."""
+
+    @abstractmethod
+    def alike(self) -> Iterator[tuple[CellResult, int]]:
+        """Each distinct result once (with the `Cell` of one of its cells) and how many
+        cells share it, in no particular order."""
+
+
+def alike(cells: Sequence[CellResult]) -> Iterator[tuple[CellResult, int]]:
+    """`(cell, how many cells are alike it)` for `cells`, each result read once where the
+    cells are `AlikeCells`, else each cell with 1: for a pass over a run's cells that reads
+    no cell's `cell` and needs no order (a count, a sum, an `any`), which at 65,536 cells
+    of a large run would otherwise make every cell again (docs/performance.md)."""
+    if isinstance(cells, AlikeCells):
+        return cells.alike()
+    return ((cell, 1) for cell in cells)
+
+
 @dataclass(frozen=True)
 class Standalone:
     """How to reproduce one cell without reprospec (the report's "Standalone repro").
@@ -453,7 +475,9 @@ class RunResult:
     started: str
     finished: str
     environment: Mapping[str, JsonValue]
-    cells: tuple[CellResult, ...]
+    # A tuple, or a sequence that makes each cell when it is read (a large run's, when the
+    # engine was asked for less than the whole result: outcome/judgedcells.py's JudgedRun).
+    cells: Sequence[CellResult]
     command_line: str = ""
     title: str = ""
     description: str = ""
@@ -469,22 +493,23 @@ class RunResult:
 
     @property
     def summary(self) -> dict[str, int]:
+        verdicts: dict[str, int] = {}
+        for cell, count in alike(self.cells):
+            verdicts[cell.verdict] = verdicts.get(cell.verdict, 0) + count
         counts = {
             "cells": len(self.cells),
-            "reproduced": sum(c.verdict == "reproduced" for c in self.cells),
-            "not_reproduced": sum(c.verdict == "not-reproduced" for c in self.cells),
-            "undecided": sum(c.verdict == "undecided" for c in self.cells),
-            "infra_error": sum(c.verdict == "infra-error" for c in self.cells),
+            "reproduced": verdicts.get("reproduced", 0),
+            "not_reproduced": verdicts.get("not-reproduced", 0),
+            "undecided": verdicts.get("undecided", 0),
+            "infra_error": verdicts.get("infra-error", 0),
         }
-        observed = sum(c.verdict == "observed" for c in self.cells)
-        if observed:  # only observe runs have the key
-            counts["observed"] = observed
-        not_run = sum(c.verdict == "not-run" for c in self.cells)
-        if not_run:  # only interrupted runs have the key
-            counts["not_run"] = not_run
+        if verdicts.get("observed"):  # only observe runs have the key
+            counts["observed"] = verdicts["observed"]
+        if verdicts.get("not-run"):  # only interrupted runs have the key
+            counts["not_run"] = verdicts["not-run"]
         return counts
 
     @property
     def observes(self) -> bool:
         """An observe run: no cell had an expectation."""
-        return bool(self.cells) and all(c.expected.observes for c in self.cells)
+        return bool(self.cells) and all(c.expected.observes for c, _ in alike(self.cells))

@@ -11,10 +11,9 @@ run (`NotRun`) are no evidence either way: a cell of only those is
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from reprospec.core import patterns
@@ -306,93 +305,6 @@ class CellJudge:
         reason = self._texts.setdefault(verdict.reason, verdict.reason)
         verdict = Verdict(verdict.kind, reason, self._rates.setdefault(verdict.rate, verdict.rate))
         return CellResult.judged(cell, expectation, verdict, tuple(attempts), command, environment)
-
-
-# Where a finished cell goes once judged: its position among the plan's cells and the
-# cell whole; True when it was kept there (results.json takes it back: store/cellspool.py).
-Spool = Callable[[int, CellResult], bool]
-
-
-class JudgedCells:
-    """A run's cells, each judged as its last attempt ends (`add`: the scheduler's `on_cell`
-    in pipeline/stages.py), then the rest at the end (`all`).
-
-    The scheduler gives a complete cell's attempts away and forgets them, so a finished
-    cell's attempts are held once, in its `CellResult`, and the end judges only what is
-    left (an interrupted run's cells, a resumed run's already complete ones).
-
-    With a `spool`, a finished cell is written there whole (its results.json entry) and
-    held only as the report and the console read it (`for_report`): at 65,536 cells of
-    `true`, its attempts' timestamps, log folders and durations were most of the engine's
-    memory (docs/performance.md, "Memory and the run folder as the matrix grows").
-    """
-
-    def __init__(self, plan: RunPlan, spool: Spool | None = None) -> None:
-        self.plan = plan
-        self.judge = CellJudge(plan)
-        self.spool = spool
-        self.cells: dict[str, CellResult] = {}
-        self.left: dict[str, list[AttemptResult]] = {}
-        self._attempts: dict[AttemptResult, AttemptResult] = {}
-        self._tuples: dict[tuple[AttemptResult, ...], tuple[AttemptResult, ...]] = {}
-
-    def add(self, cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
-        try:
-            judged = self.judge.judge(cell, attempts)
-            if self.spool is not None:
-                position = position_of(self.plan.cells, cell)
-                if position is not None and self.spool(position, judged):
-                    judged = self.for_report(judged)
-            self.cells[cell.id] = judged
-        except Exception:
-            # A bug in the judge: the end judges the cell again in the calling thread, where
-            # it is raised as before, not lost with a worker thread.
-            self.left[cell.id] = list(attempts)
-
-    def for_report(self, cell: CellResult) -> CellResult:
-        """`cell` as the report and the console read it, alike attempts of alike cells one
-        object: an attempt that passed without its timestamps, its log folder (a passing
-        attempt's logs are never linked), its outcome's duration and a pid no phrase shows,
-        and its duration to the hundredth the report shows (tables.durations). Any other
-        attempt is kept whole (the failure and stack sections read it)."""
-        attempts = tuple(self._light(a) for a in cell.attempts)
-        with contextlib.suppress(TypeError):  # an unhashable part (none today): as it is
-            attempts = self._tuples.setdefault(attempts, attempts)
-        return replace(cell, attempts=attempts)
-
-    def _light(self, attempt: AttemptResult) -> AttemptResult:
-        outcome = attempt.outcome
-        if not isinstance(outcome, Outcome) or outcome.kind != "pass" or attempt.instances:
-            return attempt
-        light = replace(
-            attempt,
-            started="",
-            finished="",
-            logs="",
-            duration_s=round(attempt.duration_s, 2),
-            outcome=replace(
-                outcome,
-                duration_s=0.0,
-                pid=outcome.pid if outcome.where == "child" else None,
-            ),
-        )
-        try:
-            return self._attempts.setdefault(light, light)
-        except TypeError:
-            return light
-
-    def all(
-        self, unfinished: Mapping[str, Sequence[AttemptResult]], *, interrupted: bool
-    ) -> tuple[CellResult, ...]:
-        """Every cell of the plan, in its order: judged as it ended, or now from `unfinished`."""
-        cells = self.cells
-        unfinished = {**unfinished, **self.left}
-        return tuple(
-            cells.pop(cell.id)
-            if cell.id in cells
-            else self.judge.judge(cell, unfinished.get(cell.id, ()), interrupted=interrupted)
-            for cell in self.plan.cells
-        )
 
 
 def judge_cells(

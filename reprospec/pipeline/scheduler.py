@@ -25,6 +25,7 @@ from reprospec.core.rates import rate_decided, rate_of
 from reprospec.core.results import AttemptResult
 from reprospec.pipeline.gpus import GpuPool
 from reprospec.plan.run import RunPlan
+from reprospec.spec.matrix import position_of
 
 # Runs one attempt to its end on the given GPU slot; None when `cancel` stopped it.
 RunAttempt = Callable[[AttemptPlan, tuple[str, ...], threading.Event], "AttemptResult | None"]
@@ -115,7 +116,9 @@ class Scheduler:
         self._states: dict[str, _CellState] = {}
         # Resumed attempts count as finished, so they are neither run again nor lost.
         in_plan = {cell.id for cell in plan.cells} if done else set()
-        self._positions: dict[str, int] | None = None
+        # Where each cell is among the attempts' cells, to find a resumed cell's planned
+        # numbers by its id: made only to resume, and let go once the run has started.
+        positions = {cell.id: i for i, cell in enumerate(plan.attempts.cells)} if done else {}
         planned_done = 0
         planned_numbers: dict[str, frozenset[int]] = {}  # once per resumed cell, not per attempt
         for (cell_id, number), result in (done or {}).items():
@@ -123,7 +126,9 @@ class Scheduler:
                 self._states.setdefault(cell_id, _CellState()).results[number] = result
                 numbers = planned_numbers.get(cell_id)
                 if numbers is None:
-                    numbers = planned_numbers[cell_id] = frozenset(self._numbers_planned(cell_id))
+                    numbers = planned_numbers[cell_id] = frozenset(
+                        self._numbers_at(positions.get(cell_id))
+                    )
                 planned_done += number in numbers
         # The planned attempts, each planned as it is taken (plan.PlannedAttempts), then the
         # extra ones `repeat: auto` adds. A deque for those: taken from the front, once
@@ -185,11 +190,13 @@ class Scheduler:
                 if not state.handed_over
             }
 
-    def _numbers_planned(self, cell_id: str) -> Iterator[int]:
-        """The attempt numbers the plan holds of a cell, in order (resume, `repeat: auto`)."""
-        if self._positions is None:  # only those two need it: a run of one attempt per cell
-            self._positions = {cell.id: i for i, cell in enumerate(self.plan.attempts.cells)}
-        position = self._positions.get(cell_id)
+    def _numbers_planned(self, cell: Cell) -> Iterator[int]:
+        """The attempt numbers the plan holds of `cell`, in order (`repeat: auto`): found
+        by its matrix index, as the judge finds it (no map of every cell's id)."""
+        return self._numbers_at(position_of(self.plan.attempts.cells, cell))
+
+    def _numbers_at(self, position: int | None) -> Iterator[int]:
+        """The attempt numbers the plan holds of the cell at `position`, in order."""
         return iter(()) if position is None else self.plan.attempts.numbers_of(position)
 
     def _next(self) -> AttemptPlan | None:
@@ -322,8 +329,7 @@ class Scheduler:
             return
         numbers = sorted(state.results)
         queued = any(p.cell.id == attempt.cell.id for p in self._extra) or any(
-            n > state.taken and n not in state.results
-            for n in self._numbers_planned(attempt.cell.id)
+            n > state.taken and n not in state.results for n in self._numbers_planned(attempt.cell)
         )
         if queued or len(numbers) >= self.plan.max_repeat:
             return

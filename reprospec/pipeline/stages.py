@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +26,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
-from reprospec.outcome.judge import JudgedCells
+from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
@@ -77,9 +77,10 @@ def execute(
 ) -> RunResult:
     """Run a planned spec end to end and write its run folder and store rows.
 
-    `whole=False`: the result's finished cells are only what the report and the console
-    read of them (`JudgedCells.for_report`; their attempts without timestamps and log
-    folders), as a large run holds them; results.json has each cell whole. Otherwise the
+    `whole=False`: the result's `cells` are a `JudgedRun`, each made when it is read, and a
+    finished cell only what the report and the console read of it
+    (`JudgedCells.for_report`; its attempts without timestamps and log folders), as a large
+    run holds them; results.json has each cell whole. Otherwise the
     result is read back from results.json, whole, as the Python API returns it.
     """
     from reprospec.store.cellspool import CellSpool
@@ -119,7 +120,7 @@ def execute(
                 {},
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
-        judged = JudgedCells(plan, lambda n, cell: spool.add(n, redactor.value(cell)))
+        judged = JudgedCells(plan, spool.add, redactor)
         executor = AttemptExecutor(runner, folder)
 
         def run_attempt(
@@ -172,6 +173,7 @@ def execute(
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
+        # (the cells are masked already, as they were judged: the walk passes them through)
         result = redactor.value(result)
         # Each output on its own: a full disk keeps what can still be written.
         written = False
@@ -294,7 +296,7 @@ def write_outputs(
         write_atomic(folder.repro_py, result.standalone.script)
 
 
-def _standalone(plan: RunPlan, cells: tuple[CellResult, ...]) -> Standalone | None:
+def _standalone(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 

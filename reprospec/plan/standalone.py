@@ -37,10 +37,14 @@ REPRO_PY = "repro.py"
 
 def choose_cell(cells: Sequence[CellResult]) -> CellResult | None:
     """The cell a standalone repro is for: the first that failed, else the first that ran."""
-    ran = [c for c in cells if any(a.ran is not None for a in c.attempts)]
-    failed = [c for c in ran if any(a.failed for a in c.attempts)]
-    chosen = failed or ran
-    return chosen[0] if chosen else None
+    # One pass, holding no list of the cells: a large run's are made as they are read.
+    first_ran = None
+    for cell in cells:
+        if any(a.ran is not None for a in cell.attempts):
+            if any(a.failed for a in cell.attempts):
+                return cell
+            first_ran = first_ran or cell
+    return first_ran
 
 
 def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
@@ -48,7 +52,9 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
     cell = choose_cell(cells)
     if cell is None:
         return None
-    attempt = next((a for a in plan.attempts if a.cell.id == cell.cell.id), None)
+    # By the cell's matrix index, not its id: a run's cells are masked (a secret in a
+    # matrix value), the plan's are not.
+    attempt = next((a for a in plan.attempts if a.cell.index == cell.cell.index), None)
     if attempt is None:
         return None
     injected = next((o.injected for a in cell.attempts if (o := a.ran) and o.injected), None)

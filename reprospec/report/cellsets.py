@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from reprospec.core.lazysequence import LazySequence
 from reprospec.core.results import CellResult
 from reprospec.report.markup import show_value
 
@@ -31,7 +32,8 @@ def describe_cells(chosen: Iterable[CellResult], every: Sequence[CellResult]) ->
     `["every cell"]` when it is all of them; the cell ids themselves when the
     patterns would not be shorter.
     """
-    chosen = list(chosen)
+    if not isinstance(chosen, Sequence):
+        chosen = list(chosen)
     if not chosen:
         return []
     if len(chosen) == len(every):
@@ -68,6 +70,22 @@ def describe_cells(chosen: Iterable[CellResult], every: Sequence[CellResult]) ->
             parts.append(f"{axis}={'|'.join(name for _, name in names)}")
         patterns.append(", ".join(parts) or "every cell")
     return patterns
+
+
+class Picked(LazySequence[CellResult]):
+    """Some of a run's cells, by position, each read from the run's cells when it is read:
+    a group of a large run's cells, whose cells are made as they are read, without holding
+    them (report/tables.py)."""
+
+    def __init__(self, cells: Sequence[CellResult], positions: Sequence[int]) -> None:
+        self._cells = cells
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def _item(self, index: int) -> CellResult:
+        return self._cells[self._positions[index]]
 
 
 def separating_patterns(
@@ -139,4 +157,4 @@ def _merge(items: set[tuple[frozenset[str], ...]], width: int) -> set[tuple[froz
     return items
 
 
-__all__ = ["describe_cells", "separating_patterns"]
+__all__ = ["Picked", "describe_cells", "separating_patterns"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
-from reprospec.core.results import CellResult, RunResult
+from reprospec.core.results import CellResult, RunResult, alike
 from reprospec.core.words import size
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.
@@ -161,12 +161,12 @@ class CellEnvironments:
 
 def cell_environments(cells: Sequence[CellResult]) -> CellEnvironments:
     """The settings whose value differs between cells (every cell must know its environment)."""
-    if len(cells) < 2 or not all(c.environment for c in cells):
+    if len(cells) < 2 or not all(c.environment for c, _ in alike(cells)):
         return CellEnvironments()
     # Read once per environment object: the cells that ran the same environment share one
     # (outcome/judge.py), and a dict of settings per cell was 30 MiB at 65,536 cells.
     distinct: dict[int, dict[str, tuple[str, str | None]]] = {}
-    for cell in cells:
+    for cell, _ in alike(cells):
         if id(cell.environment) not in distinct:
             distinct[id(cell.environment)] = _settings(cell.environment)
     settings = list(distinct.values())
@@ -356,6 +356,12 @@ def mismatches(env: Mapping[str, JsonValue]) -> list[str]:
     return [str(found)]
 
 
+def _perturbed(cell: CellResult) -> bool:
+    """Whether `cell` ran under environment.perturb, or its spec asked it to."""
+    asked = cell.environment.get("perturb")
+    return any(a.perturbed for a in cell.attempts) or (isinstance(asked, dict) and bool(asked))
+
+
 def perturbed_cells(run: RunResult) -> list[tuple[str, str]]:
     """(cell, `switch_interval=1e-06 (…)`) for each cell that ran under environment.perturb.
 
@@ -363,6 +369,8 @@ def perturbed_cells(run: RunResult) -> list[tuple[str, str]]:
     none of whose attempts ran says what its spec asked.
     """
     out: list[tuple[str, str]] = []
+    if not any(_perturbed(c) for c, _ in alike(run.cells)):
+        return out
     for cell in run.cells:
         notes = next((a.perturbed for a in cell.attempts if a.perturbed), ())
         if not notes:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TypedDict
 
 from reprospec.core.logtext import clean_log
-from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult
+from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult, alike
 from reprospec.core.words import (
     NOT_RUN,
     injected_phrase,
@@ -86,10 +86,19 @@ class StackSection(TypedDict):
 
 def failing_cells(run: RunResult) -> list[CellResult]:
     """Cells where the expected failure reproduced; else any cell that failed at all."""
-    reproduced = [
-        c for c in run.cells if c.verdict == "reproduced" and c.expected.outcome != "pass"
-    ]
-    return reproduced or [c for c in run.cells if any(a.failed for a in c.attempts)]
+
+    def reproduced(c: CellResult) -> bool:
+        return c.verdict == "reproduced" and c.expected.outcome != "pass"
+
+    def failed(c: CellResult) -> bool:
+        return any(a.failed for a in c.attempts)
+
+    # Each pass only where some alike cells hold one: a large run's cells are made as
+    # they are read (core.results.alike).
+    for wanted in (reproduced, failed):
+        if any(wanted(c) for c, _ in alike(run.cells)):
+            return [c for c in run.cells if wanted(c)]
+    return []
 
 
 def first_failure(run: RunResult) -> tuple[CellResult, AttemptResult, Outcome] | None:
@@ -122,7 +131,7 @@ def summary_line(run: RunResult) -> str:
         phrase, count, injected = signatures[0]
         head = f"{phrase} in {count} of {plural(s['cells'], 'cell')}" + _injected(injected)
     elif signatures:
-        failed = sum(any(a.failed for a in c.attempts) for c in run.cells)
+        failed = sum(n for c, n in alike(run.cells) if any(a.failed for a in c.attempts))
         head = f"{failed} of {plural(s['cells'], 'cell')} failed"
         if failed == 1:
             # One cell failed more than one way: "in 1 ..., in 1" would read as two cells.
@@ -142,16 +151,16 @@ def summary_line(run: RunResult) -> str:
         head = "Nothing ran"
     else:
         head = "No failure"
-    attempts = [a for c in run.cells for a in c.attempts]
+    matched = attempts = 0
+    for cell, alike_cells in alike(run.cells):
+        matched += alike_cells * sum(a.matched for a in cell.attempts)
+        attempts += alike_cells * len(cell.attempts)
     held = (
         "every cell"
         if s["reproduced"] == s["cells"]
         else f"{s['reproduced']} of {plural(s['cells'], 'cell')}"
     )
-    text = (
-        f"{head}; as expected in {held} "
-        f"({sum(a.matched for a in attempts)}/{len(attempts)} attempts)"
-    )
+    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts)"
     if s["undecided"]:
         text += f", {s['undecided']} undecided"
     if s["infra_error"]:
@@ -173,7 +182,7 @@ def failure_signatures(run: RunResult) -> list[tuple[str, int, str | None]]:
     The first failure (`first_failure`) leads a tie; a cell counts once per signature.
     The phrase leaves the injected label out: the headline words it after the count.
     """
-    if not any(a.failed for c in run.cells for a in c.attempts):
+    if not any(a.failed for c, _ in alike(run.cells) for a in c.attempts):
         return []  # nothing failed: no signature to name (nor their module to import)
     from reprospec.report.signatures import signatures_of
 
@@ -364,14 +373,14 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
     """The first hang of each cell with its stacks, and the first crash of a child with its own."""
     short = (paths or PathNames({})).shorten
     out: list[StackSection] = []
+    if not any(_stacked(a.ran) for c, _ in alike(run.cells) for a in c.attempts):
+        return out
     first = first_failure(run)
     # The first failure's hang stacks lead the Failure section: not shown twice.
     shown = (first[0].cell.id, first[1].attempt) if first and first[2].kind == "hang" else None
     for cell in run.cells:
         for a in cell.attempts:
-            if a.ran is None or not (
-                a.ran.kind == "hang" or (a.ran.kind == "crash" and a.ran.where == "child")
-            ):
+            if a.ran is None or not _stacked(a.ran):
                 continue
             if (cell.cell.id, a.attempt) == shown:
                 break
@@ -389,6 +398,13 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
                 )
                 break
     return out
+
+
+def _stacked(outcome: Outcome | None) -> bool:
+    """Whether the stack section shows this outcome's stacks: a hang, a child's crash."""
+    return outcome is not None and (
+        outcome.kind == "hang" or (outcome.kind == "crash" and outcome.where == "child")
+    )
 
 
 def _child_of(outcome: Outcome, short: Callable[[str], str]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.reportspec import marker_line
-from reprospec.core.results import CellResult, RunResult
+from reprospec.core.results import AttemptResult, CellResult, RunResult, alike
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.environment import (
     CellEnvironments,
@@ -79,13 +79,22 @@ def _grid(cells: Sequence[CellResult], axes: Sequence[str]) -> Grid | None:
     The size is checked before any corner is worded: at 65,536 cells the words of every
     corner of a grid too big to draw were 15 MiB of the engine's peak at a run's end.
     """
-    if len(axes) != 2 or not all(all(a in c.cell.matrix for a in axes) for c in cells):
+    if len(axes) != 2:
         return None
     row_axis, col_axis = axes
-    rows = list(dict.fromkeys(show_value(c.cell.matrix[row_axis]) for c in cells))
-    cols = list(dict.fromkeys(show_value(c.cell.matrix[col_axis]) for c in cells))
-    if len(rows) > GRID_ROWS or len(cols) > GRID_COLS:
-        return None
+    # One pass, left as soon as the grid is too big (a large run's cells are made as
+    # they are read): either way, or with a cell that lacks an axis, there is none.
+    seen_rows: dict[str, None] = {}
+    seen_cols: dict[str, None] = {}
+    for c in cells:
+        matrix = c.cell.matrix
+        if row_axis not in matrix or col_axis not in matrix:
+            return None
+        seen_rows[show_value(matrix[row_axis])] = None
+        seen_cols[show_value(matrix[col_axis])] = None
+        if len(seen_rows) > GRID_ROWS or len(seen_cols) > GRID_COLS:
+            return None
+    rows, cols = list(seen_rows), list(seen_cols)
     # What happened in each corner (the news), with the verdict mark beside it.
     marks = {
         (show_value(c.cell.matrix[row_axis]), show_value(c.cell.matrix[col_axis])): (
@@ -128,6 +137,8 @@ def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list
     not do (no native stacks) is part of what ran: a maintainer reading the report
     must see it next to the verdict, not only in results.json.
     """
+    if not any(a.warnings for c, _ in alike(run.cells) for a in c.attempts):
+        return [], 0
     lines = [
         f"{inline_code(cell.cell.id)}, attempt {a.attempt}: {short(warning)}"
         for cell in run.cells
@@ -139,7 +150,7 @@ def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list
 
 def _warning_rows(run: RunResult) -> list[WarningRow]:
     """`childwarnings.warning_rows`: imported only when a child printed a warning."""
-    if not any(a.child_warnings for c in run.cells for a in c.attempts):
+    if not any(a.child_warnings for c, _ in alike(run.cells) for a in c.attempts):
         return []
     from reprospec.report.childwarnings import warning_rows
 
@@ -150,6 +161,8 @@ def _child_warnings(
     run: RunResult, rows: Sequence[WarningRow], short: Callable[[str], str]
 ) -> list[dict[str, object]]:
     """Each warning the children printed, once: where from, in which cells, what it nullifies."""
+    if not rows:
+        return []
     ran = [c for c in run.cells if c.attempts]
     return [
         {
@@ -203,6 +216,8 @@ def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
     A run is an attempt, or one instance of an attempt with `run.instances`.
     """
     slots: dict[str, list[tuple[bool, bool]]] = {}
+    if not _on_slots(run):
+        return []
     for cell in run.cells:
         for a in cell.attempts:
             for slot_run in slot_runs(a):
@@ -218,15 +233,36 @@ def _slot_rows(run: RunResult) -> list[tuple[str, int, int, int]]:
 
 def _slot_noun(run: RunResult) -> str:
     """The slot table's column: `attempts`, `instances`, or `runs` when both ran."""
+    if not _on_slots(run):
+        return runs_noun([], 2)
     runs = [r for c in run.cells for a in c.attempts for r in slot_runs(a) if r.gpu_slot]
     return runs_noun(runs, 2)
+
+
+def _on_slots(run: RunResult) -> bool:
+    """Whether an attempt or an instance ran on a GPU slot (read once per alike result)."""
+    return any(r.gpu_slot for c, _ in alike(run.cells) for a in c.attempts for r in slot_runs(a))
+
+
+def _launch(run: RunResult) -> str | None:
+    """`launch_summary` of every attempt, read only where some attempt had a preload."""
+    if not any(_launched(a) for c, _ in alike(run.cells) for a in c.attempts):
+        return None
+    return launch_summary(a for c in run.cells for a in c.attempts)
+
+
+def _launched(attempt: AttemptResult) -> bool:
+    # What launch_summary counts: a forked attempt, or a fresh one that says why.
+    return attempt.launch == "forked" or (attempt.launch == "fresh" and bool(attempt.launch_note))
 
 
 def _separators(run: RunResult) -> list[Separation] | None:
     """`separation.separators`: None (nothing to compare) where no attempt nor instance
     failed, without importing what compares them."""
     if not any(
-        a.failed or any(i.failed for i in a.instances) for c in run.cells for a in c.attempts
+        a.failed or any(i.failed for i in a.instances)
+        for c, _ in alike(run.cells)
+        for a in c.attempts
     ):
         return None
     from reprospec.report.separation import separators
@@ -236,7 +272,7 @@ def _separators(run: RunResult) -> list[Separation] | None:
 
 def _instances(run: RunResult) -> dict[str, object] | None:
     """The `run.instances` section: how together they started, and each instance's record."""
-    if not any(len(a.instances) > 1 for c in run.cells for a in c.attempts):
+    if not any(len(a.instances) > 1 for c, _ in alike(run.cells) for a in c.attempts):
         return None  # instance_rows has none: one copy alone tells no instance from another
     from reprospec.report.instances import instance_rows, start_spread
 
@@ -283,7 +319,8 @@ def context(run: RunResult) -> dict[str, object]:
     # memory a large run's end does not need.
     by_id = {c.cell.id: c for c in run.cells} if run.observes and large else {}
     grid = _grid(run.cells, axes)
-    attempts = attempt_rows(run, short) if any(len(c.attempts) > 1 for c in run.cells) else []
+    several = any(len(c.attempts) > 1 for c, _ in alike(run.cells))
+    attempts = attempt_rows(run, short) if several else []
     return {
         "title": " ".join((run.title or run.spec_name).split()),  # a heading is one line
         "summary": short(summary_line(run)),
@@ -308,7 +345,9 @@ def context(run: RunResult) -> dict[str, object]:
         "fold_cells": len(cells) > FOLD_ROWS,
         "cell_groups": result_groups(run, differs, short) if large else [],
         "large": large,
-        "legend": OBSERVE_LEGEND if run.observes else verdict_legend(c.verdict for c in run.cells),
+        "legend": OBSERVE_LEGEND
+        if run.observes
+        else verdict_legend(c.verdict for c, _ in alike(run.cells)),
         "grid": grid,
         # Observe runs explain every outcome (both ways); others what separates the failure.
         "outcomes": [
@@ -326,16 +365,16 @@ def context(run: RunResult) -> dict[str, object]:
         "separators": None if run.observes else _noted_separators(_separators(run), rows),
         "failure": failure_section(run, paths),
         "attempts": attempts,
-        "attempt_count": sum(len(c.attempts) for c in run.cells),
+        "attempt_count": sum(n * len(c.attempts) for c, n in alike(run.cells)),
         "fold_attempts": len(attempts) > FOLD_ROWS,
         "attempts_per_cell": bool(attempts) and bool(attempts[0]["attempts"]),
-        "show_gpu": any(a.gpu_slot for c in run.cells for a in c.attempts),
+        "show_gpu": any(a.gpu_slot for c, _ in alike(run.cells) for a in c.attempts),
         "slots": _slot_rows(run),
         "slot_noun": _slot_noun(run),
         "instances": _instances(run),
         "attempt_warnings": _attempt_warnings(run, short),
         "child_warnings": _child_warnings(run, rows, short),
-        "launch": launch_summary(a for c in run.cells for a in c.attempts),
+        "launch": _launch(run),
         "stacks": stack_sections(run, paths),
         # Sections worded whole elsewhere (report/standalone.py), placed by the template.
         "versions": versions_markdown(run),

@@ -17,6 +17,7 @@ failing runs had slots or instances that passing ones never did. A pure function
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reprospec.core.results import CellResult, Outcome, RunResult
@@ -78,7 +79,7 @@ def _passed(cell: CellResult) -> bool:
     )
 
 
-def _named(cells: tuple[CellResult, ...], every: tuple[CellResult, ...]) -> str:
+def _named(cells: tuple[CellResult, ...], every: Sequence[CellResult]) -> str:
     """`a=0|3, b=2; a=5, b=7`: the patterns holding exactly `cells`, or their ids (cut)."""
     parts = describe_cells(cells, every)
     shown = "; ".join(inline_code(p) for p in parts[:MAX_NAMED])

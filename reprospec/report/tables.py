@@ -9,8 +9,9 @@ keeps each cell and attempt.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 from reprospec.core.results import AttemptResult, CellResult, RunResult, VerdictKind
 from reprospec.core.words import (
@@ -21,10 +22,12 @@ from reprospec.core.words import (
     rate_phrase,
     seconds,
 )
-from reprospec.report.cellsets import describe_cells
+from reprospec.report.cellsets import Picked, describe_cells
 from reprospec.report.environment import CellEnvironments
 from reprospec.report.markup import inline_code, show_value
 from reprospec.report.slots import slot_label
+
+T = TypeVar("T")
 
 # A run with more cells than this shows its results grouped by outcome, each group's
 # cells as patterns (cellsets.py), not one row per cell; results.json has every cell.
@@ -163,22 +166,41 @@ def result_rows(
 def result_groups(
     run: RunResult, differs: CellEnvironments, short: Callable[[str], str] = str
 ) -> list[ResultGroup]:
-    """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row."""
-    groups: dict[tuple[VerdictKind, str, str, str, str, str], list[CellResult]] = {}
-    for c in run.cells:
+    """A large run's results: cells alike in verdict, expectation, outcome and rate, as one row.
+
+    Each group holds its cells' positions, not the cells: a large run's are made as they are
+    read (outcome/judgedcells.py), and alike cells share their parts, so each part is worded
+    once (`words`), not once per cell.
+    """
+    groups: dict[tuple[VerdictKind, str, str, str, str, str], array[int]] = {}
+    # (which words, id of a part) -> (the part, kept so that its id is not reused; its words)
+    words: dict[tuple[int, int], tuple[object, str]] = {}
+
+    def worded(which: int, part: T, word: Callable[[T], str]) -> str:
+        found = words.get((which, id(part)))
+        if found is None:
+            found = words[which, id(part)] = (part, word(part))
+        return found[1]
+
+    def actual(attempts: tuple[AttemptResult, ...]) -> str:
+        return short(attempts_phrase(attempts))
+
+    for position, c in enumerate(run.cells):
         key = (
             c.verdict,
-            expectation_phrase(c.expected),
-            short(attempts_phrase(c.attempts)),
-            rate_phrase(c.rate),
+            worded(0, c.expected, expectation_phrase),
+            worded(1, c.attempts, actual),
+            worded(2, c.rate, rate_phrase),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
             short(c.reason) if c.verdict not in ("reproduced", "observed") else "",
         )
-        groups.setdefault(key, []).append(c)
+        if key not in groups:
+            groups[key] = array("I")
+        groups[key].append(position)
     # Failures first: what a reader looks for; then the most cells first.
     order = {"not-reproduced": 0, "undecided": 1, "infra-error": 2, "not-run": 4}
     ranked = sorted(groups.items(), key=lambda item: (order.get(item[0][0], 3), -len(item[1])))
-    described = [describe_cells(cells, run.cells) for _, cells in ranked]
+    described = [describe_cells(Picked(run.cells, cells), run.cells) for _, cells in ranked]
     if ranked:
         # The biggest group, when it takes many patterns, is simply the cells no other row has.
         biggest = max(range(len(ranked)), key=lambda n: len(ranked[n][1]))

@@ -67,10 +67,12 @@ class CellSpool:
     def entries(self, cells: Sequence[CellResult]) -> Iterator[str]:
         """`cell_json` of each of `cells` (all the run's, in plan order): read back from the
         spool where it was written, else made from the cell itself."""
-        for position, cell in enumerate(cells):
+        # By position: a cell that was spooled is not read (a large run's cells are made as
+        # they are read: outcome/judgedcells.py).
+        for position in range(len(cells)):
             offset = self._offsets[position]
             if offset < 0:
-                yield cell_json(cell)
+                yield cell_json(cells[position])
                 continue
             # (read once every cell is judged: no entry is added meanwhile)
             yield os.pread(self._file.fileno(), self._sizes[position], offset).decode("utf-8")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from reprospec.core.results import AttemptResult, CellResult, Outcome
+from reprospec.core.redact import MASK, Redactor
+from reprospec.core.results import AttemptResult, CellResult, Outcome, alike
 from reprospec.core.runoptions import RunOptions
-from reprospec.outcome.judge import JudgedCells
+from reprospec.outcome.judgedcells import JudgedCells, JudgedRun
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.spec.load import load_spec
 
@@ -63,3 +64,43 @@ def test_cells_spooled_as_they_end_are_held_only_as_the_report_reads_them(
     assert cells[1].reason == spooled[1].reason
     # Not written, not lightened: results.json takes it from what is held.
     assert cells[2] == spooled[2]
+    # Held as an index into the alike results: cells 0 and 1 share one, made when read.
+    assert isinstance(cells, JudgedRun)
+    assert sorted(n for _, n in alike(cells)) == [1, 2]
+    assert [c.cell for c in cells] == list(plan.cells)
+
+
+def test_cells_made_as_they_are_read_are_masked_as_results_json_has_them(
+    tmp_path: Path,
+) -> None:
+    # The run's end walks its result for secrets and passes a JudgedRun as it is: each
+    # cell is masked as it is made, its matrix values and a secret-looking axis alike.
+    secret = "hunter2-s3cr3t"
+    plan = make_plan(
+        tmp_path,
+        f"matrix: {{x: ['{secret}', plain], api_token: [tok-value-1]}}\n"
+        "expect: {outcome: pass}\n",
+    )
+    redactor = Redactor([secret])
+    spooled: dict[int, CellResult] = {}
+
+    def spool(position: int, cell: CellResult) -> bool:
+        spooled[position] = cell
+        return True
+
+    passed = AttemptResult(1, 0.1, Outcome(kind="pass", exit_code=0), True, (), logs="l")
+    judged = JudgedCells(plan, spool, redactor)
+    for cell in plan.cells:
+        judged.add(cell, (passed,))
+    cells = judged.all({}, interrupted=False)
+    assert [c.cell for c in cells] == [spooled[n].cell for n in range(2)]
+    assert [c.cell for c in cells] == [redactor.value(c) for c in plan.cells]
+    assert secret not in repr(list(cells))
+    # (a secret-looking axis's value is masked in the matrix; the id is as results.json has it)
+    assert cells[1].cell.matrix == {"x": "plain", "api_token": MASK}
+    # Without a secret-looking key or value, a cell is the plan's as it is.
+    plain = make_plan(tmp_path, "matrix: {n: [1, 2]}\nexpect: {outcome: pass}\n")
+    judged = JudgedCells(plain, spool, redactor)
+    for cell in plain.cells:
+        judged.add(cell, (passed,))
+    assert [c.cell for c in judged.all({}, interrupted=False)] == list(plain.cells)

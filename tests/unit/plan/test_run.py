@@ -12,7 +12,8 @@ import pytest
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
-from reprospec.outcome.judge import CellJudge, JudgedCells, judge_cells
+from reprospec.outcome.judge import CellJudge, judge_cells
+from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.plan import attempt as attempt_module
 from reprospec.plan import run as run_module
 from reprospec.plan.attempt import expectation_for, plan_attempt

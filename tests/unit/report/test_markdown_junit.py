@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
+from array import array
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -14,10 +17,11 @@ from rich.console import Console
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
-from reprospec.core.results import CellResult, Outcome, Rate, RunResult
+from reprospec.core.redact import Redactor
+from reprospec.core.results import CellResult, Outcome, Rate, RunResult, alike
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
-from reprospec.outcome.judge import JudgedCells
+from reprospec.outcome.judgedcells import JudgedCells, JudgedRun
 from reprospec.plan.run import plan_run
 from reprospec.report import render
 from reprospec.report.failure import MAX_OTHER_FAILURES, summary_line
@@ -77,6 +81,54 @@ def test_the_report_reads_nothing_a_spooled_cell_is_held_without(name: str, tmp_
     for console, shown in zip(tables, (light, run), strict=True):
         console.print(results_table(shown))
     assert tables[0].export_text() == tables[1].export_text()
+
+
+def as_made(cells: Sequence[CellResult], held: int | None = None) -> JudgedRun:
+    """`cells` as a large run holds them: each alike result once, each cell made from its
+    `Cell` and its result when read; cell `held` (if any) held whole, as a cell the spool
+    could not take."""
+    bodies: dict[str, int] = {}
+    parts: list[tuple[Any, ...]] = []
+    which = array("I", [0]) * len(cells)
+    whole: dict[int, CellResult] = {}
+    for position, c in enumerate(cells):
+        if position == held:
+            whole[position] = c
+            continue
+        body = (c.expected, c.verdict, c.reason, c.rate, c.attempts, c.command, c.environment)
+        key = repr(body)  # (alike by value: the hand-built cells share no parts)
+        if key not in bodies:
+            bodies[key] = len(parts) + 1
+            parts.append(body)
+        which[position] = bodies[key]
+    return JudgedRun([c.cell for c in cells], which, tuple(parts), whole, Redactor())
+
+
+@pytest.mark.parametrize("name", [*sorted(CASES), "large"])
+@pytest.mark.parametrize("held", [None, 0])
+def test_the_report_reads_cells_made_as_they_are_read_as_it_reads_a_tuple(
+    name: str, held: int | None, tmp_path: Path
+) -> None:
+    # A large run's cells are made as they are read, and the report reads each alike
+    # result once where it only counts (core.results.alike): the same report.md, console
+    # table and summary as from the cells in a tuple.
+    run = {**CASES, "large": large_matrix}[name]()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: any\ncommand: [true]\nexpect: {outcome: pass}\n")
+    judged = JudgedCells(plan_run(load_spec(spec), RunOptions(out=tmp_path)))
+    light = replace(run, cells=tuple(judged.for_report(c) for c in run.cells))
+    made = replace(light, cells=as_made(light.cells, held))
+    assert list(made.cells) == list(light.cells)
+    assert made.summary == light.summary
+    assert render(made, "md") == render(light, "md")
+    tables = [Console(width=200, record=True) for _ in range(2)]
+    for console, shown in zip(tables, (made, light), strict=True):
+        console.print(results_table(shown))
+    assert tables[0].export_text() == tables[1].export_text()
+    # Alike cells are read once: fewer results than cells where cells are alike.
+    assert sum(n for _, n in alike(made.cells)) == len(run.cells)
+    if name == "large":
+        assert len(list(alike(made.cells))) < len(run.cells)
 
 
 @pytest.mark.parametrize("name", ["segfault-matrix", "hang", "infra-error"])
