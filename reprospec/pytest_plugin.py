@@ -7,6 +7,7 @@ collects nothing until one of these is given:
     pytest --reprospec specs/          ... and every spec file under specs/ (any *.yaml that
                                        has a top-level `reprospec:` key); with no other path
                                        on the command line, only those folders are collected
+    pytest --reprospec a.yaml b.yaml   the spec files named, whatever their names
     reprospec = true                   (ini) the same as --reprospec
     pytest -p reprospec.pytest_plugin  (where plugin autoload is off) the same as --reprospec
 
@@ -65,16 +66,20 @@ class Settings:
     runner: str
     python: str | None
     gpus: str | None  # this worker's share under xdist; None: the engine's own default
+    # Files named on the command line: a spec there is collected as pytest collects a test
+    # file named there, whatever its name.
+    named: frozenset[Path] = frozenset()
 
     def wants(self, path: Path) -> bool:
-        """A spec file to collect: matches a pattern, or is a spec under a --reprospec path."""
+        """A spec file to collect: matches a pattern, or is a spec under a --reprospec path or
+        named on the command line."""
         if path.suffix not in (".yaml", ".yml"):
             return False
         if any(fnmatch.fnmatch(path.name, pattern) for pattern in self.patterns):
             return True
         resolved = path.resolve()
         inside = any(resolved == f or f in resolved.parents for f in self.folders)
-        return inside and looks_like_spec(path)
+        return (inside or resolved in self.named) and looks_like_spec(path)
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -171,6 +176,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if repeat is not None and repeat < 1:
         raise pytest.UsageError(f"--reprospec-repeat must be at least 1, got {repeat}")
     out = config.getoption("reprospec_out")
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        # `pytest --reprospec a.yaml b.yaml`: the option took a.yaml, the command line b.yaml;
+        # both are asked for (a file named only to the option would otherwise be left out).
+        config.args += [v for v in values or () if v and Path(v).is_file() and v not in config.args]
+    here = config.invocation_params.dir
+    named = frozenset((here / arg.split("::")[0]).resolve() for arg in config.args)
     config.stash[SETTINGS] = Settings(
         patterns=tuple(config.getini("reprospec_pattern")),
         folders=folders,
@@ -179,6 +190,7 @@ def pytest_configure(config: pytest.Config) -> None:
         runner=config.getoption("reprospec_runner"),
         python=config.getoption("reprospec_python"),
         gpus=worker_gpus(os.environ),
+        named=named,
     )
     config.addinivalue_line("markers", "reprospec: a matrix cell of a reprospec spec")
     config.pluginmanager.register(RerunRecorder(config), "reprospec-reruns")

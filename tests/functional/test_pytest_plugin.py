@@ -151,6 +151,14 @@ def test_collects_only_spec_files_one_item_per_cell(tmp_path: Path) -> None:
     assert "specs/plain.yaml::default" in run.output, run.output
     assert "settings.yaml" not in run.output
     assert "1 test collected" in run.output  # only the folder: not also the rest of rootdir
+    # Spec files named on the command line, whatever their names: the option takes the first.
+    write(tmp_path / "other.yaml", GPU_SPEC)
+    run = run_pytest(
+        tmp_path, "--reprospec", "specs/plain.yaml", "other.yaml", "--collect-only", "-q"
+    )
+    assert "specs/plain.yaml::default" in run.output, run.output
+    assert "other.yaml::default" in run.output, run.output
+    assert "2 tests collected" in run.output
 
 
 def test_the_plugin_is_opt_in(tmp_path: Path) -> None:
@@ -378,7 +386,7 @@ def run_verdicts(example_run: ExampleRun, names: list[str]) -> dict[str, str]:
 def test_the_examples_give_the_verdicts_reprospec_run_gives(
     example_run: ExampleRun, tmp_path: Path
 ) -> None:
-    """`pytest --reprospec specs/... -n 2` against `reprospec run` on the examples
+    """`pytest --reprospec specs/ specs/... -n 2` against `reprospec run` on the examples
     (PLUGIN_EXAMPLES: every command example, a workload crash and a workload hang).
 
     One run of them, under xdist when it is installed (it is in the test extra): a worker
@@ -389,8 +397,9 @@ def test_the_examples_give_the_verdicts_reprospec_run_gives(
     pytest.importorskip("torch")
     assert "segfault.yaml" in PLUGIN_EXAMPLES
     assert len(PLUGIN_EXAMPLES) > len(EXAMPLES) // 2, PLUGIN_EXAMPLES
+    # The folder to collect specs from, and the files of it to collect (pytest.md).
     paths = [f"specs/{name}" for name in PLUGIN_EXAMPLES]
-    args = ["--reprospec", *paths] + (["-n", "2"] if HAVE_XDIST else [])
+    args = ["--reprospec", "specs/", *paths] + (["-n", "2"] if HAVE_XDIST else [])
     # The child's engines capture the environment as `reprospec run` does; its torch part
     # is the one the examples' own runs captured (the shared captures), not imported anew.
     with torch_captures_shared(tmp_path / "out"):
