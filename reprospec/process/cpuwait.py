@@ -25,7 +25,6 @@ it then stalls at the pace it gets a CPU, and the timeout still ends it.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
 
 from reprospec.process.tree import read_proc
@@ -72,14 +71,13 @@ class CpuWait:
     def __init__(self, pids: Callable[[], Iterable[int]]) -> None:
         self._pids = pids
         self._last: dict[tuple[int, int], Reading] | None = None
-        self._at = 0.0
 
-    def __call__(self) -> float:
-        """Seconds: the longest any one thread waited for a CPU since the last call."""
-        now = time.monotonic()
+    def __call__(self, elapsed: float) -> float:
+        """Seconds: the longest any one thread waited for a CPU since the last call, which
+        was `elapsed` seconds ago (the watch's clock: a thread still waiting waited that
+        long)."""
         readings = thread_readings(self._pids())
         last, self._last = self._last, readings
-        elapsed, self._at = now - self._at, now
         if last is None:
             return 0.0
         worst = 0

@@ -78,12 +78,13 @@ class ProgressWatch:
         self.last: float | None = None
         # Since the last progress: seconds in which the attempt waited for a CPU (cpuwait.py).
         self.waited_s = 0.0
-        self._cpu_wait: Callable[[], float] | None = None
+        self._cpu_wait: Callable[[float], float] | None = None
         self._polled: float | None = None
 
-    def count_cpu_wait(self, cpu_wait: Callable[[], float]) -> None:
+    def count_cpu_wait(self, cpu_wait: Callable[[float], float]) -> None:
         """Leave out of the stall the time `cpu_wait` says the attempt waited for a CPU (the
-        longest wait of one of its threads since the last call: `cpuwait.CpuWait`)."""
+        longest wait of one of its threads since the last call, asked with the seconds
+        since then: `cpuwait.CpuWait`)."""
         self._cpu_wait = cpu_wait
 
     def _progressed(self, now: float) -> None:
@@ -106,7 +107,7 @@ class ProgressWatch:
             # the baseline of the wait after it (the engine's own sweep may come seconds
             # late on a loaded machine). Read before the events: a wait that ends in
             # progress is forgotten with it.
-            waited = self._cpu_wait()
+            waited = self._cpu_wait(0.0 if self._polled is None else now - self._polled)
             if self._polled is not None and self.last is not None:
                 # Never more than the time since the last poll, nor since the last progress
                 # (output may have come between two polls); the first call is a baseline.

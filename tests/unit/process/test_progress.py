@@ -126,7 +126,7 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     watch = ProgressWatch(events, 5.0, output_counts=True)
     # What a CpuWait would answer at each poll: the longest wait of one thread since the last.
     waits = iter([0.0, 2.0, 3.0, 9.0, 0.0, 0.0, 4.0])
-    watch.count_cpu_wait(lambda: next(waits))
+    watch.count_cpu_wait(lambda _elapsed: next(waits))
     watch.poll(0.0)  # the baseline, before any progress
     watch.output(1.0, 10)
     watch.poll(1.0)  # 2 s waited, all before the progress: none of it counts
@@ -158,10 +158,10 @@ def test_a_thread_waiting_for_a_cpu_is_counted_and_a_sleeping_one_is_not() -> No
     os.sched_setaffinity(0, {min(affinity)})
     try:
         wait = CpuWait(lambda: [os.getpid()])
-        assert wait() == 0.0  # the baseline
+        assert wait(0.0) == 0.0  # the baseline
         time.sleep(1.0)
         # Runnable only at the wake-up, however loaded the machine.
-        assert wait() < 0.5
+        assert wait(1.0) < 0.5
         stop = threading.Event()
         spinner = threading.Thread(target=_hash_until, args=(stop,))
         spinner.start()
@@ -172,7 +172,7 @@ def test_a_thread_waiting_for_a_cpu_is_counted_and_a_sleeping_one_is_not() -> No
         finally:
             stop.set()
             spinner.join()
-        assert wait() > 0.1  # each about 0.3 s on a quiet machine
+        assert wait(0.6) > 0.1  # each about 0.3 s on a quiet machine
     finally:
         os.sched_setaffinity(0, affinity)
 
