@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cli import SPECS, ExampleRun
+from tests.support.cli import SPECS, ExampleRun, is_workload_example
 
 EXAMPLES = sorted(p.name for p in SPECS.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_reproduces_as_its_expect_says(example_run: ExampleRun, name: str) -> None:
-    pytest.importorskip("torch") if "workload:" in (SPECS / name).read_text() else None
+    pytest.importorskip("torch") if is_workload_example(name) else None
     result = example_run(name)
     data = result.results()
     verdicts = {cell["id"]: (cell["verdict"], cell["reason"]) for cell in data["cells"]}

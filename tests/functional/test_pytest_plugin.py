@@ -18,7 +18,7 @@ import pytest
 
 from reprospec import native
 from reprospec.pytest_plugin import marker_name
-from tests.support.cli import ROOT, SPECS, ExampleRun, torch_captures_shared
+from tests.support.cli import ROOT, SPECS, ExampleRun, is_workload_example, torch_captures_shared
 
 # Every example, in sub-folders too (`pytest --reprospec specs/` collects them all).
 EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml"))
@@ -30,8 +30,7 @@ EXAMPLES = sorted(p.relative_to(SPECS).as_posix() for p in SPECS.rglob("*.yaml")
 PLUGIN_EXAMPLES = [
     name
     for name in EXAMPLES
-    if name in ("segfault.yaml", "workload-import-hang.yaml")
-    or "\nworkload:" not in (SPECS / name).read_text(encoding="utf-8")
+    if name in ("segfault.yaml", "workload-import-hang.yaml") or not is_workload_example(name)
 ]
 
 

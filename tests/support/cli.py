@@ -194,6 +194,12 @@ def interrupt_when(
     return CliResult(child.returncode, stdout, stderr, ROOT)
 
 
+def is_workload_example(name: str) -> bool:
+    """Whether the example spec `name` (under specs/) has a `workload`: every attempt of it
+    imports torch."""
+    return "\nworkload:" in (SPECS / name).read_text(encoding="utf-8")
+
+
 # The `example_run` fixture (tests/conftest.py): the run of one example spec, shared by the
 # tests that read it, in every xdist worker.
 ExampleRun = Callable[[str], CliResult]
