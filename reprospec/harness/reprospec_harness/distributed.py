@@ -384,13 +384,17 @@ def _watch(ranks: _Ranks, report_dir: str) -> int:
     last_move = time.monotonic()
     reported = False
     while True:
-        running = [p for p in ranks.processes if p.exitcode is None]
+        # One reading of every rank's exit decides both questions. Read twice, the ranks
+        # could all end between the readings (one segfaults, its peer errors on the closed
+        # connection) and the job be called a pass: seen once in CI under load.
+        codes = [p.exitcode for p in ranks.processes]
+        failed = [(rank, code) for rank, code in enumerate(codes) if code]
+        if failed:
+            return _first_failure(ranks, failed, report_dir)
+        running = [p for p, code in zip(ranks.processes, codes, strict=True) if code is None]
         if not running:
             return 0
         multiprocessing.connection.wait([p.sentinel for p in running], timeout=POLL_S)
-        failed = [(rank, code) for rank, p in enumerate(ranks.processes) if (code := p.exitcode)]
-        if failed:
-            return _first_failure(ranks, failed, report_dir)
         moves = ranks.moves()
         if moves != last_moves:
             last_moves, last_move, reported = moves, time.monotonic(), False

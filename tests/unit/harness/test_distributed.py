@@ -1,0 +1,63 @@
+"""The rank supervisor's reading of its ranks' exits (no torch, no real ranks)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from reprospec.harness import HARNESS_ROOT
+
+sys.path.insert(0, str(HARNESS_ROOT))
+from reprospec_harness import distributed
+
+
+class Rank:
+    """A rank whose exit code is read from a script: one value per reading, the last kept."""
+
+    def __init__(self, readings: list[int | None], sentinel: int) -> None:
+        self.readings = readings
+        self.sentinel = sentinel
+        self.pid = None  # never started for real: nothing to kill
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+    def join(self) -> None:
+        pass
+
+
+@pytest.fixture
+def sentinels() -> Iterator[list[int]]:
+    pipes = [os.pipe() for _ in range(2)]  # never written: a wait on them times out
+    yield [read for read, _ in pipes]
+    for pipe in pipes:
+        for fd in pipe:
+            os.close(fd)
+
+
+def test_ranks_that_all_end_between_two_readings_end_as_the_first_failure(
+    sentinels: list[int], tmp_path: Path
+) -> None:
+    # Both ranks are running at the first two readings and have both ended at the third:
+    # rank 1 with exit code 3, rank 0 cleanly. Read once for "failed" and again for "all
+    # ended", the job was a pass (CI saw a segfaulted rank judged `pass`).
+    ranks = [Rank([None, None, 0], sentinels[0]), Rank([None, None, 3], sentinels[1])]
+    slots = [0] * (distributed.SLOT * len(ranks))
+    watched = distributed._Ranks(cast(list[BaseProcess], ranks), slots, ["train"])
+    assert distributed._watch(watched, str(tmp_path)) == 3
+
+
+def test_ranks_that_all_end_cleanly_end_the_job_cleanly(
+    sentinels: list[int], tmp_path: Path
+) -> None:
+    ranks = [Rank([None, 0], sentinels[0]), Rank([None, None, 0], sentinels[1])]
+    slots = [0] * (distributed.SLOT * len(ranks))
+    watched = distributed._Ranks(cast(list[BaseProcess], ranks), slots, ["train"])
+    assert distributed._watch(watched, str(tmp_path)) == 0
