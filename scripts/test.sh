@@ -65,6 +65,15 @@ if { [ "${CI:-}" = "true" ] || [ "${REPROSPEC_BROWSER:-}" = "1" ]; } && command 
   fi
 fi
 
+# The bundle tests' stand-in for debian:bookworm-slim (tests/support/docker.py: no registry
+# answers here), built with mmdebstrap while ruff and mypy run: on a fresh machine it is a
+# minute or two of downloads and dpkg that one worker would otherwise spend in the suite.
+public_base_pid=""
+if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
+  .venv/bin/python -m tests.support.docker >/tmp/reprospec-public-base.log 2>&1 &
+  public_base_pid=$!
+fi
+
 .venv/bin/ruff check reprospec tests benchmarks scripts examples
 .venv/bin/ruff format --check reprospec tests benchmarks scripts examples
 .venv/bin/mypy reprospec tests
@@ -74,6 +83,11 @@ fi
 # matched against paths relative to here, it does not match them), with the same settings
 # and torch's own types (installed above).
 (cd reprospec/harness && ../../.venv/bin/mypy --cache-dir ../../.mypy_cache -p reprospec_harness -m reprospec_forkserver)
+if [ -n "$public_base_pid" ] && ! wait "$public_base_pid"; then
+  # Not fatal here: the bundle tests build it again, and fail saying why if it fails again.
+  echo "test.sh: building the bundle tests' public base failed (/tmp/reprospec-public-base.log):" >&2
+  tail -n 5 /tmp/reprospec-public-base.log >&2
+fi
 # With -n N, xdist's default `--dist load` hands each worker a share of the queue up front and
 # never takes it back: in a full run of `-n 2` one worker ran out of tests while the other
 # still held about 235 of them (the examples, the docs' and the plugin's runs, tests/real/),

@@ -104,6 +104,18 @@ def public_base(client: DockerClient | None) -> str:
         if IN_CI:
             pytest.fail(reason)
         pytest.skip(f"skipped: {reason}")
+    error = build_public_base()
+    if error is not None:
+        pytest.fail(error)
+    return PUBLIC_BASE_STAND_IN
+
+
+def build_public_base() -> str | None:
+    """Build PUBLIC_BASE_STAND_IN with mmdebstrap: None, or what went wrong.
+
+    scripts/test.sh runs it (`python -m tests.support.docker`) beside ruff and mypy, before
+    the suite: on a fresh machine it is a minute or two of downloads and dpkg that the first
+    bundle test would otherwise spend on one worker while the suite runs."""
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     with tempfile.TemporaryFile() as log:  # a file, not a pipe: its stderr can never block it
         build = subprocess.Popen(
@@ -133,11 +145,11 @@ def public_base(client: DockerClient | None) -> str:
         log.seek(0)
         errors = log.read().decode(errors="replace")
     if status != 0 or imported.returncode != 0:
-        pytest.fail(
+        return (
             f"building {PUBLIC_BASE_STAND_IN} failed: {errors[-2000:]}"
             f"{imported.stderr.decode(errors='replace')[-500:]}"
         )
-    return PUBLIC_BASE_STAND_IN
+    return None
 
 
 def runner_wheelhouse() -> Path:
@@ -254,3 +266,11 @@ def containers_of(root: Path) -> set[str]:
         if any(s.startswith(prefix) for s in sources) or pod.startswith(prefix):
             found.add(str(container.id))
     return found
+
+
+if __name__ == "__main__":
+    # scripts/test.sh: the bundle tests' public base, built before the suite when missing.
+    if CLIENT is not None and not dockerimage.image_present(CLIENT, PUBLIC_BASE_STAND_IN):
+        failed = build_public_base()
+        if failed is not None:
+            sys.exit(failed)

@@ -14,6 +14,7 @@ from tests.support.paths import CHILDREN, ROOT
 pytestmark = pytest.mark.docker
 pytest.importorskip("docker", reason="skipped: the docker package is not installed")
 
+from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from tests.support.cli import Cli, ExampleRun  # noqa: E402
 from tests.support.docker import CLIENT, SHM_CACHE, needs_engine, require_image  # noqa: E402
@@ -50,6 +51,13 @@ def _cells(results: dict[str, Any]) -> dict[str, tuple[str, list[tuple[Any, ...]
     }
 
 
+# The segfault example's cells with DataLoader workers (the crash, pinned memory, and the
+# pass without it): what a container changes for a worker (/dev/shm, the forks, the core) is
+# there; the cells without workers repeat the exception example's main-process path, and
+# each cell is a container that imports torch.
+CELLS = {"segfault": ("-m", "num_workers=2")}
+
+
 @needs_engine
 @pytest.mark.parametrize("spec", ["segfault", "hang", "exception"])
 def test_same_verdicts_local_and_docker(cli: Cli, example_run: ExampleRun, spec: str) -> None:
@@ -59,9 +67,12 @@ def test_same_verdicts_local_and_docker(cli: Cli, example_run: ExampleRun, spec:
     require_image(CLIENT, image.DEFAULT_IMAGE)
     path = str(ROOT / "specs" / f"{spec}.yaml")
     local = example_run(f"{spec}.yaml")  # the examples' own run: `-j 2`, the local runner
-    docker = cli("run", path, "--runner", "docker", "-j", "2")
+    docker = cli("run", path, "--runner", "docker", "-j", "2", *CELLS.get(spec, ()))
     assert local.code == docker.code == 0, (local.stderr[-2000:], docker.stderr[-2000:])
     local_cells, docker_cells = _cells(local.results()), _cells(docker.results())
+    if spec in CELLS:  # the two cells with workers: the crash, and the pass beside it
+        local_cells = {k: v for k, v in local_cells.items() if "num_workers=2" in k}
+        assert len(local_cells) == 2, local_cells
     assert docker_cells == local_cells
     assert docker.results()["runner"] == "docker"
     assert all(verdict == "reproduced" for verdict, _ in docker_cells.values())
@@ -122,6 +133,18 @@ def test_small_shm_reproduces_the_bus_error_through_the_cli(cli: Cli, tmp_path: 
     small = cells["shm=2m"]["attempts"][0]["outcome"]
     assert (small["kind"], small["signal"], small["where"]) == ("crash", "SIGBUS", "worker")
     assert cells["shm=64m"]["attempts"][0]["outcome"]["kind"] == "pass"
+    # What the container was given and what its worker said (the runner's side of it).
+    crashed = done.latest_run() / "cells" / "shm=2m" / "1"
+    cell = json.loads((crashed / "cell.json").read_text())
+    assert cell["environment"]["shm_size"] == parse_size("2m")
+    assert cell["workload"]["data"]["loader"]["num_workers"] == 2
+    # How the main process notices the dead worker is a race in torch (the DataLoader's
+    # "is killed by signal: Bus error", or the pin-memory thread's ConnectionResetError,
+    # more often while the worker dumps its core for native stacks); the worker's own
+    # reports are always there.
+    stderr = (crashed / "stderr.log").read_text()
+    assert "Fatal Python error: Bus error" in stderr
+    assert "insufficient shared memory (shm)" in stderr
 
 
 @needs_engine

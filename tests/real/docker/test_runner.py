@@ -24,7 +24,6 @@ pytest.importorskip("docker", reason="skipped: the docker package is not install
 
 
 from reprospec.core.inputs import Marker  # noqa: E402
-from reprospec.core.units import parse_size  # noqa: E402
 from reprospec.errors import InfraError  # noqa: E402
 from reprospec.runners.docker import image  # noqa: E402
 from reprospec.runners.docker.engine import (  # noqa: E402
@@ -34,7 +33,6 @@ from reprospec.runners.docker.engine import (  # noqa: E402
 from reprospec.runners.docker.runner import DockerRunner  # noqa: E402
 from tests.support.docker import (  # noqa: E402
     CLIENT,
-    SHM_CACHE,
     container_names,
     make_plan,
     needs_engine,
@@ -237,47 +235,6 @@ def test_capture_environment(runner: DockerRunner, tmp_path: Path) -> None:
     info = runner.capture_environment(make_plan(["true"], tmp_path), tmp_path / "run")
     assert "error" not in info, info
     assert str(info.get("python", "")).startswith("3.11") or "python" in json.dumps(info)
-
-
-@needs_engine
-@pytest.mark.parametrize(("shm_size", "fails"), [("2m", True), ("64m", False)])
-@pytest.mark.usefixtures("no_leftovers")
-def test_workload_with_small_shm_is_a_worker_bus_error(
-    runner: DockerRunner, tmp_path: Path, shm_size: str, fails: bool
-) -> None:
-    (tmp_path / "shm_cache.py").write_text(SHM_CACHE)
-    workload = {
-        "seed": 0,
-        "model": {"builtin": "mlp", "params": {}},
-        "data": {
-            "dataset": {"entrypoint": "shm_cache:build", "params": {"size": 256}},
-            "loader": {"batch_size": 16, "num_workers": 2, "multiprocessing_context": "fork"},
-        },
-        "phases": [{"name": "train", "steps": 8}],
-    }
-    plan = make_plan(
-        None, tmp_path, workload=workload, environment={"shm_size": shm_size}, timeout_s=120
-    )
-    execution = runner.run(plan, tmp_path / "a")
-    assert execution.infra_error is None
-    cell = json.loads((tmp_path / "a" / "cell.json").read_text())
-    assert cell["workload"] == plan.workload
-    assert cell["environment"] == plan.environment.to_json()
-    assert cell["environment"]["shm_size"] == parse_size(shm_size)
-    stderr = execution.stderr_path.read_text()
-    if not fails:
-        assert execution.returncode == 0, stderr[-2000:]
-        return
-    assert execution.returncode == 1
-    # How the main process notices the dead worker is a race in torch (the DataLoader's
-    # "is killed by signal: Bus error", or the pin-memory thread's ConnectionResetError,
-    # more often while the worker dumps its core for native stacks); the worker's own
-    # reports are always there.
-    assert "Fatal Python error: Bus error" in stderr
-    assert "insufficient shared memory (shm)" in stderr
-    outcome = pytest.importorskip("reprospec.outcome.classify")
-    classified = outcome.classify(execution)
-    assert (classified.kind, classified.signal, classified.where) == ("crash", "SIGBUS", "worker")
 
 
 @needs_engine

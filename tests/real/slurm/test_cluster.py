@@ -167,7 +167,13 @@ def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
     pytest.importorskip("torch")
     require_cluster()
     shared = tmp_path / "shared"
-    submitted = cli("slurm", str(SPECS / "segfault.yaml"), "--shards", "2", "--out", str(shared))
+    # The example's two cells with DataLoader workers (the crash and the pass beside it), one
+    # per shard: each cell is a Slurm task that imports torch; the two without workers would
+    # add no path through Slurm that these do not take.
+    submitted = cli(
+        "slurm", str(SPECS / "segfault.yaml"), "-m", "num_workers=2", "--shards", "2",
+        "--out", str(shared),
+    )  # fmt: skip
     assert submitted.code == 0, submitted.stderr
     assert "array job" in submitted.stdout
     assert "merge job" in submitted.stdout
@@ -178,7 +184,9 @@ def test_segfault_spec_in_two_shards_merges_to_what_a_local_run_gives(
 
     local = example_run("segfault.yaml")  # the examples' own local run, read here too
     assert local.code == 0, local.stderr
-    assert _facts(merged) == _facts(local.results())
+    with_workers = {k: v for k, v in _facts(local.results()).items() if "num_workers=2" in k}
+    assert len(with_workers) == 2, with_workers
+    assert _facts(merged) == with_workers
     # The crash is recorded with its signal, where and step; the merge was not held up by it.
     crashed = {c["id"]: c for c in merged["cells"]}["num_workers=2,pin_memory=true"]
     outcome = crashed["attempts"][0]["outcome"]
