@@ -86,6 +86,11 @@ FINGERPRINT_FIELDS = (
     "nvcc.version",
     "packages",
 )
+# A field's own key and those under it: str.startswith with a tuple asks them all in C (a
+# generator over the 22 fields for each of a captured environment's 100+ keys took 1.4 ms
+# of the fingerprint's 2.2, twice a run).
+_FINGERPRINT_KEYS = frozenset(FINGERPRINT_FIELDS)
+_FINGERPRINT_PREFIXES = tuple(f"{field}." for field in FINGERPRINT_FIELDS)
 
 _SCHEMA = """
 CREATE TABLE runs (
@@ -213,7 +218,7 @@ def environment_fingerprint(env: Mapping[str, JsonValue]) -> str:
     stable = {
         key: value
         for key, value in flatten_environment(env).items()
-        if any(key == f or key.startswith(f"{f}.") for f in FINGERPRINT_FIELDS)
+        if key in _FINGERPRINT_KEYS or key.startswith(_FINGERPRINT_PREFIXES)
     }
     return hashlib.sha256(_json(stable).encode()).hexdigest()[:16]
 
