@@ -40,6 +40,11 @@ imports   what a one-attempt `reprospec run` of `true` loads and builds, counted
           checkout's too (not in the default --only); then where the engine's CPU went
           (the interpreter's start, imports by package, dataclasses' code generation, the
           rest), medians of 5 runs
+floor     the one-attempt run's engine CPU against interpreters that only import what it
+          imports, in turn per round: `python -c pass`, the standard library's modules the
+          run imports, then pyyaml, then jinja2 and rich: what no change inside the engine
+          can remove while it reads YAML and writes report.md and the table with them (not
+          in the default --only)
 
 Every figure is the median of --rounds rounds, the two sides of a ratio measured
 alternately in the same round. Children run without PYTHONDONTWRITEBYTECODE (as users
@@ -379,6 +384,48 @@ def imports(tmp: Path, before: Path | None = None, rounds: int = 5) -> None:
         )
 
 
+# What a one-attempt run imports beyond the interpreter, in `floor`'s order: the standard
+# library's modules (as the engine imports them, with their own imports), pyyaml, jinja2
+# and rich (the report's template and the results table).
+FLOOR_IMPORTS = (
+    ("the standard library the run imports", "argparse, ctypes, dataclasses, datetime, "
+     "hashlib, json, pathlib, queue, random, selectors, shutil, signal, sqlite3, subprocess, "
+     "tempfile, threading, typing"),
+    ("+ pyyaml", "yaml"),
+    ("+ jinja2 and rich", "jinja2, jinja2.sandbox, rich.console, rich.table"),
+)  # fmt: skip
+
+
+def floor(rounds: int, tmp: Path) -> None:
+    """The one-attempt run's engine CPU beside interpreters importing only its libraries
+    (each line adds its imports to the line above), the sides in turn per round."""
+    spec = tmp / "true.yaml"
+    spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
+    argv = ["run", str(spec), "--out", str(tmp / "floor")]
+    engine_cpu(argv, tmp, tmp)  # warm cache, bytecode
+    names, imported = ["python -c pass"], ["pass"]
+    for name, modules in FLOOR_IMPORTS:
+        names.append(name)
+        imported.append(modules if imported[-1] == "pass" else f"{imported[-1]}, {modules}")
+    cpu: dict[str, list[float]] = {name: [] for name in [*names, "engine"]}
+    loads = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for name, code in zip(names, imported, strict=True):
+            wall([PY, "-c", code if code == "pass" else f"import {code}"], cwd=tmp)
+            cpu[name].append(LAST_CPU[0])
+        engine_cpu(argv, tmp, tmp)
+        cpu["engine"].append(ENGINE_CPU[-1])
+        loads.append(os.getloadavg()[0])
+    print(
+        f"CPU, medians of {rounds} rounds (load average {min(loads):.1f}-{max(loads):.1f}); "
+        "each import line adds to the one above"
+    )
+    for name in names:
+        print(f"  {name:<40}{statistics.median(cpu[name]) * 1000:6.0f} ms")
+    print(f"  {'one-attempt run of `true`, engine CPU':<40}"
+          f"{statistics.median(cpu['engine']) * 1000:6.0f} ms (goal <= 250 ms)")  # fmt: skip
+
+
 def startup(rounds: int) -> None:
     spec = str(ROOT / "specs" / "intermittent.yaml")
     wall(reprospec("validate", spec))  # bytecode written once
@@ -664,6 +711,8 @@ def main() -> None:
             perattempt(args.rounds, tmp, max(2, args.attempts), before=args.before)
         if "imports" in chosen:
             imports(tmp, before=args.before)
+        if "floor" in chosen:
+            floor(args.rounds, tmp)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
