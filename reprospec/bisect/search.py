@@ -49,8 +49,9 @@ clean attempt of any version counts against it, so the search runs the good end
 when that attempt teaches most (the answer near it), like any other version,
 and refuses when hypothesis 0 is the answer (a matching failure at the good end
 rules out every other). It used to run the good end once before the search,
-and earlier as often as the bad end needed: one attempt of every search (about
-0.9 of 11.8 at p = 1 over 64 versions) that the posterior seldom needed.
+and earlier as often as the bad end needed: one attempt of every search that the
+posterior seldom needed (12.0 attempts to 11.1 at p = 1 over 64 versions, 1,000
+trials).
 """
 
 from __future__ import annotations

@@ -84,6 +84,16 @@ def test_the_good_end_that_fails_is_refused() -> None:
     )
 
 
+def test_a_good_end_that_cannot_be_tested_is_refused_when_the_search_comes_to_it() -> None:
+    # The regression is right above the good end, so the search must run the good end
+    # (nothing else tells "1.1 is the first bad" from "1.0 is bad too"), and it cannot.
+    calls: list[tuple[str, int]] = []
+    result = bisect(VERSIONS, oracle_for(1, broken={0}, calls=calls))
+    assert result.status == "refused"
+    assert result.reason == "the good end 1.0 cannot be tested: no wheel for this Python"
+    assert calls[-1][0] == "1.0"
+
+
 def test_a_flaky_regression_is_found_and_the_rate_measured() -> None:
     right = 0
     for seed in range(20):
