@@ -56,7 +56,7 @@ def bisect_spec(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> BisectReport:
-    """Run the bisect end to end: versions, both ends, the search, the report files."""
+    """Run the bisect end to end: versions, the bad end, the search, the report files."""
     import reprospec
 
     redactor = Redactor()  # until the spec is read: nothing to mask yet

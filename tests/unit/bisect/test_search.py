@@ -54,9 +54,10 @@ def test_a_deterministic_regression_is_found_in_a_binary_search() -> None:
     assert result.status == "found"
     assert (result.last_good, result.first_bad) == ("1.12", "1.13")
     assert result.confidence >= 1 - DEFAULT_ERROR
-    # Both ends first: the bad end until its failure, the good end as long as that took.
+    # The bad end first, until its failure; the good end only when the search wants it
+    # (the answer is far from it: clean attempts above it rule "the good end is bad" out).
     assert calls[0] == ("1.19", attempts_to_see(0.2, DEFAULT_ERROR / 5))
-    assert calls[1] == ("1.0", 1)
+    assert "1.0" not in {version for version, _ in calls}
     states = {v.version: v.state for v in result.versions}
     assert states["1.13"] == "bad"
     assert states["1.12"] == "good"
@@ -81,6 +82,16 @@ def test_the_good_end_that_fails_is_refused() -> None:
         "the good end 1.0 reproduces too: 1 matching failure(s) in 1 "
         "attempt(s); seen: error:AssertionError x1"
     )
+
+
+def test_a_good_end_that_cannot_be_tested_is_refused_when_the_search_comes_to_it() -> None:
+    # The regression is right above the good end, so the search must run the good end
+    # (nothing else tells "1.1 is the first bad" from "1.0 is bad too"), and it cannot.
+    calls: list[tuple[str, int]] = []
+    result = bisect(VERSIONS, oracle_for(1, broken={0}, calls=calls))
+    assert result.status == "refused"
+    assert result.reason == "the good end 1.0 cannot be tested: no wheel for this Python"
+    assert calls[-1][0] == "1.0"
 
 
 def test_a_flaky_regression_is_found_and_the_rate_measured() -> None:
@@ -248,7 +259,7 @@ def test_a_deterministic_regression_costs_close_to_a_plain_binary_search() -> No
         assert result.status == "found"
         assert result.first_bad == versions[first_bad]
         spent.append(result.attempts)
-    # Both ends (2) and a binary search (6), then a few attempts that make the
+    # The bad end (1) and a binary search (6), then a few attempts that make the
     # deterministic reading sure (more when few versions failed: a first bad near the
     # bad end); the fixed 30% rate needed about 33.
     assert spent[0] <= 10
