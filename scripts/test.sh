@@ -15,7 +15,9 @@ fi
 # workload harness in child processes (2.13.0 is a CPU build on these machines).
 .venv/bin/python -m pip install -q -e '.[dev]' 'torch==2.13.0'
 
+docker=false
 if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
+  docker=true
   bash scripts/docker-setup.sh
 fi
 # A one-host Slurm cluster (slurmctld, slurmd, munge, two fake GPUs) for tests/real/slurm/.
@@ -69,7 +71,7 @@ fi
 # answers here), built with mmdebstrap while ruff and mypy run: on a fresh machine it is a
 # minute or two of downloads and dpkg that one worker would otherwise spend in the suite.
 public_base_pid=""
-if [ "${CI:-}" = "true" ] || [ "${REPROSPEC_DOCKER:-}" = "1" ]; then
+if [ "$docker" = true ]; then
   .venv/bin/python -m tests.support.docker >/tmp/reprospec-public-base.log 2>&1 &
   public_base_pid=$!
 fi
