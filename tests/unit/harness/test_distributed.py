@@ -33,6 +33,14 @@ class Rank:
         pass
 
 
+def watch(ranks: list[Rank], tmp_path: Path) -> int:
+    """What the supervisor's watch ends the job with, for these ranks."""
+    slots = [0] * (distributed.SLOT * len(ranks))
+    watched = distributed._Ranks(cast(list[BaseProcess], ranks), slots, ["train"])
+    code: int = distributed._watch(watched, str(tmp_path))
+    return code
+
+
 @pytest.fixture
 def sentinels() -> Iterator[list[int]]:
     pipes = [os.pipe() for _ in range(2)]  # never written: a wait on them times out
@@ -49,15 +57,11 @@ def test_ranks_that_all_end_between_two_readings_end_as_the_first_failure(
     # rank 1 with exit code 3, rank 0 cleanly. Read once for "failed" and again for "all
     # ended", the job was a pass (CI saw a segfaulted rank judged `pass`).
     ranks = [Rank([None, None, 0], sentinels[0]), Rank([None, None, 3], sentinels[1])]
-    slots = [0] * (distributed.SLOT * len(ranks))
-    watched = distributed._Ranks(cast(list[BaseProcess], ranks), slots, ["train"])
-    assert distributed._watch(watched, str(tmp_path)) == 3
+    assert watch(ranks, tmp_path) == 3
 
 
 def test_ranks_that_all_end_cleanly_end_the_job_cleanly(
     sentinels: list[int], tmp_path: Path
 ) -> None:
     ranks = [Rank([None, 0], sentinels[0]), Rank([None, None, 0], sentinels[1])]
-    slots = [0] * (distributed.SLOT * len(ranks))
-    watched = distributed._Ranks(cast(list[BaseProcess], ranks), slots, ["train"])
-    assert distributed._watch(watched, str(tmp_path)) == 0
+    assert watch(ranks, tmp_path) == 0
