@@ -12,8 +12,17 @@ subtracted: the stall is the wall clock, as before).
 The kernel adds a wait to that count when the wait ends, when the thread gets a CPU. A
 thread still waiting shows nothing yet: one that used no CPU and waited no more since the
 last reading, and is runnable now (state R in /proc/TID/stat), is counted as waiting all
-that time. (When its wait then ends, the count grows by the whole wait: the watch never
-counts more than the time between two readings, so the overlap is at most one reading's.)
+that time. When its wait then ends, the count grows by the whole wait, and the part already
+counted that way is taken off: each wait is counted once.
+
+A wait that ends after a reading may have begun before it, while the thread still got a
+slice in the interval before (so it was not "waiting all that time" then): its whole length
+counts when it ends, more than the time between the two readings. A starved thread on a
+loaded machine waits that way most of the time (a slice, then half a second on a run queue,
+across the readings); clipping each reading's wait to the time since the one before lost
+part of nearly every such wait, and the losses added up to a wrong stall (in a full test
+run, a starved container that went on to print its last line was called a hang by a 1 s
+`run.stall`). What is counted is at most the time since the last progress (progress.py).
 
 `CpuWait` answers the longest such wait of any one thread since its last reading: the
 attempt could not have moved faster than its most starved thread allows, while a thread
@@ -24,6 +33,7 @@ it then stalls at the pace it gets a CPU, and the timeout still ends it.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 
@@ -71,20 +81,37 @@ class CpuWait:
     def __init__(self, pids: Callable[[], Iterable[int]]) -> None:
         self._pids = pids
         self._last: dict[tuple[int, int], Reading] | None = None
+        # Per thread: nanoseconds of its current wait counted already, before the kernel has.
+        self._pending: dict[tuple[int, int], int] = {}
 
     def __call__(self, elapsed: float) -> float:
-        """Seconds: the longest any one thread waited for a CPU since the last call, which
-        was `elapsed` seconds ago (the watch's clock: a thread still waiting waited that
-        long)."""
+        """Seconds: the longest wait for a CPU of any one thread counted since the last call,
+        which was `elapsed` seconds ago (the watch's clock: a thread still waiting waited that
+        long). A wait that began before the last call counts whole when it ends."""
         readings = thread_readings(self._pids())
         last, self._last = self._last, readings
         if last is None:
             return 0.0
         worst = 0
-        for key, (cpu, waited) in readings.items():
-            before_cpu, before_waited = last.get(key, (0, 0))
-            grown = waited - before_waited
-            if grown == 0 and cpu == before_cpu and _runnable(*key):
-                grown = int(elapsed * 1e9)  # waiting still: the kernel has not counted it yet
+        pending: dict[tuple[int, int], int] = {}
+        for key, now in readings.items():
+            grown, pending[key] = new_wait(
+                last.get(key, (0, 0)), now, self._pending.get(key, 0), int(elapsed * 1e9),
+                runnable=functools.partial(_runnable, *key),
+            )  # fmt: skip
             worst = max(worst, grown)
+        self._pending = pending
         return worst / 1e9
+
+
+def new_wait(
+    before: Reading, now: Reading, pending: int, elapsed: int, *, runnable: Callable[[], bool]
+) -> tuple[int, int]:
+    """One thread between two readings: (nanoseconds of wait to count now, nanoseconds of its
+    current wait counted before the kernel has), given what was `pending` at the reading
+    before and the `elapsed` nanoseconds since it. `runnable` is asked only when needed."""
+    (before_cpu, before_waited), (cpu, waited) = before, now
+    grown = waited - before_waited
+    if grown == 0 and cpu == before_cpu and runnable():
+        return elapsed, pending + elapsed  # waiting still: the kernel has not counted it yet
+    return max(0, grown - pending), 0

@@ -109,9 +109,11 @@ class ProgressWatch:
             # progress is forgotten with it.
             waited = self._cpu_wait(0.0 if self._polled is None else now - self._polled)
             if self._polled is not None and self.last is not None:
-                # Never more than the time since the last poll, nor since the last progress
-                # (output may have come between two polls); the first call is a baseline.
-                self.waited_s += max(0.0, min(waited, now - self._polled, now - self.last))
+                # A wait that began before the last poll counts whole (cpuwait.py), but the
+                # waits since the last progress never add up to more than the time since it
+                # (a wait that began before it; output between two polls). The first call
+                # is a baseline.
+                self.waited_s = min(self.waited_s + max(0.0, waited), now - self.last)
             self._polled = now
         if self._fd < 0:
             try:

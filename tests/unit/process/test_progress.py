@@ -17,7 +17,7 @@ from reprospec.core.results import Execution, Outcome
 from reprospec.core.sections import RunPolicy, SectionError
 from reprospec.errors import SpecError
 from reprospec.outcome.classify import classify
-from reprospec.process.cpuwait import CpuWait
+from reprospec.process.cpuwait import CpuWait, new_wait
 from reprospec.process.progress import ProgressWatch, is_progress
 from reprospec.spec.load import load_spec
 
@@ -134,7 +134,7 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     watch.poll(4.0)  # 3 s of the 3 waited
     assert watch.waited_s == 3.0
     assert not watch.stalled(8.0)  # 7 s since the last progress, 4 s of them runnable
-    # A wait longer than the time since the last poll counts only that long.
+    # The waits never add up to more than the time since the last progress.
     watch.poll(6.0)
     assert watch.waited_s == 5.0
     assert not watch.stalled(10.5)
@@ -143,12 +143,40 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     # Progress forgets the wait: the next stall is counted afresh.
     watch.output(12.0, 20)
     assert watch.waited_s == 0.0
-    watch.poll(16.0)  # waited 0.0, and 4.0 at 17: but 4 s is more than the 1 s since the poll
+    watch.poll(16.0)  # waited 0.0, and 4.0 at 17: a wait that began before the poll at 16
     watch.poll(17.0)
-    assert watch.waited_s == 1.0
-    assert not watch.stalled(17.5)
-    assert watch.stalled(18.0)
+    assert watch.waited_s == 4.0  # counts whole (the thread got a slice in between)
+    assert not watch.stalled(20.5)
+    assert watch.stalled(21.0)
     watch.close()
+
+
+def test_each_wait_counts_once_and_whole() -> None:
+    """`new_wait` over one thread's readings (CPU ns, waited ns), as /proc/TID/schedstat gives
+    them, polled every 0.5 s: a wait still going is counted as it goes and taken off when the
+    kernel counts it; one that began before a reading counts whole when it ends."""
+    half = 500_000_000
+    # Waiting from 0 to 1.2 s, no CPU: counted as it goes (0.5, 0.5), then the kernel's
+    # 1.2 s at the reading after it ran, less the 1.0 s already counted.
+    assert new_wait((0, 0), (0, 0), 0, half, runnable=lambda: True) == (half, half)
+    assert new_wait((0, 0), (0, 0), half, half, runnable=lambda: True) == (half, 2 * half)
+    grown, pending = new_wait((0, 0), (2_000_000, 1_200_000_000), 2 * half, half,
+                              runnable=lambda: True)  # fmt: skip
+    assert (grown, pending) == (200_000_000, 0)
+    # A slice at 1.2 s, then a wait from 1.202 s to 2.3 s: at the reading of 1.5 s the thread
+    # had run (no "still waiting" credit); at 2.5 s the kernel counts its 1.098 s whole,
+    # more than the 0.5 s between the readings: none of it is lost.
+    grown, _ = new_wait((2_000_000, 1_200_000_000), (4_000_000, 2_298_000_000), 0, half,
+                        runnable=lambda: True)  # fmt: skip
+    assert grown == 1_098_000_000
+    # Asleep (not runnable), or running: nothing waited, and runnable is asked only when
+    # neither count moved.
+    assert new_wait((5, 7), (5, 7), 0, half, runnable=lambda: False) == (0, 0)
+    assert new_wait((5, 7), (9, 7), 0, half, runnable=_never_asked) == (0, 0)
+
+
+def _never_asked() -> bool:
+    raise AssertionError("runnable asked although the thread's counts moved")
 
 
 def test_a_thread_waiting_for_a_cpu_is_counted_and_a_sleeping_one_is_not() -> None:
