@@ -31,6 +31,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import Perturb, SectionError
+from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import isolation_id
@@ -111,6 +112,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     return tuple(out)
 
 
+@shared_captures()  # its runs share one environment capture (environment/probe.py)
 def amplify_spec(
     spec_path: str | Path,
     options: AmplifyOptions,

@@ -37,6 +37,7 @@ from reprospec.bisect.state import (
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment import packages
+from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
@@ -50,6 +51,7 @@ class BisectInterrupted(KeyboardInterrupt):
 Progress = Callable[[str], None]
 
 
+@shared_captures()  # its runs share one environment capture (environment/probe.py)
 def bisect_spec(
     request: BisectRequest,
     *,

@@ -6,11 +6,14 @@ which is reported in the result instead of failing the probe.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
@@ -64,6 +67,35 @@ def _died(done: subprocess.CompletedProcess[str]) -> str:
     return last[0]
 
 
+# shared_captures(): the captures of the open block, by everything a capture is asked with.
+_SHARED: dict[tuple[object, ...], JsonObject] = {}
+_SHARED_DEPTH = [0]
+_SHARED_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def shared_captures() -> Iterator[None]:
+    """While open, a capture asked again with the same interpreter, packages, variables and
+    options is the first one's, not a new child.
+
+    A search (isolate, minimize, amplify, a flaky bisect's repeated versions) runs tens to
+    hundreds of small runs of one program with one interpreter; each run's capture was a
+    child of its own (about 0.1 s of CPU, a third of a small crash's attempt), which told the
+    same facts each time. Inside the block its runs share the capture of the first, machine
+    part (memory, /dev/shm) included: the search's environment, as it was when it started. A
+    capture that failed is not kept. The outermost block's end forgets them all.
+    """
+    with _SHARED_LOCK:
+        _SHARED_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _SHARED_DEPTH[0] -= 1
+            if _SHARED_DEPTH[0] == 0:
+                _SHARED.clear()
+
+
 def probe_environment(
     python: str,
     packages: Sequence[str] = (),
@@ -83,8 +115,35 @@ def probe_environment(
     With `torch_cache` (a folder), the torch part (2 s of CPU to import torch) is reused
     while the same torch build, driver and CUDA/TORCH variables are seen, and the tools'
     versions (nvcc, gcc, cmake) while their binaries are the same; the machine part
-    (memory, /dev/shm, CPU, GPUs) is captured fresh every time.
+    (memory, /dev/shm, CPU, GPUs) is captured fresh every time, but inside
+    `shared_captures()`.
     """
+    key = (
+        python, tuple(packages), cuda, str(harness_root), tuple(sorted((extra_env or {}).items())),
+        str(torch_cache), with_torch,
+    )  # fmt: skip
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key) if _SHARED_DEPTH[0] else None
+    if shared is not None:
+        return copy.deepcopy(shared)  # the caller's to change (a run adds its mismatches)
+    info = _probe(python, packages, cuda, harness_root, extra_env, torch_cache, with_torch)
+    with _SHARED_LOCK:
+        torch = info.get("torch")
+        failed = "error" in info or (isinstance(torch, dict) and "error" in torch)
+        if _SHARED_DEPTH[0] and not failed:
+            _SHARED.setdefault(key, copy.deepcopy(info))
+    return info
+
+
+def _probe(
+    python: str,
+    packages: Sequence[str],
+    cuda: bool,
+    harness_root: Path,
+    extra_env: Mapping[str, str] | None,
+    torch_cache: Path | None,
+    with_torch: bool,
+) -> JsonObject:
     args = [arg for name in packages for arg in ("--package", name)] + (["--cuda"] if cuda else [])
     if torch_cache is not None:
         # nvcc, gcc and cmake --version, by binary: asked once, not on every run.

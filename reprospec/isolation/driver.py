@@ -29,6 +29,7 @@ from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
+from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
@@ -68,6 +69,7 @@ class IsolateOptions:
     command_line: str = ""  # how a person reruns this isolation (for the report)
 
 
+@shared_captures()  # its runs share one environment capture (environment/probe.py)
 def isolate_spec(
     spec_path: str | Path,
     options: IsolateOptions,

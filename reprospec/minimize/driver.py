@@ -40,6 +40,7 @@ from reprospec.core.rates import rate_floor
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
+from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
@@ -81,6 +82,7 @@ class MinimizeOptions:
     settings: bool = True
 
 
+@shared_captures()  # its runs share one environment capture (environment/probe.py)
 def minimize_spec(
     spec_path: str | Path,
     options: MinimizeOptions,

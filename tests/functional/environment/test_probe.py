@@ -225,3 +225,51 @@ def test_tool_versions_are_asked_once_per_binary(tmp_path: Path) -> None:
     )
     assert json.loads(done.stdout)["collect_env"]["gcc"] == "gcc (fake) 2.00"
     assert calls.read_text().count("x") == 3
+
+
+def test_a_search_shares_one_capture_per_interpreter_packages_and_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside shared_captures(), the same question is answered by the first child: a search's
+    runs (isolate, minimize, amplify, bisect) do not each start one to learn the same facts."""
+    from reprospec.environment import probe
+
+    children: list[list[str]] = []
+    real_run = probe._run
+
+    def counted(
+        python: str, args: list[str], harness_root: Path, extra_env: dict[str, str] | None
+    ) -> subprocess.CompletedProcess[str]:
+        children.append(list(args))
+        return real_run(python, args, harness_root, extra_env)
+
+    monkeypatch.setattr(probe, "_run", counted)
+
+    def ask(blocking: str) -> dict[str, Any]:
+        return probe_environment(
+            sys.executable, ["pyyaml"], with_torch=False,
+            extra_env={"CUDA_LAUNCH_BLOCKING": blocking},
+        )  # fmt: skip
+
+    ask("1")
+    ask("1")
+    assert len(children) == 2  # outside a block: a child each time
+    with probe.shared_captures():
+        first = ask("1")
+        first["env"]["CUDA_LAUNCH_BLOCKING"] = "changed by its caller"
+        again = ask("1")
+        assert len(children) == 3  # one child for the two
+        assert again["env"]["CUDA_LAUNCH_BLOCKING"] == "1"  # a copy, not the caller's
+        assert again["packages"] == first["packages"]
+        with probe.shared_captures():  # a search inside a search (amplify's isolate)
+            ask("1")
+        assert len(children) == 3
+        other = ask("0")
+        assert len(children) == 4  # other variables: a capture of their own
+        assert other["env"]["CUDA_LAUNCH_BLOCKING"] == "0"
+        for _ in range(2):  # a failure is not kept: asked again, it is tried again
+            with pytest.raises(InfraError):
+                probe_environment("/nonexistent/python", [], with_torch=False)
+        assert len(children) == 6
+    ask("1")
+    assert len(children) == 7  # the block's end forgot them
