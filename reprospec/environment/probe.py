@@ -12,12 +12,12 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from reprospec.core import capped
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.scoped import Scoped
 from reprospec.errors import InfraError
 from reprospec.harness import HARNESS_ROOT
 
@@ -68,9 +68,7 @@ def _died(done: subprocess.CompletedProcess[str]) -> str:
 
 
 # shared_captures(): the captures of the open block, by everything a capture is asked with.
-_SHARED: dict[tuple[object, ...], JsonObject] = {}
-_SHARED_DEPTH = [0]
-_SHARED_LOCK = threading.Lock()
+_SHARED: Scoped[tuple[object, ...], JsonObject] = Scoped()
 
 
 @contextlib.contextmanager
@@ -85,15 +83,8 @@ def shared_captures() -> Iterator[None]:
     part (memory, /dev/shm) included: the search's environment, as it was when it started. A
     capture that failed is not kept. The outermost block's end forgets them all.
     """
-    with _SHARED_LOCK:
-        _SHARED_DEPTH[0] += 1
-    try:
+    with _SHARED.block():
         yield
-    finally:
-        with _SHARED_LOCK:
-            _SHARED_DEPTH[0] -= 1
-            if _SHARED_DEPTH[0] == 0:
-                _SHARED.clear()
 
 
 def probe_environment(
@@ -122,16 +113,13 @@ def probe_environment(
         python, tuple(packages), cuda, str(harness_root), tuple(sorted((extra_env or {}).items())),
         str(torch_cache), with_torch,
     )  # fmt: skip
-    with _SHARED_LOCK:
-        shared = _SHARED.get(key) if _SHARED_DEPTH[0] else None
+    shared = _SHARED.get(key)
     if shared is not None:
         return copy.deepcopy(shared)  # the caller's to change (a run adds its mismatches)
     info = _probe(python, packages, cuda, harness_root, extra_env, torch_cache, with_torch)
-    with _SHARED_LOCK:
-        torch = info.get("torch")
-        failed = "error" in info or (isinstance(torch, dict) and "error" in torch)
-        if _SHARED_DEPTH[0] and not failed:
-            _SHARED.setdefault(key, copy.deepcopy(info))
+    torch = info.get("torch")
+    if not ("error" in info or (isinstance(torch, dict) and "error" in torch)):
+        _SHARED.keep(key, copy.deepcopy(info))
     return info
 
 

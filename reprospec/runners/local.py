@@ -23,6 +23,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import Execution
+from reprospec.core.scoped import Scoped
 from reprospec.environment.probe import probe_environment
 from reprospec.errors import FatalError, InfraError
 from reprospec.native import cudagdb
@@ -166,7 +167,7 @@ class LocalRunner:
 
         kept = _kept(self.python)
         if kept is not None:
-            with _KEPT_LOCK:
+            with _KEPT.lock:
                 if kept.preloader is None:
                     kept.preloader = forkserver.Preloader(self.python)
                 # Not this runner's to close: the keep_servers() block closes it.
@@ -242,7 +243,7 @@ class LocalRunner:
         if kept is not None:
             # The same folder for every run of the block: it is on PATH, and PATH is part
             # of a preload server's key, so another folder would be another server.
-            with _KEPT_LOCK:
+            with _KEPT.lock:
                 if kept.shims is None:
                     kept.shims = _make_shims(self.python)
                 return kept.shims
@@ -597,17 +598,19 @@ class _Kept:
     preloader: forkserver.Preloader | None = None
 
 
-# keep_servers(): by interpreter, while a block is open (the depth counts nested blocks).
-_KEPT: dict[str, _Kept] = {}
-_KEPT_DEPTH = [0]
-_KEPT_LOCK = threading.Lock()
+def _stop(kept: _Kept) -> None:
+    if kept.preloader is not None:
+        kept.preloader.close()
+    if kept.shims is not None:
+        shutil.rmtree(kept.shims, ignore_errors=True)
+
+
+# keep_servers(): by interpreter, while a block is open.
+_KEPT: Scoped[str, _Kept] = Scoped(end=_stop)
 
 
 def _kept(python: str) -> _Kept | None:
-    with _KEPT_LOCK:
-        if _KEPT_DEPTH[0] == 0:
-            return None
-        return _KEPT.setdefault(python, _Kept())
+    return _KEPT.setdefault(python, _Kept)
 
 
 @contextlib.contextmanager
@@ -621,18 +624,5 @@ def keep_servers() -> Iterator[None]:
     keyed as always (interpreter, environment, workdir, preload list), so what an attempt
     may be forked from does not change, only how long a server lives.
     """
-    with _KEPT_LOCK:
-        _KEPT_DEPTH[0] += 1
-    try:
+    with _KEPT.block():
         yield
-    finally:
-        with _KEPT_LOCK:
-            _KEPT_DEPTH[0] -= 1
-            ending = list(_KEPT.values()) if _KEPT_DEPTH[0] == 0 else []
-            if ending:
-                _KEPT.clear()
-        for kept in ending:
-            if kept.preloader is not None:
-                kept.preloader.close()
-            if kept.shims is not None:
-                shutil.rmtree(kept.shims, ignore_errors=True)
