@@ -138,9 +138,11 @@ def results_table(run: RunResult) -> Table:
     if len(run.cells) > LARGE_RUN_CELLS:
         return _grouped(run, table, short)
     table.add_column("", no_wrap=True)
-    table.add_column("cell", no_wrap=True)
-    table.add_column("expected")
-    table.add_column("actual")
+    # A long cell id (a captured command's flags as axes) wraps: were it kept on one line,
+    # what was expected and what happened would shrink to nothing beside it.
+    table.add_column("cell", overflow="fold", ratio=3)
+    table.add_column("expected", min_width=12, ratio=2)
+    table.add_column("actual", min_width=12, ratio=2)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for cell in run.cells:
@@ -161,12 +163,12 @@ def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table
 
     groups = result_groups(run, cell_environments(run.cells), short)
     table.add_column("", no_wrap=True)
-    table.add_column("cells")
+    table.add_column("cells", overflow="fold", ratio=3)
     with_env = any(group["env"] for group in groups)
     if with_env:
-        table.add_column("environment")
-    table.add_column("expected")
-    table.add_column("actual")
+        table.add_column("environment", ratio=2)
+    table.add_column("expected", min_width=12, ratio=2)
+    table.add_column("actual", min_width=12, ratio=2)
     table.add_column("attempts each", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for group in groups:

@@ -484,3 +484,28 @@ def test_attempt_warnings_are_capped_in_the_report() -> None:
     text = render(replace(run, cells=(replace(cell, attempts=attempts),)), "md")
     assert text.count("`default`, attempt 1: warning") == 20
     assert "- … and 5 more (results.json has them all)" in text
+
+
+@pytest.mark.parametrize("width", [None, 90])
+def test_a_long_cell_id_leaves_the_table_its_other_columns(width: int | None) -> None:
+    # A captured command's flags become axes, so a cell id of 150 characters is common:
+    # on one line it squeezed what was expected and what happened to nothing.
+    import io
+
+    from reprospec.report.console import make_console
+    from reprospec.report.progress import results_table
+
+    run = segfault_matrix()
+    long_id = "flags=" + " ".join(f"--option-{n} /a/long/path/{n}/train" for n in range(6))
+    first = run.cells[3]
+    cells = (replace(first, cell=replace(first.cell, id=long_id)), *run.cells[:3])
+    stream = io.StringIO()
+    console = make_console(stream)  # not a terminal: 160 columns
+    if width is not None:
+        console.width = width
+    console.print(results_table(replace(run, cells=cells)))
+    table = stream.getvalue()
+    for word in ("SIGSEGV", "validation:6..8", "validation:7", "reproduced"):
+        assert word in table, table  # each column has room for what it says
+    assert "/a/long/path/5/train" in table.replace("│", "").replace("\n", "").replace(" ", "")
+    assert "…" not in table, table
