@@ -132,3 +132,64 @@ def test_check_cell_values_of_one_cell_of_a_loaded_spec(tmp_path: Path) -> None:
     )
     assert cell_problems(spec.document, spec.locations, [Cell("g=2", 1, {"g": 2})]) == []
     assert cell_problems(spec.document, spec.locations, []) == []
+
+
+def test_a_field_of_set_words_takes_one_whole_expression_checked_per_cell(tmp_path: Path) -> None:
+    # spec-format.md's own example: `and`/`or` pick the outcome a cell expects.
+    from reprospec.plan.attempt import expectation_for
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "reprospec: 1\nname: s\nmatrix: {n: [0, 3], sig: [SIGSEGV]}\n"
+        "command: \"sh -c 'exit ${{ matrix.n }}'\"\n"
+        "markers: [{preset: \"${{ matrix.n == 0 and 'steps' or 'pytest' }}\"}]\n"
+        "expect:\n  outcome: ${{ matrix.n == 0 and 'pass' or 'crash' }}\n"
+        "  signal: ${{ matrix.n == 0 and [] or [matrix.sig] }}\n"
+    )
+    spec = load_spec(path)
+    outcomes = {c.id: expectation_for(spec, c).outcome for c in expand(spec)}
+    assert outcomes == {"n=0,sig=SIGSEGV": "pass", "n=3,sig=SIGSEGV": "crash"}
+    path.write_text(path.read_text().replace("'crash'", "'crashed'"))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert [line.removeprefix(f"{path}:") for line in caught.value.problems] == [
+        "7:12: expect.outcome: expected one of pass, error, crash, hang, fail, got 'crashed'"
+        " (did you mean 'crash'?) (in cell n=3,sig=SIGSEGV)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "matrix: {k: [abort, segfalt]}\nworkload:\n  phases: [{name: t, steps: 1}]\n"
+            "  faults: [{kind: '${{ matrix.k }}'}]\n",
+            "6:19: workload.faults[0].kind: expected one of segfault, abort, bus_error,"
+            " illegal_instruction, fpe, hang, raise, oom, exit, skip_allreduce, got 'segfalt'"
+            " (did you mean 'segfault'?) (in cell k=segfalt)",
+        ),
+        (
+            "markers: [{preset: \"${{ 'stepz' }}\"}]\n",
+            "4:20: markers[0].preset: expected one of tqdm, lightning, hf-trainer, gtest, pytest,"
+            " steps, got 'stepz' (did you mean 'steps'?) (in cell default)",
+        ),
+    ],
+)
+def test_a_word_an_expression_gives_is_one_of_the_fields_words(
+    tmp_path: Path, body: str, expected: str
+) -> None:
+    if "workload" in body:
+        path = tmp_path / "s.yaml"
+        path.write_text("reprospec: 1\nname: s\n" + body + "expect: {outcome: crash}\n")
+        with pytest.raises(SpecError) as caught:
+            load_spec(path)
+        got = [line.removeprefix(f"{path}:") for line in caught.value.problems]
+        assert got == [expected]
+        return
+    assert problems_of(tmp_path, body) == [expected]
+
+
+def test_run_wide_fields_take_no_expression(tmp_path: Path) -> None:
+    # repeat, parallel and stop_on hold for the whole run: a cell cannot choose them.
+    (line,) = problems_of(tmp_path, "matrix: {s: [never]}\nrun: {stop_on: '${{ matrix.s }}'}\n")
+    assert line.startswith("5:16: run.stop_on: expected one of never, first-reproduction")
