@@ -7,6 +7,7 @@ that issue 15 holds to 2x `python -c "import yaml"`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,12 +42,17 @@ class Validation:
 def validate(paths: Iterable[str | Path]) -> Validation:
     """Check every spec in `paths` (files, or folders searched recursively)."""
     found = Validation()
+    seen: set[str] = set()  # a file two of the paths reach is checked and counted once
     for path in paths:
         files = spec_files([path])
         if not files:
             found.problems.append(f"{path}: no *.yaml or *.yml files in this folder")
             found.empty_folders.append(str(path))
         for file in files:
+            same = os.path.realpath(file)
+            if same in seen:
+                continue
+            seen.add(same)
             found.files.append(file)
             try:
                 load_spec(file)

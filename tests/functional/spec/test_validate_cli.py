@@ -36,3 +36,11 @@ def test_validate_of_a_folder_skips_stores_and_hidden_folders(tmp_path: Path) ->
     assert found.problems == []
     # A store or hidden folder named on the command line is still searched.
     assert validate([tmp_path / "store"]).files
+
+
+def test_a_file_two_paths_reach_is_checked_and_counted_once(tmp_path: Path) -> None:
+    (tmp_path / "typo.yaml").write_text(SMALL.replace("command:", "comand:"))
+    found = validate([tmp_path / "typo.yaml", tmp_path, f"{tmp_path}/./typo.yaml"])
+    assert found.files == [str(tmp_path / "typo.yaml")]
+    assert len(found.problems) == 2, found.problems  # the typo, and no command: once each
+    assert found.summary() == "2 problem(s) in 1 of 1 file(s)"
