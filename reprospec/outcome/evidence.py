@@ -22,7 +22,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,6 +125,8 @@ class Events:
     `done`: the last progress was a `done` event (or a phase named `exit`): the program
     said it had finished its work. `last_t`: the time (epoch seconds, the `t` the event
     carries) of the last event, how recent the attempt's last sign of progress was.
+    `untimed`: an event came without a `t` (a command's own events, as spec-format.md
+    shows them, need none); `Evidence.read` then takes the file's last write as `last_t`.
     """
 
     phase: str | None = None
@@ -139,6 +141,7 @@ class Events:
     faults: tuple[Event, ...] = ()
     done: bool = False
     last_t: float | None = None
+    untimed: bool = False
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -154,11 +157,14 @@ class Events:
         faults: list[Event] = []
         done = False
         last_t: float | None = None
+        untimed = False
         for event in events:
             name = event.get("event")
             t = event.get("t")
             if isinstance(t, (int, float)) and not isinstance(t, bool):
                 last_t = float(t) if last_t is None else max(last_t, float(t))
+            else:
+                untimed = True
             if name == "preload_missed":
                 preload_missed = event
             elif name == "fault":
@@ -203,6 +209,7 @@ class Events:
             faults=tuple(faults),
             done=done,
             last_t=last_t,
+            untimed=untimed,
         )
 
     def injected(self) -> str | None:
@@ -242,16 +249,19 @@ class Evidence:
         # Read once, bounded; each summary takes its own pass over the bytes in memory.
         events = _events_window(execution.events_path)
         stderr = read_log(execution.stderr_path)
+        summary = Events.of(
+            allowed_events(
+                _parse_events(events),
+                harness=execution.harness,
+                forked=execution.launch == "forked",
+            )
+        )
+        if summary.untimed and execution.events_path is not None:
+            summary = _last_written(summary, execution.events_path)
         return cls(
             stdout=read_log(execution.stdout_path),
             stderr=stderr,
-            events=Events.of(
-                allowed_events(
-                    _parse_events(events),
-                    harness=execution.harness,
-                    forked=execution.launch == "forked",
-                )
-            ),
+            events=summary,
             stack=stack,
             native=native.read(execution.log_dir),
             ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
@@ -320,6 +330,21 @@ def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) 
     except OSError:
         return ""
     return data.replace(b"\0", b"").decode("utf-8", errors="replace")
+
+
+def _last_written(events: Events, path: Path) -> Events:
+    """`events` with the events file's last write as the time of its last event.
+
+    A command's own events need no `t` (the protocol's form has none), so without this a
+    hang whose events came up to the timeout never got "still progressing?". The file is
+    only ever appended to while the attempt runs, and the engine's own events carry their
+    time, so its last write is when the last event came, or later.
+    """
+    try:
+        written = path.stat().st_mtime
+    except OSError:
+        return events
+    return replace(events, last_t=max(written, events.last_t or written))
 
 
 def _events_window(path: Path | None) -> bytes:

@@ -85,3 +85,23 @@ def test_a_hang_that_was_progressing_says_so(cli: Cli, tmp_path: Path) -> None:
     assert "before the timeout: still progressing?" in outcome["detail"]
     report = (result.latest_run() / "report.md").read_text()
     assert "A longer timeout (`run.timeout`, `run --timeout`)" in report
+
+
+def test_events_without_a_time_are_timed_by_their_file(cli: Cli, tmp_path: Path) -> None:
+    # spec-format.md's command protocol writes `{"event": "step", ...}` with no `t`: the
+    # file's last write says when the last one came.
+    untimed = _ALWAYS_PROGRESSING.replace('"t": time.time(), ', "")
+    assert '"t"' not in untimed
+    result = cli("run", str(_spec(tmp_path, untimed, "{outcome: hang}")))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert "before the timeout: still progressing?" in outcome["detail"]
+    assert (outcome["phase"], outcome["step"] > 3) == ("train", True)
+    # Untimed events that stopped long before the timeout: stuck, said plainly.
+    stuck = _DONE_THEN_STUCK.replace('{"t": time.time(), **e}', "e")
+    assert '"t"' not in stuck
+    result = cli("run", str(_spec(tmp_path, stuck, "{outcome: hang}")))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert "still progressing" not in outcome["detail"]
+    assert (outcome["phase"], outcome["step"]) == ("train", 3)
