@@ -141,8 +141,8 @@ def results_table(run: RunResult) -> Table:
     # A long cell id (a captured command's flags as axes) wraps: were it kept on one line,
     # what was expected and what happened would shrink to nothing beside it.
     table.add_column("cell", overflow="fold", ratio=3)
-    table.add_column("expected", min_width=12, ratio=2)
-    table.add_column("actual", min_width=12, ratio=2)
+    table.add_column("expected", ratio=2)
+    table.add_column("actual", ratio=2)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for cell in run.cells:
@@ -167,8 +167,8 @@ def _grouped(run: RunResult, table: Table, short: Callable[[str], str]) -> Table
     with_env = any(group["env"] for group in groups)
     if with_env:
         table.add_column("environment", ratio=2)
-    table.add_column("expected", min_width=12, ratio=2)
-    table.add_column("actual", min_width=12, ratio=2)
+    table.add_column("expected", ratio=2)
+    table.add_column("actual", ratio=2)
     table.add_column("attempts each", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for group in groups:
