@@ -128,6 +128,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 # Verbs that read one spec and print (`validate`, `plan`): they never run attempts.
 _SHORT_VERBS = ("validate", "plan", "schema")
+# The searches that keep every probe as it ends: the same command resumes them (cli.md).
+_RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,7 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("reprospec: interrupted", file=sys.stderr)
+        # A search stopped before it could say so itself: its stored probes still resume.
+        again = "; run the same command again to resume" if verb in _RESUMABLE else ""
+        print(f"reprospec: interrupted{again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0

@@ -22,9 +22,20 @@ from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, 
 def install_stop_handlers(cancel: threading.Event) -> None:
     """SIGTERM and Ctrl-C stop the verb: partial results, exit 130. `cancel` is set first,
     in the handler, so an attempt that the same signal killed is known to have been
-    stopped, not to have crashed."""
+    stopped, not to have crashed.
+
+    Only the first signal stops: the ones after it (an impatient second Ctrl-C, a CI
+    runner's SIGTERM after its SIGINT) would cut short the writing of what finished
+    (results.json, the report, the store's `interrupted`, the command that resumes), which
+    takes a moment; they are told so instead. The trees are already being killed.
+    """
+    stopping = threading.Event()
 
     def handler(_signum: int, _frame: object) -> None:
+        if stopping.is_set():
+            print("reprospec: stopping: writing what finished first", file=sys.stderr)
+            return
+        stopping.set()
         cancel.set()
         raise KeyboardInterrupt
 

@@ -163,9 +163,11 @@ def interrupt_when(
     *,
     env: dict[str, str] | None = None,
     wait_s: float = 120,
+    presses: int = 1,
 ) -> CliResult:
-    """Start `argv` in a child, press Ctrl-C (SIGINT) once `ready()` holds, and return how
-    it stopped (`out` is the working folder: the caller knows its own store).
+    """Start `argv` in a child, press Ctrl-C (SIGINT; `presses` times, 50 ms apart) once
+    `ready()` holds, and return how it stopped (`out` is the working folder: the caller
+    knows its own store).
 
     What a user does at the terminal: the tests of "Ctrl-C keeps what ran" all start an
     engine, wait for a sign it is mid-work, interrupt it and read what it said.
@@ -185,7 +187,10 @@ def interrupt_when(
             assert child.poll() is None, child.communicate()
             assert time.monotonic() < deadline, "the point to interrupt at never came"
             time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
+        for press in range(presses):  # an impatient user presses again at once
+            if press:
+                time.sleep(0.05)
+            child.send_signal(signal.SIGINT)
         stdout, stderr = child.communicate(timeout=wait_s)
     finally:
         if child.poll() is None:

@@ -135,6 +135,27 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     assert "3/3 cell(s) reproduced" in resumed.stdout
 
 
+def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path) -> None:
+    spec = write(tmp_path / "slow.yaml", SLOW_SPEC.format(tmp=tmp_path))
+    out = tmp_path / "store"
+    stopped = interrupt_when(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        (tmp_path / "started").exists,
+        presses=2,
+    )
+    assert stopped.code == 130, stopped.stderr
+    assert "reprospec: stopping: writing what finished first" in stopped.stderr
+    assert "reprospec: interrupted; finish the run with: reprospec run --resume" in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    run = next((out / "runs").iterdir())
+    assert (run / "report.md").is_file()
+    history = subprocess.run(
+        [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert [r["status"] for r in json.loads(history.stdout)] == ["interrupted"]
+
+
 def test_a_run_log_carries_an_eta_while_attempts_are_left(cli: Cli, tmp_path: Path) -> None:
     spec = write(
         tmp_path / "four.yaml",
