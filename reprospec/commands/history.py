@@ -46,6 +46,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help=f"the newest N runs only (default {DEFAULT_LIMIT})",
     )
     shown.add_argument("--all", action="store_true", dest="all_runs", help="every run in the store")
+    p.add_argument(
+        "--searches",
+        action="store_true",
+        help="also the runs isolate, minimize, amplify and bisect made (one per probe)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,20 +68,39 @@ def run(args: argparse.Namespace) -> int:
         print(f"no runs recorded in {args.out} yet", file=sys.stderr)
         return 0
     limit = None if args.all_runs else args.limit
+    searches = args.searches
     with Store(Path(args.out)) as store:
-        runs = store.runs(spec_name=spec_name, limit=limit)
-        total = store.run_count(spec_name) if limit is not None and len(runs) == limit else None
-    left_out = "" if total is None or total <= len(runs) else _left_out(len(runs), total)
+        runs = store.runs(spec_name=spec_name, limit=limit, searches=searches)
+        total = (
+            store.run_count(spec_name, searches=searches)
+            if limit is not None and len(runs) == limit
+            else None
+        )
+        probes = (
+            0
+            if searches
+            else store.run_count(spec_name) - store.run_count(spec_name, searches=False)
+        )
+    notes = [] if total is None or total <= len(runs) else [_left_out(len(runs), total)]
+    if probes:
+        notes.append(_probes_left_out(probes))
     if args.format == "json":
         print(json.dumps([_row(run) for run in runs], indent=2, ensure_ascii=False))
-        if left_out:
-            print(left_out, file=sys.stderr)  # stdout stays one JSON value
+        for note in notes:
+            print(note, file=sys.stderr)  # stdout stays one JSON value
         return 0
-    return _table(runs, args.out, spec_name, left_out)
+    return _table(runs, args.out, spec_name, notes)
 
 
 def _left_out(shown: int, total: int) -> str:
     return f"the newest {shown} of {total} runs (--limit N or --all for more)"
+
+
+def _probes_left_out(count: int) -> str:
+    return (
+        f"{count} run(s) of isolate, minimize, amplify or bisect left out, one per probe "
+        "(--searches shows them)"
+    )
 
 
 def _row(run: Mapping[str, object]) -> dict[str, object]:
@@ -87,6 +111,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["attempts"] = run.get("attempts", 0)
     out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
     out["perturbed"] = run.get("perturbed") or []
+    out["purpose"] = run.get("purpose") or "run"
     return out
 
 
@@ -100,7 +125,7 @@ def _amplified(run: Mapping[str, object]) -> str:
 
 
 def _table(
-    runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None, left_out: str
+    runs: Sequence[Mapping[str, object]], out: Path, spec_name: str | None, notes: Sequence[str]
 ) -> int:
     from rich.table import Table
 
@@ -109,6 +134,8 @@ def _table(
     console = make_console()
     if not runs:
         console.print("no runs recorded yet" + (f" for {spec_name}" if spec_name else ""))
+        for note in notes:
+            console.print(note)
         return 0
     table = Table(title=f"runs in {out}", title_justify="left")
     # The run id is what one copies (`reprospec report ID`): never cut, never wrapped.
@@ -116,14 +143,17 @@ def _table(
     # An amplified run's verdicts are the perturbed program's: said beside them, in a
     # column that only a store with such runs shows.
     amplified = any(_amplified(row) for row in runs)
+    # Who made the run, where a search's probes are shown (--searches) beside a person's.
+    by = any((row.get("purpose") or "run") != "run" for row in runs)
     columns = ("started", "runner", "status", "cells", "verdicts")
-    for column in columns + (("amplified by",) if amplified else ()):
+    for column in (("by",) if by else ()) + columns + (("amplified by",) if amplified else ()):
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
         cells = [
             # Text columns the store never leaves null (store.py's schema).
             str(row["run_id"]),
+            *((str(row.get("purpose") or "run"),) if by else ()),
             str(row["started"]).replace("T", " ")[:19],
             str(row["runner"]),
             str(row["status"]),
@@ -132,6 +162,6 @@ def _table(
         ]
         table.add_row(*cells, *((_amplified(row) or "—",) if amplified else ()))
     console.print(table)
-    if left_out:
-        console.print(left_out)
+    for note in notes:
+        console.print(note)
     return 0

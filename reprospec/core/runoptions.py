@@ -41,6 +41,12 @@ class Shard:
         return cls(k, n)
 
 
+# The purposes of the runs a search makes, one per probe (isolate, minimize, amplify and
+# bisect run tens to thousands): `history` and `latest` leave them out unless asked, so the
+# runs a person started are not lost among them.
+SEARCH_PURPOSES = ("isolate", "minimize", "amplify", "bisect")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """Everything a run is asked besides the spec; the defaults are `reprospec run SPEC`'s.

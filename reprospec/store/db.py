@@ -52,8 +52,10 @@ from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, CellResult, Outcome
+from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.environment.facts import flatten_environment
 from reprospec.errors import FatalError, InfraError
+from reprospec.store.refs import PURPOSE
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
 
 SCHEMA_VERSION = 8
@@ -634,19 +636,23 @@ class Store:
             env_fingerprint=row["env_fingerprint"],
         )
 
-    def runs(self, spec_name: str | None = None, limit: int | None = None) -> list[JsonObject]:
+    def runs(
+        self, spec_name: str | None = None, limit: int | None = None, *, searches: bool = True
+    ) -> list[JsonObject]:
         """Run summaries for `reprospec history`, newest first (the last begun first); the
         newest `limit` only when given (the per-run counts are then computed for those alone).
 
         `perturbed`: the perturbations of the run's first perturbed attempt ([] for a plain
         run): an amplified run's rates are not the program's plain rates, and say so.
+        `purpose`: who started the run (`run`, `isolate`, ...); `searches=False` leaves out
+        the probes of the searches (`SEARCH_PURPOSES`).
         """
-        where, args = ("WHERE r.spec_name = ?", (spec_name,)) if spec_name else ("", ())
+        where, args = _runs_where(spec_name, searches, "r.")
         page = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._read(
             f"""
             SELECT r.run_id, r.spec_name, r.spec_path, r.runner, r.started, r.finished, r.status,
-                   r.env_fingerprint,
+                   r.env_fingerprint, {PURPOSE.format(r="r.")} AS purpose,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id) AS cells,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'reproduced') AS reproduced,
@@ -666,9 +672,10 @@ class Store:
         )
         return [{**dict(row), "perturbed": _perturbed(row["perturbed"])} for row in rows]
 
-    def run_count(self, spec_name: str | None = None) -> int:
-        """How many runs the store holds (of `spec_name` when given): what `history` left out."""
-        where, args = ("WHERE spec_name = ?", (spec_name,)) if spec_name else ("", ())
+    def run_count(self, spec_name: str | None = None, *, searches: bool = True) -> int:
+        """How many runs the store holds (of `spec_name` when given; the searches' probes
+        only with `searches`): what `history` left out."""
+        where, args = _runs_where(spec_name, searches, "")
         rows = self._read(f"SELECT COUNT(*) AS n FROM runs {where}", args)
         return int(rows[0]["n"])
 
@@ -689,6 +696,20 @@ class Store:
 def _instances_json(attempt: AttemptResult) -> str | None:
     instances = instances_to_dict(attempt)
     return None if instances is None else _json(instances)
+
+
+def _runs_where(spec_name: str | None, searches: bool, r: str) -> tuple[str, tuple[str, ...]]:
+    """The WHERE clause of the runs of `spec_name` (all when None), without the searches'
+    probes unless `searches`."""
+    terms: list[str] = []
+    args: tuple[str, ...] = ()
+    if spec_name:
+        terms.append(f"{r}spec_name = ?")
+        args = (spec_name,)
+    if not searches:
+        terms.append(f"{PURPOSE.format(r=r)} NOT IN ({', '.join('?' * len(SEARCH_PURPOSES))})")
+        args = (*args, *SEARCH_PURPOSES)
+    return ("WHERE " + " AND ".join(terms) if terms else ""), args
 
 
 def _perturbed(column: str | None) -> list[JsonValue]:

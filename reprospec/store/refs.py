@@ -4,7 +4,9 @@
 `slurm status|resume` take a run id; `latest` is the newest run under `--out`,
 `latest~1` the one before it.
 The order is the store's (the last begun first) with the run folders it lacks
-(a merged run), by the second their ids were made.
+(a merged run), by the second their ids were made. The runs a search made, one per probe
+(isolate, minimize, amplify, bisect: `SEARCH_PURPOSES`), are not counted: after a
+minimize of a thousand probes, `latest` is still the run a person started.
 """
 
 from __future__ import annotations
@@ -14,9 +16,17 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.errors import UsageError
 from reprospec.store.runfolder import RUNS
 
+# A run's purpose (who started it: `run`, `isolate`, ...) from the store's `runs.options`,
+# with the table's prefix for `{r}` (`r.` or nothing). The options are a JSON object; the
+# first stores kept an argv list there, and a run without a purpose was a plain `run`.
+PURPOSE = (
+    "COALESCE(CASE WHEN json_valid({r}options) AND json_type({r}options) = 'object'"
+    " THEN json_extract({r}options, '$.purpose') END, 'run')"
+)
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 # Run ids begin with the second they were made: `20261121-214512-...`.
 _STAMP = 15
@@ -30,23 +40,33 @@ def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
     the store does not know).
     """
     begun: dict[str, int] = {}
+    probes: set[str] = set()
     db = out_root / "results.db"
     if under == RUNS and db.is_file():
-        try:
-            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-                rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid").fetchall()
-        except sqlite3.Error:
-            rows = []  # an unreadable store: the run folders still say which runs there are
-        begun = {str(run_id): n for n, (run_id,) in enumerate(rows, 1)}
+        rows = _begun(db, f"SELECT run_id, {PURPOSE.format(r='')} FROM runs ORDER BY rowid")
+        if rows is None:  # a store without options (none of ours): every run a person's
+            rows = _begun(db, "SELECT run_id, 'run' FROM runs ORDER BY rowid") or []
+        begun = {str(run_id): n for n, (run_id, _) in enumerate(rows, 1)}
+        probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
-    ids = set(begun) | set(folders)
+    ids = (set(begun) | set(folders)) - probes
     # Within one second, the store's order; a run the store does not know (a merge's, which
     # is made from runs already there, or one copied in) counts as the newest of its second.
     unknown = len(begun) + 1
     return sorted(
         ids, key=lambda run_id: (run_id[:_STAMP], begun.get(run_id, unknown), run_id), reverse=True
     )
+
+
+def _begun(db: Path, query: str) -> list[tuple[object, object]] | None:
+    """The store's (run id, purpose) rows; None when it cannot be read so (an unreadable
+    store: the run folders still say which runs there are)."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return conn.execute(query).fetchall()
+    except sqlite3.Error:
+        return None
 
 
 def is_latest(ref: str) -> bool:

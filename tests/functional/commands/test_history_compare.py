@@ -76,6 +76,31 @@ def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> No
     assert resolve_run_id("latest~1", out) == new_id
 
 
+def test_a_searchs_probe_runs_are_left_out_of_history_and_latest(cli: Cli, tmp_path: Path) -> None:
+    # A minimize makes a run per probe, a thousand of them: history listed them as the
+    # user's own (1,054 "not reproduced" among one real run), and `latest` was a probe.
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+
+    spec = _exit_spec(tmp_path, 0)
+    mine = cli("run", str(spec))
+    out = mine.out
+    for purpose in ("isolate", "minimize"):
+        api.run(spec, RunOptions(out=out, purpose=purpose))
+    listed = json.loads(cli("history", "--format", "json").stdout)
+    assert [row["run_id"] for row in listed] == [mine.latest_run().name]
+    assert listed[0]["purpose"] == "run"
+    table = cli("history")
+    assert "2 run(s) of isolate, minimize, amplify or bisect left out" in table.stdout
+    every = json.loads(cli("history", "--format", "json", "--searches").stdout)
+    assert [row["purpose"] for row in every] == ["minimize", "isolate", "run"]
+    assert "│ minimize │" in cli("history", "--searches").stdout  # the `by` column
+    assert resolve_run_id("latest", out) == mine.latest_run().name
+    assert json.loads(cli("report", "latest", "--format", "json").stdout)["run_id"] == (
+        mine.latest_run().name
+    )
+
+
 def test_resume_latest(tmp_path: Path) -> None:
     import threading
 
