@@ -194,6 +194,37 @@ def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
     assert "| environment variables | 1 | 1 |" in (tmp_path / "result" / "minimize.md").read_text()
 
 
+def test_a_quoted_expression_keeps_its_quotes(tmp_path: Path) -> None:
+    # `capture` writes `--msg '${{ matrix.msg }}'` for a value with a space: the quotes make
+    # it one argument. Every candidate, minimized.yaml and repro.sh keep them; without them
+    # the original itself ran another command and minimize refused a spec that reproduces.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "q.py").write_text(
+        "import sys\n"
+        'print("train step 1/1", flush=True)\n'
+        'if sys.argv[1:] == ["--msg", "hello world"]:\n'
+        '    raise ValueError("bad greeting")\n'
+    )
+    (work / "q.yaml").write_text(
+        "reprospec: 1\nname: quoted-expr\nmatrix:\n  msg: ['hello world']\n"
+        "command: python q.py --msg '${{ matrix.msg }}'\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    code, data, stderr = minimize(tmp_path, "--budget", "20", *DETERMINISTIC, spec=work / "q.yaml")
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["signature"].startswith("error:ValueError")
+    assert data["command_after"] == "python q.py --msg '${{ matrix.msg }}'"
+    result = tmp_path / "result"
+    assert (
+        "command: python q.py --msg '${{ matrix.msg }}'" in (result / "minimized.yaml").read_text()
+    )
+    assert "python q.py --msg 'hello world'" in (result / "repro.sh").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode == 1
+    assert b"ValueError: bad greeting" in repro.stderr
+
+
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.
