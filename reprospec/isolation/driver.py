@@ -101,11 +101,6 @@ def isolate_spec(
         )
     failing_cell, passing_cell = _choose_cells(spec, plan.cells, plan.expectations, options, say)
     expectation = plan.expectation(failing_cell)
-    if expectation.outcome == "pass":
-        raise UsageError(
-            f"the failing cell {failing_cell.id} is expected to pass: isolate needs a cell "
-            f"whose expect says how it fails"
-        )
     document = spec.document
     failing = Side(
         failing_cell,
@@ -348,8 +343,19 @@ def _choose_cells(
     options: IsolateOptions,
     say: Progress,
 ) -> tuple[Cell, Cell]:
-    """The failing and passing cells: as asked, else from `expect`, else by running the matrix."""
+    """The failing and passing cells: as asked, else from `expect`, else by running the matrix.
+
+    A named failing cell that its expect says passes is refused first, before a passing
+    cell is looked for: where it was the only cell expected to pass, the matrix ran to find
+    another and the error said "no cell passed", a mistake the user had not made. A cell
+    chosen here (from `expect`, or by running the matrix) is always one expected to fail.
+    """
     failing = _select(cells, options.failing, "--failing") if options.failing else None
+    if failing is not None and expectations.of(failing).outcome == "pass":
+        raise UsageError(
+            f"the failing cell {failing.id} is expected to pass: isolate needs a cell "
+            f"whose expect says how it fails"
+        )
     passing = _select(cells, options.passing, "--passing") if options.passing else None
     if failing is None:
         failing = next((c for c in cells if expectations.of(c).outcome != "pass"), None)

@@ -1,7 +1,10 @@
 """What `minimize` shrinks: a program as plain values, and the key that names it.
 
 A `Program` is everything of a command spec that the minimizer may change: the
-command's arguments (the tokens after the script, `${{ }}` expressions kept whole),
+command's arguments (the tokens after the script; a word that holds a `${{ }}` expression
+is kept as the shell text it was written as, quotes and all, since the expression is
+interpolated into that text before the shell splits it: `'${{ matrix.msg }}'` is one
+argument whatever the value holds, `${{ matrix.msg }}` as many as its words),
 the spec's environment variables, and the Python files it runs (the script and
 the local modules it imports from the workdir). Two candidates with the same
 content are the same candidate: `key` is a hash of the content, so a candidate
@@ -88,26 +91,62 @@ def ast_nodes(text: str) -> int:
 
 
 def split_words(command: str) -> tuple[str, ...]:
-    """A command line's words as a shell splits them, each `${{ ... }}` expression kept whole."""
+    """A command line's words as a shell splits them; a word with a `${{ }}` expression as written.
+
+    A plain word is its value (`'a b'` is `a b`), which `join_words` quotes again. A word
+    that holds an expression stays the shell text it was (`'${{ matrix.msg }}'`, quotes
+    included): the value is interpolated into the command's text and only then split by
+    the shell, so the quotes around it decide how many arguments it becomes, and a word
+    without them would run a different command once the value holds a space.
+    """
     found: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
         found.append(match.group(0))
         return f"\0{len(found) - 1}\0"
 
-    words = shlex.split(_EXPR.sub(hold, command))
-    return tuple(re.sub(r"\0(\d+)\0", lambda m: found[int(m.group(1))], w) for w in words)
+    def restore(text: str) -> str:
+        return re.sub(r"\0(\d+)\0", lambda m: found[int(m.group(1))], text)
+
+    words: list[str] = []
+    for raw in _shell_words(_EXPR.sub(hold, command)):
+        values = shlex.split(raw)  # also refuses an unclosed quote, as the shell does
+        words.extend([restore(raw)] if "\0" in raw else values)
+    return tuple(words)
+
+
+def _shell_words(text: str) -> list[str]:
+    """`text` cut where the shell cuts words (unquoted, unescaped blanks); each word as written."""
+    words: list[str] = []
+    current: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\" and i + 1 < len(text):
+            current.append(char)
+            i += 1
+            char = text[i]
+        elif quote == '"':
+            quote = "" if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char.isspace():
+            if current:
+                words.append("".join(current))
+                current = []
+            i += 1
+            continue
+        current.append(char)
+        i += 1
+    if current:
+        words.append("".join(current))
+    return words
 
 
 def join_words(words: tuple[str, ...]) -> str:
-    """The inverse of `split_words`: words quoted for the shell, expressions left as written."""
-    out: list[str] = []
-    for word in words:
-        if _EXPR.search(word):
-            outside = _EXPR.sub("", word)
-            out.append(
-                word if shlex.quote(outside) == outside or not outside else shlex.quote(word)
-            )
-        else:
-            out.append(shlex.quote(word))
-    return " ".join(out)
+    """The inverse of `split_words`: plain words quoted for the shell, a word with an
+    expression left as written (its quotes are the spec's, and the command's meaning)."""
+    return " ".join(word if _EXPR.search(word) else shlex.quote(word) for word in words)

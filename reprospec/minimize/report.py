@@ -5,6 +5,8 @@ module and never the other way round.
 
 DIR/
   train_loop.py      the minimized Python files (their paths in the workdir)
+  data/, cfg.json    the workdir's files that the result names (a Python string, a word
+                     of the command, a variable, a path in the spec), nothing else
   minimized.yaml     the original spec, running them (workdir: .), same expect
   repro.sh           the failing cell's command alone: plain `sh repro.sh`
   minimize.md        before/after lines and AST nodes, attempts, time, rate, diff
@@ -21,9 +23,7 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,12 +34,12 @@ from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.words import perturbed_phrase
 from reprospec.isolation.differences import MISSING, Difference
-from reprospec.minimize.program import SKIPPED, Program, join_words
+from reprospec.minimize.named import copy_named
+from reprospec.minimize.program import Program, join_words
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 
 SPEC_NAME = "minimized.yaml"
-_COPY_LIMIT = 1 << 20  # other files of the workdir up to this size go along (data, configs)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
     if not program.workload:
-        _copy_rest(workdir, out, {p for p, _ in program.files}, skip=found.folder.resolve())
+        copy_named(workdir, out, program, spec, skip={out.resolve(), found.folder.resolve()})
     for path, text in program.files:
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -109,21 +109,6 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
             temporary.write_text(content, encoding="utf-8")
             temporary.replace(folder / name)
     return found
-
-
-def _copy_rest(workdir: Path, out: Path, program: set[str], skip: Path) -> None:
-    """The workdir's other small files that are not Python (data, configs) go along."""
-    for root, dirs, names in os.walk(workdir):
-        here = Path(root)
-        dirs[:] = [d for d in dirs if d not in SKIPPED and (here / d).resolve() != skip]
-        for name in names:
-            source = here / name
-            rel = source.relative_to(workdir)
-            if str(rel) in program or name.endswith((".py", ".pyc")):
-                continue
-            if source.is_file() and source.stat().st_size <= _COPY_LIMIT:
-                (out / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, out / rel)
 
 
 def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdir: Path) -> str:

@@ -194,6 +194,86 @@ def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
     assert "| environment variables | 1 | 1 |" in (tmp_path / "result" / "minimize.md").read_text()
 
 
+def test_a_quoted_expression_keeps_its_quotes(tmp_path: Path) -> None:
+    # `capture` writes `--msg '${{ matrix.msg }}'` for a value with a space: the quotes make
+    # it one argument. Every candidate, minimized.yaml and repro.sh keep them; without them
+    # the original itself ran another command and minimize refused a spec that reproduces.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "q.py").write_text(
+        "import sys\n"
+        'print("train step 1/1", flush=True)\n'
+        'if sys.argv[1:] == ["--msg", "hello world"]:\n'
+        '    raise ValueError("bad greeting")\n'
+    )
+    (work / "q.yaml").write_text(
+        "reprospec: 1\nname: quoted-expr\nmatrix:\n  msg: ['hello world']\n"
+        "command: python q.py --msg '${{ matrix.msg }}'\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    code, data, stderr = minimize(tmp_path, "--budget", "20", *DETERMINISTIC, spec=work / "q.yaml")
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["signature"].startswith("error:ValueError")
+    assert data["command_after"] == "python q.py --msg '${{ matrix.msg }}'"
+    result = tmp_path / "result"
+    assert (
+        "command: python q.py --msg '${{ matrix.msg }}'" in (result / "minimized.yaml").read_text()
+    )
+    assert "python q.py --msg 'hello world'" in (result / "repro.sh").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode == 1
+    assert b"ValueError: bad greeting" in repro.stderr
+
+
+def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: Path) -> None:
+    # DIR inside the workdir, beside a log and another spec the program never reads: DIR
+    # gets the minimized program, the config and the data folder it opens, the spec,
+    # repro.sh and the reports; not the rest of the workdir, and no copy of itself.
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    (work / "notes").mkdir()
+    (work / "p.py").write_text(
+        '"""Reads its config and a data file, then fails with both in the message."""\n'
+        "import json\n"
+        "import os\n"
+        'with open("cfg.json") as f:\n'
+        "    cfg = json.load(f)\n"
+        'with open(os.path.join("data", "msg.txt")) as f:\n'
+        "    msg = f.read()\n"
+        'print("loaded", flush=True)\n'
+        'raise ValueError(cfg["greeting"] + msg)\n'
+    )
+    (work / "cfg.json").write_text('{"greeting": "hello "}')
+    (work / "data" / "msg.txt").write_text("from data")
+    (work / "run.log").write_text("an unrelated log\n")
+    (work / "notes" / "todo.txt").write_text("unrelated\n")
+    (work / "other.yaml").write_text("reprospec: 1\nname: other\ncommand: python other.py\n")
+    (work / "p.yaml").write_text(
+        "reprospec: 1\nname: named-files\ncommand: python p.py\n"
+        "expect: {outcome: error, exception: ValueError, message: hello from data}\n"
+    )
+    out = work / "out"
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "30", *DETERMINISTIC, "-o", str(out), spec=work / "p.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["lines_after"] < data["lines_before"]
+    kept = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert kept == [
+        "cfg.json", "data/msg.txt", "minimize.json", "minimize.md", "minimized.yaml",
+        "p.py", "repro.sh",
+    ]  # fmt: skip
+    repro = subprocess.run(["sh", str(out / "repro.sh")], capture_output=True, timeout=30)
+    assert b"ValueError: hello from data" in repro.stderr
+    # The same command again (DIR now holds files of its own) still leaves no out/out.
+    again, _, stderr = minimize(
+        tmp_path, "--budget", "30", *DETERMINISTIC, "-o", str(out), spec=work / "p.yaml"
+    )
+    assert again == 0, stderr
+    assert not (out / "out").exists()
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == kept
+
+
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.

@@ -322,6 +322,16 @@ def test_command_words_keep_expressions_whole() -> None:
     assert join_words(words) == "python t.py --workers ${{ matrix.n }} --name 'a b'"
 
 
+def test_a_quoted_expression_keeps_its_quotes() -> None:
+    # The value is interpolated into the text before the shell splits it: without its
+    # quotes, `hello world` would be two arguments and the candidate another command.
+    command = "python q.py --msg '${{ matrix.msg }}' \"--name=${{ matrix.n }} x\" --n 'a b'"
+    words = split_words(command)
+    assert words[2:] == ("--msg", "'${{ matrix.msg }}'", '"--name=${{ matrix.n }} x"', "--n", "a b")
+    assert join_words(words) == command
+    assert split_words(join_words(words)) == words
+
+
 def test_the_passes_shrink_command_words_in_pairs() -> None:
     start = Program(("python", "t.py"), ("--a", "1", "--b", "2", "--c"), files=())
     needed = {"--b", "2"}

@@ -1,0 +1,113 @@
+"""Which files of the workdir go into minimize's DIR: those the result names, and no other.
+
+DIR holds what `docs/cli.md` says it holds: the minimized files, the spec and repro that
+run them, the reports, and the other files of the workdir that the result names (a
+config it opens, a data folder its command passes); not the workdir's every file, which
+filled DIR with logs and other specs, and with a copy of DIR itself where DIR sat inside
+the workdir (`out/out/`). A name is read where a program or a spec writes one: a string
+of the minimized Python files, a word of the minimized command or a variable, a string
+of the spec. A file read under a computed name (`f"{split}.csv"`) is not named: the
+folder that holds it is, when the program names that.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+from pathlib import Path
+
+from reprospec.core.inputs import Spec
+from reprospec.core.jsontypes import JsonValue
+from reprospec.minimize.program import SKIPPED, Program
+
+_COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
+
+
+def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]) -> None:
+    """The workdir's other files that the result names go along, and nothing else.
+
+    Named: a string of the minimized Python files (`open("cfg.json")`), a word of the
+    minimized command or a variable's value (`--config cfg.yaml`, `--data=data`), a string
+    of the spec (a requirements file); a folder named goes whole. The rest of the workdir
+    (logs, other specs, what the program does not read) stays out, as do DIR and the
+    minimize folder when they sit inside it: copying the whole workdir filled DIR with
+    unrelated files, and with a DIR inside the workdir, with a copy of itself (`out/out/`).
+    """
+    written = {path for path, _ in program.files}
+    root = workdir.resolve()
+    for name in sorted(_named(program, spec)):
+        rel = Path(os.path.normpath(name))
+        if rel.is_absolute() or rel.parts[:1] in ((), (".",), ("..",)) or str(rel) in written:
+            continue
+        source = workdir / rel
+        try:
+            real = source.resolve()
+        except (OSError, RuntimeError):  # a symlink loop, a name the file system refuses
+            continue
+        if real == root or not real.is_relative_to(root) or _under(real, skip):
+            continue  # the workdir itself (a "."), outside it, DIR or the minimize folder
+        if real.is_dir():
+            _copy_folder(source, out / rel, skip)
+        elif real.is_file() and real.stat().st_size <= _COPY_LIMIT:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, out / rel)
+
+
+def _copy_folder(source: Path, target: Path, skip: set[Path]) -> None:
+    """A named folder's files (caches, DIR and the minimize folder left out)."""
+    for root, dirs, names in os.walk(source):
+        here = Path(root)
+        dirs[:] = [d for d in dirs if d not in SKIPPED and not _under((here / d).resolve(), skip)]
+        for name in names:
+            path = here / name
+            if path.is_file() and path.stat().st_size <= _COPY_LIMIT:
+                (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / here.relative_to(source) / name)
+
+
+def _under(path: Path, folders: set[Path]) -> bool:
+    return any(path == f or path.is_relative_to(f) for f in folders)
+
+
+def _named(program: Program, spec: Spec) -> set[str]:
+    """Every string that may name a file of the workdir: whole, each word, after an `=`.
+
+    The spec's own command and variables are the original's: the minimized ones stand
+    for them (a file only a dropped argument named is not needed).
+    """
+    texts = [*program.head, *program.args, *(value for _, value in program.env)]
+    for _, source in program.files:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        texts += [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+    document = {k: v for k, v in spec.document.items() if k != "command"}
+    environment = document.get("environment")
+    if isinstance(environment, dict):
+        document["environment"] = {
+            k: v for k, v in environment.items() if k not in ("env", "workdir")
+        }
+    texts += _strings(document)
+    names: set[str] = set()
+    for text in texts:
+        if "${{" in text or len(text) > 4096:
+            continue
+        for word in {text, *text.split()}:
+            names.update({word, word.partition("=")[2]} - {""})
+    return names
+
+
+def _strings(value: JsonValue) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
