@@ -359,9 +359,9 @@ def _choose_cells(
     passing = _select(cells, options.passing, "--passing") if options.passing else None
     if failing is None:
         failing = next((c for c in cells if expectations.of(c).outcome != "pass"), None)
-    if passing is None:
-        passing = next(
-            (c for c in cells if expectations.of(c).outcome == "pass" and c != failing), None
+    if passing is None and failing is not None:
+        passing = most_different(
+            failing, [c for c in cells if expectations.of(c).outcome == "pass" and c != failing]
         )
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, options, failing, passing, say)
@@ -378,13 +378,15 @@ def _observe(
     passing: Cell | None,
     say: Progress,
 ) -> tuple[Cell, Cell]:
-    """Run every cell once: the first that fails as expected, the first that passes."""
+    """Run every cell once: the first that fails as expected, and of the cells that passed
+    the one that differs from it most (`most_different`)."""
     from reprospec import api
 
     say(f"running the matrix once ({len(cells)} cell(s)) to find a failing and a passing cell")
     result = api.run(spec, options.run.with_changes(repeat=1, matrix_filters=(), purpose="isolate"))
     if result.interrupted:
         raise KeyboardInterrupt
+    passed: list[Cell] = []
     for cell in result.cells:
         ran = [a.ran for a in cell.attempts if a.ran is not None]
         if not ran:
@@ -392,8 +394,10 @@ def _observe(
         matched = all(a.matched for a in cell.attempts if a.ran is not None)
         if failing is None and cell.expected.outcome != "pass" and matched:
             failing = cell.cell
-        elif passing is None and cell.cell != failing and all(o.kind == "pass" for o in ran):
-            passing = cell.cell
+        elif all(o.kind == "pass" for o in ran):
+            passed.append(cell.cell)
+    if passing is None and failing is not None:
+        passing = most_different(failing, [c for c in passed if c != failing])
     if failing is None:
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "
@@ -405,6 +409,25 @@ def _observe(
             f"--passing, or set fields with --passing-set"
         )
     return failing, passing
+
+
+def most_different(failing: Cell, passing: Sequence[Cell]) -> Cell | None:
+    """Of the passing cells, the one whose values differ from the failing cell's in the
+    most axes (the first of those in matrix order), or None.
+
+    The answer is a subset of the differences between the two cells, so a passing cell
+    one value away can only ever name that value: with a crash that needs `USE_NATIVE=1`
+    and `fast_path=true`, the nearest passing cell (fast_path=false) gave "crashes when
+    fast_path=true" while a cell with USE_NATIVE=0 and fast_path=true passed in the same
+    run. The farthest one leaves every toggle in question (minimize's step 1 does the same).
+    """
+
+    def differences(cell: Cell) -> int:
+        return sum(failing.matrix.get(axis) != value for axis, value in cell.matrix.items()) + sum(
+            axis not in cell.matrix for axis in failing.matrix
+        )
+
+    return max(passing, key=differences, default=None)
 
 
 def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:

@@ -169,6 +169,29 @@ def test_cells_are_found_by_running_the_matrix_once(tmp_path: Path) -> None:
     assert not found.interrupted
 
 
+def test_the_passing_side_is_the_passing_cell_farthest_from_the_failing_one(
+    tmp_path: Path,
+) -> None:
+    # The crash needs b and e. The first passing cell (b on, e off) is one value away, so
+    # it could only ever name e; the cell with both off leaves both in question.
+    from reprospec import RunOptions
+    from reprospec.isolation.driver import IsolateOptions, isolate_spec
+
+    spec = tmp_path / "pair.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: pair\nmatrix: {b: [true, false], e: [true, false]}\n"
+        f"environment:\n  workdir: {SPEC.parent}\n  env: {{RULE: 'b,e', RATE: '1'}}\n"
+        "command: python toggles.py b=${{ matrix.b }} e=${{ matrix.e }}\n"
+        "run: {timeout: 30s}\nexpect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    options = IsolateOptions(run=RunOptions(out=tmp_path / "out", purpose="isolate"), min_rate=0.9)
+    found = isolate_spec(spec, options)
+    assert found.failing.cell.id == "b=true,e=true"
+    assert found.passing.cell.id == "b=false,e=false"
+    assert [d.name for d in found.culprits] == ["b", "e"]
+    assert found.result.status == "isolated"
+
+
 def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
     code, data, stderr = isolate(tmp_path, "--budget", "6", "-j", "1")
     assert code == 1, stderr
