@@ -124,7 +124,11 @@ def attempt_result(
         started=execution.started,
         finished=execution.finished,
         gpu_slot=execution.gpu_slot,
-        warnings=(*execution.warnings, *preload_hint(evidence)),
+        warnings=(
+            *execution.warnings,
+            *preload_hint(evidence),
+            *passed_over_a_crash(plan, outcome, evidence),
+        ),
         stack=stack,
         child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
@@ -142,6 +146,38 @@ def attempt_result(
 
 
 _MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def passed_over_a_crash(
+    plan: AttemptPlan, outcome: Outcome | NotRun, evidence: Evidence
+) -> tuple[str, ...]:
+    """A pass whose tree held a process that died of a signal (its core was read): said.
+
+    The attempt's outcome is its root's (a descendant's crash counts where the root then
+    failed), so `python train.py | tee log` whose python segfaulted passes: the shell's
+    status is tee's. The pass is what ran; the crash beside it must not go unseen.
+    """
+    if not isinstance(outcome, Outcome) or outcome.kind != "pass" or evidence.native is None:
+        return ()
+    crashed = [p for p in evidence.native.processes if p.signal and not p.root]
+    if not crashed:
+        return ()
+    first = crashed[0]
+    argv = plan.argv or ()
+    piped = len(argv) == 3 and argv[:2] == ("/bin/sh", "-c") and "|" in argv[2]
+    return (
+        f"passed, but a process of the attempt died of {first.signal} (pid {first.pid}"
+        + (f": {first.command}" if first.command else "")
+        + ")"
+        + (f" and {len(crashed) - 1} more" if len(crashed) > 1 else "")
+        + ": the attempt's status is its root's"
+        + (
+            " (a pipeline's status is its last command's; run it as"
+            " `[bash, -o, pipefail, -c, ...]` to make the crash the pipeline's)"
+            if piped
+            else ""
+        ),
+    )
 
 
 def preload_hint(evidence: Evidence) -> tuple[str, ...]:

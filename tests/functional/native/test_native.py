@@ -500,3 +500,31 @@ def _until(check: Callable[[], bool]) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+@needs_gdb
+@needs_plain_cores
+def test_a_pass_over_a_crashed_process_says_so(tmp_path: Path) -> None:
+    # `python train.py | tee log`: python segfaults, the shell's status is tee's (0). The
+    # pass is what ran; the crash beside it is said, with how to make it the pipeline's.
+    import json
+
+    (tmp_path / "segv.py").write_text(
+        "import ctypes\nprint('step 1', flush=True)\nctypes.string_at(0)\n"
+    )
+    spec = tmp_path / "tee.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: tee\ncommand: python segv.py | tee out.log\nexpect: {outcome: pass}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = next((tmp_path / "out" / "runs").glob("*/results.json"))
+    attempt = json.loads(results.read_text())["cells"][0]["attempts"][0]
+    assert attempt["outcome"]["kind"] == "pass"
+    (warning,) = [w for w in attempt["warnings"] if "died of" in w]
+    assert "died of SIGSEGV (pid " in warning
+    assert "segv.py" in warning
+    assert "[bash, -o, pipefail, -c, ...]" in warning
