@@ -109,7 +109,12 @@ def execute(
     started = _now()
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
-        if resume is None:
+        if resume is not None:
+            # A resumed run began when it first did: its report and results.json say so
+            # (the store's row kept that time all along).
+            begun = store.run_info(run_id)
+            started = begun.started if begun is not None and begun.started else started
+        else:
             store.begin_run(
                 run_id,
                 spec.name,

@@ -207,6 +207,7 @@ class StoredRun:
     options: JsonObject
     environment: JsonObject
     env_fingerprint: str
+    started: str = ""  # when the run first began (a resume keeps it)
 
 
 def _json(value: object) -> str:
@@ -634,6 +635,7 @@ class Store:
             options=options if isinstance(options, dict) else {},
             environment=environment if isinstance(environment, dict) else {},
             env_fingerprint=row["env_fingerprint"],
+            started=row["started"] or "",
         )
 
     def runs(

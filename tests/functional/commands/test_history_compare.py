@@ -123,7 +123,9 @@ def test_resume_latest(tmp_path: Path) -> None:
     )
     assert stopped.interrupted
     import subprocess
+    import time
 
+    time.sleep(1.1)  # the resume begins in a later second than the run did
     done = subprocess.run(
         [sys.executable, "-m", "reprospec", "run", "--resume", "latest", "--out", str(out)],
         capture_output=True,
@@ -134,6 +136,8 @@ def test_resume_latest(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     results = json.loads((out / "runs" / stopped.run_id / "results.json").read_text())
     assert [len(c["attempts"]) for c in results["cells"]] == [1, 1, 1, 1]
+    # The run began when it first did, not at its resume.
+    assert results["started"] == stopped.started
 
 
 def test_compare_says_what_changed_and_why(cli: Cli) -> None:
