@@ -103,6 +103,14 @@ def _undecided(found: IsolateResult) -> str:
     return out
 
 
+def _confidence(result: IsolationResult) -> str:
+    """`confidence 0.996`, or for a search without an answer what its best guess holds:
+    "confidence 0.000" beside "best guess (83%)" read as a contradiction."""
+    if result.status != "isolated" and result.guess:
+        return f"no answer yet: confidence {result.guess_probability:.3f} in the best guess"
+    return f"confidence {result.confidence:.3f}"
+
+
 def describe_set(found: IsolateResult, candidate: Sequence[int]) -> str:
     """A tested set in the spec's terms: what it applies, or what it leaves out."""
     count = len(found.differences)
@@ -143,7 +151,7 @@ def text(found: IsolateResult) -> str:
         f"{result.attempts} attempts of a budget of {found.budget}"
         f"{f', {found.reused} from an earlier run' if found.reused else ''}; "
         f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}); "
-        f"confidence {result.confidence:.3f} (error {result.error:g}, assumed minimum rate "
+        f"{_confidence(result)} (error {result.error:g}, assumed minimum rate "
         f"{result.min_rate:g})"
     )
     lines += [f"warning: {w}" for w in result.warnings]
@@ -221,7 +229,7 @@ def markdown(found: IsolateResult) -> str:
         f"- attempts: {result.attempts} (budget {found.budget})",
         f"- reproduction rate: {rate.matched}/{rate.attempts} ({_percent(rate.value)}, "
         f"95% CI {_percent(rate.low)}-{_percent(rate.high)})",
-        f"- confidence: {result.confidence:.3f} (the answer's posterior probability; stated "
+        f"- {_confidence(result)} (the answer's posterior probability; stated "
         f"error {result.error:g})",
         f"- rule: {result.rule}",
     ]

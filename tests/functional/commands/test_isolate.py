@@ -204,6 +204,16 @@ def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
     assert 0 < data["best_guess"]["probability"] < 1 - data["error"]
     assert data["sentence"].startswith("not isolated (budget): the budget of 6 attempts ran out")
     assert "best guess: " in data["sentence"]
+    # In words, the guess's figure, not "confidence 0.000" beside "best guess (83%)".
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "isolate", str(SPEC), "--budget", "6", "-j", "1",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    guess = data["best_guess"]["probability"]
+    assert f"no answer yet: confidence {guess:.3f} in the best guess" in again.stdout
+    assert "confidence 0.000" not in again.stdout
 
 
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
