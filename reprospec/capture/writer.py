@@ -22,6 +22,7 @@ import yaml
 from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.redact import MASK
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -257,8 +258,10 @@ def message_pattern(message: str, volatile: Sequence[str] = ()) -> str:
     """The exception message's first line as a regex that matches it again on a rerun.
 
     Escaped; numbers (pids, sizes) as `\\d+`, addresses as hex; what differs from one
-    attempt to the next as a wildcard:
+    attempt to the next, or must not be written down, as a wildcard:
 
+    - the secret mask `***` (core/redact.py): the message was masked before capture read
+      it, but the judge matches the child's own message, which holds the secret;
     - a path's leading part through its last per-attempt folder: the attempt's own
       TMPDIR and XDG_CACHE_HOME (under the engine's `reprospec-tmp-<pid>-*` folder, or
       under a `volatile` folder: the run folder, whose name is the run's id), and
@@ -292,14 +295,15 @@ _MADE_UP_NAME = Lazy(
     r"(?:(?:tmp|pymp-|reprospec-tmp-\d+-)[a-z0-9_]{8}|tmp\.[A-Za-z0-9]{6,})(?:\.[A-Za-z0-9]+)?"
 )
 # An absolute path in a message: up to a space, a quote, a bracket, `:` (a line number
-# follows) or `*`.
+# follows) or `*` (a mask).
 _ABSOLUTE_PATH = Lazy(r"(?<![\w.~$-])/[^\s'\"`<>()\[\]{},;:|*]*")
 _ANY_PATH_PART = r"\S+"
+_ANY_SECRET = r".+?"
 
 
 def _wildcards(line: str, volatile: Sequence[str]) -> list[tuple[int, int, str]]:
     """Where `line` needs a wildcard, in order: (start, end, the wildcard)."""
-    found: list[tuple[int, int, str]] = []
+    found = [(m.start(), m.end(), _ANY_SECRET) for m in re.finditer(re.escape(MASK), line)]
     for match in _ABSOLUTE_PATH.finditer(line):
         kept = _volatile_prefix(match[0], volatile)
         if kept:

@@ -275,6 +275,34 @@ def test_a_message_naming_an_address_and_the_attempts_own_temporary_path_reprodu
     assert ran.code == 0, ran.stdout + ran.stderr
 
 
+def test_a_message_holding_a_secret_reproduces_without_writing_the_secret_or_its_mask(
+    cli: Cli, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "dl.py").write_text(
+        "import os\n"
+        "print('train step 1/2', flush=True)\n"
+        "raise PermissionError(f\"403 for token {os.environ['HF_TOKEN']}\")\n"
+    )
+    secret = "hf_SuperSecretValue123"
+    out = tmp_path / "out"
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "dl.py",
+        cwd=workdir, env={"HF_TOKEN": secret},
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert "verdict reproduced" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    assert secret not in text
+    expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
+    assert isinstance(expect, dict)
+    message = expect["message"]
+    assert isinstance(message, str)
+    assert "*" not in message
+    assert re.search(message, f"403 for token {secret}")
+
+
 def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_path: Path) -> None:
     # The same exception comes back with another message: the signature is the same, the
     # verdict not-reproduced, and the line says it was the message.

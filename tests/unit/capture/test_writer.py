@@ -92,6 +92,14 @@ def test_a_path_under_the_run_folder_loses_the_runs_id() -> None:
     assert re.search(pattern, again)
 
 
+def test_a_masked_secret_becomes_a_wildcard_and_the_pattern_matches_the_real_message() -> None:
+    # capture reads the message masked; the judge matches the child's own, with the secret.
+    pattern = message_pattern("403 for token *** (expired)")
+    assert "*" not in pattern
+    assert pattern == r"\d+ for token .+? \(expired\)"
+    assert re.search(pattern, "403 for token hf_SuperSecretValue123 (expired)")
+
+
 def test_the_cut_counts_the_messages_own_text_and_never_ends_inside_a_wildcard() -> None:
     words = "x" * (MAX_MESSAGE_CHARS - 20)
     path = "/tmp/tmpabcdefgh/shard.bin"
