@@ -77,6 +77,9 @@ class Observed:
     infra_error: str | None = None
     # The step of every attempt with the outcome's signature (a range when they differ).
     steps: tuple[int, ...] = ()
+    # Folders whose paths differ from run to run (the run folder): the message pattern
+    # leaves them out (writer.message_pattern).
+    volatile: tuple[str, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -127,6 +130,9 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     run_dir = request.out.resolve() / "runs" / result.run_id
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)
+    # A path under the run folder holds the run's id: it differs in the next run.
+    runs = request.out.absolute() / "runs"
+    observed = replace(observed, volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve())))))
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
     if observed.outcome is not None:
@@ -190,10 +196,24 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         verified = same > 0 and all(cell.verdict == "reproduced" for cell in check.cells)
         lines.append(
             f"verify: {'the same' if same else 'NOT the same'} signature "
-            f"({observed.signature}) came back in {same}/{len(again)} attempt(s); "
-            f"verdict {verdicts} (run {check.run_id})"
+            f"({observed.signature}) came back in {same}/{len(again)} attempt(s)"
+            + _unmatched(again, verified)
+            + f"; verdict {verdicts} (run {check.run_id})"
         )
     return Captured(spec_path, observed, tuple(lines), verified)
+
+
+def _unmatched(attempts: list[AttemptResult], verified: bool) -> str:
+    """What of the written `expect` the rerun's attempts missed, when the verdict is not
+    `reproduced`: the same signature can come back while the spec still misses (a message
+    pattern, a step), and the line must say which, not only that it missed."""
+    if verified:
+        return ""
+    misses = list(dict.fromkeys(m for a in attempts if not a.matched for m in a.mismatches))
+    if not misses:
+        return ""
+    more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
+    return f", but the spec's expect did not match: {misses[0]}{more}"
 
 
 def observe(attempts: Iterable[AttemptResult]) -> Observed:
@@ -231,7 +251,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.
         expect["exception"] = outcome.exception
     if outcome.kind == "error" and outcome.message:
-        expect["message"] = message_pattern(outcome.message)
+        expect["message"] = message_pattern(outcome.message, observed.volatile)
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
     if outcome.phase is not None:

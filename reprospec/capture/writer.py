@@ -21,6 +21,8 @@ import yaml
 
 from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
+from reprospec.core.redact import MASK
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -252,11 +254,80 @@ def rate_bound(matched: int, attempts: int) -> str | None:
     return f">={tenth:g}" if tenth >= 0.1 else ">0"
 
 
-def message_pattern(message: str) -> str:
-    """The exception message's first line as a regex: escaped, numbers (pids, addresses,
-    sizes) as `\\d+`, cut at MAX_MESSAGE_CHARS."""
-    first = message.strip().split("\n", 1)[0][:MAX_MESSAGE_CHARS]
-    pattern = re.escape(first).replace("\\ ", " ")  # a space needs no escape: easier to read
+def message_pattern(message: str, volatile: Sequence[str] = ()) -> str:
+    """The exception message's first line as a regex that matches it again on a rerun.
+
+    Escaped; numbers (pids, sizes) as `\\d+`, addresses as hex; what differs from one
+    attempt to the next, or must not be written down, as a wildcard:
+
+    - the secret mask `***` (core/redact.py): the message was masked before capture read
+      it, but the judge matches the child's own message, which holds the secret;
+    - a path's leading part through its last per-attempt folder: the attempt's own
+      TMPDIR and XDG_CACHE_HOME (under the engine's `reprospec-tmp-<pid>-*` folder, or
+      under a `volatile` folder: the run folder, whose name is the run's id), and
+      mkdtemp-style names (`tmpk3j_x9a2`, `pymp-...`, mktemp's `tmp.XXXXXX`). The rest
+      of the path (`/shard.bin`) stays, as written.
+
+    Cut after MAX_MESSAGE_CHARS characters of the message's own text (a wildcard's text
+    does not count); a cut inside a wildcard's part ends the pattern before it.
+    """
+    first = message.strip().split("\n", 1)[0]
+    parts: list[str] = []
+    budget = MAX_MESSAGE_CHARS
+    position = 0
+    for start, end, wildcard in _wildcards(first, volatile):
+        literal = first[position:start]
+        parts.append(_literal(literal[:budget]))
+        budget -= len(literal)
+        if budget <= 0:
+            break
+        parts.append(wildcard)
+        position = end
+    else:
+        parts.append(_literal(first[position:][:budget]))
+    return "".join(parts)
+
+
+# A name tempfile, multiprocessing or mktemp makes up, different in every attempt:
+# tempfile's `tmp` + 8 of [a-z0-9_] (mkstemp's may have a suffix), multiprocessing's
+# `pymp-` + 8, the engine's own `reprospec-tmp-<pid>-` + 8, mktemp's `tmp.` + 6 or more.
+_MADE_UP_NAME = Lazy(
+    r"(?:(?:tmp|pymp-|reprospec-tmp-\d+-)[a-z0-9_]{8}|tmp\.[A-Za-z0-9]{6,})(?:\.[A-Za-z0-9]+)?"
+)
+# An absolute path in a message: up to a space, a quote, a bracket, `:` (a line number
+# follows) or `*` (a mask).
+_ABSOLUTE_PATH = Lazy(r"(?<![\w.~$-])/[^\s'\"`<>()\[\]{},;:|*]*")
+_ANY_PATH_PART = r"\S+"
+_ANY_SECRET = r".+?"
+
+
+def _wildcards(line: str, volatile: Sequence[str]) -> list[tuple[int, int, str]]:
+    """Where `line` needs a wildcard, in order: (start, end, the wildcard)."""
+    found = [(m.start(), m.end(), _ANY_SECRET) for m in re.finditer(re.escape(MASK), line)]
+    for match in _ABSOLUTE_PATH.finditer(line):
+        kept = _volatile_prefix(match[0], volatile)
+        if kept:
+            found.append((match.start(), match.start() + kept, _ANY_PATH_PART))
+    return sorted(found)
+
+
+def _volatile_prefix(path: str, volatile: Sequence[str]) -> int:
+    """How many leading characters of `path` differ between attempts (0: none)."""
+    names = path.split("/")
+    last = -1
+    for index, name in enumerate(names):
+        if _MADE_UP_NAME.fullmatch(name):
+            last = index
+    for folder in volatile:
+        depth = len(folder.rstrip("/").split("/"))
+        if path.startswith(folder.rstrip("/") + "/") and len(names) > depth:
+            last = max(last, depth)  # the folder's entry: a run's id
+    return len("/".join(names[: last + 1])) if last >= 0 else 0
+
+
+def _literal(text: str) -> str:
+    """`text` escaped, its numbers as `\\d+` and its hex addresses as hex digits."""
+    pattern = re.escape(text).replace("\\ ", " ")  # a space needs no escape: easier to read
     return re.sub(
         r"(?:0x[0-9a-fA-F]+|\d+)",
         lambda m: r"(?:0x)?[0-9a-f]+" if m[0].startswith("0x") else r"\d+",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, looks_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command
@@ -139,9 +140,21 @@ def _armed_faults(plan: AttemptPlan) -> str:
     armed = [
         f"workload.faults[{n}]"
         for n, fault in enumerate(faults if isinstance(faults, list) else ())
-        if not (isinstance(fault, dict) and fault.get("when") is False)
+        if not (isinstance(fault, dict) and not _when(fault.get("when", True)))
     ]
     return ", ".join(armed)
+
+
+# The text `when` may be that leaves the fault out, as the harness reads it
+# (reprospec_harness/config.py `boolean`; the schema accepts only its words).
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+
+
+def _when(value: JsonValue) -> bool:
+    """A fault's `when`, evaluated: false, 0 and the words for false leave the fault out."""
+    if isinstance(value, str):
+        return value.strip().lower() not in _FALSE_WORDS
+    return bool(value)
 
 
 def _with_shm(plan: AttemptPlan, line: str) -> str:

@@ -40,12 +40,6 @@ class Fault:
         return obj(self.spec.get("at"))
 
 
-def _truthy(value: JsonValue) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "0", "false", "no", "off")
-    return bool(value)
-
-
 def decide(
     number: int, spec: Mapping[str, JsonValue], seed: int, attempt: int, rank: int | None = None
 ) -> Fault:
@@ -73,7 +67,10 @@ def decide(
             raise config.ConfigError(f"{field}.rank", "rank needs workload.distributed")
         if wanted != rank:
             return Fault(number, spec, False, f"rank {wanted} only")
-    if "when" in spec and not _truthy(spec["when"]):
+    # `when` is usually an expression, and `${{ env.X }}` or a matrix value is text: the
+    # words config.boolean knows count ("no", "off", "0", "" are false); the engine's
+    # schema accepts exactly these, so a typo is refused, never read as true.
+    if "when" in spec and not config.boolean(spec["when"], f"{field}.when"):
         return Fault(number, spec, False, "when is false")
     probability = config.number(spec.get("probability", 1.0), f"{field}.probability")
     if probability > 1:

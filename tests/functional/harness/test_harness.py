@@ -25,6 +25,7 @@ from reprospec.core.sections import Environment, Workload
 from reprospec.harness import HARNESS_ROOT
 from reprospec.outcome.classify import classify
 from reprospec.process import rlimits
+from tests.support.cli import Cli
 from tests.support.paths import ROOT
 
 pytest.importorskip("torch")
@@ -471,3 +472,34 @@ def test_oom_fault_under_the_spec_memory_limit(tmp_path: Path) -> None:
     assert "capping" not in done.stderr  # the spec's own limit applied, not the fallback
     env = json.loads((tmp_path / "env.json").read_text())
     assert env["memory"]["rlimit_as"] == 3 * 2**30
+
+
+def test_a_fault_whose_when_is_no_is_left_out_from_validate_to_the_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `when: no` is the text 'no' (YAML 1.2), `${{ matrix.inject }}` evaluates to text: both
+    # are false as spec-format.md says, so validate and plan accept them and the harness
+    # leaves both faults out: the cell passes.
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: when-words\nmatrix: {inject: ['no']}\n"
+        "workload:\n"
+        "  data:\n"
+        "    dataset: {builtin: synthetic, size: 8, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4}\n"
+        "  phases: [{name: train, steps: 2}]\n"
+        "  faults:\n"
+        "    - {kind: segfault, when: no}\n"
+        "    - {kind: raise, when: '${{ matrix.inject }}'}\n"
+        "expect: {outcome: pass}\n"
+    )
+    assert cli("validate", "spec.yaml", cwd=tmp_path).code == 0
+    planned = cli("plan", "spec.yaml", cwd=tmp_path)
+    assert planned.code == 0, planned.stderr
+    assert '"faults": [{"kind": "segfault", "when": "no"}, {"kind": "raise", "when": "no"}]' in (
+        planned.stdout
+    )
+    ran = cli("run", "spec.yaml", cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    ((attempt,),) = [cell["attempts"] for cell in ran.results()["cells"]]
+    assert attempt["outcome"]["kind"] == "pass"
+    assert "injected" not in attempt["outcome"]

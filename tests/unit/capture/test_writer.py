@@ -9,6 +9,7 @@ from pathlib import Path
 from reprospec.capture.footprint import distributions, environment_lines, hung_import, local_files
 from reprospec.capture.toggles import propose
 from reprospec.capture.writer import (
+    MAX_MESSAGE_CHARS,
     Axis,
     Draft,
     EnvLine,
@@ -54,6 +55,59 @@ def test_a_message_becomes_a_pattern_that_matches_it_and_its_siblings() -> None:
     pattern = message_pattern("DataLoader worker (pid(s) 21864) exited unexpectedly\nmore")
     assert pattern == r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"
     assert re.search(pattern, "DataLoader worker (pid(s) 4242) exited unexpectedly")
+
+
+def test_a_path_of_the_attempts_own_temporary_folders_becomes_a_wildcard() -> None:
+    # What an attempt's mkdtemp gives under its TMPDIR (the engine's reprospec-tmp folder),
+    # with an object's address: the next attempt has other names and another address.
+    seen = (
+        "stale buffer <__main__.Buf object at 0x7f3a2c1d9e50> mapped from "
+        "/tmp/reprospec-tmp-4242-dquig3k_/17/tmp/tmpl9x2lvz0/shard.bin"
+    )
+    again = (
+        "stale buffer <__main__.Buf object at 0x7f11aa00bb10> mapped from "
+        "/tmp/reprospec-tmp-977-a1b2c3d4/2/tmp/tmp_q8w7e6r/shard.bin"
+    )
+    pattern = message_pattern(seen)
+    assert pattern == (
+        r"stale buffer <__main__\.Buf object at (?:0x)?[0-9a-f]+> mapped from \S+/shard\.bin"
+    )
+    assert re.search(pattern, again)
+    # mktemp's and multiprocessing's names too; a path of no made-up name stays as written.
+    assert (
+        message_pattern("no socket /tmp/pymp-k2j4h5g6/listener-x") == r"no socket \S+/listener\-x"
+    )
+    assert message_pattern("cannot open /tmp/tmp.Xy12AbCdEf") == r"cannot open \S+"
+    assert message_pattern("cannot open /data/shards/train.bin") == (
+        r"cannot open /data/shards/train\.bin"
+    )
+
+
+def test_a_path_under_the_run_folder_loses_the_runs_id() -> None:
+    runs = "/home/me/proj/.reprospec/runs"
+    seen = f"lock held: {runs}/20261129-101010-a-1f2e/default/1/tmp/x.lock"
+    again = f"lock held: {runs}/20261130-090909-b-77aa/default/1/tmp/x.lock"
+    pattern = message_pattern(seen, (runs,))
+    assert pattern == r"lock held: \S+/default/\d+/tmp/x\.lock"
+    assert re.search(pattern, again)
+
+
+def test_a_masked_secret_becomes_a_wildcard_and_the_pattern_matches_the_real_message() -> None:
+    # capture reads the message masked; the judge matches the child's own, with the secret.
+    pattern = message_pattern("403 for token *** (expired)")
+    assert "*" not in pattern
+    assert pattern == r"\d+ for token .+? \(expired\)"
+    assert re.search(pattern, "403 for token hf_SuperSecretValue123 (expired)")
+
+
+def test_the_cut_counts_the_messages_own_text_and_never_ends_inside_a_wildcard() -> None:
+    words = "x" * (MAX_MESSAGE_CHARS - 20)
+    path = "/tmp/tmpabcdefgh/shard.bin"
+    # 100 + 4 + 10 of the message's own text, then 6 more: the made-up folder did not count.
+    pattern = message_pattern(f"{words} at {path} and then some more words")
+    assert pattern == f"{words} at \\S+/shard\\.bin and t"
+    cut = message_pattern(f"{'x' * MAX_MESSAGE_CHARS}{path}")
+    assert cut == "x" * MAX_MESSAGE_CHARS
 
 
 def test_module_names_map_to_the_workdir_files_the_child_resolved(tmp_path: Path) -> None:

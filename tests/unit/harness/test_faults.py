@@ -45,6 +45,22 @@ def test_when_false_disarms() -> None:
     assert (fault.armed, fault.reason) == (False, "when is false")
 
 
+@pytest.mark.parametrize(
+    ("when", "armed"),
+    [
+        *[(when, False) for when in ("no", " OFF ", "", "0", 0, "false")],
+        *[(when, True) for when in ("yes", "On", "1", 1, True)],
+    ],
+)
+def test_when_reads_the_words_the_schema_accepts(when: object, armed: bool) -> None:
+    assert plan({"kind": "abort", "when": when}).faults[0].armed is armed
+
+
+def test_when_of_another_word_is_refused_not_read_as_true() -> None:
+    with pytest.raises(ConfigError, match=r"^workload.faults\[0\].when: expected true or false"):
+        plan({"kind": "abort", "when": "flase"})
+
+
 def test_unknown_kind_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^workload.faults\[0\].kind: unknown fault kind 'boom'"):
         plan({"kind": "boom"})

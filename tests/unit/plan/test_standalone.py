@@ -97,3 +97,20 @@ def test_a_cell_expected_to_crash_has_no_hang_note(tmp_path: Path) -> None:
     )
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     assert standalone_of(plan, tmp_path, expected="crash", spec_name="boom").notes == ()
+
+
+@pytest.mark.parametrize("when", ["no", '"${{ matrix.inject }}"', "0", "''"])
+def test_a_fault_whose_when_is_false_in_words_is_left_out_and_the_script_is_written(
+    tmp_path: Path, when: str
+) -> None:
+    # The harness leaves such a fault out, so the cell's failure is no injected one: a
+    # standalone repro exists (it says the spec's faults are left out, as for any).
+    spec = PASS_SPEC.replace(
+        "    - {kind: raise, where: main, at: {phase: train, step: 2}}",
+        f"    - {{kind: raise, where: main, at: {{phase: train, step: 2}}, when: {when}}}",
+    ).replace("workload:\n", "matrix: {inject: ['no']}\nworkload:\n")
+    (tmp_path / "spec.yaml").write_text(spec)
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    standalone = standalone_of(plan, tmp_path, expected="error", spec_name="synthetic-pass")
+    assert standalone.unavailable == ""
+    assert "python repro.py" in standalone.run

@@ -540,3 +540,28 @@ def test_expect_message_must_be_a_regex(tmp_path: Path) -> None:
         f"{path}:9:31: expect.cases[0].message: bad regular expression: bad escape \\p at"
         " position 0",
     ]
+
+
+def test_a_faults_when_takes_the_words_the_harness_reads_as_a_boolean(tmp_path: Path) -> None:
+    # `when: no` is the text 'no' in YAML 1.2, and `${{ env.X }}` or a matrix value is text:
+    # the words spec-format.md lists count, literal or evaluated per cell; a typo is refused.
+    base = "reprospec: 1\nname: s\nmatrix: {inject: ['no', 'YES', 'Off', '']}\nworkload:\n"
+    for when in ("no", "'0'", '""', "0", "1", "' off '", "True", '"${{ matrix.inject }}"'):
+        path = write(tmp_path / "s.yaml", base + f"  faults: [{{kind: abort, when: {when}}}]\n")
+        assert load_spec(path).name == "s", when
+    path = write(
+        tmp_path / "s.yaml",
+        base + "  faults:\n    - {kind: abort, when: flase}\n    - {kind: abort, when: 2}\n",
+    )
+    words = 'true or false (or 0, 1, "", false, true, no, yes, off, on as text)'
+    assert problems_of(path) == [
+        f"{path}:6:27: workload.faults[0].when: expected {words}, got 'flase'",
+        f"{path}:7:27: workload.faults[1].when: expected {words}, got 2",
+    ]
+    path = write(
+        tmp_path / "s.yaml",
+        base + "  faults: [{kind: abort, when: \"${{ matrix.inject == 'no' and 'nope' }}\"}]\n",
+    )
+    assert problems_of(path) == [
+        f"{path}:5:32: workload.faults[0].when: expected {words}, got 'nope' (in cell inject=no)"
+    ]
