@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     p = sub.add_parser("doctor", help="compatibility checks for this machine and a spec")
     opt.spec(p, optional=True, help="also check what this spec's cells need")
     opt.python(p, help="the interpreter to check (default: this one)")
+    opt.runner(
+        p,
+        help="the runner SPEC will run on: on local (the default) a package the spec names "
+        "and the interpreter lacks is a failure; venv and docker install them",
+    )
     opt.text_or_json(p, help="text (default) or json (the checks as JSON)")
 
 
@@ -33,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.environment.probe import probe_environment
     from reprospec.process import starter
 
-    needs = _needs(args.spec) if getattr(args, "spec", None) else None
+    needs = _needs(args.spec, args.runner) if getattr(args, "spec", None) else None
     python = getattr(args, "python", None) or sys.executable
     env = probe_environment(python, needs.packages if needs else (), cuda=True)
     found = starter.find()
@@ -106,7 +111,7 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
     ]
 
 
-def _needs(path: str) -> Needs:
+def _needs(path: str, runner: str) -> Needs:
     """What the spec's cells need, resolved through the engine's own planning (nothing runs)."""
     from dataclasses import replace
 
@@ -120,7 +125,7 @@ def _needs(path: str) -> Needs:
     cells = [
         (plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1
     ]
-    needs = doctor.needs_of(cells)
+    needs = replace(doctor.needs_of(cells), runner=runner)
     if needs.shm_size is not None:
         needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
     return needs

@@ -60,6 +60,9 @@ class Needs:
     # Whether any cell imports torch: a workload (the harness runs on torch), or torch among
     # its packages. A spec of commands only needs none: its torch checks are not failures.
     torch: bool = True
+    # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
+    # it is; `venv` and `docker` install the spec's packages themselves.
+    runner: str = "local"
 
 
 def satisfies(installed: str, requirement: str) -> bool | None:
@@ -251,17 +254,41 @@ def check_limits(needs: Needs) -> Check:
 
 
 def check_spec_environment(env: Captured, needs: Needs) -> Check:
+    """The spec's `python` and `packages` against the checked interpreter.
+
+    On the local runner a package the interpreter lacks (or has at another version) makes
+    every cell that names it infra-error, never run: that is a failure of what the spec
+    needs. The venv and docker runners install the packages, so there it is only said.
+    Another python version is a warning: a run notes it and runs.
+    """
     if needs.python is None and not needs.packages:
         return Check("spec-environment", "skipped", "the spec names no python version or packages")
-    mismatches = environment_mismatches(
-        env, {"python": needs.python, "packages": [*needs.packages]}
-    )
-    if mismatches:
+    python = environment_mismatches(env, {"python": needs.python})
+    packages = environment_mismatches(env, {"packages": [*needs.packages]})
+    if packages and needs.runner == "local":
+        return Check(
+            "spec-environment",
+            "fail",
+            "; ".join(packages)
+            + ": on the local runner every cell that names it is an infra error, not run"
+            + (f" (and {'; '.join(python)})" if python else ""),
+            "install them into this interpreter, run with --python PATH of one that has them, "
+            "or with --runner venv (it installs them; `doctor --runner venv` checks for that)",
+        )
+    installed = f" (the {needs.runner} runner installs the spec's packages)" if packages else ""
+    if python:
         return Check(
             "spec-environment",
             "warn",
-            "; ".join(mismatches),
+            "; ".join(python) + installed,
             "run with --python PATH of a matching interpreter, or --runner docker",
+        )
+    if packages:
+        return Check(
+            "spec-environment",
+            "pass",
+            f"the {needs.runner} runner installs the spec's packages (this interpreter: "
+            f"{'; '.join(packages)})",
         )
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 

@@ -60,3 +60,28 @@ def test_doctor_command_without_gdb_warns_about_native_stacks(tmp_path: Path) ->
     checks = {check["name"]: check for check in json.loads(done.stdout)}
     assert checks["native-stacks"]["status"] == "warn", checks["native-stacks"]
     assert checks["native-stacks"]["why"].startswith("gdb not found")
+
+
+def test_a_spec_package_the_interpreter_lacks_fails_on_the_local_runner_only(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `run` on the local runner makes every cell of this spec infra-error (exit 3): doctor
+    # must not pass it. The venv runner installs the package: no failure there.
+    (tmp_path / "sq.yaml").write_text(
+        "reprospec: 1\nname: sq\nenvironment:\n  packages: ['sqlparse-not-here==0.5.3']\n"
+        "command: python -c 'import sqlparse'\nexpect: {outcome: pass}\n"
+    )
+    local = cli("doctor", "sq.yaml", cwd=tmp_path)
+    (line,) = [ln for ln in local.stdout.splitlines() if " spec-environment " in ln]
+    assert " ".join(line.split()) == (
+        "FAIL spec-environment sqlparse-not-here is not installed; the spec needs "
+        "sqlparse-not-here==0.5.3: on the local runner every cell that names it is an infra "
+        "error, not run"
+    )
+    assert local.code == 1, local.stdout + local.stderr
+    venv = cli("doctor", "sq.yaml", "--runner", "venv", cwd=tmp_path)
+    (line,) = [ln for ln in venv.stdout.splitlines() if " spec-environment " in ln]
+    assert line.split()[:2] == ["PASS", "spec-environment"]
+    assert "the venv runner installs the spec's packages" in line
+    others_failed = any(ln.lstrip().startswith("FAIL") for ln in venv.stdout.splitlines())
+    assert venv.code == (1 if others_failed else 0), venv.stdout + venv.stderr

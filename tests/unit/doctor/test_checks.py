@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -235,9 +236,31 @@ def test_spec_needs() -> None:
     assert checks["memory"].status == "fail"
     assert "import torch" in checks["memory"].why
     assert checks["limits"].status == "warn"
+    # On the local runner a package it lacks makes every cell infra-error: a failure.
+    assert checks["spec-environment"].status == "fail"
     assert checks["spec-environment"].why == (
-        "python 3.11.7 ran; the spec names 3.10; numpy 2.4.6 ran; the spec needs numpy>=3"
+        "numpy 2.4.6 ran; the spec needs numpy>=3: on the local runner every cell that names "
+        "it is an infra error, not run (and python 3.11.7 ran; the spec names 3.10)"
     )
+    assert "--runner venv" in checks["spec-environment"].todo
+
+
+def test_spec_packages_the_runner_installs_are_no_failure() -> None:
+    env = machine(packages={"numpy": "2.4.6"})
+    needs = doctor.Needs(packages=("numpy>=3", "sqlparse==0.5.3"), runner="venv")
+    check = by_name(env, needs)["spec-environment"]
+    assert (check.status, check.why) == (
+        "pass",
+        "the venv runner installs the spec's packages (this interpreter: numpy 2.4.6 ran; the "
+        "spec needs numpy>=3)",
+    )
+    # Another python version is still only a warning, whatever the runner.
+    check = by_name(env, replace(needs, python="3.10"))["spec-environment"]
+    assert (check.status, check.why) == (
+        "warn",
+        "python 3.11.7 ran; the spec names 3.10 (the venv runner installs the spec's packages)",
+    )
+    assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
 
 
 @pytest.mark.parametrize(
