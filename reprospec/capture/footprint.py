@@ -52,6 +52,48 @@ ENV_SKIPPED = frozenset(
 )
 
 
+# Variables that describe this machine and this session, not the program: the verify
+# keeps them (a program needs PATH and HOME to start at all). Every other variable set in
+# the capturing shell that the spec does not carry is left out of the verify, so that it
+# checks the spec as someone else's shell would run it (`shell_only`).
+MACHINE_VARIABLES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "SHLVL", "_", "TERM",
+        "COLORTERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP", "HOSTNAME", "HOSTTYPE",
+        "OSTYPE", "MACHTYPE", "MAIL", "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "PS1", "PS2",
+        "PS4", "PROMPT_COMMAND", "LS_COLORS", "EDITOR", "VISUAL", "PAGER", "MANPATH",
+        "INFOPATH", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "CI", "VIRTUAL_ENV",
+        "VIRTUAL_ENV_PROMPT", "LD_LIBRARY_PATH", "LD_PRELOAD", "LIBRARY_PATH", "CPATH",
+        "PKG_CONFIG_PATH", "JAVA_HOME", "GOPATH", "CARGO_HOME", "RUSTUP_HOME", "container",
+        "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+        "NO_PROXY", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE", "MOTD_SHOWN", "SYSTEMD_EXEC_PID", "INVOCATION_ID", "JOURNAL_STREAM",
+        "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "DEBIAN_FRONTEND",
+    }
+)  # fmt: skip
+MACHINE_PREFIXES = (
+    "LC_", "XDG_", "SSH_", "DBUS_", "TERM_", "LESS", "CONDA_", "GITHUB_", "RUNNER_", "SUDO_",
+    "KUBERNETES_", "SLURM_", "PIP_", "UV_", "GIT_", "PYENV", "NVM_", "BASH_FUNC_", "VSCODE_",
+    "REPROSPEC",
+)  # fmt: skip
+
+
+def shell_only(environ: Mapping[str, str], carried: Iterable[str]) -> tuple[str, ...]:
+    """The variables set here that the spec does not carry and that are not this machine's
+    own (`MACHINE_VARIABLES`): what a rerun elsewhere would not have. Sorted."""
+    kept = set(carried)
+    return tuple(
+        sorted(
+            name
+            for name in environ
+            if name not in kept
+            and name not in MACHINE_VARIABLES
+            and name not in ENV_SKIPPED
+            and not name.startswith(MACHINE_PREFIXES)
+        )
+    )
+
+
 # Distributions the engine itself puts in every Python child: never the program's.
 OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
 
@@ -147,6 +189,16 @@ def environment_lines(
             commented=True,
         )
     return tuple(lines.values())
+
+
+def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvLine, ...]:
+    """`environment.env` lines for the variables of this shell the failure needs (the
+    verify found it would not come back without them)."""
+    return tuple(
+        _env_line(name, environ[name], "your shell set it: the failure needs it")
+        for name in names
+        if name in environ
+    )
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:

@@ -115,9 +115,7 @@ def test_a_hydra_app_failing_at_validation_step_7_under_lightning_bars(
     result = capture(
         cli, workdir, "python", "app.py", "data.num_workers=2", "trainer.precision=16-mixed"
     )
-    assert "verify: the same signature (error:RuntimeError:validation) came back in 1/1" in (
-        result.stdout
-    )
+    assert "the same signature (error:RuntimeError:validation) came back in 1/1" in (result.stdout)
     assert axes(workdir) == {"num_workers": [2], "precision": ["16-mixed"]}
     spec = load_spec(str(workdir / "spec.yaml"))
     assert spec.document["markers"] == [{"preset": "lightning"}]
@@ -321,9 +319,58 @@ def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_
     result = cli("capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "drift.py",
                  cwd=workdir)  # fmt: skip
     assert result.code == 1, result.stdout + result.stderr
-    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify:")]
-    assert verify.startswith(
-        "verify: the same signature (error:RuntimeError) came back in 1/1 attempt(s), but the "
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    # (after the variables of the shell it left out, when the test's shell has some)
+    assert re.sub(r"^verify(?: \(without [^)]*\))?: ", "", verify).startswith(
+        "the same signature (error:RuntimeError) came back in 1/1 attempt(s), but the "
         "spec's expect did not match: expected message matching 'first failure', got "
         "'another failure'; verdict not-reproduced"
     ), verify
+
+
+def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The verify used to inherit the capturing shell: it said "reproduced" for a spec that
+    # passed in any other shell, since USE_NATIVE=1 was set here and written nowhere.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "segv.py").write_text(
+        "import ctypes, os\n"
+        "print('train step 1/1', flush=True)\n"
+        "if os.environ.get('USE_NATIVE') == '1':\n"
+        "    ctypes.string_at(0)\n"
+    )
+    out = tmp_path / "out"
+    shell = {"USE_NATIVE": "1", "UNRELATED_SETTING": "x", "OTHER_SETTING": "y"}
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "segv.py",
+        cwd=workdir, env=shell,
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert "the failure needs USE_NATIVE as your shell sets it" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    env = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    assert isinstance(env, dict)
+    variables = env["env"]
+    assert isinstance(variables, dict)
+    assert variables["USE_NATIVE"] == "1"
+    assert not {"UNRELATED_SETTING", "OTHER_SETTING"} & set(variables)  # not needed: not set
+    # The spec alone reproduces: a shell without the variable.
+    rerun = cli("run", str(workdir / "spec.yaml"), "--out", str(out), env={"USE_NATIVE": ""})
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
+def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "boom.py").write_text("print('train step 1/1', flush=True)\nraise ValueError(1)\n")
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--", "python", "boom.py",
+        cwd=workdir, env={"UNRELATED_SETTING": "x"},
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert "the failure needs" not in result.stdout
+    assert "verify (without " in result.stdout  # the shell's own were left out, and it says so
+    assert "verdict reproduced" in result.stdout
+    assert "UNRELATED_SETTING" not in (workdir / "spec.yaml").read_text()
