@@ -415,11 +415,14 @@ def _header(
 
     lines = [
         f"Written by `reprospec capture -- {shlex.join(request.argv)}`"
-        + (f" (run {run_id})." if run_id else "."),
-        "Each matrix axis is one of the command's own settings, at the value it ran with.",
-        "To see which of them matter, widen an axis as its comment says and observe:",
-        f"  reprospec run {_shown(request.output)} --observe --set 'matrix.AXIS=[OLD, NEW]'",
+        + (f" (run {run_id})." if run_id else ".")
     ]
+    if proposal.toggles:  # a command without settings of its own has no axis to widen
+        lines += [
+            "Each matrix axis is one of the command's own settings, at the value it ran with.",
+            "To see which of them matter, widen an axis as its comment says and observe:",
+            f"  reprospec run {_shown(request.output)} --observe --set 'matrix.AXIS=[OLD, NEW]'",
+        ]
     if hydra:
         extra = [o for o in hydra if o not in request.argv]
         lines.append(
@@ -429,7 +432,7 @@ def _header(
         )
     if observed.outcome is None:
         lines.append(f"No attempt ran: {observed.infra_error}")
-    del proposal, last_import
+    del last_import
     return tuple(lines)
 
 
