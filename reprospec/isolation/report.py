@@ -106,7 +106,7 @@ def _undecided(found: IsolateResult) -> str:
 def _confidence(result: IsolationResult) -> str:
     """`confidence 0.996`, or for a search without an answer what its best guess holds:
     "confidence 0.000" beside "best guess (83%)" read as a contradiction."""
-    if result.status != "isolated" and result.guess:
+    if result.status in ("budget", "interrupted") and result.guess:
         return f"no answer yet: confidence {result.guess_probability:.3f} in the best guess"
     return f"confidence {result.confidence:.3f}"
 
@@ -276,7 +276,9 @@ def _key_evidence(found: IsolateResult) -> list[tuple[str, Candidate]]:
             rows.append((describe_set(found, evidence.applied), evidence))
     if result.base is not None:
         rows.append((describe_set(found, ()), result.base))
-    if result.failing is not None:
+    minimal = result.minimal.applied if result.minimal is not None else None
+    if result.failing is not None and result.failing.applied != minimal:
+        # (when every difference is a culprit, the failing cell is the culprits' row)
         rows.append((describe_set(found, result.failing.applied), result.failing))
     return rows
 

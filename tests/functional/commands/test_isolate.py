@@ -190,6 +190,12 @@ def test_the_passing_side_is_the_passing_cell_farthest_from_the_failing_one(
     assert found.passing.cell.id == "b=false,e=false"
     assert [d.name for d in found.culprits] == ["b", "e"]
     assert found.result.status == "isolated"
+    # Every cell is expected to crash (no case says otherwise): the failing side is the
+    # first cell seen crashing, not the first cell as read (which passes here).
+    spec.write_text(spec.read_text().replace("[true, false]", "[false, true]"))
+    found = isolate_spec(spec, options)
+    assert (found.failing.cell.id, found.passing.cell.id) == ("b=true,e=true", "b=false,e=false")
+    assert [d.name for d in found.culprits] == ["b", "e"]
 
 
 def test_out_of_budget_is_undecided_with_a_best_guess(tmp_path: Path) -> None:
