@@ -219,6 +219,10 @@ class Minimization:
         self._outstanding: list[Probe] = []
         self._infra_reason = ""
         self._done_passing = False
+        # Each program that became the smallest seen failing, in order (the original
+        # first): where the final check falls back to when the smallest fails no more.
+        self._accepted: list[Program] = []
+        self._fell_back: tuple[Program, Tally] | None = None
 
     # -- the protocol --------------------------------------------------------
 
@@ -310,6 +314,8 @@ class Minimization:
             if tally.ran < s.final_attempts and left > 0:
                 want = min(s.final_attempts - tally.ran, left)
                 return Probe(self.best.key, "failing", want, 0)
+            if tally.matched == 0 and self._fall_back(left):
+                return None
             self._phase = "final-passing"
             return None
         if self._phase == "final-passing":
@@ -383,6 +389,31 @@ class Minimization:
         self.judged.append(Judged(j.program.key, j.program.lines, j.failing, j.passing, verdict))
         if verdict == "fails" and j.program.lines <= self.best.lines:
             self.best = j.program
+            self._accepted.append(j.program)
+
+    def _fall_back(self, left: int) -> bool:
+        """The smallest program seen failing failed in none of its final attempts: check an
+        earlier one instead (half way back along the programs accepted), when the budget
+        allows one more final check. True when one is to be checked.
+
+        A candidate is accepted at its first matching failure (that is proof it still
+        fails), so a change that made the failure rare can pass on one lucky attempt, and
+        the candidates after it inherit that: the original failed 5/5, the result 0/5. An
+        earlier program that fails in its own final check is the better answer.
+        """
+        chain = self._accepted
+        if self.best not in chain or left < self.settings.final_attempts:
+            return False
+        at = chain.index(self.best)
+        if at == 0:
+            return False  # the original itself: nothing earlier to fall back to
+        if self._fell_back is None:
+            self._fell_back = (self.best, self._final.failing)
+        back = at // 2
+        del chain[back + 1 :]
+        self.best = chain[back]
+        self._final = _Judging(self.best)
+        return True
 
     def _end_reduction(self, status: Status) -> None:
         self._reduction_status: Status = status
@@ -410,6 +441,15 @@ class Minimization:
             message = (
                 f"the budget of {s.given} attempts ran out before the passes were done: "
                 f"the result is the smallest program seen failing"
+            )
+        if self._fell_back is not None and status != "unconfirmed":
+            smallest, tally = self._fell_back
+            message = (
+                (message + "; " if message else "")
+                + f"the smallest program seen failing ({smallest.lines} lines) failed in "
+                f"{tally.matched} of {tally.ran} final attempts (a change made the failure "
+                f"rare and passed on a lucky attempt): the result is an earlier one "
+                f"({self.best.lines} lines) that failed in its own"
             )
         self._finish(status, message)
 

@@ -97,6 +97,7 @@ class InProcess:
         scope = {
             "CELL": cell,
             "race": race,
+            "keep_rate": lambda: None,
             "Crash": Crash,
             "EVENTS": [],
             "SINK": _Sink(),
@@ -218,6 +219,41 @@ def test_out_of_budget_gives_the_smallest_seen_failing_and_keeps_the_final_check
     # After the settings step spent 20 of --budget 100, the message names the 100 given.
     after = run(1.0, seed=0, budget=80, spent_before=20)
     assert "the budget of 100 (20 on the settings) attempts ran out" in after.message
+
+
+class LuckyOnce(InProcess):
+    """A program without `keep_rate()` fails on its first attempt only (a change that made
+    the failure rare, accepted on a lucky attempt), then never again."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0, 0)
+        self.seen: set[str] = set()
+
+    def attempt(self, program: Program, cell: dict[str, object]) -> AttemptKind:
+        kind = super().attempt(program, cell)
+        if kind != "match" or "keep_rate()" in program.source("loop.py"):
+            return kind
+        if program.key in self.seen:
+            return "pass"
+        self.seen.add(program.key)
+        return "match"
+
+
+def test_a_result_that_fails_no_more_falls_back_to_an_earlier_one_that_does() -> None:
+    # D12b: the original failed 5/5, the result 0/5: minimize wrote the worse program.
+    text = PROGRAM.replace(
+        "            if step == 7:\n                race()",
+        "            if step == 7:\n                keep_rate()\n                race()",
+    )
+    assert "keep_rate()" in text
+    executor = LuckyOnce()
+    result = minimize(program(text), executor, Settings(passing=len(PASSING)))
+    assert result.status == "minimized", result.message
+    assert "keep_rate()" in result.program.source("loop.py")
+    assert result.rate.matched == result.rate.attempts == 20  # its own final check
+    assert result.program.lines < source_lines(text)  # still smaller than the original
+    assert "failed in 0 of 20 final attempts" in result.message
+    assert result.attempts == executor.attempts
 
 
 def test_no_candidate_runs_twice() -> None:
