@@ -146,13 +146,7 @@ def _reduce_file(program: Program, path: str) -> Reducer:
         ast.parse(text)
     except SyntaxError:
         return current
-    unused = unused_imports(text)
-    if unused:
-        smaller = apply(text, delete=set(unused))
-        if smaller is not None and smaller != text:
-            candidate = current.with_source(path, smaller)
-            if (yield candidate):
-                current = candidate
+    current = yield from _drop_unused(current, path)
     depth = 0
     while True:
         text = current.source(path)
@@ -162,6 +156,9 @@ def _reduce_file(program: Program, path: str) -> Reducer:
         kept = yield from ddmin(sites, _builder(current, path, text, "delete", sites))
         current = _built(current, path, text, "delete", sites, kept)
         depth += 1
+    # What the deletions left unreferenced (a class whose only user went), in one candidate,
+    # before the budget goes to the literals: otherwise only a later round finds it.
+    current = yield from _drop_unused(current, path)
     for kind in ("body", "orelse", "value", "simplify"):
         text = current.source(path)
         sites = changeable(text, kind)
@@ -288,6 +285,42 @@ def _simpler(node: ast.AST) -> ast.expr | None:
     if isinstance(value, (int, float)) and value != 0:
         return ast.Constant(type(value)(0))
     return None
+
+
+def _drop_unused(program: Program, path: str) -> Generator[Program, bool, Program]:
+    """One candidate without the file's unused imports and unreferenced top-level
+    functions and classes (`unused_imports`, `unused_definitions`); kept if it still fails."""
+    text = program.source(path)
+    unused = unused_imports(text) + unused_definitions(text)
+    if not unused:
+        return program
+    smaller = apply(text, delete=set(unused))
+    if smaller is None or smaller == text:
+        return program
+    candidate = program.with_source(path, smaller)
+    return candidate if (yield candidate) else program
+
+
+def unused_definitions(text: str) -> list[int]:
+    """Numbers of the module-level functions and classes that nothing in the file names
+    (read as a name, an attribute or a string: `getattr(m, "f")` and `__all__` count),
+    undecorated and not dunder."""
+    tree = ast.parse(text)
+    nodes = numbered(tree)
+    read = {n.id for n in nodes if isinstance(n, ast.Name)}
+    read |= {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+    read |= {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    top = {id(statement) for statement in tree.body}
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [
+        i
+        for i, n in enumerate(nodes)
+        if isinstance(n, definitions)
+        and id(n) in top
+        and not n.decorator_list  # a decorator may register it: it has an effect unnamed
+        and n.name not in read
+        and not (n.name.startswith("__") and n.name.endswith("__"))
+    ]
 
 
 def unused_imports(text: str) -> list[int]:
