@@ -18,11 +18,10 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec import native
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
     attempt_output,
@@ -32,10 +31,9 @@ from reprospec.capture.footprint import (
     hydra_overrides,
     imported,
     local_files,
-    needed_lines,
-    shell_only,
 )
 from reprospec.capture.toggles import Proposal, propose
+from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
     Draft,
     axis_for,
@@ -48,7 +46,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.results import AttemptResult, Outcome, RunResult
+from reprospec.core.results import AttemptResult, Outcome
 from reprospec.errors import UsageError
 from reprospec.spec.presets import PRESETS, detect
 
@@ -96,9 +94,6 @@ class Captured:
     observed: Observed
     lines: tuple[str, ...]
     verified: bool | None = None  # None: not verified (--no-verify, or nothing to verify)
-
-
-Runner = Callable[[Path, int, bool], RunResult]
 
 
 def capture(request: Request, run_spec: Runner) -> Captured:
@@ -184,105 +179,9 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         lines.append(f"packages it imported: {', '.join(packages)}")
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
-        own = shell_only(os.environ, (line.name for line in final.env))
-
-        def check(kept: Iterable[str] = ()) -> Verified:
-            left_out = [name for name in own if name not in set(kept)]
-            return _verify(run_spec, spec_path, request.repeat, observed, left_out)
-
-        verify = check()
-        needed: tuple[str, ...] = ()
-        if not verify.verified and own and check(own).verified:
-            # It fails with this shell's own variables and not without: the spec must
-            # carry the one (or the few) it needs.
-            needed = _needed(own, check)
-            final = replace(final, env=(*final.env, *needed_lines(os.environ, needed)))
-            spec_path.write_text(render_spec(final), encoding="utf-8")
-            lines.append(
-                "the failure needs " + ", ".join(needed) + " as your shell sets it: it did not "
-                "come back without it, and the spec now sets it (environment.env)"
-            )
-            verify = check(needed)
-        verified = verify.verified
-        left_out = [name for name in own if name not in needed]
-        without = f" (without {_names(left_out)} of your shell)" if left_out else ""
-        lines.append(
-            f"verify{without}: {'the same' if verify.same else 'NOT the same'} signature "
-            f"({observed.signature}) came back in {verify.same}/{len(verify.attempts)} "
-            "attempt(s)"
-            + _unmatched(list(verify.attempts), verify.verified)
-            + f"; verdict {verify.verdicts} (run {verify.run_id})"
-        )
+        _, said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
+        lines += said
     return Captured(spec_path, observed, tuple(lines), verified)
-
-
-@dataclass(frozen=True)
-class Verified:
-    """One rerun of the written spec: did the observed failure come back, as `expect` says."""
-
-    run_id: str
-    attempts: tuple[AttemptResult, ...]
-    same: int  # attempts whose signature is the observed one's
-    verdicts: str
-    verified: bool
-
-
-def _verify(
-    run_spec: Runner, spec_path: Path, repeat: int, observed: Observed, left_out: Sequence[str]
-) -> Verified:
-    """Rerun the spec with the variables `left_out` unset (this process's environment is
-    what the local runner hands its attempts), then put them back."""
-    saved = {name: os.environ.pop(name) for name in left_out if name in os.environ}
-    try:
-        result = run_spec(spec_path, repeat, False)
-    finally:
-        os.environ.update(saved)
-    again = tuple(a for cell in result.cells for a in cell.attempts)
-    same = sum(
-        1
-        for a in again
-        if a.ran is not None
-        and native.agrees(
-            a.ran.signature, observed.signature, native_unknown=native.read_none(a.native)
-        )
-    )
-    verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
-    verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
-    return Verified(result.run_id, again, same, verdicts, verified)
-
-
-def _needed(own: Sequence[str], check: Callable[[Iterable[str]], Verified]) -> tuple[str, ...]:
-    """Of `own` (the failure comes back with all of them set), the one it needs, by halves;
-    or the smallest half-split set that still brings it back when one alone does not."""
-    found = list(own)
-    while len(found) > 1:
-        half = len(found) // 2
-        first, second = found[:half], found[half:]
-        if check(first).verified:
-            found = first
-        elif check(second).verified:
-            found = second
-        else:
-            break  # it needs variables from both halves: keep them all
-    return tuple(found)
-
-
-def _names(names: Sequence[str], shown: int = 4) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
-def _unmatched(attempts: list[AttemptResult], verified: bool) -> str:
-    """What of the written `expect` the rerun's attempts missed, when the verdict is not
-    `reproduced`: the same signature can come back while the spec still misses (a message
-    pattern, a step), and the line must say which, not only that it missed."""
-    if verified:
-        return ""
-    misses = list(dict.fromkeys(m for a in attempts if not a.matched for m in a.mismatches))
-    if not misses:
-        return ""
-    more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
-    return f", but the spec's expect did not match: {misses[0]}{more}"
 
 
 def observe(attempts: Iterable[AttemptResult]) -> Observed:
