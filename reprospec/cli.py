@@ -174,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # A search stopped before it could say so itself: its stored probes still resume.
         again = "; run the same command again to resume" if verb in _RESUMABLE else ""
+        if verb == "capture":
+            again = "; the spec is still the first draft: capture again with --force"
         print(f"reprospec: interrupted{again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -308,7 +308,8 @@ def _header(
     if observed is None:
         return (
             "A first draft that `reprospec capture` is running; it is rewritten when the",
-            "run ends.",
+            "run ends (a capture stopped before that leaves this draft: capture again with",
+            "--force).",
         )
     import shlex
 
