@@ -48,6 +48,7 @@ from reprospec.capture.writer import (
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.errors import UsageError
+from reprospec.outcome.pytestreport import first_failure, is_pytest
 from reprospec.spec.presets import PRESETS, detect
 
 # How long a captured attempt may run by default: a hang is caught, and said so.
@@ -134,7 +135,10 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     presets = detect("\n".join(texts))
     if observed.outcome is not None:
         observed = replace(
-            observed, outcome=_with_progress(observed.outcome, run_dir, attempts, presets)
+            observed,
+            outcome=_with_progress(
+                observed.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
+            ),
         )
     modules = imported(run_dir, attempts)
     files = local_files(modules, workdir, _script_dir(request.argv, workdir))
@@ -400,13 +404,20 @@ def _script_dir(argv: tuple[str, ...], workdir: Path) -> Path:
 
 
 def _with_progress(
-    outcome: Outcome, run_dir: Path, attempts: list[AttemptResult], presets: tuple[str, ...]
+    outcome: Outcome,
+    run_dir: Path,
+    attempts: list[AttemptResult],
+    presets: tuple[str, ...],
+    *,
+    pytest: bool = False,
 ) -> Outcome:
     """The outcome's phase and step as the detected presets alone would have reported them.
 
     The first run matches every preset; a stray line that fits one the output does not
     otherwise use must not decide the expected phase. The attempt's events are read
-    again, keeping only the marker events of the detected presets.
+    again, keeping only the marker events of the detected presets. A pytest command's
+    failing test is no marker's: the classifier read it from pytest's report, as it
+    will again in every rerun, so it stays.
     """
     from reprospec.outcome.classify import failure_signature
     from reprospec.outcome.evidence import Events, iter_events
@@ -415,6 +426,10 @@ def _with_progress(
     for attempt in attempts:
         if attempt.ran is None or attempt.ran.signature != outcome.signature:
             continue
+        if pytest and outcome.phase is not None:
+            failed = first_failure(attempt_output(run_dir, attempt))
+            if failed is not None and failed.test == outcome.phase:
+                return outcome
         kept: list[JsonObject] = []
         for event in iter_events(run_dir / attempt.logs / "events.jsonl"):
             if event.get("event") == "marker":

@@ -29,6 +29,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.redact import looks_secret
+from reprospec.outcome.pytestreport import is_pytest
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
 # the engine reports as an infrastructure error naming it, never as a reproduction.
@@ -57,11 +58,18 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     todo: list[str] = []
     failure = ticket.failure
     proposal: Proposal | None = None
+    pytest = False
     if ticket.command is not None:
         try:
-            proposal = propose(shlex.split(ticket.command))
+            argv = shlex.split(ticket.command)
+            pytest = is_pytest(argv)
+            proposal = propose(pytest_verbose(argv) if pytest else argv)
         except ValueError:
             proposal = None
+    presets = ticket.presets
+    if pytest and "pytest" not in presets:
+        # pytest -v's `path::test PASSED` lines: the test running when it crashed or hung.
+        presets = (*presets, "pytest")
     if proposal is None:
         todo.append(
             f"command: the command that failed (the log does not show it; `{COMMAND_PLACEHOLDER}`"
@@ -74,7 +82,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append("environment.python: the Python version (the log does not say it)")
     if not machine.requirements:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
-    expect, comments = _expect(ticket)
+    expect, comments = _expect(ticket, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
     env = [
@@ -99,7 +107,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         packages=machine.requirements,
         env=tuple(env),
         matrix=tuple(axis_for(t) for t in (proposal.toggles if proposal else ())),
-        presets=tuple(name for name in ticket.presets),
+        presets=presets,
         timeout="10m" if failure.outcome == "hang" else None,
         expect=expect,
         expect_comments=comments,
@@ -111,7 +119,17 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     )
 
 
-def _expect(ticket: Ticket) -> tuple[JsonObject, dict[str, str]]:
+def pytest_verbose(argv: list[str]) -> list[str]:
+    """A pytest command that prints each test's id as it runs (`-v`, what the pytest
+    preset reads): `-v` last (before it, `-v tests/` would read as a setting and its
+    value), any `-q` left out (it cancels `-v`)."""
+    verbose = ("-v", "-vv", "-vvv", "--verbose")
+    if any(word in verbose or word.startswith("--verbosity") for word in argv):
+        return list(argv)
+    return [*(word for word in argv if word not in ("-q", "-qq", "--quiet")), "-v"]
+
+
+def _expect(ticket: Ticket, *, pytest: bool = False) -> tuple[JsonObject, dict[str, str]]:
     failure = ticket.failure
     comments: dict[str, str] = {}
     if failure.outcome is None:
@@ -132,7 +150,9 @@ def _expect(ticket: Ticket) -> tuple[JsonObject, dict[str, str]]:
         expect["exit_code"] = failure.exit_code
     if failure.phase is not None:
         expect["phase"] = failure.phase
-        if ticket.presets or ticket.test:
+        if pytest and failure.phase == ticket.test:
+            comments["phase"] = "the first failing test, as pytest's report names it"
+        elif ticket.presets or ticket.test:
             comments["phase"] = "reported by the markers below"
         else:
             comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"

@@ -24,6 +24,7 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
+from reprospec.outcome.pytestreport import first_failure
 from reprospec.outcome.tracebacks import (
     PythonException,
     current_thread_first,
@@ -192,11 +193,18 @@ def read_ticket(text: str) -> Ticket:
     hang = any(_FAULTHANDLER_TIMEOUT.match(line) for line in clean.split("\n"))
 
     cuda = _CUDA_ERROR.search(clean)
-    test = _test_name(clean)
-    pytest_failure = _pytest_failure(clean)
-    if not chain and pytest_failure is not None:
+    reported = first_failure(text)
+    test = reported.test if reported is not None else _test_name(clean)
+    pytest_failure = (
+        PythonException(reported.exception, reported.message)
+        if reported is not None and reported.exception
+        else None
+    )
+    if pytest_failure is not None and (not chain or not _same_type(chain[-1], pytest_failure)):
+        # pytest's first failing test, as a live run of the command reports it; a
+        # traceback of another test (pasted after it) is not that test's exception.
         chain = (pytest_failure,)
-        evidence.append("pytest's short summary: FAILED ... - " + pytest_failure.type)
+        evidence.append("pytest's report of its first failing test: " + pytest_failure.type)
     if chain:
         evidence.append(
             "the traceback: "
@@ -262,12 +270,8 @@ def _first_line(message: str | None) -> str | None:
     return message.strip().split("\n", 1)[0].strip() or None
 
 
-def _pytest_failure(text: str) -> PythonException | None:
-    for line in reversed(text.split("\n")):
-        match = _PYTEST_FAILED.match(line.strip())
-        if match and match["type"]:
-            return PythonException(match["type"], match["message"])
-    return None
+def _same_type(one: PythonException, other: PythonException) -> bool:
+    return one.type.rsplit(".", 1)[-1] == other.type.rsplit(".", 1)[-1]
 
 
 def _test_name(text: str) -> str | None:

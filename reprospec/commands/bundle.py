@@ -36,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
     packed = pack(load_run(run_dir), run_dir, args.output)
     for warning in packed.warnings:
         print(f"reprospec: warning: {warning}", file=sys.stderr)
+    outside = (
+        f" and {len(packed.outside_files)} named from outside it" if packed.outside_files else ""
+    )
     print(
         f"wrote {packed.path}: {packed.files} file(s), {len(packed.workdir_files)} of them "
-        f"from the workdir; rerun it with: reprospec run {packed.path}"
+        f"from the workdir{outside}; rerun it with: reprospec run {packed.path}"
     )
     return 0

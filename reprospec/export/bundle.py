@@ -35,7 +35,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, TypedDict
@@ -80,6 +80,8 @@ class Packed:
     files: int
     workdir_files: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    # Files named from outside the workdir (`../raises.py`), as placed under tree/.
+    outside_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def is_bundle(path: str | Path) -> bool:
 
 @dataclass(frozen=True)
 class _Sources:
-    """Where the spec and the workdir files are on this machine, and their common folder."""
+    """Where the spec, the workdirs and the files they name are here, and their common folder."""
 
     spec: Path | None
     files: tuple[Path, ...]
@@ -124,6 +126,10 @@ class _Sources:
     absolute_workdir: Path | None
     warnings: tuple[str, ...]
     document: Mapping[str, JsonValue] | None = None
+    # Files named from outside their workdir (`../raises.py`), among `files`.
+    outside: tuple[Path, ...] = ()
+    # Every workdir of the run: a folder of the tree even when it holds no file.
+    workdirs: tuple[Path, ...] = ()
 
 
 def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
@@ -133,14 +139,16 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     sources = _sources(run, run_dir)
     top = PurePosixPath(run.run_id)
     spec_rel = _spec_place(run, sources)
-    workdir_rel = [p.relative_to(sources.root).as_posix() for p in sources.files]
+    carried = [p.relative_to(sources.root).as_posix() for p in sources.files]
+    outside = {p.relative_to(sources.root).as_posix() for p in sources.outside}
+    workdir_rel = [rel for rel in carried if rel not in outside]
     manifest: dict[str, object] = {
         "format": FORMAT,
         "run_id": run.run_id,
         "spec_name": run.spec_name,
         "spec": f"tree/{spec_rel}",
         "options": sources.options,
-        "files": [f"tree/{rel}" for rel in workdir_rel],
+        "files": [f"tree/{rel}" for rel in carried],
         "command_line": run.command_line,
     }
     if sources.absolute_workdir is not None:
@@ -154,14 +162,18 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-            _add_text(tar, top / "README.md", _readme(run, manifest, workdir_rel))
+            _add_text(tar, top / "README.md", _readme(run, manifest, carried))
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
+            for folder in _empty_workdirs(sources, [spec_rel, *carried]):
+                # A workdir no carried file is in (the command names only `../raises.py`)
+                # must still be there: the rerun runs in it.
+                _add_folder(tar, top / "tree" / folder)
             for path in RunFolder(run_dir).top_files:
                 if path.is_file():
                     _add_file(tar, top / path.name, path, redactor)
                     count += 1
-            for path, rel in zip(sources.files, workdir_rel, strict=True):
+            for path, rel in zip(sources.files, carried, strict=True):
                 _add_file(tar, top / "tree" / rel, path, redactor)
                 count += 1
             for path in _log_files(RunFolder(run_dir).cells):
@@ -171,14 +183,14 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)
-    return Packed(output, count, tuple(workdir_rel), sources.warnings)
+    return Packed(output, count, tuple(workdir_rel), sources.warnings, tuple(sorted(outside)))
 
 
 def _sources(run: RunResult, run_dir: Path) -> _Sources:
     """The spec file, the options and the workdir files of the run, from its store."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
-    from reprospec.plan.workfiles import named_files
+    from reprospec.plan.workfiles import carried_files
     from reprospec.spec.load import load_spec
     from reprospec.store.db import Store
 
@@ -214,26 +226,83 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     if spec_text_of(spec) != run.spec_text:
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     files: dict[Path, None] = {}
+    outside: dict[Path, None] = {}
+    absolute: dict[Path, None] = {}
     workdirs: dict[Path, None] = {}
     for attempt in plan.attempts:
         if attempt.workdir.resolve() in workdirs:
             continue
         workdirs[attempt.workdir.resolve()] = None
-        for rel in named_files(attempt):
+        named = carried_files(attempt)
+        for rel in named.inside:
             files[(attempt.workdir / rel).resolve()] = None
-    root = Path(os.path.commonpath([stored.resolve().parent, *workdirs]))
+        outside.update(dict.fromkeys(named.outside))
+        absolute.update(dict.fromkeys(named.absolute))
+    too_large = [p for p in [*files, *outside] if _size(p) > MAX_FILE_BYTES]
+    for path in too_large:
+        files.pop(path, None)
+        outside.pop(path, None)
+    warnings += _not_carried(absolute, too_large)
+    # The tree's root holds the spec, every workdir and every file named from outside a
+    # workdir (`../raises.py`): each keeps its place relative to the others, and no member
+    # of the archive needs a `..`, which unpacking refuses.
+    root = Path(
+        os.path.commonpath([stored.resolve().parent, *workdirs, *(p.parent for p in outside)])
+    )
     written = _workdir_field(spec.document)
-    absolute = None
+    absolute_workdir = None
     if written is not None and Path(written).expanduser().is_absolute():
         if len(workdirs) != 1:
             raise UsageError(
                 "the spec names absolute workdirs that differ from cell to cell: "
                 "a bundle cannot place them (make them relative to the spec)"
             )
-        absolute = next(iter(workdirs))
+        absolute_workdir = next(iter(workdirs))
     return _Sources(
-        stored, tuple(files), root, kept, absolute, tuple(warnings), dict(spec.document)
+        stored,
+        (*files, *(p for p in outside if p not in files)),
+        root,
+        kept,
+        absolute_workdir,
+        tuple(warnings),
+        dict(spec.document),
+        outside=tuple(outside),
+        workdirs=tuple(workdirs),
     )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _not_carried(absolute: Iterable[Path], too_large: Sequence[Path]) -> list[str]:
+    """The warnings for the named files a bundle leaves out, each file named."""
+    warnings = []
+    if absolute:
+        warnings.append(
+            "not carried, named by an absolute path that a recipient's tree cannot give "
+            "(name them relative to the workdir to carry them): "
+            + ", ".join(str(p) for p in absolute)
+        )
+    if too_large:
+        warnings.append(
+            f"not carried, over {MAX_FILE_BYTES} bytes (what unpacking takes per file): "
+            + ", ".join(str(p) for p in too_large)
+        )
+    return warnings
+
+
+def _empty_workdirs(sources: _Sources, placed: Sequence[str]) -> list[str]:
+    """The workdirs (relative to the tree's root) that no file placed in the tree is in."""
+    folders = []
+    for workdir in sources.workdirs:
+        rel = workdir.relative_to(sources.root).as_posix()
+        if rel != "." and not any(p.startswith(rel + "/") for p in placed):
+            folders.append(rel)
+    return folders
 
 
 def _quoted_mask(override: str) -> str:
@@ -279,6 +348,12 @@ def _info(name: PurePosixPath, size: int, mode: int = 0o644) -> tarfile.TarInfo:
 def _add_text(tar: tarfile.TarFile, name: PurePosixPath, text: str) -> None:
     data = text.encode("utf-8")
     tar.addfile(_info(name, len(data)), io.BytesIO(data))
+
+
+def _add_folder(tar: tarfile.TarFile, name: PurePosixPath) -> None:
+    info = _info(name, 0, 0o755)
+    info.type = tarfile.DIRTYPE
+    tar.addfile(info)
 
 
 def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: Redactor) -> None:
@@ -368,7 +443,7 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
                 f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`.",
             ]
     if files:
-        lines += ["", "Workdir files:", ""] + [f"- `tree/{name}`" for name in files]
+        lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
     return "\n".join(lines) + "\n"
 
 

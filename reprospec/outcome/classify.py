@@ -33,7 +33,12 @@ rules, in order:
 Before these, a command that never started (setupfail.py: not found, not
 executable, a declared package missing) is `NotRun`. Exception type and message
 come from the last uncaught Python traceback on stderr, and the chain it ended
-(tracebacks.py); phase, step, stage and module from the events.
+(tracebacks.py); phase, step, stage and module from the events. A command that is
+pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
+traceback takes the exception and message pytest reports for its first failing test
+(pytestreport.py), and that test as its phase where the events name no phase or
+another test (pytest -v's lines give the last test that ran, not the one that failed),
+so a live run reports what a pasted pytest log says.
 """
 
 from __future__ import annotations
@@ -99,13 +104,18 @@ class WorkerDeath:
 
 
 def classify(
-    execution: Execution, evidence: Evidence | None = None, *, packages: Sequence[str] = ()
+    execution: Execution,
+    evidence: Evidence | None = None,
+    *,
+    packages: Sequence[str] = (),
+    pytest: bool = False,
 ) -> Outcome | NotRun:
     """What happened in one attempt, or why it never ran.
 
     `evidence` is what `Evidence.read(execution)` gives; it is read here when not given.
     `packages`: the cell's `environment.packages` (a ModuleNotFoundError for one of
-    them before any progress means the environment lacks it: `NotRun`).
+    them before any progress means the environment lacks it: `NotRun`). `pytest`: the
+    command runs pytest, whose report names a failing test's exception.
     """
     evidence = evidence if evidence is not None else Evidence.read(execution)
     not_run = _not_run(execution, evidence) or setup_failure(execution, evidence, packages)
@@ -176,6 +186,16 @@ def classify(
             if worker is not None:
                 where = "worker"
                 detail += f"; {_describe_worker(worker)}"
+            if exception is None and pytest:
+                from reprospec.outcome.pytestreport import first_failure, is_test_id
+                from reprospec.outcome.tracebacks import PythonException
+
+                test = first_failure(evidence.stdout) or first_failure(stderr)
+                if test is not None:
+                    exception = PythonException(test.exception or "", test.message)
+                    detail += f"; pytest reports {test.test} failed"
+                    if phase is None or is_test_id(phase):
+                        phase, step, stage, module = test.test, None, None, None
             if exception is None:
                 from reprospec.outcome.tracebacks import PythonException, last_line
 

@@ -23,11 +23,13 @@ from reprospec import native
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
+from reprospec.core.sections import Command
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.pytestreport import is_pytest
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
@@ -97,8 +99,10 @@ def attempt_result(
     plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
 ) -> AttemptResult:
     """Classify and judge one finished execution from its evidence."""
+    pytest = isinstance(plan.job, Command) and is_pytest(plan.job.argv)
     outcome = with_native_and_ranks(
-        classify(execution, evidence, packages=plan.environment.packages), evidence
+        classify(execution, evidence, packages=plan.environment.packages, pytest=pytest),
+        evidence,
     )
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"

@@ -7,13 +7,21 @@ local modules it imports (read with `ast`, never run), transitively. Only
 files inside the workdir count: anything else is the machine's, not the spec's.
 
     named_files(plan) -> ("cfg.yaml", "pkg/__init__.py", "pkg/tool.py", "train.py")
+
+A bundle carries more (`carried_files`): a word that reaches out of the workdir by
+a relative path (`python ../raises.py`, run in `run/`) names a file the rerun needs
+at that same relative place, so it goes along too, with the modules it imports from
+its own folder; a word that is an absolute path names this machine's file, which no
+recipient has at that path: it is listed, for the bundle to say it is not carried.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import shlex
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
@@ -45,6 +53,85 @@ def named_files(plan: AttemptPlan) -> tuple[str, ...]:
     for path in local_imports(list(found), workdir):
         found[path] = None
     return tuple(sorted(p.relative_to(workdir).as_posix() for p in found))
+
+
+@dataclass(frozen=True)
+class CarriedFiles:
+    """The files a cell names, as a bundle sees them.
+
+    `inside`: the workdir's (`named_files`), relative to it. `outside`: files a relative
+    word reaches out of the workdir (`../raises.py`), as absolute paths with the `..`
+    taken by name from the workdir, the place the command opens (through a link, its
+    contents are read from wherever it points), and the modules they import from their
+    own folder. `absolute`: files named by an absolute path outside the workdir (the
+    command's own program left out: `/usr/bin/python3` is the machine's, not a file the
+    cell brings); a tree that a recipient unpacks cannot put anything at such a path.
+    """
+
+    inside: tuple[str, ...]
+    outside: tuple[Path, ...] = ()
+    absolute: tuple[Path, ...] = ()
+
+
+def carried_files(plan: AttemptPlan) -> CarriedFiles:
+    """What the plan names, inside the workdir and out of it (see CarriedFiles)."""
+    inside = named_files(plan)
+    workdir = plan.workdir.resolve()
+    if not workdir.is_dir() or not isinstance(plan.job, Command):
+        return CarriedFiles(inside)
+    outside: dict[Path, None] = {}
+    absolute: dict[Path, None] = {}
+    words = _words(plan.job)
+    program = next((i for i, w in enumerate(words) if not _assignment(w)), None)
+    for index, word in enumerate([*words, *plan.files]):
+        if 0 < index < len(words) and words[index - 1] == "-m":
+            continue  # a module: found inside the workdir, or installed
+        candidates = [word]
+        if word.startswith("-") and "=" in word:
+            candidates.append(word.partition("=")[2])
+        for candidate in candidates:
+            place = _place_outside(candidate, workdir)
+            if place is None:
+                continue
+            if Path(candidate).expanduser().is_absolute():
+                if index != program:
+                    absolute[place] = None
+            else:
+                outside[place] = None
+    for script in [p for p in outside if p.suffix == ".py"]:
+        real = script.resolve()
+        for found in local_imports([real], real.parent):
+            if found != real and not _inside(found, workdir):
+                outside.setdefault(found, None)
+    return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
+
+
+def _words(command: Command) -> list[str]:
+    words = list(command.argv)
+    if words[:2] == ["/bin/sh", "-c"] and len(words) == 3:
+        try:
+            words = shlex.split(words[2], comments=True)
+        except ValueError:  # unbalanced quotes: the shell will say so; take plain words
+            words = words[2].split()
+    return words
+
+
+def _assignment(word: str) -> bool:
+    name, sep, _ = word.partition("=")
+    return bool(sep) and name.isidentifier()
+
+
+def _place_outside(word: str, workdir: Path) -> Path | None:
+    """Where `word` names a file outside the workdir: `..` taken by name; else None."""
+    if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
+        return None
+    try:
+        place = Path(os.path.normpath(workdir / Path(word).expanduser()))
+        if not place.is_file() or _inside(place, workdir):
+            return None
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return place
 
 
 def workload_modules(workload: object) -> list[str]:
@@ -99,12 +186,7 @@ def module_files(module: str, workdir: Path) -> list[Path]:
 
 
 def _command_files(command: Command, workdir: Path) -> Iterator[Path]:
-    words = list(command.argv)
-    if words[:2] == ["/bin/sh", "-c"] and len(words) == 3:
-        try:
-            words = shlex.split(words[2], comments=True)
-        except ValueError:  # unbalanced quotes: the shell will say so; take plain words
-            words = words[2].split()
+    words = _words(command)
     for index, word in enumerate(words):
         if index > 0 and words[index - 1] == "-m":
             yield from module_files(word, workdir)

@@ -4,6 +4,8 @@ and compares the log's machine with this one; presets in a spec are checked and 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from reprospec.core.runoptions import RunOptions
@@ -95,3 +97,66 @@ def test_the_schema_names_every_preset() -> None:
     preset = schema["properties"]["markers"]["items"]["properties"]["preset"]
     (names,) = [branch["enum"] for branch in preset["anyOf"] if "enum" in branch]
     assert names == list(PRESETS)
+
+
+TEST_IO = """\
+class D:
+    def __init__(self, n): self.n = n
+    def __repr__(self): return f"torch.{self.n}"
+    def __eq__(self, o): return self.n == o.n
+F16, F32 = D("float16"), D("float32")
+def test_ok(): pass
+def test_roundtrip_fp16():
+    assert F32 == F16
+def test_after(): pass
+"""
+
+PYTEST_TICKET = """\
+$ pytest tests/test_io.py
+tests/test_io.py .....F.
+___________________ test_roundtrip_fp16 ___________________
+    def test_roundtrip_fp16():
+>       assert load(save(t)).dtype == t.dtype
+E       AssertionError: assert torch.float32 == torch.float16
+tests/test_io.py:42: AssertionError
+FAILED tests/test_io.py::test_roundtrip_fp16 - AssertionError: assert torch.float32 == torch.float16
+"""
+
+
+def test_a_pytest_ticket_gives_a_spec_that_a_live_run_of_the_failure_meets(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The D7 report: the spec promised markers it did not write, and a live run of the
+    # same failure was `error exit 1`: pytest catches what its tests raise, so there was
+    # no traceback to read, and `expect` (AssertionError at the test) could never be met.
+    # A test passes after the failing one: the failure's test is pytest's, not the last.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_io.py").write_text(TEST_IO)
+    (tmp_path / "ticket.txt").write_text(PYTEST_TICKET)
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli("capture", "--from-log", "ticket.txt", "-o", "pt.yaml", cwd=tmp_path, env=here)
+    assert made.code == 0, made.stderr
+    document = load_spec(str(tmp_path / "pt.yaml")).document
+    assert document["command"] == "pytest tests/test_io.py -v"
+    assert document["markers"] == [{"preset": "pytest"}]
+    assert document["expect"] == {
+        "outcome": "error",
+        "exception": "AssertionError",
+        "message": r"assert torch\.float\d+ == torch\.float\d+",
+        "phase": "tests/test_io.py::test_roundtrip_fp16",
+    }
+    ran = cli("run", "pt.yaml", cwd=tmp_path, env=here)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert "1/1 cell(s) reproduced" in ran.stdout
+    # Captured live, the same failure gives a spec that reproduces it too.
+    live = cli(
+        "capture", "-o", "live.yaml", "--", "pytest", "tests/test_io.py", "-x",
+        cwd=tmp_path, env=here,
+    )  # fmt: skip
+    assert live.code == 0, live.stdout + live.stderr
+    assert "error:AssertionError:tests/test_io.py::test_roundtrip_fp16" in live.stdout
+    assert "verdict reproduced" in live.stdout
+    expect = load_spec(str(tmp_path / "live.yaml")).document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["exception"] == "AssertionError"
+    assert expect["phase"] == "tests/test_io.py::test_roundtrip_fp16"

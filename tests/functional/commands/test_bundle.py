@@ -164,3 +164,80 @@ def test_bundle_needs_a_tar_gz_name_and_a_run(tmp_path: Path, cli: Cli) -> None:
     )
     assert wrong.code == 2
     assert "a bundle is a .tar.gz" in wrong.stderr
+
+
+RAISES = """\
+import sys
+import helper
+lr = float(sys.argv[1])
+open(sys.argv[2]).read()
+for step in range(1, 4):
+    print(f"train step {step}/3", flush=True)
+helper.check(lr)
+"""
+
+OUTSIDE_SPEC = """\
+reprospec: 1
+name: outside
+environment:
+  workdir: ../run
+command: python ../raises.py 3 DATA
+markers: [{preset: steps}]
+expect:
+  outcome: error
+  exception: ValueError
+  phase: train
+  step: 3
+"""
+
+
+def test_a_script_named_from_outside_the_workdir_goes_along(tmp_path: Path, cli: Cli) -> None:
+    # The D6 report: run in `run/`, the command runs `../raises.py`, which imports its
+    # neighbour `helper.py`; the bundle carried neither, nor the (empty) workdir itself.
+    project = tmp_path / "project"
+    for folder in ("run", "specs"):
+        (project / folder).mkdir(parents=True)
+    (project / "raises.py").write_text(RAISES)
+    (project / "helper.py").write_text(
+        "def check(lr):\n"
+        "    if lr > 1.0:\n"
+        "        raise ValueError(f'learning rate {lr} out of range')\n"
+    )
+    data = tmp_path / "machine" / "data.txt"  # named by an absolute path: not carried
+    data.parent.mkdir()
+    data.write_text("shared\n")
+    spec = project / "specs" / "r.yaml"
+    spec.write_text(OUTSIDE_SPEC.replace("DATA", str(data)))
+    store = tmp_path / "store"
+    first = cli("run", str(spec), "--out", str(store))
+    assert first.code == 0, first.stdout + first.stderr
+    archive = tmp_path / "r.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(store))
+    assert packed.code == 0, packed.stderr
+    assert "0 of them from the workdir and 2 named from outside it" in packed.stdout
+    assert "not carried, named by an absolute path" in packed.stderr
+    assert str(data) in packed.stderr
+    with tarfile.open(archive) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    top = next(iter(members)).split("/")[0]
+    assert members[f"{top}/tree/run"].isdir()
+    assert {f"{top}/tree/raises.py", f"{top}/tree/helper.py", f"{top}/tree/specs/r.yaml"} <= set(
+        members
+    )
+    assert not any(".." in name.split("/") for name in members)
+    # The recipient has the archive and the data file the spec names by its absolute path.
+    shutil.rmtree(project)
+    shutil.rmtree(store)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = cli(
+        "run",
+        str(archive),
+        "--out",
+        str(elsewhere / "out"),
+        "--yes",
+        cwd=elsewhere,
+        env={"PYTHONPATH": str(ROOT)},
+    )
+    assert again.code == 0, again.stdout + again.stderr
+    assert "1/1 cell(s) reproduced" in again.stdout

@@ -1,0 +1,90 @@
+"""pytest's report of a failing test, read as a live run and a pasted ticket both show it."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.outcome.pytestreport import FailedTest, first_failure, is_pytest
+
+# pytest 8-9, a failed `assert`: the E line and the summary leave out `AssertionError: `,
+# the line under the E lines names it; a second test fails after the first.
+LIVE = """\
+tests/test_io.py .FF
+
+=================================== FAILURES ===================================
+_____________________________ test_roundtrip_fp16 ______________________________
+
+    def test_roundtrip_fp16():
+>       assert F32 == F16
+E       assert torch.float32 == torch.float16
+
+tests/test_io.py:8: AssertionError
+_________________________________ TestIO.test_load _________________________________
+
+    def test_load(self):
+>       raise OSError("no file")
+E       OSError: no file
+
+tests/test_io.py:12: OSError
+=========================== short test summary info ============================
+FAILED tests/test_io.py::test_roundtrip_fp16 - assert torch.float32 == torch....
+FAILED tests/test_io.py::TestIO::test_load - OSError: no file
+========================= 2 failed, 1 passed in 0.33s ==========================
+"""
+
+# An exception raised deep in a library: several traceback entries, a module-qualified type.
+DEEP = """\
+______________________________ test_alloc ______________________________
+
+>   x = big()
+tests/test_mem.py:3:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+>   raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+E   torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
+
+lib/alloc.py:40: OutOfMemoryError
+FAILED tests/test_mem.py::test_alloc - torch.OutOfMemoryError: CUDA out of memory. Tried t...
+"""
+
+
+def test_a_live_run_names_its_first_failing_test_and_the_type_pytest_left_out() -> None:
+    assert first_failure(LIVE) == FailedTest(
+        "tests/test_io.py::test_roundtrip_fp16",
+        "AssertionError",
+        "assert torch.float32 == torch.float16",
+    )
+
+
+def test_the_type_and_message_come_from_the_failing_tests_own_section() -> None:
+    assert first_failure(DEEP) == FailedTest(
+        "tests/test_mem.py::test_alloc",
+        "torch.OutOfMemoryError",
+        "CUDA out of memory. Tried to allocate 2.00 GiB",
+    )
+
+
+def test_a_summary_alone_gives_its_type_and_message_and_no_failure_gives_none() -> None:
+    line = "FAILED tests/t.py::test_x[a-1] - ValueError: bad value 3\n"
+    assert first_failure(line) == FailedTest("tests/t.py::test_x[a-1]", "ValueError", "bad value 3")
+    assert first_failure("ERROR tests/t.py::test_y - RuntimeError: fixture\n") == FailedTest(
+        "tests/t.py::test_y", "RuntimeError", "fixture"
+    )
+    assert first_failure("tests/t.py ... [100%]\n3 passed in 0.1s\n") is None
+    assert first_failure("FAILED to open the file\n") is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (("pytest", "-x", "tests"), True),
+        (("/usr/bin/py.test",), True),
+        (("python3.11", "-u", "-m", "pytest", "-x"), True),
+        (("/bin/sh", "-c", "CUDA_VISIBLE_DEVICES=0 python -m pytest tests -q"), True),
+        (("uv", "run", "pytest"), True),
+        (("python", "run.py", "-m", "pytest"), False),  # a script, given `-m pytest`
+        (("python", "-c", "import pytest"), False),
+        (("bash", "-c", "pytest"), False),
+    ],
+)
+def test_which_commands_are_pytest(argv: tuple[str, ...], expected: bool) -> None:
+    assert is_pytest(argv) is expected
