@@ -29,7 +29,6 @@ from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
-from reprospec.outcome.pytestreport import is_pytest
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
 
@@ -99,7 +98,7 @@ def attempt_result(
     plan: AttemptPlan, execution: Execution, evidence: Evidence, logs: str = ""
 ) -> AttemptResult:
     """Classify and judge one finished execution from its evidence."""
-    pytest = isinstance(plan.job, Command) and is_pytest(plan.job.argv)
+    pytest = execution.returncode not in (0, None) and _runs_pytest(plan)
     outcome = with_native_and_ranks(
         classify(execution, evidence, packages=plan.environment.packages, pytest=pytest),
         evidence,
@@ -150,6 +149,17 @@ def attempt_result(
 
 
 _MODULE = Lazy(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _runs_pytest(plan: AttemptPlan) -> bool:
+    """Whether the attempt's command is pytest, whose report names a failure the
+    tracebacks' reader cannot see; asked of an attempt that did not exit 0 (a pass, the
+    common case, imports no reader of pytest's report)."""
+    if not isinstance(plan.job, Command):
+        return False
+    from reprospec.outcome.pytestreport import is_pytest
+
+    return is_pytest(plan.job.argv)
 
 
 def passed_over_a_crash(

@@ -35,8 +35,9 @@ READERS = (
 # classes and their symbol names (built at a crash or a hang, or read back where an attempt
 # folder holds them), the probe of `environment.packages` (a spec that lists some), the
 # reader of tracebacks (an attempt that wrote to stderr), the report's sections that explain
-# a failure (its signatures, what separates it) or the children's warnings, and the
-# instances' record (attempts of 2+ instances).
+# a failure (its signatures, what separates it) or the children's warnings, the
+# instances' record (attempts of 2+ instances), and the reader of pytest's report (a
+# pytest command that failed).
 NOT_FOR_A_PASS = (
     "reprospec.outcome.children",
     "reprospec.outcome.ranks",
@@ -55,6 +56,7 @@ NOT_FOR_A_PASS = (
     "reprospec.report.separation",
     "reprospec.report.signatures",
     "reprospec.report.instances",
+    "reprospec.outcome.pytestreport",
 )
 
 _RUN_AND_LIST = (
