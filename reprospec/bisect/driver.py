@@ -84,6 +84,13 @@ def bisect_spec(
         cells = ", ".join(cell.id for cell in plan.cells)
         raise UsageError(f"bisect runs one cell; choose it with -m AXIS=VALUE (cells: {cells})")
     cell = plan.cells[0]
+    if plan.expectation(cell).outcome == "pass":
+        # Every version would "not reproduce" a pass: refused before anything is built, as
+        # isolate and amplify refuse it (it ran 20 attempts, then blamed the bad end).
+        raise UsageError(
+            f"bisect needs the cell's expect to say how it fails; {cell.id or 'the cell'} is "
+            f"expected to pass: choose a failing cell with -m AXIS=VALUE"
+        )
     environment = plan.attempts[0].environment
     versions = _candidates(request)
     bisect_id = request.key(spec.source_text)

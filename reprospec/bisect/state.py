@@ -85,6 +85,19 @@ class BisectReport:
     perturbed: tuple[str, ...] = ()
 
     @property
+    def fixed(self) -> bool:
+        """The good end is the newer one: the question is which release fixed the bug (the
+        search is the same, read the other way)."""
+        if self.request.by_date:
+            return self.request.good > self.request.bad  # YYYY-MM-DD sorts as dates do
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return Version(self.request.good) > Version(self.request.bad)
+        except InvalidVersion:
+            return False
+
+    @property
     def headline(self) -> str:
         what = self.request.package or "environment"
         result = self.result
@@ -95,6 +108,11 @@ class BisectReport:
                 return f"first bad day: {result.first_bad}{last}" + (
                     f": {changed}" if changed else ""
                 )
+            if self.fixed and result.last_good:
+                # --good newer than --bad: the question is which release fixed it.
+                # The search's "last good" is the oldest release without the bug: the fix;
+                # its "first bad", the newest with it.
+                return f"fixed in: {what} {result.last_good} (last bad {result.first_bad})"
             return f"first bad: {what} {result.first_bad}{last}"
         if result.status == "undecided":
             return f"undecided: {result.reason}"
@@ -226,8 +244,14 @@ def render_markdown(report: BisectReport) -> str:
         if evidence.infra_error:
             outcomes = f"not installable: {evidence.infra_error}"
         runs = ", ".join(f"`{r}`" for r in evidence.runs)
-        mark = " **first bad**" if evidence.version == result.first_bad else ""
-        mark = " *last good*" if evidence.version == result.last_good else mark
+        fixed = report.fixed
+        mark = (
+            (" *last bad*" if fixed else " **first bad**")
+            if evidence.version == result.first_bad
+            else ""
+        )
+        if evidence.version == result.last_good:
+            mark = " **fixed in**" if fixed else " *last good*"
         lines.append(
             f"| {evidence.version}{mark} | {evidence.state} | {evidence.matched} / "
             f"{evidence.attempts} | {outcomes.replace('|', '/')} | {runs} |"

@@ -10,7 +10,7 @@ from pathlib import Path
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
 from reprospec.core.words import perturbed_phrase
-from reprospec.errors import EXIT_INTERRUPTED
+from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -161,5 +161,11 @@ def run(args: argparse.Namespace) -> int:
     status = report.result.status
     if status == "found":
         return 0
+    if (
+        status == "refused"
+        and report.result.attempts == 0
+        and any(v.infra_error for v in report.result.versions)
+    ):
+        return EXIT_INFRA  # nothing could run (no interpreter, no command): not an answer
     # Refused or undecided: the question could not be answered as asked.
     return 1

@@ -324,3 +324,26 @@ def test_by_date_names_the_day_and_what_changed(cli: Cli, tmp_path: Path) -> Non
     assert result["changed"] == [
         {"package": "sqlparse", "last_good": "0.3.0", "first_bad": "0.3.1"}
     ]
+
+
+def test_nothing_that_can_run_is_exit_3_and_a_passing_cell_is_bad_usage(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # "Refused, exit 1" read as "the bad end does not reproduce" where nothing could run,
+    # and a cell expected to pass ran 20 attempts before "did not reproduce".
+    out = str(tmp_path / "out")
+    ends = ("--package", "sqlparse", "--good", "0.3.0", "--bad", "0.3.1", "--out", out)
+    missing = cli(
+        "bisect", str(SQLPARSE_SPEC), *ends, "--set", "command=nosuchcmd-zz",
+        env=shared_envs(), timeout=600,
+    )  # fmt: skip
+    assert missing.code == 3, missing.stdout + missing.stderr
+    assert "cannot be tested: command not found: nosuchcmd-zz" in missing.stdout
+    fresh = (*ends[:-1], str(tmp_path / "fresh"))
+    passing = cli(
+        "bisect", str(SQLPARSE_SPEC), *fresh, "--set", "expect={outcome: pass}",
+        env=shared_envs(), timeout=600,
+    )  # fmt: skip
+    assert passing.code == 2, passing.stdout + passing.stderr
+    assert "bisect needs the cell's expect to say how it fails" in passing.stderr
+    assert not list((tmp_path / "fresh").glob("runs/*"))  # refused before anything ran

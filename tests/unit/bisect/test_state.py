@@ -1,0 +1,36 @@
+"""What a bisect says: its headline reads the way the question was asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.bisect.search import bisect
+from reprospec.bisect.state import BisectReport, BisectRequest
+
+
+def report(good: str, bad: str, first_bad: int) -> BisectReport:
+    """A real search over the versions from `good` to `bad` (good end first), against an
+    oracle that fails from index `first_bad` on: deterministic, as `git bisect` assumes."""
+    from reprospec.bisect.search import Trial
+
+    versions = [f"0.{n}" for n in range(5)]
+    if good > bad:
+        versions.reverse()
+
+    def oracle(version: str, attempts: int) -> Trial:
+        failed = versions.index(version) >= first_bad
+        return Trial(version, 1 if failed else attempts, 1 if failed else 0)
+
+    result = bisect(versions, oracle, min_rate=0.9)
+    request = BisectRequest(Path("s.yaml"), "pkg", good, bad)
+    return BisectReport(request, "id", Path("f"), "s", "", tuple(versions), result)
+
+
+def test_a_regression_names_its_first_bad_release() -> None:
+    assert report("0.0", "0.4", 2).headline == "first bad: pkg 0.2 (last good 0.1)"
+
+
+def test_a_fix_names_the_release_that_fixed_it() -> None:
+    # --good newer than --bad: 0.4 and 0.3 pass, 0.2 down to 0.0 fail. "first bad: 0.2
+    # (last good 0.3)" read as if 0.2 broke it; 0.3 fixed it, 0.2 was the last bad.
+    assert report("0.4", "0.0", 2).headline == "fixed in: pkg 0.3 (last bad 0.2)"
