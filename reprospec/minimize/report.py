@@ -88,7 +88,11 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         # the minimized spec keeps the matrix as it was rather than expect the wrong thing.
         spec_path.write_text(_spec_text(spec, program, (), workdir), encoding="utf-8")
         found = replace(found, cell=found.settings.original if found.settings else found.cell)
-    if program.workload:
+    if found.perturbed:
+        # Amplified: the failure needs environment.perturb, which a plain command line does
+        # not apply (it passed 6 of 6 times where `reprospec run` failed 4 of 4).
+        found = replace(found, repro=_rerun(spec_path, found), repro_note=_PERTURBED_NOTE)
+    elif program.workload:
         repro, note = _workload_repro(spec_path, found)
         found = replace(found, repro=repro, repro_note=note)
     else:
@@ -239,6 +243,22 @@ def _repro(spec_path: Path, found: Minimized) -> str:
     if argv[:2] == ("/bin/sh", "-c"):
         return argv[2]
     return join_words(tuple(argv))
+
+
+_PERTURBED_NOTE = (
+    "the failure was found under environment.perturb, which a plain command line does not "
+    "apply, so repro.sh reruns the minimized spec"
+)
+
+
+def _rerun(spec_path: Path, found: Minimized) -> str:
+    """`reprospec run minimized.yaml -m ...`: the failing cell as reprospec runs it."""
+    from reprospec import api
+
+    axes = api.load_spec(spec_path).document.get("matrix")
+    kept = axes if isinstance(axes, dict) else {}
+    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    return join_words(("reprospec", "run", SPEC_NAME, *(w for f in filters for w in ("-m", f))))
 
 
 def _workload_repro(spec_path: Path, found: Minimized) -> tuple[str, str]:

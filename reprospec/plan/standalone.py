@@ -260,6 +260,15 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
         settings.append(f"Python {environment.python}")
     if settings:
         notes.append(f"the run gave the cell {', '.join(settings)}; a plain command line does not")
+    perturbed = environment.perturb.describe()
+    if perturbed:
+        # An amplified failure: plain, the command fails as rarely as before amplify (a
+        # maintainer saw it pass 6 of 6 times where the run failed 4 of 4).
+        notes.append(
+            f"the run applied environment.perturb ({', '.join(perturbed)}), which makes the "
+            "failure frequent; a plain command line does not, so it fails as rarely as before "
+            "(`reprospec run` of the spec applies it)"
+        )
     if plan.expectation.outcome == "hang":
         # The engine's watch is what ended the hang; without it the repro waits forever, and a
         # maintainer should know when to stop waiting, and that it is no slower machine's doing.

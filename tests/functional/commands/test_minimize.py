@@ -352,3 +352,17 @@ def test_the_default_out_is_found_from_where_the_command_was_typed(tmp_path: Pat
     assert data["attempts"] > 10, data  # candidates ran (the first one used to be refused)
     assert Path(data["output"]).is_relative_to(tmp_path / ".reprospec" / "minimize")
     assert (Path(data["output"]) / "crash.py").is_file()
+
+
+def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
+    # A plain `sh repro.sh` leaves environment.perturb out, and an amplified failure is as
+    # rare there as before amplify: it passed 6 of 6 where the run failed 4 of 4.
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "40", *DETERMINISTIC,
+        "--set", "environment.perturb={switch_interval: 0.001}",
+    )  # fmt: skip
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert data["perturbed"] == ["switch_interval=0.001"]
+    repro = (tmp_path / "result" / "repro.sh").read_text()
+    assert "reprospec run minimized.yaml" in repro, repro
+    assert "environment.perturb" in data["repro_note"]

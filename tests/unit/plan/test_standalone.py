@@ -90,6 +90,20 @@ def test_an_expected_hang_says_what_stopped_it_in_the_run(
     )
 
 
+def test_an_amplified_cell_says_a_plain_command_line_leaves_the_perturbation_out(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: race\ncommand: python race.py\n"
+        "environment: {perturb: {switch_interval: 1e-06}}\n"
+        "expect: {outcome: error, exception: AssertionError}\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    (note,) = standalone_of(plan, tmp_path, expected="error", spec_name="race").notes
+    assert note.startswith("the run applied environment.perturb (switch_interval=1e-06)")
+    assert "a plain command line does not" in note
+
+
 def test_a_cell_expected_to_crash_has_no_hang_note(tmp_path: Path) -> None:
     (tmp_path / "spec.yaml").write_text(
         "reprospec: 1\nname: boom\ncommand: sleep 1\nrun: {timeout: 90s, stall: 10s}\n"
