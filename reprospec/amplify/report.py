@@ -66,14 +66,19 @@ def sentence(found: AmplifyReport) -> str:
         return f"{base}: the cell could not run: {result.note}"
     if winner is None:
         best = max(
-            (a for a in result.arms[1:] if not a.dropped),
+            # (an arm that never ran is no one's best: 0/0 is not a rate)
+            (a for a in result.arms[1:] if not a.dropped and a.rate.attempts),
             key=lambda a: (a.rate.value, a.rate.low),
             default=None,
         )
         tail = f"; best {best.arm.label}: {interval(best.rate)}" if best is not None else ""
         verb = "interrupted" if result.status == "interrupted" else "not amplified"
         return f"{base}{tail}: {verb}" + (f" ({result.note})" if result.note else "")
-    return f"{base}; with {winner.arm.label}: {interval(winner.rate)}"
+    claim = f"{base}; with {winner.arm.label}: {interval(winner.rate)}"
+    if result.status == "interrupted":
+        # Stdout is what a script reads: a partial leader is not the answer.
+        return f"{claim}: interrupted before it was established"
+    return claim
 
 
 def _others(arm: ArmResult) -> str:

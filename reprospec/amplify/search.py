@@ -249,6 +249,11 @@ class Amplification:
         """The next round: attempts for the arms that need them; [] once `result` is set."""
         if self.result is not None:
             return []
+        if self._dropped(0):
+            # The base could not run (no interpreter, no command): no arm can tell anything,
+            # and running each of them first only spent the budget (then "not amplified").
+            self._finish(established=False, infra=True)
+            return []
         left = self.settings.budget - self.used
         if left <= 0:
             self._finish(established=False)

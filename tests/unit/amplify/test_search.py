@@ -138,6 +138,17 @@ def test_the_base_that_cannot_run_is_an_infra_error() -> None:
     assert result.note == "cannot apply"
 
 
+def test_a_base_that_cannot_run_stops_the_search_before_any_other_arm_runs() -> None:
+    # A command that is not there fails every arm alike: with --budget 8 the arms' first
+    # attempts spent it and the answer was "not amplified" (exit 1), naming an arm that
+    # never ran as the best; with 30, 24 attempts went before the infra error.
+    every = frozenset({"base", SI.label})
+    result, asked = simulate([SI], fixed({"base": 0.0}), seed=6, infra=every,
+                             settings=Settings(budget=8, step=4))  # fmt: skip
+    assert result.status == "infra-error"
+    assert {probe.arm for probe in asked} == {0}
+
+
 def test_the_same_records_ask_the_same_probes() -> None:
     # What resuming relies on: replaying the stored answers asks for exactly them again.
     rates = fixed({"base": 0.05, "cpus=1": 0.3})
@@ -169,3 +180,24 @@ def test_a_damaged_amplify_state_file_is_refused_named(tmp_path: Path) -> None:
             StateFile(tmp_path, {"spec": "s"})
     state.write_text('{"format": 1, "header": {"spec": "other"}, "probes": []}')
     assert StateFile(tmp_path, {"spec": "s"}).stored == 0
+
+
+def test_an_interrupted_search_does_not_print_its_leader_as_the_answer() -> None:
+    # Stdout is what a script reads: "with switch_interval=1e-06: 4/4" after Ctrl-C read as
+    # the answer (exit 130 on stderr only).
+    from reprospec.amplify.report import AmplifyReport
+    from reprospec.core.inputs import Cell, Expectation
+
+    search = Amplification([SI], Settings(budget=300, step=4))
+    while search.tallies[1].attempts < 4:  # the base's first attempts, then the arm's
+        for probe in search.next_probes():
+            search.record(probe, ["match" if probe.arm else "pass"] * probe.attempts)
+    search.interrupt()
+    assert search.result is not None
+    assert search.result.winner is not None  # 4/4 against 0/8: clear of the base already
+    report = AmplifyReport(
+        "id", Path("f"), "s", "s.yaml", Cell("default", 0, {}), Expectation("error"),
+        search.result, (), 0, True, 300,
+    )  # fmt: skip
+    said = report.sentence()
+    assert said.endswith(": interrupted before it was established"), said
