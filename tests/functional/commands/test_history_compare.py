@@ -196,3 +196,7 @@ def test_compare_shows_an_outcome_change_per_cell(cli: Cli, tmp_path: Path) -> N
     assert "    expected  pass\n" in out
     assert "-command: [" in out
     assert "+command: [" in out
+    # The same outcome, seen more times (`--repeat 3`): no cell changed.
+    more = cli("run", str(_exit_spec(tmp_path, 0)), "--repeat", "3")
+    again = cli("compare", passing.latest_run().name, more.latest_run().name).stdout
+    assert "cells that changed" not in again, again
