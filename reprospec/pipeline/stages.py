@@ -123,6 +123,7 @@ def execute(
                 options.runner,
                 redactor.value(options.to_dict()),
                 {},
+                started=started,  # the same second as results.json's, which a resume keeps
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
         judged = JudgedCells(plan, spool.add, redactor)
