@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from reprospec.core.expr import same
+from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
 
 MATRIX = "matrix."
@@ -190,3 +191,28 @@ def same_setting(a: Setting, b: Setting) -> bool:
     if a is MISSING or b is MISSING:
         return a is b
     return same(a, b)  # true and 1 are different spec values, 2 and 2.0 the same
+
+
+def farthest(failing: Cell, passing: Sequence[Cell]) -> Cell | None:
+    """The passing cell that differs from `failing` in the most matrix values (the first of
+    those in matrix order), or None.
+
+    What isolate can name is a subset of the differences between the two cells, so a
+    passing cell one value away could only ever name that value: a crash that needs
+    `USE_NATIVE=1` and `fast_path=true`, against the nearest passing cell, read "crashes
+    when fast_path=true". The farthest one leaves every toggle in question (isolate's
+    default passing side, and minimize's step 1).
+    """
+    best: Cell | None = None
+    most = -1
+    for cell in passing:
+        count = sum(
+            1
+            for axis in {*failing.matrix, *cell.matrix}
+            if axis not in failing.matrix
+            or axis not in cell.matrix
+            or render(failing.matrix[axis]) != render(cell.matrix[axis])
+        )
+        if count > most:
+            best, most = cell, count
+    return best

@@ -39,6 +39,7 @@ from reprospec.isolation.differences import (
     Setting,
     configuration,
     differences,
+    farthest,
     key,
     mix,
     overrides,
@@ -363,7 +364,7 @@ def _choose_cells(
     # With no cell expected to pass, `expect` says every cell fails: which one does is seen
     # in the run of the matrix, not read (the first cell, taken as read, passed 0/20).
     if passing is None and failing is not None:
-        passing = most_different(failing, [c for c in expected_to_pass if c != failing])
+        passing = farthest(failing, [c for c in expected_to_pass if c != failing])
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, options, failing, passing, say)
     if failing == passing:
@@ -380,7 +381,7 @@ def _observe(
     say: Progress,
 ) -> tuple[Cell, Cell]:
     """Run every cell once: the first that fails as expected, and of the cells that passed
-    the one that differs from it most (`most_different`)."""
+    the one that differs from it most (`differences.farthest`)."""
     from reprospec import api
 
     say(f"running the matrix once ({len(cells)} cell(s)) to find a failing and a passing cell")
@@ -398,7 +399,7 @@ def _observe(
         elif all(o.kind == "pass" for o in ran):
             passed.append(cell.cell)
     if passing is None and failing is not None:
-        passing = most_different(failing, [c for c in passed if c != failing])
+        passing = farthest(failing, [c for c in passed if c != failing])
     if failing is None:
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "
@@ -410,25 +411,6 @@ def _observe(
             f"--passing, or set fields with --passing-set"
         )
     return failing, passing
-
-
-def most_different(failing: Cell, passing: Sequence[Cell]) -> Cell | None:
-    """Of the passing cells, the one whose values differ from the failing cell's in the
-    most axes (the first of those in matrix order), or None.
-
-    The answer is a subset of the differences between the two cells, so a passing cell
-    one value away can only ever name that value: with a crash that needs `USE_NATIVE=1`
-    and `fast_path=true`, the nearest passing cell (fast_path=false) gave "crashes when
-    fast_path=true" while a cell with USE_NATIVE=0 and fast_path=true passed in the same
-    run. The farthest one leaves every toggle in question (minimize's step 1 does the same).
-    """
-
-    def differences(cell: Cell) -> int:
-        return sum(failing.matrix.get(axis) != value for axis, value in cell.matrix.items()) + sum(
-            axis not in cell.matrix for axis in failing.matrix
-        )
-
-    return max(passing, key=differences, default=None)
 
 
 def _select(cells: Sequence[Cell], text: str, option: str) -> Cell:

@@ -33,6 +33,7 @@ from reprospec.isolation.differences import (
     Setting,
     configuration,
     differences,
+    farthest,
     mix,
     overrides,
     render,
@@ -102,7 +103,7 @@ def reduce_settings(
     """Isolate the failing cell against its farthest passing cell; the rest goes back."""
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
 
-    other = _farthest(failing, passing)
+    other = farthest(failing, passing)
     if other is None:
         return Reduced(failing, failing, None, message="the spec has no passing cell")
     passing_config = configuration(document, other.matrix, {})
@@ -176,23 +177,6 @@ def reduce_settings(
         reset=tuple(d for i, d in enumerate(diffs) if i not in chosen),
         overrides=(*overrides(config, document), "expect=" + json.dumps(expect)),
     )
-
-
-def _farthest(failing: Cell, passing: Sequence[Cell]) -> Cell | None:
-    """The passing cell that differs from `failing` in the most settings (the first of those)."""
-    best: Cell | None = None
-    most = -1
-    for cell in passing:
-        count = sum(
-            1
-            for axis in {*failing.matrix, *cell.matrix}
-            if axis not in failing.matrix
-            or axis not in cell.matrix
-            or render(failing.matrix[axis]) != render(cell.matrix[axis])
-        )
-        if count > most:
-            best, most = cell, count
-    return best
 
 
 def _shown(value: Setting) -> str:
