@@ -34,6 +34,7 @@ from reprospec.bisect.state import (
     write_reports,
     write_state,
 )
+from reprospec.core import environ
 from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment import packages
@@ -262,15 +263,8 @@ def _exclude_newer(cutoff: str | None) -> Iterator[None]:
     if cutoff is None:
         yield
         return
-    before = os.environ.get("UV_EXCLUDE_NEWER")
-    os.environ["UV_EXCLUDE_NEWER"] = cutoff
-    try:
+    with environ.changed({"UV_EXCLUDE_NEWER": cutoff}):
         yield
-    finally:
-        if before is None:
-            os.environ.pop("UV_EXCLUDE_NEWER", None)
-        else:
-            os.environ["UV_EXCLUDE_NEWER"] = before
 
 
 def _describe(trial: Trial) -> str:

@@ -45,6 +45,7 @@ from reprospec.capture.writer import (
     show_value,
     slug,
 )
+from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.errors import UsageError
@@ -116,15 +117,8 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     )
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(render_spec(first), encoding="utf-8")
-    saved = os.environ.get(RECORD_IMPORTS_VAR)
-    os.environ[RECORD_IMPORTS_VAR] = "1"
-    try:
+    with environ.changed({RECORD_IMPORTS_VAR: "1"}):
         result = run_spec(spec_path, request.repeat, True)
-    finally:
-        if saved is None:
-            os.environ.pop(RECORD_IMPORTS_VAR, None)
-        else:
-            os.environ[RECORD_IMPORTS_VAR] = saved
     run_dir = request.out.resolve() / "runs" / result.run_id
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)
@@ -183,7 +177,7 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         lines.append(f"packages it imported: {', '.join(packages)}")
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
-        _, said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
+        said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
         lines += said
     return Captured(spec_path, observed, tuple(lines), verified)
 

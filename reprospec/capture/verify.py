@@ -19,6 +19,7 @@ from pathlib import Path
 from reprospec import native
 from reprospec.capture.footprint import needed_lines, shell_only
 from reprospec.capture.writer import Draft, render_spec
+from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
 
 # (spec, attempts, observe) -> the run: how capture runs a spec (the CLI's live progress).
@@ -38,10 +39,10 @@ class Rerun:
 
 def verify(
     run_spec: Runner, spec_path: Path, draft: Draft, signature: str, repeat: int
-) -> tuple[Draft, tuple[str, ...], bool]:
+) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`) without the shell's own
-    variables; the draft as finally written (with the variables the failure needs), what
-    to say, and whether the failure came back as `expect` says."""
+    variables, rewritten with the ones the failure needs; what to say, and whether the
+    failure came back as `expect` says."""
     own = shell_only(os.environ, (line.name for line in draft.env))
 
     def check(kept: Iterable[str] = ()) -> Rerun:
@@ -68,7 +69,7 @@ def verify(
         + _unmatched(done.attempts, done.verified)
         + f"; verdict {done.verdicts} (run {done.run_id})"
     )
-    return draft, tuple(lines), done.verified
+    return tuple(lines), done.verified
 
 
 def _rerun(
@@ -76,11 +77,8 @@ def _rerun(
 ) -> Rerun:
     """Rerun the spec with the variables `left_out` unset (this process's environment is
     what the local runner hands its attempts), then put them back."""
-    saved = {name: os.environ.pop(name) for name in left_out if name in os.environ}
-    try:
+    with environ.changed(dict.fromkeys(left_out)):
         result = run_spec(spec_path, repeat, False)
-    finally:
-        os.environ.update(saved)
     again = tuple(a for cell in result.cells for a in cell.attempts)
     same = sum(
         1
