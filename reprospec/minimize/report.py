@@ -233,10 +233,7 @@ def _repro(spec_path: Path, found: Minimized) -> str:
     from reprospec.core.runoptions import RunOptions
 
     spec = api.load_spec(spec_path)
-    axes = spec.document.get("matrix")
-    kept = axes if isinstance(axes, dict) else {}
-    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
-    plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
+    plan = api.plan_run(spec, RunOptions(matrix_filters=_cell_filters(spec, found)))
     argv = plan.attempts[0].argv
     if argv is None:
         return plan.attempts[0].command_text
@@ -255,9 +252,18 @@ def _rerun(spec_path: Path, found: Minimized) -> str:
     """`reprospec run minimized.yaml -m ...`: the failing cell as reprospec runs it."""
     from reprospec import api
 
-    axes = api.load_spec(spec_path).document.get("matrix")
+    return _rerun_line(_cell_filters(api.load_spec(spec_path), found))
+
+
+def _cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
+    """The `-m AXIS=VALUE` filters that select the failing cell in the minimized spec (the
+    axes it still has: a setting reset in step 1 is no axis any more)."""
+    axes = spec.document.get("matrix")
     kept = axes if isinstance(axes, dict) else {}
-    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    return tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+
+
+def _rerun_line(filters: Sequence[str]) -> str:
     return join_words(("reprospec", "run", SPEC_NAME, *(w for f in filters for w in ("-m", f))))
 
 
@@ -269,16 +275,15 @@ def _workload_repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
     from reprospec.plan.standalone import REPRO_PY, standalone_of
 
     spec = api.load_spec(spec_path)
-    axes = spec.document.get("matrix")
-    kept = axes if isinstance(axes, dict) else {}
-    filters = tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    filters = _cell_filters(spec, found)
     plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
     standalone = standalone_of(plan.attempts[0], spec_path.parent, spec_name=spec.name)
     if standalone.script and standalone.run:
         (spec_path.parent / REPRO_PY).write_text(standalone.script, encoding="utf-8")
         return standalone.run, ""
-    line = join_words(("reprospec", "run", SPEC_NAME, *(w for f in filters for w in ("-m", f))))
-    return line, standalone.unavailable or "the harness cannot write a repro.py for this cell"
+    return _rerun_line(filters), (
+        standalone.unavailable or "the harness cannot write a repro.py for this cell"
+    )
 
 
 def to_dict(found: Minimized) -> JsonObject:
