@@ -307,9 +307,7 @@ def unused_definitions(text: str) -> list[int]:
     undecorated and not dunder."""
     tree = ast.parse(text)
     nodes = numbered(tree)
-    read = {n.id for n in nodes if isinstance(n, ast.Name)}
-    read |= {n.attr for n in nodes if isinstance(n, ast.Attribute)}
-    read |= {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    read = _names_read(nodes) | {n.attr for n in nodes if isinstance(n, ast.Attribute)}
     top = {id(statement) for statement in tree.body}
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return [
@@ -323,15 +321,18 @@ def unused_definitions(text: str) -> list[int]:
     ]
 
 
+def _names_read(nodes: Sequence[ast.AST]) -> set[str]:
+    """The names a file reads: as a name, or as a string (names listed in `__all__` are read
+    by whoever imports the file; `getattr(m, "f")` reads `f`)."""
+    read = {n.id for n in nodes if isinstance(n, ast.Name)}
+    read |= {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return read
+
+
 def unused_imports(text: str) -> list[int]:
     """Numbers of the imported names that nothing in the file reads (by name)."""
-    tree = ast.parse(text)
-    nodes = numbered(tree)
-    read = {n.id for n in nodes if isinstance(n, ast.Name)}
-    for n in nodes:
-        # Names listed in __all__ are exported: they are read by whoever imports the file.
-        if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            read.add(n.value)
+    nodes = numbered(ast.parse(text))
+    read = _names_read(nodes)
     out: list[int] = []
     for i, n in enumerate(nodes):
         if isinstance(n, ast.alias) and n.name != "*":
