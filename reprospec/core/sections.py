@@ -335,13 +335,19 @@ class Command:
     argv: tuple[str, ...]
 
     @property
+    def shell(self) -> str | None:
+        """A string command's text (what `/bin/sh -c` runs); None for an argument vector."""
+        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
+            return self.argv[2]
+        return None
+
+    @property
     def text(self) -> str:
         """The command as a person would type it."""
         import shlex
 
-        if self.argv[:2] == ("/bin/sh", "-c") and len(self.argv) == 3:
-            return self.argv[2]
-        return shlex.join(self.argv)
+        shell = self.shell
+        return shell if shell is not None else shlex.join(self.argv)
 
 
 @dataclass(frozen=True)

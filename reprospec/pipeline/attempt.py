@@ -177,8 +177,7 @@ def passed_over_a_crash(
     if not crashed:
         return ()
     first = crashed[0]
-    argv = plan.argv or ()
-    piped = len(argv) == 3 and argv[:2] == ("/bin/sh", "-c") and "|" in argv[2]
+    piped = isinstance(plan.job, Command) and "|" in (plan.job.shell or "")
     return (
         f"passed, but a process of the attempt died of {first.signal} (pid {first.pid}"
         + (f": {first.command}" if first.command else "")
