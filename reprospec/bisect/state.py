@@ -237,6 +237,7 @@ def render_markdown(report: BisectReport) -> str:
         "| version | judged | matched / attempts | outcomes | runs |",
         "|---|---|---|---|---|",
     ]
+    fixed = report.fixed
     for evidence in result.versions:
         if evidence.state == "untested":
             continue
@@ -244,7 +245,6 @@ def render_markdown(report: BisectReport) -> str:
         if evidence.infra_error:
             outcomes = f"not installable: {evidence.infra_error}"
         runs = ", ".join(f"`{r}`" for r in evidence.runs)
-        fixed = report.fixed
         mark = (
             (" *last bad*" if fixed else " **first bad**")
             if evidence.version == result.first_bad

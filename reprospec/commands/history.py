@@ -71,17 +71,9 @@ def run(args: argparse.Namespace) -> int:
     searches = args.searches
     with Store(Path(args.out)) as store:
         runs = store.runs(spec_name=spec_name, limit=limit, searches=searches)
-        total = (
-            store.run_count(spec_name, searches=searches)
-            if limit is not None and len(runs) == limit
-            else None
-        )
-        probes = (
-            0
-            if searches
-            else store.run_count(spec_name) - store.run_count(spec_name, searches=False)
-        )
-    notes = [] if total is None or total <= len(runs) else [_left_out(len(runs), total)]
+        shown = store.run_count(spec_name, searches=searches)  # what the listing draws from
+        probes = 0 if searches else store.run_count(spec_name) - shown
+    notes = [_left_out(len(runs), shown)] if shown > len(runs) else []
     if probes:
         notes.append(_probes_left_out(probes))
     if args.format == "json":
