@@ -35,11 +35,18 @@ def copied(case: str, tmp_path: Path) -> Path:
     return workdir
 
 
-def capture(cli: Cli, workdir: Path, *argv: str, options: tuple[str, ...] = ()) -> CliResult:
+def capture(
+    cli: Cli,
+    workdir: Path,
+    *argv: str,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> CliResult:
     out = workdir.parent / "out"
     result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), *options, "--", *argv, cwd=workdir
-    )
+        "capture", "-o", "spec.yaml", "--out", str(out), *options, "--", *argv,
+        cwd=workdir, env=env,
+    )  # fmt: skip
     assert result.code == 0, result.stdout + result.stderr
     return result
 
@@ -286,12 +293,7 @@ def test_a_message_holding_a_secret_reproduces_without_writing_the_secret_or_its
         "raise PermissionError(f\"403 for token {os.environ['HF_TOKEN']}\")\n"
     )
     secret = "hf_SuperSecretValue123"
-    out = tmp_path / "out"
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "dl.py",
-        cwd=workdir, env={"HF_TOKEN": secret},
-    )  # fmt: skip
-    assert result.code == 0, result.stdout + result.stderr
+    result = capture(cli, workdir, "python", "dl.py", env={"HF_TOKEN": secret})
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
     assert secret not in text
@@ -343,13 +345,8 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
         "if os.environ.get('USE_NATIVE') == '1':\n"
         "    ctypes.string_at(0)\n"
     )
-    out = tmp_path / "out"
     shell = {"USE_NATIVE": "1", "UNRELATED_SETTING": "x", "OTHER_SETTING": "y"}
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "segv.py",
-        cwd=workdir, env=shell,
-    )  # fmt: skip
-    assert result.code == 0, result.stdout + result.stderr
+    result = capture(cli, workdir, "python", "segv.py", env=shell)
     assert "the failure needs USE_NATIVE as your shell sets it" in result.stdout
     assert "verdict reproduced" in result.stdout
     env = load_spec(str(workdir / "spec.yaml")).document["environment"]
@@ -359,7 +356,9 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     assert variables["USE_NATIVE"] == "1"
     assert not {"UNRELATED_SETTING", "OTHER_SETTING"} & set(variables)  # not needed: not set
     # The spec alone reproduces: a shell without the variable.
-    rerun = cli("run", str(workdir / "spec.yaml"), "--out", str(out), env={"USE_NATIVE": ""})
+    rerun = cli(
+        "run", str(workdir / "spec.yaml"), "--out", str(tmp_path / "out"), env={"USE_NATIVE": ""}
+    )
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
@@ -367,11 +366,7 @@ def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_pa
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "boom.py").write_text("print('train step 1/1', flush=True)\nraise ValueError(1)\n")
-    result = cli(
-        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--", "python", "boom.py",
-        cwd=workdir, env={"UNRELATED_SETTING": "x"},
-    )  # fmt: skip
-    assert result.code == 0, result.stdout + result.stderr
+    result = capture(cli, workdir, "python", "boom.py", env={"UNRELATED_SETTING": "x"})
     assert "the failure needs" not in result.stdout
     assert "verify (without " in result.stdout  # the shell's own were left out, and it says so
     assert "verdict reproduced" in result.stdout

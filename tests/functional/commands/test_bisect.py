@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reprospec import venvs
 from reprospec.bisect.search import DEFAULT_ERROR, attempts_to_see
-from tests.support.cli import ROOT, Cli, interrupt_when
+from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
 
 DEMO = "reprospec-bisectdemo"
@@ -331,19 +331,17 @@ def test_nothing_that_can_run_is_exit_3_and_a_passing_cell_is_bad_usage(
 ) -> None:
     # "Refused, exit 1" read as "the bad end does not reproduce" where nothing could run,
     # and a cell expected to pass ran 20 attempts before "did not reproduce".
-    out = str(tmp_path / "out")
-    ends = ("--package", "sqlparse", "--good", "0.3.0", "--bad", "0.3.1", "--out", out)
-    missing = cli(
-        "bisect", str(SQLPARSE_SPEC), *ends, "--set", "command=nosuchcmd-zz",
-        env=shared_envs(), timeout=600,
-    )  # fmt: skip
+    def bisect(out: str, override: str) -> CliResult:
+        return cli(
+            "bisect", str(SQLPARSE_SPEC), "--package", "sqlparse", "--good", "0.3.0",
+            "--bad", "0.3.1", "--out", str(tmp_path / out), "--set", override,
+            env=shared_envs(), timeout=600,
+        )  # fmt: skip
+
+    missing = bisect("out", "command=nosuchcmd-zz")
     assert missing.code == 3, missing.stdout + missing.stderr
     assert "cannot be tested: command not found: nosuchcmd-zz" in missing.stdout
-    fresh = (*ends[:-1], str(tmp_path / "fresh"))
-    passing = cli(
-        "bisect", str(SQLPARSE_SPEC), *fresh, "--set", "expect={outcome: pass}",
-        env=shared_envs(), timeout=600,
-    )  # fmt: skip
+    passing = bisect("fresh", "expect={outcome: pass}")
     assert passing.code == 2, passing.stdout + passing.stderr
     assert "bisect needs the cell's expect to say how it fails" in passing.stderr
     assert not list((tmp_path / "fresh").glob("runs/*"))  # refused before anything ran
