@@ -88,6 +88,12 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         out += [f"  {row['key']}: {row['a']!r} -> {row['b']!r}" for row in diff["environment"]]
     else:
         out.append("same environment")
+    if diff["per_cell"]:
+        # Named, so "same environment" is not read as covering what each cell chose.
+        out.append(
+            "not compared run to run (a toggle chose them per cell; the cells show each one's): "
+            + ", ".join(diff["per_cell"])
+        )
     if diff["cells"]:
         out.append("cells that changed:")
         for row in diff["cells"]:

@@ -8,7 +8,8 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
-  name), wherever a mapping shows it under that name;
+  name), wherever a mapping shows it under that name, but a release number (a
+  package table's `keyring: 25.6.0`);
 - by value: every occurrence, in any text, of
   - the value of each engine variable the spec reads through `${{ env.X }}`,
     unless the spec lists X in `environment.public_env`,
@@ -47,6 +48,12 @@ MASK = "***"
 MIN_MASKED_CHARS = 4
 _ENV_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
+# A release number (PEP 440's public part, a local label allowed): `2.13.0+cpu`, `3.0.4`,
+# `2026.11.19`, `6.0.12.20261122`. A table of installed packages is keyed by project names,
+# and `keyring`, `SecretStorage` or `tokenizers` look secret by name; their versions are not
+# secrets, and a Versions block of `keyring==***` only hides the environment. One dot at
+# least: a key or token of digits alone is still masked.
+_RELEASE = Lazy(r"\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?(?:\+[a-z0-9.]+)?")
 
 T = TypeVar("T")
 
@@ -173,7 +180,11 @@ class Redactor:
             return {
                 key: (
                     MASK
-                    if isinstance(key, str) and isinstance(item, str) and item and looks_secret(key)
+                    if isinstance(key, str)
+                    and isinstance(item, str)
+                    and item
+                    and looks_secret(key)
+                    and not _RELEASE.fullmatch(item)
                     else self._walk(item)
                 )
                 for key, item in value.items()

@@ -5,15 +5,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.lazyre import Lazy
 
 # Fields that change from one run to the next on the same machine: differences there are noise.
 VOLATILE_ENV_FIELDS = frozenset(
-    {"memory.available", "shm.free", "python.executable", "python.prefix", "python.base_prefix"}
+    {
+        "memory.available",
+        "shm.free",
+        "python.executable",
+        "python.prefix",
+        "python.base_prefix",
+        # Which cell's interpreter the capture ran in: a run's bookkeeping, not a fact of it.
+        "captured_in",
+    }
 )
+# The spec settings that choose the interpreter: cells that differ in one ran several.
+INTERPRETER_SETTINGS = ("python", "image", "dockerfile")
+# What a capture holds of the interpreter it ran in (the rest is the machine's).
+_INTERPRETER_FIELDS = ("python", "os", "packages", "torch", "collect_env", "multiprocessing")
+_REQUIREMENT_NAME = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def flatten_environment(
@@ -47,3 +62,63 @@ def environment_diff(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> 
         for key in keys
         if flat_a.get(key) != flat_b.get(key)
     ]
+
+
+def package_name(requirement: str) -> str:
+    """`Torch_Vision>=0.1` -> `torch-vision`: a requirement's project, as PyPI normalizes it."""
+    match = _REQUIREMENT_NAME.match(requirement)
+    name = match.group(1) if match else requirement
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def one_cell_fields(
+    environments: Iterable[Mapping[str, JsonValue]], captured: Mapping[str, JsonValue]
+) -> tuple[str, ...]:
+    """The fields of a run's `captured` environment that hold one cell's values, not the run's,
+    given its cells' `environments` (each cell's resolved `environment` section).
+
+    The capture runs once per run, in the first cell's interpreter. Where a toggle chose
+    the interpreter (`python`, `image`, `dockerfile`), everything the interpreter brings is
+    that cell's; where it chose a package's version, that package's fields are. A report
+    that showed them, or a `compare` that set them against another run's, would state one
+    cell's version as the run's. Dotted prefixes, as `flatten_environment` names fields.
+    """
+    distinct = list({id(env): env for env in environments}.values())
+    if len(distinct) < 2:
+        return ()
+    if any(len({str(env.get(key)) for env in distinct}) > 1 for key in INTERPRETER_SETTINGS):
+        return _INTERPRETER_FIELDS
+    requirements = [_requirements(env) for env in distinct]
+    names = {name for each in requirements for name in each}
+    varying = sorted(n for n in names if len({each.get(n) for each in requirements}) > 1)
+    if not varying:
+        return ()
+    # The capture's own keys: the spec's spelling in `packages`, pip's in collect_env.
+    spelled = [
+        f"{section}.{key}"
+        for section, table in (
+            ("packages", captured.get("packages")),
+            ("collect_env.pip", _pip(captured)),
+        )
+        if isinstance(table, Mapping)
+        for key in table
+        if package_name(str(key)) in varying
+    ]
+    return (*spelled, *(("torch",) if "torch" in varying else ()))
+
+
+def _requirements(environment: Mapping[str, JsonValue]) -> dict[str, str]:
+    packages = environment.get("packages")
+    if not isinstance(packages, (list, tuple)):
+        return {}
+    return {package_name(str(r)): str(r) for r in packages}
+
+
+def _pip(captured: Mapping[str, JsonValue]) -> JsonValue:
+    collect_env = captured.get("collect_env")
+    return collect_env.get("pip") if isinstance(collect_env, Mapping) else None
+
+
+def within(key: str, fields: Iterable[str]) -> bool:
+    """Whether dotted `key` is one of `fields` or under one of them."""
+    return any(key == f or key.startswith(f"{f}.") for f in fields)

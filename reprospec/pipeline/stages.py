@@ -273,6 +273,7 @@ class EnvironmentCapture:
         mismatches = environment_mismatches(env, attempt.environment.to_json())
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
+        env["captured_in"] = attempt.cell.id  # a toggle may choose the interpreter: whose?
         self._environment = env
 
     def running(self) -> bool:

@@ -9,14 +9,13 @@ cell instead, and the run-level table keeps only what every cell shared.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.lazyre import Lazy
 from reprospec.core.results import CellResult, RunResult, alike
 from reprospec.core.words import size
+from reprospec.environment.facts import INTERPRETER_SETTINGS, package_name
 
 # Sections of the captured environment (harness envinfo) that get rows of their own.
 _ENV_SECTIONS = frozenset(
@@ -35,6 +34,7 @@ _ENV_SECTIONS = frozenset(
         "env",
         "environment_mismatch",
         "collect_env",  # its own folded block (report/versions.py)
+        "captured_in",  # the cell whose interpreter it was: named by the Versions block
     }
 )
 
@@ -135,8 +135,7 @@ _SOFTWARE_ROWS = frozenset(
     }
 )
 _TORCH_ROWS = frozenset({"torch", "CUDA", "cuDNN", "CUDA arch list"})
-_SOFTWARE_KEYS = frozenset({"image", "dockerfile", "python"})
-_REQUIREMENT_NAME = Lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_SOFTWARE_KEYS = frozenset(INTERPRETER_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -192,7 +191,7 @@ def _settings(environment: Mapping[str, JsonValue]) -> dict[str, tuple[str, str 
                 out[f"env:{name}"] = (f"{name}={text}", str(text))
         elif key == "packages" and isinstance(value, (list, tuple)):
             for requirement in value:
-                name = _package_name(str(requirement))
+                name = package_name(str(requirement))
                 out[f"package:{name}"] = (str(requirement), str(requirement))
         elif key == "debug" and isinstance(value, Mapping):
             # One setting per GPU diagnostic, so the cell that had it on reads `compute_sanitizer:
@@ -215,12 +214,6 @@ def _absent(key: str) -> str:
     if kind == "package":
         return f"no {name}"
     return f"{key}: none"
-
-
-def _package_name(requirement: str) -> str:
-    match = _REQUIREMENT_NAME.match(requirement)
-    name = match.group(1) if match else requirement
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def environment_rows(
@@ -252,7 +245,7 @@ def environment_rows(
             value = ", ".join(
                 f"{k} {v or 'not installed'}"
                 for k, v in _section(env, "packages").items()
-                if _package_name(str(k)) not in differs.packages
+                if package_name(str(k)) not in differs.packages
             )
         if value:
             kept.append((label, value))

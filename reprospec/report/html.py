@@ -43,7 +43,7 @@ from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
-from reprospec.report.versions import versions_text
+from reprospec.report.versions import captured_where, run_one_cell, versions_text
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -219,6 +219,8 @@ def context(run: RunResult) -> dict[str, object]:
     axes = axes_of(run.cells)
     standalone = run.standalone
     large = len(run.cells) > LARGE_RUN_CELLS
+    differs = cell_environments(run.cells)
+    one_cell = run_one_cell(run)
     return {
         "title": " ".join((run.title or run.spec_name).split()),
         "summary": summary_line(run),
@@ -226,15 +228,17 @@ def context(run: RunResult) -> dict[str, object]:
         "run": run,
         "warnings": list(run.warnings),
         "perturbed": perturbed_cells(run),
-        "environment": environment_rows(run.environment),
-        "env_vars": env_vars(run.environment),
-        "versions": versions_text(run.environment),
+        # Without what a toggle chose per cell: the rows say what every cell ran with.
+        "environment": environment_rows(run.environment, differs),
+        "env_vars": env_vars(run.environment, differs),
+        "versions": versions_text(run.environment, one_cell),
+        "versions_where": captured_where(run, one_cell),
         "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
         "numeric": {"rate", "failed", "duration"},
         "rows": cell_rows(run, axes),
         # A large run reads by groups of alike cells first; its every-cell table is folded.
         "large": large,
-        "groups": result_groups(run, cell_environments(run.cells)) if large else [],
+        "groups": result_groups(run, differs) if large else [],
         "heatmap": heatmap(run.cells),
         "separators": None if run.observes else separators(run),
         "failure": failure_section(run, PathNames(run.paths)),

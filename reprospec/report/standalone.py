@@ -7,11 +7,13 @@ markdown and HTML reports word it alike: `standalone_markdown(run)` and
 
 from __future__ import annotations
 
+import html
+
 from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
 from reprospec.report.environment import perturbed_cells
 from reprospec.report.markup import fence_for, inline_code
-from reprospec.report.versions import versions_text
+from reprospec.report.versions import captured_where, run_one_cell, versions_text
 from reprospec.store.runfolder import REPRO_PY
 
 
@@ -115,12 +117,14 @@ def _under_diagnostics(run: RunResult, cell_id: str) -> bool:
 
 def versions_markdown(run: RunResult) -> str:
     """The folded "Versions" block (collect_env's facts), or "" when they were not captured."""
-    text = versions_text(run.environment)
+    one_cell = run_one_cell(run)
+    text = versions_text(run.environment, one_cell)
     if text is None:
         return ""
+    where = html.escape(captured_where(run, one_cell), quote=False)
     lines = [
         "<details><summary>Versions (as <code>python -m torch.utils.collect_env</code> "
-        "reports them; captured in the run's interpreter)</summary>",
+        f"reports them; {where})</summary>",
         "",
         *_fenced(text, "text"),
         "",

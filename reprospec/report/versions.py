@@ -9,9 +9,14 @@ them, in collect_env's layout, so a maintainer reads what they are used to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from reprospec.core.results import RunResult, alike
+from reprospec.environment.facts import one_cell_fields, within
 
 NOT_COLLECTED = "Could not collect"
+# For a field whose value a toggle chose: the run has no one value to give.
+DIFFERS = "differs from cell to cell (the results show each cell's)"
 
 
 def _section(env: Mapping[str, object], name: str) -> Mapping[str, object]:
@@ -31,20 +36,54 @@ def _text(value: object, default: str = NOT_COLLECTED) -> str:
     return str(value)
 
 
-def versions_text(env: Mapping[str, object]) -> str | None:
-    """collect_env's report of the captured environment; None when it was not captured."""
+def run_one_cell(run: RunResult) -> tuple[str, ...]:
+    """The fields of `run`'s captured environment that are its first cell's only."""
+    return one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
+
+
+def captured_where(run: RunResult, one_cell: Sequence[str]) -> str:
+    """Where the Versions block's facts come from, for its heading."""
+    if not within("python", one_cell):
+        return "captured in the run's interpreter"
+    # The cells ran several interpreters (a python, image or dockerfile a toggle chose).
+    cell = run.environment.get("captured_in")
+    return (
+        f"captured in the interpreter of cell {cell} only"
+        if cell
+        else "captured in one cell's interpreter only"
+    ) + "; the cells ran different interpreters"
+
+
+def versions_text(env: Mapping[str, object], one_cell: Sequence[str] = ()) -> str | None:
+    """collect_env's report of the captured environment; None when it was not captured.
+
+    `one_cell`: the fields that hold the capture's cell's values only (`facts.one_cell_fields`):
+    the packages a toggle chose are said to differ instead of naming one cell's version.
+    """
     extra = _section(env, "collect_env")
     if not extra:
         return None
     torch, system, cpu = _section(env, "torch"), _section(env, "os"), _section(env, "cpu")
     nvidia, nvcc = _section(env, "nvidia"), _section(env, "nvcc")
-    installed = torch.get("installed") is not False and not torch.get("error")
-    if torch.get("installed") is False:
+    varies = within("torch", one_cell) and not within("python", one_cell)
+    if varies:
+        # One cell's torch, not the run's: none of its facts is the run's.
+        torch = {}
+    elif torch.get("captured") is False:
+        # A command spec's capture does not import torch (seconds, for a spec that may not
+        # use it); its installed version is still known, from the package's metadata.
+        torch = _uncaptured(_section(env, "packages"))
+    imported = "cuda_available" in torch
+    if varies:
+        torch_version = DIFFERS
+    elif torch.get("installed") is False:
         torch_version = "N/A (torch is not installed)"
     elif torch.get("error"):
         torch_version = f"N/A ({torch['error']})"
     else:
         torch_version = _text(torch.get("version"))
+    # What only an imported torch tells: N/A where there is no torch to ask.
+    unknown = NOT_COLLECTED if torch.get("installed") and not torch.get("error") else "N/A"
     gpus = _list(nvidia.get("gpus")) or _list(torch.get("gpus"))
     gpu_lines = [
         f"GPU {gpu.get('index', '?')}: {gpu.get('name', '?')}"
@@ -54,8 +93,8 @@ def versions_text(env: Mapping[str, object]) -> str | None:
     no_cuda = "No CUDA" if not torch.get("cuda_available") else NOT_COLLECTED
     lines = [
         f"PyTorch version: {torch_version}",
-        f"Is debug build: {_text(torch.get('debug'), 'N/A')}",
-        f"CUDA used to build PyTorch: {_text(torch.get('cuda'), 'None' if installed else 'N/A')}",
+        f"Is debug build: {_text(torch.get('debug'), 'N/A' if imported else unknown)}",
+        f"CUDA used to build PyTorch: {_text(torch.get('cuda'), 'None' if imported else unknown)}",
         f"ROCM used to build PyTorch: {_text(torch.get('hip'), 'N/A')}",
         "",
         f"OS: {_text(system.get('distribution') or system.get('system'))}"
@@ -67,11 +106,11 @@ def versions_text(env: Mapping[str, object]) -> str | None:
         "",
         f"Python version: {_text(extra.get('python_full'))} (64-bit runtime)",
         f"Python platform: {_text(extra.get('platform'))}",
-        f"Is CUDA available: {_text(torch.get('cuda_available'), 'N/A')}",
+        f"Is CUDA available: {_text(torch.get('cuda_available'), unknown)}",
         f"CUDA runtime version: {_text(nvcc.get('version'), no_cuda)}",
         f"GPU models and configuration: {'; '.join(gpu_lines) or no_cuda}",
         f"Nvidia driver version: {_text(nvidia.get('driver_version'), no_cuda)}",
-        f"cuDNN version: {_text(torch.get('cudnn'), no_cuda)}",
+        f"cuDNN version: {_text(torch.get('cudnn'), no_cuda if imported else unknown)}",
         "",
         "CPU:",
         f"Model name: {_text(cpu.get('model'))}",
@@ -81,10 +120,23 @@ def versions_text(env: Mapping[str, object]) -> str | None:
         "Versions of all installed packages:",
     ]
     pip = _section(extra, "pip")
-    lines += [f"[pip3] {name}=={version}" for name, version in pip.items()] or [
-        "[pip3] " + NOT_COLLECTED
-    ]
+    lines += [
+        f"[pip3] {name}: {DIFFERS}"
+        if not within("python", one_cell) and within(f"collect_env.pip.{name}", one_cell)
+        else f"[pip3] {name}=={version}"
+        for name, version in pip.items()
+    ] or ["[pip3] " + NOT_COLLECTED]
     config = torch.get("config")
-    if isinstance(config, str) and config.strip():
+    if isinstance(config, str) and config.strip() and not varies:
         lines += ["", "torch.__config__.show():", config.rstrip()]
     return "\n".join(lines)
+
+
+def _uncaptured(packages: Mapping[str, object]) -> Mapping[str, object]:
+    """What is known of a torch the capture did not import: installed or not, and its version."""
+    if "torch" not in packages:
+        return {}
+    version = packages["torch"]
+    if not version:
+        return {"installed": False}
+    return {"installed": True, "version": version}

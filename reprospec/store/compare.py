@@ -14,9 +14,10 @@ from reprospec.core.results import (
     Standalone,
     Verdict,
     VerdictKind,
+    alike,
 )
 from reprospec.core.words import expectation_phrase
-from reprospec.environment.facts import Difference, environment_diff
+from reprospec.environment.facts import Difference, environment_diff, one_cell_fields, within
 from reprospec.errors import UsageError
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
@@ -66,6 +67,9 @@ class Comparison(TypedDict):
     only_a: list[str]
     only_b: list[str]
     environment: list[Difference]
+    # Fields left out of `environment`: a toggle chose them per cell in either run (a package
+    # version, a venv's python), so each run's captured value is one cell's, not the run's.
+    per_cell: list[str]
     # Each run's perturbations (environment.perturb as applied; [] for a plain run): an
     # amplified run's rates are not the plain program's, so a change of rate may be that.
     perturbed: list[list[str]]
@@ -104,8 +108,27 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
         "cells": cells,
         "only_a": [cell for cell in cells_a if cell not in cells_b],
         "only_b": [cell for cell in cells_b if cell not in cells_a],
-        "environment": environment_diff(run_a.environment, run_b.environment),
+        **_environment_change(run_a, run_b),
         "perturbed": [perturbations(run_a), perturbations(run_b)],
+    }
+
+
+class _EnvironmentChange(TypedDict):
+    environment: list[Difference]
+    per_cell: list[str]
+
+
+def _environment_change(run_a: RunResult, run_b: RunResult) -> _EnvironmentChange:
+    """The environment's differences, but for what either run's cells did not share."""
+    one_cell = {
+        field
+        for run in (run_a, run_b)
+        for field in one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
+    }
+    differences = environment_diff(run_a.environment, run_b.environment)
+    return {
+        "environment": [d for d in differences if not within(d["key"], one_cell)],
+        "per_cell": sorted(one_cell),
     }
 
 
@@ -244,9 +267,7 @@ def merge(
     cells.sort(key=lambda c: c.cell.index)
     warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
     differing = {
-        row["key"]
-        for run in runs[1:]
-        for row in environment_diff(first.environment, run.environment)
+        row["key"] for run in runs[1:] for row in _environment_change(first, run)["environment"]
     }
     if differing:
         warnings.append(

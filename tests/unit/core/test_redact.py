@@ -71,6 +71,21 @@ def test_values_are_masked_inside_frozen_results_and_mappings() -> None:
     }
 
 
+def test_a_release_number_under_a_secret_looking_name_is_shown() -> None:
+    """A package table names `keyring` and `SecretStorage`: their versions are not secrets.
+    A value that is not a release number (digits alone, a token) is still masked by name, and
+    a known secret's value is masked wherever it is, release-shaped or not."""
+    redactor = Redactor(["9.9.9"])
+    pip = {"keyring": "25.6.0", "SecretStorage": "3.3.3", "tokenizers": "0.20.1+cu121"}
+    assert redactor.value({"pip": pip}) == {"pip": pip}
+    env = {"API_KEY": "12345678", "HF_TOKEN": "hf_abc.def", "MY_SECRET": "9.9.9"}
+    assert redactor.value(env) == {
+        "API_KEY": MASK,
+        "HF_TOKEN": MASK,
+        "MY_SECRET": MASK,
+    }
+
+
 def test_printable_writes_control_characters_out() -> None:
     assert printable("a\x1b]0;t\x07b\tc\nd") == "a\\x1b]0;t\\x07b\tc\nd"
     assert printable("a\nb\x9bc\u202ed", one_line=True) == "a\\x0ab\\x9bc\\u202ed"

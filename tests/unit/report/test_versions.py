@@ -1,0 +1,117 @@
+"""The report's Versions block (collect_env's layout) says only what is true of the run.
+
+A command spec's capture does not import torch; a toggle may choose a package's version
+or the interpreter per cell. In both cases the block once stated what it did not know:
+`PyTorch version: Could not collect` beside a Packages row naming the installed torch,
+and the first cell's `[pip3] sqlparse==0.4.1` as the whole run's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.results import CellResult, Rate, RunResult
+from reprospec.environment.facts import one_cell_fields
+from reprospec.report.standalone import versions_markdown
+from reprospec.report.versions import DIFFERS, NOT_COLLECTED, versions_text
+from reprospec.store.compare import compare
+from tests.support.runs import ENV, error_run
+
+COLLECT: JsonObject = {"python_full": "3.11.7", "pip": {"sqlparse": "0.4.1", "torch": "2.13.0"}}
+
+
+def _lines(env: JsonObject, one_cell: tuple[str, ...] = ()) -> dict[str, str]:
+    text = versions_text(env, one_cell)
+    assert text is not None
+    return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+
+
+def _cell(index: int, **environment: JsonValue) -> CellResult:
+    return CellResult(
+        Cell(f"c{index}", index, {"i": index}),
+        Expectation("pass"),
+        "reproduced",
+        "",
+        Rate(1, 1, 0.21, 1.0),
+        (),
+        environment={"workdir": "/w", **environment},
+    )
+
+
+def _run(env: JsonObject, *cells: CellResult) -> RunResult:
+    return replace(error_run(), environment=env, cells=cells)
+
+
+def test_a_torch_the_capture_did_not_import_is_named_from_its_package() -> None:
+    env: JsonObject = {**ENV, "collect_env": COLLECT, "torch": {"captured": False}}
+    lines = _lines(env)
+    assert lines["PyTorch version"] == "2.13.0+cpu"  # ENV's packages.torch
+    # What only an imported torch tells is not collected; not "None", not "No CUDA".
+    assert lines["CUDA used to build PyTorch"] == NOT_COLLECTED
+    assert lines["Is CUDA available"] == NOT_COLLECTED
+    assert lines["cuDNN version"] == NOT_COLLECTED
+    absent: JsonObject = {**env, "packages": {"torch": None}}
+    lines = _lines(absent)
+    assert lines["PyTorch version"] == "N/A (torch is not installed)"
+    assert lines["CUDA used to build PyTorch"] == "N/A"
+    # An imported torch's facts, as before.
+    lines = _lines({**ENV, "collect_env": COLLECT})
+    assert lines["CUDA used to build PyTorch"] == "None"
+    assert lines["Is CUDA available"] == "False"
+
+
+def test_a_package_a_toggle_chose_is_not_one_cells_version() -> None:
+    env: JsonObject = {
+        **ENV,
+        "collect_env": COLLECT,
+        "packages": {"sqlparse": "0.4.1", "torch": "2.13.0"},
+    }
+    cells = (_cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["SQLParse==0.5.0"]))
+    one_cell = one_cell_fields((c.environment for c in cells), env)
+    assert one_cell == ("packages.sqlparse", "collect_env.pip.sqlparse")
+    text = versions_text(env, one_cell)
+    assert text is not None
+    assert f"[pip3] sqlparse: {DIFFERS}" in text
+    assert "sqlparse==0.4.1" not in text
+    assert "[pip3] torch==2.13.0" in text
+    # A chosen torch: none of the captured torch's facts is the run's.
+    torches = (_cell(0, packages=["torch==2.13.0"]), _cell(1, packages=["torch==2.5.1"]))
+    lines = _lines(env, one_cell_fields((c.environment for c in torches), env))
+    assert lines["PyTorch version"] == DIFFERS
+    assert lines["[pip3] torch"] == DIFFERS
+    assert "AVX512" not in (versions_text(env, ("torch",)) or "")
+    # The same environment in every cell: nothing is one cell's.
+    same = (_cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["sqlparse==0.4.1"]))
+    assert one_cell_fields((c.environment for c in same), env) == ()
+
+
+def test_a_chosen_interpreter_is_named_in_the_heading() -> None:
+    env: JsonObject = {**ENV, "collect_env": COLLECT, "captured_in": "c0"}
+    run = _run(env, _cell(0, image="python:3.11"), _cell(1, image="python:3.12"))
+    block = versions_markdown(run)
+    heading = block.splitlines()[0]
+    assert "captured in the interpreter of cell c0 only" in heading
+    assert "the cells ran different interpreters" in heading
+    # Its facts are that interpreter's, shown whole (the heading says whose).
+    assert "[pip3] sqlparse==0.4.1" in block
+    plain = versions_markdown(_run(env, _cell(0, image="python:3.11")))
+    assert "captured in the run's interpreter" in plain.splitlines()[0]
+
+
+def test_compare_leaves_out_what_a_run_chose_per_cell() -> None:
+    packages = {"torch": "2.13.0+cpu"}
+    env_a: JsonObject = {**ENV, "packages": {**packages, "sqlparse": "0.4.1"}}
+    env_b: JsonObject = {**ENV, "packages": {**packages, "sqlparse": None}}
+    per_cell = _run(
+        env_a, _cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["sqlparse==0.5.0"])
+    )
+    plain = replace(_run(env_b, _cell(0), _cell(1)), run_id="b")
+    diff = compare(per_cell, plain)
+    assert all(not row["key"].startswith("packages.sqlparse") for row in diff["environment"])
+    assert diff["per_cell"] == ["packages.sqlparse"]
+    # Two runs that chose nothing per cell compare every field, as before.
+    both = compare(replace(plain, environment=env_a), plain)
+    assert {"key": "packages.sqlparse", "a": "0.4.1", "b": None} in both["environment"]
+    assert both["per_cell"] == []
