@@ -68,13 +68,16 @@ MACHINE_VARIABLES = frozenset(
         "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
         "NO_PROXY", "ALL_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
         "CURL_CA_BUNDLE", "MOTD_SHOWN", "SYSTEMD_EXEC_PID", "INVOCATION_ID", "JOURNAL_STREAM",
-        "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "DEBIAN_FRONTEND",
+        "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL", "DEBIAN_FRONTEND", "TMUX",
+        "TMUX_PANE", "STY", "WINDOW", "TERMINFO", "GPG_TTY", "KRB5CCNAME", "ZDOTDIR",
+        "MODULEPATH", "MODULESHOME", "LOADEDMODULES", "_LMFILES_", "WSLENV", "WSL_DISTRO_NAME",
     }
 )  # fmt: skip
 MACHINE_PREFIXES = (
     "LC_", "XDG_", "SSH_", "DBUS_", "TERM_", "LESS", "CONDA_", "GITHUB_", "RUNNER_", "SUDO_",
     "KUBERNETES_", "SLURM_", "PIP_", "UV_", "GIT_", "PYENV", "NVM_", "BASH_FUNC_", "VSCODE_",
-    "REPROSPEC",
+    "REPROSPEC", "LMOD_", "__LMOD", "MAMBA_", "HOMEBREW_", "P9K_", "STARSHIP_", "ITERM_",
+    "KITTY_", "WT_",
 )  # fmt: skip
 
 
