@@ -241,6 +241,10 @@ def environment_rows(
             "ATEN_CPU_CAPABILITY" in differs.env_vars or differs.env_vars & _THREAD_VARS
         ):
             value = _torch_version(torch, differs)
+        elif label == "container" and (differs.packages or differs.varying & _SOFTWARE_KEYS):
+            # The docker runner builds an image per cell's packages: its tag is one cell's.
+            container = _section(env, "container")
+            value = env_value({k: v for k, v in container.items() if k != "image"})
         elif label == "Packages":
             value = ", ".join(
                 f"{k} {v or 'not installed'}"

@@ -100,7 +100,10 @@ def capture_environment(runner: ProbeHost, plan: AttemptPlan, log_dir: Path) -> 
     try:
         log_dir = log_dir.resolve()
         log_dir.mkdir(parents=True, exist_ok=True)
-        argv = ["python3", "-m", "reprospec_harness.envinfo"]
+        # The spec's packages by name, as the local runner's probe asks: the Packages row
+        # names their versions in the image (which the image was built to hold).
+        named = [arg for name in plan.environment.packages for arg in ("--package", name)]
+        argv = ["python3", "-m", "reprospec_harness.envinfo", *named]
         client, image, config = runner._container_config(plan, argv, log_dir, harness=True)
         config["environment"].pop("REPROSPEC_CELL", None)
         config["labels"] = {LABEL: config["labels"][LABEL], "org.reprospec.envinfo": "1"}

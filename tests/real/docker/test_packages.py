@@ -78,3 +78,39 @@ def test_each_cells_image_is_reported_next_to_the_cell(cli: Cli, tmp_path: Path)
     assert "Not every cell ran with the same environment: `image` differ" in environment
     for image in (dockerimage.BASE_IMAGE, dockerimage.DEFAULT_IMAGE):
         assert f"`image: {image}`" in report.split("## Results")[1]
+
+
+@needs_engine
+def test_a_package_version_per_cell_is_not_named_as_the_runs(cli: Cli, tmp_path: Path) -> None:
+    """Each cell's image holds its own sqlparse: the run-wide tables and the Versions block
+    name no one cell's version or image tag as the run's; the Packages row names the spec's
+    packages in the image (the probe is asked for them), and the results name each cell's."""
+    require_image(CLIENT, dockerimage.DEFAULT_IMAGE)
+    spec = tmp_path / "versions.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: docker-package-versions
+        matrix:
+          sqlparse: ["0.4.4", "0.5.0"]
+        environment:
+          packages: ["sqlparse==${{ matrix.sqlparse }}"]
+        command: python3 -c "import sqlparse; print(sqlparse.__version__)"
+        expect:
+          outcome: pass
+        """)
+    )
+    done = cli("run", str(spec), "--runner", "docker", timeout=600)
+    assert done.code == 0, done.stderr
+    results = done.results()
+    # The capture ran in the first cell's image, and knows the spec's package by name.
+    assert results["environment"]["captured_in"] == "sqlparse=0.4.4"
+    assert results["environment"]["packages"]["sqlparse"] == "0.4.4"
+    report = (done.latest_run() / "report.md").read_text()
+    environment = report.split("## Environment")[1]
+    assert "Not every cell ran with the same environment: `sqlparse` differ" in environment
+    assert "[pip3] sqlparse: differs from cell to cell" in environment
+    assert "0.4.4" not in environment
+    assert "reprospec-env:" not in environment  # the first cell's image tag
+    for version in ("0.4.4", "0.5.0"):
+        assert f"`sqlparse=={version}`" in report.split("## Results")[1]

@@ -464,6 +464,12 @@ def test_cell_environments_of_packages_and_images() -> None:
     assert "torch" not in labels
     assert "CUDA" not in labels
     assert "Python" in labels
+    docker: dict[str, JsonValue] = {
+        **ENV,
+        "container": {"runtime": "docker", "image": "reprospec-env:908a3d5b"},
+    }
+    assert dict(environment_rows(docker, differs))["container"] == "runtime docker"
+    assert "908a3d5b" in dict(environment_rows(docker))["container"]
     packages = dict(environment_rows(ENV, differs))["Packages"]
     assert "torch" not in packages
     assert "numpy 2.1.0" in packages
