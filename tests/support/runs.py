@@ -528,3 +528,17 @@ def large_matrix() -> RunResult:
         description="A sweep over the loader and the dtype.",
         paths={"/home/alice/proj/.venv": "<venv>", "/home/alice/proj": "", "/home/alice": "<home>"},
     )
+
+
+def environment_cell(index: int, **environment: JsonValue) -> CellResult:
+    """A passing cell `c<index>` that ran with `environment` (its resolved section): what the
+    report compares from cell to cell."""
+    return CellResult(
+        Cell(f"c{index}", index, {"i": index}),
+        Expectation("pass"),
+        "reproduced",
+        "",
+        Rate(1, 1, 0.21, 1.0),
+        (),
+        environment={"workdir": "/w", "gpus": 0, "env": {}, **environment},
+    )

@@ -20,6 +20,7 @@ from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_attempt
 from reprospec.outcome.tracebacks import parse_exception
 from tests.support.paths import DATA
+from tests.support.plans import execution_in
 
 CHILDREN = DATA / "outcome_children"
 
@@ -45,36 +46,8 @@ def run_child(tmp_path: Path, argv: list[str], timeout: float = 30.0) -> Executi
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
             returncode = proc.wait()
-    return make_execution(
+    return execution_in(
         tmp_path, returncode, timed_out=timed_out, duration_s=time.monotonic() - start
-    )
-
-
-def make_execution(
-    folder: Path,
-    returncode: int | None,
-    *,
-    timed_out: bool = False,
-    duration_s: float = 1.0,
-    infra_error: str | None = None,
-    interrupted: bool = False,
-    harness: bool = False,
-) -> Execution:
-    return Execution(
-        cell_id="cell",
-        attempt=1,
-        log_dir=folder,
-        returncode=returncode,
-        timed_out=timed_out,
-        duration_s=duration_s,
-        started="",
-        finished="",
-        stdout_path=folder / "stdout.log",
-        stderr_path=folder / "stderr.log",
-        events_path=folder / "events.jsonl",
-        infra_error=infra_error,
-        interrupted=interrupted,
-        harness=harness,
     )
 
 

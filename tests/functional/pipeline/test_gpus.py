@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprospec.core.inputs import Cell, Expectation
-from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate
 from reprospec.errors import UsageError
 from reprospec.pipeline.gpus import (
     visible_gpus,
@@ -197,30 +195,3 @@ def test_cuda_visible_devices_limits_what_the_run_may_use(
         "it has GPUs 0, 1 (CUDA_VISIBLE_DEVICES=0,1: 2x NVIDIA GeForce RTX 3090)"
     )
     assert visible_gpus(None, environ) == ("0", "1")  # no --gpus: the outer ones, unchecked
-
-
-# -- slot_separation over judged cells ----------------------------------------------
-
-
-def attempt(number: int, slot: tuple[str, ...], kind: str | None) -> AttemptResult:
-    outcome = NotRun("no image") if kind is None else Outcome(kind=kind)  # type: ignore[arg-type]
-    return AttemptResult(
-        attempt=number,
-        duration_s=1.0,
-        outcome=outcome,
-        matched=False,
-        mismatches=(),
-        logs="",
-        gpu_slot=slot,
-    )
-
-
-def cell(name: str, *attempts: AttemptResult) -> CellResult:
-    return CellResult(
-        cell=Cell(id=name, index=0, matrix={"c": name}),
-        expected=Expectation(outcome="crash"),
-        verdict="reproduced",
-        reason="",
-        rate=Rate(0, len(attempts), 0.0, 1.0),
-        attempts=attempts,
-    )

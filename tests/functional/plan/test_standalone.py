@@ -21,6 +21,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
 from tests.support.cli import torch_captures_shared
+from tests.support.plans import SYNTHETIC_SPEC
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
@@ -112,26 +113,6 @@ workload:
   phases: [{name: train, steps: 5}]
 run: {timeout: 120s}
 expect: {outcome: error, exception: ValueError}
-"""
-
-
-PASS_SPEC = """\
-reprospec: 1
-name: synthetic-pass
-environment:
-  env: {OMP_NUM_THREADS: "1", HF_TOKEN: hf_not_for_reports}
-workload:
-  seed: 3
-  model: {builtin: cnn, params: {channels: 4}}
-  optimizer: {name: adam, lr: 0.001}
-  data:
-    dataset: {builtin: synthetic, size: 24, shape: [3, 8, 8], classes: 4}
-    loader: {batch_size: 6, shuffle: true, num_workers: 1, multiprocessing_context: fork}
-  phases: [{name: train, steps: 3}, {name: validation}]
-  faults:
-    - {kind: raise, where: main, at: {phase: train, step: 2}}
-run: {timeout: 120s}
-expect: {outcome: error}
 """
 
 
@@ -253,10 +234,10 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
 
 @pytest.fixture(scope="module")
 def injected(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, Path]:
-    """PASS_SPEC's one run and its run folder: the injected-failure and the versions tests
+    """SYNTHETIC_SPEC's one run and its run folder: the injected-failure and the versions tests
     read the same run (a torch child and its collect_env), each for its own checks."""
     tmp_path = tmp_path_factory.mktemp("injected")
-    result = _run(tmp_path, PASS_SPEC)
+    result = _run(tmp_path, SYNTHETIC_SPEC)
     return result, tmp_path / "out" / "runs" / result.run_id
 
 
@@ -276,7 +257,9 @@ def test_an_injected_failure_has_no_standalone_repro(injected: tuple[RunResult, 
 
 
 def test_faults_are_left_out_so_a_passing_model_passes(tmp_path: Path) -> None:
-    (tmp_path / "spec.yaml").write_text(PASS_SPEC.replace("{outcome: error}", "{outcome: pass}"))
+    (tmp_path / "spec.yaml").write_text(
+        SYNTHETIC_SPEC.replace("{outcome: error}", "{outcome: pass}")
+    )
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     standalone = standalone_of(plan, tmp_path)
     assert any("workload.faults" in note for note in standalone.notes)

@@ -18,21 +18,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
-from reprospec.core.inputs import AttemptPlan, Expectation
+from reprospec.core.inputs import AttemptPlan
 from reprospec.core.results import Execution
 from reprospec.process import forkserver, pidlimit
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import torch_captures_shared
-from tests.support.paths import DATA, ROOT
-from tests.support.plans import attempt_plan
-
-PRELOAD = DATA / "preload"
-
+from tests.support.paths import ROOT
+from tests.support.plans import PRELOAD, preload_plan
 
 PY = sys.executable
 
@@ -43,30 +39,6 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 
 
-def make_plan(
-    argv: list[str] | str,
-    *,
-    preload: tuple[str, ...] = ("marked",),
-    env: dict[str, str] | None = None,
-    workdir: Path = PRELOAD,
-    timeout_s: float = 120.0,
-    attempt: int = 1,
-    expectation: Expectation | None = None,
-    environment: dict[str, object] | None = None,
-    workload: dict[str, Any] | None = None,
-) -> AttemptPlan:
-    plan = attempt_plan(
-        None if workload is not None else argv,
-        workdir,
-        timeout_s=timeout_s,
-        env={"PYTHONPATH": str(PRELOAD), **(env or {})},
-        environment=environment,
-        workload=workload,
-        attempt=attempt,
-    )
-    return replace(plan, preload=preload, expectation=expectation or plan.expectation)
-
-
 def facts_plan(
     out: Path,
     *args: str,
@@ -75,7 +47,7 @@ def facts_plan(
     attempt: int = 1,
 ) -> AttemptPlan:
     argv = ["python", "facts.py", str(out), *args]
-    return make_plan(argv, preload=preload, env=env, attempt=attempt)
+    return preload_plan(argv, preload=preload, env=env, attempt=attempt)
 
 
 @pytest.fixture
@@ -169,7 +141,7 @@ def test_a_forked_attempt_is_inside_its_process_limit(runner: LocalRunner, tmp_p
         pytest.skip("no writable cgroup v1 pids hierarchy")
     out = tmp_path / "cgroup.txt"
     code = "import sys; open(sys.argv[1], 'w').write(open('/proc/self/cgroup').read())"
-    execution = run(runner, make_plan(["python", "-c", code, str(out)]), tmp_path)
+    execution = run(runner, preload_plan(["python", "-c", code, str(out)]), tmp_path)
     assert execution.launch == "forked", execution.launch_note
     (line,) = [ln for ln in out.read_text().splitlines() if "pids" in ln.split(":")[1].split(",")]
     group = line.split(":", 2)[2]
@@ -191,7 +163,7 @@ def test_exit_status_exceptions_and_signals_are_a_fresh_interpreters(
         "import atexit; atexit.register(print, 'atexit ran'); print('end')": 0,
     }
     for number, (code, status) in enumerate(cases.items(), 1):
-        plan = make_plan(["python", "-c", code], attempt=number)
+        plan = preload_plan(["python", "-c", code], attempt=number)
         execution = run(runner, plan, tmp_path)
         assert execution.launch == "forked", execution.launch_note
         assert execution.returncode == status, code
@@ -217,7 +189,7 @@ def test_the_preloaded_modules_finalizers_stay_out_of_the_attempts_exit(
         "holder = Holder()\n"
         "weakref.finalize(holder, lambda: open(sys.argv[1], 'w').write('own'))\n"
     )
-    plan = make_plan(
+    plan = preload_plan(
         ["python", "-c", code, str(own_file)],
         preload=("finalizer_at_import",),
         env={"PRELOAD_FINALIZER_FILE": str(server_file)},
@@ -242,7 +214,7 @@ def test_a_hang_gets_its_stacks_and_its_whole_tree_is_killed(
         lock = threading.Lock(); lock.acquire(); lock.acquire()
         """
     )
-    execution = run(runner, make_plan(["python", "-c", code], timeout_s=3), tmp_path)
+    execution = run(runner, preload_plan(["python", "-c", code], timeout_s=3), tmp_path)
     assert execution.launch == "forked", execution.launch_note
     assert execution.timed_out
     assert execution.stack_path is not None
@@ -274,7 +246,7 @@ def test_an_escaped_descendant_is_found_by_the_token_it_carries(
             time.sleep(0.01)
         """
     )
-    execution = run(runner, make_plan(["python", "-c", code]), tmp_path)
+    execution = run(runner, preload_plan(["python", "-c", code]), tmp_path)
     assert execution.launch == "forked", execution.launch_note
     assert execution.returncode == 0
     daemon = int(pid_file.read_text())
@@ -329,7 +301,7 @@ def test_a_parallel_op_in_the_server_falls_back_with_zero_hangs(
     # The first attempt finds the server unsafe, the second runs fresh by what was
     # remembered: each a fresh `import torch`, so no third one.
     for number in (1, 2):
-        plan = make_plan(
+        plan = preload_plan(
             ["python", "-c", code],
             preload=("parallel_at_import",),
             env={"OMP_NUM_THREADS": "2"},
@@ -394,7 +366,7 @@ def test_random_numpy_and_torch_are_reseeded_per_attempt(
 def test_cuda_initialised_in_the_server_is_never_forked(
     runner: LocalRunner, tmp_path: Path
 ) -> None:
-    plan = make_plan(["python", "-c", "print('ran')"], preload=("cuda_initialized",))
+    plan = preload_plan(["python", "-c", "print('ran')"], preload=("cuda_initialized",))
     for number in (1, 2):
         execution = run(runner, replace(plan, attempt=number), tmp_path)
         assert execution.launch == "fresh"
@@ -415,7 +387,7 @@ def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Pat
     try:
         folder = RunFolder.of(tmp_path, "run").create()
         result = AttemptExecutor(runner, folder)(
-            make_plan(["python", "-c", code]), (), threading.Event()
+            preload_plan(["python", "-c", code]), (), threading.Event()
         )
     finally:
         runner.close()
@@ -429,7 +401,7 @@ def test_an_attempt_that_imports_much_more_is_told_what_to_preload(tmp_path: Pat
 def test_a_shadowed_preload_runs_fresh(runner: LocalRunner, tmp_path: Path) -> None:
     (tmp_path / "marked.py").write_text("MARK = 'the script folder own'\n")
     (tmp_path / "show.py").write_text("import marked\nprint(marked.MARK)\n")
-    execution = run(runner, make_plan("python show.py", workdir=tmp_path), tmp_path)
+    execution = run(runner, preload_plan("python show.py", workdir=tmp_path), tmp_path)
     assert execution.launch == "fresh"
     assert f"{tmp_path} has its own marked" in (execution.launch_note or "")
     stdout = tmp_path / "attempt-1" / "stdout.log"
@@ -437,12 +409,12 @@ def test_a_shadowed_preload_runs_fresh(runner: LocalRunner, tmp_path: Path) -> N
     # The same file as the server's is no other copy: forked.
     (tmp_path / "marked.py").unlink()
     (tmp_path / "marked.py").symlink_to(PRELOAD / "marked.py")
-    execution = run(runner, make_plan("python show.py", workdir=tmp_path, attempt=2), tmp_path)
+    execution = run(runner, preload_plan("python show.py", workdir=tmp_path, attempt=2), tmp_path)
     assert execution.launch == "forked", execution.launch_note
 
 
 def test_an_import_that_fails_in_the_server_runs_fresh(runner: LocalRunner, tmp_path: Path) -> None:
-    plan = make_plan(["python", "-c", "print('ran')"], preload=("no_such_module_here",))
+    plan = preload_plan(["python", "-c", "print('ran')"], preload=("no_such_module_here",))
     execution = run(runner, plan, tmp_path)
     assert execution.launch == "fresh"
     assert execution.returncode == 0

@@ -21,36 +21,9 @@ from reprospec.outcome.classify import classify, normalize_message, worker_death
 from reprospec.outcome.evidence import iter_events, read_log
 from reprospec.outcome.tracebacks import parse_exception
 from tests.support.paths import DATA
+from tests.support.plans import execution_in
 
 RECORDED = DATA / "recorded"
-
-
-def make_execution(
-    folder: Path,
-    returncode: int | None,
-    *,
-    timed_out: bool = False,
-    duration_s: float = 1.0,
-    infra_error: str | None = None,
-    interrupted: bool = False,
-    harness: bool = False,
-) -> Execution:
-    return Execution(
-        cell_id="cell",
-        attempt=1,
-        log_dir=folder,
-        returncode=returncode,
-        timed_out=timed_out,
-        duration_s=duration_s,
-        started="",
-        finished="",
-        stdout_path=folder / "stdout.log",
-        stderr_path=folder / "stderr.log",
-        events_path=folder / "events.jsonl",
-        infra_error=infra_error,
-        interrupted=interrupted,
-        harness=harness,
-    )
 
 
 def recorded_execution(
@@ -60,14 +33,14 @@ def recorded_execution(
     (tmp_path / "stderr.log").write_bytes(stderr)
     (tmp_path / "stdout.log").write_bytes(b"")
     (tmp_path / "events.jsonl").write_text(events)
-    return make_execution(tmp_path, returncode, harness=harness)
+    return execution_in(tmp_path, returncode, harness=harness)
 
 
 # --- infrastructure errors --------------------------------------------------------------
 
 
 def test_infra_error_is_not_run(tmp_path: Path) -> None:
-    execution = make_execution(tmp_path, None, infra_error="interpreter /nope not found")
+    execution = execution_in(tmp_path, None, infra_error="interpreter /nope not found")
     assert classify(execution) == NotRun("interpreter /nope not found")
 
 
@@ -86,10 +59,10 @@ def test_infra_error_event_is_not_run_when_the_harness_says_so(tmp_path: Path) -
 
 
 def test_no_exit_status_is_not_run(tmp_path: Path) -> None:
-    assert classify(make_execution(tmp_path, None)) == NotRun("the runner recorded no exit status")
-    interrupted = classify(make_execution(tmp_path, None, interrupted=True))
+    assert classify(execution_in(tmp_path, None)) == NotRun("the runner recorded no exit status")
+    interrupted = classify(execution_in(tmp_path, None, interrupted=True))
     assert interrupted == NotRun("interrupted before it finished")
-    assert isinstance(classify(make_execution(tmp_path, 0)), Outcome)
+    assert isinstance(classify(execution_in(tmp_path, 0)), Outcome)
 
 
 # --- DataLoader worker crashes: recorded real output, and live ----------------------------
@@ -274,7 +247,7 @@ def test_stage_resets_with_each_step_and_module_only_while_importing() -> None:
 
 
 def test_missing_logs_and_events(tmp_path: Path) -> None:
-    outcome = classify(make_execution(tmp_path / "nothing-here", 5))
+    outcome = classify(execution_in(tmp_path / "nothing-here", 5))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.phase, outcome.message) == (
         "error",
@@ -294,7 +267,7 @@ def test_huge_log_keeps_head_and_tail(tmp_path: Path) -> None:
     text = read_log(path)
     assert len(text) < 400_000
     assert "bytes omitted" in text
-    outcome = classify(make_execution(tmp_path, 1))
+    outcome = classify(execution_in(tmp_path, 1))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGBUS", "worker")
     assert outcome.exception == "torch.AcceleratorError"

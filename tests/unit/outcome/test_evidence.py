@@ -39,16 +39,16 @@ def test_output_tail_and_excerpt_prefer_stderr(tmp_path: Path) -> None:
 def test_the_ranks_are_read_from_a_distributed_workloads_events_only(tmp_path: Path) -> None:
     # The ranks' reader is imported for an attempt that said it is distributed (evidence.py):
     # its report comes from those events, and none without them.
-    from tests.unit.outcome.test_classify import make_execution
+    from tests.support.plans import execution_in
 
     events = tmp_path / "events.jsonl"
     steps = '{"event": "step", "rank": 0, "phase": "train", "step": 4}\n'
     events.write_text(steps)
-    assert Evidence.read(make_execution(tmp_path, 1, harness=True)).ranks is None
+    assert Evidence.read(execution_in(tmp_path, 1, harness=True)).ranks is None
     events.write_text('{"event": "distributed", "world_size": 2, "backend": "gloo"}\n' + steps)
-    ranks = Evidence.read(make_execution(tmp_path, 1, harness=True)).ranks
+    ranks = Evidence.read(execution_in(tmp_path, 1, harness=True)).ranks
     assert ranks is not None
     assert (ranks.world_size, ranks.backend) == (2, "gloo")
     assert [(p.rank, p.step) for p in ranks.positions] == [(0, 4)]
     # A command's events are not believed about ranks (only the harness writes them).
-    assert Evidence.read(make_execution(tmp_path, 1, harness=False)).ranks is None
+    assert Evidence.read(execution_in(tmp_path, 1, harness=False)).ranks is None

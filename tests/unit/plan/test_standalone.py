@@ -15,6 +15,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
 from tests.support.paths import GOLDEN
+from tests.support.plans import SYNTHETIC_SPEC
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
@@ -26,28 +27,10 @@ pytestmark = pytest.mark.torch
 UPDATE = os.environ.get("REPROSPEC_UPDATE_GOLDEN") == "1"
 
 
-PASS_SPEC = """\
-reprospec: 1
-name: synthetic-pass
-environment:
-  env: {OMP_NUM_THREADS: "1", HF_TOKEN: hf_not_for_reports}
-workload:
-  seed: 3
-  model: {builtin: cnn, params: {channels: 4}}
-  optimizer: {name: adam, lr: 0.001}
-  data:
-    dataset: {builtin: synthetic, size: 24, shape: [3, 8, 8], classes: 4}
-    loader: {batch_size: 6, shuffle: true, num_workers: 1, multiprocessing_context: fork}
-  phases: [{name: train, steps: 3}, {name: validation}]
-  faults:
-    - {kind: raise, where: main, at: {phase: train, step: 2}}
-run: {timeout: 120s}
-expect: {outcome: error}
-"""
-
-
 def test_generated_script_matches_its_golden(tmp_path: Path) -> None:
-    (tmp_path / "spec.yaml").write_text(PASS_SPEC.replace("{outcome: error}", "{outcome: pass}"))
+    (tmp_path / "spec.yaml").write_text(
+        SYNTHETIC_SPEC.replace("{outcome: error}", "{outcome: pass}")
+    )
     plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
     text = standalone_of(
         plan, tmp_path, expected="pass @ validation:4", spec_name="synthetic-pass"
@@ -119,7 +102,7 @@ def test_a_fault_whose_when_is_false_in_words_is_left_out_and_the_script_is_writ
 ) -> None:
     # The harness leaves such a fault out, so the cell's failure is no injected one: a
     # standalone repro exists (it says the spec's faults are left out, as for any).
-    spec = PASS_SPEC.replace(
+    spec = SYNTHETIC_SPEC.replace(
         "    - {kind: raise, where: main, at: {phase: train, step: 2}}",
         f"    - {{kind: raise, where: main, at: {{phase: train, step: 2}}, when: {when}}}",
     ).replace("workload:\n", "matrix: {inject: ['no']}\nworkload:\n")

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from reprospec.core.inputs import AttemptPlan, Expectation
+from reprospec.core.inputs import Expectation
 from reprospec.process.preload import (
     EntryPoint,
     entry_point,
@@ -17,37 +15,9 @@ from reprospec.process.preload import (
     server_key,
     shell_words,
 )
-from tests.support.paths import DATA
-from tests.support.plans import attempt_plan
-
-PRELOAD = DATA / "preload"
-
+from tests.support.plans import PRELOAD, preload_plan
 
 PY = sys.executable
-
-
-def make_plan(
-    argv: list[str] | str,
-    *,
-    preload: tuple[str, ...] = ("marked",),
-    env: dict[str, str] | None = None,
-    workdir: Path = PRELOAD,
-    timeout_s: float = 120.0,
-    attempt: int = 1,
-    expectation: Expectation | None = None,
-    environment: dict[str, object] | None = None,
-    workload: dict[str, Any] | None = None,
-) -> AttemptPlan:
-    plan = attempt_plan(
-        None if workload is not None else argv,
-        workdir,
-        timeout_s=timeout_s,
-        env={"PYTHONPATH": str(PRELOAD), **(env or {})},
-        environment=environment,
-        workload=workload,
-        attempt=attempt,
-    )
-    return replace(plan, preload=preload, expectation=expectation or plan.expectation)
 
 
 # -- which attempts may be forked ------------------------------------------------------------
@@ -64,7 +34,7 @@ def make_plan(
     ],
 )
 def test_python_entry_points_are_recognised(command: str | list[str], expected: EntryPoint) -> None:
-    assert entry_point(make_plan(command), PY) == expected
+    assert entry_point(preload_plan(command), PY) == expected
 
 
 @pytest.mark.parametrize(
@@ -83,10 +53,10 @@ def test_python_entry_points_are_recognised(command: str | list[str], expected: 
     ],
 )
 def test_anything_but_one_python_program_runs_fresh(command: str, reason: str) -> None:
-    said = entry_point(make_plan(command), PY)
+    said = entry_point(preload_plan(command), PY)
     assert isinstance(said, str)
     assert reason in said
-    assert fresh_reason(make_plan(command), said) == said
+    assert fresh_reason(preload_plan(command), said) == said
 
 
 def test_shell_words_take_quotes_as_sh_does() -> None:
@@ -97,30 +67,30 @@ def test_shell_words_take_quotes_as_sh_does() -> None:
 
 
 def test_the_interpreter_of_the_run_only() -> None:
-    plan = make_plan(["/usr/bin/python2", "x.py"])
+    plan = preload_plan(["/usr/bin/python2", "x.py"])
     said = entry_point(plan, PY)
     assert isinstance(said, str)
     assert "not the run's Python interpreter" in said
-    assert entry_point(make_plan([PY, "x.py"]), PY) == EntryPoint("script", "x.py", (), PY)
+    assert entry_point(preload_plan([PY, "x.py"]), PY) == EntryPoint("script", "x.py", (), PY)
 
 
 def test_expectations_at_import_and_limits_run_fresh() -> None:
-    at_import = make_plan("python x.py", expectation=Expectation(outcome="hang", phase="import"))
+    at_import = preload_plan("python x.py", expectation=Expectation(outcome="hang", phase="import"))
     assert "at import" in (fresh_reason(at_import, entry_point(at_import, PY)) or "")
-    module = make_plan("python x.py", expectation=Expectation(outcome="error", module="wandb"))
+    module = preload_plan("python x.py", expectation=Expectation(outcome="error", module="wandb"))
     assert "at import" in (fresh_reason(module, entry_point(module, PY)) or "")
-    limited = make_plan("python x.py", environment={"memory": "2GB"})
+    limited = preload_plan("python x.py", environment={"memory": "2GB"})
     assert "environment.memory" in (fresh_reason(limited, entry_point(limited, PY)) or "")
 
 
 def test_workload_imports_must_come_first_in_the_preload_list() -> None:
     workload = {"imports": ["json"], "model": {"builtin": "mlp"}}
-    plan = make_plan("", workload=workload, preload=("torch",))
+    plan = preload_plan("", workload=workload, preload=("torch",))
     entry = entry_point(plan, PY)
     assert entry == EntryPoint("module", "reprospec_harness", argv0=PY)
     assert "workload.imports (json)" in (fresh_reason(plan, entry) or "")
     assert fresh_reason(replace(plan, preload=("json", "torch")), entry) is None
-    debug = make_plan("", workload={**workload, "debug": {"cuda_launch_blocking": True}})
+    debug = preload_plan("", workload={**workload, "debug": {"cuda_launch_blocking": True}})
     assert "workload.debug" in (fresh_reason(replace(debug, preload=("json",)), entry) or "")
 
 

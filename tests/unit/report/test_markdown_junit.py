@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from reprospec.core.inputs import Cell, Expectation
+from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import clean_log, excerpt
 from reprospec.core.redact import Redactor
-from reprospec.core.results import CellResult, Outcome, Rate, RunResult, alike
+from reprospec.core.results import CellResult, Outcome, RunResult, alike
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.outcome.judgedcells import JudgedCells, JudgedRun
@@ -442,17 +442,7 @@ def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
 def test_cell_environments_of_packages_and_images() -> None:
     from reprospec.report.environment import cell_environments, environment_rows
     from tests.support.runs import ENV
-
-    def cell(index: int, **environment: JsonValue) -> CellResult:
-        return CellResult(
-            Cell(f"c{index}", index, {"i": index}),
-            Expectation("pass"),
-            "reproduced",
-            "",
-            Rate(1, 1, 0.21, 1.0),
-            (),
-            environment={"workdir": "/w", "gpus": 0, "env": {}, **environment},
-        )
+    from tests.support.runs import environment_cell as cell
 
     same = [cell(0, packages=["numpy==2.1"]), cell(1, packages=["numpy==2.1"])]
     assert cell_environments(same).varying == frozenset()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reprospec.core.inputs import Cell, Expectation
-from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.results import CellResult, Rate, RunResult
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import CellResult, RunResult
 from reprospec.environment.facts import one_cell_fields
 from reprospec.report.standalone import versions_markdown
 from reprospec.report.versions import DIFFERS, NOT_COLLECTED, versions_text
 from reprospec.store.compare import compare
 from tests.support.runs import ENV, error_run
+from tests.support.runs import environment_cell as _cell
 
 COLLECT: JsonObject = {"python_full": "3.11.7", "pip": {"sqlparse": "0.4.1", "torch": "2.13.0"}}
 
@@ -26,18 +26,6 @@ def _lines(env: JsonObject, one_cell: tuple[str, ...] = ()) -> dict[str, str]:
     text = versions_text(env, one_cell)
     assert text is not None
     return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
-
-
-def _cell(index: int, **environment: JsonValue) -> CellResult:
-    return CellResult(
-        Cell(f"c{index}", index, {"i": index}),
-        Expectation("pass"),
-        "reproduced",
-        "",
-        Rate(1, 1, 0.21, 1.0),
-        (),
-        environment={"workdir": "/w", **environment},
-    )
 
 
 def _run(env: JsonObject, *cells: CellResult) -> RunResult:
@@ -68,7 +56,10 @@ def test_a_package_a_toggle_chose_is_not_one_cells_version() -> None:
         "collect_env": COLLECT,
         "packages": {"sqlparse": "0.4.1", "torch": "2.13.0"},
     }
-    cells = (_cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["SQLParse==0.5.0"]))
+    cells = (
+        _cell(0, packages=["sqlparse==0.4.1"]),
+        _cell(1, packages=["SQLParse==0.5.0"]),
+    )
     one_cell = one_cell_fields((c.environment for c in cells), env)
     assert one_cell == ("packages.sqlparse", "collect_env.pip.sqlparse")
     text = versions_text(env, one_cell)
@@ -77,13 +68,19 @@ def test_a_package_a_toggle_chose_is_not_one_cells_version() -> None:
     assert "sqlparse==0.4.1" not in text
     assert "[pip3] torch==2.13.0" in text
     # A chosen torch: none of the captured torch's facts is the run's.
-    torches = (_cell(0, packages=["torch==2.13.0"]), _cell(1, packages=["torch==2.5.1"]))
+    torches = (
+        _cell(0, packages=["torch==2.13.0"]),
+        _cell(1, packages=["torch==2.5.1"]),
+    )
     lines = _lines(env, one_cell_fields((c.environment for c in torches), env))
     assert lines["PyTorch version"] == DIFFERS
     assert lines["[pip3] torch"] == DIFFERS
     assert "AVX512" not in (versions_text(env, ("torch",)) or "")
     # The same environment in every cell: nothing is one cell's.
-    same = (_cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["sqlparse==0.4.1"]))
+    same = (
+        _cell(0, packages=["sqlparse==0.4.1"]),
+        _cell(1, packages=["sqlparse==0.4.1"]),
+    )
     assert one_cell_fields((c.environment for c in same), env) == ()
 
 
@@ -105,7 +102,9 @@ def test_compare_leaves_out_what_a_run_chose_per_cell() -> None:
     env_a: JsonObject = {**ENV, "packages": {**packages, "sqlparse": "0.4.1"}}
     env_b: JsonObject = {**ENV, "packages": {**packages, "sqlparse": None}}
     per_cell = _run(
-        env_a, _cell(0, packages=["sqlparse==0.4.1"]), _cell(1, packages=["sqlparse==0.5.0"])
+        env_a,
+        _cell(0, packages=["sqlparse==0.4.1"]),
+        _cell(1, packages=["sqlparse==0.5.0"]),
     )
     plain = replace(_run(env_b, _cell(0), _cell(1)), run_id="b")
     diff = compare(per_cell, plain)
