@@ -234,9 +234,10 @@ def render_markdown(stacks: NativeStacks, pid: int | None = None, link: str | No
             if len(tops) > 20:
                 lines.append(f"- ... and {len(tops) - 20} more threads")
     if link is not None:
-        lines += ["", f"Full native stacks (gdb): [{link}]({link})", ""]
+        # No reader named: eu-stack, gdb or py-spy may each have read a part.
+        lines += ["", f"Full native stacks: [{link}]({link})", ""]
         return "\n".join(lines)
-    lines += ["", "<details><summary>Native stacks (gdb)</summary>", "", "```"]
+    lines += ["", "<details><summary>Native stacks</summary>", "", "```"]
     lines.append(full_text(stacks).replace("```", "'''").rstrip())
     lines += ["```", "", "</details>", ""]
     return "\n".join(lines)

@@ -69,8 +69,9 @@ def inline(text: str) -> Markup:
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})[\w-]*\s*$")
 _DETAILS = re.compile(r"^<details><summary>(.*)</summary>\s*$")
-# The link native/render.py writes to an attempt's full gdb output, relative to the report.
-_NATIVE_LINK = re.compile(r"^Full native stacks \(gdb\): \[(cells/[^\]]+)\]\((cells/[^)]+)\)$")
+# The link native/render.py writes to an attempt's full native stacks, relative to the report
+# (" (gdb)" in reports written when gdb was the one reader).
+_NATIVE_LINK = re.compile(r"^Full native stacks(?: \(gdb\))?: \[(cells/[^\]]+)\]\((cells/[^)]+)\)$")
 
 
 def fragment(text: str) -> Markup:
@@ -101,7 +102,7 @@ def fragment(text: str) -> Markup:
             fence = opening.group(1)
         elif (link := _NATIVE_LINK.match(line)) is not None and link[1] == link[2]:
             target = html.escape(link[1])
-            out.append(f'<p>Full native stacks (gdb): <a href="{target}">{target}</a></p>')
+            out.append(f'<p>Full native stacks: <a href="{target}">{target}</a></p>')
         elif (details := _DETAILS.match(line)) is not None:
             out.append(f"<details><summary>{inline(details.group(1))}</summary>")
         elif line.strip() == "</details>":
