@@ -85,6 +85,12 @@ class RunOptions:
     command_line: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path
+        # (`.resolve()`, `/`), and load_spec/load_result take a str there too.
+        for name in ("out", "find_links"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, Path(value))
         # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
         # repeat=10**6 would otherwise plan a million attempts per cell.
         for name, most in (("jobs", MAX_PARALLEL), ("repeat", MAX_REPEAT)):

@@ -51,6 +51,12 @@ def test_bad_spec_is_a_located_error_and_creates_no_store(tmp_path: Path) -> Non
     assert not (tmp_path / "out").exists()
 
 
+def test_paths_may_be_given_as_strings() -> None:
+    options = reprospec.RunOptions(out="runs-here", find_links="wheels")  # type: ignore[arg-type]
+    assert (options.out, options.find_links) == (Path("runs-here"), Path("wheels"))
+    assert options.cache_dir == Path("runs-here").resolve() / "cache"
+
+
 def test_bad_options_are_usage_errors() -> None:
     with pytest.raises(UsageError):
         reprospec.RunOptions(repeat=0)
