@@ -96,7 +96,7 @@ def resume(
 
 
 def render(result: RunResult, fmt: str = "md") -> str:
-    """The report of a run: "md" (the bug report), "json" (results.json), "junit" or "github".
+    """The report of a run: "md" (the bug report), "html", "json", "junit" or "github".
 
     Made from the result alone (its attempts carry their log excerpts and stacks).
     """
@@ -113,7 +113,7 @@ def load_result(run: str | Path, out: Path = Path(".reprospec")) -> RunResult:
 
 
 def exit_code(result: RunResult) -> int:
-    """The CLI's exit code for a result: 0 reproduced, 1 not, 3 infra-error, 130 interrupted."""
+    """The CLI's exit code: 0 reproduced, 1 not, 3 infra-error, 4 undecided, 130 interrupted."""
     return exit_code_for(result)
 
 

@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # argparse's own exits (--help, a bad option: exit 2 with its usage) pass through.
         parser = build_parser(verb)
-        args = parser.parse_args(words)
+        args = _parse(parser, verb, words)
         if args.command is None:
             parser.print_help()
             return 2
@@ -195,6 +195,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
+
+
+def _parse(
+    parser: argparse.ArgumentParser, verb: str | None, words: list[str]
+) -> argparse.Namespace:
+    """The words as the verb's own parser reads them, options anywhere among its arguments.
+
+    Through the top parser, argparse takes a verb's positionals in one go: `merge A --out X B`
+    and `slurm status --format json RUN` were refused ("unrecognized arguments: B"), with the
+    top parser's usage. The verb's parser, intermixed, reads them as written and says its own
+    usage when refusing. A verb whose positional takes the rest (`capture -- CMD`) cannot be
+    intermixed (argparse refuses), and keeps argparse's order.
+    """
+    if verb is None:
+        return parser.parse_args(words)
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    own: argparse.ArgumentParser = verbs.choices[verb]
+    takes_the_rest = (argparse.REMAINDER, argparse.PARSER)
+    if any(action.nargs in takes_the_rest for action in own._get_positional_actions()):
+        return parser.parse_args(words)
+    args = own.parse_intermixed_args(words[1:])
+    args.command = verb
+    return args
 
 
 def _format_fatal(exc: FatalError) -> str:

@@ -240,7 +240,7 @@ def fraction(value: float | None, option: str) -> float | None:
     from reprospec.errors import UsageError
 
     if value is not None and not 0 < value < 1:
-        raise UsageError(f"{option} must be between 0 and 1, got {value:g}")
+        raise UsageError(f"{option} must be strictly between 0 and 1, got {value:g}")
     return value
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reprospec.core.bounds import MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
@@ -25,6 +26,12 @@ class Shard:
     index: int
     count: int
 
+    def __post_init__(self) -> None:
+        # Checked here, not only in `parse`: the Python API builds Shard(K, N) itself, and
+        # Shard(0, N) would select no attempt yet run, store and exit 0 as if all passed.
+        if not 1 <= self.index <= self.count:
+            raise UsageError(f"--shard {self}: K must be between 1 and N")
+
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
@@ -36,8 +43,6 @@ class Shard:
             k, n = int(k_text), int(n_text)
         except ValueError:
             raise UsageError(f"--shard expects K/N like 2/8, got {text!r}") from None
-        if not 1 <= k <= n:
-            raise UsageError(f"--shard {text}: K must be between 1 and N")
         return cls(k, n)
 
 
@@ -80,10 +85,20 @@ class RunOptions:
     command_line: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("jobs", "repeat"):
+        # `RunOptions(out=".repro")` from Python: the rest of the engine takes `out` as a Path
+        # (`.resolve()`, `/`), and load_spec/load_result take a str there too.
+        for name in ("out", "find_links"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, Path(value))
+        # The bounds `-j` and `--repeat` have (docs/limits.md), for the API's callers too:
+        # repeat=10**6 would otherwise plan a million attempts per cell.
+        for name, most in (("jobs", MAX_PARALLEL), ("repeat", MAX_REPEAT)):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name} must be >= 1, got {value}")
+            if value is not None and value > most:
+                raise UsageError(f"{name} must be at most {most}, got {value} (docs/limits.md)")
         if self.timeout_s is not None and not self.timeout_s > 0:
             raise UsageError(f"timeout must be > 0 seconds, got {self.timeout_s}")
         if self.stop_on is not None and self.stop_on not in STOP_ON:

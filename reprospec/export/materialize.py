@@ -135,11 +135,16 @@ def _without_certs(build: dockerimage.BuildRecipe) -> dockerimage.BuildRecipe:
     )
 
 
-def _copy_workdir(source: Path, target: Path) -> int:
+def _copy_workdir(source: Path, target: Path, bundle: Path) -> int:
+    # `materialize spec.yaml -o bundle` from the spec's folder puts the bundle inside the
+    # workdir it copies: its own images/ and workdirs/ would be copied into it, half written.
+    inside, root = bundle.resolve(), source.resolve()
     size = 0
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
         if any(part in _SKIP for part in rel.parts) or not path.is_file():
+            continue
+        if (root / rel).is_relative_to(inside):
             continue
         size += path.stat().st_size
         out = target / rel
@@ -191,7 +196,7 @@ def write_bundle(
         if plan.workdir not in workdirs:
             workdirs[plan.workdir] = len(workdirs) + 1
             target = out / "workdirs" / str(workdirs[plan.workdir])
-            size = _copy_workdir(plan.workdir, target) if plan.workdir.is_dir() else 0
+            size = _copy_workdir(plan.workdir, target, out) if plan.workdir.is_dir() else 0
             if size > MAX_WORKDIR_BYTES:
                 warnings.append(f"workdir {plan.workdir} is {size >> 20} MB: the bundle copies it")
         cell_dir = out / "cells" / str(number)

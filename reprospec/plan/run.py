@@ -19,9 +19,11 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
 
+from reprospec.core.bounds import MAX_ATTEMPTS
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.lazysequence import LazySequence
 from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
 
 # Cells whose plan PlannedAttempts keeps for their next attempt (a spec without expressions).
@@ -248,6 +250,14 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
     policy = run_policy(spec)
     if options.repeat is not None:
         policy = replace(policy, repeat=options.repeat)
+        # Validation bounded the spec's own repeat; `--repeat` replaces it after that, so
+        # the run's size (docs/limits.md: attempts per run) is checked again here.
+        if len(cells) * options.repeat > MAX_ATTEMPTS:
+            raise UsageError(
+                f"--repeat {options.repeat}: the run asks for {len(cells) * options.repeat} "
+                f"attempts ({len(cells)} cell(s) x {options.repeat}); at most {MAX_ATTEMPTS} "
+                "are allowed (docs/limits.md)"
+            )
     adaptive, max_repeat = policy.adaptive, policy.most_attempts
     # Adaptive repeats start with a handful of attempts and add more while the
     # Wilson interval still straddles the expected rate (Scheduler._maybe_extend).

@@ -473,7 +473,14 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
     path = find_run(path_or_id, out_root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except json.JSONDecodeError as exc:
+        # Most often a spec or a report given where a run is meant (`report spec.yaml`):
+        # say where the JSON broke and what a RUN is, not json's "(char 0)".
+        raise FatalError(
+            f"{path}:{exc.lineno}:{exc.colno}: cannot read results: not JSON ({exc.msg}); "
+            "a RUN is a run folder, its results.json, a run id, `latest` or `latest~N`"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise FatalError(f"{path}: cannot read results: {exc}") from exc
     if not isinstance(data, dict):
         raise FatalError(f"{path}: not a reprospec results file")

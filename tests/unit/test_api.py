@@ -51,8 +51,24 @@ def test_bad_spec_is_a_located_error_and_creates_no_store(tmp_path: Path) -> Non
     assert not (tmp_path / "out").exists()
 
 
+def test_paths_may_be_given_as_strings() -> None:
+    options = reprospec.RunOptions(out="runs-here", find_links="wheels")  # type: ignore[arg-type]
+    assert (options.out, options.find_links) == (Path("runs-here"), Path("wheels"))
+    assert options.cache_dir == Path("runs-here").resolve() / "cache"
+
+
 def test_bad_options_are_usage_errors() -> None:
     with pytest.raises(UsageError):
         reprospec.RunOptions(repeat=0)
+    # The bounds of -j and --repeat (docs/limits.md) hold for the API's options too.
+    with pytest.raises(UsageError, match="repeat must be at most 10000"):
+        reprospec.RunOptions(repeat=10_001)
+    with pytest.raises(UsageError, match="jobs must be at most 256"):
+        reprospec.RunOptions(jobs=257)
+    # A shard is 1-based: Shard(0, N) would select nothing, yet run and exit 0.
+    with pytest.raises(UsageError, match="K must be between 1 and N"):
+        reprospec.Shard(0, 8)
+    with pytest.raises(UsageError, match="K must be between 1 and N"):
+        reprospec.Shard(9, 8)
     with pytest.raises(UsageError):
         reprospec.RunOptions(stop_on="sometimes")

@@ -193,7 +193,10 @@ class _Semantics:
         except ValueError:
             return None  # the schema reported it
         if seconds <= 0:
-            self.add(("run", key), f"expected a duration > 0, got {value!r}")
+            # A number (`timeout: 0`) is the schema's `exclusiveMinimum: 0` to report: saying
+            # it again here would list one mistake twice. `0s` passes the schema's pattern.
+            if isinstance(value, str):
+                self.add(("run", key), f"expected a duration > 0, got {value!r}")
             return None
         if not math.isfinite(seconds):
             # .nan and .inf pass the schema's `> 0` and would disable the limit.

@@ -238,7 +238,7 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert "isolate needs the spec's expect" in stderr
     code, _, stderr = isolate(tmp_path, "--min-rate", "1.5")
     assert code == 2
-    assert "--min-rate must be between 0 and 1, got 1.5" in stderr
+    assert "--min-rate must be strictly between 0 and 1, got 1.5" in stderr
     # The cell named as failing is the one expected to pass: that is the mistake said, not
     # "no cell passed" after a run of the matrix looking for another passing cell.
     code, _, stderr = isolate(tmp_path, "--failing", "setup=minimal")

@@ -92,7 +92,10 @@ def test_fractions_are_refused_in_one_wording(
     # bisect checks its versions first; give it a question it can read.
     extra = ["--package", "p", "--good", "1", "--bad", "2"] if verb == "bisect" else []
     line = _refusal(capsys, verb, "x.yaml", *extra, "--error", "1.5")
-    assert line == "reprospec: --error must be between 0 and 1, got 1.5"
+    assert line == "reprospec: --error must be strictly between 0 and 1, got 1.5"
+    # 0 and 1 themselves are refused too, and the words say so.
+    line = _refusal(capsys, verb, "x.yaml", *extra, "--min-rate", "0")
+    assert line == "reprospec: --min-rate must be strictly between 0 and 1, got 0"
 
 
 def test_run_options_are_the_same_whichever_verb_parsed_them(tmp_path: Path) -> None:

@@ -39,3 +39,10 @@ def test_a_stall_limit_is_named_as_not_applied_by_run_sh(tmp_path: Path) -> None
 
 def test_a_spec_without_a_stall_limit_is_not_warned_about(tmp_path: Path) -> None:
     assert _warnings(tmp_path, SPEC.replace(", stall: 10s", "")) == ()
+
+
+def test_a_bundle_inside_its_workdir_does_not_copy_itself(tmp_path: Path) -> None:
+    # `materialize stuck.yaml -o bundle` in the spec's folder: the workdir holds the bundle.
+    _warnings(tmp_path, SPEC)
+    copied = tmp_path / "bundle" / "workdirs" / "1"
+    assert sorted(p.name for p in copied.iterdir()) == ["stuck.yaml"]

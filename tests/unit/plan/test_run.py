@@ -12,6 +12,7 @@ import pytest
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.runoptions import RunOptions, Shard
+from reprospec.errors import UsageError
 from reprospec.outcome.judge import CellJudge, judge_cells
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.plan import attempt as attempt_module
@@ -225,3 +226,13 @@ def test_each_cells_expectation_is_held_by_index_and_reads_as_the_mapping_by_id(
         kept.expectation(left_out)
     with pytest.raises(KeyError):
         kept.expectations[left_out.id]
+
+
+def test_a_repeat_option_is_held_to_the_attempts_per_run_bound(tmp_path: Path) -> None:
+    # The spec's own repeat was bounded when it was validated; --repeat replaces it after,
+    # so it is checked again: 10 cells x 10,000 is the most (docs/limits.md), 11 are not.
+    plan = make_plan(tmp_path, options=RunOptions(out=tmp_path, repeat=10_000))
+    assert len(plan.attempts) == 100_000
+    eleven = BODY.replace("n: [1, 2, 3, 4, 5], m: [a, b]", "n: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]")
+    with pytest.raises(UsageError, match=r"110000 attempts \(11 cell\(s\) x 10000\)"):
+        make_plan(tmp_path, eleven, RunOptions(out=tmp_path, repeat=10_000))

@@ -181,6 +181,12 @@ def test_load_run_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(FatalError, match="cannot read results"):
         load_run(tmp_path / "bad.json")
+    # A spec given where a run is meant: located, and saying what a RUN is.
+    (tmp_path / "spec.yaml").write_text("reprospec: 1\nname: x\n")
+    with pytest.raises(
+        FatalError, match=r"spec\.yaml:1:1: cannot read results: not JSON .*a RUN is"
+    ):
+        load_run(tmp_path / "spec.yaml")
     (tmp_path / "other.json").write_text('{"format": 1}')
     with pytest.raises(FatalError, match="not a reprospec results file"):
         load_run(tmp_path / "other.json")

@@ -1,0 +1,34 @@
+"""The command line reads a verb's options anywhere among its arguments, as a reader of
+cli.md's usage lines expects, and refuses in the verb's own words."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.cli import _parse, build_parser, main
+
+
+def test_options_may_come_between_a_verbs_arguments() -> None:
+    # argparse through the top parser took `merge`'s RUNs in one go and refused the second.
+    args = _parse(build_parser("merge"), "merge", ["merge", "a", "--out", "x", "b"])
+    assert (args.command, args.runs, str(args.out)) == ("merge", ["a", "b"], "x")
+    # `slurm status --format json RUN`: the RUN after the option is status's run.
+    words = ["slurm", "status", "--format", "json", "r1"]
+    args = _parse(build_parser("slurm"), "slurm", words)
+    assert (args.target, args.run_ref, args.format) == ("status", "r1", "json")
+
+
+def test_capture_keeps_the_command_after_the_dashes_as_written() -> None:
+    # Its positional takes the rest (argparse cannot intermix it): `--out` is the command's.
+    words = ["capture", "--", "python", "t.py", "--out", "y"]
+    args = _parse(build_parser("capture"), "capture", words)
+    assert args.argv[-4:] == ["python", "t.py", "--out", "y"]
+
+
+def test_a_refusal_shows_the_verbs_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["merge", "a", "--repat", "3"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: reprospec merge ")
+    assert "unrecognized arguments: --repat 3" in err
