@@ -9,71 +9,24 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.support.cli import SPECS, ExampleRun
+from tests.support.docexamples import (
+    COMMAND_EXAMPLES,
+    DOCS,
+    EXAMPLES,
+    FENCE,
+    WORKLOAD_EXAMPLES,
+    Example,
+)
 from tests.support.paths import ROOT
-
-DOCS = ROOT / "docs"
-
 
 # Examples are written as if saved in specs/, next to the fixtures they use.
 FIXTURES = ROOT / "specs" / "fixtures"
-
-
-_FENCE = re.compile(r"^```(?P<info>[\w+-]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
-
-
-_SPEC_KEY = re.compile(r"^reprospec\s*:", re.M)
-
-
-@dataclass(frozen=True)
-class Example:
-    """One fenced yaml block of a doc that is a whole spec (it has a top-level `reprospec:`)."""
-
-    doc: str
-    line: int
-    text: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.doc}:{self.line}"
-
-    @property
-    def file_name(self) -> str:
-        return f"{Path(self.doc).stem}-line{self.line}.yaml"
-
-    @property
-    def data(self) -> dict[str, Any]:
-        loaded = yaml.safe_load(self.text)
-        assert isinstance(loaded, dict), f"{self.id}: not a mapping"
-        return loaded
-
-
-def doc_examples() -> list[Example]:
-    """Every spec example of docs/*.md, in order."""
-    found = []
-    for path in sorted(DOCS.glob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        for match in _FENCE.finditer(text):
-            if match["info"] in ("yaml", "yml") and _SPEC_KEY.search(match["body"]):
-                line = text.count("\n", 0, match.start("body")) + 1
-                found.append(Example(path.name, line, match["body"]))
-    return found
-
-
-EXAMPLES = doc_examples()
-
-
-COMMAND_EXAMPLES = [e for e in EXAMPLES if "workload" not in e.data]
-
-
-WORKLOAD_EXAMPLES = [e for e in EXAMPLES if "workload" in e.data]
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +121,7 @@ def test_python_api_example_runs_and_prints_what_the_page_says(tmp_path: Path) -
     page = (DOCS / "python-api.md").read_text(encoding="utf-8")
     (script,) = [
         m["body"]
-        for m in _FENCE.finditer(page)
+        for m in FENCE.finditer(page)
         if m["info"] == "python" and "reprospec.run(" in m["body"]
     ]
     printed = page.split("It prints", 1)[1].split("\n\n", 1)[1].split("\n\nand exits 0")[0]

@@ -10,12 +10,9 @@ import json
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from jsonschema import Draft202012Validator
 
 from reprospec.api import load_spec, plan_run
@@ -23,53 +20,17 @@ from reprospec.cli import build_parser
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.attempt import describe
+from tests.support.docexamples import (
+    COMMAND_EXAMPLES,
+    DOCS,
+    EXAMPLES,
+    FENCE,
+    WORKLOAD_EXAMPLES,
+    Example,
+)
 from tests.support.paths import ROOT
 
-DOCS = ROOT / "docs"
 SCHEMA = ROOT / "schemas" / "reprospec.schema.json"
-
-_FENCE = re.compile(r"^```(?P<info>[\w+-]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
-_SPEC_KEY = re.compile(r"^reprospec\s*:", re.M)
-
-
-@dataclass(frozen=True)
-class Example:
-    """One fenced yaml block of a doc that is a whole spec (it has a top-level `reprospec:`)."""
-
-    doc: str
-    line: int
-    text: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.doc}:{self.line}"
-
-    @property
-    def file_name(self) -> str:
-        return f"{Path(self.doc).stem}-line{self.line}.yaml"
-
-    @property
-    def data(self) -> dict[str, Any]:
-        loaded = yaml.safe_load(self.text)
-        assert isinstance(loaded, dict), f"{self.id}: not a mapping"
-        return loaded
-
-
-def doc_examples() -> list[Example]:
-    """Every spec example of docs/*.md, in order."""
-    found = []
-    for path in sorted(DOCS.glob("*.md")):
-        text = path.read_text(encoding="utf-8")
-        for match in _FENCE.finditer(text):
-            if match["info"] in ("yaml", "yml") and _SPEC_KEY.search(match["body"]):
-                line = text.count("\n", 0, match.start("body")) + 1
-                found.append(Example(path.name, line, match["body"]))
-    return found
-
-
-EXAMPLES = doc_examples()
-COMMAND_EXAMPLES = [e for e in EXAMPLES if "workload" not in e.data]
-WORKLOAD_EXAMPLES = [e for e in EXAMPLES if "workload" in e.data]
 
 
 def test_the_docs_have_examples_of_both_kinds() -> None:
@@ -98,7 +59,7 @@ def test_readme_worked_example_is_the_spec_it_names(tmp_path: Path) -> None:
     (the same cells, commands, workload and expectations), or the table under it is not what
     the abridged spec would print."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (shown,) = [m["body"] for m in _FENCE.finditer(readme) if m["info"] == "yaml"]
+    (shown,) = [m["body"] for m in FENCE.finditer(readme) if m["info"] == "yaml"]
     assert (
         "[`specs/segfault.yaml`](https://github.com/reprospec/reprospec/blob/main/specs/segfault.yaml)"
         in readme
