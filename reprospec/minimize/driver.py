@@ -46,7 +46,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
-from reprospec.minimize.report import Minimized, write
+from reprospec.minimize.report import Minimized, expects_the_failure, write
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
@@ -179,6 +179,21 @@ def _minimize(
         if options.settings and options.passing_cells
         else Reduced(failing, failing, None, message="not asked")
     )
+    if reduced.reset and not expects_the_failure(spec, original, reduced, expectation, workdir):
+        # The minimized spec would expect something else of the reduced cell: minimizing
+        # there, then naming the failing cell, would report a cell nothing was checked in.
+        say(
+            f"settings: {reduced.cell.id} fails too, but the spec expects it to do otherwise "
+            f"than {failing.id}: the program is minimized in {failing.id}"
+        )
+        reduced = replace(
+            reduced,
+            cell=failing,
+            kept=(*reduced.kept, *reduced.reset),
+            reset=(),
+            overrides=(),
+            message=f"the spec expects {reduced.cell.id}, where it fails too, to do otherwise",
+        )
     if reduced.reset:
         say("settings: " + reduced.sentence())
     passing = _sample(_agreeing(all_passing, reduced)) if options.passing_cells else ()

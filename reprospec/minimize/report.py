@@ -82,12 +82,9 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         target.write_text(text, encoding="utf-8")
     spec_path = out / SPEC_NAME
     reset = found.settings.reset if found.settings else ()
+    # The settings step was kept only where this spec expects the failure in the reduced
+    # cell (`expects_the_failure`, asked before the program was minimized there).
     spec_path.write_text(_spec_text(spec, program, reset, workdir), encoding="utf-8")
-    if reset and not _fails_there(spec_path, found):
-        # The spec's expect keys on a reset setting (its case expects that cell to pass):
-        # the minimized spec keeps the matrix as it was rather than expect the wrong thing.
-        spec_path.write_text(_spec_text(spec, program, (), workdir), encoding="utf-8")
-        found = replace(found, cell=found.settings.original if found.settings else found.cell)
     if found.perturbed:
         # Amplified: the failure needs environment.perturb, which a plain command line does
         # not apply (it passed 6 of 6 times where `reprospec run` failed 4 of 4).
@@ -212,18 +209,35 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
         document.pop("matrix")
 
 
-def _fails_there(spec_path: Path, found: Minimized) -> bool:
-    """Whether the minimized spec has the reduced cell and expects it to fail as the original."""
+def expects_the_failure(
+    spec: Spec, program: Program, reduced: Reduced, expectation: Expectation, workdir: Path
+) -> bool:
+    """Whether the minimized spec, its reset axes holding the passing values, has the reduced
+    cell and expects it to fail as the original cell was expected to.
+
+    Asked before the program is minimized in that cell: where a case of the spec expects
+    something else there (the cell to pass, or a crash without its signal), the minimized
+    spec could not name the cell its program was checked in, so step 1's answer is not
+    used and the program is minimized in the failing cell as the spec names it.
+    """
+    import tempfile
+
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
 
-    plan = api.plan_run(api.load_spec(spec_path), RunOptions())
+    text = _spec_text(spec, program, reduced.reset, workdir)
+    with tempfile.TemporaryDirectory(prefix="reprospec-minimize-") as folder:
+        # Planned from the spec's own folder: its workdir and files resolve as the
+        # original's do (the text runs the program from `.`, the minimized folder).
+        path = Path(folder) / SPEC_NAME
+        path.write_text(text, encoding="utf-8")
+        plan = api.plan_run(api.load_spec(path), RunOptions())
     for cell in plan.cells:
         if all(
             axis not in cell.matrix or same(cell.matrix[axis], value)
-            for axis, value in found.cell.matrix.items()
+            for axis, value in reduced.cell.matrix.items()
         ):
-            return plan.expectation(cell) == found.expectation
+            return plan.expectation(cell) == expectation
     return False
 
 

@@ -142,6 +142,39 @@ def test_a_setting_that_does_not_matter_goes_back_to_the_passing_value(tmp_path:
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
 
 
+def test_a_reduced_cell_the_spec_expects_otherwise_is_not_the_one_minimized(
+    tmp_path: Path,
+) -> None:
+    """Step 1 finds log=quiet fails too, but a case of this spec expects log=quiet cells to
+    crash without saying SIGSEGV: minimized.yaml could not name that cell as failing the same
+    way. Once, the program was minimized and checked there, then the report named the
+    original cell, where nothing had been run (a helper's new-user trial: minimize.md and
+    repro.sh named `workers=2`, the program checked at `workers=0`). Now step 1's answer is
+    set aside and the program is minimized, checked and named in the failing cell."""
+    text = SETTINGS.read_text().replace(
+        "command: python settings.py",
+        f"environment: {{workdir: {str(SETTINGS.parent)!r}}}\ncommand: python settings.py",
+    )
+    text += "    - when: {log: quiet}\n      outcome: crash\n"
+    spec = tmp_path / "cases.yaml"
+    spec.write_text(text)
+    code, data, stderr = minimize(tmp_path, "--budget", "200", *DETERMINISTIC, spec=spec)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    settings = data["settings"]
+    assert settings["cell_before"] == settings["cell_after"] == data["cell"]
+    assert data["cell"] == "workers=2,pinned=true,log=verbose"
+    assert settings["reset"] == []
+    assert "expects workers=2,pinned=true,log=quiet" in settings["message"], settings
+    # Judged where it is named: the passing cells are the failing cell's own neighbours.
+    assert any(c.endswith("log=verbose") for c in data["passing_cells"]), data["passing_cells"]
+    result = tmp_path / "result"
+    said = (result / "minimize.md").read_text()
+    assert "log=verbose kept as it is (the spec expects workers=2,pinned=true,log=quiet" in said
+    assert "verbose" in (result / "repro.sh").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_a_torch_program_minimizes_as_forks_of_one_preloaded_server(tmp_path: Path) -> None:
     # run.preload: [torch]. Every candidate's attempts are forks of a server that imported
