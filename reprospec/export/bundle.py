@@ -724,7 +724,10 @@ def _read_manifest(archive: Path, root: Path) -> Unpacked:
         raise UsageError(f"{where}: {MANIFEST}: options is not a mapping")
     overrides: tuple[str, ...] = ()
     if data.get("workdir") is not None:
-        workdir = _inside(top, data.get("workdir"), where)
+        # Absolute: a relative `workdir` is read from the spec's folder, not from here, so
+        # the unpacked tree under a relative `--out` (the default `.reprospec`) named a
+        # folder inside the spec's own (`tree/specs/.reprospec/bundles/...`) that is not there.
+        workdir = _inside(top, data.get("workdir"), where).absolute()
         overrides = (f"environment.workdir={json.dumps(str(workdir))}",)
     return Unpacked(root=top, spec=spec, overrides=overrides, **_run_options(options, where))
 

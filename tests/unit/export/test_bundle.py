@@ -80,3 +80,28 @@ def test_size_limits_hold_before_and_while_writing(
     monkeypatch.setattr(bundle, "MAX_MEMBERS", 1)
     with pytest.raises(UsageError, match="more than 1 members"):
         bundle.unpack(archive, tmp_path / "bundles")
+
+
+def test_an_absolute_workdir_points_into_a_tree_unpacked_under_a_relative_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spec whose workdir was absolute (every `amplified.yaml` is one) got the override
+    # `environment.workdir=.reprospec/bundles/...`, relative to the spec's folder when read:
+    # `reprospec run x.tar.gz` with the default `--out .reprospec` could never run it.
+    from reprospec.spec.load import load_spec
+
+    manifest = b'{"format": 1, "spec": "tree/specs/s.yaml", "workdir": "tree/app"}'
+    spec = b"reprospec: 1\nname: s\nenvironment: {workdir: /gone/app}\ncommand: python m.py\n"
+    archive = _archive(
+        tmp_path / "s.tar.gz",
+        _file("b/bundle.json", manifest),
+        _file("b/tree/specs/s.yaml", spec),
+        _file("b/tree/app/m.py", b"print(1)\n"),
+    )
+    monkeypatch.chdir(tmp_path)
+    unpacked = bundle.unpack(archive, Path(".reprospec") / "bundles")
+    # (a workdir that is not there is a located spec problem: SpecError)
+    loaded = load_spec(str(unpacked.spec), unpacked.overrides)
+    workdir = Path(str(loaded.document["environment"]["workdir"]))  # type: ignore[index,call-overload]
+    assert workdir.is_absolute()
+    assert workdir.resolve() == (tmp_path / unpacked.root / "tree" / "app").resolve()
