@@ -98,6 +98,16 @@ class Captured:
     verified: bool | None = None  # None: not verified (--no-verify, or nothing to verify)
 
 
+class VerifyInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM in the verify rerun. The first run ended, so the spec written from
+    it is the finished one, not the first draft: only its check was stopped, and `lines`
+    say what was written (the CLI had told the user to throw it away and capture again)."""
+
+    def __init__(self, lines: tuple[str, ...]) -> None:
+        super().__init__()
+        self.lines = lines
+
+
 def capture(request: Request, run_spec: Runner) -> Captured:
     """Run `request.argv` as a spec (through `run_spec`), write the spec that reproduces it."""
     if not request.argv:
@@ -177,7 +187,10 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         lines.append(f"packages it imported: {', '.join(packages)}")
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
-        said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
+        try:
+            said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
+        except KeyboardInterrupt:
+            raise VerifyInterrupted(tuple(lines)) from None
         lines += said
     return Captured(spec_path, observed, tuple(lines), verified)
 

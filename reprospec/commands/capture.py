@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Capture; prints what was written, what is left to fill in, and the verify rerun."""
-    from reprospec.errors import UsageError
+    from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
     argv = list(args.argv)
     if argv and argv[0] == "--":
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.repeat < 1:
         raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
-    from reprospec.capture.command import Request, capture
+    from reprospec.capture.command import Request, VerifyInterrupted, capture
     from reprospec.core.units import parse_duration
 
     try:
@@ -105,7 +105,17 @@ def run(args: argparse.Namespace) -> int:
     def run_spec(path: Path, repeat: int, observe: bool) -> RunResult:
         return _run_spec(path, repeat, observe, args.out)
 
-    captured = capture(request, run_spec)
+    try:
+        captured = capture(request, run_spec)
+    except VerifyInterrupted as stopped:
+        for line in stopped.lines:
+            print(line)
+        print(
+            f"reprospec: interrupted in the verify rerun; {output} is written from the run "
+            f"that ended, but not verified: `reprospec run {output}` checks it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     for line in captured.lines:
         print(line)
     if captured.observed.outcome is None:

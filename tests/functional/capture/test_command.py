@@ -373,3 +373,30 @@ def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_pa
     text = (workdir / "spec.yaml").read_text()
     assert "UNRELATED_SETTING" not in text
     assert "Each matrix axis" not in text  # no settings of its own: no axes to widen
+
+
+def test_ctrl_c_in_the_verify_keeps_the_spec_the_finished_run_wrote(tmp_path: Path) -> None:
+    """Ctrl-C once the first run ended, in the verify rerun: the spec written from that
+    run stays, and the message says it is written but unverified; it said "the spec is
+    still the first draft: capture again with --force" of a finished spec."""
+    started, ran = tmp_path / "verifying", tmp_path / "ran"
+    # The first attempt fails at once; the verify's attempt (a second one) waits.
+    program = (
+        "import os, time\n"
+        f"if os.path.exists({str(ran)!r}):\n    open({str(started)!r}, 'w').close()\n"
+        "    time.sleep(600)\n"
+        f"open({str(ran)!r}, 'w').close()\nraise ValueError('first failure')\n"
+    )
+    (tmp_path / "prog.py").write_text(program)
+    out = tmp_path / "out"
+    spec = tmp_path / "spec.yaml"
+    argv = [sys.executable, "-m", "reprospec", "capture", "-o", str(spec), "--out", str(out)]
+    argv += ["--timeout", "10m", "--", "python", str(tmp_path / "prog.py")]
+    stopped = interrupt_when(argv, started.exists, wait_s=120)
+    assert stopped.code == 130, stopped.stderr
+    assert "first draft" not in stopped.stderr
+    assert f"{spec} is written from the run that ended, but not verified" in stopped.stderr
+    assert "spec.yaml: error:ValueError in 1/1 attempt(s)" in stopped.stdout
+    written = spec.read_text()
+    assert not written.startswith("# A first draft")
+    assert "exception: ValueError" in written
