@@ -157,6 +157,7 @@ def _minimize(
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
     original = _program(command, workdir, spec.document)
+    _check_output(options.output, workdir, original)
     workload = not isinstance(spec.document.get("command"), (str, list))
     if workload:
         original = replace(
@@ -321,6 +322,23 @@ def _minimize(
     )
     found = write(found, spec, workdir)
     return redactor.value(found)
+
+
+def _check_output(output: Path | None, workdir: Path, original: Program) -> None:
+    """Refuse, before any attempt, an `-o DIR` the result cannot be written to: a file, or
+    the workdir itself, where the minimized files were written over the originals (the
+    user's program lost, `-o .` run from the workdir) once the whole budget was spent."""
+    if output is None:
+        return
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: not a folder")
+    if output.resolve() == workdir and original.files:
+        names = ", ".join(path for path, _ in original.files[:3])
+        more = f" and {len(original.files) - 3} more" if len(original.files) > 3 else ""
+        raise UsageError(
+            f"-o {output}: that is the spec's workdir ({workdir}), and the minimized "
+            f"{names}{more} would be written over the originals: give another folder"
+        )
 
 
 def _env(document: Mapping[str, JsonValue]) -> bool:

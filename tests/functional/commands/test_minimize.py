@@ -347,6 +347,33 @@ def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
 
 
+def test_dir_that_is_the_workdir_or_a_file_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # `minimize p.yaml -o .` from the workdir wrote the minimized p.py over the user's own,
+    # after the whole budget; `-o` a file failed there too. Both are refused at once.
+    work = tmp_path / "work"
+    work.mkdir()
+    source = '"""The original."""\nimport os\nprint(os.sep)\nraise ValueError("x")\n'
+    (work / "p.py").write_text(source)
+    (work / "p.yaml").write_text(
+        "reprospec: 1\nname: p\ncommand: python p.py\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    (work / "notes.txt").write_text("mine\n")
+    for output, said in (
+        (work, "that is the spec's workdir"),
+        (work / "notes.txt", "not a folder"),
+    ):
+        code, _, stderr = minimize(tmp_path, "-o", str(output), spec=work / "p.yaml")
+        assert code == 2, stderr
+        assert f"-o {output}: {said}" in stderr
+        assert "Traceback" not in stderr
+    assert (work / "p.py").read_text() == source
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "p.py", "p.yaml"]
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
 def test_a_workload_at_its_floors_or_no_failing_cell_is_a_usage_error(tmp_path: Path) -> None:
     floors = ["phases.0.steps=1", "phases.1.steps=7", "data.loader.batch_size=1"]
     floors += ["data.dataset.size=1", "model.params.channels=1"]
