@@ -31,6 +31,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -162,7 +163,8 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-            _add_text(tar, top / "README.md", _readme(run, manifest, carried))
+            place = _standalone_place(run, sources, spec_rel)
+            _add_text(tar, top / "README.md", _readme(run, manifest, carried, place))
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
             for folder in _empty_workdirs(sources, [spec_rel, *carried]):
@@ -412,8 +414,30 @@ def _run_redactor(
     return Redactor(named, names={v: k for v, k in named.items() if k})
 
 
-def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -> str:
+def _standalone_place(run: RunResult, sources: _Sources, spec_rel: str) -> str | None:
+    """Where in `tree/` the standalone command runs: its workdir's place there (None: not
+    a command, or a workdir the tree does not hold)."""
+    standalone = run.standalone
+    if standalone is None or standalone.kind != "command" or sources.spec is None:
+        return None
+    workdir = Path(standalone.workdir)
+    if not workdir.is_absolute():
+        workdir = sources.root / PurePosixPath(spec_rel).parent / workdir
+    try:
+        return workdir.resolve().relative_to(sources.root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _readme(
+    run: RunResult, manifest: dict[str, object], files: Sequence[str], place: str | None = None
+) -> str:
     spec = manifest["spec"]
+    rerun = f"reprospec run {run.run_id}/{spec}"
+    if manifest.get("workdir") is not None:
+        # The spec names the sender's absolute workdir: run as it is, it looks there.
+        moved = PurePosixPath(run.run_id, str(manifest["workdir"]))
+        rerun += f' --set environment.workdir="$PWD/{moved}"'
     lines = [
         f"# {run.title or run.spec_name}",
         "",
@@ -425,7 +449,7 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
         "",
         "    reprospec run THIS-FILE.tar.gz",
         "",
-        f"Or unpack it and run the spec yourself: `reprospec run {run.run_id}/{spec}`.",
+        f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
     if run.standalone is not None and not run.standalone.unavailable:
@@ -437,11 +461,25 @@ def _readme(run: RunResult, manifest: dict[str, object], files: Sequence[str]) -
             ]
         else:
             folder = PurePosixPath(str(spec)).parent
+            line = run.standalone.run
+            if place is not None:
+                # The command runs in its workdir's place in the tree, not after the report's
+                # `cd` into the workdir: that one can be the sender's absolute path (a spec's
+                # absolute workdir, or one more than two folders up), not the recipient's.
+                folder = PurePosixPath("tree") / place
+                for glue in (" && ", "\n"):
+                    cd = f"cd {shlex.quote(run.standalone.workdir)}{glue}"
+                    if line.startswith(cd):
+                        line = line[len(cd) :]
+                        break
             lines += [
                 "",
                 f"Without reprospec, cell `{run.standalone.cell}` is "
-                f"`{run.standalone.run}`, run in `{run.run_id}/{folder}/`.",
+                f"`{line}`, run in `{run.run_id}/{folder}/`.",
             ]
+            # What that command line leaves out (environment.perturb, an image, a memory
+            # limit), as the report's standalone repro says.
+            lines += [f"Not in that command line: {note}." for note in run.standalone.notes]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
     return "\n".join(lines) + "\n"

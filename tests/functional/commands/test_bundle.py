@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
 import shutil
 import tarfile
 from pathlib import Path
@@ -241,3 +243,45 @@ def test_a_script_named_from_outside_the_workdir_goes_along(tmp_path: Path, cli:
     )
     assert again.code == 0, again.stdout + again.stderr
     assert "1/1 cell(s) reproduced" in again.stdout
+
+
+def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # The spec names its workdir by an absolute path (every amplified.yaml does). Under
+    # the default relative `--out` the rerun looked for tree/specs/.reprospec/bundles/...;
+    # the README's own spec rerun looked in the sender's folder, and its command line
+    # began with a `cd` there, "run in" the spec's folder of the tree.
+    project = tmp_path / "project"
+    (project / "prog").mkdir(parents=True)
+    (project / "specs").mkdir()
+    (project / "prog" / "boom.py").write_text("raise ValueError('boom')\n")
+    spec = project / "specs" / "abs.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: absw\nenvironment: {{workdir: {project / 'prog'}}}\n"
+        "command: python boom.py\nexpect: {outcome: error, exception: ValueError}\n"
+    )
+    store = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(store)).code == 0
+    archive = tmp_path / "abs.tar.gz"
+    assert cli("bundle", "latest", "-o", str(archive), "--out", str(store)).code == 0
+    shutil.rmtree(project)  # the recipient has only the archive
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = {"PYTHONPATH": str(ROOT)}
+    again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=here)
+    assert again.code == 0, again.stderr
+    assert "1/1 cell(s) reproduced" in again.stdout
+    unpacked = elsewhere / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="data")
+    (top,) = unpacked.iterdir()
+    readme = (top / "README.md").read_text()
+    rerun = re.search(r"run the spec yourself: `reprospec (run [^`]+)`", readme)
+    assert rerun is not None, readme
+    words = shlex.split(rerun.group(1).replace("$PWD", str(unpacked)))
+    mine = cli(*words, "--out", str(tmp_path / "mine"), cwd=unpacked, env=here)
+    assert mine.code == 0, mine.stderr
+    plain = re.search(r"is `([^`]+)`, run in `([^`]+)`", readme)
+    assert plain is not None, readme
+    assert plain.groups() == ("python boom.py", f"{top.name}/tree/prog/")
