@@ -231,11 +231,17 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     outside: dict[Path, None] = {}
     absolute: dict[Path, None] = {}
     workdirs: dict[Path, None] = {}
+    missing: dict[str, None] = {}
     for attempt in plan.attempts:
         if attempt.workdir.resolve() in workdirs:
             continue
         workdirs[attempt.workdir.resolve()] = None
         named = carried_files(attempt)
+        for name in attempt.files:
+            # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left
+            # out without a word, and the recipient's rerun failed on the missing file.
+            if not (attempt.workdir / name).expanduser().exists():
+                missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
         for rel in named.inside:
             files[(attempt.workdir / rel).resolve()] = None
         outside.update(dict.fromkeys(named.outside))
@@ -245,6 +251,10 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
         files.pop(path, None)
         outside.pop(path, None)
     warnings += _not_carried(absolute, too_large)
+    if missing:
+        warnings.append(
+            "not carried, named by the spec's files but not there: " + ", ".join(missing)
+        )
     # The tree's root holds the spec, every workdir and every file named from outside a
     # workdir (`../raises.py`): each keeps its place relative to the others, and no member
     # of the archive needs a `..`, which unpacking refuses.
