@@ -66,7 +66,7 @@ def verify(
     lines.append(
         f"verify{without}: {'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
-        + _unmatched(done.attempts, done.verified)
+        + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
         + f"; verdict {done.verdicts} (run {done.run_id})"
     )
     return tuple(lines), done.verified
@@ -112,14 +112,17 @@ def _names(names: Sequence[str], shown: int = 4) -> str:
     return ", ".join(names[:shown]) + more
 
 
-def _unmatched(attempts: Sequence[AttemptResult], verified: bool) -> str:
+def _unmatched(attempts: Sequence[AttemptResult], verified: bool, *, came_back: bool) -> str:
     """What of the written `expect` the rerun's attempts missed, when the verdict is not
     `reproduced`: the same signature can come back while the spec still misses (a message
-    pattern, a step), and the line must say which, not only that it missed."""
+    pattern, a step), and the line must say which, not only that it missed. ", but" only
+    when the signature did come back: "NOT the same ... came back in 0/1 attempt(s), but
+    the spec's expect did not match" read as a contradiction."""
     if verified:
         return ""
     misses = list(dict.fromkeys(m for a in attempts if not a.matched for m in a.mismatches))
     if not misses:
         return ""
     more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
-    return f", but the spec's expect did not match: {misses[0]}{more}"
+    joint = ", but" if came_back else ";"
+    return f"{joint} the spec's expect did not match: {misses[0]}{more}"

@@ -332,6 +332,27 @@ def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_
     ), verify
 
 
+def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_path: Path) -> None:
+    # "NOT the same signature (error:KeyError) came back in 0/1 attempt(s), but the spec's
+    # expect did not match": the "but" said the opposite of what happened.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    seen = tmp_path / "seen"
+    (workdir / "once.py").write_text(
+        f"import pathlib\nseen = pathlib.Path({str(seen)!r})\n"
+        "if not seen.exists():\n    seen.touch()\n    raise KeyError('first run only')\n"
+    )
+    out = tmp_path / "out"
+    result = cli("capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "once.py",
+                 cwd=workdir)  # fmt: skip
+    assert result.code == 1, result.stdout + result.stderr
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert re.sub(r"^verify(?: \(without [^)]*\))?: ", "", verify).startswith(
+        "NOT the same signature (error:KeyError) came back in 0/1 attempt(s); the spec's "
+        "expect did not match: expected outcome error, got pass"
+    ), verify
+
+
 def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     cli: Cli, tmp_path: Path
 ) -> None:
