@@ -165,10 +165,16 @@ def _stem(argv: list[str]) -> str:
 
 def _from_log(args: argparse.Namespace) -> int:
     from reprospec.capture.fromlog import capture_log
-    from reprospec.errors import UsageError
+    from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
     if args.from_log == "-":
-        text = sys.stdin.read()
+        try:
+            text = sys.stdin.read()
+        except KeyboardInterrupt:
+            # Nothing is written before the log is read: no draft to speak of (the generic
+            # capture message said "the spec is still the first draft" of no file at all).
+            print("reprospec: interrupted while reading the log; nothing written", file=sys.stderr)
+            return EXIT_INTERRUPTED
         source = "stdin"
     else:
         try:
