@@ -114,7 +114,7 @@ def prepare(perturb: Perturb, *, token: str, wants_gpu: bool = False) -> Applied
     if perturb.cpus is not None:
         cpu_list = cpu_list_of(perturb.cpus)
         options += ["--cpus", ",".join(str(c) for c in cpu_list)]
-        notes.append(f"cpus={','.join(str(c) for c in cpu_list)} (affinity)")
+        notes.append(cpus_note(perturb.cpus, cpu_list, "affinity"))
     if perturb.nice is not None:
         current = os.nice(0)
         if perturb.nice < current and os.geteuid() != 0:
@@ -195,6 +195,15 @@ def _malloc_debug() -> str | None:
         if path.exists():
             return str(path)
     return None
+
+
+def cpus_note(cpus: int | tuple[int, ...], cpu_list: tuple[int, ...], how: str) -> str:
+    """`cpus=1 (affinity: CPU 0)`: the field as the spec wrote it, then the CPUs it chose.
+    The note said `cpus=0 (affinity)` for `cpus: 1`, which reads as zero CPUs."""
+    shown = ",".join(str(c) for c in cpu_list)
+    if isinstance(cpus, int):
+        return f"cpus={cpus} ({how}: CPU {shown})"
+    return f"cpus={shown} ({how})"
 
 
 def cpu_list_of(cpus: int | tuple[int, ...]) -> tuple[int, ...]:

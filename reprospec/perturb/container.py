@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from reprospec.core.sections import Perturb
 from reprospec.core.units import format_size
-from reprospec.perturb.apply import PerturbRefused, cpu_list_of, variable_notes
+from reprospec.perturb.apply import PerturbRefused, cpu_list_of, cpus_note, variable_notes
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def for_container(perturb: Perturb, *, memory: int | None = None) -> ContainerPe
     if perturb.cpus is not None:
         cpus = cpu_list_of(perturb.cpus)
         cpuset = ",".join(str(c) for c in cpus)
-        notes.append(f"cpus={cpuset} (docker --cpuset-cpus)")
+        notes.append(cpus_note(perturb.cpus, cpus, "docker --cpuset-cpus"))
     prefix: tuple[str, ...] = ()
     if perturb.nice is not None:
         if perturb.nice < 0:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from reprospec.core.sections import Perturb
-from reprospec.perturb.apply import PerturbRefused
+from reprospec.perturb.apply import PerturbRefused, cpus_note
 from reprospec.perturb.container import ContainerPerturb, for_container
 from reprospec.runners.docker.engine import perturbed_config
 from reprospec.runners.docker.sdk import ContainerConfig
@@ -63,3 +63,14 @@ def test_what_a_container_cannot_get_is_refused_by_name() -> None:
     too_many = len(os.sched_getaffinity(0)) + 1
     with pytest.raises(PerturbRefused, match=rf"^perturb.cpus={too_many} not applied"):
         for_container(Perturb(cpus=too_many))
+
+
+def test_a_cpu_count_is_said_as_a_count_then_the_cpus_it_chose() -> None:
+    # `cpus: 1` was said `cpus=0 (affinity)` (the CPU list under the field's name): read as
+    # "zero CPUs" in the line that says what an amplified run ran under.
+    first = min(os.sched_getaffinity(0))
+    assert for_container(Perturb(cpus=1), memory=1 << 30).notes == (
+        f"cpus=1 (docker --cpuset-cpus: CPU {first})",
+    )
+    assert cpus_note(1, (first,), "affinity") == f"cpus=1 (affinity: CPU {first})"
+    assert cpus_note((0, 2), (0, 2), "affinity") == "cpus=0,2 (affinity)"
