@@ -50,6 +50,12 @@ ENV_PREFIXES = (
 ENV_SKIPPED = frozenset(
     {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX"}
 )
+# Of those, the ones the verify keeps as this machine's own. Not PYTHONPATH: it is not
+# written into the spec, so a verify that kept it said `reproduced` of
+# `PYTHONPATH=src python -m pkg`, whose spec fails anywhere else with "No module named
+# pkg"; left out, the verify finds it needed and writes it (environment.env) as the shell
+# set it, as for any other variable.
+VERIFY_KEEPS = ENV_SKIPPED - {"PYTHONPATH"}
 
 
 # Variables that describe this machine and this session, not the program: the verify
@@ -91,7 +97,7 @@ def shell_only(environ: Mapping[str, str], carried: Iterable[str]) -> tuple[str,
             for name in environ
             if name not in kept
             and name not in MACHINE_VARIABLES
-            and name not in ENV_SKIPPED
+            and name not in VERIFY_KEEPS
             and not name.startswith(MACHINE_PREFIXES)
         )
     )

@@ -11,6 +11,7 @@ script whose local modules are imported by name at run time.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -351,6 +352,24 @@ def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_p
         "NOT the same signature (error:KeyError) came back in 0/1 attempt(s); the spec's "
         "expect did not match: expected outcome error, got pass"
     ), verify
+
+
+def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: Path) -> None:
+    # `PYTHONPATH=src python -m mypkg`: PYTHONPATH is not written into a spec, and the verify
+    # kept it, so it said "reproduced" of a spec that fails anywhere else ("No module named
+    # mypkg"). Now the verify leaves it out, finds it needed, and the spec sets it.
+    workdir = tmp_path / "work"
+    package = workdir / "src" / "mypkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("raise ValueError('from the package')\n")
+    result = capture(
+        cli, workdir, "python", "-m", "mypkg", env={"PYTHONPATH": f"src{os.pathsep}{ROOT}"}
+    )
+    assert "the failure needs PYTHONPATH as your shell sets it" in result.stdout, result.stdout
+    environment = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    assert isinstance(environment, dict)
+    assert environment["env"]["PYTHONPATH"] == f"src{os.pathsep}{ROOT}"  # type: ignore[index,call-overload]
 
 
 def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(

@@ -25,7 +25,15 @@ def test_the_verify_leaves_out_the_shells_own_variables_and_keeps_the_machines()
         "LOADEDMODULES": "cuda/12.4",
         "_LMFILES_": "/etc/modulefiles/cuda/12.4",
         "KITTY_WINDOW_ID": "1",
+        "PYTHONHOME": "/opt/python",
+        # Not written into a spec, yet what `PYTHONPATH=src python -m pkg` needs: the verify
+        # leaves it out, so that it finds it needed and writes it (it said "reproduced" of a
+        # spec that failed anywhere else with "No module named pkg").
         "PYTHONPATH": "/src",
     }
     # A variable the spec carries is not the shell's alone.
-    assert shell_only(environ, carried=["MY_FLAG"]) == ("TORCH_SHOW_CPP_STACKTRACES", "USE_NATIVE")
+    assert shell_only(environ, carried=["MY_FLAG"]) == (
+        "PYTHONPATH",
+        "TORCH_SHOW_CPP_STACKTRACES",
+        "USE_NATIVE",
+    )
