@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,8 +159,8 @@ def markdown(found: AmplifyReport) -> str:
             f"`{found.amplified_spec}`: the spec with the winning perturbation. Use it as any "
             "spec:",
             "",
-            f"    reprospec run {found.amplified_spec} --repeat 20",
-            f"    reprospec isolate {found.amplified_spec}",
+            f"    reprospec run {shlex.quote(str(found.amplified_spec))} --repeat 20",
+            f"    reprospec isolate {shlex.quote(str(found.amplified_spec))}",
         ]
     if found.command_line:
         lines += ["", "## How to rerun", "", f"    {found.command_line}"]

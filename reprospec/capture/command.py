@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 import time
 from collections import Counter
@@ -322,7 +323,6 @@ def _header(
             "run ends (a capture stopped before that leaves this draft: capture again with",
             "--force).",
         )
-    import shlex
 
     lines = [
         f"Written by `reprospec capture -- {shlex.join(request.argv)}`"
@@ -332,7 +332,8 @@ def _header(
         lines += [
             "Each matrix axis is one of the command's own settings, at the value it ran with.",
             "To see which of them matter, widen an axis as its comment says and observe:",
-            f"  reprospec run {_shown(request.output)} --observe --set 'matrix.AXIS=[OLD, NEW]'",
+            f"  reprospec run {shlex.quote(_shown(request.output))} --observe "
+            "--set 'matrix.AXIS=[OLD, NEW]'",
         ]
     if hydra:
         extra = [o for o in hydra if o not in request.argv]
@@ -371,7 +372,6 @@ def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
 
 
 def _description(argv: tuple[str, ...], observed: Observed | None, last_import: str | None) -> str:
-    import shlex
 
     outcome = observed.outcome if observed else None
     lines = [f"Captured from `{shlex.join(argv)}`."]

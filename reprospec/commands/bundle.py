@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from reprospec.commands import options as opt
@@ -41,6 +42,6 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"wrote {packed.path}: {packed.files} file(s), {len(packed.workdir_files)} of them "
-        f"from the workdir{outside}; rerun it with: reprospec run {packed.path}"
+        f"from the workdir{outside}; rerun it with: reprospec run {shlex.quote(str(packed.path))}"
     )
     return 0

@@ -7,6 +7,7 @@ or read a ticket's pasted log into a spec skeleton (docs/capture.md).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(
             f"reprospec: interrupted in the verify rerun; {output} is written from the run "
-            f"that ended, but not verified: `reprospec run {output}` checks it",
+            f"that ended, but not verified: `reprospec run {shlex.quote(str(output))}` checks it",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -442,8 +443,8 @@ def markdown(found: Minimized) -> str:
         "## Rerun",
         "",
         "```sh",
-        f"reprospec run {found.output / SPEC_NAME}",
-        f"sh {found.output / 'repro.sh'}",
+        f"reprospec run {shlex.quote(str(found.output / SPEC_NAME))}",
+        f"sh {shlex.quote(str(found.output / 'repro.sh'))}",
         "```",
         *(["", f"No standalone repro.py: {found.repro_note}."] if found.repro_note else []),
         "",

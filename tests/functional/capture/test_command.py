@@ -354,6 +354,15 @@ def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_p
     ), verify
 
 
+def test_the_commands_the_spec_suggests_are_quoted_for_a_shell(cli: Cli, tmp_path: Path) -> None:
+    # The header's `reprospec run my spec.yaml --observe ...` was two files, pasted.
+    (tmp_path / "ok.py").write_text("print('fine')\n")
+    result = cli("capture", "-o", "my spec.yaml", "--no-verify", "--out", str(tmp_path / "out"),
+                 "--", "python", "ok.py", "--n", "1", cwd=tmp_path)  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert "#   reprospec run 'my spec.yaml' --observe" in (tmp_path / "my spec.yaml").read_text()
+
+
 def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: Path) -> None:
     # `PYTHONPATH=src python -m mypkg`: PYTHONPATH is not written into a spec, and the verify
     # kept it, so it said "reproduced" of a spec that fails anywhere else ("No module named

@@ -303,3 +303,15 @@ def test_a_listed_file_that_is_not_there_is_named_in_a_warning(tmp_path: Path, c
     )
     assert packed.code == 0, packed.stderr
     assert f"named by the spec's files but not there: data.cvs (in {tmp_path})" in packed.stderr
+
+
+def test_the_rerun_command_it_prints_is_quoted_for_a_shell(tmp_path: Path, cli: Cli) -> None:
+    # `wrote b b.tgz: ...; rerun it with: reprospec run b b.tgz`: pasted, that is two files.
+    (tmp_path / "ok.py").write_text("print('fine')\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reprospec: 1\nname: quoted\ncommand: python ok.py\n")
+    assert cli("run", str(spec)).code == 0
+    archive = tmp_path / "my runs" / "b b.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(tmp_path / "out"))
+    assert packed.code == 0, packed.stderr
+    assert f"rerun it with: reprospec run {shlex.quote(str(archive))}\n" in packed.stdout
