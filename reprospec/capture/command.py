@@ -32,6 +32,7 @@ from reprospec.capture.footprint import (
     hydra_overrides,
     imported,
     local_files,
+    scripts,
 )
 from reprospec.capture.toggles import Proposal, propose
 from reprospec.capture.verify import Runner, verify
@@ -147,6 +148,10 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         )
     modules = imported(run_dir, attempts)
     files = local_files(modules, workdir, _script_dir(request.argv, workdir))
+    # The scripts that ran as a main program, but for the one the command names itself.
+    named = {(workdir / word).resolve() for word in request.argv}
+    ran = [s for s in scripts(run_dir, attempts, workdir) if (workdir / s).resolve() not in named]
+    files = tuple(sorted({*files, *ran}))
     packages = distributions(modules)
     hydra = hydra_overrides(workdir, started)
     last_import = next(

@@ -268,6 +268,22 @@ def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...
     return tuple(names)
 
 
+def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> tuple[str, ...]:
+    """The workdir's Python scripts the attempts' processes ran as their main program (one
+    `main-<pid>.txt` each, written by the child as it starts importing), relative to the
+    workdir, sorted: `sh run.sh` running `python app.py` imports no app.py, yet needs it."""
+    found: set[str] = set()
+    for attempt in attempts:
+        for path in (run_dir / attempt.logs).glob("main-*.txt"):
+            try:
+                script = Path(path.read_text(encoding="utf-8", errors="replace").strip())
+            except OSError:
+                continue
+            if script.suffix == ".py" and script.resolve().is_relative_to(workdir):
+                found.add(script.resolve().relative_to(workdir).as_posix())
+    return tuple(sorted(found))
+
+
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
 

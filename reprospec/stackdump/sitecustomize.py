@@ -81,7 +81,7 @@ def _record_imports() -> None:
     if not folder or os.environ.get("REPROSPEC_RECORD_IMPORTS") != "1":
         return
     seen: set[str] = set()
-    where = {"pid": -1, "fd": -1}
+    where = {"pid": -1, "fd": -1, "main": -1}
 
     class _Recorder:
         @staticmethod
@@ -96,6 +96,18 @@ def _record_imports() -> None:
                     where["fd"] = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                     where["pid"] = pid
                 os.write(where["fd"], (name + "\n").encode())
+                if where["main"] != pid and sys.argv and os.path.isfile(sys.argv[0]):
+                    # The script this process runs is no import: a program started by a
+                    # wrapper (`sh run.sh` running `python app.py`) left app.py out of the
+                    # spec's files, and its bundle could not rerun it. Its own file, once.
+                    where["main"] = pid
+                    script = os.path.abspath(sys.argv[0]) + "\n"
+                    main = os.path.join(folder, f"main-{pid}.txt")
+                    fd = os.open(main, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                    try:
+                        os.write(fd, script.encode())
+                    finally:
+                        os.close(fd)
             except Exception:
                 pass
 

@@ -363,6 +363,24 @@ def test_the_commands_the_spec_suggests_are_quoted_for_a_shell(cli: Cli, tmp_pat
     assert "#   reprospec run 'my spec.yaml' --observe" in (tmp_path / "my spec.yaml").read_text()
 
 
+def test_a_script_a_wrapper_runs_goes_into_files(cli: Cli, tmp_path: Path) -> None:
+    # `capture -- sh run.sh`, run.sh running `python app.py`: app.py is run, not imported,
+    # and only imports became `files`, so the bundle of the spec carried fmt.py and run.sh
+    # and no app.py: the recipient's rerun could not start it.
+    (tmp_path / "fmt.py").write_text("def banner():\n    return 'start'\n")
+    (tmp_path / "app.py").write_text(
+        "from fmt import banner\nprint(banner(), flush=True)\nraise ValueError('in app')\n"
+    )
+    (tmp_path / "run.sh").write_text("set -e\npython app.py\n")
+    capture(cli, tmp_path, "sh", "run.sh", options=("--no-verify",))
+    document = load_spec(str(tmp_path / "spec.yaml")).document
+    assert document["files"] == ["app.py", "fmt.py"]
+    # The script a command names itself is not listed again.
+    (tmp_path / "spec.yaml").unlink()
+    capture(cli, tmp_path, "python", "app.py", options=("--no-verify",))
+    assert load_spec(str(tmp_path / "spec.yaml")).document["files"] == ["fmt.py"]
+
+
 def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: Path) -> None:
     # `PYTHONPATH=src python -m mypkg`: PYTHONPATH is not written into a spec, and the verify
     # kept it, so it said "reproduced" of a spec that fails anywhere else ("No module named
