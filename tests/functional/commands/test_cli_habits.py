@@ -121,6 +121,9 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     words = shlex.split(found.group(1))
     run_id = next((out / "runs").iterdir()).name
     assert words == ["reprospec", "run", "--resume", run_id, "--out", str(out)]
+    results = out / "runs" / run_id / "results.json"
+    command_line = json.loads(results.read_text(encoding="utf-8"))["command_line"]
+    assert command_line == f"reprospec run {spec}"
     # The command as printed, with the attempts now free to finish.
     (tmp_path / "go").touch()
     resumed = subprocess.run(
@@ -133,6 +136,8 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     )
     assert resumed.returncode == 0, resumed.stderr
     assert "3/3 cell(s) reproduced" in resumed.stdout
+    # The resumed run still says how it was run (the store kept no command line: "").
+    assert json.loads(results.read_text(encoding="utf-8"))["command_line"] == command_line
 
 
 def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path) -> None:
