@@ -190,6 +190,10 @@ def test_load_run_errors(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text('{"format": 1}')
     with pytest.raises(FatalError, match="not a reprospec results file"):
         load_run(tmp_path / "other.json")
+    # Any JSON of another format: the error names the file given.
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    with pytest.raises(FatalError, match=r"package\.json: unsupported format None"):
+        load_run(tmp_path / "package.json")
     for suffix in ("a", "b"):
         write_run(tmp_path / "runs" / f"20261121-x-{suffix}", infra_run())
     with pytest.raises(UsageError, match="ambiguous"):
