@@ -6,6 +6,7 @@ and Ctrl-C alike, with the engine told first.
 
 from __future__ import annotations
 
+import atexit
 import json
 import signal
 import sys
@@ -39,9 +40,19 @@ def install_stop_handlers(cancel: threading.Event) -> None:
         cancel.set()
         raise KeyboardInterrupt
 
+    def settle() -> None:
+        # At exit CPython puts the default action back for every signal with a Python
+        # handler, so a second SIGTERM in the interpreter's last moments (after the
+        # results are written and "interrupted" said) killed it: exit 143, not 130.
+        # Ignored handlers are left alone: once stopping, the later signals stay unobeyed.
+        if stopping.is_set():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
+        atexit.register(settle)
 
 
 class _Status(Protocol):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
+from reprospec.errors import UsageError
 
 if TYPE_CHECKING:
     from reprospec.core.inputs import AttemptPlan, Spec
@@ -46,6 +47,14 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     elif args.format == "github":
+        adaptive = run_policy(spec).adaptive and any(a.expectation.rate for a in attempts)
+        if adaptive and len(attempts) > GITHUB_MATRIX_CAP:
+            # Its shards would each be refused by `run --shard` (plan/run.py).
+            raise UsageError(
+                f"{len(attempts)} cells exceed GitHub's matrix cap of {GITHUB_MATRIX_CAP} "
+                "jobs, and a spec with `repeat: auto` and an `expect.rate` cannot be sharded; "
+                "give `run.repeat` a number in the spec, or select fewer cells (-m)"
+            )
         json.dump({"include": github_matrix(attempts, args.matrix)}, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:

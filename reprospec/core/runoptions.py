@@ -132,6 +132,12 @@ class RunOptions:
             "preload": list(self.preload) if self.preload is not None else None,
         }
 
+    def stored(self) -> JsonObject:
+        """What the store keeps: `to_dict()` with the command line, which results.json's
+        options leave out (compare diffs it on its own), so that a resumed run's report and
+        results.json still say how the run was started."""
+        return {**self.to_dict(), "command_line": self.command_line}
+
     @classmethod
     def from_dict(cls, data: Mapping[str, object], out: Path) -> RunOptions:
         """Inverse of `to_dict` (also reads what older versions stored)."""
@@ -157,6 +163,8 @@ class RunOptions:
             preload=tuple(str(m) for m in _list(data["preload"]))
             if data.get("preload") is not None
             else None,
+            # Kept by the store (`stored`), not by results.json's options.
+            command_line=str(data.get("command_line") or ""),
         )
 
     def with_changes(self, **changes: object) -> RunOptions:

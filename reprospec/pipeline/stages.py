@@ -121,7 +121,7 @@ def execute(
                 str((spec.origin or spec.path).resolve()),  # --resume may run from elsewhere
                 spec_text,
                 options.runner,
-                redactor.value(options.to_dict()),
+                redactor.value(options.stored()),
                 {},
                 started=started,  # the same second as results.json's, which a resume keeps
             )

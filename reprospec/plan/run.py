@@ -272,6 +272,15 @@ def plan_run(spec: Spec, options: RunOptions) -> RunPlan:
             for cell in cells
         ),
     )
+    if options.shard is not None and adaptive and any(e.rate for e in expectations.distinct):
+        # Each shard would add attempts to the cells it judged undecided on its share of
+        # their attempts alone, numbered after its own: two shards' attempt 6 of a cell,
+        # which `merge` refuses, and up to `max_repeat` attempts per shard.
+        raise UsageError(
+            f"--shard {options.shard}: `repeat: auto` adds attempts to a cell while its rate "
+            "is undecided on all of its attempts, and a shard holds only some of them; "
+            "shard a fixed number of attempts (--repeat N) or run without --shard"
+        )
     attempts = PlannedAttempts(spec, cells, expectations, repeat, options, base_env)
     if options.shard is not None:
         # A shard reports only the cells it ran; `reprospec merge` puts them together.

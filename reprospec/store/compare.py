@@ -274,6 +274,7 @@ def merge(
             "shards ran in different environments (the report shows the first): "
             + ", ".join(sorted(differing))
         )
+    filters = _merged_filters(runs)
     return replace(
         first,
         run_id=run_id or first.run_id,
@@ -284,8 +285,11 @@ def merge(
         warnings=tuple(warnings),
         interrupted=any(run.interrupted for run in runs),
         shard="",
-        command_line=_without_shard(first.command_line),
+        command_line=_merged_command_line(first, filters),
         standalone=_merged_standalone(runs, cells),
+        # The merged run is no shard, and holds every run's cells: what `compare` diffs
+        # against an unsharded run must not read `shard: (none) -> [1, 3]`.
+        options={**first.options, "shard": None, "matrix_filters": list(filters)},
     )
 
 
@@ -318,6 +322,61 @@ def _check_shards(runs: Sequence[RunResult]) -> None:
         raise UsageError(
             f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
         )
+
+
+def _filters_of(run: RunResult) -> list[str]:
+    found = run.options.get("matrix_filters")
+    return [str(f) for f in found] if isinstance(found, list) else []
+
+
+def _merged_filters(runs: Sequence[RunResult]) -> tuple[str, ...]:
+    """The `-m` filters that select every merged run's cells: per axis that every run
+    filtered, the values of any of them (`-m` values of one axis are alternatives).
+
+    Runs of one cell each (`plan --format github`, one job per cell) merge into every cell,
+    not into the first job's: an axis some run left open stays open.
+    """
+    each = [_filters_of(run) for run in runs]
+    if all(filters == each[0] for filters in each):
+        return tuple(each[0])  # shards of one run: its own filters
+    axes = [{f.split("=", 1)[0] for f in filters} for filters in each]
+    shared = set.intersection(*axes)
+    by_axis: dict[str, dict[str, None]] = {}  # axis by axis, as a person writes them
+    for f in (f for filters in each for f in filters):
+        axis = f.split("=", 1)[0]
+        if axis in shared:
+            by_axis.setdefault(axis, {})[f] = None
+    return tuple(f for values in by_axis.values() for f in values)
+
+
+def _merged_command_line(first: RunResult, filters: Sequence[str]) -> str:
+    """The first run's command without its `--shard`, and with the merged run's `-m`
+    filters in place of its own when the runs selected other cells."""
+    import shlex
+
+    command_line = _without_shard(first.command_line)
+    if list(filters) == _filters_of(first):
+        return command_line
+    try:
+        words = shlex.split(command_line)
+    except ValueError:
+        return command_line  # not shell words: left as the run wrote it
+    kept: list[str] = []
+    at: int | None = None
+    value_next = False
+    for word in words:
+        if value_next:
+            value_next = False
+            continue
+        # `-m X`, `-mX`, `--matrix X`, `--matrix=X`
+        if word.startswith("-m") or word.split("=", 1)[0] == "--matrix":
+            at = len(kept) if at is None else at
+            value_next = word in ("-m", "--matrix")
+            continue
+        kept.append(word)
+    at = len(kept) if at is None else at
+    given = [word for f in filters for word in ("-m", f)]
+    return shlex.join(kept[:at] + given + kept[at:])
 
 
 def _without_shard(command_line: str) -> str:

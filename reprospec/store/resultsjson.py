@@ -356,7 +356,9 @@ def run_from_dict(d: JsonObject) -> RunResult:
     """Inverse of `run_to_dict`; refuses a results format it does not know."""
     if d.get("format") != FORMAT:
         found = d.get("format")
-        raise FatalError(f"results.json: unsupported format {found!r} (expected {FORMAT})")
+        raise FatalError(
+            f"unsupported format {found!r} (expected {FORMAT}): not a reprospec results.json"
+        )
     spec = obj(d.get("spec"))
     standalone = d.get("standalone")
     run_id = text(d.get("run_id"))
@@ -488,6 +490,10 @@ def load_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Run
         run = run_from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise FatalError(f"{path}: not a reprospec results file ({exc!r})") from exc
+    except FatalError as exc:
+        # Another format (any JSON given as a RUN): named by the file given, not as
+        # "results.json", which may be none of the files in the command.
+        raise FatalError(f"{path}: {exc}") from exc
     spec_file = RunFolder(path.parent).spec_yaml
     if not run.spec_text and spec_file.is_file():
         run = replace(run, spec_text=spec_file.read_text(encoding="utf-8"))

@@ -121,6 +121,9 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     words = shlex.split(found.group(1))
     run_id = next((out / "runs").iterdir()).name
     assert words == ["reprospec", "run", "--resume", run_id, "--out", str(out)]
+    results = out / "runs" / run_id / "results.json"
+    command_line = json.loads(results.read_text(encoding="utf-8"))["command_line"]
+    assert command_line == f"reprospec run {spec}"
     # The command as printed, with the attempts now free to finish.
     (tmp_path / "go").touch()
     resumed = subprocess.run(
@@ -133,6 +136,8 @@ def test_ctrl_c_prints_the_resume_command_that_finishes_the_run(tmp_path: Path) 
     )
     assert resumed.returncode == 0, resumed.stderr
     assert "3/3 cell(s) reproduced" in resumed.stdout
+    # The resumed run still says how it was run (the store kept no command line: "").
+    assert json.loads(results.read_text(encoding="utf-8"))["command_line"] == command_line
 
 
 def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path) -> None:
@@ -154,6 +159,36 @@ def test_a_second_ctrl_c_does_not_cut_short_what_the_first_writes(tmp_path: Path
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert [r["status"] for r in json.loads(history.stdout)] == ["interrupted"]
+
+
+LATE_SECOND_SIGTERM = """
+import os, signal, sys, threading
+from reprospec.commands.interrupt import install_stop_handlers
+
+
+class Late:
+    def __del__(self) -> None:  # module teardown: the interpreter's last moments
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+late = Late()
+install_stop_handlers(threading.Event())
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+except KeyboardInterrupt:
+    pass
+sys.exit(130)
+"""
+
+
+def test_a_second_sigterm_as_the_interpreter_exits_keeps_exit_130() -> None:
+    # A CI runner's second SIGTERM just after "interrupted" was printed found CPython's
+    # default action put back at exit: the run died of it, 143 instead of 130.
+    stopped = subprocess.run(
+        [sys.executable, "-c", LATE_SECOND_SIGTERM],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert stopped.returncode == 130, stopped.stderr
 
 
 def test_a_run_log_carries_an_eta_while_attempts_are_left(cli: Cli, tmp_path: Path) -> None:

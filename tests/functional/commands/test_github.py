@@ -110,3 +110,24 @@ def test_plan_github_shards_a_matrix_over_the_cap_and_says_so(cli: Cli, tmp_path
     cells = json.loads(small.stdout)["include"]
     assert len(cells) == 20
     assert cells[0] == {"cell": "a=3,b=0", "args": "-ma=3 -mb=0", "a": "3", "b": "0"}
+
+
+def test_plan_github_refuses_shards_of_adaptive_repeats(cli: Cli, tmp_path: Path) -> None:
+    # `run --shard` refuses `repeat: auto` with a rate (each shard would add its own
+    # attempts): 256 shard jobs that each exit 2 would only fail in the workflow.
+    spec = tmp_path / "big.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: big\n"
+        f"matrix: {{a: {list(range(15))}, b: {list(range(20))}}}\n"
+        "command: 'true'\nrun: {repeat: auto}\nexpect: {outcome: pass, rate: '>=0.5'}\n",
+        encoding="utf-8",
+    )
+    planned = cli("plan", str(spec), "--format", "github")
+    assert planned.code == 2
+    assert "`repeat: auto` and an `expect.rate` cannot be sharded" in planned.stderr
+    assert planned.stdout == ""
+    ran = cli("run", str(spec), "--shard=1/256")
+    assert ran.code == 2
+    assert "--shard 1/256: `repeat: auto`" in ran.stderr
+    # Under the cap, a job per cell: no shards.
+    assert cli("plan", str(spec), "--format", "github", "-m", "a=3").code == 0

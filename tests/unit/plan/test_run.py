@@ -236,3 +236,18 @@ def test_a_repeat_option_is_held_to_the_attempts_per_run_bound(tmp_path: Path) -
     eleven = BODY.replace("n: [1, 2, 3, 4, 5], m: [a, b]", "n: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]")
     with pytest.raises(UsageError, match=r"110000 attempts \(11 cell\(s\) x 10000\)"):
         make_plan(tmp_path, eleven, RunOptions(out=tmp_path, repeat=10_000))
+
+
+def test_a_shard_of_adaptive_repeats_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    # Each shard added attempts to the cells undecided on its own share, numbered after
+    # its own: both shards' attempt 5 of a cell, which `merge` then refused.
+    body = "matrix: {k: [a, b, c]}\nrun: {repeat: auto, max_repeat: 12}\n"
+    rate = body + "expect: {outcome: error, rate: '>=0.3'}\n"
+    with pytest.raises(UsageError, match=r"--shard 1/2: `repeat: auto`"):
+        make_plan(tmp_path, rate, RunOptions(out=tmp_path, shard=Shard(1, 2)))
+    # A fixed number of attempts shards, and so does `auto` where no cell has a rate (it
+    # runs the first attempts only).
+    fixed = make_plan(tmp_path, rate, RunOptions(out=tmp_path, shard=Shard(1, 2), repeat=4))
+    assert len(fixed.attempts) == 6
+    plain = body + "expect: {outcome: pass}\n"
+    assert make_plan(tmp_path, plain, RunOptions(out=tmp_path, shard=Shard(2, 2))).attempts

@@ -190,6 +190,10 @@ def test_load_run_errors(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text('{"format": 1}')
     with pytest.raises(FatalError, match="not a reprospec results file"):
         load_run(tmp_path / "other.json")
+    # Any JSON of another format: the error names the file given.
+    (tmp_path / "package.json").write_text('{"name": "x"}')
+    with pytest.raises(FatalError, match=r"package\.json: unsupported format None"):
+        load_run(tmp_path / "package.json")
     for suffix in ("a", "b"):
         write_run(tmp_path / "runs" / f"20261121-x-{suffix}", infra_run())
     with pytest.raises(UsageError, match="ambiguous"):
@@ -291,6 +295,65 @@ def test_merge_shards_gives_the_unsharded_run() -> None:
         _shard(matrix, {(c.cell.id, 1) for c in matrix.cells[:2]}, "s2"),
     ]
     assert merge(halves).cells == matrix.cells
+
+
+def test_merged_shards_are_one_unsharded_run_to_compare() -> None:
+    # The options are what `compare` diffs: the first shard's `shard` kept in the merged
+    # run read `shard: (none) -> [1, 2]` against the unsharded run it equals.
+    whole = replace(
+        hang_run(),
+        command_line="reprospec run specs/hang.yaml -j 2",
+        options={"jobs": 2, "matrix_filters": [], "shard": None},
+    )
+    cell_id = whole.cells[0].cell.id
+    shards = [
+        replace(
+            _shard(whole, attempts, f"s{n}"),
+            shard=f"{n}/2",
+            command_line=f"reprospec run specs/hang.yaml -j 2 --shard {n}/2",
+            options={**whole.options, "shard": [n, 2]},
+        )
+        for n, attempts in ((1, {(cell_id, 1), (cell_id, 3)}), (2, {(cell_id, 2)}))
+    ]
+    merged = merge(shards, judge_cell=_count_judge)
+    assert merged.options["shard"] is None
+    assert merged.command_line == whole.command_line
+    assert compare(whole, merged)["options"] == []
+
+
+def test_merged_runs_of_other_cells_name_every_cell_in_their_filters() -> None:
+    # One CI job per cell (`plan --format github`: `-m a=1 -m b=x` each), merged: the
+    # command that reruns the merged run is not the first job's, which runs one cell.
+    matrix = segfault_matrix()
+    jobs = []
+    for n, cell in enumerate(matrix.cells):
+        workers, pin = cell.cell.matrix["num_workers"], cell.cell.matrix["pin_memory"]
+        filters: list[JsonValue] = [f"num_workers={workers}", f"pin_memory={str(pin).lower()}"]
+        jobs.append(
+            replace(
+                _shard(matrix, {(cell.cell.id, 1)}, f"job{n}"),
+                command_line="reprospec run specs/segfault.yaml "
+                + " ".join(f"-m{f}" for f in filters)
+                + " -j 2",
+                options={"jobs": 2, "matrix_filters": filters, "shard": None},
+            )
+        )
+    merged = merge(jobs)
+    every = ["num_workers=0", "num_workers=2", "pin_memory=false", "pin_memory=true"]
+    assert merged.options["matrix_filters"] == every
+    assert merged.command_line == (
+        "reprospec run specs/segfault.yaml -m num_workers=0 -m num_workers=2 "
+        "-m pin_memory=false -m pin_memory=true -j 2"
+    )
+    # An axis one run left open stays open: `-m num_workers=0` and `-m pin_memory=true`
+    # together would select one cell, not the two runs' three.
+    a = replace(jobs[0], options={"matrix_filters": ["num_workers=0"]})
+    a = replace(a, cells=matrix.cells[:2], command_line="reprospec run s.yaml -m num_workers=0")
+    b = replace(jobs[3], options={"matrix_filters": ["pin_memory=true"]})
+    b = replace(b, command_line="reprospec run s.yaml --matrix pin_memory=true")
+    both = merge([a, b])
+    assert both.options["matrix_filters"] == []
+    assert both.command_line == "reprospec run s.yaml"
 
 
 def test_merge_refuses_different_specs_and_duplicate_attempts() -> None:
