@@ -113,7 +113,36 @@ def _words(command: Command) -> list[str]:
             words = shlex.split(words[2], comments=True)
         except ValueError:  # unbalanced quotes: the shell will say so; take plain words
             words = words[2].split()
+        return _without_written(words)
     return words
+
+
+# A shell's redirections that write the word after them, and what ends a `tee`'s files.
+_WRITES = frozenset({">", ">>", ">|", "1>", "1>>", "2>", "2>>", "&>", "&>>"})
+_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&"})
+
+
+def _without_written(words: list[str]) -> list[str]:
+    """A shell command's words less the files it writes: `> log.txt`, `| tee out.txt`.
+
+    The run itself creates them in the workdir, so they exist when the repro is made,
+    yet a rerun does not need them: `python train.py | tee out.txt` needs train.py only.
+    """
+    kept: list[str] = []
+    teeing = False
+    for index, word in enumerate(words):
+        if index > 0 and words[index - 1] in _WRITES:
+            continue
+        if word in _SEPARATORS:
+            teeing = False
+        elif teeing and not word.startswith("-"):
+            continue
+        elif (word == "tee" or word.endswith("/tee")) and (
+            index == 0 or words[index - 1] in _SEPARATORS
+        ):
+            teeing = True  # the program of its pipeline stage, not a word named tee
+        kept.append(word)
+    return kept
 
 
 def _assignment(word: str) -> bool:
