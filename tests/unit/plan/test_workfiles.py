@@ -39,3 +39,19 @@ def test_the_files_a_shell_command_writes_are_not_files_it_needs(tmp_path: Path)
         "train.py",
     )
     assert _files(tmp_path, "'python train.py --name tee log.txt'") == ("log.txt", "train.py")
+
+
+def test_a_list_command_that_runs_a_shell_script_names_the_files_of_its_script(
+    tmp_path: Path,
+) -> None:
+    # `[bash, -o, pipefail, -c, SCRIPT]` (what a crash before `| tee` is told to use) names
+    # train.py inside one word: its repro listed no file at all.
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("train.py", "out.txt", "run.sh"):
+        (app / name).write_text("")
+    piped = '[bash, -o, pipefail, -c, "python train.py | tee out.txt"]'
+    assert _files(tmp_path, piped) == ("train.py",)
+    assert _files(tmp_path, '[/bin/sh, -ec, "python train.py"]') == ("train.py",)
+    # `-c` after the script is the script's argument: the words are the command's own.
+    assert _files(tmp_path, "[bash, run.sh, -c, train.py]") == ("run.sh", "train.py")
