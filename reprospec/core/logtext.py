@@ -54,6 +54,24 @@ def _collapse_repeats(lines: list[str]) -> list[str]:
 
 
 _KEY_LINES = ("ERROR: Unexpected ", "Fatal Python error:")
+# The line core/capped.py puts where a log's middle was not read (a log is read as its
+# head and tail): lines were left out there too, but how many is not known.
+_UNREAD = r"^\[\.\.\. (\d+) bytes omitted \.\.\.\]$"
+
+
+def _omitted(dropped: list[str], where: str) -> str:
+    """`… (N earlier lines omitted)`, true also when the dropped lines hold an unread middle.
+
+    Counting the lines read would undercount: a 5,000-line log read as its head and
+    tail said "4725 earlier lines omitted" where 4961 were. The unread bytes are
+    named instead, as the bytes they are.
+    """
+    marks = (line for line in dropped if line.startswith("[... "))
+    unread = [int(m[1]) for line in marks if (m := re.match(_UNREAD, line))]
+    count = len(dropped) - len(unread)
+    if not unread:
+        return f"… ({count} {where}lines omitted)"
+    return f"… ({count} {where}lines and {sum(unread)} unread bytes omitted)"
 
 
 def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
@@ -74,15 +92,14 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
         # A traceback longer than the budget: its start says where, its end says what.
         head = max_lines // 2
         tail = max_lines - head
-        omitted = len(lines) - anchor - head - tail
         kept = [
             *(["…"] if anchor else []),
             *lines[anchor : anchor + head],
-            f"… ({omitted} lines omitted)",
+            _omitted(lines[anchor + head : -tail], ""),
             *lines[-tail:],
         ]
     else:
-        kept = [f"… ({len(lines) - max_lines} earlier lines omitted)", *lines[-max_lines:]]
+        kept = [_omitted(lines[: len(lines) - max_lines], "earlier "), *lines[-max_lines:]]
     # The one line a DataLoader worker prints as it dies says more than the main
     # process's varying last exception: keep it even when it is far above the window.
     missing = [line for line in lines if line.lstrip().startswith(_KEY_LINES) and line not in kept]

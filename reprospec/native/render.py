@@ -202,7 +202,8 @@ def full_text(stacks: NativeStacks) -> str:
             lines.extend(_frame_line(frame) for frame in thread.frames)
             lines.append("")
         if process.python:
-            lines += ["Python stacks (gdb py-bt):", process.python, ""]
+            # py-spy's (beside eu-stack) or gdb's py-bt: both are written in py-bt's form.
+            lines += ["Python stacks (read from the core):", process.python, ""]
         parts.append("\n".join(lines).rstrip() + "\n")
     return "\n".join(parts).rstrip() + "\n"
 

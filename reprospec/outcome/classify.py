@@ -296,7 +296,8 @@ def worker_stack(outcome: Outcome, evidence: Evidence) -> FatalError | None:
     The harness puts faulthandler back in front of torch's handlers in its workers, so
     a dying worker prints `Fatal Python error: <signal>` and its Python stack (the
     main process did not die of a signal, so such a report is a descendant's). Else,
-    gdb's Python stacks of the worker's core (`py-bt`), when native stacks were taken.
+    the Python stacks read from the worker's core (py-spy's, or gdb's `py-bt`), when native
+    stacks were taken.
     """
     if outcome.kind != "crash" or outcome.where != "worker":
         return None

@@ -1,6 +1,7 @@
 """The "standalone repro" of a run: one cell reproduced without reprospec or the spec.
 
-The cell is the first that failed (else the first that ran). A command cell is
+The cell is the first that failed (else the first that ran), as its first failed
+attempt ran it (an attempt's own values, `--seed ${{ attempt }}`). A command cell is
 its command line, with its variables and a `cd` into its workdir, and the files
 of the workdir the command names (workfiles.py); a workload cell is a generated
 repro.py (reproscript.py). Runner settings a plain command line does not apply
@@ -54,8 +55,17 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
     if cell is None:
         return None
     # By the cell's matrix index, not its id: a run's cells are masked (a secret in a
-    # matrix value), the plan's are not.
-    attempt = next((a for a in plan.attempts if a.cell.index == cell.cell.index), None)
+    # matrix value), the plan's are not. The attempt is the cell's first that failed:
+    # an attempt's own values (`--seed ${{ attempt }}`) are what made it fail, and
+    # attempt 1's command line, which passed, was offered as the repro of attempt 3's crash.
+    failed = next((a.attempt for a in cell.attempts if a.failed), None)
+    attempt = None
+    for candidate in plan.attempts:
+        if candidate.cell.index == cell.cell.index:
+            attempt = attempt or candidate
+            if failed is None or candidate.attempt == failed:
+                attempt = candidate
+                break
     if attempt is None:
         return None
     injected = next((o.injected for a in cell.attempts if (o := a.ran) and o.injected), None)

@@ -106,14 +106,61 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
     return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
 
 
+# Shells whose `-c SCRIPT` holds the command line: a list command `[bash, -o, pipefail, -c,
+# "python train.py | tee log"]` names its files inside that one word.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+
+
 def _words(command: Command) -> list[str]:
     words = list(command.argv)
-    if words[:2] == ["/bin/sh", "-c"] and len(words) == 3:
-        try:
-            words = shlex.split(words[2], comments=True)
-        except ValueError:  # unbalanced quotes: the shell will say so; take plain words
-            words = words[2].split()
-    return words
+    script = _shell_script(words)
+    if script is None:
+        return words
+    try:
+        split = shlex.split(script, comments=True)
+    except ValueError:  # unbalanced quotes: the shell will say so; take plain words
+        split = script.split()
+    return _without_written(split)
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`."""
+    if not words or Path(words[0]).name not in _SHELLS:
+        return None
+    for index, word in enumerate(words[1:-1], start=1):
+        if word == "-c" or (word.startswith("-") and not word.startswith("--") and "c" in word):
+            return words[index + 1]
+        if not word.startswith(("-", "+")) and words[index - 1] not in ("-o", "+o"):
+            return None  # `bash script.sh -c`: an argument of the script, not the shell's
+    return None
+
+
+# A shell's redirections that write the word after them, and what ends a `tee`'s files.
+_WRITES = frozenset({">", ">>", ">|", "1>", "1>>", "2>", "2>>", "&>", "&>>"})
+_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&"})
+
+
+def _without_written(words: list[str]) -> list[str]:
+    """A shell command's words less the files it writes: `> log.txt`, `| tee out.txt`.
+
+    The run itself creates them in the workdir, so they exist when the repro is made,
+    yet a rerun does not need them: `python train.py | tee out.txt` needs train.py only.
+    """
+    kept: list[str] = []
+    teeing = False
+    for index, word in enumerate(words):
+        if index > 0 and words[index - 1] in _WRITES:
+            continue
+        if word in _SEPARATORS:
+            teeing = False
+        elif teeing and not word.startswith("-"):
+            continue
+        elif (word == "tee" or word.endswith("/tee")) and (
+            index == 0 or words[index - 1] in _SEPARATORS
+        ):
+            teeing = True  # the program of its pipeline stage, not a word named tee
+        kept.append(word)
+    return kept
 
 
 def _assignment(word: str) -> bool:

@@ -266,14 +266,16 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "detail": short(clean_log(outcome.detail or "").strip()),
         "excerpt": log,
         "fence": fence_for(log),
-        # The stack of the worker that died, as it printed it (or gdb read it from its core).
+        # The stack of the worker that died, as it printed it (or as read from its core:
+        # by py-spy where eu-stack reads the native frames, else by gdb's py-bt, so the
+        # report names no tool: "as gdb read it" was said of py-spy's reading).
         "worker_stack": worker,
         "worker_fence": fence_for(worker),
         "worker_who": _worker_of(outcome),
         "worker_source": (
             "as it printed it"
             if worker.startswith("Fatal Python error")
-            else "as gdb read it from its core"
+            else "as read from its core"
         ),
         # gdb's view of the crash: top frames of the crashing thread, full stacks folded.
         "native": native,

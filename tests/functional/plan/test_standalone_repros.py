@@ -100,3 +100,23 @@ def test_an_offered_standalone_repro_fails_the_same_way(
         assert not signalled, out[-2000:]
         if expect.message:
             assert re.search(expect.message, out), out[-2000:]
+
+
+def test_the_repro_is_the_command_line_of_the_cells_first_failed_attempt(tmp_path: Path) -> None:
+    # Attempt 1 passes and attempt 2 fails, by a value of its own: the repro offered
+    # was attempt 1's command line (`--seed 1`), which passes.
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "seeded.py").write_text("import sys\nsys.exit(3 if sys.argv[2] == '2' else 0)\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: seeded\ncommand: python seeded.py --seed ${{ attempt }}\n"
+        "run: {repeat: 3}\nexpect: {outcome: error}\n"
+    )
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert [a.failed for a in result.cells[0].attempts] == [False, True, False]
+    assert result.standalone is not None
+    assert result.standalone.run == "python seeded.py --seed 2"
+    ran = subprocess.run(["sh", "-c", result.standalone.run], cwd=tmp_path, timeout=60)
+    assert ran.returncode == 3

@@ -258,8 +258,8 @@ for batch in DataLoader(Items(), batch_size=2, num_workers=1, multiprocessing_co
 def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """No harness in the worker: torch's handler prints one line; gdb's Python stacks of the
-    worker's core are the stack of the process that died."""
+    """No harness in the worker: torch's handler prints one line; the Python stacks read from
+    the worker's core are the stack of the process that died."""
     from reprospec import native
 
     (tmp_path / "loader.py").write_text(WORKER_SCRIPT)
@@ -285,3 +285,5 @@ def test_a_worker_of_the_users_own_script_shows_its_stack_from_its_core(
     failure = _section(render(run, "md"), "Failure")
     shown = failure.split("The stack of the process that died", 1)[1]
     assert shown.index("loader.py") < shown.index("The main process's view:")
+    # py-spy reads it beside eu-stack, gdb's py-bt without: the report names neither.
+    assert shown.split("\n", 1)[0].endswith(", as read from its core:")

@@ -135,6 +135,19 @@ def test_written_stacks_read_back_equal(tmp_path: Path) -> None:
     assert native.read(tmp_path / "nowhere") is None
 
 
+def test_the_python_stacks_of_a_core_name_no_reader_that_may_not_have_read_them(
+    tmp_path: Path,
+) -> None:
+    # Beside eu-stack, py-spy reads a core's Python stacks (written in py-bt's form): the
+    # text said "Python stacks (gdb py-bt):" and the report "as gdb read it from its core",
+    # where gdb never ran.
+    python = 'Thread 1 (Thread 0x7f (LWP 10)):\nTraceback (most recent call first):\n  File "x.py"'
+    process = ProcessStacks(10, "core", "prog", "SIGSEGV", 10, python=python)
+    text = native.write(NativeStacks((process,)), tmp_path).read_text()
+    assert "gdb" not in text
+    assert f"Python stacks (read from the core):\n{python}" in text
+
+
 def test_parse_backtrace_of_gdb_output() -> None:
     text = "\n".join(
         [

@@ -1,0 +1,28 @@
+"""The log excerpt a report quotes, of a log read whole or as its head and tail."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from reprospec.core.logtext import excerpt
+from reprospec.outcome.evidence import read_log
+
+
+def test_an_excerpt_of_a_log_read_as_head_and_tail_does_not_undercount_what_it_left_out(
+    tmp_path: Path,
+) -> None:
+    # A log too big to read whole is read as its head and tail: the lines of its unread
+    # middle are left out too, and were not counted ("4725 earlier lines omitted" of 4961).
+    log = tmp_path / "stdout.log"
+    log.write_text("".join(f"log line {i}\n" for i in range(5000)))
+    text = read_log(log, head=1000, tail=1000)
+    mark = re.search(r"^\[\.\.\. (\d+) bytes omitted \.\.\.\]$", text, re.M)
+    assert mark is not None
+    read = [line for line in text.rstrip("\n").split("\n") if line != mark[0]]
+    assert excerpt(text, max_lines=10).split("\n") == [
+        f"… ({len(read) - 10} earlier lines and {mark[1]} unread bytes omitted)",
+        *(f"log line {i}" for i in range(4990, 5000)),
+    ]
+    # Read whole, the count is every line left out.
+    assert excerpt(read_log(log), max_lines=10).split("\n")[0] == "… (4990 earlier lines omitted)"

@@ -1,0 +1,57 @@
+"""The files a command cell's standalone repro lists as needed, from the words of its command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import reprospec
+from reprospec.core.runoptions import RunOptions
+from reprospec.plan.run import plan_run
+from reprospec.plan.workfiles import carried_files, named_files
+
+
+def _files(tmp_path: Path, command: str) -> tuple[str, ...]:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"reprospec: 1\nname: w\nenvironment: {{workdir: app}}\ncommand: {command}\n")
+    plan = plan_run(reprospec.load_spec(spec), RunOptions()).attempts[0]
+    assert carried_files(plan).inside == named_files(plan)
+    return named_files(plan)
+
+
+def test_the_files_a_shell_command_writes_are_not_files_it_needs(tmp_path: Path) -> None:
+    # A run leaves them in the workdir (tee created out.txt), so they exist when the
+    # report is written: they were listed as files the repro needs.
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("train.py", "conf.yaml", "out.txt", "log.txt", "err.txt"):
+        (app / name).write_text("")
+    assert _files(tmp_path, "'python train.py conf.yaml | tee -a out.txt'") == (
+        "conf.yaml",
+        "train.py",
+    )
+    assert _files(tmp_path, "'python train.py > log.txt 2> err.txt; cat conf.yaml'") == (
+        "conf.yaml",
+        "train.py",
+    )
+    # Read, not written: a file after tee's pipeline stage, and a word `tee` that is an argument.
+    assert _files(tmp_path, "'python train.py | tee out.txt && python train.py log.txt'") == (
+        "log.txt",
+        "train.py",
+    )
+    assert _files(tmp_path, "'python train.py --name tee log.txt'") == ("log.txt", "train.py")
+
+
+def test_a_list_command_that_runs_a_shell_script_names_the_files_of_its_script(
+    tmp_path: Path,
+) -> None:
+    # `[bash, -o, pipefail, -c, SCRIPT]` (what a crash before `| tee` is told to use) names
+    # train.py inside one word: its repro listed no file at all.
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("train.py", "out.txt", "run.sh"):
+        (app / name).write_text("")
+    piped = '[bash, -o, pipefail, -c, "python train.py | tee out.txt"]'
+    assert _files(tmp_path, piped) == ("train.py",)
+    assert _files(tmp_path, '[/bin/sh, -ec, "python train.py"]') == ("train.py",)
+    # `-c` after the script is the script's argument: the words are the command's own.
+    assert _files(tmp_path, "[bash, run.sh, -c, train.py]") == ("run.sh", "train.py")
