@@ -90,11 +90,21 @@ def versions_text(env: Mapping[str, object], one_cell: Sequence[str] = ()) -> st
         for gpu in gpus
         if isinstance(gpu, Mapping)
     ]
-    no_cuda = "No CUDA" if not torch.get("cuda_available") else NOT_COLLECTED
+    runtime = nvcc.get("build") or nvcc.get("version")
+    driver = nvidia.get("driver_version")
+    # collect_env's rule: "No CUDA" only where an imported torch has no CUDA and the machine
+    # shows none either (no nvcc, no GPU, no driver); a fact missing otherwise was not
+    # collected. "No CUDA" beside an nvcc's runtime version contradicted itself.
+    no_cuda = (
+        "No CUDA"
+        if imported and not torch.get("cuda_available") and not (runtime or gpu_lines or driver)
+        else NOT_COLLECTED
+    )
     lines = [
         f"PyTorch version: {torch_version}",
         f"Is debug build: {_text(torch.get('debug'), 'N/A' if imported else unknown)}",
-        f"CUDA used to build PyTorch: {_text(torch.get('cuda'), 'None' if imported else unknown)}",
+        f"CUDA used to build PyTorch: "
+        f"{_text(torch.get('cuda'), 'None' if no_cuda != NOT_COLLECTED else unknown)}",
         f"ROCM used to build PyTorch: {_text(torch.get('hip'), 'N/A')}",
         "",
         f"OS: {_text(system.get('distribution') or system.get('system'))}"
@@ -107,10 +117,10 @@ def versions_text(env: Mapping[str, object], one_cell: Sequence[str] = ()) -> st
         f"Python version: {_text(extra.get('python_full'))} (64-bit runtime)",
         f"Python platform: {_text(extra.get('platform'))}",
         f"Is CUDA available: {_text(torch.get('cuda_available'), unknown)}",
-        f"CUDA runtime version: {_text(nvcc.get('version'), no_cuda)}",
+        f"CUDA runtime version: {_text(runtime, no_cuda)}",
         f"GPU models and configuration: {'; '.join(gpu_lines) or no_cuda}",
-        f"Nvidia driver version: {_text(nvidia.get('driver_version'), no_cuda)}",
-        f"cuDNN version: {_text(torch.get('cudnn'), no_cuda if imported else unknown)}",
+        f"Nvidia driver version: {_text(driver, no_cuda)}",
+        f"cuDNN version: {_text(torch.get('cudnn'), no_cuda)}",
         "",
         "CPU:",
         f"Model name: {_text(cpu.get('model'))}",

@@ -227,6 +227,12 @@ def parse_nvcc_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def parse_nvcc_build(text: str) -> str | None:
+    """`V12.1.105` from `nvcc --version`: collect_env's "CUDA runtime version" (`12.1.105`)."""
+    match = re.search(r"release .+ V(\S+)", text)
+    return match.group(1) if match else None
+
+
 def requirement_name(requirement: str) -> str:
     """`torch==2.13.0` -> `torch`."""
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
@@ -324,7 +330,13 @@ def _nvcc() -> JsonObject:
     for path in candidates:
         if path and os.path.exists(path):  # noqa: PTH110
             code, out = _run_tool([path, "--version"])
-            return {"path": path, "version": parse_nvcc_version(out) if code == 0 else None}
+            if code != 0:
+                return {"path": path, "version": None}
+            return {
+                "path": path,
+                "version": parse_nvcc_version(out),
+                "build": parse_nvcc_build(out),
+            }
     return {"path": None, "version": None}
 
 

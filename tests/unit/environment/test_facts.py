@@ -73,6 +73,8 @@ def test_nvcc_version() -> None:
     assert envinfo.parse_nvcc_version((NVIDIA / "nvcc-11.1.txt").read_text()) == "11.1"
     assert envinfo.parse_nvcc_version((NVIDIA / "nvcc-10.1.txt").read_text()) == "10.1"
     assert envinfo.parse_nvcc_version("nvcc: command not found") is None
+    assert envinfo.parse_nvcc_build((NVIDIA / "nvcc-11.1.txt").read_text()) == "11.1.105"
+    assert envinfo.parse_nvcc_build("nvcc: command not found") is None
 
 
 def test_cpuinfo_and_meminfo() -> None:

@@ -50,6 +50,27 @@ def test_a_torch_the_capture_did_not_import_is_named_from_its_package() -> None:
     assert lines["Is CUDA available"] == "False"
 
 
+def test_no_cuda_only_where_the_machine_shows_none_as_collect_env_says() -> None:
+    """collect_env writes "No CUDA" only where torch has no CUDA and the machine shows none
+    (no nvcc, GPU or driver); beside an nvcc's runtime version the rest was not collected,
+    and the runtime version is nvcc's build number (`11.1.105`), as collect_env reads it."""
+    lines = _lines({**ENV, "collect_env": COLLECT})
+    assert lines["CUDA runtime version"] == lines["cuDNN version"] == "No CUDA"
+    nvcc: JsonObject = {"path": "/usr/local/cuda/bin/nvcc", "version": "11.1", "build": "11.1.105"}
+    lines = _lines({**ENV, "collect_env": COLLECT, "nvcc": nvcc})
+    assert lines["CUDA runtime version"] == "11.1.105"
+    for field in (
+        "CUDA used to build PyTorch",
+        "GPU models and configuration",
+        "Nvidia driver version",
+        "cuDNN version",
+    ):
+        assert lines[field] == NOT_COLLECTED, field
+    # A capture from before the build number was kept: the release.
+    older: JsonObject = {"path": "/usr/local/cuda/bin/nvcc", "version": "11.1"}
+    assert _lines({**ENV, "collect_env": COLLECT, "nvcc": older})["CUDA runtime version"] == "11.1"
+
+
 def test_a_package_a_toggle_chose_is_not_one_cells_version() -> None:
     env: JsonObject = {
         **ENV,
