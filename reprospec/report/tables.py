@@ -192,7 +192,11 @@ def result_groups(
             worded(1, c.attempts, actual),
             worded(2, c.rate, rate_phrase),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
-            short(c.reason) if c.verdict not in ("reproduced", "observed") else "",
+            # An interrupted run's reasons say which cells it cut short ("interrupted after 1
+            # of 2 attempts"): a cell that matched in the attempts it ran reads complete else.
+            short(c.reason)
+            if run.interrupted or c.verdict not in ("reproduced", "observed")
+            else "",
         )
         if key not in groups:
             groups[key] = array("I")

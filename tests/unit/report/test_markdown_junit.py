@@ -505,3 +505,22 @@ def test_a_long_cell_id_leaves_the_table_its_other_columns(width: int | None) ->
         assert word in table, table  # each column has room for what it says
     assert "/a/long/path/5/train" in table.replace("│", "").replace("\n", "").replace(" ", "")
     assert "…" not in table, table
+
+
+def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
+    """A cell that matched in the 1 attempt of 2 it ran before the stop is `reproduced 1/1`:
+    the report says it was cut short (its reason), as results.json does, or it reads complete.
+    A run that was not interrupted lists only the cells that did not reproduce, as before."""
+    whole = segfault_matrix()
+    index, first = next((i, c) for i, c in enumerate(whole.cells) if c.verdict == "reproduced")
+    cut = replace(
+        first,
+        reason=f"{first.reason} (interrupted after 1 of 2 attempts; --resume finishes it)",
+    )
+    cells = list(whole.cells)
+    cells[index] = cut
+    run = replace(whole, cells=tuple(cells), interrupted=True)
+    results = render(run, "md").split("## Results", 1)[1]
+    assert f"`{first.cell.id}`: " in results
+    assert "interrupted after 1 of 2 attempts; --resume finishes it" in results
+    assert "interrupted after" not in render(replace(run, interrupted=False), "md")
