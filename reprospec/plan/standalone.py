@@ -38,15 +38,23 @@ REPRO_PY = "repro.py"
 
 
 def choose_cell(cells: Sequence[CellResult]) -> CellResult | None:
-    """The cell a standalone repro is for: the first that failed, else the first that ran."""
+    """The cell a standalone repro is for: the first where the expected failure reproduced,
+    else the first that failed, else the first that ran.
+
+    As the report's Failure section chooses (report/failure.py `failing_cells`): a run whose
+    first failing cell raised an unexpected ValueError offered that cell's command line under
+    a headline and a Failure section that lead with the expected SIGSEGV.
+    """
     # One pass, holding no list of the cells: a large run's are made as they are read.
-    first_ran = None
+    first_failed = first_ran = None
     for cell in cells:
         if any(a.ran is not None for a in cell.attempts):
             if any(a.failed for a in cell.attempts):
-                return cell
+                if cell.verdict == "reproduced" and cell.expected.outcome != "pass":
+                    return cell
+                first_failed = first_failed or cell
             first_ran = first_ran or cell
-    return first_ran
+    return first_failed or first_ran
 
 
 def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
@@ -58,7 +66,10 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
     # matrix value), the plan's are not. The attempt is the cell's first that failed:
     # an attempt's own values (`--seed ${{ attempt }}`) are what made it fail, and
     # attempt 1's command line, which passed, was offered as the repro of attempt 3's crash.
-    failed = next((a.attempt for a in cell.attempts if a.failed), None)
+    failed = next(
+        (a.attempt for a in cell.attempts if a.failed and a.matched),
+        next((a.attempt for a in cell.attempts if a.failed), None),
+    )
     attempt = None
     for candidate in plan.attempts:
         if candidate.cell.index == cell.cell.index:

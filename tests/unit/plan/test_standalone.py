@@ -111,3 +111,53 @@ def test_a_fault_whose_when_is_false_in_words_is_left_out_and_the_script_is_writ
     standalone = standalone_of(plan, tmp_path, expected="error", spec_name="synthetic-pass")
     assert standalone.unavailable == ""
     assert "python repro.py" in standalone.run
+
+
+def test_the_repro_is_for_the_cell_the_failure_section_leads_with() -> None:
+    """The first cell where the expected failure reproduced, not an earlier cell's unexpected
+    error: the headline and the Failure section lead with the expected crash, and a repro of
+    the other bug beside them named another failure (helper-j J9)."""
+    from reprospec.core.inputs import Cell, Expectation, ExpectedOutcome
+    from reprospec.core.results import (
+        AttemptResult,
+        CellResult,
+        Outcome,
+        OutcomeKind,
+        Rate,
+        VerdictKind,
+    )
+    from reprospec.plan.standalone import choose_cell
+
+    def cell(
+        index: int, expected: ExpectedOutcome, verdict: VerdictKind, kind: OutcomeKind | None
+    ) -> CellResult:
+        attempts = (
+            ()
+            if kind is None
+            else (
+                AttemptResult(
+                    attempt=1,
+                    duration_s=0.1,
+                    outcome=Outcome(kind=kind),
+                    matched=verdict == "reproduced",
+                    mismatches=(),
+                    logs="",
+                ),
+            )
+        )
+        return CellResult(
+            Cell(f"c{index}", index, {"i": index}),
+            Expectation(expected),
+            verdict,
+            "",
+            Rate(1, 1, 0.0, 1.0),
+            attempts,
+        )
+
+    unexpected = cell(0, "pass", "not-reproduced", "error")
+    passing = cell(1, "pass", "reproduced", "pass")
+    expected = cell(2, "crash", "reproduced", "crash")
+    assert choose_cell([unexpected, passing, expected]) is expected
+    # No expected failure reproduced: the first that failed, else the first that ran.
+    assert choose_cell([passing, unexpected]) is unexpected
+    assert choose_cell([cell(3, "pass", "not-run", None), passing]) is passing
