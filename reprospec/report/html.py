@@ -37,7 +37,7 @@ from reprospec.report.environment import (
     perturbed_cells,
 )
 from reprospec.report.failure import failure_section, summary_line
-from reprospec.report.markdown import axes_of
+from reprospec.report.markdown import attempt_warnings, axes_of
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
@@ -234,6 +234,8 @@ def context(run: RunResult) -> dict[str, object]:
         "env_vars": env_vars(run.environment, differs),
         "versions": versions_text(run.environment, one_cell),
         "versions_where": captured_where(run, one_cell),
+        # What an attempt left or could not do: for a crash before `| tee`, the only sign.
+        "attempt_warnings": attempt_warnings(run, PathNames(run.paths).shorten),
         "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
         "numeric": {"rate", "failed", "duration"},
         "rows": cell_rows(run, axes),

@@ -130,7 +130,7 @@ GRID_ROWS, GRID_COLS = 20, 12
 MAX_ATTEMPT_WARNINGS = 20
 
 
-def _attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list[str], int]:
+def attempt_warnings(run: RunResult, short: Callable[[str], str]) -> tuple[list[str], int]:
     """`cell, attempt N: warning` lines (at most MAX_ATTEMPT_WARNINGS), and how many were left out.
 
     What an attempt left behind (files in its private TMPDIR, /dev/shm leaks) or could
@@ -372,7 +372,7 @@ def context(run: RunResult) -> dict[str, object]:
         "slots": _slot_rows(run),
         "slot_noun": _slot_noun(run),
         "instances": _instances(run),
-        "attempt_warnings": _attempt_warnings(run, short),
+        "attempt_warnings": attempt_warnings(run, short),
         "child_warnings": _child_warnings(run, rows, short),
         "launch": _launch(run),
         "stacks": stack_sections(run, paths),

@@ -480,6 +480,10 @@ def test_attempt_warnings_are_capped_in_the_report() -> None:
     text = render(replace(run, cells=(replace(cell, attempts=attempts),)), "md")
     assert text.count("`default`, attempt 1: warning") == 20
     assert "- … and 5 more (results.json has them all)" in text
+    # The HTML page has them too: for a crash before `| tee` they are the only sign of it.
+    page = render(replace(run, cells=(replace(cell, attempts=attempts),)), "html")
+    assert page.count("<code>default</code>, attempt 1: warning") == 20
+    assert "… and 5 more (results.json has them all)" in page
 
 
 @pytest.mark.parametrize("width", [None, 90])
