@@ -76,12 +76,25 @@ def run(args: argparse.Namespace) -> int:
     notes = [_left_out(len(runs), shown)] if shown > len(runs) else []
     if probes:
         notes.append(_probes_left_out(probes))
+    shown_runs = [_status(run, Path(args.out)) for run in runs]
     if args.format == "json":
-        print(json.dumps([_row(run) for run in runs], indent=2, ensure_ascii=False))
+        print(json.dumps([_row(run) for run in shown_runs], indent=2, ensure_ascii=False))
         for note in notes:
             print(note, file=sys.stderr)  # stdout stays one JSON value
         return 0
-    return _table(runs, args.out, spec_name, notes)
+    return _table(shown_runs, args.out, spec_name, notes)
+
+
+def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
+    """The run as the store has it, but `killed` for one it calls running whose engine has
+    ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it)."""
+    from reprospec.store.runfolder import RunFolder
+
+    if run.get("status") != "running":
+        return run
+    if not RunFolder.of(out.resolve(), str(run["run_id"])).engine_gone():
+        return run
+    return {**run, "status": "killed"}
 
 
 def _left_out(shown: int, total: int) -> str:

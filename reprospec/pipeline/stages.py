@@ -95,7 +95,7 @@ def execute(
     runner.prepare(plan.attempts)
     run_id = resume.run_id if resume else new_run_id(spec.name)
     # Absolute: children run in their own workdir and must find the events file.
-    folder = RunFolder.of(options.out.resolve(), run_id).create()
+    folder = RunFolder.of(options.out.resolve(), run_id).create().claim()
     # A resumed run's dead engine may have left attempts running: they end first.
     reaped = leftovers.reap(folder.path) if resume is not None else ()
     # Started as soon as the runner and the folder are there (a resumed run's leftovers

@@ -10,6 +10,8 @@ OUT/                          --out (default .reprospec/)
     results.spool             while it runs: results.json's entry of each cell judged so far
                               (cellspool.py), gone once results.json is written
     repro.py                  a workload's standalone script (standalone.py), when possible
+    engine.json               the engine process that runs (or last ran) in it: a run the
+                              store still calls running whose engine is gone was killed
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                               env.json, stack.txt, cell.json (runners/base.py); an attempt
                               that passed keeps only its files that are not empty, and no
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +42,7 @@ SPEC_YAML = "spec.yaml"
 REPORT_MD = "report.md"
 RESULTS_SPOOL = "results.spool"
 REPRO_PY = "repro.py"
+ENGINE_JSON = "engine.json"
 CELLS = "cells"
 # A cell's folder is removed by one attempt's prune while another attempt of the cell may
 # be making its own folder inside it: both take this lock, so neither loses the race.
@@ -155,6 +160,47 @@ class RunFolder:
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
+
+    def claim(self) -> RunFolder:
+        """Record this process as the engine that runs in the folder (a resume claims it anew).
+
+        The store marks a run `finished` or `interrupted` as it ends; a SIGKILL, the OOM
+        killer or the machine's end leave it `running` for good. Which process ran it, with
+        its start time and boot, tells `history` that nothing runs it any more.
+        """
+        from reprospec.process.leftovers import Engine
+
+        engine = Engine.me()
+        text = json.dumps(
+            {
+                "pid": engine.pid,
+                "started": engine.started,
+                "boot": engine.boot,
+                "host": socket.gethostname(),
+            }
+        )
+        temporary = self.path / f"{ENGINE_JSON}.tmp{os.getpid()}"
+        temporary.write_text(text + "\n", encoding="utf-8")
+        temporary.replace(self.path / ENGINE_JSON)
+        return self
+
+    def engine_gone(self) -> bool:
+        """Whether the engine that last claimed the folder has ended. False where that is not
+        known: it runs, the folder names none (a run from before engine.json), or it ran on
+        another machine sharing this `--out` (a Slurm shard on a compute node), whose
+        processes this one cannot see."""
+        from reprospec.process.leftovers import Engine
+
+        try:
+            data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
+            engine = Engine(int(data["pid"]), data.get("started"), str(data["boot"]))
+            host = str(data["host"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if host != socket.gethostname():
+            return False
+        # This machine: another boot, or the pid's start time no longer the engine's.
+        return not engine.alive()
 
 
 def _remove_empty_files(folder: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -66,3 +67,48 @@ def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     store.record_attempt(run.run_id, "default", run.cells[0].attempts[2])
     store.finish_run(run.run_id, "finished")
     assert len(store.finished_attempts(run.run_id)) == 3
+
+
+def test_history_says_killed_of_a_run_whose_engine_was_sigkilled(tmp_path: Path) -> None:
+    """A SIGKILLed engine leaves no word in the store: its run stayed `running` for good in
+    `history`. The run folder's engine.json names the engine, so history says `killed`
+    (text and JSON) once that process is gone, and `running` while it runs."""
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: slow\ncommand: sleep 20\nrun: {timeout: 60s}\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "NO_COLOR": "1"}
+
+    def history() -> list[dict[str, object]]:
+        done = subprocess.run(
+            [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        rows: list[dict[str, object]] = json.loads(done.stdout)
+        return rows
+
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list((out / "runs").glob("*/cells/default/1")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (row,) = history()
+        assert row["status"] == "running"
+    finally:
+        engine.kill()
+        engine.wait(timeout=30)  # reaped: its pid names no process any more
+    (row,) = history()
+    assert row["status"] == "killed"

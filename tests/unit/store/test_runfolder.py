@@ -51,3 +51,26 @@ def test_what_an_attempt_wrote_stays_and_the_empty_files_go(tmp_path: Path) -> N
     # Pruning again, or an attempt that made no folder, is no error.
     assert folder.prune("a=1", 2)
     assert folder.prune("b=2", 1)
+
+
+def test_engine_gone_only_where_this_machine_can_tell(tmp_path: Path) -> None:
+    """`history` calls a `running` run `killed` on this answer: only for an engine of this
+    machine that has ended, never for one that runs, one another machine ran (a Slurm
+    shard on a compute node sharing `--out`), or a folder that names none."""
+    import json
+    import socket
+
+    from reprospec.store.runfolder import ENGINE_JSON, RunFolder
+
+    folder = RunFolder.of(tmp_path, "r1").create()
+    assert not folder.engine_gone()  # no engine.json: a run from before it was written
+    folder.claim()
+    assert not folder.engine_gone()  # this process
+    # This pid, but not this process: the engine's pid taken by a later one.
+    record = json.loads((folder.path / ENGINE_JSON).read_text())
+    ended = {**record, "started": record["started"] - 1}
+    (folder.path / ENGINE_JSON).write_text(json.dumps(ended))
+    assert folder.engine_gone()
+    elsewhere = {**ended, "host": socket.gethostname() + "-other"}
+    (folder.path / ENGINE_JSON).write_text(json.dumps(elsewhere))
+    assert not folder.engine_gone()
