@@ -58,6 +58,7 @@ def test_the_report_of_cells_held_for_it_is_the_report_of_the_whole_cells(
         "results.json",
         "report.md",
         "spec.yaml",
+        "engine.json",  # which engine ran it (history's `killed`); the spool is gone
     }
 
 
