@@ -11,6 +11,7 @@ from typing import TypedDict
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.results import RunResult, alike
 
 # Fields that change from one run to the next on the same machine: differences there are noise.
 VOLATILE_ENV_FIELDS = frozenset(
@@ -105,6 +106,12 @@ def one_cell_fields(
         if package_name(str(key)) in varying
     ]
     return (*spelled, *(("torch",) if "torch" in varying else ()))
+
+
+def run_one_cell_fields(run: RunResult) -> tuple[str, ...]:
+    """`one_cell_fields` of a run: its cells' environments (each distinct one read once)
+    against its captured environment."""
+    return one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
 
 
 def _requirements(environment: Mapping[str, JsonValue]) -> dict[str, str]:

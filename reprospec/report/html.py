@@ -30,6 +30,7 @@ from reprospec.core.words import (
     rate_phrase,
     seconds,
 )
+from reprospec.environment.facts import run_one_cell_fields
 from reprospec.report.environment import (
     cell_environments,
     env_vars,
@@ -43,7 +44,7 @@ from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
-from reprospec.report.versions import captured_where, run_one_cell, versions_text
+from reprospec.report.versions import captured_where, versions_text
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -221,7 +222,7 @@ def context(run: RunResult) -> dict[str, object]:
     standalone = run.standalone
     large = len(run.cells) > LARGE_RUN_CELLS
     differs = cell_environments(run.cells)
-    one_cell = run_one_cell(run)
+    one_cell = run_one_cell_fields(run)
     return {
         "title": " ".join((run.title or run.spec_name).split()),
         "summary": summary_line(run),

@@ -11,9 +11,10 @@ import html
 
 from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
+from reprospec.environment.facts import run_one_cell_fields
 from reprospec.report.environment import perturbed_cells
 from reprospec.report.markup import fence_for, inline_code
-from reprospec.report.versions import captured_where, run_one_cell, versions_text
+from reprospec.report.versions import captured_where, versions_text
 from reprospec.store.runfolder import REPRO_PY
 
 
@@ -117,7 +118,7 @@ def _under_diagnostics(run: RunResult, cell_id: str) -> bool:
 
 def versions_markdown(run: RunResult) -> str:
     """The folded "Versions" block (collect_env's facts), or "" when they were not captured."""
-    one_cell = run_one_cell(run)
+    one_cell = run_one_cell_fields(run)
     text = versions_text(run.environment, one_cell)
     if text is None:
         return ""

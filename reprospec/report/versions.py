@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reprospec.core.results import RunResult, alike
-from reprospec.environment.facts import one_cell_fields, within
+from reprospec.core.results import RunResult
+from reprospec.environment.facts import within
 
 NOT_COLLECTED = "Could not collect"
 # For a field whose value a toggle chose: the run has no one value to give.
@@ -34,11 +34,6 @@ def _text(value: object, default: str = NOT_COLLECTED) -> str:
     if isinstance(value, bool):
         return str(value)
     return str(value)
-
-
-def run_one_cell(run: RunResult) -> tuple[str, ...]:
-    """The fields of `run`'s captured environment that are its first cell's only."""
-    return one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
 
 
 def captured_where(run: RunResult, one_cell: Sequence[str]) -> str:

@@ -14,10 +14,9 @@ from reprospec.core.results import (
     Standalone,
     Verdict,
     VerdictKind,
-    alike,
 )
 from reprospec.core.words import expectation_phrase
-from reprospec.environment.facts import Difference, environment_diff, one_cell_fields, within
+from reprospec.environment.facts import Difference, environment_diff, run_one_cell_fields, within
 from reprospec.errors import UsageError
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
@@ -120,11 +119,7 @@ class _EnvironmentChange(TypedDict):
 
 def _environment_change(run_a: RunResult, run_b: RunResult) -> _EnvironmentChange:
     """The environment's differences, but for what either run's cells did not share."""
-    one_cell = {
-        field
-        for run in (run_a, run_b)
-        for field in one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
-    }
+    one_cell = {field for run in (run_a, run_b) for field in run_one_cell_fields(run)}
     differences = environment_diff(run_a.environment, run_b.environment)
     return {
         "environment": [d for d in differences if not within(d["key"], one_cell)],
