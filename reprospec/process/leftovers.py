@@ -83,6 +83,14 @@ class Engine:
             and start_time(self.pid) == self.started
         )
 
+    def to_dict(self) -> dict[str, object]:
+        return {"pid": self.pid, "started": self.started, "boot": self.boot}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Engine:
+        """Inverse of `to_dict`; KeyError, TypeError or ValueError for what it did not write."""
+        return cls(int(str(data["pid"])), _int(data.get("started")), str(data["boot"]))
+
 
 @functools.cache
 def _engine_of(pid: int) -> Engine:
@@ -187,9 +195,7 @@ class InFlight:
             "token": self.token,
             "tag": self.tag,
             "container": self.container,
-            "engine": None
-            if engine is None
-            else {"pid": engine.pid, "started": engine.started, "boot": engine.boot},
+            "engine": None if engine is None else engine.to_dict(),
         }
 
     @classmethod
@@ -199,9 +205,7 @@ class InFlight:
             token=str(data["token"]),
             tag=_int(data.get("tag")),
             container=str(data["container"]) if data.get("container") else None,
-            engine=Engine(int(engine["pid"]), _int(engine.get("started")), str(engine["boot"]))
-            if isinstance(engine, dict)
-            else None,
+            engine=Engine.from_dict(engine) if isinstance(engine, dict) else None,
         )
 
 

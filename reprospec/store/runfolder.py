@@ -170,15 +170,7 @@ class RunFolder:
         """
         from reprospec.process.leftovers import Engine
 
-        engine = Engine.me()
-        text = json.dumps(
-            {
-                "pid": engine.pid,
-                "started": engine.started,
-                "boot": engine.boot,
-                "host": socket.gethostname(),
-            }
-        )
+        text = json.dumps({**Engine.me().to_dict(), "host": socket.gethostname()})
         temporary = self.path / f"{ENGINE_JSON}.tmp{os.getpid()}"
         temporary.write_text(text + "\n", encoding="utf-8")
         temporary.replace(self.path / ENGINE_JSON)
@@ -193,8 +185,7 @@ class RunFolder:
 
         try:
             data = json.loads((self.path / ENGINE_JSON).read_text(encoding="utf-8"))
-            engine = Engine(int(data["pid"]), data.get("started"), str(data["boot"]))
-            host = str(data["host"])
+            engine, host = Engine.from_dict(data), str(data["host"])
         except (OSError, ValueError, KeyError, TypeError):
             return False
         if host != socket.gethostname():
