@@ -390,6 +390,12 @@ class CellResult:
         """The verdict as one object (kind, reason, rate)."""
         return Verdict(self.verdict, self.reason, self.rate)
 
+    @property
+    def failure_reproduced(self) -> bool:
+        """Whether the cell failed as `expect` says it should: the failure a report leads
+        with, and the one its standalone repro is for."""
+        return self.verdict == "reproduced" and self.expected.outcome != "pass"
+
 
 class AlikeCells(LazySequence[CellResult]):
     """A run's cells made as they are read, most of them alike but for their `Cell`

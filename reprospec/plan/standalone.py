@@ -50,7 +50,7 @@ def choose_cell(cells: Sequence[CellResult]) -> CellResult | None:
     for cell in cells:
         if any(a.ran is not None for a in cell.attempts):
             if any(a.failed for a in cell.attempts):
-                if cell.verdict == "reproduced" and cell.expected.outcome != "pass":
+                if cell.failure_reproduced:
                     return cell
                 first_failed = first_failed or cell
             first_ran = first_ran or cell

@@ -88,7 +88,7 @@ def failing_cells(run: RunResult) -> list[CellResult]:
     """Cells where the expected failure reproduced; else any cell that failed at all."""
 
     def reproduced(c: CellResult) -> bool:
-        return c.verdict == "reproduced" and c.expected.outcome != "pass"
+        return c.failure_reproduced
 
     def failed(c: CellResult) -> bool:
         return any(a.failed for a in c.attempts)
