@@ -377,7 +377,6 @@ def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
 
 
 def _description(argv: tuple[str, ...], observed: Observed | None, last_import: str | None) -> str:
-
     outcome = observed.outcome if observed else None
     lines = [f"Captured from `{shlex.join(argv)}`."]
     if outcome is not None and observed is not None:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from reprospec.store.db import Store
+from tests.support.cli import Cli
 from tests.support.paths import ROOT
 from tests.support.runs import hang_run
 
@@ -69,7 +70,7 @@ def test_store_survives_sigkill_mid_run(tmp_path: Path) -> None:
     assert len(store.finished_attempts(run.run_id)) == 3
 
 
-def test_history_says_killed_of_a_run_whose_engine_was_sigkilled(tmp_path: Path) -> None:
+def test_history_says_killed_of_a_run_whose_engine_was_sigkilled(cli: Cli, tmp_path: Path) -> None:
     """A SIGKILLed engine leaves no word in the store: its run stayed `running` for good in
     `history`. The run folder's engine.json names the engine, so history says `killed`
     (text and JSON) once that process is gone, and `running` while it runs."""
@@ -78,28 +79,21 @@ def test_history_says_killed_of_a_run_whose_engine_was_sigkilled(tmp_path: Path)
         "reprospec: 1\nname: slow\ncommand: sleep 20\nrun: {timeout: 60s}\n"
         "expect: {outcome: pass}\n"
     )
-    out = tmp_path / "out"
-    env = {**os.environ, "NO_COLOR": "1"}
+    out = tmp_path / "out"  # the `cli` fixture's default --out
 
     def history() -> list[dict[str, object]]:
-        done = subprocess.run(
-            [sys.executable, "-m", "reprospec", "history", "--out", str(out), "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
+        done = cli("history", "--format", "json", timeout=60)
+        assert done.code == 0, done.stderr
         rows: list[dict[str, object]] = json.loads(done.stdout)
         return rows
 
+    # Started apart (not by `cli`, which waits for the command): it is the engine to kill.
     engine = subprocess.Popen(
         [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "NO_COLOR": "1"},
     )
     try:
         deadline = time.monotonic() + 60
