@@ -29,6 +29,20 @@ attempt could not have moved faster than its most starved thread allows, while a
 blocked on a lock or a socket (a real deadlock, a collective that never completes) waits
 on no run queue and adds nothing. A thread that spins on a loaded machine is starved too:
 it then stalls at the pace it gets a CPU, and the timeout still ends it.
+
+Two waits the kernel's count cannot show when the stall is judged, both found in full test
+runs on a loaded machine where a starved container was called a hang:
+
+- A thread that got a slice since the reading before and is runnable now is waiting again,
+  from some moment after that reading: uncounted until the wait ends. The engine's own
+  poll comes late on a loaded machine (0.65 s for a 0.5 s sweep at a load of 8), and each
+  late poll left up to its whole interval uncounted. `unseen` answers that bound, and the
+  stall is not called on it (progress.py): at most one poll later for a real hang.
+- The attempt's processes have all ended, and the engine has not seen its end yet (the
+  Docker daemon reports a container's exit and relays its last output late under load).
+  Time after the last of them is gone is no stall of theirs: it counts as waited, once
+  they were seen (a /proc this engine may not read, `hidepid`, shows none at any
+  reading, and then the wall clock counts as before).
 """
 
 from __future__ import annotations
@@ -83,6 +97,11 @@ class CpuWait:
         self._last: dict[tuple[int, int], Reading] | None = None
         # Per thread: nanoseconds of its current wait counted already, before the kernel has.
         self._pending: dict[tuple[int, int], int] = {}
+        # Whether any reading has shown a thread: none shown after some were is an end.
+        self._seen = False
+        # The threads that got a CPU between the last two readings, and the seconds between.
+        self._ran: list[tuple[int, int]] = []
+        self._elapsed = 0.0
 
     def __call__(self, elapsed: float) -> float:
         """Seconds: the longest wait for a CPU of any one thread counted since the last call,
@@ -90,18 +109,36 @@ class CpuWait:
         long). A wait that began before the last call counts whole when it ends."""
         readings = thread_readings(self._pids())
         last, self._last = self._last, readings
+        ended = self._seen and not readings
+        self._seen = self._seen or bool(readings)
+        self._elapsed = elapsed
+        self._ran = []
         if last is None:
             return 0.0
+        if ended:
+            return elapsed  # every process of the attempt is gone: its end is not yet seen
         worst = 0
         pending: dict[tuple[int, int], int] = {}
         for key, now in readings.items():
+            before = last.get(key, (0, 0))
             grown, pending[key] = new_wait(
-                last.get(key, (0, 0)), now, self._pending.get(key, 0), int(elapsed * 1e9),
+                before, now, self._pending.get(key, 0), int(elapsed * 1e9),
                 runnable=functools.partial(_runnable, *key),
             )  # fmt: skip
             worst = max(worst, grown)
+            if now[0] != before[0]:
+                self._ran.append(key)
         self._pending = pending
         return worst / 1e9
+
+    def unseen(self) -> float:
+        """Seconds a thread may have waited for a CPU that no reading has counted: the time
+        between the last two readings, where a thread that ran between them is runnable now
+        (its wait began after the earlier one); 0 where none is. Asked only when the
+        counted waits would call a stall, so the threads' states are read only then."""
+        if any(_runnable(*key) for key in self._ran):
+            return self._elapsed
+        return 0.0
 
 
 def new_wait(

@@ -20,7 +20,9 @@ What counts as progress, and why:
 
 Time in which the attempt's threads waited for a CPU does not count (cpuwait.py): a
 starved program is not a stuck one. The runner that can see the attempt's processes hands
-the watch a `CpuWait` (`count_cpu_wait`); without one the stall is the wall clock.
+the watch a `CpuWait` (`count_cpu_wait`); without one the stall is the wall clock. A wait
+the kernel has not counted yet (`CpuWait.unseen`) only holds the stall back: a real hang
+is called at most one poll later.
 
 The events file is read from where the last read stopped, whole lines only, at most
 `_READ_BYTES` per turn: a child that floods it is behind by a turn, never misread. Which
@@ -33,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from reprospec.process.childprotocol import PROGRESS_EVENTS
 
@@ -44,6 +46,16 @@ _READ_BYTES = 1 << 20
 _MAX_LINE = 64 * 1024
 # The event written before its work (see above): where the attempt is, not that it moves.
 _NOT_PROGRESS = frozenset({"import"})
+
+
+class CpuWaitReader(Protocol):
+    """What the watch asks of `cpuwait.CpuWait`: the seconds the attempt waited for a CPU
+    since the last call (`elapsed` seconds ago), and the seconds it may have waited that
+    no reading has counted yet."""
+
+    def __call__(self, elapsed: float) -> float: ...
+
+    def unseen(self) -> float: ...
 
 
 def is_progress(line: bytes) -> bool:
@@ -78,13 +90,14 @@ class ProgressWatch:
         self.last: float | None = None
         # Since the last progress: seconds in which the attempt waited for a CPU (cpuwait.py).
         self.waited_s = 0.0
-        self._cpu_wait: Callable[[float], float] | None = None
+        self._cpu_wait: CpuWaitReader | None = None
         self._polled: float | None = None
 
-    def count_cpu_wait(self, cpu_wait: Callable[[float], float]) -> None:
+    def count_cpu_wait(self, cpu_wait: CpuWaitReader) -> None:
         """Leave out of the stall the time `cpu_wait` says the attempt waited for a CPU (the
         longest wait of one of its threads since the last call, asked with the seconds
-        since then: `cpuwait.CpuWait`)."""
+        since then: `cpuwait.CpuWait`), and do not call a stall on a wait it has not
+        counted yet."""
         self._cpu_wait = cpu_wait
 
     def _progressed(self, now: float) -> None:
@@ -141,8 +154,11 @@ class ProgressWatch:
 
     def stalled(self, now: float) -> bool:
         """Whether the attempt made progress once and then none for `stall_s` until `now`,
-        not counting the time it waited for a CPU."""
-        return self.last is not None and now - self.last - self.waited_s >= self.stall_s
+        not counting the time it waited for a CPU, nor a wait not counted yet."""
+        if self.last is None or now - self.last - self.waited_s < self.stall_s:
+            return False
+        unseen = 0.0 if self._cpu_wait is None else self._cpu_wait.unseen()
+        return now - self.last - self.waited_s - unseen >= self.stall_s
 
     def close(self) -> None:
         """Close the events file."""

@@ -125,8 +125,8 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     events.write_bytes(b"")
     watch = ProgressWatch(events, 5.0, output_counts=True)
     # What a CpuWait would answer at each poll: the longest wait of one thread since the last.
-    waits = iter([0.0, 2.0, 3.0, 9.0, 0.0, 0.0, 4.0])
-    watch.count_cpu_wait(lambda _elapsed: next(waits))
+    waits = Waits([0.0, 2.0, 3.0, 9.0, 0.0, 0.0, 4.0])
+    watch.count_cpu_wait(waits)
     watch.poll(0.0)  # the baseline, before any progress
     watch.output(1.0, 10)
     watch.poll(1.0)  # 2 s waited, all before the progress: none of it counts
@@ -148,6 +148,39 @@ def test_time_spent_waiting_for_a_cpu_is_not_a_stall(tmp_path: Path) -> None:
     assert watch.waited_s == 4.0  # counts whole (the thread got a slice in between)
     assert not watch.stalled(20.5)
     assert watch.stalled(21.0)
+    watch.close()
+
+
+class Waits:
+    """What a CpuWait would answer at each poll, in turn, and what it has not counted yet."""
+
+    def __init__(self, waits: list[float], unseen: float = 0.0) -> None:
+        self._waits = iter(waits)
+        self.unseen_s = unseen
+
+    def __call__(self, elapsed: float) -> float:  # noqa: ARG002 (the protocol's)
+        return next(self._waits)
+
+    def unseen(self) -> float:
+        return self.unseen_s
+
+
+def test_a_wait_not_counted_yet_holds_the_stall_back_one_poll(tmp_path: Path) -> None:
+    """A late poll on a loaded machine: a thread that got a slice since the poll before and
+    is runnable now may have waited since (CpuWait.unseen); the stall is not called on it,
+    and is called once a poll counts no such wait."""
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"")
+    watch = ProgressWatch(events, 1.0, output_counts=True)
+    waits = Waits([0.0, 0.2, 0.0, 0.0], unseen=1.5)
+    watch.count_cpu_wait(waits)
+    watch.poll(0.0)
+    watch.output(0.0, 10)
+    watch.poll(1.5)  # 1.5 s since the progress, 0.2 counted: 1.3 s by the counted waits
+    assert not watch.stalled(1.5)
+    waits.unseen_s = 0.0  # the next poll came on time and nothing was runnable
+    watch.poll(2.0)
+    assert watch.stalled(2.0)
     watch.close()
 
 
@@ -206,6 +239,48 @@ def test_a_thread_waiting_for_a_cpu_is_counted_and_a_sleeping_one_is_not() -> No
 
 
 _BLOCK = bytes(1 << 20)
+
+
+def test_the_time_after_every_process_ended_is_no_stall() -> None:
+    """The attempt's processes are gone and its end is not seen yet (a container's exit
+    reported late): the time counts as waited, once a reading has seen them; a /proc that
+    shows none from the start (hidepid) leaves the wall clock."""
+    gone = _unused_pid()
+    pids = [os.getpid()]
+    wait = CpuWait(lambda: pids)
+    assert wait(0.0) == 0.0
+    pids = [gone]
+    assert wait(0.7) == 0.7
+    assert wait(0.5) == 0.5
+    assert wait.unseen() == 0.0
+    never = CpuWait(lambda: [gone])
+    assert never(0.0) == 0.0
+    assert never(0.7) == 0.0
+
+
+def test_a_thread_that_ran_and_is_runnable_may_be_waiting_unseen() -> None:
+    """`CpuWait.unseen` on this process: its threads ran since the last reading and this
+    one is running now, so the time between the two readings may hide a wait; a reading
+    of nothing hides none."""
+    wait = CpuWait(lambda: [os.getpid()])
+    wait(0.0)
+    end = time.monotonic() + 0.05
+    while time.monotonic() < end:
+        hashlib.sha256(_BLOCK).digest()
+    wait(0.8)
+    assert wait.unseen() == 0.8
+    empty = CpuWait(list)
+    empty(0.0)
+    empty(0.8)
+    assert empty.unseen() == 0.0
+
+
+def _unused_pid() -> int:
+    """A pid no process has now."""
+    pid = 4_000_000
+    while os.path.exists(f"/proc/{pid}"):  # noqa: PTH110
+        pid -= 1
+    return pid
 
 
 def _hash_until(stop: threading.Event) -> None:
