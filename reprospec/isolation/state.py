@@ -121,6 +121,17 @@ def read_probes(
     )
 
 
+def stored_probes(folder: Path) -> list[StoredProbe]:
+    """The probes a finished isolation in `folder` stored, for the caller that ran it
+    (minimize's step 1 reads which runs answered its candidates); none without a file."""
+    path = folder / "state.json"
+    try:
+        header = json.loads(path.read_text(encoding="utf-8")).get("header", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    return read_probes(path, header, StoredProbe.from_dict, FORMAT, "isolate", "isolation")
+
+
 class StateFile:
     """The probes of one isolation, replayed in order on restart; safe across threads."""
 

@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reprospec import native
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.runoptions import RunOptions
+from reprospec.errors import FatalError
 from reprospec.isolation.differences import (
     MATRIX,
     MISSING,
@@ -38,7 +40,9 @@ from reprospec.isolation.differences import (
     overrides,
     render,
 )
+from reprospec.isolation.state import stored_probes
 from reprospec.spec.matrix import cell_id
+from reprospec.store.resultsjson import load_run
 
 Progress = Callable[[str], None]
 ISOLATE_BUDGET = 100  # isolate's own default: the settings' share of a large budget
@@ -169,6 +173,12 @@ def reduce_settings(
         if value is not MISSING:
             values[axis] = value
     cell = Cell(id=cell_id(values), index=failing.index, matrix=values)
+    same = _same_failure(found.folder, tuple(range(len(diffs))), tuple(chosen), options.out)
+    if same is not None:
+        # Failing as the expect says is not failing the same way: a worker's segfault that
+        # the smaller configuration turns into the main process's (workers=0) is another
+        # bug to minimize, and step 2 would learn its signature from the reduced cell.
+        return replace(base, message=f"{cell.id} fails too, but {same}")
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
     return replace(
         base,
@@ -177,6 +187,42 @@ def reduce_settings(
         reset=tuple(d for i, d in enumerate(diffs) if i not in chosen),
         overrides=(*overrides(config, document), "expect=" + json.dumps(expect)),
     )
+
+
+def _same_failure(
+    folder: Path, full: tuple[int, ...], chosen: tuple[int, ...], out: Path
+) -> str | None:
+    """None where the configuration isolate chose failed the way the failing cell did (the
+    same signature: native.agrees), or either side's failure cannot be read; else why not."""
+    before = _first_signature(folder, full, out)
+    after = _first_signature(folder, chosen, out)
+    if before is None or after is None:
+        return None
+    # Unread native stacks on either side are not a difference (native.agrees).
+    if native.agrees(after[0], before[0], native_unknown=after[1]) or native.agrees(
+        before[0], after[0], native_unknown=before[1]
+    ):
+        return None
+    return f"as {after[0]}, not as the failing cell's {before[0]}"
+
+
+def _first_signature(
+    folder: Path, candidate: tuple[int, ...], out: Path
+) -> tuple[str, bool] | None:
+    """The signature of the first attempt that matched the expect in the probe of `candidate`,
+    and whether its native stacks went unread; None where no stored probe has one."""
+    for probe in stored_probes(folder):
+        if probe.candidate != candidate or "match" not in probe.kinds or not probe.run_id:
+            continue
+        try:
+            result = load_run(probe.run_id, out)
+        except (OSError, ValueError, FatalError):
+            continue
+        for cell in result.cells:
+            for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
+                if attempt.matched and attempt.ran is not None:
+                    return attempt.ran.signature, native.read_none(attempt.native)
+    return None
 
 
 def _shown(value: Setting) -> str:

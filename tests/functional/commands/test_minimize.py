@@ -175,6 +175,35 @@ def test_a_reduced_cell_the_spec_expects_otherwise_is_not_the_one_minimized(
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
 
 
+def test_a_reduced_cell_that_fails_another_way_is_not_the_one_minimized(
+    tmp_path: Path,
+) -> None:
+    """The expect says only "a crash": isolate finds workers=0 crashes too with the flag on,
+    but by SIGABRT where the failing cell segfaults. Minimizing there would hand over the
+    smaller cell's abort as the segfault's repro; step 1's answer is set aside, and the
+    program is minimized, checked and named in the failing cell."""
+    spec = tmp_path / "two_ways.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: two-ways\n"
+        f"environment: {{workdir: {str(SETTINGS.parent)!r}}}\n"
+        "matrix:\n  workers: [2, 0]\n  flag: [on, off]\n"
+        "command: python two_ways.py ${{ matrix.workers }} ${{ matrix.flag }}\n"
+        "run: {timeout: 30s}\n"
+        "expect:\n  outcome: crash\n  cases:\n    - when: {flag: off}\n      outcome: pass\n"
+    )
+    code, data, stderr = minimize(tmp_path, "--budget", "120", *DETERMINISTIC, spec=spec)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    settings = data["settings"]
+    assert settings["status"] == "isolated", settings  # isolate did answer the flag alone
+    assert settings["cell_before"] == settings["cell_after"] == data["cell"] == "workers=2,flag=on"
+    assert settings["reset"] == []
+    assert "workers=0,flag=on fails too, but as crash:SIGABRT" in settings["message"], settings
+    repro = subprocess.run(
+        ["sh", str(tmp_path / "result" / "repro.sh")], capture_output=True, timeout=30
+    )
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_a_torch_program_minimizes_as_forks_of_one_preloaded_server(tmp_path: Path) -> None:
     # run.preload: [torch]. Every candidate's attempts are forks of a server that imported
