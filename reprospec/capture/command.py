@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.capture.footprint import (
+    MAX_READ_FILE,
     RECORD_IMPORTS_VAR,
     attempt_output,
     distributions,
@@ -32,6 +33,7 @@ from reprospec.capture.footprint import (
     hydra_overrides,
     imported,
     local_files,
+    read_files,
     scripts,
 )
 from reprospec.capture.toggles import Proposal, propose
@@ -151,7 +153,11 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     # The scripts that ran as a main program, but for the one the command names itself.
     named = {(workdir / word).resolve() for word in request.argv}
     ran = [s for s in scripts(run_dir, attempts, workdir) if (workdir / s).resolve() not in named]
-    files = tuple(sorted({*files, *ran}))
+    data = read_files(
+        run_dir, attempts, workdir, before=started, leave_out=(request.out, spec_path)
+    )
+    read = [f for f in data.listed if (workdir / f).resolve() not in named]
+    files = tuple(sorted({*files, *ran, *read}))
     packages = distributions(modules)
     hydra = hydra_overrides(workdir, started)
     last_import = next(
@@ -188,7 +194,17 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     if presets:
         lines.append("progress markers: " + ", ".join(presets))
     if files:
-        lines.append(f"files it imported from the workdir: {', '.join(files)}")
+        lines.append(f"files it imported or read from the workdir: {', '.join(files)}")
+    if data.too_large:
+        lines.append(
+            f"read from the workdir but over {MAX_READ_FILE >> 20} MiB, not in `files` (a "
+            f"reader fetches them): {', '.join(data.too_large)}"
+        )
+    if data.hidden:
+        lines.append(
+            "read from the workdir but hidden, not in `files` (it may hold secrets): "
+            + ", ".join(data.hidden)
+        )
     if packages:
         lines.append(f"packages it imported: {', '.join(packages)}")
     verified: bool | None = None

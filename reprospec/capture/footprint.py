@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import itertools
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
@@ -282,6 +284,84 @@ def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> 
             if script.suffix == ".py" and script.resolve().is_relative_to(workdir):
                 found.add(script.resolve().relative_to(workdir).as_posix())
     return tuple(sorted(found))
+
+
+# A file read from the workdir is listed in `files` up to this size: `bundle` carries each
+# one, and a dataset or a checkpoint is for the reader to fetch, not a bug report's.
+MAX_READ_FILE = 16 << 20
+
+
+@dataclass(frozen=True)
+class ReadFiles:
+    """The workdir's files the attempts' processes opened for reading (opened-<pid>.txt,
+    written by the child as it opens them), relative to the workdir: `listed` for the spec's
+    `files`, `too_large` named to the user instead."""
+
+    listed: tuple[str, ...] = ()
+    too_large: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()  # a dot-file (`.env`): it may hold secrets
+
+
+def read_files(
+    run_dir: Path,
+    attempts: Iterable[AttemptResult],
+    workdir: Path,
+    *,
+    before: float,
+    leave_out: Iterable[Path] = (),
+) -> ReadFiles:
+    """The data a program read: files under the workdir that were there, unchanged, before
+    the run began (`before`, a time.time(): a file it wrote and read back is its own
+    output), but for hidden ones (`.env`: secrets travel in no bundle), caches, and what
+    lies under `leave_out` (the run folder, the spec being written)."""
+    skipped = [p.resolve() for p in leave_out]
+    listed: set[str] = set()
+    too_large: set[str] = set()
+    hidden: set[str] = set()
+    for attempt in attempts:
+        for record in (run_dir / attempt.logs).glob("opened-*.txt"):
+            try:
+                text = record.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                path = Path(line).resolve()
+                if not path.is_relative_to(workdir) or any(
+                    path == s or path.is_relative_to(s) for s in skipped
+                ):
+                    continue
+                relative = path.relative_to(workdir)
+                if _SKIPPED_FOLDERS.intersection(relative.parts[:-1]) or any(
+                    part.startswith(".") for part in relative.parts[:-1]
+                ):
+                    continue  # a cache, a .git, an installed package: no data of the program's
+                if _in_environment(path.parent, workdir):
+                    continue
+                try:
+                    found = path.stat()
+                except OSError:
+                    continue
+                if not stat.S_ISREG(found.st_mode) or found.st_mtime >= before:
+                    continue
+                if relative.name.startswith("."):
+                    chosen = hidden
+                else:
+                    chosen = listed if found.st_size <= MAX_READ_FILE else too_large
+                chosen.add(relative.as_posix())
+    return ReadFiles(tuple(sorted(listed)), tuple(sorted(too_large)), tuple(sorted(hidden)))
+
+
+_SKIPPED_FOLDERS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
+
+
+def _in_environment(folder: Path, workdir: Path) -> bool:
+    """Whether `folder` lies in a Python environment made inside the workdir (a `venv/` with
+    its pyvenv.cfg): its files are the interpreter's, not the program's data."""
+    while folder != workdir and folder.is_relative_to(workdir):
+        if (folder / "pyvenv.cfg").is_file():
+            return True
+        folder = folder.parent
+    return False
 
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

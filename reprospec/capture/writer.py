@@ -112,8 +112,8 @@ def render_spec(draft: Draft) -> str:
         out.append("")
     out += _command(draft.command)
     if draft.files:
-        out.append("# the workdir's files the program imported (bundle and the standalone repro")
-        out.append("# carry them)")
+        out.append("# the workdir's files the program imported or read (bundle and the standalone")
+        out.append("# repro carry them)")
         out.append("files:")
         out += [f"  - {_scalar(path)}" for path in draft.files]
     if draft.presets:

@@ -112,6 +112,45 @@ def _record_imports() -> None:
                 pass
 
     sys.meta_path.insert(0, _Recorder)
+    _record_reads(folder)
+
+
+def _record_reads(folder: str) -> None:
+    """`reprospec capture`: every file this process opens for reading, one path a line.
+
+    A program needs its data as it needs its modules (a config.yaml, a CSV, a checkpoint):
+    a spec whose `files` leave them out fails elsewhere with FileNotFoundError, not the bug.
+    The interpreter raises an `open` audit event for `open()`, `os.open` and its own reads
+    alike; written as it happens (opened-<pid>.txt, one write a path), as the imports are.
+    What the path is (under the workdir, there before the run, small enough to carry) is
+    capture's to judge (capture/footprint.py), not this hook's: it must stay cheap.
+    """
+    seen: set[str] = set()
+    where = {"pid": -1, "fd": -1, "busy": 0}
+    written = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def _opened(event: str, args: tuple[object, ...]) -> None:
+        if event != "open" or where["busy"]:
+            return
+        where["busy"] = 1  # the hook's own os.open raises the event again
+        try:
+            path, _mode, flags = args
+            if isinstance(path, (str, bytes)) and not (isinstance(flags, int) and flags & written):
+                name = os.path.abspath(os.fsdecode(path))
+                if name not in seen and not name.endswith(".pyc"):  # imports are recorded
+                    seen.add(name)
+                    pid = os.getpid()
+                    if where["pid"] != pid:
+                        file = os.path.join(folder, f"opened-{pid}.txt")
+                        where["fd"] = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                        where["pid"] = pid
+                    os.write(where["fd"], (name + "\n").encode("utf-8", "surrogateescape"))
+        except Exception:
+            pass
+        finally:
+            where["busy"] = 0
+
+    sys.addaudithook(_opened)
 
 
 def _perturb() -> None:

@@ -381,6 +381,52 @@ def test_a_script_a_wrapper_runs_goes_into_files(cli: Cli, tmp_path: Path) -> No
     assert load_spec(str(tmp_path / "spec.yaml")).document["files"] == ["fmt.py"]
 
 
+def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A program reading its config.yaml was captured without it: `files` held the imports
+    # only, and the bundle's rerun failed elsewhere with FileNotFoundError, not the bug.
+    work = tmp_path / "work"
+    (work / "conf").mkdir(parents=True)
+    (work / "conf" / "config.yaml").write_text("lr: 0.1\n")
+    (work / ".env").write_text("TOKEN=abc\n")
+    for folder in (".git", "venv/lib"):  # a repository's, an environment's: not its data
+        (work / folder).mkdir(parents=True)
+        (work / folder / "HEAD").write_text("x\n")
+    (work / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    with (work / "weights.bin").open("wb") as big:  # sparse: 17 MiB on paper, no disk
+        big.truncate(17 << 20)
+    (work / "app.py").write_text(
+        "import os\n"
+        "cfg = open('conf/config.yaml').read()\n"
+        "if os.path.exists('.env'):\n    open('.env').read()\n"
+        "if os.path.exists('weights.bin'):\n    os.close(os.open('weights.bin', os.O_RDONLY))\n"
+        "open('/etc/hostname').close()\n"
+        "for name in ('.git/HEAD', 'venv/lib/HEAD'):\n"
+        "    if os.path.exists(name):\n        open(name).close()\n"
+        "with open('out.txt', 'w') as f:\n    f.write('made here')\n"
+        "open('out.txt').read()\n"
+        "raise ValueError('bad ' + cfg.strip())\n"
+    )
+    result = capture(cli, work, "python", "app.py")
+    # Not the output it wrote and read back, /etc, or the script itself; a hidden file (a
+    # .env holds secrets) and one over the size limit are named instead.
+    assert load_spec(str(work / "spec.yaml")).document["files"] == ["conf/config.yaml"]
+    assert "not in `files` (a reader fetches them): weights.bin" in result.stdout
+    assert "hidden, not in `files` (it may hold secrets): .env\n" in result.stdout
+    run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
+    assert run.code == 0, run.stdout + run.stderr
+    bundle = tmp_path / "sent.tar.gz"
+    made = cli("bundle", str(run.latest_run()), "-o", str(bundle))
+    assert made.code == 0, made.stderr
+    # Elsewhere, without the workdir: the bundle's config.yaml makes the same failure.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(work)
+    rerun = cli("run", str(bundle), "--yes", "--out", str(elsewhere / "out"), cwd=elsewhere)
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
 def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: Path) -> None:
     # `PYTHONPATH=src python -m mypkg`: PYTHONPATH is not written into a spec, and the verify
     # kept it, so it said "reproduced" of a spec that fails anywhere else ("No module named
