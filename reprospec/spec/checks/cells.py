@@ -197,7 +197,8 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
         # The schema saw `${{ }}` text; the evaluated count is bounded like a literal one.
         if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INSTANCES:
             return [f"{value} instances; at most {MAX_INSTANCES} are allowed (docs/limits.md)"]
-    elif path in (("environment", "memory"), ("environment", "shm_size")):
+    elif path in (("environment", "memory"), ("environment", "shm_size")) and value is not None:
+        # null: no limit for this cell (the schema allows it), as when the key is left out.
         try:
             size = parse_size(value)
         except (ValueError, TypeError, OverflowError):

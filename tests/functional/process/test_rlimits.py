@@ -13,6 +13,7 @@ import pytest
 from reprospec.core.sections import Environment
 from reprospec.core.units import parse_size
 from reprospec.process import rlimits
+from tests.support.cli import Cli
 
 PRINT_LIMITS = (
     "import os, resource; s = os.statvfs('/dev/shm');"
@@ -123,3 +124,21 @@ def test_launch_usage_errors() -> None:
     )
     assert done.returncode == 1
     assert "unexpected argument '--bogus'" in done.stderr
+
+
+def test_a_memory_limit_for_some_cells_only(cli: Cli, tmp_path: Path) -> None:
+    """`memory: ${{ matrix.mem }}` over `[200m, null]`: null is no limit, as when the key is
+    left out (it was refused: "expected a size like 64m or 4g, got null"). The same 400 MB
+    allocation is a real MemoryError under the limit and passes without it."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: some-limited\nmatrix:\n  mem: [200m, null]\n"
+        "environment:\n  memory: ${{ matrix.mem }}\n"
+        'command: [python3, -c, "b = bytearray(400 << 20); print(len(b))"]\n'
+        "expect:\n  outcome: pass\n  cases:\n    - when: {mem: 200m}\n"
+        "      outcome: error\n      exception: MemoryError\n"
+    )
+    done = cli("run", str(spec), "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.stdout + done.stderr
+    verdicts = {c["id"]: c["verdict"] for c in done.results()["cells"]}
+    assert verdicts == {"mem=200m": "reproduced", "mem=null": "reproduced"}
