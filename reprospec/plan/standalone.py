@@ -57,6 +57,15 @@ def choose_cell(cells: Sequence[CellResult]) -> CellResult | None:
     return first_failed or first_ran
 
 
+def repro_attempt(cell: CellResult) -> int | None:
+    """The number of the attempt a cell's standalone repro runs: its first that failed as
+    expected, else its first that failed (None: none failed)."""
+    return next(
+        (a.attempt for a in cell.attempts if a.failed and a.matched),
+        next((a.attempt for a in cell.attempts if a.failed), None),
+    )
+
+
 def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
     """The standalone repro of the run's chosen cell (None when no cell ran)."""
     cell = choose_cell(cells)
@@ -66,10 +75,7 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
     # matrix value), the plan's are not. The attempt is the cell's first that failed:
     # an attempt's own values (`--seed ${{ attempt }}`) are what made it fail, and
     # attempt 1's command line, which passed, was offered as the repro of attempt 3's crash.
-    failed = next(
-        (a.attempt for a in cell.attempts if a.failed and a.matched),
-        next((a.attempt for a in cell.attempts if a.failed), None),
-    )
+    failed = repro_attempt(cell)
     attempt = None
     for candidate in plan.attempts:
         if candidate.cell.index == cell.cell.index:

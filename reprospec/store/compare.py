@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypedDict
@@ -18,6 +19,9 @@ from reprospec.core.results import (
 from reprospec.core.words import expectation_phrase
 from reprospec.environment.facts import Difference, environment_diff, run_one_cell_fields, within
 from reprospec.errors import UsageError
+
+# An attempt number above any: a shard's part without attempts sorts last.
+_NONE = sys.maxsize
 
 JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
@@ -213,7 +217,9 @@ def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResul
     """One cell from its shards: attempts by number (a repeated number is an error), re-judged."""
     if len(parts) == 1:
         return parts[0]
-    first = parts[0]
+    # The cell's command and environment are its first attempt's, as an unsharded run's
+    # are: with `${{ attempt }}` in the command, shard 2's first (attempt 2) is another.
+    first = min(parts, key=lambda p: min((a.attempt for a in p.attempts), default=_NONE))
     by_number: dict[int, AttemptResult] = {}
     for part in parts:
         if part.expected != first.expected:
@@ -289,12 +295,23 @@ def merge(
 
 
 def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -> Standalone | None:
-    """The shards' standalone repro for the merged run's first failing cell, else the first."""
-    made = {run.standalone.cell: run.standalone for run in runs if run.standalone is not None}
-    for cell in cells:
-        if cell.cell.id in made and any(a.failed for a in cell.attempts):
-            return made[cell.cell.id]
-    return next(iter(made.values()), None)
+    """The standalone repro an unsharded run would have made: for the cell it chooses
+    (plan/standalone.choose_cell), the one of the shard that ran the attempt it would run
+    (its first failed as expected); else the first a shard made."""
+    from reprospec.plan.standalone import choose_cell, repro_attempt
+
+    chosen = choose_cell(cells)
+    found: list[tuple[int, Standalone]] = []
+    for run in runs:
+        made = run.standalone
+        if made is None or chosen is None or made.cell != chosen.cell.id:
+            continue
+        part = next((c for c in run.cells if c.cell.id == made.cell), None)
+        number = repro_attempt(part) if part is not None else None
+        found.append((_NONE if number is None else number, made))
+    if found:
+        return min(found, key=lambda pair: pair[0])[1]
+    return next((run.standalone for run in runs if run.standalone is not None), None)
 
 
 def _check_shards(runs: Sequence[RunResult]) -> None:

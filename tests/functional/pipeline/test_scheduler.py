@@ -140,6 +140,37 @@ expect:
     assert "missing shard(s) 3/3" in partial.stderr
 
 
+def test_merged_shards_name_the_command_and_repro_an_unsharded_run_names(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A cell's attempts split over shards: its command was the first given shard's own
+    # first attempt's, and its standalone repro the last shard's, where `${{ attempt }}`
+    # makes each attempt's command another (attempt 1 passes, 2 and 3 fail).
+    spec = write_spec(
+        tmp_path / "attempts.yaml",
+        """
+name: attempts
+command: sh -c 'echo attempt ${{ attempt }}; test ${{ attempt }} -lt 2 || exit 3'
+run: {repeat: 3}
+expect: {outcome: error, exit_code: 3, rate: ">0"}
+""",
+    )
+    whole = cli("run", str(spec), "--out", str(tmp_path / "whole"))
+    assert whole.code == 0, whole.stderr
+    shards = []
+    for k in (3, 2, 1):  # given in any order
+        shard = cli("run", str(spec), "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}"))
+        assert shard.code in (0, 4), shard.stderr  # shard 1's pass alone is undecided
+        shards.append(str(next((tmp_path / f"s{k}" / "runs").iterdir())))
+    merged = cli("merge", *shards, "--out", str(tmp_path / "merged"))
+    assert merged.code == 0, merged.stderr
+    reference, together = whole.results(), merged.results()
+    assert together["cells"][0]["command"] == reference["cells"][0]["command"]
+    assert "echo attempt 1" in str(together["cells"][0]["command"])
+    assert together["standalone"]["run"] == reference["standalone"]["run"]
+    assert "echo attempt 2" in together["standalone"]["run"]
+
+
 def test_resume_after_sigkill_finishes_exactly_the_missing_attempts(tmp_path: Path) -> None:
     # Attempts 1..6 of one cell; the engine is SIGKILLed while attempt 4 runs.
     gate = tmp_path / "gate"
