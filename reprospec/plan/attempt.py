@@ -162,7 +162,8 @@ def matching_case(spec: Spec, cell: Cell) -> int | None:
         when = case.get("when") if isinstance(case, dict) else None
         if not isinstance(when, dict):
             continue
-        if all(k in cell.matrix and same(cell.matrix[k], v) for k, v in when.items()):
+        # An axis the cell lacks (an include-only one) reads as null, as in expressions.
+        if all(same(cell.matrix.get(k), v) for k, v in when.items()):
             return index
     return None
 

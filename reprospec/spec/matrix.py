@@ -549,6 +549,9 @@ def expand(spec: Spec) -> Sequence[Cell]:
 def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
     """Keep cells matching `AXIS=VALUE` filters: same axis repeated is OR, axes combine with AND.
 
+    An axis a cell lacks (one only some `include` entries add) reads as null there, as in
+    expressions and `expect.cases`: `-m pin=null` keeps the cells without it.
+
     Without filters, `cells` itself; with them, a `CellView` of the positions kept.
     """
     if not filters:
@@ -575,7 +578,7 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
             position
             for position, cell in enumerate(cells)
             if all(
-                axis in cell.matrix and any(_value_matches(cell.matrix[axis], v) for v in values)
+                any(_value_matches(cell.matrix.get(axis), v) for v in values)
                 for axis, values in wanted.items()
             )
         ),
@@ -591,11 +594,8 @@ def _no_match(cells: Sequence[Cell], wanted: Mapping[str, list[tuple[JsonValue, 
     """Why no cell matched: each axis whose value no cell has, with the values it holds."""
     missing = []
     for axis, values in wanted.items():
-        if not any(
-            axis in c.matrix and any(_value_matches(c.matrix[axis], v) for v in values)
-            for c in cells
-        ):
-            held = dict.fromkeys(render_value(c.matrix[axis]) for c in cells if axis in c.matrix)
+        if not any(any(_value_matches(c.matrix.get(axis), v) for v in values) for c in cells):
+            held = dict.fromkeys(render_value(c.matrix.get(axis)) for c in cells)
             missing.append(f"axis '{axis}' holds {', '.join(held)}")
     return "; ".join(missing) or "each value is in some cell, but no cell has them all"
 

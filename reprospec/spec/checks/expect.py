@@ -112,6 +112,8 @@ class ExpectChecks:
         for entry in include if isinstance(include, list) else ():
             if isinstance(entry, dict) and axis in entry:
                 values.append(entry[axis])
+        if axis not in self.axes and values:
+            values.append(None)  # an include-only axis: the other cells read it as null
         unique: list[JsonValue] = []
         for value in values:
             if not any(same(value, seen) for seen in unique):

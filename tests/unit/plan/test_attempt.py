@@ -148,6 +148,21 @@ def test_case_keys_override_single_base_keys(tmp_path: Path) -> None:
     ]
 
 
+def test_a_case_when_null_matches_the_cells_an_include_only_axis_leaves_out(
+    tmp_path: Path,
+) -> None:
+    # Expressions read `matrix.pin` as null in the cells include gives no pin; so does a case.
+    path = write(
+        tmp_path,
+        "reprospec: 1\nname: c\ncommand: 'true'\n"
+        "matrix:\n  w: [0, 2]\n  include:\n    - {w: 4, pin: true}\n"
+        "expect:\n  outcome: crash\n  cases:\n    - when: {pin: null}\n      outcome: pass\n",
+    )
+    spec = load_spec(path)
+    outcomes = {c.id: expectation_for(spec, c).outcome for c in expand(spec)}
+    assert outcomes == {"w=0": "pass", "w=2": "pass", "w=4,pin=true": "crash"}
+
+
 def test_case_with_its_own_outcome_judges_every_attempt_unless_it_sets_a_rate(
     tmp_path: Path,
 ) -> None:

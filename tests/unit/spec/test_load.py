@@ -260,12 +260,14 @@ def test_case_when_values_compare_as_the_matrix_does(tmp_path: Path) -> None:
         "    - {when: {tag: x}, outcome: crash}\n"
         "    - {when: {f: 1}, outcome: crash}\n"  # 1 and 1.0 are the same number
         "    - {when: {v: 1}, outcome: crash}\n"
-        "    - {when: {tag: y}, outcome: crash}\n",
+        "    - {when: {tag: y}, outcome: crash}\n"
+        "    - {when: {tag: null}, outcome: crash}\n",  # the cells include gives no tag
     )
     assert problems_of(path) == [
         f"{path}:16:18: expect.cases[3].when.v: 1 is a number, but axis 'v' holds '1', '2'"
         " (quote it: '1')",
-        f"{path}:17:20: expect.cases[4].when.tag: 'y' is not a value of axis 'tag' (values: x)",
+        f"{path}:17:20: expect.cases[4].when.tag: 'y' is not a value of axis 'tag' "
+        "(values: 'x', null)",
     ]
 
 

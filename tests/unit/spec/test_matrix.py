@@ -221,6 +221,15 @@ def test_select_matches_rendered_text_when_yaml_reads_differently() -> None:
     assert len(select(CELLS, ["python=3.10"])) == 6
 
 
+def test_select_reads_an_axis_a_cell_lacks_as_null() -> None:
+    # An include-only axis is null in the other cells, as expressions read it.
+    cells = expand_matrix({"w": [0, 2], "include": [{"w": 4, "pin": True}]})
+    assert ids(select(cells, ["pin=null"])) == ["w=0", "w=2"]
+    assert ids(select(cells, ["pin=true"])) == ["w=4,pin=true"]
+    with pytest.raises(UsageError, match="axis 'pin' holds null, true"):
+        select(cells, ["pin=false"])
+
+
 def test_select_without_filters_keeps_everything() -> None:
     assert select(CELLS, []) == CELLS
 
