@@ -67,6 +67,25 @@ def _arm_fatal() -> None:
         faulthandler.enable(all_threads=False)
 
 
+class _ProcessLines:
+    """Lines appended to PREFIX-<pid>.txt in `folder`, one write each (a crash loses none
+    written); a forked worker opens a file of its own at its first line."""
+
+    def __init__(self, folder: str, prefix: str) -> None:
+        self._folder = folder
+        self._prefix = prefix
+        self._pid = -1
+        self._fd = -1
+
+    def write(self, line: str) -> None:
+        pid = os.getpid()
+        if self._pid != pid:
+            file = os.path.join(self._folder, f"{self._prefix}-{pid}.txt")
+            self._fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._pid = pid
+        os.write(self._fd, (line + "\n").encode("utf-8", "surrogateescape"))
+
+
 def _record_imports() -> None:
     """`reprospec capture`: every module this process loads, one name a line, as it loads.
 
@@ -81,7 +100,8 @@ def _record_imports() -> None:
     if not folder or os.environ.get("REPROSPEC_RECORD_IMPORTS") != "1":
         return
     seen: set[str] = set()
-    where = {"pid": -1, "fd": -1, "main": -1}
+    imports = _ProcessLines(folder, "imports")
+    where = {"main": -1}
 
     class _Recorder:
         @staticmethod
@@ -90,12 +110,8 @@ def _record_imports() -> None:
                 if name in seen:
                     return
                 seen.add(name)
+                imports.write(name)
                 pid = os.getpid()
-                if where["pid"] != pid:
-                    file = os.path.join(folder, f"imports-{pid}.txt")
-                    where["fd"] = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-                    where["pid"] = pid
-                os.write(where["fd"], (name + "\n").encode())
                 if where["main"] != pid and sys.argv and os.path.isfile(sys.argv[0]):
                     # The script this process runs is no import: a program started by a
                     # wrapper (`sh run.sh` running `python app.py`) left app.py out of the
@@ -126,7 +142,8 @@ def _record_reads(folder: str) -> None:
     capture's to judge (capture/footprint.py), not this hook's: it must stay cheap.
     """
     seen: set[str] = set()
-    where = {"pid": -1, "fd": -1, "busy": 0}
+    opened = _ProcessLines(folder, "opened")
+    where = {"busy": 0}
     written = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
     def _opened(event: str, args: tuple[object, ...]) -> None:
@@ -139,12 +156,7 @@ def _record_reads(folder: str) -> None:
                 name = os.path.abspath(os.fsdecode(path))
                 if name not in seen and not name.endswith(".pyc"):  # imports are recorded
                     seen.add(name)
-                    pid = os.getpid()
-                    if where["pid"] != pid:
-                        file = os.path.join(folder, f"opened-{pid}.txt")
-                        where["fd"] = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-                        where["pid"] = pid
-                    os.write(where["fd"], (name + "\n").encode("utf-8", "surrogateescape"))
+                    opened.write(name)
         except Exception:
             pass
         finally:
