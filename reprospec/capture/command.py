@@ -25,6 +25,7 @@ from pathlib import Path
 
 from reprospec.capture.footprint import (
     MAX_READ_FILE,
+    MAX_READ_FOLDER_FILES,
     RECORD_IMPORTS_VAR,
     attempt_output,
     distributions,
@@ -197,8 +198,9 @@ def capture(request: Request, run_spec: Runner) -> Captured:
         lines.append(f"files it imported or read from the workdir: {', '.join(files)}")
     if data.too_large:
         lines.append(
-            f"read from the workdir but over {MAX_READ_FILE >> 20} MiB, not in `files` (a "
-            f"reader fetches them): {', '.join(data.too_large)}"
+            f"read from the workdir but over {MAX_READ_FILE >> 20} MiB or "
+            f"{MAX_READ_FOLDER_FILES} files, not in `files` (a reader fetches them): "
+            + ", ".join(data.too_large)
         )
     if data.hidden:
         lines.append(

@@ -23,6 +23,7 @@ from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
 from reprospec.core.redact import looks_secret
 from reprospec.core.results import AttemptResult
+from reprospec.core.units import format_size
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
 
@@ -286,16 +287,21 @@ def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> 
     return tuple(sorted(found))
 
 
-# A file read from the workdir is listed in `files` up to this size: `bundle` carries each
-# one, and a dataset or a checkpoint is for the reader to fetch, not a bug report's.
+# What of the data a program read from the workdir is listed in `files`: `bundle` carries
+# each one, and a dataset or a checkpoint is for the reader to fetch, not a bug report's. A
+# file in the workdir itself up to MAX_READ_FILE; a folder's files (`data/`) up to
+# MAX_READ_FOLDER_FILES of them and MAX_READ_FILE together (a DataLoader over 50,000
+# images read them all).
 MAX_READ_FILE = 16 << 20
+MAX_READ_FOLDER_FILES = 32
 
 
 @dataclass(frozen=True)
 class ReadFiles:
     """The workdir's files the attempts' processes opened for reading (opened-<pid>.txt,
     written by the child as it opens them), relative to the workdir: `listed` for the spec's
-    `files`, `too_large` named to the user instead."""
+    `files`; `too_large` (a file, or `data/ (50000 files, 3.2 GB)`) and `hidden` named to
+    the user instead."""
 
     listed: tuple[str, ...] = ()
     too_large: tuple[str, ...] = ()
@@ -312,11 +318,11 @@ def read_files(
 ) -> ReadFiles:
     """The data a program read: files under the workdir that were there, unchanged, before
     the run began (`before`, a time.time(): a file it wrote and read back is its own
-    output), but for hidden ones (`.env`: secrets travel in no bundle), caches, and what
-    lies under `leave_out` (the run folder, the spec being written)."""
+    output), but for its Python modules (its imports say which), hidden ones (`.env`:
+    secrets travel in no bundle), caches, and what lies under `leave_out` (the run
+    folder, the spec being written); grouped by the workdir's folders (see above)."""
     skipped = [p.resolve() for p in leave_out]
-    listed: set[str] = set()
-    too_large: set[str] = set()
+    sizes: dict[str, int] = {}
     hidden: set[str] = set()
     for attempt in attempts:
         for record in (run_dir / attempt.logs).glob("opened-*.txt"):
@@ -326,9 +332,9 @@ def read_files(
                 continue
             for line in text.splitlines():
                 path = Path(line).resolve()
-                if not path.is_relative_to(workdir) or any(
-                    path == s or path.is_relative_to(s) for s in skipped
-                ):
+                if path.suffix == ".py" or not path.is_relative_to(workdir):
+                    continue
+                if any(path == s or path.is_relative_to(s) for s in skipped):
                     continue
                 relative = path.relative_to(workdir)
                 if _SKIPPED_FOLDERS.intersection(relative.parts[:-1]) or any(
@@ -344,11 +350,23 @@ def read_files(
                 if not stat.S_ISREG(found.st_mode) or found.st_mtime >= before:
                     continue
                 if relative.name.startswith("."):
-                    chosen = hidden
+                    hidden.add(relative.as_posix())
                 else:
-                    chosen = listed if found.st_size <= MAX_READ_FILE else too_large
-                chosen.add(relative.as_posix())
-    return ReadFiles(tuple(sorted(listed)), tuple(sorted(too_large)), tuple(sorted(hidden)))
+                    sizes[relative.as_posix()] = found.st_size
+    listed: list[str] = []
+    too_large: list[str] = []
+    groups: dict[str, list[str]] = {}
+    for name in sorted(sizes):
+        groups.setdefault(name.split("/", 1)[0] if "/" in name else name, []).append(name)
+    for top, names in sorted(groups.items()):
+        total = sum(sizes[n] for n in names)
+        if total <= MAX_READ_FILE and len(names) <= MAX_READ_FOLDER_FILES:
+            listed += names
+        elif names == [top]:
+            too_large.append(top)
+        else:
+            too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
+    return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)))
 
 
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})

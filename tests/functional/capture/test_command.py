@@ -396,9 +396,14 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     (work / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     with (work / "weights.bin").open("wb") as big:  # sparse: 17 MiB on paper, no disk
         big.truncate(17 << 20)
+    (work / "images").mkdir()  # a dataset: too many files to carry, however small
+    for index in range(40):
+        (work / "images" / f"{index}.jpg").write_bytes(b"x")
     (work / "app.py").write_text(
         "import os\n"
         "cfg = open('conf/config.yaml').read()\n"
+        "for name in sorted(os.listdir('images')) if os.path.isdir('images') else ():\n"
+        "    open(os.path.join('images', name), 'rb').close()\n"
         "if os.path.exists('.env'):\n    open('.env').read()\n"
         "if os.path.exists('weights.bin'):\n    os.close(os.open('weights.bin', os.O_RDONLY))\n"
         "open('/etc/hostname').close()\n"
@@ -412,7 +417,10 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     # Not the output it wrote and read back, /etc, or the script itself; a hidden file (a
     # .env holds secrets) and one over the size limit are named instead.
     assert load_spec(str(work / "spec.yaml")).document["files"] == ["conf/config.yaml"]
-    assert "not in `files` (a reader fetches them): weights.bin" in result.stdout
+    assert (
+        "not in `files` (a reader fetches them): images/ (40 files, 40 B), weights.bin"
+        in result.stdout
+    )
     assert "hidden, not in `files` (it may hold secrets): .env\n" in result.stdout
     run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
     assert run.code == 0, run.stdout + run.stderr
