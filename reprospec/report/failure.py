@@ -53,6 +53,9 @@ class FailureSection(TypedDict):
     exception: str | None
     message: str
     message_fence: str
+    # The last traceback printed where the process went on after it (markdown, or ''):
+    # named as such, never as the exception that ended the run.
+    last_traceback: str
     detail: str
     excerpt: str
     fence: str
@@ -263,6 +266,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "exception": outcome.exception,
         "message": message,
         "message_fence": fence_for(message),
+        "last_traceback": last_traceback_line(outcome, short),
         "detail": short(clean_log(outcome.detail or "").strip()),
         "excerpt": log,
         "fence": fence_for(log),
@@ -349,6 +353,17 @@ def _died_in_worker(outcome: Outcome) -> bool:
 def _worker_of(outcome: Outcome) -> str:
     """`the DataLoader worker pid 4242`: whose stack a worker crash shows."""
     return "the DataLoader worker" + (f" pid {outcome.pid}" if outcome.pid is not None else "")
+
+
+def last_traceback_line(outcome: Outcome, short: Callable[[str], str] = str) -> str:
+    """`` `KeyError: 'missing'` ``: the last traceback printed, where it did not end the
+    process (its first line; '' where there is none)."""
+    printed = outcome.last_traceback
+    if printed is None:
+        return ""
+    message = clean_log(printed.message or "").strip().split("\n")[0]
+    text = f"{printed.type}: {message}" if message else printed.type
+    return inline_code(short(shorten(text, 200)))
 
 
 def chain_lines(outcome: Outcome) -> list[str]:
