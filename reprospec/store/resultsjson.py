@@ -525,7 +525,8 @@ def with_excerpts(run: RunResult, run_dir: Path) -> RunResult:
         evidence = Evidence(
             stdout=read_log(folder / "stdout.log"), stderr=read_log(folder / "stderr.log")
         )
-        return replace(attempt, excerpt=evidence.excerpt())
+        hang = attempt.ran is not None and attempt.ran.kind == "hang"
+        return replace(attempt, excerpt=evidence.excerpt(hang=hang))
 
     cells = tuple(replace(c, attempts=tuple(fill(a) for a in c.attempts)) for c in run.cells)
     return replace(run, cells=cells)
