@@ -120,7 +120,9 @@ def summary_line(run: RunResult) -> str:
     with several failures `2 of 4 cells failed: crash SIGSEGV (worker) @ validation:7 in 1,
     error exit 1 ValueError @ train:3 in 1; ...` (most cells first). A failure the
     spec's faults caused says so: `... in 1 of 4 cells, injected by the spec:
-    workload.faults[0]`. Cells an interrupted run never reached are `not run`.
+    workload.faults[0]`. Cells an interrupted run never reached are `not run`. The
+    attempts are counted as the cells' rates count them (those that ran); attempts that
+    could not run are named apart: `(0/0 attempts, 1 could not run)`.
     """
     if run.observes:
         return _observed_line(run)
@@ -154,16 +156,20 @@ def summary_line(run: RunResult) -> str:
         head = "Nothing ran"
     else:
         head = "No failure"
-    matched = attempts = 0
+    # The attempts that ran, as each cell's rate counts them in the results table: one
+    # that could not run was not judged (it read "0/1 attempts" beside the table's 0/0).
+    matched = attempts = broken = 0
     for cell, alike_cells in alike(run.cells):
-        matched += alike_cells * sum(a.matched for a in cell.attempts)
-        attempts += alike_cells * len(cell.attempts)
+        matched += alike_cells * cell.rate.matched
+        attempts += alike_cells * cell.rate.attempts
+        broken += alike_cells * sum(a.ran is None for a in cell.attempts)
     held = (
         "every cell"
         if s["reproduced"] == s["cells"]
         else f"{s['reproduced']} of {plural(s['cells'], 'cell')}"
     )
-    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts)"
+    could_not = f", {broken} could not run" if broken else ""
+    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts{could_not})"
     if s["undecided"]:
         text += f", {s['undecided']} undecided"
     if s["infra_error"]:
