@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # The patterns are strings, compiled on first use (re caches them): `validate` and `plan`
 # start without compiling those only a run's logs need.
@@ -106,6 +107,34 @@ def excerpt(text: str, max_lines: int = 40, width: int = 240) -> str:
     if missing:
         kept = [*dict.fromkeys(missing[:3]), *kept]
     return "\n".join(_trim(line, width) for line in kept)
+
+
+# `quoted(both=True)` gives each log this many lines, so that both together stay about as
+# short as the excerpt of one.
+TAIL_LINES = 15
+
+
+def quoted(logs: Mapping[str, str], *, both: bool = False) -> str:
+    """What a report quotes of named logs: the first with content's `excerpt` ('' when silent).
+
+    `both`: where every log has content, the tail of each, shorter, under its name as
+    `tail` heads several files (a hang: what it printed last, on any stream, says where):
+
+        ==> stderr.log <==
+        train.py:2: UserWarning: ...
+
+        ==> stdout.log <==
+        train step 4
+    """
+    if both and all(text.strip() for text in logs.values()):
+        return "\n\n".join(
+            f"==> {name} <==\n{excerpt(text, TAIL_LINES)}" for name, text in logs.items()
+        )
+    for text in logs.values():
+        lines = excerpt(text)
+        if lines.strip():
+            return lines
+    return ""
 
 
 # What a terminal (or a markdown viewer) would act on instead of showing: C0 controls,

@@ -123,7 +123,11 @@ class Outcome:
     """What happened in one attempt, classified.
 
     `exception`/`message` are the exception that ended the process; `chain` the
-    whole chain it ended (primary first) when it had more than one. `pid` and
+    whole chain it ended (primary first) when it had more than one. A traceback on
+    stderr that did not end it (the process exited with another status than Python's
+    1 for an uncaught exception: a handled exception it logged, a child's, or it then
+    hung or died of a signal) is `last_traceback`, its last exception: worth naming,
+    never to be taken for what ended the run. `pid` and
     `cmdline` name the crashed process for `where: child`. `module` is the module
     being imported when the attempt stopped in the import phase; `stage` the
     stage of the step it was in (forward, backward, optimizer, ...). `injected` names
@@ -148,6 +152,7 @@ class Outcome:
     pid: int | None = None
     cmdline: str | None = None
     injected: str | None = None
+    last_traceback: ChainLink | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

@@ -5,6 +5,7 @@ table, the markdown report, JUnit, the GitHub summary, the judge's reasons), so
 a crash reads the same wherever it is shown:
 
     outcome       crash SIGSEGV (worker) @ validation:7     error exit 1 ValueError @ train:3
+                  error exit 2 (last traceback: KeyError)   (a traceback that did not end it)
                   crash SIGSEGV (child pid 4242: ./test_ops)  hang @ import (wandb)
                   crash SIGBUS @ train:3 (backward)
                   crash SIGSEGV (worker) @ validation:7 — injected by the spec: workload.faults[0]
@@ -103,6 +104,9 @@ def outcome_phrase(
     if outcome.exception and outcome.kind != "crash":
         # A worker crash surfaces as a RuntimeError in the main process: the signal is the news.
         parts.append(outcome.exception)
+    elif outcome.last_traceback is not None and outcome.kind != "crash":
+        # Printed, but the process went on (a handled exception it logged, a child's).
+        parts.append(f"(last traceback: {outcome.last_traceback.type})")
     if message:
         parts.append(repr(shorten(outcome.message.splitlines()[0], 60)) if outcome.message else "")
     if outcome.where == "worker":

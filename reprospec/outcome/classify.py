@@ -33,7 +33,13 @@ rules, in order:
 Before these, a command that never started (setupfail.py: not found, not
 executable, a declared package missing) is `NotRun`. Exception type and message
 come from the last uncaught Python traceback on stderr, and the chain it ended
-(tracebacks.py); phase, step, stage and module from the events. A command that is
+(tracebacks.py), when that traceback ended the process: Python exits 1 after
+printing an uncaught exception (an uncaught KeyboardInterrupt dies of SIGINT).
+Exited with another status, hung or killed by another signal, the process went on
+after it (it logged a handled exception, or the traceback was a child's): the
+traceback is the outcome's `last_traceback`, named as the last one printed, and an
+`error` takes its message from stderr's last line as for any other exit; phase,
+step, stage and module from the events. A command that is
 pytest (`pytest=True`) catches what its tests raise: an `error` with no uncaught
 traceback takes the exception and message pytest reports for its first failing test
 (pytestreport.py), and that test as its phase where the events name no phase or
@@ -47,6 +53,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from signal import SIGINT
 from typing import TYPE_CHECKING, Literal
 
 from reprospec import native
@@ -68,6 +75,8 @@ if TYPE_CHECKING:
 
 # The harness's exit status after an `infra_error` event (reprospec_harness.config.EXIT_INFRA).
 HARNESS_EXIT_INFRA = 3
+# CPython's exit status after it printed an uncaught exception's traceback.
+PYTHON_UNCAUGHT_EXIT = 1
 
 _WORKER_KILLED = Lazy(
     r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<desc>[^.\n]+)"
@@ -128,6 +137,11 @@ def classify(
         from reprospec.outcome.tracebacks import parse_chain
 
         chain = parse_chain(stderr)
+    last_traceback: PythonException | None = None
+    if chain and not _ended_by(chain[-1], execution, evidence):
+        from reprospec.outcome.tracebacks import went_on
+
+        last_traceback, chain = went_on(chain[-1]), ()
     exception = chain[-1] if chain else None
     worker = worker_death(stderr, events.worker_exit)
     returncode = execution.returncode
@@ -183,6 +197,8 @@ def classify(
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
+            if last_traceback is not None:
+                detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
                 where = "worker"
                 detail += f"; {_describe_worker(worker)}"
@@ -230,6 +246,39 @@ def classify(
         pid=child.pid if child is not None else _dead_worker_pid(kind, where, worker, evidence),
         cmdline=child.cmdline if child is not None else None,
         injected=injected,
+        last_traceback=(
+            ChainLink(last_traceback.type, last_traceback.message)
+            if failed and last_traceback is not None
+            else None
+        ),
+    )
+
+
+def _ended_by(exception: PythonException, execution: Execution, evidence: Evidence) -> bool:
+    """Whether the traceback of `exception`, the last uncaught-looking one, ended the process.
+
+    Python exits 1 after an uncaught exception (a KeyboardInterrupt re-raises SIGINT).
+    Any other end means the process went on after the traceback: `logging.exception`
+    prints the same block for a handled exception, which then `sys.exit(2)` follows; a
+    child's traceback before its parent exited its own way (`make` exits 2 when its
+    recipe failed); a hang; a signal. Where compute-sanitizer found errors, the exit
+    status is its `--error-exitcode` (core/gpudebug.py), which says nothing of how the
+    program ended: its last traceback is taken at its word, as before the status was read.
+    """
+    if execution.timed_out:
+        return False
+    if exception.type == "KeyboardInterrupt" and execution.returncode == -SIGINT:
+        return True
+    if evidence.gpu is not None and evidence.gpu.errors_found:
+        return True
+    return execution.returncode == PYTHON_UNCAUGHT_EXIT
+
+
+def _went_on(exception: PythonException) -> str:
+    """`the last traceback printed (KeyError) did not end the process (...)`."""
+    return (
+        f"the last traceback printed ({exception.type}) did not end the process: Python "
+        f"exits {PYTHON_UNCAUGHT_EXIT} on an uncaught exception"
     )
 
 

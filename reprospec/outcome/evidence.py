@@ -30,11 +30,11 @@ from reprospec import native
 from reprospec.core import capped
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazyre import Lazy
-from reprospec.core.logtext import clean_log, excerpt
+from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
 from reprospec.outcome import gpufindings
 from reprospec.outcome.gpufindings import GpuFindings
-from reprospec.process.childprotocol import PROGRESS_EVENTS
+from reprospec.process.childprotocol import PROGRESS_EVENTS, STDERR, STDOUT
 
 if TYPE_CHECKING:
     from reprospec.native import NativeStacks  # at a crash or a hang (native.read)
@@ -280,18 +280,17 @@ class Evidence:
                 found.setdefault(warning.key, warning)
         return tuple(found.values())
 
-    def excerpt(self, without: str = "") -> str:
+    def excerpt(self, without: str = "", *, hang: bool = False) -> str:
         """The lines of the log a bug report quotes: stderr's, else stdout's ('' when silent).
 
         `without`: a block the report shows on its own (a dead worker's stack), left out.
+        `hang`: both tails where both have content (what a hung program printed last says
+        where it is; stderr's numpy warning alone hid stdout's `train step 4`).
         """
-        for text in (self.stderr, self.stdout):
-            if without:
-                text = text.replace(without, "")
-            lines = excerpt(text)
-            if lines.strip():
-                return lines
-        return ""
+        logs = {STDERR: self.stderr, STDOUT: self.stdout}
+        if without:
+            logs = {name: text.replace(without, "") for name, text in logs.items()}
+        return quoted(logs, both=hang)
 
 
 # Python's `warnings` print `file:line: Category: message`, then the source line indented.

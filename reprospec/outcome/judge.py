@@ -24,6 +24,7 @@ from reprospec.core.results import (
     AttemptResult,
     AttemptVerdict,
     CellResult,
+    ChainLink,
     NotRun,
     Outcome,
     Rate,
@@ -69,8 +70,9 @@ def judge_attempt(
 
     `signal` may list several signals (any of them matches). `exception` and
     `message` match any exception of the chain (the primary, a link, or the last
-    one); `message` is then looked for in the end of the attempt's output
-    (`evidence`). An attempt that did not run matches nothing.
+    one), or the last traceback printed where none ended the process (`python
+    train.py` run by `make`, which exits 2); `message` is then looked for in the end
+    of the attempt's output (`evidence`). An attempt that did not run matches nothing.
     """
     if isinstance(outcome, NotRun):
         return AttemptVerdict(False)
@@ -91,11 +93,12 @@ def judge_attempt(
         got_code = "none" if outcome.exit_code is None else str(outcome.exit_code)
         misses.append(f"expected exit code {expectation.exit_code}, got {got_code}")
     if expectation.exception is not None and not any(
-        exception_matches(expectation.exception, link.type) for link in outcome.exceptions
+        exception_matches(expectation.exception, link.type) for link in _printed(outcome)
     ):
-        misses.append(
-            f"expected exception {expectation.exception}, got {outcome.exception or 'none'}"
-        )
+        got_exception = outcome.exception or "none"
+        if outcome.last_traceback is not None and not outcome.exception:
+            got_exception += f" (last traceback: {outcome.last_traceback.type})"
+        misses.append(f"expected exception {expectation.exception}, got {got_exception}")
     if expectation.message is not None:
         miss = _message_miss(expectation.message, outcome, evidence)
         if miss:
@@ -224,7 +227,7 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
     if problem is not None:
         return f"expected message matching {pattern!r}, but that is no valid regex ({problem})"
     message = outcome.message
-    messages = [link.message for link in outcome.exceptions if link.message]
+    messages = [link.message for link in _printed(outcome) if link.message]
     if message and message not in messages:
         messages.append(message)
     try:
@@ -241,6 +244,13 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
         )
     shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
     return f"expected message matching {pattern!r}, got {shown}"
+
+
+def _printed(outcome: Outcome) -> tuple[ChainLink, ...]:
+    """The exceptions `expect.exception` and `expect.message` may match: the chain that
+    ended the process, and the last traceback printed where it went on after one."""
+    last = outcome.last_traceback
+    return (*outcome.exceptions, last) if last is not None else outcome.exceptions
 
 
 def _no_signal(outcome: Outcome) -> str:

@@ -1,5 +1,9 @@
 """Python tracebacks in a log: the exception that ended the process, its chain, fatal errors.
 
+Whether the last uncaught-looking traceback did end the process is the exit
+status's to say (outcome/classify.py); a traceback the process went on from
+keeps only its exception's own lines (`went_on`).
+
 CPython prints an uncaught exception as a `Traceback (most recent call last):`
 block ending in `Type: message`; chained exceptions print several blocks joined
 by "During handling of the above exception, another exception occurred:" or
@@ -111,6 +115,27 @@ def parse_chain(text: str) -> tuple[PythonException, ...]:
         shown = _OBJECT_DUMP_REPR.search(text)
         return (PythonException(dumped["type"], shown["repr"].strip() if shown else None),)
     return ()
+
+
+def went_on(exception: PythonException) -> PythonException:
+    """A traceback the process went on from, its message cut to the exception's own lines.
+
+    CPython prints an uncaught exception last, so what follows its first line is more of
+    its message (a CUDA error's advice on CUDA_LAUNCH_BLOCKING). A traceback the process
+    went on from (logged by `logging.exception`, a child's) is followed by the program's
+    later output instead: `KeyError: 'missing'` then `checkpoint dir not writable` are
+    two things. Indented lines (torch's `\tMissing key(s) in state_dict`, pydantic's
+    fields) are still the message's.
+    """
+    if exception.message is None:
+        return exception
+    first, *rest = exception.message.split("\n")
+    kept = [first]
+    for line in rest:
+        if not line[:1].isspace():
+            break
+        kept.append(line)
+    return PythonException(exception.type, "\n".join(kept).strip() or None, exception.link)
 
 
 def fatal_errors(text: str) -> list[FatalError]:

@@ -106,7 +106,8 @@ def attempt_result(
     verdict = judge_attempt(outcome, plan.expectation, evidence)
     failed = isinstance(outcome, Outcome) and outcome.kind != "pass"
     stack = evidence.stack if isinstance(outcome, Outcome) else None
-    excerpt = evidence.excerpt() if failed else None
+    hang = isinstance(outcome, Outcome) and outcome.kind == "hang"
+    excerpt = evidence.excerpt(hang=hang) if failed else None
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         stack = crash_stack(execution, evidence) or stack

@@ -53,6 +53,9 @@ class FailureSection(TypedDict):
     exception: str | None
     message: str
     message_fence: str
+    # The last traceback printed where the process went on after it (markdown, or ''):
+    # named as such, never as the exception that ended the run.
+    last_traceback: str
     detail: str
     excerpt: str
     fence: str
@@ -117,7 +120,9 @@ def summary_line(run: RunResult) -> str:
     with several failures `2 of 4 cells failed: crash SIGSEGV (worker) @ validation:7 in 1,
     error exit 1 ValueError @ train:3 in 1; ...` (most cells first). A failure the
     spec's faults caused says so: `... in 1 of 4 cells, injected by the spec:
-    workload.faults[0]`. Cells an interrupted run never reached are `not run`.
+    workload.faults[0]`. Cells an interrupted run never reached are `not run`. The
+    attempts are counted as the cells' rates count them (those that ran); attempts that
+    could not run are named apart: `(0/0 attempts, 1 could not run)`.
     """
     if run.observes:
         return _observed_line(run)
@@ -151,16 +156,20 @@ def summary_line(run: RunResult) -> str:
         head = "Nothing ran"
     else:
         head = "No failure"
-    matched = attempts = 0
+    # The attempts that ran, as each cell's rate counts them in the results table: one
+    # that could not run was not judged (it read "0/1 attempts" beside the table's 0/0).
+    matched = attempts = broken = 0
     for cell, alike_cells in alike(run.cells):
-        matched += alike_cells * sum(a.matched for a in cell.attempts)
-        attempts += alike_cells * len(cell.attempts)
+        matched += alike_cells * cell.rate.matched
+        attempts += alike_cells * cell.rate.attempts
+        broken += alike_cells * sum(a.ran is None for a in cell.attempts)
     held = (
         "every cell"
         if s["reproduced"] == s["cells"]
         else f"{s['reproduced']} of {plural(s['cells'], 'cell')}"
     )
-    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts)"
+    could_not = f", {broken} could not run" if broken else ""
+    text = f"{head}; as expected in {held} ({matched}/{attempts} attempts{could_not})"
     if s["undecided"]:
         text += f", {s['undecided']} undecided"
     if s["infra_error"]:
@@ -263,6 +272,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         "exception": outcome.exception,
         "message": message,
         "message_fence": fence_for(message),
+        "last_traceback": last_traceback_line(outcome, short),
         "detail": short(clean_log(outcome.detail or "").strip()),
         "excerpt": log,
         "fence": fence_for(log),
@@ -349,6 +359,17 @@ def _died_in_worker(outcome: Outcome) -> bool:
 def _worker_of(outcome: Outcome) -> str:
     """`the DataLoader worker pid 4242`: whose stack a worker crash shows."""
     return "the DataLoader worker" + (f" pid {outcome.pid}" if outcome.pid is not None else "")
+
+
+def last_traceback_line(outcome: Outcome, short: Callable[[str], str] = str) -> str:
+    """`` `KeyError: 'missing'` ``: the last traceback printed, where it did not end the
+    process (its first line; '' where there is none)."""
+    printed = outcome.last_traceback
+    if printed is None:
+        return ""
+    message = clean_log(printed.message or "").strip().split("\n")[0]
+    text = f"{printed.type}: {message}" if message else printed.type
+    return inline_code(short(shorten(text, 200)))
 
 
 def chain_lines(outcome: Outcome) -> list[str]:

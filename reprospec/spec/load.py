@@ -19,11 +19,11 @@ from pathlib import Path
 
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonPath, JsonValue
-from reprospec.errors import SpecError
+from reprospec.errors import SpecError, UsageError
 from reprospec.spec.checks.document import check
 from reprospec.spec.files import read_spec_text, report_origin
 from reprospec.spec.overrides import annotate, apply_override, override_target
-from reprospec.spec.yamlsource import YamlSourceError, load_yaml
+from reprospec.spec.yamlsource import Document, Problem, YamlSourceError, load_yaml
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
@@ -36,6 +36,36 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         source = load_yaml(yaml_text, line_offset=offset)
     except YamlSourceError as exc:
         raise SpecError([p.format(file) for p in exc.problems]) from None
+    # A report without its original spec has no folder to resolve relative paths against.
+    base_dir = (origin.parent if origin else None) if report else Path(path).parent
+    data, targets, problems = _checked(source, overrides, base_dir)
+    if problems or not isinstance(data, dict):  # (a document that is no mapping is a problem)
+
+        def without(index: int) -> set[JsonPath | None] | None:
+            """The paths of the problems of the document without the override at `index`."""
+            rest = [o for n, o in enumerate(overrides) if n != index]
+            try:
+                found = _checked(source, rest, base_dir)[2]
+            except UsageError:  # a later override needs what this one wrote
+                return None
+            return {problem.path for problem in found}
+
+        raise SpecError(annotate(file, problems, overrides, targets, without))
+    return Spec(
+        path=Path(path),
+        name=str(data["name"]),
+        document=data,
+        source_text=yaml_text,
+        locations=dict(source.locations),
+        origin=origin,
+        overrides=tuple(overrides),
+    )
+
+
+def _checked(
+    source: Document, overrides: Sequence[str], base_dir: Path | None
+) -> tuple[JsonValue, list[JsonPath | None], list[Problem]]:
+    """The document with `overrides` applied, the path each wrote, and its problems."""
     # Overrides change the document in place: on a copy, the loaded one stays as read
     # (without overrides nothing changes it, and `validate` or `plan` need not copy it).
     data = copy.deepcopy(source.data) if overrides else source.data
@@ -49,20 +79,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         targets.append(target)
         for depth in range(1, len(target or ()) + 1):
             locations.setdefault(tuple(target or ())[:depth], (0, index + 1))
-    # A report without its original spec has no folder to resolve relative paths against.
-    base_dir = (origin.parent if origin else None) if report else Path(path).parent
-    problems = check(data, locations, source.key_locations, base_dir=base_dir)
-    if problems or not isinstance(data, dict):  # (a document that is no mapping is a problem)
-        raise SpecError(annotate(file, problems, overrides, targets))
-    return Spec(
-        path=Path(path),
-        name=str(data["name"]),
-        document=data,
-        source_text=yaml_text,
-        locations=dict(source.locations),
-        origin=origin,
-        overrides=tuple(overrides),
-    )
+    return data, targets, check(data, locations, source.key_locations, base_dir=base_dir)
 
 
 def plain(value: object) -> JsonValue:

@@ -2,13 +2,15 @@
 
 VALUE is read as YAML (`--set run.repeat=3` sets a number), list indexes are
 dotted numbers (`matrix.include.0.x=1`). A problem an override causes names it:
-`annotate` adds `(from --set PATH=VALUE)` to the problems at the path it wrote.
+`annotate` adds `(from --set PATH=VALUE)` to the problems at the path it wrote, and to
+those above it that the document without it does not have.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import TypeAlias
 
 from reprospec.core.jsontypes import JsonPath, JsonValue
 from reprospec.errors import UsageError
@@ -105,17 +107,41 @@ def override_target(data: JsonValue, override: str) -> JsonPath | None:
     return tuple(path)
 
 
+# The paths of the problems of the document without one override (by its index), or None
+# when that cannot be told (a later override needs what this one wrote).
+Without: TypeAlias = "Callable[[int], Collection[JsonPath | None] | None]"
+
+
 def annotate(
     file: str,
     problems: list[Problem],
     overrides: Sequence[str],
     targets: Sequence[JsonPath | None],
+    without: Without | None = None,
 ) -> list[str]:
     """Format problems, saying which `--set` a problem comes from.
 
     A problem located at (0, N) is at a path only the Nth override has (an
-    unknown key it created): it has no line in the file, so none is shown.
+    unknown key it created): it has no line in the file, so none is shown. A
+    problem at or below the path an override wrote is that override's. A problem
+    at a path above it (`matrix: cells 1 and 3 have the same id` after `--set
+    matrix.a=[1, 1]`) is the override's only when the document without it has no
+    problem at that path (`without`): the file may have had it anyway, and then
+    "from --set" would send the reader to the wrong place. The path, not the message,
+    is compared: a message that quotes values (a cell id) changes with the override
+    where the problem does not.
     """
+    cache: dict[int, Collection[JsonPath | None] | None] = {}
+
+    def absent_without(index: int, problem: Problem) -> bool:
+        if without is None:
+            return False
+        if index not in cache:
+            cache[index] = without(index)
+        found = cache[index]
+        return found is not None and problem.path not in found
+
+    written = [_written(o, target) for o, target in zip(overrides, targets, strict=True)]
     out = []
     for problem in problems:
         if problem.line == 0 and 0 < problem.col <= len(overrides):
@@ -123,14 +149,31 @@ def annotate(
             override = overrides[problem.col - 1]
             out.append(f"{file}: {where}: {problem.message} (from --set {override})")
             continue
-        for override, target in reversed(list(zip(overrides, targets, strict=True))):
-            if target and problem.path is not None and problem.path[: len(target)] == target:
-                problem = Problem(
-                    problem.line,
-                    problem.col,
-                    problem.path,
-                    f"{problem.message} (from --set {override})",
-                )
+        path = problem.path
+        cause = None
+        for index in reversed(range(len(overrides))):
+            target = targets[index]
+            if target and path is not None and path[: len(target)] == target:
+                cause = overrides[index]
                 break
+        else:
+            for index in reversed(range(len(overrides))):
+                changed = written[index]
+                above = path is not None and changed is not None and changed[: len(path)] == path
+                if above and absent_without(index, problem):
+                    cause = overrides[index]
+                    break
+        if cause is not None:
+            problem = Problem(
+                problem.line, problem.col, path, f"{problem.message} (from --set {cause})"
+            )
         out.append(problem.format(file))
     return out
+
+
+def _written(override: str, target: JsonPath | None) -> JsonPath | None:
+    """The path an override changed: the one it set, or the one `~PATH` removed."""
+    if target is not None or not override.startswith("~"):
+        return target
+    parts = (p.strip() for p in override[1:].split("."))
+    return tuple(int(part) if part.isdigit() else part for part in parts)

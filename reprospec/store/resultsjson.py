@@ -83,6 +83,9 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
         out["cmdline"] = outcome.cmdline
     if outcome.injected is not None:
         out["injected"] = outcome.injected
+    if outcome.last_traceback is not None:
+        printed = outcome.last_traceback
+        out["last_traceback"] = {"type": printed.type, "message": printed.message}
     return out
 
 
@@ -134,6 +137,11 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         pid=integer(d.get("pid")),
         cmdline=text_or_none(d.get("cmdline")),
         injected=text_or_none(d.get("injected")),
+        last_traceback=(
+            ChainLink(text(printed.get("type")), text_or_none(printed.get("message")))
+            if isinstance(printed := d.get("last_traceback"), dict)
+            else None
+        ),
     )
 
 
@@ -517,7 +525,8 @@ def with_excerpts(run: RunResult, run_dir: Path) -> RunResult:
         evidence = Evidence(
             stdout=read_log(folder / "stdout.log"), stderr=read_log(folder / "stderr.log")
         )
-        return replace(attempt, excerpt=evidence.excerpt())
+        hang = attempt.ran is not None and attempt.ran.kind == "hang"
+        return replace(attempt, excerpt=evidence.excerpt(hang=hang))
 
     cells = tuple(replace(c, attempts=tuple(fill(a) for a in c.attempts)) for c in run.cells)
     return replace(run, cells=cells)

@@ -384,7 +384,7 @@ def infra_run() -> RunResult:
         expected=Expectation("pass"),
         verdict="infra-error",
         reason="docker engine not reachable",
-        rate=Rate(0, 1, 0.0, 0.79),
+        rate=Rate(0, 0, 0.0, 1.0),  # as the judge rates it: no attempt ran to be judged
         attempts=(attempt,),
     )
     return RunResult(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import signal
 import sys
@@ -86,6 +87,15 @@ def traceback_then_segv() -> None:
     ctypes.string_at(0)
 
 
+def logged_then_exit() -> None:
+    try:
+        {}["missing"]
+    except KeyError:
+        logging.exception("lookup failed, falling back")
+    print("checkpoint dir not writable", file=sys.stderr)
+    sys.exit(2)
+
+
 MODES = {
     "pass": lambda: None,
     "exit3": lambda: sys.exit(3),
@@ -98,6 +108,7 @@ MODES = {
     "segv": lambda: ctypes.string_at(0),
     "abort": os.abort,
     "traceback-segv": traceback_then_segv,
+    "logged-exit2": logged_then_exit,
     "keyboardinterrupt": interrupt,
     "hang": lambda: time.sleep(60),
     "sigkill": lambda: os.kill(os.getpid(), signal.SIGKILL),

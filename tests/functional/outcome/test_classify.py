@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.results import Execution, Outcome
+from reprospec.core.results import ChainLink, Execution, Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify
 from reprospec.outcome.evidence import Evidence
@@ -224,12 +224,28 @@ def test_real_abort(tmp_path: Path) -> None:
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGABRT", "main")
 
 
-def test_traceback_then_segfault_is_a_crash_with_the_exception(tmp_path: Path) -> None:
+def test_traceback_then_segfault_is_a_crash_with_the_last_traceback(tmp_path: Path) -> None:
+    """The traceback was printed and the process went on: the signal ended it, and the
+    RuntimeError is named as the last traceback printed, not as the crash's exception."""
     outcome = classify(behave(tmp_path, "traceback-segv"))
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.signal) == ("crash", "SIGSEGV")
-    assert outcome.exception == "RuntimeError"
-    assert outcome.message == "CUDA error: an illegal memory access was encountered"
+    assert (outcome.exception, outcome.message) == (None, None)
+    assert outcome.last_traceback == ChainLink(
+        "RuntimeError", "CUDA error: an illegal memory access was encountered"
+    )
+    # Still what `expect.exception` and `expect.message` can name.
+    expectation = Expectation("crash", exception="RuntimeError", message="illegal memory access")
+    assert judge_attempt(outcome, expectation).matched
+
+
+def test_a_logged_exception_then_exit_2_is_no_exception_of_the_outcome(tmp_path: Path) -> None:
+    outcome = classify(behave(tmp_path, "logged-exit2"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.exception) == ("error", 2, None)
+    assert outcome.last_traceback == ChainLink("KeyError", "'missing'")
+    assert outcome.message == "checkpoint dir not writable"
+    assert outcome.signature == "error:exit-2:validation"
 
 
 def test_shell_wrapper_139_is_sigsegv(tmp_path: Path) -> None:

@@ -62,6 +62,34 @@ def test_a_hangs_python_stack_leads_the_failure_and_gdb_is_linked(cli: Cli, tmp_
         assert (run_dir / link[1]).is_file()
 
 
+_LOADER_HANG = """\
+import sys, time, warnings
+warnings.warn("The given NumPy array is not writable", UserWarning)
+for step in range(5):
+    print(f"train step {step}", flush=True)
+print("waiting for batch 5", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_hangs_log_excerpt_shows_the_tail_of_both_streams(cli: Cli, tmp_path: Path) -> None:
+    """A numpy UserWarning on stderr was all a DataLoader-like hang's excerpt showed:
+    stdout's last progress lines, where it hung, were left out."""
+    spec = _write(
+        tmp_path,
+        _LOADER_HANG,
+        "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n",
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    failure = _report(result.out).split("## Failure", 1)[1].split("\n## ", 1)[0]
+    excerpt = failure.split("Log excerpt:\n\n```text\n", 1)[1].split("\n```", 1)[0]
+    stderr, stdout = excerpt.split("\n\n==> stdout.log <==\n")
+    assert stderr.startswith("==> stderr.log <==\n")
+    assert "UserWarning: The given NumPy array is not writable" in stderr
+    assert stdout.endswith("train step 4\nwaiting for batch 5")
+
+
 def test_one_cell_that_failed_two_ways_reads_as_one(cli: Cli, tmp_path: Path) -> None:
     # Attempt 1 raises ValueError, attempt 2 KeyError (a counter in the workdir).
     job = (

@@ -118,3 +118,63 @@ def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) 
     assert result.results()["cells"][0]["attempts"][0]["warnings"] == [
         "removed what the attempt left in its private TMPDIR: 1 file(s), 1 B (torn.json)"
     ]
+
+
+# --- a traceback the process went on from is named as the last one printed ---------------
+
+HANDLED_THEN_EXIT = """\
+import logging, sys
+try:
+    {}["missing"]
+except KeyError:
+    logging.exception("lookup failed, falling back")
+print("checkpoint dir not writable", file=sys.stderr)
+sys.exit(2)
+"""
+
+
+def test_a_logged_traceback_is_not_reported_as_what_ended_the_run(cli: Cli, tmp_path: Path) -> None:
+    """A handled KeyError, logged, then `sys.exit(2)`: it read `error exit 2 KeyError`,
+    signature `error:KeyError`, message "'missing'\\ncheckpoint dir not writable"."""
+    (tmp_path / "handled.py").write_text(HANDLED_THEN_EXIT)
+    spec = tmp_path / "handled.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: handled\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: [python, handled.py]\n"
+        "expect: {outcome: error, exit_code: 2, exception: KeyError}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert outcome["signature"] == "error:exit-2"
+    assert (outcome["exception"], outcome["message"]) == (None, "checkpoint dir not writable")
+    assert outcome["last_traceback"] == {"type": "KeyError", "message": "'missing'"}
+    report = (result.latest_run() / "report.md").read_text()
+    assert "**error exit 2 (last traceback: KeyError) in 1 of 1 cell;" in report
+    assert "- `error:exit-2` (1 attempt)" in report
+    assert (
+        "The last traceback printed, which did not end the process (an exception it handled"
+        " and logged, or a child process's): `KeyError: 'missing'`"
+    ) in report
+
+
+def test_an_uncaught_exception_keeps_its_signature(cli: Cli, tmp_path: Path) -> None:
+    """The same KeyError uncaught (exit 1) is still what ended the run."""
+    (tmp_path / "uncaught.py").write_text('{}["missing"]\n')
+    spec = tmp_path / "uncaught.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: uncaught\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        "command: [python, uncaught.py]\n"
+        "expect: {outcome: error, exception: KeyError}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert (outcome["signature"], outcome["exception"]) == ("error:KeyError", "KeyError")
+    assert outcome["message"] == "'missing'"
+    assert "last_traceback" not in outcome
+    report = (result.latest_run() / "report.md").read_text()
+    assert "**error exit 1 KeyError in 1 of 1 cell;" in report
+    assert "The last traceback printed" not in report

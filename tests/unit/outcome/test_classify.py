@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.results import Execution, NotRun, Outcome
+from reprospec.core.inputs import Expectation
+from reprospec.core.results import ChainLink, Execution, NotRun, Outcome
 from reprospec.core.signals import (
     canonical_signal,
     describe_signal,
@@ -17,9 +18,11 @@ from reprospec.core.signals import (
     signal_name,
     signal_number,
 )
+from reprospec.core.words import outcome_phrase
 from reprospec.outcome.classify import classify, normalize_message, worker_death
 from reprospec.outcome.evidence import iter_events, read_log
-from reprospec.outcome.tracebacks import parse_exception
+from reprospec.outcome.judge import judge_attempt
+from reprospec.outcome.tracebacks import PythonException, parse_exception, went_on
 from tests.support.paths import DATA
 from tests.support.plans import execution_in
 
@@ -34,6 +37,14 @@ def recorded_execution(
     (tmp_path / "stdout.log").write_bytes(b"")
     (tmp_path / "events.jsonl").write_text(events)
     return execution_in(tmp_path, returncode, harness=harness)
+
+
+def execution_in_with(
+    tmp_path: Path, stderr: bytes, returncode: int | None, *, timed_out: bool = False
+) -> Execution:
+    """A command's attempt with this stderr (a hang: `timed_out`, no exit status)."""
+    recorded_execution(tmp_path, stderr, 0, harness=False)
+    return execution_in(tmp_path, returncode, timed_out=timed_out)
 
 
 # --- infrastructure errors --------------------------------------------------------------
@@ -287,6 +298,57 @@ def test_multiline_message_stops_at_noise() -> None:
     assert exception.message == (
         "CUDA error: an illegal memory access was encountered\n"
         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    )
+
+
+LOGGED = (
+    b"ERROR:root:lookup failed, falling back\n"
+    b"Traceback (most recent call last):\n"
+    b'  File "handled.py", line 4, in <module>\n'
+    b'    {}["missing"]\n'
+    b"KeyError: 'missing'\n"
+    b"checkpoint dir not writable\n"
+)
+
+
+def test_a_traceback_the_process_went_on_from_is_only_the_last_one_printed(
+    tmp_path: Path,
+) -> None:
+    """`logging.exception` then `sys.exit(2)`: it read `error exit 2 KeyError`, signature
+    `error:KeyError`, message "'missing'\ncheckpoint dir not writable"."""
+    outcome = classify(recorded_execution(tmp_path, LOGGED, 2, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.exception) == ("error", 2, None)
+    assert outcome.last_traceback == ChainLink("KeyError", "'missing'")
+    assert outcome.message == "checkpoint dir not writable"  # stderr's last line, as for any exit
+    assert outcome.signature == "error:exit-2"
+    assert outcome_phrase(outcome) == "error exit 2 (last traceback: KeyError)"
+    assert "the last traceback printed (KeyError) did not end the process" in (outcome.detail or "")
+    # `expect.exception` still matches it: `make` exits 2 after its recipe's traceback.
+    assert judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
+    missed = judge_attempt(outcome, Expectation("error", exception="ValueError"))
+    assert missed.mismatches == (
+        "expected exception ValueError, got none (last traceback: KeyError)",
+    )
+    # A hang went on too; a traceback that ended the process (exit 1) is its exception.
+    hang = classify(execution_in_with(tmp_path, LOGGED, None, timed_out=True))
+    assert isinstance(hang, Outcome)
+    assert (hang.kind, hang.exception, hang.message) == ("hang", None, None)
+    assert outcome_phrase(hang) == "hang (last traceback: KeyError)"
+    uncaught = b"Traceback (most recent call last):\n  File \"u.py\", line 1\nKeyError: 'missing'\n"
+    ended = classify(recorded_execution(tmp_path, uncaught, 1, harness=False))
+    assert isinstance(ended, Outcome)
+    assert (ended.exception, ended.message, ended.last_traceback) == ("KeyError", "'missing'", None)
+    assert ended.signature == "error:KeyError"
+
+
+def test_a_traceback_went_on_from_keeps_its_indented_lines() -> None:
+    exception = PythonException(
+        "RuntimeError",
+        "Error(s) in loading state_dict for Net:\n\tMissing key(s): fc.bias\nresuming from scratch",
+    )
+    assert went_on(exception).message == (
+        "Error(s) in loading state_dict for Net:\n\tMissing key(s): fc.bias"
     )
 
 

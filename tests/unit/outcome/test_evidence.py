@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reprospec.core.logtext import TAIL_LINES
 from reprospec.outcome.evidence import Events, Evidence, read_log
 
 
@@ -34,6 +35,22 @@ def test_output_tail_and_excerpt_prefer_stderr(tmp_path: Path) -> None:
     assert Evidence().excerpt() == ""
     assert Evidence().output_tail() == ""
     assert read_log(tmp_path / "missing.log") == ""
+
+
+def test_a_hangs_excerpt_has_the_tail_of_both_streams() -> None:
+    """What a hung program printed last, on either stream, says where it hung."""
+    progress = "".join(f"train step {n}\n" for n in range(30))
+    evidence = Evidence(stdout=progress, stderr="x.py:2: UserWarning: not writable\n")
+    assert evidence.excerpt() == "x.py:2: UserWarning: not writable"  # a failure: stderr's
+    both = evidence.excerpt(hang=True)
+    stderr, stdout = both.split("\n\n")
+    assert stderr == "==> stderr.log <==\nx.py:2: UserWarning: not writable"
+    lines = stdout.split("\n")
+    assert lines[:2] == ["==> stdout.log <==", "… (15 earlier lines omitted)"]
+    assert lines[-1] == "train step 29"
+    assert len(lines) == 2 + TAIL_LINES
+    # One stream with content: its excerpt, as for any failure.
+    assert Evidence(stdout=progress).excerpt(hang=True) == Evidence(stdout=progress).excerpt()
 
 
 def test_the_ranks_are_read_from_a_distributed_workloads_events_only(tmp_path: Path) -> None:

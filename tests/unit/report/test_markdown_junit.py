@@ -21,6 +21,7 @@ from reprospec.core.redact import Redactor
 from reprospec.core.results import CellResult, Outcome, RunResult, alike
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
+from reprospec.outcome.judge import judge_attempt, judge_cell
 from reprospec.outcome.judgedcells import JudgedCells, JudgedRun
 from reprospec.plan.run import plan_run
 from reprospec.report import render
@@ -141,8 +142,29 @@ def test_summary_line_names_failure_and_counts() -> None:
         "crash SIGSEGV (worker) @ validation:7 in 1 of 4 cells; "
         "as expected in 1 of 4 cells (1/4 attempts)"
     )
-    assert summary_line(infra_run()).endswith(", 1 infra-error")
-    assert summary_line(infra_run()).startswith("Could not run;")
+    # The results table reads 0/0 for the cell: an attempt that could not run was not judged
+    # (the headline read "0/1 attempts").
+    assert summary_line(infra_run()) == (
+        "Could not run; as expected in 0 of 1 cell (0/0 attempts, 1 could not run), 1 infra-error"
+    )
+
+
+def test_summary_line_counts_the_attempts_that_ran_as_the_results_table_does() -> None:
+    run = infra_run()
+    expectation = run.cells[0].expected
+    outcome = Outcome("pass", exit_code=0, signature="pass")
+    matched = judge_attempt(outcome, expectation).matched
+    ran = replace(run.cells[0].attempts[0], attempt=2, outcome=outcome, matched=matched)
+    attempts = (run.cells[0].attempts[0], ran)
+    verdict = judge_cell(expectation, attempts)
+    cell = CellResult.judged(run.cells[0].cell, expectation, verdict, attempts)
+    mixed = replace(run, cells=(cell,))
+    assert (cell.rate.matched, cell.rate.attempts) == (1, 1)
+    assert (
+        summary_line(mixed)
+        == "No failure; as expected in every cell (1/1 attempts, 1 could not run)"
+    )
+    assert "| 1/1 |" in render(mixed, "md")
 
 
 def test_markdown_sections() -> None:

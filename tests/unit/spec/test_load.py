@@ -401,6 +401,36 @@ def test_problem_at_a_key_an_override_created_names_the_override() -> None:
     ]
 
 
+MATRIX = (
+    "reprospec: 1\nname: m\ncommand: [python3, -c, 'print(1)']\n"
+    "matrix:\n  a: {a}\n  b: [x]\nexpect: {{outcome: pass}}\n"
+)
+SAME_ID = "(a repeated value, or values that render alike such as 1 and '1')"
+
+
+def test_a_problem_above_an_override_names_it_when_the_override_caused_it(
+    tmp_path: Path,
+) -> None:
+    """`--set 'matrix.a=[1, 1]'` makes a problem at `matrix`, above the path it wrote: it was
+    located at the file's line and did not say it came from the override."""
+    spec = write(tmp_path / "matrix.yaml", MATRIX.format(a="[1, 2]"))
+    assert problems_of(spec, ["matrix.a=[1, 1]"]) == [
+        f"{spec}:5:3: matrix: cells 1 and 2 have the same id 'a=1,b=x' {SAME_ID}"
+        " (from --set matrix.a=[1, 1])"
+    ]
+    # A removal too: without `~command` the spec had a command.
+    assert problems_of(spec, ["~command"]) == [
+        f"{spec}:1:1: (top level): missing 'workload' or 'command' (exactly one is required)"
+        " (from --set ~command)"
+    ]
+    # The file had the duplicate anyway: an override beside it is not blamed, though the
+    # message, which quotes the cell id, changed with it.
+    had = write(tmp_path / "had.yaml", MATRIX.format(a="[1, 1]"))
+    assert problems_of(had, ["matrix.b=[y]"]) == [
+        f"{had}:5:3: matrix: cells 1 and 2 have the same id 'a=1,b=y' {SAME_ID}"
+    ]
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
