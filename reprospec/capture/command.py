@@ -23,9 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, read_files
 from reprospec.capture.footprint import (
-    MAX_READ_FILE,
-    MAX_READ_FOLDER_FILES,
     RECORD_IMPORTS_VAR,
     attempt_output,
     distributions,
@@ -34,7 +33,6 @@ from reprospec.capture.footprint import (
     hydra_overrides,
     imported,
     local_files,
-    read_files,
     scripts,
 )
 from reprospec.capture.toggles import Proposal, propose
