@@ -203,13 +203,14 @@ def run_process(
     limit = pidlimit.create()
     proc: ChildHandle
     try:
-        # A fork of a preload server joins the cgroup itself; should the server refuse,
-        # the fresh root that replaces it is forked by this thread, inside.
-        with pidlimit.starting_in(limit):
-            if start is not None:
-                proc = start(child_env, tag, pidlimit.procs_file(limit))
-            else:
-                proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
+        # The root joins the cgroup itself, whichever way it starts.
+        cgroup = pidlimit.procs_file(limit)
+        if start is not None:
+            proc = start(child_env, tag, cgroup)
+        else:
+            proc = popen_attempt(
+                argv, env=child_env, cwd=cwd, native=native, tag=tag, cgroup=cgroup
+            )
         pidlimit.after_start(limit, proc.pid)
     except BaseException as exc:
         tree.RUNNING_TAGS.discard(tag)
