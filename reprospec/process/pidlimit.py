@@ -253,30 +253,49 @@ def members(limit: Limit) -> set[int]:
 
 def kill(limit: Limit) -> int:
     """Stop, then kill, every process in the attempt's cgroup until it is empty; how many."""
+    return _kill(limit)[0]
+
+
+def _kill(limit: Limit) -> tuple[int, bool]:
+    """`kill`; and whether the cgroup was read empty at the end (not: the deadline came)."""
     seen: set[int] = set()
     deadline = time.monotonic() + KILL_WAIT_S
     while time.monotonic() < deadline:
         pids = members(limit)
         if not pids:
-            break
+            return len(seen), True
         seen |= pids
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, sig)
         time.sleep(0.01)
-    return len(seen)
+    return len(seen), False
 
 
-def remove(limit: Limit) -> None:
+def release(limit: Limit) -> tuple[int, bool]:
+    """At the attempt's end: `kill`, then `remove`, with one read of each cgroup file where
+    the cgroup is empty (every attempt's end: each read is three system calls). How many
+    processes were killed, and whether a fork of the attempt was refused by its pids.max
+    (its pids.events count grew since the attempt took the cgroup)."""
+    killed, empty = _kill(limit)
+    refused = _refused(limit)
+    remove(limit, empty=empty, refused=refused)
+    return killed, refused > limit.refused_before
+
+
+def remove(limit: Limit, *, empty: bool = False, refused: int | None = None) -> None:
     """Give the attempt's cgroup back to the pool (`kill` first): it must be empty; one that
-    is not (a process that would not die) is removed once it is, or left."""
+    is not (a process that would not die) is removed once it is, or left. `empty`: it was
+    read empty since the last process of the attempt ended; `refused`: its pids.events
+    count, read since (`release`)."""
     if limit.cgroup is None:
         return
-    if not members(limit):
+    if empty or not members(limit):
         with _pool_lock:
             if limit.cgroup in _made:
-                _pool.append((limit.cgroup, limit.max_processes, _refused(limit)))
+                count = _refused(limit) if refused is None else refused
+                _pool.append((limit.cgroup, limit.max_processes, count))
                 return
     for _ in range(50):
         try:
@@ -304,11 +323,6 @@ def _refused(limit: Limit) -> int:
         if words[:1] == ["max"] and len(words) == 2 and words[1].isdigit():
             return int(words[1])
     return 0
-
-
-def reached(limit: Limit) -> bool:
-    """Whether a fork of the attempt was refused by its cgroup's pids.max."""
-    return _refused(limit) > limit.refused_before
 
 
 def fork_failed(exc: OSError) -> bool:

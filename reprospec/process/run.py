@@ -334,17 +334,17 @@ def run_process(
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
         # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
-        if pidlimit.kill(limit):
+        killed, reached = pidlimit.release(limit)
+        if killed:
             warnings.append(
                 "killed processes of the attempt that outlived its other processes "
                 "(found in its process-limit cgroup)"
             )
-        if pidlimit.reached(limit):
+        if reached:
             warnings.append(
                 f"the attempt reached its process limit ({limit.max_processes} processes): "
                 "forks failed (fork failed: process limit; docs/limits.md)"
             )
-        pidlimit.remove(limit)
         tree.RUNNING_TAGS.discard(tag)
         tree.RUNNING_ROOTS.discard(proc.pid)
         if not nothing_left:
