@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from reprospec.core.inputs import AttemptPlan, Spec
+from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
@@ -134,6 +134,10 @@ def execute(
         ) -> AttemptResult | None:
             return redactor.value(executor(attempt, gpu_slot, stop))
 
+        def on_cell(cell: Cell, attempts: tuple[AttemptResult, ...]) -> None:
+            folder.end_cells([cell.id])  # its attempts' prunes left its folder to its end
+            judged.add(cell, attempts)
+
         scheduler = Scheduler(
             plan,
             run_attempt,
@@ -142,7 +146,7 @@ def execute(
             progress=progress,
             done=resume.done if resume else None,
             cancel=cancel,
-            on_cell=judged.add,
+            on_cell=on_cell,
         )
         keeper.cancel = scheduler.cancel
         try:
@@ -151,8 +155,10 @@ def execute(
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            # Every attempt is over: what the runner kept running (preload servers) goes.
+            # Every attempt is over: what the runner kept running (preload servers) goes,
+            # and the cells that did not end (an interrupted run's) leave no empty folder.
             runner.close()
+            folder.end_cells(scheduler.unfinished())
         if not interrupted and capture.running():
             # The outputs' imports and template, while the capture's child still runs.
             warm_up()

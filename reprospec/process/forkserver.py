@@ -526,7 +526,7 @@ class Launcher:
             self.preloader.refuse(self.key, str(exc))
             self.note = f"ran fresh: {exc}"
             return start.popen_attempt(
-                self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag
+                self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag, cgroup=procs
             )
         self.forked = True
         names = ", ".join(self.server.modules)

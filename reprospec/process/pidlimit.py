@@ -6,10 +6,10 @@ paths failed, and thousands of processes outlived it. Each attempt now runs unde
 ATTEMPT_MAX_PROCESSES (docs/limits.md, "Processes"):
 
 - in a pids cgroup of its own (cgroup v1's pids hierarchy, as root or where the
-  engine's cgroup is delegated): the thread that starts the root joins the attempt's
-  cgroup for the fork only (v1 groups threads, and a fork inherits the forking
-  thread's cgroup), so the root and all it starts are inside from their first
-  instruction, and the engine's other threads and attempts are not;
+  engine's cgroup is delegated): the root joins it itself between its fork and its
+  exec (`procs_file`: the starter, the preexec_fn or the preload server's fork writes
+  0 there), so it and all it starts are inside from the program's first instruction,
+  and the engine's threads and other attempts are not;
 - else, not as root, an RLIMIT_NPROC on the root (it counts the user's processes,
   so it is set to what the user runs now plus the limit; root ignores it);
 - else nothing: `Limit.note` says so once.
@@ -25,8 +25,8 @@ The cgroups are pooled: an attempt takes one that an ended attempt left empty (o
 attempt running at once, so about one per `-j` slot) and gives it back empty; they are
 removed when the engine exits. Making, limiting and removing a cgroup per attempt was a
 mkdir, a write and an rmdir on cgroupfs for each one, a fifth of the engine's own time
-per attempt of `true`. A fork of a preload server joins its attempt's cgroup itself
-(`procs_file`), before the engine hears of it.
+per attempt of `true`; the engine's thread joining and leaving it around each start was
+two more writes (the root joining costs the engine none).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import resource
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +49,6 @@ ATTEMPT_MAX_PROCESSES = 4096
 # The engine's tests and a machine's operator may lower it (never raise it past the bound).
 MAX_PROCESSES_VAR = "REPROSPEC_MAX_PROCESSES"
 KILL_WAIT_S = 5.0
-_lock = threading.Lock()
 _root_cache: list[Path | None] = []
 _swept: list[bool] = []  # the stale cgroups are swept once per engine
 _STALE = re.compile(r"reprospec-(\d+)-\d+")
@@ -211,8 +209,8 @@ def _read(path: Path | str) -> str:
 
 
 def procs_file(limit: Limit) -> str | None:
-    """The attempt's cgroup.procs, for a process that joins the cgroup itself (a fork of a
-    preload server writes 0 there before it runs anything)."""
+    """The attempt's cgroup.procs, which the attempt's root joins itself before it runs
+    anything (it writes 0 there: start.py, a preload server's fork)."""
     return None if limit.cgroup is None else str(limit.cgroup / "cgroup.procs")
 
 
@@ -225,28 +223,6 @@ def _remove_pool() -> None:
     for folder in folders:
         with contextlib.suppress(OSError):
             folder.rmdir()
-
-
-@contextlib.contextmanager
-def starting_in(limit: Limit) -> Iterator[None]:
-    """While the calling thread forks the root: the thread is in the attempt's cgroup."""
-    if limit.cgroup is None:
-        yield
-        return
-    tid = threading.get_native_id()
-    home = _own_pids_root()
-    assert home is not None
-    with _lock:  # one thread at a time in and out: each fork lands where its thread is
-        try:
-            _write(_file(limit.cgroup, "tasks"), f"{tid}\n")
-        except OSError:
-            yield  # the limit is lost, the attempt still starts
-            return
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                _write(_file(home, "tasks"), f"{tid}\n")
 
 
 def after_start(limit: Limit, pid: int) -> None:
@@ -277,30 +253,49 @@ def members(limit: Limit) -> set[int]:
 
 def kill(limit: Limit) -> int:
     """Stop, then kill, every process in the attempt's cgroup until it is empty; how many."""
+    return _kill(limit)[0]
+
+
+def _kill(limit: Limit) -> tuple[int, bool]:
+    """`kill`; and whether the cgroup was read empty at the end (not: the deadline came)."""
     seen: set[int] = set()
     deadline = time.monotonic() + KILL_WAIT_S
     while time.monotonic() < deadline:
         pids = members(limit)
         if not pids:
-            break
+            return len(seen), True
         seen |= pids
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, sig)
         time.sleep(0.01)
-    return len(seen)
+    return len(seen), False
 
 
-def remove(limit: Limit) -> None:
+def release(limit: Limit) -> tuple[int, bool]:
+    """At the attempt's end: `kill`, then `remove`, with one read of each cgroup file where
+    the cgroup is empty (every attempt's end: each read is three system calls). How many
+    processes were killed, and whether a fork of the attempt was refused by its pids.max
+    (its pids.events count grew since the attempt took the cgroup)."""
+    killed, empty = _kill(limit)
+    refused = _refused(limit)
+    remove(limit, empty=empty, refused=refused)
+    return killed, refused > limit.refused_before
+
+
+def remove(limit: Limit, *, empty: bool = False, refused: int | None = None) -> None:
     """Give the attempt's cgroup back to the pool (`kill` first): it must be empty; one that
-    is not (a process that would not die) is removed once it is, or left."""
+    is not (a process that would not die) is removed once it is, or left. `empty`: it was
+    read empty since the last process of the attempt ended; `refused`: its pids.events
+    count, read since (`release`)."""
     if limit.cgroup is None:
         return
-    if not members(limit):
+    if empty or not members(limit):
         with _pool_lock:
             if limit.cgroup in _made:
-                _pool.append((limit.cgroup, limit.max_processes, _refused(limit)))
+                count = _refused(limit) if refused is None else refused
+                _pool.append((limit.cgroup, limit.max_processes, count))
                 return
     for _ in range(50):
         try:
@@ -328,11 +323,6 @@ def _refused(limit: Limit) -> int:
         if words[:1] == ["max"] and len(words) == 2 and words[1].isdigit():
             return int(words[1])
     return 0
-
-
-def reached(limit: Limit) -> bool:
-    """Whether a fork of the attempt was refused by its cgroup's pids.max."""
-    return _refused(limit) > limit.refused_before
 
 
 def fork_failed(exc: OSError) -> bool:

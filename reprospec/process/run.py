@@ -203,13 +203,14 @@ def run_process(
     limit = pidlimit.create()
     proc: ChildHandle
     try:
-        # A fork of a preload server joins the cgroup itself; should the server refuse,
-        # the fresh root that replaces it is forked by this thread, inside.
-        with pidlimit.starting_in(limit):
-            if start is not None:
-                proc = start(child_env, tag, pidlimit.procs_file(limit))
-            else:
-                proc = popen_attempt(argv, env=child_env, cwd=cwd, native=native, tag=tag)
+        # The root joins the cgroup itself, whichever way it starts.
+        cgroup = pidlimit.procs_file(limit)
+        if start is not None:
+            proc = start(child_env, tag, cgroup)
+        else:
+            proc = popen_attempt(
+                argv, env=child_env, cwd=cwd, native=native, tag=tag, cgroup=cgroup
+            )
         pidlimit.after_start(limit, proc.pid)
     except BaseException as exc:
         tree.RUNNING_TAGS.discard(tag)
@@ -333,17 +334,17 @@ def run_process(
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
             proc.wait()
         # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
-        if pidlimit.kill(limit):
+        killed, reached = pidlimit.release(limit)
+        if killed:
             warnings.append(
                 "killed processes of the attempt that outlived its other processes "
                 "(found in its process-limit cgroup)"
             )
-        if pidlimit.reached(limit):
+        if reached:
             warnings.append(
                 f"the attempt reached its process limit ({limit.max_processes} processes): "
                 "forks failed (fork failed: process limit; docs/limits.md)"
             )
-        pidlimit.remove(limit)
         tree.RUNNING_TAGS.discard(tag)
         tree.RUNNING_ROOTS.discard(proc.pid)
         if not nothing_left:

@@ -175,7 +175,8 @@ def _works(path: Path) -> bool:
     """
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     try:
-        argv = [str(path), str(write_end), "0", str(os.getpid()), "0", str(path), "starter"]
+        # ERRFD TAG PARENT CORES CWD CGROUP PATH ARGV0 (starter.c)
+        argv = [str(path), str(write_end), "0", str(os.getpid()), "0", "", "", str(path), "starter"]
         done = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
@@ -195,7 +196,9 @@ def _works(path: Path) -> bool:
             os.close(write_end)
 
 
-def exec_error(data: bytes, program: str) -> OSError:
-    """The error the starter reported for exec of `program`, as Popen would have raised it."""
+def exec_error(data: bytes, program: str, cwd: Path) -> OSError:
+    """The error the starter reported, as Popen would have raised it: its chdir to `cwd`
+    failed (step 1; named as given, as Popen names it), or its exec of `program`."""
     code = int.from_bytes(data[:4].ljust(4, b"\0"), sys.byteorder)
-    return OSError(code, os.strerror(code), program)
+    step = int.from_bytes(data[4:8].ljust(4, b"\0"), sys.byteorder)
+    return OSError(code, os.strerror(code), cwd if step == 1 else program)

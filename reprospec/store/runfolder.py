@@ -15,7 +15,8 @@ OUT/                          --out (default .reprospec/)
     cells/CELL/N/             attempt N of CELL: stdout.log, stderr.log, events.jsonl,
                               env.json, stack.txt, cell.json (runners/base.py); an attempt
                               that passed keeps only its files that are not empty, and no
-                              folder at all when every one was (`prune`)
+                              folder at all when every one was (`prune`); a cell whose
+                              attempts left none has no folder once it ends (`end_cells`)
 
 A run of many cells that pass in silence would otherwise leave three empty files and two
 folders per cell (12,291 files, 40 MB of folder blocks for 4,096 cells of `true`): every
@@ -31,6 +32,7 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,8 +46,8 @@ RESULTS_SPOOL = "results.spool"
 REPRO_PY = "repro.py"
 ENGINE_JSON = "engine.json"
 CELLS = "cells"
-# A cell's folder is removed by one attempt's prune while another attempt of the cell may
-# be making its own folder inside it: both take this lock, so neither loses the race.
+# A cell's folder is removed when the cell ends (`end_cells`), while an attempt of another
+# cell may be making its folder: both take this lock, so neither loses a race.
 _CELL_FOLDERS = threading.Lock()
 
 
@@ -134,10 +136,17 @@ class RunFolder:
         return f"{CELLS}/{cell_folder(cell_id)}/{attempt}/"
 
     def attempt_dir(self, cell_id: str, attempt: int) -> Path:
-        """The attempt's folder (absolute), created."""
+        """The attempt's folder (absolute), created; its cell's too, at the cell's first."""
         folder = self.path / self.attempt_logs(cell_id, attempt)
         with _CELL_FOLDERS:
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                # One mkdir while the cell's folder stands (`prune` leaves it to `end_cells`).
+                os.mkdir(folder)  # noqa: PTH102
+            except FileNotFoundError:
+                folder.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise
         return folder
 
     def prune(self, cell_id: str, attempt: int) -> bool:
@@ -145,17 +154,21 @@ class RunFolder:
 
         Called for an attempt that passed, once it is over (nothing writes there any
         more): what it printed stays, the empty logs and events file go, and a silent
-        attempt leaves no folder, nor its cell when it was the cell's only one.
+        attempt leaves no folder. Its cell's folder stays for the cell's next attempt, a
+        mkdir and an rmdir fewer per attempt: `end_cells` removes it if it ends empty.
         """
         # str paths and os calls: this runs once per attempt that passed.
-        cell = os.path.join(self.path, CELLS, cell_folder(cell_id))  # noqa: PTH118
-        folder = os.path.join(cell, str(attempt))  # noqa: PTH118
+        folder = os.path.join(self.path, CELLS, cell_folder(cell_id), str(attempt))  # noqa: PTH118
         _remove_empty_files(folder)
-        with _CELL_FOLDERS:
-            gone = _remove_empty(folder)
-            if gone:
+        return _remove_empty(folder)
+
+    def end_cells(self, cell_ids: Iterable[str]) -> None:
+        """These cells' last attempts are over: the folder of each goes if none of its
+        attempts left one."""
+        for cell_id in cell_ids:
+            cell = os.path.join(self.path, CELLS, cell_folder(cell_id))  # noqa: PTH118
+            with _CELL_FOLDERS:
                 _remove_empty(cell)
-        return gone
 
     def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)

@@ -129,7 +129,7 @@ def test_a_process_re_parented_while_a_kill_pass_reads_the_tree_is_killed_all_th
         [PY, "-c", ESCAPER, str(tmp_path), "hang"],
         env={**os.environ, process.TOKEN_VAR: token},
         start_new_session=True,
-        preexec_fn=_child_setup(tag, os.getpid(), None),
+        preexec_fn=_child_setup(tag, os.getpid(), None, None),
     )
     try:
         assert wait_until(lambda: (tmp_path / "leader.pid").exists())
@@ -440,7 +440,7 @@ def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]
     stranger = subprocess.Popen(["sleep", "1000"])
     kill_after.append(stranger.pid)
     tag = leftovers.new_tag()
-    setup = _child_setup(tag, os.getpid(), None)
+    setup = _child_setup(tag, os.getpid(), None, None)
     tagged = subprocess.Popen(["sleep", "1000"], preexec_fn=setup)
     kill_after.append(tagged.pid)
     record = tmp_path / "run" / "cells" / "c" / "1" / leftovers.INFLIGHT
@@ -463,7 +463,7 @@ def test_resume_never_kills_a_recycled_pid(tmp_path: Path, kill_after: list[int]
 
 def test_the_tag_survives_setsid_and_an_empty_environment(tmp_path: Path) -> None:
     tag = leftovers.new_tag()
-    setup = _child_setup(tag, os.getpid(), None)
+    setup = _child_setup(tag, os.getpid(), None, None)
     proc = subprocess.Popen(
         ["/bin/sh", "-c", f"setsid env -i /bin/sh -c 'echo $$ > {tmp_path}/p; exec sleep 30' &"],
         preexec_fn=setup,

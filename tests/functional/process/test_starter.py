@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.process import leftovers, start, starter, watchdog
+from reprospec.process import leftovers, pidlimit, start, starter, watchdog
 from tests.support.cli import ROOT
 
 IN_CI = os.environ.get("CI") == "true"
@@ -57,10 +57,25 @@ def way(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Monk
     return str(request.param)
 
 
-def _start(argv: list[str], tmp_path: Path, tag: int) -> tuple[int, bytes, bytes]:
-    proc = start.popen_attempt(argv, env=dict(os.environ), cwd=tmp_path, tag=tag)
-    out, err = proc.communicate(timeout=60)
-    return proc.returncode, out, err
+def _start(
+    argv: list[str],
+    tmp_path: Path,
+    tag: int,
+    env: dict[str, str] | None = None,
+    cgroup: str | None = None,
+) -> tuple[int, bytes, bytes]:
+    """Start a root as run_process does, read what it printed (a few lines), wait for it."""
+    environ = env or dict(os.environ)
+    proc = start.popen_attempt(argv, env=environ, cwd=tmp_path, tag=tag, cgroup=cgroup)
+    output = []
+    for pipe in (proc.stdout, proc.stderr):
+        assert pipe is not None
+        chunks = [os.read(pipe.fileno(), 65536)]
+        while chunks[-1]:
+            chunks.append(os.read(pipe.fileno(), 65536))
+        pipe.close()
+        output.append(b"".join(chunks))
+    return proc.wait(), output[0], output[1]
 
 
 # -- building ------------------------------------------------------------------------------
@@ -165,10 +180,8 @@ def test_a_command_found_on_the_childs_path_runs(tmp_path: Path) -> None:
     script.write_text('#!/bin/sh\necho hello "$@"\n')
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
-    tag = leftovers.new_tag()
-    proc = start.popen_attempt(["say-hello", "a b"], env=env, cwd=tmp_path, tag=tag)
-    out, _ = proc.communicate(timeout=60)
-    assert (proc.returncode, out) == (0, b"hello a b\n")
+    returncode, out, _ = _start(["say-hello", "a b"], tmp_path, leftovers.new_tag(), env)
+    assert (returncode, out) == (0, b"hello a b\n")
 
 
 @pytest.mark.usefixtures("way")
@@ -185,6 +198,14 @@ def test_a_program_that_cannot_run_raises_what_popen_raises(tmp_path: Path) -> N
     with pytest.raises(FileNotFoundError) as missing:
         start.popen_attempt(["no-such-program-x"], env=dict(os.environ), cwd=tmp_path, tag=1)
     assert str(missing.value) == "[Errno 2] No such file or directory: 'no-such-program-x'"
+    # A working directory that is gone: Popen names the folder.
+    gone = tmp_path / "gone"
+    with pytest.raises(FileNotFoundError) as popen_cwd:
+        subprocess.Popen(["true"], cwd=gone)
+    with pytest.raises(FileNotFoundError) as ours_cwd:
+        start.popen_attempt(["true"], env=dict(os.environ), cwd=gone, tag=1)
+    assert str(ours_cwd.value) == str(popen_cwd.value)
+    assert ours_cwd.value.filename == gone
 
 
 @pytest.mark.usefixtures("way")
@@ -206,3 +227,29 @@ def test_a_crash_is_classified_the_same_either_way(tmp_path: Path) -> None:
     assert cell["verdict"] == "reproduced"
     assert cell["attempts"][0]["outcome"]["kind"] == "crash"
     assert cell["attempts"][0]["outcome"]["signal"] == "SIGSEGV"
+
+
+@pytest.mark.usefixtures("way")
+def test_the_root_ignores_the_signals_a_popen_child_ignores(tmp_path: Path) -> None:
+    """Python ignores SIGPIPE and SIGXFSZ; Popen's child gets them back (restore_signals)."""
+    argv = ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"]
+    popen = subprocess.run(argv, capture_output=True, check=True, cwd=tmp_path)
+    returncode, out, err = _start(argv, tmp_path, leftovers.new_tag())
+    assert (returncode, out) == (0, popen.stdout), err
+
+
+@pytest.mark.usefixtures("way")
+def test_the_root_joins_the_cgroup_it_is_given(tmp_path: Path) -> None:
+    limit = pidlimit.create()
+    if limit.cgroup is None:
+        pytest.skip(f"no pids cgroup here: {limit.note or 'not root, none delegated'}")
+    try:
+        cgroup = pidlimit.procs_file(limit)
+        returncode, out, err = _start(["cat", "/proc/self/cgroup"], tmp_path, 1, cgroup=cgroup)
+        assert returncode == 0, err
+        assert limit.cgroup.name in out.decode()
+        # The engine's own thread stayed where it was.
+        assert limit.cgroup.name not in Path("/proc/thread-self/cgroup").read_text()
+    finally:
+        pidlimit.kill(limit)
+        pidlimit.remove(limit)

@@ -15,12 +15,22 @@ def _attempt(folder: RunFolder, cell: str, number: int, files: dict[str, str]) -
     return path
 
 
-def test_a_silent_attempt_leaves_no_folder_and_its_cell_goes_with_it(tmp_path: Path) -> None:
+def test_a_silent_attempt_leaves_no_folder_and_its_cell_goes_when_it_ends(
+    tmp_path: Path,
+) -> None:
     folder = RunFolder(tmp_path / "run").create()
     _attempt(folder, "a=1", 1, {"stdout.log": "", "stderr.log": "", "events.jsonl": ""})
     assert folder.prune("a=1", 1)
+    assert not (folder.cells / "a=1" / "1").exists()
+    # Kept for the cell's next attempt (one mkdir each, not two and an rmdir)...
+    assert (folder.cells / "a=1").is_dir()
+    _attempt(folder, "a=1", 2, {"stdout.log": ""})
+    assert folder.prune("a=1", 2)
+    # ...and gone with the cell, when none of its attempts left a folder.
+    folder.end_cells(["a=1"])
     assert not (folder.cells / "a=1").exists()
     assert folder.cells.is_dir()
+    folder.end_cells(["a=1"])  # again, or a cell that made no folder: no error
 
 
 def test_what_an_attempt_wrote_stays_and_the_empty_files_go(tmp_path: Path) -> None:
@@ -47,6 +57,7 @@ def test_what_an_attempt_wrote_stays_and_the_empty_files_go(tmp_path: Path) -> N
     # The cell keeps its folder while one of its attempts has something in it.
     assert folder.prune("a=1", 2)
     assert not silent.exists()
+    folder.end_cells(["a=1"])
     assert kept.is_dir()
     # Pruning again, or an attempt that made no folder, is no error.
     assert folder.prune("a=1", 2)
