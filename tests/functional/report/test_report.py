@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.results import AttemptResult, CellResult, RunResult
@@ -10,6 +13,7 @@ from reprospec.outcome.classify import classify
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_attempt, judge_cell
 from reprospec.report.failure import summary_line
+from tests.functional.outcome.test_classify import BEHAVE
 from tests.support.cli import Cli
 
 # --- the headline counts every failing cell (real children, judged by the judge) ----------
@@ -122,37 +126,29 @@ def test_what_an_attempt_left_behind_is_in_the_report(cli: Cli, tmp_path: Path) 
 
 # --- a traceback the process went on from is named as the last one printed ---------------
 
-HANDLED_THEN_EXIT = """\
-import logging, sys
-try:
-    {}["missing"]
-except KeyError:
-    logging.exception("lookup failed, falling back")
-print("checkpoint dir not writable", file=sys.stderr)
-sys.exit(2)
-"""
+
+def _ran(cli: Cli, tmp_path: Path, program: list[str], expect: str) -> tuple[dict[str, Any], str]:
+    """One attempt of `program` through the CLI: its outcome, and the report's text."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"reprospec: 1\nname: s\ncommand: {json.dumps(program)}\nexpect: {expect}\n")
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    outcome: dict[str, Any] = result.results()["cells"][0]["attempts"][0]["outcome"]
+    return outcome, (result.latest_run() / "report.md").read_text()
 
 
 def test_a_logged_traceback_is_not_reported_as_what_ended_the_run(cli: Cli, tmp_path: Path) -> None:
     """A handled KeyError, logged, then `sys.exit(2)`: it read `error exit 2 KeyError`,
     signature `error:KeyError`, message "'missing'\\ncheckpoint dir not writable"."""
-    (tmp_path / "handled.py").write_text(HANDLED_THEN_EXIT)
-    spec = tmp_path / "handled.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: handled\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
-        "command: [python, handled.py]\n"
-        "expect: {outcome: error, exit_code: 2, exception: KeyError}\n"
-    )
-    result = cli("run", str(spec))
-    assert result.code == 0, result.stdout + result.stderr
-    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
-    assert outcome["signature"] == "error:exit-2"
+    outcome, report = _ran(
+        cli, tmp_path, [sys.executable, str(BEHAVE), "logged-exit2"],
+        "{outcome: error, exit_code: 2, exception: KeyError}",
+    )  # fmt: skip
+    assert outcome["signature"] == "error:exit-2:validation"
     assert (outcome["exception"], outcome["message"]) == (None, "checkpoint dir not writable")
     assert outcome["last_traceback"] == {"type": "KeyError", "message": "'missing'"}
-    report = (result.latest_run() / "report.md").read_text()
-    assert "**error exit 2 (last traceback: KeyError) in 1 of 1 cell;" in report
-    assert "- `error:exit-2` (1 attempt)" in report
+    assert "**error exit 2 (last traceback: KeyError) @ validation:3 in 1 of 1 cell;" in report
+    assert "- `error:exit-2:validation` (1 attempt)" in report
     assert (
         "The last traceback printed, which did not end the process (an exception it handled"
         " and logged, or a child process's): `KeyError: 'missing'`"
@@ -161,20 +157,12 @@ def test_a_logged_traceback_is_not_reported_as_what_ended_the_run(cli: Cli, tmp_
 
 def test_an_uncaught_exception_keeps_its_signature(cli: Cli, tmp_path: Path) -> None:
     """The same KeyError uncaught (exit 1) is still what ended the run."""
-    (tmp_path / "uncaught.py").write_text('{}["missing"]\n')
-    spec = tmp_path / "uncaught.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: uncaught\n"
-        f"environment: {{workdir: {tmp_path}}}\n"
-        "command: [python, uncaught.py]\n"
-        "expect: {outcome: error, exception: KeyError}\n"
-    )
-    result = cli("run", str(spec))
-    assert result.code == 0, result.stdout + result.stderr
-    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    outcome, report = _ran(
+        cli, tmp_path, [sys.executable, "-c", '{}["missing"]'],
+        "{outcome: error, exception: KeyError}",
+    )  # fmt: skip
     assert (outcome["signature"], outcome["exception"]) == ("error:KeyError", "KeyError")
     assert outcome["message"] == "'missing'"
     assert "last_traceback" not in outcome
-    report = (result.latest_run() / "report.md").read_text()
     assert "**error exit 1 KeyError in 1 of 1 cell;" in report
     assert "The last traceback printed" not in report
