@@ -247,6 +247,13 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         }.get(outcome.where or "", "in the main process")
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
+    elif outcome.kind == "error" and outcome.last_traceback is not None:
+        # Printed, then the process exited its own way (a handled exception it logged, a
+        # child's under `make`): the judge matches the last traceback printed too.
+        expect["exception"] = outcome.last_traceback.type
+        comments["exception"] = (
+            f"the last traceback printed; the process went on and exited {outcome.exit_code}"
+        )
     elif outcome.kind == "crash" and outcome.exception and outcome.where == "main":
         # A worker's or a child's death surfaces in the main process as whatever its
         # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.

@@ -435,6 +435,31 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_a_traceback_the_program_went_on_from_is_expected_beside_its_exit(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A handled KeyError, logged, then `sys.exit(2)`: the exception did not end it, but it
+    # is what a reader recognises; the judge matches the last traceback printed.
+    (tmp_path / "handled.py").write_text(
+        "import logging, sys\ntry:\n    {}['missing']\nexcept KeyError:\n"
+        "    logging.exception('lookup failed')\n"
+        "print('checkpoint dir not writable', file=sys.stderr)\nsys.exit(2)\n"
+    )
+    result = capture(cli, tmp_path, "python", "handled.py")
+    expect = load_spec(str(tmp_path / "spec.yaml")).document["expect"]
+    assert expect == {
+        "outcome": "error",
+        "exception": "KeyError",
+        "message": "checkpoint dir not writable",
+        "exit_code": 2,
+    }, expect
+    assert (
+        "# the last traceback printed; the process went on and exited 2"
+        in (tmp_path / "spec.yaml").read_text()
+    )
+    assert "verdict reproduced" in result.stdout, result.stdout
+
+
 def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: Path) -> None:
     # `PYTHONPATH=src python -m mypkg`: PYTHONPATH is not written into a spec, and the verify
     # kept it, so it said "reproduced" of a spec that fails anywhere else ("No module named
