@@ -36,7 +36,7 @@ name: import-hang
 title: import wandb hangs
 command: python -c "import wandb"
 run: {timeout: 5s, repeat: 3}
-expect: {outcome: hang, phase: import, rate: ">=0.5"}
+expect: {outcome: hang, phase: import, rate: ">=0.2"}
 """
 
 # A description with its own fenced block: the report's yaml fence must be longer.
@@ -260,8 +260,9 @@ SEGFAULT_STDERR = (
 
 
 def hang_run() -> RunResult:
-    """One cell, three attempts on two GPU slots: two hangs and a pass (flaky, rate judged)."""
-    expected = Expectation("hang", phase="import", rate=RateBound(">=", 0.5))
+    """One cell, three attempts on two GPU slots: two hangs and a pass (flaky, rate judged:
+    2/3 meets >=0.2, whose bound the interval's low end 0.21 clears; >=0.5 is undecided)."""
+    expected = Expectation("hang", phase="import", rate=RateBound(">=", 0.2))
     hang = Outcome("hang", phase="import", duration_s=5.0, signature="hang:import")
     passed = Outcome("pass", exit_code=0, signature="pass")
     attempts = [
@@ -297,7 +298,7 @@ def hang_run() -> RunResult:
         cell=Cell(id="default", index=0, matrix={}),
         expected=expected,
         verdict="reproduced",
-        reason="2/3 attempts matched (rate >=0.5)",
+        reason="2/3 = 0.67 (95% CI 0.21–0.94) meets >=0.2 (hang @ import)",  # as judged
         rate=Rate(2, 3, 0.21, 0.94),
         attempts=tuple(attempts),
         command='python -c "import wandb"',

@@ -8,7 +8,7 @@ import pytest
 
 from reprospec.core.inputs import Expectation
 from reprospec.core.rates import judge_rate, rate_decided, rate_of, rate_satisfied, wilson
-from reprospec.core.results import AttemptResult, AttemptVerdict, NotRun, Outcome
+from reprospec.core.results import AttemptResult, AttemptVerdict, NotRun, Outcome, Rate
 from reprospec.core.units import RateBound, StepRange
 from reprospec.core.words import expectation_phrase
 from reprospec.outcome.evidence import Evidence
@@ -406,3 +406,21 @@ def test_a_backtracking_message_pattern_gives_up_instead_of_hanging_the_judge() 
     # Returning at all is the point (the regex engine either optimises it or times out).
     assert not verdict.matched
     assert verdict.mismatches[0].startswith("expected message matching '(a+)+b'")
+
+
+@pytest.mark.parametrize(
+    "build", ["segfault_matrix", "hang_run", "error_run", "infra_run", "large_matrix"]
+)
+def test_the_hand_built_runs_are_judged_as_the_judge_judges(build: str) -> None:
+    """tests/support/runs.py builds the runs the report tests read; a verdict or a rate there
+    that the judge never gives (2/3 of a `>=0.5` hang called reproduced, an infra cell rated
+    0/1) makes the reports' golden files say what no run says."""
+    from tests.support import runs
+
+    def rate(cell: Rate) -> tuple[int, int, float, float]:
+        return cell.matched, cell.attempts, round(cell.low, 2), round(cell.high, 2)
+
+    for cell in getattr(runs, build)().cells:
+        judged = judge_cell(cell.expected, cell.attempts)
+        assert cell.verdict == judged.kind, (cell.cell.id, judged.reason)
+        assert rate(cell.rate) == rate(judged.rate), cell.cell.id
