@@ -40,7 +40,7 @@ from reprospec.isolation.differences import (
     overrides,
     render,
 )
-from reprospec.isolation.state import stored_probes
+from reprospec.isolation.state import StoredProbe, stored_probes
 from reprospec.spec.matrix import cell_id
 from reprospec.store.resultsjson import load_run
 
@@ -194,8 +194,9 @@ def _same_failure(
 ) -> str | None:
     """None where the configuration isolate chose failed the way the failing cell did (the
     same signature: native.agrees), or either side's failure cannot be read; else why not."""
-    before = _first_signature(folder, full, out)
-    after = _first_signature(folder, chosen, out)
+    probes = stored_probes(folder)
+    before = _first_signature(probes, full, out)
+    after = _first_signature(probes, chosen, out)
     if before is None or after is None:
         return None
     # Unread native stacks on either side are not a difference (native.agrees).
@@ -207,11 +208,11 @@ def _same_failure(
 
 
 def _first_signature(
-    folder: Path, candidate: tuple[int, ...], out: Path
+    probes: Sequence[StoredProbe], candidate: tuple[int, ...], out: Path
 ) -> tuple[str, bool] | None:
     """The signature of the first attempt that matched the expect in the probe of `candidate`,
     and whether its native stacks went unread; None where no stored probe has one."""
-    for probe in stored_probes(folder):
+    for probe in probes:
         if probe.candidate != candidate or "match" not in probe.kinds or not probe.run_id:
             continue
         try:
