@@ -53,37 +53,43 @@ def read_files(
     secrets travel in no bundle), caches, and what lies under `leave_out` (the run
     folder, the spec being written); grouped by the workdir's folders (see above)."""
     skipped = [p.resolve() for p in leave_out]
-    sizes: dict[str, int] = {}
-    hidden: set[str] = set()
+    # Each path once: every attempt, and every process of one, records what it opened.
+    opened: dict[str, None] = {}
     for attempt in attempts:
         for record in (run_dir / attempt.logs).glob("opened-*.txt"):
             try:
                 text = record.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            for line in text.splitlines():
-                path = Path(line).resolve()
-                if path.suffix == ".py" or not path.is_relative_to(workdir):
-                    continue
-                if any(path == s or path.is_relative_to(s) for s in skipped):
-                    continue
-                relative = path.relative_to(workdir)
-                if _SKIPPED_FOLDERS.intersection(relative.parts[:-1]) or any(
-                    part.startswith(".") for part in relative.parts[:-1]
-                ):
-                    continue  # a cache, a .git, an installed package: no data of the program's
-                if _in_environment(path.parent, workdir):
-                    continue
-                try:
-                    found = path.stat()
-                except OSError:
-                    continue
-                if not stat.S_ISREG(found.st_mode) or found.st_mtime >= before:
-                    continue
-                if relative.name.startswith("."):
-                    hidden.add(relative.as_posix())
-                else:
-                    sizes[relative.as_posix()] = found.st_size
+            opened.update(dict.fromkeys(text.splitlines()))
+    sizes: dict[str, int] = {}
+    hidden: set[str] = set()
+    environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
+    for line in opened:
+        path = Path(line).resolve()
+        if path.suffix == ".py" or not path.is_relative_to(workdir):
+            continue
+        if any(path == s or path.is_relative_to(s) for s in skipped):
+            continue
+        relative = path.relative_to(workdir)
+        if _SKIPPED_FOLDERS.intersection(relative.parts[:-1]) or any(
+            part.startswith(".") for part in relative.parts[:-1]
+        ):
+            continue  # a cache, a .git, an installed package: no data of the program's
+        if path.parent not in environments:
+            environments[path.parent] = _in_environment(path.parent, workdir)
+        if environments[path.parent]:
+            continue
+        try:
+            found = path.stat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(found.st_mode) or found.st_mtime >= before:
+            continue
+        if relative.name.startswith("."):
+            hidden.add(relative.as_posix())
+        else:
+            sizes[relative.as_posix()] = found.st_size
     listed: list[str] = []
     too_large: list[str] = []
     groups: dict[str, list[str]] = {}
