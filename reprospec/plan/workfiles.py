@@ -50,9 +50,64 @@ def named_files(plan: AttemptPlan) -> tuple[str, ...]:
         listed = _file_in(name, workdir)
         if listed is not None:
             found[listed] = None
+    for path in script_files(list(found), workdir):
+        found[path] = None
     for path in local_imports(list(found), workdir):
         found[path] = None
     return tuple(sorted(p.relative_to(workdir).as_posix() for p in found))
+
+
+def script_files(start: Iterable[Path], workdir: Path) -> list[Path]:
+    """The workdir's files that the shell scripts among `start` name, transitively.
+
+    `command: sh run.sh` runs what run.sh says (`cat data.txt | python app.py`): a bundle
+    that carried run.sh alone failed elsewhere on data.txt, and no Python process of the
+    run opened it for capture to see. A script's words are read as a `-c` script's
+    (written files left out), relative to the workdir it runs in.
+    """
+    seen: dict[Path, None] = dict.fromkeys(start)
+    queue = [p for p in seen if _is_shell_script(p)]
+    while queue and len(seen) < MAX_FILES:
+        script = queue.pop()
+        try:
+            text = script.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for word in _without_written(_shell_words(text)):
+            found = _file_in(word, workdir)
+            if found is not None and found not in seen:
+                seen[found] = None
+                if _is_shell_script(found):
+                    queue.append(found)
+    return [p for p in seen if p not in start]
+
+
+def _is_shell_script(path: Path) -> bool:
+    """A `.sh` file, or one whose `#!` line names a shell; small enough to read."""
+    try:
+        if path.stat().st_size > MAX_PARSE_BYTES:
+            return False
+        if path.suffix in (".sh", ".bash"):
+            return True
+        with path.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return False
+    program = first[2:].split()
+    names = [Path(os.fsdecode(w)).name for w in program[:2]]  # `#!/usr/bin/env bash`
+    return any(name in _SHELLS for name in names)
+
+
+def _shell_words(text: str) -> list[str]:
+    """A shell script's words, its operators apart (`a.txt|b` is three words)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # unbalanced quotes, a heredoc's text: take plain words
+        return text.split()
 
 
 @dataclass(frozen=True)

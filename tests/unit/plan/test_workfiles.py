@@ -55,3 +55,21 @@ def test_a_list_command_that_runs_a_shell_script_names_the_files_of_its_script(
     assert _files(tmp_path, '[/bin/sh, -ec, "python train.py"]') == ("train.py",)
     # `-c` after the script is the script's argument: the words are the command's own.
     assert _files(tmp_path, "[bash, run.sh, -c, train.py]") == ("run.sh", "train.py")
+
+
+def test_the_files_a_shell_script_names_are_files_the_command_needs(tmp_path: Path) -> None:
+    # `sh run.sh` runs `cat data.txt | python app.py`: run.sh alone was carried, and the
+    # bundle failed elsewhere on data.txt, which no Python process opened for capture to see.
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("app.py", "data.txt", "out.txt", "notes.txt", "more.csv", "unnamed.txt"):
+        (app / name).write_text("")
+    (app / "run.sh").write_text(
+        "# notes.txt is a comment's word\ncat data.txt|python app.py > out.txt\n./step2\n"
+    )
+    # A script without the suffix is one by its `#!` line, and its words count too.
+    (app / "step2").write_text("#!/usr/bin/env bash\nwc -l more.csv\n")
+    assert _files(tmp_path, "sh run.sh") == ("app.py", "data.txt", "more.csv", "run.sh", "step2")
+    # A text file that names files is no script: its words are not followed.
+    (app / "list.txt").write_text("unnamed.txt\n")
+    assert _files(tmp_path, "cat list.txt") == ("list.txt",)
