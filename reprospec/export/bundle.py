@@ -36,7 +36,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, TypedDict
@@ -47,6 +47,7 @@ from reprospec.core.redact import Redactor, env_names_read, looks_secret, public
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
+from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
 from reprospec.store.runfolder import RunFolder
 
@@ -118,19 +119,14 @@ def is_bundle(path: str | Path) -> bool:
 
 @dataclass(frozen=True)
 class _Sources:
-    """Where the spec, the workdirs and the files they name are here, and their common folder."""
+    """The run's spec tree (without files where the spec is gone or no longer loads), the
+    options a rerun keeps, and what could not be carried."""
 
-    spec: Path | None
-    files: tuple[Path, ...]
-    root: Path
+    tree: SpecTree
     options: dict[str, object]
-    absolute_workdir: Path | None
     warnings: tuple[str, ...]
     document: Mapping[str, JsonValue] | None = None
-    # Files named from outside their workdir (`../raises.py`), among `files`.
-    outside: tuple[Path, ...] = ()
-    # Every workdir of the run: a folder of the tree even when it holds no file.
-    workdirs: tuple[Path, ...] = ()
+    spec_gone: bool = False
 
 
 def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
@@ -140,8 +136,9 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     sources = _sources(run, run_dir)
     top = PurePosixPath(run.run_id)
     spec_rel = _spec_place(run, sources)
-    carried = [p.relative_to(sources.root).as_posix() for p in sources.files]
-    outside = {p.relative_to(sources.root).as_posix() for p in sources.outside}
+    tree = sources.tree
+    carried = [p.relative_to(tree.root).as_posix() for p in tree.files]
+    outside = {p.relative_to(tree.root).as_posix() for p in tree.outside}
     workdir_rel = [rel for rel in carried if rel not in outside]
     manifest: dict[str, object] = {
         "format": FORMAT,
@@ -152,9 +149,9 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         "files": [f"tree/{rel}" for rel in carried],
         "command_line": run.command_line,
     }
-    if sources.absolute_workdir is not None:
+    if tree.absolute_workdir is not None:
         # The spec names its workdir by an absolute path: the rerun points it into tree/.
-        inside = sources.absolute_workdir.relative_to(sources.root).as_posix()
+        inside = tree.absolute_workdir.relative_to(tree.root).as_posix()
         manifest["workdir"] = f"tree/{inside}"
     output.parent.mkdir(parents=True, exist_ok=True)
     redactor = _run_redactor(run, run_dir, sources.document)
@@ -167,7 +164,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
             _add_text(tar, top / "README.md", _readme(run, manifest, carried, place))
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
-            for folder in _empty_workdirs(sources, [spec_rel, *carried]):
+            for folder in tree.empty_workdirs([spec_rel, *carried]):
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
                 _add_folder(tar, top / "tree" / folder)
@@ -175,7 +172,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
                 if path.is_file():
                     _add_file(tar, top / path.name, path, redactor)
                     count += 1
-            for path, rel in zip(sources.files, carried, strict=True):
+            for path, rel in zip(tree.files, carried, strict=True):
                 _add_file(tar, top / "tree" / rel, path, redactor)
                 count += 1
             for path in _log_files(RunFolder(run_dir).cells):
@@ -192,7 +189,6 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     """The spec file, the options and the workdir files of the run, from its store."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
-    from reprospec.plan.workfiles import carried_files
     from reprospec.spec.load import load_spec
     from reprospec.store.db import Store
 
@@ -212,7 +208,7 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     }
     if not stored.is_file():
         warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
-        return _Sources(None, (), stored.parent, kept, None, tuple(warnings))
+        return _Sources(_bare(stored), kept, tuple(warnings), spec_gone=True)
     from reprospec.errors import SpecError
     from reprospec.pipeline.stages import spec_text_of
 
@@ -224,97 +220,16 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
         plan = plan_run(spec, options.with_changes(shard=None))
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
-        return _Sources(stored, (), stored.parent, kept, None, tuple(warnings))
+        return _Sources(_bare(stored), kept, tuple(warnings))
     if spec_text_of(spec) != run.spec_text:
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
-    files: dict[Path, None] = {}
-    outside: dict[Path, None] = {}
-    absolute: dict[Path, None] = {}
-    workdirs: dict[Path, None] = {}
-    missing: dict[str, None] = {}
-    for attempt in plan.attempts:
-        if attempt.workdir.resolve() in workdirs:
-            continue
-        workdirs[attempt.workdir.resolve()] = None
-        named = carried_files(attempt)
-        for name in attempt.files:
-            # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left
-            # out without a word, and the recipient's rerun failed on the missing file.
-            if not (attempt.workdir / name).expanduser().exists():
-                missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
-        for rel in named.inside:
-            files[(attempt.workdir / rel).resolve()] = None
-        outside.update(dict.fromkeys(named.outside))
-        absolute.update(dict.fromkeys(named.absolute))
-    too_large = [p for p in [*files, *outside] if _size(p) > MAX_FILE_BYTES]
-    for path in too_large:
-        files.pop(path, None)
-        outside.pop(path, None)
-    warnings += _not_carried(absolute, too_large)
-    if missing:
-        warnings.append(
-            "not carried, named by the spec's files but not there: " + ", ".join(missing)
-        )
-    # The tree's root holds the spec, every workdir and every file named from outside a
-    # workdir (`../raises.py`): each keeps its place relative to the others, and no member
-    # of the archive needs a `..`, which unpacking refuses.
-    root = Path(
-        os.path.commonpath([stored.resolve().parent, *workdirs, *(p.parent for p in outside)])
-    )
-    written = _workdir_field(spec.document)
-    absolute_workdir = None
-    if written is not None and Path(written).expanduser().is_absolute():
-        if len(workdirs) != 1:
-            raise UsageError(
-                "the spec names absolute workdirs that differ from cell to cell: "
-                "a bundle cannot place them (make them relative to the spec)"
-            )
-        absolute_workdir = next(iter(workdirs))
-    return _Sources(
-        stored,
-        (*files, *(p for p in outside if p not in files)),
-        root,
-        kept,
-        absolute_workdir,
-        tuple(warnings),
-        dict(spec.document),
-        outside=tuple(outside),
-        workdirs=tuple(workdirs),
-    )
+    tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
+    return _Sources(tree, kept, (*warnings, *tree.warnings), dict(spec.document))
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _not_carried(absolute: Iterable[Path], too_large: Sequence[Path]) -> list[str]:
-    """The warnings for the named files a bundle leaves out, each file named."""
-    warnings = []
-    if absolute:
-        warnings.append(
-            "not carried, named by an absolute path that a recipient's tree cannot give "
-            "(name them relative to the workdir to carry them): "
-            + ", ".join(str(p) for p in absolute)
-        )
-    if too_large:
-        warnings.append(
-            f"not carried, over {MAX_FILE_BYTES} bytes (what unpacking takes per file): "
-            + ", ".join(str(p) for p in too_large)
-        )
-    return warnings
-
-
-def _empty_workdirs(sources: _Sources, placed: Sequence[str]) -> list[str]:
-    """The workdirs (relative to the tree's root) that no file placed in the tree is in."""
-    folders = []
-    for workdir in sources.workdirs:
-        rel = workdir.relative_to(sources.root).as_posix()
-        if rel != "." and not any(p.startswith(rel + "/") for p in placed):
-            folders.append(rel)
-    return folders
+def _bare(spec: Path) -> SpecTree:
+    """The tree of a spec whose files cannot be found: the spec's place alone."""
+    return SpecTree(spec, spec.parent, (), (), (), None)
 
 
 def _quoted_mask(override: str) -> str:
@@ -324,16 +239,10 @@ def _quoted_mask(override: str) -> str:
     return f"{path}={json.dumps(value)}" if sep and MASK in value else override
 
 
-def _workdir_field(document: object) -> str | None:
-    environment = document.get("environment") if isinstance(document, dict) else None
-    workdir = environment.get("workdir") if isinstance(environment, dict) else None
-    return str(workdir) if workdir is not None else None
-
-
 def _spec_place(run: RunResult, sources: _Sources) -> str:
-    if sources.spec is None:
+    if sources.spec_gone:
         return Path(run.spec_path).name or "spec.yaml"
-    return sources.spec.resolve().relative_to(sources.root).as_posix()
+    return sources.tree.place(sources.tree.spec)
 
 
 def _log_files(cells: Path) -> Iterator[Path]:
@@ -428,13 +337,13 @@ def _standalone_place(run: RunResult, sources: _Sources, spec_rel: str) -> str |
     """Where in `tree/` the standalone command runs: its workdir's place there (None: not
     a command, or a workdir the tree does not hold)."""
     standalone = run.standalone
-    if standalone is None or standalone.kind != "command" or sources.spec is None:
+    if standalone is None or standalone.kind != "command" or sources.spec_gone:
         return None
     workdir = Path(standalone.workdir)
     if not workdir.is_absolute():
-        workdir = sources.root / PurePosixPath(spec_rel).parent / workdir
+        workdir = sources.tree.root / PurePosixPath(spec_rel).parent / workdir
     try:
-        return workdir.resolve().relative_to(sources.root.resolve()).as_posix()
+        return workdir.resolve().relative_to(sources.tree.root.resolve()).as_posix()
     except ValueError:
         return None
 

@@ -1,0 +1,166 @@
+"""A spec's tree: the spec file and the workdir files its cells name, at their places.
+
+What someone rerunning a spec elsewhere gets: a bundle packs this tree under `tree/`, and
+capture's verify reruns the spec it wrote in a copy of it, so that `reproduced` means the
+spec and what it carries reproduce, not the workdir the capture ran in (a file the child
+read that `files` missed stays behind in the workdir and fails the copy's rerun).
+
+Each workdir, the spec and every file named from outside a workdir (`../raises.py`) keep
+their places relative to each other under the tree's root, their common folder: so
+`workdir: ../app` still resolves, and no member needs a `..`, which unpacking refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.jsontypes import JsonValue
+from reprospec.errors import UsageError
+from reprospec.plan.workfiles import carried_files
+
+
+@dataclass(frozen=True)
+class SpecTree:
+    """Where the spec, its workdirs and the files they name are on this machine."""
+
+    spec: Path
+    root: Path
+    # Every file the tree carries (resolved): the workdirs' and those named from outside.
+    files: tuple[Path, ...]
+    # Files named from outside their workdir (`../raises.py`), among `files`.
+    outside: tuple[Path, ...]
+    # Every workdir of the cells: a folder of the tree even when it holds no file.
+    workdirs: tuple[Path, ...]
+    # The one workdir a spec names by an absolute path (a rerun points it into the tree).
+    absolute_workdir: Path | None
+    # What is named and not carried (missing, too large, absolute), each file named.
+    warnings: tuple[str, ...] = ()
+
+    def place(self, path: Path) -> str:
+        """`path`'s place in the tree, relative to its root."""
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def empty_workdirs(self, placed: Iterable[str]) -> list[str]:
+        """The workdirs (relative to the root) that no file placed in the tree is in."""
+        placed = list(placed)
+        folders = []
+        for workdir in self.workdirs:
+            rel = workdir.relative_to(self.root).as_posix()
+            if rel != "." and not any(p.startswith(rel + "/") for p in placed):
+                folders.append(rel)
+        return folders
+
+
+def spec_tree(
+    spec_path: Path,
+    document: Mapping[str, JsonValue],
+    attempts: Sequence[AttemptPlan],
+    *,
+    max_file_bytes: int,
+) -> SpecTree:
+    """The tree of the spec at `spec_path` (its `document` as loaded, its planned
+    `attempts`): files over `max_file_bytes` are named in the warnings, not carried."""
+    files: dict[Path, None] = {}
+    outside: dict[Path, None] = {}
+    absolute: dict[Path, None] = {}
+    workdirs: dict[Path, None] = {}
+    missing: dict[str, None] = {}
+    for attempt in attempts:
+        if attempt.workdir.resolve() in workdirs:
+            continue
+        workdirs[attempt.workdir.resolve()] = None
+        named = carried_files(attempt)
+        for name in attempt.files:
+            # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left
+            # out without a word, and the recipient's rerun failed on the missing file.
+            if not (attempt.workdir / name).expanduser().exists():
+                missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
+        for rel in named.inside:
+            files[(attempt.workdir / rel).resolve()] = None
+        outside.update(dict.fromkeys(named.outside))
+        absolute.update(dict.fromkeys(named.absolute))
+    too_large = [p for p in [*files, *outside] if _size(p) > max_file_bytes]
+    for path in too_large:
+        files.pop(path, None)
+        outside.pop(path, None)
+    warnings = _not_carried(absolute, too_large, max_file_bytes)
+    if missing:
+        warnings.append(
+            "not carried, named by the spec's files but not there: " + ", ".join(missing)
+        )
+    spec = spec_path.resolve()
+    root = Path(os.path.commonpath([spec.parent, *workdirs, *(p.parent for p in outside)]))
+    written = _workdir_field(document)
+    absolute_workdir = None
+    if written is not None and Path(written).expanduser().is_absolute():
+        if len(workdirs) != 1:
+            raise UsageError(
+                "the spec names absolute workdirs that differ from cell to cell: "
+                "a bundle cannot place them (make them relative to the spec)"
+            )
+        absolute_workdir = next(iter(workdirs))
+    return SpecTree(
+        spec,
+        root,
+        (*files, *(p for p in outside if p not in files)),
+        tuple(outside),
+        tuple(workdirs),
+        absolute_workdir,
+        tuple(warnings),
+    )
+
+
+def copy_tree(tree: SpecTree, dest: Path) -> Path:
+    """Copy the spec and the files of `tree` into the empty folder `dest`, each at its
+    place; the copied spec's path. A spec naming its workdir by an absolute path runs
+    there wherever it is copied: no copy can stand for it (UsageError)."""
+    if tree.absolute_workdir is not None:
+        raise UsageError(
+            f"the spec names its workdir by an absolute path ({tree.absolute_workdir})"
+        )
+    placed = [tree.place(path) for path in tree.files]
+    for rel in [*placed, tree.place(tree.spec)]:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+    for folder in tree.empty_workdirs(placed):
+        (dest / folder).mkdir(parents=True, exist_ok=True)
+    for path, rel in zip(tree.files, placed, strict=True):
+        shutil.copy2(path, dest / rel)  # the mode too: a script run as `./run.sh`
+    spec = dest / tree.place(tree.spec)
+    shutil.copy2(tree.spec, spec)
+    return spec
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _not_carried(absolute: Iterable[Path], too_large: Sequence[Path], limit: int) -> list[str]:
+    """The warnings for the named files a tree leaves out, each file named."""
+    absolute = list(absolute)
+    warnings = []
+    if absolute:
+        warnings.append(
+            "not carried, named by an absolute path that a recipient's tree cannot give "
+            "(name them relative to the workdir to carry them): "
+            + ", ".join(str(p) for p in absolute)
+        )
+    if too_large:
+        warnings.append(
+            f"not carried, over {limit} bytes (what unpacking takes per file): "
+            + ", ".join(str(p) for p in too_large)
+        )
+    return warnings
+
+
+def _workdir_field(document: object) -> str | None:
+    environment = document.get("environment") if isinstance(document, dict) else None
+    workdir = environment.get("workdir") if isinstance(environment, dict) else None
+    return str(workdir) if workdir is not None else None
