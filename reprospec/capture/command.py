@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, read_files
+from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
     attempt_output,
@@ -32,8 +32,6 @@ from reprospec.capture.footprint import (
     hung_import,
     hydra_overrides,
     imported,
-    local_files,
-    scripts,
 )
 from reprospec.capture.toggles import Proposal, propose
 from reprospec.capture.verify import Runner, verify
@@ -148,15 +146,17 @@ def capture(request: Request, run_spec: Runner) -> Captured:
             ),
         )
     modules = imported(run_dir, attempts)
-    files = local_files(modules, workdir, _script_dir(request.argv, workdir))
-    # The scripts that ran as a main program, but for the one the command names itself.
-    named = {(workdir / word).resolve() for word in request.argv}
-    ran = [s for s in scripts(run_dir, attempts, workdir) if (workdir / s).resolve() not in named]
-    data = read_files(
-        run_dir, attempts, workdir, before=started, leave_out=(request.out, spec_path)
+    footprint = WorkdirFiles(
+        workdir,
+        _script_dir(request.argv, workdir),
+        request.out,
+        leave_out=(request.out, spec_path),
+        before=started,
     )
-    read = [f for f in data.listed if (workdir / f).resolve() not in named]
-    files = tuple(sorted({*files, *ran, *read}))
+    data = footprint.read(run_dir, attempts, modules)
+    # What the command names itself is carried as it is named: no need to list it.
+    named = {(workdir / word).resolve() for word in request.argv}
+    files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))
     packages = distributions(modules)
     hydra = hydra_overrides(workdir, started)
     last_import = next(
@@ -210,7 +210,15 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
         try:
-            said, verified = verify(run_spec, spec_path, final, observed.signature, request.repeat)
+            said, verified = verify(
+                run_spec,
+                spec_path,
+                final,
+                observed.signature,
+                request.repeat,
+                workdir=workdir,
+                reads=footprint.reads,
+            )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None
         lines += said

@@ -5,18 +5,22 @@ stackdump sitecustomize's audit hook as it opens them, asked by
 REPROSPEC_RECORD_IMPORTS as the imports are). A spec that carries its modules but not
 its `config.yaml` fails elsewhere with FileNotFoundError, not the bug; one that carried
 a dataset would make every bundle gigabytes. Pure reading of what came back, as
-footprint.py's, kept apart from it: imports and data are judged by different rules.
+footprint.py's, kept apart from it: imports and data are judged by different rules
+(`WorkdirFiles` puts the two together for a run).
 """
 
 from __future__ import annotations
 
+import re
 import stat
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.core.results import AttemptResult
+from reprospec.capture.footprint import imported, local_files, scripts, searched
+from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
+from reprospec.outcome.evidence import read_log
 
 # What of the data a program read from the workdir is listed in `files`: `bundle` carries
 # each one, and a dataset or a checkpoint is for the reader to fetch, not a bug report's. A
@@ -39,6 +43,65 @@ class ReadFiles:
     hidden: tuple[str, ...] = ()  # a dot-file (`.env`): it may hold secrets
 
 
+@dataclass(frozen=True)
+class WorkdirFiles:
+    """How the workdir's files a run used are read from its run folder: for the spec's
+    `files` from capture's first run, and for what a copy of the spec's tree lacked from
+    the verify's rerun in that copy (verify.Reads)."""
+
+    workdir: Path
+    script_dir: Path  # the folder of the script the command names (where Python looks first)
+    out: Path  # the store's folder: the runs' folders are under it
+    leave_out: tuple[Path, ...]  # read_files' leave_out
+    before: float  # read_files' before: when the capture began
+
+    def read(
+        self,
+        run_dir: Path,
+        attempts: Sequence[AttemptResult],
+        modules: Iterable[str],
+        ran_in: Path | None = None,
+        also: Iterable[str] = (),
+    ) -> ReadFiles:
+        """The workdir's files the attempts imported (`modules`), ran as a script or opened
+        for reading (and the paths `also`), in `listed`; `ran_in`: the copy of the workdir
+        they ran in."""
+        workdir = self.workdir
+        folders = searched(run_dir, attempts)
+        if ran_in is not None:  # the copy's folders, as the workdir's
+            copy = ran_in.resolve()
+            folders = tuple(
+                workdir / p.relative_to(copy) if p.is_relative_to(copy) else p for p in folders
+            )
+        local = local_files(modules, workdir, self.script_dir, folders)
+        ran = scripts(run_dir, attempts, ran_in.resolve() if ran_in else workdir)
+        data = read_files(
+            run_dir,
+            attempts,
+            workdir,
+            before=self.before,
+            leave_out=self.leave_out,
+            ran_in=ran_in,
+            also=also,
+        )
+        return replace(data, listed=tuple(sorted({*local, *ran, *data.listed})))
+
+    def reads(self, result: RunResult, copied: Path) -> tuple[str, ...]:
+        """The workdir's files the run of the spec in a copy of its tree (its workdir's copy
+        `copied`) imported, ran, read or named in its output (a shell's `cat: data.txt: No
+        such file or directory`: no Python process opened it), as they are in the workdir."""
+        run_dir = self.out.resolve() / "runs" / result.run_id
+        attempts = [a for cell in result.cells for a in cell.attempts]
+        printed = "\n".join(
+            read_log(run_dir / a.logs / name, head=0, tail=OUTPUT_TAIL_BYTES)
+            for a in attempts
+            for name in ("stdout.log", "stderr.log")
+        )
+        modules = imported(run_dir, attempts)
+        named = named_in(printed, copied.resolve())
+        return self.read(run_dir, attempts, modules, ran_in=copied, also=named).listed
+
+
 def read_files(
     run_dir: Path,
     attempts: Iterable[AttemptResult],
@@ -46,13 +109,19 @@ def read_files(
     *,
     before: float,
     leave_out: Iterable[Path] = (),
+    ran_in: Path | None = None,
+    also: Iterable[str] = (),
 ) -> ReadFiles:
     """The data a program read: files under the workdir that were there, unchanged, before
     the run began (`before`, a time.time(): a file it wrote and read back is its own
     output), but for its Python modules (its imports say which), hidden ones (`.env`:
     secrets travel in no bundle), caches, and what lies under `leave_out` (the run
-    folder, the spec being written); grouped by the workdir's folders (see above)."""
+    folder, the spec being written); grouped by the workdir's folders (see above).
+    `ran_in`: the copy of the workdir the attempts ran in (capture's verify): what they
+    opened there is judged as the workdir's, where the copy's files came from. `also`:
+    more paths to judge as if opened (`named_in` of what the attempts printed)."""
     skipped = [p.resolve() for p in leave_out]
+    copy = ran_in.resolve() if ran_in is not None else None
     # Each path once: every attempt, and every process of one, records what it opened.
     opened: dict[str, None] = {}
     for attempt in attempts:
@@ -62,11 +131,14 @@ def read_files(
             except OSError:
                 continue
             opened.update(dict.fromkeys(text.splitlines()))
+    opened.update(dict.fromkeys(also))
     sizes: dict[str, int] = {}
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
     for line in opened:
         path = Path(line).resolve()
+        if copy is not None and path.is_relative_to(copy):
+            path = workdir / path.relative_to(copy)
         if path.suffix == ".py" or not path.is_relative_to(workdir):
             continue
         if any(path == s or path.is_relative_to(s) for s in skipped):
@@ -104,6 +176,25 @@ def read_files(
         else:
             too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
     return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)))
+
+
+# A word of a program's output that may be a file's name: `cat: data.txt: No such file or
+# directory`, FileNotFoundError's `[Errno 2] No such file or directory: 'conf/x.yaml'`.
+_FILE_WORD = re.compile(r"[\w~/][\w.~/+-]*")
+# What of a failing rerun's output is read for them: the end of each stream.
+OUTPUT_TAIL_BYTES = 64 << 10
+
+
+def named_in(text: str, folder: Path) -> list[str]:
+    """The absolute paths that the words of `text` with a dot or a slash in them name, a
+    relative one taken in `folder`: what a program that failed on a missing file says it
+    missed, whatever the program (a shell's `cat`, a C library, Python)."""
+    names: dict[str, None] = {}
+    for word in _FILE_WORD.findall(text):
+        word = word.rstrip(".")
+        if ("." in word or "/" in word) and len(word) < 1024:
+            names[str(folder / Path(word).expanduser())] = None
+    return list(names)
 
 
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})

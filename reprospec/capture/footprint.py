@@ -107,11 +107,16 @@ def shell_only(environ: Mapping[str, str], carried: Iterable[str]) -> tuple[str,
 OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
 
 
-def local_files(modules: Iterable[str], workdir: Path, script_dir: Path) -> tuple[str, ...]:
+def local_files(
+    modules: Iterable[str], workdir: Path, script_dir: Path, searched: Iterable[Path] = ()
+) -> tuple[str, ...]:
     """The workdir's Python files behind `modules` (dotted names), as the child resolved them:
-    the script's folder first, then the workdir; relative to the workdir, sorted."""
+    in the folders of its `sys.path` inside the workdir (`searched`, in its order: `src/`
+    of PYTHONPATH=src), then the script's folder, then the workdir; relative to the
+    workdir, sorted."""
     found: set[str] = set()
-    roots = [script_dir, workdir] if script_dir != workdir else [workdir]
+    inside = [p for p in searched if p.is_relative_to(workdir)]
+    roots = list(dict.fromkeys([*inside, script_dir, workdir]))
     for name in modules:
         parts = name.split(".")
         if not all(part.isidentifier() for part in parts):
@@ -266,6 +271,20 @@ def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...
                 if line.strip():
                     names[line.strip()] = None
     return tuple(names)
+
+
+def searched(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]:
+    """The folders the attempts' processes looked for modules in (their `sys.path`, one
+    `syspath-<pid>.txt` each, written by the child as an entry first appears), in order."""
+    found: dict[Path, None] = {}
+    for attempt in attempts:
+        for path in sorted((run_dir / attempt.logs).glob("syspath-*.txt")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            found.update(dict.fromkeys(Path(line).resolve() for line in text.splitlines() if line))
+    return tuple(found)
 
 
 def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> tuple[str, ...]:

@@ -7,69 +7,158 @@ nowhere, gave `reproduced` for a spec that passed anywhere else). The rerun leav
 shell's own variables (`footprint.shell_only`: all but this machine's PATH, HOME, locale
 and the like); when the failure comes back with them and not without, the one it needs
 (or the few) is found by halves and written into `environment.env`.
+
+It runs in a copy of the spec's tree (export/tree.py: the spec and the files a bundle
+carries, in a new folder outside the workdir), as someone given the bundle would run it.
+A rerun in the workdir itself had everything the command read there at hand, and said
+`reproduced` for a spec whose bundle failed elsewhere on a file its `files` lacked.
+When the failure comes back in the workdir and not in the copy, the copy's rerun says
+what it looked for there (its imports and the files it opened, recorded as capture's first
+run records them): those of the workdir's files are added to `files`, and the copy is
+made and run again.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.capture.footprint import needed_lines, shell_only
+from reprospec.capture.footprint import RECORD_IMPORTS_VAR, needed_lines, shell_only
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
 
 # (spec, attempts, observe) -> the run: how capture runs a spec (the CLI's live progress).
 Runner = Callable[[Path, int, bool], RunResult]
+# (the run in a copy, the workdir's copy) -> the workdir's files it imported, ran or read,
+# relative to the workdir (command._Footprint.reads).
+Reads = Callable[[RunResult, Path], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
 class Rerun:
     """One rerun of the written spec: did the observed failure come back, as `expect` says."""
 
-    run_id: str
+    result: RunResult
     attempts: tuple[AttemptResult, ...]
     same: int  # attempts whose signature is the observed one's
     verdicts: str
     verified: bool
+    # A rerun in a copy of the spec's tree: how many files the copy carried, and the
+    # workdir's files the rerun looked for that the copy did not have.
+    copied: int | None = None
+    lacking: tuple[str, ...] = ()
 
 
 def verify(
-    run_spec: Runner, spec_path: Path, draft: Draft, signature: str, repeat: int
+    run_spec: Runner,
+    spec_path: Path,
+    draft: Draft,
+    signature: str,
+    repeat: int,
+    *,
+    workdir: Path,
+    reads: Reads,
 ) -> tuple[tuple[str, ...], bool]:
-    """Rerun the spec at `spec_path` (written from `draft`) without the shell's own
-    variables, rewritten with the ones the failure needs; what to say, and whether the
-    failure came back as `expect` says."""
+    """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
+    its tree without the shell's own variables; rewritten with the variables and the files
+    the failure needs when it comes back in the workdir itself and not so. What to say, and
+    whether the failure came back as `expect` says."""
     own = shell_only(os.environ, (line.name for line in draft.env))
 
-    def check(kept: Iterable[str] = ()) -> Rerun:
+    def check(kept: Iterable[str] = (), *, copy: bool = False) -> Rerun:
         keep = set(kept)
-        return _rerun(run_spec, spec_path, repeat, signature, [n for n in own if n not in keep])
+        left_out = [n for n in own if n not in keep]
+        if not copy:
+            return _rerun(run_spec, spec_path, repeat, signature, left_out)
+        return _rerun_copied(run_spec, spec_path, workdir, repeat, signature, left_out, reads)
 
     lines: list[str] = []
-    done = check()
+    after: list[str] = []  # why the verify line's rerun missed
+    done = check(copy=True)
     needed: tuple[str, ...] = ()
-    if not done.verified and own and check(own).verified:
-        needed = _needed(own, check)
-        draft = replace(draft, env=(*draft.env, *needed_lines(os.environ, needed)))
-        spec_path.write_text(render_spec(draft), encoding="utf-8")
-        lines.append(
-            "the failure needs " + ", ".join(needed) + " as your shell sets it: it did not "
-            "come back without it, and the spec now sets it (environment.env)"
-        )
-        done = check(needed)
+    if not done.verified:
+        here = check()
+        came_back_here = here.verified
+        if not came_back_here and own and check(own).verified:
+            needed = _needed(own, check)
+            draft = replace(draft, env=(*draft.env, *needed_lines(os.environ, needed)))
+            spec_path.write_text(render_spec(draft), encoding="utf-8")
+            lines.append(
+                "the failure needs " + ", ".join(needed) + " as your shell sets it: it did "
+                "not come back without it, and the spec now sets it (environment.env)"
+            )
+            done = check(needed, copy=True)
+            came_back_here = True  # `_needed` ended on variables it came back with
+        if not done.verified and came_back_here:
+            # It needs more of the workdir than the copy carried.
+            lacking = [f for f in done.lacking if f not in draft.files]
+            if lacking:
+                draft = replace(draft, files=tuple(sorted({*draft.files, *lacking})))
+                spec_path.write_text(render_spec(draft), encoding="utf-8")
+                lines.append(
+                    f"the failure needs {_names(lacking)} of the workdir: it came back there, "
+                    "not in a copy of the spec without it, and the spec now lists it (files)"
+                )
+                done = check(needed, copy=True)
+            if not done.verified:
+                after.append(
+                    "it came back in the workdir, but not in a copy of the spec and the "
+                    f"{done.copied} file(s) it carries: the command needs more of the workdir "
+                    "than capture saw it read (what a program other than Python reads is not "
+                    "seen); name it in the spec's `files`"
+                )
+        elif not done.verified:
+            # Not a file the copy lacked: it came back nowhere.
+            after.append(f"it did not come back in the workdir either (run {here.result.run_id})")
     left_out = [name for name in own if name not in needed]
+    where = "" if done.copied is None else f" in a copy of the spec and its {done.copied} file(s)"
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
     lines.append(
-        f"verify{without}: {'the same' if done.same else 'NOT the same'} signature "
+        f"verify{where}{without}: {'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
-        + f"; verdict {done.verdicts} (run {done.run_id})"
+        + f"; verdict {done.verdicts} (run {done.result.run_id})"
     )
-    return tuple(lines), done.verified
+    return (*lines, *after), done.verified
+
+
+def _rerun_copied(
+    run_spec: Runner,
+    spec_path: Path,
+    workdir: Path,
+    repeat: int,
+    signature: str,
+    left_out: Sequence[str],
+    reads: Reads,
+) -> Rerun:
+    """`_rerun` of a copy of the spec's tree, made in a new folder outside the workdir
+    (a program that looks up its folders for a config must not find the workdir's) and
+    removed after, with the imports and reads recorded: `lacking` is what of the workdir
+    it looked for there and did not find."""
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.export.bundle import MAX_FILE_BYTES
+    from reprospec.export.tree import copy_tree, spec_tree
+    from reprospec.plan.run import plan_run
+    from reprospec.spec.load import load_spec
+
+    spec = load_spec(spec_path)
+    plan = plan_run(spec, RunOptions())
+    tree = spec_tree(spec_path, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
+    with tempfile.TemporaryDirectory(prefix="reprospec-verify-") as scratch:
+        dest = Path(scratch)
+        copied_spec = copy_tree(tree, dest)
+        copied_workdir = dest / tree.place(workdir)
+        with environ.changed({RECORD_IMPORTS_VAR: "1"}):
+            rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out)
+        lacking = tuple(
+            f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
+        )
+    return replace(rerun, copied=len(tree.files), lacking=lacking)
 
 
 def _rerun(
@@ -88,7 +177,7 @@ def _rerun(
     )
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
     verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
-    return Rerun(result.run_id, again, same, verdicts, verified)
+    return Rerun(result, again, same, verdicts, verified)
 
 
 def _needed(own: Sequence[str], check: Callable[[Iterable[str]], Rerun]) -> tuple[str, ...]:

@@ -102,6 +102,11 @@ def _record_imports() -> None:
     seen: set[str] = set()
     imports = _ProcessLines(folder, "imports")
     where = {"main": -1}
+    # The folders the modules are looked for in (PYTHONPATH=src, a program's own
+    # sys.path.insert): capture finds the workdir's modules there, not only in the
+    # workdir and the script's folder. Each once, as it first appears.
+    searched: set[str] = set()
+    paths = _ProcessLines(folder, "syspath")
 
     class _Recorder:
         @staticmethod
@@ -111,6 +116,10 @@ def _record_imports() -> None:
                     return
                 seen.add(name)
                 imports.write(name)
+                for entry in sys.path:
+                    if entry not in searched and isinstance(entry, str):
+                        searched.add(entry)
+                        paths.write(os.path.abspath(entry))
                 pid = os.getpid()
                 if where["main"] != pid and sys.argv and os.path.isfile(sys.argv[0]):
                     # The script this process runs is no import: a program started by a

@@ -52,6 +52,13 @@ def capture(
     return result
 
 
+# The verify line's start: where it ran, and the variables of the shell it left out when the
+# test's shell has some.
+_VERIFY = re.compile(
+    r"^verify in a copy of the spec and its \d+ file\(s\)(?: \(without [^)]*\))?: "
+)
+
+
 def first_run(workdir: Path) -> dict[str, Any]:
     """The capture's own run (the oldest in --out): what the command did."""
     runs = sorted((workdir.parent / "out" / "runs").iterdir())
@@ -326,7 +333,7 @@ def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_
     assert result.code == 1, result.stdout + result.stderr
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     # (after the variables of the shell it left out, when the test's shell has some)
-    assert re.sub(r"^verify(?: \(without [^)]*\))?: ", "", verify).startswith(
+    assert _VERIFY.sub("", verify).startswith(
         "the same signature (error:RuntimeError) came back in 1/1 attempt(s), but the "
         "spec's expect did not match: expected message matching 'first failure', got "
         "'another failure'; verdict not-reproduced"
@@ -348,7 +355,7 @@ def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_p
                  cwd=workdir)  # fmt: skip
     assert result.code == 1, result.stdout + result.stderr
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
-    assert re.sub(r"^verify(?: \(without [^)]*\))?: ", "", verify).startswith(
+    assert _VERIFY.sub("", verify).startswith(
         "NOT the same signature (error:KeyError) came back in 0/1 attempt(s); the spec's "
         "expect did not match: expected outcome error, got pass"
     ), verify
@@ -435,6 +442,83 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The verify reran the spec in the workdir, where everything the command read was at
+    # hand: it said `reproduced` of a spec whose bundle failed elsewhere. Here the file is
+    # read by `cat`, which no audit hook sees, under a name no word of the command holds.
+    work = tmp_path / "work"
+    (work / "conf").mkdir(parents=True)
+    (work / "conf" / "settings.txt").write_text("mode: boom\n")
+    (work / "app.py").write_text(
+        "import subprocess, sys\n"
+        "name = 'conf/' + 'settings' + '.txt'\n"
+        "read = subprocess.run(['cat', name], capture_output=True, text=True)\n"
+        "sys.stderr.write(read.stderr)\n"
+        "if 'boom' in read.stdout:\n    raise RuntimeError('boom mode')\n"
+    )
+    result = capture(cli, work, "python", "app.py")
+    # The copy's rerun passed; cat said which file it missed, and it is in `files` now.
+    assert (
+        "the failure needs conf/settings.txt of the workdir: it came back there, not in a "
+        "copy of the spec without it, and the spec now lists it (files)"
+    ) in result.stdout, result.stdout
+    assert load_spec(str(work / "spec.yaml")).document["files"] == ["conf/settings.txt"]
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
+    assert "verdict reproduced" in verify, verify
+    # The copy ran outside the workdir and is gone; the workdir got nothing written into it.
+    verify_run = tmp_path / "out" / "runs" / verify.rpartition("(run ")[2].rstrip(")")
+    copied_spec = Path(json.loads((verify_run / "results.json").read_text())["spec"]["path"])
+    assert not copied_spec.is_relative_to(work)
+    assert not copied_spec.exists()
+    assert sorted(p.name for p in work.iterdir()) == ["app.py", "conf", "spec.yaml"]
+
+
+def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The shell tests for a file whose name it builds, and says nothing when it is not
+    # there: no record and no message name it, so the spec cannot be made whole. It
+    # reproduces in the workdir only, and capture says so and exits 1.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "marker").write_text("")
+    (work / "crash.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    (work / "run.sh").write_text(
+        'f=$(printf "mark%s" er)\nif [ -f "$f" ]; then python crash.py; fi\n'
+    )
+    out = tmp_path / "out"
+    result = cli("capture", "-o", "spec.yaml", "--out", str(out), "--", "sh", "run.sh", cwd=work)
+    assert result.code == 1, result.stdout + result.stderr
+    assert (
+        "it came back in the workdir, but not in a copy of the spec and the 2 file(s) it "
+        "carries: the command needs more of the workdir than capture saw it read"
+    ) in result.stdout, result.stdout
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert "NOT the same signature (crash:SIGSEGV" in verify, verify
+    assert "verdict not-reproduced" in verify, verify
+
+
+def test_a_shell_script_the_command_runs_brings_the_files_it_names(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `sh run.sh` running `cat data.txt | python app.py`: run.sh's own words name data.txt,
+    # which the copy (as the bundle) carries; the verify in the copy reproduces.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.txt").write_text("boom\n")
+    (work / "app.py").write_text(
+        "import sys\nif sys.stdin.read().strip() == 'boom':\n    raise ValueError('boom')\n"
+    )
+    (work / "run.sh").write_text("cat data.txt | python app.py\n")
+    result = capture(cli, work, "sh", "run.sh")
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert verify.startswith("verify in a copy of the spec and its 3 file(s)"), verify
+    assert "verdict reproduced" in verify, verify
+
+
 def test_a_traceback_the_program_went_on_from_is_expected_beside_its_exit(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -473,6 +557,13 @@ def test_a_pythonpath_the_failure_needs_goes_into_the_spec(cli: Cli, tmp_path: P
         cli, workdir, "python", "-m", "mypkg", env={"PYTHONPATH": f"src{os.pathsep}{ROOT}"}
     )
     assert "the failure needs PYTHONPATH as your shell sets it" in result.stdout, result.stdout
+    # The package is found where the child looked for it (`src/`, its sys.path), and the
+    # copy the verify ran in carried it: the bundle's rerun finds it too.
+    assert load_spec(str(workdir / "spec.yaml")).document["files"] == [
+        "src/mypkg/__init__.py",
+        "src/mypkg/__main__.py",
+    ]
+    assert "verdict reproduced" in result.stdout, result.stdout
     environment = load_spec(str(workdir / "spec.yaml")).document["environment"]
     assert isinstance(environment, dict)
     assert environment["env"]["PYTHONPATH"] == f"src{os.pathsep}{ROOT}"  # type: ignore[index,call-overload]
@@ -514,7 +605,7 @@ def test_a_failure_that_needs_nothing_of_the_shell_adds_nothing(cli: Cli, tmp_pa
     (workdir / "boom.py").write_text("print('train step 1/1', flush=True)\nraise ValueError(1)\n")
     result = capture(cli, workdir, "python", "boom.py", env={"UNRELATED_SETTING": "x"})
     assert "the failure needs" not in result.stdout
-    assert "verify (without " in result.stdout  # the shell's own were left out, and it says so
+    assert ") (without " in result.stdout  # the shell's own were left out, and it says so
     assert "verdict reproduced" in result.stdout
     text = (workdir / "spec.yaml").read_text()
     assert "UNRELATED_SETTING" not in text
