@@ -49,6 +49,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, Outcome
+from reprospec.core.words import PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
 from reprospec.outcome.pytestreport import first_failure, is_pytest
 from reprospec.spec.presets import PRESETS, detect
@@ -185,6 +186,10 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
+    if beside and observed.outcome is not None and observed.outcome.kind == "pass":
+        # The spec expects the pass that ran; the crash it hid is what one came to capture.
+        lines.append(f"it {beside[0]}")
     if proposal.toggles:
         lines.append(
             "axes from the command: "

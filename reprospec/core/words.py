@@ -13,6 +13,7 @@ a crash reads the same wherever it is shown:
     expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
     rate          3/4 (95% CI 0.30–0.95)
     attempts      2× hang @ import, 1× pass
+    a pass        pass, but a process died of SIGSEGV     (`python app.py | tee log`)
 
 The raw values (`6..8`, `>=0.3`, byte counts) are formatted by units.py.
 """
@@ -134,9 +135,25 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     return f"({who})"
 
 
+# The start of the warning of a pass whose tree held a process that died of a signal
+# (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
+PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"
+
+
+def crash_beside_pass(attempt: AttemptResult) -> str | None:
+    """The signal a process of this passing attempt died of (its warning says so), or None."""
+    for warning in attempt.warnings:
+        if warning.startswith(PASSED_BESIDE_A_CRASH):
+            return warning[len(PASSED_BESIDE_A_CRASH) :].split()[0]
+    return None
+
+
 def attempt_phrase(attempt: AttemptResult, *, where: bool = True, pid: bool = True) -> str:
-    """An attempt's outcome, or why it did not run."""
-    return outcome_phrase(attempt.outcome, where=where, pid=pid)
+    """An attempt's outcome, or why it did not run; `pass, but a process died of SIGSEGV`
+    where its root passed over a crash beside it."""
+    phrase = outcome_phrase(attempt.outcome, where=where, pid=pid)
+    signal = crash_beside_pass(attempt) if attempt.warnings else None
+    return f"{phrase}, but a process died of {signal}" if signal else phrase
 
 
 def chain_phrase(outcome: Outcome) -> str:

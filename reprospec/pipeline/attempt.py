@@ -24,6 +24,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
+from reprospec.core.words import PASSED_BESIDE_A_CRASH
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
@@ -180,7 +181,7 @@ def passed_over_a_crash(
     first = crashed[0]
     piped = isinstance(plan.job, Command) and "|" in (plan.job.shell or "")
     return (
-        f"passed, but a process of the attempt died of {first.signal} (pid {first.pid}"
+        f"{PASSED_BESIDE_A_CRASH} {first.signal} (pid {first.pid}"
         + (f": {first.command}" if first.command else "")
         + ")"
         + (f" and {len(crashed) - 1} more" if len(crashed) > 1 else "")

@@ -528,3 +528,15 @@ def test_a_pass_over_a_crashed_process_says_so(tmp_path: Path) -> None:
     assert "died of SIGSEGV (pid " in warning
     assert "segv.py" in warning
     assert "[bash, -o, pipefail, -c, ...]" in warning
+    # Said where one looks, not only in results.json and the report's end: the attempt's
+    # line and the table's `actual` (both read `pass` alone before).
+    assert "default #1: pass, but a process died of SIGSEGV (match" in done.stderr, done.stderr
+    assert "pass, but a process died of SIGSEGV" in done.stdout, done.stdout
+    # capture writes the pass that ran, and says what it hid.
+    captured = subprocess.run(
+        [sys.executable, "-m", "reprospec", "capture", "--no-verify", "-o", "cap.yaml",
+         "--out", str(tmp_path / "out"), "--", "sh", "-c", "python segv.py | tee out.log"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert captured.returncode == 0, captured.stderr
+    assert "\nit passed, but a process of the attempt died of SIGSEGV (pid " in captured.stdout
