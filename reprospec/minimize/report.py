@@ -243,18 +243,17 @@ def expects_the_failure(
 
 
 def _repro(spec_path: Path, found: Minimized) -> str:
-    """The failing cell's command, interpolated, as `sh` runs it in DIR."""
+    """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
+    repro of it (its variables as `NAME=value` words: the bare command of a failure that
+    needs `MY_FLAG=1` passed, and repro.sh with it)."""
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
+    from reprospec.plan.standalone import standalone_of
 
     spec = api.load_spec(spec_path)
     plan = api.plan_run(spec, RunOptions(matrix_filters=_cell_filters(spec, found)))
-    argv = plan.attempts[0].argv
-    if argv is None:
-        return plan.attempts[0].command_text
-    if argv[:2] == ("/bin/sh", "-c"):
-        return argv[2]
-    return join_words(tuple(argv))
+    attempt = plan.attempts[0]
+    return standalone_of(attempt, spec_path.parent).run or attempt.command_text
 
 
 _PERTURBED_NOTE = (

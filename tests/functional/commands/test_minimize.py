@@ -254,6 +254,12 @@ def test_the_variable_the_failure_needs_is_kept(tmp_path: Path) -> None:
     assert code == 0, (data.get("status"), data.get("message"), stderr)
     assert "CRASH_ON" in (tmp_path / "result" / "minimized.yaml").read_text()
     assert "| environment variables | 1 | 1 |" in (tmp_path / "result" / "minimize.md").read_text()
+    # repro.sh sets it too: it was the bare command, which passed without CRASH_ON.
+    repro = tmp_path / "result" / "repro.sh"
+    assert "CRASH_ON=1 python env.py" in repro.read_text()
+    env = {k: v for k, v in os.environ.items() if k != "CRASH_ON"}
+    ran = subprocess.run(["sh", str(repro)], capture_output=True, timeout=30, env=env)
+    assert ran.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), ran
 
 
 def test_a_quoted_expression_keeps_its_quotes(tmp_path: Path) -> None:
