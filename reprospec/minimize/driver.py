@@ -411,6 +411,8 @@ def _program(
     files: dict[str, str] = {}
     if script is not None and script.is_file() and _inside(script, workdir):
         _collect(script, workdir, files)
+    for path in _behind(words, workdir, document):
+        _collect(path, workdir, files)
     environment = document.get("environment")
     env_section = environment.get("env") if isinstance(environment, dict) else None
     env = (
@@ -421,6 +423,22 @@ def _program(
     return Program(
         head=words[:head_end], args=words[head_end:], env=env, files=tuple(files.items())
     )
+
+
+def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValue]) -> list[Path]:
+    """The workdir's Python files the command runs by other means than its own words: the
+    ones a shell script it runs names (`sh run.sh` with `cat data.txt | python app.py`),
+    and the spec's `files`. app.py was left whole ("0 -> 0 lines, no Python files")."""
+    from reprospec.plan.workfiles import script_files
+
+    root = workdir.resolve()
+    named = [root / w for w in words if "${{" not in w]
+    listed = document.get("files")
+    if isinstance(listed, list):
+        named += [root / str(name) for name in listed]
+    found = [p.resolve() for p in named if p.is_file() and _inside(p, root)]
+    behind = [p for p in [*found, *script_files(found, root)] if p.suffix == ".py"]
+    return [workdir / p.relative_to(root) for p in behind]
 
 
 def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:

@@ -2,12 +2,13 @@
 
 DIR holds what `docs/cli.md` says it holds: the minimized files, the spec and repro that
 run them, the reports, and the other files of the workdir that the result names (a
-config it opens, a data folder its command passes); not the workdir's every file, which
-filled DIR with logs and other specs, and with a copy of DIR itself where DIR sat inside
-the workdir (`out/out/`). A name is read where a program or a spec writes one: a string
-of the minimized Python files, a word of the minimized command or a variable, a string
-of the spec. A file read under a computed name (`f"{split}.csv"`) is not named: the
-folder that holds it is, when the program names that.
+config it opens, a data folder its command passes, a file a shell script it runs
+names); not the workdir's every file, which filled DIR with logs and other specs, and
+with a copy of DIR itself where DIR sat inside the workdir (`out/out/`). A name is read
+where a program or a spec writes one: a string of the minimized Python files, a word of
+the minimized command or a variable, a string of the spec. A file read under a computed
+name (`f"{split}.csv"`) is not named: the folder that holds it is, when the program names
+that.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.minimize.program import SKIPPED, Program
+from reprospec.plan.workfiles import script_files
 
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
 
@@ -36,7 +38,12 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
     """
     written = {path for path, _ in program.files}
     root = workdir.resolve()
-    for name in sorted(_named(program, spec)):
+    names = _named(program, spec)
+    # A shell script named (`sh run.sh`) names files in its own words: run.sh's
+    # `cat data.txt` went without data.txt, and DIR's repro passed.
+    scripts = [p for name in names if (p := _file_of(root, name)) is not None]
+    names.update(p.relative_to(root).as_posix() for p in script_files(scripts, root))
+    for name in sorted(names):
         rel = Path(os.path.normpath(name))
         if rel.is_absolute() or rel.parts[:1] in ((), (".",), ("..",)) or str(rel) in written:
             continue
@@ -64,6 +71,15 @@ def _copy_folder(source: Path, target: Path, skip: set[Path]) -> None:
             if path.is_file() and path.stat().st_size <= _COPY_LIMIT:
                 (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target / here.relative_to(source) / name)
+
+
+def _file_of(root: Path, name: str) -> Path | None:
+    """The workdir's file `name` names (resolved), or None."""
+    try:
+        path = (root / name).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return path if path.is_relative_to(root) and path.is_file() else None
 
 
 def _under(path: Path, folders: set[Path]) -> bool:

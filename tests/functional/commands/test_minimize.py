@@ -342,6 +342,35 @@ def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: 
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == kept
 
 
+def test_a_program_behind_a_shell_script_is_minimized_with_the_data_the_script_names(
+    tmp_path: Path,
+) -> None:
+    # `sh run.sh` running `cat data.txt | python app.py`: app.py was left whole ("0 -> 0
+    # lines, no Python files") and DIR had no data.txt, so its repro.sh passed while
+    # minimize said the result fails 5/5 (it was checked where every file was linked).
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text(
+        "import ctypes\nimport sys\nline = sys.stdin.read()\nx = 1\ny = 2\n"
+        "if 'crash' in line:\n    ctypes.string_at(0)\nprint(x + y)\n"
+    )
+    (work / "data.txt").write_text("crash now\n")
+    (work / "run.sh").write_text("cat data.txt | python app.py\n")
+    (work / "spec.yaml").write_text(
+        "reprospec: 1\nname: behind\ncommand: sh run.sh\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "40", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    assert 0 < data["lines_after"] < data["lines_before"] == 8, data
+    result = tmp_path / "result"
+    assert (result / "data.txt").read_text() == "crash now\n"
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), repro
+
+
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.
