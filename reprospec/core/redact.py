@@ -72,6 +72,20 @@ def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
     return [name.split(".", 2)[1] for name in dotted if name.startswith("env.") and "." in name]
 
 
+def unset_env(document: Mapping[str, JsonValue]) -> tuple[str, ...]:
+    """A warning when the spec reads engine variables that are not set here: they read as
+    null (an empty value in `environment.env`), and a bundle rerun elsewhere without
+    `API_TOKEN` said `not-reproduced: pass` with no word of why."""
+    names = [n for n in dict.fromkeys(env_names_read(document)) if n not in os.environ]
+    if not names:
+        return ()
+    read = ", ".join(f"${{{{ env.{n} }}}}" for n in names)
+    return (
+        f"the spec reads {read}, not set in this environment: null where it was read "
+        f"(export {'it' if len(names) == 1 else 'them'} as the spec's author had)",
+    )
+
+
 def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
     """`environment.public_env`: engine variables whose values the spec lets outputs show."""
     section = document.get("environment")
@@ -231,4 +245,12 @@ def _init_fields(kind: type) -> tuple[str, ...]:
     return names
 
 
-__all__ = ["MASK", "SECRET_NAME", "Redactor", "env_names_read", "looks_secret", "public_env"]
+__all__ = [
+    "MASK",
+    "SECRET_NAME",
+    "Redactor",
+    "env_names_read",
+    "looks_secret",
+    "public_env",
+    "unset_env",
+]

@@ -161,7 +161,9 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
             place = _standalone_place(run, sources, spec_rel)
-            _add_text(tar, top / "README.md", _readme(run, manifest, carried, place))
+            _add_text(
+                tar, top / "README.md", _readme(run, manifest, carried, place, sources.document)
+            )
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
             count += 3
             for folder in tree.empty_workdirs([spec_rel, *carried]):
@@ -349,7 +351,11 @@ def _standalone_place(run: RunResult, sources: _Sources, spec_rel: str) -> str |
 
 
 def _readme(
-    run: RunResult, manifest: dict[str, object], files: Sequence[str], place: str | None = None
+    run: RunResult,
+    manifest: dict[str, object],
+    files: Sequence[str],
+    place: str | None = None,
+    document: Mapping[str, JsonValue] | None = None,
 ) -> str:
     spec = manifest["spec"]
     rerun = f"reprospec run {run.run_id}/{spec}"
@@ -399,6 +405,15 @@ def _readme(
             # What that command line leaves out (environment.perturb, an image, a memory
             # limit), as the report's standalone repro says.
             lines += [f"Not in that command line: {note}." for note in run.standalone.notes]
+    read = list(dict.fromkeys(env_names_read(dict(document)))) if document else []
+    if read:
+        # Read from the rerunning engine's environment, never carried: unset, they read as
+        # null, and the rerun passed with no word of why.
+        lines += [
+            "",
+            "The spec reads these variables of the environment reprospec runs in (not in "
+            "the bundle): " + ", ".join(f"`{name}`" for name in read) + "; export them first.",
+        ]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import Redactor
+from reprospec.core.redact import Redactor, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
@@ -163,7 +163,7 @@ def execute(
             # The outputs' imports and template, while the capture's child still runs.
             warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
-        warnings = (*reaped, *warnings, *store.warnings)
+        warnings = (*reaped, *unset_env(spec.document), *warnings, *store.warnings)
         cells = judged.all(scheduler.unfinished(), interrupted=interrupted)
         result = RunResult(
             run_id=run_id,

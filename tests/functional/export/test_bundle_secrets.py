@@ -7,6 +7,8 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import Cli
 
 TOKEN = "hf_Zq8secretvalue4711"
@@ -108,3 +110,30 @@ def test_a_secret_given_with_set_bundles_and_reruns(tmp_path: Path, cli: Cli) ->
         "run", str(archive), "--yes", "--out", str(tmp_path / "elsewhere"), env={"API_KEY": "mine"}
     )
     assert rerun.code == 0, rerun.stderr
+
+
+def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_unset(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rerun elsewhere without HF_TOKEN, `${{ env.HF_TOKEN }}` read as null: the run said
+    # `not-reproduced` with no word of why, and the bundle's README did not name it.
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    spec = tmp_path / "reads.yaml"
+    spec.write_text(READS_TOKEN)
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store), env={"HF_TOKEN": TOKEN})
+    assert ran.code == 0, ran.stderr
+    assert "not set in this environment" not in ran.stderr
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", ran.latest_run().name, "-o", str(archive), "--out", str(store),
+                 env={"HF_TOKEN": TOKEN})  # fmt: skip
+    assert packed.code == 0, packed.stderr
+    (readme,) = [data for name, data in _members(archive).items() if name.endswith("README.md")]
+    assert b"(not in the bundle): `HF_TOKEN`; export them first." in readme
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = cli("run", str(archive), "--yes", "--out", str(elsewhere / "out"), cwd=elsewhere)
+    assert rerun.code == 0, rerun.stdout + rerun.stderr  # it printed an empty token
+    assert (
+        "reprospec: warning: the spec reads ${{ env.HF_TOKEN }}, not set in this environment"
+    ) in rerun.stderr
