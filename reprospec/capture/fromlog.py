@@ -13,10 +13,11 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from reprospec.capture.envblock import Machine
-from reprospec.capture.ticket import Ticket, read_ticket
+from reprospec.capture.ticket import Ticket, read_ticket, runs_something, split_at_operator
 from reprospec.capture.toggles import Proposal, propose
 from reprospec.capture.writer import (
     Draft,
@@ -60,12 +61,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     proposal: Proposal | None = None
     pytest = False
     if ticket.command is not None:
-        try:
-            argv = shlex.split(ticket.command)
-            pytest = is_pytest(argv)
-            proposal = propose(pytest_verbose(argv) if pytest else argv)
-        except ValueError:
-            proposal = None
+        proposal, pytest = _proposal(ticket.command)
     presets = ticket.presets
     if pytest and "pytest" not in presets:
         # pytest -v's `path::test PASSED` lines: the test running when it crashed or hung.
@@ -222,6 +218,26 @@ def _section(env: Mapping[str, JsonValue], key: str) -> JsonObject:
 
 def _text(value: JsonValue) -> str | None:
     return str(value) if value not in (None, "") else None
+
+
+def _proposal(command: str) -> tuple[Proposal | None, bool]:
+    """The command's axes, and whether it is pytest. A line with shell operators keeps
+    them as written (`python app.py < data.txt`: quoted, `<` became an argument and the
+    program read nothing): the axes come from the simple command before the first one,
+    when it is the program; else (`cat data.txt | python app.py`) the line is the command
+    as it is, without axes."""
+    head, tail = split_at_operator(command)
+    try:
+        argv = shlex.split(head)
+    except ValueError:
+        return None, False
+    if tail and not runs_something(argv):
+        return Proposal(command=command, toggles=()), False
+    pytest = is_pytest(argv)
+    proposal = propose(pytest_verbose(argv) if pytest else argv)
+    if tail:
+        proposal = replace(proposal, command=f"{proposal.command} {tail}")
+    return proposal, pytest
 
 
 def _found(ticket: Ticket) -> str:

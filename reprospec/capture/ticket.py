@@ -394,13 +394,13 @@ def _command(text: str) -> str | None:
     bare: list[str] = []
     for line in text.split("\n"):
         prompt = _PROMPT.match(line)
-        if prompt and _runs_something(_words(prompt["command"])):
+        if prompt and _prompted_runs(prompt["command"]):
             prompted.append(prompt["command"].strip())
             continue
         start = _GDB_START.match(line.strip())
         if start:
             words = _words(start["command"])
-            if words and _runs_something(words):
+            if words and runs_something(words):
                 words[0] = words[0].rsplit("/", 1)[-1]
                 started.append(shlex.join(words))
             continue
@@ -408,14 +408,46 @@ def _command(text: str) -> str | None:
             words = _words(found["command"])
             if words and words[0] == "gdb" and "--args" in words:
                 words = words[words.index("--args") + 1 :]
-            if _runs_something(words):
+            if runs_something(words):
                 quoted.append(shlex.join(words))
-        if _runs_something(_words(line.strip())):
+        if runs_something(_words(line.strip())):
             bare.append(line.strip())
     return next(iter(prompted + started + quoted + bare), None)
 
 
-def _runs_something(words: list[str]) -> bool:
+def _prompted_runs(line: str) -> bool:
+    """A prompt line that runs what tickets run, in any stage of a pipeline or list
+    (`$ cat data.txt | python app.py`), or a script of the reporter's (`$ ./run.sh`)."""
+    head, tail = split_at_operator(line)
+    stages = [head, *re.split(r"\|\|?|&&|;", tail)] if tail else [head]
+    for stage in stages:
+        words = _words(stage.lstrip("<>&|; "))
+        if runs_something(words):
+            return True
+    words = _words(head)
+    return bool(words) and (words[0].startswith("./") or words[0].endswith(".sh"))
+
+
+def split_at_operator(line: str) -> tuple[str, str]:
+    """`line` cut where its first shell operator outside quotes begins (`<`, `>`, `|`,
+    `;`, `&`): the simple command before it, and the rest as written (`` when none)."""
+    quote = ""
+    escaped = False
+    for index, char in enumerate(line):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "<>|;&":
+            return line[:index].rstrip(), line[index:].strip()
+    return line.strip(), ""
+
+
+def runs_something(words: list[str]) -> bool:
     """A command line that runs a program the way tickets show: not prose mentioning `python`."""
     program = _program(words)
     if program not in _PROGRAMS:

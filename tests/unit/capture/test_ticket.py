@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from reprospec.capture.envblock import parse_machine
+from reprospec.capture.fromlog import skeleton
 from reprospec.capture.ticket import read_ticket
 from tests.support.paths import DATA
 
@@ -141,6 +142,36 @@ def test_a_faulthandler_timeout_dump_is_a_hang() -> None:
 
 def test_prose_that_mentions_python_is_no_command() -> None:
     assert read_ticket("I use python 3.10 on linux\npython is great\n").command is None
+
+
+@pytest.mark.parametrize(
+    ("line", "command", "axes"),
+    [
+        # `<` quoted as an argument, the program read nothing and passed.
+        (
+            "python app.py --lr 0.1 < data.txt",
+            "python app.py --lr ${{ matrix.lr }} < data.txt",
+            ["lr"],
+        ),
+        # A pipeline whose program is not its first stage, and a script of the reporter's:
+        # neither was seen as the command (TODO-the-command-that-failed).
+        ("cat data.txt | python app.py", "cat data.txt | python app.py", []),
+        ("./run.sh", "./run.sh", []),
+        (
+            "python 'a b.py' --x '1 | 2' && echo done",
+            "python 'a b.py' --x '${{ matrix.x }}' && echo done",
+            ["x"],
+        ),
+    ],
+)
+def test_a_prompted_command_keeps_its_shell_operators(
+    line: str, command: str, axes: list[str]
+) -> None:
+    read = read_ticket(f"It crashes:\n\n$ {line}\nSegmentation fault (core dumped)\n")
+    assert read.command == line
+    draft = skeleton(read, "ticket.txt")
+    assert draft.command == command
+    assert [axis.name for axis in draft.matrix] == axes
 
 
 def test_a_conda_list_table_and_a_bare_freeze_are_packages() -> None:
