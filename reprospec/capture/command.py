@@ -49,7 +49,7 @@ from reprospec.capture.writer import (
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import AttemptResult, Outcome
-from reprospec.core.words import PASSED_BESIDE_A_CRASH
+from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
 from reprospec.outcome.pytestreport import first_failure, is_pytest
 from reprospec.spec.presets import PRESETS, detect
@@ -258,6 +258,9 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             "child": "in a child process"
             + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
         }.get(outcome.where or "", "in the main process")
+        if outcome.where == "main" and (outcome.detail or "").endswith(AS_A_SHELL_REPORTS_IT):
+            # `sh run.sh` exited 139: the process that died is one the command ran.
+            comments["signal"] = f"{outcome.detail}: a process the command ran died of it"
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
     elif outcome.kind == "error" and outcome.last_traceback is not None:

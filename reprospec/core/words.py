@@ -135,6 +135,10 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     return f"({who})"
 
 
+# The end of a crash's detail when the root's exit status 128+N named the signal, not a
+# signal that killed it: a process the command ran died of it (`sh run.sh`'s python).
+AS_A_SHELL_REPORTS_IT = ", as a shell reports it"
+
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"

@@ -66,6 +66,7 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
+from reprospec.core.words import AS_A_SHELL_REPORTS_IT
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
 
@@ -182,7 +183,7 @@ def classify(
         shell_signal = _shell_signal(returncode, stderr, evidence.stdout)
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
-            detail = f"exit status {returncode} = 128 + {shell_signal}, as a shell reports it"
+            detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
         elif worker is not None and worker.exit_code is None:
             kind, signal, where = "crash", worker.signal, "worker"
             detail = f"{_describe_worker(worker)}; the main process exited {returncode}"

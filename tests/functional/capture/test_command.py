@@ -499,6 +499,11 @@ def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert "NOT the same signature (crash:SIGSEGV" in verify, verify
     assert "verdict not-reproduced" in verify, verify
+    # sh exited 139 for python's SIGSEGV: the comment said "in the main process".
+    assert (
+        "signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV, as a shell reports it: a process "
+        "the command ran died of it"
+    ) in (work / "spec.yaml").read_text()
 
 
 def test_a_shell_script_the_command_runs_brings_the_files_it_names(
