@@ -248,7 +248,7 @@ class _CandidateRunner:
             if stored is not None:
                 # What an interrupted run did still counts; the interruption is over.
                 stored = replace(stored, interrupted=False)
-                self.reused += 1
+                self.reused += bool(stored.kinds)  # one cut short before an attempt: none
             else:
                 todo.append((index, probe, config))
             answers.append(stored)

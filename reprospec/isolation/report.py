@@ -47,7 +47,7 @@ class IsolateResult:
     differences: tuple[Difference, ...]
     result: IsolationResult
     runs: tuple[str, ...]
-    reused: int  # probes answered from an earlier, interrupted isolation
+    reused: int  # probes with attempts answered from an earlier, interrupted isolation
     interrupted: bool
     budget: int = 100
     command_line: str = ""
@@ -149,7 +149,7 @@ def text(found: IsolateResult) -> str:
     lines.append("")
     lines.append(
         f"{result.attempts} attempts of a budget of {found.budget}"
-        f"{f', {found.reused} from an earlier run' if found.reused else ''}; "
+        f"{f' ({found.reused} probe(s) from an earlier run)' if found.reused else ''}; "
         f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}); "
         f"{_confidence(result)} (error {result.error:g}, assumed minimum rate "
         f"{result.min_rate:g})"
