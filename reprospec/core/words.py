@@ -135,6 +135,10 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     return f"({who})"
 
 
+# The first line of the spec text a run with `--set` stores (its document written out):
+# `compare` writes the other run's out the same way before it diffs them.
+RESOLVED_SPEC = "# resolved from "
+
 # The end of a crash's detail when the root's exit status 128+N named the signal, not a
 # signal that killed it: a process the command ran died of it (`sh run.sh`'s python).
 AS_A_SHELL_REPORTS_IT = ", as a shell reports it"

@@ -25,6 +25,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import Redactor, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.words import RESOLVED_SPEC
 from reprospec.errors import UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
@@ -334,8 +335,8 @@ def spec_text_of(spec: Spec) -> str:
     from reprospec.spec.load import plain
     from reprospec.spec.yamlsource import dump_yaml
 
-    header = "# resolved from {} with: {}\n".format(
-        spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
+    header = "{}{} with: {}\n".format(
+        RESOLVED_SPEC, spec.path.name, " ".join(f"--set {o}" for o in spec.overrides)
     )
     # dump_yaml quotes what YAML 1.2 would read back as another type (`1e3`, `0o17`).
     return header + dump_yaml(plain(spec.document))

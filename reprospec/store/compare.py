@@ -16,7 +16,7 @@ from reprospec.core.results import (
     Verdict,
     VerdictKind,
 )
-from reprospec.core.words import expectation_phrase
+from reprospec.core.words import RESOLVED_SPEC, expectation_phrase
 from reprospec.environment.facts import Difference, environment_diff, run_one_cell_fields, within
 from reprospec.errors import UsageError
 
@@ -138,18 +138,42 @@ def perturbations(run: RunResult) -> list[str]:
 
 
 def spec_diff(run_a: RunResult, run_b: RunResult) -> list[str]:
-    """The unified diff from the first run's spec text to the second's ([] when equal)."""
+    """The unified diff from the first run's spec text to the second's ([] when equal).
+
+    A run with `--set` stores its document written out again (`# resolved from ... with:`
+    and the YAML dumped), the other its file as written: one `--set` made a 27-line diff
+    of flow mappings and quotes. Then both are compared as written out the same way, and
+    what differs is what the document says (the header names the `--set`).
+    """
     import difflib
 
+    old, new = run_a.spec_text, run_b.spec_text
+    if old != new and (old.startswith(RESOLVED_SPEC) or new.startswith(RESOLVED_SPEC)):
+        written = _written_out(old), _written_out(new)
+        if None not in written and written[0] != written[1]:
+            old, new = written  # type: ignore[assignment]
     return [
         line.rstrip("\n")
         for line in difflib.unified_diff(
-            run_a.spec_text.splitlines(keepends=True),
-            run_b.spec_text.splitlines(keepends=True),
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
             fromfile=f"{run_a.run_id}/spec.yaml",
             tofile=f"{run_b.run_id}/spec.yaml",
         )
     ]
+
+
+def _written_out(text: str) -> str | None:
+    """The spec's document written out as a `--set` run's is (its header line kept), or
+    None when it does not load."""
+    from reprospec.spec.load import plain
+    from reprospec.spec.yamlsource import YamlSourceError, dump_yaml, load_yaml
+
+    header = text.split("\n", 1)[0] + "\n" if text.startswith(RESOLVED_SPEC) else ""
+    try:
+        return header + dump_yaml(plain(load_yaml(text).data))
+    except YamlSourceError:
+        return None
 
 
 def options_diff(run_a: RunResult, run_b: RunResult) -> list[OptionChange]:
