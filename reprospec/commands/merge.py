@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.outcome.judge import exit_code_for
     from reprospec.pipeline.stages import write_outputs
     from reprospec.report.progress import print_outcome
-    from reprospec.store.compare import merge
+    from reprospec.store.merge import merge
     from reprospec.store.resultsjson import load_run, new_run_id, run_dir_of
     from reprospec.store.runfolder import RunFolder
 

@@ -1,29 +1,16 @@
-"""Two runs side by side (`compare`), and shard runs of one spec made one (`merge`)."""
+"""Two runs side by side (`compare`): the spec, the options, the environment, each cell."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TypedDict
 
-from reprospec.core.inputs import Expectation
 from reprospec.core.results import (
-    AttemptResult,
     CellResult,
     RunResult,
-    Standalone,
-    Verdict,
     VerdictKind,
 )
 from reprospec.core.words import RESOLVED_SPEC, expectation_phrase
 from reprospec.environment.facts import Difference, environment_diff, run_one_cell_fields, within
-from reprospec.errors import UsageError
-
-# An attempt number above any: a shard's part without attempts sorts last.
-_NONE = sys.maxsize
-
-JudgeCell = Callable[[Expectation, Sequence[AttemptResult]], Verdict]
 
 
 class SpecChange(TypedDict):
@@ -111,17 +98,17 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
         "cells": cells,
         "only_a": [cell for cell in cells_a if cell not in cells_b],
         "only_b": [cell for cell in cells_b if cell not in cells_a],
-        **_environment_change(run_a, run_b),
+        **environment_change(run_a, run_b),
         "perturbed": [perturbations(run_a), perturbations(run_b)],
     }
 
 
-class _EnvironmentChange(TypedDict):
+class EnvironmentChange(TypedDict):
     environment: list[Difference]
     per_cell: list[str]
 
 
-def _environment_change(run_a: RunResult, run_b: RunResult) -> _EnvironmentChange:
+def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
     """The environment's differences, but for what either run's cells did not share."""
     one_cell = {field for run in (run_a, run_b) for field in run_one_cell_fields(run)}
     differences = environment_diff(run_a.environment, run_b.environment)
@@ -229,194 +216,3 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
         "outcomes": outcomes,
         "expected": expected,
     }
-
-
-def _default_judge() -> JudgeCell:
-    from reprospec.outcome.judge import judge_cell
-
-    return judge_cell
-
-
-def _merge_cell(parts: Sequence[CellResult], judge_cell: JudgeCell) -> CellResult:
-    """One cell from its shards: attempts by number (a repeated number is an error), re-judged."""
-    if len(parts) == 1:
-        return parts[0]
-    # The cell's command and environment are its first attempt's, as an unsharded run's
-    # are: with `${{ attempt }}` in the command, shard 2's first (attempt 2) is another.
-    first = min(parts, key=lambda p: min((a.attempt for a in p.attempts), default=_NONE))
-    by_number: dict[int, AttemptResult] = {}
-    for part in parts:
-        if part.expected != first.expected:
-            raise UsageError(f"cannot merge cell {first.cell.id!r}: shards expect different things")
-        for attempt in part.attempts:
-            if attempt.attempt in by_number:
-                raise UsageError(
-                    f"cannot merge: cell {first.cell.id!r} attempt {attempt.attempt} "
-                    "is in more than one shard (the same shard given twice?)"
-                )
-            by_number[attempt.attempt] = attempt
-    attempts = tuple(by_number[n] for n in sorted(by_number))
-    return CellResult.judged(
-        first.cell,
-        first.expected,
-        judge_cell(first.expected, attempts),
-        attempts,
-        first.command,
-        first.environment,
-    )
-
-
-def merge(
-    runs: Sequence[RunResult],
-    *,
-    run_id: str | None = None,
-    judge_cell: JudgeCell | None = None,
-) -> RunResult:
-    """Shard runs of one spec as one run: cells combined by id, attempts combined and re-judged."""
-    if not runs:
-        raise UsageError("merge needs at least one run")
-    first = runs[0]
-    _check_shards(runs)
-    for run in runs[1:]:
-        if run.spec_name != first.spec_name or run.spec_text != first.spec_text:
-            raise UsageError(
-                f"cannot merge {run.run_id} into {first.run_id}: they ran different specs "
-                f"({run.spec_name!r} and {first.spec_name!r}, or the same name with other text)"
-            )
-    parts: dict[str, list[CellResult]] = {}
-    for run in runs:
-        for cell in run.cells:
-            parts.setdefault(cell.cell.id, []).append(cell)
-    judge = judge_cell or (_default_judge() if any(len(p) > 1 for p in parts.values()) else None)
-    cells = [_merge_cell(p, judge) if judge else p[0] for p in parts.values()]
-    cells.sort(key=lambda c: c.cell.index)
-    warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
-    differing = {
-        row["key"] for run in runs[1:] for row in _environment_change(first, run)["environment"]
-    }
-    if differing:
-        warnings.append(
-            "shards ran in different environments (the report shows the first): "
-            + ", ".join(sorted(differing))
-        )
-    filters = _merged_filters(runs)
-    return replace(
-        first,
-        run_id=run_id or first.run_id,
-        runner="+".join(dict.fromkeys(run.runner for run in runs)),
-        started=min(run.started for run in runs),
-        finished=max(run.finished for run in runs),
-        cells=tuple(cells),
-        warnings=tuple(warnings),
-        interrupted=any(run.interrupted for run in runs),
-        shard="",
-        command_line=_merged_command_line(first, filters),
-        standalone=_merged_standalone(runs, cells),
-        # The merged run is no shard, and holds every run's cells: what `compare` diffs
-        # against an unsharded run must not read `shard: (none) -> [1, 3]`.
-        options={**first.options, "shard": None, "matrix_filters": list(filters)},
-    )
-
-
-def _merged_standalone(runs: Sequence[RunResult], cells: Sequence[CellResult]) -> Standalone | None:
-    """The standalone repro an unsharded run would have made: for the cell it chooses
-    (plan/standalone.choose_cell), the one of the shard that ran the attempt it would run
-    (its first failed as expected); else the first a shard made."""
-    from reprospec.plan.standalone import choose_cell, repro_attempt
-
-    chosen = choose_cell(cells)
-    found: list[tuple[int, Standalone]] = []
-    for run in runs:
-        made = run.standalone
-        if made is None or chosen is None or made.cell != chosen.cell.id:
-            continue
-        part = next((c for c in run.cells if c.cell.id == made.cell), None)
-        number = repro_attempt(part) if part is not None else None
-        found.append((_NONE if number is None else number, made))
-    if found:
-        return min(found, key=lambda pair: pair[0])[1]
-    return next((run.standalone for run in runs if run.standalone is not None), None)
-
-
-def _check_shards(runs: Sequence[RunResult]) -> None:
-    """Sharded runs merge only as a complete set: a lost shard must not look like green."""
-    shards = [run.shard for run in runs if run.shard]
-    if not shards:
-        return
-    if len(shards) != len(runs):
-        raise UsageError("cannot merge sharded and unsharded runs of a spec")
-    totals = {int(shard.split("/")[1]) for shard in shards}
-    if len(totals) != 1:
-        raise UsageError(f"these runs come from different splits: {', '.join(shards)}")
-    total = totals.pop()
-    seen = [int(shard.split("/")[0]) for shard in shards]
-    duplicated = sorted({k for k in seen if seen.count(k) > 1})
-    if duplicated:
-        raise UsageError(f"shard {duplicated[0]}/{total} is given more than once")
-    missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in seen]
-    if missing:
-        raise UsageError(
-            f"missing shard(s) {', '.join(missing)}: merge all {total} shards of the run"
-        )
-
-
-def _filters_of(run: RunResult) -> list[str]:
-    found = run.options.get("matrix_filters")
-    return [str(f) for f in found] if isinstance(found, list) else []
-
-
-def _merged_filters(runs: Sequence[RunResult]) -> tuple[str, ...]:
-    """The `-m` filters that select every merged run's cells: per axis that every run
-    filtered, the values of any of them (`-m` values of one axis are alternatives).
-
-    Runs of one cell each (`plan --format github`, one job per cell) merge into every cell,
-    not into the first job's: an axis some run left open stays open.
-    """
-    each = [_filters_of(run) for run in runs]
-    if all(filters == each[0] for filters in each):
-        return tuple(each[0])  # shards of one run: its own filters
-    axes = [{f.split("=", 1)[0] for f in filters} for filters in each]
-    shared = set.intersection(*axes)
-    by_axis: dict[str, dict[str, None]] = {}  # axis by axis, as a person writes them
-    for f in (f for filters in each for f in filters):
-        axis = f.split("=", 1)[0]
-        if axis in shared:
-            by_axis.setdefault(axis, {})[f] = None
-    return tuple(f for values in by_axis.values() for f in values)
-
-
-def _merged_command_line(first: RunResult, filters: Sequence[str]) -> str:
-    """The first run's command without its `--shard`, and with the merged run's `-m`
-    filters in place of its own when the runs selected other cells."""
-    import shlex
-
-    command_line = _without_shard(first.command_line)
-    if list(filters) == _filters_of(first):
-        return command_line
-    try:
-        words = shlex.split(command_line)
-    except ValueError:
-        return command_line  # not shell words: left as the run wrote it
-    kept: list[str] = []
-    at: int | None = None
-    value_next = False
-    for word in words:
-        if value_next:
-            value_next = False
-            continue
-        # `-m X`, `-mX`, `--matrix X`, `--matrix=X`
-        if word.startswith("-m") or word.split("=", 1)[0] == "--matrix":
-            at = len(kept) if at is None else at
-            value_next = word in ("-m", "--matrix")
-            continue
-        kept.append(word)
-    at = len(kept) if at is None else at
-    given = [word for f in filters for word in ("-m", f)]
-    return shlex.join(kept[:at] + given + kept[at:])
-
-
-def _without_shard(command_line: str) -> str:
-    """The command that reruns everything: the shard's own `--shard K/N` removed."""
-    import re
-
-    return re.sub(r"\s--shard(?:=|\s+)\S+", "", command_line)

@@ -17,7 +17,8 @@ from reprospec.core.inputs import Expectation
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.results import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.compare import compare, merge
+from reprospec.store.compare import compare
+from reprospec.store.merge import merge
 from reprospec.store.resultsjson import (
     find_run,
     load_run,
