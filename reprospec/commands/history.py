@@ -155,6 +155,10 @@ def _table(
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
+        if not verdicts and row.get("attempts"):
+            # A run that ended before judging a cell (killed, interrupted early) kept its
+            # finished attempts, which `--resume` does not run again: `0 cells, —` hid them.
+            verdicts = f"none judged; {row['attempts']} attempt(s) stored"
         cells = [
             # Text columns the store never leaves null (store.py's schema).
             str(row["run_id"]),

@@ -106,3 +106,35 @@ def test_history_says_killed_of_a_run_whose_engine_was_sigkilled(cli: Cli, tmp_p
         engine.wait(timeout=30)  # reaped: its pid names no process any more
     (row,) = history()
     assert row["status"] == "killed"
+
+
+def test_history_names_the_attempts_a_killed_run_kept(cli: Cli, tmp_path: Path) -> None:
+    """A run killed before it judged a cell showed `0` cells and `—`, though its finished
+    attempts were stored (and `--resume` does not run them again): it says how many."""
+    spec = tmp_path / "quick.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: quick\ncommand: sleep 0.2\nrun: {timeout: 60s}\n"
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"  # the `cli` fixture's default --out
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--repeat", "200", "-j", "1",
+         "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    try:
+        deadline, stored = time.monotonic() + 60, 0
+        while stored < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            done = cli("history", "--format", "json", timeout=60)
+            rows = json.loads(done.stdout) if done.code == 0 else []
+            stored = int(rows[0]["attempts"]) if rows else 0
+    finally:
+        engine.kill()
+        engine.wait(timeout=30)
+    (row,) = json.loads(cli("history", "--format", "json", timeout=60).stdout)
+    assert row["status"] == "killed"
+    assert row["attempts"] >= 2, row
+    text = cli("history", timeout=60)
+    assert f"none judged; {row['attempts']} attempt(s) stored" in text.stdout, text.stdout
