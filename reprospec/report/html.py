@@ -37,7 +37,7 @@ from reprospec.report.environment import (
     environment_rows,
     perturbed_cells,
 )
-from reprospec.report.failure import failure_section, summary_line
+from reprospec.report.failure import failure_section, stack_sections, summary_line
 from reprospec.report.markdown import attempt_warnings, axes_of
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
@@ -237,6 +237,9 @@ def context(run: RunResult) -> dict[str, object]:
         "versions_where": captured_where(run, one_cell),
         # What an attempt left or could not do: for a crash before `| tee`, the only sign.
         "attempt_warnings": attempt_warnings(run, PathNames(run.paths).shorten),
+        # The other hangs' stacks and the crashed children's, as report.md folds them: a
+        # hang beside the leading crash had none on the page.
+        "stacks": stack_sections(run, PathNames(run.paths)),
         "headers": ["verdict", *axes, "expected", "actual", "rate", "failed", "duration"],
         "numeric": {"rate", "failed", "duration"},
         "rows": cell_rows(run, axes),

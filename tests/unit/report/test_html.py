@@ -4,6 +4,7 @@ escaped."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from itertools import product
 
 from markupsafe import escape
@@ -103,3 +104,31 @@ def test_every_format_renders_the_hand_built_runs() -> None:
     assert 'id="heatmap"' in page
     assert 'class="fail"' in page
     assert 'class="pass"' in page
+
+
+def test_a_hang_beside_the_leading_crash_shows_its_stacks_as_report_md_does() -> None:
+    # The crash leads the Failure section; the hang of another cell was "hang (2 attempts)"
+    # on the page with no stack anywhere, where report.md folds them under Stacks.
+    crash = grid_run()
+    hung = AttemptResult(
+        attempt=1,
+        duration_s=5.0,
+        outcome=Outcome("hang", phase="train", signature="hang:train"),
+        matched=False,
+        mismatches=("outcome: expected crash, got hang",),
+        logs="cells/h/1/",
+        stack='Thread 0x7f01 (most recent call first):\n  File "svc.py", line 9 in _wait_for_lock',
+    )
+    cell = CellResult(
+        cell=Cell(id="mode=hang", index=len(crash.cells), matrix={"mode": "hang"}),
+        expected=Expectation("crash", signal="SIGSEGV"),
+        verdict="not-reproduced",
+        reason="",
+        rate=Rate(0, 1, 0.0, 0.79),
+        attempts=(hung,),
+    )
+    run = replace(crash, cells=(*crash.cells, cell))
+    html = render(run, "html")
+    assert "line 9 in _wait_for_lock" in html
+    assert "Cell <code>mode=hang</code>, attempt 1:" in html
+    assert "line 9 in _wait_for_lock" in render(run, "md")
