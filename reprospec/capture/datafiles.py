@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.capture.footprint import imported, local_files, scripts, searched
+from reprospec.capture.footprint import imported, local_files, recorded, scripts, searched
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
 from reprospec.outcome.evidence import read_log
@@ -123,15 +123,7 @@ def read_files(
     skipped = [p.resolve() for p in leave_out]
     copy = ran_in.resolve() if ran_in is not None else None
     # Each path once: every attempt, and every process of one, records what it opened.
-    opened: dict[str, None] = {}
-    for attempt in attempts:
-        for record in (run_dir / attempt.logs).glob("opened-*.txt"):
-            try:
-                text = record.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            opened.update(dict.fromkeys(text.splitlines()))
-    opened.update(dict.fromkeys(also))
+    opened = dict.fromkeys([*recorded(run_dir, attempts, "opened"), *also])
     sizes: dict[str, int] = {}
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs

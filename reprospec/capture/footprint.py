@@ -259,32 +259,31 @@ def attempt_output(run_dir: Path, attempt: AttemptResult) -> str:
     return "\n".join(texts)
 
 
-def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
+def recorded(run_dir: Path, attempts: Iterable[AttemptResult], prefix: str) -> tuple[str, ...]:
+    """The lines the attempts' processes wrote to PREFIX-<pid>.txt (the stackdump
+    sitecustomize's, one write a line), each once, in the order first written."""
+    lines: dict[str, None] = {}
     for attempt in attempts:
-        for path in sorted((run_dir / attempt.logs).glob("imports-*.txt")):
+        for path in sorted((run_dir / attempt.logs).glob(f"{prefix}-*.txt")):
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            for line in text.splitlines():
-                if line.strip():
-                    names[line.strip()] = None
-    return tuple(names)
+            lines.update(dict.fromkeys(text.splitlines()))
+    lines.pop("", None)
+    return tuple(lines)
+
+
+def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
+    """The modules the attempts' processes looked for (imports-<pid>.txt)."""
+    return recorded(run_dir, attempts, "imports")
 
 
 def searched(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]:
     """The folders the attempts' processes looked for modules in (their `sys.path`, one
     `syspath-<pid>.txt` each, written by the child as an entry first appears), in order."""
-    found: dict[Path, None] = {}
-    for attempt in attempts:
-        for path in sorted((run_dir / attempt.logs).glob("syspath-*.txt")):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            found.update(dict.fromkeys(Path(line).resolve() for line in text.splitlines() if line))
-    return tuple(found)
+    folders = (Path(line).resolve() for line in recorded(run_dir, attempts, "syspath"))
+    return tuple(dict.fromkeys(folders))
 
 
 def scripts(run_dir: Path, attempts: Iterable[AttemptResult], workdir: Path) -> tuple[str, ...]:
