@@ -14,8 +14,9 @@ A rerun in the workdir itself had everything the command read there at hand, and
 `reproduced` for a spec whose bundle failed elsewhere on a file its `files` lacked.
 When the failure comes back in the workdir and not in the copy, the copy's rerun says
 what it looked for there (its imports and the files it opened, recorded as capture's first
-run records them): those of the workdir's files are added to `files`, and the copy is
-made and run again.
+run records them, and the files its output names: `cat: data.txt: No such file or
+directory`): those of the workdir's files are added to `files`, and the copy is made and
+run again.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from reprospec.core.results import AttemptResult, RunResult
 # (spec, attempts, observe) -> the run: how capture runs a spec (the CLI's live progress).
 Runner = Callable[[Path, int, bool], RunResult]
 # (the run in a copy, the workdir's copy) -> the workdir's files it imported, ran or read,
-# relative to the workdir (command._Footprint.reads).
+# relative to the workdir (datafiles.WorkdirFiles.reads).
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
 
 
@@ -116,10 +117,10 @@ def verify(
             # Not a file the copy lacked: it came back nowhere.
             after.append(f"it did not come back in the workdir either (run {here.result.run_id})")
     left_out = [name for name in own if name not in needed]
-    where = "" if done.copied is None else f" in a copy of the spec and its {done.copied} file(s)"
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
     lines.append(
-        f"verify{where}{without}: {'the same' if done.same else 'NOT the same'} signature "
+        f"verify in a copy of the spec and its {done.copied} file(s){without}: "
+        f"{'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
         + f"; verdict {done.verdicts} (run {done.result.run_id})"
