@@ -353,8 +353,21 @@ def slug(text: str) -> str:
 
 
 def script_stem(argv: tuple[str, ...]) -> str:
+    """What names a captured command (`train` for `python train.py`): its Python script or
+    module, else the shell script it runs (`./run.sh`, `sh run.sh`: `run`, not `run.sh` or
+    `sh`), else its program."""
     script = script_of(argv)
-    return slug(Path(script).stem if script else Path(argv[0]).name)
+    if script:
+        return slug(Path(script).stem)
+    words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] or list(argv)
+    program = Path(words[0]).name
+    if program in _SHELLS and len(words) > 1 and not words[1].startswith("-"):
+        program = Path(words[1]).name
+    return slug(program.removesuffix(".sh").removesuffix(".bash") or program)
+
+
+# The shells whose first argument is the script they run (`sh run.sh`).
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 
 
 def script_of(argv: tuple[str, ...]) -> str | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from reprospec.capture.footprint import distributions, environment_lines, hung_import, local_files
 from reprospec.capture.toggles import propose
 from reprospec.capture.writer import (
@@ -16,6 +18,7 @@ from reprospec.capture.writer import (
     message_pattern,
     rate_bound,
     render_spec,
+    script_stem,
 )
 from reprospec.spec.yamlsource import load_yaml
 
@@ -180,3 +183,21 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
     assert document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "step": "3..5"}
     assert "#   CUDA_LAUNCH_BLOCKING: '1'  # try" in text
     assert all(len(line) <= 100 for line in text.splitlines() if line.startswith("# "))
+
+
+@pytest.mark.parametrize(
+    ("argv", "stem"),
+    [
+        (("python", "train.py", "--lr", "1"), "train"),
+        (("python", "-m", "pkg.tool"), "pkg"),
+        # A shell script names the capture, not its suffix or the shell: `run.sh-capture.yaml`
+        # and `sh-capture.yaml` were the default names.
+        (("./run.sh",), "run"),
+        (("sh", "run.sh", "--fast"), "run"),
+        (("MY_FLAG=1", "./go.bash"), "go"),
+        (("bash", "-c", "make test"), "bash"),
+        (("pytest", "-x"), "pytest"),
+    ],
+)
+def test_a_captured_command_is_named_by_its_script(argv: tuple[str, ...], stem: str) -> None:
+    assert script_stem(argv) == stem
