@@ -82,9 +82,11 @@ def drive_search(
     to_dict: Callable[[S], JsonObject],
     report: Callable[[S], Path],
     succeeded: Collection[str],
+    holds: Callable[[S], bool] = lambda _: True,
 ) -> int:
     """Run one search verb to its end or its stop, print its answer (text and the report's
     path, or JSON) and give its exit code: one shape for isolate, minimize and amplify.
+    `holds`: whether an answer of a succeeded status stands (minimize: its DIR reproduces).
 
     SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume."""
     cancel = threading.Event()
@@ -100,7 +102,7 @@ def drive_search(
         print("reprospec: interrupted; run the same command again to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     status = found.result.status
-    if status in succeeded:
+    if status in succeeded and holds(found):
         return EXIT_OK
     if status == "infra-error":
         return EXIT_INFRA

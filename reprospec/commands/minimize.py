@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
         to_dict=to_dict,
         report=lambda found: found.output / "minimize.md",
         succeeded=("minimized", "budget"),
+        holds=lambda found: not found.unconfirmed,
     )
 
 

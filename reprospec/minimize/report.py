@@ -68,6 +68,9 @@ class Minimized:
     settings: Reduced | None = None
     # A workload's: why there is no repro.py (an injected fault), when there is none.
     repro_note: str = ""
+    # What DIR's own rerun of minimized.yaml missed ("" when it failed the same way, or was
+    # not checked): the search ran where every workdir file was linked (driver.confirm_dir).
+    unconfirmed: str = ""
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -251,7 +254,7 @@ def _repro(spec_path: Path, found: Minimized) -> str:
     from reprospec.plan.standalone import standalone_of
 
     spec = api.load_spec(spec_path)
-    plan = api.plan_run(spec, RunOptions(matrix_filters=_cell_filters(spec, found)))
+    plan = api.plan_run(spec, RunOptions(matrix_filters=cell_filters(spec, found)))
     attempt = plan.attempts[0]
     return standalone_of(attempt, spec_path.parent).run or attempt.command_text
 
@@ -266,10 +269,10 @@ def _rerun(spec_path: Path, found: Minimized) -> str:
     """`reprospec run minimized.yaml -m ...`: the failing cell as reprospec runs it."""
     from reprospec import api
 
-    return _rerun_line(_cell_filters(api.load_spec(spec_path), found))
+    return _rerun_line(cell_filters(api.load_spec(spec_path), found))
 
 
-def _cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
+def cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
     """The `-m AXIS=VALUE` filters that select the failing cell in the minimized spec (the
     axes it still has: a setting reset in step 1 is no axis any more)."""
     axes = spec.document.get("matrix")
@@ -289,7 +292,7 @@ def _workload_repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
     from reprospec.plan.standalone import REPRO_PY, standalone_of
 
     spec = api.load_spec(spec_path)
-    filters = _cell_filters(spec, found)
+    filters = cell_filters(spec, found)
     plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
     standalone = standalone_of(plan.attempts[0], spec_path.parent, spec_name=spec.name)
     if standalone.script and standalone.run:
@@ -332,6 +335,7 @@ def to_dict(found: Minimized) -> JsonObject:
             for path, before, after in fields(found.result)
         ],
         "repro_note": found.repro_note,
+        "unconfirmed": found.unconfirmed,
     }
 
 
@@ -363,10 +367,11 @@ def sentence(found: Minimized) -> str:
         return f"not minimized ({r.status}): {r.message}"
     rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
     tail = f"; {r.message}" if r.message else ""
+    missed = f"; BUT {found.unconfirmed}" if found.unconfirmed else ""
     return (
         f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
         f"{rate}, "
-        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}"
+        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{missed}"
     )
 
 

@@ -371,6 +371,33 @@ def test_a_program_behind_a_shell_script_is_minimized_with_the_data_the_script_n
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), repro
 
 
+def test_a_dir_that_lacks_a_file_read_under_a_built_name_is_said_and_exits_1(
+    tmp_path: Path,
+) -> None:
+    # The candidates ran where every workdir file was linked; DIR holds only the files the
+    # result names. A file read under a name the program builds was missing there, and
+    # minimize said "fails 5/5" of a DIR whose repro.sh raised FileNotFoundError.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text(
+        "x = 1\nname = 'da' + 'ta.txt'\nwith open(name) as f:\n    text = f.read().strip()\n"
+        "print(x)\nraise ValueError(text)\n"
+    )
+    (work / "data.txt").write_text("boom from data\n")
+    (work / "spec.yaml").write_text(
+        "reprospec: 1\nname: built\ncommand: python app.py\n"
+        "expect: {outcome: error, exception: ValueError, message: boom from data}\n"
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "30", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 1, (data.get("status"), data.get("message"), stderr)
+    assert data["status"] in ("minimized", "budget")
+    assert "did not fail as error:ValueError" in data["unconfirmed"], data["unconfirmed"]
+    assert "error:FileNotFoundError" in data["unconfirmed"]
+    assert not (tmp_path / "result" / "data.txt").exists()
+
+
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
     # A real harness run per attempt (the worker's real SIGSEGV), under run.preload: each
     # attempt forks from one server that imported torch.
