@@ -500,7 +500,10 @@ def _with_progress(
 
 
 def _shown(path: Path) -> str:
+    """`path` as the user would type it here: relative, unless that climbs out more than
+    two folders (`-o /srv/x.yaml` read `../../../../srv/x.yaml`)."""
     try:
-        return os.path.relpath(path)
+        shown = os.path.relpath(path)
     except ValueError:
         return str(path)
+    return str(path) if Path(shown).parts[:3] == ("..", "..", "..") else shown

@@ -148,7 +148,7 @@ def _expect(ticket: Ticket, *, pytest: bool = False) -> tuple[JsonObject, dict[s
         expect["phase"] = failure.phase
         if pytest and failure.phase == ticket.test:
             comments["phase"] = "the first failing test, as pytest's report names it"
-        elif ticket.presets or ticket.test:
+        elif ticket.presets or (pytest and ticket.test):  # the markers the spec gets
             comments["phase"] = "reported by the markers below"
         else:
             comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"

@@ -190,3 +190,16 @@ def test_a_ticket_that_says_nothing_says_nothing() -> None:
     assert read.failure.outcome is None
     assert read.command is None
     assert not read.machine.said_anything
+
+
+def test_a_phase_is_said_to_come_from_markers_only_where_the_spec_gets_some() -> None:
+    # pytest's report names the failing test, but the command is no pytest: no pytest
+    # preset goes into the spec, and "reported by the markers below" named none.
+    text = (
+        "$ python run_suite.py\n____ test_x ____\nE   ValueError: bad\n"
+        "FAILED tests/test_io.py::test_x - ValueError: bad\n"
+    )
+    draft = skeleton(read_ticket(text), "ticket.txt")
+    assert draft.presets == ()
+    assert draft.expect["phase"] == "tests/test_io.py::test_x"
+    assert "markers below" not in draft.expect_comments["phase"]
