@@ -77,7 +77,7 @@ _KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
     (
         re.compile(r"(?:^|_)(?:num_workers|workers|n_workers|num_proc|loader_workers)$"),
         0,
-        "0 loads the data in the main process: no worker to die",
+        "for a DataLoader, 0 loads the data in the main process: no worker to die",
     ),
     (re.compile(r"(?:^|_)pin_memory$"), False, "no pinned host memory"),
     (re.compile(r"(?:^|_)persistent_workers$"), False, "workers restarted every epoch"),
