@@ -103,10 +103,13 @@ def judge_attempt(
         miss = _message_miss(expectation.message, outcome, evidence)
         if miss:
             misses.append(miss)
+    # Nothing reported where it was: say why, not only "none" (a spec with `step:` and
+    # no markers, of a program that writes no events, can never meet it).
+    unreported = "none (no event or marker reported one)"
     if expectation.phase is not None and expectation.phase != outcome.phase:
-        misses.append(f"expected phase {expectation.phase}, got {outcome.phase or 'none'}")
+        misses.append(f"expected phase {expectation.phase}, got {outcome.phase or unreported}")
     if expectation.step is not None and outcome.step not in expectation.step:
-        got_step = "none" if outcome.step is None else str(outcome.step)
+        got_step = unreported if outcome.step is None else str(outcome.step)
         misses.append(f"expected step {expectation.step}, got {got_step}")
     for key in ("module", "stage"):
         want_value, got_value = getattr(expectation, key), getattr(outcome, key)

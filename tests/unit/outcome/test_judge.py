@@ -150,7 +150,7 @@ def test_phase_and_step_range() -> None:
         ("expected phase validation, got train", "expected step 6..8, got 3"),
     )
     assert judge_attempt(HUNG, Expectation("hang", step=StepRange(1, 2))).mismatches == (
-        "expected step 1..2, got none",
+        "expected step 1..2, got none (no event or marker reported one)",
     )
 
 
