@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -232,7 +233,8 @@ def amplified_document(
     for key in ("workdir", "dockerfile"):
         value = env.get(key, "." if key == "workdir" else None)
         if isinstance(value, str) and "${{" not in value:
-            env[key] = str((base_dir / value).absolute())
+            # normpath, not resolve: `../incidents/race` read as written, a link kept.
+            env[key] = os.path.normpath((base_dir / value).absolute())
     existing = env.get("perturb")
     perturb: JsonObject = dict(existing) if isinstance(existing, dict) else {}
     for name, setting in settings:
