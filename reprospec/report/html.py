@@ -42,6 +42,7 @@ from reprospec.report.markdown import attempt_warnings, axes_of
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
+from reprospec.report.standalone import files_from
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
 from reprospec.report.versions import captured_where, versions_text
@@ -250,6 +251,12 @@ def context(run: RunResult) -> dict[str, object]:
         "separators": None if run.observes else separators(run),
         "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
+        # As report.md words it (markupsafe: the workdir is escaped, the tags are not).
+        "files_from": Markup(
+            files_from(standalone, lambda t: f"<code>{html.escape(t, quote=True)}</code>")
+        )
+        if standalone is not None
+        else "",
         "spec_text": run.spec_text.rstrip("\n"),
         "command": run.command_line or f"reprospec run {run.spec_path}",
         "launch": launch_summary(a for c in run.cells for a in c.attempts),

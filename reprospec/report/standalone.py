@@ -8,6 +8,7 @@ markdown and HTML reports word it alike: `standalone_markdown(run)` and
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 from reprospec.core.results import RunResult, Standalone
 from reprospec.core.words import attempts_phrase
@@ -31,11 +32,19 @@ def _fenced(text: str, language: str) -> list[str]:
     return [f"{fence}{language}", text.rstrip("\n"), fence]
 
 
-def _checklist(standalone: Standalone, where: str) -> list[str]:
+def _checklist(standalone: Standalone) -> list[str]:
     if not standalone.files:
         return []
-    lines = ["", f"Files it needs, from the spec's workdir ({inline_code(where)}):", ""]
+    lines = ["", f"Files it needs, {files_from(standalone, inline_code)}:", ""]
     return lines + [f"- [ ] {inline_code(name)}" for name in standalone.files]
+
+
+def files_from(standalone: Standalone, code: Callable[[str], str]) -> str:
+    """Where the repro's files are: `from the spec's folder` (the workdir `.`), or `from
+    the spec's workdir (WORKDIR)`; the same words in every format."""
+    if standalone.workdir in ("", "."):
+        return "from the spec's folder"
+    return f"from the spec's workdir ({code(standalone.workdir)})"
 
 
 def standalone_markdown(run: RunResult) -> str:
@@ -49,14 +58,13 @@ def standalone_markdown(run: RunResult) -> str:
             f"No standalone repro for {_cell_phrase(run, standalone)}: {standalone.unavailable}."
         )
         return "\n".join(lines)
-    workdir = standalone.workdir if standalone.workdir != "." else "the spec's folder"
     if standalone.kind == "command":
         lines += [
             f"Without reprospec, {_cell_phrase(run, standalone)}, from the spec's folder:",
             "",
         ]
         lines += _fenced(standalone.run, "sh")
-        lines += _checklist(standalone, workdir)
+        lines += _checklist(standalone)
     else:
         self_contained = (
             "it needs only torch"
@@ -70,7 +78,7 @@ def standalone_markdown(run: RunResult) -> str:
             "",
         ]
         lines += _fenced(standalone.run, "sh")
-        lines += _checklist(standalone, workdir)
+        lines += _checklist(standalone)
         lines += ["", f"<details><summary>{REPRO_PY}</summary>", ""]
         lines += _fenced(standalone.script, "python")
         lines += ["", "</details>"]

@@ -228,8 +228,12 @@ def test_raising_model_repro_raises_and_names_the_file_it_imports(tmp_path: Path
     assert ran.stderr.rstrip().splitlines()[-1] == "ValueError: forward pass 3 refused"
     assert _last_step(ran.stdout) == "train step 3"
     report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
-    assert "Files it needs, from the spec's workdir" in report
+    # The workdir is the spec's folder: said in words, as the HTML page says it.
+    assert "Files it needs, from the spec's folder:" in report
     assert "- [ ] `helper.py`" in report
+    from reprospec.report import render
+
+    assert "Files it needs, from the spec's folder:" in render(result, "html")
 
 
 @pytest.fixture(scope="module")
