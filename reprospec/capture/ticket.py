@@ -389,6 +389,7 @@ def _command(text: str) -> str | None:
     a command quoted in prose (`` `python x.py` ``), a bare line that runs a script.
     """
     prompted: list[str] = []
+    scripts: list[str] = []  # `$ ./run.sh`: the command only where no prompt runs a program
     started: list[str] = []
     quoted: list[str] = []
     bare: list[str] = []
@@ -396,6 +397,9 @@ def _command(text: str) -> str | None:
         prompt = _PROMPT.match(line)
         if prompt and _prompted_runs(prompt["command"]):
             prompted.append(prompt["command"].strip())
+            continue
+        if prompt and _runs_a_script(prompt["command"]):
+            scripts.append(prompt["command"].strip())
             continue
         start = _GDB_START.match(line.strip())
         if start:
@@ -412,19 +416,22 @@ def _command(text: str) -> str | None:
                 quoted.append(shlex.join(words))
         if runs_something(_words(line.strip())):
             bare.append(line.strip())
-    return next(iter(prompted + started + quoted + bare), None)
+    return next(iter(prompted + scripts + started + quoted + bare), None)
 
 
 def _prompted_runs(line: str) -> bool:
     """A prompt line that runs what tickets run, in any stage of a pipeline or list
-    (`$ cat data.txt | python app.py`), or a script of the reporter's (`$ ./run.sh`)."""
+    (`$ cat data.txt | python app.py`)."""
     head, tail = split_at_operator(line)
     stages = [head, *re.split(r"\|\|?|&&|;", tail)] if tail else [head]
-    for stage in stages:
-        words = _words(stage.lstrip("<>&|; "))
-        if runs_something(words):
-            return True
-    words = _words(head)
+    return any(runs_something(_words(stage.lstrip("<>&|; 0123456789"))) for stage in stages)
+
+
+def _runs_a_script(line: str) -> bool:
+    """A prompt line that runs a script of the reporter's (`$ ./run.sh`): the command when
+    no prompt line runs a program tickets run (a `$ ./install_deps.sh` before
+    `$ python train.py` is setup)."""
+    words = _words(split_at_operator(line)[0])
     return bool(words) and (words[0].startswith("./") or words[0].endswith(".sh"))
 
 
@@ -443,7 +450,13 @@ def split_at_operator(line: str) -> tuple[str, str]:
         elif char in "'\"":
             quote = char
         elif char in "<>|;&":
-            return line[:index].rstrip(), line[index:].strip()
+            start = index
+            if char in "<>":  # `2>&1`, `1>out`: the descriptor's digits belong to it
+                while start > 0 and line[start - 1].isdigit():
+                    start -= 1
+                if start > 0 and not line[start - 1].isspace():
+                    start = index  # `x2>y`: the digits end a word
+            return line[:start].rstrip(), line[start:].strip()
     return line.strip(), ""
 
 

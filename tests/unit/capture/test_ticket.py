@@ -157,6 +157,13 @@ def test_prose_that_mentions_python_is_no_command() -> None:
         # neither was seen as the command (TODO-the-command-that-failed).
         ("cat data.txt | python app.py", "cat data.txt | python app.py", []),
         ("./run.sh", "./run.sh", []),
+        # A descriptor's digits stay with its redirection (`2 >&1` gave the program an
+        # argument `2` and left stderr apart).
+        (
+            "python app.py --workers 4 2>&1 | tee run.log",
+            "python app.py --workers ${{ matrix.workers }} 2>&1 | tee run.log",
+            ["workers"],
+        ),
         (
             "python 'a b.py' --x '1 | 2' && echo done",
             "python 'a b.py' --x '${{ matrix.x }}' && echo done",
@@ -203,3 +210,12 @@ def test_a_phase_is_said_to_come_from_markers_only_where_the_spec_gets_some() ->
     assert draft.presets == ()
     assert draft.expect["phase"] == "tests/test_io.py::test_x"
     assert "markers below" not in draft.expect_comments["phase"]
+
+
+def test_a_setup_script_before_the_program_is_not_the_command() -> None:
+    text = (
+        "$ ./install_deps.sh\n$ python train.py --epochs 1\n"
+        'Traceback (most recent call last):\n  File "train.py", line 1, in <module>\n'
+        "ValueError: x\n"
+    )
+    assert read_ticket(text).command == "python train.py --epochs 1"
