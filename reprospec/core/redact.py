@@ -76,7 +76,11 @@ def unset_env(document: Mapping[str, JsonValue]) -> tuple[str, ...]:
     """A warning when the spec reads engine variables that are not set here: they read as
     null (an empty value in `environment.env`), and a bundle rerun elsewhere without
     `API_TOKEN` said `not-reproduced: pass` with no word of why."""
-    names = [n for n in dict.fromkeys(env_names_read(document)) if n not in os.environ]
+    names = [
+        n
+        for n in dict.fromkeys(env_names_read(document))
+        if n not in os.environ and _read_bare(document, n)
+    ]
     if not names:
         return ()
     read = ", ".join(f"${{{{ env.{n} }}}}" for n in names)
@@ -84,6 +88,22 @@ def unset_env(document: Mapping[str, JsonValue]) -> tuple[str, ...]:
         f"the spec reads {read}, not set in this environment: null where it was read "
         f"(export {'it' if len(names) == 1 else 'them'} as the spec's author had)",
     )
+
+
+def _read_bare(value: object, name: str) -> bool:
+    """Whether some `${{ }}` of the spec reads `env.NAME` with no default after it
+    (`env.X or 'default'` gives one: an unset X is no null there)."""
+    if isinstance(value, str):
+        bare = re.compile(rf"\benv\.{re.escape(name)}\b(?!\s+or\b)")
+        return any(bare.search(m) for m in _EXPRESSION.findall(value))
+    if isinstance(value, Mapping):
+        return any(_read_bare(v, name) for v in value.values())
+    if isinstance(value, list):
+        return any(_read_bare(v, name) for v in value)
+    return False
+
+
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 
 
 def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:

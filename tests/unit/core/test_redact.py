@@ -5,9 +5,11 @@ The outputs themselves are checked end to end, with real runs, in test_security.
 
 from __future__ import annotations
 
+import pytest
+
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
-from reprospec.core.redact import MASK, Redactor, env_names_read, looks_secret
+from reprospec.core.redact import MASK, Redactor, env_names_read, looks_secret, unset_env
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
 from reprospec.core.results import AttemptResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
@@ -138,3 +140,16 @@ def test_a_result_walk_skips_only_fields_with_nothing_to_mask() -> None:
     assert (masked.attempt, masked.duration_s, masked.mismatches) == (1, 0.5, ())
     assert Redactor().value(result) is result
     assert Redactor(["other"]).value(result) is result
+
+
+def test_an_unset_variable_the_spec_reads_is_warned_of_unless_it_gives_a_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RV_UNSET_X", raising=False)
+    bare: dict[str, JsonValue] = {"environment": {"env": {"TOKEN": "${{ env.RV_UNSET_X }}"}}}
+    (warning,) = unset_env(bare)
+    assert "${{ env.RV_UNSET_X }}, not set in this environment" in warning
+    # `or` gives a default: no null was read, and the warning said one was.
+    assert unset_env({"command": "echo ${{ env.RV_UNSET_X or 'default' }}"}) == ()
+    monkeypatch.setenv("RV_UNSET_X", "1")
+    assert unset_env(bare) == ()
