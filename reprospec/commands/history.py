@@ -23,6 +23,7 @@ _COUNTS = (
     ("not_reproduced", "not reproduced"),
     ("undecided", "undecided"),
     ("infra_error", "infra-error"),
+    ("observed", "observed"),
 )
 
 
@@ -155,7 +156,7 @@ def _table(
         table.add_column(column, overflow="fold")
     for row in runs:
         verdicts = ", ".join(f"{row.get(key, 0)} {label}" for key, label in _COUNTS if row.get(key))
-        if not verdicts and row.get("attempts"):
+        if not verdicts and row.get("attempts") and row.get("status") != "finished":
             # A run that ended before judging a cell (killed, interrupted early) kept its
             # finished attempts, which `--resume` does not run again: `0 cells, —` hid them.
             verdicts = f"none judged; {row['attempts']} attempt(s) stored"

@@ -664,6 +664,8 @@ class Store:
                         AND c.verdict = 'undecided') AS undecided,
                    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
                         AND c.verdict = 'infra-error') AS infra_error,
+                   (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id
+                        AND c.verdict = 'observed') AS observed,
                    (SELECT COUNT(*) FROM attempts a WHERE a.run_id = r.run_id) AS attempts,
                    (SELECT a.perturbed FROM attempts a WHERE a.run_id = r.run_id
                         AND a.perturbed IS NOT NULL LIMIT 1) AS perturbed

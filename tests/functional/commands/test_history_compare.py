@@ -43,9 +43,17 @@ def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None
         "not_reproduced": 0,
         "undecided": 0,
         "infra_error": 0,
+        "observed": 0,
     }
     assert listed[0]["cells"] == 1
     assert listed[0]["status"] == "finished"
+    # An observed run (capture's first, `run --observe`) is counted as such: it read
+    # "none judged; 1 attempt(s) stored", as if it had ended before judging its cell.
+    assert cli("run", str(spec), "--observe").code == 0
+    observed = cli("history")
+    assert "1 observed" in observed.stdout, observed.stdout
+    assert "none judged" not in observed.stdout
+    assert json.loads(cli("history", "--format", "json").stdout)[0]["verdicts"]["observed"] == 1
     assert (
         json.loads(cli("history", "--format", "json", "--out", str(tmp_path / "none")).stdout) == []
     )
