@@ -327,8 +327,10 @@ def _minimize(
     return redactor.value(found)
 
 
-# The chance of calling DIR short of a file when it only flaked clean: at most this.
+# The chance of calling DIR short of a file when it only flaked clean: at most this,
+# where _MAX_TRIES attempts allow it.
 _MISS_CHANCE = 0.01
+_MAX_TRIES = 60
 
 
 def _same_failure(attempt: AttemptResult, signature: str) -> bool:
@@ -358,10 +360,11 @@ def confirm_dir(
         stored = None
     if isinstance(stored, dict) and all(stored.get(k) == v for k, v in checked.items()):
         return replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
-    # A failure at the rate's low end (at least 5%) stays clean this many times with a
-    # chance under _MISS_CHANCE; a deterministic one is seen at the first.
-    low = min(max(found.result.rate.low, 0.05), 0.99)
-    tries = min(20, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
+    # A failure at the rate's low end stays clean this many times with a chance under
+    # _MISS_CHANCE (a deterministic one is seen at the first), up to 60 attempts: at a
+    # low end under 7.4% the chance of a clean streak is more, and the line says it.
+    low = min(max(found.result.rate.low, 0.01), 0.99)
+    tries = min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
     spec = api.load_spec(found.output / SPEC_NAME)
     run = api.run(
         spec,
@@ -376,8 +379,10 @@ def confirm_dir(
     )
     ran = [a for cell in run.cells for a in cell.attempts]
     if run.interrupted:
-        return found
+        # Stopped in the check: said as an interruption (the same command checks again).
+        return replace(found, interrupted=True)
     unconfirmed = ""
+    chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance
     if not any(_same_failure(a, found.signature) for a in ran):
         seen = sorted({a.ran.signature for a in ran if a.ran is not None})
         unconfirmed = (
@@ -385,6 +390,12 @@ def confirm_dir(
             f"{len(ran)} attempt(s) ({', '.join(seen) or 'none ran'}; run {run.run_id}): the "
             "search's candidates had every file of the workdir, and DIR only those the "
             "result names; copy in what the program reads under a name it builds"
+            + (
+                f" (or it flaked: at a rate as low as {low:.0%}, {len(ran)} clean attempts "
+                f"have a chance of {chance:.0%})"
+                if chance > _MISS_CHANCE
+                else ""
+            )
         )
     record.write_text(json.dumps({**checked, "unconfirmed": unconfirmed}) + "\n", encoding="utf-8")
     return replace(found, unconfirmed=unconfirmed)
