@@ -223,6 +223,7 @@ def capture(request: Request, run_spec: Runner) -> Captured:
                 request.repeat,
                 workdir=workdir,
                 reads=footprint.reads,
+                linked=data.left_out,
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None

@@ -21,6 +21,7 @@ from reprospec.capture.footprint import imported, local_files, recorded, scripts
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
 from reprospec.outcome.evidence import read_log
+from reprospec.plan.workfiles import in_environment
 
 # What of the data a program read from the workdir is listed in `files`: `bundle` carries
 # each one, and a dataset or a checkpoint is for the reader to fetch, not a bug report's. A
@@ -41,6 +42,9 @@ class ReadFiles:
     listed: tuple[str, ...] = ()
     too_large: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()  # a dot-file (`.env`): it may hold secrets
+    # The paths of `too_large` (a file, or a top folder) and `hidden`, relative to the
+    # workdir: what capture's verify links into its copy, since no bundle carries them.
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,13 @@ class WorkdirFiles:
             folders = tuple(
                 workdir / p.relative_to(copy) if p.is_relative_to(copy) else p for p in folders
             )
+        # An environment made in the workdir is on sys.path too: its site-packages hold
+        # installed distributions, not the program's modules (`files` listed every one).
+        folders = tuple(
+            p
+            for p in folders
+            if not _SKIPPED_FOLDERS.intersection(p.parts) and not in_environment(p, workdir)
+        )
         local = local_files(modules, workdir, self.script_dir, folders)
         ran = scripts(run_dir, attempts, ran_in.resolve() if ran_in else workdir)
         data = read_files(
@@ -141,7 +152,7 @@ def read_files(
         ):
             continue  # a cache, a .git, an installed package: no data of the program's
         if path.parent not in environments:
-            environments[path.parent] = _in_environment(path.parent, workdir)
+            environments[path.parent] = in_environment(path.parent, workdir)
         if environments[path.parent]:
             continue
         try:
@@ -156,6 +167,7 @@ def read_files(
             sizes[relative.as_posix()] = found.st_size
     listed: list[str] = []
     too_large: list[str] = []
+    left_out: list[str] = sorted(hidden)
     groups: dict[str, list[str]] = {}
     for name in sorted(sizes):
         groups.setdefault(name.split("/", 1)[0] if "/" in name else name, []).append(name)
@@ -165,9 +177,11 @@ def read_files(
             listed += names
         elif names == [top]:
             too_large.append(top)
+            left_out.append(top)
         else:
             too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
-    return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)))
+            left_out.append(top)
+    return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)), tuple(left_out))
 
 
 # A word of a program's output that may be a file's name: `cat: data.txt: No such file or
@@ -184,19 +198,10 @@ def named_in(text: str, folder: Path) -> list[str]:
     names: dict[str, None] = {}
     for word in _FILE_WORD.findall(text):
         word = word.rstrip(".")
-        if ("." in word or "/" in word) and len(word) < 1024:
-            names[str(folder / Path(word).expanduser())] = None
+        # Not expanded: `~/x` is never the workdir's, and `~1.5s` names no user at all.
+        if ("." in word or "/" in word) and len(word) < 1024 and not word.startswith("~"):
+            names[str(folder / word)] = None
     return list(names)
 
 
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
-
-
-def _in_environment(folder: Path, workdir: Path) -> bool:
-    """Whether `folder` lies in a Python environment made inside the workdir (a `venv/` with
-    its pyvenv.cfg): its files are the interpreter's, not the program's data."""
-    while folder != workdir and folder.is_relative_to(workdir):
-        if (folder / "pyvenv.cfg").is_file():
-            return True
-        folder = folder.parent
-    return False

@@ -53,6 +53,7 @@ class Rerun:
     # workdir's files the rerun looked for that the copy did not have.
     copied: int | None = None
     lacking: tuple[str, ...] = ()
+    linked: tuple[str, ...] = ()  # linked into the copy, not copied (and not carried)
 
 
 def verify(
@@ -64,6 +65,7 @@ def verify(
     *,
     workdir: Path,
     reads: Reads,
+    linked: Sequence[str] = (),
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
@@ -76,7 +78,9 @@ def verify(
         left_out = [n for n in own if n not in keep]
         if not copy:
             return _rerun(run_spec, spec_path, repeat, signature, left_out)
-        return _rerun_copied(run_spec, spec_path, workdir, repeat, signature, left_out, reads)
+        return _rerun_copied(
+            run_spec, spec_path, workdir, repeat, signature, left_out, reads, linked
+        )
 
     lines: list[str] = []
     after: list[str] = []  # why the verify line's rerun missed
@@ -118,12 +122,14 @@ def verify(
             after.append(f"it did not come back in the workdir either (run {here.result.run_id})")
     left_out = [name for name in own if name not in needed]
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
+    them = "it" if len(done.linked) == 1 else "them"
+    links = f", {_names(done.linked)} linked (no bundle carries {them})" if done.linked else ""
     lines.append(
-        f"verify in a copy of the spec and its {done.copied} file(s){without}: "
+        f"verify in a copy of the spec and its {done.copied} file(s){links}{without}: "
         f"{'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
-        + f"; verdict {done.verdicts} (run {done.result.run_id})"
+        + f"; verdict {done.verdicts} (run {done.result.run_id}, of the copy, since removed)"
     )
     return (*lines, *after), done.verified
 
@@ -136,6 +142,7 @@ def _rerun_copied(
     signature: str,
     left_out: Sequence[str],
     reads: Reads,
+    linked: Sequence[str],
 ) -> Rerun:
     """`_rerun` of a copy of the spec's tree, made in a new folder outside the workdir
     (a program that looks up its folders for a config must not find the workdir's) and
@@ -145,21 +152,30 @@ def _rerun_copied(
     from reprospec.export.bundle import MAX_FILE_BYTES
     from reprospec.export.tree import copy_tree, spec_tree
     from reprospec.plan.run import plan_run
+    from reprospec.plan.workfiles import environments
     from reprospec.spec.load import load_spec
 
     spec = load_spec(spec_path)
     plan = plan_run(spec, RunOptions())
     tree = spec_tree(spec_path, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
-    with tempfile.TemporaryDirectory(prefix="reprospec-verify-") as scratch:
+    # Linked, not copied: what the first run read and no bundle carries (a 20 MiB
+    # checkpoint, a dot-file), and environments made in the workdir (the command's
+    # `.venv/bin/python`): this machine's, which a reader has their own of.
+    links = [workdir / name for name in linked] + environments(workdir)
+    names = [*linked, *(p.name + "/" for p in environments(workdir))]
+    names += [tree.place(p) for p in tree.too_large]
+    with tempfile.TemporaryDirectory(
+        prefix="reprospec-verify-", ignore_cleanup_errors=True
+    ) as scratch:
         dest = Path(scratch)
-        copied_spec = copy_tree(tree, dest)
+        copied_spec = copy_tree(tree, dest, linked=links)
         copied_workdir = dest / tree.place(workdir)
         with environ.changed({RECORD_IMPORTS_VAR: "1"}):
             rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out)
         lacking = tuple(
             f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
         )
-    return replace(rerun, copied=len(tree.files), lacking=lacking)
+    return replace(rerun, copied=len(tree.files), lacking=lacking, linked=tuple(names))
 
 
 def _rerun(

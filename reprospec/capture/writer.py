@@ -23,6 +23,7 @@ from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK
+from reprospec.plan.shellwords import SHELLS
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -361,13 +362,9 @@ def script_stem(argv: tuple[str, ...]) -> str:
         return slug(Path(script).stem)
     words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] or list(argv)
     program = Path(words[0]).name
-    if program in _SHELLS and len(words) > 1 and not words[1].startswith("-"):
+    if program in SHELLS and len(words) > 1 and not words[1].startswith("-"):
         program = Path(words[1]).name
     return slug(program.removesuffix(".sh").removesuffix(".bash") or program)
-
-
-# The shells whose first argument is the script they run (`sh run.sh`).
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 
 
 def script_of(argv: tuple[str, ...]) -> str | None:

@@ -40,10 +40,13 @@ class SpecTree:
     absolute_workdir: Path | None
     # What is named and not carried (missing, too large, absolute), each file named.
     warnings: tuple[str, ...] = ()
+    # Named, at their places in the tree, and not carried: over the size a tree carries.
+    too_large: tuple[Path, ...] = ()
 
     def place(self, path: Path) -> str:
-        """`path`'s place in the tree, relative to its root."""
-        return path.resolve().relative_to(self.root).as_posix()
+        """`path`'s place in the tree, relative to its root: by its name, as the command
+        names it (`data.txt`, a link to /mnt/ds/data.txt, is `data.txt`), as bundle packs it."""
+        return Path(os.path.normpath(path)).relative_to(self.root).as_posix()
 
     def empty_workdirs(self, placed: Iterable[str]) -> list[str]:
         """The workdirs (relative to the root) that no file placed in the tree is in."""
@@ -112,13 +115,21 @@ def spec_tree(
         tuple(workdirs),
         absolute_workdir,
         tuple(warnings),
+        tuple(p for p in too_large if _inside(p, root)),
     )
 
 
-def copy_tree(tree: SpecTree, dest: Path) -> Path:
+def _inside(path: Path, root: Path) -> bool:
+    return Path(os.path.normpath(path)).is_relative_to(root)
+
+
+def copy_tree(tree: SpecTree, dest: Path, *, linked: Iterable[Path] = ()) -> Path:
     """Copy the spec and the files of `tree` into the empty folder `dest`, each at its
-    place; the copied spec's path. A spec naming its workdir by an absolute path runs
-    there wherever it is copied: no copy can stand for it (UsageError)."""
+    place; the copied spec's path. `linked` (and the tree's too-large files) are linked at
+    their places instead, not copied: what no tree carries but this machine has (a 20 MiB
+    checkpoint a reader fetches, an environment made in the workdir). A spec naming its
+    workdir by an absolute path runs there wherever it is copied: no copy can stand for
+    it (UsageError)."""
     if tree.absolute_workdir is not None:
         raise UsageError(
             f"the spec names its workdir by an absolute path ({tree.absolute_workdir})"
@@ -130,6 +141,11 @@ def copy_tree(tree: SpecTree, dest: Path) -> Path:
         (dest / folder).mkdir(parents=True, exist_ok=True)
     for path, rel in zip(tree.files, placed, strict=True):
         shutil.copy2(path, dest / rel)  # the mode too: a script run as `./run.sh`
+    for path in [*tree.too_large, *linked]:
+        target = dest / tree.place(path)
+        if _inside(path, tree.root) and not target.exists() and not target.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(path)
     spec = dest / tree.place(tree.spec)
     shutil.copy2(tree.spec, spec)
     return spec

@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import ast
 import os
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
+from reprospec.plan.shellwords import (
+    MAX_PARSE_BYTES,
+    command_words,
+    is_shell_script,
+    shell_words,
+    without_written,
+)
 
 # A workdir may be a checkout: stop following imports after this many files.
 MAX_FILES = 200
-# Python files bigger than this are not parsed for their imports.
-MAX_PARSE_BYTES = 1 << 20
 
 
 def named_files(plan: AttemptPlan) -> tuple[str, ...]:
@@ -66,48 +70,20 @@ def script_files(start: Iterable[Path], workdir: Path) -> list[Path]:
     (written files left out), relative to the workdir it runs in.
     """
     seen: dict[Path, None] = dict.fromkeys(start)
-    queue = [p for p in seen if _is_shell_script(p)]
+    queue = [p for p in seen if is_shell_script(p)]
     while queue and len(seen) < MAX_FILES:
         script = queue.pop()
         try:
             text = script.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for word in _without_written(_shell_words(text)):
+        for word in without_written(shell_words(text)):
             found = _file_in(word, workdir)
             if found is not None and found not in seen:
                 seen[found] = None
-                if _is_shell_script(found):
+                if is_shell_script(found):
                     queue.append(found)
     return [p for p in seen if p not in start]
-
-
-def _is_shell_script(path: Path) -> bool:
-    """A `.sh` file, or one whose `#!` line names a shell; small enough to read."""
-    try:
-        if path.stat().st_size > MAX_PARSE_BYTES:
-            return False
-        if path.suffix in (".sh", ".bash"):
-            return True
-        with path.open("rb") as file:
-            first = file.readline(256)
-    except OSError:
-        return False
-    if not first.startswith(b"#!"):
-        return False
-    program = first[2:].split()
-    names = [Path(os.fsdecode(w)).name for w in program[:2]]  # `#!/usr/bin/env bash`
-    return any(name in _SHELLS for name in names)
-
-
-def _shell_words(text: str) -> list[str]:
-    """A shell script's words, its operators apart (`a.txt|b` is three words)."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # unbalanced quotes, a heredoc's text: take plain words
-        return text.split()
 
 
 @dataclass(frozen=True)
@@ -136,7 +112,7 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
         return CarriedFiles(inside)
     outside: dict[Path, None] = {}
     absolute: dict[Path, None] = {}
-    words = _words(plan.job)
+    words = command_words(plan.job)
     program = next((i for i, w in enumerate(words) if not _assignment(w)), None)
     for index, word in enumerate([*words, *plan.files]):
         if 0 < index < len(words) and words[index - 1] == "-m":
@@ -146,7 +122,9 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
             candidates.append(word.partition("=")[2])
         for candidate in candidates:
             place = _place_outside(candidate, workdir)
-            if place is None:
+            if place is None or in_environment(place.parent, workdir):
+                # `.venv/bin/python`: a link into this machine's interpreter, in an
+                # environment made in the workdir, is the machine's, not the spec's.
                 continue
             if Path(candidate).expanduser().is_absolute():
                 if index != program:
@@ -159,63 +137,6 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
             if found != real and not _inside(found, workdir):
                 outside.setdefault(found, None)
     return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
-
-
-# Shells whose `-c SCRIPT` holds the command line: a list command `[bash, -o, pipefail, -c,
-# "python train.py | tee log"]` names its files inside that one word.
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
-
-
-def _words(command: Command) -> list[str]:
-    words = list(command.argv)
-    script = _shell_script(words)
-    if script is None:
-        return words
-    try:
-        split = shlex.split(script, comments=True)
-    except ValueError:  # unbalanced quotes: the shell will say so; take plain words
-        split = script.split()
-    return _without_written(split)
-
-
-def _shell_script(words: list[str]) -> str | None:
-    """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`."""
-    if not words or Path(words[0]).name not in _SHELLS:
-        return None
-    for index, word in enumerate(words[1:-1], start=1):
-        if word == "-c" or (word.startswith("-") and not word.startswith("--") and "c" in word):
-            return words[index + 1]
-        if not word.startswith(("-", "+")) and words[index - 1] not in ("-o", "+o"):
-            return None  # `bash script.sh -c`: an argument of the script, not the shell's
-    return None
-
-
-# A shell's redirections that write the word after them, and what ends a `tee`'s files.
-_WRITES = frozenset({">", ">>", ">|", "1>", "1>>", "2>", "2>>", "&>", "&>>"})
-_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&"})
-
-
-def _without_written(words: list[str]) -> list[str]:
-    """A shell command's words less the files it writes: `> log.txt`, `| tee out.txt`.
-
-    The run itself creates them in the workdir, so they exist when the repro is made,
-    yet a rerun does not need them: `python train.py | tee out.txt` needs train.py only.
-    """
-    kept: list[str] = []
-    teeing = False
-    for index, word in enumerate(words):
-        if index > 0 and words[index - 1] in _WRITES:
-            continue
-        if word in _SEPARATORS:
-            teeing = False
-        elif teeing and not word.startswith("-"):
-            continue
-        elif (word == "tee" or word.endswith("/tee")) and (
-            index == 0 or words[index - 1] in _SEPARATORS
-        ):
-            teeing = True  # the program of its pipeline stage, not a word named tee
-        kept.append(word)
-    return kept
 
 
 def _assignment(word: str) -> bool:
@@ -234,6 +155,31 @@ def _place_outside(word: str, workdir: Path) -> Path | None:
     except (OSError, RuntimeError, ValueError):
         return None
     return place
+
+
+def in_environment(folder: Path, workdir: Path) -> bool:
+    """Whether `folder` lies in a Python environment made inside the workdir (a `venv/`
+    with its pyvenv.cfg, a conda env with its conda-meta/): its files are the
+    interpreter's, not the program's."""
+    folder = Path(os.path.normpath(folder))
+    while folder != workdir and folder.is_relative_to(workdir):
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            return True
+        folder = folder.parent
+    return False
+
+
+def environments(workdir: Path) -> list[Path]:
+    """The Python environments made in the workdir's own folder (`.venv/`, `env/`)."""
+    try:
+        entries = list(workdir.iterdir())
+    except OSError:
+        return []
+    return sorted(
+        e
+        for e in entries
+        if e.is_dir() and ((e / "pyvenv.cfg").is_file() or (e / "conda-meta").is_dir())
+    )
 
 
 def workload_modules(workload: object) -> list[str]:
@@ -288,7 +234,7 @@ def module_files(module: str, workdir: Path) -> list[Path]:
 
 
 def _command_files(command: Command, workdir: Path) -> Iterator[Path]:
-    words = _words(command)
+    words = command_words(command)
     for index, word in enumerate(words):
         if index > 0 and words[index - 1] == "-m":
             yield from module_files(word, workdir)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -469,7 +470,7 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
     assert "verdict reproduced" in verify, verify
     # The copy ran outside the workdir and is gone; the workdir got nothing written into it.
-    verify_run = tmp_path / "out" / "runs" / verify.rpartition("(run ")[2].rstrip(")")
+    verify_run = tmp_path / "out" / "runs" / verify.rpartition("(run ")[2].split(",")[0]
     copied_spec = Path(json.loads((verify_run / "results.json").read_text())["spec"]["path"])
     assert not copied_spec.is_relative_to(work)
     assert not copied_spec.exists()
@@ -504,6 +505,49 @@ def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
         "signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV, as a shell reports it: a process "
         "the command ran died of it"
     ) in (work / "spec.yaml").read_text()
+
+
+def test_the_verify_links_what_no_bundle_carries_and_survives_odd_output(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A 20 MiB checkpoint is named for a reader to fetch, not carried: the copy lacked it,
+    # and the verify said "name it in files" (exit 1). Now it is linked into the copy. The
+    # program's `~1.5s` in its output made the search of what the copy lacked raise.
+    work = tmp_path / "work"
+    work.mkdir()
+    with (work / "weights.bin").open("wb") as big:  # sparse: 20 MiB on paper
+        big.truncate(20 << 20)
+    (work / "data.txt").write_text("boom\n")
+    (work / "app.py").write_text(
+        "import os, sys\nprint('epoch took ~1.5s', flush=True)\n"
+        "os.close(os.open('weights.bin', os.O_RDONLY))\n"
+        "if sys.stdin.read().strip() == 'boom':\n    raise ValueError('boom')\n"
+    )
+    (work / "run.sh").write_text("f=data; cat $f.txt | python app.py\n")
+    result = capture(cli, work, "sh", "run.sh")
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert "weights.bin linked (no bundle carries it)" in verify, verify
+    assert "verdict reproduced" in verify, verify
+    # data.txt, which cat read under a built name, was found from cat's message.
+    assert "data.txt" in load_spec(str(work / "spec.yaml")).document["files"]  # type: ignore[operator]
+
+
+def test_an_environment_made_in_the_workdir_is_linked_not_listed(cli: Cli, tmp_path: Path) -> None:
+    # `.venv/bin/python app.py` with the venv in the workdir: the copy raised ValueError
+    # (an internal error, exit 3) placing the interpreter's link, and the venv's
+    # site-packages, on the child's sys.path, put its modules in `files`.
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(work / ".venv")], check=True)
+    (site,) = (work / ".venv" / "lib").glob("python3*/site-packages")
+    (site / "fancylib").mkdir()
+    (site / "fancylib" / "__init__.py").write_text("def go():\n    raise RuntimeError('fancy')\n")
+    (work / "app.py").write_text("import fancylib\nfancylib.go()\n")
+    result = capture(cli, work, ".venv/bin/python", "app.py")
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert ".venv/ linked" in verify, verify
+    assert "verdict reproduced" in verify, verify
+    assert "files" not in load_spec(str(work / "spec.yaml")).document
 
 
 def test_a_shell_script_the_command_runs_brings_the_files_it_names(

@@ -1,0 +1,102 @@
+"""The words of a shell command line or script, as what they run and name is read.
+
+A command's words name the files it needs (`python train.py --config cfg.yaml`); a shell
+script's do too (`cat data.txt | python app.py` in run.sh), but for the files it writes
+(`> log.txt`, `| tee out.txt`), which a run creates and a rerun does not need.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from reprospec.core.sections import Command
+
+# Python files and scripts bigger than this are not read for what they name.
+MAX_PARSE_BYTES = 1 << 20
+
+# Shells whose `-c SCRIPT` holds the command line: a list command `[bash, -o, pipefail, -c,
+# "python train.py | tee log"]` names its files inside that one word.
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+
+
+def command_words(command: Command) -> list[str]:
+    """The command's words, or its shell script's (`sh -c SCRIPT`) less the files it writes."""
+    words = list(command.argv)
+    script = shell_script(words)
+    if script is None:
+        return words
+    try:
+        split = shlex.split(script, comments=True)
+    except ValueError:  # unbalanced quotes: the shell will say so; take plain words
+        split = script.split()
+    return without_written(split)
+
+
+def shell_script(words: list[str]) -> str | None:
+    """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`."""
+    if not words or Path(words[0]).name not in SHELLS:
+        return None
+    for index, word in enumerate(words[1:-1], start=1):
+        if word == "-c" or (word.startswith("-") and not word.startswith("--") and "c" in word):
+            return words[index + 1]
+        if not word.startswith(("-", "+")) and words[index - 1] not in ("-o", "+o"):
+            return None  # `bash script.sh -c`: an argument of the script, not the shell's
+    return None
+
+
+# A shell's redirections that write the word after them, and what ends a `tee`'s files.
+_WRITES = frozenset({">", ">>", ">|", "1>", "1>>", "2>", "2>>", "&>", "&>>"})
+_SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&"})
+
+
+def without_written(words: list[str]) -> list[str]:
+    """A shell command's words less the files it writes: `> log.txt`, `| tee out.txt`.
+
+    The run itself creates them in the workdir, so they exist when the repro is made,
+    yet a rerun does not need them: `python train.py | tee out.txt` needs train.py only.
+    """
+    kept: list[str] = []
+    teeing = False
+    for index, word in enumerate(words):
+        if index > 0 and words[index - 1] in _WRITES:
+            continue
+        if word in _SEPARATORS:
+            teeing = False
+        elif teeing and not word.startswith("-"):
+            continue
+        elif (word == "tee" or word.endswith("/tee")) and (
+            index == 0 or words[index - 1] in _SEPARATORS
+        ):
+            teeing = True  # the program of its pipeline stage, not a word named tee
+        kept.append(word)
+    return kept
+
+
+def is_shell_script(path: Path) -> bool:
+    """A `.sh` file, or one whose `#!` line names a shell; small enough to read."""
+    try:
+        if path.stat().st_size > MAX_PARSE_BYTES:
+            return False
+        if path.suffix in (".sh", ".bash"):
+            return True
+        with path.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return False
+    program = first[2:].split()
+    names = [Path(os.fsdecode(w)).name for w in program[:2]]  # `#!/usr/bin/env bash`
+    return any(name in SHELLS for name in names)
+
+
+def shell_words(text: str) -> list[str]:
+    """A shell script's words, its operators apart (`a.txt|b` is three words)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # unbalanced quotes, a heredoc's text: take plain words
+        return text.split()
