@@ -26,6 +26,7 @@ from reprospec.plan.run import plan_run
 from reprospec.plan.workfiles import named_files
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
+from tests.support.files import written
 
 PROGRAMS = ROOT / "tests" / "data" / "capture"
 
@@ -449,15 +450,16 @@ def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     # The verify reran the spec in the workdir, where everything the command read was at
     # hand: it said `reproduced` of a spec whose bundle failed elsewhere. Here the file is
     # read by `cat`, which no audit hook sees, under a name no word of the command holds.
-    work = tmp_path / "work"
-    (work / "conf").mkdir(parents=True)
-    (work / "conf" / "settings.txt").write_text("mode: boom\n")
-    (work / "app.py").write_text(
-        "import subprocess, sys\n"
-        "name = 'conf/' + 'settings' + '.txt'\n"
-        "read = subprocess.run(['cat', name], capture_output=True, text=True)\n"
-        "sys.stderr.write(read.stderr)\n"
-        "if 'boom' in read.stdout:\n    raise RuntimeError('boom mode')\n"
+    work = written(
+        tmp_path / "work",
+        {
+            "conf/settings.txt": "mode: boom\n",
+            "app.py": "import subprocess, sys\n"
+            "name = 'conf/' + 'settings' + '.txt'\n"
+            "read = subprocess.run(['cat', name], capture_output=True, text=True)\n"
+            "sys.stderr.write(read.stderr)\n"
+            "if 'boom' in read.stdout:\n    raise RuntimeError('boom mode')\n",
+        },
     )
     result = capture(cli, work, "python", "app.py")
     # The copy's rerun passed; cat said which file it missed, and it is in `files` now.
@@ -483,12 +485,13 @@ def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     # The shell tests for a file whose name it builds, and says nothing when it is not
     # there: no record and no message name it, so the spec cannot be made whole. It
     # reproduces in the workdir only, and capture says so and exits 1.
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "marker").write_text("")
-    (work / "crash.py").write_text("import ctypes\nctypes.string_at(0)\n")
-    (work / "run.sh").write_text(
-        'f=$(printf "mark%s" er)\nif [ -f "$f" ]; then python crash.py; fi\n'
+    work = written(
+        tmp_path / "work",
+        {
+            "marker": "",
+            "crash.py": "import ctypes\nctypes.string_at(0)\n",
+            "run.sh": 'f=$(printf "mark%s" er)\nif [ -f "$f" ]; then python crash.py; fi\n',
+        },
     )
     out = tmp_path / "out"
     result = cli("capture", "-o", "spec.yaml", "--out", str(out), "--", "sh", "run.sh", cwd=work)
@@ -555,13 +558,15 @@ def test_a_shell_script_the_command_runs_brings_the_files_it_names(
 ) -> None:
     # `sh run.sh` running `cat data.txt | python app.py`: run.sh's own words name data.txt,
     # which the copy (as the bundle) carries; the verify in the copy reproduces.
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "data.txt").write_text("boom\n")
-    (work / "app.py").write_text(
-        "import sys\nif sys.stdin.read().strip() == 'boom':\n    raise ValueError('boom')\n"
+    work = written(
+        tmp_path / "work",
+        {
+            "data.txt": "boom\n",
+            "app.py": "import sys\nif sys.stdin.read().strip() == 'boom':\n"
+            "    raise ValueError('boom')\n",
+            "run.sh": "cat data.txt | python app.py\n",
+        },
     )
-    (work / "run.sh").write_text("cat data.txt | python app.py\n")
     result = capture(cli, work, "sh", "run.sh")
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert verify.startswith("verify in a copy of the spec and its 3 file(s)"), verify

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import ROOT, interrupt_when
+from tests.support.files import written
 
 SPEC = ROOT / "tests" / "data" / "minimize" / "crash.yaml"
 SETTINGS = ROOT / "tests" / "data" / "minimize" / "settings.yaml"
@@ -348,17 +349,16 @@ def test_a_program_behind_a_shell_script_is_minimized_with_the_data_the_script_n
     # `sh run.sh` running `cat data.txt | python app.py`: app.py was left whole ("0 -> 0
     # lines, no Python files") and DIR had no data.txt, so its repro.sh passed while
     # minimize said the result fails 5/5 (it was checked where every file was linked).
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "app.py").write_text(
-        "import ctypes\nimport sys\nline = sys.stdin.read()\nx = 1\ny = 2\n"
-        "if 'crash' in line:\n    ctypes.string_at(0)\nprint(x + y)\n"
-    )
-    (work / "data.txt").write_text("crash now\n")
-    (work / "run.sh").write_text("cat data.txt | python app.py\n")
-    (work / "spec.yaml").write_text(
-        "reprospec: 1\nname: behind\ncommand: sh run.sh\n"
-        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    work = written(
+        tmp_path / "work",
+        {
+            "app.py": "import ctypes\nimport sys\nline = sys.stdin.read()\nx = 1\ny = 2\n"
+            "if 'crash' in line:\n    ctypes.string_at(0)\nprint(x + y)\n",
+            "data.txt": "crash now\n",
+            "run.sh": "cat data.txt | python app.py\n",
+            "spec.yaml": "reprospec: 1\nname: behind\ncommand: sh run.sh\n"
+            "expect: {outcome: crash, signal: SIGSEGV}\n",
+        },
     )
     code, data, stderr = minimize(
         tmp_path, "--budget", "40", *DETERMINISTIC, spec=work / "spec.yaml"
@@ -377,16 +377,15 @@ def test_a_dir_that_lacks_a_file_read_under_a_built_name_is_said_and_exits_1(
     # The candidates ran where every workdir file was linked; DIR holds only the files the
     # result names. A file read under a name the program builds was missing there, and
     # minimize said "fails 5/5" of a DIR whose repro.sh raised FileNotFoundError.
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "app.py").write_text(
-        "x = 1\nname = 'da' + 'ta.txt'\nwith open(name) as f:\n    text = f.read().strip()\n"
-        "print(x)\nraise ValueError(text)\n"
-    )
-    (work / "data.txt").write_text("boom from data\n")
-    (work / "spec.yaml").write_text(
-        "reprospec: 1\nname: built\ncommand: python app.py\n"
-        "expect: {outcome: error, exception: ValueError, message: boom from data}\n"
+    work = written(
+        tmp_path / "work",
+        {
+            "app.py": "x = 1\nname = 'da' + 'ta.txt'\nwith open(name) as f:\n"
+            "    text = f.read().strip()\nprint(x)\nraise ValueError(text)\n",
+            "data.txt": "boom from data\n",
+            "spec.yaml": "reprospec: 1\nname: built\ncommand: python app.py\n"
+            "expect: {outcome: error, exception: ValueError, message: boom from data}\n",
+        },
     )
     code, data, stderr = minimize(
         tmp_path, "--budget", "30", *DETERMINISTIC, spec=work / "spec.yaml"
