@@ -186,12 +186,7 @@ def _rerun(
     with environ.changed(dict.fromkeys(left_out)):
         result = run_spec(spec_path, repeat, False)
     again = tuple(a for cell in result.cells for a in cell.attempts)
-    same = sum(
-        1
-        for a in again
-        if a.ran is not None
-        and native.agrees(a.ran.signature, signature, native_unknown=native.read_none(a.native))
-    )
+    same = sum(1 for a in again if native.attempt_agrees(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
     verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
     return Rerun(result, again, same, verdicts, verified)

@@ -333,12 +333,6 @@ _MISS_CHANCE = 0.01
 _MAX_TRIES = 60
 
 
-def _same_failure(attempt: AttemptResult, signature: str) -> bool:
-    unknown = native.read_none(attempt.native)
-    ran = attempt.ran
-    return ran is not None and native.agrees(ran.signature, signature, native_unknown=unknown)
-
-
 def confirm_dir(
     found: Minimized, options: RunOptions, parallel: int, cancel: threading.Event
 ) -> Minimized:
@@ -383,7 +377,7 @@ def confirm_dir(
         return replace(found, interrupted=True)
     unconfirmed = ""
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance
-    if not any(_same_failure(a, found.signature) for a in ran):
+    if not any(native.attempt_agrees(a, found.signature) for a in ran):
         seen = sorted({a.ran.signature for a in ran if a.ran is not None})
         unconfirmed = (
             f"{SPEC_NAME} in {found.output} did not fail as {found.signature} in "
@@ -574,9 +568,7 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     outcome = attempt.ran
     if outcome is None:
         return "infra"
-    same = signature is None or native.agrees(
-        outcome.signature, signature, native_unknown=native.read_none(attempt.native)
-    )
+    same = signature is None or native.attempt_agrees(attempt, signature)
     if role == "passing":
         if outcome.kind == "pass":
             return "pass"

@@ -19,6 +19,7 @@ from reprospec.core.words import shorten_command
 if TYPE_CHECKING:
     # Created at a crash or a hang (`read` imports them where a folder holds stacks): the
     # questions a report asks of every attempt (`read_none`, `agrees`) need none of them.
+    from reprospec.core.results import AttemptResult
     from reprospec.native.stacks import Frame, NativeStacks, ProcessStacks, Thread
 
 # The attempt folder's files (`write`, `read`).
@@ -126,6 +127,15 @@ def read_none(markdown: str | None) -> bool:
     """Whether an attempt's native-stacks fragment (`markdown` below) says none were read:
     no core (another crash in the same folder replaced it), no gdb, native stacks off."""
     return markdown is None or markdown.startswith("_native stacks unavailable")
+
+
+def attempt_agrees(attempt: AttemptResult, target: str) -> bool:
+    """Whether the attempt ran and failed as `target` (`agrees`, its native frame unknown
+    where its native stacks were not read): what capture's verify, minimize's candidates
+    and its DIR check each count as the same failure."""
+    ran = attempt.ran
+    unknown = read_none(attempt.native)
+    return ran is not None and agrees(ran.signature, target, native_unknown=unknown)
 
 
 def agrees(signature: str, target: str, *, native_unknown: bool) -> bool:
