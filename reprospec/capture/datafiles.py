@@ -71,19 +71,14 @@ class WorkdirFiles:
         for reading (and the paths `also`), in `listed`; `ran_in`: the copy of the workdir
         they ran in."""
         workdir = self.workdir
-        folders = searched(run_dir, attempts)
-        if ran_in is not None:  # the copy's folders, as the workdir's
-            copy = ran_in.resolve()
-            folders = tuple(
-                workdir / p.relative_to(copy) if p.is_relative_to(copy) else p for p in folders
-            )
+        copy = ran_in.resolve() if ran_in is not None else None
         # An environment made in the workdir is on sys.path too: its site-packages hold
         # installed distributions, not the program's modules (`files` listed every one).
-        folders = tuple(
+        folders = [
             p
-            for p in folders
+            for p in (_as_workdirs(found, copy, workdir) for found in searched(run_dir, attempts))
             if not _SKIPPED_FOLDERS.intersection(p.parts) and not in_environment(p, workdir)
-        )
+        ]
         local = local_files(modules, workdir, self.script_dir, folders)
         ran = scripts(run_dir, attempts, ran_in.resolve() if ran_in else workdir)
         data = read_files(
@@ -139,9 +134,7 @@ def read_files(
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
     for line in opened:
-        path = Path(line).resolve()
-        if copy is not None and path.is_relative_to(copy):
-            path = workdir / path.relative_to(copy)
+        path = _as_workdirs(Path(line).resolve(), copy, workdir)
         if path.suffix == ".py" or not path.is_relative_to(workdir):
             continue
         if any(path == s or path.is_relative_to(s) for s in skipped):
@@ -182,6 +175,14 @@ def read_files(
             too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
             left_out.append(top)
     return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)), tuple(left_out))
+
+
+def _as_workdirs(path: Path, copy: Path | None, workdir: Path) -> Path:
+    """`path` (resolved) as the workdir's where it lies in the workdir's `copy` (capture's
+    verify ran there): where that copy's file came from."""
+    if copy is not None and path.is_relative_to(copy):
+        return workdir / path.relative_to(copy)
+    return path
 
 
 # A word of a program's output that may be a file's name: `cat: data.txt: No such file or

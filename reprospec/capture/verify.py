@@ -161,8 +161,9 @@ def _rerun_copied(
     # Linked, not copied: what the first run read and no bundle carries (a 20 MiB
     # checkpoint, a dot-file), and environments made in the workdir (the command's
     # `.venv/bin/python`): this machine's, which a reader has their own of.
-    links = [workdir / name for name in linked] + environments(workdir)
-    names = [*linked, *(p.name + "/" for p in environments(workdir))]
+    made = environments(workdir)
+    links = [workdir / name for name in linked] + made
+    names = [*linked, *(p.name + "/" for p in made)]
     names += [tree.place(p) for p in tree.too_large]
     with tempfile.TemporaryDirectory(
         prefix="reprospec-verify-", ignore_cleanup_errors=True
