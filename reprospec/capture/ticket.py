@@ -31,6 +31,7 @@ from reprospec.outcome.tracebacks import (
     fatal_errors,
     parse_chain,
 )
+from reprospec.plan.shellwords import is_assignment
 from reprospec.spec.presets import PRESETS, detect, output_lines
 
 # Prefixes loggers and launchers put before every line of a child's output.
@@ -481,7 +482,7 @@ def _words(line: str) -> list[str]:
 def _program(words: list[str]) -> str:
     """The program a command line runs, past `VAR=value` assignments and `env`."""
     for word in words:
-        if re.match(r"^[A-Za-z_]\w*=", word) or word == "env":
+        if is_assignment(word) or word == "env":
             continue
         name = word.rsplit("/", 1)[-1]
         return "python" if _PYTHON_PROGRAM.match(name) else name

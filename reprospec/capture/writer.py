@@ -23,7 +23,7 @@ from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK
-from reprospec.plan.shellwords import SHELLS
+from reprospec.plan.shellwords import SHELLS, is_assignment
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -360,7 +360,7 @@ def script_stem(argv: tuple[str, ...]) -> str:
     script = script_of(argv)
     if script:
         return slug(Path(script).stem)
-    words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] or list(argv)
+    words = [w for w in argv if not is_assignment(w)] or list(argv)
     program = Path(words[0]).name
     if program in SHELLS and len(words) > 1 and not words[1].startswith("-"):
         program = Path(words[1]).name

@@ -21,6 +21,12 @@ MAX_PARSE_BYTES = 1 << 20
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 
 
+def is_assignment(word: str) -> bool:
+    """A `NAME=value` word before a command's program (`MY_FLAG=1 python app.py`)."""
+    name, sep, _ = word.partition("=")
+    return bool(sep) and name.isidentifier()
+
+
 def command_words(command: Command) -> list[str]:
     """The command's words, or its shell script's (`sh -c SCRIPT`) less the files it writes."""
     words = list(command.argv)

@@ -28,6 +28,7 @@ from reprospec.core.sections import Command
 from reprospec.plan.shellwords import (
     MAX_PARSE_BYTES,
     command_words,
+    is_assignment,
     is_shell_script,
     shell_words,
     without_written,
@@ -113,7 +114,7 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
     outside: dict[Path, None] = {}
     absolute: dict[Path, None] = {}
     words = command_words(plan.job)
-    program = next((i for i, w in enumerate(words) if not _assignment(w)), None)
+    program = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
     for index, word in enumerate([*words, *plan.files]):
         if 0 < index < len(words) and words[index - 1] == "-m":
             continue  # a module: found inside the workdir, or installed
@@ -137,11 +138,6 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
             if found != real and not _inside(found, workdir):
                 outside.setdefault(found, None)
     return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
-
-
-def _assignment(word: str) -> bool:
-    name, sep, _ = word.partition("=")
-    return bool(sep) and name.isidentifier()
 
 
 def _place_outside(word: str, workdir: Path) -> Path | None:
