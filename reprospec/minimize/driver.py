@@ -500,14 +500,14 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
     """The workdir's Python files the command runs by other means than its own words: the
     ones a shell script it runs names (`sh run.sh` with `cat data.txt | python app.py`),
     and the spec's `files`. app.py was left whole ("0 -> 0 lines, no Python files")."""
-    from reprospec.plan.workfiles import script_files
+    from reprospec.plan.workfiles import file_in, script_files
 
     root = workdir.resolve()
-    named = [root / w for w in words if "${{" not in w]
+    named = [w for w in words if "${{" not in w]
     listed = document.get("files")
     if isinstance(listed, list):
-        named += [root / str(name) for name in listed]
-    found = [p.resolve() for p in named if p.is_file() and _inside(p, root)]
+        named += [str(name) for name in listed]
+    found = [p for word in named if (p := file_in(word, root)) is not None]
     behind = [p for p in [*found, *script_files(found, root)] if p.suffix == ".py"]
     return [workdir / p.relative_to(root) for p in behind]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from reprospec.core.inputs import Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.minimize.program import SKIPPED, Program
-from reprospec.plan.workfiles import script_files
+from reprospec.plan.workfiles import file_in, script_files
 
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
 
@@ -41,7 +41,7 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
     names = _named(program, spec)
     # A shell script named (`sh run.sh`) names files in its own words: run.sh's
     # `cat data.txt` went without data.txt, and DIR's repro passed.
-    scripts = [p for name in names if (p := _file_of(root, name)) is not None]
+    scripts = [p for name in names if (p := file_in(name, root)) is not None]
     names.update(p.relative_to(root).as_posix() for p in script_files(scripts, root))
     for name in sorted(names):
         rel = Path(os.path.normpath(name))
@@ -71,15 +71,6 @@ def _copy_folder(source: Path, target: Path, skip: set[Path]) -> None:
             if path.is_file() and path.stat().st_size <= _COPY_LIMIT:
                 (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target / here.relative_to(source) / name)
-
-
-def _file_of(root: Path, name: str) -> Path | None:
-    """The workdir's file `name` names (resolved), or None."""
-    try:
-        path = (root / name).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-    return path if path.is_relative_to(root) and path.is_file() else None
 
 
 def _under(path: Path, folders: set[Path]) -> bool:

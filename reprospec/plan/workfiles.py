@@ -52,7 +52,7 @@ def named_files(plan: AttemptPlan) -> tuple[str, ...]:
             for path in module_files(module, workdir):
                 found[path] = None
     for name in plan.files:
-        listed = _file_in(name, workdir)
+        listed = file_in(name, workdir)
         if listed is not None:
             found[listed] = None
     for path in script_files(list(found), workdir):
@@ -79,7 +79,7 @@ def script_files(start: Iterable[Path], workdir: Path) -> list[Path]:
         except OSError:
             continue
         for word in without_written(shell_words(text)):
-            found = _file_in(word, workdir)
+            found = file_in(word, workdir)
             if found is not None and found not in seen:
                 seen[found] = None
                 if is_shell_script(found):
@@ -239,12 +239,14 @@ def _command_files(command: Command, workdir: Path) -> Iterator[Path]:
         if word.startswith("-") and "=" in word:
             candidates.append(word.partition("=")[2])
         for candidate in candidates:
-            path = _file_in(candidate, workdir)
+            path = file_in(candidate, workdir)
             if path is not None:
                 yield path
 
 
-def _file_in(word: str, workdir: Path) -> Path | None:
+def file_in(word: str, workdir: Path) -> Path | None:
+    """The workdir's file a word names (resolved, relative to `workdir` unless absolute),
+    or None: not a file, outside the workdir, a flag, or no name at all."""
     if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
         return None
     try:
