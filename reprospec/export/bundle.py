@@ -137,8 +137,8 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     top = PurePosixPath(run.run_id)
     spec_rel = _spec_place(run, sources)
     tree = sources.tree
-    carried = [p.relative_to(tree.root).as_posix() for p in tree.files]
-    outside = {p.relative_to(tree.root).as_posix() for p in tree.outside}
+    carried = [tree.place(p) for p in tree.files]
+    outside = {tree.place(p) for p in tree.outside}
     workdir_rel = [rel for rel in carried if rel not in outside]
     manifest: dict[str, object] = {
         "format": FORMAT,
@@ -151,7 +151,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     }
     if tree.absolute_workdir is not None:
         # The spec names its workdir by an absolute path: the rerun points it into tree/.
-        inside = tree.absolute_workdir.relative_to(tree.root).as_posix()
+        inside = tree.place(tree.absolute_workdir)
         manifest["workdir"] = f"tree/{inside}"
     output.parent.mkdir(parents=True, exist_ok=True)
     redactor = _run_redactor(run, run_dir, sources.document)

@@ -53,7 +53,7 @@ class SpecTree:
         placed = list(placed)
         folders = []
         for workdir in self.workdirs:
-            rel = workdir.relative_to(self.root).as_posix()
+            rel = self.place(workdir)
             if rel != "." and not any(p.startswith(rel + "/") for p in placed):
                 folders.append(rel)
         return folders
