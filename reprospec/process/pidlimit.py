@@ -208,6 +208,12 @@ def _read(path: Path | str) -> str:
         os.close(fd)
 
 
+def join(procs: str) -> None:
+    """Move the calling process into the cgroup whose cgroup.procs is `procs`: what an
+    attempt's root does before it runs without the starter (start.py), as starter.c does."""
+    _write(procs, "0\n")
+
+
 def procs_file(limit: Limit) -> str | None:
     """The attempt's cgroup.procs, which the attempt's root joins itself before it runs
     anything (it writes 0 there: start.py, a preload server's fork)."""

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from reprospec import native as native_stacks
 from reprospec.core.recent import Recent
-from reprospec.process import starter, tree, watchdog
+from reprospec.process import pidlimit, starter, tree, watchdog
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -137,20 +137,11 @@ def _child_setup(
                 os._exit(125)  # the engine died before the line above: nothing to run for
         if cgroup is not None:
             with contextlib.suppress(OSError):
-                _join(cgroup)
+                pidlimit.join(cgroup)
         if then is not None:
             then()
 
     return setup
-
-
-def _join(procs: str) -> None:
-    """Move the calling process into the cgroup whose cgroup.procs is `procs`."""
-    fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, b"0\n")
-    finally:
-        os.close(fd)
 
 
 def popen_attempt(
