@@ -33,6 +33,7 @@ from typing import Any
 from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import Standalone
 from reprospec.core.words import perturbed_phrase
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import copy_named
@@ -245,18 +246,26 @@ def expects_the_failure(
     return False
 
 
-def _repro(spec_path: Path, found: Minimized) -> str:
-    """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
-    repro of it (its variables as `NAME=value` words: the bare command of a failure that
-    needs `MY_FLAG=1` passed, and repro.sh with it)."""
+def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[str, ...], str]:
+    """The failing cell of the minimized spec at `spec_path` as the run report's standalone
+    repro makes it, the `-m` filters that select the cell, and its command's text."""
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.standalone import standalone_of
 
     spec = api.load_spec(spec_path)
-    plan = api.plan_run(spec, RunOptions(matrix_filters=cell_filters(spec, found)))
-    attempt = plan.attempts[0]
-    return standalone_of(attempt, spec_path.parent).run or attempt.command_text
+    filters = cell_filters(spec, found)
+    attempt = api.plan_run(spec, RunOptions(matrix_filters=filters)).attempts[0]
+    standalone = standalone_of(attempt, spec_path.parent, spec_name=spec.name)
+    return standalone, filters, attempt.command_text
+
+
+def _repro(spec_path: Path, found: Minimized) -> str:
+    """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
+    repro of it (its variables as `NAME=value` words: the bare command of a failure that
+    needs `MY_FLAG=1` passed, and repro.sh with it)."""
+    standalone, _, command = _standalone(spec_path, found)
+    return standalone.run or command
 
 
 _PERTURBED_NOTE = (
@@ -287,14 +296,9 @@ def _rerun_line(filters: Sequence[str]) -> str:
 def _workload_repro(spec_path: Path, found: Minimized) -> tuple[str, str]:
     """The failing cell's repro.py as `run` writes it, or the run of the minimized spec and
     why there is no script (an injected fault does not fire without reprospec)."""
-    from reprospec import api
-    from reprospec.core.runoptions import RunOptions
-    from reprospec.plan.standalone import REPRO_PY, standalone_of
+    from reprospec.plan.standalone import REPRO_PY
 
-    spec = api.load_spec(spec_path)
-    filters = cell_filters(spec, found)
-    plan = api.plan_run(spec, RunOptions(matrix_filters=filters))
-    standalone = standalone_of(plan.attempts[0], spec_path.parent, spec_name=spec.name)
+    standalone, filters, _ = _standalone(spec_path, found)
     if standalone.script and standalone.run:
         (spec_path.parent / REPRO_PY).write_text(standalone.script, encoding="utf-8")
         return standalone.run, ""
