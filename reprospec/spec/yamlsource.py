@@ -321,13 +321,33 @@ def load_value(text: str) -> JsonValue:
 
 
 def _from_marked(exc: yaml.MarkedYAMLError, line_offset: int) -> Problem:
+    opened = exc.context_mark
+    if (
+        opened is not None
+        and "quoted scalar" in (exc.context or "")
+        and "end of stream" in (exc.problem or "")
+    ):
+        # pyyaml points at the end of the file, where the scan gave up: the mistake is
+        # the quote that opened the string, maybe many lines above.
+        return Problem(
+            opened.line + 1 + line_offset,
+            opened.column + 1,
+            None,
+            "invalid YAML: the quoted string that starts here is never closed "
+            "(the file ends before its closing quote)",
+        )
     mark = exc.problem_mark or exc.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-    what = exc.problem or exc.context or "invalid YAML"
-    if exc.context and exc.problem:
+    context = exc.context or ""
+    if context.startswith("while ") and opened and mark and opened.line < mark.line:
+        # "while parsing a flow sequence": the `[` left open is on an earlier line.
+        where = f"line {opened.line + 1 + line_offset}, column {opened.column + 1}"
+        context += f" that starts at {where}"
+    what = exc.problem or context or "invalid YAML"
+    if context and exc.problem:
         # pyyaml splits some sentences in two: "expected X" + "but found Y".
         joined = exc.problem.startswith("but ")
-        what = f"{exc.context}, {exc.problem}" if joined else f"{exc.problem} ({exc.context})"
+        what = f"{context}, {exc.problem}" if joined else f"{exc.problem} ({context})"
     at = line + line_offset
     if "'\\t'" in what:
         what += f"; YAML indents with spaces, never tabs: check the indentation of line {at}"

@@ -123,7 +123,8 @@ def test_safe_tags_still_work() -> None:
 
 def test_syntax_errors_are_located() -> None:
     assert problems("a: [1, 2\nb: 3\n") == [
-        "f.yaml:2:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow sequence)"
+        "f.yaml:2:2: invalid YAML: expected ',' or ']', but got ':' (while parsing a flow"
+        " sequence that starts at line 1, column 4)"
     ]
     assert problems("a: 1\n b: 2\n") == [
         "f.yaml:2:3: invalid YAML: mapping values are not allowed here; check the indentation"
@@ -133,6 +134,15 @@ def test_syntax_errors_are_located() -> None:
         "f.yaml:2:1: invalid YAML: expected a single document in the stream,"
         " but found another document"
     ]
+
+
+def test_an_unclosed_quote_is_located_where_it_opens_not_where_the_file_ends() -> None:
+    """pyyaml marks the end of the file, where its scan gave up: lines below the quote."""
+    assert problems('name: "broken\ncommand: python -c pass\nexpect:\n  outcome: pass\n') == [
+        "f.yaml:1:7: invalid YAML: the quoted string that starts here is never closed"
+        " (the file ends before its closing quote)"
+    ]
+    assert problems("a: 1\nb: 'it''s\n")[0].startswith("f.yaml:2:4: invalid YAML: the quoted")
 
 
 def test_boolean_and_collection_keys() -> None:
