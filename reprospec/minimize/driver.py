@@ -515,12 +515,24 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
 def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
     """`path` and the local modules it imports from the workdir, transitively."""
     import ast
+    import codecs
+    import io
+    import tokenize
 
     relative = str(path.relative_to(workdir))
     if relative in files:
         return
-    text = path.read_text(encoding="utf-8")
-    files[relative] = text
+    data = path.read_bytes()
+    try:
+        # As Python reads source (PEP 263): a `coding:` line may name another encoding.
+        # Candidates are written back as UTF-8, so only a UTF-8 file is minimized; one
+        # in another encoding stays whole, but its imports are still followed.
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return  # not Python source Python could read: nothing to minimize or follow
+    if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
+        files[relative] = text
     try:
         tree = ast.parse(text)
     except SyntaxError:
