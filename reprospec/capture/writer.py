@@ -23,7 +23,7 @@ from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK
-from reprospec.plan.shellwords import SHELLS, is_assignment
+from reprospec.plan.shellwords import is_assignment, script_operand
 from reprospec.spec.yamlsource import dump_yaml
 
 # A folded command line is wrapped to this width (the reader's editor, not a parser limit).
@@ -362,8 +362,9 @@ def script_stem(argv: tuple[str, ...]) -> str:
         return slug(Path(script).stem)
     words = [w for w in argv if not is_assignment(w)] or list(argv)
     program = Path(words[0]).name
-    if program in SHELLS and len(words) > 1 and not words[1].startswith("-"):
-        program = Path(words[1]).name
+    operand = script_operand(words)
+    if operand is not None:
+        program = Path(operand).name
     return slug(program.removesuffix(".sh").removesuffix(".bash") or program)
 
 

@@ -52,6 +52,24 @@ def shell_script(words: list[str]) -> str | None:
     return None
 
 
+def script_operand(words: list[str]) -> str | None:
+    """The script file a shell runs: `run.sh` of `bash -x run.sh` or `sh -o pipefail run.sh`;
+    None for `sh -c SCRIPT` and for a program that is no shell."""
+    if not words or Path(words[0]).name not in SHELLS:
+        return None
+    for index, word in enumerate(words[1:], start=1):
+        if word == "--":
+            return words[index + 1] if index + 1 < len(words) else None
+        if word.startswith(("-", "+")):
+            if "c" in word.lstrip("-+") and not word.startswith("--"):
+                return None  # `-c`, `-xc`: the script is a word, not a file
+            continue
+        if words[index - 1] in ("-o", "+o"):
+            continue  # the option's name: `-o pipefail`
+        return word
+    return None
+
+
 # A shell's redirections that write the word after them, and what ends a `tee`'s files.
 _WRITES = frozenset({">", ">>", ">|", "1>", "1>>", "2>", "2>>", "&>", "&>>"})
 _SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&"})

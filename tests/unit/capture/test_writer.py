@@ -196,6 +196,10 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
         (("sh", "run.sh", "--fast"), "run"),
         (("MY_FLAG=1", "./go.bash"), "go"),
         (("bash", "-c", "make test"), "bash"),
+        (("bash", "-x", "run.sh"), "run"),  # named `bash`: an option before the script
+        (("sh", "-o", "pipefail", "-e", "scripts/go.sh"), "go"),
+        (("bash", "-xc", "sh run.sh"), "bash"),
+        (("bash", "--", "-odd.sh"), "odd"),
         (("pytest", "-x"), "pytest"),
     ],
 )
