@@ -59,13 +59,14 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         "export",
         # The Python API: everything that drives the engine many times goes through it.
         "api",
+        # A spec from a failing command (it runs the pipeline) or from a ticket's log; what
+        # a run read of its workdir (minimize's DIR check asks it too).
+        "capture",
         "isolation",
         "minimize",
         "amplify",
         "bisect",
         "slurm",
-        # A spec from a failing command (it runs the pipeline) or from a ticket's log.
-        "capture",
         "pytest_plugin",
         "commands",
         "cli",

@@ -47,7 +47,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
-from reprospec.minimize.report import Minimized, expects_the_failure, write
+from reprospec.minimize.report import Minimized, expects_the_failure, write, write_reports
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
@@ -323,7 +323,7 @@ def _minimize(
     )
     found = write(found, spec, workdir)
     if not workload and not interrupted and result.status in ("minimized", "budget"):
-        found = confirm_dir(found, run_options, runner.parallel, cancel)
+        found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
     return redactor.value(found)
 
 
@@ -334,15 +334,24 @@ _MAX_TRIES = 60
 
 
 def confirm_dir(
-    found: Minimized, options: RunOptions, parallel: int, cancel: threading.Event
+    found: Minimized,
+    options: RunOptions,
+    parallel: int,
+    cancel: threading.Event,
+    spec: Spec,
+    workdir: Path,
 ) -> Minimized:
     """Rerun DIR's minimized.yaml (its failing cell) until it fails the same way, as the
     user will run it. The search's candidates ran where every file of the workdir was
     linked; DIR holds only the files the result names, so one read under a name the
     program builds (`"da" + "ta.txt"`) was missing there while minimize said "fails 5/5".
-    As many attempts as make a clean streak of a failure at the rate's low end unlikely."""
-    from reprospec import api
-    from reprospec.minimize.report import SPEC_NAME, cell_filters
+    Where DIR's rerun does not fail so, the workdir's files it read (or its output names)
+    that DIR lacks are copied in, listed in minimized.yaml's `files`, and DIR is checked
+    again, once. As many attempts as make a clean streak of a failure at the rate's low
+    end unlikely."""
+    from reprospec.capture.datafiles import WorkdirFiles
+    from reprospec.capture.footprint import RECORD_IMPORTS_VAR
+    from reprospec.core import environ
 
     # A finished minimization run again answers every probe from its state and writes the
     # same DIR: its check is the stored one, and the command runs nothing.
@@ -353,17 +362,56 @@ def confirm_dir(
     except (OSError, ValueError):
         stored = None
     if isinstance(stored, dict) and all(stored.get(k) == v for k, v in checked.items()):
-        return replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
-    # A failure at the rate's low end stays clean this many times with a chance under
-    # _MISS_CHANCE (a deterministic one is seen at the first), up to 60 attempts: at a
-    # low end under 7.4% the chance of a clean streak is more, and the line says it.
-    low = min(max(found.result.rate.low, 0.01), 0.99)
-    tries = min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
+        added = tuple(str(name) for name in stored.get("added") or ())
+        if added:
+            found = write(replace(found, added=added), spec, workdir)
+        found = replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
+        write_reports(found)
+        return found
+    started = time.time()
+    with environ.changed({RECORD_IMPORTS_VAR: "1"}):  # the child records what it opens
+        run, agrees = _rerun_dir(found, options, parallel, cancel)
+    if run.interrupted:
+        # Stopped in the check: said as an interruption (the same command checks again).
+        return replace(found, interrupted=True)
+    if not agrees:
+        files = WorkdirFiles(
+            workdir.resolve(),
+            workdir.resolve(),
+            options.out,
+            leave_out=(options.out, found.folder, found.output),
+            before=started,
+        )
+        output = found.output.resolve()
+        lacking = tuple(f for f in files.reads(run, output) if not (output / f).exists())
+        if lacking:
+            found = write(replace(found, added=lacking), spec, workdir)
+            run, agrees = _rerun_dir(found, options, parallel, cancel)
+            if run.interrupted:
+                return replace(found, interrupted=True)
+    unconfirmed = "" if agrees else _unconfirmed(found, run)
+    record.write_text(
+        json.dumps({**checked, "unconfirmed": unconfirmed, "added": list(found.added)}) + "\n",
+        encoding="utf-8",
+    )
+    found = replace(found, unconfirmed=unconfirmed)
+    write_reports(found)
+    return found
+
+
+def _rerun_dir(
+    found: Minimized, options: RunOptions, parallel: int, cancel: threading.Event
+) -> tuple[RunResult, bool]:
+    """DIR's minimized.yaml, its failing cell, run until it fails as the search saw it (or
+    for `_tries` attempts); whether one attempt did."""
+    from reprospec import api
+    from reprospec.minimize.report import SPEC_NAME, cell_filters
+
     spec = api.load_spec(found.output / SPEC_NAME)
     run = api.run(
         spec,
         options.with_changes(
-            repeat=tries,
+            repeat=_tries(found),
             stop_on="first-reproduction",
             jobs=parallel,
             matrix_filters=cell_filters(spec, found),
@@ -372,27 +420,39 @@ def confirm_dir(
         cancel=cancel,
     )
     ran = [a for cell in run.cells for a in cell.attempts]
-    if run.interrupted:
-        # Stopped in the check: said as an interruption (the same command checks again).
-        return replace(found, interrupted=True)
-    unconfirmed = ""
+    return run, any(native.attempt_agrees(a, found.signature) for a in ran)
+
+
+def _tries(found: Minimized) -> int:
+    """A failure at the rate's low end stays clean this many times with a chance under
+    _MISS_CHANCE (a deterministic one is seen at the first), up to 60 attempts: at a low
+    end under 7.4% the chance of a clean streak is more, and the line says it."""
+    low = min(max(found.result.rate.low, 0.01), 0.99)
+    return min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
+
+
+def _unconfirmed(found: Minimized, run: RunResult) -> str:
+    """Why DIR is not the answer: what its rerun did instead."""
+    from reprospec.minimize.report import SPEC_NAME
+
+    ran = [a for cell in run.cells for a in cell.attempts]
+    low = min(max(found.result.rate.low, 0.01), 0.99)
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance
-    if not any(native.attempt_agrees(a, found.signature) for a in ran):
-        seen = sorted({a.ran.signature for a in ran if a.ran is not None})
-        unconfirmed = (
-            f"{SPEC_NAME} in {found.output} did not fail as {found.signature} in "
-            f"{len(ran)} attempt(s) ({', '.join(seen) or 'none ran'}; run {run.run_id}): the "
-            "search's candidates had every file of the workdir, and DIR only those the "
-            "result names; copy in what the program reads under a name it builds"
-            + (
-                f" (or it flaked: at a rate as low as {low:.0%}, {len(ran)} clean attempts "
-                f"have a chance of {chance:.0%})"
-                if chance > _MISS_CHANCE
-                else ""
-            )
+    seen = sorted({a.ran.signature for a in ran if a.ran is not None})
+    return (
+        f"{SPEC_NAME} in {found.output} did not fail as {found.signature} in "
+        f"{len(ran)} attempt(s) ({', '.join(seen) or 'none ran'}; run {run.run_id}): the "
+        "search's candidates had every file of the workdir, and DIR only those the "
+        "result names"
+        + (f" and {', '.join(found.added)}" if found.added else "")
+        + "; copy in what the program reads under a name it builds"
+        + (
+            f" (or it flaked: at a rate as low as {low:.0%}, {len(ran)} clean attempts "
+            f"have a chance of {chance:.0%})"
+            if chance > _MISS_CHANCE
+            else ""
         )
-    record.write_text(json.dumps({**checked, "unconfirmed": unconfirmed}) + "\n", encoding="utf-8")
-    return replace(found, unconfirmed=unconfirmed)
+    )
 
 
 def _check_output(output: Path | None, workdir: Path, original: Program) -> None:

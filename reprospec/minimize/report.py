@@ -25,6 +25,7 @@ import difflib
 import json
 import re
 import shlex
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,6 +73,9 @@ class Minimized:
     # What DIR's own rerun of minimized.yaml missed ("" when it failed the same way, or was
     # not checked): the search ran where every workdir file was linked (driver.confirm_dir).
     unconfirmed: str = ""
+    # The workdir's files DIR's rerun read that the result does not name (`"da" + "ta.txt"`):
+    # copied into DIR and listed in minimized.yaml's `files` (driver.confirm_dir).
+    added: tuple[str, ...] = ()
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -81,6 +85,9 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     program = found.result.program
     if not program.workload:
         copy_named(workdir, out, program, spec, skip={out.resolve(), found.folder.resolve()})
+    for name in found.added:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(workdir / name, out / name)
     for path, text in program.files:
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +96,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     reset = found.settings.reset if found.settings else ()
     # The settings step was kept only where this spec expects the failure in the reduced
     # cell (`expects_the_failure`, asked before the program was minimized there).
-    spec_path.write_text(_spec_text(spec, program, reset, workdir), encoding="utf-8")
+    spec_path.write_text(_spec_text(spec, program, reset, workdir, found.added), encoding="utf-8")
     if found.perturbed:
         # Amplified: the failure needs environment.perturb, which a plain command line does
         # not apply (it passed 6 of 6 times where `reprospec run` failed 4 of 4).
@@ -105,20 +112,33 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         encoding="utf-8",
     )
     (out / "repro.sh").chmod(0o755)
+    write_reports(found)
+    return found
+
+
+def write_reports(found: Minimized) -> None:
+    """minimize.json and minimize.md, in DIR and the minimize folder: again once DIR's
+    check has said what it found (its `BUT`, the files it added)."""
     for name, content in (
         ("minimize.json", json.dumps(to_dict(found), indent=2) + "\n"),
         ("minimize.md", markdown(found)),
     ):
-        for folder in (out, found.folder):
+        for folder in (found.output, found.folder):
             folder.mkdir(parents=True, exist_ok=True)
             temporary = folder / (name + ".tmp")
             temporary.write_text(content, encoding="utf-8")
             temporary.replace(folder / name)
-    return found
 
 
-def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdir: Path) -> str:
-    """The original spec, running the minimized program from its own folder.
+def _spec_text(
+    spec: Spec,
+    program: Program,
+    reset: Sequence[Difference],
+    workdir: Path,
+    added: Sequence[str] = (),
+) -> str:
+    """The original spec, running the minimized program from its own folder, with the
+    files DIR's check found it reads (`added`) in its `files`, which a bundle carries.
 
     An axis the settings step reset holds only the passing value it was reset to: the
     failing cell is then the smallest configuration, and a setting that does not matter
@@ -148,6 +168,10 @@ def _spec_text(spec: Spec, program: Program, reset: Sequence[Difference], workdi
     if isinstance(environment, dict):
         environment["workdir"] = "."
         _set_env(environment, program)
+    if added:
+        listed = document.get("files")
+        before = [str(f) for f in listed] if isinstance(listed, list) else []
+        document["files"] = [*before, *(name for name in added if name not in before)]
     _reset_axes(document, reset)
     _drop_unused_axes(document)
     return dump_yaml(document)
@@ -340,6 +364,7 @@ def to_dict(found: Minimized) -> JsonObject:
         ],
         "repro_note": found.repro_note,
         "unconfirmed": found.unconfirmed,
+        "added": list(found.added),
     }
 
 
@@ -372,10 +397,17 @@ def sentence(found: Minimized) -> str:
     rate = f"{r.rate.matched}/{r.rate.attempts} ({r.rate.low:.0%}-{r.rate.high:.0%})"
     tail = f"; {r.message}" if r.message else ""
     missed = f"; BUT {found.unconfirmed}" if found.unconfirmed else ""
+    added = (
+        f"; DIR's rerun read {len(found.added)} file(s) the result does not name, now in DIR "
+        f"and its files: {', '.join(found.added)}"
+        if found.added
+        else ""
+    )
     return (
         f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
         f"{rate}, "
-        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{missed}"
+        f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{added}"
+        f"{missed}"
     )
 
 

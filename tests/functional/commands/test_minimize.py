@@ -371,12 +371,13 @@ def test_a_program_behind_a_shell_script_is_minimized_with_the_data_the_script_n
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), repro
 
 
-def test_a_dir_that_lacks_a_file_read_under_a_built_name_is_said_and_exits_1(
+def test_a_file_dirs_rerun_reads_under_a_built_name_is_added_to_dir_and_its_files(
     tmp_path: Path,
 ) -> None:
     # The candidates ran where every workdir file was linked; DIR holds only the files the
     # result names. A file read under a name the program builds was missing there, and
-    # minimize said "fails 5/5" of a DIR whose repro.sh raised FileNotFoundError.
+    # minimize said "fails 5/5" of a DIR whose repro.sh raised FileNotFoundError; then it
+    # said so and exited 1. DIR's rerun records what the program opened: it is copied in.
     work = written(
         tmp_path / "work",
         {
@@ -390,11 +391,43 @@ def test_a_dir_that_lacks_a_file_read_under_a_built_name_is_said_and_exits_1(
     code, data, stderr = minimize(
         tmp_path, "--budget", "30", *DETERMINISTIC, spec=work / "spec.yaml"
     )
+    assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
+    assert data["added"] == ["data.txt"]
+    assert data["unconfirmed"] == ""
+    result = tmp_path / "result"
+    assert (result / "data.txt").read_text() == "boom from data\n"
+    assert "files:\n- data.txt\n" in (result / "minimized.yaml").read_text()
+    assert "now in DIR and its files: data.txt" in (result / "minimize.md").read_text()
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, text=True)
+    assert "ValueError: boom from data" in repro.stderr, repro
+
+
+def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
+    # os.path.exists opens nothing and the output names nothing: no record says what DIR
+    # lacks, so the line says DIR does not fail, and the exit code is 1.
+    work = written(
+        tmp_path / "work",
+        {
+            # The passing cell looks for a file that is not there: the check stays.
+            "app.py": "import os\nimport sys\nx = 1\nprint(x)\n"
+            "if os.path.exists('flag-' + sys.argv[1]):\n    raise ValueError('boom')\n",
+            "flag-on": "",
+            "spec.yaml": "reprospec: 1\nname: built\nmatrix: {mode: ['on', 'off']}\n"
+            "command: python app.py ${{ matrix.mode }}\n"
+            "expect:\n  outcome: error\n  exception: ValueError\n  message: boom\n"
+            "  cases:\n    - when: {mode: 'off'}\n      outcome: pass\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "30", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
     assert code == 1, (data.get("status"), data.get("message"), stderr)
     assert data["status"] in ("minimized", "budget")
     assert "did not fail as error:ValueError" in data["unconfirmed"], data["unconfirmed"]
-    assert "error:FileNotFoundError" in data["unconfirmed"]
-    assert not (tmp_path / "result" / "data.txt").exists()
+    assert "(pass; run " in data["unconfirmed"]
+    assert data["added"] == []
+    assert not (tmp_path / "result" / "flag-on").exists()
+    assert "BUT minimized.yaml" in (tmp_path / "result" / "minimize.md").read_text()
 
 
 def test_a_workload_lowers_its_numbers_and_keeps_the_condition(tmp_path: Path) -> None:
