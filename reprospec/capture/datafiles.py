@@ -188,6 +188,9 @@ def _as_workdirs(path: Path, copy: Path | None, workdir: Path) -> Path:
 # A word of a program's output that may be a file's name: `cat: data.txt: No such file or
 # directory`, FileNotFoundError's `[Errno 2] No such file or directory: 'conf/x.yaml'`.
 _FILE_WORD = re.compile(r"[\w~/][\w.~/+-]*")
+# A name in quotes may hold spaces: coreutils' `cat: 'my data.txt': No such file or
+# directory`, Python's `No such file or directory: 'my data.txt'`.
+_QUOTED = re.compile(r"'([^'\n]{1,1023})'|\"([^\"\n]{1,1023})\"")
 # What of a failing rerun's output is read for them: the end of each stream.
 OUTPUT_TAIL_BYTES = 64 << 10
 
@@ -197,7 +200,8 @@ def named_in(text: str, folder: Path) -> list[str]:
     relative one taken in `folder`: what a program that failed on a missing file says it
     missed, whatever the program (a shell's `cat`, a C library, Python)."""
     names: dict[str, None] = {}
-    for word in _FILE_WORD.findall(text):
+    quoted = [a or b for a, b in _QUOTED.findall(text)]
+    for word in [*quoted, *_FILE_WORD.findall(text)]:
         word = word.rstrip(".")
         # Not expanded: `~/x` is never the workdir's, and `~1.5s` names no user at all.
         if ("." in word or "/" in word) and len(word) < 1024 and not word.startswith("~"):
