@@ -42,32 +42,32 @@ def command_words(command: Command) -> list[str]:
 
 def shell_script(words: list[str]) -> str | None:
     """The script of `sh -c SCRIPT` (a string command) or `[bash, -o, pipefail, -c, SCRIPT]`."""
-    if not words or Path(words[0]).name not in SHELLS:
-        return None
-    for index, word in enumerate(words[1:-1], start=1):
-        if word == "-c" or (word.startswith("-") and not word.startswith("--") and "c" in word):
-            return words[index + 1]
-        if not word.startswith(("-", "+")) and words[index - 1] not in ("-o", "+o"):
-            return None  # `bash script.sh -c`: an argument of the script, not the shell's
-    return None
+    return _shell_run(words)[0]
 
 
 def script_operand(words: list[str]) -> str | None:
     """The script file a shell runs: `run.sh` of `bash -x run.sh` or `sh -o pipefail run.sh`;
     None for `sh -c SCRIPT` and for a program that is no shell."""
+    return _shell_run(words)[1]
+
+
+def _shell_run(words: list[str]) -> tuple[str | None, str | None]:
+    """(the `-c` script, the script file) of a shell's words, past its options: one or
+    neither, (None, None) for a program that is no shell."""
     if not words or Path(words[0]).name not in SHELLS:
-        return None
+        return None, None
     for index, word in enumerate(words[1:], start=1):
+        following = words[index + 1] if index + 1 < len(words) else None
         if word == "--":
-            return words[index + 1] if index + 1 < len(words) else None
+            return None, following
         if word.startswith(("-", "+")):
             if "c" in word.lstrip("-+") and not word.startswith("--"):
-                return None  # `-c`, `-xc`: the script is a word, not a file
+                return following, None  # `-c`, `-xc`: the script is the next word
             continue
         if words[index - 1] in ("-o", "+o"):
             continue  # the option's name: `-o pipefail`
-        return word
-    return None
+        return None, word  # `bash script.sh -c`: an argument of the script, not the shell's
+    return None, None
 
 
 # A shell's redirections that write the word after them, and what ends a `tee`'s files.
