@@ -427,8 +427,12 @@ def _tries(found: Minimized) -> int:
     """A failure at the rate's low end stays clean this many times with a chance under
     _MISS_CHANCE (a deterministic one is seen at the first), up to 60 attempts: at a low
     end under 7.4% the chance of a clean streak is more, and the line says it."""
-    low = min(max(found.result.rate.low, 0.01), 0.99)
-    return min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - low)))
+    return min(_MAX_TRIES, math.ceil(math.log(_MISS_CHANCE) / math.log(1 - _low(found))))
+
+
+def _low(found: Minimized) -> float:
+    """The failure's rate at its low end, as the check counts on it."""
+    return min(max(found.result.rate.low, 0.01), 0.99)
 
 
 def _unconfirmed(found: Minimized, run: RunResult) -> str:
@@ -436,7 +440,7 @@ def _unconfirmed(found: Minimized, run: RunResult) -> str:
     from reprospec.minimize.report import SPEC_NAME
 
     ran = [a for cell in run.cells for a in cell.attempts]
-    low = min(max(found.result.rate.low, 0.01), 0.99)
+    low = _low(found)
     chance = (1 - low) ** len(ran)  # of a clean streak as long as this one, by chance
     seen = sorted({a.ran.signature for a in ran if a.ran is not None})
     return (
