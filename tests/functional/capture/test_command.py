@@ -444,6 +444,40 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_a_file_missed_only_once_the_first_is_there_is_added_in_the_next_round(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The program stops at its first missing file (the config): the data the config names
+    # shows missing only in the copy that has the config. One round of adding files left
+    # the spec without the data and capture exited 1.
+    work = written(
+        tmp_path / "work",
+        {
+            "conf/run.txt": "data/rows.txt\n",
+            "data/rows.txt": "boom\n",
+            "app.py": "import subprocess, sys\n"
+            "def cat(name):\n"
+            "    read = subprocess.run(['cat', name], capture_output=True, text=True)\n"
+            "    sys.stderr.write(read.stderr)\n"
+            "    if read.returncode:\n        sys.exit(0)\n"
+            "    return read.stdout.strip()\n"
+            "rows = cat(cat('conf/' + 'run' + '.txt'))\n"
+            "if rows == 'boom':\n    raise RuntimeError('boom rows')\n",
+        },
+    )
+    result = capture(cli, work, "python", "app.py")
+    assert (
+        "the failure needs conf/run.txt, data/rows.txt of the workdir: it came back there, not "
+        "in a copy of the spec without them, and the spec now lists them (files)"
+    ) in result.stdout, result.stdout
+    assert load_spec(str(work / "spec.yaml")).document["files"] == [
+        "conf/run.txt",
+        "data/rows.txt",
+    ]
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert "verdict reproduced" in verify, verify
+
+
 def test_the_verify_runs_in_a_copy_and_adds_a_file_only_another_program_read(
     cli: Cli, tmp_path: Path
 ) -> None:
