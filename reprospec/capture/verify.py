@@ -57,7 +57,7 @@ class Rerun:
 
 
 # Copies of the spec rerun, each with the files the one before lacked, at most.
-_FILE_ROUNDS = 4
+FILE_ROUNDS = 4
 
 
 def verify(
@@ -108,7 +108,7 @@ def verify(
             # first file missing (its config), so the next one (the data the config
             # names) shows in the next copy's run: a few rounds, while each finds more.
             added: list[str] = []
-            for _ in range(_FILE_ROUNDS):
+            for _ in range(FILE_ROUNDS):
                 lacking = [f for f in done.lacking if f not in draft.files]
                 if not lacking:
                     break

@@ -351,6 +351,7 @@ def confirm_dir(
     end unlikely."""
     from reprospec.capture.datafiles import WorkdirFiles
     from reprospec.capture.footprint import RECORD_IMPORTS_VAR
+    from reprospec.capture.verify import FILE_ROUNDS
     from reprospec.core import environ
 
     # A finished minimization run again answers every probe from its state and writes the
@@ -368,27 +369,29 @@ def confirm_dir(
         found = replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
         write_reports(found)
         return found
-    started = time.time()
+    files = WorkdirFiles(
+        workdir.resolve(),
+        workdir.resolve(),
+        options.out,
+        leave_out=(options.out, found.folder, found.output),
+        before=time.time(),
+    )
+    output = found.output.resolve()
     with environ.changed({RECORD_IMPORTS_VAR: "1"}):  # the child records what it opens
         run, agrees = _rerun_dir(found, options, parallel, cancel)
+        # As capture's verify: a program stops at its first missing file, so the next
+        # one shows in the next rerun.
+        for _ in range(FILE_ROUNDS):
+            if agrees or run.interrupted:
+                break
+            lacking = tuple(f for f in files.reads(run, output) if not (output / f).exists())
+            if not lacking:
+                break
+            found = write(replace(found, added=(*found.added, *lacking)), spec, workdir)
+            run, agrees = _rerun_dir(found, options, parallel, cancel)
     if run.interrupted:
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
-    if not agrees:
-        files = WorkdirFiles(
-            workdir.resolve(),
-            workdir.resolve(),
-            options.out,
-            leave_out=(options.out, found.folder, found.output),
-            before=started,
-        )
-        output = found.output.resolve()
-        lacking = tuple(f for f in files.reads(run, output) if not (output / f).exists())
-        if lacking:
-            found = write(replace(found, added=lacking), spec, workdir)
-            run, agrees = _rerun_dir(found, options, parallel, cancel)
-            if run.interrupted:
-                return replace(found, interrupted=True)
     unconfirmed = "" if agrees else _unconfirmed(found, run)
     record.write_text(
         json.dumps({**checked, "unconfirmed": unconfirmed, "added": list(found.added)}) + "\n",

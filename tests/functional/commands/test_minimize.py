@@ -381,8 +381,11 @@ def test_a_file_dirs_rerun_reads_under_a_built_name_is_added_to_dir_and_its_file
     work = written(
         tmp_path / "work",
         {
-            "app.py": "x = 1\nname = 'da' + 'ta.txt'\nwith open(name) as f:\n"
+            # The config names the data: its name shows only once the config is there.
+            "app.py": "x = 1\nname = 'con' + 'f.txt'\nwith open(name) as f:\n"
+            "    data = f.read().strip()\nwith open(data) as f:\n"
             "    text = f.read().strip()\nprint(x)\nraise ValueError(text)\n",
+            "conf.txt": "data.txt\n",
             "data.txt": "boom from data\n",
             "spec.yaml": "reprospec: 1\nname: built\ncommand: python app.py\n"
             "expect: {outcome: error, exception: ValueError, message: boom from data}\n",
@@ -392,12 +395,12 @@ def test_a_file_dirs_rerun_reads_under_a_built_name_is_added_to_dir_and_its_file
         tmp_path, "--budget", "30", *DETERMINISTIC, spec=work / "spec.yaml"
     )
     assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
-    assert data["added"] == ["data.txt"]
+    assert data["added"] == ["conf.txt", "data.txt"]
     assert data["unconfirmed"] == ""
     result = tmp_path / "result"
     assert (result / "data.txt").read_text() == "boom from data\n"
-    assert "files:\n- data.txt\n" in (result / "minimized.yaml").read_text()
-    assert "now in DIR and its files: data.txt" in (result / "minimize.md").read_text()
+    assert "files:\n- conf.txt\n- data.txt\n" in (result / "minimized.yaml").read_text()
+    assert "now in DIR and its files: conf.txt, data.txt" in (result / "minimize.md").read_text()
     repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, text=True)
     assert "ValueError: boom from data" in repro.stderr, repro
 
