@@ -355,13 +355,30 @@ class _Counts:
         return [w / total for w in weights] + [0.0] * (m - first_fail - 1)
 
 
-def _entropy_of_logs(logs: Sequence[float]) -> float:
-    """The entropy of the distribution proportional to exp(logs)."""
-    top = max(logs)
-    shifted = [v - top for v in logs]
-    weights = [math.exp(v) for v in shifted]
-    total = sum(weights)
-    return math.log(total) - sum(w * v for w, v in zip(weights, shifted, strict=True)) / total
+# A distribution proportional to exp(logs) as a running sum: (top, Z, X) with
+# Z = sum exp(v - top) and X = sum exp(v - top) (v - top); its entropy is log Z - X / Z.
+_Sums = tuple[float, float, float]
+_EMPTY: _Sums = (-math.inf, 0.0, 0.0)
+
+
+def _add(a: _Sums, b: _Sums) -> _Sums:
+    """The running sums of two disjoint sets of logs, as one."""
+    if a[1] == 0.0:
+        return b
+    if b[1] == 0.0:
+        return a
+    top = max(a[0], b[0])
+    z = x = 0.0
+    for old, zs, xs in (a, b):
+        scale = math.exp(old - top)
+        z += zs * scale
+        x += scale * (xs + zs * (old - top))
+    return top, z, x
+
+
+def _entropy(sums: _Sums) -> float:
+    _, z, x = sums
+    return math.log(z) - x / z
 
 
 def _choose(counts: _Counts, post: Sequence[float]) -> int:
@@ -379,17 +396,32 @@ def _choose(counts: _Counts, post: Sequence[float]) -> int:
             break
     low = max(0, low - 1)
     live = next((k for k in range(m) if counts.fails[k]), m - 1) + 1  # hypotheses 0..live-1
-    suffix = counts._suffixes()
-    marginal, mean = counts.model.marginal, counts.model.mean
-    logs = [marginal(*suffix[j]) for j in range(live)]
+    suffix = counts._suffixes()[:live]
+    marginal = counts.model.marginal
+    logs = [marginal(f, s) for f, s in suffix]
+    # One more attempt at k changes the hypotheses j <= k only (k is bad under them): a
+    # failure leaves j <= k, each with one failure more; a clean attempt gives them one
+    # clean attempt more and leaves the rest as they are. The entropies after either, for
+    # every k at once, from running sums over j (one pass, not one per k).
+    rest = [_EMPTY] * (live + 1)  # rest[k]: the sums of logs[k:]
+    for j in range(live - 1, -1, -1):
+        rest[j] = _add((logs[j], 1.0, 0.0), rest[j + 1])
+    values: list[float] = []
+    failed = cleaned = _EMPTY
+    p_fail = 0.0
+    for k in range(min(high, live - 1) + 1):
+        f, s = suffix[k]
+        after_fail = marginal(f + 1, s)
+        failed = _add(failed, (after_fail, 1.0, 0.0))
+        cleaned = _add(cleaned, (marginal(f, s + 1), 1.0, 0.0))
+        # The predicted failure rate under hypothesis k, as `mean` gives it.
+        p_fail += post[k] * math.exp(after_fail - logs[k])
+        values.append(
+            p_fail * _entropy(failed) + (1 - p_fail) * _entropy(_add(cleaned, rest[k + 1]))
+        )
     best, best_value = low, math.inf
     for k in range(low, high + 1):
-        # One more attempt at k changes the hypotheses j <= k only (k is bad under them).
-        upto = min(k, live - 1) + 1
-        p_fail = sum(post[j] * mean(*suffix[j]) for j in range(upto) if post[j])
-        after_fail = _entropy_of_logs([marginal(f + 1, s) for f, s in suffix[:upto]])
-        after_clean = _entropy_of_logs([marginal(f, s + 1) for f, s in suffix[:upto]] + logs[upto:])
-        value = p_fail * after_fail + (1 - p_fail) * after_clean
+        value = values[min(k, live - 1)]
         if value < best_value - 1e-12:
             best, best_value = k, value
     return best
