@@ -363,9 +363,11 @@ _EMPTY: _Sums = (-math.inf, 0.0, 0.0)
 
 def _add(a: _Sums, b: _Sums) -> _Sums:
     """The running sums of two disjoint sets of logs, as one."""
-    if a[1] == 0.0:
+    # A weight of zero (a log of -inf: a reading a clean attempt ruled out) adds nothing,
+    # and exp(-inf - -inf) would be nan.
+    if a[1] == 0.0 or a[0] == -math.inf:
         return b
-    if b[1] == 0.0:
+    if b[1] == 0.0 or b[0] == -math.inf:
         return a
     top = max(a[0], b[0])
     z = x = 0.0
@@ -378,7 +380,7 @@ def _add(a: _Sums, b: _Sums) -> _Sums:
 
 def _entropy(sums: _Sums) -> float:
     _, z, x = sums
-    return math.log(z) - x / z
+    return math.log(z) - x / z if z else 0.0
 
 
 def _choose(counts: _Counts, post: Sequence[float]) -> int:
@@ -415,7 +417,8 @@ def _choose(counts: _Counts, post: Sequence[float]) -> int:
         failed = _add(failed, (after_fail, 1.0, 0.0))
         cleaned = _add(cleaned, (marginal(f, s + 1), 1.0, 0.0))
         # The predicted failure rate under hypothesis k, as `mean` gives it.
-        p_fail += post[k] * math.exp(after_fail - logs[k])
+        if post[k]:
+            p_fail += post[k] * math.exp(after_fail - logs[k])
         values.append(
             p_fail * _entropy(failed) + (1 - p_fail) * _entropy(_add(cleaned, rest[k + 1]))
         )
