@@ -7,7 +7,6 @@ markdown and HTML reports word it alike: `standalone_markdown(run)` and
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 
 from reprospec.core.results import RunResult, Standalone
@@ -130,6 +129,8 @@ def versions_markdown(run: RunResult) -> str:
     text = versions_text(run.environment, one_cell)
     if text is None:
         return ""
+    import html  # html.entities is a large table: only a run that captured versions needs it
+
     where = html.escape(captured_where(run, one_cell), quote=False)
     lines = [
         "<details><summary>Versions (as <code>python -m torch.utils.collect_env</code> "

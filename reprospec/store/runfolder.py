@@ -30,7 +30,6 @@ import functools
 import hashlib
 import json
 import os
-import socket
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -183,7 +182,9 @@ class RunFolder:
         """
         from reprospec.process.leftovers import Engine
 
-        text = json.dumps({**Engine.me().to_dict(), "host": socket.gethostname()})
+        # The host as socket.gethostname() gives it (uname's nodename), without importing
+        # socket into every run.
+        text = json.dumps({**Engine.me().to_dict(), "host": os.uname().nodename})
         temporary = self.path / f"{ENGINE_JSON}.tmp{os.getpid()}"
         temporary.write_text(text + "\n", encoding="utf-8")
         temporary.replace(self.path / ENGINE_JSON)
@@ -201,7 +202,7 @@ class RunFolder:
             engine, host = Engine.from_dict(data), str(data["host"])
         except (OSError, ValueError, KeyError, TypeError):
             return False
-        if host != socket.gethostname():
+        if host != os.uname().nodename:
             return False
         # This machine: another boot, or the pid's start time no longer the engine's.
         return not engine.alive()
