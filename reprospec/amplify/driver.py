@@ -33,6 +33,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
+from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import isolation_id
 
@@ -158,6 +159,7 @@ def amplify_spec(
         [
             str(Path(spec.path).resolve()),
             spec.source_text,
+            program_digest(Path(spec.path), spec.document, plan.attempts),
             json.dumps(list(run_options.overrides)),
             cell.id,
             json.dumps([a.label for a in singles]),

@@ -8,7 +8,8 @@
       amplified.yaml   the spec with the winning perturbation set
 
 ID is the spec's name and a hash of what the search depends on (the spec, the
-cell, the perturbations tried, the budget): the same `reprospec amplify` finds
+program's files (export.tree.program_digest), the cell, the perturbations tried, the
+budget): the same `reprospec amplify` finds
 the same folder, replays the stored probes in order (the search is deterministic,
 so it asks for exactly them again) and runs only what is new.
 """

@@ -40,6 +40,7 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
+from reprospec.export.tree import program_digest
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
@@ -94,7 +95,9 @@ def bisect_spec(
         )
     environment = plan.attempts[0].environment
     versions = _candidates(request)
-    bisect_id = request.key(spec.source_text)
+    bisect_id = request.key(
+        spec.source_text, program_digest(Path(spec.path), spec.document, plan.attempts)
+    )
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:

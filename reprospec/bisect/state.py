@@ -47,10 +47,12 @@ class BisectRequest:
     fresh: bool = False
     command_line: str = field(default="", compare=False)
 
-    def key(self, spec_text: str) -> str:
-        """The bisect's id: the same question about the same spec resumes the same state."""
+    def key(self, spec_text: str, program: str = "") -> str:
+        """The bisect's id: the same question about the same spec and program (its files'
+        digest, export.tree.program_digest) resumes the same state."""
         parts = [
             spec_text,
+            program,
             self.package,
             self.good,
             self.bad,

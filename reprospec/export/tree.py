@@ -12,6 +12,7 @@ their places relative to each other under the tree's root, their common folder: 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -180,3 +181,35 @@ def _workdir_field(document: object) -> str | None:
     environment = document.get("environment") if isinstance(document, dict) else None
     workdir = environment.get("workdir") if isinstance(environment, dict) else None
     return str(workdir) if workdir is not None else None
+
+
+# A file up to this size is hashed whole for `program_digest`; a larger one by its size and
+# modification time (a dataset read whole per search start would cost more than the search).
+_HASHED_BYTES = 4 << 20
+
+
+def program_digest(
+    spec_path: Path, document: Mapping[str, JsonValue], attempts: Sequence[AttemptPlan]
+) -> str:
+    """A hash of the program the spec runs: its tree's files (the script, its local
+    imports, what the command and `files` name), each by its place and content.
+
+    Part of a search's id (isolate, amplify, bisect): a finished search is replayed from
+    its stored probes, and keyed on the spec alone it answered "amplified 7/8" and ran
+    nothing after the bug under test was fixed in the script.
+    """
+    tree = spec_tree(spec_path, document, attempts, max_file_bytes=_HASHED_BYTES)
+    digest = hashlib.sha256()
+    for path in sorted({*tree.files, *tree.outside}):
+        digest.update(tree.place(path).encode("utf-8") + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError as exc:
+            digest.update(f"unreadable: {exc.strerror}".encode())
+    for path in sorted(tree.too_large):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{tree.place(path)}\0{info.st_size}\0{info.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]

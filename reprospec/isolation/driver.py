@@ -31,6 +31,7 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
+from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
     MISSING,
@@ -135,6 +136,7 @@ def isolate_spec(
         [
             str(Path(spec.path).resolve()),
             spec.source_text,
+            program_digest(Path(spec.path), spec.document, plan.attempts),
             json.dumps(list(run_options.overrides)),
             key(failing.config),
             key(passing.config),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,9 +30,11 @@ SPEC = ROOT / "tests" / "data" / "isolate" / "toggles.yaml"
 DETERMINISTIC = ("--min-rate", "0.9")
 
 
-def isolate(tmp_path: Path, *args: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:
+def isolate(
+    tmp_path: Path, *args: str, timeout: float = 300, spec: Path = SPEC
+) -> tuple[int, dict[str, Any], str]:
     """Run `reprospec isolate SPEC --format json ARGS`; (exit code, JSON printed, stderr)."""
-    argv = [sys.executable, "-m", "reprospec", "isolate", str(SPEC), "--format", "json"]
+    argv = [sys.executable, "-m", "reprospec", "isolate", str(spec), "--format", "json"]
     argv += ["--out", str(tmp_path / "out"), *args]
     proc = subprocess.run(
         argv,
@@ -250,6 +253,31 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_finished_search_is_replayed_only_while_the_program_is_the_same(
+    tmp_path: Path,
+) -> None:
+    # Keyed on the spec alone, a finished search answered from its stored probes after the
+    # program under test changed (the bug fixed: "amplified 7/8", and nothing ran).
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("toggles.py", "toggles.yaml"):
+        shutil.copy(SPEC.parent / name, work / name)
+    args = ("--set", "environment.env.RULE=c", *DETERMINISTIC)
+    code, first, stderr = isolate(tmp_path, *args, spec=work / "toggles.yaml")
+    assert code == 0, stderr
+    assert first["reused"] == 0
+    code, again, stderr = isolate(tmp_path, *args, spec=work / "toggles.yaml")
+    assert code == 0, stderr
+    assert again["reused"] > 0
+    assert again["attempts"] == first["attempts"]
+    with (work / "toggles.py").open("a") as script:
+        script.write("# changed: the search must run again\n")
+    code, changed, stderr = isolate(tmp_path, *args, spec=work / "toggles.yaml")
+    assert code == 0, stderr
+    assert changed["reused"] == 0
+    assert culprits(changed) == [("matrix.c", True)]
+
+
 def test_ctrl_c_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "reprospec", "isolate", str(SPEC), "--out", str(out)]
