@@ -275,12 +275,14 @@ def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[st
     repro makes it, the `-m` filters that select the cell, and its command's text."""
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
-    from reprospec.plan.standalone import standalone_of
+    from reprospec.plan.standalone import env_reads, standalone_of
 
     spec = api.load_spec(spec_path)
     filters = cell_filters(spec, found)
     attempt = api.plan_run(spec, RunOptions(matrix_filters=filters)).attempts[0]
-    standalone = standalone_of(attempt, spec_path.parent, spec_name=spec.name)
+    standalone = standalone_of(
+        attempt, spec_path.parent, spec_name=spec.name, reads=env_reads(spec.document)
+    )
     return standalone, filters, attempt.command_text
 
 

@@ -19,6 +19,7 @@ the section says so instead of offering a script that passes.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -104,17 +105,46 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
         plan.spec.base_dir,
         expected=attempts_phrase(cell.attempts),
         spec_name=plan.spec.name,
+        reads=env_reads(plan.spec.document),
     )
 
 
+def env_reads(document: Mapping[str, JsonValue]) -> dict[str, str]:
+    """The attempt's variables the spec sets to one of the engine's whole: `MODE: ${{
+    env.NU9A_MODE }}` is {"MODE": "NU9A_MODE"}. A repro line writes them `MODE="$NU9A_MODE"`:
+    their values are masked in every report (redact.py), and `MODE=***` set the variable
+    to three asterisks."""
+    section = document.get("environment")
+    given = section.get("env") if isinstance(section, Mapping) else None
+    if not isinstance(given, Mapping):
+        return {}
+    reads: dict[str, str] = {}
+    for name, raw in given.items():
+        found = _WHOLE_ENV_READ.fullmatch(raw) if isinstance(raw, str) else None
+        if found is not None:
+            reads[str(name)] = found.group(1)
+    return reads
+
+
+_WHOLE_ENV_READ = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
 def standalone_of(
-    plan: AttemptPlan, spec_dir: Path, *, expected: str = "", spec_name: str = ""
+    plan: AttemptPlan,
+    spec_dir: Path,
+    *,
+    expected: str = "",
+    spec_name: str = "",
+    reads: Mapping[str, str] | None = None,
 ) -> Standalone:
-    """How to run `plan` without reprospec: its command line, or a generated repro.py."""
+    """How to run `plan` without reprospec: its command line, or a generated repro.py.
+    `reads`: the variables the spec reads from the engine's environment (`env_reads`)."""
     workdir = _relative(plan.workdir, spec_dir)
+    reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
+    exports = _exports(reads)
     if isinstance(plan.job, Command):
         files = named_files(plan)
-        words = _assignments(plan.env)
+        words = _assignments(plan.env, reads)
         line = " ".join([*words, plan.job.text])
         line = instances_loop(plan, line) if plan.copies > 1 else _with_shm(plan, line)
         if workdir != ".":
@@ -128,7 +158,7 @@ def standalone_of(
             env=_masked(plan.env),
             workdir=workdir,
             files=files,
-            notes=tuple(_unapplied(plan)),
+            notes=(*exports, *_unapplied(plan)),
         )
     armed = _armed_faults(plan)
     if armed and plan.expectation.outcome != "pass":
@@ -147,7 +177,7 @@ def standalone_of(
         script = generate(plan, expected=expected, spec_name=spec_name)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
-    prefix = " ".join(_assignments(script.start_env))
+    prefix = " ".join(_assignments(script.start_env, reads))
     start = f"{prefix + ' ' if prefix else ''}python {REPRO_PY}"
     return Standalone(
         cell=plan.cell.id,
@@ -157,7 +187,7 @@ def standalone_of(
         workdir=workdir,
         files=script.needs,
         script=script.text,
-        notes=(*script.notes, *_unapplied(plan)),
+        notes=(*exports, *script.notes, *_unapplied(plan)),
     )
 
 
@@ -232,15 +262,25 @@ def instances_loop(plan: AttemptPlan, line: str) -> str:
     )
 
 
-def _assignments(env: Mapping[str, str]) -> list[str]:
-    """`NAME=value` words for a command line (reproscript.shell_assignment). The script
-    generator is imported for a workload's repro.py or a command with variables: a run of
-    a plain command never builds its classes (issue 30, item 4)."""
+def _assignments(env: Mapping[str, str], reads: Mapping[str, str]) -> list[str]:
+    """`NAME=value` words for a command line (reproscript.shell_assignment), `NAME="$FROM"`
+    for a variable the spec reads from the engine's (`reads`). The script generator is
+    imported for a workload's repro.py or a command with variables: a run of a plain
+    command never builds its classes (issue 30, item 4)."""
     if not env:
         return []
     from reprospec.plan.reproscript import shell_assignment
 
-    return [shell_assignment(k, v) for k, v in env.items()]
+    return [f'{k}="${reads[k]}"' if k in reads else shell_assignment(k, v) for k, v in env.items()]
+
+
+def _exports(reads: Mapping[str, str]) -> tuple[str, ...]:
+    """The note that names what the reader must export, as the spec read it."""
+    if not reads:
+        return ()
+    names = sorted(set(reads.values()))
+    them = "it" if len(names) == 1 else "them"
+    return (f"the spec reads {', '.join(names)} from your environment: export {them} first",)
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:

@@ -120,3 +120,42 @@ def test_the_repro_is_the_command_line_of_the_cells_first_failed_attempt(tmp_pat
     assert result.standalone.run == "python seeded.py --seed 2"
     ran = subprocess.run(["sh", "-c", result.standalone.run], cwd=tmp_path, timeout=60)
     assert ran.returncode == 3
+
+
+def test_a_variable_the_spec_reads_from_the_environment_is_read_so_by_the_repro(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `MODE: ${{ env.NU9A_MODE }}`: the value is masked in every report, and the line read
+    # `MODE=*** python envdep.py`, which sets MODE to three asterisks and passes; a secret
+    # was `API_TOKEN="$API_TOKEN"`, where the reader exports NU9A_TOKEN as the spec says.
+    import reprospec
+    from reprospec.core.runoptions import RunOptions
+
+    (tmp_path / "envdep.py").write_text(
+        "import os, sys\n"
+        "if os.environ['MODE'] == 'strict' and os.environ['API_TOKEN'] == 'tok-123':\n"
+        "    sys.exit(3)\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: envdep\ncommand: python envdep.py\n"
+        "environment:\n  env:\n    MODE: ${{ env.NU9A_MODE }}\n"
+        "    API_TOKEN: ${{ env.NU9A_TOKEN }}\n"
+        "expect: {outcome: error}\n"
+    )
+    monkeypatch.setenv("NU9A_MODE", "strict")
+    monkeypatch.setenv("NU9A_TOKEN", "tok-123")
+    result = reprospec.run(reprospec.load_spec(spec), RunOptions(out=tmp_path / "out"))
+    assert result.cells[0].attempts[0].failed
+    assert result.standalone is not None
+    assert result.standalone.run == 'MODE="$NU9A_MODE" API_TOKEN="$NU9A_TOKEN" python envdep.py'
+    assert result.standalone.notes[0] == (
+        "the spec reads NU9A_MODE, NU9A_TOKEN from your environment: export them first"
+    )
+    report = (tmp_path / "out" / "runs" / result.run_id / "report.md").read_text()
+    assert 'MODE="$NU9A_MODE" API_TOKEN="$NU9A_TOKEN" python envdep.py' in report
+    assert "tok-123" not in report
+    ran = subprocess.run(
+        ["sh", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
+    )
+    assert ran.returncode == 3
