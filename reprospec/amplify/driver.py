@@ -15,11 +15,12 @@ the same command again replays them and runs only what is new.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,13 +222,18 @@ def amplify_spec(
     return write(redactor.value(found), spec.document, spec.base_dir)
 
 
-def amplified_overrides(path: Path) -> tuple[str, ...]:
-    """`--amplify PATH` (an amplify folder or its amplify.json): the winner's `--set`s."""
+def amplified_overrides(path: Path, spec_path: Path | None = None) -> tuple[str, ...]:
+    """`--amplify PATH` (an amplify folder or its amplify.json): the winner's `--set`s, for
+    the spec at `spec_path` only if the amplification was of that spec (its file, or a
+    spec of the same name): another spec's (taken from a neighbouring folder) was applied,
+    and the report said "without it the failure is rarer" of a failure it never measured."""
     file = path / "amplify.json" if path.is_dir() else path
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"--amplify {path}: not an amplify result ({exc})") from None
+    if isinstance(data, dict) and spec_path is not None:
+        _check_amplified_spec(path, data, spec_path)
     settings = data.get("settings") if isinstance(data, dict) else None
     if not isinstance(settings, dict) or not settings:
         raise UsageError(
@@ -235,6 +241,23 @@ def amplified_overrides(path: Path) -> tuple[str, ...]:
             f"rate ({data.get('sentence', 'no answer') if isinstance(data, dict) else ''})"
         )
     return overrides_for(Arm(tuple(settings.items()), "single"))
+
+
+def _check_amplified_spec(path: Path, data: Mapping[str, JsonValue], spec_path: Path) -> None:
+    """Refuse an amplification of another spec (exit 2)."""
+    from reprospec.spec.load import load_spec
+
+    measured = str(data.get("spec_path") or "")
+    with contextlib.suppress(OSError):
+        if measured and Path(measured).resolve() == spec_path.resolve():
+            return
+    name = load_spec(spec_path).name
+    if data.get("spec") != name:
+        raise UsageError(
+            f"--amplify {path}: an amplification of spec {data.get('spec')!r} "
+            f"({measured or 'its file unknown'}), not of {name!r} ({spec_path}): amplify "
+            f"this spec first (reprospec amplify {spec_path})"
+        )
 
 
 def overrides_for(arm: Arm) -> tuple[str, ...]:

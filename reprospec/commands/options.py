@@ -92,13 +92,15 @@ def amplify(p: argparse.ArgumentParser) -> None:
     )
 
 
-def amplified(path: Path | None) -> tuple[str, ...]:
-    """`--amplify PATH` as the `--set`s of the perturbation it found (before the verb's own)."""
+def amplified(path: Path | None, spec: str | None = None) -> tuple[str, ...]:
+    """`--amplify PATH` as the `--set`s of the perturbation it found (before the verb's own),
+    checked to be an amplification of the verb's SPEC where it names a file."""
     if path is None:
         return ()
     from reprospec.amplify.driver import amplified_overrides
 
-    return amplified_overrides(Path(path))
+    spec_path = Path(spec) if spec and Path(spec).is_file() else None
+    return amplified_overrides(Path(path), spec_path)
 
 
 def selection(p: argparse.ArgumentParser) -> None:
@@ -282,7 +284,10 @@ def run_options(
         repeat=given.get("repeat"),
         timeout_s=timeout_seconds(given.get("timeout")),
         matrix_filters=tuple(given.get("matrix") or ()),
-        overrides=(*amplified(given.get("amplify")), *(given.get("overrides") or ())),
+        overrides=(
+            *amplified(given.get("amplify"), given.get("spec")),
+            *(given.get("overrides") or ()),
+        ),
         out=Path(given.get("out") or DEFAULT_OUT),
         python=given.get("python"),
         gpus=given.get("gpus"),

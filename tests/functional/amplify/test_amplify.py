@@ -199,7 +199,7 @@ def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path
         "-j",
         "2",
         "--amplify",
-        str(found["folder"]),
+        found_dir := str(found["folder"]),
         timeout=600,
     )
     assert result.code == 0, result.stderr + result.stdout
@@ -208,3 +208,18 @@ def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path
     assert "threads" in result.stdout.splitlines()[1]
     (folder,) = (tmp_path / "out" / "isolate").iterdir()
     assert "amplified: found under" in (folder / "isolate.md").read_text().splitlines()[4]
+    # The same amplification of this spec's copy elsewhere (same name) is taken; another
+    # spec's is refused before anything runs: its "without it the failure is rarer" was
+    # said of a failure the amplification never measured.
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        "reprospec: 1\nname: a-deterministic-pair\ncommand: python -c 'raise SystemExit(3)'\n"
+        "matrix:\n  a: [1, 2]\nexpect:\n  outcome: error\n"
+        "  cases:\n    - when: {a: 1}\n      outcome: pass\n"
+    )
+    refused = cli("isolate", str(other), "--out", str(tmp_path / "out"), "--amplify", found_dir)
+    assert refused.code == 2, refused.stderr + refused.stdout
+    assert refused.stderr.startswith(f"reprospec: --amplify {found_dir}: an amplification of ")
+    assert "'cache-race-threads'" in refused.stderr
+    assert "not of 'a-deterministic-pair'" in refused.stderr
+    assert not list((tmp_path / "out" / "runs").glob("*a-deterministic-pair*"))
