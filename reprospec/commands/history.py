@@ -58,11 +58,20 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.store.db import Store
 
     spec_name = None
+    spec_paths: tuple[str, ...] = ()
     if args.spec:
         from reprospec.spec.load import load_spec
 
-        # A spec file, or just the spec's name as it appears in the table.
-        spec_name = load_spec(args.spec).name if Path(args.spec).exists() else args.spec
+        # A spec file (its runs, not those of another file with a spec of the same name),
+        # or just the spec's name as it appears in the table.
+        given = Path(args.spec)
+        if given.exists() or given.suffix in (".yaml", ".yml") or "/" in args.spec:
+            spec_name = load_spec(args.spec).name  # a missing file: "no such file", exit 2
+            spec_paths = tuple(
+                dict.fromkeys([args.spec, str(given.absolute()), str(given.resolve())])
+            )
+        else:
+            spec_name = args.spec
     if not (Path(args.out) / "results.db").is_file():
         if args.format == "json":
             print("[]")
@@ -71,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
     limit = None if args.all_runs else args.limit
     searches = args.searches
     with Store(Path(args.out)) as store:
-        runs = store.runs(spec_name=spec_name, limit=limit, searches=searches)
-        shown = store.run_count(spec_name, searches=searches)  # what the listing draws from
-        probes = 0 if searches else store.run_count(spec_name) - shown
+        runs = store.runs(spec_name, limit, searches=searches, spec_paths=spec_paths)
+        # What the listing draws from:
+        shown = store.run_count(spec_name, searches=searches, spec_paths=spec_paths)
+        probes = 0 if searches else store.run_count(spec_name, spec_paths=spec_paths) - shown
     notes = [_left_out(len(runs), shown)] if shown > len(runs) else []
     if probes:
         notes.append(_probes_left_out(probes))

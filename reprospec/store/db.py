@@ -44,7 +44,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -639,7 +639,12 @@ class Store:
         )
 
     def runs(
-        self, spec_name: str | None = None, limit: int | None = None, *, searches: bool = True
+        self,
+        spec_name: str | None = None,
+        limit: int | None = None,
+        *,
+        searches: bool = True,
+        spec_paths: Sequence[str] = (),
     ) -> list[JsonObject]:
         """Run summaries for `reprospec history`, newest first (the last begun first); the
         newest `limit` only when given (the per-run counts are then computed for those alone).
@@ -647,9 +652,10 @@ class Store:
         `perturbed`: the perturbations of the run's first perturbed attempt ([] for a plain
         run): an amplified run's rates are not the program's plain rates, and say so.
         `purpose`: who started the run (`run`, `isolate`, ...); `searches=False` leaves out
-        the probes of the searches (`SEARCH_PURPOSES`).
+        the probes of the searches (`SEARCH_PURPOSES`); `spec_paths`: of the spec file at one
+        of these paths only (other files may hold a spec of the same name).
         """
-        where, args = _runs_where(spec_name, searches, "r.")
+        where, args = _runs_where(spec_name, searches, "r.", spec_paths)
         page = f" LIMIT {int(limit)}" if limit is not None else ""
         rows = self._read(
             f"""
@@ -676,10 +682,16 @@ class Store:
         )
         return [{**dict(row), "perturbed": _perturbed(row["perturbed"])} for row in rows]
 
-    def run_count(self, spec_name: str | None = None, *, searches: bool = True) -> int:
-        """How many runs the store holds (of `spec_name` when given; the searches' probes
-        only with `searches`): what `history` left out."""
-        where, args = _runs_where(spec_name, searches, "")
+    def run_count(
+        self,
+        spec_name: str | None = None,
+        *,
+        searches: bool = True,
+        spec_paths: Sequence[str] = (),
+    ) -> int:
+        """How many runs the store holds (of `spec_name`, and the file at `spec_paths`, when
+        given; the searches' probes only with `searches`): what `history` left out."""
+        where, args = _runs_where(spec_name, searches, "", spec_paths)
         rows = self._read(f"SELECT COUNT(*) AS n FROM runs {where}", args)
         return int(rows[0]["n"])
 
@@ -702,14 +714,19 @@ def _instances_json(attempt: AttemptResult) -> str | None:
     return None if instances is None else _json(instances)
 
 
-def _runs_where(spec_name: str | None, searches: bool, r: str) -> tuple[str, tuple[str, ...]]:
-    """The WHERE clause of the runs of `spec_name` (all when None), without the searches'
-    probes unless `searches`."""
+def _runs_where(
+    spec_name: str | None, searches: bool, r: str, spec_paths: Sequence[str] = ()
+) -> tuple[str, tuple[str, ...]]:
+    """The WHERE clause of the runs of `spec_name` (all when None), of a spec file at one
+    of `spec_paths` when given, without the searches' probes unless `searches`."""
     terms: list[str] = []
     args: tuple[str, ...] = ()
     if spec_name:
         terms.append(f"{r}spec_name = ?")
         args = (spec_name,)
+    if spec_paths:
+        terms.append(f"{r}spec_path IN ({', '.join('?' * len(spec_paths))})")
+        args = (*args, *spec_paths)
     if not searches:
         terms.append(f"{PURPOSE.format(r=r)} NOT IN ({', '.join('?' * len(SEARCH_PURPOSES))})")
         args = (*args, *SEARCH_PURPOSES)

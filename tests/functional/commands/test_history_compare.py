@@ -59,6 +59,26 @@ def test_history_prints_whole_run_ids_and_json(cli: Cli, tmp_path: Path) -> None
     )
 
 
+def test_history_of_a_spec_file_lists_its_runs_and_not_another_files_of_that_name(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Filtered by the spec's name alone, it listed a copy's runs (an amplified.yaml, a
+    # colleague's file) too; a file that is not there said "no runs recorded yet", exit 0.
+    spec = _exit_spec(tmp_path, 0)
+    copy = tmp_path / "copy" / "exits.yaml"
+    copy.parent.mkdir()
+    copy.write_text(spec.read_text())
+    own = cli("run", str(spec)).latest_run().name
+    other = cli("run", str(copy)).latest_run().name
+    listed = json.loads(cli("history", str(spec), "--format", "json").stdout)
+    assert [row["run_id"] for row in listed] == [own]
+    by_name = json.loads(cli("history", "exits", "--format", "json").stdout)
+    assert [row["run_id"] for row in by_name] == [other, own]
+    missing = cli("history", str(tmp_path / "nosuch.yaml"))
+    assert missing.code == 2
+    assert "nosuch.yaml: no such file" in missing.stderr
+
+
 def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> None:
     spec = _exit_spec(tmp_path, 0)
     older, newer = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
