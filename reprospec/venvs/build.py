@@ -168,13 +168,30 @@ def _uv(
 
 
 def _uv_error(stderr: str, lines: int = 4) -> str:
-    """uv's error in a few lines: its `cause:` lines if any, else `error:`, else the tail."""
+    """uv's error in a few lines: its `cause:` lines if any, else `error:`, else the tail;
+    then the end of the `[stderr]` block a failed build prints (the package's own words:
+    `nu9akit 1.3: this sdist is broken on purpose`, where the causes say only that the
+    build backend failed)."""
     text = [line.strip() for line in stderr.splitlines() if line.strip()]
     causes = [line.removeprefix("cause:").strip() for line in text if line.startswith("cause:")]
     errors = [line.removeprefix("error:").strip() for line in text if line.startswith("error:")]
     hints = [line for line in text if line.startswith("hint:")]
     chosen = causes or errors or text
-    return " ".join([*chosen[-lines:], *hints[:1]]) or "no output"
+    built = _build_output(text)
+    said = [f"(the build said: {' / '.join(built[-2:])})"] if built else []
+    return " ".join([*chosen[-lines:], *said, *hints[:1]]) or "no output"
+
+
+def _build_output(text: Sequence[str]) -> list[str]:
+    """The lines of uv's `[stderr]` (or `[stdout]`) block of a failed build, to its hint."""
+    if "[stderr]" not in text:
+        return []
+    block: list[str] = []
+    for line in text[text.index("[stderr]") + 1 :]:
+        if line.startswith(("hint:", "error:", "cause:", "[stdout]")):
+            break
+        block.append(line)
+    return block
 
 
 # ---- building ------------------------------------------------------------------------------

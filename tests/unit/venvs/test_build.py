@@ -1,0 +1,45 @@
+"""uv's error read back: what a skipped version's line says of why it could not be built."""
+
+from __future__ import annotations
+
+from reprospec.venvs.build import _uv_error
+
+# uv 0.x `pip install nu9akit==1.3` of an sdist whose setup.py exits with a message
+# (recorded on this machine, NO_COLOR=1).
+BUILD_FAILED = """\
+Using Python 3.11.7 environment at: uvt
+error: Failed to build `nu9akit==1.3`
+  cause: The build backend returned an error
+  cause: Call to `setuptools.build_meta:__legacy__.get_requires_for_build_wheel` \
+failed (exit status: 1)
+
+         [stderr]
+         nu9akit 1.3: this sdist is broken on purpose
+
+hint: Build failures usually indicate a problem with the package or the build environment
+"""
+
+UNSATISFIABLE = """\
+Using Python 3.11.7 environment at: uvt
+error: Failed to download and build `nu9akit==1.3`
+  cause: Failed to resolve requirements from `setup.py` build
+  cause: No solution found when resolving: `setuptools>=40.8.0`
+"""
+
+
+def test_a_failed_build_says_what_the_package_said() -> None:
+    """The causes say only that the backend failed; the `[stderr]` block, the package's own
+    words, was dropped, and appeared nowhere."""
+    said = _uv_error(BUILD_FAILED)
+    assert said.startswith("The build backend returned an error Call to `setuptools")
+    assert "(the build said: nu9akit 1.3: this sdist is broken on purpose)" in said
+    assert said.endswith(
+        "hint: Build failures usually indicate a problem with the package or the build environment"
+    )
+
+
+def test_causes_alone_where_no_build_printed() -> None:
+    assert _uv_error(UNSATISFIABLE) == (
+        "Failed to resolve requirements from `setup.py` build "
+        "No solution found when resolving: `setuptools>=40.8.0`"
+    )
