@@ -258,6 +258,21 @@ class Amplification:
         if left <= 0:
             self._finish(established=False)
             return []
+        base_tally = self.tallies[0]
+        if (
+            base_tally.ran >= self.settings.first
+            and base_tally.matched == base_tally.ran
+            and not self._can_beat_base(left)
+        ):
+            # 74/74: no perturbation's interval can lie above the base's within the
+            # budget, however often it fails; the search spent 180 attempts to say so.
+            base = self.rate(0)
+            self._finish(
+                established=False,
+                note=f"the base already fails in {base.matched}/{base.attempts} attempts: no "
+                "perturbation can be shown to make it fail more often",
+            )
+            return []
         step = min(self.settings.step, left)
         # 1. First attempts, the base first: every arm is measured before any is compared.
         wants: dict[int, int] = {}
@@ -353,7 +368,24 @@ class Amplification:
         settings = tuple(s for i in sorted(chosen) for s in self.arms[i].settings)
         return Arm(settings, "combined")
 
-    def _finish(self, *, established: bool, infra: bool = False, interrupted: bool = False) -> None:
+    def _can_beat_base(self, left: int) -> bool:
+        """Whether some arm could still end with its lower bound above the base's upper
+        bound: were every attempt left its, and every one to fail."""
+        high = self.rate(0).high
+        return any(
+            rate_of(self.tallies[i].matched + left, self.tallies[i].ran + left).low > high
+            for i in self.live()
+            if i != 0
+        )
+
+    def _finish(
+        self,
+        *,
+        established: bool,
+        infra: bool = False,
+        interrupted: bool = False,
+        note: str = "",
+    ) -> None:
         arms = tuple(
             ArmResult(
                 arm=arm,
@@ -375,8 +407,14 @@ class Amplification:
             status: Status = "interrupted"
         else:
             status = "amplified" if amplified else "not-amplified"
-        note = ""
-        if not amplified and leader != 0 and self.tallies[leader].matched:
+        if note or amplified:
+            pass  # said by the caller, or the answer needs no note
+        elif not interrupted and not any(t.attempts for t in self.tallies[1:]):
+            note = (
+                f"the budget of {self.settings.budget} attempts ran out before any "
+                "perturbation was tried: raise --budget"
+            )
+        elif leader != 0 and self.tallies[leader].matched:
             note = (
                 f"{self.arms[leader].label} fails most often, but its interval still "
                 f"overlaps the base's"

@@ -201,3 +201,24 @@ def test_an_interrupted_search_does_not_print_its_leader_as_the_answer() -> None
     )  # fmt: skip
     said = report.sentence()
     assert said.endswith(": interrupted before it was established"), said
+
+
+def test_a_base_that_always_fails_ends_after_its_first_attempts() -> None:
+    # 74/74 of the base and 28/28 of the best arm, 180 attempts in all, then "not
+    # amplified": no arm's interval can lie above a base that failed every time.
+    result, asked = simulate([SI, CPUS], fixed({"base": 1.0}), seed=3)
+    assert result.status == "not-amplified"
+    assert {probe.arm for probe in asked} == {0}
+    assert result.used == Settings().first
+    assert result.note == (
+        f"the base already fails in {result.used}/{result.used} attempts: no perturbation can "
+        "be shown to make it fail more often"
+    )
+
+
+def test_a_budget_spent_on_the_base_alone_says_so() -> None:
+    result, _ = simulate([SI], fixed({"base": 0.0}), seed=3, settings=Settings(budget=3))
+    assert result.status == "not-amplified"
+    assert result.note == (
+        "the budget of 3 attempts ran out before any perturbation was tried: raise --budget"
+    )
