@@ -151,7 +151,7 @@ def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
     # a run it did not finish: exit 130, as `run`.
     cancel = threading.Event()
     install_stop_handlers(cancel)
-    with Progress(repeat, stream=sys.stderr) as progress:
+    with Progress(repeat, stream=sys.stderr, observes=lambda _cell: observe) as progress:
         result = stages.run(spec, options, progress=progress.update, cancel=cancel)
     if result.interrupted:
         raise KeyboardInterrupt

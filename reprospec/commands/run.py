@@ -122,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
         confirm_foreign(request.confirm, plan)
     cancel = threading.Event()
     install_stop_handlers(cancel)
-    with Progress(len(plan.attempts), stream=sys.stderr) as progress:
+    observes = plan.expectations.of
+    with Progress(
+        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
+    ) as progress:
         result = stages.execute(
             plan,
             request.options,

@@ -209,6 +209,15 @@ def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:
     return text
 
 
+def cell_rate_phrase(rate: Rate, expected: Expectation) -> str:
+    """A cell's attempts column: its rate of the expected failure, or, for a cell observed
+    (`--observe`: nothing expected, nothing judged), how many attempts ran: `4/4 (95% CI
+    0.51–1.00)` of "anything" read as a failure rate where two of the four passed."""
+    if expected.observes:
+        return str(rate.attempts)
+    return rate_phrase(rate)
+
+
 def attempts_phrase(attempts: Iterable[AttemptResult]) -> str:
     """What a cell's attempts did: one phrase, or how many did each (`2× hang, 1× pass`)."""
     counts = Counter(attempt_phrase(a, pid=False) for a in attempts)

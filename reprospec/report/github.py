@@ -8,7 +8,13 @@ import re
 from collections.abc import Mapping
 
 from reprospec.core.results import CellResult, RunResult
-from reprospec.core.words import VERDICT_MARKS, attempts_phrase, expectation_phrase, rate_phrase
+from reprospec.core.words import (
+    VERDICT_MARKS,
+    attempts_phrase,
+    cell_rate_phrase,
+    expectation_phrase,
+    rate_phrase,
+)
 from reprospec.report.failure import summary_line
 
 
@@ -25,7 +31,8 @@ def render_github_summary(run: RunResult) -> str:
     for cell in run.cells:
         lines.append(
             f"| {VERDICT_MARKS[cell.verdict]} | `{_code(cell.cell.id)}` | "
-            f"{_cell(attempts_phrase(cell.attempts))} | {_cell(rate_phrase(cell.rate))} | "
+            f"{_cell(attempts_phrase(cell.attempts))} | "
+            f"{_cell(cell_rate_phrase(cell.rate, cell.expected))} | "
             f"{cell.verdict} |"
         )
     return "\n".join(lines) + "\n\n"

@@ -25,9 +25,9 @@ from markupsafe import Markup
 from reprospec.core.results import CellResult, RunResult
 from reprospec.core.words import (
     attempts_phrase,
+    cell_rate_phrase,
     expectation_phrase,
     launch_summary,
-    rate_phrase,
     seconds,
 )
 from reprospec.environment.facts import run_one_cell_fields
@@ -209,7 +209,10 @@ def cell_rows(run: RunResult, axes: Sequence[str]) -> list[Row]:
             *((show_value(cell.cell.matrix.get(a, "—")), "") for a in axes),
             (expectation_phrase(cell.expected), ""),
             (attempts_phrase(cell.attempts) if cell.attempts else "not run", ""),
-            (rate_phrase(cell.rate), f"{cell.rate.matched / max(cell.rate.attempts, 1):.6f}"),
+            (
+                cell_rate_phrase(cell.rate, cell.expected),
+                f"{cell.rate.matched / max(cell.rate.attempts, 1):.6f}",
+            ),
             (str(failed), str(failed)),
             (seconds(duration), f"{duration:.3f}"),
         ]

@@ -17,8 +17,8 @@ from reprospec.core.words import (
     VERDICT_MARKS,
     attempt_phrase,
     attempts_phrase,
+    cell_rate_phrase,
     expectation_phrase,
-    rate_phrase,
     seconds,
     time_left,
 )
@@ -34,8 +34,16 @@ if TYPE_CHECKING:
 class Progress:
     """A rich progress bar on a terminal; one plain line per finished attempt otherwise."""
 
-    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: IO[str] | None = None,
+        observes: Callable[[Cell], bool] = lambda _cell: False,
+    ) -> None:
         self.stream = stream or sys.stderr
+        # Whether a cell is observed (`--observe`): its attempts match "anything", and a
+        # line per attempt that said `match` read as the expected failure.
+        self.observes = observes
         self.live = live_progress_enabled(self.stream)
         self.total = total
         self._lock = threading.Lock()
@@ -99,6 +107,8 @@ class Progress:
             self._running = max(0, self._running - 1)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
+            if self.observes(cell) and not result.infra_error:
+                mark = "observed"
             # The phrase quotes the child (an exception message, an event's phase): one line
             # of text, whatever it holds.
             self._done += 1
@@ -151,7 +161,7 @@ def results_table(run: RunResult) -> Table:
             text(cell.cell.id),
             text(expectation_phrase(cell.expected)),
             text(short(attempts_phrase(cell.attempts))),
-            text(rate_phrase(cell.rate)),
+            text(cell_rate_phrase(cell.rate, cell.expected)),
             cell.verdict,
         )
     return table

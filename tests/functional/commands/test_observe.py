@@ -55,3 +55,22 @@ def test_observe_exits_3_when_something_could_not_run(cli: Cli) -> None:
         str(ROOT / "no-such-python"),
     )
     assert result.code == 3, result.stderr
+
+
+def test_an_observed_cell_counts_its_attempts_and_matches_nothing(cli: Cli, tmp_path: Path) -> None:
+    # Observed attempts match "anything": the attempts column read `3/3 (95% CI 0.44–1.00)`
+    # of a cell that passed every time, and each progress line said `match`.
+    spec = tmp_path / "observed.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: observed\nmatrix:\n  p: [0, 1]\n"
+        "command: python -c 'import sys; sys.exit(${{ matrix.p }})'\nrun: {repeat: 3}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "(observed)" in line]
+    assert len(rows) == 2, result.stdout
+    assert all("│        3 │ observed │" in row for row in rows), rows
+    assert "95% CI" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 6, result.stderr
+    assert all("(observed, " in line for line in lines), lines
