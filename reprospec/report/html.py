@@ -42,6 +42,7 @@ from reprospec.report.markdown import attempt_warnings, axes_of
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
+from reprospec.report.signatures import outcome_groups
 from reprospec.report.standalone import files_from
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
@@ -252,6 +253,16 @@ def context(run: RunResult) -> dict[str, object]:
         "groups": result_groups(run, differs) if large else [],
         "heatmap": heatmap(run.cells),
         "separators": None if run.observes else separators(run),
+        # An observed run's outcomes, each with what explains it (report.md's Outcomes):
+        # the HTML page left out the explanation `--observe` exists for.
+        "outcomes": [
+            {
+                "headline": group.headline(),
+                "cells": list(group.cells),
+                "lines": [e.text() for e in group.explanations],
+            }
+            for group in (outcome_groups(run) if run.observes else [])
+        ],
         "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
         # As report.md words it (markupsafe: the workdir is escaped, the tags are not).

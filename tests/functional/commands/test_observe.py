@@ -74,3 +74,10 @@ def test_an_observed_cell_counts_its_attempts_and_matches_nothing(cli: Cli, tmp_
     lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 6, result.stderr
     assert all("(observed, " in line for line in lines), lines
+    # The HTML page holds the Outcomes and what explains them, as report.md does: it
+    # showed the failure, the results and how to reproduce, without the explanation.
+    page = tmp_path / "observed.html"
+    assert cli("report", "latest", "--format", "html", "-o", str(page)).code == 0
+    html = page.read_text()
+    assert '<h2 id="outcomes">Outcomes</h2>' in html
+    assert "<li><code>p=1</code>: in every cell with this outcome, in no other</li>" in html
