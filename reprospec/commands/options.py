@@ -113,10 +113,11 @@ def runner(
     p: argparse.ArgumentParser,
     *,
     choices: Sequence[str] | None = None,
-    default: str = "local",
+    default: str | None = "local",
     help: str = "run attempts as local processes (default) or in fresh docker containers",
 ) -> None:
-    """`--runner`: every runner the engine has, unless the verb takes fewer."""
+    """`--runner`: every runner the engine has, unless the verb takes fewer. A default of
+    None (local, for `run_options`) lets a verb tell `--runner local` from nothing given."""
     if choices is None:
         from reprospec.runners import RUNNERS
 

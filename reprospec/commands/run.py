@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="ignore expect: record what each cell does and group cells by outcome (exit 0 "
         "unless something could not run); a spec without expect always observes",
     )
-    opt.runner(p)
+    opt.runner(p, default=None)  # None: a bundle's own runner (a venv run's) applies
     opt.jobs(p)
     opt.repeat(p)
     opt.timeout(p)
@@ -225,7 +225,7 @@ def read_request(args: argparse.Namespace) -> RunRequest:
             )
         unpacked = unpack(Path(named), out / "bundles")
         print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
-        options = with_bundle(options, unpacked)
+        options = with_bundle(options, unpacked, runner_given=args.runner is not None)
         path = str(unpacked.spec)
     # The spec is validated before anything is written: a bad spec creates no store.
     try:
@@ -264,11 +264,15 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
     )
 
 
-def with_bundle(options: RunOptions, unpacked: Unpacked) -> RunOptions:
+def with_bundle(
+    options: RunOptions, unpacked: Unpacked, *, runner_given: bool = False
+) -> RunOptions:
     """The options a bundle's spec runs with: the original run's `-m` filters, `--repeat`,
-    `--timeout` and observe mode unless given here (the manifest checked as the CLI's
-    options are, when it was read); its overrides first, then this command's."""
+    `--timeout`, observe mode and runner (not local) unless given here (the manifest
+    checked as the CLI's options are, when it was read); its overrides first, then this
+    command's."""
     return options.with_changes(
+        runner=options.runner if runner_given or not unpacked.runner else unpacked.runner,
         matrix_filters=options.matrix_filters or unpacked.matrix_filters,
         repeat=options.repeat if options.repeat is not None else unpacked.repeat,
         timeout_s=options.timeout_s if options.timeout_s is not None else unpacked.timeout_s,

@@ -97,6 +97,9 @@ class Unpacked:
     repeat: int | None = None
     timeout_s: float | None = None
     observe: bool = False
+    # The original run's runner where it was not local: a venv run's cells need the
+    # packages their environments were built with (on the local runner: infra-error).
+    runner: str | None = None
 
 
 class _BundledOptions(TypedDict, total=False):
@@ -106,6 +109,7 @@ class _BundledOptions(TypedDict, total=False):
     repeat: int
     timeout_s: float
     observe: bool
+    runner: str
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -208,6 +212,8 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
         "timeout_s": options.timeout_s,
         "observe": options.observe,
     }
+    if options.runner != "local":
+        kept["runner"] = options.runner
     if not stored.is_file():
         warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings), spec_gone=True)
@@ -358,7 +364,10 @@ def _readme(
     document: Mapping[str, JsonValue] | None = None,
 ) -> str:
     spec = manifest["spec"]
-    rerun = f"reprospec run {run.run_id}/{spec}"
+    options = manifest.get("options")
+    runner = options.get("runner") if isinstance(options, dict) else None
+    flags = f" --runner {runner}" if runner else ""
+    rerun = f"reprospec run {run.run_id}/{spec}{flags}"
     if manifest.get("workdir") is not None:
         # The spec names the sender's absolute workdir: run as it is, it looks there.
         moved = PurePosixPath(run.run_id, str(manifest["workdir"]))
@@ -370,10 +379,20 @@ def _readme(
         "the report, the logs of every attempt, and the files of the workdir its cells name.",
         "",
         "Rerun it (reprospec unpacks it safely under `.reprospec/bundles/` and runs the spec",
-        "with the run's `-m` filters, `--repeat` and `--timeout`):",
+        "with the run's `-m` filters, `--repeat` and `--timeout`"
+        + (f", on the {runner} runner it ran on):" if runner else "):"),
         "",
         "    reprospec run THIS-FILE.tar.gz",
         "",
+        *(
+            [
+                "Its cells' packages are installed as the run installed them (uv's index, or",
+                "add `--find-links DIR` for a wheelhouse of your own).",
+                "",
+            ]
+            if runner == "venv"
+            else []
+        ),
         f"Or unpack it and run the spec yourself: `{rerun}`.",
         "`report.md` is the bug report; `logs/cells/CELL/N/` holds attempt N of each cell.",
     ]
@@ -736,7 +755,16 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
         if not isinstance(observe, bool):
             raise UsageError(f"{at}.observe: expected true or false, got {observe!r}")
         checked["observe"] = observe
+    runner = options.get("runner")
+    if runner is not None:
+        if runner not in _RUNNERS:
+            raise UsageError(f"{at}.runner: expected one of {', '.join(_RUNNERS)}, got {runner!r}")
+        checked["runner"] = str(runner)
     return checked
+
+
+# The runners a manifest may name (commands/options.py offers these to --runner).
+_RUNNERS = ("local", "venv", "docker")
 
 
 def _inside(top: Path, value: object, where: str) -> Path:

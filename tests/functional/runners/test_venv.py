@@ -157,3 +157,32 @@ def test_instances_run_in_the_cells_venv(cli: Cli, tmp_path: Path) -> None:
     assert [s[:2] for s in said] == [["0", "1.0"], ["1", "1.0"]]
     assert said[0][2] == said[1][2]
     assert Path(said[0][2]).parent == tmp_path / "envs"
+
+
+def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Path) -> None:
+    # bundle.json kept -m, --repeat, --timeout and observe, not the runner: the rerun ran
+    # on the local runner and every cell was infra-error (the package not installed), and
+    # the README's command said nothing of --runner venv.
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, DEMO, "1.0", "VERSION_SEEN = '1.0'\n")
+    spec = write_spec(tmp_path, "venv-bundle", DEMO, ["1.0"], "reprospec_venvdemo")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), "--out",
+              str(out), env=env)  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    bundle = tmp_path / "venv.tar.gz"
+    assert cli("bundle", str(ran.latest_run()), "--out", str(out), "-o", str(bundle)).code == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = cli("run", str(bundle), "--yes", "--find-links", str(wheels), "--out",
+                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
+    assert rerun.code == 0, rerun.stderr + rerun.stdout
+    assert json.loads(rerun.stdout)["runner"] == "venv"
+    readme = next((elsewhere / "out" / "bundles").glob("*/*/README.md")).read_text()
+    assert "on the venv runner it ran on" in readme
+    # --runner given here wins over the bundle's.
+    local = cli("run", str(bundle), "--yes", "--runner", "local", "--out",
+                str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
+    assert local.code == 3, local.stderr
+    assert json.loads(local.stdout)["runner"] == "local"
