@@ -367,10 +367,22 @@ def _choose_cells(
     # in the run of the matrix, not read (the first cell, taken as read, passed 0/20).
     if passing is None and failing is not None:
         passing = farthest(failing, [c for c in expected_to_pass if c != failing])
+    # Fields set on one side make the sides differ within one cell: the passing side is
+    # the failing cell with --passing-set's fields (or the other way round). On a one-cell
+    # spec the sets were ignored, and the error asked for the --passing-set just given.
+    if passing is None and failing is not None and options.passing_sets:
+        passing = failing
+    if failing is None and passing is not None and options.failing_sets:
+        failing = passing
+    if failing is None and passing is None and len(cells) == 1 and options.passing_sets:
+        failing = passing = cells[0]
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, options, failing, passing, say)
-    if failing == passing:
-        raise UsageError(f"the failing and passing cells are the same cell ({failing.id})")
+    if failing == passing and not (options.failing_sets or options.passing_sets):
+        raise UsageError(
+            f"the failing and passing cells are the same cell ({failing.id}): name another "
+            f"with --passing, or set the fields that differ with --passing-set"
+        )
     return failing, passing
 
 
@@ -402,6 +414,8 @@ def _observe(
             passed.append(cell.cell)
     if passing is None and failing is not None:
         passing = farthest(failing, [c for c in passed if c != failing])
+    if passing is None and options.passing_sets:
+        passing = failing  # the failing cell with --passing-set's fields
     if failing is None:
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "

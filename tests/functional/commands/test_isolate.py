@@ -278,6 +278,34 @@ def test_a_finished_search_is_replayed_only_while_the_program_is_the_same(
     assert culprits(changed) == [("matrix.c", True)]
 
 
+def test_a_one_cell_spec_isolates_between_the_cell_and_its_passing_set(tmp_path: Path) -> None:
+    # A one-cell spec's sides differ only by --passing-set: the sets were ignored, the
+    # matrix ran to find a passing cell, and the error asked for --passing-set.
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(SPEC.parent / "toggles.py", work / "toggles.py")
+    spec = work / "one.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: one-cell\n"
+        "environment:\n  env: {RULE: 'b,e', EXTRA: '1', e: '1'}\n"
+        "command: python toggles.py a=true b=true c=true\n"
+        "run: {timeout: 30s}\nexpect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    code, data, stderr = isolate(
+        tmp_path,
+        "--passing-set", "command=python toggles.py a=false b=false c=false",
+        "--passing-set", "environment.env.e=0",
+        "--passing-set", "~environment.env.EXTRA",
+        *DETERMINISTIC,
+        spec=spec,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert culprits(data) == [
+        ("command", "python toggles.py a=true b=true c=true"),
+        ("environment.env.e", "1"),
+    ]
+
+
 def test_ctrl_c_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "reprospec", "isolate", str(SPEC), "--out", str(out)]
