@@ -129,10 +129,17 @@ class _Semantics:
     def expression_string(self, path: JsonPath, value: str) -> None:
         try:
             found = expr.find_expressions(value)
-            nodes = [(e.text, expr.parse(e.text)) for e in found]
-        except expr.ExprError as exc:
+        except expr.ExprError as exc:  # a `${{` never closed: nothing after it is read
             self.add(path, f"bad expression {exc}")
             return
+        # Each expression on its own: a bad one hid the others' problems (an unknown axis
+        # beside a syntax error), where every problem of a file is said at once.
+        nodes = []
+        for found_one in found:
+            try:
+                nodes.append((found_one.text, expr.parse(found_one.text)))
+            except expr.ExprError as exc:
+                self.add(path, f"bad expression {exc}")
         for text, node in nodes:
             for name in expr.iter_names(node):
                 if name.parts[0] == "matrix" and len(name.parts) > 1:
