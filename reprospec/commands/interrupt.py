@@ -91,8 +91,9 @@ def drive_search(
     SIGTERM stops the search like Ctrl-C; its stored probes let the same command resume."""
     cancel = threading.Event()
     install_stop_handlers(cancel)
-    progress = None if as_json else (lambda message: print(printable(message), file=sys.stderr))
-    found = search(progress, cancel)
+    # Progress goes to stderr with --format json too: stdout stays one JSON value, and a
+    # search of a minute said nothing at all while it ran.
+    found = search(lambda message: print(printable(message), file=sys.stderr), cancel)
     if as_json:
         print(json.dumps(to_dict(found), indent=2))
     else:

@@ -45,7 +45,7 @@ from reprospec.isolation.differences import (
     mix,
     overrides,
 )
-from reprospec.isolation.report import IsolateResult, Side, write
+from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 
@@ -170,7 +170,7 @@ def isolate_spec(
         state=state,
         cancel=cancel,
     )
-    iso = Isolation(len(diffs), settings)
+    iso = Isolation(len(diffs), settings, lambda c: set_in_words(diffs, c))
     interrupted = False
     rounds = 0
     while iso.result is None and not interrupted:

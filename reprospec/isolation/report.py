@@ -7,7 +7,7 @@ the other way round."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,15 +113,21 @@ def _confidence(result: IsolationResult) -> str:
 
 def describe_set(found: IsolateResult, candidate: Sequence[int]) -> str:
     """A tested set in the spec's terms: what it applies, or what it leaves out."""
-    count = len(found.differences)
+    return set_in_words(found.differences, candidate)
+
+
+def set_in_words(differences: Sequence[Difference], candidate: Iterable[int]) -> str:
+    """`describe_set` from the differences alone (the search names a set that could not
+    run by it: `{2, 3}` named nothing the user wrote)."""
+    count = len(differences)
     chosen = set(candidate)
     if not chosen:
         return f"passing cell (none of the {count} differences)"
     if len(chosen) == count:
         return f"failing cell (all {count} differences)"
     if len(chosen) <= count / 2:
-        return ", ".join(found.differences[i].describe() for i in sorted(chosen))
-    left_out = [found.differences[i].name for i in range(count) if i not in chosen]
+        return ", ".join(differences[i].describe() for i in sorted(chosen))
+    left_out = [differences[i].name for i in range(count) if i not in chosen]
     return "all but " + ", ".join(left_out)
 
 

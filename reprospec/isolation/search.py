@@ -119,6 +119,8 @@ class Isolation:
 
     count: int
     settings: Settings = field(default_factory=Settings)
+    # A set in the user's words, for a message (`{2, 3}` without the driver's names).
+    describe: Callable[[frozenset[int]], str] = field(default=lambda c: _name(c))
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -211,7 +213,8 @@ class Isolation:
             self._finish(
                 "infra-error",
                 (),
-                f"candidate {_name(probe.candidate)} could not run ({tally.infra} attempts): "
+                f"candidate {self.describe(probe.candidate)} could not run ({tally.infra} "
+                "attempts): "
                 f"{self._infra_reason or 'infra error'}",
             )
 
@@ -367,7 +370,8 @@ class Isolation:
                 f"the failing configuration reproduces too rarely to isolate within the budget: "
                 f"{figure} attempts ({low:.0%}-{high:.0%}); even at {high:.0%} isolating one of "
                 f"{self.count} difference{'s' if self.count != 1 else ''} takes about "
-                f"{projected} attempts, and {left} of the budget of {s.budget} are left"
+                f"{projected} attempts, and {left} of the budget of {s.budget} "
+                f"{'is' if left == 1 else 'are'} left"
             )
         return ""
 
@@ -399,7 +403,9 @@ class Isolation:
 
     def _finish_undecided(self, status: Status, why: str) -> None:
         reproducing = [c for c, t in self.tallies.items() if t.matched]
-        smallest = min(reproducing, key=lambda c: (len(c), sorted(c)), default=self.full)
+        # None seen failing yet (stopped in the rate phase): no set is named as seen failing,
+        # where the failing cell was, beside a table row of 0 attempts.
+        smallest = min(reproducing, key=lambda c: (len(c), sorted(c)), default=frozenset())
         self._finish(status, tuple(sorted(smallest)), why)
 
     def _finish(self, status: Status, culprits: tuple[int, ...], message: str) -> None:

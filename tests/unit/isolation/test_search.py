@@ -426,3 +426,32 @@ def test_tally_counts_kinds() -> None:
     assert (tally.matched, tally.clean, tally.ran, tally.attempts) == (1, 3, 4, 5)
     with pytest.raises(ValueError, match="unknown attempt kind 'maybe'"):
         Tally().add(["maybe"])  # type: ignore[list-item]
+
+
+def test_a_candidate_that_could_not_run_is_named_as_the_driver_describes_it() -> None:
+    # The search knows indices: the message said `candidate {2, 3}`, naming nothing the
+    # user wrote; the driver hands it the sets' names.
+    full = frozenset(range(4))
+    iso = Isolation(4, Settings(), lambda c: "+".join(f"d{i}" for i in sorted(c)))
+    while iso.result is None:
+        for probe in iso.next_probes():
+            iso.record(probe, ["match"] if probe.candidate == full else ["infra"] * probe.attempts)
+    assert iso.result.status == "infra-error"
+    assert iso.result.message.startswith("candidate d")
+    assert "{" not in iso.result.message
+
+
+def test_an_isolation_stopped_before_any_failure_names_no_set_seen_failing() -> None:
+    iso = Isolation(4, Settings())
+    (probe,) = iso.next_probes()
+    iso.record(probe, ["pass", "pass"])
+    iso.interrupt()
+    assert iso.result is not None
+    assert iso.result.status == "interrupted"
+    assert iso.result.culprits == ()  # the failing configuration was never seen failing
+
+
+def test_one_attempt_left_of_the_budget_is_said_in_the_singular() -> None:
+    result = isolate(16, _one_match_at(1), Settings(budget=2))
+    assert result.status == "refused"
+    assert result.message.endswith("and 1 of the budget of 2 is left")
