@@ -465,7 +465,14 @@ def unpack(archive: Path, bundles: Path) -> Unpacked:
             finally:
                 if staging.exists():
                     shutil.rmtree(staging, ignore_errors=True)
-    return _read_manifest(archive, root)
+    try:
+        return _read_manifest(archive, root)
+    except UsageError:
+        # Refused (no manifest, a bad one): no run will use this tree, and a tar.gz that
+        # is no bundle stayed unpacked under bundles/, marked complete.
+        with _locked(bundles):
+            shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
 @contextlib.contextmanager

@@ -143,6 +143,9 @@ def test_run_refuses_a_damaged_or_foreign_archive_cleanly(tmp_path: Path, cli: C
     other = cli("run", str(foreign))
     assert other.code == 2
     assert "not a reprospec bundle" in other.stderr
+    # Refused, and not left unpacked under bundles/ (it stayed there, marked complete).
+    assert not list(tmp_path.rglob(".complete"))
+    assert not list(tmp_path.rglob("readme.txt"))
     escaping = _archive(
         tmp_path / "escape.tar.gz",
         _file("b/bundle.json", json.dumps({"format": 1, "spec": "../../etc/passwd"}).encode()),
