@@ -417,6 +417,13 @@ def _observe(
     if passing is None and options.passing_sets:
         passing = failing  # the failing cell with --passing-set's fields
     if failing is None:
+        if len(cells) == 1:
+            # Naming the only cell helps nothing: it is the one that did not fail.
+            raise UsageError(
+                f"the cell did not fail as expected in one attempt (run {result.run_id}): for "
+                "a rare failure, `reprospec amplify` first (then isolate --amplify); a "
+                "one-cell spec's sides differ by the fields --passing-set sets"
+            )
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "
             f"name one with --failing"
