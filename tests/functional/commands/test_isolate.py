@@ -309,9 +309,7 @@ def test_a_one_cell_spec_isolates_between_the_cell_and_its_passing_set(tmp_path:
 def test_a_one_cell_spec_that_did_not_fail_says_what_would_help(tmp_path: Path) -> None:
     # "name one with --failing" of a one-cell spec: the only cell is the one that passed.
     spec = tmp_path / "rare.yaml"
-    spec.write_text(
-        "reprospec: 1\nname: rare\ncommand: python -c pass\nexpect: {outcome: error}\n"
-    )
+    spec.write_text("reprospec: 1\nname: rare\ncommand: python -c pass\nexpect: {outcome: error}\n")
     code, _, stderr = isolate(tmp_path, spec=spec)
     assert code == 2, stderr
     assert "the cell did not fail as expected in one attempt" in stderr
