@@ -152,11 +152,21 @@ def text(found: IsolateResult) -> str:
             f"  {row[0]:<{widths[0]}}  {row[1]:>{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]}"
         )
     rate = result.rate
+    # The rate is pooled over every set holding the culprits (the failing cell's attempts
+    # among them): beside it, the minimal set's own, which may fail far more rarely (a
+    # difference that is not needed can still make the failure frequent).
+    alone = result.minimal.tally if result.minimal is not None else None
+    own = (
+        f", the culprits alone {alone.matched}/{alone.ran}"
+        if alone is not None and alone.ran and alone.ran != rate.attempts
+        else ""
+    )
     lines.append("")
     lines.append(
         f"{result.attempts} attempts of a budget of {found.budget}"
         f"{f' ({found.reused} probe(s) from an earlier run)' if found.reused else ''}; "
-        f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}); "
+        f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}) on the sets holding "
+        f"the culprits{own}; "
         f"{_confidence(result)} (error {result.error:g}, assumed minimum rate "
         f"{result.min_rate:g})"
     )
