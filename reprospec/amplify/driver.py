@@ -160,7 +160,7 @@ def amplify_spec(
         [
             str(Path(spec.path).resolve()),
             spec.source_text,
-            program_digest(Path(spec.path), spec.document, plan.attempts),
+            program_digest(plan.attempts),
             json.dumps(list(run_options.overrides)),
             cell.id,
             json.dumps([a.label for a in singles]),

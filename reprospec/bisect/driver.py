@@ -95,9 +95,7 @@ def bisect_spec(
         )
     environment = plan.attempts[0].environment
     versions = _candidates(request)
-    bisect_id = request.key(
-        spec.source_text, program_digest(Path(spec.path), spec.document, plan.attempts)
-    )
+    bisect_id = request.key(spec.source_text, program_digest(plan.attempts))
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:

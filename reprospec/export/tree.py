@@ -22,6 +22,7 @@ from pathlib import Path
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
+from reprospec.plan.shellwords import is_shell_script
 from reprospec.plan.workfiles import carried_files
 
 
@@ -183,33 +184,34 @@ def _workdir_field(document: object) -> str | None:
     return str(workdir) if workdir is not None else None
 
 
-# A file up to this size is hashed whole for `program_digest`; a larger one by its size and
-# modification time (a dataset read whole per search start would cost more than the search).
-_HASHED_BYTES = 4 << 20
-
-
-def program_digest(
-    spec_path: Path, document: Mapping[str, JsonValue], attempts: Sequence[AttemptPlan]
-) -> str:
-    """A hash of the program the spec runs: its tree's files (the script, its local
-    imports, what the command and `files` name), each by its place and content.
+def program_digest(attempts: Sequence[AttemptPlan]) -> str:
+    """A hash of the program the spec runs: the source files its cells name (the script,
+    its local imports, a shell script and what it runs: Python files and shell scripts),
+    each by its path and content.
 
     Part of a search's id (isolate, amplify, bisect): a finished search is replayed from
     its stored probes, and keyed on the spec alone it answered "amplified 7/8" and ran
-    nothing after the bug under test was fixed in the script.
+    nothing after the bug under test was fixed in the script. Sources only: a log the
+    command writes (`--log run.log`) is named too, and would change the id at every run
+    (an interrupted search then started over instead of resuming). The spec's own text
+    is hashed by the caller.
     """
-    tree = spec_tree(spec_path, document, attempts, max_file_bytes=_HASHED_BYTES)
+    sources: dict[Path, None] = {}
+    seen: set[Path] = set()
+    for attempt in attempts:
+        workdir = attempt.workdir.resolve()
+        if workdir in seen:
+            continue
+        seen.add(workdir)
+        named = carried_files(attempt)
+        for path in [*(workdir / rel for rel in named.inside), *named.outside]:
+            if path.suffix == ".py" or is_shell_script(path):
+                sources[path.resolve()] = None
     digest = hashlib.sha256()
-    for path in sorted({*tree.files, *tree.outside}):
-        digest.update(tree.place(path).encode("utf-8") + b"\0")
+    for path in sorted(sources):
+        digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
         try:
             digest.update(path.read_bytes())
         except OSError as exc:
             digest.update(f"unreadable: {exc.strerror}".encode())
-    for path in sorted(tree.too_large):
-        try:
-            info = path.stat()
-        except OSError:
-            continue
-        digest.update(f"{tree.place(path)}\0{info.st_size}\0{info.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]

@@ -136,7 +136,7 @@ def isolate_spec(
         [
             str(Path(spec.path).resolve()),
             spec.source_text,
-            program_digest(Path(spec.path), spec.document, plan.attempts),
+            program_digest(plan.attempts),
             json.dumps(list(run_options.overrides)),
             key(failing.config),
             key(passing.config),
@@ -378,6 +378,13 @@ def _choose_cells(
         failing = passing = cells[0]
     if failing is None or passing is None:
         failing, passing = _observe(spec, cells, options, failing, passing, say)
+    if expectations.of(failing).outcome == "pass":
+        # A side the sets made (a one-cell spec expected to pass, with --passing-set): the
+        # search would take its passes for the failure ("fails when MODE=a", backwards).
+        raise UsageError(
+            f"the failing side (cell {failing.id}) is expected to pass: isolate needs a "
+            f"cell whose expect says how it fails"
+        )
     if failing == passing and not (options.failing_sets or options.passing_sets):
         raise UsageError(
             f"the failing and passing cells are the same cell ({failing.id}): name another "

@@ -304,6 +304,14 @@ def test_a_one_cell_spec_isolates_between_the_cell_and_its_passing_set(tmp_path:
         ("command", "python toggles.py a=true b=true c=true"),
         ("environment.env.e", "1"),
     ]
+    # A one-cell spec expected to pass is no failing side: its passes read as the failure.
+    passes = work / "passes.yaml"
+    passes.write_text(
+        spec.read_text().replace("{outcome: crash, signal: SIGSEGV}", "{outcome: pass}")
+    )
+    code, _, stderr = isolate(tmp_path, "--passing-set", "environment.env.e=0", spec=passes)
+    assert code == 2, stderr
+    assert "the failing side (cell default) is expected to pass" in stderr
 
 
 def test_a_one_cell_spec_that_did_not_fail_says_what_would_help(tmp_path: Path) -> None:
