@@ -91,6 +91,12 @@ def _shown(value: object) -> str:
     return str(value)
 
 
+# A base whose 95% interval lies at or above this is no rare failure; FREQUENT_ATTEMPTS
+# matching attempts in a row show it (n / (n + 1.96^2) >= 0.9).
+FREQUENT = 0.9
+FREQUENT_ATTEMPTS = 35
+
+
 @dataclass(frozen=True)
 class Settings:
     """The budget and the stopping rule of one amplification."""
@@ -258,26 +264,28 @@ class Amplification:
         if left <= 0:
             self._finish(established=False)
             return []
-        base_tally = self.tallies[0]
-        if (
-            base_tally.ran >= self.settings.first
-            and base_tally.matched == base_tally.ran
-            and not self._can_beat_base(left)
-        ):
-            # 74/74: no perturbation's interval can lie above the base's within the
-            # budget, however often it fails; the search spent 180 attempts to say so.
-            base = self.rate(0)
+        base = self.rate(0)
+        if base.low >= FREQUENT:
+            # 74/74 of the base, then 180 attempts to say "not amplified": a failure seen in
+            # at least 90% of attempts (95% confidence) is frequent already.
             self._finish(
                 established=False,
-                note=f"the base already fails in {base.matched}/{base.attempts} attempts: no "
-                "perturbation can be shown to make it fail more often",
+                note=f"the base already fails in {base.matched}/{base.attempts} attempts (at "
+                f"least {FREQUENT:.0%}): amplify is for a rarer failure",
             )
             return []
         step = min(self.settings.step, left)
         # 1. First attempts, the base first: every arm is measured before any is compared.
+        # A base that failed every one of them is measured on, while it keeps failing, to
+        # FREQUENT_ATTEMPTS (the fewest that show 90%): then nothing is left to amplify, and
+        # the first clean attempt sends the search on (a base at 80% does so by then, but
+        # for 0.8^35, one search in 2,500).
         wants: dict[int, int] = {}
+        base_tally = self.tallies[0]
+        always = base_tally.ran >= self.settings.first and base_tally.matched == base_tally.ran
         for i in self.live():
-            need = self.settings.first - self.tallies[i].attempts
+            first = FREQUENT_ATTEMPTS if i == 0 and always else self.settings.first
+            need = first - self.tallies[i].attempts
             if need > 0:
                 wants[i] = min(need, step - sum(wants.values()))
                 if sum(wants.values()) >= step:
@@ -368,16 +376,6 @@ class Amplification:
         settings = tuple(s for i in sorted(chosen) for s in self.arms[i].settings)
         return Arm(settings, "combined")
 
-    def _can_beat_base(self, left: int) -> bool:
-        """Whether some arm could still end with its lower bound above the base's upper
-        bound: were every attempt left its, and every one to fail."""
-        high = self.rate(0).high
-        return any(
-            rate_of(self.tallies[i].matched + left, self.tallies[i].ran + left).low > high
-            for i in self.live()
-            if i != 0
-        )
-
     def _finish(
         self,
         *,
@@ -409,7 +407,12 @@ class Amplification:
             status = "amplified" if amplified else "not-amplified"
         if note or amplified:
             pass  # said by the caller, or the answer needs no note
-        elif not interrupted and not any(t.attempts for t in self.tallies[1:]):
+        elif (
+            not interrupted
+            and self.used >= self.settings.budget
+            and len(self.arms) > 1
+            and not any(t.attempts for t in self.tallies[1:])
+        ):
             note = (
                 f"the budget of {self.settings.budget} attempts ran out before any "
                 "perturbation was tried: raise --budget"
