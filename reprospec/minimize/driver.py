@@ -347,8 +347,8 @@ def confirm_dir(
     program builds (`"da" + "ta.txt"`) was missing there while minimize said "fails 5/5".
     Where DIR's rerun does not fail so, the workdir's files it read (or its output names)
     that DIR lacks are copied in, listed in minimized.yaml's `files`, and DIR is checked
-    again, once. As many attempts as make a clean streak of a failure at the rate's low
-    end unlikely."""
+    again, up to FILE_ROUNDS times while each rerun finds more. As many attempts as make a
+    clean streak of a failure at the rate's low end unlikely."""
     from reprospec.capture.datafiles import WorkdirFiles
     from reprospec.capture.footprint import RECORD_IMPORTS_VAR
     from reprospec.capture.verify import FILE_ROUNDS
@@ -547,10 +547,11 @@ def _program(
             head_end, script = i + 2, workdir / (words[i + 1].replace(".", "/") + ".py")
             break
     files: dict[str, str] = {}
+    seen: set[str] = set()
     if script is not None and script.is_file() and _inside(script, workdir):
-        _collect(script, workdir, files)
+        _collect(script, workdir, files, seen)
     for path in _behind(words, workdir, document):
-        _collect(path, workdir, files)
+        _collect(path, workdir, files, seen)
     environment = document.get("environment")
     env_section = environment.get("env") if isinstance(environment, dict) else None
     env = (
@@ -579,16 +580,21 @@ def _behind(words: Sequence[str], workdir: Path, document: Mapping[str, JsonValu
     return [workdir / p.relative_to(root) for p in behind]
 
 
-def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
-    """`path` and the local modules it imports from the workdir, transitively."""
+def _collect(
+    path: Path, workdir: Path, files: dict[str, str], seen: set[str] | None = None
+) -> None:
+    """`path` and the local modules it imports from the workdir, transitively (`seen`:
+    every file read, those left whole too: two that import each other recursed forever)."""
     import ast
     import codecs
     import io
     import tokenize
 
     relative = str(path.relative_to(workdir))
-    if relative in files:
+    seen = set() if seen is None else seen
+    if relative in seen:
         return
+    seen.add(relative)
     data = path.read_bytes()
     try:
         # As Python reads source (PEP 263): a `coding:` line may name another encoding.
@@ -613,7 +619,7 @@ def _collect(path: Path, workdir: Path, files: dict[str, str]) -> None:
         for name in names:
             module = workdir / (name.replace(".", "/") + ".py")
             if module.is_file() and _inside(module, workdir):
-                _collect(module, workdir, files)
+                _collect(module, workdir, files, seen)
 
 
 def _live(preload: Sequence[str], program: Program) -> bool:

@@ -86,6 +86,8 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     if not program.workload:
         copy_named(workdir, out, program, spec, skip={out.resolve(), found.folder.resolve()})
     for name in found.added:
+        if not (workdir / name).is_file():
+            continue  # gone since a stored check added it: DIR keeps the copy it has
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(workdir / name, out / name)
     for path, text in program.files:

@@ -183,7 +183,8 @@ def _uv_error(stderr: str, lines: int = 4) -> str:
 
 
 def _build_output(text: Sequence[str]) -> list[str]:
-    """The lines of uv's `[stderr]` (or `[stdout]`) block of a failed build, to its hint."""
+    """The lines of uv's `[stderr]` block of a failed build, to its hint (or a `[stdout]`
+    block after it)."""
     if "[stderr]" not in text:
         return []
     block: list[str] = []

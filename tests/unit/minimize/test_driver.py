@@ -30,3 +30,12 @@ def test_a_file_python_could_not_read_is_neither_minimized_nor_followed(tmp_path
     (tmp_path / "app.py").write_bytes(b"import helper\nprint('\xe9')\n")  # no coding line
 
     assert _program("python app.py", tmp_path, {}).files == ()
+
+
+def test_files_in_another_encoding_that_import_each_other_are_read_once(tmp_path: Path) -> None:
+    # Only the minimized files were remembered as read: two latin-1 modules importing each
+    # other recursed until RecursionError, a traceback out of minimize.
+    (tmp_path / "a.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport b\nA = '\xe9'\n")
+    (tmp_path / "b.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport a\nB = '\xe9'\n")
+
+    assert _program("python a.py", tmp_path, {}).files == ()
