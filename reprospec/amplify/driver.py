@@ -207,7 +207,7 @@ def amplify_spec(
         id=ident,
         folder=folder,
         spec_name=spec.name,
-        spec_path=str(spec.path),
+        spec_path=str(Path(spec.path).absolute()),  # --amplify compares it from elsewhere
         cell=cell,
         expectation=expectation,
         result=search.result,
@@ -249,7 +249,9 @@ def _check_amplified_spec(path: Path, data: Mapping[str, JsonValue], spec_path: 
 
     measured = str(data.get("spec_path") or "")
     with contextlib.suppress(OSError):
-        if measured and Path(measured).resolve() == spec_path.resolve():
+        # A relative path (an amplify.json written before it was made absolute) is
+        # relative to where that amplify ran, unknown here: the names decide.
+        if Path(measured).is_absolute() and Path(measured).resolve() == spec_path.resolve():
             return
     name = load_spec(spec_path).name
     if data.get("spec") != name:

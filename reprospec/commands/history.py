@@ -57,16 +57,20 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 def run(args: argparse.Namespace) -> int:
     from reprospec.store.db import Store
 
-    spec_name = None
-    spec_paths: tuple[str, ...] = ()
+    spec_name = None  # the runs of specs of this name
+    spec_paths: tuple[str, ...] = ()  # the runs of the spec file at one of these paths
+    shown_as = args.spec
     if args.spec:
         from reprospec.spec.load import load_spec
 
-        # A spec file (its runs, not those of another file with a spec of the same name),
-        # or just the spec's name as it appears in the table.
+        # A spec file: its runs (under any name it had), not those of another file whose
+        # spec has the same name. A report (`report.md`) runs as the spec it embeds: by
+        # that spec's name. Else just the spec's name as it appears in the table.
         given = Path(args.spec)
-        if given.exists() or given.suffix in (".yaml", ".yml") or "/" in args.spec:
-            spec_name = load_spec(args.spec).name  # a missing file: "no such file", exit 2
+        if given.suffix.lower() == ".md":
+            spec_name = load_spec(args.spec).name
+        elif given.exists() or given.suffix in (".yaml", ".yml") or "/" in args.spec:
+            load_spec(args.spec)  # a missing or bad file: said, exit 2
             spec_paths = tuple(
                 dict.fromkeys([args.spec, str(given.absolute()), str(given.resolve())])
             )
@@ -93,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             print(note, file=sys.stderr)  # stdout stays one JSON value
         return 0
-    return _table(shown_runs, args.out, spec_name, notes)
+    return _table(shown_runs, args.out, shown_as, notes)
 
 
 def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:

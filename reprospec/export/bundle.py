@@ -764,14 +764,12 @@ def _run_options(options: Mapping[str, object], where: str) -> _BundledOptions:
         checked["observe"] = observe
     runner = options.get("runner")
     if runner is not None:
-        if runner not in _RUNNERS:
-            raise UsageError(f"{at}.runner: expected one of {', '.join(_RUNNERS)}, got {runner!r}")
+        from reprospec.runners import RUNNERS  # those --runner offers
+
+        if runner not in RUNNERS:
+            raise UsageError(f"{at}.runner: expected one of {', '.join(RUNNERS)}, got {runner!r}")
         checked["runner"] = str(runner)
     return checked
-
-
-# The runners a manifest may name (commands/options.py offers these to --runner).
-_RUNNERS = ("local", "venv", "docker")
 
 
 def _inside(top: Path, value: object, where: str) -> Path:

@@ -60,14 +60,21 @@ def _shell_run(words: list[str]) -> tuple[str | None, str | None]:
         following = words[index + 1] if index + 1 < len(words) else None
         if word == "--":
             return None, following
+        if words[index - 1] in _WITH_ARGUMENT:
+            continue  # the option's argument: `-o pipefail`, `-O extglob`, `--rcfile my.rc`
         if word.startswith(("-", "+")):
-            if "c" in word.lstrip("-+") and not word.startswith("--"):
+            flags = "" if word.startswith("--") else word.lstrip("-+")
+            if "c" in flags:
                 return following, None  # `-c`, `-xc`: the script is the next word
+            if "s" in flags:
+                return None, None  # `-s`: commands from stdin; the words are its arguments
             continue
-        if words[index - 1] in ("-o", "+o"):
-            continue  # the option's name: `-o pipefail`
         return None, word  # `bash script.sh -c`: an argument of the script, not the shell's
     return None, None
+
+
+# A shell's options that take the next word as their argument.
+_WITH_ARGUMENT = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 # A shell's redirections that write the word after them, and what ends a `tee`'s files.

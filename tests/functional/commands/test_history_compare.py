@@ -74,6 +74,11 @@ def test_history_of_a_spec_file_lists_its_runs_and_not_another_files_of_that_nam
     assert [row["run_id"] for row in listed] == [own]
     by_name = json.loads(cli("history", "exits", "--format", "json").stdout)
     assert [row["run_id"] for row in by_name] == [other, own]
+    # The file's runs under any name its spec had: renamed, its earlier run is still its.
+    spec.write_text(spec.read_text().replace("name: exits", "name: exits-renamed"))
+    renamed = cli("run", str(spec)).latest_run().name
+    listed = json.loads(cli("history", str(spec), "--format", "json").stdout)
+    assert [row["run_id"] for row in listed] == [renamed, own]
     missing = cli("history", str(tmp_path / "nosuch.yaml"))
     assert missing.code == 2
     assert "nosuch.yaml: no such file" in missing.stderr

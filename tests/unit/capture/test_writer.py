@@ -200,6 +200,9 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
         (("sh", "-o", "pipefail", "-e", "scripts/go.sh"), "go"),
         (("bash", "-xc", "sh run.sh"), "bash"),
         (("bash", "--", "-odd.sh"), "odd"),
+        (("bash", "-O", "extglob", "run.sh"), "run"),  # named `extglob`
+        (("bash", "--rcfile", "my.rc", "go.sh"), "go"),
+        (("bash", "-s", "arg"), "bash"),  # the script comes on stdin
         (("pytest", "-x"), "pytest"),
     ],
 )
