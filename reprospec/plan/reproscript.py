@@ -102,8 +102,16 @@ class Script:
     notes: tuple[str, ...]
 
 
-def generate(plan: AttemptPlan, *, expected: str = "", spec_name: str = "") -> Script:
-    """The repro.py of one workload cell; `Unsupported` when the cell needs the harness."""
+def generate(
+    plan: AttemptPlan,
+    *,
+    expected: str = "",
+    spec_name: str = "",
+    reads: Mapping[str, str] | None = None,
+) -> Script:
+    """The repro.py of one workload cell; `Unsupported` when the cell needs the harness.
+    `reads`: the variables the spec sets to one of the engine's (standalone.env_reads),
+    read from the reader's environment the same way (their values are masked)."""
     workload = plan.workload
     if workload is None:
         raise Unsupported("the cell runs a command, not a workload")
@@ -112,7 +120,9 @@ def generate(plan: AttemptPlan, *, expected: str = "", spec_name: str = "") -> S
             "workload.distributed runs its ranks under the harness's supervisor "
             "(rendezvous, step agreement); there is no standalone script for it"
         )
-    return _Writer(plan, workload, expected=expected, spec_name=spec_name).script()
+    return _Writer(
+        plan, workload, expected=expected, spec_name=spec_name, reads=reads or {}
+    ).script()
 
 
 def _literal(value: JsonValue | Sequence[int]) -> str:
@@ -257,8 +267,15 @@ class _Writer:
     """Builds the script piece by piece: header, imports, definitions, main()."""
 
     def __init__(
-        self, plan: AttemptPlan, workload: JsonObject, *, expected: str, spec_name: str
+        self,
+        plan: AttemptPlan,
+        workload: JsonObject,
+        *,
+        expected: str,
+        spec_name: str,
+        reads: Mapping[str, str],
     ) -> None:
+        self.reads = reads
         self.plan = plan
         self.workload = workload
         self.expected = expected
@@ -548,7 +565,13 @@ class _Writer:
                     f"# {', '.join(start_env)} must be set before Python starts: see Run above."
                 )
             for name, value in env.items():
-                if secret_name(name):
+                if name in self.reads:
+                    source = self.reads[name]
+                    lines.append(
+                        f"os.environ[{_literal(name)}] = os.environ[{_literal(source)}]"
+                        f"  # as the spec reads it: export {_comment(source)}"
+                    )
+                elif secret_name(name):
                     lines.append(f"# {_comment(name)}: set it yourself (its value is not written)")
                 else:
                     lines.append(f"os.environ[{_literal(name)}] = {_literal(value)}")

@@ -174,7 +174,7 @@ def standalone_of(
     from reprospec.plan.reproscript import Unsupported, generate
 
     try:
-        script = generate(plan, expected=expected, spec_name=spec_name)
+        script = generate(plan, expected=expected, spec_name=spec_name, reads=reads)
     except Unsupported as exc:
         return Standalone(cell=plan.cell.id, kind="workload", unavailable=str(exc))
     prefix = " ".join(_assignments(script.start_env, reads))

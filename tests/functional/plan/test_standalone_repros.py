@@ -159,3 +159,19 @@ def test_a_variable_the_spec_reads_from_the_environment_is_read_so_by_the_repro(
         ["sh", "-c", result.standalone.run], cwd=tmp_path, timeout=60, env=dict(os.environ)
     )
     assert ran.returncode == 3
+
+
+def test_a_workloads_repro_py_reads_the_variable_from_the_environment_as_the_spec_does() -> None:
+    # repro.py wrote `os.environ['MODE'] = '***'` (the masked value) beside a note that
+    # told the reader to export NU9A_MODE.
+    from reprospec.plan.standalone import env_reads
+
+    spec = api.load_spec(
+        SPECS / "workload-loss-exception.yaml",
+        ("environment.env.MODE=${{ env.NU9A_MODE }}",),
+    )
+    attempt = api.plan_run(spec).attempts[0]
+    found = standalone_of(attempt, SPECS, reads=env_reads(spec.document))
+    assert found.script is not None, found.unavailable
+    assert "os.environ['MODE'] = os.environ['NU9A_MODE']" in found.script
+    assert found.notes[0] == "the spec reads NU9A_MODE from your environment: export it first"
