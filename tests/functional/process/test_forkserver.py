@@ -449,7 +449,9 @@ ENGINE = textwrap.dedent(
     plan = attempt_plan(["python", "-c", "pass"], folder, env={{"PYTHONPATH": {preload!r}}})
     runner = LocalRunner(python=sys.executable, native_stacks=False)
     execution = runner.run(replace(plan, preload=("marked",)), folder / "attempt")
-    (folder / "launched").write_text(execution.launch)
+    # Whole or not at all: the test reads it once it exists (it read '' mid-write).
+    (folder / "launched.tmp").write_text(execution.launch)
+    (folder / "launched.tmp").replace(folder / "launched")
     time.sleep(600)
     """
 )
