@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PosixPath
 from typing import TypeVar, cast
 
-from reprospec.core.expr import ExprError, names_used
+from reprospec.core.expr import ExprError, find_expressions, names_used
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 
@@ -95,15 +95,16 @@ def _read_bare(value: object, name: str) -> bool:
     (`env.X or 'default'` gives one: an unset X is no null there)."""
     if isinstance(value, str):
         bare = re.compile(rf"\benv\.{re.escape(name)}\b(?!\s+or\b)")
-        return any(bare.search(m) for m in _EXPRESSION.findall(value))
+        try:
+            found = find_expressions(value)
+        except ExprError:
+            return False
+        return any(bare.search(e.text) for e in found)
     if isinstance(value, Mapping):
         return any(_read_bare(v, name) for v in value.values())
     if isinstance(value, list):
         return any(_read_bare(v, name) for v in value)
     return False
-
-
-_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 
 
 def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:

@@ -19,7 +19,6 @@ the section says so instead of offering a script that passes.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -118,15 +117,21 @@ def env_reads(document: Mapping[str, JsonValue]) -> dict[str, str]:
     given = section.get("env") if isinstance(section, Mapping) else None
     if not isinstance(given, Mapping):
         return {}
+    from reprospec.core.expr import ExprError, Name, find_expressions, parse
+
     reads: dict[str, str] = {}
     for name, raw in given.items():
-        found = _WHOLE_ENV_READ.fullmatch(raw) if isinstance(raw, str) else None
-        if found is not None:
-            reads[str(name)] = found.group(1)
+        if not isinstance(raw, str):
+            continue
+        try:
+            found = find_expressions(raw)
+            whole = len(found) == 1 and (found[0].start, found[0].end) == (0, len(raw))
+            node = parse(found[0].text) if whole else None
+        except ExprError:  # validated before it got here; a bad one reads nothing
+            continue
+        if isinstance(node, Name) and len(node.parts) == 2 and node.parts[0] == "env":
+            reads[str(name)] = node.parts[1]
     return reads
-
-
-_WHOLE_ENV_READ = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def standalone_of(
