@@ -376,6 +376,25 @@ class Amplification:
         settings = tuple(s for i in sorted(chosen) for s in self.arms[i].settings)
         return Arm(settings, "combined")
 
+    def _why_not(self, leader: int, interrupted: bool) -> str:
+        """Why nothing was amplified, where the arms say more than "not amplified"."""
+        if (
+            not interrupted
+            and self.used >= self.settings.budget
+            and len(self.arms) > 1
+            and not any(t.attempts for t in self.tallies[1:])
+        ):
+            return (
+                f"the budget of {self.settings.budget} attempts ran out before any "
+                "perturbation was tried: raise --budget"
+            )
+        if leader != 0 and self.tallies[leader].matched:
+            return (
+                f"{self.arms[leader].label} fails most often, but its interval still "
+                f"overlaps the base's"
+            )
+        return ""
+
     def _finish(
         self,
         *,
@@ -405,23 +424,8 @@ class Amplification:
             status: Status = "interrupted"
         else:
             status = "amplified" if amplified else "not-amplified"
-        if note or amplified:
-            pass  # said by the caller, or the answer needs no note
-        elif (
-            not interrupted
-            and self.used >= self.settings.budget
-            and len(self.arms) > 1
-            and not any(t.attempts for t in self.tallies[1:])
-        ):
-            note = (
-                f"the budget of {self.settings.budget} attempts ran out before any "
-                "perturbation was tried: raise --budget"
-            )
-        elif leader != 0 and self.tallies[leader].matched:
-            note = (
-                f"{self.arms[leader].label} fails most often, but its interval still "
-                f"overlaps the base's"
-            )
+        if not note and not amplified:  # else said by the caller, or needs no note
+            note = self._why_not(leader, interrupted)
         self.result = AmplifyResult(
             status,
             arms,
