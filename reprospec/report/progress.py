@@ -219,11 +219,12 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
         from reprospec.report.signatures import outcome_groups, outcome_lines
 
         groups = outcome_groups(result)
-        # The cells that ran: one that could not run was not observed ("1 cell(s)
+        # The cells observed of the cells: one that could not run was not ("1 cell(s)
         # observed, 0 outcome(s), 1 infra-error" of a spec whose only cell never started).
-        observed = summary.get("observed", summary["cells"] - summary["infra_error"])
+        # The summary holds the count where there is one.
         console.print(
-            f"{observed}/{summary['cells']} cell(s) observed, {len(groups)} outcome(s)"
+            f"{summary.get('observed', 0)}/{summary['cells']} cell(s) observed, "
+            f"{len(groups)} outcome(s)"
             + (f", {summary['infra_error']} infra-error" if summary["infra_error"] else "")
             + (" (interrupted: partial results)" if result.interrupted else "")
         )
