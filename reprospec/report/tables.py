@@ -191,7 +191,11 @@ def result_groups(
             c.verdict,
             worded(0, c.expected, expectation_phrase),
             worded(1, c.attempts, actual),
-            worded(2, c.rate, rate_phrase),
+            # An observed cell's column is its count of attempts (as in result_rows); a
+            # judged rate is worded once per Rate its alike cells share.
+            cell_rate_phrase(c.rate, c.expected)
+            if c.expected.observes
+            else worded(2, c.rate, rate_phrase),
             ", ".join(differs.per_cell.get(c.cell.id, ())),
             # An interrupted run's reasons say which cells it cut short ("interrupted after 1
             # of 2 attempts"): a cell that matched in the attempts it ran reads complete else.

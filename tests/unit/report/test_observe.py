@@ -10,7 +10,9 @@ from reprospec.core.inputs import Cell
 from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, RunResult
 from reprospec.outcome.judge import judge_cell
 from reprospec.plan.attempt import OBSERVE
+from reprospec.report.environment import CellEnvironments
 from reprospec.report.signatures import outcome_groups
+from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 
 PASS = Outcome(kind="pass", exit_code=0, signature="pass")
 
@@ -146,3 +148,12 @@ def test_a_crash_whose_core_was_lost_joins_the_one_it_agrees_with() -> None:
     cells[2] = replace(cells[2], attempts=tuple(replace(a, native=read) for a in cells[2].attempts))
     groups = {g.signature: g for g in outcome_groups(replace(run, cells=tuple(cells)))}
     assert set(groups) == {"crash:SIGSEGV:main:strlen@libc", "crash:SIGSEGV:main", "pass"}
+
+
+def test_a_large_observed_runs_rows_count_attempts_not_a_match_rate() -> None:
+    # More cells than LARGE_RUN_CELLS: one row per group, whose attempts column is the
+    # count of attempts, as a small run's rows, not `2/2 (95% CI …)` of "anything".
+    run = observed_run([({"x": n}, [PASS, SEGV]) for n in range(LARGE_RUN_CELLS + 1)])
+    (group,) = result_groups(run, CellEnvironments())
+    assert group["rate"] == "2"
+    assert group["count"] == LARGE_RUN_CELLS + 1
