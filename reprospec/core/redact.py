@@ -46,6 +46,9 @@ from reprospec.core.lazyre import Lazy
 SECRET_NAME = Lazy(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE)
 MASK = "***"
 MIN_MASKED_CHARS = 4
+# The comment a masked spec ends with (Redactor.spec_text), naming what a rerun must set.
+_MASKED_NOTE = "# reprospec: secrets masked; to rerun this spec, set in your environment: "
+_MASKED_NAMES = Lazy("^" + re.escape(_MASKED_NOTE) + "(.*)$", re.MULTILINE)
 _ENV_NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLAIN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null"})
 # A release number (PEP 440's public part, a local label allowed): `2.13.0+cpu`, `3.0.4`,
@@ -175,12 +178,15 @@ class Redactor:
 
         masked = self._pattern.sub(mask, text)
         if used and "\n" in text.strip():
-            masked = masked.rstrip("\n") + (
-                "\n# reprospec: secrets masked; to rerun this spec, set in your environment: "
-                + " ".join(used)
-                + "\n"
-            )
+            masked = masked.rstrip("\n") + "\n" + _MASKED_NOTE + " ".join(used) + "\n"
         return masked
+
+    @staticmethod
+    def masked_names(spec_text: str) -> tuple[str, ...]:
+        """The variables a spec masked by `spec_text` names in its closing comment: those a
+        rerun reads its secrets from, whose values no report or bundle holds."""
+        found = _MASKED_NAMES.search(spec_text)
+        return tuple(found[1].split()) if found else ()
 
     def text(self, text: str) -> str:
         """`text` with every secret value replaced by MASK."""

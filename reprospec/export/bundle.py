@@ -71,7 +71,6 @@ _SKIP_DIRS = {"tmp", "cache", "__pycache__"}
 _LOG_FILE_BYTES = 64 << 20
 # The engine variables a spec reads, `${{ env.X }}` (found in text the mask left valid).
 _ENV_READ = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
-_MASKED_NOTE = re.compile(r"^# reprospec: secrets masked;.*: (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -312,8 +311,7 @@ def _run_redactor(
     if document:
         read = set(env_names_read(document)) - public_env(document)
     else:  # the spec file is gone: its text, less the names the mask itself wrote
-        masked = _MASKED_NOTE.search(run.spec_text)
-        read = set(_ENV_READ.findall(run.spec_text)) - set(masked[1].split() if masked else ())
+        read = set(_ENV_READ.findall(run.spec_text)) - set(Redactor.masked_names(run.spec_text))
     cells = run_dir / "cells"
     for path in sorted(cells.rglob(CELL_JSON)) if cells.is_dir() else ():
         try:

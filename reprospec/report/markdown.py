@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reprospec.core.redact import Redactor
 from reprospec.core.reportspec import marker_line
 from reprospec.core.results import AttemptResult, CellResult, RunResult, alike
 from reprospec.report.cellsets import describe_cells
@@ -305,6 +306,16 @@ def _differs_note(differs: CellEnvironments) -> str:
     return ", ".join(inline_code(name) for name in names)
 
 
+def _secrets_to_set(spec_text: str) -> str:
+    """`` `API_TOKEN` is ``: what a rerun from the report must set first, said beside the
+    spec, not only in its closing comment: a literal under a secret-looking name is written
+    as an expression (redact.py), and a reader who misses that reruns it without it."""
+    names = [inline_code(name) for name in Redactor.masked_names(spec_text)]
+    if not names:
+        return ""
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
+
+
 def context(run: RunResult) -> dict[str, object]:
     """Everything the template shows, computed here so the template only lays it out."""
     paths = PathNames(run.paths)
@@ -340,6 +351,7 @@ def context(run: RunResult) -> dict[str, object]:
         "spec_text": spec_text,
         "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
+        "spec_secrets": _secrets_to_set(spec_text),
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,

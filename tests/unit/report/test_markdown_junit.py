@@ -550,3 +550,15 @@ def test_an_interrupted_run_names_the_cells_it_cut_short() -> None:
     assert f"`{first.cell.id}`: " in results
     assert "interrupted after 1 of 2 attempts; --resume finishes it" in results
     assert "interrupted after" not in render(replace(run, interrupted=False), "md")
+
+
+def test_a_spec_whose_secrets_were_masked_says_what_to_set_beside_it() -> None:
+    # A literal under a secret-looking name is written back as `${{ env.API_TOKEN }}`: the
+    # report says so where it offers `reprospec run report.md`, not only in the spec's comment.
+    redactor = Redactor({"fixed-not-secret"}, names={"fixed-not-secret": "API_TOKEN"})
+    spec = "reprospec: 1\nname: s\nenvironment:\n  env: {API_TOKEN: fixed-not-secret}\n"
+    run = replace(error_run(), spec_text=redactor.spec_text(spec))
+    text = render(run, "md")
+    assert "with `reprospec run report.md` once `API_TOKEN` is set in your environment" in text
+    assert "fixed-not-secret" not in text
+    assert "once" not in render(error_run(), "md").split("## How to reproduce")[1]
