@@ -137,13 +137,27 @@ def text(found: IsolateResult) -> str:
     lines = [perturbed_phrase(found.perturbed)] if found.perturbed else []
     lines += [sentence(found), ""]
     rows = [("set", "attempts", "failed", "verdict")]
-    for label, evidence in _key_evidence(found):
+    key = _key_evidence(found)
+    for label, evidence in key:
         rows.append(
             (
                 label,
                 str(evidence.tally.attempts),
                 str(evidence.tally.matched),
                 _verdict(evidence),
+            )
+        )
+    # The sets the search went through on its way: one row for all of them, so that the
+    # table's attempts add up to the total below it (each is in isolate.md and .json).
+    shown = {evidence.applied for _, evidence in key}
+    others = [e for e in result.tested if e.applied not in shown and e.tally.attempts]
+    if others:
+        rows.append(
+            (
+                f"{len(others)} other set(s) on the way (each in isolate.md)",
+                str(sum(e.tally.attempts for e in others)),
+                str(sum(e.tally.matched for e in others)),
+                "",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]

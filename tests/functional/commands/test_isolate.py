@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -80,6 +81,13 @@ def test_a_deterministic_pair(tmp_path: Path) -> None:
     folder = out / "isolate" / data["isolate"]
     assert json.loads((folder / "isolate.json").read_text())["culprits"] == data["culprits"]
     assert data["sentence"] in (folder / "isolate.md").read_text()
+    # The text table (a replay of the finished search: nothing runs) adds up to its total:
+    # the sets on the search's way are one row, each in isolate.md.
+    argv = [sys.executable, "-m", "reprospec", "isolate", str(SPEC), "--out", str(out)]
+    text = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    rows = re.findall(r"^  .+?  +(\d+)  +\d+  ", text.split("\n\n")[1], re.MULTILINE)
+    assert sum(map(int, rows)) == data["attempts"] > 0, text
+    assert "other set(s) on the way" in text
 
 
 def test_a_flaky_pair(tmp_path: Path) -> None:
