@@ -190,7 +190,9 @@ def _as_workdirs(path: Path, copy: Path | None, workdir: Path) -> Path:
 _FILE_WORD = re.compile(r"[\w~/][\w.~/+-]*")
 # A name in quotes may hold spaces: coreutils' `cat: 'my data.txt': No such file or
 # directory`, Python's `No such file or directory: 'my data.txt'`.
-_QUOTED = re.compile(r"'([^'\n]{1,1023})'|\"([^\"\n]{1,1023})\"")
+# A quote opens and closes at a word's edge: the apostrophe of "can't open 'my data.txt'"
+# opens nothing, where it paired with the name's opening quote and lost the name.
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]{1,1023})'(?!\w)|(?<!\w)\"([^\"\n]{1,1023})\"(?!\w)")
 # What of a failing rerun's output is read for them: the end of each stream.
 OUTPUT_TAIL_BYTES = 64 << 10
 

@@ -25,3 +25,8 @@ def test_plain_words_with_a_dot_or_a_slash_are_names_and_others_are_not(tmp_path
     )
     assert str(tmp_path / "data.txt") in found
     assert not any(name.endswith(("error", "~1.5s", "took")) for name in found)
+
+
+def test_an_apostrophe_before_a_quoted_name_does_not_pair_with_its_quote(tmp_path: Path) -> None:
+    found = named_in("error: can't open 'my data.txt': it isn't there\n", tmp_path)
+    assert str(tmp_path / "my data.txt") in found
