@@ -38,11 +38,10 @@ from reprospec.report.environment import (
     perturbed_cells,
 )
 from reprospec.report.failure import failure_section, stack_sections, summary_line
-from reprospec.report.markdown import attempt_warnings, axes_of
+from reprospec.report.markdown import attempt_warnings, axes_of, outcome_rows
 from reprospec.report.markup import show_value
 from reprospec.report.paths import PathNames
 from reprospec.report.separation import separators
-from reprospec.report.signatures import outcome_groups
 from reprospec.report.standalone import files_from
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
 from reprospec.report.templating import load_template
@@ -255,14 +254,7 @@ def context(run: RunResult) -> dict[str, object]:
         "separators": None if run.observes else separators(run),
         # An observed run's outcomes, each with what explains it (report.md's Outcomes):
         # the HTML page left out the explanation `--observe` exists for.
-        "outcomes": [
-            {
-                "headline": group.headline(),
-                "cells": list(group.cells),
-                "lines": [e.text() for e in group.explanations],
-            }
-            for group in (outcome_groups(run) if run.observes else [])
-        ],
+        "outcomes": outcome_rows(run),
         "failure": failure_section(run, PathNames(run.paths)),
         "standalone": standalone if standalone is not None else None,
         # As report.md words it (markupsafe: the workdir is escaped, the tags are not).

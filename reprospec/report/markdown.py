@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
     from reprospec.report.childwarnings import WarningRow
     from reprospec.report.separation import Separation
-    from reprospec.report.signatures import OutcomeGroup
 from reprospec.core.words import (
     OBSERVE_LEGEND,
     VERDICT_MARKS,
@@ -287,11 +286,32 @@ def _instances(run: RunResult) -> dict[str, object] | None:
     }
 
 
-def _outcome_groups(run: RunResult) -> list[OutcomeGroup]:
-    """An observe run's outcomes, each explained (`signatures.outcome_groups`)."""
+def outcome_rows(
+    run: RunResult, rows: Sequence[WarningRow] | None = None
+) -> list[dict[str, object]]:
+    """An observe run's outcomes, each with what explains it (`signatures.outcome_groups`),
+    and the values a child's warning says had no effect flagged: report.md's Outcomes and
+    the HTML page's, built once (the page had its own, without either)."""
+    if not run.observes:
+        return []
     from reprospec.report.signatures import outcome_groups
 
-    return outcome_groups(run)
+    rows = _warning_rows(run) if rows is None else rows
+    large = len(run.cells) > LARGE_RUN_CELLS
+    # A large run names a group's cells by patterns, not one id after another; only then
+    # is a map of every cell by id made (memory a large run's end does not need else).
+    by_id = {c.cell.id: c for c in run.cells} if large else {}
+    return [
+        {
+            "headline": group.headline(),
+            "cells": describe_cells([by_id[i] for i in group.cells], run.cells)
+            if large
+            else list(group.cells),
+            "sep": "; " if large else ", ",
+            "lines": _noted([e.text() for e in group.explanations], rows),
+        }
+        for group in outcome_groups(run)
+    ]
 
 
 def _command(run: RunResult) -> str:
@@ -326,9 +346,6 @@ def context(run: RunResult) -> dict[str, object]:
     cells = [] if large else result_rows(run, axes, differs, short)
     spec_text = run.spec_text.rstrip("\n")
     rows = _warning_rows(run)
-    # Only an observe run's outcomes name cells by id: a map of every cell otherwise is
-    # memory a large run's end does not need.
-    by_id = {c.cell.id: c for c in run.cells} if run.observes and large else {}
     grid = _grid(run.cells, axes)
     several = any(len(c.attempts) > 1 for c, _ in alike(run.cells))
     attempts = attempt_rows(run, short) if several else []
@@ -362,18 +379,7 @@ def context(run: RunResult) -> dict[str, object]:
         else verdict_legend(c.verdict for c, _ in alike(run.cells)),
         "grid": grid,
         # Observe runs explain every outcome (both ways); others what separates the failure.
-        "outcomes": [
-            {
-                "headline": group.headline(),
-                # A large run names a group's cells by patterns, not one id after another.
-                "cells": describe_cells([by_id[i] for i in group.cells], run.cells)
-                if large
-                else list(group.cells),
-                "sep": "; " if large else ", ",
-                "lines": _noted([e.text() for e in group.explanations], rows),
-            }
-            for group in (_outcome_groups(run) if run.observes else [])
-        ],
+        "outcomes": outcome_rows(run, rows),
         "separators": None if run.observes else _noted_separators(_separators(run), rows),
         "failure": failure_section(run, paths),
         "attempts": attempts,

@@ -10,6 +10,7 @@ from reprospec.core.inputs import Cell
 from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, RunResult
 from reprospec.outcome.judge import judge_cell
 from reprospec.plan.attempt import OBSERVE
+from reprospec.report import render
 from reprospec.report.environment import CellEnvironments
 from reprospec.report.signatures import outcome_groups
 from reprospec.report.tables import LARGE_RUN_CELLS, result_groups
@@ -157,3 +158,16 @@ def test_a_large_observed_runs_rows_count_attempts_not_a_match_rate() -> None:
     (group,) = result_groups(run, CellEnvironments())
     assert group["rate"] == "2"
     assert group["count"] == LARGE_RUN_CELLS + 1
+
+
+def test_a_large_observed_runs_page_names_each_outcomes_cells_by_pattern_as_the_report() -> None:
+    # One builder for both (markdown.outcome_rows): the page listed all 34 ids one by one.
+    run = observed_run(
+        [({"x": n, "y": n % 2}, [SEGV if n % 2 else PASS]) for n in range(LARGE_RUN_CELLS + 2)]
+    )
+    html, md = render(run, "html"), render(run, "md")
+    pattern = "x=" + "|".join(str(n) for n in range(1, LARGE_RUN_CELLS + 2, 2)) + ", y=1"
+    outcomes = html.split('<h2 id="outcomes">Outcomes</h2>')[1].split("</ul>\n</li>")[0]
+    assert f"<code>{pattern}</code>" in outcomes
+    assert "<code>x=1,y=1</code>" not in outcomes
+    assert f"in 17 of 34 cells (17 attempts): `{pattern}`\n" in md
