@@ -48,6 +48,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
+from reprospec.core.redact import secret_values
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
@@ -84,6 +85,9 @@ class Observed:
     # Folders whose paths differ from run to run (the run folder): the message pattern
     # leaves them out (writer.message_pattern).
     volatile: tuple[str, ...] = ()
+    # The values under secret-looking names (the command's `VAR=value` words, this
+    # environment's): a part of one in the message is a wildcard too.
+    secrets: tuple[str, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -136,7 +140,11 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     observed = observe(attempts)
     # A path under the run folder holds the run's id: it differs in the next run.
     runs = request.out.absolute() / "runs"
-    observed = replace(observed, volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve())))))
+    observed = replace(
+        observed,
+        volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve())))),
+        secrets=secret_values(proposal.env),
+    )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
     if observed.outcome is not None:
@@ -276,7 +284,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.
         expect["exception"] = outcome.exception
     if outcome.kind == "error" and outcome.message:
-        expect["message"] = message_pattern(outcome.message, observed.volatile)
+        expect["message"] = message_pattern(outcome.message, observed.volatile, observed.secrets)
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
     if outcome.phase is not None:

@@ -29,7 +29,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import looks_secret, mask_parts, secret_values
 from reprospec.outcome.pytestreport import is_pytest
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
@@ -51,7 +51,17 @@ def capture_log(text: str, source: str, output: Path) -> list[str]:
         lines.append(f"left to fill in ({len(draft.todo)}), marked TODO in {output}:")
         lines += [f"  - {item}" for item in draft.todo]
     lines += compare_machine(ticket.machine, _this_machine(ticket.machine))
-    return lines
+    # What it read is quoted (`the command: HF_TOKEN=hf_... torchrun ...`): the secrets
+    # the spec reads back from the environment are not printed either.
+    secrets = _secrets(ticket)
+    return [mask_parts(line, secrets) for line in lines]
+
+
+def _secrets(ticket: Ticket) -> tuple[str, ...]:
+    """The values the ticket's command sets under secret-looking names, and this
+    environment's: what neither the spec nor what capture prints may show."""
+    proposal = _proposal(ticket.command)[0] if ticket.command is not None else None
+    return secret_values(proposal.env if proposal is not None else ())
 
 
 def skeleton(ticket: Ticket, source: str) -> Draft:
@@ -95,8 +105,10 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         )
     return Draft(
         name=_name(ticket),
-        title=_title(ticket),
-        description=_description(ticket, source),
+        # Quoted from the log: a secret the command set (or a part the program printed)
+        # is masked here as in what capture prints.
+        title=mask_parts(_title(ticket), _secrets(ticket)),
+        description=mask_parts(_description(ticket, source), _secrets(ticket)),
         labels=("captured", "from-log"),
         command=proposal.command if proposal else COMMAND_PLACEHOLDER,
         python=machine.python,
@@ -141,7 +153,7 @@ def _expect(ticket: Ticket, *, pytest: bool = False) -> tuple[JsonObject, dict[s
     if failure.outcome in ("error", "crash") and failure.exception:
         expect["exception"] = failure.exception
     if failure.outcome == "error" and failure.message:
-        expect["message"] = message_pattern(failure.message)
+        expect["message"] = message_pattern(failure.message, secrets=_secrets(ticket))
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
         expect["exit_code"] = failure.exit_code
     if failure.phase is not None:

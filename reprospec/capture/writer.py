@@ -22,7 +22,7 @@ import yaml
 from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
-from reprospec.core.redact import MASK
+from reprospec.core.redact import MASK, secret_parts
 from reprospec.plan.shellwords import is_assignment, script_operand
 from reprospec.spec.yamlsource import dump_yaml
 
@@ -255,7 +255,7 @@ def rate_bound(matched: int, attempts: int) -> str | None:
     return f">={tenth:g}" if tenth >= 0.1 else ">0"
 
 
-def message_pattern(message: str, volatile: Sequence[str] = ()) -> str:
+def message_pattern(message: str, volatile: Sequence[str] = (), secrets: Sequence[str] = ()) -> str:
     """The exception message's first line as a regex that matches it again on a rerun.
 
     Escaped; numbers (pids, sizes) as `\\d+`, addresses as hex; what differs from one
@@ -263,6 +263,9 @@ def message_pattern(message: str, volatile: Sequence[str] = ()) -> str:
 
     - the secret mask `***` (core/redact.py): the message was masked before capture read
       it, but the judge matches the child's own message, which holds the secret;
+    - a part of one of the `secrets` (`token hf_abc`, a secret's first characters): the
+      mask hides only a secret whole, and a fragment written into the spec leaks it and
+      fails the rerun of whoever holds another value;
     - a path's leading part through its last per-attempt folder: the attempt's own
       TMPDIR and XDG_CACHE_HOME (under the engine's `reprospec-tmp-<pid>-*` folder, or
       under a `volatile` folder: the run folder, whose name is the run's id), and
@@ -276,7 +279,7 @@ def message_pattern(message: str, volatile: Sequence[str] = ()) -> str:
     parts: list[str] = []
     budget = MAX_MESSAGE_CHARS
     position = 0
-    for start, end, wildcard in _wildcards(first, volatile):
+    for start, end, wildcard in _wildcards(first, volatile, secrets):
         literal = first[position:start]
         parts.append(_literal(literal[:budget]))
         budget -= len(literal)
@@ -302,14 +305,24 @@ _ANY_PATH_PART = r"\S+"
 _ANY_SECRET = r".+?"
 
 
-def _wildcards(line: str, volatile: Sequence[str]) -> list[tuple[int, int, str]]:
-    """Where `line` needs a wildcard, in order: (start, end, the wildcard)."""
+def _wildcards(
+    line: str, volatile: Sequence[str], secrets: Sequence[str] = ()
+) -> list[tuple[int, int, str]]:
+    """Where `line` needs a wildcard, in order, none overlapping: (start, end, the wildcard)."""
     found = [(m.start(), m.end(), _ANY_SECRET) for m in re.finditer(re.escape(MASK), line)]
+    found += [(start, end, _ANY_SECRET) for start, end in secret_parts(line, secrets)]
     for match in _ABSOLUTE_PATH.finditer(line):
-        kept = _volatile_prefix(match[0], volatile)
-        if kept:
-            found.append((match.start(), match.start() + kept, _ANY_PATH_PART))
-    return sorted(found)
+        prefix = _volatile_prefix(match[0], volatile)
+        if prefix:
+            found.append((match.start(), match.start() + prefix, _ANY_PATH_PART))
+    spans: list[tuple[int, int, str]] = []
+    for start, end, wildcard in sorted(found):
+        if spans and start < spans[-1][1]:  # inside the one before (a path holding a secret)
+            before = spans.pop()
+            start, end = before[0], max(end, before[1])
+            wildcard = _ANY_SECRET if _ANY_SECRET in (wildcard, before[2]) else wildcard
+        spans.append((start, end, wildcard))
+    return spans
 
 
 def _volatile_prefix(path: str, volatile: Sequence[str]) -> int:

@@ -117,6 +117,63 @@ def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
     return frozenset(str(n) for n in names) if isinstance(names, list) else frozenset()
 
 
+def secret_values(
+    assignments: Iterable[tuple[str, str]] = (), environ: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The values under secret-looking names: of `assignments` (a command's `VAR=value`
+    words), then of `environ` (this process's by default); those a Redactor would mask."""
+    environ = os.environ if environ is None else environ
+    pairs = [*assignments, *environ.items()]
+    return tuple(dict.fromkeys(v for n, v in pairs if looks_secret(n) and _maskable(v)))
+
+
+# The fewest characters of a secret that count as a part of it in a text: shorter runs
+# (`hf_`, `key`) are as likely the text's own words.
+SECRET_PART_CHARS = 6
+
+
+def secret_parts(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
+    """The spans of `text` that are SECRET_PART_CHARS or more characters of one secret (a
+    shorter secret: the whole value), in order, none overlapping. A program that prints a
+    part of a secret (`token hf_abc`, its first characters) is not masked by the whole-value
+    mask (Redactor), where a captured spec writes the text down for anyone to read."""
+    spans: list[tuple[int, int]] = []
+    for secret in secrets:
+        if len(secret) < SECRET_PART_CHARS:
+            if _maskable(secret):  # too short to have parts: the whole value
+                spans += [(m.start(), m.end()) for m in re.finditer(re.escape(secret), text)]
+            continue
+        starts = {
+            secret[i : i + SECRET_PART_CHARS] for i in range(len(secret) - SECRET_PART_CHARS + 1)
+        }
+        at = 0
+        while at <= len(text) - SECRET_PART_CHARS:
+            if text[at : at + SECRET_PART_CHARS] not in starts:
+                at += 1
+                continue
+            end = at + SECRET_PART_CHARS
+            while end < len(text) and text[at : end + 1] in secret:
+                end += 1
+            spans.append((at, end))
+            at = end
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):  # two secrets' parts may overlap: one span
+        if merged and start <= merged[-1][1]:
+            previous_start, previous_end = merged.pop()
+            start, end = previous_start, max(end, previous_end)
+        merged.append((start, end))
+    return merged
+
+
+def mask_parts(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret, whole or a part (`secret_parts`), as MASK."""
+    out, at = [], 0
+    for start, end in secret_parts(text, secrets):
+        out += [text[at:start], MASK]
+        at = end
+    return "".join([*out, text[at:]])
+
+
 def _maskable(value: str) -> bool:
     return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
 
@@ -278,6 +335,9 @@ __all__ = [
     "Redactor",
     "env_names_read",
     "looks_secret",
+    "mask_parts",
     "public_env",
+    "secret_parts",
+    "secret_values",
     "unset_env",
 ]

@@ -160,3 +160,29 @@ def test_a_pytest_ticket_gives_a_spec_that_a_live_run_of_the_failure_meets(
     assert isinstance(expect, dict)
     assert expect["exception"] == "AssertionError"
     assert expect["phase"] == "tests/test_io.py::test_roundtrip_fp16"
+
+
+def test_a_secret_on_the_tickets_command_line_is_neither_printed_nor_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `capture` quoted the command it read, token and all; and the program's message held
+    # the token's first characters, which the spec wrote into its expected message.
+    text = (
+        "Command:\n\n"
+        "    $ HF_TOKEN=hf_zzTopSecret999 python train.py --lr 0.1\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 3, in <module>\n'
+        "PermissionError: 401 for token hf_zzTop (revoked)\n"
+    )
+    result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
+    assert result.code == 0, result.stderr
+    assert "the command: HF_TOKEN=*** python train.py --lr 0.1" in result.stdout
+    written = (tmp_path / "t.yaml").read_text()
+    for output in (result.stdout, result.stderr, written):
+        assert "zzTop" not in output
+    document = load_spec(str(tmp_path / "t.yaml")).document
+    assert document["expect"] == {
+        "outcome": "error",
+        "exception": "PermissionError",
+        "message": r"\d+ for token .+? \(revoked\)",
+    }

@@ -103,6 +103,24 @@ def test_a_masked_secret_becomes_a_wildcard_and_the_pattern_matches_the_real_mes
     assert re.search(pattern, "403 for token hf_SuperSecretValue123 (expired)")
 
 
+def test_a_part_of_a_secret_becomes_a_wildcard_and_a_rerun_with_another_value_matches() -> None:
+    # The program printed the token's first six characters: the mask (whole values only)
+    # left them, and written down they leaked and failed whoever holds another token.
+    secret = "hf_abcSECRET123xyz"
+    pattern = message_pattern("row has 3 columns (token hf_abc)", secrets=[secret, "ab"])
+    assert "abc" not in pattern
+    assert pattern == r"row has \d+ columns \(token .+?\)"
+    assert re.search(pattern, "row has 3 columns (token hf_other)")
+    # Whole, or inside a path the run folder makes volatile: one wildcard, nothing left.
+    runs = "/home/me/.reprospec/runs"
+    whole = message_pattern(f"bad key {secret} in {runs}/r1/{secret}/x", (runs,), [secret])
+    assert "SECRET" not in whole
+    assert "hf_" not in whole
+    assert re.search(whole, f"bad key k2 in {runs}/r2/k2/x")
+    # Fewer than SECRET_PART_CHARS characters alike are the message's own words.
+    assert message_pattern("read 4 rows", secrets=["rows-are-secret"]) == r"read \d+ rows"
+
+
 def test_the_cut_counts_the_messages_own_text_and_never_ends_inside_a_wildcard() -> None:
     words = "x" * (MAX_MESSAGE_CHARS - 20)
     path = "/tmp/tmpabcdefgh/shard.bin"

@@ -9,7 +9,15 @@ import pytest
 
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.logtext import printable
-from reprospec.core.redact import MASK, Redactor, env_names_read, looks_secret, unset_env
+from reprospec.core.redact import (
+    MASK,
+    Redactor,
+    env_names_read,
+    looks_secret,
+    mask_parts,
+    secret_parts,
+    unset_env,
+)
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
 from reprospec.core.results import AttemptResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
@@ -153,3 +161,14 @@ def test_an_unset_variable_the_spec_reads_is_warned_of_unless_it_gives_a_default
     assert unset_env({"command": "echo ${{ env.RV_UNSET_X or 'default' }}"}) == ()
     monkeypatch.setenv("RV_UNSET_X", "1")
     assert unset_env(bare) == ()
+
+
+def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
+    secrets = ("hf_zzTopSecret999", "TopSecret999-second")
+    # A prefix, two secrets' overlapping parts as one, the whole value; five characters alike
+    # ("Secre") are the text's own.
+    text = "token hf_zzTop; again zzTopSecret999-second; Secre"
+    assert secret_parts(text, secrets) == [(6, 14), (22, 43)]
+    assert mask_parts(text, secrets) == "token ***; again ***; Secre"
+    assert mask_parts("key hf_zzTopSecret999 here", secrets) == "key *** here"
+    assert mask_parts("pin 4242, not 424", ("4242",)) == "pin ***, not 424"
