@@ -38,6 +38,7 @@ from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
     Draft,
     axis_for,
+    check_output,
     message_pattern,
     rate_bound,
     render_spec,
@@ -118,11 +119,8 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     """Run `request.argv` as a spec (through `run_spec`), write the spec that reproduces it."""
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
+    check_output(request.output, force=request.force, reads=request.argv)
     spec_path = request.output.resolve()
-    if spec_path.exists() and not request.force:
-        raise UsageError(f"{request.output} exists; pass --force to overwrite it")
-    if spec_path.is_dir():
-        raise UsageError(f"{request.output} is a folder: name the spec file to write")
     workdir = Path.cwd().resolve()
     proposal = propose(list(request.argv))
     stem = script_stem(request.argv)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from reprospec.capture.toggles import Toggle
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.redact import MASK, secret_parts
+from reprospec.errors import UsageError
 from reprospec.plan.shellwords import is_assignment, script_operand
 from reprospec.spec.yamlsource import dump_yaml
 
@@ -364,6 +365,31 @@ def axis_for(toggle: Toggle) -> Axis:
 def slug(text: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
     return (slug or "captured")[:60]
+
+
+def check_output(output: Path, *, force: bool, reads: Iterable[str | Path] = ()) -> None:
+    """Refuse an output that would write over what the user has (exit 2, nothing written):
+    a folder; a file `reads` names (the command's own words, the log read): `capture
+    --force -o crash.py -- python crash.py` wrote the spec over the script and then ran
+    the YAML as Python; an existing file without --force, and with it one that is not a
+    spec (.yaml, .yml)."""
+    target = output.resolve()
+    if target.is_dir():
+        raise UsageError(f"{output} is a folder: name the spec file to write")
+    for word in reads:
+        named = str(word).partition("=")[2] if str(word).startswith("-") else str(word)
+        if named and Path(named).resolve() == target:
+            raise UsageError(
+                f"-o {output}: capture reads it ({word}), and would write the spec over it; "
+                "name another file"
+            )
+    if target.exists() and not force:
+        raise UsageError(f"{output} exists; pass --force to overwrite it")
+    if target.exists() and target.suffix not in (".yaml", ".yml"):
+        raise UsageError(
+            f"{output} exists and is not a spec (.yaml): --force overwrites only a spec; "
+            "name another file"
+        )
 
 
 def script_stem(argv: tuple[str, ...]) -> str:

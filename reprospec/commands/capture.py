@@ -166,6 +166,7 @@ def _stem(argv: list[str]) -> str:
 
 def _from_log(args: argparse.Namespace) -> int:
     from reprospec.capture.fromlog import capture_log
+    from reprospec.capture.writer import check_output
     from reprospec.errors import EXIT_INTERRUPTED, UsageError
 
     if args.from_log == "-":
@@ -184,8 +185,7 @@ def _from_log(args: argparse.Namespace) -> int:
             raise UsageError(f"--from-log: {args.from_log}: {exc.strerror or exc}") from None
         source = args.from_log
     output: Path = args.output or Path("ticket.yaml")
-    if output.exists() and not args.force:
-        raise UsageError(f"{output} exists; pass --force to overwrite it")
+    check_output(output, force=args.force, reads=() if source == "stdin" else (source,))
     for line in capture_log(text, source, output):
         print(line)
     return 0

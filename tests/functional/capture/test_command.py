@@ -219,6 +219,25 @@ def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Pa
     bare = cli("capture", cwd=tmp_path)
     assert bare.code == 2
     assert "capture needs a command after `--`" in bare.stderr
+    # Never over what the command reads (it wrote the spec over the script, then ran the
+    # YAML as Python and called the SyntaxError reproduced), nor over a file that is not a
+    # spec, --force or not; nor, from a log, over the log.
+    script = tmp_path / "crash.py"
+    script.write_text("raise SystemExit(3)\n")
+    for argv in (
+        ("--force", "-o", "crash.py", "--", "python", "crash.py"),
+        ("-o", "new.yaml", "--force", "--", "python", "crash.py", "--config=new.yaml"),
+        ("--force", "-o", "crash.py", "--", "true"),
+        ("--force", "--from-log", "crash.py", "-o", "crash.py"),
+    ):
+        (tmp_path / "new.yaml").write_text("x")
+        refused = cli("capture", *argv, cwd=tmp_path)
+        assert refused.code == 2, (argv, refused.stdout, refused.stderr)
+        assert "Traceback" not in refused.stderr
+        assert (tmp_path / "new.yaml").read_text() == "x"
+    assert script.read_text() == "raise SystemExit(3)\n"
+    named = cli("capture", "--force", "-o", "crash.py", "--", "python", "crash.py", cwd=tmp_path)
+    assert "capture reads it (crash.py)" in named.stderr
 
 
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
