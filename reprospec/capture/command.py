@@ -49,7 +49,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import secret_values
+from reprospec.core.redact import looks_secret, mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
@@ -120,9 +120,17 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     if not request.argv:
         raise UsageError("capture needs a command after `--` (or --from-log FILE)")
     check_output(request.output, force=request.force, reads=request.argv)
+    proposal = propose(list(request.argv))
+    # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
+    # from the environment, never writes them: capture's runs set them, as the command
+    # did (they ran without them, and called what that changed the failure).
+    with environ.changed({n: v for n, v in proposal.env if looks_secret(n)}):
+        return _capture(request, run_spec, proposal)
+
+
+def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured:
     spec_path = request.output.resolve()
     workdir = Path.cwd().resolve()
-    proposal = propose(list(request.argv))
     stem = script_stem(request.argv)
     started = time.time()
 
@@ -337,11 +345,17 @@ def _draft(
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
     expect, comments = expectation(observed, last_import) if observed else ({}, {})
     axes = tuple(axis_for(toggle) for toggle in proposal.toggles)
-    header = _header(request, observed, hydra, proposal, last_import, run_id)
+    # The command as typed is quoted: its secrets are masked there (whole, or a part the
+    # program printed into the message the title quotes).
+    secrets = secret_values(proposal.env)
+    header = tuple(
+        mask_parts(line, secrets)
+        for line in _header(request, observed, hydra, proposal, last_import, run_id)
+    )
     return Draft(
         name=name,
-        title=_title(request.argv, observed),
-        description=_description(request.argv, observed, last_import),
+        title=mask_parts(_title(request.argv, observed), secrets),
+        description=mask_parts(_description(request.argv, observed, last_import), secrets),
         workdir=relative,
         command=proposal.command,
         files=files,

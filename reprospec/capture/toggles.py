@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import looks_secret
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)
@@ -67,7 +68,9 @@ class Proposal:
 
     command: str
     toggles: tuple[Toggle, ...]
-    env: tuple[tuple[str, str], ...] = ()  # leading `VAR=value` words, in order
+    # The leading `VAR=value` words, in order; then the secret-looking options' values,
+    # which the command reads back from these variables (`_secret`).
+    env: tuple[tuple[str, str], ...] = ()
     hydra: bool = False  # the command has Hydra-style overrides
 
 
@@ -168,6 +171,17 @@ def propose(argv: list[str]) -> Proposal:
         short_flag = _SHORT_FLAG.match(word)
         delete = _HYDRA_DELETE.match(word)
         override = _HYDRA.match(word) if not word.startswith("-") else None
+        if long_flag and looks_secret(long_flag["name"]) and "${{" not in word + (following or ""):
+            # `--api-key sk-...`: read from the environment, never an axis (`_secret`).
+            if long_flag["value"] is not None:
+                read = _secret(long_flag["name"], long_flag["value"], env)
+                out.append(shlex.quote(f"--{long_flag['name']}=") + read)
+                index += 1
+                continue
+            if following is not None and _is_value(following):
+                out.append(shlex.quote(word) + " " + _secret(long_flag["name"], following, env))
+                index += 2
+                continue
         if any("'" in w or "${{" in w for w in (word, following or "")):
             # A value the command could not read back through a quoted expression.
             out.append(shlex.quote(word))
@@ -189,6 +203,12 @@ def propose(argv: list[str]) -> Proposal:
             toggle = _toggle("drop_" + axis_name(delete["key"]), None, "delete", word, taken)
             toggle = Toggle(toggle.axis, True, "delete", word, delete["key"])
             out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
+        elif override and looks_secret(override["key"]):
+            hydra = True
+            read = _secret(override["key"], override["value"], env)
+            out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
+            index += 1
+            continue
         elif override:
             hydra = True
             key = override["key"]
@@ -240,6 +260,18 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
     axis = _unique_axis(key, taken)
     value: JsonValue = True if text is None else typed(text)
     return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
+
+
+def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:
+    """What the command says for a secret-looking option's value (`--api-key sk-...`): the
+    shell's `"$API_KEY"`, a variable added to the command's `env`, which the spec reads
+    back from the environment, never writes (footprint.environment_lines), and capture's
+    own runs set. As an axis the value was written into the spec, the run folder's names
+    and every report. The shell expands it whatever it holds (a quote, a space)."""
+    variable = re.sub(r"\W", "_", name).strip("_").upper()
+    if not any(known == variable for known, _ in env):
+        env.append((variable, value))
+    return f'"${variable}"'
 
 
 def _with_value(prefix: str, toggle: Toggle, text: str) -> str:

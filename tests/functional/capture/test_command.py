@@ -334,6 +334,47 @@ def test_a_message_holding_a_secret_reproduces_without_writing_the_secret_or_its
     assert re.search(message, f"403 for token {secret}")
 
 
+def test_secrets_on_the_command_line_are_run_with_and_never_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `--api-key`, `HF_TOKEN=...` before the program, and a part of the token the program
+    # printed: the key was an axis (in the spec, the run folder's names, every report), the
+    # header quoted the command whole, and the runs went without the leading variable.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "up.py").write_text(
+        "import os, sys\n"
+        "assert os.environ['HF_TOKEN'] == 'hf_zzTopSecret999'\n"
+        "key = sys.argv[sys.argv.index('--api-key') + 1]\n"
+        "token = os.environ['HF_TOKEN'][:8]\n"
+        "raise PermissionError(f'403: key {key} cannot write (token {token})')\n"
+    )
+    argv = ["HF_TOKEN=hf_zzTopSecret999", "python", "up.py", "--api-key", "sk-live-AAAABBBB"]
+    result = capture(cli, workdir, *argv)
+    assert result.code == 0, result.stdout + result.stderr
+    assert "verdict reproduced" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["command"] == 'python up.py --api-key "$API_KEY"'
+    assert document["expect"] == {
+        "outcome": "error",
+        "exception": "PermissionError",
+        "message": r"\d+: key .+? cannot write \(token .+?\)",
+    }
+    runs = tmp_path / "out" / "runs"
+    stored = [p.read_text() for p in (*runs.rglob("*.json"), *runs.rglob("*.md"))]
+    assert stored
+    for output in (text, result.stdout, result.stderr):
+        assert "AAAABBBB" not in output
+        assert "zzTop" not in output
+    # The stored runs mask whole values (the part the program printed is the engine's
+    # Redactor's to mask, which it does not).
+    for output in stored:
+        assert "AAAABBBB" not in output
+        assert "zzTopSecret999" not in output
+    assert not any("AAAA" in p.name for p in runs.rglob("*"))
+
+
 def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_path: Path) -> None:
     # The same exception comes back with another message: the signature is the same, the
     # verdict not-reproduced, and the line says it was the message.

@@ -127,3 +127,18 @@ def test_presets_expand_in_order_and_an_unknown_one_is_refused() -> None:
     assert expand([own, "gtest"]) == (own, *PRESETS["gtest"].markers)
     with pytest.raises(UnknownPreset):
         preset("lightnin")
+
+
+def test_a_secret_looking_option_is_read_from_the_environment_never_an_axis() -> None:
+    # As an axis the key was written into the spec, the run folder's names, every report.
+    proposal = propose(
+        ["python", "up.py", "--api-key", "sk-live-AAAA", "--password=it's 2", "--bucket", "prod"]
+    )
+    assert proposal.command == (
+        'python up.py --api-key "$API_KEY" --password="$PASSWORD" --bucket ${{ matrix.bucket }}'
+    )
+    assert proposal.env == (("API_KEY", "sk-live-AAAA"), ("PASSWORD", "it's 2"))
+    assert [t.axis for t in proposal.toggles] == ["bucket"]
+    hydra = propose(["python", "t.py", "db.password=s3cr3t", "lr=0.1"])
+    assert hydra.command == 'python t.py db.password="$DB_PASSWORD" lr=${{ matrix.lr }}'
+    assert hydra.env == (("DB_PASSWORD", "s3cr3t"),)
