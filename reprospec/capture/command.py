@@ -204,6 +204,14 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     if beside and observed.outcome is not None and observed.outcome.kind == "pass":
         # The spec expects the pass that ran; the crash it hid is what one came to capture.
         lines.append(f"it {beside[0]}")
+    elif observed.outcome is not None and observed.outcome.kind == "pass":
+        # capture is for a failure: a pass written down as `expect: pass` and verified as
+        # "reproduced" read as a captured failure.
+        lines.append(
+            f"nothing failed: the command passed in {observed.attempts} attempt(s), so the spec "
+            "expects a pass; for a failure that comes rarely, capture again with --repeat N, "
+            f"or edit its expect and run `reprospec amplify {_shown(spec_path)}`"
+        )
     if proposal.toggles:
         lines.append(
             "axes from the command: "

@@ -240,6 +240,16 @@ def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Pa
     assert "capture reads it (crash.py)" in named.stderr
 
 
+def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) -> None:
+    # It said `verdict reproduced` of `expect: pass`, and nothing more: a rare failure that
+    # did not come read as captured.
+    result = capture(cli, tmp_path, "python", "-c", "print('fine')")
+    assert "nothing failed: the command passed in 1 attempt(s)" in result.stdout
+    assert "capture again with --repeat N" in result.stdout
+    document = load_spec(str(tmp_path / "spec.yaml")).document
+    assert document["expect"] == {"outcome": "pass"}
+
+
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     tmp_path: Path,
 ) -> None:
