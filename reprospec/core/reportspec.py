@@ -29,6 +29,8 @@ any report would run, and asks, before running it.
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reprospec.core.lazyre import Lazy
@@ -52,6 +54,23 @@ class MarkedSpec:
 
 class MarkerError(ValueError):
     """A report has the marker but no block it names (edited, or cut short)."""
+
+
+def rerun_command(options: Mapping[str, object]) -> str:
+    """`reprospec run report.md` with the run's options the embedded spec does not hold
+    (`--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are in its text): a report of
+    an observed run reran its spec judged, and called cells that only observed a crash
+    not reproduced."""
+    words = ["reprospec", "run", "report.md"]
+    if options.get("observe"):
+        words.append("--observe")
+    filters = options.get("matrix_filters")
+    for selected in filters if isinstance(filters, list) else ():
+        words += ["-m", str(selected)]
+    for flag, key in (("--repeat", "repeat"), ("--timeout", "timeout")):
+        if options.get(key) is not None:
+            words += [flag, str(options[key])]
+    return shlex.join(words)
 
 
 def _normal(text: str) -> str:

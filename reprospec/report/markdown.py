@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core.redact import Redactor
-from reprospec.core.reportspec import marker_line
+from reprospec.core.reportspec import marker_line, rerun_command
 from reprospec.core.results import AttemptResult, CellResult, RunResult, alike
 from reprospec.report.cellsets import describe_cells
 from reprospec.report.environment import (
@@ -369,6 +369,7 @@ def context(run: RunResult) -> dict[str, object]:
         "spec_marker": marker_line(spec_text, run.spec_path),
         "spec_fence": fence_for(spec_text),
         "spec_secrets": _secrets_to_set(spec_text),
+        "spec_rerun": rerun_command(run.options),
         "axes": axes,
         "cells": cells,
         "fold_cells": len(cells) > FOLD_ROWS,

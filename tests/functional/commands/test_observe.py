@@ -90,3 +90,22 @@ def test_an_observed_cell_counts_its_attempts_and_matches_nothing(cli: Cli, tmp_
     html = page.read_text()
     assert '<h2 id="outcomes">Outcomes</h2>' in html
     assert "<li><code>p=1</code>: in every cell with this outcome, in no other</li>" in html
+
+
+def test_an_observed_runs_report_reruns_observed(cli: Cli, tmp_path: Path) -> None:
+    # The report said `reprospec run report.md`, which judged the embedded spec's cells
+    # against its expect: 1 of 2 "reproduced", exit 1, of a run that only observed.
+    spec = tmp_path / "judged.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: judged\nmatrix:\n  p: [0, 3]\n"
+        "command: python -c 'import sys; sys.exit(${{ matrix.p }})'\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    first = cli("run", str(spec), "--observe", "-m", "p=3", "--repeat", "2")
+    assert first.code == 0, first.stderr
+    report = first.latest_run() / "report.md"
+    offered = "`reprospec run report.md --observe -m p=3 --repeat 2`"
+    assert offered in report.read_text()
+    again = cli("run", str(report), "--yes", "--observe", "-m", "p=3", "--repeat", "2")
+    assert again.code == 0, again.stdout + again.stderr
+    assert "1/1 cell(s) observed" in again.stdout
