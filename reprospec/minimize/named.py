@@ -26,8 +26,12 @@ from reprospec.plan.workfiles import file_in, script_files
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
 
 
-def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]) -> None:
-    """The workdir's other files that the result names go along, and nothing else.
+def copy_named(
+    workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]
+) -> tuple[str, ...]:
+    """The workdir's other files that the result names go along, and nothing else; their
+    names in DIR, which minimized.yaml lists in `files` (a bundle of it carried only what
+    its command and imports name, and the files a built name opens stayed behind).
 
     Named: a string of the minimized Python files (`open("cfg.json")`), a word of the
     minimized command or a variable's value (`--config cfg.yaml`, `--data=data`), a string
@@ -43,6 +47,7 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
     # `cat data.txt` went without data.txt, and DIR's repro passed.
     scripts = [p for name in names if (p := file_in(name, root)) is not None]
     names.update(p.relative_to(root).as_posix() for p in script_files(scripts, root))
+    copied: list[str] = []
     for name in sorted(names):
         rel = Path(os.path.normpath(name))
         if rel.is_absolute() or rel.parts[:1] in ((), (".",), ("..",)) or str(rel) in written:
@@ -55,14 +60,18 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
         if real == root or not real.is_relative_to(root) or _under(real, skip):
             continue  # the workdir itself (a "."), outside it, DIR or the minimize folder
         if real.is_dir():
-            _copy_folder(source, out / rel, skip)
+            copied += (f"{rel.as_posix()}/{n}" for n in _copy_folder(source, out / rel, skip))
         elif real.is_file() and real.stat().st_size <= _COPY_LIMIT:
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, out / rel)
+            copied.append(rel.as_posix())
+    return tuple(dict.fromkeys(copied))
 
 
-def _copy_folder(source: Path, target: Path, skip: set[Path]) -> None:
-    """A named folder's files (caches, DIR and the minimize folder left out)."""
+def _copy_folder(source: Path, target: Path, skip: set[Path]) -> list[str]:
+    """A named folder's files (caches, DIR and the minimize folder left out); their names
+    in the folder."""
+    copied: list[str] = []
     for root, dirs, names in os.walk(source):
         here = Path(root)
         dirs[:] = [d for d in dirs if d not in SKIPPED and not _under((here / d).resolve(), skip)]
@@ -71,6 +80,8 @@ def _copy_folder(source: Path, target: Path, skip: set[Path]) -> None:
             if path.is_file() and path.stat().st_size <= _COPY_LIMIT:
                 (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target / here.relative_to(source) / name)
+                copied.append((here.relative_to(source) / name).as_posix())
+    return copied
 
 
 def _under(path: Path, folders: set[Path]) -> bool:

@@ -83,8 +83,10 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out = found.output
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
+    named: tuple[str, ...] = ()
     if not program.workload:
-        copy_named(workdir, out, program, spec, skip={out.resolve(), found.folder.resolve()})
+        skip = {out.resolve(), found.folder.resolve()}
+        named = copy_named(workdir, out, program, spec, skip=skip)
     for name in found.added:
         if not (workdir / name).is_file():
             continue  # gone since a stored check added it: DIR keeps the copy it has
@@ -98,7 +100,8 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     reset = found.settings.reset if found.settings else ()
     # The settings step was kept only where this spec expects the failure in the reduced
     # cell (`expects_the_failure`, asked before the program was minimized there).
-    spec_path.write_text(_spec_text(spec, program, reset, workdir, found.added), encoding="utf-8")
+    carried = (*named, *found.added)
+    spec_path.write_text(_spec_text(spec, program, reset, workdir, carried), encoding="utf-8")
     if found.perturbed:
         # Amplified: the failure needs environment.perturb, which a plain command line does
         # not apply (it passed 6 of 6 times where `reprospec run` failed 4 of 4).
@@ -137,10 +140,11 @@ def _spec_text(
     program: Program,
     reset: Sequence[Difference],
     workdir: Path,
-    added: Sequence[str] = (),
+    carried: Sequence[str] = (),
 ) -> str:
     """The original spec, running the minimized program from its own folder, with the
-    files DIR's check found it reads (`added`) in its `files`, which a bundle carries.
+    workdir files DIR holds besides the program's own (those the result names, those DIR's
+    check found it reads: `carried`) in its `files`, which a bundle carries.
 
     An axis the settings step reset holds only the passing value it was reset to: the
     failing cell is then the smallest configuration, and a setting that does not matter
@@ -170,10 +174,10 @@ def _spec_text(
     if isinstance(environment, dict):
         environment["workdir"] = "."
         _set_env(environment, program)
-    if added:
+    if carried:
         listed = document.get("files")
         before = [str(f) for f in listed] if isinstance(listed, list) else []
-        document["files"] = [*before, *(name for name in added if name not in before)]
+        document["files"] = [*before, *(n for n in dict.fromkeys(carried) if n not in before)]
     _reset_axes(document, reset)
     _drop_unused_axes(document)
     return dump_yaml(document)

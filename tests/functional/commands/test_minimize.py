@@ -334,6 +334,23 @@ def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: 
     ]  # fmt: skip
     repro = subprocess.run(["sh", str(out / "repro.sh")], capture_output=True, timeout=30)
     assert b"ValueError: hello from data" in repro.stderr
+    # What DIR holds besides the program is in its spec's files: a bundle of its run
+    # carried p.py alone (data/msg.txt is a built name) and failed elsewhere, not so.
+    assert "files:\n- cfg.json\n- data/msg.txt\n" in (out / "minimized.yaml").read_text()
+    reprospec = [sys.executable, "-m", "reprospec"]
+    runs = ["--out", str(tmp_path / "runs")]
+    subprocess.run([*reprospec, "run", str(out / "minimized.yaml"), *runs], timeout=120)
+    bundle = tmp_path / "min.tar.gz"
+    packed = [*reprospec, "bundle", "latest", "-o", str(bundle), *runs]
+    subprocess.run(packed, check=True, capture_output=True, timeout=120)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rerun = subprocess.run(
+        [*reprospec, "run", str(bundle), "--yes"], cwd=elsewhere, capture_output=True,
+        text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "1/1 cell(s) reproduced" in rerun.stdout
     # The same command again (DIR now holds files of its own) still leaves no out/out.
     again, _, stderr = minimize(
         tmp_path, "--budget", "30", *DETERMINISTIC, "-o", str(out), spec=work / "p.yaml"
