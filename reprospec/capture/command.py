@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,11 +28,11 @@ from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, Wo
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
     attempt_output,
-    distributions,
     environment_lines,
     hung_import,
     hydra_overrides,
     imported,
+    pins,
 )
 from reprospec.capture.toggles import Proposal, propose
 from reprospec.capture.verify import Runner, verify
@@ -71,6 +72,8 @@ class Request:
     verify: bool = True
     out: Path = Path(".reprospec")
     force: bool = False
+    # `--python PATH`: the interpreter a bare `python` in the command runs (the run's).
+    python: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,10 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     # What the command names itself is carried as it is named: no need to list it.
     named = {(workdir / word).resolve() for word in request.argv}
     files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))
-    packages = distributions(modules)
+    from reprospec.runners.local import resolve_python
+
+    pinned = pins(modules, resolve_python(request.python))
+    packages = pinned.packages
     hydra = hydra_overrides(workdir, started)
     last_import = next(
         (
@@ -193,6 +199,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         presets=presets,
         files=files,
         packages=packages,
+        python=pinned.python,
         observed=observed,
         hydra=hydra,
         last_import=last_import,
@@ -234,6 +241,16 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         )
     if packages:
         lines.append(f"packages it imported: {', '.join(packages)}")
+    if request.python is not None:
+        lines.append(
+            f"it ran with --python {shlex.quote(request.python)}, whose packages the spec "
+            "pins: rerun it with the same (or --runner venv)"
+        )
+    if pinned.error:
+        lines.append(
+            f"environment.packages left out: the packages it imported could not be read "
+            f"({pinned.error})"
+        )
     verified: bool | None = None
     if request.verify and observed.outcome is not None:
         try:
@@ -334,6 +351,42 @@ def _short(cmdline: str) -> str:
     return f"{program.rsplit('/', 1)[-1]} {rest}".strip()
 
 
+def chosen_interpreter(
+    argv: Sequence[str], python: str | None, workdir: Path
+) -> tuple[tuple[str, ...], str | None]:
+    """The command and the interpreter its runs take (`--python`): the one given; else the
+    one the command names by path (`/opt/py/bin/python t.py` becomes `python t.py` run
+    with it: the spec holds no path of this machine, and its packages are checked against
+    the interpreter that has them), or whose path a script it runs has on its `#!` line (a
+    `pytest` of another environment); else None, the engine's own. Its packages are the
+    ones the spec pins: the engine's were pinned for a command another interpreter ran,
+    and the packages only that one had were left out."""
+    from reprospec.plan.shellwords import is_assignment
+
+    words = list(argv)
+    at = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
+    if python is not None or at is None:
+        return tuple(words), python
+    program = words[at]
+    if "/" in program and _PYTHON_NAME.fullmatch(Path(program).name):
+        words[at] = "python"
+        return tuple(words), str((workdir / program).absolute())
+    found = shutil.which(program) if "/" not in program else str(workdir / program)
+    try:
+        with Path(found or "").open("rb") as script:
+            first = script.readline(512).decode("utf-8", "replace")
+    except OSError:
+        return tuple(words), None
+    shebang = first[2:].split() if first.startswith("#!") else []
+    if shebang and shebang[0].startswith("/") and _PYTHON_NAME.fullmatch(Path(shebang[0]).name):
+        return tuple(words), shebang[0]
+    return tuple(words), None
+
+
+# An interpreter's file name: python, python3, python3.11.
+_PYTHON_NAME = re.compile(r"python[0-9.]*")
+
+
 def _draft(
     request: Request,
     proposal: Proposal,
@@ -344,6 +397,7 @@ def _draft(
     presets: tuple[str, ...],
     files: tuple[str, ...] = (),
     packages: tuple[str, ...] = (),
+    python: str = "",
     observed: Observed | None = None,
     hydra: tuple[str, ...] = (),
     last_import: str | None = None,
@@ -367,7 +421,7 @@ def _draft(
         workdir=relative,
         command=proposal.command,
         files=files,
-        python=f"{sys.version_info.major}.{sys.version_info.minor}",
+        python=python or f"{sys.version_info.major}.{sys.version_info.minor}",
         packages=packages,
         env=environment_lines(os.environ, proposal, uses_torch),
         matrix=axes,
@@ -401,6 +455,11 @@ def _header(
         f"Written by `reprospec capture -- {shlex.join(request.argv)}`"
         + (f" (run {run_id})." if run_id else ".")
     ]
+    if request.python is not None:
+        lines.append(
+            f"It ran with --python {shlex.quote(request.python)}, whose packages it pins: "
+            f"rerun it with the same, or with --runner venv."
+        )
     if proposal.toggles:  # a command without settings of its own has no axis to widen
         lines += [
             "Each matrix axis is one of the command's own settings, at the value it ran with.",

@@ -12,9 +12,11 @@ of it is pure reading of what came back, testable without running anything.
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import re
-import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
@@ -104,7 +106,6 @@ def shell_only(environ: Mapping[str, str], carried: Iterable[str]) -> tuple[str,
 
 
 # Distributions the engine itself puts in every Python child: never the program's.
-OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
 
 
 def local_files(
@@ -152,34 +153,38 @@ def _module_paths(root: Path, parts: list[str]) -> list[Path]:
     return paths
 
 
-def distributions(modules: Iterable[str]) -> tuple[str, ...]:
-    """`name==version` of every distribution that provides a top-level module in `modules`
-    (the standard library and the engine's own modules left out), sorted."""
-    import importlib.metadata as metadata
+@dataclass(frozen=True)
+class Pins:
+    """The interpreter's version (`3.11`) and `name==version` of the distributions behind
+    the program's imports; `error`: why they could not be read (no packages are written
+    then, rather than another interpreter's)."""
 
-    tops = {name.split(".", 1)[0] for name in modules}
-    tops -= set(sys.stdlib_module_names) | OWN_MODULES
-    tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
-    owners = metadata.packages_distributions()
-    pinned: dict[str, str] = {}
-    needed: set[str] = set()
-    for top in sorted(tops):
-        for dist in owners.get(top, ()):
-            if dist.lower() in ("reprospec", "pip", "setuptools"):
-                continue
-            try:
-                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
-                requires = metadata.requires(dist) or []
-            except metadata.PackageNotFoundError:
-                continue
-            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
-    # What another imported distribution requires comes with it: pin what the program chose.
-    chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
-    return tuple(sorted(chosen, key=str.lower))
+    python: str
+    packages: tuple[str, ...] = ()
+    error: str = ""
 
 
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+def pins(modules: Iterable[str], python: str) -> Pins:
+    """The distributions behind `modules`, read by `reprospec_harness.pins` in `python`,
+    the interpreter that ran the program: the engine's own versions were written for a
+    command another interpreter ran, and the packages only that one had were left out.
+    A child, as every reading of an interpreter (the engine never imports the harness)."""
+    from reprospec.core import capped
+    from reprospec.harness import HARNESS_ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(HARNESS_ROOT)}
+    argv = [python, "-m", "reprospec_harness.pins", *sorted(set(modules))]
+    try:
+        done = capped.run(argv, limit=1 << 20, timeout_s=PINS_TIMEOUT_S, env=env)
+        found = json.loads(done.stdout.decode("utf-8", "replace"))
+        return Pins(str(found["python"]), tuple(str(p) for p in found["pins"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = f"{python} did not run ({exc})" if isinstance(exc, OSError) else ""
+        return Pins("", error=why or f"{python} could not read them")
+
+
+# Reading the metadata of an environment takes well under a second.
+PINS_TIMEOUT_S = 60.0
 
 
 def environment_lines(

@@ -56,6 +56,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="do not rerun the written spec to check that the same failure comes back",
     )
     p.add_argument("--force", action="store_true", help="overwrite the output spec when it exists")
+    opt.python(
+        p,
+        help="the interpreter a bare `python` in the command runs, and whose packages the "
+        "spec pins (default: the one a path in the command names, else this one)",
+    )
     opt.out(p, help="where the runs go (default: .reprospec)")
     p.add_argument(
         "argv",
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.repeat < 1:
         raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
-    from reprospec.capture.command import Request, VerifyInterrupted, capture
+    from reprospec.capture.command import Request, VerifyInterrupted, capture, chosen_interpreter
     from reprospec.core.units import parse_duration
 
     try:
@@ -93,18 +98,20 @@ def run(args: argparse.Namespace) -> int:
     if not timeout_s > 0:
         raise UsageError(f"--timeout: expected a duration > 0, got {args.timeout!r}")
     output = args.output or Path(f"{_stem(argv)}-capture.yaml")
+    command, python = chosen_interpreter(argv, args.python, Path.cwd())
     request = Request(
-        argv=tuple(argv),
+        argv=command,
         output=output,
         repeat=args.repeat,
         timeout_s=timeout_s,
         verify=args.verify,
         out=args.out,
         force=args.force,
+        python=python,
     )
 
     def run_spec(path: Path, repeat: int, observe: bool) -> RunResult:
-        return _run_spec(path, repeat, observe, args.out)
+        return _run_spec(path, repeat, observe, args.out, python)
 
     try:
         captured = capture(request, run_spec)
@@ -124,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if captured.verified is not False else 1
 
 
-def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
+def _run_spec(
+    path: Path, repeat: int, observe: bool, out: Path, python: str | None = None
+) -> RunResult:
     """One run of the spec on the local runner, with the live progress `run` shows."""
     import threading
 
@@ -140,7 +149,9 @@ def _run_spec(path: Path, repeat: int, observe: bool, out: Path) -> RunResult:
         observe=observe,
         out=out,
         purpose="capture",
-        command_line=f"reprospec run {path}",
+        python=python,
+        command_line=f"reprospec run {path}"
+        + (f" --python {shlex.quote(python)}" if python else ""),
     )
     print(
         f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s))",

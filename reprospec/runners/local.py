@@ -50,7 +50,7 @@ _VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SHIM_PREFIX = "reprospec-python-"
 
 
-def _resolve_python(python: str | None) -> str:
+def resolve_python(python: str | None) -> str:
     """The interpreter as an absolute path, symlinks kept (a venv's python stays in its venv)."""
     if python is None:
         return sys.executable
@@ -136,7 +136,7 @@ class LocalRunner:
         native_stacks: bool = True,
         keep_cores: bool = False,
     ) -> None:
-        self.python = _resolve_python(python)
+        self.python = resolve_python(python)
         # Whether the person chose the interpreter that `python` in a command runs: given
         # with --python, or the `python` of their own PATH. Else it is the one reprospec was
         # installed into (a pipx or `uv tool` venv), which has only reprospec's packages.

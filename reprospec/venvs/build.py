@@ -99,7 +99,7 @@ def find_interpreter(request: str | None = None) -> Interpreter:
     among the interpreters on this machine), or None for reprospec's own interpreter."""
     if request is None:
         path = sys.executable
-    # As runners/local.py's _resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
+    # As runners/local.py's resolve_python: symlinks kept (abspath, not Path.resolve), a `~`
     # that cannot be expanded left alone, and os.path.exists is False where Path's raises.
     elif os.sep in request or os.path.exists(request):  # noqa: PTH110
         path = os.path.abspath(os.path.expanduser(request))  # noqa: PTH100, PTH111

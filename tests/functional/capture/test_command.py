@@ -250,6 +250,51 @@ def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) 
     assert document["expect"] == {"outcome": "pass"}
 
 
+def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A command run by another environment's interpreter got the engine's versions pinned
+    # (or none, for what the engine lacks); and `capture --python` did not exist, though
+    # capture's own advice for a bare `python` that ran the engine's named it.
+    from uv import find_uv_bin
+
+    from tests.support.envs import make_wheel, uv_environment
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheel = make_wheel(tmp_path / "wheels", "nu-only-pkg", "1.2.3", "VERSION = '1.2.3'\n")
+    install = [str(find_uv_bin()), "pip", "install", "--python", str(venv / "bin" / "python")]
+    subprocess.run(
+        [*install, "--no-index", str(wheel)], check=True, capture_output=True,
+        env={**os.environ, **uv_environment()},
+    )  # fmt: skip
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text("import nu_only_pkg\nraise ValueError(nu_only_pkg.VERSION)\n")
+    by_path = capture(cli, workdir, str(venv / "bin" / "python"), "t.py")
+    assert "packages it imported: nu-only-pkg==1.2.3" in by_path.stdout
+    assert f"it ran with --python {venv / 'bin' / 'python'}, whose packages" in by_path.stdout
+    assert "verdict reproduced" in by_path.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["command"] == "python t.py"  # no path of this machine
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    assert environment["packages"] == ["nu-only-pkg==1.2.3"]
+    # Without it, the engine's interpreter lacks the package: said, never a verdict.
+    plain = cli("run", str(workdir / "spec.yaml"), "--out", str(tmp_path / "out"))
+    assert plain.code == 3, plain.stdout + plain.stderr
+    assert "nu-only-pkg is not installed" in plain.stdout + plain.stderr
+    (workdir / "spec.yaml").unlink()
+    chosen = capture(
+        cli, workdir, "python", "t.py", options=("--python", str(venv / "bin" / "python"))
+    )
+    assert "verdict reproduced" in chosen.stdout
+    assert "packages it imported: nu-only-pkg==1.2.3" in chosen.stdout
+    assert load_spec(str(workdir / "spec.yaml")).document["expect"] == {
+        "outcome": "error", "exception": "ValueError", "message": r"\d+\.\d+\.\d+",
+    }  # fmt: skip
+
+
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     tmp_path: Path,
 ) -> None:
