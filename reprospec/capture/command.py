@@ -204,6 +204,10 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         hydra=hydra,
         last_import=last_import,
         run_id=result.run_id,
+        not_carried=(
+            *(f"{name} (hidden: it may hold secrets)" for name in data.hidden),
+            *(f"{name} (too large to carry)" for name in data.too_large),
+        ),
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
@@ -402,6 +406,7 @@ def _draft(
     hydra: tuple[str, ...] = (),
     last_import: str | None = None,
     run_id: str = "",
+    not_carried: tuple[str, ...] = (),
 ) -> Draft:
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
@@ -414,6 +419,13 @@ def _draft(
         mask_parts(line, secrets)
         for line in _header(request, observed, hydra, proposal, last_import, run_id)
     )
+    if not_carried:
+        # Said in the spec, which a bundle carries, not only on capture's console: a reader
+        # of the bundle got FileNotFoundError with nothing naming what to ask for.
+        header += (
+            "Read from the workdir but not in files (ask whoever captured it): "
+            + ", ".join(not_carried),
+        )
     return Draft(
         name=name,
         title=mask_parts(_title(request.argv, observed), secrets),

@@ -546,6 +546,12 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
         in result.stdout
     )
     assert "hidden, not in `files` (it may hold secrets): .env\n" in result.stdout
+    # The spec says so too (a bundle carries the spec, not capture's console).
+    assert (
+        "# Read from the workdir but not in files (ask whoever captured it): .env (hidden: "
+        "it may hold secrets), images/ (40 files, 40 B) (too large to carry), weights.bin "
+        "(too large to carry)"
+    ) in (work / "spec.yaml").read_text().replace("\n#  ", "")
     run = cli("run", "spec.yaml", "--out", str(tmp_path / "out"), cwd=work)
     assert run.code == 0, run.stdout + run.stderr
     bundle = tmp_path / "sent.tar.gz"
