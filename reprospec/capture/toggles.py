@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import looks_secret
+from reprospec.plan.shellwords import SHELLS, script_operand
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)
@@ -230,6 +231,11 @@ def _program_args_start(words: list[str]) -> int:
     if not words:
         return 0
     program = words[0].rsplit("/", 1)[-1]
+    if program in SHELLS:
+        # `sh -c SCRIPT`: one word of shell, not a setting of a program (`-c` made the whole
+        # script an axis); `bash -x run.sh --lr 0.1`: the script's own, past its name.
+        script = script_operand(words)
+        return words.index(script, 1) + 1 if script is not None else len(words)
     if not _PYTHON.match(program):
         return 1
     index = 1

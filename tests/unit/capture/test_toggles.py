@@ -142,3 +142,14 @@ def test_a_secret_looking_option_is_read_from_the_environment_never_an_axis() ->
     hydra = propose(["python", "t.py", "db.password=s3cr3t", "lr=0.1"])
     assert hydra.command == 'python t.py db.password="$DB_PASSWORD" lr=${{ matrix.lr }}'
     assert hydra.env == (("DB_PASSWORD", "s3cr3t"),)
+
+
+def test_a_shells_c_script_is_one_word_of_shell_and_a_scripts_own_settings_are_axes() -> None:
+    # `-c` made the whole script an axis: `sh -c '${{ matrix.c }}'`.
+    script = "cd sub && cat rows.csv | python parse.py --strict"
+    proposal = propose(["sh", "-c", script])
+    assert proposal.command == f"sh -c '{script}'"
+    assert proposal.toggles == ()
+    run = propose(["bash", "-o", "pipefail", "run.sh", "--lr", "0.1"])
+    assert run.command == "bash -o pipefail run.sh --lr ${{ matrix.lr }}"
+    assert [t.axis for t in run.toggles] == ["lr"]
