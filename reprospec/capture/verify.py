@@ -129,7 +129,8 @@ def verify(
                 after.append(
                     "it came back in the workdir, but not in a copy of the spec and the "
                     f"{done.copied} file(s) it carries: the command needs more of the workdir "
-                    "than capture saw it read (what a program other than Python reads is not "
+                    "than capture saw it read (a file the program only tests for, such as "
+                    "os.path.exists, and what a program other than Python reads are not "
                     "seen); name it in the spec's `files`"
                 )
         elif not done.verified:
