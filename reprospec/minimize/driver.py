@@ -470,6 +470,15 @@ def _check_output(output: Path | None, workdir: Path, original: Program) -> None
         return
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
+    held = sorted(p.name for p in output.iterdir()) if output.is_dir() else []
+    if held and "minimize.json" not in held and output.resolve() != workdir:
+        # DIR's files are written over: a folder of another project lost its own (a
+        # minimize of another spec left minimize.json, and is its to replace).
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UsageError(
+            f"-o {output}: the folder holds files minimize did not write ({shown}), which "
+            "the result would be written over: give an empty or new folder"
+        )
     if output.resolve() == workdir and original.files:
         names = ", ".join(path for path, _ in original.files[:3])
         more = f" and {len(original.files) - 3} more" if len(original.files) > 3 else ""

@@ -504,14 +504,20 @@ def test_dir_that_is_the_workdir_or_a_file_is_refused_before_anything_runs(
         "expect: {outcome: error, exception: ValueError}\n"
     )
     (work / "notes.txt").write_text("mine\n")
+    # A folder of another project: its prep2.py was replaced by the minimized program.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "prep2.py").write_text("# my other project\n")
     for output, said in (
         (work, "that is the spec's workdir"),
         (work / "notes.txt", "not a folder"),
+        (other, "the folder holds files minimize did not write (prep2.py)"),
     ):
         code, _, stderr = minimize(tmp_path, "-o", str(output), spec=work / "p.yaml")
         assert code == 2, stderr
         assert f"-o {output}: {said}" in stderr
         assert "Traceback" not in stderr
+    assert (other / "prep2.py").read_text() == "# my other project\n"
     assert (work / "p.py").read_text() == source
     assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "p.py", "p.yaml"]
     assert not (tmp_path / "out").exists()  # nothing ran
