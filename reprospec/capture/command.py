@@ -86,8 +86,8 @@ class Observed:
     infra_error: str | None = None
     # The step of every attempt with the outcome's signature (a range when they differ).
     steps: tuple[int, ...] = ()
-    # Folders whose paths differ from run to run (the run folder): the message pattern
-    # leaves them out (writer.message_pattern).
+    # Folders whose paths differ from run to run (the run folder) or from this machine to
+    # another (the interpreter's): the message pattern leaves them out (message_pattern).
     volatile: tuple[str, ...] = ()
     # The values under secret-looking names (the command's `VAR=value` words, this
     # environment's): a part of one in the message is a wildcard too.
@@ -148,10 +148,16 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)
     # A path under the run folder holds the run's id: it differs in the next run.
+    from reprospec.runners.local import resolve_python
+
     runs = request.out.absolute() / "runs"
+    # The interpreter's folder is this machine's too: `/home/me/.venv/bin/python3: No
+    # module named mypkg` failed to match wherever python lives elsewhere.
+    interpreter = resolve_python(request.python)
+    bins = (str(Path(interpreter).parent), str(Path(interpreter).resolve().parent))
     observed = replace(
         observed,
-        volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve())))),
+        volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve()), *bins))),
         secrets=secret_values(proposal.env),
     )
     texts = [attempt_output(run_dir, a) for a in attempts]
@@ -175,9 +181,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     # What the command names itself is carried as it is named: no need to list it.
     named = {(workdir / word).resolve() for word in request.argv}
     files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))
-    from reprospec.runners.local import resolve_python
-
-    pinned = pins(modules, resolve_python(request.python))
+    pinned = pins(modules, interpreter)
     packages = pinned.packages
     hydra = hydra_overrides(workdir, started)
     last_import = next(

@@ -295,6 +295,14 @@ def test_the_packages_are_read_in_the_interpreter_that_ran_the_command(
     }  # fmt: skip
 
 
+def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Path) -> None:
+    # `/home/me/.venv/bin/python3: No module named nothere` matched no other machine.
+    capture(cli, tmp_path, "python", "-m", "nothere_of_reprospec")
+    expect = load_spec(str(tmp_path / "spec.yaml")).document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["message"] == r"\S+: No module named nothere_of_reprospec"
+
+
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     tmp_path: Path,
 ) -> None:
