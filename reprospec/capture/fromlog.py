@@ -92,11 +92,9 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
     env = [
-        EnvLine(
-            name,
-            f"${{{{ env.{name} }}}}" if looks_secret(name) else value,
-            "set on the command line",
-        )
+        EnvLine(name, f"${{{{ env.{name} }}}}", "the ticket's command set it: set it in yours")
+        if looks_secret(name)
+        else EnvLine(name, value, "set on the command line")
         for name, value in (proposal.env if proposal else ())
     ]
     if ticket.cuda_error:

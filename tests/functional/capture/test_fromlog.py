@@ -177,6 +177,14 @@ def test_a_secret_on_the_tickets_command_line_is_neither_printed_nor_written(
     result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
     assert result.code == 0, result.stderr
     assert "the command: HF_TOKEN=*** python train.py --lr 0.1" in result.stdout
+    # A secret-looking option of the ticket's command too: read from the environment.
+    flagged = text.replace("--lr 0.1", "--api-key sk-proj-XYZ987 --lr 0.1")
+    again = cli("capture", "--from-log", "-", "-o", "f.yaml", cwd=tmp_path, stdin=flagged)
+    assert again.code == 0, again.stderr
+    assert "XYZ987" not in again.stdout + (tmp_path / "f.yaml").read_text()
+    command = load_spec(str(tmp_path / "f.yaml")).document["command"]
+    assert command == 'python train.py --api-key "$API_KEY" --lr ${{ matrix.lr }}'
+
     written = (tmp_path / "t.yaml").read_text()
     for output in (result.stdout, result.stderr, written):
         assert "zzTop" not in output
