@@ -125,7 +125,16 @@ def verify(
                     f"not in a copy of the spec without {them}, and the spec now lists "
                     f"{them} (files)"
                 )
-            if not done.verified:
+            if not done.verified and not added and here.verified and here.same < len(here.attempts):
+                # Flaky: one rerun each side is no evidence of a cause; "needs more of the
+                # workdir" sent a person looking for a file that did not exist.
+                after.append(
+                    f"it came back in the workdir in {here.same}/{len(here.attempts)} "
+                    "attempt(s), not in a copy of the spec, which lacked no file capture saw "
+                    "the command read: a failure that comes and goes can miss every attempt "
+                    "of one rerun by chance; capture again with a larger --repeat to tell"
+                )
+            elif not done.verified:
                 after.append(
                     "it came back in the workdir, but not in a copy of the spec and the "
                     f"{done.copied} file(s) it carries: the command needs more of the workdir "

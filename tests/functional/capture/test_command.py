@@ -303,6 +303,41 @@ def test_the_interpreters_path_in_a_message_is_a_wildcard(cli: Cli, tmp_path: Pa
     assert expect["message"] == r"\S+: No module named nothere_of_reprospec"
 
 
+def test_a_flaky_failure_the_copy_missed_is_not_blamed_on_a_file(cli: Cli, tmp_path: Path) -> None:
+    # 0 of 2 in the copy, 1 of 2 in the workdir: said as what chance does, not as "the
+    # command needs more of the workdir ... name it in files" (there was no such file).
+    # The attempts fail by their count: 1 (the first run), none of 3-4 (the copy's), 5.
+    count = tmp_path / "count"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "f.py").write_text(
+        "from pathlib import Path\n"
+        f"count = Path({str(count)!r})\n"
+        "n = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\n"
+        "if n in (1, 5):\n    raise TimeoutError('slow')\n"
+    )
+    out = tmp_path / "out"
+    argv = [
+        "capture",
+        "-o",
+        "spec.yaml",
+        "--out",
+        str(out),
+        "--repeat",
+        "2",
+        "--",
+        "python",
+        "f.py",
+    ]
+    result = cli(*argv, cwd=work)
+    assert result.code == 1, result.stdout + result.stderr
+    assert "it came back in the workdir in 1/2 attempt(s), not in a copy" in result.stdout
+    assert "can miss every attempt of one rerun by chance" in result.stdout
+    assert "name it in the spec's `files`" not in result.stdout
+    assert count.read_text() == "6"
+
+
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     tmp_path: Path,
 ) -> None:
