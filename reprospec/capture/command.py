@@ -211,6 +211,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         not_carried=(
             *(f"{name} (hidden: it may hold secrets)" for name in data.hidden),
             *(f"{name} (too large to carry)" for name in data.too_large),
+            *(f"{name} (outside the workdir)" for name in data.outside),
         ),
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
@@ -246,6 +247,11 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         lines.append(
             "read from the workdir but hidden, not in `files` (it may hold secrets): "
             + ", ".join(data.hidden)
+        )
+    if data.outside:
+        lines.append(
+            "read outside the workdir by its path, which no spec or bundle carries (a reader "
+            "needs it at the same path): " + ", ".join(data.outside)
         )
     if packages:
         lines.append(f"packages it imported: {', '.join(packages)}")
@@ -426,10 +432,7 @@ def _draft(
     if not_carried:
         # Said in the spec, which a bundle carries, not only on capture's console: a reader
         # of the bundle got FileNotFoundError with nothing naming what to ask for.
-        header += (
-            "Read from the workdir but not in files (ask whoever captured it): "
-            + ", ".join(not_carried),
-        )
+        header += ("Read but not in files (ask whoever captured it): " + ", ".join(not_carried),)
     return Draft(
         name=name,
         title=mask_parts(_title(request.argv, observed), secrets),

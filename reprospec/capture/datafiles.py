@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,9 @@ class ReadFiles:
     # The paths of `too_large` (a file, or a top folder) and `hidden`, relative to the
     # workdir: what capture's verify links into its copy, since no bundle carries them.
     left_out: tuple[str, ...] = ()
+    # Files outside the workdir the program read by their absolute paths (a config under
+    # /tmp or the home folder), not the machine's own: no spec or bundle carries them.
+    outside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,9 +137,14 @@ def read_files(
     sizes: dict[str, int] = {}
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
+    outside: list[str] = []
     for line in opened:
         path = _as_workdirs(Path(line).resolve(), copy, workdir)
-        if path.suffix == ".py" or not path.is_relative_to(workdir):
+        if path.suffix == ".py":
+            continue
+        if not path.is_relative_to(workdir):
+            if copy is None and _the_programs(path, before):
+                outside.append(str(path))
             continue
         if any(path == s or path.is_relative_to(s) for s in skipped):
             continue
@@ -174,7 +183,45 @@ def read_files(
         else:
             too_large.append(f"{top}/ ({len(names)} files, {format_size(total)})")
             left_out.append(top)
-    return ReadFiles(tuple(listed), tuple(too_large), tuple(sorted(hidden)), tuple(left_out))
+    return ReadFiles(
+        tuple(listed), tuple(too_large), tuple(sorted(hidden)), tuple(left_out), tuple(outside)
+    )
+
+
+# Where the machine's own files are: what every program opens (the interpreter, its
+# libraries, locales, certificates, /proc), not the program's data.
+_SYSTEM = (
+    "/usr/",
+    "/lib",
+    "/bin/",
+    "/sbin/",
+    "/etc/",
+    "/proc/",
+    "/sys/",
+    "/dev/",
+    "/run/",
+    "/var/",
+)
+
+
+def _the_programs(path: Path, before: float) -> bool:
+    """Whether a file opened outside the workdir is the program's own input: a regular
+    file that was there before the run, not under the machine's or an interpreter's
+    folders, nor under a hidden folder but `.config` (caches, `.git`, tool state)."""
+    text = str(path)
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    if text.startswith(_SYSTEM) or any(text.startswith(p + "/") for p in prefixes):
+        return False
+    parts = path.parts[:-1]
+    if any(p.startswith(".") and p != ".config" for p in parts):
+        return False
+    if {"site-packages", "dist-packages", "__pycache__"} & set(parts):
+        return False
+    try:
+        found = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_mtime < before
 
 
 def _as_workdirs(path: Path, copy: Path | None, workdir: Path) -> Path:

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +339,27 @@ def test_a_flaky_failure_the_copy_missed_is_not_blamed_on_a_file(cli: Cli, tmp_p
     assert count.read_text() == "6"
 
 
+def test_a_file_read_by_its_path_outside_the_workdir_is_named(cli: Cli, tmp_path: Path) -> None:
+    # verify said `reproduced` (the file was there, at its path) and the spec and its bundle
+    # said nothing of it: a reader got FileNotFoundError. The machine's files are not named.
+    settings = tmp_path / "elsewhere" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"precision": "fp8"}')
+    os.utime(settings, (time.time() - 60, time.time() - 60))  # there before the capture
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text(
+        f"import json\ncfg = json.load(open({str(settings)!r}))\n"
+        "open('/etc/hostname').close()\n"
+        "raise NotImplementedError(cfg['precision'])\n"
+    )
+    result = capture(cli, work, "python", "app.py")
+    line = next(x for x in result.stdout.splitlines() if x.startswith("read outside the workdir"))
+    assert line.endswith(f"(a reader needs it at the same path): {settings}")
+    spec = (work / "spec.yaml").read_text().replace("\n#  ", "")
+    assert f"# Read but not in files (ask whoever captured it): {settings} (outside" in spec
+
+
 def test_ctrl_c_stops_the_capture_keeps_the_run_and_writes_no_spec_from_it(
     tmp_path: Path,
 ) -> None:
@@ -591,7 +613,7 @@ def test_the_data_a_program_reads_goes_into_files_and_the_bundle_reruns(
     assert "hidden, not in `files` (it may hold secrets): .env\n" in result.stdout
     # The spec says so too (a bundle carries the spec, not capture's console).
     assert (
-        "# Read from the workdir but not in files (ask whoever captured it): .env (hidden: "
+        "# Read but not in files (ask whoever captured it): .env (hidden: "
         "it may hold secrets), images/ (40 files, 40 B) (too large to carry), weights.bin "
         "(too large to carry)"
     ) in (work / "spec.yaml").read_text().replace("\n#  ", "")
