@@ -154,6 +154,11 @@ def _spec_text(
 
     document = json.loads(json.dumps(spec.document))
     document["name"] = (str(document.get("name", "spec"))[:38] + "-minimized").strip("-")
+    # The original's description tells of the program it ran, whole: said to be that one's.
+    described = str(document.get("description") or "").strip()
+    document["description"] = f"Minimized by `reprospec minimize` from {spec.path.name}." + (
+        f" The original's description:\n\n{described}\n" if described else ""
+    )
     if program.workload:
         # A workload: the lowered numbers in place, run from the original's workdir (its
         # entrypoint modules, if any), since there are no files of its own.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.cli import ROOT, interrupt_when
 from tests.support.files import written
@@ -337,6 +338,8 @@ def test_dir_holds_the_result_and_the_files_it_names_and_never_itself(tmp_path: 
     # What DIR holds besides the program is in its spec's files: a bundle of its run
     # carried p.py alone (data/msg.txt is a built name) and failed elsewhere, not so.
     assert "files:\n- cfg.json\n- data/msg.txt\n" in (out / "minimized.yaml").read_text()
+    minimized = yaml.safe_load((out / "minimized.yaml").read_text())
+    assert minimized["description"] == "Minimized by `reprospec minimize` from p.yaml."
     reprospec = [sys.executable, "-m", "reprospec"]
     runs = ["--out", str(tmp_path / "runs")]
     subprocess.run([*reprospec, "run", str(out / "minimized.yaml"), *runs], timeout=120)
