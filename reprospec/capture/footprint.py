@@ -200,6 +200,12 @@ def environment_lines(
             continue
         if name.startswith(ENV_PREFIXES):
             lines[name] = _env_line(name, environ[name], "")
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        locale = environ.get(name, "")
+        if name not in lines and locale and not _UTF8.search(locale):
+            # The verify keeps the locale as this machine's own, so a failure that needs a
+            # non-UTF-8 one verified here and passed in a reader's UTF-8 shell: written.
+            lines[name] = EnvLine(name, locale, "your shell's locale, not UTF-8: kept")
     if uses_torch and "CUDA_LAUNCH_BLOCKING" not in lines:
         lines["CUDA_LAUNCH_BLOCKING"] = EnvLine(
             "CUDA_LAUNCH_BLOCKING",
@@ -208,6 +214,9 @@ def environment_lines(
             commented=True,
         )
     return tuple(lines.values())
+
+
+_UTF8 = re.compile(r"utf-?8", re.IGNORECASE)
 
 
 def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvLine, ...]:

@@ -44,6 +44,12 @@ def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written(
     assert lines["HF_TOKEN"].value == "${{ env.HF_TOKEN }}"
     assert lines["CUDA_LAUNCH_BLOCKING"].commented
     assert lines["OMP_NUM_THREADS"].value == "1"
+    # A locale other than UTF-8 is written (the verify keeps the shell's, so a failure that
+    # needs it verified here and passed in a reader's UTF-8 shell); a UTF-8 one is not.
+    posix = {**environ, "LC_ALL": "POSIX", "LANG": "C.UTF-8"}
+    written = [line.name for line in environment_lines(posix, proposal, uses_torch=False)]
+    assert "LC_ALL" in written
+    assert "LANG" not in written
 
 
 def test_rate_bounds_follow_what_was_observed() -> None:
