@@ -35,8 +35,9 @@ _PROSE_TORCH = re.compile(
     r"(?<![\w/.-])(?:torch|pytorch|PyTorch)[ =v:]+(?P<version>\d+\.\d+(?:\.\d+)?(?:\+\w+)?)\b"
 )
 _PROSE_PYTHON = re.compile(r"(?<![\w/.-])[Pp]ython (?P<version>3\.\d+)(?:\.\d+)?\b")
-# A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`.
-_PATH_PYTHON = re.compile(r"/python(?P<version>3\.\d+)/(?:site|dist)-packages/")
+# A traceback's paths name the interpreter's version: `/lib/python3.11/site-packages/`,
+# and the standard library's own frames, `/usr/lib/python3.11/ctypes/__init__.py`.
+_PATH_PYTHON = re.compile(r"/lib(?:64)?/python(?P<version>3\.\d+)/")
 # Values collect_env prints when it could not tell.
 _UNKNOWN = ("", "n/a", "could not collect", "none", "no cuda", "not available")
 

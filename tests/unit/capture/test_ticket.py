@@ -219,3 +219,14 @@ def test_a_setup_script_before_the_program_is_not_the_command() -> None:
         "ValueError: x\n"
     )
     assert read_ticket(text).command == "python train.py --epochs 1"
+
+
+def test_a_standard_library_frames_path_gives_the_python_version() -> None:
+    # faulthandler's frame of ctypes: no site-packages path, no Versions block.
+    text = (
+        "$ python crash.py --use-native\nFatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f3a2b8f1740 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/ctypes/__init__.py", line 519 in string_at\n'
+        '  File "/home/bob/segv/crash.py", line 8 in <module>\n'
+    )
+    assert read_ticket(text).machine.python == "3.11"
