@@ -111,6 +111,8 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         command=proposal.command if proposal else COMMAND_PLACEHOLDER,
         python=machine.python,
         packages=machine.requirements,
+        # A CUDA error needs a GPU to happen; a worker's segfault on a GPU machine may not.
+        gpus=(1, "the failure is a CUDA error: it needs a GPU") if ticket.cuda_error else None,
         env=tuple(env),
         matrix=tuple(axis_for(t) for t in (proposal.toggles if proposal else ())),
         presets=presets,

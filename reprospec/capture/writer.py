@@ -65,6 +65,9 @@ class Draft:
     files: tuple[str, ...] = ()
     python: str | None = None
     packages: tuple[str, ...] = ()
+    # GPUs an attempt needs (`environment.gpus`), and why: a CUDA failure where there is
+    # none is `infra-error` "needs 1 GPU(s)", not a verdict on the packages.
+    gpus: tuple[int, str] | None = None
     env: tuple[EnvLine, ...] = ()
     public_env: tuple[str, ...] = ()
     matrix: tuple[Axis, ...] = ()
@@ -144,6 +147,8 @@ def _environment(draft: Draft) -> list[str]:
     if draft.packages:
         lines.append("  packages:")
         lines += [f"    - {_scalar(p)}" for p in draft.packages]
+    if draft.gpus is not None:
+        lines.append(f"  gpus: {draft.gpus[0]}  # {draft.gpus[1]}")
     live = [env for env in draft.env if not env.commented]
     suggested = [env for env in draft.env if env.commented]
     if live:

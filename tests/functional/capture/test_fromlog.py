@@ -63,10 +63,20 @@ def test_a_ticket_without_a_command_gets_a_placeholder_that_cannot_pass_for_a_re
     spec_text = (tmp_path / "t.yaml").read_text()
     assert "# TODO (left to fill in):" in spec_text
     assert "command: TODO-the-command-that-failed" in spec_text
+    # A CUDA error needs a GPU: said in the spec, so that where there is none the cell
+    # could not run, never judged (it read as a packages mismatch).
+    assert "  gpus: 1  # the failure is a CUDA error: it needs a GPU\n" in spec_text
     ran = cli("run", "t.yaml", cwd=tmp_path)
-    assert ran.code == 3  # command not found: an infrastructure error, not "not reproduced"
+    assert ran.code == 3  # an infrastructure error, not "not reproduced"
     cells = ran.results()["cells"]
     assert cells[0]["verdict"] == "infra-error"
+    assert "needs 1 GPU(s)" in cells[0]["reason"]
+    # Without the GPU the placeholder command is the infrastructure error.
+    spec_text = spec_text.replace("  gpus: 1  # the failure is a CUDA error: it needs a GPU\n", "")
+    (tmp_path / "t.yaml").write_text(spec_text)
+    ran = cli("run", "t.yaml", cwd=tmp_path)
+    assert ran.code == 3
+    assert "TODO-the-command-that-failed" in ran.results()["cells"][0]["reason"]
 
 
 def test_a_preset_marker_expands_and_a_wrong_one_is_located(cli: Cli, tmp_path: Path) -> None:
