@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import looks_secret
-from reprospec.plan.shellwords import SHELLS, script_operand
+from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
 _LONG_FLAG = re.compile(r"^--(?P<name>[A-Za-z][\w.-]*)(?:=(?P<value>.*))?$", re.S)
@@ -160,6 +159,9 @@ def propose(argv: list[str]) -> Proposal:
         env.append((match["name"], match["value"]))
         words.pop(0)
     start = _program_args_start(words)
+    script = shell_script(words)
+    if script is not None:  # `sh -c '... --api-key X'`: the script is one word, kept whole
+        words = [_script_secrets(w, env) if w == script else w for w in words]
     out = [shlex.quote(word) for word in words[:start]]
     toggles: list[Toggle] = []
     taken: set[str] = set()
@@ -172,7 +174,7 @@ def propose(argv: list[str]) -> Proposal:
         short_flag = _SHORT_FLAG.match(word)
         delete = _HYDRA_DELETE.match(word)
         override = _HYDRA.match(word) if not word.startswith("-") else None
-        if long_flag and looks_secret(long_flag["name"]) and "${{" not in word + (following or ""):
+        if long_flag and _secret_option(long_flag["name"]) and "${" not in word + (following or ""):
             # `--api-key sk-...`: read from the environment, never an axis (`_secret`).
             if long_flag["value"] is not None:
                 read = _secret(long_flag["name"], long_flag["value"], env)
@@ -204,7 +206,7 @@ def propose(argv: list[str]) -> Proposal:
             toggle = _toggle("drop_" + axis_name(delete["key"]), None, "delete", word, taken)
             toggle = Toggle(toggle.axis, True, "delete", word, delete["key"])
             out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
-        elif override and looks_secret(override["key"]):
+        elif override and _secret_option(override["key"]) and "${" not in override["value"]:
             hydra = True
             read = _secret(override["key"], override["value"], env)
             out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
@@ -268,14 +270,63 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
     return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
 
 
+# The last word of an option's name that makes it a secret: `--api-key`, `--hf-token`,
+# `db.password`; not `--max-tokens`, `--tokenizer`, `--key-frames` or `--token-file` (a
+# path), which a substring match of the secret names hid from the spec, unrerunnable.
+_SECRET_WORDS = frozenset(
+    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials"}
+)
+
+
+def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
+    """A shell script with its secret-looking options' values (`--api-key X`, `--token=X`)
+    read from the environment as `_secret` does: `sh -c` kept the script as one word, the
+    secret in it whole. A value the script holds more than once, or inside a word, stays
+    as written."""
+    try:
+        words = shlex.split(script)
+    except ValueError:
+        return script
+    for index, word in enumerate(words):
+        flag = _LONG_FLAG.match(word)
+        if not flag or not _secret_option(flag["name"]):
+            continue
+        value = (
+            flag["value"]
+            if flag["value"] is not None
+            else (words[index + 1] if index + 1 < len(words) else None)
+        )
+        if not value or "$" in value:
+            continue
+        as_written = re.compile(
+            r"(?<![^\s=])(?:"
+            + "|".join(re.escape(q) for q in (shlex.quote(value), f'"{value}"', value))
+            + r")(?=\s|$|;|&|\|)"
+        )
+        if len(as_written.findall(script)) == 1:
+            script = as_written.sub(_secret(flag["name"], value, env), script, count=1)
+    return script
+
+
+def _secret_option(name: str) -> bool:
+    words = [w for w in re.split(r"[-_.]", name.lower()) if w]
+    return bool(words) and words[-1] in _SECRET_WORDS
+
+
 def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:
     """What the command says for a secret-looking option's value (`--api-key sk-...`): the
     shell's `"$API_KEY"`, a variable added to the command's `env`, which the spec reads
     back from the environment, never writes (footprint.environment_lines), and capture's
     own runs set. As an axis the value was written into the spec, the run folder's names
     and every report. The shell expands it whatever it holds (a quote, a space)."""
-    variable = re.sub(r"\W", "_", name).strip("_").upper()
-    if not any(known == variable for known, _ in env):
+    base = re.sub(r"\W", "_", name).strip("_").upper()
+    variable, n = base, 1
+    # One variable per value: `--api-key A --api_key B` (or `API_KEY=x ... --api-key y`)
+    # gave both options the first one's value under one name.
+    while any(known == variable and held != value for known, held in env):
+        n += 1
+        variable = f"{base}_{n}"
+    if (variable, value) not in env:
         env.append((variable, value))
     return f'"${variable}"'
 

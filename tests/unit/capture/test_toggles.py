@@ -153,3 +153,30 @@ def test_a_shells_c_script_is_one_word_of_shell_and_a_scripts_own_settings_are_a
     run = propose(["bash", "-o", "pipefail", "run.sh", "--lr", "0.1"])
     assert run.command == "bash -o pipefail run.sh --lr ${{ matrix.lr }}"
     assert [t.axis for t in run.toggles] == ["lr"]
+
+
+def test_only_an_option_whose_last_word_names_a_secret_is_one() -> None:
+    # A substring match hid `--max-tokens 512` from the spec, which then never reran.
+    plain = propose(["python", "t.py", "--max-tokens", "512", "--key-frames", "3"])
+    assert plain.env == ()
+    assert [t.axis for t in plain.toggles] == ["max_tokens", "key_frames"]
+    assert propose(["python", "t.py", "--token-file", "t.txt"]).env == ()
+
+
+def test_two_secrets_under_one_name_keep_their_own_values() -> None:
+    # Both options got the first one's value: capture ran a command other than the one typed.
+    two = propose(["python", "t.py", "--api-key", "AAA", "--api_key", "BBB"])
+    assert two.command == 'python t.py --api-key "$API_KEY" --api_key "$API_KEY_2"'
+    assert two.env == (("API_KEY", "AAA"), ("API_KEY_2", "BBB"))
+    leading = propose(["API_KEY=x", "python", "t.py", "--api-key", "y"])
+    assert leading.command == 'python t.py --api-key "$API_KEY_2"'
+    assert leading.env == (("API_KEY", "x"), ("API_KEY_2", "y"))
+
+
+def test_a_secret_option_inside_a_shells_c_script_is_read_from_the_environment() -> None:
+    # The -c script is one word: the key was written whole into the spec.
+    proposal = propose(["sh", "-c", "cd sub && python up.py --api-key sk-live-AAAA --lr 0.1"])
+    assert proposal.command == "sh -c 'cd sub && python up.py --api-key \"$API_KEY\" --lr 0.1'"
+    assert proposal.env == (("API_KEY", "sk-live-AAAA"),)
+    quoted = propose(["bash", "-c", "python up.py --token='hf_x y' | tee log"])
+    assert quoted.command == "bash -c 'python up.py --token=\"$TOKEN\" | tee log'"
