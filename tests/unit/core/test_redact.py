@@ -172,3 +172,9 @@ def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
     assert mask_parts(text, secrets) == "token ***; again ***; Secre"
     assert mask_parts("key hf_zzTopSecret999 here", secrets) == "key *** here"
     assert mask_parts("pin 4242, not 424", ("4242",)) == "pin ***, not 424"
+    # A path or words under a secret-looking name (XAUTHORITY, GIT_AUTHOR_NAME) are masked
+    # whole, never by parts: six of a path's characters were in every path of the text.
+    assert mask_parts("--data /home/user/data/train.csv", ("/home/user/.Xauthority",)) == (
+        "--data /home/user/data/train.csv"
+    )
+    assert mask_parts("by Ada Lovelace and Ada", ("Ada Lovelace",)) == "by *** and Ada"
