@@ -203,7 +203,8 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         presets=presets,
         files=files,
         packages=packages,
-        python=pinned.python,
+        # Unknown where another interpreter could not be read: left out, not ours.
+        python=pinned.python or (None if request.python is None else ""),
         observed=observed,
         hydra=hydra,
         last_import=last_import,
@@ -384,7 +385,7 @@ def chosen_interpreter(
     program = words[at]
     if "/" in program and _PYTHON_NAME.fullmatch(Path(program).name):
         words[at] = "python"
-        return tuple(words), str((workdir / program).absolute())
+        return tuple(words), _not_ours(str((workdir / program).absolute()))
     found = shutil.which(program) if "/" not in program else str(workdir / program)
     try:
         with Path(found or "").open("rb") as script:
@@ -393,8 +394,17 @@ def chosen_interpreter(
         return tuple(words), None
     shebang = first[2:].split() if first.startswith("#!") else []
     if shebang and shebang[0].startswith("/") and _PYTHON_NAME.fullmatch(Path(shebang[0]).name):
-        return tuple(words), shebang[0]
+        return tuple(words), _not_ours(shebang[0])
     return tuple(words), None
+
+
+def _not_ours(python: str) -> str | None:
+    """`python`, or None where it is the engine's own (its environment's folder: a venv's
+    `python` and `python3` are one): "it ran with --python" of reprospec's own
+    interpreter put a path of this machine in the spec for nothing."""
+    return (
+        None if Path(python).absolute().parent == Path(sys.executable).absolute().parent else python
+    )
 
 
 # An interpreter's file name: python, python3, python3.11.
@@ -411,7 +421,7 @@ def _draft(
     presets: tuple[str, ...],
     files: tuple[str, ...] = (),
     packages: tuple[str, ...] = (),
-    python: str = "",
+    python: str | None = None,  # the interpreter's version; None: the engine's own
     observed: Observed | None = None,
     hydra: tuple[str, ...] = (),
     last_import: str | None = None,
@@ -440,7 +450,7 @@ def _draft(
         workdir=relative,
         command=proposal.command,
         files=files,
-        python=python or f"{sys.version_info.major}.{sys.version_info.minor}",
+        python=f"{sys.version_info.major}.{sys.version_info.minor}" if python is None else python,
         packages=packages,
         env=environment_lines(os.environ, proposal, uses_torch),
         matrix=axes,

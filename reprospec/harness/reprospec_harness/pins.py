@@ -25,9 +25,9 @@ def distributions(modules: Iterable[str]) -> list[str]:
     (the standard library and the engine's own modules left out), sorted; of those one
     of them requires, only what the program chose (the rest comes with it)."""
     tops = {name.split(".", 1)[0] for name in modules}
-    tops -= set(sys.stdlib_module_names) | OWN_MODULES
+    tops -= _standard_library() | OWN_MODULES
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
-    owners = metadata.packages_distributions()
+    owners = _owners()
     pinned: dict[str, str] = {}
     needed: set[str] = set()
     for top in sorted(tops):
@@ -42,6 +42,41 @@ def distributions(modules: Iterable[str]) -> list[str]:
             needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
     chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
     return sorted(chosen, key=str.lower)
+
+
+def _standard_library() -> set[str]:
+    """The standard library's top-level modules (`sys.stdlib_module_names` from 3.10; the
+    builtins and the stdlib folder's names before it: a capture of a 3.9 program)."""
+    known = getattr(sys, "stdlib_module_names", None)
+    if known is not None:
+        return set(known)
+    import sysconfig
+    from pathlib import Path
+
+    folder = Path(sysconfig.get_paths()["stdlib"])
+    names = {p.stem if p.suffix == ".py" else p.name for p in folder.iterdir()}
+    return names | set(sys.builtin_module_names)
+
+
+def _owners() -> dict[str, list[str]]:
+    """Top-level module -> the distributions providing it (`packages_distributions` from
+    3.10; each distribution's `top_level.txt`, else its files' first parts, before it)."""
+    found = getattr(metadata, "packages_distributions", None)
+    if found is not None:
+        return dict(found())
+    owners: dict[str, list[str]] = {}
+    for dist in metadata.distributions():
+        tops = (dist.read_text("top_level.txt") or "").split()
+        if not tops:
+            tops = [_module_of(str(f).split("/", 1)[0]) for f in dist.files or ()]
+        for top in dict.fromkeys(tops):
+            owners.setdefault(top, []).append(dist.metadata["Name"])
+    return owners
+
+
+def _module_of(first: str) -> str:
+    """A file's first path part as a module name: `six.py` -> `six` (3.8 has no removesuffix)."""
+    return first[:-3] if first.endswith(".py") else first
 
 
 def _normalized(name: str) -> str:
