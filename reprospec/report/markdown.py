@@ -327,13 +327,22 @@ def _differs_note(differs: CellEnvironments) -> str:
 
 
 def _secrets_to_set(spec_text: str) -> str:
-    """`` `API_TOKEN` is ``: what a rerun from the report must set first, said beside the
-    spec, not only in its closing comment: a literal under a secret-looking name is written
-    as an expression (redact.py), and a reader who misses that reruns it without it."""
+    """` once `API_TOKEN` is set in your environment: ...`: what a rerun from the report
+    must set first, said beside the spec, not only in its closing comment: a literal under
+    a secret-looking name is written as an expression (redact.py), and a reader who misses
+    that reruns it without it."""
     names = [inline_code(name) for name in Redactor.masked_names(spec_text)]
     if not names:
         return ""
-    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'}"
+    if len(names) == 1:
+        return (
+            f" once {names[0]} is set in your environment: the run's value of it looked "
+            "secret, and no report holds it"
+        )
+    return (
+        f" once {', '.join(names)} are set in your environment: the run's values of them "
+        "looked secret, and no report holds them"
+    )
 
 
 def context(run: RunResult) -> dict[str, object]:
