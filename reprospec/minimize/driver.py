@@ -470,10 +470,16 @@ def _check_output(output: Path | None, workdir: Path, original: Program) -> None
         return
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
-    held = sorted(p.name for p in output.iterdir()) if output.is_dir() else []
-    if held and "minimize.json" not in held and output.resolve() != workdir:
-        # DIR's files are written over: a folder of another project lost its own (a
-        # minimize of another spec left minimize.json, and is its to replace).
+    held = (
+        sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
+        if output.is_dir()
+        else []
+    )
+    # What a minimize writes (an interrupted one's DIR too: its spec and repro come before
+    # its reports); a hidden file (`.gitkeep`) is no one's work.
+    ours = {"minimize.json", "minimized.yaml", "repro.sh"}
+    if held and not ours & set(held) and output.resolve() != workdir:
+        # DIR's files are written over: a folder of another project lost its own.
         shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         raise UsageError(
             f"-o {output}: the folder holds files minimize did not write ({shown}), which "

@@ -511,6 +511,7 @@ def test_dir_that_is_the_workdir_or_a_file_is_refused_before_anything_runs(
     other = tmp_path / "other"
     other.mkdir()
     (other / "prep2.py").write_text("# my other project\n")
+    (other / ".gitkeep").write_text("")  # hidden: not named, and alone it is refused nothing
     for output, said in (
         (work, "that is the spec's workdir"),
         (work / "notes.txt", "not a folder"),
