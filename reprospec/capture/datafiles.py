@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.capture.footprint import imported, local_files, recorded, scripts, searched
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
 from reprospec.outcome.evidence import read_log
@@ -204,6 +205,9 @@ _SYSTEM = (
 )
 
 
+_INTERPRETER_LIB = Lazy(r"/lib(?:64)?/python\d")
+
+
 def _the_programs(path: Path, before: float) -> bool:
     """Whether a file opened outside the workdir is the program's own input: a regular
     file that was there before the run, not under the machine's or an interpreter's
@@ -216,6 +220,8 @@ def _the_programs(path: Path, before: float) -> bool:
     if any(p.startswith(".") and p != ".config" for p in parts):
         return False
     if {"site-packages", "dist-packages", "__pycache__"} & set(parts):
+        return False
+    if _INTERPRETER_LIB.search(text):  # another interpreter's library (`--python`'s)
         return False
     try:
         found = path.stat()
