@@ -89,7 +89,11 @@ def render_spec(draft: Draft) -> str:
     for line in draft.header:
         indent = line[: len(line) - len(line.lstrip())]
         wrapped = textwrap.wrap(
-            line, COMMENT_WIDTH, subsequent_indent=indent + "  ", break_on_hyphens=False
+            line,
+            COMMENT_WIDTH,
+            subsequent_indent=indent + "  ",
+            break_on_hyphens=False,
+            break_long_words=False,  # a path split in two could not be copied
         )
         out += [f"# {part}".rstrip() for part in wrapped or [""]]
     if draft.todo:
