@@ -35,9 +35,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import types
+import typing
 from collections.abc import Iterable, Mapping
-from pathlib import PosixPath
-from typing import TypeVar, cast
+from pathlib import Path, PosixPath
+from typing import Literal, TypeVar, Union, cast
 
 from reprospec.core.expr import ExprError, find_expressions, names_used
 from reprospec.core.jsontypes import JsonValue
@@ -300,6 +302,11 @@ class Redactor:
             return [self._walk(item) for item in value]
         names = _init_fields(kind)
         if names:
+            if self._pattern is None and _no_mapping_in(kind):
+                # Without a secret value only a mapping's secret-looking key masks anything,
+                # and no field of this class can hold a mapping: an attempt's result, the
+                # run's most walked value, is passed as it is.
+                return value
             changes: dict[str, object] = {}
             for name in names:
                 old = getattr(value, name)
@@ -334,6 +341,46 @@ def _init_fields(kind: type) -> tuple[str, ...]:
         fields = dataclasses.fields(kind) if dataclasses.is_dataclass(kind) else ()
         names = _FIELDS[kind] = tuple(field.name for field in fields if field.init)
     return names
+
+
+# What a field may hold for `_no_mapping_in`: leaves with no mapping inside.
+_PLAIN_HINTS = frozenset({str, int, float, bool, type(None), Path, PosixPath})
+_NO_MAPPING: dict[type, bool] = {}
+
+
+def _no_mapping_in(kind: type) -> bool:
+    """Whether no value of dataclass `kind` can hold a mapping, read from its fields' types.
+
+    Decided once per type. A field whose type is not known to be plain (a mapping, a list,
+    `object`, a name that cannot be resolved) says False: the walk goes on as before. The
+    types are the project's, checked by mypy, so a value holds what its fields say.
+    """
+    known = _NO_MAPPING.get(kind)
+    if known is None:
+        _NO_MAPPING[kind] = False  # a class that holds itself is walked
+        try:
+            hints = typing.get_type_hints(kind)
+            known = all(_plain(hints[name]) for name in _init_fields(kind))
+        except (NameError, TypeError, KeyError):
+            known = False
+        _NO_MAPPING[kind] = known
+    return known
+
+
+def _plain(hint: object) -> bool:
+    """Whether a value of type `hint` holds no mapping: a leaf, a Literal, a union or a
+    tuple of such, or a dataclass whose fields are."""
+    if hint in _PLAIN_HINTS:
+        return True
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Literal:
+        return all(type(arg) in _PLAIN_HINTS for arg in args)
+    if origin in (Union, types.UnionType, tuple):
+        return all(arg is Ellipsis or _plain(arg) for arg in args)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _no_mapping_in(hint)
+    return False
 
 
 __all__ = [

@@ -5,6 +5,9 @@ The outputs themselves are checked end to end, with real runs, in test_security.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 import pytest
 
 from reprospec.core.jsontypes import JsonValue
@@ -12,6 +15,7 @@ from reprospec.core.logtext import printable
 from reprospec.core.redact import (
     MASK,
     Redactor,
+    _no_mapping_in,
     env_names_read,
     looks_secret,
     mask_parts,
@@ -19,7 +23,7 @@ from reprospec.core.redact import (
     unset_env,
 )
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
-from reprospec.core.results import AttemptResult, ChainLink, NotRun, Outcome
+from reprospec.core.results import AttemptResult, CellResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
 
 
@@ -148,6 +152,22 @@ def test_a_result_walk_skips_only_fields_with_nothing_to_mask() -> None:
     assert (masked.attempt, masked.duration_s, masked.mismatches) == (1, 0.5, ())
     assert Redactor().value(result) is result
     assert Redactor(["other"]).value(result) is result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    name: str
+    env: Mapping[str, str]
+
+
+def test_without_a_secret_value_only_a_class_that_can_hold_a_mapping_is_walked() -> None:
+    # No secret value: only a mapping's secret-looking key can be masked. An attempt's
+    # result holds no mapping anywhere (its fields' types say so): it is passed as it is.
+    assert _no_mapping_in(AttemptResult)
+    assert not _no_mapping_in(CellResult)
+    assert not _no_mapping_in(_Held)
+    held = _Held("x", {"API_TOKEN": "abcdefgh", "HOME": "/root"})
+    assert Redactor().value(held) == _Held("x", {"API_TOKEN": MASK, "HOME": "/root"})
 
 
 def test_an_unset_variable_the_spec_reads_is_warned_of_unless_it_gives_a_default(
