@@ -33,6 +33,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 _subreaper_lock = threading.Lock()
 _subreaper_done = False
+# Whether this kernel has /proc/PID/task/TID/children (`_tree_readable`).
+_children_files = False
 # The tags of the attempts running now (run.py adds and drops them): a stray tagged zombie
 # of no running attempt is reaped by whichever attempt ends next.
 RUNNING_TAGS: set[int] = set()
@@ -166,7 +168,10 @@ def _steady_children(path: str) -> set[int]:
             text = read_proc(path)
         except OSError:
             break
-        if text == last:
+        if text == last or not text.strip():
+            # An empty read skipped nothing: the kernel found no child at its first
+            # position, and only a child it had listed can be skipped past. Most engine
+            # threads have no child: one read each, not two.
             break
         try:
             seen.update(int(c) for c in text.split())
@@ -179,8 +184,15 @@ def _steady_children(path: str) -> set[int]:
 def _tree_readable() -> bool:
     """Whether the engine's own tree holds every process of its attempts, and can be read:
     it is a subreaper, and the kernel has the `children` files."""
-    here = f"/proc/self/task/{threading.get_native_id()}/children"
-    return _subreaper_done and os.path.exists(here)  # noqa: PTH110
+    global _children_files
+    if not _subreaper_done:
+        return False
+    if not _children_files:
+        # The kernel has the files or not (CONFIG_PROC_CHILDREN): asked until found once,
+        # not at every attempt's end.
+        here = f"/proc/self/task/{threading.get_native_id()}/children"
+        _children_files = os.path.exists(here)  # noqa: PTH110
+    return _children_files
 
 
 def own_tree() -> list[int] | None:
