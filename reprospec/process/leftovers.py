@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 from reprospec.errors import UsageError
@@ -198,6 +199,15 @@ class InFlight:
             "engine": None if engine is None else engine.to_dict(),
         }
 
+    def to_json(self) -> str:
+        """`json.dumps(self.to_dict())`, made without the encoder's walk: every attempt
+        writes one, and the engine's part, the same in all of them, is encoded once."""
+        return (
+            f'{{"token": {_json_text(self.token)}, "tag": {_json_int(self.tag)}, '
+            f'"container": {_json_text(self.container)}, '
+            f'"engine": {"null" if self.engine is None else _engine_json(self.engine)}}}'
+        )
+
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> InFlight:
         engine = data.get("engine")
@@ -213,13 +223,28 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _json_text(value: str | None) -> str:
+    # json.dumps's own encoder of a string (ensure_ascii, its default).
+    return "null" if value is None else encode_basestring_ascii(value)
+
+
+def _json_int(value: int | None) -> str:
+    return "null" if value is None else int.__repr__(value)
+
+
+@functools.cache
+def _engine_json(engine: Engine) -> str:
+    return json.dumps(engine.to_dict())
+
+
 class Flight:
     """An attempt's registration with the watchdog and in its record file, begin to end."""
 
     def __init__(
         self, record: Path | None, token: str, tag: int | None, container: str | None = None
     ) -> None:
-        self.path = record
+        # A str: the os calls of begin and end take it without a conversion each.
+        self.path = None if record is None else os.fspath(record)
         self.data = InFlight(token, tag, container=container, engine=Engine.me())
 
     def begin(self) -> None:
@@ -238,7 +263,7 @@ class Flight:
         """After every process (and container) of the attempt is gone."""
         if self.path is not None:
             with contextlib.suppress(OSError):
-                self.path.unlink()
+                os.unlink(self.path)  # noqa: PTH108
         if self.data.tag is not None:
             _WATCHDOG.tell(f"done {self.data.tag}", later=True)
         if self.data.container is not None:
@@ -255,7 +280,7 @@ class Flight:
         with contextlib.suppress(OSError):
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
-                os.write(fd, json.dumps(self.data.to_dict()).encode("utf-8"))
+                os.write(fd, self.data.to_json().encode("utf-8"))
             finally:
                 os.close(fd)
 
