@@ -82,7 +82,8 @@ class GpuDebug:
 
     @property
     def any(self) -> bool:
-        return self != GpuDebug()
+        # Against one default made once: asked a few times per attempt.
+        return self != _NO_DEBUG
 
     @classmethod
     def from_section(cls, section: Mapping[str, object]) -> GpuDebug:
@@ -175,6 +176,9 @@ class GpuDebug:
             env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = prefix
             env["TORCH_FR_DUMP_TEMP_FILE"] = prefix
         return env
+
+
+_NO_DEBUG = GpuDebug()
 
 
 def sanitizer_argv(executable: str, tool: str, attempt_dir: str, argv: Sequence[str]) -> list[str]:

@@ -86,7 +86,8 @@ class Perturb:
 
     @property
     def active(self) -> bool:
-        return self != Perturb()
+        # Against one default made once: asked a few times per attempt.
+        return self != _NO_PERTURB
 
     def describe(self) -> tuple[str, ...]:
         """`switch_interval=1e-06`, ...: each perturbation as the spec would set it."""
@@ -238,6 +239,9 @@ def _phrase(value: JsonValue) -> str:
     if isinstance(value, list):
         return ",".join(_phrase(v) for v in value)
     return str(value)
+
+
+_NO_PERTURB = Perturb()
 
 
 @dataclass(frozen=True)
