@@ -121,7 +121,9 @@ class Progress:
                 self._bar.update(self._task, completed=finished, total=total)
                 self._bar.console.print(line, markup=False, highlight=False)
             else:
-                print(line, file=self.stream, flush=True)
+                # One write of the line and its end (print makes two system calls of it).
+                self.stream.write(line + "\n")
+                self.stream.flush()
 
     def _eta(self, finished: int, total: int) -> str:
         """`, eta 3m10s` for a log line while attempts are left: the time per attempt so far
