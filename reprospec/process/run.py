@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import selectors
+import select
 import subprocess
 import threading
 import time
@@ -100,11 +100,17 @@ def _close_sinks(*sinks: Sink) -> None:
 
 
 class _Pump:
-    """Moves bytes from the child's pipes to sinks, and notices when the child exits."""
+    """Moves bytes from the child's pipes to sinks, and notices when the child exits.
+
+    A `select.poll` of the pipes and the pidfd: it keeps no descriptor of its own in the
+    kernel (an epoll selector costs a create, a control call per pipe in and out, and a
+    close, per attempt) and no key objects in Python.
+    """
 
     def __init__(self, proc: ChildHandle, stdout: Sink, stderr: Sink) -> None:
         self.proc = proc
-        self.selector = selectors.DefaultSelector()
+        self.poller = select.poll()
+        self.sinks: dict[int, Sink] = {}
         self.exited = False
         self.open_pipes = 0
         self.pidfd = -1
@@ -112,29 +118,33 @@ class _Pump:
         self.bytes_read = 0
         for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr)):
             assert pipe is not None
+            fd = pipe.fileno()
             with contextlib.suppress(OSError):
                 # Fewer, larger reads when the child floods its output.
-                fcntl.fcntl(pipe.fileno(), _F_SETPIPE_SZ, 1 << 20)
-            os.set_blocking(pipe.fileno(), False)
-            self.selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, 1 << 20)
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.POLLIN)
+            self.sinks[fd] = sink
             self.open_pipes += 1
         if hasattr(os, "pidfd_open"):
             with contextlib.suppress(OSError):
                 self.pidfd = os.pidfd_open(proc.pid)
-                self.selector.register(self.pidfd, selectors.EVENT_READ, None)
+                self.poller.register(self.pidfd, select.POLLIN)
 
     def step(self, timeout: float) -> None:
         """Wait up to `timeout` for output or the child's exit, and handle what came."""
         if self.pidfd < 0 and not self.exited:
             # Without a pidfd, exits are only seen by polling.
             timeout = min(timeout, 0.02)
-        for key, _ in self.selector.select(max(0.0, timeout)):
-            if key.data is None:
+        # Milliseconds, rounded up by poll itself (as the selectors module did).
+        for fd, _ in self.poller.poll(max(0.0, timeout) * 1000):
+            sink = self.sinks.get(fd)
+            if sink is None:  # the pidfd: the root ended
                 self.exited = True
-                self.selector.unregister(key.fd)
+                self.poller.unregister(fd)
                 continue
             try:
-                chunk = os.read(key.fd, _READ_SIZE)
+                chunk = os.read(fd, _READ_SIZE)
             except BlockingIOError:
                 continue
             except OSError:
@@ -142,18 +152,19 @@ class _Pump:
             if chunk:
                 self.bytes_read += len(chunk)
                 try:
-                    key.data.write(chunk)
+                    sink.write(chunk)
                 except OSError as exc:
                     raise _lost(exc) from exc
             else:
-                self.selector.unregister(key.fd)
+                self.poller.unregister(fd)
+                del self.sinks[fd]
                 self.open_pipes -= 1
         if not self.exited and self.proc.poll() is not None:
             self.exited = True
 
     def close(self) -> None:
-        """Release the selector and the pidfd."""
-        self.selector.close()
+        """Release the pidfd (the poll object holds nothing in the kernel)."""
+        self.sinks.clear()
         if self.pidfd >= 0:
             os.close(self.pidfd)
             self.pidfd = -1
