@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -246,9 +247,14 @@ class Evidence:
         stack = None
         if execution.stack_path is not None:
             stack = read_log(execution.stack_path, head=STACK_BYTES, tail=TAIL_BYTES) or None
+        # One listing of the attempt's folder: what a silent attempt lacks (its logs, made at
+        # their first byte; native stacks) is not opened to be found missing, and the GPU
+        # findings look for their dumps in it. Every process of the attempt is gone.
+        folder = execution.log_dir
+        names = _names(folder)
         # Read once, bounded; each summary takes its own pass over the bytes in memory.
         events = _events_window(execution.events_path)
-        stderr = read_log(execution.stderr_path)
+        stderr = _read_listed(execution.stderr_path, folder, names)
         summary = Events.of(
             allowed_events(
                 _parse_events(events),
@@ -258,14 +264,17 @@ class Evidence:
         )
         if summary.untimed and execution.events_path is not None:
             summary = _last_written(summary, execution.events_path)
+        stdout = _read_listed(execution.stdout_path, folder, names)
         return cls(
-            stdout=read_log(execution.stdout_path),
+            stdout=stdout,
             stderr=stderr,
             events=summary,
             stack=stack,
-            native=native.read(execution.log_dir),
+            native=None
+            if names is not None and native.JSON_NAME not in names
+            else native.read(folder),
             ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
-            gpu=gpufindings.read(execution.log_dir, stderr),
+            gpu=gpufindings.read(folder, stderr, names=names),
         )
 
     def output_tail(self) -> str:
@@ -318,6 +327,27 @@ def python_warnings(text: str) -> tuple[ChildWarning, ...]:
         warning = ChildWarning(match["category"], message, match["where"])
         seen.setdefault(warning.key, warning)
     return tuple(seen.values())
+
+
+def _names(folder: Path | None) -> frozenset[str] | None:
+    """The names in an attempt's folder; None when it cannot be listed (then each file is
+    opened as before)."""
+    if folder is None:
+        return None
+    try:
+        return frozenset(os.listdir(folder))  # noqa: PTH208 (names, not a Path each)
+    except OSError:
+        return None
+
+
+def _read_listed(path: Path, folder: Path | None, names: frozenset[str] | None) -> str:
+    """`read_log(path)`, or "" where the listing `names` of `folder` shows that `path`, a
+    file in it, is missing."""
+    if names is not None and folder is not None:
+        name = path.name
+        if name not in names and os.fspath(path) == os.path.join(folder, name):  # noqa: PTH118
+            return ""
+    return read_log(path)
 
 
 def read_log(path: Path | None, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> str:

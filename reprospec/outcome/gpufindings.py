@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,19 +111,26 @@ def _interpreter_frame(frame: str) -> bool:
     return frame.endswith(" in python3") or " in libc.so" in frame or frame.startswith("[")
 
 
-def read(log_dir: Path | None, stderr: str) -> GpuFindings | None:
-    """The findings in an attempt folder and its stderr; None when there are none."""
+def read(
+    log_dir: Path | None, stderr: str, *, names: Iterable[str] | None = None
+) -> GpuFindings | None:
+    """The findings in an attempt folder and its stderr; None when there are none.
+
+    `names`: the folder's listing where the caller has one (evidence.py), else it is listed.
+    """
     sanitizer = core = None
     ranks: list[RankTrace] = []
     unread: list[str] = []
     if log_dir is not None:
         # One listing for the three kinds of dump: every attempt looks, almost none has one.
-        try:
-            names = sorted(os.listdir(log_dir))  # noqa: PTH208 (names, not a Path each)
-        except OSError:
-            names = []
+        if names is None:
+            try:
+                names = os.listdir(log_dir)  # noqa: PTH208 (names, not a Path each)
+            except OSError:
+                names = []
+        listed = sorted(names)
         data = b""
-        if SANITIZER_LOG in names:
+        if SANITIZER_LOG in listed:
             with contextlib.suppress(OSError):
                 data = capped.head_tail(log_dir / SANITIZER_LOG, SANITIZER_BYTES, SANITIZER_BYTES)
         if data:
@@ -130,8 +138,8 @@ def read(log_dir: Path | None, stderr: str) -> GpuFindings | None:
 
             report = parse(data.decode("utf-8", "replace"))
             sanitizer = report if report.seen else None
-        core = _cuda_gdb(log_dir) if CUDA_GDB_FILES[0] in names else None
-        dumps = [log_dir / n for n in names if n.startswith(FLIGHT_RECORDER_PREFIX)]
+        core = _cuda_gdb(log_dir) if CUDA_GDB_FILES[0] in listed else None
+        dumps = [log_dir / n for n in listed if n.startswith(FLIGHT_RECORDER_PREFIX)]
         del dumps[MAX_RANK_FILES:]
         for path in dumps:
             from reprospec.outcome import flightrecorder

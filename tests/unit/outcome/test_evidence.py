@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from reprospec.core import capped
 from reprospec.core.logtext import TAIL_LINES
+from reprospec.core.results import Execution
 from reprospec.outcome.evidence import Events, Evidence, read_log
 
 
@@ -69,3 +74,42 @@ def test_the_ranks_are_read_from_a_distributed_workloads_events_only(tmp_path: P
     assert [(p.rank, p.step) for p in ranks.positions] == [(0, 4)]
     # A command's events are not believed about ranks (only the harness writes them).
     assert Evidence.read(execution_in(tmp_path, 1, harness=False)).ranks is None
+
+
+def test_what_the_folder_lacks_is_not_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One listing of the attempt's folder: a silent pass's logs and native stacks, missing
+    # from it, are not opened; what is there is read, and a log elsewhere is opened as ever.
+    (tmp_path / "events.jsonl").write_bytes(b'{"event": "phase", "phase": "train"}\n')
+    (tmp_path / "stderr.log").write_text("boom\n")
+    opened: list[str] = []
+    head_tail = capped.head_tail
+
+    def spy(path: Path | str, head: int, tail: int) -> bytes:
+        opened.append(Path(path).name)
+        return head_tail(path, head, tail)
+
+    monkeypatch.setattr(capped, "head_tail", spy)
+    execution = Execution(
+        cell_id="c",
+        attempt=1,
+        log_dir=tmp_path,
+        returncode=0,
+        timed_out=False,
+        duration_s=0.1,
+        started="s",
+        finished="f",
+        stdout_path=tmp_path / "stdout.log",
+        stderr_path=tmp_path / "stderr.log",
+        events_path=tmp_path / "events.jsonl",
+    )
+    evidence = Evidence.read(execution)
+    assert (evidence.stdout, evidence.stderr, evidence.events.phase) == ("", "boom\n", "train")
+    assert (evidence.native, evidence.gpu) == (None, None)
+    assert sorted(opened) == ["events.jsonl", "stderr.log"]
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / "stdout.log").write_text("out\n")
+    moved = replace(execution, stdout_path=elsewhere / "stdout.log")
+    assert Evidence.read(moved).stdout == "out\n"
