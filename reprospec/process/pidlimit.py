@@ -185,6 +185,7 @@ def _engine_alive(pid: int) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)  # the pool's few cgroups, each asked at every attempt
 def _file(folder: Path, name: str) -> str:
     """A file of a pooled cgroup, as the str os.open takes: made once per cgroup, where a
     Path joined per attempt cost more than the write to it."""
@@ -217,7 +218,7 @@ def join(procs: str) -> None:
 def procs_file(limit: Limit) -> str | None:
     """The attempt's cgroup.procs, which the attempt's root joins itself before it runs
     anything (it writes 0 there: start.py, a preload server's fork)."""
-    return None if limit.cgroup is None else str(limit.cgroup / "cgroup.procs")
+    return None if limit.cgroup is None else _file(limit.cgroup, "cgroup.procs")
 
 
 def _remove_pool() -> None:
