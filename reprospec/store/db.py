@@ -210,10 +210,15 @@ class StoredRun:
     started: str = ""  # when the run first began (a resume keeps it)
 
 
+# json.dumps(value, sort_keys=True, ensure_ascii=False, default=str), its encoder made once:
+# json.dumps makes one per call with these options, and each attempt's row asks.
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def _json(value: object) -> str:
     if isinstance(value, list) and not value:
         return "[]"  # most of an attempt's lists (its mismatches, slots, warnings): no encoder
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return _ENCODER.encode(value)
 
 
 def environment_fingerprint(env: Mapping[str, JsonValue]) -> str:
