@@ -285,7 +285,7 @@ def find_cores(
     found: list[tuple[float, CoreInfo]] = []
     seen: set[FileId] = set()
     watched = pattern.watched(workdir)
-    names = [Path(n) for g in pattern.globs(workdir) for n in glob.glob(g)]  # noqa: PTH207 (an absolute pattern: see globs)
+    names = [Path(n) for g in pattern.globs(workdir) for n in _matches(g)]
     # After the glob: a core replaced meanwhile is in this list, if not in that one.
     names += [held.path for held in WATCH.replaced(watched[0])] if watched else []
     newest = 0.0
@@ -311,6 +311,15 @@ def find_cores(
     if names:
         _note_seen(pattern.folder(workdir), newest)
     return [info for _, info in sorted(found, key=lambda item: item[0])]
+
+
+def _matches(pattern: str) -> list[str]:
+    """`glob.glob(pattern)`; a pattern without a wildcard (`core`, the default core_pattern,
+    in a workdir whose name needs no escape) is one lstat, as glob.glob does it, without
+    the glob module's work around it at every attempt's end."""
+    if glob.has_magic(pattern):
+        return glob.glob(pattern)  # noqa: PTH207 (an absolute pattern: see globs)
+    return [pattern] if os.path.lexists(pattern) else []
 
 
 # The newest core (its mtime) find_cores has seen in each folder, claimed or not, so that an
