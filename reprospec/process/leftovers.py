@@ -241,7 +241,11 @@ class Flight:
     """An attempt's registration with the watchdog and in its record file, begin to end."""
 
     def __init__(
-        self, record: Path | None, token: str, tag: int | None, container: str | None = None
+        self,
+        record: Path | str | None,
+        token: str,
+        tag: int | None,
+        container: str | None = None,
     ) -> None:
         # A str: the os calls of begin and end take it without a conversion each.
         self.path = None if record is None else os.fspath(record)

@@ -183,7 +183,7 @@ def run_process(
     cancel: threading.Event | None = None,
     native: native_stacks.Capture | None = None,
     start: Start | None = None,
-    record: Path | None = None,
+    record: Path | str | None = None,
     stall: ProgressWatch | None = None,
 ) -> ProcessResult:
     """Run `argv` as an attempt in its own session and return once every process of it is gone.

@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -323,7 +324,6 @@ class LocalRunner:
         lazy = plan.workload is None and instance is None
         base = attempt_files(plan, log_dir, gpu_slot)
         events_path = base["events_path"]
-        env_json = log_dir / "env.json"
 
         def infra(reason: str, warnings: Sequence[str] = ()) -> Execution:
             now = run.utc_now()
@@ -366,9 +366,10 @@ class LocalRunner:
             )
         except FatalError as exc:
             return infra(str(exc))
-        refused_path = log_dir / "perturb-refused.txt"
+        # Where launch.py says what it could not apply: it runs only with the options.
+        refused_path = log_dir / "perturb-refused.txt" if applied.launch_options else None
         launch_options = list(instance.launch_options if instance else ())
-        if applied.launch_options:
+        if refused_path is not None:
             launch_options += [*applied.launch_options, "--refused", str(refused_path)]
         try:
             argv, limit_warnings = rlimits.wrap_argv(argv, plan.environment, launch_options)
@@ -441,7 +442,7 @@ class LocalRunner:
                 cancel=cancel,
                 native=capture,
                 start=launcher,
-                record=log_dir / leftovers.INFLIGHT,
+                record=os.path.join(log_dir, leftovers.INFLIGHT),  # noqa: PTH118 (os calls use it)
                 stall=stall,
             )
         except (run.OutputLost, run.AttemptLost) as exc:
@@ -474,7 +475,7 @@ class LocalRunner:
                     warnings=warnings,
                 )  # fmt: skip
         # Only launch.py writes the reason, and it runs only with the perturbation's options.
-        not_perturbed = perturbing.refused_reason(refused_path) if applied.launch_options else None
+        not_perturbed = perturbing.refused_reason(refused_path) if refused_path else None
         if not_perturbed is not None:
             return infra(not_perturbed, warnings)
         if plan.environment.debug.cuda_coredump is not None:
@@ -490,7 +491,7 @@ class LocalRunner:
             started=result.started,
             finished=result.finished,
             stack_path=result.stack_path,
-            env_path=env_json if env_json.is_file() and env_json.stat().st_size else None,
+            env_path=_written(log_dir, "env.json"),
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
@@ -560,6 +561,16 @@ class LocalRunner:
             )
         except InfraError as exc:
             return {"python": version, "error": str(exc)}
+
+
+def _written(folder: Path, name: str) -> Path | None:
+    """`folder/name` where it is a file with something in it, else None (one stat, on a str:
+    every attempt asks for the harness's env.json, which a command never writes)."""
+    try:
+        info = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118
+    except OSError:
+        return None
+    return folder / name if stat.S_ISREG(info.st_mode) and info.st_size else None
 
 
 def sanitizer_failure(returncode: int | None, log_dir: Path, files: AttemptFiles) -> str | None:
