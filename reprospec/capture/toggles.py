@@ -174,7 +174,11 @@ def propose(argv: list[str]) -> Proposal:
         short_flag = _SHORT_FLAG.match(word)
         delete = _HYDRA_DELETE.match(word)
         override = _HYDRA.match(word) if not word.startswith("-") else None
-        if long_flag and _secret_option(long_flag["name"]) and "${" not in word + (following or ""):
+        if (
+            long_flag
+            and _secret_option(long_flag["name"])
+            and "${{" not in word + (following or "")
+        ):
             # `--api-key sk-...`: read from the environment, never an axis (`_secret`).
             if long_flag["value"] is not None:
                 read = _secret(long_flag["name"], long_flag["value"], env)
@@ -206,7 +210,11 @@ def propose(argv: list[str]) -> Proposal:
             toggle = _toggle("drop_" + axis_name(delete["key"]), None, "delete", word, taken)
             toggle = Toggle(toggle.axis, True, "delete", word, delete["key"])
             out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
-        elif override and _secret_option(override["key"]) and "${" not in override["value"]:
+        elif (
+            override
+            and _secret_option(override["key"])
+            and not _HYDRA_REFERENCE.fullmatch(override["value"])
+        ):
             hydra = True
             read = _secret(override["key"], override["value"], env)
             out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
@@ -271,46 +279,58 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
 
 
 # The last word of an option's name that makes it a secret: `--api-key`, `--hf-token`,
-# `db.password`; not `--max-tokens`, `--tokenizer`, `--key-frames` or `--token-file` (a
-# path), which a substring match of the secret names hid from the spec, unrerunnable.
+# `db.password`, `--password2`, `--apiKey`, `--auth`; not `--max-tokens`, `--tokenizer`,
+# `--key-frames` or `--token-file` (a path), which a substring match of the secret names
+# hid from the spec, unrerunnable.
 _SECRET_WORDS = frozenset(
-    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials"}
-)
+    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+     "auth"}
+)  # fmt: skip
+# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
+# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
+_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
+# Hydra's interpolation (`db.password=${oc.env:DB_PASS}`): a reference, no secret.
+_HYDRA_REFERENCE = re.compile(r"\$\{[^{}]+\}")
+
+
+def _secret_option(name: str) -> bool:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
+    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
+    if not words:
+        return False
+    last = words[-1].rstrip("0123456789")  # password2
+    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
+        return True
+    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 
 
 def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
     """A shell script with its secret-looking options' values (`--api-key X`, `--token=X`)
     read from the environment as `_secret` does: `sh -c` kept the script as one word, the
-    secret in it whole. A value the script holds more than once, or inside a word, stays
-    as written."""
+    secret in it whole. Every place the script holds the value as a word of its own (bare
+    or quoted) says `"$VAR"` instead: the same value, expanded by the shell."""
     try:
-        words = shlex.split(script)
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)  # `;`, `|`, `&&` are words of their own, not a value's end
     except ValueError:
         return script
     for index, word in enumerate(words):
         flag = _LONG_FLAG.match(word)
         if not flag or not _secret_option(flag["name"]):
             continue
-        value = (
-            flag["value"]
-            if flag["value"] is not None
-            else (words[index + 1] if index + 1 < len(words) else None)
-        )
-        if not value or "$" in value:
+        following = words[index + 1] if index + 1 < len(words) else None
+        value = flag["value"] if flag["value"] is not None else following
+        if not value or "${{" in value or not _is_value(value):
             continue
+        forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
         as_written = re.compile(
-            r"(?<![^\s=])(?:"
-            + "|".join(re.escape(q) for q in (shlex.quote(value), f'"{value}"', value))
-            + r")(?=\s|$|;|&|\|)"
+            r"(?<![^\s=;|&(])(?:" + "|".join(map(re.escape, forms)) + r")(?=[\s;|&)]|$)"
         )
-        if len(as_written.findall(script)) == 1:
-            script = as_written.sub(_secret(flag["name"], value, env), script, count=1)
+        # A replacement string, escaped: `re` reads a backslash in it (none in `"$VAR"`).
+        script = as_written.sub(_secret(flag["name"], value, env).replace("\\", r"\\"), script)
     return script
-
-
-def _secret_option(name: str) -> bool:
-    words = [w for w in re.split(r"[-_.]", name.lower()) if w]
-    return bool(words) and words[-1] in _SECRET_WORDS
 
 
 def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:

@@ -160,7 +160,15 @@ def test_only_an_option_whose_last_word_names_a_secret_is_one() -> None:
     plain = propose(["python", "t.py", "--max-tokens", "512", "--key-frames", "3"])
     assert plain.env == ()
     assert [t.axis for t in plain.toggles] == ["max_tokens", "key_frames"]
-    assert propose(["python", "t.py", "--token-file", "t.txt"]).env == ()
+    assert propose(["python", "t.py", "--token-file", "t.txt", "--hotkey", "c"]).env == ()
+    # Written together, camelCase, numbered, an id of a key: secrets all (review).
+    for name in ("apikey", "apiKey", "api-key-2", "password2", "auth", "hftoken", "aws-key-id"):
+        assert propose(["python", "t.py", f"--{name}", "s3cr3t-value"]).env != (), name
+    # A Hydra interpolation is a reference; a password holding `${` is still a secret.
+    assert propose(["python", "t.py", "db.password=${oc.env:X}"]).env == ()
+    assert propose(["python", "t.py", "--password", "pa${ss}word"]).env == (
+        ("PASSWORD", "pa${ss}word"),
+    )
 
 
 def test_two_secrets_under_one_name_keep_their_own_values() -> None:
@@ -180,3 +188,9 @@ def test_a_secret_option_inside_a_shells_c_script_is_read_from_the_environment()
     assert proposal.env == (("API_KEY", "sk-live-AAAA"),)
     quoted = propose(["bash", "-c", "python up.py --token='hf_x y' | tee log"])
     assert quoted.command == "bash -c 'python up.py --token=\"$TOKEN\" | tee log'"
+    # A `;` after the value is the shell's, and every copy of the value is read (review).
+    again = propose(["sh", "-c", "python up.py --api-key SECRET; echo SECRET"])
+    assert again.command == 'sh -c \'python up.py --api-key "$API_KEY"; echo "$API_KEY"\''
+    assert again.env == (("API_KEY", "SECRET"),)
+    single = propose(["sh", "-c", "python up.py --api-key 'sk-live-A'"])
+    assert single.command == "sh -c 'python up.py --api-key \"$API_KEY\"'"
