@@ -402,9 +402,10 @@ def _not_ours(python: str) -> str | None:
     """`python`, or None where it is the engine's own (its environment's folder: a venv's
     `python` and `python3` are one): "it ran with --python" of reprospec's own
     interpreter put a path of this machine in the spec for nothing."""
-    return (
-        None if Path(python).absolute().parent == Path(sys.executable).absolute().parent else python
-    )
+    same_folder = Path(python).absolute().parent == Path(sys.executable).absolute().parent
+    same_binary = Path(python).resolve() == Path(sys.executable).resolve()
+    # Both: /usr/bin/python3.9 beside an engine of /usr/bin/python3.11 is another one.
+    return None if same_folder and same_binary else python
 
 
 # An interpreter's file name: python, python3, python3.11.

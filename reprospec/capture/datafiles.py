@@ -205,7 +205,7 @@ _SYSTEM = (
 )
 
 
-_INTERPRETER_LIB = Lazy(r"/lib(?:64)?/python\d")
+_INTERPRETER_LIB = Lazy(r"/lib(?:64)?/python\d+(?:\.\d+)?/")
 
 
 def _the_programs(path: Path, before: float) -> bool:

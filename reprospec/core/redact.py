@@ -132,9 +132,10 @@ def secret_values(
 # The fewest characters of a secret that count as a part of it in a text: shorter runs
 # (`hf_`, `key`) are as likely the text's own words.
 SECRET_PART_CHARS = 6
-# A secret whose parts are looked for: one word of token characters (`hf_abc123`,
-# `sk-live-AAAA`), not a path or a phrase.
-_TOKEN_LIKE = Lazy(r"[A-Za-z0-9_+=.:-]+")
+# A value whose parts are not looked for: a path (`/home/me/.Xauthority`, `~/key.json`,
+# `./creds`) or words (`Ada Lovelace`); an AWS key's inner `/` or a password's `&` is no
+# path.
+_PATH_OR_PHRASE = Lazy(r"^[/~.]|\s")
 
 
 def secret_parts(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
@@ -144,13 +145,12 @@ def secret_parts(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
     mask (Redactor), where a captured spec writes the text down for anyone to read."""
     spans: list[tuple[int, int]] = []
     for secret in secrets:
-        if len(secret) < SECRET_PART_CHARS or not _TOKEN_LIKE.fullmatch(secret):
+        if len(secret) < SECRET_PART_CHARS or _PATH_OR_PHRASE.search(secret):
             # Too short to have parts, or a path or words (XAUTHORITY's `/home/me/.Xauth`,
-            # GIT_AUTHOR_NAME's): the whole value only, as a word of its own (six of a
+            # GIT_AUTHOR_NAME's): the whole value only, as the Redactor masks it (six of a
             # path's characters, `/home/`, were in every path of the text).
             if _maskable(secret):
-                pattern = r"(?<!\w)" + re.escape(secret) + r"(?!\w)"
-                spans += [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+                spans += [(m.start(), m.end()) for m in re.finditer(re.escape(secret), text)]
             continue
         starts = {
             secret[i : i + SECRET_PART_CHARS] for i in range(len(secret) - SECRET_PART_CHARS + 1)

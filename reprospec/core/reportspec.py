@@ -58,16 +58,17 @@ class MarkerError(ValueError):
 
 def rerun_command(options: Mapping[str, object]) -> str:
     """`reprospec run report.md` with the run's options the embedded spec does not hold
-    (`--observe`, `-m`, `--repeat`, `--timeout`, `--python`; its `--set`s are in its
-    text): a report of an observed run reran its spec judged, and called cells that only
-    observed a crash not reproduced."""
+    (`--observe`, `-m`, `--repeat`, `--timeout`; its `--set`s are in its text): a report
+    of an observed run reran its spec judged, and called cells that only observed a crash
+    not reproduced."""
     words = ["reprospec", "run", "report.md"]
     if options.get("observe"):
         words.append("--observe")
     filters = options.get("matrix_filters")
     for selected in filters if isinstance(filters, list) else ():
         words += ["-m", str(selected)]
-    for flag, key in (("--repeat", "repeat"), ("--timeout", "timeout"), ("--python", "python")):
+    # Not `--python`: a path of the machine that ran it, in a report meant for tickets.
+    for flag, key in (("--repeat", "repeat"), ("--timeout", "timeout")):
         if options.get(key) is not None:
             words += [flag, str(options[key])]
     return shlex.join(words)

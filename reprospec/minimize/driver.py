@@ -470,15 +470,13 @@ def _check_output(output: Path | None, workdir: Path, original: Program) -> None
         return
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: not a folder")
-    held = (
-        sorted(p.name for p in output.iterdir() if not p.name.startswith("."))
-        if output.is_dir()
-        else []
-    )
-    # What a minimize writes (an interrupted one's DIR too: its spec and repro come before
-    # its reports); a hidden file (`.gitkeep`) is no one's work.
-    ours = {"minimize.json", "minimized.yaml", "repro.sh"}
-    if held and not ours & set(held) and output.resolve() != workdir:
+    # A minimize's DIR (an interrupted one's too: its spec and repro come before its
+    # reports) is its own to write over; a folder with other work is not, but for the
+    # files no one makes (`.DS_Store`, `.gitkeep`).
+    held = sorted(p.name for p in output.iterdir()) if output.is_dir() else []
+    held = [name for name in held if name not in (".DS_Store", ".gitkeep")]
+    ours = "minimize.json" in held or {"minimized.yaml", "repro.sh"} <= set(held)
+    if held and not ours and output.resolve() != workdir:
         # DIR's files are written over: a folder of another project lost its own.
         shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         raise UsageError(

@@ -184,7 +184,6 @@ def _engine_alive(pid: int) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=256)
 @functools.lru_cache(maxsize=256)  # the pool's few cgroups, each asked at every attempt
 def _file(folder: Path, name: str) -> str:
     """A file of a pooled cgroup, as the str os.open takes: made once per cgroup, where a

@@ -511,11 +511,12 @@ def test_dir_that_is_the_workdir_or_a_file_is_refused_before_anything_runs(
     other = tmp_path / "other"
     other.mkdir()
     (other / "prep2.py").write_text("# my other project\n")
-    (other / ".gitkeep").write_text("")  # hidden: not named, and alone it is refused nothing
+    (other / ".gitkeep").write_text("")  # no one's work: not named
+    (other / "repro.sh").write_text("# mine too\n")  # one name alike makes no DIR of it
     for output, said in (
         (work, "that is the spec's workdir"),
         (work / "notes.txt", "not a folder"),
-        (other, "the folder holds files minimize did not write (prep2.py)"),
+        (other, "the folder holds files minimize did not write (prep2.py, repro.sh)"),
     ):
         code, _, stderr = minimize(tmp_path, "-o", str(output), spec=work / "p.yaml")
         assert code == 2, stderr

@@ -198,3 +198,6 @@ def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
         "--data /home/user/data/train.csv"
     )
     assert mask_parts("by Ada Lovelace and Ada", ("Ada Lovelace",)) == "by *** and Ada"
+    # An AWS secret key's inner `/` is no path: a printed prefix of it is masked (review).
+    aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert mask_parts("signing with wJalrXUtnFEMI...", (aws,)) == "signing with ***..."
