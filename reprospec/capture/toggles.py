@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import looks_secret
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
@@ -233,7 +234,23 @@ def propose(argv: list[str]) -> Proposal:
         if toggle.axis:
             toggles.append(toggle)
         index += 1
-    return Proposal(" ".join(out), tuple(toggles), tuple(env), hydra)
+    return _without_secret_values(Proposal(" ".join(out), tuple(toggles), tuple(env), hydra))
+
+
+def _without_secret_values(proposal: Proposal) -> Proposal:
+    """An axis whose value is a secret's (`--password X --user X`) is read from the
+    secret's variable instead: as an axis, X was in the spec, the cell's name and every
+    report, though `--password`'s own was not."""
+    held = {value: name for name, value in proposal.env if looks_secret(name)}
+    command, kept = proposal.command, []
+    for toggle in proposal.toggles:
+        name = held.get(str(toggle.value)) if isinstance(toggle.value, str) else None
+        if name is None:
+            kept.append(toggle)
+            continue
+        axis = f"${{{{ matrix.{toggle.axis} }}}}"
+        command = command.replace(f"'{axis}'", f'"${name}"').replace(axis, f'"${name}"')
+    return replace(proposal, command=command, toggles=tuple(kept))
 
 
 def _program_args_start(words: list[str]) -> int:

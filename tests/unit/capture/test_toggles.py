@@ -194,3 +194,14 @@ def test_a_secret_option_inside_a_shells_c_script_is_read_from_the_environment()
     assert again.env == (("API_KEY", "SECRET"),)
     single = propose(["sh", "-c", "python up.py --api-key 'sk-live-A'"])
     assert single.command == "sh -c 'python up.py --api-key \"$API_KEY\"'"
+
+
+def test_an_axis_holding_a_secrets_value_reads_the_secrets_variable() -> None:
+    # `--user hunter22` beside `--password hunter22` was an axis: the value in the spec,
+    # the cell's name and every report (review).
+    proposal = propose(["python", "t.py", "--password", "hunter22", "--user", "hunter22"])
+    assert proposal.command == 'python t.py --password "$PASSWORD" --user "$PASSWORD"'
+    assert proposal.toggles == ()
+    assert propose(["python", "t.py", "--user", "bob"]).command == (
+        "python t.py --user ${{ matrix.user }}"
+    )
