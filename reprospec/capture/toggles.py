@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import MIN_MASKED_CHARS, looks_secret
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
@@ -241,7 +241,10 @@ def _without_secret_values(proposal: Proposal) -> Proposal:
     """An axis whose value is a secret's (`--password X --user X`) is read from the
     secret's variable instead: as an axis, X was in the spec, the cell's name and every
     report, though `--password`'s own was not."""
-    held = {value: name for name, value in proposal.env if looks_secret(name)}
+    # As the mask: a value too short to be one (`AUTH=1` beside `--workers 1`) is left.
+    held = {
+        v: name for name, v in proposal.env if looks_secret(name) and len(v) >= MIN_MASKED_CHARS
+    }
     command, kept = proposal.command, []
     for toggle in proposal.toggles:
         name = held.get(str(toggle.value)) if isinstance(toggle.value, str) else None

@@ -205,3 +205,6 @@ def test_an_axis_holding_a_secrets_value_reads_the_secrets_variable() -> None:
     assert propose(["python", "t.py", "--user", "bob"]).command == (
         "python t.py --user ${{ matrix.user }}"
     )
+    # A value too short for the mask is no secret's to replace.
+    short = propose(["AUTH=1", "python", "t.py", "--workers", "1"])
+    assert short.command == "python t.py --workers ${{ matrix.workers }}"
