@@ -88,7 +88,9 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append("environment.python: the Python version (the log does not say it)")
     if not machine.requirements:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
-    expect, comments = _expect(ticket, pytest=pytest)
+    # Read once: what the title, the description and the expected message must not show.
+    secrets = secret_values(proposal.env if proposal is not None else ())
+    expect, comments = _expect(ticket, secrets, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
     env = [
@@ -105,8 +107,8 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         name=_name(ticket),
         # Quoted from the log: a secret the command set (or a part the program printed)
         # is masked here as in what capture prints.
-        title=mask_parts(_title(ticket), _secrets(ticket)),
-        description=mask_parts(_description(ticket, source), _secrets(ticket)),
+        title=mask_parts(_title(ticket), secrets),
+        description=mask_parts(_description(ticket, source), secrets),
         labels=("captured", "from-log"),
         command=proposal.command if proposal else COMMAND_PLACEHOLDER,
         python=machine.python,
@@ -137,7 +139,9 @@ def pytest_verbose(argv: list[str]) -> list[str]:
     return [*(word for word in argv if word not in ("-q", "-qq", "--quiet")), "-v"]
 
 
-def _expect(ticket: Ticket, *, pytest: bool = False) -> tuple[JsonObject, dict[str, str]]:
+def _expect(
+    ticket: Ticket, secrets: tuple[str, ...], *, pytest: bool = False
+) -> tuple[JsonObject, dict[str, str]]:
     failure = ticket.failure
     comments: dict[str, str] = {}
     if failure.outcome is None:
@@ -153,7 +157,7 @@ def _expect(ticket: Ticket, *, pytest: bool = False) -> tuple[JsonObject, dict[s
     if failure.outcome in ("error", "crash") and failure.exception:
         expect["exception"] = failure.exception
     if failure.outcome == "error" and failure.message:
-        expect["message"] = message_pattern(failure.message, secrets=_secrets(ticket))
+        expect["message"] = message_pattern(failure.message, secrets=secrets)
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
         expect["exit_code"] = failure.exit_code
     if failure.phase is not None:
