@@ -376,7 +376,7 @@ def chosen_interpreter(
     `pytest` of another environment); else None, the engine's own. Its packages are the
     ones the spec pins: the engine's were pinned for a command another interpreter ran,
     and the packages only that one had were left out."""
-    from reprospec.plan.shellwords import is_assignment
+    from reprospec.plan.shellwords import is_assignment, shebang
 
     words = list(argv)
     at = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
@@ -387,14 +387,9 @@ def chosen_interpreter(
         words[at] = "python"
         return tuple(words), _not_ours(str((workdir / program).absolute()))
     found = shutil.which(program) if "/" not in program else str(workdir / program)
-    try:
-        with Path(found or "").open("rb") as script:
-            first = script.readline(512).decode("utf-8", "replace")
-    except OSError:
-        return tuple(words), None
-    shebang = first[2:].split() if first.startswith("#!") else []
-    if shebang and shebang[0].startswith("/") and _PYTHON_NAME.fullmatch(Path(shebang[0]).name):
-        return tuple(words), _not_ours(shebang[0])
+    line = shebang(Path(found), 512) if found else []
+    if line and line[0].startswith("/") and _PYTHON_NAME.fullmatch(Path(line[0]).name):
+        return tuple(words), _not_ours(line[0])
     return tuple(words), None
 
 

@@ -110,17 +110,24 @@ def is_shell_script(path: Path) -> bool:
     try:
         if path.stat().st_size > MAX_PARSE_BYTES:
             return False
-        if path.suffix in (".sh", ".bash"):
-            return True
-        with path.open("rb") as file:
-            first = file.readline(256)
     except OSError:
         return False
-    if not first.startswith(b"#!"):
-        return False
-    program = first[2:].split()
-    names = [Path(os.fsdecode(w)).name for w in program[:2]]  # `#!/usr/bin/env bash`
+    if path.suffix in (".sh", ".bash"):
+        return True
+    program = shebang(path, 256)
+    names = [Path(w).name for w in program[:2]]  # `#!/usr/bin/env bash`
     return any(name in SHELLS for name in names)
+
+
+def shebang(path: Path, limit: int) -> list[str]:
+    """The words of a file's `#!` line (its first `limit` bytes); [] for none, or a file
+    that cannot be read."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline(limit)
+    except OSError:
+        return []
+    return [os.fsdecode(w) for w in first[2:].split()] if first.startswith(b"#!") else []
 
 
 def shell_words(text: str) -> list[str]:
