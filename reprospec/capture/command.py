@@ -50,7 +50,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import looks_secret, mask_parts, secret_values
+from reprospec.core.redact import holds_secret, mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
@@ -127,7 +127,7 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
     # from the environment, never writes them: capture's runs set them, as the command
     # did (they ran without them, and called what that changed the failure).
-    with environ.changed({n: v for n, v in proposal.env if looks_secret(n)}):
+    with environ.changed({n: v for n, v in proposal.env if holds_secret(n, v)}):
         return _capture(request, run_spec, proposal)
 
 

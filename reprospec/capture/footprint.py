@@ -21,7 +21,7 @@ from pathlib import Path
 
 from reprospec.capture.toggles import Proposal
 from reprospec.capture.writer import EnvLine
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
@@ -230,7 +230,7 @@ def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvL
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:
-    if looks_secret(name):
+    if holds_secret(name, value):
         return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
     return EnvLine(name, value, comment)
 

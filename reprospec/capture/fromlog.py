@@ -29,7 +29,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import looks_secret, mask_parts, secret_values
+from reprospec.core.redact import holds_secret, mask_parts, secret_values
 from reprospec.outcome.pytestreport import is_pytest
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
@@ -95,7 +95,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         todo.append("expect.outcome: the log shows no failure this reader knows")
     env = [
         EnvLine(name, f"${{{{ env.{name} }}}}", "the ticket's command set it: set it in yours")
-        if looks_secret(name)
+        if holds_secret(name, value)
         else EnvLine(name, value, "set on the command line")
         for name, value in (proposal.env if proposal else ())
     ]

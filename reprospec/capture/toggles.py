@@ -22,7 +22,12 @@ from dataclasses import dataclass, replace
 
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import MIN_MASKED_CHARS, looks_secret
+from reprospec.core.redact import (
+    MIN_MASKED_CHARS,
+    holds_secret,
+    looks_like_credential,
+    looks_secret,
+)
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
@@ -175,19 +180,22 @@ def propose(argv: list[str]) -> Proposal:
         short_flag = _SHORT_FLAG.match(word)
         delete = _HYDRA_DELETE.match(word)
         override = _HYDRA.match(word) if not word.startswith("-") else None
-        if (
-            long_flag
-            and _secret_option(long_flag["name"])
-            and "${{" not in word + (following or "")
-        ):
-            # `--api-key sk-...`: read from the environment, never an axis (`_secret`).
-            if long_flag["value"] is not None:
-                read = _secret(long_flag["name"], long_flag["value"], env)
-                out.append(shlex.quote(f"--{long_flag['name']}=") + read)
+        flag = long_flag or short_flag
+        if flag and "${{" not in word + (following or ""):
+            # `--api-key sk-...`, `-H 'Authorization: Bearer ...'`: read from the
+            # environment, never an axis (`_secret`).
+            inline = long_flag["value"] if long_flag else None
+            if inline is not None and (name := _secret_name(flag["name"], inline)):
+                out.append(shlex.quote(f"--{flag['name']}=") + _secret(name, inline, env))
                 index += 1
                 continue
-            if following is not None and _is_value(following):
-                out.append(shlex.quote(word) + " " + _secret(long_flag["name"], following, env))
+            if (
+                inline is None
+                and following is not None
+                and _is_value(following)
+                and (name := _secret_name(flag["name"], following))
+            ):
+                out.append(shlex.quote(word) + " " + _secret(name, following, env))
                 index += 2
                 continue
         if any("'" in w or "${{" in w for w in (word, following or "")):
@@ -213,11 +221,11 @@ def propose(argv: list[str]) -> Proposal:
             out.append(f"${{{{ matrix.{toggle.axis} and {_literal(word)} or '' }}}}")
         elif (
             override
-            and _secret_option(override["key"])
+            and (name := _secret_name(override["key"], override["value"]))
             and not _HYDRA_REFERENCE.fullmatch(override["value"])
         ):
             hydra = True
-            read = _secret(override["key"], override["value"], env)
+            read = _secret(name, override["value"], env)
             out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
             index += 1
             continue
@@ -227,6 +235,10 @@ def propose(argv: list[str]) -> Proposal:
             toggle = _toggle(key, override["value"], "override", word, taken)
             prefix = (override["prefix"] or "") + key + "="
             out.append(_with_value(prefix, toggle, override["value"]))
+        elif looks_like_credential(word):  # a bare `hf_...` or `https://me:pw@host/x`
+            out.append(_secret("secret", word, env))
+            index += 1
+            continue
         else:
             out.append(shlex.quote(word))
             index += 1
@@ -243,7 +255,7 @@ def _without_secret_values(proposal: Proposal) -> Proposal:
     report, though `--password`'s own was not."""
     # As the mask: a value too short to be one (`AUTH=1` beside `--workers 1`) is left.
     held = {
-        v: name for name, v in proposal.env if looks_secret(name) and len(v) >= MIN_MASKED_CHARS
+        v: name for name, v in proposal.env if holds_secret(name, v) and len(v) >= MIN_MASKED_CHARS
     }
     command, kept = proposal.command, []
     for toggle in proposal.toggles:
@@ -325,6 +337,33 @@ def _secret_option(name: str) -> bool:
     return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 
 
+def _secret_name(option: str, value: str) -> str | None:
+    """The name `value` is read from the environment under (`_secret`) when it is a secret:
+    by the option's name (`--api-key`), or by its own shape (`looks_like_credential`) under
+    an option whose name says nothing (`--auth-header`, curl's `-H`, `db.url`). A header
+    gives its own name (`Authorization: ...` -> AUTHORIZATION); otherwise the option's,
+    made to look secret (`DB_URL_SECRET`), as the writer and the Redactor know secrets by
+    their variable's name. None: an ordinary value."""
+    if _secret_option(option):
+        return option
+    if not looks_like_credential(value):
+        return None
+    header = _HEADER.match(value)
+    if header and looks_secret(header["name"]):
+        return header["name"]
+    return option if looks_secret(option) else f"{option}_secret"
+
+
+def _takes_value(word: str) -> bool:
+    """Whether `word` is an option whose value is the next word (`-H`, `--header`)."""
+    flag = _LONG_FLAG.match(word) or _SHORT_FLAG.match(word)
+    return flag is not None and flag.groupdict().get("value") is None
+
+
+# An HTTP header as one word (`Authorization: Bearer ...`): its name.
+_HEADER = re.compile(r"^\s*(?P<name>[A-Za-z][\w-]*)\s*:\s")
+
+
 def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
     """A shell script with its secret-looking options' values (`--api-key X`, `--token=X`)
     read from the environment as `_secret` does: `sh -c` kept the script as one word, the
@@ -337,19 +376,25 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
     except ValueError:
         return script
     for index, word in enumerate(words):
-        flag = _LONG_FLAG.match(word)
-        if not flag or not _secret_option(flag["name"]):
-            continue
-        following = words[index + 1] if index + 1 < len(words) else None
-        value = flag["value"] if flag["value"] is not None else following
-        if not value or "${{" in value or not _is_value(value):
+        flag = _LONG_FLAG.match(word) or _SHORT_FLAG.match(word)
+        if flag:
+            following = words[index + 1] if index + 1 < len(words) else None
+            inline = flag["value"] if "value" in flag.groupdict() else None
+            value = inline if inline is not None else following
+            if not value or "${{" in value or not _is_value(value):
+                continue
+            if not (name := _secret_name(flag["name"], value)):
+                continue
+        elif looks_like_credential(word) and not _takes_value(words[index - 1] if index else ""):
+            name, value = "secret", word  # a bare word, not an option's value
+        else:
             continue
         forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
         as_written = re.compile(
             r"(?<![^\s=;|&(])(?:" + "|".join(map(re.escape, forms)) + r")(?=[\s;|&)]|$)"
         )
         # A replacement string, escaped: `re` reads a backslash in it (none in `"$VAR"`).
-        script = as_written.sub(_secret(flag["name"], value, env).replace("\\", r"\\"), script)
+        script = as_written.sub(_secret(name, value, env).replace("\\", r"\\"), script)
     return script
 
 

@@ -68,6 +68,35 @@ def looks_secret(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
+# A value that is a credential under whatever name it is given (`--auth-header`, curl's
+# `-H`, a positional word): an HTTP header or scheme that carries one, a URL holding a
+# password, or a provider's token format (Hugging Face, OpenAI and Anthropic, GitHub,
+# GitLab, Slack, AWS access key ids, Google API keys, npm, PyPI, a JWT). The name rule
+# (`looks_secret`) missed these, and the value was a plain axis or word in the spec.
+_CREDENTIAL = Lazy(
+    r"(?:proxy-)?authorization\s*:\s*\S.*"
+    r"|(?:x-)?(?:api-key|auth-token|access-token)\s*:\s*\S.*"
+    r"|(?:bearer|basic|token|bot)\s+[\w.~+/=-]{8,}"
+    r"|[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@\S*"
+    r"|hf_[A-Za-z0-9]{20,}|sk-(?:ant-|proj-)?[\w-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_\w{20,}|glpat-[\w-]{20,}|xox[abposr]-[\w-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|AIza[\w-]{35}|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}",
+    re.IGNORECASE,
+)
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether `value` is a credential by its shape alone (`Bearer ...`, `hf_...`,
+    `https://user:password@host`), whatever name holds it."""
+    return bool(_CREDENTIAL.fullmatch(value.strip()))
+
+
+def holds_secret(name: str, value: str) -> bool:
+    """Whether the variable `name=value` of a command or a shell is a secret: by its name,
+    or by its value's shape (`DATABASE_URL=postgres://me:pw@db/x`)."""
+    return looks_secret(name) or looks_like_credential(value)
+
+
 def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
     """The engine variables a spec reads through `${{ env.X }}`, in order."""
     try:
@@ -122,11 +151,11 @@ def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
 def secret_values(
     assignments: Iterable[tuple[str, str]] = (), environ: Mapping[str, str] | None = None
 ) -> tuple[str, ...]:
-    """The values under secret-looking names: of `assignments` (a command's `VAR=value`
-    words), then of `environ` (this process's by default); those a Redactor would mask."""
+    """The secret values (`holds_secret`): of `assignments` (a command's `VAR=value` words),
+    then of `environ` (this process's by default); those a Redactor would mask."""
     environ = os.environ if environ is None else environ
     pairs = [*assignments, *environ.items()]
-    return tuple(dict.fromkeys(v for n, v in pairs if looks_secret(n) and _maskable(v)))
+    return tuple(dict.fromkeys(v for n, v in pairs if holds_secret(n, v) and _maskable(v)))
 
 
 # The fewest characters of a secret that count as a part of it in a text: shorter runs

@@ -495,6 +495,41 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
     assert not any("AAAA" in p.name for p in runs.rglob("*"))
 
 
+def test_a_credential_under_a_name_that_says_nothing_is_run_with_and_never_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `--auth-header "Bearer ..."` and a URL holding a password: the option names say
+    # nothing secret, and both values were axes (spec, folder names, every report).
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "fetch.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--auth-header'); p.add_argument('--db-url')\n"
+        "a = p.parse_args()\n"
+        "assert a.auth_header == 'Bearer qwertyuiop123456', a.auth_header\n"
+        "assert a.db_url == 'postgres://me:hunter2hunter2@db/x', a.db_url\n"
+        "raise ConnectionError('403 from the dataset server')\n"
+    )
+    argv = ["python", "fetch.py", "--auth-header", "Bearer qwertyuiop123456",
+            "--db-url=postgres://me:hunter2hunter2@db/x"]  # fmt: skip
+    result = capture(cli, workdir, *argv)
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["command"] == (
+        'python fetch.py --auth-header "$AUTH_HEADER" --db-url="$DB_URL_SECRET"'
+    )
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["exception"] == "ConnectionError"
+    runs = tmp_path / "out" / "runs"
+    stored = [p.read_text() for p in (*runs.rglob("*.json"), *runs.rglob("*.md"))]
+    for output in (*stored, (workdir / "spec.yaml").read_text(), result.stdout, result.stderr):
+        assert "qwertyuiop" not in output
+        assert "hunter2" not in output
+    assert not any("qwerty" in p.name or "hunter" in p.name for p in runs.rglob("*"))
+
+
 def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_path: Path) -> None:
     # The same exception comes back with another message: the signature is the same, the
     # verdict not-reproduced, and the line says it was the message.

@@ -171,6 +171,30 @@ def test_only_an_option_whose_last_word_names_a_secret_is_one() -> None:
     )
 
 
+def test_a_value_shaped_as_a_credential_is_a_secret_under_any_name() -> None:
+    # `--auth-header "Bearer ..."`, curl's `-H 'Authorization: ...'`, a URL holding a
+    # password, a bare token: the option's name says nothing, and each was an axis or a
+    # word of the spec, in clear.
+    bearer = propose(["python", "dl.py", "--auth-header", "Bearer abcdefgh12345", "--lr", "0.1"])
+    assert bearer.command == 'python dl.py --auth-header "$AUTH_HEADER" --lr ${{ matrix.lr }}'
+    assert bearer.env == (("AUTH_HEADER", "Bearer abcdefgh12345"),)
+    curl = propose(["curl", "-H", "Authorization: Bearer abcdefgh12345", "https://h/x"])
+    assert curl.command == 'curl -H "$AUTHORIZATION" https://h/x'
+    url = propose(["python", "t.py", "--db-url=postgres://me:pw1234@db/x", "db.dsn=https://a:b@c"])
+    assert url.command == 'python t.py --db-url="$DB_URL_SECRET" db.dsn="$DB_DSN_SECRET"'
+    token = "hf_" + "a1" * 15
+    bare = propose(["python", "dl.py", token])
+    assert (bare.command, bare.env) == ('python dl.py "$SECRET"', (("SECRET", token),))
+    script = propose(["sh", "-c", f"curl -H 'Authorization: Bearer abcdefgh12345' u; echo {token}"])
+    assert script.command == 'sh -c \'curl -H "$AUTHORIZATION" u; echo "$SECRET"\''
+    # A leading variable whose name says nothing: its value read as the others.
+    leading = propose(["DATABASE_URL=postgres://me:pw1234@db/x", "python", "t.py", "--lr", "1"])
+    assert leading.env == (("DATABASE_URL", "postgres://me:pw1234@db/x"),)
+    # Ordinary values stay axes and words.
+    plain = ["python", "t.py", "--url", "https://h/x", "--header", "Accept: json", "token"]
+    assert propose(plain).env == ()
+
+
 def test_two_secrets_under_one_name_keep_their_own_values() -> None:
     # Both options got the first one's value: capture ran a command other than the one typed.
     two = propose(["python", "t.py", "--api-key", "AAA", "--api_key", "BBB"])

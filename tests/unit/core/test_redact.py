@@ -17,9 +17,12 @@ from reprospec.core.redact import (
     Redactor,
     _no_mapping_in,
     env_names_read,
+    holds_secret,
+    looks_like_credential,
     looks_secret,
     mask_parts,
     secret_parts,
+    secret_values,
     unset_env,
 )
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
@@ -201,3 +204,27 @@ def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
     # An AWS secret key's inner `/` is no path: a printed prefix of it is masked (review).
     aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
     assert mask_parts("signing with wJalrXUtnFEMI...", (aws,)) == "signing with ***..."
+
+
+def test_credentials_are_known_by_their_shape() -> None:
+    # Under a name that says nothing (`--auth-header`, curl's -H, DATABASE_URL).
+    for value in (
+        "Bearer abcdefgh12345",
+        "Authorization: token x",
+        "x-api-key: 123",
+        "postgres://me:pw1234@db:5432/x",
+        "hf_" + "A" * 30,
+        "sk-proj-" + "a" * 24,
+        "ghp_" + "b" * 36,
+        "AKIA" + "C" * 16,
+        "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4fwpM",
+    ):
+        assert looks_like_credential(value), value
+        assert holds_secret("WHATEVER", value), value
+    for value in ("Bearer x", "https://host/db", "Accept: json", "sk-1", "0.001", "token"):
+        assert not looks_like_credential(value), value
+    assert holds_secret("HF_TOKEN", "x")
+    assert not holds_secret("LR", "0.1")
+    assert secret_values([("DB", "postgres://me:pw1234@db/x")], {}) == (
+        "postgres://me:pw1234@db/x",
+    )
