@@ -52,7 +52,8 @@ class Package:
 
     @property
     def requirement(self) -> str:
-        """`torch==2.1.0` (a local build tag is kept: `2.1.0+cu121` is not `2.1.0`)."""
+        """`torch==2.1.0+cu121`, the build as listed (the spec's writer keeps its local
+        label in a comment: the pin matches every build of the release)."""
         return f"{self.name}=={self.version}"
 
 
@@ -80,10 +81,14 @@ class Machine:
 
     @property
     def requirements(self) -> tuple[str, ...]:
-        """One `name==version` per distribution (pip's listing over conda's)."""
+        """One `name==version` per distribution (pip's listing over conda's); torch's
+        version said in prose or by collect_env (`torch 2.3.0+cpu`) when no list has it:
+        the version the ticket is about, which the spec left unpinned."""
         seen: dict[str, str] = {}
         for package in sorted(self.packages, key=lambda p: p.source != "pip"):
             seen.setdefault(normalize(package.name), package.requirement)
+        if self.torch and not seen.keys() & {"torch", "pytorch"}:  # conda calls it pytorch
+            seen["torch"] = f"torch=={self.torch}"
         return tuple(sorted(seen.values(), key=str.lower))
 
     def package(self, name: str) -> Package | None:

@@ -150,7 +150,7 @@ def _environment(draft: Draft) -> list[str]:
         lines.append(f"  python: {_scalar(draft.python)}")
     if draft.packages:
         lines.append("  packages:")
-        lines += [f"    - {_scalar(p)}" for p in draft.packages]
+        lines += [_package(p) for p in draft.packages]
     if draft.gpus is not None:
         lines.append(f"  gpus: {draft.gpus[0]}  # {draft.gpus[1]}")
     live = [env for env in draft.env if not env.commented]
@@ -208,6 +208,18 @@ def _wrap_words(command: str, width: int) -> list[str]:
 
 def _pair(key: str, value: JsonValue) -> str:
     return f"{key}: {_scalar(value)}"
+
+
+def _package(pin: str) -> str:
+    """A pin without its local label (`torch==2.13.0+cpu` is written `torch==2.13.0`), which
+    says how this machine's copy was built: `==2.13.0+cpu` matched no other build, and a
+    reader's CUDA torch 2.13.0 ran the spec as infra-error; `==2.13.0` matches every build
+    of the release (PEP 440). The label stays in a comment."""
+    name, equals, version = pin.partition("==")
+    public, plus, _ = version.partition("+")
+    if not (equals and plus and public):
+        return f"    - {_scalar(pin)}"
+    return f"    - {_scalar(name + equals + public)}  # {version} where it failed"
 
 
 def _scalar(value: JsonValue) -> str:

@@ -40,7 +40,9 @@ def test_a_pytorch_ticket_becomes_a_spec_that_validates_with_the_machine_compare
     assert isinstance(environment, dict)
     assert environment["python"] == "3.10"
     assert environment["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
-    assert "torch==2.1.0+cu121" in environment["packages"]  # type: ignore[operator]
+    # The release, not the build: `==2.1.0+cu121` matched no other build of 2.1.0.
+    assert "torch==2.1.0" in environment["packages"]  # type: ignore[operator]
+    assert "- torch==2.1.0  # 2.1.0+cu121 where it failed" in (tmp_path / "t.yaml").read_text()
     assert document["expect"] == {
         "outcome": "crash",
         "signal": "SIGSEGV",

@@ -91,6 +91,8 @@ def test_a_gdb_session_gives_the_signal_the_native_frames_and_the_program() -> N
     assert read.native_frames[4] == "cfunction_call@methodobject.c"
     assert read.command == "python3 bench_ops.py --op index_add --dtype bfloat16"
     assert (read.machine.torch, read.machine.python) == ("2.3.0+cpu", "3.10")
+    # Said in prose only ("torch 2.3.0+cpu"), it is still the version the spec pins.
+    assert read.machine.requirements == ("torch==2.3.0+cpu",)
 
 
 def test_a_pytest_run_gives_the_failing_test_as_the_phase_and_its_exception() -> None:

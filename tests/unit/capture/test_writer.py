@@ -172,7 +172,7 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
         workdir="sub",
         files=("sub/mod.py",),
         python="3.11",
-        packages=("torch==2.13.0",),
+        packages=("torch==2.13.0+cpu", "numpy==2.1.0"),
         env=(
             EnvLine("A", "1e3"),
             EnvLine("CUDA_LAUNCH_BLOCKING", "1", "try", commented=True),
@@ -191,9 +191,11 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
     assert document["environment"] == {
         "workdir": "sub",
         "python": "3.11",
-        "packages": ["torch==2.13.0"],
+        # A local label (`+cpu`) matched no other build of the release: a comment only.
+        "packages": ["torch==2.13.0", "numpy==2.1.0"],
         "env": {"A": "1e3"},
     }
+    assert "- torch==2.13.0  # 2.13.0+cpu where it failed" in text
     assert document["matrix"] == {"workers": [2], "name": ["a, b"]}
     assert document["markers"] == [{"preset": "lightning"}, {"preset": "steps"}]
     assert document["expect"] == {"outcome": "crash", "signal": "SIGSEGV", "step": "3..5"}
