@@ -237,11 +237,6 @@ class RateModel:
             value = self._marginal[key] = f * self._log_p + s * self._log_q
         return value
 
-    def mean(self, _f: int, _s: int) -> float:
-        # The predicted failure rate given the counts, called like `marginal`; the rate is
-        # fixed here, so the counts do not move it.
-        return self.rate
-
 
 class LearnedRate:
     """The rate as the attempts show it: deterministic, flaky at a high rate, or at `rate`.
@@ -311,10 +306,6 @@ class LearnedRate:
             value = log_sum(logs)
             self._marginal[key] = value
         return value
-
-    def mean(self, f: int, s: int) -> float:
-        """P(the next attempt of a bad version fails | f failures and s clean ones there)."""
-        return math.exp(self.marginal(f + 1, s) - self.marginal(f, s))
 
     def deterministic(self, f: int, s: int) -> float:
         """The posterior probability of the deterministic reading given those counts."""

@@ -167,7 +167,7 @@ def test_a_rate_below_the_assumption_is_flagged() -> None:
 def test_rate_model_and_helpers() -> None:
     model = RateModel(0.3)
     assert model.marginal(2, 3) == pytest.approx(2 * math.log(0.3) + 3 * math.log(0.7))
-    assert model.mean(5, 0) == 0.3
+    assert math.exp(model.marginal(6, 0) - model.marginal(5, 0)) == pytest.approx(0.3)
     assert attempts_to_see(0.3, 0.01) == 13
     assert attempts_to_see(1.0) == 1
     assert wilson_upper(0, 10) == pytest.approx(0.2775, abs=1e-3)
@@ -217,12 +217,12 @@ def test_the_learned_rate_trusts_a_failure_that_never_flaked_and_forgets_it_when
     assert model.deterministic(4, 0) > 0.99
     # So the next attempt there is expected to fail nearly surely, and a clean one
     # weighs far more than (1 - 0.3).
-    assert model.mean(4, 0) > 0.99
+    assert math.exp(model.marginal(5, 0) - model.marginal(4, 0)) > 0.99
     assert model.marginal(4, 1) - model.marginal(4, 0) < math.log(0.01)
     # One clean attempt among them: the failure flakes; only the flaky rate is left.
     assert model.deterministic(4, 1) == 0.0
     assert model.marginal(4, 1) == pytest.approx(math.log(0.5) + 4 * math.log(0.3) + math.log(0.7))
-    assert model.mean(4, 1) == pytest.approx(0.3)
+    assert math.exp(model.marginal(5, 1) - model.marginal(4, 1)) == pytest.approx(0.3)
     # With no deterministic prior it is the fixed-rate model.
     fixed = LearnedRate(0.3, deterministic=0.0, high_prior=0.0)
     assert fixed.marginal(2, 3) == pytest.approx(RateModel(0.3).marginal(2, 3))
