@@ -219,7 +219,7 @@ def _the_programs(path: Path, before: float) -> bool:
     parts = path.parts[:-1]
     if any(p.startswith(".") and p != ".config" for p in parts):
         return False
-    if {"site-packages", "dist-packages", "__pycache__"} & set(parts):
+    if _SKIPPED_FOLDERS.intersection(parts):
         return False
     if _INTERPRETER_LIB.search(text):  # another interpreter's library (`--python`'s)
         return False
