@@ -13,8 +13,11 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 - by value: every occurrence, in any text, of
   - the value of each engine variable the spec reads through `${{ env.X }}`,
     unless the spec lists X in `environment.public_env`,
-  - the value of each engine variable whose name looks secret,
-  - the value the spec itself gives a secret-looking name in `environment.env`.
+  - the value of each engine variable whose name looks secret, or whose value is
+    shaped as a credential (`looks_like_credential`: `DATABASE_URL=postgres://me:pw@db`,
+    a `Bearer ...` header, an `hf_...` token),
+  - the value the spec itself gives a secret-looking name, or a credential's shape, in
+    `environment.env`.
 
 A secret-looking name is masked even when `public_env` lists it: a stranger's spec
 must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
@@ -242,14 +245,16 @@ class Redactor:
             if name in environ and name not in public:
                 named.setdefault(environ[name], name)
         for name, value in environ.items():
-            if looks_secret(name):
+            if holds_secret(name, value):
                 named.setdefault(value, name)
         section = document.get("environment")
         given = section.get("env") if isinstance(section, Mapping) else None
         if isinstance(given, Mapping):
             for key, item in given.items():
                 # An expression is no secret: what it reads is masked by its own name.
-                if looks_secret(str(key)) and item is not None and "${{" not in str(item):
+                if item is None or "${{" in str(item):
+                    continue
+                if holds_secret(str(key), str(item)):
                     named.setdefault(str(item), str(key))
         # A value read from a public name is still a secret when a secret name holds it too.
         return cls(named, names=named)

@@ -230,6 +230,8 @@ SECRET_FROM_ENV = "s3cr3t-from-the-engine-env"  # read through ${{ env.X }}
 SECRET_BY_NAME = "passphrase-by-name-only"  # never read by the spec: its name looks secret
 SECRET_IN_SPEC = "literal-auth-in-the-spec"  # written in the spec under a secret-looking name
 PUBLIC_VALUE = "shown-because-public"
+# Never read, under a name that says nothing: a credential by its shape (a URL's password).
+SECRET_BY_SHAPE = "postgres://me:shape-pw-1234@db/x"
 
 
 def secret_spec(tmp_path: Path) -> Path:
@@ -249,7 +251,8 @@ def secret_spec(tmp_path: Path) -> Path:
             TORCH_AUTH: literal-auth-in-the-spec
           public_env: [REPROSPEC_TEST_DATA]
         command: |
-          echo "api=$API auth=$TORCH_AUTH phrase=$PYTORCH_PASSPHRASE data=$DATA"
+          echo "api=$API auth=$TORCH_AUTH phrase=$PYTORCH_PASSPHRASE data=$DATA db=$DB_URL"
+          echo "db $DB_URL" >&2
           echo "token $API $TORCH_AUTH $PYTORCH_PASSPHRASE $DATA" >&2
           python3 -c "import sys; sys.exit('${{ matrix.mode }}' != 'pass' and 'failed with $API')"
         expect:
@@ -266,11 +269,12 @@ SECRET_ENV = {
     "REPROSPEC_TEST_API": SECRET_FROM_ENV,
     "PYTORCH_PASSPHRASE": SECRET_BY_NAME,
     "REPROSPEC_TEST_DATA": PUBLIC_VALUE,
+    "DB_URL": SECRET_BY_SHAPE,
 }
 
 
 def assert_masked(where: str, text: str) -> None:
-    for secret in (SECRET_FROM_ENV, SECRET_BY_NAME, SECRET_IN_SPEC):
+    for secret in (SECRET_FROM_ENV, SECRET_BY_NAME, SECRET_IN_SPEC, SECRET_BY_SHAPE):
         assert secret not in text, f"{secret!r} leaked into {where}"
 
 

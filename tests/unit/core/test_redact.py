@@ -68,6 +68,13 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
     redactor = Redactor.for_spec(document, environ)
     # Read and not public; secret-looking (public or not, read or not); the spec's own.
     assert set(redactor.values) == {"api-value", "tok-value", "unread-value", "literal-auth"}
+    # A credential's shape under a name that says nothing, the engine's or the spec's.
+    section = document["environment"]
+    assert isinstance(section, dict)
+    section["env"] = {"DB": "postgres://me:pw1234@db/x"}
+    environ["DATABASE_URL"] = "https://me:hunter22@h/x"
+    shaped = Redactor.for_spec(document, environ)
+    assert {"postgres://me:pw1234@db/x", "https://me:hunter22@h/x"} < set(shaped.values)
     assert redactor.text("x api-value y data-value z") == f"x {MASK} y data-value z"
 
 
