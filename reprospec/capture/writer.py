@@ -406,11 +406,32 @@ def check_output(output: Path, *, force: bool, reads: Iterable[str | Path] = ())
             )
     if target.exists() and not force:
         raise UsageError(f"{output} exists; pass --force to overwrite it")
-    if target.exists() and target.suffix not in (".yaml", ".yml"):
+    if target.exists() and not _is_spec(target):
         raise UsageError(
-            f"{output} exists and is not a spec (.yaml): --force overwrites only a spec; "
-            "name another file"
+            f"{output} exists and is not a reprospec spec (no `reprospec:` key): --force "
+            "overwrites only a spec; name another file"
         )
+
+
+def _is_spec(path: Path) -> bool:
+    """Whether the file at `path` is a reprospec spec (a .yaml or .yml file whose top-level
+    mapping has the `reprospec` key): a program's own `config.yaml`, which the command
+    opens without naming it, was written over with `--force` and then read as its config."""
+    import yaml
+
+    if path.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        with path.open("rb") as file:
+            head = file.read(MAX_SPEC_BYTES + 1)
+        document = yaml.safe_load(head) if len(head) <= MAX_SPEC_BYTES else None
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(document, dict) and "reprospec" in document
+
+
+# A spec is a page of YAML; a larger file is someone's data, never written over.
+MAX_SPEC_BYTES = 1 << 20
 
 
 def script_stem(argv: tuple[str, ...]) -> str:

@@ -239,6 +239,19 @@ def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Pa
     assert script.read_text() == "raise SystemExit(3)\n"
     named = cli("capture", "--force", "-o", "crash.py", "--", "python", "crash.py", cwd=tmp_path)
     assert "capture reads it (crash.py)" in named.stderr
+    # A program's own config.yaml, opened but not named: --force writes only over a spec
+    # (the draft was written over it, and the program read the draft as its config).
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    config = cli("capture", "--force", "-o", "config.yaml", "--", "python", "crash.py",
+                 cwd=tmp_path)  # fmt: skip
+    assert config.code == 2
+    assert "config.yaml exists and is not a reprospec spec" in config.stderr
+    assert (tmp_path / "config.yaml").read_text() == "lr: 0.1\n"
+    (tmp_path / "old.yaml").write_text("reprospec: 1\nname: old\ncommand: 'true'\n")
+    again = cli("capture", "--force", "--no-verify", "-o", "old.yaml", "--", "python", "crash.py",
+                cwd=tmp_path)  # fmt: skip
+    assert again.code == 0, again.stdout + again.stderr
+    assert "crash.py" in (tmp_path / "old.yaml").read_text()
 
 
 def test_a_command_that_passed_is_said_to_have_passed(cli: Cli, tmp_path: Path) -> None:
