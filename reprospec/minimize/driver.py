@@ -47,7 +47,7 @@ from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
-from reprospec.minimize.report import Minimized, expects_the_failure, write, write_reports
+from reprospec.minimize.report import Minimized, not_the_reduced_cell, write, write_reports
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
@@ -181,20 +181,21 @@ def _minimize(
         if options.settings and options.passing_cells
         else Reduced(failing, failing, None, message="not asked")
     )
-    if reduced.reset and not expects_the_failure(spec, original, reduced, expectation, workdir):
-        # The minimized spec would expect something else of the reduced cell: minimizing
-        # there, then naming the failing cell, would report a cell nothing was checked in.
-        say(
-            f"settings: {reduced.cell.id} fails too, but the spec expects it to do otherwise "
-            f"than {failing.id}: the program is minimized in {failing.id}"
-        )
+    why_not = (
+        not_the_reduced_cell(spec, original, reduced, expectation, workdir) if reduced.reset else ""
+    )
+    if why_not:
+        # The minimized spec would expect something else of the reduced cell, or has no
+        # such cell: minimizing there, then naming the failing cell, would report a cell
+        # nothing was checked in.
+        say(f"settings: {why_not}: the program is minimized in {failing.id}")
         reduced = replace(
             reduced,
             cell=failing,
             kept=(*reduced.kept, *reduced.reset),
             reset=(),
             overrides=(),
-            message=f"the spec expects {reduced.cell.id}, where it fails too, to do otherwise",
+            message=why_not,
         )
     if reduced.reset:
         say("settings: " + reduced.sentence())

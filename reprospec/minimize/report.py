@@ -99,7 +99,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     spec_path = out / SPEC_NAME
     reset = found.settings.reset if found.settings else ()
     # The settings step was kept only where this spec expects the failure in the reduced
-    # cell (`expects_the_failure`, asked before the program was minimized there).
+    # cell (`not_the_reduced_cell`, asked before the program was minimized there).
     carried = (*named, *found.added)
     spec_path.write_text(_spec_text(spec, program, reset, workdir, carried), encoding="utf-8")
     if found.perturbed:
@@ -245,15 +245,18 @@ def _drop_unused_axes(document: dict[str, Any]) -> None:
         read = re.compile(rf"matrix\.{re.escape(axis)}(?![\w-])|{re.escape(json.dumps(axis))}:")
         if read.search(rest) is None and read.search(entries) is None:
             del matrix[axis]
-    if not any(k not in ("include", "exclude") for k in matrix):
+    if not any(k != "exclude" for k in matrix):
+        # No axis and no `include` entry left: no matrix. A matrix of `include` entries
+        # alone is its cells (it was dropped, and the spec read axes it no longer had).
         document.pop("matrix")
 
 
-def expects_the_failure(
+def not_the_reduced_cell(
     spec: Spec, program: Program, reduced: Reduced, expectation: Expectation, workdir: Path
-) -> bool:
-    """Whether the minimized spec, its reset axes holding the passing values, has the reduced
-    cell and expects it to fail as the original cell was expected to.
+) -> str:
+    """Why the minimized spec, its reset axes holding the passing values, cannot name the
+    reduced cell as failing as the original cell was expected to ("" where it can): it has
+    no such cell (a matrix of `include` entries alone), or expects it to do otherwise.
 
     Asked before the program is minimized in that cell: where a case of the spec expects
     something else there (the cell to pass, or a crash without its signal), the minimized
@@ -277,8 +280,10 @@ def expects_the_failure(
             axis not in cell.matrix or same(cell.matrix[axis], value)
             for axis, value in reduced.cell.matrix.items()
         ):
-            return plan.expectation(cell) == expectation
-    return False
+            if plan.expectation(cell) == expectation:
+                return ""
+            return f"the spec expects {reduced.cell.id}, where it fails too, to do otherwise"
+    return f"no cell of the spec is {reduced.cell.id}, where it fails too"
 
 
 def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[str, ...], str]:
@@ -322,7 +327,11 @@ def cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
     """The `-m AXIS=VALUE` filters that select the failing cell in the minimized spec (the
     axes it still has: a setting reset in step 1 is no axis any more)."""
     axes = spec.document.get("matrix")
-    kept = axes if isinstance(axes, dict) else {}
+    kept = set(axes) if isinstance(axes, dict) else set()
+    # An `include` entry's keys are axes too (a matrix may be its entries alone).
+    entries = axes.get("include") if isinstance(axes, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        kept.update(entry if isinstance(entry, dict) else ())
     return tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
 
 

@@ -580,3 +580,40 @@ def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     repro = (tmp_path / "result" / "repro.sh").read_text()
     assert "reprospec run minimized.yaml" in repro, repro
     assert "environment.perturb" in data["repro_note"]
+
+
+def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
+    # Its axes are its entries' keys: the minimized spec lost the whole matrix (no axis at
+    # its top level), and its own check failed on `matrix.mode` read with no matrix.
+    written(tmp_path, {
+        "app.py": "import os\n"
+        "mode = os.environ.get('MODE', 'safe')\n"
+        "print('mode', mode)\n"
+        "if mode == 'fast':\n"
+        "    raise RuntimeError('fast mode broke')\n",
+        "inc.yaml": "reprospec: 1\n"
+        "name: include-only\n"
+        "environment: {env: {MODE: '${{ matrix.mode }}', EXTRA: '${{ matrix.extra }}'}}\n"
+        "matrix:\n"
+        "  include:\n"
+        "    - {mode: fast, extra: a}\n"
+        "    - {mode: safe, extra: b}\n"
+        "command: python app.py\n"
+        "expect:\n"
+        "  outcome: error\n"
+        "  exception: RuntimeError\n"
+        "  cases: [{when: {mode: safe}, outcome: pass}]\n",
+    })  # fmt: skip
+    spec = tmp_path / "inc.yaml"
+    code, data, stderr = minimize(tmp_path, "-m", "mode=fast", *DETERMINISTIC, *BUDGET, spec=spec)
+    assert code == 0, (data.get("status"), data.get("message"), stderr)
+    result = yaml.safe_load((tmp_path / "result" / "minimized.yaml").read_text())
+    assert {"mode": "fast", "extra": "a"} in result["matrix"]["include"]
+    # Step 1 found `extra` need not differ, but no entry is mode=fast,extra=b: said so.
+    assert (
+        data["settings"]["message"]
+        == "no cell of the spec is mode=fast,extra=b, where it fails too"
+    )
+    ran = subprocess.run(["sh", str(tmp_path / "result" / "repro.sh")], capture_output=True)
+    assert ran.returncode == 1
+    assert b"RuntimeError" in ran.stderr
