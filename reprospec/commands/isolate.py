@@ -12,7 +12,11 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.isolation.driver import IsolateOptions, isolate_spec
     from reprospec.isolation.report import text, to_dict
 
+    run_options = opt.run_options(args, purpose="isolate")
     options = IsolateOptions(
+        # -m chooses the failing cell, as amplify's and minimize's: each candidate's run is
+        # the spec reduced to its own one cell, which the filters would not select.
+        cell=run_options.matrix_filters,
         failing=args.failing,
         passing=args.passing,
         failing_sets=tuple(args.failing_sets),
@@ -20,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         error=opt.fraction(args.error, "--error"),
         min_rate=opt.fraction(args.min_rate, "--min-rate"),
-        run=opt.run_options(args, purpose="isolate"),
+        run=run_options.with_changes(matrix_filters=()),
         command_line=opt.invocation(),
     )
     return drive_search(
@@ -46,6 +50,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         ),
     )
     opt.spec(p)
+    opt.matrix(
+        p,
+        help="choose the failing cell: the first expected to fail among those these keep; "
+        "only attempts that fail as its expect says count (default: the first expected to fail)",
+    )
     p.add_argument(
         "--failing",
         default=None,

@@ -59,6 +59,9 @@ Progress = Callable[[str], None]
 class IsolateOptions:
     """What `reprospec isolate` is asked besides the spec."""
 
+    # -m AXIS=VALUE filters: the failing cell is the first of those they keep that is
+    # expected to fail (amplify's and minimize's -m); not with `failing`.
+    cell: tuple[str, ...] = ()
     failing: str | None = None  # a cell: its id, or AXIS=VALUE,... that selects one
     passing: str | None = None
     failing_sets: tuple[str, ...] = ()  # PATH=VALUE (or ~PATH) on the failing side only
@@ -353,6 +356,13 @@ def _choose_cells(
     another and the error said "no cell passed", a mistake the user had not made. A cell
     chosen here (from `expect`, or by running the matrix) is always one expected to fail.
     """
+    if options.cell and options.failing:
+        # Two answers to one question: which one was meant cannot be guessed.
+        raise UsageError(
+            "-m and --failing both choose the failing cell: give one (-m keeps cells, and "
+            "the first of them expected to fail is the failing cell)"
+        )
+    eligible = _eligible(cells, expectations, options.cell) if options.cell else cells
     failing = _select(cells, options.failing, "--failing") if options.failing else None
     if failing is not None and expectations.of(failing).outcome == "pass":
         raise UsageError(
@@ -362,7 +372,7 @@ def _choose_cells(
     passing = _select(cells, options.passing, "--passing") if options.passing else None
     expected_to_pass = [c for c in cells if expectations.of(c).outcome == "pass"]
     if failing is None and (passing is not None or expected_to_pass):
-        failing = next((c for c in cells if expectations.of(c).outcome != "pass"), None)
+        failing = next((c for c in eligible if expectations.of(c).outcome != "pass"), None)
     # With no cell expected to pass, `expect` says every cell fails: which one does is seen
     # in the run of the matrix, not read (the first cell, taken as read, passed 0/20).
     if passing is None and failing is not None:
@@ -377,7 +387,7 @@ def _choose_cells(
     if failing is None and passing is None and len(cells) == 1 and options.passing_sets:
         failing = passing = cells[0]
     if failing is None or passing is None:
-        failing, passing = _observe(spec, cells, options, failing, passing, say)
+        failing, passing = _observe(spec, cells, eligible, options, failing, passing, say)
     if expectations.of(failing).outcome == "pass":
         # A side the sets made (a one-cell spec expected to pass, with --passing-set): the
         # search would take its passes for the failure ("fails when MODE=a", backwards).
@@ -393,16 +403,39 @@ def _choose_cells(
     return failing, passing
 
 
+def _eligible(
+    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str]
+) -> list[Cell]:
+    """The cells `-m` keeps that are expected to fail: the failing cell is one of them.
+
+    A spec whose cells fail two ways (a SIGSEGV in some, an abort in others) is isolated
+    one failure at a time: `-m` says which cell's `expect`, so only attempts failing that
+    way count, and the other failure is a clean attempt, as amplify and minimize read it.
+    """
+    from reprospec.spec.matrix import select
+
+    kept = [c for c in select(cells, filters) if expectations.of(c).outcome != "pass"]
+    if not kept:
+        shown = " ".join("-m " + f for f in filters)
+        raise UsageError(
+            f"no cell kept by {shown} is expected to fail: isolate needs a cell whose expect "
+            f"says how it fails"
+        )
+    return kept
+
+
 def _observe(
     spec: Spec,
     cells: Sequence[Cell],
+    eligible: Sequence[Cell],
     options: IsolateOptions,
     failing: Cell | None,
     passing: Cell | None,
     say: Progress,
 ) -> tuple[Cell, Cell]:
-    """Run every cell once: the first that fails as expected, and of the cells that passed
-    the one that differs from it most (`differences.farthest`)."""
+    """Run every cell once: the first of `eligible` (the cells `-m` keeps) that fails as
+    expected, and of the cells that passed the one that differs from it most
+    (`differences.farthest`)."""
     from reprospec import api
 
     say(f"running the matrix once ({len(cells)} cell(s)) to find a failing and a passing cell")
@@ -410,12 +443,18 @@ def _observe(
     if result.interrupted:
         raise KeyboardInterrupt
     passed: list[Cell] = []
+    chosen = {c.id for c in eligible}
     for cell in result.cells:
         ran = [a.ran for a in cell.attempts if a.ran is not None]
         if not ran:
             continue
         matched = all(a.matched for a in cell.attempts if a.ran is not None)
-        if failing is None and cell.expected.outcome != "pass" and matched:
+        if (
+            failing is None
+            and cell.expected.outcome != "pass"
+            and matched
+            and cell.cell.id in chosen
+        ):
             failing = cell.cell
         elif all(o.kind == "pass" for o in ran):
             passed.append(cell.cell)
@@ -430,6 +469,12 @@ def _observe(
                 f"the cell did not fail as expected in one attempt (run {result.run_id}): for "
                 "a rare failure, `reprospec amplify` first (then isolate --amplify); a "
                 "one-cell spec's sides differ by the fields --passing-set sets"
+            )
+        if options.cell:
+            shown = " ".join("-m " + f for f in options.cell)
+            raise UsageError(
+                f"no cell kept by {shown} failed as expected in one run of the matrix (run "
+                f"{result.run_id}): keep another with -m"
             )
         raise UsageError(
             f"no cell failed as expected in one run of the matrix (run {result.run_id}): "

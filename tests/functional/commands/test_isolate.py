@@ -395,3 +395,84 @@ def _environ(pid: str) -> bytes:
         return Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return b""  # ended since pgrep saw it
+
+
+# Two failures in one spec: the `abort` cell aborts (SIGABRT, toggle c), the `full` cell
+# dies of the SIGSEGV that needs b and e; c aborts there too where b and e do not both hold.
+TWO_FAILURES = f"""\
+reprospec: 1
+name: two-failures
+matrix:
+  setup: [abort, full, minimal]
+  include:
+    - {{setup: abort, b: false, c: true, e: false}}
+    - {{setup: full, b: true, c: true, e: true}}
+    - {{setup: minimal, b: false, c: false, e: false}}
+environment:
+  workdir: {SPEC.parent}
+  env: {{RULE: "b,e", RATE: "1", OTHER: c}}
+command: python toggles.py b=${{{{ matrix.b }}}} c=${{{{ matrix.c }}}} e=${{{{ matrix.e }}}}
+run: {{timeout: 30s}}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {{setup: abort}}
+      signal: SIGABRT
+    - when: {{setup: minimal}}
+      outcome: pass
+"""
+
+
+def test_m_chooses_which_of_two_failures_is_isolated(tmp_path: Path) -> None:
+    spec = tmp_path / "two.yaml"
+    spec.write_text(TWO_FAILURES)
+    # Without -m: the first cell expected to fail, the abort, whose cause is c alone.
+    code, data, stderr = isolate(tmp_path, *DETERMINISTIC, spec=spec)
+    assert code == 0, stderr
+    assert data["failing"]["cell"].startswith("setup=abort")
+    assert culprits(data) == [("matrix.c", True)]
+    # -m keeps the full cell: its SIGSEGV is the failure, and the sets that only abort (c
+    # without both b and e) are clean attempts, not the bug: the answer is b and e.
+    code, data, stderr = isolate(tmp_path, "-m", "setup=full", *DETERMINISTIC, spec=spec)
+    assert code == 0, stderr
+    assert data["failing"]["cell"].startswith("setup=full")
+    assert data["passing"]["cell"].startswith("setup=minimal")
+    assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
+    assert sum(e["other"] for e in data["evidence"]["tested"]) > 0
+    assert "c=true" not in data["sentence"]
+    # The long spelling, as amplify's and minimize's.
+    code, again, stderr = isolate(tmp_path, "--matrix", "setup=full", *DETERMINISTIC, spec=spec)
+    assert code == 0, stderr
+    assert again["isolate"] == data["isolate"]
+    assert again["reused"] > 0  # the same search: answered from its stored probes
+
+
+def test_m_refusals_and_misspelled_options_are_usage_errors(tmp_path: Path) -> None:
+    spec = tmp_path / "two.yaml"
+    spec.write_text(TWO_FAILURES)
+    refusals = [
+        (["-m", "setup=minimal"], "no cell kept by -m setup=minimal is expected to fail"),
+        (["-m", "setup=nope"], "no cell matches -m setup=nope"),
+        (["-m", "setup=full", "--failing", "setup=abort"], "-m and --failing both choose"),
+        (["--failed", "setup=full"], "unrecognized arguments: --failed setup=full; did you "
+         "mean --failing?"),
+        (["--match", "setup=full"], "did you mean --matrix?"),
+    ]  # fmt: skip
+    for args, said in refusals:
+        code, _, stderr = isolate(tmp_path, *args, spec=spec)
+        assert code == 2, (args, stderr)
+        assert said in stderr, (args, stderr)
+        assert "Traceback" not in stderr
+    assert not (tmp_path / "out" / "runs").exists()  # refused before anything ran
+    # Every cell expected to segfault (no case): the matrix runs once, and the failing cell
+    # is one -m keeps that did segfault; the abort cell only aborted.
+    code, _, stderr = isolate(tmp_path, "--set", "~expect.cases", "-m", "setup=abort", spec=spec)
+    assert code == 2, stderr
+    assert "no cell kept by -m setup=abort failed as expected in one run of the matrix" in stderr
+    code, data, stderr = isolate(
+        tmp_path, "--set", "~expect.cases", "-m", "c=true", *DETERMINISTIC, spec=spec
+    )
+    assert code == 0, stderr
+    assert data["failing"]["cell"].startswith("setup=full")
+    assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
