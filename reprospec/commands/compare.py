@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
+from reprospec.core.redact import looks_secret
 
 if TYPE_CHECKING:
-    from reprospec.store.compare import Comparison
+    from reprospec.store.compare import Comparison, VariableChange
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -86,7 +87,10 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
     if diff["environment"]:
         out.append("environment differences:")
         out += [f"  {row['key']}: {row['a']!r} -> {row['b']!r}" for row in diff["environment"]]
-    else:
+    if diff["variables"]:
+        out.append("environment variables that differ:")
+        out += [f"  {_variable(row)}" for row in diff["variables"]]
+    if not diff["environment"] and not diff["variables"]:
         out.append("same environment")
     if diff["per_cell"]:
         # Named, so "same environment" is not read as covering what each cell chose.
@@ -113,6 +117,17 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         if only:
             out.append(f"{label}: {', '.join(only)}")
     return out
+
+
+def _variable(row: VariableChange) -> str:
+    """`OMP_NUM_THREADS: '1' -> '8' (cell mode=b)`; a secret's by its change alone,
+    `HF_TOKEN: unset -> set (secret: values not shown)`."""
+    if looks_secret(row["name"]):
+        said = f"{row['change']} (secret: values not shown)"
+    else:
+        said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
+    where = f" (cell{'s' if len(row['cells']) > 1 else ''} {', '.join(row['cells'])})"
+    return f"{row['name']}: {said}{where if row['cells'] else ''}"
 
 
 def _outcomes(counts: dict[str, int]) -> str:

@@ -114,6 +114,23 @@ def run_one_cell_fields(run: RunResult) -> tuple[str, ...]:
     return one_cell_fields((c.environment for c, _ in alike(run.cells)), run.environment)
 
 
+def varying_variables(run: RunResult) -> tuple[str, ...]:
+    """The variables a run's cells were given different values of (a toggle in
+    `environment.env`): the capture's value of such a name is one cell's, not the run's."""
+    envs = [cell.environment.get("env") for cell, _ in alike(run.cells)]
+    tables = [env for env in envs if isinstance(env, Mapping)]
+    names = {str(name) for table in tables for name in table}
+    # A name only some cells set is varying too: unset in the others (None).
+    return tuple(
+        sorted(n for n in names if len({str(t.get(n)) for t in tables} | _unset(envs)) > 1)
+    )
+
+
+def _unset(envs: list[JsonValue]) -> set[str]:
+    """{"None"} when some cell recorded no `env` table at all: its variables are unset."""
+    return {"None"} if any(not isinstance(env, Mapping) for env in envs) else set()
+
+
 def _requirements(environment: Mapping[str, JsonValue]) -> dict[str, str]:
     packages = environment.get("packages")
     if not isinstance(packages, (list, tuple)):

@@ -22,7 +22,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import Redactor, unset_env
+from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import RESOLVED_SPEC
@@ -101,7 +101,13 @@ def execute(
     reaped = leftovers.reap(folder.path) if resume is not None else ()
     # Started as soon as the runner and the folder are there (a resumed run's leftovers
     # gone): a short run's end waits for it.
-    capture = EnvironmentCapture(runner, plan.attempts[0], folder.path)
+    capture = EnvironmentCapture(
+        runner,
+        plan.attempts[0],
+        folder.path,
+        store=options.out,
+        inherits=options.runner != "docker",
+    )
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
@@ -257,7 +263,19 @@ class _Keeper:
 class EnvironmentCapture:
     """The target environment, captured in a child on a thread while the attempts run."""
 
-    def __init__(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        attempt: AttemptPlan,
+        run_dir: Path,
+        *,
+        store: Path | None = None,
+        inherits: bool = True,
+    ) -> None:
+        """`store`: the results store whose key digests the secret variables (none: no
+        digests); `inherits`: the attempts inherit the engine's environment (not docker's)."""
+        self._store = store
+        self._inherits = inherits
         self._environment: JsonObject = {}
         self._warnings: tuple[str, ...] = ()
         self._thread = threading.Thread(
@@ -281,7 +299,28 @@ class EnvironmentCapture:
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
         env["captured_in"] = attempt.cell.id  # a toggle may choose the interpreter: whose?
+        self._digest_secrets(env, attempt)
         self._environment = env
+
+    def _digest_secrets(self, env: JsonObject, attempt: AttemptPlan) -> None:
+        """The store key's digests of the secret variables the capture saw set (`***`), so
+        that `compare` can tell a token that changed from one that did not, from what the
+        engine gave the attempt (its own environment, then the spec's `environment.env`)."""
+        from reprospec.runners.local import outer_environ
+        from reprospec.store.digests import FIELD, store_key, variable_digests
+
+        table = env.get("env")
+        if self._store is None or not isinstance(table, dict):
+            return
+        masked = [name for name, value in table.items() if value == MASK and looks_secret(name)]
+        if not masked:
+            return
+        given = {**(outer_environ() if self._inherits else {}), **attempt.env}
+        try:
+            key = store_key(self._store)
+        except OSError:
+            return  # a store that cannot keep a key: compare says "set" only, not "changed"
+        env[FIELD] = variable_digests(key, given, masked)
 
     def running(self) -> bool:
         return self._thread.is_alive()

@@ -35,6 +35,7 @@ _ENV_SECTIONS = frozenset(
         "environment_mismatch",
         "collect_env",  # its own folded block (report/versions.py)
         "captured_in",  # the cell whose interpreter it was: named by the Versions block
+        "variable_digests",  # for compare only: digests tell a reader nothing
     }
 )
 

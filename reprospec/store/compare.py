@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict
 
+from reprospec.core.jsontypes import JsonValue
+from reprospec.core.redact import looks_secret
 from reprospec.core.results import (
     CellResult,
     RunResult,
     VerdictKind,
 )
 from reprospec.core.words import RESOLVED_SPEC, expectation_phrase
-from reprospec.environment.facts import Difference, environment_diff, run_one_cell_fields, within
+from reprospec.environment.facts import (
+    Difference,
+    environment_diff,
+    run_one_cell_fields,
+    varying_variables,
+    within,
+)
+from reprospec.store.digests import FIELD as DIGESTS
 
 
 class SpecChange(TypedDict):
@@ -45,6 +55,22 @@ class CellChange(TypedDict):
     expected: list[str]
 
 
+class VariableChange(TypedDict):
+    """One environment variable that differs between the runs.
+
+    `a` and `b` are each run's value (None: unset); a secret-looking name's values are
+    never shown (None both), `change` says only `unset -> set`, `set -> unset` or
+    `changed`. `cells` are the cells it differs in; [] when it differs for every cell (the
+    engine's environment, inherited by every attempt, or a value no toggle chose).
+    """
+
+    name: str
+    a: str | None
+    b: str | None
+    change: str
+    cells: list[str]
+
+
 class Comparison(TypedDict):
     """What `compare` finds (and `compare --format json` prints)."""
 
@@ -57,6 +83,9 @@ class Comparison(TypedDict):
     only_a: list[str]
     only_b: list[str]
     environment: list[Difference]
+    # The environment variables that differ (`env.NAME` of the capture, and each cell's
+    # `environment.env`): a run that differs only there is not "same environment".
+    variables: list[VariableChange]
     # Fields left out of `environment`: a toggle chose them per cell in either run (a package
     # version, a venv's python), so each run's captured value is one cell's, not the run's.
     per_cell: list[str]
@@ -105,17 +134,125 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
 
 class EnvironmentChange(TypedDict):
     environment: list[Difference]
+    variables: list[VariableChange]
     per_cell: list[str]
 
 
 def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
-    """The environment's differences, but for what either run's cells did not share."""
+    """The environment's differences, but for what either run's cells did not share; its
+    variables apart, by name, with each cell's own (`variable_changes`)."""
     one_cell = {field for run in (run_a, run_b) for field in run_one_cell_fields(run)}
+    one_cell |= {f"env.{name}" for run in (run_a, run_b) for name in varying_variables(run)}
     differences = environment_diff(run_a.environment, run_b.environment)
+    # The digests are for the secret variables' rows below, not differences of their own.
+    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS})]
     return {
-        "environment": [d for d in differences if not within(d["key"], one_cell)],
+        "environment": [d for d in kept if not d["key"].startswith("env.")],
+        "variables": variable_changes(
+            run_a, run_b, [d for d in kept if d["key"].startswith("env.")]
+        ),
         "per_cell": sorted(one_cell),
     }
+
+
+def variable_changes(
+    run_a: RunResult, run_b: RunResult, captured: list[Difference]
+) -> list[VariableChange]:
+    """The variables that differ: per cell, as each cell's `environment.env` recorded them
+    (a toggle may set one per cell), then those of the captured environment (the engine's
+    own, which every attempt inherits: `HF_TOKEN` exported in one shell and not the other)
+    that no cell's row names already.
+
+    A secret-looking name (redact.py's) is compared by whether it is set, never by value:
+    its recorded value is `***` either way. That one changed is told by the capture's
+    digests of them (`_changed_secrets`), for the engine's environment and the captured
+    cell's; a secret a toggle sets per cell is told only unset or set.
+    """
+    cells_b = {c.cell.id: c for c in run_b.cells}
+    common = [(a, cells_b[a.cell.id]) for a in run_a.cells if a.cell.id in cells_b]
+    groups: dict[tuple[str, str | None, str | None, str], list[str]] = {}
+    for cell_a, cell_b in common:
+        env_a, env_b = _variables(cell_a.environment), _variables(cell_b.environment)
+        for name in dict.fromkeys([*env_a, *env_b]):
+            row = _change(name, env_a.get(name), env_b.get(name))
+            if row is not None:
+                groups.setdefault(row, []).append(cell_a.cell.id)
+    rows: list[VariableChange] = [
+        {
+            "name": name,
+            "a": a,
+            "b": b,
+            "change": change,
+            # Every cell alike: the variable's change, not any cell's.
+            "cells": [] if len(cells) == len(common) else cells,
+        }
+        for (name, a, b, change), cells in groups.items()
+    ]
+    named = {row["name"] for row in rows}
+    for difference in captured:
+        name = difference["key"].removeprefix("env.")
+        row = _change(name, _text(difference["a"]), _text(difference["b"]))
+        if name not in named and row is not None:
+            named.add(name)
+            rows.append({"name": name, "a": row[1], "b": row[2], "change": row[3], "cells": []})
+    rows += [
+        {"name": name, "a": None, "b": None, "change": "changed", "cells": []}
+        for name in _changed_secrets(run_a.environment, run_b.environment)
+        if name not in named
+    ]
+    return rows
+
+
+def _changed_secrets(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> list[str]:
+    """The secret variables set in both captures whose digests differ under one store's
+    key (store/digests.py); digests of two stores' keys say nothing, and are not compared."""
+    digests_a, digests_b = _digests(a.get(DIGESTS)), _digests(b.get(DIGESTS))
+    if digests_a[0] is None or digests_a[0] != digests_b[0]:
+        return []
+    return [
+        name
+        for name, digest in digests_a[1].items()
+        if name in digests_b[1] and digests_b[1][name] != digest
+    ]
+
+
+def _digests(field: JsonValue) -> tuple[str | None, dict[str, str]]:
+    """(the store key's id, name -> digest) of a capture's digests; (None, {}) without."""
+    if not isinstance(field, Mapping) or not isinstance(field.get("of"), list):
+        return None, {}
+    pairs = [p for p in field["of"] if isinstance(p, list) and len(p) == 2]  # type: ignore[union-attr]
+    return str(field.get("store")), {str(name): str(digest) for name, digest in pairs}
+
+
+def _variables(environment: object) -> dict[str, str | None]:
+    """A cell's `environment.env` as name -> value (None: unset)."""
+    env = environment.get("env") if isinstance(environment, Mapping) else None
+    if not isinstance(env, Mapping):
+        return {}
+    return {str(name): _text(value) for name, value in env.items()}
+
+
+def _text(value: JsonValue) -> str | None:
+    return None if value is None else str(value)
+
+
+def _change(
+    name: str, a: str | None, b: str | None
+) -> tuple[str, str | None, str | None, str] | None:
+    """(name, a, b, how it changed) of one variable, None when it did not; a secret's
+    values left out. An empty secret counts as unset: a spec's `${{ env.TOKEN }}` of an
+    unset TOKEN is recorded empty, and was no token."""
+    if a == b:
+        return None
+    if looks_secret(name):
+        was, now = bool(a), bool(b)
+        if was == now:
+            # Both set: `***` alike; the digests tell whether it changed.
+            return None
+        return (name, None, None, "unset -> set" if now else "set -> unset")
+    if a is None or b is None:
+        return (name, a, b, "unset -> set" if a is None else "set -> unset")
+    return (name, a, b, "changed")
 
 
 def perturbations(run: RunResult) -> list[str]:

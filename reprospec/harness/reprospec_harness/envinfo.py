@@ -365,10 +365,13 @@ def _packages(names: Iterable[str]) -> dict[str, str | None]:
 
 
 def _env_vars() -> dict[str, str]:
+    """The variables that shape a run, and every secret-looking one that is set (masked):
+    a token exported in one shell and not in the other (HF_TOKEN: a gated download that
+    works, or not) is a difference `compare` must name, by its name alone."""
     return {
         key: (MASK if SECRET.search(key) else value)
         for key, value in sorted(os.environ.items())
-        if (key.startswith(ENV_PREFIXES) or key in ENV_NAMES)
+        if key.startswith(ENV_PREFIXES) or key in ENV_NAMES or (SECRET.search(key) and value)
     }
 
 

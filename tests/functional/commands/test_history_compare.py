@@ -240,3 +240,51 @@ def test_compare_shows_an_outcome_change_per_cell(cli: Cli, tmp_path: Path) -> N
     more = cli("run", str(_exit_spec(tmp_path, 0)), "--repeat", "3")
     again = cli("compare", passing.latest_run().name, more.latest_run().name).stdout
     assert "cells that changed" not in again, again
+
+
+def test_compare_names_the_environment_variables_that_differ(cli: Cli, tmp_path: Path) -> None:
+    # Real runs whose only difference is a variable: the engine's own (inherited by every
+    # attempt), or one a toggle gives a cell. "same environment" was printed for both.
+    secret = "tok_" + "x9" * 10
+    token = "FX_TEST_HF_TOKEN"  # looks secret (TOKEN); set in no developer's shell
+    spec = tmp_path / "env.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: env\nmatrix: {mode: [a, b]}\n"
+        "environment:\n  env:\n"
+        "    OMP_NUM_THREADS: \"${{ matrix.mode == 'b' and env.FX_OMP or '1' }}\"\n"
+        f"command: [{sys.executable}, -c, 'print(1)']\n"
+        "expect: {outcome: pass}\n"
+    )
+    runs = [
+        cli("run", str(spec), env={"FX_OMP": "1"}),
+        cli("run", str(spec), env={"FX_OMP": "8", token: secret}),
+        cli("run", str(spec), env={"FX_OMP": "8", token: secret[::-1]}),
+        cli("run", str(spec), env={"FX_OMP": "8", token: secret[::-1]}),
+    ]
+    assert [r.code for r in runs] == [0, 0, 0, 0], runs[0].stderr
+    ids = [r.latest_run().name for r in runs]
+    first = cli("compare", ids[0], ids[1])
+    assert first.code == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert "same environment" not in lines
+    assert "environment variables that differ:" in lines
+    assert f"  {token}: unset -> set (secret: values not shown)" in lines
+    assert "  OMP_NUM_THREADS: '1' -> '8' (cell mode=b)" in lines
+    assert secret not in first.stdout
+    data = json.loads(cli("compare", ids[0], ids[1], "--format", "json").stdout)
+    assert {"name": token, "a": None, "b": None, "change": "unset -> set", "cells": []} in (
+        data["variables"]
+    )
+    assert "env.OMP_NUM_THREADS" in data["per_cell"]  # the capture's is one cell's value
+    # The secret changed, set in both: said, without either value.
+    second = cli("compare", ids[1], ids[2])
+    assert f"  {token}: changed (secret: values not shown)" in second.stdout.splitlines()
+    assert secret not in second.stdout
+    assert secret[::-1] not in second.stdout
+    # Nothing changed: the same environment, no digest read as a difference.
+    same = cli("compare", ids[2], ids[3])
+    assert "same environment" in same.stdout.splitlines(), same.stdout
+    for run in ids:
+        text = (tmp_path / "out" / "runs" / run / "results.json").read_text()
+        assert secret not in text
+        assert secret[::-1] not in text

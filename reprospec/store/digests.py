@@ -1,0 +1,54 @@
+"""Digests of secret values, so that `compare` can say a token *changed* without ever
+holding it: an HMAC under a key that stays in the results store (`OUT/digest.key`).
+
+A plain hash of a secret would let anyone who reads results.json (a bundle, a CI
+artifact) test guesses of a weak password against it; under a key that never leaves
+the store folder it tells nothing to them. Two runs' digests are comparable only
+under the same key: each digest is recorded with the key's id, and runs of other
+stores are answered "set in both, not comparable" rather than "changed".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject, JsonValue
+
+KEY_FILE = "digest.key"
+# The capture's field holding them (its name must not look secret: redact.py would mask
+# a mapping's value under a key named like `secret_*`).
+FIELD = "variable_digests"
+
+
+def store_key(out: Path) -> bytes:
+    """The store's key, made once (readable by its owner only) on first use."""
+    path = out / KEY_FILE
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (FileNotFoundError, ValueError):
+        pass
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another run made it first: use theirs
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    key = secrets.token_bytes(32)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(key.hex())
+    return key
+
+
+def variable_digests(key: bytes, values: Mapping[str, str], names: Iterable[str]) -> JsonObject:
+    """`{"store": key id, "of": [[NAME, digest], ...]}` for those of `names` whose value is
+    known (no field is named `key`: redact.py would mask its value)."""
+    of: list[JsonValue] = [
+        [name, hmac.new(key, values[name].encode(), hashlib.sha256).hexdigest()[:16]]
+        for name in sorted(names)
+        if name in values
+    ]
+    return {"store": hashlib.sha256(key).hexdigest()[:8], "of": of}

@@ -1,0 +1,37 @@
+"""compare's environment variables: a secret by set/unset/changed only, never a value;
+its digests keyed by the store, comparable only under one key."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from reprospec.store.compare import _change, _changed_secrets
+from reprospec.store.digests import FIELD, store_key, variable_digests
+
+
+def test_a_variable_says_its_values_and_a_secret_only_its_change() -> None:
+    assert _change("OMP_NUM_THREADS", "1", "8") == ("OMP_NUM_THREADS", "1", "8", "changed")
+    assert _change("OMP_NUM_THREADS", None, "8")[3] == "unset -> set"  # type: ignore[index]
+    assert _change("HF_TOKEN", None, "***") == ("HF_TOKEN", None, None, "unset -> set")
+    assert _change("HF_TOKEN", "***", "") == ("HF_TOKEN", None, None, "set -> unset")
+    assert _change("HF_TOKEN", "***", "***") is None  # alike masked: the digests tell
+    assert _change("OMP_NUM_THREADS", "1", "1") is None
+
+
+def test_digests_compare_under_one_stores_key_only(tmp_path: Path) -> None:
+    key = store_key(tmp_path / "a")
+    assert store_key(tmp_path / "a") == key  # made once, then read
+    assert stat.S_IMODE((tmp_path / "a" / "digest.key").stat().st_mode) == 0o600
+    other = store_key(tmp_path / "b")
+    old = {
+        FIELD: variable_digests(key, {"HF_TOKEN": "hf_one", "X_KEY": "k"}, ["HF_TOKEN", "X_KEY"])
+    }
+    new = {
+        FIELD: variable_digests(key, {"HF_TOKEN": "hf_two", "X_KEY": "k"}, ["HF_TOKEN", "X_KEY"])
+    }
+    assert _changed_secrets(old, new) == ["HF_TOKEN"]
+    assert "hf_one" not in str(old)
+    elsewhere = {FIELD: variable_digests(other, {"HF_TOKEN": "hf_two"}, ["HF_TOKEN"])}
+    assert _changed_secrets(old, elsewhere) == []  # another key: not comparable
+    assert _changed_secrets(old, {}) == []
