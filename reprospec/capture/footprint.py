@@ -43,7 +43,9 @@ ENV_PREFIXES = (
     "NVIDIA_",
     "TOKENIZERS_",
     "HF_",
+    "HUGGING_FACE_",
     "TRANSFORMERS_",
+    "WANDB_",
     "PYTHON",
 )
 

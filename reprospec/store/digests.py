@@ -10,6 +10,7 @@ stores are answered "set in both, not comparable" rather than "changed".
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -26,20 +27,38 @@ FIELD = "variable_digests"
 
 
 def store_key(out: Path) -> bytes:
-    """The store's key, made once (readable by its owner only) on first use."""
+    """The store's key, made once (readable by its owner only) on first use.
+
+    Written whole under a name of its own, then linked into place: two runs that start at
+    once use the one linked first, and neither reads a key half written (an empty file
+    read as the empty key digested every secret alike)."""
     path = out / KEY_FILE
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except (FileNotFoundError, ValueError):
+        return _read_key(path)
+    except FileNotFoundError:
         pass
     out.mkdir(parents=True, exist_ok=True)
+    staged = out / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another run made it first: use theirs
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    key = secrets.token_bytes(32)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(key.hex())
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_bytes(32).hex())
+        with contextlib.suppress(FileExistsError):  # another run made it first: theirs
+            os.link(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    """The key in `path`; OSError for a file that holds none (the caller records no
+    digests then: compare tells such runs' secrets set or unset only)."""
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (ValueError, UnicodeDecodeError):
+        key = b""
+    if len(key) < 16:
+        raise OSError(f"{path}: not a key (remove it: the next run makes one)")
     return key
 
 

@@ -39,6 +39,13 @@ ENV_PREFIXES = (
     "NVIDIA_",
     "ATEN_",
     "TORCHINDUCTOR_",
+    # The hubs and trackers an ML program reads (`HF_TOKEN`, `WANDB_MODE=offline`): a token
+    # set in one run and not the other is a difference `compare` names, masked.
+    "HF_",
+    "HUGGING_FACE_",
+    "TRANSFORMERS_",
+    "TOKENIZERS_",
+    "WANDB_",
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
 # Names whose values are never captured: the same pattern as the engine's
@@ -365,13 +372,13 @@ def _packages(names: Iterable[str]) -> dict[str, str | None]:
 
 
 def _env_vars() -> dict[str, str]:
-    """The variables that shape a run, and every secret-looking one that is set (masked):
-    a token exported in one shell and not in the other (HF_TOKEN: a gated download that
-    works, or not) is a difference `compare` must name, by its name alone."""
+    """The variables that shape a run, a secret-looking one masked. Not every secret of the
+    shell: a bug report that listed `AWS_SECRET_ACCESS_KEY: ***` told its readers what
+    credentials the reporter keeps, and nothing about the bug."""
     return {
         key: (MASK if SECRET.search(key) else value)
         for key, value in sorted(os.environ.items())
-        if key.startswith(ENV_PREFIXES) or key in ENV_NAMES or (SECRET.search(key) and value)
+        if key.startswith(ENV_PREFIXES) or key in ENV_NAMES
     }
 
 

@@ -246,7 +246,7 @@ def test_compare_names_the_environment_variables_that_differ(cli: Cli, tmp_path:
     # Real runs whose only difference is a variable: the engine's own (inherited by every
     # attempt), or one a toggle gives a cell. "same environment" was printed for both.
     secret = "tok_" + "x9" * 10
-    token = "FX_TEST_HF_TOKEN"  # looks secret (TOKEN); set in no developer's shell
+    token = "HF_FX_TEST_TOKEN"  # a hub variable (HF_*), secret by name; in no one's shell
     spec = tmp_path / "env.yaml"
     spec.write_text(
         "reprospec: 1\nname: env\nmatrix: {mode: [a, b]}\n"

@@ -25,6 +25,7 @@ def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCH_HUB_TOKEN", "secret")
     monkeypatch.setenv("TORCH_AUTH", "secret")
     monkeypatch.setenv("PYTORCH_PASSPHRASE", "secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     info = envinfo.capture_system(["pyyaml>=6", "surely-not-installed-pkg"])
     assert info["python"]["version"].count(".") == 2
     assert info["os"]["kernel"]
@@ -34,10 +35,11 @@ def test_capture_system_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     assert info["packages"]["pyyaml"]
     assert info["packages"]["surely-not-installed-pkg"] is None
     assert info["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
-    # A secret-looking name is recorded set (masked) whatever its prefix: compare names a
-    # token set in one run and not the other; its value never.
+    # A secret-looking name of those that shape a run is recorded set, masked (compare names
+    # a token set in one run and not the other); another secret of the shell, not at all.
     for name in ("WANDB_API_KEY", "TORCH_HUB_TOKEN", "TORCH_AUTH", "PYTORCH_PASSPHRASE"):
         assert info["env"][name] == "***"
+    assert "AWS_SECRET_ACCESS_KEY" not in info["env"]
     assert info["multiprocessing"]["start_method"] in ("fork", "spawn", "forkserver")
     json.dumps(info)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from reprospec.store.compare import _change, _changed_secrets
 from reprospec.store.digests import FIELD, store_key, variable_digests
 
@@ -35,3 +37,11 @@ def test_digests_compare_under_one_stores_key_only(tmp_path: Path) -> None:
     elsewhere = {FIELD: variable_digests(other, {"HF_TOKEN": "hf_two"}, ["HF_TOKEN"])}
     assert _changed_secrets(old, elsewhere) == []  # another key: not comparable
     assert _changed_secrets(old, {}) == []
+
+
+def test_a_key_file_that_holds_no_key_gives_no_digests(tmp_path: Path) -> None:
+    # Read half written (empty), it was the empty key: every secret digested alike.
+    (tmp_path / "digest.key").write_text("")
+    with pytest.raises(OSError, match="not a key"):
+        store_key(tmp_path)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".digest")]
