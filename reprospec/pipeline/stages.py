@@ -306,15 +306,16 @@ class EnvironmentCapture:
         """The store key's digests of the secret variables the capture saw set (`***`), so
         that `compare` can tell a token that changed from one that did not, from what the
         engine gave the attempt (its own environment, then the spec's `environment.env`)."""
-        from reprospec.runners.local import outer_environ
-        from reprospec.store.digests import FIELD, store_key, variable_digests
-
         table = env.get("env")
         if self._store is None or not isinstance(table, dict):
             return
         masked = [name for name, value in table.items() if value == MASK and looks_secret(name)]
         if not masked:
             return
+        # Imported only now: hmac and secrets for a run with a secret to digest.
+        from reprospec.runners.local import outer_environ
+        from reprospec.store.digests import FIELD, store_key, variable_digests
+
         given = {**(outer_environ() if self._inherits else {}), **attempt.env}
         try:
             key = store_key(self._store)
