@@ -253,12 +253,14 @@ def _check_amplified_spec(path: Path, data: Mapping[str, JsonValue], spec_path: 
         # relative to where that amplify ran, unknown here: the names decide.
         if Path(measured).is_absolute() and Path(measured).resolve() == spec_path.resolve():
             return
-    name = load_spec(spec_path).name
-    if data.get("spec") != name:
+    spec = load_spec(spec_path)
+    if data.get("spec") != spec.name:
+        # amplify measures one cell: the advice for a matrix names the option that picks it.
+        pick = " -m AXIS=VALUE, its failing cell" if spec.document.get("matrix") else ""
         raise UsageError(
             f"--amplify {path}: an amplification of spec {data.get('spec')!r} "
-            f"({measured or 'its file unknown'}), not of {name!r} ({spec_path}): amplify "
-            f"this spec first (reprospec amplify {spec_path})"
+            f"({measured or 'its file unknown'}), not of {spec.name!r} ({spec_path}): amplify "
+            f"this spec first (reprospec amplify {spec_path}{pick})"
         )
 
 

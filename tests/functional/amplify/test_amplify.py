@@ -222,4 +222,6 @@ def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path
     assert refused.stderr.startswith(f"reprospec: --amplify {found_dir}: an amplification of ")
     assert "'cache-race-threads'" in refused.stderr
     assert "not of 'a-deterministic-pair'" in refused.stderr
+    # amplify measures one cell: the advice for a matrix says how to pick it.
+    assert f"(reprospec amplify {other} -m AXIS=VALUE, its failing cell)" in refused.stderr
     assert not list((tmp_path / "out" / "runs").glob("*a-deterministic-pair*"))
