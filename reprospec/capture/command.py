@@ -357,6 +357,13 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
     if bound is not None:
         expect["rate"] = bound
         comments["rate"] = f"observed {observed.matched}/{observed.attempts}"
+        if bound == ">0":
+            # Judged on its interval, `>0` is met by one match and refuted by no count of
+            # clean attempts: a fixed bug stays `undecided`. Said where it is written.
+            comments["rate"] += (
+                "; met by one match, never refuted: to tell a fix, raise it (`>=0.05`) and "
+                "run with --repeat 100"
+            )
     return expect, comments
 
 

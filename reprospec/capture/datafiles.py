@@ -139,12 +139,17 @@ def read_files(
     hidden: set[str] = set()
     environments: dict[Path, bool] = {}  # per folder: a dataset's files share theirs
     outside: list[str] = []
+    # The workdir's Python files read as files, not imported through the import system's
+    # finders: pytest loads conftest.py and the test modules through its own (assertion
+    # rewriting) hook, ahead of capture's recorder; a program may exec or runpy one. Code,
+    # carried whatever the size of its folder.
+    sources: set[str] = set()
     for line in opened:
         path = _as_workdirs(Path(line).resolve(), copy, workdir)
-        if path.suffix == ".py":
-            continue
         if not path.is_relative_to(workdir):
-            if copy is None and _the_programs(path, before):
+            # The program's input, named to the user; a .py there is a library's source
+            # (read for a traceback), no input.
+            if copy is None and path.suffix != ".py" and _the_programs(path, before):
                 outside.append(str(path))
             continue
         if any(path == s or path.is_relative_to(s) for s in skipped):
@@ -166,9 +171,11 @@ def read_files(
             continue
         if relative.name.startswith("."):
             hidden.add(relative.as_posix())
+        elif path.suffix == ".py":
+            sources.add(relative.as_posix())
         else:
             sizes[relative.as_posix()] = found.st_size
-    listed: list[str] = []
+    listed: list[str] = sorted(sources)
     too_large: list[str] = []
     left_out: list[str] = sorted(hidden)
     groups: dict[str, list[str]] = {}

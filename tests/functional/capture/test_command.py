@@ -419,6 +419,24 @@ def test_a_repeated_capture_writes_the_attempts_its_rate_bound_needs(
     assert (cell["verdict"], len(cell["attempts"])) == ("reproduced", 3)
 
 
+def test_a_sometimes_failure_gets_a_bound_the_spec_says_is_never_refuted(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # 2 of 3: `rate: '>0'`, which no count of clean attempts refutes: a fixed bug stayed
+    # `undecided` for good, and nothing in the spec said so (a new user's trial).
+    count = tmp_path / "count"
+    (tmp_path / "flip.py").write_text(
+        "import pathlib, sys\n"
+        f"count = pathlib.Path({str(count)!r})\n"
+        "n = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\n"
+        "sys.exit('odd attempt' if n % 2 else 0)\n"
+    )
+    capture(cli, tmp_path, "python", "flip.py", options=("--repeat", "3", "--no-verify"))
+    text = (tmp_path / "spec.yaml").read_text()
+    assert "rate: '>0'  # observed 2/3; met by one match, never refuted: to tell a fix" in text
+
+
 def test_a_message_naming_an_address_and_the_attempts_own_temporary_path_reproduces(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -959,3 +977,22 @@ def test_ctrl_c_in_the_verify_keeps_the_spec_the_finished_run_wrote(tmp_path: Pa
     written = spec.read_text()
     assert not written.startswith("# A first draft")
     assert "exception: ValueError" in written
+
+
+def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
+    # pytest loads conftest.py through its own import hook, ahead of capture's recorder:
+    # the spec left out the root conftest.py that puts the project on sys.path, and its
+    # verify (and every bundle of it) failed at collection, `No module named 'mypkg'`.
+    workdir = tmp_path / "proj"
+    (workdir / "mypkg").mkdir(parents=True)
+    (workdir / "tests").mkdir()
+    (workdir / "conftest.py").write_text("# the project's root: pytest puts it on sys.path\n")
+    (workdir / "mypkg" / "__init__.py").write_text("VALUE = 1\n")
+    (workdir / "tests" / "test_value.py").write_text(
+        "import mypkg\n\n\ndef test_value():\n    assert mypkg.VALUE == 2\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = capture(cli, workdir, "pytest", "tests/test_value.py", env=here)
+    assert "verdict reproduced" in result.stdout
+    files = load_spec(str(workdir / "spec.yaml")).document["files"]
+    assert files == ["conftest.py", "mypkg/__init__.py"]
