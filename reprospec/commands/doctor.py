@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             native.core_pattern(),
             resource.getrlimit(resource.RLIMIT_CORE)[1],
             native.eustack_path(),
+            native.pyspy_path(),
         ),
         *_cuda_checks(python, env),
     ]

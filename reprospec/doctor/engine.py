@@ -21,11 +21,15 @@ def check_starter(ready: bool, how: str) -> Check:
 
 
 def check_native_stacks(
-    gdb: str | None, pattern: CorePattern, core_limit: int, eustack: str | None = None
+    gdb: str | None,
+    pattern: CorePattern,
+    core_limit: int,
+    eustack: str | None = None,
+    pyspy: str | None = None,
 ) -> Check:
     """Whether crashes and hangs get native stacks: eu-stack or gdb, where cores go, the hard
     core limit (`core_limit`, bytes; resource.RLIM_INFINITY is -1) the attempts can raise
-    theirs to."""
+    theirs to; and whether py-spy reads a crashed process's Python stack from its core."""
     if gdb is None and eustack is None:
         return Check(
             "native-stacks",
@@ -56,6 +60,14 @@ def check_native_stacks(
         # Every crash of a torch process then costs seconds of gdb instead of a fraction.
         why = f"gdb at {gdb} (eu-stack not found: apt-get install elfutils reads them faster)"
     why += f"; cores go to kernel.core_pattern={pattern.raw!r}"
+    if pyspy is None:
+        # A DataLoader worker's crash leaves no faulthandler stack (torch sets the worker's
+        # own SIGSEGV handler): its core is where its Python frames are, and only py-spy
+        # reads them. A user of the plain install lost the most useful frame, unsaid.
+        why += (
+            "; py-spy not found: a crashed process whose faulthandler stack is lost (a "
+            "DataLoader worker's) gets no Python frames from its core (pip install py-spy)"
+        )
     if pattern.shared_name:
         # Not a failure: one attempt at a time never collides. Said so a user of -j knows.
         why += (

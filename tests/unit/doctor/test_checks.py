@@ -343,3 +343,7 @@ def test_native_stacks_check_names_eu_stack_the_faster_reader() -> None:
     alone = doctor.check_native_stacks(None, own, -1, "/usr/bin/eu-stack")
     assert alone.status == "pass"
     assert alone.why.startswith("eu-stack at /usr/bin/eu-stack; cores go to")
+    # Without py-spy a crashed worker's Python frames stay in its core: said, with the fix.
+    assert alone.why.endswith("gets no Python frames from its core (pip install py-spy)")
+    spy = doctor.check_native_stacks(None, own, -1, "/usr/bin/eu-stack", "/venv/bin/py-spy")
+    assert "py-spy" not in spy.why
