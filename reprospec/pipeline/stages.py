@@ -121,6 +121,7 @@ def execute(
             # (the store's row kept that time all along).
             begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
+            store.resume_run(run_id)
         else:
             store.begin_run(
                 run_id,

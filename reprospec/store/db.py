@@ -517,6 +517,14 @@ class Store:
                 ),
             )
 
+    def resume_run(self, run_id: str) -> None:
+        """Mark a resumed run `running` again (it kept `interrupted` while it ran, and after
+        a SIGKILL of the resuming engine history still said `interrupted`, not `killed`)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE runs SET status = 'running', finished = NULL WHERE run_id = ?", (run_id,)
+            )
+
     def record_attempt(
         self, run_id: str, cell_id: str, attempt: AttemptResult, *, shard: str | None = None
     ) -> None:

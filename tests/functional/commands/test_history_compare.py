@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from reprospec.store.refs import resolve_run_id
-from tests.support.cli import SPECS, Cli
+from tests.support.cli import SPECS, Cli, interrupt_when
+from tests.support.engine import kill_with_its_watchdog
 from tests.support.paths import ROOT
 
 SEGFAULT = str(SPECS / "segfault-command.yaml")
@@ -288,3 +291,53 @@ def test_compare_names_the_environment_variables_that_differ(cli: Cli, tmp_path:
         text = (tmp_path / "out" / "runs" / run / "results.json").read_text()
         assert secret not in text
         assert secret[::-1] not in text
+
+
+def test_a_resumed_run_is_running_while_it_runs_and_killed_when_its_engine_is(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The store kept `interrupted` through the resume, and after a SIGKILL of the resuming
+    # engine history still said `interrupted`, where cli.md promises `killed`.
+    started, hold = tmp_path / "started", tmp_path / "hold"
+    hold.touch()
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: slow\nrun: {repeat: 3, timeout: 5m}\nexpect: {outcome: pass}\n"
+        f'command: [{sys.executable}, -c, "import pathlib, time; '
+        f"pathlib.Path({str(started)!r}).touch(); "
+        f'[time.sleep(0.05) for _ in iter(pathlib.Path({str(hold)!r}).exists, False)]"]\n'
+    )
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)]
+    assert interrupt_when(argv, started.exists).code == 130
+    (run_id,) = [p.name for p in (out / "runs").iterdir()]
+
+    def status() -> str:
+        listed = cli("history", "--format", "json", "--out", str(out))
+        (row,) = json.loads(listed.stdout)
+        return str(row["status"])
+
+    assert status() == "interrupted"
+    started.unlink()
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", "--resume", run_id, "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert engine.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert status() == "running"
+        kill_with_its_watchdog(engine)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    assert status() == "killed"
+    # Let go: the next resume ends what the killed engine left and finishes the run.
+    hold.unlink()
+    finished = cli("run", "--resume", run_id, "--out", str(out))
+    assert finished.code == 0, finished.stderr
+    assert status() == "finished"
