@@ -13,7 +13,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ from reprospec.core.gpudebug import SANITIZER_LOG, sanitizer_argv
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
+from reprospec.core.recent import Recent
 from reprospec.core.results import Execution
 from reprospec.core.scoped import Scoped
 from reprospec.environment.probe import probe_environment
@@ -40,6 +41,7 @@ from reprospec.process.childprotocol import (
     write_cell,
 )
 from reprospec.process.output import EventWriter, MarkerMatcher, compile_markers, output_sink
+from reprospec.runners import programs
 from reprospec.runners.base import AttemptFiles, attempt_files, infra_execution, stall_watch
 
 if TYPE_CHECKING:  # imported when a spec asks for them (preload, packages): most runs never do
@@ -74,6 +76,10 @@ def _unchosen(python: str) -> str | None:
     yours = f", not {theirs} of your PATH" if theirs else " (no python on your PATH)"
     return f"`python` in the command ran reprospec's own interpreter {python}{yours}"
 
+
+# The command's program as the attempt's PATH finds it, for a moment (programs.py): every
+# attempt of a short command would walk PATH and read a file's first line again.
+_FOREIGN: Recent[tuple[str, str], tuple[programs.Foreign | None]] = Recent()
 
 # A command that runs `python` or `python3` by name (the shims resolve it to ours).
 _BARE_PYTHON = Lazy(r"(?:^|[\s;&|(`])python3?(?=\s|$)")
@@ -128,6 +134,11 @@ class LocalRunner:
     name = "local"
     # Said after a cell's missing packages; the venv runner (which installs them) says none.
     packages_hint = "; `--runner venv` builds an environment that has them"
+    # Whether every cell's programs must be its interpreter's environment's (programs.py):
+    # the venv runner's cells, whose environment is the cell's. The local runner holds a
+    # cell to it only where the cell lists `packages` (then its verdict claims them); a
+    # command of a cell without them runs as the person's shell would run it.
+    own_programs = False
 
     def __init__(
         self,
@@ -150,6 +161,8 @@ class LocalRunner:
         self._lock = threading.Lock()
         self._version: str | None = None
         self._shim_dir: Path | None = None
+        # The guards of other environments' programs, by the PATH they were made from.
+        self._guards: dict[str, Path | None] = {}
         # The cell's `packages`, checked against what the interpreter has (once per key),
         # made at the first cell that lists some.
         self._packages: PackageCheck | None = None
@@ -255,6 +268,33 @@ class LocalRunner:
             weakref.finalize(self, shutil.rmtree, folder, True)
             self._shim_dir = folder
             return folder
+
+    def _guard_dir(self, search_path: str, own: frozenset[str]) -> Path | None:
+        """The folder of guards for the programs of other environments on `search_path`
+        (programs.py), None where there are none; made once per PATH (shared inside
+        `keep_servers()`, as the shims are: the folder is on PATH, part of a preload
+        server's key)."""
+        kept = _kept(self.python)
+        lock, made = (_KEPT.lock, kept.guards) if kept is not None else (self._lock, self._guards)
+        with lock:
+            if search_path not in made:
+                foreign = programs.foreign_scripts(search_path, own)
+                folder = None
+                if foreign:
+                    scratch.sweep_orphans(tempfile.gettempdir(), SHIM_PREFIX)
+                    folder = Path(tempfile.mkdtemp(prefix=f"{SHIM_PREFIX}{os.getpid()}-guards-"))
+                    leftovers.watch_path(folder)
+                    if kept is None:
+                        weakref.finalize(self, shutil.rmtree, folder, True)
+                    programs.write_guards(folder, foreign)
+                made[search_path] = folder
+            return made[search_path]
+
+    def _guard_folders(self) -> set[str]:
+        kept = _kept(self.python)
+        lock, made = (_KEPT.lock, kept.guards) if kept is not None else (self._lock, self._guards)
+        with lock:
+            return {str(folder) for folder in made.values() if folder is not None}
 
     # -- attempts --------------------------------------------------------------------
 
@@ -392,6 +432,16 @@ class LocalRunner:
         # The perturbation wins over the spec's own env: it is the experiment.
         env.update(perturbing.variables(perturb, env))
         packages = plan.environment.packages
+        guarded = self.own_programs or bool(packages)
+        if guarded and plan.argv:
+            # Never a verdict on another environment's packages: a console script the
+            # cell's environment lacks is not run from the caller's (programs.py).
+            foreign = self._foreign_program(plan.argv, env["PATH"], shims)
+            if foreign is not None:
+                if scratch_dirs is not None:
+                    scratch.clean(scratch_dirs)
+                perturbing.finish(applied)
+                return infra(foreign.reason, warnings)
         if packages:
             # Never a verdict on the wrong environment: a cell whose packages this
             # interpreter does not satisfy is not run (issue 9).
@@ -478,6 +528,11 @@ class LocalRunner:
         not_perturbed = perturbing.refused_reason(refused_path) if refused_path else None
         if not_perturbed is not None:
             return infra(not_perturbed, warnings)
+        # A guard ran: the command started another environment's program, whatever it
+        # made of that (`pytest || true` passes) is no verdict on the cell's packages.
+        refused_program = programs.refused_reason(log_dir) if guarded else None
+        if refused_program is not None:
+            return infra(refused_program, warnings)
         if plan.environment.debug.cuda_coredump is not None:
             # Every process is gone: the GPU core the driver wrote is complete.
             said = cudagdb.read_core(log_dir)
@@ -530,12 +585,38 @@ class LocalRunner:
         )
         env = {**outer, **ours}
         # dirname: "" for a bare `python3.11` (found in no folder), where Path.parent gives ".".
-        env["PATH"] = _prepend_path(
-            env.get("PATH", os.defpath),
-            str(shims),
-            os.path.dirname(self.python),  # noqa: PTH120
-        )
+        home = os.path.dirname(self.python)  # noqa: PTH120
+        search_path = env.get("PATH", os.defpath)
+        entries = [str(shims), home]
+        if self.own_programs or plan.environment.packages:
+            own = programs.own_folders(entries)
+            guards = self._guard_dir(search_path, own)
+            if guards is not None:
+                entries.append(str(guards))
+        if self.own_programs and os.path.isfile(os.path.join(home, os.pardir, "pyvenv.cfg")):  # noqa: PTH113, PTH118
+            # The cell's venv is the active one: a tool that asks (uv, pip's warnings, a
+            # program printing its environment) must not be told the caller's.
+            env["VIRTUAL_ENV"] = os.path.dirname(home)  # noqa: PTH120
+            env.pop("VIRTUAL_ENV_PROMPT", None)
+        env["PATH"] = _prepend_path(search_path, *entries)
         return env
+
+    def _foreign_program(
+        self, argv: Sequence[str], search_path: str, shims: Path
+    ) -> programs.Foreign | None:
+        """The command's own program, where it is another environment's (programs.py)."""
+        name = programs.command_program(argv)
+        if name is None:
+            return None
+        key = (name, search_path)
+        kept = _FOREIGN.get(key, 2.0)
+        if kept is not None:
+            return kept[0]
+        own = programs.own_folders([str(shims), os.path.dirname(self.python)])  # noqa: PTH120
+        # Past the guards (made in _child_env): the program a guard stands for is the answer.
+        guards = self._guard_folders()
+        past = os.pathsep.join(p for p in search_path.split(os.pathsep) if p not in guards)
+        return _FOREIGN.put(key, (programs.foreign_program(name, past, own),))[0]
 
     # -- environment -----------------------------------------------------------------
 
@@ -607,6 +688,7 @@ class _Kept:
 
     shims: Path | None = None
     preloader: forkserver.Preloader | None = None
+    guards: dict[str, Path | None] = field(default_factory=dict)
 
 
 def _stop(kept: _Kept) -> None:
@@ -614,6 +696,9 @@ def _stop(kept: _Kept) -> None:
         kept.preloader.close()
     if kept.shims is not None:
         shutil.rmtree(kept.shims, ignore_errors=True)
+    for folder in kept.guards.values():
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # keep_servers(): by interpreter, while a block is open.

@@ -6,7 +6,10 @@ cached by content hash under `.reprospec/venvs/` and reused by later runs.
 Attempts then run exactly as the local runner runs them, with that venv's
 interpreter; the local runner's per-cell package check still runs in the child
 before the first attempt of each environment, so a venv that was changed after
-it was built is refused too.
+it was built is refused too. The venv is the attempt's active one (first on PATH,
+VIRTUAL_ENV), and a Python program of another environment that the command would
+find on the caller's PATH (`pytest` of an activated venv, when the cell's packages
+do not bring it) is the attempt's infra-error, never run (runners/programs.py).
 """
 
 from __future__ import annotations
@@ -149,6 +152,9 @@ class VenvRunner:
                 return None, reason
             runner = LocalRunner(python=str(env.python), cache_dir=self.cache_dir)
             runner.packages_hint = ""  # installed here: a miss is the build's, not a choice
+            # The cell's environment is this venv: a console script it lacks is refused,
+            # never run from the caller's activated venv (runners/programs.py).
+            runner.own_programs = True
             with self._lock:
                 self._keys[section] = env.key
                 self._envs[env.key] = env

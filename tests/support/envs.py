@@ -29,8 +29,11 @@ def uv_environment() -> dict[str, str]:
     return {"UV_CACHE_DIR": str(envs_root() / "uv-cache")}
 
 
-def make_wheel(folder: Path, name: str, version: str, module: str) -> Path:
-    """A pure-Python wheel of `name` `version` whose module `name` holds `module`."""
+def make_wheel(
+    folder: Path, name: str, version: str, module: str, scripts: dict[str, str] | None = None
+) -> Path:
+    """A pure-Python wheel of `name` `version` whose module `name` holds `module`;
+    `scripts`: its console scripts (`{"tool": "module:main"}`), which the installer writes."""
     folder.mkdir(parents=True, exist_ok=True)
     module_name = name.replace("-", "_")
     dist = f"{module_name}-{version}.dist-info"
@@ -40,6 +43,9 @@ def make_wheel(folder: Path, name: str, version: str, module: str) -> Path:
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: reprospec-tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
     }
+    if scripts:
+        lines = "".join(f"{script} = {target}\n" for script, target in scripts.items())
+        files[f"{dist}/entry_points.txt"] = f"[console_scripts]\n{lines}"
     record = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")

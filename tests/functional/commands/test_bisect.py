@@ -345,3 +345,67 @@ def test_nothing_that_can_run_is_exit_3_and_a_passing_cell_is_bad_usage(
     assert passing.code == 2, passing.stdout + passing.stderr
     assert "bisect needs the cell's expect to say how it fails" in passing.stderr
     assert not list((tmp_path / "fresh").glob("runs/*"))  # refused before anything ran
+
+
+def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu15 D2: the spec's command is a console script its packages do not bring; the
+    caller's activated venv has it (and the bad version). Each candidate ran the caller's
+    tool and packages, and bisect refused with a false "the good end reproduces too"."""
+    wheels = tmp_path / "wheels"
+    for minor in range(4):
+        make_wheel(wheels, DEMO, f"1.{minor}", f"REGRESSED = {minor >= 2}\n")
+    check = (
+        "import reprospec_bisectdemo as demo\n"
+        "def main():\n"
+        "    if demo.REGRESSED:\n"
+        "        raise ValueError('the regression')\n"
+    )
+    make_wheel(wheels, "reprospec-democheck", "1.0", check,
+               scripts={"demo-check": "reprospec_democheck:main"})  # fmt: skip
+    caller = tmp_path / "caller-venv"
+    uv_env = {**os.environ, **uv_environment()}
+    subprocess.run([venvs.uv_binary(), "venv", "-q", str(caller)], check=True, env=uv_env)
+    subprocess.run(
+        [venvs.uv_binary(), "pip", "install", "-q", "--python", str(caller / "bin" / "python"),
+         "--no-index", "--find-links", str(wheels), f"{DEMO}==1.3", "reprospec-democheck"],
+        check=True, env=uv_env,
+    )  # fmt: skip
+    env = {
+        venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
+        **uv_environment(),
+        "PATH": f"{caller / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(caller),
+    }
+
+    def bisect(packages: str) -> CliResult:
+        spec = tmp_path / "check.yaml"
+        spec.write_text(
+            textwrap.dedent(f"""\
+            reprospec: 1
+            name: check
+            environment:
+              packages: {packages}
+            command: demo-check
+            expect:
+              outcome: error
+              exception: ValueError
+            """)
+        )
+        return cli(
+            "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.3",
+            "--find-links", str(wheels), "--out", str(tmp_path / "out"), env=env, timeout=600,
+        )  # fmt: skip
+
+    refused = bisect(f'["{DEMO}==1.3"]')
+    assert refused.code != 0, refused.stdout
+    assert refused.stdout.startswith(
+        f"refused: the bad end 1.3 cannot be tested: demo-check is not installed in the "
+        f"cell's environment (found {caller / 'bin' / 'demo-check'}, another environment's"
+    ), refused.stdout
+    assert "reproduces too" not in refused.stdout
+    # Listed, the tool runs from each candidate's own venv, with that candidate's version.
+    found = bisect(f'["{DEMO}==1.3", "reprospec-democheck==1.0"]')
+    assert found.code == 0, found.stderr + found.stdout
+    assert "1.2" in found.stdout.splitlines()[0], found.stdout

@@ -186,3 +186,95 @@ def test_a_bundle_of_a_venv_run_reruns_on_the_venv_runner(cli: Cli, tmp_path: Pa
                 str(elsewhere / "out"), "--format", "json", cwd=elsewhere, env=env)  # fmt: skip
     assert local.code == 3, local.stderr
     assert json.loads(local.stdout)["runner"] == "local"
+
+
+def test_a_program_the_cells_venv_lacks_never_runs_from_the_callers_venv(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """nu15 D2: with the caller's venv activated, `pytest` (not in the cell's packages) ran
+    from it, and the cell was judged on the caller's package version. Now the venv's own
+    scripts run, another environment's Python script is the cell's infra-error naming it
+    (run directly, from a shell line, or started by the program), and system programs
+    still run."""
+    wheels = tmp_path / "wheels"
+    tool = {"demo-tool": "reprospec_venvdemo:main"}
+    for version in ("1.0", "1.1"):
+        module = f"VERSION_SEEN = {version!r}\ndef main():\n    print('demo', VERSION_SEEN)\n"
+        make_wheel(wheels, DEMO, version, module, scripts=tool)
+    other = "reprospec-venvother"
+    make_wheel(wheels, other, "1.0", "def main():\n    print('other ran')\n",
+               scripts={"other-tool": "reprospec_venvother:main"})  # fmt: skip
+    # The caller's environment, activated: demo 1.1 and a tool the cell does not list.
+    caller = tmp_path / "caller-venv"
+    uv_env = {**os.environ, **uv_environment()}
+    subprocess.run([venvs.uv_binary(), "venv", "-q", str(caller)], check=True, env=uv_env)
+    subprocess.run(
+        [venvs.uv_binary(), "pip", "install", "-q", "--python", str(caller / "bin" / "python"),
+         "--find-links", str(wheels), "--no-index", f"{DEMO}==1.1", other],
+        check=True, env=uv_env,
+    )  # fmt: skip
+    spec = tmp_path / "programs.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        reprospec: 1
+        name: programs
+        environment:
+          packages: ["{DEMO}==1.0"]
+        matrix:
+          how: [own, direct, line, started, system]
+          include:
+            - how: own
+              run: demo-tool
+            - how: direct
+              run: other-tool --version
+            - how: line
+              run: cd . && other-tool
+            - how: started
+              run: python -c "import subprocess; subprocess.run(['other-tool'])"
+            - how: system
+              run: sh -c 'true' && cat /dev/null && echo "$VIRTUAL_ENV"
+        command: ${{{{ matrix.run }}}}
+        expect:
+          outcome: pass
+        """)
+    )
+    env = {
+        venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
+        **uv_environment(),
+        "PATH": f"{caller / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(caller),
+    }
+    done = cli("run", str(spec), "--runner", "venv", "--find-links", str(wheels), env=env)
+    assert done.code == 3, done.stderr
+    cells = {c["matrix"]["how"]: c for c in done.results()["cells"]}
+    # The cell's own console script, though the caller's is first on the outer PATH.
+    assert stdout_of(done, cells["own"]).strip() == "demo 1.0"
+    assert cells["own"]["verdict"] == "reproduced"
+    for how in ("direct", "line", "started"):
+        cell = cells[how]
+        assert cell["verdict"] == "infra-error", (how, cell)
+        reason = cell["attempts"][0]["infra_error"]
+        assert reason.startswith(
+            f"other-tool is not installed in the cell's environment "
+            f"(found {caller / 'bin' / 'other-tool'}, another environment's"
+        ), reason
+        assert reason.endswith("add it to environment.packages"), reason
+        assert "other ran" not in stdout_of(done, cell)
+    # sh, true, cat: system programs run; the active venv is the cell's.
+    system = cells["system"]
+    assert system["verdict"] == "reproduced", system
+    venv_seen = Path(stdout_of(done, system).strip())
+    assert venv_seen.parent == tmp_path / "envs"
+    # The local runner holds a cell that lists packages to the same rule, against the
+    # interpreter it runs: here the cell's venv, which has demo 1.0 but not other-tool.
+    (cell_env,) = venvs.list_envs(tmp_path / "envs")
+    local = cli(
+        "run", str(spec), "--python", str(cell_env.path / "bin" / "python"),
+        "-m", "how=own", "-m", "how=direct", "-m", "how=system", env=env,
+    )  # fmt: skip
+    assert local.code == 3, local.stderr
+    cells = {c["matrix"]["how"]: c for c in local.results()["cells"]}
+    assert stdout_of(local, cells["own"]).strip() == "demo 1.0"
+    assert cells["direct"]["verdict"] == "infra-error"
+    assert "other-tool is not installed" in cells["direct"]["attempts"][0]["infra_error"]
+    assert cells["system"]["verdict"] == "reproduced"

@@ -1,0 +1,225 @@
+"""Programs of other Python environments: never run in place of the cell's own.
+
+A cell's interpreter is checked against its `packages` (environment/packages.py), but
+a command such as `pytest` or `torchrun` is a console script: it runs whatever Python
+its `#!` line names, with that environment's packages. Found on the caller's PATH (an
+activated venv, as the README recommends) when the cell's environment lacks it, it
+would run the caller's packages while the cell is judged as if it ran its own: a
+verdict on the wrong version (new user nu15, D2). So a runner that owns the cell's
+environment (the venv runner; the local runner of a cell with `packages`) refuses such
+a program as the attempt's infra-error, naming it:
+
+- the command's own program, before anything starts (`foreign_program`);
+- one the command starts later (`cd x && pytest`, `subprocess.run(["pytest"])`) through
+  a guard: a `sh` script of the same name on PATH after the cell's environment and
+  before the other environment's folder, which writes the reason into the attempt's
+  folder (`FOREIGN_FILE`) and exits 127 (`write_guards`).
+
+A program that is not a Python script (`sh`, `cat`, `nvidia-smi`, a compiled tool in a
+venv's bin), and a script of `#!/usr/bin/env python3` (which runs the cell's interpreter,
+the first `python3` on the attempt's PATH) run as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Written by a guard into the attempt's folder ($REPROSPEC_STACK_DIR): the runner reads it
+# when the attempt ends and makes the attempt an infra-error with its first line.
+FOREIGN_FILE = "foreign-program.txt"
+# An interpreter's file name: python, python3, python3.11, pypy3.
+_PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*")
+# What uv and distlib write instead of a `#!` line longer than the kernel takes:
+#   #!/bin/sh
+#   '''exec' '/long/path/bin/python' "$0" "$@"
+_TRAMPOLINE = b"'''exec' "
+# Enough for the `#!` line and the trampoline's second line.
+_HEAD_BYTES = 1024
+# The shell words of a command line that only set a variable for the program (`A=1 pytest`).
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A program found on the attempt's PATH that runs another environment's Python."""
+
+    name: str  # as the command names it
+    path: str  # where it was found
+    interpreter: str  # the Python its first line runs
+
+    @property
+    def reason(self) -> str:
+        """The attempt's infra-error: what was refused, where it came from, what to do."""
+        return (
+            f"{self.name} is not installed in the cell's environment (found {self.path}, "
+            f"another environment's: it runs {self.interpreter} with that environment's "
+            f"packages): add it to environment.packages"
+        )
+
+
+def script_interpreter(path: str) -> str | None:
+    """The Python a script runs by absolute path (its `#!` line, or uv's trampoline for a
+    long one); None for anything else: a binary, a shell script, `#!/usr/bin/env python3`
+    (which runs the first python3 on the attempt's PATH: the cell's), an unreadable file."""
+    try:
+        with open(path, "rb") as file:  # noqa: PTH123 (a str from shutil.which)
+            head = file.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    lines = head.split(b"\n", 2)
+    words = lines[0][2:].split()
+    if not words:
+        return None
+    program = os.fsdecode(words[0])
+    if _PYTHON_NAME.fullmatch(os.path.basename(program)):  # noqa: PTH119
+        return program if program.startswith("/") else None
+    if os.path.basename(program) == "sh" and len(lines) > 1 and lines[1].startswith(_TRAMPOLINE):  # noqa: PTH119
+        try:
+            parts = shlex.split(os.fsdecode(lines[1]))
+        except ValueError:
+            return None
+        # `'''exec' '/x/python' "$0" "$@"` splits to ["exec", "/x/python", "$0", "$@"].
+        if len(parts) > 1 and parts[1].startswith("/"):
+            return parts[1]
+    return None
+
+
+def _real_dir(path: str) -> str:
+    """The folder of `path`, its symlinks resolved (a venv's python is a link: its folder
+    is the venv's bin, the file's target is the base installation's)."""
+    return os.path.realpath(os.path.dirname(os.path.abspath(path)))  # noqa: PTH100, PTH120
+
+
+def own_folders(folders: Iterable[str]) -> frozenset[str]:
+    """The folders of the cell's environment (its interpreter's bin, the python shims), real."""
+    return frozenset(os.path.realpath(folder) for folder in folders if folder)
+
+
+def foreign_program(name: str, search_path: str, own: frozenset[str]) -> Foreign | None:
+    """`name` as the attempt's PATH finds it, where it is a Python script of another
+    environment; None where it is the cell's own, not a Python script, or not found (the
+    shell then says `not found`, which setupfail.py reads)."""
+    found = shutil.which(name, path=search_path)
+    if found is None or _real_dir(found) in own:
+        return None
+    interpreter = script_interpreter(found)
+    if interpreter is None or _real_dir(interpreter) in own:
+        return None
+    return Foreign(name, found, interpreter)
+
+
+def command_program(argv: Sequence[str]) -> str | None:
+    """The program a command's argv starts, by bare name (`pytest`): for `/bin/sh -c LINE`
+    the first word of a line that runs one program, past its variable assignments; None
+    for a path (the spec chose that file), a line of more shell work (a guard sees what
+    it runs), or nothing."""
+    words: Sequence[str] | None = argv
+    if tuple(argv[:2]) == ("/bin/sh", "-c") and len(argv) == 3:
+        # Imported here: process/preload.py is what parses a one-program shell line.
+        from reprospec.process.preload import shell_words
+
+        words = shell_words(argv[2])
+    program = next((w for w in words or () if not _ASSIGNMENT.fullmatch(w)), None)
+    if program is None or "/" in program:
+        return None
+    return program
+
+
+def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
+    """The folders on PATH that are another Python environment's bin (a venv's: pyvenv.cfg
+    beside it; a conda environment's: conda-meta), in PATH order."""
+    found: list[str] = []
+    for entry in search_path.split(os.pathsep):
+        if not entry or not entry.startswith("/"):
+            continue
+        real = os.path.realpath(entry)
+        if real in own or real in found:
+            continue
+        parent = os.path.dirname(real)  # noqa: PTH120
+        if any(os.path.exists(os.path.join(parent, m)) for m in ("pyvenv.cfg", "conda-meta")):  # noqa: PTH110, PTH118
+            found.append(real)
+    return found
+
+
+def foreign_scripts(search_path: str, own: frozenset[str]) -> tuple[Foreign, ...]:
+    """The Python scripts of other environments' bins on `search_path` that the cell's own
+    folders do not have, one per name (the first on PATH): what `write_guards` stands in for.
+    """
+    found: dict[str, Foreign] = {}
+    for bin_dir in environment_bins(search_path, own):
+        try:
+            entries = list(os.scandir(bin_dir))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name in found or _has(own, name):
+                continue
+            try:
+                info = entry.stat()
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o111:
+                continue
+            interpreter = script_interpreter(entry.path)
+            if interpreter is not None and _real_dir(interpreter) not in own:
+                found[name] = Foreign(name, entry.path, interpreter)
+    return tuple(found.values())
+
+
+def write_guards(folder: Path, foreign: Iterable[Foreign]) -> None:
+    """A guard in `folder` for each program: put on PATH after the cell's environment and
+    before the other one's, a program the command starts by name finds it, not the caller's.
+    """
+    for program in foreign:
+        _write_guard(folder / program.name, program)
+
+
+def _has(own: frozenset[str], name: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, name)) for folder in own)  # noqa: PTH110, PTH118
+
+
+def _write_guard(path: Path, foreign: Foreign) -> None:
+    reason = shlex.quote(foreign.reason)
+    path.write_text(
+        "#!/bin/sh\n"
+        f"# {foreign.name} of another Python environment ({foreign.path}): reprospec refuses it\n"
+        f"reason={reason}\n"
+        f'[ -n "$REPROSPEC_STACK_DIR" ] && printf "%s\\n" "$reason" >> '
+        f'"$REPROSPEC_STACK_DIR/{FOREIGN_FILE}"\n'
+        'printf "reprospec: %s\\n" "$reason" >&2\n'
+        "exit 127\n"
+    )
+    path.chmod(0o755)
+
+
+def refused_reason(log_dir: Path) -> str | None:
+    """The first guard's reason an attempt left in its folder, else None."""
+    try:
+        text = (log_dir / FOREIGN_FILE).read_text("utf-8", "replace")
+    except OSError:
+        return None
+    return text.splitlines()[0] if text.strip() else None
+
+
+__all__ = [
+    "FOREIGN_FILE",
+    "Foreign",
+    "command_program",
+    "environment_bins",
+    "foreign_program",
+    "foreign_scripts",
+    "own_folders",
+    "refused_reason",
+    "script_interpreter",
+    "write_guards",
+]

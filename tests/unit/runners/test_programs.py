@@ -1,0 +1,120 @@
+"""Which programs on an attempt's PATH are another Python environment's (runners/programs.py).
+
+Files only: scripts written here are read, never run (unit tests start no process).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reprospec.runners import programs
+
+_CONSOLE_SCRIPT = (
+    "# -*- coding: utf-8 -*-\nimport sys\nfrom pytest import console_main\n"
+    "if __name__ == '__main__':\n    sys.exit(console_main())\n"
+)
+
+
+def make_env(root: Path, *scripts: str, conda: bool = False) -> Path:
+    """A venv-like folder: bin/python (a file) and a console script per name."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(parents=True)
+    if conda:
+        (root / "conda-meta").mkdir()
+    else:
+        (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    write(bin_dir / "python", "\x7fELF")
+    for name in scripts:
+        write(bin_dir / name, f"#!{bin_dir / 'python'}\n{_CONSOLE_SCRIPT}")
+    return bin_dir
+
+
+def write(path: Path, text: str, mode: int = 0o755) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_script_interpreter_reads_shebangs_and_uvs_trampoline(tmp_path: Path) -> None:
+    console = write(tmp_path / "a", f"#!/x/.venv/bin/python3.11\n{_CONSOLE_SCRIPT}")
+    trampoline = write(
+        tmp_path / "b",
+        "#!/bin/sh\n'''exec' '/a very/long/bin/python' \"$0\" \"$@\"\n' '''\n" + _CONSOLE_SCRIPT,
+    )
+    assert programs.script_interpreter(str(console)) == "/x/.venv/bin/python3.11"
+    assert programs.script_interpreter(str(trampoline)) == "/a very/long/bin/python"
+    # The PATH's python3 runs it: in an attempt, the cell's own (the shim).
+    assert (
+        programs.script_interpreter(str(write(tmp_path / "c", "#!/usr/bin/env python3\n"))) is None
+    )
+    assert programs.script_interpreter(str(write(tmp_path / "d", "#!/bin/sh\necho hi\n"))) is None
+    assert programs.script_interpreter(str(write(tmp_path / "e", "\x7fELF\x02\x01"))) is None
+    assert programs.script_interpreter(str(tmp_path / "missing")) is None
+
+
+def test_command_program_is_the_bare_name_a_command_starts() -> None:
+    assert programs.command_program(("pytest", "-q")) == "pytest"
+    assert programs.command_program(("/bin/sh", "-c", "A=1 pytest -s t.py")) == "pytest"
+    # A path is the spec's own choice; more shell work is the guards' to see.
+    assert programs.command_program(("/bin/sh", "-c", "./run.sh")) is None
+    assert programs.command_program(("/bin/sh", "-c", "cd x && pytest")) is None
+    assert programs.command_program(("/bin/sh", "-c", "")) is None
+
+
+def test_a_script_of_another_environment_is_foreign_the_cells_own_is_not(
+    tmp_path: Path,
+) -> None:
+    cell = make_env(tmp_path / "cell", "demo-tool")
+    caller = make_env(tmp_path / "caller", "pytest", "demo-tool", "ruff-like")
+    system = tmp_path / "usr-bin"
+    system.mkdir()
+    write(system / "cat", "\x7fELF")
+    write(system / "lister", "#!/usr/bin/env python3\n")
+    # A compiled tool in a venv's bin (ruff, uv) is not a Python script: it runs.
+    write(caller / "ruff-like", "\x7fELF")
+    search = os.pathsep.join([str(cell), str(caller), str(system)])
+    own = programs.own_folders([str(cell)])
+
+    found = programs.foreign_program("pytest", search, own)
+    assert found == programs.Foreign("pytest", str(caller / "pytest"), str(caller / "python"))
+    assert found.reason.startswith(
+        f"pytest is not installed in the cell's environment (found {caller / 'pytest'}, "
+        "another environment's"
+    )
+    assert found.reason.endswith("add it to environment.packages")
+    for name in ("demo-tool", "ruff-like", "cat", "lister", "missing"):
+        assert programs.foreign_program(name, search, own) is None, name
+
+
+def test_guards_stand_for_other_environments_scripts_the_cell_lacks(tmp_path: Path) -> None:
+    cell = make_env(tmp_path / "cell", "demo-tool")
+    caller = make_env(tmp_path / "caller", "pytest", "demo-tool")
+    conda = make_env(tmp_path / "conda", "torchrun", "pytest", conda=True)
+    plain = tmp_path / "plain"  # not an environment's bin: its programs are the system's
+    plain.mkdir()
+    write(plain / "tool", f"#!{caller / 'python'}\n")
+    search = os.pathsep.join([str(cell), str(caller), str(plain), str(conda)])
+    own = programs.own_folders([str(cell)])
+    assert programs.environment_bins(search, own) == [str(caller.resolve()), str(conda.resolve())]
+
+    foreign = programs.foreign_scripts(search, own)
+    # The first on PATH of each name; the cell's own demo-tool and the interpreters, none.
+    assert {f.name: f.path for f in foreign} == {
+        "pytest": str(caller / "pytest"),
+        "torchrun": str(conda / "torchrun"),
+    }
+    guards = tmp_path / "guards"
+    guards.mkdir()
+    programs.write_guards(guards, foreign)
+    text = (guards / "pytest").read_text()
+    assert text.startswith("#!/bin/sh\n")
+    assert programs.FOREIGN_FILE in text
+    assert "exit 127" in text
+    assert os.access(guards / "pytest", os.X_OK)
+
+
+def test_refused_reason_is_the_first_guards_line(tmp_path: Path) -> None:
+    assert programs.refused_reason(tmp_path) is None
+    (tmp_path / programs.FOREIGN_FILE).write_text("first refused\nsecond refused\n")
+    assert programs.refused_reason(tmp_path) == "first refused"
