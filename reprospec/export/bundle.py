@@ -13,6 +13,9 @@ the attempt folders hold what the child was given (cell.json's environment) and 
 (its logs) in clear, so each file passes through a Redactor of the run's secrets: those
 of the spec in this engine's environment, and the values cell.json shows under a
 secret-looking name or a name the spec reads from the engine (`${{ env.HF_TOKEN }}`).
+The tree's files follow carry.py, the rule materialize shares: only the named files,
+never a hidden one, and a secret-looking key's literal in them masked too, each such
+file named in a warning and in the README.
 
 Unpacking trusts nothing in the archive: only regular files and folders, names
 relative and inside the bundle (no `..`, no absolute path, no link of any kind),
@@ -47,6 +50,7 @@ from reprospec.core.redact import Redactor, env_names_read, looks_secret, public
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
+from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
 from reprospec.store.runfolder import RunFolder
@@ -163,12 +167,8 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             _add_text(tar, top / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-            place = _standalone_place(run, sources, spec_rel)
-            _add_text(
-                tar, top / "README.md", _readme(run, manifest, carried, place, sources.document)
-            )
             _add_text(tar, top / "tree" / spec_rel, redactor.spec_text(run.spec_text))
-            count += 3
+            count += 2
             for folder in tree.empty_workdirs([spec_rel, *carried]):
                 # A workdir no carried file is in (the command names only `../raises.py`)
                 # must still be there: the rerun runs in it.
@@ -177,9 +177,21 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
                 if path.is_file():
                     _add_file(tar, top / path.name, path, redactor)
                     count += 1
+            masked: list[str] = []
             for path, rel in zip(tree.files, carried, strict=True):
-                _add_file(tar, top / "tree" / rel, path, redactor)
+                # The tree's files by the rule materialize shares (carry.py): a secret
+                # value, or a secret-looking key's literal, is written as *** and named.
+                content = carried_bytes(path, redactor)
+                _add_data(tar, top / "tree" / rel, path, content.data)
+                warning = content.warning(f"tree/{rel}")
+                if warning is not None:
+                    masked.append(warning)
                 count += 1
+            # Written after the tree: it names the files whose secrets were masked.
+            place = _standalone_place(run, sources, spec_rel)
+            readme = _readme(run, manifest, carried, place, sources.document, masked)
+            _add_text(tar, top / "README.md", readme)
+            count += 1
             for path in _log_files(RunFolder(run_dir).cells):
                 packed = top / "logs" / path.relative_to(run_dir).as_posix()
                 _add_file(tar, packed, path, redactor)
@@ -187,7 +199,8 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)
-    return Packed(output, count, tuple(workdir_rel), sources.warnings, tuple(sorted(outside)))
+    warnings = (*sources.warnings, *masked)
+    return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)))
 
 
 def _sources(run: RunResult, run_dir: Path) -> _Sources:
@@ -286,9 +299,13 @@ def _add_folder(tar: tarfile.TarFile, name: PurePosixPath) -> None:
 
 def _add_file(tar: tarfile.TarFile, name: PurePosixPath, path: Path, redactor: Redactor) -> None:
     # Read through the path's target: the archive holds contents, never a link. Files are
-    # at most _LOG_FILE_BYTES (logs) or a workdir's sources: read whole, to be masked.
+    # at most _LOG_FILE_BYTES (logs): read whole, to be masked.
     with path.open("rb") as handle:
         data = redactor.data(handle.read())
+    _add_data(tar, name, path, data)
+
+
+def _add_data(tar: tarfile.TarFile, name: PurePosixPath, path: Path, data: bytes) -> None:
     mode = 0o755 if os.access(path, os.X_OK) else 0o644
     tar.addfile(_info(name, len(data), mode), io.BytesIO(data))
 
@@ -360,6 +377,7 @@ def _readme(
     files: Sequence[str],
     place: str | None = None,
     document: Mapping[str, JsonValue] | None = None,
+    masked: Sequence[str] = (),
 ) -> str:
     spec = manifest["spec"]
     options = manifest.get("options")
@@ -433,6 +451,14 @@ def _readme(
         ]
     if files:
         lines += ["", "Files the cells name:", ""] + [f"- `tree/{name}`" for name in files]
+    lines += [
+        "",
+        "Only those are carried: not the rest of the workdir, and never a hidden file "
+        "(`.env`, `.git/`, `.ssh/`): if the program reads one, supply your own.",
+    ]
+    if masked:
+        lines += ["", "Secrets masked in the files above (put your own values back):", ""]
+        lines += [f"- {line}" for line in masked]
     return "\n".join(lines) + "\n"
 
 

@@ -11,13 +11,16 @@ network, env, the workdir at the same path, the child protocol's variables).
       cells/N/plan.json    the resolved cell: command or workload, env, expectation
       cells/N/cell.json    (workload cells) what the harness reads
       images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
-      workdirs/K/          a copy of each distinct workdir
+      workdirs/K/          each distinct workdir's files that the cells name
 
 A bundle is made to be shared, so no secret is written into it (redact.py says what
-is one). A variable of a cell that holds a secret is passed by name (`docker run -e NAME`):
-whoever runs the bundle exports their own, and a cell refuses to start without it. A
-secret elsewhere (in a command, in a workload's cell.json) is written as `***`, and
-`materialize` warns that the cell must be completed by hand.
+is one), and a workdir is carried by the rule `bundle` follows (carry.py): only the
+files the cells name, never a hidden one (`.env`), a secret in them masked; the README
+says what was left out for its reader to supply. A variable of a cell that holds a
+secret is passed by name (`docker run -e NAME`): whoever runs the bundle exports their
+own, and a cell refuses to start without it. A secret elsewhere (in a command, in a
+workload's cell.json) is written as `***`, and `materialize` warns that the cell must be
+completed by hand.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from reprospec.core.redact import MASK, Redactor, looks_secret
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
+from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
 from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
@@ -47,9 +51,8 @@ from reprospec.runners.docker.container import (
 
 # A bundle mounts each cell's cell.json read-only beside the attempt folder.
 IN_CELL = "/reprospec/cell.json"
-# Copying a workdir bigger than this is probably a mistake (a dataset, a checkout).
+# Carrying more of a workdir than this is probably a mistake (a dataset, a checkout).
 MAX_WORKDIR_BYTES = 200 << 20
-_SKIP = {".git", ".reprospec", "__pycache__", ".mypy_cache", ".pytest_cache", ".venv"}
 
 
 @dataclass(frozen=True)
@@ -135,23 +138,65 @@ def _without_certs(build: dockerimage.BuildRecipe) -> dockerimage.BuildRecipe:
     )
 
 
-def _copy_workdir(source: Path, target: Path, bundle: Path) -> int:
-    # `materialize spec.yaml -o bundle` from the spec's folder puts the bundle inside the
-    # workdir it copies: its own images/ and workdirs/ would be copied into it, half written.
-    inside, root = bundle.resolve(), source.resolve()
+@dataclass(frozen=True)
+class _Workdir:
+    """One workdir's copy in the bundle: the files carried, and what its reader supplies."""
+
+    key: int
+    source: Path
+    files: tuple[str, ...]
+    # Lines for the README (and the warnings): what was left out or masked, and why.
+    left_out: tuple[str, ...]
+    # Lines for the README only: the workdir's hidden entries, never carried.
+    hidden: tuple[str, ...]
+    size: int
+
+
+def _copy_workdir(plan: AttemptPlan, key: int, target: Path, redactor: Redactor) -> _Workdir:
+    """Copy into `target` what of the plan's workdir a bundle carries: carry.py's rule,
+    the one `bundle` follows (the named files, never a hidden one, secrets masked).
+
+    The whole workdir was copied before: `.env`, `secrets/creds.json` and the project's
+    other specs went into a folder made to be sent to strangers, a declared secret's
+    value in clear in `.env` although run.sh passed it by name.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    carried = workdir_files(plan)
+    files: list[str] = []
+    left_out: list[str] = []
     size = 0
-    for path in sorted(source.rglob("*")):
-        rel = path.relative_to(source)
-        if any(part in _SKIP for part in rel.parts) or not path.is_file():
-            continue
-        if (root / rel).is_relative_to(inside):
-            continue
-        size += path.stat().st_size
+    for path in carried.files:
+        rel = path.relative_to(carried.workdir).as_posix()
+        content = carried_bytes(path, redactor)
         out = target / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, out)
-    target.mkdir(parents=True, exist_ok=True)
-    return size
+        out.write_bytes(content.data)
+        shutil.copymode(path, out)  # a script run as `./run.sh`
+        size += len(content.data)
+        files.append(rel)
+        warning = content.warning(f"workdirs/{key}/{rel}")
+        if warning is not None:
+            left_out.append(warning)
+    where = f"(workdir {carried.workdir})"
+    if carried.hidden:
+        left_out.append(
+            f"not carried, hidden (a dot-file or a dot-folder's, where a project keeps its own "
+            f"secrets: whoever reruns it supplies their own) {where}: {', '.join(carried.hidden)}"
+        )
+    if carried.missing:
+        left_out.append(
+            f"not carried, named by the spec's files but not there {where}: "
+            + ", ".join(carried.missing)
+        )
+    if carried.outside or carried.absolute:
+        names = [str(p) for p in (*carried.outside, *carried.absolute)]
+        left_out.append(
+            f"not carried, named outside the workdir (a container sees only its workdir) "
+            f"{where}: {', '.join(names)}"
+        )
+    return _Workdir(
+        key, carried.workdir, tuple(files), tuple(left_out), hidden_entries(carried.workdir), size
+    )
 
 
 def write_bundle(
@@ -183,6 +228,7 @@ def write_bundle(
     images: dict[str, int] = {}
     needs: dict[int, str] = {}
     workdirs: dict[Path, int] = {}
+    copies: list[_Workdir] = []
     cells: list[str] = []
     script: list[str] = []
     for number, plan in enumerate(plans, start=1):
@@ -196,9 +242,13 @@ def write_bundle(
         if plan.workdir not in workdirs:
             workdirs[plan.workdir] = len(workdirs) + 1
             target = out / "workdirs" / str(workdirs[plan.workdir])
-            size = _copy_workdir(plan.workdir, target, out) if plan.workdir.is_dir() else 0
-            if size > MAX_WORKDIR_BYTES:
-                warnings.append(f"workdir {plan.workdir} is {size >> 20} MB: the bundle copies it")
+            copied = _copy_workdir(plan, workdirs[plan.workdir], target, redactor)
+            copies.append(copied)
+            warnings.extend(copied.left_out)
+            if copied.size > MAX_WORKDIR_BYTES:
+                warnings.append(
+                    f"workdir {plan.workdir}: the bundle copies {copied.size >> 20} MB of it"
+                )
         cell_dir = out / "cells" / str(number)
         cell_dir.mkdir(parents=True)
         from reprospec.plan.attempt import describe
@@ -220,7 +270,7 @@ def write_bundle(
         warnings.extend(cell.warnings)
         passed.extend(cell.passed)
     _write_run_sh(out / "run.sh", spec, plans, script)
-    _write_readme(out / "README.md", spec, plans, needs, redactor, sorted(set(passed)))
+    _write_readme(out / "README.md", spec, plans, needs, redactor, sorted(set(passed)), copies)
     return Bundle(
         root=out,
         cells=tuple(cells),
@@ -380,6 +430,7 @@ def _write_readme(
     needs: Mapping[int, str],
     redactor: Redactor,
     passed: Sequence[str],
+    copies: Sequence[_Workdir],
 ) -> None:
     title = spec.title
     rows = []
@@ -426,5 +477,28 @@ A cell "reproduces" when its outcome matches the expectation below
 
 {len(needs)} image(s); the resolved configuration of cell N is `cells/N/plan.json`
 (and `cells/N/cell.json` for the PyTorch harness).
+
+## Files
+
+{chr(10).join(_files_section(copy) for copy in copies)}
 """
     path.write_text(text, encoding="utf-8")
+
+
+def _files_section(copy: _Workdir) -> str:
+    """What `workdirs/K/` holds and what its reader must supply (carry.py's rule)."""
+    lines = [
+        f"`workdirs/{copy.key}/` holds only the files the cells name (their command's words, "
+        "the local modules those import, the spec's `files`), not the rest of the workdir, "
+        "and never a hidden file:",
+        "",
+        *([f"- `{name}`" for name in copy.files] or ["- (none)"]),
+    ]
+    supply = list(copy.left_out)
+    if copy.hidden:
+        shown = ", ".join(f"`{name}`" for name in copy.hidden)
+        supply.append(f"hidden, never carried (the workdir had {shown})")
+    if supply:
+        lines += ["", "Left out or masked, for you to supply if a cell needs it:", ""]
+        lines += [f"- {line}" for line in supply]
+    return "\n".join(lines) + "\n"

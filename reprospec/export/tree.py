@@ -8,6 +8,8 @@ read that `files` missed stays behind in the workdir and fails the copy's rerun)
 Each workdir, the spec and every file named from outside a workdir (`../raises.py`) keep
 their places relative to each other under the tree's root, their common folder: so
 `workdir: ../app` still resolves, and no member needs a `..`, which unpacking refuses.
+Which files a tree carries, and how their secrets are masked, is `carry.py`'s rule, the
+one `materialize` follows too: the named files, never a hidden one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
+from reprospec.export.carry import workdir_files
 from reprospec.plan.shellwords import is_shell_script
 from reprospec.plan.workfiles import carried_files
 
@@ -75,20 +78,19 @@ def spec_tree(
     absolute: dict[Path, None] = {}
     workdirs: dict[Path, None] = {}
     missing: dict[str, None] = {}
+    hidden: dict[str, None] = {}
     for attempt in attempts:
         if attempt.workdir.resolve() in workdirs:
             continue
         workdirs[attempt.workdir.resolve()] = None
-        named = carried_files(attempt)
-        for name in attempt.files:
-            # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left
-            # out without a word, and the recipient's rerun failed on the missing file.
-            if not (attempt.workdir / name).expanduser().exists():
-                missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
-        for rel in named.inside:
-            files[(attempt.workdir / rel).resolve()] = None
-        outside.update(dict.fromkeys(named.outside))
-        absolute.update(dict.fromkeys(named.absolute))
+        carried = workdir_files(attempt)
+        for name in carried.missing:
+            missing.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
+        for name in carried.hidden:
+            hidden.setdefault(f"{name} (in {attempt.workdir.resolve()})", None)
+        files.update(dict.fromkeys(carried.files))
+        outside.update(dict.fromkeys(carried.outside))
+        absolute.update(dict.fromkeys(carried.absolute))
     too_large = [p for p in [*files, *outside] if _size(p) > max_file_bytes]
     for path in too_large:
         files.pop(path, None)
@@ -97,6 +99,11 @@ def spec_tree(
     if missing:
         warnings.append(
             "not carried, named by the spec's files but not there: " + ", ".join(missing)
+        )
+    if hidden:
+        warnings.append(
+            "not carried, hidden (a dot-file or a dot-folder's, where a project keeps its "
+            "own secrets: whoever reruns it supplies their own): " + ", ".join(hidden)
         )
     spec = spec_path.resolve()
     root = Path(os.path.commonpath([spec.parent, *workdirs, *(p.parent for p in outside)]))

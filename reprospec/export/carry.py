@@ -1,0 +1,254 @@
+"""What a spec's files may carry to someone else: the one rule `bundle` and `materialize` share.
+
+Both are made to be shared, so both carry the same files the same way:
+
+- which files: those the cells name (`plan/workfiles.py`: the command's words, the local
+  modules they import, the spec's `files`), never the rest of the workdir. A copy of the
+  whole workdir (what `materialize` made) shipped `.env`, `secrets/creds.json` and every
+  unrelated spec of the project to whoever the folder was sent to;
+- never a hidden file: a dot-file or anything under a dot-folder (`.env`, `.git/`,
+  `.ssh/`), even when the spec names it: it is where a project keeps what is its own
+  (tokens, a checkout's history), as capture already leaves dot-files out of `files`.
+  It is named as left out, for the reader to supply their own;
+- no secret in what is carried: a value the run's `Redactor` knows (a variable the spec
+  reads, a secret-looking variable of the engine) is written as `***` wherever a carried
+  file holds it, and so is the literal value of a secret-looking key in a carried text
+  file (`wandb_api_key: 3f9c...` in a `config.yaml` the spec lists). Each such file is
+  named in a warning, with its keys, so the reader knows what to put back.
+
+Masking rather than refusing: the file is needed for the rerun (the spec names it), the
+sender has no other way to share it than editing their own config, and a value written
+as `***` is what every other output of the engine already does with a secret; the
+warning (and materialize's README) says which file needs the reader's value.
+
+The key rule is narrower than the Redactor's name rule (`looks_secret`) on purpose: a
+config's `tokenizer: bert-base-uncased`, `max_tokens: 2048` or `eos_token: "</s>"` look
+secret by that rule, and masking them would break the very rerun the file is carried
+for. A strong word (`password`, `secret`, `api_key`, `access_token`) masks any literal;
+a weak one (`token`, `auth`, `key` alone) masks only a value shaped like a generated
+secret (letters and digits, 12 characters or more); a credential's shape (`ghp_...`,
+`Bearer ...`) masks under any key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.lazyre import Lazy
+from reprospec.core.redact import MASK, MIN_MASKED_CHARS, Redactor, looks_like_credential
+from reprospec.plan.workfiles import carried_files
+
+# A text file over this is carried masked by value only (a dataset, not a config).
+MAX_SCANNED_BYTES = 8 << 20
+
+# `key: value`, `key = value`, `"key": "value"`, `export KEY=value`, `f(api_key="...")`:
+# the key, then a quoted literal or a bare word (bare words only outside Python source,
+# where `token = settings.token` is code, not a value).
+_KEYED = Lazy(
+    r"""(?:^|(?<=[\s{,;(]))(?P<q>["']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q)[ \t]*[:=][ \t]*"""
+    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"'#,;{}()\[\]<>$]+)""",
+    re.MULTILINE,
+)
+_CAMEL = Lazy(r"([a-z0-9])([A-Z])")
+_WORD_SPLIT = Lazy(r"[^a-z0-9]+")
+# Words that make a key a secret whatever its value looks like.
+_STRONG = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "secret",
+        "secrets",
+        "credential",
+        "credentials",
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "authtoken",
+        "accesstoken",
+        "refreshtoken",
+    }
+)
+# `api_key`, `access_token`: the second word is weak alone (`sort_key`), strong after these.
+_STRONG_BEFORE = frozenset(
+    {"api", "access", "secret", "private", "auth", "client", "bearer", "refresh", "session"}
+)
+_WEAK = frozenset({"token", "auth", "key"})
+# A key that names where a secret is, not the secret: `password_file`, `token_env`.
+_NOT_THE_VALUE = frozenset(
+    {"file", "path", "dir", "env", "var", "name", "type", "len", "length", "size", "url", "id"}
+)
+_PLAIN = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "changeme"})
+_GENERATED = Lazy(r"(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9_+/=.:-]{12,}")
+_RELEASE = Lazy(r"v?\d+(?:\.\d+)+\S*")
+_CODE_SUFFIXES = frozenset({".py", ".pyi"})
+
+
+@dataclass(frozen=True)
+class KeyedSecret:
+    """A secret-looking key with a literal value in a carried file, masked there."""
+
+    line: int
+    key: str
+
+
+@dataclass(frozen=True)
+class CarriedFile:
+    """A file as it is carried: its bytes with every secret as `***`, and what was masked."""
+
+    data: bytes
+    # It held a value the run's Redactor knows (a variable the spec reads, a secret one).
+    masked_values: bool = False
+    keys: tuple[KeyedSecret, ...] = ()
+
+    def warning(self, place: str) -> str | None:
+        """What the reader of a bundle must be told about this file at `place`, if anything."""
+        what = []
+        if self.masked_values:
+            what.append("a secret value of this run")
+        if self.keys:
+            shown = ", ".join(f"{k.key} (line {k.line})" for k in self.keys[:5])
+            more = f" and {len(self.keys) - 5} more" if len(self.keys) > 5 else ""
+            what.append(f"a literal secret under {shown}{more}")
+        if not what:
+            return None
+        return (
+            f"{place} held {' and '.join(what)}, written as {MASK} in the copy: whoever "
+            "reruns it puts their own value back"
+        )
+
+
+def is_hidden(relative: str | PurePosixPath) -> bool:
+    """Whether a path relative to its workdir is a dot-file or lies under a dot-folder
+    (`.env`, `.git/config`, `conf/.secrets/x`); `..` steps out of the workdir and counts not."""
+    return any(
+        part.startswith(".") and part not in (".", "..") for part in PurePosixPath(relative).parts
+    )
+
+
+def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
+    """The bytes of `path` as a bundle carries them (see the module's rule)."""
+    with path.open("rb") as handle:
+        raw = handle.read()
+    data = redactor.data(raw)
+    masked_values = data != raw
+    if len(data) > MAX_SCANNED_BYTES or b"\0" in data[:8192]:
+        return CarriedFile(data, masked_values)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return CarriedFile(data, masked_values)
+    masked, keys = mask_keyed_secrets(text, code=path.suffix in _CODE_SUFFIXES)
+    if not keys:
+        return CarriedFile(data, masked_values)
+    return CarriedFile(masked.encode("utf-8"), masked_values, keys)
+
+
+def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[KeyedSecret, ...]]:
+    """`text` with the literal value of each secret-looking key as MASK (quotes kept), and
+    those keys; in Python source (`code`) only quoted values are literals."""
+    out: list[str] = []
+    found: list[KeyedSecret] = []
+    at = 0
+    for match in _KEYED.finditer(text):
+        value = match["value"]
+        quoted = value[:1] in "\"'" and len(value) >= 2
+        if code and not quoted:
+            continue
+        literal = value[1:-1] if quoted else value
+        if not _secret(match["key"], literal):
+            continue
+        start, end = match.span("value")
+        if quoted:
+            start, end = start + 1, end - 1
+        out += [text[at:start], MASK]
+        at = end
+        found.append(KeyedSecret(text.count("\n", 0, start) + 1, match["key"]))
+    return "".join([*out, text[at:]]), tuple(found)
+
+
+def _secret(key: str, value: str) -> bool:
+    if looks_like_credential(value):
+        return True
+    value = value.strip()
+    if (
+        len(value) < MIN_MASKED_CHARS
+        or value.lower() in _PLAIN
+        or MASK in value
+        or value[:1] in "/~.<"  # a path, or a placeholder such as <your-key>
+        or "${" in value
+        or _RELEASE.fullmatch(value)
+        or value.isdigit()
+    ):
+        return False
+    words = [w for w in _WORD_SPLIT.split(_CAMEL.sub(r"\1_\2", key).lower()) if w]
+    if not words or words[-1] in _NOT_THE_VALUE:
+        return False
+    strong = any(w in _STRONG for w in words) or any(
+        a in _STRONG_BEFORE and b in ("key", "token") for a, b in itertools.pairwise(words)
+    )
+    if strong:
+        return True
+    return any(w in _WEAK for w in words) and bool(_GENERATED.fullmatch(value))
+
+
+@dataclass(frozen=True)
+class WorkdirFiles:
+    """The files of one cell's workdir that a bundle carries, and what it leaves out."""
+
+    workdir: Path
+    # Carried: resolved paths inside the workdir, in order.
+    files: tuple[Path, ...]
+    # Named by the cell (its command, the spec's `files`) and left out as hidden.
+    hidden: tuple[str, ...] = ()
+    # Names in the spec's `files` that are not there.
+    missing: tuple[str, ...] = ()
+    # Named from outside the workdir by a relative path (`../raises.py`), and hidden ones
+    # among those left out.
+    outside: tuple[Path, ...] = ()
+    # Named by an absolute path outside the workdir: this machine's, no reader's.
+    absolute: tuple[Path, ...] = ()
+
+
+def workdir_files(attempt: AttemptPlan) -> WorkdirFiles:
+    """What of `attempt`'s workdir a bundle carries: the named files less the hidden ones."""
+    workdir = attempt.workdir.resolve()
+    named = carried_files(attempt)
+    files: list[Path] = []
+    hidden: list[str] = []
+    for rel in named.inside:
+        if is_hidden(rel):
+            hidden.append(rel)
+        else:
+            files.append((attempt.workdir / rel).resolve())
+    outside: list[Path] = []
+    for path in named.outside:
+        rel = os.path.relpath(path, workdir)
+        if is_hidden(rel):
+            hidden.append(rel)
+        else:
+            outside.append(path)
+    # A name of the spec's `files` that is not there (a typo: `data.cvs`) was left out
+    # without a word, and the recipient's rerun failed on the missing file.
+    missing = [n for n in attempt.files if not (attempt.workdir / n).expanduser().exists()]
+    return WorkdirFiles(
+        workdir, tuple(files), tuple(hidden), tuple(missing), tuple(outside), named.absolute
+    )
+
+
+def hidden_entries(workdir: Path, limit: int = 10) -> tuple[str, ...]:
+    """The dot-files and dot-folders at the top of `workdir` (folders with a `/`), sorted:
+    what a bundle never carries, named so its reader knows a `.env` was there to supply."""
+    try:
+        entries = sorted(e for e in workdir.iterdir() if e.name.startswith("."))
+    except OSError:
+        return ()
+    shown = [e.name + ("/" if e.is_dir() else "") for e in entries if e.name != ".reprospec"]
+    return tuple(shown[:limit])

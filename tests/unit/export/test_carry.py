@@ -1,0 +1,85 @@
+"""carry.py's rule for a carried file's secrets: which keys' literals are masked, and which
+are left as they are because masking them would break the rerun the file is carried for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.redact import Redactor
+from reprospec.export.carry import KeyedSecret, carried_bytes, is_hidden, mask_keyed_secrets
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "wandb_api_key: 3f9c2a7d81e64b0fa5c3d2e1b0a9f8e7d6c5b4a3",
+        "password: hunter22",
+        '  db.password: "two words"',
+        "clientSecret = abcd-efgh",
+        "hf_token: hf_abcdefghijklmnopqrstuvwxyz12",
+        '{"github": "ghp_Abcdefghijklmnopqrstuvwxyz0123456789"}',
+        "export API_KEY=sk-live-abcdef123456",
+    ],
+)
+def test_a_secret_looking_key_with_a_literal_is_masked(line: str) -> None:
+    masked, keys = mask_keyed_secrets(line + "\n")
+    assert "***" in masked
+    assert len(keys) == 1
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tokenizer: bert-base-uncased",
+        "max_tokens: 2048",
+        'eos_token: "</s>"',
+        'bos_token: "<|endoftext|>"',
+        "password_file: /run/secrets/pw",
+        "token_env: HF_TOKEN",
+        "api_key: ${WANDB_KEY}",
+        "api_key: <your key here>",
+        "sort_key: name",
+        "key_dim: 64",
+        "author: Ada Lovelace",
+        "auth: none",
+        "keyring: 25.6.0",
+    ],
+)
+def test_a_config_value_that_is_no_secret_is_carried_as_it_is(line: str) -> None:
+    assert mask_keyed_secrets(line + "\n") == (line + "\n", ())
+
+
+def test_python_source_masks_quoted_literals_only() -> None:
+    source = 'login(api_key="abc123xyz")\ntoken = settings.token\n'
+    assert mask_keyed_secrets(source, code=True) == (
+        'login(api_key="***")\ntoken = settings.token\n',
+        (KeyedSecret(1, "api_key"),),
+    )
+
+
+def test_a_carried_file_says_what_was_masked(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("lr: 0.1\nnote: fs_live_9f8e7d6c5b\nwandb_api_key: 3f9c2a7d81e64b0f\n")
+    carried = carried_bytes(path, Redactor(["fs_live_9f8e7d6c5b"]))
+    assert carried.data == b"lr: 0.1\nnote: ***\nwandb_api_key: ***\n"
+    assert carried.warning("tree/config.yaml") == (
+        "tree/config.yaml held a secret value of this run and a literal secret under "
+        "wandb_api_key (line 3), written as *** in the copy: whoever reruns it puts their own "
+        "value back"
+    )
+    plain = tmp_path / "job.py"
+    plain.write_text("print('lr')\n")
+    assert carried_bytes(plain, Redactor(["fs_live_9f8e7d6c5b"])).warning("tree/job.py") is None
+
+
+HIDDEN = [".env", ".git/config", "conf/.ssh/id", "../.x/a.py"]
+SHOWN = ["secrets/creds.json", "../raises.py", "a.b/c"]
+
+
+@pytest.mark.parametrize(
+    ("rel", "hidden"), [(rel, True) for rel in HIDDEN] + [(rel, False) for rel in SHOWN]
+)
+def test_hidden_is_a_dot_file_or_under_a_dot_folder(rel: str, hidden: bool) -> None:
+    assert is_hidden(rel) is hidden
