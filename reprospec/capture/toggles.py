@@ -236,7 +236,7 @@ def propose(argv: list[str]) -> Proposal:
             prefix = (override["prefix"] or "") + key + "="
             out.append(_with_value(prefix, toggle, override["value"]))
         elif looks_like_credential(word):  # a bare `hf_...` or `https://me:pw@host/x`
-            out.append(_secret("secret", word, env))
+            out.append(_secret(_bare_name(word), word, env))
             index += 1
             continue
         else:
@@ -354,10 +354,37 @@ def _secret_name(option: str, value: str) -> str | None:
     return option if looks_secret(option) else f"{option}_secret"
 
 
-def _takes_value(word: str) -> bool:
-    """Whether `word` is an option whose value is the next word (`-H`, `--header`)."""
+def _is_option(word: str) -> bool:
+    """Whether `word` is an option without an `=value` of its own (`-H`, `--header`): the
+    next word may be its value, which the option's own turn judged already."""
     flag = _LONG_FLAG.match(word) or _SHORT_FLAG.match(word)
     return flag is not None and flag.groupdict().get("value") is None
+
+
+def _bare_name(token: str) -> str:
+    """The variable a bare credential is read from: the name its provider's tools read
+    (`hf_...` -> HF_TOKEN), so a reader knows what to set; SECRET for another shape."""
+    for prefix, name in _PROVIDER_NAMES:
+        if token.startswith(prefix):
+            return name
+    return "secret"
+
+
+_PROVIDER_NAMES = (
+    ("hf_", "hf_token"),
+    ("sk-ant-", "anthropic_api_key"),
+    ("sk-", "openai_api_key"),
+    ("gh", "github_token"),
+    ("github_pat_", "github_token"),
+    ("glpat-", "gitlab_token"),
+    ("xox", "slack_token"),
+    ("AKIA", "aws_access_key_id"),
+    ("ASIA", "aws_access_key_id"),
+    ("AIza", "google_api_key"),
+    ("npm_", "npm_token"),
+    ("pypi-", "pypi_token"),
+    ("eyJ", "jwt_token"),
+)
 
 
 # An HTTP header as one word (`Authorization: Bearer ...`): its name.
@@ -385,8 +412,23 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
                 continue
             if not (name := _secret_name(flag["name"], value)):
                 continue
-        elif looks_like_credential(word) and not _takes_value(words[index - 1] if index else ""):
-            name, value = "secret", word  # a bare word, not an option's value
+        elif (assigned := _ASSIGNMENT.match(word)) and holds_secret(*assigned.groups()):
+            # `HF_TOKEN=hf_... python x.py`, `export DATABASE_URL=...`: the variable is set
+            # from the one the spec reads (`HF_TOKEN="$HF_TOKEN"`).
+            name, value = assigned["name"], assigned["value"]
+            if "$" in value or not value:
+                continue
+            forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
+            as_assigned = re.compile(
+                rf"(?<![^\s;|&(]){re.escape(name)}=(?:"
+                + "|".join(map(re.escape, forms))
+                + r")(?=[\s;|&)]|$)"
+            )
+            read = _secret(name, value, env).replace("\\", r"\\")
+            script = as_assigned.sub(f"{name}={read}", script)
+            continue
+        elif looks_like_credential(word) and not _is_option(words[index - 1] if index else ""):
+            name, value = _bare_name(word), word  # a bare word, not an option's value
         else:
             continue
         forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))

@@ -71,27 +71,79 @@ def looks_secret(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
+_TOKENS = (
+    r"hf_[A-Za-z0-9]{30,}|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}|gh[pousr]_[A-Za-z0-9]{36,}"
+    r"|github_pat_\w{40,}|glpat-[\w-]{20,}|xox[abposr]-\d+-[\w-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|AIza[\w-]{35}|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}"
+)
 # A value that is a credential under whatever name it is given (`--auth-header`, curl's
-# `-H`, a positional word): an HTTP header or scheme that carries one, a URL holding a
-# password, or a provider's token format (Hugging Face, OpenAI and Anthropic, GitHub,
-# GitLab, Slack, AWS access key ids, Google API keys, npm, PyPI, a JWT). The name rule
-# (`looks_secret`) missed these, and the value was a plain axis or word in the spec.
+# `-H`, a positional word): an HTTP header that carries one, an auth scheme with its
+# token, a URL holding a password (or a token as its user), or a provider's token format
+# (Hugging Face, OpenAI and Anthropic, GitHub, GitLab, Slack, AWS access key ids, Google
+# API keys, npm, PyPI, a JWT). The name rule (`looks_secret`) missed these, and the value
+# was a plain axis or word in the spec. Each kind is narrow on purpose: a false match
+# (`basic training`, `docker://python:3.11@sha256:...`) took an ordinary setting out of the
+# spec, and the spec no longer reran for anyone else (`_credential_kind` checks more).
 _CREDENTIAL = Lazy(
-    r"(?i:(?:proxy-)?authorization\s*:\s*\S.*"
-    r"|(?:x-)?(?:api-key|auth-token|access-token)\s*:\s*\S.*"
-    r"|(?:bearer|basic|token|bot)\s+[\w.~+/=-]{8,})"
-    r"|[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@]+:[^\s/@]+@\S*"
-    r"|hf_[A-Za-z0-9]{20,}|sk-(?:ant-|proj-)?[\w-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_\w{20,}|glpat-[\w-]{20,}|xox[abposr]-[\w-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}"
-    r"|AIza[\w-]{35}|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}",
+    r"(?P<header>(?i:(?:proxy-)?authorization|(?:x-)?(?:api-key|auth-token|access-token))"
+    r"\s*:\s*\S.*)"
+    r"|(?P<scheme>Bearer|bearer|Basic|Token|Bot)\s+(?P<credential>[A-Za-z0-9._~+/=-]{8,})"
+    r"|[A-Za-z][A-Za-z0-9+.:-]*://(?:(?P<user>[^\s/:@]*):(?P<password>[^\s/@]+)|(?P<alone>[^\s/:@]+))"
+    r"@(?P<host>[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*)(?::\d+)?(?:[/?#]\S*)?"
+    r"|(?P<token>" + _TOKENS + ")",
     re.ASCII,  # every format is ASCII; Unicode classes doubled the compile (a run pays it)
 )
 
 
 def looks_like_credential(value: str) -> bool:
     """Whether `value` is a credential by its shape alone (`Bearer ...`, `hf_...`,
-    `https://user:password@host`), whatever name holds it."""
-    return bool(_CREDENTIAL.fullmatch(value.strip()))
+    `https://user:password@host`), whatever name holds it. A value that refers to a
+    variable (`$TOK`, `${DB_PASS}`, `${oc.env:P}`) holds none: it is expanded where it
+    runs, and rewriting it changed what the command ran."""
+    text = value.strip()
+    if not text or "$" in text or len(text) > 4096:
+        return False
+    found = _CREDENTIAL.fullmatch(text)
+    return found is not None and _credential_kind(found)
+
+
+def _credential_kind(found: re.Match[str]) -> bool:
+    """The checks a pattern cannot say well: a token is a random string (digits and letters
+    of both cases, not `token classification` or a model called `sk-...`), Basic's is
+    base64 of `user:password`, a URL's user alone is a secret only in a provider's format."""
+    if found["header"]:
+        return True
+    if found["scheme"]:
+        credential = found["credential"]
+        if found["scheme"] == "Basic":
+            import base64
+            import binascii
+
+            try:
+                return b":" in base64.b64decode(credential, validate=True)
+            except (binascii.Error, ValueError):
+                return False
+        return _random_looking(credential)
+    if found["alone"] is not None:
+        return _TOKEN_ONLY.fullmatch(found["alone"]) is not None
+    if found["password"] is not None:
+        return not _VERSION_LIKE.fullmatch(found["password"])
+    token = found["token"]
+    return not token.startswith("sk-") or _random_looking(token[3:])
+
+
+def _random_looking(text: str) -> bool:
+    """Digits among letters of both cases, or 16 characters or more of digits and letters:
+    a generated string, not words (`embeddings`, `resnet50-imagenet-finetuned`)."""
+    digits = any(c.isdigit() for c in text)
+    if digits and any(c.islower() for c in text) and any(c.isupper() for c in text):
+        return True
+    return digits and len(text) >= 16 and text.isalnum() and not text.isdigit()
+
+
+_TOKEN_ONLY = Lazy(_TOKENS, re.ASCII)
+# `docker://python:3.11@sha256:...`: an image's tag, not a password.
+_VERSION_LIKE = Lazy(r"\d+(?:\.\d+)*")
 
 
 def holds_secret(name: str, value: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from reprospec.capture.toggles import propose, typed
@@ -175,24 +177,52 @@ def test_a_value_shaped_as_a_credential_is_a_secret_under_any_name() -> None:
     # `--auth-header "Bearer ..."`, curl's `-H 'Authorization: ...'`, a URL holding a
     # password, a bare token: the option's name says nothing, and each was an axis or a
     # word of the spec, in clear.
-    bearer = propose(["python", "dl.py", "--auth-header", "Bearer abcdefgh12345", "--lr", "0.1"])
+    bearer = propose(
+        ["python", "dl.py", "--auth-header", "Bearer 9f8e7d6c5b4a3f2e1d0c", "--lr", "0.1"]
+    )
     assert bearer.command == 'python dl.py --auth-header "$AUTH_HEADER" --lr ${{ matrix.lr }}'
-    assert bearer.env == (("AUTH_HEADER", "Bearer abcdefgh12345"),)
-    curl = propose(["curl", "-H", "Authorization: Bearer abcdefgh12345", "https://h/x"])
+    assert bearer.env == (("AUTH_HEADER", "Bearer 9f8e7d6c5b4a3f2e1d0c"),)
+    curl = propose(["curl", "-H", "Authorization: Bearer 9f8e7d6c5b4a3f2e1d0c", "https://h/x"])
     assert curl.command == 'curl -H "$AUTHORIZATION" https://h/x'
     url = propose(["python", "t.py", "--db-url=postgres://me:pw1234@db/x", "db.dsn=https://a:b@c"])
     assert url.command == 'python t.py --db-url="$DB_URL_SECRET" db.dsn="$DB_DSN_SECRET"'
-    token = "hf_" + "a1" * 15
+    token = "hf_" + "a1B" * 11
     bare = propose(["python", "dl.py", token])
-    assert (bare.command, bare.env) == ('python dl.py "$SECRET"', (("SECRET", token),))
-    script = propose(["sh", "-c", f"curl -H 'Authorization: Bearer abcdefgh12345' u; echo {token}"])
-    assert script.command == 'sh -c \'curl -H "$AUTHORIZATION" u; echo "$SECRET"\''
+    assert (bare.command, bare.env) == ('python dl.py "$HF_TOKEN"', (("HF_TOKEN", token),))
+    script = propose(
+        ["sh", "-c", f"curl -H 'Authorization: Bearer 9f8e7d6c5b4a3f2e1d0c' u; echo {token}"]
+    )
+    assert script.command == 'sh -c \'curl -H "$AUTHORIZATION" u; echo "$HF_TOKEN"\''
     # A leading variable whose name says nothing: its value read as the others.
     leading = propose(["DATABASE_URL=postgres://me:pw1234@db/x", "python", "t.py", "--lr", "1"])
     assert leading.env == (("DATABASE_URL", "postgres://me:pw1234@db/x"),)
     # Ordinary values stay axes and words.
     plain = ["python", "t.py", "--url", "https://h/x", "--header", "Accept: json", "token"]
     assert propose(plain).env == ()
+
+
+def test_a_script_keeps_what_its_shell_expands_and_reads_what_it_sets() -> None:
+    # (review) `"Authorization: Bearer $TOK"` was taken for a credential before the shell
+    # expanded it: the program got `$TOK` unexpanded, another run than the one typed.
+    for script in (
+        'curl -H "Authorization: Bearer $TOK" https://h/x',
+        "python t.py https://u:$TOK@h/x",
+    ):
+        kept = propose(["sh", "-c", script])
+        assert (kept.command, kept.env) == (f"sh -c {shlex.quote(script)}", ())
+    token = "hf_" + "a1B" * 11
+    sets = propose(
+        ["sh", "-c", f"export HF_TOKEN={token}; DB_URL='postgres://me:pw1@db/x' python t.py"]
+    )
+    assert sets.command == 'sh -c \'export HF_TOKEN="$HF_TOKEN"; DB_URL="$DB_URL" python t.py\''
+    assert sets.env == (("HF_TOKEN", token), ("DB_URL", "postgres://me:pw1@db/x"))
+    # A bare token is read from the variable its provider's tools read.
+    assert propose(["python", "t.py", "ghp_" + "b1C" * 12]).command == 'python t.py "$GITHUB_TOKEN"'
+    # A run's name in words is a setting, not a credential.
+    words = propose(
+        ["python", "t.py", "--run-name", "basic training", "--task", "Token embeddings"]
+    )
+    assert [t.axis for t in words.toggles] == ["run_name", "task"]
 
 
 def test_two_secrets_under_one_name_keep_their_own_values() -> None:

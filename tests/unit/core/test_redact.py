@@ -216,19 +216,41 @@ def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
 def test_credentials_are_known_by_their_shape() -> None:
     # Under a name that says nothing (`--auth-header`, curl's -H, DATABASE_URL).
     for value in (
-        "Bearer abcdefgh12345",
+        "Bearer 9f8e7d6c5b4a3f2e1d0c",
+        "Basic bWU6cHc=",  # base64 of `me:pw`
         "Authorization: token x",
         "x-api-key: 123",
         "postgres://me:pw1234@db:5432/x",
-        "hf_" + "A" * 30,
-        "sk-proj-" + "a" * 24,
-        "ghp_" + "b" * 36,
+        "redis://:pw1234@cache:6379/0",
+        "jdbc:mysql://me:pw@db/x",
+        "https://ghp_" + "b1C" * 12 + "@github.com/me/repo.git",  # a token as the user
+        "hf_" + "A1b" * 11,
+        "sk-proj-" + "a1B" * 12,
+        "ghp_" + "b1C" * 12,
         "AKIA" + "C" * 16,
         "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4fwpM",
     ):
         assert looks_like_credential(value), value
         assert holds_secret("WHATEVER", value), value
-    for value in ("Bearer x", "https://host/db", "Accept: json", "sk-1", "0.001", "token"):
+    # Settings that look alike, and values that refer to a variable the shell or Hydra
+    # expands: each was once taken for a credential, out of the spec (review).
+    for value in (
+        "basic training",
+        "Token embeddings",
+        "token classification",
+        "bot detection",
+        "Basic trainingdata1",
+        "docker://python:3.11@sha256:0123456789abcdef",
+        "sk-resnet50-imagenet-finetuned-model",
+        "https://u:$TOK@h/x",
+        "Authorization: Bearer $TOK",
+        "${oc.env:U}:${oc.env:P}@db",
+        "https://git@github.com/me/repo.git",
+        "Bearer x",
+        "https://host/db",
+        "Accept: json",
+        "0.001",
+    ):
         assert not looks_like_credential(value), value
     assert holds_secret("HF_TOKEN", "x")
     assert not holds_secret("LR", "0.1")
