@@ -13,6 +13,7 @@ and overrides become one-value matrix axes. The spec is then run once more
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -359,10 +360,14 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         comments["rate"] = f"observed {observed.matched}/{observed.attempts}"
         if bound == ">0":
             # Judged on its interval, `>0` is met by one match and refuted by no count of
-            # clean attempts: a fixed bug stays `undecided`. Said where it is written.
+            # clean attempts: a fixed bug stays `undecided`. Said where it is written, with
+            # a bound half the observed rate and the clean attempts that would refute it
+            # (the 95% interval's high end of 0/n below it).
+            floor = max(0.01, int(observed.matched / observed.attempts * 50) / 100)
+            refute = math.ceil(3.84 * (1 - floor) / floor) + 1
             comments["rate"] += (
-                "; met by one match, never refuted: to tell a fix, raise it (`>=0.05`) and "
-                "run with --repeat 100"
+                f"; met by one match, never refuted: to tell a fix, raise it (`>={floor:g}`) "
+                f"and run with --repeat {refute}"
             )
     return expect, comments
 

@@ -169,8 +169,10 @@ def parse_machine(text: str) -> Machine:
     listed = sorted(packages.values(), key=lambda p: (normalize(p.name), p.source))
     if torch is None:
         pinned = next((p for p in listed if normalize(p.name) == "torch"), None)
-        prose = _PROSE_TORCH.search(text)
-        torch = pinned.version if pinned else (prose["version"] if prose else None)
+        # One version said in prose is the one; "worked with 2.0.1, after upgrading to 2.1.0
+        # it segfaults" says two, and the first was the one that worked (review).
+        said = {m["version"] for m in _PROSE_TORCH.finditer(text)}
+        torch = pinned.version if pinned else (said.pop() if len(said) == 1 else None)
     if python is None:
         prose = _PROSE_PYTHON.search(text) or _PATH_PYTHON.search(text)
         python = prose["version"] if prose else None

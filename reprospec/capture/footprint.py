@@ -43,9 +43,7 @@ ENV_PREFIXES = (
     "NVIDIA_",
     "TOKENIZERS_",
     "HF_",
-    "HUGGING_FACE_",
     "TRANSFORMERS_",
-    "WANDB_",
     "PYTHON",
 )
 

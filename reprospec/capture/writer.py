@@ -217,7 +217,7 @@ def _package(pin: str) -> str:
     of the release (PEP 440). The label stays in a comment."""
     name, equals, version = pin.partition("==")
     public, plus, _ = version.partition("+")
-    if not (equals and plus and public):
+    if not (equals and plus and public) or public.startswith("="):  # `===`: as written
         return f"    - {_scalar(pin)}"
     return f"    - {_scalar(name + equals + public)}  # {version} where it failed"
 
@@ -408,8 +408,8 @@ def check_output(output: Path, *, force: bool, reads: Iterable[str | Path] = ())
         raise UsageError(f"{output} exists; pass --force to overwrite it")
     if target.exists() and not _is_spec(target):
         raise UsageError(
-            f"{output} exists and is not a reprospec spec (no `reprospec:` key): --force "
-            "overwrites only a spec; name another file"
+            f"{output} exists and is not a reprospec spec (a YAML mapping with a `reprospec` "
+            "key): --force overwrites only a spec; name another file"
         )
 
 

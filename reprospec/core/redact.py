@@ -48,7 +48,9 @@ from reprospec.core.expr import ExprError, find_expressions, names_used
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.lazyre import Lazy
 
-SECRET_NAME = Lazy(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE)
+SECRET_NAME = Lazy(
+    r"TOKEN(?!IZER)|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
+)
 MASK = "***"
 MIN_MASKED_CHARS = 4
 # The comment a masked spec ends with (Redactor.spec_text), naming what a rerun must set.
@@ -299,6 +301,8 @@ class Redactor:
         for name, value in environ.items():
             if holds_secret(name, value):
                 named.setdefault(value, name)
+                # A value read from a file keeps its newline; what a program prints, not.
+                named.setdefault(value.strip(), name)
         section = document.get("environment")
         given = section.get("env") if isinstance(section, Mapping) else None
         if isinstance(given, Mapping):

@@ -39,19 +39,28 @@ ENV_PREFIXES = (
     "NVIDIA_",
     "ATEN_",
     "TORCHINDUCTOR_",
-    # The hubs and trackers an ML program reads (`HF_TOKEN`, `WANDB_MODE=offline`): a token
-    # set in one run and not the other is a difference `compare` names, masked.
+    # The hub an ML program reads (`HF_TOKEN`, `HF_HUB_OFFLINE`): a token set in one run and
+    # not the other is a difference `compare` names, masked.
     "HF_",
-    "HUGGING_FACE_",
     "TRANSFORMERS_",
     "TOKENIZERS_",
-    "WANDB_",
 )
-ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH")
+# W&B's switches and key by name, not `WANDB_*`: its entity, project and run id name a
+# team's work, which a public bug report has no use for.
+ENV_NAMES = (
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "PYTHONPATH",
+    "WANDB_MODE",
+    "WANDB_DISABLED",
+    "WANDB_API_KEY",
+)
 # Names whose values are never captured: the same pattern as the engine's
 # reprospec.core.redact.SECRET_NAME (this package cannot import the engine; a test keeps them
 # equal).
-SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE)
+SECRET = re.compile(
+    r"TOKEN(?!IZER)|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|AUTH|CREDENTIAL", re.IGNORECASE
+)
 MASK = "***"
 CPU_FLAGS = (
     "sse4_2",

@@ -232,3 +232,12 @@ def test_a_standard_library_frames_path_gives_the_python_version() -> None:
         '  File "/home/bob/segv/crash.py", line 8 in <module>\n'
     )
     assert read_ticket(text).machine.python == "3.11"
+
+
+def test_torch_versions_said_in_prose_are_pinned_only_when_one_is_said() -> None:
+    # "worked with 2.0.1, after upgrading to 2.1.0 it segfaults": the first was the one
+    # that worked, and it was pinned (review).
+    two = parse_machine("It worked with torch 2.0.1; after upgrading to torch 2.1.0 it segfaults.")
+    assert (two.torch, two.requirements) == (None, ())
+    one = parse_machine("Since torch 2.1.0 it segfaults (torch 2.1.0 on CPU too).")
+    assert one.requirements == ("torch==2.1.0",)

@@ -257,3 +257,11 @@ def test_credentials_are_known_by_their_shape() -> None:
     assert secret_values([("DB", "postgres://me:pw1234@db/x")], {}) == (
         "postgres://me:pw1234@db/x",
     )
+
+
+def test_a_tokenizers_setting_is_no_secret() -> None:
+    # TOKENIZERS_PARALLELISM=false is the knob of a worker deadlock: masked, `compare`
+    # hid its change (review).
+    assert not looks_secret("TOKENIZERS_PARALLELISM")
+    assert looks_secret("HF_TOKEN")
+    assert looks_secret("TOKENIZER_TOKEN")
