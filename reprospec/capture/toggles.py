@@ -28,6 +28,7 @@ from reprospec.core.redact import (
     looks_like_credential,
     looks_secret,
 )
+from reprospec.outcome.pytestreport import is_pytest
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
 
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$", re.S)
@@ -169,6 +170,9 @@ def propose(argv: list[str]) -> Proposal:
     if script is not None:  # `sh -c '... --api-key X'`: the script is one word, kept whole
         words = [_script_secrets(w, env) if w == script else w for w in words]
     out = [shlex.quote(word) for word in words[:start]]
+    # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
+    # holding the test file (a new user's trial).
+    switches = _PYTEST_SWITCHES if is_pytest(words) else frozenset()
     toggles: list[Toggle] = []
     taken: set[str] = set()
     hydra = False
@@ -206,7 +210,12 @@ def propose(argv: list[str]) -> Proposal:
         if long_flag and long_flag["value"] is not None:
             toggle = _toggle(long_flag["name"], long_flag["value"], "flag", word, taken)
             out.append(_with_value(f"--{long_flag['name']}=", toggle, long_flag["value"]))
-        elif (long_flag or short_flag) and following is not None and _is_value(following):
+        elif (
+            (long_flag or short_flag)
+            and following is not None
+            and _is_value(following)
+            and not (short_flag and short_flag["name"] in switches)
+        ):
             name = (long_flag or short_flag)["name"]  # type: ignore[index]
             toggle = _toggle(name, following, "flag", f"{word} {following}", taken)
             out.append(shlex.quote(word) + " " + _with_value("", toggle, following))
@@ -293,6 +302,10 @@ def _program_args_start(words: list[str]) -> int:
             continue
         return index + 1  # the script
     return index
+
+
+# pytest's short options that take no value (-q, -v, -x, -s, -l); -k, -m, -p, -n take one.
+_PYTEST_SWITCHES = frozenset("qvxslV")
 
 
 def _is_value(word: str) -> bool:

@@ -262,3 +262,12 @@ def test_an_axis_holding_a_secrets_value_reads_the_secrets_variable() -> None:
     # A value too short for the mask is no secret's to replace.
     short = propose(["AUTH=1", "python", "t.py", "--workers", "1"])
     assert short.command == "python t.py --workers ${{ matrix.workers }}"
+
+
+def test_pytests_one_letter_switches_take_no_value() -> None:
+    # `pytest -q tests/test_x.py` made `q` an axis holding the test file (a new user's trial).
+    quiet = propose(["pytest", "-q", "tests/test_x.py", "-k", "slow"])
+    assert quiet.command == "pytest -q tests/test_x.py -k ${{ matrix.k }}"
+    assert [t.axis for t in quiet.toggles] == ["k"]
+    # Another program's -q may take one: only pytest's are known.
+    assert [t.axis for t in propose(["python", "t.py", "-q", "3"]).toggles] == ["q"]
