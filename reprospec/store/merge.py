@@ -77,8 +77,14 @@ def merge(
     cells = [_merge_cell(p, judge) if judge else p[0] for p in parts.values()]
     cells.sort(key=lambda c: c.cell.index)
     warnings = list(dict.fromkeys(w for run in runs for w in run.warnings))
-    differing = {
-        row["key"] for run in runs[1:] for row in environment_change(first, run)["environment"]
+    changes = [environment_change(first, run) for run in runs[1:]]
+    # The captured variables (`env.OMP_NUM_THREADS`) are compare's rows of their own now;
+    # a shard that ran under others is still said here (review).
+    differing = {row["key"] for change in changes for row in change["environment"]} | {
+        f"env.{row['name']}"
+        for change in changes
+        for row in change["variables"]
+        if not row["cells"]
     }
     if differing:
         warnings.append(

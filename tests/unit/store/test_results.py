@@ -377,3 +377,8 @@ def test_merge_warns_about_different_environments() -> None:
     )
     merged = merge([a, b])
     assert any("kernel" in w for w in merged.warnings)
+    # A captured variable too, now compare's row of its own (review: it went unsaid).
+    env = {**whole.environment["env"], "OMP_NUM_THREADS": "8"}  # type: ignore[dict-item]
+    c = replace(b, environment={**whole.environment, "env": env})
+    (said,) = [w for w in merge([a, c]).warnings if "different environments" in w]
+    assert said.endswith(": env.OMP_NUM_THREADS")
