@@ -196,23 +196,27 @@ def variable_changes(
             named.add(name)
             rows.append({"name": name, "a": row[1], "b": row[2], "change": row[3], "cells": []})
     rows += [
-        {"name": name, "a": None, "b": None, "change": "changed", "cells": []}
-        for name in _changed_secrets(run_a.environment, run_b.environment)
+        {"name": name, "a": None, "b": None, "change": change, "cells": []}
+        for name, change in _changed_secrets(run_a.environment, run_b.environment)
         if name not in named
     ]
     return rows
 
 
-def _changed_secrets(a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]) -> list[str]:
-    """The secret variables set in both captures whose digests differ under one store's
-    key (store/digests.py); digests of two stores' keys say nothing, and are not compared."""
-    digests_a, digests_b = _digests(a.get(DIGESTS)), _digests(b.get(DIGESTS))
-    if digests_a[0] is None or digests_a[0] != digests_b[0]:
-        return []
+def _changed_secrets(
+    a: Mapping[str, JsonValue], b: Mapping[str, JsonValue]
+) -> list[tuple[str, str]]:
+    """(name, how) of the secret variables set in both captures: `changed` where their
+    digests differ under one store's key (store/digests.py); where the two runs' digests
+    are under other keys (two stores: Slurm shards, a run folder from elsewhere), that it
+    could not be told, rather than nothing, which read as "the same"."""
+    key_a, of_a = _digests(a.get(DIGESTS))
+    key_b, of_b = _digests(b.get(DIGESTS))
+    both = [name for name in of_a if name in of_b]
+    if key_a is not None and key_a == key_b:
+        return [(name, "changed") for name in both if of_a[name] != of_b[name]]
     return [
-        name
-        for name, digest in digests_a[1].items()
-        if name in digests_b[1] and digests_b[1][name] != digest
+        (name, "set in both; runs of two stores, whether it changed is unknown") for name in both
     ]
 
 

@@ -32,10 +32,13 @@ def test_digests_compare_under_one_stores_key_only(tmp_path: Path) -> None:
     new = {
         FIELD: variable_digests(key, {"HF_TOKEN": "hf_two", "X_KEY": "k"}, ["HF_TOKEN", "X_KEY"])
     }
-    assert _changed_secrets(old, new) == ["HF_TOKEN"]
+    assert _changed_secrets(old, new) == [("HF_TOKEN", "changed")]
     assert "hf_one" not in str(old)
     elsewhere = {FIELD: variable_digests(other, {"HF_TOKEN": "hf_two"}, ["HF_TOKEN"])}
-    assert _changed_secrets(old, elsewhere) == []  # another key: not comparable
+    # Another key: not comparable, and said so (review: it was silent, read as the same).
+    assert _changed_secrets(old, elsewhere) == [
+        ("HF_TOKEN", "set in both; runs of two stores, whether it changed is unknown")
+    ]
     assert _changed_secrets(old, {}) == []
 
 
