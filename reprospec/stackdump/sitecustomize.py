@@ -99,7 +99,8 @@ def _record_imports() -> None:
     folder = os.environ.get("REPROSPEC_STACK_DIR") or ""
     if not folder or os.environ.get("REPROSPEC_RECORD_IMPORTS") != "1":
         return
-    seen: set[str] = set()
+    seen: set[str] = set()  # the names written (by the finder or the `import` event)
+    looked: set[str] = set()  # the names the finder saw (its sys.path and script, once)
     imports = _ProcessLines(folder, "imports")
     where = {"main": -1}
     # The folders the modules are looked for in (PYTHONPATH=src, a program's own
@@ -112,10 +113,12 @@ def _record_imports() -> None:
         @staticmethod
         def find_spec(name: str, _path: object = None, _target: object = None) -> None:
             try:
-                if name in seen:
+                if name in looked:
                     return
-                seen.add(name)
-                imports.write(name)
+                looked.add(name)
+                if name not in seen:
+                    seen.add(name)
+                    imports.write(name)
                 for entry in sys.path:
                     if entry not in searched and isinstance(entry, str):
                         searched.add(entry)
@@ -137,6 +140,23 @@ def _record_imports() -> None:
                 pass
 
     sys.meta_path.insert(0, _Recorder)
+
+    def _imported(event: str, args: tuple[object, ...]) -> None:
+        # The interpreter's `import` event, raised for every module it loads whatever
+        # finder serves it: a finder put ahead of the recorder later (pytest's assertion
+        # rewriting, for conftest.py, the test modules and every plugin it loads) kept
+        # those from the list, and capture pinned no plugin and carried no conftest.py.
+        if event != "import":
+            return
+        try:
+            name = args[0]
+            if isinstance(name, str) and name not in seen:
+                seen.add(name)
+                imports.write(name)
+        except Exception:
+            pass
+
+    sys.addaudithook(_imported)
     _record_reads(folder)
 
 

@@ -39,7 +39,13 @@ def distributions(modules: Iterable[str]) -> list[str]:
                 requires = metadata.requires(dist) or []
             except metadata.PackageNotFoundError:
                 continue
-            needed |= {_normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in requires}
+            # Not a requirement of an extra (`pytest; extra == "testing"`): that one is not
+            # installed with it, and execnet's left pytest itself unpinned.
+            needed |= {
+                _normalized(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0])
+                for r in requires
+                if not re.search(r"\bextra\s*==", r.partition(";")[2])
+            }
     chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
     return sorted(chosen, key=str.lower)
 

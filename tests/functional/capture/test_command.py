@@ -994,5 +994,13 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
     here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     result = capture(cli, workdir, "pytest", "tests/test_value.py", env=here)
     assert "verdict reproduced" in result.stdout
-    files = load_spec(str(workdir / "spec.yaml")).document["files"]
-    assert files == ["conftest.py", "mypkg/__init__.py"]
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["files"] == ["conftest.py", "mypkg/__init__.py"]
+    # The plugins pytest loads through the same hook are pinned too (flaky, which the test
+    # environment has): an order-dependent flake's cause may be one.
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    packages = environment["packages"]
+    assert isinstance(packages, list)
+    assert any(str(p).startswith("flaky==") for p in packages), packages
+    assert any(str(p).startswith("pytest-xdist==") for p in packages), packages
