@@ -60,7 +60,7 @@ class Minimized:
     signature: str
     result: MinimizeResult
     seconds: float
-    reused: int  # probes answered from an earlier, interrupted minimization
+    reused: int  # probes answered from an earlier run of it (interrupted, or finished)
     interrupted: bool
     repro: str  # the standalone command (run in `output`)
     command_line: str = ""
@@ -486,8 +486,10 @@ def markdown(found: Minimized) -> str:
         f"{r.passing_checked.ran} attempts passed",
         f"- **Attempts**: {attempts(found)} of the budget ({r.attempts} for the program); "
         f"{r.ran} candidates ran, "
-        f"{r.candidates - r.ran + 1} answered from the cache; {found.reused} probe(s) "
-        f"replayed from an interrupted run",
+        f"{r.candidates - r.ran + 1} answered from the cache"
+        # An earlier run of the same minimization, interrupted or finished (a finished one
+        # run again answers every probe from its state): "interrupted" was said of both.
+        + (f"; {found.reused} probe(s) replayed from an earlier run" if found.reused else ""),
         f"- **Time**: {_duration(found.seconds)}",
         f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
         f"same signature, and then its passing cells must pass; it is dropped after "

@@ -617,3 +617,9 @@ def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
     ran = subprocess.run(["sh", str(tmp_path / "result" / "repro.sh")], capture_output=True)
     assert ran.returncode == 1
     assert b"RuntimeError" in ran.stderr
+    report = tmp_path / "result" / "minimize.md"
+    assert "replayed" not in report.read_text()
+    # Run again, the finished search answers from its state: said so, not "interrupted".
+    again, _, stderr = minimize(tmp_path, "-m", "mode=fast", *DETERMINISTIC, *BUDGET, spec=spec)
+    assert again == 0, stderr
+    assert "probe(s) replayed from an earlier run" in report.read_text()
