@@ -367,6 +367,14 @@ def _secret_name(option: str, value: str) -> str | None:
     return option if looks_secret(option) else f"{option}_secret"
 
 
+def _secret_assignment(name: str, value: str) -> bool:
+    """Whether a script's `NAME=value` sets a secret: by the option rule on its name (the
+    last word: `MAX_TOKENS=2048` and `AUTH_ENABLED=true` set none, and read from the
+    environment the spec no longer reran; review) with a value long enough to be masked,
+    or by the value's shape."""
+    return (_secret_option(name) and len(value) >= MIN_MASKED_CHARS) or looks_like_credential(value)
+
+
 def _is_option(word: str) -> bool:
     """Whether `word` is an option without an `=value` of its own (`-H`, `--header`): the
     next word may be its value, which the option's own turn judged already."""
@@ -421,11 +429,13 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
             following = words[index + 1] if index + 1 < len(words) else None
             inline = flag["value"] if "value" in flag.groupdict() else None
             value = inline if inline is not None else following
-            if not value or "${{" in value or not _is_value(value):
+            # `$TOK` in a script is the shell's to expand: rewritten, the program got it
+            # unexpanded (review).
+            if not value or "$" in value or not _is_value(value):
                 continue
             if not (name := _secret_name(flag["name"], value)):
                 continue
-        elif (assigned := _ASSIGNMENT.match(word)) and holds_secret(*assigned.groups()):
+        elif (assigned := _ASSIGNMENT.match(word)) and _secret_assignment(*assigned.groups()):
             # `HF_TOKEN=hf_... python x.py`, `export DATABASE_URL=...`: the variable is set
             # from the one the spec reads (`HF_TOKEN="$HF_TOKEN"`).
             name, value = assigned["name"], assigned["value"]
@@ -440,7 +450,11 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
             read = _secret(name, value, env).replace("\\", r"\\")
             script = as_assigned.sub(f"{name}={read}", script)
             continue
-        elif looks_like_credential(word) and not _is_option(words[index - 1] if index else ""):
+        elif (
+            "$" not in word
+            and looks_like_credential(word)
+            and not _is_option(words[index - 1] if index else "")
+        ):
             name, value = _bare_name(word), word  # a bare word, not an option's value
         else:
             continue

@@ -91,7 +91,7 @@ _CREDENTIAL = Lazy(
     r"\s*:\s*\S.*)"
     r"|(?P<scheme>Bearer|bearer|Basic|Token|Bot)\s+(?P<credential>[A-Za-z0-9._~+/=-]{8,})"
     r"|[A-Za-z][A-Za-z0-9+.:-]*://(?:(?P<user>[^\s/:@]*):(?P<password>[^\s/@]+)|(?P<alone>[^\s/:@]+))"
-    r"@(?P<host>[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*)(?::\d+)?(?:[/?#]\S*)?"
+    r"@(?!sha\d+:)(?P<host>[A-Za-z0-9.-]*[A-Za-z][A-Za-z0-9.-]*)(?::\d+)?(?:[/?#]\S*)?"
     r"|(?P<token>" + _TOKENS + ")",
     re.ASCII,  # every format is ASCII; Unicode classes doubled the compile (a run pays it)
 )
@@ -101,9 +101,11 @@ def looks_like_credential(value: str) -> bool:
     """Whether `value` is a credential by its shape alone (`Bearer ...`, `hf_...`,
     `https://user:password@host`), whatever name holds it. A value that refers to a
     variable (`$TOK`, `${DB_PASS}`, `${oc.env:P}`) holds none: it is expanded where it
-    runs, and rewriting it changed what the command ran."""
+    runs, and rewriting it changed what the command ran (a shell script's `$TOK` is left
+    to the shell by capture itself: a bare `$` in a value already expanded is a character
+    of a password)."""
     text = value.strip()
-    if not text or "$" in text or len(text) > 4096:
+    if not text or "${" in text or len(text) > 4096:
         return False
     found = _CREDENTIAL.fullmatch(text)
     return found is not None and _credential_kind(found)
@@ -125,27 +127,30 @@ def _credential_kind(found: re.Match[str]) -> bool:
                 return b":" in base64.b64decode(credential, validate=True)
             except (binascii.Error, ValueError):
                 return False
-        return _random_looking(credential)
+        return looks_generated(credential)
     if found["alone"] is not None:
         return _TOKEN_ONLY.fullmatch(found["alone"]) is not None
     if found["password"] is not None:
-        return not _VERSION_LIKE.fullmatch(found["password"])
+        return True
     token = found["token"]
-    return not token.startswith("sk-") or _random_looking(token[3:])
+    return not token.startswith("sk-") or looks_generated(token[3:])
 
 
-def _random_looking(text: str) -> bool:
+def looks_generated(text: str) -> bool:
     """Digits among letters of both cases, or 16 characters or more of digits and letters:
     a generated string, not words (`embeddings`, `resnet50-imagenet-finetuned`)."""
     digits = any(c.isdigit() for c in text)
     if digits and any(c.islower() for c in text) and any(c.isupper() for c in text):
         return True
+    if _HEX_ID.fullmatch(text):  # a UUID, a hex digest
+        return digits and not text.replace("-", "").isdigit()
     return digits and len(text) >= 16 and text.isalnum() and not text.isdigit()
 
 
+_HEX_ID = Lazy(r"[0-9a-fA-F]{8}(?:-?[0-9a-fA-F]{4,}){2,}")
+
+
 _TOKEN_ONLY = Lazy(_TOKENS, re.ASCII)
-# `docker://python:3.11@sha256:...`: an image's tag, not a password.
-_VERSION_LIKE = Lazy(r"\d+(?:\.\d+)*")
 
 
 def holds_secret(name: str, value: str) -> bool:

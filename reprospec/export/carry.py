@@ -32,7 +32,6 @@ secret (letters and digits, 12 characters or more); a credential's shape (`ghp_.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -40,7 +39,14 @@ from pathlib import Path, PurePosixPath
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
-from reprospec.core.redact import MASK, MIN_MASKED_CHARS, Redactor, looks_like_credential
+from reprospec.core.redact import (
+    MASK,
+    MIN_MASKED_CHARS,
+    Redactor,
+    holds_secret,
+    looks_generated,
+    looks_like_credential,
+)
 from reprospec.plan.workfiles import carried_files
 
 # A text file over this is carried masked by value only (a dataset, not a config).
@@ -78,7 +84,27 @@ _STRONG = frozenset(
 )
 # `api_key`, `access_token`: the second word is weak alone (`sort_key`), strong after these.
 _STRONG_BEFORE = frozenset(
-    {"api", "access", "secret", "private", "auth", "client", "bearer", "refresh", "session"}
+    {
+        "api",
+        "access",
+        "secret",
+        "private",
+        "auth",
+        "client",
+        "bearer",
+        "refresh",
+        "session",
+        "hf",
+        "github",
+        "gh",
+        "gitlab",
+        "openai",
+        "anthropic",
+        "slack",
+        "npm",
+        "pypi",
+        "wandb",
+    }
 )
 _WEAK = frozenset({"token", "auth", "key"})
 # A key that names where a secret is, not the secret: `password_file`, `token_env`.
@@ -137,7 +163,7 @@ def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
     """The bytes of `path` as a bundle carries them (see the module's rule)."""
     with path.open("rb") as handle:
         raw = handle.read()
-    data = redactor.data(raw)
+    data = in_files(redactor).data(raw)
     masked_values = data != raw
     if len(data) > MAX_SCANNED_BYTES or b"\0" in data[:8192]:
         return CarriedFile(data, masked_values)
@@ -149,6 +175,36 @@ def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
     if not keys:
         return CarriedFile(data, masked_values)
     return CarriedFile(masked.encode("utf-8"), masked_values, keys)
+
+
+def in_files(redactor: Redactor) -> Redactor:
+    """The run's Redactor less the plain values it masks only because the spec reads them
+    (`${{ env.STEPS }}` = 1000: a number, a yes/no word, a release, a path), where the name
+    says no secret: in a report that is hiding a setting, in a carried file it is breaking
+    the code (`range(***)`, a SyntaxError the rerun died of; review)."""
+    kept = [
+        value
+        for value in redactor.values
+        if (name := redactor.names.get(value)) is None
+        or holds_secret(name, value)
+        or not _plain_value(value)
+    ]
+    if len(kept) == len(redactor.values):
+        return redactor
+    return Redactor(kept, {v: redactor.names[v] for v in kept if v in redactor.names})
+
+
+def _plain_value(value: str) -> bool:
+    text = value.strip()
+    return (
+        text.lower() in _PLAIN
+        or bool(_NUMBER.fullmatch(text))
+        or bool(_RELEASE.fullmatch(text))
+        or text[:1] in "/~."
+    )
+
+
+_NUMBER = Lazy(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def mask_keyed_secrets(text: str, *, code: bool = False) -> tuple[str, tuple[KeyedSecret, ...]]:
@@ -189,14 +245,18 @@ def _secret(key: str, value: str) -> bool:
     ):
         return False
     words = [w for w in _WORD_SPLIT.split(_CAMEL.sub(r"\1_\2", key).lower()) if w]
-    if not words or words[-1] in _NOT_THE_VALUE:
+    # The secret's word last, as capture's option rule: `access_token_ttl: 3600s` is a
+    # duration, `__key__: sample000123` a sample's name (review).
+    if not words or words[-1] not in _STRONG | _WEAK:
         return False
-    strong = any(w in _STRONG for w in words) or any(
-        a in _STRONG_BEFORE and b in ("key", "token") for a, b in itertools.pairwise(words)
+    strong = words[-1] in _STRONG or (
+        len(words) > 1 and words[-2] in _STRONG_BEFORE and words[-1] in ("key", "token")
     )
     if strong:
         return True
-    return any(w in _WEAK for w in words) and bool(_GENERATED.fullmatch(value))
+    # A weak word's value only where it is generated: digits among letters of both cases,
+    # or 16 characters and more (not `layer4.1.conv2`, `sample000123`).
+    return bool(_GENERATED.fullmatch(value)) and looks_generated(value)
 
 
 @dataclass(frozen=True)

@@ -111,8 +111,12 @@ def foreign_program(name: str, search_path: str, own: frozenset[str]) -> Foreign
     found = shutil.which(name, path=search_path)
     if found is None or _real_dir(found) in own:
         return None
-    interpreter = script_interpreter(found)
-    if interpreter is None or _real_dir(interpreter) in own:
+    # Only another environment's program: a system tool written in Python (/usr/bin) runs.
+    folder = _real_dir(found)
+    if folder not in environment_bins(search_path, own):
+        return None
+    interpreter = _interpreter_of(found, folder)
+    if interpreter is None or (interpreter != PYENV_SELECTED and _real_dir(interpreter) in own):
         return None
     return Foreign(name, found, interpreter)
 
@@ -136,7 +140,9 @@ def command_program(argv: Sequence[str]) -> str | None:
 
 def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
     """The folders on PATH that are another Python environment's bin (a venv's: pyvenv.cfg
-    beside it; a conda environment's: conda-meta), in PATH order."""
+    beside it; a conda environment's: conda-meta; pyenv's shims and versions), in PATH
+    order. Not the machine's own folders (/usr/bin): a system tool written in Python
+    (`add-apt-repository`) is no package of any spec's (review)."""
     found: list[str] = []
     for entry in search_path.split(os.pathsep):
         if not entry or not entry.startswith("/"):
@@ -144,10 +150,33 @@ def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
         real = os.path.realpath(entry)
         if real in own or real in found:
             continue
-        parent = os.path.dirname(real)  # noqa: PTH120
-        if any(os.path.exists(os.path.join(parent, m)) for m in ("pyvenv.cfg", "conda-meta")):  # noqa: PTH110, PTH118
+        parent = Path(real).parent
+        if _pyenv_dir(real) or any((parent / m).exists() for m in ("pyvenv.cfg", "conda-meta")):
             found.append(real)
     return found
+
+
+def _pyenv_dir(real: str) -> bool:
+    """pyenv's shims folder (`~/.pyenv/shims`: each a bash script running the selected
+    version's program), or a version's bin (`~/.pyenv/versions/3.11.7/bin`)."""
+    path = Path(real)
+    if path.name == "shims":
+        return (path.parent / "versions").is_dir()
+    versions = path.parent.parent
+    return (
+        path.name == "bin" and versions.name == "versions" and (versions.parent / "shims").is_dir()
+    )
+
+
+# What a pyenv shim runs: no `#!` line names it (a shim is a bash script).
+PYENV_SELECTED = "pyenv's selected Python"
+
+
+def _interpreter_of(path: str, folder: str) -> str | None:
+    """The Python the program at `path` (in the environment bin `folder`) runs."""
+    if os.path.basename(folder) == "shims":  # noqa: PTH119
+        return PYENV_SELECTED
+    return script_interpreter(path)
 
 
 def foreign_scripts(search_path: str, own: frozenset[str]) -> tuple[Foreign, ...]:
@@ -170,8 +199,10 @@ def foreign_scripts(search_path: str, own: frozenset[str]) -> tuple[Foreign, ...
                 continue
             if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o111:
                 continue
-            interpreter = script_interpreter(entry.path)
-            if interpreter is not None and _real_dir(interpreter) not in own:
+            interpreter = _interpreter_of(entry.path, bin_dir)
+            if interpreter is None:
+                continue
+            if interpreter == PYENV_SELECTED or _real_dir(interpreter) not in own:
                 found[name] = Foreign(name, entry.path, interpreter)
     return tuple(found.values())
 

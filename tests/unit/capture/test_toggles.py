@@ -218,6 +218,9 @@ def test_a_script_keeps_what_its_shell_expands_and_reads_what_it_sets() -> None:
     assert sets.env == (("HF_TOKEN", token), ("DB_URL", "postgres://me:pw1@db/x"))
     # A bare token is read from the variable its provider's tools read.
     assert propose(["python", "t.py", "ghp_" + "b1C" * 12]).command == 'python t.py "$GITHUB_TOKEN"'
+    # A setting whose name merely holds a secret's word is none (review).
+    plain = propose(["sh", "-c", "MAX_TOKENS=2048 AUTH_ENABLED=true python gen.py"])
+    assert plain.env == ()
     # A run's name in words is a setting, not a credential.
     words = propose(
         ["python", "t.py", "--run-name", "basic training", "--task", "Token embeddings"]

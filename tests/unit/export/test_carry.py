@@ -45,6 +45,10 @@ def test_a_secret_looking_key_with_a_literal_is_masked(line: str) -> None:
         "author: Ada Lovelace",
         "auth: none",
         "keyring: 25.6.0",
+        # (review) a layer's name, a sample's, a duration under a token's key:
+        "key: layer4.1.conv2",
+        '"__key__": "sample000123"',
+        "access_token_ttl: 3600s",
     ],
 )
 def test_a_config_value_that_is_no_secret_is_carried_as_it_is(line: str) -> None:
@@ -83,3 +87,13 @@ SHOWN = ["secrets/creds.json", "../raises.py", "a.b/c"]
 )
 def test_hidden_is_a_dot_file_or_under_a_dot_folder(rel: str, hidden: bool) -> None:
     assert is_hidden(rel) is hidden
+
+
+def test_a_plain_value_the_spec_reads_is_kept_in_a_carried_file(tmp_path: Path) -> None:
+    # `${{ env.STEPS }}` = 1000 is masked in a report, but in a carried program it made
+    # `range(***)`, a SyntaxError the rerun died of (review); a secret stays masked.
+    program = tmp_path / "app.py"
+    program.write_text("for i in range(1000):\n    pass\nKEY = 's3cr3t-value'\n")
+    redactor = Redactor(["1000", "s3cr3t-value"], {"1000": "STEPS", "s3cr3t-value": "API_KEY"})
+    carried = carried_bytes(program, redactor)
+    assert carried.data == b"for i in range(1000):\n    pass\nKEY = '***'\n"

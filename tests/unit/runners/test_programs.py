@@ -118,3 +118,25 @@ def test_refused_reason_is_the_first_guards_line(tmp_path: Path) -> None:
     assert programs.refused_reason(tmp_path) is None
     (tmp_path / programs.FOREIGN_FILE).write_text("first refused\nsecond refused\n")
     assert programs.refused_reason(tmp_path) == "first refused"
+
+
+def test_a_system_tool_in_python_runs_and_a_pyenv_shim_is_another_environments(
+    tmp_path: Path,
+) -> None:
+    # (review) /usr/bin/add-apt-repository, a Python script of the machine's own Python,
+    # was refused "add it to environment.packages"; a pyenv shim (a bash script) ran
+    # pyenv's Flask where the cell's interpreter had none.
+    own = programs.own_folders([str(make_env(tmp_path / "cell"))])
+    system = tmp_path / "usr" / "bin"
+    system.mkdir(parents=True)
+    write(system / "add-apt-repository", f"#!/usr/bin/python3\n{_CONSOLE_SCRIPT}")
+    shims = tmp_path / ".pyenv" / "shims"
+    shims.mkdir(parents=True)
+    (tmp_path / ".pyenv" / "versions").mkdir()
+    write(shims / "flask", '#!/usr/bin/env bash\nexec "/x/libexec/pyenv" exec "flask" "$@"\n')
+    path = os.pathsep.join([*sorted(own), str(system), str(shims)])
+    assert programs.foreign_program("add-apt-repository", path, own) is None
+    flask = programs.foreign_program("flask", path, own)
+    assert flask is not None
+    assert (flask.path, flask.interpreter) == (str(shims / "flask"), programs.PYENV_SELECTED)
+    assert [f.name for f in programs.foreign_scripts(path, own)] == ["flask"]
