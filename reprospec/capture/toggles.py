@@ -441,12 +441,7 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
             name, value = assigned["name"], assigned["value"]
             if "$" in value or not value:
                 continue
-            forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
-            as_assigned = re.compile(
-                rf"(?<![^\s;|&(]){re.escape(name)}=(?:"
-                + "|".join(map(re.escape, forms))
-                + r")(?=[\s;|&)]|$)"
-            )
+            as_assigned = re.compile(rf"(?<![^\s;|&(]){re.escape(name)}={_as_written(value)}")
             read = _secret(name, value, env).replace("\\", r"\\")
             script = as_assigned.sub(f"{name}={read}", script)
             continue
@@ -458,13 +453,17 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
             name, value = _bare_name(word), word  # a bare word, not an option's value
         else:
             continue
-        forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
-        as_written = re.compile(
-            r"(?<![^\s=;|&(])(?:" + "|".join(map(re.escape, forms)) + r")(?=[\s;|&)]|$)"
-        )
+        as_written = re.compile(r"(?<![^\s=;|&(])" + _as_written(value))
         # A replacement string, escaped: `re` reads a backslash in it (none in `"$VAR"`).
         script = as_written.sub(_secret(name, value, env).replace("\\", r"\\"), script)
     return script
+
+
+def _as_written(value: str) -> str:
+    """A pattern of `value` as a script may write it (bare, or in either quotes), ending
+    where the shell's word ends."""
+    forms = dict.fromkeys((shlex.quote(value), f"'{value}'", f'"{value}"', value))
+    return "(?:" + "|".join(map(re.escape, forms)) + r")(?=[\s;|&)]|$)"
 
 
 def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:
