@@ -89,17 +89,19 @@ class _ProcessLines:
 def _record_imports() -> None:
     """`reprospec capture`: every module this process loads, one name a line, as it loads.
 
-    Asked for by REPROSPEC_RECORD_IMPORTS=1. A finder first on sys.meta_path sees
-    each module the import system looks for (`import x` and importlib.import_module
-    alike; a name already in sys.modules is not looked for) and finds nothing, so
-    the real finders go on as before. It writes the name with one write to
-    imports-<pid>.txt in the attempt folder: the list survives a segfault and a hang,
-    where an atexit handler never runs, and a forked worker writes a file of its own.
+    Asked for by REPROSPEC_RECORD_IMPORTS=1. The interpreter's `import` audit event,
+    raised for each module the import system loads (`import x` and
+    importlib.import_module alike; a name already in sys.modules is not loaded), whatever
+    finder serves it, writes the name with one write to imports-<pid>.txt in the
+    attempt folder: the list survives a segfault and a hang, where an atexit handler
+    never runs, and a forked worker writes a file of its own. A finder first on
+    sys.meta_path, which finds nothing (the real finders go on as before), records the
+    folders modules are looked for in and the script the process runs.
     """
     folder = os.environ.get("REPROSPEC_STACK_DIR") or ""
     if not folder or os.environ.get("REPROSPEC_RECORD_IMPORTS") != "1":
         return
-    seen: set[str] = set()  # the names written (by the finder or the `import` event)
+    seen: set[str] = set()  # the names written, each once
     looked: set[str] = set()  # the names the finder saw (its sys.path and script, once)
     imports = _ProcessLines(folder, "imports")
     where = {"main": -1}
@@ -116,9 +118,6 @@ def _record_imports() -> None:
                 if name in looked:
                     return
                 looked.add(name)
-                if name not in seen:
-                    seen.add(name)
-                    imports.write(name)
                 for entry in sys.path:
                     if entry not in searched and isinstance(entry, str):
                         searched.add(entry)
@@ -142,10 +141,10 @@ def _record_imports() -> None:
     sys.meta_path.insert(0, _Recorder)
 
     def _imported(event: str, args: tuple[object, ...]) -> None:
-        # The interpreter's `import` event, raised for every module it loads whatever
-        # finder serves it: a finder put ahead of the recorder later (pytest's assertion
-        # rewriting, for conftest.py, the test modules and every plugin it loads) kept
-        # those from the list, and capture pinned no plugin and carried no conftest.py.
+        # Raised before any finder is asked: a finder put ahead of the recorder later
+        # (pytest's assertion rewriting, for conftest.py, the test modules and every
+        # plugin it loads) kept those from a list the finder wrote, and capture pinned
+        # no plugin and carried no conftest.py.
         if event != "import":
             return
         try:
