@@ -275,7 +275,7 @@ class LocalRunner:
         `keep_servers()`, as the shims are: the folder is on PATH, part of a preload
         server's key)."""
         kept = _kept(self.python)
-        lock, made = (_KEPT.lock, kept.guards) if kept is not None else (self._lock, self._guards)
+        lock, made = self._guard_table(kept)
         with lock:
             if search_path not in made:
                 foreign = programs.foreign_scripts(search_path, own)
@@ -290,9 +290,13 @@ class LocalRunner:
                 made[search_path] = folder
             return made[search_path]
 
+    def _guard_table(self, kept: _Kept | None) -> tuple[threading.Lock, dict[str, Path | None]]:
+        """The guard folders made so far, by PATH, and the lock they are made under: the
+        kept servers' (shared inside `keep_servers()`), else this runner's own."""
+        return (_KEPT.lock, kept.guards) if kept is not None else (self._lock, self._guards)
+
     def _guard_folders(self) -> set[str]:
-        kept = _kept(self.python)
-        lock, made = (_KEPT.lock, kept.guards) if kept is not None else (self._lock, self._guards)
+        lock, made = self._guard_table(_kept(self.python))
         with lock:
             return {str(folder) for folder in made.values() if folder is not None}
 
