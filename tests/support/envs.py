@@ -83,3 +83,20 @@ def make_broken_sdist(folder: Path, name: str, version: str) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+def caller_venv(folder: Path, wheels: Path, *requirements: str) -> Path:
+    """A real venv at `folder` holding `requirements` from the local `wheels` only: the
+    environment a user has activated when a cell's own lacks a program."""
+    import subprocess
+
+    from reprospec import venvs
+
+    uv_env = {**os.environ, **uv_environment()}
+    subprocess.run([venvs.uv_binary(), "venv", "-q", str(folder)], check=True, env=uv_env)
+    subprocess.run(
+        [venvs.uv_binary(), "pip", "install", "-q", "--python", str(folder / "bin" / "python"),
+         "--no-index", "--find-links", str(wheels), *requirements],
+        check=True, env=uv_env,
+    )  # fmt: skip
+    return folder

@@ -18,7 +18,13 @@ from pathlib import Path
 from reprospec import venvs
 from reprospec.bisect.search import DEFAULT_ERROR, attempts_to_see
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
-from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
+from tests.support.envs import (
+    caller_venv,
+    envs_root,
+    make_broken_sdist,
+    make_wheel,
+    uv_environment,
+)
 
 DEMO = "reprospec-bisectdemo"
 SQLPARSE_SPEC = ROOT / "examples" / "bisect" / "sqlparse-reindent.yaml"
@@ -364,14 +370,7 @@ def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
     )
     make_wheel(wheels, "reprospec-democheck", "1.0", check,
                scripts={"demo-check": "reprospec_democheck:main"})  # fmt: skip
-    caller = tmp_path / "caller-venv"
-    uv_env = {**os.environ, **uv_environment()}
-    subprocess.run([venvs.uv_binary(), "venv", "-q", str(caller)], check=True, env=uv_env)
-    subprocess.run(
-        [venvs.uv_binary(), "pip", "install", "-q", "--python", str(caller / "bin" / "python"),
-         "--no-index", "--find-links", str(wheels), f"{DEMO}==1.3", "reprospec-democheck"],
-        check=True, env=uv_env,
-    )  # fmt: skip
+    caller = caller_venv(tmp_path / "caller-venv", wheels, f"{DEMO}==1.3", "reprospec-democheck")
     env = {
         venvs.ENVS_VARIABLE: str(tmp_path / "envs"),
         **uv_environment(),

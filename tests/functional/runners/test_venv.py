@@ -11,7 +11,13 @@ from typing import Any
 
 from reprospec import venvs
 from tests.support.cli import Cli, CliResult
-from tests.support.envs import envs_root, make_broken_sdist, make_wheel, uv_environment
+from tests.support.envs import (
+    caller_venv,
+    envs_root,
+    make_broken_sdist,
+    make_wheel,
+    uv_environment,
+)
 
 DEMO = "reprospec-venvdemo"
 
@@ -205,14 +211,7 @@ def test_a_program_the_cells_venv_lacks_never_runs_from_the_callers_venv(
     make_wheel(wheels, other, "1.0", "def main():\n    print('other ran')\n",
                scripts={"other-tool": "reprospec_venvother:main"})  # fmt: skip
     # The caller's environment, activated: demo 1.1 and a tool the cell does not list.
-    caller = tmp_path / "caller-venv"
-    uv_env = {**os.environ, **uv_environment()}
-    subprocess.run([venvs.uv_binary(), "venv", "-q", str(caller)], check=True, env=uv_env)
-    subprocess.run(
-        [venvs.uv_binary(), "pip", "install", "-q", "--python", str(caller / "bin" / "python"),
-         "--find-links", str(wheels), "--no-index", f"{DEMO}==1.1", other],
-        check=True, env=uv_env,
-    )  # fmt: skip
+    caller = caller_venv(tmp_path / "caller-venv", wheels, f"{DEMO}==1.1", other)
     spec = tmp_path / "programs.yaml"
     spec.write_text(
         textwrap.dedent(f"""\
