@@ -32,6 +32,7 @@ secret (letters and digits, 12 characters or more); a credential's shape (`ghp_.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -177,6 +178,7 @@ def carried_bytes(path: Path, redactor: Redactor) -> CarriedFile:
     return CarriedFile(masked.encode("utf-8"), masked_values, keys)
 
 
+@functools.lru_cache(maxsize=4)  # one per bundle, not one per file it carries
 def in_files(redactor: Redactor) -> Redactor:
     """The run's Redactor less the plain values it masks only because the spec reads them
     (`${{ env.STEPS }}` = 1000: a number, a yes/no word, a release, a path), where the name
