@@ -128,6 +128,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 # Verbs that read one spec and print (`validate`, `plan`): they never run attempts.
 _SHORT_VERBS = ("validate", "plan", "schema")
+# Verbs that run attempts (pipeline/stages.execute, which releases the collector).
+_ENGINE_VERBS = ("run", "isolate", "minimize", "amplify", "bisect", "capture")
 # The searches that keep every probe as it ends: the same command resumes them (cli.md).
 _RESUMABLE = ("isolate", "minimize", "amplify", "bisect")
 
@@ -160,6 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         import gc
 
         gc.disable()
+    elif verb in _ENGINE_VERBS and argv is None:
+        # The same for the imports and setup before the first attempt; the engine turns
+        # the collector back on then, for a long run's garbage (core/collector.py).
+        from reprospec.core import collector
+
+        collector.hold()
     try:
         # argparse's own exits (--help, a bad option: exit 2 with its usage) pass through.
         parser = build_parser(verb)

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from reprospec.core import collector
 from reprospec.core.inputs import AttemptPlan, Cell, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
@@ -157,6 +158,8 @@ def execute(
             on_cell=on_cell,
         )
         keeper.cancel = scheduler.cancel
+        # The imports and setup are done: the collector is on for the attempts (collector.py).
+        collector.release()
         try:
             scheduler.run()
             interrupted = scheduler.cancel.is_set()
@@ -169,7 +172,8 @@ def execute(
             folder.end_cells(scheduler.unfinished())
         if not interrupted and capture.running():
             # The outputs' imports and template, while the capture's child still runs.
-            warm_up()
+            with collector.importing():
+                warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
         warnings = (*reaped, *unset_env(spec.document), *warnings, *store.warnings)
         cells = judged.all(scheduler.unfinished(), interrupted=interrupted)

@@ -114,3 +114,48 @@ def test_a_crash_imports_the_readers_it_needs(tmp_path: Path) -> None:
     modules = _modules_of_run(tmp_path, "[sh, -c, 'kill -SEGV $$']", "crash")
     assert "reprospec.native.eustack" in modules or "reprospec.native.gdb" in modules
     assert "reprospec.native.stacks" in modules
+
+
+# The collector's state when the first attempt starts, and its collections from the command
+# line's `main` until then.
+_RUN_AND_WATCH_COLLECTOR = (
+    "import gc, runpy, sys\n"
+    "from reprospec import cli\n"
+    "from reprospec.pipeline import scheduler\n"
+    "def collections():\n"
+    "    return sum(generation['collections'] for generation in gc.get_stats())\n"
+    "main, run, entered = cli.main, scheduler.Scheduler.run, []\n"
+    "def watched_main(argv=None):\n"
+    "    entered.append(collections())\n"
+    "    return main(argv)\n"
+    "def watched_run(self):\n"
+    "    print('COLLECTOR', gc.isenabled(), gc.get_freeze_count(), collections() - entered[0],\n"
+    "          file=sys.stderr)\n"
+    "    return run(self)\n"
+    "cli.main, scheduler.Scheduler.run = watched_main, watched_run\n"
+    "sys.argv = ['reprospec', *sys.argv[1:]]\n"
+    "runpy.run_module('reprospec', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def test_the_command_line_imports_without_collections_and_runs_its_attempts_with_them(
+    tmp_path: Path,
+) -> None:
+    # core/collector.py: the imports' objects live to the exit, so the collector is held
+    # off while they are made, and on again (those objects frozen) for a long run's garbage.
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("reprospec: 1\nname: short\ncommand: [true]\nexpect: {outcome: pass}\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_WATCH_COLLECTOR, "run", str(spec), "--out", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("COLLECTOR ")]
+    _, enabled, frozen, collected = line.split()
+    assert enabled == "True", line
+    assert int(frozen) > 10_000, line  # the modules' objects, out of every later walk
+    assert int(collected) == 0, line

@@ -1,0 +1,63 @@
+"""The collector held off through the command line's imports and back on for the attempts."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from reprospec.core import collector
+
+
+@pytest.fixture(autouse=True)
+def _restored() -> Iterator[None]:
+    """The test process's collector as it was: on, nothing frozen, no command line's hold."""
+    was = gc.isenabled()
+    yield
+    collector._held = False
+    gc.unfreeze()
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_the_command_line_holds_the_collector_until_the_attempts() -> None:
+    gc.enable()
+    collector.hold()
+    assert not gc.isenabled()
+    made: list[list[int]] = [[] for _ in range(1000)]  # what imports make: objects that live on
+    collector.release()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(made)
+    # Released once: a second probe's release changes nothing.
+    frozen = gc.get_freeze_count()
+    collector.release()
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+
+
+def test_imports_in_the_middle_of_the_command_lines_run_are_frozen_too() -> None:
+    collector.hold()
+    collector.release()
+    frozen = gc.get_freeze_count()
+    with collector.importing():
+        assert not gc.isenabled()
+        made: list[list[int]] = [[] for _ in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(made)
+
+
+def test_an_api_caller_keeps_its_collector_as_it_was() -> None:
+    for enabled in (True, False):
+        gc.enable() if enabled else gc.disable()
+        frozen = gc.get_freeze_count()
+        collector.release()
+        assert gc.isenabled() is enabled
+        with collector.importing():
+            assert not gc.isenabled()
+            made: list[list[int]] = [[] for _ in range(1000)]
+        assert gc.isenabled() is enabled
+        # Nothing of the caller's is frozen out of its collections.
+        assert gc.get_freeze_count() == frozen, len(made)
