@@ -616,10 +616,13 @@ def _with_progress(
         if summary.phase == outcome.phase:
             return replace(outcome, step=summary.step)
         parts = (outcome.kind, outcome.signal, outcome.where, outcome.exception, outcome.exit_code)
-        before = failure_signature(*parts, outcome.phase, outcome.injected)
+        crashed = outcome.crashed_child
+        before = failure_signature(*parts, outcome.phase, outcome.injected, crashed=crashed)
         # What the engine added after the base (the native frame: `:strlen@libc`) stays.
         extra = outcome.signature[len(before) :] if outcome.signature.startswith(before) else ""
-        signature = failure_signature(*parts, summary.phase, outcome.injected) + extra
+        signature = (
+            failure_signature(*parts, summary.phase, outcome.injected, crashed=crashed) + extra
+        )
         return replace(outcome, phase=summary.phase, step=summary.step, signature=signature)
     return outcome
 

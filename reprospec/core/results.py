@@ -119,6 +119,27 @@ class ChainLink:
 
 
 @dataclass(frozen=True)
+class CrashedChild:
+    """A descendant that died of a signal while the attempt went on to hang.
+
+    A `multiprocessing.Pool` never notices that a worker died mid-task (a SIGSEGV): its
+    `map` waits for the lost result forever, and the hang's stacks show only the waiting
+    parent. The death is the cause, so the hang names it (outcome/children.py found it).
+    `signal` is None where only "terminated abruptly" is known (concurrent.futures);
+    `pid` and `cmdline` when the evidence names them; `evidence` says how it is known
+    (`as its core says`, `reaped by the engine`, `as its faulthandler report says`).
+    """
+
+    signal: str | None
+    pid: int | None = None
+    cmdline: str | None = None
+    evidence: str = ""
+
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What happened in one attempt, classified.
 
@@ -132,7 +153,8 @@ class Outcome:
     being imported when the attempt stopped in the import phase; `stage` the
     stage of the step it was in (forward, backward, optimizer, ...). `injected` names
     the spec's fault that caused a failure (`workload.faults[0]`): the spec made it
-    happen, it is no bug of the code under test.
+    happen, it is no bug of the code under test. `crashed_child` (a hang) names a
+    descendant that died of a signal before it: the hang's likely cause.
     """
 
     kind: OutcomeKind
@@ -153,6 +175,7 @@ class Outcome:
     cmdline: str | None = None
     injected: str | None = None
     last_traceback: ChainLink | None = None
+    crashed_child: CrashedChild | None = None
 
     def to_dict(self) -> JsonObject:
         return asdict(self)

@@ -7,6 +7,7 @@ a crash reads the same wherever it is shown:
     outcome       crash SIGSEGV (worker) @ validation:7     error exit 1 ValueError @ train:3
                   error exit 2 (last traceback: KeyError)   (a traceback that did not end it)
                   crash SIGSEGV (child pid 4242: ./test_ops)  hang @ import (wandb)
+                  hang after a child died of SIGSEGV (pid 4242: python pool.py)
                   crash SIGBUS @ train:3 (backward)
                   crash SIGSEGV (worker) @ validation:7 — injected by the spec: workload.faults[0]
     not run       infra-error: docker engine not reachable
@@ -24,7 +25,14 @@ from collections import Counter
 from collections.abc import Iterable
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.results import AttemptResult, NotRun, Outcome, Rate, VerdictKind
+from reprospec.core.results import (
+    AttemptResult,
+    CrashedChild,
+    NotRun,
+    Outcome,
+    Rate,
+    VerdictKind,
+)
 from reprospec.core.signals import canonical_signal
 from reprospec.core.units import format_size
 
@@ -117,6 +125,8 @@ def outcome_phrase(
     spot = location(outcome.phase, outcome.step, outcome.stage, outcome.module) if where else ""
     if spot:
         parts.append(f"@ {spot}")
+    if outcome.kind == "hang" and outcome.crashed_child is not None:
+        parts.append(_after_child(outcome.crashed_child, pid=pid and where))
     if outcome.injected:
         parts.append("— " + injected_phrase(outcome.injected) if where else "(injected)")
     return " ".join(p for p in parts if p)
@@ -133,6 +143,26 @@ def _child(outcome: Outcome, *, pid: bool) -> str:
     if outcome.cmdline:
         return f"({who}: {shorten_command(outcome.cmdline, _CMDLINE_WIDTH)})"
     return f"({who})"
+
+
+def _after_child(child: CrashedChild, *, pid: bool) -> str:
+    """`after a child died of SIGSEGV (pid 4242: python pool.py)`: a hang's likely cause."""
+    what = f"died of {child.signal}" if child.signal else "terminated abruptly"
+    who = [f"pid {child.pid}"] if pid and child.pid is not None else []
+    if child.cmdline:
+        who.append(shorten_command(child.cmdline, _CMDLINE_WIDTH))
+    return f"after a child {what}" + (f" ({': '.join(who)})" if who else "")
+
+
+def died_before_the_hang(child: CrashedChild) -> str:
+    """`--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---`: the first line
+    of a hang's stacks where a child died before it; its own stack follows, then the hung
+    processes' (each under process/stacks.py's `--- pid N (command) ---`)."""
+    who = "a child" if child.pid is None else f"pid {child.pid}"
+    if child.cmdline:
+        who += f" ({child.cmdline})"
+    what = f"died of {child.signal}" if child.signal else "terminated abruptly"
+    return f"--- {who}: {what} before the hang ---"
 
 
 # The first line of the spec text a run with `--set` stores (its document written out):

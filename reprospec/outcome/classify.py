@@ -12,7 +12,11 @@ rules, in order:
    `where: worker`, named in the detail. A program that had said it finished (a `done`
    event, or progress in the phase `exit`) hangs at exit: phase `exit` (`hang @ exit`),
    whatever step it had reached. A hang whose last event came shortly before the
-   timeout says so (still progressing?).
+   timeout says so (still progressing?). A descendant that died of a signal before
+   it (children.py's evidence: a `multiprocessing.Pool` worker's SIGSEGV, which the
+   pool never notices, leaves its `map` waiting forever) is the hang's
+   `crashed_child`, named first in its detail and in its signature
+   (`hang:after-child-SIGSEGV`); the outcome stays a hang, as it was observed.
 2. returncode < 0 -> `crash` with that signal, `where: main` (an uncaught
    KeyboardInterrupt re-raises SIGINT, so it is a SIGINT crash too).
 3. returncode 0 -> `pass`.
@@ -58,7 +62,15 @@ from typing import TYPE_CHECKING, Literal
 
 from reprospec import native
 from reprospec.core.lazyre import Lazy
-from reprospec.core.results import ChainLink, Execution, NotRun, Outcome, OutcomeKind, Where
+from reprospec.core.results import (
+    ChainLink,
+    CrashedChild,
+    Execution,
+    NotRun,
+    Outcome,
+    OutcomeKind,
+    Where,
+)
 from reprospec.core.signals import (
     canonical_signal,
     describe_signal,
@@ -152,6 +164,7 @@ def classify(
     exit_code: int | None = None
     where: Where | None = None
     child: ChildCrash | None = None
+    crashed: CrashedChild | None = None  # a hang's: a descendant that died before it
     phase, step = events.phase, events.step
     stage, module = events.stage, events.module
     if execution.timed_out:
@@ -170,6 +183,11 @@ def classify(
         elif events.busy:
             where = "worker"
             detail += f"; {_describe_busy(events.busy, execution.finished)}"
+        if worker is None and (dead := _child_crash(execution, evidence)) is not None:
+            # The death leads: it is the likely cause, and the hang's stacks show only the
+            # processes left waiting for the work it took with it.
+            crashed = CrashedChild(dead.signal, dead.pid, dead.cmdline, dead.evidence)
+            detail = f"{dead.describe()}, before the hang: {LOST_WORK}; {detail}"
     elif returncode is not None and returncode < 0:
         kind, signal, where = "crash", signal_name(-returncode), "main"
         detail = f"killed by {signal} ({describe_signal(signal)})"
@@ -237,7 +255,7 @@ def classify(
         step=step,
         duration_s=execution.duration_s,
         signature=failure_signature(
-            kind, signal, where, exception_type, exit_code, phase, injected
+            kind, signal, where, exception_type, exit_code, phase, injected, crashed=crashed
         ),
         detail=detail,
         # Where a failure stopped inside a step or an import; a pass ran to its end.
@@ -252,6 +270,7 @@ def classify(
             if failed and last_traceback is not None
             else None
         ),
+        crashed_child=crashed,
     )
 
 
@@ -302,6 +321,11 @@ _LATE_SHARE = 0.1
 _LATE_MIN_S = 0.5
 _LATE_MAX_S = 5.0
 STILL_PROGRESSING = "still progressing?"
+# Why a descendant's death before a hang is named first: the hang is where it shows.
+LOST_WORK = (
+    "whatever waited for its work may wait forever (a multiprocessing.Pool never "
+    "notices that a worker died with its task)"
+)
 
 
 def still_progressing(seconds: float) -> str:
@@ -428,9 +452,14 @@ def failure_signature(
     exit_code: int | None,
     phase: str | None,
     injected: str | None = None,
+    *,
+    crashed: CrashedChild | None = None,
 ) -> str:
     """`crash:SIGSEGV:worker:validation`, `error:RuntimeError:train`, `hang:validation`, `pass`.
 
+    A hang after a descendant died of a signal says so (`hang:after-child-SIGSEGV`,
+    `hang:after-child-crash` where no signal is known): a pool left waiting for a dead
+    worker's task is another failure than a deadlock, which no child's death preceded.
     A failure the spec injected says so (`...:validation:injected=faults[0]`): it is
     told apart from the same failure of the code under test.
     """
@@ -441,6 +470,8 @@ def failure_signature(
         parts += [signal or "unknown-signal", where]
     elif kind == "error":
         parts += [exception or f"exit-{exit_code}", "worker" if where == "worker" else None]
+    elif kind == "hang" and crashed is not None:
+        parts.append(f"after-child-{crashed.signal or 'crash'}")
     parts.append(phase)
     if injected:
         parts.append("injected=" + injected.replace("workload.", "").replace(", ", "+"))

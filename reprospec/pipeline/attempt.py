@@ -24,7 +24,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
-from reprospec.core.words import PASSED_BESIDE_A_CRASH
+from reprospec.core.words import PASSED_BESIDE_A_CRASH, died_before_the_hang
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
@@ -112,6 +112,14 @@ def attempt_result(
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         stack = crash_stack(execution, evidence) or stack
+    elif isinstance(outcome, Outcome) and outcome.crashed_child is not None:
+        # A hang after a child's death: the dead child's own stack leads the hung ones'
+        # (a Pool's parent waits in `map`; the frame that crashed is the worker's).
+        dead = crash_stack(execution, evidence)
+        if dead is not None:
+            head = died_before_the_hang(outcome.crashed_child)
+            stack = f"{head}\n{dead.strip()}\n" + (f"\n{stack}" if stack else "")
+            excerpt = evidence.excerpt(without=dead, hang=True)
     dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
     if dead_worker is not None:
         from reprospec.outcome.tracebacks import current_thread_first
@@ -258,8 +266,13 @@ def with_gpu_findings(outcome: Outcome, findings: GpuFindings) -> Outcome:
 
 
 def _pid(outcome: Outcome | NotRun) -> int | None:
-    """The pid of the process that crashed (a worker or child), whose core the report shows."""
-    return outcome.pid if isinstance(outcome, Outcome) else None
+    """The pid of the process that crashed (a worker or child, or the child that died
+    before a hang), whose core the report shows."""
+    if not isinstance(outcome, Outcome):
+        return None
+    if outcome.crashed_child is not None:
+        return outcome.crashed_child.pid
+    return outcome.pid
 
 
 def instances_result(

@@ -12,9 +12,17 @@ from dataclasses import replace
 from typing import TypedDict
 
 from reprospec.core.logtext import clean_log
-from reprospec.core.results import AttemptResult, CellResult, Outcome, RunResult, alike
+from reprospec.core.results import (
+    AttemptResult,
+    CellResult,
+    CrashedChild,
+    Outcome,
+    RunResult,
+    alike,
+)
 from reprospec.core.words import (
     NOT_RUN,
+    died_before_the_hang,
     injected_phrase,
     outcome_phrase,
     plural,
@@ -254,8 +262,16 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     log = short(attempt.excerpt or "")
     message = short(clean_log(outcome.message or "").strip())
     worker = short(attempt.stack or "") if _died_in_worker(outcome) else ""
+    worker_who = _worker_of(outcome)
     native = short(attempt.native or "")
     hang = _stack_text(attempt.stack, short) if outcome.kind == "hang" else ""
+    if outcome.kind == "hang" and outcome.crashed_child is not None:
+        # The child that died before the hang leads, as a dead worker does: its stack,
+        # then the hung processes' (the main process's view).
+        dead, hung = _dead_child_stack(attempt.stack or "", outcome.crashed_child)
+        if dead:
+            worker, hang = short(dead), _stack_text(hung, short)
+            worker_who = _dead_child_of(outcome.crashed_child, short)
     # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
     cut = native.find("<details>")
     native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
@@ -281,7 +297,7 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
         # report names no tool: "as gdb read it" was said of py-spy's reading).
         "worker_stack": worker,
         "worker_fence": fence_for(worker),
-        "worker_who": _worker_of(outcome),
+        "worker_who": worker_who,
         "worker_source": (
             "as it printed it"
             if worker.startswith("Fatal Python error")
@@ -421,6 +437,26 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
                 )
                 break
     return out
+
+
+def _dead_child_stack(stack: str, child: CrashedChild) -> tuple[str, str]:
+    """(the dead child's own stack, the hung processes' stacks) of a hang's `stack`, which
+    pipeline/attempt.py wrote as `died_before_the_hang`'s line, the one, then the other;
+    ('', stack) where it holds no such stack (the child printed none)."""
+    head = died_before_the_hang(child) + "\n"
+    if not stack.startswith(head):
+        return "", stack
+    dead, _, hung = stack[len(head) :].partition("\n\n--- ")
+    return dead.strip(), f"--- {hung}" if hung else ""
+
+
+def _dead_child_of(child: CrashedChild, short: Callable[[str], str]) -> str:
+    """`the child pid 4242 (python pool.py), of SIGSEGV before the hang`: whose stack
+    leads a hang's report (`The stack of the process that died (...)`)."""
+    who = "the child" + (f" pid {child.pid}" if child.pid is not None else "")
+    if child.cmdline:
+        who += f" ({inline_code(shorten_command(short(child.cmdline), 80))})"
+    return who + (f", of {child.signal}" if child.signal else "") + " before the hang"
 
 
 def _stacked(outcome: Outcome | None) -> bool:

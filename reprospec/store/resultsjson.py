@@ -31,6 +31,7 @@ from reprospec.core.results import (
     CellResult,
     ChainLink,
     ChildWarning,
+    CrashedChild,
     InstanceResult,
     NotRun,
     Outcome,
@@ -86,6 +87,8 @@ def outcome_to_dict(outcome: Outcome) -> JsonObject:
     if outcome.last_traceback is not None:
         printed = outcome.last_traceback
         out["last_traceback"] = {"type": printed.type, "message": printed.message}
+    if outcome.crashed_child is not None:
+        out["crashed_child"] = outcome.crashed_child.to_dict()
     return out
 
 
@@ -140,6 +143,16 @@ def outcome_from_dict(d: JsonObject) -> Outcome:
         last_traceback=(
             ChainLink(text(printed.get("type")), text_or_none(printed.get("message")))
             if isinstance(printed := d.get("last_traceback"), dict)
+            else None
+        ),
+        crashed_child=(
+            CrashedChild(
+                text_or_none(child.get("signal")),
+                integer(child.get("pid")),
+                text_or_none(child.get("cmdline")),
+                text(child.get("evidence")),
+            )
+            if isinstance(child := d.get("crashed_child"), dict)
             else None
         ),
     )

@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.logtext import excerpt
-from reprospec.core.results import AttemptResult, CellResult, NotRun, Outcome, Rate, RunResult
+from reprospec.core.results import (
+    AttemptResult,
+    CellResult,
+    CrashedChild,
+    NotRun,
+    Outcome,
+    Rate,
+    RunResult,
+)
 from reprospec.core.units import RateBound, StepRange
 
 T0 = "2026-11-21T21:45:12+00:00"
@@ -326,6 +334,72 @@ HANG_STACK = (
     "Current thread 0x00007f3b (most recent call first):\n"
     '  File "wandb/__init__.py", line 3 in <module>\n'
 )
+
+
+POOL_SPEC = """\
+reprospec: 1
+name: pool-hang
+title: multiprocessing.Pool hangs after a worker segfaults
+command: python pool.py
+run: {timeout: 5s}
+expect: {outcome: hang}
+"""
+# The stacks pipeline/attempt.py writes for a hang after a child's death: the dead
+# worker's own (its faulthandler report), then the hung parent's.
+POOL_STACK = (
+    "--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---\n"
+    "Fatal Python error: Segmentation fault\n\n"
+    "Stack (most recent call first):\n"
+    '  File "pool.py", line 9 in work\n'
+    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48 in mapstar\n'
+    "\n"
+    "--- pid 4200 (python pool.py) ---\n"
+    "Current thread 0x00007f3b (most recent call first):\n"
+    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 367 in map\n'
+    '  File "pool.py", line 15 in <module>\n'
+)
+
+
+def pool_hang_run() -> RunResult:
+    """One cell, one attempt: a multiprocessing.Pool's map waits forever for a task its
+    worker took with it when it died of SIGSEGV (a hang, as expected, naming the worker)."""
+    child = CrashedChild("SIGSEGV", 4242, "python pool.py", "as its core says")
+    hang = Outcome(
+        "hang",
+        where="main",
+        duration_s=5.0,
+        signature="hang:after-child-SIGSEGV",
+        detail=(
+            "child pid 4242 (python pool.py) died of SIGSEGV (Segmentation fault), as its "
+            "core says, before the hang: whatever waited for its work may wait forever (a "
+            "multiprocessing.Pool never notices that a worker died with its task); no exit "
+            "within the timeout (5 s); killed after 5.0s"
+        ),
+        crashed_child=child,
+    )
+    attempt = _attempt(1, hang, True, logs="cells/default/1/", duration_s=5.02, stack=POOL_STACK)
+    cell = CellResult(
+        cell=Cell(id="default", index=0, matrix={}),
+        expected=Expectation("hang"),
+        verdict="reproduced",
+        reason="1/1 attempts as expected: hang after a child died of SIGSEGV (python pool.py)",
+        rate=Rate(1, 1, 0.21, 1.0),
+        attempts=(attempt,),
+        command="python pool.py",
+    )
+    return RunResult(
+        run_id="20261121-214512-pool-hang-0b1c",
+        spec_name="pool-hang",
+        spec_path="specs/pool.yaml",
+        spec_text=POOL_SPEC,
+        runner="local",
+        started=T0,
+        finished=T1,
+        environment=GPU_ENV,
+        cells=(cell,),
+        command_line="reprospec run specs/pool.yaml",
+        title="multiprocessing.Pool hangs after a worker segfaults",
+    )
 
 
 def error_run() -> RunResult:

@@ -1,9 +1,11 @@
-"""A main process that survives its child's real crash and exits 1, as MODE says.
+"""A main process that survives its child's real crash and exits 1 (or hangs), as MODE says.
 
 Usage: python child_crash.py MODE [ARGS...]
 
     mp-fork, mp-spawn  a multiprocessing.Process segfaults; the main raises RuntimeError
     pool               a ProcessPoolExecutor worker segfaults; the main gets BrokenProcessPool
+    pool-hang          a multiprocessing.Pool worker segfaults mid-task; the pool never
+                       notices, and its map waits for the lost result forever (a hang)
     subprocess CMD...  runs CMD with subprocess.run(check=True): CalledProcessError
     orphan             a child segfaults; the main exits without reaping it (the engine does)
     main               the main process itself segfaults (a main crash, for contrast)
@@ -38,6 +40,13 @@ def run_pool() -> None:
         list(pool.map(crash, [1]))
 
 
+def run_pool_hang() -> None:
+    # The pool starts a new worker in the dead one's place, but the task it held is lost:
+    # map() never returns. Its result is printed should it ever return.
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        print(pool.map(crash, [1]), flush=True)
+
+
 def orphan() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import ctypes; ctypes.string_at(0)", "orphan-crasher"]
@@ -60,6 +69,8 @@ def main() -> None:
         run_process(mode[3:])
     elif mode == "pool":
         run_pool()
+    elif mode == "pool-hang":
+        run_pool_hang()
     elif mode == "subprocess":
         subprocess.run(sys.argv[2:], check=True)
     elif mode == "orphan":

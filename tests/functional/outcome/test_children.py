@@ -21,6 +21,7 @@ from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
 from reprospec.core.words import outcome_phrase
 from reprospec.outcome.evidence import Evidence
+from reprospec.outcome.judge import judge_attempt
 from reprospec.pipeline.attempt import attempt_result
 from reprospec.runners.local import LocalRunner
 from tests.support.cli import Cli
@@ -193,3 +194,124 @@ def test_a_core_names_the_crashed_child(tmp_path: Path) -> None:
     assert outcome_phrase(outcome).startswith(f"crash SIGSEGV (child pid {outcome.pid}: ")
     assert result.stack is not None
     assert "in crash" in result.stack
+
+
+HANG = Expectation("hang")
+
+
+def hung_after_a_crash(result: AttemptResult) -> Outcome:
+    """A hang, as observed and expected, whose crashed child is named: what a Pool leaves."""
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    # The outcome stays what was observed: a hang of the main process, no signal of its own.
+    assert (outcome.kind, outcome.signal, outcome.where) == ("hang", None, "main"), outcome
+    assert result.matched, result.mismatches
+    assert outcome.crashed_child is not None, outcome.detail
+    assert outcome.crashed_child.signal == "SIGSEGV"
+    assert outcome.signature == "hang:after-child-SIGSEGV"
+    return outcome
+
+
+def test_pool_worker_segfault_then_hang_names_the_dead_worker(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    """multiprocessing.Pool never notices a worker that died mid-task: map() waits forever.
+
+    Before, the attempt was a bare `hang` whose stacks were the waiting parent's: the
+    worker's SIGSEGV, the whole cause, was nowhere but in the log excerpt, unnamed.
+    """
+    plan = replace(
+        attempt_plan([PY, CHILD_CRASH, "pool-hang"], tmp_path, timeout_s=3.0), expectation=HANG
+    )
+    execution = runner.run(plan, tmp_path / "attempt")
+    assert execution.timed_out
+    result = attempt_result(plan, execution, Evidence.read(execution))
+    outcome = hung_after_a_crash(result)
+    detail = outcome.detail or ""
+    assert detail.startswith(
+        "a child process died of SIGSEGV (Segmentation fault), as its faulthandler report "
+        "says, before the hang"
+    ), detail
+    assert "no exit within the timeout (3 s)" in detail
+    assert outcome_phrase(outcome) == "hang after a child died of SIGSEGV"
+    # The dead worker's own stack leads the hang's stacks, the waiting parent's follow.
+    stack = result.stack or ""
+    assert stack.startswith(
+        "--- a child: died of SIGSEGV before the hang ---\nFatal Python error: Segmentation fault"
+    ), stack[:300]
+    dead, _, hung = stack.partition("\n\n--- pid ")
+    assert "in crash" in dead
+    assert "in run_pool_hang" in dead
+    assert "in map" in hung  # the parent, waiting for the lost task
+    # An expectation that asks for a crash's signal is still not met by a hang: no
+    # existing spec's verdict changes.
+    assert not judge_attempt(outcome, Expectation("fail", signal="SIGSEGV")).matched
+
+
+@pytest.mark.skipif(
+    native.gdb_path() is None or native.core_pattern().piped,
+    reason="needs gdb and cores written to the working directory",
+)
+def test_a_core_names_the_pool_worker_that_died_before_the_hang(tmp_path: Path) -> None:
+    runner = LocalRunner(native_stacks=True)
+    runner.prepare([])
+    plan = replace(
+        attempt_plan([PY, CHILD_CRASH, "pool-hang"], tmp_path, timeout_s=3.0), expectation=HANG
+    )
+    execution = runner.run(plan, tmp_path / "attempt")
+    result = attempt_result(plan, execution, Evidence.read(execution))
+    outcome = hung_after_a_crash(result)
+    child = outcome.crashed_child
+    assert child is not None
+    assert child.pid is not None
+    assert child.evidence == "as its core says"
+    assert f"{PY} {CHILD_CRASH} pool-hang".startswith((child.cmdline or "").removesuffix(" ..."))
+    assert (outcome.detail or "").startswith(f"child pid {child.pid} (")
+    assert outcome_phrase(outcome).startswith(
+        f"hang after a child died of SIGSEGV (pid {child.pid}: "
+    )
+    # Alike hangs count together: the pid is left out where attempts are grouped.
+    assert outcome_phrase(outcome, pid=False).startswith("hang after a child died of SIGSEGV (")
+    assert f"pid {child.pid}" not in outcome_phrase(outcome, pid=False)
+    # The report's native frames are the dead worker's core's, not a hung process's.
+    assert result.native is not None
+    assert (result.stack or "").startswith(f"--- pid {child.pid} (")
+
+
+def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_path: Path) -> None:
+    spec = tmp_path / "pool.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: pool-hang\n"
+        "title: multiprocessing.Pool hangs after a worker segfaults\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [python, {CHILD_CRASH}, pool-hang]\n"
+        "run: {timeout: 3s}\n"
+        "expect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr  # reproduced: a hang, as expected
+    outcome = result.results()["cells"][0]["attempts"][0]["outcome"]
+    assert (outcome["kind"], outcome["signal"]) == ("hang", None)
+    assert outcome["signature"] == "hang:after-child-SIGSEGV"
+    child = outcome["crashed_child"]
+    assert child["signal"] == "SIGSEGV"
+    # Named by its pid where its core was read (native stacks on, gdb there).
+    named = f" (pid {child['pid']}: " if child.get("pid") else ""
+    said = f"default #1: hang after a child died of SIGSEGV{named}"
+    assert said in result.stdout + result.stderr  # the progress line
+    report = (result.latest_run() / "report.md").read_text()
+    # The headline, the first thing read, names the death; then the failure's own lines.
+    headline = report.split("\n**", 1)[1].split("**\n", 1)[0]
+    assert headline.startswith("hang after a child died of SIGSEGV")
+    assert headline.endswith(" in 1 of 1 cell; as expected in every cell (1/1 attempts)")
+    failure = report.split("## Failure", 1)[1].split("\n## ", 1)[0]
+    assert "- `hang:after-child-SIGSEGV` (1 attempt)" in failure
+    assert "died of SIGSEGV (Segmentation fault)" in failure
+    assert "before the hang: whatever waited for its work may wait forever" in failure
+    # The dead worker's stack comes before the hung processes' stacks.
+    dead_at = failure.index("The stack of the process that died (the child")
+    hung_at = failure.index("The Python stacks of the hung processes")
+    assert dead_at < hung_at
+    assert "in crash" in failure[dead_at:hung_at]
+    assert "in map" in failure[hung_at:]

@@ -459,3 +459,99 @@ def test_hang_names_the_worker_still_stuck_on_an_item(tmp_path: Path) -> None:
     assert isinstance(outcome, Outcome)
     assert outcome.where == "main"
     assert "worker" not in (outcome.detail or "")
+
+
+# --- a hang after a descendant's death ----------------------------------------------------
+
+# A multiprocessing.Pool worker's own report of its SIGSEGV (the stackdump's faulthandler).
+POOL_WORKER_FATAL = (
+    b"Fatal Python error: Segmentation fault\n\n"
+    b"Stack (most recent call first):\n"
+    b'  File "/w/pool.py", line 9 in work\n'
+    b'  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48 in mapstar\n'
+    b'  File "/usr/lib/python3.11/multiprocessing/pool.py", line 125 in worker\n'
+)
+
+
+def test_hang_after_a_childs_death_names_it_and_stays_a_hang(tmp_path: Path) -> None:
+    from reprospec.core.results import CrashedChild
+
+    hung = execution_in_with(tmp_path, POOL_WORKER_FATAL, None, timed_out=True)
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.where) == ("hang", None, "main")
+    assert outcome.crashed_child == CrashedChild(
+        "SIGSEGV", None, None, "as its faulthandler report says"
+    )
+    assert (outcome.pid, outcome.cmdline) == (None, None)  # a crashed child's, for `where: child`
+    assert outcome.signature == "hang:after-child-SIGSEGV"
+    assert (outcome.detail or "").startswith(
+        "a child process died of SIGSEGV (Segmentation fault), as its faulthandler report "
+        "says, before the hang: whatever waited for its work may wait forever"
+    )
+    assert "; no exit within the timeout" in (outcome.detail or "")
+    assert outcome_phrase(outcome) == "hang after a child died of SIGSEGV"
+    # Judged as before: `expect: hang` is met, a signal asked of the outcome is not.
+    assert judge_attempt(outcome, Expectation("hang")).matched
+    assert not judge_attempt(outcome, Expectation("fail", signal="SIGSEGV")).matched
+
+
+def test_hang_after_a_reaped_childs_death_names_its_pid_and_command(tmp_path: Path) -> None:
+    from reprospec.core.results import ChildExit
+
+    hung = dataclasses.replace(
+        execution_in_with(tmp_path, b"", None, timed_out=True),
+        child_exits=(
+            ChildExit(4100, "python pool.py", exit_code=0),
+            ChildExit(4242, "/usr/bin/python3 pool.py --workers 2", signal="SIGSEGV"),
+        ),
+    )
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert outcome.crashed_child is not None
+    assert (outcome.crashed_child.pid, outcome.crashed_child.cmdline) == (
+        4242,
+        "/usr/bin/python3 pool.py --workers 2",
+    )
+    assert (outcome.detail or "").startswith(
+        "child pid 4242 (/usr/bin/python3 pool.py --workers 2) died of SIGSEGV"
+    )
+    assert outcome_phrase(outcome) == (
+        "hang after a child died of SIGSEGV (pid 4242: /usr/bin/python3 pool.py --workers 2)"
+    )
+    # Alike attempts count together without the pid; a grid cell's phrase has none either.
+    assert outcome_phrase(outcome, pid=False) == (
+        "hang after a child died of SIGSEGV (/usr/bin/python3 pool.py --workers 2)"
+    )
+    assert outcome_phrase(outcome, where=False).endswith(
+        "SIGSEGV (/usr/bin/python3 pool.py --workers 2)"
+    )
+
+
+def test_hang_without_a_crashed_child_is_a_plain_hang(tmp_path: Path) -> None:
+    from reprospec.core.results import ChildExit
+
+    # A pool's terminate() stops its workers with SIGTERM: no crash, and no cause to name.
+    hung = dataclasses.replace(
+        execution_in_with(tmp_path, b"waiting\n", None, timed_out=True),
+        child_exits=(ChildExit(4242, "python pool.py", signal="SIGTERM"),),
+    )
+    outcome = classify(hung)
+    assert isinstance(outcome, Outcome)
+    assert outcome.crashed_child is None
+    assert outcome.signature == "hang"
+    assert outcome_phrase(outcome) == "hang"
+    assert (outcome.detail or "").startswith("no exit within the timeout")
+
+
+def test_hang_after_a_broken_process_pool_says_terminated_abruptly(tmp_path: Path) -> None:
+    stderr = (
+        b"concurrent.futures.process.BrokenProcessPool: "
+        b"A process in the process pool was terminated abruptly\n"
+    )
+    outcome = classify(execution_in_with(tmp_path, stderr, None, timed_out=True))
+    assert isinstance(outcome, Outcome)
+    assert outcome.crashed_child is not None
+    assert outcome.crashed_child.signal is None
+    assert outcome.signature == "hang:after-child-crash"
+    assert outcome_phrase(outcome) == "hang after a child terminated abruptly"

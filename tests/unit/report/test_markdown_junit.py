@@ -39,6 +39,7 @@ from tests.support.runs import (
     hang_run,
     infra_run,
     large_matrix,
+    pool_hang_run,
     segfault_matrix,
 )
 
@@ -236,6 +237,34 @@ def test_hang_stacks_come_from_the_attempt() -> None:
     assert 'File "wandb/__init__.py", line 3 in <module>' in text
     assert "2/3 (95% CI 0.21–0.94)" in text
     assert "| 0 | 2 | 2 | 2 |\n| 1 | 1 | 0 | 0 |" in text
+
+
+def test_a_hang_after_a_childs_death_leads_with_the_dead_child() -> None:
+    """The Pool's hang: the headline, the first failure and its first stack are the dead
+    worker's; the hung parent's stacks follow (before, a bare `hang` and the parent's)."""
+    text = render(pool_hang_run(), "md")
+    assert "\n**hang after a child died of SIGSEGV (python pool.py) in 1 of 1 cell;" in text
+    failure = text.split("## Failure", 1)[1].split("\n## ", 1)[0]
+    assert "- `hang:after-child-SIGSEGV` (1 attempt)" in failure
+    assert "attempt 1: `hang after a child died of SIGSEGV (pid 4242: python pool.py)`." in failure
+    said = (
+        "The stack of the process that died (the child pid 4242 (`python pool.py`), of "
+        "SIGSEGV before the hang), as it printed it:"
+    )
+    dead_at = failure.index(said)
+    hung_at = failure.index("The Python stacks of the hung processes")
+    assert failure.index("child pid 4242 (python pool.py) died of SIGSEGV") < dead_at < hung_at
+    dead, hung = failure[dead_at:hung_at], failure[hung_at:]
+    assert 'File "pool.py", line 9 in work' in dead
+    assert "--- pid 4200" not in dead
+    assert "--- pid 4200 (python pool.py) ---" in hung
+    assert "in work" not in hung
+    # No "main process's view" heading between them: the hung stacks are that view.
+    assert "The main process's view" not in failure
+    html = render(pool_hang_run(), "html")
+    assert html.index("The stack of the process that died") < html.index(
+        "The Python stacks of the hung processes"
+    )
 
 
 def _lines(run: RunResult) -> list[str]:

@@ -30,9 +30,9 @@ from reprospec.store.resultsjson import (
     write_atomic,
     write_run,
 )
-from tests.support.runs import error_run, hang_run, infra_run, segfault_matrix
+from tests.support.runs import error_run, hang_run, infra_run, pool_hang_run, segfault_matrix
 
-RUNS = [segfault_matrix, hang_run, error_run, infra_run]
+RUNS = [segfault_matrix, hang_run, error_run, infra_run, pool_hang_run]
 
 
 # Any: the JSON as a reader of the file indexes into it, unchecked.
