@@ -354,6 +354,13 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         expect["module"] = outcome.module
     if outcome.kind == "hang" and hung is not None:
         comments["outcome"] = f"while importing {hung} (its stack shows it)"
+    elif outcome.kind == "hang" and (child := outcome.crashed_child) is not None:
+        # The cause nobody sees in the hang's stacks: a worker's death a pool never noticed.
+        comments["outcome"] = (
+            "after a child process"
+            + (f" ({_short(child.cmdline)})" if child.cmdline else "")
+            + (f" died of {child.signal}" if child.signal else " terminated abruptly")
+        )
     bound = rate_bound(observed.matched, observed.attempts)
     if bound is not None:
         expect["rate"] = bound
@@ -532,6 +539,11 @@ def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
     where = {"worker": " in a DataLoader worker", "child": " in a child process"}.get(
         outcome.where or "", ""
     )
+    if outcome.kind == "hang" and (child := outcome.crashed_child) is not None:
+        # The hang's likely cause, which its stacks (the parent's, waiting) do not show.
+        where = " after a child process " + (
+            f"died of {child.signal}" if child.signal else "terminated abruptly"
+        )
     at = (
         f" at {outcome.phase}" + (f" step {outcome.step}" if outcome.step is not None else "")
         if outcome.phase

@@ -4,8 +4,9 @@ alternative separates the cells under `run --observe`.
 
 The programs are in tests/data/capture/ and fail for real: a DataLoader worker's invalid read
 (ctypes, torch on CPU), a Hydra app (real hydra-core) raising at validation step 7 under
-Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, and a
-script whose local modules are imported by name at run time.
+Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, a
+multiprocessing.Pool left waiting for its segfaulted worker's task, and a script whose local
+modules are imported by name at run time.
 """
 
 from __future__ import annotations
@@ -170,6 +171,21 @@ def test_a_program_hanging_at_import(cli: Cli, tmp_path: Path) -> None:
     signature, cells = rerun_and_separate(cli, workdir, "start_method", "[fork, spawn]")
     assert signature == "hang"
     assert cells["start_method=spawn,items=3"] == {"pass"}
+
+
+def test_a_pool_that_hangs_after_its_worker_segfaulted(cli: Cli, tmp_path: Path) -> None:
+    """The spec names the dead worker beside the hang it expects: the hang's cause."""
+    workdir = copied("poolhang", tmp_path)
+    capture(
+        cli, workdir, "python", "run.py", "--items", "4", options=("--timeout", "3s", "--no-verify")
+    )
+    spec = load_spec(str(workdir / "spec.yaml"))
+    assert spec.document["expect"] == {"outcome": "hang"}  # what was observed, and is matched
+    assert spec.document["title"] == "run.py: hang after a child process died of SIGSEGV"
+    text = (workdir / "spec.yaml").read_text()
+    said = r"outcome: hang  # after a child process \(python[\d.]* run\.py --items 4\) died of"
+    assert re.search(said + " SIGSEGV", text), text
+    assert "It ended `hang:after-child-SIGSEGV` in 1 of 1 attempt(s): " in text
 
 
 def test_a_crash_in_a_subprocess_child(cli: Cli, tmp_path: Path) -> None:
