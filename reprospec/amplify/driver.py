@@ -37,6 +37,7 @@ from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.state import isolation_id
+from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 
 Progress = Callable[[str], None]
 
@@ -73,7 +74,9 @@ def default_tries() -> tuple[tuple[str, JsonValue], ...]:
 class AmplifyOptions:
     """What `reprospec amplify` is asked besides the spec."""
 
-    matrix_filters: tuple[str, ...] = ()  # -m AXIS=VALUE: they must leave one cell
+    # -m AXIS=VALUE: the cell, the only one expected to fail of those they keep (without
+    # them, of the spec's cells): plan/failingcell.py.
+    matrix_filters: tuple[str, ...] = ()
     tries: tuple[str, ...] = ()  # FIELD=VALUE; empty: default_tries()
     budget: int = 300
     first: int = Settings.first
@@ -126,7 +129,7 @@ def amplify_spec(
     from reprospec import api
 
     cancel = cancel or threading.Event()
-    run_options = options.run.with_changes(purpose="amplify", matrix_filters=options.matrix_filters)
+    run_options = options.run.with_changes(purpose="amplify", matrix_filters=())
     spec = api.load_spec(spec_path, run_options.overrides)
     redactor = Redactor.for_spec(spec.document)
 
@@ -134,14 +137,24 @@ def amplify_spec(
         if progress is not None:
             progress(redactor.text(message))
 
+    whole = api.plan_run(spec, run_options)
+    # -m, or the spec's expect where it says one cell fails (plan/failingcell.py).
+    chosen = choose_failing_cell(
+        whole.cells,
+        whole.expectations,
+        options.matrix_filters,
+        verb="amplify",
+        several="refuse",
+        spec=str(spec_path),
+    )
+    cell = chosen.cell
+    if chosen.total > 1:
+        say(chosen.said())
+    # Every probe runs that one cell: the filters that keep exactly it.
+    run_options = run_options.with_changes(matrix_filters=cell_filters(cell, whole.cells))
     plan = api.plan_run(spec, run_options)
     if len(plan.cells) != 1:
-        shown = ", ".join(c.id for c in plan.cells[:4]) + (", ..." if len(plan.cells) > 4 else "")
-        raise UsageError(
-            f"amplify runs one cell, and {len(plan.cells)} match ({shown}): "
-            f"choose one with -m AXIS=VALUE"
-        )
-    cell = plan.cells[0]
+        raise UsageError(f"amplify runs one cell: {len(plan.cells)} cells are alike ({cell.id})")
     expectation = plan.expectation(cell)
     if expectation.observes or expectation.outcome == "pass":
         raise UsageError(
@@ -216,6 +229,7 @@ def amplify_spec(
         interrupted=interrupted,
         budget=options.budget,
         command_line=options.command_line,
+        chosen=chosen.reason if chosen.total > 1 else "",
     )
     from reprospec.amplify.report import write
 

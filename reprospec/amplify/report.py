@@ -46,6 +46,8 @@ class AmplifyReport:
     budget: int
     command_line: str = ""
     amplified_spec: Path | None = None
+    # Why this cell, where the spec has several (plan/failingcell.py); "" for one cell.
+    chosen: str = ""
 
     def sentence(self) -> str:
         return sentence(self)
@@ -91,6 +93,8 @@ def text(found: AmplifyReport) -> str:
     """The terminal's answer: the claim, what it means, every arm."""
     result = found.result
     lines = [sentence(found)]
+    if found.chosen:
+        lines.append(f"cell {found.cell.id}: {found.chosen}")
     if result.status == "amplified" and result.winner is not None:
         lines.append(
             f"amplified: {found.spec_name} ({found.cell.id}) fails as expected "

@@ -41,6 +41,7 @@ from reprospec.environment import packages
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
 from reprospec.export.tree import program_digest
+from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 
 # Runners that install what a candidate asks for; the local runner runs one interpreter.
 INSTALLING_RUNNERS = ("venv", "docker")
@@ -81,11 +82,22 @@ def bisect_spec(
     # Every candidate run is masked by the pipeline; what bisect itself says and writes is
     # masked the same way (redact.py).
     redactor = Redactor.for_spec(spec.document)
-    plan = reprospec.plan_run(spec, RunOptions(matrix_filters=request.matrix_filters))
+    whole = reprospec.plan_run(spec, RunOptions())
+    # -m, or the spec's expect where it says one cell fails (plan/failingcell.py).
+    chosen = choose_failing_cell(
+        whole.cells,
+        whole.expectations,
+        request.matrix_filters,
+        verb="bisect",
+        several="refuse",
+        spec=str(request.spec),
+    )
+    cell = chosen.cell
+    # Every candidate runs that one cell: the filters that keep exactly it.
+    filters = cell_filters(cell, whole.cells)
+    plan = reprospec.plan_run(spec, RunOptions(matrix_filters=filters))
     if len(plan.cells) != 1:
-        cells = ", ".join(cell.id for cell in plan.cells)
-        raise UsageError(f"bisect runs one cell; choose it with -m AXIS=VALUE (cells: {cells})")
-    cell = plan.cells[0]
+        raise UsageError(f"bisect runs one cell: {len(plan.cells)} cells are alike ({cell.id})")
     if plan.expectation(cell).outcome == "pass":
         # Every version would "not reproduce" a pass: refused before anything is built, as
         # isolate and amplify refuse it (it ran 20 attempts, then blamed the bad end).
@@ -93,6 +105,8 @@ def bisect_spec(
             f"bisect needs the cell's expect to say how it fails; {cell.id or 'the cell'} is "
             f"expected to pass: choose a failing cell with -m AXIS=VALUE"
         )
+    if chosen.total > 1:
+        say(chosen.said())
     environment = plan.attempts[0].environment
     versions = _candidates(request)
     bisect_id = request.key(spec.source_text, program_digest(plan.attempts))
@@ -120,7 +134,7 @@ def bisect_spec(
         if cancel is not None and cancel.is_set():  # stopped between two candidates
             raise BisectInterrupted(f"interrupted; rerun the same command to resume {bisect_id}")
         trial, interrupted = _run_candidate(
-            request, environment.packages, version, attempts, cancel
+            request, filters, environment.packages, version, attempts, cancel
         )
         if trial.attempts or not interrupted:
             # What ran counts, even in an interrupted candidate; nothing else is kept.
@@ -160,6 +174,7 @@ def bisect_spec(
             changed,
             resumed,
             environment.perturb.describe(),
+            chosen.reason if chosen.total > 1 else "",
         )
     )
     write_reports(report)
@@ -209,6 +224,7 @@ def candidate_packages(
 
 def _run_candidate(
     request: BisectRequest,
+    filters: Sequence[str],
     current: Sequence[str],
     version: str,
     attempts: int,
@@ -229,7 +245,7 @@ def _run_candidate(
         repeat=attempts,
         timeout_s=request.timeout_s,
         stop_on="first-reproduction",
-        matrix_filters=request.matrix_filters,
+        matrix_filters=tuple(filters),
         out=request.out,
         python=request.python,
         find_links=request.find_links,

@@ -85,6 +85,8 @@ class BisectReport:
     resumed: bool = False
     # environment.perturb of the cell: every candidate ran under it (amplify).
     perturbed: tuple[str, ...] = ()
+    # Why this cell, where the spec has several (plan/failingcell.py); "" for one cell.
+    chosen: str = ""
 
     @property
     def fixed(self) -> bool:
@@ -228,7 +230,8 @@ def render_markdown(report: BisectReport) -> str:
         lines.append(f"Warning: {warning}.")
     lines += [
         "",
-        f"Cell: `{report.cell_id or '(the only cell)'}`; runner: {request.runner}; "
+        f"Cell: `{report.cell_id or '(the only cell)'}`"
+        f"{f' ({report.chosen})' if report.chosen else ''}; runner: {request.runner}; "
         f"{result.attempts} attempts over {len(result.tested)} of "
         f"{len(report.versions)} candidates.",
         "",

@@ -45,7 +45,11 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         ),
     )
     opt.spec(p)
-    opt.matrix(p, help="choose the cell (the filters must leave exactly one)")
+    opt.matrix(
+        p,
+        help="choose the cell: the only one expected to fail among those these keep "
+        "(default: the only one of the spec's cells expected to fail)",
+    )
     p.add_argument(
         "--try",
         action="append",

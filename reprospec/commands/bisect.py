@@ -40,7 +40,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="bisect days instead of releases (YYYY-MM-DD..YYYY-MM-DD, START good): "
         "each day installs what was uploaded by its end (uv --exclude-newer)",
     )
-    opt.matrix(p, help="choose the one cell whose expectation is the oracle (repeatable)")
+    opt.matrix(
+        p,
+        help="choose the one cell whose expectation is the oracle: the only one expected to "
+        "fail among those these keep (default: the only one of the spec's cells expected "
+        "to fail)",
+    )
     opt.amplify(p)
     opt.overrides(p, help="override a spec field, value parsed as YAML")
     opt.runner(
@@ -142,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         if report.perturbed:
             print(perturbed_phrase(report.perturbed))
         print(report.headline)
+        if report.chosen:
+            print(printable(f"cell {report.cell_id}: {report.chosen}"))
         for evidence in report.result.tested:
             outcomes = ", ".join(f"{s} x{n}" for s, n in evidence.signature_counts().items())
             detail = evidence.infra_error if evidence.state == "skipped" else outcomes

@@ -48,6 +48,7 @@ from reprospec.isolation.differences import (
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
 from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.plan.failingcell import choose_failing_cell, fails
 
 if TYPE_CHECKING:
     from reprospec.plan.run import CellExpectations
@@ -362,7 +363,23 @@ def _choose_cells(
             "-m and --failing both choose the failing cell: give one (-m keeps cells, and "
             "the first of them expected to fail is the failing cell)"
         )
-    eligible = _eligible(cells, expectations, options.cell) if options.cell else cells
+    # The rule amplify and bisect share (plan/failingcell.py): -m keeps cells, and the first
+    # of them expected to fail is the failing cell. Asked only where some cell is: where none
+    # is, the sides come from the sets, or the refusals below say what is missing.
+    choice = (
+        choose_failing_cell(
+            cells,
+            expectations,
+            options.cell,
+            verb="isolate",
+            several="first",
+            spec=str(spec.path),
+        )
+        if options.failing is None
+        and (options.cell or any(fails(expectations.of(c)) for c in cells))
+        else None
+    )
+    eligible = choice.candidates if choice is not None else cells
     failing = _select(cells, options.failing, "--failing") if options.failing else None
     if failing is not None and expectations.of(failing).outcome == "pass":
         raise UsageError(
@@ -371,8 +388,10 @@ def _choose_cells(
         )
     passing = _select(cells, options.passing, "--passing") if options.passing else None
     expected_to_pass = [c for c in cells if expectations.of(c).outcome == "pass"]
-    if failing is None and (passing is not None or expected_to_pass):
-        failing = next((c for c in eligible if expectations.of(c).outcome != "pass"), None)
+    if failing is None and (passing is not None or expected_to_pass) and choice is not None:
+        failing = choice.cell
+        if choice.total > 1:
+            say(choice.said())
     # With no cell expected to pass, `expect` says every cell fails: which one does is seen
     # in the run of the matrix, not read (the first cell, taken as read, passed 0/20).
     if passing is None and failing is not None:
@@ -401,27 +420,6 @@ def _choose_cells(
             f"with --passing, or set the fields that differ with --passing-set"
         )
     return failing, passing
-
-
-def _eligible(
-    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str]
-) -> list[Cell]:
-    """The cells `-m` keeps that are expected to fail: the failing cell is one of them.
-
-    A spec whose cells fail two ways (a SIGSEGV in some, an abort in others) is isolated
-    one failure at a time: `-m` says which cell's `expect`, so only attempts failing that
-    way count, and the other failure is a clean attempt, as amplify and minimize read it.
-    """
-    from reprospec.spec.matrix import select
-
-    kept = [c for c in select(cells, filters) if expectations.of(c).outcome != "pass"]
-    if not kept:
-        shown = " ".join("-m " + f for f in filters)
-        raise UsageError(
-            f"no cell kept by {shown} is expected to fail: isolate needs a cell whose expect "
-            f"says how it fails"
-        )
-    return kept
 
 
 def _observe(

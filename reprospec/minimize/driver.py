@@ -57,6 +57,7 @@ from reprospec.minimize.workload import (
     reduce_workload,
     workload_fields,
 )
+from reprospec.plan.failingcell import choose_failing_cell
 from reprospec.plan.run import CellExpectations, RunPlan
 from reprospec.spec.yamlsource import Problem, locate
 
@@ -153,7 +154,7 @@ def _minimize(
         if progress is not None:
             progress(redactor.text(message))
 
-    failing, all_passing = _cells(plan.cells, plan.expectations, options.cell)
+    failing, all_passing = _cells(plan.cells, plan.expectations, options.cell, str(spec.path))
     expectation = plan.expectation(failing)
     attempt = next(a for a in plan.attempts if a.cell.id == failing.id)
     workdir = attempt.workdir.resolve()
@@ -507,20 +508,19 @@ def _size(program: Program) -> str:
 
 
 def _cells(
-    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str]
+    cells: Sequence[Cell], expectations: CellExpectations, filters: Sequence[str], spec: str
 ) -> tuple[Cell, tuple[Cell, ...]]:
-    """The failing cell (the first expected to fail that `-m` keeps) and the passing ones."""
-    from reprospec.spec.matrix import select
-
-    kept = select(cells, filters) if filters else list(cells)
-    failing = next((c for c in kept if expectations.of(c).outcome != "pass"), None)
-    if failing is None:
-        shown = " ".join("-m " + f for f in filters)
+    """The failing cell (the first expected to fail that `-m` keeps: isolate's rule,
+    plan/failingcell.py) and the passing ones."""
+    chosen = choose_failing_cell(
+        cells, expectations, filters, verb="minimize", several="first", spec=spec
+    )
+    if not chosen.candidates:  # the spec's only cell, expected to pass
         raise UsageError(
-            f"no cell{' kept by ' + shown if shown else ''} is expected to fail: minimize "
-            f"needs a cell whose expect says how it fails"
+            f"no cell of {spec} is expected to fail: minimize needs a cell whose expect says "
+            f"how it fails"
         )
-    return failing, tuple(c for c in cells if expectations.of(c).outcome == "pass")
+    return chosen.cell, tuple(c for c in cells if expectations.of(c).outcome == "pass")
 
 
 def _agreeing(passing: Sequence[Cell], reduced: Reduced) -> Sequence[Cell]:

@@ -225,3 +225,65 @@ def test_isolate_under_an_amplification_says_it_was_amplified(cli: Cli, tmp_path
     # amplify measures one cell: the advice for a matrix says how to pick it.
     assert f"(reprospec amplify {other} -m AXIS=VALUE, its failing cell)" in refused.stderr
     assert not list((tmp_path / "out" / "runs").glob("*a-deterministic-pair*"))
+
+
+# Exit 3 when A=1 and B is not 0: per the cases, a=1,b=1 (and a=1,b=2 where the matrix has
+# it) fail, every other cell passes.
+PAIR = """\
+reprospec: 1
+name: env-pair
+matrix: {a: ["0", "1"], b: ["0", "1"]}
+environment:
+  env: {A: "${{ matrix.a }}", B: "${{ matrix.b }}"}
+command: >-
+  python -c "import os, sys;
+  sys.exit(3 if os.environ['A'] == '1' and os.environ['B'] != '0' else 0)"
+run: {timeout: 30s}
+expect:
+  outcome: error
+  exit_code: 3
+  cases:
+    - {when: {a: "0"}, outcome: pass}
+    - {when: {b: "0"}, outcome: pass}
+"""
+
+
+def _cells_run(out: Path) -> set[str]:
+    return {
+        cell["id"]
+        for run in (out / "runs").iterdir()
+        for cell in json.loads((run / "results.json").read_text())["cells"]
+    }
+
+
+def test_the_one_cell_the_spec_expects_to_fail_is_amplified_without_m(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A spec of four cells whose expect says one fails was refused: "amplify runs one cell,
+    # and 4 match ...: choose one with -m" (new user).
+    spec = tmp_path / "pair.yaml"
+    spec.write_text(PAIR)
+    args = ("--budget", "4", "--try", "gc=aggressive")
+    result = cli("amplify", str(spec), "--out", str(tmp_path / "out"), *args, timeout=300)
+    assert result.code == 1, result.stderr  # not amplified: the base fails in every attempt
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("base 4/4")
+    assert lines[1] == "cell a=1,b=1: the only one of 4 cells expected to fail"
+    assert "cell a=1,b=1: the only one of 4 cells expected to fail" in result.stderr
+    assert _cells_run(tmp_path / "out") == {"a=1,b=1"}  # only that cell ran
+    # Two cells expected to fail: refused before anything runs, each with the -m to type.
+    spec.write_text(PAIR.replace('b: ["0", "1"]', 'b: ["0", "1", "2"]'))
+    refused = cli("amplify", str(spec), "--out", str(tmp_path / "two"), *args)
+    assert refused.code == 2, refused.stderr
+    assert refused.stderr == (
+        f"reprospec: amplify runs one cell, and 2 cells of {spec} are expected to fail: "
+        "choose one with -m: -m b=1 (cell a=1,b=1); -m b=2 (cell a=1,b=2)\n"
+    )
+    assert not (tmp_path / "two" / "runs").exists()
+    # The advised -m, typed: that cell, said so.
+    chosen = cli("amplify", str(spec), "--out", str(tmp_path / "two"), "-m", "b=2", *args)
+    assert chosen.code == 1, chosen.stderr
+    assert "cell a=1,b=2: the only one of the 2 cells -m b=2 keeps expected to fail" in (
+        chosen.stdout
+    )
+    assert _cells_run(tmp_path / "two") == {"a=1,b=2"}

@@ -408,3 +408,65 @@ def test_a_tool_the_candidates_lack_is_refused_not_run_from_the_callers_venv(
     found = bisect(f'["{DEMO}==1.3", "reprospec-democheck==1.0"]')
     assert found.code == 0, found.stderr + found.stdout
     assert "1.2" in found.stdout.splitlines()[0], found.stdout
+
+
+def test_the_one_cell_the_spec_expects_to_fail_is_bisected_without_m(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A spec of two cells whose expect says one fails was refused: "bisect runs one cell;
+    # choose it with -m AXIS=VALUE" (new user).
+    wheels = tmp_path / "wheels"
+    for minor in range(4):
+        make_wheel(wheels, DEMO, f"1.{minor}", f"REGRESSED = {minor >= 2}\n")
+    (tmp_path / "check.py").write_text(
+        "import sys\nimport reprospec_bisectdemo as demo\n"
+        "if sys.argv[1] != 'off' and demo.REGRESSED:\n"
+        "    raise ValueError('the regression')\n"
+    )
+    spec = tmp_path / "demo.yaml"
+    body = textwrap.dedent(f"""\
+        reprospec: 1
+        name: bisect-cells
+        matrix: {{check: ["off", "on"]}}
+        environment:
+          packages: ["{DEMO}==1.3"]
+        command: python check.py ${{{{ matrix.check }}}}
+        expect:
+          outcome: error
+          exception: ValueError
+          cases:
+            - {{when: {{check: "off"}}, outcome: pass}}
+        """)
+    spec.write_text(body)
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+
+    def bisect(out: str, *args: str) -> CliResult:
+        return cli(
+            "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.3",
+            "--find-links", str(wheels), "--out", str(tmp_path / out), *args,
+            env=env, timeout=600,
+        )  # fmt: skip
+
+    found = bisect("out")
+    assert found.code == 0, found.stdout + found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0] == f"first bad: {DEMO} 1.2 (last good 1.1)"
+    assert lines[1] == "cell check=on: the only one of 2 cells expected to fail"
+    assert "cell check=on: the only one of 2 cells expected to fail" in found.stderr
+    (folder,) = (tmp_path / "out" / "bisect").iterdir()
+    assert "Cell: `check=on` (the only one of 2 cells expected to fail)" in (
+        (folder / "bisect.md").read_text()
+    )
+    # Only that cell ran, in every candidate's run.
+    for run in (tmp_path / "out" / "runs").iterdir():
+        cells = json.loads((run / "results.json").read_text())["cells"]
+        assert [c["id"] for c in cells] == ["check=on"]
+    # Two cells expected to fail: refused before anything is built, each with its -m.
+    spec.write_text(body.replace('["off", "on"]', '["off", "on", "loud"]'))
+    refused = bisect("two")
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (
+        f"reprospec: bisect runs one cell, and 2 cells of {spec} are expected to fail: "
+        "choose one with -m: -m check=on (cell check=on); -m check=loud (cell check=loud)\n"
+    )
+    assert not (tmp_path / "two").exists()

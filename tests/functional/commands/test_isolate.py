@@ -427,10 +427,15 @@ expect:
 def test_m_chooses_which_of_two_failures_is_isolated(tmp_path: Path) -> None:
     spec = tmp_path / "two.yaml"
     spec.write_text(TWO_FAILURES)
-    # Without -m: the first cell expected to fail, the abort, whose cause is c alone.
+    # Without -m: the first cell expected to fail, the abort, whose cause is c alone; the
+    # progress says so, and which -m takes the other (plan/failingcell.py).
     code, data, stderr = isolate(tmp_path, *DETERMINISTIC, spec=spec)
     assert code == 0, stderr
     assert data["failing"]["cell"].startswith("setup=abort")
+    assert (
+        "cell setup=abort,b=false,c=true,e=false: the first of 2 cells expected to fail "
+        "(another: -m setup=full)"
+    ) in stderr.splitlines()
     assert culprits(data) == [("matrix.c", True)]
     # -m keeps the full cell: its SIGSEGV is the failure, and the sets that only abort (c
     # without both b and e) are clean attempts, not the bug: the answer is b and e.
