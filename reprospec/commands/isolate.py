@@ -85,7 +85,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="PATH=VALUE",
         help="set a field on the passing side only (~PATH unsets it)",
     )
-    opt.budget(p, default=100, help="attempts in all, infra errors included (default: 100)")
+    opt.budget(
+        p,
+        default=100,
+        help="attempts in all, infra errors included (default: 100); the same command with "
+        "a larger one continues the search, its attempts so far replayed",
+    )
     opt.fraction_option(
         p,
         "--error",

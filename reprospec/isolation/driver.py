@@ -135,6 +135,11 @@ def isolate_spec(
         step=max(Settings.step, plan.parallel),
     )
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
+    # What a probe's outcome depends on, and nothing the search only decides with: the
+    # settings (--budget, --error, --min-rate, -j) choose which probes run, never what one
+    # does, so a rerun with a larger budget replays the probes a smaller one ran and goes
+    # on (keyed on the settings, it started over: every probe ran again). The timeout and
+    # the interpreter are the probes' own: a hang at 5s may pass at 60s.
     ident = isolation_id(
         spec.name,
         [
@@ -145,22 +150,27 @@ def isolate_spec(
             key(failing.config),
             key(passing.config),
             json.dumps(expect, sort_keys=True),
-            repr(settings),
             run_options.runner,
+            json.dumps(
+                [
+                    run_options.timeout_s,
+                    run_options.python,
+                    str(run_options.find_links or ""),
+                    run_options.gpus,
+                ]
+            ),
         ],
     )
     folder = run_options.out / "isolate" / ident
     state = StateFile(
         folder,
-        {
-            "spec": spec.name,
-            "failing": key(failing.config),
-            "passing": key(passing.config),
-            "budget": options.budget,
-        },
+        {"spec": spec.name, "failing": key(failing.config), "passing": key(passing.config)},
     )
     if state.stored:
-        say(f"resuming isolation {ident}: {state.stored} stored candidate result(s)")
+        say(
+            f"continuing isolation {ident}: {state.stored} probe(s) from an earlier run "
+            f"to replay, counted in the budget of {options.budget}"
+        )
 
     runner = _CandidateRunner(
         spec_path=spec.path,
@@ -202,6 +212,7 @@ def isolate_spec(
         result=iso.result or _interrupted(iso),
         runs=tuple(state.runs()),
         reused=runner.reused,
+        replayed=runner.replayed,
         interrupted=interrupted,
         budget=options.budget,
         command_line=options.command_line,
@@ -242,7 +253,8 @@ class _CandidateRunner:
         self.parallel = max(1, parallel)
         self.state = state
         self.cancel = cancel
-        self.reused = 0
+        self.reused = 0  # probes answered from the state
+        self.replayed = 0  # their attempts: counted in the budget as if run again
 
     def run_round(self, probes: Sequence[Probe]) -> list[StoredProbe]:
         """What each probe's attempts did, in the probes' order."""
@@ -250,11 +262,12 @@ class _CandidateRunner:
         todo: list[tuple[int, Probe, Config]] = []
         for index, probe in enumerate(probes):
             config = mix(self.passing, self.diffs, sorted(probe.candidate))
-            stored = self.state.take(key(config))
+            stored = self.state.take(key(config), probe.attempts)
             if stored is not None:
                 # What an interrupted run did still counts; the interruption is over.
                 stored = replace(stored, interrupted=False)
                 self.reused += bool(stored.kinds)  # one cut short before an attempt: none
+                self.replayed += len(stored.kinds)
             else:
                 todo.append((index, probe, config))
             answers.append(stored)

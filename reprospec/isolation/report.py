@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.words import perturbed_phrase
+from reprospec.core.words import perturbed_phrase, plural
 from reprospec.isolation.candidates import Candidate, IsolationResult
 from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
@@ -47,12 +47,15 @@ class IsolateResult:
     differences: tuple[Difference, ...]
     result: IsolationResult
     runs: tuple[str, ...]
-    reused: int  # probes with attempts answered from an earlier, interrupted isolation
+    # Probes with attempts answered from an earlier run of this isolation (interrupted,
+    # out of budget, or finished), and their attempts, which count in the budget.
+    reused: int
     interrupted: bool
     budget: int = 100
     command_line: str = ""
     # environment.perturb of the failing cell: the search ran under it (amplify).
     perturbed: tuple[str, ...] = ()
+    replayed: int = 0  # the attempts of the `reused` probes
 
     @property
     def culprits(self) -> tuple[Difference, ...]:
@@ -177,15 +180,29 @@ def text(found: IsolateResult) -> str:
     )
     lines.append("")
     lines.append(
-        f"{result.attempts} attempts of a budget of {found.budget}"
-        f"{f' ({found.reused} probe(s) from an earlier run)' if found.reused else ''}; "
+        f"{result.attempts} attempts of a budget of {found.budget}{_replayed(found)}; "
         f"rate {rate.matched}/{rate.attempts} ({_percent(rate.value)}) on the sets holding "
         f"the culprits{own}; "
         f"{_confidence(result)} (error {result.error:g}, assumed minimum rate "
         f"{result.min_rate:g})"
     )
     lines += [f"warning: {w}" for w in result.warnings]
+    if result.status == "budget":
+        # The search is stored: a larger budget goes on from here (state.py).
+        lines.append(
+            f"a larger --budget continues this search: its {plural(result.attempts, 'attempt')} "
+            f"are replayed, not run again"
+        )
     return "\n".join(lines)
+
+
+def _replayed(found: IsolateResult) -> str:
+    """` (12 of them, 5 probes, replayed from an earlier run)`: what this run did not run."""
+    if not found.reused:
+        return ""
+    return (
+        f" ({found.replayed} of them replayed from an earlier run: {plural(found.reused, 'probe')})"
+    )
 
 
 def to_dict(found: IsolateResult) -> JsonObject:
@@ -231,6 +248,7 @@ def to_dict(found: IsolateResult) -> JsonObject:
         },
         "runs": list(found.runs),
         "reused": found.reused,
+        "replayed": found.replayed,
         "interrupted": found.interrupted,
     }
 
@@ -256,7 +274,7 @@ def markdown(found: IsolateResult) -> str:
     out += [
         "",
         f"- status: {result.status}" + (f" ({result.message})" if result.message else ""),
-        f"- attempts: {result.attempts} (budget {found.budget})",
+        f"- attempts: {result.attempts} (budget {found.budget}){_replayed(found)}",
         f"- reproduction rate: {rate.matched}/{rate.attempts} ({_percent(rate.value)}, "
         f"95% CI {_percent(rate.low)}-{_percent(rate.high)})",
         f"- {_confidence(result)} (the answer's posterior probability; stated "

@@ -6,10 +6,15 @@
       isolate.json   the answer and its evidence (written at the end)
       isolate.md     the report section
 
-ID is the spec's name and a hash of everything the search depends on (the spec,
-both configurations, the budget): running the same `reprospec isolate` again
-finds the same folder, replays the stored probes in order (the search is
+ID is the spec's name and a hash of what a probe's outcome depends on (the spec's
+text and program, both configurations, the expect, the runner, the timeout and the
+interpreter), not of the search's settings: running the same `reprospec isolate`
+again finds the same folder, replays the stored probes in order (the search is
 deterministic, so it asks for exactly the same ones) and runs only what is new.
+With a larger `--budget` it asks for the same probes until the smaller budget ran
+out, and goes on from there: the budget is a stop, not part of the question. A
+probe asked for fewer attempts than were stored (a smaller budget's last round)
+replays that many, and the rest answer its next probe of the same configuration.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -151,14 +156,25 @@ class StateFile:
 
     @property
     def stored(self) -> int:
-        """Probes found from an earlier, interrupted isolation."""
+        """Probes found from an earlier run of this isolation (interrupted, out of budget,
+        or finished), not replayed yet."""
         return sum(len(q) for q in self._replay.values())
 
-    def take(self, key: str) -> StoredProbe | None:
-        """The next stored probe of this configuration, in the order they first ran."""
+    def take(self, key: str, attempts: int | None = None) -> StoredProbe | None:
+        """The next stored probe of this configuration, in the order they first ran, with at
+        most `attempts` of its attempts (the rest stay first in line for this key): isolate
+        under a smaller budget than the stored run's asks for fewer near its end, and
+        replaying more would spend past its budget. None: the probe whole (minimize's)."""
         with self._lock:
             queue = self._replay.get(key)
-            return queue.popleft() if queue else None
+            if not queue:
+                return None
+            stored = queue.popleft()
+            if attempts is not None and len(stored.kinds) > max(1, attempts):
+                cut = max(1, attempts)
+                queue.appendleft(replace(stored, kinds=stored.kinds[cut:]))
+                stored = replace(stored, kinds=stored.kinds[:cut])
+            return stored
 
     def add(self, probe: StoredProbe) -> None:
         """Record a probe that just ran (written to disk at once)."""

@@ -376,7 +376,7 @@ def test_ctrl_c_then_resume(tmp_path: Path) -> None:
 
     code, data, stderr = isolate(tmp_path, "--set", "environment.env.SLEEP=0.2", "-j", "1")
     assert code == 0, stderr
-    assert "resuming isolation" in stderr  # progress on stderr, with --format json too
+    assert "continuing isolation" in stderr  # progress on stderr, with --format json too
     assert data["reused"] == before
     assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
     assert data["isolate"] == partial["isolate"]
@@ -481,3 +481,92 @@ def test_m_refusals_and_misspelled_options_are_usage_errors(tmp_path: Path) -> N
     assert code == 0, stderr
     assert data["failing"]["cell"].startswith("setup=full")
     assert culprits(data) == [("matrix.b", True), ("matrix.e", True)]
+
+
+# Four toggles as environment variables; the command fails (exit 3) when B and D are both
+# set, whatever the others are. `full` sets all four and is expected to fail; `none` none.
+ENV_TOGGLES = """\
+reprospec: 1
+name: env-toggles
+matrix:
+  setup: [full, none]
+  include:
+    - {setup: full, a: "1", b: "1", c: "1", d: "1"}
+    - {setup: none, a: "0", b: "0", c: "0", d: "0"}
+environment:
+  env: {A: "${{ matrix.a }}", B: "${{ matrix.b }}", C: "${{ matrix.c }}", D: "${{ matrix.d }}"}
+command: >-
+  python -c "import os, sys;
+  sys.exit(3 if os.environ['B'] == '1' and os.environ['D'] == '1' else 0)"
+run: {timeout: 30s}
+expect:
+  outcome: error
+  exit_code: 3
+  cases:
+    - {when: {setup: none}, outcome: pass}
+"""
+
+
+def _runs(out: Path) -> set[str]:
+    return {p.name for p in (out / "runs").iterdir()} if (out / "runs").is_dir() else set()
+
+
+def test_a_larger_budget_continues_the_search_a_smaller_one_ran_out_in(tmp_path: Path) -> None:
+    # Keyed on its budget, the search started over under --budget 30: every probe that
+    # --budget 6 had run ran again (new user: "raising --budget starts from scratch").
+    spec = tmp_path / "toggles.yaml"
+    spec.write_text(ENV_TOGGLES)
+    out = tmp_path / "out"
+    code, short, stderr = isolate(tmp_path, "--budget", "6", "-j", "1", spec=spec)
+    assert code == 1, stderr
+    assert (short["status"], short["attempts"], short["reused"]) == ("budget", 6, 0)
+    first = _runs(out)
+    assert len(first) == 6  # one attempt per probe at -j 1, each its own run
+
+    code, longer, stderr = isolate(tmp_path, "--budget", "30", "-j", "1", spec=spec)
+    assert code == 0, stderr
+    assert longer["isolate"] == short["isolate"]  # the same search, in the same folder
+    assert culprits(longer) == [("matrix.b", "1"), ("matrix.d", "1")]
+    assert "probe(s) from an earlier run to replay, counted in the budget of 30" in stderr
+    # The six attempts are replayed and counted in the new budget; only the rest ran.
+    assert (longer["reused"], longer["replayed"]) == (6, 6)
+    second = _runs(out)
+    assert first < second
+    assert len(second) == longer["attempts"]
+    assert set(longer["runs"]) == second
+
+    # The text says what was replayed, and the same command again runs nothing.
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "isolate", str(spec), "--budget", "30", "-j", "1",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    attempts = longer["attempts"]
+    assert (
+        f"{attempts} attempts of a budget of 30 ({attempts} of them replayed from an earlier "
+        f"run: {longer['reused'] + len(second) - len(first)} probes)"
+    ) in again.stdout
+    assert _runs(out) == second
+
+    # A smaller budget replays no more than it allows, and runs nothing.
+    code, smaller, stderr = isolate(tmp_path, "--budget", "8", "-j", "1", spec=spec)
+    assert code == 1, stderr
+    assert smaller["status"] == "budget"
+    assert smaller["attempts"] == smaller["replayed"] == 8
+    assert _runs(out) == second
+
+    # What decides a probe's outcome changed: nothing stale is replayed. The spec's
+    # command (now C and D fail), and on its own, the timeout.
+    spec.write_text(ENV_TOGGLES.replace("['B'] == '1'", "['C'] == '1'"))
+    code, changed, stderr = isolate(tmp_path, "--budget", "30", "-j", "1", spec=spec)
+    assert code == 0, stderr
+    assert changed["reused"] == 0
+    assert changed["isolate"] != longer["isolate"]
+    assert culprits(changed) == [("matrix.c", "1"), ("matrix.d", "1")]
+    code, timed, stderr = isolate(
+        tmp_path, "--budget", "30", "-j", "1", "--timeout", "20s", spec=spec
+    )
+    assert code == 0, stderr
+    assert timed["reused"] == 0
