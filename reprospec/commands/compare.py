@@ -1,9 +1,9 @@
 """`reprospec compare RUN_A RUN_B`: what changed between two runs, and in which cells.
 
-The spec (a diff), the options (`-j`, `--set`, ...), the environment, and per cell
-the verdict, the outcome signatures and the expectation: a verdict that changed
-because the spec now expects something else reads "same outcome, different
-expectation", not as a change of the code under test.
+The spec (a diff), the program's files (added, removed, changed), the options (`-j`,
+`--set`, ...), the environment, and per cell the verdict, the outcome signatures and the
+expectation: a verdict that changed because the spec now expects something else reads
+"same outcome, different expectation", not as a change of the code under test.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from reprospec.core.logtext import printable
 from reprospec.core.redact import looks_secret
 
 if TYPE_CHECKING:
-    from reprospec.store.compare import Comparison, VariableChange
+    from reprospec.store.compare import Comparison, FilesChange, VariableChange
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -77,6 +77,7 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         out += [f"  {line}" for line in spec["diff"]]
     else:
         out.append("same spec")
+    out += _files(diff["files"])
     if diff["options"]:
         out.append("options that differ:")
         out += [
@@ -117,6 +118,27 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
         if only:
             out.append(f"{label}: {', '.join(only)}")
     return out
+
+
+def _files(files: FilesChange) -> list[str]:
+    """The program's files that differ, one a line (`train.py: changed`); `same program
+    files (3)`; or, without a record of either run's, that it is unknown, never "same"."""
+    rows = [
+        *(
+            f"  {name}: changed"
+            + (" (by size and time: too large to digest)" if name in files["by_size"] else "")
+            for name in files["changed"]
+        ),
+        *(f"  {name}: added (only in the second run)" for name in files["added"]),
+        *(f"  {name}: removed (only in the first run)" for name in files["removed"]),
+    ]
+    if rows:
+        return ["program files that differ:", *rows] + (
+            [f"  {files['unknown']}"] if files["unknown"] else []
+        )
+    if files["unknown"]:
+        return [f"program files: unknown ({files['unknown']})"]
+    return [f"same program files ({files['same'] or 'none named'})"]
 
 
 def _variable(row: VariableChange) -> str:

@@ -31,6 +31,7 @@ from reprospec.errors import UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
+from reprospec.pipeline.programfiles import files_since, program_files
 from reprospec.pipeline.scheduler import ProgressCallback, Scheduler
 from reprospec.plan.run import RunPlan, plan_run
 from reprospec.process import leftovers
@@ -38,6 +39,7 @@ from reprospec.report import warm_up
 from reprospec.runners import create_runner
 from reprospec.runners.base import Runner
 from reprospec.store.db import Store, StoreError
+from reprospec.store.digests import FILES_FIELD
 from reprospec.store.runfolder import RunFolder
 
 
@@ -109,6 +111,9 @@ def execute(
         store=options.out,
         inherits=options.runner != "docker",
     )
+    # The program's files as the attempts will find them, digested before the first starts
+    # (an attempt may write a file its command names): what `compare` tells changed by.
+    files, files_warnings = program_files(plan, options.out)
     # Every attempt and the run pass through it before anything is stored, printed or
     # rendered: no output can show a secret that was missed on its way (redact.py).
     redactor = Redactor.for_spec(spec.document)
@@ -122,6 +127,8 @@ def execute(
             # (the store's row kept that time all along).
             begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
+            if begun is not None:
+                files_warnings += files_since(begun.environment, files, run_id)
             store.resume_run(run_id)
         else:
             store.begin_run(
@@ -131,7 +138,8 @@ def execute(
                 spec_text,
                 options.runner,
                 redactor.value(options.stored()),
-                {},
+                # Kept from the start: a resumed run compares its files with these.
+                {} if files is None else {FILES_FIELD: files},
                 started=started,  # the same second as results.json's, which a resume keeps
             )
         keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
@@ -175,7 +183,15 @@ def execute(
             with collector.importing():
                 warm_up()
         environment, warnings = capture.result(timeout=5 if interrupted else None)
-        warnings = (*reaped, *unset_env(spec.document), *warnings, *store.warnings)
+        if files is not None:
+            environment = {**environment, FILES_FIELD: files}
+        warnings = (
+            *reaped,
+            *unset_env(spec.document),
+            *files_warnings,
+            *warnings,
+            *store.warnings,
+        )
         cells = judged.all(scheduler.unfinished(), interrupted=interrupted)
         result = RunResult(
             run_id=run_id,

@@ -28,6 +28,8 @@ from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_p
 
 # Cells whose plan PlannedAttempts keeps for their next attempt (a spec without expressions).
 KEPT_CELLS = 64
+# The most cells `PlannedAttempts.covering` plans (one per axis value).
+COVERING_CELLS = 256
 
 
 def _has_expression(value: object) -> bool:
@@ -200,6 +202,25 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
         """Attempt 1 of every cell this sequence holds, in order, planning no other attempt:
         the globals below one round of the cells are the attempts numbered 1."""
         return tuple(self._plan(g) for g in range(self._first, len(self._cells), self._stride))
+
+    def covering(self, limit: int = COVERING_CELLS) -> tuple[AttemptPlan, ...]:
+        """Attempt 1 of the first cell that holds each axis value, at most `limit` cells.
+
+        What names a cell's files (its script, its workdir: plan/workfiles.py) is the
+        spec's text and the values its expressions read: one cell per value finds them
+        without planning every cell of a large matrix (0.1 ms each, 7 s at 65,536 cells).
+        """
+        chosen: list[int] = []
+        seen: set[tuple[str, str]] = set()
+        for position, cell in enumerate(self._cells):
+            pairs = {(axis, repr(value)) for axis, value in cell.matrix.items()}
+            if chosen and pairs <= seen:
+                continue
+            seen |= pairs
+            chosen.append(position)
+            if len(chosen) >= limit:
+                break
+        return tuple(self.planned(position, 1) for position in chosen)
 
     def planned(self, position: int, number: int) -> AttemptPlan:
         """Attempt `number` of `cells[position]`, planned (one of `numbers_of(position)`)."""

@@ -140,6 +140,31 @@ def carried_files(plan: AttemptPlan) -> CarriedFiles:
     return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
 
 
+def run_files(attempts: Iterable[AttemptPlan]) -> list[Path]:
+    """The files the attempts name, inside their workdir and out of it (`carried_files`:
+    what a bundle carries), absolute, sorted, each once: what `compare` tells changed
+    between two runs. Attempts alike (one workdir, job and `files`) are read once."""
+    found: dict[Path, None] = {}
+    seen: set[tuple[object, ...]] = set()
+    for attempt in attempts:
+        workdir = attempt.workdir.resolve()
+        job: object = (
+            tuple(attempt.job.argv)
+            if isinstance(attempt.job, Command)
+            else tuple(workload_modules(attempt.workload or {}))
+        )
+        key = (workdir, job, attempt.files)
+        if key in seen:
+            continue
+        seen.add(key)
+        named = carried_files(attempt)
+        for name in named.inside:
+            found[workdir / name] = None
+        for path in named.outside:
+            found[path] = None
+    return sorted(found)
+
+
 def _place_outside(word: str, workdir: Path) -> Path | None:
     """Where `word` names a file outside the workdir: `..` taken by name; else None."""
     if not word or word.startswith("-") or "\0" in word or len(word) > 4096:

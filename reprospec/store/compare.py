@@ -21,6 +21,7 @@ from reprospec.environment.facts import (
     within,
 )
 from reprospec.store.digests import FIELD as DIGESTS
+from reprospec.store.digests import FILES_FIELD, UNDIGESTED
 
 
 class SpecChange(TypedDict):
@@ -71,12 +72,34 @@ class VariableChange(TypedDict):
     cells: list[str]
 
 
+class FilesChange(TypedDict):
+    """The program's files from the first run to the second, by path: the files the cells
+    name (the script, its local imports, a config it is given: plan/workfiles.py's
+    `run_files`), digested as each run began (store/digests.py's FILES_FIELD).
+
+    `unknown` is "" when the lists are whole; else why they are not: a run recorded no
+    digests (one made before runs recorded them: never read as "unchanged"), or the runs
+    are of two stores, whose digests are keyed apart (then `added` and `removed` are
+    told, and `changed` is not). `by_size` holds the changed files over the digest limit,
+    told by their size and modification time; `same` counts the files alike in both.
+    """
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    by_size: list[str]
+    same: int
+    unknown: str
+
+
 class Comparison(TypedDict):
     """What `compare` finds (and `compare --format json` prints)."""
 
     run_a: str
     run_b: str
     spec: SpecChange
+    # The program's own files (the user edited train.py between the runs).
+    files: FilesChange
     options: list[OptionChange]
     changed: list[VerdictChange]
     cells: list[CellChange]
@@ -118,6 +141,7 @@ def compare(run_a: RunResult, run_b: RunResult) -> Comparison:
             "same": run_a.spec_name == run_b.spec_name and run_a.spec_text == run_b.spec_text,
             "diff": spec_diff(run_a, run_b),
         },
+        "files": files_change(run_a.environment, run_b.environment, run_a.run_id, run_b.run_id),
         "options": options_diff(run_a, run_b),
         "changed": [
             {"cell": row["cell"], "before": row["verdict"][0], "after": row["verdict"][1]}
@@ -144,8 +168,9 @@ def environment_change(run_a: RunResult, run_b: RunResult) -> EnvironmentChange:
     one_cell = {field for run in (run_a, run_b) for field in run_one_cell_fields(run)}
     one_cell |= {f"env.{name}" for run in (run_a, run_b) for name in varying_variables(run)}
     differences = environment_diff(run_a.environment, run_b.environment)
-    # The digests are for the secret variables' rows below, not differences of their own.
-    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS})]
+    # The digests are for the secret variables' rows below and the program's files
+    # (`files_change`), not differences of their own.
+    kept = [d for d in differences if not within(d["key"], one_cell | {DIGESTS, FILES_FIELD})]
     return {
         "environment": [d for d in kept if not d["key"].startswith("env.")],
         "variables": variable_changes(
@@ -221,11 +246,55 @@ def _changed_secrets(
 
 
 def _digests(field: JsonValue) -> tuple[str | None, dict[str, str]]:
-    """(the store key's id, name -> digest) of a capture's digests; (None, {}) without."""
+    """(the store key's id, name -> digest) of a capture's digests; (None, {}) without
+    (the id is None too where no key was needed: a run that named no file)."""
     if not isinstance(field, Mapping) or not isinstance(field.get("of"), list):
         return None, {}
     pairs = [p for p in field["of"] if isinstance(p, list) and len(p) == 2]  # type: ignore[union-attr]
-    return str(field.get("store")), {str(name): str(digest) for name, digest in pairs}
+    store = field.get("store")
+    key = None if store is None else str(store)
+    return key, {str(name): str(digest) for name, digest in pairs}
+
+
+def files_change(
+    a: Mapping[str, JsonValue], b: Mapping[str, JsonValue], name_a: str, name_b: str
+) -> FilesChange:
+    """The program's files that were added, removed or changed from the environment `a`
+    (of the run `name_a`) to `b`: see FilesChange."""
+    known_a, of_a = _digests(a.get(FILES_FIELD))
+    known_b, of_b = _digests(b.get(FILES_FIELD))
+    change: FilesChange = {
+        "added": [],
+        "removed": [],
+        "changed": [],
+        "by_size": [],
+        "same": 0,
+        "unknown": "",
+    }
+    missing = [name for name, field in ((name_a, a), (name_b, b)) if FILES_FIELD not in field]
+    if missing:
+        change["unknown"] = (
+            f"{' and '.join(missing)} kept no digests of the program's files (made before "
+            "runs recorded them, or its store could keep no key)"
+        )
+        return change
+    both = [name for name in of_a if name in of_b]
+    change["added"] = [name for name in of_b if name not in of_a]
+    change["removed"] = [name for name in of_a if name not in of_b]
+    if both and (known_a is None or known_a != known_b):
+        change["unknown"] = (
+            f"whether the {len(both)} file(s) in both runs changed is unknown: the runs "
+            "are of two stores, whose digests are keyed apart"
+        )
+        return change
+    change["changed"] = [name for name in both if of_a[name] != of_b[name]]
+    change["by_size"] = [
+        name
+        for name in change["changed"]
+        if of_a[name].startswith(UNDIGESTED) and of_b[name].startswith(UNDIGESTED)
+    ]
+    change["same"] = len(both) - len(change["changed"])
+    return change
 
 
 def _variables(environment: object) -> dict[str, str | None]:

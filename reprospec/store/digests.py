@@ -1,20 +1,24 @@
 """Digests of secret values, so that `compare` can say a token *changed* without ever
-holding it: an HMAC under a key that stays in the results store (`OUT/digest.key`).
+holding it: an HMAC under a key that stays in the results store (`OUT/digest.key`); and
+of the program's files (the script, its local imports, the files its command names), so
+that `compare` can say `train.py` changed between two runs.
 
 A plain hash of a secret would let anyone who reads results.json (a bundle, a CI
 artifact) test guesses of a weak password against it; under a key that never leaves
 the store folder it tells nothing to them. Two runs' digests are comparable only
 under the same key: each digest is recorded with the key's id, and runs of other
 stores are answered "set in both, not comparable" rather than "changed".
+
+A file is digested under the same key, not by a plain sha256: a bundle carries a config
+file with its secrets masked beside results.json, and a plain digest of the file as it
+ran would let a reader test guesses of the masked value against it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import os
-import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -24,6 +28,13 @@ KEY_FILE = "digest.key"
 # The capture's field holding them (its name must not look secret: redact.py would mask
 # a mapping's value under a key named like `secret_*`).
 FIELD = "variable_digests"
+# The engine's field of the program's files: `{"store": key id, "of": [[PATH, digest]]}`.
+FILES_FIELD = "program_files"
+# A file over this size is told by its size and modification time (`size:N:mtime:NS`): a
+# data file the command names (`--data train.bin`) of gigabytes would take seconds of every
+# run to digest.
+DIGEST_LIMIT = 64 * 1024 * 1024
+UNDIGESTED = "size:"
 
 
 def store_key(out: Path) -> bytes:
@@ -37,6 +48,8 @@ def store_key(out: Path) -> bytes:
         return _read_key(path)
     except FileNotFoundError:
         pass
+    import secrets  # (hmac and secrets: only where something is digested)
+
     out.mkdir(parents=True, exist_ok=True)
     staged = out / f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -65,9 +78,41 @@ def _read_key(path: Path) -> bytes:
 def variable_digests(key: bytes, values: Mapping[str, str], names: Iterable[str]) -> JsonObject:
     """`{"store": key id, "of": [[NAME, digest], ...]}` for those of `names` whose value is
     known (no field is named `key`: redact.py would mask its value)."""
+    import hmac
+
     of: list[JsonValue] = [
         [name, hmac.new(key, values[name].encode(), hashlib.sha256).hexdigest()[:16]]
         for name in sorted(names)
         if name in values
     ]
     return {"store": hashlib.sha256(key).hexdigest()[:8], "of": of}
+
+
+def file_digests(key: bytes | None, files: Mapping[str, Path]) -> JsonObject:
+    """`{"store": key id, "of": [[NAME, digest], ...]}` of each file by the name `files`
+    gives it (sorted); `key` None only where there are no files (no key is made for none:
+    the store id is then None, and nothing is compared by digest)."""
+    of: list[JsonValue] = []
+    if key is None and files:
+        raise ValueError("files are digested under the store's key")
+    for name in sorted(files):
+        of.append([name, file_digest(key or b"", files[name])])
+    return {"store": hashlib.sha256(key).hexdigest()[:8] if key else None, "of": of}
+
+
+def file_digest(key: bytes, path: Path) -> str:
+    """HMAC-SHA256 of the file's bytes under `key` (32 hex digits); `size:N:mtime:NS` for
+    one over DIGEST_LIMIT; `unreadable: why` for one that cannot be read."""
+    import hmac
+
+    try:
+        info = path.stat()
+        if info.st_size > DIGEST_LIMIT:
+            return f"{UNDIGESTED}{info.st_size}:mtime:{info.st_mtime_ns}"
+        mac = hmac.new(key, digestmod=hashlib.sha256)
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                mac.update(block)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    return mac.hexdigest()[:32]

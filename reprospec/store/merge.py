@@ -9,7 +9,7 @@ from dataclasses import replace
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone, Verdict
 from reprospec.errors import UsageError
-from reprospec.store.compare import environment_change
+from reprospec.store.compare import environment_change, files_change
 
 # An attempt number above any: a shard's part without attempts sorts last.
 _NONE = sys.maxsize
@@ -90,6 +90,17 @@ def merge(
         warnings.append(
             "shards ran in different environments (the report shows the first): "
             + ", ".join(sorted(differing))
+        )
+    # A shard run after the script was edited ran another program (the files both name).
+    edited = {
+        name
+        for run in runs[1:]
+        for name in files_change(first.environment, run.environment, "", "")["changed"]
+    }
+    if edited:
+        warnings.append(
+            "shards ran other versions of the program's files (the report shows the first's "
+            "environment): " + ", ".join(sorted(edited))
         )
     filters = _merged_filters(runs)
     return replace(

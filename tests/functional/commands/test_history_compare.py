@@ -341,3 +341,64 @@ def test_a_resumed_run_is_running_while_it_runs_and_killed_when_its_engine_is(
     finished = cli("run", "--resume", run_id, "--out", str(out))
     assert finished.code == 0, finished.stderr
     assert status() == "finished"
+
+
+def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) -> None:
+    """The user edited train.py between two runs: compare said the spec, the options and
+    the environment were the same, and nothing of the program. Now it names the files
+    added, removed and changed (paths only), and a run without their record is unknown."""
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "util.py").write_text("VALUE = 3\n")
+    (work / "train.py").write_text("import sys\nimport util\nsys.exit(util.VALUE)\n")
+    (work / "cfg.yaml").write_text("lr: 1\n")
+    spec = work / "train.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: train\n"
+        f"command: [{sys.executable}, train.py, --config, cfg.yaml]\n"
+        "expect: {outcome: error, exit_code: 3}\n"
+    )
+    first = cli("run", str(spec))
+    (work / "train.py").write_text("import sys\nimport helper, util\nsys.exit(util.VALUE)\n")
+    (work / "helper.py").write_text("'''a module train.py now imports'''\n")
+    second = cli("run", str(spec))
+    third = cli("run", str(spec))
+    assert [r.code for r in (first, second, third)] == [0, 0, 0], first.stderr
+    ids = [r.latest_run().name for r in (first, second, third)]
+
+    lines = cli("compare", ids[0], ids[1]).stdout.splitlines()
+    assert "same spec" in lines
+    at = lines.index("program files that differ:")
+    assert lines[at + 1 : at + 3] == [
+        "  train.py: changed",
+        "  helper.py: added (only in the second run)",
+    ]
+    assert not any("util.py" in line or "cfg.yaml" in line for line in lines), lines
+    data = json.loads(cli("compare", ids[0], ids[1], "--format", "json").stdout)
+    assert data["files"] == {
+        "added": ["helper.py"],
+        "removed": [],
+        "changed": ["train.py"],
+        "by_size": [],
+        "same": 2,
+        "unknown": "",
+    }
+    back = cli("compare", ids[1], ids[0]).stdout.splitlines()
+    assert "  helper.py: removed (only in the first run)" in back
+    assert "same program files (4)" in cli("compare", ids[1], ids[2]).stdout.splitlines()
+
+    # A run of an older store kept no digests: unknown, never "same".
+    results = tmp_path / "out" / "runs" / ids[2] / "results.json"
+    old = json.loads(results.read_text())
+    del old["environment"]["program_files"]
+    results.write_text(json.dumps(old))
+    unknown = cli("compare", ids[1], ids[2])
+    assert unknown.code == 0, unknown.stderr
+    said = [line for line in unknown.stdout.splitlines() if "program files" in line]
+    assert said == [
+        f"program files: unknown ({ids[2]} kept no digests of the program's files (made "
+        "before runs recorded them, or its store could keep no key))"
+    ], unknown.stdout
+    files = json.loads(cli("compare", ids[1], ids[2], "--format", "json").stdout)["files"]
+    assert files["unknown"]
+    assert (files["same"], files["changed"]) == (0, [])

@@ -7,7 +7,7 @@ from pathlib import Path
 import reprospec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
-from reprospec.plan.workfiles import carried_files, named_files
+from reprospec.plan.workfiles import carried_files, named_files, run_files
 
 
 def _files(tmp_path: Path, command: str) -> tuple[str, ...]:
@@ -73,3 +73,27 @@ def test_the_files_a_shell_script_names_are_files_the_command_needs(tmp_path: Pa
     # A text file that names files is no script: its words are not followed.
     (app / "list.txt").write_text("unnamed.txt\n")
     assert _files(tmp_path, "cat list.txt") == ("list.txt",)
+
+
+def test_a_runs_files_are_each_cells_read_once_per_axis_value(tmp_path: Path) -> None:
+    """run_files over `covering`: a matrix that names a script per cell names each script,
+    planning one cell per axis value (not each of the 3 x 50 cells)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("a", "b", "c"):
+        (app / f"{name}.py").write_text("import shared\n")
+    (app / "shared.py").write_text("")
+    (app / "unused.py").write_text("")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: w\nenvironment: {workdir: app}\n"
+        "matrix: {script: [a, b, c], seed: [" + ", ".join(map(str, range(50))) + "]}\n"
+        "command: python ${{ matrix.script }}.py --seed ${{ matrix.seed }}\n"
+    )
+    plan = plan_run(reprospec.load_spec(spec), RunOptions())
+    covering = plan.attempts.covering()
+    # Script a with each seed, then the first cell of b and of c: 52 of the 150.
+    assert len(covering) == 52
+    assert [a.cell.id for a in covering[-2:]] == ["script=b,seed=0", "script=c,seed=0"]
+    assert [p.name for p in run_files(covering)] == ["a.py", "b.py", "c.py", "shared.py"]
+    assert len(plan.attempts.covering(limit=2)) == 2

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from reprospec.core.inputs import Expectation
-from reprospec.core.jsontypes import JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import AttemptResult, NotRun, Rate, RunResult, Verdict, VerdictKind
 from reprospec.errors import FatalError, UsageError
 from reprospec.store.compare import compare
+from reprospec.store.digests import FILES_FIELD as FILES
 from reprospec.store.merge import merge
 from reprospec.store.resultsjson import (
     find_run,
@@ -382,3 +383,18 @@ def test_merge_warns_about_different_environments() -> None:
     c = replace(b, environment={**whole.environment, "env": env})
     (said,) = [w for w in merge([a, c]).warnings if "different environments" in w]
     assert said.endswith(": env.OMP_NUM_THREADS")
+
+
+def test_merge_warns_about_shards_that_ran_other_program_files() -> None:
+    # A shard run after train.py was edited ran another program: the digests say so.
+    whole = error_run()
+    record: JsonObject = {"store": "k1", "of": [["cfg.yaml", "c1"], ["train.py", "t1"]]}
+    edited: JsonObject = {"store": "k1", "of": [["cfg.yaml", "c1"], ["train.py", "t2"]]}
+    a = replace(whole, cells=whole.cells[:1], environment={**whole.environment, FILES: record})
+    b = replace(
+        whole, run_id="b", cells=whole.cells[1:], environment={**whole.environment, FILES: edited}
+    )
+    (said,) = [w for w in merge([a, b]).warnings if "program's files" in w]
+    assert said.endswith(": train.py")
+    alike = replace(b, environment=a.environment)
+    assert not [w for w in merge([a, alike]).warnings if "program's files" in w]

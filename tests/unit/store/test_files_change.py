@@ -1,0 +1,108 @@
+"""compare's program files: each file digested under the store's key, told added, removed
+or changed by path; a run without the record is unknown, never the same."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.store import digests
+from reprospec.store.compare import files_change
+from reprospec.store.digests import FILES_FIELD, file_digests, store_key
+
+
+def _record(key: bytes, folder: Path, **files: str) -> JsonObject:
+    paths = {}
+    for name, text in files.items():
+        path = folder / f"{name}.py"
+        path.write_text(text)
+        paths[f"{name}.py"] = path
+    return {FILES_FIELD: file_digests(key, paths)}
+
+
+def test_files_added_removed_and_changed_by_path(tmp_path: Path) -> None:
+    key = store_key(tmp_path / "out")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    before = _record(key, tmp_path / "a", train="x = 1\n", util="u\n", gone="g\n")
+    after = _record(key, tmp_path / "b", train="x = 2\n", util="u\n", new="n\n")
+    assert files_change(before, after, "A", "B") == {
+        "added": ["new.py"],
+        "removed": ["gone.py"],
+        "changed": ["train.py"],
+        "by_size": [],
+        "same": 1,
+        "unknown": "",
+    }
+    assert files_change(after, after, "B", "B")["same"] == 3
+
+
+def test_a_run_without_the_record_is_unknown_never_the_same(tmp_path: Path) -> None:
+    key = store_key(tmp_path / "out")
+    record = _record(key, tmp_path, train="x\n")
+    change = files_change({"python": {}}, record, "old-run", "new-run")
+    assert change["unknown"].startswith("old-run kept no digests of the program's files")
+    assert (change["same"], change["changed"], change["added"]) == (0, [], [])
+
+
+def test_runs_of_two_stores_tell_added_and_removed_not_changed(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    one = _record(store_key(tmp_path / "one"), tmp_path / "a", train="x\n", old="o\n")
+    two = _record(store_key(tmp_path / "two"), tmp_path / "a", train="x\n", new="n\n")
+    change = files_change(one, two, "A", "B")
+    # The same bytes digest apart under two keys: not "changed", and not "same" either.
+    assert (change["added"], change["removed"], change["changed"]) == (["new.py"], ["old.py"], [])
+    assert change["unknown"].startswith("whether the 1 file(s) in both runs changed is unknown")
+    assert change["same"] == 0
+    # A run that named no file needs no key: nothing to compare by digest.
+    assert files_change({FILES_FIELD: file_digests(None, {})}, one, "A", "B")["unknown"] == ""
+
+
+def test_a_digest_is_keyed_not_a_plain_sha256(tmp_path: Path) -> None:
+    # A bundle carries a config with its secret masked beside results.json: a plain
+    # digest of the file as it ran would let a reader test guesses of the secret.
+    path = tmp_path / "config.yaml"
+    path.write_text("password: hunter2\n")
+    digest = digests.file_digest(store_key(tmp_path / "out"), path)
+    assert len(digest) == 32
+    assert digest not in hashlib.sha256(path.read_bytes()).hexdigest()
+    assert digests.file_digest(b"k" * 32, tmp_path / "missing").startswith("unreadable: ")
+
+
+def test_a_file_over_the_limit_is_told_by_size_and_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digests, "DIGEST_LIMIT", 8)
+    key = store_key(tmp_path / "out")
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"0123456789")
+    os.utime(data, ns=(1_000_000_000, 1_000_000_000))
+    before = {FILES_FIELD: file_digests(key, {"data.bin": data})}
+    assert before[FILES_FIELD] == {
+        "store": before[FILES_FIELD]["store"],
+        "of": [["data.bin", "size:10:mtime:1000000000"]],
+    }
+    data.write_bytes(b"0123456789abc")
+    after = {FILES_FIELD: file_digests(key, {"data.bin": data})}
+    change = files_change(before, after, "A", "B")
+    assert (change["changed"], change["by_size"]) == (["data.bin"], ["data.bin"])
+
+
+def test_a_resume_under_other_files_says_so(tmp_path: Path) -> None:
+    from reprospec.pipeline.programfiles import files_since
+
+    key = store_key(tmp_path / "out")
+    began = _record(key, tmp_path, train="x = 1\n")
+    resumed = _record(key, tmp_path, train="x = 2\n")[FILES_FIELD]
+    assert isinstance(resumed, dict)
+    (warning,) = files_since(began, resumed, "run-1")
+    assert warning.startswith("the program's files changed between the run's start and its")
+    assert warning.endswith(": train.py")
+    again = _record(key, tmp_path, train="x = 2\n")[FILES_FIELD]
+    assert isinstance(again, dict)
+    assert files_since({FILES_FIELD: resumed}, again, "run-1") == ()
+    assert files_since({}, resumed, "run-1") == ()
