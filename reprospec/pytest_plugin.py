@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 DEFAULT_PATTERN = "*.repro.yaml"
 PLUGIN_NAME = "reprospec.pytest_plugin"
 SKIP_PREFIX = "skipped: needs"
+# A failure lists its attempts one a line when they did different things, up to this many
+# (more are counted: `3× hang, 2× pass`; the report lists each).
+_ATTEMPT_LINES = 10
 # Files under a --reprospec folder are specs when they say so at the top level.
 _SPEC_KEY = re.compile(rb"^reprospec\s*:", re.MULTILINE)
 _SNIFF_BYTES = 256 * 1024
@@ -410,30 +413,51 @@ class SpecItem(pytest.Item):
         if cell.verdict == "not-reproduced":
             raise NotReproduced(self._explain("not reproduced"))
         if cell.verdict == "undecided":
-            # The rate's interval straddles the bound: nothing is shown yet, either way.
-            raise NotReproduced(self._explain("undecided (run more attempts)"))
+            # The rate's interval straddles the bound: nothing is shown yet, either way (the
+            # reason says so, and to run more attempts).
+            raise NotReproduced(self._explain("undecided"))
 
     def _where(self) -> str:
         """`specs/x.yaml:12`: the cell's line, relative to the rootdir."""
         path, line, _ = self.location  # line 0-based
         return f"{path}:{line + 1}" if line is not None else path
 
-    def _explain(self, headline: str) -> str:
+    def _explain(self, verdict: str) -> str:
+        """The failure, each fact once: a first line that says the verdict and its reason
+        (what pytest's summary line and JUnit's message show), then only what that line
+        does not say.
+
+        The judge's reason of a cell that ran names what was expected (`expected crash
+        SIGSEGV, got ...`, `... fails >=0.5 (error)`) and the most common miss; the body
+        added the expectation, the attempts and the matched count again, and each attempt
+        alike (`attempt 2: error exit 1`, the reason's own words, once per attempt).
+        """
         from reprospec.core.words import attempt_phrase, attempts_phrase, expectation_phrase
 
         cell = self.result
         assert cell is not None
+        reason = cell.reason
+        # An undecided reason says so itself (`undecided (intermittent): ...`).
+        said = reason if reason.startswith(verdict.split(" ")[0]) else f"{verdict}: {reason}"
+        lines = [f"{self._where()}: {self.cell.id}: {said}"]
+        if cell.verdict == "infra-error":
+            # A judged cell's reason names the expectation; no attempt here was judged.
+            lines.append(f"  expected: {expectation_phrase(cell.expected)}")
+        phrases = {attempt_phrase(a, pid=False) for a in cell.attempts}
+        if len(phrases) > 1 and len(cell.attempts) <= _ATTEMPT_LINES:
+            # Attempts that differ: which did what (their counts follow from the list).
+            lines += [f"  attempt {a.attempt}: {attempt_phrase(a)}" for a in cell.attempts]
+        else:
+            actual = attempts_phrase(cell.attempts)
+            if not _told(actual, reason):
+                lines.append(f"  actual:   {actual}")
         rate = cell.rate
-        lines = [
-            f"{self._where()}: {self.cell.id}: {headline}: {cell.reason}",
-            f"  expected: {expectation_phrase(cell.expected)}",
-            f"  actual:   {attempts_phrase(cell.attempts)}",
-            f"  rate:     {rate.matched}/{rate.attempts} matched, 95% interval "
-            f"{rate.low:.2f}..{rate.high:.2f}",
-        ]
-        lines += [f"  attempt {a.attempt}: {attempt_phrase(a)}" for a in cell.attempts[:10]]
-        if len(cell.attempts) > 10:
-            lines.append(f"  ... {len(cell.attempts) - 10} more attempt(s)")
+        interval = f"95% interval {rate.low:.2f}..{rate.high:.2f}"
+        matched = f"{rate.matched}/{rate.attempts} matched"
+        if rate.attempts and "95% CI" not in reason:  # a rate's reason has both
+            lines.append(
+                f"  rate:     {interval if matched in reason else f'{matched}, {interval}'}"
+            )
         lines.append(f"  report:   {self.report_path}")
         return "\n".join(lines)
 
@@ -445,6 +469,14 @@ class SpecItem(pytest.Item):
         if isinstance(excinfo.value, (NotReproduced, CouldNotRun)):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
+
+
+def _told(actual: str, reason: str) -> bool:
+    """Whether the judge's `reason` already says what every attempt did (`actual`): `got
+    error exit 1 in 2/2 attempts`, or an infra-error's `could not run: REASON`."""
+    return f"got {actual} in" in reason or (
+        actual.startswith("infra-error: ") and actual.removeprefix("infra-error: ") in reason
+    )
 
 
 def junit_properties(cell: CellResult, run_id: str, report: Path) -> list[tuple[str, object]]:

@@ -246,8 +246,9 @@ def _check_crash_run(run: PytestRun, tmp_path: Path) -> None:
         "x.repro.yaml::num_workers=2,pin_memory=true": "failed",
     }, {node: case[2][-3000:] for node, case in run.cases.items()}  # each cell's own words
     _outcome, props, text = run.cases["x.repro.yaml::num_workers=2,pin_memory=true"]
-    # Expected vs actual, rate and interval, the report: in the failure and in JUnit.
-    assert "expected: pass" in text
+    # Expected vs actual, rate and interval, the report: in the failure and in JUnit. The
+    # reason says what was expected and the crash; the body adds where it happened.
+    assert ": not reproduced: expected pass, got crash SIGSEGV in 1/1 attempts" in text
     assert "actual:   crash SIGSEGV @ validation:7" in text
     assert "rate:     0/1 matched, 95% interval 0.00..0.79" in text
     assert props["verdict"] == "not-reproduced"
@@ -433,4 +434,68 @@ def test_an_undecided_rate_fails_the_item_and_says_so(tmp_path: Path) -> None:
     outcome, props, text = run.cases["flaky.repro.yaml::default"]
     assert outcome == "failed"
     assert props["verdict"] == "undecided"
-    assert "default: undecided (run more attempts): undecided (intermittent): 1/2" in text
+    assert "default: undecided (intermittent): 1/2" in text
+
+
+def _failure(output: str, node: str) -> list[str]:
+    """The failure pytest prints under `___ node ___`, to its last line (the report's)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip("_ ") == node) + 1
+    end = next(i for i, line in enumerate(lines[start:], start) if line.startswith("  report:"))
+    return lines[start : end + 1]
+
+
+def test_a_failure_says_each_fact_once(tmp_path: Path) -> None:
+    """The failure repeated itself: the reason's expectation again as `expected:`, its
+    outcome as `actual:` and once more per attempt alike, the matched count twice, an
+    undecided rate's `undecided` and `run more attempts` twice, and an infra-error's reason
+    three times and `rate: 0/0 matched`. Each is said once now."""
+    python = f"[{sys.executable}, -c"
+    specs = {
+        "alike": f"{python}, 'raise ValueError(1)']\nrun: {{repeat: 2}}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}",
+        "mixed": f"{python}, 'import sys; sys.exit(${{{{ attempt }}}} % 2)']\nrun: {{repeat: 3}}\n"
+        "expect: {outcome: pass}",
+        "rate": f"{python}, 'import sys; sys.exit(${{{{ attempt }}}} % 2)']\nrun: {{repeat: 2}}\n"
+        "expect: {outcome: error, rate: '>=0.5'}",
+        "missing": "./no-such-program\nrun: {repeat: 2}\nexpect: {outcome: pass}",
+    }
+    for name, rest in specs.items():
+        write(tmp_path / f"{name}.repro.yaml", f"reprospec: 1\nname: {name}\ncommand: {rest}\n")
+    run = run_pytest(tmp_path, "--reprospec", "-p", "no:flaky", "-p", "no:rerunfailures")
+    assert run.code == 1, run.output
+    report = "  report:   " + str(tmp_path / "out" / "runs")
+
+    alike = _failure(run.output, "alike::default")
+    assert alike[0] == (
+        "alike.repro.yaml:3: default: not reproduced: expected crash SIGSEGV, got error "
+        "exit 1 ValueError in 2/2 attempts"
+    )
+    assert alike[1:-1] == ["  rate:     0/2 matched, 95% interval 0.00..0.66"]
+    assert alike[-1].startswith(report)
+
+    mixed = _failure(run.output, "mixed::default")
+    assert mixed[0].endswith(
+        ": not reproduced: expected pass, got error exit 1 in 2/3 attempts; 1/3 matched"
+    )
+    # Which attempt did what, once each; the counts follow from them.
+    assert mixed[1:-1] == [
+        "  attempt 1: error exit 1",
+        "  attempt 2: pass",
+        "  attempt 3: error exit 1",
+        "  rate:     95% interval 0.06..0.79",
+    ]
+
+    rate = _failure(run.output, "rate::default")
+    assert rate[0] == (
+        "rate.repro.yaml:3: default: undecided (intermittent): 1/2 = 0.50 (95% CI 0.09–0.91) "
+        "straddles >=0.5; run more attempts (error)"
+    )
+    assert rate[1:-1] == ["  attempt 1: error exit 1", "  attempt 2: pass"]
+
+    missing = _failure(run.output, "missing::default")
+    assert missing[0] == (
+        "missing.repro.yaml:3: default: infra-error: could not run: command not found: "
+        "./no-such-program (exit 127)"
+    )
+    assert missing[1:-1] == ["  expected: pass"]
