@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if probes:
         notes.append(_probes_left_out(probes))
     shown_runs = [_status(run, Path(args.out)) for run in runs]
+    missing = sum(1 for run in shown_runs if run["folder_missing"])
+    if missing:
+        notes.append(_folders_missing(missing, Path(args.out)))
     if args.format == "json":
         print(json.dumps([_row(run) for run in shown_runs], indent=2, ensure_ascii=False))
         for note in notes:
@@ -102,14 +105,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     """The run as the store has it, but `killed` for one it calls running whose engine has
-    ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it)."""
+    ended: a SIGKILL or the OOM killer leaves no word in the store (`--resume` finishes it);
+    and `folder_missing` where its run folder is gone (removed by hand): `report` and
+    `compare` need the folder, and said "no run" of a run this listed as whole."""
     from reprospec.store.runfolder import RunFolder
 
-    if run.get("status") != "running":
-        return run
-    if not RunFolder.of(out.resolve(), str(run["run_id"])).engine_gone():
+    folder = RunFolder.of(out.resolve(), str(run["run_id"]))
+    run = {**run, "folder_missing": not folder.path.is_dir()}
+    if run.get("status") != "running" or not folder.engine_gone():
         return run
     return {**run, "status": "killed"}
+
+
+def _folders_missing(count: int, out: Path) -> str:
+    return (
+        f"{count} run(s) marked `folder missing`: their folder under {out / 'runs'} is gone; "
+        "the store keeps their verdicts, but report, compare, bundle and merge need the folder"
+    )
 
 
 def _left_out(shown: int, total: int) -> str:
@@ -132,6 +144,7 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["verdicts"] = {key: run.get(key, 0) for key, _ in _COUNTS}
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
+    out["folder_missing"] = run.get("folder_missing") is True
     return out
 
 
@@ -180,7 +193,7 @@ def _table(
             *((str(row.get("purpose") or "run"),) if by else ()),
             str(row["started"]).replace("T", " ")[:19],
             str(row["runner"]),
-            str(row["status"]),
+            str(row["status"]) + (", folder missing" if row.get("folder_missing") else ""),
             str(row.get("cells", "")),
             verdicts or "—",
         ]

@@ -69,6 +69,32 @@ def _begun(db: Path, query: str) -> list[tuple[object, object]] | None:
         return None
 
 
+def stored_run(name: str, out_root: Path) -> tuple[str, str, str] | None:
+    """(run id, spec path, command line) of the run the store under `out_root` holds by the
+    id `name`, or by a unique prefix of one; None where it holds none (or several, or
+    cannot be read).
+
+    For a run whose folder is gone (removed by hand): the store still lists it, and what
+    cannot be done without the folder is said of that run, not "no run"."""
+    db = out_root / "results.db"
+    if not name or not db.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(
+                "SELECT run_id, spec_path, CASE WHEN json_valid(options) THEN "
+                "json_extract(options, '$.command_line') END FROM runs WHERE run_id = ? "
+                "OR substr(run_id, 1, length(?)) = ? ORDER BY run_id = ? DESC LIMIT 2",
+                (name, name, name, name),
+            ).fetchall()
+    except sqlite3.Error:
+        return None
+    if not rows or (len(rows) > 1 and rows[0][0] != name):
+        return None
+    run_id, spec_path, command_line = rows[0]
+    return str(run_id), str(spec_path), str(command_line or "")
+
+
 def is_latest(ref: str) -> bool:
     """Whether `ref` is `latest` or `latest~N`."""
     return _LATEST.match(ref.strip()) is not None
@@ -87,4 +113,4 @@ def resolve_run_id(ref: str, out_root: Path = Path(".reprospec"), under: str = "
     return ids[back]
 
 
-__all__ = ["is_latest", "recent_run_ids", "resolve_run_id"]
+__all__ = ["is_latest", "recent_run_ids", "resolve_run_id", "stored_run"]

@@ -44,8 +44,8 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.refs import resolve_run_id
-from reprospec.store.runfolder import RESULTS_JSON, RunFolder
+from reprospec.store.refs import resolve_run_id, stored_run
+from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
 
 FORMAT = 1
 _Choice = TypeVar("_Choice", bound=str)
@@ -483,7 +483,38 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
             raise UsageError(f"run id {name!r} is ambiguous: {ids}")
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
+    gone = _folder_gone(path, out_root)
+    if gone is not None:
+        raise UsageError(gone)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def _folder_gone(path: Path, out_root: Path) -> str | None:
+    """Why a run the store lists cannot be read, where its folder is gone (removed by hand):
+    `history` still lists it, so "no run" would be false. None where the store has no
+    such run. A report is not made from the store alone: it keeps no cell's command or
+    environment, no warning, no standalone repro, and the attempts' logs were in the
+    folder (docs/cli.md, `report`)."""
+    name, out = str(path), out_root
+    if path.parent.name == RUNS and "/" in name:
+        # `.reprospec/runs/ID`: the folder names both the run and its store.
+        name, out = path.name, path.parent.parent
+    elif "/" in name:
+        return None
+    found = stored_run(name, out)
+    if found is None:
+        return None
+    run_id, spec_path, command_line = found
+    folder = RunFolder.of(out, run_id).path
+    ran = f", as `{command_line}`" if command_line else ""
+    return (
+        f"run {run_id}: its folder {folder} is gone (removed by hand?). The results store "
+        f"still lists it (`reprospec history` marks it `folder missing`) with its verdicts, "
+        "but not what this needs: each cell's command, environment and logs were in the "
+        f"folder's results.json. `reprospec run --resume {run_id} --out {out}` writes the "
+        f"folder again from the store and its spec ({spec_path}, unchanged; the attempts' "
+        f"logs stay lost), or run the spec again{ran}"
+    )
 
 
 def run_dir_of(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -402,3 +403,57 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
     files = json.loads(cli("compare", ids[1], ids[2], "--format", "json").stdout)["files"]
     assert files["unknown"]
     assert (files["same"], files["changed"]) == (0, [])
+
+
+def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A user removed OUT/runs/<id>/ by hand: history listed the run as whole, and report
+    said `no run ...: not a run folder, a results.json, or a run id`. Now history marks it
+    `folder missing`, and report (compare, bundle) says why it cannot, exit 2."""
+    spec = _exit_spec(tmp_path, 0)
+    gone, kept = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
+    assert (gone.code, kept.code) == (0, 0)
+    gone_id, kept_id = gone.latest_run().name, kept.latest_run().name
+    shutil.rmtree(gone.out / "runs" / gone_id)
+
+    table = cli("history")
+    assert table.code == 0, table.stderr
+    rows = {
+        run: next(r for r in table.stdout.splitlines() if run in r) for run in (gone_id, kept_id)
+    }
+    assert "finished, folder missing" in rows[gone_id]
+    assert "folder missing" not in rows[kept_id]
+    assert "1 run(s) marked `folder missing`" in table.stdout
+    listed = {r["run_id"]: r for r in json.loads(cli("history", "--format", "json").stdout)}
+    assert (listed[gone_id]["folder_missing"], listed[kept_id]["folder_missing"]) == (True, False)
+
+    folder = gone.out.resolve() / "runs" / gone_id
+    for args in (
+        ("report", gone_id),
+        ("report", gone_id[:20]),  # a unique prefix, as history's ids are given
+        ("report", str(folder)),
+        ("compare", gone_id, kept_id),
+        ("bundle", gone_id, "-o", str(tmp_path / "b.tar.gz"), "--out", str(gone.out)),
+    ):
+        refused = cli(*args)
+        assert refused.code == 2, (args, refused.stderr)
+        assert refused.stderr.startswith(
+            f"reprospec: run {gone_id}: its folder {folder} is gone (removed by hand?)."
+        ), refused.stderr
+        assert "`reprospec history` marks it `folder missing`" in refused.stderr
+        assert f"`reprospec run --resume {gone_id} --out {gone.out}` writes the" in (refused.stderr)
+        assert refused.stderr.rstrip().endswith(
+            f"or run the spec again, as `reprospec run {spec}`"
+        ), refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert cli("report", kept_id).code == 0
+    # A run the store never had is still "no run".
+    assert "no run 'nope'" in cli("report", "nope").stderr
+    # As it advises: the resume writes the folder again from the store, running nothing.
+    resumed = cli("run", "--resume", gone_id, "--out", str(gone.out))
+    assert resumed.code == 0, resumed.stderr
+    report = cli("report", gone_id, "--format", "json")
+    assert report.code == 0, report.stderr
+    assert json.loads(report.stdout)["summary"]["reproduced"] == 1
+    assert "folder missing" not in cli("history").stdout
