@@ -15,6 +15,12 @@ a program as the attempt's infra-error, naming it:
   before the other environment's folder, which writes the reason into the attempt's
   folder (`FOREIGN_FILE`) and exits 127 (`write_guards`).
 
+The user's own scripts count too: `~/.local/bin` (or `$PYTHONUSERBASE/bin`), where `pip
+install --user` writes a console script whose `#!` line names the Python that installed
+it, and pipx and `uv tool` link theirs. Such a script runs that Python with its user site
+and its packages, not the cell's: refused as another environment's where its interpreter
+is not the cell's (`pip install --user` by the cell's own Python runs).
+
 A program that is not a Python script (`sh`, `cat`, `nvidia-smi`, a compiled tool in a
 venv's bin), and a script of `#!/usr/bin/env python3` (which runs the cell's interpreter,
 the first `python3` on the attempt's PATH) run as before.
@@ -53,14 +59,21 @@ class Foreign:
     name: str  # as the command names it
     path: str  # where it was found
     interpreter: str  # the Python its first line runs
+    user: bool = False  # found in the user's scripts (~/.local/bin), not an environment's bin
 
     @property
     def reason(self) -> str:
         """The attempt's infra-error: what was refused, where it came from, what to do."""
+        whose = (
+            "the user's scripts (pip install --user, pipx): it runs "
+            f"{self.interpreter} with its user site-packages"
+            if self.user
+            else f"another environment's: it runs {self.interpreter} with that environment's "
+            "packages"
+        )
         return (
             f"{self.name} is not installed in the cell's environment (found {self.path}, "
-            f"another environment's: it runs {self.interpreter} with that environment's "
-            f"packages): add it to environment.packages"
+            f"{whose}): add it to environment.packages"
         )
 
 
@@ -118,7 +131,7 @@ def foreign_program(name: str, search_path: str, own: frozenset[str]) -> Foreign
     interpreter = _interpreter_of(found, folder)
     if interpreter is None or (interpreter != PYENV_SELECTED and _real_dir(interpreter) in own):
         return None
-    return Foreign(name, found, interpreter)
+    return Foreign(name, found, interpreter, user=folder in user_bins())
 
 
 def command_program(argv: Sequence[str]) -> str | None:
@@ -140,10 +153,12 @@ def command_program(argv: Sequence[str]) -> str | None:
 
 def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
     """The folders on PATH that are another Python environment's bin (a venv's: pyvenv.cfg
-    beside it; a conda environment's: conda-meta; pyenv's shims and versions), in PATH
-    order. Not the machine's own folders (/usr/bin): a system tool written in Python
-    (`add-apt-repository`) is no package of any spec's (review)."""
+    beside it; a conda environment's: conda-meta; pyenv's shims and versions; the user's
+    scripts, `user_bins`), in PATH order. Not the machine's own folders (/usr/bin): a
+    system tool written in Python (`add-apt-repository`) is no package of any spec's
+    (review)."""
     found: list[str] = []
+    users = user_bins()
     for entry in search_path.split(os.pathsep):
         if not entry or not entry.startswith("/"):
             continue
@@ -151,9 +166,26 @@ def environment_bins(search_path: str, own: frozenset[str]) -> list[str]:
         if real in own or real in found:
             continue
         parent = Path(real).parent
-        if _pyenv_dir(real) or any((parent / m).exists() for m in ("pyvenv.cfg", "conda-meta")):
+        if (
+            real in users
+            or _pyenv_dir(real)
+            or any((parent / m).exists() for m in ("pyvenv.cfg", "conda-meta"))
+        ):
             found.append(real)
     return found
+
+
+def user_bins() -> frozenset[str]:
+    """The user's script folders, real: `~/.local/bin` (of the engine's HOME, which the
+    attempts inherit) and `$PYTHONUSERBASE/bin`, where `pip install --user` writes console
+    scripts (and pipx and `uv tool` link theirs). A script there runs the Python its `#!`
+    line names, with the user site of that Python: another environment's program unless
+    that Python is the cell's."""
+    folders = [os.path.expanduser("~/.local/bin")]  # noqa: PTH111 (a str, as PATH holds)
+    base = os.environ.get("PYTHONUSERBASE")
+    if base:
+        folders.append(os.path.join(base, "bin"))  # noqa: PTH118
+    return frozenset(os.path.realpath(f) for f in folders if f.startswith("/"))
 
 
 def _pyenv_dir(real: str) -> bool:
@@ -184,6 +216,7 @@ def foreign_scripts(search_path: str, own: frozenset[str]) -> tuple[Foreign, ...
     folders do not have, one per name (the first on PATH): what `write_guards` stands in for.
     """
     found: dict[str, Foreign] = {}
+    users = user_bins()
     for bin_dir in environment_bins(search_path, own):
         try:
             entries = list(os.scandir(bin_dir))
@@ -203,7 +236,7 @@ def foreign_scripts(search_path: str, own: frozenset[str]) -> tuple[Foreign, ...
             if interpreter is None:
                 continue
             if interpreter == PYENV_SELECTED or _real_dir(interpreter) not in own:
-                found[name] = Foreign(name, entry.path, interpreter)
+                found[name] = Foreign(name, entry.path, interpreter, user=bin_dir in users)
     return tuple(found.values())
 
 
@@ -252,5 +285,6 @@ __all__ = [
     "own_folders",
     "refused_reason",
     "script_interpreter",
+    "user_bins",
     "write_guards",
 ]

@@ -723,3 +723,53 @@ def test_shm_leaks_held_by_the_engines_own_processes_need_no_scan_of_proc(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_user_script_of_another_python_is_refused_as_another_environments(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A console script in ~/.local/bin (pip install --user) runs the Python its `#!` line
+    names, with that Python's user site, not the cell's: it ran, and the cell was judged
+    on the wrong packages. Refused now as an environment's program is, unless the line
+    names the cell's own interpreter. HOME is a temporary one (the real ~/.local is never
+    touched): the engine's HOME, which the attempts inherit."""
+    home = tmp_path / "home"
+    user_bin = home / ".local" / "bin"
+    user_bin.mkdir(parents=True)
+    # Another Python than the cell's (the test's venv's): the base installation's, say.
+    own = Path(PY).parent.resolve()
+    candidates = (os.path.realpath(PY), getattr(sys, "_base_executable", ""), "/usr/bin/python3")
+    other = next((c for c in candidates if c and Path(c).parent.resolve() != own), None)
+    if other is None or not Path(other).is_file():
+        pytest.skip("skipped: no Python here but the cell's")
+    for name, interpreter in (("usertool", other), ("owntool", PY)):
+        script = user_bin / name
+        ran = tmp_path / f"ran-{name}"
+        script.write_text(f"#!{interpreter}\nimport pathlib\npathlib.Path({str(ran)!r}).touch()\n")
+        script.chmod(0o755)
+    spec = tmp_path / "user.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: user-scripts\n"
+        "environment: {packages: [pyyaml]}\n"  # a cell that claims its packages is held
+        "matrix:\n  how: [direct, line, own]\n  include:\n"
+        "    - {how: direct, run: usertool}\n"
+        "    - {how: line, run: cd . && usertool}\n"
+        "    - {how: own, run: owntool}\n"
+        "command: ${{ matrix.run }}\nexpect: {outcome: pass}\n"
+    )
+    env = {"HOME": str(home), "PATH": f"{user_bin}{os.pathsep}{os.environ['PATH']}"}
+    done = cli("run", str(spec), "--python", PY, env=env)
+    assert done.code == 3, done.stderr
+    cells = {c["matrix"]["how"]: c for c in done.results()["cells"]}
+    for how in ("direct", "line"):
+        assert cells[how]["verdict"] == "infra-error", cells[how]
+        reason = cells[how]["attempts"][0]["infra_error"]
+        assert reason == (
+            f"usertool is not installed in the cell's environment (found {user_bin / 'usertool'}"
+            f", the user's scripts (pip install --user, pipx): it runs {other} with its user "
+            "site-packages): add it to environment.packages"
+        ), reason
+    assert not (tmp_path / "ran-usertool").exists()
+    # A user script of the cell's own Python runs.
+    assert cells["own"]["verdict"] == "reproduced", cells["own"]
+    assert (tmp_path / "ran-owntool").exists()

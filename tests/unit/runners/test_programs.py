@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from reprospec.runners import programs
 
 _CONSOLE_SCRIPT = (
@@ -140,3 +142,44 @@ def test_a_system_tool_in_python_runs_and_a_pyenv_shim_is_another_environments(
     assert flask is not None
     assert (flask.path, flask.interpreter) == (str(shims / "flask"), programs.PYENV_SELECTED)
     assert [f.name for f in programs.foreign_scripts(path, own)] == ["flask"]
+
+
+def test_a_user_script_of_another_python_is_foreign_of_the_cells_own_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip install --user writes ~/.local/bin/tool with `#!` naming the Python that ran pip:
+    # it ran with that Python's user site, not the cell's, and was not refused.
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PYTHONUSERBASE", raising=False)
+    cell = make_env(tmp_path / "cell")
+    user_bin = home / ".local" / "bin"
+    user_bin.mkdir(parents=True)
+    write(user_bin / "tool", f"#!/usr/bin/python3\n{_CONSOLE_SCRIPT}")
+    write(user_bin / "mine", f"#!{cell / 'python'}\n{_CONSOLE_SCRIPT}")
+    write(user_bin / "envtool", "#!/usr/bin/env python3\n")
+    own = programs.own_folders([str(cell)])
+    search = os.pathsep.join([str(cell), str(user_bin), "/usr/bin"])
+    assert programs.environment_bins(search, own) == [str(user_bin.resolve())]
+
+    found = programs.foreign_program("tool", search, own)
+    assert found == programs.Foreign("tool", str(user_bin / "tool"), "/usr/bin/python3", user=True)
+    assert found.reason == (
+        f"tool is not installed in the cell's environment (found {user_bin / 'tool'}, the "
+        "user's scripts (pip install --user, pipx): it runs /usr/bin/python3 with its user "
+        "site-packages): add it to environment.packages"
+    )
+    for name in ("mine", "envtool"):  # the cell's own Python, or the PATH's (the cell's)
+        assert programs.foreign_program(name, search, own) is None, name
+    assert [(f.name, f.user) for f in programs.foreign_scripts(search, own)] == [("tool", True)]
+
+    # PYTHONUSERBASE moves the user's scheme: its bin counts the same.
+    base = tmp_path / "userbase"
+    write_bin = base / "bin"
+    write_bin.mkdir(parents=True)
+    write(write_bin / "other", f"#!/usr/bin/python3\n{_CONSOLE_SCRIPT}")
+    monkeypatch.setenv("PYTHONUSERBASE", str(base))
+    elsewhere = os.pathsep.join([str(cell), str(write_bin)])
+    assert programs.foreign_program("other", elsewhere, own) is not None
+    monkeypatch.delenv("PYTHONUSERBASE")
+    assert programs.foreign_program("other", elsewhere, own) is None  # a plain folder's
