@@ -51,7 +51,7 @@ from reprospec.capture.writer import (
 )
 from reprospec.core import environ
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.redact import holds_secret, mask_parts, secret_values
+from reprospec.core.redact import mask_parts, secret_values
 from reprospec.core.results import AttemptResult, Outcome
 from reprospec.core.words import AS_A_SHELL_REPORTS_IT, PASSED_BESIDE_A_CRASH
 from reprospec.errors import UsageError
@@ -127,8 +127,9 @@ def capture(request: Request, run_spec: Runner) -> Captured:
     proposal = propose(list(request.argv))
     # The spec reads the command's secrets (`HF_TOKEN=... python`, `--api-key ...`) back
     # from the environment, never writes them: capture's runs set them, as the command
-    # did (they ran without them, and called what that changed the failure).
-    with environ.changed({n: v for n, v in proposal.env if holds_secret(n, v)}):
+    # did (they ran without them, and called what that changed the failure). Its plain
+    # settings (`MAX_TOKENS=2048 python ...`) the spec writes, and sets itself.
+    with environ.changed(dict(proposal.secret_env)):
         return _capture(request, run_spec, proposal)
 
 
@@ -159,7 +160,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     observed = replace(
         observed,
         volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve()), *bins))),
-        secrets=secret_values(proposal.env),
+        secrets=secret_values(proposal.secret_env),
     )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
@@ -449,7 +450,7 @@ def _draft(
     axes = tuple(axis_for(toggle) for toggle in proposal.toggles)
     # The command as typed is quoted: its secrets are masked there (whole, or a part the
     # program printed into the message the title quotes).
-    secrets = secret_values(proposal.env)
+    secrets = secret_values(proposal.secret_env)
     header = tuple(
         mask_parts(line, secrets)
         for line in _header(request, observed, hydra, proposal, last_import, run_id)

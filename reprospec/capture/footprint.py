@@ -194,7 +194,13 @@ def environment_lines(
     set here; a secret-looking one is read back through `${{ env.X }}`, never written."""
     lines: dict[str, EnvLine] = {}
     for name, value in proposal.env:
-        lines[name] = _env_line(name, value, "set on the command line")
+        # The command's own words, judged as it judged them (`Proposal.secrets`): a plain
+        # `MAX_TOKENS=2048` is written, not read back from the reader's environment.
+        lines[name] = (
+            _read_back(name)
+            if name in proposal.secrets
+            else EnvLine(name, value, "set on the command line")
+        )
     for name in sorted(environ):
         if name in lines or name in ENV_SKIPPED or name.startswith("REPROSPEC"):
             continue
@@ -230,9 +236,12 @@ def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvL
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:
-    if holds_secret(name, value):
-        return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
-    return EnvLine(name, value, comment)
+    """A variable of this shell: a secret-looking one (`holds_secret`) is read back."""
+    return _read_back(name) if holds_secret(name, value) else EnvLine(name, value, comment)
+
+
+def _read_back(name: str) -> EnvLine:
+    return EnvLine(name, f"${{{{ env.{name} }}}}", "read from your environment, never shown")
 
 
 def hydra_overrides(workdir: Path, since: float) -> tuple[str, ...]:

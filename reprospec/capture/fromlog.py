@@ -29,7 +29,7 @@ from reprospec.capture.writer import (
     slug,
 )
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.redact import holds_secret, mask_parts, secret_values
+from reprospec.core.redact import mask_parts, secret_values
 from reprospec.outcome.pytestreport import is_pytest
 
 # What runs while the command is unknown: the shell says "not found" (exit 127), which
@@ -61,7 +61,7 @@ def _secrets(ticket: Ticket) -> tuple[str, ...]:
     """The values the ticket's command sets under secret-looking names, and this
     environment's: what neither the spec nor what capture prints may show."""
     proposal = _proposal(ticket.command)[0] if ticket.command is not None else None
-    return secret_values(proposal.env if proposal is not None else ())
+    return secret_values(proposal.secret_env if proposal is not None else ())
 
 
 def skeleton(ticket: Ticket, source: str) -> Draft:
@@ -89,13 +89,13 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
     if not machine.requirements:
         todo.append("environment.packages: the versions (paste `pip freeze` or collect_env)")
     # Read once: what the title, the description and the expected message must not show.
-    secrets = secret_values(proposal.env if proposal is not None else ())
+    secrets = secret_values(proposal.secret_env if proposal is not None else ())
     expect, comments = _expect(ticket, secrets, pytest=pytest)
     if failure.outcome is None:
         todo.append("expect.outcome: the log shows no failure this reader knows")
     env = [
         EnvLine(name, f"${{{{ env.{name} }}}}", "the ticket's command set it: set it in yours")
-        if holds_secret(name, value)
+        if proposal is not None and name in proposal.secrets
         else EnvLine(name, value, "set on the command line")
         for name, value in (proposal.env if proposal else ())
     ]

@@ -24,9 +24,10 @@ from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import (
     MIN_MASKED_CHARS,
-    holds_secret,
     looks_like_credential,
     looks_secret,
+    secret_by_last_word,
+    sets_secret,
 )
 from reprospec.outcome.pytestreport import is_pytest
 from reprospec.plan.shellwords import SHELLS, script_operand, shell_script
@@ -79,6 +80,17 @@ class Proposal:
     # which the command reads back from these variables (`_secret`).
     env: tuple[tuple[str, str], ...] = ()
     hydra: bool = False  # the command has Hydra-style overrides
+    # The names of `env` that hold a secret: every variable a secret-looking option is read
+    # back from, and a leading `VAR=value` by `sets_secret` (the rule a script's assignment
+    # is judged by): `HF_TOKEN=hf_... python x.py`, not `MAX_TOKENS=2048 python x.py`, whose
+    # value the spec writes (it was read back as `${{ env.MAX_TOKENS }}`, a value the
+    # reader's shell never had).
+    secrets: frozenset[str] = frozenset()
+
+    @property
+    def secret_env(self) -> tuple[tuple[str, str], ...]:
+        """The `env` pairs that hold a secret: read back from the environment, never written."""
+        return tuple((name, value) for name, value in self.env if name in self.secrets)
 
 
 # (axis name pattern, the alternative for it, why): the knobs that split worker,
@@ -165,10 +177,11 @@ def propose(argv: list[str]) -> Proposal:
         assert match is not None
         env.append((match["name"], match["value"]))
         words.pop(0)
+    secrets = {name for name, value in env if sets_secret(name, value)}
     start = _program_args_start(words)
     script = shell_script(words)
     if script is not None:  # `sh -c '... --api-key X'`: the script is one word, kept whole
-        words = [_script_secrets(w, env) if w == script else w for w in words]
+        words = [_script_secrets(w, env, secrets) if w == script else w for w in words]
     out = [shlex.quote(word) for word in words[:start]]
     # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
     # holding the test file (a new user's trial).
@@ -190,7 +203,7 @@ def propose(argv: list[str]) -> Proposal:
             # environment, never an axis (`_secret`).
             inline = long_flag["value"] if long_flag else None
             if inline is not None and (name := _secret_name(flag["name"], inline)):
-                out.append(shlex.quote(f"--{flag['name']}=") + _secret(name, inline, env))
+                out.append(shlex.quote(f"--{flag['name']}=") + _secret(name, inline, env, secrets))
                 index += 1
                 continue
             if (
@@ -199,7 +212,7 @@ def propose(argv: list[str]) -> Proposal:
                 and _is_value(following)
                 and (name := _secret_name(flag["name"], following))
             ):
-                out.append(shlex.quote(word) + " " + _secret(name, following, env))
+                out.append(shlex.quote(word) + " " + _secret(name, following, env, secrets))
                 index += 2
                 continue
         if any("'" in w or "${{" in w for w in (word, following or "")):
@@ -234,7 +247,7 @@ def propose(argv: list[str]) -> Proposal:
             and not _HYDRA_REFERENCE.fullmatch(override["value"])
         ):
             hydra = True
-            read = _secret(name, override["value"], env)
+            read = _secret(name, override["value"], env, secrets)
             out.append(shlex.quote((override["prefix"] or "") + override["key"] + "=") + read)
             index += 1
             continue
@@ -245,7 +258,7 @@ def propose(argv: list[str]) -> Proposal:
             prefix = (override["prefix"] or "") + key + "="
             out.append(_with_value(prefix, toggle, override["value"]))
         elif looks_like_credential(word):  # a bare `hf_...` or `https://me:pw@host/x`
-            out.append(_secret(_bare_name(word), word, env))
+            out.append(_secret(_bare_name(word), word, env, secrets))
             index += 1
             continue
         else:
@@ -255,7 +268,8 @@ def propose(argv: list[str]) -> Proposal:
         if toggle.axis:
             toggles.append(toggle)
         index += 1
-    return _without_secret_values(Proposal(" ".join(out), tuple(toggles), tuple(env), hydra))
+    proposal = Proposal(" ".join(out), tuple(toggles), tuple(env), hydra, frozenset(secrets))
+    return _without_secret_values(proposal)
 
 
 def _without_secret_values(proposal: Proposal) -> Proposal:
@@ -263,9 +277,7 @@ def _without_secret_values(proposal: Proposal) -> Proposal:
     secret's variable instead: as an axis, X was in the spec, the cell's name and every
     report, though `--password`'s own was not."""
     # As the mask: a value too short to be one (`AUTH=1` beside `--workers 1`) is left.
-    held = {
-        v: name for name, v in proposal.env if holds_secret(name, v) and len(v) >= MIN_MASKED_CHARS
-    }
+    held = {v: name for name, v in proposal.secret_env if len(v) >= MIN_MASKED_CHARS}
     command, kept = proposal.command, []
     for toggle in proposal.toggles:
         name = held.get(str(toggle.value)) if isinstance(toggle.value, str) else None
@@ -323,31 +335,8 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
     return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
 
 
-# The last word of an option's name that makes it a secret: `--api-key`, `--hf-token`,
-# `db.password`, `--password2`, `--apiKey`, `--auth`; not `--max-tokens`, `--tokenizer`,
-# `--key-frames` or `--token-file` (a path), which a substring match of the secret names
-# hid from the spec, unrerunnable.
-_SECRET_WORDS = frozenset(
-    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
-     "auth"}
-)  # fmt: skip
-# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
-# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
-_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
 # Hydra's interpolation (`db.password=${oc.env:DB_PASS}`): a reference, no secret.
 _HYDRA_REFERENCE = re.compile(r"\$\{[^{}]+\}")
-
-
-def _secret_option(name: str) -> bool:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
-    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
-    if not words:
-        return False
-    last = words[-1].rstrip("0123456789")  # password2
-    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
-        return True
-    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 
 
 def _secret_name(option: str, value: str) -> str | None:
@@ -357,7 +346,7 @@ def _secret_name(option: str, value: str) -> str | None:
     gives its own name (`Authorization: ...` -> AUTHORIZATION); otherwise the option's,
     made to look secret (`DB_URL_SECRET`), as the writer and the Redactor know secrets by
     their variable's name. None: an ordinary value."""
-    if _secret_option(option):
+    if secret_by_last_word(option):
         return option
     if not looks_like_credential(value):
         return None
@@ -365,14 +354,6 @@ def _secret_name(option: str, value: str) -> str | None:
     if header and looks_secret(header["name"]):
         return header["name"]
     return option if looks_secret(option) else f"{option}_secret"
-
-
-def _secret_assignment(name: str, value: str) -> bool:
-    """Whether a script's `NAME=value` sets a secret: by the option rule on its name (the
-    last word: `MAX_TOKENS=2048` and `AUTH_ENABLED=true` set none, and read from the
-    environment the spec no longer reran; review) with a value long enough to be masked,
-    or by the value's shape."""
-    return (_secret_option(name) and len(value) >= MIN_MASKED_CHARS) or looks_like_credential(value)
 
 
 def _is_option(word: str) -> bool:
@@ -412,7 +393,7 @@ _PROVIDER_NAMES = (
 _HEADER = re.compile(r"^\s*(?P<name>[A-Za-z][\w-]*)\s*:\s")
 
 
-def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
+def _script_secrets(script: str, env: list[tuple[str, str]], secrets: set[str]) -> str:
     """A shell script with its secret-looking options' values (`--api-key X`, `--token=X`)
     read from the environment as `_secret` does: `sh -c` kept the script as one word, the
     secret in it whole. Every place the script holds the value as a word of its own (bare
@@ -435,14 +416,14 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
                 continue
             if not (name := _secret_name(flag["name"], value)):
                 continue
-        elif (assigned := _ASSIGNMENT.match(word)) and _secret_assignment(*assigned.groups()):
+        elif (assigned := _ASSIGNMENT.match(word)) and sets_secret(*assigned.groups()):
             # `HF_TOKEN=hf_... python x.py`, `export DATABASE_URL=...`: the variable is set
             # from the one the spec reads (`HF_TOKEN="$HF_TOKEN"`).
             name, value = assigned["name"], assigned["value"]
             if "$" in value or not value:
                 continue
             as_assigned = re.compile(rf"(?<![^\s;|&(]){re.escape(name)}={_as_written(value)}")
-            read = _secret(name, value, env).replace("\\", r"\\")
+            read = _secret(name, value, env, secrets).replace("\\", r"\\")
             script = as_assigned.sub(f"{name}={read}", script)
             continue
         elif (
@@ -455,7 +436,7 @@ def _script_secrets(script: str, env: list[tuple[str, str]]) -> str:
             continue
         as_written = re.compile(r"(?<![^\s=;|&(])" + _as_written(value))
         # A replacement string, escaped: `re` reads a backslash in it (none in `"$VAR"`).
-        script = as_written.sub(_secret(name, value, env).replace("\\", r"\\"), script)
+        script = as_written.sub(_secret(name, value, env, secrets).replace("\\", r"\\"), script)
     return script
 
 
@@ -466,12 +447,13 @@ def _as_written(value: str) -> str:
     return "(?:" + "|".join(map(re.escape, forms)) + r")(?=[\s;|&)]|$)"
 
 
-def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:
+def _secret(name: str, value: str, env: list[tuple[str, str]], secrets: set[str]) -> str:
     """What the command says for a secret-looking option's value (`--api-key sk-...`): the
     shell's `"$API_KEY"`, a variable added to the command's `env`, which the spec reads
     back from the environment, never writes (footprint.environment_lines), and capture's
-    own runs set. As an axis the value was written into the spec, the run folder's names
-    and every report. The shell expands it whatever it holds (a quote, a space)."""
+    own runs set (its name goes into `secrets`). As an axis the value was written into the
+    spec, the run folder's names and every report. The shell expands it whatever it holds
+    (a quote, a space)."""
     base = re.sub(r"\W", "_", name).strip("_").upper()
     variable, n = base, 1
     # One variable per value: `--api-key A --api_key B` (or `API_KEY=x ... --api-key y`)
@@ -481,6 +463,7 @@ def _secret(name: str, value: str, env: list[tuple[str, str]]) -> str:
         variable = f"{base}_{n}"
     if (variable, value) not in env:
         env.append((variable, value))
+    secrets.add(variable)  # whatever its name or length: the command reads it as a secret
     return f'"${variable}"'
 
 

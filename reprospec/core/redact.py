@@ -16,8 +16,9 @@ bundle) is made from values that pass through one `Redactor`, which masks:
   - the value of each engine variable whose name looks secret, or whose value is
     shaped as a credential (`looks_like_credential`: `DATABASE_URL=postgres://me:pw@db`,
     a `Bearer ...` header, an `hf_...` token),
-  - the value the spec itself gives a secret-looking name, or a credential's shape, in
-    `environment.env`.
+  - the value the spec itself gives, in `environment.env`, a name whose last word is a
+    secret's (`sets_secret`: `HF_TOKEN`, `WANDB_API_KEY`; not `MAX_TOKENS`), or a
+    credential's shape.
 
 A secret-looking name is masked even when `public_env` lists it: a stranger's spec
 must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
@@ -159,6 +160,46 @@ def holds_secret(name: str, value: str) -> bool:
     return looks_secret(name) or looks_like_credential(value)
 
 
+# The last word of a name that makes it a secret's: `--api-key`, `--hf-token`,
+# `db.password`, `--password2`, `--apiKey`, `--auth`, `HF_TOKEN`; not `--max-tokens`,
+# `MAX_TOKENS`, `--tokenizer`, `--key-frames` or `--token-file` (a path), which a substring
+# match of the secret names (`looks_secret`) hid from the spec, unrerunnable.
+_SECRET_WORDS = frozenset(
+    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+     "auth"}
+)  # fmt: skip
+# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
+# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
+_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
+
+
+def secret_by_last_word(name: str) -> bool:
+    """Whether an option's or a variable's name says it holds a secret, by its last word
+    (split at `-`, `_`, `.` and camelCase; a trailing number dropped): `--api-key`,
+    `HF_TOKEN`, `--password2`, `--aws-access-key-id`; not `MAX_TOKENS` or `--token-file`."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
+    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
+    if not words:
+        return False
+    last = words[-1].rstrip("0123456789")  # password2
+    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
+        return True
+    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
+
+
+def sets_secret(name: str, value: str) -> bool:
+    """Whether `NAME=value` that a command line, a script or a spec's `environment.env`
+    writes itself sets a secret: by its name's last word (`secret_by_last_word`:
+    `MAX_TOKENS=2048` and `AUTH_ENABLED=true` set none) with a value long enough to be
+    masked, or by the value's shape. Narrower than `holds_secret`, the rule for a shell's
+    own variables: a value written in the command is a setting the rerun needs, and read
+    back from the environment (`${{ env.MAX_TOKENS }}`) the spec no longer reran (review)."""
+    return (secret_by_last_word(name) and len(value) >= MIN_MASKED_CHARS) or looks_like_credential(
+        value
+    )
+
+
 def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
     """The engine variables a spec reads through `${{ env.X }}`, in order."""
     try:
@@ -211,13 +252,14 @@ def public_env(document: Mapping[str, JsonValue]) -> frozenset[str]:
 
 
 def secret_values(
-    assignments: Iterable[tuple[str, str]] = (), environ: Mapping[str, str] | None = None
+    secrets: Iterable[tuple[str, str]] = (), environ: Mapping[str, str] | None = None
 ) -> tuple[str, ...]:
-    """The secret values (`holds_secret`): of `assignments` (a command's `VAR=value` words),
-    then of `environ` (this process's by default); those a Redactor would mask."""
+    """The secret values a Redactor would mask: of `secrets` (`NAME=value` pairs judged
+    secret already: a command's, by `sets_secret`), then of `environ` (this process's by
+    default) by `holds_secret`."""
     environ = os.environ if environ is None else environ
-    pairs = [*assignments, *environ.items()]
-    return tuple(dict.fromkeys(v for n, v in pairs if holds_secret(n, v) and _maskable(v)))
+    shell = [v for n, v in environ.items() if holds_secret(n, v)]
+    return tuple(dict.fromkeys(v for v in [*(v for _, v in secrets), *shell] if _maskable(v)))
 
 
 # The fewest characters of a secret that count as a part of it in a text: shorter runs
@@ -315,7 +357,10 @@ class Redactor:
                 # An expression is no secret: what it reads is masked by its own name.
                 if item is None or "${{" in str(item):
                     continue
-                if holds_secret(str(key), str(item)):
+                # The spec writes it: by the rule a command's `NAME=value` is judged by
+                # (`MAX_TOKENS: 2048` is a setting, masked it made every report's spec
+                # read `${{ env.MAX_TOKENS }}`).
+                if sets_secret(str(key), str(item)):
                     named.setdefault(str(item), str(key))
         # A value read from a public name is still a secret when a secret name holds it too.
         return cls(named, names=named)
@@ -486,7 +531,9 @@ __all__ = [
     "looks_secret",
     "mask_parts",
     "public_env",
+    "secret_by_last_word",
     "secret_parts",
     "secret_values",
+    "sets_secret",
     "unset_env",
 ]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import MASK, Redactor, looks_secret
+from reprospec.core.redact import MASK, Redactor, secret_by_last_word
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
@@ -301,7 +301,7 @@ def _docker_run_args(
         env[CELL_VAR] = IN_CELL
     passed: list[str] = []
     for name, value in env.items():
-        if value and (looks_secret(name) or redactor.text(value) != value):
+        if value and (secret_by_last_word(name) or redactor.text(value) != value):
             # docker takes NAME's value from the environment of whoever runs run.sh.
             args += ["-e", shlex.quote(name)]
             passed.append(name)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
-from reprospec.core.redact import looks_secret
+from reprospec.core.redact import secret_by_last_word
 from reprospec.core.sections import JsonObject, JsonValue, Workload
 from reprospec.harness import HARNESS_ROOT
 from reprospec.plan.workfiles import local_imports, module_files
@@ -36,9 +36,13 @@ MAX_INLINE_BYTES = 24 << 10
 
 
 def secret_name(name: str) -> bool:
-    """Whether the variable `name` holds a secret: a report, a bundle and a script pasted
-    into an issue name the variable, never its value (the one rule: redact.looks_secret)."""
-    return looks_secret(name)
+    """Whether the cell's variable `name` holds a secret: a report, a bundle and a script
+    pasted into an issue name the variable, never its value. The spec wrote the value
+    (what it reads from the engine's environment is `reads`' to say), so the rule is the
+    one a command line's `NAME=value` is judged by, the name's last word
+    (redact.secret_by_last_word): `MAX_TOKENS: 2048` ran as `MAX_TOKENS="$MAX_TOKENS"`,
+    empty in the reader's shell."""
+    return secret_by_last_word(name)
 
 
 # Variables the interpreter or the dynamic loader read at start: set on the command line.

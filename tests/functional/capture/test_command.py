@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -540,6 +541,52 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
         assert "AAAABBBB" not in output
         assert "zzTopSecret999" not in output
     assert not any("AAAA" in p.name for p in runs.rglob("*"))
+
+
+@pytest.mark.parametrize("shell", [False, True], ids=["leading", "sh-c"])
+def test_a_setting_the_command_line_sets_is_written_and_reruns_anywhere(
+    cli: Cli, tmp_path: Path, shell: bool
+) -> None:
+    # `MAX_TOKENS=2048 python train.py` was written `${{ env.MAX_TOKENS }}`: a reference
+    # to the reader's environment (its name holds TOKEN), null there, and the spec passed.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "train.py").write_text(
+        "import os\n"
+        "n = int(os.environ['MAX_TOKENS'])\n"
+        "if n > 1024:\n"
+        "    raise ValueError(f'MAX_TOKENS {n} is over the context')\n"
+    )
+    line = "MAX_TOKENS=2048 python train.py"
+    argv = ["sh", "-c", line] if shell else line.split()
+    result = capture(cli, workdir, *argv)
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    variables = environment["env"]
+    assert isinstance(variables, dict)
+    if shell:  # the script is one word of shell, its assignment kept as written
+        assert document["command"] == f"sh -c '{line}'"
+        assert "MAX_TOKENS" not in variables
+    else:
+        assert document["command"] == "python train.py"
+        assert variables["MAX_TOKENS"] == "2048"
+    assert document["expect"] == {
+        "outcome": "error",
+        "exception": "ValueError",
+        "message": r"MAX_TOKENS \d+ is over the context",
+    }
+    assert f"capture -- {shlex.join(argv)}" in (workdir / "spec.yaml").read_text()
+    # A plain run without the variable in its shell reproduces, and the report's spec and
+    # standalone repro hold the value, not a reference to the reader's environment.
+    env = {k: v for k, v in os.environ.items() if k != "MAX_TOKENS"}
+    ran = cli("run", "spec.yaml", "--out", str(tmp_path / "again"), cwd=workdir, env=env)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    report = next((tmp_path / "again" / "runs").glob("*/report.md")).read_text()
+    assert "MAX_TOKENS 2048 is over the context" in report
+    assert "env.MAX_TOKENS" not in report
+    assert '"$MAX_TOKENS"' not in report
 
 
 def test_a_credential_under_a_name_that_says_nothing_is_run_with_and_never_written(

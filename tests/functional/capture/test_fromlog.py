@@ -206,3 +206,21 @@ def test_a_secret_on_the_tickets_command_line_is_neither_printed_nor_written(
         "exception": "PermissionError",
         "message": r"\d+ for token .+? \(revoked\)",
     }
+
+
+def test_a_setting_on_the_tickets_command_line_is_printed_and_written(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `MAX_TOKENS=2048` looked secret by its name: printed as `MAX_TOKENS=***`, written as
+    # `${{ env.MAX_TOKENS }}`, a value the reader's shell never had.
+    text = (
+        "$ MAX_TOKENS=2048 python train.py\n"
+        'Traceback (most recent call last):\n  File "train.py", line 4, in <module>\n'
+        "ValueError: MAX_TOKENS 2048 is over the context\n"
+    )
+    result = cli("capture", "--from-log", "-", "-o", "t.yaml", cwd=tmp_path, stdin=text)
+    assert result.code == 0, result.stderr
+    assert "the command: MAX_TOKENS=2048 python train.py" in result.stdout
+    environment = load_spec(str(tmp_path / "t.yaml")).document["environment"]
+    assert isinstance(environment, dict)
+    assert environment["env"] == {"MAX_TOKENS": "2048"}

@@ -241,3 +241,19 @@ def test_torch_versions_said_in_prose_are_pinned_only_when_one_is_said() -> None
     assert (two.torch, two.requirements) == (None, ())
     one = parse_machine("Since torch 2.1.0 it segfaults (torch 2.1.0 on CPU too).")
     assert one.requirements == ("torch==2.1.0",)
+
+
+def test_a_setting_on_the_tickets_command_line_is_written_and_shown() -> None:
+    # The ticket's `MAX_TOKENS=2048 python train.py` became `${{ env.MAX_TOKENS }}` and
+    # `MAX_TOKENS=***` in what capture printed: a setting read as a secret by its name.
+    text = (
+        "$ MAX_TOKENS=2048 HF_TOKEN=hf_zzTopSecret999zzTopSecret999 python train.py\n"
+        'Traceback (most recent call last):\n  File "train.py", line 4, in <module>\n'
+        "ValueError: MAX_TOKENS 2048 is over the context\n"
+    )
+    draft = skeleton(read_ticket(text), "ticket.txt")
+    env = {line.name: line.value for line in draft.env}
+    assert env == {"MAX_TOKENS": "2048", "HF_TOKEN": "${{ env.HF_TOKEN }}"}
+    assert draft.expect["message"] == r"MAX_TOKENS \d+ is over the context"
+    assert "MAX_TOKENS 2048 is over the context" in draft.description
+    assert "zzTop" not in draft.title + draft.description

@@ -274,3 +274,21 @@ def test_pytests_one_letter_switches_take_no_value() -> None:
     assert [t.axis for t in quiet.toggles] == ["k"]
     # Another program's -q may take one: only pytest's are known.
     assert [t.axis for t in propose(["python", "t.py", "-q", "3"]).toggles] == ["q"]
+
+
+def test_a_leading_setting_is_written_and_a_leading_secret_is_read_back() -> None:
+    # `MAX_TOKENS=2048 python train.py`: the substring rule made the setting a secret, and
+    # the spec read `${{ env.MAX_TOKENS }}`, which no reader's shell had. The rule is the
+    # one a script's assignment is judged by (its name's last word, or a credential).
+    plain = propose(["MAX_TOKENS=2048", "AUTH_ENABLED=true", "python", "train.py"])
+    assert plain.env == (("MAX_TOKENS", "2048"), ("AUTH_ENABLED", "true"))
+    assert (plain.secrets, plain.secret_env) == (frozenset(), ())
+    token = "hf_" + "a1B" * 11
+    secret = propose(
+        ["HF_TOKEN=" + token, "DATABASE_URL=postgres://me:pw1234@db/x", "python", "t.py"]
+    )
+    assert secret.secrets == {"HF_TOKEN", "DATABASE_URL"}
+    # A variable an option's secret is read from is one whatever its length.
+    short = propose(["STEPS=3", "python", "t.py", "--password", "pw"])
+    assert short.command == 'python t.py --password "$PASSWORD"'
+    assert short.secret_env == (("PASSWORD", "pw"),)

@@ -52,6 +52,18 @@ def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written(
     assert "LANG" not in written
 
 
+def test_a_setting_the_command_line_sets_is_written_as_its_value() -> None:
+    # `MAX_TOKENS=2048 python train.py` was written `${{ env.MAX_TOKENS }}`: a reference to
+    # the reader's environment, where the failing command had set 2048.
+    proposal = propose(["MAX_TOKENS=2048", "HF_TOKEN=hf_abcdefghijkl", "python", "train.py"])
+    lines = {line.name: line for line in environment_lines({}, proposal, uses_torch=False)}
+    assert lines["MAX_TOKENS"] == EnvLine("MAX_TOKENS", "2048", "set on the command line")
+    assert lines["HF_TOKEN"].value == "${{ env.HF_TOKEN }}"
+    # The shell's own variables keep the wider rule: never written, whatever the name.
+    shell = environment_lines({"HF_TOKENIZER_KEYS": "x1y2"}, propose(["python", "a.py"]), False)
+    assert [line.value for line in shell] == ["${{ env.HF_TOKENIZER_KEYS }}"]
+
+
 def test_rate_bounds_follow_what_was_observed() -> None:
     assert rate_bound(1, 1) is None
     assert rate_bound(5, 5) == ">=0.5"

@@ -23,6 +23,7 @@ from reprospec.core.redact import (
     mask_parts,
     secret_parts,
     secret_values,
+    sets_secret,
     unset_env,
 )
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
@@ -76,6 +77,22 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
     shaped = Redactor.for_spec(document, environ)
     assert {"postgres://me:pw1234@db/x", "https://me:hunter22@h/x"} < set(shaped.values)
     assert redactor.text("x api-value y data-value z") == f"x {MASK} y data-value z"
+
+
+def test_the_specs_own_setting_is_judged_by_its_names_last_word() -> None:
+    # A captured `MAX_TOKENS=2048 python train.py` wrote `MAX_TOKENS: '2048'`: masked by the
+    # substring rule, every report showed `***` for 2048 and its spec read
+    # `${{ env.MAX_TOKENS }}` again. The spec's own secret-looking literal is still masked.
+    document: dict[str, JsonValue] = {
+        "environment": {"env": {"MAX_TOKENS": "2048", "WANDB_API_KEY": "wk-0123456789"}}
+    }
+    redactor = Redactor.for_spec(document, {})
+    assert redactor.values == ("wk-0123456789",)
+    assert redactor.spec_text("MAX_TOKENS: '2048'\n") == "MAX_TOKENS: '2048'\n"
+    assert sets_secret("HF_TOKEN", "hf_x1y2")
+    assert not sets_secret("MAX_TOKENS", "2048")
+    assert not sets_secret("AUTH", "1")  # too short to be masked: a switch
+    assert sets_secret("DB", "postgres://me:pw1234@db/x")  # a credential's shape
 
 
 def test_longer_secrets_are_masked_whole() -> None:

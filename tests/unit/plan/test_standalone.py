@@ -161,3 +161,22 @@ def test_the_repro_is_for_the_cell_the_failure_section_leads_with() -> None:
     # No expected failure reproduced: the first that failed, else the first that ran.
     assert choose_cell([passing, unexpected]) is unexpected
     assert choose_cell([cell(3, "pass", "not-run", None), passing]) is passing
+
+
+def test_a_setting_the_spec_writes_is_in_the_command_line_and_a_secret_is_not(
+    tmp_path: Path,
+) -> None:
+    # A captured `MAX_TOKENS: '2048'` ran as `MAX_TOKENS="$MAX_TOKENS"`, empty in the
+    # reader's shell: its name holds a secret's word, but its last word is no secret's.
+    (tmp_path / "spec.yaml").write_text(
+        "reprospec: 1\nname: s\nenvironment:\n"
+        "  env: {MAX_TOKENS: '2048', WANDB_API_KEY: wk-0123456789}\n"
+        "command: python train.py\n"
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    standalone = standalone_of(plan, tmp_path)
+    assert standalone.run is not None
+    assert "MAX_TOKENS=2048 " in standalone.run
+    assert 'WANDB_API_KEY="$WANDB_API_KEY"' in standalone.run
+    assert standalone.env["MAX_TOKENS"] == "2048"
+    assert standalone.env["WANDB_API_KEY"] == "***"
