@@ -29,6 +29,7 @@ from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, Wo
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
     attempt_output,
+    crash_frame,
     environment_lines,
     hung_import,
     hydra_overrides,
@@ -93,6 +94,9 @@ class Observed:
     # The values under secret-looking names (the command's `VAR=value` words, this
     # environment's): a part of one in the message is a wildcard too.
     secrets: tuple[str, ...] = ()
+    # A crash's frame in the program's own code, from the crashed process's Python stack
+    # (`__getitem__ (data.py:12)`: a DataLoader worker's, a child's; footprint.crash_frame).
+    frame: str | None = None
 
     @property
     def signature(self) -> str:
@@ -162,6 +166,11 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         volatile=tuple(dict.fromkeys((str(runs), str(runs.resolve()), *bins))),
         secrets=secret_values(proposal.secret_env),
     )
+    if observed.outcome is not None and observed.outcome.kind == "crash":
+        stacks = (a.stack for a in attempts if a.ran and a.ran.signature == observed.signature)
+        observed = replace(
+            observed, frame=next((f for s in stacks if (f := crash_frame(s, workdir))), None)
+        )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
     if observed.outcome is not None:
@@ -318,6 +327,8 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         if outcome.where == "main" and (outcome.detail or "").endswith(AS_A_SHELL_REPORTS_IT):
             # `sh run.sh` exited 139: the process that died is one the command ran.
             comments["signal"] = f"{outcome.detail}: a process the command ran died of it"
+        if observed.frame:
+            comments["signal"] += f", in {observed.frame}"
     if outcome.kind == "error" and outcome.exception:
         expect["exception"] = outcome.exception
     elif outcome.kind == "error" and outcome.last_traceback is not None:
@@ -461,7 +472,7 @@ def _draft(
         header += ("Read but not in files (ask whoever captured it): " + ", ".join(not_carried),)
     return Draft(
         name=name,
-        title=mask_parts(_title(request.argv, observed), secrets),
+        title=mask_parts(_title(request.argv, observed, expect), secrets),
         description=mask_parts(_description(request.argv, observed, last_import), secrets),
         workdir=relative,
         command=proposal.command,
@@ -525,10 +536,16 @@ def _header(
     return tuple(lines)
 
 
-def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
+def _title(argv: tuple[str, ...], observed: Observed | None, expect: JsonObject) -> str:
+    """`train.py: SIGSEGV in a DataLoader worker in __getitem__ (data.py:12), main loop at
+    train`: the failure, where it died (the crashed process's own frame), and the phase and
+    step as `expect` states them, said to be the main loop's for another process's crash.
+    The outcome's step is the main loop's, which noticed a worker's death some steps later
+    (prefetching): `SIGSEGV in a DataLoader worker at train step 10` named a step the worker
+    never died at, while `expect` said no step could be expected."""
     stem = script_of(argv) or (argv[0] if argv else "command")
     outcome = observed.outcome if observed else None
-    if outcome is None:
+    if outcome is None or observed is None:
         return f"{stem}: captured"
     if outcome.kind == "pass":
         return f"{stem} passes"
@@ -545,12 +562,12 @@ def _title(argv: tuple[str, ...], observed: Observed | None) -> str:
         where = " after a child process " + (
             f"died of {child.signal}" if child.signal else "terminated abruptly"
         )
-    at = (
-        f" at {outcome.phase}" + (f" step {outcome.step}" if outcome.step is not None else "")
-        if outcome.phase
-        else ""
-    )
-    return f"{stem}: {what}{where}{at}"
+    frame = f" in {observed.frame}" if observed.frame else ""
+    phase, step = expect.get("phase"), expect.get("step")
+    at = (f" at {phase}" + (f" step {step}" if step is not None else "")) if phase else ""
+    if at and where:
+        at = f", main loop{at}"
+    return f"{stem}: {what}{where}{frame}{at}"
 
 
 def _description(argv: tuple[str, ...], observed: Observed | None, last_import: str | None) -> str:

@@ -344,3 +344,45 @@ def hung_import(stack: str | None, workdir: Path) -> str | None:
                 shown = path.name
             return f"{shown}:{inner['line']}"
     return None
+
+
+# A Python frame as faulthandler (`line 8 in work`), gdb's `py-bt` and a traceback (`line 8,
+# in work`) print it.
+_ANY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<function>\S+)')
+# Where a library's or the interpreter's own code lies: not the frame a title names.
+_LIBRARY_PATH = re.compile(r"/(?:site|dist)-packages/|/lib(?:64)?/python\d+(?:\.\d+)?/|^<")
+
+
+def crash_frame(stack: str | None, workdir: Path) -> str | None:
+    """`__getitem__ (data.py:12)`: the frame of the program's own code where the crashed
+    process died, from its Python stack (a crash's `AttemptResult.stack`: a worker's or a
+    child's own, the thread that took the signal first); None when the stack shows none.
+
+    The innermost frame of the first thread's block whose file lies in the workdir, else
+    the innermost outside any library and the interpreter's own (`ctypes.string_at`, where
+    the fault landed, says nothing of what the program was doing). The block is the
+    faulthandler dump's or `py-bt`'s (`most recent call first`), or a traceback's (`last`).
+    """
+    lines = (stack or "").split("\n")
+    start = next((i for i, line in enumerate(lines) if "(most recent call " in line), -1)
+    first = start < 0 or "(most recent call first)" in lines[start]
+    frames: list[re.Match[str]] = []
+    for line in lines[start + 1 :]:
+        found = _ANY_FRAME.match(line)
+        if found is not None:
+            frames.append(found)
+        elif frames and (not line.strip() or "(most recent call " in line):
+            break  # the next thread's block, or the traceback's end
+    ordered = frames if first else frames[::-1]
+    own = [f for f in ordered if _inside(f["file"], workdir)]
+    candidates = own or [f for f in ordered if not _LIBRARY_PATH.search(f["file"])]
+    if not candidates:
+        return None
+    chosen = candidates[0]
+    path = Path(chosen["file"])
+    shown = path.resolve().relative_to(workdir).as_posix() if own else path.name
+    return f"{chosen['function']} ({shown}:{chosen['line']})"
+
+
+def _inside(file: str, workdir: Path) -> bool:
+    return file.startswith("/") and Path(file).resolve().is_relative_to(workdir)

@@ -5,7 +5,8 @@ alternative separates the cells under `run --observe`.
 The programs are in tests/data/capture/ and fail for real: a DataLoader worker's invalid read
 (ctypes, torch on CPU), a Hydra app (real hydra-core) raising at validation step 7 under
 Lightning-style `\\r` bars, a deadlock inside an import, a segfaulting `subprocess` child, a
-multiprocessing.Pool left waiting for its segfaulted worker's task, and a script whose local
+multiprocessing.Pool left waiting for its segfaulted worker's task, a forked worker that
+segfaults loading the batch ahead of its loop, and a script whose local
 modules are imported by name at run time.
 """
 
@@ -121,10 +122,49 @@ def test_a_worker_segfault_only_with_workers_and_pinned_memory(cli: Cli, tmp_pat
     assert "try [true, false]" in text
     expect = load_spec(str(workdir / "spec.yaml")).document["expect"]
     assert expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "validation"}
+    # The title says no step, as `expect`: the main loop's was some steps past the one the
+    # worker died loading (`at validation step 5`). The worker's frame, where its stack was
+    # read (its core, with gdb or py-spy), is named.
+    title = load_spec(str(workdir / "spec.yaml")).document["title"]
+    stack = first_run(workdir)["cells"][0]["attempts"][0]["stack"]
+    frame = f" in __getitem__ (train.py:{line_of(workdir / 'train.py', 'string_at(0)')})"
+    assert title == (
+        f"train.py: SIGSEGV in a DataLoader worker{frame if stack else ''}, main loop at validation"
+    )
     assert "torch==2.13.0" in result.stdout  # the distribution it imported, pinned
     signature, cells = rerun_and_separate(cli, workdir, "workers", "[2, 0]")
     assert signature.startswith("crash:SIGSEGV:worker:validation")
     assert cells["workers=0,pin_memory=true,steps=10"] == {"pass"}
+
+
+def line_of(path: Path, text: str) -> int:
+    """The number of the first line of `path` holding `text`."""
+    return next(n for n, line in enumerate(path.read_text().split("\n"), 1) if text in line)
+
+
+def test_a_forked_workers_crash_is_titled_by_its_frame_and_the_main_loops_step(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The worker loading batch 6 dies of SIGSEGV while the loop is at step 5: the title
+    # named step 5 as the crash's, and no frame of the worker (its faulthandler dump names
+    # load_batch), where the program's own frame says where to look.
+    workdir = copied("mpworker", tmp_path)
+    result = capture(cli, workdir, "python", "train.py", "--steps", "8")
+    assert "verdict reproduced" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    frame = f"load_batch (train.py:{line_of(workdir / 'train.py', 'string_at(0)')})"
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["title"] == (
+        f"train.py: SIGSEGV in a child process in {frame}, main loop at train step 5"
+    )
+    assert document["expect"] == {
+        "outcome": "crash",
+        "signal": "SIGSEGV",
+        "phase": "train",
+        "step": 5,
+    }
+    child = r"in a child process \(python[\d.]* train\.py --steps 8\)"
+    assert re.search(rf"signal: SIGSEGV  # {child}, in {re.escape(frame)}\n", text)
 
 
 def test_a_hydra_app_failing_at_validation_step_7_under_lightning_bars(

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.capture.footprint import environment_lines, hung_import, local_files
+from reprospec.capture.footprint import (
+    crash_frame,
+    environment_lines,
+    hung_import,
+    local_files,
+)
 from reprospec.capture.toggles import propose
 from reprospec.capture.writer import (
     MAX_MESSAGE_CHARS,
@@ -174,6 +179,46 @@ def test_a_hung_import_is_read_from_the_stack(tmp_path: Path) -> None:
     )
     assert hung_import(stack, tmp_path) == "plugin.py:9"
     assert hung_import("", tmp_path) is None
+
+
+def test_a_crashs_frame_is_the_programs_own_in_the_thread_that_took_the_signal(
+    tmp_path: Path,
+) -> None:
+    lib = "/usr/lib/python3.11"
+    # faulthandler's dump of a forked child: innermost first, ctypes' frame is where the
+    # fault landed, the program's `work` what it was doing.
+    child = (
+        "Fatal Python error: Segmentation fault\n\nStack (most recent call first):\n"
+        f'  File "{lib}/ctypes/__init__.py", line 519 in string_at\n'
+        f'  File "{tmp_path}/jobs/mp.py", line 8 in work\n'
+        f'  File "{lib}/multiprocessing/process.py", line 108 in run\n'
+        f'  File "{tmp_path}/jobs/mp.py", line 15 in main\n'
+    )
+    assert crash_frame(child, tmp_path) == "work (jobs/mp.py:8)"
+    # gdb's py-bt of a DataLoader worker's core, the crashed thread first, another after.
+    worker = (
+        "Thread 1 (Thread 0x7f (LWP 32280)):\nTraceback (most recent call first):\n"
+        f'  File "{lib}/ctypes/__init__.py", line 519, in string_at\n'
+        "    return _string_at(ptr, size)\n"
+        f'  File "{tmp_path}/data.py", line 12, in __getitem__\n'
+        "    ctypes.string_at(0)\n"
+        f'  File "/v/site-packages/torch/utils/data/_utils/fetch.py", line 54, in fetch\n\n'
+        "Thread 3 (Thread 0x7e (LWP 32291)):\nTraceback (most recent call first):\n"
+        f'  File "{tmp_path}/other.py", line 3, in wait\n'
+    )
+    assert crash_frame(worker, tmp_path) == "__getitem__ (data.py:12)"
+    # A traceback is innermost last; code outside the workdir counts when nothing of the
+    # workdir shows, a library's and the interpreter's never.
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/app/run.py", line 3, in <module>\n'
+        '  File "/opt/app/native.py", line 7, in load\n'
+        f'  File "{lib}/ctypes/__init__.py", line 519, in string_at\n'
+    )
+    assert crash_frame(traceback, tmp_path) == "load (native.py:7)"
+    only_libraries = f'Stack (most recent call first):\n  File "{lib}/x.py", line 1 in f\n'
+    assert crash_frame(only_libraries, tmp_path) is None
+    assert crash_frame(None, tmp_path) is None
 
 
 def test_the_written_spec_reads_back_as_drafted() -> None:
