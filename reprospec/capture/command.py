@@ -28,13 +28,16 @@ from pathlib import Path
 from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
+    LocalInstall,
     attempt_output,
     crash_frame,
     environment_lines,
     hung_import,
     hydra_overrides,
     imported,
+    local_note,
     pins,
+    with_import_roots,
 )
 from reprospec.capture.toggles import Proposal, propose
 from reprospec.capture.verify import Runner, verify
@@ -181,19 +184,23 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
             ),
         )
     modules = imported(run_dir, attempts)
+    pinned = pins(modules, interpreter)
+    packages = pinned.packages
+    # An editable install of the workdir's project: its modules are the workdir's files,
+    # carried, and what the spec imports (a reader has no such install).
+    editable = tuple(i for i in pinned.local if i.carried_roots(workdir) is not None)
     footprint = WorkdirFiles(
         workdir,
         _script_dir(request.argv, workdir),
         request.out,
         leave_out=(request.out, spec_path),
         before=started,
+        roots=tuple(Path(r).resolve() for i in editable for r in i.roots),
     )
     data = footprint.read(run_dir, attempts, modules)
     # What the command names itself is carried as it is named: no need to list it.
     named = {(workdir / word).resolve() for word in request.argv}
     files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))
-    pinned = pins(modules, interpreter)
-    packages = pinned.packages
     hydra = hydra_overrides(workdir, started)
     last_import = next(
         (
@@ -225,6 +232,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
             *(f"{name} (too large to carry)" for name in data.too_large),
             *(f"{name} (outside the workdir)" for name in data.outside),
         ),
+        local=pinned.local,
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
@@ -267,6 +275,13 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         )
     if packages:
         lines.append(f"packages it imported: {', '.join(packages)}")
+    lines += [local_note(install, workdir) for install in pinned.local]
+    lines += [
+        f"the verify imports {i.name} from your editable install at {i.path}, outside the "
+        "workdir: a reader needs it installed the same way"
+        for i in pinned.local
+        if i.editable and i not in editable and request.verify
+    ]
     if request.python is not None:
         lines.append(
             f"it ran with --python {shlex.quote(request.python)}, whose packages the spec "
@@ -289,6 +304,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 workdir=workdir,
                 reads=footprint.reads,
                 linked=data.left_out,
+                hidden=editable,
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None
@@ -454,6 +470,7 @@ def _draft(
     last_import: str | None = None,
     run_id: str = "",
     not_carried: tuple[str, ...] = (),
+    local: tuple[LocalInstall, ...] = (),
 ) -> Draft:
     relative = os.path.relpath(workdir, spec_path.parent)
     uses_torch = any(p.lower().startswith("torch==") for p in packages)
@@ -470,6 +487,7 @@ def _draft(
         # Said in the spec, which a bundle carries, not only on capture's console: a reader
         # of the bundle got FileNotFoundError with nothing naming what to ask for.
         header += ("Read but not in files (ask whoever captured it): " + ", ".join(not_carried),)
+    header += tuple(local_note(install, workdir) + "." for install in local)
     return Draft(
         name=name,
         title=mask_parts(_title(request.argv, observed, expect), secrets),
@@ -479,7 +497,7 @@ def _draft(
         files=files,
         python=f"{sys.version_info.major}.{sys.version_info.minor}" if python is None else python,
         packages=packages,
-        env=environment_lines(os.environ, proposal, uses_torch),
+        env=with_import_roots(environment_lines(os.environ, proposal, uses_torch), local, workdir),
         matrix=axes,
         presets=presets,
         timeout=f"{request.timeout_s:g}s",

@@ -63,6 +63,9 @@ class WorkdirFiles:
     out: Path  # the store's folder: the runs' folders are under it
     leave_out: tuple[Path, ...]  # read_files' leave_out
     before: float  # read_files' before: when the capture began
+    # The workdir's folders an editable install of its project serves modules from (`src/`):
+    # through a finder of its own (setuptools'), they are on no sys.path the child records.
+    roots: tuple[Path, ...] = ()
 
     def read(
         self,
@@ -83,7 +86,7 @@ class WorkdirFiles:
             p
             for p in (_as_workdirs(found, copy, workdir) for found in searched(run_dir, attempts))
             if not _SKIPPED_FOLDERS.intersection(p.parts) and not in_environment(p, workdir)
-        ]
+        ] + [root for root in self.roots if root.is_relative_to(workdir)]
         local = local_files(modules, workdir, self.script_dir, folders)
         ran = scripts(run_dir, attempts, ran_in.resolve() if ran_in else workdir)
         data = read_files(

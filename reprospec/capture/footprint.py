@@ -25,6 +25,9 @@ from reprospec.core.redact import holds_secret
 from reprospec.core.results import AttemptResult
 
 RECORD_IMPORTS_VAR = "REPROSPEC_RECORD_IMPORTS"
+# The editable installs capture's verify hides from the runs of a copy of the spec (the
+# stackdump sitecustomize reads it: `{"roots": [...], "modules": [...]}`).
+HIDE_INSTALLS_VAR = "REPROSPEC_HIDE_INSTALLS"
 
 
 # The variables that matter for these incidents, when set (the harness's envinfo list
@@ -154,14 +157,41 @@ def _module_paths(root: Path, parts: list[str]) -> list[Path]:
 
 
 @dataclass(frozen=True)
+class LocalInstall:
+    """A distribution behind the program's imports that was installed from a folder of this
+    machine (PEP 610's direct_url.json), which no index has: `pip install -e .` of the
+    user's own project (`editable`), `pip install ./proj`. `roots`: the folders an
+    editable one serves the imported modules from (`/src/proj/src`)."""
+
+    name: str
+    version: str
+    path: str
+    editable: bool = False
+    roots: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()  # the top-level modules it serves the program
+
+    def carried_roots(self, workdir: Path) -> tuple[str, ...] | None:
+        """`roots` relative to `workdir` (`src`, `.`), when this is an editable install
+        whose modules all lie in the workdir, which a spec carries; else None."""
+        if not self.editable or not self.roots:
+            return None
+        inside = [Path(r).resolve() for r in self.roots]
+        if not all(r.is_relative_to(workdir) for r in inside):
+            return None
+        return tuple(r.relative_to(workdir).as_posix() or "." for r in inside)
+
+
+@dataclass(frozen=True)
 class Pins:
     """The interpreter's version (`3.11`) and `name==version` of the distributions behind
-    the program's imports; `error`: why they could not be read (no packages are written
-    then, rather than another interpreter's)."""
+    the program's imports; `local`, those installed from this machine (not pinned);
+    `error`: why they could not be read (no packages are written then, rather than
+    another interpreter's)."""
 
     python: str
     packages: tuple[str, ...] = ()
     error: str = ""
+    local: tuple[LocalInstall, ...] = ()
 
 
 def pins(modules: Iterable[str], python: str) -> Pins:
@@ -177,7 +207,18 @@ def pins(modules: Iterable[str], python: str) -> Pins:
     try:
         done = capped.run(argv, limit=1 << 20, timeout_s=PINS_TIMEOUT_S, env=env)
         found = json.loads(done.stdout.decode("utf-8", "replace"))
-        return Pins(str(found["python"]), tuple(str(p) for p in found["pins"]))
+        local = tuple(
+            LocalInstall(
+                str(item["name"]),
+                str(item["version"]),
+                str(item["path"]),
+                item["editable"] is True,
+                tuple(str(r) for r in item["roots"]),
+                tuple(str(m) for m in item.get("modules", ())),
+            )
+            for item in found.get("local", ())
+        )
+        return Pins(str(found["python"]), tuple(str(p) for p in found["pins"]), local=local)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         why = f"{python} did not run ({exc})" if isinstance(exc, OSError) else ""
         return Pins("", error=why or f"{python} could not read them")
@@ -185,6 +226,57 @@ def pins(modules: Iterable[str], python: str) -> Pins:
 
 # Reading the metadata of an environment takes well under a second.
 PINS_TIMEOUT_S = 60.0
+
+
+def local_note(install: LocalInstall, workdir: Path) -> str:
+    """What the spec and capture say of a distribution installed from this machine, which
+    is in no `packages` (no index has it: `mypkg==0.1.0` made every venv and docker build
+    of the spec fail)."""
+    what = f"{install.name} {install.version}"
+    path = Path(install.path).resolve()
+    shown = path.relative_to(workdir).as_posix() or "." if path.is_relative_to(workdir) else path
+    roots = install.carried_roots(workdir)
+    if roots is not None:
+        return (
+            f"{what} is your editable install of {shown} (pip install -e), which no index "
+            f"has: not in packages; the spec imports it from its files in the workdir "
+            f"(environment.env PYTHONPATH: {os.pathsep.join(roots)}), which `files` lists"
+        )
+    if install.editable:
+        return (
+            f"{what} is your editable install of {shown}, outside the workdir, which no "
+            "index has and no bundle carries: not in packages; a reader installs their own "
+            "checkout of it (pip install -e)"
+        )
+    return (
+        f"{what} was installed from {shown}, a folder of this machine, which no index has: "
+        "not in packages; a reader installs it from their own copy"
+    )
+
+
+def with_import_roots(
+    lines: tuple[EnvLine, ...], installs: Iterable[LocalInstall], workdir: Path
+) -> tuple[EnvLine, ...]:
+    """`environment.env` with PYTHONPATH leading with the workdir's folders that editable
+    installs of its project serve their modules from (`src`): the spec's runs import the
+    project's files where it runs (a copy, a bundle, a reader's checkout), never the
+    editable install of the machine it was captured on, which a spec cannot install."""
+    roots: dict[str, None] = {}
+    names: list[str] = []
+    for install in installs:
+        carried = install.carried_roots(workdir)
+        if carried is not None:
+            roots.update(dict.fromkeys(carried))
+            names.append(install.name)
+    if not roots:
+        return lines
+    comment = f"{', '.join(names)}: your editable install's modules, from the workdir"
+    given = next((line for line in lines if line.name == "PYTHONPATH" and not line.commented), None)
+    theirs = str(given.value).split(os.pathsep) if given is not None and given.value else []
+    value = os.pathsep.join(dict.fromkeys([*roots, *theirs]))
+    line = EnvLine("PYTHONPATH", value, comment + (f"; {given.comment}" if given else ""))
+    kept = [other for other in lines if other is not given]
+    return (line, *kept)
 
 
 def environment_lines(

@@ -28,7 +28,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.capture.footprint import RECORD_IMPORTS_VAR, needed_lines, shell_only
+from reprospec.capture.footprint import (
+    HIDE_INSTALLS_VAR,
+    RECORD_IMPORTS_VAR,
+    LocalInstall,
+    needed_lines,
+    shell_only,
+)
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
@@ -70,12 +76,15 @@ def verify(
     workdir: Path,
     reads: Reads,
     linked: Sequence[str] = (),
+    hidden: Sequence[LocalInstall] = (),
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
     the failure needs when it comes back in the workdir itself and not so. What to say, and
-    whether the failure came back as `expect` says."""
+    whether the failure came back as `expect` says. `hidden`: the editable installs of the
+    workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`)."""
     own = shell_only(os.environ, (line.name for line in draft.env))
+    hide = _hidden(hidden)
 
     def check(kept: Iterable[str] = (), *, copy: bool = False) -> Rerun:
         keep = set(kept)
@@ -83,7 +92,7 @@ def verify(
         if not copy:
             return _rerun(run_spec, spec_path, repeat, signature, left_out)
         return _rerun_copied(
-            run_spec, spec_path, workdir, repeat, signature, left_out, reads, linked
+            run_spec, spec_path, workdir, repeat, signature, left_out, reads, linked, hide
         )
 
     lines: list[str] = []
@@ -147,6 +156,12 @@ def verify(
             after.append(f"it did not come back in the workdir either (run {here.result.run_id})")
     left_out = [name for name in own if name not in needed]
     without = f" (without {_names(left_out)} of your shell)" if left_out else ""
+    if hidden:
+        # Said: the copy's runs imported the project from the copy, or failed saying so.
+        without += (
+            f" (your editable install of {_names([i.name for i in hidden])} hidden: the "
+            "copy's files imported)"
+        )
     them = "it" if len(done.linked) == 1 else "them"
     links = f", {_names(done.linked)} linked (no bundle carries {them})" if done.linked else ""
     lines.append(
@@ -168,11 +183,13 @@ def _rerun_copied(
     left_out: Sequence[str],
     reads: Reads,
     linked: Sequence[str],
+    hide: str = "",
 ) -> Rerun:
     """`_rerun` of a copy of the spec's tree, made in a new folder outside the workdir
     (a program that looks up its folders for a config must not find the workdir's) and
     removed after, with the imports and reads recorded: `lacking` is what of the workdir
-    it looked for there and did not find."""
+    it looked for there and did not find. `hide`: HIDE_INSTALLS_VAR's value, when the
+    workdir's project has editable installs to hide from the copy's runs."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.export.bundle import MAX_FILE_BYTES
     from reprospec.export.tree import copy_tree, spec_tree
@@ -196,7 +213,7 @@ def _rerun_copied(
         dest = Path(scratch)
         copied_spec = copy_tree(tree, dest, linked=links)
         copied_workdir = dest / tree.place(workdir)
-        with environ.changed({RECORD_IMPORTS_VAR: "1"}):
+        with environ.changed({RECORD_IMPORTS_VAR: "1", HIDE_INSTALLS_VAR: hide or None}):
             rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out)
         lacking = tuple(
             f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
@@ -232,6 +249,17 @@ def _needed(own: Sequence[str], check: Callable[[Iterable[str]], Rerun]) -> tupl
         else:
             break  # it needs variables from both halves: keep them all
     return tuple(found)
+
+
+def _hidden(installs: Sequence[LocalInstall]) -> str:
+    """HIDE_INSTALLS_VAR's value for `installs` (the stackdump sitecustomize reads it): the
+    folders they serve modules from and the top-level modules they serve; '' for none."""
+    if not installs:
+        return ""
+    import json
+
+    roots = [r for i in installs for r in i.roots]
+    return json.dumps({"roots": roots, "modules": [m for i in installs for m in i.modules]})
 
 
 def _names(names: Sequence[str], shown: int = 4) -> str:

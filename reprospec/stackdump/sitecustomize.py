@@ -193,6 +193,57 @@ def _record_reads(folder: str) -> None:
     sys.addaudithook(_opened)
 
 
+def _hide_installs() -> None:
+    """`reprospec capture`'s verify: the user's editable installs of the workdir's project,
+    hidden, so that the copy of the spec imports the copy's files or nothing.
+
+    REPROSPEC_HIDE_INSTALLS holds `{"roots": [...], "modules": [...]}`: the folders the
+    installs serve their modules from (the checkout's `src/`) and the top-level modules
+    they serve. An editable install is a `.pth` path or a finder of its own on every
+    interpreter start; the copy is first on the path (the spec's PYTHONPATH), but a module
+    the copy lacked came from the checkout unseen, and the verify said `reproduced` of a
+    spec whose bundle failed elsewhere with ModuleNotFoundError. The roots leave
+    sys.path, and a finder first on sys.meta_path serves those modules from the path
+    alone (never the install's own finder), or says what was hidden.
+    """
+    text = os.environ.get("REPROSPEC_HIDE_INSTALLS")
+    if not text:
+        return
+    import importlib.machinery
+    import json
+
+    hidden = json.loads(text)
+    roots = [os.path.abspath(r) for r in hidden["roots"]]
+    tops = frozenset(hidden["modules"])
+    sys.path[:] = [e for e in sys.path if not (isinstance(e, str) and os.path.abspath(e) in roots)]
+
+    def under(origin: str | None) -> bool:
+        return origin is not None and any(origin.startswith(r + os.sep) for r in roots)
+
+    class _Hidden:
+        @staticmethod
+        def find_spec(
+            name: str, path: Sequence[str] | None = None, _target: object = None
+        ) -> importlib.machinery.ModuleSpec | None:
+            if name.partition(".")[0] not in tops:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and not under(spec.origin):
+                return spec
+            parents = name.split(".")[:-1]
+            there = [os.path.join(root, *parents) for root in roots]
+            if importlib.machinery.PathFinder.find_spec(name, there) is None:
+                return None  # nowhere: Python's own "No module named"
+            raise ModuleNotFoundError(
+                f"No module named {name!r} in the copy of the spec: reprospec's verify "
+                f"hid your editable install of it ({', '.join(roots)}), which the spec "
+                "does not carry",
+                name=name,
+            )
+
+    sys.meta_path.insert(0, _Hidden)
+
+
 def _perturb() -> None:
     """environment.perturb's in-interpreter part, before any user code (perturb/apply.py).
 
@@ -271,6 +322,10 @@ def _install() -> None:
         _report_perturb(exc)
     try:  # noqa: SIM105 (no stderr to write to: nothing to arm)
         _arm_fatal()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _hide_installs()
     except Exception:
         pass
     try:  # noqa: SIM105

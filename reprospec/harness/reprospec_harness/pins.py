@@ -1,11 +1,18 @@
 """The distributions behind a program's imports, read in the interpreter that ran it.
 
 `python -m reprospec_harness.pins MODULE...` (the module names the program's processes
-looked for) prints `{"python": "3.11", "pins": ["numpy==2.1.0", ...]}`.
+looked for) prints `{"python": "3.11", "pins": ["numpy==2.1.0", ...], "local": [...]}`.
 capture pins `environment.packages` from it: read in the engine's own interpreter, a
 command run by another one (`/opt/py/bin/python t.py`, or `capture --python`) got the
 engine's versions (Pygments 2.21.0 where the program ran 2.20.0) and lost the packages the
 engine lacks. Standard library only, as the rest of the harness.
+
+A distribution installed from a folder of this machine (PEP 610's direct_url.json:
+`pip install -e .` of the user's own project, `pip install ./proj`, a local git clone) is
+no index's: `mypkg==0.1.0` made every venv and docker build of the spec fail. It is in
+`local` instead, with the folders an editable one serves its imported modules from
+(`roots`); one from a VCS or a URL is pinned as the direct reference an installer can
+fetch again (`name @ git+https://...@COMMIT`).
 """
 
 from __future__ import annotations
@@ -23,22 +30,50 @@ OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_di
 def distributions(modules: Iterable[str]) -> list[str]:
     """`name==version` of every distribution that provides a top-level module in `modules`
     (the standard library and the engine's own modules left out), sorted; of those one
-    of them requires, only what the program chose (the rest comes with it)."""
+    of them requires, only what the program chose (the rest comes with it). A local
+    install is not among them (`read`)."""
+    return read(modules)[0]
+
+
+def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
+    """The pins of `distributions`, and the distributions behind `modules` installed from
+    this machine's folders or files (`_direct`), each `{"name", "version", "path",
+    "editable", "roots", "modules"}`: `roots`, the folders an editable one serves the
+    imported top-level `modules` from."""
     tops = {name.split(".", 1)[0] for name in modules}
     tops -= _standard_library() | OWN_MODULES
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
     owners = _owners()
+    _add_editable_owners(owners, tops)
     pinned: dict[str, str] = {}
+    local: dict[str, dict[str, object]] = {}
     needed: set[str] = set()
     for top in sorted(tops):
         for dist in owners.get(top, ()):
             if dist.lower() in ("reprospec", "pip", "setuptools"):
                 continue
+            key = _normalized(dist)
             try:
-                pinned.setdefault(_normalized(dist), f"{dist}=={metadata.version(dist)}")
-                requires = metadata.requires(dist) or []
+                found = metadata.distribution(dist)
+                version = found.version
+                requires = found.requires or []
             except metadata.PackageNotFoundError:
                 continue
+            pin, path, editable = _direct(dist, version, found.read_text("direct_url.json"))
+            if path is not None:
+                # No installer fetches it again, and what it requires is no longer
+                # installed with it: each is pinned for itself, as the program chose it.
+                entry = local.setdefault(
+                    key,
+                    {"name": dist, "version": version, "path": path, "editable": editable,
+                     "roots": [], "modules": []},
+                )  # fmt: skip
+                roots, tops_served = entry["roots"], entry["modules"]
+                if editable and isinstance(roots, list) and isinstance(tops_served, list):
+                    roots += [r for r in _roots(top) if r not in roots]
+                    tops_served.append(top)
+                continue
+            pinned.setdefault(key, pin)
             # Not a requirement of an extra (`pytest; extra == "testing"`): that one is not
             # installed with it, and execnet's left pytest itself unpinned.
             needed |= {
@@ -47,7 +82,73 @@ def distributions(modules: Iterable[str]) -> list[str]:
                 if not re.search(r"\bextra\s*==", r.partition(";")[2])
             }
     chosen = [pin for name, pin in pinned.items() if name not in needed] or list(pinned.values())
-    return sorted(chosen, key=str.lower)
+    return sorted(chosen, key=str.lower), [local[name] for name in sorted(local)]
+
+
+def _add_editable_owners(owners: dict[str, list[str]], tops: Iterable[str]) -> None:
+    """Each of `tops` an editable install serves from its project's folder, added to its
+    owners: an editable wheel's files are a `.pth` (and a finder), and without a
+    `top_level.txt` (hatchling's, flit's, uv's) no file names the module, so the
+    project was neither pinned nor said to be installed at all."""
+    from pathlib import Path
+
+    folders: list[tuple[str, Path]] = []
+    for dist in metadata.distributions():
+        _, path, editable = _direct("", "", dist.read_text("direct_url.json"))
+        name = dist.metadata["Name"]
+        if editable and path and name:
+            folders.append((name, Path(path).resolve()))
+    for top in tops if folders else ():
+        for root in _roots(top):
+            for name, folder in folders:
+                served = Path(root).resolve() == folder or folder in Path(root).resolve().parents
+                if served and name not in owners.get(top, []):
+                    owners.setdefault(top, []).append(name)
+
+
+def _direct(name: str, version: str, direct_url: str | None) -> tuple[str, str | None, bool]:
+    """The requirement that installs `name` again, and, for an install from a folder of
+    this machine (a `file://` URL in its PEP 610 direct_url.json, but a wheel's or an
+    sdist's: a release of that version, which a wheelhouse serves), the path it came from
+    and whether it is editable (then the pin is unused)."""
+    try:
+        found = json.loads(direct_url) if direct_url else None
+    except ValueError:
+        found = None
+    url = found.get("url") if isinstance(found, dict) else None
+    if not isinstance(found, dict) or not isinstance(url, str):
+        return f"{name}=={version}", None, False
+    if url.startswith("file://") and "archive_info" in found:
+        return f"{name}=={version}", None, False
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+
+        info = found.get("dir_info")
+        editable = isinstance(info, dict) and info.get("editable") is True
+        return "", unquote(urlsplit(url).path), editable
+    vcs = found.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") and vcs.get("commit_id"):
+        return f"{name} @ {vcs['vcs']}+{url}@{vcs['commit_id']}", None, False
+    return f"{name} @ {url}", None, False
+
+
+def _roots(top: str) -> list[str]:
+    """The folders the top-level module `top` is imported from here (its package's parent,
+    or each folder of a namespace package's): where an editable install serves it, whether
+    through a `.pth` path or a finder of its own (setuptools' `__editable__` finder)."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.origin and Path(spec.origin).is_absolute():
+        folder = Path(spec.origin).parent
+        return [str(folder.parent if spec.submodule_search_locations else folder)]
+    return [str(Path(p).parent) for p in spec.submodule_search_locations or ()]
 
 
 def _standard_library() -> set[str]:
@@ -90,8 +191,16 @@ def _normalized(name: str) -> str:
 
 
 def main() -> None:
+    # `-m` put the current folder first: the workdir's own modules and a project's
+    # `mypkg.egg-info` there are not what the installs serve (an editable install read
+    # through it had no direct_url.json, and was pinned as an index's).
+    from pathlib import Path
+
+    if sys.path and Path(sys.path[0] or ".").resolve() == Path.cwd().resolve():
+        del sys.path[0]
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    print(json.dumps({"python": version, "pins": distributions(sys.argv[1:])}))
+    pins, local = read(sys.argv[1:])
+    print(json.dumps({"python": version, "pins": pins, "local": local}))
 
 
 if __name__ == "__main__":

@@ -4,15 +4,19 @@ the local files behind module names, the pinned distributions, and the text the 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from reprospec.capture.footprint import (
+    LocalInstall,
     crash_frame,
     environment_lines,
     hung_import,
     local_files,
+    local_note,
+    with_import_roots,
 )
 from reprospec.capture.toggles import propose
 from reprospec.capture.writer import (
@@ -67,6 +71,36 @@ def test_a_setting_the_command_line_sets_is_written_as_its_value() -> None:
     # The shell's own variables keep the wider rule: never written, whatever the name.
     shell = environment_lines({"HF_TOKENIZER_KEYS": "x1y2"}, propose(["python", "a.py"]), False)
     assert [line.value for line in shell] == ["${{ env.HF_TOKENIZER_KEYS }}"]
+
+
+def test_an_editable_project_in_the_workdir_is_imported_from_its_folders(tmp_path: Path) -> None:
+    # `pip install -e .` of the workdir's project: no pin (no index has it), the spec's
+    # PYTHONPATH leads with the folder the install served the modules from.
+    project = LocalInstall(
+        "mypkg", "0.1.0", str(tmp_path), editable=True, roots=(str(tmp_path / "src"),)
+    )
+    assert project.carried_roots(tmp_path) == ("src",)
+    assert replace(project, roots=(str(tmp_path),)).carried_roots(tmp_path) == (".",)
+    outside = replace(project, path="/opt/lib", roots=("/opt/lib/src",))
+    assert outside.carried_roots(tmp_path) is None
+    assert replace(project, editable=False).carried_roots(tmp_path) is None
+    given = (
+        EnvLine("PYTHONPATH", "vendor", "set on the command line"),
+        EnvLine("OMP_NUM_THREADS", "1"),
+    )
+    lines = with_import_roots(given, (project, outside), tmp_path)
+    assert lines[0] == EnvLine(
+        "PYTHONPATH",
+        "src:vendor",
+        "mypkg: your editable install's modules, from the workdir; set on the command line",
+    )
+    assert lines[1:] == given[1:]
+    assert with_import_roots(given, (outside,), tmp_path) == given
+    assert local_note(project, tmp_path).startswith(
+        "mypkg 0.1.0 is your editable install of . (pip install -e), which no index has"
+    )
+    assert "outside the workdir" in local_note(outside, tmp_path)
+    assert "was installed from" in local_note(replace(project, editable=False), tmp_path)
 
 
 def test_rate_bounds_follow_what_was_observed() -> None:

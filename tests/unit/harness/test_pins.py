@@ -16,3 +16,29 @@ def test_a_requirement_of_an_extra_leaves_the_package_pinned() -> None:
     # with execnet, and a captured `pytest -n 2` spec pinned execnet alone (a new user).
     pinned = distributions(["execnet", "pytest"])
     assert [p.split("==")[0].lower() for p in pinned] == ["execnet", "pytest"]
+
+
+def test_an_install_from_a_folder_is_no_pin_and_a_vcs_one_is_its_direct_reference() -> None:
+    # PEP 610's direct_url.json, as pip and uv write it. `pip install -e .` of the user's
+    # own project was pinned `mypkg==0.1.0`, which no index has.
+    from reprospec_harness.pins import _direct
+
+    editable = '{"url": "file:///src/my%20proj", "dir_info": {"editable": true}}'
+    assert _direct("mypkg", "0.1.0", editable) == ("", "/src/my proj", True)
+    assert _direct("mypkg", "0.1.0", '{"url": "file:///src/proj", "dir_info": {}}') == (
+        "",
+        "/src/proj",
+        False,
+    )
+    # A wheel file is a release of its version, which a wheelhouse serves: pinned.
+    wheel = '{"url": "file:///w/nu-1.2.3-py3-none-any.whl", "archive_info": {}}'
+    assert _direct("nu", "1.2.3", wheel) == ("nu==1.2.3", None, False)
+    vcs = (
+        '{"url": "https://github.com/o/r.git", '
+        '"vcs_info": {"vcs": "git", "commit_id": "4f2a9c1", "requested_revision": "main"}}'
+    )
+    assert _direct("r", "0.0.1", vcs) == ("r @ git+https://github.com/o/r.git@4f2a9c1", None, False)
+    remote = '{"url": "https://h/x-1.0.tar.gz", "archive_info": {"hashes": {}}}'
+    assert _direct("x", "1.0", remote) == ("x @ https://h/x-1.0.tar.gz", None, False)
+    for index in (None, "", "not json", "[]"):
+        assert _direct("numpy", "2.1.0", index) == ("numpy==2.1.0", None, False)
