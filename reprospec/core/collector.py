@@ -11,7 +11,10 @@ The command line's process holds the collector off while it imports and sets up 
 then freezes what it made (`gc.freeze`: left out of every later walk, never freed) and turns
 the collector back on before the first attempt (`release`): a run of 65,536 cells makes
 cyclic garbage (exceptions with their tracebacks, parsed documents) that only it frees.
-Imports later in the run (the outputs' libraries, `importing`) are made the same way.
+Imports later in the run (the outputs' libraries, `importing`) are made with the collector
+off too, but nothing is frozen after them: by then the run's own cyclic garbage (results,
+tracebacks) is among the young objects, and a search that runs many probes in one process
+would keep each probe's for good.
 
 A caller of the Python API keeps its own collector as it was: nothing of its is frozen.
 """
@@ -44,14 +47,11 @@ def release() -> None:
 
 @contextmanager
 def importing() -> Iterator[None]:
-    """Imports in the middle of a run: the collector off while they run and, in the command
-    line's process, what they made frozen after them."""
+    """Imports in the middle of a run: the collector off while they run, as it was after."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if _held:
-            gc.freeze()
         if was:
             gc.enable()

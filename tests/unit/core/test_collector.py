@@ -38,7 +38,9 @@ def test_the_command_line_holds_the_collector_until_the_attempts() -> None:
     assert gc.get_freeze_count() == frozen
 
 
-def test_imports_in_the_middle_of_the_command_lines_run_are_frozen_too() -> None:
+def test_imports_in_the_middle_of_a_run_freeze_nothing() -> None:
+    # By then the run's own garbage is among the young objects: a search's probes, each
+    # with its imports at the end, would keep every probe's for good (review).
     collector.hold()
     collector.release()
     frozen = gc.get_freeze_count()
@@ -46,7 +48,7 @@ def test_imports_in_the_middle_of_the_command_lines_run_are_frozen_too() -> None
         assert not gc.isenabled()
         made: list[list[int]] = [[] for _ in range(1000)]
     assert gc.isenabled()
-    assert gc.get_freeze_count() >= frozen + len(made)
+    assert gc.get_freeze_count() == frozen, len(made)
 
 
 def test_an_api_caller_keeps_its_collector_as_it_was() -> None:
