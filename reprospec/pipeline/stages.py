@@ -120,6 +120,7 @@ def execute(
     # The spec is rerun from a report or a bundle: masked so it stays valid YAML.
     spec_text = redactor.spec_text(spec_text_of(spec))
     started = _now()
+    ended: str | None = None  # a resume that runs nothing keeps the end it had
     # Each cell's results.json entry, written as it is judged (store/cellspool.py).
     with Store(options.out) as store, CellSpool(folder.results_spool, len(plan.cells)) as spool:
         if resume is not None:
@@ -127,6 +128,10 @@ def execute(
             # (the store's row kept that time all along).
             begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
+            if begun is not None and begun.status == "finished" and begun.finished:
+                # Its folder written again from the store (removed by hand): no attempt
+                # runs, and the run still ended when it did (review).
+                ended = begun.finished
             if begun is not None:
                 files_warnings += files_since(begun.environment, files, run_id)
             store.resume_run(run_id)
@@ -142,7 +147,8 @@ def execute(
                 {} if files is None else {FILES_FIELD: files},
                 started=started,  # the same second as results.json's, which a resume keeps
             )
-        keeper = _Keeper(store, run_id, stored=len(resume.done) if resume else 0)
+        stored_before = len(resume.done) if resume else 0
+        keeper = _Keeper(store, run_id, stored=stored_before)
         judged = JudgedCells(plan, spool.add, redactor)
         executor = AttemptExecutor(runner, folder)
 
@@ -200,7 +206,7 @@ def execute(
             spec_text=spec_text,
             runner=options.runner,
             started=started,
-            finished=_now(),
+            finished=ended if ended is not None and keeper.stored == stored_before else _now(),
             environment=environment,
             cells=cells,
             command_line=options.command_line,
@@ -229,6 +235,7 @@ def execute(
                     run_id,
                     "interrupted" if interrupted else "finished",
                     environment=result.environment,
+                    finished=result.finished,
                 )
             except StoreError as exc:
                 keeper.failed(str(exc))

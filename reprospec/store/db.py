@@ -208,6 +208,7 @@ class StoredRun:
     environment: JsonObject
     env_fingerprint: str
     started: str = ""  # when the run first began (a resume keeps it)
+    finished: str = ""  # when it last ended ("" while it runs or was killed)
 
 
 # json.dumps(value, sort_keys=True, ensure_ascii=False, default=str), its encoder made once:
@@ -649,6 +650,7 @@ class Store:
             environment=environment if isinstance(environment, dict) else {},
             env_fingerprint=row["env_fingerprint"],
             started=row["started"] or "",
+            finished=row["finished"] or "",
         )
 
     def runs(

@@ -405,6 +405,15 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
     assert (files["same"], files["changed"]) == (0, [])
 
 
+def _unique_prefix(run_id: str, other: str) -> str:
+    """The shortest prefix of `run_id` past its date that `other` does not start with: two
+    runs begun in the same second share all but their last characters."""
+    return next(
+        run_id[:n] for n in range(len("20261130-194146"), len(run_id) + 1)
+        if not other.startswith(run_id[:n])
+    )  # fmt: skip
+
+
 def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -431,7 +440,7 @@ def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
     folder = gone.out.resolve() / "runs" / gone_id
     for args in (
         ("report", gone_id),
-        ("report", gone_id[:20]),  # a unique prefix, as history's ids are given
+        ("report", _unique_prefix(gone_id, kept_id)),  # as history's ids are given
         ("report", str(folder)),
         ("compare", gone_id, kept_id),
         ("bundle", gone_id, "-o", str(tmp_path / "b.tar.gz"), "--out", str(gone.out)),
@@ -451,9 +460,14 @@ def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
     # A run the store never had is still "no run".
     assert "no run 'nope'" in cli("report", "nope").stderr
     # As it advises: the resume writes the folder again from the store, running nothing.
+    time.sleep(1.1)  # a second later: an end rewritten as the resume's would differ
     resumed = cli("run", "--resume", gone_id, "--out", str(gone.out))
     assert resumed.code == 0, resumed.stderr
     report = cli("report", gone_id, "--format", "json")
     assert report.code == 0, report.stderr
     assert json.loads(report.stdout)["summary"]["reproduced"] == 1
+    # Nothing ran: the run still ended when it did, in the report and in history (review).
+    assert json.loads(report.stdout)["finished"] == listed[gone_id]["finished"]
+    again = {r["run_id"]: r for r in json.loads(cli("history", "--format", "json").stdout)}
+    assert again[gone_id]["finished"] == listed[gone_id]["finished"]
     assert "folder missing" not in cli("history").stdout
