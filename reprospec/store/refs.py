@@ -95,6 +95,25 @@ def stored_run(name: str, out_root: Path) -> tuple[str, str, str] | None:
     return str(run_id), str(spec_path), str(command_line or "")
 
 
+def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
+    """The ids of the runs the store under `out_root` holds that start with `prefix` (at
+    most `limit`; none where it cannot be read): a prefix is unique among the runs, not
+    only among the folders left (a folder removed by hand is still a run)."""
+    db = out_root / "results.db"
+    if not prefix or not db.is_file():
+        return []
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(
+                "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ? "
+                "ORDER BY run_id LIMIT ?",
+                (prefix, prefix, limit),
+            ).fetchall()
+    except sqlite3.Error:
+        return []
+    return [str(row[0]) for row in rows]
+
+
 def is_latest(ref: str) -> bool:
     """Whether `ref` is `latest` or `latest~N`."""
     return _LATEST.match(ref.strip()) is not None

@@ -44,7 +44,7 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.refs import resolve_run_id, stored_run
+from reprospec.store.refs import resolve_run_id, stored_ids, stored_run
 from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
 
 FORMAT = 1
@@ -476,11 +476,13 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
         if RunFolder(runs / name).results_json.is_file():
             return RunFolder(runs / name).results_json
         matches = sorted(p for p in runs.glob(f"{name}*/{RESULTS_JSON}"))
+        # The runs the store lists count too: a prefix shared with a run whose folder was
+        # removed would name the other run without a word.
+        ids = sorted({p.parent.name for p in matches} | set(stored_ids(name, out_root)))
+        if len(ids) > 1:
+            raise UsageError(f"run id {name!r} is ambiguous: {', '.join(ids[:5])}")
         if len(matches) == 1:
             return matches[0]
-        if len(matches) > 1:
-            ids = ", ".join(p.parent.name for p in matches[:5])
-            raise UsageError(f"run id {name!r} is ambiguous: {ids}")
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
     gone = _folder_gone(path, out_root)

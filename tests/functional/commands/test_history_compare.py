@@ -457,6 +457,17 @@ def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
         ), refused.stderr
         assert "Traceback" not in refused.stderr
     assert cli("report", kept_id).code == 0
+    # A prefix of both runs is ambiguous, the one without its folder counted.
+    shared = gone_id[
+        : next(i for i, (a, b) in enumerate(zip(gone_id, kept_id, strict=False)) if a != b)
+    ]
+    ambiguous = cli("report", shared)
+    assert ambiguous.code == 2, ambiguous.stderr
+    assert ambiguous.stderr.startswith(f"reprospec: run id {shared!r} is ambiguous: "), (
+        ambiguous.stderr
+    )
+    assert gone_id in ambiguous.stderr
+    assert kept_id in ambiguous.stderr
     # A run the store never had is still "no run".
     assert "no run 'nope'" in cli("report", "nope").stderr
     # As it advises: the resume writes the folder again from the store, running nothing.
