@@ -113,9 +113,11 @@ def bisect_spec(
     folder = request.out / "bisect" / bisect_id
     known, resumed = load_state(folder / "state.json", versions, request.fresh)
     if resumed:
+        # Evidence by version, weighed whole (search.bisect's `known`), whatever the budget.
         say(
-            f"resuming {bisect_id}: {sum(t.attempts for t in known.values())} attempt(s) "
-            f"already ran"
+            f"continuing bisect {bisect_id}: {sum(t.attempts for t in known.values())} "
+            f"attempt(s) from an earlier run, counted in the budget of {request.budget} "
+            f"(--fresh starts over)"
         )
     min_rate = request.min_rate
     if min_rate is None:

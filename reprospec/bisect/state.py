@@ -17,7 +17,7 @@ from pathlib import Path
 from reprospec.bisect import search
 from reprospec.bisect.search import BisectResult, Trial
 from reprospec.core.jsontypes import JsonObject
-from reprospec.core.words import perturbed_phrase
+from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.environment import packages
 
 STATE_FORMAT = 1
@@ -49,7 +49,11 @@ class BisectRequest:
 
     def key(self, spec_text: str, program: str = "") -> str:
         """The bisect's id: the same question about the same spec and program (its files'
-        digest, export.tree.program_digest) resumes the same state."""
+        digest, export.tree.program_digest) resumes the same state. Keyed on what decides a
+        candidate's outcome (the per-attempt timeout too: a hang at 5s may pass at 60s, and
+        a state kept across them judged versions by attempts the new timeout never ran), not
+        on the search's settings (--budget, --error, --min-rate, -j): a larger --budget
+        continues the bisect, as isolate's, amplify's and minimize's do."""
         parts = [
             spec_text,
             program,
@@ -63,6 +67,7 @@ class BisectRequest:
             self.pre,
             self.by_date,
             str(self.find_links or ""),
+            self.timeout_s,
         ]
         digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:10]
         what = self.package or "environment"
@@ -236,6 +241,8 @@ def render_markdown(report: BisectReport) -> str:
         f"{len(report.versions)} candidates.",
         "",
     ]
+    if result.status == "undecided":
+        lines += [f"{budget_continues('bisect', result.attempts).capitalize()}.", ""]
     if request.command_line:
         lines += ["Rerun (resumes from the saved state):", "", f"    {request.command_line}", ""]
     lines += [

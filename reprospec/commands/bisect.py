@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reprospec.commands import options as opt
 from reprospec.core.logtext import printable
-from reprospec.core.words import perturbed_phrase
+from reprospec.core.words import budget_continues, perturbed_phrase
 from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED
 
 
@@ -54,7 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         default="venv",
         help="venv (default): one uv environment per version; docker: one image",
     )
-    opt.budget(p, default=None, help="most attempts in all (default 150)")
+    opt.budget(
+        p,
+        default=None,
+        help="most attempts in all (default 150); the same command with a larger one "
+        "continues the bisect, its attempts so far kept",
+    )
     opt.jobs(p, help="attempts of one version at once")
     opt.fraction_option(p, "--error", help="stated error probability of the answer (default 0.01)")
     opt.fraction_option(
@@ -164,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
             print("changed between the last good and the first bad day:")
             for name, before, after in report.changed:
                 print(f"  {name}: {before or '-'} -> {after or '-'}")
+        if report.result.status == "undecided":  # out of budget: a larger one goes on
+            print(budget_continues("bisect", report.result.attempts))
         print(f"{report.result.attempts} attempts; report: {report.folder / 'bisect.md'}")
     status = report.result.status
     if status == "found":

@@ -347,6 +347,7 @@ __all__ = [
     "VERDICT_MARKS",
     "attempt_phrase",
     "attempts_phrase",
+    "budget_continues",
     "chain_phrase",
     "expectation_phrase",
     "injected_phrase",
@@ -355,6 +356,7 @@ __all__ = [
     "outcome_phrase",
     "plural",
     "rate_phrase",
+    "replayed_phrase",
     "seconds",
     "shorten",
     "shorten_command",
@@ -373,4 +375,26 @@ def perturbed_phrase(perturbed: Iterable[str]) -> str:
     return (
         f"amplified: found under environment.perturb ({'; '.join(perturbed)}); "
         f"without it the failure is rarer"
+    )
+
+
+def replayed_phrase(attempts: int, probes: int) -> str:
+    """` (12 of them replayed from an earlier run: 5 probes)`, after a search's attempt count:
+    what this run answered from the state of an earlier one (interrupted, out of budget, or
+    finished) and did not run; "" when nothing was. The same words for isolate, amplify and
+    minimize."""
+    if not probes:
+        return ""
+    return f" ({attempts} of them replayed from an earlier run: {plural(probes, 'probe')})"
+
+
+def budget_continues(search: str, attempts: int, before: str = "") -> str:
+    """The line of a search that stopped at its `--budget`: the same command with a larger
+    one goes on from here (the search's folder is not keyed on the budget), and what it
+    ran so far is not run again; `before`: of what it ran, only what came before this
+    (minimize's `the final check`, of a program the longer search may not check)."""
+    return (
+        f"a larger --budget continues this {search}: its {plural(attempts, 'attempt')}"
+        f"{f' before {before}' if before else ''} {'is' if attempts == 1 else 'are'} "
+        f"replayed, not run again"
     )

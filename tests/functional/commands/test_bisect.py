@@ -266,7 +266,7 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
 
     second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr
-    assert "resuming" in second.stderr
+    assert "continuing bisect" in second.stderr
     result = json.loads(second.stdout)
     assert result["first_bad"] == "1.5"
     assert result["last_good"] == "1.4"
@@ -275,6 +275,47 @@ def test_an_interrupted_bisect_resumes_where_it_stopped(tmp_path: Path) -> None:
     for version, trial in before.items():
         assert tested[version]["attempts"] >= trial["attempts"]
         assert set(trial["runs"]) <= set(tested[version]["runs"])
+
+
+def test_a_larger_budget_continues_a_bisect_and_another_timeout_starts_over(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The rule of every search verb (docs/cli.md): a bisect's folder is keyed on what decides
+    # a candidate's outcome, not on --budget; --timeout decides one (a hang at 5s may pass
+    # at 60s) and was not in the key, so a bisect under another timeout judged versions by
+    # the attempts of the old one.
+    spec, wheels = demo_project(tmp_path, first_bad="1.5")
+    env = {venvs.ENVS_VARIABLE: str(tmp_path / "envs"), **uv_environment()}
+    args = (
+        "bisect", str(spec), "--package", DEMO, "--good", "1.0", "--bad", "1.7",
+        "--find-links", str(wheels), "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    short = cli(*args, "--budget", "3", env=env, timeout=600)
+    assert short.code == 1, short.stderr
+    assert "undecided: budget of 3 attempts spent" in short.stdout
+    assert (
+        "a larger --budget continues this bisect: its 3 attempts are replayed, not run again"
+    ) in short.stdout
+    (folder,) = (tmp_path / "out" / "bisect").iterdir()
+    before = json.loads((folder / "state.json").read_text())["trials"]
+
+    longer = cli(*args, "--budget", "150", "--format", "json", env=env, timeout=600)
+    assert longer.code == 0, longer.stderr
+    assert (
+        f"continuing bisect {folder.name}: 3 attempt(s) from an earlier run, counted in the "
+        "budget of 150"
+    ) in longer.stderr
+    result = json.loads(longer.stdout)
+    assert (result["id"], result["first_bad"], result["last_good"]) == (folder.name, "1.5", "1.4")
+    tested = {t["version"]: t for t in result["tested"]}
+    for version, trial in before.items():  # kept and counted, not run again
+        assert set(trial["runs"]) <= set(tested[version]["runs"])
+    assert result["attempts"] == sum(t["attempts"] for t in result["tested"])
+
+    timed = cli(*args, "--budget", "3", "--timeout", "20s", "--format", "json", env=env)
+    assert timed.code == 1, timed.stderr
+    assert "continuing bisect" not in timed.stderr
+    assert json.loads(timed.stdout)["id"] != folder.name
 
 
 def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
