@@ -10,7 +10,8 @@ Each probe is a normal run through the Python API (`reprospec.run`, purpose
 when it matches the spec's signature, and a different one is kept apart as what
 the perturbation provoked instead. Every attempt is stored like a run's; the
 amplify folder (state.py) remembers which run answered which probe, so running
-the same command again replays them and runs only what is new.
+the same command again, or with a larger --budget, replays them and runs only what
+is new.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import Perturb, SectionError
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
-from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import AttemptKind
-from reprospec.isolation.state import isolation_id
+from reprospec.isolation.state import search_id
 from reprospec.plan.failingcell import cell_filters, choose_failing_cell
 
 Progress = Callable[[str], None]
@@ -168,27 +168,23 @@ def amplify_spec(
         Arm(((name, value),), "single") for name, value in tries if (name, value) not in current
     ]
     settings = Settings(budget=options.budget, first=options.first, step=max(4, plan.parallel))
-    ident = isolation_id(
-        spec.name,
-        [
-            str(Path(spec.path).resolve()),
-            spec.source_text,
-            program_digest(plan.attempts),
-            json.dumps(list(run_options.overrides)),
-            cell.id,
-            json.dumps([a.label for a in singles]),
-            repr(settings),
-            run_options.runner,
-        ],
+    # Keyed on what a probe's outcome depends on and the question (the cell, the arms),
+    # not on --budget or -j (isolation.state.search_id): a larger budget continues.
+    ident = search_id(
+        spec, plan.attempts, run_options, [cell.id, json.dumps([a.label for a in singles])]
     )
     folder = run_options.out / "amplify" / ident
     state = StateFile(
         folder, {"spec": spec.name, "cell": cell.id, "tries": [a.label for a in singles]}
     )
     if state.stored:
-        say(f"resuming amplification {ident}: {state.stored} stored probe(s)")
+        say(
+            f"continuing amplification {ident}: {state.stored} probe(s) from an earlier run "
+            f"to replay, counted in the budget of {options.budget}"
+        )
     search = Amplification(singles, settings)
-    reused = 0
+    reused = 0  # stored probes (or parts of them) answered from the state
+    replayed = 0  # their attempts: counted in the budget as if run again
     interrupted = False
     rounds = 0
     while search.result is None and not interrupted:
@@ -203,16 +199,25 @@ def amplify_spec(
         )
         for probe in probes:
             arm = search.arms[probe.arm]
-            stored = state.take(arm.label)
-            if stored is not None:
-                reused += 1
-            else:
-                stored = _run_probe(spec.path, run_options, arm, probe, cancel)
-                if stored.interrupted:
+            pieces = state.take(arm.label, probe.attempts)
+            done = sum(len(p.kinds) for p in pieces)
+            reused += len(pieces)
+            replayed += done
+            if done < probe.attempts:
+                # The stored attempts ran out (or there were none): run the rest.
+                rest = Probe(probe.arm, probe.attempts - done)
+                ran = _run_probe(spec.path, run_options, arm, rest, cancel)
+                if ran.interrupted:
                     interrupted = True
                     break
-                state.add(stored)
-            search.record(probe, stored.kinds, stored.others, stored.infra_reason)
+                state.add(ran)
+                pieces.append(ran)
+            search.record(
+                probe,
+                tuple(k for p in pieces for k in p.kinds),
+                tuple(o for p in pieces for o in p.others),
+                next((p.infra_reason for p in reversed(pieces) if p.infra_reason), ""),
+            )
     if search.result is None:
         search.interrupt()
     assert search.result is not None
@@ -226,6 +231,7 @@ def amplify_spec(
         result=search.result,
         runs=tuple(state.runs()),
         reused=reused,
+        replayed=replayed,
         interrupted=interrupted,
         budget=options.budget,
         command_line=options.command_line,

@@ -23,7 +23,7 @@ from reprospec.amplify.search import AmplifyResult, ArmResult
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.results import Rate
-from reprospec.core.words import plural, rate_phrase
+from reprospec.core.words import budget_continues, plural, rate_phrase, replayed_phrase
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -41,10 +41,13 @@ class AmplifyReport:
     expectation: Expectation
     result: AmplifyResult
     runs: tuple[str, ...]
+    # Probes (or parts of them) answered from an earlier run of this amplification
+    # (interrupted, out of budget, or finished), and their attempts, counted in the budget.
     reused: int
     interrupted: bool
     budget: int
     command_line: str = ""
+    replayed: int = 0  # the attempts of the `reused` probes
     amplified_spec: Path | None = None
     # Why this cell, where the spec has several (plan/failingcell.py); "" for one cell.
     chosen: str = ""
@@ -113,9 +116,12 @@ def text(found: AmplifyReport) -> str:
             + (f"; {'; '.join(extra)}" if extra else "")
         )
     lines.append(
-        f"{plural(result.used, 'attempt')} of {found.budget}"
-        + (f" ({found.reused} probe(s) from an earlier run)" if found.reused else "")
+        f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
+        + replayed_phrase(found.replayed, found.reused)
     )
+    if result.budget_spent:
+        # The search is stored: a larger budget goes on from here (state.py).
+        lines.append(budget_continues("amplification", result.used))
     if found.amplified_spec is not None:
         lines.append(f"amplified spec: {found.amplified_spec}")
     return "\n".join(lines)
@@ -155,7 +161,12 @@ def markdown(found: AmplifyReport) -> str:
             f"| {arm.rate.low:.2f}–{arm.rate.high:.2f} | {_others(arm)} "
             f"| {arm.tally.infra or '–'}{': ' + arm.infra_reason if arm.tally.infra else ''} |"
         )
-    lines += ["", f"{plural(result.used, 'attempt')} of a budget of {found.budget}."]
+    lines += [
+        "",
+        f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
+        f"{replayed_phrase(found.replayed, found.reused)}."
+        + (f" {budget_continues('amplification', result.used)}." if result.budget_spent else ""),
+    ]
     if found.amplified_spec is not None:
         lines += [
             "",
@@ -220,6 +231,8 @@ def to_dict(found: AmplifyReport) -> JsonObject:
         "note": result.note,
         "runs": list(found.runs),
         "reused": found.reused,
+        "replayed": found.replayed,
+        "budget_spent": result.budget_spent,
         "interrupted": found.interrupted,
         "amplified_spec": None if found.amplified_spec is None else str(found.amplified_spec),
         "folder": str(found.folder),

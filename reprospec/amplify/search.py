@@ -149,6 +149,9 @@ class AmplifyResult:
     established: bool  # the leader's interval separates it from every other arm
     used: int
     note: str = ""
+    # The budget ended the search (not an established leader, nor an interruption): the
+    # same command with a larger --budget goes on from here.
+    budget_spent: bool = False
 
     @property
     def base(self) -> ArmResult:
@@ -262,7 +265,7 @@ class Amplification:
             return []
         left = self.settings.budget - self.used
         if left <= 0:
-            self._finish(established=False)
+            self._finish(established=False, budget_spent=True)
             return []
         base = self.rate(0)
         if base.low >= FREQUENT:
@@ -402,6 +405,7 @@ class Amplification:
         infra: bool = False,
         interrupted: bool = False,
         note: str = "",
+        budget_spent: bool = False,
     ) -> None:
         arms = tuple(
             ArmResult(
@@ -433,4 +437,5 @@ class Amplification:
             established and amplified,
             self.used,
             note=note,
+            budget_spent=budget_spent and not interrupted,
         )

@@ -7,11 +7,16 @@
       amplify.md       the report
       amplified.yaml   the spec with the winning perturbation set
 
-ID is the spec's name and a hash of what the search depends on (the spec, the
-program's files (export.tree.program_digest), the cell, the perturbations tried, the
-budget): the same `reprospec amplify` finds
-the same folder, replays the stored probes in order (the search is deterministic,
-so it asks for exactly them again) and runs only what is new.
+ID is the spec's name and a hash of what a probe's outcome depends on (the spec's
+text and program, the --set overrides, the runner, --timeout, --python: isolation.
+state.search_id) and of the question (the cell, the perturbations tried), not of the
+search's settings (--budget, -j): the same `reprospec amplify` finds the same folder,
+replays the stored attempts of each arm in the order they ran (the search is
+deterministic, so it asks for exactly them again) and runs only what is new. With a
+larger `--budget` it asks for the same probes until the smaller budget ran out and goes
+on from there; a probe that asks more attempts of an arm than are stored (the smaller
+budget cut its last round short) replays those and runs the rest, and one that asks
+fewer (a smaller budget) replays that many, the rest kept for the arm's next probe.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
@@ -87,12 +92,30 @@ class StateFile:
 
     @property
     def stored(self) -> int:
+        """Probes found from an earlier run of this amplification, not replayed yet."""
         return sum(len(q) for q in self._replay.values())
 
-    def take(self, arm: str) -> StoredProbe | None:
-        """The next stored probe of this arm, in the order they first ran."""
+    def take(self, arm: str, attempts: int) -> list[StoredProbe]:
+        """The arm's next stored attempts, in the order they ran, at most `attempts` of them,
+        as the probes (or parts of probes) that hold them; fewer, or none, when the stored
+        ones run out (the caller runs the rest). A probe cut here keeps its other attempts
+        first in line for the arm: a rerun under a smaller budget asks fewer near its end,
+        and replaying more would spend past the budget."""
         queue = self._replay.get(arm)
-        return queue.popleft() if queue else None
+        pieces: list[StoredProbe] = []
+        need = attempts
+        while queue and need > 0:
+            stored = queue.popleft()
+            if len(stored.kinds) > need:
+                # `others` holds a phrase per `other` attempt: cut where the kinds are.
+                split = stored.kinds[:need].count("other")
+                queue.appendleft(
+                    replace(stored, kinds=stored.kinds[need:], others=stored.others[split:])
+                )
+                stored = replace(stored, kinds=stored.kinds[:need], others=stored.others[:split])
+            pieces.append(stored)
+            need -= len(stored.kinds)
+        return pieces
 
     def add(self, probe: StoredProbe) -> None:
         self._probes.append(probe)

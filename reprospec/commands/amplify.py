@@ -59,7 +59,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="a perturbation to try, like switch_interval=1e-6 or memory_limit=256M "
         "(repeatable; default: switch_interval, cpus, cpu_load, malloc, gc)",
     )
-    opt.budget(p, default=300, help="attempts in all, infra errors included (default: 300)")
+    opt.budget(
+        p,
+        default=300,
+        help="attempts in all, infra errors included (default: 300); the same command with "
+        "a larger one continues the search, its attempts so far replayed",
+    )
     opt.overrides(p, help="override a spec field, value parsed as YAML")
     opt.jobs(p, help="attempts at once (default: run.parallel, else 1)")
     opt.runner(p)

@@ -65,7 +65,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.budget(
         p,
         default=1000,
-        help="attempts in all, passing cells and infra errors included (default: 1000)",
+        help="attempts in all, passing cells and infra errors included (default: 1000); the "
+        "same command with a larger one continues the search, its attempts so far replayed",
     )
     opt.fraction_option(
         p,

@@ -226,7 +226,8 @@ def text_or_json(p: argparse.ArgumentParser, *, help: str) -> None:
 
 
 def budget(p: argparse.ArgumentParser, *, default: int | None, help: str) -> None:
-    """`--budget N`: attempts in all for a search (isolate, bisect)."""
+    """`--budget N`: attempts in all for a search (isolate, amplify, minimize, bisect); not
+    part of a search's id, so a larger one continues the search (isolation.state.search_id)."""
     p.add_argument("--budget", type=positive, default=default, metavar="N", help=help)
 
 

@@ -31,7 +31,6 @@ from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import UsageError
-from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import AttemptKind, IsolationResult, Probe, Settings
 from reprospec.isolation.differences import (
     MISSING,
@@ -47,7 +46,7 @@ from reprospec.isolation.differences import (
 )
 from reprospec.isolation.report import IsolateResult, Side, set_in_words, write
 from reprospec.isolation.search import Isolation
-from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.isolation.state import StateFile, StoredProbe, search_id
 from reprospec.plan.failingcell import choose_failing_cell, fails
 
 if TYPE_CHECKING:
@@ -135,31 +134,14 @@ def isolate_spec(
         step=max(Settings.step, plan.parallel),
     )
     expect = {k: v for k, v in expectation.to_dict().items() if k != "rate"}
-    # What a probe's outcome depends on, and nothing the search only decides with: the
-    # settings (--budget, --error, --min-rate, -j) choose which probes run, never what one
-    # does, so a rerun with a larger budget replays the probes a smaller one ran and goes
-    # on (keyed on the settings, it started over: every probe ran again). The timeout and
-    # the interpreter are the probes' own: a hang at 5s may pass at 60s.
-    ident = isolation_id(
-        spec.name,
-        [
-            str(Path(spec.path).resolve()),
-            spec.source_text,
-            program_digest(plan.attempts),
-            json.dumps(list(run_options.overrides)),
-            key(failing.config),
-            key(passing.config),
-            json.dumps(expect, sort_keys=True),
-            run_options.runner,
-            json.dumps(
-                [
-                    run_options.timeout_s,
-                    run_options.python,
-                    str(run_options.find_links or ""),
-                    run_options.gpus,
-                ]
-            ),
-        ],
+    # The folder is keyed on what a probe's outcome depends on, and the question (the two
+    # sides, what failing means), never on the settings the search only decides with
+    # (state.search_id): a rerun with a larger budget replays the probes a smaller one ran.
+    ident = search_id(
+        spec,
+        plan.attempts,
+        run_options,
+        [key(failing.config), key(passing.config), json.dumps(expect, sort_keys=True)],
     )
     folder = run_options.out / "isolate" / ident
     state = StateFile(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import Cell, Expectation
 from reprospec.core.jsontypes import JsonObject, JsonValue
-from reprospec.core.words import perturbed_phrase, plural
+from reprospec.core.words import budget_continues, perturbed_phrase, replayed_phrase
 from reprospec.isolation.candidates import Candidate, IsolationResult
 from reprospec.isolation.differences import MISSING, Config, Difference, Setting, render
 
@@ -189,20 +189,13 @@ def text(found: IsolateResult) -> str:
     lines += [f"warning: {w}" for w in result.warnings]
     if result.status == "budget":
         # The search is stored: a larger budget goes on from here (state.py).
-        lines.append(
-            f"a larger --budget continues this search: its {plural(result.attempts, 'attempt')} "
-            f"are replayed, not run again"
-        )
+        lines.append(budget_continues("isolation", result.attempts))
     return "\n".join(lines)
 
 
 def _replayed(found: IsolateResult) -> str:
-    """` (12 of them, 5 probes, replayed from an earlier run)`: what this run did not run."""
-    if not found.reused:
-        return ""
-    return (
-        f" ({found.replayed} of them replayed from an earlier run: {plural(found.reused, 'probe')})"
-    )
+    """` (12 of them replayed from an earlier run: 5 probes)`: what this run did not run."""
+    return replayed_phrase(found.replayed, found.reused)
 
 
 def to_dict(found: IsolateResult) -> JsonObject:

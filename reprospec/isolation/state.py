@@ -8,7 +8,8 @@
 
 ID is the spec's name and a hash of what a probe's outcome depends on (the spec's
 text and program, both configurations, the expect, the runner, the timeout and the
-interpreter), not of the search's settings: running the same `reprospec isolate`
+interpreter: `search_id`, which amplify's and minimize's folders are keyed by too),
+not of the search's settings: running the same `reprospec isolate`
 again finds the same folder, replays the stored probes in order (the search is
 deterministic, so it asks for exactly the same ones) and runs only what is new.
 With a larger `--budget` it asks for the same probes until the smaller budget ran
@@ -26,11 +27,16 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import UsageError
+from reprospec.export.tree import program_digest
 from reprospec.isolation.candidates import ATTEMPT_KINDS, AttemptKind
+
+if TYPE_CHECKING:
+    from reprospec.core.inputs import AttemptPlan, Spec
+    from reprospec.core.runoptions import RunOptions
 
 # A state file holds one line per probe: far below this.
 MAX_STATE_BYTES = 64 << 20
@@ -89,6 +95,43 @@ def isolation_id(name: str, parts: Sequence[str]) -> str:
     """`NAME-HASH`: the same inputs give the same folder."""
     digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:10]
     return f"{name}-{digest}"
+
+
+def search_id(
+    spec: Spec, attempts: Sequence[AttemptPlan], options: RunOptions, question: Sequence[str]
+) -> str:
+    """The folder of a search (isolate's, amplify's, minimize's): `NAME-HASH` of what
+    decides a probe's outcome, and of the search's question (`question`: isolate's two
+    sides and expect, amplify's cell and perturbations, minimize's cells and program).
+
+    What decides an outcome, whichever search runs the probe: the spec's file and text, the
+    program it runs (export.tree.program_digest: its script, the local modules it imports,
+    the files it names, by content), the `--set` overrides, the runner, and what a probe
+    runs under (`--timeout`: a hang at 5s may pass at 60s; `--python`, `--find-links`,
+    `--gpus`, `--preload`). Never the search's own settings (`--budget`, `--error`,
+    `--min-rate`, `-j`): they choose which probes run, not what one does, so the same
+    command with a larger `--budget` finds the same folder, replays what the smaller one
+    ran and goes on (keyed on them, it started over and ran every probe again).
+    """
+    run = [
+        options.timeout_s,
+        options.python,
+        str(options.find_links or ""),
+        options.gpus,
+        None if options.preload is None else list(options.preload),
+    ]
+    return isolation_id(
+        spec.name,
+        [
+            str(Path(spec.path).resolve()),
+            spec.source_text,
+            program_digest(attempts),
+            json.dumps(list(options.overrides)),
+            options.runner,
+            json.dumps(run),
+            *question,
+        ],
+    )
 
 
 P = TypeVar("P")
@@ -160,17 +203,17 @@ class StateFile:
         or finished), not replayed yet."""
         return sum(len(q) for q in self._replay.values())
 
-    def take(self, key: str, attempts: int | None = None) -> StoredProbe | None:
+    def take(self, key: str, attempts: int) -> StoredProbe | None:
         """The next stored probe of this configuration, in the order they first ran, with at
         most `attempts` of its attempts (the rest stay first in line for this key): isolate
-        under a smaller budget than the stored run's asks for fewer near its end, and
-        replaying more would spend past its budget. None: the probe whole (minimize's)."""
+        and minimize under a smaller budget than the stored run's ask for fewer near its
+        end, and replaying more would spend past the budget."""
         with self._lock:
             queue = self._replay.get(key)
             if not queue:
                 return None
             stored = queue.popleft()
-            if attempts is not None and len(stored.kinds) > max(1, attempts):
+            if len(stored.kinds) > max(1, attempts):
                 cut = max(1, attempts)
                 queue.appendleft(replace(stored, kinds=stored.kinds[cut:]))
                 stored = replace(stored, kinds=stored.kinds[:cut])

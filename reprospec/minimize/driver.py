@@ -18,7 +18,8 @@ with `--set` of its values, in the spec's own workdir.
 
 The minimize folder (OUT/minimize/ID/state.json, isolate's StateFile) keeps
 which run answered which probe: the search is deterministic, so the same
-command after Ctrl-C replays the stored answers and runs only what is new.
+command after Ctrl-C, or with a larger --budget (ID is not keyed on it:
+isolation.state.search_id), replays the stored answers and runs only what is new.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
-from reprospec.isolation.state import StateFile, StoredProbe, isolation_id
+from reprospec.isolation.state import StateFile, StoredProbe, search_id
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, not_the_reduced_cell, write, write_reports
 from reprospec.minimize.search import Minimization, Probe, Settings
@@ -216,25 +217,31 @@ def _minimize(
         final_attempts=max(5, min(Settings.final_attempts, options.budget // 50)),
         final_passing=max(1, min(Settings.final_passing, options.budget // 200)),
     )
-    ident = isolation_id(
-        spec.name,
+    # Keyed on what a probe's outcome depends on and the question (the failing cell and
+    # the one step 1 reduced it to, the program, the passing cells run with each
+    # candidate, what counts as the same failure), not on --budget, --error, --min-rate or
+    # -j (isolation.state.search_id): a larger budget continues the minimization.
+    ident = search_id(
+        spec,
+        plan.attempts,
+        run_options,
         [
-            str(Path(spec.path).resolve()),
-            spec.source_text,
-            json.dumps(list(run_options.overrides)),
             failing.id,
             reduced.cell.id,
             original.key,
-            repr(settings),
-            run_options.runner,
+            json.dumps([c.id for c in passing]),
+            json.dumps(options.same_signature),
         ],
     )
     # Absolute: the candidates' folders below it become `--set environment.workdir=`, which
     # a spec resolves from its own folder, not from where the user typed the command.
     folder = run_options.out.resolve() / "minimize" / ident
-    state = StateFile(folder, {"spec": spec.name, "cell": failing.id, "budget": options.budget})
+    state = StateFile(folder, {"spec": spec.name, "cell": failing.id})
     if state.stored:
-        say(f"resuming minimization {ident}: {state.stored} stored probe result(s)")
+        say(
+            f"continuing minimization {ident}: {state.stored} probe(s) from an earlier run "
+            f"to replay, counted in the budget of {options.budget}"
+        )
     variables = [f"{len(original.env)} environment variable(s)"] if original.env else []
     files = ", ".join(p for p, _ in original.files) or "no Python files"
     what = (
@@ -316,7 +323,9 @@ def _minimize(
         signature=runner.signature,
         result=result,
         seconds=time.monotonic() - started,
-        reused=runner.reused,
+        reused=runner.reused + reduced.reused,
+        replayed=runner.replayed + reduced.replayed,
+        budget=options.budget,
         interrupted=interrupted,
         repro="",
         command_line=options.command_line,
@@ -721,13 +730,16 @@ class _Runner:
         saved = folder / "signature"
         self.signature = saved.read_text(encoding="utf-8") if saved.is_file() else ""
         self.signature_provisional = False
-        self.reused = 0
+        self.reused = 0  # probes answered from the state
+        self.replayed = 0  # their attempts: counted in the budget as if run again
 
     def run(self, program: Program, probe: Probe) -> StoredProbe:
         key = f"{probe.role}:{program.key}"
-        stored = self.state.take(key)
+        # At most the attempts asked: a smaller budget's search asks fewer near its end.
+        stored = self.state.take(key, probe.attempts)
         if stored is not None:
             self.reused += 1
+            self.replayed += len(stored.kinds)
             return replace(stored, interrupted=False)
         stored = self._run(program, probe, key)
         if not stored.interrupted:

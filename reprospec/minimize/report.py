@@ -35,7 +35,7 @@ from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Expectation, Spec
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Standalone
-from reprospec.core.words import perturbed_phrase
+from reprospec.core.words import budget_continues, perturbed_phrase, plural, replayed_phrase
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import copy_named
 from reprospec.minimize.program import Program, join_words
@@ -60,7 +60,9 @@ class Minimized:
     signature: str
     result: MinimizeResult
     seconds: float
-    reused: int  # probes answered from an earlier run of it (interrupted, or finished)
+    # Probes answered from an earlier run of it (interrupted, out of budget, or finished),
+    # step 1's (isolate's) included, and their attempts, counted in the budget.
+    reused: int
     interrupted: bool
     repro: str  # the standalone command (run in `output`)
     command_line: str = ""
@@ -73,6 +75,8 @@ class Minimized:
     # What DIR's own rerun of minimized.yaml missed ("" when it failed the same way, or was
     # not checked): the search ran where every workdir file was linked (driver.confirm_dir).
     unconfirmed: str = ""
+    replayed: int = 0  # the attempts of the `reused` probes
+    budget: int = 0  # --budget
     # The workdir's files DIR's rerun read that the result does not name (`"da" + "ta.txt"`):
     # copied into DIR and listed in minimized.yaml's `files` (driver.confirm_dir).
     added: tuple[str, ...] = ()
@@ -377,6 +381,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "repro": found.repro,
         "seconds": round(found.seconds, 1),
         "reused": found.reused,
+        "replayed": found.replayed,
         "id": found.id,
         "search": r.to_dict(),
         "settings": found.settings.to_dict() if found.settings else None,
@@ -440,11 +445,24 @@ def text(found: Minimized) -> str:
         if found.settings and found.settings.reset
         else ""
     )
+    figures = f"{plural(attempts(found), 'attempt')} of a budget of {found.budget}"
     return (
         first
         + settings
         + sentence(found)
+        + (f"\n{figures}{replayed_phrase(found.replayed, found.reused)}" if found.reused else "")
+        + (f"\n{_continues(found)}" if found.result.budget_spent else "")
         + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
+    )
+
+
+def _continues(found: Minimized) -> str:
+    """What a larger --budget replays: every attempt but the final check's, which checked
+    the smallest program seen so far, and a longer search checks a smaller one."""
+    r = found.result
+    final = r.rate.attempts + r.passing_checked.ran
+    return budget_continues(
+        "minimization", attempts(found) - final, "the final check" if final else ""
     )
 
 
@@ -484,12 +502,20 @@ def markdown(found: Minimized) -> str:
         f"{original.matched}/{original.attempts} ({original.low:.0%}-{original.high:.0%})",
         f"- **Passing cells with the result**: {r.passing_checked.passed}/"
         f"{r.passing_checked.ran} attempts passed",
-        f"- **Attempts**: {attempts(found)} of the budget ({r.attempts} for the program); "
+        f"- **Attempts**: {attempts(found)} of the budget"
+        f"{f' of {found.budget}' if found.budget else ''} ({r.attempts} for the program); "
         f"{r.ran} candidates ran, "
         f"{r.candidates - r.ran + 1} answered from the cache"
-        # An earlier run of the same minimization, interrupted or finished (a finished one
-        # run again answers every probe from its state): "interrupted" was said of both.
-        + (f"; {found.reused} probe(s) replayed from an earlier run" if found.reused else ""),
+        # An earlier run of the same minimization, interrupted, out of budget or finished (a
+        # finished one run again answers every probe from its state): "interrupted" was
+        # said of them all.
+        + (
+            f"; {found.replayed} of them replayed from an earlier run "
+            f"({plural(found.reused, 'probe')})"
+            if found.reused
+            else ""
+        )
+        + (f"; {_continues(found)}" if r.budget_spent else ""),
         f"- **Time**: {_duration(found.seconds)}",
         f"- **Rule**: a candidate fails at its first attempt that matches the expect with the "
         f"same signature, and then its passing cells must pass; it is dropped after "

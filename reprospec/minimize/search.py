@@ -157,11 +157,15 @@ class MinimizeResult:
     passing_checked: Tally  # the result's passing cells in the final check
     judged: tuple[Judged, ...] = ()
     warnings: tuple[str, ...] = ()
+    # The budget ended the search (the passes cut short, or refused as too little for
+    # the rate measured): the same command with a larger --budget goes on from here.
+    budget_spent: bool = False
 
     def to_dict(self) -> JsonObject:
         return {
             "status": self.status,
             "message": self.message,
+            "budget_spent": self.budget_spent,
             "attempts": self.attempts,
             "candidates": self.candidates,
             "ran": self.ran,
@@ -223,6 +227,7 @@ class Minimization:
         # first): where the final check falls back to when the smallest fails no more.
         self._accepted: list[Program] = []
         self._fell_back: tuple[Program, Tally] | None = None
+        self._budget_spent = False
 
     # -- the protocol --------------------------------------------------------
 
@@ -279,6 +284,7 @@ class Minimization:
             tally = self._now.failing
             if tally.matched < s.rate_matches and tally.ran < s.rate_attempts:
                 if left <= 0:
+                    self._budget_spent = True
                     self._finish("refused", "the budget ran out while measuring the rate")
                     return None
                 want = min(s.rate_attempts - tally.ran, left, max(s.step, 1))
@@ -287,6 +293,7 @@ class Minimization:
             self._known = tally
             refusal = self._refusal(tally)
             if refusal:
+                self._budget_spent = tally.matched > 0  # too rare for what is left of it
                 self._finish("refused", refusal)
                 return None
             self._phase = "original-passing"
@@ -417,6 +424,7 @@ class Minimization:
 
     def _end_reduction(self, status: Status) -> None:
         self._reduction_status: Status = status
+        self._budget_spent = status == "budget"
         self._phase = "final"
         self._final = _Judging(self.best)
 
@@ -525,6 +533,7 @@ class Minimization:
             passing_checked=self._final.passing,
             judged=tuple(self.judged),
             warnings=tuple(warnings),
+            budget_spent=self._budget_spent and status != "interrupted",
         )
 
 

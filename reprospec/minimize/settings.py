@@ -65,6 +65,10 @@ class Reduced:
     folder: Path | None = None  # OUT/isolate/ID: isolate's state and report
     overrides: tuple[str, ...] = ()  # run the configuration as one cell with the failing expect
     interrupted: bool = False
+    # Of `attempts`, the probes and attempts isolate answered from its state (an earlier
+    # minimize of the same spec ran them): said with the program step's.
+    reused: int = 0
+    replayed: int = 0
 
     def sentence(self) -> str:
         """One line for the summary and minimize.md."""
@@ -155,6 +159,8 @@ def reduce_settings(
         isolate_id=found.id,
         folder=found.folder,
         interrupted=found.interrupted,
+        reused=found.reused,
+        replayed=found.replayed,
     )
     # Isolated, or out of budget with a smaller set seen failing: that set fails the same way
     # (it was seen doing so), so its configuration is a failing cell. Anything else (refused,

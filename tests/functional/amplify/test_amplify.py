@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -287,3 +288,93 @@ def test_the_one_cell_the_spec_expects_to_fail_is_amplified_without_m(
         chosen.stdout
     )
     assert _cells_run(tmp_path / "two") == {"a=1,b=2"}
+
+
+# The command fails (exit 3) exactly when PYTHONHASHSEED is 7, which `hash_seed: 7` sets:
+# the base never fails, hash_seed=8 never, hash_seed=7 always. Every probe's outcome is
+# fixed, so the search asks the same probes on every run.
+SEEDED = """\
+reprospec: 1
+name: seeded
+command: >-
+  python -c "import os, sys; sys.exit(3 if os.environ.get('PYTHONHASHSEED') == '7' else 0)"
+run: {timeout: 30s}
+expect: {outcome: error, exit_code: 3}
+"""
+
+
+def _runs(out: Path) -> set[str]:
+    return {p.name for p in (out / "runs").iterdir()} if (out / "runs").is_dir() else set()
+
+
+def test_a_larger_budget_continues_the_amplification_a_smaller_one_ran_out_in(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Keyed on its budget, the amplification started over under --budget 40: every probe
+    # that --budget 10 had run ran again.
+    spec = tmp_path / "seeded.yaml"
+    spec.write_text(SEEDED)
+    out = tmp_path / "out"
+    tries = ("--try", "hash_seed=8", "--try", "hash_seed=7", "-j", "1")
+
+    def amplify(budget: int, *more: str) -> tuple[CliResult, dict[str, Any]]:
+        result = cli(
+            "amplify", str(spec), "--out", str(out), "--budget", str(budget), *tries, *more,
+            "--format", "json", timeout=300,
+        )  # fmt: skip
+        assert result.code in (0, 1), result.stderr
+        data: dict[str, Any] = json.loads(result.stdout)
+        return result, data
+
+    # Base x4, base x4, then hash_seed=8 x2: the last round is cut to what the budget has.
+    result, short = amplify(10)
+    assert (short["status"], short["used"], short["reused"]) == ("not-amplified", 10, 0)
+    assert short["budget_spent"] is True
+    first = _runs(out)
+    assert len(first) == 3
+
+    # The same folder; the ten attempts replayed and counted in the budget. hash_seed=8's
+    # round asks four attempts: its two stored ones are replayed and two more run.
+    result, longer = amplify(40)
+    assert result.code == 0, result.stderr
+    assert longer["id"] == short["id"]
+    assert (longer["status"], longer["perturbation"]) == ("amplified", "hash_seed=7")
+    assert "continuing amplification" in result.stderr
+    assert "3 probe(s) from an earlier run to replay, counted in the budget of 40" in (
+        result.stderr
+    )
+    assert (longer["reused"], longer["replayed"]) == (3, 10)
+    assert longer["budget_spent"] is False
+    second = _runs(out)
+    assert first < second
+    assert set(longer["runs"]) == second
+    arms = {a["perturbation"]: (a["matched"], a["rate"]["attempts"]) for a in longer["arms"]}
+    assert arms == {"base": (0, 8), "hash_seed=8": (0, 8), "hash_seed=7": (8, 8)}
+
+    # The text says what was replayed and what a larger budget does; nothing new runs.
+    again = cli(
+        "amplify", str(spec), "--out", str(out), "--budget", "40", *tries, timeout=300
+    )  # fmt: skip
+    assert again.code == 0, again.stderr
+    assert (
+        f"24 attempts of a budget of 40 (24 of them replayed from an earlier run: "
+        f"{len(second) - len(first) + 3} probes)"
+    ) in again.stdout
+    assert _runs(out) == second
+    stopped = cli(
+        "amplify", str(spec), "--out", str(out), "--budget", "10", *tries, timeout=300
+    )  # fmt: skip
+    assert "a larger --budget continues this amplification: its 10 attempts are replayed" in (
+        stopped.stdout
+    )
+
+    # A smaller budget replays no more than it allows (base x4, then x2), and runs nothing.
+    result, smaller = amplify(6)
+    assert (smaller["used"], smaller["replayed"]) == (6, 6)
+    assert _rate(smaller["base"])["attempts"] == 6
+    assert _runs(out) == second
+
+    # What decides a probe's outcome changed: the per-attempt timeout starts a new search.
+    result, timed = amplify(10, "--timeout", "20s")
+    assert timed["id"] != short["id"]
+    assert timed["reused"] == 0

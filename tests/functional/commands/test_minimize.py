@@ -620,6 +620,109 @@ def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
     report = tmp_path / "result" / "minimize.md"
     assert "replayed" not in report.read_text()
     # Run again, the finished search answers from its state: said so, not "interrupted".
-    again, _, stderr = minimize(tmp_path, "-m", "mode=fast", *DETERMINISTIC, *BUDGET, spec=spec)
+    again, second, stderr = minimize(
+        tmp_path, "-m", "mode=fast", *DETERMINISTIC, *BUDGET, spec=spec
+    )
     assert again == 0, stderr
-    assert "probe(s) replayed from an earlier run" in report.read_text()
+    # Every attempt, the settings step's (isolate's) too: nothing ran.
+    assert second["replayed"] == second["attempts"] == data["attempts"]
+    assert f"; {data['attempts']} of them replayed from an earlier run (" in report.read_text()
+
+
+# Exit 3 where MODE is on (the failing cell), a pass where it is off (the passing cell);
+# half the lines are not needed. Every outcome is fixed, so every run asks the same probes.
+MODE_PROGRAM = """\
+import os
+import sys
+a = 1
+b = 2
+print(a, b)
+x = [i for i in range(3)]
+y = {"k": a + b}
+if os.environ["MODE"] == "on" and len(x) == 3:
+    sys.exit(3)
+"""
+MODE_SPEC = """\
+reprospec: 1
+name: tiny-mode
+matrix:
+  mode: ["on", "off"]
+environment:
+  env: {MODE: "${{ matrix.mode }}"}
+command: python prog.py
+run: {timeout: 30s}
+expect:
+  outcome: error
+  exit_code: 3
+  cases:
+    - {when: {mode: "off"}, outcome: pass}
+"""
+
+
+def _stored_attempts(out: Path, ident: str) -> int:
+    """Attempts the minimization's probes ran, as its state holds them (each once)."""
+    state = json.loads((out / "minimize" / ident / "state.json").read_text())
+    return sum(len(probe["kinds"]) for probe in state["probes"])
+
+
+def test_a_larger_budget_continues_the_minimization_a_smaller_one_ran_out_in(
+    tmp_path: Path,
+) -> None:
+    # Keyed on its budget, the minimization started over under --budget 150: every probe
+    # that --budget 30 had run ran again (new user: "raising --budget starts from scratch").
+    work = written(tmp_path / "work", {"spec.yaml": MODE_SPEC, "prog.py": MODE_PROGRAM})
+    spec = work / "spec.yaml"
+    out = tmp_path / "out"
+    once = ("-j", "1", *DETERMINISTIC)  # one attempt a probe, but the final check's
+    code, short, stderr = minimize(tmp_path, "--budget", "30", *once, spec=spec)
+    assert code == 0, stderr
+    assert (short["status"], short["attempts"], short["reused"]) == ("budget", 30, 0)
+    assert short["search"]["budget_spent"] is True
+    assert _stored_attempts(out, short["id"]) == 30
+    # All but the final check (its attempts, and its passing cell's one) goes on being useful:
+    # the longer search checks a smaller program at its end.
+    before_final = 30 - short["rate"]["attempts"] - 1
+    report = (tmp_path / "result" / "minimize.md").read_text()
+    assert (
+        f"a larger --budget continues this minimization: its {before_final} attempts before "
+        "the final check are replayed, not run again"
+    ) in report
+
+    code, longer, stderr = minimize(tmp_path, "--budget", "150", *once, spec=spec)
+    assert code == 0, stderr
+    assert longer["id"] == short["id"]  # the same minimization, in the same folder
+    assert longer["status"] == "minimized", longer["message"]
+    assert longer["lines_after"] < short["lines_after"]
+    assert f"continuing minimization {short['id']}: " in stderr
+    assert "counted in the budget of 150" in stderr
+    # The smaller budget's probes are replayed and counted in the new budget; only what
+    # comes after them ran.
+    assert longer["reused"] == longer["replayed"] == before_final
+    assert _stored_attempts(out, short["id"]) == 30 + longer["attempts"] - before_final
+
+    # The text says what was replayed; the same command again runs nothing.
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "minimize", str(spec), "--out", str(out),
+         "-o", str(tmp_path / "result"), "--budget", "150", *once],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    attempts = longer["attempts"]
+    assert (
+        f"{attempts} attempts of a budget of 150 ({attempts} of them replayed from an earlier run: "
+    ) in again.stdout
+    assert _stored_attempts(out, short["id"]) == 30 + attempts - before_final
+
+    # A smaller budget replays no more than it asks for.
+    code, smaller, stderr = minimize(tmp_path, "--budget", "30", *once, spec=spec)
+    assert code == 0, stderr
+    assert smaller["attempts"] == 30
+    assert 0 < smaller["replayed"] <= 30
+    assert smaller["search"]["budget_spent"] is True
+
+    # What decides a probe's outcome changed (the per-attempt timeout): a new minimization.
+    code, timed, stderr = minimize(tmp_path, "--budget", "30", *once, "--timeout", "20s", spec=spec)
+    assert code == 0, stderr
+    assert timed["id"] != short["id"]
+    assert timed["reused"] == 0

@@ -241,3 +241,50 @@ def test_a_budget_spent_on_the_base_alone_says_so() -> None:
     assert result.note == (
         "the budget of 3 attempts ran out before any perturbation was tried: raise --budget"
     )
+
+
+def test_a_search_the_budget_ended_says_so() -> None:
+    # What the report's "a larger --budget continues" line rests on: said where the budget
+    # ended the search, not where the leader was established or the base could not run.
+    rates = fixed({"base": 0.0, SI.label: 1.0})
+    short, _ = simulate([SI, CPUS], rates, seed=1, settings=Settings(budget=10, step=4))
+    assert short.used == 10
+    assert short.budget_spent
+    done, _ = simulate([SI, CPUS], rates, seed=1)
+    assert (done.status, done.established) == ("amplified", True)
+    assert not done.budget_spent
+    every = frozenset({"base", SI.label, CPUS.label})
+    broken, _ = simulate([SI, CPUS], rates, seed=1, infra=every)
+    assert broken.status == "infra-error"
+    assert not broken.budget_spent
+
+
+def test_a_stored_arm_replays_at_most_the_attempts_asked_across_its_probes(
+    tmp_path: Path,
+) -> None:
+    # A larger budget asks more of an arm than the smaller one's last, cut round stored: the
+    # stored attempts are replayed and the caller runs the rest. A smaller one asks fewer:
+    # a stored probe is cut, its rest first in line for the arm's next probe, with the
+    # phrases of its `other` attempts where they belong.
+    from reprospec.amplify.state import StateFile, StoredProbe
+    from reprospec.core.jsontypes import JsonValue
+
+    header: dict[str, JsonValue] = {"spec": "s", "cell": "c", "tries": [SI.label]}
+    state = StateFile(tmp_path, header)
+    state.add(StoredProbe("base", ("pass", "other", "pass", "other"), ("A", "B"), "run-1"))
+    state.add(StoredProbe("base", ("match", "pass"), (), "run-2"))
+    state.add(StoredProbe(SI.label, ("match", "match"), (), "run-3"))
+    state = StateFile(tmp_path, header)  # as a rerun reads it
+    assert state.stored == 3
+    cut = state.take("base", 2)
+    assert [(p.kinds, p.others, p.run_id) for p in cut] == [(("pass", "other"), ("A",), "run-1")]
+    across = state.take("base", 3)
+    assert [(p.kinds, p.others, p.run_id) for p in across] == [
+        (("pass", "other"), ("B",), "run-1"),
+        (("match",), (), "run-2"),
+    ]
+    short = state.take("base", 4)  # one stored attempt left of the four asked
+    assert [(p.kinds, p.run_id) for p in short] == [(("pass",), "run-2")]
+    assert state.take("base", 4) == []
+    assert [p.kinds for p in state.take(SI.label, 4)] == [("match", "match")]
+    assert state.runs() == ["run-1", "run-2", "run-3"]

@@ -40,16 +40,46 @@ def test_a_probe_replays_at_most_the_attempts_asked_and_keeps_the_rest(tmp_path:
     assert state.runs() == ["run-1", "run-2", "run-3"]
 
 
-def test_without_a_limit_a_probe_replays_whole(tmp_path: Path) -> None:
-    # minimize's probes: its searches are keyed on their budget, and replay exactly.
-    state = stored(tmp_path)
-    whole = state.take("full")
-    assert whole is not None
-    assert whole.kinds == ("pass", "pass", "match")
-
-
 def test_a_header_that_names_another_search_replays_nothing(tmp_path: Path) -> None:
     stored(tmp_path)
     other = StateFile(tmp_path, {**HEADER, "failing": "g"})
     assert other.stored == 0
     assert other.take("full", 5) is None
+
+
+def test_a_search_is_keyed_on_what_decides_a_probe_not_on_its_settings(tmp_path: Path) -> None:
+    # isolate's, amplify's and minimize's folders: -j (like --budget, --error, --min-rate,
+    # which never reach the run options) chooses which probes run, never what one does; the
+    # timeout, the interpreter, the runner, the overrides and the program do.
+    from reprospec.api import load_spec, plan_run
+    from reprospec.core.runoptions import RunOptions
+    from reprospec.core.words import budget_continues
+    from reprospec.isolation.state import search_id
+
+    (tmp_path / "app.py").write_text("raise SystemExit(3)\n")
+    (tmp_path / "s.yaml").write_text(
+        "reprospec: 1\nname: s\ncommand: python app.py\nexpect: {outcome: error}\n"
+    )
+    spec = load_spec(tmp_path / "s.yaml")
+
+    def ident(options: RunOptions, question: str = "q") -> str:
+        return search_id(spec, plan_run(spec, options).attempts, options, [question])
+
+    base = ident(RunOptions())
+    assert base.startswith("s-")
+    assert ident(RunOptions(jobs=4)) == base
+    for changed in (
+        RunOptions(timeout_s=5),
+        RunOptions(python="python3.11"),
+        RunOptions(runner="venv"),
+        RunOptions(overrides=("run.repeat=2",)),
+        RunOptions(preload=("json",)),
+        RunOptions(gpus="0"),
+    ):
+        assert ident(changed) != base, changed
+    assert ident(RunOptions(), "another question") != base
+    (tmp_path / "app.py").write_text("raise SystemExit(0)\n")  # the bug fixed
+    assert ident(RunOptions()) != base
+    assert budget_continues("bisect", 1) == (
+        "a larger --budget continues this bisect: its 1 attempt is replayed, not run again"
+    )

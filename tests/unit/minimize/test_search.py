@@ -202,12 +202,16 @@ def test_a_failure_that_never_happens_is_refused() -> None:
     assert result.status == "refused"
     assert "did not fail as expected in 20 attempts (0/20)" in result.message
     assert result.attempts == 20
+    assert not result.budget_spent  # a larger budget would not help: it never failed
 
 
 def test_a_rare_failure_is_refused_for_a_small_budget_with_the_figure() -> None:
     result = run(0.05, seed=3, budget=60)
     assert result.status == "refused"
     assert "too rarely to minimize within the budget" in result.message
+    # The budget refused it: the same command with a larger one goes on (report.py).
+    assert result.budget_spent
+    assert run(1.0, seed=0, budget=8).budget_spent  # out of budget measuring the rate
 
 
 def test_a_passing_cell_that_fails_with_the_original_is_refused() -> None:
@@ -220,6 +224,7 @@ def test_a_passing_cell_that_fails_with_the_original_is_refused() -> None:
 def test_out_of_budget_gives_the_smallest_seen_failing_and_keeps_the_final_check() -> None:
     result = run(1.0, seed=0, budget=80)
     assert result.status == "budget"
+    assert result.budget_spent
     assert result.attempts <= 80
     assert result.rate.attempts == 20  # the final check was kept out of the budget
     assert result.program.lines < source_lines(PROGRAM)
