@@ -303,7 +303,9 @@ class AttemptResult:
 
     `stack` (a hang's thread stacks) and `excerpt` (the relevant lines of a
     failure's log) are taken from the attempt's files when it ends, so reports
-    are made from the result alone.
+    are made from the result alone. `dead_child_stack` is the own stack of the child
+    that died before a hang (`Outcome.crashed_child`), apart from the hung processes'
+    `stack`: a field of its own, so no reader has to find where one ends in the other.
     """
 
     attempt: int
@@ -318,6 +320,9 @@ class AttemptResult:
     warnings: tuple[str, ...] = ()
     stack: str | None = None
     excerpt: str | None = None
+    # A hang after a child's death (`outcome.crashed_child`): the dead child's own stack
+    # (its faulthandler report, or as read from its core); None where it left none.
+    dead_child_stack: str | None = None
     # gdb's native stacks of the failure, as markdown (top frames, then the full stacks).
     native: str | None = None
     # What environment.debug's GPU diagnostics found, as markdown (outcome/gpufindings.py).

@@ -155,9 +155,10 @@ def _after_child(child: CrashedChild, *, pid: bool) -> str:
 
 
 def died_before_the_hang(child: CrashedChild) -> str:
-    """`--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---`: the first line
-    of a hang's stacks where a child died before it; its own stack follows, then the hung
-    processes' (each under process/stacks.py's `--- pid N (command) ---`)."""
+    """`--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---`: the line over
+    the dead child's own stack (`AttemptResult.dead_child_stack`) where the report's Stacks
+    section shows it before the hung processes' (each under process/stacks.py's
+    `--- pid N (command) ---`)."""
     who = "a child" if child.pid is None else f"pid {child.pid}"
     if child.cmdline:
         who += f" ({child.cmdline})"

@@ -24,7 +24,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, Execution, InstanceResult, NotRun, Outcome
 from reprospec.core.sections import Command
-from reprospec.core.words import PASSED_BESIDE_A_CRASH, died_before_the_hang
+from reprospec.core.words import PASSED_BESIDE_A_CRASH
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
@@ -109,16 +109,16 @@ def attempt_result(
     stack = evidence.stack if isinstance(outcome, Outcome) else None
     hang = isinstance(outcome, Outcome) and outcome.kind == "hang"
     excerpt = evidence.excerpt(hang=hang) if failed else None
+    dead_child_stack: str | None = None
     if isinstance(outcome, Outcome) and outcome.where == "child":
         # A child's crash: its own stack, which the main process's traceback is not.
         stack = crash_stack(execution, evidence) or stack
     elif isinstance(outcome, Outcome) and outcome.crashed_child is not None:
-        # A hang after a child's death: the dead child's own stack leads the hung ones'
-        # (a Pool's parent waits in `map`; the frame that crashed is the worker's).
+        # A hang after a child's death: the dead child's own stack, kept apart from the
+        # hung ones' (a Pool's parent waits in `map`; the frame that crashed is the worker's).
         dead = crash_stack(execution, evidence)
-        if dead is not None:
-            head = died_before_the_hang(outcome.crashed_child)
-            stack = f"{head}\n{dead.strip()}\n" + (f"\n{stack}" if stack else "")
+        if dead is not None and dead.strip():
+            dead_child_stack = dead.strip()
             excerpt = evidence.excerpt(without=dead, hang=True)
     dead_worker = worker_stack(outcome, evidence) if isinstance(outcome, Outcome) else None
     if dead_worker is not None:
@@ -143,6 +143,7 @@ def attempt_result(
             *passed_over_a_crash(plan, outcome, evidence),
         ),
         stack=stack,
+        dead_child_stack=dead_child_stack,
         child_warnings=evidence.warnings(),
         # Only a failure's log is quoted in a report; "" says there was nothing to quote.
         excerpt=excerpt,

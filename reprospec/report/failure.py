@@ -265,13 +265,11 @@ def failure_section(run: RunResult, paths: PathNames | None = None) -> FailureSe
     worker_who = _worker_of(outcome)
     native = short(attempt.native or "")
     hang = _stack_text(attempt.stack, short) if outcome.kind == "hang" else ""
-    if outcome.kind == "hang" and outcome.crashed_child is not None:
+    if outcome.crashed_child is not None and attempt.dead_child_stack:
         # The child that died before the hang leads, as a dead worker does: its stack,
         # then the hung processes' (the main process's view).
-        dead, hung = _dead_child_stack(attempt.stack or "", outcome.crashed_child)
-        if dead:
-            worker, hang = short(dead), _stack_text(hung, short)
-            worker_who = _dead_child_of(outcome.crashed_child, short)
+        worker = short(attempt.dead_child_stack)
+        worker_who = _dead_child_of(outcome.crashed_child, short)
     # The top frames go with the worker's own stack; gdb's full stacks (folded) last.
     cut = native.find("<details>")
     native_top, native_details = (native[:cut], native[cut:]) if cut >= 0 else (native, "")
@@ -423,7 +421,7 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
                 continue
             if (cell.cell.id, a.attempt) == shown:
                 break
-            text = _stack_text(a.stack, short)
+            text = _stack_text(_with_dead_child(a), short)
             if text:
                 out.append(
                     {
@@ -439,15 +437,15 @@ def stack_sections(run: RunResult, paths: PathNames | None = None) -> list[Stack
     return out
 
 
-def _dead_child_stack(stack: str, child: CrashedChild) -> tuple[str, str]:
-    """(the dead child's own stack, the hung processes' stacks) of a hang's `stack`, which
-    pipeline/attempt.py wrote as `died_before_the_hang`'s line, the one, then the other;
-    ('', stack) where it holds no such stack (the child printed none)."""
-    head = died_before_the_hang(child) + "\n"
-    if not stack.startswith(head):
-        return "", stack
-    dead, _, hung = stack[len(head) :].partition("\n\n--- ")
-    return dead.strip(), f"--- {hung}" if hung else ""
+def _with_dead_child(attempt: AttemptResult) -> str | None:
+    """An attempt's stacks as one Stacks section shows them: a hang's after the child that
+    died before it (under `died_before_the_hang`'s line, its own stack first, as the first
+    failure shows it), else its `stack` alone."""
+    child = attempt.ran.crashed_child if attempt.ran is not None else None
+    if child is None or not attempt.dead_child_stack:
+        return attempt.stack
+    dead = f"{died_before_the_hang(child)}\n{attempt.dead_child_stack}"
+    return f"{dead}\n\n{attempt.stack}" if attempt.stack else dead
 
 
 def _dead_child_of(child: CrashedChild, short: Callable[[str], str]) -> str:

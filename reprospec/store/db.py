@@ -8,7 +8,9 @@ is the attempt's, the start spread; JSON as in results.json); 5 adds
 `attempts.child_warnings` (the warnings the child printed, once each); 6 adds
 `attempts.launch` and `attempts.launch_note` (forked from a preload server, or fresh,
 and why); 7 adds `attempts.gpu` (what environment.debug's GPU diagnostics found, as
-markdown). An older store is migrated in place when opened; a newer one is refused.
+markdown); 8 adds `attempts.perturbed` (environment.perturb as the runner applied it);
+9 adds `attempts.dead_child_stack` (the own stack of the child that died before a hang).
+An older store is migrated in place when opened; a newer one is refused.
 
 Durability: WAL with `synchronous=NORMAL`. Every write is committed before it returns,
 so a crashed or killed engine (any signal, SIGKILL included) loses nothing it stored:
@@ -58,7 +60,7 @@ from reprospec.errors import FatalError, InfraError
 from reprospec.store.refs import PURPOSE
 from reprospec.store.resultsjson import attempt_from_dict, instances_to_dict, outcome_to_dict
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # How long a write waits for another engine's (seconds): a run's rows are small.
 BUSY_TIMEOUT_S = 60.0
 STATUSES = ("running", "finished", "interrupted")
@@ -145,6 +147,7 @@ CREATE TABLE attempts (
     launch_note TEXT,
     gpu TEXT,
     perturbed TEXT,
+    dead_child_stack TEXT,
     PRIMARY KEY (run_id, cell_id, attempt)
 );
 """
@@ -160,6 +163,7 @@ _MIGRATIONS = {
     ),
     6: ("ALTER TABLE attempts ADD COLUMN gpu TEXT",),
     7: ("ALTER TABLE attempts ADD COLUMN perturbed TEXT",),
+    8: ("ALTER TABLE attempts ADD COLUMN dead_child_stack TEXT",),
 }
 _ATTEMPT_COLUMNS = (
     "run_id",
@@ -185,6 +189,7 @@ _ATTEMPT_COLUMNS = (
     "launch_note",
     "gpu",
     "perturbed",
+    "dead_child_stack",
 )
 
 # One text for every attempt's row: sqlite3 keeps the compiled statement by its text.
@@ -559,6 +564,7 @@ class Store:
                     attempt.gpu,
                     # NULL, not "[]", for a plain attempt: `runs` finds amplified runs by it.
                     _json(list(attempt.perturbed)) if attempt.perturbed else None,
+                    attempt.dead_child_stack,
                 ),
             )
 
@@ -778,5 +784,6 @@ def _attempt(row: sqlite3.Row) -> AttemptResult:
             "launch_note": row["launch_note"],
             "gpu_findings": row["gpu"],
             "perturbed": _perturbed(row["perturbed"]),
+            "dead_child_stack": row["dead_child_stack"],
         }
     )

@@ -229,6 +229,8 @@ def attempt_to_dict(a: AttemptResult) -> JsonObject:
     }
     if a.stack is not None:
         out["stack"] = a.stack
+    if a.dead_child_stack is not None:
+        out["dead_child_stack"] = a.dead_child_stack
     if a.excerpt is not None:
         out["excerpt"] = a.excerpt
     if a.native is not None:
@@ -262,6 +264,8 @@ def attempt_from_dict(d: JsonObject) -> AttemptResult:
         gpu_slot=_slot(d.get("gpu_slot")),
         warnings=texts(d.get("warnings")),
         stack=text_or_none(d.get("stack")),
+        # Absent from a results.json written before it was kept apart from `stack`.
+        dead_child_stack=text_or_none(d.get("dead_child_stack")),
         excerpt=text_or_none(d.get("excerpt")),
         native=text_or_none(d.get("native_stacks")),
         gpu=text_or_none(d.get("gpu_findings")),

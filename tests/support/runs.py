@@ -344,15 +344,15 @@ command: python pool.py
 run: {timeout: 5s}
 expect: {outcome: hang}
 """
-# The stacks pipeline/attempt.py writes for a hang after a child's death: the dead
-# worker's own (its faulthandler report), then the hung parent's.
-POOL_STACK = (
-    "--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---\n"
+# A hang after a child's death, as pipeline/attempt.py keeps it: the dead worker's own
+# stack (its faulthandler report), and apart from it the hung parent's.
+POOL_DEAD_STACK = (
     "Fatal Python error: Segmentation fault\n\n"
     "Stack (most recent call first):\n"
     '  File "pool.py", line 9 in work\n'
-    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48 in mapstar\n'
-    "\n"
+    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 48 in mapstar'
+)
+POOL_STACK = (
     "--- pid 4200 (python pool.py) ---\n"
     "Current thread 0x00007f3b (most recent call first):\n"
     '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 367 in map\n'
@@ -360,38 +360,47 @@ POOL_STACK = (
 )
 
 
-def pool_hang_run() -> RunResult:
+def pool_hang_run(dead_stack: str = POOL_DEAD_STACK, command: str = "python pool.py") -> RunResult:
     """One cell, one attempt: a multiprocessing.Pool's map waits forever for a task its
-    worker took with it when it died of SIGSEGV (a hang, as expected, naming the worker)."""
-    child = CrashedChild("SIGSEGV", 4242, "python pool.py", "as its core says")
+    worker took with it when it died of SIGSEGV (a hang, as expected, naming the worker).
+    `dead_stack` is the worker's own stack, `command` the worker's and the parent's."""
+    child = CrashedChild("SIGSEGV", 4242, command, "as its core says")
     hang = Outcome(
         "hang",
         where="main",
         duration_s=5.0,
         signature="hang:after-child-SIGSEGV",
         detail=(
-            "child pid 4242 (python pool.py) died of SIGSEGV (Segmentation fault), as its "
+            f"child pid 4242 ({command}) died of SIGSEGV (Segmentation fault), as its "
             "core says, before the hang: whatever waited for its work may wait forever (a "
             "multiprocessing.Pool never notices that a worker died with its task); no exit "
             "within the timeout (5 s); killed after 5.0s"
         ),
         crashed_child=child,
     )
-    attempt = _attempt(1, hang, True, logs="cells/default/1/", duration_s=5.02, stack=POOL_STACK)
+    attempt = _attempt(
+        1,
+        hang,
+        True,
+        logs="cells/default/1/",
+        duration_s=5.02,
+        stack=POOL_STACK.replace("python pool.py", command),
+        dead_child_stack=dead_stack,
+    )
     cell = CellResult(
         cell=Cell(id="default", index=0, matrix={}),
         expected=Expectation("hang"),
         verdict="reproduced",
-        reason="1/1 attempts as expected: hang after a child died of SIGSEGV (python pool.py)",
+        reason=f"1/1 attempts as expected: hang after a child died of SIGSEGV ({command})",
         rate=Rate(1, 1, 0.21, 1.0),
         attempts=(attempt,),
-        command="python pool.py",
+        command=command,
     )
     return RunResult(
         run_id="20261121-214512-pool-hang-0b1c",
         spec_name="pool-hang",
         spec_path="specs/pool.yaml",
-        spec_text=POOL_SPEC,
+        spec_text=POOL_SPEC.replace("python pool.py", command),
         runner="local",
         started=T0,
         finished=T1,

@@ -234,15 +234,14 @@ def test_pool_worker_segfault_then_hang_names_the_dead_worker(
     ), detail
     assert "no exit within the timeout (3 s)" in detail
     assert outcome_phrase(outcome) == "hang after a child died of SIGSEGV"
-    # The dead worker's own stack leads the hang's stacks, the waiting parent's follow.
-    stack = result.stack or ""
-    assert stack.startswith(
-        "--- a child: died of SIGSEGV before the hang ---\nFatal Python error: Segmentation fault"
-    ), stack[:300]
-    dead, _, hung = stack.partition("\n\n--- pid ")
+    # The dead worker's own stack, kept apart from the hung processes' stacks.
+    dead, hung = result.dead_child_stack or "", result.stack or ""
+    assert dead.startswith("Fatal Python error: Segmentation fault"), dead[:300]
     assert "in crash" in dead
     assert "in run_pool_hang" in dead
+    assert hung.startswith("--- pid "), hung[:300]
     assert "in map" in hung  # the parent, waiting for the lost task
+    assert "in crash" not in hung
     # An expectation that asks for a crash's signal is still not met by a hang: no
     # existing spec's verdict changes.
     assert not judge_attempt(outcome, Expectation("fail", signal="SIGSEGV")).matched
@@ -275,7 +274,8 @@ def test_a_core_names_the_pool_worker_that_died_before_the_hang(tmp_path: Path) 
     assert f"pid {child.pid}" not in outcome_phrase(outcome, pid=False)
     # The report's native frames are the dead worker's core's, not a hung process's.
     assert result.native is not None
-    assert (result.stack or "").startswith(f"--- pid {child.pid} (")
+    assert (result.dead_child_stack or "").startswith("Fatal Python error: Segmentation fault")
+    assert f"--- pid {child.pid} (" not in (result.stack or "")  # it hung in no stack dump
 
 
 def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_path: Path) -> None:
@@ -315,3 +315,8 @@ def test_run_reports_the_pool_worker_that_died_before_the_hang(cli: Cli, tmp_pat
     assert dead_at < hung_at
     assert "in crash" in failure[dead_at:hung_at]
     assert "in map" in failure[hung_at:]
+    assert "in crash" not in failure[hung_at:]
+    # Stored apart in results.json, which a later `reprospec report` reads.
+    stored = result.results()["cells"][0]["attempts"][0]
+    assert "in crash" in stored["dead_child_stack"]
+    assert "in crash" not in stored["stack"]

@@ -267,6 +267,72 @@ def test_a_hang_after_a_childs_death_leads_with_the_dead_child() -> None:
     )
 
 
+# A dead child's stack holding what separates the hung processes' stacks: a blank line,
+# then a `--- ` line (here a native dump's header after its faulthandler report).
+NATIVE_DEAD_STACK = (
+    "Fatal Python error: Segmentation fault\n\n"
+    "Stack (most recent call first):\n"
+    '  File "pool.py", line 9 in work\n'
+    "\n"
+    "--- native frames of pid 4242, from its core ---\n"
+    "#0  0x00007f3b1c2d in __strlen_avx2 () from libc.so.6\n"
+    "#1  0x00007f3b1d04 in string_at () from _ctypes.cpython-311-x86_64-linux-gnu.so"
+)
+
+
+@pytest.mark.parametrize("kind", ["md", "html"])
+def test_a_dead_childs_stack_is_shown_whole_whatever_lines_it_holds(kind: str) -> None:
+    """The dead child's stack is a value of its own: a blank line and a `--- ` line in it
+    end nothing. It was one text with the hung stacks that the report split again at the
+    first blank line before a `--- `: the child's native frames were shown as a hung
+    process's, under "The Python stacks of the hung processes"."""
+    text = render(pool_hang_run(NATIVE_DEAD_STACK), kind)
+    dead_at = text.index("The stack of the process that died")
+    hung_at = text.index("The Python stacks of the hung processes")
+    dead, hung = text[dead_at:hung_at], text[hung_at:]
+    assert "native frames of pid 4242, from its core" in dead
+    assert "#1  0x00007f3b1d04 in string_at ()" in dead
+    assert "native frames" not in hung
+    assert "--- pid 4200 (python pool.py) ---" in hung
+
+
+@pytest.mark.parametrize("kind", ["md", "html"])
+def test_a_dead_childs_stack_is_shown_however_its_command_was_masked(kind: str) -> None:
+    """Secrets are masked in each text of a result: the dead child's command (a token in
+    its arguments), and here a password of digits, which is masked wherever its digits are
+    written, a pid's in a text included, but not in the pid, a number. The report found
+    the dead child's stack by the line over it, made again from the masked outcome
+    (`--- pid 4242 (...)`), which the masked text (`--- pid *** (...)`) no longer was: the
+    section went missing, and nothing said so."""
+    token = "sk-live-5f2a9c0e7d41"
+    run = pool_hang_run(command=f"python pool.py --api-key {token}")
+    text = render(Redactor([token, "4242"]).value(run), kind)
+    assert token not in text
+    who = "the child pid 4242 (`python pool.py --api-key ***`), of SIGSEGV before the hang"
+    if kind == "html":
+        who = who.replace(
+            "`python pool.py --api-key ***`", "<code>python pool.py --api-key ***</code>"
+        )
+    dead_at = text.index(f"The stack of the process that died ({who}), as it printed it:")
+    hung_at = text.index("The Python stacks of the hung processes")
+    assert 'File "pool.py", line 9 in work' in text[dead_at:hung_at].replace("&#34;", '"')
+    assert "--- pid 4200 (python pool.py --api-key ***) ---" in text[hung_at:]
+
+
+def test_another_cells_hang_after_a_childs_death_shows_the_dead_child_first() -> None:
+    """The Stacks section of the hangs after the first: the dead child's stack, under the
+    line that names it, then the hung processes' stacks."""
+    run = pool_hang_run(NATIVE_DEAD_STACK)
+    first = run.cells[0]
+    second = replace(first, cell=Cell(id="again", index=1, matrix={}))
+    text = render(replace(run, cells=(first, second)), "md")
+    stacks = text.split("<summary>Stacks</summary>", 1)[1]
+    assert "Cell `again`, attempt 1:" in stacks
+    dead_at = stacks.index("--- pid 4242 (python pool.py): died of SIGSEGV before the hang ---")
+    hung_at = stacks.index("--- pid 4200 (python pool.py) ---")
+    assert dead_at < stacks.index("#1  0x00007f3b1d04 in string_at ()") < hung_at
+
+
 def _lines(run: RunResult) -> list[str]:
     """The lines of a run that failed one way: one entry, without a headline."""
     found = separators(run)

@@ -128,6 +128,19 @@ def test_old_results_get_their_excerpt_from_the_logs(tmp_path: Path) -> None:
     assert loaded.cells[0].attempts[0].excerpt is None  # a pass has nothing to quote
 
 
+def test_a_dead_childs_stack_is_a_key_of_its_own_and_old_files_load_without_it() -> None:
+    """A hang after a child's death keeps the child's stack apart from the hung ones'
+    (`dead_child_stack`); a results.json written before it had none, and still loads."""
+    run = pool_hang_run()
+    attempt = as_file(run)["cells"][0]["attempts"][0]
+    assert attempt["dead_child_stack"].startswith("Fatal Python error: Segmentation fault")
+    assert attempt["stack"].startswith("--- pid 4200 (python pool.py) ---")
+    data = as_file(run)
+    del data["cells"][0]["attempts"][0]["dead_child_stack"]  # as older versions wrote it
+    loaded = run_from_dict(data).cells[0].attempts[0]
+    assert loaded == replace(run.cells[0].attempts[0], dead_child_stack=None)
+
+
 def test_unknown_format_is_refused() -> None:
     data = run_to_dict(infra_run())
     data["format"] = 2

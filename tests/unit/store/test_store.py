@@ -15,7 +15,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import NotRun, RunResult
 from reprospec.errors import FatalError
 from reprospec.store.db import _SCHEMA, SCHEMA_VERSION, Store, environment_fingerprint
-from tests.support.runs import hang_run, infra_run, segfault_matrix
+from tests.support.runs import hang_run, infra_run, pool_hang_run, segfault_matrix
 
 OPTIONS: JsonObject = {"runner": "local", "jobs": 2, "repeat": None}
 
@@ -56,7 +56,7 @@ def test_write_and_read_back(tmp_path: Path) -> None:
 
 def test_attempts_round_trip_with_infra_errors_and_stacks(tmp_path: Path) -> None:
     store = Store(tmp_path)
-    for run in (hang_run(), infra_run()):
+    for run in (hang_run(), infra_run(), pool_hang_run()):
         _record(store, run)
         stored = store.finished_attempts(run.run_id, include_infra_errors=True)
         assert list(stored.values()) == list(run.cells[0].attempts)
@@ -146,6 +146,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         "launch_note",
         "gpu",
         "perturbed",
+        "dead_child_stack",
     ):
         version_1 = version_1.replace(f"    {column} TEXT,\n", "")
     db.executescript(version_1 + "PRAGMA user_version = 1;")
@@ -174,8 +175,12 @@ def test_a_version_1_store_is_migrated_and_keeps_its_attempts(tmp_path: Path) ->
         amplified = replace(crash, attempt=3, perturbed=("switch_interval=1e-06",))
         store.record_attempt(run.run_id, "new", amplified)
         assert store.finished_attempts(run.run_id)[("new", 3)] == amplified
+        assert old.dead_child_stack is None  # a store before schema 9: no child's apart
+        (pool,) = pool_hang_run().cells[0].attempts
+        store.record_attempt(run.run_id, "pool", pool)
+        assert store.finished_attempts(run.run_id)[("pool", 1)] == pool
     db = sqlite3.connect(tmp_path / "results.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
 
 
 def test_perturbed_attempts_are_stored_and_history_says_the_run_was_amplified(
