@@ -230,7 +230,7 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
         warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings), spec_gone=True)
     from reprospec.errors import SpecError
-    from reprospec.pipeline.stages import spec_text_of
+    from reprospec.pipeline.stages import ran_as_stored
 
     # A secret given with --set is stored masked: quoted, it still loads (its value names
     # no workdir file; the spec packed is the run's own, masked to be rerun).
@@ -241,7 +241,7 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings))
-    if spec_text_of(spec) != run.spec_text:
+    if not ran_as_stored(spec, run.spec_text):
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
     return _Sources(tree, kept, (*warnings, *tree.warnings), dict(spec.document))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reprospec.core.inputs import Spec
-from reprospec.core.redact import MASK, Redactor
+from reprospec.core.redact import MASK
 from reprospec.core.results import AttemptResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
@@ -22,7 +22,7 @@ def load(
     run_id: str, out: Path, *, jobs: int | None = None, spec_path: str | Path | None = None
 ) -> tuple[Spec, RunOptions, Mapping[tuple[str, int], AttemptResult]]:
     """(spec, options, finished attempts) of `run_id` in the store under `out`."""
-    from reprospec.pipeline.stages import spec_text_of
+    from reprospec.pipeline.stages import ran_as_stored
     from reprospec.spec.load import load_spec
     from reprospec.store.db import Store
 
@@ -49,10 +49,7 @@ def load(
     if jobs is not None:
         options = options.with_changes(jobs=jobs)
     spec = load_spec(stored_path, options.overrides)
-    current = spec_text_of(spec)
-    # The store has the spec text with its secrets masked (redact.py).
-    redactor = Redactor.for_spec(spec.document)
-    if info.spec_text not in (current, redactor.text(current), redactor.spec_text(current)):
+    if not ran_as_stored(spec, info.spec_text):
         raise UsageError(
             f"--resume {run_id}: {stored_path} changed since the run started; "
             "resuming would mix two specs' attempts (start a new run instead)"

@@ -410,6 +410,19 @@ def spec_text_of(spec: Spec) -> str:
     return header + dump_yaml(plain(spec.document))
 
 
+def ran_as_stored(spec: Spec, stored: str) -> bool:
+    """Whether `spec`, read again today, is the spec a run stored as `stored`: the store,
+    the run folder and a report keep its text with its secrets masked
+    (`Redactor.spec_text`; a store of older versions, `Redactor.text` or not masked), so
+    today's text is masked the same way first. Compared unmasked, every spec that writes a
+    secret itself read as changed (`bundle` warned that its files were today's)."""
+    current = spec_text_of(spec)
+    if stored == current:
+        return True
+    redactor = Redactor.for_spec(spec.document)
+    return stored in (redactor.text(current), redactor.spec_text(current))
+
+
 def path_labels(
     spec: Spec, environment: Mapping[str, object], *, docker: bool = False
 ) -> dict[str, str]:
@@ -472,4 +485,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-__all__ = ["EnvironmentCapture", "Resume", "execute", "run", "spec_text_of", "write_outputs"]
+__all__ = [
+    "EnvironmentCapture",
+    "Resume",
+    "execute",
+    "ran_as_stored",
+    "run",
+    "spec_text_of",
+    "write_outputs",
+]

@@ -91,6 +91,25 @@ def test_a_reports_masked_spec_reruns_with_the_secret_read_again(tmp_path: Path,
     assert again.code == 0, again.stderr  # was exit 2: `API_KEY: ***` is a YAML alias
 
 
+def test_a_spec_that_writes_a_secret_is_not_said_to_have_changed_since_its_run(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # The store keeps the spec masked (`API_KEY: ${{ env.API_KEY }}`): compared with today's
+    # text unmasked, `bundle` warned "changed since the run" of every such spec.
+    spec = tmp_path / "key.yaml"
+    spec.write_text(LITERAL_KEY % KEY)
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stderr
+    run_id = ran.latest_run().name
+    packed = cli("bundle", run_id, "-o", str(tmp_path / "a.tar.gz"), "--out", str(store))
+    assert packed.code == 0, packed.stderr
+    assert "changed since the run" not in packed.stderr
+    spec.write_text((LITERAL_KEY % KEY).replace("name: literal-key", "name: edited"))
+    edited = cli("bundle", run_id, "-o", str(tmp_path / "b.tar.gz"), "--out", str(store))
+    assert f"{spec} changed since the run" in edited.stderr
+
+
 def test_a_secret_given_with_set_bundles_and_reruns(tmp_path: Path, cli: Cli) -> None:
     spec = tmp_path / "key.yaml"
     # The rerun must get the rerunner's key, not the mask: `***` fails the command.
