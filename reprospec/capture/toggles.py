@@ -26,7 +26,6 @@ from reprospec.core.redact import (
     MIN_MASKED_CHARS,
     looks_like_credential,
     looks_secret,
-    secret_by_last_word,
     sets_secret,
 )
 from reprospec.outcome.pytestreport import is_pytest
@@ -335,8 +334,35 @@ def _toggle(key: str, text: str | None, kind: str, written: str, taken: set[str]
     return Toggle(axis, value, kind, written, key, suggestion_for(axis, value))
 
 
+# The last word of an option's name that makes it a secret's: `--api-key`, `--hf-token`,
+# `db.password`, `--password2`, `--apiKey`, `--auth`; not `--max-tokens`, `--tokenizer`,
+# `--key-frames` or `--token-file` (a path), which a substring match of the secret names
+# hid from the spec, unrerunnable. An option's name only: a variable's (`GITHUB_TOKEN_RO`)
+# is judged by redact.sets_secret, where the secret word may come anywhere.
+_SECRET_WORDS = frozenset(
+    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+     "auth"}
+)  # fmt: skip
+# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
+# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
+_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
+_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
 # Hydra's interpolation (`db.password=${oc.env:DB_PASS}`): a reference, no secret.
 _HYDRA_REFERENCE = re.compile(r"\$\{[^{}]+\}")
+
+
+def _secret_option(name: str) -> bool:
+    """Whether an option's name (`--api-key`, a Hydra key `db.password`) says its value is a
+    secret, by its last word (split at `-`, `_`, `.` and camelCase; a trailing number
+    dropped): `--password2`, `--aws-access-key-id`; not `--max-tokens` or `--token-file`."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
+    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
+    if not words:
+        return False
+    last = words[-1].rstrip("0123456789")  # password2
+    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
+        return True
+    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 
 
 def _secret_name(option: str, value: str) -> str | None:
@@ -346,7 +372,7 @@ def _secret_name(option: str, value: str) -> str | None:
     gives its own name (`Authorization: ...` -> AUTHORIZATION); otherwise the option's,
     made to look secret (`DB_URL_SECRET`), as the writer and the Redactor know secrets by
     their variable's name. None: an ordinary value."""
-    if secret_by_last_word(option):
+    if _secret_option(option):
         return option
     if not looks_like_credential(value):
         return None

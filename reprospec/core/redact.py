@@ -9,16 +9,15 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
   name), wherever a mapping shows it under that name, but a release number (a
-  package table's `keyring: 25.6.0`);
+  package table's `keyring: 25.6.0`) or a count (`MAX_TOKENS: 2048`, `_counts`);
 - by value: every occurrence, in any text, of
   - the value of each engine variable the spec reads through `${{ env.X }}`,
     unless the spec lists X in `environment.public_env`,
   - the value of each engine variable whose name looks secret, or whose value is
     shaped as a credential (`looks_like_credential`: `DATABASE_URL=postgres://me:pw@db`,
     a `Bearer ...` header, an `hf_...` token),
-  - the value the spec itself gives, in `environment.env`, a name whose last word is a
-    secret's (`sets_secret`: `HF_TOKEN`, `WANDB_API_KEY`; not `MAX_TOKENS`), or a
-    credential's shape.
+  - the value the spec itself gives a secret in `environment.env` (`sets_secret`, the
+    rule every output and capture judge a written `NAME=value` by).
 
 A secret-looking name is masked even when `public_env` lists it: a stranger's spec
 must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
@@ -155,49 +154,41 @@ _TOKEN_ONLY = Lazy(_TOKENS, re.ASCII)
 
 
 def holds_secret(name: str, value: str) -> bool:
-    """Whether the variable `name=value` of a command or a shell is a secret: by its name,
-    or by its value's shape (`DATABASE_URL=postgres://me:pw@db/x`)."""
-    return looks_secret(name) or looks_like_credential(value)
-
-
-# The last word of a name that makes it a secret's: `--api-key`, `--hf-token`,
-# `db.password`, `--password2`, `--apiKey`, `--auth`, `HF_TOKEN`; not `--max-tokens`,
-# `MAX_TOKENS`, `--tokenizer`, `--key-frames` or `--token-file` (a path), which a substring
-# match of the secret names (`looks_secret`) hid from the spec, unrerunnable.
-_SECRET_WORDS = frozenset(
-    {"token", "key", "secret", "password", "passwd", "passphrase", "credential", "credentials",
-     "auth"}
-)  # fmt: skip
-# A last word written together (`--apikey`, `--hftoken`): these endings; of words ending
-# in `key`, only the keys known to be secrets (not `--hotkey`, `--monkey`).
-_SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase")
-_SECRET_KEYS = frozenset({"apikey", "secretkey", "accesskey", "privatekey", "authkey", "sshkey"})
-
-
-def secret_by_last_word(name: str) -> bool:
-    """Whether an option's or a variable's name says it holds a secret, by its last word
-    (split at `-`, `_`, `.` and camelCase; a trailing number dropped): `--api-key`,
-    `HF_TOKEN`, `--password2`, `--aws-access-key-id`; not `MAX_TOKENS` or `--token-file`."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
-    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
-    if not words:
-        return False
-    last = words[-1].rstrip("0123456789")  # password2
-    if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
-        return True
-    return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
+    """Whether the variable `name=value` of a shell or the engine is a secret: by its name
+    (`looks_secret`, anywhere in it: `GITHUB_TOKEN_RO`, `SECRET_KEY_BASE`), unless it is a
+    count or a limit (`_counts`: `MAX_TOKENS=2048`), or by its value's shape
+    (`DATABASE_URL=postgres://me:pw@db/x`)."""
+    return (looks_secret(name) and not _counts(name, value)) or looks_like_credential(value)
 
 
 def sets_secret(name: str, value: str) -> bool:
-    """Whether `NAME=value` that a command line, a script or a spec's `environment.env`
-    writes itself sets a secret: by its name's last word (`secret_by_last_word`:
-    `MAX_TOKENS=2048` and `AUTH_ENABLED=true` set none) with a value long enough to be
-    masked, or by the value's shape. Narrower than `holds_secret`, the rule for a shell's
-    own variables: a value written in the command is a setting the rerun needs, and read
-    back from the environment (`${{ env.MAX_TOKENS }}`) the spec no longer reran (review)."""
-    return (secret_by_last_word(name) and len(value) >= MIN_MASKED_CHARS) or looks_like_credential(
-        value
-    )
+    """Whether `NAME=value` that a spec's `environment.env`, a command line or a script
+    writes itself sets a secret: the one rule the report's and the bundle's masking, the
+    standalone repro, a materialize bundle and capture judge such a variable by.
+    `holds_secret`, with a value long enough to be masked (`_maskable`): a shorter one or a
+    yes/no word (`API_TOKEN: tok`, `AUTH_ENABLED=true`) cannot be masked in a text without
+    every `tok` or `true` of it, so it is shown, and the repro writes it, not
+    `API_TOKEN="$API_TOKEN"`, empty in the reader's shell (review)."""
+    return holds_secret(name, value) and _maskable(value)
+
+
+# A count or a limit (`_counts`): a number, with an optional multiplier (`4096`, `64k`, `1e6`).
+_COUNT = Lazy(r"[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?[kKmMgG]?")
+
+
+def _counts(name: str, value: str) -> bool:
+    """Whether `name=value` is a setting that counts or limits, whose name holds a secret's
+    word without naming a secret: a number under the word as a plural count (`MAX_TOKENS`,
+    `NUM_TOKENS`, `TOKENS`, `maxNewTokens`) or under a name that starts with MAX, MIN or NUM
+    (`MAX_KEY_LENGTH`, `MIN_PASSWORD_LEN`). Only `TOKENS`: `API_KEYS` is a list of keys. The
+    value must be a number: `GITHUB_TOKENS=a1b2c3d4e5f6` is secrets."""
+    if not _COUNT.fullmatch(value.strip()):
+        return False
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # maxNewTokens -> max_New_Tokens
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", spaced.upper()) if w]
+    if words[:1] in (["MAX"], ["MIN"], ["NUM"]):
+        return True
+    return "TOKENS" in words and not looks_secret("_".join(w for w in words if w != "TOKENS"))
 
 
 def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
@@ -357,9 +348,8 @@ class Redactor:
                 # An expression is no secret: what it reads is masked by its own name.
                 if item is None or "${{" in str(item):
                     continue
-                # The spec writes it: by the rule a command's `NAME=value` is judged by
-                # (`MAX_TOKENS: 2048` is a setting, masked it made every report's spec
-                # read `${{ env.MAX_TOKENS }}`).
+                # The spec writes it: the rule the standalone repro and capture judge it by
+                # (`MAX_TOKENS: 2048` is a setting; `GITHUB_TOKEN_RO: ...` a secret).
                 if sets_secret(str(key), str(item)):
                     named.setdefault(str(item), str(key))
         # A value read from a public name is still a secret when a secret name holds it too.
@@ -432,6 +422,7 @@ class Redactor:
                     and item
                     and looks_secret(key)
                     and not _RELEASE.fullmatch(item)
+                    and not _counts(key, item)
                     else self._walk(item)
                 )
                 for key, item in value.items()
@@ -531,7 +522,6 @@ __all__ = [
     "looks_secret",
     "mask_parts",
     "public_env",
-    "secret_by_last_word",
     "secret_parts",
     "secret_values",
     "sets_secret",

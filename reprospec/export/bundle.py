@@ -46,7 +46,7 @@ from typing import IO, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import Redactor, env_names_read, public_env, secret_by_last_word
+from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
 from reprospec.core.units import positive_duration
 from reprospec.errors import UsageError
@@ -340,7 +340,7 @@ def _run_redactor(
         environment = data.get("environment") if isinstance(data, dict) else None
         env = environment.get("env") if isinstance(environment, dict) else None
         for key, value in env.items() if isinstance(env, dict) else ():
-            if isinstance(value, str) and (secret_by_last_word(key) or key in read):
+            if isinstance(value, str) and (sets_secret(key, value) or key in read):
                 named.setdefault(value, key)
     unknown = sorted(read - set(named.values()) - {n for n, v in os.environ.items() if v})
     if unknown:

@@ -7,7 +7,7 @@ network, env, the workdir at the same path, the child protocol's variables).
     DIR/
       README.md            what this is, how to run it, what each cell should do
       run.sh               builds the image(s) if missing, runs the cells: ./run.sh [N...]
-      spec.yaml            the spec as it was given
+      spec.yaml            the spec as it was given, a secret it writes as ${{ env.NAME }}
       cells/N/plan.json    the resolved cell: command or workload, env, expectation
       cells/N/cell.json    (workload cells) what the harness reads
       images/K/            a build context: Dockerfile, harness/, stackdump/, certs/, ...
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import MASK, Redactor, secret_by_last_word
+from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.sections import Environment
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
@@ -224,7 +224,9 @@ def write_bundle(
     warnings: list[str] = []
     redactor = Redactor.for_spec(spec.document)
     passed: list[str] = []
-    (out / "spec.yaml").write_text(spec.source_text, encoding="utf-8")
+    # The spec as `bundle` packs it: a secret it writes itself (`GITHUB_TOKEN_RO: ...`) was
+    # copied as given, where run.sh passes the variable by name.
+    (out / "spec.yaml").write_text(redactor.spec_text(spec.source_text), encoding="utf-8")
     images: dict[str, int] = {}
     needs: dict[int, str] = {}
     workdirs: dict[Path, int] = {}
@@ -301,7 +303,7 @@ def _docker_run_args(
         env[CELL_VAR] = IN_CELL
     passed: list[str] = []
     for name, value in env.items():
-        if value and (secret_by_last_word(name) or redactor.text(value) != value):
+        if value and (sets_secret(name, value) or redactor.text(value) != value):
             # docker takes NAME's value from the environment of whoever runs run.sh.
             args += ["-e", shlex.quote(name)]
             passed.append(name)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.lazyre import Lazy
-from reprospec.core.redact import secret_by_last_word
+from reprospec.core.redact import sets_secret
 from reprospec.core.sections import JsonObject, JsonValue, Workload
 from reprospec.harness import HARNESS_ROOT
 from reprospec.plan.workfiles import local_imports, module_files
@@ -33,16 +33,6 @@ from reprospec.plan.workfiles import local_imports, module_files
 HARNESS_PACKAGE = HARNESS_ROOT / "reprospec_harness"
 # A user module pasted into the script stays readable; bigger ones are imported.
 MAX_INLINE_BYTES = 24 << 10
-
-
-def secret_name(name: str) -> bool:
-    """Whether the cell's variable `name` holds a secret: a report, a bundle and a script
-    pasted into an issue name the variable, never its value. The spec wrote the value
-    (what it reads from the engine's environment is `reads`' to say), so the rule is the
-    one a command line's `NAME=value` is judged by, the name's last word
-    (redact.secret_by_last_word): `MAX_TOKENS: 2048` ran as `MAX_TOKENS="$MAX_TOKENS"`,
-    empty in the reader's shell."""
-    return secret_by_last_word(name)
 
 
 # Variables the interpreter or the dynamic loader read at start: set on the command line.
@@ -575,7 +565,7 @@ class _Writer:
                         f"os.environ[{_literal(name)}] = os.environ[{_literal(source)}]"
                         f"  # as the spec reads it: export {_comment(source)}"
                     )
-                elif secret_name(name):
+                elif sets_secret(name, value):  # as the report masks it: never written
                     lines.append(f"# {_comment(name)}: set it yourself (its value is not written)")
                 else:
                     lines.append(f"os.environ[{_literal(name)}] = {_literal(value)}")
@@ -633,10 +623,12 @@ def _given(options: Mapping[str, JsonValue], key: str, default: JsonValue) -> Js
 
 
 def shell_assignment(name: str, value: str) -> str:
-    """`NAME=value` for a command line; a secret is taken from the reader's own environment."""
+    """`NAME=value` for a command line; a secret (redact.sets_secret, the report's rule:
+    `GITHUB_TOKEN_RO`, not `MAX_TOKENS=2048` or `API_TOKEN=tok`, which the report shows and
+    `NAME="$NAME"` would leave empty) is taken from the reader's own environment."""
     import shlex
 
-    return f'{name}="${name}"' if secret_name(name) else f"{name}={shlex.quote(value)}"
+    return f'{name}="${name}"' if sets_secret(name, value) else f"{name}={shlex.quote(value)}"
 
 
 def _device_line(requested: str) -> str:

@@ -26,7 +26,7 @@ from typing import Literal
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.redact import MASK, secret_by_last_word
+from reprospec.core.redact import MASK, sets_secret
 from reprospec.core.results import CellResult, Standalone
 from reprospec.core.sections import Command
 from reprospec.core.units import format_duration, format_size
@@ -289,8 +289,8 @@ def _exports(reads: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _masked(env: Mapping[str, str]) -> dict[str, str]:
-    # reproscript.secret_name's rule: the name's last word, as a command line's.
-    return {k: MASK if secret_by_last_word(k) else v for k, v in env.items()}
+    # reproscript.shell_assignment's rule, which is the report's (redact.sets_secret).
+    return {k: MASK if sets_secret(k, v) else v for k, v in env.items()}
 
 
 def _relative(path: Path, base: Path) -> str:

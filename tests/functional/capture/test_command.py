@@ -31,6 +31,7 @@ from reprospec.plan.workfiles import named_files
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.files import written
+from tests.support.secretnames import suffixed
 
 PROGRAMS = ROOT / "tests" / "data" / "capture"
 
@@ -581,6 +582,45 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
         assert "AAAABBBB" not in output
         assert "zzTopSecret999" not in output
     assert not any("AAAA" in p.name for p in runs.rglob("*"))
+
+
+@pytest.mark.parametrize("program", [()], ids=["leading"])
+def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_written(
+    cli: Cli, tmp_path: Path, program: tuple[str, ...]
+) -> None:
+    # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its name's last word (`ro`): the
+    # spec wrote the token `# set on the command line`, and its message quoted it.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    secrets = suffixed("long")
+    (workdir / "x.py").write_text(
+        "import os\n"
+        "token, n = os.environ['GITHUB_TOKEN_RO'], os.environ['MAX_TOKENS']\n"
+        "raise RuntimeError(f'bad {token} {n}')\n"
+    )
+    words = [f"{name}={value}" for name, value in secrets.items()]
+    result = capture(cli, workdir, *program, *words, "MAX_TOKENS=2048", "python", "x.py")
+    assert "verdict reproduced" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["command"] == "python x.py"
+    assert "matrix" not in document
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    variables = environment["env"]
+    assert isinstance(variables, dict)
+    assert variables["MAX_TOKENS"] == "2048"
+    for name in secrets:
+        assert variables[name] == f"${{{{ env.{name} }}}}"
+    expect = document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["message"] == r"bad .+? \d+"
+    runs = tmp_path / "out" / "runs"
+    stored = [p.read_text() for p in (*runs.rglob("*.json"), *runs.rglob("*.md"))]
+    for value in secrets.values():
+        for output in (text, result.stdout, result.stderr, *stored):
+            assert value not in output
+        assert not any(value in p.name for p in runs.rglob("*"))
 
 
 @pytest.mark.parametrize("shell", [False, True], ids=["leading", "sh-c"])

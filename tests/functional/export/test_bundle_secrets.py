@@ -4,12 +4,14 @@ rerun reads the secret into again from its own environment. Real runs, real chil
 
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import Cli
+from tests.support.secretnames import suffixed
 
 TOKEN = "hf_Zq8secretvalue4711"
 KEY = "sk-literal-9f3e2d1c"
@@ -156,3 +158,61 @@ def test_a_variable_the_spec_reads_is_named_in_the_bundle_and_warned_of_when_uns
     assert (
         "reprospec: warning: the spec reads ${{ env.HF_TOKEN }}, not set in this environment"
     ) in rerun.stderr
+
+
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
+    tmp_path: Path, cli: Cli, length: str
+) -> None:
+    # rv16: judged by their last word (`ro`, `base`, `v2`, `live`, `prod`), these values were
+    # in clear in report.md (the spec, the standalone command, the exception), results.json,
+    # the store, the run folder's spec.yaml and every file of the bundle; and the bundle
+    # warned that the spec had changed since the run (it compared the masked spec to today's).
+    secrets = suffixed(length)
+    settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok"}
+    lines = "".join(f"    {n}: {json.dumps(v)}\n" for n, v in {**secrets, **settings}.items())
+    names = sorted(secrets)
+    (tmp_path / "leak.py").write_text(
+        "import os\n"
+        f"for name in {[*names, *settings]!r}:\n"
+        "    print(name, os.environ[name])\n"
+        f"raise RuntimeError('boom ' + ' '.join(os.environ[n] for n in {names!r}))\n"
+    )
+    spec = tmp_path / "leak.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: leak\ncommand: python leak.py\n"
+        f"environment:\n  env:\n{lines}expect: {{outcome: error}}\n"
+    )
+    store = tmp_path / "store"
+    ran = cli("run", str(spec), "--out", str(store))
+    assert ran.code == 0, ran.stdout + ran.stderr
+    folder = ran.latest_run()
+    report = (folder / "report.md").read_text()
+    outputs = {
+        "report.md": report,
+        "results.json": (folder / "results.json").read_text(),
+        "spec.yaml": (folder / "spec.yaml").read_text(),
+        "results.db": (store / "results.db").read_bytes().decode("utf-8", "replace"),
+        "the console": ran.stdout + ran.stderr,
+    }
+    for where, text in outputs.items():
+        for value in secrets.values():
+            assert value not in text, f"{value} in {where}"
+    assert f"boom {' '.join(['***'] * len(names))}" in report
+    # The report's spec reads each secret again; its standalone command takes each from the
+    # reader's shell, and writes what the spec shows (the one rule: redact.sets_secret).
+    for name in names:
+        assert f'{name}: "${{{{ env.{name} }}}}"' in report
+        assert f'{name}="${name}"' in report
+    assert 'MAX_TOKENS: "2048"' in report
+    assert 'API_TOKEN: "tok"' in report
+    assert "MAX_TOKENS=2048 API_TOKEN=tok " in report
+    archive = tmp_path / "share.tar.gz"
+    packed = cli("bundle", folder.name, "-o", str(archive), "--out", str(store))
+    assert packed.code == 0, packed.stderr
+    assert "changed since the run" not in packed.stderr
+    members = _members(archive)
+    assert any(name.endswith("stdout.log") for name in members)
+    for value in secrets.values():
+        leaked = [name for name, data in members.items() if value.encode() in data]
+        assert leaked == [], value

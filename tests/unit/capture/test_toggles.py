@@ -11,6 +11,7 @@ from reprospec.core import expr
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.presets import PRESETS, UnknownPreset, detect, expand, preset
+from tests.support.secretnames import COUNTS, suffixed
 
 
 def render(command: str, matrix: dict[str, JsonValue]) -> str:
@@ -292,3 +293,25 @@ def test_a_leading_setting_is_written_and_a_leading_secret_is_read_back() -> Non
     short = propose(["STEPS=3", "python", "t.py", "--password", "pw"])
     assert short.command == 'python t.py --password "$PASSWORD"'
     assert short.secret_env == (("PASSWORD", "pw"),)
+
+
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_a_leading_variable_whose_name_holds_a_secrets_word_anywhere_is_read_back(
+    length: str,
+) -> None:
+    # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its last word (`ro`), and the
+    # captured spec wrote the token under `# set on the command line`.
+    secrets = suffixed(length)
+    settings = {**COUNTS, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
+    words = [f"{name}={value}" for name, value in {**secrets, **settings}.items()]
+    proposal = propose([*words, "python", "x.py"])
+    assert proposal.command == "python x.py"
+    assert dict(proposal.env) == {**secrets, **settings}
+    assert proposal.secrets == set(secrets)
+    # The same in a shell script: its assignment is read from the variable the spec reads.
+    name, value = "GITHUB_TOKEN_RO", secrets["GITHUB_TOKEN_RO"]
+    script = propose(["sh", "-c", f"{name}={value} MAX_TOKENS=2048 python x.py"])
+    assert script.command == shlex.join(
+        ["sh", "-c", f'{name}="${name}" MAX_TOKENS=2048 python x.py']
+    )
+    assert script.secret_env == ((name, value),)

@@ -30,6 +30,7 @@ from reprospec.capture.writer import (
     script_stem,
 )
 from reprospec.spec.yamlsource import load_yaml
+from tests.support.secretnames import suffixed
 
 
 def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written() -> None:
@@ -71,6 +72,19 @@ def test_a_setting_the_command_line_sets_is_written_as_its_value() -> None:
     # The shell's own variables keep the wider rule: never written, whatever the name.
     shell = environment_lines({"HF_TOKENIZER_KEYS": "x1y2"}, propose(["python", "a.py"]), False)
     assert [line.value for line in shell] == ["${{ env.HF_TOKENIZER_KEYS }}"]
+
+
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_a_secret_the_command_line_sets_under_any_name_is_read_back(length: str) -> None:
+    # rv16: `GITHUB_TOKEN_RO=abcd... python x.py` was written `GITHUB_TOKEN_RO: abcd...
+    # # set on the command line`, judged by its name's last word.
+    secrets = suffixed(length)
+    words = [f"{name}={value}" for name, value in secrets.items()]
+    proposal = propose([*words, "MAX_TOKENS=2048", "python", "x.py"])
+    lines = {line.name: line for line in environment_lines({}, proposal, uses_torch=False)}
+    for name in secrets:
+        assert lines[name].value == f"${{{{ env.{name} }}}}", name
+    assert lines["MAX_TOKENS"].value == "2048"
 
 
 def test_an_editable_project_in_the_workdir_is_imported_from_its_folders(tmp_path: Path) -> None:

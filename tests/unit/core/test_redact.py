@@ -29,6 +29,7 @@ from reprospec.core.redact import (
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
 from reprospec.core.results import AttemptResult, CellResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
+from tests.support.secretnames import COUNTS, SUFFIXED_SECRETS, suffixed
 
 
 def test_names_that_look_secret() -> None:
@@ -79,20 +80,61 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
     assert redactor.text("x api-value y data-value z") == f"x {MASK} y data-value z"
 
 
-def test_the_specs_own_setting_is_judged_by_its_names_last_word() -> None:
-    # A captured `MAX_TOKENS=2048 python train.py` wrote `MAX_TOKENS: '2048'`: masked by the
-    # substring rule, every report showed `***` for 2048 and its spec read
-    # `${{ env.MAX_TOKENS }}` again. The spec's own secret-looking literal is still masked.
-    document: dict[str, JsonValue] = {
-        "environment": {"env": {"MAX_TOKENS": "2048", "WANDB_API_KEY": "wk-0123456789"}}
-    }
+@pytest.mark.parametrize("name", sorted(SUFFIXED_SECRETS))
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_a_variable_whose_name_holds_a_secrets_word_anywhere_is_masked(
+    name: str, length: str
+) -> None:
+    # rv16: judged by the last word alone, these were in clear in every output.
+    value = suffixed(length)[name]
+    assert sets_secret(name, value)
+    assert holds_secret(name, value)
+    document: dict[str, JsonValue] = {"environment": {"env": {name: value, "MAX_TOKENS": "2048"}}}
     redactor = Redactor.for_spec(document, {})
-    assert redactor.values == ("wk-0123456789",)
-    assert redactor.spec_text("MAX_TOKENS: '2048'\n") == "MAX_TOKENS: '2048'\n"
+    assert redactor.values == (value,)
+    # The report's spec reads it again from the environment; its text and tables mask it.
+    spec = f"environment:\n  env:\n    {name}: {value}\n    MAX_TOKENS: '2048'\n"
+    masked = redactor.spec_text(spec)
+    assert value not in masked
+    assert f"{name}: ${{{{ env.{name} }}}}" in masked
+    assert "MAX_TOKENS: '2048'" in masked
+    link = ChainLink("RuntimeError", f"boom with {value}")
+    assert redactor.value(link) == ChainLink("RuntimeError", f"boom with {MASK}")
+    table = redactor.value({name: value, "MAX_TOKENS": "2048"})
+    assert table == {name: MASK, "MAX_TOKENS": "2048"}
+
+
+def test_a_count_or_a_limit_is_no_secret_whatever_word_its_name_holds() -> None:
+    # `MAX_TOKENS=2048 python train.py`: masked, every report showed `***` for 2048, and its
+    # spec read `${{ env.MAX_TOKENS }}`, empty in a reader's shell.
+    for name, value in COUNTS.items():
+        assert not sets_secret(name, value), name
+        assert not holds_secret(name, value), name
+        assert Redactor.for_spec({"environment": {"env": {name: value}}}, {}).values == ()
+        assert Redactor.for_spec({}, {name: value}).values == ()  # the engine's own
+        assert Redactor().value({name: value}) == {name: value}
+    # A count is a number: under a counting name, anything else is still a secret's value.
+    for name, value in (
+        ("GITHUB_TOKENS", "a1b2c3d4e5f6"),
+        ("MAX_TOKENS", "sk-abcdefgh"),
+        ("API_KEYS", "1234567890"),  # a list of keys, not a count of them
+        ("HF_TOKEN", "123456789"),
+        ("TOKENS_API_KEY", "12345678"),
+    ):
+        assert sets_secret(name, value), name
+        assert Redactor().value({name: value}) == {name: MASK}
+
+
+def test_a_value_too_short_to_be_masked_sets_no_secret_but_a_credential_does() -> None:
+    # `API_TOKEN: tok` was kept in the report's spec (too short to mask in a text), while the
+    # standalone repro read `API_TOKEN="$API_TOKEN"`, empty in the reader's shell: one rule.
+    for name, value in (("API_TOKEN", "tok"), ("AUTH", "1"), ("AUTH_ENABLED", "true")):
+        assert not sets_secret(name, value), name
+        assert holds_secret(name, value), name  # the engine's own: masked by name
     assert sets_secret("HF_TOKEN", "hf_x1y2")
-    assert not sets_secret("MAX_TOKENS", "2048")
-    assert not sets_secret("AUTH", "1")  # too short to be masked: a switch
     assert sets_secret("DB", "postgres://me:pw1234@db/x")  # a credential's shape
+    assert not sets_secret("TOKENIZERS_PARALLELISM", "false")
+    assert not sets_secret("HF_TOKENIZER", "bert-base-uncased")
 
 
 def test_longer_secrets_are_masked_whole() -> None:

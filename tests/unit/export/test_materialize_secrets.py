@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from reprospec.core.runoptions import RunOptions
+from reprospec.export.materialize import write_bundle
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
 from tests.support.materialize import SECRETS, secret_bundle
+from tests.support.secretnames import suffixed
 
 
 @pytest.fixture
@@ -49,3 +55,29 @@ def test_secret_variables_are_passed_by_name_and_the_reader_is_told(
         "run.sh: put it back before running"
         for n, w in ((1, 0), (2, 2))
     ]
+
+
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_a_secret_the_spec_writes_under_any_name_is_passed_by_name(
+    tmp_path: Path, length: str
+) -> None:
+    # rv16: `GITHUB_TOKEN_RO: ...` (last word `ro`) was written into run.sh as `-e NAME=value`.
+    # A setting the report shows (`MAX_TOKENS: 2048`, `API_TOKEN: tok`) is written as it is.
+    secrets = suffixed(length)
+    settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok"}
+    lines = "".join(f"    {n}: {json.dumps(v)}\n" for n, v in {**secrets, **settings}.items())
+    spec_path = tmp_path / "s.yaml"
+    spec_path.write_text(
+        f"reprospec: 1\nname: s\ncommand: python -c pass\nenvironment:\n  env:\n{lines}"
+    )
+    spec = load_spec(spec_path)
+    root = write_bundle(spec, plan_run(spec, RunOptions()).attempts, tmp_path / "b").root
+    for path in (p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for value in secrets.values():
+            assert value.encode() not in data, f"{value} in {path.relative_to(root)}"
+    script = (root / "run.sh").read_text()
+    for name in secrets:
+        assert f"-e {name} \\" in script
+    assert "-e MAX_TOKENS=2048 \\" in script
+    assert "-e API_TOKEN=tok \\" in script

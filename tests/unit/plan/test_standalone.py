@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
 
 import reprospec
+from reprospec.core.redact import Redactor
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
 from tests.support.paths import GOLDEN
 from tests.support.plans import SYNTHETIC_SPEC
+from tests.support.secretnames import COUNTS, suffixed
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
@@ -180,3 +184,59 @@ def test_a_setting_the_spec_writes_is_in_the_command_line_and_a_secret_is_not(
     assert 'WANDB_API_KEY="$WANDB_API_KEY"' in standalone.run
     assert standalone.env["MAX_TOKENS"] == "2048"
     assert standalone.env["WANDB_API_KEY"] == "***"
+
+
+@pytest.mark.parametrize("length", ["short", "long"])
+def test_the_repro_takes_a_secret_from_the_readers_environment_by_the_reports_rule(
+    tmp_path: Path, length: str
+) -> None:
+    # rv16: `GITHUB_TOKEN_RO` (last word `ro`) was written in clear in the command line, and
+    # `API_TOKEN: tok`, which the report's spec shows, read `API_TOKEN="$API_TOKEN"`: empty.
+    secrets = suffixed(length)
+    env = {**secrets, **COUNTS}
+    lines = "".join(f"    {name}: {json.dumps(value)}\n" for name, value in env.items())
+    (tmp_path / "spec.yaml").write_text(
+        f"reprospec: 1\nname: s\nenvironment:\n  env:\n{lines}command: python x.py\n"
+    )
+    spec = reprospec.load_spec(tmp_path / "spec.yaml")
+    plan = plan_run(spec, RunOptions()).attempts[0]
+    standalone = standalone_of(plan, tmp_path)
+    assert standalone.run is not None
+    kept = Redactor.for_spec(spec.document, {})
+    for name, value in secrets.items():
+        assert f'{name}="${name}"' in standalone.run
+        assert value not in standalone.run
+        assert standalone.env[name] == "***"
+        assert value in kept.values  # and the report masks it
+    for name in COUNTS:
+        assert f"{name}={shlex.quote(COUNTS[name])} " in standalone.run
+    # A workload's repro.py: the secret is named for the reader to set, never written.
+    (tmp_path / "spec.yaml").write_text(
+        SYNTHETIC_SPEC.replace(
+            "HF_TOKEN: hf_not_for_reports", f"GITHUB_TOKEN_RO: {secrets['GITHUB_TOKEN_RO']}"
+        )
+        .replace('OMP_NUM_THREADS: "1"', 'MAX_TOKENS: "2048"')
+        .replace("{outcome: error}", "{outcome: pass}")  # an injected failure has no repro
+    )
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    script = standalone_of(plan, tmp_path).script
+    assert secrets["GITHUB_TOKEN_RO"] not in script
+    assert "# GITHUB_TOKEN_RO: set it yourself (its value is not written)" in script
+    assert "os.environ['MAX_TOKENS'] = '2048'" in script
+
+
+def test_a_value_the_reports_spec_shows_is_written_in_the_repro(tmp_path: Path) -> None:
+    # rv16: `API_TOKEN: tok`, too short to mask in a text, was kept in the report's spec,
+    # while the repro read `API_TOKEN="$API_TOKEN"`: empty in the reader's shell.
+    env = {**COUNTS, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
+    lines = "".join(f"    {name}: {json.dumps(value)}\n" for name, value in env.items())
+    (tmp_path / "spec.yaml").write_text(
+        f"reprospec: 1\nname: s\nenvironment:\n  env:\n{lines}command: python x.py\n"
+    )
+    spec = reprospec.load_spec(tmp_path / "spec.yaml")
+    standalone = standalone_of(plan_run(spec, RunOptions()).attempts[0], tmp_path)
+    assert standalone.run is not None
+    assert Redactor.for_spec(spec.document, {}).values == ()  # the report shows them all
+    for name, value in env.items():
+        assert f"{name}={shlex.quote(value)} " in standalone.run
+        assert standalone.env[name] == value
