@@ -37,6 +37,8 @@ _SHORT_FLAG = re.compile(r"^-(?P<name>[A-Za-z])$")
 _HYDRA = re.compile(r"^(?P<prefix>\+\+|\+)?(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.S)
 _HYDRA_DELETE = re.compile(r"^~(?P<key>[A-Za-z_][\w.@/-]*)(?:=(?P<value>.*))?$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+# The `env` program with no option of its own (`-i`, `-u NAME`: those it keeps as written).
+_ENV_PROGRAM = re.compile(r"^(?:\S*/)?env$")
 _PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 # Interpreter options that take a value (`-X faulthandler`, `-W error`).
 _PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
@@ -171,9 +173,21 @@ def propose(argv: list[str]) -> Proposal:
     """The settings of `argv` (a command as its words) as axes, and the command reading them."""
     words = list(argv)
     env: list[tuple[str, str]] = []
-    while words and _ASSIGNMENT.match(words[0]) and not words[0].startswith("-"):
+    while words:
+        if (
+            _ENV_PROGRAM.match(words[0])
+            and len(words) > 1
+            and _ASSIGNMENT.match(words[1])
+            and not all(map(_ASSIGNMENT.match, words[1:]))  # a program follows
+        ):
+            # `env NAME=value python x.py` sets what `NAME=value python x.py` does: its
+            # assignments were the program's arguments, a secret among them an axis (its
+            # value in the spec, the cells' names, every report).
+            words.pop(0)
+            continue
         match = _ASSIGNMENT.match(words[0])
-        assert match is not None
+        if match is None:
+            break
         env.append((match["name"], match["value"]))
         words.pop(0)
     secrets = {name for name, value in env if sets_secret(name, value)}

@@ -584,12 +584,13 @@ def test_secrets_on_the_command_line_are_run_with_and_never_written(
     assert not any("AAAA" in p.name for p in runs.rglob("*"))
 
 
-@pytest.mark.parametrize("program", [()], ids=["leading"])
+@pytest.mark.parametrize("program", [(), ("env",)], ids=["leading", "env"])
 def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_written(
     cli: Cli, tmp_path: Path, program: tuple[str, ...]
 ) -> None:
     # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its name's last word (`ro`): the
-    # spec wrote the token `# set on the command line`, and its message quoted it.
+    # spec wrote the token `# set on the command line`, and its message quoted it. With the
+    # `env` program, each assignment was an axis: the secret in the cells' names and reports.
     workdir = tmp_path / "work"
     workdir.mkdir()
     secrets = suffixed("long")

@@ -315,3 +315,19 @@ def test_a_leading_variable_whose_name_holds_a_secrets_word_anywhere_is_read_bac
         ["sh", "-c", f'{name}="${name}" MAX_TOKENS=2048 python x.py']
     )
     assert script.secret_env == ((name, value),)
+
+
+def test_the_env_program_sets_its_variables_as_a_leading_assignment_does() -> None:
+    # `env GITHUB_TOKEN_RO=... python x.py`: the assignments were the program's arguments,
+    # read as Hydra overrides, and the token was an axis (the spec, the cells' names).
+    token = "abcd1234efgh5678"
+    for env in ("env", "/usr/bin/env"):
+        proposal = propose([env, f"GITHUB_TOKEN_RO={token}", "MAX_TOKENS=2048", "python", "x.py"])
+        assert (proposal.command, proposal.toggles) == ("python x.py", ())
+        assert proposal.env == (("GITHUB_TOKEN_RO", token), ("MAX_TOKENS", "2048"))
+        assert proposal.secrets == {"GITHUB_TOKEN_RO"}
+    mixed = propose(["A=1", "env", "B=2", "python", "x.py", "--lr", "0.1"])
+    assert mixed.env == (("A", "1"), ("B", "2"))
+    assert mixed.command == "python x.py --lr ${{ matrix.lr }}"
+    # `env` alone prints the environment: no program to give the variables to.
+    assert propose(["env", "A=1"]).command.startswith("env ")
