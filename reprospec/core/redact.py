@@ -311,8 +311,37 @@ def _maskable(value: str) -> bool:
     return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
 
 
+# The fewest first characters of a generated secret (a token, a key) that a text is masked
+# for: a program that logs `token[:10]` prints a tenth of a key's entropy and the provider's
+# prefix, and a reader can tell which key it was. Fewer (`hf_abc`) are as likely a word.
+SECRET_BEGINNING_CHARS = 8
+
+
+def _has_parts(value: str) -> bool:
+    """Whether a printed beginning of `value` is masked too: a generated string or a
+    provider's token (no path or words, whose first characters are every such text's)
+    longer than the beginning."""
+    return (
+        len(value) > SECRET_BEGINNING_CHARS
+        and value.isascii()
+        and not _PATH_OR_PHRASE.search(value)
+        and (looks_generated(value) or looks_like_credential(value))
+    )
+
+
+def _beginning(value: str) -> str:
+    """The pattern of `value`'s first SECRET_BEGINNING_CHARS characters or more, as far as
+    the text goes on with it (`hf_abcde(?:f(?:g)?)?`), ASCII, so its bytes are the same."""
+    head, rest = value[:SECRET_BEGINNING_CHARS], value[SECRET_BEGINNING_CHARS:]
+    tail = ""
+    for char in reversed(rest):
+        tail = f"(?:{re.escape(char)}{tail})?"
+    return re.escape(head) + tail
+
+
 class Redactor:
-    """Masks a fixed set of secret values (and secret-looking names) in whatever it is given."""
+    """Masks a fixed set of secret values (and secret-looking names) in whatever it is given:
+    whole, and a generated one's printed beginning (SECRET_BEGINNING_CHARS or more)."""
 
     def __init__(self, values: Iterable[str] = (), names: Mapping[str, str] | None = None) -> None:
         found = sorted({v for v in values if _maskable(v)}, key=lambda v: (-len(v), v))
@@ -321,8 +350,10 @@ class Redactor:
         self.names: dict[str, str] = {
             v: n for v, n in (names or {}).items() if v in found and _ENV_NAME.fullmatch(n)
         }
-        # Longest first, so a secret that contains another is masked whole.
-        self._pattern = re.compile("|".join(map(re.escape, found))) if found else None
+        # Longest first, so a secret that contains another is masked whole; then the
+        # printed beginnings of the generated ones (`_beginnings`).
+        alternatives = [*map(re.escape, found), *(_beginning(v) for v in found if _has_parts(v))]
+        self._pattern = re.compile("|".join(alternatives)) if found else None
         self._bytes: re.Pattern[bytes] | None = None
 
     @classmethod
@@ -396,7 +427,8 @@ class Redactor:
             return data
         if self._bytes is None:
             encoded = sorted((v.encode("utf-8") for v in self.values), key=lambda b: (-len(b), b))
-            self._bytes = re.compile(b"|".join(map(re.escape, encoded)))
+            beginnings = [_beginning(v).encode() for v in self.values if _has_parts(v)]
+            self._bytes = re.compile(b"|".join([*map(re.escape, encoded), *beginnings]))
         return self._bytes.sub(MASK.encode(), data)
 
     def value(self, value: T) -> T:

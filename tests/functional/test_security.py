@@ -324,6 +324,34 @@ def test_secrets_are_masked_in_every_output(tmp_path: Path) -> None:
     assert f"api={SECRET_FROM_ENV} auth={SECRET_IN_SPEC}" in (logs / "stdout.log").read_text()
 
 
+def test_a_printed_beginning_of_a_token_is_masked_too(tmp_path: Path) -> None:
+    # Programs log a key's first characters to say which one failed (`token[:10]`): a
+    # tenth of its entropy and its provider's prefix, where the whole-value mask saw none.
+    token = "hf_QwErTy1234567890AbCdEfGhIjKlMn"
+    spec = write_spec(
+        tmp_path,
+        "prefix.yaml",
+        """\
+        reprospec: 1
+        name: prefix
+        command: |
+          echo "auth failed for $(printf %s "$HF_TOKEN" | cut -c1-10)..." >&2; exit 1
+        expect: {outcome: error}
+        """,
+    )
+    done = run_cli("run", str(spec), cwd=tmp_path, env={"HF_TOKEN": token})
+    assert done.code == 0, done.stderr
+    folder = done.latest_run()
+    for where, text in {
+        "results.json": (folder / "results.json").read_text(),
+        "results.db": store_text(done.out / "results.db"),
+        "report.md": (folder / "report.md").read_text(),
+        "the console": done.stdout + done.stderr,
+    }.items():
+        assert token[:8] not in text, f"{token[:10]!r} leaked into {where}"
+    assert "auth failed for ***..." in (folder / "report.md").read_text()
+
+
 def test_plan_shows_no_secret(tmp_path: Path) -> None:
     spec = secret_spec(tmp_path)
     shown = run_cli("plan", str(spec), cwd=tmp_path, env=SECRET_ENV)

@@ -324,3 +324,19 @@ def test_a_tokenizers_setting_is_no_secret() -> None:
     assert not looks_secret("TOKENIZERS_PARALLELISM")
     assert looks_secret("HF_TOKEN")
     assert looks_secret("TOKENIZER_TOKEN")
+
+
+def test_a_generated_secrets_printed_beginning_is_masked_a_words_is_not() -> None:
+    token, key, password = "hf_QwErTy1234567890AbCdEf", "aB3dE5gH9jK2mN", "correcthorse"
+    redactor = Redactor([token, key, password])
+    assert redactor.text(f"auth failed for {token[:10]}...") == "auth failed for ***..."
+    assert redactor.text(f"key {key[:8]} expired") == "key *** expired"
+    # Fewer than SECRET_BEGINNING_CHARS: as likely the text's own word.
+    assert redactor.text(f"{token[:7]} and {key[:7]}") == f"{token[:7]} and {key[:7]}"
+    # A password of words: its beginning is every such text's, kept.
+    assert redactor.text("correcthor is a word here") == "correcthor is a word here"
+    assert redactor.text(f"the whole {password}") == "the whole ***"
+    # The beginning goes as far as the text agrees with it, then the text's own characters.
+    assert redactor.text(f"{token[:12]}XYZ") == "***XYZ"
+    # A file's bytes the same.
+    assert redactor.data(f"x {token[:9]} y".encode()) == b"x *** y"
