@@ -171,7 +171,10 @@ def amplify_spec(
     # Keyed on what a probe's outcome depends on and the question (the cell, the arms),
     # not on --budget or -j (isolation.state.search_id): a larger budget continues.
     ident = search_id(
-        spec, plan.attempts, run_options, [cell.id, json.dumps([a.label for a in singles])]
+        spec,
+        plan.attempts.variants().attempts,
+        run_options,
+        [cell.id, json.dumps([a.label for a in singles])],
     )
     folder = run_options.out / "amplify" / ident
     state = StateFile(

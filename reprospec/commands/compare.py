@@ -122,23 +122,38 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
 
 def _files(files: FilesChange) -> list[str]:
     """The program's files that differ, one a line (`train.py: changed`); `same program
-    files (3)`; or, without a record of either run's, that it is unknown, never "same"."""
+    files (3)`; or, without a record of either run's, that it is unknown, never "same".
+    Then what was not compared: the files the command names that it may write, and the
+    jobs a run did not read."""
     rows = [
         *(
-            f"  {name}: changed"
-            + (" (by size and time: too large to digest)" if name in files["by_size"] else "")
+            f"  {name}: changed" + (" (size or time)" if name in files["by_size"] else "")
             for name in files["changed"]
         ),
         *(f"  {name}: added (only in the second run)" for name in files["added"]),
         *(f"  {name}: removed (only in the first run)" for name in files["removed"]),
     ]
     if rows:
-        return ["program files that differ:", *rows] + (
-            [f"  {files['unknown']}"] if files["unknown"] else []
+        out = ["program files that differ:", *rows]
+        out += [f"  {files['unknown']}"] if files["unknown"] else []
+    elif files["unknown"]:
+        out = [f"program files: unknown ({files['unknown']})"]
+    else:
+        out = [f"same program files ({files['same'] or 'none named'})"]
+    if files["named"]:
+        shown = ", ".join(files["named"][:_NAMED_SHOWN])
+        more = len(files["named"]) - _NAMED_SHOWN
+        out.append(
+            "  not compared, named by the command, which may write them (list in `files` "
+            f"what it reads): {shown}" + (f" and {more} more" if more > 0 else "")
         )
-    if files["unknown"]:
-        return [f"program files: unknown ({files['unknown']})"]
-    return [f"same program files ({files['same'] or 'none named'})"]
+    if files["partial"]:
+        out.append(f"  partly read: {files['partial']}")
+    return out
+
+
+# The files named and not compared that the text shows (JSON has them all).
+_NAMED_SHOWN = 5
 
 
 def _variable(row: VariableChange) -> str:

@@ -25,8 +25,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.errors import UsageError
 from reprospec.export.carry import workdir_files
-from reprospec.plan.shellwords import is_shell_script
-from reprospec.plan.workfiles import carried_files
+from reprospec.plan.workfiles import program_files
 
 
 @dataclass(frozen=True)
@@ -191,34 +190,25 @@ def _workdir_field(document: object) -> str | None:
     return str(workdir) if workdir is not None else None
 
 
-def program_digest(attempts: Sequence[AttemptPlan]) -> str:
-    """A hash of the program the spec runs: the source files its cells name (the script,
-    its local imports, a shell script and what it runs: Python files and shell scripts),
-    each by its path and content.
+def program_digest(attempts: Iterable[AttemptPlan]) -> str:
+    """A hash of the program the attempts run (`PlannedAttempts.variants`: one per job):
+    its sources and inputs (plan/workfiles.py's `program_files`, the rule `compare`
+    digests by too), each by its path and content, a file over DIGEST_LIMIT by its size
+    and modification time.
 
     Part of a search's id (isolate, amplify, bisect): a finished search is replayed from
     its stored probes, and keyed on the spec alone it answered "amplified 7/8" and ran
-    nothing after the bug under test was fixed in the script. Sources only: a log the
-    command writes (`--log run.log`) is named too, and would change the id at every run
-    (an interrupted search then started over instead of resuming). The spec's own text
-    is hashed by the caller.
+    nothing after the bug under test was fixed in the script. Not the other files the
+    command's words name: a log it writes (`--log run.log`) would change the id at every
+    run (an interrupted search then started over instead of resuming). The spec's own
+    text is hashed by the caller.
     """
-    sources: dict[Path, None] = {}
-    seen: set[Path] = set()
-    for attempt in attempts:
-        workdir = attempt.workdir.resolve()
-        if workdir in seen:
-            continue
-        seen.add(workdir)
-        named = carried_files(attempt)
-        for path in [*(workdir / rel for rel in named.inside), *named.outside]:
-            if path.suffix == ".py" or is_shell_script(path):
-                sources[path.resolve()] = None
+    from reprospec.store.digests import file_digest
+
+    program = program_files(attempts)
     digest = hashlib.sha256()
-    for path in sorted(sources):
+    for path in sorted({*program.sources, *program.inputs}):
         digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            digest.update(path.read_bytes())
-        except OSError as exc:
-            digest.update(f"unreadable: {exc.strerror}".encode())
+        # Keyed by a constant: the same bytes give the same id in every store.
+        digest.update(file_digest(b"program", path).encode() + b"\0")
     return digest.hexdigest()[:16]

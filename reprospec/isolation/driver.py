@@ -139,7 +139,7 @@ def isolate_spec(
     # (state.search_id): a rerun with a larger budget replays the probes a smaller one ran.
     ident = search_id(
         spec,
-        plan.attempts,
+        plan.attempts.variants().attempts,
         run_options,
         [key(failing.config), key(passing.config), json.dumps(expect, sort_keys=True)],
     )

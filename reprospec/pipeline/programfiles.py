@@ -1,12 +1,20 @@
 """The program's files digested as a run begins: what `compare` tells `train.py changed` by.
 
-The files are those the cells name (plan/workfiles.py's `run_files`: the script, its
-local imports, what its words name, the spec's `files`), read from one cell per axis
-value (`PlannedAttempts.covering`) before any attempt starts: an attempt may write a file
-its command names. Each is digested under the store's key (store/digests.py) and named
-relative to the spec's folder, else by its absolute path. The record is the captured
-environment's FILES_FIELD, kept in the store from the run's start, so that a resumed run
-can say its files changed since.
+The files are the program's by plan/workfiles.py's `program_files`, the rule a search's
+id hashes too: its sources (the script, its local imports, a shell script) and its inputs
+(the spec's `files`); not the other files its words name, which it may write (a log named
+by `--log run.log` changed at every run), only named in the record (`named`). They are
+read from one attempt per job the cells run (`PlannedAttempts.variants`), before any
+attempt starts. Each is digested under the store's key (store/digests.py), a file over
+DIGEST_LIMIT told by its size and modification time, and named relative to the spec's
+folder, else by its absolute path. The record is the captured environment's FILES_FIELD,
+kept in the store from the run's start, so that a resumed run can say its files changed
+since.
+
+A search's probe (isolate, minimize, amplify, bisect: tens to thousands of runs of one
+program) reads none: its record says why (`skipped`), and `compare` says unknown of it.
+The search's id already holds its program's digest, as the search began, and minimize's
+probes each run a smaller copy of the program, which nobody compares.
 """
 
 from __future__ import annotations
@@ -15,29 +23,45 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.plan.run import RunPlan
 from reprospec.store.digests import FILES_FIELD
 
 
 def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[str, ...]]:
-    """(FILES_FIELD's record of the files the run's cells name, warnings); None, and a
-    warning, where the files cannot be digested: `compare` then says whether they changed
-    is unknown."""
-    from reprospec.plan.workfiles import run_files
+    """(FILES_FIELD's record of the program's files, warnings); None, and a warning, where
+    the files cannot be digested: `compare` then says whether they changed is unknown."""
+    purpose = plan.options.purpose
+    if purpose in SEARCH_PURPOSES:
+        return {
+            "store": None,
+            "of": [],
+            "skipped": f"a probe of {purpose}: its search's id holds the program's digest",
+        }, ()
+    from reprospec.plan.workfiles import program_files as files_of
     from reprospec.store.digests import file_digests, store_key
 
     base = plan.spec.base_dir.resolve()
+
+    def name(path: Path) -> str:
+        return path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
+
     try:
-        found = run_files(plan.attempts.covering())
-        named = {
-            (path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)): path
-            for path in found
-        }
-        if not named:
-            return file_digests(None, {}), ()  # no key made for none
-        return file_digests(store_key(out), named), ()
+        variants = plan.attempts.variants()
+        found = files_of(variants.attempts)
+        program = {name(path): path for path in (*found.sources, *found.inputs)}
+        # No key is made for no file (a run of `true`).
+        record = file_digests(store_key(out) if program else None, program)
     except (OSError, ValueError) as exc:  # the record is worth less than the run
         return None, (f"the program's files were not digested (compare cannot tell them): {exc}",)
+    if found.named:
+        record["named"] = [n for n in sorted(name(path) for path in found.named)]
+    if variants.unread:
+        record["partial"] = (
+            f"the files of {len(variants.attempts)} of the jobs the cells run were read, "
+            f"up to {variants.unread} more were not"
+        )
+    return record, ()
 
 
 def files_since(

@@ -18,6 +18,7 @@ import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from reprospec.core.bounds import MAX_ATTEMPTS
 from reprospec.core.inputs import AttemptPlan, Cell, Expectation, Spec
@@ -26,10 +27,11 @@ from reprospec.core.runoptions import RunOptions
 from reprospec.errors import UsageError
 from reprospec.plan.attempt import OBSERVE, expectation_for, plan_attempt, run_policy
 
+if TYPE_CHECKING:
+    from reprospec.plan.variants import JobVariants
+
 # Cells whose plan PlannedAttempts keeps for their next attempt (a spec without expressions).
 KEPT_CELLS = 64
-# The most cells `PlannedAttempts.covering` plans (one per axis value).
-COVERING_CELLS = 256
 
 
 def _has_expression(value: object) -> bool:
@@ -203,24 +205,24 @@ class PlannedAttempts(LazySequence[AttemptPlan]):
         the globals below one round of the cells are the attempts numbered 1."""
         return tuple(self._plan(g) for g in range(self._first, len(self._cells), self._stride))
 
-    def covering(self, limit: int = COVERING_CELLS) -> tuple[AttemptPlan, ...]:
-        """Attempt 1 of the first cell that holds each axis value, at most `limit` cells.
+    def variants(self) -> JobVariants:
+        """Attempt 1 of a cell per different job the cells can run, the few that name
+        every file a cell's job names (plan/variants.py): what the program's files are
+        read from, without planning every cell."""
+        from reprospec.plan.variants import JobVariants, job_variants
 
-        What names a cell's files (its script, its workdir: plan/workfiles.py) is the
-        spec's text and the values its expressions read: one cell per value finds them
-        without planning every cell of a large matrix (0.1 ms each, 7 s at 65,536 cells).
-        """
-        chosen: list[int] = []
-        seen: set[tuple[str, str]] = set()
-        for position, cell in enumerate(self._cells):
-            pairs = {(axis, repr(value)) for axis, value in cell.matrix.items()}
-            if chosen and pairs <= seen:
-                continue
-            seen |= pairs
-            chosen.append(position)
-            if len(chosen) >= limit:
-                break
-        return tuple(self.planned(position, 1) for position in chosen)
+        if not self._cells:
+            return JobVariants((), 0)
+        # Cell 0's as the run plans it: kept for its first attempt where the spec is alike.
+        first = self.planned(0, 1)
+
+        def plan(cell: Cell) -> AttemptPlan:
+            # Any cell of the matrix, or one of its values' combinations: what it would run.
+            return plan_attempt(
+                self._spec, cell, 1, base_env=self._base_env, expectation=first.expectation
+            )
+
+        return job_variants(self._spec, self._cells, plan, self._base_env, first=first)
 
     def planned(self, position: int, number: int) -> AttemptPlan:
         """Attempt `number` of `cells[position]`, planned (one of `numbers_of(position)`)."""

@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
@@ -30,6 +31,7 @@ from reprospec.plan.shellwords import (
     command_words,
     is_assignment,
     is_shell_script,
+    shebang,
     shell_words,
     without_written,
 )
@@ -43,23 +45,9 @@ def named_files(plan: AttemptPlan) -> tuple[str, ...]:
     workdir = plan.workdir.resolve()
     if not workdir.is_dir():
         return ()
-    found: dict[Path, None] = {}
-    if isinstance(plan.job, Command):
-        for path in _command_files(plan.job, workdir):
-            found[path] = None
-    else:
-        for module in workload_modules(plan.workload or {}):
-            for path in module_files(module, workdir):
-                found[path] = None
-    for name in plan.files:
-        listed = file_in(name, workdir)
-        if listed is not None:
-            found[listed] = None
-    for path in script_files(list(found), workdir):
-        found[path] = None
-    for path in local_imports(list(found), workdir):
-        found[path] = None
-    return tuple(sorted(p.relative_to(workdir).as_posix() for p in found))
+    found = _Found()
+    found.gather(plan, workdir, outside=False)
+    return tuple(sorted(p.relative_to(workdir).as_posix() for p in found.closed_inside(workdir)))
 
 
 def script_files(start: Iterable[Path], workdir: Path) -> list[Path]:
@@ -107,62 +95,227 @@ class CarriedFiles:
 
 def carried_files(plan: AttemptPlan) -> CarriedFiles:
     """What the plan names, inside the workdir and out of it (see CarriedFiles)."""
-    inside = named_files(plan)
     workdir = plan.workdir.resolve()
-    if not workdir.is_dir() or not isinstance(plan.job, Command):
-        return CarriedFiles(inside)
-    outside: dict[Path, None] = {}
-    absolute: dict[Path, None] = {}
-    words = command_words(plan.job)
-    program = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
-    for index, word in enumerate([*words, *plan.files]):
-        if 0 < index < len(words) and words[index - 1] == "-m":
-            continue  # a module: found inside the workdir, or installed
-        candidates = [word]
-        if word.startswith("-") and "=" in word:
-            candidates.append(word.partition("=")[2])
-        for candidate in candidates:
-            place = _place_outside(candidate, workdir)
-            if place is None or in_environment(place.parent, workdir):
-                # `.venv/bin/python`: a link into this machine's interpreter, in an
-                # environment made in the workdir, is the machine's, not the spec's.
-                continue
-            if Path(candidate).expanduser().is_absolute():
-                if index != program:
-                    absolute[place] = None
-            else:
-                outside[place] = None
-    for script in [p for p in outside if p.suffix == ".py"]:
-        real = script.resolve()
-        for found in local_imports([real], real.parent):
-            if found != real and not _inside(found, workdir):
-                outside.setdefault(found, None)
-    return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(absolute)))
+    if not workdir.is_dir():
+        return CarriedFiles(())
+    found = _Found()
+    found.gather(plan, workdir)
+    return found.carried(workdir)
 
 
-def run_files(attempts: Iterable[AttemptPlan]) -> list[Path]:
-    """The files the attempts name, inside their workdir and out of it (`carried_files`:
-    what a bundle carries), absolute, sorted, each once: what `compare` tells changed
-    between two runs. Attempts alike (one workdir, job and `files`) are read once."""
-    found: dict[Path, None] = {}
-    seen: set[tuple[object, ...]] = set()
+# ProgramFiles, JobVariants (variants.py) and _WordFiles are NamedTuples, like expr's nodes
+# and yamlsource's records: immutable and typed, and built at every run's start, where a
+# frozen dataclass's class costs five times as much (0.7 ms against 0.14: the program's
+# files are read before every run, whose goal is 250 ms in all).
+class ProgramFiles(NamedTuple):
+    """The program's files, by what a run does with them: absolute paths, sorted, each in
+    one field.
+
+    `sources`: its code, which no run writes: the Python files the cells name and the
+    workdir's modules they import, the files with a `#!` line and `.sh` scripts, the
+    files a command runs (`./tool`). `inputs`: the spec's `files` that are not code,
+    declared as what the job reads (capture lists there the data the command read, never
+    what it wrote). Those two are the program. `named`: the other files the commands'
+    words (and their shell scripts) name, `--config cfg.yaml` as `--log run.log`: read or
+    written, nothing before a run can tell which, so not the program's (a log the command
+    writes changed at every run: `compare` said so, and a search's id changed with it).
+    """
+
+    sources: tuple[Path, ...] = ()
+    inputs: tuple[Path, ...] = ()
+    named: tuple[Path, ...] = ()
+
+
+def program_files(attempts: Iterable[AttemptPlan]) -> ProgramFiles:
+    """The files the attempts name (`carried_files`: what a bundle carries), as the
+    program's sources, inputs and other named files (see ProgramFiles): the one rule of
+    what the program is, for a search's id (export/tree.py's `program_digest`) and for
+    `compare` (pipeline/programfiles.py).
+
+    Each workdir's words are looked up once across the attempts (a 300-value `--seed`
+    axis renders 300 commands whose other words are the same), and its imports and
+    scripts followed once, from all of them together.
+    """
+    by_workdir: dict[Path, _Found] = {}
+    resolved: dict[Path, Path] = {}  # each workdir as written, resolved once
     for attempt in attempts:
-        workdir = attempt.workdir.resolve()
-        job: object = (
-            tuple(attempt.job.argv)
-            if isinstance(attempt.job, Command)
-            else tuple(workload_modules(attempt.workload or {}))
-        )
-        key = (workdir, job, attempt.files)
-        if key in seen:
+        workdir = resolved.get(attempt.workdir)
+        if workdir is None:
+            workdir = resolved[attempt.workdir] = attempt.workdir.resolve()
+        if workdir not in by_workdir:
+            if not workdir.is_dir():
+                continue
+            by_workdir[workdir] = _Found()
+        by_workdir[workdir].gather(attempt, workdir)
+    sources: dict[Path, None] = {}
+    inputs: dict[Path, None] = {}
+    named: dict[Path, None] = {}
+    for workdir, found in by_workdir.items():
+        carried = found.carried(workdir)
+        for path in [*(workdir / name for name in carried.inside), *carried.outside]:
+            if path in found.programs or _is_code(path):
+                sources[path] = None
+            elif path in found.listed:
+                inputs[path] = None
+            else:
+                named[path] = None
+    return ProgramFiles(
+        tuple(sorted(sources)),
+        tuple(sorted(p for p in inputs if p not in sources)),
+        tuple(sorted(p for p in named if p not in sources and p not in inputs)),
+    )
+
+
+def _is_code(path: Path) -> bool:
+    """A Python file, a shell script, or a script of another interpreter (its `#!`)."""
+    return path.suffix in (".py", ".sh", ".bash") or bool(shebang(path, 256))
+
+
+# How a word is read (`_WordFiles`' key): a plain word, the command's program, a module.
+_PLAIN, _PROGRAM, _MODULE = 0, 1, 2
+
+
+class _WordFiles(NamedTuple):
+    """The files one word names in its workdir: `inside` it, `outside` it by a relative
+    path, or by an `absolute` path (see CarriedFiles)."""
+
+    inside: tuple[Path, ...] = ()
+    outside: tuple[Path, ...] = ()
+    absolute: tuple[Path, ...] = ()
+
+
+_NO_FILES = _WordFiles()
+
+
+def _may_exist(word: str, workdir: Path) -> bool:
+    """False where `word` names nothing in `workdir` (one `lstat`: most words of a command
+    are no file, `--seed`, `17`); True where it may, or where its `..` or `~` need the
+    lookups of `file_in` and `_place_outside` to say."""
+    if not word or word.startswith("-") or "\0" in word or len(word) > 4096:
+        return False
+    if ".." in word or word.startswith("~"):
+        return True
+    try:
+        os.lstat(os.path.join(workdir, word))  # noqa: PTH118 (a Path per word costs more)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
+
+
+def _word_files(word: str, how: int, workdir: Path, outside: bool) -> _WordFiles:
+    if how == _MODULE:
+        # A module (`-m pkg.tool`): found inside the workdir, or installed.
+        return _WordFiles(tuple(module_files(word, workdir)))
+    candidates = [word]
+    if word.startswith("-") and "=" in word:
+        candidates.append(word.partition("=")[2])
+    candidates = [c for c in candidates if _may_exist(c, workdir)]
+    if not candidates:
+        return _NO_FILES
+    inside: list[Path] = []
+    out: list[Path] = []
+    absolute: list[Path] = []
+    for candidate in candidates:
+        path = file_in(candidate, workdir)
+        if path is not None:
+            inside.append(path)
+        if not outside:
             continue
-        seen.add(key)
-        named = carried_files(attempt)
-        for name in named.inside:
-            found[workdir / name] = None
-        for path in named.outside:
+        place = _place_outside(candidate, workdir)
+        if place is None or in_environment(place.parent, workdir):
+            # `.venv/bin/python`: a link into this machine's interpreter, in an
+            # environment made in the workdir, is the machine's, not the spec's.
+            continue
+        if Path(candidate).expanduser().is_absolute():
+            if how != _PROGRAM:
+                absolute.append(place)
+        else:
+            out.append(place)
+    return _WordFiles(tuple(inside), tuple(out), tuple(absolute))
+
+
+class _Found:
+    """What a workdir's attempts name by their words and `files`, gathered before the
+    imports and scripts are followed (the closure of all of them is the union of each
+    one's: gathered first, followed once). Each word is looked up once."""
+
+    def __init__(self) -> None:
+        self.inside: dict[Path, None] = {}
+        self.outside: dict[Path, None] = {}
+        self.absolute: dict[Path, None] = {}
+        self.listed: dict[Path, None] = {}  # what the spec's `files` name
+        self.programs: dict[Path, None] = {}  # the files a command runs
+        self.followed = False  # whether a command's words count outside the workdir
+        self._jobs: set[object] = set()
+        self._words: dict[tuple[str, int], _WordFiles] = {}
+
+    def gather(self, plan: AttemptPlan, workdir: Path, *, outside: bool = True) -> None:
+        """Add what `plan` names in `workdir` (its resolved workdir); `outside=False`: the
+        workdir's files alone."""
+        if isinstance(plan.job, Command):
+            job: object = plan.job.argv
+        else:
+            job = tuple(workload_modules(plan.workload or {}))
+        if (job, plan.files) in self._jobs:
+            return
+        self._jobs.add((job, plan.files))
+        if isinstance(plan.job, Command):
+            self.followed = self.followed or outside
+            words = command_words(plan.job)
+            program = next((i for i, w in enumerate(words) if not is_assignment(w)), None)
+            for index, word in enumerate(words):
+                how = (
+                    _MODULE
+                    if index > 0 and words[index - 1] == "-m"
+                    else _PROGRAM
+                    if index == program
+                    else _PLAIN
+                )
+                got = self._word(word, how, workdir, outside)
+                if how == _PROGRAM:
+                    self.programs.update(dict.fromkeys([*got.inside, *got.outside]))
+        else:
+            for module in job if isinstance(job, tuple) else ():
+                self.inside.update(dict.fromkeys(module_files(str(module), workdir)))
+        for name in plan.files:
+            # A workload's `files` count in its workdir only, as a bundle carries them.
+            got = self._word(name, _PLAIN, workdir, outside and isinstance(plan.job, Command))
+            self.listed.update(dict.fromkeys([*got.inside, *got.outside]))
+
+    def _word(self, word: str, how: int, workdir: Path, outside: bool) -> _WordFiles:
+        key = (word, how if outside else -1 - how)
+        got = self._words.get(key)
+        if got is None:
+            got = self._words[key] = _word_files(word, how, workdir, outside)
+            self.inside.update(dict.fromkeys(got.inside))
+            self.outside.update(dict.fromkeys(got.outside))
+            self.absolute.update(dict.fromkeys(got.absolute))
+        return got
+
+    def closed_inside(self, workdir: Path) -> list[Path]:
+        """The workdir's files named, with what their shell scripts name and the modules
+        their Python files import, transitively."""
+        found = dict(self.inside)
+        for path in script_files(list(found), workdir):
             found[path] = None
-    return sorted(found)
+        return local_imports(list(found), workdir)
+
+    def carried(self, workdir: Path) -> CarriedFiles:
+        """What a bundle carries of what was gathered (see CarriedFiles)."""
+        inside = tuple(
+            sorted(p.relative_to(workdir).as_posix() for p in self.closed_inside(workdir))
+        )
+        if not self.followed:
+            return CarriedFiles(inside)
+        outside = dict(self.outside)
+        for script in [p for p in outside if p.suffix == ".py"]:
+            real = script.resolve()
+            for found in local_imports([real], real.parent):
+                if found != real and not _inside(found, workdir):
+                    outside.setdefault(found, None)
+        return CarriedFiles(inside, tuple(sorted(outside)), tuple(sorted(self.absolute)))
 
 
 def _place_outside(word: str, workdir: Path) -> Path | None:
@@ -254,21 +407,6 @@ def module_files(module: str, workdir: Path) -> list[Path]:
     return [f.resolve() for f in files if _inside(f, workdir)]
 
 
-def _command_files(command: Command, workdir: Path) -> Iterator[Path]:
-    words = command_words(command)
-    for index, word in enumerate(words):
-        if index > 0 and words[index - 1] == "-m":
-            yield from module_files(word, workdir)
-            continue
-        candidates = [word]
-        if word.startswith("-") and "=" in word:
-            candidates.append(word.partition("=")[2])
-        for candidate in candidates:
-            path = file_in(candidate, workdir)
-            if path is not None:
-                yield path
-
-
 def file_in(word: str, workdir: Path) -> Path | None:
     """The workdir's file a word names (resolved, relative to `workdir` unless absolute),
     or None: not a file, outside the workdir, a flag, or no name at all."""
@@ -316,11 +454,14 @@ def imported_modules(path: Path) -> list[str]:
     try:
         if path.stat().st_size > MAX_PARSE_BYTES:
             return []
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        source = path.read_bytes()
+        if b"import" not in source:
+            return []  # (a module of constants, a config read as Python: no parse)
+        tree = ast.parse(source, filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return []
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in _import_statements(tree.body):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -330,6 +471,26 @@ def imported_modules(path: Path) -> list[str]:
                 names.append(node.module)
                 names.extend(f"{node.module}.{alias.name}" for alias in node.names)
     return list(dict.fromkeys(names))
+
+
+def _import_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements of a module, at any depth (in a function, an `if`, a `try`).
+
+    An import is a statement, and statements are only in other statements' bodies (an
+    expression holds none): walking those alone reads a tenth of the nodes `ast.walk`
+    does, the rest of a run's reading of the program's files (`program_files`, before
+    every run) took about half as long as the parse.
+    """
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                stack.extend(reversed(inner))
 
 
 def _relative_names(path: Path, node: ast.ImportFrom) -> list[str]:

@@ -66,6 +66,33 @@ def all_axes(section: Section) -> list[str]:
     return list(names)
 
 
+def axis_values(section: Section, axis: str) -> tuple[list[JsonValue], bool]:
+    """Every value a cell can hold on `axis`, each once (`same`), and whether a cell may
+    lack it: the axis's own list and what `include` entries give it, read from the section
+    alone (no cell is made; exclude and `-m` are not applied: it may hold more).
+
+    The values of the axes a command reads are what can make its words name other
+    files (plan/run.py's `PlannedAttempts.variants`), found without walking the cells
+    (65,536 cells took 0.8 s to walk).
+    """
+    if section is None:
+        return [], True
+    found: dict[Hashable, JsonValue] = {}
+    own = section.get(axis) if axis in axes(section) else None
+    for value in own if isinstance(own, list) else ():
+        found.setdefault(canonical(value), value)
+    # An include-only axis, or an include entry without it that becomes a cell of its own.
+    lacks = own is None
+    include = section.get("include")
+    for entry in include if isinstance(include, list) else ():
+        if isinstance(entry, dict):
+            if axis in entry:
+                found.setdefault(canonical(entry[axis]), entry[axis])
+            else:
+                lacks = True
+    return list(found.values()), lacks
+
+
 def render_value(value: object) -> str:
     """A matrix value as it appears in a cell id: true/false, null, compact JSON for collections."""
     if isinstance(value, bool):

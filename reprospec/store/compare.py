@@ -73,15 +73,18 @@ class VariableChange(TypedDict):
 
 
 class FilesChange(TypedDict):
-    """The program's files from the first run to the second, by path: the files the cells
-    name (the script, its local imports, a config it is given: plan/workfiles.py's
-    `run_files`), digested as each run began (store/digests.py's FILES_FIELD).
+    """The program's files from the first run to the second, by path: its sources and
+    inputs (plan/workfiles.py's `program_files`: the script, its local imports, the spec's
+    `files`), digested as each run began (store/digests.py's FILES_FIELD).
 
     `unknown` is "" when the lists are whole; else why they are not: a run recorded no
-    digests (one made before runs recorded them: never read as "unchanged"), or the runs
-    are of two stores, whose digests are keyed apart (then `added` and `removed` are
-    told, and `changed` is not). `by_size` holds the changed files over the digest limit,
-    told by their size and modification time; `same` counts the files alike in both.
+    digests (one made before runs recorded them, or a search's probe: never read as
+    "unchanged"), or the runs are of two stores, whose digests are keyed apart (then
+    `added` and `removed` are told, and `changed` is not). `by_size` holds the changed
+    files over the digest limit, told by their size and modification time; `same` counts
+    the files alike in both. `named`: the other files the commands name in either run
+    (`--log run.log`), read or written, never compared. `partial`: a run read the files of
+    only some of the jobs its cells run (a command that reads a large axis).
     """
 
     added: list[str]
@@ -90,6 +93,8 @@ class FilesChange(TypedDict):
     by_size: list[str]
     same: int
     unknown: str
+    named: list[str]
+    partial: str
 
 
 class Comparison(TypedDict):
@@ -263,6 +268,7 @@ def files_change(
     (of the run `name_a`) to `b`: see FilesChange."""
     known_a, of_a = _digests(a.get(FILES_FIELD))
     known_b, of_b = _digests(b.get(FILES_FIELD))
+    records = [(name, field.get(FILES_FIELD)) for name, field in ((name_a, a), (name_b, b))]
     change: FilesChange = {
         "added": [],
         "removed": [],
@@ -270,14 +276,31 @@ def files_change(
         "by_size": [],
         "same": 0,
         "unknown": "",
+        "named": sorted({n for _, r in records for n in _strings(r, "named")}),
+        "partial": "; ".join(
+            f"{name}: {r['partial']}"
+            for name, r in records
+            if isinstance(r, Mapping) and isinstance(r.get("partial"), str)
+        ),
     }
-    missing = [name for name, field in ((name_a, a), (name_b, b)) if FILES_FIELD not in field]
+    missing = [name for name, record in records if record is None]
     if missing:
         change["unknown"] = (
             f"{' and '.join(missing)} kept no digests of the program's files (made before "
             "runs recorded them, or its store could keep no key)"
         )
         return change
+    skipped = [
+        f"{name} read none ({r['skipped']})"
+        for name, r in records
+        if isinstance(r, Mapping) and isinstance(r.get("skipped"), str)
+    ]
+    if skipped:
+        change["unknown"] = "; ".join(skipped)
+        return change
+    # A file a run of an older engine digested, that this one only names (a log).
+    of_a = {name: digest for name, digest in of_a.items() if name not in change["named"]}
+    of_b = {name: digest for name, digest in of_b.items() if name not in change["named"]}
     both = [name for name in of_a if name in of_b]
     change["added"] = [name for name in of_b if name not in of_a]
     change["removed"] = [name for name in of_a if name not in of_b]
@@ -295,6 +318,12 @@ def files_change(
     ]
     change["same"] = len(both) - len(change["changed"])
     return change
+
+
+def _strings(record: JsonValue, key: str) -> list[str]:
+    """The strings of a record's list `key`; [] without it."""
+    value = record.get(key) if isinstance(record, Mapping) else None
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _variables(environment: object) -> dict[str, str | None]:

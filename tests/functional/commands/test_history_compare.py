@@ -355,7 +355,7 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
     (work / "cfg.yaml").write_text("lr: 1\n")
     spec = work / "train.yaml"
     spec.write_text(
-        "reprospec: 1\nname: train\n"
+        "reprospec: 1\nname: train\nfiles: [cfg.yaml]\n"  # declared as read: compared
         f"command: [{sys.executable}, train.py, --config, cfg.yaml]\n"
         "expect: {outcome: error, exit_code: 3}\n"
     )
@@ -383,6 +383,8 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
         "by_size": [],
         "same": 2,
         "unknown": "",
+        "named": [],
+        "partial": "",
     }
     back = cli("compare", ids[1], ids[0]).stdout.splitlines()
     assert "  helper.py: removed (only in the first run)" in back
@@ -482,3 +484,50 @@ def test_history_and_report_agree_on_a_run_whose_folder_was_removed(
     again = {r["run_id"]: r for r in json.loads(cli("history", "--format", "json").stdout)}
     assert again[gone_id]["finished"] == listed[gone_id]["finished"]
     assert "folder missing" not in cli("history").stdout
+
+
+def test_compare_and_resume_leave_out_a_file_the_command_writes(cli: Cli, tmp_path: Path) -> None:
+    """`python x.py --log run.log`, where x.py writes run.log: compare said `run.log:
+    changed` (or `removed`) of every two runs, and a resume warned that the program's files
+    changed since the run began. run.log is named by the command, not the program's: named
+    as not compared, never told changed."""
+    work = tmp_path / "project"
+    work.mkdir()
+    started, hold = tmp_path / "started", tmp_path / "hold"
+    (work / "x.py").write_text(
+        "import pathlib, sys, time\n"
+        "pathlib.Path(sys.argv[2]).write_text(str(time.time()))\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        f"while pathlib.Path({str(hold)!r}).exists():\n"
+        "    time.sleep(0.05)\n"
+        "sys.exit(1)\n"
+    )
+    (work / "run.log").write_text("an earlier run's log\n")
+    spec = work / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: logs\nrun: {repeat: 2, timeout: 5m}\nexpect: {outcome: error}\n"
+        f"command: [{sys.executable}, x.py, --log, run.log]\n"
+    )
+    out = tmp_path / "out"
+    hold.touch()
+    argv = [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out)]
+    assert interrupt_when(argv, started.exists).code == 130  # run.log written: attempt 1
+    (first,) = [p.name for p in (out / "runs").iterdir()]
+    hold.unlink()
+    resumed = cli("run", "--resume", first, "--out", str(out))
+    assert resumed.code == 0, resumed.stderr
+    warnings = json.loads((out / "runs" / first / "results.json").read_text())["warnings"]
+    assert not [w for w in warnings if "program's files" in w], warnings
+    assert "program's files" not in resumed.stdout + resumed.stderr
+    ids = [first]
+    for _ in range(2):
+        again = cli("run", str(spec), "--out", str(out))
+        assert again.code == 0, again.stderr
+        ids.append(again.latest_run().name)
+    for a, b in ((ids[0], ids[1]), (ids[1], ids[2])):
+        said = cli("compare", a, b, "--out", str(out)).stdout.splitlines()
+        assert "same program files (1)" in said, said
+        assert not any("run.log: " in line for line in said), said
+        assert said[said.index("same program files (1)") + 1].endswith(": run.log")
+        files = json.loads(cli("compare", a, b, "--out", str(out), "--format", "json").stdout)
+        assert (files["files"]["changed"], files["files"]["named"]) == ([], ["run.log"])

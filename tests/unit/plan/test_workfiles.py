@@ -7,7 +7,7 @@ from pathlib import Path
 import reprospec
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
-from reprospec.plan.workfiles import carried_files, named_files, run_files
+from reprospec.plan.workfiles import carried_files, named_files, program_files
 
 
 def _files(tmp_path: Path, command: str) -> tuple[str, ...]:
@@ -75,25 +75,31 @@ def test_the_files_a_shell_script_names_are_files_the_command_needs(tmp_path: Pa
     assert _files(tmp_path, "cat list.txt") == ("list.txt",)
 
 
-def test_a_runs_files_are_each_cells_read_once_per_axis_value(tmp_path: Path) -> None:
-    """run_files over `covering`: a matrix that names a script per cell names each script,
-    planning one cell per axis value (not each of the 3 x 50 cells)."""
+def test_the_programs_files_are_its_sources_and_inputs_not_the_files_its_words_name(
+    tmp_path: Path,
+) -> None:
+    """One rule for compare and a search's id: what the program is. A log the command
+    writes (`--log run.log`) was digested as the program's and told changed at every run,
+    and a config its words name may be written as well: neither is the program's. The
+    spec's `files` are (declared as read), and so is code, whatever names it."""
     app = tmp_path / "app"
     app.mkdir()
-    for name in ("a", "b", "c"):
-        (app / f"{name}.py").write_text("import shared\n")
-    (app / "shared.py").write_text("")
-    (app / "unused.py").write_text("")
+    (app / "train.py").write_text("import util\n")
+    (app / "util.py").write_text("")
+    (app / "tool").write_text("#!/usr/bin/env python3\n")  # code by its #! line
+    for name in ("cfg.yaml", "run.log", "data.csv"):
+        (app / name).write_text("x")
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "reprospec: 1\nname: w\nenvironment: {workdir: app}\n"
-        "matrix: {script: [a, b, c], seed: [" + ", ".join(map(str, range(50))) + "]}\n"
-        "command: python ${{ matrix.script }}.py --seed ${{ matrix.seed }}\n"
+        "reprospec: 1\nname: w\nenvironment: {workdir: app}\nfiles: [data.csv]\n"
+        "command: python train.py --config cfg.yaml --log=run.log --helper tool\n"
     )
     plan = plan_run(reprospec.load_spec(spec), RunOptions())
-    covering = plan.attempts.covering()
-    # Script a with each seed, then the first cell of b and of c: 52 of the 150.
-    assert len(covering) == 52
-    assert [a.cell.id for a in covering[-2:]] == ["script=b,seed=0", "script=c,seed=0"]
-    assert [p.name for p in run_files(covering)] == ["a.py", "b.py", "c.py", "shared.py"]
-    assert len(plan.attempts.covering(limit=2)) == 2
+    found = program_files(plan.attempts.variants().attempts)
+    assert [p.name for p in found.sources] == ["tool", "train.py", "util.py"]
+    assert [p.name for p in found.inputs] == ["data.csv"]
+    assert [p.name for p in found.named] == ["cfg.yaml", "run.log"]
+    # What a bundle carries is all of them, as before.
+    assert carried_files(plan.attempts[0]).inside == (
+        "cfg.yaml", "data.csv", "run.log", "tool", "train.py", "util.py",
+    )  # fmt: skip

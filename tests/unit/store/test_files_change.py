@@ -11,8 +11,9 @@ import pytest
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.store import digests
-from reprospec.store.compare import files_change
+from reprospec.store.compare import FilesChange, compare, files_change
 from reprospec.store.digests import FILES_FIELD, file_digests, store_key
+from tests.support.runs import error_run
 
 
 def _record(key: bytes, folder: Path, **files: str) -> JsonObject:
@@ -37,6 +38,8 @@ def test_files_added_removed_and_changed_by_path(tmp_path: Path) -> None:
         "by_size": [],
         "same": 1,
         "unknown": "",
+        "named": [],
+        "partial": "",
     }
     assert files_change(after, after, "B", "B")["same"] == 3
 
@@ -76,6 +79,8 @@ def test_a_digest_is_keyed_not_a_plain_sha256(tmp_path: Path) -> None:
 def test_a_file_over_the_limit_is_told_by_size_and_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # 1 MiB: a 60 MiB input took 50 ms of every run's start to digest (64 MiB was the limit).
+    assert digests.DIGEST_LIMIT == 1 << 20
     monkeypatch.setattr(digests, "DIGEST_LIMIT", 8)
     key = store_key(tmp_path / "out")
     data = tmp_path / "data.bin"
@@ -90,6 +95,53 @@ def test_a_file_over_the_limit_is_told_by_size_and_time(
     after = {FILES_FIELD: file_digests(key, {"data.bin": data})}
     change = files_change(before, after, "A", "B")
     assert (change["changed"], change["by_size"]) == (["data.bin"], ["data.bin"])
+    assert "  data.bin: changed (size or time)" in _files_text(change)
+
+
+def _files_text(change: FilesChange) -> list[str]:
+    from reprospec.commands.compare import lines
+
+    comparison = compare(error_run(), error_run())
+    return lines({**comparison, "files": change}, "spec")
+
+
+def test_the_files_the_command_names_are_never_compared_only_named(tmp_path: Path) -> None:
+    """A log the command writes (`--log run.log`) was told changed at every run. It is not
+    the program's: named as not compared, in either run's record, and not compared where
+    a run of the engine before this digested it."""
+    key = store_key(tmp_path / "out")
+    train, log = tmp_path / "train.py", tmp_path / "run.log"
+    train.write_text("x\n")
+    log.write_text("log of run 1\n")
+    # A run of the engine before this one digested the log as a program file.
+    old: JsonObject = {FILES_FIELD: file_digests(key, {"train.py": train, "run.log": log})}
+    log.write_text("log of run 2\n")
+    new: JsonObject = {
+        FILES_FIELD: {**file_digests(key, {"train.py": train}), "named": ["run.log"]}
+    }
+    change = files_change(old, new, "A", "B")
+    assert (change["changed"], change["removed"], change["same"]) == ([], [], 1)
+    assert change["named"] == ["run.log"]
+    text = _files_text(change)
+    at = text.index("same program files (1)")
+    assert text[at + 1] == (
+        "  not compared, named by the command, which may write them (list in `files` what "
+        "it reads): run.log"
+    )
+
+
+def test_a_search_probe_reads_no_files_and_is_unknown(tmp_path: Path) -> None:
+    key = store_key(tmp_path / "out")
+    record = _record(key, tmp_path, train="x\n")
+    probe: JsonObject = {
+        FILES_FIELD: {"store": None, "of": [], "skipped": "a probe of isolate: its search's id"}
+    }
+    change = files_change(record, probe, "A", "P")
+    assert change["unknown"] == "P read none (a probe of isolate: its search's id)"
+    assert (change["same"], change["added"], change["removed"]) == (0, [], [])
+    assert "program files: unknown (P read none (a probe of isolate: its search's id))" in (
+        _files_text(change)
+    )
 
 
 def test_a_resume_under_other_files_says_so(tmp_path: Path) -> None:
