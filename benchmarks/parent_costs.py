@@ -40,6 +40,11 @@ imports   what a one-attempt `reprospec run` of `true` loads and builds, counted
           checkout's too (not in the default --only); then where the engine's CPU went
           (the interpreter's start, imports by package, dataclasses' code generation, the
           rest), medians of 5 runs
+programfiles the program's files read as a run begins (pipeline/programfiles.py, before
+          the first attempt of every run), in one process per checkout: CPU of the first
+          call and the median of --rounds more, for specs/segfault-command.yaml, a
+          300-value `--seed` axis its command reads, and a spec whose `files` holds a 60 MiB
+          input; with --before CHECKOUT, that checkout's too (not in the default --only)
 floor     the one-attempt run's engine CPU against interpreters that only import what it
           imports, in turn per round: `python -c pass`, the standard library's modules the
           run imports, then pyyaml, then jinja2 and rich: what no change inside the engine
@@ -670,6 +675,62 @@ def cgroups(rounds: int) -> None:
     print(f"pids cgroup per attempt, pooled (CPU)                {pool * 1000:6.3f} ms")
 
 
+# `python -c PROGRAM_FILES ROUNDS SPEC...`: program_files' CPU per spec, in ms (first, median).
+PROGRAM_FILES = """
+import statistics, sys, tempfile, time
+from pathlib import Path
+from reprospec.core.runoptions import RunOptions
+from reprospec.pipeline.programfiles import program_files
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
+rounds, out = int(sys.argv[1]), Path(tempfile.mkdtemp())
+for spec in sys.argv[2:]:
+    plan = plan_run(load_spec(spec), RunOptions())
+    took = []
+    for _ in range(rounds + 1):
+        start = time.process_time()
+        program_files(plan, out)
+        took.append((time.process_time() - start) * 1000)
+    print(f"{took[0]:.2f} {statistics.median(took[1:]):.2f}")
+"""
+
+
+def programfiles(rounds: int, tmp: Path, before: Path | None = None) -> None:
+    """program_files' CPU for three specs, this checkout and `before` in turn."""
+    fixtures = ROOT / "specs" / "fixtures"
+    seeds = tmp / "seeds.yaml"
+    seeds.write_text(
+        f"reprospec: 1\nname: seeds\nenvironment: {{workdir: {fixtures}}}\n"
+        f"matrix: {{seed: [{', '.join(map(str, range(300)))}]}}\nexpect: {{outcome: pass}}\n"
+        "command: python train_loop.py --steps 2 --seed ${{ matrix.seed }}\n"
+    )
+    data = tmp / "data"
+    data.mkdir()
+    (data / "train.bin").write_bytes(os.urandom(60 << 20))
+    (data / "train.py").write_text("import sys\n")
+    large = tmp / "large.yaml"
+    large.write_text(
+        f"reprospec: 1\nname: large\nenvironment: {{workdir: {data}}}\nfiles: [train.bin]\n"
+        "expect: {outcome: pass}\ncommand: python train.py --data train.bin\n"
+    )
+    specs = [ROOT / "specs" / "segfault-command.yaml", seeds, large]
+    names = ["specs/segfault-command.yaml", "300-value --seed axis", "a 60 MiB input in `files`"]
+    checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    print("program_files CPU (ms): first call, then the median of the next", rounds)
+    for label, root in checkouts:
+        done = subprocess.run(
+            [PY, "-c", PROGRAM_FILES, str(rounds), *map(str, specs)],
+            env={**ENV, "PYTHONPATH": str(root)},
+            cwd=tmp,
+            text=True,
+            capture_output=True,
+            check=True,
+        )
+        for name, line in zip(names, done.stdout.split("\n"), strict=False):
+            first, median = line.split()
+            print(f"  {label:14} {name:28} first {first:>8}  median {median:>8}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -710,6 +771,8 @@ def main() -> None:
             imports(tmp, before=args.before)
         if "floor" in chosen:
             floor(args.rounds, tmp)
+        if "programfiles" in chosen:
+            programfiles(args.rounds, tmp, before=args.before)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
