@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.runoptions import SEARCH_PURPOSES
@@ -69,13 +70,26 @@ def _begun(db: Path, query: str) -> list[tuple[object, object]] | None:
         return None
 
 
-def stored_run(name: str, out_root: Path) -> tuple[str, str, str] | None:
-    """(run id, spec path, command line) of the run the store under `out_root` holds by the
-    id `name`, or by a unique prefix of one; None where it holds none (or several, or
-    cannot be read).
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store lists it, for what is said of a run whose folder cannot be read."""
 
-    For a run whose folder is gone (removed by hand): the store still lists it, and what
-    cannot be done without the folder is said of that run, not "no run"."""
+    run_id: str
+    spec_path: str
+    # The command line that started it ("" where none was stored).
+    command_line: str
+    # The store's word: `running` (also for a run whose engine was killed: SIGKILL leaves
+    # no word), `interrupted` or `finished`.
+    status: str
+
+
+def stored_run(name: str, out_root: Path) -> StoredRun | None:
+    """The run the store under `out_root` holds by the id `name`, or by a unique prefix of
+    one; None where it holds none (or several, or cannot be read).
+
+    For a run whose folder is gone (removed by hand) or holds no results.json (its engine
+    was killed): the store still lists it, and what cannot be done without them is said of
+    that run, not "no run"."""
     db = out_root / "results.db"
     if not name or not db.is_file():
         return None
@@ -83,7 +97,7 @@ def stored_run(name: str, out_root: Path) -> tuple[str, str, str] | None:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
             rows = conn.execute(
                 "SELECT run_id, spec_path, CASE WHEN json_valid(options) THEN "
-                "json_extract(options, '$.command_line') END FROM runs WHERE run_id = ? "
+                "json_extract(options, '$.command_line') END, status FROM runs WHERE run_id = ? "
                 "OR substr(run_id, 1, length(?)) = ? ORDER BY run_id = ? DESC LIMIT 2",
                 (name, name, name, name),
             ).fetchall()
@@ -91,8 +105,8 @@ def stored_run(name: str, out_root: Path) -> tuple[str, str, str] | None:
         return None
     if not rows or (len(rows) > 1 and rows[0][0] != name):
         return None
-    run_id, spec_path, command_line = rows[0]
-    return str(run_id), str(spec_path), str(command_line or "")
+    run_id, spec_path, command_line, status = rows[0]
+    return StoredRun(str(run_id), str(spec_path), str(command_line or ""), str(status or ""))
 
 
 def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
@@ -132,4 +146,4 @@ def resolve_run_id(ref: str, out_root: Path = Path(".reprospec"), under: str = "
     return ids[back]
 
 
-__all__ = ["is_latest", "recent_run_ids", "resolve_run_id", "stored_run"]
+__all__ = ["StoredRun", "is_latest", "recent_run_ids", "resolve_run_id", "stored_run"]

@@ -487,20 +487,22 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
             raise UsageError(f"run id {name!r} is ambiguous: {', '.join(ids[:5])}")
         if len(matches) == 1:
             return matches[0]
+    unreadable = _unreadable(path, out_root)
+    if unreadable is not None:
+        raise UsageError(unreadable)
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
-    gone = _folder_gone(path, out_root)
-    if gone is not None:
-        raise UsageError(gone)
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
 
 
-def _folder_gone(path: Path, out_root: Path) -> str | None:
-    """Why a run the store lists cannot be read, where its folder is gone (removed by hand):
-    `history` still lists it, so "no run" would be false. None where the store has no
-    such run. A report is not made from the store alone: it keeps no cell's command or
-    environment, no warning, no standalone repro, and the attempts' logs were in the
-    folder (docs/cli.md, `report`)."""
+def _unreadable(path: Path, out_root: Path) -> str | None:
+    """Why a run the store lists has no results.json to read: its folder is gone (removed
+    by hand), or it holds none because the run's engine was killed (SIGKILL, the OOM
+    killer: only an ending it sees writes results.json) or still runs. `history` lists the
+    run and `--resume` takes its id, so "no run" would be false. None where the store has
+    no such run. A report is not made from the store alone: it keeps no cell's command or
+    environment, no warning, no standalone repro, and the attempts' logs are in the folder
+    (docs/cli.md, `report`)."""
     name, out = str(path), out_root
     if path.parent.name == RUNS and "/" in name:
         # `.reprospec/runs/ID`: the folder names both the run and its store.
@@ -510,16 +512,31 @@ def _folder_gone(path: Path, out_root: Path) -> str | None:
     found = stored_run(name, out)
     if found is None:
         return None
-    run_id, spec_path, command_line = found
-    folder = RunFolder.of(out, run_id).path
-    ran = f", as `{command_line}`" if command_line else ""
+    run_id = found.run_id
+    folder = RunFolder.of(out, run_id)
+    resume = f"`reprospec run --resume {run_id} --out {out}`"
+    if folder.path.is_dir():
+        if found.status != "running":
+            return None  # ended with a word, and its results.json removed since: the plain line
+        if not folder.engine_gone():
+            return (
+                f"run {run_id} is still running (its engine has not written results.json "
+                f"yet): report it once it ends, or follow it with `reprospec history --out {out}`"
+            )
+        return (
+            f"run {run_id} was killed (SIGKILL, the OOM killer, a reboot) before it wrote its "
+            f"results: {folder.results_json} is missing. The attempts it finished are in the "
+            f"store (`reprospec history` marks the run `killed`); {resume} runs the rest and "
+            "writes its results and report"
+        )
+    ran = f", as `{found.command_line}`" if found.command_line else ""
     return (
-        f"run {run_id}: its folder {folder} is gone (removed by hand?). The results store "
+        f"run {run_id}: its folder {folder.path} is gone (removed by hand?). The results store "
         f"still lists it (`reprospec history` marks it `folder missing`) with its verdicts, "
         "but not what this needs: each cell's command, environment and logs were in the "
-        f"folder's results.json. `reprospec run --resume {run_id} --out {out}` writes the "
-        f"folder again from the store and its spec ({spec_path}, unchanged; the attempts' "
-        f"logs stay lost), or run the spec again{ran}"
+        f"folder's results.json. {resume} writes the folder again from the store and its spec "
+        f"({found.spec_path}, unchanged; the attempts' logs stay lost), or run the spec "
+        f"again{ran}"
     )
 
 

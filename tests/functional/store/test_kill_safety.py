@@ -13,6 +13,7 @@ from pathlib import Path
 
 from reprospec.store.db import Store
 from tests.support.cli import Cli
+from tests.support.killed import gated_spec, killed_run
 from tests.support.paths import ROOT
 from tests.support.runs import hang_run
 
@@ -138,3 +139,29 @@ def test_history_names_the_attempts_a_killed_run_kept(cli: Cli, tmp_path: Path) 
     assert row["attempts"] >= 2, row
     text = cli("history", timeout=60)
     assert f"none judged; {row['attempts']} attempt(s) stored" in text.stdout, text.stdout
+
+
+def test_report_of_a_killed_run_says_it_was_killed_and_how_to_finish_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A SIGKILLed engine writes no results.json: `report ID` said "no run ID", of a run
+    `history` lists and `--resume` finishes. It says the run was killed, and the command
+    that finishes it, which then does."""
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out)
+    try:
+        for named in (run_id, run_id[:20], str(out / "runs" / run_id)):
+            report = cli("report", named, "--out", str(out), timeout=60)
+            assert report.code == 2, report.stderr
+            assert "Traceback" not in report.stderr
+            assert "no run" not in report.stderr
+            assert f"run {run_id} was killed" in report.stderr, report.stderr
+            assert f"`reprospec run --resume {run_id} --out {out}`" in report.stderr
+    finally:
+        gate.touch()
+    resumed = cli("run", "--resume", run_id, "--out", str(out), timeout=300)
+    assert resumed.code == 0, resumed.stderr
+    report = cli("report", run_id, "--out", str(out), timeout=60)
+    assert report.code == 0, report.stderr
