@@ -247,7 +247,8 @@ def read_request(args: argparse.Namespace) -> RunRequest:
 
 
 def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
-    """`--resume RUN`: the interrupted run's spec and options (only `-j` may change)."""
+    """`--resume RUN`: the interrupted run's spec and options (only `-j` may change; any
+    other option that would change what runs is refused, naming it)."""
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline.stages import Resume
     from reprospec.store.refs import is_latest, resolve_run_id
@@ -258,10 +259,37 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(run_id).resolve()
         run_id, out = folder.name, folder.parent.parent
-    spec, options, done = resumption.load(run_id, out, jobs=args.jobs, spec_path=args.spec)
+    spec, options, done = resumption.load(
+        run_id,
+        out,
+        jobs=args.jobs,
+        spec_path=args.spec,
+        asked=opt.run_options(args),
+        given=_given_kept(args),
+    )
     return RunRequest(
         spec=spec, options=options, out=out, resume=Resume(run_id, done), format=args.format
     )
+
+
+def _given_kept(args: argparse.Namespace) -> frozenset[str]:
+    """The options a resumed run keeps (`resume.KEPT`) that this command line gave: each
+    differs from its parser default (None, an empty list, False) only when given."""
+    given = {
+        "matrix_filters": args.matrix,
+        "overrides": args.overrides,
+        "observe": args.observe,
+        "runner": args.runner,
+        "repeat": args.repeat,
+        "timeout_s": args.timeout,
+        "python": args.python,
+        "gpus": args.gpus,
+        "shard": args.shard,
+        "find_links": args.find_links,
+        "keep_cores": args.keep_cores,
+        "preload": args.preload,
+    }
+    return frozenset(name for name, value in given.items() if value not in (None, [], False))
 
 
 def with_bundle(

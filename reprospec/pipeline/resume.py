@@ -1,27 +1,59 @@
 """`--resume RUN`: the spec, options and finished attempts of an interrupted run.
 
 The run continues under its own id with the options it started with; only
-`-j` may change. The spec is read from its file again and must still be the
-spec that ran: an edit after the interruption would mix two specs' attempts
-in one run, so it is refused.
+`-j` may change. An option given with `--resume` that would change what runs
+(`--timeout 3s`, `-m`, `--set`, ...) is refused, naming it: taken silently, a
+user waited out the old timeout of every hang believing the new one applied.
+The spec is read from its file again and must still be the spec that ran: an
+edit after the interruption would mix two specs' attempts in one run, so it is
+refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from reprospec.core.inputs import Spec
 from reprospec.core.redact import MASK
 from reprospec.core.results import AttemptResult
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
+
+# The options a resumed run keeps from the run it continues (`RunOptions` field -> the
+# `run` flag that sets it): its finished attempts ran under them, and the attempts left
+# must run as those did for one cell's attempts to be judged alike. `-j` (how many at
+# once), `--out`, `--format` and `--yes` change nothing that runs.
+KEPT: Mapping[str, str] = {
+    "matrix_filters": "-m",
+    "overrides": "--set",
+    "observe": "--observe",
+    "runner": "--runner",
+    "repeat": "--repeat",
+    "timeout_s": "--timeout",
+    "python": "--python",
+    "gpus": "--gpus",
+    "shard": "--shard",
+    "find_links": "--find-links",
+    "keep_cores": "--keep-cores",
+    "preload": "--preload",
+}
 
 
 def load(
-    run_id: str, out: Path, *, jobs: int | None = None, spec_path: str | Path | None = None
+    run_id: str,
+    out: Path,
+    *,
+    jobs: int | None = None,
+    spec_path: str | Path | None = None,
+    asked: RunOptions | None = None,
+    given: Collection[str] = (),
 ) -> tuple[Spec, RunOptions, Mapping[tuple[str, int], AttemptResult]]:
-    """(spec, options, finished attempts) of `run_id` in the store under `out`."""
+    """(spec, options, finished attempts) of `run_id` in the store under `out`.
+
+    `given` names the `KEPT` options the command line gave, `asked` their values: one
+    that differs from the run's own is refused (`refuse_changes`)."""
     from reprospec.pipeline.stages import ran_as_stored
     from reprospec.spec.load import load_spec
     from reprospec.store.db import Store
@@ -46,6 +78,8 @@ def load(
             f"--resume {run_id}: its --set values held a secret, which the store masks; "
             "start a new run"
         )
+    if asked is not None:
+        refuse_changes(run_id, options, asked, given)
     if jobs is not None:
         options = options.with_changes(jobs=jobs)
     spec = load_spec(stored_path, options.overrides)
@@ -55,3 +89,56 @@ def load(
             "resuming would mix two specs' attempts (start a new run instead)"
         )
     return spec, options, done
+
+
+def refuse_changes(
+    run_id: str, began: RunOptions, asked: RunOptions, given: Collection[str]
+) -> None:
+    """Refuse (exit 2) the options in `given` whose value in `asked` is not the one the
+    run `began` with, each named with the value the run keeps. Repeating the run's own
+    value (its command line with `--resume` added) is no change and is let through."""
+    changed = [
+        name for name in KEPT if name in given and _value(asked, name) != _value(began, name)
+    ]
+    if not changed:
+        return
+    flags = ", ".join(KEPT[name] for name in changed)
+    kept = "; ".join(f"{KEPT[name]} {_shown(began, name)}" for name in changed)
+    raise UsageError(
+        f"--resume {run_id}: {flags} given, but a resumed run keeps the options it began "
+        f"with ({kept}): its finished attempts ran under them, and only -j may change. "
+        "Run the spec again (without --resume) to run it with new options"
+    )
+
+
+def _value(options: RunOptions, name: str) -> object:
+    value: object = getattr(options, name)
+    return value
+
+
+# What an option the run began without meant, so that the message says what it keeps.
+_UNSET = {
+    "matrix_filters": "none: every cell",
+    "overrides": "none",
+    "repeat": "none: the spec's",
+    "timeout_s": "none: the spec's",
+    "python": "none: this interpreter",
+    "gpus": "none: all visible",
+    "shard": "none: every attempt",
+    "find_links": "none",
+    "preload": "none: the spec's",
+}
+
+
+def _shown(options: RunOptions, name: str) -> str:
+    """How the run began with option `name`, as its flag reads it."""
+    value = _value(options, name)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None or value == ():
+        return _UNSET.get(name, "none")
+    if name == "timeout_s" and isinstance(value, float):
+        return format_duration(value)
+    if isinstance(value, tuple):
+        return " ".join(str(part) for part in value)
+    return str(value)

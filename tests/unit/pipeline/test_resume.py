@@ -1,0 +1,37 @@
+"""`--resume`: which given options are refused (the real killed run is in
+tests/functional/pipeline/test_resume.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprospec.cli import build_parser
+from reprospec.commands.run import _given_kept
+from reprospec.core.runoptions import RunOptions
+from reprospec.errors import UsageError
+from reprospec.pipeline.resume import KEPT, refuse_changes
+
+
+def test_every_option_that_changes_what_runs_is_seen_given() -> None:
+    args = build_parser().parse_args(
+        ["run", "--resume", "R", "-m", "a=1", "--set", "x=1", "--observe", "--runner", "local",
+         "--repeat", "2", "--timeout", "3s", "--python", "py", "--gpus", "0", "--shard", "1/2",
+         "--find-links", "d", "--keep-cores", "--preload", "none", "-j", "4", "--format", "json",
+         "-y"]
+    )  # fmt: skip
+    assert _given_kept(args) == frozenset(KEPT)
+    assert _given_kept(build_parser().parse_args(["run", "--resume", "R", "-j", "4"])) == set()
+
+
+def test_a_changed_option_is_refused_naming_it_and_the_value_kept() -> None:
+    began = RunOptions(repeat=3, timeout_s=30.0)
+    with pytest.raises(UsageError) as caught:
+        refuse_changes(
+            "R", began, RunOptions(timeout_s=3.0, observe=True), {"timeout_s", "observe"}
+        )
+    message = str(caught.value)
+    assert message.startswith("--resume R: --observe, --timeout given")
+    assert "(--observe off; --timeout 30s)" in message
+    # The run's own values again are no change; what was not given is not compared.
+    refuse_changes("R", began, RunOptions(repeat=3, timeout_s=30.0), {"repeat", "timeout_s"})
+    refuse_changes("R", began, RunOptions(repeat=1), set())
