@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprospec.core import capped
+from reprospec.core import requirements as req_words
 from reprospec.core.lazyre import Lazy
 from reprospec.errors import InfraError
 
@@ -197,6 +198,31 @@ def probe_installed(
     return parse_probe(stdout, python)
 
 
+def _unchecked(requirements: Sequence[str]) -> str | None:
+    """The infra-error reason of entries no distribution can be compared for (None: none).
+
+    The local runner installs nothing: it compares what each entry names with what the
+    interpreter has. An entry that names nothing (`six=1.2`, a folder, a URL) cannot be
+    compared, and left out it made the cell run as if the spec asked for nothing: judged
+    `reproduced` without six (nu17 D1). Validation refuses the typos; this holds for a
+    spec that reached the runner another way (the Python API, a stored plan).
+    """
+    reasons = []
+    for requirement in requirements:
+        if _parse(requirement).name is not None:
+            continue
+        wrong = req_words.problem(requirement)
+        if wrong is None:  # a location: installable, but nothing here says what it holds
+            wrong = (
+                f"{requirement.strip()!r} names no distribution this interpreter can be "
+                "checked for (name @ url names one)"
+            )
+        reasons.append(wrong)
+    if not reasons:
+        return None
+    return "cannot check the cell's packages: " + "; ".join(reasons)
+
+
 def describe(python: str, problems: Sequence[str]) -> str:
     """The infra-error reason of an attempt whose environment does not satisfy its packages."""
     return f"environment does not satisfy the cell's packages ({python}): " + "; ".join(problems)
@@ -224,6 +250,9 @@ class PackageCheck:
     ) -> str | None:
         """None when `python` satisfies every requirement, else the infra-error reason."""
         requirements = tuple(str(r) for r in requirements)
+        unchecked = _unchecked(requirements)
+        if unchecked:
+            return unchecked
         if not requirement_names(requirements):
             return None
         seen = env if env is not None else os.environ

@@ -17,7 +17,7 @@ import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from reprospec.core import expr, patterns
+from reprospec.core import expr, patterns, requirements
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
@@ -205,6 +205,9 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
             return [f"expected a size like 64m or 4g, got {got}"]
         if size < 1:
             return [f"expected a size of at least 1 byte, got {got}"]
+    elif path[:2] == ("environment", "packages") and isinstance(value, str):
+        # An entry as a cell evaluates it (`${{ matrix.req }}`): `six=1.2` installs nothing.
+        return [wrong] if (wrong := requirements.problem(value)) else []
     elif _is_regex(path) and isinstance(value, str):
         problem = patterns.problem(value)
         if problem:

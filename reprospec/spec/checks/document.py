@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from reprospec.core import expr, patterns
+from reprospec.core import expr, patterns, requirements
 from reprospec.core.inputs import Cell
 from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
 from reprospec.core.sections import DEFAULT_TIMEOUT_S, SectionError, stall_seconds
@@ -103,6 +103,7 @@ class _Semantics:
         self.markers()
         self.messages()
         self.workdir()
+        self.packages()
         self.nul_characters()
         return self.found
 
@@ -286,6 +287,17 @@ class _Semantics:
         for path, value in places:
             if isinstance(value, str) and "\0" in value:
                 self.add(path, "contains a NUL character, which no argv, variable or path can hold")
+
+    def packages(self) -> None:
+        """Each literal `environment.packages` entry a requirement or a location (a `${{ }}`
+        one is checked per cell, as evaluated: cells.py)."""
+        environment = self.data.get("environment")
+        listed = environment.get("packages") if isinstance(environment, dict) else None
+        for index, entry in enumerate(listed if isinstance(listed, list) else ()):
+            if isinstance(entry, str) and expr.OPEN not in entry:
+                wrong = requirements.problem(entry)
+                if wrong:
+                    self.add(("environment", "packages", index), wrong)
 
     def workdir(self) -> None:
         environment = self.data.get("environment")

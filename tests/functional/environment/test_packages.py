@@ -83,3 +83,46 @@ def test_matrix_over_versions_on_the_local_runner(cli: Cli, tmp_path: Path) -> N
     # It never ran: no output of the command in its logs.
     logs = done.latest_run() / attempt["logs"]
     assert (logs / "stdout.log").read_text() == ""
+
+
+def test_a_package_the_local_runner_cannot_check_is_infra_error(cli: Cli, tmp_path: Path) -> None:
+    """A folder to install from passes validation but names no distribution: the local
+    runner, which installs nothing, cannot tell whether the interpreter has it. It ran the
+    cell and judged it `reproduced` (nu17 D1); now the cell is infra-error and never runs."""
+    spec = tmp_path / "folder.yaml"
+    spec.write_text(
+        textwrap.dedent("""\
+        reprospec: 1
+        name: folder-package
+        environment:
+          packages: ["./vendor/six"]
+        command: python -c "open('RAN', 'w')"
+        expect: {outcome: pass}
+        """)
+    )
+    done = cli("run", str(spec))
+    assert done.code == 3, done.stderr
+    (cell,) = done.results()["cells"]
+    assert cell["verdict"] == "infra-error"
+    assert cell["attempts"][0]["infra_error"].startswith(
+        "cannot check the cell's packages: './vendor/six' names no distribution"
+    )
+    assert not (tmp_path / "RAN").exists()
+
+
+def test_a_requirement_that_is_not_pep_508_is_refused_before_the_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "typo.yaml"
+    spec.write_text(
+        'reprospec: 1\nname: typo\nenvironment:\n  packages: ["six=1.2"]\n'
+        'command: python -c "pass"\nexpect: {outcome: pass}\n'
+    )
+    for verb in ("validate", "run"):
+        done = cli(verb, str(spec))
+        assert done.code == 2, done.stdout
+        assert (
+            f"{spec}:4:14: environment.packages[0]: 'six=1.2' is not a valid requirement"
+            " (did you mean 'six==1.2'?)" in done.stderr + done.stdout
+        )
+        assert "Traceback" not in done.stderr

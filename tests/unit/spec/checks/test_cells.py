@@ -67,6 +67,12 @@ def problems_of(tmp_path: Path, body: str, env: dict[str, str] | None = None) ->
             " compare 'x' > '0' (only two numbers or two strings) (in cell n=x)",
         ),
         (
+            # Not PEP 508: the local runner could name nothing to check, and passed the cell.
+            "matrix: {r: [six==1.2, six=1.2]}\nenvironment: {packages: ['${{ matrix.r }}']}\n",
+            "5:26: environment.packages[0]: 'six=1.2' is not a valid requirement"
+            " (did you mean 'six==1.2'?) (in cell r=six=1.2)",
+        ),
+        (
             "run: {repeat: 3, timeout: '${{ attempt == 3 and -1 or 10 }}'}\n",
             "4:27: run.timeout: expected a number of seconds > 0, got -1"
             " (in cell default, attempt 3)",
@@ -193,3 +199,19 @@ def test_run_wide_fields_take_no_expression(tmp_path: Path) -> None:
     # repeat, parallel and stop_on hold for the whole run: a cell cannot choose them.
     (line,) = problems_of(tmp_path, "matrix: {s: [never]}\nrun: {stop_on: '${{ matrix.s }}'}\n")
     assert line.startswith("5:16: run.stop_on: expected one of never, first-reproduction")
+
+
+def test_literal_packages_that_are_not_requirements_are_located(tmp_path: Path) -> None:
+    body = (
+        "environment:\n"
+        "  packages: [six=1.2, 'torch>>2', 'foo bar', six==1.2, \"six; python_version<'3'\",\n"
+        "             ./w/numpy-2.1.0-cp311-cp311-linux_x86_64.whl, git+https://h/x.git]\n"
+    )
+    assert problems_of(tmp_path, body) == [
+        "5:14: environment.packages[0]: 'six=1.2' is not a valid requirement"
+        " (did you mean 'six==1.2'?)",
+        "5:23: environment.packages[1]: 'torch>>2' is not a valid requirement"
+        " (did you mean 'torch>2'?)",
+        "5:35: environment.packages[2]: 'foo bar' is not a valid requirement: expected a"
+        " PEP 508 requirement such as 'six==1.2' or 'torch>=2'",
+    ]
