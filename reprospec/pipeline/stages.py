@@ -215,7 +215,7 @@ def execute(
             warnings=warnings,
             interrupted=interrupted,
             shard=str(options.shard) if options.shard else "",
-            standalone=_standalone(plan, cells),
+            standalone=_standalone(plan, cells, _ran_python(environment)),
             options=options.to_dict(),
             paths=path_labels(spec, environment, docker=options.runner == "docker"),
         )
@@ -315,6 +315,7 @@ class EnvironmentCapture:
         # The one check it needs, not the doctor package (its engine checks import the
         # core readers): a run waits for this thread at its end.
         from reprospec.doctor.needs import environment_mismatches
+        from reprospec.plan.standalone import same_python
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))
@@ -326,6 +327,14 @@ class EnvironmentCapture:
         mismatches = environment_mismatches(env, attempt.environment.to_json())
         if mismatches:
             env["environment_mismatch"] = list(mismatches)
+        ran, wanted = _ran_python(env), attempt.environment.python
+        if ran and wanted and not same_python(ran, wanted):
+            # Said on the console too: the report's Environment section was the only place,
+            # and a verdict on 3.11 of a 3.10 incident reads as the incident's.
+            self._warnings = (
+                f"the spec names Python {wanted}; this run had {ran} "
+                f"(seen in {attempt.cell.id or 'the cell'}): its verdicts are {ran}'s",
+            )
         env["captured_in"] = attempt.cell.id  # a toggle may choose the interpreter: whose?
         self._digest_secrets(env, attempt)
         self._environment = env
@@ -378,12 +387,21 @@ def write_outputs(
         write_atomic(folder.repro_py, result.standalone.script)
 
 
-def _standalone(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
+def _ran_python(environment: JsonObject) -> str | None:
+    """The Python version the environment capture saw (None: not captured)."""
+    python = environment.get("python")
+    version = python.get("version") if isinstance(python, dict) else None
+    return version if isinstance(version, str) and version else None
+
+
+def _standalone(
+    plan: RunPlan, cells: Sequence[CellResult], ran_python: str | None = None
+) -> Standalone | None:
     """The run's standalone repro; a generator that fails says so instead of losing the run."""
     from reprospec.plan.standalone import choose_cell, standalone_for
 
     try:
-        return standalone_for(plan, cells)
+        return standalone_for(plan, cells, ran_python=ran_python)
     except Exception as exc:  # the run's results matter more than the extra section
         cell = choose_cell(cells)
         kind: Literal["command", "workload"] = (

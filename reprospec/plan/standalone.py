@@ -66,8 +66,13 @@ def repro_attempt(cell: CellResult) -> int | None:
     )
 
 
-def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | None:
-    """The standalone repro of the run's chosen cell (None when no cell ran)."""
+def standalone_for(
+    plan: RunPlan, cells: Sequence[CellResult], *, ran_python: str | None = None
+) -> Standalone | None:
+    """The standalone repro of the run's chosen cell (None when no cell ran).
+
+    `ran_python`: the version of the interpreter the run's attempts had (its environment
+    capture), which the notes set beside the spec's `environment.python`."""
     cell = choose_cell(cells)
     if cell is None:
         return None
@@ -105,6 +110,8 @@ def standalone_for(plan: RunPlan, cells: Sequence[CellResult]) -> Standalone | N
         expected=attempts_phrase(cell.attempts),
         spec_name=plan.spec.name,
         reads=env_reads(plan.spec.document),
+        runner=plan.options.runner,
+        ran_python=ran_python,
     )
 
 
@@ -141,9 +148,12 @@ def standalone_of(
     expected: str = "",
     spec_name: str = "",
     reads: Mapping[str, str] | None = None,
+    runner: str = "local",
+    ran_python: str | None = None,
 ) -> Standalone:
     """How to run `plan` without reprospec: its command line, or a generated repro.py.
-    `reads`: the variables the spec reads from the engine's environment (`env_reads`)."""
+    `reads`: the variables the spec reads from the engine's environment (`env_reads`);
+    `runner`, `ran_python`: what ran it, which decides what its notes say it applied."""
     workdir = _relative(plan.workdir, spec_dir)
     reads = {k: v for k, v in (reads or {}).items() if k in plan.env}
     exports = _exports(reads)
@@ -163,7 +173,7 @@ def standalone_of(
             env=_masked(plan.env),
             workdir=workdir,
             files=files,
-            notes=(*exports, *_unapplied(plan)),
+            notes=(*exports, *_unapplied(plan, runner, ran_python)),
         )
     armed = _armed_faults(plan)
     if armed and plan.expectation.outcome != "pass":
@@ -192,7 +202,7 @@ def standalone_of(
         workdir=workdir,
         files=script.needs,
         script=script.text,
-        notes=(*exports, *script.notes, *_unapplied(plan)),
+        notes=(*exports, *script.notes, *_unapplied(plan, runner, ran_python)),
     )
 
 
@@ -304,8 +314,15 @@ def _relative(path: Path, base: Path) -> str:
     return str(path.resolve()) if ups > 2 else relative
 
 
-def _unapplied(plan: AttemptPlan) -> list[str]:
-    """The runner settings of the cell that a plain command line does not apply."""
+def _unapplied(
+    plan: AttemptPlan, runner: str = "local", ran_python: str | None = None
+) -> list[str]:
+    """The runner settings of the cell that a plain command line does not apply.
+
+    Only what `runner` gave the cell is said to be given: the local runner installs no
+    packages and chooses no interpreter (it checks them), and only docker uses an image.
+    The notes said "the run gave the cell Python 3.10" of a local run on 3.11.7, and of
+    a Dockerfile that was never built (nu17 D4)."""
     environment = plan.environment
     notes = []
     if plan.copies > 1:
@@ -315,9 +332,10 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
             "other, a few milliseconds apart"
         )
     settings = []
-    if environment.image or environment.dockerfile:
+    docker = runner == "docker"
+    if docker and (environment.image or environment.dockerfile):
         settings.append(f"the image {environment.image or environment.dockerfile}")
-    if environment.shm_size and (plan.copies > 1 or environment.image or environment.dockerfile):
+    if environment.shm_size and (plan.copies > 1 or docker):
         settings.append(f"/dev/shm of {format_size(environment.shm_size)}")
     elif environment.shm_size:
         notes.append(
@@ -326,12 +344,29 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
         )
     if environment.memory:
         settings.append(f"a memory limit of {format_size(environment.memory)}")
-    if environment.packages:
+    # venv installs the packages, docker too unless a Dockerfile says what the image has.
+    installed = runner == "venv" or (docker and not environment.dockerfile)
+    wanted = environment.python
+    same = bool(ran_python and wanted and same_python(ran_python, wanted))
+    if environment.packages and installed:
         settings.append(f"packages {', '.join(environment.packages)}")
-    if environment.python:
-        settings.append(f"Python {environment.python}")
+    if wanted and runner == "venv" and (same or not ran_python):
+        settings.append(f"Python {wanted}")
     if settings:
         notes.append(f"the run gave the cell {', '.join(settings)}; a plain command line does not")
+    if environment.packages and not installed:
+        notes.append(
+            f"the run checked that its interpreter had packages {', '.join(environment.packages)}"
+            f" (the {runner} runner installs none); a plain command line runs with whatever "
+            "yours has"
+        )
+    if wanted and ran_python and not same:
+        notes.append(f"the spec names Python {wanted}; this run had {ran_python}")
+    elif wanted and runner != "venv":
+        notes.append(
+            f"the spec names Python {wanted}; the {runner} runner does not choose the "
+            f"interpreter{f' (this run had {ran_python})' if ran_python else ''}"
+        )
     perturbed = environment.perturb.describe()
     if perturbed:
         # An amplified failure: plain, the command fails as rarely as before amplify (a
@@ -354,3 +389,8 @@ def _unapplied(plan: AttemptPlan) -> list[str]:
             "itself: interrupt it (Ctrl-C) once it has stopped moving"
         )
     return notes
+
+
+def same_python(ran: str, wanted: str) -> bool:
+    """`3.11.7` is the `3.11` a spec names (and `3.11.7`), not `3.1` or `3.10`."""
+    return ran == wanted or ran.startswith(f"{wanted}.")

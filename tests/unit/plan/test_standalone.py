@@ -240,3 +240,54 @@ def test_a_value_the_reports_spec_shows_is_written_in_the_repro(tmp_path: Path) 
     for name, value in env.items():
         assert f"{name}={shlex.quote(value)} " in standalone.run
         assert standalone.env[name] == value
+
+
+ENV_SPEC = (
+    "reprospec: 1\nname: env\ncommand: python app.py\nexpect: {outcome: pass}\n"
+    "environment:\n  python: '3.10'\n  dockerfile: nosuch/Dockerfile\n"
+    "  packages: [six==1.16.0]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("runner", "ran", "expected"),
+    [
+        (
+            # nu17 D4: "the run gave the cell the image nosuch/Dockerfile, packages
+            # six==1.16.0, Python 3.10" of a local run on 3.11.7 that only checked them.
+            "local",
+            "3.11.7",
+            (
+                "the run checked that its interpreter had packages six==1.16.0 (the local "
+                "runner installs none); a plain command line runs with whatever yours has",
+                "the spec names Python 3.10; this run had 3.11.7",
+            ),
+        ),
+        (
+            "venv",
+            "3.10.14",
+            (
+                "the run gave the cell packages six==1.16.0, Python 3.10; "
+                "a plain command line does not",
+            ),
+        ),
+        (
+            # A Dockerfile says what the image has: the spec's packages are checked, not given.
+            "docker",
+            "3.12.1",
+            (
+                "the run gave the cell the image nosuch/Dockerfile; a plain command line does not",
+                "the run checked that its interpreter had packages six==1.16.0 (the docker "
+                "runner installs none); a plain command line runs with whatever yours has",
+                "the spec names Python 3.10; this run had 3.12.1",
+            ),
+        ),
+    ],
+)
+def test_notes_say_given_only_of_what_the_runner_gave(
+    tmp_path: Path, runner: str, ran: str, expected: tuple[str, ...]
+) -> None:
+    (tmp_path / "spec.yaml").write_text(ENV_SPEC)
+    plan = plan_run(reprospec.load_spec(tmp_path / "spec.yaml"), RunOptions()).attempts[0]
+    notes = standalone_of(plan, tmp_path, runner=runner, ran_python=ran).notes
+    assert notes == expected
