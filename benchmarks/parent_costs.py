@@ -148,15 +148,21 @@ def engine_cpu(args: Sequence[str], cwd: Path, tmp: Path, *, root: Path = ROOT) 
     return took
 
 
+def _outs(base: Path, roots: Sequence[Path]) -> dict[Path, Path]:
+    """An --out folder per checkout: a store one checkout's schema migrated, an older one
+    refuses ("written by a newer reprospec")."""
+    return {root: base.with_name(f"{base.name}-{index}") for index, root in enumerate(roots)}
+
+
 def engine(rounds: int, tmp: Path, n: int = 200, before: Path | None = None) -> None:
     """The engine's own CPU for one attempt and per attempt; with `before`, the same runs
     of that checkout too (its package first on PYTHONPATH), every side in turn per round."""
     spec = tmp / "true.yaml"
     spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
-    out = tmp / "engine"
     checkouts = [("this checkout", ROOT)] + ([("before", before.resolve())] if before else [])
+    outs = _outs(tmp / "engine", [root for _, root in checkouts])
     for _, root in checkouts:  # warm cache, bytecode
-        engine_cpu(["run", str(spec), "--out", str(out)], tmp, tmp, root=root)
+        engine_cpu(["run", str(spec), "--out", str(outs[root])], tmp, tmp, root=root)
     ENGINE_CPU.clear()
     own: dict[tuple[Path, int], list[float]] = {}
 
@@ -164,7 +170,7 @@ def engine(rounds: int, tmp: Path, n: int = 200, before: Path | None = None) -> 
         into = own.setdefault((root, repeat), [])
 
         def measure() -> float:
-            argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
+            argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(outs[root])]
             took = engine_cpu(argv, tmp, tmp, root=root)
             into.append(ENGINE_CPU[-1])
             return took
@@ -202,13 +208,17 @@ def oneshot(rounds: int, tmp: Path, before: Path) -> None:
     spec = tmp / "true.yaml"
     spec.write_text("reprospec: 1\nname: true-run\ncommand: [true]\nexpect: {outcome: pass}\n")
     roots = (ROOT, before.resolve())
-    argv = ["run", str(spec), "--out", str(tmp / "oneshot")]
+    outs = _outs(tmp / "oneshot", roots)
+
+    def argv(root: Path) -> list[str]:
+        return ["run", str(spec), "--out", str(outs[root])]
+
     for root in roots:  # warm cache, bytecode
-        engine_cpu(argv, tmp, tmp, root=root)
+        engine_cpu(argv(root), tmp, tmp, root=root)
     cpu: dict[Path, list[float]] = {root: [] for root in roots}
     for r in range(rounds):
         for root in roots if r % 2 == 0 else roots[::-1]:
-            engine_cpu(argv, tmp, tmp, root=root)
+            engine_cpu(argv(root), tmp, tmp, root=root)
             cpu[root].append(ENGINE_CPU[-1])
     this, that = cpu[ROOT], cpu[roots[1]]
     differences = [a - b for a, b in zip(this, that, strict=True)]
@@ -237,7 +247,8 @@ def perattempt(rounds: int, tmp: Path, n: int, before: Path | None = None) -> No
 
     def cpu(root: Path, repeat: int) -> tuple[float, float]:
         """User and system CPU seconds of the engine process of one run."""
-        out = tmp / f"out-{repeat}"
+        # A folder per checkout (_outs): one's migrated store, another refuses.
+        out = tmp / f"out-{repeat}-{[r for _, r in checkouts].index(root)}"
         argv = ["run", str(spec), "--repeat", str(repeat), "-j", "1", "--out", str(out)]
         env = {**ENV, "ENGINE_CPU": str(record), "PYTHONPATH": str(root)}
         subprocess.run(
