@@ -401,3 +401,126 @@ def stall_problems(
         Problem(line, col, ("run", "stall"), f"{message} {_cells(labels)}")
         for message, labels in found.items()
     ]
+
+
+# The text a fault's `when` may be that leaves the fault out, as the harness reads it
+# (reprospec_harness/config.py `boolean`; plan/standalone.py has the same words).
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+# The stages only a training phase reaches (reprospec_harness/training.py: an eval phase
+# runs forward and loss under no_grad and stops there).
+_TRAIN_STAGES = ("backward", "optimizer")
+
+
+def fault_problems(
+    data: Mapping[str, JsonValue],
+    locations: Mapping[JsonPath, Location],
+    cells: Iterable[Cell],
+    *,
+    base_env: Mapping[str, str] = os.environ,
+) -> list[Problem]:
+    """A workload fault that can fire in none of the cells that arm it, located at the fault,
+    naming those cells and why.
+
+    The harness only fires a worker fault in a DataLoader worker (none with
+    `num_workers: 0`), never a worker fault that names a `stage` (a worker runs no stages),
+    and a main fault at `backward` or `optimizer` only in a phase that trains. Such a fault
+    made the run a plain pass, judged `not-reproduced` with no word of the fault. A fault that
+    some of its cells can fire is no problem: the others are the spec's controls (a matrix
+    over `num_workers` whose 0-worker cells pass), so only a fault no cell can fire is refused.
+    """
+    workload = data.get("workload")
+    if not isinstance(workload, Mapping):
+        return []
+    faults = workload.get("faults")
+    if not isinstance(faults, list) or not faults:
+        return []
+    # (fault index) -> (reason -> the armed cells that cannot fire it), and the ones that can.
+    never: dict[int, dict[str, list[str]]] = {}
+    fires: set[int] = set()
+    for cell in cells:
+        ctx = context(data.get("name"), cell, 1, base_env)
+        try:
+            section = _evaluated_deep(workload, ctx)
+        except (expr.ExprError, RecursionError, OverflowError, ValueError, TypeError):
+            continue  # the value checks report it
+        if not isinstance(section, Mapping):
+            continue
+        armed = section.get("faults")
+        for index, fault in enumerate(armed if isinstance(armed, list) else ()):
+            if index in fires or not isinstance(fault, Mapping) or not _armed(fault):
+                continue
+            why = _cannot_fire(section, fault)
+            if why is None:
+                fires.add(index)
+            else:
+                never.setdefault(index, {}).setdefault(why, []).append(cell.id)
+    out: list[Problem] = []
+    for index, reasons in never.items():
+        if index in fires:
+            continue
+        path: JsonPath = ("workload", "faults", index)
+        line, col = locate(locations, path)
+        for why, labels in reasons.items():
+            if len(labels) > 1:
+                why = why.replace("this cell has", "these cells have").replace(
+                    "this cell", "these cells"
+                )
+            message = f"this fault can never fire: {why} {_cells(labels)}"
+            out.append(Problem(line, col, path, message))
+    return out
+
+
+def _evaluated_deep(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue:
+    """`value` with every `${{ }}` in it evaluated for one cell (mappings too)."""
+    if isinstance(value, Mapping):
+        return {str(k): _evaluated_deep(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_evaluated_deep(v, ctx) for v in value]
+    return _evaluated(value, ctx)
+
+
+def _armed(fault: Mapping[str, JsonValue]) -> bool:
+    """Whether `when` leaves the fault in (its coin and `rank` aside), as the harness reads it."""
+    when = fault.get("when", True)
+    if isinstance(when, str):
+        return when.strip().lower() not in _FALSE_WORDS
+    return bool(when)
+
+
+def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:
+    """Why the harness can never fire `fault` in this cell's workload (None: it can)."""
+    at = fault.get("at")
+    at = at if isinstance(at, Mapping) else {}
+    stage = at.get("stage")
+    if fault.get("where") == "worker":
+        if "stage" in at:
+            return (
+                "stage does not apply to a where: worker fault "
+                "(a worker fetches items; it runs no stages)"
+            )
+        data = workload.get("data")
+        loader = data.get("loader") if isinstance(data, Mapping) else None
+        workers = loader.get("num_workers", 0) if isinstance(loader, Mapping) else 0
+        if workers == 0 and not isinstance(workers, bool):
+            return "where: worker needs num_workers > 0; this cell has 0"
+        return None
+    if stage not in _TRAIN_STAGES:
+        return None
+    phases = workload.get("phases")
+    named = [p for p in phases if isinstance(p, Mapping)] if isinstance(phases, list) else []
+    wanted = at.get("phase")
+    chosen = [p for p in named if wanted is None or p.get("name") == wanted]
+    if not chosen or any(_trains(p) for p in chosen):
+        return None  # an unknown phase is the phase check's to say
+    if wanted is None:
+        return f"stage: {stage} comes only in a phase that trains, and no phase of this cell does"
+    return (
+        f"stage: {stage} comes only in a phase that trains, and phase '{wanted}' evaluates "
+        "(mode eval: forward and loss, no backward)"
+    )
+
+
+def _trains(phase: Mapping[str, JsonValue]) -> bool:
+    """A phase's mode as the harness reads it: `mode`, else `train` only for a phase named train."""
+    mode = phase.get("mode") or ("train" if phase.get("name") == "train" else "eval")
+    return str(mode) == "train"

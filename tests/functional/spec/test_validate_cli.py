@@ -44,3 +44,31 @@ def test_a_file_two_paths_reach_is_checked_and_counted_once(tmp_path: Path) -> N
     assert found.files == [str(tmp_path / "typo.yaml")]
     assert len(found.problems) == 2, found.problems  # the typo, and no command: once each
     assert found.summary() == "2 problem(s) in 1 of 1 file(s)"
+
+
+def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:
+    # nu17 D3: a worker fault with num_workers 0 was valid, and its run a plain not-reproduced.
+    (tmp_path / "wl.yaml").write_text(
+        "reprospec: 1\nname: wl\nworkload:\n"
+        "  model: {builtin: mlp, params: {hidden: 8}}\n"
+        "  data:\n"
+        "    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4, num_workers: 0}\n"
+        "  phases: [{name: train, steps: 3}]\n"
+        "  faults:\n"
+        "    - {kind: segfault, where: worker, at: {phase: train, step: 2}}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "validate", "wl.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert (
+        "wl.yaml:10:7: workload.faults[0]: this fault can never fire: where: worker needs "
+        "num_workers > 0; this cell has 0 (in cell default)"
+    ) in done.stdout + done.stderr
