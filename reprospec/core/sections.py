@@ -466,6 +466,19 @@ class RunPolicy:
         )
 
 
+# The text a fault's `when` may be that leaves the fault out, as the harness reads it
+# (reprospec_harness/config.py `boolean`; the schema accepts only its words).
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+
+
+def fault_armed(when: JsonValue) -> bool:
+    """Whether a fault's evaluated `when` leaves it in (its coin and `rank` aside): false,
+    0 and the words for false leave it out, as the harness reads them."""
+    if isinstance(when, str):
+        return when.strip().lower() not in _FALSE_WORDS
+    return bool(when)
+
+
 def stall_seconds(stall: object, timeout_s: float) -> float | None:
     """`run.stall` in seconds (None when unset), or a SectionError at `run.stall`.
 

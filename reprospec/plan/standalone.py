@@ -28,7 +28,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, sets_secret
 from reprospec.core.results import CellResult, Standalone
-from reprospec.core.sections import Command
+from reprospec.core.sections import Command, fault_armed
 from reprospec.core.units import format_duration, format_size
 from reprospec.core.words import attempts_phrase
 from reprospec.plan.run import RunPlan
@@ -212,21 +212,9 @@ def _armed_faults(plan: AttemptPlan) -> str:
     armed = [
         f"workload.faults[{n}]"
         for n, fault in enumerate(faults if isinstance(faults, list) else ())
-        if not (isinstance(fault, dict) and not _when(fault.get("when", True)))
+        if not (isinstance(fault, dict) and not fault_armed(fault.get("when", True)))
     ]
     return ", ".join(armed)
-
-
-# The text `when` may be that leaves the fault out, as the harness reads it
-# (reprospec_harness/config.py `boolean`; the schema accepts only its words).
-_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
-
-
-def _when(value: JsonValue) -> bool:
-    """A fault's `when`, evaluated: false, 0 and the words for false leave the fault out."""
-    if isinstance(value, str):
-        return value.strip().lower() not in _FALSE_WORDS
-    return bool(value)
 
 
 def _with_shm(plan: AttemptPlan, line: str) -> str:

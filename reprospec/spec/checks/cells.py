@@ -26,6 +26,7 @@ from reprospec.core.sections import (
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     SectionError,
+    fault_armed,
     stall_seconds,
 )
 from reprospec.core.units import parse_duration, parse_size, parse_step
@@ -403,9 +404,6 @@ def stall_problems(
     ]
 
 
-# The text a fault's `when` may be that leaves the fault out, as the harness reads it
-# (reprospec_harness/config.py `boolean`; plan/standalone.py has the same words).
-_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 # The stages only a training phase reaches (reprospec_harness/training.py: an eval phase
 # runs forward and loss under no_grad and stops there).
 _TRAIN_STAGES = ("backward", "optimizer")
@@ -447,7 +445,9 @@ def fault_problems(
             continue
         armed = section.get("faults")
         for index, fault in enumerate(armed if isinstance(armed, list) else ()):
-            if index in fires or not isinstance(fault, Mapping) or not _armed(fault):
+            if index in fires or not isinstance(fault, Mapping):
+                continue
+            if not fault_armed(fault.get("when", True)):
                 continue
             why = _cannot_fire(section, fault)
             if why is None:
@@ -477,14 +477,6 @@ def _evaluated_deep(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue
     if isinstance(value, list):
         return [_evaluated_deep(v, ctx) for v in value]
     return _evaluated(value, ctx)
-
-
-def _armed(fault: Mapping[str, JsonValue]) -> bool:
-    """Whether `when` leaves the fault in (its coin and `rank` aside), as the harness reads it."""
-    when = fault.get("when", True)
-    if isinstance(when, str):
-        return when.strip().lower() not in _FALSE_WORDS
-    return bool(when)
 
 
 def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:
