@@ -46,6 +46,7 @@ from reprospec.capture.writer import (
     axis_for,
     check_output,
     message_pattern,
+    process_keys,
     rate_bound,
     render_spec,
     script_of,
@@ -333,6 +334,16 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         return {}, {}
     expect: JsonObject = {"outcome": outcome.kind}
     comments: dict[str, str] = {}
+    # Which process failed decides the crash's exception and the step (one rule with
+    # --from-log's); an error's exception is read below, with its traceback.
+    keys = process_keys(
+        crash=outcome.kind == "crash",
+        where=outcome.where,
+        exception=outcome.exception,
+        step=outcome.step,
+        steps=observed.steps,
+        attempts=observed.attempts,
+    )
     if outcome.kind == "crash" and outcome.signal:
         expect["signal"] = outcome.signal
         comments["signal"] = {
@@ -354,28 +365,19 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         comments["exception"] = (
             f"the last traceback printed; the process went on and exited {outcome.exit_code}"
         )
-    elif outcome.kind == "crash" and outcome.exception and outcome.where == "main":
-        # A worker's or a child's death surfaces in the main process as whatever its
-        # reader raised then (RuntimeError, ConnectionResetError, ...): no part of it.
-        expect["exception"] = outcome.exception
+    elif outcome.kind == "crash" and keys.exception:
+        expect["exception"] = keys.exception
     if outcome.kind == "error" and outcome.message:
         expect["message"] = message_pattern(outcome.message, observed.volatile, observed.secrets)
     if outcome.kind == "error" and not outcome.exception and outcome.exit_code is not None:
         expect["exit_code"] = outcome.exit_code
     if outcome.phase is not None:
         expect["phase"] = outcome.phase
-    if outcome.step is not None and observed.steps and len(set(observed.steps)) > 1:
-        expect["step"] = f"{min(observed.steps)}..{max(observed.steps)}"
-        comments["step"] = "as observed: it varies"
-    elif outcome.step is not None and outcome.where == "worker" and observed.attempts == 1:
-        # The main loop notices a dead worker some steps after it died (prefetching):
-        # one attempt cannot say how far that varies.
-        comments["phase"] = (
-            f"the main loop was at step {outcome.step}; workers run ahead, so no step is "
-            "expected (--repeat N gives a range)"
-        )
-    elif outcome.step is not None:
-        expect["step"] = outcome.step
+    if keys.step is not None:
+        expect["step"] = keys.step
+    for key, text in keys.comments:
+        # A worker's step left out: more attempts would give the range it varies in.
+        comments[key] = text + (" (--repeat N gives a range)" if key == "phase" else "")
     if outcome.kind != "pass" and outcome.stage is not None:
         expect["stage"] = outcome.stage
     if outcome.kind != "pass" and outcome.module is not None:

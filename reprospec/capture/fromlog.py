@@ -24,6 +24,7 @@ from reprospec.capture.writer import (
     EnvLine,
     axis_for,
     message_pattern,
+    process_keys,
     render_spec,
     script_stem,
     slug,
@@ -154,8 +155,17 @@ def _expect(
             "worker": "in a DataLoader worker",
             "child": "in a child process",
         }.get(failure.where or "", "in the main process")
-    if failure.outcome in ("error", "crash") and failure.exception:
-        expect["exception"] = failure.exception
+    # The live capture's rule (one function): a worker's or a child's crash is expected by
+    # its signal and where, never by the main process's exception, nor by the main loop's
+    # step for a worker (the ticket is one attempt).
+    keys = process_keys(
+        crash=failure.outcome == "crash",
+        where=failure.where,
+        exception=failure.exception,
+        step=failure.step,
+    )
+    if failure.outcome in ("error", "crash") and keys.exception:
+        expect["exception"] = keys.exception
     if failure.outcome == "error" and failure.message:
         expect["message"] = message_pattern(failure.message, secrets=secrets)
     if failure.outcome == "error" and failure.exit_code is not None and not failure.exception:
@@ -168,8 +178,10 @@ def _expect(
             comments["phase"] = "reported by the markers below"
         else:
             comments["phase"] = "from the stack: nothing reports it yet (write events or markers)"
-    if failure.step is not None:
-        expect["step"] = failure.step
+    if keys.step is not None:
+        expect["step"] = keys.step
+    for key, text in keys.comments:
+        comments[key] = f"{comments[key]}; {text}" if key in comments else text
     return expect, comments
 
 
@@ -263,6 +275,10 @@ def _found(ticket: Ticket) -> str:
     what = failure.signal or failure.exception or failure.outcome
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
     at = f" at {failure.phase}" if failure.phase else ""
+    if failure.where == "worker" and failure.phase:
+        # The step is the main loop's, which a worker runs ahead of: `expect` has none
+        # (process_keys), and the title said `in a worker at train step 7` (nu17).
+        at = f", main loop at {failure.phase}"
     step = f" step {failure.step}" if failure.step is not None else ""
     return f"{failure.outcome} {what}{where}{at}{step}"
 

@@ -277,6 +277,56 @@ def rate_bound(matched: int, attempts: int) -> str | None:
     return f">={tenth:g}" if tenth >= 0.1 else ">0"
 
 
+@dataclass(frozen=True)
+class ProcessKeys:
+    """The keys of `expect` that depend on which process failed: the exception, the step,
+    and a comment on each key it leaves out or gives as a range (`key`, `text`)."""
+
+    exception: str | None = None
+    step: int | str | None = None
+    comments: tuple[tuple[str, str], ...] = ()
+
+
+def process_keys(
+    *,
+    crash: bool,
+    where: str | None,
+    exception: str | None,
+    step: int | None,
+    steps: Sequence[int] = (),
+    attempts: int = 1,
+) -> ProcessKeys:
+    """What a failure's `expect` says of its exception and step, by one rule for a command
+    capture ran and a ticket's log (a ticket is one attempt, seen once).
+
+    A crash's exception is expected only of the main process's own death: a worker's or
+    a child's surfaces in the main process as whatever its reader raised then
+    (`RuntimeError: DataLoader worker ... is killed by signal`, `ConnectionResetError`,
+    ...), by timing, and a spec expecting it never reproduces. The step is the main loop's;
+    a DataLoader worker's death is noticed some steps after it died (prefetching), so one
+    attempt's step is no step to expect. An error's exception (`crash` false) is its own.
+    """
+    kept = exception if not crash or where == "main" else None
+    if step is None:
+        return ProcessKeys(kept)
+    if len(set(steps)) > 1:
+        return ProcessKeys(
+            kept, f"{min(steps)}..{max(steps)}", (("step", "as observed: it varies"),)
+        )
+    if where == "worker" and attempts == 1:
+        return ProcessKeys(
+            kept,
+            None,
+            (
+                (
+                    "phase",
+                    f"the main loop was at step {step}; workers run ahead, so no step is expected",
+                ),
+            ),
+        )
+    return ProcessKeys(kept, step)
+
+
 def message_pattern(message: str, volatile: Sequence[str] = (), secrets: Sequence[str] = ()) -> str:
     """The exception message's first line as a regex that matches it again on a rerun.
 

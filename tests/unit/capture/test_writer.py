@@ -25,6 +25,7 @@ from reprospec.capture.writer import (
     Draft,
     EnvLine,
     message_pattern,
+    process_keys,
     rate_bound,
     render_spec,
     script_stem,
@@ -331,3 +332,42 @@ def test_the_written_spec_reads_back_as_drafted() -> None:
 )
 def test_a_captured_command_is_named_by_its_script(argv: tuple[str, ...], stem: str) -> None:
     assert script_stem(argv) == stem
+
+
+@pytest.mark.parametrize(
+    ("where", "exception"),
+    [("worker", None), ("child", None), ("main", "RuntimeError")],
+)
+def test_a_crashs_exception_is_expected_only_of_the_main_process(
+    where: str, exception: str | None
+) -> None:
+    # A worker's death surfaces in the main process as RuntimeError one time and
+    # ConnectionResetError the next: a spec expecting it never reproduced (nu17 D2).
+    keys = process_keys(crash=True, where=where, exception="RuntimeError", step=None)
+    assert keys.exception == exception
+
+
+def test_an_errors_exception_is_its_own_wherever_it_was_raised() -> None:
+    keys = process_keys(crash=False, where=None, exception="ValueError", step=3)
+    assert (keys.exception, keys.step, keys.comments) == ("ValueError", 3, ())
+
+
+def test_a_workers_step_seen_once_is_not_expected_and_says_why() -> None:
+    keys = process_keys(crash=True, where="worker", exception="RuntimeError", step=7)
+    assert (keys.exception, keys.step) == (None, None)
+    assert keys.comments == (
+        ("phase", "the main loop was at step 7; workers run ahead, so no step is expected"),
+    )
+
+
+def test_a_step_is_a_range_where_it_varied_and_exact_where_it_did_not() -> None:
+    varied = process_keys(
+        crash=True, where="worker", exception=None, step=7, steps=(7, 9, 8), attempts=3
+    )
+    assert (varied.step, varied.comments) == ("7..9", (("step", "as observed: it varies"),))
+    same = process_keys(
+        crash=True, where="worker", exception=None, step=7, steps=(7, 7), attempts=2
+    )
+    assert same.step == 7
+    main = process_keys(crash=True, where="main", exception="SystemError", step=7)
+    assert (main.exception, main.step) == ("SystemError", 7)
