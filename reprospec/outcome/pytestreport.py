@@ -29,9 +29,11 @@ from functools import lru_cache
 
 from reprospec.core.lazyre import Lazy
 
-# `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's.
+# `FAILED tests/test_io.py::test_x - AssertionError: message`; `ERROR ...` for a fixture's,
+# and `ERROR tests/test_io.py` for a module that failed to collect (an import it makes).
 _SUMMARY = Lazy(
-    r"^(?P<kind>FAILED|ERROR) (?P<test>\S+\.py::\S+?)(?: - (?P<rest>.*))?\s*$", re.MULTILINE
+    r"^(?P<kind>FAILED|ERROR) (?P<test>\S+\.py(?:::\S+?)?)(?: - (?P<rest>.*))?\s*$",
+    re.MULTILINE,
 )
 _TEST_ID = Lazy(r"^[^\s:]+\.py::\S")
 _SECTION_TITLE = Lazy(r"^_{3,} (?P<title>.+?) _{3,}\s*$")
@@ -141,7 +143,8 @@ def _section(text: str, test: str) -> list[str]:
     A section runs from its `____ title ____` line to the next title or `====` rule; a
     ticket may paste one without the `==== FAILURES ====` line above it.
     """
-    name = ".".join(test.split("::")[1:])
+    # A module that failed to collect has no test: its section is `ERROR collecting PATH`.
+    name = ".".join(test.split("::")[1:]) if "::" in test else f"ERROR collecting {test}"
     found: list[str] | None = None
     for line in text.split("\n"):
         title = _SECTION_TITLE.match(line)

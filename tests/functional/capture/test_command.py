@@ -1148,3 +1148,29 @@ def test_a_pytest_runs_conftest_is_carried(cli: Cli, tmp_path: Path) -> None:
     assert isinstance(packages, list)
     assert any(str(p).startswith("flaky==") for p in packages), packages
     assert any(str(p).startswith("pytest-xdist==") for p in packages), packages
+
+
+def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu17 D6: `pytest tests/test_fetch.py` failing at collection (exit 2) was captured as
+    # `error:exit-2` expecting only `exit_code: 2`, which any usage error meets; pytest's
+    # `ERROR tests/test_fetch.py` and its `E   ModuleNotFoundError` were not read.
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_fetch.py").write_text(
+        "from nosuchlib_fxg import fetch\n\ndef test_fetch():\n    assert fetch()\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli(
+        "capture", "--no-verify", "-o", "c.yaml", "--", "pytest", "tests/test_fetch.py",
+        cwd=tmp_path, env=here,
+    )  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    assert "error:ModuleNotFoundError:tests/test_fetch.py in 1/1" in made.stdout
+    expect = load_spec(str(tmp_path / "c.yaml")).document["expect"]
+    assert expect == {
+        "outcome": "error",
+        "exception": "ModuleNotFoundError",
+        "message": "No module named 'nosuchlib_fxg'",
+        "phase": "tests/test_fetch.py",
+    }

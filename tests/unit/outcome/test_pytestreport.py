@@ -73,6 +73,34 @@ def test_a_summary_alone_gives_its_type_and_message_and_no_failure_gives_none() 
     assert first_failure("FAILED to open the file\n") is None
 
 
+COLLECTION_ERROR = """\
+collected 0 items / 1 error
+
+==================================== ERRORS ====================================
+_____________________ ERROR collecting tests/test_fetch.py _____________________
+ImportError while importing test module '/home/u/pyproj/tests/test_fetch.py'.
+Hint: make sure your test modules/packages have valid Python names.
+Traceback:
+/usr/lib/python3.11/importlib/__init__.py:126: in import_module
+    return _bootstrap._gcd_import(name[level:], package, level)
+tests/test_fetch.py:1: in <module>
+    from mylib import fetch
+E   ModuleNotFoundError: No module named 'mylib'
+=========================== short test summary info ============================
+ERROR tests/test_fetch.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=============================== 1 error in 0.97s ===============================
+"""
+
+
+def test_a_module_that_failed_to_collect_gives_its_import_error() -> None:
+    # `pytest tests/test_fetch.py` exiting 2 at collection was `error exit 2`, no exception:
+    # the summary's `ERROR tests/test_fetch.py` names no `::test` (nu17 D6).
+    assert first_failure(COLLECTION_ERROR) == FailedTest(
+        "tests/test_fetch.py", "ModuleNotFoundError", "No module named 'mylib'"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
