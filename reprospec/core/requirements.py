@@ -13,20 +13,20 @@ In core, not in environment/: the spec's checks run before any runner module is 
 
 from __future__ import annotations
 
-import re
+from reprospec.core.lazyre import Lazy
 
 # `pip install` takes these besides requirements: a path (`./w/x.whl`, `../pkg`, `/abs`,
 # `~/x`), an archive by its name, or a URL (`git+https://...`, `file:///...`).
-_LOCATION = re.compile(
+_LOCATION = Lazy(
     r"^(\.{1,2}[/\\]|[/\\~]|[A-Za-z][A-Za-z0-9+.-]*://)|\.(whl|tar\.gz|tgz|zip|tar\.bz2)$"
 )
 # The usual slips, each with what was meant: `six=1.2`, `torch>>2`, `torch=>2`, `six=<2`.
 _FIXES = (
-    (re.compile(r"=>"), ">="),
-    (re.compile(r"=<"), "<="),
-    (re.compile(r">>"), ">"),
-    (re.compile(r"<<"), "<"),
-    (re.compile(r"(?<![=<>!~])=(?![=<>])"), "=="),
+    (Lazy(r"=>"), ">="),
+    (Lazy(r"=<"), "<="),
+    (Lazy(r">>"), ">"),
+    (Lazy(r"<<"), "<"),
+    (Lazy(r"(?<![=<>!~])=(?![=<>])"), "=="),
 )
 
 
