@@ -86,7 +86,7 @@ class AmplifyOptions:
 
 def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
     """`FIELD=VALUE` (VALUE read as YAML, checked as environment.perturb checks it)."""
-    from reprospec.spec.yamlsource import YamlSourceError, load_value
+    from reprospec.spec.overrides import option_value
 
     out: list[tuple[str, JsonValue]] = []
     for item in items:
@@ -100,10 +100,7 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
             raise UsageError(
                 f"--try {item}: unknown perturbation {name!r}{hint} (known: {', '.join(FIELDS)})"
             )
-        try:
-            value = load_value(raw)
-        except YamlSourceError as exc:
-            raise UsageError(f"--try {item}: the value is not valid YAML: {exc}") from None
+        value = option_value("--try", item, name, raw)
         section: JsonObject = (
             {"torch": {name.removeprefix("torch."): value}}
             if name.startswith("torch.")

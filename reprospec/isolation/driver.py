@@ -320,7 +320,7 @@ def _kind(attempt: AttemptResult) -> AttemptKind:
 
 def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
     """`PATH=VALUE` (VALUE read as YAML) or `~PATH` (unset) -> {path: value}."""
-    from reprospec.spec.yamlsource import YamlSourceError, load_value
+    from reprospec.spec.overrides import option_value
 
     out: dict[str, Setting] = {}
     for item in items:
@@ -331,10 +331,7 @@ def _parse_sets(items: Sequence[str], option: str) -> dict[str, Setting]:
         path = path.strip()
         if not sep or not path or any(not part for part in path.split(".")):
             raise UsageError(f"{option} {item}: expected PATH=VALUE, like run.timeout=5m")
-        try:
-            out[path] = load_value(raw)
-        except YamlSourceError as exc:
-            raise UsageError(f"{option} {item}: the value is not valid YAML: {exc}") from None
+        out[path] = option_value(option, item, path, raw)
     return out
 
 

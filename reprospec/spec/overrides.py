@@ -26,10 +26,7 @@ def apply_override(data: JsonValue, override: str) -> JsonValue:
     parts = [p.strip() for p in dotted.split(".")]
     if not sep or not all(parts):
         raise UsageError(f"--set {override}: expected PATH=VALUE, like run.timeout=5m")
-    try:
-        value = load_value(raw)
-    except YamlSourceError as exc:
-        raise UsageError(f"--set {override}: the value is not valid YAML: {exc}") from None
+    value = option_value("--set", override, dotted, raw)
     if not isinstance(data, dict):
         raise UsageError(f"--set {override}: the spec is not a mapping")
     node: JsonValue = data
@@ -54,6 +51,25 @@ def apply_override(data: JsonValue, override: str) -> JsonValue:
             parent = ".".join(parts[:depth])
             raise UsageError(f"--set {override}: '{parent}' is a value, not a mapping or list")
     return data
+
+
+# What YAML reads as its own syntax at a value's start: `>=0.3` (a rate) is a folded block
+# scalar's indicator, `*x` an alias, `!x` a tag. Quoted, each is the text it looks like.
+_YAML_INDICATORS = tuple(">|*&!%@`")
+
+
+def option_value(option: str, item: str, path: str, raw: str) -> JsonValue:
+    """VALUE of `OPTION PATH=VALUE` (`--set`, `--failing-set`, `--try`), read as YAML; a
+    value YAML cannot read is a usage error, with the quoting that makes it text where it
+    starts with YAML's own syntax (`--set expect.rate=>=0.3`: a rate's `>`)."""
+    try:
+        return load_value(raw)
+    except YamlSourceError as exc:
+        hint = ""
+        if raw.lstrip().startswith(_YAML_INDICATORS):
+            quoted = raw.replace("\\", "\\\\").replace('"', '\\"')
+            hint = f"; quote it to mean the text: {option} '{path}=\"{quoted}\"'"
+        raise UsageError(f"{option} {item}: the value is not valid YAML: {exc}{hint}") from None
 
 
 def _delete(data: JsonValue, override: str) -> JsonValue:

@@ -149,6 +149,23 @@ def test_bad_override_is_a_usage_error(override: str, message: str) -> None:
     assert message in str(caught.value)
 
 
+def test_a_value_that_starts_with_yamls_own_syntax_is_told_how_to_quote_it() -> None:
+    # A rate's `>` is a folded block scalar's indicator to YAML (new user).
+    with pytest.raises(UsageError) as caught:
+        load_spec(EXAMPLE, ["expect.rate=>=0.3"])
+    assert str(caught.value).endswith(
+        """; quote it to mean the text: --set 'expect.rate=">=0.3"'"""
+    ), caught.value
+    # As it advises: quoted, the rate is read as the text.
+    expect = load_spec(EXAMPLE, ['expect.rate=">=0.3"']).document["expect"]
+    assert isinstance(expect, dict)
+    assert expect["rate"] == ">=0.3"
+    # A value YAML cannot read for another reason gets no quoting advice.
+    with pytest.raises(UsageError) as caught:
+        load_spec(EXAMPLE, ["labels=[a"])
+    assert "quote it" not in str(caught.value)
+
+
 def test_markdown_report_spec_is_extracted_with_md_line_numbers(tmp_path: Path) -> None:
     body = EXAMPLE.read_text()
     report = tmp_path / "report.md"
