@@ -44,9 +44,9 @@ def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
     probes: set[str] = set()
     db = out_root / "results.db"
     if under == RUNS and db.is_file():
-        rows = _begun(db, f"SELECT run_id, {PURPOSE.format(r='')} FROM runs ORDER BY rowid")
+        rows = _read(db, f"SELECT run_id, {PURPOSE.format(r='')} FROM runs ORDER BY rowid")
         if rows is None:  # a store without options (none of ours): every run a person's
-            rows = _begun(db, "SELECT run_id, 'run' FROM runs ORDER BY rowid") or []
+            rows = _read(db, "SELECT run_id, 'run' FROM runs ORDER BY rowid") or []
         begun = {str(run_id): n for n, (run_id, _) in enumerate(rows, 1)}
         probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
     runs = out_root / under
@@ -60,12 +60,13 @@ def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
     )
 
 
-def _begun(db: Path, query: str) -> list[tuple[object, object]] | None:
-    """The store's (run id, purpose) rows; None when it cannot be read so (an unreadable
-    store: the run folders still say which runs there are)."""
+def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]] | None:
+    """The rows of `query` on the store `db`, opened read-only; None when it cannot be read
+    so (an unreadable store: the run folders still say which runs there are)."""
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            return conn.execute(query).fetchall()
+            rows: list[tuple[object, ...]] = conn.execute(query, args).fetchall()
+            return rows
     except sqlite3.Error:
         return None
 
@@ -93,16 +94,13 @@ def stored_run(name: str, out_root: Path) -> StoredRun | None:
     db = out_root / "results.db"
     if not name or not db.is_file():
         return None
-    try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            rows = conn.execute(
-                "SELECT run_id, spec_path, CASE WHEN json_valid(options) THEN "
-                "json_extract(options, '$.command_line') END, status FROM runs WHERE run_id = ? "
-                "OR substr(run_id, 1, length(?)) = ? ORDER BY run_id = ? DESC LIMIT 2",
-                (name, name, name, name),
-            ).fetchall()
-    except sqlite3.Error:
-        return None
+    rows = _read(
+        db,
+        "SELECT run_id, spec_path, CASE WHEN json_valid(options) THEN "
+        "json_extract(options, '$.command_line') END, status FROM runs WHERE run_id = ? "
+        "OR substr(run_id, 1, length(?)) = ? ORDER BY run_id = ? DESC LIMIT 2",
+        (name, name, name, name),
+    )
     if not rows or (len(rows) > 1 and rows[0][0] != name):
         return None
     run_id, spec_path, command_line, status = rows[0]
@@ -116,16 +114,12 @@ def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
     db = out_root / "results.db"
     if not prefix or not db.is_file():
         return []
-    try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            rows = conn.execute(
-                "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ? "
-                "ORDER BY run_id LIMIT ?",
-                (prefix, prefix, limit),
-            ).fetchall()
-    except sqlite3.Error:
-        return []
-    return [str(row[0]) for row in rows]
+    rows = _read(
+        db,
+        "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ? ORDER BY run_id LIMIT ?",
+        (prefix, prefix, limit),
+    )
+    return [str(row[0]) for row in rows or ()]
 
 
 def is_latest(ref: str) -> bool:
