@@ -352,7 +352,8 @@ class Redactor:
         }
         # Longest first, so a secret that contains another is masked whole; then the
         # printed beginnings of the generated ones (`_beginnings`).
-        alternatives = [*map(re.escape, found), *(_beginning(v) for v in found if _has_parts(v))]
+        self._beginnings = tuple(_beginning(v) for v in found if _has_parts(v))
+        alternatives = [*map(re.escape, found), *self._beginnings]
         self._pattern = re.compile("|".join(alternatives)) if found else None
         self._bytes: re.Pattern[bytes] | None = None
 
@@ -427,7 +428,7 @@ class Redactor:
             return data
         if self._bytes is None:
             encoded = sorted((v.encode("utf-8") for v in self.values), key=lambda b: (-len(b), b))
-            beginnings = [_beginning(v).encode() for v in self.values if _has_parts(v)]
+            beginnings = [beginning.encode() for beginning in self._beginnings]  # ASCII
             self._bytes = re.compile(b"|".join([*map(re.escape, encoded), *beginnings]))
         return self._bytes.sub(MASK.encode(), data)
 
