@@ -479,6 +479,12 @@ def fault_armed(when: JsonValue) -> bool:
     return bool(when)
 
 
+def same_python(ran: str, wanted: str) -> bool:
+    """`3.11.7` is the `3.11` a spec's `environment.python` names (and `3.11.7`), not `3.1`
+    or `3.10`."""
+    return ran == wanted or ran.startswith(f"{wanted}.")
+
+
 def stall_seconds(stall: object, timeout_s: float) -> float | None:
     """`run.stall` in seconds (None when unset), or a SectionError at `run.stall`.
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.sections import Environment
+from reprospec.core.sections import Environment, same_python
 from reprospec.core.units import format_size
 from reprospec.doctor.check import (
     NO_GPU,
@@ -103,13 +103,7 @@ def environment_mismatches(env: Captured, environment: Mapping[str, JsonValue]) 
     out = []
     wanted_python = environment.get("python")
     actual_python = text(section(env, "python").get("version"))
-    if (
-        wanted_python
-        and actual_python
-        and not (
-            actual_python == str(wanted_python) or actual_python.startswith(f"{wanted_python}.")
-        )
-    ):
+    if wanted_python and actual_python and not same_python(actual_python, str(wanted_python)):
         out.append(f"python {actual_python} ran; the spec names {wanted_python}")
     installed = section(env, "packages")
     for requirement in strings(environment.get("packages")):

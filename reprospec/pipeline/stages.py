@@ -26,6 +26,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.redact import MASK, Redactor, looks_secret, unset_env
 from reprospec.core.results import AttemptResult, CellResult, RunResult, Standalone
 from reprospec.core.runoptions import RunOptions
+from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
 from reprospec.errors import UsageError
 from reprospec.outcome.judgedcells import JudgedCells
@@ -128,11 +129,11 @@ def execute(
             # (the store's row kept that time all along).
             begun = store.run_info(run_id)
             started = begun.started if begun is not None and begun.started else started
-            if begun is not None and begun.status == "finished" and begun.finished:
-                # Its folder written again from the store (removed by hand): no attempt
-                # runs, and the run still ended when it did (review).
-                ended = begun.finished
             if begun is not None:
+                if begun.status == "finished" and begun.finished:
+                    # Its folder written again from the store (removed by hand): no attempt
+                    # runs, and the run still ended when it did (review).
+                    ended = begun.finished
                 files_warnings += files_since(begun.environment, files, run_id)
             store.resume_run(run_id)
         else:
@@ -315,7 +316,6 @@ class EnvironmentCapture:
         # The one check it needs, not the doctor package (its engine checks import the
         # core readers): a run waits for this thread at its end.
         from reprospec.doctor.needs import environment_mismatches
-        from reprospec.plan.standalone import same_python
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))

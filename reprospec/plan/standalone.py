@@ -28,7 +28,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, sets_secret
 from reprospec.core.results import CellResult, Standalone
-from reprospec.core.sections import Command, fault_armed
+from reprospec.core.sections import Command, fault_armed, same_python
 from reprospec.core.units import format_duration, format_size
 from reprospec.core.words import attempts_phrase
 from reprospec.plan.run import RunPlan
@@ -377,8 +377,3 @@ def _unapplied(
             "itself: interrupt it (Ctrl-C) once it has stopped moving"
         )
     return notes
-
-
-def same_python(ran: str, wanted: str) -> bool:
-    """`3.11.7` is the `3.11` a spec names (and `3.11.7`), not `3.1` or `3.10`."""
-    return ran == wanted or ran.startswith(f"{wanted}.")
