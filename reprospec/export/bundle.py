@@ -227,6 +227,19 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     if options.runner != "local":
         kept["runner"] = options.runner
     if not stored.is_file():
+        from reprospec.store.digests import recorded_files
+
+        ran = recorded_files(run.environment)
+        if ran:
+            # Packed without them, the archive's rerun fails on the first missing file
+            # (infra-error, `can't open file`): capture's verify run, made in a copy since
+            # removed, was bundled that way, exit 0.
+            shown = ", ".join(ran[:4]) + (f" and {len(ran) - 4} more" if len(ran) > 4 else "")
+            raise UsageError(
+                f"the spec file {stored} is gone, and the program's files the run ran from its "
+                f"folder ({shown}) with it: a bundle of run {run.run_id} could not rerun. Run "
+                "the spec where it is now (reprospec run SPEC) and bundle that run"
+            )
         warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings), spec_gone=True)
     from reprospec.errors import SpecError

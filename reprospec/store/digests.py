@@ -38,6 +38,17 @@ DIGEST_LIMIT = 1 << 20
 UNDIGESTED = "size:"
 
 
+def recorded_files(environment: Mapping[str, JsonValue]) -> tuple[str, ...]:
+    """The program's files a run recorded digests of (FILES_FIELD's `of`), by the names it
+    recorded them under (relative to the spec's folder where inside it), sorted."""
+    record = environment.get(FILES_FIELD)
+    if not isinstance(record, Mapping) or not isinstance(record.get("of"), list):
+        return ()
+    pairs = record["of"]
+    assert isinstance(pairs, list)
+    return tuple(sorted(str(p[0]) for p in pairs if isinstance(p, list) and len(p) == 2))
+
+
 def store_key(out: Path) -> bytes:
     """The store's key, made once (readable by its owner only) on first use.
 

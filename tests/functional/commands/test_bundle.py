@@ -318,3 +318,47 @@ def test_the_rerun_command_it_prints_is_quoted_for_a_shell(tmp_path: Path, cli: 
     packed = cli("bundle", "latest", "-o", str(archive), "--out", str(tmp_path / "out"))
     assert packed.code == 0, packed.stderr
     assert f"rerun it with: reprospec run {shlex.quote(str(archive))}\n" in packed.stdout
+
+
+def test_a_run_whose_spec_and_program_are_gone_is_refused_not_packed_broken(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # capture's verify run ran in a copy since removed: its bundle was written (exit 0)
+    # without the script, and its rerun was an infra-error, `can't open file 'crash.py'`.
+    project = tmp_path / "copy"
+    project.mkdir()
+    (project / "crash.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    spec = project / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: gone\ncommand: python crash.py\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    shutil.rmtree(project)
+    archive = tmp_path / "b.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 2, packed.stderr
+    assert "Traceback" not in packed.stderr
+    assert f"the spec file {spec} is gone" in packed.stderr
+    assert "(crash.py)" in packed.stderr
+    assert "reprospec run SPEC" in packed.stderr
+    assert not archive.exists()
+
+
+def test_a_run_whose_spec_is_gone_and_read_no_file_is_still_packed(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # `command: [true]` names no file of its folder: the bundle reruns without the folder.
+    project = tmp_path / "copy"
+    project.mkdir()
+    spec = project / "s.yaml"
+    spec.write_text("reprospec: 1\nname: bare\ncommand: [true]\n")
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    shutil.rmtree(project)
+    archive = tmp_path / "b.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 0, packed.stderr
+    assert f"the spec file {spec} is gone: the bundle has no workdir files" in packed.stderr
+    assert archive.is_file()
