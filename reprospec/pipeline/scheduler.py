@@ -331,10 +331,15 @@ class Scheduler:
         queued = any(p.cell.id == attempt.cell.id for p in self._extra) or any(
             n > state.taken and n not in state.results for n in self._numbers_planned(attempt.cell)
         )
-        if queued or len(numbers) >= self.plan.max_repeat:
+        # The attempts still running count against max_repeat: with -j, one may be.
+        if queued or len(numbers) + state.running >= self.plan.max_repeat:
             return
         matched = sum(r.matched for r in state.results.values())
         if rate_decided(rate_of(matched, len(numbers)), bound):
             return
-        self._extra.append(self.plan.extra_attempt(attempt.cell, numbers[-1] + 1))
+        # Numbered after every attempt taken, not after the last one finished: that number
+        # may be running on another thread (-j 2), and the two ran under one number, one
+        # folder and one store row, the later one kept, with the other's core.
+        number = max(state.taken, numbers[-1]) + 1
+        self._extra.append(self.plan.extra_attempt(attempt.cell, number))
         self.total += 1

@@ -8,6 +8,7 @@ real-process behaviour of the same options is in test_scheduler.py.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,6 +124,30 @@ def test_adaptive_repeats_stop_once_the_interval_decides(tmp_path: Path) -> None
     # Crashing at about the threshold: undecided until the cap.
     edge = Scheduler(plan, Recorder(lambda _cell, n: n % 10 < 3)).run()["default"]
     assert len(edge) == 40
+
+
+def test_adaptive_repeats_in_parallel_number_each_attempt_once(tmp_path: Path) -> None:
+    # -j 2: an attempt ended while its cell's next one was still running, and the one it
+    # queued took the number after the last one *finished*: the running one's. Both ran
+    # under one number (one folder, one store row, the later kept), 31 processes for 19
+    # attempts, and the rate the verdict read was biased to the slower outcome.
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: auto, max_repeat: 30}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
+        jobs=2,
+    )
+    crashes = Recorder(lambda _cell, n: n % 10 < 3)
+
+    def uneven(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        # A pass takes longer than a crash, as a real crash ends at once.
+        if not crashes.crashes(plan.cell.id, plan.attempt):
+            time.sleep(0.01)
+        return crashes(plan, slot, cancel)
+
+    results = Scheduler(plan, uneven).run()["default"]
+    numbers = [n for _, n, _ in crashes.calls]
+    assert sorted(numbers) == list(range(1, 31))  # each number started once, none past 30
+    assert [r.attempt for r in results] == list(range(1, 31))
 
 
 def test_cells_needing_more_gpus_than_visible_are_not_run(tmp_path: Path) -> None:
