@@ -26,6 +26,8 @@ from reprospec.core.redact import (
     MIN_MASKED_CHARS,
     looks_like_credential,
     looks_secret,
+    name_words,
+    password_word,
     sets_secret,
 )
 from reprospec.outcome.pytestreport import is_pytest
@@ -367,14 +369,17 @@ _HYDRA_REFERENCE = re.compile(r"\$\{[^{}]+\}")
 
 def _secret_option(name: str) -> bool:
     """Whether an option's name (`--api-key`, a Hydra key `db.password`) says its value is a
-    secret, by its last word (split at `-`, `_`, `.` and camelCase; a trailing number
-    dropped): `--password2`, `--aws-access-key-id`; not `--max-tokens` or `--token-file`."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)  # apiKey -> api Key
-    words = [w for w in re.split(r"[-_.\s]", spaced.lower()) if w and not w.isdigit()]
+    secret, by its last word (the words redact.name_words reads a variable's name by:
+    camelCase, then at any other character than a letter or a digit; a trailing number
+    dropped): `--password2`, `--aws-access-key-id`, `--db-pass`, `--pgpass`; not
+    `--max-tokens`, `--token-file`, `--password-file` or `--num-passes`."""
+    words = [w for w in name_words(name) if not w.isdigit()]  # apiKey -> api key
     if not words:
         return False
     last = words[-1].rstrip("0123456789")  # password2
     if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
+        return True
+    if password_word(last, first=len(words) == 1):  # --db-pass, --mysql-pwd, --pgpass
         return True
     return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 

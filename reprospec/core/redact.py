@@ -8,7 +8,8 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
-  name), wherever a mapping shows it under that name, but a release number (a
+  name; or `names_password`: pass or pwd as a word after another, `DB_PASS`, `MYSQL_PWD`),
+  wherever a mapping shows it under that name, but a release number (a
   package table's `keyring: 25.6.0`) or a count (`MAX_TOKENS: 2048`, `_counts`);
 - by value: every occurrence, in any text, of
   - the value of each engine variable the spec reads through `${{ env.X }}`,
@@ -69,8 +70,51 @@ T = TypeVar("T")
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a variable named `name` probably holds a secret (its value is never shown)."""
-    return bool(SECRET_NAME.search(name))
+    """Whether a variable named `name` probably holds a secret (its value is never shown):
+    a secret's word anywhere in it (`SECRET_NAME`), or a password's short word after
+    another word (`names_password`: `DB_PASS`, `MYSQL_PWD`)."""
+    if SECRET_NAME.search(name):
+        return True
+    lowered = name.lower()  # most names hold neither word: no split for them
+    return ("pass" in lowered or "pwd" in lowered) and names_password(name_words(name))
+
+
+# A name's words: camelCase split, then at every run of other characters than letters and
+# digits (`maxNewTokens` -> max new tokens, `db.password`, `cfg/api_key`, `model@key`).
+_CAMEL = Lazy(r"([a-z0-9])([A-Z])")
+_NOT_WORD = Lazy(r"[^A-Za-z0-9]+")
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """The words of a variable's or an option's name, lower case: the one split that the
+    count rule (`_counts`) and capture's option rule (toggles._secret_option) read a name
+    by. They split at different separators: `db/password` was one word to the option
+    rule, and `max/tokens` would not have been a count to it."""
+    return tuple(w for w in _NOT_WORD.split(_CAMEL.sub(r"\1 \2", name).lower()) if w)
+
+
+# A password's short words (`pass`, `pwd`): secrets only after another word (`DB_PASS`,
+# `REDIS_PASS_PROD`, `MYSQL_PWD`, `dbPass`), or glued to a store's or a service's short name
+# (`PGPASS`, `DBPASS`). A substring would take `BYPASS_CACHE`, `COMPASS_DIR`, `NUM_PASSES`;
+# first, they name a setting (`PASS_RATE`, `PASS_AT_K`), and `PWD` is the working folder.
+_PASSWORD_WORDS = frozenset({"pass", "pwd"})
+_GLUED_PASSWORD = Lazy(
+    r"(?:pg|db|sql|mysql|redis|mongo|ldap|smtp|ftp|amqp|rabbit|admin|root|user)(?:pass|pwd)"
+)
+
+
+def names_password(words: tuple[str, ...]) -> bool:
+    """Whether a name's words (`name_words`) name a password by one of its short words
+    anywhere (`password_word`): `DB_PASS`, `REDIS_PASS_PROD`, `PGPASS`."""
+    return any(password_word(word, first=not index) for index, word in enumerate(words))
+
+
+def password_word(word: str, *, first: bool) -> bool:
+    """Whether one word of a name (`name_words`) is a password's short word: `pass` or
+    `pwd` (a number after it allowed: `DB_PASS2`) not `first`, or glued to a store's name
+    (`pgpass`) wherever it is."""
+    bare = word.rstrip("0123456789")
+    return (not first and bare in _PASSWORD_WORDS) or bool(_GLUED_PASSWORD.fullmatch(bare))
 
 
 _TOKENS = (
@@ -184,11 +228,10 @@ def _counts(name: str, value: str) -> bool:
     value must be a number: `GITHUB_TOKENS=a1b2c3d4e5f6` is secrets."""
     if not _COUNT.fullmatch(value.strip()):
         return False
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # maxNewTokens -> max_New_Tokens
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", spaced.upper()) if w]
-    if words[:1] in (["MAX"], ["MIN"], ["NUM"]):
+    words = name_words(name)  # maxNewTokens -> max new tokens
+    if words[:1] in (("max",), ("min",), ("num",)):
         return True
-    return "TOKENS" in words and not looks_secret("_".join(w for w in words if w != "TOKENS"))
+    return "tokens" in words and not looks_secret("_".join(w for w in words if w != "tokens"))
 
 
 def env_names_read(document: Mapping[str, JsonValue]) -> list[str]:
@@ -554,6 +597,9 @@ __all__ = [
     "env_names_read",
     "looks_secret",
     "mask_parts",
+    "name_words",
+    "names_password",
+    "password_word",
     "public_env",
     "secret_parts",
     "secret_values",

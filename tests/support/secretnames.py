@@ -1,10 +1,11 @@
-"""Variable names that hold a secret's word somewhere but last (rv16), and settings whose
-names hold one: the cases every output's rule for a written `NAME=value` is checked on
-(redact.sets_secret), by the Redactor's, capture's, the standalone repro's and the
-bundles' tests alike.
+"""Variable names that hold a secret's word somewhere but last (rv16) or a password's short
+word (`DB_PASS`, `PGPASS`, `MYSQL_PWD`), and settings whose names hold one: the cases every
+output's rule for a written `NAME=value` is checked on (redact.sets_secret), by the
+Redactor's, capture's, the standalone repro's and the bundles' tests alike.
 
-Judged by their last word alone, the secrets' values were written in clear in report.md,
-results.json, the results store, a bundle and a captured spec.
+Judged by their last word alone, the first secrets' values were written in clear in
+report.md, results.json, the results store, a bundle and a captured spec; `DB_PASS`'s by
+every rule, which knew `PASSWORD` and `PASSWD` only.
 """
 
 from __future__ import annotations
@@ -19,9 +20,20 @@ SUFFIXED_SECRETS = {
 }
 
 
-def suffixed(length: str) -> dict[str, str]:
+# A password's short word after another, or glued to a store's name: the names database
+# clients and services read (`PGPASS`, `MYSQL_PWD`) and people write (`DB_PASS`).
+PASSWORD_SECRETS = {
+    "DB_PASS": ("Db4p", "correct-horse-db-9"),
+    "PGPASS": ("Pg7s", "pg-s3cret-passphrase"),
+    "MYSQL_PWD": ("My3w", "mysql-r00t-pw-1234"),
+    "REDIS_PASS": ("Rd5s", "redis-auth-5678-xyz"),
+}
+NAMED_SECRETS = {**SUFFIXED_SECRETS, **PASSWORD_SECRETS}
+
+
+def named_secrets(length: str) -> dict[str, str]:
     """The secrets above with their "short" or "long" values."""
-    return {name: values[length == "long"] for name, values in SUFFIXED_SECRETS.items()}
+    return {name: values[length == "long"] for name, values in NAMED_SECRETS.items()}
 
 
 # Settings whose name holds a secret's word: a count or a limit, with a number.
@@ -34,4 +46,13 @@ COUNTS = {
     "MAX_KEY_LENGTH": "64k",
     "MIN_PASSWORD_LENGTH": "1200",
     "NUM_KEYS": "-1000",
+    "NUM_PASSES": "3",
+    "PASSES": "2",
+}
+# Settings whose names hold `pass` or `pwd` inside a word or first: no password's.
+LOOKALIKES = {
+    "BYPASS_CACHE": "always",
+    "COMPASS_DIR": "/data/compass",
+    "PASS_RATE": "0.95",
+    "PGPASSFILE": "/home/me/.pgpass",
 }

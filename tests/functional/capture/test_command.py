@@ -31,7 +31,7 @@ from reprospec.plan.workfiles import named_files
 from reprospec.spec.load import load_spec
 from tests.support.cli import ROOT, Cli, CliResult, interrupt_when
 from tests.support.files import written
-from tests.support.secretnames import suffixed
+from tests.support.secretnames import named_secrets
 
 PROGRAMS = ROOT / "tests" / "data" / "capture"
 
@@ -593,7 +593,7 @@ def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_wri
     # `env` program, each assignment was an axis: the secret in the cells' names and reports.
     workdir = tmp_path / "work"
     workdir.mkdir()
-    secrets = suffixed("long")
+    secrets = named_secrets("long")
     (workdir / "x.py").write_text(
         "import os\n"
         "token, n = os.environ['GITHUB_TOKEN_RO'], os.environ['MAX_TOKENS']\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli
-from tests.support.secretnames import suffixed
+from tests.support.secretnames import named_secrets
 
 TOKEN = "hf_Zq8secretvalue4711"
 KEY = "sk-literal-9f3e2d1c"
@@ -168,8 +168,8 @@ def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
     # in clear in report.md (the spec, the standalone command, the exception), results.json,
     # the store, the run folder's spec.yaml and every file of the bundle; and the bundle
     # warned that the spec had changed since the run (it compared the masked spec to today's).
-    secrets = suffixed(length)
-    settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok"}
+    secrets = named_secrets(length)
+    settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok", "NUM_PASSES": "3", "BYPASS_CACHE": "1"}
     lines = "".join(f"    {n}: {json.dumps(v)}\n" for n, v in {**secrets, **settings}.items())
     names = sorted(secrets)
     (tmp_path / "leak.py").write_text(
@@ -206,7 +206,8 @@ def test_a_secret_the_spec_writes_under_any_name_is_in_no_output_and_no_bundle(
         assert f'{name}="${name}"' in report
     assert 'MAX_TOKENS: "2048"' in report
     assert 'API_TOKEN: "tok"' in report
-    assert "MAX_TOKENS=2048 API_TOKEN=tok " in report
+    assert "MAX_TOKENS=2048 API_TOKEN=tok NUM_PASSES=3 BYPASS_CACHE=1 " in report
+    assert 'NUM_PASSES: "3"' in report  # a count, no password's (`pass` in a word)
     archive = tmp_path / "share.tar.gz"
     packed = cli("bundle", folder.name, "-o", str(archive), "--out", str(store))
     assert packed.code == 0, packed.stderr

@@ -11,7 +11,7 @@ from reprospec.core import expr
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonValue
 from reprospec.spec.presets import PRESETS, UnknownPreset, detect, expand, preset
-from tests.support.secretnames import COUNTS, suffixed
+from tests.support.secretnames import COUNTS, LOOKALIKES, named_secrets
 
 
 def render(command: str, matrix: dict[str, JsonValue]) -> str:
@@ -164,9 +164,19 @@ def test_only_an_option_whose_last_word_names_a_secret_is_one() -> None:
     assert plain.env == ()
     assert [t.axis for t in plain.toggles] == ["max_tokens", "key_frames"]
     assert propose(["python", "t.py", "--token-file", "t.txt", "--hotkey", "c"]).env == ()
-    # Written together, camelCase, numbered, an id of a key: secrets all (review).
-    for name in ("apikey", "apiKey", "api-key-2", "password2", "auth", "hftoken", "aws-key-id"):
+    # A count, a path, a word that holds `pass`: settings (an axis each).
+    for name in ("token-limit", "password-file", "num-passes", "pass", "bypass", "pgpass-file"):
+        assert propose(["python", "t.py", f"--{name}", "s3cr3t-value"]).env == (), name
+    # Written together, camelCase, numbered, an id of a key, a password's short word after
+    # another or glued to a store's name: secrets all.
+    for name in (
+        "apikey", "apiKey", "api-key-2", "password2", "auth", "hftoken", "aws-key-id",
+        "db-pass", "dbPass", "mysql-pwd", "pgpass", "redis.pass",
+    ):  # fmt: skip
         assert propose(["python", "t.py", f"--{name}", "s3cr3t-value"]).env != (), name
+    # A Hydra key's last word past `/` or `@` (its package), split as a variable's name is.
+    for key in ("db/password", "model@key", "db@backup.pass"):
+        assert propose(["python", "t.py", f"{key}=s3cr3t-value"]).env != (), key
     # A Hydra interpolation is a reference; a password holding `${` is still a secret.
     assert propose(["python", "t.py", "db.password=${oc.env:X}"]).env == ()
     assert propose(["python", "t.py", "--password", "pa${ss}word"]).env == (
@@ -301,8 +311,8 @@ def test_a_leading_variable_whose_name_holds_a_secrets_word_anywhere_is_read_bac
 ) -> None:
     # rv16: `GITHUB_TOKEN_RO=... python x.py` was judged by its last word (`ro`), and the
     # captured spec wrote the token under `# set on the command line`.
-    secrets = suffixed(length)
-    settings = {**COUNTS, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
+    secrets = named_secrets(length)
+    settings = {**COUNTS, **LOOKALIKES, "API_TOKEN": "tok", "AUTH_ENABLED": "true"}
     words = [f"{name}={value}" for name, value in {**secrets, **settings}.items()]
     proposal = propose([*words, "python", "x.py"])
     assert proposal.command == "python x.py"

@@ -31,7 +31,7 @@ from reprospec.capture.writer import (
     script_stem,
 )
 from reprospec.spec.yamlsource import load_yaml
-from tests.support.secretnames import suffixed
+from tests.support.secretnames import named_secrets
 
 
 def test_variables_that_matter_are_kept_and_secrets_are_read_back_never_written() -> None:
@@ -79,7 +79,7 @@ def test_a_setting_the_command_line_sets_is_written_as_its_value() -> None:
 def test_a_secret_the_command_line_sets_under_any_name_is_read_back(length: str) -> None:
     # rv16: `GITHUB_TOKEN_RO=abcd... python x.py` was written `GITHUB_TOKEN_RO: abcd...
     # # set on the command line`, judged by its name's last word.
-    secrets = suffixed(length)
+    secrets = named_secrets(length)
     words = [f"{name}={value}" for name, value in secrets.items()]
     proposal = propose([*words, "MAX_TOKENS=2048", "python", "x.py"])
     lines = {line.name: line for line in environment_lines({}, proposal, uses_torch=False)}

@@ -29,7 +29,7 @@ from reprospec.core.redact import (
 from reprospec.core.reportspec import MarkerError, find_marked_spec, marker_line
 from reprospec.core.results import AttemptResult, CellResult, ChainLink, NotRun, Outcome
 from reprospec.report.markup import plain_markdown
-from tests.support.secretnames import COUNTS, SUFFIXED_SECRETS, suffixed
+from tests.support.secretnames import COUNTS, LOOKALIKES, NAMED_SECRETS, named_secrets
 
 
 def test_names_that_look_secret() -> None:
@@ -42,9 +42,31 @@ def test_names_that_look_secret() -> None:
         "MYSQL_PASSWD",
         "GOOGLE_APPLICATION_CREDENTIALS",
         "NPM_AUTHTOKEN",
+        # A password's short word after another, or glued to a store's name: in clear in
+        # every output, where only PASSWORD and PASSWD were known.
+        "DB_PASS",
+        "PGPASS",
+        "MYSQL_PWD",
+        "REDIS_PASS",
+        "REDIS_PASS_PROD",
+        "dbPass",
+        "DB_PASS2",
     ):
         assert looks_secret(name), name
-    for name in ("HOME", "PATH", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PWD"):
+    for name in (
+        "HOME",
+        "PATH",
+        "OMP_NUM_THREADS",
+        "CUDA_VISIBLE_DEVICES",
+        "PWD",
+        "OLDPWD",
+        "NUM_PASSES",
+        "PASSES",
+        "BYPASS_CACHE",
+        "COMPASS_DIR",
+        "PASS_RATE",
+        "PGPASSFILE",
+    ):
         assert not looks_secret(name), name
 
 
@@ -80,13 +102,13 @@ def test_what_a_spec_reads_is_masked_unless_public() -> None:
     assert redactor.text("x api-value y data-value z") == f"x {MASK} y data-value z"
 
 
-@pytest.mark.parametrize("name", sorted(SUFFIXED_SECRETS))
+@pytest.mark.parametrize("name", sorted(NAMED_SECRETS))
 @pytest.mark.parametrize("length", ["short", "long"])
 def test_a_variable_whose_name_holds_a_secrets_word_anywhere_is_masked(
     name: str, length: str
 ) -> None:
     # rv16: judged by the last word alone, these were in clear in every output.
-    value = suffixed(length)[name]
+    value = named_secrets(length)[name]
     assert sets_secret(name, value)
     assert holds_secret(name, value)
     document: dict[str, JsonValue] = {"environment": {"env": {name: value, "MAX_TOKENS": "2048"}}}
@@ -107,7 +129,7 @@ def test_a_variable_whose_name_holds_a_secrets_word_anywhere_is_masked(
 def test_a_count_or_a_limit_is_no_secret_whatever_word_its_name_holds() -> None:
     # `MAX_TOKENS=2048 python train.py`: masked, every report showed `***` for 2048, and its
     # spec read `${{ env.MAX_TOKENS }}`, empty in a reader's shell.
-    for name, value in COUNTS.items():
+    for name, value in {**COUNTS, **LOOKALIKES}.items():
         assert not sets_secret(name, value), name
         assert not holds_secret(name, value), name
         assert Redactor.for_spec({"environment": {"env": {name: value}}}, {}).values == ()

@@ -12,7 +12,7 @@ from reprospec.export.materialize import write_bundle
 from reprospec.plan.run import plan_run
 from reprospec.spec.load import load_spec
 from tests.support.materialize import SECRETS, secret_bundle
-from tests.support.secretnames import suffixed
+from tests.support.secretnames import named_secrets
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_a_secret_the_spec_writes_under_any_name_is_passed_by_name(
 ) -> None:
     # rv16: `GITHUB_TOKEN_RO: ...` (last word `ro`) was written into run.sh as `-e NAME=value`.
     # A setting the report shows (`MAX_TOKENS: 2048`, `API_TOKEN: tok`) is written as it is.
-    secrets = suffixed(length)
+    secrets = named_secrets(length)
     settings = {"MAX_TOKENS": "2048", "API_TOKEN": "tok"}
     lines = "".join(f"    {n}: {json.dumps(v)}\n" for n, v in {**secrets, **settings}.items())
     spec_path = tmp_path / "s.yaml"

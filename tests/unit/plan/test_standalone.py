@@ -19,7 +19,7 @@ from reprospec.plan.run import plan_run
 from reprospec.plan.standalone import standalone_of
 from tests.support.paths import GOLDEN
 from tests.support.plans import SYNTHETIC_SPEC
-from tests.support.secretnames import COUNTS, suffixed
+from tests.support.secretnames import COUNTS, LOOKALIKES, named_secrets
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("skipped: torch is not installed in the test interpreter", allow_module_level=True)
@@ -192,8 +192,9 @@ def test_the_repro_takes_a_secret_from_the_readers_environment_by_the_reports_ru
 ) -> None:
     # rv16: `GITHUB_TOKEN_RO` (last word `ro`) was written in clear in the command line, and
     # `API_TOKEN: tok`, which the report's spec shows, read `API_TOKEN="$API_TOKEN"`: empty.
-    secrets = suffixed(length)
-    env = {**secrets, **COUNTS}
+    secrets = named_secrets(length)
+    settings = {**COUNTS, **LOOKALIKES}
+    env = {**secrets, **settings}
     lines = "".join(f"    {name}: {json.dumps(value)}\n" for name, value in env.items())
     (tmp_path / "spec.yaml").write_text(
         f"reprospec: 1\nname: s\nenvironment:\n  env:\n{lines}command: python x.py\n"
@@ -208,8 +209,8 @@ def test_the_repro_takes_a_secret_from_the_readers_environment_by_the_reports_ru
         assert value not in standalone.run
         assert standalone.env[name] == "***"
         assert value in kept.values  # and the report masks it
-    for name in COUNTS:
-        assert f"{name}={shlex.quote(COUNTS[name])} " in standalone.run
+    for name, value in settings.items():
+        assert f"{name}={shlex.quote(value)} " in standalone.run
     # A workload's repro.py: the secret is named for the reader to set, never written.
     (tmp_path / "spec.yaml").write_text(
         SYNTHETIC_SPEC.replace(
