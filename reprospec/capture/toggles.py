@@ -39,8 +39,12 @@ _SHORT_FLAG = re.compile(r"^-(?P<name>[A-Za-z])$")
 _HYDRA = re.compile(r"^(?P<prefix>\+\+|\+)?(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>.*)$", re.S)
 _HYDRA_DELETE = re.compile(r"^~(?P<key>[A-Za-z_][\w.@/-]*)(?:=(?P<value>.*))?$", re.S)
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?$")
-# The `env` program with no option of its own (`-i`, `-u NAME`: those it keeps as written).
+# The `env` program: with no option of its own, its assignments are the command's leading
+# variables; with options (`-i`, `-u NAME`), it is kept as written (`_env_words`).
 _ENV_PROGRAM = re.compile(r"^(?:\S*/)?env$")
+# GNU env's options that take a value: `-u NAME`, `-C DIR`, `-S STRING`, `-a ARG0`.
+_ENV_VALUE_LETTERS = "uCSa"
+_ENV_VALUE_LONG = ("--unset", "--chdir", "--split-string", "--argv0")
 _PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
 # Interpreter options that take a value (`-X faulthandler`, `-W error`).
 _PYTHON_VALUE_OPTIONS = ("-X", "-W", "-Q")
@@ -175,7 +179,15 @@ def propose(argv: list[str]) -> Proposal:
     """The settings of `argv` (a command as its words) as axes, and the command reading them."""
     words = list(argv)
     env: list[tuple[str, str]] = []
+    kept: list[str] = []  # `env` with options of its own and its words, kept as written
     while words:
+        if _ENV_PROGRAM.match(words[0]) and (own := _env_words(words)):
+            # `env -i A=1 python x.py`: the program starts from an empty environment (`-u
+            # NAME`: without NAME), which the spec's command must do too; as leading
+            # variables, its assignments were set into the reader's whole environment, and
+            # `-i A=1` was an axis. The program's own words are read past it.
+            kept, words = words[:own], words[own:]
+            break
         if (
             _ENV_PROGRAM.match(words[0])
             and len(words) > 1
@@ -197,7 +209,8 @@ def propose(argv: list[str]) -> Proposal:
     script = shell_script(words)
     if script is not None:  # `sh -c '... --api-key X'`: the script is one word, kept whole
         words = [_script_secrets(w, env, secrets) if w == script else w for w in words]
-    out = [shlex.quote(word) for word in words[:start]]
+    out = [_kept_env_word(word, env, secrets) for word in kept]
+    out += [shlex.quote(word) for word in words[:start]]
     # pytest's one-letter switches take no value: `pytest -q tests/x.py` made `q` an axis
     # holding the test file (a new user's trial).
     switches = _PYTEST_SWITCHES if is_pytest(words) else frozenset()
@@ -302,6 +315,55 @@ def _without_secret_values(proposal: Proposal) -> Proposal:
         axis = f"${{{{ matrix.{toggle.axis} }}}}"
         command = command.replace(f"'{axis}'", f'"${name}"').replace(axis, f'"${name}"')
     return replace(proposal, command=command, toggles=tuple(kept))
+
+
+def _env_words(words: list[str]) -> int:
+    """How many words of `words` (an `env ...` command) are env's own, when it has options
+    of its own (`env -i A=1 python x.py`: 3; `env -u HOME -- python x.py`: 4): its options,
+    their values and its assignments, the program's words after them; all of them for
+    `-S`/`--split-string` (the program is inside that one word). 0 without an option:
+    `env A=1 python x.py` sets what `A=1 python x.py` does."""
+    index, options = 1, False
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            index += 1
+            options = True
+            break
+        if word == "-" or word.startswith("--"):
+            options = True
+            name = word.split("=", 1)[0]
+            taking = [o for o in _ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
+            if taking == ["--split-string"]:
+                return len(words)
+            index += 2 if taking and "=" not in word else 1
+            continue
+        if word.startswith("-") and len(word) > 1:
+            options = True
+            letters = word[1:]
+            at = next((i for i, c in enumerate(letters) if c in _ENV_VALUE_LETTERS), None)
+            if at is not None and letters[at] == "S":
+                return len(words)
+            index += 2 if at == len(letters) - 1 else 1  # `-u NAME`, not `-uNAME`
+            continue
+        break
+    if not options:
+        return 0
+    while index < len(words) and _ASSIGNMENT.match(words[index]):
+        index += 1
+    return min(index, len(words))
+
+
+def _kept_env_word(word: str, env: list[tuple[str, str]], secrets: set[str]) -> str:
+    """A word of `env` with options of its own, as written, but a secret's assignment
+    (`env -i HF_TOKEN=hf_... python x.py`, by `sets_secret`), which reads its value from the
+    variable the spec reads back (`HF_TOKEN="$HF_TOKEN"`): the shell expands it before env
+    empties the environment."""
+    assigned = _ASSIGNMENT.match(word)
+    if assigned is None or not sets_secret(*assigned.groups()):
+        return shlex.quote(word)
+    name, value = assigned.groups()
+    return shlex.quote(f"{name}=") + _secret(name, value, env, secrets)
 
 
 def _program_args_start(words: list[str]) -> int:

@@ -624,6 +624,50 @@ def test_a_secret_the_command_line_sets_under_any_name_is_run_with_and_never_wri
         assert not any(value in p.name for p in runs.rglob("*"))
 
 
+def test_env_i_is_kept_so_the_spec_runs_its_program_in_an_empty_environment(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `env -i A=1 python x.py`: `-i A=1` was an axis (`env -i ${{ matrix.i }}`), and a token
+    # among the assignments would have been one. The empty environment is the incident: the
+    # spec's command keeps `env -i`, and its rerun fails as the command did.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    token = named_secrets("long")["GITHUB_TOKEN_RO"]
+    (workdir / "x.py").write_text(
+        "import os\n"
+        "if 'HOME' not in os.environ:\n"
+        "    token = os.environ.get('GITHUB_TOKEN_RO', '')\n"
+        "    raise RuntimeError(f\"no HOME, A={os.environ.get('A')} token={len(token)}\")\n"
+    )
+    # Under `-i` env finds the program on its default path: the interpreter by its path.
+    python = sys.executable
+    argv = ["env", "-i", "A=1", f"GITHUB_TOKEN_RO={token}", python, "x.py"]
+    result = capture(cli, workdir, *argv)
+    assert "verdict reproduced" in result.stdout
+    assert "axes from the command" not in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["command"] == (
+        f'env -i A=1 GITHUB_TOKEN_RO="$GITHUB_TOKEN_RO" {shlex.quote(python)} x.py'
+    )
+    assert "matrix" not in document
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    variables = environment["env"]
+    assert isinstance(variables, dict)
+    assert variables["GITHUB_TOKEN_RO"] == "${{ env.GITHUB_TOKEN_RO }}"
+    assert "A" not in variables
+    assert token not in text + result.stdout + result.stderr
+    # Rerun from a shell that has HOME and the token: the program still gets neither HOME
+    # nor anything but what `env -i` gives it.
+    env = {**os.environ, "GITHUB_TOKEN_RO": token, "HOME": str(tmp_path)}
+    ran = cli("run", "spec.yaml", "--out", str(tmp_path / "again"), cwd=workdir, env=env)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    report = next((tmp_path / "again" / "runs").glob("*/report.md")).read_text()
+    assert "no HOME, A=1 token=16" in report
+    assert token not in report
+
+
 @pytest.mark.parametrize("shell", [False, True], ids=["leading", "sh-c"])
 def test_a_setting_the_command_line_sets_is_written_and_reruns_anywhere(
     cli: Cli, tmp_path: Path, shell: bool

@@ -341,3 +341,41 @@ def test_the_env_program_sets_its_variables_as_a_leading_assignment_does() -> No
     assert mixed.command == "python x.py --lr ${{ matrix.lr }}"
     # `env` alone prints the environment: no program to give the variables to.
     assert propose(["env", "A=1"]).command.startswith("env ")
+
+
+def test_env_with_options_of_its_own_is_kept_and_the_program_read_past_it() -> None:
+    # `env -i A=1 python x.py`: `-i A=1` was an axis (`env -i ${{ matrix.i }}`), and
+    # `env -i python x.py` an axis holding `python`; the program starts from an empty
+    # environment, which its spec must do too. Its assignments are no leading variables
+    # (the spec's environment.env is what `-i` empties), its options no settings.
+    token = "abcd1234efgh5678"
+    proposal = propose(
+        ["env", "-i", "A=1", f"GITHUB_TOKEN_RO={token}", "MAX_TOKENS=2048",
+         "python", "-X", "faulthandler", "x.py", "--lr", "0.1"]
+    )  # fmt: skip
+    assert proposal.command == (
+        'env -i A=1 GITHUB_TOKEN_RO="$GITHUB_TOKEN_RO" MAX_TOKENS=2048 '
+        "python -X faulthandler x.py --lr ${{ matrix.lr }}"
+    )
+    assert [t.axis for t in proposal.toggles] == ["lr"]
+    # The secret is read back from the environment the shell expands it in, before `-i`.
+    assert proposal.env == (("GITHUB_TOKEN_RO", token),)
+    assert proposal.secrets == {"GITHUB_TOKEN_RO"}
+    for argv, command in (
+        (["env", "-i", "python", "x.py"], "env -i python x.py"),
+        (["env", "-", "A=1", "python", "x.py"], "env - A=1 python x.py"),
+        (["env", "-u", "HOME", "python", "x.py", "--workers", "2"],
+         "env -u HOME python x.py --workers ${{ matrix.workers }}"),
+        (["/usr/bin/env", "--unset=HOME", "-C", "/tmp", "B=2", "sh", "-c", "python x.py"],
+         "/usr/bin/env --unset=HOME -C /tmp B=2 sh -c 'python x.py'"),
+        (["env", "-iu", "HOME", "A=1", "python", "x.py"], "env -iu HOME A=1 python x.py"),
+        (["env", "--ignore-environment", "--", "A=1", "python", "x.py"],
+         "env --ignore-environment -- A=1 python x.py"),
+        # `-S`: the program is inside its one word, kept whole.
+        (["env", "-S", "python x.py --lr 1"], "env -S 'python x.py --lr 1'"),
+    ):  # fmt: skip
+        proposal = propose(argv)
+        assert (proposal.command, proposal.env) == (command, ()), argv  # axes: the program's
+    # A leading variable before it is one still (`-i` empties it in the spec's run too).
+    leading = propose(["B=2", "env", "-i", "PATH=/usr/bin", "python3", "x.py"])
+    assert (leading.command, leading.env) == ("env -i PATH=/usr/bin python3 x.py", (("B", "2"),))
