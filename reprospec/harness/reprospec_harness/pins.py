@@ -12,7 +12,10 @@ A distribution installed from a folder of this machine (PEP 610's direct_url.jso
 no index's: `mypkg==0.1.0` made every venv and docker build of the spec fail. It is in
 `local` instead, with the folders an editable one serves its imported modules from
 (`roots`); one from a VCS or a URL is pinned as the direct reference an installer can
-fetch again (`name @ git+https://...@COMMIT`).
+fetch again (`name @ git+https://...@COMMIT`). A `setup.py develop` install (also pip's
+`pip install -e` of a project whose setuptools predates PEP 660, which runs it) writes no
+direct_url.json: its `.egg-info` in the project's folder, which an `.egg-link` or a `.pth`
+of a site folder names, says it is editable (`_develop_folders`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 # reprospec's own modules in a child (its sitecustomize, the harness), and setuptools' shim.
 OWN_MODULES = frozenset({"sitecustomize", "reprospec", "reprospec_harness", "_distutils_hack"})
@@ -44,7 +48,8 @@ def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
     tops -= _standard_library() | OWN_MODULES
     tops = {name for name in tops if name and not name.startswith("_") and name.isidentifier()}
     owners = _owners()
-    _add_editable_owners(owners, tops)
+    develop = _develop_folders()
+    _add_editable_owners(owners, tops, develop)
     pinned: dict[str, str] = {}
     local: dict[str, dict[str, object]] = {}
     needed: set[str] = set()
@@ -60,6 +65,8 @@ def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
             except metadata.PackageNotFoundError:
                 continue
             pin, path, editable = _direct(dist, version, found.read_text("direct_url.json"))
+            if path is None and (project := _developed(found, develop)) is not None:
+                path, editable = project, True
             if path is not None:
                 # No installer fetches it again, and what it requires is no longer
                 # installed with it: each is pinned for itself, as the program chose it.
@@ -85,16 +92,18 @@ def read(modules: Iterable[str]) -> tuple[list[str], list[dict[str, object]]]:
     return sorted(chosen, key=str.lower), [local[name] for name in sorted(local)]
 
 
-def _add_editable_owners(owners: dict[str, list[str]], tops: Iterable[str]) -> None:
+def _add_editable_owners(
+    owners: dict[str, list[str]], tops: Iterable[str], develop: dict[Path, str]
+) -> None:
     """Each of `tops` an editable install serves from its project's folder, added to its
     owners: an editable wheel's files are a `.pth` (and a finder), and without a
     `top_level.txt` (hatchling's, flit's, uv's) no file names the module, so the
     project was neither pinned nor said to be installed at all."""
-    from pathlib import Path
-
     folders: list[tuple[str, Path]] = []
     for dist in metadata.distributions():
         _, path, editable = _direct("", "", dist.read_text("direct_url.json"))
+        if path is None and (project := _developed(dist, develop)) is not None:
+            path, editable = project, True
         name = dist.metadata["Name"]
         if editable and path and name:
             folders.append((name, Path(path).resolve()))
@@ -104,6 +113,51 @@ def _add_editable_owners(owners: dict[str, list[str]], tops: Iterable[str]) -> N
                 served = Path(root).resolve() == folder or folder in Path(root).resolve().parents
                 if served and name not in owners.get(top, []):
                     owners.setdefault(top, []).append(name)
+
+
+def _develop_folders() -> dict[Path, str]:
+    """The folders `setup.py develop` installs serve their projects from, each with its
+    project's folder: an `.egg-link` of a site folder names the one (its first line) and the
+    other (its second, relative to the first: `../` for a `src/` layout); a `.pth` path
+    line names a folder alone (easy-install.pth holds the same). Such an install writes no
+    direct_url.json, and it was pinned as an index's release (`mypkg==0.1.0`)."""
+    found: dict[Path, str] = {}
+    sites = [Path(p) for p in sys.path if p and Path(p).name in _SITE_FOLDERS]
+    for site_folder in dict.fromkeys(sites):
+        try:
+            entries = sorted(site_folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.suffix not in (".egg-link", ".pth"):
+                continue
+            try:
+                lines = [line.strip() for line in entry.read_text().splitlines()]
+            except (OSError, UnicodeDecodeError):
+                continue
+            lines = [line for line in lines if line and not line.startswith(("#", "import"))]
+            if entry.suffix == ".egg-link" and lines:
+                folder = (site_folder / lines[0]).resolve()
+                project = folder / lines[1] if len(lines) > 1 else folder
+                found[folder] = str(project.resolve())
+            for line in lines if entry.suffix == ".pth" else ():
+                folder = (site_folder / line).resolve()
+                found.setdefault(folder, str(folder))
+    # A site folder a `.pth` adds (Debian's dist-packages), or an egg easy_install unpacked
+    # (`six-1.16-py3.11.egg`, its EGG-INFO a PKG-INFO too): installed releases, not projects.
+    return {f: p for f, p in found.items() if f.name not in _SITE_FOLDERS and f.suffix != ".egg"}
+
+
+_SITE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def _developed(dist: metadata.Distribution, develop: dict[Path, str]) -> str | None:
+    """The project folder of `dist` when it is a `setup.py develop` install (`develop`, of
+    `_develop_folders`): an `.egg-info` (a PKG-INFO, where a wheel's `.dist-info` has
+    METADATA) in a folder an `.egg-link` or a `.pth` names. None otherwise."""
+    if not develop or dist.read_text("PKG-INFO") is None:
+        return None
+    return develop.get(Path(str(dist.locate_file(""))).resolve())
 
 
 def _direct(name: str, version: str, direct_url: str | None) -> tuple[str, str | None, bool]:
@@ -137,7 +191,6 @@ def _roots(top: str) -> list[str]:
     or each folder of a namespace package's): where an editable install serves it, whether
     through a `.pth` path or a finder of its own (setuptools' `__editable__` finder)."""
     import importlib.util
-    from pathlib import Path
 
     try:
         spec = importlib.util.find_spec(top)
@@ -158,7 +211,6 @@ def _standard_library() -> set[str]:
     if known is not None:
         return set(known)
     import sysconfig
-    from pathlib import Path
 
     folder = Path(sysconfig.get_paths()["stdlib"])
     names = {p.stem if p.suffix == ".py" else p.name for p in folder.iterdir()}
@@ -194,7 +246,6 @@ def main() -> None:
     # `-m` put the current folder first: the workdir's own modules and a project's
     # `mypkg.egg-info` there are not what the installs serve (an editable install read
     # through it had no direct_url.json, and was pinned as an index's).
-    from pathlib import Path
 
     if sys.path and Path(sys.path[0] or ".").resolve() == Path.cwd().resolve():
         del sys.path[0]

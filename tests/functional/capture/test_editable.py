@@ -1,10 +1,12 @@
 """`reprospec capture` of a program whose package is the user's own project, installed
-editable (`uv pip install -e .`, PEP 660), as people develop one.
+editable (`uv pip install -e .`, PEP 660, or `setup.py develop`), as people develop one.
 
 The project (tests/data/capture/editable/) builds with a backend of its own, so the real
 installer makes a real editable install with nothing to download: a `.pth` naming its
 `src/`, or a finder of its own that puts no folder on sys.path (setuptools' way for a flat
 layout). The installer writes PEP 610's direct_url.json, which is how capture knows it.
+`setup.py develop` (setuptools before 80, which ensurepip bundles) writes none: an
+`.egg-link` and easy-install.pth name the project's `src/`, where its `.egg-info` is.
 """
 
 from __future__ import annotations
@@ -43,6 +45,43 @@ def installed(tmp_path: Path, mode: str, project: Path | None = None) -> tuple[P
         check=True, env=env,
     )  # fmt: skip
     return project, venv / "bin" / "python"
+
+
+def developed(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the project and a venv holding it by `setup.py develop`: an `.egg-link`
+    and easy-install.pth, no direct_url.json. setuptools 80 and later run `pip install -e`
+    for it (PEP 660, a direct_url.json): the one ensurepip bundles (up to Python 3.11) is
+    older, and installs offline."""
+    import ensurepip
+
+    bundled = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("setuptools-*.whl"))
+    wheels = [w for w in bundled if int(w.name.split("-")[1].split(".")[0]) < 80]
+    if not wheels:
+        pytest.skip("skipped: no setuptools before 80 at hand (ensurepip bundles one to 3.11)")
+    from reprospec import venvs
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("pyproject.toml"))
+    (project / "setup.py").write_text(
+        "from setuptools import setup\n\n"
+        "setup(name='capmod', version='0.3.0', packages=['capmod'], package_dir={'': 'src'})\n"
+    )
+    venv = tmp_path / "venv"
+    env = {**os.environ, **uv_environment()}
+    uv = venvs.uv_binary()
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--no-index", "--python", str(python), str(wheels[-1])],
+        check=True, env=env,
+    )  # fmt: skip
+    subprocess.run(
+        [str(python), "setup.py", "-q", "develop"], cwd=project, check=True, capture_output=True
+    )
+    site = next(venv.glob("lib/python*/site-packages"))
+    assert (site / "capmod.egg-link").read_text().split()[0] == str(project / "src")
+    assert not list(site.glob("capmod*.dist-info"))  # no PEP 610 record of it anywhere
+    return project, python
 
 
 def header(workdir: Path) -> str:
@@ -84,6 +123,30 @@ def test_an_editable_project_is_carried_and_imported_from_its_files_not_pinned(
     assert subprocess.run([sys.executable, "-c", "import capmod"], check=False).returncode
     ran = cli("run", "spec.yaml", "--out", str(tmp_path / "again"), cwd=project)
     assert ran.code == 0, ran.stdout + ran.stderr
+
+
+def test_a_setup_py_develop_install_is_editable_too(cli: Cli, tmp_path: Path) -> None:
+    # No direct_url.json: capture pinned `capmod==0.3.0`, which no index has, and its verify
+    # imported the checkout through easy-install.pth, unseen.
+    project, python = developed(tmp_path)
+    result = cli(
+        "capture", "-o", "spec.yaml", "--out", str(tmp_path / "out"), "--",
+        str(python), "crash.py", cwd=project,
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert (
+        "capmod 0.3.0 is your editable install of . (pip install -e), which no index has: "
+        "not in packages; the spec imports it from its files in the workdir "
+        "(environment.env PYTHONPATH: src)"
+    ) in result.stdout
+    assert "(your editable install of capmod hidden: the copy's files imported)" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(project / "spec.yaml")).document
+    environment = document["environment"]
+    assert isinstance(environment, dict)
+    assert "packages" not in environment
+    assert environment["env"]["PYTHONPATH"] == "src"  # type: ignore[index,call-overload]
+    assert document["files"] == ["src/capmod/__init__.py", "src/capmod/tokens.py"]
 
 
 def test_an_editable_install_outside_the_workdir_is_named_with_what_the_verify_used(

@@ -4,6 +4,9 @@ interpreter (reprospec_harness.pins), of the packages this test environment has.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+import pytest
 
 from reprospec.harness import HARNESS_ROOT
 
@@ -42,3 +45,31 @@ def test_an_install_from_a_folder_is_no_pin_and_a_vcs_one_is_its_direct_referenc
     assert _direct("x", "1.0", remote) == ("x @ https://h/x-1.0.tar.gz", None, False)
     for index in (None, "", "not json", "[]"):
         assert _direct("numpy", "2.1.0", index) == ("numpy==2.1.0", None, False)
+
+
+def test_a_develop_install_is_named_by_its_egg_link_or_pth_and_a_release_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `setup.py develop` writes no direct_url.json: an `.egg-link` names the folder its
+    # `.egg-info` is in and the project's (`../` from src/), easy-install.pth the folder.
+    from reprospec_harness.pins import _develop_folders
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    project, flat, egg = tmp_path / "proj", tmp_path / "flat", site / "six-1.16-py3.11.egg"
+    (site / "proj.egg-link").write_text(f"{project / 'src'}\n../")
+    debian = tmp_path / "usr" / "dist-packages"
+    (site / "easy-install.pth").write_text(
+        f"{project / 'src'}\n{flat}\n./six-1.16-py3.11.egg\n{debian}\n"
+        "import sys; sys.__plen = len(sys.path)\n# a comment\n"
+    )
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), str(site)])
+    # A site folder a `.pth` adds and an egg easy_install unpacked are installed releases.
+    assert _develop_folders() == {
+        (project / "src").resolve(): str(project.resolve()),
+        flat.resolve(): str(flat.resolve()),
+    }
+    assert egg.resolve() not in _develop_folders()
+    # A folder that is no site folder is not read: a workdir's own `.pth` is nothing.
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "venv")])
+    assert _develop_folders() == {}
