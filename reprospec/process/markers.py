@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
@@ -119,6 +120,10 @@ MAX_PENDING_LINES = 2000
 MARKER_BUDGET_S = 2.0
 # How long closing waits for the lines still queued.
 CLOSE_WAIT_S = 2.0
+# The output's last lines, matched again at the end by the markers that missed them (one
+# dropped for its budget, lines skipped while matching fell behind): the last step a
+# program printed is at its end, and a run judged `step` by one 700,000 lines old.
+TAIL_LINES = 200
 
 
 class MarkerMatcher:
@@ -143,12 +148,21 @@ class MarkerMatcher:
         self._budget_s = budget_s
         self._spent = [0.0] * len(self._markers)
         self._active = [True] * len(self._markers)
-        self._queue: queue.Queue[tuple[float, str] | None] = queue.Queue(maxsize=max_pending)
+        self._queue: queue.Queue[tuple[int, float, str] | None] = queue.Queue(maxsize=max_pending)
         self._stop = threading.Event()
         self._warnings: list[str] = []
         self._lock = threading.Lock()
         self.skipped = 0
         self._closed = False
+        # (number, time seen, line) of the last TAIL_LINES lines submitted, and for each
+        # marker the number of the first line it did not see (dropped for its budget), the
+        # lines the thread was handed, and those it never was (skipped, or still queued).
+        self._tail: deque[tuple[int, float, str]] = deque(maxlen=TAIL_LINES)
+        self._submitted = 0
+        self._unmatched_from: list[int | None] = [None] * len(self._markers)
+        self._timed_out = [False] * len(self._markers)
+        self._handled = 0
+        self._skipped_numbers: deque[int] = deque(maxlen=TAIL_LINES)
         self._thread = threading.Thread(target=self._run, name="reprospec-markers", daemon=True)
         self._thread.start()
 
@@ -156,10 +170,14 @@ class MarkerMatcher:
         """Queue one output line (cut to MAX_MARKER_LINE_CHARS); never blocks."""
         if self._closed:
             return
+        self._submitted += 1
+        item = (self._submitted, time.time(), line[:MAX_MARKER_LINE_CHARS])
+        self._tail.append(item)
         try:
-            self._queue.put_nowait((time.time(), line[:MAX_MARKER_LINE_CHARS]))
+            self._queue.put_nowait(item)
         except queue.Full:
             self.skipped += 1
+            self._skipped_numbers.append(self._submitted)
 
     def close(self) -> list[str]:
         """Finish the queued lines (bounded wait) and stop; returns the warnings."""
@@ -186,8 +204,39 @@ class MarkerMatcher:
                         f"markers: {self.skipped} output line(s) were not matched: "
                         "matching fell behind the output"
                     )
+            self._match_tail()
         with self._lock:
             return list(self._warnings)
+
+    def _match_tail(self) -> None:
+        """Match the output's last lines with each marker that missed them (dropped for its
+        budget, or lines skipped or left queued), after the thread stopped: their events come
+        last, so the attempt's step is where the output ended, not where matching stopped."""
+        if self._thread.is_alive():
+            return  # a marker stuck in a line: it still holds the markers' state
+        skipped = set(self._skipped_numbers)
+        found = 0
+        for number, seen, line in self._tail:
+            missed = number in skipped or number > self._handled
+            for index, marker in enumerate(self._markers):
+                if self._timed_out[index]:
+                    continue  # one line took it past its timeout: not again
+                dropped = self._unmatched_from[index]
+                if not missed and (dropped is None or number < dropped):
+                    continue  # the thread matched this line with it
+                try:
+                    event = match_marker(marker, line, self._timeout_s)
+                except patterns.PatternTimeout:
+                    self._timed_out[index] = True
+                    continue
+                if event is not None:
+                    self._events.write({"t": seen, **event})
+                    found += 1
+        if found:
+            self._warn(
+                f"markers: the output's last {len(self._tail)} line(s) were matched after "
+                f"the attempt ended ({found} event(s)): the step and phase are where it ended"
+            )
 
     def _warn(self, text: str) -> None:
         with self._lock:
@@ -201,7 +250,7 @@ class MarkerMatcher:
                 continue  # look at _stop again: close() may have given up on us
             if item is None:
                 return
-            seen, line = item
+            number, seen, line = item
             for index, marker in enumerate(self._markers):
                 if not self._active[index] or self._stop.is_set():
                     continue
@@ -210,6 +259,7 @@ class MarkerMatcher:
                     event = match_marker(marker, line, self._timeout_s)
                 except patterns.PatternTimeout:
                     self._active[index] = False
+                    self._timed_out[index] = True
                     self._warn(
                         f"marker {marker.pattern!r} stalled: matching one line took more than "
                         f"{self._timeout_s:g}s; it was not matched for the rest of the attempt"
@@ -218,6 +268,7 @@ class MarkerMatcher:
                 self._spent[index] += time.monotonic() - begin
                 if self._spent[index] > self._budget_s:
                     self._active[index] = False
+                    self._unmatched_from[index] = number + 1
                     self._warn(
                         f"marker {marker.pattern!r} stalled: it used more than "
                         f"{self._budget_s:g}s of matching; it was not matched for the rest "
@@ -225,6 +276,7 @@ class MarkerMatcher:
                     )
                 if event is not None:
                     self._events.write({"t": seen, **event})
+            self._handled = number
 
 
 class MarkerScanner:

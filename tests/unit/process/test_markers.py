@@ -41,3 +41,52 @@ def test_lines_are_cut_before_matching_and_a_full_queue_skips_lines(tmp_path: Pa
     assert any("not matched" in w for w in found)
     steps = [json.loads(x)["step"] for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert 7 not in steps
+
+
+def _steps(path: Path) -> list[int]:
+    return [json.loads(x)["step"] for x in path.read_text().splitlines()]
+
+
+def test_lines_skipped_while_matching_fell_behind_are_matched_at_the_end(tmp_path: Path) -> None:
+    # A program that logs each of 2,000,000 steps outran the matcher: the last event was
+    # step 715429, and the run judged `step: 1999999` against it (not-reproduced).
+    compiled, _ = compile_markers([Marker(pattern=r"^train step (?P<step>\d+)")])
+    events = EventWriter(tmp_path / "events.jsonl")
+    matcher = MarkerMatcher(compiled, events, max_pending=1)
+    for step in range(5_000):
+        matcher.submit(f"train step {step}")
+    found = matcher.close()
+    events.close()
+    assert matcher.skipped > 0
+    steps = _steps(tmp_path / "events.jsonl")
+    assert steps[-1] == 4_999
+    assert len(steps) == len(set(steps))  # no line's event written twice
+    assert any("matched after the attempt ended" in w for w in found)
+
+
+def test_a_marker_dropped_for_its_budget_still_matches_the_outputs_end(tmp_path: Path) -> None:
+    compiled, _ = compile_markers(
+        [Marker(pattern=r"^train step (?P<step>\d+)"), Marker(pattern=r"^eval (?P<step>\d+)")]
+    )
+    events = EventWriter(tmp_path / "events.jsonl")
+    matcher = MarkerMatcher(compiled, events, budget_s=0.0)  # dropped after its first line
+    for step in range(50):
+        matcher.submit(f"train step {step}")
+    found = matcher.close()
+    events.close()
+    steps = _steps(tmp_path / "events.jsonl")
+    # Line 0 by the thread, then the tail: every line once, the last one last.
+    assert steps == list(range(50))
+    assert any("stalled" in w for w in found)
+
+
+def test_a_marker_that_timed_out_is_not_tried_again_at_the_end(tmp_path: Path) -> None:
+    compiled, _ = compile_markers([Marker(pattern=r"(a|aa)+b", phase="slow")])
+    events = EventWriter(tmp_path / "events.jsonl")
+    matcher = MarkerMatcher(compiled, events, timeout_s=0.05, max_pending=1)
+    for _ in range(20):
+        matcher.submit("a" * 60)
+    found = matcher.close()
+    events.close()
+    assert (tmp_path / "events.jsonl").read_text() == ""
+    assert not any("matched after the attempt ended" in w for w in found)
