@@ -81,6 +81,8 @@ class _CellState:
     stopped: bool = False
     # The highest attempt number taken to run (or skipped): a planned one above it is queued.
     taken: int = 0
+    # The highest number `repeat: auto` gave an attempt it added (queued, maybe not taken).
+    added: int = 0
     # Attempts of the cell running now, and whether its last planned attempt was taken.
     running: int = 0
     last_taken: bool = False
@@ -111,6 +113,10 @@ class Scheduler:
         self.progress = progress
         self.cancel = cancel or threading.Event()
         self._lock = threading.Lock()
+        # Told when an attempt ends: a thread with nothing to take waits while another's
+        # attempt may still add more (`repeat: auto`), rather than leave the run to it.
+        self._ended = threading.Condition(self._lock)
+        self._running = 0
         # A cell's state is made when its first attempt is taken (or resumed): a cell that
         # has not started costs nothing.
         self._states: dict[str, _CellState] = {}
@@ -207,6 +213,9 @@ class Scheduler:
                 if attempt is None and self._extra:
                     attempt = self._extra.popleft()
                 if attempt is None:
+                    if self.plan.adaptive and self._running and not self.cancel.is_set():
+                        self._ended.wait(timeout=0.2)
+                        continue
                     return None
                 state = self._states.setdefault(attempt.cell.id, _CellState())
                 state.taken = max(state.taken, attempt.attempt)
@@ -214,6 +223,7 @@ class Scheduler:
                 if attempt.attempt in state.results or state.stopped:
                     continue  # resumed, or its cell stopped (stop_on)
                 state.running += 1
+                self._running += 1
                 return attempt
 
     def _work(self) -> None:
@@ -225,16 +235,20 @@ class Scheduler:
             if result is None or self._killed_with_the_engine(result):
                 with self._lock:
                     self._states[attempt.cell.id].running -= 1
+                    self._running -= 1
+                    self._ended.notify_all()
                 return
             with self._lock:
                 state = self._states[attempt.cell.id]
                 state.results[attempt.attempt] = result
                 state.running -= 1
+                self._running -= 1
                 self.finished += 1
                 self._apply_stop_on(state, result)
                 self._maybe_extend(attempt, state)
                 complete = self._hand_over(attempt.cell, state)
                 finished, total = self.finished, self.total
+                self._ended.notify_all()
             if self.on_attempt is not None:
                 self.on_attempt(attempt, result)
             if complete is not None and self.on_cell is not None:
@@ -323,23 +337,29 @@ class Scheduler:
             state.stopped = True
 
     def _maybe_extend(self, attempt: AttemptPlan, state: _CellState) -> None:
-        """`repeat: auto`: queue one more attempt while the interval does not decide."""
+        """`repeat: auto`: while the interval does not decide, queue more attempts, as many
+        as keep `-j` of the cell's attempts running (one at -j 1)."""
         bound = attempt.expectation.rate
         if not self.plan.adaptive or state.stopped or bound is None:
             return
-        numbers = sorted(state.results)
-        queued = any(p.cell.id == attempt.cell.id for p in self._extra) or any(
+        if any(
             n > state.taken and n not in state.results for n in self._numbers_planned(attempt.cell)
-        )
-        # The attempts still running count against max_repeat: with -j, one may be.
-        if queued or len(numbers) + state.running >= self.plan.max_repeat:
-            return
+        ):
+            return  # planned attempts are still to come
+        numbers = sorted(state.results)
         matched = sum(r.matched for r in state.results.values())
         if rate_decided(rate_of(matched, len(numbers)), bound):
             return
-        # Numbered after every attempt taken, not after the last one finished: that number
-        # may be running on another thread (-j 2), and the two ran under one number, one
-        # folder and one store row, the later one kept, with the other's core.
-        number = max(state.taken, numbers[-1]) + 1
-        self._extra.append(self.plan.extra_attempt(attempt.cell, number))
-        self.total += 1
+        queued = sum(p.cell.id == attempt.cell.id for p in self._extra)
+        # The attempts running and queued count against max_repeat and against -j.
+        while (
+            queued + state.running < self.plan.parallel
+            and len(numbers) + state.running + queued < self.plan.max_repeat
+        ):
+            # Numbered after every attempt taken or added, not after the last one finished:
+            # that number may be running on another thread (-j 2), and the two ran under
+            # one number, one folder and one store row, the later kept, with the other's core.
+            state.added = max(state.taken, state.added, numbers[-1]) + 1
+            self._extra.append(self.plan.extra_attempt(attempt.cell, state.added))
+            self.total += 1
+            queued += 1

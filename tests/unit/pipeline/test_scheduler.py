@@ -322,3 +322,28 @@ def test_resumed_and_shard_cells_are_handed_over_or_left_for_the_end(tmp_path: P
         for a in sharded.attempts:
             expected.setdefault(a.cell.id, []).append(a.attempt)
         assert cells.given == expected
+
+
+def test_adaptive_repeats_keep_every_job_busy(tmp_path: Path) -> None:
+    # -j 2: past the planned attempts an attempt was added only when none was queued, and
+    # a thread that found nothing to take ended: once the other thread had taken the one
+    # added, the rest of the cell ran on one thread, one attempt at a time.
+    plan = make_plan(
+        tmp_path,
+        "run: {repeat: auto, max_repeat: 20}\nexpect: {outcome: crash, rate: '>=0.3'}\n",
+        jobs=2,
+    )
+    crashes = Recorder(lambda _cell, n: n % 10 < 3)
+    threads: dict[int, str] = {}
+
+    def named(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        threads[plan.attempt] = threading.current_thread().name
+        time.sleep(0.02)
+        return crashes(plan, slot, cancel)
+
+    def store(_plan: AttemptPlan, _result: AttemptResult) -> None:
+        time.sleep(0.03)  # the store row, the progress line: the other attempt ends first
+
+    results = Scheduler(plan, named, on_attempt=store).run()["default"]
+    assert [r.attempt for r in results] == list(range(1, 21))
+    assert len({threads[n] for n in range(11, 21)}) == 2
