@@ -12,6 +12,7 @@ a crash reads the same wherever it is shown:
                   crash SIGSEGV (worker) @ validation:7 — injected by the spec: workload.faults[0]
     not run       infra-error: docker engine not reachable
     expectation   crash SIGSEGV or SIGBUS @ validation:6..8 rate >=0.3
+    a miss        exception: expected RuntimeError, got ConnectionResetError
     rate          3/4 (95% CI 0.30–0.95)
     attempts      2× hang @ import, 1× pass
     a pass        pass, but a process died of SIGSEGV     (`python app.py | tee log`)
@@ -225,6 +226,18 @@ def expectation_phrase(expected: Expectation, *, rate: bool = True) -> str:
     if rate and expected.rate is not None:
         parts.append(f"rate {expected.rate}")
     return " ".join(parts)
+
+
+def mismatch(key: str, expected: str, got: str) -> str:
+    """`exception: expected RuntimeError, got ConnectionResetError`: one way an attempt
+    missed, led by the `expect` key it missed, so that a reader (and `missed_keys`) sees
+    which line of the spec to question before any other explanation of the miss."""
+    return f"{key}: expected {expected}, got {got}"
+
+
+def missed_keys(mismatches: Iterable[str]) -> tuple[str, ...]:
+    """The `expect` keys `mismatch` texts name, once each, in order: `('exception',)`."""
+    return tuple(dict.fromkeys(m.partition(": ")[0] for m in mismatches))
 
 
 def rate_phrase(rate: Rate, *, fraction: bool = False) -> str:

@@ -40,6 +40,8 @@ from reprospec.core.words import (
     PRIVATE_TMP_LEFT,
     attempts_phrase,
     expectation_phrase,
+    mismatch,
+    missed_keys,
     outcome_phrase,
     rate_phrase,
     shorten,
@@ -81,24 +83,22 @@ def judge_attempt(
     misses: list[str] = []
     expected_kind = expectation.outcome
     if not _kind_matches(expected_kind, outcome.kind):
-        misses.append(f"expected outcome {expected_kind}, got {outcome.kind}")
+        misses.append(mismatch("outcome", expected_kind, outcome.kind))
     if expectation.signals:
         wanted = [canonical_signal(s) or s for s in expectation.signals]
         got = canonical_signal(outcome.signal) if outcome.signal else None
         if got not in wanted:
-            misses.append(
-                f"expected signal {signals_phrase(wanted)}, got {got or _no_signal(outcome)}"
-            )
+            misses.append(mismatch("signal", signals_phrase(wanted), got or _no_signal(outcome)))
     if expectation.exit_code is not None and expectation.exit_code != outcome.exit_code:
         got_code = "none" if outcome.exit_code is None else str(outcome.exit_code)
-        misses.append(f"expected exit code {expectation.exit_code}, got {got_code}")
+        misses.append(mismatch("exit_code", str(expectation.exit_code), got_code))
     if expectation.exception is not None and not any(
         exception_matches(expectation.exception, link.type) for link in _printed(outcome)
     ):
         got_exception = outcome.exception or "none"
         if outcome.last_traceback is not None and not outcome.exception:
             got_exception += f" (last traceback: {outcome.last_traceback.type})"
-        misses.append(f"expected exception {expectation.exception}, got {got_exception}")
+        misses.append(mismatch("exception", expectation.exception, got_exception))
     if expectation.message is not None:
         miss = _message_miss(expectation.message, outcome, evidence)
         if miss:
@@ -107,14 +107,14 @@ def judge_attempt(
     # no markers, of a program that writes no events, can never meet it).
     unreported = "none (no event or marker reported one)"
     if expectation.phase is not None and expectation.phase != outcome.phase:
-        misses.append(f"expected phase {expectation.phase}, got {outcome.phase or unreported}")
+        misses.append(mismatch("phase", expectation.phase, outcome.phase or unreported))
     if expectation.step is not None and outcome.step not in expectation.step:
         got_step = unreported if outcome.step is None else str(outcome.step)
-        misses.append(f"expected step {expectation.step}, got {got_step}")
+        misses.append(mismatch("step", str(expectation.step), got_step))
     for key in ("module", "stage"):
         want_value, got_value = getattr(expectation, key), getattr(outcome, key)
         if want_value is not None and want_value != got_value:
-            misses.append(f"expected {key} {want_value}, got {got_value or 'none'}")
+            misses.append(mismatch(key, str(want_value), got_value or "none"))
     return AttemptVerdict(not misses, tuple(misses))
 
 
@@ -146,7 +146,7 @@ def judge_cell(expectation: Expectation, attempts: Sequence[AttemptResult]) -> V
         reason = _plain_reason(expectation, usable, rate)
     else:
         kind = _RATE_VERDICTS[judge_rate(rate, expectation.rate)]
-        reason = _rate_reason(expectation, expectation.rate, rate)
+        reason = _rate_reason(expectation, expectation.rate, rate, _missed(usable))
     if broken:
         reason += f" ({len(broken)} more could not run)"
     if kind != "reproduced" and expectation.outcome != "pass" and _left_private_tmp(usable):
@@ -171,24 +171,42 @@ def _plain_reason(expectation: Expectation, usable: list[AttemptResult], rate: R
         f"expected {expectation_phrase(expectation, rate=False)}, got {actual} "
         f"in {count}/{n} attempts"
     )
-    if len(misses) == 1 and misses[0].mismatches and not _kind_differs(misses[0]):
-        reason += f" ({misses[0].mismatches[0]})"
+    missed = _missed(misses)
+    if missed:
+        reason += f" ({missed})"
     if rate.matched:
         reason += f"; {rate.matched}/{n} matched"
     return reason
 
 
-def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate) -> str:
+def _rate_reason(expectation: Expectation, bound: RateBound, rate: Rate, missed: str) -> str:
     observed = rate_phrase(rate, fraction=True)
     what = expectation_phrase(expectation, rate=False)
     judged = judge_rate(rate, bound)
+    # What the misses missed, when a key other than the outcome's kind did (`_missed`).
+    missed = f"; missed {missed}" if missed else ""
     if judged == "undecided":
         # "intermittent" when it did happen sometimes and not always.
         flaky = " (intermittent)" if 0 < rate.matched < rate.attempts else ""
-        return f"undecided{flaky}: {observed} straddles {bound}; run more attempts ({what})"
+        return f"undecided{flaky}: {observed} straddles {bound}; run more attempts ({what}){missed}"
     if judged == "met":
         return f"{observed} meets {bound} ({what})"
-    return f"{observed} fails {bound} ({what})"
+    return f"{observed} fails {bound} ({what}){missed}"
+
+
+def _missed(misses: Sequence[AttemptResult]) -> str:
+    """The `expect` keys the missing attempts missed, each with what was expected and got
+    (`exception: expected RuntimeError, got ConnectionResetError`): the first explanation
+    of a miss, ahead of any hint about the environment (a private TMPDIR), since the two
+    whole phrases can read alike (a worker's crash is worded without the main process's
+    exception) and leave the one key that differs unsaid. The misses' most common set of
+    mismatches; none where an attempt's kind already differs (`got pass` says it all)."""
+    counts = Counter(
+        a.mismatches for a in misses if not a.matched and a.mismatches and not _kind_differs(a)
+    )
+    if not counts:
+        return ""
+    return "; ".join(counts.most_common(1)[0][0])
 
 
 def _common_phrase(outcomes: list[Outcome]) -> str:
@@ -213,7 +231,7 @@ def _most_common(misses: list[AttemptResult], expectation: Expectation) -> tuple
 
 def _kind_differs(attempt: AttemptResult) -> bool:
     # "got pass" says it all; a detail helps only when the kind was right.
-    return any(m.startswith("expected outcome ") for m in attempt.mismatches)
+    return "outcome" in missed_keys(attempt.mismatches)
 
 
 def _kind_matches(expected: str, got: str) -> bool:
@@ -228,7 +246,7 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
     """None when the pattern is in a message of the chain or the output's end; else the miss."""
     problem = patterns.problem(pattern)
     if problem is not None:
-        return f"expected message matching {pattern!r}, but that is no valid regex ({problem})"
+        return f"message: expected a match of {pattern!r}, but that is no valid regex ({problem})"
     message = outcome.message
     messages = [link.message for link in _printed(outcome) if link.message]
     if message and message not in messages:
@@ -242,11 +260,11 @@ def _message_miss(pattern: str, outcome: Outcome, evidence: Evidence | None) -> 
             return None
     except patterns.PatternTimeout:
         return (
-            f"expected message matching {pattern!r}: matching gave up after "
+            f"message: expected a match of {pattern!r}, but matching gave up after "
             f"{MESSAGE_MATCH_TIMEOUT_S:g}s (the pattern backtracks too much)"
         )
     shown = repr(shorten(message.splitlines()[0], 80)) if message else "no message"
-    return f"expected message matching {pattern!r}, got {shown}"
+    return mismatch("message", f"a match of {pattern!r}", shown)
 
 
 def _printed(outcome: Outcome) -> tuple[ChainLink, ...]:

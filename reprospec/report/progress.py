@@ -19,6 +19,7 @@ from reprospec.core.words import (
     attempts_phrase,
     cell_rate_phrase,
     expectation_phrase,
+    missed_keys,
     seconds,
     time_left,
 )
@@ -107,6 +108,11 @@ class Progress:
             self._running = max(0, self._running - 1)
             assert result is not None
             mark = "match" if result.matched else ("infra" if result.infra_error else "miss")
+            if mark == "miss" and result.mismatches:
+                # Which `expect` keys it missed: the phrase says what happened, not which of
+                # the spec's lines it went against (a worker's crash omits the main
+                # process's exception).
+                mark += ": " + " and ".join(missed_keys(result.mismatches))
             if self.observes(cell) and not result.infra_error:
                 mark = "observed"
             # The phrase quotes the child (an exception message, an event's phase): one line

@@ -771,7 +771,7 @@ def test_a_verify_that_misses_says_what_of_the_expectation_missed(cli: Cli, tmp_
     # (after the variables of the shell it left out, when the test's shell has some)
     assert _VERIFY.sub("", verify).startswith(
         "the same signature (error:RuntimeError) came back in 1/1 attempt(s), but the "
-        "spec's expect did not match: expected message matching 'first failure', got "
+        "spec's expect did not match: message: expected a match of 'first failure', got "
         "'another failure'; verdict not-reproduced"
     ), verify
 

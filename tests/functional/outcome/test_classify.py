@@ -124,7 +124,7 @@ def test_expect_exception_and_message_match_any_link_of_the_chain(tmp_path: Path
     assert matched(exception="RuntimeError", message="emergency checkpoint")
     assert not matched(exception="KeyError")
     verdict = judge_attempt(outcome, Expectation("error", exception="KeyError"))
-    assert verdict.mismatches == ("expected exception KeyError, got RuntimeError",)
+    assert verdict.mismatches == ("exception: expected KeyError, got RuntimeError",)
     assert not matched(message="out of memory")
 
 
@@ -169,12 +169,12 @@ def test_stage_of_the_step_is_in_the_outcome_and_can_be_expected(tmp_path: Path)
     assert outcome_phrase(outcome) == "crash SIGSEGV @ validation:3 (backward)"
     assert judge_attempt(outcome, Expectation("crash", stage="backward")).matched
     assert judge_attempt(outcome, Expectation("crash", stage="forward")).mismatches == (
-        "expected stage forward, got backward",
+        "stage: expected forward, got backward",
     )
     # SIGSEGV-or-SIGBUS: a list of signals matches any of them.
     assert judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGSEGV"))).matched
     verdict = judge_attempt(outcome, Expectation("crash", signal=("SIGBUS", "SIGABRT")))
-    assert verdict.mismatches == ("expected signal SIGBUS or SIGABRT, got SIGSEGV",)
+    assert verdict.mismatches == ("signal: expected SIGBUS or SIGABRT, got SIGSEGV",)
 
 
 def test_hang_at_import_names_the_module(tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_hang_at_import_names_the_module(tmp_path: Path) -> None:
     assert outcome_phrase(outcome) == "hang @ import (wandb)"
     assert judge_attempt(outcome, Expectation("hang", phase="import", module="wandb")).matched
     assert judge_attempt(outcome, Expectation("hang", module="json")).mismatches == (
-        "expected module json, got wandb",
+        "module: expected json, got wandb",
     )
 
 

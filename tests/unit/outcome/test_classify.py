@@ -328,7 +328,7 @@ def test_a_traceback_the_process_went_on_from_is_only_the_last_one_printed(
     assert judge_attempt(outcome, Expectation("error", exception="KeyError")).matched
     missed = judge_attempt(outcome, Expectation("error", exception="ValueError"))
     assert missed.mismatches == (
-        "expected exception ValueError, got none (last traceback: KeyError)",
+        "exception: expected ValueError, got none (last traceback: KeyError)",
     )
     # A hang went on too; a traceback that ended the process (exit 1) is its exception.
     hang = classify(execution_in_with(tmp_path, LOGGED, None, timed_out=True))

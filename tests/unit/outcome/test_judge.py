@@ -10,7 +10,7 @@ from reprospec.core.inputs import Expectation
 from reprospec.core.rates import judge_rate, rate_decided, rate_of, rate_satisfied, wilson
 from reprospec.core.results import AttemptResult, AttemptVerdict, NotRun, Outcome, Rate
 from reprospec.core.units import RateBound, StepRange
-from reprospec.core.words import expectation_phrase
+from reprospec.core.words import PRIVATE_TMP_LEFT, expectation_phrase
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import exception_matches, judge_attempt, judge_cell
 
@@ -66,7 +66,7 @@ def test_outcome_kind(expected: str, outcome: Outcome, matched: bool) -> None:
     result = judge_attempt(outcome, Expectation(outcome=expected))  # type: ignore[arg-type]
     assert result.matched is matched
     if not matched:
-        assert result.mismatches == (f"expected outcome {expected}, got {outcome.kind}",)
+        assert result.mismatches == (f"outcome: expected {expected}, got {outcome.kind}",)
 
 
 def test_an_attempt_that_did_not_run_matches_nothing() -> None:
@@ -79,11 +79,11 @@ def test_signal() -> None:
     assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="segv")).matched
     assert judge_attempt(SEGV_WORKER, Expectation("crash", signal="SIGBUS")) == AttemptVerdict(
         False,
-        ("expected signal SIGBUS, got SIGSEGV",),
+        ("signal: expected SIGBUS, got SIGSEGV",),
     )
     assert judge_attempt(CUDA_ERROR, Expectation("fail", signal="SIGSEGV")) == AttemptVerdict(
         False,
-        ("expected signal SIGSEGV, got none (exit code 1)",),
+        ("signal: expected SIGSEGV, got none (exit code 1)",),
     )
 
 
@@ -92,10 +92,10 @@ def test_exit_code() -> None:
     assert judge_attempt(exited, Expectation("error", exit_code=3)) == AttemptVerdict(True)
     assert judge_attempt(exited, Expectation("error", exit_code=2)) == AttemptVerdict(
         False,
-        ("expected exit code 2, got 3",),
+        ("exit_code: expected 2, got 3",),
     )
     assert judge_attempt(SEGV_WORKER, Expectation("crash", exit_code=1)).mismatches == (
-        "expected exit code 1, got none",
+        "exit_code: expected 1, got none",
     )
 
 
@@ -106,7 +106,7 @@ def test_exception_exact_or_last_dotted_component() -> None:
     other = Expectation("error", exception="RuntimeError")
     assert judge_attempt(CUDA_ERROR, other) == AttemptVerdict(
         False,
-        ("expected exception RuntimeError, got torch.AcceleratorError",),
+        ("exception: expected RuntimeError, got torch.AcceleratorError",),
     )
     assert exception_matches("torch.AcceleratorError", "AcceleratorError")
     assert not exception_matches("other.AcceleratorError", "torch.AcceleratorError")
@@ -125,11 +125,11 @@ def test_message_in_exception_then_output_tail() -> None:
     matched, misses = verdict.matched, verdict.mismatches
     assert not matched
     assert misses == (
-        "expected message matching 'Validation step \\\\d+', "
+        "message: expected a match of 'Validation step \\\\d+', "
         "got 'CUDA error: an illegal memory access was encountered'",
     )
     assert judge_attempt(PASSED, Expectation("pass", message="x")).mismatches == (
-        "expected message matching 'x', got no message",
+        "message: expected a match of 'x', got no message",
     )
 
 
@@ -147,10 +147,10 @@ def test_phase_and_step_range() -> None:
     early = Outcome(kind="crash", signal="SIGSEGV", phase="train", step=3, signature="x")
     assert judge_attempt(early, expectation) == AttemptVerdict(
         False,
-        ("expected phase validation, got train", "expected step 6..8, got 3"),
+        ("phase: expected validation, got train", "step: expected 6..8, got 3"),
     )
     assert judge_attempt(HUNG, Expectation("hang", step=StepRange(1, 2))).mismatches == (
-        "expected step 1..2, got none (no event or marker reported one)",
+        "step: expected 1..2, got none (no event or marker reported one)",
     )
 
 
@@ -162,9 +162,9 @@ def test_every_miss_is_listed() -> None:
     matched, misses = verdict.matched, verdict.mismatches
     assert not matched
     assert misses == (
-        "expected outcome crash, got pass",
-        "expected signal SIGSEGV, got none (pass)",
-        "expected exception MemoryError, got none",
+        "outcome: expected crash, got pass",
+        "signal: expected SIGSEGV, got none (pass)",
+        "exception: expected MemoryError, got none",
     )
 
 
@@ -229,13 +229,41 @@ def test_cell_one_miss_out_of_three_is_not_reproduced_without_a_rate() -> None:
     assert verdict.reason == "expected crash SIGSEGV, got hang in 1/3 attempts; 2/3 matched"
 
 
+def test_the_key_every_attempt_missed_leads_before_the_private_tmp_hint() -> None:
+    # nu17 D2: a worker's SIGSEGV is worded without the main process's exception, so
+    # "expected crash SIGSEGV RuntimeError @ train:7, got crash SIGSEGV (worker) @ train:7"
+    # hid the one key that missed, and the only explanation left was the TMPDIR hint.
+    expectation = Expectation(
+        "crash", signal="SIGSEGV", exception="RuntimeError", phase="train", step=StepRange(7, 7)
+    )
+    reset = replace(SEGV_WORKER, exception="ConnectionResetError", phase="train")
+    left = (f"{PRIVATE_TMP_LEFT}TMPDIR: cache.bin",)
+    attempts = [replace(attempt(reset, expectation, n), warnings=left) for n in (1, 2, 3)]
+    verdict = judge_cell(expectation, attempts)
+    assert verdict.kind == "not-reproduced"
+    missed = "(exception: expected RuntimeError, got ConnectionResetError)"
+    assert verdict.reason.startswith(
+        "expected crash SIGSEGV RuntimeError @ train:7, got crash SIGSEGV (worker) @ train:7"
+        f" in 3/3 attempts {missed}; "
+    )
+    assert verdict.reason.index(missed) < verdict.reason.index("environment.shared_tmp")
+    # Judged by a rate, the misses say the same.
+    rated = replace(expectation, rate=RateBound(">=", 0.8))
+    rated_verdict = judge_cell(rated, [attempt(reset, rated, n) for n in range(1, 6)])
+    assert rated_verdict.kind == "not-reproduced"
+    assert rated_verdict.reason.endswith(
+        "fails >=0.8 (crash SIGSEGV RuntimeError @ train:7); "
+        "missed exception: expected RuntimeError, got ConnectionResetError"
+    )
+
+
 def test_cell_miss_on_a_detail_says_which() -> None:
     expectation = Expectation("crash", signal="SIGSEGV", phase="validation", step=StepRange(1, 2))
     verdict = judge_cell(expectation, [attempt(SEGV_WORKER, expectation)])
     assert verdict.kind == "not-reproduced"
     assert verdict.reason == (
         "expected crash SIGSEGV @ validation:1..2, got crash SIGSEGV (worker) @ validation:7"
-        " in 1/1 attempts (expected step 1..2, got 7)"
+        " in 1/1 attempts (step: expected 1..2, got 7)"
     )
 
 
@@ -405,7 +433,7 @@ def test_a_backtracking_message_pattern_gives_up_instead_of_hanging_the_judge() 
     verdict = judge_attempt(outcome, Expectation("error", message="(a+)+b"))
     # Returning at all is the point (the regex engine either optimises it or times out).
     assert not verdict.matched
-    assert verdict.mismatches[0].startswith("expected message matching '(a+)+b'")
+    assert verdict.mismatches[0].startswith("message: expected a match of '(a+)+b'")
 
 
 @pytest.mark.parametrize(

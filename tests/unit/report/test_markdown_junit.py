@@ -547,6 +547,25 @@ def test_every_view_words_an_outcome_and_an_expectation_the_same() -> None:
     assert lines.getvalue() == f"[4/4] {cell.cell.id} #1: {crash} (match, 1.50s)\n"
 
 
+def test_a_missed_attempts_progress_line_names_the_keys_it_missed() -> None:
+    import io
+
+    from reprospec.core.inputs import Expectation
+    from reprospec.core.results import AttemptResult
+    from reprospec.report.progress import Progress
+
+    # A worker's crash is worded without the main process's exception: "miss" alone left
+    # the user to guess which of the spec's expect keys the attempt went against (nu17 D2).
+    crash = Outcome(kind="crash", signal="SIGSEGV", where="worker", exception="OSError")
+    verdict = judge_attempt(crash, Expectation("crash", exception="RuntimeError"))
+    missed = AttemptResult(1, 1.5, crash, verdict.matched, verdict.mismatches, logs="")
+    lines = io.StringIO()
+    Progress(1, stream=lines).update("attempt", Cell("default", 0, {}), missed, 1, 1)
+    assert lines.getvalue() == (
+        "[1/1] default #1: crash SIGSEGV (worker) (miss: exception, 1.50s)\n"
+    )
+
+
 def test_github_summary_is_the_headline_and_a_row_per_cell() -> None:
     text = render(hang_run(), "github")
     assert text.startswith("### reprospec: import wandb hangs\n\n**hang @ import in 1 of 1 cell;")
