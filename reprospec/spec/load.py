@@ -4,7 +4,8 @@ semantic checks -> a frozen `Spec` (defaults are not written in: `sections.py` o
 Every problem of a file is collected and raised at once as a SpecError, each
 line `FILE:LINE:COL: PATH: MESSAGE` with FILE the path as given. A problem that
 comes from a `--set` ends with `(from --set PATH=VALUE)`; when the file has no
-line for it (a key only the override brings) it is `FILE: PATH: MESSAGE (from --set ...)`.
+line for it (a key only the override brings) it is located at the mapping the key landed
+in, as the file has it (`run.timout=5s`: at `run`).
 
 The parts: `specfile.py` reads files, `overrides.py` applies `--set`,
 `checks.py` (with `expectcheck.py` and `cellcheck.py`) finds the problems;
@@ -50,7 +51,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
                 return None
             return {problem.path for problem in found}
 
-        raise SpecError(annotate(file, problems, overrides, targets, without))
+        raise SpecError(annotate(file, problems, overrides, targets, without, source.locations))
     return Spec(
         path=Path(path),
         name=str(data["name"]),

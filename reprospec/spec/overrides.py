@@ -9,12 +9,19 @@ those above it that the document without it does not have.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeAlias
 
 from reprospec.core.jsontypes import JsonPath, JsonValue
 from reprospec.errors import UsageError
-from reprospec.spec.yamlsource import Problem, YamlSourceError, format_path, load_value
+from reprospec.spec.yamlsource import (
+    Location,
+    Problem,
+    YamlSourceError,
+    format_path,
+    load_value,
+    locate,
+)
 
 
 def apply_override(data: JsonValue, override: str) -> JsonValue:
@@ -134,11 +141,15 @@ def annotate(
     overrides: Sequence[str],
     targets: Sequence[JsonPath | None],
     without: Without | None = None,
+    locations: Mapping[JsonPath, Location] | None = None,
 ) -> list[str]:
     """Format problems, saying which `--set` a problem comes from.
 
     A problem located at (0, N) is at a path only the Nth override has (an
-    unknown key it created): it has no line in the file, so none is shown. A
+    unknown key it created): the key has no line in the file, so the problem is
+    located at the mapping it landed in, as the file has it (`locations`, the file's
+    own: `run:` for `--set run.timout=5s`, the top level's start for a new section),
+    where a problem of that mapping is; never at the override's key. A
     problem at or below the path an override wrote is that override's. A problem
     at a path above it (`matrix: cells 1 and 3 have the same id` after `--set
     matrix.a=[1, 1]`) is the override's only when the document without it has no
@@ -163,7 +174,11 @@ def annotate(
         if problem.line == 0 and 0 < problem.col <= len(overrides):
             where = format_path(problem.path) if problem.path is not None else "(top level)"
             override = overrides[problem.col - 1]
-            out.append(f"{file}: {where}: {problem.message} (from --set {override})")
+            place = f"{file}: "
+            if locations is not None:
+                line, col = locate(locations, problem.path or ())
+                place = f"{file}:{line}:{col}: "
+            out.append(f"{place}{where}: {problem.message} (from --set {override})")
             continue
         path = problem.path
         cause = None

@@ -404,13 +404,16 @@ def test_a_report_runs_the_block_its_marker_names(tmp_path: Path) -> None:
     ]
 
 
-def test_problem_at_a_key_an_override_created_names_the_override() -> None:
+def test_problem_at_a_key_an_override_created_names_the_override_and_where_it_landed() -> None:
+    # The key has no line in the file; the mapping it landed in has (`run:` is line 45,
+    # its mapping 46:3, where a problem of `run` is): it was `FILE: run: ...` (nu17 D11).
     assert problems_of(EXAMPLE, ["runn.timeout=3s"]) == [
-        f"{EXAMPLE}: (top level): unknown key 'runn' (did you mean 'run'?)"
+        f"{EXAMPLE}:2:1: (top level): unknown key 'runn' (did you mean 'run'?)"
         " (from --set runn.timeout=3s)"
     ]
     assert problems_of(EXAMPLE, ["run.timeout=5s", "run.timout=3s"]) == [
-        f"{EXAMPLE}: run: unknown key 'timout' (did you mean 'timeout'?) (from --set run.timout=3s)"
+        f"{EXAMPLE}:46:3: run: unknown key 'timout' (did you mean 'timeout'?)"
+        " (from --set run.timout=3s)"
     ]
     assert problems_of(EXAMPLE, ["expect.phase=valdation"]) == [
         f"{EXAMPLE}:52:10: expect.phase: unknown phase 'valdation' (did you mean 'validation'?)"
