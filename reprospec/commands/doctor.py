@@ -123,10 +123,9 @@ def _needs(path: str, runner: str) -> Needs:
     from reprospec.spec.load import load_spec
 
     planned = plan_run(load_spec(path), RunOptions())
-    cells = [
-        (plan.workload or {}, plan.environment) for plan in planned.attempts if plan.attempt == 1
-    ]
-    needs = replace(doctor.needs_of(cells), runner=runner)
+    firsts = [plan for plan in planned.attempts if plan.attempt == 1]
+    cells = [(plan.workload or {}, plan.environment) for plan in firsts]
+    needs = replace(doctor.needs_of(cells, [plan.cell.id for plan in firsts]), runner=runner)
     if needs.shm_size is not None:
         needs = replace(needs, shm_refused=rlimits.namespaces_permitted())
     return needs

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
         batchformat_size,
         environment_mismatches,
         needs_of,
-        satisfies,
     )
 
 # Name -> the submodule that defines it, imported at the first use of a name: every run's
@@ -42,7 +41,6 @@ _WHERE = {
     "batchformat_size": "needs",
     "environment_mismatches": "needs",
     "needs_of": "needs",
-    "satisfies": "needs",
 }
 
 _SUBMODULES = frozenset(_WHERE.values()) | {"cuda"}
@@ -119,6 +117,5 @@ __all__ = [
     "environment_mismatches",
     "needs_of",
     "run_checks",
-    "satisfies",
     "version_tuple",
 ]

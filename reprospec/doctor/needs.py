@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from reprospec.core.jsontypes import JsonValue
@@ -24,7 +24,6 @@ from reprospec.doctor.check import (
     section,
     strings,
     text,
-    version_tuple,
     whole,
 )
 
@@ -45,6 +44,15 @@ ITEM_BYTES = {
 
 
 @dataclass(frozen=True)
+class CellPackages:
+    """One `environment.packages` list of a spec and the cells that name it: a matrix over
+    `six==${{ matrix.six }}` has one per version, each checked on its own."""
+
+    packages: tuple[str, ...]
+    cells: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Needs:
     """What a spec asks of the machine (the most demanding of its cells)."""
 
@@ -55,7 +63,9 @@ class Needs:
     shm_size: int | None = None
     memory: int | None = None
     python: str | None = None
-    packages: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()  # every cell's, once each (what the capture looks for)
+    # Each distinct list and its cells; none given: `packages` is every cell's list.
+    package_sets: tuple[CellPackages, ...] = ()
     shm_refused: str | None = None  # why a private /dev/shm cannot be mounted here, if it cannot
     # Whether any cell imports torch: a workload (the harness runs on torch), or torch among
     # its packages. A spec of commands only needs none: its torch checks are not failures.
@@ -65,62 +75,43 @@ class Needs:
     runner: str = "local"
 
 
-def satisfies(installed: str, requirement: str) -> bool | None:
-    """Whether `installed` meets `requirement`'s specifiers (== != >= <= > < ~=); None: unknown."""
-    specifiers = re.findall(r"(==|!=|>=|<=|~=|>|<)\s*([\w.*+!-]+)", requirement)
-    if not specifiers:
-        return True
-    have = version_tuple(installed)
-    for op, wanted in specifiers:
-        if "*" in wanted:
-            prefix = wanted.split(".*")[0]
-            ok = installed == prefix or installed.startswith(prefix + ".")
-            ok = ok if op == "==" else not ok
-        else:
-            # A local label (+cpu) is ignored unless the requirement names one (PEP 440).
-            want = version_tuple(wanted)
-            ours = have if "+" not in wanted else version_tuple(installed)
-            if not want:
-                return None
-            size = max(len(ours), len(want))
-            a, b = ours + (0,) * (size - len(ours)), want + (0,) * (size - len(want))
-            ok = {
-                "==": a == b if "+" not in wanted else installed == wanted,
-                "!=": a != b,
-                ">=": a >= b,
-                "<=": a <= b,
-                ">": a > b,
-                "<": a < b,
-                "~=": a >= b and a[: len(want) - 1] == b[: len(want) - 1],
-            }[op]
-        if not ok:
-            return False
-    return True
+def environment_mismatches(
+    env: Captured, environment: Mapping[str, JsonValue], *, ran: bool = True
+) -> list[str]:
+    """Differences between the spec's `environment` (python, packages) and an interpreter.
 
+    `ran`: the interpreter ran the cells (a run's capture: `python 3.11.7 ran`), else it is
+    only the one found (`doctor`: nothing ran). Packages are compared by the local runner's
+    own rule (environment/packages.mismatches: PEP 440 versions, and a requirement whose
+    marker is false for that interpreter is not required there), on what the capture saw
+    of them and of its marker values; a package the capture did not look for is left out.
+    """
+    from reprospec.environment import packages as checked
 
-def environment_mismatches(env: Captured, environment: Mapping[str, JsonValue]) -> list[str]:
-    """Differences between the spec's `environment` (python, packages) and what actually ran."""
     out = []
     wanted_python = environment.get("python")
     actual_python = text(section(env, "python").get("version"))
     if wanted_python and actual_python and not same_python(actual_python, str(wanted_python)):
-        out.append(f"python {actual_python} ran; the spec names {wanted_python}")
-    installed = section(env, "packages")
-    for requirement in strings(environment.get("packages")):
-        name = _requirement_name(requirement)
-        have = installed.get(name)
-        if have is None and name not in installed:
-            continue  # not captured: nothing to compare
-        if have is None:
-            out.append(f"{name} is not installed; the spec needs {requirement}")
-        elif satisfies(str(have), requirement) is False:
-            out.append(f"{name} {have} ran; the spec needs {requirement}")
+        said = (
+            f"python {actual_python} ran" if ran else f"the interpreter is python {actual_python}"
+        )
+        out.append(f"{said}; the spec names {wanted_python}")
+    captured = section(env, "packages")
+    versions = {checked.normalize(name): have for name, have in captured.items()}
+    looked_for = [
+        requirement
+        for requirement in strings(environment.get("packages"))
+        if any(name in versions for name in checked.requirement_names([requirement]))
+    ]
+    if looked_for:
+        markers = section(section(env, "python"), "markers")
+        installed = checked.Installed(
+            text(section(env, "python").get("executable")),
+            {name: None if have is None else str(have) for name, have in versions.items()},
+            {key: str(value) for key, value in markers.items()},
+        )
+        out.extend(checked.mismatches(looked_for, installed))
     return out
-
-
-def _requirement_name(requirement: str) -> str:
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return match.group(1) if match else requirement.strip()
 
 
 def check_shm(env: Captured, needs: Needs) -> Check:
@@ -257,8 +248,9 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     """
     if needs.python is None and not needs.packages:
         return Check("spec-environment", "skipped", "the spec names no python version or packages")
-    python = environment_mismatches(env, {"python": needs.python})
-    packages = environment_mismatches(env, {"packages": [*needs.packages]})
+    # Nothing ran: the interpreter is only the one found (`ran=False`).
+    python = environment_mismatches(env, {"python": needs.python}, ran=False)
+    packages = _package_problems(env, needs)
     if packages and needs.runner == "local":
         return Check(
             "spec-environment",
@@ -287,13 +279,40 @@ def check_spec_environment(env: Captured, needs: Needs) -> Check:
     return Check("spec-environment", "pass", "python and packages match the spec's environment")
 
 
-def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Needs:
-    """The most demanding of the resolved cells, each `(workload, environment)`."""
+def _package_problems(env: Captured, needs: Needs) -> list[str]:
+    """What the interpreter lacks of each cell's packages, the cells named where not all
+    cells need it: `six is not installed (the cell needs six==1.11.0) in cells six=1.11.0`
+    beside the same of 1.16.0, where the last cell's list alone named only 1.16.0."""
+    sets = needs.package_sets or (CellPackages(needs.packages),)
+    every = sum(len(each.cells) for each in sets)
+    cells_of: dict[str, list[str]] = {}
+    for each in sets:
+        for problem in environment_mismatches(env, {"packages": [*each.packages]}, ran=False):
+            cells_of.setdefault(problem, []).extend(each.cells)
+    return [
+        problem if not cells or len(cells) == every else f"{problem} in {_cells(cells)}"
+        for problem, cells in cells_of.items()
+    ]
+
+
+def _cells(ids: list[str], shown: int = 3) -> str:
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ("cell " if len(ids) == 1 else "cells ") + ", ".join(ids[:shown]) + more
+
+
+def needs_of(
+    cells: Iterable[tuple[Mapping[str, JsonValue], Environment]], ids: Sequence[str] = ()
+) -> Needs:
+    """The most demanding of the resolved cells, each `(workload, environment)`; `ids`, the
+    cells' ids in the same order, name the cells of each package list (`package_sets`)."""
     device, workers, prefetch, batch, shm, memory = "cpu", 0, 2, None, None, None
     python: str | None = None
-    packages: tuple[str, ...] = ()
+    lists: dict[tuple[str, ...], list[str]] = {}
     torch = False
-    for workload, environment in cells:
+    for position, (workload, environment) in enumerate(cells):
+        if environment.packages:
+            named = lists.setdefault(tuple(environment.packages), [])
+            named.extend(ids[position : position + 1])
         torch = (
             torch
             or bool(workload)
@@ -315,7 +334,7 @@ def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Ne
         if environment.memory is not None:
             memory = environment.memory
         python = environment.python or python
-        packages = environment.packages or packages
+    packages = tuple(dict.fromkeys(p for each in lists for p in each))
     return Needs(
         device=device,
         num_workers=workers,
@@ -325,6 +344,7 @@ def needs_of(cells: Iterable[tuple[Mapping[str, JsonValue], Environment]]) -> Ne
         memory=memory,
         python=python,
         packages=packages,
+        package_sets=tuple(CellPackages(each, tuple(named)) for each, named in lists.items()),
         torch=torch,
     )
 

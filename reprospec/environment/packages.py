@@ -8,7 +8,9 @@ importlib.metadata sees there and the PEP 508 marker values of that
 interpreter. The comparison is done here with `packaging` (full PEP 440), so
 the probe runs on any Python 3 without extra packages, in a venv, a container
 or over ssh alike: a runner that cannot run `python -c` the local way runs
-`PROBE_CODE` its own way and hands the JSON to `parse_probe` + `mismatches`.
+`PROBE_CODE` its own way and hands the JSON to `parse_probe` + `mismatches`. `doctor` and a
+run's Environment mismatch compare a captured environment by the same `mismatches` (envinfo
+captures the marker values too), so the three never disagree on a marker or a version.
 """
 
 from __future__ import annotations

@@ -258,6 +258,32 @@ def requirement_name(requirement: str) -> str:
 # ---- capture ---------------------------------------------------------------------------------
 
 
+def marker_environment() -> dict[str, str]:
+    """This interpreter's PEP 508 marker values, as the package check's probe prints them
+    (reprospec/environment/packages.py, PROBE_CODE): a spec's `six; python_version < '3'`
+    is judged by them wherever its packages are compared with what an interpreter has (the
+    run's check, the report's mismatches, `doctor`), never required where its marker is
+    false."""
+    impl = sys.implementation
+    version = impl.version
+    full = f"{version.major}.{version.minor}.{version.micro}"
+    if version.releaselevel != "final":
+        full += version.releaselevel[0] + str(version.serial)
+    return {
+        "implementation_name": impl.name,
+        "implementation_version": full,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
 def _os_info() -> JsonObject:
     release = _read("/etc/os-release") or ""
     pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', release, re.MULTILINE)
@@ -537,6 +563,7 @@ def capture_system(packages: Iterable[str] = (), *, full: bool = False) -> JsonO
             # Where its paths point: a report names them `<venv>/...` and `<python>/...`.
             "prefix": sys.prefix,
             "base_prefix": sys.base_prefix,
+            "markers": dict(marker_environment()),
         },
         "os": _os_info(),
         "cpu": {

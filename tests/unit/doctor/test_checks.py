@@ -239,8 +239,9 @@ def test_spec_needs() -> None:
     # On the local runner a package it lacks makes every cell infra-error: a failure.
     assert checks["spec-environment"].status == "fail"
     assert checks["spec-environment"].why == (
-        "numpy 2.4.6 ran; the spec needs numpy>=3: on the local runner every cell that names "
-        "it is an infra error, not run (and python 3.11.7 ran; the spec names 3.10)"
+        "numpy 2.4.6 is installed (the cell needs numpy>=3): on the local runner every cell "
+        "that names it is an infra error, not run (and the interpreter is python 3.11.7; the "
+        "spec names 3.10)"
     )
     assert "--runner venv" in checks["spec-environment"].todo
 
@@ -251,14 +252,15 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
     check = by_name(env, needs)["spec-environment"]
     assert (check.status, check.why) == (
         "pass",
-        "the venv runner installs the spec's packages (this interpreter: numpy 2.4.6 ran; the "
-        "spec needs numpy>=3)",
+        "the venv runner installs the spec's packages (this interpreter: numpy 2.4.6 is "
+        "installed (the cell needs numpy>=3))",
     )
     # Another python version is still only a warning, whatever the runner.
     check = by_name(env, replace(needs, python="3.10"))["spec-environment"]
     assert (check.status, check.why) == (
         "warn",
-        "python 3.11.7 ran; the spec names 3.10 (the venv runner installs the spec's packages)",
+        "the interpreter is python 3.11.7; the spec names 3.10 (the venv runner installs the "
+        "spec's packages)",
     )
     assert by_name(env, replace(needs, runner="local"))["spec-environment"].status == "fail"
 
@@ -276,8 +278,53 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
         ("6.0.3", "pyyaml", True),
     ],
 )
-def test_satisfies(installed: str, requirement: str, ok: bool) -> None:
-    assert doctor.satisfies(installed, requirement) is ok
+def test_packages_are_compared_by_the_runs_rule(installed: str, requirement: str, ok: bool) -> None:
+    name = requirement.split("=")[0].split(">")[0].split("~")[0]
+    env = machine(packages={name: installed})
+    mismatches = doctor.environment_mismatches(env, {"packages": [requirement]})
+    assert mismatches == (
+        [] if ok else [f"{name} {installed} is installed (the cell needs {requirement})"]
+    )
+
+
+def test_a_requirement_whose_marker_is_false_is_not_needed() -> None:
+    # nu17 D11: `run` skips `six; python_version<'3'` on 3.11 (the package check evaluates
+    # the marker) and the cell passes; doctor failed it: "six is not installed; the spec
+    # needs six; python_version<'3'". The report's Environment mismatch said the same.
+    markers: JsonObject = {"python_version": "3.11", "python_full_version": "3.11.7"}
+    env = machine(packages={"six": None}, python={"version": "3.11.7", "markers": markers})
+    needs = doctor.Needs(packages=("six; python_version<'3'",))
+    check = by_name(env, needs)["spec-environment"]
+    assert (check.status, check.why) == (
+        "pass",
+        "python and packages match the spec's environment",
+    )
+    assert doctor.environment_mismatches(env, {"packages": [*needs.packages]}) == []
+    # The marker true: required, and missing.
+    on_311 = doctor.Needs(packages=("six; python_version>='3'",))
+    assert by_name(env, on_311)["spec-environment"].status == "fail"
+
+
+def test_each_cells_packages_are_checked_and_named() -> None:
+    # nu17 D11: a matrix over six==1.11.0 / six==1.16.0 named only the last cell's 1.16.0.
+    cells: list[tuple[JsonObject, Environment]] = [
+        ({}, Environment(workdir=Path.cwd(), packages=(f"six=={version}",)))
+        for version in ("1.11.0", "1.16.0", "1.11.0")
+    ]
+    needs = doctor.needs_of(cells, ["a=1,six=1.11.0", "a=1,six=1.16.0", "a=2,six=1.11.0"])
+    assert needs.packages == ("six==1.11.0", "six==1.16.0")
+    check = by_name(machine(packages={"six": "1.16.0"}), needs)["spec-environment"]
+    assert (check.status, check.why.split(": on the local runner")[0]) == (
+        "fail",
+        "six 1.16.0 is installed (the cell needs six==1.11.0) in cells a=1,six=1.11.0, "
+        "a=2,six=1.11.0",
+    )
+    check = by_name(machine(packages={"six": None}), needs)["spec-environment"]
+    assert check.why.split(": on the local runner")[0] == (
+        "six is not installed (the cell needs six==1.11.0) in cells a=1,six=1.11.0, "
+        "a=2,six=1.11.0; six is not installed (the cell needs six==1.16.0) in cell "
+        "a=1,six=1.16.0"
+    )
 
 
 def test_needs_of_takes_the_most_demanding_cell() -> None:

@@ -99,3 +99,11 @@ def test_the_harness_masks_the_names_the_engine_masks() -> None:
     assert envinfo.SECRET.pattern == redact.SECRET_NAME.pattern
     assert envinfo.SECRET.flags == redact.SECRET_NAME.flags
     assert envinfo.MASK == redact.MASK
+
+
+def test_the_capture_carries_the_interpreters_pep508_marker_values() -> None:
+    # What a captured environment's packages are judged by (doctor, a run's Environment
+    # mismatch): `six; python_version<'3'` is not needed on 3.11. PEP 508's own values.
+    from packaging.markers import default_environment
+
+    assert envinfo.marker_environment() == default_environment()
