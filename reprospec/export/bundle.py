@@ -249,7 +249,9 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     # no workdir file; the spec packed is the run's own, masked to be rerun).
     overrides = tuple(_quoted_mask(o) for o in options.overrides)
     try:
-        spec = load_spec(stored, overrides)
+        # A file of the spec's `files` gone since the run is named below, not a reason to
+        # carry none of the others.
+        spec = load_spec(stored, overrides, files=False)
         plan = plan_run(spec, options.with_changes(shard=None))
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")

@@ -27,8 +27,12 @@ from reprospec.spec.overrides import annotate, apply_override, override_target
 from reprospec.spec.yamlsource import Document, Problem, YamlSourceError, load_yaml
 
 
-def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
-    """Read, override, validate and complete one spec; raise SpecError with every problem."""
+def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
+    """Read, override, validate and complete one spec; raise SpecError with every problem.
+
+    `files=False`: the spec's `files` need not all be there (`bundle` of a run, which
+    carries the rest and names the ones gone since); every other check holds.
+    """
     file = str(path)
     yaml_text, offset, hint = read_spec_text(Path(path))
     report = Path(path).suffix.lower() == ".md"
@@ -39,14 +43,14 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
         raise SpecError([p.format(file) for p in exc.problems]) from None
     # A report without its original spec has no folder to resolve relative paths against.
     base_dir = (origin.parent if origin else None) if report else Path(path).parent
-    data, targets, problems = _checked(source, overrides, base_dir)
+    data, targets, problems = _checked(source, overrides, base_dir, files=files)
     if problems or not isinstance(data, dict):  # (a document that is no mapping is a problem)
 
         def without(index: int) -> set[JsonPath | None] | None:
             """The paths of the problems of the document without the override at `index`."""
             rest = [o for n, o in enumerate(overrides) if n != index]
             try:
-                found = _checked(source, rest, base_dir)[2]
+                found = _checked(source, rest, base_dir, files=files)[2]
             except UsageError:  # a later override needs what this one wrote
                 return None
             return {problem.path for problem in found}
@@ -64,7 +68,7 @@ def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
 
 
 def _checked(
-    source: Document, overrides: Sequence[str], base_dir: Path | None
+    source: Document, overrides: Sequence[str], base_dir: Path | None, *, files: bool = True
 ) -> tuple[JsonValue, list[JsonPath | None], list[Problem]]:
     """The document with `overrides` applied, the path each wrote, and its problems."""
     # Overrides change the document in place: on a copy, the loaded one stays as read
@@ -80,7 +84,11 @@ def _checked(
         targets.append(target)
         for depth in range(1, len(target or ()) + 1):
             locations.setdefault(tuple(target or ())[:depth], (0, index + 1))
-    return data, targets, check(data, locations, source.key_locations, base_dir=base_dir)
+    return (
+        data,
+        targets,
+        check(data, locations, source.key_locations, base_dir=base_dir, files=files),
+    )
 
 
 def plain(value: object) -> JsonValue:

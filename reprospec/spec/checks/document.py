@@ -35,17 +35,19 @@ def check(
     key_locations: Mapping[JsonPath, Location],
     *,
     base_dir: Path | None = None,
+    files: bool = True,
 ) -> list[Problem]:
     """Every schema and semantic problem of a document, sorted by position.
 
-    `base_dir` is the folder relative paths resolve against (None: unknown, not checked).
+    `base_dir` is the folder relative paths resolve against (None: unknown, not checked);
+    `files=False`: the spec's `files` are not looked for there.
     """
     if not isinstance(data, dict):
         line, col = locate(locations, ())
         what = "empty" if data is None else f"a {type(data).__name__}"
         return [Problem(line, col, (), f"expected a mapping of spec keys, the file is {what}")]
     problems = schema.validate(data, locations, key_locations)
-    semantics = _Semantics(data, locations, key_locations, base_dir)
+    semantics = _Semantics(data, locations, key_locations, base_dir, files=files)
     problems.extend(semantics.problems())
     problems.extend(cells.run_value_problems(data, locations))
     if not problems:
@@ -76,9 +78,12 @@ class _Semantics:
         locations: Mapping[JsonPath, Location],
         key_locations: Mapping[JsonPath, Location],
         base_dir: Path | None = None,
+        *,
+        files: bool = True,
     ) -> None:
         self.data = data
         self.base_dir = base_dir
+        self.look_for_files = files
         self.locations = locations
         self.key_locations = key_locations
         matrix = data.get("matrix")
@@ -105,6 +110,7 @@ class _Semantics:
         self.markers()
         self.messages()
         self.workdir()
+        self.files()
         self.packages()
         self.nul_characters()
         return self.found
@@ -314,6 +320,49 @@ class _Semantics:
         if not os.path.isdir(folder):  # noqa: PTH112
             what = "not a folder" if os.path.exists(folder) else "folder not found"  # noqa: PTH110
             self.add(("environment", "workdir"), f"{what}: {folder}")
+
+    def files(self) -> None:
+        """Each `files` entry a file of the workdir, as spec-format.md says they are: one
+        that is not there (`data.cvs` for data.csv), a folder, or a path out of the workdir
+        (`../../etc/passwd`) was taken by `validate` and `run`, and only `bundle` said, later,
+        that it carried nothing of it. A `${{ }}` workdir is the cells' own: not checked."""
+        listed = self.data.get("files")
+        environment = self.data.get("environment")
+        workdir = environment.get("workdir") if isinstance(environment, dict) else None
+        if self.base_dir is None or not self.look_for_files or not isinstance(listed, list):
+            return
+        if workdir is None:
+            workdir = "."
+        if not isinstance(workdir, str) or not workdir or expr.OPEN in workdir:
+            return
+        folder = os.path.abspath(self.base_dir / workdir)  # noqa: PTH100
+        if not os.path.isdir(folder):  # noqa: PTH112
+            return  # said of environment.workdir
+        for index, entry in enumerate(listed):
+            if isinstance(entry, str) and entry and "\0" not in entry:
+                wrong = _file_problem(folder, entry)
+                if wrong:
+                    self.add(("files", index), wrong)
+
+
+def _file_problem(folder: str, entry: str) -> str | None:
+    """Why `entry` of `files` is not a file of the workdir `folder` (None: it is one).
+
+    Out of the workdir by its words (`..`, an absolute path), not by where a link in it
+    points: a workdir of links to another's files (minimize's candidates) holds its files.
+    os.path, not Path: its isfile and exists say False where Path's raise (EACCES).
+    """
+    path = os.path.normpath(os.path.join(folder, os.path.expanduser(entry)))  # noqa: PTH111,PTH118
+    if path != folder and not path.startswith(folder.rstrip(os.sep) + os.sep):
+        return (
+            f"{entry!r} is outside the workdir ({folder}): `files` names the workdir's "
+            "files, relative to it"
+        )
+    if os.path.isfile(path):  # noqa: PTH113
+        return None
+    if os.path.exists(path):  # noqa: PTH110
+        return f"{entry!r} is not a file (in {folder}): `files` names files, not folders"
+    return f"{entry!r} not found in the workdir ({folder})"
 
 
 _MARKER_GROUPS = ("phase", "step")

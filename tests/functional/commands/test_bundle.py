@@ -291,16 +291,18 @@ def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
 
 
 def test_a_listed_file_that_is_not_there_is_named_in_a_warning(tmp_path: Path, cli: Cli) -> None:
-    # `files: [data.cvs]` for data.csv: the bundle left it out without a word, and the
-    # recipient's rerun failed on the missing file.
-    (tmp_path / "data.csv").write_text("a,b\n")
-    (tmp_path / "read.py").write_text("open('data.csv').read()\nraise ValueError('x')\n")
+    # `files: [data.cvs]`, gone since the run (validation refuses a spec naming a file that
+    # is not there): the bundle left it out without a word, and the recipient's rerun
+    # failed on the missing file.
+    (tmp_path / "data.cvs").write_text("a,b\n")
+    (tmp_path / "read.py").write_text("open('data.cvs').read()\nraise ValueError('x')\n")
     spec = tmp_path / "s.yaml"
     spec.write_text(
         "reprospec: 1\nname: listed\ncommand: python read.py\nfiles: [data.cvs]\n"
         "expect: {outcome: error, exception: ValueError}\n"
     )
     assert cli("run", str(spec)).code == 0
+    (tmp_path / "data.cvs").unlink()
     packed = cli(
         "bundle", "latest", "-o", str(tmp_path / "s.tar.gz"), "--out", str(tmp_path / "out")
     )

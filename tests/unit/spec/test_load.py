@@ -617,3 +617,34 @@ def test_a_faults_when_takes_the_words_the_harness_reads_as_a_boolean(tmp_path: 
     assert problems_of(path) == [
         f"{path}:5:32: workload.faults[0].when: expected {words}, got 'nope' (in cell inject=no)"
     ]
+
+
+def test_files_are_files_of_the_workdir(tmp_path: Path) -> None:
+    # nu17 D11: `files: [nosuch.txt, ../../etc/passwd]` was valid; only `bundle` said, later,
+    # that it carried nothing of them. spec-format.md: files of the workdir, relative to it.
+    work = tmp_path / "app"
+    (work / "conf").mkdir(parents=True)
+    (work / "data.csv").write_text("a\n")
+    (work / "conf" / "c.yaml").write_text("a: 1\n")
+    (tmp_path / "outside.txt").write_text("x\n")
+    (work / "linked.csv").symlink_to(tmp_path / "outside.txt")  # a link in it is its file
+    spec = write(
+        tmp_path / "s.yaml",
+        "reprospec: 1\nname: f\nenvironment: {workdir: app}\ncommand: [python, x.py]\n"
+        "files: [data.csv, conf/c.yaml, linked.csv, nosuch.txt, ../../etc/passwd,\n"
+        "  ../outside.txt, conf]\n",
+    )
+    assert problems_of(spec) == [
+        f"{spec}:5:44: files[3]: 'nosuch.txt' not found in the workdir ({work})",
+        f"{spec}:5:56: files[4]: '../../etc/passwd' is outside the workdir ({work}): "
+        "`files` names the workdir's files, relative to it",
+        f"{spec}:6:3: files[5]: '../outside.txt' is outside the workdir ({work}): "
+        "`files` names the workdir's files, relative to it",
+        f"{spec}:6:19: files[6]: 'conf' is not a file (in {work}): `files` names files, "
+        "not folders",
+    ]
+    # A bundle of a run whose file is gone since carries the others (and names it).
+    assert load_spec(spec, files=False).document["files"] == [
+        "data.csv", "conf/c.yaml", "linked.csv", "nosuch.txt", "../../etc/passwd",
+        "../outside.txt", "conf",
+    ]  # fmt: skip
