@@ -259,6 +259,8 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
         # `--resume .reprospec/runs/ID`: the folder names both the run and its store.
         folder = Path(run_id).resolve()
         run_id, out = folder.name, folder.parent.parent
+    else:
+        run_id = _stored_id(run_id, out)
     spec, options, done = resumption.load(
         run_id,
         out,
@@ -270,6 +272,21 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
     return RunRequest(
         spec=spec, options=options, out=out, resume=Resume(run_id, done), format=args.format
     )
+
+
+def _stored_id(name: str, out: Path) -> str:
+    """The id of the run the store under `out` holds by `name` or by a unique prefix of it,
+    as every verb reads a RUN (cli.md); several runs of that prefix are refused, named."""
+    from reprospec.errors import UsageError
+    from reprospec.store.refs import stored_ids, stored_run
+
+    found = stored_run(name, out)
+    if found is not None:
+        return found.run_id
+    ids = stored_ids(name, out)
+    if len(ids) > 1:
+        raise UsageError(f"--resume {name}: the run id is ambiguous: {', '.join(ids)}")
+    return name  # none: resume says so
 
 
 def _given_kept(args: argparse.Namespace) -> frozenset[str]:

@@ -47,3 +47,28 @@ def test_resume_refuses_options_that_change_what_runs_and_takes_its_own(
     assert resumed.code == 0, resumed.stderr
     data = json.loads((out / "runs" / run_id / "results.json").read_text())
     assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
+
+
+def test_resume_takes_a_unique_prefix_of_the_run_id_and_refuses_a_shared_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`report PREFIX` worked and printed `run --resume FULL-ID`; `run --resume PREFIX`
+    said "no such run", though cli.md reads a RUN's unique prefix alike in every verb."""
+    gate = tmp_path / "gate"
+    spec = gated_spec(tmp_path / "gated.yaml", gate)
+    out = tmp_path / "out"
+    run_id = killed_run(spec, out, "--repeat", "2")
+    gate.touch()
+    prefix = run_id[: run_id.rindex("-")]  # without its random tail
+    resumed = cli("run", "--resume", prefix, "--out", str(out), timeout=300)
+    assert resumed.code == 0, resumed.stderr
+    data = json.loads((out / "runs" / run_id / "results.json").read_text())
+    assert [a["attempt"] for a in data["cells"][0]["attempts"]] == [1, 2]
+
+    other = cli("run", str(spec), "--repeat", "1", "--out", str(out), timeout=120)
+    assert other.code == 0, other.stderr
+    shared = cli("run", "--resume", run_id[:8], "--out", str(out))  # the date both share
+    assert shared.code == 2, shared.stderr
+    assert "Traceback" not in shared.stderr
+    assert f"--resume {run_id[:8]}: the run id is ambiguous: " in shared.stderr
+    assert run_id in shared.stderr
