@@ -100,17 +100,6 @@ _PHASE_FRAMES = (
     (re.compile(r"predict_step|prediction_loop"), "predict"),
     (re.compile(r"training_step|training_epoch_loop|fit_loop|train_loop|optimizer_step"), "train"),
 )
-_PHASE_NAMES = {
-    "train": "train",
-    "training": "train",
-    "validation": "validation",
-    "valid": "validation",
-    "val": "validation",
-    "eval": "validation",
-    "evaluation": "validation",
-    "test": "test",
-    "testing": "test",
-}
 
 
 @dataclass(frozen=True)
@@ -289,8 +278,6 @@ def _test_name(text: str) -> str | None:
 
 def _progress(text: str) -> tuple[str | None, int | None]:
     """The phase and step the progress lines had reached before the failure was printed."""
-    import re as re_
-
     lines = output_lines(text)
     end = next(
         (
@@ -300,26 +287,23 @@ def _progress(text: str) -> tuple[str | None, int | None]:
         ),
         len(lines),
     )
+    from reprospec.process.markers import compile_markers, match_markers
+
     presets = [name for name in detect(text) if name not in ("pytest", "gtest")]
-    markers = [m for name in presets for m in PRESETS[name].markers]
-    compiled = [(re_.compile(m.pattern), m) for m in markers]
+    # Matched as a run matches them (process/markers.py), so the phase is named as the run
+    # will name it: `eval step 3` is phase `eval` there, and a skeleton that wrote
+    # `validation` (this reader's own synonyms) never matched the failure it was read from.
+    compiled, _ = compile_markers(m for name in presets for m in PRESETS[name].markers)
     phase: str | None = None
     step: int | None = None
     for line in lines[:end]:
-        for pattern, marker in compiled:
-            found = pattern.search(line)
-            if found is None:
-                continue
-            groups = found.groupdict()
-            new_phase = groups.get("phase") or marker.phase
-            if new_phase is not None:
-                new_phase = _PHASE_NAMES.get(new_phase.lower(), new_phase)
-                if new_phase != phase:
-                    phase, step = new_phase, None
-            if groups.get("step") is not None:
-                step = int(groups["step"])
-            elif marker.step is not None:
-                step = marker.step
+        for event in match_markers(compiled, line):
+            new_phase = event.get("phase")
+            if isinstance(new_phase, str) and new_phase != phase:
+                phase, step = new_phase, None
+            new_step = event.get("step")
+            if isinstance(new_step, int):
+                step = new_step
     return phase, step
 
 

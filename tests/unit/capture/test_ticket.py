@@ -282,3 +282,18 @@ def test_a_worker_crash_ticket_expects_the_signal_and_where_not_the_main_process
     )
     # The ticket still says what the main process raised, in the description.
     assert "`RuntimeError`: DataLoader worker (pid 31522)" in draft.description
+
+
+def test_the_phase_is_named_as_a_run_of_the_same_output_names_it() -> None:
+    # `eval step 3/50` then a segfault: the skeleton expected phase `validation`, and the
+    # same program run for real failed at `eval:3`, not-reproduced.
+    from reprospec.process.markers import compile_markers, match_markers
+    from reprospec.spec.presets import PRESETS
+
+    live, _ = compile_markers(PRESETS["steps"].markers)
+    for word in ("eval", "val", "valid", "evaluation", "training", "Eval"):
+        lines = [f"{word} step {n}/50" for n in (1, 2, 3)]
+        read = read_ticket("\n".join([*lines, "Fatal Python error: Segmentation fault", ""]))
+        phases = [e["phase"] for line in lines for e in match_markers(live, line) if e["phase"]]
+        assert (read.failure.phase, read.failure.step) == (phases[-1], 3), word
+        assert read.failure.phase == word
