@@ -198,7 +198,8 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         before=started,
         roots=tuple(Path(r).resolve() for i in editable for r in i.roots),
     )
-    data = footprint.read(run_dir, attempts, modules)
+    # The modules whose code ran: `modules` holds every name looked for, found or not.
+    data = footprint.read(run_dir, attempts)
     # What the command names itself is carried as it is named: no need to list it.
     named = {(workdir / word).resolve() for word in request.argv}
     files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))

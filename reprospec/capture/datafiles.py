@@ -18,7 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reprospec.capture.footprint import imported, local_files, recorded, scripts, searched
+from reprospec.capture.footprint import (
+    imported,
+    loaded,
+    local_files,
+    recorded,
+    scripts,
+    searched,
+)
 from reprospec.core.lazyre import Lazy
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.units import format_size
@@ -71,15 +78,27 @@ class WorkdirFiles:
         self,
         run_dir: Path,
         attempts: Sequence[AttemptResult],
-        modules: Iterable[str],
+        looked_for: Iterable[str] = (),
         ran_in: Path | None = None,
         also: Iterable[str] = (),
     ) -> ReadFiles:
-        """The workdir's files the attempts imported (`modules`), ran as a script or opened
-        for reading (and the paths `also`), in `listed`; `ran_in`: the copy of the workdir
-        they ran in."""
+        """The workdir's files the attempts imported (the modules whose code ran), ran as
+        a script or opened for reading (and the paths `also`), in `listed`; `ran_in`: the
+        copy of the workdir they ran in. `looked_for`: module names whose workdir files are
+        listed too, found where the child would have found them, whether or not the import
+        succeeded: in a copy that lacks a module, its import fails, and that failed import
+        is how the copy says what it lacks (`reads`). A capture's own run passes none: a
+        name it looked for and never found (pytest's `from mylib import x`, failing for
+        want of the rootdir on sys.path) is no file it imported."""
         workdir = self.workdir
         copy = ran_in.resolve() if ran_in is not None else None
+        modules = {
+            path.relative_to(workdir).as_posix()
+            for path in (_as_workdirs(found, copy, workdir) for found in loaded(run_dir, attempts))
+            if path.is_relative_to(workdir)
+            and not _SKIPPED_FOLDERS.intersection(path.relative_to(workdir).parts[:-1])
+            and not in_environment(path.parent, workdir)
+        }
         # An environment made in the workdir is on sys.path too: its site-packages hold
         # installed distributions, not the program's modules (`files` listed every one).
         folders = [
@@ -87,7 +106,7 @@ class WorkdirFiles:
             for p in (_as_workdirs(found, copy, workdir) for found in searched(run_dir, attempts))
             if not _SKIPPED_FOLDERS.intersection(p.parts) and not in_environment(p, workdir)
         ] + [root for root in self.roots if root.is_relative_to(workdir)]
-        local = local_files(modules, workdir, self.script_dir, folders)
+        local = {*modules, *local_files(looked_for, workdir, self.script_dir, folders)}
         ran = scripts(run_dir, attempts, ran_in.resolve() if ran_in else workdir)
         data = read_files(
             run_dir,

@@ -1,9 +1,10 @@
 """What a captured command touched: the variables, local files and distributions it used.
 
-The child records the modules it loads (the stackdump sitecustomize, asked by
-REPROSPEC_RECORD_IMPORTS); here those names become the spec's `files` (the
-local modules, so the spec travels with them) and pinned `packages` (the
-distributions they came from), the environment becomes commented variable
+The child records the modules it looks for and the files whose code ran as a module
+(the stackdump sitecustomize, asked by REPROSPEC_RECORD_IMPORTS); here the workdir's
+files among those that ran become the spec's `files` (the local modules, so the spec
+travels with them), the names pinned `packages` (the distributions they came from),
+the environment becomes commented variable
 lines (secrets read back from the environment, never written), and a hang's
 stack names the import it hung in. Kept apart from `command.py` because all
 of it is pure reading of what came back, testable without running anything.
@@ -390,8 +391,17 @@ def recorded(run_dir: Path, attempts: Iterable[AttemptResult], prefix: str) -> t
 
 
 def imported(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[str, ...]:
-    """The modules the attempts' processes looked for (imports-<pid>.txt)."""
+    """The modules the attempts' processes looked for (imports-<pid>.txt), found or not."""
     return recorded(run_dir, attempts, "imports")
+
+
+def loaded(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]:
+    """The Python files whose code the attempts' processes ran as a module (one
+    `loaded-<pid>.txt` each, written by the child as each module's body begins),
+    resolved, in the order first run: what they imported, where `imported` is also what
+    they looked for and never found."""
+    files = (Path(line).resolve() for line in recorded(run_dir, attempts, "loaded"))
+    return tuple(dict.fromkeys(files))
 
 
 def searched(run_dir: Path, attempts: Iterable[AttemptResult]) -> tuple[Path, ...]:

@@ -139,15 +139,27 @@ def _record_imports() -> None:
                 pass
 
     sys.meta_path.insert(0, _Recorder)
+    # The files whose code ran as a module: `import` names what was looked for, found or not
+    # (a failed `from mylib import x` put the workdir's mylib/ in the spec's files). A
+    # module's body runs through the builtin exec (importlib's loaders, pytest's rewriting,
+    # runpy), whose `exec` event carries its code object: co_filename is the file loaded.
+    ran: set[str] = set()
+    loaded = _ProcessLines(folder, "loaded")
 
     def _imported(event: str, args: tuple[object, ...]) -> None:
         # Raised before any finder is asked: a finder put ahead of the recorder later
         # (pytest's assertion rewriting, for conftest.py, the test modules and every
         # plugin it loads) kept those from a list the finder wrote, and capture pinned
         # no plugin and carried no conftest.py.
-        if event != "import":
-            return
         try:
+            if event == "exec":
+                file = getattr(args[0], "co_filename", None)  # exec of a string has none
+                if isinstance(file, str) and file.endswith(".py") and file not in ran:
+                    ran.add(file)
+                    loaded.write(os.path.abspath(file))
+                return
+            if event != "import":
+                return
             name = args[0]
             if isinstance(name, str) and name not in seen:
                 seen.add(name)

@@ -1218,3 +1218,61 @@ def test_a_pytest_module_that_fails_to_collect_is_captured_with_its_import_error
         "message": "No module named 'nosuchlib_fxg'",
         "phase": "tests/test_fetch.py",
     }
+
+
+def test_a_module_looked_for_and_never_found_is_no_file_it_imported(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu17 D6: the pytest console script does not put the rootdir on sys.path, so the test
+    # module's `from mylib import fetch` failed at collection; capture still said "files it
+    # imported or read from the workdir: mylib/__init__.py" and listed it in `files`: the
+    # import was recorded as looked for, and mylib/ found in the workdir by name.
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("def fetch():\n    return 41\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_fetch.py").write_text(
+        "from mylib import fetch\n\ndef test_fetch():\n    assert fetch() == 42\n"
+    )
+    here = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    made = cli(
+        "capture", "--no-verify", "-o", "c.yaml", "--", "pytest", "tests/test_fetch.py",
+        cwd=tmp_path, env=here,
+    )  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    assert "error:ModuleNotFoundError:tests/test_fetch.py in 1/1" in made.stdout
+    assert "mylib" not in made.stdout
+    assert "files" not in load_spec(str(tmp_path / "c.yaml")).document
+    # `python -m pytest` puts the rootdir first on sys.path: mylib is imported, and listed.
+    made = cli(
+        "capture", "--no-verify", "-o", "m.yaml", "--", "python", "-m", "pytest",
+        "tests/test_fetch.py", cwd=tmp_path, env=here,
+    )  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    assert "error:AssertionError:tests/test_fetch.py::test_fetch in 1/1" in made.stdout
+    assert "files it imported or read from the workdir: mylib/__init__.py" in made.stdout
+    assert load_spec(str(tmp_path / "m.yaml")).document["files"] == ["mylib/__init__.py"]
+
+
+def test_a_script_lists_the_modules_it_imported_not_those_it_tried(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # bin/app.py's folder is first on its sys.path, not the workdir: `import settings`
+    # finds no settings.py there, the program goes on without it, and the workdir's own
+    # settings.py (another program's) is nothing it needs; its helpers are.
+    (tmp_path / "bin" / "helpers").mkdir(parents=True)
+    (tmp_path / "settings.py").write_text("LEVEL = 3\n")
+    (tmp_path / "bin" / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "bin" / "helpers" / "check.py").write_text(
+        "def check(level):\n    raise ValueError(f'level {level} is out of range')\n"
+    )
+    (tmp_path / "bin" / "app.py").write_text(
+        "try:\n    import settings\nexcept ImportError:\n    settings = None\n"
+        "import importlib\n"
+        "check = importlib.import_module('helpers.check')\n"
+        "check.check(getattr(settings, 'LEVEL', 9))\n"
+    )
+    made = cli("capture", "--no-verify", "-o", "s.yaml", "--", "python", "bin/app.py", cwd=tmp_path)
+    assert made.code == 0, made.stdout + made.stderr
+    assert "error:ValueError in 1/1" in made.stdout
+    files = load_spec(str(tmp_path / "s.yaml")).document["files"]
+    assert files == ["bin/helpers/__init__.py", "bin/helpers/check.py"]

@@ -1,10 +1,12 @@
-"""The file names a failing program's output gives: what a copy of its workdir lacked."""
+"""The workdir's files a run's records name, and the file names a failing program's output
+gives: what a copy of its workdir lacked."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.capture.datafiles import named_in
+from reprospec.capture.datafiles import WorkdirFiles, named_in
+from reprospec.core.results import AttemptResult, Outcome
 
 
 def test_a_quoted_name_with_spaces_is_found_whole(tmp_path: Path) -> None:
@@ -30,3 +32,31 @@ def test_plain_words_with_a_dot_or_a_slash_are_names_and_others_are_not(tmp_path
 def test_an_apostrophe_before_a_quoted_name_does_not_pair_with_its_quote(tmp_path: Path) -> None:
     found = named_in("error: can't open 'my data.txt': it isn't there\n", tmp_path)
     assert str(tmp_path / "my data.txt") in found
+
+
+def test_a_module_only_looked_for_is_listed_only_when_asked(tmp_path: Path) -> None:
+    """The child records the names it looked for (imports-PID.txt) and the files whose
+    code ran (loaded-PID.txt): a name looked for and never found (`mylib`, not on the
+    pytest script's sys.path) is no file of the run's, but a copy's failed import is how
+    the verify learns what the copy lacks, so it asks for the names."""
+    workdir = tmp_path / "proj"
+    for name in ("mylib/__init__.py", "helpers/__init__.py", "helpers/util.py"):
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text("")
+    site = workdir / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (workdir / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / "dep.py").write_text("")
+    run = tmp_path / "run"
+    (run / "a").mkdir(parents=True)
+    (run / "a" / "imports-7.txt").write_text("helpers\nhelpers.util\nmylib\ndep\n")
+    (run / "a" / "syspath-7.txt").write_text(f"{workdir}\n{site}\n")
+    (run / "a" / "loaded-7.txt").write_text(
+        "".join(f"{path}\n" for path in (workdir / "helpers/__init__.py",
+                                          workdir / "helpers/util.py", site / "dep.py"))
+    )  # fmt: skip
+    attempt = AttemptResult(1, 0.1, Outcome(kind="pass"), True, (), logs="a")
+    files = WorkdirFiles(workdir, workdir, tmp_path / "out", leave_out=(), before=0.0)
+    assert files.read(run, [attempt]).listed == ("helpers/__init__.py", "helpers/util.py")
+    looked = files.read(run, [attempt], ("helpers", "helpers.util", "mylib", "dep"))
+    assert looked.listed == ("helpers/__init__.py", "helpers/util.py", "mylib/__init__.py")
