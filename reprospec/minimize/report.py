@@ -395,6 +395,22 @@ def to_dict(found: Minimized) -> JsonObject:
     }
 
 
+def _layout_note(result: MinimizeResult) -> list[str]:
+    """Where the original's files in their own layout count otherwise than as minimize
+    writes them (program.as_written), on which the table counts both sides: both figures."""
+    if result.original.workload:
+        return []
+    code, file = result.original.given_lines
+    if (code, file) == (result.original.lines, result.original.file_lines):
+        return []
+    return [
+        "- **Lines** are counted as minimize writes a file it changes (`ast.unparse`: no "
+        "comments, one statement a line, its own blank lines), the original's too, so that "
+        f"before and after compare; in its own layout the original has {code} lines of "
+        f"Python in {file} lines of file"
+    ]
+
+
 def fields(result: MinimizeResult) -> list[tuple[str, int, int]]:
     """A workload's numbers: (field, before, after); [] for a command spec."""
     after = dict(result.program.fields)
@@ -494,6 +510,7 @@ def markdown(found: Minimized) -> str:
     original = r.original_rate
     lines += [
         "",
+        *_layout_note(r),
         f"- **Signature**: `{found.signature or 'none seen'}`, the failing cell's expect "
         f"({_expect(found)}); passing cells checked with every accepted candidate: "
         f"{', '.join(c.id for c in found.passing) or 'none (the spec has none)'}",

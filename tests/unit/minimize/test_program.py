@@ -1,0 +1,94 @@
+"""How a minimize candidate's size is counted: the original's and a candidate's alike."""
+
+from __future__ import annotations
+
+import ast
+
+from reprospec.minimize.program import Program
+from reprospec.minimize.source import apply, numbered
+
+# nu17's DataLoader script, in its own layout: no blank line between methods, a comment.
+TRAIN = """import argparse
+import ctypes
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Decoded(Dataset):
+    def __init__(self, decoder):
+        self.decoder = decoder
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        info = torch.utils.data.get_worker_info()
+        if self.decoder == "native" and info is not None and i == 37:
+            ctypes.string_at(0)  # native decoder is not fork-safe
+        return torch.full((4,), float(i)), i % 2
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--decoder", default="pil")
+    a = p.parse_args()
+    dl = DataLoader(Decoded(a.decoder), batch_size=4, num_workers=a.workers)
+    for step, (x, y) in enumerate(dl, 1):
+        print(f"train step {step}", flush=True)
+    print("ok")
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _program(text: str) -> Program:
+    return Program(("python", "train.py"), (), files=(("train.py", text),))
+
+
+def test_a_candidate_one_statement_smaller_counts_fewer_lines_of_file() -> None:
+    # minimize.md read "lines of the files 28 -> 29" of this script cut by a statement:
+    # the candidate is written by ast.unparse, whose blank line before each method the
+    # original's own layout did not have.
+    nodes = numbered(ast.parse(TRAIN))
+    index = next(
+        i
+        for i, node in enumerate(nodes)
+        if isinstance(node, ast.Expr) and ast.unparse(node) == "print('ok')"
+    )
+    cut = apply(TRAIN, delete={index})
+    assert cut is not None
+    assert "print('ok')" not in cut
+    original, candidate = _program(TRAIN), _program(cut)
+    assert candidate.file_lines == original.file_lines - 1
+    assert candidate.lines == original.lines - 1
+    # In its own layout the original is 28 lines of file, 25 of code; the written candidate
+    # has 29 lines of file: the counts compare only in one layout.
+    assert original.given_lines == (25, 28)
+    assert len(cut.splitlines()) == 29
+
+
+def test_a_statement_over_several_lines_is_one_line_as_written() -> None:
+    # A five-line literal is one line once unparsed: counted raw, a candidate that only
+    # rewrote it would seem four lines smaller.
+    text = "CONFIG = {\n    'a': 1,\n    'b': 2,\n}\nprint(CONFIG)\n"
+    program = _program(text)
+    assert (program.lines, program.file_lines) == (2, 2)
+    assert program.given_lines == (5, 5)
+    # A file that does not parse is counted as it is.
+    broken = _program("def f(:\n    pass\n")
+    assert (broken.lines, broken.file_lines) == broken.given_lines == (2, 2)
+
+
+def test_minimize_md_gives_the_originals_own_figures_where_they_differ() -> None:
+    from reprospec.core.results import Rate
+    from reprospec.isolation.candidates import Tally
+    from reprospec.minimize.report import _layout_note
+    from reprospec.minimize.search import MinimizeResult
+
+    def result(original: Program) -> MinimizeResult:
+        rate = Rate(5, 5, 0.57, 1.0)
+        return MinimizeResult(
+            "minimized", "", original, original, 10, 1, 1, rate, rate, 0.9, 0.1, 0.3, Tally()
+        )
+
+    (note,) = _layout_note(result(_program(TRAIN)))
+    assert "in its own layout the original has 25 lines of Python in 28 lines of file" in note
+    assert _layout_note(result(_program("x = 1\nprint(x)\n"))) == []
