@@ -39,6 +39,7 @@ from reprospec.core.sections import Environment
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
+from reprospec.export.runnerpackages import RunnerPackages, runner_packages
 from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
@@ -86,11 +87,17 @@ class _Image:
     needs: str
 
 
-def _bundle_image(environment: Environment, spec_dir: Path, find_links: Path | None) -> _Image:
+def _bundle_image(
+    environment: Environment,
+    spec_dir: Path,
+    find_links: Path | None,
+    runner: RunnerPackages,
+) -> _Image:
     """Always a build (the image must carry the harness), never FROM an image of this machine.
 
     The runner's default image (and its base) are built locally by `reprospec docker setup`: the
-    bundle rebuilds what they hold from a public Debian base instead. An `image` the spec
+    bundle rebuilds what they hold from a public Debian base instead, with of the runner's
+    packages those the cell needs (`runner`). An `image` the spec
     names is used as the base, and the README says the reader must have it.
     """
     if environment.dockerfile:
@@ -100,11 +107,13 @@ def _bundle_image(environment: Environment, spec_dir: Path, find_links: Path | N
         return _Image(recipe.build, f"the spec's own Dockerfile; it builds FROM {bases}")
     image = environment.image or dockerimage.DEFAULT_IMAGE
     if image in dockerimage.LOCAL_IMAGES:
-        build = dockerimage.public_build(environment.packages, find_links)
+        build = dockerimage.public_build(environment.packages, find_links, runner.packages)
+        installs = ", ".join(f"`{p}`" for p in runner.packages) or "none"
         return _Image(
             build,
             f"`{dockerimage.PUBLIC_BASE}` (public: `docker build` pulls it), or any Debian "
-            "bookworm image given as `BASE=IMAGE ./run.sh`",
+            "bookworm image given as `BASE=IMAGE ./run.sh`; of the runner image's "
+            f"packages it installs {installs} ({runner.why})",
         )
     recipe = dockerimage.recipe_for(environment, spec_dir=spec_dir, find_links=find_links)
     needs = (
@@ -234,7 +243,7 @@ def write_bundle(
     cells: list[str] = []
     script: list[str] = []
     for number, plan in enumerate(plans, start=1):
-        image_of = _bundle_image(plan.environment, spec_dir, find_links)
+        image_of = _bundle_image(plan.environment, spec_dir, find_links, runner_packages(plan))
         build = _without_certs(image_of.build)
         key = dockerimage.content_hash(build)
         if key not in images:
@@ -463,8 +472,8 @@ of the machine that wrote this bundle is needed. What each build starts from:
 {chr(10).join(f"- `images/{k}/`: {text}" for k, text in needs.items())}
 
 Without `--find-links` when the bundle was written, the builds install their
-packages (torch among them) from the package index pip is configured with; on
-x86_64 PyPI's torch is the CUDA build. A machine without an index: rewrite the
+packages from the package index pip is configured with (on x86_64 PyPI's torch,
+where one is, is the CUDA build). A machine without an index: rewrite the
 bundle with `reprospec materialize ... --find-links WHEELHOUSE`.
 Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
 Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`

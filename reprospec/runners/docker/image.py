@@ -167,14 +167,17 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
     return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
 
 
-def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecipe:
-    """What the runner image holds (Python, gdb, RUNNER_PACKAGES, the harness) and `packages`,
-    built from PUBLIC_BASE: no image of this machine is needed. A package of `packages`
-    replaces the runner's own pin of it (`torch==2.3.0` wins over torch==2.13.0)."""
+def public_build(
+    packages: Sequence[str], find_links: Path | None, runner: Sequence[str] = RUNNER_PACKAGES
+) -> BuildRecipe:
+    """What the runner image holds (Python, gdb, the harness, of RUNNER_PACKAGES those in
+    `runner`: materialize's cell may need none) and `packages`, built from PUBLIC_BASE: no
+    image of this machine is needed. A package of `packages` replaces the runner's own pin
+    of it (`torch==2.3.0` wins over torch==2.13.0)."""
     import jinja2
 
-    named = {_requirement_name(p) for p in packages}
-    wanted = [p for p in RUNNER_PACKAGES if _requirement_name(p) not in named] + list(packages)
+    named = {requirement_name(p) for p in packages}
+    wanted = [p for p in runner if requirement_name(p) not in named] + list(packages)
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     if find_links is not None:
         if not find_links.is_dir():
@@ -200,7 +203,8 @@ def public_build(packages: Sequence[str], find_links: Path | None) -> BuildRecip
     )
 
 
-def _requirement_name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
+    """A requirement's distribution name, normalized (PEP 503): `Torch_X>=1` -> `torch-x`."""
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
 

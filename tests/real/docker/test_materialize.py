@@ -104,9 +104,11 @@ def test_bundle_layout(tmp_path: Path) -> None:
     assert f"ARG BASE={image.PUBLIC_BASE}\nFROM ${{BASE}}\n" in dockerfile
     assert "reprospec-runner" not in dockerfile
     assert "reprospec-base" not in dockerfile
-    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
+    # main.py imports neither torch nor numpy: none of the runner image's packages.
+    assert (out / "images" / "1" / "requirements.txt").read_text() == ""
     readme = (out / "README.md").read_text()
     assert f"`images/1/`: `{image.PUBLIC_BASE}` (public" in readme
+    assert "packages it installs none (its program does not import torch or numpy)" in readme
     assert (out / "images" / "1" / "harness" / "reprospec_harness" / "__main__.py").is_file()
     assert list((out / "images" / "1" / "certs").iterdir()) == []
     plan = json.loads((out / "cells" / "2" / "plan.json").read_text())
@@ -146,6 +148,8 @@ def test_workload_bundle_has_cell_json(tmp_path: Path) -> None:
     cell = json.loads((out / "cells" / "1" / "cell.json").read_text())
     assert set(cell) == {"spec", "cell_id", "matrix", "attempt", "workload", "environment"}
     assert "python3 -m reprospec_harness" in (out / "run.sh").read_text()
+    # The harness trains with torch: the runner image's packages, whatever the spec imports.
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.13.0\nnumpy\n"
 
 
 def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
@@ -162,8 +166,8 @@ def test_named_images_are_the_readers_to_get(tmp_path: Path) -> None:
     done, out = materialize(tmp_path / "ours", ours)
     assert done.returncode == 0, done.stderr
     assert "FROM ${BASE}" in (out / "images" / "1" / "Dockerfile").read_text()
-    # The spec's pin replaces the runner's own.
-    assert (out / "images" / "1" / "requirements.txt").read_text() == "numpy\ntorch==2.12.0\nsix\n"
+    # The spec's packages go in whatever its program imports (main.py imports no torch).
+    assert (out / "images" / "1" / "requirements.txt").read_text() == "torch==2.12.0\nsix\n"
 
 
 # The bundles of this module build the same image (same Dockerfile, packages and harness):

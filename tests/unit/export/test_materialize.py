@@ -48,3 +48,82 @@ def test_a_bundle_inside_its_workdir_does_not_copy_itself(tmp_path: Path) -> Non
     _warnings(tmp_path, SPEC)
     copied = tmp_path / "bundle" / "workdirs" / "1"
     assert list(copied.iterdir()) == []
+
+
+def _requirements(tmp_path: Path, spec: str, files: dict[str, str]) -> tuple[str, str]:
+    """The requirements.txt materialize writes for `spec` over a workdir of `files`, and the
+    README's line for its image."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "s.yaml").write_text(spec)
+    loaded = load_spec(tmp_path / "s.yaml")
+    plans = [plan for plan in plan_run(loaded, RunOptions()).attempts if plan.attempt == 1]
+    write_bundle(loaded, plans, tmp_path / "bundle")
+    readme = (tmp_path / "bundle" / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if line.startswith("- `images/1/`"))
+    return (tmp_path / "bundle" / "images" / "1" / "requirements.txt").read_text(), line
+
+
+COMMAND = "reprospec: 1\nname: c\ncommand: {command}\nexpect: {{outcome: hang}}\n"
+
+
+def test_a_pure_python_programs_image_installs_none_of_the_runners_packages(
+    tmp_path: Path,
+) -> None:
+    # nu17 D10: a lock-order deadlock's bundle pinned torch==2.13.0 and numpy (the runner
+    # image's), gigabytes to download for a program that imports neither.
+    wanted, line = _requirements(
+        tmp_path,
+        COMMAND.format(command="python deadlock.py 2"),
+        {"deadlock.py": "import threading\nimport helper\n", "helper.py": "import time\n"},
+    )
+    assert wanted == ""
+    assert "packages it installs none (its program does not import torch or numpy)" in line
+
+
+def test_a_program_importing_torch_gets_torch_and_numpy(tmp_path: Path) -> None:
+    # Through a local module it imports, as the bundle carries it.
+    wanted, line = _requirements(
+        tmp_path,
+        COMMAND.format(command="python train.py"),
+        {"train.py": "import model\n", "model.py": "def f():\n    import torch.nn\n"},
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "installs `torch==2.13.0`, `numpy` (its program uses torch)" in line
+    wanted, _ = _requirements(
+        tmp_path / "c", COMMAND.format(command="python -c 'import numpy as np'"), {}
+    )
+    assert wanted == "numpy\n"
+    # A shell script that runs torch the bundle cannot read as Python: taken as needed.
+    wanted, _ = _requirements(
+        tmp_path / "sh",
+        COMMAND.format(command="sh run.sh"),
+        {"run.sh": "python app.py\ntorchrun --nproc-per-node 2 app.py\n", "app.py": "x = 1\n"},
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+
+
+def test_a_program_whose_python_is_out_of_sight_keeps_the_runners_packages(
+    tmp_path: Path,
+) -> None:
+    # `pytest` naming no test file: what it imports is not known, so nothing is dropped.
+    wanted, line = _requirements(tmp_path, COMMAND.format(command="pytest -x"), {})
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "what it imports is not known" in line
+
+
+def test_a_workload_image_installs_torch_for_the_harness(tmp_path: Path) -> None:
+    spec = (
+        "reprospec: 1\nname: w\nworkload:\n  model: {builtin: mlp}\n  data:\n"
+        "    dataset: {builtin: synthetic, size: 8, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4}\n  phases: [{name: train, steps: 1}]\n"
+        "expect: {outcome: pass}\n"
+    )
+    wanted, line = _requirements(tmp_path, spec, {})
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "(the harness runs the workload on torch)" in line
+    # The spec's own pin replaces the runner's, whatever the program imports.
+    pinned = spec.replace("workload:", "environment: {packages: [torch==2.12.0]}\nworkload:")
+    assert _requirements(tmp_path / "p", pinned, {})[0] == "numpy\ntorch==2.12.0\n"
