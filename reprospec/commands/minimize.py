@@ -88,6 +88,13 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     opt.gpus(p)
     opt.find_links(p)
     opt.keep_cores(p)
+    opt.preload_option(
+        p,
+        help="fork every candidate's attempts from one server that imported these modules "
+        "once, for the whole search (overrides run.preload; 'none' turns it off; opt-in: a "
+        "forked attempt differs from a fresh one, see spec-format.md); attempts a fork "
+        "could change run fresh",
+    )
     opt.output_format(
         p,
         ("text", "json"),

@@ -200,6 +200,12 @@ def keep_cores(p: argparse.ArgumentParser) -> None:
     )
 
 
+def preload_option(p: argparse.ArgumentParser, *, help: str) -> None:
+    """`--preload MOD,...`: fork each attempt from a server that imported these modules
+    once (`run.preload` for this command; `none` turns the spec's off)."""
+    p.add_argument("--preload", default=None, metavar="MOD,...", help=help)
+
+
 def output_format(
     p: argparse.ArgumentParser, choices: Sequence[str], *, default: str | None, help: str
 ) -> None:

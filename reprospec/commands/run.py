@@ -71,10 +71,8 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     opt.find_links(p)
     opt.keep_cores(p)
-    p.add_argument(
-        "--preload",
-        default=None,
-        metavar="MOD,...",
+    opt.preload_option(
+        p,
         help="fork each attempt from a server that imported these modules once (overrides "
         "run.preload; 'none' turns it off); attempts a fork could change run fresh",
     )

@@ -47,6 +47,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
+from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import Minimized, not_the_reduced_cell, write, write_reports
 from reprospec.minimize.search import Minimization, Probe, Settings
@@ -166,6 +167,10 @@ def _minimize(
         original = replace(
             original, head=(), fields=tuple((f.path, f.value) for f in fields), workload=True
         )
+    # Said before step 1, whose attempts pay the same import.
+    hint = preload_hint(attempt, original, run_options, options.command_line, str(spec.path))
+    if hint is not None:
+        say(hint)
     # Step 1, the settings, by isolate: its attempts come out of the budget.
     reduced = (
         reduce_settings(

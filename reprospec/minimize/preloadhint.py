@@ -1,0 +1,68 @@
+"""Whether `minimize` should say that `--preload torch` would make its search cheaper.
+
+A minimization is hundreds of small runs, and a small torch program spends most of each
+attempt in `import torch`: nu17's 28-line DataLoader script took 9 min 35 s for 200
+attempts, where `run.preload` made the same spec's attempts about 3x cheaper. minimize
+does not turn preload on by itself: a forked attempt differs from a fresh one in ways the
+spec cannot show (docs/spec-format.md#preload-forked-attempts: one hash seed for every
+fork, no interpreter teardown, import-time state shared), and a candidate that failed
+only forked would be accepted as the bug. So it says so, with the option, where a fork
+would serve the search: the spec has no `run.preload`, the runner forks (local, venv),
+the program imports torch (a workload's harness does), and its failing cell's attempts
+would be forked rather than run fresh (`process/preload.fresh_reason`).
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from dataclasses import replace
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.runoptions import RunOptions
+from reprospec.minimize.program import Program
+
+HEAVY = "torch"  # the module preload was made for (docs/preload.md)
+_FORKING_RUNNERS = ("local", "venv")
+
+
+def preload_hint(
+    attempt: AttemptPlan, program: Program, options: RunOptions, command_line: str, spec: str
+) -> str | None:
+    """The line minimize prints to suggest `--preload torch` (see above), or None."""
+    from reprospec.process.preload import entry_point, fresh_reason
+    from reprospec.runners.local import resolve_python
+
+    if attempt.preload or options.preload is not None or options.runner not in _FORKING_RUNNERS:
+        return None
+    if not program.workload and not any(_imports(text, HEAVY) for _, text in program.files):
+        return None
+    forked = replace(attempt, preload=(HEAVY,))
+    if fresh_reason(forked, entry_point(forked, resolve_python(options.python))) is not None:
+        return None
+    command = command_line or f"reprospec minimize {shlex.quote(spec)}"
+    return (
+        f"each attempt imports {HEAVY} afresh (the spec has no run.preload): "
+        f"`{command} --preload {HEAVY}` forks them from one server that imported it once "
+        "for the whole search, a few times cheaper for a small program; opt-in, since a forked "
+        "attempt differs from a fresh one in what the spec cannot show "
+        "(docs/spec-format.md#preload-forked-attempts)"
+    )
+
+
+def _imports(text: str, module: str) -> bool:
+    """Whether a Python source imports `module` or one of its submodules, anywhere in it."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        else:
+            continue
+        if any(name == module or name.startswith(module + ".") for name in names):
+            return True
+    return False
