@@ -91,9 +91,10 @@ class Program:
 def as_written(text: str) -> str:
     """`text` in the layout minimize writes a file it changed in (`ast.unparse`: comments
     gone, one statement a line, a blank line before a nested def, a long call on one line),
-    or as it is when it does not parse. Sizes are counted on this, the original's too: a
-    28-line file cut by one statement counted 29 lines after, unparse's blank lines against
-    the original's layout, and a five-line dict literal read as four lines cut."""
+    or as it is when it does not parse. The search compares candidates' sizes on this, the
+    original's too, and the report a changed file's original (report.sizes): counted in
+    the original's own layout, a 28-line file cut by one statement counted 29 lines after
+    (unparse's blank lines), and a five-line dict literal read as four lines cut."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an invalid escape's SyntaxWarning, once more

@@ -38,7 +38,7 @@ from reprospec.core.results import Standalone
 from reprospec.core.words import budget_continues, perturbed_phrase, plural, replayed_phrase
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import copy_named
-from reprospec.minimize.program import Program, join_words
+from reprospec.minimize.program import Program, as_written, join_words, source_lines
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 
@@ -361,10 +361,10 @@ def to_dict(found: Minimized) -> JsonObject:
     r = found.result
     return {
         "perturbed": list(found.perturbed),
-        "lines_before": r.original.lines,
-        "lines_after": r.program.lines,
-        "file_lines_before": r.original.file_lines,
-        "file_lines_after": r.program.file_lines,
+        "lines_before": sizes(r).lines[0],
+        "lines_after": sizes(r).lines[1],
+        "file_lines_before": sizes(r).file_lines[0],
+        "file_lines_after": sizes(r).file_lines[1],
         "nodes_before": r.original.nodes,
         "nodes_after": r.program.nodes,
         "attempts": attempts(found),
@@ -395,19 +395,52 @@ def to_dict(found: Minimized) -> JsonObject:
     }
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """(before, after) of the lines of Python and of the files, like with like."""
+
+    lines: tuple[int, int]
+    file_lines: tuple[int, int]
+
+
+def sizes(result: MinimizeResult) -> Sizes:
+    """The result's files as DIR holds them, each against the original's file in the same
+    layout: a file minimize changed is written by `ast.unparse`, so its original is counted
+    as unparse writes it too (program.as_written); one it left alone is the original's own
+    text, counted as it is on both sides. Counted raw, a 28-line file cut by one statement
+    read 'lines of the files 28 -> 29' (unparse's blank line before each method); counted
+    unparsed on both sides, a file left whole read 30 lines where DIR's has 28."""
+    after = dict(result.program.files)
+    counts = [0, 0, 0, 0]
+    for path, text in result.original.files:
+        now = after.get(path, text)
+        before = text if now == text else as_written(text)
+        for index, value in enumerate(
+            (
+                source_lines(before),
+                source_lines(now),
+                len(before.splitlines()),
+                len(now.splitlines()),
+            )
+        ):
+            counts[index] += value
+    return Sizes((counts[0], counts[1]), (counts[2], counts[3]))
+
+
 def _layout_note(result: MinimizeResult) -> list[str]:
-    """Where the original's files in their own layout count otherwise than as minimize
-    writes them (program.as_written), on which the table counts both sides: both figures."""
+    """Where the original's files in their own layout count otherwise than in the table
+    (`sizes`: a file minimize changed counted as unparse writes it): both figures."""
     if result.original.workload:
         return []
     code, file = result.original.given_lines
-    if (code, file) == (result.original.lines, result.original.file_lines):
+    counted = sizes(result)
+    if (code, file) == (counted.lines[0], counted.file_lines[0]):
         return []
     return [
-        "- **Lines** are counted as minimize writes a file it changes (`ast.unparse`: no "
-        "comments, one statement a line, its own blank lines), the original's too, so that "
-        f"before and after compare; in its own layout the original has {code} lines of "
-        f"Python in {file} lines of file"
+        "- **Lines**: a file minimize changed is written by `ast.unparse` (no comments, one "
+        "statement a line, its own blank lines), and its original is counted as unparse writes "
+        f"it too, so that before and after compare; as it is, the original has {code} lines "
+        f"of Python in {file} lines of file"
     ]
 
 
@@ -423,7 +456,8 @@ def _size_change(result: MinimizeResult) -> str:
             f"{path.removeprefix('workload.')} {before} -> {after}"
             for path, before, after in fields(result)
         )
-    return f"{result.original.lines} -> {result.program.lines} lines"
+    counted = sizes(result).lines
+    return f"{counted[0]} -> {counted[1]} lines"
 
 
 def attempts(found: Minimized) -> int:
@@ -497,8 +531,8 @@ def markdown(found: Minimized) -> str:
         lines += [f"| `{path}` | {before} | {after} |" for path, before, after in fields(r)]
     else:
         lines += [
-            f"| lines of Python | {r.original.lines} | {r.program.lines} |",
-            f"| lines of the files | {r.original.file_lines} | {r.program.file_lines} |",
+            f"| lines of Python | {sizes(r).lines[0]} | {sizes(r).lines[1]} |",
+            f"| lines of the files | {sizes(r).file_lines[0]} | {sizes(r).file_lines[1]} |",
             f"| AST nodes | {r.original.nodes} | {r.program.nodes} |",
             f"| command | `{r.original.command}` | `{r.program.command}` |",
         ]

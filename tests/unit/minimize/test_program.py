@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import ast
 
-from reprospec.minimize.program import Program
+from reprospec.core.results import Rate
+from reprospec.isolation.candidates import Tally
+from reprospec.minimize.program import Program, as_written
+from reprospec.minimize.report import _layout_note, sizes
+from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.source import apply, numbered
 
 # nu17's DataLoader script, in its own layout: no blank line between methods, a comment.
@@ -77,18 +81,25 @@ def test_a_statement_over_several_lines_is_one_line_as_written() -> None:
     assert (broken.lines, broken.file_lines) == broken.given_lines == (2, 2)
 
 
-def test_minimize_md_gives_the_originals_own_figures_where_they_differ() -> None:
-    from reprospec.core.results import Rate
-    from reprospec.isolation.candidates import Tally
-    from reprospec.minimize.report import _layout_note
-    from reprospec.minimize.search import MinimizeResult
+def _result(original: Program, program: Program) -> MinimizeResult:
+    rate = Rate(5, 5, 0.57, 1.0)
+    return MinimizeResult(
+        "minimized", "", original, program, 10, 1, 1, rate, rate, 0.9, 0.1, 0.3, Tally()
+    )
 
-    def result(original: Program) -> MinimizeResult:
-        rate = Rate(5, 5, 0.57, 1.0)
-        return MinimizeResult(
-            "minimized", "", original, original, 10, 1, 1, rate, rate, 0.9, 0.1, 0.3, Tally()
-        )
 
-    (note,) = _layout_note(result(_program(TRAIN)))
-    assert "in its own layout the original has 25 lines of Python in 28 lines of file" in note
-    assert _layout_note(result(_program("x = 1\nprint(x)\n"))) == []
+def test_the_report_counts_each_file_in_the_layout_dir_holds_it_in() -> None:
+    # A file minimize changed is unparsed: its original is counted unparsed too. One it
+    # left whole is DIR's as the original's text: counted unparsed, it read 30 lines of
+    # file where DIR's train.py has 28.
+    original = _program(TRAIN)
+    cut = _program(TRAIN.replace('    print("ok")\n', ""))
+    cut = _program(as_written(cut.source("train.py")))
+    changed = _result(original, cut)
+    assert (sizes(changed).lines, sizes(changed).file_lines) == ((25, 24), (30, 29))
+    (note,) = _layout_note(changed)
+    assert "as it is, the original has 25 lines of Python in 28 lines of file" in note
+    whole = _result(original, original)
+    assert (sizes(whole).lines, sizes(whole).file_lines) == ((25, 25), (28, 28))
+    assert _layout_note(whole) == []
+    assert _layout_note(_result(_program("x = 1\nprint(x)\n"), _program("print(1)\n"))) == []
