@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
             "capture needs a command after `--` (reprospec capture -- python train.py ...) "
             "or --from-log FILE"
         )
+    if not argv[0].strip():
+        # `capture -- ""` (an unset variable's `$CMD`): the shell's exit 127 was captured
+        # and verified as the failure, exit 0.
+        raise UsageError("capture: the command's first word is empty: nothing to run")
     if args.repeat < 1:
         raise UsageError(f"--repeat: expected a number >= 1, got {args.repeat}")
     from reprospec.capture.command import Request, VerifyInterrupted, capture, chosen_interpreter
@@ -195,6 +199,14 @@ def _from_log(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--from-log: {args.from_log}: {exc.strerror or exc}") from None
         source = args.from_log
+    if not text.strip():
+        # An empty log (a failed copy, a wrong file) was written up as a skeleton, exit 0.
+        raise UsageError(f"--from-log: {source} is empty: no log to read")
+    if "\x00" in text:
+        raise UsageError(
+            f"--from-log: {source} is not text (it holds NUL bytes): give the ticket's pasted "
+            "log, not a binary file"
+        )
     output: Path = args.output or Path("ticket.yaml")
     check_output(output, force=args.force, reads=() if source == "stdin" else (source,))
     for line in capture_log(text, source, output):

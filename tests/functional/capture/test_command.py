@@ -278,6 +278,20 @@ def test_capture_refuses_to_overwrite_and_needs_a_command(cli: Cli, tmp_path: Pa
     bare = cli("capture", cwd=tmp_path)
     assert bare.code == 2
     assert "capture needs a command after `--`" in bare.stderr
+    # `capture -- "$CMD"` with CMD unset: the shell's exit 127 was the captured failure.
+    empty = cli("capture", "-o", "e.yaml", "--", "", cwd=tmp_path)
+    assert empty.code == 2, empty.stderr
+    assert "the command's first word is empty" in empty.stderr
+    assert not (tmp_path / "e.yaml").exists()
+    # An empty or binary log: nothing to read, nothing written (it was a TODO skeleton, 0).
+    (tmp_path / "empty.log").write_text("\n  \n")
+    (tmp_path / "binary.log").write_bytes(b"\x7fELF\x02\x01\x00\x00crash\n")
+    for log, said in (("empty.log", "is empty"), ("binary.log", "is not text")):
+        read = cli("capture", "--from-log", log, "-o", "t.yaml", cwd=tmp_path)
+        assert read.code == 2, read.stderr
+        assert f"--from-log: {log} {said}" in read.stderr
+        assert "Traceback" not in read.stderr
+        assert not (tmp_path / "t.yaml").exists()
     # Never over what the command reads (it wrote the spec over the script, then ran the
     # YAML as Python and called the SyntaxError reproduced), nor over a file that is not a
     # spec, --force or not; nor, from a log, over the log.
