@@ -24,6 +24,12 @@ _CONDA_TAGGED = re.compile(
     r"^\s*\[conda\]\s+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d\S*)(?:\s+\S+)*\s*$"
 )
 _FREEZE = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[\w.+!-]+)\s*$")
+# pip freeze's line for a wheel installed from a URL (PyTorch's own index pages, a CI's
+# artifact): `torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp311-...whl`.
+# The version is the wheel's file name's; a URL to anything else (git+, a tarball) says none.
+_DIRECT_WHEEL = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*@\s*\S*/(?P<file>[^/\s]+\.whl)(?:#\S*)?\s*$"
+)
 _CONDA_HEADER = re.compile(r"^\s*# packages in environment at ")
 _CONDA_ROW = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s+(?P<version>\d[\w.+!-]*)\s+\S+(?:\s+\S+)?\s*$"
@@ -132,6 +138,11 @@ def parse_machine(text: str) -> Machine:
             if frozen:
                 _add(packages, Package(frozen["name"], frozen["version"], "pip"))
                 continue
+            direct = _DIRECT_WHEEL.match(line)
+            version = _wheel_version(direct["name"], direct["file"]) if direct else None
+            if direct and version:
+                _add(packages, Package(direct["name"], version, "pip"))
+                continue
             if in_conda_table and not stripped.startswith("#"):
                 row = _CONDA_ROW.match(line)
                 if row:
@@ -189,6 +200,17 @@ def parse_machine(text: str) -> Machine:
         cuda_available={"true": True, "false": False}.get(available),
         packages=tuple(listed),
     )
+
+
+def _wheel_version(name: str, file: str) -> str | None:
+    """The version in a wheel's file name (`torch-2.1.0%2Bcu121-cp311-...whl`: 2.1.0+cu121)
+    when it is `name`'s wheel; None otherwise."""
+    from urllib.parse import unquote
+
+    parts = unquote(file).split("-")
+    if len(parts) < 5 or normalize(parts[0]) != normalize(name):
+        return None
+    return parts[1] or None
 
 
 def _gpus_inline(value: str) -> list[str]:

@@ -217,6 +217,12 @@ def compare_machine(theirs: Machine, ours: Mapping[str, JsonValue] | None) -> li
         )
         mark = "same" if same else "DIFFERS"
         lines.append(f"  {mark:7}  {label}: log {their}; here {our or 'unknown'}")
+    if len(lines) == 1 and not theirs.gpus:
+        # Packages alone (a bare `pip freeze`): the spec pins them; the heading stood alone.
+        return [
+            "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
+            "packages are in the spec's environment.packages"
+        ]
     if theirs.gpus and not our_gpus:
         lines.append(
             "  the log's machine had GPUs and this one has none: a failure that needs them "

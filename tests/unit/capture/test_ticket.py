@@ -297,3 +297,27 @@ def test_the_phase_is_named_as_a_run_of_the_same_output_names_it() -> None:
         phases = [e["phase"] for line in lines for e in match_markers(live, line) if e["phase"]]
         assert (read.failure.phase, read.failure.step) == (phases[-1], 3), word
         assert read.failure.phase == word
+
+
+def test_a_wheel_pip_freeze_installed_from_a_url_is_read_with_its_version() -> None:
+    # `torch @ https://.../torch-2.1.0%2Bcu121-...whl` was dropped: the skeleton pinned
+    # numpy alone, and the machine comparison had nothing to say of the torch build.
+    machine = parse_machine(
+        "torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp311-cp311-"
+        "linux_x86_64.whl\nnumpy==1.26.0\n"
+        "mylib @ git+https://github.com/me/mylib@abc123\n"
+        "other @ https://example.com/wheels/notother-1.0-py3-none-any.whl\n"
+    )
+    assert machine.torch == "2.1.0+cu121"
+    assert machine.requirements == ("numpy==1.26.0", "torch==2.1.0+cu121")
+
+
+def test_a_log_that_lists_packages_only_says_so_under_the_machine_heading() -> None:
+    from reprospec.capture.fromlog import compare_machine
+
+    theirs = parse_machine("numpy==1.26.0\n")
+    said = compare_machine(theirs, {"python": {"version": "3.11.7"}})
+    assert said == [
+        "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
+        "packages are in the spec's environment.packages"
+    ]
