@@ -28,16 +28,25 @@ def is_assignment(word: str) -> bool:
 
 
 def command_words(command: Command) -> list[str]:
-    """The command's words, or its shell script's (`sh -c SCRIPT`) less the files it writes."""
+    """The command's words, or its shell script's (`sh -c SCRIPT`) less the files it writes,
+    a script's own `sh -c SCRIPT` read the same way: the string command
+    `sh -c 'cat data.txt | python parse.py'` runs under `/bin/sh -c`, and its words were
+    `sh`, `-c` and the inner script whole, so no bundle or verify copy carried data.txt."""
     words = list(command.argv)
-    script = shell_script(words)
-    if script is None:
-        return words
-    try:
-        split = shlex.split(script, comments=True)
-    except ValueError:  # unbalanced quotes: the shell will say so; take plain words
-        split = script.split()
-    return without_written(split)
+    for _ in range(_NESTED_SHELLS):
+        script = shell_script(words)
+        if script is None:
+            break
+        try:
+            split = shlex.split(script, comments=True)
+        except ValueError:  # unbalanced quotes: the shell will say so; take plain words
+            split = script.split()
+        words = without_written(split)
+    return words
+
+
+# How deep `sh -c "bash -c '...'"` is read: a script three shells down is no one's command.
+_NESTED_SHELLS = 3
 
 
 def shell_script(words: list[str]) -> str | None:

@@ -57,6 +57,22 @@ def test_a_list_command_that_runs_a_shell_script_names_the_files_of_its_script(
     assert _files(tmp_path, "[bash, run.sh, -c, train.py]") == ("run.sh", "train.py")
 
 
+def test_a_shell_run_by_a_string_command_names_the_files_of_its_own_script(
+    tmp_path: Path,
+) -> None:
+    # `sh -c 'cat data.txt | python parse.py'` as a string command runs under /bin/sh -c:
+    # its words were sh, -c and the inner script whole, so capture's verify copy (and a
+    # bundle) lacked data.txt, the pipeline read nothing, and the crash did not come (nu18).
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("parse.py", "data.txt", "sorted.txt"):
+        (app / name).write_text("")
+    inner = "cat data.txt | python parse.py --strict | sort > sorted.txt"
+    assert _files(tmp_path, f"\"sh -c '{inner}'\"") == ("data.txt", "parse.py")
+    assert _files(tmp_path, f"\"bash -o pipefail -c '{inner}'\"") == ("data.txt", "parse.py")
+    assert _files(tmp_path, f"[bash, -c, \"sh -c '{inner}'\"]") == ("data.txt", "parse.py")
+
+
 def test_the_files_a_shell_script_names_are_files_the_command_needs(tmp_path: Path) -> None:
     # `sh run.sh` runs `cat data.txt | python app.py`: run.sh alone was carried, and the
     # bundle failed elsewhere on data.txt, which no Python process opened for capture to see.
