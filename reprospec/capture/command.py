@@ -200,9 +200,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     )
     # The modules whose code ran: `modules` holds every name looked for, found or not.
     data = footprint.read(run_dir, attempts)
-    # What the command names itself is carried as it is named: no need to list it.
-    named = {(workdir / word).resolve() for word in request.argv}
-    files = tuple(sorted(f for f in data.listed if (workdir / f).resolve() not in named))
+    files = listed_files(data.listed, request.argv, workdir)
     hydra = hydra_overrides(workdir, started)
     last_import = next(
         (
@@ -312,6 +310,20 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
             raise VerifyInterrupted(tuple(lines)) from None
         lines += said
     return Captured(spec_path, observed, tuple(lines), verified)
+
+
+def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tuple[str, ...]:
+    """The spec's `files`: what the program imported or read of the workdir (`read`, files
+    there before the capture began, so none it wrote), less the code the command names
+    itself (`app.py`), carried and compared as it is named. Data the command names and the
+    program read (`--config config.json`) is listed: a run digests the spec's `files` as
+    the program's inputs, and `compare` tells none of a file the command merely names (it
+    may write it), so two runs around an edit of config.json read "same program files"."""
+    from reprospec.plan.workfiles import is_code
+
+    named = {(workdir / word).resolve() for word in argv}
+    paths = {name: (workdir / name).resolve() for name in read}
+    return tuple(sorted(n for n, p in paths.items() if p not in named or not is_code(p)))
 
 
 def observe(attempts: Iterable[AttemptResult]) -> Observed:

@@ -153,7 +153,7 @@ def program_files(attempts: Iterable[AttemptPlan]) -> ProgramFiles:
     for workdir, found in by_workdir.items():
         carried = found.carried(workdir)
         for path in [*(workdir / name for name in carried.inside), *carried.outside]:
-            if path in found.programs or _is_code(path):
+            if path in found.programs or is_code(path):
                 sources[path] = None
             elif path in found.listed:
                 inputs[path] = None
@@ -166,8 +166,9 @@ def program_files(attempts: Iterable[AttemptPlan]) -> ProgramFiles:
     )
 
 
-def _is_code(path: Path) -> bool:
-    """A Python file, a shell script, or a script of another interpreter (its `#!`)."""
+def is_code(path: Path) -> bool:
+    """A Python file, a shell script, or a script of another interpreter (its `#!`): one of
+    the program's sources, compared as such whatever names it."""
     return path.suffix in (".py", ".sh", ".bash") or bool(shebang(path, 256))
 
 

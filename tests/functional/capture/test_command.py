@@ -1061,6 +1061,49 @@ def test_a_shell_script_the_command_runs_brings_the_files_it_names(
     assert "verdict reproduced" in verify, verify
 
 
+def test_a_config_the_command_names_is_listed_so_compare_tells_its_edit(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu18 N2: capture saw the child read config.json, but the command names it, so it
+    # was left out of `files`; a named file is never compared (the command may write it),
+    # and `compare` of a run before and after an edit of it said "same program files".
+    app = (
+        "import argparse, json\n"
+        "p = argparse.ArgumentParser()\n"
+        "for name in ('--config', '--state', '--log'):\n"
+        "    p.add_argument(name)\n"
+        "a = p.parse_args()\n"
+        "cfg = json.load(open(a.config))\n"
+        "count = int(open(a.state).read())\n"
+        "open(a.state, 'w').write(str(count + 1))\n"
+        "open(a.log, 'w').write('ran\\n')\n"
+        "if cfg['decoder'] == 'native':\n"
+        "    raise RuntimeError('the native decoder failed')\n"
+    )
+    work = written(
+        tmp_path / "work",
+        {"app.py": app, "config.json": '{"decoder": "native"}\n', "state.txt": "0"},
+    )
+    argv = ("python", "app.py", "--config", "config.json", "--state", "state.txt")
+    capture(cli, work, *argv, "--log", "run.log")
+    # Not the state it read and wrote back, the log it wrote, nor its own script.
+    assert load_spec(str(work / "spec.yaml")).document["files"] == ["config.json"]
+    out = tmp_path / "out"
+    before = cli("run", "spec.yaml", "--out", str(out), cwd=work)
+    assert before.code == 0, before.stdout + before.stderr
+    (work / "config.json").write_text('{"decoder": "python"}\n')
+    after = cli("run", "spec.yaml", "--out", str(out), cwd=work)
+    assert after.code == 1, after.stdout + after.stderr
+    compared = cli(
+        "compare", before.latest_run().name, after.latest_run().name, "--out", str(out)
+    )  # fmt: skip
+    assert compared.code == 0, compared.stderr
+    assert "program files that differ:\n  config.json: changed\n" in compared.stdout, (
+        compared.stdout
+    )
+    assert "(list in `files` what it reads): run.log, state.txt\n" in compared.stdout
+
+
 def test_a_traceback_the_program_went_on_from_is_expected_beside_its_exit(
     cli: Cli, tmp_path: Path
 ) -> None:

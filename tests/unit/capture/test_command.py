@@ -60,3 +60,22 @@ def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() ->
     main = Observed(replace(worker, where="main", step=7), 1, 1, steps=(7,))
     expect, _ = expectation(main)
     assert _title(("python", "train.py"), main, expect) == "train.py: SIGSEGV at train step 7"
+
+
+def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
+    tmp_path: Path,
+) -> None:
+    # nu18 N2: config.json, named by `--config config.json` and read by the program, was
+    # left out of `files` as named; a run digests only `files` of what the command names
+    # (compare said "same program files" across an edit of it). The script itself, code
+    # the command names, is compared as code without being listed.
+    from reprospec.capture.command import listed_files
+
+    for name in ("app.py", "config.json", "util.py", "rows.csv"):
+        (tmp_path / name).write_text("")
+    read = ("app.py", "config.json", "rows.csv", "util.py")
+    argv = ("python", "app.py", "--config", "config.json")
+    assert listed_files(read, argv, tmp_path) == ("config.json", "rows.csv", "util.py")
+    # A name through a folder of its own (`./config.json`) is the same file.
+    argv = ("python", "./app.py", "--config", "./config.json")
+    assert listed_files(read, argv, tmp_path) == ("config.json", "rows.csv", "util.py")
