@@ -115,6 +115,9 @@ class Captured:
     observed: Observed
     lines: tuple[str, ...]
     verified: bool | None = None  # None: not verified (--no-verify, or nothing to verify)
+    # False: no spec was written (`refusal`): the command passed over a process's crash,
+    # which no spec of it can expect; `lines` say why and what to capture instead.
+    written: bool = True
 
 
 class VerifyInterrupted(KeyboardInterrupt):
@@ -174,6 +177,14 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
         stacks = (a.stack for a in attempts if a.ran and a.ran.signature == observed.signature)
         observed = replace(
             observed, frame=next((f for s in stacks if (f := crash_frame(s, workdir))), None)
+        )
+    beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
+    if beside and observed.outcome is not None and observed.outcome.kind == "pass":
+        # Its expect could only say `pass`, which the crash does not change: a spec written
+        # of it, and a verify "reproduced" of a copy where nothing died, captured nothing.
+        spec_path.unlink(missing_ok=True)
+        return Captured(
+            spec_path, observed, (f"it {beside[0]}", refusal(request.argv, workdir)), written=False
         )
     texts = [attempt_output(run_dir, a) for a in attempts]
     presets = detect("\n".join(texts))
@@ -236,11 +247,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
-    beside = [w for a in attempts for w in a.warnings if w.startswith(PASSED_BESIDE_A_CRASH)]
-    if beside and observed.outcome is not None and observed.outcome.kind == "pass":
-        # The spec expects the pass that ran; the crash it hid is what one came to capture.
-        lines.append(f"it {beside[0]}")
-    elif observed.outcome is not None and observed.outcome.kind == "pass":
+    if observed.outcome is not None and observed.outcome.kind == "pass":
         # capture is for a failure: a pass written down as `expect: pass` and verified as
         # "reproduced" read as a captured failure.
         lines.append(
@@ -324,6 +331,42 @@ def listed_files(read: Iterable[str], argv: Sequence[str], workdir: Path) -> tup
     named = {(workdir / word).resolve() for word in argv}
     paths = {name: (workdir / name).resolve() for name in read}
     return tuple(sorted(n for n, p in paths.items() if p not in named or not is_code(p)))
+
+
+def refusal(argv: Sequence[str], workdir: Path) -> str:
+    """Why nothing was written of a command that passed over a process's death, and what to
+    capture instead: a shell's pipeline under `bash -o pipefail`, whose status is then the
+    crash's (exit 128+N, a crash by spec-format.md's rule 4); a program that went on over
+    its child's death must say it by its own status."""
+    from reprospec.plan.shellwords import SHELLS, is_assignment, script_operand, shell_script
+
+    said = (
+        "nothing written: the command passed, so a spec of it could only expect a pass, "
+        "which a run without the crash meets as well (an attempt's outcome is the "
+        "command's own status)"
+    )
+    words = list(argv)
+    at = next((i for i, w in enumerate(words) if not is_assignment(w)), len(words))
+    shell = at < len(words) and Path(words[at]).name in SHELLS
+    script = shell_script(words[at:]) if shell else None
+    operand = script_operand(words[at:]) if shell else None
+    text = script
+    if operand is not None:
+        try:
+            text = (workdir / operand).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = None
+    if text is not None and "|" in text:
+        rest = ["-c", script] if script is not None else [operand or ""]
+        instead = shlex.join([*words[:at], "bash", "-o", "pipefail", *rest])
+        return (
+            f"{said}; a pipeline's status is its last command's: capture `{instead}`, "
+            "whose status is the crash's"
+        )
+    return (
+        f"{said}; make the command fail when that process dies (check its exit status, or "
+        "run the process that died as the command) and capture that"
+    )
 
 
 def observe(attempts: Iterable[AttemptResult]) -> Observed:

@@ -38,6 +38,7 @@ from reprospec.capture.footprint import (
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
+from reprospec.core.words import crash_beside_pass
 
 # (spec, attempts, observe) -> the run: how capture runs a spec (the CLI's live progress).
 Runner = Callable[[Path, int, bool], RunResult]
@@ -168,6 +169,7 @@ def verify(
         f"verify in a copy of the spec and its {done.copied} file(s){links}{without}: "
         f"{'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
+        + _beside(done.attempts, signature)
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
         + f"; verdict {done.verdicts} (run {done.result.run_id}, of the copy, since removed)"
     )
@@ -229,10 +231,21 @@ def _rerun(
     with environ.changed(dict.fromkeys(left_out)):
         result = run_spec(spec_path, repeat, False)
     again = tuple(a for cell in result.cells for a in cell.attempts)
-    same = sum(1 for a in again if native.attempt_agrees(a, signature))
+    same = sum(1 for a in again if same_as(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)
     verdicts = ", ".join(sorted({cell.verdict for cell in result.cells}))
     return Rerun(result, again, same, verdicts, verified)
+
+
+def same_as(attempt: AttemptResult, signature: str) -> bool:
+    """Whether a rerun's attempt ended as capture's first run did (`signature`): its
+    signature, and for a pass, no process of it dead of a signal beside it. A pass over a
+    crash is not the clean pass capture saw (its own such pass is refused, with nothing
+    written: command.refusal), and "the same signature (pass) came back" said nothing of
+    the crash."""
+    if not native.attempt_agrees(attempt, signature):
+        return False
+    return signature != "pass" or crash_beside_pass(attempt) is None
 
 
 def _needed(own: Sequence[str], check: Callable[[Iterable[str]], Rerun]) -> tuple[str, ...]:
@@ -265,6 +278,20 @@ def _hidden(installs: Sequence[LocalInstall]) -> str:
 def _names(names: Sequence[str], shown: int = 4) -> str:
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
+
+
+def _beside(attempts: Sequence[AttemptResult], signature: str) -> str:
+    """` (1 of them passed, but a process died of SIGSEGV)`: why a rerun's passes were not
+    the same as capture's clean pass (`same_as`), where the verdict still says reproduced."""
+    if signature != "pass":
+        return ""
+    signals = [s for a in attempts if (s := crash_beside_pass(a)) is not None]
+    if not signals:
+        return ""
+    return (
+        f" ({len(signals)} of them passed, but a process died of "
+        f"{', '.join(dict.fromkeys(signals))})"
+    )
 
 
 def _unmatched(attempts: Sequence[AttemptResult], verified: bool, *, came_back: bool) -> str:

@@ -72,7 +72,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Capture; prints what was written, what is left to fill in, and the verify rerun."""
-    from reprospec.errors import EXIT_INTERRUPTED, UsageError
+    from reprospec.errors import EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED, UsageError
 
     argv = list(args.argv)
     if argv and argv[0] == "--":
@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if captured.observed.outcome is None:
         return 3
+    if not captured.written:
+        return EXIT_NOT_REPRODUCED  # nothing to reproduce was captured (a pass over a crash)
     return 0 if captured.verified is not False else 1
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from reprospec import native
 from reprospec.core.runoptions import RunOptions
 from reprospec.plan.run import plan_run
 from reprospec.plan.workfiles import named_files
@@ -1059,6 +1060,54 @@ def test_a_shell_script_the_command_runs_brings_the_files_it_names(
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert verify.startswith("verify in a copy of the spec and its 3 file(s)"), verify
     assert "verdict reproduced" in verify, verify
+
+
+@pytest.mark.skipif(native.gdb_path() is None, reason="gdb not installed (apt-get install gdb)")
+@pytest.mark.skipif(native.core_pattern().piped, reason="kernel.core_pattern pipes cores away")
+def test_a_pipeline_that_passed_over_a_segfault_is_no_pass_to_capture(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu18 N1: parse.py segfaults mid-pipeline, and the pipeline exits 0 (sort's status, no
+    # pipefail). capture wrote `expect: {outcome: pass}`, exited 0, and its verify said
+    # "the same signature (pass) came back ... reproduced" of a copy that lacked data.txt,
+    # where nothing died at all.
+    parse = (
+        "import ctypes, sys\n"
+        "for line in sys.stdin:\n"
+        "    fields = line.strip().split(',')\n"
+        "    if len(fields) != 3:\n"
+        "        sys.stdout.flush()\n"
+        "        ctypes.string_at(0)\n"
+        "    print(fields[0])\n"
+    )
+    work = written(tmp_path / "work", {"data.txt": "a,b,c\nd,e\n", "parse.py": parse})
+    script = "cat data.txt | python parse.py | sort"
+    out = tmp_path / "out"
+    refused = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "sh", "-c", script, cwd=work
+    )  # fmt: skip
+    assert refused.code == 1, refused.stdout + refused.stderr
+    assert refused.stdout.startswith(
+        "it passed, but a process of the attempt died of SIGSEGV (pid "
+    )
+    assert (
+        "nothing written: the command passed, so a spec of it could only expect a pass"
+    ) in refused.stdout, refused.stdout
+    assert f"capture `bash -o pipefail -c '{script}'`, whose status is the crash's" in (
+        refused.stdout
+    )
+    assert not (work / "spec.yaml").exists()  # nor the first draft
+    # The capture it says to make: the crash is the pipeline's, and data.txt, which only
+    # the `-c` script names, is in the verify's first copy (it was added by a second round).
+    result = capture(cli, work, "bash", "-o", "pipefail", "-c", script)
+    expect = load_spec(str(work / "spec.yaml")).document["expect"]
+    assert isinstance(expect, dict)
+    assert (expect["outcome"], expect["signal"]) == ("crash", "SIGSEGV")
+    (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
+    assert _VERIFY.match(verify), verify
+    assert verify.startswith("verify in a copy of the spec and its 2 file(s)"), verify
+    assert "verdict reproduced" in verify, verify
+    assert "the failure needs" not in result.stdout, result.stdout
 
 
 def test_a_config_the_command_names_is_listed_so_compare_tells_its_edit(

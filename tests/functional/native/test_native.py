@@ -542,11 +542,15 @@ def test_a_pass_over_a_crashed_process_says_so(tmp_path: Path) -> None:
     # line and the table's `actual` (both read `pass` alone before).
     assert "default #1: pass, but a process died of SIGSEGV (match" in done.stderr, done.stderr
     assert "pass, but a process died of SIGSEGV" in done.stdout, done.stdout
-    # capture writes the pass that ran, and says what it hid.
+    # capture says what the pass hid, and writes no spec expecting a pass of it (exit 1).
     captured = subprocess.run(
         [sys.executable, "-m", "reprospec", "capture", "--no-verify", "-o", "cap.yaml",
          "--out", str(tmp_path / "out"), "--", "sh", "-c", "python segv.py | tee out.log"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
-    assert captured.returncode == 0, captured.stderr
-    assert "\nit passed, but a process of the attempt died of SIGSEGV (pid " in captured.stdout
+    assert captured.returncode == 1, captured.stdout + captured.stderr
+    assert captured.stdout.startswith(
+        "it passed, but a process of the attempt died of SIGSEGV (pid "
+    )
+    assert "capture `bash -o pipefail -c 'python segv.py | tee out.log'`" in captured.stdout
+    assert not (tmp_path / "cap.yaml").exists()

@@ -79,3 +79,23 @@ def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
     # A name through a folder of its own (`./config.json`) is the same file.
     argv = ("python", "./app.py", "--config", "./config.json")
     assert listed_files(read, argv, tmp_path) == ("config.json", "rows.csv", "util.py")
+
+
+def test_a_pass_over_a_crash_says_what_to_capture_instead(tmp_path: Path) -> None:
+    # nu18 N1: a pipeline's status is its last command's; under `bash -o pipefail` it is
+    # the crash's. A script file with a pipeline likewise; a program that went on over its
+    # child's death has no such switch.
+    from reprospec.capture.command import refusal
+
+    script = "cat data.txt | python parse.py --strict | sort"
+    said = refusal(("sh", "-c", script), tmp_path)
+    assert said.startswith("nothing written: the command passed, so a spec of it could only")
+    assert said.endswith(f"capture `bash -o pipefail -c '{script}'`, whose status is the crash's")
+    said = refusal(("MODE=1", "bash", "-x", "-c", script), tmp_path)
+    assert f"capture `MODE=1 bash -o pipefail -c '{script}'`" in said
+    (tmp_path / "run.sh").write_text("python train.py | tee log\n")
+    assert "capture `bash -o pipefail run.sh`" in refusal(("sh", "run.sh"), tmp_path)
+    for argv in (("python", "wrapper.py"), ("sh", "-c", "python a.py; echo done")):
+        said = refusal(argv, tmp_path)
+        assert "pipefail" not in said
+        assert said.endswith("run the process that died as the command) and capture that")
