@@ -1,4 +1,5 @@
-"""`reprospec envs [list|prune]`: the environments the venv runner and bisect keep."""
+"""`reprospec envs [list|prune]`: the environments the venv runner and bisect keep, and the
+images the docker runner built (runners/docker/cache.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,23 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+
+if TYPE_CHECKING:
+    from reprospec import venvs
+    from reprospec.runners.docker import cache as images
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     """The `envs` verb's arguments."""
-    p = sub.add_parser("envs", help="list or prune the cached per-cell environments")
+    p = sub.add_parser(
+        "envs",
+        help="list or prune the cached per-cell environments (venvs, the docker runner's images)",
+    )
     p.add_argument(
         "action",
         nargs="?",
@@ -28,9 +38,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         "--older-than",
         default=None,
         metavar="DURATION",
-        help="prune: only environments unused for this long (like 7d, 12h; default 30d)",
+        help="prune: only environments (and images) unused for this long (like 7d, 12h; "
+        "default 30d)",
     )
-    p.add_argument("--all", action="store_true", help="prune: every environment")
+    p.add_argument(
+        "--all", action="store_true", help="prune: every environment (and image not in use)"
+    )
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go")
 
 
@@ -55,44 +68,113 @@ def _seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec import venvs
+    from reprospec.runners.docker import cache as images
+    from reprospec.venvs.cache import human_size
 
     root = _root(args.out)
     if args.action == "list":
         found = venvs.list_envs(root)
+        client, no_engine = images.reachable()
+        built = images.list_images(client) if client is not None else []
         if args.format == "json":
-            print(json.dumps([e.to_dict() for e in found], indent=2))
+            if no_engine:
+                print(no_engine, file=sys.stderr)
+            # One list, each entry's `kind` telling a venv from a docker runner's image.
+            rows = [{"kind": "venv", **e.to_dict()} for e in found]
+            print(json.dumps(rows + [i.to_dict() for i in built], indent=2))
             return 0
-        if not found:
-            print(f"no environments in {root}", file=sys.stderr)
-            return 0
-        from rich.table import Table
-
-        from reprospec.report.console import make_console
-
-        table = Table(title=f"environments in {root}", title_justify="left")
-        for column in ("key", "python", "packages", "size", "last used", "used by"):
-            table.add_column(column)
-        for row in venvs.summarize(found):
-            table.add_row(
-                row["key"],
-                row["python"],
-                row["packages"],
-                row["size"],
-                row["last_used"],
-                row["used_by"],
-            )
-        make_console().print(table)
-        total = sum(e.size_bytes for e in found)
-        print(
-            f"{len(found)} environment(s), {total / 2**20:.1f} MB (files hard-linked from "
-            f"uv's cache count in full)"
-        )
+        _list_venvs(root, found)
+        _list_images(built, no_engine)
         return 0
     older = None if args.all else _seconds(args.older_than or "30d")
+    client, no_engine = images.reachable()
     removed = venvs.prune_envs(root, older_than_s=older, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for env in removed:
         print(f"{verb} {env.key}  Python {env.python}  {' '.join(env.packages) or '(none)'}")
     freed = sum(e.size_bytes for e in removed) / 2**20
     print(f"{verb} {len(removed)} environment(s), {freed:.1f} MB", file=sys.stderr)
+    if client is None:
+        if no_engine:
+            print(no_engine, file=sys.stderr)
+        return 0
+    pruned = images.prune_images(client, older_than_s=older, dry_run=args.dry_run)
+    for image in pruned.removed:
+        print(f"{verb} image {image.tag}  {image.holds()}")
+    for image, why in pruned.kept:
+        print(f"kept image {image.tag}: {why}")
+    own = human_size(images.own_total(pruned.removed))
+    print(
+        f"{verb} {len(pruned.removed)} docker image(s), {own} of their own (the layers they "
+        "share with other images stay)",
+        file=sys.stderr,
+    )
     return 0
+
+
+def _list_venvs(root: Path, found: list[venvs.EnvInfo]) -> None:
+    from reprospec import venvs
+
+    if not found:
+        print(f"no environments in {root}", file=sys.stderr)
+        return
+    from rich.table import Table
+
+    from reprospec.report.console import make_console
+
+    table = Table(title=f"environments in {root}", title_justify="left")
+    for column in ("key", "python", "packages", "size", "last used", "used by"):
+        table.add_column(column)
+    for row in venvs.summarize(found):
+        table.add_row(
+            row["key"],
+            row["python"],
+            row["packages"],
+            row["size"],
+            row["last_used"],
+            row["used_by"],
+        )
+    make_console().print(table)
+    total = sum(e.size_bytes for e in found)
+    print(
+        f"{len(found)} environment(s), {total / 2**20:.1f} MB (files hard-linked from "
+        f"uv's cache count in full)"
+    )
+
+
+def _list_images(built: list[images.ImageInfo], no_engine: str) -> None:
+    from reprospec.runners.docker import cache as images
+    from reprospec.runners.docker.engine import engine_url
+    from reprospec.venvs.cache import ago, human_size
+
+    if no_engine:
+        print(no_engine, file=sys.stderr)
+        return
+    if not built:
+        return  # no engine, or no image of the docker runner: nothing to say
+    from rich.table import Table
+
+    from reprospec.report.console import make_console
+
+    table = Table(
+        title=f"docker runner images on the engine at {engine_url()}", title_justify="left"
+    )
+    for column in ("tag", "holds", "from", "size (own)", "created", "last used", "used by"):
+        table.add_column(column)
+    now = time.time()
+    for image in built:
+        table.add_row(
+            image.tag,
+            image.holds(),
+            image.base or "-",
+            human_size(image.size_bytes)
+            + ("" if image.own_bytes is None else f" ({human_size(image.own_bytes)})"),
+            ago(now - image.created),
+            ago(now - image.last_used),
+            ", ".join(image.used_by) or "-",
+        )
+    make_console().print(table)
+    print(
+        f"{len(built)} docker image(s), {human_size(images.own_total(built))} of their own "
+        "(a size counts the layers an image shares with its base; own: what removing it frees)"
+    )

@@ -154,15 +154,16 @@ def summarize(envs: Sequence[EnvInfo], now: float | None = None) -> list[dict[st
                 "key": env.key,
                 "python": env.python,
                 "packages": " ".join(env.packages) or "(none)",
-                "size": _human_size(env.size_bytes),
-                "last_used": _ago(now - env.last_used),
+                "size": human_size(env.size_bytes),
+                "last_used": ago(now - env.last_used),
                 "used_by": ", ".join(env.used_by) or "-",
             }
         )
     return rows
 
 
-def _human_size(size: float) -> str:
+def human_size(size: float) -> str:
+    """A size as `envs` shows it (1.4 GB); the docker runner's images are shown alike."""
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -170,7 +171,8 @@ def _human_size(size: float) -> str:
     return f"{size:.1f} GB"
 
 
-def _ago(seconds: float) -> str:
+def ago(seconds: float) -> str:
+    """How long ago, in one unit (3d ago, just now)."""
     seconds = max(0.0, seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:

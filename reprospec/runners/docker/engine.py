@@ -91,8 +91,8 @@ def engine_url() -> str:
     return os.environ.get("DOCKER_HOST") or DEFAULT_URL
 
 
-def connect(base_url: str | None = None) -> DockerClient:
-    """A client of an engine that answered a ping; InfraError (exit 3) otherwise."""
+def connect(base_url: str | None = None, timeout_s: float = 120.0) -> DockerClient:
+    """A client of an engine that answered a ping (`timeout_s`: per request); else InfraError."""
     try:
         import docker
     except ImportError as exc:
@@ -102,7 +102,7 @@ def connect(base_url: str | None = None) -> DockerClient:
     url = base_url or engine_url()
     try:
         client: DockerClient = docker.DockerClient(
-            base_url=url, version="auto", max_pool_size=32, timeout=120
+            base_url=url, version="auto", max_pool_size=32, timeout=timeout_s
         )
         client.ping()
     except Exception as exc:  # the SDK raises DockerException, requests and OS errors alike

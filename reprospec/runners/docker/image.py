@@ -7,12 +7,14 @@ Three sources, in this order (docs/spec-format.md, `environment`):
     the harness);
   - otherwise `image` (or the default runner image) as it is.
 Built images are tagged by a hash of everything that went into the build, so a
-second run finds its image and builds nothing. Nothing is ever pulled: a
+second run finds its image and builds nothing; their labels say what they hold, which
+`reprospec envs` lists (runners/docker/cache.py). Nothing is ever pulled: a
 missing image is an InfraError saying how to get it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -50,6 +52,13 @@ HASH_LABEL = "org.reprospec.content-hash"
 # The ids of the FROM images a build ran on: a base built again (`reprospec docker setup` rebuilds
 # an outdated one) makes the images built on it outdated too, whatever their content hash.
 BASES_LABEL = "org.reprospec.base-ids"
+# What a built image holds, for `reprospec envs`: set on every build (empty when it does not
+# apply), so that an image built FROM another of ours does not show its base's as its own.
+SOURCE_LABEL = "org.reprospec.source"
+PACKAGES_LABEL = "org.reprospec.packages"  # the requirements, one a line
+FROM_LABEL = "org.reprospec.from"  # the FROM images by name, comma-separated
+DOCKERFILE_LABEL = "org.reprospec.dockerfile"  # the user's Dockerfile
+HOLDS_LABELS = (SOURCE_LABEL, PACKAGES_LABEL, FROM_LABEL, DOCKERFILE_LABEL)
 BUILD_LOG_TAIL = 25
 # Wheels are named by version: a name and a size identify one without reading 200 MB.
 _BIG_FILE = 1 << 20
@@ -72,6 +81,9 @@ class BuildRecipe:
     folders: tuple[str, ...] = ()
     # The Dockerfile's name inside the context (a user's may be `Dockerfile.gpu`).
     dockerfile_name: str = "Dockerfile"
+    # HOLDS_LABELS' values: what the image holds, said by its labels (not hashed: they
+    # follow from what is).
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,11 +133,17 @@ def _user_dockerfile(path: Path) -> ImageRecipe:
     if not path.is_file():
         raise InfraError(f"environment.dockerfile not found: {path}")
     text = path.read_text(encoding="utf-8")
+    bases = from_images(text)
     build = BuildRecipe(
         dockerfile=text,
         files=((".", path.parent),),
-        bases=from_images(text),
+        bases=bases,
         dockerfile_name=path.name,
+        labels=(
+            (SOURCE_LABEL, "dockerfile"),
+            (FROM_LABEL, ",".join(bases)),
+            (DOCKERFILE_LABEL, str(path)),
+        ),
     )
     return ImageRecipe(tag=_tag(build), source="dockerfile", build=build)
 
@@ -223,6 +241,11 @@ def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> Im
         texts=(("requirements.txt", "".join(f"{p}\n" for p in packages)),),
         bases=(base,),
         folders=("certs", "harness", "stackdump"),
+        labels=(
+            (SOURCE_LABEL, "packages"),
+            (PACKAGES_LABEL, "\n".join(packages)),
+            (FROM_LABEL, base),
+        ),
     )
     return ImageRecipe(tag=_tag(build), source="packages", build=build)
 
@@ -328,7 +351,10 @@ def ensure_image(
     """
     rebuild = False
     if image_present(client, recipe.tag):
-        if recipe.build is None or _built_on_its_bases(client, recipe.tag, recipe.build.bases):
+        if recipe.build is None:
+            return recipe.tag
+        if _built_on_its_bases(client, recipe.tag, recipe.build.bases):
+            _mark_used(client, recipe.tag)
             return recipe.tag
         rebuild = True
     if recipe.build is None:
@@ -352,6 +378,17 @@ def ensure_image(
     if say is not None:
         say(f"image {recipe.tag}: built in {time.monotonic() - started:.0f}s")
     return recipe.tag
+
+
+def _mark_used(client: DockerClient, tag: str) -> None:
+    """Tag a built image again under its own tag: the engine records no use of an image, but
+    this sets its last tag time, which `envs prune --older-than` reads as its last use."""
+    import docker.errors
+
+    repository, _, name = tag.rpartition(":")
+    # A failed mark costs a prune's estimate, never the run.
+    with contextlib.suppress(docker.errors.APIError):
+        client.api.tag(tag, repository, name)
 
 
 def _base_ids(client: DockerClient, bases: Sequence[str]) -> str | None:
@@ -395,6 +432,8 @@ def build_image(
                 pull=False,
                 decode=True,
                 labels={
+                    **dict.fromkeys(HOLDS_LABELS, ""),
+                    **dict(build.labels),
                     HASH_LABEL: tag.rsplit(":", 1)[-1],
                     BASES_LABEL: _base_ids(client, build.bases) or "",
                 },
@@ -405,7 +444,8 @@ def build_image(
                     log.extend(lines)
                     if say is not None:
                         for line in lines:
-                            if line.startswith("Step "):
+                            # The labels reprospec adds are its own steps, nothing of the user's.
+                            if line.startswith("Step ") and " : LABEL org.reprospec." not in line:
                                 say(f"    {line}")
                 if "error" in chunk:
                     log.extend(str(chunk["error"]).rstrip("\n").splitlines())

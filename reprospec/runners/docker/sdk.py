@@ -116,9 +116,18 @@ class Image(Model, Protocol):
 class Images(Protocol):
     def get(self, name: str) -> Image: ...
 
+    def list(self, *, name: str, filters: Mapping[str, str]) -> list[Image]: ...
+
+    def remove(self, *, image: str, force: bool, noprune: bool) -> None: ...
+
 
 class Api(Protocol):
-    """The SDK's low-level API client (`client.api`): builds and execs."""
+    """The SDK's low-level API client (`client.api`): builds, tags, execs, the containers
+    listed as the engine gives them (`docker ps -a`'s JSON: Id, Names, ImageID, State...)."""
+
+    def tag(self, image: str, repository: str, tag: str) -> bool: ...
+
+    def containers(self, *, all: bool) -> list[JsonObject]: ...
 
     def build(
         self,
@@ -162,6 +171,10 @@ class DockerClient(Protocol):
     def api(self) -> Api: ...
 
     def ping(self) -> bool: ...
+
+    def df(self) -> JsonObject:
+        """`docker system df -v`: the engine's images, containers and volumes, with sizes."""
+        ...
 
 
 __all__ = [

@@ -325,11 +325,14 @@ def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     index = venvs.user_index_config([wheels])
     request = venvs.EnvRequest(venvs.find_interpreter(None), (f"{DEMO}==1.0",), index)
     env = venvs.ensure_env(request, root, user="my-spec")
-    variables = {venvs.ENVS_VARIABLE: str(root)}
+    # No engine: `prune --all` would remove the docker runner's images of this machine's
+    # engine too, which are not this test's (tests/real/docker/test_cache.py has them).
+    alone = f"unix://{tmp_path}/no-engine.sock"
+    variables = {venvs.ENVS_VARIABLE: str(root), "DOCKER_HOST": alone}
     listed = cli("envs", "list", "--json", env=variables)
     assert listed.code == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)
-    assert entry["key"] == env.key
+    assert (entry["kind"], entry["key"]) == ("venv", env.key)
     assert entry["used_by"] == ["my-spec"]
     assert entry["packages"] == [f"{DEMO}==1.0"]
     table = cli("envs", "list", env=variables)
@@ -341,6 +344,7 @@ def test_envs_list_and_prune(cli: Cli, tmp_path: Path) -> None:
     gone = cli("envs", "prune", "--all", env=variables)
     assert gone.code == 0
     assert f"removed {env.key}" in gone.stdout
+    assert f"docker images: not listed (no Docker engine answered at {alone})" in gone.stderr
     assert not env.path.exists()
 
 
