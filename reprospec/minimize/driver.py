@@ -364,7 +364,8 @@ def confirm_dir(
     Where DIR's rerun does not fail so, the workdir's files it read (or its output names)
     that DIR lacks are copied in, listed in minimized.yaml's `files`, and DIR is checked
     again, up to FILE_ROUNDS times while each rerun finds more. As many attempts as make a
-    clean streak of a failure at the rate's low end unlikely."""
+    clean streak of a failure at the rate's low end unlikely. Where it fails so, the
+    files the passes emptied that it neither imported nor read leave DIR (_drop_unread)."""
     from reprospec.capture.datafiles import WorkdirFiles
     from reprospec.capture.footprint import RECORD_IMPORTS_VAR
     from reprospec.capture.verify import FILE_ROUNDS
@@ -380,8 +381,9 @@ def confirm_dir(
         stored = None
     if isinstance(stored, dict) and all(stored.get(k) == v for k, v in checked.items()):
         added = tuple(str(name) for name in stored.get("added") or ())
-        if added:
-            found = write(replace(found, added=added), spec, workdir)
+        dropped = tuple(str(name) for name in stored.get("dropped") or ())
+        if added or dropped:
+            found = write(replace(found, added=added, dropped=dropped), spec, workdir)
         found = replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
         write_reports(found)
         return found
@@ -405,17 +407,92 @@ def confirm_dir(
                 break
             found = write(replace(found, added=(*found.added, *lacking)), spec, workdir)
             run, agrees = _rerun_dir(found, options, parallel, cancel)
+        if agrees and not run.interrupted:
+            found, stopped = _drop_unread(
+                found, files.reads(run, output), options, parallel, cancel, spec, workdir
+            )
+            if stopped:
+                return replace(found, interrupted=True)
     if run.interrupted:
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
     unconfirmed = "" if agrees else _unconfirmed(found, run)
     record.write_text(
-        json.dumps({**checked, "unconfirmed": unconfirmed, "added": list(found.added)}) + "\n",
+        json.dumps(
+            {
+                **checked,
+                "unconfirmed": unconfirmed,
+                "added": list(found.added),
+                "dropped": list(found.dropped),
+            }
+        )
+        + "\n",
         encoding="utf-8",
     )
     found = replace(found, unconfirmed=unconfirmed)
     write_reports(found)
     return found
+
+
+def _drop_unread(
+    found: Minimized,
+    reads: Sequence[str],
+    options: RunOptions,
+    parallel: int,
+    cancel: threading.Event,
+    spec: Spec,
+    workdir: Path,
+) -> tuple[Minimized, bool]:
+    """DIR without the program's files the passes emptied that its rerun (`reads`: what
+    it imported, ran or read) did not use, and whether a check was interrupted: a module
+    the minimized program no longer imports (nu18's stats.py and utils.py, emptied, were
+    still written and listed in `files`).
+
+    A file that must exist though empty is used: a package's `__init__.py` is imported,
+    a file the program opens is read. DIR is checked again without them, its failing cell
+    and the passing cells (a passing cell may import what the failing one does not); where
+    a check misses, DIR gets them back as it was checked, with every file there."""
+    unread = tuple(
+        path
+        for path, text in found.result.program.files
+        if not text.strip() and path not in reads and path not in found.added
+    )
+    if not unread:
+        return found, False
+    without = write(replace(found, dropped=unread), spec, workdir)
+    run, agrees = _rerun_dir(without, options, parallel, cancel)
+    stopped = run.interrupted
+    if agrees and not stopped:
+        passed, stopped = _passing_pass(without, options, cancel)
+        if passed and not stopped:
+            return without, False
+    return write(found, spec, workdir), stopped
+
+
+def _passing_pass(
+    found: Minimized, options: RunOptions, cancel: threading.Event
+) -> tuple[bool, bool]:
+    """Whether DIR's minimized.yaml passes once in each cell the search checked as passing
+    (as the minimized spec names it), and whether a run was interrupted."""
+    from reprospec import api
+    from reprospec.minimize.report import SPEC_NAME, cell_filters, filters_of
+
+    spec = api.load_spec(found.output / SPEC_NAME)
+    failing = cell_filters(spec, found)
+    for filters in dict.fromkeys(filters_of(spec, c) for c in found.passing):
+        if filters == failing:
+            continue  # an axis told them apart that the minimized spec no longer has
+        run = api.run(
+            spec,
+            options.with_changes(repeat=1, jobs=1, matrix_filters=filters, purpose="minimize"),
+            cancel=cancel,
+        )
+        if run.interrupted:
+            return False, True
+        ran = [a.ran for cell in run.cells for a in cell.attempts]
+        if not ran or any(r is None or r.kind != "pass" for r in ran):
+            return False, False
+    return True, False
 
 
 def _rerun_dir(

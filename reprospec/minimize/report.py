@@ -4,7 +4,8 @@ The result (`Minimized`) lives here, beside its views, so that driver.py imports
 module and never the other way round.
 
 DIR/
-  train_loop.py      the minimized Python files (their paths in the workdir)
+  train_loop.py      the minimized Python files (their paths in the workdir), but those
+                     emptied that DIR's check neither imported nor read
   data/, cfg.json    the workdir's files that the result names (a Python string, a word
                      of the command, a variable, a path in the spec), nothing else
   minimized.yaml     the original spec, running them (workdir: .), same expect
@@ -80,6 +81,13 @@ class Minimized:
     # The workdir's files DIR's rerun read that the result does not name (`"da" + "ta.txt"`):
     # copied into DIR and listed in minimized.yaml's `files` (driver.confirm_dir).
     added: tuple[str, ...] = ()
+    # The program's files the passes emptied that DIR's rerun neither imported nor read
+    # (a module the minimized program no longer imports): left out of DIR and of
+    # minimized.yaml's `files`, DIR checked again without them (driver.confirm_dir).
+    dropped: tuple[str, ...] = ()
+    # The failing cell as minimized.yaml names it: the axes it no longer has left out
+    # (`native=true`, where the original's was `input=records.csv,limit=50,native=true`).
+    cell_after: str = ""
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -98,6 +106,10 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
         shutil.copy2(workdir / name, out / name)
     for path, text in program.files:
         target = out / path
+        if path in found.dropped:
+            # Written by an earlier write of this DIR (before its check): gone now.
+            target.unlink(missing_ok=True)
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     spec_path = out / SPEC_NAME
@@ -105,7 +117,10 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     # The settings step was kept only where this spec expects the failure in the reduced
     # cell (`not_the_reduced_cell`, asked before the program was minimized there).
     carried = (*named, *found.added)
-    spec_path.write_text(_spec_text(spec, program, reset, workdir, carried), encoding="utf-8")
+    spec_path.write_text(
+        _spec_text(spec, program, reset, workdir, carried, found.dropped), encoding="utf-8"
+    )
+    found = replace(found, cell_after=_cell_after(spec_path, found))
     if found.perturbed:
         # Amplified: the failure needs environment.perturb, which a plain command line does
         # not apply (it passed 6 of 6 times where `reprospec run` failed 4 of 4).
@@ -145,10 +160,12 @@ def _spec_text(
     reset: Sequence[Difference],
     workdir: Path,
     carried: Sequence[str] = (),
+    dropped: Sequence[str] = (),
 ) -> str:
     """The original spec, running the minimized program from its own folder, with the
     workdir files DIR holds besides the program's own (those the result names, those DIR's
-    check found it reads: `carried`) in its `files`, which a bundle carries.
+    check found it reads: `carried`) in its `files`, which a bundle carries, and without
+    the emptied ones DIR leaves out (`dropped`): a bundle of it had carried them.
 
     An axis the settings step reset holds only the passing value it was reset to: the
     failing cell is then the smallest configuration, and a setting that does not matter
@@ -183,8 +200,12 @@ def _spec_text(
     if isinstance(environment, dict):
         environment["workdir"] = "."
         _set_env(environment, program)
+    listed = document.get("files")
+    if isinstance(listed, list) and dropped:
+        document["files"] = listed = [f for f in listed if str(f) not in dropped]
+        if not listed:
+            del document["files"]
     if carried:
-        listed = document.get("files")
         before = [str(f) for f in listed] if isinstance(listed, list) else []
         document["files"] = [*before, *(n for n in dict.fromkeys(carried) if n not in before)]
     _reset_axes(document, reset)
@@ -306,6 +327,16 @@ def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[st
     return standalone, filters, attempt.command_text
 
 
+def _cell_after(spec_path: Path, found: Minimized) -> str:
+    """The failing cell's id in the minimized spec at `spec_path`: its own axes only."""
+    from reprospec import api
+    from reprospec.core.runoptions import RunOptions
+
+    spec = api.load_spec(spec_path)
+    plan = api.plan_run(spec, RunOptions(matrix_filters=cell_filters(spec, found)))
+    return plan.cells[0].id if plan.cells else found.cell.id
+
+
 def _repro(spec_path: Path, found: Minimized) -> str:
     """The failing cell's command line, as `sh` runs it in DIR: the run report's standalone
     repro of it (its variables as `NAME=value` words: the bare command of a failure that
@@ -330,13 +361,19 @@ def _rerun(spec_path: Path, found: Minimized) -> str:
 def cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
     """The `-m AXIS=VALUE` filters that select the failing cell in the minimized spec (the
     axes it still has: a setting reset in step 1 is no axis any more)."""
+    return filters_of(spec, found.cell)
+
+
+def filters_of(spec: Spec, cell: Cell) -> tuple[str, ...]:
+    """The `-m AXIS=VALUE` filters that select the original spec's `cell` in the minimized
+    `spec`: its values of the axes the minimized spec still has."""
     axes = spec.document.get("matrix")
     kept = set(axes) if isinstance(axes, dict) else set()
     # An `include` entry's keys are axes too (a matrix may be its entries alone).
     entries = axes.get("include") if isinstance(axes, dict) else None
     for entry in entries if isinstance(entries, list) else ():
         kept.update(entry if isinstance(entry, dict) else ())
-    return tuple(f"{a}={json.dumps(v)}" for a, v in found.cell.matrix.items() if a in kept)
+    return tuple(f"{a}={json.dumps(v)}" for a, v in cell.matrix.items() if a in kept)
 
 
 def _rerun_line(filters: Sequence[str]) -> str:
@@ -374,6 +411,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "message": r.message,
         "spec": found.spec_name,
         "cell": found.cell.id,
+        "cell_after": found.cell_after or found.cell.id,
         "passing_cells": [c.id for c in found.passing],
         "command_before": r.original.command,
         "command_after": r.program.command,
@@ -392,6 +430,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "repro_note": found.repro_note,
         "unconfirmed": found.unconfirmed,
         "added": list(found.added),
+        "dropped": list(found.dropped),
     }
 
 
@@ -480,11 +519,17 @@ def sentence(found: Minimized) -> str:
         if found.added
         else ""
     )
+    dropped = (
+        f"; DIR leaves out {len(found.dropped)} emptied file(s) its rerun neither imported "
+        f"nor read: {', '.join(found.dropped)}"
+        if found.dropped
+        else ""
+    )
     return (
         f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
         f"{rate}, "
         f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{added}"
-        f"{missed}"
+        f"{dropped}{missed}"
     )
 
 
@@ -537,7 +582,8 @@ def markdown(found: Minimized) -> str:
             f"| command | `{r.original.command}` | `{r.program.command}` |",
         ]
     if found.settings is not None:
-        lines.append(f"| failing cell | `{found.settings.original.id}` | `{found.cell.id}` |")
+        after = found.cell_after or found.cell.id  # as minimized.yaml names it
+        lines.append(f"| failing cell | `{found.settings.original.id}` | `{after}` |")
     if r.original.env:
         lines.append(f"| environment variables | {len(r.original.env)} | {len(r.program.env)} |")
     rate = r.rate

@@ -462,6 +462,66 @@ def test_a_file_dirs_rerun_reads_under_a_built_name_is_added_to_dir_and_its_file
     assert "ValueError: boom from data" in repro.stderr, repro
 
 
+def test_an_emptied_file_nothing_uses_leaves_dir_and_the_cell_is_named_by_its_own_axes(
+    tmp_path: Path,
+) -> None:
+    # nu18 N3: util.py, emptied once main.py no longer imported it, was still written to DIR
+    # and listed in minimized.yaml's files; and the table's failing cell named, after the
+    # minimization, the `limit` axis that minimized.yaml no longer has. An emptied file
+    # the program still needs stays: pkg/__init__.py (imported) and conf.py (opened; its
+    # length 0 is the address read).
+    work = written(
+        tmp_path / "work",
+        {
+            "main.py": "import sys\nimport util\nfrom pkg import mod\n"
+            "if '--native' in sys.argv:\n    mod.crash()\n",
+            "util.py": "X = 1\n",
+            "pkg/__init__.py": "V = 1\n",
+            "pkg/mod.py": "import ctypes\ndef crash():\n"
+            "    ctypes.string_at(len(open('conf.py').read()))\n",
+            "conf.py": "S = 1\n",
+            "spec.yaml": "reprospec: 1\nname: multi\nmatrix: {limit: [5], native: [true, false]}\n"
+            "command: python main.py --limit ${{ matrix.limit }} "
+            "${{ matrix.native and '--native' or '' }}\n"
+            "files: [util.py, pkg/__init__.py, conf.py]\n"
+            "expect:\n  outcome: crash\n  signal: SIGSEGV\n"
+            "  cases:\n    - {when: {native: false}, outcome: pass}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
+    assert data["status"] == "minimized", (data["attempts"], data["message"])
+    assert data["command_after"] == "python main.py ${{ matrix.native and '--native' or '' }}"
+    result = tmp_path / "result"
+    assert "| failing cell | `limit=5,native=true` | `native=true` |" in (
+        (result / "minimize.md").read_text()
+    )
+    assert (data["cell"], data["cell_after"]) == ("limit=5,native=true", "native=true")
+    assert data["dropped"] == ["util.py"]
+    assert not (result / "util.py").exists()
+    for kept in ("pkg/__init__.py", "conf.py"):
+        assert (result / kept).read_text().strip() == "", kept  # emptied, and needed
+    minimized = yaml.safe_load((result / "minimized.yaml").read_text())
+    assert minimized["files"] == ["pkg/__init__.py", "conf.py"]
+    # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
+    rerun = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
+         "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "2/2 cell(s) reproduced" in rerun.stdout
+    # The same command again answers the check from its record: util.py stays out.
+    again, second, stderr = minimize(
+        tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert again == 0, stderr
+    assert second["dropped"] == ["util.py"]
+    assert not (result / "util.py").exists()
+
+
 def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
     # os.path.exists opens nothing and the output names nothing: no record says what DIR
     # lacks, so the line says DIR does not fail, and the exit code is 1.
