@@ -522,6 +522,38 @@ def test_an_emptied_file_nothing_uses_leaves_dir_and_the_cell_is_named_by_its_ow
     assert not (result / "util.py").exists()
 
 
+def test_an_emptied_file_dir_fails_without_stays_though_nothing_opened_it(
+    tmp_path: Path,
+) -> None:
+    # util.py is emptied (nothing imports it) and never opened: os.path.exists only looks.
+    # DIR's check without it does not crash, so DIR keeps it, as the check saw it fail.
+    work = written(
+        tmp_path / "work",
+        {
+            "main.py": "import ctypes, os, sys\n"
+            "if os.path.exists('util.py') == ('--native' in sys.argv):\n"
+            "    ctypes.string_at(0)\n",
+            "util.py": "X = 1\n",
+            "spec.yaml": "reprospec: 1\nname: looks\nmatrix: {native: [true, false]}\n"
+            "command: python main.py ${{ matrix.native and '--native' or '' }}\n"
+            "files: [util.py]\n"
+            "expect:\n  outcome: crash\n  signal: SIGSEGV\n"
+            "  cases:\n    - {when: {native: false}, outcome: pass}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "40", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
+    result = tmp_path / "result"
+    assert (result / "util.py").read_text().strip() == ""  # emptied, and still there
+    assert data["dropped"] == []
+    assert data["unconfirmed"] == ""
+    assert yaml.safe_load((result / "minimized.yaml").read_text())["files"] == ["util.py"]
+    repro = subprocess.run(["sh", str(result / "repro.sh")], capture_output=True, timeout=30)
+    assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), repro
+
+
 def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
     # os.path.exists opens nothing and the output names nothing: no record says what DIR
     # lacks, so the line says DIR does not fail, and the exit code is 1.
