@@ -117,6 +117,9 @@ class Scheduler:
         # attempt may still add more (`repeat: auto`), rather than leave the run to it.
         self._ended = threading.Condition(self._lock)
         self._running = 0
+        # What a job thread raised (an attempt's bug, a callback's): the run stops, and it
+        # is raised on the caller's thread, as if the attempt had run there.
+        self._failure: BaseException | None = None
         # A cell's state is made when its first attempt is taken (or resumed): a cell that
         # has not started costs nothing.
         self._states: dict[str, _CellState] = {}
@@ -168,6 +171,8 @@ class Scheduler:
             for worker in workers:
                 worker.join()
             raise
+        if self._failure is not None:
+            raise self._failure
         # With on_cell the complete cells went there: an empty list for every one of them
         # would be a list per cell again, at the end.
         return self.unfinished() if self.on_cell is not None else self.results_so_far()
@@ -227,11 +232,28 @@ class Scheduler:
                 return attempt
 
     def _work(self) -> None:
+        try:
+            self._work_on()
+        except BaseException as exc:  # raised again in `run`, on the caller's thread
+            with self._lock:
+                self._failure = self._failure or exc
+            self.cancel.set()
+
+    def _work_on(self) -> None:
         while not self.cancel.is_set():
             attempt = self._next()
             if attempt is None:
                 return
-            result = self._run_one(attempt)
+            try:
+                result = self._run_one(attempt)
+            except BaseException:
+                # Not running any more: a thread waiting for this attempt to add more
+                # (`repeat: auto`) would otherwise wait for ever.
+                with self._lock:
+                    self._states[attempt.cell.id].running -= 1
+                    self._running -= 1
+                    self._ended.notify_all()
+                raise
             if result is None or self._killed_with_the_engine(result):
                 with self._lock:
                     self._states[attempt.cell.id].running -= 1

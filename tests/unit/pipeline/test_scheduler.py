@@ -347,3 +347,34 @@ def test_adaptive_repeats_keep_every_job_busy(tmp_path: Path) -> None:
     results = Scheduler(plan, named, on_attempt=store).run()["default"]
     assert [r.attempt for r in results] == list(range(1, 21))
     assert len({threads[n] for n in range(11, 21)}) == 2
+
+
+@pytest.mark.parametrize("body", ["run: {repeat: 6}\n", "run: {repeat: auto, max_repeat: 20}\n"])
+def test_an_attempt_that_raises_stops_the_run_and_is_raised_to_the_caller(
+    tmp_path: Path, body: str
+) -> None:
+    # A job thread died of an attempt's OSError (a full disk writing its folder): the
+    # thread's count of running attempts stayed at 1, and with `repeat: auto` the other
+    # thread waited for it for ever; without, the run went on and the error was lost.
+    plan = make_plan(tmp_path, body + "expect: {outcome: crash, rate: '>=0.3'}\n", jobs=2)
+    crashes = Recorder(lambda _cell, n: n % 10 < 3)
+
+    def failing(plan: AttemptPlan, slot: tuple[str, ...], cancel: threading.Event) -> AttemptResult:
+        if plan.attempt == 3:
+            raise OSError(28, "No space left on device")
+        time.sleep(0.01)
+        return crashes(plan, slot, cancel)
+
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            Scheduler(plan, failing).run()
+        except OSError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert not thread.is_alive(), "the run hung"
+    assert [str(e) for e in raised] == ["[Errno 28] No space left on device"]
