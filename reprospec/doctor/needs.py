@@ -86,8 +86,6 @@ def environment_mismatches(
     marker is false for that interpreter is not required there), on what the capture saw
     of them and of its marker values; a package the capture did not look for is left out.
     """
-    from reprospec.environment import packages as checked
-
     out = []
     wanted_python = environment.get("python")
     actual_python = text(section(env, "python").get("version"))
@@ -96,11 +94,16 @@ def environment_mismatches(
             f"python {actual_python} ran" if ran else f"the interpreter is python {actual_python}"
         )
         out.append(f"{said}; the spec names {wanted_python}")
+    requirements = strings(environment.get("packages"))
+    if not requirements:
+        return out  # (and the packages' rule unimported: a run of a spec without any)
+    from reprospec.environment import packages as checked
+
     captured = section(env, "packages")
     versions = {checked.normalize(name): have for name, have in captured.items()}
     looked_for = [
         requirement
-        for requirement in strings(environment.get("packages"))
+        for requirement in requirements
         if any(name in versions for name in checked.requirement_names([requirement]))
     ]
     if looked_for:
