@@ -39,7 +39,7 @@ from reprospec.capture.footprint import (
     pins,
     with_import_roots,
 )
-from reprospec.capture.toggles import Proposal, propose
+from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
     Draft,
@@ -260,6 +260,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
             "axes from the command: "
             + ", ".join(f"{t.axis}={show_value(t.value)}" for t in proposal.toggles)
         )
+    lines += [kept_note(kept) for kept in proposal.kept]
     if presets:
         lines.append("progress markers: " + ", ".join(presets))
     if files:
@@ -599,6 +600,7 @@ def _header(
             f"  reprospec run {shlex.quote(_shown(request.output))} --observe "
             "--set 'matrix.AXIS=[OLD, NEW]'",
         ]
+    lines += [kept_note(kept) for kept in proposal.kept]
     if hydra:
         extra = [o for o in hydra if o not in request.argv]
         lines.append(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reprospec.capture.envblock import Machine
 from reprospec.capture.ticket import Ticket, read_ticket, runs_something, split_at_operator
-from reprospec.capture.toggles import Proposal, propose
+from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.writer import (
     Draft,
     EnvLine,
@@ -125,6 +125,7 @@ def skeleton(ticket: Ticket, source: str) -> Draft:
         header=(
             f"A skeleton written by `reprospec capture --from-log {source}`.",
             "What the log does not say is marked TODO; `reprospec validate` checks the rest.",
+            *(kept_note(kept) for kept in (proposal.kept if proposal else ())),
         ),
         todo=tuple(todo),
     )

@@ -64,7 +64,9 @@ class Suggestion:
 class Toggle:
     """One setting of the command, proposed as a matrix axis.
 
-    `kind`: "flag" (`--name value`, `--name=value`), "switch" (a bare `--name`:
+    `kind`: "flag" (`--name value`, `--name=value`), "values" (`--layers 64 128 256`:
+    an option of several numbers, the axis's value their words as one string, which the
+    command reads back unquoted for the shell to split again), "switch" (a bare `--name`:
     the axis is whether it is given), "override" (Hydra `key=value`, `+key=value`),
     "delete" (Hydra `~key`: whether it is given). `text` is the words as written.
     """
@@ -93,6 +95,10 @@ class Proposal:
     # value the spec writes (it was read back as `${{ env.MAX_TOKENS }}`, a value the
     # reader's shell never had).
     secrets: frozenset[str] = frozenset()
+    # An option followed by several bare words alike that are not numbers (`--files a.csv
+    # b.csv`), as written: it may take them all or only the first (`_option_values`), so
+    # it is no axis, and capture says so.
+    kept: tuple[str, ...] = ()
 
     @property
     def secret_env(self) -> tuple[tuple[str, str], ...]:
@@ -216,6 +222,7 @@ def propose(argv: list[str]) -> Proposal:
     switches = _PYTEST_SWITCHES if is_pytest(words) else frozenset()
     toggles: list[Toggle] = []
     taken: set[str] = set()
+    kept_words: list[str] = []  # options kept as written (`_option_values`)
     hydra = False
     index = start
     while index < len(words):
@@ -258,6 +265,26 @@ def propose(argv: list[str]) -> Proposal:
             and not (short_flag and short_flag["name"] in switches)
         ):
             name = (long_flag or short_flag)["name"]  # type: ignore[index]
+            taken_words = _option_values(words, index + 1)
+            if taken_words is None:
+                # `--files a.csv b.csv`: several values, or one and the program's own
+                # arguments; which, only the program's parser knows. Kept as written, said so.
+                alike = _alike_run(words, index + 1)
+                kept_words.append(shlex.join([word, *alike]))
+                out += [shlex.quote(w) for w in (word, *alike)]
+                index += 1 + len(alike)
+                continue
+            if taken_words > 1:
+                # `--layers 64 128 256`: one setting of several values, one axis of the
+                # words; read back unquoted, so the shell splits them into the words again.
+                values = words[index + 1 : index + 1 + taken_words]
+                text = " ".join(values)
+                axis = _unique_axis(name, taken)
+                toggle = Toggle(axis, text, "values", f"{word} {text}", name)
+                out.append(shlex.quote(word) + f" ${{{{ matrix.{axis} }}}}")
+                toggles.append(toggle)
+                index += 1 + taken_words
+                continue
             toggle = _toggle(name, following, "flag", f"{word} {following}", taken)
             out.append(shlex.quote(word) + " " + _with_value("", toggle, following))
             index += 1
@@ -296,8 +323,19 @@ def propose(argv: list[str]) -> Proposal:
         if toggle.axis:
             toggles.append(toggle)
         index += 1
-    proposal = Proposal(" ".join(out), tuple(toggles), tuple(env), hydra, frozenset(secrets))
+    proposal = Proposal(
+        " ".join(out), tuple(toggles), tuple(env), hydra, frozenset(secrets), tuple(kept_words)
+    )
     return _without_secret_values(proposal)
+
+
+def kept_note(kept: str) -> str:
+    """What capture says of an option it kept as written (`Proposal.kept`), in its output
+    and the spec's header: why it is no axis."""
+    return (
+        f"{kept} kept as written, no axis: an option of several values, or of one and the "
+        "program's own arguments after it; only the program's parser knows which"
+    )
 
 
 def _without_secret_values(proposal: Proposal) -> Proposal:
@@ -399,6 +437,67 @@ _PYTEST_SWITCHES = frozenset("qvxslV")
 
 def _is_value(word: str) -> bool:
     return not word.startswith("-") or bool(_NUMBER.match(word))
+
+
+def _option_values(words: list[str], first: int) -> int | None:
+    """How many of the words from `first` on (a value, `_is_value`) the option before them
+    takes, as read without the program's parser, which alone knows (argparse's `nargs='+'`
+    takes `--layers 64 128 256` whole; `--lr 0.1 data.csv` leaves `data.csv` to the program's
+    positional argument). The rule never makes an axis of one value where the program got
+    several, nor of several where it got one value and its own arguments but for numbers:
+
+    - numbers after the first number, up to the next other word, are the option's too
+      (`--layers 64 128 256 --lr 0.1`: 3): a positional number right after an option's
+      number is rare; several numbers are the shape of a list of sizes, seeds or ids;
+    - a first value followed by a bare word of another shape (a number, a path, a plain
+      word: `--lr 0.1 data.csv`, `-a resnet18 /data/imagenet`) is the option's alone (1):
+      a list's values are alike;
+    - a first value followed by one alike that is no number (`--files a.csv b.csv`,
+      `--tags x y`, but also `--config c.yaml data.csv`): either; None, the option kept as
+      written (`_alike_run`)."""
+    if _NUMBER.match(words[first]):
+        count = 1
+        while first + count < len(words) and _NUMBER.match(words[first + count]):
+            count += 1
+        return count
+    after = words[first + 1] if first + 1 < len(words) else None
+    if after is None or not _bare(after) or _shape(after) != _shape(words[first]):
+        return 1
+    return None
+
+
+def _alike_run(words: list[str], first: int) -> list[str]:
+    """The words from `first` on of the first one's shape, bare (`_bare`): those an option
+    kept as written may take (`a.csv b.csv c.csv` of `--files a.csv b.csv c.csv --lr 0.1`)."""
+    run = [words[first]]
+    for word in words[first + 1 :]:
+        if not _bare(word) or _shape(word) != _shape(words[first]):
+            break
+        run.append(word)
+    return run
+
+
+def _bare(word: str) -> bool:
+    """A word that may be an option's value or a positional argument: no option, no Hydra
+    override (`db.port=5` is a setting of its own), nothing the command kept quoted."""
+    return (
+        _is_value(word)
+        and not _HYDRA.match(word)
+        and not _HYDRA_DELETE.match(word)
+        and "'" not in word
+        and "${{" not in word
+    )
+
+
+# A word that names a file or a folder: a separator, a leading `.` or `~`, or an extension.
+_PATH = re.compile(r"/|^[.~]|\.[A-Za-z]\w*$")
+
+
+def _shape(word: str) -> str:
+    """A bare word's kind, by which an option's values look alike: number, path or word."""
+    if _NUMBER.match(word):
+        return "number"
+    return "path" if _PATH.search(word) else "word"
 
 
 def _literal(text: str) -> str:

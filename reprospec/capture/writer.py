@@ -423,6 +423,14 @@ def _literal(text: str) -> str:
 
 def axis_for(toggle: Toggle) -> Axis:
     """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
+    if toggle.kind == "values":
+        # `layers: ['64 128 256']`: read as one number the axis invited `[64, 32]`, which
+        # ran `--layers 32 128 256`.
+        return Axis(
+            toggle.axis,
+            (toggle.value,),
+            f"from `{toggle.text}`: one value of several words, each a value of the option",
+        )
     if toggle.suggestion is None:
         return Axis(toggle.axis, (toggle.value,), f"from `{toggle.text}`")
     wider = f"[{show_value(toggle.value)}, {show_value(toggle.suggestion.value)}]"
@@ -511,4 +519,10 @@ def script_of(argv: tuple[str, ...]) -> str | None:
 
 
 def show_value(value: JsonValue) -> str:
-    return json.dumps(value) if not isinstance(value, str) else value
+    """A value as capture's output names it: a string of several words quoted
+    (`layers='64 128 256'`), which a list of `axis=value` pairs would read apart."""
+    if not isinstance(value, str):
+        return json.dumps(value)
+    if not any(c.isspace() for c in value):
+        return value
+    return "'" + value.replace("'", "''") + "'"

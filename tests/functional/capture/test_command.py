@@ -1382,3 +1382,78 @@ def test_a_script_lists_the_modules_it_imported_not_those_it_tried(
     assert "error:ValueError in 1/1" in made.stdout
     files = load_spec(str(tmp_path / "s.yaml")).document["files"]
     assert files == ["bin/helpers/__init__.py", "bin/helpers/check.py"]
+
+
+def test_an_option_of_several_numbers_is_one_axis_a_reader_can_widen(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # argparse's nargs='+': `--layers 64 128 256` was `layers: [64]` and a command reading
+    # `--layers ${{ matrix.layers }} 128 256`, so widening the axis to 32 ran [32, 128, 256].
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--layers', type=int, nargs='+')\n"
+        "p.add_argument('--lr', type=float)\n"
+        "p.add_argument('data')\n"
+        "a = p.parse_args()\n"
+        "raise RuntimeError(f'layers {a.layers} lr {a.lr} data {a.data}')\n"
+    )
+    result = capture(cli, workdir, "python", "t.py", "--layers", "64", "128", "256", "--lr",
+                     "0.1", "data.csv")  # fmt: skip
+    assert "axes from the command: layers='64 128 256', lr=0.1\n" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["matrix"] == {"layers": ["64 128 256"], "lr": [0.1]}
+    assert document["command"] == (
+        "python t.py --layers ${{ matrix.layers }} --lr ${{ matrix.lr }} data.csv"
+    )
+    # The axis widened as a reader would: each value is the words the option takes.
+    ran = cli("run", "spec.yaml", "--observe", "--set", "matrix.layers=[64 128 256, 32]",
+              cwd=workdir)  # fmt: skip
+    assert ran.code == 0, ran.stdout + ran.stderr
+    messages = {
+        cell["id"]: attempt["outcome"]["message"]
+        for cell in ran.results()["cells"]
+        for attempt in cell["attempts"]
+    }
+    assert messages == {
+        "layers=64 128 256,lr=0.1": "layers [64, 128, 256] lr 0.1 data data.csv",
+        "layers=32,lr=0.1": "layers [32] lr 0.1 data data.csv",
+    }
+
+
+def test_an_option_of_several_words_alike_is_kept_as_written_and_said_so(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `--files a.csv b.csv` was `files: [a.csv]` and `--files ${{ matrix.files }} b.csv`:
+    # whether b.csv is the option's or the program's own argument, only its parser knows.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "t.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--files', nargs='+')\n"
+        "p.add_argument('--lr', type=float)\n"
+        "a = p.parse_args()\n"
+        "raise RuntimeError(f'files {a.files} lr {a.lr}')\n"
+    )
+    for name in ("a.csv", "b.csv"):
+        (workdir / name).write_text("x,y\n")
+    result = capture(cli, workdir, "python", "t.py", "--files", "a.csv", "b.csv", "--lr", "0.1")
+    note = (
+        "--files a.csv b.csv kept as written, no axis: an option of several values, or of one "
+        "and the program's own arguments after it; only the program's parser knows which"
+    )
+    assert "axes from the command: lr=0.1\n" in result.stdout
+    assert note + "\n" in result.stdout
+    assert "verdict reproduced" in result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    header = " ".join(
+        line.removeprefix("#").strip() for line in text.splitlines() if line.startswith("#")
+    )
+    assert note in header
+    document = load_spec(str(workdir / "spec.yaml")).document
+    assert document["matrix"] == {"lr": [0.1]}
+    assert document["command"] == "python t.py --files a.csv b.csv --lr ${{ matrix.lr }}"

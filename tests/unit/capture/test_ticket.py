@@ -321,3 +321,22 @@ def test_a_log_that_lists_packages_only_says_so_under_the_machine_heading() -> N
         "the log names no torch, CUDA, GPU, driver, Python or OS of its machine: its "
         "packages are in the spec's environment.packages"
     ]
+
+
+def test_a_tickets_option_of_several_values_is_one_axis_or_kept_and_said_so() -> None:
+    # `--layers 64 128 256` was `layers: [64]` read back before `128 256`; `--files a.csv
+    # b.csv` an axis `files: [a.csv]`, b.csv left after it.
+    text = (
+        "$ python train.py --layers 64 128 256 --files a.csv b.csv --lr 0.1\n"
+        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "ValueError: x\n"
+    )
+    draft = skeleton(read_ticket(text), "ticket.txt")
+    assert [(a.name, a.values) for a in draft.matrix] == [
+        ("layers", ("64 128 256",)),
+        ("lr", (0.1,)),
+    ]
+    assert draft.command == (
+        "python train.py --layers ${{ matrix.layers }} --files a.csv b.csv --lr ${{ matrix.lr }}"
+    )
+    assert draft.header[-1].startswith("--files a.csv b.csv kept as written, no axis: ")

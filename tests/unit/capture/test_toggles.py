@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from reprospec.capture.toggles import propose, typed
+from reprospec.capture.toggles import kept_note, propose, typed
 from reprospec.core import expr
 from reprospec.core.inputs import Marker
 from reprospec.core.jsontypes import JsonValue
@@ -95,6 +95,88 @@ def test_a_value_with_a_quote_stays_literal() -> None:
     assert [t.axis for t in proposal.toggles] == ["n"]
     assert "it" in proposal.command
     assert "${{ matrix.n }}" in proposal.command
+
+
+@pytest.mark.parametrize(
+    ("line", "axes", "command"),
+    [
+        # argparse's nargs='+': the numbers an option is followed by are its one value.
+        (
+            "python t.py --layers 64 128 256 --lr 0.1",
+            {"layers": "64 128 256", "lr": 0.1},
+            "python t.py --layers ${{ matrix.layers }} --lr ${{ matrix.lr }}",
+        ),
+        (
+            "python t.py --bias -1 -0.5 data.csv",
+            {"bias": "-1 -0.5"},
+            "python t.py --bias ${{ matrix.bias }} data.csv",
+        ),
+        (
+            "python t.py -s 0 1 2 +trainer.seed=3",
+            {"s": "0 1 2", "seed": 3},
+            "python t.py -s ${{ matrix.s }} +trainer.seed=${{ matrix.seed }}",
+        ),
+        # A word of another shape after the value is the program's own argument.
+        (
+            "python t.py --lr 0.1 data.csv",
+            {"lr": 0.1},
+            "python t.py --lr ${{ matrix.lr }} data.csv",
+        ),
+        (
+            "python main.py -a resnet18 /data/imagenet",
+            {"a": "resnet18"},
+            "python main.py -a ${{ matrix.a }} /data/imagenet",
+        ),
+        (
+            "python t.py --model resnet 5",
+            {"model": "resnet"},
+            "python t.py --model ${{ matrix.model }} 5",
+        ),
+        # A Hydra override after it is a setting of its own.
+        (
+            "python t.py --config-name c.yaml db.port=5",
+            {"config_name": "c.yaml", "port": 5},
+            "python t.py --config-name ${{ matrix.config_name }} db.port=${{ matrix.port }}",
+        ),
+        # Words alike that are no numbers: the option's or the program's, kept as written.
+        (
+            "python t.py --files a.csv b.csv c.csv --lr 0.1",
+            {"lr": 0.1},
+            "python t.py --files a.csv b.csv c.csv --lr ${{ matrix.lr }}",
+        ),
+        ("python t.py --tags x y", {}, "python t.py --tags x y"),
+        (
+            "python t.py --config c.yaml data/train.csv",
+            {},
+            "python t.py --config c.yaml data/train.csv",
+        ),
+    ],
+)
+def test_an_option_followed_by_several_values_is_one_axis_or_kept_as_written(
+    line: str, axes: dict[str, JsonValue], command: str
+) -> None:
+    # `--layers 64 128 256` was `layers: [64]` read back before `128 256`: widened to 32,
+    # it ran `--layers 32 128 256`.
+    proposal = propose(line.split())
+    assert {t.axis: t.value for t in proposal.toggles} == axes
+    assert proposal.command == command
+    assert render(command, axes) == line
+
+
+def test_an_option_of_several_numbers_widens_as_its_words() -> None:
+    proposal = propose(["python", "t.py", "--layers", "64", "128", "256", "--lr", "0.1"])
+    layers = proposal.toggles[0]
+    assert (layers.kind, layers.text) == ("values", "--layers 64 128 256")
+    rendered = expr.interpolate(proposal.command, {"matrix": {"layers": "32 64", "lr": 0.1}})
+    assert isinstance(rendered, str)
+    assert shlex.split(rendered) == ["python", "t.py", "--layers", "32", "64", "--lr", "0.1"]
+    assert proposal.kept == ()
+
+
+def test_an_option_kept_as_written_is_said_so_with_the_words_it_may_take() -> None:
+    proposal = propose(["python", "t.py", "--files", "a.csv", "b.csv", "--lr", "0.1", "extra.csv"])
+    assert proposal.kept == ("--files a.csv b.csv",)
+    assert kept_note(proposal.kept[0]).startswith("--files a.csv b.csv kept as written, no axis")
 
 
 LIGHTNING = (

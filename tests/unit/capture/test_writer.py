@@ -24,11 +24,13 @@ from reprospec.capture.writer import (
     Axis,
     Draft,
     EnvLine,
+    axis_for,
     message_pattern,
     process_keys,
     rate_bound,
     render_spec,
     script_stem,
+    show_value,
 )
 from reprospec.spec.yamlsource import load_yaml
 from tests.support.secretnames import named_secrets
@@ -371,3 +373,18 @@ def test_a_step_is_a_range_where_it_varied_and_exact_where_it_did_not() -> None:
     assert same.step == 7
     main = process_keys(crash=True, where="main", exception="SystemError", step=7)
     assert (main.exception, main.step) == ("SystemError", 7)
+
+
+def test_an_axis_of_several_words_says_so_and_is_named_quoted() -> None:
+    # `layers: [64 128 256]  # from `--layers 64 128 256``, named `layers=64 128 256, lr=0.1`
+    # in capture's output: one number, read as the comment and the list went.
+    layers, lr = propose(["python", "t.py", "--layers", "64", "128", "256", "--lr", "0.1"]).toggles
+    axis = axis_for(layers)
+    assert axis.values == ("64 128 256",)
+    assert axis.comment == (
+        "from `--layers 64 128 256`: one value of several words, each a value of the option"
+    )
+    assert axis_for(lr).comment == "from `--lr 0.1`"
+    assert [show_value(t.value) for t in (layers, lr)] == ["'64 128 256'", "0.1"]
+    assert show_value("it's a") == "'it''s a'"
+    assert show_value("16-mixed") == "16-mixed"
