@@ -73,6 +73,11 @@ class Execution:
     warnings: tuple[str, ...] = ()
     # Descendants the engine reaped itself (orphans re-parented to it), in reaping order.
     child_exits: tuple[ChildExit, ...] = ()
+    # Whether any process besides the root ran in the attempt: True, False (the root never
+    # reaped a child and the engine found none: a printed report of a child's death is
+    # the program's words, and an exit status 128+N its own), None where the runner cannot
+    # tell (a container's, a batch job's, a root reaped before it was read).
+    descendants: bool | None = None
     # How the attempt's process was started, and (with preload) what to know about it:
     # why it ran fresh, or the seed its random generators got when forked.
     launch: Launch = "fresh"

@@ -18,6 +18,17 @@ the child's death, strongest first:
 4. `concurrent.futures`' "A process in the process pool was terminated
    abruptly" (a crash whose signal only a faulthandler report can tell).
 
+Evidence 2-4 is text, and a program may print it without any child: a triage
+script that prints an old CI log, a test of a crash handler, `tail` of a log.
+Where the runner knows that no process besides the root ran in the attempt
+(`Execution.descendants` is False: the root, read as a zombie before its wait,
+never reaped a child, and the engine found and reaped none), no child can have
+made it: it is the program's output, not a death (`printed_only` gives it, for the
+outcome's detail to say so). Where a descendant ran, or the runner cannot tell (a
+container, a batch job), the text counts as before, and the detail says when only
+the text tells of the death while the main process ended with an uncaught
+traceback of its own (`ChildCrash.seen`).
+
 Only signals that end a process abnormally count (SIGSEGV, SIGABRT, SIGBUS,
 ...; SIGKILL too, the OOM killer's): the processes the engine kills itself at a
 timeout never reach here.
@@ -72,6 +83,8 @@ class ChildCrash:
     cmdline: str | None
     evidence: str
     stack: str | None = None
+    # The engine saw the process itself (its wait status, its core), not only text about it.
+    seen: bool = False
 
     def describe(self) -> str:
         """`child pid 4242 (./test_ops) died of SIGSEGV (Segmentation fault)`, for `detail`."""
@@ -86,9 +99,33 @@ class ChildCrash:
 
 
 def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
-    """The first descendant that crashed, from the strongest evidence there is; None: none did."""
+    """The first descendant that crashed, from the strongest evidence there is; None: none did.
+
+    Text alone (evidence 2-4) names no death where no process besides the root ran.
+    """
     stderr = evidence.stderr
     fatal = [f for f in fatal_errors(stderr) if _fatal_signal(f) in CRASH_SIGNALS]
+    seen = _seen_crash(execution, evidence, fatal)
+    if seen is not None:
+        return seen
+    if execution.descendants is False:
+        return None
+    return _printed(evidence, fatal)
+
+
+def printed_only(execution: Execution, evidence: Evidence) -> ChildCrash | None:
+    """A child's death the output reports where no process besides the root ran: the
+    program printed it (an old log, a test's expected output), no child suffered it."""
+    if execution.descendants is not False:
+        return None
+    fatal = [f for f in fatal_errors(evidence.stderr) if _fatal_signal(f) in CRASH_SIGNALS]
+    return _printed(evidence, fatal)
+
+
+def _seen_crash(
+    execution: Execution, evidence: Evidence, fatal: list[FatalError]
+) -> ChildCrash | None:
+    """A descendant's death the engine saw itself: the wait status it reaped, the core."""
     reaped = _reaped(execution.child_exits)
     if reaped is not None:
         return ChildCrash(
@@ -97,6 +134,7 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
             _short(reaped.cmdline),
             "reaped by the engine",
             _stack_for(fatal, reaped.signal),
+            seen=True,
         )
     cored = _cored(evidence.native)
     if cored is not None:
@@ -106,7 +144,14 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
             _short(_whole_arguments(cored[2])),
             "as its core says",
             _stack_for(fatal, cored[0]),
+            seen=True,
         )
+    return None
+
+
+def _printed(evidence: Evidence, fatal: list[FatalError]) -> ChildCrash | None:
+    """A descendant's death as the output tells it (evidence 2-4)."""
+    stderr = evidence.stderr
     reported = _reported(stderr) or _reported(evidence.stdout)
     if reported is not None:
         signal, pid, cmdline, how = reported
@@ -119,6 +164,12 @@ def child_crash(execution: Execution, evidence: Evidence) -> ChildCrash | None:
     if _POOL_BROKEN.search(stderr):
         return ChildCrash(None, None, None, "as concurrent.futures reports it")
     return None
+
+
+def names_a_death(text: str) -> bool:
+    """Whether `text` (an exception's message) is subprocess's "died with <Signals...>" or
+    concurrent.futures' "terminated abruptly": the program's own word of a child's death."""
+    return bool(_CALLED_PROCESS.search(text) or _POOL_BROKEN.search(text))
 
 
 def _reaped(exits: tuple[ChildExit, ...]) -> ChildExit | None:
@@ -196,4 +247,4 @@ def _short(text: str) -> str:
     return shorten_command(" ".join(text.split()), _CMDLINE_CHARS)
 
 
-__all__ = ["CRASH_SIGNALS", "ChildCrash", "child_crash"]
+__all__ = ["CRASH_SIGNALS", "ChildCrash", "child_crash", "names_a_death", "printed_only"]

@@ -31,8 +31,12 @@ rules, in order:
 6. any other descendant crashed (children.py: a wait status the engine reaped,
    a shell's or subprocess's report, the child's faulthandler report, a broken
    process pool) -> `crash`, `where: child`, with its pid and command line when
-   known.
-7. anything else -> `error` with the exit code.
+   known. A report in the output is no death where no process besides the
+   program ran (the program printed it: an old log, a test's output); where
+   only text tells of it and the main process ended with its own uncaught
+   exception (not subprocess's "died with"), the detail says so.
+7. anything else -> `error` with the exit code (and, where no process besides the
+   program ran, what its output's report of a death is not).
 
 Before these, a command that never started (setupfail.py: not found, not
 executable, a declared package missing) is `NotRun`. Exception type and message
@@ -213,9 +217,19 @@ def classify(
         elif worker is None and (child := _child_crash(execution, evidence)) is not None:
             kind, signal, where = "crash", child.signal, "child"
             detail = f"{child.describe()}; the main process exited {returncode}"
+            from reprospec.outcome.children import names_a_death
+
+            if not child.seen and chain and not any(names_a_death(e.message or "") for e in chain):
+                # Its own exception, not subprocess's "died with": only text tells of a death.
+                detail += (
+                    f" with its own uncaught {chain[-1].type}; the death is known from the "
+                    "output alone (the engine saw no such process end)"
+                )
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
+            if execution.descendants is False:
+                detail += _no_other_process(execution, evidence)
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
@@ -292,6 +306,19 @@ def _ended_by(exception: PythonException, execution: Execution, evidence: Eviden
     if evidence.gpu is not None and evidence.gpu.errors_found:
         return True
     return execution.returncode == PYTHON_UNCAUGHT_EXIT
+
+
+def _no_other_process(execution: Execution, evidence: Evidence) -> str:
+    """What an attempt that ran one process only did not mean: `; the output reports ...`."""
+    from reprospec.outcome.children import printed_only
+
+    notes = []
+    if (printed := printed_only(execution, evidence)) is not None:
+        notes.append(
+            f"the output reports a death ({printed.describe()}), but the attempt ran no "
+            "process besides the main one: it is the program's output"
+        )
+    return "".join(f"; {note}" for note in notes)
 
 
 def _went_on(exception: PythonException) -> str:

@@ -59,6 +59,9 @@ class ProcessResult:
     ended_at: float | None = None
     # `run.stall` ended it: no progress for that long (`timed_out` is set too).
     stalled: bool = False
+    # Whether a process other than the root ran in the attempt (None: not known), from
+    # the root's own count of the children it reaped and what the engine found and reaped.
+    descendants: bool | None = None
 
 
 class AttemptLost(OSError):
@@ -159,7 +162,9 @@ class _Pump:
                 self.poller.unregister(fd)
                 del self.sinks[fd]
                 self.open_pipes -= 1
-        if not self.exited and self.proc.poll() is not None:
+        if self.pidfd < 0 and not self.exited and self.proc.poll() is not None:
+            # With a pidfd its event says so, and the root stays unreaped until run_process
+            # waits for it: its zombie tells whether it ran children (tree.waited_for_children).
             self.exited = True
 
     def close(self) -> None:
@@ -249,6 +254,11 @@ def run_process(
     child_exits: tuple[ChildExit, ...] = ()
     pump = _Pump(proc, stdout, stderr)
     finished_cleanly = False
+    # Whether the root, a zombie before its wait, ever reaped a child other than the
+    # program a root shell ran; and whether the engine found another process of the
+    # attempt (left behind, in its cgroup): `ProcessResult.descendants`.
+    root_waited: bool | None = None
+    others = False
     if stall is not None:
         root_pid = proc.pid
         # The cgroup holds every process of the attempt, escaped daemons included; without
@@ -297,16 +307,24 @@ def run_process(
                 # to be read instead of vanishing under gdb, and every stack is of one instant.
                 tree.stop_processes(alive, proc.pid)
                 hang_native = native.hang(alive, timed_out_at=deadline)
+            others = any(pid != proc.pid for pid in procs)
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
+            root_waited = tree.waited_for_children(proc.pid)
             proc.wait()
             duration = time.monotonic() - begin
         else:
+            root_waited = tree.waited_for_children(proc.pid)
+            if root_waited and own_root and tree.program_ran_alone(argv, proc.pid, stack_dir):
+                # `/bin/sh -c 'python x.py'`: dash forks the one program it runs, and the
+                # program's own record says it reaped no child (and was not killed).
+                root_waited = False
             proc.wait()
             duration = time.monotonic() - begin
             tree.RUNNING_ROOTS.discard(proc.pid)
             nothing_left = own_root and tree.only_known_children()
             procs = {} if nothing_left else tree.find_attempt_processes(token, proc.pid, tag)
             child_exits = tree.reap_orphans(procs, proc.pid)
+            others = bool(procs)
             left = {pid: info for pid, info in procs.items() if info.alive}
             if left:
                 tree.kill_attempt(token, proc.pid, proc.pid, tag)
@@ -346,6 +364,7 @@ def run_process(
             proc.wait()
         # What the cgroup still holds escaped the tag (or outran the kill): it goes too.
         killed, reached = pidlimit.release(limit)
+        others = others or bool(killed)
         if killed:
             warnings.append(
                 "killed processes of the attempt that outlived its other processes "
@@ -369,6 +388,7 @@ def run_process(
         stacks.remove_stack_dumps(stack_dir)
         _close_sinks(stdout, stderr)
     child_exits = (*reaped, *child_exits)
+    descendants = True if others or child_exits else root_waited
     finished = utc_now()
     native_path: Path | None = None
     if native is not None:
@@ -396,4 +416,5 @@ def run_process(
         child_exits=child_exits,
         ended_at=begin + duration,
         stalled=stalled,
+        descendants=descendants,
     )

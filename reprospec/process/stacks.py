@@ -197,13 +197,14 @@ def collect_stacks(
 
 def remove_stack_dumps(folder: Path) -> None:
     """Remove the per-process dumps of an attempt from its folder: each Python process's
-    `stack-PID.txt` (empty unless it was asked) and py-spy's `py-spy-PID.txt`. stack.txt
-    holds what they said; the logs and the rest of the folder stay."""
+    `stack-PID.txt` (empty unless it was asked) and `ended-PID.txt` (run.py read it), and
+    py-spy's `py-spy-PID.txt`. stack.txt holds what they said; the logs and the rest of the
+    folder stay."""
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 kind, dash, pid = entry.name.removesuffix(".txt").rpartition("-")
-                if dash and kind in ("stack", "py-spy") and pid.isdigit():
+                if dash and kind in ("stack", "py-spy", "ended") and pid.isdigit():
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)  # noqa: PTH108 (a DirEntry's path)
     except OSError:

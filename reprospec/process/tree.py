@@ -20,9 +20,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from reprospec.core.lazyre import Lazy
 from reprospec.core.results import ChildExit
 from reprospec.core.signals import signal_name
 from reprospec.process import leftovers, watchdog
@@ -119,6 +121,74 @@ def _proc_info(pid: int) -> ProcInfo | None:
         state=fields[0].decode(),
         cmdline="[" + stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode("utf-8", "replace") + "]",
     )
+
+
+# /proc/PID/stat's fields, counted from the state (field 3): cminflt (11), sigignore (33).
+_CMINFLT = 11 - 3
+_SIGIGNORE = 33 - 3
+
+
+def waited_for_children(pid: int) -> bool | None:
+    """Whether the ended root `pid`, a zombie not yet reaped, ever waited for a child.
+
+    The kernel adds a reaped child's page faults (and those of every descendant it
+    reaped in turn) to its parent's `cminflt`, and any process that ran takes page
+    faults: 0 means the root reaped no child, ever. With the engine's own record (the
+    orphans it reaped, the processes it found left), this tells an attempt that ran one
+    process from one that ran more (classify.py: a printed report of a child's death
+    that no child can have made). None where it cannot be read: the root already reaped,
+    or a root that ignores SIGCHLD (the kernel then reaps its children uncounted).
+    """
+    try:
+        stat = read_proc(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        if fields[0] != b"Z":
+            return None
+        if int(fields[_CMINFLT]) > 0:
+            return True
+        # Its children, while it ignores SIGCHLD, are reaped by the kernel, uncounted. A root
+        # that ignored it only for a while, or set SA_NOCLDWAIT, is not told from one that
+        # ran none: programs that run children and report their deaths wait for them.
+        return None if int(fields[_SIGIGNORE]) & (1 << (signal.SIGCHLD - 1)) else False
+    except (IndexError, ValueError):
+        return None
+
+
+# A `/bin/sh -c` line that runs one program and nothing else: no list, pipeline, subshell,
+# command substitution, brace group or here-document (each may fork a process of its own).
+_ONE_PROGRAM = Lazy(r"[^;&|\n\r`(){}<]*")
+_ENDED_PREFIX = "ended-"
+
+
+def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> bool:
+    """Whether `argv`, the root `/bin/sh -c LINE` of one program (dash forks it), ran only
+    that program, a Python process that ended normally and never reaped a child.
+
+    The shell's own count (`waited_for_children`) includes its one child, the program;
+    the program's count is what its ended-PID.txt says (the engine's sitecustomize writes
+    it at a normal exit: stackdump/sitecustomize.py). A program that died of a signal, a
+    program that is no Python, or a line that may run more writes none or is not one
+    program: not known, False.
+    """
+    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c"):
+        return False
+    if not _ONE_PROGRAM.fullmatch(argv[2]):
+        return False
+    records = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(_ENDED_PREFIX):
+                    with contextlib.suppress(OSError, ValueError):
+                        ppid, cminflt, ignored = read_proc(entry.path).split()
+                        records.append((int(ppid), int(cminflt), int(ignored)))
+    except OSError:
+        return False
+    mine = [r for r in records if r[0] == root_pid]
+    return len(mine) == 1 and mine[0][1] == 0 and not mine[0][2] & (1 << (signal.SIGCHLD - 1))
 
 
 def _with_cmdline(info: ProcInfo) -> ProcInfo:

@@ -554,6 +554,7 @@ class LocalRunner:
             interrupted=result.interrupted,
             warnings=(*warnings, *result.warnings),
             child_exits=result.child_exits,
+            descendants=result.descendants,
             launch="forked" if launcher is not None and launcher.forked else "fresh",
             launch_note=launcher.note if launcher is not None else launch_note,
             perturbed=applied.notes,

@@ -1,5 +1,6 @@
 """reprospec stack dumps: SIGUSR1 -> all threads' stacks in $REPROSPEC_STACK_DIR/stack-<pid>.txt,
-and a fatal signal -> the Python stack of the thread that took it, on stderr.
+and a fatal signal -> the Python stack of the thread that took it, on stderr; a normal exit
+-> $REPROSPEC_STACK_DIR/ended-<pid>.txt (`_record_end`).
 
 Put on a child's PYTHONPATH by the runner, so every Python process of an
 attempt (forked workers and spawned interpreters too) can tell where it hangs
@@ -65,6 +66,43 @@ def _arm_fatal() -> None:
 
     if not faulthandler.is_enabled():
         faulthandler.enable(all_threads=False)
+
+
+def _record_end() -> None:
+    """At a normal exit (not a signal's death, not os._exit), ended-<pid>.txt: the parent's
+    pid and whether this process ever reaped a child.
+
+    `sh -c 'python x.py'` is an attempt's root that forks the program: the engine reads
+    the shell's count of its children (the program), not the program's. This record is the
+    program's own (process/tree.py, `program_ran_alone`): the kernel's count of the page
+    faults of the children it reaped (/proc/self/stat's cminflt, 0: none), and whether it
+    ignores SIGCHLD (its children then go uncounted). Registered first, it runs after every
+    other exit handler (multiprocessing's joins its children in one).
+    """
+    folder = os.environ.get("REPROSPEC_STACK_DIR")
+    if not folder:
+        return
+    import atexit
+
+    def _ended() -> None:
+        try:
+            fd = os.open(f"/proc/{os.getpid()}/stat", os.O_RDONLY)
+            try:
+                stat = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            path = os.path.join(folder, f"ended-{os.getpid()}.txt")
+            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                # ppid (field 4), cminflt (11), sigignore (33), counted from the state (3).
+                os.write(out, b" ".join((fields[1], fields[8], fields[30])) + b"\n")
+            finally:
+                os.close(out)
+        except Exception:
+            pass
+
+    atexit.register(_ended)
 
 
 class _ProcessLines:
@@ -334,6 +372,10 @@ def _install() -> None:
         _report_perturb(exc)
     try:  # noqa: SIM105 (no stderr to write to: nothing to arm)
         _arm_fatal()
+    except Exception:
+        pass
+    try:  # noqa: SIM105
+        _record_end()
     except Exception:
         pass
     try:  # noqa: SIM105

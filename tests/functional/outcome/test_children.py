@@ -8,6 +8,7 @@ Before children.py every one of these read `error RuntimeError` (or
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,72 @@ def test_main_process_segfault_is_still_the_main_crash(runner: LocalRunner, tmp_
     assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main")
     assert outcome.pid is None
     assert outcome.cmdline is None
+
+
+PRINTED = str(CHILDREN / "printed_crash.py")
+PROGRAM_OUTPUT = "but the attempt ran no process besides the main one: it is the program's output"
+
+
+def one_program(*words: str) -> list[str]:
+    """A string command's argv: `/bin/sh -c LINE`, which dash runs by forking the program."""
+    return ["/bin/sh", "-c", shlex.join(words)]
+
+
+@pytest.mark.parametrize("mode", ["shell-stdout", "faulthandler", "cpe"])
+@pytest.mark.parametrize("how", ["argv", "string"])
+def test_crash_text_a_program_printed_is_no_childs_death(
+    runner: LocalRunner, tmp_path: Path, mode: str, how: str
+) -> None:
+    """nu18 N8: a program that printed a shell's, faulthandler's or subprocess's report of a
+    segfault (an old CI log it triages) and raised ValueError, with no child at all, was
+    `crash SIGSEGV (child pid 4242: ./test_ops)`. The engine knows no child ran: the root
+    (or the one program a root shell ran) never reaped one, and it found none."""
+    words = (PY, PRINTED, mode)
+    argv = list(words) if how == "argv" else one_program(*words)
+    expected = Expectation("error", exception="ValueError")
+    result, execution = run_attempt(runner, argv, tmp_path, expected)
+    assert execution.descendants is False
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "main"), outcome
+    assert (outcome.exception, outcome.message) == ("ValueError", "triage found no owner")
+    assert (outcome.pid, outcome.cmdline) == (None, None)
+    assert result.matched, result.mismatches
+    detail = outcome.detail or ""
+    assert "the output reports a death (" in detail, detail
+    assert "died of SIGSEGV" in detail, detail
+    assert detail.endswith(PROGRAM_OUTPUT), detail
+
+
+def test_printed_crash_text_after_a_real_child_says_only_the_output_tells(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # A child ran (`true`), so the printed report may be its: still a child's crash, as
+    # before, but the detail says that only text tells of it, against the main's own error.
+    result, execution = run_attempt(
+        runner, [PY, PRINTED, "shell-stdout", "--ran-a-child"], tmp_path
+    )
+    assert execution.descendants is True
+    outcome = crashed(result)
+    assert outcome.pid == 4242
+    detail = outcome.detail or ""
+    assert detail.endswith(
+        "the main process exited 1 with its own uncaught ValueError; the death is known from "
+        "the output alone (the engine saw no such process end)"
+    ), detail
+
+
+def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # `python child_crash.py mp-fork` as a string command: dash forks python, whose own
+    # record says it reaped a child; the child's faulthandler report is its death.
+    result, execution = run_attempt(runner, one_program(PY, CHILD_CRASH, "mp-fork"), tmp_path)
+    assert execution.descendants is True
+    outcome = crashed(result)
+    assert outcome.exception == "RuntimeError"
+    assert "as its faulthandler report says" in (outcome.detail or "")
+    assert "known from the output alone" in (outcome.detail or "")
 
 
 def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:

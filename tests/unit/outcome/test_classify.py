@@ -383,6 +383,70 @@ def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
     assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
 
 
+PRINTED_CRASHES = [
+    ("./run.sh: line 3:  4242 Segmentation fault      ./test_ops --gtest_filter=Conv*\n", 4242),
+    (
+        "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call "
+        'first):\n  File "old.py", line 3 in <module>\n',
+        None,
+    ),
+    (
+        "subprocess.CalledProcessError: Command '['./a.out']' died with <Signals.SIGSEGV: 11>.\n",
+        None,
+    ),
+    ("A process in the process pool was terminated abruptly while the future was running\n", None),
+]
+RAISED = (
+    b'Traceback (most recent call last):\n  File "f.py", line 5, in <module>\nValueError: done\n'
+)
+
+
+@pytest.mark.parametrize(("printed", "pid"), PRINTED_CRASHES)
+def test_a_childs_death_the_output_reports_is_none_where_no_child_ran(
+    tmp_path: Path, printed: str, pid: int | None
+) -> None:
+    """nu18 N8: a triage script printed an old CI log's crash report, then raised
+    ValueError, with no child at all: it was `crash SIGSEGV (child pid 4242: ./test_ops)`."""
+    ran = recorded_execution(tmp_path, printed.encode() + RAISED, 1, harness=False)
+    outcome = classify(dataclasses.replace(ran, descendants=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "main")
+    assert (outcome.exception, outcome.message, outcome.pid) == ("ValueError", "done", None)
+    assert (outcome.detail or "").startswith("exit code 1; the output reports a death (")
+    assert (outcome.detail or "").endswith(
+        "but the attempt ran no process besides the main one: it is the program's output"
+    )
+    # Nor a hang's crashed child.
+    hung = classify(dataclasses.replace(ran, descendants=False, returncode=None, timed_out=True))
+    assert isinstance(hung, Outcome)
+    assert (hung.kind, hung.crashed_child) == ("hang", None)
+    # A child ran, or the runner cannot tell (a container): the text counts, as before; the
+    # detail says only the text tells of it, against the main process's own exception.
+    for descendants in (True, None):
+        crashed = classify(dataclasses.replace(ran, descendants=descendants))
+        assert isinstance(crashed, Outcome)
+        assert (crashed.kind, crashed.where, crashed.pid) == ("crash", "child", pid)
+        assert (crashed.detail or "").endswith(
+            "the main process exited 1 with its own uncaught ValueError; the death is known "
+            "from the output alone (the engine saw no such process end)"
+        )
+
+
+def test_a_death_the_main_process_raised_for_needs_no_word_of_doubt(tmp_path: Path) -> None:
+    # subprocess's CalledProcessError ended the process: its own exception names the death.
+    raised = (
+        b'Traceback (most recent call last):\n  File "run.py", line 3, in <module>\n'
+        b"subprocess.CalledProcessError: Command '['./a.out']' died with <Signals.SIGSEGV: 11>.\n"
+    )
+    outcome = classify(recorded_execution(tmp_path, raised, 1, harness=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.cmdline) == ("crash", "child", "./a.out")
+    assert outcome.detail == (
+        "a child process (./a.out) died of SIGSEGV (Segmentation fault), as subprocess "
+        "reports it; the main process exited 1"
+    )
+
+
 def test_normalize_message() -> None:
     text = (
         "\x1b[31mDataLoader worker (pid(s) 5355, 5356) exited\x1b[0m at 0x7fd395f78240 "
