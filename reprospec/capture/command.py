@@ -409,8 +409,11 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             + (f" ({_short(outcome.cmdline)})" if outcome.cmdline else ""),
         }.get(outcome.where or "", "in the main process")
         if outcome.where == "main" and (outcome.detail or "").endswith(AS_A_SHELL_REPORTS_IT):
-            # `sh run.sh` exited 139: the process that died is one the command ran.
-            comments["signal"] = f"{outcome.detail}: a process the command ran died of it"
+            # `sh run.sh` exited 139: the status a shell gives when a process it ran dies of
+            # the signal. Only the status says so (no process was seen dying): said as such.
+            comments["signal"] = (
+                f"{outcome.detail}: the status a shell gives when a process it ran dies of it"
+            )
         if observed.frame:
             comments["signal"] += f", in {observed.frame}"
     if outcome.kind == "error" and outcome.exception:

@@ -172,7 +172,8 @@ def died_before_the_hang(child: CrashedChild) -> str:
 RESOLVED_SPEC = "# resolved from "
 
 # The end of a crash's detail when the root's exit status 128+N named the signal, not a
-# signal that killed it: a process the command ran died of it (`sh run.sh`'s python).
+# signal that killed it: the status a shell gives when a process it ran dies of it
+# (`sh run.sh`'s python), where a process besides the program ran (classify.py, rule 4).
 AS_A_SHELL_REPORTS_IT = ", as a shell reports it"
 
 # The start of the warning of a pass whose tree held a process that died of a signal

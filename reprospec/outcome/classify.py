@@ -23,7 +23,10 @@ rules, in order:
 4. returncode 128+N -> `crash` with signal N, `where: main`, when N is one of
    `signals.SHELL_FATAL_SIGNALS` (a shell wrapper turns -11 into 139), or for
    any other N when the output proves it ("Fatal Python error: <strsignal N>"
-   or a shell's "<pid> <strsignal N>" report).
+   or a shell's "<pid> <strsignal N>" report). Not where the runner knows that no
+   process besides the program ran (`Execution.descendants` False): the program
+   was not killed (it exited 139), and no child's death can be what it reports, so
+   139 is its own exit status (`sys.exit(139)`): rule 7, its detail saying so.
 5. a DataLoader worker died (a `worker_exit` event with a signal, "DataLoader
    worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
    encountered in worker", or "exited unexpectedly" with no exit code) ->
@@ -36,7 +39,7 @@ rules, in order:
    only text tells of it and the main process ended with its own uncaught
    exception (not subprocess's "died with"), the detail says so.
 7. anything else -> `error` with the exit code (and, where no process besides the
-   program ran, what its output's report of a death is not).
+   program ran, what its 128+N status or its output's report of a death is not).
 
 Before these, a command that never started (setupfail.py: not found, not
 executable, a declared package missing) is `NotRun`. Exception type and message
@@ -202,7 +205,13 @@ def classify(
         exception = None
     else:
         assert returncode is not None
-        shell_signal = _shell_signal(returncode, stderr, evidence.stdout)
+        # No process besides the root ran: its 128+N is its own exit status, no report of a
+        # death (`sys.exit(139)`), whatever its output says.
+        shell_signal = (
+            _shell_signal(returncode, stderr, evidence.stdout)
+            if execution.descendants is not False
+            else None
+        )
         if shell_signal is not None:
             kind, signal, where = "crash", shell_signal, "main"
             detail = f"exit status {returncode} = 128 + {shell_signal}{AS_A_SHELL_REPORTS_IT}"
@@ -229,7 +238,7 @@ def classify(
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
             if execution.descendants is False:
-                detail += _no_other_process(execution, evidence)
+                detail += _no_other_process(returncode, execution, evidence)
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
@@ -308,11 +317,16 @@ def _ended_by(exception: PythonException, execution: Execution, evidence: Eviden
     return execution.returncode == PYTHON_UNCAUGHT_EXIT
 
 
-def _no_other_process(execution: Execution, evidence: Evidence) -> str:
-    """What an attempt that ran one process only did not mean: `; the output reports ...`."""
+def _no_other_process(returncode: int, execution: Execution, evidence: Evidence) -> str:
+    """What an attempt that ran one process only did not mean: `; 139 = 128 + SIGSEGV is ...`."""
     from reprospec.outcome.children import printed_only
 
     notes = []
+    if (conventional := exit_status_signal(returncode)) is not None:
+        notes.append(
+            f"{returncode} = 128 + {conventional}, as a shell reports a death, but no process "
+            "besides the main one ran and it was not killed: its own exit status"
+        )
     if (printed := printed_only(execution, evidence)) is not None:
         notes.append(
             f"the output reports a death ({printed.describe()}), but the attempt ran no "

@@ -392,12 +392,13 @@ def run_process(
     finished = utc_now()
     native_path: Path | None = None
     if native is not None:
+        # An exit status 128+N of a program that ran alone is its own, no death's to look for.
+        status = proc.returncode
+        died = status if descendants is not False or status is None or status < 0 else None
         # Every process is gone: each core is complete, and the attempt's to claim.
         found = native_stacks.merge(
             hang_native,
-            native.crash(
-                token, cwd, proc.pid, proc.returncode, started_wall, read_cores=not interrupted
-            ),
+            native.crash(token, cwd, proc.pid, died, started_wall, read_cores=not interrupted),
         )
         if found is not None:
             native_path = native_stacks.write(found, native.out_dir)

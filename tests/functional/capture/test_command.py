@@ -994,8 +994,8 @@ def test_a_failure_needing_a_file_capture_cannot_see_is_not_called_reproduced(
     assert "verdict not-reproduced" in verify, verify
     # sh exited 139 for python's SIGSEGV: the comment said "in the main process".
     assert (
-        "signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV, as a shell reports it: a process "
-        "the command ran died of it"
+        "signal: SIGSEGV  # exit status 139 = 128 + SIGSEGV, as a shell reports it: the status "
+        "a shell gives when a process it ran dies of it"
     ) in (work / "spec.yaml").read_text()
 
 

@@ -215,6 +215,43 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
     assert "known from the output alone" in (outcome.detail or "")
 
 
+@pytest.mark.parametrize("how", ["argv", "string"])
+def test_an_exit_status_139_of_its_own_is_an_error(
+    runner: LocalRunner, tmp_path: Path, how: str
+) -> None:
+    """nu18 N4: `sys.exit(139)`, no signal anywhere, was `crash SIGSEGV` by the shell's
+    128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match."""
+    words = (PY, PRINTED, "exit139")
+    argv = list(words) if how == "argv" else one_program(*words)
+    result, execution = run_attempt(runner, argv, tmp_path, Expectation("error", exit_code=139))
+    assert (execution.returncode, execution.descendants) == (139, False)
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 139, None), outcome
+    assert result.matched, result.mismatches
+    assert outcome.signature == "error:exit-139"
+    assert (outcome.detail or "").startswith(
+        "exit code 139; 139 = 128 + SIGSEGV, as a shell reports a death, but no process "
+        "besides the main one ran and it was not killed: its own exit status"
+    ), outcome.detail
+
+
+@pytest.mark.parametrize(
+    "line", ["{py} {script} main", "{py} {script} main; exit $?", "{py} {script} main || exit 139"]
+)
+def test_a_shells_139_for_its_programs_segfault_is_still_a_crash(
+    runner: LocalRunner, tmp_path: Path, line: str
+) -> None:
+    command = line.format(py=shlex.quote(PY), script=shlex.quote(CHILD_CRASH))
+    result, execution = run_attempt(runner, ["/bin/sh", "-c", command], tmp_path)
+    assert execution.returncode == 139
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", "SIGSEGV", "main"), outcome
+    assert (outcome.detail or "") == "exit status 139 = 128 + SIGSEGV, as a shell reports it"
+    assert result.matched, result.mismatches
+
+
 def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "child.yaml"
     spec.write_text(

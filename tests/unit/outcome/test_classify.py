@@ -383,6 +383,32 @@ def test_exit_128_plus_n_rule(tmp_path: Path) -> None:
     assert (outcome.kind, outcome.signal) == ("crash", "SIGKILL")
 
 
+def test_exit_128_plus_n_of_a_program_that_ran_alone_is_its_own_status(tmp_path: Path) -> None:
+    # nu18 N4: `sys.exit(139)`, where the runner knows no process besides the program ran
+    # (and, exiting 139, it was not killed): an error, expectable by its exit code.
+    ran = recorded_execution(tmp_path, b"", 139, harness=False)
+    alone = dataclasses.replace(ran, descendants=False)
+    outcome = classify(alone)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 139, None)
+    assert outcome.detail == (
+        "exit code 139; 139 = 128 + SIGSEGV, as a shell reports a death, but no process "
+        "besides the main one ran and it was not killed: its own exit status"
+    )
+    assert judge_attempt(outcome, Expectation("error", exit_code=139)).matched
+    # Not even the output's word makes it a death: it printed it (138 = 128 + SIGUSR1).
+    (tmp_path / "stderr.log").write_bytes(b"sh: 1: 4242 User defined signal 1\n")
+    said = classify(dataclasses.replace(alone, returncode=138))
+    assert isinstance(said, Outcome)
+    assert (said.kind, said.exit_code) == ("error", 138)
+    # Where a process besides it ran, or the runner cannot tell: the shell's rule, as before.
+    for descendants in (True, None):
+        (tmp_path / "stderr.log").write_bytes(b"")
+        wrapped = classify(dataclasses.replace(ran, descendants=descendants))
+        assert isinstance(wrapped, Outcome)
+        assert (wrapped.kind, wrapped.signal) == ("crash", "SIGSEGV")
+
+
 PRINTED_CRASHES = [
     ("./run.sh: line 3:  4242 Segmentation fault      ./test_ops --gtest_filter=Conv*\n", 4242),
     (
