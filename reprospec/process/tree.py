@@ -157,15 +157,50 @@ def waited_for_children(pid: int) -> bool | None:
         return None
 
 
-# A `/bin/sh -c` line that runs one program and nothing else: no list, pipeline, subshell,
-# command substitution, brace group or here-document (each may fork a process of its own).
-_ONE_PROGRAM = Lazy(r"[^;&|\n\r`(){}<]*")
+# A `/bin/sh -c` line's parts that may fork a process of their own: a subshell, a command
+# substitution, a brace group, a here-document, an escape that may hide one of them.
+_MAY_FORK = Lazy(r"[`(){}<\\]")
+# The operators of a list (`a; b`, `a && b`, `a || b`, one a line), and what is left of a
+# pipeline or a background job once they are taken out.
+_LIST = Lazy(r"&&|\|\||;|\n")
+_ASSIGNMENT = Lazy(r"[A-Za-z_][A-Za-z0-9_]*=")
+# An output redirection to a descriptor (`2>&1`): no job, no fork.
+_DUPLICATE = Lazy(r"[0-9]*>&[0-9]+-?")
+# Commands every POSIX /bin/sh (dash, bash, busybox) runs itself, without a fork.
+_BUILTINS = frozenset(
+    {":", "true", "false", "exit", "cd", "export", "unset", "set", "shift", "umask", "echo",
+     "printf", "test", "["}
+)  # fmt: skip
 _ENDED_PREFIX = "ended-"
 
 
+def one_program(line: str) -> bool:
+    """Whether a `/bin/sh -c` line forks one program and nothing else: one simple command
+    (`A=1 python x.py --n 3`), or a list of it and the shell's own builtins (`cd sub &&
+    python x.py`, `python x.py; exit $?`). Quotes are read only in a line without a list
+    (a `;` in quotes is no operator)."""
+    if _MAY_FORK.search(line):
+        return False
+    line = _DUPLICATE.sub(" ", line)
+    parts = _LIST.split(line)
+    if "&" in line.replace("&&", "") or "|" in line.replace("||", ""):
+        return False  # a background job or a pipeline
+    if len(parts) > 1 and ("'" in line or '"' in line):
+        return False
+    programs = 0
+    for part in parts:
+        # Its first word past the leading assignments (`A=1 python`) names what it runs.
+        words = (part or "").split()
+        while words and _ASSIGNMENT.match(words[0]):
+            words.pop(0)
+        if words and words[0] not in _BUILTINS:
+            programs += 1
+    return programs == 1
+
+
 def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> bool:
-    """Whether `argv`, the root `/bin/sh -c LINE` of one program (dash forks it), ran only
-    that program, a Python process that ended normally and never reaped a child.
+    """Whether `argv`, a root `/bin/sh -c LINE` that forks one program (`one_program`),
+    ran only that program, a Python process that ended normally and never reaped a child.
 
     The shell's own count (`waited_for_children`) includes its one child, the program;
     the program's count is what its ended-PID.txt says (the engine's sitecustomize writes
@@ -173,9 +208,7 @@ def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> bool:
     program that is no Python, or a line that may run more writes none or is not one
     program: not known, False.
     """
-    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c"):
-        return False
-    if not _ONE_PROGRAM.fullmatch(argv[2]):
+    if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c") or not one_program(argv[2]):
         return False
     records = []
     try:

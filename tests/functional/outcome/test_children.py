@@ -158,8 +158,18 @@ def one_program(*words: str) -> list[str]:
     return ["/bin/sh", "-c", shlex.join(words)]
 
 
+def command(how: str, words: tuple[str, ...], folder: Path) -> list[str]:
+    """`words` as a list command, a string command, or a string command that is a list of
+    the program and the shell's own builtins (`cd DIR && python x.py; exit $?`)."""
+    if how == "argv":
+        return list(words)
+    if how == "string":
+        return one_program(*words)
+    return ["/bin/sh", "-c", f"cd {folder} && {' '.join(words)}; exit $?"]
+
+
 @pytest.mark.parametrize("mode", ["shell-stdout", "faulthandler", "cpe"])
-@pytest.mark.parametrize("how", ["argv", "string"])
+@pytest.mark.parametrize("how", ["argv", "string", "list"])
 def test_crash_text_a_program_printed_is_no_childs_death(
     runner: LocalRunner, tmp_path: Path, mode: str, how: str
 ) -> None:
@@ -168,7 +178,7 @@ def test_crash_text_a_program_printed_is_no_childs_death(
     `crash SIGSEGV (child pid 4242: ./test_ops)`. The engine knows no child ran: the root
     (or the one program a root shell ran) never reaped one, and it found none."""
     words = (PY, PRINTED, mode)
-    argv = list(words) if how == "argv" else one_program(*words)
+    argv = command(how, words, tmp_path)
     expected = Expectation("error", exception="ValueError")
     result, execution = run_attempt(runner, argv, tmp_path, expected)
     assert execution.descendants is False
@@ -215,14 +225,13 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
     assert "known from the output alone" in (outcome.detail or "")
 
 
-@pytest.mark.parametrize("how", ["argv", "string"])
+@pytest.mark.parametrize("how", ["argv", "string", "list"])
 def test_an_exit_status_139_of_its_own_is_an_error(
     runner: LocalRunner, tmp_path: Path, how: str
 ) -> None:
     """nu18 N4: `sys.exit(139)`, no signal anywhere, was `crash SIGSEGV` by the shell's
     128+N rule, and `expect: {outcome: error, exit_code: 139}` could never match."""
-    words = (PY, PRINTED, "exit139")
-    argv = list(words) if how == "argv" else one_program(*words)
+    argv = command(how, (PY, PRINTED, "exit139"), tmp_path)
     result, execution = run_attempt(runner, argv, tmp_path, Expectation("error", exit_code=139))
     assert (execution.returncode, execution.descendants) == (139, False)
     outcome = result.ran

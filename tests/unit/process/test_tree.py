@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reprospec.process import tree
@@ -33,3 +35,46 @@ def test_a_listed_child_is_read_until_two_reads_agree(monkeypatch: pytest.Monkey
     asked = _reads(monkeypatch, [b"7 ", b""])
     assert tree._steady_children("children") == {7}
     assert len(asked) == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "one"),
+    [
+        ("python x.py", True),
+        ("A=1 B=2 python x.py --n 3 2>&1", True),
+        ('python "my script.py" --tag "a b"', True),
+        ("python x.py; exit $?", True),
+        ("cd sub && python x.py", True),
+        ("python x.py\nexit $?", True),
+        ("timeout 60 python x.py", True),  # one program: timeout (python is its child)
+        ("python x.py | tee log", False),
+        ("python x.py &", False),
+        ("echo $(date); python x.py", False),
+        ("python x.py `cat args`", False),
+        ("(python x.py)", False),
+        ("python x.py <<EOF", False),
+        ("python a.py; python b.py", False),
+        ('python x.py; echo "done; next"', False),
+        ("exit 3", False),
+    ],
+)
+def test_a_shell_line_that_forks_one_program(line: str, one: bool) -> None:
+    # dash forks even a one-program line's program: its own record then tells the rest.
+    assert tree.one_program(line) is one
+
+
+def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> None:
+    argv = ["/bin/sh", "-c", "python x.py; exit $?"]
+    # ended-PID.txt: the parent's pid, cminflt, sigignore (stackdump/sitecustomize.py).
+    (tmp_path / "ended-501.txt").write_text("500 0 4096\n")
+    assert tree.program_ran_alone(argv, 500, tmp_path)
+    assert not tree.program_ran_alone(argv, 499, tmp_path)  # another root's program
+    assert not tree.program_ran_alone(["/bin/sh", "-c", "python x.py | tee l"], 500, tmp_path)
+    assert not tree.program_ran_alone(["python", "x.py"], 500, tmp_path)
+    # It reaped a child; it ignored SIGCHLD (its children uncounted); two programs of it.
+    for record in ("500 37 0\n", f"500 0 {1 << 16}\n"):
+        (tmp_path / "ended-501.txt").write_text(record)
+        assert not tree.program_ran_alone(argv, 500, tmp_path)
+    (tmp_path / "ended-501.txt").write_text("500 0 0\n")
+    (tmp_path / "ended-502.txt").write_text("500 0 0\n")
+    assert not tree.program_ran_alone(argv, 500, tmp_path)
