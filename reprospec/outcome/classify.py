@@ -31,6 +31,8 @@ rules, in order:
    worker (pid N) is killed by signal: X", torch's "ERROR: Unexpected X
    encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
+   Where no process besides the program ran, no worker did: its output's words are
+   no death (rule 7).
 6. any other descendant crashed (children.py: a wait status the engine reaped,
    a shell's or subprocess's report, the child's faulthandler report, a broken
    process pool) -> `crash`, `where: child`, with its pid and command line when
@@ -164,6 +166,10 @@ def classify(
         last_traceback, chain = went_on(chain[-1]), ()
     exception = chain[-1] if chain else None
     worker = worker_death(stderr, events.worker_exit)
+    printed_worker: WorkerDeath | None = None
+    if worker is not None and execution.descendants is False:
+        # No process besides the program ran, so no DataLoader worker: it printed the words.
+        printed_worker, worker = worker, None
     returncode = execution.returncode
 
     kind: OutcomeKind
@@ -238,7 +244,7 @@ def classify(
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
             if execution.descendants is False:
-                detail += _no_other_process(returncode, execution, evidence)
+                detail += _no_other_process(returncode, execution, evidence, printed_worker)
             if last_traceback is not None:
                 detail += f"; {_went_on(last_traceback)}"
             if worker is not None:
@@ -317,8 +323,13 @@ def _ended_by(exception: PythonException, execution: Execution, evidence: Eviden
     return execution.returncode == PYTHON_UNCAUGHT_EXIT
 
 
-def _no_other_process(returncode: int, execution: Execution, evidence: Evidence) -> str:
-    """What an attempt that ran one process only did not mean: `; 139 = 128 + SIGSEGV is ...`."""
+def _no_other_process(
+    returncode: int, execution: Execution, evidence: Evidence, worker: WorkerDeath | None
+) -> str:
+    """What an attempt that ran one process only did not mean: `; 139 = 128 + SIGSEGV is ...`.
+
+    `worker`: a DataLoader worker's death its output reports (no worker ran).
+    """
     from reprospec.outcome.children import printed_only
 
     notes = []
@@ -327,9 +338,13 @@ def _no_other_process(returncode: int, execution: Execution, evidence: Evidence)
             f"{returncode} = 128 + {conventional}, as a shell reports a death, but no process "
             "besides the main one ran and it was not killed: its own exit status"
         )
-    if (printed := printed_only(execution, evidence)) is not None:
+    printed = printed_only(execution, evidence)
+    said = printed.describe() if printed is not None else None
+    if worker is not None:
+        said = _describe_worker(worker)
+    if said is not None:
         notes.append(
-            f"the output reports a death ({printed.describe()}), but the attempt ran no "
+            f"the output reports a death ({said}), but the attempt ran no "
             "process besides the main one: it is the program's output"
         )
     return "".join(f"; {note}" for note in notes)

@@ -5,6 +5,7 @@ Usage: python printed_crash.py MODE [--ran-a-child]
     shell-stdout   bash's report of a segfault, on stdout (a CI log it echoes)
     faulthandler   a faulthandler report, on stderr (a crash handler's test output)
     cpe            subprocess's CalledProcessError "died with", on stderr
+    worker         torch's word of a DataLoader worker's death, on stderr
     exit139        no text: `sys.exit(139)`, a status a shell gives a SIGSEGV death
 
 No process of it dies of a signal. With --ran-a-child it first runs `true` to its end,
@@ -24,6 +25,8 @@ FAULTHANDLER = (
 )
 CPE = "subprocess.CalledProcessError: Command '['./a.out']' died with <Signals.SIGSEGV: 11>.\n"
 
+WORKER = "DataLoader worker (pid 4242) is killed by signal: Segmentation fault.\n"
+
 
 def main() -> None:
     mode = sys.argv[1]
@@ -35,6 +38,8 @@ def main() -> None:
         sys.stderr.write(FAULTHANDLER)
     elif mode == "cpe":
         sys.stderr.write(CPE)
+    elif mode == "worker":
+        sys.stderr.write(WORKER)
     elif mode == "exit139":
         print("step 1", flush=True)
         sys.exit(139)

@@ -168,7 +168,7 @@ def command(how: str, words: tuple[str, ...], folder: Path) -> list[str]:
     return ["/bin/sh", "-c", f"cd {folder} && {' '.join(words)}; exit $?"]
 
 
-@pytest.mark.parametrize("mode", ["shell-stdout", "faulthandler", "cpe"])
+@pytest.mark.parametrize("mode", ["shell-stdout", "faulthandler", "cpe", "worker"])
 @pytest.mark.parametrize("how", ["argv", "string", "list"])
 def test_crash_text_a_program_printed_is_no_childs_death(
     runner: LocalRunner, tmp_path: Path, mode: str, how: str

@@ -458,6 +458,26 @@ def test_a_childs_death_the_output_reports_is_none_where_no_child_ran(
         )
 
 
+def test_a_dataloader_workers_death_the_output_reports_is_none_where_no_child_ran(
+    tmp_path: Path,
+) -> None:
+    # torch's words about a worker, printed by a program that started none (a log it echoes).
+    printed = b"DataLoader worker (pid 4242) is killed by signal: Segmentation fault.\n"
+    ran = recorded_execution(tmp_path, printed + RAISED, 1, harness=False)
+    outcome = classify(dataclasses.replace(ran, descendants=False))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.where, outcome.exception) == ("error", "main", "ValueError")
+    assert outcome.detail == (
+        "exit code 1; the output reports a death (a DataLoader worker pid 4242 died of SIGSEGV "
+        "(Segmentation fault)), but the attempt ran no process besides the main one: it is "
+        "the program's output"
+    )
+    for descendants in (True, None):  # as before
+        crashed = classify(dataclasses.replace(ran, descendants=descendants))
+        assert isinstance(crashed, Outcome)
+        assert (crashed.kind, crashed.where, crashed.signal) == ("crash", "worker", "SIGSEGV")
+
+
 def test_a_death_the_main_process_raised_for_needs_no_word_of_doubt(tmp_path: Path) -> None:
     # subprocess's CalledProcessError ended the process: its own exception names the death.
     raised = (
