@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reprospec import native
+from reprospec.capture.alsoseen import as_often, set_expect
 from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
@@ -101,6 +103,9 @@ class Observed:
     # A crash's frame in the program's own code, from the crashed process's Python stack
     # (`__getitem__ (data.py:12)`: a DataLoader worker's, a child's; footprint.crash_frame).
     frame: str | None = None
+    # The other failure signatures seen (each an Observed of its own, most common first):
+    # the spec expects one, and the others are said, with how to target each (alsoseen.py).
+    others: tuple[Observed, ...] = ()
 
     @property
     def signature(self) -> str:
@@ -195,6 +200,22 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 observed.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
             ),
         )
+    # The failures the spec does not expect are read as its own is: their `expect` is said.
+    observed = replace(
+        observed,
+        others=tuple(
+            replace(
+                other,
+                volatile=observed.volatile,
+                secrets=observed.secrets,
+                outcome=_with_progress(
+                    other.outcome, run_dir, attempts, presets, pytest=is_pytest(request.argv)
+                ),
+            )
+            for other in observed.others
+            if other.outcome is not None
+        ),
+    )
     modules = imported(run_dir, attempts)
     pinned = pins(modules, interpreter)
     packages = pinned.packages
@@ -247,6 +268,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     )
     spec_path.write_text(render_spec(final), encoding="utf-8")
     lines = [f"wrote {_shown(spec_path)}: {_summary(observed)}"]
+    lines += _also_seen(observed, f"reprospec run {shlex.quote(_shown(spec_path))}")
     if observed.outcome is not None and observed.outcome.kind == "pass":
         # capture is for a failure: a pass written down as `expect: pass` and verified as
         # "reproduced" read as a captured failure.
@@ -378,10 +400,21 @@ def observe(attempts: Iterable[AttemptResult]) -> Observed:
         reasons = [a.infra_error for a in attempts if a.infra_error]
         return Observed(None, 0, len(ran), reasons[0] if reasons else "nothing ran")
     failures = [o for o in outcomes if o.kind != "pass"] or outcomes
-    signature, count = Counter(o.signature for o in failures).most_common(1)[0]
-    chosen = next(o for o in failures if o.signature == signature)
-    steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
-    return Observed(chosen, count, len(outcomes), steps=steps)
+    ranked = Counter(o.signature for o in failures).most_common()
+
+    def observed(signature: str, count: int) -> Observed:
+        chosen = next(o for o in failures if o.signature == signature)
+        steps = tuple(o.step for o in failures if o.signature == signature and o.step is not None)
+        return Observed(chosen, count, len(outcomes), steps=steps)
+
+    first = observed(*ranked[0])
+    # A crash whose native frame went unread is the same crash, not another failure.
+    others = [
+        (signature, count)
+        for signature, count in ranked[1:]
+        if not native.agrees(signature, first.signature, native_unknown=True)
+    ]
+    return replace(first, others=tuple(observed(*other) for other in others))
 
 
 def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject, dict[str, str]]:
@@ -450,6 +483,13 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
             "after a child process"
             + (f" ({_short(child.cmdline)})" if child.cmdline else "")
             + (f" died of {child.signal}" if child.signal else " terminated abruptly")
+        )
+    if observed.others and "outcome" not in comments:
+        other = observed.others[0]
+        more = f" and {len(observed.others) - 1} other(s)" if len(observed.others) > 1 else ""
+        comments["outcome"] = (
+            f"also seen: {other.signature} in {other.matched}/{other.attempts}{more}; "
+            "the description says how to expect it"
         )
     bound = rate_bound(observed.matched, observed.attempts)
     if bound is not None:
@@ -661,7 +701,64 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
         )
         if outcome.kind == "hang" and last_import:
             lines.append(f"It hung while importing `{last_import}` (its stack shows the import).")
+        for other in observed.others:
+            lines.append(
+                f"It also ended `{other.signature}` in {other.matched} of {other.attempts} "
+                f"attempt(s), which `expect` does not match; to expect it: "
+                f"`--set {set_expect(expectation(other)[0])}`."
+            )
+        if observed.others and as_often(observed.matched, observed.others[0].matched):
+            lines.append(
+                f"`{outcome.signature}` and `{observed.others[0].signature}` came about as "
+                f"often ({observed.matched} and {observed.others[0].matched} of "
+                f"{observed.attempts}): which one `expect` describes is chance."
+            )
+        if observed.others:
+            failed, fail = _any_failure(observed)
+            lines.append(
+                f"`--set {set_expect(fail)}` expects any failure ({failed} of "
+                f"{observed.attempts} failed)."
+            )
     return "\n".join(lines)
+
+
+def _any_failure(observed: Observed) -> tuple[int, JsonObject]:
+    """How many attempts failed, and the `expect` that matches any failure at that rate."""
+    failed = observed.matched + sum(other.matched for other in observed.others)
+    expect: JsonObject = {"outcome": "fail"}
+    bound = rate_bound(failed, observed.attempts)
+    if bound is not None:
+        expect["rate"] = bound
+    return failed, expect
+
+
+def _also_seen(observed: Observed, run: str) -> list[str]:
+    """What capture says of the failures its spec does not expect (alsoseen.py): each with
+    its count and the `--set` that runs the spec for it; that the two most common came
+    about as often, when chance could have swapped them; and the `expect` of any failure."""
+    if not observed.others:
+        return []
+    lines = [
+        f"also seen: {other.signature} in {other.matched}/{other.attempts} attempt(s), which "
+        f"the spec's expect does not match; for it: {run} --set "
+        + set_expect(expectation(other)[0])
+        for other in observed.others
+    ]
+    second = observed.others[0]
+    if as_often(observed.matched, second.matched):
+        split = (
+            "as often"
+            if observed.matched == second.matched
+            else f"about as often ({observed.matched} to {second.matched} is within chance)"
+        )
+        lines.append(
+            f"{observed.signature} and {second.signature} came {split}: which one the spec "
+            "expects is chance; to chase the other, run the spec for it as above, or capture "
+            "again"
+        )
+    failed, fail = _any_failure(observed)
+    lines.append(f"for any failure ({failed}/{observed.attempts}): {run} --set {set_expect(fail)}")
+    return lines
 
 
 def _summary(observed: Observed) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec import native
+from reprospec.capture.alsoseen import came_back
 from reprospec.capture.footprint import (
     HIDE_INSTALLS_VAR,
     RECORD_IMPORTS_VAR,
@@ -163,6 +164,8 @@ def verify(
             f" (your editable install of {_names([i.name for i in hidden])} hidden: the "
             "copy's files imported)"
         )
+    # What else came back: "the same signature came back in 2/10" hid 6 segfaults.
+    rest = came_back(done.attempts, signature)
     them = "it" if len(done.linked) == 1 else "them"
     links = f", {_names(done.linked)} linked (no bundle carries {them})" if done.linked else ""
     lines.append(
@@ -170,6 +173,7 @@ def verify(
         f"{'the same' if done.same else 'NOT the same'} signature "
         f"({signature}) came back in {done.same}/{len(done.attempts)} attempt(s)"
         + _beside(done.attempts, signature)
+        + (f" (the others: {rest})" if rest else "")
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
         + f"; verdict {done.verdicts} (run {done.result.run_id}, of the copy, since removed)"
     )

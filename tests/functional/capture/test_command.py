@@ -807,8 +807,8 @@ def test_a_failure_that_does_not_come_back_is_said_without_a_but(cli: Cli, tmp_p
     assert result.code == 1, result.stdout + result.stderr
     (verify,) = [line for line in result.stdout.splitlines() if line.startswith("verify")]
     assert _VERIFY.sub("", verify).startswith(
-        "NOT the same signature (error:KeyError) came back in 0/1 attempt(s); the spec's "
-        "expect did not match: outcome: expected error, got pass"
+        "NOT the same signature (error:KeyError) came back in 0/1 attempt(s) (the others: "
+        "pass in 1); the spec's expect did not match: outcome: expected error, got pass"
     ), verify
 
 
