@@ -37,6 +37,22 @@ def as_often(first: int, second: int) -> bool:
     return low <= 0.5
 
 
+def by_chance(first: str, second: str, counts: tuple[int, int], attempts: int) -> str:
+    """That which of two failures the spec expects is chance: as often, or a split chance
+    gives (`as_often`). 7 to 2 is one: "came about as often" misread it, "not surely more
+    common" does not."""
+    a, b = counts
+    if a == b:
+        return (
+            f"{first} and {second} came as often ({a} of {attempts} each): which one the spec "
+            "expects is chance"
+        )
+    return (
+        f"{first} is not surely more common than {second}: {a} to {b} of {attempts} attempt(s) "
+        "is within chance, so which one the spec expects may be chance"
+    )
+
+
 def set_expect(expect: Mapping[str, JsonValue]) -> str:
     """`expect={outcome: crash, signal: SIGSEGV, rate: ">0"}`: `--set`'s argument that makes
     a spec expect this instead, quoted for a shell (a whole mapping replaces `expect`)."""

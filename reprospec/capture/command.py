@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprospec import native
-from reprospec.capture.alsoseen import as_often, set_expect
+from reprospec.capture.alsoseen import as_often, by_chance, set_expect
 from reprospec.capture.datafiles import MAX_READ_FILE, MAX_READ_FOLDER_FILES, WorkdirFiles
 from reprospec.capture.footprint import (
     RECORD_IMPORTS_VAR,
@@ -695,6 +695,7 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
     outcome = observed.outcome if observed else None
     lines = [f"Captured from `{shlex.join(argv)}`."]
     if outcome is not None and observed is not None:
+        n = observed.attempts
         lines.append(
             f"It ended `{outcome.signature}` in {observed.matched} of {observed.attempts} "
             f"attempt(s)" + (f": {outcome.detail}" if outcome.detail else ".")
@@ -708,11 +709,10 @@ def _description(argv: tuple[str, ...], observed: Observed | None, last_import: 
                 f"`--set {set_expect(expectation(other)[0])}`."
             )
         if observed.others and as_often(observed.matched, observed.others[0].matched):
-            lines.append(
-                f"`{outcome.signature}` and `{observed.others[0].signature}` came about as "
-                f"often ({observed.matched} and {observed.others[0].matched} of "
-                f"{observed.attempts}): which one `expect` describes is chance."
-            )
+            second = observed.others[0]
+            counts = (observed.matched, second.matched)
+            said = by_chance(f"`{outcome.signature}`", f"`{second.signature}`", counts, n)
+            lines.append(said[0].upper() + said[1:] + ".")
         if observed.others:
             failed, fail = _any_failure(observed)
             lines.append(
@@ -734,8 +734,9 @@ def _any_failure(observed: Observed) -> tuple[int, JsonObject]:
 
 def _also_seen(observed: Observed, run: str) -> list[str]:
     """What capture says of the failures its spec does not expect (alsoseen.py): each with
-    its count and the `--set` that runs the spec for it; that the two most common came
-    about as often, when chance could have swapped them; and the `expect` of any failure."""
+    its count and the `--set` that runs the spec for it; that which of the two most common
+    the spec expects is chance, when chance could have swapped them; and the `expect` of
+    any failure."""
     if not observed.others:
         return []
     lines = [
@@ -746,16 +747,9 @@ def _also_seen(observed: Observed, run: str) -> list[str]:
     ]
     second = observed.others[0]
     if as_often(observed.matched, second.matched):
-        split = (
-            "as often"
-            if observed.matched == second.matched
-            else f"about as often ({observed.matched} to {second.matched} is within chance)"
-        )
-        lines.append(
-            f"{observed.signature} and {second.signature} came {split}: which one the spec "
-            "expects is chance; to chase the other, run the spec for it as above, or capture "
-            "again"
-        )
+        counts = (observed.matched, second.matched)
+        said = by_chance(observed.signature, second.signature, counts, observed.attempts)
+        lines.append(f"{said}; to chase the other, run the spec for it as above, or capture again")
     failed, fail = _any_failure(observed)
     lines.append(f"for any failure ({failed}/{observed.attempts}): {run} --set {set_expect(fail)}")
     return lines

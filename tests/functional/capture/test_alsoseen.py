@@ -46,8 +46,8 @@ def test_a_second_failure_mode_is_said_and_its_spec_is_one_command_away(
     assert also, lines[1]
     segv, command = also.groups()
     assert lines[2].startswith(
-        f"error:ValueError and {segv} came about as often (3 to 2 is within chance): which one "
-        "the spec expects is chance"
+        f"error:ValueError is not surely more common than {segv}: 3 to 2 of 6 attempt(s) is "
+        "within chance, so which one the spec expects may be chance"
     )
     assert lines[3] == (
         "for any failure (5/6): reprospec run spec.yaml --set "
