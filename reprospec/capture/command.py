@@ -41,6 +41,7 @@ from reprospec.capture.footprint import (
     pins,
     with_import_roots,
 )
+from reprospec.capture.hangwait import verify_wait
 from reprospec.capture.toggles import Proposal, kept_note, propose
 from reprospec.capture.verify import Runner, verify
 from reprospec.capture.writer import (
@@ -161,7 +162,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(render_spec(first), encoding="utf-8")
     with environ.changed({RECORD_IMPORTS_VAR: "1"}):
-        result = run_spec(spec_path, request.repeat, True)
+        result = run_spec(spec_path, request.repeat, True, None)
     run_dir = request.out.resolve() / "runs" / result.run_id
     attempts = [a for cell in result.cells for a in cell.attempts]
     observed = observe(attempts)
@@ -335,6 +336,7 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
                 reads=footprint.reads,
                 linked=data.left_out,
                 hidden=editable,
+                wait=verify_wait(observed.signature, run_dir, attempts, presets, request.timeout_s),
             )
         except KeyboardInterrupt:
             raise VerifyInterrupted(tuple(lines)) from None

@@ -36,13 +36,15 @@ from reprospec.capture.footprint import (
     needed_lines,
     shell_only,
 )
+from reprospec.capture.hangwait import VerifyWait
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.words import crash_beside_pass
 
-# (spec, attempts, observe) -> the run: how capture runs a spec (the CLI's live progress).
-Runner = Callable[[Path, int, bool], RunResult]
+# (spec, attempts, observe, wait) -> the run: how capture runs a spec (the CLI's live
+# progress); `wait`: a verify's of a captured hang (its run.stall, said before it runs).
+Runner = Callable[[Path, int, bool, VerifyWait | None], RunResult]
 # (the run in a copy, the workdir's copy) -> the workdir's files it imported, ran or read,
 # relative to the workdir (datafiles.WorkdirFiles.reads).
 Reads = Callable[[RunResult, Path], tuple[str, ...]]
@@ -79,12 +81,14 @@ def verify(
     reads: Reads,
     linked: Sequence[str] = (),
     hidden: Sequence[LocalInstall] = (),
+    wait: VerifyWait | None = None,
 ) -> tuple[tuple[str, ...], bool]:
     """Rerun the spec at `spec_path` (written from `draft`, run in `workdir`) in a copy of
     its tree without the shell's own variables; rewritten with the variables and the files
     the failure needs when it comes back in the workdir itself and not so. What to say, and
     whether the failure came back as `expect` says. `hidden`: the editable installs of the
-    workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`)."""
+    workdir's project, which the copy's runs do not see (`HIDE_INSTALLS_VAR`). `wait`: how
+    long a verify attempt waits for a captured hang (hangwait.py), said after."""
     own = shell_only(os.environ, (line.name for line in draft.env))
     hide = _hidden(hidden)
 
@@ -92,9 +96,9 @@ def verify(
         keep = set(kept)
         left_out = [n for n in own if n not in keep]
         if not copy:
-            return _rerun(run_spec, spec_path, repeat, signature, left_out)
+            return _rerun(run_spec, spec_path, repeat, signature, left_out, wait)
         return _rerun_copied(
-            run_spec, spec_path, workdir, repeat, signature, left_out, reads, linked, hide
+            run_spec, spec_path, workdir, repeat, signature, left_out, reads, linked, hide, wait
         )
 
     lines: list[str] = []
@@ -177,6 +181,8 @@ def verify(
         + _unmatched(done.attempts, done.verified, came_back=done.same > 0)
         + f"; verdict {done.verdicts} (run {done.result.run_id}, of the copy, since removed)"
     )
+    if wait is not None:
+        lines.append(wait.said())
     return (*lines, *after), done.verified
 
 
@@ -190,6 +196,7 @@ def _rerun_copied(
     reads: Reads,
     linked: Sequence[str],
     hide: str = "",
+    wait: VerifyWait | None = None,
 ) -> Rerun:
     """`_rerun` of a copy of the spec's tree, made in a new folder outside the workdir
     (a program that looks up its folders for a config must not find the workdir's) and
@@ -220,7 +227,7 @@ def _rerun_copied(
         copied_spec = copy_tree(tree, dest, linked=links)
         copied_workdir = dest / tree.place(workdir)
         with environ.changed({RECORD_IMPORTS_VAR: "1", HIDE_INSTALLS_VAR: hide or None}):
-            rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out)
+            rerun = _rerun(run_spec, copied_spec, repeat, signature, left_out, wait)
         lacking = tuple(
             f for f in reads(rerun.result, copied_workdir) if not (copied_workdir / f).exists()
         )
@@ -228,12 +235,17 @@ def _rerun_copied(
 
 
 def _rerun(
-    run_spec: Runner, spec_path: Path, repeat: int, signature: str, left_out: Sequence[str]
+    run_spec: Runner,
+    spec_path: Path,
+    repeat: int,
+    signature: str,
+    left_out: Sequence[str],
+    wait: VerifyWait | None = None,
 ) -> Rerun:
     """Rerun the spec with the variables `left_out` unset (this process's environment is
     what the local runner hands its attempts), then put them back."""
     with environ.changed(dict.fromkeys(left_out)):
-        result = run_spec(spec_path, repeat, False)
+        result = run_spec(spec_path, repeat, False, wait)
     again = tuple(a for cell in result.cells for a in cell.attempts)
     same = sum(1 for a in again if same_as(a, signature))
     verified = same > 0 and all(cell.verdict == "reproduced" for cell in result.cells)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from reprospec.commands import options as opt
 
 if TYPE_CHECKING:
+    from reprospec.capture.hangwait import VerifyWait
     from reprospec.core.results import RunResult
 
 
@@ -114,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
         python=python,
     )
 
-    def run_spec(path: Path, repeat: int, observe: bool) -> RunResult:
-        return _run_spec(path, repeat, observe, args.out, python)
+    def run_spec(path: Path, repeat: int, observe: bool, wait: VerifyWait | None) -> RunResult:
+        return _run_spec(path, repeat, observe, args.out, python, wait)
 
     try:
         captured = capture(request, run_spec)
@@ -138,9 +139,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_spec(
-    path: Path, repeat: int, observe: bool, out: Path, python: str | None = None
+    path: Path,
+    repeat: int,
+    observe: bool,
+    out: Path,
+    python: str | None = None,
+    wait: VerifyWait | None = None,
 ) -> RunResult:
-    """One run of the spec on the local runner, with the live progress `run` shows."""
+    """One run of the spec on the local runner, with the live progress `run` shows. `wait`:
+    a verify's of a captured hang, loaded as overrides (its run.stall) and said up front:
+    each verify of a hang waited the whole timeout with nothing said of it."""
     import threading
 
     from reprospec.commands.interrupt import install_stop_handlers
@@ -149,7 +157,7 @@ def _run_spec(
     from reprospec.report.progress import Progress
     from reprospec.spec.load import load_spec
 
-    spec = load_spec(str(path))
+    spec = load_spec(str(path), wait.overrides if wait else ())
     options = RunOptions(
         repeat=repeat,
         observe=observe,
@@ -160,7 +168,8 @@ def _run_spec(
         + (f" --python {shlex.quote(python)}" if python else ""),
     )
     print(
-        f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s))",
+        f"reprospec: {'running' if observe else 'verifying'} {path.name} ({repeat} attempt(s)"
+        + (f"; {wait.note()})" if wait else ")"),
         file=sys.stderr,
     )
     # Ctrl-C and SIGTERM set `cancel` first (a KeyboardInterrupt can be swallowed where it

@@ -1,0 +1,153 @@
+"""How long a verify attempt of a captured hang waits, and why that is still a hang.
+
+A hang is seen only at the timeout: capture's first run waits all of `--timeout`
+(300 s by default), and so did every verify rerun of it. A hang that needs a variable of
+the shell costs one rerun per half of the search and one more in a copy: about six
+whole timeouts, half an hour at the default, with nothing on the console but
+"verifying ...".
+
+The first run says more than "it hung": its progress events (the spec's markers, a
+command's own events) show when it last made progress and how far apart its progress
+came before. An attempt whose progress came at most G seconds apart and then stopped
+for Q seconds, to the timeout, is the hang the spec expects. The verify's runs get a
+`run.stall` (the engine's own rule for a hang called early: spec-format.md, "stall"): ten
+times the longest gap between progress, at least `MIN_STALL_S`, and only where the hang
+went at least twice that long without progress. An attempt the stall ends is a `hang` by
+the engine's rules, located and signed as at the timeout, and judged by the same
+`expect`; the written spec keeps the user's timeout (no stall is written: a reader's
+machine may go quiet longer), and capture says which limit its verifies used, and how to
+use the same in a reader's runs. A hang with no progress before it (a hang at import, a
+command without markers or events) gives the verify nothing to call early: it waits the
+timeout, and capture says so before each verify, with how to shorten it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import AttemptResult
+from reprospec.core.units import format_duration
+from reprospec.outcome.evidence import iter_events
+from reprospec.process.childprotocol import PROGRESS_EVENTS
+from reprospec.spec.presets import PRESETS
+
+# The least stall a verify is given: above the quiet stretches of a healthy program that a
+# first run's few steps may not have shown (a slower machine, a cache warming up).
+MIN_STALL_S = 10.0
+# The stall is this many times the longest gap between the captured hang's progress events.
+GAP_FACTOR = 10.0
+
+
+@dataclass(frozen=True)
+class VerifyWait:
+    """How long each verify attempt may wait for the captured hang, and why.
+
+    `stall_s`: the verify's own `run.stall` (never written into the spec); None where the
+    first run gave nothing to call the hang early by, and the timeout alone applies.
+    """
+
+    timeout_s: float
+    stall_s: float | None = None
+    quiet_s: float | None = None  # the least time a captured hang went without progress
+    gap_s: float | None = None  # the longest gap between its progress events before it
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The `--set` overrides the verify's runs load the spec with."""
+        return () if self.stall_s is None else (f"run.stall={format_duration(self.stall_s)}",)
+
+    def note(self) -> str:
+        """Said before each verify run: how long its attempts may wait, and how to shorten it."""
+        timeout = format_duration(self.timeout_s)
+        if self.stall_s is None:
+            return (
+                f"a hang waits the spec's timeout, {timeout}, in each attempt: "
+                "capture --timeout D shortens it"
+            )
+        return (
+            f"a hang is called after {format_duration(self.stall_s)} without progress "
+            f"(the verify's run.stall), not at the {timeout} timeout"
+        )
+
+    def said(self) -> str:
+        """capture's line on it, after the verify: what was used, why, and how to use it."""
+        timeout = format_duration(self.timeout_s)
+        if self.stall_s is None:
+            return (
+                f"the verify's attempts waited the spec's timeout, {timeout}, for the hang (the "
+                "captured hang made no progress to call it early by): capture --timeout D "
+                "shortens it"
+            )
+        stall = format_duration(self.stall_s)
+        return (
+            f"the verify called a hang after {stall} without progress (run.stall, its own): the "
+            f"captured hang went {self.quiet_s or 0:.1f} s without progress to the timeout, "
+            f"after progress at most {self.gap_s or 0:.1f} s apart; the "
+            f"spec keeps its {timeout} timeout: `--set run.stall={stall}` calls it early in "
+            "your runs too"
+        )
+
+
+def verify_wait(
+    signature: str,
+    run_dir: Path,
+    attempts: Sequence[AttemptResult],
+    presets: Sequence[str],
+    timeout_s: float,
+) -> VerifyWait | None:
+    """The verify's wait for the captured failure `signature`: None unless it is a hang.
+
+    Progress is what the verify's own runs count as progress (progress.py): events of a
+    progress kind, and of the markers only those of the spec's `presets` (the first run
+    matched every preset). A command whose spec has no markers counts its output as
+    progress too, which no event records: only its events are read, so the stall found
+    is never shorter than what its output would give."""
+    if not signature.startswith("hang"):
+        return None
+    wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
+    quiet: list[float] = []
+    gap = 0.0
+    for attempt in attempts:
+        if attempt.ran is None or attempt.ran.signature != signature:
+            continue
+        times = sorted(
+            t
+            for event in iter_events(run_dir / attempt.logs / "events.jsonl")
+            if _is_progress(event, wanted)
+            if isinstance(t := event.get("t"), (int, float))
+        )
+        end = _ended(attempt)
+        if not times or end is None:
+            continue  # no progress before this hang: nothing says when it stopped
+        quiet.append(end - times[-1])
+        gap = max([gap, *(b - a for a, b in itertools.pairwise(times))])
+    if not quiet:
+        return VerifyWait(timeout_s)
+    stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * gap)))
+    if 2 * stall > min(quiet):
+        return VerifyWait(timeout_s)  # the timeout is about as soon
+    return VerifyWait(timeout_s, stall, min(quiet), gap)
+
+
+def _is_progress(event: JsonObject, wanted: Sequence[re.Pattern[str]]) -> bool:
+    """progress.is_progress, with a marker counted only where the spec keeps its preset."""
+    kind = event.get("event")
+    if kind == "marker":
+        line = event.get("line")
+        return isinstance(line, str) and any(p.search(line) for p in wanted)
+    return kind is None or (kind in PROGRESS_EVENTS and kind != "import")
+
+
+def _ended(attempt: AttemptResult) -> float | None:
+    """When the attempt ended, in the events' clock (seconds since the epoch)."""
+    try:
+        return datetime.fromisoformat(attempt.started).timestamp() + attempt.duration_s
+    except ValueError:
+        return None

@@ -1,0 +1,77 @@
+"""The verify of a captured hang: called at a stall the first run's progress gives, said
+before each verify run, the written spec keeping its timeout (capture/hangwait.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprospec.spec.load import load_spec
+from tests.support.cli import Cli
+
+# Two steps 0.2 s apart, then a real deadlock: the thread waits on a lock it holds.
+_DEADLOCK = """\
+import threading, time
+print("step 1", flush=True)
+time.sleep(0.2)
+print("step 2", flush=True)
+lock = threading.Lock()
+lock.acquire()
+lock.acquire()
+"""
+
+
+def test_a_hang_after_progress_is_verified_at_a_stall_not_the_timeout(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu18 N12: every verify of a hang waited the whole --timeout (300 s by default: about
+    # 30 minutes for a hang needing a variable of the shell), saying only "verifying".
+    (tmp_path / "dl.py").write_text(_DEADLOCK)
+    out = tmp_path / "out"
+    argv = ["capture", "--timeout", "24s", "-o", "spec.yaml", "--out", str(out)]
+    result = cli(*argv, "--", "python", "dl.py", cwd=tmp_path)
+    assert result.code == 0, result.stdout + result.stderr
+    assert (
+        "reprospec: verifying spec.yaml (1 attempt(s); a hang is called after 10s without "
+        "progress (the verify's run.stall), not at the 24s timeout)"
+    ) in result.stderr
+    assert "the same signature (hang) came back in 1/1 attempt(s); verdict reproduced" in (
+        result.stdout
+    )
+    assert (
+        "the verify called a hang after 10s without progress (run.stall, its own): the "
+        "captured hang went 2"
+    ) in result.stdout
+    assert "`--set run.stall=10s` calls it early in your runs too" in result.stdout
+    # The written spec keeps the user's timeout, and no stall.
+    document = load_spec(str(tmp_path / "spec.yaml")).document
+    assert document["run"] == {"timeout": "24s"}
+    assert document["expect"] == {"outcome": "hang", "step": 2}
+    # The verify's attempt was a hang by the stall, well before the timeout.
+    runs = sorted((out / "runs").iterdir())
+    assert len(runs) == 2
+    (cell,) = json.loads((runs[1] / "results.json").read_text())["cells"]
+    (attempt,) = cell["attempts"]
+    assert attempt["outcome"]["kind"] == "hang"
+    assert "(run.stall)" in attempt["outcome"]["detail"]
+    assert attempt["duration_s"] < 20
+    # What it says to do calls the spec's own hang early too.
+    ran = cli("run", "spec.yaml", "--set", "run.stall=10s", "--out", str(out), cwd=tmp_path)
+    assert ran.code == 0, ran.stdout + ran.stderr
+    (cell,) = ran.results()["cells"]
+    assert cell["verdict"] == "reproduced"
+    assert cell["attempts"][0]["duration_s"] < 20
+
+
+def test_a_hang_without_progress_says_each_verify_waits_the_timeout(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "quiet.py").write_text("import time\ntime.sleep(600)\n")
+    argv = ["capture", "--timeout", "2s", "-o", "spec.yaml", "--out", str(tmp_path / "out")]
+    result = cli(*argv, "--", "python", "quiet.py", cwd=tmp_path)
+    assert result.code == 0, result.stdout + result.stderr
+    assert (
+        "reprospec: verifying spec.yaml (1 attempt(s); a hang waits the spec's timeout, 2s, in "
+        "each attempt: capture --timeout D shortens it)"
+    ) in result.stderr
+    assert "the verify's attempts waited the spec's timeout, 2s, for the hang" in result.stdout

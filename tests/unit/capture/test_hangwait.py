@@ -1,0 +1,91 @@
+"""How long a verify attempt waits for a captured hang (capture/hangwait.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reprospec.capture.hangwait import MIN_STALL_S, VerifyWait, verify_wait
+from reprospec.core.results import AttemptResult, Outcome
+
+START = 1_796_000_000.0
+
+
+def hung(
+    run_dir: Path,
+    number: int,
+    progress: list[float],
+    duration: float,
+    *,
+    lines: str = "step",
+    signature: str = "hang",
+) -> AttemptResult:
+    """An attempt that hung after progress events at `progress` seconds from its start."""
+    logs = f"cells/default/{number}/"
+    (run_dir / logs).mkdir(parents=True)
+    events = [
+        {"t": START + t, "event": "marker", "step": i, "line": f"{lines} {i}"}
+        for i, t in enumerate(progress, 1)
+    ]
+    # Written before its import starts: where the attempt is, not that it moves.
+    events.append({"t": START + duration - 1, "event": "import", "module": "wandb"})
+    (run_dir / logs / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return AttemptResult(
+        attempt=number,
+        duration_s=duration,
+        outcome=Outcome("hang", signature=signature),
+        matched=False,
+        mismatches=(),
+        logs=logs,
+        started=datetime.fromtimestamp(START, timezone.utc).isoformat(timespec="milliseconds"),
+    )
+
+
+def test_a_hang_long_after_its_last_step_is_called_at_a_stall(tmp_path: Path) -> None:
+    # nu18 N12: a deadlock after steps 0.1 s apart, seen at the 300 s timeout; every verify
+    # waited 300 s again.
+    attempts = [hung(tmp_path, 1, [0.1, 0.2], 300.3)]
+    wait = verify_wait("hang", tmp_path, attempts, ("steps",), 300.0)
+    assert wait is not None
+    assert (wait.timeout_s, wait.stall_s) == (300.0, MIN_STALL_S)
+    assert round(wait.quiet_s or 0, 2) == 300.1
+    assert round(wait.gap_s or 0, 2) == 0.1
+    assert wait.overrides == ("run.stall=10s",)
+    assert "called after 10s without progress" in wait.note()
+    assert "`--set run.stall=10s` calls it early in your runs too" in wait.said()
+
+
+def test_the_stall_is_ten_times_the_longest_gap_between_progress(tmp_path: Path) -> None:
+    attempts = [hung(tmp_path, 1, [1, 3.2, 4], 300), hung(tmp_path, 2, [1, 5.5], 300)]
+    wait = verify_wait("hang", tmp_path, attempts, ("steps",), 300.0)
+    assert wait is not None
+    assert wait.stall_s == 45.0  # 4.5 s apart at most: 45 s
+
+
+def test_a_stall_not_well_below_the_quiet_the_hang_showed_is_not_used(tmp_path: Path) -> None:
+    # 5 s timeout, last progress at 0.1 s: a 10 s stall would call nothing sooner.
+    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 1, [0.1], 5.2)], ("steps",), 5.0)
+    assert wait == VerifyWait(5.0)
+    assert wait.overrides == ()
+    assert wait.note() == (
+        "a hang waits the spec's timeout, 5s, in each attempt: capture --timeout D shortens it"
+    )
+    # Quiet 19 s: twice a 10 s stall is more.
+    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 2, [1.0], 20.0)], ("steps",), 20.0)
+    assert wait == VerifyWait(20.0)
+
+
+def test_a_hang_without_progress_waits_the_timeout(tmp_path: Path) -> None:
+    wait = verify_wait("hang", tmp_path, [hung(tmp_path, 1, [], 300)], ("steps",), 300.0)
+    assert wait == VerifyWait(300.0)
+    # Markers of a preset the spec does not keep are no progress of its verify.
+    attempts = [hung(tmp_path, 2, [0.1, 0.2], 300, lines="[ RUN      ] Suite.test")]
+    assert verify_wait("hang", tmp_path, attempts, ("steps",), 300.0) == VerifyWait(300.0)
+
+
+def test_only_a_hang_gets_a_wait(tmp_path: Path) -> None:
+    attempts = [hung(tmp_path, 1, [0.1], 300)]
+    assert verify_wait("error:ValueError", tmp_path, attempts, ("steps",), 300.0) is None
+    # The attempts of another signature say nothing of this one's hang.
+    assert verify_wait("hang:phase", tmp_path, attempts, ("steps",), 300.0) == VerifyWait(300.0)
