@@ -106,9 +106,11 @@ def verify_wait(
 
     Progress is what the verify's own runs count as progress (progress.py): events of a
     progress kind, and of the markers only those of the spec's `presets` (the first run
-    matched every preset). A command whose spec has no markers counts its output as
-    progress too, which no event records: only its events are read, so the stall found
-    is never shorter than what its output would give."""
+    matched every preset). A spec without markers counts its output as progress: each
+    marker event of the first run is a line of its output (whatever preset matched it),
+    and the lines no preset matched are not seen, so the gaps read are never shorter than
+    its output's, nor the stall found (nu18's deadlock printed one `step 1`: no preset
+    fits one line, and its hang was read as one without progress)."""
     if not signature.startswith("hang"):
         return None
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
@@ -120,7 +122,7 @@ def verify_wait(
         times = sorted(
             t
             for event in iter_events(run_dir / attempt.logs / "events.jsonl")
-            if _is_progress(event, wanted)
+            if _is_progress(event, wanted if presets else None)
             if isinstance(t := event.get("t"), (int, float))
         )
         end = _ended(attempt)
@@ -136,12 +138,13 @@ def verify_wait(
     return VerifyWait(timeout_s, stall, min(quiet), gap)
 
 
-def _is_progress(event: JsonObject, wanted: Sequence[re.Pattern[str]]) -> bool:
-    """progress.is_progress, with a marker counted only where the spec keeps its preset."""
+def _is_progress(event: JsonObject, wanted: Sequence[re.Pattern[str]] | None) -> bool:
+    """progress.is_progress, with a marker counted only where the spec keeps its preset
+    (`wanted`'s patterns), or as a line of output where it has no markers (None)."""
     kind = event.get("event")
     if kind == "marker":
         line = event.get("line")
-        return isinstance(line, str) and any(p.search(line) for p in wanted)
+        return isinstance(line, str) and (wanted is None or any(p.search(line) for p in wanted))
     return kind is None or (kind in PROGRESS_EVENTS and kind != "import")
 
 

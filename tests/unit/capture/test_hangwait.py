@@ -76,6 +76,17 @@ def test_a_stall_not_well_below_the_quiet_the_hang_showed_is_not_used(tmp_path: 
     assert wait == VerifyWait(20.0)
 
 
+def test_a_spec_without_markers_counts_the_lines_a_preset_matched_as_output(
+    tmp_path: Path,
+) -> None:
+    # nu18's dl2.py printed one `step 1` and deadlocked: no preset fits one line, so its
+    # spec has no markers and its output is progress; the line's marker event is its time.
+    attempts = [hung(tmp_path, 1, [0.1], 300.2)]
+    wait = verify_wait("hang", tmp_path, attempts, (), 300.0)
+    assert wait is not None
+    assert wait.stall_s == MIN_STALL_S
+
+
 def test_a_hang_without_progress_waits_the_timeout(tmp_path: Path) -> None:
     wait = verify_wait("hang", tmp_path, [hung(tmp_path, 1, [], 300)], ("steps",), 300.0)
     assert wait == VerifyWait(300.0)
