@@ -56,7 +56,8 @@ class VerifyWait:
     timeout_s: float
     stall_s: float | None = None
     quiet_s: float | None = None  # the least time a captured hang went without progress
-    gap_s: float | None = None  # the longest gap between its progress events before it
+    # The longest gap between its progress events before it; None: it made progress once.
+    gap_s: float | None = None
 
     @property
     def overrides(self) -> tuple[str, ...]:
@@ -82,14 +83,19 @@ class VerifyWait:
         if self.stall_s is None:
             return (
                 f"the verify's attempts waited the spec's timeout, {timeout}, for the hang (the "
-                "captured hang made no progress to call it early by): capture --timeout D "
-                "shortens it"
+                "captured one gave no stall well below it: no progress before it, or too little "
+                "time after): capture --timeout D shortens it"
             )
         stall = format_duration(self.stall_s)
         return (
             f"the verify called a hang after {stall} without progress (run.stall, its own): the "
             f"captured hang went {self.quiet_s or 0:.1f} s without progress to the timeout, "
-            f"after progress at most {self.gap_s or 0:.1f} s apart; the "
+            + (
+                "after its only progress"
+                if self.gap_s is None
+                else f"after progress at most {self.gap_s:.1f} s apart"
+            )
+            + "; the "
             f"spec keeps its {timeout} timeout: `--set run.stall={stall}` calls it early in "
             "your runs too"
         )
@@ -115,7 +121,7 @@ def verify_wait(
         return None
     wanted = [re.compile(m.pattern) for name in presets for m in PRESETS[name].markers]
     quiet: list[float] = []
-    gap = 0.0
+    gap: float | None = None
     for attempt in attempts:
         if attempt.ran is None or attempt.ran.signature != signature:
             continue
@@ -129,10 +135,11 @@ def verify_wait(
         if not times or end is None:
             continue  # no progress before this hang: nothing says when it stopped
         quiet.append(end - times[-1])
-        gap = max([gap, *(b - a for a, b in itertools.pairwise(times))])
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        gap = max([gap, *gaps]) if gap is not None else max(gaps, default=None)
     if not quiet:
         return VerifyWait(timeout_s)
-    stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * gap)))
+    stall = float(math.ceil(max(MIN_STALL_S, GAP_FACTOR * (gap or 0.0))))
     if 2 * stall > min(quiet):
         return VerifyWait(timeout_s)  # the timeout is about as soon
     return VerifyWait(timeout_s, stall, min(quiet), gap)

@@ -84,7 +84,8 @@ def test_a_spec_without_markers_counts_the_lines_a_preset_matched_as_output(
     attempts = [hung(tmp_path, 1, [0.1], 300.2)]
     wait = verify_wait("hang", tmp_path, attempts, (), 300.0)
     assert wait is not None
-    assert wait.stall_s == MIN_STALL_S
+    assert (wait.stall_s, wait.gap_s) == (MIN_STALL_S, None)
+    assert "went 300.1 s without progress to the timeout, after its only progress;" in wait.said()
 
 
 def test_a_hang_without_progress_waits_the_timeout(tmp_path: Path) -> None:
