@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from reprospec.core.expr import render
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import (
-    MIN_MASKED_CHARS,
     looks_like_credential,
     looks_secret,
+    maskable,
     name_words,
-    password_word,
+    names_password,
     sets_secret,
 )
 from reprospec.outcome.pytestreport import is_pytest
@@ -343,7 +343,7 @@ def _without_secret_values(proposal: Proposal) -> Proposal:
     secret's variable instead: as an axis, X was in the spec, the cell's name and every
     report, though `--password`'s own was not."""
     # As the mask: a value too short to be one (`AUTH=1` beside `--workers 1`) is left.
-    held = {v: name for name, v in proposal.secret_env if len(v) >= MIN_MASKED_CHARS}
+    held = {v: name for name, v in proposal.secret_env if maskable(v)}
     command, kept = proposal.command, []
     for toggle in proposal.toggles:
         name = held.get(str(toggle.value)) if isinstance(toggle.value, str) else None
@@ -533,14 +533,15 @@ def _secret_option(name: str) -> bool:
     secret, by its last word (the words redact.name_words reads a variable's name by:
     camelCase, then at any other character than a letter or a digit; a trailing number
     dropped): `--password2`, `--aws-access-key-id`, `--db-pass`, `--pgpass`; not
-    `--max-tokens`, `--token-file`, `--password-file` or `--num-passes`."""
+    `--max-tokens`, `--token-file`, `--password-file`, `--num-passes`, `--pass-rate` or
+    `--first-pass` (redact.names_password)."""
     words = [w for w in name_words(name) if not w.isdigit()]  # apiKey -> api key
     if not words:
         return False
     last = words[-1].rstrip("0123456789")  # password2
     if len(words) > 1 and last == "id" and words[-2] == "key":  # --aws-access-key-id
         return True
-    if password_word(last, first=len(words) == 1):  # --db-pass, --mysql-pwd, --pgpass
+    if names_password(tuple(words)):  # --db-pass, --mysql-pwd, --pgpass; not --first-pass
         return True
     return last in _SECRET_WORDS or last in _SECRET_KEYS or last.endswith(_SECRET_ENDINGS)
 

@@ -8,7 +8,8 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 
 - by name: the value of a variable whose name looks secret (`SECRET_NAME`: token,
   key, secret, password, passphrase, auth, credential; any case, anywhere in the
-  name; or `names_password`: pass or pwd as a word after another, `DB_PASS`, `MYSQL_PWD`),
+  name; or `names_password`: pass or pwd as the last word after another, a suffix such as
+  PROD allowed, `DB_PASS`, `REDIS_PASS_PROD`, `MYSQL_PWD`; not `TEST_PASS_RATE`, `LLVM_PASS`),
   wherever a mapping shows it under that name, but a release number (a
   package table's `keyring: 25.6.0`) or a count (`MAX_TOKENS: 2048`, `_counts`);
 - by value: every occurrence, in any text, of
@@ -22,9 +23,10 @@ bundle) is made from values that pass through one `Redactor`, which masks:
 
 A secret-looking name is masked even when `public_env` lists it: a stranger's spec
 must not be able to publish the reader's `GITHUB_TOKEN` by declaring it public.
-Values shorter than MIN_MASKED_CHARS, and the words YAML reads as booleans or null,
-are masked by name only: masking every "1" or "true" of a report would hide the
-report, not the secret. The attempt's own files (its logs, cell.json) hold what the
+Values shorter than MIN_MASKED_CHARS, the words YAML reads as booleans or null, and
+numbers shorter than SECRET_PART_CHARS (`0.95`, `2048`) are masked by name only
+(`maskable`): masking every "1", "true" or "0.95" of a report would hide the report,
+not the secret. The attempt's own files (its logs, cell.json) hold what the
 child was given and printed; they are evidence, kept as they are on this machine, and
 pass through the same masking when a bundle packs them (export/bundle.py).
 
@@ -71,7 +73,7 @@ T = TypeVar("T")
 
 def looks_secret(name: str) -> bool:
     """Whether a variable named `name` probably holds a secret (its value is never shown):
-    a secret's word anywhere in it (`SECRET_NAME`), or a password's short word after
+    a secret's word anywhere in it (`SECRET_NAME`), or a password's short word last after
     another word (`names_password`: `DB_PASS`, `MYSQL_PWD`)."""
     if SECRET_NAME.search(name):
         return True
@@ -93,28 +95,52 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _NOT_WORD.split(_CAMEL.sub(r"\1 \2", name).lower()) if w)
 
 
-# A password's short words (`pass`, `pwd`): secrets only after another word (`DB_PASS`,
-# `REDIS_PASS_PROD`, `MYSQL_PWD`, `dbPass`), or glued to a store's or a service's short name
-# (`PGPASS`, `DBPASS`). A substring would take `BYPASS_CACHE`, `COMPASS_DIR`, `NUM_PASSES`;
-# first, they name a setting (`PASS_RATE`, `PASS_AT_K`), and `PWD` is the working folder.
+# A password's short words (`pass`, `pwd`): a secret's name only as its last word, after
+# another (`DB_PASS`, `MYSQL_PWD`, `dbPass`), or glued to a store's or a service's short name
+# (`PGPASS`, `DBPASS`), an environment's or a copy's suffix allowed after it, as after a
+# secret's word (`GITHUB_TOKEN_RO`): `REDIS_PASS_PROD`, `DB_PASS_2`, `DB_PASS2`, `DB_PWD_V2`.
+# A substring would take `BYPASS_CACHE`, `COMPASS_DIR`, `NUM_PASSES`; first, they name a
+# setting (`PASS_AT_K`), and `PWD` is the working folder; any other word after it names a
+# setting of a pass (`TEST_PASS_RATE: 0.95`, `MLIR_PASS_PIPELINE`, `PASS_COUNT`); and after an
+# ordinal or a compiler's word it is a pass over a program (`FIRST_PASS`, `LLVM_PASS`,
+# `INDUCTOR_POST_GRAD_PASS`). As secrets, their values were masked in every text: every
+# 0.95 of a report was `***` (rv17 F5).
 _PASSWORD_WORDS = frozenset({"pass", "pwd"})
 _GLUED_PASSWORD = Lazy(
     r"(?:pg|db|sql|mysql|redis|mongo|ldap|smtp|ftp|amqp|rabbit|admin|root|user)(?:pass|pwd)"
 )
+# What may follow a password's word in a secret's name: a deployment, a copy, a version.
+_SUFFIX_WORDS = frozenset(
+    {"prod", "production", "prd", "dev", "development", "staging", "stage", "stg", "test",
+     "testing", "qa", "uat", "live", "local", "ro", "rw", "old", "new", "primary", "replica",
+     "backup"}
+)  # fmt: skip
+_VERSION_WORD = Lazy(r"\d+|v\d+")
+# Words that make `pass` one over a program, not a password, when they come before it.
+_PROGRAM_PASS_WORDS = frozenset(
+    {"first", "second", "third", "fourth", "last", "final", "next", "previous", "prev", "one",
+     "two", "single", "multi", "each", "every", "extra", "llvm", "mlir", "compiler", "compile",
+     "inductor", "dynamo", "xla", "tvm", "triton", "codegen", "lowering", "fusion", "optimizer",
+     "optimization", "opt", "ir", "graph", "grad", "pre", "post", "forward", "backward", "fwd",
+     "bwd"}
+)  # fmt: skip
 
 
 def names_password(words: tuple[str, ...]) -> bool:
-    """Whether a name's words (`name_words`) name a password by one of its short words
-    anywhere (`password_word`): `DB_PASS`, `REDIS_PASS_PROD`, `PGPASS`."""
-    return any(password_word(word, first=not index) for index, word in enumerate(words))
-
-
-def password_word(word: str, *, first: bool) -> bool:
-    """Whether one word of a name (`name_words`) is a password's short word: `pass` or
-    `pwd` (a number after it allowed: `DB_PASS2`) not `first`, or glued to a store's name
-    (`pgpass`) wherever it is."""
-    bare = word.rstrip("0123456789")
-    return (not first and bare in _PASSWORD_WORDS) or bool(_GLUED_PASSWORD.fullmatch(bare))
+    """Whether a name's words (`name_words`) name a password by one of its short words:
+    the last word but for suffixes (`_SUFFIX_WORDS`, a number, a version), `pass` or `pwd`
+    after another word that is no ordinal or compiler's word (`DB_PASS`, `REDIS_PASS_PROD`,
+    not `FIRST_PASS`, `LLVM_PASS`), or glued to a store's name (`PGPASS`, `PGPASS_DEV`);
+    not with a setting's word after it (`TEST_PASS_RATE`, `MLIR_PASS_PIPELINE`)."""
+    end = len(words)
+    while end > 1 and (words[end - 1] in _SUFFIX_WORDS or _VERSION_WORD.fullmatch(words[end - 1])):
+        end -= 1
+    if not end:
+        return False
+    bare = words[end - 1].rstrip("0123456789")  # DB_PASS2
+    if _GLUED_PASSWORD.fullmatch(bare):
+        return True
+    return bare in _PASSWORD_WORDS and end > 1 and words[end - 2] not in _PROGRAM_PASS_WORDS
 
 
 _TOKENS = (
@@ -209,11 +235,12 @@ def sets_secret(name: str, value: str) -> bool:
     """Whether `NAME=value` that a spec's `environment.env`, a command line or a script
     writes itself sets a secret: the one rule the report's and the bundle's masking, the
     standalone repro, a materialize bundle and capture judge such a variable by.
-    `holds_secret`, with a value long enough to be masked (`_maskable`): a shorter one or a
-    yes/no word (`API_TOKEN: tok`, `AUTH_ENABLED=true`) cannot be masked in a text without
-    every `tok` or `true` of it, so it is shown, and the repro writes it, not
-    `API_TOKEN="$API_TOKEN"`, empty in the reader's shell (review)."""
-    return holds_secret(name, value) and _maskable(value)
+    `holds_secret`, with a value long enough to be masked (`maskable`): a shorter one, a
+    yes/no word or a short number (`API_TOKEN: tok`, `AUTH_ENABLED=true`, `DB_PASS: 0.95`)
+    cannot be masked in a text without every `tok`, `true` or `0.95` of it, so it is
+    shown, and the repro writes it, not `API_TOKEN="$API_TOKEN"`, empty in the reader's
+    shell (review)."""
+    return holds_secret(name, value) and maskable(value)
 
 
 # A count or a limit (`_counts`): a number, with an optional multiplier (`4096`, `64k`, `1e6`).
@@ -293,7 +320,7 @@ def secret_values(
     default) by `holds_secret`."""
     environ = os.environ if environ is None else environ
     shell = [v for n, v in environ.items() if holds_secret(n, v)]
-    return tuple(dict.fromkeys(v for v in [*(v for _, v in secrets), *shell] if _maskable(v)))
+    return tuple(dict.fromkeys(v for v in [*(v for _, v in secrets), *shell] if maskable(v)))
 
 
 # The fewest characters of a secret that count as a part of it in a text: shorter runs
@@ -316,7 +343,7 @@ def secret_parts(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
             # Too short to have parts, or a path or words (XAUTHORITY's `/home/me/.Xauth`,
             # GIT_AUTHOR_NAME's): the whole value only, as the Redactor masks it (six of a
             # path's characters, `/home/`, were in every path of the text).
-            if _maskable(secret):
+            if maskable(secret):
                 spans += [(m.start(), m.end()) for m in re.finditer(re.escape(secret), text)]
             continue
         starts = {
@@ -350,8 +377,18 @@ def mask_parts(text: str, secrets: Iterable[str]) -> str:
     return "".join([*out, text[at:]])
 
 
-def _maskable(value: str) -> bool:
-    return len(value) >= MIN_MASKED_CHARS and value.strip().lower() not in _PLAIN_WORDS
+def maskable(value: str) -> bool:
+    """Whether `value` is masked wherever it appears in a text, not only under its name:
+    MIN_MASKED_CHARS or more, no yes/no word, and no number shorter than SECRET_PART_CHARS
+    (`0.95`, `2048`, `1e-4`). Masking every `true` or `0.95` of a report hid the report,
+    not the secret (`DB_PASS: "0.95"` made `accuracy *** reached`); a number that short is
+    as likely the text's own. A longer number (a PIN, an id) is masked."""
+    text = value.strip()
+    return (
+        len(value) >= MIN_MASKED_CHARS
+        and text.lower() not in _PLAIN_WORDS
+        and not (len(text) < SECRET_PART_CHARS and _COUNT.fullmatch(text))
+    )
 
 
 # The fewest first characters of a generated secret (a token, a key) that a text is masked
@@ -387,7 +424,7 @@ class Redactor:
     whole, and a generated one's printed beginning (SECRET_BEGINNING_CHARS or more)."""
 
     def __init__(self, values: Iterable[str] = (), names: Mapping[str, str] | None = None) -> None:
-        found = sorted({v for v in values if _maskable(v)}, key=lambda v: (-len(v), v))
+        found = sorted({v for v in values if maskable(v)}, key=lambda v: (-len(v), v))
         self.values: tuple[str, ...] = tuple(found)
         # value -> the environment variable a rerun reads it from (spec_text).
         self.names: dict[str, str] = {
@@ -597,9 +634,9 @@ __all__ = [
     "env_names_read",
     "looks_secret",
     "mask_parts",
+    "maskable",
     "name_words",
     "names_password",
-    "password_word",
     "public_env",
     "secret_parts",
     "secret_values",

@@ -27,6 +27,9 @@ PASSWORD_SECRETS = {
     "PGPASS": ("Pg7s", "pg-s3cret-passphrase"),
     "MYSQL_PWD": ("My3w", "mysql-r00t-pw-1234"),
     "REDIS_PASS": ("Rd5s", "redis-auth-5678-xyz"),
+    "REDIS_PASS_PROD": ("Rp6d", "redis-prod-9012-abc"),
+    "dbPass": ("Dp2c", "camel-db-pass-3456"),
+    "DBPASS": ("Dg8l", "glued-db-pass-7890"),
 }
 NAMED_SECRETS = {**SUFFIXED_SECRETS, **PASSWORD_SECRETS}
 
@@ -49,10 +52,20 @@ COUNTS = {
     "NUM_PASSES": "3",
     "PASSES": "2",
 }
-# Settings whose names hold `pass` or `pwd` inside a word or first: no password's.
+# Settings whose names hold `pass` or `pwd` inside a word, first, before a setting's word or
+# after an ordinal or a compiler's word: no password's (rv17 F5: as secrets, every 0.95 of a
+# report was `***`).
 LOOKALIKES = {
     "BYPASS_CACHE": "always",
     "COMPASS_DIR": "/data/compass",
     "PASS_RATE": "0.95",
     "PGPASSFILE": "/home/me/.pgpass",
+    "TEST_PASS_RATE": "0.95",
+    "MLIR_PASS_PIPELINE": "builtin.module(canonicalize,cse)",
+    "LLVM_PASS": "instcombine",
+    "FIRST_PASS": "warmup-run",
+    "SECOND_PASS": "full-model",
+    "INDUCTOR_POST_GRAD_PASS": "custom_fusion",
+    "PASS_COUNT": "12345678",
+    "PASS_NAME": "loop-unroll",
 }

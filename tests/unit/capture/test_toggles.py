@@ -247,13 +247,16 @@ def test_only_an_option_whose_last_word_names_a_secret_is_one() -> None:
     assert [t.axis for t in plain.toggles] == ["max_tokens", "key_frames"]
     assert propose(["python", "t.py", "--token-file", "t.txt", "--hotkey", "c"]).env == ()
     # A count, a path, a word that holds `pass`: settings (an axis each).
-    for name in ("token-limit", "password-file", "num-passes", "pass", "bypass", "pgpass-file"):
+    for name in (
+        "token-limit", "password-file", "num-passes", "pass", "bypass", "pgpass-file",
+        "first-pass", "llvm-pass", "pass-rate", "mlir-pass-pipeline",
+    ):  # fmt: skip
         assert propose(["python", "t.py", f"--{name}", "s3cr3t-value"]).env == (), name
     # Written together, camelCase, numbered, an id of a key, a password's short word after
     # another or glued to a store's name: secrets all.
     for name in (
         "apikey", "apiKey", "api-key-2", "password2", "auth", "hftoken", "aws-key-id",
-        "db-pass", "dbPass", "mysql-pwd", "pgpass", "redis.pass",
+        "db-pass", "dbPass", "mysql-pwd", "pgpass", "redis.pass", "db-pass-prod", "pgpass-2",
     ):  # fmt: skip
         assert propose(["python", "t.py", f"--{name}", "s3cr3t-value"]).env != (), name
     # A Hydra key's last word past `/` or `@` (its package), split as a variable's name is.

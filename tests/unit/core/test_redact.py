@@ -21,6 +21,7 @@ from reprospec.core.redact import (
     looks_like_credential,
     looks_secret,
     mask_parts,
+    maskable,
     secret_parts,
     secret_values,
     sets_secret,
@@ -159,6 +160,42 @@ def test_a_value_too_short_to_be_masked_sets_no_secret_but_a_credential_does() -
     assert not sets_secret("HF_TOKENIZER", "bert-base-uncased")
 
 
+def test_a_pass_rate_or_a_compilers_pass_is_no_secret_and_its_number_stays_in_the_report() -> None:
+    # rv17 F5: `pass` after any word was a password's, so `TEST_PASS_RATE: "0.95"` was a
+    # secret, masked by value: every 0.95 of every output read `***`.
+    document: dict[str, JsonValue] = {
+        "environment": {"env": {"TEST_PASS_RATE": "0.95", "MLIR_PASS_PIPELINE": "cse,dce"}}
+    }
+    redactor = Redactor.for_spec(document, {"LLVM_PASS": "instcombine", "FIRST_PASS": "warm"})
+    line = "accuracy 0.95 reached; pass rate 0.95; ran cse,dce after instcombine (warm)"
+    assert redactor.text(line) == line
+    assert redactor.value({"TEST_PASS_RATE": "0.95"}) == {"TEST_PASS_RATE": "0.95"}
+    # The password's word last, a deployment's or a copy's suffix after it: still secrets.
+    for name in ("DB_PASS_PROD", "REDIS_PASS_STAGING", "DB_PASS_2", "DB_PWD_V2", "PGPASS_DEV"):
+        assert looks_secret(name), name
+    for name in ("DB_PASS_RATE", "PASS_PROD", "LLVM_PASS_PROD", "PGPASS_FILE", "FIRST_PASS_2"):
+        assert not looks_secret(name), name
+
+
+def test_a_short_number_is_masked_by_its_name_only_whatever_name_holds_it() -> None:
+    # Masked wherever it appeared, `DB_PASS=0.95` took every 0.95 out of the report as
+    # `TEST_PASS_RATE` did: a number shorter than SECRET_PART_CHARS is the text's own.
+    for value in ("0.95", "2048", "1e-4", "12345"):
+        assert not maskable(value), value
+        assert not sets_secret("DB_PASS", value), value
+        redactor = Redactor.for_spec({"environment": {"env": {"DB_PASS": value}}}, {})
+        assert redactor.values == (), value
+        engine = Redactor.for_spec({}, {"DB_PASS": value})
+        assert engine.text(f"accuracy {value} reached") == f"accuracy {value} reached"
+    # Under its name (an environment table) it is still masked.
+    assert Redactor().value({"DB_PASS": "2048"}) == {"DB_PASS": MASK}
+    assert mask_parts("pin 4242, not 424", ("4242",)) == "pin 4242, not 424"
+    # A longer number (a PIN, a key of digits) is still masked wherever it appears.
+    for value in ("123456", "0.953125", "12345678"):
+        assert maskable(value), value
+        assert Redactor.for_spec({}, {"DB_PASS": value}).text(f"x {value} y") == f"x {MASK} y"
+
+
 def test_longer_secrets_are_masked_whole() -> None:
     redactor = Redactor(["abcd", "abcdefgh"])
     assert redactor.text("abcdefgh abcd") == f"{MASK} {MASK}"
@@ -282,7 +319,7 @@ def test_a_part_of_a_secret_is_masked_where_text_is_written_down() -> None:
     assert secret_parts(text, secrets) == [(6, 14), (22, 43)]
     assert mask_parts(text, secrets) == "token ***; again ***; Secre"
     assert mask_parts("key hf_zzTopSecret999 here", secrets) == "key *** here"
-    assert mask_parts("pin 4242, not 424", ("4242",)) == "pin ***, not 424"
+    assert mask_parts("pin 424242, not 4242", ("424242",)) == "pin ***, not 4242"
     # A path or words under a secret-looking name (XAUTHORITY, GIT_AUTHOR_NAME) are masked
     # whole, never by parts: six of a path's characters were in every path of the text.
     assert mask_parts("--data /home/user/data/train.csv", ("/home/user/.Xauthority",)) == (
