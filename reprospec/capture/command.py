@@ -39,6 +39,8 @@ from reprospec.capture.footprint import (
     imported,
     local_note,
     pins,
+    reaching,
+    wiped_note,
     with_import_roots,
 )
 from reprospec.capture.hangwait import verify_wait
@@ -284,6 +286,9 @@ def _capture(request: Request, run_spec: Runner, proposal: Proposal) -> Captured
             + ", ".join(f"{t.axis}={show_value(t.value)}" for t in proposal.toggles)
         )
     lines += [kept_note(kept) for kept in proposal.kept]
+    wiped = wiped_note(proposal)
+    if wiped:
+        lines.append(wiped)
     if presets:
         lines.append("progress markers: " + ", ".join(presets))
     if files:
@@ -601,7 +606,10 @@ def _draft(
         files=files,
         python=f"{sys.version_info.major}.{sys.version_info.minor}" if python is None else python,
         packages=packages,
-        env=with_import_roots(environment_lines(os.environ, proposal, uses_torch), local, workdir),
+        env=reaching(
+            with_import_roots(environment_lines(os.environ, proposal, uses_torch), local, workdir),
+            proposal,
+        ),
         matrix=axes,
         presets=presets,
         timeout=f"{request.timeout_s:g}s",

@@ -318,6 +318,46 @@ def environment_lines(
 _UTF8 = re.compile(r"utf-?8", re.IGNORECASE)
 
 
+def reaching(lines: Iterable[EnvLine], proposal: Proposal) -> tuple[EnvLine, ...]:
+    """`environment.env`'s lines that reach the program past `env` with options of its own
+    (`Proposal.reaches`): under `env -i` only what the command reads back (`"$HF_TOKEN"`),
+    under `env -u NAME` all but NAME. A line it wipes set nothing: the spec said the program
+    had `PYTHONUNBUFFERED=1` where it had an empty environment (rv17 F11)."""
+    return tuple(line for line in lines if proposal.reaches(line.name))
+
+
+# The engine's own variables of a child (process/childprotocol.child_env) that `env -u` can
+# take, and what goes with each.
+_ENGINE_VARIABLES = {
+    "PYTHONPATH": "its stack-dump sitecustomize (a crash's or a hang's Python stacks, the "
+    "record of what it imported and read)",
+    "TMPDIR": "the attempt's private TMPDIR",
+    "XDG_CACHE_HOME": "the attempt's private cache folder",
+    "CUDA_VISIBLE_DEVICES": "a GPU slot's CUDA_VISIBLE_DEVICES",
+}
+
+
+def wiped_note(proposal: Proposal) -> str | None:
+    """What capture says when the command's `env` takes reprospec's own variables from the
+    program, in capture's runs and the spec's alike: its forensics are fewer, and where
+    they are missing the user should know why."""
+    if proposal.env_cleared:
+        return (
+            "`env -i` empties the program's environment, reprospec's own variables with it, "
+            "in capture's runs and the spec's: its stack-dump sitecustomize does not load "
+            "(no Python stack of a crash; a hang's only from py-spy, when installed) and "
+            "nothing records what it imported or read (environment.packages and files may "
+            "lack them: add them by hand); it has no private TMPDIR or cache folder (it "
+            "writes in /tmp) and no GPU slot (CUDA_VISIBLE_DEVICES: it sees every GPU); "
+            "environment.env holds only what the command reads back"
+        )
+    lost = [what for name, what in _ENGINE_VARIABLES.items() if name in proposal.env_unset]
+    if not lost:
+        return None
+    names = " ".join(f"-u {n}" for n in _ENGINE_VARIABLES if n in proposal.env_unset)
+    return f"`env {names}` takes reprospec's own from the program too: " + "; ".join(lost)
+
+
 def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvLine, ...]:
     """`environment.env` lines for the variables of this shell the failure needs (the
     verify found it would not come back without them)."""

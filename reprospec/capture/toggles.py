@@ -99,6 +99,19 @@ class Proposal:
     # b.csv`), as written: it may take them all or only the first (`_option_values`), so
     # it is no axis, and capture says so.
     kept: tuple[str, ...] = ()
+    # What `env` with options of its own takes from the program's environment
+    # (`_env_wipes`): all of it (`env -i`, `env -`), or these names (`env -u NAME`). The
+    # spec's environment.env does not reach the program past it, but for what the command
+    # refers to (`env -i HF_TOKEN="$HF_TOKEN" python x.py`: the shell expands it first).
+    env_cleared: bool = False
+    env_unset: frozenset[str] = frozenset()
+
+    def reaches(self, name: str) -> bool:
+        """Whether the variable `name` of the spec's environment.env reaches the program:
+        `env` keeps it, or the command refers to it (`"$NAME"`, `${NAME}`)."""
+        if not self.env_cleared and name not in self.env_unset:
+            return True
+        return re.search(rf"\$\{{?{re.escape(name)}(?![A-Za-z0-9_])", self.command) is not None
 
     @property
     def secret_env(self) -> tuple[tuple[str, str], ...]:
@@ -323,8 +336,16 @@ def propose(argv: list[str]) -> Proposal:
         if toggle.axis:
             toggles.append(toggle)
         index += 1
+    cleared, unset = _env_wipes(kept)
     proposal = Proposal(
-        " ".join(out), tuple(toggles), tuple(env), hydra, frozenset(secrets), tuple(kept_words)
+        " ".join(out),
+        tuple(toggles),
+        tuple(env),
+        hydra,
+        frozenset(secrets),
+        tuple(kept_words),
+        cleared,
+        unset,
     )
     return _without_secret_values(proposal)
 
@@ -390,6 +411,56 @@ def _env_words(words: list[str]) -> int:
     while index < len(words) and _ASSIGNMENT.match(words[index]):
         index += 1
     return min(index, len(words))
+
+
+def _env_wipes(words: list[str]) -> tuple[bool, frozenset[str]]:
+    """What `env`'s own words (`_env_words`: `env -i A=1`, `env -u HOME --`) take from the
+    program's environment: all of it (`-i`, `-`, `--ignore-environment`), and the names
+    `-u NAME` unsets; `-S STRING`'s options as its own."""
+    cleared, unset = False, set[str]()
+    index = 1
+    while index < len(words):
+        word = words[index]
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word == "--" or _ASSIGNMENT.match(word):
+            break
+        index += 1
+        if word == "-":
+            cleared = True
+        elif word.startswith("--"):
+            name, equals, value = word.partition("=")
+            cleared |= len(name) > 2 and "--ignore-environment".startswith(name)
+            taking = [o for o in _ENV_VALUE_LONG if len(name) > 2 and o.startswith(name)]
+            value = value if equals else following
+            index += 1 if taking and not equals else 0
+            if taking == ["--unset"]:
+                unset.add(value)
+            elif taking == ["--split-string"]:
+                return _split_wipes(value, cleared, unset)
+        elif word.startswith("-"):
+            letters = word[1:]
+            for at, letter in enumerate(letters):
+                cleared |= letter == "i"
+                if letter in _ENV_VALUE_LETTERS:
+                    value = letters[at + 1 :] or following
+                    index += 0 if letters[at + 1 :] else 1
+                    if letter == "u":
+                        unset.add(value)
+                    elif letter == "S":
+                        return _split_wipes(value, cleared, unset)
+                    break
+        else:
+            break
+    return cleared, frozenset(n for n in unset if n)
+
+
+def _split_wipes(string: str, cleared: bool, unset: set[str]) -> tuple[bool, frozenset[str]]:
+    """`env -S STRING`: STRING's words are env's again (`-S '-i A=1 python'`)."""
+    try:
+        inner = _env_wipes(["env", *shlex.split(string)])
+    except ValueError:  # an unclosed quote: env refuses it, so nothing ran past it
+        inner = (False, frozenset())
+    return cleared or inner[0], frozenset({*unset, *inner[1]} - {""})
 
 
 def _kept_env_word(word: str, env: list[tuple[str, str]], secrets: set[str]) -> str:

@@ -464,3 +464,31 @@ def test_env_with_options_of_its_own_is_kept_and_the_program_read_past_it() -> N
     # A leading variable before it is one still (`-i` empties it in the spec's run too).
     leading = propose(["B=2", "env", "-i", "PATH=/usr/bin", "python3", "x.py"])
     assert (leading.command, leading.env) == ("env -i PATH=/usr/bin python3 x.py", (("B", "2"),))
+
+
+def test_env_says_what_it_takes_from_the_programs_environment() -> None:
+    # rv17 F11: environment.env past `env -i` reaches nothing but what the command reads
+    # back (the shell expands `"$NAME"` before env runs), past `-u NAME` all but NAME.
+    cases: tuple[tuple[list[str], bool, frozenset[str]], ...] = (
+        (["env", "-i", "A=1", "python", "x.py"], True, frozenset()),
+        (["env", "-", "python", "x.py"], True, frozenset()),
+        (["env", "--ignore-env", "--unset=X", "python", "x.py"], True, frozenset({"X"})),
+        (["env", "-iu", "X", "python", "x.py"], True, frozenset({"X"})),
+        (["env", "-uX", "-u", "Y", "-C", "/tmp", "python", "x.py"], False, frozenset({"X", "Y"})),
+        (["env", "-S", "-i -u Z python x.py"], True, frozenset({"Z"})),
+        (["env", "-C", "/tmp", "python", "x.py"], False, frozenset()),
+        (["env", "--", "A=1", "python", "x.py"], False, frozenset()),
+        (["env", "A=1", "python", "x.py"], False, frozenset()),
+        (["python", "x.py"], False, frozenset()),
+    )
+    for argv, cleared, unset in cases:
+        proposal = propose(argv)
+        assert (proposal.env_cleared, proposal.env_unset) == (cleared, unset), argv
+    token = "abcd1234efgh5678"
+    read_back = propose(["env", "-i", f"GITHUB_TOKEN_RO={token}", "python", "x.py"])
+    assert read_back.reaches("GITHUB_TOKEN_RO")
+    assert not read_back.reaches("GITHUB_TOKEN")  # a name that only begins the same
+    assert not read_back.reaches("PYTHONUNBUFFERED")
+    home = propose(["env", "-u", "HOME", "python", "x.py"])
+    assert home.reaches("PYTHONUNBUFFERED")
+    assert not home.reaches("HOME")

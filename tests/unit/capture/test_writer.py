@@ -16,6 +16,8 @@ from reprospec.capture.footprint import (
     hung_import,
     local_files,
     local_note,
+    reaching,
+    wiped_note,
     with_import_roots,
 )
 from reprospec.capture.toggles import propose
@@ -88,6 +90,52 @@ def test_a_secret_the_command_line_sets_under_any_name_is_read_back(length: str)
     for name in secrets:
         assert lines[name].value == f"${{{{ env.{name} }}}}", name
     assert lines["MAX_TOKENS"].value == "2048"
+
+
+def test_env_i_keeps_only_what_the_command_reads_back_and_says_what_it_wipes() -> None:
+    # rv17 F11: `env -i A=1 python3 x.py` kept `env -i`, yet the spec's environment.env
+    # said the program had PYTHONUNBUFFERED=1 and the shell's settings, which `-i` wipes.
+    environ = {
+        "PYTHONUNBUFFERED": "1",
+        "NCCL_DEBUG": "INFO",
+        "LC_ALL": "POSIX",
+        "HF_TOKEN": "hf_abcdefghijkl",
+    }
+    token = named_secrets("long")["GITHUB_TOKEN_RO"]
+    cleared = propose(
+        [
+            "B=2",
+            "HF_TOKEN=hf_zyxwvutsrqpo",
+            "env",
+            "-i",
+            f"GITHUB_TOKEN_RO={token}",
+            "python",
+            "x.py",
+        ]
+    )
+    lines = environment_lines(environ, cleared, uses_torch=True)
+    # Read back by the command ("$GITHUB_TOKEN_RO", expanded before env runs): it reaches.
+    assert [line.name for line in reaching(lines, cleared)] == ["GITHUB_TOKEN_RO"]
+    note = wiped_note(cleared)
+    assert note is not None
+    assert "`env -i`" in note
+    assert "stack-dump sitecustomize" in note
+    assert "TMPDIR" in note
+    assert "CUDA_VISIBLE_DEVICES" in note
+    # `-S` holds env's options too; `-u NAME` takes NAME alone, and says so when it is ours.
+    split = propose(["env", "-S", "-i A=1 python x.py"])
+    assert reaching(environment_lines(environ, split, uses_torch=False), split) == ()
+    unset = propose(["env", "-u", "NCCL_DEBUG", "--unset=TMPDIR", "python", "x.py"])
+    kept = reaching(environment_lines(environ, unset, uses_torch=False), unset)
+    assert [line.name for line in kept] == ["HF_TOKEN", "PYTHONUNBUFFERED", "LC_ALL"]
+    assert wiped_note(unset) == (
+        "`env -u TMPDIR` takes reprospec's own from the program too: the attempt's private TMPDIR"
+    )
+    # Without env's options nothing is wiped, and nothing is said.
+    plain = propose(["env", "A=1", "python", "x.py"])
+    assert len(reaching(environment_lines(environ, plain, uses_torch=False), plain)) == 5
+    assert wiped_note(plain) is None
+    assert wiped_note(propose(["env", "-C", "/tmp", "python", "x.py"])) is None
 
 
 def test_an_editable_project_in_the_workdir_is_imported_from_its_folders(tmp_path: Path) -> None:
