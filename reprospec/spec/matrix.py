@@ -24,8 +24,8 @@ from __future__ import annotations
 import bisect
 import json
 from array import array
-from collections.abc import Hashable, Iterator, Mapping, Sequence
-from itertools import islice
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from itertools import chain, islice
 
 from reprospec.core.bounds import MAX_CELLS, MAX_MATRIX_AXES, MAX_MATRIX_ENTRIES, MAX_MATRIX_STEPS
 from reprospec.core.expr import same
@@ -256,6 +256,43 @@ class _Product:
             self._runnings[key] = running
         return running
 
+    def ranks(self, allowed: Sequence[Sequence[int] | None]) -> Iterator[int]:
+        """The ranks (as `at` reads them) of the surviving combinations whose value index on
+        each axis is one of `allowed[axis]` (None: any), ascending; `allowed` lists each
+        axis's indices in ascending order.
+
+        A rank is the sum, axis by axis, of the surviving combinations that share the prefix
+        and choose an earlier value (`_running`, what `at` subtracts): only the prefixes the
+        allowed values make are visited, so `-m` naming a value of each axis costs a step
+        per axis, where walking the product made every cell.
+        """
+        if self.empty_entry:
+            return
+        size = len(self.lists)
+        # One frame per axis: (axis, alive, rank of the prefix, allowed indices left to try).
+        frames: list[tuple[int, int, int, Iterator[int]]] = []
+
+        def choices(axis: int) -> Iterator[int]:
+            chosen = allowed[axis]
+            return iter(range(len(self.lists[axis])) if chosen is None else chosen)
+
+        frames.append((0, ~0, 0, choices(0)))
+        while frames:
+            axis, alive, base, values = frames[-1]
+            index = next(values, None)
+            if index is None:
+                frames.pop()
+                continue
+            after = self._next_alive(axis, alive, self.matches[axis][index])
+            if after is None or self.count(axis + 1, after) == 0:
+                continue
+            running = self._running(axis, alive)
+            rank = base + (running[index - 1] if index else 0)
+            if axis + 1 == size:
+                yield rank
+            else:
+                frames.append((axis + 1, after, rank, choices(axis + 1)))
+
     def exists(self, required: Mapping[int, Hashable]) -> bool:
         """Whether some combination has the `required` canonical value on each of those axes."""
         if self.empty_entry:
@@ -477,6 +514,77 @@ class MatrixCells(LazySequence[Cell]):
     def __len__(self) -> int:
         return self._plan.count
 
+    def held_axes(self) -> list[str]:
+        """The axes some cell holds, in the order a walk over the cells meets them, found
+        from the axes: a walk reading every cell's keys took 2.4 s at 65,536 cells.
+
+        A cell's keys are in `all_axes` order, so a key comes after those of earlier cells
+        and, in its first cell, after that cell's keys before it: ordered by its first cell
+        (an include entry's first fitting combination, or its own cell), then `all_axes`.
+        The original axes are in the first cell, unless every combination is excluded.
+        """
+        plan = self._plan
+        first: dict[str, int] = {axis: 0 for axis in plan.original} if plan.combos else {}
+        canons = plan.product.canons
+
+        def fitted(number: int) -> int:
+            required = plan.required[number]
+            allowed = [
+                [i for i, canon in enumerate(canons[n]) if canon == required[n]]
+                if n in required
+                else None
+                for n in range(len(canons))
+            ]
+            return next(plan.product.ranks(allowed))
+
+        starts = [(fitted(number), number) for number in plan.fitting]
+        starts += [(plan.combos + j, number) for j, number in enumerate(plan.apart)]
+        for position, number in starts:
+            for key in plan.include[number]:
+                first[key] = min(first.get(key, position), position)
+        return sorted(first, key=lambda key: (first[key], self._order[key]))
+
+    def positions_where(
+        self, accepts: Mapping[str, Callable[[JsonValue], bool]]
+    ) -> Iterator[int] | None:
+        """The positions, ascending, of the cells whose value on each axis of `accepts` that
+        axis's test accepts, found from the axes without making a cell; None where the axes
+        alone cannot say (an axis only `include` entries bring, whose value in a product cell
+        depends on which entries fit it, or a matrix of include entries alone).
+
+        The positions are those a walk testing every cell keeps (`select`'s test): a product
+        cell holds its combination's values, each allowed value of a tested axis is tried,
+        and the include entries that are cells of their own are tested as those cells.
+        """
+        plan = self._plan
+        if not plan.original or any(axis not in plan.original for axis in accepts):
+            return None
+        lists, canons = plan.product.lists, plan.product.canons
+        allowed: list[list[int] | None] = [None] * len(plan.original)
+        for n, axis in enumerate(plan.original):
+            test = accepts.get(axis)
+            if test is None:
+                continue
+            allowed[n] = [i for i, value in enumerate(lists[n]) if test(value)]
+            for number in plan.fitting:
+                # An entry that fits a combination writes its own value over the axis's:
+                # equal by `same`, but it may render otherwise (1.0 over 1), and the test
+                # reads the rendered form too. Only where the test tells them apart must
+                # the cells be made.
+                entry = plan.include[number]
+                if axis in entry and any(
+                    test(entry[axis]) != test(value)
+                    for value, canon in zip(lists[n], canons[n], strict=True)
+                    if canon == plan.required[number][n]
+                ):
+                    return None
+        apart = [
+            plan.combos + j
+            for j, number in enumerate(plan.apart)
+            if all(test(plan.include[number].get(axis)) for axis, test in accepts.items())
+        ]
+        return chain(plan.product.ranks(allowed), apart)
+
     def _item(self, index: int) -> Cell:
         return self._cell(index, self._plan.combination(index))
 
@@ -505,10 +613,21 @@ class CellView(LazySequence[Cell]):
         return self._cells[self._positions[index]]
 
     def __iter__(self) -> Iterator[Cell]:
-        positions = self._positions
+        positions, cells = self._positions, self._cells
+        if not isinstance(cells, MatrixCells) or len(positions) * 5 < len(cells) * 4:
+            # Each kept cell made from its position: the 16 cells `-m` kept of 65,536 were
+            # made by walking all 65,536 at every pass over the run's cells (expectations,
+            # judge, report, store: 664,839 cells made in one run, docs/performance.md).
+            for position in positions:
+                yield cells[position]
+            return
+        # Nearly every cell kept: the walk makes a cell for about 0.85 of a cell made from
+        # its position (it reuses the counts of the one before), and stops at the last kept.
         kept = 0
-        for position, cell in enumerate(self._cells):
-            if kept < len(positions) and positions[kept] == position:
+        for position, cell in enumerate(cells):
+            if kept == len(positions):
+                return
+            if positions[kept] == position:
                 kept += 1
                 yield cell
 
@@ -579,11 +698,17 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
     An axis a cell lacks (one only some `include` entries add) reads as null there, as in
     expressions and `expect.cases`: `-m pin=null` keeps the cells without it.
 
-    Without filters, `cells` itself; with them, a `CellView` of the positions kept.
+    Without filters, `cells` itself; with them, a `CellView` of the positions kept. Of a
+    `MatrixCells`, the positions are found from the axes where the filters name only
+    axes of the product (`MatrixCells.positions_where`): the cost is the cells kept, not
+    the matrix (16 of 65,536 cells took 2.4 s of walking, docs/performance.md).
     """
     if not filters:
         return cells
-    known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
+    if isinstance(cells, MatrixCells):
+        known = cells.held_axes()
+    else:
+        known = list(dict.fromkeys(k for cell in cells for k in cell.matrix))
     wanted: dict[str, list[tuple[JsonValue, str]]] = {}
     for text in filters:
         axis, sep, raw = text.partition("=")
@@ -599,17 +724,19 @@ def select(cells: Sequence[Cell], filters: Sequence[str]) -> Sequence[Cell]:
         except YamlSourceError:
             value = raw
         wanted.setdefault(axis, []).append((value, raw.strip()))
-    kept = CellView(
-        cells,
-        (
+
+    def accepts(values: list[tuple[JsonValue, str]]) -> Callable[[JsonValue], bool]:
+        return lambda actual: any(_value_matches(actual, v) for v in values)
+
+    tests = {axis: accepts(values) for axis, values in wanted.items()}
+    found = cells.positions_where(tests) if isinstance(cells, MatrixCells) else None
+    if found is None:
+        found = (
             position
             for position, cell in enumerate(cells)
-            if all(
-                any(_value_matches(cell.matrix.get(axis), v) for v in values)
-                for axis, values in wanted.items()
-            )
-        ),
-    )
+            if all(test(cell.matrix.get(axis)) for axis, test in tests.items())
+        )
+    kept = CellView(cells, found)
     if not kept:
         raise UsageError(
             f"no cell matches {' '.join('-m ' + f for f in filters)}: {_no_match(cells, wanted)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from reprospec.core.expr import same
 from reprospec.core.inputs import Cell, Spec
-from reprospec.core.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.errors import SpecError, UsageError
 from reprospec.spec.matrix import (
     CellView,
@@ -448,3 +449,101 @@ def test_exclude_that_leaves_few_of_a_huge_product_is_counted_exactly() -> None:
     section["exclude"] += [{"a0": v} for v in range(1, 10)] + [{"a1": v} for v in range(1, 10)]
     assert count_cells(section) == 1
     assert [c.id for c in expand_matrix(section)] == [",".join(f"a{i}=0" for i in range(9))]
+
+
+def _filters(rng: random.Random, section: dict[str, Any], names: list[str]) -> list[str]:
+    """Random `-m` filters: values the axes hold, rendered or as YAML reads them, and some
+    no axis holds; an include-only axis (`y`) at times, which the axes alone cannot select."""
+    filters = []
+    for axis in rng.sample([*names, "y"], rng.randint(1, len(names) + 1)):
+        held = section.get(axis) or [None, 0, 1]
+        for value in rng.sample([*held, 9, 1.0, "1"], rng.randint(1, 3)):
+            filters.append(f"{axis}={rng.choice([render_value(value), json.dumps(value)])}")
+    return filters
+
+
+def _selected(cells: Sequence[Cell], filters: list[str]) -> list[Cell] | str:
+    """The cells `select` keeps, or its refusal's words."""
+    try:
+        return list(select(cells, filters))
+    except UsageError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_select_from_the_axes_keeps_the_cells_a_walk_keeps(seed: int) -> None:
+    # The positions -m keeps are found from the axes (MatrixCells.positions_where), past
+    # excludes and includes; a tuple of the same cells is selected by testing every cell.
+    rng = random.Random(seed)
+    values = [0, 1, 2, True, "a", 1.0, None, [1], "1"]
+    section: dict[str, Any] = {
+        f"x{i}": rng.sample(values, rng.randint(1, 5)) for i in range(rng.randint(1, 4))
+    }
+    names = list(section)
+    section["exclude"] = [
+        {k: rng.choice(section[k]) for k in rng.sample(names, rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 5))
+    ]
+    section["include"] = [
+        {k: rng.choice(values) for k in rng.sample([*names, "y"], rng.randint(1, len(names)))}
+        for _ in range(rng.randint(0, 3))
+    ]
+    try:
+        cells = matrix_cells(section)
+    except MatrixError:
+        return  # ids that collide, or no cells: nothing to select from
+    assert isinstance(cells, MatrixCells)
+    for _ in range(5):
+        filters = _filters(rng, section, names)
+        walked = _selected(tuple(cells), filters)
+        assert _selected(cells, filters) == walked
+        if isinstance(walked, str):
+            continue  # refused alike, in the same words
+        kept = select(cells, filters)
+        assert isinstance(kept, CellView)
+        assert list(kept) == walked
+        assert [kept[i] for i in range(len(kept))] == walked
+        assert [c.index for c in kept] == [c.index for c in walked]
+
+
+def test_select_makes_only_the_cells_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 16 of 65,536 cells: found from the axes, made when read (each walk made all 65,536).
+    made: list[int] = []
+    real = MatrixCells._cell
+
+    def counted(self: MatrixCells, index: int, combo: JsonObject) -> Cell:
+        made.append(index)
+        return real(self, index, combo)
+
+    monkeypatch.setattr(MatrixCells, "_cell", counted)
+    values: list[JsonValue] = list(range(16))
+    cells = matrix_cells({"a": values, "b": values, "c": values, "d": values})
+    kept = select(cells, ["a=1", "b=2", "c=3"])
+    assert made == []
+    assert ids(kept) == [f"a=1,b=2,c=3,d={d}" for d in range(16)]
+    assert made == [4656 + d for d in range(16)]  # read once: each kept cell made once
+    # An exclude, two values of one axis and an include entry of its own after the product.
+    cells = matrix_cells(
+        {"a": values, "b": values, "exclude": [{"a": 3, "b": 5}], "include": [{"a": 3, "z": 1}]}
+    )
+    made.clear()  # made once each to check that no two ids collide
+    kept = select(cells, ["b=5", "b=6", "a=3", "a=4"])
+    assert made == []
+    assert [(c.id, c.index) for c in kept] == [
+        ("a=3,b=6,z=1", 3 * 16 + 5),
+        ("a=4,b=5", 4 * 16 + 4),
+        ("a=4,b=6", 4 * 16 + 5),
+    ]
+    assert made == [3 * 16 + 5, 4 * 16 + 4, 4 * 16 + 5]
+
+
+def test_an_include_value_read_otherwise_than_the_axis_value_selects_by_the_cells() -> None:
+    # The include entry writes 1.0 over 1 (equal by `same`): a test that reads the rendered
+    # form tells them apart, so the axes alone cannot say which cells it keeps.
+    cells = matrix_cells({"a": [1, 2], "include": [{"a": 1.0, "x": 0}]})
+    assert isinstance(cells, MatrixCells)
+    assert ids(cells) == ["a=1.0,x=0", "a=2"]
+    assert cells.positions_where({"a": lambda v: render_value(v) == "1"}) is None
+    assert list(cells.positions_where({"a": lambda v: same(v, 1)}) or ()) == [0]
+    # An include-only axis: which entries fit a combination decides it, not the axes.
+    assert cells.positions_where({"x": lambda v: v is None}) is None
