@@ -16,7 +16,13 @@ from pathlib import Path
 
 from reprospec import __version__
 from reprospec.core.logtext import printable
-from reprospec.errors import EXIT_INFRA, EXIT_INTERRUPTED, FatalError, SpecError
+from reprospec.errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    FatalError,
+    SpecError,
+)
 
 # The verbs, in `reprospec --help`'s order; each is reprospec/commands/<verb>.py, with its
 # `add_parser(subparsers)` and its `run(args) -> int`.
@@ -175,7 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        return _dispatch(args)
+        code = _dispatch(args)
+        # What is still buffered is written here, where a closed pipe is caught below, not
+        # at the interpreter's exit (which prints "Exception ignored ..." and exits 120).
+        sys.stdout.flush()
+        return code
     except FatalError as exc:
         print(printable(_format_fatal(exc)), file=sys.stderr)
         return exc.exit_code
@@ -187,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reprospec: interrupted{again}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return _closed_pipe()
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
@@ -203,6 +213,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"reprospec: internal error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         print(f"reprospec: the traceback is in {log}; please report it", file=sys.stderr)
         return 3
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout has gone (`plan | head`): write nothing more, and exit as a
+    program the pipe's SIGPIPE ends does (Python ignores the signal and raises instead).
+
+    stdout is pointed at /dev/null first: what is still buffered in it would otherwise
+    fail again at the interpreter's exit, which then prints "Exception ignored ...
+    BrokenPipeError" and exits 120 (the Python documentation's note on SIGPIPE).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # stdout without a descriptor (a test's capture): nothing to flush at exit
+    return EXIT_CLOSED_PIPE
 
 
 def _parse(

@@ -8,6 +8,9 @@ EXIT_USAGE = 2
 EXIT_INFRA = 3
 EXIT_UNDECIDED = 4
 EXIT_INTERRUPTED = 130
+# The reader of stdout went away (`reprospec plan SPEC | head`): 128 + SIGPIPE, the status a
+# shell gives a program the signal ended, as `seq 1000000 | head` gives seq.
+EXIT_CLOSED_PIPE = 141
 
 
 class FatalError(Exception):

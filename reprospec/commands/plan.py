@@ -6,7 +6,7 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
@@ -33,13 +33,20 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reprospec.plan.attempt import first_attempts, run_policy
+    from reprospec.plan.attempt import each_first_attempt, first_attempts, run_policy
     from reprospec.spec.load import load_spec
     from reprospec.spec.matrix import expand, select
 
     spec = load_spec(args.spec, tuple(args.overrides))
     cells = select(expand(spec), list(args.matrix))
     repeat = run_policy(spec).first_attempts
+    if args.format == "text":
+        # Written cell by cell as each is planned: a closed pipe (`plan | head`) stops it at
+        # the first write that fails (BrokenPipeError, cli.main), where the whole text was
+        # made first (33 s for 65,536 cells, most of it after head had exited).
+        for block in plan_blocks(spec, repeat, len(cells), each_first_attempt(spec, cells)):
+            sys.stdout.write(block)
+        return 0
     # Only attempt 1 of each cell is shown: the others are not planned (plan.first_attempts).
     attempts = first_attempts(spec, cells)
     if args.format == "json":
@@ -57,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
             )
         json.dump({"include": github_matrix(attempts, args.matrix)}, sys.stdout, default=str)
         sys.stdout.write("\n")
-    else:
-        sys.stdout.write(plan_text(spec, repeat, attempts))
     return 0
 
 
@@ -115,10 +120,22 @@ def plan_text(spec: Spec, repeat: int, attempts: Sequence[AttemptPlan]) -> str:
     """What `reprospec plan` prints: every cell's first attempt (`attempts`) and exactly what
     it runs, secrets masked, control characters written out (a spec's values never drive
     the terminal); `repeat` is the attempts per cell a run starts with."""
-    cells = described(spec, attempts)
-    lines = [f"spec {spec.name}: {len(cells)} cell(s) x {repeat} attempt(s)"]
-    for doc in cells:
-        lines.append(f"\n[{doc['id']}]")
+    return "".join(plan_blocks(spec, repeat, len(attempts), attempts))
+
+
+def plan_blocks(
+    spec: Spec, repeat: int, count: int, attempts: Iterable[AttemptPlan]
+) -> Iterator[str]:
+    """`plan_text` in pieces, the heading and then each of the `count` attempts' blocks as
+    it is read from `attempts`: joined, they are `plan_text` to the byte."""
+    from reprospec.core.redact import Redactor
+    from reprospec.plan.attempt import describe
+
+    redactor = Redactor.for_spec(spec.document)
+    yield printable(f"spec {spec.name}: {count} cell(s) x {repeat} attempt(s)")
+    for plan in attempts:
+        doc = redactor.value(describe(plan))
+        lines = ["", f"\n[{doc['id']}]"]
         for key, value in doc.items():
             if key in ("id",):
                 continue
@@ -127,4 +144,5 @@ def plan_text(spec: Spec, repeat: int, attempts: Sequence[AttemptPlan]) -> str:
             else:
                 rendered = str(value)
             lines.append(f"  {key}: {rendered}")
-    return printable("\n".join(lines)) + "\n"
+        yield printable("\n".join(lines))
+    yield "\n"

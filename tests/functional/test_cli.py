@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.cli import ROOT, SPECS, Cli, ExampleRun
 
@@ -182,6 +186,46 @@ def test_plan_text_json_github(cli: Cli) -> None:
     gh = json.loads(cli("plan", str(SPECS / "segfault-command.yaml"), "--format", "github").stdout)
     assert len(gh["include"]) == 4
     assert gh["include"][3]["cell"] == "num_workers=2,pin_memory=true"
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_plan_into_a_pipe_its_reader_closed_stops_there_and_exits_141(
+    tmp_path: Path, unbuffered: bool
+) -> None:
+    # A real shell pipeline: `plan | head -3` of 4,096 cells, and `plan | true`, whose reader
+    # is gone before the first write. Planned cell by cell, plan stops at the first write
+    # that fails and exits as a program SIGPIPE ends (128 + 13), with nothing on stderr:
+    # it planned every cell first and exited 0, and where its output was still buffered
+    # at exit (stdout block-buffered, a pipe), Python printed "Exception ignored ...
+    # BrokenPipeError" and exited 120.
+    axis = "[0, 1, 2, 3, 4, 5, 6, 7]"
+    spec = tmp_path / "wide.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: wide\nmatrix: {{a: {axis}, b: {axis}, c: {axis}, d: {axis}}}\n"
+        'command: "true"\nexpect: {outcome: pass}\n',
+        encoding="utf-8",
+    )
+    plan = shlex.join([sys.executable, "-m", "reprospec", "plan", str(spec)])
+    # 8 cells: under 8 KiB, still in the buffer when plan returns (block-buffered).
+    few = ["-m", "a=1", "-m", "b=1", "-m", "c=1"]
+    one = shlex.join([sys.executable, "-m", "reprospec", "plan", *few, str(spec)])
+    script = (
+        f'{plan} | head -3; echo "head ${{PIPESTATUS[0]}}" >&2; '
+        f'{one} | true; echo "true ${{PIPESTATUS[0]}}" >&2'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    done = subprocess.run(
+        ["bash", "--norc", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.stdout == "spec wide: 4096 cell(s) x 1 attempt(s)\n\n[a=0,b=0,c=0,d=0]\n"
+    assert done.stderr == "head 141\ntrue 141\n"
 
 
 def test_matrix_filter_and_set_override(cli: Cli) -> None:

@@ -251,3 +251,37 @@ def test_a_shard_of_adaptive_repeats_is_refused_before_anything_runs(tmp_path: P
     assert len(fixed.attempts) == 6
     plain = body + "expect: {outcome: pass}\n"
     assert make_plan(tmp_path, plain, RunOptions(out=tmp_path, shard=Shard(2, 2))).attempts
+
+
+def test_plan_prints_each_cell_as_it_is_planned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `reprospec plan` writes cell by cell (commands/plan.plan_blocks over
+    # plan.each_first_attempt), so that a reader gone early (`plan | head`) stops the
+    # planning too: the same plans as first_attempts, joined the same text as plan_text.
+    from reprospec.commands.plan import plan_blocks, plan_text
+    from reprospec.plan.attempt import each_first_attempt, first_attempts
+
+    plan = make_plan(tmp_path)
+    cells = plan.attempts.cells
+    assert list(each_first_attempt(plan.spec, cells)) == list(first_attempts(plan.spec, cells))
+    planned: list[str] = []
+    real = attempt_module.plan_attempt
+
+    def counting(*args: object, **kwargs: object) -> object:
+        made = real(*args, **kwargs)  # type: ignore[arg-type]
+        planned.append(made.cell.id)
+        return made
+
+    monkeypatch.setattr(attempt_module, "plan_attempt", counting)
+    blocks = plan_blocks(plan.spec, 3, len(cells), each_first_attempt(plan.spec, cells))
+    head = next(blocks)
+    assert head == "spec lazy: 10 cell(s) x 3 attempt(s)"
+    assert planned == []
+    first = next(blocks)
+    assert first.startswith("\n\n[n=1,m=a]\n  index: 0\n")
+    assert planned == ["n=1,m=a"]  # the second cell is planned when it is to be written
+    rest = "".join(blocks)
+    assert planned == [c.id for c in cells]
+    planned.clear()
+    assert head + first + rest == plan_text(plan.spec, 3, first_attempts(plan.spec, cells))
