@@ -66,11 +66,13 @@ def run(args: argparse.Namespace) -> int:
         # A spec file: its runs (under any name it had), not those of another file whose
         # spec has the same name. A report (`report.md`) runs as the spec it embeds: by
         # that spec's name. Else just the spec's name as it appears in the table.
+        # Its `files` are not looked for: the spec is read only to name its runs, which
+        # are in the store whether or not a data file listed then is still there.
         given = Path(args.spec)
         if given.suffix.lower() == ".md":
-            spec_name = load_spec(args.spec).name
+            spec_name = load_spec(args.spec, files=False).name
         elif given.exists() or given.suffix in (".yaml", ".yml") or "/" in args.spec:
-            load_spec(args.spec)  # a missing or bad file: said, exit 2
+            load_spec(args.spec, files=False)  # a missing or bad file: said, exit 2
             spec_paths = tuple(
                 dict.fromkeys([args.spec, str(given.absolute()), str(given.resolve())])
             )

@@ -88,6 +88,35 @@ def test_history_of_a_spec_file_lists_its_runs_and_not_another_files_of_that_nam
     assert "nosuch.yaml: no such file" in missing.stderr
 
 
+def test_history_of_a_spec_whose_listed_file_is_gone_since_lists_its_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `files: [data.txt]`, removed after the run (a dataset rotated, a temp input): the
+    # spec was loaded with its files looked for only to be named, and `history spec.yaml`
+    # exited 2 ("files[0]: 'data.txt' not found in the workdir") about runs in the store.
+    data = tmp_path / "data.txt"
+    data.write_text("rows\n")
+    spec = tmp_path / "listed.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: listed\n"
+        f"command: [{sys.executable}, -c, 'open(\"data.txt\").read()']\n"
+        "files: [data.txt]\n"
+        "expect: {outcome: pass}\n"
+    )
+    ran = cli("run", str(spec))
+    assert ran.code == 0, ran.stderr
+    data.unlink()
+    listed = cli("history", str(spec), "--format", "json")
+    assert listed.code == 0, listed.stderr
+    assert [row["run_id"] for row in json.loads(listed.stdout)] == [ran.latest_run().name]
+    # A spec broken otherwise is still said, exit 2: only its files are not looked for.
+    spec.write_text(spec.read_text().replace("expect: {outcome: pass}", "expect: {outcome: 3}"))
+    broken = cli("history", str(spec))
+    assert broken.code == 2
+    assert "expect.outcome" in broken.stderr
+
+
 def test_latest_is_accepted_wherever_a_run_id_is(cli: Cli, tmp_path: Path) -> None:
     spec = _exit_spec(tmp_path, 0)
     older, newer = cli("run", str(spec)), cli("run", str(spec), "-j", "2")
