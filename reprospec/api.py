@@ -28,15 +28,17 @@ from reprospec.plan.run import RunPlan
 from reprospec.spec.validate import Validation
 
 
-def load_spec(path: str | Path, overrides: Sequence[str] = ()) -> Spec:
+def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
     """Read, override (`PATH=VALUE` as `--set` takes them) and validate one spec file.
 
     A spec file (`.yaml`) or a report (`report.md`) that embeds one. Raises
-    SpecError listing every problem as `file:line:col: path: message`.
+    SpecError listing every problem as `file:line:col: path: message`. `files=False`:
+    the spec's `files` are not looked for in the workdir (a reader that only names or
+    plans it); every other check holds.
     """
     from reprospec.spec import load as spec
 
-    return spec.load_spec(path, overrides)
+    return spec.load_spec(path, overrides, files=files)
 
 
 def validate(paths: Iterable[str | Path]) -> Validation:

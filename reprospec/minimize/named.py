@@ -9,6 +9,12 @@ where a program or a spec writes one: a string of the minimized Python files, a 
 the minimized command or a variable, a string of the spec. A file read under a computed
 name (`f"{split}.csv"`) is not named: the folder that holds it is, when the program names
 that.
+
+The spec's own `files` are its declared inputs, and minimized.yaml lists them: each must be
+in DIR, or minimized.yaml is a spec that does not validate. One is copied whatever its size
+(the 1 MiB limit is for files merely named), and one that is a link out of the workdir (a
+dataset linked in) is linked in DIR to the same file, not copied: DIR then needs it where
+it is, as the workdir did, and minimize.md says so.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.inputs import Spec
@@ -26,12 +33,22 @@ from reprospec.plan.workfiles import file_in, script_files
 _COPY_LIMIT = 1 << 20  # a named file up to this size goes along (data, configs)
 
 
-def copy_named(
-    workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]
-) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class Carried:
+    """The workdir's files DIR holds besides the program's: their names in DIR, which
+    minimized.yaml lists in `files`, and those of them linked, not copied, with the file
+    each links to (a listed dataset linked into the workdir from elsewhere)."""
+
+    names: tuple[str, ...] = ()
+    linked: tuple[tuple[str, str], ...] = ()
+
+
+def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]) -> Carried:
     """The workdir's other files that the result names go along, and nothing else; their
     names in DIR, which minimized.yaml lists in `files` (a bundle of it carried only what
     its command and imports name, and the files a built name opens stayed behind).
+    The spec's `files`, which minimized.yaml lists too, are in DIR whatever their size, a
+    link out of the workdir linked (the module docstring).
 
     Named: a string of the minimized Python files (`open("cfg.json")`), a word of the
     minimized command or a variable's value (`--config cfg.yaml`, `--data=data`), a string
@@ -47,7 +64,9 @@ def copy_named(
     # `cat data.txt` went without data.txt, and DIR's repro passed.
     scripts = [p for name in names if (p := file_in(name, root)) is not None]
     names.update(p.relative_to(root).as_posix() for p in script_files(scripts, root))
+    listed = _listed(spec)
     copied: list[str] = []
+    linked: list[tuple[str, str]] = []
     for name in sorted(names):
         rel = Path(os.path.normpath(name))
         if rel.is_absolute() or rel.parts[:1] in ((), (".",), ("..",)) or str(rel) in written:
@@ -57,15 +76,39 @@ def copy_named(
             real = source.resolve()
         except (OSError, RuntimeError):  # a symlink loop, a name the file system refuses
             continue
-        if real == root or not real.is_relative_to(root) or _under(real, skip):
-            continue  # the workdir itself (a "."), outside it, DIR or the minimize folder
+        if real == root or _under(real, skip):
+            continue  # the workdir itself (a "."), DIR or the minimize folder
+        declared = rel.as_posix() in listed
+        if not real.is_relative_to(root):
+            # Out of the workdir through a link: a listed one (a dataset linked in) is
+            # linked in DIR to the same file, as minimized.yaml lists it; another stays out.
+            if declared and real.is_file():
+                _fresh(out / rel).symlink_to(real)
+                copied.append(rel.as_posix())
+                linked.append((rel.as_posix(), str(real)))
+            continue
         if real.is_dir():
             copied += (f"{rel.as_posix()}/{n}" for n in _copy_folder(source, out / rel, skip))
-        elif real.is_file() and real.stat().st_size <= _COPY_LIMIT:
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, out / rel)
+        elif real.is_file() and (declared or real.stat().st_size <= _COPY_LIMIT):
+            shutil.copy2(source, _fresh(out / rel))
             copied.append(rel.as_posix())
-    return tuple(dict.fromkeys(copied))
+    return Carried(tuple(dict.fromkeys(copied)), tuple(linked))
+
+
+def _listed(spec: Spec) -> set[str]:
+    """The spec's `files` entries, as paths relative to the workdir (`./a` is `a`)."""
+    listed = spec.document.get("files")
+    entries = listed if isinstance(listed, list) else []
+    return {Path(os.path.normpath(e)).as_posix() for e in entries if isinstance(e, str) and e}
+
+
+def _fresh(target: Path) -> Path:
+    """`target` with nothing there, its folder made: an earlier write of the same DIR may
+    have left a link there, and copying onto it would write through it, into the dataset."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    return target
 
 
 def _copy_folder(source: Path, target: Path, skip: set[Path]) -> list[str]:
@@ -78,8 +121,7 @@ def _copy_folder(source: Path, target: Path, skip: set[Path]) -> list[str]:
         for name in names:
             path = here / name
             if path.is_file() and path.stat().st_size <= _COPY_LIMIT:
-                (target / here.relative_to(source)).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, target / here.relative_to(source) / name)
+                shutil.copy2(path, _fresh(target / here.relative_to(source) / name))
                 copied.append((here.relative_to(source) / name).as_posix())
     return copied
 

@@ -7,7 +7,8 @@ DIR/
   train_loop.py      the minimized Python files (their paths in the workdir), but those
                      emptied that DIR's check neither imported nor read
   data/, cfg.json    the workdir's files that the result names (a Python string, a word
-                     of the command, a variable, a path in the spec), nothing else
+                     of the command, a variable, a path in the spec), nothing else; the
+                     spec's `files` whatever their size, a link out of the workdir linked
   minimized.yaml     the original spec, running them (workdir: .), same expect
   repro.sh           the failing cell's command alone: plain `sh repro.sh`
   minimize.md        before/after lines and AST nodes, attempts, time, rate, diff
@@ -38,7 +39,7 @@ from reprospec.core.jsontypes import JsonObject
 from reprospec.core.results import Standalone
 from reprospec.core.words import budget_continues, perturbed_phrase, plural, replayed_phrase
 from reprospec.isolation.differences import MISSING, Difference
-from reprospec.minimize.named import copy_named
+from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
@@ -88,6 +89,9 @@ class Minimized:
     # The failing cell as minimized.yaml names it: the axes it no longer has left out
     # (`native=true`, where the original's was `input=records.csv,limit=50,native=true`).
     cell_after: str = ""
+    # The spec's `files` that are links out of the workdir (a dataset linked in): linked in
+    # DIR to the same file, not copied, each with that file's path (named.copy_named).
+    linked: tuple[tuple[str, str], ...] = ()
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -95,10 +99,11 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     out = found.output
     out.mkdir(parents=True, exist_ok=True)
     program = found.result.program
-    named: tuple[str, ...] = ()
+    named = Carried()
     if not program.workload:
         skip = {out.resolve(), found.folder.resolve()}
         named = copy_named(workdir, out, program, spec, skip=skip)
+        found = replace(found, linked=named.linked)
     for name in found.added:
         if not (workdir / name).is_file():
             continue  # gone since a stored check added it: DIR keeps the copy it has
@@ -116,7 +121,7 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     reset = found.settings.reset if found.settings else ()
     # The settings step was kept only where this spec expects the failure in the reduced
     # cell (`not_the_reduced_cell`, asked before the program was minimized there).
-    carried = (*named, *found.added)
+    carried = (*named.names, *found.added)
     spec_path.write_text(
         _spec_text(spec, program, reset, workdir, carried, found.dropped), encoding="utf-8"
     )
@@ -299,7 +304,8 @@ def not_the_reduced_cell(
         # original's do (the text runs the program from `.`, the minimized folder).
         path = Path(folder) / SPEC_NAME
         path.write_text(text, encoding="utf-8")
-        plan = api.plan_run(api.load_spec(path), RunOptions())
+        # Its `files` are the original's, not in this folder: not looked for.
+        plan = api.plan_run(api.load_spec(path, files=False), RunOptions())
     for cell in plan.cells:
         if all(
             axis not in cell.matrix or same(cell.matrix[axis], value)
@@ -318,7 +324,8 @@ def _standalone(spec_path: Path, found: Minimized) -> tuple[Standalone, tuple[st
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.standalone import env_reads, standalone_of
 
-    spec = api.load_spec(spec_path)
+    # DIR's spec, planned, not run: a file of its `files` is not a reason to refuse it.
+    spec = api.load_spec(spec_path, files=False)
     filters = cell_filters(spec, found)
     attempt = api.plan_run(spec, RunOptions(matrix_filters=filters)).attempts[0]
     standalone = standalone_of(
@@ -332,7 +339,7 @@ def _cell_after(spec_path: Path, found: Minimized) -> str:
     from reprospec import api
     from reprospec.core.runoptions import RunOptions
 
-    spec = api.load_spec(spec_path)
+    spec = api.load_spec(spec_path, files=False)
     plan = api.plan_run(spec, RunOptions(matrix_filters=cell_filters(spec, found)))
     return plan.cells[0].id if plan.cells else found.cell.id
 
@@ -355,7 +362,7 @@ def _rerun(spec_path: Path, found: Minimized) -> str:
     """`reprospec run minimized.yaml -m ...`: the failing cell as reprospec runs it."""
     from reprospec import api
 
-    return _rerun_line(cell_filters(api.load_spec(spec_path), found))
+    return _rerun_line(cell_filters(api.load_spec(spec_path, files=False), found))
 
 
 def cell_filters(spec: Spec, found: Minimized) -> tuple[str, ...]:
@@ -431,6 +438,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "unconfirmed": found.unconfirmed,
         "added": list(found.added),
         "dropped": list(found.dropped),
+        "linked": [{"file": name, "target": target} for name, target in found.linked],
     }
 
 
@@ -525,11 +533,17 @@ def sentence(found: Minimized) -> str:
         if found.dropped
         else ""
     )
+    linked = (
+        "; DIR links, not copies, the spec's files linked into the workdir from elsewhere: "
+        + ", ".join(f"{name} (a link to {target})" for name, target in found.linked)
+        if found.linked
+        else ""
+    )
     return (
         f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
         f"{rate}, "
         f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{added}"
-        f"{dropped}{missed}"
+        f"{dropped}{linked}{missed}"
     )
 
 

@@ -554,6 +554,59 @@ def test_an_emptied_file_dir_fails_without_stays_though_nothing_opened_it(
     assert repro.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), repro
 
 
+def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_it_runs(
+    tmp_path: Path,
+) -> None:
+    # `files: [big.bin, data.txt]`, big.bin 2 MiB (over what DIR copies of a file the
+    # result names) and data.txt a link to a dataset out of the workdir (not copied): DIR
+    # lacked both, and its minimized.yaml, listing them, was refused where minimize loaded
+    # it (at step 1's check of the reduced cell, at DIR's check): "out/minimized.yaml:7:3:
+    # files[0]: 'big.bin' not found in the workdir", exit 2, the search thrown away.
+    dataset = written(tmp_path / "datasets", {"data.txt": "rotten\n"})
+    work = written(
+        tmp_path / "work",
+        {
+            "app.py": "import sys\nmode = sys.argv[1]\nlog = sys.argv[2]\n"
+            "data = open('big.bin', 'rb').read()\ntext = open('data.txt').read().strip()\n"
+            "x = len(data)\ny = x * 2\nprint(y, log)\n"
+            "if mode == 'bad' and data[:1] == b'\\0':\n    raise RuntimeError('bad ' + text)\n",
+            # log does not matter: step 1 sets it to the passing cell's, checking that the
+            # minimized spec still names the reduced cell as failing.
+            "spec.yaml": "reprospec: 1\nname: listed\n"
+            "matrix: {mode: [bad, ok], log: [verbose, quiet]}\n"
+            "command: python app.py ${{ matrix.mode }} ${{ matrix.log }}\n"
+            "files: [big.bin, data.txt]\n"
+            "expect:\n  outcome: error\n  exception: RuntimeError\n  message: bad rotten\n"
+            "  cases:\n    - when: {mode: ok}\n      outcome: pass\n",
+        },
+    )
+    (work / "big.bin").write_bytes(bytes(2 << 20))
+    (work / "data.txt").symlink_to(dataset / "data.txt")
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "120", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
+    assert data["settings"]["reset"], data["settings"]  # step 1 ran, and reset `log`
+    assert data["unconfirmed"] == ""
+    result = tmp_path / "result"
+    # The large file copied (DIR stands alone), the dataset linked as the workdir links it.
+    big = result / "big.bin"
+    assert not big.is_symlink()
+    assert big.stat().st_size == 2 << 20
+    assert (result / "data.txt").is_symlink()
+    assert (result / "data.txt").resolve() == (dataset / "data.txt").resolve()
+    assert "files:\n- big.bin\n- data.txt\n" in (result / "minimized.yaml").read_text()
+    md = (result / "minimize.md").read_text()
+    assert "data.txt (a link to " in md, md
+    rerun = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
+         "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert "reproduced" in rerun.stdout, rerun.stdout
+
+
 def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
     # os.path.exists opens nothing and the output names nothing: no record says what DIR
     # lacks, so the line says DIR does not fail, and the exit code is 1.
