@@ -45,6 +45,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
+from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import Redactor, env_names_read, public_env, sets_secret
 from reprospec.core.results import RunResult
@@ -249,17 +250,42 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     # no workdir file; the spec packed is the run's own, masked to be rerun).
     overrides = tuple(_quoted_mask(o) for o in options.overrides)
     try:
-        # A file of the spec's `files` gone since the run is named below, not a reason to
-        # carry none of the others.
+        # A file of the spec's `files` gone since the run is refused below, by name, not
+        # said as a spec that no longer loads.
         spec = load_spec(stored, overrides, files=False)
         plan = plan_run(spec, options.with_changes(shard=None))
     except SpecError as exc:
         warnings.append(f"the spec no longer loads ({exc}): the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings))
+    gone = _gone_files(spec, plan.attempts)
+    if gone:
+        # Packed without it, tree/spec.yaml still lists it: the archive's run is refused
+        # wherever it is unpacked (the bundle was written, exit 0, with a warning). Taking
+        # it out of the packed spec would run a program that reads it: refused here.
+        raise UsageError(
+            f"{stored} lists in `files` what is gone since run {run.run_id}: "
+            f"{', '.join(gone)}. A bundle without it could not rerun: its spec lists it, and "
+            "a spec whose `files` are not in its workdir does not validate. Put it back and "
+            "bundle again (or, if the program no longer needs it, take it out of `files`, "
+            "run the spec, and bundle that run)"
+        )
     if not ran_as_stored(spec, run.spec_text):
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
     return _Sources(tree, kept, (*warnings, *tree.warnings), dict(spec.document))
+
+
+def _gone_files(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[str]:
+    """The entries of the spec's `files` that are not a file of their cell's workdir now,
+    each with its index and workdir, as validation would say of them."""
+    listed = spec.document.get("files")
+    gone: dict[str, None] = {}
+    for workdir in dict.fromkeys(attempt.workdir.resolve() for attempt in attempts):
+        for index, name in enumerate(listed if isinstance(listed, list) else []):
+            path = os.path.join(workdir, os.path.expanduser(str(name)))  # noqa: PTH111,PTH118
+            if not os.path.isfile(path):  # noqa: PTH113
+                gone.setdefault(f"files[{index}] {str(name)!r} (in {workdir})", None)
+    return list(gone)
 
 
 def _bare(spec: Path) -> SpecTree:

@@ -30,8 +30,9 @@ from reprospec.spec.yamlsource import Document, Problem, YamlSourceError, load_y
 def load_spec(path: str | Path, overrides: Sequence[str] = (), *, files: bool = True) -> Spec:
     """Read, override, validate and complete one spec; raise SpecError with every problem.
 
-    `files=False`: the spec's `files` need not all be there (`bundle` of a run, which
-    carries the rest and names the ones gone since); every other check holds.
+    `files=False`: the spec's `files` need not all be there, for a reader that runs
+    nothing of it (`history SPEC` naming its runs, minimize planning its own DIR's spec,
+    `bundle` which refuses a run with one gone by name); every other check holds.
     """
     file = str(path)
     yaml_text, offset, hint = read_spec_text(Path(path))

@@ -290,24 +290,43 @@ def test_an_absolute_workdir_reruns_under_a_relative_out_and_as_its_readme_says(
     assert plain.groups() == ("python boom.py", f"{top.name}/tree/prog/")
 
 
-def test_a_listed_file_that_is_not_there_is_named_in_a_warning(tmp_path: Path, cli: Cli) -> None:
-    # `files: [data.cvs]`, gone since the run (validation refuses a spec naming a file that
-    # is not there): the bundle left it out without a word, and the recipient's rerun
-    # failed on the missing file.
-    (tmp_path / "data.cvs").write_text("a,b\n")
-    (tmp_path / "read.py").write_text("open('data.cvs').read()\nraise ValueError('x')\n")
-    spec = tmp_path / "s.yaml"
+def test_a_run_whose_listed_file_is_gone_since_is_refused_not_packed_unrunnable(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # `files: [data.cvs]`, gone since the run: the bundle was written, exit 0, a warning
+    # naming it, and its tree/spec.yaml still listed it, so `reprospec run b.tar.gz`
+    # elsewhere was refused ("files[0]: 'data.cvs' not found in the workdir"), exit 2.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "data.cvs").write_text("a,b\n")
+    (project / "read.py").write_text("open('data.cvs').read()\nraise ValueError('x')\n")
+    spec = project / "s.yaml"
     spec.write_text(
         "reprospec: 1\nname: listed\ncommand: python read.py\nfiles: [data.cvs]\n"
         "expect: {outcome: error, exception: ValueError}\n"
     )
-    assert cli("run", str(spec)).code == 0
-    (tmp_path / "data.cvs").unlink()
-    packed = cli(
-        "bundle", "latest", "-o", str(tmp_path / "s.tar.gz"), "--out", str(tmp_path / "out")
-    )
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    (project / "data.cvs").unlink()
+    archive = tmp_path / "s.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 2, packed.stderr
+    assert "Traceback" not in packed.stderr
+    assert f"files[0] 'data.cvs' (in {project})" in packed.stderr
+    assert "is gone since run" in packed.stderr
+    assert "does not validate" in packed.stderr  # why: what its reader's run would say
+    assert not archive.exists()
+    # Put back, the same run packs, and its archive runs where the project is not.
+    (project / "data.cvs").write_text("a,b\n")
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
     assert packed.code == 0, packed.stderr
-    assert f"named by the spec's files but not there: data.cvs (in {tmp_path})" in packed.stderr
+    shutil.rmtree(project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = {"PYTHONPATH": str(ROOT)}
+    again = cli("run", str(archive), "--out", ".reprospec", "--yes", cwd=elsewhere, env=here)
+    assert again.code == 0, again.stderr
+    assert "1/1 cell(s) reproduced" in again.stdout
 
 
 def test_the_rerun_command_it_prints_is_quoted_for_a_shell(tmp_path: Path, cli: Cli) -> None:

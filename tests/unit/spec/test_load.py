@@ -643,7 +643,8 @@ def test_files_are_files_of_the_workdir(tmp_path: Path) -> None:
         f"{spec}:6:19: files[6]: 'conf' is not a file (in {work}): `files` names files, "
         "not folders",
     ]
-    # A bundle of a run whose file is gone since carries the others (and names it).
+    # A reader that only names or plans the spec (`history SPEC`, minimize's own DIR, a
+    # bundle that refuses a gone file by name) does not look for them.
     assert load_spec(spec, files=False).document["files"] == [
         "data.csv", "conf/c.yaml", "linked.csv", "nosuch.txt", "../../etc/passwd",
         "../outside.txt", "conf",
