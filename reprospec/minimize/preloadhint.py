@@ -14,13 +14,13 @@ would be forked rather than run fresh (`process/preload.fresh_reason`).
 
 from __future__ import annotations
 
-import ast
 import shlex
 from dataclasses import replace
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.runoptions import RunOptions
 from reprospec.minimize.program import Program
+from reprospec.plan.pyimports import parse_imports
 
 HEAVY = "torch"  # the module preload was made for (docs/preload.md)
 _FORKING_RUNNERS = ("local", "venv")
@@ -51,18 +51,7 @@ def preload_hint(
 
 
 def _imports(text: str, module: str) -> bool:
-    """Whether a Python source imports `module` or one of its submodules, anywhere in it."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module]
-        else:
-            continue
-        if any(name == module or name.startswith(module + ".") for name in names):
-            return True
-    return False
+    """Whether a Python source imports `module` or one of its submodules, anywhere in it
+    (one not read as Python gets no hint: a fork's saving is not known to apply)."""
+    read = parse_imports(text)
+    return read is not None and module in read.top

@@ -17,17 +17,16 @@ recipient has at that path: it is listed, for the bundle to say it is not carrie
 
 from __future__ import annotations
 
-import ast
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
+from reprospec.plan.pyimports import read_imports
 from reprospec.plan.shellwords import (
-    MAX_PARSE_BYTES,
     command_words,
     is_assignment,
     is_shell_script,
@@ -451,60 +450,7 @@ def _relative_to(path: Path, module: str, workdir: Path) -> list[Path]:
 
 
 def imported_modules(path: Path) -> list[str]:
-    """Absolute module names a Python file imports (relative imports resolved against it)."""
-    try:
-        if path.stat().st_size > MAX_PARSE_BYTES:
-            return []
-        source = path.read_bytes()
-        if b"import" not in source:
-            return []  # (a module of constants, a config read as Python: no parse)
-        tree = ast.parse(source, filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return []
-    names: list[str] = []
-    for node in _import_statements(tree.body):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                names.extend(_relative_names(path, node))
-            elif node.module:
-                names.append(node.module)
-                names.extend(f"{node.module}.{alias.name}" for alias in node.names)
-    return list(dict.fromkeys(names))
-
-
-def _import_statements(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements of a module, at any depth (in a function, an `if`, a `try`).
-
-    An import is a statement, and statements are only in other statements' bodies (an
-    expression holds none): walking those alone reads a tenth of the nodes `ast.walk`
-    does, the rest of a run's reading of the program's files (`program_files`, before
-    every run) took about half as long as the parse.
-    """
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            inner = getattr(node, field, None)
-            if isinstance(inner, list):
-                stack.extend(reversed(inner))
-
-
-def _relative_names(path: Path, node: ast.ImportFrom) -> list[str]:
-    # `from . import x` in pkg/mod.py: pkg.x; only the last parts matter to module_files,
-    # so the package path is taken from the file's folders.
-    folder = path.parent
-    for _ in range(node.level - 1):
-        folder = folder.parent
-    parts: list[str] = []
-    while (folder / "__init__.py").is_file():
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    base = ".".join([*parts, node.module] if node.module else parts)
-    if not base:
-        return []
-    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    """Absolute module names a Python file imports (relative imports resolved against it);
+    none where it could not be read (`pyimports.read_imports`): no local module to follow."""
+    read = read_imports(path)
+    return list(read.modules) if read is not None else []
