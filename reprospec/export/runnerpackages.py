@@ -4,31 +4,46 @@ The docker runner's image holds torch and numpy for every cell (`reprospec docke
 setup`), and `materialize` rebuilt that image from a public base for every bundle: a
 pure-Python deadlock's bundle downloaded torch (the CUDA build on x86_64 PyPI, gigabytes)
 to run a program that never imports it. A bundle's command cell runs its command alone
-(no harness: `container.attempt_argv`), so it needs of them what its program imports; a
-workload cell runs the harness, which trains with torch. Read from the files the bundle
-carries (`carry.workdir_files`, the one rule), with `ast`, never run. Where the program's
-Python is out of sight (no source among those files: a binary, a `pytest` that names no
-test file, an interpreter's `-c` inside a script), the image keeps the runner's packages:
-a bundle that lacked one would fail elsewhere on an import, not on the bug.
+(no harness: `container.attempt_argv`); a workload cell runs the harness, which trains
+with torch. Leaving one out is safe only where the cell provably cannot need it, since a
+bundle that lacked torch would fail elsewhere on an import (or pip would pick whatever
+torch another package asks for, not the one the cell ran with), not on the bug. So the
+image keeps both unless the cell's program is, as far as the files the bundle carries
+show (`carry.workdir_files`, the one rule; read with `ast`, never run), the standard
+library and its own carried modules, with torch and numpy (whose needs are known) only
+where it imports them. It keeps both where:
+
+- the cell's own `environment.packages` name anything: what they import is not known
+  offline (torchvision needs a torch, and pip would pick its newest);
+- the program imports any other module, or one by a run-time name (`__import__`,
+  `importlib.import_module`);
+- a file of it could not be read as Python (over the parse limit, a syntax the host's
+  Python lacks): what it imports is not known, never taken as nothing;
+- none of its Python is in sight (a binary, a `pytest` naming no test file).
+
+A console script other than torch's own (`torchrun`) comes from `environment.packages`:
+the runner image has no other, so such a cell keeps both by the first rule.
 """
 
 from __future__ import annotations
 
-import ast
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
 from reprospec.export.carry import workdir_files
+from reprospec.plan.pyimports import Imports, parse_imports, read_imports
 from reprospec.plan.shellwords import MAX_PARSE_BYTES, command_words, is_shell_script
-from reprospec.plan.workfiles import imported_modules
 from reprospec.runners.docker.image import RUNNER_PACKAGES, requirement_name
 
 # The runner's packages by the top-level module a program imports them by. torch brings
 # numpy: without it torch warns at every import (the runner image's reason, its Dockerfile).
 _MODULES = {"torch": ("torch", "numpy"), "numpy": ("numpy",)}
+# The host's standard library's top-level modules (`__future__`, `threading`, `os`...).
+_STDLIB = frozenset(sys.stdlib_module_names)
 # A shell script's words that run torch or numpy (`python -c "import torch"`, `torchrun`).
 _SCRIPT_WORD = re.compile(r"\b(torch|numpy)(?:run)?\b")
 
@@ -45,14 +60,20 @@ def runner_packages(plan: AttemptPlan) -> RunnerPackages:
     """Of RUNNER_PACKAGES, those `plan`'s cell needs (see the module docstring)."""
     if plan.workload is not None or not isinstance(plan.job, Command):
         return RunnerPackages(RUNNER_PACKAGES, "the harness runs the workload on torch")
+    if plan.environment.packages:
+        # (Not named here: a requirement may be a URL with a token in it.)
+        return RunnerPackages(
+            RUNNER_PACKAGES,
+            "the cell's own `environment.packages` may need them, which is not known "
+            "offline: the image keeps the torch the cell ran with",
+        )
     words = command_words(plan.job)
-    imported: set[str] = set()
-    seen = False  # whether any of the program's Python was read
+    reads: list[tuple[str, Imports | None]] = []  # (where, what it imports; None: not read)
+    imported: set[str] = set()  # top-level modules, other than a source's
     for index, word in enumerate(words):
         before = words[index - 1] if index else ""
         if before == "-c":
-            imported.update(_code_imports(word))
-            seen = True
+            reads.append(("its -c code", parse_imports(word)))
         elif before == "-m":
             # `-m torch.distributed.run`; a module's own files are read below, if carried
             # (`-m pytest` with no test file named reads none: unseen).
@@ -60,37 +81,69 @@ def runner_packages(plan: AttemptPlan) -> RunnerPackages:
         elif index == 0 and Path(word).name == "torchrun":
             imported.add("torch")
     carried = workdir_files(plan)
+    own: set[str] = set()  # the names its carried modules are imported by
     for path in (*carried.files, *carried.outside):
         if path.suffix == ".py":
-            imported.update(name.split(".", 1)[0] for name in imported_modules(path))
-            seen = True
+            reads.append((_shown(path, carried.workdir), read_imports(path)))
+            own.update(_module_names(path, carried.workdir))
         elif is_shell_script(path):
             imported.update(_script_words(path))
-    if not seen:
+    if not reads:
         return RunnerPackages(
             RUNNER_PACKAGES,
             "none of the program's Python is among the files it names, so what it imports "
             "is not known",
         )
+    for where, read in reads:
+        if read is None:
+            return RunnerPackages(
+                RUNNER_PACKAGES,
+                f"{where} could not be read as Python (over {MAX_PARSE_BYTES >> 20} MiB, or "
+                "a syntax this Python lacks), so what it imports is not known",
+            )
+        if read.dynamic:
+            return RunnerPackages(
+                RUNNER_PACKAGES,
+                f"{where} imports a module by a name given at run time (`__import__`, "
+                "`importlib.import_module`), so what it imports is not known",
+            )
+        imported.update(read.top)
+    other = sorted(m for m in imported - own if m not in _MODULES and m not in _STDLIB)
+    if other:
+        return RunnerPackages(
+            RUNNER_PACKAGES,
+            f"its program imports {', '.join(other)}, neither the standard library nor its "
+            "own files, whose needs are not known offline",
+        )
     wanted = {name for module in imported for name in _MODULES.get(module, ())}
     packages = tuple(p for p in RUNNER_PACKAGES if requirement_name(p) in wanted)
     left = [requirement_name(p) for p in RUNNER_PACKAGES if p not in packages]
-    why = f"its program does not import {' or '.join(left)}" if left else "its program uses torch"
-    return RunnerPackages(packages, why)
+    if not left:
+        return RunnerPackages(packages, "its program uses torch")
+    uses = (
+        "the standard library, its own files and numpy"
+        if packages
+        else ("the standard library and its own files")
+    )
+    return RunnerPackages(packages, f"its program imports only {uses}, not {' or '.join(left)}")
 
 
-def _code_imports(code: str) -> set[str]:
-    """The top-level modules a `python -c` program imports."""
+def _shown(path: Path, workdir: Path) -> str:
+    """`path` as the README names it: relative to the workdir where it is inside."""
     try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return set(_MODULES)  # unreadable: taken as needing them all
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".", 1)[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".", 1)[0])
+        return str(path.relative_to(workdir))
+    except ValueError:
+        return str(path)
+
+
+def _module_names(path: Path, workdir: Path) -> set[str]:
+    """The top-level names a carried Python file may be imported by: its own (a script's
+    folder is first on sys.path) and each folder's between it and the workdir (a package)."""
+    names = {path.stem}
+    folder = path.parent
+    while folder != workdir and folder != folder.parent and workdir in folder.parents:
+        names.add(folder.name)
+        folder = folder.parent
     return names
 
 

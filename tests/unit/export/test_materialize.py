@@ -77,10 +77,19 @@ def test_a_pure_python_programs_image_installs_none_of_the_runners_packages(
     wanted, line = _requirements(
         tmp_path,
         COMMAND.format(command="python deadlock.py 2"),
-        {"deadlock.py": "import threading\nimport helper\n", "helper.py": "import time\n"},
+        {
+            "deadlock.py": "import threading\nimport helper\nfrom locks import order\n",
+            "helper.py": "import time\n",
+            "locks/__init__.py": "",
+            "locks/order.py": "from . import helper2\nimport os\n",
+            "locks/helper2.py": "import __future__\n",
+        },
     )
     assert wanted == ""
-    assert "packages it installs none (its program does not import torch or numpy)" in line
+    assert (
+        "packages it installs none (its program imports only the standard library and its "
+        "own files, not torch or numpy)"
+    ) in line
 
 
 def test_a_program_importing_torch_gets_torch_and_numpy(tmp_path: Path) -> None:
@@ -127,3 +136,47 @@ def test_a_workload_image_installs_torch_for_the_harness(tmp_path: Path) -> None
     # The spec's own pin replaces the runner's, whatever the program imports.
     pinned = spec.replace("workload:", "environment: {packages: [torch==2.12.0]}\nworkload:")
     assert _requirements(tmp_path / "p", pinned, {})[0] == "numpy\ntorch==2.12.0\n"
+
+
+def test_a_program_importing_torch_through_another_package_keeps_the_runners_packages(
+    tmp_path: Path,
+) -> None:
+    # rv17 F4: `import torchvision` with `packages: [torchvision]` got requirements.txt
+    # `torchvision` alone, and pip picked whatever torch torchvision's newest release asks for,
+    # not the torch==2.13.0 the cell ran with; the README said it imports neither.
+    spec = COMMAND.format(command="python app.py").replace(
+        "expect:", "environment: {packages: [torchvision]}\nexpect:"
+    )
+    files = {"app.py": "import torchvision\nfrom torchvision import models\n"}
+    wanted, line = _requirements(tmp_path, spec, files)
+    assert wanted == "torch==2.13.0\nnumpy\ntorchvision\n"
+    assert "installs `torch==2.13.0`, `numpy` (the cell's own `environment.packages` may" in line
+    # With no packages of its own, any import outside the standard library and its own files
+    # keeps them: what that module needs is not known offline.
+    wanted, line = _requirements(
+        tmp_path / "n", COMMAND.format(command="python app.py"), {"app.py": "import requests\n"}
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "(its program imports requests, neither the standard library nor its own" in line
+    # So does a module imported by a name given at run time.
+    wanted, line = _requirements(
+        tmp_path / "d",
+        COMMAND.format(command="python app.py"),
+        {"app.py": "import importlib\nmod = importlib.import_module('tor' + 'ch')\n"},
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "app.py imports a module by a name given at run time" in line
+
+
+def test_a_program_file_not_read_as_python_keeps_the_runners_packages(tmp_path: Path) -> None:
+    # rv17 F4 addendum: a carried .py the reader could not parse (a syntax the host's Python
+    # lacks, a file over the 1 MiB limit) counted as importing nothing: its `import torch`
+    # was lost and the image installed neither, where a `-c` program's failure kept both.
+    files = {"app.py": "import helper\n", "helper.py": "import torch\ndef f(:\n    pass\n"}
+    wanted, line = _requirements(tmp_path, COMMAND.format(command="python app.py"), files)
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "(helper.py could not be read as Python (over 1 MiB, or a syntax this" in line
+    big = {"app.py": "import torch\n" + "x = 1\n" * 200_000}
+    wanted, line = _requirements(tmp_path / "big", COMMAND.format(command="python app.py"), big)
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    assert "(app.py could not be read as Python" in line
