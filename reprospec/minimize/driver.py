@@ -49,7 +49,13 @@ from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
-from reprospec.minimize.report import Minimized, not_the_reduced_cell, write, write_reports
+from reprospec.minimize.report import (
+    Minimized,
+    dir_checked,
+    not_the_reduced_cell,
+    write,
+    write_reports,
+)
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
@@ -336,9 +342,11 @@ def _minimize(
         command_line=options.command_line,
         perturbed=attempt.environment.perturb.describe(),
         settings=reduced,
+        search_preload=run_options.preload,
+        spec_preload=_spec_preload(spec),
     )
     found = write(found, spec, workdir)
-    if not workload and not interrupted and result.status in ("minimized", "budget"):
+    if dir_checked(found):
         found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
     return redactor.value(found)
 
@@ -484,7 +492,10 @@ def _passing_pass(
             continue  # an axis told them apart that the minimized spec no longer has
         run = api.run(
             spec,
-            options.with_changes(repeat=1, jobs=1, matrix_filters=filters, purpose="minimize"),
+            # Fresh, as `_rerun_dir`'s (under the minimized spec's own run.preload only).
+            options.with_changes(
+                repeat=1, jobs=1, matrix_filters=filters, purpose="minimize", preload=None
+            ),
             cancel=cancel,
         )
         if run.interrupted:
@@ -495,11 +506,23 @@ def _passing_pass(
     return True, False
 
 
+def _spec_preload(spec: Spec) -> tuple[str, ...]:
+    """The spec's own run.preload (loading checked it is a list of module names)."""
+    run = spec.document.get("run")
+    preload = run.get("preload") if isinstance(run, dict) else None
+    return tuple(str(m) for m in preload) if isinstance(preload, list) else ()
+
+
 def _rerun_dir(
     found: Minimized, options: RunOptions, parallel: int, cancel: threading.Event
 ) -> tuple[RunResult, bool]:
     """DIR's minimized.yaml, its failing cell, run until it fails as the search saw it (or
-    for `_tries` attempts); whether one attempt did."""
+    for `_tries` attempts); whether one attempt did.
+
+    Run as the reader's rerun runs it: under the minimized spec's own run.preload, never
+    `--preload`'s (preload=None). The search's attempts may have forked from a preload
+    server, and a candidate that failed only forked would be taken for the bug
+    (preloadhint.py): this is the one check that would catch it, and repro.sh runs fresh."""
     from reprospec import api
     from reprospec.minimize.report import SPEC_NAME, cell_filters
 
@@ -510,6 +533,7 @@ def _rerun_dir(
         spec,
         options.with_changes(
             repeat=_tries(found),
+            preload=None,
             stop_on="first-reproduction",
             jobs=parallel,
             matrix_filters=cell_filters(spec, found),

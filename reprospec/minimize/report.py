@@ -92,6 +92,22 @@ class Minimized:
     # The spec's `files` that are links out of the workdir (a dataset linked in): linked in
     # DIR to the same file, not copied, each with that file's path (named.copy_named).
     linked: tuple[tuple[str, str], ...] = ()
+    # `--preload`'s modules, as given (None: not given), which the search's attempts forked
+    # from, and the spec's own run.preload, which DIR's final check runs under as
+    # minimized.yaml does (driver._rerun_dir): minimize.md says both where they differ.
+    search_preload: tuple[str, ...] | None = None
+    spec_preload: tuple[str, ...] = ()
+
+
+def dir_checked(found: Minimized) -> bool:
+    """Whether DIR's minimized.yaml is rerun (driver.confirm_dir): a command's result, the
+    search not stopped short of one."""
+    program = found.result.program
+    return (
+        not program.workload
+        and not found.interrupted
+        and found.result.status in ("minimized", "budget")
+    )
 
 
 def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
@@ -439,6 +455,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "added": list(found.added),
         "dropped": list(found.dropped),
         "linked": [{"file": name, "target": target} for name, target in found.linked],
+        "search_preload": list(found.search_preload) if found.search_preload is not None else None,
     }
 
 
@@ -637,6 +654,9 @@ def markdown(found: Minimized) -> str:
     if found.settings is not None:
         where = f" (`{found.settings.folder / 'isolate.md'}`)" if found.settings.folder else ""
         lines.append(f"- **Settings** (step 1, by isolate{where}): {found.settings.sentence()}")
+    preload = _preload_line(found)
+    if preload:
+        lines.append(preload)
     for warning in r.warnings:
         lines.append(f"- **Warning**: {warning}")
     lines += [
@@ -656,6 +676,33 @@ def markdown(found: Minimized) -> str:
     lines += _diff(r.original, r.program)
     lines += ["```", ""]
     return "\n".join(lines)
+
+
+def _preload_line(found: Minimized) -> str:
+    """How the search's attempts ran against how DIR's check and a rerun run, where
+    `--preload` made them differ: a forked attempt differs from a fresh one in what the
+    spec cannot show (preloadhint.py), so the reader is told which one verified what."""
+    given = found.search_preload
+    if given is None or given == found.spec_preload:
+        return ""
+    modules = ",".join(given)
+    searched = (
+        f"forked from a preload server that imported {', '.join(given)} once "
+        f"(`--preload {modules}`)"
+        if given
+        else "fresh (`--preload none`)"
+    )
+    line = f"- **Preload**: the search's attempts ran {searched}, its rates with them"
+    if not dir_checked(found):
+        return line
+    own = ", ".join(found.spec_preload)
+    checked = (
+        f"forked under the spec's own run.preload ({own}), as `reprospec run` of "
+        "minimized.yaml runs it"
+        if found.spec_preload
+        else "fresh, as `reprospec run` of minimized.yaml and repro.sh run it"
+    )
+    return f"{line}; DIR's final check ran {checked}"
 
 
 def _expect(found: Minimized) -> str:

@@ -258,15 +258,30 @@ def test_a_torch_spec_without_preload_is_told_of_it_and_minimizes_with_the_optio
     assert "afresh" not in stderr
     assert data["signature"].startswith("crash:SIGSEGV:main")
     assert "workers > 0" in (tmp_path / "result" / "train.py").read_text()
-    launches = [
-        a["launch"]
-        for results in (tmp_path / "out" / "runs").glob("*/results.json")
-        for cell in json.loads(results.read_text())["cells"]
-        for a in cell["attempts"]
-    ]
-    # The two refused attempts of the first command ran fresh; every other one forked.
-    assert launches.count("fresh") <= 2 < len(launches) - 20
-    assert set(launches) == {"forked", "fresh"}, launches
+    runs = [json.loads(r.read_text()) for r in (tmp_path / "out" / "runs").glob("*/results.json")]
+    checks = [r for r in runs if r["spec"]["path"].endswith("minimized.yaml")]
+    searched = [r for r in runs if r["options"]["preload"] == ["torch"]]
+    # The search's attempts forked; the two refused attempts of the first command ran fresh.
+    assert {_launch(r) for r in searched} == {"forked"}
+    assert sum(len(cell["attempts"]) for r in searched for cell in r["cells"]) > 20
+    # rv17 F6: DIR's final check ran forked too, where minimized.yaml (no run.preload) and
+    # repro.sh run fresh: it verified what a reader's rerun does not. Now it runs fresh, and
+    # minimize.md says which ran how.
+    assert checks
+    assert all(r["options"]["preload"] is None for r in checks)
+    assert {_launch(r) for r in checks} == {"fresh"}
+    report = (tmp_path / "result" / "minimize.md").read_text()
+    assert (
+        "- **Preload**: the search's attempts ran forked from a preload server that imported "
+        "torch once (`--preload torch`), its rates with them; DIR's final check ran fresh, as "
+        "`reprospec run` of minimized.yaml and repro.sh run it"
+    ) in report
+
+
+def _launch(run: dict[str, Any]) -> str:
+    """How a run's attempts started, where they all started so ("mixed" where not)."""
+    launches = {a["launch"] for cell in run["cells"] for a in cell["attempts"]}
+    return launches.pop() if len(launches) == 1 else "mixed"
 
 
 def test_ctrl_c_stops_and_the_same_command_resumes(tmp_path: Path) -> None:
