@@ -86,7 +86,14 @@ def settings(workload: Mapping[str, JsonValue]) -> Settings | None:
         fields.get("backend") or "gloo", "workload.distributed.backend", "backend", BACKENDS
     )
     for number, fault in enumerate(array(workload.get("faults"))):
-        rank = fault.get("rank") if isinstance(fault, Mapping) else None
+        if not isinstance(fault, Mapping):
+            continue
+        # A fault its `when` leaves out of this cell is not this cell's: a matrix over
+        # world_size arms a rank-2 fault only where there is a rank 2. (Validation refuses
+        # an armed one at spec load, per cell; this is the harness's own guard.)
+        if "when" in fault and not config.boolean(fault["when"], f"workload.faults[{number}].when"):
+            continue
+        rank = fault.get("rank")
         if isinstance(rank, int) and not isinstance(rank, bool) and rank >= world:
             raise ConfigError(
                 f"workload.faults[{number}].rank",

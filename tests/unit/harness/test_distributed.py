@@ -65,3 +65,22 @@ def test_ranks_that_all_end_cleanly_end_the_job_cleanly(
 ) -> None:
     ranks = [Rank([None, 0], sentinels[0]), Rank([None, None, 0], sentinels[1])]
     assert watch(ranks, tmp_path) == 0
+
+
+def test_a_fault_its_when_leaves_out_is_not_held_to_the_cells_ranks() -> None:
+    # dd6.yaml's cell exit-rank1-workers: world_size 2, the rank-2 hang switched off there.
+    workload = {
+        "distributed": {"world_size": 2},
+        "faults": [
+            {"kind": "exit", "rank": 1, "when": True},
+            {"kind": "hang", "rank": 2, "when": False},
+            {"kind": "hang", "rank": 2, "when": "no"},
+        ],
+    }
+    assert distributed.settings(workload) == distributed.Settings(2, "gloo")
+
+
+def test_an_armed_fault_of_a_rank_the_cell_lacks_is_still_refused() -> None:
+    workload = {"distributed": {"world_size": 2}, "faults": [{"kind": "hang", "rank": 2}]}
+    with pytest.raises(distributed.ConfigError, match=r"faults\[0\]\.rank: rank 2 does not"):
+        distributed.settings(workload)

@@ -93,3 +93,11 @@ def test_worker_faults_match_every_given_key_and_fire_once(monkeypatch: pytest.M
     faults.fire_worker(worker=1, phase="validation", step=2, index=5)
     assert len(fired) == 1
     assert fired[0]["where"] == "worker"
+
+
+def test_when_false_disarms_a_rank_fault_outside_distributed() -> None:
+    # A matrix over `distributed` on and off: the rank fault is left out of the plain cells.
+    fault = injection.decide(0, {"kind": "abort", "rank": 1, "when": False}, 0, 1)
+    assert (fault.armed, fault.reason) == (False, "when is false")
+    with pytest.raises(ConfigError, match=r"rank needs workload\.distributed"):
+        injection.decide(0, {"kind": "abort", "rank": 1, "when": True}, 0, 1)
