@@ -22,7 +22,8 @@ transformer's `d_model` must stay a multiple of `nhead`.
 A floor is the smallest legal value the spec itself implies, so that no budget goes on
 a candidate the oracle must reject: a phase where a fault or the expect is located at
 step N keeps N steps (steps count from 1), a worker fault keeps one worker, a worker
-fault at dataset index I keeps I + 1 items, a fault of rank R keeps R + 1 ranks. What the
+fault at dataset index I keeps I + 1 items, a fault at step N of a phase without `steps`
+keeps the items of N batches, a fault of rank R keeps R + 1 ranks. What the
 spec does not say (a fault at a step of "the first phase that reaches it") is left to the
 oracle.
 """
@@ -103,7 +104,11 @@ def workload_fields(document: Mapping[str, JsonValue]) -> tuple[Field, ...]:
         indexes = [integer(obj(f.get("at")).get("index")) for f in worker_faults]
         known = [i for i in indexes if i is not None]
         why = f"a worker fault at index {max(known)}" if known else ""
-        found.append(Field("workload.data.dataset.size", size, max([0, *known]) + 1, why))
+        floor = max([0, *known]) + 1
+        passes = _one_pass_floor(workload, faults)
+        if passes is not None and passes[0] > floor:
+            floor, why = passes
+        found.append(Field("workload.data.dataset.size", size, floor, why))
     found += _model_fields(obj(workload.get("model")))
     workers = integer(loader.get("num_workers"))
     if workers is not None:
@@ -117,6 +122,39 @@ def workload_fields(document: Mapping[str, JsonValue]) -> tuple[Field, ...]:
         why = f"a fault of rank {max(known)}" if known else ""
         found.append(Field("workload.distributed.world_size", world, max([0, *known]) + 1, why))
     return tuple(f for f in found if f.value > f.floor)
+
+
+def _one_pass_floor(
+    workload: Mapping[str, JsonValue], faults: list[JsonObject]
+) -> tuple[int, str] | None:
+    """The fewest items that still give a fault's step in a phase without `steps` (one pass
+    of the data), and why; validation refuses a fault whose step such a phase never reaches
+    (spec/checks/cells.py), so a smaller dataset is no candidate. Counted at the spec's own
+    batch size and world size: minimize only lowers them, which only adds batches per rank.
+    None when no fault needs it or a number is not a literal."""
+    phases = [obj(p) for p in array(workload.get("phases"))]
+    loader = obj(obj(workload.get("data")).get("loader"))
+    batch = integer(loader.get("batch_size", 1))
+    distributed = workload.get("distributed")
+    world = integer(obj(distributed).get("world_size")) if distributed is not None else 1
+    if batch is None or world is None or not isinstance(loader.get("drop_last", False), bool):
+        return None
+    best: tuple[int, str] | None = None
+    for fault in faults:
+        at = obj(fault.get("at"))
+        step, name = integer(at.get("step")), at.get("phase")
+        chosen = [p for p in phases if name is None or p.get("name") == name]
+        if step is None or not chosen:
+            continue
+        given = [integer(p["steps"]) for p in chosen if p.get("steps") is not None]
+        if len(given) == len(chosen) or any(n is None or n >= step for n in given):
+            continue  # a phase with steps reaches it (or the step check refused the spec)
+        # DistributedSampler shares out ceil(size / world) items a rank (floor with drop_last).
+        items = step * batch * world if loader.get("drop_last") else (step - 1) * batch * world + 1
+        if best is None or items > best[0]:
+            where = f"phase {name}" if name is not None else "the first phase that reaches it"
+            best = (items, f"a fault at step {step} of {where} (one pass of the data)")
+    return best
 
 
 def _model_fields(model: Mapping[str, JsonValue]) -> list[Field]:

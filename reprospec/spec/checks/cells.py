@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, TypeGuard
 
 from reprospec.core import expr, patterns, requirements
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
@@ -425,6 +426,13 @@ def fault_problems(
     made the run a plain pass, judged `not-reproduced` with no word of the fault. A fault that
     some of its cells can fire is no problem: the others are the spec's controls (a matrix
     over `num_workers` whose 0-worker cells pass), so only a fault no cell can fire is refused.
+    That covers data the cell does not have too: a worker fault's `at.index` past the
+    synthetic dataset, an `at.step` past the batches of a phase's one pass (nu19 A2).
+
+    A fault's `rank` is held to each cell that arms it, one by one: the harness refuses a
+    rank the cell lacks as a config error, so such a cell is refused here, at spec load,
+    not as infra-error after its torch import; a cell whose `when` leaves the fault out is
+    not asked (nu19 A9: a matrix over `world_size` with a fault of the larger cells' rank).
     """
     workload = data.get("workload")
     if not isinstance(workload, Mapping):
@@ -435,6 +443,8 @@ def fault_problems(
     # (fault index) -> (reason -> the armed cells that cannot fire it), and the ones that can.
     never: dict[int, dict[str, list[str]]] = {}
     fires: set[int] = set()
+    # (fault index) -> (reason -> cells): a `rank` the cell that arms the fault lacks.
+    no_rank: dict[int, dict[str, list[str]]] = {}
     for cell in cells:
         ctx = context(data.get("name"), cell, 1, base_env)
         try:
@@ -445,9 +455,13 @@ def fault_problems(
             continue
         armed = section.get("faults")
         for index, fault in enumerate(armed if isinstance(armed, list) else ()):
-            if index in fires or not isinstance(fault, Mapping):
+            if not isinstance(fault, Mapping) or not fault_armed(fault.get("when", True)):
                 continue
-            if not fault_armed(fault.get("when", True)):
+            bad_rank = _missing_rank(section, fault)
+            if bad_rank is not None:
+                no_rank.setdefault(index, {}).setdefault(bad_rank, []).append(cell.id)
+                continue
+            if index in fires:
                 continue
             why = _cannot_fire(section, fault)
             if why is None:
@@ -455,6 +469,13 @@ def fault_problems(
             else:
                 never.setdefault(index, {}).setdefault(why, []).append(cell.id)
     out: list[Problem] = []
+    # Per cell, unlike `never`: the harness stops such a cell as a config error (infra-error
+    # after its torch import), so each cell that arms a fault of a rank it lacks is refused.
+    for index, reasons in no_rank.items():
+        rank_path: JsonPath = ("workload", "faults", index, "rank")
+        line, col = locate(locations, rank_path)
+        for why, labels in reasons.items():
+            out.append(Problem(line, col, rank_path, f"{why} {_cells(labels)}"))
     for index, reasons in never.items():
         if index in fires:
             continue
@@ -479,6 +500,24 @@ def _evaluated_deep(value: JsonValue, ctx: Mapping[str, JsonValue]) -> JsonValue
     return _evaluated(value, ctx)
 
 
+def _missing_rank(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:
+    """Why an armed fault's `rank` is not a rank of this cell (None: it is, or none is named).
+
+    The harness refuses the same (reprospec_harness/distributed.py `settings`,
+    injection.py `decide`), but only in the attempt, after importing torch.
+    """
+    rank = fault.get("rank")
+    if not _is_int(rank):
+        return None  # no rank, or a wrong type the value checks report
+    section = workload.get("distributed")
+    if section is None:
+        return "rank needs workload.distributed; this cell has none"
+    world = section.get("world_size") if isinstance(section, Mapping) else None
+    if not _is_int(world) or rank < world:
+        return None
+    return f"rank {rank} does not exist: world_size is {world} (ranks 0..{world - 1})"
+
+
 def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValue]) -> str | None:
     """Why the harness can never fire `fault` in this cell's workload (None: it can)."""
     at = fault.get("at")
@@ -495,7 +534,20 @@ def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValu
         workers = loader.get("num_workers", 0) if isinstance(loader, Mapping) else 0
         if workers == 0 and not isinstance(workers, bool):
             return "where: worker needs num_workers > 0; this cell has 0"
-        return None
+        size = _Pass.of(workload)
+        index = at.get("index")
+        if size is not None and _is_int(index) and index >= size.items:
+            return (
+                f"at.index {index} is past the dataset: it has {size.items} items "
+                f"(indexes 0..{size.items - 1})"
+            )
+        # Worker items carry the step of their batch, and a phase without `steps` hands out
+        # exactly one pass of batches. (With `steps`, workers prefetch batches past the last
+        # step: the phase and step check above owns those.)
+        return _step_never_comes(workload, at, worker=True)
+    late = _step_never_comes(workload, at, worker=False)
+    if late is not None:
+        return late
     if stage not in _TRAIN_STAGES:
         return None
     phases = workload.get("phases")
@@ -516,3 +568,121 @@ def _trains(phase: Mapping[str, JsonValue]) -> bool:
     """A phase's mode as the harness reads it: `mode`, else `train` only for a phase named train."""
     mode = phase.get("mode") or ("train" if phase.get("name") == "train" else "eval")
     return str(mode) == "train"
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One pass of a cell's DataLoader as the harness builds it (reprospec_harness/data.py):
+    the synthetic dataset's items, each rank's share (DistributedSampler) and its batches."""
+
+    items: int
+    share: int  # items of one rank's pass (all of them without `distributed`)
+    batch_size: int
+    batches: int  # reprospec_harness/data.py epoch_steps: at least 1
+    world: int | None
+
+    @classmethod
+    def of(cls, workload: Mapping[str, JsonValue]) -> _Pass | None:
+        """None when a number is not known before the attempt (an entrypoint dataset)."""
+        data = workload.get("data")
+        data = data if isinstance(data, Mapping) else {}
+        dataset = data.get("dataset")
+        dataset = dataset if isinstance(dataset, Mapping) else {}
+        loader = data.get("loader")
+        loader = loader if isinstance(loader, Mapping) else {}
+        if "entrypoint" in dataset:
+            return None
+        size = _given(dataset, "size", _SYNTHETIC_SIZE)
+        batch = _given(loader, "batch_size", 1)
+        drop = _given(loader, "drop_last", False)
+        if not (_is_int(size) and _is_int(batch) and size > 0 and batch > 0):
+            return None
+        if not isinstance(drop, bool):
+            return None  # text from an expression: the value checks read it
+        share: int = size
+        world: int | None = None
+        distributed = workload.get("distributed")
+        if isinstance(distributed, Mapping):
+            ranks = distributed.get("world_size")
+            if not _is_int(ranks) or ranks < 1:
+                return None
+            world = ranks
+            # torch's DistributedSampler.num_samples
+            if drop and size % world:
+                share = math.ceil((size - world) / world)
+            else:
+                share = math.ceil(size / world)
+        batches = share // batch if drop else math.ceil(share / batch)
+        return cls(size, share, batch, max(1, batches), world)
+
+    def said(self) -> str:
+        """How the batches of a pass come about, for a message."""
+        rank = (
+            f"{self.share} items per rank of {self.items}" if self.world else f"{self.items} items"
+        )
+        return f"{rank}, batch_size {self.batch_size}"
+
+
+# The synthetic dataset's default size (reprospec_harness/data.py SyntheticDataset).
+_SYNTHETIC_SIZE = 256
+
+
+def _given(section: Mapping[str, JsonValue], key: str, default: JsonValue) -> JsonValue:
+    """The option, or `default` when it is absent or null, as the harness reads it."""
+    value = section.get(key)
+    return default if value is None else value
+
+
+def _step_never_comes(
+    workload: Mapping[str, JsonValue], at: Mapping[str, JsonValue], *, worker: bool
+) -> str | None:
+    """Why no phase this fault names reaches its `at.step` in this cell (None: one may).
+
+    A phase runs its `steps`, or one pass of the data without them. A main fault fires in the
+    first phase that reaches its step; a worker fault's step is its batch's. A phase with
+    `steps` is left alone for a worker fault, whose workers prefetch batches past them.
+    """
+    step = at.get("step")
+    if not _is_int(step):
+        return None
+    phases = workload.get("phases")
+    named = [p for p in phases if isinstance(p, Mapping)] if isinstance(phases, list) else []
+    wanted = at.get("phase")
+    chosen = [p for p in named if wanted is None or p.get("name") == wanted]
+    if not chosen:
+        return None  # an unknown phase (or none written) is another check's to say
+    one_pass = _Pass.of(workload)
+    counts: list[int] = []
+    for phase in chosen:
+        steps = phase.get("steps")
+        if steps is None:
+            if one_pass is None:
+                return None
+            counts.append(one_pass.batches)
+        elif _is_int(steps) and not worker:
+            counts.append(steps)
+        else:
+            return None
+    if step <= max(counts):
+        return None
+    given = [p for p in chosen if p.get("steps") is not None]
+    if wanted is not None:
+        if given:
+            return f"step {step} never comes: phase '{wanted}' has {counts[0]} steps"
+        assert one_pass is not None
+        return (
+            f"step {step} never comes: phase '{wanted}' gives no steps, so it runs one pass "
+            f"of the data, {one_pass.batches} batches ({one_pass.said()})"
+        )
+    passes = (
+        f"; a phase without steps runs one pass of {one_pass.batches} batches ({one_pass.said()})"
+        if one_pass and len(given) < len(chosen)
+        else ""
+    )
+    return (
+        f"step {step} never comes: no phase of this cell has more than {max(counts)} steps{passes}"
+    )

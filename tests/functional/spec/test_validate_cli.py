@@ -72,3 +72,43 @@ def test_validate_refuses_a_fault_that_can_never_fire(tmp_path: Path) -> None:
         "wl.yaml:10:7: workload.faults[0]: this fault can never fire: where: worker needs "
         "num_workers > 0; this cell has 0 (in cell default)"
     ) in done.stdout + done.stderr
+
+
+def test_validate_refuses_a_fault_past_the_data_and_a_rank_its_cell_lacks(tmp_path: Path) -> None:
+    # nu19 A2 and A9: wf2.yaml's index past 32 items and step past val's one pass of 8
+    # batches were valid; dd6.yaml's rank-2 fault armed in its 2-rank cell was infra-error
+    # there only after the attempt's torch import, and its 3-rank cell alone is fine.
+    (tmp_path / "wl.yaml").write_text(
+        "reprospec: 1\nname: wl\nmatrix: {f: [idx, steps, ranks]}\nworkload:\n"
+        "  model: {builtin: mlp, params: {hidden: 8}}\n"
+        "  data:\n"
+        "    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}\n"
+        "    loader: {batch_size: 4, num_workers: 2}\n"
+        "  phases: [{name: train, steps: 3}, {name: val}]\n"
+        "  distributed: {world_size: \"${{ matrix.f == 'idx' and 3 or 2 }}\"}\n"
+        "  faults:\n"
+        "    - {kind: segfault, where: worker, at: {index: 999},"
+        " when: \"${{ matrix.f == 'idx' }}\"}\n"
+        "    - {kind: segfault, at: {phase: val, step: 12}, when: \"${{ matrix.f == 'steps' }}\"}\n"
+        "    - {kind: hang, rank: 2, when: \"${{ matrix.f != 'steps' }}\"}\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "validate", "wl.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Traceback" not in out
+    assert [line for line in out.splitlines() if line.startswith("wl.yaml:")] == [
+        "wl.yaml:12:7: workload.faults[0]: this fault can never fire: at.index 999 is past "
+        "the dataset: it has 32 items (indexes 0..31) (in cell f=idx)",
+        "wl.yaml:13:7: workload.faults[1]: this fault can never fire: step 12 never comes: "
+        "phase 'val' gives no steps, so it runs one pass of the data, 4 batches (16 items per "
+        "rank of 32, batch_size 4) (in cell f=steps)",
+        "wl.yaml:14:26: workload.faults[2].rank: rank 2 does not exist: world_size is 2 "
+        "(ranks 0..1) (in cell f=ranks)",
+    ]

@@ -185,6 +185,27 @@ def test_world_size_keeps_the_rank_a_fault_names() -> None:
     assert _fields(ddp([{"kind": "segfault"}])) == {"workload.distributed.world_size": (4, 1)}
 
 
+def test_the_dataset_keeps_the_batches_of_a_fault_in_a_phase_without_steps() -> None:
+    # Validation refuses a step one pass never reaches (nu19 A2): 8 steps of 4 items need 29,
+    # 2 ranks twice that; with drop_last every batch whole.
+    def one_pass(loader: dict[str, JsonValue], world: int | None = None) -> dict[str, JsonValue]:
+        section: dict[str, JsonValue] = {
+            "data": {"dataset": {"size": 256}, "loader": loader},
+            "phases": [{"name": "train", "steps": 2}, {"name": "val"}],
+            "faults": [{"kind": "segfault", "at": {"phase": "val", "step": 8}}],
+        }
+        if world is not None:
+            section["distributed"] = {"world_size": world}
+        return {"workload": section}
+
+    floor = {f.path: f.floor for f in workload_fields(one_pass({"batch_size": 4}))}
+    assert floor["workload.data.dataset.size"] == 29
+    floor = {f.path: f.floor for f in workload_fields(one_pass({"batch_size": 4}, 2))}
+    assert floor["workload.data.dataset.size"] == 57
+    drop = one_pass({"batch_size": 4, "drop_last": True})
+    assert {f.path: f.floor for f in workload_fields(drop)}["workload.data.dataset.size"] == 32
+
+
 def test_the_environment_variables_the_failure_does_not_need_are_dropped() -> None:
     env = (("KEEP_ME", "1"), ("NOISE_A", "x"), ("NOISE_B", "y"), ("NOISE_C", "z"))
     original = Program((), (), env=env, fields=(("workload.data.loader.batch_size", 8),))

@@ -125,3 +125,138 @@ def test_an_eval_phase_by_mode_and_a_train_phase_by_mode(tmp_path: Path) -> None
         "10:7: workload.faults[0]: this fault can never fire: stage: backward comes only in a "
         "phase that trains, and no phase of this cell does (in cell default)"
     ]
+
+
+# nu19 A9: dd6.yaml's shape, a matrix over world_size with a fault of each cell's own rank.
+DISTRIBUTED = """reprospec: 1
+name: s
+matrix:
+  f: [exit-rank1, hang-rank2]
+workload:
+  model: {{builtin: mlp, params: {{hidden: 8}}}}
+  data:
+    dataset: {{builtin: synthetic, size: 48, shape: [4], classes: 2}}
+    loader: {{batch_size: 4}}
+  phases: [{{name: train, steps: 3}}]
+  distributed: {{world_size: "${{{{ matrix.f == 'hang-rank2' and 3 or 2 }}}}", backend: gloo}}
+  faults:
+    - {{kind: exit, code: 3, rank: 1, at: {{phase: train, step: 2}}, when: {when1}}}
+    - {{kind: hang, rank: 2, at: {{phase: train, step: 2}}, when: {when2}}}
+expect: {{outcome: error}}
+"""
+
+
+def distributed_spec(tmp_path: Path, when1: str, when2: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(DISTRIBUTED.format(when1=when1, when2=when2))
+    return path
+
+
+def test_a_rank_fault_is_checked_only_in_the_cells_that_arm_it(tmp_path: Path) -> None:
+    # The rank-2 fault is off where world_size is 2: valid, where the harness said
+    # infra-error in that cell after its torch import (nu19 A9).
+    path = distributed_spec(
+        tmp_path, "\"${{ matrix.f == 'exit-rank1' }}\"", "\"${{ matrix.f == 'hang-rank2' }}\""
+    )
+    assert load_spec(path).name == "s"
+
+
+def test_an_armed_fault_of_a_rank_the_cell_lacks_is_a_located_error(tmp_path: Path) -> None:
+    # Armed in every cell: the 2-rank cell has no rank 2, named at the fault's rank.
+    path = distributed_spec(tmp_path, "\"${{ matrix.f == 'exit-rank1' }}\"", "true")
+    assert problems_of(path) == [
+        "14:26: workload.faults[1].rank: rank 2 does not exist: world_size is 2 (ranks 0..1) "
+        "(in cell f=exit-rank1)"
+    ]
+
+
+def test_a_rank_fault_in_a_cell_without_distributed_is_a_located_error(tmp_path: Path) -> None:
+    path = spec(tmp_path, "{kind: abort, rank: 1}")
+    assert problems_of(path) == [
+        "10:27: workload.faults[0].rank: rank needs workload.distributed; this cell has none "
+        "(in cell default)"
+    ]
+
+
+# nu19 A2: wf2.yaml's shape, 32 items in batches of 4 and a val phase without steps (8 batches).
+def one_pass_spec(tmp_path: Path, fault: str, *, size: str = "32", extra: str = "") -> Path:
+    path = spec(tmp_path, fault, workers="2")
+    text = path.read_text().replace("{name: val, steps: 2}", "{name: val}")
+    text = text.replace("size: 32", f"size: {size}").replace(
+        "num_workers: 2}", f"num_workers: 2{extra}}}"
+    )
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("fault", "extra", "expected"),
+    [
+        (
+            "{kind: segfault, where: worker, at: {index: 999}}",
+            "",
+            "at.index 999 is past the dataset: it has 32 items (indexes 0..31)",
+        ),
+        (
+            "{kind: segfault, at: {phase: val, step: 12}}",
+            "",
+            "step 12 never comes: phase 'val' gives no steps, so it runs one pass of the data, "
+            "8 batches (32 items, batch_size 4)",
+        ),
+        (
+            "{kind: segfault, where: worker, at: {phase: val, step: 9}}",
+            "",
+            "step 9 never comes: phase 'val' gives no steps, so it runs one pass of the data, "
+            "8 batches (32 items, batch_size 4)",
+        ),
+        (
+            # drop_last: 30 items make 7 whole batches of 4.
+            "{kind: segfault, at: {phase: val, step: 8}}",
+            ", drop_last: true",
+            "step 8 never comes: phase 'val' gives no steps, so it runs one pass of the data, "
+            "7 batches (30 items, batch_size 4)",
+        ),
+        (
+            "{kind: abort, at: {step: 9}}",
+            "",
+            "step 9 never comes: no phase of this cell has more than 8 steps; a phase without "
+            "steps runs one pass of 8 batches (32 items, batch_size 4)",
+        ),
+    ],
+)
+def test_a_fault_past_the_data_is_a_located_error(
+    tmp_path: Path, fault: str, extra: str, expected: str
+) -> None:
+    size = "30" if "drop_last" in extra else "32"
+    assert problems_of(one_pass_spec(tmp_path, fault, size=size, extra=extra)) == [
+        f"10:7: workload.faults[0]: this fault can never fire: {expected} (in cell default)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "{kind: segfault, where: worker, at: {index: 31}}",
+        "{kind: segfault, at: {phase: val, step: 8}}",
+        "{kind: segfault, where: worker, at: {phase: val, step: 8}}",
+        # Workers prefetch past a phase's steps: a worker fault there is the step check's.
+        "{kind: segfault, where: worker, at: {phase: train, step: 3}}",
+        "{kind: abort, at: {step: 8}}",
+    ],
+)
+def test_a_fault_the_data_reaches_is_valid(tmp_path: Path, fault: str) -> None:
+    assert load_spec(one_pass_spec(tmp_path, fault)).name == "s"
+
+
+def test_each_ranks_share_of_the_data_sets_its_batches(tmp_path: Path) -> None:
+    # 2 ranks of 32 items: 16 each, 4 batches of 4 per rank in a phase without steps.
+    path = one_pass_spec(tmp_path, "{kind: segfault, at: {phase: val, step: 5}}")
+    text = path.read_text().replace("  faults:", "  distributed: {world_size: 2}\n  faults:")
+    path.write_text(text)
+    assert problems_of(path) == [
+        "11:7: workload.faults[0]: this fault can never fire: step 5 never comes: phase 'val' "
+        "gives no steps, so it runs one pass of the data, 4 batches (16 items per rank of 32, "
+        "batch_size 4) (in cell default)"
+    ]
+    path.write_text(text.replace("step: 5", "step: 4"))
+    assert load_spec(path).name == "s"
