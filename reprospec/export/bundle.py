@@ -235,11 +235,18 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
             # Packed without them, the archive's rerun fails on the first missing file
             # (infra-error, `can't open file`): capture's verify run, made in a copy since
             # removed, was bundled that way, exit 0.
-            shown = ", ".join(ran[:4]) + (f" and {len(ran) - 4} more" if len(ran) > 4 else "")
+            # Named relative to the spec's folder where inside it, else by their whole path.
+            gone = [name for name in ran if not (stored.parent / name).exists()]
+            said = gone or list(ran)
+            shown = ", ".join(said[:4]) + (f" and {len(said) - 4} more" if len(said) > 4 else "")
+            how = (
+                f"and the program's files the run ran ({shown}) with it"
+                if gone
+                else f"and a bundle finds the program's files the run ran ({shown}) through it"
+            )
             raise UsageError(
-                f"the spec file {stored} is gone, and the program's files the run ran from its "
-                f"folder ({shown}) with it: a bundle of run {run.run_id} could not rerun. Run "
-                "the spec where it is now (reprospec run SPEC) and bundle that run"
+                f"the spec file {stored} is gone, {how}: a bundle of run {run.run_id} could "
+                "not rerun. Run the spec where it is now (reprospec run SPEC) and bundle that run"
             )
         warnings.append(f"the spec file {stored} is gone: the bundle has no workdir files")
         return _Sources(_bare(stored), kept, tuple(warnings), spec_gone=True)

@@ -193,6 +193,10 @@ class MarkerMatcher:
             self._thread.join(max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
                 self._stop.set()
+                # It stops between two matches (one takes at most the match timeout): the
+                # output's end is then matched here (_match_tail), which an alive thread's
+                # state would forbid.
+                self._thread.join(self._timeout_s + 0.25)
                 with self._lock:
                     self._warnings.append(
                         f"markers: matching had not finished {self._queue.qsize()} line(s) "
@@ -276,7 +280,8 @@ class MarkerMatcher:
                     )
                 if event is not None:
                     self._events.write({"t": seen, **event})
-            self._handled = number
+            if not self._stop.is_set():
+                self._handled = number  # stopped within it, its later markers never saw it
 
 
 class MarkerScanner:

@@ -383,3 +383,25 @@ def test_a_run_whose_spec_is_gone_and_read_no_file_is_still_packed(
     assert packed.code == 0, packed.stderr
     assert f"the spec file {spec} is gone: the bundle has no workdir files" in packed.stderr
     assert archive.is_file()
+
+
+def test_a_gone_spec_whose_program_is_still_there_is_refused_saying_so(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # The program lives outside the spec's folder: it is not gone with it, and the refusal
+    # said it was (review rv17 F7).
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "app.py").write_text("raise SystemExit(3)\n")
+    project = tmp_path / "spec"
+    project.mkdir()
+    spec = project / "s.yaml"
+    spec.write_text("reprospec: 1\nname: away\ncommand: python ../code/app.py\n")
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code in (0, 1)
+    shutil.rmtree(project)
+    packed = cli("bundle", "latest", "-o", str(tmp_path / "b.tar.gz"), "--out", str(out))
+    assert packed.code == 2, packed.stderr
+    assert f"and a bundle finds the program's files the run ran ({code / 'app.py'})" in (
+        packed.stderr
+    )

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.inputs import Marker
+from reprospec.process import markers
 from reprospec.process.output import EventWriter, MarkerMatcher, MarkerScanner, compile_markers
 
 
@@ -90,3 +95,30 @@ def test_a_marker_that_timed_out_is_not_tried_again_at_the_end(tmp_path: Path) -
     events.close()
     assert (tmp_path / "events.jsonl").read_text() == ""
     assert not any("matched after the attempt ended" in w for w in found)
+
+
+def test_the_outputs_end_is_matched_when_matching_had_not_finished_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # close() gave up waiting for the queued lines and stopped the thread: _match_tail saw
+    # it still alive and returned, so the step stayed where matching had stopped.
+    monkeypatch.setattr(markers, "CLOSE_WAIT_S", 0.05)
+    compiled, _ = compile_markers([Marker(pattern=r"^train step (?P<step>\d+)")])
+    events = EventWriter(tmp_path / "events.jsonl")
+    slow = threading.Event()
+    real = markers.match_marker
+
+    def held(marker: markers.CompiledMarker, line: str, timeout_s: float) -> object:
+        if not slow.is_set():
+            time.sleep(0.01)  # the thread falls behind while the lines are queued
+        return real(marker, line, timeout_s)
+
+    monkeypatch.setattr(markers, "match_marker", held)
+    matcher = MarkerMatcher(compiled, events)
+    for step in range(300):
+        matcher.submit(f"train step {step}")
+    found = matcher.close()
+    slow.set()
+    events.close()
+    assert any("had not finished" in w for w in found)
+    assert _steps(tmp_path / "events.jsonl")[-1] == 299
