@@ -32,7 +32,8 @@ rules, in order:
    encountered in worker", or "exited unexpectedly" with no exit code) ->
    `crash`, `where: worker`, even though the main process exited 1.
    Where no process besides the program ran, no worker did: its output's words are
-   no death (rule 7).
+   no death (rule 7). A worker that exited with a code (even 0: a worker exits only when
+   its loader shuts it down) is an `error`, `where: worker` (rule 7).
 6. any other descendant crashed (children.py: a wait status the engine reaped,
    a shell's or subprocess's report, the child's faulthandler report, a broken
    process pool) -> `crash`, `where: child`, with its pid and command line when

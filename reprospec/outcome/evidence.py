@@ -119,8 +119,9 @@ class Events:
     `stage`: the stage (`forward`, `backward`, `optimizer`, ...) the last step
     had reached; a new step or phase starts with none. `module`: the module of
     the last `import` event while the attempt is still in that event's phase.
-    `worker_exit`: the last `worker_exit` event with a signal. `infra_error`: the
-    reason of the last `infra_error` event. `busy`: `worker_busy` events with no
+    `worker_exit`: the last `worker_exit` event with a signal, else the last with an
+    exit code (a worker that exited, even with 0, while the loader still needed it).
+    `infra_error`: the reason of the last `infra_error` event. `busy`: `worker_busy` events with no
     `worker_free` after them (items a DataLoader worker was stuck on). `faults`: the
     spec's injected faults that fired (`fault` events: number, kind, where, pid), in order.
     `done`: the last progress was a `done` event (or a phase named `exit`): the program
@@ -159,6 +160,7 @@ class Events:
         done = False
         last_t: float | None = None
         untimed = False
+        exited: Event | None = None  # the last worker_exit with an exit code, not a signal
         for event in events:
             name = event.get("event")
             t = event.get("t")
@@ -172,6 +174,8 @@ class Events:
                 faults.append(event)
             elif name == "worker_exit" and event.get("signal"):
                 worker_exit = event
+            elif name == "worker_exit" and isinstance(event.get("exit_code"), int):
+                exited = event
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
                 if len(busy) > MAX_BUSY:
@@ -201,7 +205,7 @@ class Events:
         return cls(
             phase,
             step,
-            worker_exit,
+            worker_exit if worker_exit is not None else exited,
             infra_error,
             tuple(busy.values()),
             stage=stage,

@@ -22,8 +22,13 @@ def report_dead_workers(
     main_step: int | None,
     grace: float = 0.0,
 ) -> list[WorkerExit]:
-    """Emit one `worker_exit` event per worker that exited non-zero; returns them.
+    """Emit one `worker_exit` event per worker that has exited; returns them.
 
+    A worker of a live iterator exits only when told to (its shutdown, not yet come):
+    one that exited, even with code 0 (the `exit` fault's `code: 0`, a library's
+    sys.exit(0)), died under the loader, as torch's "exited unexpectedly" says. Counting
+    only non-zero codes left code 0 unnamed (a crash with no signal) and waited out the
+    whole grace for a death already there (a hang under a 10 s `run.stall`).
     `grace`: how long to wait for a dying worker. The main process can see the
     broken pipe (ConnectionResetError, EOFError) before the worker has finished dying.
     """
@@ -33,12 +38,12 @@ def report_dead_workers(
     workers: list[BaseProcess] = list(getattr(iterator, "_workers", None) or [])
     deadline = time.monotonic() + grace
     # exitcode is waitpid(WNOHANG): a dead worker is still an unreaped zombie until then.
-    while not any(p.exitcode for p in workers) and time.monotonic() < deadline:
+    while all(p.exitcode is None for p in workers) and time.monotonic() < deadline:
         time.sleep(0.02)
     found: list[WorkerExit] = []
     for worker, process in enumerate(workers):
         code = process.exitcode
-        if not code:
+        if code is None:
             continue
         record: WorkerExit = {"worker": worker, "pid": process.pid}
         if code < 0:

@@ -665,3 +665,29 @@ def test_hang_after_a_broken_process_pool_says_terminated_abruptly(tmp_path: Pat
     assert outcome.crashed_child.signal is None
     assert outcome.signature == "hang:after-child-crash"
     assert outcome_phrase(outcome) == "hang after a child terminated abruptly"
+
+
+# --- a worker's exit 0 (nu19 A3) ----------------------------------------------------
+
+
+def test_a_worker_that_exited_with_0_is_an_error_of_the_worker(tmp_path: Path) -> None:
+    event = {
+        "event": "worker_exit",
+        "worker": 0,
+        "pid": 4250,
+        "exit_code": 0,
+        "index": 4,
+        "phase": "train",
+        "step": 2,
+    }
+    stderr = (
+        b"Traceback (most recent call last):\n"
+        b'  File "loop.py", line 1, in next\n'
+        b"RuntimeError: DataLoader worker (pid(s) 4250) exited unexpectedly\n"
+    )
+    outcome = classify(recorded_execution(tmp_path, stderr, 1, json.dumps(event) + "\n"))
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.exit_code) == ("error", None, 1)
+    assert (outcome.exception, outcome.where) == ("RuntimeError", "worker")
+    assert outcome.signature.startswith("error:RuntimeError:worker")
+    assert "DataLoader worker 0 (pid 4250) exited with code 0" in (outcome.detail or "")

@@ -10,7 +10,7 @@ import pytest
 from reprospec.core import capped
 from reprospec.core.logtext import TAIL_LINES
 from reprospec.core.results import Execution
-from reprospec.outcome.evidence import Events, Evidence, read_log
+from reprospec.outcome.evidence import Event, Events, Evidence, read_log
 
 
 def test_events_are_summed_up_in_one_pass() -> None:
@@ -20,15 +20,19 @@ def test_events_are_summed_up_in_one_pass() -> None:
             {"event": "worker_busy", "pid": 7, "index": 2},
             {"event": "worker_busy", "pid": 7, "index": 3},
             {"event": "worker_free", "pid": 7, "index": 2},
-            {"event": "worker_exit", "pid": 8, "exit_code": 1},  # no signal: not a death we name
+            {"event": "worker_exit", "pid": 8, "exit_code": 0},  # exited under its loader
             {"event": "phase", "phase": "validation"},
             {"event": "infra_error"},
         ]
     )
     assert (events.phase, events.step) == ("validation", None)
     assert [e["index"] for e in events.busy] == [3]
-    assert events.worker_exit is None
+    assert events.worker_exit == {"event": "worker_exit", "pid": 8, "exit_code": 0}
     assert events.infra_error == "infrastructure error"
+    # A worker that died of a signal is named before one that exited with a code.
+    died: Event = {"event": "worker_exit", "pid": 7, "signal": "SIGSEGV"}
+    exited: Event = {"event": "worker_exit", "pid": 8, "exit_code": 7}
+    assert Events.of([died, exited]).worker_exit == died
 
 
 def test_output_tail_and_excerpt_prefer_stderr(tmp_path: Path) -> None:
