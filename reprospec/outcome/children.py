@@ -31,7 +31,9 @@ traceback of its own (`ChildCrash.seen`).
 
 Only signals that end a process abnormally count (SIGSEGV, SIGABRT, SIGBUS,
 ...; SIGKILL too, the OOM killer's): the processes the engine kills itself at a
-timeout never reach here.
+timeout never reach here, and those the harness says it killed itself (its
+`teardown` events: a distributed supervisor ending the ranks that did not fail,
+and their DataLoader workers, once one rank failed) are not counted.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def _seen_crash(
     execution: Execution, evidence: Evidence, fatal: list[FatalError]
 ) -> ChildCrash | None:
     """A descendant's death the engine saw itself: the wait status it reaped, the core."""
-    reaped = _reaped(execution.child_exits)
+    reaped = _reaped(execution.child_exits, evidence.events.killed)
     if reaped is not None:
         return ChildCrash(
             reaped.signal,
@@ -172,9 +174,12 @@ def names_a_death(text: str) -> bool:
     return bool(_CALLED_PROCESS.search(text) or _POOL_BROKEN.search(text))
 
 
-def _reaped(exits: tuple[ChildExit, ...]) -> ChildExit | None:
+def _reaped(exits: tuple[ChildExit, ...], killed: frozenset[int]) -> ChildExit | None:
+    """The first reaped descendant that died of a crash signal, but for a SIGKILL the
+    harness sent (`killed`): that death was the harness's teardown, not the failure."""
     for child in exits:
-        if child.signal is not None and canonical_signal(child.signal) in CRASH_SIGNALS:
+        signal = canonical_signal(child.signal) if child.signal is not None else None
+        if signal in CRASH_SIGNALS and not (signal == "SIGKILL" and child.pid in killed):
             return child
     return None
 

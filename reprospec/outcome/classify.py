@@ -40,7 +40,11 @@ rules, in order:
    known. A report in the output is no death where no process besides the
    program ran (the program printed it: an old log, a test's output); where
    only text tells of it and the main process ended with its own uncaught
-   exception (not subprocess's "died with"), the detail says so.
+   exception (not subprocess's "died with"), the detail says so. A process the
+   harness killed itself (its `teardown` events: a distributed supervisor ending the
+   other ranks and their workers once one rank failed) is neither a dead worker nor a
+   crashed child: the job ends as the rank that failed first did, as the supervisor's
+   `rank_exit` says.
 7. anything else -> `error` with the exit code (and, where no process besides the
    program ran, what its 128+N status or its output's report of a death is not).
 
@@ -167,6 +171,10 @@ def classify(
         last_traceback, chain = went_on(chain[-1]), ()
     exception = chain[-1] if chain else None
     worker = worker_death(stderr, events.worker_exit)
+    if worker is not None and worker.signal == "SIGKILL" and worker.pid in events.killed:
+        # The harness's own teardown (a distributed supervisor ending the ranks that did not
+        # fail, and their workers): the failure is the rank's that ended the job.
+        worker = None
     printed_worker: WorkerDeath | None = None
     if worker is not None and execution.descendants is False:
         # No process besides the program ran, so no DataLoader worker: it printed the words.

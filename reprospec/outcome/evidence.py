@@ -54,6 +54,9 @@ EVENTS_HEAD_BYTES = 4 * 1024 * 1024
 EVENTS_TAIL_BYTES = 16 * 1024 * 1024
 # Items a worker may be stuck on, and the like, are kept up to here (the newest).
 MAX_BUSY = 256
+# The pids the harness says it killed itself (`teardown` events) kept up to here: a
+# distributed job's ranks and their DataLoader workers, a handful per rank.
+MAX_KILLED = 4096
 
 Event = Mapping[str, JsonValue]
 
@@ -92,6 +95,7 @@ HARNESS_EVENTS = frozenset(
         "ranks_stuck",
         "rank_exit",
         "rank_error",
+        "teardown",
     }
 )
 
@@ -129,6 +133,9 @@ class Events:
     carries) of the last event, how recent the attempt's last sign of progress was.
     `untimed`: an event came without a `t` (a command's own events, as spec-format.md
     shows them, need none); `Evidence.read` then takes the file's last write as `last_t`.
+    `killed`: the pids the harness SIGKILLed itself (`teardown` events: a distributed
+    supervisor ending the other ranks and their workers once one rank failed, a failed
+    rank its own workers); their deaths are the harness's doing, never a crash.
     """
 
     phase: str | None = None
@@ -144,6 +151,7 @@ class Events:
     done: bool = False
     last_t: float | None = None
     untimed: bool = False
+    killed: frozenset[int] = frozenset()
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Events:
@@ -161,6 +169,7 @@ class Events:
         last_t: float | None = None
         untimed = False
         exited: Event | None = None  # the last worker_exit with an exit code, not a signal
+        killed: set[int] = set()
         for event in events:
             name = event.get("event")
             t = event.get("t")
@@ -176,6 +185,12 @@ class Events:
                 worker_exit = event
             elif name == "worker_exit" and isinstance(event.get("exit_code"), int):
                 exited = event
+            elif name == "teardown" and isinstance(pids := event.get("pids"), list):
+                killed.update(
+                    p
+                    for p in pids[: MAX_KILLED - len(killed)]
+                    if isinstance(p, int) and not isinstance(p, bool)
+                )
             elif name == "worker_busy":
                 busy[event.get("pid"), event.get("index")] = event
                 if len(busy) > MAX_BUSY:
@@ -215,6 +230,7 @@ class Events:
             done=done,
             last_t=last_t,
             untimed=untimed,
+            killed=frozenset(killed),
         )
 
     def injected(self) -> str | None:

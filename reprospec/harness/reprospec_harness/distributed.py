@@ -231,14 +231,23 @@ def rank_main(
 
 def _leave(code: int) -> None:
     """End this rank now: no destructors (a process group torn down after its peer has gone
-    can wait for it forever), no DataLoader worker left behind."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    for pid in _children([os.getpid()]):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    os._exit(code)
+    can wait for it forever), no DataLoader worker left behind.
+
+    The kills are recorded first (`teardown`): the engine adopts and reaps these
+    workers, and must not take their SIGKILL for the failure. torch's SIGCHLD handler,
+    still installed while the DataLoader lives, could raise "DataLoader worker ... is
+    killed by signal: Killed" for them here, and that error escape into Python's own exit
+    (destructors, the process group's teardown): it is defaulted first, and the exit
+    comes whatever happens on the way."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        _kill(_children([os.getpid()]))
+    finally:
+        os._exit(code)
 
 
 def _run_rank(me: Rank, port: int) -> int:
@@ -519,6 +528,21 @@ def _children(pids: Sequence[int]) -> list[int]:
 
 
 def _kill_tree(pids: Sequence[int]) -> None:
-    for pid in [*_children(pids), *pids]:
+    """SIGKILL `pids` and their descendants, the parents first.
+
+    The descendants are listed before any dies (a dead rank's workers are re-parented
+    away from it); a rank killed after its workers could see them die and print torch's
+    "DataLoader worker ... is killed by signal: Killed" as its own failure.
+    """
+    _kill([*pids, *_children(pids)])
+
+
+def _kill(pids: Sequence[int]) -> None:
+    """SIGKILL `pids`, said first in a `teardown` event: the engine reaps those the harness
+    itself killed (its subreaper adopts them), and must not take them for a crash."""
+    if not pids:
+        return
+    events.emit("teardown", pids=list(pids))
+    for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)

@@ -252,6 +252,8 @@ def _collectives(
 
 # What the main process sees when a worker dies: torch's own error, or the broken pipe first.
 WORKER_DEATH_ERRORS = (RuntimeError, ConnectionError, EOFError)
+# torch's ExceptionWrapper.reraise: "Caught {type} in DataLoader worker process {n}."
+_REISSUED = "in DataLoader worker process"
 
 
 def _worker_grace(error: BaseException) -> float:
@@ -262,7 +264,13 @@ def _worker_grace(error: BaseException) -> float:
     can take seconds to be reapable on a loaded machine (its message and stack dump, a core
     written): 2 s once left a test's worker_exit out under load. Any other RuntimeError (the
     `raise` fault's default, a user's) keeps the short wait: no worker needs to be dying.
+    An exception a worker raised and torch raised again here ("Caught ValueError in
+    DataLoader worker process 0") needs none: that worker is alive. It named a
+    DataLoader worker, so it waited the whole 10 s, no event meanwhile: under a 10 s
+    `run.stall` a `raise` in a worker was a hang.
     """
+    if _REISSUED in str(error):
+        return 0.0
     if isinstance(error, (ConnectionError, EOFError)) or "DataLoader worker" in str(error):
         return 10.0
     return 2.0 if isinstance(error, WORKER_DEATH_ERRORS) else 0.0

@@ -175,3 +175,71 @@ def test_rank_faults_need_a_distributed_workload(tmp_path: Path) -> None:
     assert child.last("infra_error")["reason"] == (
         "workload.faults[0].kind: skip_allreduce needs workload.distributed"
     )
+
+
+WORKERS_SPEC = """\
+reprospec: 1
+name: ddp-rank-fails-with-workers
+environment: {device: cpu}
+matrix:
+  fault: [raise-worker, raise-main, exit3]
+workload:
+  model: {builtin: mlp, params: {hidden: 8}}
+  data:
+    dataset: {builtin: synthetic, size: 48, shape: [4], classes: 2}
+    loader: {batch_size: 4, num_workers: 1}
+  phases: [{name: train, steps: 3}]
+  distributed: {world_size: 2, backend: gloo}
+  faults:
+    - {kind: raise, rank: 1, where: worker, exception: ValueError, message: bad item,
+       at: {phase: train, step: 2}, when: "${{ matrix.fault == 'raise-worker' }}"}
+    - {kind: raise, rank: 1, exception: ValueError, message: bad item,
+       at: {phase: train, step: 2}, when: "${{ matrix.fault == 'raise-main' }}"}
+    - {kind: exit, code: 3, rank: 1, at: {phase: train, step: 2},
+       when: "${{ matrix.fault == 'exit3' }}"}
+run: {timeout: 60s, stall: 10s, preload: [torch]}
+expect:
+  outcome: error
+  exception: ValueError
+  phase: train
+  step: 2
+  cases:
+    - {when: {fault: exit3}, outcome: error, exit_code: 3}
+"""
+
+
+def test_a_rank_that_fails_with_dataloader_workers_ends_the_job_as_it_failed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The supervisor's SIGKILL of the other rank and of every rank's DataLoader workers is
+    its own teardown, no crash: the job is the failed rank's error (nu19 A1). It was
+    `crash SIGKILL (child: [pt_data_worker])`; a `raise` in a worker also a hang under the
+    10 s `run.stall`, the rank waiting 10 s for a worker to die that had only raised."""
+    spec = tmp_path / "workers.yaml"
+    spec.write_text(WORKERS_SPEC)
+    result = cli("run", str(spec), "-j", "2")
+    cells = {cell["id"]: cell for cell in result.results()["cells"]}
+    verdicts = {
+        k: (c["verdict"], attempt(c)["kind"], attempt(c)["detail"]) for k, c in cells.items()
+    }
+    assert result.code == 0, verdicts
+    for fault in ("raise-worker", "raise-main", "exit3"):
+        outcome = attempt(cells[f"fault={fault}"])
+        assert (outcome["kind"], outcome["signal"]) == ("error", None), verdicts
+        assert "SIGKILL" not in (outcome["detail"] or ""), outcome["detail"]
+        folder = result.latest_run() / "cells" / f"fault={fault}" / "1"
+        written = events(folder)
+        report = ranks.read(folder / "events.jsonl")
+        assert report is not None
+        assert report.exited is not None
+        assert (report.exited.rank, report.exited.position.step) == (1, 2)
+        # What the harness killed itself it says it killed: the surviving rank at least.
+        killed = {pid for e in written if e["event"] == "teardown" for pid in e["pids"]}
+        rank_pids = next(e["pids"] for e in written if e["event"] == "ranks")
+        assert rank_pids[0] in killed
+        # The failed rank ended at once: no 10 s wait for a worker that never died.
+        exited_at = next(e["t"] for e in written if e["event"] == "rank_exit")
+        fired_at = next(e["t"] for e in written if e["event"] == "fault")
+        assert exited_at - fired_at < 8, (fault, exited_at - fired_at)
+    assert attempt(cells["fault=exit3"])["exit_code"] == 3
+    assert attempt(cells["fault=raise-worker"])["exception"] == "ValueError"

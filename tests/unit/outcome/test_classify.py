@@ -691,3 +691,58 @@ def test_a_worker_that_exited_with_0_is_an_error_of_the_worker(tmp_path: Path) -
     assert (outcome.exception, outcome.where) == ("RuntimeError", "worker")
     assert outcome.signature.startswith("error:RuntimeError:worker")
     assert "DataLoader worker 0 (pid 4250) exited with code 0" in (outcome.detail or "")
+
+
+# --- the harness's own teardown (nu19 A1) -----------------------------------------------
+
+_RANK_FAILED = (
+    b"DataLoader worker (pid 4250) is killed by signal: Killed.\n"
+    b"reprospec harness: rank 1 failed first:\n"
+    b"Traceback (most recent call last):\n"
+    b'  File "train.py", line 3, in step\n'
+    b"ValueError: bad item\n"
+)
+
+
+def _teardown_events(pids: list[int]) -> str:
+    lines = [
+        {"event": "distributed", "world_size": 2, "backend": "gloo"},
+        {"event": "ranks", "pids": [4242, 4243]},
+        {"event": "step", "phase": "train", "step": 2, "rank": 1},
+        {"event": "teardown", "pids": pids},
+        {"event": "rank_exit", "rank": 1, "pid": 4243, "exit_code": 1, "phase": "train", "step": 2},
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_the_harness_teardown_kills_are_no_crash_the_failed_rank_decides(
+    tmp_path: Path,
+) -> None:
+    from reprospec.core.results import ChildExit
+
+    killed = [4242, 4250, 4251]  # the surviving rank, its worker, the failed rank's worker
+    execution = dataclasses.replace(
+        recorded_execution(tmp_path, _RANK_FAILED, 1, _teardown_events(killed)),
+        child_exits=(
+            ChildExit(4251, "[pt_data_worker]", signal="SIGKILL"),
+            ChildExit(4250, "[pt_data_worker]", signal="SIGKILL"),
+        ),
+    )
+    outcome = classify(execution)
+    assert isinstance(outcome, Outcome)
+    assert (outcome.kind, outcome.signal, outcome.exit_code) == ("error", None, 1)
+    assert (outcome.exception, outcome.message) == ("ValueError", "bad item")
+    assert (outcome.phase, outcome.step, outcome.where) == ("train", 2, "main")
+    assert "SIGKILL" not in (outcome.detail or "")
+    # A SIGKILL the harness did not send (the OOM killer's) is still a crash...
+    other = dataclasses.replace(
+        execution, child_exits=(ChildExit(4999, "[pt_data_worker]", signal="SIGKILL"),)
+    )
+    crashed = classify(other)
+    assert isinstance(crashed, Outcome)
+    assert (crashed.kind, crashed.signal, crashed.where) == ("crash", "SIGKILL", "child")
+    # ...and a command cannot declare its own crashes a teardown: only the harness may.
+    command = dataclasses.replace(execution, harness=False)
+    not_believed = classify(command)
+    assert isinstance(not_believed, Outcome)
+    assert (not_believed.kind, not_believed.signal) == ("crash", "SIGKILL")

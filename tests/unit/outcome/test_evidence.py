@@ -21,6 +21,7 @@ def test_events_are_summed_up_in_one_pass() -> None:
             {"event": "worker_busy", "pid": 7, "index": 3},
             {"event": "worker_free", "pid": 7, "index": 2},
             {"event": "worker_exit", "pid": 8, "exit_code": 0},  # exited under its loader
+            {"event": "teardown", "pids": [9, "10", True, 11]},  # the harness's own kills
             {"event": "phase", "phase": "validation"},
             {"event": "infra_error"},
         ]
@@ -28,6 +29,7 @@ def test_events_are_summed_up_in_one_pass() -> None:
     assert (events.phase, events.step) == ("validation", None)
     assert [e["index"] for e in events.busy] == [3]
     assert events.worker_exit == {"event": "worker_exit", "pid": 8, "exit_code": 0}
+    assert events.killed == frozenset({9, 11})
     assert events.infra_error == "infrastructure error"
     # A worker that died of a signal is named before one that exited with a code.
     died: Event = {"event": "worker_exit", "pid": 7, "signal": "SIGSEGV"}
