@@ -71,6 +71,13 @@ class Difference:
             return f"{self.name} unset"
         return f"{self.name}={render(shown)}"
 
+    def describe_base(self) -> str:
+        """The passing side's value as `describe` says the failing one's: `num_workers=0`,
+        `LOG_LEVEL=debug`, `PATH unset` (a null base is shown, not taken for no value)."""
+        if self.base is MISSING:
+            return f"{self.name} unset"
+        return f"{self.name}={render(self.base)}"
+
     def to_dict(self) -> dict[str, JsonValue]:
         return {
             "path": self.path,

@@ -81,7 +81,10 @@ def sentence(found: IsolateResult) -> str:
     # one_smaller[i] leaves out culprit i; "X alone" is the set that leaves out the other.
     figures = [_figure(e) for e in result.one_smaller]
     if len(names) == 1:
-        return f"{verb} when {names[0]}; without it, it passes ({figures[0]})"
+        # The passing side named, not "without it": of an unset variable that read as
+        # "crashes when LOG_LEVEL unset; without it, it passes" where it passes set to debug.
+        passing = found.culprits[0].describe_base()
+        return f"{verb} when {names[0]}; with {passing}, it passes ({figures[0]})"
     if len(names) == 2:
         return (
             f"{verb} when {names[0]} AND {names[1]}; either alone passes "

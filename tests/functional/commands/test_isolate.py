@@ -121,7 +121,7 @@ def test_a_single_culprit(tmp_path: Path) -> None:
     )
     assert code == 0, stderr
     assert culprits(data) == [("matrix.c", True)]
-    assert data["sentence"].startswith("crashes when c=true; without it, it passes (0/")
+    assert data["sentence"].startswith("crashes when c=true; with c=false, it passes (0/")
     assert [e["set"] for e in data["evidence"]["one_smaller"]] == [
         "passing cell (none of the 6 differences)"
     ]

@@ -119,3 +119,16 @@ def test_keys_are_stable_and_tell_unset_apart() -> None:
     a = key({"b": 1, "a": True})
     assert a == key({"a": True, "b": 1})
     assert key({"a": MISSING}) != key({"a": None})
+
+
+def test_the_passing_side_of_a_variable_unset_when_it_fails_is_named() -> None:
+    # isolate said "crashes when LOG_LEVEL unset; without it, it passes", where it passes
+    # with LOG_LEVEL=debug (nu19 A8).
+    from reprospec.isolation.differences import MISSING, Difference
+
+    unset = Difference("environment.env.LOG_LEVEL", "debug", MISSING)
+    assert unset.describe() == "environment.env.LOG_LEVEL unset"
+    assert unset.describe_base() == "environment.env.LOG_LEVEL=debug"
+    added = Difference("matrix.c", MISSING, True)
+    assert added.describe_base() == "c unset"
+    assert Difference("matrix.c", False, True).describe_base() == "c=false"
