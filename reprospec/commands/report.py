@@ -31,14 +31,30 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.report import render
-    from reprospec.store.resultsjson import load_run
+    from reprospec.store.resultsjson import find_run, load_run
 
-    run_result = load_run(args.run, Path(args.out))
+    results = find_run(args.run, Path(args.out))
+    run_result = load_run(results, Path(args.out))
     text = render(run_result, args.format)
     if args.output is None:
         sys.stdout.write(text)
     else:
+        if args.format in ("md", "html"):
+            text = relinked(text, results.parent, args.output)
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def relinked(text: str, run_dir: Path, output: Path) -> str:
+    """A report's links into its run folder (`cells/.../native-stacks.txt`), relative to the
+    run folder where report.md lies, made relative to `output`'s folder: written elsewhere
+    (`report RUN -o out/r.html`), every "Full native stacks" link pointed nowhere."""
+    import os
+
+    rel = Path(os.path.relpath(run_dir.resolve(), output.resolve().parent)).as_posix()
+    if rel == ".":
+        return text
+    text = text.replace("](cells/", f"]({rel}/cells/")
+    return text.replace('href="cells/', f'href="{rel}/cells/')

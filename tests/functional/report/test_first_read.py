@@ -13,6 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 from reprospec.core.words import shorten_command
 from reprospec.report.paths import PathNames
 from tests.support.cli import Cli
@@ -152,3 +154,27 @@ def test_the_html_report_links_the_full_native_stacks() -> None:
     assert f'<a href="{link}">{link}</a>' in page
     hostile = 'cells/x"><script>'
     assert "<script>" not in str(fragment(f"Full native stacks: [{hostile}]({hostile})"))
+
+
+def test_a_report_written_elsewhere_links_the_run_folders_files(cli: Cli, tmp_path: Path) -> None:
+    # `report RUN -o out/r.html` kept `cells/...` links relative to the run folder: opened
+    # from out/, every "Full native stacks" link pointed nowhere (nu19 A5).
+    if not (shutil.which("eu-stack") or shutil.which("gdb")):
+        pytest.skip("no native stack reader: no link to follow (CI installs both)")
+    spec = _write(
+        tmp_path, _DEADLOCK, "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stdout + result.stderr
+    for form, pattern in (
+        ("md", r"\]\(([^)]*cells/[^)]+)\)"),
+        ("html", r'href="([^"]*cells/[^"]+)"'),
+    ):
+        target = tmp_path / "elsewhere" / f"r.{form}"
+        said = cli(
+            "report", "latest", "--format", form, "-o", str(target), "--out", str(result.out)
+        )
+        assert said.code == 0, said.stderr
+        links = re.findall(pattern, target.read_text())
+        assert links, form
+        assert all((target.parent / link).is_file() for link in links), links
