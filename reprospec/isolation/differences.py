@@ -66,17 +66,17 @@ class Difference:
 
     def describe(self, value: Setting = None) -> str:
         """`num_workers=2` (or `PATH unset`)."""
-        shown = self.value if value is None else value
-        if shown is MISSING:
-            return f"{self.name} unset"
-        return f"{self.name}={render(shown)}"
+        return self._named(self.value if value is None else value)
 
     def describe_base(self) -> str:
         """The passing side's value as `describe` says the failing one's: `num_workers=0`,
         `LOG_LEVEL=debug`, `PATH unset` (a null base is shown, not taken for no value)."""
-        if self.base is MISSING:
+        return self._named(self.base)
+
+    def _named(self, shown: Setting) -> str:
+        if shown is MISSING:
             return f"{self.name} unset"
-        return f"{self.name}={render(self.base)}"
+        return f"{self.name}={render(shown)}"
 
     def to_dict(self) -> dict[str, JsonValue]:
         return {

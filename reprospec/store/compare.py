@@ -21,7 +21,7 @@ from reprospec.environment.facts import (
     within,
 )
 from reprospec.store.digests import FIELD as DIGESTS
-from reprospec.store.digests import FILES_FIELD, UNDIGESTED
+from reprospec.store.digests import FILES_FIELD, UNDIGESTED, recorded
 
 
 class SpecChange(TypedDict):
@@ -240,8 +240,8 @@ def _changed_secrets(
     digests differ under one store's key (store/digests.py); where the two runs' digests
     are under other keys (two stores: Slurm shards, a run folder from elsewhere), that it
     could not be told, rather than nothing, which read as "the same"."""
-    key_a, of_a = _digests(a.get(DIGESTS))
-    key_b, of_b = _digests(b.get(DIGESTS))
+    key_a, of_a = recorded(a.get(DIGESTS))
+    key_b, of_b = recorded(b.get(DIGESTS))
     both = [name for name in of_a if name in of_b]
     if key_a is not None and key_a == key_b:
         return [(name, "changed") for name in both if of_a[name] != of_b[name]]
@@ -250,24 +250,13 @@ def _changed_secrets(
     ]
 
 
-def _digests(field: JsonValue) -> tuple[str | None, dict[str, str]]:
-    """(the store key's id, name -> digest) of a capture's digests; (None, {}) without
-    (the id is None too where no key was needed: a run that named no file)."""
-    if not isinstance(field, Mapping) or not isinstance(field.get("of"), list):
-        return None, {}
-    pairs = [p for p in field["of"] if isinstance(p, list) and len(p) == 2]  # type: ignore[union-attr]
-    store = field.get("store")
-    key = None if store is None else str(store)
-    return key, {str(name): str(digest) for name, digest in pairs}
-
-
 def files_change(
     a: Mapping[str, JsonValue], b: Mapping[str, JsonValue], name_a: str, name_b: str
 ) -> FilesChange:
     """The program's files that were added, removed or changed from the environment `a`
     (of the run `name_a`) to `b`: see FilesChange."""
-    known_a, of_a = _digests(a.get(FILES_FIELD))
-    known_b, of_b = _digests(b.get(FILES_FIELD))
+    known_a, of_a = recorded(a.get(FILES_FIELD))
+    known_b, of_b = recorded(b.get(FILES_FIELD))
     records = [(name, field.get(FILES_FIELD)) for name, field in ((name_a, a), (name_b, b))]
     change: FilesChange = {
         "added": [],

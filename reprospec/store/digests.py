@@ -38,15 +38,21 @@ DIGEST_LIMIT = 1 << 20
 UNDIGESTED = "size:"
 
 
+def recorded(field: JsonValue) -> tuple[str | None, dict[str, str]]:
+    """(the store key's id, name -> digest) of a digest record (FIELD's or FILES_FIELD's
+    `{"store": id, "of": [[name, digest]]}`); (None, {}) without one (the id is None too
+    where no key was needed: a run that named no file)."""
+    if not isinstance(field, Mapping) or not isinstance(field.get("of"), list):
+        return None, {}
+    pairs = [p for p in field["of"] if isinstance(p, list) and len(p) == 2]  # type: ignore[union-attr]
+    store = field.get("store")
+    return (None if store is None else str(store)), {str(n): str(d) for n, d in pairs}
+
+
 def recorded_files(environment: Mapping[str, JsonValue]) -> tuple[str, ...]:
     """The program's files a run recorded digests of (FILES_FIELD's `of`), by the names it
     recorded them under (relative to the spec's folder where inside it), sorted."""
-    record = environment.get(FILES_FIELD)
-    if not isinstance(record, Mapping) or not isinstance(record.get("of"), list):
-        return ()
-    pairs = record["of"]
-    assert isinstance(pairs, list)
-    return tuple(sorted(str(p[0]) for p in pairs if isinstance(p, list) and len(p) == 2))
+    return tuple(sorted(recorded(environment.get(FILES_FIELD))[1]))
 
 
 def store_key(out: Path) -> bytes:
