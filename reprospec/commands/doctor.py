@@ -89,7 +89,8 @@ def _cuda_checks(python: str, env: Mapping[str, JsonValue]) -> list[Check]:
             libraries = cuda.cuda_libraries(done.stdout.decode("utf-8", "replace"))
         else:
             problem = f"exit {done.returncode}"
-    from reprospec.doctor.check import gpus, section
+    from reprospec.doctor.check import gpus
+    from reprospec.environment.captured import section
 
     has_gpu = bool(gpus(env) or section(env, "torch").get("device_count"))
     returncode: int | None = None

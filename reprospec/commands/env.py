@@ -38,7 +38,7 @@ def _size(value: JsonValue) -> str:
 
 def summary(env: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
     """The environment as (label, value) lines, in the order a bug report wants them."""
-    from reprospec.doctor.check import section, strings
+    from reprospec.environment.captured import section, strings
 
     python, os_, cpu = section(env, "python"), section(env, "os"), section(env, "cpu")
     memory, shm, torch = section(env, "memory"), section(env, "shm"), section(env, "torch")

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 from reprospec.core.lazynames import lazy_getattr
 
 if TYPE_CHECKING:
-    from reprospec.doctor.check import NO_GPU, Captured, Check, Status, version_tuple
+    from reprospec.doctor.check import NO_GPU, Check, Status, version_tuple
     from reprospec.doctor.engine import check_native_stacks, check_starter
     from reprospec.doctor.machine import arch_ok
     from reprospec.doctor.needs import (
         Needs,
         batchformat_size,
-        environment_mismatches,
         needs_of,
     )
+    from reprospec.environment.captured import Captured
 
 # Name -> the submodule that defines it, imported at the first use of a name: every run's
 # environment capture reads `doctor.needs`, and importing the package imported the
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 # item 4).
 _WHERE = {
     "NO_GPU": "check",
-    "Captured": "check",
     "Check": "check",
     "Status": "check",
     "version_tuple": "check",
@@ -39,7 +38,6 @@ _WHERE = {
     "arch_ok": "machine",
     "Needs": "needs",
     "batchformat_size": "needs",
-    "environment_mismatches": "needs",
     "needs_of": "needs",
 }
 
@@ -106,7 +104,6 @@ def _not_needed(check: Check) -> Check:
 
 __all__ = [
     "NO_GPU",
-    "Captured",
     "Check",
     "Needs",
     "Status",
@@ -114,7 +111,6 @@ __all__ = [
     "batchformat_size",
     "check_native_stacks",
     "check_starter",
-    "environment_mismatches",
     "needs_of",
     "run_checks",
     "version_tuple",

@@ -8,16 +8,14 @@ be missing or of another shape when capture failed, so it is read through
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 from reprospec.core.jsontypes import JsonObject, JsonValue
+from reprospec.environment.captured import Captured, section
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 NO_GPU = "no CUDA device"
-# A captured environment (envinfo's JSON), as the checks read it.
-Captured = Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -29,32 +27,6 @@ class Check:
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)
-
-
-def section(env: Mapping[str, JsonValue], key: str) -> JsonObject:
-    """The mapping at `key` (`torch`, `nvidia`, `shm`, ...), empty when missing or not one."""
-    value = env.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def text(value: JsonValue) -> str:
-    """A captured value as text: empty for null."""
-    return "" if value is None else str(value)
-
-
-def strings(value: JsonValue) -> list[str]:
-    """A captured list as strings (empty when missing or not a list)."""
-    return [str(item) for item in value] if isinstance(value, list) else []
-
-
-def whole(value: JsonValue, default: int) -> int:
-    """A captured count as an int (`2`, `2.0`, `"2"`); `default` when absent, 0 or unreadable."""
-    if not value or isinstance(value, (list, dict)):
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        return default
 
 
 def version_tuple(text: JsonValue) -> tuple[int, ...]:

@@ -9,18 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reprospec.doctor.check import (
-    NO_GPU,
-    Captured,
-    Check,
-    Status,
-    gpus,
-    section,
-    strings,
-    text,
-    torch_state,
-    version_tuple,
-)
+from reprospec.doctor.check import NO_GPU, Check, Status, gpus, torch_state, version_tuple
+from reprospec.environment.captured import Captured, section, strings, text
 
 # Minimum Linux driver per CUDA toolkit (NVIDIA's CUDA release notes); used when
 # nvidia-smi's banner (which states the newest CUDA the driver supports) is unavailable.

@@ -1,8 +1,8 @@
 """What a spec needs of the machine, and the checks of it: devices, /dev/shm, memory, packages.
 
 `needs_of` takes the most demanding of the spec's resolved cells (planned by the
-engine itself, nothing run); `environment_mismatches` is also how a run notes that
-the interpreter or packages that ran are not the ones the spec names.
+engine itself, nothing run); the interpreter and packages are held against the spec by
+the run's own rule (environment/captured.py `environment_mismatches`).
 """
 
 from __future__ import annotations
@@ -13,17 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.sections import Environment, same_python
+from reprospec.core.sections import Environment
 from reprospec.core.units import format_size
-from reprospec.doctor.check import (
-    NO_GPU,
+from reprospec.doctor.check import NO_GPU, Check, Status, gpus
+from reprospec.environment.captured import (
     Captured,
-    Check,
-    Status,
-    gpus,
+    environment_mismatches,
     section,
-    strings,
-    text,
     whole,
 )
 
@@ -73,48 +69,6 @@ class Needs:
     # The runner it will run on (`doctor --runner`): `local` runs the checked interpreter as
     # it is; `venv` and `docker` install the spec's packages themselves.
     runner: str = "local"
-
-
-def environment_mismatches(
-    env: Captured, environment: Mapping[str, JsonValue], *, ran: bool = True
-) -> list[str]:
-    """Differences between the spec's `environment` (python, packages) and an interpreter.
-
-    `ran`: the interpreter ran the cells (a run's capture: `python 3.11.7 ran`), else it is
-    only the one found (`doctor`: nothing ran). Packages are compared by the local runner's
-    own rule (environment/packages.mismatches: PEP 440 versions, and a requirement whose
-    marker is false for that interpreter is not required there), on what the capture saw
-    of them and of its marker values; a package the capture did not look for is left out.
-    """
-    out = []
-    wanted_python = environment.get("python")
-    actual_python = text(section(env, "python").get("version"))
-    if wanted_python and actual_python and not same_python(actual_python, str(wanted_python)):
-        said = (
-            f"python {actual_python} ran" if ran else f"the interpreter is python {actual_python}"
-        )
-        out.append(f"{said}; the spec names {wanted_python}")
-    requirements = strings(environment.get("packages"))
-    if not requirements:
-        return out  # (and the packages' rule unimported: a run of a spec without any)
-    from reprospec.environment import packages as checked
-
-    captured = section(env, "packages")
-    versions = {checked.normalize(name): have for name, have in captured.items()}
-    looked_for = [
-        requirement
-        for requirement in requirements
-        if any(name in versions for name in checked.requirement_names([requirement]))
-    ]
-    if looked_for:
-        markers = section(section(env, "python"), "markers")
-        installed = checked.Installed(
-            text(section(env, "python").get("executable")),
-            {name: None if have is None else str(have) for name, have in versions.items()},
-            {key: str(value) for key, value in markers.items()},
-        )
-        out.extend(checked.mismatches(looked_for, installed))
-    return out
 
 
 def check_shm(env: Captured, needs: Needs) -> Check:

@@ -1,3 +1,4 @@
-"""What an interpreter has: its captured environment (probe.py), that environment as flat fields
-(facts.py), and whether it satisfies a cell's `packages` (packages.py).
+"""What an interpreter has: its captured environment (probe.py), that environment read and held
+against the spec's (captured.py), as flat fields (facts.py), and whether it satisfies a cell's
+`packages` (packages.py).
 """

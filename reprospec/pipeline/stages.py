@@ -313,9 +313,8 @@ class EnvironmentCapture:
         self._thread.start()
 
     def _capture(self, runner: Runner, attempt: AttemptPlan, run_dir: Path) -> None:
-        # The one check it needs, not the doctor package (its engine checks import the
-        # core readers): a run waits for this thread at its end.
-        from reprospec.doctor.needs import environment_mismatches
+        # Imported here, in the capture's thread: a run waits for this thread at its end.
+        from reprospec.environment.captured import environment_mismatches
 
         try:
             env: JsonObject = dict(runner.capture_environment(attempt, run_dir))

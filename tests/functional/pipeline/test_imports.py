@@ -29,8 +29,8 @@ READERS = (
 
 # What only some runs need: a child's crash read from its exit (an attempt that exited
 # non-zero), the ranks of a distributed workload (it says so in its events), instances
-# released together (run.instances), `reprospec doctor`'s machine and engine checks (the
-# capture reads only what a spec needs), GitHub's summary and annotations (in GitHub
+# released together (run.instances), `reprospec doctor`'s checks (a run's capture holds
+# what ran against the spec with environment/captured.py alone), GitHub's summary and annotations (in GitHub
 # Actions), the repro.py generator (a workload's standalone repro), the native stacks'
 # classes and their symbol names (built at a crash or a hang, or read back where an attempt
 # folder holds them), the probe of `environment.packages` (a spec that lists some), the
@@ -43,8 +43,7 @@ NOT_FOR_A_PASS = (
     "reprospec.outcome.ranks",
     "reprospec.runners.together",
     "reprospec.process.barrier",
-    "reprospec.doctor.machine",
-    "reprospec.doctor.engine",
+    "reprospec.doctor",
     "reprospec.report.github",
     "reprospec.spec.lines",
     "reprospec.plan.reproscript",

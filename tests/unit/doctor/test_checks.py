@@ -13,6 +13,7 @@ import pytest
 from reprospec import doctor
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.sections import Environment
+from reprospec.environment.captured import environment_mismatches
 from reprospec.harness import HARNESS_ROOT
 from reprospec.native import CorePattern
 from tests.support.paths import DATA
@@ -281,7 +282,7 @@ def test_spec_packages_the_runner_installs_are_no_failure() -> None:
 def test_packages_are_compared_by_the_runs_rule(installed: str, requirement: str, ok: bool) -> None:
     name = requirement.split("=")[0].split(">")[0].split("~")[0]
     env = machine(packages={name: installed})
-    mismatches = doctor.environment_mismatches(env, {"packages": [requirement]})
+    mismatches = environment_mismatches(env, {"packages": [requirement]})
     assert mismatches == (
         [] if ok else [f"{name} {installed} is installed (the cell needs {requirement})"]
     )
@@ -299,7 +300,7 @@ def test_a_requirement_whose_marker_is_false_is_not_needed() -> None:
         "pass",
         "python and packages match the spec's environment",
     )
-    assert doctor.environment_mismatches(env, {"packages": [*needs.packages]}) == []
+    assert environment_mismatches(env, {"packages": [*needs.packages]}) == []
     # The marker true: required, and missing.
     on_311 = doctor.Needs(packages=("six; python_version>='3'",))
     assert by_name(env, on_311)["spec-environment"].status == "fail"
