@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
-from reprospec.plan.pyimports import read_imports
 from reprospec.plan.shellwords import (
     command_words,
     is_assignment,
@@ -452,5 +451,9 @@ def _relative_to(path: Path, module: str, workdir: Path) -> list[Path]:
 def imported_modules(path: Path) -> list[str]:
     """Absolute module names a Python file imports (relative imports resolved against it);
     none where it could not be read (`pyimports.read_imports`): no local module to follow."""
+    # Imported at the first Python file: a run of a command that names none never reads
+    # one (issue 30, item 4).
+    from reprospec.plan.pyimports import read_imports
+
     read = read_imports(path)
     return list(read.modules) if read is not None else []

@@ -30,12 +30,13 @@ READERS = (
 # What only some runs need: a child's crash read from its exit (an attempt that exited
 # non-zero), the ranks of a distributed workload (it says so in its events), instances
 # released together (run.instances), `reprospec doctor`'s checks (a run's capture holds
-# what ran against the spec with environment/captured.py alone), GitHub's summary and annotations (in GitHub
-# Actions), the repro.py generator (a workload's standalone repro), the native stacks'
-# classes and their symbol names (built at a crash or a hang, or read back where an attempt
-# folder holds them), the probe of `environment.packages` (a spec that lists some), the
-# reader of tracebacks (an attempt that wrote to stderr), the report's sections that explain
-# a failure (its signatures, what separates it) or the children's warnings, the
+# what ran against the spec with environment/captured.py alone), GitHub's summary and
+# annotations (in GitHub Actions), the repro.py generator (a workload's standalone repro),
+# the native stacks' classes and their symbol names (built at a crash or a hang, or read
+# back where an attempt folder holds them), the probe of `environment.packages` (a spec
+# that lists some), the reader of a Python file's imports (a command that names one), the
+# reader of tracebacks (an attempt that wrote to stderr), the report's sections that
+# explain a failure (its signatures, what separates it) or the children's warnings, the
 # instances' record (attempts of 2+ instances), and the reader of pytest's report (a
 # pytest command that failed).
 NOT_FOR_A_PASS = (
@@ -50,6 +51,7 @@ NOT_FOR_A_PASS = (
     "reprospec.native.stacks",
     "reprospec.native.symbols",
     "reprospec.environment.packages",
+    "reprospec.plan.pyimports",
     "reprospec.outcome.tracebacks",
     "reprospec.report.childwarnings",
     "reprospec.report.separation",
