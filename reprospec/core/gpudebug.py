@@ -17,7 +17,7 @@ compute-sanitizer binary and reading its output is process/sanitizer.py's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,6 +34,8 @@ FLIGHT_RECORDER_PREFIX = "nccl-trace-rank-"  # torch appends the rank
 CORE_GLOB = "cuda-core.*.nvcudmp"
 # cuda-gdb's batch output on the attempt's first GPU core: stdout, stderr, exit status.
 CUDA_GDB_FILES = ("cuda-gdb.out", "cuda-gdb.err", "cuda-gdb.rc")
+# In the driver's core-dump progress lines on stderr (outcome/cudacore.py reads them).
+DRIVER_COREDUMP_MARK = "] coredump: "
 # compute-sanitizer's exit status when it found errors (its own failures exit 255).
 SANITIZER_ERROR_EXIT = 86
 DEFAULT_FLIGHT_RECORDER_ENTRIES = 2000
@@ -258,3 +260,13 @@ def _off(value: object) -> object:
     if isinstance(value, str) and value.strip().lower() in ("", "off", "false", "none", "no"):
         return None
     return value
+
+
+def left_findings(names: Iterable[str], stderr: str) -> bool:
+    """Whether an attempt's folder (its names) or stderr holds anything the diagnostics
+    leave: the one test every attempt pays, so that the readers (outcome/gpufindings.py and
+    theirs) are imported only where it is true (issue 30, item 4)."""
+    return DRIVER_COREDUMP_MARK in stderr or any(
+        name in (SANITIZER_LOG, CUDA_GDB_FILES[0]) or name.startswith(FLIGHT_RECORDER_PREFIX)
+        for name in names
+    )

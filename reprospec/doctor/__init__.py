@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reprospec.core.lazynames import lazy_getattr
+from reprospec.environment.captured import Captured
 
 if TYPE_CHECKING:
     from reprospec.doctor.check import NO_GPU, Check, Status, version_tuple
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         batchformat_size,
         needs_of,
     )
-    from reprospec.environment.captured import Captured
 
 # Name -> the submodule that defines it, imported at the first use of a name: every run's
 # environment capture reads `doctor.needs`, and importing the package imported the

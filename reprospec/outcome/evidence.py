@@ -28,17 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec import native
-from reprospec.core import capped
+from reprospec.core import capped, gpudebug
 from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.core.lazyre import Lazy
 from reprospec.core.logtext import clean_log, quoted
 from reprospec.core.results import ChildWarning, Execution
-from reprospec.outcome import gpufindings
-from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.process.childprotocol import PROGRESS_EVENTS, STDERR, STDOUT
 
 if TYPE_CHECKING:
     from reprospec.native import NativeStacks  # at a crash or a hang (native.read)
+    from reprospec.outcome.gpufindings import GpuFindings  # where a diagnostic left one
     from reprospec.outcome.ranks import RankReport
 
 HEAD_BYTES = 64 * 1024
@@ -294,7 +293,7 @@ class Evidence:
             if names is not None and native.JSON_NAME not in names
             else native.read(folder),
             ranks=_ranks(allowed_events(_parse_events(events), harness=execution.harness)),
-            gpu=gpufindings.read(folder, stderr, names=names),
+            gpu=_gpu_findings(folder, stderr, names),
         )
 
     def output_tail(self) -> str:
@@ -347,6 +346,18 @@ def python_warnings(text: str) -> tuple[ChildWarning, ...]:
         warning = ChildWarning(match["category"], message, match["where"])
         seen.setdefault(warning.key, warning)
     return tuple(seen.values())
+
+
+def _gpu_findings(
+    folder: Path | None, stderr: str, names: frozenset[str] | None
+) -> GpuFindings | None:
+    """What the GPU diagnostics left, their readers imported only where the folder's names
+    or stderr show something (almost no attempt; a folder not listed is looked at)."""
+    if names is not None and not gpudebug.left_findings(names, stderr):
+        return None
+    from reprospec.outcome import gpufindings
+
+    return gpufindings.read(folder, stderr, names=names)
 
 
 def _names(folder: Path | None) -> frozenset[str] | None:

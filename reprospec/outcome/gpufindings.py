@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprospec.core import capped
-from reprospec.core.gpudebug import CUDA_GDB_FILES, FLIGHT_RECORDER_PREFIX, SANITIZER_LOG
+from reprospec.core.gpudebug import (
+    CUDA_GDB_FILES,
+    DRIVER_COREDUMP_MARK,
+    FLIGHT_RECORDER_PREFIX,
+    SANITIZER_LOG,
+)
 
 # The readers are imported where a dump was found: every attempt of every run looks, and
 # almost none finds one (their patterns were a tenth of a one-attempt run's imports).
@@ -149,7 +154,7 @@ def read(
                 unread.append(trace)
             else:
                 ranks.append(trace)
-    if core is None and "] coredump: " in stderr:  # one scan of the text, not one per line
+    if core is None and DRIVER_COREDUMP_MARK in stderr:  # one scan of the text, not one per line
         from reprospec.outcome.cudacore import read_driver
 
         core = read_driver(stderr)

@@ -18,6 +18,7 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from reprospec import native
 from reprospec.core.inputs import AttemptPlan
@@ -28,10 +29,12 @@ from reprospec.core.words import PASSED_BESIDE_A_CRASH
 from reprospec.errors import InfraError
 from reprospec.outcome.classify import classify, crash_stack, worker_stack
 from reprospec.outcome.evidence import Evidence
-from reprospec.outcome.gpufindings import GpuFindings
 from reprospec.outcome.judge import judge_attempt
 from reprospec.runners.base import InstanceRunner, Runner, keep_logs
 from reprospec.store.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from reprospec.outcome.gpufindings import GpuFindings  # where a diagnostic left one
 
 
 class AttemptExecutor:

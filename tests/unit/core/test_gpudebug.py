@@ -7,6 +7,8 @@ tests/functional/runners/test_gpu_debug.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reprospec.core.gpudebug import (
@@ -15,9 +17,11 @@ from reprospec.core.gpudebug import (
     GpuDebug,
     GpuDebugError,
     conflicts,
+    left_findings,
     sanitizer_argv,
 )
 from reprospec.doctor import cuda
+from reprospec.outcome import cudacore
 from reprospec.process import sanitizer
 from tests.support.paths import DATA
 
@@ -139,3 +143,21 @@ def test_cuda_libraries_of_a_recorded_ldconfig() -> None:
     check = cuda.check_cuda_libraries(cuda.cuda_libraries(text))
     assert check.status == "pass"
     assert "no libcuda.so" in check.why
+
+
+@pytest.mark.parametrize("recorded", sorted((DATA / "gpu" / "coredump").glob("*.err")))
+def test_every_stderr_the_driver_reader_takes_passes_the_first_test(recorded: Path) -> None:
+    # left_findings is all an attempt pays before outcome/gpufindings.py is imported: it
+    # must let through every recorded stderr whose core-dump lines the reader reads.
+    text = recorded.read_text(errors="replace")
+    if cudacore.read_driver(text) is not None:
+        assert left_findings(["stdout.log", "stderr.log"], text)
+
+
+def test_each_diagnostic_file_is_a_finding_and_a_plain_folder_none() -> None:
+    plain = ["stdout.log", "stderr.log", "events.jsonl", "native-stacks.json"]
+    assert not left_findings(plain, "Traceback (most recent call last):\n...")
+    for name in ("compute-sanitizer.log", "cuda-gdb.out", "nccl-trace-rank-3"):
+        assert left_findings([*plain, name], "")
+    # cuda-gdb's other two files come with its stdout; alone they are nothing to read.
+    assert not left_findings([*plain, "cuda-gdb.err"], "")
