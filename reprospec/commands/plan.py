@@ -47,13 +47,15 @@ def run(args: argparse.Namespace) -> int:
         for block in plan_blocks(spec, repeat, len(cells), each_first_attempt(spec, cells)):
             sys.stdout.write(block)
         return 0
+    if args.format == "json":
+        # Written cell by cell too: the whole document, made first, held every cell's plan
+        # at once (65,536 cells) and reached a closed pipe only at its end.
+        for text in json_blocks(spec, each_first_attempt(spec, cells)):
+            sys.stdout.write(text)
+        return 0
     # Only attempt 1 of each cell is shown: the others are not planned (plan.first_attempts).
     attempts = first_attempts(spec, cells)
-    if args.format == "json":
-        doc = {"spec": spec.name, "cells": described(spec, attempts)}
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
-    elif args.format == "github":
+    if args.format == "github":
         adaptive = run_policy(spec).adaptive and any(a.expectation.rate for a in attempts)
         if adaptive and len(attempts) > GITHUB_MATRIX_CAP:
             # Its shards would each be refused by `run --shard` (plan/run.py).
@@ -67,13 +69,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def described(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[JsonObject]:
+def described(spec: Spec, attempts: Iterable[AttemptPlan]) -> Iterator[JsonObject]:
     """`describe` of each attempt, with the run's secrets masked (redact.py)."""
     from reprospec.core.redact import Redactor
     from reprospec.plan.attempt import describe
 
     redactor = Redactor.for_spec(spec.document)
-    return [redactor.value(describe(plan)) for plan in attempts]
+    for plan in attempts:
+        yield redactor.value(describe(plan))
+
+
+def json_blocks(spec: Spec, attempts: Iterable[AttemptPlan]) -> Iterator[str]:
+    """`{"spec": NAME, "cells": [...]}` as `json.dumps(indent=2)` writes it, in pieces: the
+    head, each cell (indented to its place in the list), the tail."""
+    yield "{\n" + f'  "spec": {json.dumps(spec.name)},\n' + '  "cells": ['
+    first = True
+    for cell in described(spec, attempts):
+        text = json.dumps(cell, indent=2, default=str).replace("\n", "\n    ")
+        yield ("\n    " if first else ",\n    ") + text
+        first = False
+    yield "]\n}\n" if first else "\n  ]\n}\n"
 
 
 # GitHub Actions runs at most 256 jobs of one matrix and refuses a workflow with more.

@@ -226,6 +226,18 @@ def test_plan_into_a_pipe_its_reader_closed_stops_there_and_exits_141(
     )
     assert done.stdout == "spec wide: 4096 cell(s) x 1 attempt(s)\n\n[a=0,b=0,c=0,d=0]\n"
     assert done.stderr == "head 141\ntrue 141\n"
+    # --format json is written cell by cell as well: its head, then the cells as planned.
+    as_json = shlex.join([*shlex.split(plan), "--format", "json"])
+    done = subprocess.run(
+        ["bash", "--norc", "-c", f'{as_json} | head -3; echo "head ${{PIPESTATUS[0]}}" >&2'],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.stdout == '{\n  "spec": "wide",\n  "cells": [\n'
+    assert done.stderr == "head 141\n"
 
 
 def test_matrix_filter_and_set_override(cli: Cli) -> None:
