@@ -14,9 +14,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
-from reprospec.errors import EXIT_INFRA, EXIT_OK, UsageError
+from reprospec.errors import EXIT_INFRA, EXIT_OK, FatalError, InfraError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from reprospec.core.inputs import AttemptPlan, Spec
+    from reprospec.core.runoptions import RunOptions
     from reprospec.slurm import RunStatus, SlurmRun
 
 
@@ -62,14 +67,19 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         metavar="SHARED",
         help="a folder every node sees (the run folder goes under SHARED/slurm/)",
     )
-    opt.runner(p, choices=("local", "docker"), help="each shard's runner, as `run --runner`")
+    opt.runner(
+        p,
+        choices=("local", "docker", "venv"),
+        help="each shard's runner, as `run --runner`; venv builds the environments here, "
+        "into SHARED/envs (or $REPROSPEC_ENVS), which every shard reuses",
+    )
     opt.python(p, help="each shard's interpreter, as `run --python`")
     opt.repeat(p, help="attempts per cell, as `run --repeat`")
     opt.timeout(
         p, help="per attempt, as `run --timeout` (not the Slurm time limit: that is --time)"
     )
     opt.jobs(p, help="attempts at once in a shard")
-    opt.find_links(p, help="docker runner: a wheelhouse, as `run`")
+    opt.find_links(p, help="venv and docker runners: a wheelhouse, as `run`")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +119,9 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     # Validate and plan here, on the login node: a bad spec or option fails now, located,
     # not N times in N task logs; and we know how many attempts each shard holds.
     options = opt.run_options(args, purpose="slurm")
+    from reprospec.slurm.preflight import envs_folder
+
+    envs = envs_folder(args.out) if options.runner == "venv" else None
     # What every shard repeats, as given (a shard reads them as `run` does).
     shard_args = ShardArgs(
         runner=options.runner,
@@ -119,9 +132,11 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         timeout=args.timeout,
         jobs=options.jobs,
         find_links=str(options.find_links) if options.find_links else None,
+        envs=str(envs) if envs is not None else None,
     )
     spec = api.load_spec(spec_ref, options.overrides)
-    total = len(api.plan_run(spec, options).attempts)
+    plans = api.plan_run(spec, options).attempts
+    total = len(plans)
     if args.shards > total:
         raise UsageError(
             f"--shards {args.shards}: the spec plans only {total} attempt(s) "
@@ -142,7 +157,13 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
         shard_args,
         attempts_per_shard(total, args.shards),
     )
+    if not args.dry_run or options.runner == "local":
+        # Known here, not in N task logs: cells whose packages the shards' runner cannot
+        # give them (a dry run builds no environment: it writes nothing).
+        _preflight(spec, plans, options, args.out)
     if args.dry_run:
+        if envs is not None:
+            print(f"# the venv runner's environments: built into {envs} before submitting")
         print(f"# {run.run_dir}/array.sbatch")
         print(array_script(run))
         print(f"# {run.run_dir}/merge.sbatch")
@@ -161,6 +182,40 @@ def _submit(args: argparse.Namespace, spec_ref: str) -> int:
     )
     _print_follow(run, sub.array_job, sub.merge_job)
     return EXIT_OK
+
+
+def _preflight(spec: Spec, plans: Sequence[AttemptPlan], options: RunOptions, shared: Path) -> None:
+    """Refuse a spec no cell of which the shards' runner could run (its packages), and say
+    which cells of another it could not: each would only be an infra-error in a task log."""
+    from reprospec.slurm.preflight import build_venvs, check_local, describe, envs_folder
+
+    if options.runner == "local":
+        found = check_local(plans, options)
+        hint = (
+            "--runner venv builds each cell's environment once, here, into "
+            f"{envs_folder(shared)}, which every shard reuses; or install them into "
+            "the shards' interpreter, or give --python PATH of one that has them "
+            "(`reprospec doctor SPEC` checks)"
+        )
+        error: type[FatalError] = UsageError
+    elif options.runner == "venv":
+        found = build_venvs(plans, options, envs_folder(shared), spec.base_dir)
+        hint = "fix the packages (or the index: --find-links DIR, uv's configuration)"
+        error = InfraError
+    else:
+        return  # docker installs each cell's packages into its image, on the node
+    if not found.refused:
+        return
+    why = "; ".join(describe(each) for each in found.refused)
+    if found.none_can_run:
+        raise error(
+            f"not submitted: on the {options.runner} runner every cell of {spec.name} would be "
+            f"an infra-error, never run: {why}. {hint[0].upper()}{hint[1:]}"
+        )
+    print(
+        f"warning: on the {options.runner} runner these cells will be infra-error, not run: {why}",
+        file=sys.stderr,
+    )
 
 
 def _print_follow(run: SlurmRun, array_job: str, merge_job: str) -> None:

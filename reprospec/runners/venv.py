@@ -116,6 +116,12 @@ class VenvRunner:
         for number, plan in enumerate(distinct.values(), start=1):
             self._env_for(plan, f"{number}/{total}")
 
+    def build_error(self, plan: AttemptPlan) -> str:
+        """Why the plan's environment could not be had ("" when it is built): `slurm` asks
+        on the login node, after `prepare`, before it submits shards that would only record
+        the infra-error."""
+        return self._env_for(plan)[1]
+
     def _env_for(self, plan: AttemptPlan, label: str = "") -> tuple[LocalRunner | None, str]:
         """The local runner of the plan's environment, or None and why it could not be had."""
         section = self._section_key(plan)

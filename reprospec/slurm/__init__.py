@@ -23,8 +23,10 @@ Run folder, under `<out>/slurm/<run-id>/`:
     cache/                    the environment-capture cache every shard shares
     stale/                    shard folders set aside by a resume (never merged)
 
-The modules: `plan.py` (slurm.json), `scripts.py`, `submit.py`, `queue.py` (squeue,
-sacct), `status.py`, `resume.py`. This package's namespace is their API.
+The modules: `plan.py` (slurm.json), `preflight.py` (the spec's packages, checked on the
+login node; the venv runner's environments built there into SHARED/envs), `scripts.py`,
+`submit.py`, `queue.py` (squeue, sacct), `status.py`, `resume.py`. This package's namespace
+is their API.
 """
 
 from __future__ import annotations

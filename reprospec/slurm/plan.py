@@ -42,6 +42,9 @@ class ShardArgs:
     timeout: str | None = None
     jobs: int | None = None
     find_links: str | None = None
+    # The venv runner's environments: a folder every node sees, built into on the login node
+    # before submitting (slurm/preflight.py); the array script exports it as $REPROSPEC_ENVS.
+    envs: str | None = None
 
     def argv(self) -> list[str]:
         """These options as `reprospec run` arguments."""
@@ -185,6 +188,7 @@ def run_to_dict(run: SlurmRun) -> JsonObject:
             "timeout": args.timeout,
             "jobs": args.jobs,
             "find_links": args.find_links,
+            "envs": args.envs,
         },
         "options": {
             "shards": opts.shards,
@@ -231,6 +235,7 @@ def run_from_dict(data: Mapping[str, JsonValue], run_dir: Path) -> SlurmRun:
             timeout=as_text(args.get("timeout")),
             jobs=checked_integer(args.get("jobs")),
             find_links=as_text(args.get("find_links")),
+            envs=as_text(args.get("envs")),
         ),
         options=SlurmOptions(
             shards=checked_integer(opts["shards"]) or 0,

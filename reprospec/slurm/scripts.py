@@ -63,6 +63,14 @@ def array_script(run: SlurmRun) -> str:
     if run.shard_args.jobs is not None:
         resume += f" -j {run.shard_args.jobs}"
     header = "\n".join(_sbatch_lines(run, merge=False))
+    envs = ""
+    if run.shard_args.envs:
+        # The venv runner's environments, built on the login node: each shard finds them
+        # by their content hash, never builds its own copy in shards/K/.
+        envs = (
+            "# The venv runner's environments, built by `reprospec slurm` on the login node.\n"
+            f"export REPROSPEC_ENVS={shlex.quote(run.shard_args.envs)}\n"
+        )
     return f"""#!/bin/bash
 {header}
 # Written by `reprospec slurm` for spec {run.spec_name}: shard K of {n} is array task K.
@@ -75,7 +83,7 @@ mkdir -p "$OUT" "$RUN/cache"
 # One environment-capture cache for all shards (keyed by torch build, written atomically):
 # only the first task on a kind of node pays the torch import.
 [ -e "$OUT/cache" ] || ln -s ../../cache "$OUT/cache"
-echo "reprospec-slurm: shard $K/{n} job ${{SLURM_ARRAY_JOB_ID:-?}}_$K on $(hostname)" \\
+{envs}echo "reprospec-slurm: shard $K/{n} job ${{SLURM_ARRAY_JOB_ID:-?}}_$K on $(hostname)" \\
      "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES-unset}}"
 # A shard that died before (time limit, node failure) continues its own run: the
 # attempts it finished are kept, only the others run.

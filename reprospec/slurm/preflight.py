@@ -1,0 +1,123 @@
+"""What the shards' runner makes of the spec's packages, found on the login node before submitting.
+
+A shard on the local runner refuses every cell whose `environment.packages` its
+interpreter does not satisfy (infra-error, never run); a shard on the venv runner
+builds each cell's environment first. Either way the answer is known here, on the
+login node, before N tasks queue for it: a spec none of whose cells could run is
+refused (nothing submitted), a spec some of whose cells could not is said, cell by
+cell, and submitted.
+
+The venv runner's environments are built here, once, into one folder every node
+sees (`SHARED/envs`, or `$REPROSPEC_ENVS`), whose path the array script exports:
+a shard then finds each environment by its content hash (one `stat`) and builds
+only one its node asks for differently (another interpreter path), under the same
+per-environment lock. Compute nodes that cannot reach the package index never need to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.inputs import AttemptPlan
+from reprospec.core.runoptions import RunOptions
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Cells that would be infra-error on the shards' runner, for one reason."""
+
+    cells: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the runner makes of the planned cells' packages."""
+
+    cells: int  # cells planned
+    refused: tuple[Refused, ...] = ()
+
+    @property
+    def none_can_run(self) -> bool:
+        return self.cells > 0 and sum(len(r.cells) for r in self.refused) >= self.cells
+
+
+def envs_folder(shared: Path) -> Path:
+    """Where the venv runner's environments go: `$REPROSPEC_ENVS` when set (a folder the
+    user already shares), else `SHARED/envs`, beside the Slurm runs, so a later run of the
+    same packages reuses them. Absolute: the array script names it to every node."""
+    from reprospec.venvs import ENVS_VARIABLE
+
+    given = os.environ.get(ENVS_VARIABLE)
+    return (Path(given) if given else shared / "envs").resolve()
+
+
+def _firsts(plans: Sequence[AttemptPlan]) -> list[AttemptPlan]:
+    """One plan per cell (its first attempt): packages are the cell's, not the attempt's."""
+    seen: dict[str, AttemptPlan] = {}
+    for plan in plans:
+        seen.setdefault(plan.cell.id, plan)
+    return list(seen.values())
+
+
+def _grouped(refusals: dict[str, str]) -> tuple[Refused, ...]:
+    by_reason: dict[str, list[str]] = {}
+    for cell, reason in refusals.items():
+        by_reason.setdefault(reason, []).append(cell)
+    return tuple(Refused(tuple(cells), reason) for reason, cells in by_reason.items())
+
+
+def check_local(plans: Sequence[AttemptPlan], options: RunOptions) -> Preflight:
+    """The local runner's own package check (environment/packages.PackageCheck, what a shard
+    asks before each cell's first attempt), run here with the shards' interpreter, on what
+    the cell sees (os.environ + its `environment.env`, its workdir)."""
+    from reprospec.environment.packages import PackageCheck
+    from reprospec.runners.local import resolve_python
+
+    firsts = _firsts(plans)
+    python = resolve_python(options.python)
+    check = PackageCheck()
+    refusals: dict[str, str] = {}
+    for plan in firsts:
+        if not plan.environment.packages:
+            continue
+        env = {**os.environ, **plan.env}
+        reason = check.reason(python, plan.environment.packages, env=env, cwd=plan.workdir)
+        if reason:
+            refusals[plan.cell.id or "the cell"] = reason
+    return Preflight(len(firsts), _grouped(refusals))
+
+
+def build_venvs(
+    plans: Sequence[AttemptPlan], options: RunOptions, envs: Path, spec_dir: Path
+) -> Preflight:
+    """Build (or find) every cell's environment into `envs`, as a shard's venv runner would;
+    the cells whose environment cannot be built, with uv's reason. InfraError only when uv
+    itself is missing."""
+    from reprospec.runners.venv import VenvRunner
+
+    firsts = _firsts(plans)
+    runner = VenvRunner(
+        python=options.python, envs_dir=envs, find_links=options.find_links, spec_dir=spec_dir
+    )
+    try:
+        runner.prepare(firsts)
+        refusals = {
+            plan.cell.id or "the cell": reason
+            for plan in firsts
+            if (reason := runner.build_error(plan))
+        }
+    finally:
+        runner.close()
+    return Preflight(len(firsts), _grouped(refusals))
+
+
+def describe(refused: Refused, shown: int = 3) -> str:
+    """`cells a=1, a=2 and 3 more: REASON`."""
+    cells = list(refused.cells)
+    more = f" and {len(cells) - shown} more" if len(cells) > shown else ""
+    named = ("cell " if len(cells) == 1 else "cells ") + ", ".join(cells[:shown]) + more
+    return f"{named}: {refused.reason}"
