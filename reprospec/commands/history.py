@@ -2,7 +2,8 @@
 
 The newest 20 by default (`--limit N`, `--all`): a store of a thousand runs printed a
 thousand-line table, and what one looks for is nearly always among the last runs. The
-output says how many it left out.
+output says how many it left out. Under a shared `--out`, the merged run of each Slurm run
+(in no store: each shard has its own) is listed among them, read from its results.json.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reprospec.store.db import Store
+    from reprospec.store.runfolder import RunFolder
 
     spec_name = None  # the runs of specs of this name
     spec_paths: tuple[str, ...] = ()  # the runs of the spec file at one of these paths
@@ -78,22 +80,40 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             spec_name = args.spec
-    if not (Path(args.out) / "results.db").is_file():
+    out = Path(args.out)
+    # The merged runs of the Slurm runs under a shared --out: in no store (each shard has
+    # its own), listed from their folders, among the store's by when they began.
+    merged = _merged_slurm_runs(out, spec_name, spec_paths)
+    if not (out / "results.db").is_file() and not RunFolder.merged_slurm_under(out):
         if args.format == "json":
             print("[]")
         print(f"no runs recorded in {args.out} yet", file=sys.stderr)
         return 0
     limit = None if args.all_runs else args.limit
     searches = args.searches
-    with Store(Path(args.out)) as store:
-        runs = store.runs(spec_name, limit, searches=searches, spec_paths=spec_paths)
-        # What the listing draws from:
-        shown = store.run_count(spec_name, searches=searches, spec_paths=spec_paths)
-        probes = 0 if searches else store.run_count(spec_name, spec_paths=spec_paths) - shown
+    runs: list[Mapping[str, object]] = []
+    shown = probes = 0
+    if (out / "results.db").is_file():
+        with Store(out) as store:
+            runs = [
+                _status(run, out)
+                for run in store.runs(spec_name, limit, searches=searches, spec_paths=spec_paths)
+            ]
+            # What the listing draws from:
+            shown = store.run_count(spec_name, searches=searches, spec_paths=spec_paths)
+            probes = 0 if searches else store.run_count(spec_name, spec_paths=spec_paths) - shown
+    if merged:
+        # Stable: the store's runs keep its order among themselves.
+        runs = sorted([*runs, *merged], key=lambda run: str(run["started"]), reverse=True)
+        runs = runs[:limit] if limit is not None else runs
+        shown += len(merged)
     notes = [_left_out(len(runs), shown)] if shown > len(runs) else []
     if probes:
         notes.append(_probes_left_out(probes))
-    shown_runs = [_status(run, Path(args.out)) for run in runs]
+    listed = sum(1 for run in runs if run.get("slurm_run"))
+    if listed:
+        notes.append(_merged_note(listed, out))
+    shown_runs = runs
     missing = sum(1 for run in shown_runs if run["folder_missing"])
     if missing:
         notes.append(_folders_missing(missing, Path(args.out)))
@@ -117,6 +137,56 @@ def _status(run: Mapping[str, object], out: Path) -> Mapping[str, object]:
     if run.get("status") != "running" or not folder.engine_gone():
         return run
     return {**run, "status": "killed"}
+
+
+def _merged_slurm_runs(
+    out: Path, spec_name: str | None, spec_paths: Sequence[str]
+) -> list[Mapping[str, object]]:
+    """The merged run of each Slurm run under `out`, as the store's rows read (from its
+    results.json), by `purpose` `slurm`, with `slurm_run`: the Slurm run's id. Of the
+    spec `spec_name`, or the file at `spec_paths`, when given. A results.json that cannot
+    be read is left out (`report` of its id says why)."""
+    from reprospec.store.runfolder import RunFolder
+
+    rows: list[Mapping[str, object]] = []
+    for folder in RunFolder.merged_slurm_under(out):
+        try:
+            data = json.loads(folder.results_json.read_text(encoding="utf-8"))
+            spec = data["spec"]
+            summary = data["summary"]
+            row: dict[str, object] = {
+                "run_id": str(data["run_id"]),
+                "spec_name": str(spec["name"]),
+                "spec_path": str(spec.get("path") or ""),
+                "runner": str(data.get("runner") or ""),
+                "started": str(data.get("started") or ""),
+                "finished": data.get("finished"),
+                "status": "interrupted" if data.get("interrupted") else "finished",
+                "cells": int(summary.get("cells", 0)),
+                "attempts": sum(len(cell.get("attempts", ())) for cell in data["cells"]),
+                **{key: int(summary.get(key, 0)) for key, _ in _COUNTS},
+                "perturbed": [],
+                "purpose": "slurm",
+                "folder_missing": False,
+                # OUT/slurm/<slurm-run-id>/merged/runs/<run-id>
+                "slurm_run": folder.path.parent.parent.parent.name,
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if spec_name is not None and row["spec_name"] != spec_name:
+            continue
+        if spec_paths and row["spec_path"] not in spec_paths:
+            continue
+        rows.append(row)
+    return rows
+
+
+def _merged_note(count: int, out: Path) -> str:
+    return (
+        f"{count} run(s) by slurm: merged from a Slurm run's shards, in its folder "
+        f"{out / 'slurm'}/<slurm run>/merged/runs/<run>; report, compare and bundle take "
+        f"their ids (and latest) with --out {out}"
+    )
 
 
 def _folders_missing(count: int, out: Path) -> str:
@@ -147,6 +217,8 @@ def _row(run: Mapping[str, object]) -> dict[str, object]:
     out["perturbed"] = run.get("perturbed") or []
     out["purpose"] = run.get("purpose") or "run"
     out["folder_missing"] = run.get("folder_missing") is True
+    # A merged Slurm run's: the Slurm run it merged (None for a run of the store).
+    out["slurm_run"] = run.get("slurm_run")
     return out
 
 

@@ -227,6 +227,8 @@ def _print_follow(run: SlurmRun, array_job: str, merge_job: str) -> None:
     if array_job:
         print(f"  tail -f {run.shard_log(first, array_job)}")
     print(f"report, once merged: {run.run_dir}/merged/runs/<id>/report.md")
+    # SHARED/slurm/<id>: history and report find the merged run under SHARED too.
+    print(f"  (listed by: reprospec history --out {run.run_dir.parent.parent})")
 
 
 def _status(args: argparse.Namespace, ref: str) -> int:

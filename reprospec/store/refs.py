@@ -6,7 +6,9 @@
 The order is the store's (the last begun first) with the run folders it lacks
 (a merged run), by the second their ids were made. The runs a search made, one per probe
 (isolate, minimize, amplify, bisect: `SEARCH_PURPOSES`), are not counted: after a
-minimize of a thousand probes, `latest` is still the run a person started.
+minimize of a thousand probes, `latest` is still the run a person started. A reader of a
+run's folder (`find_run`) also counts the merged runs of the Slurm runs under `--out`
+(`OUT/slurm/<id>/merged/runs/`), which no store lists.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from reprospec.core.runoptions import SEARCH_PURPOSES
 from reprospec.errors import UsageError
-from reprospec.store.runfolder import RUNS
+from reprospec.store.runfolder import RUNS, RunFolder
 
 # A run's purpose (who started it: `run`, `isolate`, ...) from the store's `runs.options`,
 # with the table's prefix for `{r}` (`r.` or nothing). The options are a JSON object; the
@@ -33,12 +35,14 @@ _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 _STAMP = 15
 
 
-def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
+def recent_run_ids(out_root: Path, under: str = RUNS, *, slurm_merged: bool = False) -> list[str]:
     """The run ids under `out_root`, newest first; runs begun in one second in store order
     (then the runs the store does not know).
 
     `under`: the folder of `out_root` that holds the runs (`slurm` for Slurm runs, which
-    the store does not know).
+    the store does not know). `slurm_merged`: also the merged runs of the Slurm runs under
+    `out_root` (`OUT/slurm/<id>/merged/runs/<run-id>`), which only a reader of a run's
+    folder can use (`report`, `compare`, `bundle`): `--resume` needs the run in the store.
     """
     begun: dict[str, int] = {}
     probes: set[str] = set()
@@ -51,6 +55,8 @@ def recent_run_ids(out_root: Path, under: str = RUNS) -> list[str]:
         probes = {str(run_id) for run_id, purpose in rows if purpose in SEARCH_PURPOSES}
     runs = out_root / under
     folders = [p.name for p in runs.iterdir() if p.is_dir()] if runs.is_dir() else []
+    if slurm_merged and under == RUNS:
+        folders += [folder.run_id for folder in RunFolder.merged_slurm_under(out_root)]
     ids = (set(begun) | set(folders)) - probes
     # Within one second, the store's order; a run the store does not know (a merge's, which
     # is made from runs already there, or one copied in) counts as the newest of its second.
@@ -127,13 +133,20 @@ def is_latest(ref: str) -> bool:
     return _LATEST.match(ref.strip()) is not None
 
 
-def resolve_run_id(ref: str, out_root: Path = Path(".reprospec"), under: str = "runs") -> str:
-    """`latest` -> the newest run's id, `latest~N` -> the one N runs before it; else `ref`."""
+def resolve_run_id(
+    ref: str,
+    out_root: Path = Path(".reprospec"),
+    under: str = "runs",
+    *,
+    slurm_merged: bool = False,
+) -> str:
+    """`latest` -> the newest run's id, `latest~N` -> the one N runs before it; else `ref`.
+    `slurm_merged`: counting the merged runs of the Slurm runs under `out_root`."""
     match = _LATEST.match(ref.strip())
     if match is None:
         return ref
     back = int(match["back"] or 0)
-    ids = recent_run_ids(out_root, under)
+    ids = recent_run_ids(out_root, under, slurm_merged=slurm_merged)
     if back >= len(ids):
         have = f"only {len(ids)} run(s)" if ids else "no runs"
         raise UsageError(f"{ref}: {out_root} has {have}")

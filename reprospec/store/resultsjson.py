@@ -466,9 +466,10 @@ def write_run(run_dir: Path, run: RunResult, entries: Iterable[str] | None = Non
 
 def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Path:
     """The results.json of a run folder, a results.json path, a run id (or unique prefix),
-    or `latest` / `latest~N` (`resolve_run_id`)."""
+    or `latest` / `latest~N` (`resolve_run_id`). A run id, and `latest`, count the merged
+    runs of the Slurm runs under `out_root` too (a shared --out): no store lists them."""
     if isinstance(path_or_id, str):
-        path_or_id = resolve_run_id(path_or_id, out_root)
+        path_or_id = resolve_run_id(path_or_id, out_root, slurm_merged=True)
     path = Path(path_or_id)
     if path.is_dir() and RunFolder(path).results_json.is_file():
         return RunFolder(path).results_json
@@ -487,12 +488,28 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
             raise UsageError(f"run id {name!r} is ambiguous: {', '.join(ids[:5])}")
         if len(matches) == 1:
             return matches[0]
+    if "/" not in name and not path.exists():
+        merged = _merged_slurm_run(name, out_root)
+        if merged is not None:
+            return merged
     unreadable = _unreadable(path, out_root)
     if unreadable is not None:
         raise UsageError(unreadable)
     if path.is_dir():
         raise UsageError(f"{path} has no results.json (the run may still be going, or was killed)")
     raise UsageError(f"no run {name!r}: not a run folder, a results.json, or a run id under {runs}")
+
+
+def _merged_slurm_run(name: str, out_root: Path) -> Path | None:
+    """The results.json of the merged Slurm run `name` (or the one run id it begins) under
+    `out_root`; None where there is none. Several: ambiguous, said."""
+    folders = RunFolder.merged_slurm_under(out_root)
+    exact = [f for f in folders if f.run_id == name]
+    found = exact or [f for f in folders if f.run_id.startswith(name)]
+    if len(found) > 1:
+        ids = ", ".join(f.run_id for f in found[:5])
+        raise UsageError(f"run id {name!r} is ambiguous: {ids}")
+    return found[0].results_json if found else None
 
 
 def _unreadable(path: Path, out_root: Path) -> str | None:

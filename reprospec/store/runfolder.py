@@ -3,6 +3,8 @@
 OUT/                          --out (default .reprospec/)
   results.db                  the SQLite store (store.py)
   cache/                      environment-capture cache (envprobe.py)
+  slurm/SLURM_RUN/merged/runs/RUN_ID/
+                              a Slurm run's merged run, in no store (slurm/__init__.py)
   runs/RUN_ID/
     spec.yaml                 the spec that ran (after --set)
     results.json              the whole RunResult (results.py)
@@ -45,6 +47,10 @@ RESULTS_SPOOL = "results.spool"
 REPRO_PY = "repro.py"
 ENGINE_JSON = "engine.json"
 CELLS = "cells"
+# A Slurm run's folder under a shared --out, and its merged run's --out inside it
+# (OUT/slurm/<slurm-run-id>/merged/runs/<run-id>/: slurm/__init__.py).
+SLURM = "slurm"
+MERGED = "merged"
 # A cell's folder is removed when the cell ends (`end_cells`), while an attempt of another
 # cell may be making its folder: both take this lock, so neither loses a race.
 _CELL_FOLDERS = threading.Lock()
@@ -84,6 +90,23 @@ class RunFolder:
         """Every run folder of `out`, by name (a run id begins with its start time)."""
         runs = cls.runs_under(out)
         return [cls(p) for p in sorted(runs.iterdir()) if p.is_dir()] if runs.is_dir() else []
+
+    @classmethod
+    def merged_slurm_under(cls, out: Path) -> list[RunFolder]:
+        """The merged runs of the Slurm runs under `out` (a shared --out), by name: no store
+        lists them (each shard has its own; the merge job writes only the folder), so
+        `latest`, a run id and `history` under `out` find them here."""
+        slurm = out / SLURM
+        if not slurm.is_dir():
+            return []
+        found = [
+            folder
+            for each in slurm.iterdir()
+            if each.is_dir()
+            for folder in cls.all_under(each / MERGED)
+            if folder.results_json.is_file()
+        ]
+        return sorted(found, key=lambda folder: folder.run_id)
 
     @property
     def run_id(self) -> str:

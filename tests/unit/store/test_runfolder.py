@@ -85,3 +85,42 @@ def test_engine_gone_only_where_this_machine_can_tell(tmp_path: Path) -> None:
     elsewhere = {**ended, "host": socket.gethostname() + "-other"}
     (folder.path / ENGINE_JSON).write_text(json.dumps(elsewhere))
     assert not folder.engine_gone()
+
+
+def test_merged_slurm_runs_are_found_under_a_shared_out_and_counted_by_latest_only_if_asked(
+    tmp_path: Path,
+) -> None:
+    from reprospec.store.refs import recent_run_ids, resolve_run_id
+
+    def results(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text("{}")
+
+    results(tmp_path / "runs" / "20261201-000001-own-aaaa")
+    results(
+        tmp_path / "slurm" / "20261201-000002-s-bbbb" / "merged" / "runs" / "20261201-000009-s-cccc"
+    )
+    # A shard's own run, and a merge that has not written its results yet: not merged runs.
+    results(
+        tmp_path
+        / "slurm"
+        / "20261201-000002-s-bbbb"
+        / "shards"
+        / "1"
+        / "runs"
+        / "20261201-000003-s-dddd"
+    )
+    (
+        tmp_path / "slurm" / "20261201-000004-t-eeee" / "merged" / "runs" / "20261201-000010-t-ffff"
+    ).mkdir(parents=True)
+    found = RunFolder.merged_slurm_under(tmp_path)
+    assert [f.run_id for f in found] == ["20261201-000009-s-cccc"]
+    assert RunFolder.merged_slurm_under(tmp_path / "nowhere") == []
+    assert recent_run_ids(tmp_path) == ["20261201-000001-own-aaaa"]
+    assert recent_run_ids(tmp_path, slurm_merged=True) == [
+        "20261201-000009-s-cccc",
+        "20261201-000001-own-aaaa",
+    ]
+    # `run --resume latest` reads the store: a merged run is not its `latest`.
+    assert resolve_run_id("latest", tmp_path) == "20261201-000001-own-aaaa"
+    assert resolve_run_id("latest", tmp_path, slurm_merged=True) == "20261201-000009-s-cccc"

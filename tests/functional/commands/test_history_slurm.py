@@ -1,0 +1,81 @@
+"""`history`, `report` and `compare` under a shared `--out`: the merged runs of its Slurm runs.
+
+The Slurm run's folder is made as its jobs make it, without a cluster: each array task's
+`reprospec run SPEC --shard K/N --out RUN/shards/K`, then the merge job's `reprospec merge
+... --out RUN/merged`. No store lists the merged run (each shard has its own), and
+`history --out SHARED` said "no runs recorded", `report latest --out SHARED` "has no runs".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.cli import Cli
+
+SPEC = """\
+reprospec: 1
+name: sharded
+matrix:
+  code: [0, 3]
+command: exit ${{ matrix.code }}
+expect:
+  outcome: pass
+"""
+
+
+def _slurm_run(cli: Cli, shared: Path, spec: Path, slurm_id: str) -> Path:
+    """SHARED/slurm/<slurm_id>/ with two shards and their merged run, as the jobs leave it."""
+    run_dir = shared / "slurm" / slurm_id
+    for k in (1, 2):
+        shard = cli(
+            "run", str(spec), "--shard", f"{k}/2", "--out", str(run_dir / "shards" / str(k))
+        )
+        assert shard.code in (0, 1), shard.stderr
+    runs = sorted(str(p) for p in (run_dir / "shards").glob("*/runs/*"))
+    merged = cli("merge", *runs, "--out", str(run_dir / "merged"))
+    assert merged.code == 1, merged.stderr  # code 3 is not the spec's pass
+    (merged_run,) = (run_dir / "merged" / "runs").iterdir()
+    return merged_run
+
+
+def test_history_and_report_under_a_shared_out_find_its_merged_slurm_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    spec = tmp_path / "sharded.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    merged_run = _slurm_run(cli, shared, spec, "20261201-000000-sharded-ab12")
+    run_id = merged_run.name
+
+    listed = cli("history", "--out", str(shared))
+    assert listed.code == 0, listed.stderr
+    assert run_id in listed.stdout
+    assert "no runs recorded" not in listed.stdout + listed.stderr
+    assert "1 run(s) by slurm: merged from a Slurm run's shards" in listed.stdout
+    rows = json.loads(cli("history", str(spec), "--out", str(shared), "--format", "json").stdout)
+    assert [(r["run_id"], r["purpose"], r["slurm_run"]) for r in rows] == [
+        (run_id, "slurm", "20261201-000000-sharded-ab12")
+    ]
+    assert rows[0]["verdicts"]["reproduced"] == 1
+    assert rows[0]["verdicts"]["not_reproduced"] == 1
+    assert rows[0]["cells"] == 2
+    assert cli("history", "other", "--out", str(shared), "--format", "json").stdout.strip() == "[]"
+
+    for ref in ("latest", run_id, run_id[:-2]):
+        shown = cli("report", ref, "--out", str(shared), "--format", "json")
+        assert shown.code == 0, shown.stderr
+        assert json.loads(shown.stdout)["run_id"] == run_id
+
+    # A run of the store itself, in the same --out: both listed, newest first, and `latest`
+    # is the newer one, `latest~1` the merged run.
+    plain = cli("run", str(spec), "--out", str(shared))
+    assert plain.code == 1, plain.stderr
+    rows = json.loads(cli("history", "--out", str(shared), "--format", "json").stdout)
+    assert [r["slurm_run"] for r in rows] == [None, "20261201-000000-sharded-ab12"]
+    newest = json.loads(cli("report", "latest", "--out", str(shared), "--format", "json").stdout)
+    assert newest["run_id"] == rows[0]["run_id"]
+    before = cli("report", "latest~1", "--out", str(shared), "--format", "json")
+    assert json.loads(before.stdout)["run_id"] == run_id
+    compared = cli("compare", rows[0]["run_id"], run_id, "--out", str(shared))
+    assert compared.code == 0, compared.stderr
