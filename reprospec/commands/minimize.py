@@ -21,6 +21,8 @@ def run(args: argparse.Namespace) -> int:
         # -m names the failing cell here; the candidates' runs choose their own cells.
         run=opt.run_options(args, purpose="minimize").with_changes(matrix_filters=()),
         command_line=opt.invocation(),
+        # Its base rate: the result is compared with the original without the perturbation.
+        amplified=args.amplify,
     )
     return drive_search(
         lambda progress, cancel: minimize_spec(

@@ -59,6 +59,7 @@ from reprospec.minimize.report import (
 from reprospec.minimize.search import Minimization, Probe, Settings
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
+from reprospec.minimize.unperturbed import Baseline, Side, check_unperturbed
 from reprospec.minimize.workload import (
     Field,
     field_overrides,
@@ -90,6 +91,10 @@ class MinimizeOptions:
     passing_cells: bool = True
     # Step 1 (isolate the settings); off only where a caller wants the program step alone.
     settings: bool = True
+    # `--amplify PATH` (its folder or amplify.json), whose base rate (the original without
+    # the perturbation) the result is compared with unperturbed (unperturbed.py); None:
+    # the original is measured without it where the failing cell is perturbed.
+    amplified: Path | None = None
 
 
 @shared_captures()  # its runs share one environment capture (environment/probe.py)
@@ -345,10 +350,66 @@ def _minimize(
         search_preload=run_options.preload,
         spec_preload=_spec_preload(spec),
     )
+    found = replace(found, message_before=runner.message)
     found = write(found, spec, workdir)
     if dir_checked(found):
         found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
+    if found.perturbed and dir_checked(found) and not found.unconfirmed:
+        found = _unperturbed(
+            found, run_options, options, failing, reduced, spec, runner.parallel, cancel
+        )
     return redactor.value(found)
+
+
+def _unperturbed(
+    found: Minimized,
+    run_options: RunOptions,
+    options: MinimizeOptions,
+    failing: Cell,
+    reduced: Reduced,
+    spec: Spec,
+    parallel: int,
+    cancel: threading.Event,
+) -> Minimized:
+    """A result minimized under environment.perturb, checked without it against the
+    original (unperturbed.py): nu18's use-after-free became a program with no `free` that
+    failed in every attempt unperturbed, and the answer said nothing of it."""
+    from reprospec import api
+    from reprospec.minimize.report import SPEC_NAME, cell_filters
+
+    base = Baseline.from_amplify(options.amplified) if options.amplified else None
+    if base is not None and (base.cell != failing.id or reduced.cell.id != failing.id):
+        base = None  # amplify measured another cell than the one minimized: measured here
+    # The original in the cell it was minimized in, as the search ran it (its
+    # perturbation among the overrides, taken out by the check).
+    original = base or Side(
+        Path(spec.path),
+        (*run_options.overrides, *reduced.overrides),
+        () if reduced.overrides else _filters(reduced.cell),
+    )
+    path = found.output / SPEC_NAME
+    minimized = Side(path, (), cell_filters(api.load_spec(path, files=False), found))
+    key = {
+        "program": found.result.program.key,
+        "output": str(found.output.resolve()),
+        "base": base.source if base else "",
+    }
+    check = check_unperturbed(
+        found.folder / "unperturbed.json",
+        key,
+        found.perturbed,
+        original,
+        minimized,
+        run_options,
+        parallel,
+        cancel,
+    )
+    if check is None:
+        # Stopped in the check: said as an interruption (the same command checks again).
+        return replace(found, interrupted=True)
+    found = replace(found, unperturbed=check)
+    write_reports(found)
+    return found
 
 
 # The chance of calling DIR short of a file when it only flaked clean: at most this,
@@ -392,7 +453,11 @@ def confirm_dir(
         dropped = tuple(str(name) for name in stored.get("dropped") or ())
         if added or dropped:
             found = write(replace(found, added=added, dropped=dropped), spec, workdir)
-        found = replace(found, unconfirmed=str(stored.get("unconfirmed") or ""))
+        found = replace(
+            found,
+            unconfirmed=str(stored.get("unconfirmed") or ""),
+            message_after=str(stored.get("message") or ""),
+        )
         write_reports(found)
         return found
     files = WorkdirFiles(
@@ -425,11 +490,23 @@ def confirm_dir(
         # Stopped in the check: said as an interruption (the same command checks again).
         return replace(found, interrupted=True)
     unconfirmed = "" if agrees else _unconfirmed(found, run)
+    # DIR's first attempt that failed as the search saw it: its message beside the
+    # original's in minimize.md.
+    message = next(
+        (
+            a.ran.message or ""
+            for cell in run.cells
+            for a in cell.attempts
+            if a.ran is not None and native.attempt_agrees(a, found.signature)
+        ),
+        "",
+    )
     record.write_text(
         json.dumps(
             {
                 **checked,
                 "unconfirmed": unconfirmed,
+                "message": message,
                 "added": list(found.added),
                 "dropped": list(found.dropped),
             }
@@ -437,7 +514,7 @@ def confirm_dir(
         + "\n",
         encoding="utf-8",
     )
-    found = replace(found, unconfirmed=unconfirmed)
+    found = replace(found, unconfirmed=unconfirmed, message_after=message)
     write_reports(found)
     return found
 
@@ -837,6 +914,10 @@ class _Runner:
         self.parallel = parallel
         saved = folder / "signature"
         self.signature = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+        # The failure message of the attempt that named the signature (the original's):
+        # minimize.md shows it beside the result's.
+        said = folder / "message"
+        self.message = said.read_text(encoding="utf-8") if said.is_file() else ""
         self.signature_provisional = False
         self.reused = 0  # probes answered from the state
         self.replayed = 0  # their attempts: counted in the budget as if run again
@@ -898,7 +979,7 @@ class _Runner:
                 results = [f.result() for f in futures]
         return self._stored(results, probe, key)
 
-    def _learn_signature(self, signature: str, native_text: str | None) -> None:
+    def _learn_signature(self, signature: str, native_text: str | None, message: str) -> None:
         """The original's first matching attempt names the signature every later one needs;
         kept beside the state for a resumed run. One whose native stacks were not read (its
         core lost to a parallel crash) names it only until one that has them agrees."""
@@ -911,8 +992,10 @@ class _Runner:
             return
         self.signature = signature
         self.signature_provisional = unknown
+        self.message = message
         self.folder.mkdir(parents=True, exist_ok=True)  # a workload's probes write no files
         (self.folder / "signature").write_text(signature, encoding="utf-8")
+        (self.folder / "message").write_text(message, encoding="utf-8")
 
     def _stored(self, results: Sequence[RunResult], probe: Probe, key: str) -> StoredProbe:
         kinds: list[AttemptKind] = []
@@ -921,7 +1004,9 @@ class _Runner:
             for cell in result.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
                     if attempt.matched and attempt.ran is not None:
-                        self._learn_signature(attempt.ran.signature, attempt.native)
+                        self._learn_signature(
+                            attempt.ran.signature, attempt.native, attempt.ran.message or ""
+                        )
                     signature = self.signature if self.same_signature else None
                     kinds.append(_kind(attempt, signature, probe.role))
                     reason = attempt.infra_error or reason

@@ -43,6 +43,7 @@ from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
+from reprospec.minimize.unperturbed import Unperturbed
 
 SPEC_NAME = "minimized.yaml"
 
@@ -97,6 +98,14 @@ class Minimized:
     # minimized.yaml does (driver._rerun_dir): minimize.md says both where they differ.
     search_preload: tuple[str, ...] | None = None
     spec_preload: tuple[str, ...] = ()
+    # The failure messages side by side: the original's first matching attempt's (the
+    # search's) and DIR's check's; a reader sees a value that changed its shape (nu18 N9:
+    # b'UUUUUUUU' at step 3 became b'ZZZZ...' at step 0, the bug gone). "" where unknown.
+    message_before: str = ""
+    message_after: str = ""
+    # Found under environment.perturb: the result and the original without it
+    # (unperturbed.py); None where nothing was perturbed or DIR was not checked.
+    unperturbed: Unperturbed | None = None
 
 
 def dir_checked(found: Minimized) -> bool:
@@ -456,6 +465,9 @@ def to_dict(found: Minimized) -> JsonObject:
         "dropped": list(found.dropped),
         "linked": [{"file": name, "target": target} for name, target in found.linked],
         "search_preload": list(found.search_preload) if found.search_preload is not None else None,
+        "message_before": found.message_before,
+        "message_after": found.message_after,
+        "unperturbed": found.unperturbed.to_dict() if found.unperturbed else None,
     }
 
 
@@ -566,6 +578,8 @@ def sentence(found: Minimized) -> str:
 
 def text(found: Minimized) -> str:
     first = f"{perturbed_phrase(found.perturbed)}\n" if found.perturbed else ""
+    warning = _unperturbed_warning(found)
+    first += f"{warning}\n" if warning else ""
     settings = (
         f"settings: {found.settings.sentence()}\n"
         if found.settings and found.settings.reset
@@ -580,6 +594,38 @@ def text(found: Minimized) -> str:
         + (f"\n{_continues(found)}" if found.result.budget_spent else "")
         + f"\nminimized: {found.output}\nrepro: {found.output / 'repro.sh'}"
     )
+
+
+def _unperturbed_warning(found: Minimized) -> str:
+    """`BUT the minimized program fails without the perturbation too ...` where it does
+    clearly more often than the original: amplify's "without it the failure is rarer"
+    no longer holds of the result, which may be another bug (unperturbed.py)."""
+    warning = found.unperturbed.warning() if found.unperturbed else ""
+    return f"BUT {warning}" if warning else ""
+
+
+def _messages(found: Minimized) -> list[str]:
+    """The original's and the result's failure messages side by side (where known)."""
+    rows = [
+        ("the original", found.message_before),
+        ("the result", found.message_after),
+    ]
+    if found.unperturbed is not None:
+        rows.append(("the result, unperturbed", found.unperturbed.message_unperturbed))
+    if not found.message_before and not found.message_after:
+        return []
+    lines = ["", "## Failure messages", "", "| | message |", "|---|---|"]
+    lines += [f"| {who} | {_cell(message)} |" for who, message in rows]
+    return lines
+
+
+def _cell(message: str) -> str:
+    """A message in a table cell: one line, its pipes escaped, at most 300 characters."""
+    if not message:
+        return "(none seen)"
+    flat = " ".join(message.split())
+    flat = flat if len(flat) <= 300 else flat[:297] + "..."
+    return "`" + flat.replace("|", "\\|").replace("`", "'") + "`"
 
 
 def _continues(found: Minimized) -> str:
@@ -598,6 +644,7 @@ def markdown(found: Minimized) -> str:
         f"# Minimized: {found.spec_name}, cell {found.cell.id}",
         "",
         *([f"**{perturbed_phrase(found.perturbed)}.**", ""] if found.perturbed else []),
+        *([f"**{_unperturbed_warning(found)}.**", ""] if _unperturbed_warning(found) else []),
         sentence(found),
         "",
         "| | before | after |",
@@ -657,6 +704,8 @@ def markdown(found: Minimized) -> str:
     preload = _preload_line(found)
     if preload:
         lines.append(preload)
+    if found.unperturbed is not None:
+        lines.append(found.unperturbed.line())
     for warning in r.warnings:
         lines.append(f"- **Warning**: {warning}")
     lines += [
@@ -668,6 +717,7 @@ def markdown(found: Minimized) -> str:
         f"sh {shlex.quote(str(found.output / 'repro.sh'))}",
         "```",
         *(["", f"No standalone repro.py: {found.repro_note}."] if found.repro_note else []),
+        *_messages(found),
         "",
         "## Diff",
         "",

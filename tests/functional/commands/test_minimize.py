@@ -777,6 +777,89 @@ def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     repro = (tmp_path / "result" / "repro.sh").read_text()
     assert "reprospec run minimized.yaml" in repro, repro
     assert "environment.perturb" in data["repro_note"]
+    # crash.py segfaults without the perturbation too, the original as the result: the
+    # original's rate is measured here (no --amplify), and the answer warns of nothing.
+    unperturbed = data["unperturbed"]
+    assert unperturbed["original_source"] == "measured here"
+    assert unperturbed["original"]["matched"] == unperturbed["original"]["attempts"] == 8
+    assert unperturbed["minimized"]["matched"] == 8
+    assert not unperturbed["clearly_more"]
+    assert (
+        "fails without the perturbation too"
+        not in (tmp_path / "result" / "minimize.md").read_text()
+    )
+
+
+# nu18 N9's shape: a failure amplify found needs the perturbation (malloc=perturb sets
+# MALLOC_PERTURB_, whose fill this program reads back), and the minimization, which asks
+# of a candidate only that it fail as the expect says, drops what made it need it.
+BUFFER = """\
+import os
+
+
+def fresh(size):
+    # What a fresh allocation holds where this program reads it back: glibc fills one with
+    # MALLOC_PERTURB_'s byte when the variable is set (reprospec's malloc=perturb sets it).
+    fill = int(os.environ.get("MALLOC_PERTURB_", "0"))
+    return bytes([fill]) * size
+
+
+for step in range(1, 4):
+    print(f"step {step}", flush=True)
+    v = fresh(8)
+    assert v == bytes(8), f"corrupted buffer at step {step}: {v!r}"
+print("ok")
+"""
+BUFFER_SPEC = """\
+reprospec: 1
+name: buf
+command: python buf.py
+markers: [{preset: steps}]
+run: {repeat: 4, timeout: 30s}
+expect: {outcome: error, exception: AssertionError, message: corrupted buffer, rate: ">0"}
+"""
+
+
+def test_a_result_that_fails_without_the_amplified_perturbation_is_said_to(
+    tmp_path: Path,
+) -> None:
+    written(tmp_path / "w", {"buf.py": BUFFER, "buf.yaml": BUFFER_SPEC})
+    out = str(tmp_path / "out")
+    amplify = subprocess.run(
+        [sys.executable, "-m", "reprospec", "amplify", "buf.yaml", "--try", "malloc=perturb",
+         "-j", "2", "--out", out, "--format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
+    )  # fmt: skip
+    assert amplify.returncode == 0, amplify.stderr
+    folder = Path(out) / "amplify" / json.loads(amplify.stdout)["id"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprospec", "minimize", "buf.yaml", "--amplify", str(folder),
+         "-o", str(tmp_path / "result"), "--out", out, "-j", "2", *BUDGET, *DETERMINISTIC],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    # Minimized all the same (the oracle holds under the perturbation): exit 0, and said.
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("amplified: found under environment.perturb (malloc=perturb)")
+    assert lines[1].startswith(
+        "BUT the minimized program fails without the perturbation too (8 of 8 attempts; "
+        "the original 0 of 8, amplify's base in "
+    ), proc.stdout
+    assert "it may be a different bug" in lines[1]
+    report = (tmp_path / "result" / "minimize.md").read_text()
+    assert "fails without the perturbation too" in report
+    # The messages side by side: the original's fill byte against the result's nothing.
+    messages = report.split("## Failure messages", 1)[1].split("## Diff", 1)[0]
+    assert "| the original | `corrupted buffer at step 1: b'" in messages, messages
+    assert "| the result | `corrupted buffer at step " in messages, messages
+    assert "| the result, unperturbed | `corrupted buffer at step " in messages, messages
+    data = json.loads((tmp_path / "result" / "minimize.json").read_text())
+    assert data["unperturbed"]["clearly_more"] is True
+    assert (
+        data["unperturbed"]["original"]
+        == json.loads((folder / "amplify.json").read_text())["base"]["rate"]
+    )
 
 
 def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
