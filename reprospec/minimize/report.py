@@ -644,7 +644,12 @@ def markdown(found: Minimized) -> str:
         f"# Minimized: {found.spec_name}, cell {found.cell.id}",
         "",
         *([f"**{perturbed_phrase(found.perturbed)}.**", ""] if found.perturbed else []),
-        *([f"**{_unperturbed_warning(found)}.**", ""] if _unperturbed_warning(found) else []),
+        # In minimize.md itself the messages are below, not "in minimize.md".
+        *(
+            [f"**{_unperturbed_warning(found).replace(' in minimize.md', ' below')}.**", ""]
+            if _unperturbed_warning(found)
+            else []
+        ),
         sentence(found),
         "",
         "| | before | after |",

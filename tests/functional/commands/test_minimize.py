@@ -849,6 +849,7 @@ def test_a_result_that_fails_without_the_amplified_perturbation_is_said_to(
     assert "it may be a different bug" in lines[1]
     report = (tmp_path / "result" / "minimize.md").read_text()
     assert "fails without the perturbation too" in report
+    assert "compare the failure messages below.**" in report
     # The messages side by side: the original's fill byte against the result's nothing.
     messages = report.split("## Failure messages", 1)[1].split("## Diff", 1)[0]
     assert "| the original | `corrupted buffer at step 1: b'" in messages, messages
