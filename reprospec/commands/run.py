@@ -249,7 +249,7 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
     other option that would change what runs is refused, naming it)."""
     from reprospec.pipeline import resume as resumption
     from reprospec.pipeline.stages import Resume
-    from reprospec.store.refs import is_latest, resolve_run_id
+    from reprospec.store.refs import is_latest, resolve_run_id, run_id_named
 
     out = Path(args.out)
     run_id = resolve_run_id(reference, out) if is_latest(reference) else reference
@@ -258,7 +258,7 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
         folder = Path(run_id).resolve()
         run_id, out = folder.name, folder.parent.parent
     else:
-        run_id = _stored_id(run_id, out)
+        run_id = run_id_named(run_id, out)  # several refused; none: resume says so
     spec, options, done = resumption.load(
         run_id,
         out,
@@ -270,21 +270,6 @@ def _resumed(reference: str, args: argparse.Namespace) -> RunRequest:
     return RunRequest(
         spec=spec, options=options, out=out, resume=Resume(run_id, done), format=args.format
     )
-
-
-def _stored_id(name: str, out: Path) -> str:
-    """The id of the run the store under `out` holds by `name` or by a unique prefix of it,
-    as every verb reads a RUN (cli.md); several runs of that prefix are refused, named."""
-    from reprospec.errors import UsageError
-    from reprospec.store.refs import stored_ids, stored_run
-
-    found = stored_run(name, out)
-    if found is not None:
-        return found.run_id
-    ids = stored_ids(name, out)
-    if len(ids) > 1:
-        raise UsageError(f"--resume {name}: the run id is ambiguous: {', '.join(ids)}")
-    return name  # none: resume says so
 
 
 def _given_kept(args: argparse.Namespace) -> frozenset[str]:

@@ -128,6 +128,32 @@ def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
     return [str(row[0]) for row in rows or ()]
 
 
+def run_id_named(name: str, out_root: Path) -> str:
+    """The id of the run under `out_root` that `name` is or begins (a unique prefix), as
+    every verb reads a RUN (cli.md): `report`, `compare`, `merge` through
+    `resultsjson.find_run`, `run --resume`. `name` itself where no run matches (or it names
+    a path): the caller says what it lacks.
+
+    The runs are the store's and the run folders together: a merged run has only its
+    folder, a folder removed by hand leaves the store's row, and a prefix shared with a run
+    one side alone lists would otherwise name the other run without a word. Several are
+    refused, exit 2, naming (at most five of) them."""
+    if not name or "/" in name:
+        return name
+    runs = out_root / RUNS
+    folders = (
+        {p.name for p in runs.iterdir() if p.name.startswith(name) and p.is_dir()}
+        if runs.is_dir()
+        else set()
+    )
+    ids = sorted(folders | set(stored_ids(name, out_root)))
+    if name in ids:  # the whole id; no other id begins with a whole one
+        return name
+    if len(ids) > 1:
+        raise UsageError(f"run id {name!r} is ambiguous: {', '.join(ids[:5])}")
+    return ids[0] if ids else name
+
+
 def is_latest(ref: str) -> bool:
     """Whether `ref` is `latest` or `latest~N`."""
     return _LATEST.match(ref.strip()) is not None
@@ -153,4 +179,11 @@ def resolve_run_id(
     return ids[back]
 
 
-__all__ = ["StoredRun", "is_latest", "recent_run_ids", "resolve_run_id", "stored_run"]
+__all__ = [
+    "StoredRun",
+    "is_latest",
+    "recent_run_ids",
+    "resolve_run_id",
+    "run_id_named",
+    "stored_run",
+]

@@ -44,8 +44,8 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.refs import resolve_run_id, stored_ids, stored_run
-from reprospec.store.runfolder import RESULTS_JSON, RUNS, RunFolder
+from reprospec.store.refs import resolve_run_id, run_id_named, stored_run
+from reprospec.store.runfolder import RUNS, RunFolder
 
 FORMAT = 1
 _Choice = TypeVar("_Choice", bound=str)
@@ -477,17 +477,10 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
         return path
     runs = RunFolder.runs_under(out_root)
     name = str(path_or_id)
-    if "/" not in name and runs.is_dir():
-        if RunFolder(runs / name).results_json.is_file():
-            return RunFolder(runs / name).results_json
-        matches = sorted(p for p in runs.glob(f"{name}*/{RESULTS_JSON}"))
-        # The runs the store lists count too: a prefix shared with a run whose folder was
-        # removed would name the other run without a word.
-        ids = sorted({p.parent.name for p in matches} | set(stored_ids(name, out_root)))
-        if len(ids) > 1:
-            raise UsageError(f"run id {name!r} is ambiguous: {', '.join(ids[:5])}")
-        if len(matches) == 1:
-            return matches[0]
+    if "/" not in name:
+        found = RunFolder(runs / run_id_named(name, out_root)).results_json
+        if found.is_file():
+            return found
     if "/" not in name and not path.exists():
         merged = _merged_slurm_run(name, out_root)
         if merged is not None:

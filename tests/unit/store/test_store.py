@@ -288,3 +288,29 @@ def test_a_stored_run_is_found_by_its_id_or_a_unique_prefix(tmp_path: Path) -> N
     assert stored_run("20260101", tmp_path) is None  # two runs by that prefix
     assert stored_run("2027", tmp_path) is None
     assert stored_run("x", tmp_path / "none") is None  # no store
+
+
+def test_a_run_id_is_named_by_a_prefix_unique_among_the_store_and_the_folders(
+    tmp_path: Path,
+) -> None:
+    """One rule for every verb that reads a RUN (`report` through find_run, `run --resume`),
+    which said an ambiguous prefix in two wordings and counted different runs."""
+    from reprospec.errors import UsageError
+    from reprospec.store.refs import run_id_named
+
+    with Store(tmp_path) as store:
+        for run_id in ("20260101-000000-a-1111", "20260102-000000-b-2222"):
+            store.begin_run(run_id, "a", "/p/a.yaml", "", "local", {}, {})
+    (tmp_path / "runs" / "20260102-000000-merged-3333").mkdir(parents=True)  # a folder alone
+    assert run_id_named("20260101", tmp_path) == "20260101-000000-a-1111"
+    assert run_id_named("20260102-000000-b-2222", tmp_path) == "20260102-000000-b-2222"
+    assert run_id_named("20260102-000000-m", tmp_path) == "20260102-000000-merged-3333"
+    # The store's run and the folder's: either alone would have named one without a word.
+    with pytest.raises(UsageError) as refused:
+        run_id_named("20260102", tmp_path)
+    assert str(refused.value) == (
+        "run id '20260102' is ambiguous: 20260102-000000-b-2222, 20260102-000000-merged-3333"
+    )
+    assert refused.value.exit_code == 2
+    assert run_id_named("2027", tmp_path) == "2027"  # none: the caller says so
+    assert run_id_named("runs/20260102", tmp_path) == "runs/20260102"  # a path, not an id
