@@ -125,9 +125,17 @@ def _parse(requirement: str) -> _Wanted:
     return _Wanted(text, normalize(req.name), str(req.specifier), req.marker)
 
 
+def requirement_name(requirement: str) -> str | None:
+    """The normalized distribution name a requirement names: `Torch_X>=1` -> `torch-x`, a
+    wheel file by its file name (`./wheels/torch-2.3.0-cp311-...whl` -> `torch`); None for
+    one that names none checkable (`-e ./src`, a bare URL). The one reader of that name:
+    the package check's, and the docker image's when a cell's own pin replaces the runner's."""
+    return _parse(requirement).name
+
+
 def requirement_names(requirements: Sequence[str]) -> tuple[str, ...]:
     """The normalized distribution names the requirements name (unparsable ones left out)."""
-    names = (_parse(r).name for r in requirements)
+    names = (requirement_name(r) for r in requirements)
     return tuple(dict.fromkeys(n for n in names if n))
 
 

@@ -34,10 +34,11 @@ from pathlib import Path
 
 from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
+from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.export.carry import workdir_files
 from reprospec.plan.pyimports import Imports, parse_imports, read_imports
 from reprospec.plan.shellwords import MAX_PARSE_BYTES, command_words, is_shell_script
-from reprospec.runners.docker.image import RUNNER_PACKAGES, requirement_name
+from reprospec.runners.docker.image import RUNNER_PACKAGES
 
 # The runner's packages by the top-level module a program imports them by. torch brings
 # numpy: without it torch warns at every import (the runner image's reason, its Dockerfile).
@@ -117,7 +118,7 @@ def runner_packages(plan: AttemptPlan) -> RunnerPackages:
         )
     wanted = {name for module in imported for name in _MODULES.get(module, ())}
     packages = tuple(p for p in RUNNER_PACKAGES if requirement_name(p) in wanted)
-    left = [requirement_name(p) for p in RUNNER_PACKAGES if p not in packages]
+    left = requirement_names([p for p in RUNNER_PACKAGES if p not in packages])
     if not left:
         return RunnerPackages(packages, "its program uses torch")
     uses = (

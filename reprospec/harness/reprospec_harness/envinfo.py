@@ -250,7 +250,9 @@ def parse_nvcc_build(text: str) -> str | None:
 
 
 def requirement_name(requirement: str) -> str:
-    """`torch==2.13.0` -> `torch`."""
+    """`torch==2.13.0` -> `torch`: the name the probe asks importlib.metadata for. Not the
+    engine's reader (`reprospec.environment.packages.requirement_name`, which parses with
+    `packaging`): this runs in the program's own Python, which may have neither."""
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     return match.group(1) if match else requirement.strip()
 

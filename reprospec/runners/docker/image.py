@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from reprospec.core.jsontypes import JsonObject
 from reprospec.core.sections import Environment
+from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.errors import InfraError
 
 if TYPE_CHECKING:
@@ -194,7 +195,9 @@ def public_build(
     of it (`torch==2.3.0` wins over torch==2.13.0)."""
     import jinja2
 
-    named = {requirement_name(p) for p in packages}
+    # Named as the package check names them: a wheel file of torch replaces the runner's
+    # torch too, where the first word of its path named none and pip got both.
+    named = set(requirement_names(packages))
     wanted = [p for p in runner if requirement_name(p) not in named] + list(packages)
     files: list[tuple[str, Path]] = [("harness", HARNESS_DIR), ("stackdump", STACKDUMP_DIR)]
     if find_links is not None:
@@ -219,12 +222,6 @@ def public_build(
         bases=(PUBLIC_BASE,),
         folders=("certs", "harness", "stackdump", *(("wheels",) if find_links else ())),
     )
-
-
-def requirement_name(requirement: str) -> str:
-    """A requirement's distribution name, normalized (PEP 503): `Torch_X>=1` -> `torch-x`."""
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return re.sub(r"[-_.]+", "-", match.group(1) if match else requirement).lower()
 
 
 def _rendered(base: str, packages: Sequence[str], find_links: Path | None) -> ImageRecipe:

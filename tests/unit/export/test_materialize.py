@@ -136,6 +136,12 @@ def test_a_workload_image_installs_torch_for_the_harness(tmp_path: Path) -> None
     # The spec's own pin replaces the runner's, whatever the program imports.
     pinned = spec.replace("workload:", "environment: {packages: [torch==2.12.0]}\nworkload:")
     assert _requirements(tmp_path / "p", pinned, {})[0] == "numpy\ntorch==2.12.0\n"
+    # Named as the package check names it: a wheel file of torch is torch too
+    # (environment.packages.requirement_name), where the image's own reader took the first
+    # word of its path, named none, and gave pip torch==2.13.0 and the wheel both.
+    wheel = "./wheels/torch-2.12.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    pinned = spec.replace("workload:", f"environment: {{packages: ['{wheel}']}}\nworkload:")
+    assert _requirements(tmp_path / "w", pinned, {})[0] == f"numpy\n{wheel}\n"
 
 
 def test_a_program_importing_torch_through_another_package_keeps_the_runners_packages(
