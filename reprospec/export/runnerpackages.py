@@ -19,7 +19,12 @@ where it imports them. It keeps both where:
   `importlib.import_module`);
 - a file of it could not be read as Python (over the parse limit, a syntax the host's
   Python lacks): what it imports is not known, never taken as nothing;
-- none of its Python is in sight (a binary, a `pytest` naming no test file).
+- none of its Python is in sight (a binary, a `pytest` naming no test file);
+- a shell script it carries starts Python it cannot follow (`scriptpython`: from standard
+  input, by a name made at run time, a file not carried as Python). The Python a script
+  starts is read as the command's own: `-c` code with the one reader of imports, `-m` by
+  its module, a file as the carried Python it is; words torch or numpy in its text, which
+  decided before, say nothing.
 
 A console script other than torch's own (`torchrun`) comes from `environment.packages`:
 the runner image has no other, so such a cell keeps both by the first rule.
@@ -27,7 +32,6 @@ the runner image has no other, so such a cell keeps both by the first rule.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,7 @@ from reprospec.core.inputs import AttemptPlan
 from reprospec.core.sections import Command
 from reprospec.environment.packages import requirement_name, requirement_names
 from reprospec.export.carry import workdir_files
+from reprospec.export.scriptpython import script_python
 from reprospec.plan.pyimports import Imports, parse_imports, read_imports
 from reprospec.plan.shellwords import MAX_PARSE_BYTES, command_words, is_shell_script
 from reprospec.runners.docker.image import RUNNER_PACKAGES
@@ -45,8 +50,6 @@ from reprospec.runners.docker.image import RUNNER_PACKAGES
 _MODULES = {"torch": ("torch", "numpy"), "numpy": ("numpy",)}
 # The host's standard library's top-level modules (`__future__`, `threading`, `os`...).
 _STDLIB = frozenset(sys.stdlib_module_names)
-# A shell script's words that run torch or numpy (`python -c "import torch"`, `torchrun`).
-_SCRIPT_WORD = re.compile(r"\b(torch|numpy)(?:run)?\b")
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,20 @@ def runner_packages(plan: AttemptPlan) -> RunnerPackages:
             imported.add("torch")
     carried = workdir_files(plan)
     own: set[str] = set()  # the names its carried modules are imported by
-    for path in (*carried.files, *carried.outside):
+    files = (*carried.files, *carried.outside)
+    for path in files:
         if path.suffix == ".py":
             reads.append((_shown(path, carried.workdir), read_imports(path)))
             own.update(_module_names(path, carried.workdir))
-        elif is_shell_script(path):
-            imported.update(_script_words(path))
+        elif path.suffix in (".sh", ".bash") or is_shell_script(path):
+            where = _shown(path, carried.workdir)
+            script = script_python(path, carried.workdir, files)
+            if script.unsure is not None:
+                return RunnerPackages(
+                    RUNNER_PACKAGES, f"{where} {script.unsure}, so what it imports is not known"
+                )
+            reads.extend((f"{where}'s {at}", read) for at, read in script.reads)
+            imported.update(script.modules)
     if not reads:
         return RunnerPackages(
             RUNNER_PACKAGES,
@@ -146,14 +157,3 @@ def _module_names(path: Path, workdir: Path) -> set[str]:
         names.add(folder.name)
         folder = folder.parent
     return names
-
-
-def _script_words(path: Path) -> set[str]:
-    """torch or numpy, where a shell script's text names them (`python -c "import torch"`,
-    `torchrun`): what its Python imports is not read, so a mention is taken as a need."""
-    try:
-        if path.stat().st_size > MAX_PARSE_BYTES:
-            return set(_MODULES)
-        return set(_SCRIPT_WORD.findall(path.read_text(encoding="utf-8", errors="replace")))
-    except OSError:
-        return set()

@@ -105,13 +105,49 @@ def test_a_program_importing_torch_gets_torch_and_numpy(tmp_path: Path) -> None:
         tmp_path / "c", COMMAND.format(command="python -c 'import numpy as np'"), {}
     )
     assert wanted == "numpy\n"
-    # A shell script that runs torch the bundle cannot read as Python: taken as needed.
+    # A shell script's torchrun runs torch.
     wanted, _ = _requirements(
         tmp_path / "sh",
         COMMAND.format(command="sh run.sh"),
         {"run.sh": "python app.py\ntorchrun --nproc-per-node 2 app.py\n", "app.py": "x = 1\n"},
     )
     assert wanted == "torch==2.13.0\nnumpy\n"
+
+
+def test_the_python_a_shell_script_starts_is_read_as_the_commands_own(tmp_path: Path) -> None:
+    """A script's text was searched for the words torch and numpy: a comment or an echo
+    naming torch kept it, while Python no one read (from a heredoc, by a name made at run
+    time) imported nothing."""
+    command = COMMAND.format(command="sh run.sh")
+    app = {"app.py": "import json\n"}
+    # The file it runs is read for what it imports; words in the script's text say nothing.
+    script = "# no torch here\necho 'numpy is not needed'\npython app.py --out x 2>&1 | tee log\n"
+    wanted, line = _requirements(tmp_path / "words", command, {**app, "run.sh": script})
+    assert wanted == ""
+    assert "its program imports only the standard library and its own files" in line
+    wanted, _ = _requirements(
+        tmp_path / "torch", command, {"run.sh": "python app.py\n", "app.py": "import torch\n"}
+    )
+    assert wanted == "torch==2.13.0\nnumpy\n"
+    # Its `-c` code with the one reader of imports, a shell's -c script as a script.
+    script = "python app.py\nbash -c \"python3 -uc 'import numpy as np'\"\n"
+    wanted, _ = _requirements(tmp_path / "c", command, {**app, "run.sh": script})
+    assert wanted == "numpy\n"
+    # What it cannot follow keeps both, and the README says which.
+    for name, script, why in (
+        (
+            "stdin",
+            "python app.py\npython - <<'EOF'\nimport torch\nEOF\n",
+            "runs Python from its standard input",
+        ),
+        ("named", 'python app.py\npython "$SCRIPT"\n', "runs a Python file named at run time"),
+        ("program", "$PY app.py\n", "runs a program named at run time (`$PY`)"),
+        ("missing", "python app.py\npython tools/fit.py\n", "runs tools/fit.py, which the"),
+    ):
+        wanted, line = _requirements(tmp_path / name, command, {**app, "run.sh": script})
+        assert wanted == "torch==2.13.0\nnumpy\n", name
+        assert f"(run.sh {why}" in line, (name, line)
+        assert "so what it imports is not known" in line, (name, line)
 
 
 def test_a_program_whose_python_is_out_of_sight_keeps_the_runners_packages(

@@ -1,0 +1,45 @@
+"""How materialize reads the Python a carried shell script starts (export/scriptpython.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprospec.export.scriptpython import ScriptPython, script_python
+from reprospec.plan.pyimports import Imports
+
+
+def _read(tmp_path: Path, script: str, *carried: str) -> ScriptPython:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "run.sh").write_text(script)
+    for name in carried:
+        if not (tmp_path / name).exists():
+            (tmp_path / name).write_text("import json\n")
+    return script_python(tmp_path / "run.sh", tmp_path, [tmp_path / n for n in carried])
+
+
+def test_each_command_of_a_script_is_read_apart(tmp_path: Path) -> None:
+    # A newline ends a command: `echo hi` and the next line were one command, and a
+    # comment's end took the newline with it.
+    script = (
+        "set -e  # torch is not needed\n"
+        "python --version\n"
+        "OMP_NUM_THREADS=1 exec python3.11 -X dev -W ignore app.py \\\n  --steps 3\n"
+        "if true; then python -m torch.distributed.run app.py; fi\n"
+        'echo "python" && which python3\n'
+        "python -c 'import numpy'; torchrun app.py\n"
+    )
+    read = _read(tmp_path, script, "app.py")
+    assert read == ScriptPython(
+        (("`python -c` code", Imports(("numpy",))),), frozenset({"torch"}), None
+    )
+
+
+def test_a_script_it_runs_is_read_where_carried(tmp_path: Path) -> None:
+    (tmp_path / "env.sh").write_text("python -c 'import torch'\n")
+    read = _read(tmp_path, "source env.sh\nbash -c 'python app.py'\n", "app.py", "env.sh")
+    assert read.reads == (("`python -c` code", Imports(("torch",))),)
+    assert read.unsure is None
+    gone = _read(tmp_path / "gone", ". /opt/env.sh\npython app.py\n", "app.py")
+    assert gone.unsure == "runs /opt/env.sh, a script the bundle does not carry"
+    made = _read(tmp_path / "made", 'eval "$CMD"\n', "app.py")
+    assert made.unsure == "runs a command made at run time (`eval`)"
