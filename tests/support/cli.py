@@ -163,14 +163,16 @@ def interrupt_when(
     *,
     env: dict[str, str] | None = None,
     wait_s: float = 120,
-    presses: int = 1,
+    again_when: Callable[[], bool] | None = None,
 ) -> CliResult:
-    """Start `argv` in a child, press Ctrl-C (SIGINT; `presses` times, 50 ms apart) once
-    `ready()` holds, and return how it stopped (`out` is the working folder: the caller
-    knows its own store).
+    """Start `argv` in a child, press Ctrl-C (SIGINT) once `ready()` holds, and again once
+    `again_when()` holds where given, and return how it stopped (`out` is the working
+    folder: the caller knows its own store).
 
     What a user does at the terminal: the tests of "Ctrl-C keeps what ran" all start an
-    engine, wait for a sign it is mid-work, interrupt it and read what it said.
+    engine, wait for a sign it is mid-work, interrupt it and read what it said. The second
+    press waits for a sign that the first was handled: standard signals do not queue, and
+    two SIGINTs sent 50 ms apart reached a loaded engine's handler as one.
     """
     child = subprocess.Popen(
         list(argv),
@@ -183,13 +185,13 @@ def interrupt_when(
     )
     try:
         deadline = time.monotonic() + wait_s
-        while not ready():
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the point to interrupt at never came"
-            time.sleep(0.05)
-        for press in range(presses):  # an impatient user presses again at once
-            if press:
-                time.sleep(0.05)
+        for sign in (ready, again_when):
+            if sign is None:
+                break
+            while not sign():
+                assert child.poll() is None, child.communicate()
+                assert time.monotonic() < deadline, "the point to interrupt at never came"
+                time.sleep(0.01)
             child.send_signal(signal.SIGINT)
         stdout, stderr = child.communicate(timeout=wait_s)
     finally:
