@@ -87,7 +87,10 @@ def describe_signal(name: str) -> str:
     return _GLIBC_DESCRIPTIONS.get(canonical) or signal.strsignal(number) or canonical
 
 
-def _normalize_description(text: str) -> str:
+def description_key(text: str) -> str:
+    """A signal's description as `signal_from_description` compares it: lower case, `-` and
+    `_` as spaces, without "(core dumped)" or a final period (materialize's run.sh matches
+    torch's words with these keys)."""
     # torch's worker handler says "floating-point exception", strsignal "Floating
     # point exception"; "Killed (core dumped)" variants lose the suffix.
     text = re.sub(r"\s*\(core dumped\)", "", text)
@@ -99,10 +102,10 @@ def _description_table() -> dict[str, str]:
     for sig in signal.Signals:
         text = signal.strsignal(sig)
         if text:
-            table.setdefault(_normalize_description(text), sig.name)
+            table.setdefault(description_key(text), sig.name)
     for name, text in _GLIBC_DESCRIPTIONS.items():
         if hasattr(signal, name):
-            table.setdefault(_normalize_description(text), name)
+            table.setdefault(description_key(text), name)
     return table
 
 
@@ -111,7 +114,7 @@ _DESCRIPTIONS = _description_table()
 
 def signal_from_description(text: str) -> str | None:
     """`"Segmentation fault"` (strsignal text, any case) -> `"SIGSEGV"`; else None."""
-    return _DESCRIPTIONS.get(_normalize_description(text))
+    return _DESCRIPTIONS.get(description_key(text))
 
 
 def exit_status_signal(code: int, *, any_signal: bool = False) -> str | None:

@@ -36,6 +36,7 @@ from reprospec.core.inputs import AttemptPlan, Spec
 from reprospec.core.jsontypes import JsonValue
 from reprospec.core.redact import MASK, Redactor, sets_secret
 from reprospec.core.sections import Environment
+from reprospec.core.signals import SHELL_FATAL_SIGNALS, describe_signal, description_key
 from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
@@ -406,20 +407,98 @@ build_image() {
         -t "$1" "$2"
 }
 
-# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N.
+# A signal's name from its description in torch's words ("Segmentation fault",
+# "floating-point exception"), compared as reprospec compares them; nothing when unknown.
+signal_of() {
+    case "$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]' | tr -- '-_' '  ')" in
+__SIGNALS__
+        *) return 1 ;;
+    esac
+}
+
+# The death of a DataLoader worker of cell $1, as reprospec tells it; nothing when none.
+# The main process reports it as an error of its own (torch's RuntimeError, exit 1), so
+# the exit status cannot say it. The harness's worker_exit events in events.jsonl do: the
+# last with a signal, none where that is a SIGKILL its teardown event says it sent itself
+# (a distributed run ending the other ranks' workers), else the last with an exit code (an
+# error where: worker). Without them (a command, not a workload), torch's own words in
+# output.log.
+worker_death() {
+    local events="$OUT/$1/events.jsonl" log="$OUT/$1/output.log"
+    local line sig code pid worker who killed="" crashed="" exited=""
+    if [ -f "$events" ]; then
+        killed=" $(grep -a '"event": "teardown"' "$events" \
+            | sed -n 's/.*"pids": \[\([^]]*\)\].*/\1/p' | tr ',\n' '  ') "
+        while IFS= read -r line; do
+            pid=$(printf '%s\n' "$line" | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+            worker=$(printf '%s\n' "$line" | sed -n 's/.*"worker": \([0-9]*\).*/\1/p')
+            sig=$(printf '%s\n' "$line" | sed -n 's/.*"signal": "\([^"]*\)".*/\1/p')
+            code=$(printf '%s\n' "$line" | sed -n 's/.*"exit_code": \(-\{0,1\}[0-9]*\).*/\1/p')
+            who="DataLoader worker${worker:+ $worker}${pid:+ (pid $pid)}"
+            if [ -n "$sig" ]; then
+                crashed="crash $sig (worker): $who died of $sig, says events.jsonl"
+                if [ "$sig" = SIGKILL ] && [ -n "$pid" ]; then
+                    case "$killed" in *" $pid "*) crashed=teardown ;; esac
+                fi
+            elif [ -n "$code" ]; then
+                exited="error (worker): $who exited with code $code, says events.jsonl"
+            fi
+        done < <(grep -a '"event": "worker_exit"' "$events")
+        case "$crashed" in
+            teardown) return 1 ;;  # the job ended as the rank that failed first did
+            "") [ -z "$exited" ] || { echo "$exited"; return 0; } ;;
+            *) echo "$crashed"; return 0 ;;
+        esac
+    fi
+    [ -f "$log" ] || return 1
+    local killed_by='DataLoader worker (pid [0-9]*) is killed by signal: [^.]*'
+    local handler='ERROR: Unexpected (segmentation fault|bus error|floating-point exception)'
+    local gone='DataLoader worker \(pids?(\(s\))? [0-9, ]+\) exited unexpectedly'
+    line=$(grep -ao "$killed_by" "$log" | tail -n 1)
+    [ -n "$line" ] || line=$(grep -aoE "$handler encountered in worker" "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        sig=$(printf '%s' "$line" | sed 's/.*signal: //; s/.*Unexpected //; s/ encountered.*//')
+        sig=$(signal_of "$sig")
+        echo "crash${sig:+ $sig} (worker): output.log says \"$line\""
+        return 0
+    fi
+    line=$(grep -aoE "$gone( with exit code -?[0-9]+)?" "$log" | tail -n 1)
+    case "$line" in
+        "") return 1 ;;
+        *"exit code"*) echo "error (worker): output.log says \"$line\"" ;;
+        *) echo "crash (worker): output.log says \"$line\"" ;;
+    esac
+}
+
+# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N; any
+# other failure may be a DataLoader worker's death (worker_death).
 report() {
-    local what="exit $2"
+    local what="exit $2" worker
     if [ "$2" = 124 ]; then what="hang (past the timeout)"
     elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then what="docker could not run the cell (exit $2)"
     elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then what="killed by SIG$(kill -l $(( $2 - 128 )))"
+    elif [ "$2" != 0 ] && worker=$(worker_death "$1"); then
+        what="$worker; the main process exited $2"
     fi
     echo "== cell $1 [$3]: $what; expected: $4"
 }
 """
 
 
+def _signal_cases() -> str:
+    """run.sh's `case` arms from a description's key to its signal: the fatal signals'."""
+    return "\n".join(
+        f"        {shlex.quote(description_key(describe_signal(name)))}*) echo {name} ;;"
+        for name in sorted(SHELL_FATAL_SIGNALS)
+    )
+
+
 def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: list[str]) -> None:
-    head = _RUN_SH_HEAD.replace("__NAME__", spec.name).replace("__COUNT__", str(len(plans)))
+    head = (
+        _RUN_SH_HEAD.replace("__NAME__", spec.name)
+        .replace("__COUNT__", str(len(plans)))
+        .replace("__SIGNALS__", _signal_cases())
+    )
     numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
     tail = (
         f'cells=("$@"); [ $# -gt 0 ] || cells=({numbers})\n'
@@ -479,8 +558,14 @@ Results land in `results/N/` (`output.log`, `events.jsonl`, `env.json`).
 Each cell's container gets its own TMPDIR and XDG_CACHE_HOME in `results/N/tmp`
 and `results/N/cache`, removed after it (unless the spec says
 `environment.shared_tmp: true`).
-A cell "reproduces" when its outcome matches the expectation below
-(a crash is a container killed by a signal: exit status 128 + the signal).
+A cell "reproduces" when its outcome matches the expectation below, which
+`run.sh` prints beside what the cell did. A crash is a container killed by a
+signal (exit status 128 + the signal), or a DataLoader worker's: the worker
+dies of the signal and the main process exits 1 with torch's "DataLoader
+worker (pid N) is killed by signal" error, which `run.sh` says as
+`crash SIGSEGV (worker)` from the harness's `worker_exit` event in
+`results/N/events.jsonl` (or from those words in `output.log`). A worker
+that exited with a code is `error (worker)`.
 {secrets}
 | cell | matrix | expected |
 |---|---|---|

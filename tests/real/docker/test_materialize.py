@@ -265,3 +265,37 @@ def test_workload_bundle_runs(tmp_path: Path) -> None:
     env = json.loads((out / "results" / "1" / "env.json").read_text())
     assert env["os"]["distribution"].startswith("Debian GNU/Linux 12")
     assert env["packages"]["torch"] == "2.13.0+cpu"
+
+
+WORKER_SEGFAULT_SPEC = """\
+reprospec: 1
+name: bundle-worker
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}
+    loader: {batch_size: 8, num_workers: 2, multiprocessing_context: fork}
+  phases: [{name: train, steps: 4}]
+  faults:
+    - {kind: segfault, where: worker, at: {phase: train, step: 2}}
+expect: {outcome: crash, signal: SIGSEGV}
+"""
+
+
+@needs_engine
+def test_a_dataloader_workers_segfault_is_reported_as_a_crash_in_a_worker(tmp_path: Path) -> None:
+    # nu19 A10: the main process exits 1 when a worker dies; run.sh said `exit 1`, which its
+    # README's rule (a crash is exit status 128 + the signal) read as not reproduced.
+    base = public_base(CLIENT)
+    spec, tag = _own(WORKER_SEGFAULT_SPEC, "bundle-worker")
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, tag, base, tmp_path)
+    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell 1 ")]
+    assert said, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert said[0].startswith("== cell 1 [default]: crash SIGSEGV (worker): DataLoader worker ")
+    assert "died of SIGSEGV, says events.jsonl; the main process exited 1; expected: " in said[0]
+    assert '"signal": "SIGSEGV"' in said[0]
+    output = (out / "results" / "1" / "output.log").read_text(errors="replace")
+    assert "is killed by signal: Segmentation fault" in output
+    assert not _left_by(ran)

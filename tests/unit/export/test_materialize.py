@@ -222,3 +222,19 @@ def test_a_program_file_not_read_as_python_keeps_the_runners_packages(tmp_path: 
     wanted, line = _requirements(tmp_path / "big", COMMAND.format(command="python app.py"), big)
     assert wanted == "torch==2.13.0\nnumpy\n"
     assert "(app.py could not be read as Python" in line
+
+
+def test_the_readme_says_how_a_dataloader_workers_crash_shows(tmp_path: Path) -> None:
+    # nu19 A10: the README said a crash is exit status 128 + the signal, which a worker's
+    # never gives (the main process exits 1): its recipient read the cell as not reproduced.
+    _warnings(tmp_path, SPEC)
+    readme = " ".join((tmp_path / "bundle" / "README.md").read_text().split())
+    assert (
+        "or a DataLoader worker's: the worker dies of the signal and the main process exits 1"
+        in readme
+    )
+    assert "`crash SIGSEGV (worker)` from the harness's `worker_exit` event in" in readme
+    script = (tmp_path / "bundle" / "run.sh").read_text()
+    # The signals torch names in words, matched as reprospec reads them.
+    assert "        'segmentation fault'*) echo SIGSEGV ;;\n" in script
+    assert "        'floating point exception'*) echo SIGFPE ;;\n" in script

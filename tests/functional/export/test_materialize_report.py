@@ -1,0 +1,175 @@
+"""run.sh's `report` on what real DataLoader worker deaths leave in a cell's results folder.
+
+A worker's death is no exit status of the main process (torch raises, Python exits 1): run.sh
+said `exit 1` of a worker's SIGSEGV that `reprospec run` calls `crash SIGSEGV (worker)`, and by
+the README's rule (a crash is exit status 128 + the signal) the cell was not reproduced
+(nu19 A10). Here `reprospec run` makes the deaths for real; their events.jsonl and output go
+where run.sh's containers write them, and the bundle's own `report` reads them. Docker is not
+needed for that: tests/real/docker/test_materialize.py runs a whole bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprospec.core.runoptions import RunOptions
+from reprospec.export.materialize import write_bundle
+from reprospec.harness import HARNESS_ROOT
+from reprospec.plan.run import plan_run
+from reprospec.spec.load import load_spec
+
+SPEC = """\
+reprospec: 1
+name: workerdeath
+matrix:
+  f: [seg, exit]
+workload:
+  model: {builtin: mlp}
+  data:
+    dataset: {builtin: synthetic, size: 32, shape: [4], classes: 2}
+    loader: {batch_size: 8, num_workers: 2, multiprocessing_context: fork}
+  phases: [{name: train, steps: 4}]
+  faults:
+    - {kind: segfault, where: worker, at: {phase: train, step: 2}, when: "${{ matrix.f == 'seg' }}"}
+    - kind: exit
+      code: 3
+      where: worker
+      at: {phase: train, step: 2}
+      when: "${{ matrix.f == 'exit' }}"
+run: {timeout: 2m}
+expect:
+  outcome: crash
+  signal: SIGSEGV
+  cases:
+    - when: {f: exit}
+      outcome: error
+      exception: RuntimeError
+"""
+
+
+def _report(bundle: Path, cell: int, status: int) -> str:
+    """What the bundle's run.sh prints of cell `cell` ended with `status`: its functions (the
+    script up to its first cell), then `report` as a cell's function calls it."""
+    script = (bundle / "run.sh").read_text()
+    head = script[: script.index("\n# cell 1:")]
+    (bundle / "report.sh").write_text(
+        f"{head}\nreport {cell} {status} {shlex.quote(f'cell{cell}')} expected\n"
+    )
+    done = subprocess.run(
+        ["bash", str(bundle / "report.sh")], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, object]]]:
+    """The bundle of SPEC, with each cell's results as `reprospec run` left them, and what
+    `reprospec run` called each cell."""
+    root = tmp_path_factory.mktemp("workerdeath")
+    (root / "spec.yaml").write_text(SPEC)
+    done = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "spec.yaml", "-j", "2", "--out", "store"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (root / "store" / "runs").iterdir()
+    spec = load_spec(root / "spec.yaml")
+    plans = [plan for plan in plan_run(spec, RunOptions()).attempts if plan.attempt == 1]
+    bundle = root / "bundle"
+    write_bundle(spec, plans, bundle)
+    outcomes: dict[str, dict[str, object]] = {}
+    for cell in json.loads((run / "results.json").read_text())["cells"]:
+        outcomes[cell["id"]] = cell["attempts"][0]["outcome"]
+    for number, plan in enumerate(plans, start=1):
+        attempt = run / "cells" / plan.cell.id / "1"
+        results = bundle / "results" / str(number)
+        results.mkdir(parents=True)
+        shutil.copy(attempt / "events.jsonl", results / "events.jsonl")
+        # A container's output is one stream (run.sh: 2>&1 | tee output.log).
+        output = (attempt / "stdout.log").read_text() + (attempt / "stderr.log").read_text()
+        (results / "output.log").write_text(output)
+    return bundle, outcomes
+
+
+def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
+    ran: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    bundle, outcomes = ran
+    seg = outcomes["f=seg"]
+    assert (seg["kind"], seg["signal"], seg["where"]) == ("crash", "SIGSEGV", "worker")
+    assert str(seg["detail"]).endswith("the main process exited 1")
+    said = _report(bundle, 1, 1)
+    assert said.startswith("== cell 1 [cell1]: crash SIGSEGV (worker): DataLoader worker "), said
+    assert (
+        "died of SIGSEGV, says events.jsonl; the main process exited 1; expected: expected\n"
+        in said
+    )
+    # Without the harness's events (a command's DataLoader): torch's own words in output.log.
+    (bundle / "results" / "1" / "events.jsonl").unlink()
+    said = _report(bundle, 1, 1)
+    assert said.startswith(
+        '== cell 1 [cell1]: crash SIGSEGV (worker): output.log says "DataLoader worker (pid '
+    ), said
+    assert 'is killed by signal: Segmentation fault"; the main process exited 1;' in said
+    # A 128+N status is still the main process's own death; 0 is a pass whatever the output.
+    assert _report(bundle, 1, 139).startswith("== cell 1 [cell1]: killed by SIGSEGV;")
+    assert _report(bundle, 1, 0).startswith("== cell 1 [cell1]: exit 0;")
+
+
+def test_a_worker_that_exited_with_a_code_is_an_error_in_a_worker(
+    ran: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    bundle, outcomes = ran
+    exited = outcomes["f=exit"]
+    assert (exited["kind"], exited["where"]) == ("error", "worker")
+    said = _report(bundle, 2, 1)
+    assert said.startswith("== cell 2 [cell2]: error (worker): DataLoader worker "), said
+    assert "exited with code 3, says events.jsonl; the main process exited 1;" in said
+
+
+def test_a_worker_the_harness_killed_itself_is_no_crash(tmp_path: Path) -> None:
+    # A distributed run's supervisor SIGKILLs the other ranks' workers once one rank failed,
+    # saying so first in a teardown event: the job ends as that rank did (classify's rule).
+    bundle = tmp_path / "bundle"
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    spec = load_spec(tmp_path / "spec.yaml")
+    write_bundle(spec, [p for p in plan_run(spec, RunOptions()).attempts if p.attempt == 1], bundle)
+    results = bundle / "results" / "1"
+    results.mkdir(parents=True)
+    _emit(
+        results / "events.jsonl",
+        "events.emit('teardown', pids=[4241, 4242])",
+        "events.emit('worker_exit', worker=0, pid=4242, signal='SIGKILL')",
+    )
+    assert _report(bundle, 1, 1).startswith("== cell 1 [cell1]: exit 1;")
+    # One it did not kill is a worker's crash.
+    _emit(
+        results / "events.jsonl", "events.emit('worker_exit', worker=1, pid=4300, signal='SIGKILL')"
+    )
+    said = _report(bundle, 1, 1)
+    assert said.startswith(
+        "== cell 1 [cell1]: crash SIGKILL (worker): DataLoader worker 1 (pid 4300)"
+    )
+
+
+def _emit(path: Path, *calls: str) -> None:
+    """Events written by the harness's own writer (its format is what run.sh reads)."""
+    subprocess.run(
+        [sys.executable, "-c", "\n".join(["from reprospec_harness import events", *calls])],
+        env={**os.environ, "PYTHONPATH": str(HARNESS_ROOT), "REPROSPEC_EVENTS": str(path)},
+        check=True,
+        timeout=30,
+    )
