@@ -72,6 +72,8 @@ class Settings:
     # Files named on the command line: a spec there is collected as pytest collects a test
     # file named there, whatever its name.
     named: frozenset[Path] = frozenset()
+    # The pytest command line that made the runs (`recorded_command_line`).
+    command_line: str = ""
 
     def wants(self, path: Path) -> bool:
         """A spec file to collect: matches a pattern, or is a spec under a --reprospec path or
@@ -167,6 +169,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The plugin's options that say only where this machine keeps things, left out of the command
+# line a run records, as `reprospec run` leaves out its --out and --python.
+_LOCAL_OPTIONS = ("--reprospec-out", "--reprospec-python")
+
+
+def recorded_command_line(args: Sequence[str]) -> str:
+    """`pytest --reprospec flaky.yaml`: the command that made a cell's run, as its results.json's
+    `command_line`, `compare` and the report's How to reproduce show it.
+
+    `args` are pytest's own arguments (`config.invocation_params.args`: an xdist worker gets
+    its controller's; `pytest.main(ARGS)` gives ARGS). A synthetic `reprospec run SPEC -m ...`
+    was recorded before, and `compare` showed it as though someone had typed it (nu19 A6).
+    Not named `pytest_...`: pluggy takes a plugin's function of that name for a hook.
+    """
+    from reprospec.core.runoptions import without_options
+
+    words = without_options(args, _LOCAL_OPTIONS)
+    return shlex.join(["pytest", *words])
+
+
 def pytest_configure(config: pytest.Config) -> None:
     values: list[str] | None = config.getoption("reprospec")
     if not (values is not None or config.getini("reprospec") or _loaded_explicitly(config)):
@@ -194,6 +216,7 @@ def pytest_configure(config: pytest.Config) -> None:
         python=config.getoption("reprospec_python"),
         gpus=worker_gpus(os.environ),
         named=named,
+        command_line=recorded_command_line(config.invocation_params.args),
     )
     config.addinivalue_line("markers", "reprospec: a matrix cell of a reprospec spec")
     config.pluginmanager.register(RerunRecorder(config), "reprospec-reruns")
@@ -360,9 +383,6 @@ class SpecItem(pytest.Item):
         from reprospec.spec.matrix import render_value
 
         filters = tuple(f"{axis}={render_value(v)}" for axis, v in self.cell.matrix.items())
-        rerun = shlex.join(
-            ["reprospec", "run", str(self.path), *[w for f in filters for w in ("-m", f)]]
-        )
         return api.RunOptions(
             runner=settings.runner,
             repeat=settings.repeat,
@@ -371,7 +391,7 @@ class SpecItem(pytest.Item):
             python=settings.python,
             gpus=settings.gpus,
             purpose="pytest",
-            command_line=rerun,
+            command_line=settings.command_line,
         )
 
     def runtest(self) -> None:

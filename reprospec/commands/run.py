@@ -357,19 +357,9 @@ _LOCAL_FLAGS = ("--keep-cores",)
 
 def _command_line() -> str:
     """The command to show under "How to reproduce"."""
-    words: list[str] = []
-    skip = False
-    for word in sys.argv[1:]:
-        if skip:
-            skip = False
-            continue
-        name = word.split("=", 1)[0]
-        if name in _LOCAL_FLAGS:
-            continue
-        if name in _LOCAL_OPTIONS:
-            skip = "=" not in word
-            continue
-        words.append(word)
+    from reprospec.core.runoptions import without_options
+
+    words = without_options(sys.argv[1:], _LOCAL_OPTIONS, _LOCAL_FLAGS)
     return "reprospec " + shlex.join(words) if words else "reprospec run"
 
 

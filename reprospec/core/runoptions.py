@@ -7,7 +7,7 @@ so `--resume` runs again with exactly the options the run started with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,6 +17,29 @@ from reprospec.core.units import format_duration, parse_duration
 from reprospec.errors import UsageError
 
 STOP_ON = ("never", "first-reproduction", "first-miss")
+
+
+def without_options(
+    words: Sequence[str], options: Sequence[str], flags: Sequence[str] = ()
+) -> list[str]:
+    """`words` less each of `options` with its value (`--out DIR`, `--out=DIR`) and each of
+    `flags`: the command line a run records (`command_line`), made to be shown to others,
+    keeps no option that only says where this machine keeps things (`reprospec run`'s, the
+    pytest plugin's)."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in flags:
+            continue
+        if name in options:
+            skip = "=" not in word
+            continue
+        kept.append(word)
+    return kept
 
 
 @dataclass(frozen=True)

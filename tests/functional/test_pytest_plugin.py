@@ -7,6 +7,7 @@ SIGSEGV included); outcomes are read back from its JUnit XML.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -499,3 +500,40 @@ def test_a_failure_says_each_fact_once(tmp_path: Path) -> None:
         "./no-such-program (exit 127)"
     )
     assert missing[1:-1] == ["  expected: pass"]
+
+
+def test_a_run_records_the_pytest_command_that_made_it(tmp_path: Path) -> None:
+    # nu19 A6: results.json said `reprospec run /abs/x.repro.yaml`, which nobody typed, and
+    # `compare` showed it beside the next run's command as though it had been.
+    write(
+        tmp_path / "x.repro.yaml",
+        "reprospec: 1\nname: x\ncommand: 'true'\nexpect: {outcome: pass}\n",
+    )
+    run = run_pytest(tmp_path, "--reprospec", "x.repro.yaml")
+    assert run.code == 0, run.output
+    (folder,) = (tmp_path / "out" / "runs").iterdir()
+    recorded = json.loads((folder / "results.json").read_text())["command_line"]
+    junit = next(tmp_path.glob("junit-*.xml"))
+    assert recorded == (
+        "pytest -p reprospec.pytest_plugin -p no:hypothesispytest -p no:cacheprovider "
+        f"--junitxml={junit} -rA --reprospec x.repro.yaml"
+    )
+    assert f"```sh\n{recorded}\n```" in (folder / "report.md").read_text()
+    again = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", "x.repro.yaml", "--out", "out", "--repeat", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    compared = subprocess.run(
+        [sys.executable, "-m", "reprospec", "compare", folder.name, "latest", "--out", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"command_line: '{recorded}' -> 'reprospec run x.repro.yaml --repeat 2'" in (
+        compared.stdout
+    ), compared.stdout + compared.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reprospec.pytest_plugin import worker_gpus
+from reprospec.pytest_plugin import recorded_command_line, worker_gpus
 from reprospec.spec.lines import cell_lines
 
 
@@ -59,3 +59,11 @@ def test_xdist_workers_split_the_outer_gpu_ids() -> None:
     assert shares == ["0,2,4", "1,3"]
     lone = {"CUDA_VISIBLE_DEVICES": "7", "PYTEST_XDIST_WORKER_COUNT": "2"}
     assert worker_gpus({**lone, "PYTEST_XDIST_WORKER": "gw1"}) == ""
+
+
+def test_a_run_records_the_pytest_command_line_less_the_machines_paths() -> None:
+    # nu19 A6: the record was a synthetic `reprospec run /abs/flaky.yaml -m ...` nobody typed.
+    assert recorded_command_line(["--reprospec", "flaky.yaml"]) == "pytest --reprospec flaky.yaml"
+    args = ["--reprospec-out", "/tmp/o", "-k", "a and b", "--reprospec-python=/v/bin/python", "-n2"]
+    assert recorded_command_line(args) == "pytest -k 'a and b' -n2"
+    assert recorded_command_line([]) == "pytest"
