@@ -18,9 +18,8 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 _CHUNK = 1 << 16
 
@@ -129,8 +128,8 @@ class HeadTail:
         return join_head_tail(bytes(self.head), tail, self.total)
 
 
-@dataclass(frozen=True)
-class Completed:
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
+class Completed(NamedTuple):
     """A helper process's end: its status and its output, each capped head + tail."""
 
     returncode: int | None

@@ -47,8 +47,7 @@ MAX_IDLE = 8
 FileId = tuple[int, int]  # (st_dev, st_ino)
 
 
-# A NamedTuple, not a frozen dataclass: made only for a core, and a dataclass's class costs
-# every run's start five times as much (0.7 ms against 0.14; issue 30, item 4).
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class Held(NamedTuple):
     """A core the watch opened: its descriptor in this process and what it is."""
 

@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
+from typing import NamedTuple
 
 from reprospec.errors import UsageError
 from reprospec.process import watchdog
@@ -181,8 +182,8 @@ def unwatch_container(name: str) -> None:
 # -- an attempt in flight ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InFlight:
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
+class InFlight(NamedTuple):
     """An attempt the engine has running: what `--resume` needs to end it."""
 
     token: str

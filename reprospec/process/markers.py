@@ -50,8 +50,7 @@ _ANSI = Lazy(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 Pattern: TypeAlias = "regex.Pattern[str]"
 
 
-# A NamedTuple, not a frozen dataclass: it stays inside the output pump, and a dataclass's
-# class costs every run's start five times as much (0.7 ms against 0.14; issue 30, item 4).
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class CompiledMarker(NamedTuple):
     """A `Marker` with its regex compiled (a `regex` Pattern, searched with a timeout)."""
 

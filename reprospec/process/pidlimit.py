@@ -41,8 +41,8 @@ import resource
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # Processes (threads, for cgroup v1) one attempt may have at once.
 ATTEMPT_MAX_PROCESSES = 4096
@@ -60,8 +60,8 @@ _numbers = itertools.count()
 _pool_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Limit:
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
+class Limit(NamedTuple):
     """One attempt's process limit: its cgroup folder, or none (then `note` says why).
 
     `refused_before`: the cgroup's count of refused forks when the attempt took it (a

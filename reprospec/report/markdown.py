@@ -61,8 +61,7 @@ def axes_of(cells: Iterable[CellResult]) -> list[str]:
     return list(axes)
 
 
-# A NamedTuple, not a frozen dataclass: made only for a two-axis matrix, and a dataclass's
-# class costs every run's start five times as much (0.7 ms against 0.14; issue 30, item 4).
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class Grid(NamedTuple):
     """A two-axis matrix as a table: each row's value with the outcome in each column."""
 

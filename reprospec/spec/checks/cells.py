@@ -573,8 +573,7 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# A NamedTuple, like Site: made only for a workload, and a dataclass's class costs every
-# run's start five times as much (0.7 ms against 0.14; issue 30, item 4).
+# A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class _Pass(NamedTuple):
     """One pass of a cell's DataLoader as the harness builds it (reprospec_harness/data.py):
     the synthetic dataset's items, each rank's share (DistributedSampler) and its batches."""
