@@ -293,18 +293,31 @@ _serials = [0]
 
 
 def _reap(sock: socket.socket) -> None:
-    """SIGCHLD: reap the attempts that ended and tell the engine how each one did."""
+    """SIGCHLD: reap the attempts that ended and tell the engine how each one did, with the
+    attempt's /proc/PID/stat read while it was still a zombie: its count of the children it
+    reaped, which the engine reads of a root it waits for itself (process/tree.py
+    `waited_for_children`), is gone with the wait. Read by the engine instead, it raced
+    this reaping: the same program's attempts were judged two ways (rv18 F3)."""
     while True:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            # WNOWAIT: which attempt ended, left a zombie to read.
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if ended is None or ended.si_pid == 0:
             return
+        pid = ended.si_pid
+        stat: str | None = None
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read().decode("latin-1")
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            continue
         serial = _running.pop(pid, None)
         if serial is not None:
             with contextlib.suppress(OSError):
-                _send(sock, {"exit": pid, "serial": serial, "status": status})
+                _send(sock, {"exit": pid, "serial": serial, "status": status, "stat": stat})
 
 
 def _fork_attempt(

@@ -88,9 +88,12 @@ class ForkedChild:
         self.returncode: int | None = None
         self.stdout: IO[bytes] | None = stdout
         self.stderr: IO[bytes] | None = stderr
+        # Its /proc/PID/stat as a zombie, which the server reaps (process/tree.py reads it).
+        self.zombie_stat: bytes | None = None
 
     def _set(self, status: int) -> int:
         self.returncode = os.waitstatus_to_exitcode(status)
+        self.zombie_stat = self.server.zombie_stat(self.serial)
         return self.returncode
 
     def poll(self) -> int | None:
@@ -149,6 +152,8 @@ class ForkServer:
         # What the reader thread hears: replies to forks, and attempts' wait statuses.
         self._replies: queue.Queue[dict[str, object] | None] = queue.Queue()
         self._exits: dict[int, int] = {}
+        # Each ended attempt's /proc/PID/stat as the server read it before reaping it.
+        self._stats: dict[int, bytes] = {}
         self._ended = threading.Condition()
         self.alive = True
         server_env = {k: v for k, v in env.items() if k not in PER_ATTEMPT_VARS}
@@ -217,8 +222,11 @@ class ForkServer:
                 break
             serial, status = message.get("serial"), message.get("status")
             if "exit" in message and isinstance(serial, int) and isinstance(status, int):
+                stat = message.get("stat")
                 with self._ended:
                     self._exits[serial] = status
+                    if isinstance(stat, str):
+                        self._stats[serial] = stat.encode("latin-1")
                     self._ended.notify_all()
             else:
                 self._replies.put(message)
@@ -236,6 +244,12 @@ class ForkServer:
                     return None
                 self._ended.wait()
             return self._exits.pop(serial)
+
+    def zombie_stat(self, serial: int) -> bytes | None:
+        """Attempt `serial`'s /proc/PID/stat, read by the server while it was a zombie (once
+        its exit status came); None where the server could not read it."""
+        with self._ended:
+            return self._stats.pop(serial, None)
 
     def _read(self) -> dict[str, object] | None:
         """The server's next message; None at its end. Raises TimeoutError past the timeout."""

@@ -27,6 +27,7 @@ from reprospec import native as native_stacks
 from reprospec.core.results import ChildExit
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
+from reprospec.process.forkserver import ForkedChild
 from reprospec.process.output import Sink
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.start import ChildHandle, Start, popen_attempt
@@ -175,6 +176,19 @@ class _Pump:
             self.pidfd = -1
 
 
+def _root_waited(proc: ChildHandle, own_root: bool) -> bool | None:
+    """`tree.waited_for_children` of the attempt's root: read now, before the wait that
+    reaps it, where the engine started it; for an attempt a preload server forked, what the
+    server read of its zombie before reaping it, known once it ended (waited for here). Read
+    by the engine, a forked root was a zombie or already reaped as the race went, and one
+    program's attempts were judged two ways (rv18 F3)."""
+    if own_root:
+        return tree.waited_for_children(proc.pid)
+    proc.wait()
+    stat = proc.zombie_stat if isinstance(proc, ForkedChild) else None
+    return tree.waited_in(stat) if stat is not None else None
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -309,11 +323,11 @@ def run_process(
                 hang_native = native.hang(alive, timed_out_at=deadline)
             others = any(pid != proc.pid for pid in procs)
             tree.kill_attempt(token, proc.pid, proc.pid, tag)
-            root_waited = tree.waited_for_children(proc.pid)
+            root_waited = _root_waited(proc, own_root)
             proc.wait()
             duration = time.monotonic() - begin
         else:
-            root_waited = tree.waited_for_children(proc.pid)
+            root_waited = _root_waited(proc, own_root)
             if root_waited and own_root and tree.program_ran_alone(argv, proc.pid, stack_dir):
                 # `/bin/sh -c 'python x.py'`: dash forks the one program it runs, and the
                 # program's own record says it reaped no child (and was not killed).

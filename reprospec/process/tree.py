@@ -143,6 +143,12 @@ def waited_for_children(pid: int) -> bool | None:
         stat = read_proc(f"/proc/{pid}/stat")
     except OSError:
         return None
+    return waited_in(stat)
+
+
+def waited_in(stat: bytes) -> bool | None:
+    """`waited_for_children` of a zombie's /proc/PID/stat read already: a forked attempt's,
+    which its preload server reads before it reaps it (ForkedChild.zombie_stat)."""
     fields = stat[stat.rfind(b")") + 2 :].split()
     try:
         if fields[0] != b"Z":

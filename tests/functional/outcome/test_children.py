@@ -261,6 +261,37 @@ def test_a_shells_139_for_its_programs_segfault_is_still_a_crash(
     assert result.matched, result.mismatches
 
 
+# Deaths in the interpreter's shutdown, after atexit (where the record of a normal end is
+# written): a global's `__del__`, as a native handle's or a C++ destructor's would.
+AT_EXIT = {
+    "SIGSEGV": "import ctypes\nclass Handle:\n    def __del__(self, read=ctypes.string_at):\n"
+    "        read(0)\nkept = Handle()\nprint('done', flush=True)\n",
+    "SIGABRT": "import os\nclass Handle:\n    def __del__(self, abort=os.abort):\n"
+    "        abort()\nkept = Handle()\nprint('done', flush=True)\n",
+}
+
+
+@pytest.mark.parametrize("signal", sorted(AT_EXIT))
+@pytest.mark.parametrize("line", ["{py} {script}", "{py} {script}; exit $?"])
+def test_a_death_in_the_shutdown_after_the_exit_record_is_a_crash(
+    runner: LocalRunner, tmp_path: Path, signal: str, line: str
+) -> None:
+    """rv18 F1: the program's ended-PID record said it ended normally and reaped no child,
+    so the shell's 128+N was called its own exit status (`error exit 139`), and its
+    faulthandler report "the program's output". No core is read here (native stacks off,
+    as where core_pattern pipes cores away): the report and the status are the evidence."""
+    script = tmp_path / "at_exit.py"
+    script.write_text(AT_EXIT[signal], encoding="utf-8")
+    command = line.format(py=shlex.quote(PY), script=shlex.quote(str(script)))
+    expected = Expectation("crash", signal=signal)
+    result, execution = run_attempt(runner, ["/bin/sh", "-c", command], tmp_path, expected)
+    assert execution.returncode == 128 + {"SIGSEGV": 11, "SIGABRT": 6}[signal]
+    outcome = result.ran
+    assert outcome is not None, result.infra_error
+    assert (outcome.kind, outcome.signal, outcome.where) == ("crash", signal, "main"), outcome
+    assert result.matched, result.mismatches
+
+
 def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "child.yaml"
     spec.write_text(
@@ -284,6 +315,28 @@ def test_run_reports_a_multiprocessing_child_crash_with_its_stack(cli: Cli, tmp_
     assert "attempt 1, the crashed child" in stacks
     assert "Fatal Python error: Segmentation fault" in stacks
     assert "in crash" in stacks
+
+
+def test_forked_attempts_of_one_program_are_judged_alike(cli: Cli, tmp_path: Path) -> None:
+    """rv18 F3: under run.preload the engine read the forked root's /proc/PID/stat while
+    its preload server reaped it: a zombie still (ran no other process: `error exit 139`)
+    or gone (unknown: `crash SIGSEGV` by the shell's rule), about 3 attempts in 4 one way.
+    The server now reads it before its wait and sends it with the exit status."""
+    spec = tmp_path / "forked.yaml"
+    spec.write_text(
+        "reprospec: 1\n"
+        "name: forked-139\n"
+        f"environment: {{workdir: {tmp_path}}}\n"
+        f"command: [python, {PRINTED}, exit139]\n"
+        "expect: {outcome: error, exit_code: 139}\n"
+        "run: {repeat: 16, preload: [json]}\n"
+    )
+    result = cli("run", str(spec), "-j", "2")
+    attempts = result.results()["cells"][0]["attempts"]
+    assert {a["launch"] for a in attempts} == {"forked"}
+    seen = [(a["outcome"]["kind"], a["outcome"]["exit_code"]) for a in attempts]
+    assert seen == [("error", 139)] * 16, seen
+    assert result.code == 0, result.stdout + result.stderr
 
 
 @pytest.mark.skipif(
