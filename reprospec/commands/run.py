@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from reprospec.core.inputs import Spec
     from reprospec.core.results import RunResult
     from reprospec.core.runoptions import RunOptions
-    from reprospec.export.bundle import Unpacked
     from reprospec.pipeline.stages import Resume
     from reprospec.plan.run import RunPlan
 
@@ -223,7 +222,7 @@ def read_request(args: argparse.Namespace) -> RunRequest:
             )
         unpacked = unpack(Path(named), out / "bundles")
         print(f"reprospec: bundle unpacked in {unpacked.root}", file=sys.stderr)
-        options = with_bundle(options, unpacked, runner_given=args.runner is not None)
+        options = unpacked.run_options(options, runner_given=args.runner is not None)
         path = str(unpacked.spec)
     # The spec is validated before anything is written: a bad spec creates no store.
     try:
@@ -290,23 +289,6 @@ def _given_kept(args: argparse.Namespace) -> frozenset[str]:
         "preload": args.preload,
     }
     return frozenset(name for name, value in given.items() if value not in (None, [], False))
-
-
-def with_bundle(
-    options: RunOptions, unpacked: Unpacked, *, runner_given: bool = False
-) -> RunOptions:
-    """The options a bundle's spec runs with: the original run's `-m` filters, `--repeat`,
-    `--timeout`, observe mode and runner (not local) unless given here (the manifest
-    checked as the CLI's options are, when it was read); its overrides first, then this
-    command's."""
-    return options.with_changes(
-        runner=options.runner if runner_given or not unpacked.runner else unpacked.runner,
-        matrix_filters=options.matrix_filters or unpacked.matrix_filters,
-        repeat=options.repeat if options.repeat is not None else unpacked.repeat,
-        timeout_s=options.timeout_s if options.timeout_s is not None else unpacked.timeout_s,
-        observe=options.observe or unpacked.observe,
-        overrides=(*unpacked.overrides, *options.overrides),
-    )
 
 
 def is_report(path: str | None) -> bool:

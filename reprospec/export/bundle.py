@@ -42,7 +42,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, TypedDict
+from typing import IO, TYPE_CHECKING, TypedDict
 
 from reprospec.core.bounds import MAX_REPEAT, count_within
 from reprospec.core.inputs import AttemptPlan, Spec
@@ -55,6 +55,9 @@ from reprospec.export.carry import carried_bytes
 from reprospec.export.tree import SpecTree, spec_tree
 from reprospec.process.childprotocol import CELL_JSON
 from reprospec.store.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from reprospec.core.runoptions import RunOptions
 
 FORMAT = 1
 MANIFEST = "bundle.json"
@@ -88,6 +91,9 @@ class Packed:
     warnings: tuple[str, ...] = ()
     # Files named from outside the workdir (`../raises.py`), as placed under tree/.
     outside_files: tuple[str, ...] = ()
+    # The folder on this machine that the archive's tree/ stands for (`bundle --verify`
+    # names a file its rerun missed where it is here).
+    tree_root: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,20 @@ class Unpacked:
     # The original run's runner where it was not local: a venv run's cells need the
     # packages their environments were built with (on the local runner: infra-error).
     runner: str | None = None
+
+    def run_options(self, options: RunOptions, *, runner_given: bool = False) -> RunOptions:
+        """The options this bundle's spec runs with: the original run's `-m` filters,
+        `--repeat`, `--timeout`, observe mode and runner (not local) unless `options` gives
+        them (the manifest was checked as the CLI's options are, when it was read); its
+        overrides first, then `options`'. `run FILE` and `bundle --verify` alike."""
+        return options.with_changes(
+            runner=options.runner if runner_given or not self.runner else self.runner,
+            matrix_filters=options.matrix_filters or self.matrix_filters,
+            repeat=options.repeat if options.repeat is not None else self.repeat,
+            timeout_s=options.timeout_s if options.timeout_s is not None else self.timeout_s,
+            observe=options.observe or self.observe,
+            overrides=(*self.overrides, *options.overrides),
+        )
 
 
 class _BundledOptions(TypedDict, total=False):
@@ -201,7 +221,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     finally:
         tmp.unlink(missing_ok=True)
     warnings = (*sources.warnings, *masked)
-    return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)))
+    return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root)
 
 
 def _sources(run: RunResult, run_dir: Path) -> _Sources:
