@@ -218,6 +218,31 @@ def read_files(
     )
 
 
+def read_outside(
+    run_dir: Path,
+    attempts: Iterable[AttemptResult],
+    tree: Path,
+    *,
+    before: float,
+    leave_out: Iterable[Path] = (),
+) -> tuple[str, ...]:
+    """The files the attempts' Python processes opened for reading (opened-<pid>.txt)
+    outside `tree` (an unpacked bundle's) and outside `leave_out`, that are the program's
+    input by the rule capture names such a file by (`_the_programs`: there before the run,
+    not the machine's, an interpreter's or a cache's): found here at their paths, where
+    whoever is given the bundle may have nothing."""
+    root = tree.resolve()
+    skipped = [p.resolve() for p in leave_out]
+    found: list[str] = []
+    for line in dict.fromkeys(recorded(run_dir, attempts, "opened")):
+        path = Path(line).resolve()
+        if path.is_relative_to(root) or any(path.is_relative_to(s) for s in skipped):
+            continue
+        if path.suffix != ".py" and _the_programs(path, before):
+            found.append(str(path))
+    return tuple(found)
+
+
 # Where the machine's own files are: what every program opens (the interpreter, its
 # libraries, locales, certificates, /proc), not the program's data.
 _SYSTEM = (

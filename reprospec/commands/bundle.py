@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprospec.commands import options as opt
+
+if TYPE_CHECKING:
+    from reprospec.core.results import RunResult
+    from reprospec.export.bundle import Packed
+    from reprospec.plan.run import RunPlan
 
 
 def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
@@ -26,6 +33,12 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
         help="the archive to write (.tar.gz or .tgz); `reprospec run FILE` reruns it",
     )
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="then unpack the archive in a new temporary folder and rerun the run's failing "
+        "cells from it; exit 1 when one does not come back as in the run (the archive is kept)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from reprospec.store.resultsjson import load_run, run_dir_of
 
     run_dir = run_dir_of(args.run, args.out)
-    packed = pack(load_run(run_dir), run_dir, args.output)
+    run = load_run(run_dir)
+    packed = pack(run, run_dir, args.output)
     for warning in packed.warnings:
         print(f"reprospec: warning: {warning}", file=sys.stderr)
     outside = (
@@ -44,4 +58,53 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {packed.path}: {packed.files} file(s), {len(packed.workdir_files)} of them "
         f"from the workdir{outside}; rerun it with: reprospec run {shlex.quote(str(packed.path))}"
     )
-    return 0
+    if not args.verify:
+        # A file the program opens by a name the cells never give is not carried: the
+        # recipient's rerun is the first to miss it, unless this one reruns it first.
+        print(
+            "not verified: add --verify to rerun it unpacked away from this tree "
+            f"(reprospec bundle {shlex.quote(args.run)} -o {shlex.quote(str(args.output))} "
+            "--verify)"
+        )
+        return 0
+    return _verify(packed, run, run_dir)
+
+
+def _verify(packed: Packed, run: RunResult, run_dir: Path) -> int:
+    """`--verify`: the archive rerun from a temporary folder, with `run`'s live progress;
+    exit 0 when every checked cell came back as in the run, 1 when one did not (or none
+    could be checked), 130 when stopped."""
+    from reprospec.capture.bundleverify import outside_warnings, report_lines, verify
+    from reprospec.errors import EXIT_INTERRUPTED, EXIT_NOT_REPRODUCED
+
+    print(
+        f"reprospec: verifying {packed.path}: unpacked in a new temporary folder and rerun "
+        "there as `reprospec run FILE --yes` would (each failing cell once; as often as the "
+        "run tried it where its attempts differed)",
+        file=sys.stderr,
+    )
+    check = verify(packed, run, run_dir, _execute)
+    for warning in outside_warnings(check):
+        print(f"reprospec: warning: {warning}", file=sys.stderr)
+    for line in report_lines(check, packed.path, run.run_id):
+        print(line)
+    if check.interrupted:
+        return EXIT_INTERRUPTED
+    return 0 if check.reproduced else EXIT_NOT_REPRODUCED
+
+
+def _execute(plan: RunPlan) -> RunResult:
+    """One run of the unpacked spec with `run`'s progress lines; Ctrl-C stops it."""
+    import threading
+
+    from reprospec.commands.interrupt import install_stop_handlers
+    from reprospec.pipeline import stages
+    from reprospec.report.progress import Progress
+
+    cancel = threading.Event()
+    install_stop_handlers(cancel)
+    observes = plan.expectations.of
+    with Progress(
+        len(plan.attempts), stream=sys.stderr, observes=lambda cell: observes(cell).observes
+    ) as progress:
+        return stages.execute(plan, plan.options, progress=progress.update, cancel=cancel)

@@ -405,3 +405,121 @@ def test_a_gone_spec_whose_program_is_still_there_is_refused_saying_so(
     assert f"and a bundle finds the program's files the run ran ({code / 'app.py'})" in (
         packed.stderr
     )
+
+
+# A program that opens files no command word names: `../shared/cfg.json` beside its
+# workdir, and `data.txt` in it, by a name it builds. Neither is carried by a bundle.
+READS_UNNAMED = """\
+import json
+cfg = json.load(open("../shared/cfg.json"))
+rows = open("da" + "ta.txt").read().split()
+raise KeyError(cfg["key"] + str(len(rows)))
+"""
+
+
+def _reads_unnamed(root: Path, *, listed: bool) -> Path:
+    (root / "app").mkdir(parents=True)
+    (root / "shared").mkdir()
+    (root / "shared" / "cfg.json").write_text('{"key": "missing-"}\n')
+    (root / "app" / "main.py").write_text(READS_UNNAMED)
+    (root / "app" / "data.txt").write_text("a b c\n")
+    spec = root / "unnamed.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: unnamed\nenvironment: {workdir: app}\ncommand: python main.py\n"
+        + ("files: [data.txt]\n" if listed else "")
+        + "expect: {outcome: error, exception: KeyError, message: missing-3}\n"
+    )
+    return spec
+
+
+def test_verify_names_the_file_a_bundle_lacks_and_exits_1(tmp_path: Path, cli: Cli) -> None:
+    # nu18 N11: the archive looked complete; its recipient learnt otherwise from a
+    # FileNotFoundError and `not-reproduced`. --verify reruns it away from the tree first.
+    spec = _reads_unnamed(tmp_path / "project", listed=False)
+    # The config moved into the workdir: only data.txt is missing from the bundle.
+    (tmp_path / "project" / "shared" / "cfg.json").rename(tmp_path / "project/app/cfg.json")
+    (tmp_path / "project" / "app" / "main.py").write_text(
+        READS_UNNAMED.replace("../shared/cfg.json", "cfg.json")
+    )
+    spec.write_text(spec.read_text() + "files: [cfg.json]\n")
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    archive = tmp_path / "b.tgz"
+    checked = cli(
+        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
+        env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert checked.code == 1, checked.stderr
+    assert "Traceback" not in checked.stderr
+    assert "[1/1] default #1: error exit 1 FileNotFoundError" in checked.stderr
+    assert (
+        "verify: default: not as in the run: the run was reproduced (error exit 1 KeyError), "
+        "the bundle's rerun not-reproduced (error exit 1 FileNotFoundError)"
+    ) in checked.stdout
+    lacks = tmp_path / "project" / "app" / "data.txt"
+    assert f"the bundle lacks data.txt ({lacks})" in checked.stdout
+    assert "list data.txt in the spec's `files`" in checked.stdout
+    assert "the archive is kept as written" in checked.stdout
+    assert archive.is_file()
+    # The verify's run is in a temporary store, kept for its report; the user's store
+    # holds the one run it had.
+    kept = list(temp.glob("reprospec-verify-*/out/runs/*/report.md"))
+    assert len(kept) == 1
+    assert f"verify: its run: {kept[0]}" in checked.stdout
+    assert len(list((out / "runs").iterdir())) == 1
+
+
+def test_verify_of_a_file_outside_the_workdir_says_files_cannot_hold_it(
+    tmp_path: Path, cli: Cli
+) -> None:
+    spec = _reads_unnamed(tmp_path / "project", listed=True)
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    archive = tmp_path / "b.tgz"
+    checked = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--verify")
+    assert checked.code == 1, checked.stderr
+    cfg = tmp_path / "project" / "shared" / "cfg.json"
+    assert f"the bundle lacks ../shared/cfg.json ({cfg})" in checked.stdout
+    assert "`files` holds only the workdir's files: move ../shared/cfg.json" in checked.stdout
+
+
+def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
+    tmp_path: Path, cli: Cli
+) -> None:
+    spec = _reads_unnamed(tmp_path / "project", listed=True)
+    # Read by its absolute path: still on this machine, so the rerun finds it.
+    settings = tmp_path / "elsewhere" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"key": "missing-"}\n')
+    main = tmp_path / "project" / "app" / "main.py"
+    main.write_text(READS_UNNAMED.replace("../shared/cfg.json", str(settings)))
+    out = tmp_path / "store"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    archive = tmp_path / "b.tgz"
+    checked = cli(
+        "bundle", "latest", "-o", str(archive), "--out", str(out), "--verify",
+        env={"TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert checked.code == 0, checked.stdout + checked.stderr
+    assert "verify: default: as in the run: reproduced (error exit 1 KeyError)" in checked.stdout
+    assert f"verified {archive}: 1/1 cell of run " in checked.stdout
+    assert "it read 1 file outside it" in checked.stdout
+    assert (
+        f"reprospec: warning: bundle --verify: the program read {settings} by its path, "
+        "outside the bundle"
+    ) in checked.stderr
+    # Nothing else this machine's interpreter or the engine opened is named.
+    assert checked.stderr.count("by its path, outside the bundle") == 1
+    assert not list(temp.glob("reprospec-verify-*"))  # removed when it reproduced
+    assert len(list((out / "runs").iterdir())) == 1
+    # Without --verify, a line says it was not verified and how to verify it.
+    plain = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert plain.code == 0, plain.stderr
+    assert (
+        f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
+        f"bundle latest -o {archive} --verify)"
+    ) in plain.stdout
