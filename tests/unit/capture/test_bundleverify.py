@@ -1,0 +1,160 @@
+"""Which cells `bundle --verify` reruns, how often, and how it words what came back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from reprospec.capture.bundleverify import (
+    BundleCheck,
+    CellCheck,
+    Missing,
+    checked_cells,
+    flaky,
+    outside_warnings,
+    report_lines,
+)
+from reprospec.core.inputs import Cell
+from reprospec.core.results import Outcome
+from reprospec.core.units import RateBound
+from tests.support.runs import infra_run, segfault_matrix
+
+
+def _cells(ids: list[str]) -> dict[str, Cell]:
+    return {cell_id: Cell(cell_id, index, {}) for index, cell_id in enumerate(ids)}
+
+
+def test_only_the_cells_that_failed_are_rerun() -> None:
+    run = segfault_matrix()  # one crashing corner of four cells
+    bundle = _cells([c.cell.id for c in run.cells])
+    chosen, skipped = checked_cells(run, bundle)
+    assert [c.cell.id for c, _ in chosen] == ["num_workers=2,pin_memory=true"]
+    assert skipped == ()
+
+
+def test_where_no_cell_failed_every_cell_that_ran_is_rerun() -> None:
+    run = segfault_matrix()
+    passed = [c for c in run.cells if c.attempts[0].ran and c.attempts[0].ran.kind == "pass"]
+    run = replace(run, cells=tuple(passed))
+    chosen, _ = checked_cells(run, _cells([c.cell.id for c in passed]))
+    assert len(chosen) == 3
+
+
+def test_a_cell_none_of_whose_attempts_ran_is_named_not_checked() -> None:
+    chosen, skipped = checked_cells(infra_run(), _cells(["default"]))
+    assert chosen == []
+    assert skipped == ("default (no attempt of the run ran: infra-error)",)
+
+
+def test_a_cell_the_bundles_spec_lacks_is_named_not_checked() -> None:
+    chosen, skipped = checked_cells(segfault_matrix(), _cells([]))
+    assert chosen == []
+    assert skipped == ("num_workers=2,pin_memory=true (no such cell in the bundle's spec)",)
+
+
+def test_a_cell_is_flaky_where_its_attempts_differed_or_it_expects_a_rate() -> None:
+    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    assert not flaky(crashed)
+    passed = Outcome("pass", exit_code=0, signature="pass")
+    twice = replace(crashed.attempts[0], attempt=2, outcome=passed)
+    assert flaky(replace(crashed, attempts=(*crashed.attempts, twice)))
+    rated = replace(crashed.expected, rate=RateBound(">=", 0.3))
+    assert flaky(replace(crashed, expected=rated))
+
+
+def _check(**changes: object) -> CellCheck:
+    cell = CellCheck(
+        cell="default",
+        verdict="reproduced",
+        ran="error exit 1 KeyError",
+        rerun_verdict="not-reproduced",
+        rerun="error exit 1 FileNotFoundError",
+        attempts=1,
+        reproduced=False,
+        missing=(Missing(Path("/proj/app/data.txt"), "data.txt"),),
+    )
+    return replace(cell, **changes)  # type: ignore[arg-type]
+
+
+def test_what_a_missing_file_needs_depends_on_whether_the_workdir_holds_it() -> None:
+    inside = Missing(Path("/proj/app/data.txt"), "data.txt")
+    outside = Missing(Path("/proj/common/cfg.json"), "../common/cfg.json")
+    assert inside.advice() == "list data.txt in the spec's `files`"
+    assert outside.advice().startswith("`files` holds only the workdir's files: move ../common")
+
+
+def test_a_cell_that_did_not_come_back_is_not_verified_and_names_its_file() -> None:
+    check = BundleCheck((_check(),), (), (), Path("/tmp/v"), (Path("/tmp/v/report.md"),))
+    assert not check.reproduced
+    lines = report_lines(check, Path("b.tgz"), "RUN")
+    assert lines == [
+        "verify: default: not as in the run: the run was reproduced (error exit 1 KeyError), "
+        "the bundle's rerun not-reproduced (error exit 1 FileNotFoundError)",
+        "verify: default: the bundle lacks data.txt (/proj/app/data.txt), which the program "
+        "looked for: list data.txt in the spec's `files`",
+        "not verified: b.tgz: 0/1 cell of run RUN came back as in the run; the archive is "
+        "kept as written",
+        "verify: its run: /tmp/v/report.md",
+    ]
+
+
+def test_a_check_of_no_cell_or_an_interrupted_one_is_no_verification() -> None:
+    none = BundleCheck(
+        (), ("default (no attempt of the run ran: infra-error)",), (), Path("/v"), ()
+    )
+    assert not none.reproduced
+    assert (
+        "no cell of run RUN ran, so none could be compared"
+        in report_lines(none, Path("b.tgz"), "RUN")[-1]
+    )
+    came = _check(reproduced=True, missing=())
+    stopped = BundleCheck((came,), (), (), Path("/v"), (), interrupted=True)
+    assert not stopped.reproduced
+    assert "the verify was interrupted" in report_lines(stopped, Path("b.tgz"), "RUN")[-1]
+
+
+def test_a_read_outside_the_bundle_is_a_warning_not_a_failure() -> None:
+    came = _check(reproduced=True, missing=(), rerun_verdict="reproduced", rerun="error")
+    check = BundleCheck((came,), (), ("/tmp/settings.json",), Path("/v"), ())
+    assert check.reproduced
+    assert report_lines(check, Path("b.tgz"), "RUN") == [
+        "verify: default: as in the run: reproduced (error)",
+        "verified b.tgz: 1/1 cell of run RUN came back as in the run, unpacked and rerun away "
+        "from this tree; it read 1 file outside it (named in a warning)",
+    ]
+    (warning,) = outside_warnings(check)
+    assert warning.startswith("bundle --verify: the program read /tmp/settings.json by its path")
+
+
+def test_only_what_a_line_says_was_missing_and_the_tree_holds_is_named(tmp_path: Path) -> None:
+    from reprospec.capture.bundleverify import _missing, _Places
+
+    source, tree = tmp_path / "proj", tmp_path / "unpacked" / "tree"
+    for name in ("app/data.txt", "app/notes.txt", "common/cfg.json"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("x\n")
+    (tree / "app").mkdir(parents=True)
+    (tree / "app" / "notes.txt").write_text("x\n")  # carried
+    logs = tmp_path / "run" / "cells" / "default" / "1"
+    logs.mkdir(parents=True)
+    # notes.txt is named, but on no line that says a file was missing; out.txt was never
+    # in the tree (the program's own output): neither is the bundle's lack.
+    (logs / "stderr.log").write_text(
+        "reading notes.txt\ncat: data.txt: No such file or directory\n"
+        "tee: out.txt: No such file or directory\n"
+    )
+    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    lost = Outcome(
+        "error",
+        exit_code=1,
+        exception="FileNotFoundError",
+        message="[Errno 2] No such file or directory: '../common/cfg.json'",
+        signature="error:FileNotFoundError",
+    )
+    attempt = replace(crashed.attempts[0], outcome=lost, logs="cells/default/1")
+    places = _Places(tree, source, {crashed.cell.id: tree / "app"})
+    found = _missing(replace(crashed, attempts=(attempt,)), tmp_path / "run", places)
+    assert [(m.named, m.path) for m in found] == [
+        ("../common/cfg.json", source / "common" / "cfg.json"),
+        ("data.txt", source / "app" / "data.txt"),
+    ]
