@@ -356,7 +356,7 @@ def report_lines(check: BundleCheck, archive: Path, run_id: str) -> list[str]:
         )
         return lines
     if check.interrupted:
-        why = f"the verify was interrupted ({count} as in the run)"
+        why = "the verify was interrupted" + (f" ({count} as in the run)" if check.checked else "")
     elif not check.checked:
         why = f"no cell of run {run_id} ran, so none could be compared"
     else:
