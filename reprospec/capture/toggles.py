@@ -518,8 +518,10 @@ def _option_values(words: list[str], first: int) -> int | None:
     several, nor of several where it got one value and its own arguments but for numbers:
 
     - numbers after the first number, up to the next other word, are the option's too
-      (`--layers 64 128 256 --lr 0.1`: 3): a positional number right after an option's
-      number is rare; several numbers are the shape of a list of sizes, seeds or ids;
+      (`--layers 64 128 256 --lr 0.1`: 3, `--bias -1 -0.5`: 2): several numbers are the
+      shape of a list of sizes, seeds or ids; but after a decimal a whole number is the
+      program's own (`--lr 0.1 5`: 1, the 5 an epoch count left in the command, rv18 F7):
+      a rate's list is of rates;
     - a first value followed by a bare word of another shape (a number, a path, a plain
       word: `--lr 0.1 data.csv`, `-a resnet18 /data/imagenet`) is the option's alone (1):
       a list's values are alike;
@@ -527,14 +529,24 @@ def _option_values(words: list[str], first: int) -> int | None:
       `--tags x y`, but also `--config c.yaml data.csv`): either; None, the option kept as
       written (`_alike_run`)."""
     if _NUMBER.match(words[first]):
+        decimal = not _is_whole(words[first])
         count = 1
-        while first + count < len(words) and _NUMBER.match(words[first + count]):
+        while (
+            first + count < len(words)
+            and _NUMBER.match(words[first + count])
+            and not (decimal and _is_whole(words[first + count]))
+        ):
             count += 1
         return count
     after = words[first + 1] if first + 1 < len(words) else None
     if after is None or not _bare(after) or _shape(after) != _shape(words[first]):
         return 1
     return None
+
+
+def _is_whole(number: str) -> bool:
+    """`64`, `-3`: a number written without a decimal point or an exponent."""
+    return number.lstrip("-").isdigit()
 
 
 def _alike_run(words: list[str], first: int) -> list[str]:

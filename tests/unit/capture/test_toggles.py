@@ -116,6 +116,18 @@ def test_a_value_with_a_quote_stays_literal() -> None:
             {"s": "0 1 2", "seed": 3},
             "python t.py -s ${{ matrix.s }} +trainer.seed=${{ matrix.seed }}",
         ),
+        # rv18 F7: after a decimal, a whole number is the program's (an epoch count), where
+        # it went into the axis (`lr: [0.1 5]`), and widening it ran argparse's usage error.
+        (
+            "python t.py --lr 0.1 5",
+            {"lr": 0.1},
+            "python t.py --lr ${{ matrix.lr }} 5",
+        ),
+        (
+            "python t.py --lrs 0.1 0.01 5",
+            {"lrs": "0.1 0.01"},
+            "python t.py --lrs ${{ matrix.lrs }} 5",
+        ),
         # A word of another shape after the value is the program's own argument.
         (
             "python t.py --lr 0.1 data.csv",
