@@ -279,7 +279,10 @@ def _found(ticket: Ticket) -> str:
     failure = ticket.failure
     if failure.outcome is None:
         return "no failure found"
-    what = failure.signal or failure.exception or failure.outcome
+    # A hang (and an error known by its exit status only) has no signal or exception to
+    # name beside its outcome: the outcome once stood in for it ("hang hang at train").
+    named = failure.signal or failure.exception
+    what = f" {named}" if named else ""
     where = f" in a {failure.where}" if failure.where in ("worker", "child") else ""
     at = f" at {failure.phase}" if failure.phase else ""
     if failure.where == "worker" and failure.phase:
@@ -287,7 +290,7 @@ def _found(ticket: Ticket) -> str:
         # (process_keys), and the title said `in a worker at train step 7` (nu17).
         at = f", main loop at {failure.phase}"
     step = f" step {failure.step}" if failure.step is not None else ""
-    return f"{failure.outcome} {what}{where}{at}{step}"
+    return f"{failure.outcome}{what}{where}{at}{step}"
 
 
 def _name(ticket: Ticket) -> str:

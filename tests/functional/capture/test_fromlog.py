@@ -247,3 +247,20 @@ def test_a_setting_on_the_tickets_command_line_is_printed_and_written(
     environment = load_spec(str(tmp_path / "t.yaml")).document["environment"]
     assert isinstance(environment, dict)
     assert environment["env"] == {"MAX_TOKENS": "2048"}
+
+
+def test_a_faulthandler_timeout_ticket_is_titled_a_hang_once(cli: Cli, tmp_path: Path) -> None:
+    # A hang has no signal or exception to name: the outcome stood in for it, and the
+    # skeleton was titled "hang hang at train step 120" (nu20 LOW-5).
+    (tmp_path / "hang-ticket.txt").write_text(
+        "Running `torchrun --nproc_per_node 2 train.py --bs 32 --compile` hangs at step 120.\n\n"
+        "[rank0]: train step 119 loss=1.2\n[rank0]: train step 120 loss=1.1\n"
+        "Timeout (0:10:00)!\nThread 0x00007f1 (most recent call first):\n"
+        '  File "/src/train.py", line 88 in step\n  File "/src/train.py", line 120 in main\n'
+    )
+    result = cli("capture", "--from-log", "hang-ticket.txt", "-o", "h.yaml", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert "wrote h.yaml: hang at train step 120\n" in result.stdout
+    document = load_spec(str(tmp_path / "h.yaml")).document
+    assert document["title"] == "From a ticket: hang at train step 120"
+    assert document["expect"] == {"outcome": "hang", "phase": "train", "step": 120}

@@ -340,3 +340,20 @@ def test_a_tickets_option_of_several_values_is_one_axis_or_kept_and_said_so() ->
         "python train.py --layers ${{ matrix.layers }} --files a.csv b.csv --lr ${{ matrix.lr }}"
     )
     assert draft.header[-1].startswith("--files a.csv b.csv kept as written, no axis: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        # A hang has no signal or exception: the outcome once stood in for it twice.
+        (
+            "[rank0]: train step 119 loss=1.2\n[rank0]: train step 120 loss=1.1\n"
+            "Timeout (0:10:00)!\nThread 0x00007f1 (most recent call first):\n"
+            '  File "/src/train.py", line 88 in step\n  File "/src/train.py", line 120 in main\n',
+            "From a ticket: hang at train step 120",
+        ),
+        ("$ python app.py\nSegmentation fault (core dumped)\n", "From a ticket: crash SIGSEGV"),
+    ],
+)
+def test_the_title_names_the_outcome_once(text: str, title: str) -> None:
+    assert skeleton(read_ticket(text), "ticket.txt").title == title
