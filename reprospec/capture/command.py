@@ -439,7 +439,7 @@ def expectation(observed: Observed, hung: str | None = None) -> tuple[JsonObject
         exception=outcome.exception,
         step=outcome.step,
         steps=observed.steps,
-        attempts=observed.attempts,
+        seen=observed.matched,
     )
     if outcome.kind == "crash" and outcome.signal:
         expect["signal"] = outcome.signal

@@ -294,7 +294,7 @@ def process_keys(
     exception: str | None,
     step: int | None,
     steps: Sequence[int] = (),
-    attempts: int = 1,
+    seen: int = 1,
 ) -> ProcessKeys:
     """What a failure's `expect` says of its exception and step, by one rule for a command
     capture ran and a ticket's log (a ticket is one attempt, seen once).
@@ -303,8 +303,11 @@ def process_keys(
     a child's surfaces in the main process as whatever its reader raised then
     (`RuntimeError: DataLoader worker ... is killed by signal`, `ConnectionResetError`,
     ...), by timing, and a spec expecting it never reproduces. The step is the main loop's;
-    a DataLoader worker's death is noticed some steps after it died (prefetching), so one
-    attempt's step is no step to expect. An error's exception (`crash` false) is its own.
+    a DataLoader worker's death is noticed some steps after it died (prefetching), so the
+    step of a worker crash `seen` in one attempt is no step to expect, however many
+    attempts ran: `--repeat 5` with one crash in five wrote `step: 8`, which a load that
+    moves the main loop's notice reads as a miss. An error's exception (`crash` false) is
+    its own.
     """
     kept = exception if not crash or where == "main" else None
     if step is None:
@@ -313,7 +316,7 @@ def process_keys(
         return ProcessKeys(
             kept, f"{min(steps)}..{max(steps)}", (("step", "as observed: it varies"),)
         )
-    if where == "worker" and attempts == 1:
+    if where == "worker" and seen <= 1:
         return ProcessKeys(
             kept,
             None,

@@ -62,6 +62,25 @@ def test_a_worker_crashs_title_names_its_frame_and_no_step_of_the_main_loop() ->
     assert _title(("python", "train.py"), main, expect) == "train.py: SIGSEGV at train step 7"
 
 
+def test_a_worker_crash_seen_once_in_several_attempts_expects_no_step() -> None:
+    # `capture --repeat 5` with one worker crash in five wrote `step: 8`: the rule counted
+    # the attempts that ran, not those that saw the crash, and capture.md says the step of
+    # a worker crash seen once is left out (nu20 LOW-7).
+    from reprospec.capture.command import Observed, expectation
+    from reprospec.core.results import Outcome
+
+    worker = Outcome(
+        "crash", signal="SIGSEGV", where="worker", phase="train", step=8, signature="s"
+    )
+    once = Observed(worker, 1, 5, steps=(8,))
+    expect, comments = expectation(once)
+    assert expect == {"outcome": "crash", "signal": "SIGSEGV", "phase": "train", "rate": ">0"}
+    assert comments["phase"].startswith("the main loop was at step 8; workers run ahead")
+    # Seen in two attempts at one step, the step held: it is expected.
+    twice = Observed(worker, 2, 5, steps=(8, 8))
+    assert expectation(twice)[0]["step"] == 8
+
+
 def test_data_the_command_names_and_the_program_read_is_listed_its_code_is_not(
     tmp_path: Path,
 ) -> None:

@@ -412,12 +412,10 @@ def test_a_workers_step_seen_once_is_not_expected_and_says_why() -> None:
 
 def test_a_step_is_a_range_where_it_varied_and_exact_where_it_did_not() -> None:
     varied = process_keys(
-        crash=True, where="worker", exception=None, step=7, steps=(7, 9, 8), attempts=3
+        crash=True, where="worker", exception=None, step=7, steps=(7, 9, 8), seen=3
     )
     assert (varied.step, varied.comments) == ("7..9", (("step", "as observed: it varies"),))
-    same = process_keys(
-        crash=True, where="worker", exception=None, step=7, steps=(7, 7), attempts=2
-    )
+    same = process_keys(crash=True, where="worker", exception=None, step=7, steps=(7, 7), seen=2)
     assert same.step == 7
     main = process_keys(crash=True, where="main", exception="SystemError", step=7)
     assert (main.exception, main.step) == ("SystemError", 7)
