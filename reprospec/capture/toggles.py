@@ -58,6 +58,13 @@ class Suggestion:
 
     value: JsonValue
     why: str
+    # Why, for a program that does not import torch, where `why` speaks of torch's
+    # (a DataLoader's workers); None: `why` holds for any program.
+    why_without_torch: str | None = None
+
+    def said(self, uses_torch: bool) -> str:
+        """Why, as true of the program: a DataLoader named only where it imports torch."""
+        return self.why if uses_torch or self.why_without_torch is None else self.why_without_torch
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,13 @@ _KNOWN: tuple[tuple[re.Pattern[str], JsonValue, str], ...] = (
 )
 
 
+# The why of a `_KNOWN` knob said for a program that never imports torch: `--workers 2`
+# of a ctypes program got "for a DataLoader, ..." (nu20 LOW-8).
+_WITHOUT_TORCH = {
+    _KNOWN[0][2]: "0 usually means no worker processes: no worker to die",
+}
+
+
 def typed(text: str) -> JsonValue:
     """A command-line value as the matrix holds it: a number or boolean only when the
     command would read back the same text (`1e-4` stays a string: it renders `0.0001`)."""
@@ -190,7 +204,7 @@ def suggestion_for(axis: str, value: JsonValue) -> Suggestion | None:
             alternative = render(alternative)
         if alternative == value:
             return None
-        return Suggestion(alternative, why)
+        return Suggestion(alternative, why, _WITHOUT_TORCH.get(why))
     return None
 
 

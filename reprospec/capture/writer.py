@@ -424,8 +424,9 @@ def _literal(text: str) -> str:
     )
 
 
-def axis_for(toggle: Toggle) -> Axis:
-    """The one-value axis of a toggle, its comment naming the alternative worth a cell."""
+def axis_for(toggle: Toggle, uses_torch: bool = True) -> Axis:
+    """The one-value axis of a toggle, its comment naming the alternative worth a cell;
+    `uses_torch`: whether the program imports torch (a DataLoader is named only then)."""
     if toggle.kind == "values":
         # `layers: ['64 128 256']`: read as one number the axis invited `[64, 32]`, which
         # ran `--layers 32 128 256`.
@@ -440,7 +441,7 @@ def axis_for(toggle: Toggle) -> Axis:
     return Axis(
         toggle.axis,
         (toggle.value,),
-        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.why}",
+        f"from `{toggle.text}`; try {wider}: {toggle.suggestion.said(uses_torch)}",
     )
 
 

@@ -1236,6 +1236,29 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_a_workers_flag_of_a_program_without_torch_is_hinted_without_a_dataloader(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # app.py imports ctypes and argparse only: its `workers` axis was hinted "for a
+    # DataLoader, 0 loads the data in the main process" (nu20 LOW-8).
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "app.py").write_text(
+        "import argparse, ctypes\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--workers', type=int)\n"
+        "args = parser.parse_args()\n"
+        "print('train step 1/1', flush=True)\n"
+        "if args.workers > 1:\n"
+        "    ctypes.string_at(0)\n"
+    )
+    capture(cli, workdir, "python", "app.py", "--workers", "2", options=("--no-verify",))
+    text = (workdir / "spec.yaml").read_text()
+    assert "workers: [2]  # from `--workers 2`; try [2, 0]: " in text
+    assert "DataLoader" not in text
+    assert "torch" not in text
+
+
 def test_a_dataloader_worker_crash_seen_once_in_three_attempts_expects_no_step(
     cli: Cli, tmp_path: Path
 ) -> None:

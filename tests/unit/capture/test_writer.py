@@ -434,3 +434,20 @@ def test_an_axis_of_several_words_says_so_and_is_named_quoted() -> None:
     assert [show_value(t.value) for t in (layers, lr)] == ["'64 128 256'", "0.1"]
     assert show_value("it's a") == "'it''s a'"
     assert show_value("16-mixed") == "16-mixed"
+
+
+def test_a_dataloader_is_named_in_a_workers_hint_only_for_a_program_importing_torch() -> None:
+    # `--workers 2` of a program importing only ctypes was told "for a DataLoader, 0 loads
+    # the data in the main process" (nu20 LOW-8).
+    (workers,) = propose(["python", "app.py", "--workers", "2"]).toggles
+    with_torch = axis_for(workers, uses_torch=True).comment
+    assert with_torch == (
+        "from `--workers 2`; try [2, 0]: for a DataLoader, 0 loads the data in the main "
+        "process: no worker to die"
+    )
+    without = axis_for(workers, uses_torch=False).comment
+    assert without.startswith("from `--workers 2`; try [2, 0]: ")
+    assert "DataLoader" not in without
+    # A hint that holds for any program is the same either way.
+    (pinned,) = propose(["python", "app.py", "--pin-memory"]).toggles
+    assert axis_for(pinned, uses_torch=False).comment == axis_for(pinned).comment
