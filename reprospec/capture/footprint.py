@@ -358,14 +358,20 @@ def wiped_note(proposal: Proposal) -> str | None:
     return f"`env {names}` takes reprospec's own from the program too: " + "; ".join(lost)
 
 
-def needed_lines(environ: Mapping[str, str], names: Iterable[str]) -> tuple[EnvLine, ...]:
+def needed_lines(
+    environ: Mapping[str, str], names: Iterable[str], minimal: bool = True
+) -> tuple[EnvLine, ...]:
     """`environment.env` lines for the variables of this shell the failure needs (the
-    verify found it would not come back without them)."""
-    return tuple(
-        _env_line(name, environ[name], "your shell set it: the failure needs it")
-        for name in names
-        if name in environ
+    verify found it would not come back without any one of them), or, not `minimal`, the
+    set it came back with that its reruns did not narrow further: "the failure needs it"
+    on each was then false of most (a container's name, CA paths)."""
+    kept = [name for name in names if name in environ]
+    comment = (
+        "your shell set it: the failure needs it"
+        if minimal
+        else f"your shell set it: one or more of these {len(kept)} is needed; not narrowed further"
     )
+    return tuple(_env_line(name, environ[name], comment) for name in kept)
 
 
 def _env_line(name: str, value: str, comment: str) -> EnvLine:

@@ -6,7 +6,8 @@ would inherit what the spec does not carry (`USE_NATIVE=1`, set there and writte
 nowhere, gave `reproduced` for a spec that passed anywhere else). The rerun leaves out the
 shell's own variables (`footprint.shell_only`: all but this machine's PATH, HOME, locale
 and the like); when the failure comes back with them and not without, the one it needs
-(or the few) is found by halves and written into `environment.env`.
+(or the few together) is narrowed to by reruns (narrowing.py) and written into
+`environment.env`.
 
 It runs in a copy of the spec's tree (export/tree.py: the spec and the files a bundle
 carries, in a new folder outside the workdir), as someone given the bundle would run it.
@@ -37,6 +38,7 @@ from reprospec.capture.footprint import (
     shell_only,
 )
 from reprospec.capture.hangwait import VerifyWait
+from reprospec.capture.narrowing import Needed, narrow
 from reprospec.capture.writer import Draft, render_spec
 from reprospec.core import environ
 from reprospec.core.results import AttemptResult, RunResult
@@ -109,15 +111,15 @@ def verify(
         here = check()
         came_back_here = here.verified
         if not came_back_here and own and check(own).verified:
-            needed = _needed(own, check)
-            draft = replace(draft, env=(*draft.env, *needed_lines(os.environ, needed)))
-            spec_path.write_text(render_spec(draft), encoding="utf-8")
-            lines.append(
-                "the failure needs " + ", ".join(needed) + " as your shell sets it: it did "
-                "not come back without it, and the spec now sets it (environment.env)"
+            found = narrow(own, lambda kept: check(kept).verified)
+            needed = found.names
+            lines.append(_needs(found))
+            draft = replace(
+                draft, env=(*draft.env, *needed_lines(os.environ, needed, found.minimal))
             )
+            spec_path.write_text(render_spec(draft), encoding="utf-8")
             done = check(needed, copy=True)
-            came_back_here = True  # `_needed` ended on variables it came back with
+            came_back_here = True  # `narrow` ended on variables it came back with
         if not done.verified and came_back_here:
             # It needs more of the workdir than the copy carried. A program stops at the
             # first file missing (its config), so the next one (the data the config
@@ -264,20 +266,28 @@ def same_as(attempt: AttemptResult, signature: str) -> bool:
     return signature != "pass" or crash_beside_pass(attempt) is None
 
 
-def _needed(own: Sequence[str], check: Callable[[Iterable[str]], Rerun]) -> tuple[str, ...]:
-    """Of `own` (the failure comes back with all of them set), the one it needs, by halves;
-    or the smallest half-split set that still brings it back when one alone does not."""
-    found = list(own)
-    while len(found) > 1:
-        half = len(found) // 2
-        first, second = found[:half], found[half:]
-        if check(first).verified:
-            found = first
-        elif check(second).verified:
-            found = second
-        else:
-            break  # it needs variables from both halves: keep them all
-    return tuple(found)
+def _needs(found: Needed) -> str:
+    """The line that says which of the shell's variables the spec now sets, and how sure
+    that is: each needed (`found.minimal`), or one or more of them, not narrowed further
+    (the reruns ran out), where "the failure needs" on each was false of most of them."""
+    names = found.names
+    if found.minimal and len(names) == 1:
+        return (
+            f"the failure needs {names[0]} as your shell sets it: it did not come back "
+            "without it, and the spec now sets it (environment.env)"
+        )
+    if found.minimal:
+        return (
+            f"the failure needs {', '.join(names)} together as your shell sets them: it did "
+            "not come back without any one of them, and the spec now sets them "
+            "(environment.env)"
+        )
+    return (
+        f"the failure needs one or more of {_names(names)} ({len(names)}) as your shell sets "
+        f"them: it came back with them and not without, and {found.reruns} reruns did not "
+        "narrow it further; the spec sets them all (environment.env): remove those it does "
+        "not need by hand"
+    )
 
 
 def _hidden(installs: Sequence[LocalInstall]) -> str:

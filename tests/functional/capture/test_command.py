@@ -1236,6 +1236,47 @@ def test_a_variable_of_the_shell_the_failure_needs_goes_into_the_spec(
     assert rerun.code == 0, rerun.stdout + rerun.stderr
 
 
+def test_two_variables_of_the_shell_needed_together_are_narrowed_to_the_pair(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # ZETA_A and ALPHA_B sort into different halves of the shell's variables: the halves
+    # search gave up and wrote every one of them, each "the failure needs it" (nu20 MED-3).
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "e.py").write_text(
+        "import ctypes, os\n"
+        "print('train step 1/1', flush=True)\n"
+        "if os.environ.get('ZETA_A') == '1' and os.environ.get('ALPHA_B') == '2':\n"
+        "    ctypes.string_at(0)\n"
+    )
+    shell = {
+        "ZETA_A": "1", "ALPHA_B": "2", "FOO_UNRELATED": "3", "BAR_X": "4",
+        "CONTAINER_NAME": "dirty-target-qgfkbb", "MIDDLE_SETTING": "m",
+    }  # fmt: skip
+    result = capture(cli, workdir, "python", "e.py", env=shell)
+    assert "the failure needs ALPHA_B, ZETA_A together as your shell sets them" in result.stdout
+    assert "verdict reproduced" in result.stdout, result.stdout
+    text = (workdir / "spec.yaml").read_text()
+    assert "ALPHA_B: '2'  # your shell set it: the failure needs it" in text
+    assert "ZETA_A: '1'  # your shell set it: the failure needs it" in text
+    env = load_spec(str(workdir / "spec.yaml")).document["environment"]
+    assert isinstance(env, dict)
+    variables = env["env"]
+    assert isinstance(variables, dict)
+    assert (variables["ALPHA_B"], variables["ZETA_A"]) == ("2", "1")
+    assert not {"FOO_UNRELATED", "BAR_X", "CONTAINER_NAME", "MIDDLE_SETTING"} & set(variables)
+    assert text.count("the failure needs it") == 2
+    # The spec alone reproduces: a shell without either.
+    rerun = cli(
+        "run",
+        str(workdir / "spec.yaml"),
+        "--out",
+        str(tmp_path / "out"),
+        env={"ZETA_A": "", "ALPHA_B": ""},
+    )
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+
+
 def test_a_workers_flag_of_a_program_without_torch_is_hinted_without_a_dataloader(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -1,0 +1,90 @@
+"""capture's narrowing of the shell's variables to those a failure needs (narrowing.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from reprospec.capture.footprint import needed_lines
+from reprospec.capture.narrowing import RERUNS, narrow
+
+# The 17 variables of nu20's shell, sorted as shell_only hands them: the two the failure
+# needs sort into different halves.
+SHELL = (
+    "ALPHA_B", "AWS_CA_BUNDLE", "BAR_X", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "CLOUD_SDK_VERSION", "CONTAINER_NAME", "FOO_UNRELATED", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "NODE_EXTRA_CA_CERTS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "RUST_BACKTRACE",
+    "SSL_CERT_FILE", "TF_CLI_CONFIG_FILE", "UV_NATIVE_TLS", "WORKSPACE", "ZETA_A",
+)  # fmt: skip
+
+
+def needing(*needed: str) -> tuple[Callable[[Sequence[str]], bool], list[frozenset[str]]]:
+    """A failure that comes back where every one of `needed` is set; the sets it was run with."""
+    ran: list[frozenset[str]] = []
+
+    def comes_back(kept: Sequence[str]) -> bool:
+        ran.append(frozenset(kept))
+        return set(needed) <= set(kept)
+
+    return comes_back, ran
+
+
+def test_two_variables_in_different_halves_are_narrowed_to_the_pair() -> None:
+    # The halves search kept all 17 ("the failure needs it" on each, 15 times falsely).
+    comes_back, ran = needing("ZETA_A", "ALPHA_B")
+    found = narrow(SHELL, comes_back)
+    assert (set(found.names), found.minimal) == ({"ALPHA_B", "ZETA_A"}, True)
+    assert found.reruns == len(ran) == len(set(ran)) <= 15  # no set run twice
+
+
+def test_one_variable_costs_no_more_than_halves_did() -> None:
+    for needed in SHELL:
+        comes_back, _ = needing(needed)
+        found = narrow(SHELL, comes_back)
+        assert (found.names, found.minimal) == ((needed,), True)
+        assert found.reruns <= 10
+
+
+def test_three_needed_are_all_kept_and_nothing_else() -> None:
+    comes_back, _ = needing("BAR_X", "PIP_CERT", "WORKSPACE")
+    found = narrow(SHELL, comes_back)
+    assert (found.names, found.minimal) == (("BAR_X", "PIP_CERT", "WORKSPACE"), True)
+
+
+def test_a_search_out_of_reruns_keeps_what_came_back_and_says_it_is_not_minimal() -> None:
+    comes_back, ran = needing("ZETA_A", "ALPHA_B")
+    found = narrow(SHELL, comes_back, budget=3)
+    assert found.reruns == len(ran) == 3
+    assert not found.minimal
+    assert {"ALPHA_B", "ZETA_A"} <= set(found.names) < set(SHELL)
+    # What it kept is a set the failure came back with (or all it started from).
+    assert comes_back(found.names)
+    assert RERUNS >= 15  # any pair among 17 fits in the default
+
+
+def test_a_rerun_that_missed_keeps_a_variable_never_drops_a_needed_one() -> None:
+    # A flaky failure: the rerun without CONTAINER_NAME alone happened to miss.
+    def comes_back(kept: Sequence[str]) -> bool:
+        return {"ALPHA_B", "ZETA_A"} <= set(kept) and set(kept) != set(SHELL) - {"CONTAINER_NAME"}
+
+    found = narrow(SHELL, comes_back)
+    assert {"ALPHA_B", "ZETA_A"} <= set(found.names)
+
+
+def test_one_variable_alone_needs_no_rerun() -> None:
+    comes_back, ran = needing("USE_NATIVE")
+    found = narrow(("USE_NATIVE",), comes_back)
+    assert ran == []
+    assert (found.names, found.minimal, found.reruns) == (("USE_NATIVE",), True, 0)
+
+
+def test_the_lines_of_a_set_not_narrowed_say_one_or_more_is_needed() -> None:
+    environ = {"ALPHA_B": "2", "CONTAINER_NAME": "dirty-target", "ZETA_A": "1"}
+    narrowed = needed_lines(environ, ("ALPHA_B", "ZETA_A"))
+    assert [(line.name, line.comment) for line in narrowed] == [
+        ("ALPHA_B", "your shell set it: the failure needs it"),
+        ("ZETA_A", "your shell set it: the failure needs it"),
+    ]
+    not_narrowed = needed_lines(environ, sorted(environ), minimal=False)
+    assert {line.comment for line in not_narrowed} == {
+        "your shell set it: one or more of these 3 is needed; not narrowed further"
+    }
