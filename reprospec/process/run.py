@@ -27,7 +27,6 @@ from reprospec import native as native_stacks
 from reprospec.core.results import ChildExit
 from reprospec.process import leftovers, pidlimit, stacks, tree
 from reprospec.process.cpuwait import CpuWait
-from reprospec.process.forkserver import ForkedChild
 from reprospec.process.output import Sink
 from reprospec.process.progress import ProgressWatch
 from reprospec.process.start import ChildHandle, Start, popen_attempt
@@ -184,6 +183,9 @@ def _root_waited(proc: ChildHandle, own_root: bool) -> bool | None:
     program's attempts were judged two ways (rv18 F3)."""
     if own_root:
         return tree.waited_for_children(proc.pid)
+    # Imported here: a run without run.preload never imports the fork server's client.
+    from reprospec.process.forkserver import ForkedChild
+
     proc.wait()
     stat = proc.zombie_stat if isinstance(proc, ForkedChild) else None
     return tree.waited_in(stat) if stat is not None else None

@@ -35,7 +35,8 @@ READERS = (
 # the native stacks' classes and their symbol names (built at a crash or a hang, or read
 # back where an attempt folder holds them), the probe of `environment.packages` (a spec
 # that lists some), the reader of a Python file's imports (a command that names one), what
-# the GPU diagnostics left (an attempt whose folder or stderr shows some), the
+# the GPU diagnostics left (an attempt whose folder or stderr shows some), the preload
+# servers' client (run.preload), the
 # reader of tracebacks (an attempt that wrote to stderr), the report's sections that
 # explain a failure (its signatures, what separates it) or the children's warnings, the
 # instances' record (attempts of 2+ instances), and the reader of pytest's report (a
@@ -54,6 +55,8 @@ NOT_FOR_A_PASS = (
     "reprospec.environment.packages",
     "reprospec.plan.pyimports",
     "reprospec.outcome.gpufindings",
+    "reprospec.process.forkserver",
+    "reprospec.process.preload",
     "reprospec.outcome.tracebacks",
     "reprospec.report.childwarnings",
     "reprospec.report.separation",
