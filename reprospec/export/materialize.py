@@ -2,7 +2,9 @@
 
 Someone without reprospec rebuilds the image and reruns every cell with `./run.sh`;
 the containers get what the docker runner gives them (init, shm size, memory,
-network, env, the workdir at the same path, the child protocol's variables).
+network, env, the workdir at the same path, the child protocol's variables, and
+`environment.perturb` as perturb/container.py applies it: a perturbation run.sh cannot
+apply refuses the spec, never a plain run).
 
     DIR/
       README.md            what this is, how to run it, what each cell should do
@@ -25,6 +27,7 @@ completed by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import shutil
@@ -41,6 +44,9 @@ from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
 from reprospec.export.runnerpackages import RunnerPackages, runner_packages
+from reprospec.perturb.apply import PerturbRefused, variables
+from reprospec.perturb.competitors import LOAD
+from reprospec.perturb.container import for_container
 from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
@@ -50,11 +56,16 @@ from reprospec.runners.docker.container import (
     container_workdir,
     run_options,
 )
+from reprospec.spec.yamlsource import locate
 
 # A bundle mounts each cell's cell.json read-only beside the attempt folder.
 IN_CELL = "/reprospec/cell.json"
 # Carrying more of a workdir than this is probably a mistake (a dataset, a checkout).
 MAX_WORKDIR_BYTES = 200 << 20
+# The competitors of `cpu_load`/`io_load` (perturb/load.py), copied into the bundle and run
+# in a container of the cell's image beside the cell's.
+LOAD_PY = "load.py"
+IN_LOAD = "/reprospec/load"
 
 
 @dataclass(frozen=True)
@@ -227,6 +238,8 @@ def write_bundle(
             f"copies of an attempt together (cells {shown}); run them with reprospec "
             "(--runner local)"
         )
+    # Refused before anything is written: a bundle that cannot carry a perturbation is none.
+    perturbs = [_perturbed(spec, plan, number) for number, plan in enumerate(plans, start=1)]
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out} exists and is not empty: materialize into a new folder")
     out.mkdir(parents=True, exist_ok=True)
@@ -277,12 +290,19 @@ def write_bundle(
                 )
         cells.append(plan.cell.id)
         image = f"reprospec-bundle/{spec.name}:{images[key]}"
-        cell = _cell_function(number, plan, image, images[key], workdirs[plan.workdir], redactor)
+        perturbed = perturbs[number - 1]
+        if (perturbed.cpu_load or perturbed.io_load) and not (out / LOAD_PY).exists():
+            shutil.copyfile(LOAD, out / LOAD_PY)
+        cell = _cell_function(
+            number, plan, image, images[key], workdirs[plan.workdir], redactor, perturbed
+        )
         script.append(cell.script)
         warnings.extend(cell.warnings)
         passed.extend(cell.passed)
     _write_run_sh(out / "run.sh", spec, plans, script)
-    _write_readme(out / "README.md", spec, plans, needs, redactor, sorted(set(passed)), copies)
+    _write_readme(
+        out / "README.md", spec, plans, needs, redactor, sorted(set(passed)), copies, perturbs
+    )
     return Bundle(
         root=out,
         cells=tuple(cells),
@@ -291,15 +311,100 @@ def write_bundle(
     )
 
 
+@dataclass(frozen=True)
+class _Perturbed:
+    """How run.sh applies a cell's `environment.perturb`, as the docker runner applies it
+    (perturb/container.py); its variables are `variables`', added with the cell's.
+
+    A bundle that dropped them ran the plain program under a spec that said it was
+    perturbed: nu20's use-after-free crashed 8/8 under `malloc: perturb` and its bundle
+    printed exit 0, which reads as the perturbation not reproducing it.
+    """
+
+    options: tuple[str, ...] = ()  # `docker run` options: --cpuset-cpus, --memory, --memory-swap
+    prefix: tuple[str, ...] = ()  # before the command: `nice -n N`
+    cpu_load: int = 0  # competitors in a container beside the cell's
+    io_load: int = 0
+    cpuset: str | None = None  # the cell's CPUs, which the competitors share
+    notes: tuple[str, ...] = ()  # each perturbation and how run.sh applies it
+
+
+class PerturbNotCarried(UsageError):
+    """A perturbation run.sh cannot apply: materialize refuses the spec (never a plain run)."""
+
+
+def _perturbed(spec: Spec, plan: AttemptPlan, number: int) -> _Perturbed:
+    """How run.sh applies `plan`'s perturbations; PerturbNotCarried for one it cannot."""
+    perturb = plan.environment.perturb
+    if not perturb.active:
+        return _Perturbed()
+
+    def refused(name: str, why: str) -> PerturbNotCarried:
+        path = ("environment", "perturb", *name.split("."))
+        line, col = locate(spec.locations, path)
+        return PerturbNotCarried(
+            f"{spec.path}:{line}:{col}: environment.perturb.{name}: cell {number} "
+            f"({plan.cell.id or 'the only cell'}): run.sh cannot carry it ({why}); "
+            "materialize writes no bundle that would run the program plain under a spec that "
+            "says it is perturbed: run it with reprospec (--runner docker or local), or drop "
+            "the field"
+        )
+
+    if perturb.nice is not None and perturb.nice < 0:
+        raise refused(
+            "nice",
+            f"{perturb.nice}: a negative nice value needs CAP_SYS_NICE, which the container "
+            "does not have",
+        )
+    try:
+        # The CPUs are the reader's machine's, not this one's: chosen below, not here.
+        applied = for_container(
+            dataclasses.replace(perturb, cpus=None), memory=plan.environment.memory
+        )
+    except PerturbRefused as exc:
+        raise refused(str(exc).split("=", 1)[0].removeprefix("perturb."), str(exc)) from None
+    options: list[str] = []
+    notes = list(applied.notes)
+    cpuset: str | None = None
+    if perturb.cpus is not None:
+        # A count takes the first N CPUs, as the docker runner takes the first N its engine
+        # may use; on a machine with fewer, docker refuses the cell (exit 125), never a
+        # plain run.
+        cpus = perturb.cpus
+        if isinstance(cpus, tuple):
+            cpuset = shown = ",".join(str(c) for c in cpus)
+        else:
+            cpuset, shown = ("0" if cpus == 1 else f"0-{cpus - 1}"), str(cpus)
+        options += ["--cpuset-cpus", cpuset]
+        notes.insert(0, f"cpus={shown} (docker --cpuset-cpus {cpuset})")
+    if applied.memory is not None:
+        options += ["--memory", str(applied.memory), "--memory-swap", str(applied.memory)]
+    return _Perturbed(
+        tuple(options),
+        applied.prefix,
+        perturb.cpu_load,
+        perturb.io_load,
+        cpuset,
+        tuple(notes),
+    )
+
+
 def _docker_run_args(
-    plan: AttemptPlan, number: int, workdir_key: int, redactor: Redactor
+    plan: AttemptPlan,
+    number: int,
+    workdir_key: int,
+    redactor: Redactor,
+    perturbed: _Perturbed,
 ) -> tuple[list[str], list[str]]:
     """`docker run` options for one cell, as the docker runner would create the container,
     and the variables passed by name (their values are secrets: never in the bundle)."""
     inside = container_workdir(plan.workdir)
     args = ["--rm", "--init", "--name", f"reprospec-bundle-{number}-$$"]
     for option, value in run_options(plan.environment).items():
+        if option == "memory" and "--memory" in perturbed.options:
+            continue  # perturb.memory_limit's, the smaller of the two (perturb/container.py)
         args += [f"--{option.replace('_', '-')}", str(value)]
+    args += list(perturbed.options)
     args += ["-v", f'"$HERE/workdirs/{workdir_key}:{inside}"', "-w", shlex.quote(inside)]
     args += ["-v", f'"$OUT/{number}:{IN_ATTEMPT}"']
     # The image carries the harness and the stack dumper on its own PYTHONPATH.
@@ -311,6 +416,9 @@ def _docker_run_args(
     if plan.workload is not None:
         args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
         env[CELL_VAR] = IN_CELL
+    # environment.perturb's variables, as the docker runner adds them (engine.py): glibc's
+    # malloc settings, REPROSPEC_PERTURB for the image's sitecustomize, ...
+    env.update(variables(plan.environment.perturb, env))
     passed: list[str] = []
     for name, value in env.items():
         if value and (sets_secret(name, value) or redactor.text(value) != value):
@@ -332,9 +440,15 @@ class _Cell:
 
 
 def _cell_function(
-    number: int, plan: AttemptPlan, image: str, image_key: int, workdir_key: int, redactor: Redactor
+    number: int,
+    plan: AttemptPlan,
+    image: str,
+    image_key: int,
+    workdir_key: int,
+    redactor: Redactor,
+    perturbed: _Perturbed,
 ) -> _Cell:
-    argv = attempt_argv(plan) or ["true"]
+    argv = [*perturbed.prefix, *(attempt_argv(plan) or ["true"])]
     shown = [redactor.text(word) for word in argv]
     warnings = []
     if shown != argv:
@@ -351,7 +465,7 @@ def _cell_function(
             f"({format_duration(plan.timeout_s)})"
         )
     expect = redactor.text(json.dumps(plan.expectation.to_dict(), default=_json))
-    args, passed = _docker_run_args(plan, number, workdir_key, redactor)
+    args, passed = _docker_run_args(plan, number, workdir_key, redactor, perturbed)
     checks = [
         f'    [ -n "${{{name}+set}}" ] || {{ echo "cell {number}: export {name} first '
         f'(a secret: the bundle passes it from your environment)" >&2; return 125; }}'
@@ -366,13 +480,42 @@ def _cell_function(
         private = [f'"$OUT/{number}/{TMP_DIR}"', f'"$OUT/{number}/{CACHE_DIR}"']
         folders += private
         cleanup.append(f"    rm -rf {' '.join(private)}")
+    load_start: list[str] = []
+    if perturbed.cpu_load or perturbed.io_load:
+        # The competitors, as the docker runner starts them beside the container: here in
+        # a container of the cell's image (it has Python), on the cell's CPUs, the writers
+        # writing into results/N/load (the disk the cell writes to).
+        loader = f"reprospec-bundle-load-{number}-$$"
+        folders.append(f'"$OUT/{number}/load"')
+        cpuset = ["--cpuset-cpus", perturbed.cpuset] if perturbed.cpuset else []
+        load_args = [
+            "-d", "--rm", "--name", loader, "--network", "none", *cpuset,
+            "-v", f'"$HERE/{LOAD_PY}:/reprospec/{LOAD_PY}:ro"',
+            "-v", f'"$OUT/{number}/load:{IN_LOAD}"',
+            "--entrypoint", "python3",
+        ]  # fmt: skip
+        load_start = [
+            "    # environment.perturb's cpu_load/io_load: the competitors beside the cell.",
+            "    docker run \\",
+            *[f"        {' '.join(load_args[i : i + 2])} \\" for i in range(0, len(load_args), 2)],
+            f"        {shlex.quote(image)} -S -E /reprospec/{LOAD_PY} \\",
+            f"        --cpu {perturbed.cpu_load} --io {perturbed.io_load} --dir {IN_LOAD} "
+            ">/dev/null || return 125",
+        ]
+        cleanup += [
+            f'    docker rm -f "{loader}" >/dev/null 2>&1',
+            f'    rm -rf "$OUT/{number}/load"',
+        ]
+    perturbed_line = [f"# perturbed: {'; '.join(perturbed.notes)}"] if perturbed.notes else []
     lines = [
         f"# cell {number}: {plan.cell.id or '(the only cell)'}",
         f"# expected: {expect}",
+        *perturbed_line,
         f"cell_{number}() {{",
         *checks,
         f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" || return 125',
         f"    mkdir -p {' '.join(folders)}",
+        *load_start,
         f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
     ]
     lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
@@ -521,6 +664,7 @@ def _write_readme(
     redactor: Redactor,
     passed: Sequence[str],
     copies: Sequence[_Workdir],
+    perturbs: Sequence[_Perturbed],
 ) -> None:
     title = spec.title
     rows = []
@@ -566,7 +710,7 @@ worker (pid N) is killed by signal" error, which `run.sh` says as
 `crash SIGSEGV (worker)` from the harness's `worker_exit` event in
 `results/N/events.jsonl` (or from those words in `output.log`). A worker
 that exited with a code is `error (worker)`.
-{secrets}
+{_perturb_section(perturbs)}{secrets}
 | cell | matrix | expected |
 |---|---|---|
 {chr(10).join(rows)}
@@ -579,6 +723,26 @@ that exited with a code is `error (worker)`.
 {chr(10).join(_files_section(copy) for copy in copies)}
 """
     path.write_text(text, encoding="utf-8")
+
+
+def _perturb_section(perturbs: Sequence[_Perturbed]) -> str:
+    """The README's word on `environment.perturb`: what run.sh applies to which cell."""
+    lines = [
+        f"- cell {number}: {'; '.join(p.notes)}"
+        for number, p in enumerate(perturbs, start=1)
+        if p.notes
+    ]
+    if not lines:
+        return ""
+    return (
+        "\nThe spec runs these cells perturbed (`environment.perturb`), and `run.sh`\n"
+        "applies each perturbation as reprospec's docker runner does: the variables\n"
+        "(`MALLOC_PERTURB_`, `GLIBC_TUNABLES`, `REPROSPEC_PERTURB` for the image's\n"
+        "sitecustomize, ...) with `-e`, CPUs and memory with `docker run` options, nice\n"
+        "with `nice -n N` before the command, `cpu_load`/`io_load` as competitors in a\n"
+        "container of the cell's image beside it (`load.py`). Without them the program\n"
+        "runs plain, which may not fail at all:\n\n" + "\n".join(lines) + "\n"
+    )
 
 
 def _files_section(copy: _Workdir) -> str:
