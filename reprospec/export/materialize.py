@@ -4,7 +4,8 @@ Someone without reprospec rebuilds the image and reruns every cell with `./run.s
 the containers get what the docker runner gives them (init, shm size, memory,
 network, env, the workdir at the same path, the child protocol's variables, and
 `environment.perturb` as perturb/container.py applies it: a perturbation run.sh cannot
-apply refuses the spec, never a plain run).
+apply refuses the spec, never a plain run). run.sh judges each cell against its
+expected outcome, signal and exit code, and exits 1 when one was not reproduced.
 
     DIR/
       README.md            what this is, how to run it, what each cell should do
@@ -507,6 +508,9 @@ def _cell_function(
             f'    rm -rf "$OUT/{number}/load"',
         ]
     perturbed_line = [f"# perturbed: {'; '.join(perturbed.notes)}"] if perturbed.notes else []
+    signals = " ".join(plan.expectation.signals)
+    code = "" if plan.expectation.exit_code is None else str(plan.expectation.exit_code)
+    judged = " ".join(shlex.quote(word) for word in (plan.expectation.outcome, signals, code))
     lines = [
         f"# cell {number}: {plan.cell.id or '(the only cell)'}",
         f"# expected: {expect}",
@@ -526,7 +530,7 @@ def _cell_function(
         "    local status=${PIPESTATUS[0]}",
         f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
         *cleanup,
-        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)}',
+        f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)} {judged}',
         "}",
     ]
     return _Cell("\n".join(lines), tuple(warnings), tuple(passed))
@@ -614,16 +618,45 @@ worker_death() {
 }
 
 # 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N; any
-# other failure may be a DataLoader worker's death (worker_death).
+# other failure may be a DataLoader worker's death (worker_death). What the cell did is then
+# judged against its expected outcome ($5), signals ($6: any of them; none: any) and exit
+# code ($7) as reprospec judges an attempt: a cell that missed sets MISSED, one docker could
+# not run NOT_RUN (run.sh's exit status: 1, 3). The expectation's other fields (exception,
+# message, phase, step, rate) are the reader's to check in results/N.
+MISSED=0
+NOT_RUN=0
 report() {
-    local what="exit $2" worker
-    if [ "$2" = 124 ]; then what="hang (past the timeout)"
-    elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then what="docker could not run the cell (exit $2)"
-    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then what="killed by SIG$(kill -l $(( $2 - 128 )))"
+    local what="exit $2" worker kind=error sig="" verdict=reproduced
+    if [ "$2" = 0 ]; then kind=pass
+    elif [ "$2" = 124 ]; then what="hang (past the timeout)"; kind=hang
+    elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then
+        what="docker could not run the cell (exit $2)"; kind=not-run
+    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then
+        sig="SIG$(kill -l $(( $2 - 128 )))"; what="killed by $sig"; kind=crash
     elif [ "$2" != 0 ] && worker=$(worker_death "$1"); then
         what="$worker; the main process exited $2"
+        case "$worker" in
+            crash*) kind=crash
+                sig=$(printf '%s' "$worker" | sed -n 's/^crash \(SIG[A-Z0-9]*\).*/\1/p') ;;
+        esac
     fi
-    echo "== cell $1 [$3]: $what; expected: $4"
+    if [ "$kind" = not-run ]; then verdict="not run"; NOT_RUN=1
+    elif ! matches "$5" "$6" "$7" "$kind" "$sig" "$2"; then verdict="NOT reproduced"; MISSED=1
+    fi
+    echo "== cell $1 [$3]: $what; expected: $4; $verdict"
+}
+
+# Whether outcome $4 (signal $5, exit status $6) is expected outcome $1 (signals $2, code $3).
+matches() {
+    case "$1" in
+        any) return 0 ;;
+        fail) [ "$4" != pass ] || return 1 ;;
+        *) [ "$4" = "$1" ] || return 1 ;;
+    esac
+    if [ -n "$2" ] && [ "$4" = crash ]; then
+        case " $2 " in *" $5 "*) ;; *) return 1 ;; esac
+    fi
+    [ -z "$3" ] || [ "$4" != error ] || [ "$3" = "$6" ]
 }
 """
 
@@ -647,10 +680,14 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
         f'cells=("$@"); [ $# -gt 0 ] || cells=({numbers})\n'
         'for n in "${cells[@]}"; do\n'
         f'    case " {numbers} " in\n'
-        f'        *" $n "*) "cell_$n" ;;\n'
+        f'        *" $n "*) "cell_$n" || NOT_RUN=1 ;;\n'
         '        *) echo "no cell $n" >&2; exit 2 ;;\n'
         "    esac\n"
         "done\n"
+        "# 0: every cell did what it was expected to; 1: some cell did not; 3: docker could\n"
+        "# not run some cell (its image, a secret it needs, the engine), which wins over 1.\n"
+        '[ "$NOT_RUN" = 0 ] || exit 3\n'
+        '[ "$MISSED" = 0 ] || exit 1\n'
     )
     path.write_text(head + "\n" + "\n\n".join(cells) + "\n\n" + tail, encoding="utf-8")
     path.chmod(0o755)
@@ -709,7 +746,12 @@ dies of the signal and the main process exits 1 with torch's "DataLoader
 worker (pid N) is killed by signal" error, which `run.sh` says as
 `crash SIGSEGV (worker)` from the harness's `worker_exit` event in
 `results/N/events.jsonl` (or from those words in `output.log`). A worker
-that exited with a code is `error (worker)`.
+that exited with a code is `error (worker)`. `run.sh` judges the outcome, the
+signal and the exit code, and exits 0 when every cell it ran did what it was
+expected to, 1 when one did not (`NOT reproduced`), 3 when docker could not run
+one; the expectation's other fields (exception, message, phase, step, rate) are
+yours to check in `results/N/`. Each cell runs once: a cell expected to fail in
+only some of its runs (`rate`) may need `./run.sh N` again.
 {_perturb_section(perturbs)}{secrets}
 | cell | matrix | expected |
 |---|---|---|

@@ -55,13 +55,15 @@ expect:
 """
 
 
-def _report(bundle: Path, cell: int, status: int) -> str:
+def _report(bundle: Path, cell: int, status: int, expect: str = "crash SIGSEGV ''") -> str:
     """What the bundle's run.sh prints of cell `cell` ended with `status`: its functions (the
-    script up to its first cell), then `report` as a cell's function calls it."""
+    script up to its first cell), then `report` as a cell's function calls it, expecting
+    `expect` (outcome, signals, exit code), then the verdicts run.sh's exit status reads."""
     script = (bundle / "run.sh").read_text()
     head = script[: script.index("\n# cell 1:")]
     (bundle / "report.sh").write_text(
-        f"{head}\nreport {cell} {status} {shlex.quote(f'cell{cell}')} expected\n"
+        f"{head}\nreport {cell} {status} {shlex.quote(f'cell{cell}')} expected {expect}\n"
+        'echo "MISSED=$MISSED NOT_RUN=$NOT_RUN"\n'
     )
     done = subprocess.run(
         ["bash", str(bundle / "report.sh")], capture_output=True, text=True, timeout=30
@@ -114,8 +116,8 @@ def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
     said = _report(bundle, 1, 1)
     assert said.startswith("== cell 1 [cell1]: crash SIGSEGV (worker): DataLoader worker "), said
     assert (
-        "died of SIGSEGV, says events.jsonl; the main process exited 1; expected: expected\n"
-        in said
+        "died of SIGSEGV, says events.jsonl; the main process exited 1; expected: expected; "
+        "reproduced\nMISSED=0 NOT_RUN=0\n" in said
     )
     # Without the harness's events (a command's DataLoader): torch's own words in output.log.
     (bundle / "results" / "1" / "events.jsonl").unlink()
@@ -127,6 +129,34 @@ def test_a_worker_segfault_is_a_crash_in_a_worker_not_exit_1(
     # A 128+N status is still the main process's own death; 0 is a pass whatever the output.
     assert _report(bundle, 1, 139).startswith("== cell 1 [cell1]: killed by SIGSEGV;")
     assert _report(bundle, 1, 0).startswith("== cell 1 [cell1]: exit 0;")
+
+
+def test_run_sh_judges_what_a_cell_did_against_its_expectation(
+    ran: tuple[Path, dict[str, dict[str, object]]],
+) -> None:
+    # nu20 HIGH-1: run.sh printed `exit 0; expected: crash ...` and exited 0 whatever the
+    # cells did. Now each cell's line ends with its verdict, which run.sh's exit status sums.
+    bundle, _ = ran
+    cases = [
+        (1, 1, "crash SIGSEGV ''", "reproduced\nMISSED=0 NOT_RUN=0"),  # the worker's SIGSEGV
+        (1, 1, "crash 'SIGBUS SIGSEGV' ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 1, "crash SIGBUS ''", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+        (1, 1, "fail '' ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 1, "error '' ''", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+        (1, 0, "crash SIGSEGV ''", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+        (1, 0, "pass '' ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 0, "any '' ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 124, "hang '' ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 139, "crash SIGSEGV ''", "reproduced\nMISSED=0 NOT_RUN=0"),
+        (1, 134, "crash SIGSEGV ''", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+        (1, 125, "crash SIGSEGV ''", "not run\nMISSED=0 NOT_RUN=1"),
+        (2, 1, "error '' 1", "reproduced\nMISSED=0 NOT_RUN=0"),  # the worker's exit 3
+        (2, 1, "error '' 2", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+        (2, 1, "crash '' ''", "NOT reproduced\nMISSED=1 NOT_RUN=0"),
+    ]
+    for cell, status, expect, verdict in cases:
+        said = _report(bundle, cell, status, expect)
+        assert said.endswith(f"; expected: expected; {verdict}\n"), (status, expect, said)
 
 
 def test_a_worker_that_exited_with_a_code_is_an_error_in_a_worker(

@@ -24,6 +24,6 @@ def test_a_cell_refuses_to_start_without_the_secret_it_needs(
     done = subprocess.run(
         ["bash", str(root / "run.sh"), "1"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 125
+    assert done.returncode == 3  # docker could not run a cell: run.sh exits 3
     assert "cell 1: export HF_TOKEN first" in done.stderr
     assert not (root / "results").exists(), "nothing ran, nothing was built"

@@ -299,3 +299,114 @@ def test_a_dataloader_workers_segfault_is_reported_as_a_crash_in_a_worker(tmp_pa
     output = (out / "results" / "1" / "output.log").read_text(errors="replace")
     assert "is killed by signal: Segmentation fault" in output
     assert not _left_by(ran)
+
+
+UAF_SPEC = """\
+reprospec: 1
+name: bundle-uaf
+environment:
+  workdir: app
+  perturb: {malloc: "${{ matrix.malloc }}"}
+matrix:
+  malloc: [perturb, check]
+command: python uaf.py
+run: {timeout: 60s}
+expect: {outcome: crash, signal: SIGSEGV}
+"""
+
+# A real use-after-free: a pointer read back from a freed 4 KiB block. glibc leaves a freed
+# block's contents alone (the old pointer still works) unless MALLOC_PERTURB_ fills it, when
+# the pointer read is 0xa5a5... and dereferencing it is a SIGSEGV.
+UAF = """\
+import ctypes
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+target = ctypes.create_string_buffer(b"alive", 64)
+entry = libc.malloc(4096)
+slots = (ctypes.c_void_p * 512).from_address(entry)
+slots[8] = ctypes.addressof(target)
+libc.free(entry)
+stale = slots[8]
+print("lookup", flush=True)
+print(ctypes.string_at(stale, 5).decode(), flush=True)
+"""
+
+
+@needs_engine
+def test_an_amplified_use_after_free_reproduces_from_its_bundle(tmp_path: Path) -> None:
+    # nu20 HIGH-1: run.sh dropped environment.perturb, so the amplified spec's bundle ran
+    # the program plain and printed `exit 0` where `reprospec run` crashed 8/8. Cell 2
+    # (MALLOC_CHECK_ only, no perturbing) does not crash: run.sh says so and exits 1.
+    base = public_base(CLIENT)
+    spec, tag = _own(UAF_SPEC, "bundle-uaf")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "uaf.py").write_text(UAF)
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, tag, base, tmp_path)
+    said = [line for line in ran.stdout.splitlines() if line.startswith("== cell ")]
+    assert said == [
+        '== cell 1 [malloc=perturb]: killed by SIGSEGV; expected: {"outcome": "crash", '
+        '"signal": "SIGSEGV"}; reproduced',
+        '== cell 2 [malloc=check]: exit 0; expected: {"outcome": "crash", '
+        '"signal": "SIGSEGV"}; NOT reproduced',
+    ], ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.returncode == 1
+    assert "alive" in (out / "results" / "2" / "output.log").read_text()
+    assert "alive" not in (out / "results" / "1" / "output.log").read_text()
+    assert not _left_by(ran)
+
+
+LOAD_SPEC = """\
+reprospec: 1
+name: bundle-load
+environment:
+  workdir: app
+  perturb: {cpus: 1, nice: 3, memory_limit: 64m, cpu_load: 1, io_load: 1}
+command: python seen.py
+run: {timeout: 60s}
+expect: {outcome: pass}
+"""
+
+# What the container sees of its perturbations; the writer of io_load writes into the
+# attempt folder's load/, which the cell's container sees too.
+SEEN = """\
+import os, time
+print("cpus", sorted(os.sched_getaffinity(0)))
+print("nice", os.nice(0))
+for name in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    if os.path.exists(name):
+        print("memory", open(name).read().strip())
+written = "/reprospec/attempt/load/io-load-0.bin"
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and not os.path.exists(written):
+    time.sleep(0.1)
+print("io-load", os.path.exists(written), flush=True)
+"""
+
+
+@needs_engine
+def test_cpus_nice_memory_and_load_reach_the_bundles_container(tmp_path: Path) -> None:
+    base = public_base(CLIENT)
+    spec, tag = _own(LOAD_SPEC, "bundle-load")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "seen.py").write_text(SEEN)
+    done, out = materialize(tmp_path, spec, "--find-links", str(runner_wheelhouse()))
+    assert done.returncode == 0, done.stderr
+    ran = _run_bundle(out, tag, base, tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    seen = (out / "results" / "1" / "output.log").read_text().splitlines()
+    assert "cpus [0]" in seen
+    assert f"memory {64 << 20}" in seen
+    assert "io-load True" in seen
+    # Against the nice a container of this engine starts at (a dockerd started niced
+    # starts every container there): see test_perturb.py.
+    plain = CLIENT.containers.run(base, ["nice"], remove=True)
+    assert f"nice {int(plain) + 3}" in seen
+    # The competitors' container and their files are gone with the cell.
+    assert not (out / "results" / "1" / "load").exists()
+    assert f"reprospec-bundle-load-1-{ran.args[-1]}" not in container_names()
+    assert not _left_by(ran)

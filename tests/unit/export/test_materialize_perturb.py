@@ -1,5 +1,5 @@
 """`materialize` of a perturbed spec: run.sh applies `environment.perturb` as the docker
-runner does, or materialize refuses the spec.
+runner does, or materialize refuses the spec; and run.sh's exit status is its verdict.
 
 nu20 HIGH-1: the bundle of an amplified spec (`malloc: perturb`) ran the program plain, and
 the use-after-free that `reprospec run` crashed 8/8 printed `exit 0` (run.sh exit 0).
@@ -120,3 +120,15 @@ def test_an_unperturbed_spec_has_no_perturbation_in_its_bundle(tmp_path: Path) -
     assert not [w for w in words if w.startswith(("MALLOC_", "GLIBC_", "REPROSPEC_PERTURB"))]
     assert "perturb" not in (bundle / "README.md").read_text()
     assert not (bundle / "load.py").exists()
+
+
+def test_run_sh_judges_each_cell_and_exits_with_the_verdict(tmp_path: Path) -> None:
+    # run.sh printed `exit 0; expected: crash ...` and exited 0: the verdict was the reader's.
+    script = (_bundle(tmp_path, "  network: false") / "run.sh").read_text()
+    assert (
+        """report 1 "$status" default '{"outcome": "crash", "signal": "SIGSEGV", "rate": ">0"}' \
+crash SIGSEGV ''"""
+        in script
+    )
+    assert '[ "$NOT_RUN" = 0 ] || exit 3\n[ "$MISSED" = 0 ] || exit 1\n' in script
+    assert 'echo "== cell $1 [$3]: $what; expected: $4; $verdict"' in script
