@@ -299,7 +299,34 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     if not ran_as_stored(spec, run.spec_text):
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
+    warnings += _files_since(run, out, spec.base_dir, tree, stored)
     return _Sources(tree, kept, (*warnings, *tree.warnings), dict(spec.document))
+
+
+def _files_since(run: RunResult, out: Path, base: Path, tree: SpecTree, stored: Path) -> list[str]:
+    """Refuse (UsageError) a run whose program's files changed or went since it ran, by the
+    digests it recorded (sincerun.py); the warning where they could not be checked.
+
+    Packed as they are now, the bundle's tree is not the program its report says ran: the
+    bundle of a passing run whose config was edited since crashed wherever it was rerun,
+    exit 0 and no word (the bundle of a failing run after the fix carried the fix)."""
+    from reprospec.export.sincerun import since_run
+
+    since = since_run(run.environment, out, base, tree.files)
+    if since.changed or since.gone:
+        raise UsageError(
+            f"the program's files are not as run {run.run_id} read them (by the digests it "
+            f"recorded): {', '.join(since.named())} (in {base.resolve()}). A bundle packs "
+            "them as they are now: it would not be the program its report says ran. Put them "
+            "back as they were and bundle again, or run the spec "
+            f"(reprospec run {shlex.quote(str(stored))}) and bundle that run"
+        )
+    if since.unchecked is not None:
+        return [
+            f"whether the program's files changed since run {run.run_id} cannot be told "
+            f"({since.unchecked}): they are packed as they are now"
+        ]
+    return []
 
 
 def _gone_files(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[str]:

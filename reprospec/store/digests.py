@@ -63,7 +63,7 @@ def store_key(out: Path) -> bytes:
     read as the empty key digested every secret alike)."""
     path = out / KEY_FILE
     try:
-        return _read_key(path)
+        return read_key(path)
     except FileNotFoundError:
         pass
     import secrets  # (hmac and secrets: only where something is digested)
@@ -78,10 +78,10 @@ def store_key(out: Path) -> bytes:
             os.link(staged, path)
     finally:
         staged.unlink(missing_ok=True)
-    return _read_key(path)
+    return read_key(path)
 
 
-def _read_key(path: Path) -> bytes:
+def read_key(path: Path) -> bytes:
     """The key in `path`; OSError for a file that holds none (the caller records no
     digests then: compare tells such runs' secrets set or unset only)."""
     try:

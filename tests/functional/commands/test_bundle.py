@@ -523,3 +523,112 @@ def test_a_complete_bundle_verifies_exit_0_and_names_a_read_by_absolute_path(
         f"not verified: add --verify to rerun it unpacked away from this tree (reprospec "
         f"bundle latest -o {archive} --verify)"
     ) in plain.stdout
+
+
+def _setting_project(root: Path) -> Path:
+    """A program that segfaults when its config says `unsafe` and passes otherwise, the
+    config read through a local module; the spec expects the segfault."""
+    root.mkdir()
+    (root / "conf.json").write_text('{"unsafe": false}\n')
+    (root / "settings.py").write_text(
+        "import json\nUNSAFE = json.load(open('conf.json'))['unsafe']\n"
+    )
+    (root / "app.py").write_text(
+        "import ctypes\nimport settings\nprint('step 1', flush=True)\n"
+        "if settings.UNSAFE:\n    ctypes.string_at(0)\n"
+    )
+    spec = root / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: edited\ncommand: python app.py\nfiles: [conf.json]\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    return spec
+
+
+def _packed(archive: Path, name: str) -> str:
+    with tarfile.open(archive) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(f"/tree/{name}"))
+        handle = tar.extractfile(member)
+        assert handle is not None
+        return handle.read().decode()
+
+
+def test_a_run_whose_program_changed_since_is_refused_not_packed_as_it_is_now(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # nu20 HIGH-2: a passing run (config `unsafe: false`), the config edited back to `true`:
+    # bundle packed today's config, exit 0, no word, and the bundle of a `pass` crashed
+    # wherever it was rerun. The run recorded its files' digests; they are checked now.
+    project = tmp_path / "project"
+    spec = _setting_project(project)
+    out = tmp_path / "out"
+    ran = cli("run", str(spec), "--out", str(out))
+    assert ran.code == 1, ran.stdout + ran.stderr  # passed: not reproduced
+    run_id = ran.latest_run().name
+    archive = tmp_path / "b.tar.gz"
+    (project / "conf.json").write_text('{"unsafe": true}\n')
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(out))
+    assert packed.code == 2, packed.stderr
+    assert "Traceback" not in packed.stderr
+    assert f"not as run {run_id} read them" in packed.stderr
+    assert f"conf.json (changed) (in {project})" in packed.stderr
+    assert f"reprospec run {spec}) and bundle that run" in packed.stderr
+    assert not archive.exists()
+    assert not list(tmp_path.glob(".b.tar.gz.*"))  # no half-written archive either
+    # The program's own source, edited (a "fix"), and a local module it imported, gone.
+    (project / "conf.json").write_text('{"unsafe": false}\n')
+    (project / "app.py").write_text("import settings\nprint('step 1', flush=True)\n")
+    (project / "settings.py").unlink()
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(out))
+    assert packed.code == 2, packed.stderr
+    assert "app.py (changed), settings.py (gone) (in" in packed.stderr
+    assert "conf.json" not in packed.stderr  # as the run read it again
+    assert not archive.exists()
+    # Put back as they were, the same run packs, holding what the run read.
+    _setting_project(tmp_path / "again")
+    for name in ("app.py", "settings.py"):
+        shutil.copy(tmp_path / "again" / name, project / name)
+    packed = cli("bundle", run_id, "-o", str(archive), "--out", str(out))
+    assert packed.code == 0, packed.stderr
+    assert "not as run" not in packed.stderr
+    assert _packed(archive, "conf.json") == '{"unsafe": false}\n'
+
+
+def test_a_run_whose_digests_cannot_be_checked_is_packed_saying_so(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # The store's key gone (the run folder moved away from it): the recorded digests cannot
+    # be compared with today's files, which are packed, and the warning says they are.
+    spec = _setting_project(tmp_path / "project")
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 1
+    (out / "digest.key").unlink()
+    archive = tmp_path / "b.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 0, packed.stderr
+    assert "whether the program's files changed since run" in packed.stderr
+    assert "they are packed as they are now" in packed.stderr
+    assert archive.is_file()
+
+
+def test_a_run_that_recorded_no_digest_of_a_file_packs_it_as_it_is(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # A file the command names that is not a source or a `files` input (a log it writes)
+    # is named in the record, not digested: it is packed as it is, unchecked, no word.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "w.py").write_text("import sys\nopen(sys.argv[1], 'a').write('ran\\n')\n")
+    (project / "run.log").write_text("")
+    spec = project / "s.yaml"
+    spec.write_text("reprospec: 1\nname: logged\ncommand: python w.py run.log\n")
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    results = json.loads((next((out / "runs").iterdir()) / "results.json").read_text())
+    assert results["environment"]["program_files"]["named"] == ["run.log"]
+    (project / "run.log").write_text("ran\nran later\n")
+    archive = tmp_path / "b.tar.gz"
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 0, packed.stderr
+    assert "warning" not in packed.stderr
+    assert _packed(archive, "run.log") == "ran\nran later\n"

@@ -1,0 +1,97 @@
+"""Which of the program's files changed since a run, by the digests the run recorded.
+
+A bundle packs the workdir's files as they are when it is written, and its report and
+results.json say what the run saw: a config edited since a passing run was packed, and the
+bundle of a `pass` crashed wherever it was rerun (or the bundle of a failing run carried the
+fix). Each run digests its program's files as it begins (pipeline/programfiles.py, what
+`compare` tells `train.py changed` by); here they are digested again, under the same store
+key, and told apart: a file whose digest differs changed since the run, one that is no
+longer there is gone. Bundle refuses either.
+
+Only what the run recorded can be told: a file it kept no digest of (a run of an engine
+that recorded none, a search's probe, a file its words name that it may write, such as
+`--log run.log`) is packed as it is, unchecked. A file over DIGEST_LIMIT was recorded by its
+size and modification time, and is told changed by those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprospec.core.jsontypes import JsonValue
+from reprospec.store.digests import (
+    FILES_FIELD,
+    KEY_FILE,
+    UNDIGESTED,
+    file_digest,
+    read_key,
+    recorded,
+)
+
+# A digest the run could not take (`unreadable: why`): nothing to compare today's with.
+_UNREADABLE = "unreadable:"
+
+
+@dataclass(frozen=True)
+class SinceRun:
+    """The run's recorded program files that differ today, by the names it recorded them
+    under (relative to the spec's folder, else absolute), and why the rest went unchecked."""
+
+    changed: tuple[str, ...] = ()
+    # Of `changed`, those recorded by size and modification time (over DIGEST_LIMIT).
+    by_size: tuple[str, ...] = ()
+    gone: tuple[str, ...] = ()
+    # Why the digests could not be compared (None: compared, or none recorded).
+    unchecked: str | None = None
+
+    def named(self) -> list[str]:
+        """Each file with how it differs: `conf.json (changed)`, `util.py (gone)`."""
+        how = {name: "changed" for name in self.changed}
+        how.update({name: "changed: its size or modification time" for name in self.by_size})
+        how.update({name: "gone" for name in self.gone})
+        return [f"{name} ({how[name]})" for name in sorted(how)]
+
+
+def since_run(
+    environment: Mapping[str, JsonValue], out: Path, base: Path, packed: Iterable[Path]
+) -> SinceRun:
+    """The files the run (its captured `environment`, kept in the store `out`) recorded
+    digests of, named relative to `base` (the spec's folder), that are gone today, or that
+    are among the files to be `packed` and whose digest under the store's key differs."""
+    store, of = recorded(environment.get(FILES_FIELD))
+    if not of:
+        return SinceRun()
+    base = base.resolve()
+    paths = {name: (Path(name) if Path(name).is_absolute() else base / name) for name in of}
+    gone = tuple(name for name, path in paths.items() if not path.exists())
+    key = _key(out)
+    if key is None or store is None or hashlib.sha256(key).hexdigest()[:8] != store:
+        why = (
+            f"the key they were taken under is not in {out} (the run folder was moved "
+            "from its store, or its digest.key was removed)"
+        )
+        return SinceRun(gone=gone, unchecked=why)
+    carried = {path.resolve() for path in packed}
+    changed: list[str] = []
+    for name, path in paths.items():
+        digest = of[name]
+        if name in gone or digest.startswith(_UNREADABLE) or path.resolve() not in carried:
+            continue  # not packed (hidden, too large): nothing of it contradicts the run
+        if file_digest(key, path.resolve()) != digest:
+            changed.append(name)
+    by_size = tuple(name for name in changed if of[name].startswith(UNDIGESTED))
+    return SinceRun(tuple(changed), by_size, gone)
+
+
+def _key(out: Path) -> bytes | None:
+    """The store's key, never made here: a store without one recorded no digest to check."""
+    try:
+        return read_key(out / KEY_FILE)
+    except OSError:
+        return None
+
+
+__all__ = ["SinceRun", "since_run"]
