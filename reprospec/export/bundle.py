@@ -161,6 +161,7 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
     """Write the bundle of the finished run in `run_dir` to `output` (a .tar.gz)."""
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise UsageError(f"-o {output}: a bundle is a .tar.gz (or .tgz) file")
+    _refuse_capture_run(run)
     sources = _sources(run, run_dir)
     top = PurePosixPath(run.run_id)
     spec_rel = _spec_place(run, sources)
@@ -222,6 +223,25 @@ def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
         tmp.unlink(missing_ok=True)
     warnings = (*sources.warnings, *masked)
     return Packed(output, count, tuple(workdir_rel), warnings, tuple(sorted(outside)), tree.root)
+
+
+def _refuse_capture_run(run: RunResult) -> None:
+    """Refuse (UsageError) one of `capture`'s own runs: each ran in the capturing shell
+    with its variables, all of them, some (the verify's halves) or none (the verify), and
+    neither its spec nor a bundle says which. Its first run's spec is the draft, before
+    capture wrote in the variables the failure needs: its bundle passed where the run, and
+    its packed report, crashed."""
+    if run.options.get("purpose") != "capture":
+        return
+    spec = Path(run.spec_path)
+    named = shlex.quote(str(spec)) if spec.is_file() else "SPEC"
+    raise UsageError(
+        f"run {run.run_id} is one of capture's own runs: it ran with all, some or none of "
+        "the capturing shell's variables, and neither its spec nor a bundle says which (its "
+        "first run's spec is the draft, before capture wrote in those the failure needs), so "
+        "a bundle of it need not do what its report says. Run the spec capture wrote "
+        f"(reprospec run {named}) and bundle that run"
+    )
 
 
 def _sources(run: RunResult, run_dir: Path) -> _Sources:

@@ -632,3 +632,43 @@ def test_a_run_that_recorded_no_digest_of_a_file_packs_it_as_it_is(
     assert packed.code == 0, packed.stderr
     assert "warning" not in packed.stderr
     assert _packed(archive, "run.log") == "ran\nran later\n"
+
+
+def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # nu20 MED-2: capture's own first run crashed with APP_MODE from the capturing shell;
+    # its spec is the draft without it (capture writes it into the spec after), so its
+    # bundle, exit 0, passed wherever it was rerun while its report said SIGSEGV.
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "app.py").write_text(
+        "import ctypes, os\nprint('train step 1/1', flush=True)\n"
+        "if os.environ.get('APP_MODE') == 'fast':\n    ctypes.string_at(0)\n"
+    )
+    out = tmp_path / "out"
+    captured = cli(
+        "capture", "-o", "spec.yaml", "--out", str(out), "--", "python", "app.py",
+        cwd=workdir, env={"APP_MODE": "fast"},
+    )  # fmt: skip
+    assert captured.code == 0, captured.stdout + captured.stderr
+    assert "the failure needs APP_MODE" in captured.stdout
+    runs = sorted((out / "runs").iterdir())
+    first = runs[0].name  # capture's own run, of the draft
+    assert "APP_MODE" not in (runs[0] / "spec.yaml").read_text()
+    archive = tmp_path / "cap.tar.gz"
+    for run in (first, runs[-1].name):  # its first run, and the verify's last
+        packed = cli("bundle", run, "-o", str(archive), "--out", str(out), env={"APP_MODE": ""})
+        assert packed.code == 2, packed.stderr
+        assert "Traceback" not in packed.stderr
+        assert f"run {run} is one of capture's own runs" in packed.stderr
+        assert not archive.exists()
+    spec = workdir / "spec.yaml"
+    first_said = cli("bundle", first, "-o", str(archive), "--out", str(out))
+    assert f"(reprospec run {spec}) and bundle that run" in first_said.stderr
+    # As it says: the spec run, from a shell without the variable, and that run bundled.
+    ran = cli("run", str(spec), "--out", str(out), env={"APP_MODE": ""})
+    assert ran.code == 0, ran.stdout + ran.stderr
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert packed.code == 0, packed.stderr
+    assert "APP_MODE: fast" in _packed(archive, "spec.yaml")
