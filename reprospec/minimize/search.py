@@ -48,6 +48,17 @@ or `infra` (could not run).
    check needs), the smallest program seen failing runs `final_attempts` more
    attempts for its rate and interval, and its passing cells `final_passing`
    times each.
+6. **Still needs the perturbation.** Where the failing cell runs under
+   environment.perturb, the oracle asks nothing of the program without it, and
+   the passes can drop what made the failure need it (nu18's use-after-free lost
+   its `free` and kept an assert that a fresh block's bytes fail every time).
+   Where the original fails in 0 of n attempts without it (`Settings.keep_perturbed`:
+   amplify's recorded base; or `unperturbed_base` attempts of the original run
+   here, after its passing cells), a candidate the search would accept runs once
+   more without it (role `unperturbed`) and is rejected (`fails-unperturbed`)
+   where that attempt fails as the expect says: a rejection only makes the result
+   larger. One attempt catches a candidate that fails so every time, not one that
+   does only sometimes: the driver's check of the result stays the safety net.
 """
 
 from __future__ import annotations
@@ -64,7 +75,7 @@ from reprospec.isolation.candidates import AttemptKind, Tally, clean_needed_at
 from reprospec.minimize.program import Program
 from reprospec.minimize.source import Reducer, reduce
 
-Role = Literal["failing", "passing"]
+Role = Literal["failing", "passing", "unperturbed"]
 Status = Literal[
     "minimized",  # the passes shrank all they could
     "budget",  # the budget ran out first: the smallest program seen failing
@@ -73,7 +84,8 @@ Status = Literal[
     "infra-error",  # a candidate could not be run
     "interrupted",  # stopped (Ctrl-C): the same command resumes
 ]
-Verdict = Literal["fails", "clean", "loses-passing"]
+# fails-unperturbed: fails as the original does, and without the perturbation too (point 6)
+Verdict = Literal["fails", "clean", "loses-passing", "fails-unperturbed"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +107,11 @@ class Settings:
     # Attempts the settings step (isolate) spent out of --budget before this search: its
     # messages name the budget the user gave, not what was left of it.
     spent_before: int = 0
+    # Point 6. The original's attempts without the perturbation before the passes (where
+    # the failing cell is perturbed and no base was recorded; 0: none), and whether a
+    # recorded base (amplify's) already says 0 of n: candidates must keep needing it.
+    unperturbed_base: int = 0
+    keep_perturbed: bool = False
 
     @property
     def given(self) -> str:
@@ -127,6 +144,7 @@ class Judged:
     failing: Tally
     passing: Tally
     verdict: Verdict
+    unperturbed: Tally = field(default_factory=Tally)  # its attempt without the perturbation
 
     def to_dict(self) -> JsonObject:
         return {
@@ -135,6 +153,28 @@ class Judged:
             "verdict": self.verdict,
             "failing": self.failing.to_dict(),
             "passing": self.passing.to_dict(),
+            "unperturbed": self.unperturbed.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class KeptPerturbed:
+    """Point 6 as it went: the original's base without the perturbation (measured here, or
+    recorded), whether the rule applied, and what it cost and rejected."""
+
+    applies: bool  # the base was 0 of n: accepted candidates ran once without it
+    base: Tally  # the original's attempts without it here (empty where it was recorded)
+    attempts: int  # the candidates' attempts without it (in the budget, as passing cells')
+    rejected: int  # candidates that failed without it, rejected
+    checked: int  # candidates that ran without it
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "applies": self.applies,
+            "base_measured": self.base.to_dict() if self.base.attempts else None,
+            "attempts": self.attempts,
+            "checked": self.checked,
+            "rejected": self.rejected,
         }
 
 
@@ -160,6 +200,7 @@ class MinimizeResult:
     # The budget ended the search (the passes cut short, or refused as too little for
     # the rate measured): the same command with a larger --budget goes on from here.
     budget_spent: bool = False
+    kept_perturbed: KeptPerturbed | None = None  # point 6, where the cell is perturbed
 
     def to_dict(self) -> JsonObject:
         return {
@@ -176,10 +217,19 @@ class MinimizeResult:
             "min_rate": self.min_rate,
             "passing_checked": self.passing_checked.to_dict(),
             "warnings": list(self.warnings),
+            "kept_perturbed": self.kept_perturbed.to_dict() if self.kept_perturbed else None,
         }
 
 
-Phase = Literal["rate", "original-passing", "reduce", "final", "final-passing", "done"]
+Phase = Literal[
+    "rate",
+    "original-passing",
+    "original-unperturbed",
+    "reduce",
+    "final",
+    "final-passing",
+    "done",
+]
 
 
 @dataclass
@@ -189,6 +239,7 @@ class _Judging:
     program: Program
     failing: Tally = field(default_factory=Tally)
     passing: Tally = field(default_factory=Tally)
+    unperturbed: Tally = field(default_factory=Tally)
     infra_streak: int = 0
 
 
@@ -228,6 +279,13 @@ class Minimization:
         self._accepted: list[Program] = []
         self._fell_back: tuple[Program, Tally] | None = None
         self._budget_spent = False
+        # Point 6: on from the start where a recorded base says 0 of n, else where the
+        # original's own attempts without the perturbation matched in none.
+        self._keep_perturbed = self.settings.keep_perturbed
+        self._base = Tally()
+        self._unperturbed_attempts = 0
+        self._unperturbed_checked = 0
+        self._unperturbed_rejected = 0
 
     # -- the protocol --------------------------------------------------------
 
@@ -259,6 +317,10 @@ class Minimization:
         judging.infra_streak = streak
         if probe.role == "failing":
             judging.failing = judging.failing.add(kinds)
+        elif probe.role == "unperturbed":
+            judging.unperturbed = judging.unperturbed.add(kinds)
+            if self._phase == "reduce":
+                self._unperturbed_attempts += len(kinds)
         else:
             judging.passing = judging.passing.add(kinds)
         if streak >= self.settings.max_infra:
@@ -309,6 +371,18 @@ class Minimization:
                     f"{self._now.passing.ran} passed): the spec does not describe this bug",
                 )
                 return None
+            self._phase = "original-unperturbed"
+            return None
+        if self._phase == "original-unperturbed":
+            # Point 6: the original without the perturbation, where no base was recorded;
+            # only as much of it as leaves the final check its share of the budget.
+            tally = self._now.unperturbed
+            want = min(s.unperturbed_base - tally.attempts, left - s.reserve)
+            if want > 0 and tally.infra < s.max_infra:
+                return Probe(self.original.key, "unperturbed", want, 0)
+            if s.unperturbed_base:
+                self._base = tally
+                self._keep_perturbed = tally.ran > 0 and tally.matched == 0
             self.verdicts[self.original.key] = "fails"
             self._judge_done("fails")
             self._phase = "reduce"
@@ -340,6 +414,17 @@ class Minimization:
             self._end_reduction("budget")
             return None
         verdict = self._verdict(judging)
+        if verdict == "fails" and self._keep_perturbed:
+            # Point 6: accepted only where it does not fail without the perturbation too.
+            if judging.unperturbed.ran == 0:
+                if left - s.reserve < 1:
+                    self._end_reduction("budget")
+                    return None
+                return Probe(judging.program.key, "unperturbed", 1, 0)
+            self._unperturbed_checked += 1
+            if judging.unperturbed.matched:
+                verdict = "fails-unperturbed"
+                self._unperturbed_rejected += 1
         if verdict is None:
             if judging.failing.matched:
                 if left - s.reserve < s.passing:
@@ -393,7 +478,9 @@ class Minimization:
 
     def _judge_done(self, verdict: Verdict) -> None:
         j = self._now
-        self.judged.append(Judged(j.program.key, j.program.lines, j.failing, j.passing, verdict))
+        self.judged.append(
+            Judged(j.program.key, j.program.lines, j.failing, j.passing, verdict, j.unperturbed)
+        )
         if verdict == "fails" and j.program.lines <= self.best.lines:
             self.best = j.program
             self._accepted.append(j.program)
@@ -534,6 +621,17 @@ class Minimization:
             judged=tuple(self.judged),
             warnings=tuple(warnings),
             budget_spent=self._budget_spent and status != "interrupted",
+            kept_perturbed=(
+                KeptPerturbed(
+                    applies=self._keep_perturbed,
+                    base=self._base,
+                    attempts=self._unperturbed_attempts,
+                    rejected=self._unperturbed_rejected,
+                    checked=self._unperturbed_checked,
+                )
+                if self.settings.unperturbed_base or self.settings.keep_perturbed
+                else None
+            ),
         )
 
 

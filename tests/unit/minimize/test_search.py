@@ -269,6 +269,106 @@ def test_a_result_that_fails_no_more_falls_back_to_an_earlier_one_that_does() ->
     assert result.attempts == executor.attempts
 
 
+# The bug fires only under the perturbation (PERTURBED, as MALLOC_PERTURB_ is for nu18's
+# use-after-free): `and PERTURBED` is what a candidate drops to fail without it too.
+NEEDS_PERTURBATION = PROGRAM.replace(
+    "            if step == 7:\n                race()",
+    "            if step == 7 and CELL['perturbed']:\n                race()",
+)
+
+
+class Perturbed(InProcess):
+    """Every role runs perturbed (CELL['perturbed']) but `unperturbed`, the failing cell
+    without it; `original_fails` makes the original fail there too (its base not 0)."""
+
+    def __init__(self, original_fails: bool = False) -> None:
+        super().__init__(1.0, 0)
+        self.original_fails = original_fails
+        self.perturbed = True
+        self.roles: list[str] = []
+
+    def attempt(self, program: Program, cell: dict[str, object]) -> AttemptKind:
+        return super().attempt(program, {**cell, "perturbed": self.perturbed})
+
+    def __call__(self, candidate: Program, probe: Probe) -> tuple[Sequence[AttemptKind], str]:
+        self.roles.append(probe.role)
+        if probe.role != "unperturbed":
+            return super().__call__(candidate, probe)
+        self.ran.append(candidate.key)
+        self.perturbed = False
+        try:
+            kinds = [self.attempt(candidate, dict(FAILING)) for _ in range(probe.attempts)]
+        finally:
+            self.perturbed = True
+        if self.original_fails and candidate.key == program(NEEDS_PERTURBATION).key:
+            kinds = ["match" for _ in kinds]
+        return kinds, ""
+
+
+def test_without_the_rule_the_result_fails_without_the_perturbation() -> None:
+    # What nu18 N9 minimized to: `and CELL['perturbed']` dropped, the race fires unperturbed.
+    result = minimize(program(NEEDS_PERTURBATION), Perturbed(), Settings(passing=2))
+    assert result.status == "minimized", result.message
+    assert "perturbed" not in result.program.source("loop.py")
+    assert result.kept_perturbed is None
+
+
+def test_a_base_of_none_measured_keeps_every_accepted_candidate_needing_it() -> None:
+    executor = Perturbed()
+    settings = Settings(passing=2, unperturbed_base=8)
+    result = minimize(program(NEEDS_PERTURBATION), executor, settings)
+    assert result.status == "minimized", result.message
+    assert "CELL['perturbed']" in result.program.source("loop.py")
+    keeps_the_condition(result)
+    kept = result.kept_perturbed
+    assert kept is not None
+    assert kept.applies
+    # The original's 8 attempts without it, after its passing cells, before the passes.
+    assert (kept.base.matched, kept.base.ran) == (0, 8)
+    first = executor.roles.index("passing")
+    assert set(executor.roles[:first]) == {"failing"}  # the rate
+    assert executor.roles[first + 1] == "unperturbed"
+    # Each candidate the search would accept ran once more without it, in the budget:
+    # those that failed there were rejected, as their verdict says.
+    judged = result.judged[1:]  # after the original
+    checked = [j for j in judged if j.unperturbed.attempts]
+    rejected = [j for j in judged if j.verdict == "fails-unperturbed"]
+    assert rejected
+    assert all(j.unperturbed.matched == 1 for j in rejected)
+    assert all(j.unperturbed.attempts == 1 for j in checked)
+    assert {j.verdict for j in checked} == {"fails", "fails-unperturbed"}
+    assert (kept.checked, kept.rejected) == (len(checked), len(rejected))
+    assert kept.attempts == executor.roles.count("unperturbed") - 1 == len(checked)
+    assert result.attempts == executor.attempts
+    assert result.to_dict()["kept_perturbed"] == kept.to_dict()
+
+
+def test_a_recorded_base_of_none_is_not_measured_again() -> None:
+    executor = Perturbed()
+    settings = Settings(passing=2, keep_perturbed=True)
+    result = minimize(program(NEEDS_PERTURBATION), executor, settings)
+    assert "CELL['perturbed']" in result.program.source("loop.py")
+    kept = result.kept_perturbed
+    assert kept is not None
+    assert kept.applies
+    assert kept.base.attempts == 0
+    first = executor.roles.index("passing")
+    assert executor.roles[first + 1] == "failing"  # the passes began at once
+
+
+def test_an_original_that_fails_without_the_perturbation_too_asks_nothing_more() -> None:
+    # Its base is not 0 of n: a candidate failing unperturbed may be the same bug.
+    executor = Perturbed(original_fails=True)
+    settings = Settings(passing=2, unperturbed_base=8)
+    result = minimize(program(NEEDS_PERTURBATION), executor, settings)
+    kept = result.kept_perturbed
+    assert kept is not None
+    assert not kept.applies
+    assert kept.base.matched == 8
+    assert executor.roles.count("unperturbed") == 1  # the base's probe alone
+    assert "perturbed" not in result.program.source("loop.py")
+
+
 def test_no_candidate_runs_twice() -> None:
     executor = InProcess(1.0, seed=0)
     search = Minimization(program(), Settings(passing=2))
