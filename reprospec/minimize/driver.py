@@ -13,6 +13,9 @@ counts as the bug only when its signature is also the original's (kind,
 signal or exception, main/worker/child, phase, and the top native frame when
 native stacks are on): the nearest segfault is not this one. The passing
 cells run with the candidate too (up to four of them, spread over the matrix).
+Where the failing cell runs under environment.perturb and the original fails in none
+of its attempts without it, a candidate about to be accepted runs once without it too,
+and is rejected where it fails so (search.py's point 6).
 A workload spec's candidates are its numbers (workload.py): each runs as the spec
 with `--set` of its values, in the spec's own workdir.
 
@@ -38,13 +41,13 @@ from pathlib import Path
 from reprospec import native
 from reprospec.core.inputs import Cell, Spec
 from reprospec.core.jsontypes import JsonValue
-from reprospec.core.rates import rate_floor
+from reprospec.core.rates import rate_floor, rate_of
 from reprospec.core.redact import Redactor
 from reprospec.core.results import AttemptResult, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.environment.probe import shared_captures
 from reprospec.errors import SpecError, UsageError
-from reprospec.isolation.candidates import AttemptKind
+from reprospec.isolation.candidates import AttemptKind, Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
 from reprospec.minimize.preloadhint import preload_hint
@@ -56,10 +59,22 @@ from reprospec.minimize.report import (
     write,
     write_reports,
 )
-from reprospec.minimize.search import Minimization, Probe, Settings
+from reprospec.minimize.search import (
+    KeptPerturbed,
+    Minimization,
+    MinimizeResult,
+    Probe,
+    Settings,
+)
 from reprospec.minimize.settings import Reduced, reduce_settings
 from reprospec.minimize.source import reduce
-from reprospec.minimize.unperturbed import Baseline, Side, check_unperturbed
+from reprospec.minimize.unperturbed import (
+    UNPERTURBED,
+    Baseline,
+    Side,
+    attempts_for,
+    check_unperturbed,
+)
 from reprospec.minimize.workload import (
     Field,
     field_overrides,
@@ -218,6 +233,10 @@ def _minimize(
     if reduced.reset:
         say("settings: " + reduced.sentence())
     passing = _sample(_agreeing(all_passing, reduced)) if options.passing_cells else ()
+    # search.py's point 6: where the failing cell runs perturbed, amplify's base where it
+    # measured this cell, else the original's own attempts without it before the passes.
+    perturbed = attempt.environment.perturb.describe()
+    base = _baseline(options, failing, reduced) if perturbed else None
     settings = Settings(
         budget=max(1, options.budget - reduced.attempts),
         spent_before=min(reduced.attempts, options.budget - 1),
@@ -232,6 +251,8 @@ def _minimize(
         # The final check grows with the budget: 20 attempts and 5 per passing cell at 1000.
         final_attempts=max(5, min(Settings.final_attempts, options.budget // 50)),
         final_passing=max(1, min(Settings.final_passing, options.budget // 200)),
+        unperturbed_base=attempts_for(None) if perturbed and base is None else 0,
+        keep_perturbed=base is not None and base.rate.matched == 0,
     )
     # Keyed on what a probe's outcome depends on and the question (the failing cell and
     # the one step 1 reduced it to, the program, the passing cells run with each
@@ -326,6 +347,9 @@ def _minimize(
                 )
     result = search.result
     assert result is not None
+    if perturbed and result.kept_perturbed is None:
+        # amplify's base above 0 of n: the rule did not apply, and minimize.md says why.
+        result = replace(result, kept_perturbed=KeptPerturbed(False, Tally(), 0, 0, 0))
     output = options.output or (folder / "result")
     found = Minimized(
         id=ident,
@@ -350,22 +374,38 @@ def _minimize(
         search_preload=run_options.preload,
         spec_preload=_spec_preload(spec),
     )
-    found = replace(found, message_before=runner.message)
+    found = replace(
+        found, message_before=runner.message, baseline=_measured(base, result, reduced.cell)
+    )
     found = write(found, spec, workdir)
     if dir_checked(found):
         found = confirm_dir(found, run_options, runner.parallel, cancel, spec, workdir)
     if found.perturbed and dir_checked(found) and not found.unconfirmed:
-        found = _unperturbed(
-            found, run_options, options, failing, reduced, spec, runner.parallel, cancel
-        )
+        found = _unperturbed(found, run_options, reduced, spec, runner.parallel, cancel)
     return redactor.value(found)
+
+
+def _baseline(options: MinimizeOptions, failing: Cell, reduced: Reduced) -> Baseline | None:
+    """amplify's base (the original without the perturbation) where `--amplify`'s folder
+    measured the cell minimized and step 1 kept it; None: it is measured here."""
+    base = Baseline.from_amplify(options.amplified) if options.amplified else None
+    if base is not None and (base.cell != failing.id or reduced.cell.id != failing.id):
+        return None  # amplify measured another cell than the one minimized
+    return base
+
+
+def _measured(base: Baseline | None, result: MinimizeResult, cell: Cell) -> Baseline | None:
+    """The base the search's rule rested on: amplify's, else the one the search measured
+    before its passes (in the cell it minimized in); None where neither was."""
+    kept = result.kept_perturbed
+    if base is not None or kept is None or not kept.base.ran:
+        return base
+    return Baseline(cell.id, rate_of(kept.base.matched, kept.base.ran), "", measured=True)
 
 
 def _unperturbed(
     found: Minimized,
     run_options: RunOptions,
-    options: MinimizeOptions,
-    failing: Cell,
     reduced: Reduced,
     spec: Spec,
     parallel: int,
@@ -373,13 +413,13 @@ def _unperturbed(
 ) -> Minimized:
     """A result minimized under environment.perturb, checked without it against the
     original (unperturbed.py): nu18's use-after-free became a program with no `free` that
-    failed in every attempt unperturbed, and the answer said nothing of it."""
+    failed in every attempt unperturbed, and the answer said nothing of it. The search
+    rejects such candidates where the original's base is 0 of n (search.py's point 6);
+    this is the safety net for one that fails so only sometimes, and for a base above 0."""
     from reprospec import api
     from reprospec.minimize.report import SPEC_NAME, cell_filters
 
-    base = Baseline.from_amplify(options.amplified) if options.amplified else None
-    if base is not None and (base.cell != failing.id or reduced.cell.id != failing.id):
-        base = None  # amplify measured another cell than the one minimized: measured here
+    base = found.baseline  # where the search measured it, not measured again
     # The original in the cell it was minimized in, as the search ran it (its
     # perturbation among the overrides, taken out by the check).
     original = base or Side(
@@ -392,7 +432,7 @@ def _unperturbed(
     key = {
         "program": found.result.program.key,
         "output": str(found.output.resolve()),
-        "base": base.source if base else "",
+        "base": base.phrase if base else "",
     }
     check = check_unperturbed(
         found.folder / "unperturbed.json",
@@ -856,11 +896,15 @@ def _kind(attempt: AttemptResult, signature: str | None, role: str) -> AttemptKi
     """What one attempt says: the bug (its expect and the original's signature), or not.
 
     `signature` None: any failure the expect accepts is the bug (the comparison oracle).
-    A passing cell's failure is never a pass, whatever its signature.
+    A passing cell's failure is never a pass, whatever its signature. An attempt without
+    the perturbation matches by the expect alone, as amplify counts its base: the rule it
+    serves rejects, so a looser match only makes the result larger.
     """
     outcome = attempt.ran
     if outcome is None:
         return "infra"
+    if role == "unperturbed":
+        return "match" if attempt.matched else "pass" if outcome.kind == "pass" else "other"
     same = signature is None or native.attempt_agrees(attempt, signature)
     if role == "passing":
         if outcome.kind == "pass":
@@ -952,8 +996,12 @@ class _Runner:
             # Always, when the spec has variables: a candidate that dropped them all must
             # not run with the spec's own.
             sets.append("environment.env=" + json.dumps(dict(program.env)))
-        if probe.role == "failing":
-            spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides])
+        if probe.role in ("failing", "unperturbed"):
+            # Without the perturbation (search.py's point 6): the failing cell with its
+            # environment.perturb emptied, whatever set it (--amplify's --set, step 1's
+            # overrides or the spec), the last override.
+            unperturbed = (UNPERTURBED,) if probe.role == "unperturbed" else ()
+            spec = api.load_spec(self.spec_path, [*sets, *self.failing_overrides, *unperturbed])
             options = self.options.with_changes(
                 repeat=max(1, probe.attempts),
                 stop_on="first-reproduction" if probe.stop_after == 1 else "never",
@@ -1003,7 +1051,8 @@ class _Runner:
         for result in results:
             for cell in result.cells:
                 for attempt in sorted(cell.attempts, key=lambda a: a.attempt):
-                    if attempt.matched and attempt.ran is not None:
+                    unperturbed = probe.role == "unperturbed"
+                    if attempt.matched and attempt.ran is not None and not unperturbed:
                         self._learn_signature(
                             attempt.ran.signature, attempt.native, attempt.ran.message or ""
                         )

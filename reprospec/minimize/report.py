@@ -43,7 +43,7 @@ from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
-from reprospec.minimize.unperturbed import Unperturbed
+from reprospec.minimize.unperturbed import Baseline, Unperturbed
 
 SPEC_NAME = "minimized.yaml"
 
@@ -106,6 +106,9 @@ class Minimized:
     # Found under environment.perturb: the result and the original without it
     # (unperturbed.py); None where nothing was perturbed or DIR was not checked.
     unperturbed: Unperturbed | None = None
+    # The original's rate without the perturbation that search.py's point 6 rested on:
+    # amplify's base, or measured before the passes; None where neither (not perturbed).
+    baseline: Baseline | None = None
 
 
 def dir_checked(found: Minimized) -> bool:
@@ -468,7 +471,48 @@ def to_dict(found: Minimized) -> JsonObject:
         "message_before": found.message_before,
         "message_after": found.message_after,
         "unperturbed": found.unperturbed.to_dict() if found.unperturbed else None,
+        "kept_perturbed": _kept_dict(found),
     }
+
+
+def _kept_dict(found: Minimized) -> JsonObject | None:
+    """search.py's point 6 for a script: the base it rested on, where from, what it cost."""
+    kept = found.result.kept_perturbed
+    if kept is None:
+        return None
+    base = found.baseline
+    return {
+        **kept.to_dict(),
+        "base": base.rate.to_dict() if base else None,
+        "base_source": base.phrase if base else "",
+    }
+
+
+def _kept_line(found: Minimized) -> str:
+    """minimize.md's line for search.py's point 6: whether candidates had to keep needing
+    the perturbation, on what base, and what that cost."""
+    kept = found.result.kept_perturbed
+    if kept is None:
+        return ""
+    base = found.baseline
+    said = (
+        f"the original failed as the expect says in {base.rate.matched} of "
+        f"{plural(base.rate.attempts, 'attempt')} without it ({base.phrase})"
+        if base
+        else "the original was not measured without it (the budget left no room for it, or "
+        "its attempts could not run)"
+    )
+    if not kept.applies:
+        return (
+            f"- **Still needs the perturbation**: {said}: not asked of the candidates (only "
+            "where the original fails in none)"
+        )
+    return (
+        f"- **Still needs the perturbation**: {said}, so each candidate the search would "
+        f"accept ran once without it and was rejected where it failed so: "
+        f"{kept.rejected} of {kept.checked} rejected, {plural(kept.attempts, 'attempt')} "
+        f"(in the budget)"
+    )
 
 
 @dataclass(frozen=True)
@@ -709,6 +753,8 @@ def markdown(found: Minimized) -> str:
     preload = _preload_line(found)
     if preload:
         lines.append(preload)
+    if _kept_line(found):
+        lines.append(_kept_line(found))
     if found.unperturbed is not None:
         lines.append(found.unperturbed.line())
     for warning in r.warnings:

@@ -10,15 +10,18 @@ attempt without MALLOC_PERTURB_ (the assert now compares a fresh block's bytes),
 an AssertionError with "corrupted buffer" in its message. The bug was gone and the
 answer said "fails as error:AssertionError in 6/6".
 
-So once DIR is checked, its minimized.yaml runs without the perturbation
-(`environment.perturb={}`), as many attempts as the original's unperturbed rate was
-measured on: amplify's base (its folder's amplify.json), where it measured the cell the
-program was minimized in, else the original measured here, unperturbed, as often. Where
-the result fails clearly more often than the original did, its lower bound above the
-original's upper bound (the rule amplify calls a perturbation's gain clear by), the
-answer says so: it may be another bug. Asked once, after the search, not of every
-candidate: a check per accepted candidate would need as many clean attempts as a passing
-cell's (13 at a rate of 0.3) to catch a result that fails unperturbed only sometimes.
+The search now rejects a candidate that fails so where the original's base is 0 of n
+(search.py's point 6: one attempt without the perturbation per candidate it would
+accept), which catches one that fails unperturbed every time, as nu18's did. This is the
+safety net for the rest: once DIR is checked, its minimized.yaml runs without the
+perturbation (`environment.perturb={}`), as many attempts as the original's unperturbed
+rate was measured on: amplify's base (its folder's amplify.json), where it measured the
+cell the program was minimized in, or the search's own measurement, else the original
+measured here, unperturbed, as often. Where the result fails clearly more often than the
+original did, its lower bound above the original's upper bound (the rule amplify calls a
+perturbation's gain clear by), the answer says so: it may be another bug. Catching in
+the search a candidate that fails unperturbed only sometimes would need as many clean
+attempts per accepted candidate as a passing cell's (13 at a rate of 0.3).
 """
 
 from __future__ import annotations
@@ -47,11 +50,20 @@ MAX_ATTEMPTS = 20
 @dataclass(frozen=True)
 class Baseline:
     """The original's rate without the perturbation, as amplify measured it: its `base`
-    arm, in `cell` (the cell amplify ran; it applies where minimize ran that one)."""
+    arm, in `cell` (the cell amplify ran; it applies where minimize ran that one). Or as
+    the search measured it before its passes (`measured`; search.py's point 6)."""
 
     cell: str
     rate: Rate
-    source: str  # where it was read: the amplify.json
+    source: str  # where it was read: the amplify.json ("" where measured)
+    measured: bool = False
+
+    @property
+    def phrase(self) -> str:
+        """Where the rate comes from, as the answer names it."""
+        if self.measured:
+            return "measured here before the search"
+        return f"amplify's base in {self.source}"
 
     @classmethod
     def from_amplify(cls, path: Path) -> Baseline | None:
@@ -232,7 +244,7 @@ def check_unperturbed(
     attempts = attempts_for(base)
     runs: list[RunResult] = []
     if isinstance(original, Baseline):
-        before, source = original.rate, f"amplify's base in {original.source}"
+        before, source = original.rate, original.phrase
     else:
         runs.append(run_unperturbed(original, options, attempts, parallel, cancel))
         before, _ = tally(runs[-1])

@@ -778,10 +778,17 @@ def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     assert "reprospec run minimized.yaml" in repro, repro
     assert "environment.perturb" in data["repro_note"]
     # crash.py segfaults without the perturbation too, the original as the result: the
-    # original's rate is measured here (no --amplify), and the answer warns of nothing.
+    # original's rate is measured by the search (no --amplify), in the budget, before the
+    # passes; not 0 of 8, so no candidate is run without it, and the answer warns of nothing.
+    kept = data["kept_perturbed"]
+    assert kept["applies"] is False
+    assert kept["base_source"] == "measured here before the search"
+    assert kept["base"]["matched"] == kept["base_measured"]["matched"] == 8
+    assert kept["checked"] == kept["attempts"] == 0
+    assert data["attempts"] <= 40
     unperturbed = data["unperturbed"]
-    assert unperturbed["original_source"] == "measured here"
-    assert unperturbed["original"]["matched"] == unperturbed["original"]["attempts"] == 8
+    assert unperturbed["original_source"] == "measured here before the search"
+    assert unperturbed["original"] == kept["base"]
     assert unperturbed["minimized"]["matched"] == 8
     assert not unperturbed["clearly_more"]
     assert (
@@ -790,77 +797,96 @@ def test_an_amplified_failures_repro_reruns_the_spec(tmp_path: Path) -> None:
     )
 
 
-# nu18 N9's shape: a failure amplify found needs the perturbation (malloc=perturb sets
-# MALLOC_PERTURB_, whose fill this program reads back), and the minimization, which asks
-# of a candidate only that it fail as the expect says, drops what made it need it.
-BUFFER = """\
-import os
+# nu18's use-after-free, its free on every other step (the user's on a coin's toss): glibc
+# leaves a freed 4096-byte block's middle as it was, so the read-back passes, unless
+# MALLOC_PERTURB_ (reprospec's malloc=perturb) fills the block as free() takes it.
+USE_AFTER_FREE = """\
+import ctypes
 
-
-def fresh(size):
-    # What a fresh allocation holds where this program reads it back: glibc fills one with
-    # MALLOC_PERTURB_'s byte when the variable is set (reprospec's malloc=perturb sets it).
-    fill = int(os.environ.get("MALLOC_PERTURB_", "0"))
-    return bytes([fill]) * size
-
-
-for step in range(1, 4):
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+for step in range(1, 6):
     print(f"step {step}", flush=True)
-    v = fresh(8)
-    assert v == bytes(8), f"corrupted buffer at step {step}: {v!r}"
+    p = libc.malloc(4096)
+    ctypes.memset(p, 0x41, 4096)
+    if step % 2 == 0:
+        libc.free(p)  # the bug: freed too early on some paths, read below
+    v = ctypes.string_at(p + 2048, 8)
+    assert v == b"A" * 8, f"corrupted buffer at step {step}: {v!r}"
 print("ok")
 """
-BUFFER_SPEC = """\
+USE_AFTER_FREE_SPEC = """\
 reprospec: 1
-name: buf
-command: python buf.py
+name: uaf
+command: python uaf.py
 markers: [{preset: steps}]
 run: {repeat: 4, timeout: 30s}
 expect: {outcome: error, exception: AssertionError, message: corrupted buffer, rate: ">0"}
 """
 
 
-def test_a_result_that_fails_without_the_amplified_perturbation_is_said_to(
+def test_a_result_minimized_under_the_amplified_perturbation_still_needs_it(
     tmp_path: Path,
 ) -> None:
-    written(tmp_path / "w", {"buf.py": BUFFER, "buf.yaml": BUFFER_SPEC})
+    # nu18 N9: the passes dropped the free and the malloc's size, and the result failed
+    # without MALLOC_PERTURB_ too (a fresh block's bytes against b''), the bug gone; a
+    # warning after the search said so. Now a candidate that fails without it as the
+    # expect says is rejected, where the original never did (amplify's base, 0 of 8).
+    written(tmp_path / "w", {"uaf.py": USE_AFTER_FREE, "uaf.yaml": USE_AFTER_FREE_SPEC})
     out = str(tmp_path / "out")
     amplify = subprocess.run(
-        [sys.executable, "-m", "reprospec", "amplify", "buf.yaml", "--try", "malloc=perturb",
+        [sys.executable, "-m", "reprospec", "amplify", "uaf.yaml", "--try", "malloc=perturb",
          "-j", "2", "--out", out, "--format", "json"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
     )  # fmt: skip
     assert amplify.returncode == 0, amplify.stderr
     folder = Path(out) / "amplify" / json.loads(amplify.stdout)["id"]
+    base = json.loads((folder / "amplify.json").read_text())["base"]["rate"]
+    assert (base["matched"], base["attempts"]) == (0, 8)
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "reprospec", "minimize", "buf.yaml", "--amplify", str(folder),
+        [sys.executable, "-m", "reprospec", "minimize", "uaf.yaml", "--amplify", str(folder),
          "-o", str(tmp_path / "result"), "--out", out, "-j", "2", *BUDGET, *DETERMINISTIC],
         capture_output=True, text=True, timeout=300, cwd=tmp_path / "w",
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**plain, "NO_COLOR": "1"},
     )  # fmt: skip
-    # Minimized all the same (the oracle holds under the perturbation): exit 0, and said.
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("amplified: found under environment.perturb (malloc=perturb)")
-    assert lines[1].startswith(
-        "BUT the minimized program fails without the perturbation too (8 of 8 attempts; "
-        "the original 0 of 8, amplify's base in "
-    ), proc.stdout
-    assert "it may be a different bug" in lines[1]
-    report = (tmp_path / "result" / "minimize.md").read_text()
-    assert "fails without the perturbation too" in report
-    assert "compare the failure messages below.**" in report
-    # The messages side by side: the original's fill byte against the result's nothing.
-    messages = report.split("## Failure messages", 1)[1].split("## Diff", 1)[0]
-    assert "| the original | `corrupted buffer at step 1: b'" in messages, messages
-    assert "| the result | `corrupted buffer at step " in messages, messages
-    assert "| the result, unperturbed | `corrupted buffer at step " in messages, messages
+    assert not any(line.startswith("BUT") for line in lines), proc.stdout
+    # The bug kept: the free, and a result that passes without the perturbation.
+    source = (tmp_path / "result" / "uaf.py").read_text()
+    assert "libc.free(p)" in source, source
+    assert "libc.malloc(4096)" in source, source
+    plain_run = subprocess.run(
+        [sys.executable, "uaf.py"], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path / "result", env=plain,
+    )  # fmt: skip
+    assert plain_run.returncode == 0, plain_run.stderr
     data = json.loads((tmp_path / "result" / "minimize.json").read_text())
-    assert data["unperturbed"]["clearly_more"] is True
+    kept = data["kept_perturbed"]
+    assert kept["applies"] is True
+    assert kept["base"] == base
+    assert kept["base_source"].startswith("amplify's base in ")
+    assert kept["base_measured"] is None  # amplify's, not measured again
+    # Candidates that failed without it were rejected, each at one attempt, in the budget.
+    assert kept["rejected"] >= 1
+    assert kept["checked"] <= kept["attempts"] <= kept["checked"] + 1
+    assert data["attempts"] <= 250
+    # The check after the search, the safety net, agrees: no more often than the original.
+    assert data["unperturbed"]["minimized"]["matched"] == 0
+    assert data["unperturbed"]["clearly_more"] is False
+    report = (tmp_path / "result" / "minimize.md").read_text()
     assert (
-        data["unperturbed"]["original"]
-        == json.loads((folder / "amplify.json").read_text())["base"]["rate"]
-    )
+        "- **Still needs the perturbation**: the original failed as the expect says in 0 of "
+        "8 attempts without it (amplify's base in "
+    ) in report
+    assert f"{kept['rejected']} of {kept['checked']} rejected" in report
+    # The messages side by side: the original's fill byte at step 2.
+    messages = report.split("## Failure messages", 1)[1].split("## Diff", 1)[0]
+    assert "| the original | `corrupted buffer at step 2: b'" in messages, messages
+    assert "| the result | `corrupted buffer at step " in messages, messages
 
 
 def test_a_matrix_of_include_entries_alone_is_kept(tmp_path: Path) -> None:
