@@ -106,6 +106,13 @@ def parse_tries(items: Sequence[str]) -> tuple[tuple[str, JsonValue], ...]:
             if name.startswith("torch.")
             else {name: value}
         )
+        # The spec validator's words first (what the field takes, a did-you-mean): the
+        # parser's own said "expected a whole number >= 1" of `malloc=perturbb`, a word.
+        from reprospec.spec.schema import value_problems
+
+        problems = value_problems(("environment", "perturb", *name.split(".")), value)
+        if problems:
+            raise UsageError(f"--try {item}: {problems[0][1]}")
         try:
             Perturb.from_section(section)
         except SectionError as exc:
