@@ -140,6 +140,9 @@ def _files(files: FilesChange) -> list[str]:
         out = [f"program files: unknown ({files['unknown']})"]
     else:
         out = [f"same program files ({files['same'] or 'none named'})"]
+    if files["workdirs"]:
+        was, now = files["workdirs"]
+        out.append(f"  matched by their paths in each run's workdir: {was} -> {now}")
     if files["named"]:
         shown = ", ".join(files["named"][:_NAMED_SHOWN])
         more = len(files["named"]) - _NAMED_SHOWN

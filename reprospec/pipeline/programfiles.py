@@ -7,7 +7,12 @@ by `--log run.log` changed at every run), only named in the record (`named`). Th
 read from one attempt per job the cells run (`PlannedAttempts.variants`), before any
 attempt starts. Each is digested under the store's key (store/digests.py), a file over
 DIGEST_LIMIT told by its size and modification time, and named relative to the spec's
-folder, else by its absolute path. The record is the captured environment's FILES_FIELD,
+folder, else by its absolute path. Each is keyed too by its path relative to the cells'
+workdir (`in_workdir`; the workdirs' common folder where the cells have several), with
+that workdir (`workdir`) named as the files are: the same file is then the same key after
+amplify writes the workdir absolute (`race/race.py` and `/home/u/race/race.py` are both
+`race.py`) and in a bundle's rerun (`.../tree/race/race.py`), whose tree keeps the files'
+places relative to their workdir. The record is the captured environment's FILES_FIELD,
 kept in the store from the run's start, so that a resumed run can say its files changed
 since.
 
@@ -19,6 +24,7 @@ probes each run a smaller copy of the program, which nobody compares.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -52,8 +58,17 @@ def program_files(plan: RunPlan, out: Path) -> tuple[JsonObject | None, tuple[st
         program = {name(path): path for path in (*found.sources, *found.inputs)}
         # No key is made for no file (a run of `true`).
         record = file_digests(store_key(out) if program else None, program)
+        workdirs = {attempt.workdir.resolve() for attempt in variants.attempts}
     except (OSError, ValueError) as exc:  # the record is worth less than the run
         return None, (f"the program's files were not digested (compare cannot tell them): {exc}",)
+    if program and workdirs:
+        # Lexical, as the files are found (`workdir / name`): a `..` keeps its meaning.
+        workdir = Path(os.path.commonpath(sorted(workdirs)))
+        record["workdir"] = name(workdir)
+        record["in_workdir"] = [
+            [key, Path(os.path.relpath(path, workdir)).as_posix()]
+            for key, path in sorted(program.items())
+        ]
     if found.named:
         record["named"] = [n for n in sorted(name(path) for path in found.named)]
     if variants.unread:

@@ -73,7 +73,8 @@ class VariableChange(TypedDict):
 
 
 class FilesChange(TypedDict):
-    """The program's files from the first run to the second, by path: its sources and
+    """The program's files from the first run to the second, by path (relative to the
+    run's workdir where both runs recorded it: `workdirs`; else as recorded): its sources and
     inputs (plan/workfiles.py's `program_files`: the script, its local imports, the spec's
     `files`), digested as each run began (store/digests.py's FILES_FIELD).
 
@@ -95,6 +96,10 @@ class FilesChange(TypedDict):
     unknown: str
     named: list[str]
     partial: str
+    # The two runs' workdirs where they differ ([] where not, or not recorded): the files
+    # are matched by their paths in them, so `race/race.py` and `/home/u/race/race.py`
+    # (amplify's absolute workdir) or a bundle rerun's `.../tree/race/race.py` are one file.
+    workdirs: list[str]
 
 
 class Comparison(TypedDict):
@@ -265,6 +270,7 @@ def files_change(
         "by_size": [],
         "same": 0,
         "unknown": "",
+        "workdirs": [],
         "named": sorted({n for _, r in records for n in _strings(r, "named")}),
         "partial": "; ".join(
             f"{name}: {r['partial']}"
@@ -290,23 +296,48 @@ def files_change(
     # A file a run of an older engine digested, that this one only names (a log).
     of_a = {name: digest for name, digest in of_a.items() if name not in change["named"]}
     of_b = {name: digest for name, digest in of_b.items() if name not in change["named"]}
-    both = [name for name in of_a if name in of_b]
-    change["added"] = [name for name in of_b if name not in of_a]
-    change["removed"] = [name for name in of_a if name not in of_b]
+    # Each file by its path in its workdir where both runs recorded it, else by its name.
+    keys_a, keys_b = _in_workdir(records[0][1]), _in_workdir(records[1][1])
+    if keys_a is None or keys_b is None:
+        keys_a, keys_b = {}, {}
+    elif (workdirs := [_workdir(r) for _, r in records])[0] != workdirs[1]:
+        # Said, so that `train.py: changed` of two folders is not read as one folder's.
+        change["workdirs"] = workdirs
+    by_a = {keys_a.get(name, name): name for name in of_a}
+    by_b = {keys_b.get(name, name): name for name in of_b}
+    both = [key for key in by_a if key in by_b]
+    change["added"] = [name for key, name in by_b.items() if key not in by_a]
+    change["removed"] = [name for key, name in by_a.items() if key not in by_b]
     if both and (known_a is None or known_a != known_b):
         change["unknown"] = (
             f"whether the {len(both)} file(s) in both runs changed is unknown: the runs "
             "are of two stores, whose digests are keyed apart"
         )
         return change
-    change["changed"] = [name for name in both if of_a[name] != of_b[name]]
+    pairs = [(by_a[key], of_a[by_a[key]], of_b[by_b[key]]) for key in both]
+    change["changed"] = [name for name, a, b in pairs if a != b]
     change["by_size"] = [
         name
-        for name in change["changed"]
-        if of_a[name].startswith(UNDIGESTED) and of_b[name].startswith(UNDIGESTED)
+        for name, a, b in pairs
+        if a != b and a.startswith(UNDIGESTED) and b.startswith(UNDIGESTED)
     ]
     change["same"] = len(both) - len(change["changed"])
     return change
+
+
+def _in_workdir(record: JsonValue) -> dict[str, str] | None:
+    """A files record's name -> the file's path relative to its workdir
+    (pipeline/programfiles.py's `in_workdir`); None for a record made before runs kept it."""
+    pairs = record.get("in_workdir") if isinstance(record, Mapping) else None
+    if not isinstance(pairs, list):
+        return None
+    return {str(p[0]): str(p[1]) for p in pairs if isinstance(p, list) and len(p) == 2}
+
+
+def _workdir(record: JsonValue) -> str:
+    """The workdir a files record keys its files by, named as its files are."""
+    value = record.get("workdir") if isinstance(record, Mapping) else None
+    return str(value) if value is not None else ""
 
 
 def _strings(record: JsonValue, key: str) -> list[str]:

@@ -412,6 +412,7 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
         "by_size": [],
         "same": 2,
         "unknown": "",
+        "workdirs": [],
         "named": [],
         "partial": "",
     }
@@ -434,6 +435,62 @@ def test_compare_lists_the_program_files_that_changed(cli: Cli, tmp_path: Path) 
     files = json.loads(cli("compare", ids[1], ids[2], "--format", "json").stdout)["files"]
     assert files["unknown"]
     assert (files["same"], files["changed"]) == (0, [])
+
+
+def test_compare_matches_a_file_by_its_path_in_its_workdir(cli: Cli, tmp_path: Path) -> None:
+    """amplify's amplified.yaml runs the program from an absolute workdir, and a bundle's
+    rerun from the bundle's tree: compare read the same train.py, by other paths, as
+    "removed" and "added". It is matched by its path in its workdir: the same file, and
+    in a rerun of another store, one whose change is unknown."""
+    (tmp_path / "app").mkdir()
+    train = tmp_path / "app" / "train.py"
+    train.write_text("import sys\nsys.exit(3)\n")
+    body = f"command: [{sys.executable}, train.py]\nexpect: {{outcome: error, exit_code: 3}}\n"
+    spec = tmp_path / "train.yaml"
+    spec.write_text(f"reprospec: 1\nname: train\nenvironment: {{workdir: app}}\n{body}")
+    # As amplify writes it: in a folder of its own, the workdir absolute.
+    (tmp_path / "amplify").mkdir()
+    amplified = tmp_path / "amplify" / "amplified.yaml"
+    amplified.write_text(
+        f"reprospec: 1\nname: train\nenvironment: {{workdir: '{tmp_path / 'app'}'}}\n{body}"
+    )
+    first, second = cli("run", str(spec)), cli("run", str(amplified))
+    assert (first.code, second.code) == (0, 0), second.stderr
+    ids = [r.latest_run().name for r in (first, second)]
+    lines = cli("compare", *ids).stdout.splitlines()
+    at = lines.index("same program files (1)")
+    assert (
+        lines[at + 1]
+        == f"  matched by their paths in each run's workdir: app -> {tmp_path / 'app'}"
+    )
+    assert not any("added" in line or "removed" in line for line in lines), lines
+    train.write_text("import sys\nsys.exit(3)  # edited\n")
+    edited = cli("run", str(amplified))
+    assert edited.code == 0, edited.stderr
+    lines = cli("compare", ids[0], edited.latest_run().name).stdout.splitlines()
+    at = lines.index("program files that differ:")
+    assert lines[at + 1] == "  app/train.py: changed"
+
+    # The bundle of the absolute-workdir run, rerun elsewhere (its own store).
+    train.write_text("import sys\nsys.exit(3)\n")
+    packed = tmp_path / "train.tar.gz"
+    assert cli("bundle", ids[1], "-o", str(packed), "--out", str(tmp_path / "out")).code == 0
+    (tmp_path / "fresh").mkdir()
+    rerun = cli(
+        "run",
+        str(packed),
+        "--yes",
+        "--out",
+        str(tmp_path / "fresh" / "out"),
+        cwd=tmp_path / "fresh",
+    )
+    assert rerun.code == 0, rerun.stderr
+    again = rerun.latest_run()
+    data = json.loads(cli("compare", ids[0], str(again), "--format", "json").stdout)["files"]
+    assert (data["added"], data["removed"], data["changed"]) == ([], [], [])
+    assert data["unknown"].startswith("whether the 1 file(s) in both runs changed is unknown")
+    assert data["workdirs"][0] == "app"
+    assert data["workdirs"][1].endswith("/app")
 
 
 def _unique_prefix(run_id: str, other: str) -> str:

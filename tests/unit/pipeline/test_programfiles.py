@@ -52,6 +52,9 @@ def test_the_record_digests_the_program_and_names_what_the_command_names(
     assert isinstance(of, list)
     assert [pair[0] for pair in of if isinstance(pair, list)] == ["app/train.py", "app/util.py"]
     assert record["named"] == ["app/run.log"]
+    # Each also by its path in the workdir, which compare matches two runs' files by.
+    assert record["workdir"] == "app"
+    assert record["in_workdir"] == [["app/train.py", "train.py"], ["app/util.py", "util.py"]]
     assert "partial" not in record
     # Renderings past the limit: the record says what was not read.
     monkeypatch.setattr(variants, "RENDERINGS", 100)
@@ -78,3 +81,21 @@ def test_a_search_probe_reads_no_files(tmp_path: Path, purpose: str) -> None:
         (),
     )
     assert not (tmp_path / "out").exists()  # no key made, nothing read
+
+
+def test_an_absolute_workdir_keys_the_files_as_a_relative_one(tmp_path: Path) -> None:
+    """amplify writes its amplified.yaml elsewhere, with the workdir made absolute: the
+    files are named by their absolute paths there, and keyed in the workdir as before."""
+    _spec(tmp_path, "command: python train.py\n")
+    elsewhere = tmp_path / "amplify"
+    elsewhere.mkdir()
+    spec = elsewhere / "amplified.yaml"
+    spec.write_text(
+        f"reprospec: 1\nname: p\nenvironment: {{workdir: '{tmp_path / 'app'}'}}\n"
+        "command: python train.py\n"
+    )
+    record, _ = program_files(plan_run(reprospec.load_spec(spec), RunOptions()), tmp_path / "out")
+    assert record is not None
+    app = (tmp_path / "app").resolve()
+    assert record["workdir"] == str(app)
+    assert record["in_workdir"] == [[f"{app}/train.py", "train.py"], [f"{app}/util.py", "util.py"]]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprospec.core.jsontypes import JsonObject
+from reprospec.core.jsontypes import JsonObject, JsonValue
 from reprospec.store import digests
 from reprospec.store.compare import FilesChange, compare, files_change
 from reprospec.store.digests import FILES_FIELD, file_digests, store_key
@@ -38,6 +38,7 @@ def test_files_added_removed_and_changed_by_path(tmp_path: Path) -> None:
         "by_size": [],
         "same": 1,
         "unknown": "",
+        "workdirs": [],
         "named": [],
         "partial": "",
     }
@@ -158,3 +159,71 @@ def test_a_resume_under_other_files_says_so(tmp_path: Path) -> None:
     assert isinstance(again, dict)
     assert files_since({FILES_FIELD: resumed}, again, "run-1") == ()
     assert files_since({}, resumed, "run-1") == ()
+
+
+def _in_workdir(record: JsonObject, workdir: str, **keys: str) -> JsonObject:
+    """`record` as a run of this engine keeps it: each file's path in its `workdir` too."""
+    files = record[FILES_FIELD]
+    assert isinstance(files, dict)
+    return {
+        FILES_FIELD: {**files, "workdir": workdir, "in_workdir": [[n, k] for n, k in keys.items()]}
+    }
+
+
+def _named(record: JsonObject, names: dict[str, str]) -> JsonObject:
+    """`record` with its files named as another run named them (a workdir written absolute)."""
+    files = record[FILES_FIELD]
+    assert isinstance(files, dict)
+    assert isinstance(files["of"], list)
+    of: list[JsonValue] = [
+        [names[str(pair[0])], pair[1]] for pair in files["of"] if isinstance(pair, list)
+    ]
+    return {FILES_FIELD: {**files, "of": of}}
+
+
+def test_a_file_is_matched_by_its_path_in_its_workdir(tmp_path: Path) -> None:
+    """amplify's amplified.yaml writes the workdir absolute, and a bundle's rerun runs it in
+    the bundle's tree: the same race.py, named `race/race.py` by one run and
+    `/home/u/race/race.py` by the other, read "removed" and "added"."""
+    key = store_key(tmp_path / "out")
+    (tmp_path / "race").mkdir()
+    plain = _record(key, tmp_path / "race", race="x = 1\n", util="u\n")
+    moved = {"race.py": "/home/u/race/race.py", "util.py": "/home/u/race/util.py"}
+    a = _in_workdir(
+        _named(plain, {n: f"race/{n}" for n in moved}), "race", **{f"race/{n}": n for n in moved}
+    )
+    b = _in_workdir(_named(plain, moved), "/home/u/race", **{v: n for n, v in moved.items()})
+    change = files_change(a, b, "A", "B")
+    assert (change["added"], change["removed"], change["changed"]) == ([], [], [])
+    assert change["same"] == 2
+    # Said, since the runs' folders differ.
+    assert change["workdirs"] == ["race", "/home/u/race"]
+    # An edit is told by the first run's name.
+    edited = _record(key, tmp_path / "race", race="x = 2\n", util="u\n")
+    b = _in_workdir(_named(edited, moved), "/home/u/race", **{v: n for n, v in moved.items()})
+    assert files_change(a, b, "A", "B")["changed"] == ["race/race.py"]
+    # Of two stores (a bundle rerun elsewhere): in both, whether it changed unknown.
+    other = _record(
+        store_key(tmp_path / "elsewhere"), tmp_path / "race", race="x = 1\n", util="u\n"
+    )
+    b = _in_workdir(_named(other, moved), "/home/u/race", **{v: n for n, v in moved.items()})
+    change = files_change(a, b, "A", "B")
+    assert (change["added"], change["removed"]) == ([], [])
+    assert change["unknown"].startswith("whether the 2 file(s) in both runs changed is unknown")
+
+
+def test_a_record_without_paths_in_the_workdir_is_compared_by_name(tmp_path: Path) -> None:
+    """A run of an older engine kept the names alone: both runs' files are matched by them,
+    as before (a renamed workdir still reads added and removed)."""
+    key = store_key(tmp_path / "out")
+    old = _named(_record(key, tmp_path, race="x\n"), {"race.py": "race/race.py"})
+    new = _in_workdir(
+        _named(_record(key, tmp_path, race="x\n"), {"race.py": "/home/u/race/race.py"}),
+        "/home/u/race",
+        **{"/home/u/race/race.py": "race.py"},
+    )
+    change = files_change(old, new, "A", "B")
+    assert (change["added"], change["removed"]) == (["/home/u/race/race.py"], ["race/race.py"])
+    assert change["workdirs"] == []
+    same = _named(_record(key, tmp_path, race="x\n"), {"race.py": "race/race.py"})
+    assert files_change(old, same, "A", "B")["same"] == 1
