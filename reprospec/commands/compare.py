@@ -109,6 +109,9 @@ def lines(diff: Comparison, spec_name: str) -> list[str]:
             out.append(f"    outcome   {was}" + ("" if was == now else f" -> {now}"))
             exp_a, exp_b = row["expected"]
             out.append(f"    expected  {exp_a}" + ("" if exp_a == exp_b else f" -> {exp_b}"))
+            if row["failed"]:
+                was, now = (_failure_rate(failed, ran) for failed, ran in row["failed"])
+                out.append(f"    failed    {was} -> {now} (95% intervals apart)")
     else:
         out.append("no cell changed")
     for label, only in (
@@ -168,6 +171,14 @@ def _variable(row: VariableChange) -> str:
         said = " -> ".join("unset" if v is None else repr(v) for v in (row["a"], row["b"]))
     where = f" (cell{'s' if len(row['cells']) > 1 else ''} {', '.join(row['cells'])})"
     return f"{row['name']}: {said}{where if row['cells'] else ''}"
+
+
+def _failure_rate(failed: int, ran: int) -> str:
+    """`4/30 (0.05–0.30)`: failed of ran, with its Wilson 95% interval."""
+    from reprospec.core.rates import wilson
+
+    low, high = wilson(failed, ran)
+    return f"{failed}/{ran} ({low:.2f}–{high:.2f})"
 
 
 def _outcomes(counts: dict[str, int]) -> str:

@@ -54,6 +54,9 @@ class CellChange(TypedDict):
     verdict: list[VerdictKind]
     outcomes: list[dict[str, int]]  # outcome signature -> attempts
     expected: list[str]
+    # [failed, ran] of each run (attempts that ended other than `pass`, of those that ran)
+    # where the failure rate changed clearly (`rate_apart`), else [].
+    failed: list[list[int]]
 
 
 class VariableChange(TypedDict):
@@ -458,14 +461,19 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
     outcomes = [_signatures(a), _signatures(b)]
     expected = [expectation_phrase(a.expected), expectation_phrase(b.expected)]
     verdict = [a.verdict, b.verdict]
+    failed = [_failed(a), _failed(b)]
+    apart = rate_apart(failed[0], failed[1])
     # The outcomes seen, not how many times: `--repeat 3` against one attempt made every
-    # cell "outcome changed" (pass x1 -> pass x3) and buried the one that changed.
+    # cell "outcome changed" (pass x1 -> pass x3) and buried the one that changed; but a
+    # flaky failure's rate is its news (4/30 -> 16/30), told where it clearly moved.
     if outcomes[0].keys() != outcomes[1].keys():
         change = "outcome changed"
     elif expected[0] != expected[1]:
         change = "same outcome, different expectation"
     elif verdict[0] != verdict[1]:
         change = "verdict changed"
+    elif apart:
+        change = "failure rate changed"
     else:
         return None
     return {
@@ -474,4 +482,25 @@ def _cell_change(a: CellResult, b: CellResult) -> CellChange | None:
         "verdict": verdict,
         "outcomes": outcomes,
         "expected": expected,
+        "failed": [list(f) for f in failed] if apart else [],
     }
+
+
+def _failed(cell: CellResult) -> tuple[int, int]:
+    """(attempts that ended other than `pass`, attempts that ran): the cell's failure
+    rate; an attempt that could not run (infra-error) is neither."""
+    ran = [attempt.ran for attempt in cell.attempts if attempt.ran is not None]
+    return sum(outcome.kind != "pass" for outcome in ran), len(ran)
+
+
+def rate_apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two failure rates (failed, ran) differ clearly: their 95% Wilson intervals
+    do not overlap (4/30, 0.05-0.30, against 16/30, 0.36-0.70), the rule amplify calls a
+    rate higher by. Counts this far apart are not chance, whatever `--repeat` made them."""
+    from reprospec.core.rates import wilson
+
+    if not a[1] or not b[1]:
+        return False
+    low_a, high_a = wilson(*a)
+    low_b, high_b = wilson(*b)
+    return high_a < low_b or high_b < low_a

@@ -493,6 +493,45 @@ def test_compare_matches_a_file_by_its_path_in_its_workdir(cli: Cli, tmp_path: P
     assert data["workdirs"][1].endswith("/app")
 
 
+def test_compare_tells_a_clear_change_of_a_cells_failure_rate(cli: Cli, tmp_path: Path) -> None:
+    """A flaky failure's rate is its news: 2/20 -> 18/20 (95% intervals apart) with the
+    same outcomes, verdict and expectation read "no cell changed". The program fails in
+    the first K of every 20 attempts (a counter file), K set per run."""
+    (tmp_path / "race.py").write_text(
+        "import os, pathlib\n"
+        "counter = pathlib.Path(os.environ['COUNTER'])\n"
+        "n = int(counter.read_text()) if counter.exists() else 0\n"
+        "counter.write_text(str(n + 1))\n"
+        "if n % 20 < int(os.environ['K']):\n"
+        "    raise RuntimeError('lost updates')\n"
+    )
+    spec = tmp_path / "race.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: race\n"
+        f"environment: {{env: {{COUNTER: '{tmp_path / 'count'}', K: '2'}}}}\n"
+        f"command: [{sys.executable}, race.py]\n"
+        "expect: {outcome: error, exception: RuntimeError, rate: '>0'}\n"
+    )
+    ids = []
+    for k in ("2", "4", "18"):
+        (tmp_path / "count").unlink(missing_ok=True)
+        ran = cli("run", str(spec), "--repeat", "20", "-j", "1", "--set", f"environment.env.K={k}")
+        assert ran.code == 0, ran.stderr
+        ids.append(ran.latest_run().name)
+    # 2/20 and 4/20: within chance of each other, no change.
+    assert "no cell changed" in cli("compare", ids[0], ids[1]).stdout.splitlines()
+    lines = cli("compare", ids[0], ids[2]).stdout.splitlines()
+    at = lines.index("cells that changed:")
+    assert lines[at + 1 : at + 5] == [
+        "  default: reproduced, both runs (failure rate changed)",
+        "    outcome   error:RuntimeError x2, pass x18 -> error:RuntimeError x18, pass x2",
+        "    expected  error RuntimeError rate >0",
+        "    failed    2/20 (0.03–0.30) -> 18/20 (0.70–0.97) (95% intervals apart)",
+    ]
+    cells = json.loads(cli("compare", ids[0], ids[2], "--format", "json").stdout)["cells"]
+    assert [c["failed"] for c in cells] == [[[2, 20], [18, 20]]]
+
+
 def _unique_prefix(run_id: str, other: str) -> str:
     """The shortest prefix of `run_id` past its date that `other` does not start with: two
     runs begun in the same second share all but their last characters."""
