@@ -291,7 +291,9 @@ class Amplification:
             need = first - self.tallies[i].attempts
             if need > 0:
                 wants[i] = min(need, step - sum(wants.values()))
-                if sum(wants.values()) >= step:
+                # A base failing every attempt is measured alone: its last round's spare
+                # attempts went to an arm, whose 1/1 the answer then called "best".
+                if sum(wants.values()) >= step or (i == 0 and always):
                     break
         if wants:
             return self._probes(wants)

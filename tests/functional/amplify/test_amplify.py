@@ -70,6 +70,29 @@ def session_library(tmp_path: Path) -> Path:
     return spec
 
 
+def test_a_base_that_always_fails_is_measured_alone(cli: Cli, tmp_path: Path) -> None:
+    """A real segfault in every attempt: the base is measured on, alone, to 35 attempts and
+    the search ends (cli.md). One attempt of another arm ran in the base's last round,
+    and the answer called its 1/1 "best"."""
+    (tmp_path / "segv.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    spec = tmp_path / "segv.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: segv\ncommand: python segv.py\n"
+        "expect: {outcome: crash, signal: SIGSEGV}\n"
+    )
+    result = cli("amplify", str(spec), "--out", str(tmp_path / "out"), "--budget", "60")
+    assert result.code == 1, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "base 35/35 (95% CI 0.90–1.00): not amplified (the base already fails in 35/35 "
+        "attempts (at least 90%): amplify is for a rarer failure)"
+    )
+    _, data = _amplify(cli, spec, tmp_path / "out", "--budget", "60")
+    assert data["used"] == 35
+    arms = data["arms"]
+    assert isinstance(arms, list)
+    assert [_rate(arm)["attempts"] for arm in arms[1:]] == [0] * (len(arms) - 1)
+
+
 def test_a_thread_race_is_amplified_by_a_short_switch_interval(cli: Cli, tmp_path: Path) -> None:
     spec = _copy(tmp_path, "race.yaml", "race.py")
     _, data = _amplify(
