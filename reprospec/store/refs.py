@@ -78,8 +78,9 @@ def _read(db: Path, query: str, args: tuple[object, ...] = ()) -> list[tuple[obj
 
 
 @dataclass(frozen=True)
-class StoredRun:
-    """A run as the store lists it, for what is said of a run whose folder cannot be read."""
+class ListedRun:
+    """A run as the store lists it, for what is said of a run whose folder cannot be read
+    (read-only, without opening the store: db.StoredRun is what `begin_run` recorded)."""
 
     run_id: str
     spec_path: str
@@ -90,7 +91,7 @@ class StoredRun:
     status: str
 
 
-def stored_run(name: str, out_root: Path) -> StoredRun | None:
+def listed_run(name: str, out_root: Path) -> ListedRun | None:
     """The run the store under `out_root` holds by the id `name`, or by a unique prefix of
     one; None where it holds none (or several, or cannot be read).
 
@@ -110,7 +111,7 @@ def stored_run(name: str, out_root: Path) -> StoredRun | None:
     if not rows or (len(rows) > 1 and rows[0][0] != name):
         return None
     run_id, spec_path, command_line, status = rows[0]
-    return StoredRun(str(run_id), str(spec_path), str(command_line or ""), str(status or ""))
+    return ListedRun(str(run_id), str(spec_path), str(command_line or ""), str(status or ""))
 
 
 def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
@@ -180,10 +181,10 @@ def resolve_run_id(
 
 
 __all__ = [
-    "StoredRun",
+    "ListedRun",
     "is_latest",
+    "listed_run",
     "recent_run_ids",
     "resolve_run_id",
     "run_id_named",
-    "stored_run",
 ]

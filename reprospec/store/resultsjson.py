@@ -44,7 +44,7 @@ from reprospec.core.results import (
 )
 from reprospec.core.units import parse_rate, parse_step
 from reprospec.errors import FatalError, UsageError
-from reprospec.store.refs import resolve_run_id, run_id_named, stored_run
+from reprospec.store.refs import listed_run, resolve_run_id, run_id_named
 from reprospec.store.runfolder import RUNS, RunFolder
 
 FORMAT = 1
@@ -519,7 +519,7 @@ def _unreadable(path: Path, out_root: Path) -> str | None:
         name, out = path.name, path.parent.parent
     elif "/" in name:
         return None
-    found = stored_run(name, out)
+    found = listed_run(name, out)
     if found is None:
         return None
     run_id = found.run_id

@@ -274,20 +274,20 @@ def test_history_shows_the_newest_runs_and_says_how_many_it_left_out(
 
 
 def test_a_stored_run_is_found_by_its_id_or_a_unique_prefix(tmp_path: Path) -> None:
-    from reprospec.store.refs import StoredRun, stored_run
+    from reprospec.store.refs import ListedRun, listed_run
 
     with Store(tmp_path) as store:
         for run_id in ("20260101-000000-a-1111", "20260101-000000-a-2222", "20260102-x-3333"):
             store.begin_run(run_id, "a", "/p/a.yaml", "", "local", {"command_line": "rr"}, {})
-    assert stored_run("20260102", tmp_path) == StoredRun(
+    assert listed_run("20260102", tmp_path) == ListedRun(
         "20260102-x-3333", "/p/a.yaml", "rr", "running"
     )
-    assert stored_run("20260101-000000-a-2222", tmp_path) == StoredRun(
+    assert listed_run("20260101-000000-a-2222", tmp_path) == ListedRun(
         "20260101-000000-a-2222", "/p/a.yaml", "rr", "running"
     )
-    assert stored_run("20260101", tmp_path) is None  # two runs by that prefix
-    assert stored_run("2027", tmp_path) is None
-    assert stored_run("x", tmp_path / "none") is None  # no store
+    assert listed_run("20260101", tmp_path) is None  # two runs by that prefix
+    assert listed_run("2027", tmp_path) is None
+    assert listed_run("x", tmp_path / "none") is None  # no store
 
 
 def test_a_run_id_is_named_by_a_prefix_unique_among_the_store_and_the_folders(
