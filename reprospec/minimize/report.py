@@ -41,6 +41,7 @@ from reprospec.core.words import budget_continues, perturbed_phrase, plural, rep
 from reprospec.isolation.differences import MISSING, Difference
 from reprospec.minimize.named import Carried, copy_named
 from reprospec.minimize.program import Program, as_written, join_words, source_lines
+from reprospec.minimize.ratechange import RateChange, rate_change
 from reprospec.minimize.search import MinimizeResult
 from reprospec.minimize.settings import Reduced
 from reprospec.minimize.unperturbed import Baseline, Unperturbed
@@ -472,6 +473,8 @@ def to_dict(found: Minimized) -> JsonObject:
         "message_after": found.message_after,
         "unperturbed": found.unperturbed.to_dict() if found.unperturbed else None,
         "kept_perturbed": _kept_dict(found),
+        "no_passing_cell": bool(_no_passing_warning(found)),
+        "rate_change": change.to_dict() if (change := _rate_change(found)) else None,
     }
 
 
@@ -624,6 +627,7 @@ def text(found: Minimized) -> str:
     first = f"{perturbed_phrase(found.perturbed)}\n" if found.perturbed else ""
     warning = _unperturbed_warning(found)
     first += f"{warning}\n" if warning else ""
+    first += "".join(f"warning: {w}\n" for w in warnings(found))
     settings = (
         f"settings: {found.settings.sentence()}\n"
         if found.settings and found.settings.reset
@@ -646,6 +650,41 @@ def _unperturbed_warning(found: Minimized) -> str:
     no longer holds of the result, which may be another bug (unperturbed.py)."""
     warning = found.unperturbed.warning() if found.unperturbed else ""
     return f"BUT {warning}" if warning else ""
+
+
+def warnings(found: Minimized) -> list[str]:
+    """What the answer's first lines must say of a result that may not be the bug: a
+    spec with no passing cell, a rate clearly changed (ratechange.py)."""
+    change = _rate_change(found)
+    return [w for w in (_no_passing_warning(found), change.warning() if change else "") if w]
+
+
+def _answered(found: Minimized) -> bool:
+    """Whether the search ended on a result whose rate the final check measured."""
+    return not found.interrupted and found.result.status in ("minimized", "budget", "unconfirmed")
+
+
+def _no_passing_warning(found: Minimized) -> str:
+    """A command spec minimized with no passing cell checked (what `capture` writes: one
+    cell): the oracle is only "fails with the same signature", which nu20's race met as
+    `raise RuntimeError(...)` and its segfault as `ctypes.string_at(0)`, the condition
+    that is the bug gone. Said so that the reader does not take the result for the bug."""
+    if found.passing or found.result.program.workload or not _answered(found):
+        return ""
+    return (
+        "the spec has no passing cell: the result is held only to failing as "
+        f"{found.signature or 'the expect says'}, so it may be any program that fails so "
+        "(a race cut down to a plain raise), not this bug; give the spec a passing cell "
+        "(a matrix axis with a value where the program passes and a case that says so, "
+        "`expect.cases: [{when: {AXIS: VALUE}, outcome: pass}]`) and minimize again"
+    )
+
+
+def _rate_change(found: Minimized) -> RateChange | None:
+    """The result's rate against the original's, where they are clearly apart."""
+    if not _answered(found):
+        return None
+    return rate_change(found.result.original_rate, found.result.rate)
 
 
 def _messages(found: Minimized) -> list[str]:
@@ -694,6 +733,12 @@ def markdown(found: Minimized) -> str:
             if _unperturbed_warning(found)
             else []
         ),
+        # In minimize.md itself the diff and the messages are below, not "in minimize.md".
+        *[
+            line
+            for w in warnings(found)
+            for line in (f"**Warning: {w.replace(' in minimize.md', ' below')}.**", "")
+        ],
         sentence(found),
         "",
         "| | before | after |",

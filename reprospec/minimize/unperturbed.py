@@ -37,6 +37,7 @@ from reprospec.core.rates import rate_of
 from reprospec.core.results import Rate, RunResult
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.words import plural
+from reprospec.minimize.ratechange import clearly_more
 
 # The override that takes the perturbation out of a spec (the whole mapping, whatever
 # it held: --amplify's `--set environment.perturb.FIELD` or the spec's own).
@@ -98,7 +99,7 @@ class Unperturbed:
     def clearly_more(self) -> bool:
         """The minimized program fails without the perturbation clearly more often than the
         original: its lower bound above the original's upper bound (amplify's rule)."""
-        return self.minimized.matched > 0 and self.minimized.low > self.original.high
+        return clearly_more(self.minimized, self.original)
 
     def warning(self) -> str:
         """The plain sentence a reader needs ("" where the result still needs it)."""

@@ -622,6 +622,79 @@ def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_
     assert "reproduced" in rerun.stdout, rerun.stdout
 
 
+# Fails in every 4th run, exactly (a counter outside the workdir, -j 1): a stand-in for
+# nu20's race, a real lost-update race failing in 6 of 20 runs, which minimize cut down to
+# `raise RuntimeError(...)`, failing in every run. The count is the file's length, which
+# no candidate can make unreadable (one writing `str()` would, to a number).
+EVERY_FOURTH = """\
+import os
+path = os.environ['COUNTER']
+n = len(open(path).read()) if os.path.exists(path) else 0
+open(path, 'a').write('x')
+print(f'train step 1/1 n={n}')
+if n % 4 == 3:
+    raise RuntimeError(f'lost updates: {n} of {2 * n}')
+"""
+
+
+def test_a_spec_without_a_passing_cell_and_a_result_failing_clearly_more_often_are_said(
+    tmp_path: Path,
+) -> None:
+    # nu20 MED-1: capture writes one cell, so the oracle is only "fails the same way"; the
+    # rare failure became certain (6/20 -> 5/5) and the console said only "passing cells
+    # pass 0/0", minimize.md a rate line in the middle.
+    work = written(
+        tmp_path / "work",
+        {
+            "race.py": EVERY_FOURTH,
+            "race.yaml": "reprospec: 1\nname: race\n"
+            f"environment: {{env: {{COUNTER: {tmp_path / 'count'}}}}}\n"
+            "command: python race.py\n"
+            "expect: {outcome: error, exception: RuntimeError, message: lost updates, "
+            "rate: '>0'}\n",
+        },
+    )
+    code, _, stderr = minimize(
+        tmp_path, *BUDGET, "-j", "1", "--format", "text", spec=work / "race.yaml"
+    )
+    assert code == 0, stderr
+    result = tmp_path / "result"
+    data = json.loads((result / "minimize.json").read_text())
+    assert data["status"] == "minimized", data["message"]
+    assert "% 4" not in (result / "race.py").read_text()  # the condition is gone
+    # The original failed in exactly 5 of 20 (11%-47%), the result in every final attempt.
+    assert (data["search"]["original_rate"]["matched"], data["rate"]["attempts"]) == (5, 5)
+    assert data["rate"]["matched"] == 5
+    assert data["no_passing_cell"] is True
+    assert data["rate_change"]["direction"] == "more"
+    assert data["rate_change"]["original"]["attempts"] == 20
+    # The same command again, as text: answered from its state, and said the same.
+    proc = subprocess.run(
+        argv(tmp_path, *BUDGET, "-j", "1", "--format", "text", spec=work / "race.yaml"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(
+        "warning: the spec has no passing cell: the result is held only to failing as "
+        "error:RuntimeError"
+    ), proc.stdout
+    assert "it may be any program that fails so" in lines[0]
+    assert "expect.cases: [{when: {AXIS: VALUE}, outcome: pass}]" in lines[0]
+    assert lines[1].startswith(
+        "warning: the result fails clearly MORE often than the original (5/5 (57%-100%) "
+        "against the original's 5/20 (11%-47%), their 95% intervals apart): a strong sign"
+    ), proc.stdout
+    md = (result / "minimize.md").read_text().splitlines()
+    assert md[2].startswith("**Warning: the spec has no passing cell:"), md[:6]
+    assert md[4].startswith("**Warning: the result fails clearly MORE often"), md[:6]
+    assert "compare the failure messages and the diff below.**" in md[4]
+
+
 def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
     # os.path.exists opens nothing and the output names nothing: no record says what DIR
     # lacks, so the line says DIR does not fail, and the exit code is 1.

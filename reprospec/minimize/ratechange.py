@@ -1,0 +1,80 @@
+"""Whether the minimized program fails clearly more or less often than the original.
+
+The search accepts a candidate at its first failure that matches the expect with the
+original's signature; nothing asks that it fail about as often. nu20's race (two threads
+losing updates, 6 failures in 20) was cut down to `raise RuntimeError(...)`, which fails
+every time: 5/5 read as "minimized", the threads gone; a spec with no passing cell lets
+the passes keep any program that fails so. The other way, a variable that made a race
+frequent was dropped on one lucky failure and the result failed five times less often
+than the original. The final check measures the result's rate and the search the
+original's: where their Wilson 95% intervals do not overlap, the answer says so.
+
+"Clearly" is the rule unperturbed.py compares the result with the original by, and
+amplify a perturbation with its base: one's lower bound above the other's upper bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from reprospec.core.jsontypes import JsonObject
+from reprospec.core.results import Rate
+
+Direction = Literal["more", "less"]
+
+
+def clearly_more(rate: Rate, than: Rate) -> bool:
+    """`rate` fails clearly more often than `than`: its lower bound above the other's
+    upper bound (no failure seen is never more)."""
+    return rate.matched > 0 and than.attempts > 0 and rate.low > than.high
+
+
+@dataclass(frozen=True)
+class RateChange:
+    """The result's rate against the original's, where their intervals are apart."""
+
+    direction: Direction
+    original: Rate
+    result: Rate
+
+    def warning(self) -> str:
+        """The console's `warning:` line (and minimize.md's, at its top)."""
+        both = (
+            f"{_rate(self.result)} against the original's {_rate(self.original)}, "
+            "their 95% intervals apart"
+        )
+        if self.direction == "more":
+            return (
+                f"the result fails clearly MORE often than the original ({both}): a strong "
+                "sign that the passes cut out the bug and kept another failure of the same "
+                "signature; compare the failure messages and the diff in minimize.md"
+            )
+        return (
+            f"the result fails clearly LESS often than the original ({both}): a weaker repro; "
+            "the diff in minimize.md shows what went (a variable or a line that made the "
+            "failure frequent)"
+        )
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "direction": self.direction,
+            "original": self.original.to_dict(),
+            "result": self.result.to_dict(),
+        }
+
+
+def rate_change(original: Rate, result: Rate) -> RateChange | None:
+    """The clear change from the original's rate to the result's, None where the two
+    intervals overlap or a side ran nothing."""
+    if original.attempts == 0 or result.attempts == 0:
+        return None
+    if clearly_more(result, original):
+        return RateChange("more", original, result)
+    if clearly_more(original, result):
+        return RateChange("less", original, result)
+    return None
+
+
+def _rate(rate: Rate) -> str:
+    return f"{rate.matched}/{rate.attempts} ({rate.low:.0%}-{rate.high:.0%})"

@@ -1,0 +1,44 @@
+"""The result's rate against the original's (ratechange.py): said where the two Wilson 95%
+intervals are apart, either way, and not where they overlap."""
+
+from __future__ import annotations
+
+from reprospec.core.rates import rate_of
+from reprospec.minimize.ratechange import clearly_more, rate_change
+
+
+def test_a_rare_failure_become_certain_is_clearly_more_and_says_both_rates() -> None:
+    # nu20 MED-1: the race failed in 6 of 20 runs (15%-52%), its result in 5 of 5 (57%-100%).
+    change = rate_change(rate_of(6, 20), rate_of(5, 5))
+    assert change is not None
+    assert change.direction == "more"
+    assert change.warning().startswith(
+        "the result fails clearly MORE often than the original (5/5 (57%-100%) against the "
+        "original's 6/20 (15%-52%), their 95% intervals apart): a strong sign that the "
+        "passes cut out the bug"
+    )
+    assert change.to_dict()["original"] == rate_of(6, 20).to_dict()
+
+
+def test_a_frequent_failure_become_rare_is_clearly_less() -> None:
+    change = rate_change(rate_of(5, 5), rate_of(1, 20))
+    assert change is not None
+    assert change.direction == "less"
+    assert change.warning().startswith(
+        "the result fails clearly LESS often than the original (1/20 (1%-24%) against the "
+        "original's 5/5 (57%-100%), their 95% intervals apart): a weaker repro"
+    )
+
+
+def test_overlapping_intervals_or_a_side_that_ran_nothing_say_nothing() -> None:
+    # nu20 MED-4's 5/6 (44%-97%) -> 1/5 (4%-62%): the intervals overlap.
+    assert rate_change(rate_of(5, 6), rate_of(1, 5)) is None
+    assert rate_change(rate_of(5, 5), rate_of(5, 5)) is None
+    assert rate_change(rate_of(0, 0), rate_of(5, 5)) is None
+    assert rate_change(rate_of(5, 20), rate_of(0, 0)) is None
+
+
+def test_no_failure_is_never_clearly_more() -> None:
+    assert not clearly_more(rate_of(0, 20), rate_of(0, 20))
+    assert clearly_more(rate_of(20, 20), rate_of(0, 20))
+    assert not clearly_more(rate_of(20, 20), rate_of(0, 0))
