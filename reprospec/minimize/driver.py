@@ -50,6 +50,7 @@ from reprospec.errors import SpecError, UsageError
 from reprospec.isolation.candidates import AttemptKind, Tally
 from reprospec.isolation.differences import MISSING, same_setting
 from reprospec.isolation.state import StateFile, StoredProbe, search_id
+from reprospec.minimize.named import unread_listed
 from reprospec.minimize.preloadhint import preload_hint
 from reprospec.minimize.program import SKIPPED, Program, join_words, split_words
 from reprospec.minimize.report import (
@@ -491,8 +492,11 @@ def confirm_dir(
     if isinstance(stored, dict) and all(stored.get(k) == v for k, v in checked.items()):
         added = tuple(str(name) for name in stored.get("added") or ())
         dropped = tuple(str(name) for name in stored.get("dropped") or ())
-        if added or dropped:
-            found = write(replace(found, added=added, dropped=dropped), spec, workdir)
+        unlisted = tuple(str(name) for name in stored.get("unlisted") or ())
+        if added or dropped or unlisted:
+            found = write(
+                replace(found, added=added, dropped=dropped, unlisted=unlisted), spec, workdir
+            )
         found = replace(
             found,
             unconfirmed=str(stored.get("unconfirmed") or ""),
@@ -549,6 +553,7 @@ def confirm_dir(
                 "message": message,
                 "added": list(found.added),
                 "dropped": list(found.dropped),
+                "unlisted": list(found.unlisted),
             }
         )
         + "\n",
@@ -571,7 +576,10 @@ def _drop_unread(
     """DIR without the program's files the passes emptied that its rerun (`reads`: what
     it imported, ran or read) did not use, and whether a check was interrupted: a module
     the minimized program no longer imports (nu18's stats.py and utils.py, emptied, were
-    still written and listed in `files`).
+    still written and listed in `files`). Then without the spec's other `files` the rerun
+    did not read and nothing names (named.unread_listed: nu20's conf/settings.json, which
+    the minimized app.py no longer opened), checked on their own: a file read by a path
+    the record does not show leaves the emptied ones out all the same.
 
     A file that must exist though empty is used: a package's `__init__.py` is imported,
     a file the program opens is read. DIR is checked again without them, its failing cell
@@ -582,9 +590,37 @@ def _drop_unread(
         for path, text in found.result.program.files
         if not text.strip() and path not in reads and path not in found.added
     )
-    if not unread:
+    if unread:
+        found, stopped = _checked_without(
+            found, replace(found, dropped=unread), options, parallel, cancel, spec, workdir
+        )
+        if stopped:
+            return found, True
+    unlisted = tuple(
+        name
+        for name in unread_listed(found.result.program, spec, reads, found.output)
+        if name not in found.added
+    )
+    if not unlisted:
         return found, False
-    without = write(replace(found, dropped=unread), spec, workdir)
+    return _checked_without(
+        found, replace(found, unlisted=unlisted), options, parallel, cancel, spec, workdir
+    )
+
+
+def _checked_without(
+    found: Minimized,
+    without: Minimized,
+    options: RunOptions,
+    parallel: int,
+    cancel: threading.Event,
+    spec: Spec,
+    workdir: Path,
+) -> tuple[Minimized, bool]:
+    """DIR written as `without` (files left out) where its failing cell still fails the
+    same way and its passing cells pass, else as `found`; and whether a check was
+    interrupted."""
+    without = write(without, spec, workdir)
     run, agrees = _rerun_dir(without, options, parallel, cancel)
     stopped = run.interrupted
     if agrees and not stopped:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,14 @@ class Carried:
     linked: tuple[tuple[str, str], ...] = ()
 
 
-def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set[Path]) -> Carried:
+def copy_named(
+    workdir: Path,
+    out: Path,
+    program: Program,
+    spec: Spec,
+    skip: set[Path],
+    leave: frozenset[str] = frozenset(),
+) -> Carried:
     """The workdir's other files that the result names go along, and nothing else; their
     names in DIR, which minimized.yaml lists in `files` (a bundle of it carried only what
     its command and imports name, and the files a built name opens stayed behind).
@@ -56,6 +64,7 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
     (logs, other specs, what the program does not read) stays out, as do DIR and the
     minimize folder when they sit inside it: copying the whole workdir filled DIR with
     unrelated files, and with a DIR inside the workdir, with a copy of itself (`out/out/`).
+    `leave`: the spec's files DIR's check found the result does not use (`unread_listed`).
     """
     written = {path for path, _ in program.files}
     root = workdir.resolve()
@@ -70,6 +79,8 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
     for name in sorted(names):
         rel = Path(os.path.normpath(name))
         if rel.is_absolute() or rel.parts[:1] in ((), (".",), ("..",)) or str(rel) in written:
+            continue
+        if rel.as_posix() in leave:
             continue
         source = workdir / rel
         try:
@@ -97,9 +108,37 @@ def copy_named(workdir: Path, out: Path, program: Program, spec: Spec, skip: set
 
 def _listed(spec: Spec) -> set[str]:
     """The spec's `files` entries, as paths relative to the workdir (`./a` is `a`)."""
+    return set(_listed_in_order(spec))
+
+
+def _listed_in_order(spec: Spec) -> list[str]:
     listed = spec.document.get("files")
     entries = listed if isinstance(listed, list) else []
-    return {Path(os.path.normpath(e)).as_posix() for e in entries if isinstance(e, str) and e}
+    paths = (Path(os.path.normpath(e)).as_posix() for e in entries if isinstance(e, str) and e)
+    return list(dict.fromkeys(paths))
+
+
+def unread_listed(program: Program, spec: Spec, reads: Sequence[str], out: Path) -> tuple[str, ...]:
+    """The spec's `files` that DIR holds as plain files (copied, not linked: a dataset
+    linked in is opened under its target's path, which a record of the workdir's reads
+    does not show) and that the result may no longer need: not one of the program's
+    Python files (those the passes emptied are driver._drop_unread's), not read by DIR's
+    check (`reads`: what its rerun imported, ran, opened or printed the name of), and
+    named by neither the result (a string of its Python, a word of its command or
+    variables) nor any other field of the spec (a requirements file the environment
+    reads, which no attempt opens). nu20's capture listed conf/settings.json, which its
+    minimized 3-line app.py never opened, and DIR carried it."""
+    written = {path for path, _ in program.files}
+    named = _named(program, spec, listed=False)
+    return tuple(
+        name
+        for name in _listed_in_order(spec)
+        if name not in written
+        and name not in reads
+        and name not in named
+        and (out / name).is_file()
+        and not (out / name).is_symlink()
+    )
 
 
 def _fresh(target: Path) -> Path:
@@ -130,11 +169,12 @@ def _under(path: Path, folders: set[Path]) -> bool:
     return any(path == f or path.is_relative_to(f) for f in folders)
 
 
-def _named(program: Program, spec: Spec) -> set[str]:
+def _named(program: Program, spec: Spec, *, listed: bool = True) -> set[str]:
     """Every string that may name a file of the workdir: whole, each word, after an `=`.
 
     The spec's own command and variables are the original's: the minimized ones stand
-    for them (a file only a dropped argument named is not needed).
+    for them (a file only a dropped argument named is not needed). `listed=False` leaves
+    out the spec's `files`, which name every file listed.
     """
     texts = [*program.head, *program.args, *(value for _, value in program.env)]
     for _, source in program.files:
@@ -147,7 +187,8 @@ def _named(program: Program, spec: Spec) -> set[str]:
             for n in ast.walk(tree)
             if isinstance(n, ast.Constant) and isinstance(n.value, str)
         ]
-    document = {k: v for k, v in spec.document.items() if k != "command"}
+    left_out = ("command",) if listed else ("command", "files")
+    document = {k: v for k, v in spec.document.items() if k not in left_out}
     environment = document.get("environment")
     if isinstance(environment, dict):
         document["environment"] = {

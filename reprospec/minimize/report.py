@@ -8,7 +8,8 @@ DIR/
                      emptied that DIR's check neither imported nor read
   data/, cfg.json    the workdir's files that the result names (a Python string, a word
                      of the command, a variable, a path in the spec), nothing else; the
-                     spec's `files` whatever their size, a link out of the workdir linked
+                     spec's `files` whatever their size, a link out of the workdir linked,
+                     but those DIR's check neither opened nor imported that nothing names
   minimized.yaml     the original spec, running them (workdir: .), same expect
   repro.sh           the failing cell's command alone: plain `sh repro.sh`
   minimize.md        before/after lines and AST nodes, attempts, time, rate, diff
@@ -88,6 +89,11 @@ class Minimized:
     # (a module the minimized program no longer imports): left out of DIR and of
     # minimized.yaml's `files`, DIR checked again without them (driver.confirm_dir).
     dropped: tuple[str, ...] = ()
+    # The spec's `files` that DIR's rerun neither opened nor imported and that neither the
+    # result nor the rest of the spec names (nu20's conf/settings.json, which the 3-line
+    # result never opened): left out of DIR and of minimized.yaml's `files`, DIR checked
+    # again without them (named.unread_listed, driver._drop_unread).
+    unlisted: tuple[str, ...] = ()
     # The failing cell as minimized.yaml names it: the axes it no longer has left out
     # (`native=true`, where the original's was `input=records.csv,limit=50,native=true`).
     cell_after: str = ""
@@ -131,8 +137,11 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     named = Carried()
     if not program.workload:
         skip = {out.resolve(), found.folder.resolve()}
-        named = copy_named(workdir, out, program, spec, skip=skip)
+        named = copy_named(workdir, out, program, spec, skip=skip, leave=frozenset(found.unlisted))
         found = replace(found, linked=named.linked)
+        for name in found.unlisted:
+            # Copied by an earlier write of this DIR (before its check): gone now.
+            (out / name).unlink(missing_ok=True)
     for name in found.added:
         if not (workdir / name).is_file():
             continue  # gone since a stored check added it: DIR keeps the copy it has
@@ -152,7 +161,8 @@ def write(found: Minimized, spec: Spec, workdir: Path) -> Minimized:
     # cell (`not_the_reduced_cell`, asked before the program was minimized there).
     carried = (*named.names, *found.added)
     spec_path.write_text(
-        _spec_text(spec, program, reset, workdir, carried, found.dropped), encoding="utf-8"
+        _spec_text(spec, program, reset, workdir, carried, (*found.dropped, *found.unlisted)),
+        encoding="utf-8",
     )
     found = replace(found, cell_after=_cell_after(spec_path, found))
     if found.perturbed:
@@ -199,7 +209,8 @@ def _spec_text(
     """The original spec, running the minimized program from its own folder, with the
     workdir files DIR holds besides the program's own (those the result names, those DIR's
     check found it reads: `carried`) in its `files`, which a bundle carries, and without
-    the emptied ones DIR leaves out (`dropped`): a bundle of it had carried them.
+    those DIR leaves out (`dropped`: the emptied ones, and the spec's files the result
+    does not use): a bundle of it had carried them.
 
     An axis the settings step reset holds only the passing value it was reset to: the
     failing cell is then the smallest configuration, and a setting that does not matter
@@ -467,6 +478,7 @@ def to_dict(found: Minimized) -> JsonObject:
         "unconfirmed": found.unconfirmed,
         "added": list(found.added),
         "dropped": list(found.dropped),
+        "unlisted": list(found.unlisted),
         "linked": [{"file": name, "target": target} for name, target in found.linked],
         "search_preload": list(found.search_preload) if found.search_preload is not None else None,
         "message_before": found.message_before,
@@ -609,6 +621,12 @@ def sentence(found: Minimized) -> str:
         if found.dropped
         else ""
     )
+    unlisted = (
+        f"; DIR leaves out {len(found.unlisted)} of the spec's files its rerun neither "
+        f"opened nor imported and nothing names: {', '.join(found.unlisted)}"
+        if found.unlisted
+        else ""
+    )
     linked = (
         "; DIR links, not copies, the spec's files linked into the workdir from elsewhere: "
         + ", ".join(f"{name} (a link to {target})" for name, target in found.linked)
@@ -619,7 +637,7 @@ def sentence(found: Minimized) -> str:
         f"{head} in {attempts(found)} attempts ({r.status}); fails as {found.signature} in "
         f"{rate}, "
         f"passing cells pass {r.passing_checked.passed}/{r.passing_checked.ran}{tail}{added}"
-        f"{dropped}{linked}{missed}"
+        f"{dropped}{unlisted}{linked}{missed}"
     )
 
 

@@ -584,14 +584,18 @@ def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_
             "app.py": "import sys\nmode = sys.argv[1]\nlog = sys.argv[2]\n"
             "data = open('big.bin', 'rb').read()\ntext = open('data.txt').read().strip()\n"
             "x = len(data)\ny = x * 2\nprint(y, log)\n"
-            "if mode == 'bad' and data[:1] == b'\\0':\n    raise RuntimeError('bad ' + text)\n",
+            # The message holds big.bin's length: the result reads it, as DIR's check sees,
+            # and it stays in DIR (a listed file the result does not read leaves it).
+            "if mode == 'bad' and data[:1] == b'\\0':\n"
+            "    raise RuntimeError(f'bad {text} {len(data)}')\n",
             # log does not matter: step 1 sets it to the passing cell's, checking that the
             # minimized spec still names the reduced cell as failing.
             "spec.yaml": "reprospec: 1\nname: listed\n"
             "matrix: {mode: [bad, ok], log: [verbose, quiet]}\n"
             "command: python app.py ${{ matrix.mode }} ${{ matrix.log }}\n"
             "files: [big.bin, data.txt]\n"
-            "expect:\n  outcome: error\n  exception: RuntimeError\n  message: bad rotten\n"
+            "expect:\n  outcome: error\n  exception: RuntimeError\n"
+            "  message: bad rotten 2097152\n"
             "  cases:\n    - when: {mode: ok}\n      outcome: pass\n",
         },
     )
@@ -611,6 +615,7 @@ def test_listed_files_over_the_copy_limit_or_linked_from_outside_are_in_dir_and_
     assert (result / "data.txt").is_symlink()
     assert (result / "data.txt").resolve() == (dataset / "data.txt").resolve()
     assert "files:\n- big.bin\n- data.txt\n" in (result / "minimized.yaml").read_text()
+    assert data["unlisted"] == []
     md = (result / "minimize.md").read_text()
     assert "data.txt (a link to " in md, md
     rerun = subprocess.run(
@@ -693,6 +698,60 @@ def test_a_spec_without_a_passing_cell_and_a_result_failing_clearly_more_often_a
     assert md[2].startswith("**Warning: the spec has no passing cell:"), md[:6]
     assert md[4].startswith("**Warning: the result fails clearly MORE often"), md[:6]
     assert "compare the failure messages and the diff below.**" in md[4]
+
+
+def test_a_listed_file_the_result_no_longer_reads_leaves_dir_and_its_files(
+    tmp_path: Path,
+) -> None:
+    # nu20 LOW-3: capture listed conf/settings.json, which the 3-line result never opened;
+    # minimized.yaml still listed it and DIR carried it. data.txt, listed too, is read
+    # under a name the program builds, and its words are the message: it stays.
+    work = written(
+        tmp_path / "work",
+        {
+            "app.py": "import json, sys\n"
+            "cfg = json.load(open('conf/settings.json'))\n"
+            "word = open('da' + 'ta.txt').read().strip()\n"
+            "print('train step 1/1', cfg['unsafe'])\n"
+            "if sys.argv[1] == 'bad':\n    raise RuntimeError('bad ' + word)\n",
+            "conf/settings.json": '{"unsafe": true}\n',
+            "data.txt": "rotten\n",
+            "spec.yaml": "reprospec: 1\nname: listed\nmatrix: {mode: [bad, ok]}\n"
+            "command: python app.py ${{ matrix.mode }}\n"
+            "files: [conf/settings.json, data.txt]\n"
+            "expect:\n  outcome: error\n  exception: RuntimeError\n  message: bad rotten\n"
+            "  cases:\n    - {when: {mode: ok}, outcome: pass}\n",
+        },
+    )
+    code, data, stderr = minimize(
+        tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert code == 0, (data.get("status"), data.get("unconfirmed"), stderr)
+    assert data["status"] == "minimized", data["message"]
+    result = tmp_path / "result"
+    assert "settings.json" not in (result / "app.py").read_text()
+    assert data["unlisted"] == ["conf/settings.json"]
+    assert not (result / "conf" / "settings.json").exists()
+    assert (result / "data.txt").read_text() == "rotten\n"
+    assert yaml.safe_load((result / "minimized.yaml").read_text())["files"] == ["data.txt"]
+    assert "of the spec's files its rerun neither opened nor imported and nothing names: " \
+        "conf/settings.json" in (result / "minimize.md").read_text()  # fmt: skip
+    assert not data["no_passing_cell"]
+    # The minimized spec, as the user reruns it: its failing cell fails, its passing passes.
+    rerun = subprocess.run(
+        [sys.executable, "-m", "reprospec", "run", str(result / "minimized.yaml"),
+         "--out", str(tmp_path / "rerun")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "2/2 cell(s) reproduced" in rerun.stdout
+    # The same command again answers the check from its record: the file stays out.
+    again, second, stderr = minimize(
+        tmp_path, "--budget", "100", *DETERMINISTIC, spec=work / "spec.yaml"
+    )
+    assert again == 0, stderr
+    assert second["unlisted"] == ["conf/settings.json"]
+    assert not (result / "conf" / "settings.json").exists()
 
 
 def test_a_dir_that_lacks_a_file_nothing_names_is_said_and_exits_1(tmp_path: Path) -> None:
