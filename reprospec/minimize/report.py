@@ -691,8 +691,8 @@ def _no_passing_warning(found: Minimized) -> str:
         return ""
     return (
         "the spec has no passing cell: the result is held only to failing as "
-        f"{found.signature or 'the expect says'}, so it may be any program that fails so "
-        "(a race cut down to a plain raise), not this bug; give the spec a passing cell "
+        f"{found.signature or 'the expect says'}, so it may be any program that fails so, "
+        "the condition that is the bug gone; give the spec a passing cell "
         "(a matrix axis with a value where the program passes and a case that says so, "
         "`expect.cases: [{when: {AXIS: VALUE}, outcome: pass}]`) and minimize again"
     )
