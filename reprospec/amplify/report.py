@@ -59,6 +59,10 @@ class AmplifyReport:
         return to_dict(self)
 
 
+# What an arm the search never ran reads as, in the answer and amplify.md.
+NOT_TRIED = "not tried (the search ended before it)"
+
+
 def interval(rate: Rate) -> str:
     """`14/40 (0.22–0.51)`."""
     return f"{rate.matched}/{rate.attempts} ({rate.low:.2f}–{rate.high:.2f})"
@@ -111,10 +115,10 @@ def text(found: AmplifyReport) -> str:
             extra.append(f"other failures: {_others(arm)}")
         if tally.infra:
             extra.append(f"{tally.infra} not run: {arm.infra_reason}")
-        lines.append(
-            f"  {arm.arm.label}: {rate_phrase(arm.rate)}"
-            + (f"; {'; '.join(extra)}" if extra else "")
-        )
+        # An arm the search ended before (a base that fails in every attempt, a budget
+        # spent) has no rate: `0/0 (95% CI 0.00-1.00)` read as a measurement.
+        measured = rate_phrase(arm.rate) if arm.rate.attempts or tally.infra else NOT_TRIED
+        lines.append(f"  {arm.arm.label}: {measured}" + (f"; {'; '.join(extra)}" if extra else ""))
     lines.append(
         f"{plural(result.used, 'attempt')} of a budget of {found.budget}"
         + replayed_phrase(found.replayed, found.reused)
@@ -156,6 +160,9 @@ def markdown(found: AmplifyReport) -> str:
         "|---|---|---|---|---|",
     ]
     for arm in result.arms:
+        if not arm.rate.attempts and not arm.tally.infra:
+            lines.append(f"| {arm.arm.label} | {NOT_TRIED} | – | – | – |")
+            continue
         lines.append(
             f"| {arm.arm.label} | {arm.rate.matched}/{arm.rate.attempts} "
             f"| {arm.rate.low:.2f}–{arm.rate.high:.2f} | {_others(arm)} "

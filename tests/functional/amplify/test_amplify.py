@@ -86,6 +86,12 @@ def test_a_base_that_always_fails_is_measured_alone(cli: Cli, tmp_path: Path) ->
         "base 35/35 (95% CI 0.90–1.00): not amplified (the base already fails in 35/35 "
         "attempts (at least 90%): amplify is for a rarer failure)"
     )
+    # The arms the search ended before are said so, not `0/0 (95% CI 0.00–1.00)`.
+    arm_lines = [line for line in result.stdout.splitlines() if line.startswith("  ")]
+    assert arm_lines[0].startswith("  base: 35/35"), arm_lines
+    assert all(
+        line.endswith(": not tried (the search ended before it)") for line in arm_lines[1:]
+    ), arm_lines
     _, data = _amplify(cli, spec, tmp_path / "out", "--budget", "60")
     assert data["used"] == 35
     arms = data["arms"]
