@@ -352,6 +352,48 @@ def test_a_printed_beginning_of_a_token_is_masked_too(tmp_path: Path) -> None:
     assert "auth failed for ***..." in (folder / "report.md").read_text()
 
 
+def test_a_numeric_password_is_masked_and_a_settings_number_is_not(tmp_path: Path) -> None:
+    # rv18 F2: a number shorter than 6 characters was masked under its name only, so a
+    # PIN or a numeric database password the program printed was in every output.
+    spec = write_spec(
+        tmp_path,
+        "pin.yaml",
+        """\
+        reprospec: 1
+        name: pin
+        environment:
+          env:
+            DB_PASSWORD: "${{ env.DB_PASSWORD }}"
+        command: |
+          echo "pass rate $TEST_PASS_RATE; db pin $DB_PIN_PASS" >&2
+          python3 -c "import os; raise PermissionError('auth failed for password ' + os.environ[
+            'DB_PASSWORD'])"
+        expect: {outcome: error}
+        """,
+    )
+    env = {"DB_PASSWORD": "48213", "DB_PIN_PASS": "7351", "TEST_PASS_RATE": "0.95"}
+    done = run_cli("run", str(spec), cwd=tmp_path, env=env)
+    assert done.code == 0, done.stderr
+    folder = done.latest_run()
+    report = (folder / "report.md").read_text()
+    outputs = {
+        "results.json": (folder / "results.json").read_text(),
+        "results.db": store_text(done.out / "results.db"),
+        "report.md": report,
+        "the console": done.stdout + done.stderr,
+    }
+    for where, text in outputs.items():
+        assert "48213" not in text, f"DB_PASSWORD leaked into {where}"
+        assert "7351" not in text, f"DB_PIN_PASS leaked into {where}"
+    assert "auth failed for password ***" in report
+    # A setting's number (its name is no password's) is the program's output, shown.
+    assert "pass rate 0.95; db pin ***" in report
+    attempt = json.loads(outputs["results.json"])["cells"][0]["attempts"][0]
+    assert attempt["outcome"]["kind"] == "error"
+    logs = (folder / attempt["logs"] / "stderr.log").read_text()
+    assert "auth failed for password 48213" in logs  # the evidence keeps what was printed
+
+
 def test_plan_shows_no_secret(tmp_path: Path) -> None:
     spec = secret_spec(tmp_path)
     shown = run_cli("plan", str(spec), cwd=tmp_path, env=SECRET_ENV)

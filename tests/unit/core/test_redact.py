@@ -177,23 +177,25 @@ def test_a_pass_rate_or_a_compilers_pass_is_no_secret_and_its_number_stays_in_th
         assert not looks_secret(name), name
 
 
-def test_a_short_number_is_masked_by_its_name_only_whatever_name_holds_it() -> None:
-    # Masked wherever it appeared, `DB_PASS=0.95` took every 0.95 out of the report as
-    # `TEST_PASS_RATE` did: a number shorter than SECRET_PART_CHARS is the text's own.
-    for value in ("0.95", "2048", "1e-4", "12345"):
-        assert not maskable(value), value
-        assert not sets_secret("DB_PASS", value), value
-        redactor = Redactor.for_spec({"environment": {"env": {"DB_PASS": value}}}, {})
-        assert redactor.values == (), value
-        engine = Redactor.for_spec({}, {"DB_PASS": value})
-        assert engine.text(f"accuracy {value} reached") == f"accuracy {value} reached"
-    # Under its name (an environment table) it is still masked.
-    assert Redactor().value({"DB_PASS": "2048"}) == {"DB_PASS": MASK}
-    assert mask_parts("pin 4242, not 424", ("4242",)) == "pin 4242, not 424"
-    # A longer number (a PIN, a key of digits) is still masked wherever it appears.
-    for value in ("123456", "0.953125", "12345678"):
+def test_a_secret_names_number_is_masked_wherever_it_appears_a_settings_is_not() -> None:
+    # rv18 F2: numbers shorter than 6 characters were masked by their name only, whatever
+    # name held them, so a PIN or a numeric password (`DB_PASSWORD=48213`) was in report.md,
+    # results.json and the store. A setting's number stays out by its name.
+    for value in ("4821", "48213", "0.95", "1e-4", "123456"):
         assert maskable(value), value
-        assert Redactor.for_spec({}, {"DB_PASS": value}).text(f"x {value} y") == f"x {MASK} y"
+        assert sets_secret("DB_PASSWORD", value), value
+        given = Redactor.for_spec({"environment": {"env": {"DB_PASS": value}}}, {})
+        assert given.text(f"auth failed for {value}.") == f"auth failed for {MASK}.", value
+        engine = Redactor.for_spec({}, {"DB_PASSWORD": value})
+        assert engine.text(f"password {value} refused") == f"password {MASK} refused", value
+        setting = Redactor.for_spec({}, {"TEST_PASS_RATE": value})
+        assert setting.text(f"accuracy {value} reached") == f"accuracy {value} reached", value
+        assert not sets_secret("TEST_PASS_RATE", value), value
+    assert mask_parts("pin 4242, not 424", ("4242",)) == "pin ***, not 424"
+    # Too short to be masked in a text (`AUTH=1`): under its name only.
+    assert not maskable("424")
+    assert Redactor.for_spec({}, {"DB_PASS": "424"}).text("pin 424") == "pin 424"
+    assert Redactor().value({"DB_PASS": "424"}) == {"DB_PASS": MASK}
 
 
 def test_longer_secrets_are_masked_whole() -> None:
