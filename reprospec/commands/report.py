@@ -50,11 +50,16 @@ def run(args: argparse.Namespace) -> int:
 def relinked(text: str, run_dir: Path, output: Path) -> str:
     """A report's links into its run folder (`cells/.../native-stacks.txt`), relative to the
     run folder where report.md lies, made relative to `output`'s folder: written elsewhere
-    (`report RUN -o out/r.html`), every "Full native stacks" link pointed nowhere."""
+    (`report RUN -o out/r.html`), every "Full native stacks" link pointed nowhere.
+
+    The way there is percent-encoded: a markdown link's destination ends at a space or an
+    unmatched `)` (`--out "my runs"` left the link as text), and an href at a `"`."""
     import os
+    from urllib.parse import quote
 
     rel = Path(os.path.relpath(run_dir.resolve(), output.resolve().parent)).as_posix()
     if rel == ".":
         return text
-    text = text.replace("](cells/", f"]({rel}/cells/")
-    return text.replace('href="cells/', f'href="{rel}/cells/')
+    way = quote(rel)  # `/` kept; a space, `(`, `)`, `"`, `&`, `<` and `%` encoded
+    text = text.replace("](cells/", f"]({way}/cells/")
+    return text.replace('href="cells/', f'href="{way}/cells/')

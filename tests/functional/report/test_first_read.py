@@ -12,6 +12,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -158,23 +159,31 @@ def test_the_html_report_links_the_full_native_stacks() -> None:
 
 def test_a_report_written_elsewhere_links_the_run_folders_files(cli: Cli, tmp_path: Path) -> None:
     # `report RUN -o out/r.html` kept `cells/...` links relative to the run folder: opened
-    # from out/, every "Full native stacks" link pointed nowhere (nu19 A5).
+    # from out/, every "Full native stacks" link pointed nowhere (nu19 A5). The way to the
+    # run folder is percent-encoded: under `--out "my runs (1)"` a markdown link's bare
+    # destination ended at the space and the link was text (rv18 F4).
     if not (shutil.which("eu-stack") or shutil.which("gdb")):
         pytest.skip("no native stack reader: no link to follow (CI installs both)")
     spec = _write(
         tmp_path, _DEADLOCK, "command: python job.py\nrun: {timeout: 2s}\nexpect: {outcome: hang}\n"
     )
-    result = cli("run", str(spec))
+    out = tmp_path / "my runs (1)"
+    result = cli("run", str(spec), "--out", str(out))
     assert result.code == 0, result.stdout + result.stderr
-    for form, pattern in (
-        ("md", r"\]\(([^)]*cells/[^)]+)\)"),
-        ("html", r'href="([^"]*cells/[^"]+)"'),
-    ):
+    # CommonMark's bare link destination: no space, no unbalanced parenthesis.
+    md_link = re.compile(r"^Full native stacks(?: \(gdb\))?: \[cells/[^\]]+\]\(([^\s()<>]+)\)$")
+    for form in ("md", "html"):
         target = tmp_path / "elsewhere" / f"r.{form}"
-        said = cli(
-            "report", "latest", "--format", form, "-o", str(target), "--out", str(result.out)
-        )
+        said = cli("report", "latest", "--format", form, "-o", str(target), "--out", str(out))
         assert said.code == 0, said.stderr
-        links = re.findall(pattern, target.read_text())
+        text = target.read_text()
+        if form == "md":
+            lines = [line for line in text.splitlines() if line.startswith("Full native stacks")]
+            found = [md_link.match(line) for line in lines]
+            assert all(found), lines
+            links = [m[1] for m in found if m]
+        else:
+            links = re.findall(r'href="([^"]*cells/[^"]+)"', text)
         assert links, form
-        assert all((target.parent / link).is_file() for link in links), links
+        assert all("my%20runs%20%281%29/" in link for link in links), links
+        assert all((target.parent / unquote(link)).is_file() for link in links), links
