@@ -28,7 +28,7 @@ from reprospec.core.results import AttemptResult, CellResult, RunResult, Standal
 from reprospec.core.runoptions import RunOptions
 from reprospec.core.sections import same_python
 from reprospec.core.words import RESOLVED_SPEC
-from reprospec.errors import UsageError
+from reprospec.errors import InfraError, UsageError
 from reprospec.outcome.judgedcells import JudgedCells
 from reprospec.pipeline.attempt import AttemptExecutor
 from reprospec.pipeline.gpus import GpuPool, visible_gpus
@@ -175,11 +175,17 @@ def execute(
         keeper.cancel = scheduler.cancel
         # The imports and setup are done: the collector is on for the attempts (collector.py).
         collector.release()
+        # An attempt that could not write its folder (a full disk, a folder made unwritable
+        # or replaced by a file): the run stops as a store that fails stops it, but the store
+        # still works, so the run is stored as interrupted, not left `running` (`killed`).
+        broke: OSError | None = None
         try:
             scheduler.run()
             interrupted = scheduler.cancel.is_set()
         except KeyboardInterrupt:
             interrupted = True
+        except OSError as exc:
+            interrupted, broke = True, exc
         finally:
             # Every attempt is over: what the runner kept running (preload servers) goes,
             # and the cells that did not end (an interrupted run's) leave no empty folder.
@@ -242,7 +248,15 @@ def execute(
                 keeper.failed(str(exc))
         if keeper.failure is not None:
             raise keeper.error(options, folder, written=written)
+        if broke is not None:
+            raise keeper.error(options, folder, written=written, failure=_located(broke))
     return load_run(folder.results_json) if whole else result
+
+
+def _located(exc: OSError) -> str:
+    """An OSError as `PATH: what failed` (`.../cells/i=3: Not a directory`)."""
+    what = exc.strerror or str(exc)
+    return f"{exc.filename}: {what}" if exc.filename else what
 
 
 class _Keeper:
@@ -279,9 +293,14 @@ class _Keeper:
         if self.cancel is not None:
             self.cancel.set()
 
-    def error(self, options: RunOptions, folder: RunFolder, *, written: bool) -> StoreError:
-        return StoreError(
-            f"{self.failure}\n"
+    def error(
+        self, options: RunOptions, folder: RunFolder, *, written: bool, failure: str | None = None
+    ) -> InfraError:
+        """The run's end, exit 3 as cli.md gives a full disk: what failed (the store's
+        `failure`, else an attempt's), how many attempts were stored, the --resume line."""
+        kind = StoreError if failure is None else InfraError
+        return kind(
+            f"{failure or self.failure}\n"
             f"reprospec: the run stopped; {self.stored} attempt(s) of it were stored"
             + (f", and {folder.path} holds its results so far" if written else "")
             + ".\nreprospec: once the problem is solved, continue it with: "

@@ -1,0 +1,83 @@
+"""A run that cannot write an attempt's folder mid-run (a full disk, a folder that became
+unusable) stops as a run whose store fails stops: the attempts stored stay, the message
+names the path and gives the --resume line, exit 3, and the store calls it interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from reprospec.store.runfolder import CELLS, cell_folder
+from tests.support.cli import Cli
+from tests.support.paths import ROOT
+
+
+def test_an_attempt_that_cannot_make_its_folder_stops_the_run_to_resume(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # rv18 F5: the attempt's OSError ended the run as one line, exit 2 ("bad usage"), with
+    # nothing on what was stored or how to go on, and `history` said the run was killed.
+    # The tests run as root, whom a read-only folder does not stop: the third cell's folder
+    # is made a file while the first cell runs, so its attempt's mkdir fails for real
+    # (ENOTDIR), as it would on a full disk or an unwritable folder.
+    gate = tmp_path / "gate"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: stopped\nmatrix: {i: [1, 2, 3]}\n"
+        "command: >-\n"
+        '  python -c "import pathlib, time;\n'
+        f"  [time.sleep(0.05) for _ in range(1200) if ${{{{ matrix.i }}}} == 1\n"
+        f'  and not pathlib.Path({str(gate)!r}).exists()]"\n'
+        "expect: {outcome: pass}\n"
+    )
+    out = tmp_path / "out"
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "reprospec", "run", str(spec), "--out", str(out), "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not list((out / "runs").glob(f"*/{CELLS}/{cell_folder('i=1')}/1")):
+            assert engine.poll() is None, engine.communicate()
+            assert time.monotonic() < deadline, "the first attempt never began"
+            time.sleep(0.05)
+        (folder,) = (out / "runs").iterdir()
+        blocked = folder / CELLS / cell_folder("i=3")
+        blocked.write_text("not a folder\n")
+        gate.touch()
+        stdout, stderr = engine.communicate(timeout=120)
+    finally:
+        if engine.poll() is None:
+            engine.kill()
+            engine.wait()
+    assert engine.returncode == 3, stdout + stderr
+    lines = stderr.strip().splitlines()
+    assert lines[-3].startswith(f"reprospec: {blocked}/1: "), stderr
+    assert lines[-2] == (
+        "reprospec: the run stopped; 2 attempt(s) of it were stored, and "
+        f"{folder} holds its results so far."
+    ), stderr
+    assert lines[-1] == (
+        "reprospec: once the problem is solved, continue it with: "
+        f"reprospec run --resume {folder.name} --out {out}"
+    ), stderr
+    listed = cli("history", "--out", str(out), "--format", "json")
+    assert listed.code == 0, listed.stderr
+    (run,) = json.loads(listed.stdout)
+    assert run["status"] == "interrupted", run
+    results = json.loads((folder / "results.json").read_text())
+    assert results["interrupted"] is True
+    # Once the folder can be made again, --resume runs the third cell alone.
+    blocked.unlink()
+    resumed = cli("run", "--resume", folder.name, "--out", str(out))
+    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    cells = resumed.results()["cells"]
+    assert [len(cell["attempts"]) for cell in cells] == [1, 1, 1]
