@@ -176,6 +176,23 @@ RESOLVED_SPEC = "# resolved from "
 # (`sh run.sh`'s python), where a process besides the program ran (classify.py, rule 4).
 AS_A_SHELL_REPORTS_IT = ", as a shell reports it"
 
+# Where the runner knows no process besides the root ran (classify.py, rule 7): after
+# `139 = 128 + SIGSEGV`, why that status is no death; after the death its output reports,
+# why it is none. Tests and docs quote them; one spelling keeps them true.
+AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN = (
+    ", as a shell reports a death, but no process besides the main one ran and it was not "
+    "killed: its own exit status"
+)
+NO_OTHER_PROCESS_RAN = (
+    "but the attempt ran no process besides the main one: it is the program's output"
+)
+
+# The end of a crashed child's detail where only the output tells of the death (a child's
+# report, then the main process's own exception), not the engine (classify.py, rule 6).
+KNOWN_FROM_THE_OUTPUT_ALONE = (
+    "the death is known from the output alone (the engine saw no such process end)"
+)
+
 # The start of the warning of a pass whose tree held a process that died of a signal
 # (`python app.py | tee log`: the pipeline's status is tee's), then the signal.
 PASSED_BESIDE_A_CRASH = "passed, but a process of the attempt died of"

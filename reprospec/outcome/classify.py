@@ -91,7 +91,12 @@ from reprospec.core.signals import (
     signal_from_description,
     signal_name,
 )
-from reprospec.core.words import AS_A_SHELL_REPORTS_IT
+from reprospec.core.words import (
+    AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
+    AS_A_SHELL_REPORTS_IT,
+    KNOWN_FROM_THE_OUTPUT_ALONE,
+    NO_OTHER_PROCESS_RAN,
+)
 from reprospec.outcome.evidence import EXIT_PHASE, Event, Events, Evidence
 from reprospec.outcome.setupfail import setup_failure
 
@@ -247,10 +252,7 @@ def classify(
 
             if not child.seen and chain and not any(names_a_death(e.message or "") for e in chain):
                 # Its own exception, not subprocess's "died with": only text tells of a death.
-                detail += (
-                    f" with its own uncaught {chain[-1].type}; the death is known from the "
-                    "output alone (the engine saw no such process end)"
-                )
+                detail += f" with its own uncaught {chain[-1].type}; {KNOWN_FROM_THE_OUTPUT_ALONE}"
         else:
             kind, exit_code = "error", returncode
             detail = f"exit code {returncode}"
@@ -345,19 +347,13 @@ def _no_other_process(
 
     notes = []
     if (conventional := exit_status_signal(returncode)) is not None:
-        notes.append(
-            f"{returncode} = 128 + {conventional}, as a shell reports a death, but no process "
-            "besides the main one ran and it was not killed: its own exit status"
-        )
+        notes.append(f"{returncode} = 128 + {conventional}{AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN}")
     printed = printed_only(execution, evidence)
     said = printed.describe() if printed is not None else None
     if worker is not None:
         said = _describe_worker(worker)
     if said is not None:
-        notes.append(
-            f"the output reports a death ({said}), but the attempt ran no "
-            "process besides the main one: it is the program's output"
-        )
+        notes.append(f"the output reports a death ({said}), {NO_OTHER_PROCESS_RAN}")
     return "".join(f"; {note}" for note in notes)
 
 

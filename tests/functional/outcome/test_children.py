@@ -20,7 +20,12 @@ import pytest
 from reprospec import native
 from reprospec.core.inputs import Expectation
 from reprospec.core.results import AttemptResult, Execution, Outcome
-from reprospec.core.words import outcome_phrase
+from reprospec.core.words import (
+    AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
+    KNOWN_FROM_THE_OUTPUT_ALONE,
+    NO_OTHER_PROCESS_RAN,
+    outcome_phrase,
+)
 from reprospec.outcome.evidence import Evidence
 from reprospec.outcome.judge import judge_attempt
 from reprospec.pipeline.attempt import attempt_result
@@ -150,7 +155,6 @@ def test_main_process_segfault_is_still_the_main_crash(runner: LocalRunner, tmp_
 
 
 PRINTED = str(CHILDREN / "printed_crash.py")
-PROGRAM_OUTPUT = "but the attempt ran no process besides the main one: it is the program's output"
 
 
 def one_program(*words: str) -> list[str]:
@@ -191,7 +195,7 @@ def test_crash_text_a_program_printed_is_no_childs_death(
     detail = outcome.detail or ""
     assert "the output reports a death (" in detail, detail
     assert "died of SIGSEGV" in detail, detail
-    assert detail.endswith(PROGRAM_OUTPUT), detail
+    assert detail.endswith(NO_OTHER_PROCESS_RAN), detail
 
 
 def test_printed_crash_text_after_a_real_child_says_only_the_output_tells(
@@ -222,7 +226,7 @@ def test_a_child_death_the_program_raised_for_stays_a_crash_under_a_root_shell(
     outcome = crashed(result)
     assert outcome.exception == "RuntimeError"
     assert "as its faulthandler report says" in (outcome.detail or "")
-    assert "known from the output alone" in (outcome.detail or "")
+    assert KNOWN_FROM_THE_OUTPUT_ALONE in (outcome.detail or "")
 
 
 @pytest.mark.parametrize("how", ["argv", "string", "list"])
@@ -240,8 +244,7 @@ def test_an_exit_status_139_of_its_own_is_an_error(
     assert result.matched, result.mismatches
     assert outcome.signature == "error:exit-139"
     assert (outcome.detail or "").startswith(
-        "exit code 139; 139 = 128 + SIGSEGV, as a shell reports a death, but no process "
-        "besides the main one ran and it was not killed: its own exit status"
+        f"exit code 139; 139 = 128 + SIGSEGV{AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN}"
     ), outcome.detail
 
 

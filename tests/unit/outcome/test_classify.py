@@ -18,7 +18,12 @@ from reprospec.core.signals import (
     signal_name,
     signal_number,
 )
-from reprospec.core.words import outcome_phrase
+from reprospec.core.words import (
+    AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN,
+    KNOWN_FROM_THE_OUTPUT_ALONE,
+    NO_OTHER_PROCESS_RAN,
+    outcome_phrase,
+)
 from reprospec.outcome.classify import classify, normalize_message, worker_death
 from reprospec.outcome.evidence import iter_events, read_log
 from reprospec.outcome.judge import judge_attempt
@@ -391,9 +396,9 @@ def test_exit_128_plus_n_of_a_program_that_ran_alone_is_its_own_status(tmp_path:
     outcome = classify(alone)
     assert isinstance(outcome, Outcome)
     assert (outcome.kind, outcome.exit_code, outcome.signal) == ("error", 139, None)
-    assert outcome.detail == (
-        "exit code 139; 139 = 128 + SIGSEGV, as a shell reports a death, but no process "
-        "besides the main one ran and it was not killed: its own exit status"
+    assert (
+        outcome.detail
+        == f"exit code 139; 139 = 128 + SIGSEGV{AS_A_SHELL_REPORTS_A_DEATH_BUT_ITS_OWN}"
     )
     assert judge_attempt(outcome, Expectation("error", exit_code=139)).matched
     # Not even the output's word makes it a death: it printed it (138 = 128 + SIGUSR1).
@@ -439,9 +444,7 @@ def test_a_childs_death_the_output_reports_is_none_where_no_child_ran(
     assert (outcome.kind, outcome.exit_code, outcome.where) == ("error", 1, "main")
     assert (outcome.exception, outcome.message, outcome.pid) == ("ValueError", "done", None)
     assert (outcome.detail or "").startswith("exit code 1; the output reports a death (")
-    assert (outcome.detail or "").endswith(
-        "but the attempt ran no process besides the main one: it is the program's output"
-    )
+    assert (outcome.detail or "").endswith(NO_OTHER_PROCESS_RAN)
     # Nor a hang's crashed child.
     hung = classify(dataclasses.replace(ran, descendants=False, returncode=None, timed_out=True))
     assert isinstance(hung, Outcome)
@@ -453,8 +456,8 @@ def test_a_childs_death_the_output_reports_is_none_where_no_child_ran(
         assert isinstance(crashed, Outcome)
         assert (crashed.kind, crashed.where, crashed.pid) == ("crash", "child", pid)
         assert (crashed.detail or "").endswith(
-            "the main process exited 1 with its own uncaught ValueError; the death is known "
-            "from the output alone (the engine saw no such process end)"
+            "the main process exited 1 with its own uncaught ValueError; "
+            + KNOWN_FROM_THE_OUTPUT_ALONE
         )
 
 
@@ -469,8 +472,7 @@ def test_a_dataloader_workers_death_the_output_reports_is_none_where_no_child_ra
     assert (outcome.kind, outcome.where, outcome.exception) == ("error", "main", "ValueError")
     assert outcome.detail == (
         "exit code 1; the output reports a death (a DataLoader worker pid 4242 died of SIGSEGV "
-        "(Segmentation fault)), but the attempt ran no process besides the main one: it is "
-        "the program's output"
+        f"(Segmentation fault)), {NO_OTHER_PROCESS_RAN}"
     )
     for descendants in (True, None):  # as before
         crashed = classify(dataclasses.replace(ran, descendants=descendants))
