@@ -8,7 +8,7 @@ results.json and slurm.json as read back. Narrow with `isinstance` (a
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TypeAlias, TypeGuard
 
 JsonScalar: TypeAlias = "str | int | float | bool | None"
 JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
@@ -33,9 +33,16 @@ def text_or_none(value: JsonValue) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def is_int(value: object) -> TypeGuard[int]:
+    """Whether `value` is a JSON integer: an int, not a bool, which Python counts as one
+    (`True == 1`): a spec's `true` is never read as a count, a rank or a step. The one test
+    the spec's checks (checks/cells.py, checks/expect.py) and `integer` make."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def integer(value: JsonValue) -> int | None:
     """A JSON integer (a boolean is none), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def number(value: JsonValue) -> float | None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import NamedTuple, TypeGuard
+from typing import NamedTuple
 
 from reprospec.core import expr, patterns, requirements
 from reprospec.core.bounds import MAX_ATTEMPTS, MAX_INSTANCES, MAX_PARALLEL, MAX_REPEAT
 from reprospec.core.gpudebug import GpuDebug, GpuDebugError, conflicts
 from reprospec.core.inputs import Cell
-from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
 from reprospec.core.sections import (
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
@@ -104,7 +104,7 @@ def attempts_per_cell(data: Mapping[str, JsonValue]) -> int:
     repeat = run.get("repeat", 1)
     if repeat == "auto":
         repeat = run.get("max_repeat", DEFAULT_MAX_REPEAT)
-    return repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 1
+    return repeat if is_int(repeat) else 1
 
 
 def run_value_problems(
@@ -121,7 +121,7 @@ def run_value_problems(
         ("instances", MAX_INSTANCES, "instances"),
     ):
         value = run.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > most:
+        if is_int(value) and value > most:
             line, col = locate(locations, ("run", key))
             message = f"{value} {what}; at most {most} are allowed (docs/limits.md)"
             found.append(Problem(line, col, ("run", key), message))
@@ -196,7 +196,7 @@ def _semantic_problems(path: JsonPath, value: JsonValue) -> list[str]:
             return [f"expected a finite duration > 0, got {got}"]
     elif path == ("run", "instances"):
         # The schema saw `${{ }}` text; the evaluated count is bounded like a literal one.
-        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INSTANCES:
+        if is_int(value) and value > MAX_INSTANCES:
             return [f"{value} instances; at most {MAX_INSTANCES} are allowed (docs/limits.md)"]
     elif path in (("environment", "memory"), ("environment", "shm_size")) and value is not None:
         # null: no limit for this cell (the schema allows it), as when the key is left out.
@@ -506,13 +506,13 @@ def _missing_rank(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonVal
     injection.py `decide`), but only in the attempt, after importing torch.
     """
     rank = fault.get("rank")
-    if not _is_int(rank):
+    if not is_int(rank):
         return None  # no rank, or a wrong type the value checks report
     section = workload.get("distributed")
     if section is None:
         return "rank needs workload.distributed; this cell has none"
     world = section.get("world_size") if isinstance(section, Mapping) else None
-    if not _is_int(world) or rank < world:
+    if not is_int(world) or rank < world:
         return None
     return f"rank {rank} does not exist: world_size is {world} (ranks 0..{world - 1})"
 
@@ -535,7 +535,7 @@ def _cannot_fire(workload: Mapping[str, JsonValue], fault: Mapping[str, JsonValu
             return "where: worker needs num_workers > 0; this cell has 0"
         size = _Pass.of(workload)
         index = at.get("index")
-        if size is not None and _is_int(index) and index >= size.items:
+        if size is not None and is_int(index) and index >= size.items:
             return (
                 f"at.index {index} is past the dataset: it has {size.items} items "
                 f"(indexes 0..{size.items - 1})"
@@ -569,10 +569,6 @@ def _trains(phase: Mapping[str, JsonValue]) -> bool:
     return str(mode) == "train"
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 # A NamedTuple, not a frozen dataclass (ARCHITECTURE.md, the objects between stages).
 class _Pass(NamedTuple):
     """One pass of a cell's DataLoader as the harness builds it (reprospec_harness/data.py):
@@ -598,7 +594,7 @@ class _Pass(NamedTuple):
         size = _given(dataset, "size", _SYNTHETIC_SIZE)
         batch = _given(loader, "batch_size", 1)
         drop = _given(loader, "drop_last", False)
-        if not (_is_int(size) and _is_int(batch) and size > 0 and batch > 0):
+        if not (is_int(size) and is_int(batch) and size > 0 and batch > 0):
             return None
         if not isinstance(drop, bool):
             return None  # text from an expression: the value checks read it
@@ -607,7 +603,7 @@ class _Pass(NamedTuple):
         distributed = workload.get("distributed")
         if isinstance(distributed, Mapping):
             ranks = distributed.get("world_size")
-            if not _is_int(ranks) or ranks < 1:
+            if not is_int(ranks) or ranks < 1:
                 return None
             world = ranks
             # torch's DistributedSampler.num_samples
@@ -646,7 +642,7 @@ def _step_never_comes(
     `steps` is left alone for a worker fault, whose workers prefetch batches past them.
     """
     step = at.get("step")
-    if not _is_int(step):
+    if not is_int(step):
         return None
     phases = workload.get("phases")
     named = [p for p in phases if isinstance(p, Mapping)] if isinstance(phases, list) else []
@@ -662,7 +658,7 @@ def _step_never_comes(
             if one_pass is None:
                 return None
             counts.append(one_pass.batches)
-        elif _is_int(steps) and not worker:
+        elif is_int(steps) and not worker:
             counts.append(steps)
         else:
             return None

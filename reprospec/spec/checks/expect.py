@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Protocol, TypeGuard
+from typing import Protocol
 
 from reprospec.core import expr
 from reprospec.core.expr import same
-from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue
+from reprospec.core.jsontypes import JsonObject, JsonPath, JsonValue, is_int
 from reprospec.core.sections import DEFAULT_PHASES
 from reprospec.core.units import parse_rate, parse_step, undecidable_rate
 from reprospec.spec import schema
@@ -242,11 +242,11 @@ class ExpectChecks:
                 self.add((*path, "phase"), f"unknown phase '{phase}'{hint}")
                 continue
             step = at.get("step")
-            if not _is_int(step):
+            if not is_int(step):
                 continue
             # Steps count from 1 to `steps`; a phase without `steps` runs one pass of the data.
             counts = [steps for name, steps in phases if phase is None or name == phase]
-            whole = [n for n in counts if _is_int(n)]
+            whole = [n for n in counts if is_int(n)]
             if not counts or len(whole) != len(counts):
                 continue
             most = max(whole)
@@ -281,10 +281,6 @@ _DETAIL_OUTCOMES: Mapping[str, tuple[tuple[str, ...], str]] = {
 # Phases the harness reports before the workload's own (reprospec_harness/run.py), and
 # `exit`: where a program that said it was done hangs (outcome/evidence.py EXIT_PHASE).
 _HARNESS_PHASES = ("import", "setup", "exit")
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _kind(value: JsonValue) -> str:
