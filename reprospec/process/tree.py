@@ -112,20 +112,30 @@ def _proc_info(pid: int) -> ProcInfo | None:
         stat = read_proc(f"/proc/{pid}/stat")
     except OSError:
         return None
-    # The command name may contain spaces and parentheses: split after the last ")".
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    fields = _stat_fields(stat)
     return ProcInfo(
         pid=pid,
-        ppid=int(fields[1]),
-        pgid=int(fields[2]),
-        state=fields[0].decode(),
+        ppid=int(fields[_PPID]),
+        pgid=int(fields[_PGRP]),
+        state=fields[_STATE].decode(),
         cmdline="[" + stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode("utf-8", "replace") + "]",
     )
 
 
-# /proc/PID/stat's fields, counted from the state (field 3): cminflt (11), sigignore (33).
+# /proc/PID/stat's fields (1-based, man 5 proc) as `_stat_fields` gives them, counted from the
+# state (field 3): state, ppid (4), pgrp (5), cminflt (11), sigignore (33).
+_STATE = 3 - 3
+_PPID = 4 - 3
+_PGRP = 5 - 3
 _CMINFLT = 11 - 3
 _SIGIGNORE = 33 - 3
+
+
+def _stat_fields(stat: bytes) -> list[bytes]:
+    """The fields of a /proc/PID/stat text after the command name, from the state on: the
+    one parser of `_proc_info` (a scan's every process) and `waited_in` (an ended root).
+    The command name may hold spaces and parentheses: the fields start after the last `)`."""
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def waited_for_children(pid: int) -> bool | None:
@@ -149,9 +159,9 @@ def waited_for_children(pid: int) -> bool | None:
 def waited_in(stat: bytes) -> bool | None:
     """`waited_for_children` of a zombie's /proc/PID/stat read already: a forked attempt's,
     which its preload server reads before it reaps it (ForkedChild.zombie_stat)."""
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    fields = _stat_fields(stat)
     try:
-        if fields[0] != b"Z":
+        if fields[_STATE] != b"Z":
             return None
         if int(fields[_CMINFLT]) > 0:
             return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,27 @@ def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> No
     (tmp_path / "ended-501.txt").write_text("500 0 0\n")
     (tmp_path / "ended-502.txt").write_text("500 0 0\n")
     assert not tree.program_ran_alone(argv, 500, tmp_path)
+
+
+def _stat(comm: bytes, state: bytes, cminflt: int, sigignore: int) -> bytes:
+    """A /proc/PID/stat line: pid (comm) state, then fields 4..52 (man 5 proc)."""
+    fields = [b"0"] * 50
+    fields[0] = state
+    fields[11 - 3] = str(cminflt).encode()
+    fields[33 - 3] = str(sigignore).encode()
+    return b"4242 (" + comm + b") " + b" ".join(fields) + b"\n"
+
+
+def test_one_parser_reads_a_stat_line_for_the_scan_and_for_an_ended_root() -> None:
+    # rv18 F6: the scan's _proc_info and waited_in split /proc/PID/stat each their own way.
+    # A command name with spaces and parentheses ends at the last `)`.
+    comm = b"we ird) (name"
+    assert tree.waited_in(_stat(comm, b"Z", 12, 0)) is True
+    assert tree.waited_in(_stat(comm, b"Z", 0, 0)) is False
+    sigchld = 1 << (signal.SIGCHLD - 1)
+    assert tree.waited_in(_stat(comm, b"Z", 0, sigchld)) is None  # reaped by the kernel
+    assert tree.waited_in(_stat(comm, b"S", 12, 0)) is None  # not ended: no count yet
+    assert tree.waited_in(b"4242 (x) Z 1") is None  # cut short
+    me = tree._proc_info(os.getpid())
+    assert me is not None
+    assert (me.ppid, me.pgid, me.state) == (os.getppid(), os.getpgrp(), "R")
