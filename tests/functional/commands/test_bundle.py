@@ -653,7 +653,12 @@ def test_a_run_of_capture_is_refused_its_shell_variables_are_in_no_bundle(
     )  # fmt: skip
     assert captured.code == 0, captured.stdout + captured.stderr
     assert "the failure needs APP_MODE" in captured.stdout
-    runs = sorted((out / "runs").iterdir())
+    # In the order they began: a run id's time is to the second, and two runs of one
+    # second sort by their random suffix.
+    runs = sorted(
+        (out / "runs").iterdir(),
+        key=lambda run: json.loads((run / "results.json").read_text())["started"],
+    )
     first = runs[0].name  # capture's own run, of the draft
     assert "APP_MODE" not in (runs[0] / "spec.yaml").read_text()
     archive = tmp_path / "cap.tar.gz"
