@@ -24,7 +24,8 @@ Protocol, over the SOCK_SEQPACKET socket FD (one JSON object per message):
                       with two file descriptors
                        (the attempt's stdout and stderr)
     server -> engine  {"pid": N, "serial": N} or {"refused": "why this server cannot fork now"}
-    server -> engine  {"exit": PID, "serial": N, "status": WAIT_STATUS}  when an attempt ends
+    server -> engine  {"exit": PID, "serial": N, "status": WAIT_STATUS, "stat": TEXT}  when an
+                      attempt ends (TEXT: its /proc/PID/stat as a zombie, or null)
 
 Before every fork the server checks that it still has exactly one thread and that
 CUDA is not initialised in it; otherwise it refuses, and the engine runs that attempt

@@ -225,13 +225,11 @@ def classify(
     else:
         assert returncode is not None
         # No process besides the root ran: its 128+N is its own exit status, no report of a
-        # death (`sys.exit(139)`), whatever its output says. Unless faulthandler reported
-        # that very signal: the program's record of its normal end is written at exit, and
-        # a death in the interpreter's shutdown after it (a `__del__`, a C++ destructor)
-        # leaves the record and the shell's 128+N (rv18 F1).
+        # death (`sys.exit(139)`), whatever its output says. (A program's record of its end
+        # vouches only for the status it asked for: process/tree.py `ran_alone_with`.)
         shell_signal = (
             _shell_signal(returncode, stderr, evidence.stdout)
-            if execution.descendants is not False or _reported_death(returncode, stderr)
+            if execution.descendants is not False
             else None
         )
         if shell_signal is not None:
@@ -584,16 +582,6 @@ def worker_death(stderr: str, worker_exit: Event | None = None) -> WorkerDeath |
         pid = exited["pids"].split(",")[0].strip()
         return WorkerDeath(None, code, int(pid) if pid.isdigit() else None, exited.group(0))
     return None
-
-
-def _reported_death(returncode: int, stderr: str) -> bool:
-    """Whether `returncode` is 128 + a signal whose faulthandler report (`Fatal Python error:
-    Segmentation fault`, which the attempts' sitecustomize arms) is on stderr."""
-    conventional = exit_status_signal(returncode)
-    if conventional is None:
-        return False
-    report = rf"^Fatal Python error: {re.escape(describe_signal(conventional))}\b"
-    return re.search(report, stderr, re.M) is not None
 
 
 def _shell_signal(returncode: int, stderr: str, stdout: str) -> str | None:

@@ -10,7 +10,8 @@ that builds those variables and names those files.
     REPROSPEC_STACK_DIR   the attempt folder: each Python process dumps stack-<pid>.txt there on
                           SIGUSR1 (removed after the attempt, once stack.txt holds them), and
                           writes ended-<pid>.txt as it exits normally (whether it reaped a
-                          child: process/tree.py's program_ran_alone reads it, then removed)
+                          child, the status it asked for: process/tree.py's
+                          program_ran_alone reads it, then removed)
     REPROSPEC_CELL        cell.json: the cell a workload runs (workloads only)
     REPROSPEC_ATTEMPT_TOKEN  a uuid every descendant inherits (finds escaped processes)
     PYTHONPATH            stackdump/ (and the harness for a workload) first: its sitecustomize

@@ -330,11 +330,16 @@ def run_process(
             duration = time.monotonic() - begin
         else:
             root_waited = _root_waited(proc, own_root)
-            if root_waited and own_root and tree.program_ran_alone(argv, proc.pid, stack_dir):
-                # `/bin/sh -c 'python x.py'`: dash forks the one program it runs, and the
-                # program's own record says it reaped no child (and was not killed).
-                root_waited = False
+            asked = (
+                tree.program_ran_alone(argv, proc.pid, stack_dir)
+                if root_waited and own_root
+                else None
+            )
             proc.wait()
+            if proc.returncode is not None and tree.ran_alone_with(asked, proc.returncode):
+                # `/bin/sh -c 'python x.py'`: dash forks the one program it runs, and the
+                # program's own record says it reaped no child and asked for this status.
+                root_waited = False
             duration = time.monotonic() - begin
             tree.RUNNING_ROOTS.discard(proc.pid)
             nothing_left = own_root and tree.only_known_children()

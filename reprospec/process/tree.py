@@ -214,30 +214,43 @@ def one_program(line: str) -> bool:
     return programs == 1
 
 
-def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> bool:
-    """Whether `argv`, a root `/bin/sh -c LINE` that forks one program (`one_program`),
-    ran only that program, a Python process that ended normally and never reaped a child.
+def program_ran_alone(argv: Sequence[str], root_pid: int, folder: Path) -> int | None:
+    """Where `argv`, a root `/bin/sh -c LINE` that forks one program (`one_program`), ran
+    only that program, a Python process that ended normally and never reaped a child: the
+    exit status the program asked for (its record's; None otherwise).
 
     The shell's own count (`waited_for_children`) includes its one child, the program;
     the program's count is what its ended-PID.txt says (the engine's sitecustomize writes
     it at a normal exit: stackdump/sitecustomize.py). A program that died of a signal, a
     program that is no Python, or a line that may run more writes none or is not one
-    program: not known, False.
+    program: not known, None. The record is written before the interpreter's shutdown, so
+    it vouches for the status it asked for only (`ran_alone_with`).
     """
     if len(argv) != 3 or tuple(argv[:2]) != ("/bin/sh", "-c") or not one_program(argv[2]):
-        return False
+        return None
     records = []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.name.startswith(_ENDED_PREFIX):
                     with contextlib.suppress(OSError, ValueError):
-                        ppid, cminflt, ignored = read_proc(entry.path).split()
-                        records.append((int(ppid), int(cminflt), int(ignored)))
+                        ppid, cminflt, ignored, asked = read_proc(entry.path).split()
+                        records.append((int(ppid), int(cminflt), int(ignored), int(asked)))
     except OSError:
-        return False
+        return None
     mine = [r for r in records if r[0] == root_pid]
-    return len(mine) == 1 and mine[0][1] == 0 and not mine[0][2] & (1 << (signal.SIGCHLD - 1))
+    if len(mine) != 1 or mine[0][1] != 0 or mine[0][2] & (1 << (signal.SIGCHLD - 1)):
+        return None
+    return mine[0][3]
+
+
+def ran_alone_with(asked: int | None, returncode: int) -> bool:
+    """Whether the program's record (`program_ran_alone`: the status it asked for) holds
+    for the shell's `returncode`: where the shell reports 128 + N that the program did not
+    ask for, it died after its record, in its shutdown (a `__del__`, a native library's
+    destructor, with no faulthandler left to report it), and the shell's status is that
+    death's (rv19 F1)."""
+    return asked is not None and (returncode == asked or not 128 < returncode < 256)
 
 
 def _with_cmdline(info: ProcInfo) -> ProcInfo:

@@ -70,7 +70,7 @@ def _arm_fatal() -> None:
 
 def _record_end() -> None:
     """At a normal exit (not a signal's death, not os._exit), ended-<pid>.txt: the parent's
-    pid and whether this process ever reaped a child.
+    pid, whether this process ever reaped a child, and the exit status it asked for.
 
     `sh -c 'python x.py'` is an attempt's root that forks the program: the engine reads
     the shell's count of its children (the program), not the program's. This record is the
@@ -78,11 +78,28 @@ def _record_end() -> None:
     faults of the children it reaped (/proc/self/stat's cminflt, 0: none), and whether it
     ignores SIGCHLD (its children then go uncounted). Registered first, it runs after every
     other exit handler (multiprocessing's joins its children in one).
+
+    It is written at exit, before the interpreter's shutdown and libc's exit(), where a
+    `__del__` or a native library's destructor may still die of a signal (a C++ global's,
+    torch's at teardown): the shell then reports 128 + N. The status asked for (`sys.exit`'s,
+    0 for a program that ran to its end) tells that death from a `sys.exit(139)` of its
+    own: the engine believes the record only of the status it asked for (rv19 F1).
     """
     folder = os.environ.get("REPROSPEC_STACK_DIR")
     if not folder:
         return
     import atexit
+
+    asked = [0]
+    sys_exit = sys.exit
+
+    def _exit(status: str | int | None = None) -> None:
+        # As the interpreter turns SystemExit's code into a status: None 0, an int as the
+        # OS takes it (its low byte), anything else (printed) 1.
+        asked[0] = 0 if status is None else status & 0xFF if isinstance(status, int) else 1
+        sys_exit(status)
+
+    sys.exit = _exit  # type: ignore[assignment]
 
     def _ended() -> None:
         try:
@@ -96,7 +113,8 @@ def _record_end() -> None:
             out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 # ppid (field 4), cminflt (11), sigignore (33), counted from the state (3).
-                os.write(out, b" ".join((fields[1], fields[8], fields[30])) + b"\n")
+                mine = (fields[1], fields[8], fields[30], str(asked[0]).encode())
+                os.write(out, b" ".join(mine) + b"\n")
             finally:
                 os.close(out)
         except Exception:

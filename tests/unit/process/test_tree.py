@@ -67,19 +67,32 @@ def test_a_shell_line_that_forks_one_program(line: str, one: bool) -> None:
 
 def test_the_one_programs_record_says_whether_it_ran_alone(tmp_path: Path) -> None:
     argv = ["/bin/sh", "-c", "python x.py; exit $?"]
-    # ended-PID.txt: the parent's pid, cminflt, sigignore (stackdump/sitecustomize.py).
-    (tmp_path / "ended-501.txt").write_text("500 0 4096\n")
-    assert tree.program_ran_alone(argv, 500, tmp_path)
-    assert not tree.program_ran_alone(argv, 499, tmp_path)  # another root's program
-    assert not tree.program_ran_alone(["/bin/sh", "-c", "python x.py | tee l"], 500, tmp_path)
-    assert not tree.program_ran_alone(["python", "x.py"], 500, tmp_path)
+    # ended-PID.txt: the parent's pid, cminflt, sigignore, the status it asked for
+    # (stackdump/sitecustomize.py).
+    (tmp_path / "ended-501.txt").write_text("500 0 4096 0\n")
+    assert tree.program_ran_alone(argv, 500, tmp_path) == 0
+    assert tree.program_ran_alone(argv, 499, tmp_path) is None  # another root's program
+    piped = ["/bin/sh", "-c", "python x.py | tee l"]
+    assert tree.program_ran_alone(piped, 500, tmp_path) is None
+    assert tree.program_ran_alone(["python", "x.py"], 500, tmp_path) is None
     # It reaped a child; it ignored SIGCHLD (its children uncounted); two programs of it.
-    for record in ("500 37 0\n", f"500 0 {1 << 16}\n"):
+    for record in ("500 37 0 0\n", f"500 0 {1 << 16} 0\n"):
         (tmp_path / "ended-501.txt").write_text(record)
-        assert not tree.program_ran_alone(argv, 500, tmp_path)
-    (tmp_path / "ended-501.txt").write_text("500 0 0\n")
-    (tmp_path / "ended-502.txt").write_text("500 0 0\n")
-    assert not tree.program_ran_alone(argv, 500, tmp_path)
+        assert tree.program_ran_alone(argv, 500, tmp_path) is None
+    (tmp_path / "ended-501.txt").write_text("500 0 0 139\n")
+    assert tree.program_ran_alone(argv, 500, tmp_path) == 139
+    (tmp_path / "ended-502.txt").write_text("500 0 0 0\n")
+    assert tree.program_ran_alone(argv, 500, tmp_path) is None
+
+
+def test_the_record_holds_only_for_the_status_the_program_asked_for() -> None:
+    # rv19 F1: a program that ran to its end (asked 0) and then died of SIGSEGV in a native
+    # library's destructor, after its record, leaves the shell's 139: that is its death.
+    assert tree.ran_alone_with(0, 0)
+    assert tree.ran_alone_with(0, 1)  # an uncaught exception: not a signal's number
+    assert not tree.ran_alone_with(0, 139)
+    assert tree.ran_alone_with(139, 139)  # sys.exit(139): its own status
+    assert not tree.ran_alone_with(None, 139)
 
 
 def _stat(comm: bytes, state: bytes, cminflt: int, sigignore: int) -> bytes:
