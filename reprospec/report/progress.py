@@ -254,6 +254,10 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
             markup=False,
             highlight=False,
         )
+    if (unforked := _preload_unused(result)) is not None:
+        # Said here, not only in report.md: a user who asked for run.preload reads the
+        # attempts' times as a fork's (nu21 LOW-5: a perturbed spec runs every attempt fresh).
+        console.print(printable(f"preload: {unforked}"), markup=False, highlight=False)
     console.print(f"report: {folder.report_md}", markup=False, highlight=False)
     # What went wrong around the run (the store deleted under it, the environment capture).
     for warning in result.warnings:
@@ -261,3 +265,16 @@ def print_outcome(result: RunResult, fmt: str | None, out: Path) -> None:
     if fmt:
         sys.stdout.write(render(result, fmt))
         sys.stdout.flush()
+
+
+def _preload_unused(result: RunResult) -> str | None:
+    """Where run.preload was asked and no attempt was forked: how they ran and why
+    (`launch_summary`: `4 ran fresh: perturbations apply when a process starts (4)`)."""
+    attempts = [a for c in result.cells for a in c.attempts]
+    if any(a.launch == "forked" for a in attempts) or not any(
+        a.launch == "fresh" and a.launch_note for a in attempts
+    ):
+        return None
+    from reprospec.core.words import launch_summary
+
+    return launch_summary(attempts)

@@ -267,3 +267,26 @@ def test_the_competitors_are_reaped_by_the_engine(tmp_path: Path) -> None:
         ("cpu_load=2 (busy processes beside the attempt)",)
     ] * 3
     assert _zombie_children() - before == set()
+
+
+def test_a_preload_the_perturbation_turns_off_is_said_on_the_console(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # nu21 LOW-5: every attempt ran fresh (a perturbation applies when a process starts),
+    # which only report.md said: the console read as a forked run's.
+    spec = tmp_path / "p.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: preloaded\ncommand: [python, -c, pass]\n"
+        "environment: {perturb: {switch_interval: 1.0e-6}}\n"
+        "run: {repeat: 2, preload: [json]}\nexpect: {outcome: pass}\n",
+        encoding="utf-8",
+    )
+    result = cli("run", str(spec))
+    assert result.code == 0, result.stderr
+    assert "preload: 2 ran fresh: perturbations apply when a process starts (2)" in result.stdout, (
+        result.stdout
+    )
+    # A run without run.preload says nothing of it.
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(spec.read_text().replace(", preload: [json]", ""), encoding="utf-8")
+    assert "preload:" not in cli("run", str(plain)).stdout
