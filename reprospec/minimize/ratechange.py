@@ -48,7 +48,8 @@ class RateChange:
             return (
                 f"the result fails clearly MORE often than the original ({both}): a strong "
                 "sign that the passes cut out the bug and kept another failure of the same "
-                "signature; compare the failure messages and the diff in minimize.md"
+                "signature; compare the diff and the failure messages (where it printed any) in "
+                "minimize.md"
             )
         return (
             f"the result fails clearly LESS often than the original ({both}): a weaker repro; "

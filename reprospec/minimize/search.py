@@ -534,7 +534,7 @@ class Minimization:
             )
         elif status == "budget":
             message = (
-                f"the budget of {s.given} attempts ran out before the passes were done: "
+                f"the budget of {s.given} attempts ran out before the reduction passes were done: "
                 f"the result is the smallest program seen failing"
             )
         if self._fell_back is not None and status != "unconfirmed":

@@ -109,7 +109,7 @@ class Unperturbed:
             f"the minimized program fails without the perturbation too "
             f"({_count(self.minimized)}; the original {self.original.matched} of "
             f"{self.original.attempts}, {self.original_source}): it may be a different bug; "
-            f"compare the failure messages in minimize.md"
+            f"compare the diff and the failure messages (where it printed any) in minimize.md"
         )
 
     def line(self) -> str:

@@ -697,7 +697,7 @@ def test_a_spec_without_a_passing_cell_and_a_result_failing_clearly_more_often_a
     md = (result / "minimize.md").read_text().splitlines()
     assert md[2].startswith("**Warning: the spec has no passing cell:"), md[:6]
     assert md[4].startswith("**Warning: the result fails clearly MORE often"), md[:6]
-    assert "compare the failure messages and the diff below.**" in md[4]
+    assert "compare the diff and the failure messages (where it printed any) below.**" in md[4]
 
 
 def test_a_listed_file_the_result_no_longer_reads_leaves_dir_and_its_files(

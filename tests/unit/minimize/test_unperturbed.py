@@ -32,8 +32,8 @@ def test_a_result_failing_every_time_where_the_original_never_did_is_said() -> N
     assert found.clearly_more
     assert found.warning() == (
         "the minimized program fails without the perturbation too (8 of 8 attempts; the "
-        "original 0 of 8, measured here): it may be a different bug; compare the failure "
-        "messages in minimize.md"
+        "original 0 of 8, measured here): it may be a different bug; compare the diff and "
+        "the failure messages (where it printed any) in minimize.md"
     )
     assert "clearly more often than the original" in found.line()
 
