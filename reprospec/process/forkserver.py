@@ -14,7 +14,14 @@ classification.
 
 Which attempts run fresh instead, and why, is preload.py; here, besides, an attempt runs
 fresh when its server could not import the modules, or is unsafe to fork (more than one
-thread, CUDA initialised: checked by the server before every fork).
+thread, CUDA initialised: checked by the server before every fork), or when MAX_SERVERS
+servers already run and each has an attempt in flight.
+
+A forked attempt dies with its server (PR_SET_PDEATHSIG), so a server is stopped only
+once no attempt it forked is running: each attempt holds a lease on its server from the
+moment it is handed one to its end (`Launcher.release`). Where a server dies under an
+attempt anyway (killed, out of memory), the attempt's SIGKILL is the server's end, not the
+program's: `ForkedChild.lost` says so, and the runner makes the attempt an infra-error.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from typing import IO
 
 from reprospec import native as native_stacks
 from reprospec.core.inputs import AttemptPlan
+from reprospec.core.signals import signal_name
 from reprospec.harness import HARNESS_ROOT
 from reprospec.process import start, tree
 from reprospec.process.childprotocol import TOKEN_VAR
@@ -59,9 +67,15 @@ TOKEN_PLACEHOLDER = "-" * 32
 # A blank last argument of the server: room for a forked attempt's own command line,
 # which it writes over the server's (what /proc/PID/cmdline shows).
 ARGV_ROOM = " " * 2048
-# Servers alive at once (each holds its imports: a few hundred MB for torch); the least
-# recently used one goes first.
+# Servers alive at once (each holds its imports: a few hundred MB for torch). A new key's
+# server replaces the least recently used idle one; when every one has an attempt in flight,
+# the new key's attempt runs fresh (BUSY) rather than stop a server under its attempts (they
+# die with it) or hold the attempt until one is idle (its -j slot idle meanwhile).
 MAX_SERVERS = 4
+BUSY = (
+    f"the {MAX_SERVERS} preload servers that may run at once (one per interpreter, "
+    "environment, workdir and preload list) all have attempts running"
+)
 # A server that has not imported its modules by then is given up (an import that hangs).
 READY_TIMEOUT_S = 120.0
 REPLY_TIMEOUT_S = 60.0
@@ -90,10 +104,23 @@ class ForkedChild:
         self.stderr: IO[bytes] | None = stderr
         # Its /proc/PID/stat as a zombie, which the server reaps (process/tree.py reads it).
         self.zombie_stat: bytes | None = None
+        # Why its exit status is not the program's (its server died under it); None: it is.
+        self.lost: str | None = None
 
-    def _set(self, status: int) -> int:
+    def _set(self, status: int, *, orphan: bool = False) -> int:
         self.returncode = os.waitstatus_to_exitcode(status)
-        self.zombie_stat = self.server.zombie_stat(self.serial)
+        if orphan and self.returncode == -signal.SIGKILL:
+            # The server died before it told us: the attempt either died of that
+            # (PR_SET_PDEATHSIG) or was reaped by it with its word lost. One that ended on
+            # its own first was a zombie re-parented to us, and its own status is read (a
+            # SIGKILL of its own in that moment reads as the server's: no verdict either way).
+            self.lost = (
+                f"{self.server.end()} while the attempt ran, and a forked attempt dies with "
+                "its server: its SIGKILL is not the program's (rerun it; --preload none "
+                "runs it fresh)"
+            )
+        else:
+            self.zombie_stat = self.server.zombie_stat(self.serial)
         return self.returncode
 
     def poll(self) -> int | None:
@@ -102,7 +129,9 @@ class ForkedChild:
             status = self.server.exit_status(self.serial, wait=False)
             if status is None and not self.server.alive:
                 status = self._orphan_status(wait=False)
-            if status is not None:
+                if status is not None:
+                    self._set(status, orphan=True)
+            elif status is not None:
                 self._set(status)
         return self.returncode
 
@@ -112,7 +141,9 @@ class ForkedChild:
             status = self.server.exit_status(self.serial, wait=True)
             if status is None:  # the server is gone
                 status = self._orphan_status(wait=True)
-            if status is not None:
+                if status is not None:
+                    self._set(status, orphan=True)
+            else:
                 self._set(status)
         return self.returncode
 
@@ -156,6 +187,14 @@ class ForkServer:
         self._stats: dict[int, bytes] = {}
         self._ended = threading.Condition()
         self.alive = True
+        # Attempts handed this server and not yet ended (the Preloader's lock guards it): it
+        # is stopped only at none, since its forked attempts die with it.
+        self.leases = 0
+        # Given up (refused, replaced): stopped at its last lease's release.
+        self.retired = False
+        # Why the engine stopped it (None: it was not, or not yet), and its exit status.
+        self.stopped: str | None = None
+        self.returncode: int | None = None
         server_env = {k: v for k, v in env.items() if k not in PER_ATTEMPT_VARS}
         server_env[TOKEN_VAR] = TOKEN_PLACEHOLDER
         # OpenBLAS starts its thread pool when it is loaded: one thread keeps the server
@@ -264,6 +303,22 @@ class ForkServer:
         loaded = json.loads(data)
         return loaded if isinstance(loaded, dict) else None
 
+    def end(self) -> str:
+        """How this server ended, for the attempts it took with it."""
+        if self.stopped is not None:
+            return f"the engine stopped its preload server ({self.stopped})"
+        proc = self._proc
+        code = self.returncode
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                # Its socket is closed already: its exit is a moment away at most.
+                code = proc.wait(timeout=1.0)
+        if code is None:
+            return "its preload server ended"
+        if code < 0:
+            return f"its preload server was killed by {signal_name(-code)}"
+        return f"its preload server exited with status {code}"
+
     def _log_tail(self) -> str:
         try:
             lines = self.log.read_text("utf-8", "replace").strip().splitlines()
@@ -292,20 +347,21 @@ class ForkServer:
                             "too large to send to the preload server"
                         ) from None
                     code = self._proc.poll()
-                    self._stop_locked()
+                    self._stop_locked(None)  # dead already: end() reads its status
                     raise Refused(
                         f"the preload server is gone ({exc.strerror or exc}; exit status {code})"
                     ) from None
                 try:
                     reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
                 except queue.Empty:
-                    self._stop_locked()
+                    # An attempt it forked late would run with no one to wait for it.
+                    self._stop_locked(f"it did not answer a fork in {REPLY_TIMEOUT_S:g}s")
                     raise Refused(
                         f"the preload server did not answer in {REPLY_TIMEOUT_S:g}s"
                     ) from None
                 if reply is None:
                     code = self._proc.poll()
-                    self._stop_locked()
+                    self._stop_locked(None)  # dead already: end() reads its status
                     raise Refused(f"the preload server is gone (exit status {code})")
         except BaseException:
             for fd in (out_r, err_r):
@@ -326,12 +382,15 @@ class ForkServer:
         err = open(err_r, "rb", buffering=0)  # noqa: SIM115, PTH123
         return ForkedChild(self, pid, serial, out, err)
 
-    def stop(self) -> None:
-        """Close the socket (the server then exits) and reap it."""
+    def stop(self, why: str) -> None:
+        """Close the socket (the server then exits) and reap it; `why` is what an attempt
+        still running (it dies with the server) is told."""
         with self._lock:
-            self._stop_locked()
+            self._stop_locked(why)
 
-    def _stop_locked(self) -> None:
+    def _stop_locked(self, why: str | None) -> None:
+        if self.stopped is None and why is not None:
+            self.stopped = why
         with contextlib.suppress(OSError):
             # Wakes the reader (a close alone may not), and the server reads its end.
             self._sock.shutdown(socket.SHUT_RDWR)
@@ -339,6 +398,7 @@ class ForkServer:
             self._sock.close()
         if self._proc is not None:
             start.stop_helper(self._proc)
+            self.returncode = self._proc.returncode
             self._proc = None
 
     @property
@@ -354,13 +414,23 @@ class _Entry:
 
 
 class Preloader:
-    """The fork servers of one runner, by key; `close()` stops them all."""
+    """The fork servers of one runner, by key; `close()` stops them all.
+
+    At most MAX_SERVERS run at once, those being started and those given up but still
+    serving an attempt counted. An attempt holds a lease on its server (`_server` takes
+    it, `release` gives it back): a server with one is never stopped, since its forked
+    attempts die with it. A new key replaces the least recently used idle server; when
+    none is idle its attempt runs fresh (BUSY), so memory stays bounded and no attempt
+    waits for another's end.
+    """
 
     def __init__(self, python: str) -> None:
         self.python = python
         self._lock = threading.Lock()
         self._keys: OrderedDict[str, _Entry] = OrderedDict()
         self._starting: dict[str, threading.Event] = {}
+        # Every server started and not yet stopped: the keys' and the retired ones.
+        self._live: set[ForkServer] = set()
         self._folder: Path | None = None
         self.closed = False
 
@@ -383,7 +453,9 @@ class Preloader:
     ) -> tuple[Launcher | None, str | None]:
         """(a `start` for run_process that forks the attempt, None) or (None, why it runs fresh).
 
-        Starts the key's server when none is running (waiting for its imports).
+        Starts the key's server when none is running (waiting for its imports). The
+        launcher holds a lease on its server: the caller must `release()` it once the
+        attempt ended (or will not run).
         """
         entry = entry_point(plan, self.python)
         reason = fresh_reason(plan, entry)
@@ -399,6 +471,7 @@ class Preloader:
             return None, refused
         shadow = shadowing(plan, entry, server.files)
         if shadow is not None:
+            self.release(server)
             return None, shadow
         return Launcher(self, key, server, entry, plan.workdir, fresh_argv, native), None
 
@@ -409,6 +482,8 @@ class Preloader:
         env: Mapping[str, str],
         cancel: threading.Event | None,
     ) -> tuple[ForkServer | None, str | None]:
+        """The key's server with a lease taken on it, or (None, why the attempt runs fresh)."""
+        idle: ForkServer | None = None
         while True:
             with self._lock:
                 if self.closed:
@@ -416,18 +491,37 @@ class Preloader:
                 entry = self._keys.get(key)
                 if entry is not None:
                     self._keys.move_to_end(key)
+                    if entry.server is not None:
+                        entry.server.leases += 1
                     return entry.server, entry.refused
                 starting = self._starting.get(key)
                 if starting is None:
+                    if len(self._live) + len(self._starting) >= MAX_SERVERS:
+                        idle = self._evict_locked()
+                        if idle is None:
+                            return None, BUSY
                     self._starting[key] = threading.Event()
                     break
             starting.wait()  # another thread is starting this key's server
         try:
+            if idle is not None:  # stopped before the new one imports: memory stays bounded
+                idle.stop("it was idle, and another key's server took its place")
             entry = self._start(key, plan, env, cancel)
         finally:
             with self._lock:
                 self._starting.pop(key).set()
         return entry.server, entry.refused
+
+    def _evict_locked(self) -> ForkServer | None:
+        """Take the least recently used server with no attempt in flight out of the pool
+        (the caller stops it); None when every one has one."""
+        for key, entry in self._keys.items():
+            server = entry.server
+            if server is not None and server.leases == 0:
+                del self._keys[key]
+                self._live.discard(server)
+                return server
+        return None
 
     def _start(
         self, key: str, plan: AttemptPlan, env: Mapping[str, str], cancel: threading.Event | None
@@ -446,46 +540,61 @@ class Preloader:
             if refused is not None and bound < READY_TIMEOUT_S and "did not finish" in refused:
                 refused += " (the attempt's timeout)"
             if refused is not None:
-                server.stop()
+                server.stop(refused)
                 entry = _Entry(None, refused)
             else:
                 entry = _Entry(server)
-        evicted: list[ForkServer] = []
         with self._lock:
             if self.closed:
-                if entry.server is not None:
-                    evicted.append(entry.server)
+                closed = entry.server
                 entry = _Entry(None, "the runner was closed")
             else:
+                closed = None
                 # A failure is remembered: every attempt of the key runs fresh, saying why.
                 self._keys[key] = entry
-                running = [k for k, e in self._keys.items() if e.server is not None]
-                for old in running[: max(0, len(running) - MAX_SERVERS)]:
-                    stale = self._keys.pop(old)
-                    if stale.server is not None:
-                        evicted.append(stale.server)
-        for server in evicted:
-            server.stop()
+                if entry.server is not None:
+                    entry.server.leases = 1  # the attempt that started it
+                    self._live.add(entry.server)
+        if closed is not None:
+            closed.stop("the runner was closed")
         return entry
 
+    def release(self, server: ForkServer) -> None:
+        """An attempt on `server` ended (or runs fresh after all): a retired server with no
+        attempt left is stopped now."""
+        with self._lock:
+            server.leases -= 1
+            done = server.retired and server.leases <= 0 and server in self._live
+            if done:
+                self._live.discard(server)
+        if done:
+            server.stop("it was given up")
+
     def refuse(self, key: str, reason: str) -> None:
-        """Run the key's later attempts fresh (its server refused for good)."""
+        """Run the key's later attempts fresh (its server refused for good); the server
+        itself stops once no attempt it forked is running."""
         stale: ForkServer | None = None
         with self._lock:
             entry = self._keys.get(key)
-            if entry is not None and entry.refused is None:
+            if entry is not None and entry.refused is None and entry.server is not None:
                 stale, entry.server, entry.refused = entry.server, None, reason
+                stale.retired = True
+                if stale.leases > 0:
+                    stale = None  # its last release stops it
+                else:
+                    self._live.discard(stale)
         if stale is not None:
-            stale.stop()
+            stale.stop(reason)
 
     def close(self) -> None:
         """Stop every server and remove their folder."""
         with self._lock:
             self.closed = True
-            servers = [e.server for e in self._keys.values() if e.server is not None]
+            servers = list(self._live)
+            self._live.clear()
             self._keys.clear()
         for server in servers:
-            server.stop()
+            server.stop("the runner was closed")
         if self._folder is not None:
             import shutil
 
@@ -517,6 +626,8 @@ class Launcher:
         self.native = native
         self.forked = False
         self.note: str | None = None
+        self.child: ForkedChild | None = None
+        self._released = False
         # As random as a fresh interpreter's own seeds (os.urandom), and recorded.
         self.seed = int.from_bytes(os.urandom(8), "big") >> 1
 
@@ -538,11 +649,13 @@ class Launcher:
             child = self.server.fork(request)
         except Refused as exc:
             self.preloader.refuse(self.key, str(exc))
+            self.release()  # this attempt runs fresh: the server may stop now
             self.note = f"ran fresh: {exc}"
             return start.popen_attempt(
                 self.fresh_argv, env=env, cwd=self.cwd, native=self.native, tag=tag, cgroup=procs
             )
         self.forked = True
+        self.child = child
         names = ", ".join(self.server.modules)
         note = f"forked from a server that preloaded {names}; random, numpy and torch seeded "
         note += f"with {self.seed}"
@@ -553,3 +666,15 @@ class Launcher:
             )
         self.note = note
         return child
+
+    @property
+    def lost(self) -> str | None:
+        """Why the forked attempt's exit status is not the program's (its server died
+        under it); None when it is, or when it ran fresh."""
+        return self.child.lost if self.child is not None else None
+
+    def release(self) -> None:
+        """The attempt is over: its server may be stopped now (once, however often called)."""
+        if not self._released:
+            self._released = True
+            self.preloader.release(self.server)

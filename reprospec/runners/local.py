@@ -13,7 +13,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -472,15 +472,20 @@ class LocalRunner:
             )
             if launcher is None:
                 launch_note = f"ran fresh: {reason}"
-        markers, marker_warnings = compile_markers(plan.markers)
-        warnings.extend(marker_warnings)
-        events = EventWriter(events_path) if markers else None
-        shm = scratch.shm_snapshot() if instance is None else None
-        # Markers are matched on their own thread: a slow regex never delays the timeout.
-        matcher = MarkerMatcher(markers, events) if events is not None else None
-        # Cores held from their creation while the attempt runs (native/corewatch.py).
-        watched = capture.watch(plan.workdir) if capture is not None else None
-        stall = stall_watch(plan, events_path)
+        try:
+            markers, marker_warnings = compile_markers(plan.markers)
+            warnings.extend(marker_warnings)
+            events = EventWriter(events_path) if markers else None
+            shm = scratch.shm_snapshot() if instance is None else None
+            # Markers are matched on their own thread: a slow regex never delays the timeout.
+            matcher = MarkerMatcher(markers, events) if events is not None else None
+            # Cores held from their creation while the attempt runs (native/corewatch.py).
+            watched = capture.watch(plan.workdir) if capture is not None else None
+            stall = stall_watch(plan, events_path)
+        except BaseException:
+            if launcher is not None:  # its server's lease: held, a server is never stopped
+                launcher.release()
+            raise
         load = None
         try:
             load = competitors.start_load(perturb, applied.cpu_list, log_dir)
@@ -506,6 +511,8 @@ class LocalRunner:
         except FatalError as exc:  # the competitors could not start
             return infra(str(exc), warnings)
         finally:
+            if launcher is not None:  # the attempt is over: its server may be stopped
+                launcher.release()
             competitors.stop_load(load, log_dir)
             warnings.extend(perturbing.finish(applied))
             if watched is not None:
@@ -521,6 +528,14 @@ class LocalRunner:
                 warnings.extend(scratch.clean(scratch_dirs))
             if shm is not None:
                 warnings.extend(scratch.remove_shm_leaks(shm, remove=not shared_tmp))
+        lost = launcher.lost if launcher is not None else None
+        if launcher is not None and lost is not None and not result.timed_out:
+            # Its server died under it (forkserver.py): its SIGKILL is no verdict on the
+            # program. One that timed out was alive at its deadline: its hang is its own.
+            lost_execution = infra_execution(
+                base, lost, started=result.started, finished=result.finished, warnings=warnings
+            )
+            return replace(lost_execution, launch="forked", launch_note=launcher.note)
         if tool is not None and not result.timed_out:
             failed = sanitizer_failure(result.returncode, log_dir, base)
             if failed is not None:

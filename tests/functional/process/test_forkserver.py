@@ -535,3 +535,125 @@ def test_the_least_recently_used_server_goes_first(runner: LocalRunner, tmp_path
     assert len(started[-1]) == forkserver.MAX_SERVERS
     first = next(iter(started[0]))
     assert gone(first)
+
+
+# A forked attempt that signals it started (argv[1]) and runs until its gate (argv[2]) opens.
+GATED = """\
+import pathlib, sys, time
+pathlib.Path(sys.argv[1]).touch()
+while not pathlib.Path(sys.argv[2]).exists():
+    time.sleep(0.02)
+"""
+
+
+def gated_plan(folder: Path, mark: str, gate: Path) -> AttemptPlan:
+    """An attempt of its own key (PRELOAD_MARK is read at import) held until `gate` exists."""
+    argv = ["python", "-c", GATED, str(folder / f"started-{mark}"), str(gate)]
+    return preload_plan(argv, env={"PRELOAD_MARK": mark})
+
+
+def test_a_server_with_an_attempt_running_is_never_stopped(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # A forked attempt dies with its server: a fifth key while four servers each have an
+    # attempt in flight runs fresh, and stops none of them (it stopped the oldest: its
+    # attempt came out crash SIGKILL, a passing program).
+    gate = tmp_path / "gate"
+    held = "abcd"[: forkserver.MAX_SERVERS]
+    ran: dict[str, Execution] = {}
+
+    def attempt(mark: str) -> None:
+        ran[mark] = run(runner, gated_plan(tmp_path, mark, gate), tmp_path / mark)
+
+    threads = [threading.Thread(target=attempt, args=(mark,)) for mark in held]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_until(
+            lambda: all((tmp_path / f"started-{m}").exists() for m in held), "the held attempts"
+        )
+        pids = {server.pid for server in servers()}
+        assert len(pids) == forkserver.MAX_SERVERS
+        opened = tmp_path / "opened"
+        opened.touch()
+        fifth = run(runner, gated_plan(tmp_path, "e", opened), tmp_path / "e")
+        assert fifth.returncode == 0
+        assert fifth.launch == "fresh"
+        assert fifth.launch_note == f"ran fresh: {forkserver.BUSY}"
+        assert {server.pid for server in servers()} == pids
+    finally:
+        gate.touch()
+        for thread in threads:
+            thread.join()
+    for mark in held:
+        assert ran[mark].infra_error is None
+        assert (ran[mark].launch, ran[mark].returncode) == ("forked", 0), mark
+    # Idle now: a new key's server takes the place of the least recently used one.
+    sixth = run(runner, gated_plan(tmp_path, "f", gate), tmp_path / "f")
+    assert (sixth.launch, sixth.returncode) == ("forked", 0)
+    assert len(servers()) == forkserver.MAX_SERVERS
+
+
+def test_an_attempt_whose_server_dies_under_it_is_an_infra_error(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # Its SIGKILL is the server's end (PR_SET_PDEATHSIG), not the program's: no verdict.
+    gate = tmp_path / "gate"
+    ran: list[Execution] = []
+    thread = threading.Thread(
+        target=lambda: ran.append(run(runner, gated_plan(tmp_path, "a", gate), tmp_path))
+    )
+    thread.start()
+    try:
+        wait_until(lambda: (tmp_path / "started-a").exists(), "the attempt's start")
+        (server,) = servers()
+        server.kill()
+    finally:
+        thread.join(timeout=60)
+        gate.touch()
+        thread.join()
+    (execution,) = ran
+    assert execution.returncode is None
+    assert execution.launch == "forked"
+    assert execution.infra_error is not None
+    assert execution.infra_error.startswith(
+        "its preload server was killed by SIGKILL while the attempt ran"
+    )
+
+
+def test_more_keys_than_servers_in_parallel_all_pass(tmp_path: Path) -> None:
+    # rv19 F8: six values of a variable are six servers' keys; with -j 6 all six attempts
+    # are in flight at once, past MAX_SERVERS (2 of 6 passing cells were crash SIGKILL).
+    import reprospec
+
+    (tmp_path / "sl.py").write_text("import os, time\ntime.sleep(2)\nprint(os.environ['K'])\n")
+    spec = tmp_path / "ev.yaml"
+    spec.write_text(
+        textwrap.dedent(
+            """
+            reprospec: 1
+            name: ev
+            command: [python3, sl.py]
+            matrix:
+              k: ["1", "2", "3", "4", "5", "6"]
+            environment:
+              env: {K: "${{ matrix.k }}"}
+            run: {timeout: 60s, preload: [json]}
+            expect: {outcome: pass}
+            """
+        )
+    )
+    result = reprospec.run(
+        reprospec.load_spec(spec), reprospec.RunOptions(out=tmp_path / "out", jobs=6)
+    )
+    assert len(result.cells) == 6
+    launches = []
+    for cell in result.cells:
+        (attempt,) = cell.attempts
+        assert attempt.ran is not None, attempt.infra_error
+        assert (attempt.ran.kind, cell.verdict) == ("pass", "reproduced"), cell.cell.id
+        launches.append(attempt.launch)
+        if attempt.launch == "fresh":
+            assert attempt.launch_note == f"ran fresh: {forkserver.BUSY}"
+    assert "forked" in launches
+    assert servers() == []
