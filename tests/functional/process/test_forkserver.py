@@ -546,10 +546,12 @@ while not pathlib.Path(sys.argv[2]).exists():
 """
 
 
-def gated_plan(folder: Path, mark: str, gate: Path) -> AttemptPlan:
+def gated_plan(
+    folder: Path, mark: str, gate: Path, preload: tuple[str, ...] = ("marked",)
+) -> AttemptPlan:
     """An attempt of its own key (PRELOAD_MARK is read at import) held until `gate` exists."""
     argv = ["python", "-c", GATED, str(folder / f"started-{mark}"), str(gate)]
-    return preload_plan(argv, env={"PRELOAD_MARK": mark})
+    return preload_plan(argv, env={"PRELOAD_MARK": mark}, preload=preload)
 
 
 def test_a_server_with_an_attempt_running_is_never_stopped(
@@ -657,3 +659,35 @@ def test_more_keys_than_servers_in_parallel_all_pass(tmp_path: Path) -> None:
             assert attempt.launch_note == f"ran fresh: {forkserver.BUSY}"
     assert "forked" in launches
     assert servers() == []
+
+
+def test_a_refusing_server_stops_only_after_its_attempts_in_flight(
+    runner: LocalRunner, tmp_path: Path
+) -> None:
+    # The key's next attempt is refused (the server started a thread) and runs fresh; the
+    # attempt it forked before must run on to its own end (it died with the server).
+    gate = tmp_path / "gate"
+    plan = gated_plan(tmp_path, "a", gate, preload=("thread_on_signal",))
+    ran: list[Execution] = []
+    thread = threading.Thread(target=lambda: ran.append(run(runner, plan, tmp_path / "1")))
+    thread.start()
+    try:
+        wait_until(lambda: (tmp_path / "started-a").exists(), "the attempt's start")
+        (server,) = servers()
+        server.send_signal(signal.SIGUSR2)
+        wait_until(lambda: server.num_threads() == 2, "the server's second thread")
+        opened = tmp_path / "opened"
+        opened.touch()
+        later = replace(gated_plan(tmp_path, "a", opened, ("thread_on_signal",)), attempt=2)
+        refused = run(runner, later, tmp_path / "2")
+        assert (refused.launch, refused.returncode) == ("fresh", 0)
+        assert "ran fresh: the preload server has 2 threads" in (refused.launch_note or "")
+        assert server.is_running()
+        assert server.status() != psutil.STATUS_ZOMBIE
+    finally:
+        gate.touch()
+        thread.join()
+    (first,) = ran
+    assert first.infra_error is None
+    assert (first.launch, first.returncode) == ("forked", 0)
+    wait_until(lambda: gone(server.pid), "the server's stop at its last attempt's end")
