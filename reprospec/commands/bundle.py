@@ -34,6 +34,13 @@ def add_parser(sub: argparse._SubParsersAction[opt.P]) -> None:
     )
     opt.out(p, help="where run ids are looked up (default: .reprospec)")
     p.add_argument(
+        "--as-now",
+        action="store_true",
+        help="pack the program's files that changed since the run (by the digests it "
+        "recorded; one its program writes, such as a resumed state file) as they are now, "
+        "each named in a warning, where bundle otherwise refuses them",
+    )
+    p.add_argument(
         "--verify",
         action="store_true",
         help="then unpack the archive in a new temporary folder and rerun the run's failing "
@@ -48,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = run_dir_of(args.run, args.out)
     run = load_run(run_dir)
-    packed = pack(run, run_dir, args.output)
+    packed = pack(run, run_dir, args.output, as_now=args.as_now)
     for warning in packed.warnings:
         print(f"reprospec: warning: {warning}", file=sys.stderr)
     outside = (

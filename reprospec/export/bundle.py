@@ -157,12 +157,15 @@ class _Sources:
     spec_gone: bool = False
 
 
-def pack(run: RunResult, run_dir: Path, output: Path) -> Packed:
-    """Write the bundle of the finished run in `run_dir` to `output` (a .tar.gz)."""
+def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -> Packed:
+    """Write the bundle of the finished run in `run_dir` to `output` (a .tar.gz).
+
+    `as_now` (`bundle --as-now`): the program's files that changed since the run are packed
+    as they are now, each named in a warning, where they are otherwise refused."""
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise UsageError(f"-o {output}: a bundle is a .tar.gz (or .tgz) file")
     _refuse_capture_run(run)
-    sources = _sources(run, run_dir)
+    sources = _sources(run, run_dir, as_now=as_now)
     top = PurePosixPath(run.run_id)
     spec_rel = _spec_place(run, sources)
     tree = sources.tree
@@ -244,7 +247,7 @@ def _refuse_capture_run(run: RunResult) -> None:
     )
 
 
-def _sources(run: RunResult, run_dir: Path) -> _Sources:
+def _sources(run: RunResult, run_dir: Path, *, as_now: bool = False) -> _Sources:
     """The spec file, the options and the workdir files of the run, from its store."""
     from reprospec.core.runoptions import RunOptions
     from reprospec.plan.run import plan_run
@@ -319,34 +322,84 @@ def _sources(run: RunResult, run_dir: Path) -> _Sources:
     if not ran_as_stored(spec, run.spec_text):
         warnings.append(f"{stored} changed since the run: its workdir files are today's")
     tree = spec_tree(stored, spec.document, plan.attempts, max_file_bytes=MAX_FILE_BYTES)
-    warnings += _files_since(run, out, spec.base_dir, tree, stored)
+    warnings += _files_since(run, run_dir, spec.base_dir, tree, stored, as_now=as_now)
     return _Sources(tree, kept, (*warnings, *tree.warnings), dict(spec.document))
 
 
-def _files_since(run: RunResult, out: Path, base: Path, tree: SpecTree, stored: Path) -> list[str]:
+def _files_since(
+    run: RunResult, run_dir: Path, base: Path, tree: SpecTree, stored: Path, *, as_now: bool
+) -> list[str]:
     """Refuse (UsageError) a run whose program's files changed or went since it ran, by the
-    digests it recorded (sincerun.py); the warning where they could not be checked.
+    digests it recorded (sincerun.py); the warning where they could not be checked, or,
+    with `as_now`, one per changed file packed as it is now.
 
     Packed as they are now, the bundle's tree is not the program its report says ran: the
     bundle of a passing run whose config was edited since crashed wherever it was rerun,
-    exit 0 and no word (the bundle of a failing run after the fix carried the fix)."""
+    exit 0 and no word (the bundle of a failing run after the fix carried the fix). A
+    program that writes one of its own inputs (a resumed state file saved back) changes it
+    in every run, so running again cannot help: the refusal says which files the run itself
+    wrote and names --as-now, which packs them with a warning. A file that is gone cannot be
+    packed at all: refused with or without it."""
     from reprospec.export.sincerun import since_run
 
-    since = since_run(run.environment, out, base, tree.files)
-    if since.changed or since.gone:
+    since = since_run(run.environment, run_dir.parent.parent, base, tree.files, _ran(run, run_dir))
+    where = base.resolve()
+    if since.gone or (since.changed and not as_now):
+        if since.written and not since.gone:
+            wrote = ", ".join(since.written)
+            advice = (
+                f"The run itself last wrote {wrote} (modified while it ran): its program "
+                "writes its own input, so a new run would change it again. Pack them as they "
+                f"are now with bundle --as-now (a warning names each), or put them back as "
+                "they were and bundle again"
+            )
+        else:
+            advice = (
+                "Put them back as they were and bundle again, or run the spec "
+                f"(reprospec run {shlex.quote(str(stored))}) and bundle that run"
+                + ("" if since.gone else " (or pack them as they are now with bundle --as-now)")
+            )
         raise UsageError(
             f"the program's files are not as run {run.run_id} read them (by the digests it "
-            f"recorded): {', '.join(since.named())} (in {base.resolve()}). A bundle packs "
-            "them as they are now: it would not be the program its report says ran. Put them "
-            "back as they were and bundle again, or run the spec "
-            f"(reprospec run {shlex.quote(str(stored))}) and bundle that run"
+            f"recorded): {', '.join(since.named())} (in {where}). A bundle packs "
+            f"them as they are now: it would not be the program its report says ran. {advice}"
         )
+    if since.changed:
+        return [
+            f"--as-now: {name} (in {where}) "
+            + (
+                "was written by the run itself: it is packed as the run left it, not as the "
+                "run read it"
+                if name in since.written
+                else "changed since the run: it is packed as it is now, not as the run read it"
+            )
+            for name in since.changed
+        ]
     if since.unchecked is not None:
         return [
             f"whether the program's files changed since run {run.run_id} cannot be told "
             f"({since.unchecked}): they are packed as they are now"
         ]
     return []
+
+
+def _ran(run: RunResult, run_dir: Path) -> tuple[float, float] | None:
+    """The run's start and end (epoch seconds), None where its record has none.
+
+    `started` is stored to the second, cut down, so it is never after the real start. The
+    end is results.json's modification time, written once the last attempt ended: a
+    program's last write is before it, and a user's edit a moment after the run is after
+    it (`finished`, cut to the second, could not tell those apart)."""
+    from datetime import datetime
+
+    try:
+        start = datetime.fromisoformat(run.started).timestamp()
+        end = datetime.fromisoformat(run.finished).timestamp() + 1.0
+    except ValueError:
+        return None
+    with contextlib.suppress(OSError):
+        end = (run_dir / "results.json").stat().st_mtime
+    return (start, end)
 
 
 def _gone_files(spec: Spec, attempts: Sequence[AttemptPlan]) -> list[str]:

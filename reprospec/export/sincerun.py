@@ -12,6 +12,12 @@ Only what the run recorded can be told: a file it kept no digest of (a run of an
 that recorded none, a search's probe, a file its words name that it may write, such as
 `--log run.log`) is packed as it is, unchecked. A file over DIGEST_LIMIT was recorded by its
 size and modification time, and is told changed by those.
+
+A program may write one of its own inputs (it resumes from `state.json` and saves it back):
+every run of it changes the file, so every run would be refused, and running again changes
+it again. Such a file, changed and last written while the run ran (its modification time
+within the run's start..end), is told apart (`written`) so the refusal can say so and name
+`bundle --as-now`, which packs the files as they are now with a warning naming each.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class SinceRun:
     # Of `changed`, those recorded by size and modification time (over DIGEST_LIMIT).
     by_size: tuple[str, ...] = ()
     gone: tuple[str, ...] = ()
+    # Of `changed`, those last written while the run ran (the run's program wrote them).
+    written: tuple[str, ...] = ()
     # Why the digests could not be compared (None: compared, or none recorded).
     unchecked: str | None = None
 
@@ -56,11 +64,16 @@ class SinceRun:
 
 
 def since_run(
-    environment: Mapping[str, JsonValue], out: Path, base: Path, packed: Iterable[Path]
+    environment: Mapping[str, JsonValue],
+    out: Path,
+    base: Path,
+    packed: Iterable[Path],
+    ran: tuple[float, float] | None = None,
 ) -> SinceRun:
     """The files the run (its captured `environment`, kept in the store `out`) recorded
     digests of, named relative to `base` (the spec's folder), that are gone today, or that
-    are among the files to be `packed` and whose digest under the store's key differs."""
+    are among the files to be `packed` and whose digest under the store's key differs;
+    of those, the ones last modified within `ran` (the run's start and end, epoch seconds)."""
     store, of = recorded(environment.get(FILES_FIELD))
     if not of:
         return SinceRun()
@@ -83,7 +96,17 @@ def since_run(
         if file_digest(key, path.resolve()) != digest:
             changed.append(name)
     by_size = tuple(name for name in changed if of[name].startswith(UNDIGESTED))
-    return SinceRun(tuple(changed), by_size, gone)
+    written = tuple(name for name in changed if ran and _written_in(paths[name], ran))
+    return SinceRun(tuple(changed), by_size, gone, written)
+
+
+def _written_in(path: Path, ran: tuple[float, float]) -> bool:
+    """Whether `path` was last modified while the run ran (between its start and end)."""
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return False
+    return ran[0] <= mtime <= ran[1]
 
 
 def _key(out: Path) -> bytes | None:

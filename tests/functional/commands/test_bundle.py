@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 from tests.support.cli import ROOT, Cli
@@ -592,6 +594,56 @@ def test_a_run_whose_program_changed_since_is_refused_not_packed_as_it_is_now(
     assert packed.code == 0, packed.stderr
     assert "not as run" not in packed.stderr
     assert _packed(archive, "conf.json") == '{"unsafe": false}\n'
+
+
+def test_a_program_that_writes_its_own_input_can_be_bundled_with_as_now(
+    tmp_path: Path, cli: Cli
+) -> None:
+    # rv19 F2: a program that resumes from state.json and saves it back changes it in
+    # every run; every run was refused, and the advice (run again, bundle that run) looped.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "state.json").write_text('{"step": 0}\n')
+    (project / "train.py").write_text(
+        "import json\nstate = json.load(open('state.json'))\nstate['step'] += 1\n"
+        "json.dump(state, open('state.json', 'w'))\n"
+        "raise ValueError(f\"diverged at step {state['step']}\")\n"
+    )
+    spec = project / "s.yaml"
+    spec.write_text(
+        "reprospec: 1\nname: ck\ncommand: python train.py\nfiles: [state.json]\n"
+        "expect: {outcome: error, exception: ValueError}\n"
+    )
+    out = tmp_path / "out"
+    assert cli("run", str(spec), "--out", str(out)).code == 0
+    archive = tmp_path / "b.tar.gz"
+    refused = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert refused.code == 2, refused.stderr
+    assert "state.json (changed)" in refused.stderr
+    assert "The run itself last wrote state.json (modified while it ran)" in refused.stderr
+    assert "bundle --as-now" in refused.stderr
+    assert "and bundle that run" not in refused.stderr  # the advice that looped
+    assert not archive.exists()
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--as-now")
+    assert packed.code == 0, packed.stderr
+    assert (
+        f"reprospec: warning: --as-now: state.json (in {project}) was written by the run "
+        "itself: it is packed as the run left it"
+    ) in packed.stderr
+    assert _packed(archive, "state.json") == '{"step": 1}'
+    # Edited after the run: still refused by default, not said to be the run's write, and
+    # --as-now packs it saying it changed since.
+    (project / "state.json").write_text('{"step": 7}\n')
+    os.utime(project / "state.json", (time.time() + 60, time.time() + 60))
+    refused = cli("bundle", "latest", "-o", str(archive), "--out", str(out))
+    assert refused.code == 2, refused.stderr
+    assert "The run itself" not in refused.stderr
+    assert "(or pack them as they are now with bundle --as-now)" in refused.stderr
+    packed = cli("bundle", "latest", "-o", str(archive), "--out", str(out), "--as-now")
+    assert packed.code == 0, packed.stderr
+    assert "state.json (in" in packed.stderr
+    assert "changed since the run: it is packed as it is now" in packed.stderr
+    assert _packed(archive, "state.json") == '{"step": 7}\n'
 
 
 def test_a_run_whose_digests_cannot_be_checked_is_packed_saying_so(
