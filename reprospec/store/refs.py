@@ -129,7 +129,7 @@ def stored_ids(prefix: str, out_root: Path, limit: int = 5) -> list[str]:
     return [str(row[0]) for row in rows or ()]
 
 
-def run_id_named(name: str, out_root: Path) -> str:
+def run_id_named(name: str, out_root: Path, *, slurm_merged: bool = False) -> str:
     """The id of the run under `out_root` that `name` is or begins (a unique prefix), as
     every verb reads a RUN (cli.md): `report`, `compare`, `merge` through
     `resultsjson.find_run`, `run --resume`. `name` itself where no run matches (or it names
@@ -138,7 +138,9 @@ def run_id_named(name: str, out_root: Path) -> str:
     The runs are the store's and the run folders together: a merged run has only its
     folder, a folder removed by hand leaves the store's row, and a prefix shared with a run
     one side alone lists would otherwise name the other run without a word. Several are
-    refused, exit 2, naming (at most five of) them."""
+    refused, exit 2, naming (at most five of) them. `slurm_merged` (the reader verbs,
+    through find_run): the merged runs of the Slurm runs under `out_root` count too, which
+    find_run also finds by id, so a prefix shared with one of them is ambiguous as well."""
     if not name or "/" in name:
         return name
     runs = out_root / RUNS
@@ -147,7 +149,12 @@ def run_id_named(name: str, out_root: Path) -> str:
         if runs.is_dir()
         else set()
     )
-    ids = sorted(folders | set(stored_ids(name, out_root)))
+    merged = (
+        {f.run_id for f in RunFolder.merged_slurm_under(out_root) if f.run_id.startswith(name)}
+        if slurm_merged
+        else set()
+    )
+    ids = sorted(folders | merged | set(stored_ids(name, out_root)))
     if name in ids:  # the whole id; no other id begins with a whole one
         return name
     if len(ids) > 1:

@@ -478,7 +478,7 @@ def find_run(path_or_id: str | Path, out_root: Path = Path(".reprospec")) -> Pat
     runs = RunFolder.runs_under(out_root)
     name = str(path_or_id)
     if "/" not in name:
-        found = RunFolder(runs / run_id_named(name, out_root)).results_json
+        found = RunFolder(runs / run_id_named(name, out_root, slurm_merged=True)).results_json
         if found.is_file():
             return found
     if "/" not in name and not path.exists():

@@ -124,3 +124,34 @@ def test_merged_slurm_runs_are_found_under_a_shared_out_and_counted_by_latest_on
     # `run --resume latest` reads the store: a merged run is not its `latest`.
     assert resolve_run_id("latest", tmp_path) == "20261201-000001-own-aaaa"
     assert resolve_run_id("latest", tmp_path, slurm_merged=True) == "20261201-000009-s-cccc"
+
+
+def test_a_run_id_prefix_shared_with_a_merged_slurm_run_is_ambiguous_for_a_reader(
+    tmp_path: Path,
+) -> None:
+    # rv19 F5: `report 20261201-011307` named the store's run without a word, though a
+    # merged Slurm run under the same --out begins with it too (history lists both).
+    import pytest
+
+    from reprospec.errors import UsageError
+    from reprospec.store.refs import run_id_named
+    from reprospec.store.resultsjson import find_run
+
+    def results(folder: Path) -> Path:
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text("{}")
+        return folder / "results.json"
+
+    own = results(tmp_path / "runs" / "20261201-011307-b-9053")
+    merged = results(
+        tmp_path / "slurm" / "S1" / "merged" / "runs" / "20261201-011307-b-ffff",
+    )
+    with pytest.raises(
+        UsageError, match="ambiguous: 20261201-011307-b-9053, 20261201-011307-b-ffff"
+    ):
+        find_run("20261201-011307", tmp_path)
+    assert find_run("20261201-011307-b-9", tmp_path) == own
+    assert find_run("20261201-011307-b-f", tmp_path) == merged
+    assert find_run("20261201-011307-b-ffff", tmp_path) == merged
+    # `run --resume` reads the store alone: a merged run is never resumed.
+    assert run_id_named("20261201-011307", tmp_path) == "20261201-011307-b-9053"
