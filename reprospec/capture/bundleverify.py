@@ -147,8 +147,10 @@ def _verify(
 
         # The environments the run was made in, found by content hash: the temporary
         # store's own folder would build each again.
+        # A merged Slurm run's are SHARED's (slurm preflight builds them there), not
+        # its merge folder's.
         changes[ENVS_VARIABLE] = os.environ.get(ENVS_VARIABLE) or str(
-            run_dir.parent.parent.resolve() / "envs"
+            RunFolder(run_dir).made_under.resolve() / "envs"
         )
     before = time.time()
     checked: list[CellCheck] = []

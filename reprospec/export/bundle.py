@@ -342,7 +342,7 @@ def _files_since(
     packed at all: refused with or without it."""
     from reprospec.export.sincerun import since_run
 
-    since = since_run(run.environment, run_dir.parent.parent, base, tree.files, _ran(run, run_dir))
+    since = since_run(run.environment, run_dir, base, tree.files, _ran(run, run_dir))
     where = base.resolve()
     if since.gone or (since.changed and not as_now):
         if since.written and not since.gone:

@@ -22,7 +22,6 @@ within the run's start..end), is told apart (`written`) so the refusal can say s
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +32,11 @@ from reprospec.store.digests import (
     KEY_FILE,
     UNDIGESTED,
     file_digest,
+    key_id,
     read_key,
     recorded,
 )
+from reprospec.store.runfolder import SHARDS, RunFolder
 
 # A digest the run could not take (`unreadable: why`): nothing to compare today's with.
 _UNREADABLE = "unreadable:"
@@ -65,26 +66,37 @@ class SinceRun:
 
 def since_run(
     environment: Mapping[str, JsonValue],
-    out: Path,
+    run_dir: Path,
     base: Path,
     packed: Iterable[Path],
     ran: tuple[float, float] | None = None,
 ) -> SinceRun:
-    """The files the run (its captured `environment`, kept in the store `out`) recorded
+    """The files the run (its captured `environment`, its folder `run_dir`) recorded
     digests of, named relative to `base` (the spec's folder), that are gone today, or that
     are among the files to be `packed` and whose digest under the store's key differs;
-    of those, the ones last modified within `ran` (the run's start and end, epoch seconds)."""
+    of those, the ones last modified within `ran` (the run's start and end, epoch seconds).
+
+    The key is its store's; a merged Slurm run's folder is in no store (the merge writes
+    only the folder), so it is the key of the shard's store whose run recorded the digests
+    the merge kept, told by the key's fingerprint the record carries."""
     store, of = recorded(environment.get(FILES_FIELD))
     if not of:
         return SinceRun()
     base = base.resolve()
     paths = {name: (Path(name) if Path(name).is_absolute() else base / name) for name in of}
     gone = tuple(name for name, path in paths.items() if not path.exists())
-    key = _key(out)
-    if key is None or store is None or hashlib.sha256(key).hexdigest()[:8] != store:
+    folder = RunFolder(run_dir)
+    shards = folder.shard_stores
+    stores = shards or ([] if folder.merged_of is not None else [run_dir.parent.parent])
+    key = next((k for k in map(_key, stores) if k is not None and key_id(k) == store), None)
+    if key is None or store is None:
         why = (
-            f"the key they were taken under is not in {out} (the run folder was moved "
-            "from its store, or its digest.key was removed)"
+            f"the key they were taken under is in none of its Slurm run's shard stores "
+            f"({folder.merged_of / SHARDS if folder.merged_of else run_dir}: a shard's "
+            "folder was removed, or its digest.key)"
+            if folder.merged_of is not None
+            else f"the key they were taken under is not in {run_dir.parent.parent} (the run "
+            "folder was moved from its store, or its digest.key was removed)"
         )
         return SinceRun(gone=gone, unchecked=why)
     carried = {path.resolve() for path in packed}

@@ -23,6 +23,7 @@ from reprospec.core.jsontypes import (
 )
 from reprospec.errors import UsageError
 from reprospec.store.refs import is_latest, resolve_run_id
+from reprospec.store.runfolder import SHARDS
 
 FORMAT = 1
 PLAN_FILE = "slurm.json"
@@ -110,7 +111,7 @@ class SlurmRun:
         return self.options.shards
 
     def shard_dir(self, shard: int) -> Path:
-        return self.run_dir / "shards" / str(shard)
+        return self.run_dir / SHARDS / str(shard)
 
     def shard_log(self, shard: int, array_job: str) -> Path:
         return self.run_dir / "logs" / f"shard-{shard}-{array_job}.out"

@@ -103,7 +103,7 @@ def variable_digests(key: bytes, values: Mapping[str, str], names: Iterable[str]
         for name in sorted(names)
         if name in values
     ]
-    return {"store": hashlib.sha256(key).hexdigest()[:8], "of": of}
+    return {"store": key_id(key), "of": of}
 
 
 def file_digests(key: bytes | None, files: Mapping[str, Path]) -> JsonObject:
@@ -115,7 +115,13 @@ def file_digests(key: bytes | None, files: Mapping[str, Path]) -> JsonObject:
         raise ValueError("files are digested under the store's key")
     for name in sorted(files):
         of.append([name, file_digest(key or b"", files[name])])
-    return {"store": hashlib.sha256(key).hexdigest()[:8] if key else None, "of": of}
+    return {"store": key_id(key) if key else None, "of": of}
+
+
+def key_id(key: bytes) -> str:
+    """The id of a store's key its digests are recorded under (`store`): which store's key
+    they were taken with, without the key."""
+    return hashlib.sha256(key).hexdigest()[:8]
 
 
 def file_digest(key: bytes, path: Path) -> str:

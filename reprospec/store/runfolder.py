@@ -51,6 +51,8 @@ CELLS = "cells"
 # (OUT/slurm/<slurm-run-id>/merged/runs/<run-id>/: slurm/__init__.py).
 SLURM = "slurm"
 MERGED = "merged"
+# SHARED/slurm/<id>/shards/K: the store of shard K (its results.db, its digest.key).
+SHARDS = "shards"
 # A cell's folder is removed when the cell ends (`end_cells`), while an attempt of another
 # cell may be making its folder: both take this lock, so neither loses a race.
 _CELL_FOLDERS = threading.Lock()
@@ -111,6 +113,33 @@ class RunFolder:
     @property
     def run_id(self) -> str:
         return self.path.name
+
+    @property
+    def merged_of(self) -> Path | None:
+        """The Slurm run folder (SHARED/slurm/<id>) whose merged run this is; None for any
+        other run. Its store folder (SHARED/slurm/<id>/merged) holds no digest key and no
+        environments: the shards' stores took the digests, SHARED holds `envs`."""
+        out = self.path.parent.parent
+        if out.name == MERGED and out.parent.parent.name == SLURM:
+            return out.parent
+        return None
+
+    @property
+    def shard_stores(self) -> list[Path]:
+        """The stores of a merged Slurm run's shards, by shard number; [] for another run."""
+        slurm = self.merged_of
+        shards = slurm / SHARDS if slurm is not None else None
+        if shards is None or not shards.is_dir():
+            return []
+        found = [p for p in shards.iterdir() if p.is_dir() and p.name.isdigit()]
+        return sorted(found, key=lambda p: int(p.name))
+
+    @property
+    def made_under(self) -> Path:
+        """The --out the run was made under: its store's folder (`out`), or for a merged Slurm run
+        the shared --out its Slurm run is in (SHARED, of SHARED/slurm/<id>)."""
+        slurm = self.merged_of
+        return slurm.parent.parent if slurm is not None else self.path.parent.parent
 
     @property
     def out(self) -> Path:

@@ -79,3 +79,50 @@ def test_history_and_report_under_a_shared_out_find_its_merged_slurm_runs(
     assert json.loads(before.stdout)["run_id"] == run_id
     compared = cli("compare", rows[0]["run_id"], run_id, "--out", str(shared))
     assert compared.code == 0, compared.stderr
+
+
+PROGRAM_SPEC = """\
+reprospec: 1
+name: sharded
+matrix:
+  code: [0, 3]
+command: python prog.py ${{ matrix.code }}
+files: [conf.json]
+expect:
+  outcome: pass
+"""
+
+
+def test_bundle_of_a_merged_slurm_run_checks_its_files_by_its_shards_key(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # rv19 F10: a merged run's folder is in no store, so the since-run check looked for
+    # the digest key in SHARED/slurm/<id>/merged, found none, packed today's files and
+    # warned that the run folder had been moved from its store (it had not).
+    shared = tmp_path / "shared"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conf.json").write_text('{"level": 1}\n')
+    (project / "prog.py").write_text(
+        "import json, sys\njson.load(open('conf.json'))\nsys.exit(int(sys.argv[1]))\n"
+    )
+    spec = project / "sharded.yaml"
+    spec.write_text(PROGRAM_SPEC, encoding="utf-8")
+    merged_run = _slurm_run(cli, shared, spec, "20261201-000000-sharded-ab12")
+    archive = tmp_path / "b.tgz"
+    packed = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared))
+    assert packed.code == 0, packed.stderr
+    assert "cannot be told" not in packed.stderr
+    assert "warning" not in packed.stderr
+    (project / "conf.json").write_text('{"level": 2}\n')
+    refused = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared))
+    assert refused.code == 2, refused.stderr
+    assert f"not as run {merged_run.name} read them" in refused.stderr
+    assert "conf.json (changed)" in refused.stderr
+    # The shards' keys gone: said of the Slurm run's shards, not of a moved run folder.
+    for key in (shared / "slurm").glob("*/shards/*/digest.key"):
+        key.unlink()
+    unchecked = cli("bundle", merged_run.name, "-o", str(archive), "--out", str(shared))
+    assert unchecked.code == 0, unchecked.stderr
+    assert "in none of its Slurm run's shard stores" in unchecked.stderr
+    assert "moved from its store" not in unchecked.stderr

@@ -155,3 +155,26 @@ def test_a_run_id_prefix_shared_with_a_merged_slurm_run_is_ambiguous_for_a_reade
     assert find_run("20261201-011307-b-ffff", tmp_path) == merged
     # `run --resume` reads the store alone: a merged run is never resumed.
     assert run_id_named("20261201-011307", tmp_path) == "20261201-011307-b-9053"
+
+
+def test_a_merged_slurm_run_was_made_under_the_shared_out_not_its_merge_folder(
+    tmp_path: Path,
+) -> None:
+    # rv19 F10: bundle --verify of a venv run found the run's environments in
+    # run_dir.parent.parent/envs: for a merged Slurm run, SHARED/slurm/<id>/merged/envs,
+    # where none are; slurm builds them in SHARED/envs.
+    slurm = tmp_path / "slurm" / "20261201-000002-s-bbbb"
+    merged = RunFolder(slurm / "merged" / "runs" / "20261201-000009-s-cccc")
+    for k in (2, 1, 10):
+        (slurm / "shards" / str(k)).mkdir(parents=True)
+    assert merged.merged_of == slurm
+    assert merged.made_under == tmp_path
+    assert merged.shard_stores == [slurm / "shards" / str(k) for k in (1, 2, 10)]
+    own = RunFolder.of(tmp_path, "20261201-000001-own-aaaa")
+    assert own.merged_of is None
+    assert own.made_under == tmp_path == own.out
+    assert own.shard_stores == []
+    # A shard's own run is a store's run, made under its shard folder.
+    shard = RunFolder.of(slurm / "shards" / "1", "20261201-000003-s-dddd")
+    assert shard.merged_of is None
+    assert shard.made_under == slurm / "shards" / "1"
