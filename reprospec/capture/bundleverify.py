@@ -177,7 +177,10 @@ def _verify(
                         tuple(checked), skipped, tuple(outside), folder, tuple(reports), True
                     )
                 places = _Places(
-                    tree, packed.tree_root, {a.cell.id: a.workdir for a in plan.first_attempts()}
+                    tree,
+                    packed.tree_root,
+                    {a.cell.id: a.workdir for a in plan.first_attempts()},
+                    folder.resolve(),
                 )
                 again = {cell.cell.id: cell for cell in result.cells}
                 for original, _ in group:
@@ -251,6 +254,9 @@ class _Places:
     tree: Path
     source: Path | None
     workdirs: Mapping[str, Path]
+    # The verify's temporary folder, which holds the unpacked tree: a missing name that
+    # leaves the tree by `..` is still in it (one outside it is the machine's own path).
+    folder: Path
 
 
 def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Places) -> CellCheck:
@@ -277,7 +283,8 @@ def _compare(original: CellResult, again: CellResult, ran_in: Path, places: _Pla
 
 def _missing(again: CellResult, ran_in: Path, places: _Places) -> tuple[Missing, ...]:
     """The files the rerun's output says were missing that the tree the bundle was made
-    from holds (and the unpacked one lacks), named from the cell's workdir here."""
+    from holds, or its workdir reaches by the same relative way (and the unpacked one
+    lacks), named from the cell's workdir here."""
     copy = places.workdirs.get(again.cell.id)
     if places.source is None or copy is None:
         return ()
@@ -295,9 +302,17 @@ def _missing(again: CellResult, ran_in: Path, places: _Places) -> tuple[Missing,
     found: dict[Path, Missing] = {}
     for name in named_in(said, copy):
         path = Path(os.path.normpath(name))
-        if not path.is_relative_to(places.tree) or path.exists():
+        if path.exists():
             continue
-        here = places.source / path.relative_to(places.tree)
+        if path.is_relative_to(places.tree):
+            here = places.source / path.relative_to(places.tree)
+        elif workdir is not None and path.is_relative_to(places.folder):
+            # Named by a way out of the unpacked tree (`../shared/cfg.json` from a workdir
+            # at its root, the spec beside the program): the same way from the workdir the
+            # bundle was made from, which is where the run found it.
+            here = Path(os.path.normpath(workdir / os.path.relpath(path, copy)))
+        else:
+            continue
         if here.is_file() and workdir is not None and here not in found:
             found[here] = Missing(here, os.path.relpath(here, workdir))
     return tuple(found.values())

@@ -152,9 +152,48 @@ def test_only_what_a_line_says_was_missing_and_the_tree_holds_is_named(tmp_path:
         signature="error:FileNotFoundError",
     )
     attempt = replace(crashed.attempts[0], outcome=lost, logs="cells/default/1")
-    places = _Places(tree, source, {crashed.cell.id: tree / "app"})
+    places = _Places(tree, source, {crashed.cell.id: tree / "app"}, tmp_path / "unpacked")
     found = _missing(replace(crashed, attempts=(attempt,)), tmp_path / "run", places)
     assert [(m.named, m.path) for m in found] == [
         ("../common/cfg.json", source / "common" / "cfg.json"),
         ("data.txt", source / "app" / "data.txt"),
     ]
+
+
+def test_a_missing_file_outside_the_packed_tree_is_named_by_the_workdir_it_was_made_from(
+    tmp_path: Path,
+) -> None:
+    # rv19 F3: the spec beside the program (the workdir is the packed tree's root) and the
+    # program reading ../shared/cfg.json: the rerun's FileNotFoundError names a path out of
+    # the unpacked tree, which was never looked for where the run found it.
+    from reprospec.capture.bundleverify import _missing, _Places
+
+    source = tmp_path / "work" / "proj"
+    (tmp_path / "work" / "shared").mkdir(parents=True)
+    (tmp_path / "work" / "shared" / "cfg.json").write_text("{}\n")
+    source.mkdir()
+    verify = tmp_path / "verify"
+    tree = verify / "bundles" / "ab12" / "RUN" / "tree"
+    tree.mkdir(parents=True)
+    logs = tmp_path / "run" / "cells" / "default" / "1"
+    logs.mkdir(parents=True)
+    # A name outside the verify's folder (the machine's own path) is not the bundle's lack.
+    (logs / "stderr.log").write_text(
+        "cat: /nonexistent/x.json: No such file or directory\n"
+        "cat: ../../../../../../nowhere.json: No such file or directory\n"
+    )
+    crashed = next(c for c in segfault_matrix().cells if c.verdict == "reproduced")
+    lost = Outcome(
+        "error",
+        exit_code=1,
+        exception="FileNotFoundError",
+        message="[Errno 2] No such file or directory: '../shared/cfg.json'",
+        signature="error:FileNotFoundError",
+    )
+    attempt = replace(crashed.attempts[0], outcome=lost, logs="cells/default/1")
+    places = _Places(tree, source, {crashed.cell.id: tree}, verify)
+    found = _missing(replace(crashed, attempts=(attempt,)), tmp_path / "run", places)
+    assert [(m.named, m.path) for m in found] == [
+        ("../shared/cfg.json", tmp_path / "work" / "shared" / "cfg.json"),
+    ]
+    assert "move ../shared/cfg.json into the workdir" in found[0].advice()
