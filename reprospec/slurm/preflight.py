@@ -116,8 +116,10 @@ def build_venvs(
 
 
 def describe(refused: Refused, shown: int = 3) -> str:
-    """`cells a=1, a=2 and 3 more: REASON`."""
+    """`cells a=1, a=2 and 3 more: REASON`, without a full stop of its own: the reasons are
+    joined by `; ` and the refusal's hint follows `. ` (uv's own ends in one, and the
+    refusal read "unsatisfiable.. Fix the packages")."""
     cells = list(refused.cells)
     more = f" and {len(cells) - shown} more" if len(cells) > shown else ""
     named = ("cell " if len(cells) == 1 else "cells ") + ", ".join(cells[:shown]) + more
-    return f"{named}: {refused.reason}"
+    return f"{named}: {refused.reason.rstrip().rstrip('.')}"
