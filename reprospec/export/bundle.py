@@ -230,7 +230,7 @@ def pack(run: RunResult, run_dir: Path, output: Path, *, as_now: bool = False) -
 
 def _refuse_capture_run(run: RunResult) -> None:
     """Refuse (UsageError) one of `capture`'s own runs: each ran in the capturing shell
-    with its variables, all of them, some (the verify's halves) or none (the verify), and
+    with its variables, all of them, some (the narrowing's reruns) or none (the verify), and
     neither its spec nor a bundle says which. Its first run's spec is the draft, before
     capture wrote in the variables the failure needs: its bundle passed where the run, and
     its packed report, crashed."""
