@@ -39,6 +39,10 @@ HARNESS_DIR = PACKAGE_DIR / "harness"
 STACKDUMP_DIR = PACKAGE_DIR / "stackdump"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 CA_DIR = Path("/usr/local/share/ca-certificates")
+# Where the images the templates render carry the harness and the stack dumper: their own
+# PYTHONPATH (the templates' ENV), which materialize's run.sh puts a cell's PYTHONPATH before.
+IMAGE_HARNESS = "/opt/reprospec/harness"
+IMAGE_STACKDUMP = "/opt/reprospec/stackdump"
 
 DEFAULT_IMAGE = "reprospec-runner:latest"
 BASE_IMAGE = "reprospec-base:bookworm"
@@ -183,7 +187,13 @@ def render_dockerfile(base: str, *, packages: bool, wheels: bool) -> str:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    return env.get_template("Dockerfile.j2").render(base=base, packages=packages, wheels=wheels)
+    return env.get_template("Dockerfile.j2").render(
+        base=base,
+        packages=packages,
+        wheels=wheels,
+        harness_dir=IMAGE_HARNESS,
+        stackdump_dir=IMAGE_STACKDUMP,
+    )
 
 
 def public_build(
@@ -213,7 +223,10 @@ def public_build(
         undefined=jinja2.StrictUndefined,
     )
     dockerfile = env.get_template("Dockerfile.public.j2").render(
-        base=PUBLIC_BASE, wheels=find_links is not None
+        base=PUBLIC_BASE,
+        wheels=find_links is not None,
+        harness_dir=IMAGE_HARNESS,
+        stackdump_dir=IMAGE_STACKDUMP,
     )
     return BuildRecipe(
         dockerfile=dockerfile,
