@@ -5,7 +5,9 @@ the containers get what the docker runner gives them (init, shm size, memory,
 network, env, the workdir at the same path, the child protocol's variables, and
 `environment.perturb` as perturb/container.py applies it: a perturbation run.sh cannot
 apply refuses the spec, never a plain run). run.sh judges each cell against its
-expected outcome, signal and exit code, and exits 1 when one was not reproduced.
+expected outcome, signal and exit code, and exits 1 when one was not reproduced; what it
+cannot tell as the engine does (a 128+N status with no report of the death: a death, or
+the program's own `sys.exit(139)`) it judges only where both readings agree.
 
     DIR/
       README.md            what this is, how to run it, what each cell should do
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 import shutil
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,22 +49,39 @@ from reprospec.core.units import format_duration
 from reprospec.errors import UsageError
 from reprospec.export.carry import carried_bytes, hidden_entries, workdir_files
 from reprospec.export.runnerpackages import RunnerPackages, runner_packages
+from reprospec.outcome.children import CRASH_SIGNALS
 from reprospec.perturb.apply import PerturbRefused, variables
 from reprospec.perturb.competitors import LOAD
 from reprospec.perturb.container import for_container
-from reprospec.process.childprotocol import CACHE_DIR, CELL_VAR, TMP_DIR, cell_json, child_env
+from reprospec.process.childprotocol import (
+    CACHE_DIR,
+    CELL_VAR,
+    TMP_DIR,
+    ChildPaths,
+    cell_json,
+    child_env,
+)
 from reprospec.runners.docker import image as dockerimage
 from reprospec.runners.docker.container import (
     IN_ATTEMPT,
-    PATHS,
     attempt_argv,
     container_workdir,
     run_options,
 )
 from reprospec.spec.yamlsource import locate
 
+# Where the bundle's images carry the stack dumper and the harness (the Dockerfile
+# templates' COPY lines, on the images' own PYTHONPATH).
+_IMAGE_PATHS = ChildPaths(
+    attempt_dir=IN_ATTEMPT,
+    harness_dir=dockerimage.IMAGE_HARNESS,
+    stackdump_dir=dockerimage.IMAGE_STACKDUMP,
+)
 # A bundle mounts each cell's cell.json read-only beside the attempt folder.
 IN_CELL = "/reprospec/cell.json"
+# The exit status of a cell's `docker run`, written by the pipeline run.sh waits for in
+# the background (so that the trap of a Ctrl-C runs at once), read and removed after it.
+STATUS_FILE = ".status"
 # Carrying more of a workdir than this is probably a mistake (a dataset, a checkout).
 MAX_WORKDIR_BYTES = 200 << 20
 # The competitors of `cpu_load`/`io_load` (perturb/load.py), copied into the bundle and run
@@ -408,12 +429,14 @@ def _docker_run_args(
     args += list(perturbed.options)
     args += ["-v", f'"$HERE/workdirs/{workdir_key}:{inside}"', "-w", shlex.quote(inside)]
     args += ["-v", f'"$OUT/{number}:{IN_ATTEMPT}"']
-    # The image carries the harness and the stack dumper on its own PYTHONPATH.
-    env = child_env(plan, PATHS)
-    if plan.env.get("PYTHONPATH"):
-        env["PYTHONPATH"] = plan.env["PYTHONPATH"]
-    else:
-        del env["PYTHONPATH"]
+    # The image carries the harness and the stack dumper on its own PYTHONPATH, which a
+    # cell without one of its own keeps. A cell's own goes before the image's, as the
+    # docker runner puts it (engine.py, `pythonpath_after`), after the stack dumper (and a
+    # workload's harness) at their place in the image: its sitecustomize must be the one
+    # Python imports (it chains to the project's), or REPROSPEC_PERTURB and the stack
+    # dumps are lost. `-e PYTHONPATH=src` replaced the image's and lost them (rv19 F4).
+    env = child_env(plan, _IMAGE_PATHS)
+    pythonpath = env.pop("PYTHONPATH")
     if plan.workload is not None:
         args += ["-v", f'"$HERE/cells/{number}/cell.json:{IN_CELL}:ro"']
         env[CELL_VAR] = IN_CELL
@@ -421,6 +444,15 @@ def _docker_run_args(
     # malloc settings, REPROSPEC_PERTURB for the image's sitecustomize, ...
     env.update(variables(plan.environment.perturb, env))
     passed: list[str] = []
+    if plan.env.get("PYTHONPATH"):
+        if redactor.text(pythonpath) != pythonpath:
+            env["PYTHONPATH"] = pythonpath  # passed by name, as any value holding a secret
+        else:
+            # "$pythonpath": the image's, read by the cell's function (image_pythonpath).
+            args += [
+                "-e",
+                shlex.quote(f"PYTHONPATH={pythonpath}") + '"${pythonpath:+:$pythonpath}"',
+            ]
     for name, value in env.items():
         if value and (sets_secret(name, value) or redactor.text(value) != value):
             # docker takes NAME's value from the environment of whoever runs run.sh.
@@ -473,6 +505,15 @@ def _cell_function(
         for name in passed
     ]
     folders = [f'"$OUT/{number}"']
+    # The containers a Ctrl-C of run.sh removes (its trap), which ends the cell.
+    running = [f"reprospec-bundle-{number}-$$"]
+    # The cell's own PYTHONPATH goes before the image's, read from the image as the docker
+    # runner reads it (_docker_run_args writes "$pythonpath" after the cell's).
+    pythonpath = (
+        [f"    local pythonpath; pythonpath=$(image_pythonpath {shlex.quote(image)})"]
+        if plan.env.get("PYTHONPATH")
+        else []
+    )
     # The Python processes' SIGUSR1 dump files (childprotocol): nobody asks for them here.
     cleanup = [f'    rm -f "$OUT/{number}"/stack-*.txt']
     if not plan.environment.shared_tmp:
@@ -487,6 +528,7 @@ def _cell_function(
         # a container of the cell's image (it has Python), on the cell's CPUs, the writers
         # writing into results/N/load (the disk the cell writes to).
         loader = f"reprospec-bundle-load-{number}-$$"
+        running.append(loader)
         folders.append(f'"$OUT/{number}/load"')
         cpuset = ["--cpuset-cpus", perturbed.cpuset] if perturbed.cpuset else []
         load_args = [
@@ -517,19 +559,28 @@ def _cell_function(
         *perturbed_line,
         f"cell_{number}() {{",
         *checks,
+        f'    RUNNING="{" ".join(running)}"',
         f'    build_image {shlex.quote(image)} "$HERE/images/{image_key}" || return 125',
         f"    mkdir -p {' '.join(folders)}",
+        *pythonpath,
         *load_start,
-        f"    timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
+        f"    {{ timeout --kill-after=5 {plan.timeout_s:g} docker run \\",
     ]
     lines += [f"        {' '.join(args[i : i + 2])} \\" for i in range(0, len(args), 2)]
     lines += [
         f"        {shlex.quote(image)} \\",
         f"        {' '.join(shlex.quote(a) for a in shown)} \\",
-        f'        2>&1 | tee "$OUT/{number}/output.log"',
-        "    local status=${PIPESTATUS[0]}",
+        f'        2>&1; echo $? >"$OUT/{number}/{STATUS_FILE}"; }} \\',
+        f'        | tee -i "$OUT/{number}/output.log" &',
+        f'    cell_wait $! "$OUT/{number}/{STATUS_FILE}"',
+        "    local status=$?",
         f'    docker rm -f "reprospec-bundle-{number}-$$" >/dev/null 2>&1',
         *cleanup,
+        '    RUNNING=""',
+        '    if [ "$INTERRUPTED" != 0 ]; then',
+        f"        echo {shlex.quote(f'== cell {number} [{plan.cell.id}]: interrupted')}",
+        "        return 0",
+        "    fi",
         f'    report {number} "$status" {shlex.quote(plan.cell.id)} {shlex.quote(expect)} {judged}',
         "}",
     ]
@@ -552,6 +603,43 @@ build_image() {
     # BASE: another Debian bookworm image for the Dockerfiles that start FROM ${BASE}.
     DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0} docker build ${BASE:+--build-arg "BASE=$BASE"} \
         -t "$1" "$2"
+}
+
+# The PYTHONPATH image $1 sets (its ENV), which a cell's own PYTHONPATH goes before, as
+# the docker runner composes it: the image's stack dumper and harness stay on the path.
+image_pythonpath() {
+    docker image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$1" \
+        | sed -n 's/^PYTHONPATH=//p' | head -n 1
+}
+
+# A Ctrl-C (or a TERM) of run.sh stops the cell that runs: its containers ($RUNNING) are
+# removed, it is judged nothing, and run.sh exits 130 (143). The cell's `docker run` runs
+# in a process group of its own (`timeout`'s), which the terminal's Ctrl-C never reaches:
+# the cell ran on to its end and was then judged on the SIGPIPE its output's `tee` left it.
+INTERRUPTED=0
+RUNNING=""
+stop_cell() {
+    INTERRUPTED=$1
+    [ -z "$RUNNING" ] || docker rm -f $RUNNING >/dev/null 2>&1
+}
+trap 'stop_cell 130' INT
+trap 'stop_cell 143' TERM
+
+# Waits for the cell's pipeline (pid $1, run in the background so that the trap above runs
+# at once: `wait` returns on a trapped signal, a foreground pipeline would not) and returns
+# the status of its `docker run`, which the pipeline wrote in file $2.
+cell_wait() {
+    local status
+    wait "$1"
+    while [ "$INTERRUPTED" != 0 ] && kill -0 "$1" 2>/dev/null; do
+        # A container created after the trap removed the others: removed in its turn.
+        [ -z "$RUNNING" ] || docker rm -f $RUNNING >/dev/null 2>&1
+        sleep 1
+    done
+    wait "$1" 2>/dev/null
+    status=$(cat "$2" 2>/dev/null)
+    rm -f "$2"
+    return "${status:-125}"
 }
 
 # A signal's name from its description in torch's words ("Segmentation fault",
@@ -617,30 +705,103 @@ worker_death() {
     esac
 }
 
-# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N; any
-# other failure may be a DataLoader worker's death (worker_death). What the cell did is then
-# judged against its expected outcome ($5), signals ($6: any of them; none: any) and exit
-# code ($7) as reprospec judges an attempt: a cell that missed sets MISSED, one docker could
-# not run NOT_RUN (run.sh's exit status: 1, 3). The expectation's other fields (exception,
-# message, phase, step, rate) are the reader's to check in results/N.
+# The description of signal $1 (SIGSEGV: "Segmentation fault") as a grep -E pattern;
+# nothing when unknown.
+description_of() {
+    case "$1" in
+__DESCRIPTIONS__
+        *) return 1 ;;
+    esac
+}
+
+# Whether output.log of cell $1 reports a death by signal $2 as reprospec reads a report
+# that proves one (classify's rule 4): faulthandler's "Fatal Python error: Segmentation
+# fault", a shell's "4242 Segmentation fault". A status of 128+N is then that death's.
+death_reported() {
+    local log="$OUT/$1/output.log" description
+    description=$(description_of "$2") || return 1
+    [ -f "$log" ] && grep -aqE "^Fatal Python error: $description\b|\b[0-9]+ $description\b" "$log"
+}
+
+# The death of a child process of cell $1 (not a DataLoader worker), as reprospec reads it
+# from a container's output, which is all it has there (outcome/children.py, evidence 2-4):
+# subprocess's "Command '...' died with <Signals.SIGSEGV: 11>" or a shell's "4242
+# Segmentation fault  ./prog", whichever comes first; else the child's own faulthandler
+# report ("Fatal Python error: Segmentation fault"); else concurrent.futures' "A process
+# in the process pool was terminated abruptly" (no signal). Nothing when none says so.
+CRASH_DESCRIPTIONS='__CRASH_DESCRIPTIONS__'
+CRASH_NAMES='__CRASH_NAMES__'
+child_death() {
+    local log="$OUT/$1/output.log" line sig
+    local called="died with <Signals\.($CRASH_NAMES): [0-9]+>"
+    local shell="^(.*: )?(line [0-9]+: )?[[:blank:]]*[0-9]+ ($CRASH_DESCRIPTIONS)\b"
+    local pool='A (child )?process (in the process pool )?(was )?terminated abruptly'
+    [ -f "$log" ] || return 1
+    line=$(grep -aE "$called|$shell" "$log" | head -n 1)
+    if [ -n "$line" ]; then
+        sig=$(printf '%s\n' "$line" | grep -oE "$called" | head -n 1 \
+            | sed 's/died with <Signals\.\(SIG[A-Z0-9]*\).*/\1/')
+        if [ -z "$sig" ]; then
+            sig=$(signal_of "$(printf '%s\n' "$line" | grep -oE "$CRASH_DESCRIPTIONS" | head -n 1)")
+        fi
+        echo "crash $sig (child): output.log says \"$(printf '%s' "$line" | cut -c1-200)\""
+        return 0
+    fi
+    line=$(grep -aoE "^Fatal Python error: ($CRASH_DESCRIPTIONS)" "$log" | head -n 1)
+    if [ -n "$line" ]; then
+        sig=$(signal_of "${line#Fatal Python error: }")
+        echo "crash $sig (child): output.log says \"$line\""
+        return 0
+    fi
+    line=$(grep -aoE "$pool" "$log" | head -n 1)
+    [ -n "$line" ] || return 1
+    echo "crash (child): output.log says \"$line\""
+}
+
+# 124: past the timeout; 125-127: docker could not run it; 128+N: killed by signal N where
+# output.log reports that death, else either that or the program's own exit status (a
+# program may exit 139 itself: `reprospec run` tells the two apart where it sees the
+# processes, which run.sh cannot); any other failure may be a DataLoader worker's death
+# (worker_death) or another child's (child_death), read from the output as reprospec reads
+# a container's. What the cell did is then judged against its expected outcome ($5),
+# signals ($6: any of them; none: any) and exit code ($7) as reprospec judges an attempt: a
+# cell that missed sets MISSED, one docker could not run NOT_RUN, one whose two readings
+# judge apart NOT_JUDGED (run.sh's exit status: 1, 3, 4): no verdict is stated that one of
+# them would make false. The expectation's other fields (exception, message, phase, step,
+# rate) are the reader's to check in results/N.
 MISSED=0
 NOT_RUN=0
+NOT_JUDGED=0
 report() {
-    local what="exit $2" worker kind=error sig="" verdict=reproduced
+    local what="exit $2" death kind=error sig="" verdict=reproduced
     if [ "$2" = 0 ]; then kind=pass
     elif [ "$2" = 124 ]; then what="hang (past the timeout)"; kind=hang
     elif [ "$2" -ge 125 ] && [ "$2" -le 127 ]; then
         what="docker could not run the cell (exit $2)"; kind=not-run
-    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ]; then
-        sig="SIG$(kill -l $(( $2 - 128 )))"; what="killed by $sig"; kind=crash
-    elif [ "$2" != 0 ] && worker=$(worker_death "$1"); then
-        what="$worker; the main process exited $2"
-        case "$worker" in
+    elif [ "$2" -gt 128 ] && [ "$2" -lt 160 ] && sig=$(kill -l $(( $2 - 128 )) 2>/dev/null); then
+        sig="SIG$sig"
+        if death_reported "$1" "$sig"; then what="killed by $sig"; kind=crash
+        else
+            what="exit $2 = 128 + $sig: killed by $sig, or the program's own exit status"
+            what+=" (output.log reports no death)"
+            kind=either
+        fi
+    elif death=$(worker_death "$1") || death=$(child_death "$1"); then
+        what="$death; the main process exited $2"
+        case "$death" in
             crash*) kind=crash
-                sig=$(printf '%s' "$worker" | sed -n 's/^crash \(SIG[A-Z0-9]*\).*/\1/p') ;;
+                sig=$(printf '%s' "$death" | sed -n 's/^crash \(SIG[A-Z0-9]*\).*/\1/p') ;;
         esac
     fi
     if [ "$kind" = not-run ]; then verdict="not run"; NOT_RUN=1
+    elif [ "$kind" = either ]; then
+        if matches "$5" "$6" "$7" crash "$sig" "$2"; then
+            matches "$5" "$6" "$7" error "" "$2" \
+                || { verdict="not judged here: reprospec run tells them apart"; NOT_JUDGED=1; }
+        elif matches "$5" "$6" "$7" error "" "$2"; then
+            verdict="not judged here: reprospec run tells them apart"; NOT_JUDGED=1
+        else verdict="NOT reproduced"; MISSED=1
+        fi
     elif ! matches "$5" "$6" "$7" "$kind" "$sig" "$2"; then verdict="NOT reproduced"; MISSED=1
     fi
     echo "== cell $1 [$3]: $what; expected: $4; $verdict"
@@ -669,11 +830,35 @@ def _signal_cases() -> str:
     )
 
 
+def _ere(text: str) -> str:
+    """`text` as a POSIX extended regular expression (grep -E) that matches it literally."""
+    return re.sub(r"([\\.\[\](){}*+?|^$])", r"\\\1", text)
+
+
+def _description_cases() -> str:
+    """run.sh's `case` arms from a signal to its description as a pattern: every signal's,
+    for a report that proves a 128+N status a death (classify's rule 4 takes any)."""
+    return "\n".join(
+        f"        {sig.name}) echo {shlex.quote(_ere(describe_signal(sig.name)))} ;;"
+        for sig in sorted(signal.Signals, key=int)
+    )
+
+
+def _crash_words() -> tuple[str, str]:
+    """The signals a child's death is a crash of (children.CRASH_SIGNALS), as run.sh's
+    patterns: their descriptions, longest first, and their names."""
+    names = sorted(CRASH_SIGNALS, key=lambda name: len(describe_signal(name)), reverse=True)
+    return "|".join(_ere(describe_signal(n)) for n in names), "|".join(sorted(CRASH_SIGNALS))
+
+
 def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: list[str]) -> None:
     head = (
         _RUN_SH_HEAD.replace("__NAME__", spec.name)
         .replace("__COUNT__", str(len(plans)))
         .replace("__SIGNALS__", _signal_cases())
+        .replace("__DESCRIPTIONS__", _description_cases())
+        .replace("__CRASH_DESCRIPTIONS__", _crash_words()[0])
+        .replace("__CRASH_NAMES__", _crash_words()[1])
     )
     numbers = " ".join(str(n) for n in range(1, len(plans) + 1))
     tail = (
@@ -683,11 +868,18 @@ def _write_run_sh(path: Path, spec: Spec, plans: Sequence[AttemptPlan], cells: l
         f'        *" $n "*) "cell_$n" || NOT_RUN=1 ;;\n'
         '        *) echo "no cell $n" >&2; exit 2 ;;\n'
         "    esac\n"
+        '    if [ "$INTERRUPTED" != 0 ]; then\n'
+        '        echo "run.sh: interrupted during cell $n; the cells after it were not run" >&2\n'
+        '        exit "$INTERRUPTED"\n'
+        "    fi\n"
         "done\n"
         "# 0: every cell did what it was expected to; 1: some cell did not; 3: docker could\n"
-        "# not run some cell (its image, a secret it needs, the engine), which wins over 1.\n"
+        "# not run some cell (its image, a secret it needs, the engine), which wins over 1;\n"
+        "# 4: some cell's exit status could be read two ways that judge apart (not judged\n"
+        "# here), the others reproduced; 130: interrupted (Ctrl-C), the cell judged nothing.\n"
         '[ "$NOT_RUN" = 0 ] || exit 3\n'
         '[ "$MISSED" = 0 ] || exit 1\n'
+        '[ "$NOT_JUDGED" = 0 ] || exit 4\n'
     )
     path.write_text(head + "\n" + "\n\n".join(cells) + "\n\n" + tail, encoding="utf-8")
     path.chmod(0o755)
@@ -741,17 +933,32 @@ and `results/N/cache`, removed after it (unless the spec says
 `environment.shared_tmp: true`).
 A cell "reproduces" when its outcome matches the expectation below, which
 `run.sh` prints beside what the cell did. A crash is a container killed by a
-signal (exit status 128 + the signal), or a DataLoader worker's: the worker
-dies of the signal and the main process exits 1 with torch's "DataLoader
-worker (pid N) is killed by signal" error, which `run.sh` says as
-`crash SIGSEGV (worker)` from the harness's `worker_exit` event in
-`results/N/events.jsonl` (or from those words in `output.log`). A worker
-that exited with a code is `error (worker)`. `run.sh` judges the outcome, the
+signal (exit status 128 + the signal) where `output.log` reports that death
+(faulthandler's "Fatal Python error: Segmentation fault", which the image arms
+in every Python process, or a shell's "4242 Segmentation fault"); without such
+a report 128 + N is either a death by signal N or the program's own exit status
+(`sys.exit(139)`), which `run.sh` cannot tell apart (`reprospec run` can, where
+it sees the processes): it judges it under both readings, and where they judge
+apart it says `not judged here` and counts the cell neither reproduced nor
+missed. A DataLoader worker's death is a crash too: the worker dies of the
+signal and the main process exits 1 with torch's "DataLoader worker (pid N) is
+killed by signal" error, which `run.sh` says as `crash SIGSEGV (worker)` from
+the harness's `worker_exit` event in `results/N/events.jsonl` (or from those
+words in `output.log`); a worker that exited with a code is `error (worker)`.
+So is another child's (a subprocess, a pool's process, a test binary), which
+the main process reports as an error of its own: `run.sh` reads it from
+`output.log` as `reprospec run` reads a container's output, `crash SIGSEGV
+(child)` from subprocess's "died with <Signals.SIGSEGV: 11>", a shell's
+"4242 Segmentation fault", the child's faulthandler report, or `crash (child)`
+from a process pool's "terminated abruptly". `run.sh` judges the outcome, the
 signal and the exit code, and exits 0 when every cell it ran did what it was
 expected to, 1 when one did not (`NOT reproduced`), 3 when docker could not run
-one; the expectation's other fields (exception, message, phase, step, rate) are
-yours to check in `results/N/`. Each cell runs once: a cell expected to fail in
-only some of its runs (`rate`) may need `./run.sh N` again.
+one, 4 when one was `not judged here` (the others reproduced), in that order of
+precedence; the expectation's other fields (exception, message, phase, step,
+rate) are yours to check in `results/N/`. Each cell runs once: a cell expected
+to fail in only some of its runs (`rate`) may need `./run.sh N` again. Ctrl-C
+stops the cell that runs (its containers are removed), judges nothing of it,
+runs no other, and exits 130.
 {_perturb_section(perturbs)}{secrets}
 | cell | matrix | expected |
 |---|---|---|

@@ -230,8 +230,8 @@ def test_the_readme_says_how_a_dataloader_workers_crash_shows(tmp_path: Path) ->
     _warnings(tmp_path, SPEC)
     readme = " ".join((tmp_path / "bundle" / "README.md").read_text().split())
     assert (
-        "or a DataLoader worker's: the worker dies of the signal and the main process exits 1"
-        in readme
+        "A DataLoader worker's death is a crash too: the worker dies of the signal and the main "
+        "process exits 1" in readme
     )
     assert "`crash SIGSEGV (worker)` from the harness's `worker_exit` event in" in readme
     script = (tmp_path / "bundle" / "run.sh").read_text()

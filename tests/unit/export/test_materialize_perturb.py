@@ -42,7 +42,7 @@ def _docker_run(bundle: Path) -> list[str]:
     """The words of cell 1's `docker run`, as bash would split them."""
     script = (bundle / "run.sh").read_text()
     start = script.index("timeout --kill-after=5 60 docker run")
-    end = script.index("2>&1 | tee", start)
+    end = script.index("2>&1; echo", start)
     return shlex.split(script[start:end].replace("\\\n", " "))
 
 
